@@ -1,0 +1,49 @@
+"""clgrad: a small autograd framework whose tensors live on any OpenCL device.
+
+The public names follow PyTorch, so ``import clgrad as torch`` runs code that uses them.
+"""
+from clgrad import dtypes as _dtypes
+from clgrad.dtypes import DType as dtype
+from clgrad.dtypes import float16, float32, float64, int32, int64
+from clgrad.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
+from clgrad.device import Device, devices, default_device, set_default_device, synchronize
+from clgrad.tensor import Tensor, Size, memory_allocated
+from clgrad.creation import (tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange,
+                             linspace, eye, rand, randn, randint, randperm, zeros_like,
+                             ones_like, full_like, empty_like, rand_like, randn_like,
+                             manual_seed)
+from clgrad.autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from clgrad import autograd
+from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, neg, abs, exp,
+                                    log, sqrt, rsqrt, tanh, sigmoid, relu, sin, cos, square,
+                                    reciprocal, sign, floor, ceil, round, eq, ne, lt, le, gt,
+                                    ge, logical_not, logical_and, logical_or, where, clamp,
+                                    clone)
+from clgrad.ops.reduce import (sum, mean, prod, max, min, amax, amin, argmax, argmin, var, std,
+                               softmax, log_softmax, logsumexp, norm)
+from clgrad.ops.matmul import matmul, mm, bmm, dot
+from clgrad.ops.index import cat, stack, index_select, gather, scatter_add
+from clgrad.ops.views import (narrow, select, reshape, permute, transpose, t, unsqueeze,
+                              squeeze, flatten, unflatten, split, chunk, unbind, as_strided,
+                              diagonal, movedim)
+from clgrad.errors import DeviceError
+
+clip = clamp
+concat = cat
+long = int64
+float = float32  # noqa: A001
+double = float64
+half = float16
+int = int32  # noqa: A001
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    """True for clgrad Tensors."""
+    return isinstance(obj, Tensor)
+
+
+def numel(x: Tensor) -> int:
+    """Number of elements of ``x``."""
+    return x.numel()

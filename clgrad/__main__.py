@@ -1,0 +1,4 @@
+"""``python -m clgrad ...``: see clgrad/cli.py."""
+from clgrad.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Tensor methods and operators: one-line delegations to clgrad.ops (PyTorch's names)."""
+from __future__ import annotations
+
+from clgrad import dtypes
+from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
+from clgrad.ops import matmul as mm
+from clgrad.ops import reduce as rd
+from clgrad.ops import views as vw
+from clgrad.tensor import Tensor
+
+
+def _method(fn, name=None):
+    setattr(Tensor, name or fn.__name__, fn)
+
+
+def _to(self, *args, **kwargs):
+    """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
+    changes. Moving between devices copies through the host."""
+    import clgrad
+    from clgrad.device import Device, get_device
+    dtype = kwargs.get("dtype")
+    device = kwargs.get("device")
+    for a in args:
+        if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in (
+                "float32", "float64", "int32", "int64", "bool", "float16")):
+            dtype = a
+        elif isinstance(a, (Device, str)):
+            device = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+    out = self
+    if device is not None:
+        dev = device if isinstance(device, Device) else get_device(device)
+        if dev is not self.device:
+            out = clgrad.tensor(self.numpy(), device=dev)
+            out.requires_grad = False
+    if dtype is not None:
+        out = ew.to(out, dtype)
+    return out
+
+
+def _inplace_binary(fn, name):
+    def method(self, other, *args, **kwargs):
+        return ew.inplace(name, self, lambda s, o: fn(s, o, *args, **kwargs), other)
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``: writes the result into self; returns self."
+    return method
+
+
+def _inplace_unary(fn, name):
+    def method(self, *args, **kwargs):
+        return ew.inplace(name, self, lambda s: fn(s, *args, **kwargs))
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{fn.__name__}``; returns self."
+    return method
+
+
+def _reflect(fn):
+    def method(self, other):
+        return fn(other, self)
+    return method
+
+
+for _name, _fn in {
+    "__add__": ew.add, "__sub__": ew.sub, "__mul__": ew.mul, "__truediv__": ew.div,
+    "__pow__": ew.pow, "__matmul__": mm.matmul, "__eq__": ew.eq, "__ne__": ew.ne,
+    "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
+    "__and__": ew.logical_and, "__or__": ew.logical_or,
+}.items():
+    _method(_fn, _name)
+for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
+                   "__rtruediv__": ew.div, "__rpow__": ew.pow, "__rmatmul__": mm.matmul}.items():
+    _method(_reflect(_fn), _name)
+Tensor.__neg__ = ew.neg
+Tensor.__abs__ = ew.abs
+Tensor.__invert__ = lambda self: ew.logical_not(self)
+Tensor.__floordiv__ = lambda self, o: ew.div(self, o, rounding_mode="floor")
+Tensor.__getitem__ = vw.getitem
+Tensor.__setitem__ = ix.setitem
+Tensor.__hash__ = lambda self: id(self)
+
+for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
+            ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
+            ew.square, ew.reciprocal, ew.sign, ew.floor, ew.ceil, ew.round, ew.eq, ew.ne,
+            ew.lt, ew.le, ew.gt, ew.ge, ew.logical_not, ew.logical_and, ew.logical_or,
+            ew.clamp, ew.contiguous, ew.clone, ew.copy_, ew.fill_,
+            rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
+            rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm,
+            mm.matmul, mm.mm, mm.bmm, mm.dot,
+            vw.narrow, vw.select, vw.view, vw.reshape, vw.permute, vw.transpose, vw.t,
+            vw.expand, vw.unsqueeze, vw.squeeze, vw.flatten, vw.unflatten, vw.split, vw.chunk,
+            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim,
+            ix.index_select, ix.gather, ix.scatter_add):
+    _method(_fn)
+
+Tensor.to = _to
+Tensor.type_as = lambda self, other: ew.to(self, other.dtype)
+Tensor.float = lambda self: ew.to(self, dtypes.float32)
+Tensor.double = lambda self: ew.to(self, dtypes.float64)
+Tensor.long = lambda self: ew.to(self, dtypes.int64)
+Tensor.int = lambda self: ew.to(self, dtypes.int32)
+Tensor.bool = lambda self: ew.to(self, dtypes.bool_)
+Tensor.half = lambda self: ew.to(self, dtypes.float16)
+Tensor.zero_ = lambda self: ew.fill_(self, 0)
+Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
+Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
+Tensor.clip = ew.clamp
+Tensor.expand_as = lambda self, other: vw.expand(self, other.shape)
+Tensor.view_as = lambda self, other: vw.view(self, other.shape)
+Tensor.reshape_as = lambda self, other: vw.reshape(self, other.shape)
+Tensor.swapaxes = vw.transpose
+Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
+Tensor.cpu = lambda self: self
+Tensor.__radd__.__doc__ = "other + self"
+
+for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
+                   "pow_": ew.pow, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
+    _method(_inplace_binary(_fn, _name), _name)
+for _name, _fn in {"clamp_": ew.clamp, "relu_": ew.relu, "neg_": ew.neg, "exp_": ew.exp,
+                   "log_": ew.log, "sqrt_": ew.sqrt, "abs_": ew.abs, "tanh_": ew.tanh,
+                   "sigmoid_": ew.sigmoid, "clip_": ew.clamp}.items():
+    _method(_inplace_unary(_fn, _name), _name)
+Tensor.__iadd__ = Tensor.add_
+Tensor.__isub__ = Tensor.sub_
+Tensor.__imul__ = Tensor.mul_
+Tensor.__itruediv__ = Tensor.div_

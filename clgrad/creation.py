@@ -1,0 +1,263 @@
+"""Factories (PyTorch names) and the random number generator.
+
+Random tensors are drawn on the host from one NumPy PCG64 generator, seeded by
+``manual_seed``, and uploaded: the same seed gives the same numbers on every device.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pyopencl as cl
+
+from clgrad import dtypes
+from clgrad.device import Device, get_device
+from clgrad.ops import elementwise as ew
+from clgrad.tensor import Tensor
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
+           "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
+           "empty_like", "rand_like", "randn_like", "manual_seed", "seed_generator", "eye",
+           "randperm"]
+
+_RNG = [np.random.default_rng(0)]
+
+
+def manual_seed(seed: int):
+    """Seed the generator behind rand/randn/randint/randperm/dropout."""
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
+    _RNG[0] = np.random.default_rng(int(seed))
+    return _RNG[0]
+
+
+def seed_generator() -> np.random.Generator:
+    """The NumPy generator used by the random factories (for code that draws its own)."""
+    return _RNG[0]
+
+
+def _device(device) -> Device:
+    if device is None or isinstance(device, Device):
+        return device or get_device(None)
+    return get_device(str(device))
+
+
+def _shape(size, op):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"{op}: expected a sequence of ints as size, got "
+                            f"{type(s).__name__} in {size!r}")
+        if s < 0:
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=False):
+    arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
+    t = Tensor._empty(arr.shape, dtype, device)
+    if arr.size:
+        cl.enqueue_copy(device.queue, t._storage.buffer, arr, is_blocking=True)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
+    if arr.dtype.kind == "f":
+        # Python floats become float32 (PyTorch's default); NumPy float arrays keep theirs.
+        if isinstance(data, np.ndarray) or isinstance(data, np.floating):
+            return dtypes.from_numpy_dtype(arr.dtype)
+        return dtypes.float32
+    if arr.dtype.kind == "b":
+        return dtypes.bool_
+    if arr.dtype.kind in "iu":
+        if isinstance(data, np.ndarray) and arr.dtype in (np.int32, np.int64):
+            return dtypes.from_numpy_dtype(arr.dtype)
+        return dtypes.int64
+    raise TypeError(f"tensor: expected numbers (bool, int, float), got data of numpy dtype "
+                    f"{arr.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (number, nested lists, NumPy array or Tensor).
+
+    Dtype: ``dtype`` if given, else float32 for Python floats, int64 for ints, bool for bools,
+    the array's own dtype for NumPy arrays. Raises ValueError for ragged nested lists,
+    TypeError for non-numeric data.
+    """
+    dev = _device(device)
+    if isinstance(data, Tensor):
+        out = ew.clone(data.detach())
+        if dtype is not None:
+            out = ew.to(out, dtype)
+        return out.requires_grad_(requires_grad) if requires_grad else out
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"tensor: expected a rectangular nested sequence of numbers, got a "
+                         f"ragged one ({e})") from None
+    if arr.dtype == object:
+        bad = next((type(v).__name__ for v in np.ravel(arr)
+                    if not isinstance(v, numbers.Number)), "object")
+        raise TypeError(f"tensor: expected numbers, got {bad}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(arr, data)
+    if requires_grad and not dt.is_floating_point:
+        raise RuntimeError(f"tensor: only Tensors of floating point dtype can require "
+                           f"gradients, got {dt}")
+    return _upload(arr, dt, dev, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` itself if it is a Tensor of that dtype, else ``tensor(data, dtype)``."""
+    if isinstance(data, Tensor) and (dtype is None or dtypes.to_dtype(dtype) is data.dtype):
+        return data
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(arr: np.ndarray, device=None) -> Tensor:
+    """A device copy of a NumPy array, same dtype and shape.
+
+    Unlike PyTorch the memory is not shared: the tensor lives in an OpenCL buffer, which the
+    host array cannot alias in general. Raises TypeError for non-arrays or unsupported dtypes.
+    """
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray, got {type(arr).__name__}")
+    return _upload(arr, dtypes.from_numpy_dtype(arr.dtype), _device(device))
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor of ``size`` (float32 by default)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    t = Tensor._empty(_shape(size, "empty"), dt, _device(device))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    if dtype is None:
+        dtype = dtypes.bool_ if isinstance(fill_value, bool) else \
+            dtypes.int64 if isinstance(fill_value, (int, np.integer)) else dtypes.float32
+    dt = dtypes.to_dtype(dtype)
+    shape = _shape((size,) if isinstance(size, int) else (tuple(size),), "full")
+    t = Tensor._empty(shape, dt, _device(device))
+    ew.fill_raw(t, fill_value)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros (float32 by default)."""
+    return full(_shape(size, "zeros"), 0, dtype=dtype or dtypes.float32, device=device,
+                requires_grad=requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones (float32 by default)."""
+    return full(_shape(size, "ones"), 1, dtype=dtype or dtypes.float32, device=device,
+                requires_grad=requires_grad)
+
+
+def _like(x: Tensor, dtype, device):
+    return (dtypes.to_dtype(dtype) if dtype is not None else x.dtype,
+            device if device is not None else x.device)
+
+
+def zeros_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Zeros with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return zeros(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def ones_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Ones with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return ones(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def full_like(x: Tensor, fill_value, dtype=None, device=None) -> Tensor:
+    """``fill_value`` with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return full(x.shape, fill_value, dtype=dt, device=dev)
+
+
+def empty_like(x: Tensor, dtype=None, device=None) -> Tensor:
+    """Uninitialised, with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return empty(x.shape, dtype=dt, device=dev)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is float."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    is_float = any(isinstance(v, float) for v in (start, end, step))
+    dt = dtypes.to_dtype(dtype) if dtype is not None else \
+        (dtypes.float32 if is_float else dtypes.int64)
+    n = int(np.ceil((end - start) / step))
+    arr = start + step * np.arange(n, dtype=np.float64 if is_float else np.int64)
+    return _upload(arr, dt, _device(device), requires_grad)
+
+
+def linspace(start, end, steps: int, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    return _upload(np.linspace(start, end, steps), dt, _device(device), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+    """The identity matrix (n, m)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    return _upload(np.eye(n, m), dt, _device(device))
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    return _upload(_RNG[0].random(_shape(size, "rand")), dt, _device(device), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    return _upload(_RNG[0].standard_normal(_shape(size, "randn")), dt, _device(device),
+                   requires_grad)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
+    """Integers uniform in [low, high) (``randint(high, size)`` as PyTorch); int64."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    return _upload(_RNG[0].integers(low, high, size=_shape((tuple(size),), "randint")), dt,
+                   _device(device))
+
+
+def randperm(n: int, dtype=None, device=None) -> Tensor:
+    """A random permutation of 0..n-1 (int64)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    return _upload(_RNG[0].permutation(n), dt, _device(device))
+
+
+def rand_like(x: Tensor, dtype=None) -> Tensor:
+    """Uniform [0, 1) samples with the shape of ``x``."""
+    return rand(x.shape, dtype=dtype or x.dtype, device=x.device)
+
+
+def randn_like(x: Tensor, dtype=None) -> Tensor:
+    """Standard normal samples with the shape of ``x``."""
+    return randn(x.shape, dtype=dtype or x.dtype, device=x.device)

@@ -1,0 +1,91 @@
+"""Element types: the PyTorch names, their NumPy dtype and their OpenCL C type."""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DType", "float16", "float32", "float64", "int32", "int64", "bool_", "from_numpy_dtype",
+           "promote", "to_dtype", "get_default_dtype"]
+
+
+class DType:
+    """An element type. ``np`` is the NumPy dtype, ``cl`` the OpenCL C type used in kernels."""
+
+    __slots__ = ("name", "np", "cl", "itemsize", "is_floating_point", "is_bool", "_rank")
+
+    def __init__(self, name: str, np_dtype, cl_type: str, rank: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.cl = cl_type
+        self.itemsize = self.np.itemsize
+        self.is_floating_point = self.np.kind == "f"
+        self.is_bool = self.np.kind == "b"
+        self._rank = rank
+
+    def __repr__(self):
+        return f"clgrad.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+
+bool_ = DType("bool", np.bool_, "uchar", 0)
+int32 = DType("int32", np.int32, "int", 1)
+int64 = DType("int64", np.int64, "long", 2)
+float16 = DType("float16", np.float16, "half", 3)
+float32 = DType("float32", np.float32, "float", 4)
+float64 = DType("float64", np.float64, "double", 5)
+
+_ALL = {d.name: d for d in (bool_, int32, int64, float16, float32, float64)}
+_BY_NP = {d.np: d for d in _ALL.values()}
+_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64, "half": float16}
+
+
+def get_default_dtype() -> DType:
+    """The floating dtype of tensors made from Python floats (float32, as PyTorch)."""
+    return float32
+
+
+def from_numpy_dtype(np_dtype) -> DType:
+    """The DType of a NumPy dtype. Raises TypeError for unsupported ones (e.g. complex, uint16)."""
+    d = np.dtype(np_dtype)
+    if d in _BY_NP:
+        return _BY_NP[d]
+    raise TypeError(f"dtype: expected one of bool, int32, int64, float16, float32, float64, "
+                    f"got numpy dtype {d}")
+
+
+def to_dtype(x) -> DType:
+    """Accept a DType, its name ('float32'), a NumPy dtype or the Python types float/int/bool."""
+    if isinstance(x, DType):
+        return x
+    if x is float:
+        return float32
+    if x is int:
+        return int64
+    if x is bool:
+        return bool_
+    if isinstance(x, str):
+        d = _ALL.get(x) or _ALIASES.get(x)
+        if d is not None:
+            return d
+        raise TypeError(f"dtype: expected one of {sorted(_ALL)}, got {x!r}")
+    try:
+        return from_numpy_dtype(x)
+    except TypeError:
+        raise TypeError(f"dtype: expected a clgrad dtype, got {x!r}") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Result type of a binary op on two tensors: bool < int32 < int64 < float16 < 32 < 64."""
+    return a if a._rank >= b._rank else b
+
+
+def scalar_dtype(tensor_dtype: DType, value) -> DType:
+    """Result type of ``tensor op python_scalar`` (PyTorch: the scalar only lifts the category)."""
+    if isinstance(value, bool):
+        return tensor_dtype
+    if isinstance(value, int):
+        return int64 if tensor_dtype.is_bool else tensor_dtype
+    if isinstance(value, float):
+        return tensor_dtype if tensor_dtype.is_floating_point else float32
+    raise TypeError(f"expected a number, got {type(value).__name__}")

@@ -1,0 +1,15 @@
+"""Exception classes. Each subclasses the builtin a PyTorch user would catch."""
+
+__all__ = ["DeviceError", "IndexRangeError"]
+
+
+class DeviceError(RuntimeError):
+    """No usable OpenCL device, or a kernel build failed (the message carries the build log)."""
+
+
+class IndexRangeError(IndexError, RuntimeError):
+    """An index, start or length past the end of a dim.
+
+    PyTorch raises IndexError for some of these and RuntimeError for others (``narrow``);
+    this class is both, so either ``except`` works as it would with PyTorch.
+    """

@@ -1,0 +1,318 @@
+"""Reductions over any set of dims of any strided view, and the ops built on them.
+
+Kernels: kernels/reduce.cl :: reduce (OP_SUM, OP_PROD, OP_MAX, OP_MIN; ARG for indices),
+scatter_arg (the backward of max/min: the gradient goes to the one index reported).
+Sums are Kahan-compensated per work item and then summed as a tree, so a float32 sum of
+62 500 copies of 1.23456 is 77160.0 to float32 precision.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from clgrad import dtypes, layout
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops._util import empty, shape_arg, view_arg
+from clgrad.tensor import Tensor
+
+__all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+           "std", "softmax", "log_softmax", "logsumexp", "norm"]
+
+_FILE = "reduce.cl"
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _dims(x: Tensor, dim, op: str):
+    if dim is None:
+        return tuple(range(x.ndim))
+    dd = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dd:
+        return tuple(range(x.ndim))
+    dd = tuple(layout.wrap_dim(d, x.ndim, op) for d in dd)
+    if len(set(dd)) != len(dd):
+        raise RuntimeError(f"{op}: dim {dd} appears multiple times in the list of dims")
+    return tuple(sorted(dd))
+
+
+def _out_shapes(x, dims, keepdim):
+    kept = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
+    final = kept if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
+    return kept, final
+
+
+def _split(x_shape, strides, dims):
+    outer = [i for i in range(len(x_shape)) if i not in dims]
+    return ([x_shape[i] for i in outer], [strides[i] for i in outer],
+            [x_shape[i] for i in dims], [strides[i] for i in dims])
+
+
+def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale=1.0,
+                   arg=False):
+    kept, final = _out_shapes(x, dims, keepdim)
+    out = empty(kept, out_dtype, x.device)
+    idx = empty(kept, dtypes.int64, x.device) if arg else out
+    no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
+    if no:
+        o_shape, xo_st, i_shape, xi_st = _split(x.shape, x._strides, dims)
+        out_o = _split(kept, out._strides, dims)[1]
+        idx_o = _split(kept, idx._strides, dims)[1]
+        o_shape, (xo_st, out_o, idx_o) = layout.collapse(o_shape, xo_st, out_o, idx_o)
+        i_shape, (xi_st,) = layout.collapse(i_shape or [1], xi_st or [0])
+        if len(o_shape) > 8 or len(i_shape) > 8:
+            x = ew.contiguous(x)
+            return _launch_reduce(x, dims, keepdim, op_define, out_dtype, acc_cl, scale, arg)
+        wg = 1 if ni <= 8 else 32 if ni <= 2048 else 256
+        d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
+        if arg:
+            d["ARG"] = 1
+        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
+            acc_cl, np.int64)
+        vx_outer = view_arg(x, xo_st)
+        vx_inner = np.zeros(9, dtype=np.int64)
+        vx_inner[1:1 + len(xi_st)] = xi_st
+        vout = np.zeros(9, dtype=np.int64)
+        vout[1:1 + len(out_o)] = out_o
+        vidx = np.zeros(9, dtype=np.int64)
+        vidx[1:1 + len(idx_o)] = idx_o
+        dev = x.device
+        k = dev.kernel(_FILE, "reduce", d)
+        dev.launch(k, (no * wg,), (wg,), np.int64(no), np.int32(len(o_shape)),
+                   shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
+                   np.int32(len(i_shape)), shape_arg(i_shape), x._storage.buffer, vx_outer,
+                   vx_inner, acc_np(scale), idx._storage.buffer, vidx)
+    out = out.view(final) if final != kept else out
+    if arg:
+        return out, (idx.view(final) if final != kept else idx)
+    return out
+
+
+def _acc_for(dt: dtypes.DType):
+    if dt.is_floating_point:
+        return "double" if dt is dtypes.float64 else "float"
+    return "long"
+
+
+def _expand_back(g: Tensor, x_shape, dims, keepdim):
+    if not keepdim:
+        for d in dims:
+            g = g.unsqueeze(d)
+    return g.expand(x_shape)
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Sum over ``dim`` (int, tuple, or None for all). Integers and bool sum to int64.
+
+    Shapes: (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
+    """
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    dims = _dims(x, dim, "sum")
+    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out = _launch_reduce(x, dims, keepdim, "OP_SUM", out_dt, _acc_for(x.dtype))
+    x_shape = tuple(x.shape)
+    return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),))
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Mean over ``dim``; floating dtypes only (as PyTorch). An empty reduction gives nan."""
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"mean: could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {x.dtype}")
+    dims = _dims(x, dim, "mean")
+    n = layout.numel([x.shape[d] for d in dims])
+    scale = 1.0 / n if n else float("nan")
+    out = _launch_reduce(x, dims, keepdim, "OP_SUM", x.dtype, _acc_for(x.dtype), scale)
+    x_shape = tuple(x.shape)
+    return record("mean", out, (x,),
+                  lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),))
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Product over ``dim``. Grad: out / x (inputs containing zeros get no gradient there)."""
+    dims = _dims(x, dim, "prod")
+    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
+    x_shape = tuple(x.shape)
+
+    def backward(g):
+        full = _expand_back(ew.mul(g, out), x_shape, dims, keepdim)
+        nz = ew.ne(x, 0)
+        safe = ew.where(nz, x, 1.0)
+        return (ew.where(nz, ew.div(full, safe), 0.0),)
+    return record("prod", out, (x,), backward, saved=[x, out])
+
+
+def _minmax(x: Tensor, dim, keepdim, op_define, name):
+    if dim is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"{name}: Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        dims = tuple(range(x.ndim))
+    else:
+        dims = _dims(x, dim, name)
+        if len(dims) != 1:
+            raise TypeError(f"{name}: expected dim to be an int, got {dim!r}")
+        if x.shape[dims[0]] == 0 if x.ndim else False:
+            raise IndexError(f"{name}: Expected reduction dim {dims[0]} to have non-zero size.")
+    kd = keepdim if dim is not None else False
+    vals, idx = _launch_reduce(x, dims, kd, op_define, x.dtype, x.dtype.cl, arg=True)
+    x_shape = tuple(x.shape)
+
+    def backward(g):
+        z = _zeros(x_shape, g)
+        _scatter_arg(z, dims, kd, g, idx)
+        return (z,)
+    vals = record(name, vals, (x,), backward, saved=[])
+    if dim is None:
+        return vals
+    return MinMax(vals, idx)
+
+
+def _zeros(shape, like):
+    import clgrad
+    return clgrad.zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
+    """z[position of idx] = g, for the reduction geometry of ``dims`` (z contiguous)."""
+    kept, _ = _out_shapes(z, dims, keepdim)
+    g = g.reshape(kept) if tuple(g.shape) != kept else g
+    idx = idx.reshape(kept) if tuple(idx.shape) != kept else idx
+    no = layout.numel(kept)
+    if not no:
+        return
+    o_shape, zo_st, i_shape, zi_st = _split(z.shape, z._strides, dims)
+    g_o = _split(kept, g._strides, dims)[1]
+    i_o = _split(kept, idx._strides, dims)[1]
+    o_shape, (zo_st, g_o, i_o) = layout.collapse(o_shape, zo_st, g_o, i_o)
+    i_shape = [z.shape[d] for d in dims] or [1]
+    zi_st = zi_st or [0]
+    vz_inner = np.zeros(9, dtype=np.int64)
+    vz_inner[1:1 + len(zi_st)] = zi_st
+    dev = z.device
+    k = dev.kernel(_FILE, "scatter_arg", {"T": z.dtype.cl, "ACC": z.dtype.cl, "OUT": z.dtype.cl,
+                                          "OP_MAX": 1, "WG": 1})
+    dev.launch(k, (no,), (64,), np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape),
+               z._storage.buffer, view_arg(z, zo_st), np.int32(len(i_shape)),
+               shape_arg(i_shape), vz_inner, g._storage.buffer, view_arg(g, g_o),
+               idx._storage.buffer, view_arg(idx, i_o))
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):
+    """Maximum: of all elements (a 0-dim tensor), or along ``dim`` -> (values, indices).
+
+    On ties the first index wins and receives the whole gradient. NaN propagates.
+    ``max(x, other_tensor)`` is the elementwise maximum (PyTorch's overload).
+    """
+    if isinstance(dim, Tensor):
+        return ew.maximum(x, dim)
+    return _minmax(x, dim, keepdim, "OP_MAX", "max")
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False):
+    """Minimum; see max."""
+    if isinstance(dim, Tensor):
+        return ew.minimum(x, dim)
+    return _minmax(x, dim, keepdim, "OP_MIN", "min")
+
+
+def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Maximum values over ``dim`` (int or tuple); the gradient goes to the first maximum."""
+    dims = _dims(x, dim, "amax")
+    if len(dims) == 1:
+        return _minmax(x, dims[0], keepdim, "OP_MAX", "amax").values
+    flat = x.permute(*[d for d in range(x.ndim) if d not in dims], *dims)
+    flat = flat.reshape(*[x.shape[d] for d in range(x.ndim) if d not in dims], -1)
+    out = _minmax(flat, -1, False, "OP_MAX", "amax").values
+    return out.reshape(_out_shapes(x, dims, keepdim)[1])
+
+
+def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Minimum values over ``dim``; see amax."""
+    return ew.neg(amax(ew.neg(x), dim, keepdim))
+
+
+def _arg(x, dim, keepdim, op_define, name):
+    if dim is None:
+        flat = x.reshape(-1)
+        idx = _launch_reduce(flat, (0,), False, op_define, x.dtype, x.dtype.cl, arg=True)[1]
+        return idx.reshape((1,) * x.ndim) if keepdim else idx
+    d = layout.wrap_dim(dim, x.ndim, name)
+    return _launch_reduce(x, (d,), keepdim, op_define, x.dtype, x.dtype.cl, arg=True)[1]
+
+
+def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the first maximum (over the flattened tensor when ``dim`` is None); int64."""
+    if x.numel() == 0:
+        raise RuntimeError("argmax: Expected reduction dim to be specified for input.numel() "
+                           "== 0.")
+    return _arg(x, dim, keepdim, "OP_MAX", "argmax")
+
+
+def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Index of the first minimum; see argmax."""
+    if x.numel() == 0:
+        raise RuntimeError("argmin: Expected reduction dim to be specified for input.numel() "
+                           "== 0.")
+    return _arg(x, dim, keepdim, "OP_MIN", "argmin")
+
+
+def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
+    """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
+
+    Two passes (mean first), so large offsets do not cancel.
+    """
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = _dims(x, dim, "var")
+    n = layout.numel([x.shape[d] for d in dims])
+    centered = ew.sub(x, mean(x, dims, keepdim=True))
+    ss = sum(ew.mul(centered, centered), dims, keepdim=keepdim)
+    denom = n - correction
+    return ew.mul(ss, 1.0 / denom if denom > 0 else float("nan"))
+
+
+def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
+    """Standard deviation: sqrt(var)."""
+    return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
+
+
+def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) over ``dim``, stable for large logits (the max is taken out first)."""
+    m = amax(x, dim, keepdim=True).detach()
+    m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
+    s = ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True))
+    out = ew.add(s, m)
+    return out if keepdim else out.squeeze(_dims(x, dim, "logsumexp"))
+
+
+def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8."""
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    d = layout.wrap_dim(dim, x.ndim, "softmax")
+    m = amax(x, d, keepdim=True).detach()
+    e = ew.exp(ew.sub(x, m))
+    return ew.div(e, sum(e, d, keepdim=True))
+
+
+def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """x - logsumexp(x) along ``dim``; stable for logits like 1e8."""
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    d = layout.wrap_dim(dim, x.ndim, "log_softmax")
+    return ew.sub(x, logsumexp(x, d, keepdim=True))
+
+
+def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
+    """The p-norm (p = 1, 2 or a positive number) over ``dim``."""
+    if p == 2:
+        return ew.sqrt(sum(ew.mul(x, x), dim, keepdim))
+    if p == 1:
+        return sum(ew.abs(x), dim, keepdim)
+    return ew.pow(sum(ew.pow(ew.abs(x), p), dim, keepdim), 1.0 / p)

@@ -1,0 +1,326 @@
+"""Storage and Tensor: layout and bookkeeping only; the math lives in clgrad.ops.
+
+A Storage is one OpenCL buffer with a dtype, an element count and a version counter that all
+its views share. A Tensor is a Storage plus shape, strides and an element offset
+(``storage_offset``). View ops change only those numbers (see clgrad/ops/views.py).
+
+Invariant: a tensor with ``_base is None`` (a *root*) is contiguous at offset 0 and owns its
+storage; every view keeps ``_base`` pointing at its root.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from clgrad import dtypes, layout
+from clgrad.device import Device, default_device
+
+__all__ = ["Storage", "Tensor", "Size", "memory_allocated"]
+
+_ALLOCATED = [0]
+
+
+def memory_allocated() -> int:
+    """Bytes of device memory held by live storages (all devices)."""
+    return _ALLOCATED[0]
+
+
+class Size(tuple):
+    """A shape: a tuple of ints, printed as ``clgrad.Size([2, 3])`` (PyTorch's torch.Size)."""
+
+    def __repr__(self):
+        return f"clgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return layout.numel(self)
+
+
+class Storage:
+    """One device buffer of ``size`` elements of ``dtype`` and a version counter.
+
+    The version counts in-place writes into any view of the storage; autograd compares it
+    with the version seen when a tensor was saved.
+    """
+
+    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "__weakref__")
+
+    def __init__(self, size: int, dtype: dtypes.DType, device: Device):
+        if dtype is dtypes.float64 and not device.fp64:
+            raise TypeError(f"float64: the device {device.name!r} lacks cl_khr_fp64; use "
+                            f"float32")
+        if dtype is dtypes.float16 and not device.fp16:
+            raise TypeError(f"float16: the device {device.name!r} lacks cl_khr_fp16; use "
+                            f"float32")
+        self.size = int(size)
+        self.dtype = dtype
+        self.device = device
+        self.version = 0
+        self.nbytes = self.size * dtype.itemsize
+        self.buffer = device.alloc(self.nbytes)
+        _ALLOCATED[0] += self.nbytes
+
+    def __del__(self):
+        _ALLOCATED[0] -= self.nbytes
+
+
+class Tensor:
+    """An n-dimensional array on an OpenCL device: storage + shape + strides + storage_offset.
+
+    Construct with the factories (``clgrad.tensor``, ``zeros``, ``randn`` ...), not directly.
+    Autograd attributes follow PyTorch: ``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``.
+    """
+
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "requires_grad", "_grad",
+                 "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
+                 "__weakref__")
+
+    __array_priority__ = 1000  # ndarray OP Tensor defers to Tensor's reflected operators
+
+    def __init__(self, storage: Storage, shape, strides, offset: int = 0, base=None):
+        self._storage = storage
+        self._shape = Size(int(s) for s in shape)
+        self._strides = tuple(int(s) for s in strides)
+        self._offset = int(offset)
+        self.requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._base = base
+        self._rebase = 0
+        self._rebase_seen = base._rebase if base is not None else 0
+        self._retains_grad = False
+
+    @classmethod
+    def _empty(cls, shape, dtype, device=None) -> "Tensor":
+        device = device or default_device()
+        shape = tuple(int(s) for s in shape)
+        st = Storage(layout.numel(shape), dtype, device)
+        return cls(st, shape, layout.contiguous_strides(shape), 0)
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        """The shape, e.g. ``clgrad.Size([N, C, H, W])``."""
+        return self._shape
+
+    @property
+    def dtype(self):
+        """Element type (``clgrad.float32`` ...)."""
+        return self._storage.dtype
+
+    @property
+    def device(self) -> Device:
+        """The OpenCL device holding the storage."""
+        return self._storage.device
+
+    @property
+    def ndim(self) -> int:
+        """Number of dims."""
+        return len(self._shape)
+
+    def dim(self) -> int:
+        """Number of dims."""
+        return len(self._shape)
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return layout.numel(self._shape)
+
+    def size(self, dim=None):
+        """The shape, or the size of ``dim``."""
+        if dim is None:
+            return self._shape
+        return self._shape[layout.wrap_dim(dim, self.ndim, "size")]
+
+    def stride(self, dim=None):
+        """Strides in elements (a tuple), or the stride of ``dim``."""
+        if dim is None:
+            return self._strides
+        return self._strides[layout.wrap_dim(dim, self.ndim, "stride")]
+
+    def storage_offset(self) -> int:
+        """Offset of element [0, ..., 0] in the storage, in elements."""
+        return self._offset
+
+    def is_contiguous(self) -> bool:
+        """True when the strides are row-major for the shape."""
+        return layout.is_contiguous(self._shape, self._strides)
+
+    def element_size(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    def untyped_storage(self) -> Storage:
+        """The Storage shared by this tensor and its views."""
+        return self._storage
+
+    def data_ptr_key(self):
+        """(id of storage, offset): equal for tensors that start at the same element."""
+        return (id(self._storage), self._offset)
+
+    @property
+    def is_floating_point_(self):
+        return self.dtype.is_floating_point
+
+    def is_floating_point(self) -> bool:
+        """True for float16/32/64."""
+        return self.dtype.is_floating_point
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    # -- autograd attributes ------------------------------------------------------------------
+    @property
+    def grad_fn(self):
+        """The Node that made this tensor (None for leaves and tensors outside the graph)."""
+        base = self._base
+        if base is not None and base._rebase != self._rebase_seen:
+            from clgrad.ops.views import regenerate_view_grad_fn
+            regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the tensor was made by a recorded op (PyTorch semantics)."""
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        """The accumulated gradient (a dense tensor of this shape), or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
+            if tuple(value.shape) != tuple(self.shape):
+                raise RuntimeError(f"grad: expected shape {tuple(self.shape)}, got "
+                                   f"{tuple(value.shape)}")
+        self._grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place (leaves only, as PyTorch). Returns self."""
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError("requires_grad_: you can only change requires_grad flags of leaf "
+                               "variables")
+        if requires_grad and not (self.dtype.is_floating_point):
+            raise RuntimeError(f"requires_grad_: only floating point tensors can require "
+                               f"gradients, got {self.dtype}")
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def retain_grad(self):
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad: can't retain_grad on Tensor that has "
+                               "requires_grad=False")
+        fn = self.grad_fn
+        if fn is not None:
+            import weakref
+            fn.retained = weakref.ref(self)
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        """True after ``retain_grad()`` on a non-leaf."""
+        return self._retains_grad
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this storage and layout, outside the graph (requires_grad False)."""
+        return Tensor(self._storage, self._shape, self._strides, self._offset,
+                      base=self._base or (None if self._is_root() else self))
+
+    def detach_(self) -> "Tensor":
+        """Take this tensor out of the graph in place; it becomes a leaf."""
+        self._grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def _is_root(self) -> bool:
+        return self._base is None
+
+    def backward(self, gradient=None, retain_graph=False):
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see clgrad.autograd.backward).
+
+        ``gradient`` may be omitted only for one-element tensors.
+        """
+        from clgrad import autograd
+        autograd.backward(self, gradient, retain_graph=retain_graph)
+
+    # -- host side ----------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A host copy as a NumPy array (blocks until the queue has produced the values)."""
+        if self.requires_grad and self.grad_fn is None and False:
+            pass
+        src = self
+        if not (self.is_contiguous()):
+            src = self.contiguous()
+        out = np.empty(self._shape, dtype=self.dtype.np)
+        if out.size:
+            cl.enqueue_copy(self.device.queue, out, src._storage.buffer,
+                            src_offset=src._offset * self.dtype.itemsize, is_blocking=True)
+        return out
+
+    def tolist(self):
+        """Nested Python lists (a number for 0-dim tensors)."""
+        return self.numpy().tolist()
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(f"item: a Tensor with {self.numel()} elements cannot be converted "
+                               f"to Scalar")
+        return self.numpy().reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self.numel()} elements is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
+                               threshold=1000, edgeitems=3)
+        extra = []
+        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_) or self.numel() == 0:
+            extra.append(f"dtype={self.dtype!r}")
+        fn = self.grad_fn
+        if fn is not None:
+            extra.append(f"grad_fn=<{fn.name}Backward>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extra) + ")"
+
+    def __hash__(self):
+        return id(self)
+
+
+from clgrad import _tensor_methods  # noqa: E402,F401  (attaches operators and methods)

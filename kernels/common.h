@@ -1,0 +1,79 @@
+// kernels/common.h — index arithmetic shared by every kernel file.
+// A tensor argument is (data pointer, view_t): view_t holds the element offset and the strides
+// (in elements) of up to MAXD dims. The logical shape is a shape_t, shared by all operands of
+// one launch. Both are passed by value: no device buffers for metadata.
+#ifndef CLGRAD_COMMON_H
+#define CLGRAD_COMMON_H
+
+#ifdef CLGRAD_HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define MAXD 8
+
+typedef struct { long n[MAXD]; } shape_t;
+typedef struct { long off; long s[MAXD]; } view_t;
+
+// Offset of the i-th element (row-major over sh) in one view.
+inline long off1(long i, int nd, const shape_t sh, const view_t v) {
+    long o = v.off;
+    for (int d = nd - 1; d >= 0; --d) {
+        long q = i / sh.n[d];
+        o += (i - q * sh.n[d]) * v.s[d];
+        i = q;
+    }
+    return o;
+}
+
+// Offsets of the i-th element in two views of the same shape.
+inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 long *oa, long *ob) {
+    long pa = a.off, pb = b.off;
+    for (int d = nd - 1; d >= 0; --d) {
+        long q = i / sh.n[d];
+        long c = i - q * sh.n[d];
+        pa += c * a.s[d];
+        pb += c * b.s[d];
+        i = q;
+    }
+    *oa = pa;
+    *ob = pb;
+}
+
+// Offsets of the i-th element in three views of the same shape.
+inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 const view_t c, long *oa, long *ob, long *oc) {
+    long pa = a.off, pb = b.off, pc = c.off;
+    for (int d = nd - 1; d >= 0; --d) {
+        long q = i / sh.n[d];
+        long k = i - q * sh.n[d];
+        pa += k * a.s[d];
+        pb += k * b.s[d];
+        pc += k * c.s[d];
+        i = q;
+    }
+    *oa = pa;
+    *ob = pb;
+    *oc = pc;
+}
+
+// Offsets in four views of the same shape.
+inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 const view_t c, const view_t e, long *oa, long *ob, long *oc, long *oe) {
+    long pa = a.off, pb = b.off, pc = c.off, pe = e.off;
+    for (int d = nd - 1; d >= 0; --d) {
+        long q = i / sh.n[d];
+        long k = i - q * sh.n[d];
+        pa += k * a.s[d];
+        pb += k * b.s[d];
+        pc += k * c.s[d];
+        pe += k * e.s[d];
+        i = q;
+    }
+    *oa = pa;
+    *ob = pb;
+    *oc = pc;
+    *oe = pe;
+}
+
+#endif

@@ -1,0 +1,82 @@
+// kernels/index.cl — scatter-add into (possibly overlapping) strided views, gathers, scatters.
+// Defines: T element type; IS_FLOAT; IS_DOUBLE (64-bit compare-and-swap); IS_LONG; IS_INT.
+// Launch: 1-D, one work item per source element.
+#include "common.h"
+
+#ifdef IS_DOUBLE
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+inline void atomic_add_T(volatile __global T *p, T v) {
+    union { ulong u; double f; } old, nw;
+    do {
+        old.f = *p;
+        nw.f = old.f + v;
+    } while (atom_cmpxchg((volatile __global ulong *)p, old.u, nw.u) != old.u);
+}
+#elif defined(IS_FLOAT)
+inline void atomic_add_T(volatile __global T *p, T v) {
+    union { uint u; float f; } old, nw;
+    do {
+        old.f = *p;
+        nw.f = old.f + v;
+    } while (atomic_cmpxchg((volatile __global uint *)p, old.u, nw.u) != old.u);
+}
+#elif defined(IS_LONG)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+inline void atomic_add_T(volatile __global T *p, T v) { atom_add(p, v); }
+#elif defined(IS_INT)
+inline void atomic_add_T(volatile __global T *p, T v) { atomic_add(p, v); }
+#else
+// bool (uchar): "adding" is a logical or, which is race-free when every writer writes 1.
+inline void atomic_add_T(volatile __global T *p, T v) { if (v) *p = 1; }
+#endif
+
+// out[view(i)] += g[i], safe when several i address the same element.
+__kernel void scatter_add(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                          __global const T *g, view_t vg) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long oo, og;
+    off2(i, nd, sh, vo, vg, &oo, &og);
+    atomic_add_T(out + oo, g[og]);
+}
+
+// Gather along one dim: out[..., j, ...] = a[..., idx[j], ...]. The view of `a` has the
+// indexed dim's stride replaced by 0 and `sa` holds its real stride; `idx` is a view with
+// stride only along that dim (and 0 elsewhere).
+__kernel void gather_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                         __global const T *a, view_t va, __global const long *idx, view_t vi,
+                         long sa, long size) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long oo, oa, oi;
+    off3(i, nd, sh, vo, va, vi, &oo, &oa, &oi);
+    long k = idx[oi];
+    if (k < 0) k += size;
+    out[oo] = a[oa + k * sa];
+}
+
+// Scatter-add along one dim (the backward of gather_dim).
+__kernel void scatter_add_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                              __global const T *g, view_t vg, __global const long *idx,
+                              view_t vi, long so, long size) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long oo, og, oi;
+    off3(i, nd, sh, vo, vg, vi, &oo, &og, &oi);
+    long k = idx[oi];
+    if (k < 0) k += size;
+    atomic_add_T(out + oo + k * so, g[og]);
+}
+
+// Scatter along one dim without accumulation (index_put / setitem with an index tensor).
+__kernel void scatter_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                          __global const T *g, view_t vg, __global const long *idx, view_t vi,
+                          long so, long size) {
+    long i = get_global_id(0);
+    if (i >= n) return;
+    long oo, og, oi;
+    off3(i, nd, sh, vo, vg, vi, &oo, &og, &oi);
+    long k = idx[oi];
+    if (k < 0) k += size;
+    out[oo + k * so] = g[og];
+}

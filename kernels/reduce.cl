@@ -1,0 +1,101 @@
+// kernels/reduce.cl — reductions over any set of dims of a strided view.
+// Defines: T input type; ACC accumulator type; OUT output type; OP one of OP_SUM, OP_PROD,
+// OP_MAX, OP_MIN; WG work-group size (power of two); ARG to also produce the index of the
+// max/min (first occurrence on ties).
+// Geometry: output element o has a multi-index over the kept ("outer") dims; the reduced
+// ("inner") dims are walked by j. The input offset is off1(o, outer) + off1(j, inner).
+// Sums use Kahan compensation per work item, then a tree in local memory.
+#include "common.h"
+
+#if defined(OP_SUM)
+#define INIT ((ACC)0)
+#elif defined(OP_PROD)
+#define INIT ((ACC)1)
+#else
+#define INIT ((ACC)0)  // max/min start from the first element seen (see `best`)
+#define MINMAX 1
+#endif
+
+#if defined(OP_MAX)
+#define BETTER(x, y) ((x) > (y) || isnan((float)(x)) && !isnan((float)(y)))
+#elif defined(OP_MIN)
+#define BETTER(x, y) ((x) < (y) || isnan((float)(x)) && !isnan((float)(y)))
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
+            long ni, int ndi, shape_t shi, __global const T *a, view_t va_outer,
+            view_t va_inner, ACC scale, __global long *idx_out, view_t vidx) {
+    __local ACC buf[WG];
+#ifdef MINMAX
+    __local long ibuf[WG];
+#endif
+    long o = get_group_id(0);
+    int lid = get_local_id(0);
+    long base = off1(o, ndo, sho, va_outer);
+    ACC acc = INIT;
+#ifdef MINMAX
+    long best = -1;
+#endif
+#if defined(OP_SUM)
+    ACC comp = 0;
+#endif
+    for (long j = lid; j < ni; j += WG) {
+        ACC x = (ACC)a[base + off1(j, ndi, shi, va_inner)];
+#if defined(OP_SUM)
+        ACC y = x - comp;
+        ACC s = acc + y;
+        comp = (s - acc) - y;
+        acc = s;
+#elif defined(OP_PROD)
+        acc *= x;
+#else
+        if (best < 0 || BETTER(x, acc)) {
+            acc = x;
+            best = j;
+        }
+#endif
+    }
+    buf[lid] = acc;
+#ifdef MINMAX
+    ibuf[lid] = best;
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+#if defined(OP_SUM)
+            buf[lid] += buf[lid + s];
+#elif defined(OP_PROD)
+            buf[lid] *= buf[lid + s];
+#else
+            ACC x = buf[lid + s];
+            long jx = ibuf[lid + s];
+            ACC y = buf[lid];
+            long jy = ibuf[lid];
+            if (jx >= 0 && (jy < 0 || BETTER(x, y) || (x == y && jx < jy))) {
+                buf[lid] = x;
+                ibuf[lid] = jx;
+            }
+#endif
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        out[off1(o, ndo, sho, vout)] = (OUT)(buf[0] * scale);
+#ifdef ARG
+        idx_out[off1(o, ndo, sho, vidx)] = ibuf[0];
+#endif
+    }
+}
+
+// Scatter g[o] into z at the position ARG reported: the gradient of max/min goes to one index.
+__kernel void scatter_arg(long no, int ndo, shape_t sho, __global T *z, view_t vz_outer,
+                          int ndi, shape_t shi, view_t vz_inner, __global const T *g, view_t vg,
+                          __global const long *idx, view_t vidx) {
+    long o = get_global_id(0);
+    if (o >= no) return;
+    long oz, og;
+    off2(o, ndo, sho, vz_outer, vg, &oz, &og);
+    long j = idx[off1(o, ndo, sho, vidx)];
+    z[oz + off1(j, ndi, shi, vz_inner)] = g[og];
+}

@@ -1,0 +1,266 @@
+"""clgrad.io checkpoints: exact round trips, safetensors layout, atomic writes, clear errors."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import clgrad
+import clgrad.io.checkpoint as checkpoint
+from clgrad.io import load, save
+
+
+def state(seed=0):
+    """A nested training state: module weights (clgrad), optimizer numbers, NumPy extras."""
+    rng = np.random.default_rng(seed)
+    return {
+        "model": {
+            "fc1.weight": clgrad.from_numpy(rng.standard_normal((4, 3)).astype(np.float32)),
+            "fc1.bias": clgrad.from_numpy(rng.standard_normal(4).astype(np.float32)),
+            "bn.num_batches": clgrad.from_numpy(np.array(2**40 + 3, dtype=np.int64)),
+            "bn.mean64": clgrad.from_numpy(rng.standard_normal(5)),
+            "mask": clgrad.from_numpy(np.array([True, False, True])),
+            "empty": clgrad.from_numpy(np.zeros((0, 3), np.float32)),
+        },
+        "optim": {
+            "lr": 0.1, "momentum": 1e-300, "step": 7, "big": 2**70, "nesterov": False,
+            "name": "sgd", "note": None, "history": [1, 2.5, -3, float("inf")],
+            "betas": (0.9, 0.999), "groups": [{"lr": 0.01, "params": [0, 1]}], "state": {},
+        },
+        "epoch": 3,
+        "rng_state": rng.integers(0, 2**63, size=4, dtype=np.uint64),
+        "counts": np.arange(6, dtype=np.int32).reshape(2, 3).T,  # non-contiguous
+    }
+
+
+def assert_same(got, want, where="root"):
+    """Exact equality, and a clgrad Tensor / ndarray / tuple exactly where one was saved."""
+    assert type(got) is type(want) or (isinstance(want, clgrad.Tensor)
+                                       and isinstance(got, clgrad.Tensor)), where
+    if isinstance(want, dict):
+        assert list(got) == list(want), where
+        for k in want:
+            assert_same(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, f"{where}.{i}")
+    elif isinstance(want, (clgrad.Tensor, np.ndarray)):
+        g, w = (x.numpy() if isinstance(x, clgrad.Tensor) else x for x in (got, want))
+        assert g.dtype == w.dtype and g.shape == w.shape, where
+        assert g.tobytes() == np.ascontiguousarray(w).tobytes(), where  # bit-exact
+    elif isinstance(want, float) and math.isnan(want):
+        assert math.isnan(got), where
+    else:
+        assert got == want, where
+
+
+def test_round_trip_exact(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    want = state()
+    save(want, path)
+    got = load(path)
+    assert_same(got, want)
+    assert got["model"]["fc1.weight"].dtype == clgrad.float32
+    assert got["model"]["bn.num_batches"].dtype == clgrad.int64
+    assert got["model"]["bn.num_batches"].numpy().ravel().tolist() == [2**40 + 3]
+    assert got["model"]["bn.mean64"].dtype == clgrad.float64
+    assert isinstance(got["counts"], np.ndarray) and not isinstance(got["counts"], clgrad.Tensor)
+    assert got["optim"]["betas"] == (0.9, 0.999) and got["optim"]["big"] == 2**70
+
+
+def test_zero_dim_values_keep_their_shape(tmp_path):
+    path = tmp_path / "c.safetensors"
+    save({"t": clgrad.from_numpy(np.array(2**40 + 3)), "a": np.array(1.5, np.float32)}, path)
+    got = load(path)
+    assert got["a"].shape == () and got["a"].dtype == np.float32 and got["a"] == 1.5
+    assert safetensors.numpy.load_file(str(path))["t"].shape == ()
+    assert got["t"].shape == () and got["t"].item() == 2**40 + 3
+
+
+def test_special_floats_and_numpy_scalars(tmp_path):
+    path = tmp_path / "c.safetensors"
+    save({"nan": float("nan"), "ninf": -math.inf, "tiny": 5e-324, "f32": np.float32(0.1),
+          "i64": np.int64(-5), "b": np.bool_(True), "f64": np.float64(1 / 3)}, path)
+    got = load(path)
+    assert math.isnan(got["nan"]) and got["ninf"] == -math.inf and got["tiny"] == 5e-324
+    assert got["f32"] == float(np.float32(0.1)) and type(got["f32"]) is float
+    assert got["i64"] == -5 and type(got["i64"]) is int
+    assert got["b"] is True and got["f64"] == 1 / 3
+
+
+def test_dotted_keys_keep_their_structure(tmp_path):
+    path = tmp_path / "c.safetensors"
+    want = {"a.b": np.arange(3), "a": {"c": np.arange(2.0)}, "": 1, "x": {"y.z": {"w": 2}}}
+    save(want, path)
+    assert_same(load(path), want)
+
+
+def test_file_is_plain_safetensors(tmp_path):
+    path = tmp_path / "c.safetensors"
+    want = state()
+    save(want, path)
+    raw = path.read_bytes()
+    assert not raw.startswith(b"\x80")  # not a pickle stream
+    tensors = safetensors.numpy.load_file(str(path))
+    assert sorted(tensors) == sorted([
+        "model.fc1.weight", "model.fc1.bias", "model.bn.num_batches", "model.bn.mean64",
+        "model.mask", "model.empty", "rng_state", "counts"])
+    np.testing.assert_array_equal(tensors["model.fc1.weight"],
+                                  want["model"]["fc1.weight"].numpy())
+    np.testing.assert_array_equal(tensors["counts"], want["counts"])
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    tree = json.loads(header["__metadata__"]["clgrad"])
+    assert tree["version"] == 1
+    assert tree["tree"]["dict"]["epoch"] == {"value": 3}
+    assert tree["tree"]["dict"]["counts"] == {"tensor": "counts", "kind": "numpy"}
+
+
+def test_overwrite_and_permissions(tmp_path):
+    path = tmp_path / "c.safetensors"
+    save({"v": 1}, path)
+    save({"v": 2, "w": np.ones(2)}, path)
+    assert load(path)["v"] == 2
+    assert os.listdir(tmp_path) == ["c.safetensors"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+class FailingFile:
+    """Wraps a file; the second write call writes half its data, then raises."""
+
+    def __init__(self, f, exc):
+        self.f, self.exc, self.writes = f, exc, 0
+
+    def write(self, data):
+        self.writes += 1
+        if self.writes == 2:
+            self.f.write(data[: len(data) // 2])
+            self.f.flush()
+            raise self.exc
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("exc", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_interrupted_write_keeps_old_checkpoint(tmp_path, monkeypatch, exc):
+    path = tmp_path / "ckpt.safetensors"
+    old = state(seed=1)
+    save(old, path)
+    before = path.read_bytes()
+
+    real_fdopen = os.fdopen
+    opened = []
+
+    def fdopen(fd, mode):
+        opened.append(FailingFile(real_fdopen(fd, mode), exc))
+        return opened[-1]
+
+    monkeypatch.setattr(checkpoint, "_CHUNK", 64)  # several writes, fail in the second
+    monkeypatch.setattr(checkpoint.os, "fdopen", fdopen)
+    with pytest.raises(type(exc)):
+        save(state(seed=2), path)
+    assert opened and opened[0].writes == 2  # it really failed midway through the data
+
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]  # no temporary file left
+    assert path.read_bytes() == before
+    assert_same(load(path), old)
+
+
+def test_failed_fsync_keeps_old_checkpoint(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.safetensors"
+    save({"v": 1}, path)
+
+    def fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    with pytest.raises(OSError, match="Input/output"):
+        save({"v": 2}, path)
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+    monkeypatch.undo()
+    assert load(path) == {"v": 1}
+
+
+def test_first_save_interrupted_leaves_nothing(tmp_path, monkeypatch):
+    def replace(src, dst):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(checkpoint.os, "replace", replace)
+    with pytest.raises(OSError):
+        save({"w": np.ones(3)}, tmp_path / "c.safetensors")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("value,phrase", [
+    ({"a": {"b": object()}}, "'a.b'"),
+    ({"a": [1, {2, 3}]}, "'a.1'"),
+    ({"a": {1: 2}}, "int key 1 in a"),
+    ({"z": np.zeros(2, np.complex64)}, "complex64"),
+    ({"s": np.array(["x"])}, "'s'"),
+    ({"o": np.array([None])}, "object"),
+    ({"c": 1j}, "complex"),
+])
+def test_unsupported_values_raise_type_error(tmp_path, value, phrase):
+    path = tmp_path / "c.safetensors"
+    with pytest.raises(TypeError) as err:
+        save(value, path)
+    assert phrase in str(err.value)
+    assert os.listdir(tmp_path) == []  # checked before anything is written
+
+
+def test_save_errors(tmp_path):
+    with pytest.raises(TypeError, match="expected a dict, got list"):
+        save([1, 2], tmp_path / "c")
+    with pytest.raises(FileNotFoundError, match="missing"):
+        save({"a": 1}, tmp_path / "missing" / "c.safetensors")
+    with pytest.raises(ValueError, match="'a.b'"):
+        save({"a.b": np.ones(1), "a": {"b": np.ones(1)}}, tmp_path / "c")
+
+
+def test_load_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.safetensors"):
+        load(tmp_path / "nope.safetensors")
+
+
+def _corruptions(good):
+    n = int.from_bytes(good[:8], "little")
+    return {
+        "empty file": b"",
+        "text": b"hello, this is not a checkpoint at all",
+        "pickle": b"\x80\x04\x95" + b"\x00" * 40,
+        "header longer than file": (10**6).to_bytes(8, "little") + good[8:],
+        "truncated data": good[:-5],
+        "bad json": good[:8] + b"{" * n + good[8 + n:],
+        "plain safetensors": safetensors.numpy.save({"w": np.ones(2, np.float32)}),
+        "no metadata key": safetensors.numpy.save({"w": np.ones(2)}, metadata={"format": "pt"}),
+        "bad tree": safetensors.numpy.save(
+            {"w": np.ones(2)}, metadata={"clgrad": json.dumps(
+                {"version": 1, "tree": {"dict": {"w": {"tensor": "missing", "kind": "numpy"}}}})}),
+        "future version": safetensors.numpy.save(
+            {}, metadata={"clgrad": json.dumps({"version": 99, "tree": {"dict": {}}})}),
+        "metadata not json": safetensors.numpy.save({}, metadata={"clgrad": "{oops"}),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_corruptions(bytes(16))))  # the names only
+def test_load_corrupt_raises_value_error_naming_path(tmp_path, case):
+    good_path = tmp_path / "good.safetensors"
+    save({"w": np.arange(4.0), "n": 1}, good_path)
+    path = tmp_path / "bad.safetensors"
+    path.write_bytes(_corruptions(good_path.read_bytes())[case])
+    with pytest.raises(ValueError) as err:
+        load(path)
+    assert str(path) in str(err.value)
