@@ -278,8 +278,9 @@ def describe_net(net: dict, *, phase: str = "TEST") -> list[dict]:
                Scale:        axis 1, num_axes 1, bias_term False
                Eltwise:      operation "SUM"|"PROD"|"MAX", coeff [float] (empty: all 1)
     Raises:  ValueError naming the layer for an unknown type, a missing or mistyped parameter,
-             or an impossible combination (group not dividing num_output, pad >= kernel in
-             pooling, even LRN local_size, 3-D kernels, ...).
+             a layer without bottom or top (Input: without top), or an impossible combination
+             (group not dividing num_output, pad >= kernel in pooling, even LRN local_size,
+             3-D kernels, ...).
     """
     if phase not in ("TEST", "TRAIN"):
         raise ValueError(f"describe_net: expected phase 'TEST' or 'TRAIN', got {phase!r}")
@@ -307,6 +308,9 @@ def describe_net(net: dict, *, phase: str = "TEST") -> list[dict]:
                              f"supported: {', '.join(SUPPORTED_LAYER_TYPES)}")
         bottoms = [_check_str(b, f"{where}: bottom") for b in msg.get("bottom", [])]
         tops = [_check_str(t, f"{where}: top") for t in msg.get("top", [])]
+        if type_ != "Input" and not (bottoms and tops):
+            raise ValueError(f"describe_net: {where}: expected at least one bottom and one top, "
+                             f"got bottoms={bottoms}, tops={tops}")
         params = builder(msg, _Params(msg, where), phase)
         if type_ == "Input":
             params = _input_shapes(params, tops, where)
@@ -393,8 +397,11 @@ class _Params:
 
 
 def _input(msg, p, phase):
-    shapes = [tuple(p.check(d, "shape.dim", "int") for d in s.get("dim", []))
-              for s in p.use("input_param").msg.get("shape", [])]
+    shapes = []
+    for shape in p.use("input_param").msg.get("shape", []):
+        if not isinstance(shape, dict):
+            p.fail(f"expected input_param.shape to be a message, got {shape!r}")
+        shapes.append(tuple(p.check(d, "shape.dim", "int") for d in shape.get("dim", [])))
     return {"shapes": shapes}
 
 
