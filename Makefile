@@ -12,7 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 train: $(BIN)/.installed
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/train_digits.py
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q tests

@@ -27,6 +27,7 @@ from clgrad.ops.views import (narrow, select, reshape, permute, transpose, t, un
                               squeeze, flatten, unflatten, split, chunk, unbind, as_strided,
                               diagonal, movedim)
 from clgrad.errors import DeviceError
+from clgrad.io import save, load
 
 clip = clamp
 concat = cat

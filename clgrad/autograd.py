@@ -3,16 +3,56 @@
 Every differentiable op calls :func:`record` with its output, its inputs and a backward
 closure. When grad mode is on and an input requires grad, a :class:`Node` is created with the
 next sequence number and becomes ``out.grad_fn``. ``backward()`` collects the Nodes reachable
-from the output (iteratively) and runs them in decreasing sequence number: every consumer of a
-tensor was recorded after it, so each Node's gradient is complete when it runs. No global list
-is kept: a graph lives exactly as long as the tensors that reference it.
+from the output (iteratively: a chain of any length, no recursion) and runs them in decreasing
+sequence number: every consumer of a tensor was recorded after it, so each Node's gradient is
+complete when it runs. Leaves accumulate into ``.grad``, one dense tensor of their shape.
 
-Saved tensors are checked against the storage version they had when saved; an in-place write in
-between makes backward raise RuntimeError naming the op and both versions.
+Memory. No global list is kept: a graph lives exactly as long as the tensors that reference
+it (``out -> Node -> backward closure -> what backward reads``). A closure must not hold its
+own output: ``out -> Node -> closure -> out`` is a reference cycle that only the cyclic gc
+frees, so device buffers would outlive their loop iteration. Ops that read their output in
+backward capture ``out.detach()`` (the same storage, no Node). After a backward without
+``retain_graph``, a Node that saved tensors drops its closure (and with it those buffers); a
+second backward through it raises RuntimeError. A Node that saved nothing stays usable, as in
+PyTorch.
+
+Saved tensors. ``record(..., saved=[...])`` stores each saved tensor with its storage version;
+backward compares, so a saved tensor written in place afterwards (directly, through any view
+of its storage, through a ``detach()`` alias, with grad mode on or off) raises RuntimeError
+naming the op and both versions. What each op saves, hence what must not be written later:
+  output:   exp, sqrt, rsqrt, reciprocal, tanh, sigmoid, relu; prod (and its input)
+  input:    log, sin, cos, square, abs, clamp (number bounds), ``x ** 2``
+  operands: mul (the other operand), div and pow (both operands and the output),
+            maximum/minimum (both; so clamp with tensor bounds), where (the condition),
+            matmul (both), max/min/amax along a dim and index_select/gather (the index)
+  nothing:  add, sub, neg, casts, contiguous/clone, sum, mean, every view op,
+            cat/stack/split/chunk/unbind
+So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), exactly as
+PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
+
+In-place writes (clgrad/ops/elementwise.py ``inplace``/``write_into``, clgrad/ops/views.py
+``copy_slices``/``regenerate_view_grad_fn``).
+Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
+minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
+operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
+a non-leaf, or on a tensor that does not require grad written with a value that does, either
+directly or through any non-overlapping view of it (narrow, select, slicing with any step,
+getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
+split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
+``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
+gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
+from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
+when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
+exact (PyTorch saves the original self for these too).
+Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
+on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
+overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
+through a view created under ``no_grad()`` of a tensor that requires grad (its history is
+unknown); ``detach_()`` of a view that requires grad.
+Raise RuntimeError at backward: a saved tensor written in place (see above).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import threading
@@ -27,63 +67,94 @@ _state = threading.local()
 _seq = itertools.count()
 
 
+# -- grad mode --------------------------------------------------------------------------------
 def is_grad_enabled() -> bool:
-    """True when ops record Nodes (the default); False inside ``no_grad()``."""
+    """True when ops record Nodes (the default); False inside ``no_grad()``. Per thread."""
     return getattr(_state, "enabled", True)
 
 
-class set_grad_enabled(contextlib.ContextDecorator):
-    """Context manager and decorator that sets grad mode to ``mode`` (PyTorch semantics).
+def _set_enabled(mode: bool):
+    _state.enabled = bool(mode)
 
-    Like PyTorch, calling it as a function also sets the mode immediately.
+
+class _GradMode:
+    """Sets grad mode for a ``with`` block, restoring the previous mode on exit. As a
+    decorator it enters a fresh context on every call, so recursion and threads are safe."""
+
+    mode = True
+
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
+        return self
+
+    def __exit__(self, *exc):
+        _set_enabled(self._prev)
+        return False
+
+    def _fresh(self):
+        return type(self)()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self._fresh():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Ops inside record nothing (optimizer updates, evaluation).
+
+    ``with no_grad():``, ``@no_grad()`` or ``@no_grad``.
     """
 
+    mode = False
+
+    def __new__(cls, fn=None):
+        return cls()(fn) if fn is not None else super().__new__(cls)
+
+
+class enable_grad(_GradMode):
+    """Turn grad mode back on inside a ``no_grad`` block; ``with``, ``@enable_grad()`` or
+    ``@enable_grad``."""
+
+    mode = True
+
+    def __new__(cls, fn=None):
+        return cls()(fn) if fn is not None else super().__new__(cls)
+
+
+class set_grad_enabled(_GradMode):
+    """Grad mode ``mode``: for a ``with`` block, around each call of a decorated function, or,
+    called as a plain statement, from now on (PyTorch semantics)."""
+
     def __init__(self, mode: bool):
-        self.prev = is_grad_enabled()
         self.mode = bool(mode)
-        _state.enabled = self.mode
+        self._prev = is_grad_enabled()
+        _set_enabled(self.mode)
 
     def __enter__(self):
-        _state.enabled = self.mode
+        _set_enabled(self.mode)  # the previous mode was taken in __init__
         return self
 
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
-        return False
+    def _fresh(self):
+        return set_grad_enabled(self.mode)
+
+    def __call__(self, fn):
+        _set_enabled(self._prev)  # decorating does not change the mode
+        return super().__call__(fn)
 
 
-class no_grad(contextlib.ContextDecorator):
-    """Context manager and decorator: ops inside record nothing (e.g. optimizer updates)."""
-
-    def __enter__(self):
-        self.prev = is_grad_enabled()
-        _state.enabled = False
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
-        return False
-
-
-class enable_grad(contextlib.ContextDecorator):
-    """Context manager and decorator: turn grad mode back on inside a ``no_grad`` block."""
-
-    def __enter__(self):
-        self.prev = is_grad_enabled()
-        _state.enabled = True
-        return self
-
-    def __exit__(self, *exc):
-        _state.enabled = self.prev
-        return False
-
-
+# -- the tape ---------------------------------------------------------------------------------
 class Node:
     """One recorded op: where its gradient goes, what it saved, how to differentiate it.
 
     ``next`` holds, per input, the input's Node, the leaf Tensor itself (gradients accumulate
     into its ``.grad``) or None (no gradient needed). ``backward_fn(grad_out)`` returns one
-    gradient (or None) per input. ``saved`` is a list of (tensor, version at save time).
+    gradient (or None) per input; it is None once released. ``saved`` is a tuple of
+    (tensor, storage version at save time). ``retained`` is a weakref to the output when it
+    called ``retain_grad()``.
     """
 
     __slots__ = ("seq", "name", "next", "backward_fn", "saved", "retained", "input_meta",
@@ -101,18 +172,14 @@ class Node:
     def __repr__(self):
         return f"<{self.name}Backward seq={self.seq}>"
 
-    def name_(self):
-        """The op name (``mul``, ``conv2d`` ...)."""
-        return self.name
-
     @property
     def next_functions(self):
-        """The Nodes (or leaf tensors) this Node sends gradients to, one per input."""
+        """The Nodes (or leaf tensors, or None) this Node sends gradients to, one per input."""
         return tuple(self.next)
 
 
 def _edge(t):
-    if t is None or not getattr(t, "requires_grad", False):
+    if t is None or not t.requires_grad:
         return None
     fn = t.grad_fn
     return fn if fn is not None else t
@@ -122,17 +189,18 @@ def record(name: str, out, inputs, backward_fn, saved=()):
     """Attach a Node to ``out`` when grad mode is on and any input requires grad.
 
     ``inputs``: tensors (or None); ``backward_fn(grad_out) -> tuple`` with one entry per
-    input; ``saved``: tensors whose values backward reads (checked for in-place writes).
-    Returns ``out``.
+    input, each of that input's shape; ``saved``: the tensors whose values backward reads
+    (their versions are checked). ``backward_fn`` must not capture ``out`` itself (capture
+    ``out.detach()``): that would be a reference cycle. Returns ``out``.
     """
     if not is_grad_enabled():
         return out
     edges = tuple(_edge(t) for t in inputs)
     if all(e is None for e in edges):
         return out
-    meta = tuple(None if t is None else (t.shape, t.dtype) for t in inputs)
-    node = Node(name, edges, backward_fn, [(t, t._storage.version) for t in saved], meta)
-    out.requires_grad = True
+    meta = tuple(None if t is None else (tuple(t.shape), t.dtype) for t in inputs)
+    node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
+    out._requires_grad = True
     out._grad_fn = node
     return out
 
@@ -144,10 +212,12 @@ def _check_saved(node):
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: a tensor of shape {tuple(t.shape)} saved by {node.name} is "
-                f"at version {now}; expected version {version} instead")
+                f"at version {now}; expected version {version} instead. Hint: do not write "
+                f"into it (or any view of its storage) before backward, or clone() it first")
 
 
 def _collect(roots):
+    """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion)."""
     seen, stack, nodes = set(), [r for r in roots if isinstance(r, Node)], []
     while stack:
         n = stack.pop()
@@ -155,117 +225,108 @@ def _collect(roots):
             continue
         seen.add(id(n))
         nodes.append(n)
-        for e in n.next:
-            if isinstance(e, Node) and id(e) not in seen:
-                stack.append(e)
+        stack.extend(e for e in n.next if isinstance(e, Node) and id(e) not in seen)
     nodes.sort(key=lambda n: -n.seq)
     return nodes
 
 
-def _accumulate(store: dict, key, g, keep: dict):
+def _accumulate(store: dict, key, g, owned: dict):
     prev = store.get(key)
     if prev is None:
         store[key] = g
-        keep[key] = False
+        owned[key] = False  # may alias a tensor someone else holds
     else:
         store[key] = prev + g
-        keep[key] = True  # a fresh tensor owned by the engine
+        owned[key] = True  # a fresh tensor made by the engine
+
+
+def _apply(node, g, retain_graph):
+    """Run one Node: [(edge, gradient)] for the inputs that need one."""
+    if node.backward_fn is None:
+        raise RuntimeError(
+            f"Trying to backward through the graph a second time (through {node.name}), but "
+            f"the saved tensors have already been freed. Specify retain_graph=True on the first "
+            f"backward() or autograd.grad() call.")
+    _check_saved(node)
+    grads = node.backward_fn(g)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if len(grads) != len(node.next):
+        raise RuntimeError(f"{node.name} backward returned {len(grads)} gradients for "
+                           f"{len(node.next)} inputs (internal error)")
+    out = []
+    for edge, ig, meta in zip(node.next, grads, node.input_meta):
+        if edge is None or ig is None:
+            continue
+        shape, dtype = meta
+        if tuple(ig.shape) != shape:
+            raise RuntimeError(f"{node.name} backward returned a gradient of shape "
+                               f"{tuple(ig.shape)} for an input of shape {shape} (internal "
+                               f"error)")
+        out.append((edge, ig if ig.dtype is dtype else ig.to(dtype)))
+    if not retain_graph and node.saved:
+        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
+    return out
 
 
 def _run(roots, root_grads, retain_graph, targets=None):
-    """Walk the tape. Returns {id(leaf or node): grad} for ``targets`` when given."""
-    from clgrad.tensor import Tensor
+    """Walk the tape from ``roots`` (Nodes or leaf tensors), seeded with ``root_grads``.
 
-    node_grads, owned = {}, {}
-    leaf_grads, leaves = {}, {}
-    for r, g in zip(roots, root_grads):
-        if isinstance(r, Node):
-            _accumulate(node_grads, id(r), g, owned)
-        elif isinstance(r, Tensor):
-            _accumulate(leaf_grads, id(r), g, owned)
-            leaves[id(r)] = r
+    Without ``targets``: gradients accumulate into the leaves' ``.grad`` (and into tensors
+    that called retain_grad()); returns None. With ``targets``: returns {id(t): gradient} for
+    those tensors and touches no ``.grad``.
+    """
+    node_grads, leaf_grads, leaves, owned = {}, {}, {}, {}
+
+    def send(edge, g):
+        if isinstance(edge, Node):
+            _accumulate(node_grads, id(edge), g, owned)
+        else:
+            _accumulate(leaf_grads, id(edge), g, owned)
+            leaves[id(edge)] = edge
+
     want = None if targets is None else {id(t) for t in targets}
     captured = {}
     with no_grad():
+        for r, g in zip(roots, root_grads):
+            send(r, g)
         for node in _collect(roots):
             g = node_grads.pop(id(node), None)
             if g is None:
                 continue
-            if node.retained is not None:
-                t = node.retained()
-                if t is not None:
-                    if want is None:
-                        t._grad = g.detach().clone() if t._grad is None else t._grad + g
-                    elif id(t) in want:
-                        captured[id(t)] = g
-            if node.backward_fn is None:
-                raise RuntimeError(
-                    f"Trying to backward through the graph a second time (through "
-                    f"{node.name}), but the saved tensors have already been freed. Specify "
-                    f"retain_graph=True on the first backward() or autograd.grad() call.")
-            _check_saved(node)
-            in_grads = node.backward_fn(g)
-            if not isinstance(in_grads, tuple):
-                in_grads = (in_grads,)
-            for edge, ig, meta in zip(node.next, in_grads, node.input_meta):
-                if edge is None or ig is None:
-                    continue
-                if tuple(ig.shape) != tuple(meta[0]):
-                    raise RuntimeError(f"{node.name} backward returned a gradient of shape "
-                                       f"{tuple(ig.shape)} for an input of shape "
-                                       f"{tuple(meta[0])} (internal error)")
-                if ig.dtype is not meta[1]:
-                    ig = ig.to(meta[1])
-                if isinstance(edge, Node):
-                    _accumulate(node_grads, id(edge), ig, owned)
-                else:
-                    _accumulate(leaf_grads, id(edge), ig, owned)
-                    leaves[id(edge)] = edge
-            if not retain_graph:
-                node.backward_fn = None
-                node.saved = []
-        if targets is not None:
-            for k, g in leaf_grads.items():
-                if k in want:
-                    captured[k] = g
+            t = node.retained() if node.retained is not None else None
+            if t is not None and want is None:
+                t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
+            elif t is not None and id(t) in want:
+                captured[id(t)] = g
+            for edge, ig in _apply(node, g, retain_graph):
+                send(edge, ig)
+        if want is not None:
+            captured.update((k, g) for k, g in leaf_grads.items() if k in want)
             return captured
         for k, g in leaf_grads.items():
             leaf = leaves[k]
-            if leaf._grad is None:
-                leaf._grad = g if owned[k] and g._base is None and g.is_contiguous() \
-                    else g.contiguous(force_copy=True)
+            if leaf._grad is None:  # a dense tensor of its own, never an alias
+                own = owned[k] and g._base is None and g.is_contiguous()
+                leaf._grad = g if own else g.contiguous(force_copy=True)
             else:
                 leaf._grad.add_(g)
     return None
 
 
-def backward(tensors, grad_tensors=None, retain_graph=False):
-    """Compute gradients of ``tensors`` w.r.t. the leaves and accumulate them into ``.grad``.
-
-    ``grad_tensors``: one gradient per tensor, same shape; None is allowed only for tensors
-    with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
-    grad, on a second backward through freed Nodes, or on a saved tensor modified in place.
-    """
-    from clgrad.tensor import Tensor
-    if isinstance(tensors, Tensor):
-        tensors = (tensors,)
-        grad_tensors = (grad_tensors,)
-    elif grad_tensors is None:
-        grad_tensors = (None,) * len(tensors)
-    roots, grads = _roots_and_grads(tensors, grad_tensors, "backward")
-    _run(roots, grads, retain_graph)
-
-
 def _roots_and_grads(tensors, grad_tensors, op):
     from clgrad.tensor import Tensor
     import clgrad
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"{op}: got {len(tensors)} tensors and {len(grad_tensors)} "
+                           f"gradients")
     roots, grads = [], []
-    for t, g in zip(tensors, grad_tensors):
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
         if not t.requires_grad:
-            raise RuntimeError(f"{op}: element 0 of tensors does not require grad and does not "
-                               f"have a grad_fn")
+            raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does "
+                               f"not have a grad_fn")
         if g is None:
             if t.numel() != 1:
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar "
@@ -277,28 +338,55 @@ def _roots_and_grads(tensors, grad_tensors, op):
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
+        if g.dtype is not t.dtype:
+            g = g.to(t.dtype)
         fn = t.grad_fn
         roots.append(fn if fn is not None else t)
-        grads.append(g)
+        grads.append(g.detach())
     return roots, grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=False):
+    """Compute gradients of ``tensors`` w.r.t. the leaves and accumulate them into ``.grad``.
+
+    ``grad_tensors``: one gradient per tensor, same shape; None is allowed only for tensors
+    with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
+    grad, on a second backward through freed Nodes, or on a saved tensor modified in place.
+    """
+    from clgrad.tensor import Tensor
+    if isinstance(tensors, Tensor):
+        tensors, grad_tensors = (tensors,), (grad_tensors,)
+    else:
+        tensors = tuple(tensors)
+        if grad_tensors is None:
+            grad_tensors = (None,) * len(tensors)
+        elif isinstance(grad_tensors, Tensor):
+            grad_tensors = (grad_tensors,)
+    roots, grads = _roots_and_grads(tensors, tuple(grad_tensors), "backward")
+    _run(roots, grads, retain_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
-    ``inputs`` may be leaves or intermediate tensors (those must be reachable by the walk).
-    Raises RuntimeError for an input that is not reached, unless ``allow_unused``.
+    ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
+    does not require grad, or that the walk does not reach (unless ``allow_unused``: None).
     """
     from clgrad.tensor import Tensor
-    single_out = isinstance(outputs, Tensor)
-    outputs = (outputs,) if single_out else tuple(outputs)
-    single_in = isinstance(inputs, Tensor)
-    inputs = (inputs,) if single_in else tuple(inputs)
-    if grad_outputs is None or isinstance(grad_outputs, Tensor):
-        grad_outputs = (grad_outputs,) * len(outputs) if grad_outputs is None else (grad_outputs,)
-    roots, grads = _roots_and_grads(outputs, grad_outputs, "grad")
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: expected Tensors as inputs, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} does not require grad")
+    roots, grads = _roots_and_grads(outputs, tuple(grad_outputs), "grad")
     handles = []
-    for t in inputs:  # intermediate tensors: capture the gradient at their Node
+    for t in inputs:  # intermediate tensors: their gradient is captured at their Node
         fn = t.grad_fn
         if fn is not None and fn.retained is None:
             fn.retained = weakref.ref(t)
@@ -319,25 +407,34 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     return tuple(result)
 
 
+# -- gradcheck --------------------------------------------------------------------------------
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) -> bool:
     """Compare analytic gradients with central finite differences, in float64.
 
-    ``inputs``: tensors (views allowed); those with ``requires_grad`` are checked. The function
-    output may be any shape: it is reduced as ``sum(out * R)`` with a fixed random R, so each
-    input needs one backward and ``2 * numel`` forward evaluations.
+    ``inputs``: tensors (views allowed); those with ``requires_grad`` are checked, and must not
+    have overlapping elements (build stride-0 views inside ``fn``, so a perturbation moves one
+    element). The output may be any shape (or a tuple): it is reduced as ``sum(out * R)`` with
+    a fixed random R, so each input needs one backward and ``2 * numel`` forward evaluations.
     Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2).
     Raises RuntimeError with the worst element when a gradient differs (or returns False).
     """
     import clgrad
+    from clgrad import layout
     from clgrad.tensor import Tensor
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
-    for t in inputs:
-        if isinstance(t, Tensor) and t.requires_grad and t.dtype is not clgrad.float64:
-            raise TypeError(f"gradcheck: expected float64 inputs, got {t.dtype}")
+    checked = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    for i, t in enumerate(checked):
+        if t.dtype is not clgrad.float64:
+            raise TypeError(f"gradcheck: expected float64 inputs, got {t.dtype} (input {i})")
+        if t.numel() > 1 and layout.has_overlap(t.shape, t.stride()):
+            raise ValueError(f"gradcheck: expected inputs without overlapping elements, got "
+                             f"shape {tuple(t.shape)} strides {t.stride()} (input {i}); build "
+                             f"expand()/stride-0 views inside fn")
     out = fn(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     rng = np.random.default_rng(1234)
-    weights = [clgrad.tensor(rng.standard_normal(o.shape), dtype=o.dtype) for o in outs]
+    weights = [clgrad.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
+               for o in outs]
 
     def scalar():
         with no_grad():
@@ -350,21 +447,19 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     for o, w in zip(outs, weights):
         term = (o * w).sum()
         loss = term if loss is None else loss + term
-    checked = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     analytic = grad(loss, checked, allow_unused=True) if loss.requires_grad else \
         [None] * len(checked)
     for idx, (t, ga) in enumerate(zip(checked, analytic)):
         ga = np.zeros(t.shape) if ga is None else ga.numpy()
         gn = np.zeros(t.shape)
-        flat_index = list(np.ndindex(*t.shape))
-        for pos in flat_index:
-            orig = t[pos].item() if t.ndim else t.item()
+        values = t.detach().numpy()
+        for pos in np.ndindex(*t.shape):
             with no_grad():
-                _poke(t, pos, orig + eps)
+                _poke(t, pos, values[pos] + eps)
                 fp = scalar()
-                _poke(t, pos, orig - eps)
+                _poke(t, pos, values[pos] - eps)
                 fm = scalar()
-                _poke(t, pos, orig)
+                _poke(t, pos, values[pos])
             gn[pos] = (fp - fm) / (2 * eps)
         bad = ~np.isclose(ga, gn, atol=atol, rtol=rtol)
         if bad.any():
@@ -382,12 +477,4 @@ def _poke(t, pos, value):
     # Writes one element of a checked input without touching its version (gradcheck only).
     from clgrad.ops import elementwise
     v = t[pos] if t.ndim else t
-    elementwise.fill_raw(v, value)
-
-
-def _wrap_mode(fn, mode_cls):
-    @functools.wraps(fn)
-    def inner(*a, **k):
-        with mode_cls():
-            return fn(*a, **k)
-    return inner
+    elementwise.fill_raw(v, float(value))

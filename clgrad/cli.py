@@ -1,4 +1,4 @@
-"""Command line: ``python -m clgrad devices | info``."""
+"""Command line: ``python -m clgrad devices | info | train``."""
 from __future__ import annotations
 
 import argparse
@@ -29,14 +29,24 @@ def _info(args) -> int:
     return 0
 
 
+def _train(args, rest) -> int:
+    from clgrad.train import main as train_main
+    return train_main(rest, prog="clgrad train")
+
+
 def main(argv=None) -> int:
     """Entry point of ``python -m clgrad`` and the ``clgrad`` script."""
     p = argparse.ArgumentParser(prog="clgrad", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("devices", help="list OpenCL devices").set_defaults(fn=_devices)
     sub.add_parser("info", help="show the default device").set_defaults(fn=_info)
-    args = p.parse_args(argv)
-    return args.fn(args)
+    sub.add_parser("train", add_help=False,
+                   help="train the grouped CNN on digits or MNIST (train --help for options)"
+                   ).set_defaults(fn=_train)
+    args, rest = p.parse_known_args(argv)
+    if args.cmd != "train" and rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args.fn(args, rest) if args.cmd == "train" else args.fn(args)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,8 @@ def view_strides(shape, strides, new_shape):
     """
     if numel(shape) == 0:
         return contiguous_strides(new_shape)
+    if not shape:  # a 0-dim tensor: one element, as a 1-element dim of stride 1
+        shape, strides = (1,), (1,)
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base_stride = strides[-1] if strides else 1

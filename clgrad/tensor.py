@@ -71,7 +71,7 @@ class Tensor:
     Autograd attributes follow PyTorch: ``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``.
     """
 
-    __slots__ = ("_storage", "_shape", "_strides", "_offset", "requires_grad", "_grad",
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "_requires_grad", "_grad",
                  "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
                  "__weakref__")
 
@@ -82,7 +82,7 @@ class Tensor:
         self._shape = Size(int(s) for s in shape)
         self._strides = tuple(int(s) for s in strides)
         self._offset = int(offset)
-        self.requires_grad = False
+        self._requires_grad = False
         self._grad = None
         self._grad_fn = None
         self._base = base
@@ -172,6 +172,30 @@ class Tensor:
 
     # -- autograd attributes ------------------------------------------------------------------
     @property
+    def requires_grad(self) -> bool:
+        """True when gradients flow to (a leaf) or through (a non-leaf) this tensor.
+
+        A view of a tensor that was written in place since it was taken follows its root's
+        new state (see grad_fn). Setting it: leaves only, floating point only (PyTorch).
+        """
+        base = self._base
+        if base is not None and base._rebase != self._rebase_seen:
+            from clgrad.ops.views import regenerate_view_grad_fn
+            regenerate_view_grad_fn(self)
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        value = bool(value)
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("requires_grad: you can only change requires_grad flags of leaf "
+                               "variables; use .detach() for a copy outside the graph")
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError(f"requires_grad: only floating point tensors can require "
+                               f"gradients, got {self.dtype}")
+        self._requires_grad = value
+
+    @property
     def grad_fn(self):
         """The Node that made this tensor (None for leaves and tensors outside the graph)."""
         base = self._base
@@ -201,18 +225,14 @@ class Tensor:
         self._grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
-        """Set ``requires_grad`` in place (leaves only, as PyTorch). Returns self."""
-        if not requires_grad and self.grad_fn is not None:
-            raise RuntimeError("requires_grad_: you can only change requires_grad flags of leaf "
-                               "variables")
-        if requires_grad and not (self.dtype.is_floating_point):
-            raise RuntimeError(f"requires_grad_: only floating point tensors can require "
-                               f"gradients, got {self.dtype}")
-        self.requires_grad = bool(requires_grad)
+        """Set ``requires_grad`` in place (see the property; RuntimeError when turning it off
+        on a non-leaf or on for a non-float tensor). Returns self."""
+        self.requires_grad = requires_grad
         return self
 
     def retain_grad(self):
-        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        """Keep ``.grad`` for this non-leaf tensor after backward (a no-op on leaves). After
+        an in-place write the tensor keeps retaining (its new grad_fn takes over)."""
         if not self.requires_grad:
             raise RuntimeError("retain_grad: can't retain_grad on Tensor that has "
                                "requires_grad=False")
@@ -228,14 +248,22 @@ class Tensor:
         return self._retains_grad
 
     def detach(self) -> "Tensor":
-        """A tensor sharing this storage and layout, outside the graph (requires_grad False)."""
-        return Tensor(self._storage, self._shape, self._strides, self._offset,
-                      base=self._base or (None if self._is_root() else self))
+        """A tensor sharing this storage, layout and version counter, outside the graph
+        (requires_grad False, a leaf). Writing into it never touches this tensor's graph, but
+        a Node that saved this storage sees the version change (PyTorch). The detached view
+        of a view hangs off a fresh root alias of the storage, so it has a graph of its own."""
+        base = self._base
+        if base is not None:
+            base = Tensor(self._storage, base._shape, base._strides, base._offset)
+        return Tensor(self._storage, self._shape, self._strides, self._offset, base=base)
 
     def detach_(self) -> "Tensor":
-        """Take this tensor out of the graph in place; it becomes a leaf."""
+        """Take this tensor out of the graph in place; it becomes a leaf. Raises RuntimeError
+        for a view that requires grad (use detach(), as PyTorch)."""
+        if self._base is not None and self.requires_grad:
+            raise RuntimeError("detach_: can't detach views in-place; use detach() instead")
         self._grad_fn = None
-        self.requires_grad = False
+        self._requires_grad = False
         return self
 
     def _is_root(self) -> bool:

@@ -16,6 +16,7 @@ typedef struct { long off; long s[MAXD]; } view_t;
 
 // Offset of the i-th element (row-major over sh) in one view.
 inline long off1(long i, int nd, const shape_t sh, const view_t v) {
+    if (nd == 1) return v.off + i * v.s[0];  // collapsed (e.g. contiguous): no division
     long o = v.off;
     for (int d = nd - 1; d >= 0; --d) {
         long q = i / sh.n[d];
@@ -28,6 +29,11 @@ inline long off1(long i, int nd, const shape_t sh, const view_t v) {
 // Offsets of the i-th element in two views of the same shape.
 inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  long *oa, long *ob) {
+    if (nd == 1) {
+        *oa = a.off + i * a.s[0];
+        *ob = b.off + i * b.s[0];
+        return;
+    }
     long pa = a.off, pb = b.off;
     for (int d = nd - 1; d >= 0; --d) {
         long q = i / sh.n[d];
@@ -43,6 +49,12 @@ inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t 
 // Offsets of the i-th element in three views of the same shape.
 inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  const view_t c, long *oa, long *ob, long *oc) {
+    if (nd == 1) {
+        *oa = a.off + i * a.s[0];
+        *ob = b.off + i * b.s[0];
+        *oc = c.off + i * c.s[0];
+        return;
+    }
     long pa = a.off, pb = b.off, pc = c.off;
     for (int d = nd - 1; d >= 0; --d) {
         long q = i / sh.n[d];

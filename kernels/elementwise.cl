@@ -36,7 +36,7 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
 UNARY(neg, -x)
 UNARY(abs_, x < (T)0 ? -x : x)
 UNARY(relu, x > (T)0 ? x : (T)0)
-UNARY(sign, (T)((x > (T)0) - (x < (T)0)))
+UNARY(sign_, (T)((x > (T)0) - (x < (T)0)))  // not `sign`: an OpenCL C builtin
 UNARY(logical_not, (T)(x == (T)0))
 
 BINARY(add, x + y)

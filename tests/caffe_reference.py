@@ -1,9 +1,9 @@
 """An independent NumPy float64 forward pass for Caffe nets: the oracle for loaded models.
 
-Consumes the normalized layers of ``clgrad.io.caffe_format.describe_net`` and the blobs of
-``blobs_by_name(decode_caffemodel(...))``. Written for clarity, not speed: loops over groups and
-pooling windows, einsum over ``sliding_window_view`` windows. Follows Caffe's own (test-phase)
-semantics where they differ from other frameworks:
+Consumes the normalized layers of ``clgrad.io.caffe_net.describe_net`` and the blobs of
+``clgrad.io.caffemodel.blobs_by_name(decode_caffemodel(...))``. Written for clarity, not
+speed: loops over groups and pooling windows, einsum over ``sliding_window_view`` windows.
+Follows Caffe's own (test-phase) semantics where they differ from other frameworks:
 
 - Pooling: output size rounds UP by default (``ceil_mode``), then a last window that would start
   inside the bottom/right padding is dropped; AVE divides by the window clipped to the padded

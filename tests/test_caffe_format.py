@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import caffe_reference as ref
-from clgrad.io import caffe_format as cf
+from clgrad.io.caffe_net import describe_net
+from clgrad.io.caffemodel import (V1_LAYER_TYPES, blobs_by_name, decode_caffemodel,
+                                  encode_caffemodel, read_caffemodel)
+from clgrad.io.prototxt import MAX_DEPTH, parse_prototxt
 
 # ------------------------------------------------------------------------------------------------
 # An AlexNet-shaped deploy net (BVLC AlexNet layout: grouped conv2/4/5, LRN, ceil-mode pooling,
@@ -140,7 +143,7 @@ def deadline(seconds):
 # ------------------------------------------------------------------------------------------------
 
 def test_parse_alexnet_tree():
-    tree = cf.parse_prototxt(alexnet())
+    tree = parse_prototxt(alexnet())
     assert tree["name"] == ["AlexNet"]
     layers = tree["layer"]
     assert [lay["name"][0] for lay in layers][:5] == ["data", "conv1", "relu1", "norm1", "pool1"]
@@ -182,15 +185,15 @@ def test_parse_alexnet_tree():
     ('', {}),
 ])
 def test_parse_values(text, expected):
-    assert cf.parse_prototxt(text) == expected
+    assert parse_prototxt(text) == expected
 
 
 def test_parse_special_floats():
-    tree = cf.parse_prototxt("a: inf b: -inf c: nan d: -Infinity")
+    tree = parse_prototxt("a: inf b: -inf c: nan d: -Infinity")
     assert tree["a"] == [float("inf")] and tree["b"] == [float("-inf")]
     assert np.isnan(tree["c"][0]) and tree["d"] == [float("-inf")]
     assert all(isinstance(v[0], float) for v in tree.values())
-    assert isinstance(cf.parse_prototxt("a: 3")["a"][0], int)
+    assert isinstance(parse_prototxt("a: 3")["a"][0], int)
 
 
 @pytest.mark.parametrize("text, where, fragment", [
@@ -215,33 +218,33 @@ def test_parse_special_floats():
 ])
 def test_parse_errors_name_line_and_column(text, where, fragment):
     with pytest.raises(ValueError) as info:
-        cf.parse_prototxt(text)
+        parse_prototxt(text)
     message = str(info.value)
     assert message.startswith(f"prototxt: {where}: "), message
     assert fragment in message
 
 
 def test_parse_depth_limit():
-    ok = "a {" * cf.MAX_DEPTH + "}" * cf.MAX_DEPTH
-    tree = cf.parse_prototxt(ok)
-    for _ in range(cf.MAX_DEPTH):
+    ok = "a {" * MAX_DEPTH + "}" * MAX_DEPTH
+    tree = parse_prototxt(ok)
+    for _ in range(MAX_DEPTH):
         tree = tree["a"][0]
     assert tree == {}
     deep = "a {" * 10_000 + "}" * 10_000  # no RecursionError: the parser is iterative
-    with pytest.raises(ValueError, match=f"at most {cf.MAX_DEPTH} nested messages"):
-        cf.parse_prototxt(deep)
+    with pytest.raises(ValueError, match=f"at most {MAX_DEPTH} nested messages"):
+        parse_prototxt(deep)
 
 
 def test_parse_rejects_non_str():
     with pytest.raises(TypeError, match="expected str, got bytes"):
-        cf.parse_prototxt(b"a: 1")
+        parse_prototxt(b"a: 1")
 
 
 @settings(deadline=None, max_examples=300)
 @given(st.text(alphabet='ab_:{}<>[],;#"\'\\ \n0123456789.-xef', max_size=40))
 def test_parse_fuzz_only_value_errors(text):
     try:
-        tree = cf.parse_prototxt(text)
+        tree = parse_prototxt(text)
     except ValueError as e:
         assert str(e).startswith("prototxt: line ")
     else:
@@ -253,7 +256,7 @@ def test_parse_fuzz_only_value_errors(text):
 # ------------------------------------------------------------------------------------------------
 
 def test_describe_alexnet():
-    layers = cf.describe_net(cf.parse_prototxt(alexnet()))
+    layers = describe_net(parse_prototxt(alexnet()))
     by = {lay["name"]: lay for lay in layers}
     assert [lay["type"] for lay in layers[:6]] == ["Input", "Convolution", "ReLU", "LRN",
                                                    "Pooling", "Convolution"]
@@ -283,8 +286,8 @@ def test_describe_alexnet():
 
 @pytest.mark.parametrize("header", [LEGACY_INPUT_DIM, LEGACY_INPUT_SHAPE])
 def test_describe_legacy_input_header(header):
-    modern = cf.describe_net(cf.parse_prototxt(alexnet(MODERN_INPUT)))
-    legacy = cf.describe_net(cf.parse_prototxt(alexnet(header)))
+    modern = describe_net(parse_prototxt(alexnet(MODERN_INPUT)))
+    legacy = describe_net(parse_prototxt(alexnet(header)))
     assert legacy == modern  # the header becomes an Input layer named after its blob
 
 
@@ -310,7 +313,7 @@ layers { name: "sm" type: SOFTMAX bottom: "cat" top: "sm" exclude { phase: TRAIN
 
 
 def test_describe_v1_layers():
-    layers = cf.describe_net(cf.parse_prototxt(V1_NET))
+    layers = describe_net(parse_prototxt(V1_NET))
     assert [lay["type"] for lay in layers] == ["Input", "Convolution", "ReLU", "Pooling", "LRN",
                                                "InnerProduct", "Concat", "Softmax"]
     by = {lay["name"]: lay["params"] for lay in layers}
@@ -323,7 +326,7 @@ def test_describe_v1_layers():
     assert by["cat"] == {"axis": 1}
     with pytest.raises(ValueError, match="layer 'loss' .* unsupported layer type "
                                          "'SoftmaxWithLoss'"):
-        cf.describe_net(cf.parse_prototxt(V1_NET), phase="TRAIN")
+        describe_net(parse_prototxt(V1_NET), phase="TRAIN")
 
 
 def test_describe_other_layer_types():
@@ -343,7 +346,7 @@ def test_describe_other_layer_types():
     layer { name: "fp" type: "Pooling" bottom: "a" top: "fp"
             pooling_param { pool: 1 kernel_size: 2 stride: 2 round_mode: FLOOR } }
     """
-    by = {lay["name"]: lay for lay in cf.describe_net(cf.parse_prototxt(text))}
+    by = {lay["name"]: lay for lay in describe_net(parse_prototxt(text))}
     assert by["in"]["params"] == {"shapes": [(2, 3, 4, 4), (2, 3, 4, 4)]}
     assert by["bn"]["params"] == {"eps": 1e-3, "use_global_stats": True}
     assert by["bn"]["in_place"]
@@ -419,7 +422,7 @@ def _layer(type_, param="", name="L"):
 ])
 def test_describe_errors_name_the_layer(text, fragment):
     with pytest.raises(ValueError) as info:
-        cf.describe_net(cf.parse_prototxt(text))
+        describe_net(parse_prototxt(text))
     assert str(info.value).startswith("describe_net: ")
     assert fragment in str(info.value)
 
@@ -459,31 +462,31 @@ def assert_same_layers(got, expected):
 @pytest.mark.parametrize("blob_format", ["packed", "unpacked", "double"])
 def test_wire_round_trip_exact(v1, blob_format):
     layers = sample_layers()
-    data = cf.encode_caffemodel(layers, v1=v1, blob_format=blob_format)
-    assert_same_layers(cf.decode_caffemodel(data), layers)
+    data = encode_caffemodel(layers, v1=v1, blob_format=blob_format)
+    assert_same_layers(decode_caffemodel(data), layers)
 
 
 def test_wire_legacy_4d_shapes_and_file(tmp_path):
     layers = sample_layers()[:3]
     path = tmp_path / "net.caffemodel"
-    path.write_bytes(cf.encode_caffemodel(layers, v1=True, blob_format="legacy4d"))
-    decoded = cf.read_caffemodel(path)
+    path.write_bytes(encode_caffemodel(layers, v1=True, blob_format="legacy4d"))
+    decoded = read_caffemodel(path)
     assert [b.shape for b in decoded[2]["blobs"]] == [(1, 1, 3, 5), (1, 1, 1, 3)]
     np.testing.assert_array_equal(decoded[2]["blobs"][0][0, 0], layers[2]["blobs"][0])
     assert decoded[0]["blobs"][0].shape == (2, 3, 2, 2)
-    blobs = cf.blobs_by_name(decoded)
+    blobs = blobs_by_name(decoded)
     assert list(blobs) == ["conv1", "fc"]
     assert blobs["fc"] is decoded[2]["blobs"]
 
 
 def test_wire_v1_type_names_follow_caffe_enum():
-    for number, (enum, name) in cf.V1_LAYER_TYPES.items():
-        data = cf.encode_caffemodel([{"name": enum, "type": name}], v1=True)
+    for number, (enum, name) in V1_LAYER_TYPES.items():
+        data = encode_caffemodel([{"name": enum, "type": name}], v1=True)
         assert data[-1] == number  # the type varint is the last field written
-        assert cf.decode_caffemodel(data)[0]["type"] == name
-    assert cf.V1_LAYER_TYPES[4] == ("CONVOLUTION", "Convolution")
-    assert cf.V1_LAYER_TYPES[14] == ("INNER_PRODUCT", "InnerProduct")
-    assert cf.V1_LAYER_TYPES[21] == ("SOFTMAX_LOSS", "SoftmaxWithLoss")
+        assert decode_caffemodel(data)[0]["type"] == name
+    assert V1_LAYER_TYPES[4] == ("CONVOLUTION", "Convolution")
+    assert V1_LAYER_TYPES[14] == ("INNER_PRODUCT", "InnerProduct")
+    assert V1_LAYER_TYPES[21] == ("SOFTMAX_LOSS", "SoftmaxWithLoss")
 
 
 # A hand-written, independent encoder for crafting odd files.
@@ -512,7 +515,7 @@ def test_wire_skips_unknown_fields_and_merges_chunks():
              + field(6, 2, field(1, 2, b"w")) + field(3, 2, b"x") + field(4, 2, b"y")
              + field(7, 2, blob) + field(20, 5, b"\0\0\0\0") + field(106, 2, b"\x08\x02"))
     net = field(1, 2, b"net") + field(3, 2, b"data") + field(100, 2, layer) + field(5, 0, b"\1")
-    (got,) = cf.decode_caffemodel(net)
+    (got,) = decode_caffemodel(net)
     assert (got["name"], got["type"], got["bottoms"], got["tops"]) == (
         "ip", "InnerProduct", ["x"], ["y"])
     np.testing.assert_array_equal(got["blobs"][0], [[1.5, -2.5, 7.0], [8, 9, 10]])
@@ -563,7 +566,7 @@ def test_wire_matches_protobuf_runtime():
     lay.blobs.add(double_data=[0.5, 0.25]).shape.dim.append(2)
     old = net.layers.add(name="old", type=14)
     old.blobs.add(data=[1.0, 2.0]).shape.dim.append(2)
-    got = cf.decode_caffemodel(net.SerializeToString())
+    got = decode_caffemodel(net.SerializeToString())
     assert [g["name"] for g in got] == ["old", "fc"]  # V1 field 2 is written before field 100
     assert got[0]["type"] == "InnerProduct"
     np.testing.assert_array_equal(got[0]["blobs"][0], [1.0, 2.0])
@@ -572,15 +575,15 @@ def test_wire_matches_protobuf_runtime():
     no_shape = Net()
     no_shape.layer.add(name="bad").blobs.add(data=[1.0, 2.0])  # Caffe: shape () holds 1 value
     with pytest.raises(ValueError, match=r"expected 1 values for shape \(\), got 2"):
-        cf.decode_caffemodel(no_shape.SerializeToString())
+        decode_caffemodel(no_shape.SerializeToString())
     legacy = Net()
     legacy.layers.add(name="l", type=4).blobs.add(data=[3.0] * 6, num=6)  # as Caffe: (6, 0, 0, 0)
     with pytest.raises(ValueError, match=r"expected 0 values for shape \(6, 0, 0, 0\), got 6"):
-        cf.decode_caffemodel(legacy.SerializeToString())
+        decode_caffemodel(legacy.SerializeToString())
 
     # we write, protobuf reads
     for v1 in (False, True):
-        parsed = Net.FromString(cf.encode_caffemodel(sample_layers()[:3], v1=v1))
+        parsed = Net.FromString(encode_caffemodel(sample_layers()[:3], v1=v1))
         layers = parsed.layers if v1 else parsed.layer
         assert [x.name for x in layers] == ["conv1", "relu1", "fc"]
         blob = layers[2].blobs[0]
@@ -593,17 +596,17 @@ def test_wire_matches_protobuf_runtime():
 
 
 def small_file():
-    return cf.encode_caffemodel(sample_layers()[:3])
+    return encode_caffemodel(sample_layers()[:3])
 
 
 def test_wire_every_truncation_is_a_value_error_or_a_layer_prefix():
     data = small_file()
-    full = cf.decode_caffemodel(data)
+    full = decode_caffemodel(data)
     ends = set()
     with deadline(20):
         for n in range(len(data)):
             try:
-                got = cf.decode_caffemodel(data[:n])
+                got = decode_caffemodel(data[:n])
             except ValueError as e:
                 assert str(e).startswith("caffemodel: byte "), e
             else:
@@ -612,7 +615,7 @@ def test_wire_every_truncation_is_a_value_error_or_a_layer_prefix():
     layer_ends = {0}
     pos = 0
     for layer in sample_layers()[:3]:
-        pos += len(cf.encode_caffemodel([layer]))
+        pos += len(encode_caffemodel([layer]))
         layer_ends.add(pos)
     assert ends == layer_ends - {len(data)}  # only cuts between layers decode
 
@@ -621,16 +624,16 @@ def test_wire_truncation_error_names_offset_and_field():
     shape = field(7, 2, field(1, 2, varint(2) + varint(3)))
     blob = shape + field(5, 2, np.arange(6, dtype="<f4").tobytes())
     layer = field(1, 2, b"conv") + field(7, 2, blob)
-    (ok,) = cf.decode_caffemodel(field(100, 2, layer))
+    (ok,) = decode_caffemodel(field(100, 2, layer))
     np.testing.assert_array_equal(ok["blobs"][0], [[0, 1, 2], [3, 4, 5]])
     cut = layer[:-5]  # the layer now ends inside its blob's data
     with pytest.raises(ValueError) as info:
-        cf.decode_caffemodel(field(100, 2, cut))
+        decode_caffemodel(field(100, 2, cut))
     assert str(info.value) == (
         f"caffemodel: byte 9: NetParameter.layer[0] field 7 (blobs): truncated: expected "
         f"{len(blob)} bytes, got {len(blob) - 5} left in the LayerParameter")
     with pytest.raises(ValueError) as info:  # the outer length still claims the whole layer
-        cf.decode_caffemodel(field(100, 2, layer)[:-5])
+        decode_caffemodel(field(100, 2, layer)[:-5])
     assert str(info.value) == (
         f"caffemodel: byte 0: NetParameter field 100 (layer): truncated: expected {len(layer)} "
         f"bytes, got {len(layer) - 5} left in the NetParameter")
@@ -645,7 +648,7 @@ def test_wire_corrupted_bytes_raise_only_value_errors():
                 bad = bytearray(data)
                 bad[i] = value
                 try:
-                    cf.decode_caffemodel(bytes(bad))
+                    decode_caffemodel(bytes(bad))
                     outcomes["ok"] += 1
                 except ValueError as e:
                     assert str(e).startswith("caffemodel: byte ")
@@ -657,7 +660,7 @@ def test_wire_corrupted_bytes_raise_only_value_errors():
 @given(st.binary(max_size=120))
 def test_wire_random_bytes_raise_only_value_errors(data):
     try:
-        layers = cf.decode_caffemodel(data)
+        layers = decode_caffemodel(data)
     except ValueError:
         return
     assert isinstance(layers, list)
@@ -688,7 +691,7 @@ def peak_bytes(fn):
 def test_wire_huge_declared_sizes_raise_without_allocating(name, data, fragment):
     def decode():
         with pytest.raises(ValueError) as info:
-            cf.decode_caffemodel(data)
+            decode_caffemodel(data)
         assert fragment in str(info.value), str(info.value)
     assert peak_bytes(decode) < 1 << 20
 
@@ -714,23 +717,23 @@ def test_wire_huge_declared_sizes_raise_without_allocating(name, data, fragment)
 ])
 def test_wire_corrupt_structures_raise_clear_errors(data, fragment):
     with pytest.raises(ValueError) as info:
-        cf.decode_caffemodel(data)
+        decode_caffemodel(data)
     assert fragment in str(info.value)
 
 
 def test_blobs_by_name_rejects_duplicates():
     layers = sample_layers()[:1] * 2
     with pytest.raises(ValueError, match="expected unique layer names, got 'conv1' twice"):
-        cf.blobs_by_name(layers)
+        blobs_by_name(layers)
 
 
 def test_encode_rejects_bad_arguments():
     with pytest.raises(ValueError, match="expected blob_format"):
-        cf.encode_caffemodel([], blob_format="bf16")
+        encode_caffemodel([], blob_format="bf16")
     with pytest.raises(ValueError, match="expected a V1 layer type, got 'BatchNorm'"):
-        cf.encode_caffemodel([{"name": "bn", "type": "BatchNorm"}], v1=True)
+        encode_caffemodel([{"name": "bn", "type": "BatchNorm"}], v1=True)
     with pytest.raises(ValueError, match="at most 4 dims"):
-        cf.encode_caffemodel([{"name": "x", "type": "Scale", "blobs": [np.zeros((1,) * 5)]}],
+        encode_caffemodel([{"name": "x", "type": "Scale", "blobs": [np.zeros((1,) * 5)]}],
                              blob_format="legacy4d")
 
 
@@ -932,11 +935,11 @@ def test_reference_small_alexnet_through_caffemodel_against_onnxruntime():
     onnx = pytest.importorskip("onnx", reason="cross-check needs onnx (pip install onnx)")
     ort = pytest.importorskip("onnxruntime",
                               reason="cross-check needs onnxruntime (pip install onnxruntime)")
-    layers = cf.describe_net(cf.parse_prototxt(alexnet(LEGACY_INPUT_SHAPE, SMALL)))
+    layers = describe_net(parse_prototxt(alexnet(LEGACY_INPUT_SHAPE, SMALL)))
     rng = np.random.default_rng(3)
     sent = small_alexnet_blobs(layers, rng)
-    data = cf.encode_caffemodel([{"name": n, "type": "X", "blobs": b} for n, b in sent.items()])
-    blobs = cf.blobs_by_name(cf.decode_caffemodel(data))
+    data = encode_caffemodel([{"name": n, "type": "X", "blobs": b} for n, b in sent.items()])
+    blobs = blobs_by_name(decode_caffemodel(data))
     assert {n: [b.tobytes() for b in v] for n, v in blobs.items()} == {
         n: [b.tobytes() for b in v] for n, v in sent.items()}
 

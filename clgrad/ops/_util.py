@@ -1,14 +1,18 @@
 """Helpers shared by the ops modules: argument packing, output allocation, 1-D launches."""
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from clgrad import dtypes, layout
-from clgrad.device import pack
 from clgrad.tensor import Tensor
 
 MAXD = 8
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
+_VIEW_T = struct.Struct(f"<{MAXD + 1}q")  # view_t: offset, strides[MAXD]
+_SHAPE_T = struct.Struct(f"<{MAXD}q")     # shape_t: n[MAXD]
+_ZEROS = (0,) * MAXD
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -16,15 +20,15 @@ def empty(shape, dtype, device) -> Tensor:
     return Tensor._empty(shape, dtype, device)
 
 
-def view_arg(t: Tensor, strides=None) -> np.ndarray:
-    """The by-value ``view_t`` of ``t`` (offset, strides padded to MAXD)."""
+def view_arg(t: Tensor, strides=None) -> bytes:
+    """The by-value ``view_t`` of ``t`` (offset, strides padded to MAXD), packed as bytes."""
     st = t._strides if strides is None else strides
-    return pack((t._offset,) + tuple(st), MAXD + 1)
+    return _VIEW_T.pack(t._offset, *st, *_ZEROS[len(st):])
 
 
-def shape_arg(shape) -> np.ndarray:
-    """The by-value ``shape_t``."""
-    return pack(tuple(shape), MAXD)
+def shape_arg(shape) -> bytes:
+    """The by-value ``shape_t``, packed as bytes."""
+    return _SHAPE_T.pack(*shape, *_ZEROS[len(shape):])
 
 
 def scalar(dtype: dtypes.DType, value):
@@ -64,20 +68,26 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     n = out.numel()
     if n == 0:
         return
-    tens = [o for o in operands if isinstance(o, Tensor)]
-    shape, strides = layout.collapse(out._shape, out._strides, *[t._strides for t in tens])
-    if len(shape) > MAXD:
-        raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are not "
-                           f"supported, got shape {tuple(out.shape)}")
+    ost = out._strides
+    if out._base is None and all(o._strides == ost for o in operands if isinstance(o, Tensor)):
+        # the common case: every operand contiguous like the fresh output, indexed as 1-D
+        shape = (n,)
+        strides = [(1,)] * (len(operands) + 1)
+    else:
+        tens = [o for o in operands if isinstance(o, Tensor)]
+        shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
+        if len(shape) > MAXD:
+            raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
+                               f"not supported, got shape {tuple(out.shape)}")
     args = [np.int64(n), np.int32(len(shape)), shape_arg(shape),
             out._storage.buffer, view_arg(out, strides[0])]
     k = 1
     for o in operands:
         if isinstance(o, Tensor):
-            args += [o._storage.buffer, view_arg(o, strides[k])]
+            args += (o._storage.buffer, view_arg(o, strides[k]))
             k += 1
         else:
             args.append(o)
-    args += list(extra)
+    args += extra
     dev = out.device
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)

@@ -139,8 +139,19 @@ def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
 
 def _grads(a, b, ga, gb):
     """Reduce per-input gradients to the inputs' shapes (None for scalars)."""
-    return (sum_to(ga, a.shape) if isinstance(a, Tensor) and ga is not None else None,
-            sum_to(gb, b.shape) if isinstance(b, Tensor) and gb is not None else None)
+    return _sum_back(_shape_of(a), _shape_of(b), ga, gb)
+
+
+def _shape_of(v):
+    """A Tensor operand's shape (what a backward closure keeps instead of the tensor), or
+    None for a number."""
+    return tuple(v.shape) if isinstance(v, Tensor) else None
+
+
+def _sum_back(sa, sb, ga, gb):
+    """Reduce per-input gradients to the shapes ``sa``/``sb`` (None: no gradient)."""
+    return (sum_to(ga, sa) if sa is not None and ga is not None else None,
+            sum_to(gb, sb) if sb is not None and gb is not None else None)
 
 
 def _inputs(a, b):
@@ -166,7 +177,8 @@ def add(a, b, alpha=1) -> Tensor:
         b = mul(b, alpha)
     a, b, dt, shape = _prep("add", a, b)
     out = _launch_binary("add", a, b, dt, shape)
-    return record("add", out, _inputs(a, b), lambda g: _grads(a, b, g, g))
+    sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
+    return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
 
 
 def sub(a, b, alpha=1) -> Tensor:
@@ -175,17 +187,21 @@ def sub(a, b, alpha=1) -> Tensor:
         b = mul(b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     out = _launch_binary("sub", a, b, dt, shape)
-    return record("sub", out, _inputs(a, b), lambda g: _grads(a, b, g, neg(g)))
+    sa, sb = _shape_of(a), _shape_of(b)
+    return record("sub", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, neg(g)))
 
 
 def mul(a, b) -> Tensor:
     """Elementwise product with broadcasting. Grad: a, b."""
     a, b, dt, shape = _prep("mul", a, b)
     out = _launch_binary("mul", a, b, dt, shape)
+    need_a = isinstance(a, Tensor) and a.requires_grad
+    need_b = isinstance(b, Tensor) and b.requires_grad
+    ka, kb = (a if need_b else None), (b if need_a else None)  # only what backward reads
+    sa, sb = _shape_of(a), _shape_of(b)
 
     def backward(g):
-        return _grads(a, b, mul(g, b) if isinstance(a, Tensor) and a.requires_grad else None,
-                      mul(g, a) if isinstance(b, Tensor) and b.requires_grad else None)
+        return _sum_back(sa, sb, mul(g, kb) if need_a else None, mul(g, ka) if need_b else None)
     return record("mul", out, _inputs(a, b), backward, saved=_needed(a, b))
 
 
@@ -209,11 +225,16 @@ def div(a, b, rounding_mode=None) -> Tensor:
     if rounding_mode == "floor":
         return floor(out).detach()
 
+    need_a = isinstance(a, Tensor) and a.requires_grad
+    need_b = isinstance(b, Tensor) and b.requires_grad
+    y = out.detach() if need_b else None  # not out: out -> Node -> closure -> out is a cycle
+    sa, sb = _shape_of(a), _shape_of(b)
+
     def backward(g):
-        ga = div(g, b) if isinstance(a, Tensor) and a.requires_grad else None
-        gb = neg(div(mul(g, out), b)) if isinstance(b, Tensor) and b.requires_grad else None
-        return _grads(a, b, ga, gb)
-    saved = [t for t in _inputs(a, b) if t is not None] + [out]
+        ga = div(g, b) if need_a else None
+        gb = neg(div(mul(g, y), b)) if need_b else None
+        return _sum_back(sa, sb, ga, gb)
+    saved = ([b] if isinstance(b, Tensor) else []) + ([y] if need_b else [])
     return record("div", out, _inputs(a, b), backward, saved=saved)
 
 
@@ -230,15 +251,16 @@ def pow(a, b) -> Tensor:
         out = _launch_unary("square", a)
         return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a])
     out = _launch_binary("pow_", a, b, dt, shape)
+    y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
         ga = gb = None
         if isinstance(a, Tensor) and a.requires_grad:
             ga = mul(mul(g, b), pow(a, sub(b, 1) if isinstance(b, Tensor) else b - 1))
         if isinstance(b, Tensor) and b.requires_grad:
-            gb = mul(mul(g, out), log(a))
+            gb = mul(mul(g, y), log(a) if isinstance(a, Tensor) else math.log(a))
         return _grads(a, b, ga, gb)
-    saved = [t for t in _inputs(a, b) if t is not None] + [out]
+    saved = [t for t in _inputs(a, b) if t is not None] + [y]
     return record("pow", out, _inputs(a, b), backward, saved=saved)
 
 
@@ -311,13 +333,16 @@ def _float_in(op, x):
 
 
 def _unary_float(kname, op, grad_of, uses="y"):
-    """An op on floats; ``grad_of(g, x, out)`` gives the input gradient, reading the input
-    (``uses`` 'x') or the output ('y') — only that one is saved."""
+    """An op on floats; ``grad_of(g, x, y)`` gives the input gradient, reading the input
+    (``uses`` 'x') or the output ('y', passed as ``out.detach()``: the closure must not hold
+    out itself, a reference cycle) — only that one is kept and saved, the other is None."""
     def f(x: Tensor) -> Tensor:
         x = _float_in(op, x)
         out = _launch_unary(kname, x)
-        return record(op, out, (x,), lambda g: (grad_of(g, x, out),),
-                      saved=[x if uses == "x" else out])
+        if uses == "x":
+            return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x])
+        y = out.detach()
+        return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y])
     f.__name__ = op
     return f
 
@@ -347,8 +372,8 @@ def relu(x: Tensor) -> Tensor:
     out = _launch_unary("relu", x)
     if not x.dtype.is_floating_point:
         return out
-    return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, out),),
-                  saved=[out])
+    y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
+    return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y])
 
 
 def neg(x: Tensor) -> Tensor:
@@ -367,7 +392,7 @@ def abs(x: Tensor) -> Tensor:
 
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 elementwise (no gradient: zero almost everywhere)."""
-    return _launch_unary("sign", x)
+    return _launch_unary("sign_", x)
 
 
 def _no_grad_float(kname, op):
@@ -400,11 +425,13 @@ def where(cond: Tensor, a, b) -> Tensor:
     launch_1d(_FILE, "where_", defines_for(dt), out,
               (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
 
+    sa = tuple(a.shape) if a.requires_grad else None  # shapes, not the operands
+    sb = tuple(b.shape) if b.requires_grad else None
+
     def backward(g):
         z = _zeros_scalar(g)
-        return (None,
-                sum_to(where(cond, g, z), a.shape) if a.requires_grad else None,
-                sum_to(where(cond, z, g), b.shape) if b.requires_grad else None)
+        return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
+                                   where(cond, z, g) if sb is not None else None)
     return record("where", out, (None, a, b), backward, saved=[cond])
 
 
@@ -480,9 +507,11 @@ def _check_inplace_target(op, self: Tensor):
 def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
     """Write ``value`` (broadcastable, castable) into the view ``self`` and rebase autograd.
 
-    If ``self`` is a root, its grad_fn becomes value's. If it is a view, its root gets a
-    CopySlices Node: the root's old gradient with the view's region zeroed, and the region's
-    gradient sent to ``value`` — PyTorch's semantics for in-place writes through views.
+    With autograd involved (grad mode on, and ``value`` or self's root requires grad), the
+    root's grad_fn becomes a copy_slices Node (clgrad/ops/views.py): the root's old gradient
+    with self's region zeroed, plus the region's gradient sent to ``value`` — PyTorch's
+    semantics for in-place writes, into a root or through a view. Every view of the root
+    picks up the new grad_fn the next time it is used (Tensor.grad_fn).
     """
     same_device(op, self, value)
     layout.broadcast_shapes(value.shape, self.shape, op=op)
@@ -492,36 +521,44 @@ def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
                            f"{tuple(value.shape)}")
     _check_inplace_target(op, self)
     root = self._base if self._base is not None else self
-    grad_involved = autograd.is_grad_enabled() and (
-        value.requires_grad or root.requires_grad or self.requires_grad)
+    grad_involved = autograd.is_grad_enabled() and (value.requires_grad or root.requires_grad)
     src = expand_to(value, self.shape)
     if src._storage is self._storage and not (src._offset == self._offset and
                                               src._strides == self._strides):
         src = contiguous(src, force_copy=True)  # overlapping read and write: stage it
     copy_raw(self, src)
     self._storage.version += 1
-    if not grad_involved:
-        return self
-    if self._base is None:
-        self._grad_fn = src.grad_fn if src.requires_grad else None
-        self.requires_grad = src.requires_grad
-        if self._grad_fn is not None and src is not value:
-            pass
-        self._rebase += 1
-        return self
-    from clgrad.ops.views import copy_slices
-    copy_slices(root, self, to(src, self.dtype) if src.dtype is not self.dtype else src)
+    if grad_involved:
+        from clgrad.ops.views import copy_slices
+        copy_slices(root, self, to(src, self.dtype))
     return self
 
 
 def inplace(op: str, self: Tensor, fn, *others):
-    """Apply ``fn(self, *others)`` in place: write its result into ``self``.
+    """Apply ``fn(self, *others)`` in place: compute it into a fresh tensor, then write that
+    into ``self`` (write_into rebases autograd).
 
-    Without autograd the result is computed into a fresh buffer only when an operand overlaps
-    ``self`` in another layout; with autograd the graph is rebased (see write_into).
+    With autograd involved ``fn`` reads a copy of self, and of any operand sharing self's
+    storage: its backward may read their old values (mul_, log_, pow_ ...), which the write
+    overwrites (PyTorch saves the original self too).
+    Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
+    that requires grad (what it is a function of was not recorded; PyTorch raises too).
     """
     _check_inplace_target(op, self)
-    result = fn(self, *others)
+    root = self._base if self._base is not None else self
+    grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+    if grad_involved and root.requires_grad and not self.requires_grad:
+        raise RuntimeError(f"{op}: a view created in no_grad mode of a tensor that requires "
+                           f"grad is being modified in-place with grad mode enabled; take the "
+                           f"view outside no_grad() or clone() it")
+    if grad_involved:
+        self_copy = clone(self)
+        others = tuple(self_copy if o is self else clone(o) if isinstance(o, Tensor) and
+                       o._storage is self._storage else o for o in others)
+        result = fn(self_copy, *others)
+    else:
+        result = fn(self, *others)
     if result.dtype is not self.dtype:
         if not result.dtype.is_floating_point or self.dtype.is_floating_point:
             result = to(result, self.dtype)

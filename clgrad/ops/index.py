@@ -36,8 +36,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     ref = parts[0]
     d = layout.wrap_dim(dim, ref.ndim, "cat")
     dt = ref.dtype
-    for t in parts[1:]:
+    for t in tensors:  # skipped empty tensors take part in type promotion too (PyTorch)
         dt = dtypes.promote(dt, t.dtype)
+    for t in parts[1:]:
         if t.ndim != ref.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, ref.shape))
                                      if i != d):
             raise RuntimeError(f"cat: Sizes of tensors must match except in dimension {d}. "
@@ -129,7 +130,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
         _scatter_launch("scatter_add_dim", z, d, iv, ew.contiguous(g))
         return (z,)
-    return record("index_select", out, (x,), backward)
+    return record("index_select", out, (x,), backward, saved=[index])
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -152,7 +153,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
         z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
         _scatter_launch("scatter_add_dim", z, d, index, ew.contiguous(g))
         return (z,)
-    return record("gather", out, (x,), backward, saved=[])
+    return record("gather", out, (x,), backward, saved=[index])
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:

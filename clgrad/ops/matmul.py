@@ -92,10 +92,10 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
     def backward(g):
         g2 = g
+        if b.ndim == 1:  # first: for vector @ vector, g is 0-dim
+            g2 = g2.unsqueeze(-1)
         if a.ndim == 1:
             g2 = g2.unsqueeze(-2)
-        if b.ndim == 1:
-            g2 = g2.unsqueeze(-1)
         ga = gb = None
         if a.requires_grad:
             ga = ew.sum_to(matmul(g2, be.transpose(-1, -2)), a2.shape).reshape(a.shape)

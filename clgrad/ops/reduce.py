@@ -137,13 +137,14 @@ def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
     out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
+    y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
-        full = _expand_back(ew.mul(g, out), x_shape, dims, keepdim)
+        full = _expand_back(ew.mul(g, y), x_shape, dims, keepdim)
         nz = ew.ne(x, 0)
         safe = ew.where(nz, x, 1.0)
         return (ew.where(nz, ew.div(full, safe), 0.0),)
-    return record("prod", out, (x,), backward, saved=[x, out])
+    return record("prod", out, (x,), backward, saved=[x, y])
 
 
 def _minmax(x: Tensor, dim, keepdim, op_define, name):
@@ -167,7 +168,7 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
         z = _zeros(x_shape, g)
         _scatter_arg(z, dims, kd, g, idx)
         return (z,)
-    vals = record(name, vals, (x,), backward, saved=[])
+    vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
     if dim is None:
         return vals
     return MinMax(vals, idx)
@@ -302,11 +303,17 @@ def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
 
 
 def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """x - logsumexp(x) along ``dim``; stable for logits like 1e8."""
+    """(x - max) - log(sum(exp(x - max))) along ``dim``; stable for logits like 1e8.
+
+    Not x - logsumexp(x): at 1e8 in float32, max + log(sum) rounds the log term away.
+    """
     if dtype is not None:
         x = ew.to(x, dtype)
     d = layout.wrap_dim(dim, x.ndim, "log_softmax")
-    return ew.sub(x, logsumexp(x, d, keepdim=True))
+    m = amax(x, d, keepdim=True).detach()
+    m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
+    shifted = ew.sub(x, m)
+    return ew.sub(shifted, ew.log(sum(ew.exp(shifted), d, keepdim=True)))
 
 
 def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:

@@ -7,6 +7,8 @@ elements reached twice collect both gradients.
 """
 from __future__ import annotations
 
+import numbers
+
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
@@ -32,8 +34,10 @@ def _zeros(shape, like: Tensor) -> Tensor:
 
 def _scatter_back(x: Tensor, view_fn):
     """Backward of a non-overlapping view: g lands in view_fn(zeros of x's shape)."""
+    shape = tuple(x.shape)  # the closure keeps the shape, not x (and so not x's buffer)
+
     def backward(g):
-        z = _zeros(x.shape, g)
+        z = _zeros(shape, g)
         ew.copy_raw(view_fn(z), g)
         return (z,)
     return backward
@@ -92,7 +96,7 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
 def _is_int_like(k) -> bool:
     if isinstance(k, bool):
         return False
-    if isinstance(k, int):
+    if isinstance(k, numbers.Integral):  # int, and NumPy's integer scalars
         return True
     return isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point \
         and not k.dtype.is_bool
@@ -401,9 +405,10 @@ def unbind(x: Tensor, dim: int = 0):
 def _scatter_add_back(x: Tensor, view_fn, overlap: bool):
     if not overlap:
         return _scatter_back(x, view_fn)
+    shape = tuple(x.shape)
 
     def backward(g):
-        z = _zeros(x.shape, g)
+        z = _zeros(shape, g)
         _add_into(view_fn(z), g)
         return (z,)
     return backward
@@ -457,9 +462,9 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     def backward(g):
         import clgrad
         z = clgrad.zeros(x._storage.size, dtype=g.dtype, device=g.device)
-        target = Tensor(z._storage, size, stride, off)
+        target = _at(z, (size, stride, off))
         (_add_into if overlap else ew.copy_raw)(target, g)
-        return (ew.contiguous(Tensor(z._storage, *x_geom)),)
+        return (ew.contiguous(_at(z, x_geom)),)
     return _view_op("as_strided", x, size, stride, off, backward)
 
 
@@ -483,41 +488,66 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
 
 
 # -- autograd through writes into views -------------------------------------------------------
-def _geometry_view(t: Tensor, v: Tensor) -> Tensor:
-    """The view of ``t`` (a contiguous tensor of the root's shape) that ``v`` is of its root."""
-    return Tensor(t._storage, v.shape, v._strides, t._offset + v._offset)
+# Gradients of a root and of its views meet in a buffer of the storage's size, each tensor read
+# or written through its own (shape, strides, offset), so nothing here depends on the root's
+# layout. The closures keep these geometries only, never the tensors.
+def _geometry(t: Tensor):
+    return tuple(t.shape), t._strides, t._offset
+
+
+def _at(buf: Tensor, geometry) -> Tensor:
+    """A view of the 1-D buffer ``buf`` with ``geometry`` (shape, strides, offset)."""
+    return Tensor(buf._storage, *geometry, base=buf)
+
+
+def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
+    """A 1-D buffer of ``size`` elements; zeroed unless the caller writes every element."""
+    import clgrad
+    make = clgrad.empty if covered else clgrad.zeros
+    return make(size, dtype=like.dtype, device=like.device)
 
 
 def copy_slices(root: Tensor, v: Tensor, value: Tensor):
-    """Rebase ``root``'s graph after ``value`` was written into its view ``v``."""
-    if not (root.is_contiguous() and root._offset == 0):
-        raise RuntimeError("copy_: in-place writes with autograd into a view of a "
-                           "non-contiguous detached tensor are not supported; clone() first")
-    geom = (tuple(v.shape), v._strides, v._offset)
+    """Rebase ``root``'s graph after ``value`` (of v's shape) was written into ``v``: root
+    itself or a view of it. Root's new grad_fn sends its gradient to the root as it was, with
+    v's region zeroed, and v's region to ``value``. A retain_grad() on root moves along."""
+    root_geom, v_geom = _geometry(root), _geometry(v)
+    whole = v is root
+    size = root._storage.size
+    covered = root.numel() == size  # a root owning its storage covers every element
 
-    def backward(g):
-        g = ew.contiguous(g)
-        g_root = ew.clone(g)
-        ew.fill_raw(Tensor(g_root._storage, *geom), 0)
-        g_val = ew.clone(Tensor(g._storage, geom[0], geom[1], g._offset + geom[2]))
-        return g_root, g_val
-    record("copy_slices", root, (root, value), backward)
+    def backward(g):  # keeps geometry only: holding root would be a reference cycle
+        if whole:
+            return None, g
+        buf = _storage_buffer(size, covered, g)
+        ew.copy_raw(_at(buf, root_geom), g)
+        region = _at(buf, v_geom)
+        g_value = ew.clone(region)
+        ew.fill_raw(region, 0)
+        return ew.contiguous(_at(buf, root_geom)), g_value
+    old = root._grad_fn
+    record("copy_" if whole else "copy_slices", root, (root, value), backward)
     root._rebase += 1
+    if root._retains_grad and old is not None and old.retained is not None:
+        old.retained, root._grad_fn.retained = None, old.retained
 
 
 def regenerate_view_grad_fn(v: Tensor):
-    """Give ``v`` a grad_fn from its root's current one (after the root was rebased)."""
+    """Give the view ``v`` a grad_fn from its root's current one (after the root was written
+    in place): as_strided of the root, so its gradient is scattered (added, where v overlaps
+    itself) into the root's geometry."""
     root = v._base
     v._rebase_seen = root._rebase
     v._grad_fn = None
-    v.requires_grad = False
-    geom = (tuple(v.shape), v._strides, v._offset)
-    overlap = layout.has_overlap(geom[0], geom[1])
+    v._requires_grad = False
+    root_geom, v_geom = _geometry(root), _geometry(v)
+    overlap = layout.has_overlap(v_geom[0], v_geom[1])
+    size = root._storage.size
 
     def backward(g):
-        z = _zeros(root.shape, g)
-        (_add_into if overlap else ew.copy_raw)(Tensor(z._storage, *geom), g)
-        return (z,)
+        buf = _storage_buffer(size, False, g)
+        (_add_into if overlap else ew.copy_raw)(_at(buf, v_geom), g)
+        return (ew.contiguous(_at(buf, root_geom)),)
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
         record("as_strided", v, (root,), backward)

@@ -1,0 +1,213 @@
+"""Load ONNX models as clgrad Modules.
+
+    net = load_onnx("model.onnx")
+    y = net(x)                          # the graph's inputs in order, or by name
+
+The file is read, checked and flattened by ``clgrad.io.onnx_format`` (the ``onnx`` package);
+each node becomes a step of a ``Graph`` (clgrad/io/graph.py). Conv is ONE nn.Conv2d with
+groups=group and the weight initializer as is; the other initializers are the graph's
+constants (Parameters when floating point), named after themselves.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from clgrad import nn
+from clgrad.creation import from_numpy
+from clgrad.nn import functional as F
+from clgrad.nn.module import Module, Parameter
+from clgrad.ops import elementwise as ew
+
+from . import onnx_format
+from .graph import Graph
+from .layers import BatchNorm, Concat, Eltwise, Gemm, MatMul, Pad2d, Pool2d, Reshape, Softmax
+
+__all__ = ["load_onnx", "build_onnx"]
+
+
+def load_onnx(path: str | os.PathLike, *, check: bool = True) -> Graph:
+    """An ONNX model as a ``Graph`` Module in eval mode.
+
+    Ops:     Conv (group, pads, strides, dilations, auto_pad; 2-D), Relu, LeakyRelu, MaxPool,
+             AveragePool (ceil_mode, count_include_pad, asymmetric pads, auto_pad),
+             GlobalAveragePool, LRN, Gemm (alpha, beta, transA, transB), MatMul, Add, Mul,
+             Flatten, Reshape (constant shape), Softmax, BatchNormalization (inference),
+             Dropout (identity in eval), Concat, Identity.
+    Returns: a Graph whose positional inputs are the graph inputs that are not initializers
+             and whose outputs are the graph outputs (one tensor, or a tuple).
+    Raises:  FileNotFoundError; ValueError for a file that is not valid ONNX;
+             NotImplementedError listing every unsupported op type at once, or naming a node
+             whose form is not supported (a computed Conv weight, a 3-D conv, ...).
+    """
+    return build_onnx(onnx_format.load_onnx(path, check=check))
+
+
+def build_onnx(model: dict) -> Graph:
+    """The Graph of a model described by ``onnx_format.describe_model``."""
+    inits = model["initializers"]
+    graph = Graph([i["name"] for i in model["inputs"]], [o["name"] for o in model["outputs"]],
+                  label="node", input_shapes={i["name"]: i["shape"] for i in model["inputs"]})
+    used = {name for node in model["nodes"] for name in node["inputs"]}
+    used.update(graph.output_names)
+    for node in model["nodes"]:
+        where = f"node '{node['name']}' ({node['op_type']})"
+        extra = [o for o in node["outputs"][1:] if o and o in used]
+        if extra:
+            raise NotImplementedError(f"load_onnx: {where}: expected only its first output "
+                                      f"to be used, got {extra} used too")
+        steps = _BUILDERS[node["op_type"]](node, inits, where)
+        for name, module, bottoms, top in steps:
+            for b in bottoms:
+                if b in inits and not graph.has_blob(b):
+                    graph.add_constant(b, inits[b])
+            graph.add_step(name, module, bottoms, [top], node["op_type"])
+    for name in graph.output_names:
+        if name in inits and not graph.has_blob(name):
+            graph.add_constant(name, inits[name])
+    return graph.eval()
+
+
+# -- node builders: (node, initializers, where) -> [(name, module, bottoms, top)] ------------
+
+def _conv(node, inits, where):
+    p, inputs = node["params"], [i for i in node["inputs"] if i]
+    if len(inputs) < 2 or any(i not in inits for i in inputs[1:]):
+        raise NotImplementedError(f"load_onnx: {where}: expected the weight (and bias) to be "
+                                  f"initializers, got inputs {node['inputs']}")
+    w = inits[inputs[1]]
+    b = inits[inputs[2]] if len(inputs) > 2 else None
+    _two_d(p["kernel_shape"], where)
+    t, l, bottom, r = p["pads"]
+    x, steps, padding = inputs[0], [], (t, l)
+    if p["auto_pad"] not in ("NOTSET", "VALID", "") or t != bottom or l != r:
+        # asymmetric or automatic padding: a Pad2d step first
+        pad = Pad2d(p["pads"], p["auto_pad"], tuple(p["kernel_shape"]), p["strides"],
+                    p["dilations"])
+        x, padding = f"{inputs[0]}#padded_for_{node['name']}", 0
+        steps = [(f"{node['name']}_pad", pad, [inputs[0]], x)]
+    g = p["group"]
+    conv = nn.Conv2d(w.shape[1] * g, w.shape[0], tuple(w.shape[2:]), tuple(p["strides"]),
+                     padding, tuple(p["dilations"]), g, b is not None)
+    conv.weight = Parameter(from_numpy(w.astype("float32", copy=False)))
+    if b is not None:
+        conv.bias = Parameter(from_numpy(b.astype("float32", copy=False)))
+    return steps + [(node["name"], conv, [x], node["outputs"][0])]
+
+
+def _pool(node, inits, where):
+    p = node["params"]
+    _two_d(p["kernel_shape"], where)
+    kind = "MAX" if node["op_type"] == "MaxPool" else "AVE"
+    pool = Pool2d(kind, p["kernel_shape"], p["strides"], p["pads"], p["dilations"],
+                  ceil_mode=p["ceil_mode"], count_include_pad=p.get("count_include_pad", 0),
+                  auto_pad=p["auto_pad"])
+    return [_one(node, pool)]
+
+
+def _lrn(node, inits, where):
+    p = node["params"]
+    if p["size"] % 2:
+        return [_one(node, nn.LocalResponseNorm(p["size"], p["alpha"], p["beta"], p["bias"]))]
+    return [_one(node, EvenLRN(p["size"], p["alpha"], p["beta"], p["bias"]))]
+
+
+def _gemm(node, inits, where):
+    p = node["params"]
+    gemm = Gemm(p["alpha"], p["beta"], p["transA"], p["transB"])
+    return [(node["name"], gemm, [i for i in node["inputs"] if i], node["outputs"][0])]
+
+
+def _batch_norm(node, inits, where):
+    p, inputs = node["params"], node["inputs"]
+    if p["training_mode"]:
+        raise NotImplementedError(f"load_onnx: {where}: expected inference mode, got "
+                                  "training_mode=1")
+    if any(i not in inits for i in inputs[1:5]):
+        raise NotImplementedError(f"load_onnx: {where}: expected scale, B, mean and var to be "
+                                  f"initializers, got inputs {inputs}")
+    scale, bias, mean, var = (inits[i].astype("float32", copy=False) for i in inputs[1:5])
+    bn = BatchNorm(scale.shape[0], p["epsilon"], affine=True)
+    bn.weight, bn.bias = Parameter(from_numpy(scale)), Parameter(from_numpy(bias))
+    bn.running_mean, bn.running_var = from_numpy(mean), from_numpy(var)
+    return [(node["name"], bn, inputs[:1], node["outputs"][0])]
+
+
+def _reshape(node, inits, where):
+    if node["params"]["shape"] is None:
+        raise NotImplementedError(f"load_onnx: {where}: expected a constant shape input, got "
+                                  f"'{node['inputs'][1]}' computed in the graph")
+    p = node["params"]
+    return [(node["name"], Reshape(p["shape"], p["allowzero"]), node["inputs"][:1],
+             node["outputs"][0])]
+
+
+def _simple(make, bottoms=slice(0, 1)):
+    """A builder of one step: make(params) reading node inputs[bottoms]."""
+    def build(node, inits, where):
+        return [(node["name"], make(node["params"]), node["inputs"][bottoms],
+                 node["outputs"][0])]
+    return build
+
+
+_BUILDERS = {
+    "Conv": _conv, "MaxPool": _pool, "AveragePool": _pool, "LRN": _lrn, "Gemm": _gemm,
+    "BatchNormalization": _batch_norm, "Reshape": _reshape,
+    "Relu": _simple(lambda p: nn.ReLU()),
+    "LeakyRelu": _simple(lambda p: nn.LeakyReLU(p["alpha"])),
+    "GlobalAveragePool": _simple(lambda p: nn.AdaptiveAvgPool2d(1)),
+    "Softmax": _simple(lambda p: Softmax(p["axis"], p["coerce_2d"])),
+    "Dropout": _simple(lambda p: nn.Dropout(p["ratio"])),
+    "Identity": _simple(lambda p: nn.Identity()),
+    "Flatten": _simple(lambda p: Flatten2d(p["axis"])),
+    "Concat": _simple(lambda p: Concat(p["axis"]), slice(None)),
+    "Add": _simple(lambda p: Eltwise("SUM"), slice(0, 2)),
+    "Mul": _simple(lambda p: Eltwise("PROD"), slice(0, 2)),
+    "MatMul": _simple(lambda p: MatMul(), slice(0, 2)),
+}
+
+
+# -- ONNX-specific layers -------------------------------------------------------------------
+
+class Flatten2d(Module):
+    """ONNX Flatten: (prod(shape[:axis]), prod(shape[axis:]))."""
+
+    def __init__(self, axis=1):
+        super().__init__()
+        self.axis = axis
+
+    def forward(self, x):
+        axis = self.axis % x.ndim if x.ndim else 0
+        return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
+
+    def extra_repr(self):
+        return f"axis={self.axis}"
+
+
+class EvenLRN(Module):
+    """ONNX LRN for an even ``size``: the window runs from c - (size/2 - 1) to c + size/2
+    (nn.LocalResponseNorm, PyTorch's window, starts one channel earlier)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, bias=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.bias = size, alpha, beta, bias
+
+    def forward(self, x):
+        sq = ew.mul(x, x).reshape(x.shape[0], 1, x.shape[1], -1)  # channels as rows
+        padded = F.pad(sq, (0, 0, self.size // 2 - 1, self.size // 2))
+        total = F.avg_pool2d(padded, (self.size, 1), 1, divisor_override=1).reshape(x.shape)
+        return ew.mul(x, ew.pow(ew.add(ew.mul(total, self.alpha / self.size), self.bias),
+                                -self.beta))
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, bias={self.bias}"
+
+
+def _one(node, module):
+    return node["name"], module, node["inputs"][:1], node["outputs"][0]
+
+
+def _two_d(kernel, where):
+    if kernel is None or len(kernel) != 2:
+        raise NotImplementedError(f"load_onnx: {where}: expected a 2-D kernel, got "
+                                  f"kernel_shape {kernel}")

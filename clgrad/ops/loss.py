@@ -1,0 +1,262 @@
+"""Softmax, log_softmax and the losses built on them: cross_entropy, nll_loss, mse_loss.
+
+softmax/log_softmax are one row kernel each direction (online log-sum-exp). cross_entropy with
+class indices is log_softmax + nll fused: one row kernel and one summing kernel forward, one
+elementwise kernel backward; targets are checked on the host before any launch.
+Every input may be any strided view; outputs are new and contiguous.
+Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad import dtypes, layout
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops import reduce as rd
+from clgrad.ops._util import defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops.norm import split_dim
+from clgrad.tensor import Tensor
+
+__all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss"]
+
+_FILE = "loss.cl"
+_ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """exp(x - logsumexp(x)) along ``dim``; safe for logits like 1e8; NaN propagates.
+
+    ``dim=None`` takes PyTorch's legacy choice (0 for 0-, 1- and 3-dim inputs, else 1).
+    ``dtype`` casts the input first. Grad: input.
+    """
+    return _softmax("softmax", input, dim, dtype, False)
+
+
+def log_softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
+    """x - logsumexp(x) along ``dim`` (see softmax). Grad: input."""
+    return _softmax("log_softmax", input, dim, dtype, True)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy between logits and class indices (or class probabilities), PyTorch's.
+
+    Shapes:  input (N, C) or (N, C, d1, ...) or unbatched (C,); target of class indices
+             (N,) / (N, d1, ...) / () — or probabilities of the input's shape.
+    Per position: l = (1 - eps) w[t] (-log p_t) + eps / C * sum_c w[c] (-log p_c), with
+             eps = label_smoothing; 0 where t == ignore_index. 'mean' divides the sum by the
+             sum of w[t] over the positions not ignored (nan when every position is).
+    Grad:    input
+    Raises:  IndexError for a target outside [0, C) that is not ignore_index (checked on the
+             host before any launch); ValueError for shapes, reduction or label_smoothing;
+             TypeError for dtypes.
+    """
+    _check_common("cross_entropy", input, target, reduction)
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"cross_entropy: expected label_smoothing in [0, 1], got "
+                         f"{label_smoothing}")
+    if target.dtype.is_floating_point:
+        return _soft_cross_entropy(input, target, weight, reduction, float(label_smoothing))
+    return _nll("cross_entropy", input, target, weight, ignore_index, reduction,
+                float(label_smoothing), True)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight=None, ignore_index: int = -100,
+             reduction: str = "mean") -> Tensor:
+    """Negative log likelihood of log-probabilities ``input`` at class indices ``target``.
+
+    l = -w[t] input[t] per position (0 where t == ignore_index); shapes, reduction and
+    errors as cross_entropy with class indices. Grad: input.
+    """
+    _check_common("nll_loss", input, target, reduction)
+    return _nll("nll_loss", input, target, weight, ignore_index, reduction, 0.0, False)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """(input - target)^2, reduced by 'mean', 'sum' or 'none'; shapes broadcast.
+    Grad: input and target."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"mse_loss: expected reduction 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    d = ew.sub(input, target)
+    sq = ew.mul(d, d)
+    return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
+
+
+# -- softmax ----------------------------------------------------------------------------------
+def _softmax(op, x, dim, dtype, log_out):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input (or dtype=), got {x.dtype}")
+    if x.ndim == 0:
+        return _softmax(op, x.reshape(1), 0, None, log_out).reshape(())
+    if dim is None:
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    d = layout.wrap_dim(dim, x.ndim, op)
+    y = empty(x.shape, x.dtype, x.device)
+    length = x.shape[d]
+    rest, (vy, vx), (sy, sx) = _rows(x.shape, d, y, x)
+    nrows = layout.numel(rest) if length else 0
+    flag = np.int32(1 if log_out else 0)
+    _launch_rows("softmax_fwd", x, nrows, length, len(rest), shape_arg(rest), np.int64(length),
+                 y._storage.buffer, vy, sy, x._storage.buffer, vx, sx, flag)
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        rest2, (vgx, vgy, vy2), (sgx, sgy, sy2) = _rows(x.shape, d, gx, gy, y)
+        _launch_rows("softmax_bwd", x, nrows, length, len(rest2), shape_arg(rest2),
+                     np.int64(length), gx._storage.buffer, vgx, sgx, gy._storage.buffer, vgy,
+                     sgy, y._storage.buffer, vy2, sy2, flag)
+        return (gx,)
+    return record(op, y, (x,), backward, saved=[y])
+
+
+# -- cross entropy with class indices ---------------------------------------------------------
+def _nll(op, x, target, weight, ignore, reduction, eps, logits):
+    cdim = 0 if x.ndim == 1 else 1
+    nc = x.shape[cdim]
+    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
+    if tuple(target.shape) != want:
+        raise ValueError(f"{op}: expected target of shape {want} for input of shape "
+                         f"{tuple(x.shape)}, got {tuple(target.shape)}")
+    if weight is not None:
+        if not isinstance(weight, Tensor) or tuple(weight.shape) != (nc,):
+            raise ValueError(f"{op}: expected weight of shape ({nc},), got "
+                             f"{getattr(weight, 'shape', weight)!r}")
+        if weight.dtype is not x.dtype:
+            raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
+        same_device(op, x, weight)
+    if target.dtype is not dtypes.int64:
+        target = ew.to(target, dtypes.int64)
+    _check_targets(op, target, nc, int(ignore))
+    nrows = target.numel()
+    t_st = _with_dim(target._strides, cdim)
+    rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
+    dev, dt = x.device, x.dtype
+    loss = empty(target.shape, dt, dev)
+    wrow = empty((nrows,), dt, dev)
+    rmax, rsum = empty((nrows,), dt, dev), empty((nrows,), dt, dev)
+    has_w = np.int32(weight is not None)
+    wbuf, vw = (weight._storage.buffer, view_arg(weight)) if weight is not None else \
+        (x._storage.buffer, view_arg(x, (0,)))
+    consts = (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
+    if nrows and nc:
+        _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
+                     np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
+                     wbuf, vw, has_w, *consts, loss._storage.buffer, wrow._storage.buffer,
+                     rmax._storage.buffer, rsum._storage.buffer)
+    mean = np.int32(reduction == "mean")
+    out, denom = loss, None
+    if reduction != "none":
+        out, denom = empty((), dt, dev), empty((), dt, dev)
+        k = dev.kernel(_FILE, "ce_finish", _defines(x, 1))
+        dev.launch(k, (256,), (256,), np.int64(nrows), loss._storage.buffer,
+                   wrow._storage.buffer, mean, out._storage.buffer, denom._storage.buffer)
+
+    def backward(gy):
+        gx = empty(x.shape, dt, dev)
+        wsum = rd.sum(weight) if weight is not None and eps and logits else gx
+        g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)
+        g_st = _with_dim(g._strides, cdim)
+        rest2, (vx2, vt2, vg), (sxc2, _, _) = _rows(
+            x.shape, cdim, x, _Strided(target, t_st), _Strided(g, g_st))
+        ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
+        if gx.numel():
+            k = dev.kernel(_FILE, "ce_bwd", _defines(x, 1))
+            dev.launch(k, (gx.numel(),), (256,), np.int64(gx.numel()), np.int64(nc),
+                       np.int64(ns), np.int32(len(rest2)), shape_arg(rest2),
+                       gx._storage.buffer, x._storage.buffer, vx2, sxc2,
+                       target._storage.buffer, vt2, wbuf, vw, has_w, gy._storage.buffer, vg,
+                       (denom if denom is not None else gx)._storage.buffer, mean,
+                       rmax._storage.buffer, rsum._storage.buffer, wsum._storage.buffer,
+                       *consts)
+        return (gx,)
+    saved = [x, target] + ([weight] if weight is not None else [])
+    return record(op, out, (x,), backward, saved=saved)
+
+
+def _soft_cross_entropy(x, target, weight, reduction, eps):
+    """Probability targets: -sum_c w_c q_c log p_c with q smoothed by eps (PyTorch)."""
+    if tuple(target.shape) != tuple(x.shape):
+        raise ValueError(f"cross_entropy: expected probability targets of the input's shape "
+                         f"{tuple(x.shape)}, got {tuple(target.shape)}")
+    cdim = 0 if x.ndim == 1 else 1
+    nc = x.shape[cdim]
+    q = ew.add(ew.mul(target, 1.0 - eps), eps / nc) if eps else target
+    prod = ew.mul(log_softmax(x, cdim), q)
+    if weight is not None:
+        prod = ew.mul(prod, weight.reshape((nc,) + (1,) * (x.ndim - cdim - 1)))
+    loss = ew.neg(rd.sum(prod, cdim))
+    return loss if reduction == "none" else rd.mean(loss) if reduction == "mean" else \
+        rd.sum(loss)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+class _Strided:
+    """A tensor seen with other strides (only ``_strides`` and ``_offset`` are read)."""
+
+    def __init__(self, t: Tensor, strides):
+        self._strides, self._offset, self._storage = tuple(strides), t._offset, t._storage
+
+
+def _with_dim(strides, dim):
+    """Strides of a tensor lacking ``dim`` (a target), with stride 0 inserted there."""
+    st = list(strides)
+    st.insert(dim, 0)
+    return tuple(st)
+
+
+def _rows(shape, dim, *tensors):
+    """(rest shape, [view_t per tensor], [stride along dim per tensor]) for row kernels."""
+    rest, rest_st, dim_st = split_dim(tuple(shape), dim, *[t._strides for t in tensors])
+    views = [view_arg(t, st) for t, st in zip(tensors, rest_st)]
+    return rest, views, [np.int64(s) for s in dim_st]
+
+
+def _check_common(op, x, target, reduction):
+    if not isinstance(x, Tensor) or not isinstance(target, Tensor):
+        raise TypeError(f"{op}: expected Tensors for input and target, got "
+                        f"{type(x).__name__} and {type(target).__name__}")
+    same_device(op, x, target)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
+    if x.ndim == 0:
+        raise ValueError(f"{op}: expected an input of shape (C,), (N, C) or (N, C, d1, ...), "
+                         f"got a 0-dim tensor")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    if target.dtype.is_bool:
+        raise TypeError(f"{op}: expected integer class indices or float probabilities as "
+                        f"target, got {target.dtype}")
+
+
+def _check_targets(op, target: Tensor, nc: int, ignore: int):
+    t = target.numpy()
+    bad = (t != ignore) & ((t < 0) | (t >= nc))
+    if bad.any():
+        pos = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise IndexError(f"{op}: target {int(t[pos])} is out of bounds: expected class "
+                         f"indices in [0, {nc}) or ignore_index={ignore}; at position {pos}")
+
+
+def _defines(x, wg):
+    d = defines_for(x.dtype)
+    d["WG"] = wg
+    return d
+
+
+def _launch_rows(name, x, nrows, length, nd, *args):
+    """One work item per row for short rows, one work-group per row for long ones."""
+    if nrows == 0:
+        return
+    wg = 1 if length <= _ROW_GROUP else _ROW_GROUP
+    dev = x.device
+    k = dev.kernel(_FILE, name, _defines(x, wg))
+    gsize, lsize = ((nrows,), (64,)) if wg == 1 else ((nrows * wg,), (wg,))
+    dev.launch(k, gsize, lsize, np.int64(nrows), np.int32(nd), *args)

@@ -1,0 +1,200 @@
+"""Normalisation over channels: batch_norm (per-channel statistics) and local_response_norm.
+
+Inputs are (N, C, *) and may be any strided view; dim 1 is split from the others, which are
+collapsed (see ``split_dim``). Outputs and gradients are new and contiguous.
+Kernels: kernels/norm.cl :: bn_fwd, bn_bwd (one work-group per channel: the statistics and the
+normalisation in one launch each direction), lrn_fwd, lrn_bwd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad import layout
+from clgrad.autograd import no_grad, record
+from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.tensor import Tensor
+
+__all__ = ["batch_norm", "local_response_norm", "split_dim"]
+
+_FILE = "norm.cl"
+_BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
+
+
+def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1), PyTorch's F.batch_norm.
+
+    Training: mean and biased variance over N and the spatial dims; running_mean and
+    running_var (when given) are updated in place, with the unbiased variance:
+    r = (1 - momentum) r + momentum * stat. Eval: the running statistics are used.
+    Shapes:  input (N, C, *), running_mean/running_var/weight/bias (C,) -> (N, C, *)
+    Grad:    input, weight, bias (exact through the batch statistics in training)
+    Raises:  RuntimeError for a bad rank or parameter shape, for missing running statistics
+             in eval, or for one value per channel in training; TypeError for a dtype mismatch.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
+    if input.ndim < 2:
+        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), got "
+                           f"shape {tuple(input.shape)}")
+    x = input
+    c = x.shape[1]
+    m = x.numel() // c if c else 0
+    params = {"running_mean": running_mean, "running_var": running_var, "weight": weight,
+              "bias": bias}
+    for name, p in params.items():
+        _check_param("batch_norm", name, p, x)
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("batch_norm: expected running_mean and running_var in eval mode "
+                           "(training=False), got None")
+    if training and m == 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                         f"got input size {tuple(x.shape)}")
+    update = training and running_mean is not None and running_var is not None
+    flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
+             (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0))
+    y = empty(x.shape, x.dtype, x.device)
+    mean = empty((c,), x.dtype, x.device)
+    invstd = empty((c,), x.dtype, x.device)
+    if c and m:
+        nd, sh, (vy, vx), (syc, sxc) = _channel_args(x.shape, y, x)
+        vw, vb, vrm, vrv = (_vec(p, x) for p in (weight, bias, running_mean, running_var))
+        bufs = [(p if p is not None else x)._storage.buffer
+                for p in (weight, bias, running_mean, running_var)]
+        with no_grad():
+            _launch_bn(x, m, "bn_fwd", np.int64(m), nd, sh, y._storage.buffer, vy, syc,
+                       x._storage.buffer, vx, sxc, bufs[0], vw, bufs[1], vb, bufs[2], vrm,
+                       bufs[3], vrv, mean._storage.buffer, invstd._storage.buffer,
+                       scalar(x.dtype, momentum), scalar(x.dtype, eps), np.int32(flags))
+        if update:
+            running_mean._storage.version += 1
+            running_var._storage.version += 1
+
+    def backward(gy):
+        want = ((_BN_GX if x.requires_grad else 0) |
+                (_BN_GW if weight is not None and weight.requires_grad else 0) |
+                (_BN_GB if bias is not None and bias.requires_grad else 0))
+        new = empty if c and m else _zeros          # no elements: zero gradients
+        gx = new(x.shape, x.dtype, x.device) if want & _BN_GX else None
+        gw = new((c,), x.dtype, x.device) if want & _BN_GW else None
+        gb = new((c,), x.dtype, x.device) if want & _BN_GB else None
+        if c and m:
+            nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc) = _channel_args(
+                x.shape, gx if gx is not None else x, gy, x)
+            _launch_bn(x, m, "bn_bwd", np.int64(m), nd, sh,
+                       (gx if gx is not None else x)._storage.buffer, vgx, sgxc,
+                       gy._storage.buffer, vgy, sgyc, x._storage.buffer, vx, sxc,
+                       (weight if weight is not None else x)._storage.buffer, _vec(weight, x),
+                       mean._storage.buffer, invstd._storage.buffer,
+                       (gw if gw is not None else mean)._storage.buffer,
+                       (gb if gb is not None else mean)._storage.buffer,
+                       np.int32((flags & (_BN_TRAIN | _BN_W)) | want))
+        return gx, gw, gb
+    saved = [x] + ([weight] if weight is not None else [])
+    return record("batch_norm", y, (x, weight, bias), backward, saved=saved)
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Local response normalisation across channels (PyTorch's, i.e. Caffe/AlexNet's).
+
+    b_c = a_c / (k + alpha / size * sum_{c' = c - size//2}^{c + (size-1)//2} a_{c'}^2) ** beta,
+    the window zero-padded at the channel edges.
+    Shapes:  (N, C, *) with at least 3 dims -> same
+    Grad:    input
+    Raises:  RuntimeError for fewer than 3 dims; ValueError for size < 1.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"local_response_norm: expected a Tensor, got {type(input).__name__}")
+    if input.ndim < 3:
+        raise RuntimeError(f"local_response_norm: expected 3D or higher dimensionality input, "
+                           f"got shape {tuple(input.shape)}")
+    if not isinstance(size, (int, np.integer)) or size < 1:
+        raise ValueError(f"local_response_norm: expected size >= 1, got {size!r}")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"local_response_norm: expected a floating point input, got "
+                        f"{input.dtype}")
+    x = input
+    nc = x.shape[1]
+    ns = layout.numel(x.shape[2:])
+    y = empty(x.shape, x.dtype, x.device)
+    scale = empty(x.shape, x.dtype, x.device)
+    dt = x.dtype
+    consts = (np.int64(size), scalar(dt, alpha), scalar(dt, beta))
+    nd, sh, (vx,), (sxc,) = _channel_args(x.shape, x)
+    _launch_lrn(x, "lrn_fwd", y.numel(), np.int64(nc), np.int64(ns), nd, sh,
+                y._storage.buffer, scale._storage.buffer, x._storage.buffer, vx, sxc, *consts,
+                scalar(dt, k))
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        nd2, sh2, (vg, vx2), (sgc, sxc2) = _channel_args(x.shape, gy, x)
+        _launch_lrn(x, "lrn_bwd", gx.numel(), np.int64(nc), np.int64(ns), nd2, sh2,
+                    gx._storage.buffer, gy._storage.buffer, vg, sgc, x._storage.buffer, vx2,
+                    sxc2, y._storage.buffer, scale._storage.buffer, *consts)
+        return (gx,)
+    return record("local_response_norm", y, (x,), backward, saved=[x, y])
+
+
+def split_dim(shape, dim: int, *stride_sets):
+    """Split ``dim`` from the other dims of ``shape``, which are collapsed across every stride
+    set (one per tensor, in elements). Returns (rest_shape, [rest strides], [strides of dim]).
+    A tensor lacking ``dim`` (a target of class indices) passes stride 0 there.
+    """
+    rest = tuple(n for i, n in enumerate(shape) if i != dim)
+    rest_sets = [tuple(s for i, s in enumerate(st) if i != dim) for st in stride_sets]
+    rest_shape, rest_strides = layout.collapse(rest, *rest_sets)
+    if len(rest_shape) > 8:
+        raise RuntimeError(f"{shape}: more than 8 non-mergeable dims besides dim {dim}")
+    return rest_shape, rest_strides, [st[dim] for st in stride_sets]
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _channel_args(shape, *tensors):
+    """(nd, shape_t, [view_t per tensor], [channel stride per tensor]) for dim 1 of ``shape``."""
+    rest, rest_st, ch = split_dim(tuple(shape), 1, *[t._strides for t in tensors])
+    views = [view_arg(t, st) for t, st in zip(tensors, rest_st)]
+    return np.int32(len(rest)), shape_arg(rest), views, [np.int64(s) for s in ch]
+
+
+def _check_param(op, name, p, x):
+    if p is None:
+        return
+    if not isinstance(p, Tensor):
+        raise TypeError(f"{op}: expected {name} to be a Tensor or None, got "
+                        f"{type(p).__name__}")
+    same_device(op, x, p)
+    if tuple(p.shape) != (x.shape[1],):
+        raise RuntimeError(f"{op}: expected {name} of shape ({x.shape[1]},) for an input with "
+                           f"{x.shape[1]} channels, got {tuple(p.shape)}")
+    if p.dtype is not x.dtype:
+        raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
+                        f"{p.dtype}")
+
+
+def _vec(p, like):
+    """view_t of a 1-D tensor (offset, stride); a zero view for a missing one."""
+    return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
+
+
+def _zeros(shape, dtype, device):
+    import clgrad
+    return clgrad.zeros(shape, dtype=dtype, device=device)
+
+
+def _launch_bn(x, m, name, *args):
+    wg = 64 if m < 4096 else 256
+    d = defines_for(x.dtype)
+    d["WG"] = wg
+    dev = x.device
+    c = x.shape[1]
+    dev.launch(dev.kernel(_FILE, name, d), (c * wg,), (wg,), *args)
+
+
+def _launch_lrn(x, name, total, *args):
+    if total == 0:
+        return
+    d = defines_for(x.dtype)
+    d["WG"] = 64
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, name, d), (total,), (LOCAL,), np.int64(total), *args)

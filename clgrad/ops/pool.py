@@ -1,0 +1,181 @@
+"""2-D pooling of (N, C, H, W) or unbatched (C, H, W) inputs: max, average, adaptive average.
+
+Every input may be any strided view; outputs are new and contiguous. Backward kernels gather
+(one work item per input element), so gradients are deterministic and need no atomics.
+Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd, adaptive_fwd/adaptive_bwd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad import dtypes
+from clgrad.autograd import record
+from clgrad.device import pack
+from clgrad.ops._util import LOCAL, defines_for, empty
+from clgrad.tensor import Tensor
+
+__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+
+_FILE = "pool.cl"
+
+
+def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """The maximum of each (dilated) window; padding counts as -inf.
+
+    Shapes:  (N, C, H, W) -> (N, C, OH, OW), OH = floor_or_ceil((H + 2p - d(k-1) - 1) / s) + 1;
+             unbatched (C, H, W) likewise. Under ceil_mode the last window must start inside
+             the input or the left padding (PyTorch's rule).
+    Returns: out, or (out, indices) with int64 indices y * W + x into each (H, W) plane.
+    Grad:    input; on ties the first element of the window (row-major) gets the gradient.
+    Raises:  RuntimeError for a bad rank, non-positive kernel/stride/dilation, negative
+             padding, padding > kernel / 2, or an empty output; TypeError for non-float input.
+    """
+    g, squeeze = _geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
+                           ceil_mode)
+    x = input
+    out = empty(_out_shape(g, squeeze), x.dtype, x.device)
+    idx = empty(out.shape, dtypes.int64, x.device)
+    _launch("max_fwd", x, g, out.numel(), out._storage.buffer, idx._storage.buffer,
+            x._storage.buffer, _view4(x))
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch("max_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
+                _view4(gy), idx._storage.buffer)
+        return (gx,)
+    out = record("max_pool2d", out, (x,), backward, saved=[idx])
+    return (out, idx) if return_indices else out
+
+
+def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override=None) -> Tensor:
+    """The mean of each window (PyTorch's avg_pool2d).
+
+    Divisor: ``divisor_override`` if given; else the window clipped to the padded input
+    (``count_include_pad``) or to the input itself. A window wholly in the padding gives 0.
+    Shapes and errors as max_pool2d (dilation 1); divisor_override == 0 raises RuntimeError.
+    Grad:    input.
+    """
+    if divisor_override is not None and int(divisor_override) == 0:
+        raise RuntimeError("avg_pool2d: expected a non-zero divisor_override, got 0")
+    g, squeeze = _geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    x = input
+    div = np.int64(0 if divisor_override is None else int(divisor_override))
+    inc = np.int32(1 if count_include_pad else 0)
+    out = empty(_out_shape(g, squeeze), x.dtype, x.device)
+    _launch("avg_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer, _view4(x),
+            div, inc)
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch("avg_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
+                _view4(gy), div, inc)
+        return (gx,)
+    return record("avg_pool2d", out, (x,), backward)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed output size (an int, or a pair whose entries may be None
+    for "same as the input"). Output (i, j) pools rows [floor(i H / OH), ceil((i+1) H / OH))
+    and likewise for columns (PyTorch's windows). Grad: input.
+    """
+    _check_input("adaptive_avg_pool2d", input)
+    h, w = input.shape[-2:]
+    size = _pair("adaptive_avg_pool2d", "output_size", output_size, allow_none=True)
+    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: expected output_size >= 0, got {size}")
+    x = input
+    n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
+    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), 14)
+    shape = (n, c, oh, ow) if x.ndim == 4 else (c, oh, ow)
+    out = empty(shape, x.dtype, x.device)
+    _launch("adaptive_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer,
+            _view4(x))
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch("adaptive_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
+                _view4(gy))
+        return (gx,)
+    return record("adaptive_avg_pool2d", out, (x,), backward)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _pair(op, name, v, allow_none=False):
+    vals = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(vals) == 1:
+        vals = vals * 2
+    ok = len(vals) == 2 and all(
+        (allow_none and e is None) or (isinstance(e, (int, np.integer)) and
+                                       not isinstance(e, bool)) for e in vals)
+    if not ok:
+        raise TypeError(f"{op}: expected {name} to be an int or a pair of ints, got {v!r}")
+    return tuple(None if e is None else int(e) for e in vals)
+
+
+def _check_input(op, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x.ndim not in (3, 4) or any(s == 0 for s in x.shape[-3:]):
+        raise RuntimeError(f"{op}: expected a 3D (C, H, W) or 4D (N, C, H, W) input with "
+                           f"non-zero C, H, W, got shape {tuple(x.shape)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
+
+
+def _out_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling_output_shape: floor or ceil, then the last window must start inside
+    the input or its left padding."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    """Checks and the packed geom_t; returns (geom, unbatched)."""
+    _check_input(op, x)
+    k = _pair(op, "kernel_size", kernel_size)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _pair(op, "stride", stride)
+    p = _pair(op, "padding", padding)
+    d = _pair(op, "dilation", dilation)
+    for name, v, lo in (("kernel_size", k, 1), ("stride", s, 1), ("dilation", d, 1),
+                        ("padding", p, 0)):
+        if min(v) < lo:
+            raise RuntimeError(f"{op}: expected {name} >= {lo}, got {v}")
+    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
+        raise RuntimeError(f"{op}: pad should be at most half of kernel size, got padding={p} "
+                           f"and kernel_size={k}")
+    h, w = x.shape[-2:]
+    oh = _out_size(h, k[0], s[0], p[0], d[0], ceil_mode)
+    ow = _out_size(w, k[1], s[1], p[1], d[1], ceil_mode)
+    c = x.shape[-3]
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"{op}: given input size ({c}x{h}x{w}), the calculated output size "
+                           f"({c}x{oh}x{ow}) is too small (kernel_size={k}, stride={s}, "
+                           f"padding={p}, dilation={d})")
+    n = x.shape[0] if x.ndim == 4 else 1
+    return pack((n, c, h, w, oh, ow) + k + s + p + d, 14), x.ndim == 3
+
+
+def _out_shape(g, unbatched):
+    n, c, oh, ow = int(g[0]), int(g[1]), int(g[4]), int(g[5])
+    return (c, oh, ow) if unbatched else (n, c, oh, ow)
+
+
+def _view4(t: Tensor) -> np.ndarray:
+    """view_t of a (N, C, H, W) or (C, H, W) tensor with the strides of N, C, H, W."""
+    st = t._strides if t.ndim == 4 else (0,) + tuple(t._strides)
+    return pack((t._offset,) + tuple(st), 9)
+
+
+def _launch(name, x, g, total, *args):
+    if total == 0:
+        return
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
+               np.int64(total), g, *args)

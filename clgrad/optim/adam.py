@@ -1,0 +1,82 @@
+"""Adam (L2 penalty added to the gradient) and AdamW (decoupled weight decay)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from clgrad.creation import zeros
+from clgrad.ops._util import defines_for, launch_1d, scalar
+from clgrad.optim.optimizer import Optimizer
+from clgrad.tensor import Tensor
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam (D. P. Kingma and J. Ba, "Adam: A Method for Stochastic Optimization", ICLR 2015)
+    with PyTorch's update, t counting this parameter's steps from 1:
+
+        g = g + weight_decay * p                     (L2 penalty in the gradient)
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g^2
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+
+    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0
+    State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v) per parameter
+    Kernels: kernels/optim.cl :: adam (one launch per parameter per step; the bias
+             corrections are computed on the host from the step count, no read-back)
+    Raises:  ValueError for lr < 0, eps < 0, a beta outside [0, 1) or weight_decay < 0
+    """
+
+    _decoupled = False
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0):
+        name = type(self).__name__
+        if lr < 0.0:
+            raise ValueError(f"{name}: expected lr >= 0, got {lr}")
+        if eps < 0.0:
+            raise ValueError(f"{name}: expected eps >= 0, got {eps}")
+        betas = tuple(betas)
+        if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+            raise ValueError(f"{name}: expected betas (beta1, beta2) in [0, 1), got {betas}")
+        if weight_decay < 0.0:
+            raise ValueError(f"{name}: expected weight_decay >= 0, got {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        if not state:
+            state["step"] = 0
+            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+        state["step"] += 1
+        t = state["step"]
+        beta1, beta2 = group["betas"]
+        lr = group["lr"]
+        m, v = state["exp_avg"], state["exp_avg_sq"]
+        dt = p.dtype
+        launch_1d("optim.cl", "adam", defines_for(dt), p, (grad, m, v),
+                  tuple(scalar(dt, x) for x in (
+                      lr, beta1, beta2, group["eps"], group["weight_decay"],
+                      lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+                  + (np.int32(self._decoupled),))
+        m._storage.version += 1
+        v._storage.version += 1
+
+
+class AdamW(Adam):
+    """AdamW (I. Loshchilov and F. Hutter, "Decoupled Weight Decay Regularization", ICLR 2019):
+    Adam without the L2 term, with the decay applied to the weights directly first:
+
+        p = p * (1 - lr * weight_decay)
+        then Adam's m, v and p updates with the raw gradient g
+
+    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
+    """
+
+    _decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)

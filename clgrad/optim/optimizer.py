@@ -1,0 +1,191 @@
+"""The Optimizer base class: parameter groups, per-parameter state, zero_grad, state dicts.
+
+Subclasses define ``_update(p, grad, group, state)``, which updates one parameter in place on
+its device with ONE fused kernel launch (kernels/optim.cl); ``step`` calls it for every
+parameter that has a gradient. Nothing is read back to the host during a step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad.autograd import enable_grad, no_grad
+from clgrad.creation import from_numpy
+from clgrad.ops import elementwise as ew
+from clgrad.tensor import Tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class. ``params``: an iterable of tensors, or of dicts (parameter groups) with a
+    ``params`` entry and any hyperparameters that override ``defaults`` for that group.
+
+    Attributes: ``param_groups`` (list of dicts), ``state`` (dict parameter -> dict),
+    ``defaults``.
+    Raises:     ValueError for an empty parameter list, a parameter in two groups, or a missing
+                required hyperparameter; TypeError for a non-tensor, a set, or a non-leaf
+    """
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list = []
+        if isinstance(params, Tensor):
+            raise TypeError(f"{type(self).__name__}: params argument given to the optimizer "
+                            f"should be an iterable of Tensors or dicts, but got a Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__}: optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, param_group: dict):
+        """Add a group: ``{'params': [...], 'lr': ..., ...}`` (defaults fill the rest)."""
+        name = type(self).__name__
+        if not isinstance(param_group, dict):
+            raise TypeError(f"{name}: expected a param group dict, got "
+                            f"{type(param_group).__name__}")
+        params = param_group.get("params")
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(f"{name}: optimizer parameters need to be organized in ordered "
+                            f"collections, but the ordering of tensors in sets will change "
+                            f"between runs; use a list")
+        params = list(params or ())
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{name}: optimizer can only optimize Tensors, got "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise TypeError(f"{name}: can't optimize a non-leaf Tensor")
+            if not p.dtype.is_floating_point:
+                raise TypeError(f"{name}: expected floating parameters, got {p.dtype}")
+        group = {**self.defaults, **param_group, "params": params}
+        for k, v in group.items():
+            if v is required:
+                raise ValueError(f"{name}: parameter group didn't specify a value of required "
+                                 f"optimization parameter {k}")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if len({id(p) for p in params}) != len(params) or seen & {id(p) for p in params}:
+            raise ValueError(f"{name}: some parameters appear in more than one parameter "
+                             f"group (or twice in one)")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True):
+        """Reset every parameter's gradient: to None (default) or to zeros in place."""
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    ew.fill_raw(p.grad, 0)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient.
+
+        ``closure``: an optional callable that re-evaluates the model and returns the loss
+        (run with grad enabled before the update). Returns its loss, or None.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is None:
+                        continue
+                    if g.dtype is not p.dtype or g.device is not p.device:
+                        raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
+                                           f"dtype {p.dtype} on {p.device.name}, got "
+                                           f"{g.dtype} on {g.device.name}")
+                    self._update(p, g, group, self.state.setdefault(p, {}))
+                    p._storage.version += 1
+        return loss
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        raise NotImplementedError
+
+    # -- state dicts ------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}``.
+
+        Parameters are numbered across groups in order (PyTorch's layout). The indices in
+        ``state`` are strings ('0', '1', ...) so the dict saves with ``clgrad.save``, which
+        takes str keys only; ``load_state_dict`` accepts int keys (PyTorch's) too. The state
+        tensors are the live ones: save or copy the dict before the next step.
+        """
+        index, groups = {}, []
+        for g in self.param_groups:
+            ids = []
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
+        state = {str(index[id(p)]): dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict):
+        """Restore hyperparameters and per-parameter state saved by ``state_dict``.
+
+        State tensors are copied (cast to each parameter's dtype and device), never aliased.
+        Raises ValueError when the number of groups or the group sizes differ.
+        """
+        name = type(self).__name__
+        groups = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
+        if groups is None or "state" not in state_dict:
+            raise ValueError(f"{name}.load_state_dict: expected a dict with 'state' and "
+                             f"'param_groups', got {type(state_dict).__name__}")
+        if len(groups) != len(self.param_groups):
+            raise ValueError(f"{name}.load_state_dict: loaded state dict has {len(groups)} "
+                             f"parameter groups, the optimizer has {len(self.param_groups)}")
+        for i, (saved, own) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(own["params"]):
+                raise ValueError(f"{name}.load_state_dict: loaded state dict contains a "
+                                 f"parameter group {i} of {len(saved['params'])} parameters, "
+                                 f"which doesn't match the size of optimizer's group "
+                                 f"({len(own['params'])})")
+        saved_state = {str(k): v for k, v in state_dict["state"].items()}
+        self.state = {}
+        for saved, own in zip(groups, self.param_groups):
+            for idx, p in zip(saved["params"], own["params"]):
+                s = saved_state.get(str(idx))
+                if s is not None:
+                    self.state[p] = {k: _copy_state(v, p) for k, v in s.items()}
+            own.update({k: v for k, v in saved.items() if k != "params"})
+            if isinstance(own.get("betas"), list):
+                own["betas"] = tuple(own["betas"])
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
+        return "\n".join(lines) + "\n)"
+
+
+def _copy_state(value, p: Tensor):
+    """A private device copy of a saved state value (tensors follow p's dtype and device)."""
+    if isinstance(value, np.ndarray):
+        value = from_numpy(np.ascontiguousarray(value), device=p.device)
+    if not isinstance(value, Tensor):
+        return value
+    if value.device is not p.device:
+        value = value.to(p.device)
+    if value.dtype.is_floating_point and value.dtype is not p.dtype:
+        value = value.to(p.dtype)
+    return ew.contiguous(value.detach(), force_copy=True)

@@ -1,0 +1,59 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad.ops._util import defines_for, empty, launch_1d, scalar
+from clgrad.optim.optimizer import Optimizer, required
+from clgrad.tensor import Tensor
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """SGD with PyTorch's update (momentum in the form of Sutskever et al., "On the importance
+    of initialization and momentum in deep learning", ICML 2013):
+
+        d = g + weight_decay * p
+        if momentum != 0:
+            buf = d                                          (first step)
+            buf = momentum * buf + (1 - dampening) * d       (later steps)
+            d = d + momentum * buf if nesterov else buf
+        p = p - lr * d
+
+    Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
+             nesterov=False
+    State:   ``momentum_buffer`` per parameter (when momentum != 0)
+    Kernels: kernels/optim.cl :: sgd, sgd_momentum (one launch per parameter per step)
+    Raises:  ValueError for a negative lr, momentum or weight_decay, or nesterov without
+             momentum or with dampening
+    """
+
+    def __init__(self, params, lr=required, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False):
+        if lr is not required and lr < 0.0:
+            raise ValueError(f"SGD: expected lr >= 0, got {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"SGD: expected momentum >= 0, got {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"SGD: expected weight_decay >= 0, got {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError(f"SGD: Nesterov momentum requires a momentum and zero dampening, "
+                             f"got momentum={momentum}, dampening={dampening}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        dt, d = p.dtype, defines_for(p.dtype)
+        lr, wd = scalar(dt, group["lr"]), scalar(dt, group["weight_decay"])
+        if group["momentum"] == 0:
+            launch_1d("optim.cl", "sgd", d, p, (grad,), (lr, wd))
+            return
+        buf = state.get("momentum_buffer")
+        first = buf is None
+        if first:
+            buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
+        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
+                  (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
+                   np.int32(bool(group["nesterov"])), np.int32(first)))
+        buf._storage.version += 1

@@ -1,0 +1,138 @@
+// kernels/conv.h — shared by kernels/conv*.cl: the problem description, vector types, unaligned
+// vector access and the tile fills that gather a zero-padded window of a strided view into
+// local memory.
+//
+// One problem (conv_t, passed by value) is a convolution of a batch of groups:
+//   Y[n,g,o,oh,ow] = bias[g*O+o] + sum_{c,kh,kw} K[g,o,c,kh,kw] * Xv[n,g,c, oh*SH-PH+kh*DH,
+//                                                                        ow*SW-PW+kw*DW]
+// where Xv is X with UH-1 (UW-1) zeros inserted between rows (columns) and zero outside. The
+// forward pass has U = 1; the input gradient is the same problem on the output gradient with
+// U = stride, stride 1, padding (k-1)*d - p and the kernel view transposed and flipped (negative
+// strides). X, K and Y are 5-D views (offset, strides in elements) of the caller's tensors.
+#ifndef CLGRAD_CONV_H
+#define CLGRAD_CONV_H
+
+#include "common.h"
+
+#ifdef IS_DOUBLE
+#define VW 4
+typedef double4 V;
+#else
+#define VW 8
+typedef float8 V;
+#endif
+
+// Unaligned vector loads/stores. PoCL does not inline vloadN, so a vload in a hot loop is a call
+// that spills every vector register: use an under-aligned vector type instead (clang).
+#if defined(__clang__)
+typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
+#define LDL(p) (*(__local const VU *)(p))
+#define STG(p, v) (*(__global VU *)(p) = (v))
+#else
+#define LDL(p) VLOAD(0, (p))
+#define STG(p, v) VSTORE((v), 0, (p))
+#endif
+#ifdef IS_DOUBLE
+#define VLOAD vload4
+#define VSTORE vstore4
+#else
+#define VLOAD vload8
+#define VSTORE vstore8
+#endif
+#define LDA(p) (*(__local const V *)(p))
+
+typedef struct { long off, s[5]; } v5_t;
+
+typedef struct {
+    long n, g, c, h, w, o, oh, ow;              // X is (n, g, c, h, w); Y is (n, g, o, oh, ow)
+    long kh, kw, sh, sw, dh, dw, ph, pw, uh, uw;  // kernel, stride, dilation, pad, insertion
+    v5_t x, k, y;                               // views of X, K (g, o, c, kh, kw) and Y
+    long boff, bs, bias;                        // bias view (offset, stride) and whether used
+    // Tiling, chosen by the host (clgrad/ops/conv.py): a tile is th output rows x tw columns
+    // of mc output channels; cc input channels are staged at a time.
+    long mc, th, tw, cc, ntw, split;
+    // Staged input window: per channel `rows` rows of pitch rp, channel pitch cp. slab == 0:
+    // a row holds consecutive input columns (stride 1), tap kw starts kws = dw further on.
+    // slab == 1: a row holds kw slabs of tw columns, slab kw holding the columns tap kw reads.
+    long rows, rp, cp, kws, slab;
+} conv_t;
+
+// Output tile (th0, tw0) of work-group tile index t: row and column of its first output.
+inline void tile_origin(const conv_t p, long t, long *oh0, long *ow0) {
+    *oh0 = (t / p.ntw) * p.th;
+    *ow0 = (t % p.ntw) * p.tw;
+}
+
+// One row of the input window: dst[j] = Xv[y, x0 + j] for j < len, where the source row starts at
+// src (already offset to row y / uh) and xs is the column stride. Zero left of 0 / right of w.
+inline void fill_run(__local T *dst, __global const T *src, long x0, int len, const conv_t p,
+                     long xs) {
+    if (p.uw == 1) {
+        int lo = (int)clamp(-x0, 0L, (long)len), hi = (int)clamp(p.w - x0, (long)lo, (long)len);
+        for (int j = 0; j < lo; ++j) dst[j] = (T)0;
+        if (xs == 1) {
+            __global const T *s = src + x0;
+            for (int j = lo; j < hi; ++j) dst[j] = s[j];
+        } else {
+            for (int j = lo; j < hi; ++j) dst[j] = src[(x0 + j) * xs];
+        }
+        for (int j = hi; j < len; ++j) dst[j] = (T)0;
+    } else {
+        for (int j = 0; j < len; ++j) {
+            long x = x0 + j;
+            bool ok = x >= 0 && x % p.uw == 0 && x / p.uw < p.w;
+            dst[j] = ok ? src[(x / p.uw) * xs] : (T)0;
+        }
+    }
+}
+
+// Stage channels [0, cc) of X at xbase (the view offset of (n, g, c0)) for the tile whose first
+// output is (oh0, ow0): per channel p.rows rows starting at input row oh0*sh - ph.
+inline void fill_window(__local T *xt, __global const T *X, long xbase, int cc, long oh0,
+                        long ow0, const conv_t p) {
+    const long y0 = oh0 * p.sh - p.ph, x0 = ow0 * p.sw - p.pw;
+    for (int c = 0; c < cc; ++c) {
+        for (int r = 0; r < p.rows; ++r) {
+            __local T *dst = xt + c * p.cp + r * p.rp;
+            long y = y0 + r;
+            if (y < 0 || y % p.uh != 0 || y / p.uh >= p.h) {
+                for (int j = 0; j < p.rp; ++j) dst[j] = (T)0;
+                continue;
+            }
+            __global const T *src = X + xbase + c * p.x.s[2] + (y / p.uh) * p.x.s[3];
+            if (p.slab) {
+                for (int kw = 0; kw < p.kw; ++kw) {
+                    __local T *d = dst + kw * p.tw;
+                    long xk = x0 + kw * p.dw;
+                    for (int j = 0; j < p.tw; ++j) {
+                        long x = xk + j * p.sw;
+                        bool ok = x >= 0 && x % p.uw == 0 && x / p.uw < p.w;
+                        d[j] = ok ? src[(x / p.uw) * p.x.s[4]] : (T)0;
+                    }
+                }
+            } else {
+                fill_run(dst, src, x0, (int)p.rp, p, p.x.s[4]);
+            }
+        }
+    }
+}
+
+// Offset inside the staged window of tap k = (c, kh, kw) of a chunk.
+inline int tap_offset(int k, const conv_t p) {
+    int khw = (int)(p.kh * p.kw);
+    int c = k / khw, r = k - c * khw, kh = r / (int)p.kw, kw = r - kh * (int)p.kw;
+    return c * (int)p.cp + kh * (int)(p.dh * p.rp) + kw * (int)p.kws;
+}
+
+inline T hsum(V v) {
+#ifdef IS_DOUBLE
+    double2 a = v.lo + v.hi;
+    return a.x + a.y;
+#else
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return b.x + b.y;
+#endif
+}
+
+#endif

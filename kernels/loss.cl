@@ -1,0 +1,219 @@
+// kernels/loss.cl — softmax / log_softmax along one dim, and cross-entropy / nll fused with it.
+// Defines: T element type (float or double); WG: 1 for one work item per row (launched in
+// groups of any size; each checks r < nrows), or a power of two for one work-group per row.
+// Geometry: a "row" is every element along the reduced dim (the class dim). Row r of a tensor
+// starts at off1(r, nd, sh, v) and steps by the dim's stride; sh holds the other dims
+// collapsed, v their strides and the tensor's offset.
+// Log-sum-exp is one pass (online max and rescaled sum), so logits like 1e8 are safe.
+#include "common.h"
+
+#if WG > 1
+#define REQD __attribute__((reqd_work_group_size(WG, 1, 1)))
+#define ROW_HEAD(nrows) long r = get_group_id(0); int lid = get_local_id(0);  \
+                        __local T buf_m[WG]; __local T buf_s[WG];
+#define ROW_LSE(m, s) row_lse(&m, &s, buf_m, buf_s)
+#define ROW_SUM(v) v = row_sum(v, buf_s)
+#else
+#define REQD
+#define ROW_HEAD(nrows) long r = get_global_id(0); if (r >= nrows) return; int lid = 0;
+#define ROW_LSE(m, s)
+#define ROW_SUM(v)
+#endif
+
+// Fold v into the running (max m, sum s of exp(x - m)). -inf adds nothing; NaN propagates.
+inline void lse_add(T v, T *m, T *s) {
+    if (v > *m) {
+        *s = *s * exp(*m - v) + (T)1;
+        *m = v;
+    } else if (*m > -INFINITY || isnan(v)) {
+        *s += exp(v - *m);
+    }
+}
+
+inline void lse_merge(T m2, T s2, T *m, T *s) {
+    if (s2 == (T)0) return;
+    if (*s == (T)0) {
+        *m = m2;
+        *s = s2;
+    } else if (m2 > *m) {
+        *s = *s * exp(*m - m2) + s2;
+        *m = m2;
+    } else {
+        *s += s2 * exp(m2 - *m);
+    }
+}
+
+#if WG > 1
+inline T row_sum(T v, __local T *buf) {
+    int lid = get_local_id(0);
+    buf[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = WG / 2; k > 0; k >>= 1) {
+        if (lid < k) buf[lid] += buf[lid + k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    T out = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return out;
+}
+
+inline void row_lse(T *m, T *s, __local T *bm, __local T *bs) {
+    int lid = get_local_id(0);
+    bm[lid] = *m;
+    bs[lid] = *s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = WG / 2; k > 0; k >>= 1) {
+        if (lid < k) {
+            T mm = bm[lid], ss = bs[lid];
+            lse_merge(bm[lid + k], bs[lid + k], &mm, &ss);
+            bm[lid] = mm;
+            bs[lid] = ss;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *m = bm[0];
+    *s = bs[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+#endif
+
+// With m the row's max and s = sum(exp(x - m)): y = x - m - log(s) (log_out) or
+// exp(x - m) / s.
+__kernel REQD void softmax_fwd(long nrows, int nd, shape_t sh, long len, __global T *y,
+                               view_t vy, long sy, __global const T *x, view_t vx, long sx,
+                               int log_out) {
+    ROW_HEAD(nrows)
+    long by, bx;
+    off2(r, nd, sh, vy, vx, &by, &bx);
+    T m = -INFINITY, s = 0;
+    for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sx], &m, &s);
+    ROW_LSE(m, s);
+    T logs = log(s);  // m + log(s) would round log(s) away when |m| >> 1 in float32
+    for (long j = lid; j < len; j += WG) {
+        T v = x[bx + j * sx] - m;
+        y[by + j * sy] = log_out ? v - logs : exp(v) / s;
+    }
+}
+
+// softmax: gx = y (g - sum(g y)); log_softmax: gx = g - exp(y) sum(g).
+__kernel REQD void softmax_bwd(long nrows, int nd, shape_t sh, long len, __global T *gx,
+                               view_t vgx, long sgx, __global const T *gy, view_t vgy,
+                               long sgy, __global const T *y, view_t vy, long sy,
+                               int log_out) {
+    ROW_HEAD(nrows)
+    long bgx, bgy, by;
+    off3(r, nd, sh, vgx, vgy, vy, &bgx, &bgy, &by);
+    T dot = 0;
+    for (long j = lid; j < len; j += WG) {
+        T g = gy[bgy + j * sgy];
+        dot += log_out ? g : g * y[by + j * sy];
+    }
+    ROW_SUM(dot);
+    for (long j = lid; j < len; j += WG) {
+        T g = gy[bgy + j * sgy], yv = y[by + j * sy];
+        gx[bgx + j * sgx] = log_out ? g - exp(yv) * dot : yv * (g - dot);
+    }
+}
+
+// Per row: loss_r = (1 - eps) w_t (lse - x_t) + eps / C * sum_c w_c (lse - x_c) and its
+// weight w_t, both 0 when t == ignore; lse - x = (m - x) + log(s) with m the row's max and
+// s = sum(exp(x - m)), which are saved for backward. logits == 0 (nll_loss): x holds
+// log-probabilities, loss_r = -w_t x_t, no row pass.
+__kernel REQD void ce_fwd(long nrows, int nd, shape_t sh, long nc, __global const T *x,
+                          view_t vx, long sxc, __global const long *tg, view_t vt,
+                          __global const T *w, view_t vw, int has_w, long ignore, T eps,
+                          int logits, __global T *loss, __global T *wrow,
+                          __global T *rmax, __global T *rsum) {
+    ROW_HEAD(nrows)
+    long bx, bt;
+    off2(r, nd, sh, vx, vt, &bx, &bt);
+    // Barriers stay outside branches (PoCL miscompiles barriers under uniform branches):
+    // the passes a variant skips run over no elements.
+    T m = -INFINITY, s = 0, smooth = 0;
+    long len = logits ? nc : 0, slen = (logits && eps != (T)0) ? nc : 0;
+    for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sxc], &m, &s);
+    ROW_LSE(m, s);
+    T logs = logits ? log(s) : (T)0;
+    for (long j = lid; j < slen; j += WG)
+        smooth += (has_w ? w[vw.off + j * vw.s[0]] : (T)1) * ((m - x[bx + j * sxc]) + logs);
+    ROW_SUM(smooth);
+    if (lid != 0) return;
+    long t = tg[bt];
+    T l = 0, wt = 0;
+    if (t != ignore) {
+        wt = has_w ? w[vw.off + t * vw.s[0]] : (T)1;
+        T xt = x[bx + t * sxc];
+        l = ((T)1 - eps) * wt * (logits ? (m - xt) + logs : -xt) + eps / (T)nc * smooth;
+    }
+    loss[r] = l;
+    wrow[r] = wt;
+    if (logits) {
+        rmax[r] = m;
+        rsum[r] = s;
+    }
+}
+
+// out = sum(loss) / sum(wrow) (mean) or sum(loss); denom = sum(wrow). One group of 256.
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void ce_finish(long nrows, __global const T *loss, __global const T *wrow, int mean,
+               __global T *out, __global T *denom) {
+    __local T a[256];
+    __local T b[256];
+    int lid = get_local_id(0);
+    T sl = 0, sw = 0;
+    for (long j = lid; j < nrows; j += 256) {
+        sl += loss[j];
+        sw += wrow[j];
+    }
+    a[lid] = sl;
+    b[lid] = sw;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 128; k > 0; k >>= 1) {
+        if (lid < k) {
+            a[lid] += a[lid + k];
+            b[lid] += b[lid + k];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        out[0] = mean ? a[0] / b[0] : a[0];
+        denom[0] = b[0];
+    }
+}
+
+// One work item per element of the contiguous (N, C, S) gradient; row r = n S + s.
+// With p = exp(x - m) / s (the row's saved max and sum), W = sum_c w_c and g the row's
+// upstream gradient (divided by denom for 'mean'):
+// gx_c = g (p_c ((1 - eps) w_t + eps W / C) - [c == t] (1 - eps) w_t - eps w_c / C);
+// nll (logits == 0): gx_c = -g w_t [c == t]. Rows with t == ignore get 0.
+__kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global T *gx,
+                     __global const T *x, view_t vx, long sxc, __global const long *tg,
+                     view_t vt, __global const T *w, view_t vw, int has_w,
+                     __global const T *gy, view_t vg, __global const T *denom, int mean,
+                     __global const T *rmax, __global const T *rsum,
+                     __global const T *wsum, long ignore, T eps,
+                     int logits) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long c = (i / ns) % nc;
+    long r = (i / (nc * ns)) * ns + i % ns;
+    long bx, bt, bg;
+    off3(r, nd, sh, vx, vt, vg, &bx, &bt, &bg);
+    long t = tg[bt];
+    if (t == ignore) {
+        gx[i] = 0;
+        return;
+    }
+    T g = gy[bg];
+    if (mean) g /= denom[0];
+    T wt = has_w ? w[vw.off + t * vw.s[0]] : (T)1;
+    T hit = c == t ? ((T)1 - eps) * wt : (T)0;
+    if (!logits) {
+        gx[i] = -g * hit;
+        return;
+    }
+    T wc = has_w ? w[vw.off + c * vw.s[0]] : (T)1;
+    T wall = (has_w && eps != (T)0) ? wsum[0] : (T)nc;
+    T p = exp(x[bx + c * sxc] - rmax[r]) / rsum[r];
+    gx[i] = g * (p * (((T)1 - eps) * wt + eps * wall / (T)nc) - hit - eps * wc / (T)nc);
+}

@@ -1,0 +1,240 @@
+"""leaky_relu, dropout and pad against float64 NumPy references, and the functional namespace.
+
+Inputs are non-contiguous views; gradients are checked against NumPy and by gradcheck.
+Dropout's mask is checked against an independent NumPy Philox4x32-10 (verified on the
+Random123 known-answer vectors).
+"""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck
+
+RNG = np.random.default_rng(3)
+
+
+def strided(a, dtype=clgrad.float64):
+    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
+    stepped by 2."""
+    a = np.asarray(a, dtype=np.float64)
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+    big[..., ::2] = a
+    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
+    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
+    return t.permute(*reversed(range(a.ndim)))[..., ::2]
+
+
+def leaf_and_view(a):
+    """A float64 leaf that requires grad and a function giving its non-contiguous view."""
+    rev = tuple(reversed(range(a.ndim)))
+    leaf = clgrad.tensor(np.ascontiguousarray(np.transpose(a, rev)), dtype=clgrad.float64,
+                         requires_grad=True)
+    return leaf, lambda t: t.permute(*rev)
+
+
+# -- leaky_relu / relu ------------------------------------------------------------------------
+@pytest.mark.parametrize("slope", [0.01, 0.2, -0.5])
+def test_leaky_relu_forward_backward(slope):
+    x = RNG.standard_normal((3, 4, 5))
+    x[0, 0, :2] = 0.0                                   # at 0 the gradient is the slope's
+    leaf, view = leaf_and_view(x)
+    y = F.leaky_relu(view(leaf), slope)
+    np.testing.assert_array_equal(y.numpy(), np.where(x > 0, x, slope * x))
+    g = RNG.standard_normal(x.shape)
+    y.backward(strided(g))
+    np.testing.assert_array_equal(view(leaf.grad).numpy(), np.where(x > 0, g, slope * g))
+
+
+def test_leaky_relu_gradcheck_and_inplace():
+    x = RNG.standard_normal((4, 5))
+    x[np.abs(x) < 0.1] = 0.5                             # away from the kink
+    leaf, view = leaf_and_view(x)
+    assert gradcheck(lambda t: F.leaky_relu(view(t), 0.3), [leaf])
+    y = clgrad.tensor(x) * 1.0
+    assert F.leaky_relu(y, 0.3, inplace=True) is y
+    np.testing.assert_array_equal(y.numpy(), np.where(x > 0, x, 0.3 * x))
+    z = strided(x)
+    assert F.relu(z, inplace=True) is z
+    np.testing.assert_array_equal(z.numpy(), np.maximum(x, 0))
+
+
+# -- dropout ----------------------------------------------------------------------------------
+_M0, _M1, _W0, _W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+_MASK = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32_10(ctr, key):
+    """Philox4x32-10 on uint64 arrays holding 32-bit words (Salmon et al., SC'11)."""
+    c0, c1, c2, c3 = (np.asarray(c, dtype=np.uint64) for c in ctr)
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    for _ in range(10):
+        p0, p1 = np.uint64(_M0) * c0, np.uint64(_M1) * c2
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & _MASK,
+                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & _MASK)
+        k0, k1 = (k0 + np.uint64(_W0)) & _MASK, (k1 + np.uint64(_W1)) & _MASK
+    return c0, c1, c2, c3
+
+
+def test_numpy_philox_matches_random123_known_answers():
+    kat = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+           ((0xffffffff,) * 4, (0xffffffff,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6,
+                                                    0x6d5451fd)),
+           ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+    for ctr, key, want in kat:
+        assert tuple(int(v) for v in philox4x32_10(ctr, key)) == want
+
+
+def ref_dropout_keep(seed, shape, p):
+    """The mask dropout draws after ``manual_seed(seed)``: its 64-bit key is the generator's
+    next integers(0, 2**63); element k is kept when word k % 4 of
+    philox((k // 4, 0, 0, 0), key) is >= p 2^32."""
+    key = int(np.random.default_rng(seed).integers(0, 2 ** 63))
+    n = int(np.prod(shape))
+    i = np.arange(-(-n // 4), dtype=np.uint64)
+    words = philox4x32_10((i & _MASK, i >> np.uint64(32), 0 * i, 0 * i),
+                          (key & 0xFFFFFFFF, key >> 32))
+    r = np.stack(words, axis=1).reshape(-1)[:n]
+    return (r >= np.uint64(round(p * 2.0 ** 32))).reshape(shape)
+
+
+def test_dropout_mask_scale_and_gradient():
+    x = RNG.uniform(0.5, 1.5, (3, 7, 11))
+    leaf, view = leaf_and_view(x)
+    clgrad.manual_seed(123)
+    y = F.dropout(view(leaf), 0.3)
+    keep = ref_dropout_keep(123, x.shape, 0.3)
+    np.testing.assert_allclose(y.numpy(), np.where(keep, x / 0.7, 0.0), rtol=1e-15)
+    g = RNG.standard_normal(x.shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), np.where(keep, g / 0.7, 0.0),
+                               rtol=1e-15)
+
+
+def test_dropout_reproducible_and_fresh_per_call():
+    x = clgrad.ones(50, 40)
+    clgrad.manual_seed(9)
+    a, b = F.dropout(x).numpy(), F.dropout(x).numpy()
+    clgrad.manual_seed(9)
+    np.testing.assert_array_equal(F.dropout(x).numpy(), a)
+    assert (a != b).any()
+    # the mask follows the logical index, not the storage: a view gives the same mask
+    clgrad.manual_seed(9)
+    np.testing.assert_array_equal(F.dropout(strided(np.ones((50, 40)), clgrad.float32)).numpy(),
+                                  a)
+
+
+def test_dropout_keeps_one_minus_p():
+    n = 200_000
+    clgrad.manual_seed(0)
+    kept = (F.dropout(clgrad.ones(n), 0.25).numpy() != 0).mean()
+    assert abs(kept - 0.75) < 4 * np.sqrt(0.25 * 0.75 / n)
+
+
+def test_dropout_edges():
+    x = strided(RNG.standard_normal((4, 5)))
+    assert F.dropout(x, 0.5, training=False) is x
+    np.testing.assert_array_equal(F.dropout(x, 0.0).numpy(), x.numpy())
+    leaf = clgrad.tensor(RNG.standard_normal(6), requires_grad=True)
+    y = F.dropout(leaf, 1.0)
+    y.sum().backward()
+    assert not y.numpy().any() and not leaf.grad.numpy().any()
+    for p in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="probability"):
+            F.dropout(x, p)
+
+
+# -- pad --------------------------------------------------------------------------------------
+_NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}
+
+
+def _np_width(ndim, pad):
+    k = len(pad) // 2
+    return [(0, 0)] * (ndim - k) + [(pad[2 * i], pad[2 * i + 1]) for i in reversed(range(k))]
+
+
+def ref_pad(x, pad, mode, value=0.0):
+    width = _np_width(x.ndim, pad)
+    crop = tuple(slice(max(-a, 0), n - max(-b, 0)) for n, (a, b) in zip(x.shape, width))
+    width = [(max(a, 0), max(b, 0)) for a, b in width]
+    kw = {"constant_values": value} if mode == "constant" else {}
+    return np.pad(x[crop], width, mode=_NP_MODE[mode], **kw)
+
+
+def ref_pad_grad(shape, pad, mode, g):
+    """Scatter g back through the index map: pad the element indices the same way."""
+    idx = ref_pad(np.arange(np.prod(shape)).reshape(shape), pad, mode, -1)
+    keep = idx >= 0
+    return np.bincount(idx[keep], weights=g[keep], minlength=int(np.prod(shape))).reshape(shape)
+
+
+PAD_CASES = [
+    ((2, 3, 4, 5), (1, 2), "constant", 1.5),
+    ((2, 3, 4, 5), (-1, 2, 1, -2), "constant", 0.0),        # negative amounts crop
+    ((4,), (2, 3), "constant", -2.0),
+    ((2, 3, 4, 5), (1, 2, 0, 3), "reflect", 0.0),
+    ((3, 6), (5, 4), "reflect", 0.0),                       # the largest reflect pads
+    ((2, 3, 4, 5), (1, 1, 2, 0, 1, 2), "reflect", 0.0),     # three dims
+    ((2, 3, 4, 5), (3, 1, 2, 2), "replicate", 0.0),
+    ((2, 1, 3), (2, 2, 1, 3), "replicate", 0.0),            # a size-1 dim
+]
+
+
+@pytest.mark.parametrize("shape,amounts,mode,value", PAD_CASES)
+def test_pad_forward_backward(shape, amounts, mode, value):
+    x = RNG.standard_normal(shape)
+    want = ref_pad(x, amounts, mode, value)
+    leaf, view = leaf_and_view(x)
+    y = F.pad(view(leaf), amounts, mode, value)
+    np.testing.assert_array_equal(y.numpy(), want)
+    g = RNG.standard_normal(want.shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), ref_pad_grad(shape, amounts, mode, g),
+                               rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_pad_gradcheck(mode):
+    leaf, view = leaf_and_view(RNG.standard_normal((2, 3, 4)))
+    assert gradcheck(lambda t: F.pad(view(t), (2, 1, 1, 2), mode), [leaf])
+
+
+def test_pad_integer_input():
+    x = np.arange(12).reshape(3, 4)
+    got = F.pad(clgrad.tensor(x)[:, 1:], (1, 1), value=7)
+    np.testing.assert_array_equal(got.numpy(), np.pad(x[:, 1:], [(0, 0), (1, 1)],
+                                                      constant_values=7))
+
+
+@pytest.mark.parametrize("amounts,mode,match", [
+    ((1, 2, 3), "constant", "even number"),
+    ((4, 0), "reflect", "less than the dim's size"),
+    ((1, 1), "circular", "mode"),
+    ((1, 1, 1, 1), "replicate", "not the first"),
+    ((-1, 0), "replicate", "non-negative"),
+    ((0, -9), "constant", "negative output size"),
+])
+def test_pad_rejects_bad_arguments(amounts, mode, match):
+    with pytest.raises(ValueError, match=match):
+        F.pad(clgrad.zeros(3, 4), amounts, mode)
+
+
+# -- the functional namespace -----------------------------------------------------------------
+def test_functional_names_and_thin_wrappers():
+    for name in F.__all__:
+        assert callable(getattr(F, name)), name
+    x = strided(RNG.standard_normal((2, 3, 4)))
+    assert tuple(F.flatten(x, 1).shape) == (2, 12)
+    w, b = RNG.standard_normal((5, 4)), RNG.standard_normal(5)
+    np.testing.assert_allclose(F.linear(x, strided(w), strided(b)).numpy(),
+                               x.numpy() @ w.T + b, rtol=1e-12)
+    np.testing.assert_array_equal(F.relu(x).numpy(), np.maximum(x.numpy(), 0))
+
+
+def test_functional_conv2d_delegates():
+    pytest.importorskip("clgrad.ops.conv")
+    x, w = RNG.standard_normal((1, 2, 4, 4)), RNG.standard_normal((3, 2, 3, 3))
+    want = np.einsum("nchwij,ocij->nohw",
+                     np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)), w)
+    np.testing.assert_allclose(F.conv2d(strided(x), strided(w)).numpy(), want, rtol=1e-10)

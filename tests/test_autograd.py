@@ -1,0 +1,936 @@
+"""The tape (clgrad/autograd.py): PyTorch's autograd semantics, in-place writes through views,
+version checks, grad modes, memory, deep graphs, and a property test of view gradients.
+
+Oracles: NumPy in float64 (analytic derivatives, ``np.add.at`` for scatters) and gradcheck.
+"""
+import gc
+import os
+import sys
+import threading
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import clgrad
+from clgrad import autograd, layout
+from clgrad.autograd import gradcheck
+
+f64 = clgrad.float64
+RNG = np.random.default_rng(7)
+
+
+def leaf(values, requires_grad=True):
+    return clgrad.tensor(np.asarray(values, dtype=np.float64), dtype=f64,
+                         requires_grad=requires_grad)
+
+
+def rand_leaf(*shape, lo=-2.0, hi=2.0):
+    return leaf(RNG.uniform(lo, hi, size=shape))
+
+
+def close(t, expected, **kw):
+    np.testing.assert_allclose(t.numpy(), expected, rtol=1e-10, atol=1e-12, **kw)
+
+
+@pytest.fixture
+def no_gc():
+    """Refcounting alone must free graphs: cycles would survive until a gc pass."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+# -- attributes -------------------------------------------------------------------------------
+def test_leaf_and_non_leaf_attributes():
+    x = leaf([1.0, 2.0, 3.0], requires_grad=False)
+    assert not x.requires_grad and x.is_leaf and x.grad is None and x.grad_fn is None
+    assert x.requires_grad_() is x
+    assert x.requires_grad and x.is_leaf and x.grad_fn is None
+    y = x * 2.0
+    assert y.requires_grad and not y.is_leaf and y.grad_fn.name == "mul"
+    edges = y.grad_fn.next_functions
+    assert len(edges) == 2 and edges[0] is x and edges[1] is None
+    assert "grad_fn=<mulBackward>" in repr(y)
+    z = leaf([1.0]) * leaf([2.0], requires_grad=False)
+    assert z.grad_fn.next_functions[1] is None
+    plain = leaf([1.0], requires_grad=False) * 3.0
+    assert not plain.requires_grad and plain.grad_fn is None and plain.is_leaf
+
+
+def test_requires_grad_rules():
+    y = rand_leaf(3) * 2.0
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="leaf"):
+        y.requires_grad = False
+    assert y.requires_grad_(True) is y  # allowed on a non-leaf, as PyTorch
+    with pytest.raises(RuntimeError, match="floating point"):
+        clgrad.tensor([1, 2, 3]).requires_grad_()
+    x = rand_leaf(2)
+    x.requires_grad = False
+    assert not (x * 2.0).requires_grad
+
+
+def test_grad_setter_checks_shape():
+    x = rand_leaf(2, 3)
+    with pytest.raises(RuntimeError, match=r"expected shape \(2, 3\)"):
+        x.grad = clgrad.zeros(3, dtype=f64)
+    with pytest.raises(TypeError):
+        x.grad = np.zeros((2, 3))
+    x.grad = clgrad.ones(2, 3, dtype=f64)
+    (x * 2.0).sum().backward()
+    close(x.grad, np.full((2, 3), 3.0))
+
+
+# -- backward ---------------------------------------------------------------------------------
+def test_backward_matches_numpy_with_broadcasting():
+    a_np, b_np = RNG.normal(size=(3, 1)), RNG.normal(size=(4,))
+    a, b = leaf(a_np), leaf(b_np)
+    ((a * b).exp() + a).sum().backward()
+    e = np.exp(a_np * b_np)
+    close(a.grad, (e * b_np).sum(1, keepdims=True) + 4)
+    close(b.grad, (e * a_np).sum(0))
+    assert a.grad.shape == (3, 1) and a.grad.is_contiguous()
+
+
+def test_backward_implicit_gradient_only_for_one_element():
+    x = rand_leaf(3)
+    (x * 2.0).sum().reshape(1, 1).backward()
+    close(x.grad, [2.0, 2.0, 2.0])
+    with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):
+        (x * 2.0).backward()
+    g = RNG.normal(size=3)
+    x.grad = None
+    (x * 2.0).backward(leaf(g, requires_grad=False))
+    close(x.grad, 2 * g)
+    x.grad = None
+    (x * 2.0).backward(g.tolist())  # anything clgrad.tensor takes
+    close(x.grad, 2 * g)
+    with pytest.raises(RuntimeError, match=r"expected gradient of shape \(3,\), got \(2,\)"):
+        (x * 2.0).backward(clgrad.zeros(2, dtype=f64))
+
+
+def test_backward_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        leaf([1.0], requires_grad=False).sum().backward()
+
+
+def test_backward_of_a_leaf_copies_the_gradient():
+    x = rand_leaf(3)
+    g = leaf([1.0, 2.0, 3.0], requires_grad=False)
+    x.backward(g)
+    close(x.grad, [1.0, 2.0, 3.0])
+    g.add_(1.0)
+    close(x.grad, [1.0, 2.0, 3.0])  # x.grad is not an alias of g
+
+
+def test_gradients_accumulate_across_backward_calls():
+    x_np = RNG.normal(size=(2, 3))
+    x = leaf(x_np)
+    (x * x).sum().backward()
+    first = x.grad
+    close(first, 2 * x_np)
+    (x.sin()).sum().backward()
+    assert x.grad is first  # accumulated in place into the same dense tensor
+    close(x.grad, 2 * x_np + np.cos(x_np))
+    x.grad.zero_()
+    (x * 3.0).sum().backward()
+    close(x.grad, np.full((2, 3), 3.0))
+
+
+def test_leaf_gradients_never_alias_each_other():
+    a, b = rand_leaf(3), rand_leaf(3)
+    (a + b).sum().backward()  # add sends the same gradient tensor to both inputs
+    a.grad.add_(1.0)
+    close(b.grad, np.ones(3))
+    close(a.grad, np.full(3, 2.0))
+    assert a.grad.untyped_storage() is not b.grad.untyped_storage()
+
+
+def test_a_tensor_used_twice_gets_both_gradients():
+    x_np = RNG.normal(size=4)
+    x = leaf(x_np)
+    y = x.exp()
+    (y * y + y[::-1] * x).sum().backward()
+    e = np.exp(x_np)
+    close(x.grad, 2 * e * e + e * x_np[::-1] + e[::-1])
+
+
+def test_gradient_dtype_follows_the_leaf():
+    x = clgrad.tensor([1.0, 2.0], requires_grad=True)  # float32
+    (x.double() * 3.0).sum().backward()
+    assert x.grad.dtype is clgrad.float32
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
+
+
+def test_second_backward_raises_unless_retain_graph():
+    x_np = RNG.normal(size=3)
+    x = leaf(x_np)
+    y = x.exp().sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    close(x.grad, 2 * np.exp(x_np))
+    with pytest.raises(RuntimeError, match=r"backward through the graph a second time "
+                                           r"\(through exp\).*retain_graph=True"):
+        y.backward()
+
+
+def test_second_backward_through_nodes_that_saved_nothing_works():
+    x = rand_leaf(3)
+    y = (x * 2.0 + 1.0).sum()  # mul by a number, add, sum: nothing saved (as PyTorch)
+    y.backward()
+    y.backward()
+    close(x.grad, np.full(3, 4.0))
+
+
+def test_saved_tensors_are_freed_by_backward(no_gc):
+    x = rand_leaf(1000)
+    m0 = clgrad.memory_allocated()
+    y = x.exp()
+    z = y.sum()
+    del y  # exp's Node still holds its output (saved for backward)
+    held = clgrad.memory_allocated()
+    assert held == m0 + 8000 + 8  # y's buffer and z
+    z.backward()
+    assert clgrad.memory_allocated() == m0 + 8 + 8000  # y's buffer freed; x.grad added
+
+
+# -- autograd.grad ----------------------------------------------------------------------------
+def test_grad_returns_without_accumulating():
+    x_np, w_np = RNG.normal(size=3), RNG.normal(size=3)
+    x, w = leaf(x_np), leaf(w_np)
+    h = x * w
+    out = h.tanh().sum()
+    gx, gh = autograd.grad(out, [x, h], retain_graph=True)
+    t = 1 - np.tanh(x_np * w_np) ** 2
+    close(gh, t)
+    close(gx, t * w_np)
+    assert x.grad is None and w.grad is None and h.grad is None
+    (gw,) = autograd.grad(out, w)
+    close(gw, t * x_np)
+    with pytest.raises(RuntimeError, match="second time"):
+        autograd.grad(out, w)
+
+
+def test_grad_with_grad_outputs_and_several_outputs():
+    x_np = RNG.normal(size=(2, 2))
+    x = leaf(x_np)
+    g1, g2 = RNG.normal(size=(2, 2)), RNG.normal(size=(2,))
+    (gx,) = autograd.grad([x * 2.0, x.sum(0)], [x],
+                          grad_outputs=[leaf(g1, False), leaf(g2, False)])
+    close(gx, 2 * g1 + g2[None, :])
+
+
+def test_grad_unused_and_non_differentiable_inputs():
+    x, y = rand_leaf(2), rand_leaf(2)
+    out = (x * 2.0).sum()
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        autograd.grad(out, [x, y], retain_graph=True)
+    gx, gy = autograd.grad(out, [x, y], allow_unused=True)
+    close(gx, [2.0, 2.0])
+    assert gy is None
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        autograd.grad(out, [leaf([1.0], requires_grad=False)])
+
+
+# -- retain_grad, detach ----------------------------------------------------------------------
+def test_retain_grad():
+    x_np = RNG.normal(size=3)
+    x = leaf(x_np)
+    h = x.sin()
+    h.retain_grad()
+    assert h.retains_grad
+    x.retain_grad()  # a no-op on a leaf
+    assert not x.retains_grad
+    (h * h).sum().backward(retain_graph=True)
+    close(h.grad, 2 * np.sin(x_np))
+    (h * h).sum().backward()
+    close(h.grad, 4 * np.sin(x_np))  # accumulates too
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        leaf([1.0], requires_grad=False).retain_grad()
+
+
+def test_retain_grad_follows_an_in_place_write():
+    x_np = RNG.normal(size=3)
+    x = leaf(x_np)
+    h = x.sin()
+    h.retain_grad()
+    h.mul_(3.0)
+    (h * 2.0).sum().backward()
+    close(h.grad, np.full(3, 2.0))  # the gradient w.r.t. h's current value, counted once
+    close(x.grad, 6 * np.cos(x_np))
+
+
+def test_detach_shares_storage_and_leaves_the_graph():
+    x = rand_leaf(2, 3)
+    y = x * 2.0
+    d = y.detach()
+    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+    assert d.untyped_storage() is y.untyped_storage()
+    d.fill_(1.0)  # no autograd error: d is outside the graph
+    close(y, np.ones((2, 3)))
+    assert y.grad_fn.name == "mul"  # y's graph is untouched
+    y.sum().backward()
+    close(x.grad, np.full((2, 3), 2.0))
+
+
+def test_detached_view_of_a_parameter_writes_without_no_grad():
+    w = leaf(np.arange(6.0).reshape(2, 3))
+    dv = w[:, 1:].detach()
+    assert dv.is_leaf and not dv.requires_grad
+    dv.zero_()
+    close(w, [[0.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    w.detach()[1].mul_(2.0)
+    close(w, [[0.0, 0.0, 0.0], [6.0, 0.0, 0.0]])
+    # a detached view keeps a graph of its own when written with a value that needs one
+    v = leaf([5.0, 7.0])
+    dv[:, 0].copy_(v * 2.0)
+    assert dv.requires_grad and w.grad_fn is None
+    (dv * leaf([[1.0, 10.0], [100.0, 1000.0]], False)).sum().backward()
+    close(v.grad, [2.0, 200.0])
+    assert w.grad is None
+
+
+def test_detach_bumps_the_shared_version():
+    x = rand_leaf(3)
+    y = x.exp()
+    s = y.sum()
+    y.detach().zero_()
+    with pytest.raises(RuntimeError, match=r"saved by exp is at version 1; expected version 0"):
+        s.backward()
+
+
+def test_detach_in_place():
+    x_np = RNG.normal(size=3)
+    x = leaf(x_np)
+    y = x * 2.0
+    assert y.detach_() is y
+    assert y.is_leaf and not y.requires_grad
+    z = x * y
+    z.sum().backward()
+    close(x.grad, 2 * x_np)  # no path through y any more
+    v = (x * 1.0)[1:]
+    with pytest.raises(RuntimeError, match="can't detach views in-place"):
+        v.detach_()
+
+
+# -- grad modes -------------------------------------------------------------------------------
+def test_no_grad_records_nothing():
+    x = rand_leaf(3)
+    with clgrad.no_grad():
+        assert not clgrad.is_grad_enabled()
+        y = (x * 2.0).exp()[1:]
+        z = clgrad.cat([x, x]).sum()
+        with clgrad.enable_grad():
+            w = x * 3.0
+        assert not clgrad.is_grad_enabled()
+    assert clgrad.is_grad_enabled()
+    for t in (y, z):
+        assert not t.requires_grad and t.grad_fn is None and t.is_leaf
+    assert w.grad_fn.name == "mul"
+
+
+def test_grad_modes_as_decorators():
+    @clgrad.no_grad()
+    def f(x):
+        return x * 2.0
+
+    @clgrad.no_grad
+    def g(x):
+        return x * 2.0
+
+    @clgrad.enable_grad()
+    def h(x):
+        return x * 2.0
+
+    @clgrad.set_grad_enabled(False)
+    def k(x):
+        return x * 2.0
+
+    assert clgrad.is_grad_enabled()  # decorating changes nothing
+    x = rand_leaf(2)
+    assert not f(x).requires_grad and not g(x).requires_grad and not k(x).requires_grad
+    with clgrad.no_grad():
+        assert h(x).requires_grad
+        assert not clgrad.is_grad_enabled()
+    assert clgrad.is_grad_enabled()
+
+
+def test_decorated_recursion_and_exceptions_restore_the_mode():
+    @clgrad.no_grad()
+    def rec(n):
+        assert not clgrad.is_grad_enabled()
+        return 0 if n == 0 else rec(n - 1) + 1
+
+    assert rec(5) == 5 and clgrad.is_grad_enabled()
+    with pytest.raises(ValueError):
+        with clgrad.no_grad():
+            raise ValueError
+    assert clgrad.is_grad_enabled()
+
+
+def test_set_grad_enabled_as_statement_and_context():
+    x = rand_leaf(2)
+    with clgrad.set_grad_enabled(False):
+        assert not (x * 2.0).requires_grad
+    assert clgrad.is_grad_enabled()
+    try:
+        clgrad.set_grad_enabled(False)
+        assert not clgrad.is_grad_enabled()
+        with clgrad.set_grad_enabled(True):
+            assert (x * 2.0).requires_grad
+        assert not clgrad.is_grad_enabled()
+    finally:
+        clgrad.set_grad_enabled(True)
+    assert clgrad.is_grad_enabled()
+
+
+def test_grad_mode_is_per_thread():
+    seen = []
+    with clgrad.no_grad():
+        t = threading.Thread(target=lambda: seen.append(clgrad.is_grad_enabled()))
+        t.start()
+        t.join()
+    assert seen == [True]
+
+
+# -- in-place writes: what raises -------------------------------------------------------------
+def test_in_place_on_a_leaf_raises_outside_no_grad():
+    w = rand_leaf(2, 3)
+    for write in (lambda: w.add_(1.0), lambda: w.mul_(w), lambda: w.zero_(),
+                  lambda: w.__setitem__(0, 1.0), lambda: w[:, 1].mul_(2.0),
+                  lambda: w.T[0].copy_(clgrad.zeros(2, dtype=f64))):
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            write()
+    assert w._version == 0
+
+
+def test_in_place_on_a_leaf_works_under_no_grad():
+    w_np = RNG.normal(size=(2, 3))
+    w = leaf(w_np)
+    (w * w).sum().backward()
+    with clgrad.no_grad():
+        w.sub_(w.grad * 0.25)  # an SGD step
+        w[0, 0] = 5.0
+    expected = w_np - 0.5 * w_np
+    expected[0, 0] = 5.0
+    close(w, expected)
+    assert w.is_leaf and w.requires_grad and w._version == 2
+
+
+def test_writes_into_overlapping_targets_raise():
+    x = leaf([1.0, 2.0], requires_grad=False)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        x[:1].expand(3).add_(1.0)
+    with pytest.raises(RuntimeError, match="more than one element"):
+        (rand_leaf(5) * 1.0).unfold(0, 3, 1).mul_(2.0)
+
+
+def test_setitem_with_an_index_tensor_and_autograd_raises():
+    y = rand_leaf(4) * 1.0
+    with pytest.raises(RuntimeError, match="index tensor"):
+        y[clgrad.tensor([0, 2])] = 1.0
+
+
+def test_op_in_place_through_a_view_made_under_no_grad_raises():
+    y = rand_leaf(4) * 1.0
+    with clgrad.no_grad():
+        v = y[1:3]
+    with pytest.raises(RuntimeError, match="created in no_grad mode"):
+        v.mul_(2.0)
+
+
+# -- version checks ---------------------------------------------------------------------------
+@pytest.mark.parametrize("write", ["direct", "view", "other_view", "detached", "no_grad"])
+def test_modified_saved_output_raises_naming_op_and_versions(write):
+    x = rand_leaf(4)
+    y = x.exp()
+    loss = y.sum()
+    if write == "direct":
+        y.add_(1.0)
+    elif write == "view":
+        y.narrow(0, 1, 1).mul_(2.0)  # the example of the issue: exp saved y
+    elif write == "other_view":
+        y.view(2, 2).T[0].zero_()
+    elif write == "detached":
+        y.detach()[3:].fill_(0.0)
+    else:
+        with clgrad.no_grad():
+            y[0] = 3.0
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: a tensor of "
+                                           r"shape \(4,\) saved by exp is at version 1; "
+                                           r"expected version 0"):
+        loss.backward()
+
+
+def test_modified_saved_input_raises():
+    x, w = rand_leaf(3), rand_leaf(3)
+    y = x * 1.0
+    z = y * w  # mul saves y for w's gradient
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"saved by mul is at version 1; expected version 0"):
+        z.sum().backward()
+
+
+def test_modified_index_raises():
+    x = rand_leaf(4, 3)
+    idx = clgrad.tensor([0, 2, 2])
+    out = x.index_select(0, idx)
+    idx[0] = 1
+    with pytest.raises(RuntimeError, match="saved by index_select"):
+        out.sum().backward()
+    vals, ind = x.max(1)
+    ind.zero_()
+    with pytest.raises(RuntimeError, match="saved by max"):
+        vals.sum().backward()
+
+
+def test_writes_that_nothing_saved_are_fine():
+    x_np = RNG.normal(size=4)
+    x = leaf(x_np)
+    y = x * 2.0
+    z = (y + 1.0).sum()  # add and sum save nothing
+    with clgrad.no_grad():
+        y.zero_()
+    z.backward()
+    close(x.grad, np.full(4, 2.0))
+
+
+# -- in-place writes: what rebases ------------------------------------------------------------
+def test_in_place_through_a_view_of_a_non_leaf_rebases():
+    # The example of the issue: y = x.sin(); y.narrow(0, 1, 1).mul_(2).
+    x_np = RNG.normal(size=5)
+    x = leaf(x_np)
+    y = x.sin()
+    y.narrow(0, 1, 1).mul_(2)
+    assert y.grad_fn.name == "copy_slices"
+    expected_y = np.sin(x_np)
+    expected_y[1] *= 2
+    close(y, expected_y)
+    y.sum().backward()
+    expected = np.cos(x_np)
+    expected[1] *= 2
+    close(x.grad, expected)
+
+
+def test_in_place_ops_that_read_self_use_the_old_value():
+    x_np, w_np = RNG.uniform(0.5, 2.0, size=4), RNG.normal(size=4)
+    x, w = leaf(x_np), leaf(w_np)
+    y = x.sin()
+    y.mul_(w)     # w's gradient needs the old y
+    y.pow_(2.0)   # needs the value before pow
+    y.log_()      # needs the value before log
+    y.sum().backward()
+    # y = log((sin x * w)^2) = 2 log|sin x| + 2 log|w|
+    close(x.grad, 2 * np.cos(x_np) / np.sin(x_np))
+    close(w.grad, 2 / w_np)
+
+
+def test_write_a_value_that_requires_grad_into_a_plain_buffer():
+    # Building a tensor slice by slice: the buffer joins the graph.
+    a_np, b_np = RNG.normal(size=(2, 3)), RNG.normal(size=3)
+    a, b = leaf(a_np), leaf(b_np)
+    buf = clgrad.zeros(4, 3, dtype=f64)
+    buf[1:3] = a * 2.0
+    buf[3].copy_(b.exp())
+    buf[0, ::2] = 7.0
+    assert buf.requires_grad and not buf.is_leaf
+    w_np = RNG.normal(size=(4, 3))
+    (buf * leaf(w_np, False)).sum().backward()
+    close(a.grad, 2 * w_np[1:3])
+    close(b.grad, np.exp(b_np) * w_np[3])
+
+
+def test_overwriting_a_region_cuts_its_gradient():
+    x_np = RNG.normal(size=(3, 4))
+    x = leaf(x_np)
+    y = x * 3.0
+    y[:, 1::2] = 0.0
+    y.T[0].fill_(2.0)
+    w_np = RNG.normal(size=(3, 4))
+    (y * leaf(w_np, False)).sum().backward()
+    expected = 3 * w_np
+    expected[:, 1::2] = 0
+    expected[:, 0] = 0
+    close(x.grad, expected)
+
+
+def test_whole_tensor_copy_rebases_onto_the_source():
+    x, v = rand_leaf(3), rand_leaf(3)
+    y = x.sin()
+    y.copy_(v * 5.0)  # y's old value is gone: no gradient to x
+    y.sum().backward()
+    close(v.grad, np.full(3, 5.0))
+    assert x.grad is None
+
+
+def test_views_taken_before_a_write_see_the_new_graph():
+    x_np = RNG.normal(size=6)
+    x = leaf(x_np)
+    y = x.cos()
+    early = y[2:5]           # taken before the write
+    other = y.view(2, 3).T   # also
+    y[0:3].mul_(3.0)         # overlaps early at index 2
+    assert early.grad_fn.name == "as_strided"
+    w1, w2 = RNG.normal(size=3), RNG.normal(size=(3, 2))
+    ((early * leaf(w1, False)).sum() + (other * leaf(w2, False)).sum()).backward()
+    d = -np.sin(x_np)
+    scale = np.array([3.0, 3, 3, 1, 1, 1])
+    expected = np.zeros(6)
+    expected[2:5] += w1
+    expected += w2.T.reshape(-1)
+    close(x.grad, expected * scale * d)
+
+
+def test_write_through_views_of_views_with_steps():
+    x_np = RNG.normal(size=(4, 5))
+    x = leaf(x_np)
+    y = x.exp() * 1.0  # exp's saved output is not y
+    v = y.T[::-2, 1:].diagonal()  # y[3, 4], y[2, 3]... walked with negative steps
+    pos = [(1 + i, 4 - 2 * i) for i in range(v.shape[0])]
+    v.add_(leaf([10.0, 20.0, 30.0], False))
+    v.mul_(v)  # reads its own old value
+    w_np = RNG.normal(size=(4, 5))
+    (y * leaf(w_np, False)).sum().backward()
+    e = np.exp(x_np)
+    expected = e * w_np
+    for k, (i, j) in enumerate(pos):
+        expected[i, j] = 2 * (e[i, j] + 10.0 * (k + 1)) * e[i, j] * w_np[i, j]
+    close(x.grad, expected)
+
+
+INPLACE_CASES = {
+    "narrow_mul": lambda x, w: _w(x.sin(), lambda y: y.narrow(0, 1, 2).mul_(w[0])),
+    "select_add": lambda x, w: _w(x.sin(), lambda y: y.select(1, 0).add_(w)),
+    "negative_step_div": lambda x, w: _w(x.tanh() * 1.0, lambda y: y[::-2].div_(w[1] + 3.0)),
+    "transpose_copy": lambda x, w: _w(x.sin(), lambda y: y.t()[1].copy_(w * w)),
+    "diagonal_fill": lambda x, w: _w(x.cos(), lambda y: y.diagonal().fill_(0.5)),
+    "setitem_tensor": lambda x, w: _w(x * x, lambda y: y.__setitem__((1, slice(1, 3)),
+                                                                     w[:2].exp())),
+    "setitem_mask": lambda x, w: _w(x.sin(), lambda y: y.__setitem__(
+        clgrad.tensor(np.array([True, False, True])), 2.0)),
+    "root_op_then_view": lambda x, w: _w(x.sin(), lambda y: (y.mul_(w[0]),
+                                                             y[0].sub_(w))),
+    "split_piece_pow": lambda x, w: _w(x.sin() + 2.0, lambda y: y.split(2)[1].pow_(w[2])),
+    "unbind_clamp": lambda x, w: _w(x * 2.0, lambda y: y.unbind(1)[1].clamp_(-0.5, 0.5)),
+    "unfold_no_overlap_relu": lambda x, w: _w(x.sin(), lambda y: y.view(-1).unfold(
+        0, 2, 3).relu_()),
+    "chained": lambda x, w: _w(x.sin(), lambda y: (y[1:].mul_(y[:-1] + 1.0),
+                                                   y[:, ::2].sigmoid_(),
+                                                   y.add_(w[:1]))),
+    "self_operand": lambda x, w: _w(x.sin(), lambda y: y[1].mul_(y[1])),
+    "operand_sharing_storage": lambda x, w: _w(x.sin(), lambda y: y[1:].mul_(y[:-1])),
+}
+
+
+def _w(y, write):
+    write(y)
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE_CASES))
+def test_in_place_rebase_gradcheck(name):
+    x = leaf(RNG.uniform(-1.5, 1.5, size=(3, 3))).t().detach().requires_grad_()
+    assert not x.is_contiguous() and x.is_leaf
+    w = leaf(RNG.uniform(0.5, 1.5, size=3))
+    assert gradcheck(INPLACE_CASES[name], [x, w])
+
+
+# -- memory -----------------------------------------------------------------------------------
+def _forward(x, w1, w2, b):
+    """A small net: ops that save inputs, outputs and indices, and a view."""
+    h = (x @ w1 + b).tanh()
+    logits = (h / h.exp()) @ w2
+    return logits.max(1).values.mean() + logits.T[1].sum()
+
+
+def test_forward_passes_without_backward_keep_memory_flat(no_gc):
+    x = leaf(RNG.normal(size=(8, 4)), False)
+    w1, w2, b = rand_leaf(4, 5), rand_leaf(5, 3), rand_leaf(5)
+    m0 = clgrad.memory_allocated()
+    node = None
+    for _ in range(1000):
+        loss = _forward(x, w1, w2, b)
+        assert loss.requires_grad
+        node = weakref.ref(loss.grad_fn)
+        del loss
+        assert node() is None  # freed by refcounting alone: no reference cycles
+        assert clgrad.memory_allocated() == m0
+
+
+def test_training_steps_keep_memory_flat(no_gc):
+    rng = np.random.default_rng(3)
+    x_np = rng.normal(size=(32, 4))
+    true_w = np.array([[1.5], [-2.0], [0.5], [1.0]])
+    x, t = leaf(x_np, False), leaf(x_np @ true_w + 0.3, False)
+    w, b = leaf(rng.normal(size=(4, 1)) * 0.1), leaf([0.0])
+    lr = 0.1
+    memory, losses = [], []
+    for step in range(1000):
+        loss = ((x @ w + b - t) ** 2).mean()
+        loss.backward()
+        with clgrad.no_grad():
+            w.sub_(w.grad * lr)
+            b.sub_(b.grad * lr)
+        if step % 2:
+            w.grad, b.grad = None, None
+        else:
+            w.grad.zero_()
+            b.grad.zero_()
+        if step % 100 == 0 or step == 999:
+            losses.append(loss.item())
+        del loss
+        memory.append(clgrad.memory_allocated())
+    assert len(set(memory[2:])) <= 2  # steps alternate between grads kept and dropped
+    assert max(memory) - min(memory) <= 5 * 8
+    assert losses[-1] < 1e-12 < losses[0]
+    close(w, true_w)
+    close(b, [0.3])
+
+
+def test_no_reference_cycles_in_any_op_graph(no_gc):
+    x, y = rand_leaf(3, 4, lo=0.5, hi=2.0), rand_leaf(4, 3, lo=0.5, hi=2.0)
+    graphs = [
+        lambda: x.exp(), lambda: x.sqrt(), lambda: x.rsqrt(), lambda: x.tanh(),
+        lambda: x.sigmoid(), lambda: x.relu(), lambda: clgrad.reciprocal(x),
+        lambda: x.log(), lambda: x.sin(), lambda: x / y.T, lambda: x ** y.T,
+        lambda: 2.0 ** x, lambda: x ** 2, lambda: x.prod(1), lambda: x.max(1).values,
+        lambda: x.amax(), lambda: x.softmax(1), lambda: x.log_softmax(0),
+        lambda: x.logsumexp(1), lambda: x @ y, lambda: x.clamp(1.0, 1.5),
+        lambda: clgrad.maximum(x, y.T), lambda: clgrad.where(x > 1, x, y.T),
+        lambda: x.index_select(0, clgrad.tensor([1, 1])), lambda: x.var(1),
+        lambda: x.gather(1, clgrad.tensor([[0], [1], [2]])), lambda: x.norm(p=3),
+        lambda: clgrad.cat([x, y.T]), lambda: x.unfold(1, 2, 1), lambda: x[::2, ::-1],
+        lambda: x.as_strided((2, 2), (1, 1)), lambda: x.float(), lambda: x[:, None],
+    ]
+    m0 = clgrad.memory_allocated()
+    for make in graphs:
+        out = make()
+        node = weakref.ref(out.grad_fn)
+        out.sum().backward(retain_graph=True)
+        del out
+        assert node() is None, make
+    x.grad = y.grad = None
+    assert clgrad.memory_allocated() == m0
+
+
+def test_in_place_rebase_leaves_no_cycles(no_gc):
+    x = rand_leaf(4, 4)
+    m0 = clgrad.memory_allocated()
+    y = x.sin()
+    v = y[1:3]
+    y.T[0].mul_(2.0)
+    y[2:].add_(v.sum())  # regenerates v's grad_fn after the first write
+    node = weakref.ref(y.grad_fn)
+    del y, v
+    assert node() is None
+    assert clgrad.memory_allocated() == m0
+
+
+# -- deep graphs ------------------------------------------------------------------------------
+def test_chain_of_10000_ops_without_recursion(no_gc):
+    assert sys.getrecursionlimit() < 10000
+    x = leaf([[1.0, 2.0], [3.0, 4.0]])
+    m0 = clgrad.memory_allocated()
+    y = x
+    for i in range(10000):
+        y = y * 1.0001 if i % 2 else y.t()
+    node = weakref.ref(y.grad_fn)
+    (y * leaf([[1.0, 0.0], [0.0, 0.0]], False)).sum().backward()
+    close(x.grad, [[1.0001 ** 5000, 0.0], [0.0, 0.0]])
+    del y  # freeing 10 000 Nodes must not recurse either
+    assert node() is None
+    assert clgrad.memory_allocated() == m0 + 32  # x.grad
+
+
+# -- as_strided and views with overlaps -------------------------------------------------------
+def test_overlapping_narrows_and_as_strided_add_up():
+    x = leaf(np.arange(5.0))
+    sum(x.narrow(0, i, 3) for i in range(3)).sum().backward()
+    close(x.grad, [1.0, 2.0, 3.0, 2.0, 1.0])
+    x.grad = None
+    x.as_strided((3, 3), (1, 1)).sum().backward()
+    close(x.grad, [1.0, 2.0, 3.0, 2.0, 1.0])
+    x.grad = None
+    x.unfold(0, 3, 1).sum().backward()
+    close(x.grad, [1.0, 2.0, 3.0, 2.0, 1.0])
+
+
+def test_max_min_ties_send_the_gradient_to_one_index():
+    x_np = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 5.0], [4.0, 4.0, -1.0, -1.0]])
+    for op, pick in (("max", np.argmax), ("min", np.argmin)):
+        x = leaf(x_np)
+        vals, idx = getattr(x, op)(1)
+        (vals * leaf([1.0, 2.0, 3.0], False)).sum().backward()
+        expected = np.zeros_like(x_np)
+        expected[np.arange(3), pick(x_np, 1)] = [1.0, 2.0, 3.0]
+        close(x.grad, expected)
+        np.testing.assert_array_equal(idx.numpy(), pick(x_np, 1))
+    x = leaf(x_np)
+    (x.max() * 2.0).backward()
+    assert x.grad.numpy().sum() == 2.0 and np.count_nonzero(x.grad.numpy()) == 1
+    assert x.grad.numpy()[1, 3] == 2.0
+
+
+def test_elementwise_maximum_ties_split_the_gradient():
+    a, b = leaf([1.0, 2.0, 3.0]), leaf([1.0, 5.0, 0.0])
+    clgrad.maximum(a, b).sum().backward()
+    close(a.grad, [0.5, 0.0, 1.0])
+    close(b.grad, [0.5, 1.0, 0.0])
+
+
+# -- property: random view chains -------------------------------------------------------------
+def _int(rng, lo, hi):
+    """A random int in [lo, hi]."""
+    return int(rng.integers(lo, hi + 1))
+
+
+def random_view(rng, t):
+    """One random view op applicable to ``t``: (description, view). Ops that make
+    overlapping views (expand, unfold, as_strided) come up often."""
+    nd, shape = t.ndim, tuple(t.shape)
+    names = ["getitem", "unsqueeze", "expand", "expand", "reshape", "as_strided",
+             "as_strided"]
+    if nd:
+        names += ["narrow", "select", "steps", "split", "unfold", "unfold", "flatten"]
+    if nd >= 2:
+        names += ["transpose", "permute", "diagonal", "movedim"]
+    name = names[_int(rng, 0, len(names) - 1)]
+    d = _int(rng, 0, nd - 1) if nd else 0
+    n = shape[d] if nd else 1
+    if name == "narrow":
+        start = _int(rng, 0, n)
+        length = _int(rng, min(1, n - start), n - start)
+        return f"narrow({d}, {start}, {length})", t.narrow(d, start, length)
+    if name == "select":
+        if n == 0:
+            return "noop", t
+        i = _int(rng, -n, n - 1)
+        return f"select({d}, {i})", t.select(d, i)
+    if name in ("getitem", "steps"):
+        key = [slice(_int(rng, -s, s - 1) if rng.random() < 0.5 and s else None, None,
+                     int(rng.choice([1, 2, -1, -2, 3]))) for s in shape]
+        if name == "getitem" and nd:
+            i = _int(rng, 0, nd - 1)
+            if shape[i]:
+                key[i] = _int(rng, -shape[i], shape[i] - 1)
+            key.insert(_int(rng, 0, nd), None)
+        return f"[{key}]", t[tuple(key)]
+    if name == "transpose":
+        e = _int(rng, 0, nd - 1)
+        return f"transpose({d}, {e})", t.transpose(d, e)
+    if name == "permute":
+        p = [int(k) for k in rng.permutation(nd)]
+        return f"permute{tuple(p)}", t.permute(*p)
+    if name == "movedim":
+        e = _int(rng, 0, nd - 1)
+        return f"movedim({d}, {e})", t.movedim(d, e)
+    if name == "diagonal":
+        e = int(rng.choice([k for k in range(nd) if k != d]))
+        off = _int(rng, -2, 2)
+        return f"diagonal({off}, {d}, {e})", t.diagonal(off, d, e)
+    if name == "unsqueeze":
+        i = _int(rng, 0, nd)
+        return f"unsqueeze({i})", t.unsqueeze(i)
+    if name == "expand":
+        lead = _int(rng, 0, 1)
+        sizes = [int(rng.choice([0, 2, 3, 2, 3, 2, 3, 1])) if s == 1 else s for s in shape]
+        return f"expand({[2] * lead + sizes})", t.expand(*([2] * lead), *sizes)
+    if name == "reshape":
+        if rng.random() < 0.5 and t.numel() and nd:
+            return "reshape(-1, ...)", t.unsqueeze(nd).squeeze(nd).reshape(-1, *shape[1:])
+        return "reshape(-1)", t.reshape(-1)  # copies when no view exists: still positions
+    if name == "flatten":
+        e = _int(rng, d, nd - 1)
+        return f"flatten({d}, {e})", t.flatten(d, e)
+    if name == "split":
+        size = _int(rng, 1, max(n, 1))
+        pieces = t.split(size, d)
+        i = _int(rng, 0, len(pieces) - 1)
+        return f"split({size}, {d})[{i}]", pieces[i]
+    if name == "unfold":
+        size = _int(rng, min(1, n), n)
+        step = _int(rng, 1, 3)
+        return f"unfold({d}, {size}, {step})", t.unfold(d, size, step)
+    storage = t.untyped_storage().size
+    if storage != t.numel() or layout.has_overlap(shape, t.stride()):
+        return "noop", t  # as_strided reaching past x's elements has no gradient to them
+    k = _int(rng, 1, 2)
+    size = tuple(_int(rng, 1, 3) for _ in range(k))
+    stride = tuple(_int(rng, 0, 3) for _ in range(k))
+    reach = sum((a - 1) * b for a, b in zip(size, stride))
+    if reach >= storage:
+        return "noop", t
+    off = _int(rng, 0, storage - 1 - reach)
+    return f"as_strided({size}, {stride}, {off})", t.as_strided(size, stride, off)
+
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples, or CLGRAD_HYPOTHESIS_EXAMPLES when set (for a long soak)."""
+    return int(os.environ.get("CLGRAD_HYPOTHESIS_EXAMPLES", n))
+
+
+def view_chain(seed, base):
+    """A random chain of 1 to 5 view ops on ``base``: (view, description)."""
+    rng = np.random.default_rng(seed)
+    t, log = base, ["base"]
+    for _ in range(_int(rng, 1, 5)):
+        if t.ndim > 5 or t.numel() > 200:
+            break
+        desc, t = random_view(rng, t)
+        log.append(desc)
+    return t, " -> ".join(log)
+
+
+base_shapes = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
+
+
+@settings(max_examples=examples(60))
+@given(shape=base_shapes, seed=st.integers(0, 2**32 - 1))
+def test_view_chain_gradient_is_w_scattered_onto_the_base(shape, seed):
+    n = int(np.prod(shape))
+    base = leaf(np.arange(n, dtype=np.float64).reshape(shape))  # values = positions
+    view, what = view_chain(seed, base)
+    pos = view.detach().numpy().astype(np.int64)
+    w = np.random.default_rng(seed + 1).normal(size=view.shape)
+    (view * leaf(w, False)).sum().backward()
+    expected = np.zeros(n)
+    np.add.at(expected, pos.reshape(-1), w.reshape(-1))  # overlapping elements add up
+    np.testing.assert_allclose(base.grad.numpy().reshape(-1), expected, rtol=1e-12,
+                               atol=1e-12, err_msg=what)
+
+
+@settings(max_examples=examples(60))
+@given(shape=base_shapes, seed=st.integers(0, 2**32 - 1))
+def test_write_through_a_view_chain_rebases(shape, seed):
+    n = int(np.prod(shape))
+    base = leaf(np.arange(n, dtype=np.float64).reshape(shape))
+    y = base * 1.0  # a non-leaf holding positions
+    view, what = view_chain(seed, y)
+    shares = view.untyped_storage() is y.untyped_storage()
+    pos = view.detach().numpy().astype(np.int64).reshape(-1)
+    if view.numel() > 1 and layout.has_overlap(view.shape, view.stride()):
+        with pytest.raises(RuntimeError, match="more than one element"):
+            view.mul_(3.0)
+        return
+    assert not shares or len(set(pos.tolist())) == len(pos), what  # else a copy
+    c = leaf(3.0)
+    view.mul_(c)
+    w = np.random.default_rng(seed + 1).normal(size=shape)
+    (y * leaf(w, False)).sum().backward()
+    expected_x = w.reshape(-1).copy()
+    expected_y = np.arange(n, dtype=np.float64)
+    if shares:
+        expected_x[pos] *= 3.0
+        expected_y[pos] *= 3.0
+    np.testing.assert_allclose(y.detach().numpy().reshape(-1), expected_y, err_msg=what)
+    np.testing.assert_allclose(base.grad.numpy().reshape(-1), expected_x, rtol=1e-12,
+                               err_msg=what)
+    expected_c = (w.reshape(-1)[pos] * pos).sum() if shares else 0.0
+    np.testing.assert_allclose(c.grad.numpy() if c.grad is not None else 0.0, expected_c,
+                               rtol=1e-10, atol=1e-12, err_msg=what)

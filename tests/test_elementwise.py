@@ -1,0 +1,389 @@
+"""Elementwise ops, casts, copies and in-place writes against NumPy, on strided views.
+
+Every operand is a non-contiguous view (storage offset, permuted storage order, steps,
+negative steps, stride-0 broadcast dims: see tests/strided.py) unless a test says otherwise.
+"""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import clgrad
+from clgrad.tensor import Tensor
+from strided import NP, broadcastable_shapes, make_strided, shapes, strided_pair, values
+
+F32, F64, I64, I32, BOOL = clgrad.float32, clgrad.float64, clgrad.int64, clgrad.int32, clgrad.bool
+FLOATS = [F32, F64]
+ALL = [F32, F64, I64, I32]
+
+
+def examples(n: int) -> int:
+    return int(os.environ.get("CLGRAD_HYPOTHESIS_EXAMPLES", n))
+
+
+def check(got: Tensor, ref: np.ndarray, dtype, what=""):
+    """Values equal to ``ref`` (float32 to ~1 ulp of a float64 reference, float64 tighter)."""
+    assert tuple(got.shape) == ref.shape, what
+    g = got.numpy()
+    if dtype is F32:
+        np.testing.assert_allclose(g, ref, rtol=3e-6, atol=1e-6, err_msg=what)
+    elif dtype is F64:
+        np.testing.assert_allclose(g, ref, rtol=1e-13, atol=1e-14, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, ref, err_msg=what)
+
+
+def ref64(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+# -- binary ops -------------------------------------------------------------------------------
+# name: (clgrad op, NumPy op on float64/int64, dtypes, kind of b, result dtype or None)
+BINARY = {
+    "add": (lambda a, b: a + b, np.add, ALL, "normal", None),
+    "sub": (lambda a, b: a - b, np.subtract, ALL, "normal", None),
+    "mul": (lambda a, b: a * b, np.multiply, ALL, "normal", None),
+    "div": (lambda a, b: a / b, np.true_divide, ALL, "positive", "float"),
+    "floordiv": (lambda a, b: a // b, np.floor_divide, ALL, "positive", None),
+    "pow": (lambda a, b: a ** b, np.power, FLOATS, "normal", None),
+    "maximum": (clgrad.maximum, np.maximum, ALL, "normal", None),
+    "minimum": (clgrad.minimum, np.minimum, ALL, "normal", None),
+    "eq": (lambda a, b: a == b, np.equal, ALL, "normal", BOOL),
+    "ne": (lambda a, b: a != b, np.not_equal, ALL, "normal", BOOL),
+    "lt": (lambda a, b: a < b, np.less, ALL, "normal", BOOL),
+    "le": (lambda a, b: a <= b, np.less_equal, ALL, "normal", BOOL),
+    "gt": (lambda a, b: a > b, np.greater, ALL, "normal", BOOL),
+    "ge": (lambda a, b: a >= b, np.greater_equal, ALL, "normal", BOOL),
+    "logical_and": (clgrad.logical_and, np.logical_and, ALL, "normal", BOOL),
+    "logical_or": (clgrad.logical_or, np.logical_or, ALL, "normal", BOOL),
+}
+
+
+def _result_dtype(dtype, rule):
+    if rule == "float":
+        return dtype if dtype.is_floating_point else F32
+    return rule or dtype
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@settings(max_examples=examples(20))
+@given(shape=shapes(max_dims=4), data=st.data())
+def test_binary_on_strided_views(name, shape, data):
+    op, ref_op, dts, kind_b, rule = BINARY[name]
+    dtype = data.draw(st.sampled_from(dts), label="dtype")
+    a_np, a = data.draw(strided_pair(shape, dtype, "positive" if name == "pow" else "normal"))
+    b_np, b = data.draw(strided_pair(shape, dtype, kind_b))
+    if name == "pow":
+        b_np = b_np.copy()
+    out = op(a, b)
+    want = _result_dtype(dtype, rule)
+    assert out.dtype is want
+    ref = ref_op(ref64(a_np), ref64(b_np))
+    check(out, ref.astype(NP[want]) if want in (BOOL, I64, I32) else ref, want, name)
+    np.testing.assert_array_equal(a.numpy(), a_np)  # inputs intact
+    np.testing.assert_array_equal(b.numpy(), b_np)
+
+
+BROADCAST_OPS = ["add", "sub", "mul", "maximum", "gt", "div"]
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+@settings(max_examples=examples(40))
+@given(shape=shapes(min_dims=1, max_dims=4), data=st.data())
+def test_binary_broadcasting(dtype, shape, data):
+    name = data.draw(st.sampled_from(BROADCAST_OPS), label="op")
+    op, ref_op, _, kind_b, rule = BINARY[name]
+    other = data.draw(broadcastable_shapes(shape), label="other_shape")
+    if data.draw(st.booleans(), label="swap"):
+        shape, other = other, shape
+    a_np, a = data.draw(strided_pair(shape, dtype))
+    b_np, b = data.draw(strided_pair(other, dtype, kind_b))
+    out = op(a, b)
+    want = _result_dtype(dtype, rule)
+    ref = ref_op(ref64(a_np), ref64(b_np))
+    check(out, ref.astype(NP[want]) if not want.is_floating_point else ref, want,
+          f"{name} {shape} {other}")
+
+
+@pytest.mark.parametrize("expr, ref", [
+    (lambda t: t + 2, lambda a: a + 2), (lambda t: 2 - t, lambda a: 2 - a),
+    (lambda t: t * -1.5, lambda a: a * -1.5), (lambda t: 3.0 / t, lambda a: 3.0 / a),
+    (lambda t: t ** 2, lambda a: a ** 2), (lambda t: 2.0 ** t, lambda a: 2.0 ** a),
+    (lambda t: -t, lambda a: -a), (lambda t: abs(t), np.abs),
+    (lambda t: t > 1, lambda a: a > 1), (lambda t: 1.5 <= t, lambda a: 1.5 <= a),
+    (lambda t: t - np.float64(0.5), lambda a: a - 0.5),
+])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_scalar_operands(expr, ref, dtype):
+    a_np = np.linspace(0.5, 3, 12).reshape(3, 4).astype(NP[dtype])
+    t = make_strided(a_np, (1, (1, 0), [(2, 1, False), (-1, 0, False)]), dtype)
+    out = expr(t)
+    r = ref(a_np.astype(np.float64))
+    check(out, r.astype(np.bool_) if r.dtype == np.bool_ else r,
+          BOOL if r.dtype == np.bool_ else dtype)
+
+
+@pytest.mark.parametrize("a_dt, b, want", [
+    (I64, 2.5, F32), (I64, 2, I64), (I32, 2, I32), (F64, 2.5, F64), (F32, 2, F32),
+    (BOOL, 1, I64), (I32, clgrad.tensor([1, 2], dtype=I64), I64),
+    (F32, clgrad.tensor([1, 2], dtype=F64), F64), (I64, clgrad.tensor([0.5, 1]), F32),
+])
+def test_type_promotion(a_dt, b, want):
+    a = clgrad.tensor([1, 0], dtype=a_dt)
+    out = a + b
+    assert out.dtype is want
+    b_np = b.numpy() if isinstance(b, Tensor) else b
+    np.testing.assert_allclose(out.numpy(), np.array([1, 0], dtype=np.float64) + b_np)
+
+
+# -- unary ops --------------------------------------------------------------------------------
+# name: (clgrad op, NumPy op, dtypes, input kind)
+UNARY = {
+    "neg": (clgrad.neg, np.negative, ALL, "normal"),
+    "abs": (clgrad.abs, np.abs, ALL, "normal"),
+    "exp": (clgrad.exp, np.exp, FLOATS, "normal"),
+    "log": (clgrad.log, np.log, FLOATS, "positive"),
+    "sqrt": (clgrad.sqrt, np.sqrt, FLOATS, "positive"),
+    "rsqrt": (clgrad.rsqrt, lambda x: 1 / np.sqrt(x), FLOATS, "positive"),
+    "tanh": (clgrad.tanh, np.tanh, FLOATS, "normal"),
+    "sigmoid": (clgrad.sigmoid, lambda x: 1 / (1 + np.exp(-x)), FLOATS, "normal"),
+    "relu": (clgrad.relu, lambda x: np.maximum(x, 0), ALL, "normal"),
+    "sin": (clgrad.sin, np.sin, FLOATS, "normal"),
+    "cos": (clgrad.cos, np.cos, FLOATS, "normal"),
+    "square": (clgrad.square, np.square, FLOATS, "normal"),
+    "reciprocal": (clgrad.reciprocal, np.reciprocal, FLOATS, "positive"),
+    "sign": (clgrad.sign, np.sign, ALL, "normal"),
+    "floor": (clgrad.floor, np.floor, ALL, "normal"),
+    "ceil": (clgrad.ceil, np.ceil, ALL, "normal"),
+    "round": (clgrad.round, np.round, ALL, "normal"),
+    "clamp": (lambda x: clgrad.clamp(x, -1, 1), lambda x: np.clip(x, -1, 1), ALL, "normal"),
+    "clamp_min": (lambda x: x.clamp(min=0.25), lambda x: np.maximum(x, 0.25), FLOATS, "normal"),
+    "clamp_max": (lambda x: x.clamp(max=-0.5), lambda x: np.minimum(x, -0.5), FLOATS, "normal"),
+    "logical_not": (clgrad.logical_not, np.logical_not, ALL, "normal"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@settings(max_examples=examples(15))
+@given(shape=shapes(max_dims=4), data=st.data())
+def test_unary_on_strided_views(name, shape, data):
+    op, ref_op, dts, kind = UNARY[name]
+    dtype = data.draw(st.sampled_from(dts), label="dtype")
+    x_np, x = data.draw(strided_pair(shape, dtype, kind))
+    out = op(x)
+    ref = ref_op(ref64(x_np))
+    want = BOOL if ref.dtype == np.bool_ else dtype
+    assert out.dtype is want
+    check(out, ref.astype(NP[want]) if not want.is_floating_point else ref, want, name)
+    np.testing.assert_array_equal(x.numpy(), x_np)
+
+
+def test_unary_edge_values():
+    x = clgrad.tensor([-1000.0, -88.0, 0.0, 88.0, 1000.0])
+    np.testing.assert_allclose(clgrad.sigmoid(x).numpy(), [0, 1 / (1 + np.exp(88.0)), 0.5,
+                                                          1 / (1 + np.exp(-88.0)), 1],
+                               rtol=1e-6, atol=1e-38)
+    np.testing.assert_allclose(clgrad.tanh(x).numpy(), np.tanh(x.numpy()), rtol=2e-7)
+    np.testing.assert_array_equal(clgrad.relu(x).numpy(), [0, 0, 0, 88, 1000])
+    np.testing.assert_array_equal(clgrad.round(clgrad.tensor([0.5, 1.5, 2.5, -0.5])).numpy(),
+                                  [0, 2, 2, -0])
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+@settings(max_examples=examples(25))
+@given(shape=shapes(max_dims=3), data=st.data())
+def test_where_broadcasts_three_ways(dtype, shape, data):
+    c_shape = data.draw(broadcastable_shapes(shape), label="cond_shape")
+    b_shape = data.draw(broadcastable_shapes(shape), label="b_shape")
+    c_np, c = data.draw(strided_pair(c_shape, BOOL))
+    a_np, a = data.draw(strided_pair(shape, dtype))
+    b_np, b = data.draw(strided_pair(b_shape, dtype))
+    check(clgrad.where(c, a, b), np.where(c_np, a_np, b_np), dtype)
+    check(clgrad.where(c, a, 0), np.where(c_np, a_np, 0).astype(NP[dtype]), dtype)
+
+
+def test_clamp_with_tensor_bounds():
+    x = clgrad.tensor([[-3.0, 0.5, 4.0], [1.0, -0.2, 9.0]])
+    lo = clgrad.tensor([-1.0, 0.0, 1.0])
+    out = clgrad.clamp(x.T.T, min=lo, max=clgrad.tensor(2.0))
+    np.testing.assert_array_equal(out.numpy(), np.clip(x.numpy(), lo.numpy(), 2.0))
+
+
+# -- casts and copies -------------------------------------------------------------------------
+CAST_DTYPES = [F32, F64, I64, I32, BOOL]
+
+
+@pytest.mark.parametrize("src", CAST_DTYPES)
+@pytest.mark.parametrize("dst", CAST_DTYPES)
+@settings(max_examples=examples(6))
+@given(shape=shapes(max_dims=3), data=st.data())
+def test_casts_on_strided_views(src, dst, shape, data):
+    x_np, x = data.draw(strided_pair(shape, src))
+    if src.is_floating_point:
+        x_np = x_np * 3  # values in [-6, 6]: truncation toward zero shows
+        x = x * 3
+    out = x.to(dst)
+    assert out.dtype is dst
+    if src is dst:
+        assert out is x
+    np.testing.assert_array_equal(out.numpy(), x_np.astype(NP[dst]))
+
+
+@pytest.mark.parametrize("src_dt, dst_dt", [(F32, F32), (F64, F32), (I64, F64), (F32, I32)])
+@settings(max_examples=examples(20))
+@given(shape=shapes(max_dims=4), data=st.data())
+def test_copy_between_any_two_views(src_dt, dst_dt, shape, data):
+    s_np, s = data.draw(strided_pair(shape, src_dt))
+    d_np, d = data.draw(strided_pair(shape, dst_dt, broadcast=False))
+    root = d._base
+    before = Tensor(root.untyped_storage(), (root.untyped_storage().size,), (1,), 0).numpy()
+    version = d._version
+    d.copy_(s)
+    np.testing.assert_array_equal(d.numpy(), s_np.astype(NP[dst_dt]))
+    np.testing.assert_array_equal(s.numpy(), s_np)
+    # nothing outside the destination view changed
+    after = Tensor(root.untyped_storage(), (root.untyped_storage().size,), (1,), 0).numpy()
+    inside = np.zeros(after.shape, bool)
+    if d.numel():
+        idx = d.storage_offset() + sum(
+            np.arange(n).reshape([-1 if i == j else 1 for j in range(d.ndim)]) * st_
+            for i, (n, st_) in enumerate(zip(d.shape, d.stride())))
+        inside[np.asarray(idx).reshape(-1)] = True
+    np.testing.assert_array_equal(after[~inside], before[~inside])
+    if d.numel():
+        assert d._version > version
+
+
+# -- sizes around work-group boundaries -------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 1025, 4099])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sizes_around_work_group(n, dtype):
+    rng = np.random.default_rng(n)
+    base = values(rng, (2 * n + 3,), dtype)
+    t = clgrad.tensor(base)
+    a_np, b_np = base[3::2], base[:n][::-1]
+    a, b = t[3::2], t[:n][::-1]
+    check(a * b + a, a_np.astype(np.float64) * b_np + a_np, dtype)
+    check(clgrad.exp(a), np.exp(a_np.astype(np.float64)), dtype)
+    z = clgrad.zeros(n, 2, dtype=dtype)
+    z[:, 1] = a
+    np.testing.assert_array_equal(z.numpy(), np.stack([np.zeros(n), a_np], 1).astype(NP[dtype]))
+
+
+# -- in-place writes --------------------------------------------------------------------------
+INPLACE = {
+    "copy_": (lambda t, o: t.copy_(o), lambda a, o: o),
+    "add_": (lambda t, o: t.add_(o), lambda a, o: a + o),
+    "sub_": (lambda t, o: t.sub_(o), lambda a, o: a - o),
+    "mul_": (lambda t, o: t.mul_(o), lambda a, o: a * o),
+    "div_": (lambda t, o: t.div_(o), lambda a, o: a / o),
+    "iadd": (lambda t, o: t.__iadd__(o), lambda a, o: a + o),
+    "itruediv": (lambda t, o: t.__itruediv__(o), lambda a, o: a / o),
+    "clamp_": (lambda t, o: t.clamp_(-0.5, 0.5), lambda a, o: np.clip(a, -0.5, 0.5)),
+    "fill_": (lambda t, o: t.fill_(2.5), lambda a, o: np.full_like(a, 2.5)),
+    "zero_": (lambda t, o: t.zero_(), lambda a, o: np.zeros_like(a)),
+    "setitem_tensor": (lambda t, o: t.__setitem__(Ellipsis, o), lambda a, o: o),
+    "setitem_scalar": (lambda t, o: t.__setitem__(Ellipsis, -4.0), lambda a, o: -4.0),
+    "setitem_numpy": (lambda t, o: t.__setitem__(Ellipsis, o.numpy()), lambda a, o: o),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INPLACE))
+@settings(max_examples=examples(12))
+@given(shape=shapes(min_dims=1, max_dims=3), data=st.data())
+def test_inplace_into_view_lands_in_base(name, shape, data):
+    fn, ref = INPLACE[name]
+    dtype = data.draw(st.sampled_from(FLOATS), label="dtype")
+    base_np = values(np.random.default_rng(0), (7, 7, 7), dtype)
+    base = clgrad.tensor(base_np)
+    # the target: a strided view into base, of a random shape that fits
+    key = tuple(data.draw(st.sampled_from([slice(1, 1 + n), slice(6, 6 - 2 * n, -2)
+                                           if n <= 3 else slice(0, n)]))
+                for n in shape)
+    key = key + (slice(None),) * (3 - len(key))
+    perm = data.draw(st.permutations(range(3)), label="perm")
+    t, a = base[key].permute(*perm), base_np[key].transpose(perm)
+    other_shape = data.draw(broadcastable_shapes(tuple(t.shape)), label="other_shape")
+    o_np, o = data.draw(strided_pair(other_shape, dtype, "positive"))
+    version = t._version
+    fn(t, o)
+    a[...] = ref(a.astype(np.float64), o_np.astype(np.float64))
+    check(base, base_np, dtype, name)
+    if t.numel():
+        assert t._version > version and base._version == t._version
+
+
+def test_div_by_shifted_self_gives_numpy_values():
+    a_np = np.arange(1.0, 11.0, dtype=np.float32)
+    a = clgrad.tensor(a_np)
+    a[1:] /= a[:-1]
+    a_np[1:] /= a_np[:-1]
+    np.testing.assert_allclose(a.numpy(), a_np, rtol=1e-7)
+    b_np = np.arange(1.0, 11.0)
+    b = clgrad.tensor(b_np)
+    b[:-1].mul_(b[1:])
+    b_np[:-1] *= b_np[1:].copy()
+    np.testing.assert_array_equal(b.numpy(), b_np)
+    c = clgrad.arange(12.0).reshape(3, 4)
+    c_np = np.arange(12.0).reshape(3, 4)
+    c.copy_(c.T.reshape(3, 4))   # a source overlapping the destination in another layout
+    c_np[...] = c_np.T.reshape(3, 4).copy()
+    np.testing.assert_array_equal(c.numpy(), c_np)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: clgrad.zeros(3, 1).expand(3, 4),
+    lambda: clgrad.zeros(4)[None].expand(2, 4),
+    lambda: clgrad.zeros(10).as_strided((3, 3), (2, 1)),
+    lambda: clgrad.zeros(10).unfold(0, 4, 2),
+    lambda: clgrad.zeros(6).as_strided((2, 3), (1, 1), 1),
+])
+@pytest.mark.parametrize("write", [
+    lambda t: t.fill_(1), lambda t: t.zero_(), lambda t: t.copy_(clgrad.ones(t.shape)),
+    lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.clamp_(0, 1),
+    lambda t: t.__setitem__(Ellipsis, 3.0), lambda t: t.__setitem__(slice(None), 3.0),
+    lambda t: t.div_(clgrad.ones(t.shape)),
+])
+def test_write_into_overlapping_view_raises(make, write):
+    t = make()
+    root = t._base
+    version = t._version
+    with pytest.raises(RuntimeError, match="memory location"):
+        write(t)
+    np.testing.assert_array_equal(root.numpy(), np.zeros(root.shape))
+    assert t._version == version
+
+
+def test_setitem_forms():
+    a_np = np.zeros((4, 5), np.float64)
+    a = clgrad.tensor(a_np)
+    a[1] = 1.5
+    a_np[1] = 1.5
+    a[:, 2] = clgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64)
+    a_np[:, 2] = [1, 2, 3, 4]
+    a[2:, ::2] = np.array([7.0, 8.0, 9.0])                  # a NumPy value, broadcast
+    a_np[2:, ::2] = [7, 8, 9]
+    a[..., -1] = clgrad.tensor(5, dtype=I64)                # another dtype, 0-dim
+    a_np[..., -1] = 5
+    a[None, 0, 1:3] = [[-1.0, -2.0]]                        # nested lists
+    a_np[None, 0, 1:3] = [[-1, -2]]
+    a[np.int64(3), np.int32(0)] = 42
+    a_np[3, 0] = 42
+    np.testing.assert_array_equal(a.numpy(), a_np)
+
+
+def test_writes_into_detached_strided_views():
+    """detach() of a non-contiguous view is a root of its own: its layout must still count."""
+    a_np = np.zeros((4, 6), np.float32)
+    a = clgrad.tensor(a_np)
+    v = a[:, ::2].detach()
+    v.fill_(1)
+    a_np[:, ::2] = 1
+    np.testing.assert_array_equal(a.numpy(), a_np)
+    w = a.T[1:].detach()
+    w.add_(clgrad.ones(w.shape))
+    a_np.T[1:] += 1
+    np.testing.assert_array_equal(a.numpy(), a_np)
+    np.testing.assert_array_equal((w + w).numpy(), 2 * a_np.T[1:])
+    np.testing.assert_allclose(clgrad.exp(v).numpy(), np.exp(a_np[:, ::2]), rtol=3e-7)

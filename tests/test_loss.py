@@ -1,0 +1,278 @@
+"""softmax, log_softmax, cross_entropy, nll_loss and mse_loss against float64 NumPy references.
+
+Inputs are non-contiguous views; backward is checked against NumPy finite differences of the
+reference and by gradcheck in float64.
+"""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck
+from clgrad.device import launch_count
+
+RNG = np.random.default_rng(5)
+
+
+def strided(a, dtype=clgrad.float64):
+    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
+    stepped by 2 (a 0-dim ``a`` gives a 0-dim view at offset 1)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 0:
+        return clgrad.tensor([0.0, float(a)], dtype=dtype)[1]
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+    big[..., ::2] = a
+    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
+    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
+    return t.permute(*reversed(range(a.ndim)))[..., ::2]
+
+
+def leaf_and_view(a):
+    """A float64 leaf that requires grad and a function giving its non-contiguous view."""
+    rev = tuple(reversed(range(a.ndim)))
+    leaf = clgrad.tensor(np.ascontiguousarray(np.transpose(a, rev)), dtype=clgrad.float64,
+                         requires_grad=True)
+    return leaf, lambda t: t.permute(*rev)
+
+
+def numeric_vjp(f, x, g, h=1e-6):
+    """sum(g * df/dx) by central differences of the NumPy reference ``f``."""
+    out = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
+    return out
+
+
+# -- references -------------------------------------------------------------------------------
+def ref_log_softmax(x, axis):
+    m = np.max(x, axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))
+
+
+def ref_nll_rows(logp, t, w, ignore, eps):
+    """Per-position losses and weights; logp (C,) or (N, C, *), t of the positions' shape."""
+    cdim = 0 if logp.ndim == 1 else 1
+    lp = np.moveaxis(logp, cdim, -1)
+    nc = lp.shape[-1]
+    wv = np.ones(nc) if w is None else w
+    loss, wt = np.zeros(t.shape), np.zeros(t.shape)
+    for pos in np.ndindex(*t.shape):
+        c = int(t[pos])
+        if c == ignore:
+            continue
+        wt[pos] = wv[c]
+        loss[pos] = (1 - eps) * wv[c] * -lp[pos + (c,)] + eps / nc * (wv * -lp[pos]).sum()
+    return loss, wt
+
+
+def ref_reduce(loss, wt, reduction):
+    if reduction == "none":
+        return loss
+    return loss.sum() / wt.sum() if reduction == "mean" else loss.sum()
+
+
+def ref_cross_entropy(x, t, w=None, ignore=-100, reduction="mean", eps=0.0):
+    logp = ref_log_softmax(x, 0 if x.ndim == 1 else 1)
+    return ref_reduce(*ref_nll_rows(logp, t, w, ignore, eps), reduction)
+
+
+# -- softmax / log_softmax --------------------------------------------------------------------
+@pytest.mark.parametrize("shape,dim", [((3, 4, 5), 0), ((3, 4, 5), 1), ((3, 4, 5), -1),
+                                       ((2, 100), 1), ((7,), 0), ((2, 3, 70), 2)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_forward_backward(shape, dim, log):
+    x = RNG.standard_normal(shape) * 3
+    fn, ref = (F.log_softmax, ref_log_softmax) if log else (
+        F.softmax, lambda a, d: np.exp(ref_log_softmax(a, d)))
+    leaf, view = leaf_and_view(x)
+    y = fn(view(leaf), dim)
+    np.testing.assert_allclose(y.numpy(), ref(x, dim), rtol=1e-12, atol=1e-15)
+    g = RNG.standard_normal(shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(lambda a: ref(a, dim), x, g),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_softmax_large_logits_and_infinities():
+    x = np.array([[1e8, 1e8 - 1, 1e8 - 2], [0.0, -np.inf, 1.0]])
+    np.testing.assert_allclose(F.softmax(strided(x), 1).numpy(),
+                               np.exp(ref_log_softmax(x, 1)), rtol=1e-12)
+    x32 = np.array([[1e8, 1e8 + 8, 1e8 - 8], [3e4, 3e4 - 1, 3e4 - 2]], dtype=np.float32)
+    for fn, ref in ((F.softmax, lambda a: np.exp(ref_log_softmax(a, 1))),
+                    (F.log_softmax, lambda a: ref_log_softmax(a, 1))):
+        np.testing.assert_allclose(fn(strided(x32, clgrad.float32), 1).numpy(),
+                                   ref(x32.astype(np.float64)), rtol=1e-5, atol=1e-30)
+    lsm = F.log_softmax(strided(x), 1).numpy()
+    assert lsm[1, 1] == -np.inf
+    np.testing.assert_allclose(lsm[:, [0, 2]], ref_log_softmax(x, 1)[:, [0, 2]], rtol=1e-12)
+
+
+def test_softmax_dim_none_and_dtype():
+    x = RNG.standard_normal((2, 3, 4))
+    y = F.softmax(strided(x), dtype=clgrad.float32)        # legacy dim for 3-dim input: 0
+    assert y.dtype is clgrad.float32
+    np.testing.assert_allclose(y.numpy(), np.exp(ref_log_softmax(x, 0)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [F.softmax, F.log_softmax])
+def test_softmax_gradcheck(fn):
+    leaf, view = leaf_and_view(RNG.standard_normal((3, 5, 2)))
+    assert gradcheck(lambda t: fn(view(t), 1), [leaf])
+
+
+# -- cross_entropy ----------------------------------------------------------------------------
+# (input shape, weighted, number of ignored positions, reduction, label_smoothing)
+CE_CASES = [
+    ((5, 4), False, 0, "mean", 0.0),
+    ((5, 4), True, 2, "mean", 0.1),
+    ((3, 4, 2, 3), True, 3, "sum", 0.2),
+    ((3, 4, 5), False, 4, "none", 0.0),
+    ((3, 4, 5), True, 1, "none", 0.3),
+    ((4,), True, 0, "mean", 0.25),            # unbatched: target is 0-dim
+    ((3, 100), True, 1, "mean", 0.1),         # long rows: one work-group per row
+]
+
+
+@pytest.mark.parametrize("shape,weighted,n_ignored,reduction,eps", CE_CASES)
+def test_cross_entropy_forward_backward(shape, weighted, n_ignored, reduction, eps):
+    nc = shape[0] if len(shape) == 1 else shape[1]
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    x = RNG.standard_normal(shape) * 2
+    t = RNG.integers(0, nc, tshape)
+    t.reshape(-1)[RNG.permutation(t.size)[:n_ignored]] = 7   # ignore_index=7 (may be >= C)
+    w = RNG.uniform(0.5, 2.0, nc) if weighted else None
+    want = ref_cross_entropy(x, t, w, 7, reduction, eps)
+    leaf, view = leaf_and_view(x)
+    tt = clgrad.tensor(t.T.copy()).permute(*reversed(range(t.ndim)))     # a strided target
+    loss = F.cross_entropy(view(leaf), tt, None if w is None else strided(w), 7, reduction,
+                           eps)
+    assert tuple(loss.shape) == np.shape(want)
+    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
+    g = RNG.standard_normal(np.shape(want))
+    loss.backward(strided(g))
+    want_gx = numeric_vjp(lambda a: ref_cross_entropy(a, t, w, 7, reduction, eps), x, g)
+    np.testing.assert_allclose(view(leaf.grad).numpy(), want_gx, rtol=1e-6, atol=1e-9)
+
+
+def test_cross_entropy_gradcheck():
+    x = RNG.standard_normal((3, 4, 2))
+    t = clgrad.tensor(np.array([[0, 3], [-100, 1], [2, 2]]))
+    w = clgrad.tensor(RNG.uniform(0.5, 2.0, 4))
+    leaf, view = leaf_and_view(x)
+    assert gradcheck(lambda a: F.cross_entropy(view(a), t, w, label_smoothing=0.15), [leaf])
+
+
+def test_cross_entropy_is_two_launches_forward_one_backward():
+    x = clgrad.tensor(RNG.standard_normal((8, 10)), requires_grad=True)
+    t = clgrad.tensor(RNG.integers(0, 10, 8))
+    F.cross_entropy(x, t)        # compile first
+    n0 = launch_count()
+    loss = F.cross_entropy(x, t, label_smoothing=0.1)
+    n1 = launch_count()
+    with clgrad.no_grad():
+        gx, = loss.grad_fn.backward_fn(clgrad.tensor(1.0, dtype=clgrad.float64))
+    n2 = launch_count()
+    assert n1 - n0 == 2
+    assert n2 - n1 == 1
+    np.testing.assert_allclose(gx.numpy().sum(1), 0, atol=1e-12)   # softmax rows sum to 1
+
+
+def test_cross_entropy_target_out_of_range_raises_before_any_launch():
+    x = clgrad.zeros(3, 4)
+    for bad in ([0, 4, 1], [0, -1, 1]):
+        t = clgrad.tensor(bad)
+        n0 = launch_count()
+        with pytest.raises(IndexError, match=f"target {bad[1]} is out of bounds"):
+            F.cross_entropy(x, t)
+        assert launch_count() == n0
+    # ignore_index may lie outside [0, C)
+    assert F.cross_entropy(x, clgrad.tensor([0, 9, 1]), ignore_index=9).item() == \
+        pytest.approx(np.log(4))
+
+
+def test_cross_entropy_all_ignored():
+    x = clgrad.tensor(RNG.standard_normal((2, 3)))
+    t = clgrad.tensor([-100, -100])
+    assert np.isnan(F.cross_entropy(x, t).item())
+    assert F.cross_entropy(x, t, reduction="sum").item() == 0.0
+
+
+def test_cross_entropy_probability_targets():
+    x = RNG.standard_normal((4, 3, 2))
+    q = np.exp(ref_log_softmax(RNG.standard_normal((4, 3, 2)), 1))
+    w = RNG.uniform(0.5, 2.0, 3)
+    eps = 0.2
+    qs = q * (1 - eps) + eps / 3
+    want = -(ref_log_softmax(x, 1) * qs * w[None, :, None]).sum(1).mean()
+    got = F.cross_entropy(strided(x), strided(q), strided(w), label_smoothing=eps)
+    np.testing.assert_allclose(got.item(), want, rtol=1e-12)
+
+
+def test_cross_entropy_float32_large_logits():
+    x = np.array([[1e4, 0.0, -1e4], [1e8, 1e8, 1e8]], dtype=np.float32)
+    xt = strided(x, clgrad.float32).requires_grad_()
+    got = F.cross_entropy(xt, clgrad.tensor([1, 2]), reduction="none")
+    np.testing.assert_allclose(got.numpy(), [1e4, np.log(3)], rtol=1e-6)
+    got.sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), [[1, -1, 0], [1 / 3, 1 / 3, -2 / 3]],
+                               rtol=1e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("call,err,match", [
+    (lambda x, t: F.cross_entropy(x, t[:2]), ValueError, r"target of shape \(3,\)"),
+    (lambda x, t: F.cross_entropy(x, t, reduction="avg"), ValueError, "reduction"),
+    (lambda x, t: F.cross_entropy(x, t, label_smoothing=1.5), ValueError, "label_smoothing"),
+    (lambda x, t: F.cross_entropy(x, t, clgrad.ones(5)), ValueError, r"weight of shape \(4,\)"),
+    (lambda x, t: F.nll_loss(x.long(), t), TypeError, "floating point"),
+])
+def test_cross_entropy_rejects_bad_arguments(call, err, match):
+    with pytest.raises(err, match=match):
+        call(clgrad.zeros(3, 4), clgrad.tensor([0, 1, 2]))
+
+
+# -- nll_loss ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_forward_backward(reduction):
+    logp = ref_log_softmax(RNG.standard_normal((4, 5, 3)), 1)
+    t = RNG.integers(0, 5, (4, 3))
+    t[1, 2] = -100
+    w = RNG.uniform(0.5, 2.0, 5)
+    want = ref_reduce(*ref_nll_rows(logp, t, w, -100, 0.0), reduction)
+    leaf, view = leaf_and_view(logp)
+    out = F.nll_loss(view(leaf), clgrad.tensor(t), strided(w), reduction=reduction)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    g = RNG.standard_normal(np.shape(want))
+    out.backward(strided(g))
+    want_gx = numeric_vjp(lambda a: ref_reduce(*ref_nll_rows(a, t, w, -100, 0.0), reduction),
+                          logp, g)
+    np.testing.assert_allclose(view(leaf.grad).numpy(), want_gx, rtol=1e-6, atol=1e-9)
+
+
+def test_nll_of_log_softmax_is_cross_entropy():
+    x = strided(RNG.standard_normal((6, 7)))
+    t = RNG.integers(0, 7, 6)
+    want = ref_cross_entropy(x.numpy(), t)
+    np.testing.assert_allclose(F.nll_loss(F.log_softmax(x, 1), clgrad.tensor(t)).item(), want,
+                               rtol=1e-12)
+    t32 = clgrad.tensor(t, dtype=clgrad.int32)                  # int32 targets are accepted
+    np.testing.assert_allclose(F.cross_entropy(x, t32).item(), want, rtol=1e-12)
+
+
+# -- mse_loss ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss(reduction):
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    la, va = leaf_and_view(a)
+    lb, vb = leaf_and_view(b)
+    out = F.mse_loss(va(la), vb(lb), reduction)
+    d = a - b
+    want = {"mean": (d * d).mean(), "sum": (d * d).sum(), "none": d * d}[reduction]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    g = RNG.standard_normal(np.shape(want))
+    out.backward(strided(g))
+    scale = {"mean": 2 * g / d.size, "sum": 2 * g, "none": 2 * g}[reduction]
+    np.testing.assert_allclose(va(la.grad).numpy(), scale * d, rtol=1e-12)
+    np.testing.assert_allclose(vb(lb.grad).numpy(), -scale * d, rtol=1e-12)

@@ -1,0 +1,107 @@
+"""matmul / @ / mm / bmm / dot on strided operands with broadcast batch dims, against NumPy."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import clgrad
+from strided import NP, broadcastable_shapes, strided_pair, values
+
+F32, F64, I64 = clgrad.float32, clgrad.float64, clgrad.int64
+
+
+def examples(n: int) -> int:
+    return int(os.environ.get("CLGRAD_HYPOTHESIS_EXAMPLES", n))
+
+
+def check_product(out, a_np, b_np, dtype, what=""):
+    ref = np.matmul(a_np.astype(np.float64), b_np.astype(np.float64))
+    scale = np.matmul(np.abs(a_np.astype(np.float64)), np.abs(b_np.astype(np.float64)))
+    assert tuple(out.shape) == ref.shape, what
+    assert out.dtype is dtype
+    if dtype is F32:
+        np.testing.assert_allclose(out.numpy(), ref, rtol=0, atol=1e-6 + 2e-6 * scale.max(
+            initial=0), err_msg=what)
+    elif dtype is F64:
+        np.testing.assert_allclose(out.numpy(), ref, rtol=0, atol=1e-14 * (1 + scale.max(
+            initial=0)), err_msg=what)
+    else:
+        np.testing.assert_array_equal(out.numpy(), ref.astype(np.int64), err_msg=what)
+
+
+SIDES = [1, 2, 3, 5, 17, 31, 32, 33]
+
+
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+@settings(max_examples=examples(30))
+@given(data=st.data())
+def test_matmul_broadcast_batch_on_strided_operands(dtype, data):
+    m, k, n = (data.draw(st.sampled_from(SIDES), label=x) for x in "mkn")
+    batch = tuple(data.draw(st.lists(st.integers(1, 3), max_size=2), label="batch"))
+    ba = data.draw(broadcastable_shapes(batch), label="batch_a")
+    bb = data.draw(broadcastable_shapes(batch), label="batch_b")
+    a_shape, b_shape = ba + (m, k), bb + (k, n)
+    # 1-D operands sometimes (PyTorch's vector rules)
+    if data.draw(st.integers(0, 4), label="a_vec") == 0:
+        a_shape = (k,)
+    if data.draw(st.integers(0, 4), label="b_vec") == 0:
+        b_shape = (k,)
+    a_np, a = data.draw(strided_pair(a_shape, dtype))
+    b_np, b = data.draw(strided_pair(b_shape, dtype))
+    what = f"{a_shape} {a.stride()} @ {b_shape} {b.stride()}"
+    check_product(a @ b, a_np, b_np, dtype, what)
+    np.testing.assert_array_equal(a.numpy(), a_np)
+    np.testing.assert_array_equal(b.numpy(), b_np)
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (64, 64, 64), (65, 33, 31), (257, 17, 129),
+                                     (3, 1025, 5), (130, 70, 1)])
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_sizes_around_tiles(m, k, n, dtype):
+    rng = np.random.default_rng(m * k * n)
+    a_np = values(rng, (k, m), dtype)            # stored transposed: A is read by its strides
+    b_full = values(rng, (n, 2 * k), dtype)      # B: every other column, transposed
+    a, b = clgrad.tensor(a_np).T, clgrad.tensor(b_full)[:, ::2].T
+    b_np = b_full[:, ::2]
+    check_product(a @ b, a_np.T, b_np.T, dtype, f"{m}x{k}x{n}")
+
+
+def test_transposed_operand_is_read_through_strides():
+    a_np = np.arange(6.0).reshape(2, 3)
+    a = clgrad.tensor(a_np)
+    np.testing.assert_array_equal((a.T @ a).numpy(), a_np.T @ a_np)
+    np.testing.assert_array_equal((a @ a.T).numpy(), a_np @ a_np.T)
+    np.testing.assert_array_equal((a.mT @ a.T.mT).numpy(), a_np.T @ a_np)
+    # a stride-0 (expanded) batch of one matrix against a batch of three
+    bb_np = np.arange(36.0).reshape(3, 3, 4)
+    bb = clgrad.tensor(bb_np)
+    np.testing.assert_array_equal((a.expand(3, 2, 3) @ bb).numpy(), a_np @ bb_np)
+    np.testing.assert_array_equal((a @ bb).numpy(), a_np @ bb_np)
+    np.testing.assert_array_equal(clgrad.bmm(a.expand(3, 2, 3), bb).numpy(), a_np @ bb_np)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_mm_dot_and_vectors(dtype):
+    rng = np.random.default_rng(7)
+    x_np, y_np = values(rng, (5, 4), dtype), values(rng, (4, 3), dtype)
+    v_np, w_np = values(rng, (4,), dtype), values(rng, (4,), dtype)
+    x, y, v, w = (clgrad.tensor(t) for t in (x_np, y_np, v_np, w_np))
+    tol = 1e-6 if dtype is F32 else 1e-14
+    np.testing.assert_allclose(clgrad.mm(x, y).numpy(), x_np.astype(np.float64) @ y_np, atol=tol)
+    d = clgrad.dot(v, w)
+    assert d.shape == () and d.dtype is dtype
+    np.testing.assert_allclose(d.item(), np.dot(v_np.astype(np.float64), w_np), atol=tol)
+    np.testing.assert_allclose((x @ v).numpy(), x_np.astype(np.float64) @ v_np, atol=tol)
+    np.testing.assert_allclose((v @ y).numpy(), v_np.astype(np.float64) @ y_np, atol=tol)
+    assert (x @ v).shape == (5,) and (v @ y).shape == (3,)
+
+
+def test_empty_and_k_zero_products():
+    a = clgrad.ones(0, 3)
+    assert (a @ clgrad.ones(3, 4)).shape == (0, 4)
+    z = clgrad.ones(2, 0) @ clgrad.ones(0, 5)
+    np.testing.assert_array_equal(z.numpy(), np.zeros((2, 5)))
+    zb = clgrad.ones(3, 2, 0) @ clgrad.ones(0, 4)
+    np.testing.assert_array_equal(zb.numpy(), np.zeros((3, 2, 4)))
+    assert (clgrad.ones(0, 2, 3) @ clgrad.ones(3, 4)).shape == (0, 2, 4)

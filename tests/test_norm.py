@@ -1,0 +1,204 @@
+"""batch_norm and local_response_norm against float64 NumPy references.
+
+Inputs, parameters and running statistics are non-contiguous views; backward is checked
+against closed forms / NumPy finite differences and by gradcheck in float64.
+"""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck
+
+RNG = np.random.default_rng(11)
+
+
+def strided(a, dtype=clgrad.float64):
+    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
+    stepped by 2."""
+    a = np.asarray(a, dtype=np.float64)
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+    big[..., ::2] = a
+    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
+    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
+    return t.permute(*reversed(range(a.ndim)))[..., ::2]
+
+
+def leaf_and_view(a):
+    """A float64 leaf that requires grad and a function giving its non-contiguous view."""
+    rev = tuple(reversed(range(a.ndim)))
+    leaf = clgrad.tensor(np.ascontiguousarray(np.transpose(a, rev)), dtype=clgrad.float64,
+                         requires_grad=True)
+    return leaf, lambda t: t.permute(*rev)
+
+
+def numeric_vjp(f, x, g, h=1e-6):
+    """sum(g * df/dx) by central differences of the NumPy reference ``f``."""
+    out = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
+    return out
+
+
+# -- batch_norm -------------------------------------------------------------------------------
+def bshape(x):
+    return (1, -1) + (1,) * (x.ndim - 2)
+
+
+def ref_bn(x, rm, rv, w, b, training, momentum, eps):
+    """(y, new running mean, new running var)."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        m = x.size // x.shape[1]
+        mean, var = x.mean(axes), x.var(axes)
+        if rm is not None:
+            rm = (1 - momentum) * rm + momentum * mean
+            rv = (1 - momentum) * rv + momentum * var * m / (m - 1)
+    else:
+        mean, var = rm, rv
+    y = (x - mean.reshape(bshape(x))) / np.sqrt(var.reshape(bshape(x)) + eps)
+    if w is not None:
+        y = y * w.reshape(bshape(x))
+    if b is not None:
+        y = y + b.reshape(bshape(x))
+    return y, rm, rv
+
+
+def ref_bn_grad(x, g, w, mean, var, eps, training):
+    """(gx, gw, gb): the closed forms of batch norm's backward."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    m = x.size // x.shape[1]
+    invstd = 1 / np.sqrt(var + eps)
+    xh = (x - mean.reshape(bshape(x))) * invstd.reshape(bshape(x))
+    gb, gw = g.sum(axes), (g * xh).sum(axes)
+    k = ((w if w is not None else 1) * invstd).reshape(bshape(x))
+    if training:
+        gx = k / m * (m * g - gb.reshape(bshape(x)) - xh * gw.reshape(bshape(x)))
+    else:
+        gx = k * g
+    return gx, gw, gb
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 2), (6, 5), (3, 4, 7), (3, 2, 40, 41)])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_forward_backward(shape, training):
+    c = shape[1]
+    x = RNG.standard_normal(shape) * 2 + 0.5
+    w, b = RNG.uniform(0.5, 1.5, c), RNG.standard_normal(c)
+    rm, rv = RNG.standard_normal(c), RNG.uniform(0.5, 2.0, c)
+    want, want_rm, want_rv = ref_bn(x, rm, rv, w, b, training, 0.3, 1e-4)
+    rm_t, rv_t = strided(rm), strided(rv)
+    leaf, view = leaf_and_view(x)
+    wt, bt = strided(w).requires_grad_(), strided(b).requires_grad_()
+    y = F.batch_norm(view(leaf), rm_t, rv_t, wt, bt, training, 0.3, 1e-4)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rm_t.numpy(), want_rm, rtol=1e-12)   # written through the view
+    np.testing.assert_allclose(rv_t.numpy(), want_rv, rtol=1e-12)
+
+    g = RNG.standard_normal(shape)
+    y.backward(strided(g))
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean, var = (x.mean(axes), x.var(axes)) if training else (rm, rv)
+    gx, gw, gb = ref_bn_grad(x, g, w, mean, var, 1e-4, training)
+    np.testing.assert_allclose(view(leaf.grad).numpy(), gx, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-9, atol=1e-11)
+
+
+def test_batch_norm_without_affine_or_running_stats():
+    x = RNG.standard_normal((5, 3, 4))
+    y = F.batch_norm(strided(x), None, None, training=True)
+    np.testing.assert_allclose(y.numpy(), ref_bn(x, None, None, None, None, True, 0.1, 1e-5)[0],
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_batch_norm_running_stats_bump_version_only_in_training():
+    x = clgrad.tensor(RNG.standard_normal((4, 2, 3)), dtype=clgrad.float32)
+    rm, rv = clgrad.zeros(2), clgrad.ones(2)
+    v0 = rm._version
+    F.batch_norm(x, rm, rv, training=False)
+    assert rm._version == v0 and np.all(rm.numpy() == 0)
+    F.batch_norm(x, rm, rv, training=True)
+    assert rm._version > v0 and rv._version > v0
+
+
+def test_batch_norm_float32_two_pass_variance():
+    # a large common offset: E[x^2] - E[x]^2 would lose every digit of the variance in float32
+    x = (1000.0 + RNG.standard_normal((8, 2, 16, 16))).astype(np.float32)
+    rm, rv = clgrad.zeros(2), clgrad.ones(2)
+    y = F.batch_norm(strided(x, clgrad.float32), rm, rv, training=True, momentum=1.0)
+    xd = x.astype(np.float64)
+    np.testing.assert_allclose(rv.numpy(), xd.var((0, 2, 3), ddof=1), rtol=1e-4)
+    np.testing.assert_allclose(y.numpy(), ref_bn(xd, None, None, None, None, True, 0, 1e-5)[0],
+                               atol=2e-3)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_gradcheck(training):
+    x = RNG.standard_normal((3, 2, 2, 3))
+    leaf, view = leaf_and_view(x)
+    w = clgrad.tensor(RNG.uniform(0.5, 1.5, 2), requires_grad=True)
+    b = clgrad.tensor(RNG.standard_normal(2), requires_grad=True)
+    rm, rv = clgrad.zeros(2, dtype=clgrad.float64), clgrad.ones(2, dtype=clgrad.float64)
+    # running stats: updated on every call in training, so gradcheck runs without them there
+    stats = (None, None) if training else (rm, rv)
+    assert gradcheck(lambda t, w_, b_: F.batch_norm(view(t), *stats, w_, b_, training),
+                     [leaf, w, b])
+
+
+def test_batch_norm_rejects_bad_input():
+    x = clgrad.zeros(4, 3, 2)
+    with pytest.raises(ValueError, match="more than 1 value per channel"):
+        F.batch_norm(clgrad.zeros(1, 3), None, None, training=True)
+    with pytest.raises(RuntimeError, match="running_mean and running_var"):
+        F.batch_norm(x, None, None, training=False)
+    with pytest.raises(RuntimeError, match=r"weight of shape \(3,\)"):
+        F.batch_norm(x, None, None, clgrad.ones(4), training=True)
+    with pytest.raises(TypeError, match="dtype"):
+        F.batch_norm(x, clgrad.zeros(3, dtype=clgrad.float64), clgrad.ones(3))
+    with pytest.raises(RuntimeError, match="2 or more dims"):
+        F.batch_norm(clgrad.zeros(3), None, None, training=True)
+
+
+# -- local_response_norm ----------------------------------------------------------------------
+def ref_lrn(x, size, alpha, beta, k):
+    c = x.shape[1]
+    sq = np.zeros_like(x)
+    for ch in range(c):
+        lo, hi = ch - size // 2, ch + (size - 1) // 2
+        for q in range(max(lo, 0), min(hi, c - 1) + 1):
+            sq[:, ch] += x[:, q] ** 2
+    return x / (k + alpha / size * sq) ** beta
+
+
+@pytest.mark.parametrize("shape,size,beta", [((2, 6, 3, 4), 5, 0.75), ((2, 4, 5), 2, 0.6),
+                                             ((1, 3, 2, 2, 3), 4, 0.75), ((2, 5, 3), 1, 1.3)])
+def test_local_response_norm(shape, size, beta):
+    x = RNG.standard_normal(shape) * 3
+    alpha, k = 0.3, 1.5     # large alpha so the neighbours matter
+    want = ref_lrn(x, size, alpha, beta, k)
+    leaf, view = leaf_and_view(x)
+    y = F.local_response_norm(view(leaf), size, alpha, beta, k)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+    g = RNG.standard_normal(shape)
+    y.backward(strided(g))
+    want_gx = numeric_vjp(lambda a: ref_lrn(a, size, alpha, beta, k), x, g)
+    np.testing.assert_allclose(view(leaf.grad).numpy(), want_gx, rtol=1e-6, atol=1e-8)
+
+
+def test_local_response_norm_alexnet_defaults_and_gradcheck():
+    x = RNG.standard_normal((1, 7, 2, 3)) * 30
+    np.testing.assert_allclose(F.local_response_norm(strided(x), 5, 1e-4, 0.75, 2.0).numpy(),
+                               ref_lrn(x, 5, 1e-4, 0.75, 2.0), rtol=1e-12)
+    leaf, view = leaf_and_view(x[:, :5] / 30)
+    assert gradcheck(lambda t: F.local_response_norm(view(t), 3, 0.5, 0.6, 1.0), [leaf])
+
+
+def test_local_response_norm_rejects_bad_input():
+    with pytest.raises(RuntimeError, match="3D or higher"):
+        F.local_response_norm(clgrad.zeros(2, 3), 2)
+    with pytest.raises(ValueError, match="size >= 1"):
+        F.local_response_norm(clgrad.zeros(2, 3, 4), 0)

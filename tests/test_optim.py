@@ -1,0 +1,297 @@
+"""Optimizers and schedulers against NumPy re-implementations of PyTorch's update equations.
+
+Parameters are float64 non-contiguous views (transposed, with an offset) so the fused kernels
+are checked on strided operands; gradients depend on the current parameters, so a wrong update
+in one step shows in every later one.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import optim
+from clgrad.device import launch_count
+from clgrad.optim import lr_scheduler
+
+STEPS = 6
+
+
+def _grad_fn(p):
+    """A gradient that depends on the parameters (of the loss sum(p^4/4 - p^2/4 + c p))."""
+    c = np.linspace(-0.5, 0.5, p.size).reshape(p.shape)
+    return p ** 3 - 0.5 * p + c
+
+
+# -- NumPy references (PyTorch's torch.optim single-tensor equations) ---------------------------
+def ref_sgd(p, steps, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    p, buf, out = p.copy(), None, []
+    for _ in range(steps):
+        d = _grad_fn(p) + weight_decay * p
+        if momentum:
+            buf = d.copy() if buf is None else momentum * buf + (1 - dampening) * d
+            d = d + momentum * buf if nesterov else buf
+        p = p - lr * d
+        out.append(p.copy())
+    return out
+
+
+def ref_adam(p, steps, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+             decoupled=False):
+    p, m, v, out = p.copy(), np.zeros_like(p), np.zeros_like(p), []
+    b1, b2 = betas
+    for t in range(1, steps + 1):
+        g = _grad_fn(p)
+        if decoupled:
+            p = p * (1 - lr * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        denom = np.sqrt(v) / math.sqrt(1 - b2 ** t) + eps
+        p = p - lr / (1 - b1 ** t) * m / denom
+        out.append(p.copy())
+    return out
+
+
+CASES = [
+    ("sgd", optim.SGD, dict(lr=0.1), ref_sgd),
+    ("sgd_wd", optim.SGD, dict(lr=0.1, weight_decay=0.05), ref_sgd),
+    ("momentum", optim.SGD, dict(lr=0.05, momentum=0.9), ref_sgd),
+    ("dampening", optim.SGD, dict(lr=0.05, momentum=0.8, dampening=0.3, weight_decay=0.01),
+     ref_sgd),
+    ("nesterov", optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.02),
+     ref_sgd),
+    ("adam", optim.Adam, dict(lr=0.01), ref_adam),
+    ("adam_l2", optim.Adam, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1),
+     ref_adam),
+    ("adamw", optim.AdamW, dict(lr=0.01, weight_decay=0.1),
+     lambda p, s, **kw: ref_adam(p, s, decoupled=True, **kw)),
+]
+
+
+def _strided_leaf(values):
+    """A float64 leaf whose layout is a transposed view at an offset of a bigger buffer."""
+    rows, cols = values.shape
+    big = np.zeros((cols + 1, rows + 2))
+    big[1:, 2:] = values.T
+    t = clgrad.tensor(big, dtype=clgrad.float64)[1:, 2:].t().detach()
+    assert not t.is_contiguous() and t.storage_offset() > 0
+    return t.requires_grad_(True)
+
+
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_trajectory_matches_numpy(name, cls, kwargs, ref):
+    p0 = np.random.default_rng(1).uniform(-1.5, 1.5, (5, 7))
+    p = _strided_leaf(p0)
+    opt = cls([p], **kwargs)
+    expected = ref(p0, STEPS, **kwargs)
+    for step in range(STEPS):
+        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        opt.step()
+        np.testing.assert_allclose(p.numpy(), expected[step], rtol=1e-12, atol=1e-13,
+                                   err_msg=f"{name}, step {step + 1}")
+
+
+def test_adam_l2_and_adamw_decay_differ():
+    p0 = np.random.default_rng(2).uniform(-1, 1, (4, 3))
+    l2 = ref_adam(p0, 3, lr=0.01, weight_decay=0.5)[-1]
+    dec = ref_adam(p0, 3, lr=0.01, weight_decay=0.5, decoupled=True)[-1]
+    assert np.abs(l2 - dec).max() > 1e-3  # the references really tell the two apart
+    for cls, want in ((optim.Adam, l2), (optim.AdamW, dec)):
+        p = clgrad.tensor(p0, dtype=clgrad.float64, requires_grad=True)
+        opt = cls([p], lr=0.01, weight_decay=0.5)
+        for _ in range(3):
+            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+            opt.step()
+        np.testing.assert_allclose(p.numpy(), want, rtol=1e-12)
+
+
+def test_float32_update_matches_float64_reference():
+    p0 = np.random.default_rng(3).uniform(-1, 1, (300,))
+    p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
+    opt = optim.Adam([p], lr=0.01)
+    for _ in range(4):
+        p.grad = clgrad.tensor(_grad_fn(p.numpy().astype(np.float64)).astype(np.float32))
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), ref_adam(p0, 4, lr=0.01)[-1], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.1, momentum=0.9)),
+                                        (optim.Adam, dict(lr=0.1))])
+def test_one_launch_per_parameter_per_step(cls, kwargs):
+    ps = [clgrad.randn(3, 4, requires_grad=True), clgrad.randn(5, requires_grad=True),
+          clgrad.randn(2, 2, 2, requires_grad=True)]
+    for p in ps:
+        p.grad = clgrad.ones_like(p)
+    opt = cls(ps, **kwargs)
+    opt.step()  # first step allocates state
+    before = launch_count()
+    opt.step()
+    assert launch_count() - before == len(ps)
+
+
+def test_param_groups_use_their_own_hyperparameters():
+    a0, b0 = np.full((3,), 1.0), np.full((2,), 2.0)
+    a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
+    b = clgrad.tensor(b0, dtype=clgrad.float64, requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5, "momentum": 0.9}], lr=0.1)
+    assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
+    assert opt.param_groups[0]["momentum"] == 0
+    for _ in range(3):
+        a.grad = clgrad.tensor(_grad_fn(a.numpy()), dtype=clgrad.float64)
+        b.grad = clgrad.tensor(_grad_fn(b.numpy()), dtype=clgrad.float64)
+        opt.step()
+    np.testing.assert_allclose(a.numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
+    np.testing.assert_allclose(b.numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1], rtol=1e-12)
+
+
+def test_step_skips_parameters_without_grad_and_zero_grad():
+    a = clgrad.ones(3, requires_grad=True)
+    b = clgrad.ones(3, requires_grad=True)
+    opt = optim.SGD([a, b], lr=1.0)
+    a.grad = clgrad.full((3,), 0.5)
+    opt.step()
+    assert a.tolist() == [0.5] * 3 and b.tolist() == [1.0] * 3
+    opt.zero_grad(set_to_none=False)
+    assert a.grad.tolist() == [0.0] * 3 and b.grad is None
+    opt.zero_grad()
+    assert a.grad is None
+
+
+def test_closure_is_evaluated_with_grad():
+    w = clgrad.tensor([2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.25)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+    with clgrad.no_grad():
+        loss = opt.step(closure)
+    assert loss.item() == 4.0 and w.item() == 1.0  # 2 - 0.25 * 4
+
+
+@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.05, momentum=0.9,
+                                                         nesterov=True)),
+                                        (optim.AdamW, dict(lr=0.02, weight_decay=0.1))])
+def test_state_dict_round_trip_through_a_checkpoint(tmp_path, cls, kwargs):
+    p0 = np.random.default_rng(4).uniform(-1, 1, (4, 5))
+    p = clgrad.tensor(p0, dtype=clgrad.float64, requires_grad=True)
+    opt = cls([p], **kwargs)
+
+    def run(param, optimizer, steps):
+        for _ in range(steps):
+            param.grad = clgrad.tensor(_grad_fn(param.numpy()), dtype=clgrad.float64)
+            optimizer.step()
+    run(p, opt, 3)
+    clgrad.save({"p": p.detach(), "opt": opt.state_dict()}, tmp_path / "ckpt.safetensors")
+    ck = clgrad.load(tmp_path / "ckpt.safetensors")
+    q = ck["p"].requires_grad_(True)
+    opt2 = cls([q], lr=123.0)
+    opt2.load_state_dict(ck["opt"])
+    assert opt2.param_groups[0]["lr"] == kwargs["lr"]
+    run(p, opt, 2)
+    run(q, opt2, 2)
+    np.testing.assert_array_equal(q.numpy(), p.numpy())
+
+
+def test_load_state_dict_copies_and_accepts_int_keys():
+    p = clgrad.ones(3, requires_grad=True)
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = clgrad.ones(3)
+    opt.step()
+    sd = opt.state_dict()
+    assert list(sd["state"]) == ["0"] and sd["param_groups"][0]["params"] == [0]
+    sd["state"] = {int(k): v for k, v in sd["state"].items()}
+    opt2 = optim.SGD([clgrad.ones(3, requires_grad=True)], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(sd)
+    buf2 = next(iter(opt2.state.values()))["momentum_buffer"]
+    assert buf2._storage is not opt.state[p]["momentum_buffer"]._storage
+    assert buf2.tolist() == [1.0] * 3
+
+
+def test_load_state_dict_rejects_other_layouts():
+    opt = optim.SGD([clgrad.ones(3, requires_grad=True)], lr=0.1)
+    other = optim.SGD([clgrad.ones(3, requires_grad=True), clgrad.ones(2, requires_grad=True)],
+                      lr=0.1)
+    with pytest.raises(ValueError, match="parameter group 0 of 2 parameters"):
+        opt.load_state_dict(other.state_dict())
+    two = optim.SGD([{"params": [clgrad.ones(1, requires_grad=True)]},
+                     {"params": [clgrad.ones(1, requires_grad=True)]}], lr=0.1)
+    with pytest.raises(ValueError, match="2 parameter groups"):
+        opt.load_state_dict(two.state_dict())
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda p: optim.SGD([p], lr=-1), "lr >= 0"),
+    (lambda p: optim.SGD([p], lr=0.1, nesterov=True), "Nesterov"),
+    (lambda p: optim.SGD([p], lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov"),
+    (lambda p: optim.SGD([p]), "required optimization parameter lr"),
+    (lambda p: optim.Adam([p], betas=(0.9, 1.0)), "betas"),
+    (lambda p: optim.Adam([p], eps=-1), "eps"),
+    (lambda p: optim.AdamW([p], weight_decay=-0.1), "weight_decay"),
+    (lambda p: optim.SGD([], lr=0.1), "empty parameter list"),
+    (lambda p: optim.SGD([p, p], lr=0.1), "more than one"),
+])
+def test_bad_arguments_raise_value_error(make, match):
+    with pytest.raises(ValueError, match=match):
+        make(clgrad.ones(2, requires_grad=True))
+
+
+def test_non_leaf_and_set_raise_type_error():
+    p = clgrad.ones(2, requires_grad=True)
+    with pytest.raises(TypeError, match="non-leaf"):
+        optim.SGD([p * 2], lr=0.1)
+    with pytest.raises(TypeError, match="ordered"):
+        optim.SGD([{"params": {p}}], lr=0.1)
+
+
+# -- schedulers -------------------------------------------------------------------------------
+def _lrs(sched, epochs):
+    out = [sched.get_last_lr()]
+    for _ in range(epochs):
+        sched.optimizer.step()
+        sched.step()
+        out.append(sched.get_last_lr())
+    return out
+
+
+def test_step_lr():
+    opt = optim.SGD([{"params": [clgrad.ones(1, requires_grad=True)]},
+                     {"params": [clgrad.ones(1, requires_grad=True)], "lr": 1.0}], lr=0.1)
+    lrs = _lrs(lr_scheduler.StepLR(opt, step_size=3, gamma=0.5), 8)
+    want = [[0.1 * 0.5 ** (e // 3), 1.0 * 0.5 ** (e // 3)] for e in range(9)]
+    np.testing.assert_allclose(lrs, want, rtol=1e-15)
+    assert opt.param_groups[1]["lr"] == want[-1][1]
+
+
+def test_cosine_annealing_lr():
+    opt = optim.Adam([clgrad.ones(1, requires_grad=True)], lr=0.4)
+    lrs = _lrs(lr_scheduler.CosineAnnealingLR(opt, T_max=5, eta_min=0.1), 10)
+    want = [[0.1 + 0.3 * (1 + math.cos(math.pi * e / 5)) / 2] for e in range(11)]
+    np.testing.assert_allclose(lrs, want, rtol=1e-14)
+    assert lrs[5] == pytest.approx([0.1]) and lrs[10] == pytest.approx([0.4])
+
+
+def test_scheduler_state_dict_resumes():
+    def make():
+        opt = optim.SGD([clgrad.ones(1, requires_grad=True)], lr=1.0)
+        return opt, lr_scheduler.CosineAnnealingLR(opt, T_max=7)
+    opt, sched = make()
+    _lrs(sched, 3)
+    saved_opt, saved = opt.state_dict(), sched.state_dict()
+    assert "optimizer" not in saved
+    opt2, sched2 = make()
+    opt2.load_state_dict(saved_opt)
+    sched2.load_state_dict(saved)
+    np.testing.assert_allclose(_lrs(sched2, 2), _lrs(sched, 2), rtol=0)
+
+
+def test_scheduler_resume_needs_initial_lr():
+    opt = optim.SGD([clgrad.ones(1, requires_grad=True)], lr=1.0)
+    with pytest.raises(KeyError, match="initial_lr"):
+        lr_scheduler.StepLR(opt, step_size=2, last_epoch=4)
+    with pytest.raises(ValueError, match="step_size"):
+        lr_scheduler.StepLR(opt, step_size=0)

@@ -1,0 +1,276 @@
+"""Pooling against float64 NumPy loops: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+
+Inputs are non-contiguous views (offset, reversed storage order, a step); gradients are checked
+against the NumPy backward and by gradcheck in float64.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.autograd import gradcheck
+
+RNG = np.random.default_rng(7)
+
+
+def strided(a, dtype=clgrad.float64):
+    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
+    stepped by 2."""
+    a = np.asarray(a, dtype=np.float64)
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+    big[..., ::2] = a
+    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
+    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
+    return t.permute(*reversed(range(a.ndim)))[..., ::2]
+
+
+def leaf_and_view(a):
+    """A float64 leaf that requires grad, and a function giving its non-contiguous view of
+    ``a``'s shape (built inside gradcheck's function, as a view op)."""
+    rev = tuple(reversed(range(a.ndim)))
+    leaf = clgrad.tensor(np.ascontiguousarray(a.transpose(rev)), dtype=clgrad.float64,
+                         requires_grad=True)
+    return leaf, lambda t: t.permute(*rev)
+
+
+# -- NumPy references -------------------------------------------------------------------------
+def out_size(n, k, s, p, d, ceil_mode):
+    span = n + 2 * p - d * (k - 1) - 1
+    o = (math.ceil(span / s) if ceil_mode else math.floor(span / s)) + 1
+    if ceil_mode and (o - 1) * s >= n + p:  # the last window must start inside
+        o -= 1
+    return o
+
+
+def ref_max_pool(x, k, s, p, d, ceil_mode):
+    n, c, h, w = x.shape
+    oh, ow = (out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
+              out_size(w, k[1], s[1], p[1], d[1], ceil_mode))
+    out = np.full((n, c, oh, ow), -np.inf)
+    idx = np.full((n, c, oh, ow), -1, dtype=np.int64)
+    for i in range(oh):
+        for j in range(ow):
+            for a in range(k[0]):
+                for b in range(k[1]):
+                    y, xx = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
+                    if not (0 <= y < h and 0 <= xx < w):
+                        continue
+                    v = x[:, :, y, xx]
+                    better = (v > out[:, :, i, j]) | (idx[:, :, i, j] < 0)
+                    out[:, :, i, j] = np.where(better, v, out[:, :, i, j])
+                    idx[:, :, i, j] = np.where(better, y * w + xx, idx[:, :, i, j])
+    return out, idx
+
+
+def ref_max_pool_grad(x_shape, idx, g):
+    n, c, h, w = x_shape
+    gx = np.zeros((n, c, h * w))
+    for a in range(n):
+        for b in range(c):
+            np.add.at(gx[a, b], idx[a, b].reshape(-1), g[a, b].reshape(-1))
+    return gx.reshape(x_shape)
+
+
+def ref_avg_windows(h, w, k, s, p, ceil_mode, include_pad, divisor):
+    """[(oh, ow, rows, cols, divisor)] of PyTorch's avg_pool2d."""
+    oh, ow = out_size(h, k[0], s[0], p[0], 1, ceil_mode), out_size(w, k[1], s[1], p[1], 1,
+                                                                    ceil_mode)
+    wins = []
+    for i in range(oh):
+        for j in range(ow):
+            y0, x0 = i * s[0] - p[0], j * s[1] - p[1]
+            y1, x1 = min(y0 + k[0], h + p[0]), min(x0 + k[1], w + p[1])
+            pool = (y1 - y0) * (x1 - x0)
+            rows, cols = range(max(y0, 0), min(y1, h)), range(max(x0, 0), min(x1, w))
+            dv = divisor or (pool if include_pad else len(rows) * len(cols))
+            wins.append((i, j, rows, cols, dv))
+    return oh, ow, wins
+
+
+def ref_avg_pool(x, k, s, p, ceil_mode, include_pad, divisor, g=None):
+    n, c, h, w = x.shape
+    oh, ow, wins = ref_avg_windows(h, w, k, s, p, ceil_mode, include_pad, divisor)
+    out, gx = np.zeros((n, c, oh, ow)), np.zeros(x.shape)
+    for i, j, rows, cols, dv in wins:
+        if len(rows) and len(cols):
+            out[:, :, i, j] = x[:, :, rows][:, :, :, cols].sum((2, 3)) / dv
+            if g is not None:
+                gx[:, :, rows.start:rows.stop, cols.start:cols.stop] += \
+                    g[:, :, i, j][:, :, None, None] / dv
+    return out, gx
+
+
+def ref_adaptive(x, oh, ow, g=None):
+    n, c, h, w = x.shape
+    out, gx = np.zeros((n, c, oh, ow)), np.zeros(x.shape)
+    for i in range(oh):
+        y0, y1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+        for j in range(ow):
+            x0, x1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            cnt = (y1 - y0) * (x1 - x0)
+            out[:, :, i, j] = x[:, :, y0:y1, x0:x1].sum((2, 3)) / cnt
+            if g is not None:
+                gx[:, :, y0:y1, x0:x1] += g[:, :, i, j][:, :, None, None] / cnt
+    return out, gx
+
+
+# -- max_pool2d -------------------------------------------------------------------------------
+# (input shape, kernel, stride, padding, dilation, ceil_mode)
+MAX_CASES = [
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), False),
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), (1, 1), True),    # ceil adds a last window
+    ((1, 2, 5, 5), (2, 2), (2, 2), (1, 1), (1, 1), True),    # ceil's window would start in pad
+    ((2, 2, 9, 8), (3, 2), (2, 1), (1, 1), (2, 3), True),    # dilation, non-square
+    ((1, 3, 5, 5), (3, 3), (1, 1), (0, 0), (1, 1), False),   # overlapping windows
+    ((1, 1, 17, 3), (4, 1), (3, 1), (2, 0), (1, 1), True),
+]
+
+
+@pytest.mark.parametrize("shape,k,s,p,d,ceil", MAX_CASES)
+def test_max_pool2d_forward_backward(shape, k, s, p, d, ceil):
+    x = RNG.permutation(math.prod(shape)).reshape(shape) * 0.25 - 3.0   # distinct: no ties
+    out, idx = F.max_pool2d(strided(x), k, s, p, d, ceil_mode=ceil, return_indices=True)
+    want, want_idx = ref_max_pool(x, k, s, p, d, ceil)
+    assert tuple(out.shape) == want.shape
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), want_idx)
+    assert idx.dtype is clgrad.int64
+
+    leaf, view = leaf_and_view(x)
+    g = RNG.standard_normal(want.shape)
+    F.max_pool2d(view(leaf), k, s, p, d, ceil_mode=ceil).backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), ref_max_pool_grad(shape, want_idx, g),
+                               atol=1e-12)
+
+
+def test_max_pool2d_output_size_under_ceil_mode():
+    # H=5, k=2, s=2, p=1: floor gives 3; ceil would give 4 but that window starts in the pad
+    x = clgrad.zeros(1, 1, 5, 5)
+    assert tuple(F.max_pool2d(x, 2, 2, 1, ceil_mode=True).shape) == (1, 1, 3, 3)
+    assert tuple(F.avg_pool2d(x, 2, 2, 1, ceil_mode=True).shape) == (1, 1, 3, 3)
+    # H=8, k=3, s=2: floor 3, ceil 4 (the last window starts at row 6, inside)
+    x = clgrad.zeros(1, 1, 8, 8)
+    assert tuple(F.max_pool2d(x, 3, 2, ceil_mode=False).shape) == (1, 1, 3, 3)
+    assert tuple(F.max_pool2d(x, 3, 2, ceil_mode=True).shape) == (1, 1, 4, 4)
+
+
+def test_max_pool2d_padding_counts_as_minus_inf():
+    x = -np.arange(1.0, 17.0).reshape(1, 1, 4, 4)  # all negative: a zero pad would win
+    out = F.max_pool2d(strided(x), 3, 1, 1).numpy()
+    np.testing.assert_array_equal(out, ref_max_pool(x, (3, 3), (1, 1), (1, 1), (1, 1),
+                                                    False)[0])
+    assert out.max() < 0
+
+
+def test_max_pool2d_ties_send_gradient_to_one_element():
+    x = clgrad.ones(2, 3, 4, 4, dtype=clgrad.float64, requires_grad=True)
+    out, idx = F.max_pool2d(x, 2, 1, return_indices=True)   # overlapping 2x2 windows, all tied
+    out.sum().backward()
+    g = x.grad.numpy()
+    # each window's gradient goes to its first element (row-major): (i, j) for window (i, j)
+    want = np.zeros((4, 4))
+    want[:3, :3] = 1
+    np.testing.assert_array_equal(g, np.broadcast_to(want, g.shape))
+    np.testing.assert_array_equal(idx.numpy()[0, 0], np.arange(4 * 4).reshape(4, 4)[:3, :3])
+
+
+def test_max_pool2d_unbatched_and_float32():
+    x = RNG.standard_normal((3, 8, 5))
+    out = F.max_pool2d(strided(x, clgrad.float32), (2, 3), 2, (1, 1))
+    want = ref_max_pool(x.astype(np.float32)[None].astype(np.float64), (2, 3), (2, 2), (1, 1),
+                        (1, 1), False)[0][0]
+    assert out.dtype is clgrad.float32 and tuple(out.shape) == want.shape
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+
+
+def test_max_pool2d_gradcheck():
+    a = RNG.permutation(2 * 2 * 6 * 5).reshape(2, 2, 6, 5) * 0.1
+    leaf, view = leaf_and_view(a)
+    assert gradcheck(lambda t: F.max_pool2d(view(t), (3, 2), (2, 1), 1, (1, 2), True), [leaf])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(kernel_size=3, padding=2), "at most half"),
+    (dict(kernel_size=0), "kernel_size"),
+    (dict(kernel_size=2, stride=0), "stride"),
+    (dict(kernel_size=2, dilation=0), "dilation"),
+    (dict(kernel_size=2, padding=-1), "padding"),
+    (dict(kernel_size=9), "too small"),
+])
+def test_max_pool2d_rejects_bad_arguments(kwargs, match):
+    x = clgrad.zeros(1, 2, 5, 5)
+    before = clgrad.device.launch_count()
+    with pytest.raises(RuntimeError, match=match):
+        F.max_pool2d(x, **kwargs)
+    assert clgrad.device.launch_count() == before
+
+
+def test_pool_rejects_bad_inputs():
+    with pytest.raises(RuntimeError, match="3D .* or 4D"):
+        F.max_pool2d(clgrad.zeros(5, 5), 2)
+    with pytest.raises(TypeError, match="floating point"):
+        F.avg_pool2d(clgrad.zeros(1, 5, 5, dtype=clgrad.int64), 2)
+    with pytest.raises(TypeError, match="kernel_size"):
+        F.max_pool2d(clgrad.zeros(1, 5, 5), (2, 2, 2))
+    with pytest.raises(RuntimeError, match="divisor"):
+        F.avg_pool2d(clgrad.zeros(1, 5, 5), 2, divisor_override=0)
+
+
+# -- avg_pool2d -------------------------------------------------------------------------------
+# (input shape, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+AVG_CASES = [
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), False, True, None),
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), True, True, None),    # last window past the pad
+    ((2, 3, 7, 6), (3, 3), (2, 2), (1, 1), True, False, None),
+    ((1, 2, 5, 8), (2, 4), (1, 3), (1, 2), True, False, None),
+    ((1, 2, 5, 5), (3, 3), (2, 2), (1, 1), False, True, 5),
+    ((1, 1, 4, 4), (2, 2), (2, 2), (1, 1), True, True, None),    # half-padded edge windows
+]
+
+
+@pytest.mark.parametrize("shape,k,s,p,ceil,inc,div", AVG_CASES)
+def test_avg_pool2d_forward_backward(shape, k, s, p, ceil, inc, div):
+    x = RNG.standard_normal(shape)
+    want, _ = ref_avg_pool(x, k, s, p, ceil, inc, div)
+    out = F.avg_pool2d(strided(x), k, s, p, ceil, inc, div)
+    assert tuple(out.shape) == want.shape
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-14)
+
+    g = RNG.standard_normal(want.shape)
+    _, want_gx = ref_avg_pool(x, k, s, p, ceil, inc, div, g)
+    leaf, view = leaf_and_view(x)
+    F.avg_pool2d(view(leaf), k, s, p, ceil, inc, div).backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), want_gx, rtol=1e-12, atol=1e-14)
+
+
+def test_avg_pool2d_gradcheck():
+    leaf, view = leaf_and_view(RNG.standard_normal((2, 2, 5, 6)))
+    assert gradcheck(lambda t: F.avg_pool2d(view(t), 3, 2, 1, True, False), [leaf])
+
+
+# -- adaptive_avg_pool2d ----------------------------------------------------------------------
+@pytest.mark.parametrize("shape,size,want_hw", [
+    ((2, 3, 7, 5), (3, 2), (3, 2)),
+    ((1, 2, 5, 7), (7, 3), (7, 3)),        # larger than the input along H: windows overlap
+    ((1, 2, 6, 9), (None, 4), (6, 4)),
+    ((2, 6, 5), 4, (4, 4)),                # unbatched, int size
+    ((1, 1, 4, 4), 1, (1, 1)),             # global average
+])
+def test_adaptive_avg_pool2d(shape, size, want_hw):
+    x = RNG.standard_normal(shape)
+    x4 = x if x.ndim == 4 else x[None]
+    g4 = RNG.standard_normal(x4.shape[:2] + want_hw)
+    want, want_gx = ref_adaptive(x4, *want_hw, g=g4)
+    leaf, view = leaf_and_view(x)
+    out = F.adaptive_avg_pool2d(view(leaf), size)
+    assert tuple(out.shape) == shape[:-2] + want_hw
+    np.testing.assert_allclose(out.numpy().reshape(want.shape), want, rtol=1e-12)
+    out.backward(strided(g4.reshape(out.shape)))
+    np.testing.assert_allclose(view(leaf.grad).numpy().reshape(x4.shape), want_gx, rtol=1e-12)
+
+
+def test_adaptive_avg_pool2d_gradcheck():
+    leaf, view = leaf_and_view(RNG.standard_normal((1, 2, 5, 7)))
+    assert gradcheck(lambda t: F.adaptive_avg_pool2d(view(t), (3, 4)), [leaf])

@@ -1,0 +1,227 @@
+"""Reductions over any set of dims (with keepdim) on strided views, against NumPy in float64."""
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import clgrad
+from strided import NP, shapes, strided_pair, values
+
+F32, F64, I64, I32 = clgrad.float32, clgrad.float64, clgrad.int64, clgrad.int32
+FLOATS = [F32, F64]
+
+
+def examples(n: int) -> int:
+    return int(os.environ.get("CLGRAD_HYPOTHESIS_EXAMPLES", n))
+
+
+def close(got, ref, dtype, scale=None, what=""):
+    """float32: relative to the magnitude ``scale`` of the summed terms; float64: tight."""
+    g = got.numpy() if hasattr(got, "numpy") else np.asarray(got)
+    assert g.shape == np.shape(ref), f"{what}: shape {g.shape} vs {np.shape(ref)}"
+    if dtype is F32:
+        atol = 2e-6 * (np.max(scale) if scale is not None and np.size(scale) else 1.0)
+        np.testing.assert_allclose(g, ref, rtol=2e-5, atol=atol, err_msg=what)
+    elif dtype is F64:
+        np.testing.assert_allclose(g, ref, rtol=1e-11, atol=1e-12, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, ref, err_msg=what)
+
+
+def _draw_dims(data, ndim):
+    """None (all dims), one int, or a tuple of distinct dims (negative ones too)."""
+    if ndim == 0 or data.draw(st.integers(0, 4), label="all") == 0:
+        return None, tuple(range(ndim))
+    picked = sorted(set(data.draw(st.lists(st.integers(0, ndim - 1), min_size=1,
+                                           max_size=ndim), label="dims")))
+    dims = tuple(d - ndim if data.draw(st.booleans(), label="neg") else d for d in picked)
+    if len(dims) == 1 and data.draw(st.booleans(), label="as_int"):
+        return dims[0], tuple(picked)
+    return dims, tuple(picked)
+
+
+def _var(x, axis, keepdims, ddof):
+    n = np.prod([x.shape[a] for a in axis]) if axis else 1
+    if n - ddof <= 0:
+        return np.full(np.sum(x, axis=axis, keepdims=keepdims).shape, np.nan)
+    return np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+# name: (clgrad call(x, dim, keepdim), NumPy call(x64, axis, keepdims), dtypes, input kind,
+#        allows size-0 inputs)
+REDUCE = {
+    "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda x, a, k: np.sum(x, axis=a, keepdims=k), FLOATS + [I64, I32], "normal", True),
+    "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda x, a, k: np.mean(x, axis=a, keepdims=k), FLOATS, "normal", False),
+    "prod": (lambda x, d, k: x.prod(d, keepdim=k), lambda x, a, k: np.prod(x, axis=a, keepdims=k), FLOATS + [I64], "positive", True),
+    "var": (lambda x, d, k: x.var(d, keepdim=k), lambda x, a, k: _var(x, a, k, 1), FLOATS,
+            "normal", False),
+    "var_biased": (lambda x, d, k: x.var(d, keepdim=k, unbiased=False),
+                   lambda x, a, k: _var(x, a, k, 0), FLOATS, "normal", False),
+    "std": (lambda x, d, k: x.std(d, keepdim=k),
+            lambda x, a, k: np.sqrt(_var(x, a, k, 1)), FLOATS, "normal", False),
+    "amax": (lambda x, d, k: x.amax(d, keepdim=k), lambda x, a, k: np.amax(x, axis=a, keepdims=k), FLOATS + [I64], "normal", False),
+    "amin": (lambda x, d, k: x.amin(d, keepdim=k), lambda x, a, k: np.amin(x, axis=a, keepdims=k), FLOATS + [I64], "normal", False),
+    "norm2": (lambda x, d, k: x.norm(2, d, keepdim=k),
+              lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)), FLOATS, "normal",
+              True),
+    "norm1": (lambda x, d, k: x.norm(1, d, keepdim=k),
+              lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k), FLOATS, "normal", True),
+    "logsumexp": (lambda x, d, k: clgrad.logsumexp(x, d, keepdim=k),
+                  lambda x, a, k: np.log(np.sum(np.exp(x), axis=a, keepdims=k)), FLOATS,
+                  "normal", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCE))
+@settings(max_examples=examples(20))
+@given(data=st.data())
+def test_reduce_over_any_dims(name, data):
+    op, ref_op, dts, kind, allow_empty = REDUCE[name]
+    dtype = data.draw(st.sampled_from(dts), label="dtype")
+    shape = data.draw(shapes(max_dims=4, min_side=0 if allow_empty else 1), label="shape")
+    if name == "logsumexp" and not shape:
+        shape = (3,)
+    x_np, x = data.draw(strided_pair(shape, dtype, kind))
+    dim, axis = _draw_dims(data, len(shape))
+    if name == "logsumexp" and dim is None:
+        dim, axis = tuple(range(len(shape))), tuple(range(len(shape)))
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    out = op(x, dim, keepdim)
+    x64 = x_np.astype(np.float64) if dtype.is_floating_point else x_np.astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ref = np.asarray(ref_op(x64, axis, keepdim))  # axis is a tuple: () means none
+    if not dtype.is_floating_point:
+        want = dtype if name in ("amax", "amin") else I64
+        assert out.dtype is want
+        ref = ref.astype(NP[want])
+    else:
+        assert out.dtype is dtype
+    scale = np.sum(np.abs(x64), axis=axis, keepdims=keepdim) if name != "prod" else None
+    if name in ("var", "var_biased", "std"):
+        scale = np.sum(x64 * x64, axis=axis, keepdims=keepdim)
+    close(out, ref, dtype, scale, f"{name} dim={dim} keepdim={keepdim} shape={shape}")
+    np.testing.assert_array_equal(x.numpy(), x_np)
+
+
+@pytest.mark.parametrize("which", ["max", "min"])
+@pytest.mark.parametrize("dtype", [F32, F64, I64])
+@settings(max_examples=examples(20))
+@given(shape=shapes(min_dims=1, max_dims=4, min_side=1), data=st.data())
+def test_max_min_values_and_indices(which, dtype, shape, data):
+    x_np, x = data.draw(strided_pair(shape, dtype, "distinct", broadcast=False))
+    d = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    keepdim = data.draw(st.booleans(), label="keepdim")
+    vals, idx = getattr(x, which)(d, keepdim=keepdim)
+    arg = (np.argmax if which == "max" else np.argmin)(x_np, axis=d, keepdims=keepdim)
+    ref = (np.amax if which == "max" else np.amin)(x_np, axis=d, keepdims=keepdim)
+    assert idx.dtype is I64 and vals.dtype is dtype
+    np.testing.assert_array_equal(vals.numpy(), ref)
+    np.testing.assert_array_equal(idx.numpy(), arg)
+    np.testing.assert_array_equal(getattr(x, "arg" + which)(d, keepdim=keepdim).numpy(), arg)
+    whole = getattr(x, which)()
+    assert whole.shape == ()
+    np.testing.assert_array_equal(whole.numpy(), ref_all := getattr(np, which)(x_np))
+    assert getattr(x, "arg" + which)().item() == getattr(np, "arg" + which)(x_np)
+    assert np.ravel(x_np)[getattr(x, "arg" + which)().item()] == ref_all
+
+
+def test_argmax_ties_take_the_first_index():
+    x = clgrad.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]]).T
+    np.testing.assert_array_equal(x.argmax(0).numpy(), [1, 0])
+    np.testing.assert_array_equal(x.argmin(0).numpy(), [3, 0])
+    big = clgrad.zeros(3000)
+    big[1000] = 5.0
+    big[2500] = 5.0
+    assert big.argmax().item() == 1000
+    v, i = clgrad.tensor([[float("nan"), 1.0], [0.0, 2.0]]).max(1)
+    assert np.isnan(v.numpy()[0]) and i.numpy()[0] == 0 and v.numpy()[1] == 2.0
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "expanded", "rows", "cols", "strided"])
+def test_float32_sum_is_compensated(layout):
+    n = 62_500
+    if layout == "contiguous":
+        x = clgrad.full((n,), 1.23456)
+    elif layout == "expanded":
+        x = clgrad.tensor([1.23456]).expand(n)
+    elif layout == "rows":
+        x = clgrad.full((250, 250), 1.23456)
+    elif layout == "cols":
+        x = clgrad.full((250, 250), 1.23456).T
+    else:
+        x = clgrad.full((2 * n + 1,), 1.23456)[1::2]
+    total = x.sum().item()
+    assert abs(total - 77160.0) < 0.05, total
+    assert abs(x.mean().item() - 1.23456) < 1e-6
+    if x.ndim == 2:
+        assert abs(x.sum(0).sum().item() - 77160.0) < 0.05
+        np.testing.assert_allclose(x.sum(1).numpy(), np.full(250, 308.64), rtol=1e-6)
+
+
+@pytest.mark.parametrize("ni", [1, 7, 9, 257, 1025, 2049, 4099])
+@pytest.mark.parametrize("no", [1, 3])
+def test_sizes_around_work_group(ni, no):
+    rng = np.random.default_rng(ni * 10 + no)
+    x_np = values(rng, (ni, no), F64, "distinct")
+    x = clgrad.tensor(x_np).T                       # (no, ni), reduced along stride-no dim
+    ref = x_np.T
+    close(x.sum(1), ref.sum(1), F64)
+    close(x.prod(1) if ni <= 9 else x.mean(1), ref.prod(1) if ni <= 9 else ref.mean(1), F64)
+    np.testing.assert_array_equal(x.argmax(1).numpy(), ref.argmax(1))
+    np.testing.assert_array_equal(x.min(1).values.numpy(), ref.min(1))
+    close(x.var(1) if ni > 1 else x.sum(1), ref.var(1, ddof=1) if ni > 1 else ref.sum(1), F64)
+    xf = clgrad.tensor(x_np.astype(np.float32)).T
+    close(xf.sum(1), ref.sum(1), F32, np.abs(ref).sum(1))
+    close(xf.sum(), ref.sum(), F32, np.abs(ref).sum())
+
+
+def test_empty_reductions():
+    x = clgrad.zeros(3, 0)
+    np.testing.assert_array_equal(x.sum(1).numpy(), np.zeros(3))
+    np.testing.assert_array_equal(x.prod(1).numpy(), np.ones(3))
+    assert np.isnan(x.mean(1).numpy()).all()
+    assert x.sum(0).shape == (0,)
+    with pytest.raises(IndexError, match="non-zero size"):
+        x.max(1)
+    with pytest.raises(RuntimeError, match="numel"):
+        x.argmax()
+
+
+# -- softmax family ---------------------------------------------------------------------------
+def _np_log_softmax(x, axis):
+    m = np.max(x, axis=axis, keepdims=True)
+    return x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@settings(max_examples=examples(25))
+@given(shape=shapes(min_dims=1, max_dims=4, min_side=1), data=st.data())
+def test_softmax_on_strided_views(dtype, shape, data):
+    x_np, x = data.draw(strided_pair(shape, dtype))
+    scale = data.draw(st.sampled_from([1.0, 30.0, 1e4]), label="scale")
+    x_np, x = x_np * dtype.np.type(scale), x * scale
+    d = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    ls = _np_log_softmax(x_np.astype(np.float64), d)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype is F32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(clgrad.softmax(x, d).numpy(), np.exp(ls), **tol)
+    np.testing.assert_allclose(x.log_softmax(d).numpy(), ls,
+                               rtol=tol["rtol"], atol=tol["atol"] * (1 + np.abs(ls).max()))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_softmax_is_stable_for_huge_logits(dtype):
+    x = clgrad.tensor(np.array([[1e8, 0.0, -1e8], [1e8, 1e8, 1e8], [-1e8, -1e8 + 64, -1e8]],
+                               dtype=NP[dtype]))
+    p = x.softmax(1).numpy()
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p[0], [1, 0, 0])
+    np.testing.assert_allclose(p[1], [1 / 3] * 3, rtol=1e-6)
+    np.testing.assert_allclose(p[2], [0, 1, 0], atol=1e-27)
+    ls = x.log_softmax(1).numpy()
+    assert np.isfinite(ls).all()
+    np.testing.assert_allclose(ls[0], [0, -1e8, -2e8], rtol=1e-7)
+    np.testing.assert_allclose(ls[1], [-np.log(3)] * 3, rtol=1e-6)
+    np.testing.assert_allclose(clgrad.logsumexp(x, 1).numpy(),
+                               [1e8, 1e8 + np.log(3), -1e8 + 64], rtol=1e-7)
+    np.testing.assert_allclose(x.T.softmax(0).numpy(), p.T)
