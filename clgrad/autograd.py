@@ -22,11 +22,13 @@ of its storage, through a ``detach()`` alias, with grad mode on or off) raises R
 naming the op and both versions. What each op saves, hence what must not be written later:
   output:   exp, sqrt, rsqrt, reciprocal, tanh, sigmoid, relu; prod (and its input)
   input:    log, sin, cos, square, abs, clamp (number bounds), ``x ** 2``
-  operands: mul (the other operand), div and pow (both operands and the output),
-            maximum/minimum (both; so clamp with tensor bounds), where (the condition),
-            matmul (both), max/min/amax along a dim and index_select/gather (the index)
+  operands: mul (the other operand), div (divisor and output), pow (both operands and the
+            output), maximum/minimum (both; so clamp with tensor bounds), where (the
+            condition), matmul (both)
+  indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index)
   nothing:  add, sub, neg, casts, contiguous/clone, sum, mean, every view op,
             cat/stack/split/chunk/unbind
+(Ops of other families say what they save in their own docs.)
 So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), exactly as
 PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
 

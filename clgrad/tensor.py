@@ -56,12 +56,13 @@ class Storage:
         self.dtype = dtype
         self.device = device
         self.version = 0
-        self.nbytes = self.size * dtype.itemsize
-        self.buffer = device.alloc(self.nbytes)
-        _ALLOCATED[0] += self.nbytes
+        nbytes = self.size * dtype.itemsize
+        self.buffer = device.alloc(nbytes)
+        self.nbytes = nbytes  # set only once allocated: __del__ gives back what was counted
+        _ALLOCATED[0] += nbytes
 
     def __del__(self):
-        _ALLOCATED[0] -= self.nbytes
+        _ALLOCATED[0] -= getattr(self, "nbytes", 0)  # 0 when __init__ raised
 
 
 class Tensor:

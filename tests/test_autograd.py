@@ -115,6 +115,16 @@ def test_backward_implicit_gradient_only_for_one_element():
         (x * 2.0).backward(clgrad.zeros(2, dtype=f64))
 
 
+def test_backward_of_several_tensors():
+    x_np = RNG.normal(size=3)
+    x = leaf(x_np)
+    g = RNG.normal(size=3)
+    autograd.backward([x.sin(), (x * x).sum()], [leaf(g, False), None])
+    close(x.grad, np.cos(x_np) * g + 2 * x_np)
+    with pytest.raises(RuntimeError, match="element 1 of tensors does not require grad"):
+        autograd.backward([x.sum(), leaf([1.0], False).sum()])
+
+
 def test_backward_without_grad_raises():
     with pytest.raises(RuntimeError, match="does not require grad"):
         leaf([1.0], requires_grad=False).sum().backward()
