@@ -69,7 +69,8 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     if n == 0:
         return
     ost = out._strides
-    if out._base is None and all(o._strides == ost for o in operands if isinstance(o, Tensor)):
+    if all(o._strides == ost for o in operands if isinstance(o, Tensor)) and \
+            layout.is_contiguous(out._shape, ost):
         # the common case: every operand contiguous like the fresh output, indexed as 1-D
         shape = (n,)
         strides = [(1,)] * (len(operands) + 1)
