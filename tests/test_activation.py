@@ -143,6 +143,11 @@ def test_dropout_edges():
     for p in (-0.1, 1.5):
         with pytest.raises(ValueError, match="probability"):
             F.dropout(x, p)
+    z = clgrad.tensor(np.arange(1.0, 41.0).reshape(5, 8))
+    clgrad.manual_seed(4)
+    assert F.dropout(z, 0.5, inplace=True) is z
+    np.testing.assert_array_equal(z.numpy(), np.where(ref_dropout_keep(4, (5, 8), 0.5),
+                                                      np.arange(2.0, 82.0, 2).reshape(5, 8), 0))
 
 
 # -- pad --------------------------------------------------------------------------------------

@@ -44,8 +44,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     the input itself when not training.
 
     The mask comes from a counter-based generator on the device keyed by a 64-bit seed drawn
-    from clgrad's generator, so ``clgrad.manual_seed`` makes it reproducible. Element i
-    k (row-major) is kept when word k % 4 of philox(k // 4, seed) is >= p * 2^32.
+    from clgrad's generator, so ``clgrad.manual_seed`` makes it reproducible. Element k
+    (row-major) is kept when word k % 4 of philox(k // 4, seed) is >= p * 2^32.
     Grad:    input (the same mask and scale).
     Raises:  ValueError for p outside [0, 1].
     """

@@ -71,6 +71,9 @@ def nll_loss(input: Tensor, target: Tensor, weight=None, ignore_index: int = -10
     errors as cross_entropy with class indices. Grad: input.
     """
     _check_common("nll_loss", input, target, reduction)
+    if target.dtype.is_floating_point:
+        raise TypeError(f"nll_loss: expected integer class indices as target, got "
+                        f"{target.dtype}")
     return _nll("nll_loss", input, target, weight, ignore_index, reduction, 0.0, False)
 
 
@@ -106,75 +109,61 @@ def _softmax(op, x, dim, dtype, log_out):
     _launch_rows("softmax_fwd", x, nrows, length, len(rest), shape_arg(rest), np.int64(length),
                  y._storage.buffer, vy, sy, x._storage.buffer, vx, sx, flag)
 
+    yd = y.detach()  # the closure must not hold its own output (a reference cycle)
+
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
-        rest2, (vgx, vgy, vy2), (sgx, sgy, sy2) = _rows(x.shape, d, gx, gy, y)
+        rest2, (vgx, vgy, vy2), (sgx, sgy, sy2) = _rows(x.shape, d, gx, gy, yd)
         _launch_rows("softmax_bwd", x, nrows, length, len(rest2), shape_arg(rest2),
                      np.int64(length), gx._storage.buffer, vgx, sgx, gy._storage.buffer, vgy,
-                     sgy, y._storage.buffer, vy2, sy2, flag)
+                     sgy, yd._storage.buffer, vy2, sy2, flag)
         return (gx,)
-    return record(op, y, (x,), backward, saved=[y])
+    return record(op, y, (x,), backward, saved=[yd])
 
 
 # -- cross entropy with class indices ---------------------------------------------------------
 def _nll(op, x, target, weight, ignore, reduction, eps, logits):
+    """Class-index losses: one row launch (+ one summing launch) forward, one launch back."""
     cdim = 0 if x.ndim == 1 else 1
     nc = x.shape[cdim]
-    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
-    if tuple(target.shape) != want:
-        raise ValueError(f"{op}: expected target of shape {want} for input of shape "
-                         f"{tuple(x.shape)}, got {tuple(target.shape)}")
-    if weight is not None:
-        if not isinstance(weight, Tensor) or tuple(weight.shape) != (nc,):
-            raise ValueError(f"{op}: expected weight of shape ({nc},), got "
-                             f"{getattr(weight, 'shape', weight)!r}")
-        if weight.dtype is not x.dtype:
-            raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
-        same_device(op, x, weight)
-    if target.dtype is not dtypes.int64:
-        target = ew.to(target, dtypes.int64)
-    _check_targets(op, target, nc, int(ignore))
-    nrows = target.numel()
-    t_st = _with_dim(target._strides, cdim)
-    rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
+    target = _check_class_args(op, x, target, weight, nc, int(ignore))
     dev, dt = x.device, x.dtype
-    loss = empty(target.shape, dt, dev)
-    wrow = empty((nrows,), dt, dev)
-    rmax, rsum = empty((nrows,), dt, dev), empty((nrows,), dt, dev)
-    has_w = np.int32(weight is not None)
-    wbuf, vw = (weight._storage.buffer, view_arg(weight)) if weight is not None else \
-        (x._storage.buffer, view_arg(x, (0,)))
+    nrows = target.numel()
+    loss = empty(target.shape, dt, dev)                       # per position
+    wrow, rmax, rsum = (empty((nrows,), dt, dev) for _ in range(3))
+    w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None else \
+        (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
     consts = (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
-    if nrows and nc:
+    t_st = _with_dim(target._strides, cdim)
+    if nrows:
+        rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
         _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
                      np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
-                     wbuf, vw, has_w, *consts, loss._storage.buffer, wrow._storage.buffer,
+                     *w, *consts, loss._storage.buffer, wrow._storage.buffer,
                      rmax._storage.buffer, rsum._storage.buffer)
     mean = np.int32(reduction == "mean")
-    out, denom = loss, None
+    out, denom = loss, loss
     if reduction != "none":
         out, denom = empty((), dt, dev), empty((), dt, dev)
-        k = dev.kernel(_FILE, "ce_finish", _defines(x, 1))
-        dev.launch(k, (256,), (256,), np.int64(nrows), loss._storage.buffer,
-                   wrow._storage.buffer, mean, out._storage.buffer, denom._storage.buffer)
+        dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
+                   np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
+                   out._storage.buffer, denom._storage.buffer)
 
     def backward(gy):
         gx = empty(x.shape, dt, dev)
+        if not gx.numel():
+            return (gx,)
         wsum = rd.sum(weight) if weight is not None and eps and logits else gx
-        g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)
-        g_st = _with_dim(g._strides, cdim)
-        rest2, (vx2, vt2, vg), (sxc2, _, _) = _rows(
-            x.shape, cdim, x, _Strided(target, t_st), _Strided(g, g_st))
+        g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)   # one value
+        rest, (vx, vt, vg), (sxc, _, _) = _rows(x.shape, cdim, x, _Strided(target, t_st),
+                                                _Strided(g, _with_dim(g._strides, cdim)))
         ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
-        if gx.numel():
-            k = dev.kernel(_FILE, "ce_bwd", _defines(x, 1))
-            dev.launch(k, (gx.numel(),), (256,), np.int64(gx.numel()), np.int64(nc),
-                       np.int64(ns), np.int32(len(rest2)), shape_arg(rest2),
-                       gx._storage.buffer, x._storage.buffer, vx2, sxc2,
-                       target._storage.buffer, vt2, wbuf, vw, has_w, gy._storage.buffer, vg,
-                       (denom if denom is not None else gx)._storage.buffer, mean,
-                       rmax._storage.buffer, rsum._storage.buffer, wsum._storage.buffer,
-                       *consts)
+        dev.launch(dev.kernel(_FILE, "ce_bwd", _defines(x, 1)), (gx.numel(),), (256,),
+                   np.int64(gx.numel()), np.int64(nc), np.int64(ns), np.int32(len(rest)),
+                   shape_arg(rest), gx._storage.buffer, x._storage.buffer, vx, sxc,
+                   target._storage.buffer, vt, *w, gy._storage.buffer, vg,
+                   denom._storage.buffer, mean, rmax._storage.buffer, rsum._storage.buffer,
+                   wsum._storage.buffer, *consts)
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
     return record(op, out, (x,), backward, saved=saved)
@@ -236,13 +225,27 @@ def _check_common(op, x, target, reduction):
                         f"target, got {target.dtype}")
 
 
-def _check_targets(op, target: Tensor, nc: int, ignore: int):
+def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
+    """Shapes, weight and the targets' range (read on the host, before any launch); returns
+    the target as int64."""
+    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
+    if tuple(target.shape) != want:
+        raise ValueError(f"{op}: expected target of shape {want} for input of shape "
+                         f"{tuple(x.shape)}, got {tuple(target.shape)}")
+    if weight is not None:
+        if not isinstance(weight, Tensor) or tuple(weight.shape) != (nc,):
+            raise ValueError(f"{op}: expected weight of shape ({nc},), got "
+                             f"{getattr(weight, 'shape', weight)!r}")
+        if weight.dtype is not x.dtype:
+            raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
+        same_device(op, x, weight)
     t = target.numpy()
     bad = (t != ignore) & ((t < 0) | (t >= nc))
     if bad.any():
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
         raise IndexError(f"{op}: target {int(t[pos])} is out of bounds: expected class "
                          f"indices in [0, {nc}) or ignore_index={ignore}; at position {pos}")
+    return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
 
 
 def _defines(x, wg):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import layout
-from clgrad.autograd import no_grad, record
+from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
@@ -29,8 +29,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     r = (1 - momentum) r + momentum * stat. Eval: the running statistics are used.
     Shapes:  input (N, C, *), running_mean/running_var/weight/bias (C,) -> (N, C, *)
     Grad:    input, weight, bias (exact through the batch statistics in training)
-    Raises:  RuntimeError for a bad rank or parameter shape, for missing running statistics
-             in eval, or for one value per channel in training; TypeError for a dtype mismatch.
+    Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
+             eval; ValueError for one value per channel in training; TypeError for a dtype
+             mismatch.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
@@ -54,19 +55,18 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
              (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0))
     y = empty(x.shape, x.dtype, x.device)
-    mean = empty((c,), x.dtype, x.device)
+    mean = empty((c,), x.dtype, x.device)      # saved: the statistics used, per channel
     invstd = empty((c,), x.dtype, x.device)
     if c and m:
         nd, sh, (vy, vx), (syc, sxc) = _channel_args(x.shape, y, x)
-        vw, vb, vrm, vrv = (_vec(p, x) for p in (weight, bias, running_mean, running_var))
-        bufs = [(p if p is not None else x)._storage.buffer
-                for p in (weight, bias, running_mean, running_var)]
-        with no_grad():
-            _launch_bn(x, m, "bn_fwd", np.int64(m), nd, sh, y._storage.buffer, vy, syc,
-                       x._storage.buffer, vx, sxc, bufs[0], vw, bufs[1], vb, bufs[2], vrm,
-                       bufs[3], vrv, mean._storage.buffer, invstd._storage.buffer,
-                       scalar(x.dtype, momentum), scalar(x.dtype, eps), np.int32(flags))
-        if update:
+        vecs = []
+        for p in (weight, bias, running_mean, running_var):
+            vecs += [(p if p is not None else x)._storage.buffer, _vec(p, x)]
+        _launch_bn(x, m, "bn_fwd", np.int64(m), nd, sh, y._storage.buffer, vy, syc,
+                   x._storage.buffer, vx, sxc, *vecs, mean._storage.buffer,
+                   invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
+                   np.int32(flags))
+        if update:  # written in place by the kernel: no graph, a new version
             running_mean._storage.version += 1
             running_var._storage.version += 1
 
@@ -74,22 +74,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         want = ((_BN_GX if x.requires_grad else 0) |
                 (_BN_GW if weight is not None and weight.requires_grad else 0) |
                 (_BN_GB if bias is not None and bias.requires_grad else 0))
-        new = empty if c and m else _zeros          # no elements: zero gradients
-        gx = new(x.shape, x.dtype, x.device) if want & _BN_GX else None
-        gw = new((c,), x.dtype, x.device) if want & _BN_GW else None
-        gb = new((c,), x.dtype, x.device) if want & _BN_GB else None
-        if c and m:
-            nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc) = _channel_args(
-                x.shape, gx if gx is not None else x, gy, x)
-            _launch_bn(x, m, "bn_bwd", np.int64(m), nd, sh,
-                       (gx if gx is not None else x)._storage.buffer, vgx, sgxc,
-                       gy._storage.buffer, vgy, sgyc, x._storage.buffer, vx, sxc,
-                       (weight if weight is not None else x)._storage.buffer, _vec(weight, x),
-                       mean._storage.buffer, invstd._storage.buffer,
-                       (gw if gw is not None else mean)._storage.buffer,
-                       (gb if gb is not None else mean)._storage.buffer,
-                       np.int32((flags & (_BN_TRAIN | _BN_W)) | want))
-        return gx, gw, gb
+        return _bn_backward(x, gy, weight, mean, invstd, m, (flags & (_BN_TRAIN | _BN_W)) | want)
     saved = [x] + ([weight] if weight is not None else [])
     return record("batch_norm", y, (x, weight, bias), backward, saved=saved)
 
@@ -126,14 +111,16 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
                 y._storage.buffer, scale._storage.buffer, x._storage.buffer, vx, sxc, *consts,
                 scalar(dt, k))
 
+    yd = y.detach()  # the closure must not hold its own output (a reference cycle)
+
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
         nd2, sh2, (vg, vx2), (sgc, sxc2) = _channel_args(x.shape, gy, x)
         _launch_lrn(x, "lrn_bwd", gx.numel(), np.int64(nc), np.int64(ns), nd2, sh2,
                     gx._storage.buffer, gy._storage.buffer, vg, sgc, x._storage.buffer, vx2,
-                    sxc2, y._storage.buffer, scale._storage.buffer, *consts)
+                    sxc2, yd._storage.buffer, scale._storage.buffer, *consts)
         return (gx,)
-    return record("local_response_norm", y, (x,), backward, saved=[x, y])
+    return record("local_response_norm", y, (x,), backward, saved=[x, yd])
 
 
 def split_dim(shape, dim: int, *stride_sets):
@@ -150,6 +137,25 @@ def split_dim(shape, dim: int, *stride_sets):
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _bn_backward(x, gy, weight, mean, invstd, m, flags):
+    """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch."""
+    c = x.shape[1]
+    new = empty if c and m else _zeros          # no elements: zero gradients
+    gx = new(x.shape, x.dtype, x.device) if flags & _BN_GX else None
+    gw = new((c,), x.dtype, x.device) if flags & _BN_GW else None
+    gb = new((c,), x.dtype, x.device) if flags & _BN_GB else None
+    if c and m:
+        gx_or = gx if gx is not None else x     # never written without _BN_GX
+        nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc) = _channel_args(x.shape, gx_or, gy, x)
+        _launch_bn(x, m, "bn_bwd", np.int64(m), nd, sh, gx_or._storage.buffer, vgx, sgxc,
+                   gy._storage.buffer, vgy, sgyc, x._storage.buffer, vx, sxc,
+                   (weight if weight is not None else x)._storage.buffer, _vec(weight, x),
+                   mean._storage.buffer, invstd._storage.buffer,
+                   (gw if gw is not None else mean)._storage.buffer,
+                   (gb if gb is not None else mean)._storage.buffer, np.int32(flags))
+    return gx, gw, gb
+
+
 def _channel_args(shape, *tensors):
     """(nd, shape_t, [view_t per tensor], [channel stride per tensor]) for dim 1 of ``shape``."""
     rest, rest_st, ch = split_dim(tuple(shape), 1, *[t._strides for t in tensors])
@@ -183,10 +189,12 @@ def _zeros(shape, dtype, device):
 
 
 def _launch_bn(x, m, name, *args):
-    wg = 64 if m < 4096 else 256
+    """One work-group per channel; GPUs get wide groups (C groups alone do not fill them)."""
+    dev = x.device
+    wide = 1024 if dev.kind == "gpu" and dev.max_work_group_size >= 1024 else 256
+    wg = 64 if m < 4096 else wide
     d = defines_for(x.dtype)
     d["WG"] = wg
-    dev = x.device
     c = x.shape[1]
     dev.launch(dev.kernel(_FILE, name, d), (c * wg,), (wg,), *args)
 
