@@ -27,7 +27,7 @@ MinMax = namedtuple("MinMax", ["values", "indices"])
 def _dims(x: Tensor, dim, op: str):
     if dim is None:
         return tuple(range(x.ndim))
-    dd = (dim,) if isinstance(dim, int) else tuple(dim)
+    dd = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)  # wrap_dim checks types
     if not dd:
         return tuple(range(x.ndim))
     dd = tuple(layout.wrap_dim(d, x.ndim, op) for d in dd)
@@ -293,27 +293,21 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8."""
-    if dtype is not None:
-        x = ew.to(x, dtype)
-    d = layout.wrap_dim(dim, x.ndim, "softmax")
-    m = amax(x, d, keepdim=True).detach()
-    e = ew.exp(ew.sub(x, m))
-    return ew.div(e, sum(e, d, keepdim=True))
+    """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8.
+
+    One fused row kernel each direction: see clgrad.ops.loss.softmax.
+    """
+    from clgrad.ops import loss
+    return loss.softmax(x, dim, dtype)
 
 
 def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
     """(x - max) - log(sum(exp(x - max))) along ``dim``; stable for logits like 1e8.
 
-    Not x - logsumexp(x): at 1e8 in float32, max + log(sum) rounds the log term away.
+    One fused row kernel each direction: see clgrad.ops.loss.log_softmax.
     """
-    if dtype is not None:
-        x = ew.to(x, dtype)
-    d = layout.wrap_dim(dim, x.ndim, "log_softmax")
-    m = amax(x, d, keepdim=True).detach()
-    m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
-    shifted = ew.sub(x, m)
-    return ew.sub(shifted, ew.log(sum(ew.exp(shifted), d, keepdim=True)))
+    from clgrad.ops import loss
+    return loss.log_softmax(x, dim, dtype)
 
 
 def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
