@@ -54,7 +54,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     net = load_caffe(args.prototxt, args.caffemodel)
     t_load = time.perf_counter() - t0
-    (name, shape), = net.input_shapes.items()
+    shape = next(iter(net.input_shapes.values()))  # (N, 3, H, W) of the Input layer
     x = preprocess(read_image(args.image), shape[2:], args.resize, args.mean)
 
     with clgrad.no_grad():

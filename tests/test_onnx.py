@@ -7,7 +7,7 @@ import clgrad
 from clgrad.io import load_onnx
 
 onnx = pytest.importorskip("onnx", reason="ONNX loading needs the onnx package: pip install onnx")
-ort = pytest.importorskip("onnxruntime", reason="the oracle is onnxruntime: pip install onnxruntime")
+ort = pytest.importorskip("onnxruntime", reason="the oracle: pip install onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 RNG = np.random.default_rng(7)

@@ -25,7 +25,7 @@ from clgrad.ops import elementwise as ew
 from .caffe_net import describe_net
 from .caffemodel import blobs_by_name, read_caffemodel
 from .graph import Graph
-from .layers import BatchNorm, Concat, Eltwise, Pool2d, Softmax, pooled_length
+from .layers import BatchNorm, Concat, Eltwise, Pool2d, Softmax, pooled_length, skip_init
 from .prototxt import read_prototxt
 
 __all__ = ["load_caffe", "build_caffe"]
@@ -49,11 +49,10 @@ def load_caffe(prototxt_path: str | os.PathLike, caffemodel_path: str | os.PathL
              truncated or corrupt caffemodels, a parameterised layer without blobs in the
              caffemodel, or a blob whose shape differs from the one the prototxt implies.
     """
-    layers = _read("prototxt", prototxt_path,
-                   lambda p: describe_net(read_prototxt(p), phase=phase))
+    layers = _read(prototxt_path, lambda p: describe_net(read_prototxt(p), phase=phase))
     blobs = None
     if caffemodel_path is not None:
-        blobs = _read("caffemodel", caffemodel_path, lambda p: blobs_by_name(read_caffemodel(p)))
+        blobs = _read(caffemodel_path, lambda p: blobs_by_name(read_caffemodel(p)))
     try:
         return build_caffe(layers, blobs)
     except ValueError as e:
@@ -68,6 +67,7 @@ def build_caffe(layers: list[dict], blobs: dict | None = None) -> Graph:
     shapes = {top: shape for layer in layers if layer["type"] == "Input"
               for top, shape in zip(layer["tops"], layer["params"]["shapes"])}
     graph = Graph(list(shapes), label="layer", input_shapes=shapes)
+    new = _construct if blobs is None else skip_init  # weights from a file: no default init
     for layer in layers:
         if layer["type"] == "Input":
             continue
@@ -77,7 +77,7 @@ def build_caffe(layers: list[dict], blobs: dict | None = None) -> Graph:
             raise ValueError(f"{where}: expected bottoms defined by earlier layers and one top, "
                              f"got undefined bottoms {undefined} and tops {layer['tops']}")
         module, out_shape, wanted = _BUILDERS[layer["type"]](
-            layer["params"], [shapes[b] for b in layer["bottoms"]], where)
+            layer["params"], [shapes[b] for b in layer["bottoms"]], where, new)
         if wanted is not None and blobs is not None:
             wanted.assign(module, _layer_blobs(layer["name"], blobs, wanted.specs, where))
         graph.add_step(layer["name"], module, layer["bottoms"], layer["tops"], layer["type"])
@@ -85,13 +85,16 @@ def build_caffe(layers: list[dict], blobs: dict | None = None) -> Graph:
     return graph.eval()
 
 
-# -- layer builders: (params, bottom shapes, where) -> (module, top shape, Blobs or None) -----
+# -- layer builders: (params, bottom shapes, where, new) -> (module, top shape, Blobs or None) --
+# new(cls, *args) constructs a layer with parameters: cls(*args), or skip_init when they are
+# about to be loaded. Blobs (None for layers without parameters) says which blobs the layer
+# takes: specs [(label, expected shape, what the shape comes from)], and assign(module, arrays)
+# stores the checked arrays in the module.
 
 Blobs = namedtuple("Blobs", ["specs", "assign"])
-"""The blobs a layer takes: specs [(label, expected shape, what the shape comes from)] and
-assign(module, arrays) storing the checked arrays in the module."""
 
-def _convolution(p, shapes, where):
+
+def _convolution(p, shapes, where, new):
     n, c, h, w = _rank4(shapes[0], where)
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = p["kernel"], p["stride"], p["pad"], p["dilation"]
     o, g = p["num_output"], p["group"]
@@ -103,7 +106,7 @@ def _convolution(p, shapes, where):
     if oh < 1 or ow < 1:
         raise ValueError(f"{where}: kernel {kh}x{kw} (dilation {dh}x{dw}) does not fit the "
                          f"{h}x{w} input padded by {ph}x{pw}")
-    conv = nn.Conv2d(c, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw), g, p["bias_term"])
+    conv = new(nn.Conv2d, c, o, (kh, kw), (sh, sw), (ph, pw), (dh, dw), g, p["bias_term"])
     why = f"num_output {o}, {c} input channels / group {g}, kernel {kh}x{kw}"
     specs = [("weight", (o, c // g, kh, kw), why)]
     if p["bias_term"]:
@@ -111,22 +114,20 @@ def _convolution(p, shapes, where):
     return conv, (n, o, oh, ow), Blobs(specs, _assign("weight", "bias"))
 
 
-def _inner_product(p, shapes, where):
+def _inner_product(p, shapes, where, new):
     shape = shapes[0]
     axis = _axis(p["axis"], len(shape), where)
     k, o = math.prod(shape[axis:]), p["num_output"]
-    layer = InnerProduct(k, o, axis, p["bias_term"])
+    layer = new(InnerProduct, k, o, axis, p["bias_term"])
     why = f"num_output {o}, {k} inputs (bottom shape {shape} flattened from axis {axis})"
     specs = [("weight", (k, o) if p["transpose"] else (o, k), why)]
     if p["bias_term"]:
         specs.append(("bias", (o,), f"num_output {o}"))
-    assign = _assign("weight", "bias")
-    if p["transpose"]:  # the blob is (K, O): nn.Linear keeps (O, K)
-        assign = lambda m, arrays, set_all=assign: set_all(m, [arrays[0].T] + arrays[1:])
+    assign = _assign_transposed if p["transpose"] else _assign("weight", "bias")
     return layer, tuple(shape[:axis]) + (o,), Blobs(specs, assign)
 
 
-def _pooling(p, shapes, where):
+def _pooling(p, shapes, where, new):
     n, c, h, w = _rank4(shapes[0], where)
     if p["global_pooling"]:
         return Pool2d(p["pool"]), (n, c, 1, 1), None
@@ -142,7 +143,7 @@ def _pooling(p, shapes, where):
     return pool, (n, c, oh, ow), None
 
 
-def _lrn(p, shapes, where):
+def _lrn(p, shapes, where, new):
     if len(shapes[0]) < 3:
         raise ValueError(f"{where}: expected a bottom of 3 or more dims, got {shapes[0]}")
     if p["norm_region"] == "WITHIN_CHANNEL":
@@ -152,20 +153,20 @@ def _lrn(p, shapes, where):
     return lrn, shapes[0], None
 
 
-def _relu(p, shapes, where):
+def _relu(p, shapes, where, new):
     slope = p["negative_slope"]
     return (nn.LeakyReLU(slope) if slope else nn.ReLU()), shapes[0], None
 
 
-def _dropout(p, shapes, where):
+def _dropout(p, shapes, where, new):
     return nn.Dropout(p["dropout_ratio"]), shapes[0], None
 
 
-def _softmax(p, shapes, where):
+def _softmax(p, shapes, where, new):
     return Softmax(_axis(p["axis"], len(shapes[0]), where)), shapes[0], None
 
 
-def _concat(p, shapes, where):
+def _concat(p, shapes, where, new):
     axis = _axis(p["axis"], len(shapes[0]), where)
     rest = [s[:axis] + s[axis + 1:] for s in shapes]
     if any(len(s) != len(shapes[0]) for s in shapes) or any(r != rest[0] for r in rest):
@@ -175,7 +176,7 @@ def _concat(p, shapes, where):
     return Concat(axis), out, None
 
 
-def _flatten(p, shapes, where):
+def _flatten(p, shapes, where, new):
     shape = shapes[0]
     start, end = _axis(p["axis"], len(shape), where), _axis(p["end_axis"], len(shape), where)
     if end < start:
@@ -185,7 +186,7 @@ def _flatten(p, shapes, where):
     return nn.Flatten(start, end), out, None
 
 
-def _batch_norm(p, shapes, where):
+def _batch_norm(p, shapes, where, new):
     if len(shapes[0]) < 2:
         raise ValueError(f"{where}: expected a bottom of 2 or more dims, got {shapes[0]}")
     c = shapes[0][1]
@@ -195,7 +196,7 @@ def _batch_norm(p, shapes, where):
     return bn, shapes[0], Blobs(specs, _assign_batch_norm)
 
 
-def _scale(p, shapes, where):
+def _scale(p, shapes, where, new):
     shape = shapes[0]
     axis = _axis(p["axis"], len(shape), where)
     if len(shapes) > 1:
@@ -211,12 +212,12 @@ def _scale(p, shapes, where):
                          f"it, got {param_shape}")
     layer = Scale(param_shape, axis, has_weight, p["bias_term"])
     why = f"bottom shape {shape} from axis {axis}"
-    names = ["weight"] * has_weight + ["bias"] * p["bias_term"]
+    names = (["weight"] if has_weight else []) + (["bias"] if p["bias_term"] else [])
     specs = [("scale" if name == "weight" else name, param_shape, why) for name in names]
     return layer, shape, Blobs(specs, _assign(*names)) if names else None
 
 
-def _eltwise(p, shapes, where):
+def _eltwise(p, shapes, where, new):
     if any(s != shapes[0] for s in shapes):
         raise ValueError(f"{where}: expected bottoms of one shape, got {shapes}")
     if p["coeff"] and (p["operation"] != "SUM" or len(p["coeff"]) != len(shapes)):
@@ -290,7 +291,7 @@ class WithinChannelLRN(Module):
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _read(kind, path, reader):
+def _read(path, reader):
     try:
         return reader(path)
     except (ValueError, UnicodeDecodeError) as e:
@@ -331,6 +332,11 @@ def _assign(*names):
     return assign
 
 
+def _assign_transposed(module, arrays):
+    """InnerProduct with transpose: true keeps its weight as (K, O); nn.Linear's is (O, K)."""
+    _assign("weight", "bias")(module, [arrays[0].T] + arrays[1:])
+
+
 def _assign_batch_norm(module, arrays):
     """Caffe stores mean * s, var * s and s; the statistics are the first two divided by s
     (0 when s is 0, as Caffe does)."""
@@ -339,6 +345,10 @@ def _assign_batch_norm(module, arrays):
     scale = 0.0 if s == 0 else 1.0 / s
     for name, stat in (("running_mean", mean), ("running_var", var)):
         module.register_buffer(name, from_numpy((stat * scale).astype(np.float32)))
+
+
+def _construct(cls, *args):
+    return cls(*args)
 
 
 def _rank4(shape, where):

@@ -19,7 +19,21 @@ from clgrad.ops.index import cat
 from clgrad.ops.matmul import matmul
 
 __all__ = ["Pool2d", "Pad2d", "BatchNorm", "Concat", "Softmax", "Eltwise", "Reshape", "Gemm",
-           "MatMul", "auto_pads", "pooled_length"]
+           "MatMul", "auto_pads", "pooled_length", "skip_init"]
+
+
+def skip_init(cls, *args, **kwargs):
+    """``cls(*args, **kwargs)`` without its ``reset_parameters()`` (PyTorch's
+    ``nn.utils.skip_init``): the parameters are allocated but left unset, for weights that
+    come from a file. Initializing AlexNet's 61M parameters only to overwrite them would cost
+    seconds. A class whose __init__ does not call ``self.reset_parameters()`` is simply
+    initialized as usual.
+    """
+    module = cls.__new__(cls)
+    object.__setattr__(module, "reset_parameters", lambda: None)  # shadows the method
+    cls.__init__(module, *args, **kwargs)
+    del module.__dict__["reset_parameters"]
+    return module
 
 
 def pooled_length(size, kernel, stride, lo, hi, dilation=1, ceil_mode=False, drop=True) -> int:

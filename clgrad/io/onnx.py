@@ -21,7 +21,8 @@ from clgrad.ops import elementwise as ew
 
 from . import onnx_format
 from .graph import Graph
-from .layers import BatchNorm, Concat, Eltwise, Gemm, MatMul, Pad2d, Pool2d, Reshape, Softmax
+from .layers import (BatchNorm, Concat, Eltwise, Gemm, MatMul, Pad2d, Pool2d, Reshape, Softmax,
+                     skip_init)
 
 __all__ = ["load_onnx", "build_onnx"]
 
@@ -87,8 +88,8 @@ def _conv(node, inits, where):
         x, padding = f"{inputs[0]}#padded_for_{node['name']}", 0
         steps = [(f"{node['name']}_pad", pad, [inputs[0]], x)]
     g = p["group"]
-    conv = nn.Conv2d(w.shape[1] * g, w.shape[0], tuple(w.shape[2:]), tuple(p["strides"]),
-                     padding, tuple(p["dilations"]), g, b is not None)
+    conv = skip_init(nn.Conv2d, w.shape[1] * g, w.shape[0], tuple(w.shape[2:]),
+                     tuple(p["strides"]), padding, tuple(p["dilations"]), g, b is not None)
     conv.weight = Parameter(from_numpy(w.astype("float32", copy=False)))
     if b is not None:
         conv.bias = Parameter(from_numpy(b.astype("float32", copy=False)))
@@ -177,7 +178,7 @@ class Flatten2d(Module):
         self.axis = axis
 
     def forward(self, x):
-        axis = self.axis % x.ndim if x.ndim else 0
+        axis = self.axis + x.ndim if self.axis < 0 else self.axis  # ONNX allows axis == ndim
         return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
     def extra_repr(self):
