@@ -48,3 +48,7 @@ def is_tensor(obj) -> bool:
 def numel(x: Tensor) -> int:
     """Number of elements of ``x``."""
     return x.numel()
+
+
+# Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
+from clgrad import nn, optim, data, io  # noqa: E402

@@ -14,9 +14,9 @@ from clgrad.train import digits_net, evaluate, fit, main
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
-    """A short run of the main job (3 epochs of 45 steps) in a fresh output folder."""
+    """A short run of the main job (3 epochs of 90 steps) in a fresh output folder."""
     out = tmp_path_factory.mktemp("digits")
-    args = argparse.Namespace(dataset="digits", data=None, epochs=3, batch_size=32, lr=3e-3,
+    args = argparse.Namespace(dataset="digits", data=None, epochs=3, batch_size=16, lr=3e-3,
                               weight_decay=1e-4, device=None, out=str(out), resume=None,
                               seed=0, quiet=True)
     return out, fit(args)
@@ -29,14 +29,15 @@ def test_short_training_run_learns_the_digits(short_run, capsys):
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The best checkpoint holds the best epoch's weights: evaluating it gives its accuracy.
     best = clgrad.load(out / "best.safetensors")
-    assert best["epoch"] == summary["best_epoch"] and best["best_acc"] == summary["best_acc"]
+    assert best["progress"]["epoch"] == summary["best_epoch"]
+    assert best["progress"]["best_acc"] == summary["best_acc"]
     model = digits_net()
     model.load_state_dict(best["model"])
     _, test = digits_split()
     _, acc = evaluate(model, DataLoader(test, batch_size=512), nn.CrossEntropyLoss())
     assert acc == pytest.approx(summary["best_acc"], abs=1e-9)
     last = clgrad.load(out / "last.safetensors")
-    assert last["epoch"] == 3 and len(last["history"]["test_acc"]) == 3
+    assert last["progress"]["epoch"] == 3 and len(last["progress"]["history"]["test_acc"]) == 3
     assert set(last) >= {"model", "optimizer", "scheduler", "config"}
 
 
@@ -109,7 +110,9 @@ def test_mnist_job_on_small_idx_files(tmp_path, capsys):
 
 def test_mnist_job_explains_missing_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
-        main(["--data", str(tmp_path), "--epochs", "1", "--quiet"], dataset="mnist")
+        main(["--data", str(tmp_path), "--out", str(tmp_path / "run"), "--quiet"],
+             dataset="mnist")
+    assert not (tmp_path / "run").exists()  # nothing is created before the data is found
     with pytest.raises(SystemExit, match="--data DIR"):
         main(["--dataset", "mnist"])
 

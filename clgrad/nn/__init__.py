@@ -1,8 +1,8 @@
 """Neural-network layers and functions (PyTorch's torch.nn names)."""
 from clgrad.nn import functional  # noqa: F401
 from clgrad.nn import init  # noqa: F401
-from clgrad.nn.module import (Identity, Module, ModuleList, Parameter,  # noqa: F401
-                              Sequential)
+from clgrad.nn.module import Module, Parameter  # noqa: F401
+from clgrad.nn.containers import Identity, ModuleList, Sequential  # noqa: F401
 from clgrad.nn.layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d,  # noqa: F401
                               Conv2d, CrossEntropyLoss, Dropout, Flatten, LeakyReLU, Linear,
                               LocalResponseNorm, MaxPool2d, MSELoss, NLLLoss, ReLU)

@@ -1,4 +1,4 @@
-"""Module, Parameter and the containers (Sequential, ModuleList), with PyTorch's semantics.
+"""Module and Parameter, with PyTorch's semantics (containers: clgrad/nn/containers.py).
 
 A Module registers what is assigned to its attributes: a Parameter goes to ``_parameters``, a
 Module to ``_modules``, a tensor passed to ``register_buffer`` to ``_buffers``. Everything that
@@ -16,7 +16,7 @@ from clgrad.creation import empty, from_numpy
 from clgrad.ops import elementwise as ew
 from clgrad.tensor import Tensor
 
-__all__ = ["Parameter", "Module", "Sequential", "ModuleList", "Identity"]
+__all__ = ["Parameter", "Module"]
 
 
 class Parameter(Tensor):
@@ -365,83 +365,6 @@ class Module:
                       set(self._modules))
 
 
-class Sequential(Module):
-    """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict)."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
-            for name, m in modules[0].items():
-                self.add_module(name, m)
-        else:
-            for i, m in enumerate(modules):
-                self.add_module(str(i), m)
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-    def __getitem__(self, idx):
-        mods = list(self._modules.items())
-        if isinstance(idx, slice):
-            return Sequential(OrderedDict(mods[idx]))
-        return mods[_wrap_index(idx, len(mods), "Sequential")][1]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module):
-        """Add ``module`` at the end. Returns self."""
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-
-class ModuleList(Module):
-    """A list of Modules registered as children ``0``, ``1``, ... (no forward of its own)."""
-
-    def __init__(self, modules=None):
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
-
-    def __getitem__(self, idx):
-        mods = list(self._modules.values())
-        if isinstance(idx, slice):
-            return ModuleList(mods[idx])
-        return mods[_wrap_index(idx, len(mods), "ModuleList")]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module):
-        """Add ``module`` at the end. Returns self."""
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def extend(self, modules):
-        """Append every module of ``modules``. Returns self."""
-        for m in modules:
-            self.append(m)
-        return self
-
-
-class Identity(Module):
-    """Returns its input unchanged (a placeholder layer)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__()
-
-    def forward(self, x):
-        return x
-
-
 # ---------------------------------------------------------------------------- private helpers
 
 def _forget(module, name):
@@ -468,14 +391,6 @@ def _is_dtype(a):
         return True
     return isinstance(a, str) and a in ("float16", "float32", "float64", "half", "float",
                                         "double")
-
-
-def _wrap_index(idx, n, op):
-    if not isinstance(idx, int):
-        raise TypeError(f"{op}: expected an int index or a slice, got {type(idx).__name__}")
-    if not -n <= idx < n:
-        raise IndexError(f"{op}: index {idx} is out of range for {n} modules")
-    return idx % n
 
 
 def _indent(text: str) -> str:

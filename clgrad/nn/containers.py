@@ -1,0 +1,95 @@
+"""Containers: Sequential, ModuleList and the Identity placeholder (PyTorch's semantics)."""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from clgrad.nn.module import Module
+
+__all__ = ["Sequential", "ModuleList", "Identity"]
+
+
+class Sequential(Module):
+    """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict)."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.items())
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(mods[idx]))
+        return mods[_wrap_index(idx, len(mods), "Sequential")][1]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        """Add ``module`` at the end. Returns self."""
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class ModuleList(Module):
+    """A list of Modules registered as children ``0``, ``1``, ... (no forward of its own)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.values())
+        if isinstance(idx, slice):
+            return ModuleList(mods[idx])
+        return mods[_wrap_index(idx, len(mods), "ModuleList")]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        """Add ``module`` at the end. Returns self."""
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        """Append every module of ``modules``. Returns self."""
+        for m in modules:
+            self.append(m)
+        return self
+
+
+class Identity(Module):
+    """Returns its input unchanged (a placeholder layer)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+# ---------------------------------------------------------------------------- private helpers
+
+def _wrap_index(idx, n, op):
+    if not isinstance(idx, int):
+        raise TypeError(f"{op}: expected an int index or a slice, got {type(idx).__name__}")
+    if not -n <= idx < n:
+        raise IndexError(f"{op}: index {idx} is out of range for {n} modules")
+    return idx % n
