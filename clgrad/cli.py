@@ -46,7 +46,12 @@ def main(argv=None) -> int:
     args, rest = p.parse_known_args(argv)
     if args.cmd != "train" and rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
-    return args.fn(args, rest) if args.cmd == "train" else args.fn(args)
+    from clgrad.errors import DeviceError
+    try:
+        return args.fn(args, rest) if args.cmd == "train" else args.fn(args)
+    except DeviceError as e:
+        print(f"clgrad: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

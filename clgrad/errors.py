@@ -1,6 +1,6 @@
 """Exception classes. Each subclasses the builtin a PyTorch user would catch."""
 
-__all__ = ["DeviceError", "IndexRangeError"]
+__all__ = ["DeviceError", "IndexRangeError", "ShapeError"]
 
 
 class DeviceError(RuntimeError):
@@ -12,4 +12,11 @@ class IndexRangeError(IndexError, RuntimeError):
 
     PyTorch raises IndexError for some of these and RuntimeError for others (``narrow``);
     this class is both, so either ``except`` works as it would with PyTorch.
+    """
+
+
+class ShapeError(ValueError, RuntimeError):
+    """Shapes that do not broadcast (or otherwise do not fit together).
+
+    PyTorch raises RuntimeError here and NumPy ValueError; this class is both.
     """

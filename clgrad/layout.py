@@ -4,6 +4,8 @@ Each function takes and returns plain tuples so it can be tested against NumPy d
 """
 from __future__ import annotations
 
+from clgrad.errors import ShapeError
+
 __all__ = ["contiguous_strides", "broadcast_shapes", "collapse", "view_strides", "numel",
            "wrap_dim", "is_contiguous", "has_overlap", "extent"]
 
@@ -49,7 +51,8 @@ def wrap_dim(dim, ndim: int, op: str = "dim") -> int:
 
 
 def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple:
-    """NumPy broadcasting of ``shapes``. Raises ValueError naming both shapes."""
+    """NumPy broadcasting of ``shapes``. Raises ShapeError (a ValueError and a RuntimeError)
+    naming both shapes."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -59,7 +62,7 @@ def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple:
                 out[j] = n
             elif n != 1 and n != out[j]:
                 shown = " and ".join(str(tuple(x)) for x in shapes)
-                raise ValueError(f"{op}: shapes {shown} are not broadcastable (size {n} vs "
+                raise ShapeError(f"{op}: shapes {shown} are not broadcastable (size {n} vs "
                                  f"{out[j]} at dim {j})")
     return tuple(out)
 

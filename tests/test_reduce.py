@@ -48,20 +48,24 @@ def _var(x, axis, keepdims, ddof):
     return np.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
 
 
+def _np(fn):
+    return lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)
+
+
 # name: (clgrad call(x, dim, keepdim), NumPy call(x64, axis, keepdims), dtypes, input kind,
 #        allows size-0 inputs)
 REDUCE = {
-    "sum": (lambda x, d, k: x.sum(d, keepdim=k), lambda x, a, k: np.sum(x, axis=a, keepdims=k), FLOATS + [I64, I32], "normal", True),
-    "mean": (lambda x, d, k: x.mean(d, keepdim=k), lambda x, a, k: np.mean(x, axis=a, keepdims=k), FLOATS, "normal", False),
-    "prod": (lambda x, d, k: x.prod(d, keepdim=k), lambda x, a, k: np.prod(x, axis=a, keepdims=k), FLOATS + [I64], "positive", True),
+    "sum": (lambda x, d, k: x.sum(d, keepdim=k), _np(np.sum), FLOATS + [I64, I32], "normal", True),
+    "mean": (lambda x, d, k: x.mean(d, keepdim=k), _np(np.mean), FLOATS, "normal", False),
+    "prod": (lambda x, d, k: x.prod(d, keepdim=k), _np(np.prod), FLOATS + [I64], "positive", True),
     "var": (lambda x, d, k: x.var(d, keepdim=k), lambda x, a, k: _var(x, a, k, 1), FLOATS,
             "normal", False),
     "var_biased": (lambda x, d, k: x.var(d, keepdim=k, unbiased=False),
                    lambda x, a, k: _var(x, a, k, 0), FLOATS, "normal", False),
     "std": (lambda x, d, k: x.std(d, keepdim=k),
             lambda x, a, k: np.sqrt(_var(x, a, k, 1)), FLOATS, "normal", False),
-    "amax": (lambda x, d, k: x.amax(d, keepdim=k), lambda x, a, k: np.amax(x, axis=a, keepdims=k), FLOATS + [I64], "normal", False),
-    "amin": (lambda x, d, k: x.amin(d, keepdim=k), lambda x, a, k: np.amin(x, axis=a, keepdims=k), FLOATS + [I64], "normal", False),
+    "amax": (lambda x, d, k: x.amax(d, keepdim=k), _np(np.amax), FLOATS + [I64], "normal", False),
+    "amin": (lambda x, d, k: x.amin(d, keepdim=k), _np(np.amin), FLOATS + [I64], "normal", False),
     "norm2": (lambda x, d, k: x.norm(2, d, keepdim=k),
               lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)), FLOATS, "normal",
               True),

@@ -277,7 +277,8 @@ def _minmax(kname, op, a, b):
         wa = add(to(win_a, dt), mul(to(tie, dt), 0.5))
         wb = sub(1.0, wa)
         return _grads(a, b, mul(g, wa), mul(g, wb))
-    return record(op, out, _inputs(a, b), backward, saved=[t for t in _inputs(a, b) if t is not None])
+    return record(op, out, _inputs(a, b), backward,
+                  saved=[t for t in _inputs(a, b) if t is not None])
 
 
 def maximum(a, b) -> Tensor:

@@ -168,7 +168,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     def backward(g):
         return g, (gather(g, d, index) if src.requires_grad else None)
     return record("scatter_add", Tensor(out._storage, out.shape, out._strides, 0), (x, src),
-                  backward)
+                  backward, saved=[index])
 
 
 def _no_grad():

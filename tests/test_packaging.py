@@ -1,0 +1,67 @@
+"""The wheel ships the kernels and runs from a fresh venv outside the checkout."""
+import importlib.util
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_missing = [m for m in ("venv", "pip", "hatchling") if importlib.util.find_spec(m) is None]
+pytestmark = pytest.mark.skipif(
+    bool(_missing), reason=f"cannot build or install a wheel here: {', '.join(_missing)} not "
+                           f"installed (hatchling is the build backend named in pyproject.toml)")
+
+
+def _run(cmd, **kw):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, **kw)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{r.stdout}\n{r.stderr}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    sources = sorted(p.name for p in (ROOT / "kernels").iterdir() if p.suffix in (".cl", ".h"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+          "--no-index", "-w", out, ROOT])
+    wheels = list(out.glob("clgrad-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0], sources  # sources listed before the build: other work may add kernels
+
+
+def test_wheel_contains_the_kernels(wheel):
+    wheel, sources = wheel
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "common.h" in sources and "elementwise.cl" in sources
+    for name in sources:
+        assert f"clgrad/kernels/{name}" in names, f"{name} missing from {wheel.name}"
+    assert "clgrad/__init__.py" in names and "clgrad/ops/elementwise.py" in names
+
+
+def test_wheel_runs_a_kernel_from_a_fresh_venv(wheel, tmp_path):
+    wheel, _ = wheel
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv])
+    py = venv / "bin" / "python"
+    _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "--no-index",
+          "--disable-pip-version-check", wheel])
+    script = (
+        "import clgrad, pathlib\n"
+        "from clgrad.device import kernel_dir\n"
+        "x = clgrad.arange(6.0).reshape(2, 3)\n"
+        "print(pathlib.Path(clgrad.__file__).resolve())\n"
+        "print(kernel_dir().resolve())\n"
+        "print((x.T * 2).sum().item())\n")
+    env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"])  # numpy, pyopencl
+    env.pop("PYTHONHOME", None)
+    r = _run([py, "-c", script], cwd=tmp_path, env=env)
+    pkg_file, kdir, value = r.stdout.strip().splitlines()[-3:]
+    assert Path(pkg_file).is_relative_to(venv.resolve()), pkg_file
+    assert Path(kdir) == Path(pkg_file).parent / "kernels"
+    assert not Path(kdir).is_relative_to(ROOT)
+    assert float(value) == 30.0
