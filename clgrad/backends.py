@@ -1,22 +1,29 @@
 """Backend settings: which convolution algorithm runs, and how much workspace it may take.
 
-``conv_algorithm``: 'auto' (the default; or the ``CLGRAD_CONV_ALGO`` environment variable) picks
-per pass by shape and device; 'implicit', 'im2col', 'direct' or 'depthwise' forces one for every
-pass of every conv2d (see clgrad/ops/conv.py for what each is).
+``conv_algorithm``: 'auto' (the default, or the ``CLGRAD_CONV_ALGO`` environment variable)
+picks per pass by shape and device; 'implicit', 'im2col', 'direct' or 'depthwise' asks for one
+in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
+'direct', only where it cannot run a problem (local memory too small, say).
+``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
+(kernels/conv.cl: one work item per work-group, register-blocked vectors) or 'gpu'
+(kernels/conv_gemm.cl: 16 x 16 work items sharing local-memory tiles).
 ``conv_workspace_limit``: bytes the im2col algorithm may hold at once (default 256 MiB); it
-chunks over the batch to stay under it.
+chunks over the batch to stay under it (one sample is the smallest chunk).
 ``last_conv_algorithm``: the algorithm the latest conv2d pass ran (set by every pass), and
 ``last_conv_algorithms``: the latest choice per pass ('forward', 'grad_input', 'grad_weight').
 ``CLGRAD_CONV_DEBUG=1`` prints each choice with the problem's shape to stderr.
 """
 import os
 
-__all__ = ["conv_algorithm", "conv_workspace_limit", "last_conv_algorithm",
-           "last_conv_algorithms", "CONV_ALGORITHMS"]
+__all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
+           "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
+           "CONV_IMPLICIT_VARIANTS"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise")
+CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = os.environ.get("CLGRAD_CONV_ALGO", "auto")
+conv_implicit_variant = "auto"
 conv_workspace_limit = 256 << 20
 last_conv_algorithm = None
 last_conv_algorithms = {}

@@ -1,25 +1,30 @@
-// kernels/conv.cl — implicit-GEMM convolution of a batch of groups (see conv.h for the problem):
-// no workspace; each work-group stages an input window and a packed weight block in local
-// memory and runs a register-blocked MR x NR micro-kernel (MR output channels x NR = 2*VW
-// output columns, vectors along the output row).
+// kernels/conv.cl — implicit-GEMM convolution of a batch of groups for CPUs (see conv.h for the
+// problem): no workspace; a work-group of one work item stages an input window in local memory
+// and runs register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns,
+// vectors along the output row), reading the weights through their view.
 // Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
-//   igemm:       (tiles, ceil(o / mc), n * g); local xt[cc*cp], koff[2*cc*kh*kw] (ints),
-//                ot[(mc+4)*th*tw]. Forward, and the input gradient (see conv.h).
-//   igemm_wgrad: (ceil(c / cc), ceil(o / mc), g * split); writes partial sums ws[split][g][o][K+1]
-//                (column K: the bias gradient); wgrad_reduce sums them into the weight and bias
-//                gradients.
+//   igemm:        (tiles, ceil(o / mc), n * g); local xt[cc*cp], koff[2*cc*kh*kw] (ints),
+//                 ot[(mc+4)*th*tw]. Forward, and the input gradient (see conv.h).
+//   igemm_wgrad:  (ceil(c / cr), ceil(o / mc), g * split); partial sums ws[split][g][o][K+1]
+//                 (K = c*kh*kw; column K: the bias gradient).
+//   wgrad_reduce: g*o*(K+1) items, local 64: sums ws over the splits into the weight and bias
+//                 gradients (also for conv_depthwise.cl, conv_direct.cl, conv_gemm.cl).
 #include "conv.h"
 
 #define NR (2 * VW)
 
-// One micro-tile: rows (output channels) w0..w5 (weight rows, read through the per-tap offset
-// table woff) times NR output columns (two vectors b0, b1 of the staged window).
+// One micro-tile: rows (output channels) i0..i0+5 (or +3) times NR output columns, as two
+// vectors per row. Weights are read through their view: row pointers w0..w5 (clamped to the
+// last real row) and the per-tap offset table woff; the window through koff.
 #define ZERO_ROW(i) V c##i##0 = (V)0, c##i##1 = (V)0;
-#define LOAD_ROW(i) c##i##0 = LDA(o + i * tsz); c##i##1 = LDA(o + i * tsz + VW);
+#define LOAD_ROW(i) c##i##0 = LDL(o + i * tsz); c##i##1 = LDL(o + i * tsz + VW);
 #define FMA_ROW(i) { T a = w##i[wk]; c##i##0 += a * b0; c##i##1 += a * b1; }
-#define STORE_ROW(i) *(__local V *)(o + i * tsz) = c##i##0; \
-                     *(__local V *)(o + i * tsz + VW) = c##i##1;
-#define WROW(i) __global const T *w##i = K + kbase + min(i0 + i, nco - 1) * p.k.s[1];
+#define STORE_ROW(i) STL(o + i * tsz, c##i##0); STL(o + i * tsz + VW, c##i##1);
+#define OUT_ROW(i) if (i0 + i < nco) put(Y + yb + (i0 + i) * p.y.s[2], c##i##0 + bv##i, \
+                                         c##i##1 + bv##i, ncol - s * NR, p.y.s[4]);
+#define WROW(i) __global const T *w##i = K + kbase + MIN(i0 + i, nco - 1) * p.k.s[1]; \
+                const T bv##i = p.bias ? B[p.boff + (g * p.o + co0 + MIN(i0 + i, nco - 1)) \
+                                           * p.bs] : (T)0;
 #define ROWS6(M) M(0) M(1) M(2) M(3) M(4) M(5)
 #define ROWS4(M) M(0) M(1) M(2) M(3)
 #define MICRO(ROWS)                                                             \
@@ -27,6 +32,7 @@
         for (int s = 0; s < nstrip; ++s) {                                     \
             __local const T *xb = xt + r * (int)(p.sh * p.rp) + s * NR;        \
             __local T *o = ot + i0 * tsz + r * (int)p.tw + s * NR;            \
+            const long yb = ybase + r * p.y.s[3] + s * NR * p.y.s[4];          \
             ROWS(ZERO_ROW)                                                     \
             if (c0 > 0) { ROWS(LOAD_ROW) }                                     \
             for (int k = 0; k < kc; ++k) {                                     \
@@ -35,15 +41,28 @@
                 V b0 = LDL(xp), b1 = LDL(xp + VW);                             \
                 ROWS(FMA_ROW)                                                  \
             }                                                                  \
-            ROWS(STORE_ROW)                                                    \
+            if (last) { ROWS(OUT_ROW) } else { ROWS(STORE_ROW) }               \
         }                                                                      \
     }
+
+// Store n (<= NR) outputs v0:v1 at y with column stride ys.
+INL void put(__global T *y, V v0, V v1, int n, long ys) {
+    if (n >= NR && ys == 1) {
+        STG(y, v0);
+        STG(y + VW, v1);
+    } else {
+        union { V v[2]; T t[NR]; } u;
+        u.v[0] = v0;
+        u.v[1] = v1;
+        for (int j = 0; j < MIN(n, NR); ++j) y[j * ys] = u.t[j];
+    }
+}
 
 // Forward (and input gradient). A work-group computes mc output channels x th rows x tw
 // columns of one (n, g): for each chunk of cc input channels it stages the input window in xt
 // and the tap offsets in koff/woff, then runs micro-tiles of 6 (and, to cover mc exactly with
-// 6a + 4b rows, 4) output channels x NR columns, accumulating in ot; the epilogue adds the bias
-// and writes through Y's view.
+// 6a + 4b rows, 4) output channels x NR columns; partial sums wait in ot between chunks, the
+// last chunk adds the bias and writes through Y's view.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void igemm(const conv_t p, __global const T *X, __global const T *K, __global T *Y,
            __global const T *B, __local T *xt, __local int *koff, __local T *ot) {
@@ -51,21 +70,24 @@ void igemm(const conv_t p, __global const T *X, __global const T *K, __global T 
     tile_origin(p, get_group_id(0), &oh0, &ow0);
     const long co0 = get_group_id(1) * p.mc;
     const long n = get_group_id(2) / p.g, g = get_group_id(2) % p.g;
-    const int nco = (int)min(p.mc, p.o - co0);
-    const int nrow = (int)min(p.th, p.oh - oh0), ncol = (int)min(p.tw, p.ow - ow0);
+    const int nco = (int)MIN(p.mc, p.o - co0);
+    const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
     const int nstrip = (ncol + NR - 1) / NR, khw = (int)(p.kh * p.kw);
     const int tsz = (int)(p.th * p.tw);
     // rows in blocks of 6 then 4: the fewest rows >= nco of the form 6a + 4b
     int n6 = (nco + 5) / 6, n4 = 0;
     for (int b = 1; b <= 2; ++b) {
-        int a = max(0, (nco - 4 * b + 5) / 6);
+        int a = MAX(0, (nco - 4 * b + 5) / 6);
         if (6 * a + 4 * b < 6 * n6 + 4 * n4) { n6 = a; n4 = b; }
     }
     const long xbase = p.x.off + n * p.x.s[0] + g * p.x.s[1];
     const long kbase = p.k.off + g * p.k.s[0] + co0 * p.k.s[1];
+    const long ybase = p.y.off + n * p.y.s[0] + g * p.y.s[1] + co0 * p.y.s[2] + oh0 * p.y.s[3]
+                       + ow0 * p.y.s[4];
     __local int *woff = koff + p.cc * khw;
     for (long c0 = 0; c0 < p.c; c0 += p.cc) {
-        const int cc = (int)min(p.cc, p.c - c0), kc = cc * khw;
+        const int cc = (int)MIN(p.cc, p.c - c0), kc = cc * khw;
+        const bool last = c0 + cc >= p.c;
         fill_window(xt, X, xbase + c0 * p.x.s[2], cc, oh0, ow0, p);
         for (int k = 0; k < kc; ++k) {
             int c = k / khw, r = k - c * khw, kh = r / (int)p.kw, kw = r - kh * (int)p.kw;
@@ -83,26 +105,12 @@ void igemm(const conv_t p, __global const T *X, __global const T *K, __global T 
             MICRO(ROWS4)
         }
     }
-    const long ybase = p.y.off + n * p.y.s[0] + g * p.y.s[1] + co0 * p.y.s[2] + oh0 * p.y.s[3]
-                       + ow0 * p.y.s[4];
-    for (int i = 0; i < nco; ++i) {
-        T b = p.bias ? B[p.boff + (g * p.o + co0 + i) * p.bs] : (T)0;
-        for (int r = 0; r < nrow; ++r) {
-            __global T *y = Y + ybase + i * p.y.s[2] + r * p.y.s[3];
-            __local const T *o = ot + i * tsz + r * (int)p.tw;
-            if (p.y.s[4] == 1) {
-                for (int j = 0; j < ncol; ++j) y[j] = o[j] + b;
-            } else {
-                for (int j = 0; j < ncol; ++j) y[j * p.y.s[4]] = o[j] + b;
-            }
-        }
-    }
 }
 
 #define MRW 4
 #define NRW 3
 #define WZERO(i) V w##i##0 = (V)0, w##i##1 = (V)0, w##i##2 = (V)0;
-#define WFMA(i) { V gq = LDA(gp + i * tsz); w##i##0 += gq * x0; w##i##1 += gq * x1; \
+#define WFMA(i) { V gq = LDL(gp + i * tsz); w##i##0 += gq * x0; w##i##1 += gq * x1; \
                   w##i##2 += gq * x2; }
 #define WSUM(i) { __local T *q = wa + i * kr + kb * NRW; q[0] += hsum(w##i##0); \
                   if (kb * NRW + 1 < kc) q[1] += hsum(w##i##1); \
@@ -112,8 +120,8 @@ void igemm(const conv_t p, __global const T *X, __global const T *K, __global T 
 // Weight gradient: ws[s][g][o][k] = sum over the samples of split s of
 //   GO[n,g,o,oh,ow] * Xv[n,g,c,oh*sh-ph+kh*dh, ow*sw-pw+kw*dw],  k = (c, kh, kw);
 // column K = c*kh*kw of ws holds sum GO (the bias gradient), written by channel range 0.
-// A work-group owns mc output channels and input channels [c_lo, c_lo + cr) (cr = p.kws2, a
-// multiple of cc) of one group and split. Per sample and output tile it stages the output
+// A work-group owns mc output channels and input channels [c_lo, c_lo + cr) of one group and
+// one split of the batch. Per sample and output tile it stages the output
 // gradient once (gt, zero past the tile's valid rows/columns), then per chunk of cc input
 // channels the input window, and runs 4 x 3 micro-tiles (4 output channels x 3 taps) whose
 // vectors run along output columns; lanes are summed into wacc at the end of each tile.
@@ -124,8 +132,8 @@ void igemm_wgrad(const conv_t p, long cr, __global const T *X, __global const T 
                  __local T *wacc) {
     const long clo = get_group_id(0) * cr, co0 = get_group_id(1) * p.mc;
     const long g = get_group_id(2) % p.g, sp = get_group_id(2) / p.g;
-    const int khw = (int)(p.kh * p.kw), ncr = (int)min(cr, p.c - clo), kr = ncr * khw;
-    const int nco = (int)min(p.mc, p.o - co0), nob = (nco + MRW - 1) / MRW;
+    const int khw = (int)(p.kh * p.kw), ncr = (int)MIN(cr, p.c - clo), kr = ncr * khw;
+    const int nco = (int)MIN(p.mc, p.o - co0), nob = (nco + MRW - 1) / MRW;
     const int tsz = (int)(p.th * p.tw);
     const long n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
     __local T *bacc = wacc + nob * MRW * kr;
@@ -135,7 +143,7 @@ void igemm_wgrad(const conv_t p, long cr, __global const T *X, __global const T 
         for (long t = 0; t < ntiles; ++t) {
             long oh0, ow0;
             tile_origin(p, t, &oh0, &ow0);
-            const int nrow = (int)min(p.th, p.oh - oh0), ncol = (int)min(p.tw, p.ow - ow0);
+            const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
             const int nvec = (ncol + VW - 1) / VW;
             for (int i = 0; i < nob * MRW; ++i) {
                 for (int r = 0; r < p.th; ++r) {
@@ -155,16 +163,16 @@ void igemm_wgrad(const conv_t p, long cr, __global const T *X, __global const T 
                 for (int i = 0; i < nco; ++i) {
                     V s = (V)0;
                     for (int r = 0; r < nrow; ++r)
-                        for (int v = 0; v < nvec; ++v) s += LDA(gt + i * tsz + r * p.tw + v * VW);
+                        for (int v = 0; v < nvec; ++v) s += LDL(gt + i * tsz + r * p.tw + v * VW);
                     bacc[i] += hsum(s);
                 }
             }
             for (int c0 = 0; c0 < ncr; c0 += (int)p.cc) {
-                const int cc = min((int)p.cc, ncr - c0), kc = cc * khw;
+                const int cc = MIN((int)p.cc, ncr - c0), kc = cc * khw;
                 const int nkb = (kc + NRW - 1) / NRW;
                 fill_window(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1] + (clo + c0) * p.x.s[2],
                             cc, oh0, ow0, p);
-                for (int k = 0; k < nkb * NRW; ++k) koff[k] = tap_offset(min(k, kc - 1), p);
+                for (int k = 0; k < nkb * NRW; ++k) koff[k] = tap_offset(MIN(k, kc - 1), p);
                 for (int ob = 0; ob < nob; ++ob) {
                     __local T *wa = wacc + ob * MRW * kr + c0 * khw;
                     for (int kb = 0; kb < nkb; ++kb) {

@@ -8,7 +8,11 @@
 // where Xv is X with UH-1 (UW-1) zeros inserted between rows (columns) and zero outside. The
 // forward pass has U = 1; the input gradient is the same problem on the output gradient with
 // U = stride, stride 1, padding (k-1)*d - p and the kernel view transposed and flipped (negative
-// strides). X, K and Y are 5-D views (offset, strides in elements) of the caller's tensors.
+// strides). With stride > 1 the host runs it as stride_h*stride_w phase problems with U = 1
+// (dense convolutions of the output gradient with the taps of one phase: a strided kernel view,
+// writing a strided view of the input gradient), so no inserted zero is multiplied; the kernels
+// take U > 1 all the same. X, K and Y are 5-D views (offset, strides in elements) of the
+// caller's tensors.
 #ifndef CLGRAD_CONV_H
 #define CLGRAD_CONV_H
 
@@ -24,12 +28,15 @@ typedef float8 V;
 
 // Unaligned vector loads/stores. PoCL does not inline vloadN, so a vload in a hot loop is a call
 // that spills every vector register: use an under-aligned vector type instead (clang).
+// Local tiles are read the same way: drivers need not align __local arguments to a vector.
 #if defined(__clang__)
 typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 #define LDL(p) (*(__local const VU *)(p))
+#define STL(p, v) (*(__local VU *)(p) = (v))
 #define STG(p, v) (*(__global VU *)(p) = (v))
 #else
 #define LDL(p) VLOAD(0, (p))
+#define STL(p, v) VSTORE((v), 0, (p))
 #define STG(p, v) VSTORE((v), 0, (p))
 #endif
 #ifdef IS_DOUBLE
@@ -39,7 +46,11 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 #define VLOAD vload8
 #define VSTORE vstore8
 #endif
-#define LDA(p) (*(__local const V *)(p))
+
+// PoCL does not inline the min/max/clamp built-ins either: these are plain expressions.
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define INL inline __attribute__((always_inline))
 
 typedef struct { long off, s[5]; } v5_t;
 
@@ -58,28 +69,33 @@ typedef struct {
 } conv_t;
 
 // Output tile (th0, tw0) of work-group tile index t: row and column of its first output.
-inline void tile_origin(const conv_t p, long t, long *oh0, long *ow0) {
+INL void tile_origin(const conv_t p, long t, long *oh0, long *ow0) {
     *oh0 = (t / p.ntw) * p.th;
     *ow0 = (t % p.ntw) * p.tw;
 }
 
-// One row of the input window: dst[j] = Xv[y, x0 + j] for j < len, where the source row starts at
-// src (already offset to row y / uh) and xs is the column stride. Zero left of 0 / right of w.
-inline void fill_run(__local T *dst, __global const T *src, long x0, int len, const conv_t p,
-                     long xs) {
-    if (p.uw == 1) {
-        int lo = (int)clamp(-x0, 0L, (long)len), hi = (int)clamp(p.w - x0, (long)lo, (long)len);
+// One row of the input window: dst[j] = Xv[y, x0 + j*step] for j < len, where the source row
+// starts at src (already at row y / uh) and xs is the column stride; zero outside [0, w).
+INL void fill_run(__local T *dst, __global const T *src, long x0, long step, int len,
+                  const conv_t p, long xs) {
+    if (p.uw == 1) {  // columns [lo, hi) are inside the row
+        long lo = x0 >= 0 ? 0 : (-x0 + step - 1) / step;
+        long hi = p.w > x0 ? (p.w - x0 + step - 1) / step : 0;
+        lo = MIN(lo, (long)len);
+        hi = MIN(MAX(hi, lo), (long)len);
         for (int j = 0; j < lo; ++j) dst[j] = (T)0;
-        if (xs == 1) {
+        if (xs == 1 && step == 1) {
             __global const T *s = src + x0;
             for (int j = lo; j < hi; ++j) dst[j] = s[j];
         } else {
-            for (int j = lo; j < hi; ++j) dst[j] = src[(x0 + j) * xs];
+            const long st = step * xs;
+            __global const T *s = src + x0 * xs;
+            for (int j = lo; j < hi; ++j) dst[j] = s[j * st];
         }
         for (int j = hi; j < len; ++j) dst[j] = (T)0;
     } else {
         for (int j = 0; j < len; ++j) {
-            long x = x0 + j;
+            long x = x0 + j * step;
             bool ok = x >= 0 && x % p.uw == 0 && x / p.uw < p.w;
             dst[j] = ok ? src[(x / p.uw) * xs] : (T)0;
         }
@@ -88,8 +104,8 @@ inline void fill_run(__local T *dst, __global const T *src, long x0, int len, co
 
 // Stage channels [0, cc) of X at xbase (the view offset of (n, g, c0)) for the tile whose first
 // output is (oh0, ow0): per channel p.rows rows starting at input row oh0*sh - ph.
-inline void fill_window(__local T *xt, __global const T *X, long xbase, int cc, long oh0,
-                        long ow0, const conv_t p) {
+INL void fill_window(__local T *xt, __global const T *X, long xbase, int cc, long oh0,
+                     long ow0, const conv_t p) {
     const long y0 = oh0 * p.sh - p.ph, x0 = ow0 * p.sw - p.pw;
     for (int c = 0; c < cc; ++c) {
         for (int r = 0; r < p.rows; ++r) {
@@ -101,30 +117,23 @@ inline void fill_window(__local T *xt, __global const T *X, long xbase, int cc, 
             }
             __global const T *src = X + xbase + c * p.x.s[2] + (y / p.uh) * p.x.s[3];
             if (p.slab) {
-                for (int kw = 0; kw < p.kw; ++kw) {
-                    __local T *d = dst + kw * p.tw;
-                    long xk = x0 + kw * p.dw;
-                    for (int j = 0; j < p.tw; ++j) {
-                        long x = xk + j * p.sw;
-                        bool ok = x >= 0 && x % p.uw == 0 && x / p.uw < p.w;
-                        d[j] = ok ? src[(x / p.uw) * p.x.s[4]] : (T)0;
-                    }
-                }
+                for (int kw = 0; kw < p.kw; ++kw)
+                    fill_run(dst + kw * p.tw, src, x0 + kw * p.dw, p.sw, (int)p.tw, p, p.x.s[4]);
             } else {
-                fill_run(dst, src, x0, (int)p.rp, p, p.x.s[4]);
+                fill_run(dst, src, x0, 1, (int)p.rp, p, p.x.s[4]);
             }
         }
     }
 }
 
 // Offset inside the staged window of tap k = (c, kh, kw) of a chunk.
-inline int tap_offset(int k, const conv_t p) {
+INL int tap_offset(int k, const conv_t p) {
     int khw = (int)(p.kh * p.kw);
     int c = k / khw, r = k - c * khw, kh = r / (int)p.kw, kw = r - kh * (int)p.kw;
     return c * (int)p.cp + kh * (int)(p.dh * p.rp) + kw * (int)p.kws;
 }
 
-inline T hsum(V v) {
+INL T hsum(V v) {
 #ifdef IS_DOUBLE
     double2 a = v.lo + v.hi;
     return a.x + a.y;

@@ -17,9 +17,9 @@ void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *
             __global T *Y, __global const T *B, __local T *xt) {
     long oh0, ow0;
     tile_origin(p, get_group_id(0), &oh0, &ow0);
-    const int nrow = (int)min(p.th, p.oh - oh0), ncol = (int)min(p.tw, p.ow - ow0);
+    const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
     const int nstrip = (ncol + NR - 1) / NR;
-    const long pl0 = get_group_id(1) * planes, pl1 = min(pl0 + planes, p.n * p.g);
+    const long pl0 = get_group_id(1) * planes, pl1 = MIN(pl0 + planes, p.n * p.g);
     const int rstep = (int)(p.sh * p.rp), dstep = (int)(p.dh * p.rp);
     for (long pl = pl0; pl < pl1; ++pl) {
         const long n = pl / p.g, g = pl % p.g;
@@ -47,7 +47,7 @@ void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *
                             }
                         }
                     }
-                    const int j0 = s * NR, nj = min(NR, ncol - j0);
+                    const int j0 = s * NR, nj = MIN(NR, ncol - j0);
                     for (int q = 0; q < (two ? 2 : 1); ++q) {
                         __global T *y = yo + (r + q) * p.y.s[3] + j0 * p.y.s[4];
                         V u0 = q ? a2 : a0, u1 = q ? a3 : a1;
@@ -74,17 +74,18 @@ void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *GO, v5_t gv,
               __global T *ws, __local T *xt, __local T *gt, __local T *wacc) {
-    const long sp = get_group_id(1), n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
+    const long sp = (long)get_group_id(1), n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
     const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw, tsz = (int)(p.th * p.tw);
     const long ntiles = ((p.oh + p.th - 1) / p.th) * p.ntw;
     const int rstep = (int)(p.sh * p.rp);
-    for (long g = get_group_id(0) * gpw; g < min((get_group_id(0) + 1) * gpw, p.g); ++g) {
+    const long g0 = (long)get_group_id(0) * gpw, g1 = MIN(g0 + gpw, p.g);
+    for (long g = g0; g < g1; ++g) {
         for (int i = 0; i < p.o * (kall + 1); ++i) wacc[i] = (T)0;
         for (long n = n0; n < n1; ++n) {
             for (long t = 0; t < ntiles; ++t) {
                 long oh0, ow0;
                 tile_origin(p, t, &oh0, &ow0);
-                const int nrow = (int)min(p.th, p.oh - oh0), ncol = (int)min(p.tw, p.ow - ow0);
+                const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
                 const int nvec = (ncol + VW - 1) / VW;
                 for (int o = 0; o < p.o; ++o) {
                     for (int r = 0; r < nrow; ++r) {
@@ -97,7 +98,7 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
                     }
                     V sum = (V)0;
                     for (int r = 0; r < nrow; ++r)
-                        for (int v = 0; v < nvec; ++v) sum += LDA(gt + o * tsz + r * p.tw + v * VW);
+                        for (int v = 0; v < nvec; ++v) sum += LDL(gt + o * tsz + r * p.tw + v * VW);
                     wacc[o * (kall + 1) + kall] += hsum(sum);
                 }
                 fill_window(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1], (int)p.c, oh0, ow0, p);
@@ -105,15 +106,15 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
                     for (int c = 0; c < p.c; ++c) {
                         for (int kh = 0; kh < p.kh; ++kh) {
                             for (int k0 = 0; k0 < p.kw; k0 += 3) {
-                                const int o1 = (int)(min(k0 + 1, (int)p.kw - 1) * p.kws),
-                                          o2 = (int)(min(k0 + 2, (int)p.kw - 1) * p.kws);
+                                const int o1 = (int)(MIN(k0 + 1, (int)p.kw - 1) * p.kws),
+                                          o2 = (int)(MIN(k0 + 2, (int)p.kw - 1) * p.kws);
                                 V s0 = (V)0, s1 = (V)0, s2 = (V)0;
                                 for (int r = 0; r < nrow; ++r) {
                                     __local const T *xr = xt + c * p.cp
                                         + (r * p.sh + kh * p.dh) * p.rp + k0 * p.kws;
                                     __local const T *gp = gt + o * tsz + r * (int)p.tw;
                                     for (int v = 0; v < nvec; ++v, xr += VW, gp += VW) {
-                                        V gq = LDA(gp);
+                                        V gq = LDL(gp);
                                         s0 += gq * LDL(xr);
                                         s1 += gq * LDL(xr + o1 - k0 * p.kws);
                                         s2 += gq * LDL(xr + o2 - k0 * p.kws);

@@ -9,7 +9,7 @@
 #include "conv.h"
 
 // Xv of conv.h at virtual (y, x) of channel base xb; 0 outside or between inserted zeros.
-inline T xv(__global const T *X, long xb, long y, long x, const conv_t p) {
+INL T xv(__global const T *X, long xb, long y, long x, const conv_t p) {
     if (y < 0 || x < 0 || y % p.uh || x % p.uw) return (T)0;
     y /= p.uh;
     x /= p.uw;

@@ -4,27 +4,31 @@ backward, as one shared op over a batch of groups.
 The input is seen as (N, G, C/G, H, W), the weight as (G, O/G, C/G, kH, kW) and the output as
 (N, G, O/G, oH, oW): 5-D views (offset + strides) of the caller's tensors, so group g is the
 memory of ``input.narrow(1, g*C/G, C/G)``, ``weight.narrow(0, g*O/G, O/G)`` and
-``out.narrow(1, g*O/G, O/G)``. Every kernel takes the group as a launch dimension: a conv2d is
-one launch forward and, backward, one for the input gradient plus two for the weight and bias
-gradients (partial sums over batch splits, then their sum written through a view of the one
-weight gradient), whatever ``groups`` is. Nothing is copied; any strided input is read through
-its strides. The input gradient is the forward problem again (kernels/conv.h): the output
-gradient with stride-1 zeros inserted, padding (k-1)*d - p and the weight view transposed and
-flipped (negative strides, still a view).
+``out.narrow(1, g*O/G, O/G)``. Every kernel takes the group as a launch dimension, so a pass is
+a fixed number of launches whatever ``groups`` is (implicit, depthwise, direct: one forward;
+backward one for the input gradient and two for the weight and bias gradients: partial sums
+over batch splits, then their sum written through the grouped view of the one weight
+gradient). No parameter is copied; any strided input is read through its strides. The input
+gradient is the forward problem again (kernels/conv.h): the output gradient with stride-1
+zeros inserted, padding (k-1)*d - p, and the weight view transposed and flipped (negative
+strides, still a view).
 
-Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; 'auto' picks by shape):
-  implicit   kernels/conv.cl — implicit GEMM: a work-group stages an input window and a weight
-             block in local memory and runs a register-blocked 6 x 16 micro-kernel; no workspace.
-  depthwise  kernels/conv_depthwise.cl — direct stencil per (output, input) channel pair, for
-             C/G == 1 (channel multiplier allowed): no GEMM, vectors along output rows.
-  direct     kernels/conv_direct.cl — one work item per output element; any device, no local
-             memory (the portable baseline).
+Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``):
+  implicit   implicit GEMM, no workspace. CPUs: kernels/conv.cl, one work item per work-group
+             staging an input window in local memory and running a 6 x 16 register-blocked
+             micro-kernel. GPUs: kernels/conv_gemm.cl, 16 x 16 work items sharing 64 x 64 tiles.
+  depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
+             (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
+  direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
   im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
-             (at most ``backends.conv_workspace_limit`` bytes), groups and samples as GEMM batch
-             dims (the weight broadcast over samples by a stride-0 view).
+             (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
+             batch dims, the weight broadcast over samples by a stride-0 view.
+An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
+(C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -32,11 +36,13 @@ import sys
 import numpy as np
 import pyopencl as cl
 
-from clgrad import backends
-from clgrad.autograd import no_grad, record
+from clgrad import backends, layout
+from clgrad.autograd import record
 from clgrad.device import pack
 from clgrad.ops import elementwise as ew
+from clgrad.ops import reduce as rd
 from clgrad.ops._util import defines_for, empty, same_device
+from clgrad.ops.matmul import gemm
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -60,27 +66,39 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
              larger than the padded input, non-positive stride/dilation/groups, negative
              padding, dtype or device mismatch; TypeError for non-tensors.
-    Kernels: kernels/conv.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl (see module).
+    Kernels: kernels/conv.cl, conv_gemm.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl.
     """
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo["n"], geo["o"] * geo["g"], geo["oh"], geo["ow"]
-    x4 = input if input.ndim == 4 else _raw(input, (1,) + tuple(input.shape),
-                                            (0,) + input._strides)
+    x4 = _as4(input)
     out = empty((n, o, oh, ow) if input.ndim == 4 else (o, oh, ow), input.dtype, input.device)
-    if out.numel():
-        _forward(geo, x4, weight, bias, _as4(out))
+    empty_sum = out.numel() == 0 or geo["c"] == 0  # nothing to convolve
+    if not empty_sum:
+        p = _forward_problem(geo, x4, weight, _as4(out), bias)
+        _choose("forward", p, weight)(p, x4, weight, _as4(out), bias)
+    elif out.numel():
+        _fill_bias(_as4(out), bias)
 
     def backward(grad):
         gi = gw = gb = None
         g4 = _as4(grad)
+        want_b = bias is not None and bias.requires_grad
         if input.requires_grad:
             gi = empty(input.shape, input.dtype, input.device)
-            _grad_input(geo, g4, weight, _as4(gi))
-        want_b = bias is not None and bias.requires_grad
+            if empty_sum:
+                ew.fill_raw(gi, 0)
+            else:
+                _grad_input(geo, g4, weight, _as4(gi))
         if weight.requires_grad or want_b:
             gw = empty(weight.shape, weight.dtype, weight.device)
             gb = empty(bias.shape, bias.dtype, bias.device) if want_b else None
-            _grad_weight(geo, x4, g4, gw, gb)
+            if empty_sum:
+                ew.fill_raw(gw, 0)
+                if gb is not None:
+                    ew.copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+            else:
+                p = _problem(geo, _v5(x4, geo["g"]), (0,) * 6, (0,) * 6)
+                _choose("grad_weight", p, weight)(p, x4, g4, gw, gb)
             gw = gw if weight.requires_grad else None
         return gi, gw, gb
 
@@ -135,9 +153,11 @@ def _check(x, w, b, stride, padding, dilation, groups) -> dict:
     if dh < 1 or dw < 1:
         raise RuntimeError(f"conv2d: dilation should be greater than zero, got "
                            f"dilation={[dh, dw]}")
-    x4 = tuple(x.shape) if x.ndim == 4 else (1,) + tuple(x.shape)
-    n, c, h, wd = x4
+    n, c, h, wd = tuple(x.shape) if x.ndim == 4 else (1,) + tuple(x.shape)
     o, cg, kh, kw = w.shape
+    if kh < 1 or kw < 1:
+        raise RuntimeError(f"conv2d: expected a kernel of positive size, got weight of size "
+                           f"{list(w.shape)}")
     g = int(groups)
     if c % g:
         raise RuntimeError(f"conv2d: input has {c} channels, which is not divisible by "
@@ -229,50 +249,138 @@ def _grad_input_problem(geo, g4, w, gi4) -> dict:
                 oh=geo["h"], ow=geo["w"], kh=kh, kw=kw, sh=1, sw=1, dh=geo["dh"],
                 dw=geo["dw"], ph=(kh - 1) * geo["dh"] - geo["ph"],
                 pw=(kw - 1) * geo["dw"] - geo["pw"], uh=geo["sh"], uw=geo["sw"],
-                x=_v5(g4, geo["g"]), k=kv, y=_v5(gi4, geo["g"]), boff=0, bs=0, bias=0)
-
-
-# -- passes -----------------------------------------------------------------------------------
-def _forward(geo, x4, w, bias, out4):
-    p = _forward_problem(geo, x4, w, out4, bias)
-    algo = _choose("forward", p, x4.device)
-    _FWD[algo](p, x4, w, out4, bias)
+                x=_v5(g4, geo["g"]), k=kv, y=_v5(gi4, geo["g"]), boff=0, bs=0, bias=0, geo=geo)
 
 
 def _grad_input(geo, g4, w, gi4):
+    """The input gradient. With stride s > 1 the transformed problem has s-1 zeros between
+    output-gradient values; it runs as s_h * s_w phase problems instead, each a dense stride-1
+    convolution of the output gradient with the taps that meet that phase (a strided view of
+    the flipped weight) writing a strided view of gi: no multiply by an inserted zero."""
     p = _grad_input_problem(geo, g4, w, gi4)
-    algo = _choose("grad_input", p, g4.device)
-    _FWD[algo](p, g4, w, gi4, None)
+    run = _choose("grad_input", p, w)
+    algo = backends.last_conv_algorithm
+    if algo == "im2col" or p["uh"] * p["uw"] == 1:
+        return run(p, g4, w, gi4, None)
+    phases = [q for q in _phases(p) if q is not None]
+    if any(q["kh"] == 0 for q in phases):  # some phase no tap reaches: its gradient is 0
+        isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
+        cl.enqueue_fill_buffer(gi4.device.queue, gi4._storage.buffer,
+                               np.zeros(1, gi4.dtype.np), gi4._offset * isz, gi4.numel() * isz)
+    for q in phases:
+        if q["kh"]:
+            run = _runner(algo, "grad_input", q, w) or _runner("direct", "grad_input", q, w)
+            run(q, g4, w, gi4, None)
 
 
-def _grad_weight(geo, x4, g4, gw, gb):
-    p = _problem(geo, _v5(x4, geo["g"]), (0,) * 6, (0,) * 6)
-    algo = _choose("grad_weight", p, x4.device)
-    _WGRAD[algo](p, x4, g4, gw, gb)
+def _phases(p):
+    """The phase problems of an input-gradient problem p with insertion (uh, uw) > 1: None for
+    a phase without outputs; kh = kw = 0 for one that no tap reaches."""
+    def taps(r, u, pad, d, k):
+        """First tap, tap step, sub-dilation and input offset of phase r along one axis."""
+        step = u // math.gcd(u, d)
+        for k0 in range(min(k, step)):
+            if (r - pad + k0 * d) % u == 0:
+                return k0, step, d * step // u, (r - pad + k0 * d) // u
+        return None
+
+    out = []
+    for ri in range(p["uh"]):
+        for rj in range(p["uw"]):
+            oh, ow = -(-(p["oh"] - ri) // p["uh"]), -(-(p["ow"] - rj) // p["uw"])
+            if oh <= 0 or ow <= 0:
+                out.append(None)
+                continue
+            yo, y0, y1, y2, y3, y4 = p["y"]
+            q = dict(p, oh=oh, ow=ow, uh=1, uw=1, sh=1, sw=1,
+                     y=(yo + ri * y3 + rj * y4, y0, y1, y2, y3 * p["uh"], y4 * p["uw"]))
+            th, tw = taps(ri, p["uh"], p["ph"], p["dh"], p["kh"]), \
+                taps(rj, p["uw"], p["pw"], p["dw"], p["kw"])
+            if th is None or tw is None:
+                out.append(dict(q, kh=0, kw=0))
+                continue
+            ko, k0, k1, k2, k3, k4 = p["k"]
+            q.update(kh=-(-(p["kh"] - th[0]) // th[1]), kw=-(-(p["kw"] - tw[0]) // tw[1]),
+                     dh=th[2], dw=tw[2], ph=-th[3], pw=-tw[3],
+                     k=(ko + th[0] * k3 + tw[0] * k4, k0, k1, k2, k3 * th[1], k4 * tw[1]))
+            out.append(q)
+    return out
 
 
-def _choose(pass_name: str, p: dict, dev) -> str:
+# -- dispatch ---------------------------------------------------------------------------------
+def _choose(pass_name: str, p: dict, w: Tensor):
+    """The runner of one pass ('forward', 'grad_input', 'grad_weight') for problem p: the
+    algorithm set in clgrad.backends (or 'auto'), else the first of implicit, direct that can
+    run p. Records it in backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
     if want not in backends.CONV_ALGORITHMS:
         raise ValueError(f"conv2d: expected clgrad.backends.conv_algorithm in "
                          f"{backends.CONV_ALGORITHMS}, got {want!r}")
-    algo = _auto(pass_name, p, dev) if want == "auto" else want
+    if backends.conv_implicit_variant not in backends.CONV_IMPLICIT_VARIANTS:
+        raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
+                         f"{backends.CONV_IMPLICIT_VARIANTS}, got "
+                         f"{backends.conv_implicit_variant!r}")
+    first = _auto(pass_name, p, w.device) if want == "auto" else want
+    for algo in (first, "implicit", "direct"):
+        run = _runner(algo, pass_name, p, w)
+        if run is not None:
+            break
     backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
     if os.environ.get("CLGRAD_CONV_DEBUG"):
         print(f"conv2d {pass_name}: {algo} (N={p['n']} G={p['g']} C/G={p['c']} O/G={p['o']} "
               f"{p['h']}x{p['w']} -> {p['oh']}x{p['ow']} k={p['kh']}x{p['kw']} "
               f"s={p['sh']},{p['sw']} u={p['uh']},{p['uw']})", file=sys.stderr)
-    return algo
+    return run
+
+
+def _runner(algo: str, pass_name: str, p: dict, w: Tensor):
+    """A callable running the pass with algo, or None when algo cannot run p."""
+    if algo == "im2col":
+        return None if _kview(w) is None else _IM2COL[pass_name]
+    dev = w.device
+    if algo == "implicit" and _gpu_variant(dev):
+        algo = "implicit:gpu"
+    planner, run = _KERNELS[algo][pass_name == "grad_weight"]
+    local = planner(p, w.dtype, dev) if planner else ()
+    return None if local is None else functools.partial(run, local=local)
 
 
 def _auto(pass_name, p, dev) -> str:
-    return "implicit"
+    """The algorithm 'auto' runs, from measurements (PoCL on 2 Zen 4 cores; an H200 through
+    NVIDIA's OpenCL). grad_weight's p is the forward problem. Few channel pairs per group
+    (C/G * O/G <= 16: depthwise with a channel multiplier up to 16 and the like; the crossover
+    measured on PoCL lies between 16 and 32): the direct stencils on CPUs, one work item per
+    output on GPUs. Otherwise the implicit GEMM (its CPU or GPU kernels). On the H200 im2col +
+    the tuned GEMM ran big forward passes up to 1.5x faster than the implicit GEMM, but its
+    launch count follows the workspace chunks; 'auto' keeps a fixed launch count per pass."""
+    few = p["c"] * p["o"] <= 16
+    if dev.kind == "cpu":
+        return "depthwise" if few else "implicit"
+    return "direct" if few else "implicit"
 
 
-# -- implicit GEMM (kernels/conv.cl) ----------------------------------------------------------
+# -- shared helpers ---------------------------------------------------------------------------
 def _up(a, b):
     return -(-a // b) * b
+
+
+def _vw(dtype):
+    return 4 if dtype.itemsize == 8 else 8
+
+
+def _locals(sizes):
+    """Local-memory kernel arguments, each a multiple of 128 bytes: drivers place them one
+    after the other, and the kernels read aligned vectors from them."""
+    return [cl.LocalMemory(_up(max(int(b), 1), 128)) for b in sizes]
+
+
+def _fits(sizes, dev) -> bool:
+    return sum(_up(max(int(b), 1), 128) for b in sizes) <= dev.local_mem_size
+
+
+def _units(dev):
+    return dev.cl_device.max_compute_units
 
 
 def _window(p, th, tw, vw):
@@ -286,71 +394,18 @@ def _window(p, th, tw, vw):
              slab=slab)
 
 
-def _vw(dtype):
-    return 4 if dtype.itemsize == 8 else 8
+def _even_rows(total, th):
+    """Rows per tile: at most th, splitting total into equal tiles."""
+    th = max(1, min(total, th))
+    return -(-total // -(-total // th))
 
 
-def _local(nbytes):
-    return cl.LocalMemory(max(int(nbytes), 16))
-
-
-def _implicit_fwd(p, x, w, y, bias):
-    dev, dt = x.device, x.dtype
-    vw, isz = _vw(dt), dt.itemsize
-    nr = 2 * vw
-    tw = min(_up(p["ow"], nr), 4 * nr)
-    nblk = -(-p["o"] // 96)
-    mc = -(-p["o"] // nblk)
-    nth = -(-p["oh"] // max(1, 256 // tw))
-    units = dev.cl_device.max_compute_units
-    while nth < p["oh"] and p["n"] * p["g"] * nblk * nth * -(-p["ow"] // tw) < 8 * units:
-        nth += 1
-    th = -(-p["oh"] // nth)
-    khw = p["kh"] * p["kw"]
-    cc = max(1, min(p["c"], 256 // khw))
-    _window(p, th, tw, vw)
-    while cc > 1 and cc * p["cp"] * isz > 64 << 10:
-        cc = (cc + 1) // 2
-    p.update(mc=mc, cc=cc)
-    kc = cc * khw
-    tiles = -(-p["oh"] // th) * p["ntw"]
-    bias_buf = bias._storage.buffer if bias is not None else y._storage.buffer
-    dev.launch(dev.kernel("conv.cl", "igemm", defines_for(dt)), (tiles, nblk, p["n"] * p["g"]),
-               (1, 1, 1), _arg(p), x._storage.buffer, w._storage.buffer, y._storage.buffer,
-               bias_buf, _local(cc * p["cp"] * isz), _local(kc * 8),
-               _local((mc + 4) * th * tw * isz))
-
-
-_TUNE = {}
-
-
-def _implicit_wgrad(p, x, g4, gw, gb):
-    dev, dt = x.device, x.dtype
-    vw, isz = _vw(dt), dt.itemsize
-    khw = p["kh"] * p["kw"]
-    tw = min(_up(p["ow"], vw), 64)
-    mc = min(_up(p["o"], 4), _TUNE.get("mc", 64))
-    th = max(1, min(p["oh"], 1024 // tw, (_TUNE.get("gt", 128) << 10) // (mc * tw * isz)))
-    th = -(-p["oh"] // -(-p["oh"] // th))
-    _window(p, th, tw, vw)
-    cc = max(1, min(p["c"], (_TUNE.get("xt", 16) << 10) // (p["cp"] * isz)))
-    cr = max(1, (_TUNE.get("wa", 160) << 10) // (mc * khw * isz) // cc) * cc
-    cr = p["c"] if cr >= p["c"] else cr
-    wgs = -(-p["c"] // cr) * -(-p["o"] // mc) * p["g"]
-    split = max(1, min(p["n"], -(-4 * dev.cl_device.max_compute_units // wgs)))
-    p.update(mc=mc, cc=cc, split=split)
-    kall = p["c"] * khw
-    ws = empty((split, p["g"], p["o"], kall + 1), dt, dev)
-    gv = pack(_v5(g4, p["g"]), 6)
-    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", defines_for(dt)),
-               (-(-p["c"] // cr), -(-p["o"] // mc), p["g"] * split), (1, 1, 1), _arg(p),
-               np.int64(cr), x._storage.buffer, g4._storage.buffer, gv, ws._storage.buffer,
-               _local(cc * p["cp"] * isz), _local(_up(mc, 4) * th * tw * isz),
-               _local(_up(cc * khw, 3) * 4), _local(_up(mc, 4) * (cr * khw + 1) * isz))
-    _reduce(p, ws, gw, gb)
+def _workspace(p, dtype, dev):
+    return empty((p["split"], p["g"], p["o"], p["c"] * p["kh"] * p["kw"] + 1), dtype, dev)
 
 
 def _reduce(p, ws, gw, gb):
+    """Sum the split partial sums ws into gw (through its grouped view) and gb."""
     dev, dt = ws.device, ws.dtype
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p["o"], so, sc, skh, skw), 6)
@@ -362,5 +417,277 @@ def _reduce(p, ws, gw, gb):
                np.int32(1), np.int32(gb is not None))
 
 
-_FWD = {"implicit": _implicit_fwd}
-_WGRAD = {"implicit": _implicit_wgrad}
+# -- implicit GEMM (kernels/conv.cl) ----------------------------------------------------------
+# Planners choose tiles (written into p) and return the local-memory sizes in bytes, or None
+# when even the smallest tiles exceed the device's local memory.
+def _shrink(knobs: dict, order, floor: dict) -> bool:
+    """Halve the first knob in order that is above its floor; False when none is."""
+    for k in order:
+        if knobs[k] > floor[k]:
+            knobs[k] = max(floor[k], -(-knobs[k] // 2))
+            return True
+    return False
+
+
+def _plan_implicit(p, dt, dev):
+    vw, isz, khw = _vw(dt), dt.itemsize, p["kh"] * p["kw"]
+    tw = min(_up(p["ow"], 2 * vw), 8 * vw)
+    nblk = -(-p["o"] // 96)
+    nth = -(-p["oh"] // max(1, 256 // tw))
+    while nth < p["oh"] and p["n"] * p["g"] * nblk * nth * -(-p["ow"] // tw) < 8 * _units(dev):
+        nth += 1
+    kn = dict(cc=max(1, min(p["c"], 256 // khw)), th=-(-p["oh"] // nth), mc=-(-p["o"] // nblk),
+              tw=tw)
+    while True:
+        _window(p, kn["th"], kn["tw"], vw)
+        cc = -(-p["c"] // -(-p["c"] // kn["cc"]))  # equal chunks
+        local = [cc * p["cp"] * isz, 8 * cc * khw, (kn["mc"] + 4) * kn["th"] * kn["tw"] * isz]
+        if cc * p["cp"] * isz <= (64 << 10) and _fits(local, dev):
+            p.update(mc=kn["mc"], cc=cc)
+            return local
+        if not _shrink(kn, ("cc", "th", "mc", "tw"), dict(cc=1, th=1, mc=6, tw=2 * vw)):
+            return None
+
+
+def _implicit_fwd(p, x, w, y, bias, local):
+    dev, dt = x.device, x.dtype
+    tiles = -(-p["oh"] // p["th"]) * p["ntw"]
+    bbuf = (bias if bias is not None else y)._storage.buffer
+    dev.launch(dev.kernel("conv.cl", "igemm", defines_for(dt)),
+               (tiles, -(-p["o"] // p["mc"]), p["n"] * p["g"]), (1, 1, 1), _arg(p),
+               x._storage.buffer, w._storage.buffer, y._storage.buffer, bbuf,
+               *_locals(local))
+
+
+def _plan_implicit_wgrad(p, dt, dev):
+    vw, isz, khw = _vw(dt), dt.itemsize, p["kh"] * p["kw"]
+    mc = min(_up(p["o"], 4), 32)
+    tw = min(_up(p["ow"], vw), 64)
+    kn = dict(th=_even_rows(p["oh"], min(1024 // tw, (256 << 10) // (mc * tw * isz))), mc=mc,
+              tw=tw, cr=p["c"])
+    while True:
+        _window(p, kn["th"], kn["tw"], vw)
+        cc = max(1, min(p["c"], (16 << 10) // (p["cp"] * isz)))
+        cr = min(kn["cr"], max(1, (160 << 10) // (kn["mc"] * khw * isz) // cc) * cc)
+        cc = min(cc, cr)
+        mc4 = _up(kn["mc"], 4)
+        local = [cc * p["cp"] * isz, mc4 * kn["th"] * kn["tw"] * isz, 4 * _up(cc * khw, 3),
+                 mc4 * (cr * khw + 1) * isz]
+        if _fits(local, dev):
+            wgs = -(-p["c"] // cr) * -(-p["o"] // kn["mc"]) * p["g"]
+            p.update(mc=kn["mc"], cc=cc, cr=cr,
+                     split=max(1, min(p["n"], -(-4 * _units(dev) // wgs))))
+            return local
+        kn["cr"] = cr
+        if not _shrink(kn, ("cr", "th", "mc", "tw"), dict(cr=1, th=1, mc=4, tw=vw)):
+            return None
+
+
+def _implicit_wgrad(p, x, g4, gw, gb, local):
+    dev, dt = x.device, x.dtype
+    ws = _workspace(p, dt, dev)
+    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", defines_for(dt)),
+               (-(-p["c"] // p["cr"]), -(-p["o"] // p["mc"]), p["g"] * p["split"]), (1, 1, 1),
+               _arg(p), np.int64(p["cr"]), x._storage.buffer, g4._storage.buffer,
+               pack(_v5(g4, p["g"]), 6), ws._storage.buffer, *_locals(local))
+    _reduce(p, ws, gw, gb)
+
+
+# GPU variant (kernels/conv_gemm.cl): 64 x 64 tiles, 16 x 16 work items, local memory.
+_GTILE = dict(TS=64, WPT=4, TK=16)
+if os.environ.get("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
+    _GTILE = dict(zip(("TS", "WPT", "TK"), map(int, os.environ["CLGRAD_CONV_GTILE"].split(","))))
+
+
+def _gpu_variant(dev) -> bool:
+    v = backends.conv_implicit_variant
+    return v == "gpu" or (v == "auto" and dev.kind == "gpu")
+
+
+def _gemm_fwd(p, x, w, y, bias, local=()):
+    dev, dt = x.device, x.dtype
+    ts, rts = _GTILE["TS"], _GTILE["TS"] // _GTILE["WPT"]
+    bbuf = (bias if bias is not None else y)._storage.buffer
+    dev.launch(dev.kernel("conv_gemm.cl", "gemm_fwd", dict(defines_for(dt), **_GTILE)),
+               (-(-p["n"] * p["oh"] * p["ow"] // ts) * rts, -(-p["o"] // ts) * rts, p["g"]),
+               (rts, rts, 1), _arg(p), x._storage.buffer, w._storage.buffer,
+               y._storage.buffer, bbuf)
+
+
+def _gemm_wgrad(p, x, g4, gw, gb, local=()):
+    dev, dt = x.device, x.dtype
+    ts, rts = _GTILE["TS"], _GTILE["TS"] // _GTILE["WPT"]
+    kall = p["c"] * p["kh"] * p["kw"]
+    wgs = -(-(kall + 1) // ts) * -(-p["o"] // ts) * p["g"]
+    red = p["n"] * p["oh"] * p["ow"]
+    p["split"] = max(1, min(-(-red // (8 * _GTILE["TK"])), -(-4 * _units(dev) // wgs)))
+    ws = _workspace(p, dt, dev)
+    dev.launch(dev.kernel("conv_gemm.cl", "gemm_wgrad", dict(defines_for(dt), **_GTILE)),
+               (-(-(kall + 1) // ts) * rts, -(-p["o"] // ts) * rts, p["g"] * p["split"]),
+               (rts, rts, 1), _arg(p), x._storage.buffer, g4._storage.buffer,
+               pack(_v5(g4, p["g"]), 6), ws._storage.buffer)
+    _reduce(p, ws, gw, gb)
+
+
+# -- depthwise: direct stencils for few channels per group (kernels/conv_depthwise.cl) ---------
+def _plan_dw(p, dt, dev):
+    vw, isz = _vw(dt), dt.itemsize
+    kn = dict(th=p["oh"], tw=min(_up(p["ow"], 2 * vw), 64))
+    while True:
+        _window(p, kn["th"], kn["tw"], vw)
+        local = [(p["c"] * p["cp"] + p["sh"] * p["rp"] + 4 * vw) * isz]
+        if local[0] <= (64 << 10) and _fits(local, dev):
+            return local
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
+            return None
+
+
+def _dw_fwd(p, x, w, y, bias, local):
+    dev, dt = x.device, x.dtype
+    tiles = -(-p["oh"] // p["th"]) * p["ntw"]
+    planes = p["n"] * p["g"]
+    per = max(1, planes * tiles // (8 * _units(dev)))  # (n, g) planes per work-group
+    bbuf = (bias if bias is not None else y)._storage.buffer
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_fwd", defines_for(dt)),
+               (tiles, -(-planes // per)), (1, 1), _arg(p), np.int64(per), x._storage.buffer,
+               w._storage.buffer, y._storage.buffer, bbuf, *_locals(local))
+
+
+def _plan_dw_wgrad(p, dt, dev):
+    vw, isz = _vw(dt), dt.itemsize
+    kn = dict(th=p["oh"], tw=min(_up(p["ow"], vw), 64))
+    while True:
+        _window(p, kn["th"], kn["tw"], vw)
+        local = [p["c"] * p["cp"] * isz, p["o"] * kn["th"] * kn["tw"] * isz,
+                 p["o"] * (p["c"] * p["kh"] * p["kw"] + 1) * isz]
+        if local[0] + local[1] <= (96 << 10) and _fits(local, dev):
+            p["split"] = max(1, min(p["n"], -(-4 * _units(dev) // p["g"])))
+            return local
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
+            return None
+
+
+def _dw_wgrad(p, x, g4, gw, gb, local):
+    dev, dt = x.device, x.dtype
+    ws = _workspace(p, dt, dev)
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_wgrad", defines_for(dt)),
+               (p["g"], p["split"]), (1, 1), _arg(p), np.int64(1), x._storage.buffer,
+               g4._storage.buffer, pack(_v5(g4, p["g"]), 6), ws._storage.buffer,
+               *_locals(local))
+    _reduce(p, ws, gw, gb)
+
+
+# -- direct: one work item per output (kernels/conv_direct.cl) ---------------------------------
+def _direct_fwd(p, x, w, y, bias, local=()):
+    dev, dt = x.device, x.dtype
+    n = p["n"] * p["g"] * p["o"] * p["oh"] * p["ow"]
+    bbuf = (bias if bias is not None else y)._storage.buffer
+    dev.launch(dev.kernel("conv_direct.cl", "direct_fwd", defines_for(dt)), (n,), (64,),
+               _arg(p), x._storage.buffer, w._storage.buffer, y._storage.buffer, bbuf)
+
+
+def _direct_wgrad(p, x, g4, gw, gb, local=()):
+    dev, dt = x.device, x.dtype
+    items = p["g"] * p["o"] * (p["c"] * p["kh"] * p["kw"] + 1)
+    p["split"] = max(1, min(p["n"], -(-64 * 64 * _units(dev) // items)))
+    ws = _workspace(p, dt, dev)
+    dev.launch(dev.kernel("conv_direct.cl", "direct_wgrad", defines_for(dt)),
+               (p["split"] * items,), (64,), _arg(p), x._storage.buffer, g4._storage.buffer,
+               pack(_v5(g4, p["g"]), 6), ws._storage.buffer)
+    _reduce(p, ws, gw, gb)
+
+
+# -- im2col + GEMM (kernels/conv_im2col.cl, clgrad.ops.matmul.gemm) ---------------------------
+def _kview(w: Tensor):
+    """The weight as (G?, O, K) strides (so, sk) when (c, kh, kw) merge into one stride K."""
+    o, c, kh, kw = w.shape
+    st = layout.view_strides((c, kh, kw), w._strides[1:], (c * kh * kw,))
+    return None if st is None else (w._strides[0], st[0])
+
+
+def _chunks(p, per_sample_elems, dtype):
+    nc = max(1, min(p["n"], backends.conv_workspace_limit //
+                    max(1, per_sample_elems * dtype.itemsize)))
+    return [(n0, min(nc, p["n"] - n0)) for n0 in range(0, p["n"], nc)]
+
+
+def _im2col(p, x, n0, nc, col):
+    dev = x.device
+    dev.launch(dev.kernel("conv_im2col.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
+               (64,), _arg(p), np.int64(n0), np.int64(nc), x._storage.buffer,
+               col._storage.buffer)
+
+
+def _gemm_operands(p, w, nc):
+    """Views for one chunk: weight (nc, G, O, K) broadcast over samples (stride 0)."""
+    so, sk = _kview(w)
+    return _raw(w, (nc, p["g"], p["o"], p["c"] * p["kh"] * p["kw"]), (0, so * p["o"], so, sk))
+
+
+def _fill_bias(y: Tensor, bias):
+    """y (N, O, oH, oW) = bias broadcast, or 0."""
+    if bias is None:
+        ew.fill_raw(y, 0)
+    else:
+        ew.copy_raw(y, _raw(bias, y.shape, (0, bias._strides[0], 0, 0), bias._offset))
+
+
+def _im2col_fwd(p, x, w, y, bias):
+    K, P, G = p["c"] * p["kh"] * p["kw"], p["oh"] * p["ow"], p["g"]
+    if bias is not None:
+        _fill_bias(y, bias)
+    for n0, nc in _chunks(p, G * K * P, x.dtype):
+        col = empty((G, K, nc, P), x.dtype, x.device)
+        _im2col(p, x, n0, nc, col)
+        yv = _raw(y, (nc, G, p["o"], P), (y._strides[0], y._strides[1] * p["o"],
+                                         y._strides[1], 1), y._offset + n0 * y._strides[0])
+        cv = _raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
+        gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0)
+
+
+def _im2col_dgrad(p, g4, w, gi, bias=None):
+    """Per chunk col = W^T g (GEMM), then col2im sums col into gi. p: the input-gradient
+    problem; its "geo" is the forward geometry."""
+    p = _problem(p["geo"], (0,) * 6, (0,) * 6, _v5(gi, p["g"]))
+    K, P, G = p["c"] * p["kh"] * p["kw"], p["oh"] * p["ow"], p["g"]
+    if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
+        g4 = ew.contiguous(g4)
+    for n0, nc in _chunks(p, G * K * P, g4.dtype):
+        col = empty((G, K, nc, P), g4.dtype, g4.device)
+        a = _gemm_operands(p, w, nc)
+        at = _raw(a, (nc, G, K, p["o"]), (0, a._strides[1], a._strides[3], a._strides[2]))
+        gv = _raw(g4, (nc, G, p["o"], P), (g4._strides[0], g4._strides[1] * p["o"],
+                                          g4._strides[1], g4._strides[3]),
+                  g4._offset + n0 * g4._strides[0])
+        gemm(_raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv)
+        dev = gi.device
+        dev.launch(dev.kernel("conv_im2col.cl", "col2im", defines_for(gi.dtype)),
+                   (nc * G * p["c"] * p["h"] * p["w"],), (64,), _arg(p), np.int64(n0),
+                   np.int64(nc), col._storage.buffer, gi._storage.buffer)
+
+
+def _im2col_wgrad(p, x, g4, gw, gb):
+    K, P, G, O = p["c"] * p["kh"] * p["kw"], p["oh"] * p["ow"], p["g"], p["o"]
+    gwv = _raw(gw, (G, O, K), (gw._strides[0] * O, gw._strides[0], 1))
+    for i, (n0, nc) in enumerate(_chunks(p, G * (K + O) * P, x.dtype)):
+        col = empty((G, K, nc, P), x.dtype, x.device)
+        _im2col(p, x, n0, nc, col)
+        gcol = empty((G, O, nc, P), x.dtype, x.device)
+        ew.copy_raw(_raw(gcol, (nc, G, O, p["oh"], p["ow"]),
+                         (P, O * nc * P, nc * P, p["ow"], 1), 0),
+                    _raw(g4, (nc, G, O, p["oh"], p["ow"]),
+                         (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
+                          g4._strides[3]), g4._offset + n0 * g4._strides[0]))
+        gemm(gwv, _raw(gcol, (G, O, nc * P), (O * nc * P, nc * P, 1), 0),
+             _raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0)
+    if gb is not None:
+        ew.copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
+_KERNELS = {  # algorithm: ((planner, forward runner), (planner, weight-gradient runner))
+    "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
+    "implicit:gpu": ((None, _gemm_fwd), (None, _gemm_wgrad)),
+    "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
+    "direct": ((None, _direct_fwd), (None, _direct_wgrad)),
+}
+_IM2COL = {"forward": _im2col_fwd, "grad_input": _im2col_dgrad, "grad_weight": _im2col_wgrad}

@@ -1,0 +1,423 @@
+"""conv2d against an independent NumPy float64 reference (sliding windows + einsum), forward and
+backward, on non-contiguous inputs; grouped conv == per-group convs on narrow views == dense conv
+with a block-diagonal weight; every algorithm alike; launch counts independent of groups;
+errors before any launch."""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import clgrad
+import clgrad.backends as backends
+from clgrad.autograd import gradcheck
+from clgrad.device import launch_count
+from clgrad.ops.conv import conv2d
+
+ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")
+
+
+# -- the NumPy reference ----------------------------------------------------------------------
+def _pads(padding, k, d, s, h, w):
+    """((top, bottom), (left, right)) as PyTorch pads for int/pair/'valid'/'same'."""
+    if padding == "valid":
+        return (0, 0), (0, 0)
+    if padding == "same":
+        th, tw = d[0] * (k[0] - 1), d[1] * (k[1] - 1)
+        return (th // 2, th - th // 2), (tw // 2, tw - tw // 2)
+    p = (padding, padding) if isinstance(padding, int) else padding
+    return (p[0], p[0]), (p[1], p[1])
+
+
+def _windows(x, k, s, d, pads):
+    """Padded input and its windows (N, C, kh, kw, oh, ow) as strided slices."""
+    xp = np.pad(x, ((0, 0), (0, 0)) + pads)
+    oh = (xp.shape[2] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (xp.shape[3] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    win = np.empty(x.shape[:2] + tuple(k) + (oh, ow))
+    for i in range(k[0]):
+        for j in range(k[1]):
+            win[:, :, i, j] = xp[:, :, i * d[0]: i * d[0] + s[0] * (oh - 1) + 1: s[0],
+                                 j * d[1]: j * d[1] + s[1] * (ow - 1) + 1: s[1]]
+    return xp, win
+
+
+def ref_conv(x, w, b, gout=None, stride=1, padding=0, dilation=1, groups=1):
+    """Output, and with gout the gradients (input, weight, bias), all float64."""
+    s = stride if isinstance(stride, tuple) else (stride, stride)
+    d = dilation if isinstance(dilation, tuple) else (dilation, dilation)
+    k = w.shape[2:]
+    pads = _pads(padding, k, d, s, *x.shape[2:])
+    xp, win = _windows(x, k, s, d, pads)
+    G, cg, og = groups, w.shape[1], w.shape[0] // groups
+    y = np.concatenate([np.einsum("nckluv,ockl->nouv", win[:, g * cg:(g + 1) * cg],
+                                  w[g * og:(g + 1) * og]) for g in range(G)], axis=1)
+    if b is not None:
+        y = y + b[None, :, None, None]
+    if gout is None:
+        return y
+    gw = np.concatenate([np.einsum("nouv,nckluv->ockl", gout[:, g * og:(g + 1) * og],
+                                   win[:, g * cg:(g + 1) * cg]) for g in range(G)])
+    gxp = np.zeros_like(xp)
+    oh, ow = y.shape[2:]
+    for g in range(G):
+        for i in range(k[0]):
+            for j in range(k[1]):
+                gxp[:, g * cg:(g + 1) * cg, i * d[0]: i * d[0] + s[0] * (oh - 1) + 1: s[0],
+                    j * d[1]: j * d[1] + s[1] * (ow - 1) + 1: s[1]] += np.einsum(
+                    "nouv,oc->ncuv", gout[:, g * og:(g + 1) * og], w[g * og:(g + 1) * og, :, i, j])
+    (t, _), (lft, _) = pads
+    gx = gxp[:, :, t:t + x.shape[2], lft:lft + x.shape[3]]
+    return y, gx, gw, gout.sum(axis=(0, 2, 3))
+
+
+# -- helpers ----------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _restore_backend():
+    saved = (backends.conv_algorithm, backends.conv_implicit_variant,
+             backends.conv_workspace_limit)
+    yield
+    (backends.conv_algorithm, backends.conv_implicit_variant,
+     backends.conv_workspace_limit) = saved
+
+
+def _use(algo: str):
+    """Force an algorithm; 'implicit:gpu' is the implicit GEMM's GPU kernels (any device)."""
+    name, _, variant = algo.partition(":")
+    backends.conv_algorithm = name
+    backends.conv_implicit_variant = variant or "auto"
+
+
+def _noncontig(a: np.ndarray, kind: str, dtype=clgrad.float32, requires_grad=True):
+    """A clgrad view holding a's values: 'narrow' (of a wider tensor), 'transpose' (of W, H),
+    'step' (every other column of a wider tensor) or 'contig'."""
+    n, c, h, w = a.shape
+    if kind == "narrow":
+        big = np.zeros((n, c + 3, h, w))
+        big[:, 2:2 + c] = a
+    elif kind == "transpose":
+        big = np.ascontiguousarray(a.transpose(0, 1, 3, 2))
+    elif kind == "step":
+        big = np.zeros((n, c, h, 2 * w))
+        big[..., ::2] = a
+    else:
+        big = a
+    base = clgrad.tensor(big, dtype=dtype, requires_grad=requires_grad)
+    x = {"narrow": lambda: base.narrow(1, 2, c), "transpose": lambda: base.transpose(2, 3),
+         "step": lambda: base[:, :, :, ::2], "contig": lambda: base}[kind]()
+    return base, x
+
+
+def _run(x_np, w_np, b_np, kind="narrow", dtype=clgrad.float32, seed=0, **kw):
+    """Forward + backward on the device; returns y, gx, gw, gb and the reference."""
+    rng = np.random.default_rng(seed)
+    base, x = _noncontig(x_np, kind, dtype)
+    w = clgrad.tensor(w_np, dtype=dtype, requires_grad=True)
+    b = None if b_np is None else clgrad.tensor(b_np, dtype=dtype, requires_grad=True)
+    y = conv2d(x, w, b, **kw)
+    gout = rng.standard_normal(tuple(y.shape))
+    y.backward(clgrad.tensor(gout, dtype=dtype))
+    gx = base.grad.numpy()
+    if kind == "narrow":
+        gx = gx[:, 2:2 + x_np.shape[1]]
+    elif kind == "transpose":
+        gx = gx.transpose(0, 1, 3, 2)
+    elif kind == "step":
+        gx = gx[..., ::2]
+    got = (y.numpy(), gx, w.grad.numpy(), None if b is None else b.grad.numpy())
+    ref = ref_conv(x_np, w_np, b_np, gout, **kw)
+    return got, ref
+
+
+def _close(got, ref, tol):
+    for name, a, r in zip(("output", "grad_input", "grad_weight", "grad_bias"), got, ref):
+        if a is None:
+            continue
+        scale = max(1.0, float(np.abs(r).max()) if r.size else 1.0)
+        np.testing.assert_allclose(a, r, rtol=tol, atol=tol * scale, err_msg=name)
+
+
+def _data(n, c, h, w, o, cg, kh, kw, bias=True, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((n, c, h, w)), rng.standard_normal((o, cg, kh, kw)),
+            rng.standard_normal(o) if bias else None)
+
+
+# -- forward and backward against the reference -----------------------------------------------
+CASES = [  # (N, C, H, W, O, kH, kW, kwargs)
+    (2, 4, 9, 9, 6, 3, 3, dict(padding=1)),
+    (2, 6, 11, 7, 9, 3, 2, dict(padding=2, dilation=2, groups=3)),
+    (3, 8, 10, 13, 8, 3, 3, dict(stride=3, padding=4, dilation=2, groups=8)),
+    (2, 8, 10, 13, 16, 3, 3, dict(stride=2, padding=1, groups=8)),
+    (1, 3, 17, 33, 20, 1, 1, dict()),
+    (2, 5, 12, 12, 4, 4, 2, dict(padding="same", dilation=(2, 1))),
+    (2, 4, 9, 8, 6, 5, 3, dict(padding="valid", stride=(2, 1), groups=2)),
+    (2, 16, 20, 19, 32, 3, 3, dict(padding=(1, 0), stride=(1, 2), groups=2)),
+    (1, 32, 6, 5, 32, 3, 3, dict(padding=(0, 2), groups=32)),
+    (2, 2, 7, 7, 3, 3, 3, dict(padding=7)),  # padding larger than the kernel
+    (2, 4, 7, 8, 6, 1, 1, dict(stride=2)),  # input-gradient phases no tap reaches
+    (2, 4, 11, 10, 4, 2, 3, dict(stride=(2, 4), dilation=2, padding=1)),
+]
+
+
+@pytest.mark.parametrize("algo", ("auto",) + ALGOS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[:7]}-{c[7]}")
+def test_forward_backward_vs_numpy(case, algo):
+    _use(algo)
+    n, c, h, w, o, kh, kw, kwargs = case
+    cg = c // kwargs.get("groups", 1)
+    got, ref = _run(*_data(n, c, h, w, o, cg, kh, kw), kind="narrow", **kwargs)
+    _close(got, ref, 1e-4)
+
+
+@pytest.mark.parametrize("algo", ("implicit", "depthwise", "im2col", "implicit:gpu"))
+@pytest.mark.parametrize("case", [
+    (1, 64, 9, 70, 100, 5, 5, dict(padding=2)),  # channel chunks, 2 channel blocks, 2 col tiles
+    (1, 2, 150, 150, 4, 3, 3, dict(padding=1, groups=2)),  # depthwise x2, row and col tiles
+], ids=("dense", "depthwise"))
+def test_many_tiles(case, algo):
+    _use(algo)
+    n, c, h, w, o, kh, kw, kwargs = case
+    got, ref = _run(*_data(n, c, h, w, o, c // kwargs.get("groups", 1), kh, kw), **kwargs)
+    _close(got, ref, 1e-4)
+
+
+@pytest.mark.parametrize("kind", ("contig", "transpose", "step"))
+def test_strided_inputs(kind):
+    got, ref = _run(*_data(2, 6, 8, 9, 4, 3, 3, 2, bias=False), kind=kind, padding=1, groups=2)
+    _close(got, ref, 1e-4)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_float64(algo):
+    _use(algo)
+    got, ref = _run(*_data(2, 4, 7, 9, 6, 2, 3, 3), dtype=clgrad.float64, padding=1, stride=2,
+                    groups=2)
+    _close(got, ref, 1e-10)
+
+
+def test_unbatched():
+    x, w, b = _data(1, 4, 6, 7, 6, 2, 3, 3)
+    xt = clgrad.tensor(x[0], requires_grad=True)
+    y = conv2d(xt, clgrad.tensor(w), clgrad.tensor(b), padding=1, groups=2)
+    assert tuple(y.shape) == (6, 6, 7)
+    np.testing.assert_allclose(y.numpy(), ref_conv(x, w, b, padding=1, groups=2)[0],
+                               rtol=1e-4, atol=1e-4)
+    y.sum().backward()
+    assert tuple(xt.grad.shape) == (4, 6, 7)
+
+
+@pytest.mark.parametrize("algo", ("implicit", "depthwise", "implicit:gpu"))
+def test_gradcheck_float64(algo):
+    _use(algo)
+    rng = np.random.default_rng(3)
+    x = clgrad.tensor(rng.standard_normal((1, 4, 5, 4)), dtype=clgrad.float64,
+                      requires_grad=True)
+    w = clgrad.tensor(rng.standard_normal((4, 2, 2, 3)), dtype=clgrad.float64,
+                      requires_grad=True)
+    b = clgrad.tensor(rng.standard_normal(4), dtype=clgrad.float64, requires_grad=True)
+    assert gradcheck(lambda x, w, b: conv2d(x.transpose(2, 3), w, b, stride=(2, 1),
+                                            padding=1, dilation=(1, 2), groups=2), (x, w, b))
+
+
+# -- hypothesis: random configurations, groups properties -------------------------------------
+@st.composite
+def configs(draw):
+    mode = draw(st.sampled_from(["dense", "groups2", "depthwise", "multiplier"]))
+    if mode in ("depthwise", "multiplier"):
+        c = g = draw(st.integers(1, 4))
+        o = c * (draw(st.integers(2, 3)) if mode == "multiplier" else 1)
+    else:
+        g = 1 if mode == "dense" else 2
+        c, o = g * draw(st.integers(1, 3)), g * draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    s = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    d = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    p = (draw(st.integers(0, 5)), draw(st.integers(0, 5)))
+    h = max(draw(st.integers(1, 12)), d[0] * (kh - 1) + 1 - 2 * p[0])
+    w = max(draw(st.integers(1, 12)), d[1] * (kw - 1) + 1 - 2 * p[1])
+    return dict(n=draw(st.integers(1, 3)), c=c, o=o, g=g, h=h, w=w, kh=kh, kw=kw, stride=s,
+                dilation=d, padding=p, bias=draw(st.booleans()),
+                kind=draw(st.sampled_from(["narrow", "transpose", "step"])),
+                algo=draw(st.sampled_from(("auto",) + ALGOS)), seed=draw(st.integers(0, 99)))
+
+
+@given(configs())
+def test_random_configs(cfg):
+    _use(cfg["algo"])
+    x, w, b = _data(cfg["n"], cfg["c"], cfg["h"], cfg["w"], cfg["o"], cfg["c"] // cfg["g"],
+                    cfg["kh"], cfg["kw"], cfg["bias"], cfg["seed"])
+    kw = dict(stride=cfg["stride"], padding=cfg["padding"], dilation=cfg["dilation"],
+              groups=cfg["g"])
+    got, ref = _run(x, w, b, kind=cfg["kind"], seed=cfg["seed"], **kw)
+    _close(got, ref, 1e-4)
+    # grouped == per-group convs on narrow views == dense conv with a block-diagonal weight
+    _, xv = _noncontig(x, cfg["kind"], requires_grad=False)
+    wt = clgrad.tensor(w, dtype=clgrad.float32)
+    y = conv2d(xv, wt, None, **kw).numpy()
+    G, cg, og = cfg["g"], cfg["c"] // cfg["g"], cfg["o"] // cfg["g"]
+    dense = dict(kw, groups=1)
+    loop = [conv2d(xv.narrow(1, g * cg, cg), wt.narrow(0, g * og, og), None, **dense).numpy()
+            for g in range(G)]
+    np.testing.assert_allclose(y, np.concatenate(loop, axis=1), rtol=1e-5, atol=1e-5)
+    block = np.zeros((cfg["o"], cfg["c"], cfg["kh"], cfg["kw"]))
+    for g in range(G):
+        block[g * og:(g + 1) * og, g * cg:(g + 1) * cg] = w[g * og:(g + 1) * og]
+    dense_y = conv2d(xv, clgrad.tensor(block, dtype=clgrad.float32), None, **dense).numpy()
+    np.testing.assert_allclose(y, dense_y, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", CASES[:4] + CASES[7:9], ids=lambda c: f"{c[:7]}")
+def test_every_algorithm_same_result(case):
+    n, c, h, w, o, kh, kw, kwargs = case
+    x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), kh, kw)
+    results = []
+    for algo in ALGOS:
+        _use(algo)
+        results.append(_run(x, wt, b, kind="transpose", **kwargs)[0])
+    for other in results[1:]:
+        _close(other, results[0], 1e-4)
+
+
+# -- launches, parameters, gradients ----------------------------------------------------------
+def _launches(groups, algo):
+    _use(algo)
+    rng = np.random.default_rng(0)
+    x = clgrad.tensor(rng.standard_normal((2, 32, 8, 8)), requires_grad=True)
+    w = clgrad.tensor(rng.standard_normal((64, 32 // groups, 3, 3)), requires_grad=True)
+    b = clgrad.tensor(rng.standard_normal(64), requires_grad=True)
+    g = clgrad.tensor(rng.standard_normal((2, 64, 8, 8)))
+    conv2d(x, w, b, padding=1, groups=groups).backward(g)  # builds every program first
+    x.grad = w.grad = b.grad = None
+    n0 = launch_count()
+    y = conv2d(x, w, b, padding=1, groups=groups)
+    n1 = launch_count()
+    y.backward(g)
+    return n1 - n0, launch_count() - n1, backends.last_conv_algorithms.copy()
+
+
+@pytest.mark.parametrize("algo", ("auto",) + ALGOS)
+def test_launch_count_independent_of_groups(algo):
+    counts = {g: _launches(g, algo)[:2] for g in (1, 2, 32)}  # 32 == C: depthwise
+    assert counts[1] == counts[2] == counts[32], counts
+    if algo in ("auto", "implicit", "depthwise", "direct"):
+        assert counts[1][0] == 1  # forward: one launch, bias fused
+
+
+def test_auto_choice():
+    cpu = clgrad.default_device().kind == "cpu"
+    assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"direct"})
+    assert set(_launches(2, "auto")[2].values()) == {"implicit"}
+
+
+def test_weight_grad_is_one_tensor_and_accumulates():
+    x, w, b = _data(2, 4, 6, 6, 4, 2, 3, 3)
+    base = clgrad.tensor(np.concatenate([w, w]), requires_grad=True)
+    wv = base.narrow(0, 4, 4)  # the weight is itself a view of a larger parameter
+    xt, bt = clgrad.tensor(x), clgrad.tensor(b, requires_grad=True)
+    g = np.random.default_rng(1).standard_normal((2, 4, 6, 6))
+    for _ in range(2):
+        conv2d(xt, wv, bt, padding=1, groups=2).backward(clgrad.tensor(g))
+    _, _, gw, gb = ref_conv(x, w, b, g, padding=1, groups=2)
+    assert tuple(base.grad.shape) == (8, 2, 3, 3)
+    np.testing.assert_allclose(base.grad.numpy()[4:], 2 * gw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(base.grad.numpy()[:4], 0)
+    np.testing.assert_allclose(bt.grad.numpy(), 2 * gb, rtol=1e-4, atol=1e-4)
+
+
+def test_empty_batch_and_channels():
+    w = clgrad.tensor(np.ones((6, 2, 3, 3)), requires_grad=True)
+    b = clgrad.tensor(np.arange(6.0), requires_grad=True)
+    x = clgrad.zeros((0, 4, 5, 5), dtype=clgrad.float64, requires_grad=True)
+    y = conv2d(x, w, b, groups=2)
+    assert tuple(y.shape) == (0, 6, 3, 3)
+    y.sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), 0)
+    np.testing.assert_array_equal(b.grad.numpy(), 0)
+    x = clgrad.zeros((2, 0, 5, 5), dtype=clgrad.float64, requires_grad=True)
+    w0 = clgrad.zeros((6, 0, 3, 3), dtype=clgrad.float64, requires_grad=True)
+    y = conv2d(x, w0, b)  # no input channel: the bias alone
+    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(np.arange(6.0)[:, None, None],
+                                                              (2, 6, 3, 3)))
+
+
+def test_im2col_workspace_chunks_over_batch():
+    backends.conv_algorithm = "im2col"
+    x, w, b = _data(5, 4, 9, 9, 6, 2, 3, 3)
+    backends.conv_workspace_limit = 4 * 4 * 9 * 81 * 2  # two samples per chunk
+    before = launch_count()
+    got, ref = _run(x, w, b, padding=1, groups=2)
+    assert launch_count() - before > 10
+    _close(got, ref, 1e-4)
+
+
+def test_algorithm_setting_and_observability(monkeypatch):
+    x, w, _ = _data(1, 2, 5, 5, 2, 1, 3, 3)
+    backends.conv_algorithm = "direct"
+    conv2d(clgrad.tensor(x), clgrad.tensor(w), groups=2)
+    assert backends.last_conv_algorithm == "direct"
+    backends.conv_algorithm = "fastest"
+    with pytest.raises(ValueError, match="conv_algorithm.*'fastest'"):
+        conv2d(clgrad.tensor(x), clgrad.tensor(w), groups=2)
+    backends.conv_algorithm, backends.conv_implicit_variant = "auto", "tpu"
+    with pytest.raises(ValueError, match="conv_implicit_variant.*'tpu'"):
+        conv2d(clgrad.tensor(x), clgrad.tensor(w), groups=2)
+    monkeypatch.setenv("CLGRAD_CONV_ALGO", "im2col")
+    try:
+        assert importlib.reload(backends).conv_algorithm == "im2col"
+    finally:
+        monkeypatch.delenv("CLGRAD_CONV_ALGO")
+        importlib.reload(backends)
+
+
+# -- errors, raised before any launch ---------------------------------------------------------
+def _t(*shape, dtype=clgrad.float32):
+    return clgrad.zeros(shape, dtype=dtype)
+
+
+ERRORS = [  # (input, weight, bias, kwargs, exception, message pattern)
+    (_t(2, 6, 8, 8), _t(4, 2, 3, 3), None, dict(groups=0), RuntimeError,
+     r"non-positive groups.*groups=0"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(stride=(1, 0)), RuntimeError,
+     r"non-positive stride.*\[1, 0\]"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(dilation=0), RuntimeError,
+     r"dilation should be greater than zero.*\[0, 0\]"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(padding=(-1, 2)), RuntimeError,
+     r"negative padding.*\[-1, 2\]"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(padding="full"), RuntimeError,
+     r"padding 'valid', 'same'.*'full'"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(padding="same", stride=2), RuntimeError,
+     r"'same' is not supported for strided.*\[2, 2\]"),
+    (_t(6, 8), _t(4, 6, 3, 3), None, {}, RuntimeError, r"3-D \(unbatched\) or 4-D.*\[6, 8\]"),
+    (_t(1, 2, 6, 8, 8), _t(4, 6, 3, 3), None, {}, RuntimeError, r"4-D.*\[1, 2, 6, 8, 8\]"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3), None, {}, RuntimeError, r"4-D weight.*\[4, 6, 3\]"),
+    (_t(2, 6, 8, 8), _t(4, 6, 0, 3), None, {}, RuntimeError, r"kernel of positive size"),
+    (_t(2, 6, 8, 8), _t(4, 1, 3, 3), None, dict(groups=4), RuntimeError,
+     r"input has 6 channels, which is not divisible by groups=4"),
+    (_t(2, 8, 8, 8), _t(6, 2, 3, 3), None, dict(groups=4), RuntimeError,
+     r"groups=4, expected weight to be divisible by 4 at dimension 0.*\[6, 2, 3, 3\]"),
+    (_t(2, 8, 8, 8), _t(4, 3, 3, 3), None, dict(groups=2), RuntimeError,
+     r"to have 6 channels, but got 8 channels"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), _t(5), {}, RuntimeError,
+     r"bias to be 1-dimensional with 4 elements.*\[5\]"),
+    (_t(2, 6, 2, 8), _t(4, 6, 3, 3), None, dict(dilation=(2, 1), padding=1), RuntimeError,
+     r"padded input size per channel: \(4 x 10\). Kernel size: \(5 x 3\)"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3, dtype=clgrad.float64), None, {}, RuntimeError,
+     r"same dtype.*float32.*float64"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), _t(4, dtype=clgrad.float64), {}, RuntimeError,
+     r"same dtype.*bias clgrad.float64"),
+    (_t(2, 6, 8, 8, dtype=clgrad.int32), _t(4, 6, 3, 3, dtype=clgrad.int32), None, {},
+     RuntimeError, r"float32 or float64.*int32"),
+    (_t(2, 6, 8, 8), _t(4, 6, 3, 3), None, dict(stride=(1, 2, 3)), RuntimeError,
+     r"stride to be a single integer value or a list of 2 values.*\[1, 2, 3\]"),
+    (np.zeros((2, 6, 8, 8)), _t(4, 6, 3, 3), None, {}, TypeError, r"input to be a Tensor"),
+]
+
+
+@pytest.mark.parametrize("x,w,b,kwargs,exc,msg", ERRORS, ids=lambda v: None)
+def test_errors_before_any_launch(x, w, b, kwargs, exc, msg):
+    before = launch_count()
+    with pytest.raises(exc, match=msg):
+        conv2d(x, w, b, **kwargs)
+    assert launch_count() == before
