@@ -215,7 +215,10 @@ def default_device() -> Device:
     if _DEFAULT[0] is None:
         spec = os.environ.get("CLGRAD_DEVICE")
         if spec:
-            _DEFAULT[0] = get_device(spec)
+            try:
+                _DEFAULT[0] = get_device(spec)
+            except DeviceError as e:  # say where the bad spec came from
+                raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
         else:
             found = _all_cl_devices()
             if not found:

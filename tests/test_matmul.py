@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import clgrad
-from strided import NP, broadcastable_shapes, strided_pair, values
+from strided import broadcastable_shapes, strided_pair, values
 
 F32, F64, I64 = clgrad.float32, clgrad.float64, clgrad.int64
 

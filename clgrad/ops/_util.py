@@ -13,6 +13,8 @@ LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
 _VIEW_T = struct.Struct(f"<{MAXD + 1}q")  # view_t: offset, strides[MAXD]
 _SHAPE_T = struct.Struct(f"<{MAXD}q")     # shape_t: n[MAXD]
 _ZEROS = (0,) * MAXD
+_LONG = struct.Struct("<q").pack
+_INT = struct.Struct("<i").pack
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -80,7 +82,7 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
         if len(shape) > MAXD:
             raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
                                f"not supported, got shape {tuple(out.shape)}")
-    args = [np.int64(n), np.int32(len(shape)), shape_arg(shape),
+    args = [_LONG(n), _INT(len(shape)), shape_arg(shape),
             out._storage.buffer, view_arg(out, strides[0])]
     k = 1
     for o in operands:

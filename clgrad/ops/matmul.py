@@ -1,9 +1,19 @@
 """Matrix products on strided views: matmul/@ with broadcast batch dims, and the GEMM helper.
 
-Kernels: kernels/matmul.cl :: gemm (tiled in local memory, register-blocked). A transposed
-view is read through its strides: no copy is made of any operand.
+Kernels: kernels/matmul.cl :: gemm, one of two variants per device class (see the file's
+header): GEMM_CPU (register-blocked, B packed into L1, no local memory) on CPU devices, and
+GEMM_TILED (local-memory tiles, double-buffered, 4-vector loads where the layout allows) on
+GPUs. A transposed view is read through its strides: no copy is made of any operand.
+
+Tile sizes: ``CPU_TILES`` / ``GPU_TILES`` below, unless ``bench/gemm.py --tune`` stored a
+winner for this device and driver in ``tiles_file()`` (``CLGRAD_GEMM_TILES`` names another
+file; ``CLGRAD_GEMM_TILES=off`` ignores it).
 """
 from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -15,14 +25,61 @@ from clgrad.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm", "dot", "gemm", "linear"]
 
-_TILE = {"cpu": (32, 4, 16), "gpu": (64, 4, 16)}
+# GEMM_CPU: MR x (NV*VW) register tiles (6 x 16 floats = 12 AVX2 registers), MT x NT of them
+# per work item, depth blocks of KC (the packed B panel, KC x NV*VW, stays in L1).
+CPU_TILES = {"MR": 6, "NV": 2, "MT": 32, "NT": 2, "KC": 256}
+# GEMM_TILED: TSM x TSN tile per work-group, WPTM x WPTN per work item, depth TSK. "large" for
+# problems with enough tiles to fill the GPU, "small" otherwise.
+GPU_TILES = {"large": {"TSM": 128, "TSN": 128, "TSK": 8, "WPTM": 8, "WPTN": 8},
+             "small": {"TSM": 64, "TSN": 64, "TSK": 16, "WPTM": 4, "WPTN": 4}}
+# What ``bench/gemm.py --tune`` tries (tests/test_gemm_tiles.py checks every one of them).
+CPU_CANDIDATES = [CPU_TILES, {"MR": 4, "NV": 3, "MT": 48, "NT": 2, "KC": 256},
+                  {"MR": 3, "NV": 1, "MT": 2, "NT": 3, "KC": 16}]
+GPU_CANDIDATES = [GPU_TILES["large"], {"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8},
+                  GPU_TILES["small"]]
+_MAX_Z = 65535  # the batch launch dim is capped (CUDA grids); the kernel loops over the rest
+_TUNED: dict = {}
 
 
-def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0):
+def tiles_file() -> Path:
+    """The JSON file of tuned tile sizes (one entry per platform, device and driver)."""
+    env = os.environ.get("CLGRAD_GEMM_TILES")
+    if env and env != "off":
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clgrad" / \
+        "gemm_tiles.json"
+
+
+def device_key(dev) -> str:
+    """'platform | device | driver version': the key of a device's tuned tiles."""
+    d = dev.cl_device
+    return f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+
+
+def tiles(dev) -> dict:
+    """The tile sizes gemm uses on ``dev``: tuned ones if stored, else the class defaults.
+
+    CPU devices: a dict of GEMM_CPU defines; GPUs: {"large": {...}, "small": {...}}.
+    """
+    key = device_key(dev)
+    if key not in _TUNED:
+        cfg = CPU_TILES if dev.kind == "cpu" else GPU_TILES
+        if os.environ.get("CLGRAD_GEMM_TILES") != "off":
+            try:
+                cfg = json.loads(tiles_file().read_text()).get(key, cfg)
+            except (OSError, ValueError):
+                pass
+        _TUNED[key] = cfg
+    return _TUNED[key]
+
+
+def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None):
     """c = alpha * a @ b + beta * c in one launch; no autograd.
 
     Shapes: a (*B, M, K), b (*B, K, N), c (*B, M, N) with the same batch dims *B (stride-0
     batch dims allowed on a and b). Every operand is any strided view; c must not overlap.
+    beta == 0: c is only written (NaNs in it do not propagate).
+    ``tiles_override``: one config as ``tiles()`` returns (the tests and the tuner use it).
     """
     *batch, m, k = a.shape
     n = b.shape[-1]
@@ -37,20 +94,45 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0):
     if len(bshape) > 8:
         raise RuntimeError(f"matmul: more than 8 non-mergeable batch dims: {tuple(batch)}")
     dev = c.device
-    ts, wpt, tk = _TILE["gpu" if dev.kind == "gpu" else "cpu"]
+    cfg = tiles_override or tiles(dev)
+    (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
     d = defines_for(c.dtype)
-    d.update(TS=ts, WPT=wpt, TK=tk)
-    rts = ts // wpt
-    gsize = (-(-n // ts) * rts, -(-m // ts) * rts, nb)
-    dev.launch(dev.kernel("matmul.cl", "gemm", d), gsize, (rts, rts, 1),
-               np.int64(m), np.int64(n), np.int64(k), np.int32(len(bshape)), shape_arg(bshape),
-               c._storage.buffer, view_arg(c, cb), np.int64(c._strides[-2]),
-               np.int64(c._strides[-1]),
-               a._storage.buffer, view_arg(a, ab), np.int64(a._strides[-2]),
-               np.int64(a._strides[-1]),
-               b._storage.buffer, view_arg(b, bb), np.int64(b._strides[-2]),
-               np.int64(b._strides[-1]), scalar(c.dtype, alpha), scalar(c.dtype, beta))
+    if "MR" in cfg:
+        d.update(GEMM_CPU=1, VW=8 if c.dtype.itemsize <= 4 else 4, **cfg)
+        d["B_PACK"] = 1 if b_cs == 1 else 2 if b_rs == 1 else 0
+        if c_cs == 1:
+            d["C_VEC"] = 1
+        nr, mr = cfg["NV"] * d["VW"] * cfg["NT"], cfg["MR"] * cfg["MT"]
+        gsize, lsize = (-(-n // nr), -(-m // mr), min(nb, _MAX_Z)), (1, 1, 1)
+    else:
+        if "large" in cfg:
+            big = cfg["large"]
+            fill = -(-m // big["TSM"]) * -(-n // big["TSN"]) * nb
+            cfg = big if fill >= dev.cl_device.max_compute_units else cfg["small"]
+        d.update(GEMM_TILED=1, **cfg)
+        nthr = (cfg["TSM"] // cfg["WPTM"]) * (cfg["TSN"] // cfg["WPTN"])
+        al = [a._offset, cfg["TSM"] * cfg["TSK"] // nthr] + list(ab)  # whole 4-vectors/item
+        bl = [b._offset, cfg["TSN"] * cfg["TSK"] // nthr] + list(bb)
+        d["A_LOAD"] = (1 if a_cs == 1 and _aligned(k, a_rs, *al) else
+                       2 if a_rs == 1 and _aligned(m, a_cs, *al) else 0)
+        d["B_LOAD"] = (1 if b_cs == 1 and _aligned(n, b_rs, *bl) else
+                       2 if b_rs == 1 and _aligned(k, b_cs, *bl) else 0)
+        rn, rm = cfg["TSN"] // cfg["WPTN"], cfg["TSM"] // cfg["WPTM"]
+        gsize = (-(-n // cfg["TSN"]) * rn, -(-m // cfg["TSM"]) * rm, min(nb, _MAX_Z))
+        lsize = (rn, rm, 1)
+    dev.launch(dev.kernel("matmul.cl", "gemm", d), gsize, lsize,
+               np.int64(m), np.int64(n), np.int64(k), np.int64(nb), np.int32(len(bshape)),
+               shape_arg(bshape),
+               c._storage.buffer, view_arg(c, cb), np.int64(c_rs), np.int64(c_cs),
+               a._storage.buffer, view_arg(a, ab), np.int64(a_rs), np.int64(a_cs),
+               b._storage.buffer, view_arg(b, bb), np.int64(b_rs), np.int64(b_cs),
+               scalar(c.dtype, alpha), scalar(c.dtype, beta))
     return c
+
+
+def _aligned(*values) -> bool:
+    """True when every value is a multiple of 4 (4-vector loads stay aligned and whole)."""
+    return all(v % 4 == 0 for v in values)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:

@@ -1,0 +1,108 @@
+"""Every GEMM tile config and load variant (kernels/matmul.cl) against NumPy on this device.
+
+The GPU configs (GEMM_TILED) run here too, on whatever device the suite uses, so a config the
+tuner may pick on a GPU is checked before it ever runs there. Operand layouts pick the
+variants (defines): 'c' contiguous rows at an offset of 4 (4-vectors along the last dim),
+'t' transposed (4-vectors along the other dim), 's' a step-2 view at an odd offset (scalar
+loads). Each (config, layouts) case is one program build, so the table covers every load
+variant and every config with few builds (PoCL takes seconds per GEMM_TILED build cold).
+Shapes are awkward on purpose: 1, 7, 65, 129, and multiples of 4 that are not tile multiples.
+"""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad.ops import matmul as mm
+
+CPU0, CPU1, CPU2 = mm.CPU_CANDIDATES
+GPU0, GPU1, GPU2 = mm.GPU_CANDIDATES
+# (config, A layout, B layout, C layout): every config at least once; GEMM_TILED A_LOAD and
+# B_LOAD 0/1/2 and GEMM_CPU B_PACK 0/1/2 with and without C_VEC each at least once.
+CASES = [(CPU0, "c", "c", "c"), (CPU0, "t", "t", "s"), (CPU1, "s", "s", "c"),
+         (CPU2, "c", "t", "s"),
+         (GPU0, "c", "c", "c"), (GPU1, "t", "t", "c"), (GPU2, "s", "s", "s"),
+         (GPU2, "c", "t", "c")]
+
+
+def _case_id(case):
+    cfg, a, b, c = case
+    kind, pool = ("cpu", mm.CPU_CANDIDATES) if "MR" in cfg else ("tiled", mm.GPU_CANDIDATES)
+    return f"{kind}{pool.index(cfg)}-{a}{b}{c}"
+
+
+IDS = [_case_id(c) for c in CASES]
+SHAPES = [(1, 1, 1), (7, 65, 129), (129, 7, 65), (65, 129, 7), (68, 300, 36), (200, 36, 132)]
+
+
+def operand(rng, shape, kind, dtype, batch=()):
+    """(numpy copy, clgrad view) of ``batch + shape`` laid out as ``kind``."""
+    r, c = shape
+    nb = int(np.prod(batch))
+    if kind == "c":
+        st, off, size = (r * c, c, 1), 4, nb * r * c + 4
+    elif kind == "t":
+        st, off, size = (r * c, 1, r), 0, nb * r * c
+    else:
+        st, off, size = (2 * r * c, 2 * c, 2), 1, 2 * nb * r * c + 1
+    base_np = rng.uniform(-2, 2, size).astype(dtype)
+    bst = tuple(st[0] * int(np.prod(batch[i + 1:])) for i in range(len(batch)))
+    shp, strides = tuple(batch) + shape, bst + st[1:]
+    a_np = np.lib.stride_tricks.as_strided(base_np[off:], shp,
+                                           [s * base_np.itemsize for s in strides])
+    return a_np.copy(), clgrad.as_strided(clgrad.from_numpy(base_np), shp, strides, off)
+
+
+def assert_product(c, a, b, alpha=1.0, beta=0.0, c0=None):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = alpha * np.matmul(a64, b64) + (beta * c0 if beta else 0)
+    scale = np.matmul(np.abs(a64), np.abs(b64)).max(initial=0)
+    tol = (2e-6 if a.dtype == np.float32 else 1e-13) * (1 + scale + abs(beta) * 2)
+    np.testing.assert_allclose(c.numpy(), ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("cfg, la, lb, lc", CASES, ids=IDS)
+def test_shapes_match_numpy(cfg, la, lb, lc):
+    rng = np.random.default_rng(0)
+    for m, k, n in SHAPES:
+        a_np, a = operand(rng, (m, k), la, np.float32)
+        b_np, b = operand(rng, (k, n), lb, np.float32)
+        _, c = operand(rng, (m, n), lc, np.float32)
+        mm.gemm(c, a, b, tiles_override=cfg)
+        assert_product(c, a_np, b_np)
+
+
+@pytest.mark.parametrize("cfg, la, lb, lc", CASES, ids=IDS)
+def test_batched_stride0_alpha_beta(cfg, la, lb, lc):
+    """Batch dims (stride 0 on A), alpha and beta; beta == 0 ignores NaNs in C."""
+    rng = np.random.default_rng(1)
+    m, k, n = 33, 20, 40
+    a_np, a = operand(rng, (m, k), la, np.float32, batch=(3,))
+    a_np, a = a_np[None].repeat(2, 0), a.unsqueeze(0).expand(2, 3, m, k)
+    b_np, b = operand(rng, (k, n), lb, np.float32, batch=(2, 3))
+    c0, c = operand(rng, (m, n), lc, np.float32, batch=(2, 3))
+    mm.gemm(c, a, b, 0.5, -2.0, tiles_override=cfg)
+    assert_product(c, a_np, b_np, 0.5, -2.0, c0)
+    clgrad.ops.elementwise.fill_raw(c, float("nan"))
+    mm.gemm(c, a, b, tiles_override=cfg)
+    assert_product(c, a_np, b_np)
+
+
+@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[0], CASES[4]], ids=[IDS[0], IDS[4]])
+def test_empty_depth_scales_c(cfg, la, lb, lc):
+    rng = np.random.default_rng(2)
+    c0, c = operand(rng, (5, 8), lc, np.float32)
+    mm.gemm(c, operand(rng, (5, 0), la, np.float32)[1], operand(rng, (0, 8), lb, np.float32)[1],
+            1.0, 3.0, tiles_override=cfg)
+    np.testing.assert_allclose(c.numpy(), 3.0 * c0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[1], CASES[6]], ids=[IDS[1], IDS[6]])
+def test_float64(cfg, la, lb, lc):
+    if not clgrad.default_device().fp64:
+        pytest.skip("no fp64 on this device")
+    rng = np.random.default_rng(3)
+    a_np, a = operand(rng, (65, 129), la, np.float64)
+    b_np, b = operand(rng, (129, 7), lb, np.float64)
+    _, c = operand(rng, (65, 7), lc, np.float64)
+    mm.gemm(c, a, b, tiles_override=cfg)
+    assert_product(c, a_np, b_np)
