@@ -279,8 +279,12 @@ def _run(roots, root_grads, retain_graph, targets=None):
     those tensors and touches no ``.grad``.
     """
     node_grads, leaf_grads, leaves, owned = {}, {}, {}, {}
+    # How often each storage was handed along an edge: a leaf may keep a gradient without a
+    # copy only when nothing else received that storage (and the caller did not supply it).
+    deliveries = dict.fromkeys((id(g._storage) for g in root_grads), 1)
 
     def send(edge, g):
+        deliveries[id(g._storage)] = deliveries.get(id(g._storage), 0) + 1
         if isinstance(edge, Node):
             _accumulate(node_grads, id(edge), g, owned)
         else:
@@ -309,7 +313,9 @@ def _run(roots, root_grads, retain_graph, targets=None):
         for k, g in leaf_grads.items():
             leaf = leaves[k]
             if leaf._grad is None:  # a dense tensor of its own, never an alias
-                own = owned[k] and g._base is None and g.is_contiguous()
+                fresh = owned[k] or deliveries[id(g._storage)] == 1
+                own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
+                    and g.numel() == g._storage.size
                 leaf._grad = g if own else g.contiguous(force_copy=True)
             else:
                 leaf._grad.add_(g)
