@@ -4,6 +4,9 @@
 a permuted storage order, steps, negative steps, stride-0 broadcast dims) and returns
 ``(array, tensor)`` holding equal values of ``shape``. The tensor is a view into a larger
 storage, so every kernel must honour offset and strides to read it right.
+
+Also fixed layouts for op tests: ``strided(a)`` (a non-contiguous view of ``a``),
+``leaf_and_view(a)``, and ``numeric_vjp`` (central differences of a NumPy reference).
 """
 import math
 
@@ -107,3 +110,35 @@ def broadcastable_shapes(draw, shape):
     k = draw(st.integers(0, len(shape)))
     out = [1 if draw(st.integers(0, 3)) == 0 else n for n in shape[k:]]
     return tuple(out)
+
+
+def strided(a, dtype=clgrad.float64):
+    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
+    stepped by 2 (a 0-dim ``a`` gives a 0-dim view at offset 1)."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.ndim == 0:
+        return clgrad.tensor([0.0, float(a)], dtype=dtype)[1]
+    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
+    big[..., ::2] = a
+    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
+    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
+    return t.permute(*reversed(range(a.ndim)))[..., ::2]
+
+
+def leaf_and_view(a):
+    """A float64 leaf that requires grad and a function giving its non-contiguous view."""
+    rev = tuple(reversed(range(a.ndim)))
+    leaf = clgrad.tensor(np.ascontiguousarray(np.transpose(a, rev)), dtype=clgrad.float64,
+                         requires_grad=True)
+    return leaf, lambda t: t.permute(*rev)
+
+
+def numeric_vjp(f, x, g, h=1e-6):
+    """sum(g * df/dx) by central differences of the NumPy reference ``f``."""
+    out = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += h
+        xm[i] -= h
+        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
+    return out

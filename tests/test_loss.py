@@ -8,42 +8,11 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from strided import strided, leaf_and_view, numeric_vjp
 from clgrad.autograd import gradcheck
 from clgrad.device import launch_count
 
 RNG = np.random.default_rng(5)
-
-
-def strided(a, dtype=clgrad.float64):
-    """A non-contiguous view holding ``a``: offset 1, dims stored in reverse order, last dim
-    stepped by 2 (a 0-dim ``a`` gives a 0-dim view at offset 1)."""
-    a = np.asarray(a, dtype=np.float64)
-    if a.ndim == 0:
-        return clgrad.tensor([0.0, float(a)], dtype=dtype)[1]
-    big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
-    big[..., ::2] = a
-    flat = np.concatenate([[0.0], big.transpose().reshape(-1)])
-    t = clgrad.tensor(flat, dtype=dtype)[1:].view(big.shape[::-1])
-    return t.permute(*reversed(range(a.ndim)))[..., ::2]
-
-
-def leaf_and_view(a):
-    """A float64 leaf that requires grad and a function giving its non-contiguous view."""
-    rev = tuple(reversed(range(a.ndim)))
-    leaf = clgrad.tensor(np.ascontiguousarray(np.transpose(a, rev)), dtype=clgrad.float64,
-                         requires_grad=True)
-    return leaf, lambda t: t.permute(*rev)
-
-
-def numeric_vjp(f, x, g, h=1e-6):
-    """sum(g * df/dx) by central differences of the NumPy reference ``f``."""
-    out = np.zeros_like(x)
-    for i in np.ndindex(*x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
-    return out
 
 
 # -- references -------------------------------------------------------------------------------
