@@ -351,13 +351,18 @@ def _auto(pass_name, p, dev) -> str:
     NVIDIA's OpenCL). grad_weight's p is the forward problem. Few channel pairs per group
     (C/G * O/G <= 16: depthwise with a channel multiplier up to 16 and the like; the crossover
     measured on PoCL lies between 16 and 32): the direct stencils on CPUs, one work item per
-    output on GPUs. Otherwise the implicit GEMM (its CPU or GPU kernels). On the H200 im2col +
-    the tuned GEMM ran big forward passes up to 1.5x faster than the implicit GEMM, but its
-    launch count follows the workspace chunks; 'auto' keeps a fixed launch count per pass."""
+    output on GPUs. Otherwise the implicit GEMM (its CPU or GPU kernels), except for big
+    problems on GPUs: there im2col + the tuned GEMM wins (H200, AlexNet conv2 groups=2 at
+    N=128: fwd+bwd 24 ms against 33 ms; bench/results/gpu/conv_algos.txt), while on small ones
+    (S1, N=64: 3.1 ms against 0.9 ms) it loses. im2col's launch count follows its workspace
+    chunks, whose size (N * C * kH * kW * H_out * W_out) does not depend on groups."""
     few = p["c"] * p["o"] <= 16
     if dev.kind == "cpu":
         return "depthwise" if few else "implicit"
-    return "direct" if few else "implicit"
+    if few:
+        return "direct"
+    big = p["n"] * p["g"] * p["o"] * p["oh"] * p["ow"] >= (8 << 20)
+    return "im2col" if big else "implicit"
 
 
 # -- shared helpers ---------------------------------------------------------------------------
