@@ -16,6 +16,7 @@ the uninterrupted run would have.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
@@ -138,6 +139,12 @@ def fit(args) -> dict:
                 "history": {k: [] for k in _HISTORY}}
     if args.resume:
         progress = _resume(args.resume, model, optimizer, scheduler)
+        if scheduler.T_max != args.epochs:  # anneal over the new total, not the old one
+            print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
+                  f"over --epochs {args.epochs}")
+            scheduler.T_max = args.epochs
+            scheduler.last_epoch -= 1
+            scheduler.step()  # this epoch's lr from the new horizon
 
     test_loader = DataLoader(test_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
@@ -217,7 +224,14 @@ def main(argv=None, dataset: str | None = None, prog: str | None = None) -> int:
         if getattr(args, name) < 1:
             raise SystemExit(f"train: expected --{name.replace('_', '-')} >= 1, got "
                              f"{getattr(args, name)}")
-    fit(args)
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise SystemExit(f"train: expected --lr to be a positive number, got {args.lr}")
+    if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
+        raise SystemExit(f"train: expected --weight-decay >= 0, got {args.weight_decay}")
+    try:
+        fit(args)
+    except (OSError, ValueError, KeyError) as e:  # bad paths, files or checkpoints: one line
+        raise SystemExit(f"train: {type(e).__name__}: {e}") from None
     return 0
 
 

@@ -109,7 +109,8 @@ def test_mnist_job_on_small_idx_files(tmp_path, capsys):
 
 
 def test_mnist_job_explains_missing_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
+    # main() is the command line: the FileNotFoundError becomes a one-line exit message.
+    with pytest.raises(SystemExit, match="FileNotFoundError: .*train-images-idx3-ubyte"):
         main(["--data", str(tmp_path), "--out", str(tmp_path / "run"), "--quiet"],
              dataset="mnist")
     assert not (tmp_path / "run").exists()  # nothing is created before the data is found
@@ -123,3 +124,24 @@ def test_cli_train_help(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: clgrad train") and "--resume CHECKPOINT" in out
+
+
+def test_resume_with_more_epochs_keeps_learning(short_run, tmp_path, capsys):
+    """The cosine schedule anneals over the new --epochs: epoch 4 runs at a learning rate > 0
+    (with the old T_max=3 it would be exactly 0 and no weight would move)."""
+    out, _ = short_run
+    ckpt = tmp_path / "epoch3.safetensors"
+    ckpt.write_bytes((out / "last.safetensors").read_bytes())
+    main(["--resume", str(ckpt), "--epochs", "4", "--out", str(tmp_path), "--quiet",
+          "--batch-size", "16"])
+    assert "continuing over --epochs 4" in capsys.readouterr().out
+    before = clgrad.load(ckpt)["model"]["0.weight"].numpy()
+    after = clgrad.load(tmp_path / "last.safetensors")["model"]["0.weight"].numpy()
+    assert np.abs(after - before).max() > 1e-4
+
+
+def test_cli_train_reports_bad_files_in_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="train: FileNotFoundError: .*no such file"):
+        main(["--resume", str(tmp_path / "missing.safetensors"), "--quiet"])
+    with pytest.raises(SystemExit, match="expected --lr to be a positive number"):
+        main(["--lr", "nan", "--quiet"])
