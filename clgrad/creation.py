@@ -80,6 +80,8 @@ def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
     if arr.dtype.kind in "iu":
         if isinstance(data, np.ndarray) and arr.dtype in (np.int32, np.int64):
             return dtypes.from_numpy_dtype(arr.dtype)
+        if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 2**63:
+            raise OverflowError(f"tensor: the value {int(arr.max())} does not fit in int64")
         return dtypes.int64
     raise TypeError(f"tensor: expected numbers (bool, int, float), got data of numpy dtype "
                     f"{arr.dtype}")
@@ -89,7 +91,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """A new tensor holding a copy of ``data`` (number, nested lists, NumPy array or Tensor).
 
     Dtype: ``dtype`` if given, else float32 for Python floats, int64 for ints, bool for bools,
-    the array's own dtype for NumPy arrays. Raises ValueError for ragged nested lists,
+    the array's own dtype for NumPy arrays of a clgrad dtype; other NumPy integer types
+    (uint8, int16, uint16, uint32, uint64) widen to int64 — unlike PyTorch, which has uint8 —
+    since clgrad has no such dtypes (uint64 values >= 2**63 raise OverflowError). Raises ValueError for ragged nested lists,
     TypeError for non-numeric data.
     """
     dev = _device(device)
@@ -104,6 +108,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         raise ValueError(f"tensor: expected a rectangular nested sequence of numbers, got a "
                          f"ragged one ({e})") from None
     if arr.dtype == object:
+        big = next((v for v in np.ravel(arr) if isinstance(v, int) and not isinstance(v, bool)
+                    and not -2**63 <= v < 2**63), None)
+        if big is not None:
+            raise OverflowError(f"tensor: the value {big} does not fit in int64")
         bad = next((type(v).__name__ for v in np.ravel(arr)
                     if not isinstance(v, numbers.Number)), "object")
         raise TypeError(f"tensor: expected numbers, got {bad}")

@@ -35,6 +35,7 @@ def kernel_dir() -> Path:
 
 _LAUNCHES = [0]
 _BY_VALUE = (bytes, np.generic, np.ndarray)
+_ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (set_arg)
 _enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
 #                                            global_offset, wait_for, g_times_l, allow_empty)
 
@@ -114,19 +115,23 @@ class Device:
     def launch(self, kernel: cl.Kernel, global_size, local_size, *args):
         """Enqueue ``kernel`` with ``args``; each global size is rounded up to its local size.
 
-        ``args``: buffers, NumPy scalars, contiguous NumPy arrays (by-value structs, see
+        ``args``: buffers, bytes, NumPy scalars or contiguous NumPy arrays (by-value structs, see
         ``pack``), or anything ``Kernel.set_arg`` takes. Buffers are set in one
         ``_set_arg_multi`` call and by-value arguments in one ``_set_arg_buf_multi`` call (the
         calls pyopencl's own generated invokers make): ``set_args`` costs ~20 µs per by-value
         argument on PoCL, these ~1 µs for all of them.
         """
         if local_size is not None:
-            global_size = tuple(-(-g // l) * l for g, l in zip(global_size, local_size))
+            global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
         mem, val = [], []
         for i, a in enumerate(args):
-            if isinstance(a, _BY_VALUE):
+            kind = _ARG_KIND.get(type(a))
+            if kind is None:
+                kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
+                                            isinstance(a, cl.MemoryObjectHolder) else 2)
+            if kind == 1:
                 val += (i, a)
-            elif isinstance(a, cl.MemoryObjectHolder):
+            elif kind == 0:
                 mem += (i, a)
             else:
                 kernel.set_arg(i, a)
@@ -202,6 +207,9 @@ def get_device(spec: str | None = None) -> Device:
         pick = next((f for f in found if s.lower() in f[3].name.lower()), None)
     if pick is None:
         listing = ", ".join(f"{f[0]}:{f[1]} {f[3].name.strip()}" for f in found)
+        if s.lower() in ("cpu", "gpu"):
+            raise DeviceError(f"device: no {s.lower().upper()} device found; available: "
+                              f"[{listing}]")
         raise DeviceError(f"device: expected 'cpu', 'gpu', 'P:D' or a name substring matching "
                           f"one of [{listing}], got {spec!r}")
     key = (pick[0], pick[1])

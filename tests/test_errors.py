@@ -37,7 +37,7 @@ CASES = [
     ("narrow-end", lambda x: x.narrow(2, 3, 2), IndexError,
      r"narrow: start \(3\) \+ length \(2\) exceeds dimension size \(4\) of dim 2"),
     ("narrow-neg-length", lambda x: x.narrow(1, 0, -1), RuntimeError,
-     r"narrow: .*length \(-1\)"),
+     r"narrow: expected length >= 0, got -1"),
     ("select-end", lambda x: x.select(1, 3), IndexError,
      r"select: index 3 is out of bounds for dimension 1 with size 3"),
     ("getitem-end", lambda x: x[2], IndexError,
@@ -228,3 +228,22 @@ def test_tensors_on_two_devices(second_device):
             call()
     np.testing.assert_array_equal(a.numpy(), np.ones(3))
     assert a._version == 0
+
+
+def test_too_large_allocation_names_the_bytes_and_the_limit():
+    limit = clgrad.default_device().cl_device.max_mem_alloc_size
+    n = limit // 4 + 1
+    with pytest.raises(RuntimeError, match=rf"{n * 4} bytes.*largest buffer"):
+        clgrad.zeros(n)
+
+
+def test_ints_beyond_int64_raise_overflow():
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        clgrad.tensor([1, 2**70])
+    with pytest.raises(OverflowError, match="does not fit in int64"):
+        clgrad.tensor(np.array([2**64 - 1], dtype=np.uint64))
+
+
+def test_narrow_negative_length_is_named():
+    with pytest.raises(IndexError, match="length >= 0, got -1"):
+        clgrad.zeros(3).narrow(0, 0, -1)

@@ -19,7 +19,7 @@ __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs"
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
            "logical_and", "logical_or", "where", "clamp", "to", "copy_", "fill_", "contiguous",
            "clone", "expand_to", "sum_to", "inplace", "write_into", "fill_raw", "copy_raw",
-           "axpby_"]
+           "axpby_", "remainder", "masked_fill"]
 
 _FILE = "elementwise.cl"
 
@@ -215,6 +215,9 @@ def div(a, b, rounding_mode=None) -> Tensor:
                          f"{rounding_mode!r}")
     a, b, dt, shape = _prep("div", a, b)
     if not dt.is_floating_point:
+        if rounding_mode is not None and _has_zero(b):  # PyTorch: integer division by zero
+            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode="
+                                    f"{rounding_mode!r}, divisor dtype {dt})")
         a = to(a, dtypes.float32) if isinstance(a, Tensor) else a
         b = to(b, dtypes.float32) if isinstance(b, Tensor) else b
         q = div(a, b, rounding_mode)
@@ -236,6 +239,34 @@ def div(a, b, rounding_mode=None) -> Tensor:
         return _sum_back(sa, sb, ga, gb)
     saved = ([b] if isinstance(b, Tensor) else []) + ([y] if need_b else [])
     return record("div", out, _inputs(a, b), backward, saved=saved)
+
+
+def remainder(a, b) -> Tensor:
+    """a - floor(a / b) * b: the remainder with the sign of the divisor (Python's %, PyTorch's
+    remainder). Integer division by zero raises ZeroDivisionError."""
+    return sub(a, mul(div(a, b, rounding_mode="floor"), b))
+
+
+def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    """``value`` where ``mask`` (bool, broadcast to x) is True, else x. Grad: x where not
+    masked (and value, if a tensor)."""
+    if not isinstance(mask, Tensor) or not mask.dtype.is_bool:
+        raise TypeError(f"masked_fill: expected a bool mask tensor, got "
+                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        value = to(value, x.dtype)
+    out = where(mask, value, x)
+    if tuple(out.shape) != tuple(x.shape):
+        raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
+                           f"to the input's {tuple(x.shape)}")
+    return out
+
+
+def _has_zero(b) -> bool:
+    """True when the divisor (a number or a tensor, read on the host) holds a zero."""
+    if isinstance(b, Tensor):
+        return b.numel() > 0 and bool((b.numpy() == 0).any())
+    return b == 0
 
 
 def pow(a, b) -> Tensor:

@@ -19,7 +19,7 @@ from clgrad.tensor import Tensor
 __all__ = ["narrow", "select", "getitem", "view", "reshape", "permute", "transpose", "t",
            "expand", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk",
            "unbind", "unfold", "as_strided", "diagonal", "movedim", "copy_slices",
-           "regenerate_view_grad_fn"]
+           "regenerate_view_grad_fn", "flip", "repeat"]
 
 
 def _alias(x: Tensor, shape, strides, offset) -> Tensor:
@@ -66,7 +66,9 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
         start, length = int(start), int(length)
     if start < 0:
         start += size
-    if start < 0 or length < 0 or start + length > size:
+    if length < 0:
+        raise IndexRangeError(f"narrow: expected length >= 0, got {length}")
+    if start < 0 or start + length > size:
         raise IndexRangeError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
                               f"size ({size}) of dim {d} (shape {tuple(x.shape)})")
     shape = list(x.shape)
@@ -551,3 +553,37 @@ def regenerate_view_grad_fn(v: Tensor):
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
         record("as_strided", v, (root,), backward)
+
+
+def flip(x: Tensor, dims) -> Tensor:
+    """Reverse the order of elements along ``dims`` (a copy, as PyTorch's flip).
+
+    Built as a negative-stride view (zero-copy) that is then made contiguous, so the result
+    never aliases ``x``. Grad: flipped back.
+    """
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    key = [slice(None)] * x.ndim
+    for d in dims:
+        key[layout.wrap_dim(d, x.ndim, "flip")] = slice(None, None, -1)
+    return ew.contiguous(getitem(x, tuple(key)), force_copy=True)
+
+
+def repeat(x: Tensor, *sizes) -> Tensor:
+    """Tile ``x`` ``sizes[i]`` times along each dim (a copy; PyTorch's Tensor.repeat).
+
+    Shapes: (*S) with len(sizes) >= len(S) -> (sizes[i] * S'[i]) with S left-padded by 1s.
+    """
+    sizes = _shape_args(sizes)
+    if len(sizes) < x.ndim:
+        raise RuntimeError(f"repeat: number of dimensions of repeat dims ({len(sizes)}) can not "
+                           f"be smaller than number of dimensions of tensor ({x.ndim})")
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"repeat: expected non-negative repeats, got {sizes}")
+    src = reshape(x, (1,) * (len(sizes) - x.ndim) + tuple(x.shape))
+    inter, target = [], []
+    for r, n in zip(sizes, src.shape):
+        inter += [1, n]
+        target += [r, n]
+    tiled = expand(reshape(src, inter), target)
+    return reshape(ew.contiguous(tiled, force_copy=True),
+                   tuple(r * n for r, n in zip(sizes, src.shape)))
