@@ -25,7 +25,9 @@ from clgrad.ops.matmul import matmul, mm, bmm, dot
 from clgrad.ops.index import cat, stack, index_select, gather, scatter_add
 from clgrad.ops.views import (narrow, select, reshape, permute, transpose, t, unsqueeze,
                               squeeze, flatten, unflatten, split, chunk, unbind, as_strided,
-                              diagonal, movedim)
+                              diagonal, movedim, flip)
+from clgrad.ops.elementwise import remainder, masked_fill
+from clgrad.ops.reduce import any, all  # noqa: A004
 from clgrad.errors import DeviceError
 from clgrad.io import save, load
 

@@ -95,6 +95,36 @@ for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.n
     _method(_fn)
 
 Tensor.to = _to
+Tensor.flip = vw.flip
+Tensor.repeat = vw.repeat
+Tensor.remainder = ew.remainder
+Tensor.__mod__ = ew.remainder
+Tensor.__rmod__ = _reflect(ew.remainder)
+Tensor.masked_fill = ew.masked_fill
+Tensor.any = rd.any
+Tensor.all = rd.all
+Tensor.data = property(lambda self: self.detach(),
+                       doc="The tensor's values outside the graph (an alias, like detach()).")
+
+
+def _new(fill):
+    def method(self, *size, dtype=None, device=None, requires_grad=False):
+        import clgrad
+        shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+        out = clgrad.full(tuple(shape), fill, dtype=dtype or self.dtype,
+                          device=device or self.device)
+        return out.requires_grad_(True) if requires_grad else out
+    method.__doc__ = f"A new tensor of ``size`` filled with {fill}, of self's dtype and device."
+    return method
+
+
+Tensor.new_zeros = _new(0)
+Tensor.new_ones = _new(1)
+Tensor.new_empty = _new(0)
+Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None: __import__(
+    "clgrad").full(tuple(size), fill_value, dtype=dtype or self.dtype, device=device or self.device)
+Tensor.new_tensor = lambda self, data, dtype=None, device=None: __import__("clgrad").tensor(
+    data, dtype=dtype or self.dtype, device=device or self.device)
 Tensor.type_as = lambda self, other: ew.to(self, other.dtype)
 Tensor.float = lambda self: ew.to(self, dtypes.float32)
 Tensor.double = lambda self: ew.to(self, dtypes.float64)

@@ -388,3 +388,31 @@ def test_writes_into_detached_strided_views():
     np.testing.assert_array_equal(a.numpy(), a_np)
     np.testing.assert_array_equal((w + w).numpy(), 2 * a_np.T[1:])
     np.testing.assert_allclose(clgrad.exp(v).numpy(), np.exp(a_np[:, ::2]), rtol=3e-7)
+
+
+# -- remainder, masked_fill, integer division by zero -----------------------------------------
+@pytest.mark.parametrize("a,b", [([7, -7, 5, -5], [3, 3, -3, -3]), ([7.5, -7.5, 1.25], [2.0, 2.0, -0.5])])
+def test_remainder_matches_python_mod(a, b):
+    na, nb = np.array(a), np.array(b)
+    got = (clgrad.tensor(a) % clgrad.tensor(b)).numpy()
+    np.testing.assert_allclose(got, np.mod(na, nb), rtol=1e-6)
+    np.testing.assert_allclose((clgrad.tensor(a) % 3).numpy(), np.mod(na, 3), rtol=1e-6)
+
+
+def test_integer_floor_division_by_zero_raises():
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
+        clgrad.tensor([7, -7]) // clgrad.tensor([1, 0])
+    with pytest.raises(ZeroDivisionError):
+        clgrad.tensor([7]) // 0
+    np.testing.assert_array_equal((clgrad.tensor([7, -7]) // 2).numpy(), [3, -4])
+
+
+def test_masked_fill_values_and_gradient():
+    x = clgrad.tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]], dtype=clgrad.float64,
+                      requires_grad=True)
+    y = x.masked_fill(x < 0, 0.5)
+    np.testing.assert_array_equal(y.numpy(), [[1, 0.5, 3], [0.5, 5, 0.5]])
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 1], [0, 1, 0]])
+    with pytest.raises(TypeError, match="bool mask"):
+        x.masked_fill(clgrad.ones(2, 3), 1.0)

@@ -597,3 +597,19 @@ def test_inplace_on_view_lands_in_base_and_bumps_version():
         np_step()
         assert t._version > v
         np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_flip_copies_and_repeat_tiles_like_numpy():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    t = clgrad.tensor(a)
+    for dims in (0, (1,), (0, 2), (-1, 1)):
+        f = t.flip(dims)
+        np.testing.assert_array_equal(f.numpy(), np.flip(a, dims))
+        assert f.untyped_storage() is not t.untyped_storage()  # a copy, as PyTorch
+    for reps in ((2, 1, 1), (1, 2, 3), (2, 2, 1, 2)):
+        np.testing.assert_array_equal(t.repeat(*reps).numpy(), np.tile(a, reps))
+    with pytest.raises(RuntimeError, match="repeat"):
+        t.repeat(2, 2)
+    x = clgrad.tensor([1.0, 2.0, 3.0], dtype=clgrad.float64, requires_grad=True)
+    (x.flip(0) * clgrad.tensor([1.0, 10.0, 100.0], dtype=clgrad.float64)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [100.0, 10.0, 1.0])

@@ -80,7 +80,13 @@ class Conv2d(Module):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _pair("Conv2d", "kernel_size", kernel_size, 1)
         self.stride = _pair("Conv2d", "stride", stride, 1)
-        self.padding = _pair("Conv2d", "padding", padding, 0)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Conv2d: expected padding 'same', 'valid' or ints, got "
+                                 f"{padding!r}")
+            self.padding = padding  # resolved by F.conv2d, as in PyTorch
+        else:
+            self.padding = _pair("Conv2d", "padding", padding, 0)
         self.dilation = _pair("Conv2d", "dilation", dilation, 1)
         self.padding_mode = padding_mode
         shape = (out_channels, in_channels // groups) + self.kernel_size
@@ -99,7 +105,7 @@ class Conv2d(Module):
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding != (0, 0):
+        if self.padding not in ((0, 0), "valid"):
             s += f", padding={self.padding}"
         if self.dilation != (1, 1):
             s += f", dilation={self.dilation}"

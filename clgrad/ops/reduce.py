@@ -18,7 +18,7 @@ from clgrad.ops._util import empty, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-           "std", "softmax", "log_softmax", "logsumexp", "norm"]
+           "std", "softmax", "log_softmax", "logsumexp", "norm", "any", "all"]
 
 _FILE = "reduce.cl"
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -317,3 +317,13 @@ def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
     if p == 1:
         return sum(ew.abs(x), dim, keepdim)
     return ew.pow(sum(ew.pow(ew.abs(x), p), dim, keepdim), 1.0 / p)
+
+
+def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """True where any element over ``dim`` (None: all) is nonzero; bool."""
+    return ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0)
+
+
+def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """True where every element over ``dim`` (None: all) is nonzero; bool."""
+    return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
