@@ -15,6 +15,9 @@ _SHAPE_T = struct.Struct(f"<{MAXD}q")     # shape_t: n[MAXD]
 _ZEROS = (0,) * MAXD
 _LONG = struct.Struct("<q").pack
 _INT = struct.Struct("<i").pack
+_DEFINES: dict = {}
+_ONE_DIM = _INT(1)
+_FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -42,21 +45,35 @@ def scalar(dtype: dtypes.DType, value):
 
 def same_device(op: str, *tensors):
     """Raise RuntimeError when tensors live on different devices."""
-    devs = {id(t.device): t.device for t in tensors if isinstance(t, Tensor)}
-    if len(devs) > 1:
-        names = ", ".join(d.name for d in devs.values())
-        raise RuntimeError(f"{op}: expected all tensors on the same device, got {names}")
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            if dev is None:
+                dev = t._storage.device
+            elif t._storage.device is not dev:
+                devs = {id(x.device): x.device for x in tensors if isinstance(x, Tensor)}
+                names = ", ".join(d.name for d in devs.values())
+                raise RuntimeError(f"{op}: expected all tensors on the same device, got "
+                                   f"{names}")
 
 
 def defines_for(dtype: dtypes.DType) -> dict:
-    """Defines selecting a kernel file's element type."""
-    d = {"T": dtype.cl}
-    if dtype.is_floating_point:
-        d["IS_FLOAT"] = 1
-    flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
-    if flag:
-        d[flag] = 1
-    return d
+    """Defines selecting a kernel file's element type (a new dict: callers may add to it)."""
+    d = _DEFINES.get(dtype)
+    if d is None:
+        d = {"T": dtype.cl}
+        if dtype.is_floating_point:
+            d["IS_FLOAT"] = 1
+        flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
+        if flag:
+            d[flag] = 1
+        _DEFINES[dtype] = d
+    return dict(d)
+
+
+# Kernel files whose launch_1d kernels index every operand by the element index alone: they
+# get a CONTIG build (unit-stride indexing, see kernels/common.h) when all operands are dense.
+_CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl"})
 
 
 def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=(),
@@ -71,26 +88,39 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     if n == 0:
         return
     ost = out._strides
-    if all(o._strides == ost for o in operands if isinstance(o, Tensor)) and \
-            layout.is_contiguous(out._shape, ost):
-        # the common case: every operand contiguous like the fresh output, indexed as 1-D
-        shape = (n,)
-        strides = [(1,)] * (len(operands) + 1)
+    flat = layout.is_contiguous(out._shape, ost)
+    for o in operands:
+        if flat and isinstance(o, Tensor) and o._strides != ost:
+            flat = False
+    if flat:  # the common case: every operand contiguous like the output, indexed as 1-D
+        if file in _CONTIG_FILES:
+            defines = dict(defines, CONTIG=1)
+        args = [_LONG(n), _ONE_DIM, shape_arg((n,)), out._storage.buffer, _flat_view(out)]
+        for o in operands:
+            if isinstance(o, Tensor):
+                args += (o._storage.buffer, _flat_view(o))
+            else:
+                args.append(o)
     else:
         tens = [o for o in operands if isinstance(o, Tensor)]
         shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
         if len(shape) > MAXD:
             raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
                                f"not supported, got shape {tuple(out.shape)}")
-    args = [_LONG(n), _INT(len(shape)), shape_arg(shape),
-            out._storage.buffer, view_arg(out, strides[0])]
-    k = 1
-    for o in operands:
-        if isinstance(o, Tensor):
-            args += (o._storage.buffer, view_arg(o, strides[k]))
-            k += 1
-        else:
-            args.append(o)
+        args = [_LONG(n), _INT(len(shape)), shape_arg(shape),
+                out._storage.buffer, view_arg(out, strides[0])]
+        k = 1
+        for o in operands:
+            if isinstance(o, Tensor):
+                args += (o._storage.buffer, view_arg(o, strides[k]))
+                k += 1
+            else:
+                args.append(o)
     args += extra
-    dev = out.device
+    dev = out._storage.device
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)
+
+
+def _flat_view(t: Tensor) -> bytes:
+    """view_t of a tensor indexed as 1-D with stride 1 (packed once for offset 0)."""
+    return _FLAT_VIEW_0 if t._offset == 0 else _VIEW_T.pack(t._offset, 1, *_ZEROS[1:])
