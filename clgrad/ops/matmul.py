@@ -38,7 +38,7 @@ CPU_CANDIDATES = [CPU_TILES, {"MR": 4, "NV": 3, "MT": 48, "NT": 2, "KC": 256},
 GPU_CANDIDATES = [GPU_TILES["large"], {"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8},
                   GPU_TILES["small"]]
 _MAX_Z = 65535  # the batch launch dim is capped (CUDA grids); the kernel loops over the rest
-_TUNED: dict = {}
+_TUNED: dict = {}  # Device -> tiles (read from tiles_file() once per device)
 
 
 def tiles_file() -> Path:
@@ -61,16 +61,16 @@ def tiles(dev) -> dict:
 
     CPU devices: a dict of GEMM_CPU defines; GPUs: {"large": {...}, "small": {...}}.
     """
-    key = device_key(dev)
-    if key not in _TUNED:
+    cfg = _TUNED.get(dev)
+    if cfg is None:
         cfg = CPU_TILES if dev.kind == "cpu" else GPU_TILES
         if os.environ.get("CLGRAD_GEMM_TILES") != "off":
             try:
-                cfg = json.loads(tiles_file().read_text()).get(key, cfg)
+                cfg = json.loads(tiles_file().read_text()).get(device_key(dev), cfg)
             except (OSError, ValueError):
                 pass
-        _TUNED[key] = cfg
-    return _TUNED[key]
+        _TUNED[dev] = cfg
+    return cfg
 
 
 def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None):
