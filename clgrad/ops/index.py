@@ -107,6 +107,16 @@ def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
               (np.int64(so), np.int64(z.shape[d])))
 
 
+def _gather_backward(x_shape, d: int, idx_view: Tensor):
+    """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
+    collect every gradient)."""
+    def backward(g):
+        z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
+        _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
+        return (z,)
+    return backward
+
+
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows of ``x`` along ``dim`` picked by the 1-D integer ``index`` (a copy).
 
@@ -124,13 +134,8 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     istr[d] = index._strides[0]
     iv = Tensor(index._storage, shape, istr, index._offset)
     _gather_launch(x, d, iv, out)
-    x_shape = tuple(x.shape)
-
-    def backward(g):
-        z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
-        _scatter_launch("scatter_add_dim", z, d, iv, ew.contiguous(g))
-        return (z,)
-    return record("index_select", out, (x,), backward, saved=[index])
+    return record("index_select", out, (x,), _gather_backward(tuple(x.shape), d, iv),
+                  saved=[index])
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -147,13 +152,8 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     index = _check_index("gather", index, x.shape[d])
     out = empty(index.shape, x.dtype, x.device)
     _gather_launch(x, d, index, out)
-    x_shape = tuple(x.shape)
-
-    def backward(g):
-        z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
-        _scatter_launch("scatter_add_dim", z, d, index, ew.contiguous(g))
-        return (z,)
-    return record("gather", out, (x,), backward, saved=[index])
+    return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
+                  saved=[index])
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
