@@ -1,7 +1,7 @@
 """Tensor methods and operators: one-line delegations to clgrad.ops (PyTorch's names)."""
 from __future__ import annotations
 
-from clgrad import dtypes
+from clgrad import creation, dtypes
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import matmul as mm
@@ -78,7 +78,6 @@ Tensor.__invert__ = lambda self: ew.logical_not(self)
 Tensor.__floordiv__ = lambda self, o: ew.div(self, o, rounding_mode="floor")
 Tensor.__getitem__ = vw.getitem
 Tensor.__setitem__ = ix.setitem
-Tensor.__hash__ = lambda self: id(self)
 
 for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
             ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
@@ -109,22 +108,30 @@ Tensor.data = property(lambda self: self.detach(),
 
 def _new(fill):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
-        import clgrad
         shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
-        out = clgrad.full(tuple(shape), fill, dtype=dtype or self.dtype,
-                          device=device or self.device)
+        out = creation.full(tuple(shape), fill, dtype=dtype or self.dtype,
+                            device=device or self.device)
         return out.requires_grad_(True) if requires_grad else out
     method.__doc__ = f"A new tensor of ``size`` filled with {fill}, of self's dtype and device."
     return method
 
 
+def _new_full(self, size, fill_value, dtype=None, device=None):
+    """A new tensor of ``size`` filled with ``fill_value``, of self's dtype and device."""
+    return creation.full(tuple(size), fill_value, dtype=dtype or self.dtype,
+                         device=device or self.device)
+
+
+def _new_tensor(self, data, dtype=None, device=None):
+    """A copy of ``data`` as a tensor of self's dtype and device (unless given)."""
+    return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+
+
 Tensor.new_zeros = _new(0)
 Tensor.new_ones = _new(1)
 Tensor.new_empty = _new(0)
-Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None: __import__(
-    "clgrad").full(tuple(size), fill_value, dtype=dtype or self.dtype, device=device or self.device)
-Tensor.new_tensor = lambda self, data, dtype=None, device=None: __import__("clgrad").tensor(
-    data, dtype=dtype or self.dtype, device=device or self.device)
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor
 Tensor.type_as = lambda self, other: ew.to(self, other.dtype)
 Tensor.float = lambda self: ew.to(self, dtypes.float32)
 Tensor.double = lambda self: ew.to(self, dtypes.float64)
@@ -143,7 +150,6 @@ Tensor.swapaxes = vw.transpose
 Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
 Tensor.cpu = lambda self: self
-Tensor.__radd__.__doc__ = "other + self"
 
 for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
                    "pow_": ew.pow, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():

@@ -165,10 +165,6 @@ class Tensor:
         """(id of storage, offset): equal for tensors that start at the same element."""
         return (id(self._storage), self._offset)
 
-    @property
-    def is_floating_point_(self):
-        return self.dtype.is_floating_point
-
     def is_floating_point(self) -> bool:
         """True for float16/32/64."""
         return self.dtype.is_floating_point
@@ -287,8 +283,6 @@ class Tensor:
     # -- host side ----------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """A host copy as a NumPy array (blocks until the queue has produced the values)."""
-        if self.requires_grad and self.grad_fn is None and False:
-            pass
         src = self
         if not (self.is_contiguous()):
             src = self.contiguous()

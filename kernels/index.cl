@@ -55,28 +55,22 @@ __kernel void gather_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
     out[oo] = a[oa + k * sa];
 }
 
-// Scatter-add along one dim (the backward of gather_dim).
-__kernel void scatter_add_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
-                              __global const T *g, view_t vg, __global const long *idx,
-                              view_t vi, long so, long size) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long oo, og, oi;
-    off3(i, nd, sh, vo, vg, vi, &oo, &og, &oi);
-    long k = idx[oi];
-    if (k < 0) k += size;
-    atomic_add_T(out + oo + k * so, g[og]);
+// Scatter along one dim: out[..., idx[j], ...] (+)= g[..., j, ...]. STORE is the write:
+// scatter_add_dim accumulates (the backward of gather_dim, repeated indices add up);
+// scatter_dim assigns (index_put / setitem with an index tensor; duplicates: one wins).
+#define SCATTER_DIM(name, STORE)                                                              \
+__kernel void name(long n, int nd, shape_t sh, __global T *out, view_t vo,                   \
+                   __global const T *g, view_t vg, __global const long *idx, view_t vi,      \
+                   long so, long size) {                                                     \
+    long i = get_global_id(0);                                                               \
+    if (i >= n) return;                                                                      \
+    long oo, og, oi;                                                                         \
+    off3(i, nd, sh, vo, vg, vi, &oo, &og, &oi);                                              \
+    long k = idx[oi];                                                                        \
+    if (k < 0) k += size;                                                                    \
+    STORE(out + oo + k * so, g[og]);                                                         \
 }
 
-// Scatter along one dim without accumulation (index_put / setitem with an index tensor).
-__kernel void scatter_dim(long n, int nd, shape_t sh, __global T *out, view_t vo,
-                          __global const T *g, view_t vg, __global const long *idx, view_t vi,
-                          long so, long size) {
-    long i = get_global_id(0);
-    if (i >= n) return;
-    long oo, og, oi;
-    off3(i, nd, sh, vo, vg, vi, &oo, &og, &oi);
-    long k = idx[oi];
-    if (k < 0) k += size;
-    out[oo + k * so] = g[og];
-}
+#define ASSIGN(p, v) (*(p) = (v))
+SCATTER_DIM(scatter_add_dim, atomic_add_T)
+SCATTER_DIM(scatter_dim, ASSIGN)

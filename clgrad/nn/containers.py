@@ -8,7 +8,22 @@ from clgrad.nn.module import Module
 __all__ = ["Sequential", "ModuleList", "Identity"]
 
 
-class Sequential(Module):
+class _Indexed(Module):
+    """Children named ``0``, ``1``, ...: length, iteration and append shared by the lists."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module: Module):
+        """Add ``module`` at the end. Returns self."""
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class Sequential(_Indexed):
     """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict)."""
 
     def __init__(self, *modules):
@@ -31,19 +46,8 @@ class Sequential(Module):
             return Sequential(OrderedDict(mods[idx]))
         return mods[_wrap_index(idx, len(mods), "Sequential")][1]
 
-    def __len__(self):
-        return len(self._modules)
 
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module):
-        """Add ``module`` at the end. Returns self."""
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-
-class ModuleList(Module):
+class ModuleList(_Indexed):
     """A list of Modules registered as children ``0``, ``1``, ... (no forward of its own)."""
 
     def __init__(self, modules=None):
@@ -57,16 +61,6 @@ class ModuleList(Module):
             return ModuleList(mods[idx])
         return mods[_wrap_index(idx, len(mods), "ModuleList")]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module: Module):
-        """Add ``module`` at the end. Returns self."""
-        self.add_module(str(len(self._modules)), module)
-        return self
 
     def extend(self, modules):
         """Append every module of ``modules``. Returns self."""

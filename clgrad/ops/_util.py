@@ -76,8 +76,7 @@ def defines_for(dtype: dtypes.DType) -> dict:
 _CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl"})
 
 
-def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=(),
-              out_first=True):
+def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=()):
     """Launch an elementwise-style kernel over ``out.shape``.
 
     ``operands``: tensors already broadcast to ``out.shape`` (stride-0 views allowed), or
