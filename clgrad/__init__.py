@@ -6,7 +6,7 @@ from clgrad import dtypes as _dtypes
 from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64
 from clgrad.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
-from clgrad.device import Device, devices, default_device, set_default_device, synchronize
+from clgrad.runtime import Device, devices, default_device, set_default_device, synchronize
 from clgrad.tensor import Tensor, Size, memory_allocated
 from clgrad.creation import (tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange,
                              linspace, eye, rand, randn, randint, randperm, zeros_like,

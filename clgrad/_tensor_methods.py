@@ -18,7 +18,7 @@ def _to(self, *args, **kwargs):
     """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
     changes. Moving between devices copies through the host."""
     import clgrad
-    from clgrad.device import Device, get_device
+    from clgrad.runtime import Device, get_device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
     for a in args:

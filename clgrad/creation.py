@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad import dtypes
-from clgrad.device import Device, get_device
+from clgrad.runtime import Device, get_device
 from clgrad.ops import elementwise as ew
 from clgrad.tensor import Tensor
 

@@ -13,7 +13,7 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad import dtypes, layout
-from clgrad.device import Device, default_device
+from clgrad.runtime import Device, default_device
 
 __all__ = ["Storage", "Tensor", "Size", "memory_allocated"]
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import clgrad
 import clgrad.backends as backends
 from clgrad.autograd import gradcheck
-from clgrad.device import launch_count
+from clgrad.runtime import launch_count
 from clgrad.ops.conv import conv2d
 
 ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")

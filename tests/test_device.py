@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import clgrad
-import clgrad.device as device_mod
-from clgrad.device import Device, DeviceError, get_device
+import clgrad.runtime as device_mod
+from clgrad.runtime import Device, DeviceError, get_device
 from clgrad.ops._util import defines_for
 
 

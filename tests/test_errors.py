@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.device import Device, launch_count
+from clgrad.runtime import Device, launch_count
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 

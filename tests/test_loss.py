@@ -10,7 +10,7 @@ import clgrad
 import clgrad.nn.functional as F
 from strided import strided, leaf_and_view, numeric_vjp
 from clgrad.autograd import gradcheck
-from clgrad.device import launch_count
+from clgrad.runtime import launch_count
 
 RNG = np.random.default_rng(5)
 

@@ -11,7 +11,7 @@ import pytest
 
 import clgrad
 from clgrad import optim
-from clgrad.device import launch_count
+from clgrad.runtime import launch_count
 from clgrad.optim import lr_scheduler
 
 STEPS = 6

@@ -52,7 +52,7 @@ def test_wheel_runs_a_kernel_from_a_fresh_venv(wheel, tmp_path):
           "--disable-pip-version-check", wheel])
     script = (
         "import clgrad, pathlib\n"
-        "from clgrad.device import kernel_dir\n"
+        "from clgrad.runtime import kernel_dir\n"
         "x = clgrad.arange(6.0).reshape(2, 3)\n"
         "print(pathlib.Path(clgrad.__file__).resolve())\n"
         "print(kernel_dir().resolve())\n"

@@ -38,7 +38,7 @@ import pyopencl as cl
 
 from clgrad import backends, layout
 from clgrad.autograd import record
-from clgrad.device import pack
+from clgrad.runtime import pack
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import defines_for, empty, same_device

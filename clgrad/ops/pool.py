@@ -10,7 +10,7 @@ import numpy as np
 
 from clgrad import dtypes
 from clgrad.autograd import record
-from clgrad.device import pack
+from clgrad.runtime import pack
 from clgrad.ops._util import LOCAL, defines_for, empty
 from clgrad.tensor import Tensor
 
