@@ -6,19 +6,30 @@ import sys
 
 
 def _devices(args) -> int:
-    import clgrad
-    rows = clgrad.devices()
+    from clgrad import runtime
+    rows = runtime.devices()
+    for note in runtime.runtime_notes():
+        print(f"note: {note}")
     if not rows:
-        print("no OpenCL device found (pip install 'pyopencl[pocl]' for the CPU device)")
+        print("no OpenCL device found: pip install intel-opencl-rt intel-cmplr-lib-rt (a CPU "
+              "runtime for any x86-64 CPU) or pocl-binary-distribution, or install a GPU driver")
         return 1
-    default = clgrad.default_device()
+    try:
+        default = runtime.default_device()
+        mark_at = f"{default.platform_index}:{default.device_index}"
+    except runtime.DeviceError as e:
+        default, mark_at = None, None
+        print(f"clgrad: {e}", file=sys.stderr)
     for r in rows:
-        mark = "*" if r["index"] == f"{default.platform_index}:{default.device_index}" else " "
-        print(f"{mark} {r['index']:>4}  {r['type']:<5} {r['name']}  [{r['platform']}]  "
-              f"CUs={r['compute_units']}  mem={r['global_mem_bytes'] / 2**30:.1f} GiB  "
-              f"fp64={'yes' if r['fp64'] else 'no'}  fp16={'yes' if r['fp16'] else 'no'}")
-    print("(* = default; choose with CLGRAD_DEVICE=cpu|gpu|P:D|name)")
-    return 0
+        mark = "*" if r["index"] == mark_at else " "
+        state = "usable" if r["usable"] else f"UNUSABLE: {r['reason']}"
+        print(f"{mark} {r['index']:>4}  {r['type']:<5} {r['name']}  [{r['platform']} "
+              f"{r['driver']}]  CUs={r['compute_units']}  "
+              f"mem={r['global_mem_bytes'] / 2**30:.1f} GiB  "
+              f"fp64={'yes' if r['fp64'] else 'no'}  fp16={'yes' if r['fp16'] else 'no'}  "
+              f"{state}")
+    print("(* = default; choose with CLGRAD_DEVICE=cpu|gpu|cuda:N|P:D|intel|pocl|name)")
+    return 0 if default is not None else 2
 
 
 def _info(args) -> int:

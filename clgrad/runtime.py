@@ -1,15 +1,47 @@
-"""OpenCL device layer: device choice, context, queue, memory pool, program cache, launches.
+"""OpenCL device layer: runtimes, device choice, context, queue, memory, programs, launches.
 
 Nothing here knows about tensors or ops. Programs are built once per (context, file, defines)
 and cached in memory; pyopencl caches the binaries on disk across processes.
 
-Device choice (``CLGRAD_DEVICE``): ``cpu``, ``gpu``, ``P:D`` (platform and device indices as
-listed by ``clgrad.devices()``), or a substring of the device name. Default: the first GPU if
-any, else the first CPU device (the PoCL CPU device from ``pocl-binary-distribution``).
+Runtimes. Besides every OpenCL driver registered on the system (``/etc/OpenCL/vendors``, or the
+folder ``OCL_ICD_VENDORS`` names), clgrad makes the CPU runtimes installed from pip visible:
+PoCL (``pocl-binary-distribution``, through pyopencl's bundled ICD loader) and Intel's OpenCL
+CPU runtime (``intel-opencl-rt`` + ``intel-cmplr-lib-rt``), which also runs on AMD CPUs. Before
+the first platform query it writes a vendors folder of its own (in clgrad's cache folder,
+``CLGRAD_CACHE_DIR`` or ``$XDG_CACHE_HOME/clgrad`` or ``~/.cache/clgrad``, else the temporary
+folder) listing those ICDs, and points ``OCL_ICD_VENDORS`` at it. Nothing is registered system
+wide.
+
+Probe before trusting. Every device is probed once: a separate process builds and runs one
+tiny kernel on it (``clgrad/_probe.py``), so a runtime that cannot compile for this CPU (the
+PoCL 3.0 of pyopencl's wheel on AMD Zen 5: ``unknown target CPU 'generic'``), that crashes or
+that hangs is found without harm. The verdict is cached per platform, device and driver version
+(``probe.json`` in the cache folder), so later processes pay nothing. A device that failed is
+never chosen; ``python -m clgrad devices`` lists it as unusable with the reason.
+
+Device choice (``CLGRAD_DEVICE``): ``cpu``, ``gpu``, ``cuda`` (= ``gpu``), ``cpu:N``/``gpu:N``/
+``cuda:N`` (the N-th usable device of that kind), ``P:D`` (platform and device indices as listed
+by ``clgrad.devices()``), or a case-insensitive substring of the platform name and version
+(``intel``, ``pocl``, ``nvidia``) or of the device name; platform matches win over device-name
+matches. Default: the first usable GPU, else the usable CPU device of the preferred CPU runtime
+(``CPU_RUNTIME_PREFERENCE``: Intel's, then PoCL, then any), else any usable device.
+
+Thread safety: device discovery and choice, program builds, allocations and kernel launches
+(argument setting + enqueue, which must not interleave on a shared kernel object) each hold a
+lock, so ops may be called from several threads. Results of ops issued from different threads
+are ordered only by the device's single in-order queue; a tensor written in one thread and read
+in another needs the usual synchronisation between those threads.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +51,22 @@ import pyopencl.tools
 from clgrad.errors import DeviceError
 
 __all__ = ["Device", "devices", "default_device", "set_default_device", "get_device",
-           "synchronize", "kernel_dir", "launch_count"]
+           "synchronize", "kernel_dir", "launch_count", "cache_dir", "CPU_RUNTIME_PREFERENCE",
+           "OutOfMemoryError"]
 
 _PKG = Path(__file__).resolve().parent
+
+# Which CPU runtime the default device comes from when several work: the first match wins
+# (a substring of the platform name). bench/results/cpu_runtimes.md has the measurements:
+# Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
+CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
+
+_PROBE_VERSION = 1      # bump when the probe kernel changes, to re-probe every device
+_PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
+
+
+class OutOfMemoryError(DeviceError, MemoryError):
+    """An allocation would exceed the device's memory (PyTorch: torch.cuda.OutOfMemoryError)."""
 
 
 def kernel_dir() -> Path:
@@ -31,6 +76,30 @@ def kernel_dir() -> Path:
             return cand
     raise DeviceError(f"kernels: expected common.h in {_PKG / 'kernels'} or "
                       f"{_PKG.parent / 'kernels'}, found neither")
+
+
+def cache_dir() -> Path:
+    """clgrad's cache folder (created): ``CLGRAD_CACHE_DIR``, ``$XDG_CACHE_HOME/clgrad``,
+    ``~/.cache/clgrad``, or ``<tmp>/clgrad-<uid>`` when none of those is writable."""
+    env = os.environ.get("CLGRAD_CACHE_DIR")
+    cands = [Path(env)] if env else []
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        cands.append(Path(xdg) / "clgrad")
+    try:
+        cands.append(Path.home() / ".cache" / "clgrad")
+    except RuntimeError:  # no home directory
+        pass
+    cands.append(Path(tempfile.gettempdir()) / f"clgrad-{os.getuid()}")
+    for c in cands:
+        try:
+            c.mkdir(parents=True, exist_ok=True)
+            if os.access(c, os.W_OK):
+                return c
+        except OSError:
+            continue
+    raise DeviceError(f"cache: none of {[str(c) for c in cands]} is a writable folder; set "
+                      f"CLGRAD_CACHE_DIR")
 
 
 _LAUNCHES = [0]
@@ -48,37 +117,82 @@ def launch_count() -> int:
 class Device:
     """One OpenCL device with its context, in-order queue, memory pool and program cache.
 
-    Attributes: ``name``, ``kind`` ('cpu' | 'gpu' | 'other'), ``platform_index``,
-    ``device_index``, ``fp64`` and ``fp16`` (extension support), ``max_work_group_size``,
-    ``local_mem_size`` (bytes).
+    Attributes: ``name``, ``kind`` ('cpu' | 'gpu' | 'other'), ``type`` (PyTorch's word:
+    'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
+    GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
+    ``platform_index``, ``device_index``, ``fp64`` and ``fp16`` (extension support),
+    ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
+    ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
     """
 
-    def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int):
+    def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
+                 index: int | None = None):
         self.cl_device = cl_device
         self.platform_index = platform_index
         self.device_index = device_index
         self.name = cl_device.name.strip()
+        self.platform = cl_device.platform.name.strip()
         t = cl_device.type
         self.kind = ("gpu" if t & cl.device_type.GPU else
                      "cpu" if t & cl.device_type.CPU else "other")
+        self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
+        self.index = index
         ext = cl_device.extensions
         self.fp64 = "cl_khr_fp64" in ext or cl_device.double_fp_config != 0
         self.fp16 = "cl_khr_fp16" in ext
         self.max_work_group_size = cl_device.max_work_group_size
         self.local_mem_size = cl_device.local_mem_size
+        self.total_memory = int(cl_device.global_mem_size)
+        self.allocated = 0
+        from clgrad._probe import fp32_options
+        self.build_options = fp32_options(cl, cl_device)
         self.context = cl.Context([cl_device])
         self.queue = cl.CommandQueue(self.context)
         self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
         self._programs: dict = {}
         self._kernels: dict = {}
+        self._lock = threading.RLock()
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
 
     # -- memory -------------------------------------------------------------------------------
     def alloc(self, nbytes: int):
-        """A buffer of at least ``nbytes`` bytes (at least 1) from the memory pool."""
-        return self.pool.allocate(max(int(nbytes), 16))
+        """A buffer of at least ``nbytes`` bytes (at least 16) from the memory pool.
+
+        Counts the bytes in ``allocated`` (``free(nbytes)`` gives them back).
+        Raises:  OutOfMemoryError if live buffers plus this one would exceed ``total_memory``,
+                 or if the runtime itself refuses (the message has what was asked, what is in
+                 use and what the device has).
+        """
+        nbytes = max(int(nbytes), 16)
+        with self._lock:
+            if self.allocated + nbytes > self.total_memory:
+                self.pool.free_held()
+                raise self._oom(nbytes)
+            try:
+                buf = self.pool.allocate(nbytes)
+            except (cl.MemoryError, cl.RuntimeError, MemoryError):
+                self.pool.free_held()  # cached blocks first, then once more
+                try:
+                    buf = self.pool.allocate(nbytes)
+                except (cl.MemoryError, cl.RuntimeError, MemoryError):
+                    raise self._oom(nbytes) from None
+            self.allocated += nbytes
+            return buf
+
+    def free(self, nbytes: int):
+        """Give back the count of a buffer from ``alloc`` (the pool recycles the buffer)."""
+        with self._lock:
+            self.allocated -= max(int(nbytes), 16)
+
+    def _oom(self, nbytes):
+        gib = 2 ** 30
+        return OutOfMemoryError(
+            f"out of memory on {self.name!r}: tried to allocate {nbytes} bytes "
+            f"({nbytes / gib:.2f} GiB) with {self.allocated} bytes ({self.allocated / gib:.2f} "
+            f"GiB) in use of {self.total_memory} bytes ({self.total_memory / gib:.2f} GiB); "
+            f"free tensors you no longer need or use smaller batches")
 
     # -- programs -----------------------------------------------------------------------------
     def program(self, file: str, defines: dict | None = None) -> cl.Program:
@@ -86,8 +200,11 @@ class Device:
         key = (file, tuple(sorted((defines or {}).items())))
         prg = self._programs.get(key)
         if prg is None:
-            prg = self._build(file, defines or {})
-            self._programs[key] = prg
+            with self._lock:
+                prg = self._programs.get(key)
+                if prg is None:
+                    prg = self._build(file, defines or {})
+                    self._programs[key] = prg
         return prg
 
     def kernel(self, file: str, name: str, defines: dict | None = None) -> cl.Kernel:
@@ -95,8 +212,11 @@ class Device:
         key = (file, name, *defines.items()) if defines else (file, name)  # no sort: hot path
         k = self._kernels.get(key)
         if k is None:
-            k = getattr(self.program(file, defines), name)
-            self._kernels[key] = k
+            with self._lock:
+                k = self._kernels.get(key)
+                if k is None:
+                    k = getattr(self.program(file, defines), name)
+                    self._kernels[key] = k
         return k
 
     def _build(self, file: str, defines: dict) -> cl.Program:
@@ -104,10 +224,13 @@ class Device:
         path = kdir / file
         src = path.read_text()
         opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
+        opts += self.build_options
         if self.fp64:
             opts.append("-DCLGRAD_HAS_FP64=1")
         try:
-            return cl.Program(self.context, src).build(options=opts)
+            with warnings.catch_warnings():  # a successful build's log is only remarks
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                return cl.Program(self.context, src).build(options=opts)
         except cl.RuntimeError as e:  # carries the build log
             raise DeviceError(f"build of kernels/{file} failed on {self.name!r} with defines "
                               f"{defines}:\n{e}") from None
@@ -119,11 +242,12 @@ class Device:
         ``pack``), or anything ``Kernel.set_arg`` takes. Buffers are set in one
         ``_set_arg_multi`` call and by-value arguments in one ``_set_arg_buf_multi`` call (the
         calls pyopencl's own generated invokers make): ``set_args`` costs ~20 µs per by-value
-        argument on PoCL, these ~1 µs for all of them.
+        argument on PoCL, these ~1 µs for all of them. Setting the arguments and enqueueing
+        hold the device's lock: kernel objects are shared, so two threads must not interleave.
         """
         if local_size is not None:
             global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
-        mem, val = [], []
+        mem, val, other = [], [], ()
         for i, a in enumerate(args):
             kind = _ARG_KIND.get(type(a))
             if kind is None:
@@ -134,114 +258,392 @@ class Device:
             elif kind == 0:
                 mem += (i, a)
             else:
+                other += ((i, a),)
+        with self._lock:
+            for i, a in other:
                 kernel.set_arg(i, a)
-        if mem:
-            kernel._set_arg_multi(tuple(mem))
-        if val:
-            kernel._set_arg_buf_multi(tuple(val))
-        _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
-        _LAUNCHES[0] += 1
+            if mem:
+                kernel._set_arg_multi(tuple(mem))
+            if val:
+                kernel._set_arg_buf_multi(tuple(val))
+            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            _LAUNCHES[0] += 1
 
     def synchronize(self):
         """Block until every command queued on this device has finished."""
         self.queue.finish()
 
 
-_DEVICES: dict = {}
+# -- discovery ---------------------------------------------------------------------------------
+_LOCK = threading.RLock()      # discovery, device objects, the default
+_DEVICES: dict = {}            # (platform index, device index) -> Device
 _DEFAULT: list = [None]
+_FOUND: list = [None]          # the discovery result: list of _Candidate
+_RUNTIME_NOTES: list = []      # problems with pip-installed runtimes found while setting up
 
 
-def _all_cl_devices():
+class _Candidate:
+    """One OpenCL device as discovered: indices, pyopencl objects and the probe's verdict."""
+
+    def __init__(self, pi, di, platform, device):
+        self.pi, self.di, self.platform, self.device = pi, di, platform, device
+        self.platform_name = platform.name.strip()
+        self.label = f"{self.platform_name} {platform.version.strip()}".lower()
+        self.name = device.name.strip()
+        t = device.type
+        self.kind = ("gpu" if t & cl.device_type.GPU else
+                     "cpu" if t & cl.device_type.CPU else "other")
+        self.driver = device.driver_version.strip()
+        self.usable, self.reason = None, "not probed"
+        self.index = None  # ordinal among usable devices of its kind, in preference order
+
+    @property
+    def spec(self) -> str:
+        return f"{self.pi}:{self.di}"
+
+    def key(self) -> str:
+        return " | ".join((self.platform_name, self.platform.version.strip(), self.name,
+                           self.device.version.strip(), self.driver, f"pyopencl "
+                           f"{cl.VERSION_TEXT}", f"probe v{_PROBE_VERSION}"))
+
+
+def _pip_icd_libraries() -> list:
+    """Absolute paths of OpenCL ICD libraries installed from pip that the loader would not find
+    by itself (Intel's CPU runtime). Notes problems (a missing companion package)."""
+    libs = []
+    for lib_dir in _candidate_lib_dirs():
+        so = lib_dir / "libintelocl.so"
+        if so.is_file():
+            if not (lib_dir / "libimf.so").is_file():
+                _RUNTIME_NOTES.append(
+                    f"Intel OpenCL CPU runtime at {so} lacks libimf.so: pip install "
+                    f"intel-cmplr-lib-rt")
+                continue
+            libs.append(str(so))
+            break
+    return libs
+
+
+def _candidate_lib_dirs() -> list:
+    dirs = []
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("intel-opencl-rt")
+        for f in dist.files or ():
+            if f.name == "libintelocl.so":
+                dirs.append(Path(dist.locate_file(f)).resolve().parent)
+    except Exception:  # noqa: BLE001 — not installed, or metadata unreadable
+        pass
+    import site
+    for prefix in (sys.prefix, sys.base_prefix, getattr(site, "USER_BASE", None)):
+        if prefix:
+            dirs.append(Path(prefix) / "lib")
+    return list(dict.fromkeys(dirs))
+
+
+def _bundled_loader_dir() -> Path | None:
+    """The folder whose ``*.icd`` files pyopencl's bundled loader reads by itself (its wheel's
+    ``.libs``, holding PoCL's ICD), or None for a pyopencl built against a system loader."""
+    d = Path(cl.__file__).resolve().parent / ".libs"
+    return d if (d / "pocl.icd").is_file() else None
+
+
+def _icd_entries_of(folder: Path) -> list:
     out = []
     try:
-        platforms = cl.get_platforms()
-    except cl.Error:
-        platforms = []
-    for pi, p in enumerate(platforms):
+        files = sorted(folder.glob("*.icd")) if folder.is_dir() else [folder]
+    except OSError:
+        return out
+    for f in files:
         try:
-            devs = p.get_devices()
-        except cl.Error:
+            line = f.read_text().strip()
+        except OSError:
             continue
-        for di, d in enumerate(devs):
-            out.append((pi, di, p, d))
+        if line:
+            out.append(line)
     return out
 
 
-def devices() -> list[dict]:
-    """Every OpenCL platform/device: index, platform, name, type, compute units, memory, fp64/fp16.
+def _setup_icd_vendors():
+    """Point the ICD loader at a vendors folder listing every ICD it should load: the ones
+    registered already (OCL_ICD_VENDORS or /etc/OpenCL/vendors) and the pip-installed ones.
+    Runs once, before the first platform query; does nothing when there is nothing to add."""
+    extra = _pip_icd_libraries()
+    if not extra:
+        return
+    given = os.environ.get("OCL_ICD_VENDORS") or os.environ.get("OPENCL_VENDOR_PATH")
+    system = [Path(given)] if given else [Path("/etc/OpenCL/vendors")]
+    entries = [e for folder in system for e in _icd_entries_of(folder)]
+    bundled = _bundled_loader_dir()
+    if bundled is None:  # a loader that does not read pyopencl's folder: list PoCL ourselves
+        entries += [str(p) for p in Path(cl.__file__).resolve().parent.glob(".libs/libpocl*")]
+    entries += [e for e in extra if e not in entries]
+    text = "".join(f"{e}\n" for e in entries)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    folder = cache_dir() / f"icd-{digest}"
+    if not folder.is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix=".icd-", dir=cache_dir()))
+        for i, e in enumerate(entries):
+            (tmp / f"{i:02d}-{Path(e).stem}.icd").write_text(e + "\n")
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another process made it first
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
+    os.environ["OCL_ICD_VENDORS"] = str(folder)
 
-    Returns a list of dicts with keys ``index`` ('P:D'), ``platform``, ``name``, ``type``,
-    ``compute_units``, ``global_mem_bytes``, ``fp64``, ``fp16``.
+
+def _discover() -> list:
+    """Every OpenCL device (duplicates of one platform+device dropped), probed, cached."""
+    if _FOUND[0] is not None:
+        return _FOUND[0]
+    with _LOCK:
+        if _FOUND[0] is not None:
+            return _FOUND[0]
+        _setup_icd_vendors()
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error:
+            platforms = []
+        found, seen = [], set()
+        for pi, p in enumerate(platforms):
+            try:
+                devs = p.get_devices()
+            except cl.Error:
+                continue
+            for di, d in enumerate(devs):
+                c = _Candidate(pi, di, p, d)
+                if c.key() in seen:  # the same ICD listed twice
+                    continue
+                seen.add(c.key())
+                found.append(c)
+        _probe(found)
+        for kind in ("cpu", "gpu", "other"):
+            for i, c in enumerate(c for c in _preference_order(found) if c.kind == kind):
+                c.index = i
+        _FOUND[0] = found
+        return found
+
+
+def _probe(found):
+    """Set usable/reason on each candidate: from probe.json, else by running clgrad/_probe.py
+    in a child process (bounded by a timeout) and caching its definite verdicts."""
+    if os.environ.get("CLGRAD_PROBE", "1") == "0":  # documented escape hatch: trust all
+        for c in found:
+            c.usable, c.reason = True, "not probed (CLGRAD_PROBE=0)"
+        return
+    path = cache_dir() / "probe.json"
+    try:
+        cache = json.loads(path.read_text())
+        if not isinstance(cache, dict):
+            cache = {}
+    except (OSError, ValueError):
+        cache = {}
+    todo = []
+    for c in found:
+        hit = cache.get(c.key())
+        if isinstance(hit, dict) and isinstance(hit.get("usable"), bool):
+            c.usable, c.reason = hit["usable"], str(hit.get("reason", ""))
+        else:
+            todo.append(c)
+    if not todo:
+        return
+    results = _run_probe([c.spec for c in todo])
+    for c in todo:
+        r = results.get(c.spec)
+        if r is None:
+            c.usable, c.reason = False, results.get("*", "the probe process gave no answer")
+            continue
+        c.usable, c.reason = bool(r["usable"]), str(r["reason"])
+        cache[c.key()] = {"usable": c.usable, "reason": c.reason}
+    try:
+        tmp = path.with_name(f".probe.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache: the next process probes again
+
+
+def _run_probe(specs) -> dict:
+    """{'P:D': {'usable', 'reason'}} from a child process; '*' holds a failure's reason."""
+    cmd = [sys.executable, str(_PKG / "_probe.py"), *specs]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
+                           env=dict(os.environ), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"*": f"the probe did not finish within {_PROBE_TIMEOUT_S} s"}
+    except OSError as e:  # no usable interpreter: probe in this process instead
+        import clgrad._probe as probe_mod
+        plats = cl.get_platforms()
+        out = {}
+        for s in specs:
+            pi, di = (int(x) for x in s.split(":"))
+            u, why = probe_mod.probe_one(cl, np, plats[pi].get_devices()[di])
+            out[s] = {"usable": u, "reason": why}
+        return out if out else {"*": f"could not start the probe: {e}"}
+    out = {}
+    for line in r.stdout.splitlines():
+        try:
+            row = json.loads(line)
+            out[row["index"]] = row
+        except (ValueError, KeyError, TypeError):
+            continue
+    if r.returncode != 0:
+        tail = " ".join(r.stderr.split())[-300:]
+        out["*"] = f"the probe process failed (exit {r.returncode}) on this device: {tail}"
+    return out
+
+
+def _preference_order(found) -> list:
+    """GPUs first, then CPUs by CPU_RUNTIME_PREFERENCE, then the rest; stable otherwise."""
+    def rank(c):
+        kind = {"gpu": 0, "cpu": 1}.get(c.kind, 2)
+        pref = next((i for i, w in enumerate(CPU_RUNTIME_PREFERENCE) if w in c.label),
+                    len(CPU_RUNTIME_PREFERENCE))
+        return kind, pref if c.kind == "cpu" else 0, c.pi, c.di
+    return sorted(found, key=rank)
+
+
+def _fix_hint() -> str:
+    return ("install a CPU runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
+            "pocl-binary-distribution) or a GPU driver; CLGRAD_DEVICE=P:D selects a device "
+            "(python -m clgrad devices lists them)")
+
+
+def devices() -> list[dict]:
+    """Every OpenCL device found, with the probe's verdict.
+
+    Returns a list of dicts with keys ``index`` ('P:D'), ``platform``, ``name``, ``type``
+    ('cpu' | 'gpu' | 'other'), ``driver``, ``compute_units``, ``global_mem_bytes``, ``fp64``,
+    ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not).
     """
     rows = []
-    for pi, di, p, d in _all_cl_devices():
-        t = d.type
-        rows.append(dict(index=f"{pi}:{di}", platform=p.name.strip(), name=d.name.strip(),
-                         type="gpu" if t & cl.device_type.GPU else
-                         "cpu" if t & cl.device_type.CPU else "other",
-                         compute_units=d.max_compute_units, global_mem_bytes=d.global_mem_size,
+    for c in _discover():
+        d = c.device
+        rows.append(dict(index=c.spec, platform=c.platform_name, name=c.name, type=c.kind,
+                         driver=c.driver, compute_units=d.max_compute_units,
+                         global_mem_bytes=d.global_mem_size,
                          fp64="cl_khr_fp64" in d.extensions or d.double_fp_config != 0,
-                         fp16="cl_khr_fp16" in d.extensions))
+                         fp16="cl_khr_fp16" in d.extensions, usable=bool(c.usable),
+                         reason=c.reason))
     return rows
 
 
-def get_device(spec: str | None = None) -> Device:
-    """The device for ``spec`` ('cpu', 'gpu', 'P:D' or a name substring); None: the default.
+def runtime_notes() -> list[str]:
+    """Problems seen while setting up the pip-installed runtimes (one line each)."""
+    _discover()
+    return list(_RUNTIME_NOTES)
 
-    Raises:  DeviceError if no OpenCL device matches (the message lists the devices found).
+
+def _match(spec: str, found) -> list:
+    """Candidates that ``spec`` names, best first (see the module docstring)."""
+    s = spec.strip().lower()
+    order = _preference_order(found)
+    kind_word, _, nth = s.partition(":")
+    kinds = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+    if kind_word in kinds and (not nth or nth.isdigit()):
+        same = [c for c in order if c.kind == kinds[kind_word]]
+        usable = [c for c in same if c.usable]
+        if nth:
+            return [c for c in usable if c.index == int(nth)]
+        return usable or same
+    if ":" in s and all(part.isdigit() for part in s.split(":", 1)):
+        pi, di = (int(x) for x in s.split(":", 1))
+        return [c for c in found if (c.pi, c.di) == (pi, di)]
+    by_platform = [c for c in order if s in c.label]
+    by_name = [c for c in order if s in c.name.lower() and c not in by_platform]
+    hits = by_platform or by_name
+    return [c for c in hits if c.usable] or hits
+
+
+def get_device(spec=None) -> Device:
+    """The device for ``spec``; None: the default.
+
+    ``spec``: a Device; a string as in the module docstring ('cpu', 'gpu', 'cuda', 'cuda:1',
+    'P:D', 'intel', 'pocl', a device-name substring); or any object whose ``str()`` is one of
+    those (``clgrad.device('cuda:0')``).
+    Raises:  DeviceError if nothing matches (the message lists the devices found), or if the
+             device named failed its probe (the message has the reason).
     """
     if spec is None:
         return default_device()
-    found = _all_cl_devices()
+    if isinstance(spec, Device):
+        return spec
+    found = _discover()
     if not found:
-        raise DeviceError("no OpenCL device found: install pyopencl[pocl] for the CPU device")
+        raise DeviceError(f"no OpenCL device found: {_fix_hint()}")
     s = str(spec).strip()
-    pick = None
-    if s.lower() in ("cpu", "gpu"):
-        want = cl.device_type.CPU if s.lower() == "cpu" else cl.device_type.GPU
-        pick = next((f for f in found if f[3].type & want), None)
-    elif ":" in s and all(part.isdigit() for part in s.split(":", 1)):
-        pi, di = (int(x) for x in s.split(":", 1))
-        pick = next((f for f in found if f[0] == pi and f[1] == di), None)
-    else:
-        pick = next((f for f in found if s.lower() in f[3].name.lower()), None)
-    if pick is None:
-        listing = ", ".join(f"{f[0]}:{f[1]} {f[3].name.strip()}" for f in found)
-        if s.lower() in ("cpu", "gpu"):
-            raise DeviceError(f"device: no {s.lower().upper()} device found; available: "
+    hits = _match(s, found)
+    listing = ", ".join(f"{c.spec} {c.name} [{c.platform_name}]"
+                        f"{'' if c.usable else ' (unusable)'}" for c in found)
+    if not hits:
+        kind_word, _, nth = s.lower().partition(":")
+        if kind_word in ("cpu", "gpu", "cuda"):
+            what = "GPU" if kind_word != "cpu" else "CPU"
+            which = f" number {nth}" if nth else ""
+            raise DeviceError(f"device: no usable {what} device{which} found; available: "
                               f"[{listing}]")
-        raise DeviceError(f"device: expected 'cpu', 'gpu', 'P:D' or a name substring matching "
-                          f"one of [{listing}], got {spec!r}")
-    key = (pick[0], pick[1])
-    if key not in _DEVICES:
-        _DEVICES[key] = Device(pick[3], pick[0], pick[1])
-    return _DEVICES[key]
+        raise DeviceError(f"device: expected 'cpu', 'gpu', 'cuda[:N]', 'P:D' or a platform or "
+                          f"name substring matching one of [{listing}], got {spec!r}")
+    pick = hits[0]
+    if not pick.usable:
+        raise DeviceError(f"device: {pick.spec} {pick.name!r} [{pick.platform_name}] is not "
+                          f"usable: {pick.reason}; {_fix_hint()}")
+    return _device_for(pick)
+
+
+def _device_for(c) -> Device:
+    key = (c.pi, c.di)
+    dev = _DEVICES.get(key)
+    if dev is None:
+        with _LOCK:
+            dev = _DEVICES.get(key)
+            if dev is None:
+                dev = Device(c.device, c.pi, c.di, index=c.index)
+                _DEVICES[key] = dev
+    return dev
 
 
 def default_device() -> Device:
-    """The device tensors are created on: ``CLGRAD_DEVICE`` if set, else the first GPU, else CPU."""
-    if _DEFAULT[0] is None:
+    """The device tensors are created on: ``CLGRAD_DEVICE`` if set, else the first usable GPU,
+    else the preferred usable CPU device (see the module docstring).
+
+    Raises:  DeviceError naming the variable for a bad ``CLGRAD_DEVICE``, or, when no device
+             works, listing each device with the reason and how to fix it.
+    """
+    dev = _DEFAULT[0]
+    if dev is not None:
+        return dev
+    with _LOCK:
+        if _DEFAULT[0] is not None:
+            return _DEFAULT[0]
         spec = os.environ.get("CLGRAD_DEVICE")
         if spec:
             try:
                 _DEFAULT[0] = get_device(spec)
             except DeviceError as e:  # say where the bad spec came from
                 raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
-        else:
-            found = _all_cl_devices()
+            return _DEFAULT[0]
+        found = _discover()
+        usable = [c for c in _preference_order(found) if c.usable]
+        if not usable:
             if not found:
-                raise DeviceError("no OpenCL device found: install pyopencl[pocl] for the CPU "
-                                  "device")
-            gpu = any(f[3].type & cl.device_type.GPU for f in found)
-            _DEFAULT[0] = get_device("gpu" if gpu else "cpu" if any(
-                f[3].type & cl.device_type.CPU for f in found) else "0:0")
-    return _DEFAULT[0]
+                notes = "".join(f"; {n}" for n in _RUNTIME_NOTES)
+                raise DeviceError(f"no OpenCL device found{notes}: {_fix_hint()}")
+            why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}"
+                            for c in found)
+            raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
+        _DEFAULT[0] = _device_for(usable[0])
+        return _DEFAULT[0]
 
 
-def set_default_device(spec: str | Device) -> Device:
-    """Make ``spec`` (a Device or a spec string as for ``get_device``) the default device."""
-    _DEFAULT[0] = spec if isinstance(spec, Device) else get_device(spec)
-    return _DEFAULT[0]
+def set_default_device(spec) -> Device:
+    """Make ``spec`` (a Device or a spec as for ``get_device``) the default device."""
+    dev = get_device(spec)
+    with _LOCK:
+        _DEFAULT[0] = dev
+    return dev
 
 
 def synchronize(device: Device | None = None):

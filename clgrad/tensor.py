@@ -68,7 +68,10 @@ class Storage:
         _ALLOCATED[0] += nbytes
 
     def __del__(self):
-        _ALLOCATED[0] -= getattr(self, "nbytes", 0)  # 0 when __init__ raised
+        nbytes = getattr(self, "nbytes", None)  # None when __init__ raised
+        if nbytes is not None:
+            _ALLOCATED[0] -= nbytes
+            self.device.free(nbytes)
 
 
 class Tensor:

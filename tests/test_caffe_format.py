@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import caffe_reference as ref
+from onnx_pins import ONNX_IR_VERSION
 from clgrad.io.caffe_net import describe_net
 from clgrad.io.caffemodel import (V1_LAYER_TYPES, blobs_by_name, decode_caffemodel,
                                   encode_caffemodel, read_caffemodel)
@@ -953,7 +954,8 @@ def test_reference_small_alexnet_through_caffemodel_against_onnxruntime():
     np.testing.assert_allclose(out["prob"].sum(), 1.0, rtol=1e-12)
 
     model = onnx.helper.make_model(onnx_graph_of(layers, blobs, x.shape),
-                                   opset_imports=[onnx.helper.make_opsetid("", 13)])
+                                   opset_imports=[onnx.helper.make_opsetid("", 13)],
+                                   ir_version=ONNX_IR_VERSION)
     onnx.checker.check_model(model)
     session = ort.InferenceSession(model.SerializeToString(),
                                    providers=["CPUExecutionProvider"])

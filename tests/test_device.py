@@ -1,8 +1,10 @@
 """The device layer: listing, choice by CLGRAD_DEVICE, build errors, the program cache."""
+import json
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,24 +15,27 @@ from clgrad.runtime import Device, DeviceError, get_device
 from clgrad.ops._util import defines_for
 
 
-def _pocl_rows():
-    return [r for r in clgrad.devices() if r["type"] == "cpu" and
-            "portable computing language" in r["platform"].lower()]
+def _default_row():
+    d = clgrad.default_device()
+    return next(r for r in clgrad.devices() if r["index"] == f"{d.platform_index}:{d.device_index}")
 
 
-def test_devices_lists_the_pocl_cpu_device():
+def test_devices_lists_every_device_with_its_probe_verdict():
     rows = clgrad.devices()
     assert rows, "no OpenCL device listed"
     for r in rows:
-        assert set(r) >= {"index", "platform", "name", "type", "compute_units",
-                          "global_mem_bytes", "fp64", "fp16"}
+        assert set(r) >= {"index", "platform", "name", "type", "driver", "compute_units",
+                          "global_mem_bytes", "fp64", "fp16", "usable", "reason"}
         assert r["compute_units"] >= 1 and r["global_mem_bytes"] > 0
-    pocl = _pocl_rows()
-    assert pocl, f"no PoCL CPU device among {rows}"
+        assert isinstance(r["usable"], bool) and r["reason"] and "\n" not in r["reason"]
+    assert len({(r["platform"], r["name"], r["driver"]) for r in rows}) == len(rows)  # no dups
     d = clgrad.default_device()
-    if not any(r["type"] == "gpu" for r in rows):
-        assert d.kind == "cpu"
-    assert f"{d.platform_index}:{d.device_index}" in {r["index"] for r in rows}
+    row = _default_row()
+    assert row["usable"]
+    if not any(r["type"] == "gpu" and r["usable"] for r in rows):
+        assert d.kind == "cpu" and d.type == "cpu"
+        if "CLGRAD_DEVICE" not in os.environ:
+            assert d.index == 0
     clgrad.synchronize()
 
 
@@ -41,12 +46,12 @@ def _run_cli(*args, env_extra=None):
 
 
 def test_python_m_clgrad_devices():
-    r = _run_cli("devices", env_extra={"CLGRAD_DEVICE": "cpu"})
+    row = _default_row()
+    r = _run_cli("devices", env_extra={"CLGRAD_DEVICE": row["index"]})
     assert r.returncode == 0, r.stderr
-    row = _pocl_rows()[0]
-    line = next(ln for ln in r.stdout.splitlines() if row["name"] in ln)
-    assert line.startswith("*") and row["index"] in line and "cpu" in line
-    assert "fp64=" in line and "CUs=" in line
+    line = next(ln for ln in r.stdout.splitlines() if f" {row['index']} " in ln)
+    assert line.startswith("*") and row["name"] in line and row["type"] in line
+    assert "fp64=" in line and "CUs=" in line and line.endswith("usable")
     bad = _run_cli("devices", env_extra={"CLGRAD_DEVICE": "no-such-device-xyz"})
     assert bad.returncode != 0
     assert "CLGRAD_DEVICE='no-such-device-xyz'" in bad.stderr and row["name"] in bad.stderr
@@ -60,14 +65,33 @@ def fresh_default(monkeypatch):
 
 
 def test_clgrad_device_selection(fresh_default):
-    row = _pocl_rows()[0]
+    row = _default_row()
     want = get_device(row["index"])
-    word = row["name"].split()[0].upper()  # a case-insensitive substring of the name
-    for spec in ("cpu", row["index"], word, f"  {row['index']} "):
+    word = row["name"].split()[-1].upper()  # a case-insensitive substring of the name
+    specs = [row["index"], f"  {row['index']} "]
+    if want.kind == "cpu" and want.index == 0:
+        specs += ["cpu", "cpu:0"]
+    if not any(r["name"].upper().count(word) and r["index"] != row["index"]
+               for r in clgrad.devices()):
+        specs.append(word)
+    for spec in specs:
         fresh_default.setenv("CLGRAD_DEVICE", spec)
         device_mod._DEFAULT[0] = None
         assert clgrad.default_device() is want, spec
-    assert get_device(row["index"]) is get_device("cpu")       # one Device per OpenCL device
+    assert get_device(row["index"]) is get_device(want)          # one Device per OpenCL device
+
+
+@pytest.mark.parametrize("word", ["intel", "pocl", "portable"])
+def test_platform_words_pick_that_runtime(word):
+    rows = [r for r in clgrad.devices() if r["usable"]]
+    want = {"intel": "intel(r) opencl", "pocl": "portable computing language",
+            "portable": "portable computing language"}[word]
+    match = [r for r in rows if r["platform"].lower() == want]
+    if not match:
+        pytest.skip(f"no usable {want!r} platform on this machine")
+    dev = get_device(word)
+    assert dev.platform.lower() == want and f"{dev.platform_index}:{dev.device_index}" == \
+        match[0]["index"]
 
 
 @pytest.mark.parametrize("spec", ["no-such-device-xyz", "9:9", "0:"])
@@ -77,9 +101,119 @@ def test_bad_device_spec_is_a_clear_error(fresh_default, spec):
         clgrad.default_device()
     msg = str(info.value)
     assert f"CLGRAD_DEVICE={spec!r}" in msg and f"got {spec!r}" in msg
-    assert "'cpu', 'gpu', 'P:D' or a name substring" in msg
-    assert _pocl_rows()[0]["name"] in msg                      # it lists what exists
+    assert "'cpu', 'gpu', 'cuda[:N]', 'P:D' or a platform or name substring" in msg
+    assert all(r["name"] in msg for r in clgrad.devices())     # it lists what exists
     assert isinstance(info.value, RuntimeError)
+
+
+def _with_cache(tmp_path, code, verdicts=None):
+    """Run ``code`` in a fresh interpreter whose clgrad cache folder is ``tmp_path``, with
+    ``verdicts`` ({device index: (usable, reason)}) written into its probe cache first."""
+    env = dict(os.environ, CLGRAD_CACHE_DIR=str(tmp_path))
+    env.pop("CLGRAD_DEVICE", None)
+    if verdicts:
+        keys = subprocess.run([sys.executable, "-c", (
+            "import json, clgrad.runtime as r\n"
+            "print(json.dumps({c.spec: c.key() for c in r._discover()}))")],
+            capture_output=True, text=True, env=env, timeout=120, check=True)
+        key_of = json.loads(keys.stdout)
+        cache = json.loads((tmp_path / "probe.json").read_text())
+        for spec, (usable, reason) in verdicts.items():
+            cache[key_of[spec]] = {"usable": usable, "reason": reason}
+        (tmp_path / "probe.json").write_text(json.dumps(cache))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_probe_verdicts_are_cached_per_device_and_driver(tmp_path):
+    r = _with_cache(tmp_path, "import clgrad; print(clgrad.default_device().name)")
+    assert r.returncode == 0, r.stderr
+    cache = json.loads((tmp_path / "probe.json").read_text())
+    rows = clgrad.devices()
+    assert len(cache) == len(rows)
+    for key, verdict in cache.items():
+        assert "probe v" in key and verdict["usable"] in (True, False)
+        assert any(row["name"] in key and row["driver"] in key for row in rows)
+
+
+def test_a_device_that_fails_its_probe_is_listed_and_never_chosen(tmp_path):
+    """What a Zen 5 machine's PoCL 3.0 does (its clang rejects the CPU name): simulated by a
+    failed verdict in the probe cache for the device that would be the default."""
+    row = _default_row()
+    reason = "DeviceError: error: unknown target CPU 'generic'"
+    code = ("import clgrad, sys\n"
+            "from clgrad import runtime\n"
+            "rows = {r['index']: r for r in clgrad.devices()}\n"
+            f"bad = rows[{row['index']!r}]\n"
+            "print('usable', bad['usable'], bad['reason'])\n"
+            "try:\n"
+            "    d = clgrad.default_device(); print('default', d.platform_index, d.device_index)\n"
+            "except runtime.DeviceError as e:\n"
+            "    print('nodefault', e)\n"
+            "try:\n"
+            f"    runtime.get_device({row['index']!r})\n"
+            "except runtime.DeviceError as e:\n"
+            "    print('explicit', e)\n")
+    r = _with_cache(tmp_path, code, {row["index"]: (False, reason)})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert f"usable False {reason}" in out
+    assert f"default {row['index'].replace(':', ' ')}" not in out
+    others = [x for x in clgrad.devices() if x["usable"] and x["index"] != row["index"]]
+    if others:
+        assert "default " in out
+    else:
+        assert "nodefault no usable OpenCL device" in out and "unknown target CPU" in out
+        assert "pip install" in out and "CLGRAD_DEVICE" in out
+    assert "explicit device:" in out and "is not usable: " + reason in out
+    cli = subprocess.run([sys.executable, "-m", "clgrad", "devices"], capture_output=True,
+                         text=True, timeout=120,
+                         env=dict(os.environ, CLGRAD_CACHE_DIR=str(tmp_path)))
+    line = next(ln for ln in cli.stdout.splitlines() if f" {row['index']} " in ln)
+    assert line.endswith(f"UNUSABLE: {reason}") and not line.startswith("*")
+
+
+def test_the_icd_folder_lists_registered_and_pip_runtimes(tmp_path):
+    """The vendors folder clgrad writes keeps every ICD a folder already registered (so a system
+    GPU never disappears) and adds the pip-installed ones."""
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "fake-gpu.icd").write_text("/opt/fake/libfakegpu.so\n")
+    code = ("import os, clgrad.runtime as r\n"
+            "r._setup_icd_vendors()\n"
+            "print(os.environ.get('OCL_ICD_VENDORS', ''))\n"
+            "print(r._pip_icd_libraries())\n")
+    env = dict(os.environ, CLGRAD_CACHE_DIR=str(tmp_path / "cache"),
+               OCL_ICD_VENDORS=str(vendors))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    folder, pip_libs = r.stdout.splitlines()
+    if pip_libs == "[]":       # no pip runtime to add: the user's folder stays as it was
+        assert folder == str(vendors)
+        return
+    entries = sorted(p.read_text().strip() for p in Path(folder).glob("*.icd"))
+    assert "/opt/fake/libfakegpu.so" in entries
+    for lib in eval(pip_libs):  # noqa: S307 — our own repr of a list of paths
+        assert lib in entries and Path(lib).is_absolute()
+
+
+def test_division_and_sqrt_are_correctly_rounded_where_advertised():
+    """On a device with CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT every build asks for it, so float32
+    a / b and sqrt match NumPy's (correctly rounded) values bit for bit."""
+    import pyopencl as cl
+    dev = clgrad.default_device()
+    flag = cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
+    advertised = bool(dev.cl_device.single_fp_config & flag)
+    assert ("-cl-fp32-correctly-rounded-divide-sqrt" in dev.build_options) == advertised
+    if advertised:
+        rng = np.random.default_rng(3)
+        a = rng.standard_normal(4099).astype(np.float32) * 1e3
+        b = rng.standard_normal(4099).astype(np.float32)
+        got = (clgrad.tensor(a) / clgrad.tensor(b)).numpy()
+        np.testing.assert_array_equal(got, a / b)
+        got = clgrad.tensor(np.abs(a)).sqrt().numpy()
+        np.testing.assert_array_equal(got, np.sqrt(np.abs(a)))
 
 
 def test_failing_build_reports_file_defines_device_and_log(tmp_path, monkeypatch):

@@ -138,7 +138,8 @@ CASES = [
     ("dtype-numpy", lambda x: x.to(np.complex64), TypeError,
      r"dtype: expected a clgrad dtype, got .*complex64"),
     ("device-name", lambda x: x.to("complex64"), RuntimeError,
-     r"device: expected 'cpu', 'gpu', 'P:D' or a name substring .*got 'complex64'"),
+     r"device: expected 'cpu', 'gpu', 'cuda\[:N\]', 'P:D' or a platform or name substring "
+     r".*got 'complex64'"),
 ]
 
 

@@ -9,6 +9,7 @@ from clgrad.io import load_onnx
 onnx = pytest.importorskip("onnx", reason="ONNX loading needs the onnx package: pip install onnx")
 ort = pytest.importorskip("onnxruntime", reason="the oracle: pip install onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_pins import ONNX_IR_VERSION  # noqa: E402
 
 RNG = np.random.default_rng(7)
 
@@ -43,7 +44,7 @@ class Builder:
              for n, rank in outputs],
             self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        model.ir_version = 8
+        model.ir_version = ONNX_IR_VERSION
         onnx.checker.check_model(model)
         onnx.save(model, str(path))
         return path

@@ -11,11 +11,13 @@ onnx = pytest.importorskip("onnx", reason="ONNX loading needs the onnx package: 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import caffe_reference as ref  # noqa: E402
+from onnx_pins import ONNX_IR_VERSION  # noqa: E402
 
 
 def save(tmp_path, nodes, inputs, outputs, inits=(), opset=13, name="m"):
     graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              ir_version=ONNX_IR_VERSION)
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, str(path))
     return path
@@ -175,7 +177,8 @@ def test_unsupported_ops_are_listed_in_one_error(tmp_path):
     ]
     graph = helper.make_graph(nodes, "g", [tensor("x", [2])], [tensor("y", [2])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
-                                                    helper.make_opsetid("com.example", 1)])
+                                                    helper.make_opsetid("com.example", 1)],
+                              ir_version=ONNX_IR_VERSION)
     path = tmp_path / "unsupported.onnx"
     onnx.save(model, str(path))
     with pytest.raises(NotImplementedError) as info:
