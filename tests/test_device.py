@@ -268,3 +268,74 @@ def test_few_programs_for_many_shapes_and_layouts():
         for step, offset in layouts:
             workload(n, step, offset + 2)
     assert set(dev._programs) == built, set(dev._programs) - built
+
+
+def test_ops_from_several_threads_get_their_own_results():
+    """Kernel objects are shared: argument setting + enqueue hold the device's lock, so four
+    threads switching as often as the interpreter allows never see each other's arguments."""
+    import threading
+    errors = []
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(1500):
+            a = rng.standard_normal((3, 4)).astype(np.float32)
+            b = rng.standard_normal((4, 2)).astype(np.float32)
+            ta, tb = clgrad.tensor(a), clgrad.tensor(b)
+            got_mm = (ta @ tb).numpy()
+            got_add = (ta + float(seed)).numpy()
+            if not (np.allclose(got_mm, a @ b, rtol=1e-5, atol=1e-5)
+                    and np.array_equal(got_add, a + np.float32(seed))):
+                errors.append(seed)
+
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+
+
+def test_first_tensors_made_by_several_threads_share_one_device(tmp_path):
+    code = ("import sys, threading, clgrad\n"
+            "sys.setswitchinterval(1e-6)\n"
+            "go = threading.Barrier(6); out = []\n"
+            "def work():\n"
+            "    go.wait(); out.append(clgrad.ones(3))\n"
+            "ts = [threading.Thread(target=work) for _ in range(6)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "s = out[0]\n"
+            "for t in out[1:]: s = s + t\n"
+            "print(len({id(t.device) for t in out}), s.sum().item())\n")
+    env = dict(os.environ, CLGRAD_CACHE_DIR=os.environ.get("CLGRAD_CACHE_DIR", ""))
+    env = {k: v for k, v in env.items() if v}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "18.0"]
+
+
+def test_allocations_past_the_device_memory_raise_out_of_memory():
+    d0 = clgrad.default_device()
+    dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
+    dev.total_memory = 1 << 20                      # as if the device had 1 MiB
+    keep = clgrad.zeros(100_000, device=dev)        # 400 000 bytes
+    assert dev.allocated == 400_000
+    with pytest.raises(device_mod.OutOfMemoryError) as info:
+        clgrad.zeros(200_000, device=dev)           # 800 000 more: over 1 MiB
+    msg = str(info.value)
+    assert "out of memory" in msg and "800000 bytes" in msg and "400000 bytes" in msg
+    assert str(1 << 20) in msg and isinstance(info.value, MemoryError)
+    assert isinstance(info.value, RuntimeError)
+    assert dev.allocated == 400_000                 # the failed allocation left no count
+    np.testing.assert_array_equal(keep.numpy(), np.zeros(100_000, np.float32))
+    del keep
+    import gc
+    gc.collect()
+    assert dev.allocated == 0
