@@ -101,8 +101,11 @@ def worker_env(cfg: str) -> dict:
     # with the default policy and held 25-29 ms with PASSIVE, as did the other peers.
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if cfg != "gpu":
+        # Intel's OpenCL CPU runtime reads CL_CONFIG_CPU_TBB_NUM_WORKERS (TBB worker threads)
+        # and DPCPP_CPU_NUM_CUS / SYCL_CPU_NUM_CUS (threads executing kernels).
         for k in ("POCL_MAX_PTHREAD_COUNT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-                  "MKL_NUM_THREADS"):
+                  "MKL_NUM_THREADS", "CL_CONFIG_CPU_TBB_NUM_WORKERS", "DPCPP_CPU_NUM_CUS",
+                  "SYCL_CPU_NUM_CUS"):
             env[k] = cfg
     else:
         env.setdefault("CLGRAD_DEVICE", "gpu")
