@@ -106,6 +106,12 @@ MAX_CASES = [
     ((2, 2, 9, 8), (3, 2), (2, 1), (1, 1), (2, 3), True),    # dilation, non-square
     ((1, 3, 5, 5), (3, 3), (1, 1), (0, 0), (1, 1), False),   # overlapping windows
     ((1, 1, 17, 3), (4, 1), (3, 1), (2, 0), (1, 1), True),
+    # windows that tile the input (kernel == stride, no padding): the max_bwd_tiled kernel
+    ((2, 3, 8, 6), (2, 2), (2, 2), (0, 0), (1, 1), False),   # exact tiling
+    ((2, 3, 7, 9), (2, 2), (2, 2), (0, 0), (1, 1), False),   # a last row/column uncovered
+    ((2, 3, 7, 9), (2, 2), (2, 2), (0, 0), (1, 1), True),    # ceil: partial last windows
+    ((1, 2, 8, 11), (3, 2), (3, 2), (0, 0), (1, 1), False),  # non-square, uncovered edges
+    ((3, 17, 5, 5), (5, 5), (5, 5), (0, 0), (1, 1), False),  # one window per plane
 ]
 
 

@@ -36,13 +36,21 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     x = input
     out = empty(_out_shape(g, squeeze), x.dtype, x.device)
     idx = empty(out.shape, dtypes.int64, x.device)
-    _launch("max_fwd", x, g, out.numel(), out._storage.buffer, idx._storage.buffer,
-            x._storage.buffer, _view4(x))
+    n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
+    tiled = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
+    _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g, out._storage.buffer, idx._storage.buffer,
+                 x._storage.buffer, _view4(x))
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
-        _launch("max_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
-                _view4(gy), idx._storage.buffer)
+        if tiled:
+            _launch_rows("max_bwd_tiled", x, (ow, oh, n * c), g, gx._storage.buffer,
+                         gy._storage.buffer, _view4(gy), idx._storage.buffer)
+        else:
+            groups = (w - 1 + pw) // sw + 1  # column groups: x + pw = group * sw + j, j < sw
+            _launch_rows("max_bwd", x, (groups, h, n * c), np.int64(groups), g,
+                         gx._storage.buffer, gy._storage.buffer, _view4(gy),
+                         idx._storage.buffer)
         return (gx,)
     out = record("max_pool2d", out, (x,), backward, saved=[idx])
     return (out, idx) if return_indices else out
@@ -171,6 +179,19 @@ def _view4(t: Tensor) -> np.ndarray:
     """view_t of a (N, C, H, W) or (C, H, W) tensor with the strides of N, C, H, W."""
     st = t._strides if t.ndim == 4 else (0,) + tuple(t._strides)
     return pack((t._offset,) + tuple(st), 9)
+
+
+ROWS_LOCAL = (16, 4, 1)  # work-group of the 3-D pool kernels: 16 = Intel's CPU vector width
+
+
+def _launch_rows(name, x, size, *args):
+    """A 3-D launch over ``size`` = (along a row, rows, planes); planes must fit 32 bits."""
+    if size[0] * size[1] * size[2] == 0:
+        return
+    if size[2] >= 2 ** 32:
+        raise RuntimeError(f"{name}: expected fewer than 2**32 (N*C) planes, got {size[2]}")
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), size, ROWS_LOCAL, *args)
 
 
 def _launch(name, x, g, total, *args):
