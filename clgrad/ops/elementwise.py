@@ -17,8 +17,8 @@ from clgrad.tensor import Tensor
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-           "logical_and", "logical_or", "where", "clamp", "to", "copy_", "fill_", "contiguous",
-           "clone", "expand_to", "sum_to", "inplace", "write_into", "fill_raw", "copy_raw",
+           "logical_and", "logical_or", "where", "clamp", "to", "contiguous",
+           "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
            "axpby_", "remainder", "masked_fill"]
 
 _FILE = "elementwise.cl"
@@ -519,112 +519,13 @@ def axpby_(out: Tensor, a: Tensor, alpha, b: Tensor, beta):
     return out
 
 
-# -- in-place machinery -----------------------------------------------------------------------
-def _check_inplace_target(op, self: Tensor):
-    if layout.has_overlap(self.shape, self.stride()) and self.numel() > 1:
-        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-"
-                           f"to tensor refers to a single memory location (shape "
-                           f"{tuple(self.shape)}, strides {self.stride()}); clone() it first")
-    if autograd.is_grad_enabled():
-        root = self._base if self._base is not None else self
-        if (self.requires_grad and self.grad_fn is None) or \
-                (root.requires_grad and root.grad_fn is None):
-            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
-                               f"in-place operation (or a view of one); wrap the update in "
-                               f"clgrad.no_grad()")
+# The in-place machinery lives in clgrad/ops/inplace.py (which imports this module); its names
+# stay reachable here for callers that use ``elementwise.copy_`` and the like.
+_MOVED = frozenset({"write_into", "inplace", "copy_", "fill_", "_check_inplace_target"})
 
 
-def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
-    """Write ``value`` (broadcastable, castable) into the view ``self`` and rebase autograd.
-
-    With autograd involved (grad mode on, and ``value`` or self's root requires grad), the
-    root's grad_fn becomes a copy_slices Node (clgrad/ops/views.py): the root's old gradient
-    with self's region zeroed, plus the region's gradient sent to ``value`` — PyTorch's
-    semantics for in-place writes, into a root or through a view. Every view of the root
-    picks up the new grad_fn the next time it is used (Tensor.grad_fn).
-    """
-    same_device(op, self, value)
-    layout.broadcast_shapes(value.shape, self.shape, op=op)
-    if value.ndim > self.ndim or any(
-            v not in (1, s) for v, s in zip(value.shape[::-1], self.shape[::-1])):
-        raise RuntimeError(f"{op}: expected a source broadcastable to {tuple(self.shape)}, got "
-                           f"{tuple(value.shape)}")
-    _check_inplace_target(op, self)
-    root = self._base if self._base is not None else self
-    grad_involved = autograd.is_grad_enabled() and (value.requires_grad or root.requires_grad)
-    src = expand_to(value, self.shape)
-    if src._storage is self._storage and not (src._offset == self._offset and
-                                              src._strides == self._strides):
-        src = contiguous(src, force_copy=True)  # overlapping read and write: stage it
-    copy_raw(self, src)
-    self._storage.version += 1
-    if grad_involved:
-        from clgrad.ops.views import copy_slices
-        copy_slices(root, self, to(src, self.dtype))
-    return self
-
-
-def inplace(op: str, self: Tensor, fn, *others):
-    """Apply ``fn(self, *others)`` in place: compute it into a fresh tensor, then write that
-    into ``self`` (write_into rebases autograd).
-
-    With autograd involved ``fn`` reads a copy of self, and of any operand sharing self's
-    storage: its backward may read their old values (mul_, log_, pow_ ...), which the write
-    overwrites (PyTorch saves the original self too).
-    Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
-    that requires grad (what it is a function of was not recorded; PyTorch raises too).
-    """
-    _check_inplace_target(op, self)
-    root = self._base if self._base is not None else self
-    grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
-        isinstance(o, Tensor) and o.requires_grad for o in others))
-    if grad_involved and root.requires_grad and not self.requires_grad:
-        raise RuntimeError(f"{op}: a view created in no_grad mode of a tensor that requires "
-                           f"grad is being modified in-place with grad mode enabled; take the "
-                           f"view outside no_grad() or clone() it")
-    if grad_involved:
-        self_copy = clone(self)
-        others = tuple(self_copy if o is self else clone(o) if isinstance(o, Tensor) and
-                       o._storage is self._storage else o for o in others)
-        result = fn(self_copy, *others)
-    else:
-        result = fn(self, *others)
-    if result.dtype is not self.dtype:
-        if not result.dtype.is_floating_point or self.dtype.is_floating_point:
-            result = to(result, self.dtype)
-        else:
-            raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
-                               f"output type {self.dtype}")
-    return write_into(self, result, op)
-
-
-def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
-    """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``."""
-    import clgrad
-    if not isinstance(src, Tensor):
-        src = clgrad.tensor(src, dtype=self.dtype, device=self.device)
-    return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
-
-
-def fill_(self: Tensor, value) -> Tensor:
-    """Fill ``self`` with ``value`` (a number or a one-element tensor)."""
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise RuntimeError(f"fill_: expected a 0-dim value tensor, got shape "
-                               f"{tuple(value.shape)}")
-        return copy_(self, value.reshape(()))
-    if not _is_num(value):
-        raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
-    if not self.dtype.is_floating_point and isinstance(value, float) and \
-            not math.isfinite(value):
-        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
-                           f"overflow")
-    _check_inplace_target("fill_", self)
-    root = self._base if self._base is not None else self
-    if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
-        import clgrad
-        return write_into(self, clgrad.full((), value, dtype=self.dtype, device=self.device),
-                          "fill_")
-    fill_raw(self, value)
-    self._storage.version += 1
-    return self
+def __getattr__(name):
+    if name in _MOVED:
+        from clgrad.ops import inplace
+        return getattr(inplace, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

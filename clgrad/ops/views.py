@@ -14,6 +14,8 @@ from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import defines_for, launch_1d
+from clgrad.ops.inplace import _add_into, _at
+from clgrad.ops.inplace import copy_slices, regenerate_view_grad_fn  # noqa: F401 (moved)
 from clgrad.tensor import Tensor
 
 __all__ = ["narrow", "select", "getitem", "view", "reshape", "permute", "transpose", "t",
@@ -41,11 +43,6 @@ def _scatter_back(x: Tensor, view_fn):
         ew.copy_raw(view_fn(z), g)
         return (z,)
     return backward
-
-
-def _add_into(dst: Tensor, g: Tensor):
-    """dst[view] += g elementwise, correct when dst's view overlaps itself."""
-    launch_1d("index.cl", "scatter_add", defines_for(g.dtype), dst, (g,))
 
 
 def _view_op(name, x, shape, strides, offset, backward):
@@ -488,71 +485,6 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     return _view_op("diagonal", x, shape, strides, start,
                     _scatter_back(x, lambda z: diagonal(z, offset, a, b)))
 
-
-# -- autograd through writes into views -------------------------------------------------------
-# Gradients of a root and of its views meet in a buffer of the storage's size, each tensor read
-# or written through its own (shape, strides, offset), so nothing here depends on the root's
-# layout. The closures keep these geometries only, never the tensors.
-def _geometry(t: Tensor):
-    return tuple(t.shape), t._strides, t._offset
-
-
-def _at(buf: Tensor, geometry) -> Tensor:
-    """A view of the 1-D buffer ``buf`` with ``geometry`` (shape, strides, offset)."""
-    return Tensor(buf._storage, *geometry, base=buf)
-
-
-def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
-    """A 1-D buffer of ``size`` elements; zeroed unless the caller writes every element."""
-    import clgrad
-    make = clgrad.empty if covered else clgrad.zeros
-    return make(size, dtype=like.dtype, device=like.device)
-
-
-def copy_slices(root: Tensor, v: Tensor, value: Tensor):
-    """Rebase ``root``'s graph after ``value`` (of v's shape) was written into ``v``: root
-    itself or a view of it. Root's new grad_fn sends its gradient to the root as it was, with
-    v's region zeroed, and v's region to ``value``. A retain_grad() on root moves along."""
-    root_geom, v_geom = _geometry(root), _geometry(v)
-    whole = v is root
-    size = root._storage.size
-    covered = root.numel() == size  # a root owning its storage covers every element
-
-    def backward(g):  # keeps geometry only: holding root would be a reference cycle
-        if whole:
-            return None, g
-        buf = _storage_buffer(size, covered, g)
-        ew.copy_raw(_at(buf, root_geom), g)
-        region = _at(buf, v_geom)
-        g_value = ew.clone(region)
-        ew.fill_raw(region, 0)
-        return ew.contiguous(_at(buf, root_geom)), g_value
-    old = root._grad_fn
-    record("copy_" if whole else "copy_slices", root, (root, value), backward)
-    root._rebase += 1
-    if root._retains_grad and old is not None and old.retained is not None:
-        old.retained, root._grad_fn.retained = None, old.retained
-
-
-def regenerate_view_grad_fn(v: Tensor):
-    """Give the view ``v`` a grad_fn from its root's current one (after the root was written
-    in place): as_strided of the root, so its gradient is scattered (added, where v overlaps
-    itself) into the root's geometry."""
-    root = v._base
-    v._rebase_seen = root._rebase
-    v._grad_fn = None
-    v._requires_grad = False
-    root_geom, v_geom = _geometry(root), _geometry(v)
-    overlap = layout.has_overlap(v_geom[0], v_geom[1])
-    size = root._storage.size
-
-    def backward(g):
-        buf = _storage_buffer(size, False, g)
-        (_add_into if overlap else ew.copy_raw)(_at(buf, v_geom), g)
-        return (ew.contiguous(_at(buf, root_geom)),)
-    from clgrad.autograd import enable_grad
-    with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
-        record("as_strided", v, (root,), backward)
 
 
 def flip(x: Tensor, dims) -> Tensor:
