@@ -25,6 +25,21 @@ def empty(shape, dtype, device) -> Tensor:
     return Tensor._empty(shape, dtype, device)
 
 
+def copy_raw(dst: Tensor, src: Tensor):
+    """Copy ``src`` (same shape, any dtype, any view) into the view ``dst``; no autograd."""
+    same_device("copy_", dst, src)
+    d = {"S": src.dtype.cl, "D": dst.dtype.cl}
+    if dst.dtype.is_bool:
+        d["D_IS_BOOL"] = 1
+    launch_1d("copy.cl", "copy", d, dst, (src,))
+
+
+def fill_raw(dst: Tensor, value):
+    """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
+    launch_1d("elementwise.cl", "fill", defines_for(dst.dtype), dst, (),
+              (scalar(dst.dtype, value),))
+
+
 def view_arg(t: Tensor, strides=None) -> bytes:
     """The by-value ``view_t`` of ``t`` (offset, strides padded to MAXD), packed as bytes."""
     st = t._strides if strides is None else strides

@@ -11,6 +11,7 @@ import numbers
 
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
+from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import defines_for, empty, launch_1d, same_device, scalar
 from clgrad.tensor import Tensor
 
@@ -25,20 +26,6 @@ _FILE = "elementwise.cl"
 
 
 # -- casts and copies -------------------------------------------------------------------------
-def copy_raw(dst: Tensor, src: Tensor):
-    """Copy ``src`` (same shape, any dtype, any view) into the view ``dst``; no autograd."""
-    same_device("copy_", dst, src)
-    d = {"S": src.dtype.cl, "D": dst.dtype.cl}
-    if dst.dtype.is_bool:
-        d["D_IS_BOOL"] = 1
-    launch_1d("copy.cl", "copy", d, dst, (src,))
-
-
-def fill_raw(dst: Tensor, value):
-    """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
-    launch_1d(_FILE, "fill", defines_for(dst.dtype), dst, (), (scalar(dst.dtype, value),))
-
-
 def to(x: Tensor, dtype) -> Tensor:
     """``x`` converted to ``dtype`` (x itself when the dtype already matches, as PyTorch).
 
