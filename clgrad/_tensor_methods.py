@@ -17,7 +17,6 @@ def _method(fn, name=None):
 def _to(self, *args, **kwargs):
     """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
     changes. Moving between devices copies through the host."""
-    import clgrad
     from clgrad.runtime import Device, get_device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
@@ -33,7 +32,7 @@ def _to(self, *args, **kwargs):
     if device is not None:
         dev = device if isinstance(device, Device) else get_device(device)
         if dev is not self.device:
-            out = clgrad.tensor(self.numpy(), device=dev)
+            out = creation.tensor(self.numpy(), device=dev)
             out.requires_grad = False
     if dtype is not None:
         out = ew.to(out, dtype)

@@ -62,6 +62,9 @@ import weakref
 
 import numpy as np
 
+from clgrad import creation, dtypes, layout
+from clgrad.tensor import Tensor
+
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck"]
 
@@ -323,8 +326,6 @@ def _run(roots, root_grads, retain_graph, targets=None):
 
 
 def _roots_and_grads(tensors, grad_tensors, op):
-    from clgrad.tensor import Tensor
-    import clgrad
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(f"{op}: got {len(tensors)} tensors and {len(grad_tensors)} "
                            f"gradients")
@@ -340,9 +341,9 @@ def _roots_and_grads(tensors, grad_tensors, op):
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar "
                                    f"outputs; got an output of shape {tuple(t.shape)}: pass "
                                    f"gradient=")
-            g = clgrad.ones(t.shape, dtype=t.dtype, device=t.device)
+            g = creation.ones(t.shape, dtype=t.dtype, device=t.device)
         elif not isinstance(g, Tensor):
-            g = clgrad.tensor(g, dtype=t.dtype, device=t.device)
+            g = creation.tensor(g, dtype=t.dtype, device=t.device)
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
@@ -361,7 +362,6 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
     grad, on a second backward through freed Nodes, or on a saved tensor modified in place.
     """
-    from clgrad.tensor import Tensor
     if isinstance(tensors, Tensor):
         tensors, grad_tensors = (tensors,), (grad_tensors,)
     else:
@@ -380,7 +380,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
     does not require grad, or that the walk does not reach (unless ``allow_unused``: None).
     """
-    from clgrad.tensor import Tensor
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     if grad_outputs is None:
@@ -426,13 +425,10 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2).
     Raises RuntimeError with the worst element when a gradient differs (or returns False).
     """
-    import clgrad
-    from clgrad import layout
-    from clgrad.tensor import Tensor
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     checked = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     for i, t in enumerate(checked):
-        if t.dtype is not clgrad.float64:
+        if t.dtype is not dtypes.float64:
             raise TypeError(f"gradcheck: expected float64 inputs, got {t.dtype} (input {i})")
         if t.numel() > 1 and layout.has_overlap(t.shape, t.stride()):
             raise ValueError(f"gradcheck: expected inputs without overlapping elements, got "
@@ -441,14 +437,14 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     out = fn(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     rng = np.random.default_rng(1234)
-    weights = [clgrad.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
+    weights = [creation.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
                for o in outs]
 
     def scalar():
         with no_grad():
             res = fn(*inputs)
             res = res if isinstance(res, (tuple, list)) else (res,)
-            return float(sum((r.to(clgrad.float64) * w).sum().item()
+            return float(sum((r.to(dtypes.float64) * w).sum().item()
                              for r, w in zip(res, weights)))
 
     loss = None
@@ -483,6 +479,5 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
 
 def _poke(t, pos, value):
     # Writes one element of a checked input without touching its version (gradcheck only).
-    from clgrad.ops import elementwise
-    v = t[pos] if t.ndim else t
-    elementwise.fill_raw(v, float(value))
+    off = t._offset + sum(i * st for i, st in zip(pos, t._strides))
+    t._storage.write(off, np.array(value, dtype=t.dtype.np))

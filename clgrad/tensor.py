@@ -70,6 +70,12 @@ class Storage:
     def __del__(self):
         _ALLOCATED[0] -= getattr(self, "nbytes", 0)  # 0 when __init__ raised
 
+    def write(self, offset: int, values: np.ndarray):
+        """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;
+        no version bump: callers that change what a tensor holds bump it themselves)."""
+        cl.enqueue_copy(self.device.queue, self.buffer, np.ascontiguousarray(values),
+                        dst_offset=offset * self.dtype.itemsize, is_blocking=True)
+
 
 class Tensor:
     """An n-dimensional array on an OpenCL device: storage + shape + strides + storage_offset.

@@ -21,8 +21,20 @@ _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 
 
 def empty(shape, dtype, device) -> Tensor:
-    """A fresh contiguous root tensor."""
-    return Tensor._empty(shape, dtype, device)
+    """A fresh contiguous root tensor (uninitialised) of ``shape`` (a tuple or an int)."""
+    return Tensor._empty((shape,) if isinstance(shape, int) else shape, dtype, device)
+
+
+def full(shape, value, dtype, device) -> Tensor:
+    """A fresh contiguous root tensor filled with ``value``; no autograd."""
+    t = empty(shape, dtype, device)
+    fill_raw(t, value)
+    return t
+
+
+def zeros(shape, dtype, device) -> Tensor:
+    """A fresh contiguous root tensor of zeros; no autograd."""
+    return full(shape, 0, dtype, device)
 
 
 def copy_raw(dst: Tensor, src: Tensor):

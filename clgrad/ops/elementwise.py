@@ -12,7 +12,7 @@ import numbers
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import defines_for, empty, launch_1d, same_device, scalar
+from clgrad.ops._util import defines_for, empty, full, launch_1d, same_device, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -446,26 +446,20 @@ def where(cond: Tensor, a, b) -> Tensor:
     sb = tuple(b.shape) if b.requires_grad else None
 
     def backward(g):
-        z = _zeros_scalar(g)
+        z = full((), 0, g.dtype, g.device)
         return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
                                    where(cond, z, g) if sb is not None else None)
     return record("where", out, (None, a, b), backward, saved=[cond])
 
 
-def _zeros_scalar(like: Tensor) -> Tensor:
-    import clgrad
-    return clgrad.zeros((), dtype=like.dtype, device=like.device)
-
-
 def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
-    import clgrad
     if not _is_num(value):
         raise TypeError(f"where: expected a Tensor or a number, got {type(value).__name__}")
     dt = ref.dtype if isinstance(other, Tensor) or ref.dtype.is_floating_point else None
     if dt is None or (isinstance(value, float) and not dt.is_floating_point):
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
-    return clgrad.full((), value, dtype=dt, device=ref.device)
+    return full((), value, dt, ref.device)
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:

@@ -6,7 +6,8 @@ import math
 from clgrad import autograd, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, launch_1d, same_device
+from clgrad import creation
+from clgrad.ops._util import defines_for, empty, full, launch_1d, same_device, zeros
 from clgrad.ops.elementwise import (_is_num, clone, contiguous, copy_raw, expand_to, fill_raw,
                                     to)
 from clgrad.tensor import Tensor
@@ -94,9 +95,8 @@ def inplace(op: str, self: Tensor, fn, *others):
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
     """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``."""
-    import clgrad
     if not isinstance(src, Tensor):
-        src = clgrad.tensor(src, dtype=self.dtype, device=self.device)
+        src = creation.tensor(src, dtype=self.dtype, device=self.device)
     return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
 
 
@@ -116,9 +116,7 @@ def fill_(self: Tensor, value) -> Tensor:
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self
     if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
-        import clgrad
-        return write_into(self, clgrad.full((), value, dtype=self.dtype, device=self.device),
-                          "fill_")
+        return write_into(self, full((), value, self.dtype, self.device), "fill_")
     fill_raw(self, value)
     self._storage.version += 1
     return self
@@ -144,9 +142,7 @@ def _at(buf: Tensor, geometry) -> Tensor:
 
 def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
     """A 1-D buffer of ``size`` elements; zeroed unless the caller writes every element."""
-    import clgrad
-    make = clgrad.empty if covered else clgrad.zeros
-    return make(size, dtype=like.dtype, device=like.device)
+    return (empty if covered else zeros)(size, like.dtype, like.device)
 
 
 def copy_slices(root: Tensor, v: Tensor, value: Tensor):

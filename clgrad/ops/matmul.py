@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from clgrad import layout
-from clgrad.autograd import record
+from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import defines_for, empty, same_device, scalar, shape_arg, view_arg
 from clgrad.tensor import Tensor
@@ -164,7 +164,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     ae = a2.expand(*batch, m, k)
     be = b2.expand(*batch, k, n)
     out = empty(batch + (m, n), a.dtype, a.device)
-    with _no_grad():
+    with no_grad():
         gemm(out, ae, be)
     if a.ndim == 1:
         out = out.squeeze(-2)
@@ -185,11 +185,6 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             gb = ew.sum_to(matmul(ae.transpose(-1, -2), g2), b2.shape).reshape(b.shape)
         return ga, gb
     return record("matmul", out, (a, b), backward, saved=[a, b])
-
-
-def _no_grad():
-    from clgrad.autograd import no_grad
-    return no_grad()
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

@@ -12,6 +12,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "local_response_norm", "split_dim"]
@@ -140,7 +141,7 @@ def split_dim(shape, dim: int, *stride_sets):
 def _bn_backward(x, gy, weight, mean, invstd, m, flags):
     """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch."""
     c = x.shape[1]
-    new = empty if c and m else _zeros          # no elements: zero gradients
+    new = empty if c and m else zeros           # no elements: zero gradients
     gx = new(x.shape, x.dtype, x.device) if flags & _BN_GX else None
     gw = new((c,), x.dtype, x.device) if flags & _BN_GW else None
     gb = new((c,), x.dtype, x.device) if flags & _BN_GB else None
@@ -181,11 +182,6 @@ def _check_param(op, name, p, x):
 def _vec(p, like):
     """view_t of a 1-D tensor (offset, stride); a zero view for a missing one."""
     return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
-
-
-def _zeros(shape, dtype, device):
-    import clgrad
-    return clgrad.zeros(shape, dtype=dtype, device=device)
 
 
 def _launch_bn(x, m, name, *args):

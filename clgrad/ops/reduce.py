@@ -14,7 +14,7 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import empty, shape_arg, view_arg
+from clgrad.ops._util import empty, shape_arg, view_arg, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
@@ -165,18 +165,13 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
     x_shape = tuple(x.shape)
 
     def backward(g):
-        z = _zeros(x_shape, g)
+        z = zeros(x_shape, g.dtype, g.device)
         _scatter_arg(z, dims, kd, g, idx)
         return (z,)
     vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
     if dim is None:
         return vals
     return MinMax(vals, idx)
-
-
-def _zeros(shape, like):
-    import clgrad
-    return clgrad.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):

@@ -13,7 +13,7 @@ from clgrad import layout
 from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, launch_1d
+from clgrad.ops._util import zeros
 from clgrad.ops.inplace import _add_into, _at
 from clgrad.ops.inplace import copy_slices, regenerate_view_grad_fn  # noqa: F401 (moved)
 from clgrad.tensor import Tensor
@@ -29,17 +29,12 @@ def _alias(x: Tensor, shape, strides, offset) -> Tensor:
                   base=x._base if x._base is not None else x)
 
 
-def _zeros(shape, like: Tensor) -> Tensor:
-    import clgrad
-    return clgrad.zeros(shape, dtype=like.dtype, device=like.device)
-
-
 def _scatter_back(x: Tensor, view_fn):
     """Backward of a non-overlapping view: g lands in view_fn(zeros of x's shape)."""
     shape = tuple(x.shape)  # the closure keeps the shape, not x (and so not x's buffer)
 
     def backward(g):
-        z = _zeros(shape, g)
+        z = zeros(shape, g.dtype, g.device)
         ew.copy_raw(view_fn(z), g)
         return (z,)
     return backward
@@ -407,7 +402,7 @@ def _scatter_add_back(x: Tensor, view_fn, overlap: bool):
     shape = tuple(x.shape)
 
     def backward(g):
-        z = _zeros(shape, g)
+        z = zeros(shape, g.dtype, g.device)
         _add_into(view_fn(z), g)
         return (z,)
     return backward
@@ -459,8 +454,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     x_geom = (tuple(x.shape), x._strides, x._offset)
 
     def backward(g):
-        import clgrad
-        z = clgrad.zeros(x._storage.size, dtype=g.dtype, device=g.device)
+        z = zeros(x._storage.size, g.dtype, g.device)
         target = _at(z, (size, stride, off))
         (_add_into if overlap else ew.copy_raw)(target, g)
         return (ew.contiguous(_at(z, x_geom)),)
