@@ -32,26 +32,7 @@ naming the op and both versions. What each op saves, hence what must not be writ
 So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), exactly as
 PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
 
-In-place writes (clgrad/ops/elementwise.py ``inplace``/``write_into``, clgrad/ops/views.py
-``copy_slices``/``regenerate_view_grad_fn``).
-Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
-minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
-operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
-a non-leaf, or on a tensor that does not require grad written with a value that does, either
-directly or through any non-overlapping view of it (narrow, select, slicing with any step,
-getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
-split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
-``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
-gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
-from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
-when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
-exact (PyTorch saves the original self for these too).
-Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
-on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
-overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
-through a view created under ``no_grad()`` of a tensor that requires grad (its history is
-unknown); ``detach_()`` of a view that requires grad.
-Raise RuntimeError at backward: a saved tensor written in place (see above).
+In-place writes and how they rebase the graph: clgrad/ops/inplace.py.
 """
 from __future__ import annotations
 

@@ -52,6 +52,14 @@ def fill_raw(dst: Tensor, value):
               (scalar(dst.dtype, value),))
 
 
+def bump_version(*tensors: Tensor):
+    """Count one in-place write into each tensor's storage (autograd compares the counter with
+    what it saw when a Node saved the tensor). Every writer that changes what a tensor holds
+    calls this once per write: copy_raw and fill_raw do not."""
+    for t in tensors:
+        t._storage.version += 1
+
+
 def view_arg(t: Tensor, strides=None) -> bytes:
     """The by-value ``view_t`` of ``t`` (offset, strides padded to MAXD), packed as bytes."""
     st = t._strides if strides is None else strides

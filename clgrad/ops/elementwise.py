@@ -12,7 +12,7 @@ import numbers
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import defines_for, empty, full, launch_1d, same_device, scalar
+from clgrad.ops._util import bump_version, defines_for, empty, full, launch_1d, same_device, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -496,7 +496,7 @@ def axpby_(out: Tensor, a: Tensor, alpha, b: Tensor, beta):
     d = defines_for(out.dtype)
     launch_1d(_FILE, "axpby", d, out, (expand_to(a, out.shape), scalar(out.dtype, alpha),
                                        expand_to(b, out.shape), scalar(out.dtype, beta)))
-    out._storage.version += 1
+    bump_version(out)
     return out
 
 

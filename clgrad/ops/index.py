@@ -12,7 +12,7 @@ from clgrad import creation, dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, empty, launch_1d, same_device, zeros
+from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "advanced_getitem",
@@ -258,4 +258,4 @@ def setitem(x: Tensor, key, value):
     istr = [idx._strides[0]] + [0] * (x.ndim - 1)
     iv = Tensor(idx._storage, shape, istr, idx._offset)
     _scatter_launch("scatter_dim", x, 0, iv, src)
-    x._storage.version += 1
+    bump_version(x)

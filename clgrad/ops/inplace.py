@@ -1,15 +1,37 @@
-"""In-place writes and view rebase (moved from clgrad/ops/elementwise.py and views.py)."""
+"""In-place writes and view rebase: target checks, ``write_into``, ``inplace``, ``copy_``,
+``fill_``, the copy_slices rebase of a root and the regeneration of its views' grad_fn.
+
+Every write bumps the storage's version once (``bump_version``, clgrad/ops/_util.py);
+a Node that saved the storage then raises at backward (clgrad/autograd.py, "Saved tensors").
+
+Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
+minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
+operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
+a non-leaf, or on a tensor that does not require grad written with a value that does, either
+directly or through any non-overlapping view of it (narrow, select, slicing with any step,
+getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
+split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
+``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
+gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
+from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
+when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
+exact (PyTorch saves the original self for these too).
+Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
+on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
+overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
+through a view created under ``no_grad()`` of a tensor that requires grad (its history is
+unknown); ``detach_()`` of a view that requires grad.
+Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd.py).
+"""
 from __future__ import annotations
 
 import math
 
-from clgrad import autograd, layout
+from clgrad import autograd, creation, layout
 from clgrad.autograd import record
-from clgrad.ops import elementwise as ew
-from clgrad import creation
-from clgrad.ops._util import defines_for, empty, full, launch_1d, same_device, zeros
-from clgrad.ops.elementwise import (_is_num, clone, contiguous, copy_raw, expand_to, fill_raw,
-                                    to)
+from clgrad.ops._util import (bump_version, copy_raw, defines_for, empty, fill_raw, full,
+                              launch_1d, same_device, zeros)
+from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to
 from clgrad.tensor import Tensor
 
 __all__ = ["write_into", "inplace", "copy_", "fill_", "copy_slices", "regenerate_view_grad_fn"]
@@ -53,7 +75,7 @@ def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
                                               src._strides == self._strides):
         src = contiguous(src, force_copy=True)  # overlapping read and write: stage it
     copy_raw(self, src)
-    self._storage.version += 1
+    bump_version(self)
     if grad_involved:
         copy_slices(root, self, to(src, self.dtype))
     return self
@@ -118,7 +140,7 @@ def fill_(self: Tensor, value) -> Tensor:
     if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
         return write_into(self, full((), value, self.dtype, self.device), "fill_")
     fill_raw(self, value)
-    self._storage.version += 1
+    bump_version(self)
     return self
 
 
@@ -158,11 +180,11 @@ def copy_slices(root: Tensor, v: Tensor, value: Tensor):
         if whole:
             return None, g
         buf = _storage_buffer(size, covered, g)
-        ew.copy_raw(_at(buf, root_geom), g)
+        copy_raw(_at(buf, root_geom), g)
         region = _at(buf, v_geom)
-        g_value = ew.clone(region)
-        ew.fill_raw(region, 0)
-        return ew.contiguous(_at(buf, root_geom)), g_value
+        g_value = clone(region)
+        fill_raw(region, 0)
+        return contiguous(_at(buf, root_geom)), g_value
     old = root._grad_fn
     record("copy_" if whole else "copy_slices", root, (root, value), backward)
     root._rebase += 1
@@ -184,8 +206,8 @@ def regenerate_view_grad_fn(v: Tensor):
 
     def backward(g):
         buf = _storage_buffer(size, False, g)
-        (_add_into if overlap else ew.copy_raw)(_at(buf, v_geom), g)
-        return (ew.contiguous(_at(buf, root_geom)),)
+        (_add_into if overlap else copy_raw)(_at(buf, v_geom), g)
+        return (contiguous(_at(buf, root_geom)),)
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
         record("as_strided", v, (root,), backward)

@@ -12,7 +12,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
-from clgrad.ops._util import zeros
+from clgrad.ops._util import bump_version, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "local_response_norm", "split_dim"]
@@ -68,8 +68,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                    invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
                    np.int32(flags))
         if update:  # written in place by the kernel: no graph, a new version
-            running_mean._storage.version += 1
-            running_var._storage.version += 1
+            bump_version(running_mean, running_var)
 
     def backward(gy):
         want = ((_BN_GX if x.requires_grad else 0) |
