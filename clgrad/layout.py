@@ -7,7 +7,12 @@ from __future__ import annotations
 from clgrad.errors import ShapeError
 
 __all__ = ["contiguous_strides", "broadcast_shapes", "collapse", "view_strides", "numel",
-           "wrap_dim", "is_contiguous", "has_overlap", "extent"]
+           "wrap_dim", "is_contiguous", "has_overlap", "extent", "cdiv"]
+
+
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) for integers, b > 0 (tile and work-group counts)."""
+    return -(-a // b)
 
 
 def numel(shape) -> int:

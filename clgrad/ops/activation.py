@@ -146,7 +146,7 @@ def _dropout_raw(x, args):
         raise RuntimeError(f"dropout: tensors of more than 8 non-mergeable dims are not "
                            f"supported, got shape {tuple(x.shape)}")
     dev = x.device
-    dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (-(-n // 4),), (LOCAL,),
+    dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),), (LOCAL,),
                np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
                view_arg(out, so), x._storage.buffer, view_arg(x, sx), *args)
     return out

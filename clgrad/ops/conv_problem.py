@@ -8,6 +8,7 @@ import struct
 from collections import namedtuple
 from typing import NamedTuple
 
+from clgrad.layout import cdiv
 from clgrad.tensor import Tensor
 
 __all__ = ["Problem", "Tiles", "Plan", "cdiv", "raw", "v5"]
@@ -45,11 +46,6 @@ class Plan(NamedTuple):
     tiles: Tiles = _NO_TILES
     local: tuple = ()
     cr: int = 0
-
-
-def cdiv(a: int, b: int) -> int:
-    """ceil(a / b) for integers (b > 0)."""
-    return -(-a // b)
 
 
 def raw(t: Tensor, shape, strides, offset=None) -> Tensor:

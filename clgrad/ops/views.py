@@ -385,7 +385,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
         raise RuntimeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = layout.wrap_dim(dim, x.ndim, "chunk")
     size = x.shape[d]
-    step = max(-(-size // chunks), 1)
+    step = max(layout.cdiv(size, chunks), 1)
     return split(x, step, d)
 
 
