@@ -21,7 +21,7 @@ from clgrad import layout
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import MAXD, defines_for, empty, same_device, scalar, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm", "dot", "gemm", "linear"]
@@ -92,8 +92,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         return c
     bshape, (cb, ab, bb) = layout.collapse(tuple(batch) or (1,), c._strides[:-2] or (0,),
                                            a._strides[:-2] or (0,), b._strides[:-2] or (0,))
-    if len(bshape) > 8:
-        raise RuntimeError(f"matmul: more than 8 non-mergeable batch dims: {tuple(batch)}")
+    if len(bshape) > MAXD:
+        raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
     dev = c.device
     cfg = tiles_override or tiles(dev)
     (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]

@@ -12,7 +12,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
-from clgrad.ops._util import bump_version, zeros
+from clgrad.ops._util import MAXD, bump_version, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "local_response_norm", "split_dim"]
@@ -131,8 +131,8 @@ def split_dim(shape, dim: int, *stride_sets):
     rest = tuple(n for i, n in enumerate(shape) if i != dim)
     rest_sets = [tuple(s for i, s in enumerate(st) if i != dim) for st in stride_sets]
     rest_shape, rest_strides = layout.collapse(rest, *rest_sets)
-    if len(rest_shape) > 8:
-        raise RuntimeError(f"{shape}: more than 8 non-mergeable dims besides dim {dim}")
+    if len(rest_shape) > MAXD:
+        raise RuntimeError(f"{shape}: more than {MAXD} non-mergeable dims besides dim {dim}")
     return rest_shape, rest_strides, [st[dim] for st in stride_sets]
 
 
