@@ -403,7 +403,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     have overlapping elements (build stride-0 views inside ``fn``, so a perturbation moves one
     element). The output may be any shape (or a tuple): it is reduced as ``sum(out * R)`` with
     a fixed random R, so each input needs one backward and ``2 * numel`` forward evaluations.
-    Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2).
+    Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2). This is the
+    suite's one rule (docs/internals.md): full Jacobian columns, never a random input direction.
     Raises RuntimeError with the worst element when a gradient differs (or returns False).
     """
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)

@@ -79,15 +79,6 @@ def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple:
     return tuple(out)
 
 
-def broadcast_strides(shape, strides, target) -> tuple:
-    """Strides of a tensor of ``shape``/``strides`` expanded to ``target`` (stride 0 where new)."""
-    lead = len(target) - len(shape)
-    out = [0] * lead
-    for n, st, t in zip(shape, strides, target[lead:]):
-        out.append(st if n == t else 0)
-    return tuple(out)
-
-
 def collapse(shape, *stride_sets):
     """Merge adjacent dims that are contiguous with each other in every operand; drop size-1 dims.
 

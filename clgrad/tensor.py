@@ -275,9 +275,6 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def _is_root(self) -> bool:
-        return self._base is None
-
     def _set_data(self, new: "Tensor"):
         """Make this tensor hold ``new``'s storage and layout, keeping the object (Module.to;
         PyTorch's ``param.data = new``). ``new`` is a root: contiguous, its own storage."""
