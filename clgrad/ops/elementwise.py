@@ -266,7 +266,7 @@ def pow(a, b) -> Tensor:
     if _is_num(b) and b == 2:
         out = _launch_unary("square", a)
         return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a])
-    out = _launch_binary("pow_", a, b, dt, shape)
+    out = _launch_binary("pow_op", a, b, dt, shape)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
@@ -364,12 +364,12 @@ def _unary_float(kname, op, grad_of, uses="y"):
     return f
 
 
-exp = _unary_float("exp_", "exp", lambda g, x, y: mul(g, y))
-log = _unary_float("log_", "log", lambda g, x, y: div(g, x), "x")
-sqrt = _unary_float("sqrt_", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
-rsqrt = _unary_float("rsqrt_", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
-sin = _unary_float("sin_", "sin", lambda g, x, y: mul(g, cos(x)), "x")
-cos = _unary_float("cos_", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
+exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y))
+log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x")
+sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
+rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
+sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
+cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
 reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
 square = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
 
@@ -380,7 +380,7 @@ def _binary_grad(kname, g, y):
     return out
 
 
-tanh = _unary_float("tanh_", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y))
+tanh = _unary_float("tanh_op", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y))
 sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmoid_grad", g, y))
 
 
@@ -403,13 +403,13 @@ def neg(x: Tensor) -> Tensor:
 
 def abs(x: Tensor) -> Tensor:
     """|x| elementwise; gradient sign(x) (0 at 0)."""
-    out = _launch_unary("abs_", x)
+    out = _launch_unary("abs_op", x)
     return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x])
 
 
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 elementwise (no gradient: zero almost everywhere)."""
-    return _launch_unary("sign_", x)
+    return _launch_unary("sign_op", x)
 
 
 def _no_grad_float(kname, op):
@@ -420,9 +420,9 @@ def _no_grad_float(kname, op):
     return f
 
 
-floor = _no_grad_float("floor_", "floor")
-ceil = _no_grad_float("ceil_", "ceil")
-round = _no_grad_float("round_", "round")
+floor = _no_grad_float("floor_op", "floor")
+ceil = _no_grad_float("ceil_op", "ceil")
+round = _no_grad_float("round_op", "round")
 
 
 def where(cond: Tensor, a, b) -> Tensor:
@@ -439,7 +439,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     a, b, cond = to(a, dt), to(b, dt), to(cond, dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
     out = empty(shape, dt, a.device)
-    launch_1d(_FILE, "where_", defines_for(dt), out,
+    launch_1d(_FILE, "where_op", defines_for(dt), out,
               (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
 
     sa = tuple(a.shape) if a.requires_grad else None  # shapes, not the operands
@@ -477,7 +477,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
     out = empty(x.shape, x.dtype, x.device)
-    launch_1d(_FILE, "clamp_", defines_for(x.dtype), out, (x,), flags)
+    launch_1d(_FILE, "clamp_op", defines_for(x.dtype), out, (x,), flags)
 
     def backward(g):
         gi = empty(g.shape, g.dtype, g.device)
