@@ -76,14 +76,22 @@ def _is_int_like(k) -> bool:
 
 def _int_key(key):
     """key with 0-dim integer tensors (also inside slices) as ints, for layout.basic_index."""
-    def conv(k):
-        return int(k) if isinstance(k, Tensor) and _is_int_like(k) else k
+    if isinstance(key, tuple):
+        return tuple(_int_part(k) for k in key) if any(map(_has_tensor, key)) else key
+    return _int_part(key) if _has_tensor(key) else key
 
-    def one(k):
-        if isinstance(k, slice):
-            return slice(conv(k.start), conv(k.stop), conv(k.step))
-        return conv(k)
-    return tuple(one(k) for k in key) if isinstance(key, tuple) else one(key)
+
+def _has_tensor(k) -> bool:
+    if isinstance(k, slice):
+        return isinstance(k.start, Tensor) or isinstance(k.stop, Tensor) or \
+            isinstance(k.step, Tensor)
+    return isinstance(k, Tensor)
+
+
+def _int_part(k):
+    if isinstance(k, slice):
+        return slice(_int_part(k.start), _int_part(k.stop), _int_part(k.step))
+    return int(k) if isinstance(k, Tensor) and _is_int_like(k) else k
 
 
 def _needs_advanced(key) -> bool:
