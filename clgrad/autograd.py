@@ -33,6 +33,9 @@ So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), 
 PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
 
 In-place writes and how they rebase the graph: clgrad/ops/inplace.py.
+
+Layering: this module imports only tensor, layout and dtypes, never clgrad.ops; the tensors it
+makes (implicit gradients, gradcheck's weights) come from Tensor's bound methods.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ import weakref
 
 import numpy as np
 
-from clgrad import creation, dtypes, layout
+from clgrad import dtypes, layout
 from clgrad.tensor import Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
@@ -322,9 +325,9 @@ def _roots_and_grads(tensors, grad_tensors, op):
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar "
                                    f"outputs; got an output of shape {tuple(t.shape)}: pass "
                                    f"gradient=")
-            g = creation.ones(t.shape, dtype=t.dtype, device=t.device)
+            g = t.new_ones(t.shape)
         elif not isinstance(g, Tensor):
-            g = creation.tensor(g, dtype=t.dtype, device=t.device)
+            g = t.new_tensor(g)
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
@@ -419,8 +422,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     out = fn(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     rng = np.random.default_rng(1234)
-    weights = [creation.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
-               for o in outs]
+    weights = [o.new_tensor(rng.standard_normal(o.shape)) for o in outs]
 
     def scalar():
         with no_grad():
