@@ -1,7 +1,8 @@
-"""Elementwise ops with NumPy broadcasting, casts, copies, fills and the in-place machinery.
+"""Elementwise ops with NumPy broadcasting, casts and copies.
 
 Every op reads its operands through their strides (any view) and writes a fresh contiguous
-output, except the in-place forms, which write into the caller's view.
+output (axpby_ excepted: optimizers). The in-place forms (``add_``, ``copy_`` ...) are
+clgrad/ops/inplace.py; the raw copy/fill (``copy_raw``, ``fill_raw``) clgrad/ops/_util.py.
 Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D).
 """
 from __future__ import annotations
