@@ -28,6 +28,7 @@ from clgrad.ops.views import (narrow, select, reshape, permute, transpose, t, un
                               diagonal, movedim, flip)
 from clgrad.ops.elementwise import remainder, masked_fill
 from clgrad.ops.reduce import any, all  # noqa: A004
+from clgrad import _tensor_methods  # noqa: F401,E402  (binds Tensor's methods to the ops)
 from clgrad.errors import DeviceError
 from clgrad.io import save, load
 

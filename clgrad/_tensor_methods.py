@@ -1,8 +1,14 @@
-"""Tensor methods and operators: one-line delegations to clgrad.ops (PyTorch's names)."""
+"""Tensor methods and operators: one-line delegations to clgrad.ops (PyTorch's names).
+
+Imported by clgrad/__init__.py once the ops are loaded; clgrad/tensor.py imports nothing above
+it, so this module is where Tensor meets the ops (the one import cycle left: the ops import
+Tensor, and Tensor's methods call the ops).
+"""
 from __future__ import annotations
 
-from clgrad import creation, dtypes
+from clgrad import autograd, creation, dtypes
 from clgrad.ops import elementwise as ew
+from clgrad.ops import inplace as ip
 from clgrad.ops import index as ix
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
@@ -14,10 +20,21 @@ def _method(fn, name=None):
     setattr(Tensor, name or fn.__name__, fn)
 
 
+def _backward(self, gradient=None, retain_graph=False):
+    """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see clgrad.autograd.backward).
+
+    ``gradient`` may be omitted only for one-element tensors.
+    """
+    autograd.backward(self, gradient, retain_graph=retain_graph)
+
+
+Tensor.backward = _backward
+Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_grad/grad_fn
+
+
 def _to(self, *args, **kwargs):
     """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
     changes. Moving between devices copies through the host."""
-    import clgrad
     from clgrad.runtime import Device, get_device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
@@ -33,7 +50,7 @@ def _to(self, *args, **kwargs):
     if device is not None:
         dev = device if isinstance(device, Device) else get_device(device)
         if dev is not self.device:
-            out = clgrad.tensor(self.numpy(), device=dev)
+            out = creation.tensor(self.numpy(), device=dev)
             out.requires_grad = False
     if dtype is not None:
         out = ew.to(out, dtype)

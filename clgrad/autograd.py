@@ -32,26 +32,10 @@ naming the op and both versions. What each op saves, hence what must not be writ
 So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), exactly as
 PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
 
-In-place writes (clgrad/ops/elementwise.py ``inplace``/``write_into``, clgrad/ops/views.py
-``copy_slices``/``regenerate_view_grad_fn``).
-Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
-minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
-operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
-a non-leaf, or on a tensor that does not require grad written with a value that does, either
-directly or through any non-overlapping view of it (narrow, select, slicing with any step,
-getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
-split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
-``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
-gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
-from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
-when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
-exact (PyTorch saves the original self for these too).
-Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
-on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
-overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
-through a view created under ``no_grad()`` of a tensor that requires grad (its history is
-unknown); ``detach_()`` of a view that requires grad.
-Raise RuntimeError at backward: a saved tensor written in place (see above).
+In-place writes and how they rebase the graph: clgrad/ops/inplace.py.
+
+Layering: this module imports only tensor, layout and dtypes, never clgrad.ops; the tensors it
+makes (implicit gradients, gradcheck's weights) come from Tensor's bound methods.
 """
 from __future__ import annotations
 
@@ -61,6 +45,9 @@ import threading
 import weakref
 
 import numpy as np
+
+from clgrad import dtypes, layout
+from clgrad.tensor import Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck"]
@@ -323,8 +310,6 @@ def _run(roots, root_grads, retain_graph, targets=None):
 
 
 def _roots_and_grads(tensors, grad_tensors, op):
-    from clgrad.tensor import Tensor
-    import clgrad
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(f"{op}: got {len(tensors)} tensors and {len(grad_tensors)} "
                            f"gradients")
@@ -340,9 +325,9 @@ def _roots_and_grads(tensors, grad_tensors, op):
                 raise RuntimeError(f"{op}: grad can be implicitly created only for scalar "
                                    f"outputs; got an output of shape {tuple(t.shape)}: pass "
                                    f"gradient=")
-            g = clgrad.ones(t.shape, dtype=t.dtype, device=t.device)
+            g = t.new_ones(t.shape)
         elif not isinstance(g, Tensor):
-            g = clgrad.tensor(g, dtype=t.dtype, device=t.device)
+            g = t.new_tensor(g)
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
@@ -361,7 +346,6 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
     with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
     grad, on a second backward through freed Nodes, or on a saved tensor modified in place.
     """
-    from clgrad.tensor import Tensor
     if isinstance(tensors, Tensor):
         tensors, grad_tensors = (tensors,), (grad_tensors,)
     else:
@@ -380,7 +364,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
     ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
     does not require grad, or that the walk does not reach (unless ``allow_unused``: None).
     """
-    from clgrad.tensor import Tensor
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     if grad_outputs is None:
@@ -423,16 +406,14 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     have overlapping elements (build stride-0 views inside ``fn``, so a perturbation moves one
     element). The output may be any shape (or a tuple): it is reduced as ``sum(out * R)`` with
     a fixed random R, so each input needs one backward and ``2 * numel`` forward evaluations.
-    Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2).
+    Reference: the central difference (f(x+h) - f(x-h)) / 2h, error O(h^2). This is the
+    suite's one rule (docs/internals.md): full Jacobian columns, never a random input direction.
     Raises RuntimeError with the worst element when a gradient differs (or returns False).
     """
-    import clgrad
-    from clgrad import layout
-    from clgrad.tensor import Tensor
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     checked = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     for i, t in enumerate(checked):
-        if t.dtype is not clgrad.float64:
+        if t.dtype is not dtypes.float64:
             raise TypeError(f"gradcheck: expected float64 inputs, got {t.dtype} (input {i})")
         if t.numel() > 1 and layout.has_overlap(t.shape, t.stride()):
             raise ValueError(f"gradcheck: expected inputs without overlapping elements, got "
@@ -441,14 +422,13 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
     out = fn(*inputs)
     outs = out if isinstance(out, (tuple, list)) else (out,)
     rng = np.random.default_rng(1234)
-    weights = [clgrad.tensor(rng.standard_normal(o.shape), dtype=o.dtype, device=o.device)
-               for o in outs]
+    weights = [o.new_tensor(rng.standard_normal(o.shape)) for o in outs]
 
     def scalar():
         with no_grad():
             res = fn(*inputs)
             res = res if isinstance(res, (tuple, list)) else (res,)
-            return float(sum((r.to(clgrad.float64) * w).sum().item()
+            return float(sum((r.to(dtypes.float64) * w).sum().item()
                              for r, w in zip(res, weights)))
 
     loss = None
@@ -483,6 +463,5 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
 
 def _poke(t, pos, value):
     # Writes one element of a checked input without touching its version (gradcheck only).
-    from clgrad.ops import elementwise
-    v = t[pos] if t.ndim else t
-    elementwise.fill_raw(v, float(value))
+    off = t._offset + sum(i * st for i, st in zip(pos, t._strides))
+    t._storage.write(off, np.array(value, dtype=t.dtype.np))

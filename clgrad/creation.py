@@ -12,7 +12,7 @@ import pyopencl as cl
 
 from clgrad import dtypes
 from clgrad.runtime import Device, get_device
-from clgrad.ops import elementwise as ew
+from clgrad.ops._util import copy_raw, fill_raw
 from clgrad.tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
@@ -98,9 +98,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """
     dev = _device(device)
     if isinstance(data, Tensor):
-        out = ew.clone(data.detach())
-        if dtype is not None:
-            out = ew.to(out, dtype)
+        dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
+        out = Tensor._empty(data.shape, dt, data.device)  # a copy on data's own device
+        copy_raw(out, data)
         return out.requires_grad_(requires_grad) if requires_grad else out
     try:
         arr = np.asarray(data)
@@ -155,7 +155,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     dt = dtypes.to_dtype(dtype)
     shape = _shape((size,) if isinstance(size, int) else (tuple(size),), "full")
     t = Tensor._empty(shape, dt, _device(device))
-    ew.fill_raw(t, fill_value)
+    fill_raw(t, fill_value)
     return t.requires_grad_(True) if requires_grad else t
 
 

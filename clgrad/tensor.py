@@ -3,6 +3,8 @@
 A Storage is one OpenCL buffer with a dtype, an element count and a version counter that all
 its views share. A Tensor is a Storage plus shape, strides and an element offset
 (``storage_offset``). View ops change only those numbers (see clgrad/ops/views.py).
+This module imports nothing above it: the methods and operators that compute (``add``,
+``backward``, ``contiguous`` ...) are bound by clgrad/_tensor_methods.py when clgrad is imported.
 
 Invariant: a tensor with ``_base is None`` (a *root*) is contiguous at offset 0 and owns its
 storage; every view keeps ``_base`` pointing at its root.
@@ -72,6 +74,12 @@ class Storage:
         if nbytes is not None:
             _ALLOCATED[0] -= nbytes
             self.device.free(nbytes)
+
+    def write(self, offset: int, values: np.ndarray):
+        """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;
+        no version bump: callers that change what a tensor holds bump it themselves)."""
+        cl.enqueue_copy(self.device.queue, self.buffer, np.ascontiguousarray(values),
+                        dst_offset=offset * self.dtype.itemsize, is_blocking=True)
 
 
 class Tensor:
@@ -186,8 +194,7 @@ class Tensor:
         """
         base = self._base
         if base is not None and base._rebase != self._rebase_seen:
-            from clgrad.ops.views import regenerate_view_grad_fn
-            regenerate_view_grad_fn(self)
+            self._regenerate_grad_fn()  # bound by _tensor_methods: ops/inplace.py
         return self._requires_grad
 
     @requires_grad.setter
@@ -206,8 +213,7 @@ class Tensor:
         """The Node that made this tensor (None for leaves and tensors outside the graph)."""
         base = self._base
         if base is not None and base._rebase != self._rebase_seen:
-            from clgrad.ops.views import regenerate_view_grad_fn
-            regenerate_view_grad_fn(self)
+            self._regenerate_grad_fn()  # bound by _tensor_methods: ops/inplace.py
         return self._grad_fn
 
     @property
@@ -272,16 +278,11 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def _is_root(self) -> bool:
-        return self._base is None
-
-    def backward(self, gradient=None, retain_graph=False):
-        """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see clgrad.autograd.backward).
-
-        ``gradient`` may be omitted only for one-element tensors.
-        """
-        from clgrad import autograd
-        autograd.backward(self, gradient, retain_graph=retain_graph)
+    def _set_data(self, new: "Tensor"):
+        """Make this tensor hold ``new``'s storage and layout, keeping the object (Module.to;
+        PyTorch's ``param.data = new``). ``new`` is a root: contiguous, its own storage."""
+        self._storage, self._shape, self._strides, self._offset = (
+            new._storage, new._shape, new._strides, new._offset)
 
     # -- host side ----------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -353,6 +354,3 @@ class Tensor:
 
     def __hash__(self):
         return id(self)
-
-
-from clgrad import _tensor_methods  # noqa: E402,F401  (attaches operators and methods)

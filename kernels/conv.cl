@@ -11,8 +11,6 @@
 //                 gradients (also for conv_depthwise.cl, conv_direct.cl, conv_gemm.cl).
 #include "conv.h"
 
-#define NR (2 * VW)
-
 // One micro-tile: rows (output channels) i0..i0+5 (or +3) times NR output columns, as two
 // vectors per row. Weights are read through their view: row pointers w0..w5 (clamped to the
 // last real row) and the per-tap offset table woff; the window through koff.
@@ -44,19 +42,6 @@
             if (last) { ROWS(OUT_ROW) } else { ROWS(STORE_ROW) }               \
         }                                                                      \
     }
-
-// Store n (<= NR) outputs v0:v1 at y with column stride ys.
-INL void put(__global T *y, V v0, V v1, int n, long ys) {
-    if (n >= NR && ys == 1) {
-        STG(y, v0);
-        STG(y + VW, v1);
-    } else {
-        union { V v[2]; T t[NR]; } u;
-        u.v[0] = v0;
-        u.v[1] = v1;
-        for (int j = 0; j < MIN(n, NR); ++j) y[j * ys] = u.t[j];
-    }
-}
 
 // Forward (and input gradient). A work-group computes mc output channels x th rows x tw
 // columns of one (n, g): for each chunk of cc input channels it stages the input window in xt
@@ -219,4 +204,17 @@ __kernel void wgrad_reduce(const conv_t p, __global const T *ws, __global T *GW,
     const long g = go / p.o, o = go % p.o, khw = p.kh * p.kw;
     const long c = k / khw, r = k % khw, kh = r / p.kw, kw = r % p.kw;
     GW[gw.off + g * gw.s[0] + o * gw.s[1] + c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = s;
+}
+
+// sizeof(conv_t) and a few of its fields: Problem.pack() (clgrad/ops/conv_problem.py) must
+// give this struct (tests/test_conv.py::test_problem_packs_conv_t).
+__kernel void conv_t_probe(const conv_t p, __global long *out) {
+    out[0] = sizeof(conv_t);
+    out[1] = p.n;
+    out[2] = p.uw;
+    out[3] = p.x.off;
+    out[4] = p.y.s[4];
+    out[5] = p.bias;
+    out[6] = p.mc;
+    out[7] = p.slab;
 }

@@ -1,6 +1,6 @@
 // kernels/conv.h — shared by kernels/conv*.cl: the problem description, vector types, unaligned
-// vector access and the tile fills that gather a zero-padded window of a strided view into
-// local memory.
+// vector access, the tile fills that gather a zero-padded window of a strided view into local
+// memory, the virtual-input read xv and the micro-tile store put.
 //
 // One problem (conv_t, passed by value) is a convolution of a batch of groups:
 //   Y[n,g,o,oh,ow] = bias[g*O+o] + sum_{c,kh,kw} K[g,o,c,kh,kw] * Xv[n,g,c, oh*SH-PH+kh*DH,
@@ -52,6 +52,8 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define INL inline __attribute__((always_inline))
 
+#define NR (2 * VW)  // output columns of a micro-tile: two vectors
+
 typedef struct { long off, s[5]; } v5_t;
 
 typedef struct {
@@ -59,8 +61,8 @@ typedef struct {
     long kh, kw, sh, sw, dh, dw, ph, pw, uh, uw;  // kernel, stride, dilation, pad, insertion
     v5_t x, k, y;                               // views of X, K (g, o, c, kh, kw) and Y
     long boff, bs, bias;                        // bias view (offset, stride) and whether used
-    // Tiling, chosen by the host (clgrad/ops/conv.py): a tile is th output rows x tw columns
-    // of mc output channels; cc input channels are staged at a time.
+    // Tiling, chosen by the host (clgrad/ops/conv_algorithms.py): a tile is th output rows x
+    // tw columns of mc output channels; cc input channels are staged at a time.
     long mc, th, tw, cc, ntw, split;
     // Staged input window: per channel `rows` rows of pitch rp, channel pitch cp. slab == 0:
     // a row holds consecutive input columns (stride 1), tap kw starts kws = dw further on.
@@ -142,6 +144,27 @@ INL T hsum(V v) {
     float2 b = a.lo + a.hi;
     return b.x + b.y;
 #endif
+}
+
+// Xv (above) at virtual (y, x) of channel base xb; 0 outside or between inserted zeros.
+INL T xv(__global const T *X, long xb, long y, long x, const conv_t p) {
+    if (y < 0 || x < 0 || y % p.uh || x % p.uw) return (T)0;
+    y /= p.uh;
+    x /= p.uw;
+    return (y < p.h && x < p.w) ? X[xb + y * p.x.s[3] + x * p.x.s[4]] : (T)0;
+}
+
+// Store n (<= NR) outputs v0:v1 at y with column stride ys.
+INL void put(__global T *y, V v0, V v1, int n, long ys) {
+    if (n >= NR && ys == 1) {
+        STG(y, v0);
+        STG(y + VW, v1);
+    } else {
+        union { V v[2]; T t[NR]; } u;
+        u.v[0] = v0;
+        u.v[1] = v1;
+        for (int j = 0; j < MIN(n, NR); ++j) y[j * ys] = u.t[j];
+    }
 }
 
 #endif

@@ -10,8 +10,6 @@
 //             summed by wgrad_reduce; local xt[c*cp], gt[o*th*tw], wacc[o*(c*kh*kw + 1)].
 #include "conv.h"
 
-#define NR (2 * VW)
-
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *K,
             __global T *Y, __global const T *B, __local T *xt) {
@@ -51,15 +49,7 @@ void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *
                     for (int q = 0; q < (two ? 2 : 1); ++q) {
                         __global T *y = yo + (r + q) * p.y.s[3] + j0 * p.y.s[4];
                         V u0 = q ? a2 : a0, u1 = q ? a3 : a1;
-                        if (nj == NR && p.y.s[4] == 1) {
-                            STG(y, u0);
-                            STG(y + VW, u1);
-                        } else {
-                            union { V v[2]; T t[NR]; } tmp;
-                            tmp.v[0] = u0;
-                            tmp.v[1] = u1;
-                            for (int j = 0; j < nj; ++j) y[j * p.y.s[4]] = tmp.t[j];
-                        }
+                        put(y, u0, u1, nj, p.y.s[4]);
                     }
                 }
             }

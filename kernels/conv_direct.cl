@@ -8,14 +8,6 @@
 //                 partial sums ws[split][g][o][K+1], summed by wgrad_reduce (conv.cl).
 #include "conv.h"
 
-// Xv of conv.h at virtual (y, x) of channel base xb; 0 outside or between inserted zeros.
-INL T xv(__global const T *X, long xb, long y, long x, const conv_t p) {
-    if (y < 0 || x < 0 || y % p.uh || x % p.uw) return (T)0;
-    y /= p.uh;
-    x /= p.uw;
-    return (y < p.h && x < p.w) ? X[xb + y * p.x.s[3] + x * p.x.s[4]] : (T)0;
-}
-
 __kernel void direct_fwd(const conv_t p, __global const T *X, __global const T *K,
                          __global T *Y, __global const T *B) {
     long i = get_global_id(0);

@@ -21,14 +21,6 @@ INL void tap(long k, const conv_t p, long *c, long *kh, long *kw) {
     *kw = r % p.kw;
 }
 
-// Xv of conv.h at virtual (y, x) from channel base xb.
-INL T xval(__global const T *X, long xb, long y, long x, const conv_t p) {
-    if (y < 0 || x < 0 || y % p.uh || x % p.uw) return (T)0;
-    y /= p.uh;
-    x /= p.uw;
-    return (y < p.h && x < p.w) ? X[xb + y * p.x.s[3] + x * p.x.s[4]] : (T)0;
-}
-
 __kernel __attribute__((reqd_work_group_size(RTS, RTS, 1)))
 void gemm_fwd(const conv_t p, __global const T *X, __global const T *K, __global T *Y,
               __global const T *B) {
@@ -65,7 +57,7 @@ void gemm_fwd(const conv_t p, __global const T *X, __global const T *K, __global
         for (int kk = lin / TS; kk < TK; kk += RTS * RTS / TS) {
             T v = (T)0;
             if (q < npix && k0 + kk < kall)
-                v = xval(X, xb + kcol[kk] * p.x.s[2], y0 + kdy[kk], x0 + kdx[kk], p);
+                v = xv(X, xb + kcol[kk] * p.x.s[2], y0 + kdy[kk], x0 + kdx[kk], p);
             Bs[kk][bj] = v;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -135,7 +127,7 @@ void gemm_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t 
             if (t0 + kk < r1) {
                 if (kq == kall) v = (T)1;
                 else if (kq < kall)
-                    v = xval(X, xofs[kk] + c * p.x.s[2], ry[kk] + dy, rx[kk] + dx, p);
+                    v = xv(X, xofs[kk] + c * p.x.s[2], ry[kk] + dy, rx[kk] + dx, p);
             }
             Bs[kk][bj] = v;
         }

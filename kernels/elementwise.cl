@@ -33,10 +33,12 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
 #define BINARY(name, expr) BINARY_OUT(name, T, expr)
 #define COMPARE(name, expr) BINARY_OUT(name, uchar, (uchar)((expr) ? 1 : 0))
 
+// <op>_op: a kernel whose plain name is an OpenCL C built-in (exp, clamp, sign ...), or
+// reads like one (where); never a PyTorch in-place name.
 UNARY(neg, -x)
-UNARY(abs_, x < (T)0 ? -x : x)
+UNARY(abs_op, x < (T)0 ? -x : x)
 UNARY(relu, x > (T)0 ? x : (T)0)
-UNARY(sign_, (T)((x > (T)0) - (x < (T)0)))  // not `sign`: an OpenCL C builtin
+UNARY(sign_op, (T)((x > (T)0) - (x < (T)0)))
 UNARY(logical_not, (T)(x == (T)0))
 
 BINARY(add, x + y)
@@ -54,22 +56,21 @@ BINARY(logical_and, (T)((x != (T)0) && (y != (T)0)))
 BINARY(logical_or, (T)((x != (T)0) || (y != (T)0)))
 
 #ifdef IS_FLOAT
-UNARY(exp_, exp(x))
-UNARY(log_, log(x))
-UNARY(sqrt_, sqrt(x))
-UNARY(rsqrt_, rsqrt(x))
-UNARY(tanh_, tanh(x))
+UNARY(exp_op, exp(x))
+UNARY(log_op, log(x))
+UNARY(sqrt_op, sqrt(x))
+UNARY(rsqrt_op, rsqrt(x))
+UNARY(tanh_op, tanh(x))
 UNARY(sigmoid, x >= (T)0 ? (T)1 / ((T)1 + exp(-x)) : exp(x) / ((T)1 + exp(x)))
-UNARY(sin_, sin(x))
-UNARY(cos_, cos(x))
-UNARY(floor_, floor(x))
-UNARY(ceil_, ceil(x))
-UNARY(round_, rint(x))
+UNARY(sin_op, sin(x))
+UNARY(cos_op, cos(x))
+UNARY(floor_op, floor(x))
+UNARY(ceil_op, ceil(x))
+UNARY(round_op, rint(x))
 UNARY(reciprocal, (T)1 / x)
 UNARY(square, x * x)
 BINARY(div, x / y)
-BINARY(pow_, pow(x, y))
-BINARY(atan2_, atan2(x, y))
+BINARY(pow_op, pow(x, y))
 // Backward helpers: y is the saved input or output, x the incoming gradient.
 BINARY(relu_grad, y > (T)0 ? x : (T)0)
 BINARY(sigmoid_grad, x * y * ((T)1 - y))
@@ -81,9 +82,9 @@ BINARY(remainder, x % y)
 #endif
 
 // where(cond, a, b): cond is bool (uchar).
-__kernel void where_(long n, int nd, shape_t sh, __global T *out, view_t vo,
-                     __global const uchar *c, view_t vc, __global const T *a, view_t va,
-                     __global const T *b, view_t vb) {
+__kernel void where_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                       __global const uchar *c, view_t vc, __global const T *a, view_t va,
+                       __global const T *b, view_t vb) {
     EW_HEAD
     long oo, oc, oa, ob;
     off4(i, nd, sh, vo, vc, va, vb, &oo, &oc, &oa, &ob);
@@ -91,8 +92,8 @@ __kernel void where_(long n, int nd, shape_t sh, __global T *out, view_t vo,
 }
 
 // clamp(x, lo, hi) with scalar bounds; HAS_LO/HAS_HI chosen by the flags.
-__kernel void clamp_(long n, int nd, shape_t sh, __global T *out, view_t vo,
-                     __global const T *a, view_t va, T lo, T hi, int use_lo, int use_hi) {
+__kernel void clamp_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                       __global const T *a, view_t va, T lo, T hi, int use_lo, int use_hi) {
     EW_HEAD
     long oo, oa;
     off2(i, nd, sh, vo, va, &oo, &oa);

@@ -13,7 +13,9 @@ import clgrad
 import clgrad.backends as backends
 from clgrad.autograd import gradcheck
 from clgrad.runtime import launch_count
+from clgrad.ops._util import defines_for
 from clgrad.ops.conv import conv2d
+from clgrad.ops.conv_problem import Problem, Tiles
 
 ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")
 
@@ -421,3 +423,16 @@ def test_errors_before_any_launch(x, w, b, kwargs, exc, msg):
     with pytest.raises(exc, match=msg):
         conv2d(x, w, b, **kwargs)
     assert launch_count() == before
+
+
+def test_problem_packs_conv_t():
+    """Problem.pack() is conv_t of kernels/conv.h: the same size, the fields in its order."""
+    p = Problem(*range(1, 17), uh=17, uw=18, x=tuple(range(19, 25)), k=tuple(range(25, 31)),
+                y=tuple(range(31, 37)), boff=37, bs=38, bias=39)
+    tiles = Tiles(*range(40, 51))
+    out = clgrad.zeros(8, dtype=clgrad.int64)
+    dev = out.device
+    dev.launch(dev.kernel("conv.cl", "conv_t_probe", defines_for(clgrad.float32)), (1,), (1,),
+               p.pack(tiles), out._storage.buffer)
+    assert len(p.pack(tiles)) == 50 * 8
+    assert out.tolist() == [len(p.pack(tiles)), 1, 18, 19, 36, 39, 40, 50]

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import safetensors.numpy
 
-import clgrad
+from clgrad.creation import from_numpy
+from clgrad.tensor import Tensor
 
 __all__ = ["save", "load"]
 
@@ -94,7 +95,7 @@ def _encode(value, keys, arrays):
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
         return {kind: [_encode(v, keys + (str(i),), arrays) for i, v in enumerate(value)]}
-    if isinstance(value, clgrad.Tensor):
+    if isinstance(value, Tensor):
         return _encode_array(value.numpy(), "clgrad", keys, arrays)
     if isinstance(value, np.ndarray):
         return _encode_array(value, "numpy", keys, arrays)
@@ -123,7 +124,7 @@ def _encode_array(a, kind, keys, arrays):
 def _decode(node, arrays):
     if "tensor" in node:
         a = arrays[node["tensor"]]
-        return clgrad.from_numpy(a) if node["kind"] == "clgrad" else a
+        return from_numpy(a) if node["kind"] == "clgrad" else a
     (tag, body), = node.items()
     if tag == "dict":
         return {k: _decode(v, arrays) for k, v in body.items()}

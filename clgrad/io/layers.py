@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from clgrad.creation import from_numpy
+from clgrad.layout import cdiv
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
@@ -45,7 +46,7 @@ def pooled_length(size, kernel, stride, lo, hi, dilation=1, ceil_mode=False, dro
     layers with padding).
     """
     span = size + lo + hi - dilation * (kernel - 1) - 1
-    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    out = (cdiv(span, stride) if ceil_mode else span // stride) + 1
     if ceil_mode and drop and (out - 1) * stride >= size + lo:
         out -= 1
     return out
@@ -59,7 +60,7 @@ def auto_pads(auto_pad, size_hw, kernel, stride, dilation=(1, 1)):
         return (0, 0, 0, 0)
     begins, ends = [], []
     for size, k, s, d in zip(size_hw, kernel, stride, dilation):
-        total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+        total = max(0, (cdiv(size, s) - 1) * s + (k - 1) * d + 1 - size)
         small, large = total // 2, total - total // 2
         begins.append(small if auto_pad == "SAME_UPPER" else large)
         ends.append(large if auto_pad == "SAME_UPPER" else small)

@@ -19,6 +19,8 @@ import os
 
 import numpy as np
 
+from clgrad.layout import cdiv
+
 __all__ = ["SUPPORTED_OPS", "load_onnx", "describe_model", "resolve_auto_pad"]
 
 SUPPORTED_OPS = frozenset({
@@ -120,7 +122,7 @@ def resolve_auto_pad(auto_pad, in_shape, kernel_shape, strides, dilations=None):
                          f"{auto_pad!r}")
     begins, ends = [], []
     for size, kern, stride, dil in zip(in_shape, kernel_shape, strides, dilations):
-        out = -(-size // stride)
+        out = cdiv(size, stride)
         total = max(0, (out - 1) * stride + (kern - 1) * dil + 1 - size)
         small, large = total // 2, total - total // 2
         begins.append(small if auto_pad == "SAME_UPPER" else large)

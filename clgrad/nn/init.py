@@ -15,6 +15,7 @@ import numpy as np
 
 from clgrad.creation import from_numpy, seed_generator
 from clgrad.ops import elementwise as ew
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
@@ -68,7 +69,7 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
     _check_tensor(tensor, "constant_")
     ew.fill_raw(tensor, val)
-    tensor._storage.version += 1
+    bump_version(tensor)
     return tensor
 
 
@@ -151,5 +152,5 @@ def _check_tensor(tensor, op):
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Copy host ``values`` into ``tensor`` (any view) without autograd."""
     ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor.device))
-    tensor._storage.version += 1
+    bump_version(tensor)
     return tensor

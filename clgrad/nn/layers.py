@@ -14,6 +14,7 @@ from clgrad.nn import functional as F
 from clgrad.nn import init
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["Linear", "Conv2d", "ReLU", "LeakyReLU", "MaxPool2d", "AvgPool2d",
@@ -233,7 +234,7 @@ class BatchNorm2d(Module):
             for buf, value in ((self.running_mean, 0), (self.running_var, 1),
                                (self.num_batches_tracked, 0)):
                 ew.fill_raw(buf, value)
-                buf._storage.version += 1
+                bump_version(buf)
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim != 4:

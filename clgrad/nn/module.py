@@ -14,6 +14,7 @@ import numpy as np
 from clgrad.autograd import no_grad
 from clgrad.creation import empty, from_numpy
 from clgrad.ops import elementwise as ew
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["Parameter", "Module"]
@@ -307,7 +308,7 @@ class Module:
                 if isinstance(src, np.ndarray):
                     src = from_numpy(np.ascontiguousarray(src), device=dst.device)
                 ew.copy_raw(dst, src)
-                dst._storage.version += 1
+                bump_version(dst)
         return _IncompatibleKeys(missing, unexpected)
 
     # -- device and dtype -----------------------------------------------------------------------
@@ -322,8 +323,7 @@ class Module:
                     if new is t or (new._storage is t._storage and new.shape == t.shape):
                         continue
                     new = ew.contiguous(new, force_copy=new._base is not None)
-                    t._storage, t._shape, t._strides, t._offset = (
-                        new._storage, new._shape, new._strides, new._offset)
+                    t._set_data(new)
                     t._grad = None
         return self
 

@@ -21,8 +21,43 @@ _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 
 
 def empty(shape, dtype, device) -> Tensor:
-    """A fresh contiguous root tensor."""
-    return Tensor._empty(shape, dtype, device)
+    """A fresh contiguous root tensor (uninitialised) of ``shape`` (a tuple or an int)."""
+    return Tensor._empty((shape,) if isinstance(shape, int) else shape, dtype, device)
+
+
+def full(shape, value, dtype, device) -> Tensor:
+    """A fresh contiguous root tensor filled with ``value``; no autograd."""
+    t = empty(shape, dtype, device)
+    fill_raw(t, value)
+    return t
+
+
+def zeros(shape, dtype, device) -> Tensor:
+    """A fresh contiguous root tensor of zeros; no autograd."""
+    return full(shape, 0, dtype, device)
+
+
+def copy_raw(dst: Tensor, src: Tensor):
+    """Copy ``src`` (same shape, any dtype, any view) into the view ``dst``; no autograd."""
+    same_device("copy_", dst, src)
+    d = {"S": src.dtype.cl, "D": dst.dtype.cl}
+    if dst.dtype.is_bool:
+        d["D_IS_BOOL"] = 1
+    launch_1d("copy.cl", "copy", d, dst, (src,))
+
+
+def fill_raw(dst: Tensor, value):
+    """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
+    launch_1d("elementwise.cl", "fill", defines_for(dst.dtype), dst, (),
+              (scalar(dst.dtype, value),))
+
+
+def bump_version(*tensors: Tensor):
+    """Count one in-place write into each tensor's storage (autograd compares the counter with
+    what it saw when a Node saved the tensor). Every writer that changes what a tensor holds
+    calls this once per write: copy_raw and fill_raw do not."""
+    for t in tensors:
+        t._storage.version += 1
 
 
 def view_arg(t: Tensor, strides=None) -> bytes:

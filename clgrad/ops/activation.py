@@ -12,7 +12,8 @@ import numpy as np
 from clgrad import creation, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import LOCAL, defines_for, empty, launch_1d, scalar, shape_arg, view_arg
+from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, launch_1d, scalar, shape_arg
+from clgrad.ops._util import view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["leaky_relu", "dropout", "pad"]
@@ -142,12 +143,12 @@ def _dropout_raw(x, args):
     if n == 0:
         return out
     shape, (so, sx) = layout.collapse(x.shape, out._strides, x._strides)
-    if len(shape) > 8:
-        raise RuntimeError(f"dropout: tensors of more than 8 non-mergeable dims are not "
+    if len(shape) > MAXD:
+        raise RuntimeError(f"dropout: tensors of more than {MAXD} non-mergeable dims are not "
                            f"supported, got shape {tuple(x.shape)}")
     dev = x.device
-    dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (-(-n // 4),), (LOCAL,),
-               np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
+    dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),),
+               (LOCAL,), np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
                view_arg(out, so), x._storage.buffer, view_arg(x, sx), *args)
     return out
 
@@ -155,8 +156,8 @@ def _dropout_raw(x, args):
 def _launch_pad(name, x, total, nd, *args):
     if total == 0:
         return
-    if nd > 8:
-        raise RuntimeError(f"pad: tensors of more than 8 dims are not supported, got "
+    if nd > MAXD:
+        raise RuntimeError(f"pad: tensors of more than {MAXD} dims are not supported, got "
                            f"{x.ndim}")
     dev = x.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),

@@ -1,7 +1,8 @@
-"""Elementwise ops with NumPy broadcasting, casts, copies, fills and the in-place machinery.
+"""Elementwise ops with NumPy broadcasting, casts and copies.
 
 Every op reads its operands through their strides (any view) and writes a fresh contiguous
-output, except the in-place forms, which write into the caller's view.
+output (axpby_ excepted: optimizers). The in-place forms (``add_``, ``copy_`` ...) are
+clgrad/ops/inplace.py; the raw copy/fill (``copy_raw``, ``fill_raw``) clgrad/ops/_util.py.
 Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D).
 """
 from __future__ import annotations
@@ -11,34 +12,21 @@ import numbers
 
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
-from clgrad.ops._util import defines_for, empty, launch_1d, same_device, scalar
+from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
+from clgrad.ops._util import bump_version, defines_for, empty, full, launch_1d, same_device, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-           "logical_and", "logical_or", "where", "clamp", "to", "copy_", "fill_", "contiguous",
-           "clone", "expand_to", "sum_to", "inplace", "write_into", "fill_raw", "copy_raw",
+           "logical_and", "logical_or", "where", "clamp", "to", "contiguous",
+           "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
            "axpby_", "remainder", "masked_fill"]
 
 _FILE = "elementwise.cl"
 
 
 # -- casts and copies -------------------------------------------------------------------------
-def copy_raw(dst: Tensor, src: Tensor):
-    """Copy ``src`` (same shape, any dtype, any view) into the view ``dst``; no autograd."""
-    same_device("copy_", dst, src)
-    d = {"S": src.dtype.cl, "D": dst.dtype.cl}
-    if dst.dtype.is_bool:
-        d["D_IS_BOOL"] = 1
-    launch_1d("copy.cl", "copy", d, dst, (src,))
-
-
-def fill_raw(dst: Tensor, value):
-    """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
-    launch_1d(_FILE, "fill", defines_for(dst.dtype), dst, (), (scalar(dst.dtype, value),))
-
-
 def to(x: Tensor, dtype) -> Tensor:
     """``x`` converted to ``dtype`` (x itself when the dtype already matches, as PyTorch).
 
@@ -279,7 +267,7 @@ def pow(a, b) -> Tensor:
     if _is_num(b) and b == 2:
         out = _launch_unary("square", a)
         return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a])
-    out = _launch_binary("pow_", a, b, dt, shape)
+    out = _launch_binary("pow_op", a, b, dt, shape)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
@@ -377,12 +365,12 @@ def _unary_float(kname, op, grad_of, uses="y"):
     return f
 
 
-exp = _unary_float("exp_", "exp", lambda g, x, y: mul(g, y))
-log = _unary_float("log_", "log", lambda g, x, y: div(g, x), "x")
-sqrt = _unary_float("sqrt_", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
-rsqrt = _unary_float("rsqrt_", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
-sin = _unary_float("sin_", "sin", lambda g, x, y: mul(g, cos(x)), "x")
-cos = _unary_float("cos_", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
+exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y))
+log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x")
+sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
+rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
+sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
+cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
 reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
 square = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
 
@@ -393,7 +381,7 @@ def _binary_grad(kname, g, y):
     return out
 
 
-tanh = _unary_float("tanh_", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y))
+tanh = _unary_float("tanh_op", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y))
 sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmoid_grad", g, y))
 
 
@@ -416,13 +404,13 @@ def neg(x: Tensor) -> Tensor:
 
 def abs(x: Tensor) -> Tensor:
     """|x| elementwise; gradient sign(x) (0 at 0)."""
-    out = _launch_unary("abs_", x)
+    out = _launch_unary("abs_op", x)
     return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x])
 
 
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 elementwise (no gradient: zero almost everywhere)."""
-    return _launch_unary("sign_", x)
+    return _launch_unary("sign_op", x)
 
 
 def _no_grad_float(kname, op):
@@ -433,9 +421,9 @@ def _no_grad_float(kname, op):
     return f
 
 
-floor = _no_grad_float("floor_", "floor")
-ceil = _no_grad_float("ceil_", "ceil")
-round = _no_grad_float("round_", "round")
+floor = _no_grad_float("floor_op", "floor")
+ceil = _no_grad_float("ceil_op", "ceil")
+round = _no_grad_float("round_op", "round")
 
 
 def where(cond: Tensor, a, b) -> Tensor:
@@ -452,33 +440,27 @@ def where(cond: Tensor, a, b) -> Tensor:
     a, b, cond = to(a, dt), to(b, dt), to(cond, dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
     out = empty(shape, dt, a.device)
-    launch_1d(_FILE, "where_", defines_for(dt), out,
+    launch_1d(_FILE, "where_op", defines_for(dt), out,
               (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
 
     sa = tuple(a.shape) if a.requires_grad else None  # shapes, not the operands
     sb = tuple(b.shape) if b.requires_grad else None
 
     def backward(g):
-        z = _zeros_scalar(g)
+        z = full((), 0, g.dtype, g.device)
         return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
                                    where(cond, z, g) if sb is not None else None)
     return record("where", out, (None, a, b), backward, saved=[cond])
 
 
-def _zeros_scalar(like: Tensor) -> Tensor:
-    import clgrad
-    return clgrad.zeros((), dtype=like.dtype, device=like.device)
-
-
 def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
-    import clgrad
     if not _is_num(value):
         raise TypeError(f"where: expected a Tensor or a number, got {type(value).__name__}")
     dt = ref.dtype if isinstance(other, Tensor) or ref.dtype.is_floating_point else None
     if dt is None or (isinstance(value, float) and not dt.is_floating_point):
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
-    return clgrad.full((), value, dtype=dt, device=ref.device)
+    return full((), value, dt, ref.device)
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
@@ -496,7 +478,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
     out = empty(x.shape, x.dtype, x.device)
-    launch_1d(_FILE, "clamp_", defines_for(x.dtype), out, (x,), flags)
+    launch_1d(_FILE, "clamp_op", defines_for(x.dtype), out, (x,), flags)
 
     def backward(g):
         gi = empty(g.shape, g.dtype, g.device)
@@ -515,116 +497,17 @@ def axpby_(out: Tensor, a: Tensor, alpha, b: Tensor, beta):
     d = defines_for(out.dtype)
     launch_1d(_FILE, "axpby", d, out, (expand_to(a, out.shape), scalar(out.dtype, alpha),
                                        expand_to(b, out.shape), scalar(out.dtype, beta)))
-    out._storage.version += 1
+    bump_version(out)
     return out
 
 
-# -- in-place machinery -----------------------------------------------------------------------
-def _check_inplace_target(op, self: Tensor):
-    if layout.has_overlap(self.shape, self.stride()) and self.numel() > 1:
-        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-"
-                           f"to tensor refers to a single memory location (shape "
-                           f"{tuple(self.shape)}, strides {self.stride()}); clone() it first")
-    if autograd.is_grad_enabled():
-        root = self._base if self._base is not None else self
-        if (self.requires_grad and self.grad_fn is None) or \
-                (root.requires_grad and root.grad_fn is None):
-            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
-                               f"in-place operation (or a view of one); wrap the update in "
-                               f"clgrad.no_grad()")
+# The in-place machinery lives in clgrad/ops/inplace.py (which imports this module); its names
+# stay reachable here for callers that use ``elementwise.copy_`` and the like.
+_MOVED = frozenset({"write_into", "inplace", "copy_", "fill_", "_check_inplace_target"})
 
 
-def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
-    """Write ``value`` (broadcastable, castable) into the view ``self`` and rebase autograd.
-
-    With autograd involved (grad mode on, and ``value`` or self's root requires grad), the
-    root's grad_fn becomes a copy_slices Node (clgrad/ops/views.py): the root's old gradient
-    with self's region zeroed, plus the region's gradient sent to ``value`` — PyTorch's
-    semantics for in-place writes, into a root or through a view. Every view of the root
-    picks up the new grad_fn the next time it is used (Tensor.grad_fn).
-    """
-    same_device(op, self, value)
-    layout.broadcast_shapes(value.shape, self.shape, op=op)
-    if value.ndim > self.ndim or any(
-            v not in (1, s) for v, s in zip(value.shape[::-1], self.shape[::-1])):
-        raise RuntimeError(f"{op}: expected a source broadcastable to {tuple(self.shape)}, got "
-                           f"{tuple(value.shape)}")
-    _check_inplace_target(op, self)
-    root = self._base if self._base is not None else self
-    grad_involved = autograd.is_grad_enabled() and (value.requires_grad or root.requires_grad)
-    src = expand_to(value, self.shape)
-    if src._storage is self._storage and not (src._offset == self._offset and
-                                              src._strides == self._strides):
-        src = contiguous(src, force_copy=True)  # overlapping read and write: stage it
-    copy_raw(self, src)
-    self._storage.version += 1
-    if grad_involved:
-        from clgrad.ops.views import copy_slices
-        copy_slices(root, self, to(src, self.dtype))
-    return self
-
-
-def inplace(op: str, self: Tensor, fn, *others):
-    """Apply ``fn(self, *others)`` in place: compute it into a fresh tensor, then write that
-    into ``self`` (write_into rebases autograd).
-
-    With autograd involved ``fn`` reads a copy of self, and of any operand sharing self's
-    storage: its backward may read their old values (mul_, log_, pow_ ...), which the write
-    overwrites (PyTorch saves the original self too).
-    Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
-    that requires grad (what it is a function of was not recorded; PyTorch raises too).
-    """
-    _check_inplace_target(op, self)
-    root = self._base if self._base is not None else self
-    grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
-        isinstance(o, Tensor) and o.requires_grad for o in others))
-    if grad_involved and root.requires_grad and not self.requires_grad:
-        raise RuntimeError(f"{op}: a view created in no_grad mode of a tensor that requires "
-                           f"grad is being modified in-place with grad mode enabled; take the "
-                           f"view outside no_grad() or clone() it")
-    if grad_involved:
-        self_copy = clone(self)
-        others = tuple(self_copy if o is self else clone(o) if isinstance(o, Tensor) and
-                       o._storage is self._storage else o for o in others)
-        result = fn(self_copy, *others)
-    else:
-        result = fn(self, *others)
-    if result.dtype is not self.dtype:
-        if not result.dtype.is_floating_point or self.dtype.is_floating_point:
-            result = to(result, self.dtype)
-        else:
-            raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
-                               f"output type {self.dtype}")
-    return write_into(self, result, op)
-
-
-def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
-    """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``."""
-    import clgrad
-    if not isinstance(src, Tensor):
-        src = clgrad.tensor(src, dtype=self.dtype, device=self.device)
-    return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
-
-
-def fill_(self: Tensor, value) -> Tensor:
-    """Fill ``self`` with ``value`` (a number or a one-element tensor)."""
-    if isinstance(value, Tensor):
-        if value.numel() != 1:
-            raise RuntimeError(f"fill_: expected a 0-dim value tensor, got shape "
-                               f"{tuple(value.shape)}")
-        return copy_(self, value.reshape(()))
-    if not _is_num(value):
-        raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
-    if not self.dtype.is_floating_point and isinstance(value, float) and \
-            not math.isfinite(value):
-        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
-                           f"overflow")
-    _check_inplace_target("fill_", self)
-    root = self._base if self._base is not None else self
-    if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
-        import clgrad
-        return write_into(self, clgrad.full((), value, dtype=self.dtype, device=self.device),
-                          "fill_")
-    fill_raw(self, value)
-    self._storage.version += 1
-    return self
+def __getattr__(name):
+    if name in _MOVED:
+        from clgrad.ops import inplace
+        return getattr(inplace, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import dtypes, layout
-from clgrad.autograd import record
+from clgrad import creation, dtypes, layout
+from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, empty, launch_1d, same_device
+from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "advanced_getitem",
@@ -111,7 +111,7 @@ def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
     collect every gradient)."""
     def backward(g):
-        z = ew._zeros_scalar(g).expand(x_shape).contiguous(force_copy=True)
+        z = zeros(x_shape, g.dtype, g.device)
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
         return (z,)
     return backward
@@ -161,7 +161,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
     index = _check_index("scatter_add", index, x.shape[d])
     out = ew.clone(x)
-    with _no_grad():
+    with no_grad():
         part = src[tuple(slice(0, n) for n in index.shape)]
         _scatter_launch("scatter_add_dim", out, d, index, ew.contiguous(part))
 
@@ -171,14 +171,8 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
                   backward, saved=[index])
 
 
-def _no_grad():
-    from clgrad.autograd import no_grad
-    return no_grad()
-
-
 def _split_key(x: Tensor, key):
     """(basic part, dim of the one advanced index, index tensor) or raise."""
-    import clgrad
     keys = key if isinstance(key, tuple) else (key,)
     adv = [i for i, k in enumerate(keys) if isinstance(k, (list, Tensor, np.ndarray))
            and not (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_bool)]
@@ -188,7 +182,7 @@ def _split_key(x: Tensor, key):
     pos = adv[0]
     k = keys[pos]
     if not isinstance(k, Tensor):
-        k = clgrad.tensor(np.asarray(k), device=x.device)
+        k = creation.tensor(np.asarray(k), device=x.device)
     if any(kk is Ellipsis for kk in keys[:pos]) or any(kk is None for kk in keys[:pos]):
         raise IndexError("getitem: an index tensor after Ellipsis or None is not supported")
     return keys, pos, k
@@ -198,7 +192,6 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
     """``x[..., idx, ...]`` with one integer or bool index tensor (a copy; PyTorch semantics
     for a single advanced index). A bool mask over the leading dims selects its True
     elements."""
-    import clgrad
     keys, pos, k = _split_key(x, key)
     if k.dtype.is_bool:
         if pos != 0 or len(keys) != 1:
@@ -208,8 +201,8 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
                              f"the shape of the indexed tensor {tuple(x.shape)}")
         flat_idx = np.flatnonzero(k.numpy())
         xf = x.reshape((-1,) + tuple(x.shape[k.ndim:]))
-        return index_select(xf, 0, clgrad.tensor(flat_idx, dtype=dtypes.int64,
-                                                 device=x.device))
+        return index_select(xf, 0, creation.tensor(flat_idx, dtype=dtypes.int64,
+                                                   device=x.device))
     pre = x[keys[:pos]] if pos else x
     dim = sum(1 for kk in keys[:pos] if not isinstance(kk, int) or isinstance(kk, bool))
     picked = index_select(pre, dim, k.reshape(-1))
@@ -228,7 +221,6 @@ def setitem(x: Tensor, key, value):
     Basic keys write through the view (autograd rebased as for copy_); a bool mask writes
     with where(); one integer index tensor along a dim scatters (duplicates: one wins).
     """
-    import clgrad
     from clgrad.ops import views
     if not views._needs_advanced(key):
         target = views.getitem(x, key)
@@ -237,11 +229,11 @@ def setitem(x: Tensor, key, value):
         elif isinstance(value, (int, float, bool)):
             ew.fill_(target, value)
         else:
-            ew.copy_(target, clgrad.tensor(value, dtype=x.dtype, device=x.device))
+            ew.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
         return
     keys, pos, k = _split_key(x, key)
     if not isinstance(value, Tensor):
-        value = clgrad.tensor(value, dtype=x.dtype, device=x.device)
+        value = creation.tensor(value, dtype=x.dtype, device=x.device)
     if k.dtype.is_bool and pos == 0 and len(keys) == 1:
         if tuple(k.shape) != tuple(x.shape[:k.ndim]):
             raise IndexError(f"setitem: The shape of the mask {tuple(k.shape)} does not match "
@@ -266,4 +258,4 @@ def setitem(x: Tensor, key, value):
     istr = [idx._strides[0]] + [0] * (x.ndim - 1)
     iv = Tensor(idx._storage, shape, istr, idx._offset)
     _scatter_launch("scatter_dim", x, 0, iv, src)
-    x._storage.version += 1
+    bump_version(x)

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from clgrad import layout
-from clgrad.autograd import record
+from clgrad.layout import cdiv
+from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import MAXD, defines_for, empty, same_device, scalar, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm", "dot", "gemm", "linear"]
@@ -91,8 +92,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         return c
     bshape, (cb, ab, bb) = layout.collapse(tuple(batch) or (1,), c._strides[:-2] or (0,),
                                            a._strides[:-2] or (0,), b._strides[:-2] or (0,))
-    if len(bshape) > 8:
-        raise RuntimeError(f"matmul: more than 8 non-mergeable batch dims: {tuple(batch)}")
+    if len(bshape) > MAXD:
+        raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
     dev = c.device
     cfg = tiles_override or tiles(dev)
     (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
@@ -103,11 +104,11 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         if c_cs == 1:
             d["C_VEC"] = 1
         nr, mr = cfg["NV"] * d["VW"] * cfg["NT"], cfg["MR"] * cfg["MT"]
-        gsize, lsize = (-(-n // nr), -(-m // mr), min(nb, _MAX_Z)), (1, 1, 1)
+        gsize, lsize = (cdiv(n, nr), cdiv(m, mr), min(nb, _MAX_Z)), (1, 1, 1)
     else:
         if "large" in cfg:
             big = cfg["large"]
-            fill = -(-m // big["TSM"]) * -(-n // big["TSN"]) * nb
+            fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
             cfg = big if fill >= dev.cl_device.max_compute_units else cfg["small"]
         d.update(GEMM_TILED=1, **cfg)
         nthr = (cfg["TSM"] // cfg["WPTM"]) * (cfg["TSN"] // cfg["WPTN"])
@@ -118,7 +119,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         d["B_LOAD"] = (1 if b_cs == 1 and _aligned(n, b_rs, *bl) else
                        2 if b_rs == 1 and _aligned(k, b_cs, *bl) else 0)
         rn, rm = cfg["TSN"] // cfg["WPTN"], cfg["TSM"] // cfg["WPTM"]
-        gsize = (-(-n // cfg["TSN"]) * rn, -(-m // cfg["TSM"]) * rm, min(nb, _MAX_Z))
+        gsize = (cdiv(n, cfg["TSN"]) * rn, cdiv(m, cfg["TSM"]) * rm, min(nb, _MAX_Z))
         lsize = (rn, rm, 1)
     dev.launch(dev.kernel("matmul.cl", "gemm", d), gsize, lsize,
                np.int64(m), np.int64(n), np.int64(k), np.int64(nb), np.int32(len(bshape)),
@@ -164,7 +165,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     ae = a2.expand(*batch, m, k)
     be = b2.expand(*batch, k, n)
     out = empty(batch + (m, n), a.dtype, a.device)
-    with _no_grad():
+    with no_grad():
         gemm(out, ae, be)
     if a.ndim == 1:
         out = out.squeeze(-2)
@@ -185,11 +186,6 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
             gb = ew.sum_to(matmul(ae.transpose(-1, -2), g2), b2.shape).reshape(b.shape)
         return ga, gb
     return record("matmul", out, (a, b), backward, saved=[a, b])
-
-
-def _no_grad():
-    from clgrad.autograd import no_grad
-    return no_grad()
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:

@@ -12,6 +12,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import MAXD, bump_version, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "local_response_norm", "split_dim"]
@@ -67,8 +68,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                    invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
                    np.int32(flags))
         if update:  # written in place by the kernel: no graph, a new version
-            running_mean._storage.version += 1
-            running_var._storage.version += 1
+            bump_version(running_mean, running_var)
 
     def backward(gy):
         want = ((_BN_GX if x.requires_grad else 0) |
@@ -131,8 +131,8 @@ def split_dim(shape, dim: int, *stride_sets):
     rest = tuple(n for i, n in enumerate(shape) if i != dim)
     rest_sets = [tuple(s for i, s in enumerate(st) if i != dim) for st in stride_sets]
     rest_shape, rest_strides = layout.collapse(rest, *rest_sets)
-    if len(rest_shape) > 8:
-        raise RuntimeError(f"{shape}: more than 8 non-mergeable dims besides dim {dim}")
+    if len(rest_shape) > MAXD:
+        raise RuntimeError(f"{shape}: more than {MAXD} non-mergeable dims besides dim {dim}")
     return rest_shape, rest_strides, [st[dim] for st in stride_sets]
 
 
@@ -140,7 +140,7 @@ def split_dim(shape, dim: int, *stride_sets):
 def _bn_backward(x, gy, weight, mean, invstd, m, flags):
     """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch."""
     c = x.shape[1]
-    new = empty if c and m else _zeros          # no elements: zero gradients
+    new = empty if c and m else zeros           # no elements: zero gradients
     gx = new(x.shape, x.dtype, x.device) if flags & _BN_GX else None
     gw = new((c,), x.dtype, x.device) if flags & _BN_GW else None
     gb = new((c,), x.dtype, x.device) if flags & _BN_GB else None
@@ -181,11 +181,6 @@ def _check_param(op, name, p, x):
 def _vec(p, like):
     """view_t of a 1-D tensor (offset, stride); a zero view for a missing one."""
     return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
-
-
-def _zeros(shape, dtype, device):
-    import clgrad
-    return clgrad.zeros(shape, dtype=dtype, device=device)
 
 
 def _launch_bn(x, m, name, *args):

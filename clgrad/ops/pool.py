@@ -11,7 +11,7 @@ import numpy as np
 from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.runtime import pack
-from clgrad.ops._util import LOCAL, defines_for, empty
+from clgrad.ops._util import LOCAL, defines_for, empty, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
@@ -175,10 +175,10 @@ def _out_shape(g, unbatched):
     return (c, oh, ow) if unbatched else (n, c, oh, ow)
 
 
-def _view4(t: Tensor) -> np.ndarray:
+def _view4(t: Tensor) -> bytes:
     """view_t of a (N, C, H, W) or (C, H, W) tensor with the strides of N, C, H, W."""
     st = t._strides if t.ndim == 4 else (0,) + tuple(t._strides)
-    return pack((t._offset,) + tuple(st), 9)
+    return view_arg(t, st)
 
 
 ROWS_LOCAL = (16, 4, 1)  # work-group of the 3-D pool kernels: 16 = Intel's CPU vector width

@@ -14,7 +14,7 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import empty, shape_arg, view_arg
+from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
@@ -60,7 +60,7 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         idx_o = _split(kept, idx._strides, dims)[1]
         o_shape, (xo_st, out_o, idx_o) = layout.collapse(o_shape, xo_st, out_o, idx_o)
         i_shape, (xi_st,) = layout.collapse(i_shape or [1], xi_st or [0])
-        if len(o_shape) > 8 or len(i_shape) > 8:
+        if len(o_shape) > MAXD or len(i_shape) > MAXD:
             x = ew.contiguous(x)
             return _launch_reduce(x, dims, keepdim, op_define, out_dtype, acc_cl, scale, arg)
         wg = 1 if ni <= 8 else 32 if ni <= 2048 else 256
@@ -70,11 +70,11 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
             acc_cl, np.int64)
         vx_outer = view_arg(x, xo_st)
-        vx_inner = np.zeros(9, dtype=np.int64)
+        vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
         vx_inner[1:1 + len(xi_st)] = xi_st
-        vout = np.zeros(9, dtype=np.int64)
+        vout = np.zeros(MAXD + 1, dtype=np.int64)
         vout[1:1 + len(out_o)] = out_o
-        vidx = np.zeros(9, dtype=np.int64)
+        vidx = np.zeros(MAXD + 1, dtype=np.int64)
         vidx[1:1 + len(idx_o)] = idx_o
         dev = x.device
         k = dev.kernel(_FILE, "reduce", d)
@@ -165,18 +165,13 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
     x_shape = tuple(x.shape)
 
     def backward(g):
-        z = _zeros(x_shape, g)
+        z = zeros(x_shape, g.dtype, g.device)
         _scatter_arg(z, dims, kd, g, idx)
         return (z,)
     vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
     if dim is None:
         return vals
     return MinMax(vals, idx)
-
-
-def _zeros(shape, like):
-    import clgrad
-    return clgrad.zeros(shape, dtype=like.dtype, device=like.device)
 
 
 def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
@@ -193,7 +188,7 @@ def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
     o_shape, (zo_st, g_o, i_o) = layout.collapse(o_shape, zo_st, g_o, i_o)
     i_shape = [z.shape[d] for d in dims] or [1]
     zi_st = zi_st or [0]
-    vz_inner = np.zeros(9, dtype=np.int64)
+    vz_inner = np.zeros(MAXD + 1, dtype=np.int64)
     vz_inner[1:1 + len(zi_st)] = zi_st
     dev = z.device
     k = dev.kernel(_FILE, "scatter_arg", {"T": z.dtype.cl, "ACC": z.dtype.cl, "OUT": z.dtype.cl,

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from clgrad.creation import zeros
-from clgrad.ops._util import defines_for, launch_1d, scalar
+from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
 from clgrad.optim.optimizer import Optimizer
 from clgrad.tensor import Tensor
 
@@ -61,8 +61,7 @@ class Adam(Optimizer):
                       lr, beta1, beta2, group["eps"], group["weight_decay"],
                       lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
                   + (np.int32(self._decoupled),))
-        m._storage.version += 1
-        v._storage.version += 1
+        bump_version(m, v)
 
 
 class AdamW(Adam):

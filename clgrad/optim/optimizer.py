@@ -11,6 +11,7 @@ import numpy as np
 from clgrad.autograd import enable_grad, no_grad
 from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -114,7 +115,7 @@ class Optimizer:
                                            f"dtype {p.dtype} on {p.device.name}, got "
                                            f"{g.dtype} on {g.device.name}")
                     self._update(p, g, group, self.state.setdefault(p, {}))
-                    p._storage.version += 1
+                    bump_version(p)
         return loss
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):

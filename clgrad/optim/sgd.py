@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad.ops._util import defines_for, empty, launch_1d, scalar
+from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
 from clgrad.optim.optimizer import Optimizer, required
 from clgrad.tensor import Tensor
 
@@ -56,4 +56,4 @@ class SGD(Optimizer):
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
                   (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
                    np.int32(bool(group["nesterov"])), np.int32(first)))
-        buf._storage.version += 1
+        bump_version(buf)

@@ -1,0 +1,390 @@
+"""The algorithms of conv2d (clgrad/ops/conv.py): per algorithm a planner (the tiles and
+local memory for a problem on a device, or None when it cannot run it) beside its launchers,
+in the order of the kernel files: kernels/conv.cl (implicit GEMM for CPUs, and the
+weight-gradient reduction), conv_gemm.cl (implicit GEMM for GPUs), conv_depthwise.cl,
+conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm). The problem type and its packing:
+clgrad/ops/conv_problem.py (kernels/conv.h).
+
+Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
+the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight gradient.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyopencl as cl
+
+from clgrad import backends, layout
+from clgrad.ops import reduce as rd
+from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
+from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
+from clgrad.ops.elementwise import contiguous
+from clgrad.ops.matmul import gemm
+from clgrad.runtime import pack
+from clgrad.tensor import Tensor
+
+__all__ = ["KERNELS", "IM2COL", "kview", "fill_bias", "im2col_dgrad", "gpu_variant"]
+
+# Tuning constants. Their values date from the commit that wrote the kernels (5801e68); no
+# sweep of any one of them is recorded: they are measured only through whole-conv timings
+# (bench/conv.py -> bench/results/conv.md; GPUs: bench/gpu/conv_algos.py).
+LOCAL_ALIGN = 128          # bytes: each local argument is padded to it (aligned vector reads)
+WG = 64                    # work-group size of the 1-D kernels (direct, im2col, reduce)
+IGEMM_BLOCK = 96           # output channels per forward work-group, at most (16 x 6)
+IGEMM_ITEMS = 256          # outputs (th * tw) a forward tile aims at
+IGEMM_TAPS = 256           # channel-taps (cc * kh * kw) staged per forward chunk
+WINDOW_MAX = 64 << 10      # bytes of staged input window (forward, depthwise forward)
+FILL_GROUPS = 8            # forward work-groups per compute unit that tiling aims for
+WGRAD_MC = 32              # output channels per weight-gradient work-group (at most)
+WGRAD_TW = 64              # output columns per weight-gradient tile (at most)
+WGRAD_ITEMS = 1024         # outputs (th * tw) per weight-gradient tile (at most)
+WGRAD_GT = 256 << 10       # bytes of staged output gradient per weight-gradient tile (at most)
+WGRAD_XT = 16 << 10        # bytes of staged input per chunk of cc channels
+WGRAD_ACC = 160 << 10      # bytes of weight accumulators per work-group
+SPLIT_GROUPS = 4           # weight-gradient work-groups per compute unit (batch splits)
+DW_TW = 64                 # depthwise output columns per tile (at most)
+DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
+DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
+# GPU variant (kernels/conv_gemm.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
+GTILE = dict(TS=64, WPT=4, TK=16)
+if os.environ.get("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
+    GTILE = dict(zip(("TS", "WPT", "TK"), map(int, os.environ["CLGRAD_CONV_GTILE"].split(","))))
+
+
+# -- shared helpers ---------------------------------------------------------------------------
+def _up(a, b):
+    return cdiv(a, b) * b
+
+
+def _vw(dtype):
+    return 4 if dtype.itemsize == 8 else 8
+
+
+def _locals(sizes):
+    """Local-memory kernel arguments, each a multiple of LOCAL_ALIGN bytes: drivers place them
+    one after the other, and the kernels read aligned vectors from them."""
+    return [cl.LocalMemory(_up(max(int(b), 1), LOCAL_ALIGN)) for b in sizes]
+
+
+def _fits(sizes, dev) -> bool:
+    return sum(_up(max(int(b), 1), LOCAL_ALIGN) for b in sizes) <= dev.local_mem_size
+
+
+def _units(dev):
+    return dev.cl_device.max_compute_units
+
+
+def _window(p: Problem, th, tw, vw) -> Tiles:
+    """The staged-window layout of conv.h for tiles of th x tw outputs."""
+    rows = (th - 1) * p.sh + (p.kh - 1) * p.dh + 1
+    if p.sw == 1:
+        rp, kws, slab = _up(tw + (p.kw - 1) * p.dw, vw), p.dw, 0
+    else:
+        rp, kws, slab = p.kw * tw, tw, 1
+    return Tiles(th=th, tw=tw, ntw=cdiv(p.ow, tw), rows=rows, rp=rp, cp=rows * rp, kws=kws,
+                 slab=slab)
+
+
+def _even_rows(total, th):
+    """Rows per tile: at most th, splitting total into equal tiles."""
+    th = max(1, min(total, th))
+    return cdiv(total, cdiv(total, th))
+
+
+def _shrink(knobs: dict, order, floor: dict) -> bool:
+    """Halve the first knob in order that is above its floor; False when none is."""
+    for k in order:
+        if knobs[k] > floor[k]:
+            knobs[k] = max(floor[k], cdiv(knobs[k], 2))
+            return True
+    return False
+
+
+def _workspace(p: Problem, split, dtype, dev):
+    return empty((split, p.g, p.o, p.c * p.kh * p.kw + 1), dtype, dev)
+
+
+def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
+    """Sum the split partial sums ws into gw (through its grouped view) and gb."""
+    dev, dt = ws.device, ws.dtype
+    so, sc, skh, skw = gw._strides
+    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), 6)
+    n = p.g * p.o * (p.c * p.kh * p.kw + 1)
+    bbuf = gb._storage.buffer if gb is not None else gw._storage.buffer
+    boff, bs = (gb._offset, gb._strides[0]) if gb is not None else (0, 0)
+    dev.launch(dev.kernel("conv.cl", "wgrad_reduce", defines_for(dt)), (n,), (WG,),
+               p.pack(tiles), ws._storage.buffer, gw._storage.buffer, gv, bbuf,
+               np.int64(boff), np.int64(bs), np.int32(1), np.int32(gb is not None))
+
+
+def _bias_buffer(bias, y):
+    return (bias if bias is not None else y)._storage.buffer
+
+
+def _no_plan(p, dt, dev) -> Plan:
+    return Plan()
+
+
+# -- implicit GEMM, CPUs (kernels/conv.cl) ----------------------------------------------------
+def _plan_implicit(p: Problem, dt, dev):
+    vw, isz, khw = _vw(dt), dt.itemsize, p.kh * p.kw
+    tw = min(_up(p.ow, 2 * vw), 8 * vw)
+    nblk = cdiv(p.o, IGEMM_BLOCK)
+    nth = cdiv(p.oh, max(1, IGEMM_ITEMS // tw))
+    while nth < p.oh and p.n * p.g * nblk * nth * cdiv(p.ow, tw) < FILL_GROUPS * _units(dev):
+        nth += 1
+    kn = dict(cc=max(1, min(p.c, IGEMM_TAPS // khw)), th=cdiv(p.oh, nth), mc=cdiv(p.o, nblk),
+              tw=tw)
+    while True:
+        t = _window(p, kn["th"], kn["tw"], vw)
+        cc = cdiv(p.c, cdiv(p.c, kn["cc"]))  # equal chunks
+        local = (cc * t.cp * isz, 8 * cc * khw, (kn["mc"] + 4) * kn["th"] * kn["tw"] * isz)
+        if cc * t.cp * isz <= WINDOW_MAX and _fits(local, dev):
+            return Plan(t._replace(mc=kn["mc"], cc=cc), local)
+        if not _shrink(kn, ("cc", "th", "mc", "tw"), dict(cc=1, th=1, mc=6, tw=2 * vw)):
+            return None
+
+
+def _implicit_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    tiles = cdiv(p.oh, t.th) * t.ntw
+    dev.launch(dev.kernel("conv.cl", "igemm", defines_for(dt)),
+               (tiles, cdiv(p.o, t.mc), p.n * p.g), (1, 1, 1), p.pack(t),
+               x._storage.buffer, w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
+               *_locals(plan.local))
+
+
+def _plan_implicit_wgrad(p: Problem, dt, dev):
+    vw, isz, khw = _vw(dt), dt.itemsize, p.kh * p.kw
+    mc = min(_up(p.o, 4), WGRAD_MC)
+    tw = min(_up(p.ow, vw), WGRAD_TW)
+    kn = dict(th=_even_rows(p.oh, min(WGRAD_ITEMS // tw, WGRAD_GT // (mc * tw * isz))), mc=mc,
+              tw=tw, cr=p.c)
+    while True:
+        t = _window(p, kn["th"], kn["tw"], vw)
+        cc = max(1, min(p.c, WGRAD_XT // (t.cp * isz)))
+        cr = min(kn["cr"], max(1, WGRAD_ACC // (kn["mc"] * khw * isz) // cc) * cc)
+        cc = min(cc, cr)
+        mc4 = _up(kn["mc"], 4)
+        local = (cc * t.cp * isz, mc4 * kn["th"] * kn["tw"] * isz, 4 * _up(cc * khw, 3),
+                 mc4 * (cr * khw + 1) * isz)
+        if _fits(local, dev):
+            wgs = cdiv(p.c, cr) * cdiv(p.o, kn["mc"]) * p.g
+            split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), wgs)))
+            return Plan(t._replace(mc=kn["mc"], cc=cc, split=split), local, cr)
+        kn["cr"] = cr
+        if not _shrink(kn, ("cr", "th", "mc", "tw"), dict(cr=1, th=1, mc=4, tw=vw)):
+            return None
+
+
+def _implicit_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    ws = _workspace(p, t.split, dt, dev)
+    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", defines_for(dt)),
+               (cdiv(p.c, plan.cr), cdiv(p.o, t.mc), p.g * t.split), (1, 1, 1),
+               p.pack(t), np.int64(plan.cr), x._storage.buffer, g4._storage.buffer,
+               pack(v5(g4, p.g), 6), ws._storage.buffer, *_locals(plan.local))
+    _reduce(p, t, ws, gw, gb)
+
+
+# -- implicit GEMM, GPUs (kernels/conv_gemm.cl): TS x TS tiles, local memory ------------------
+def gpu_variant(dev) -> bool:
+    """True when 'implicit' runs the GPU kernels on ``dev``."""
+    v = backends.conv_implicit_variant
+    return v == "gpu" or (v == "auto" and dev.kind == "gpu")
+
+
+def _gemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt = x.device, x.dtype
+    ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
+    dev.launch(dev.kernel("conv_gemm.cl", "gemm_fwd", dict(defines_for(dt), **GTILE)),
+               (cdiv(p.n * p.oh * p.ow, ts) * rts, cdiv(p.o, ts) * rts, p.g),
+               (rts, rts, 1), p.pack(plan.tiles), x._storage.buffer, w._storage.buffer,
+               y._storage.buffer, _bias_buffer(bias, y))
+
+
+def _plan_gemm_wgrad(p: Problem, dt, dev):
+    ts = GTILE["TS"]
+    wgs = cdiv(p.c * p.kh * p.kw + 1, ts) * cdiv(p.o, ts) * p.g
+    red = p.n * p.oh * p.ow
+    split = max(1, min(cdiv(red, 8 * GTILE["TK"]), cdiv(SPLIT_GROUPS * _units(dev), wgs)))
+    return Plan(Tiles(split=split))
+
+
+def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
+    kall = p.c * p.kh * p.kw
+    ws = _workspace(p, t.split, dt, dev)
+    dev.launch(dev.kernel("conv_gemm.cl", "gemm_wgrad", dict(defines_for(dt), **GTILE)),
+               (cdiv(kall + 1, ts) * rts, cdiv(p.o, ts) * rts, p.g * t.split),
+               (rts, rts, 1), p.pack(t), x._storage.buffer, g4._storage.buffer,
+               pack(v5(g4, p.g), 6), ws._storage.buffer)
+    _reduce(p, t, ws, gw, gb)
+
+
+# -- depthwise: direct stencils for few channels per group (kernels/conv_depthwise.cl) ---------
+def _plan_dw(p: Problem, dt, dev):
+    vw, isz = _vw(dt), dt.itemsize
+    kn = dict(th=p.oh, tw=min(_up(p.ow, 2 * vw), DW_TW))
+    while True:
+        t = _window(p, kn["th"], kn["tw"], vw)
+        local = ((p.c * t.cp + p.sh * t.rp + 4 * vw) * isz,)
+        if local[0] <= WINDOW_MAX and _fits(local, dev):
+            return Plan(t, local)
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
+            return None
+
+
+def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    tiles = cdiv(p.oh, t.th) * t.ntw
+    planes = p.n * p.g
+    per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_fwd", defines_for(dt)),
+               (tiles, cdiv(planes, per)), (1, 1), p.pack(t), np.int64(per), x._storage.buffer,
+               w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
+               *_locals(plan.local))
+
+
+def _plan_dw_wgrad(p: Problem, dt, dev):
+    vw, isz = _vw(dt), dt.itemsize
+    kn = dict(th=p.oh, tw=min(_up(p.ow, vw), DW_TW))
+    while True:
+        t = _window(p, kn["th"], kn["tw"], vw)
+        local = (p.c * t.cp * isz, p.o * kn["th"] * kn["tw"] * isz,
+                 p.o * (p.c * p.kh * p.kw + 1) * isz)
+        if local[0] + local[1] <= DW_WINDOW_MAX and _fits(local, dev):
+            split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), p.g)))
+            return Plan(t._replace(split=split), local)
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
+            return None
+
+
+def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    ws = _workspace(p, t.split, dt, dev)
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_wgrad", defines_for(dt)),
+               (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
+               g4._storage.buffer, pack(v5(g4, p.g), 6), ws._storage.buffer,
+               *_locals(plan.local))
+    _reduce(p, t, ws, gw, gb)
+
+
+# -- direct: one work item per output (kernels/conv_direct.cl) ---------------------------------
+def _direct_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt = x.device, x.dtype
+    n = p.n * p.g * p.o * p.oh * p.ow
+    dev.launch(dev.kernel("conv_direct.cl", "direct_fwd", defines_for(dt)), (n,), (WG,),
+               p.pack(plan.tiles), x._storage.buffer, w._storage.buffer, y._storage.buffer,
+               _bias_buffer(bias, y))
+
+
+def _plan_direct_wgrad(p: Problem, dt, dev):
+    items = p.g * p.o * (p.c * p.kh * p.kw + 1)
+    return Plan(Tiles(split=max(1, min(p.n, cdiv(DIRECT_ITEMS * _units(dev), items)))))
+
+
+def _direct_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    items = p.g * p.o * (p.c * p.kh * p.kw + 1)
+    ws = _workspace(p, t.split, dt, dev)
+    dev.launch(dev.kernel("conv_direct.cl", "direct_wgrad", defines_for(dt)),
+               (t.split * items,), (WG,), p.pack(t), x._storage.buffer, g4._storage.buffer,
+               pack(v5(g4, p.g), 6), ws._storage.buffer)
+    _reduce(p, t, ws, gw, gb)
+
+
+# -- im2col + GEMM (kernels/conv_im2col.cl, clgrad.ops.matmul.gemm) ---------------------------
+def kview(w: Tensor):
+    """The weight as (G?, O, K) strides (so, sk) when (c, kh, kw) merge into one stride K."""
+    o, c, kh, kw = w.shape
+    st = layout.view_strides((c, kh, kw), w._strides[1:], (c * kh * kw,))
+    return None if st is None else (w._strides[0], st[0])
+
+
+def _chunks(p: Problem, per_sample_elems, dtype):
+    nc = max(1, min(p.n, backends.conv_workspace_limit //
+                    max(1, per_sample_elems * dtype.itemsize)))
+    return [(n0, min(nc, p.n - n0)) for n0 in range(0, p.n, nc)]
+
+
+def _im2col(p: Problem, x, n0, nc, col):
+    dev = x.device
+    dev.launch(dev.kernel("conv_im2col.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
+               (WG,), p.pack(), np.int64(n0), np.int64(nc), x._storage.buffer,
+               col._storage.buffer)
+
+
+def _gemm_operands(p: Problem, w, nc):
+    """Views for one chunk: weight (nc, G, O, K) broadcast over samples (stride 0)."""
+    so, sk = kview(w)
+    return raw(w, (nc, p.g, p.o, p.c * p.kh * p.kw), (0, so * p.o, so, sk))
+
+
+def fill_bias(y: Tensor, bias):
+    """y (N, O, oH, oW) = bias broadcast, or 0."""
+    if bias is None:
+        fill_raw(y, 0)
+    else:
+        copy_raw(y, raw(bias, y.shape, (0, bias._strides[0], 0, 0), bias._offset))
+
+
+def _im2col_fwd(p: Problem, x, w, y, bias):
+    K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
+    if bias is not None:
+        fill_bias(y, bias)
+    for n0, nc in _chunks(p, G * K * P, x.dtype):
+        col = empty((G, K, nc, P), x.dtype, x.device)
+        _im2col(p, x, n0, nc, col)
+        yv = raw(y, (nc, G, p.o, P), (y._strides[0], y._strides[1] * p.o,
+                                      y._strides[1], 1), y._offset + n0 * y._strides[0])
+        cv = raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
+        gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0)
+
+
+def im2col_dgrad(p: Problem, g4, w, gi):
+    """The input gradient: per chunk col = W^T g (GEMM), then col2im sums col into gi.
+    p: the forward problem, with y the (N, G, C/G, H, W) view of gi."""
+    K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
+    if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
+        g4 = contiguous(g4)
+    for n0, nc in _chunks(p, G * K * P, g4.dtype):
+        col = empty((G, K, nc, P), g4.dtype, g4.device)
+        a = _gemm_operands(p, w, nc)
+        at = raw(a, (nc, G, K, p.o), (0, a._strides[1], a._strides[3], a._strides[2]))
+        gv = raw(g4, (nc, G, p.o, P), (g4._strides[0], g4._strides[1] * p.o,
+                                       g4._strides[1], g4._strides[3]),
+                 g4._offset + n0 * g4._strides[0])
+        gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv)
+        dev = gi.device
+        dev.launch(dev.kernel("conv_im2col.cl", "col2im", defines_for(gi.dtype)),
+                   (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
+                   np.int64(nc), col._storage.buffer, gi._storage.buffer)
+
+
+def _im2col_wgrad(p: Problem, x, g4, gw, gb):
+    K, P, G, O = p.c * p.kh * p.kw, p.oh * p.ow, p.g, p.o
+    gwv = raw(gw, (G, O, K), (gw._strides[0] * O, gw._strides[0], 1))
+    for i, (n0, nc) in enumerate(_chunks(p, G * (K + O) * P, x.dtype)):
+        col = empty((G, K, nc, P), x.dtype, x.device)
+        _im2col(p, x, n0, nc, col)
+        gcol = empty((G, O, nc, P), x.dtype, x.device)
+        copy_raw(raw(gcol, (nc, G, O, p.oh, p.ow), (P, O * nc * P, nc * P, p.ow, 1), 0),
+                 raw(g4, (nc, G, O, p.oh, p.ow),
+                     (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
+                      g4._strides[3]), g4._offset + n0 * g4._strides[0]))
+        gemm(gwv, raw(gcol, (G, O, nc * P), (O * nc * P, nc * P, 1), 0),
+             raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0)
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
+KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))
+    "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
+    "implicit:gpu": ((_no_plan, _gemm_fwd), (_plan_gemm_wgrad, _gemm_wgrad)),
+    "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
+    "direct": ((_no_plan, _direct_fwd), (_plan_direct_wgrad, _direct_wgrad)),
+}
+IM2COL = {"forward": _im2col_fwd, "grad_weight": _im2col_wgrad}  # grad_input: im2col_dgrad

@@ -1,0 +1,213 @@
+"""In-place writes and view rebase: target checks, ``write_into``, ``inplace``, ``copy_``,
+``fill_``, the copy_slices rebase of a root and the regeneration of its views' grad_fn.
+
+Every write bumps the storage's version once (``bump_version``, clgrad/ops/_util.py);
+a Node that saved the storage then raises at backward (clgrad/autograd.py, "Saved tensors").
+
+Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
+minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
+operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
+a non-leaf, or on a tensor that does not require grad written with a value that does, either
+directly or through any non-overlapping view of it (narrow, select, slicing with any step,
+getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
+split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
+``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
+gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
+from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
+when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
+exact (PyTorch saves the original self for these too).
+Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
+on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
+overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
+through a view created under ``no_grad()`` of a tensor that requires grad (its history is
+unknown); ``detach_()`` of a view that requires grad.
+Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd.py).
+"""
+from __future__ import annotations
+
+import math
+
+from clgrad import autograd, creation, layout
+from clgrad.autograd import record
+from clgrad.ops._util import (bump_version, copy_raw, defines_for, empty, fill_raw, full,
+                              launch_1d, same_device, zeros)
+from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to
+from clgrad.tensor import Tensor
+
+__all__ = ["write_into", "inplace", "copy_", "fill_", "copy_slices", "regenerate_view_grad_fn"]
+
+
+# -- in-place machinery -----------------------------------------------------------------------
+def _check_inplace_target(op, self: Tensor):
+    if layout.has_overlap(self.shape, self.stride()) and self.numel() > 1:
+        raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-"
+                           f"to tensor refers to a single memory location (shape "
+                           f"{tuple(self.shape)}, strides {self.stride()}); clone() it first")
+    if autograd.is_grad_enabled():
+        root = self._base if self._base is not None else self
+        if (self.requires_grad and self.grad_fn is None) or \
+                (root.requires_grad and root.grad_fn is None):
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an "
+                               f"in-place operation (or a view of one); wrap the update in "
+                               f"clgrad.no_grad()")
+
+
+def write_into(self: Tensor, value: Tensor, op: str = "copy_"):
+    """Write ``value`` (broadcastable, castable) into the view ``self`` and rebase autograd.
+
+    With autograd involved (grad mode on, and ``value`` or self's root requires grad), the
+    root's grad_fn becomes a copy_slices Node (below): the root's old gradient
+    with self's region zeroed, plus the region's gradient sent to ``value`` — PyTorch's
+    semantics for in-place writes, into a root or through a view. Every view of the root
+    picks up the new grad_fn the next time it is used (Tensor.grad_fn).
+    """
+    same_device(op, self, value)
+    layout.broadcast_shapes(value.shape, self.shape, op=op)
+    if value.ndim > self.ndim or any(
+            v not in (1, s) for v, s in zip(value.shape[::-1], self.shape[::-1])):
+        raise RuntimeError(f"{op}: expected a source broadcastable to {tuple(self.shape)}, got "
+                           f"{tuple(value.shape)}")
+    _check_inplace_target(op, self)
+    root = self._base if self._base is not None else self
+    grad_involved = autograd.is_grad_enabled() and (value.requires_grad or root.requires_grad)
+    src = expand_to(value, self.shape)
+    if src._storage is self._storage and not (src._offset == self._offset and
+                                              src._strides == self._strides):
+        src = contiguous(src, force_copy=True)  # overlapping read and write: stage it
+    copy_raw(self, src)
+    bump_version(self)
+    if grad_involved:
+        copy_slices(root, self, to(src, self.dtype))
+    return self
+
+
+def inplace(op: str, self: Tensor, fn, *others):
+    """Apply ``fn(self, *others)`` in place: compute it into a fresh tensor, then write that
+    into ``self`` (write_into rebases autograd).
+
+    With autograd involved ``fn`` reads a copy of self, and of any operand sharing self's
+    storage: its backward may read their old values (mul_, log_, pow_ ...), which the write
+    overwrites (PyTorch saves the original self too).
+    Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
+    that requires grad (what it is a function of was not recorded; PyTorch raises too).
+    """
+    _check_inplace_target(op, self)
+    root = self._base if self._base is not None else self
+    grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
+        isinstance(o, Tensor) and o.requires_grad for o in others))
+    if grad_involved and root.requires_grad and not self.requires_grad:
+        raise RuntimeError(f"{op}: a view created in no_grad mode of a tensor that requires "
+                           f"grad is being modified in-place with grad mode enabled; take the "
+                           f"view outside no_grad() or clone() it")
+    if grad_involved:
+        self_copy = clone(self)
+        others = tuple(self_copy if o is self else clone(o) if isinstance(o, Tensor) and
+                       o._storage is self._storage else o for o in others)
+        result = fn(self_copy, *others)
+    else:
+        result = fn(self, *others)
+    if result.dtype is not self.dtype:
+        if not result.dtype.is_floating_point or self.dtype.is_floating_point:
+            result = to(result, self.dtype)
+        else:
+            raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
+                               f"output type {self.dtype}")
+    return write_into(self, result, op)
+
+
+def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
+    """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``."""
+    if not isinstance(src, Tensor):
+        src = creation.tensor(src, dtype=self.dtype, device=self.device)
+    return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    """Fill ``self`` with ``value`` (a number or a one-element tensor)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise RuntimeError(f"fill_: expected a 0-dim value tensor, got shape "
+                               f"{tuple(value.shape)}")
+        return copy_(self, value.reshape(()))
+    if not _is_num(value):
+        raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
+    if not self.dtype.is_floating_point and isinstance(value, float) and \
+            not math.isfinite(value):
+        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
+                           f"overflow")
+    _check_inplace_target("fill_", self)
+    root = self._base if self._base is not None else self
+    if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
+        return write_into(self, full((), value, self.dtype, self.device), "fill_")
+    fill_raw(self, value)
+    bump_version(self)
+    return self
+
+
+def _add_into(dst: Tensor, g: Tensor):
+    """dst[view] += g elementwise, correct when dst's view overlaps itself."""
+    launch_1d("index.cl", "scatter_add", defines_for(g.dtype), dst, (g,))
+
+
+# -- autograd through writes into views -------------------------------------------------------
+# Gradients of a root and of its views meet in a buffer of the storage's size, each tensor read
+# or written through its own (shape, strides, offset), so nothing here depends on the root's
+# layout. The closures keep these geometries only, never the tensors.
+def _geometry(t: Tensor):
+    return tuple(t.shape), t._strides, t._offset
+
+
+def _at(buf: Tensor, geometry) -> Tensor:
+    """A view of the 1-D buffer ``buf`` with ``geometry`` (shape, strides, offset)."""
+    return Tensor(buf._storage, *geometry, base=buf)
+
+
+def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
+    """A 1-D buffer of ``size`` elements; zeroed unless the caller writes every element."""
+    return (empty if covered else zeros)(size, like.dtype, like.device)
+
+
+def copy_slices(root: Tensor, v: Tensor, value: Tensor):
+    """Rebase ``root``'s graph after ``value`` (of v's shape) was written into ``v``: root
+    itself or a view of it. Root's new grad_fn sends its gradient to the root as it was, with
+    v's region zeroed, and v's region to ``value``. A retain_grad() on root moves along."""
+    root_geom, v_geom = _geometry(root), _geometry(v)
+    whole = v is root
+    size = root._storage.size
+    covered = root.numel() == size  # a root owning its storage covers every element
+
+    def backward(g):  # keeps geometry only: holding root would be a reference cycle
+        if whole:
+            return None, g
+        buf = _storage_buffer(size, covered, g)
+        copy_raw(_at(buf, root_geom), g)
+        region = _at(buf, v_geom)
+        g_value = clone(region)
+        fill_raw(region, 0)
+        return contiguous(_at(buf, root_geom)), g_value
+    old = root._grad_fn
+    record("copy_" if whole else "copy_slices", root, (root, value), backward)
+    root._rebase += 1
+    if root._retains_grad and old is not None and old.retained is not None:
+        old.retained, root._grad_fn.retained = None, old.retained
+
+
+def regenerate_view_grad_fn(v: Tensor):
+    """Give the view ``v`` a grad_fn from its root's current one (after the root was written
+    in place): as_strided of the root, so its gradient is scattered (added, where v overlaps
+    itself) into the root's geometry."""
+    root = v._base
+    v._rebase_seen = root._rebase
+    v._grad_fn = None
+    v._requires_grad = False
+    root_geom, v_geom = _geometry(root), _geometry(v)
+    overlap = layout.has_overlap(v_geom[0], v_geom[1])
+    size = root._storage.size
+
+    def backward(g):
+        buf = _storage_buffer(size, False, g)
+        (_add_into if overlap else copy_raw)(_at(buf, v_geom), g)
+        return (contiguous(_at(buf, root_geom)),)
+    from clgrad.autograd import enable_grad
+    with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
+        record("as_strided", v, (root,), backward)
