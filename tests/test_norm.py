@@ -173,3 +173,31 @@ def test_local_response_norm_rejects_bad_input():
         F.local_response_norm(clgrad.zeros(2, 3), 2)
     with pytest.raises(ValueError, match="size >= 1"):
         F.local_response_norm(clgrad.zeros(2, 3, 4), 0)
+
+
+@pytest.mark.parametrize("nan_at", [(0, 0, 1, 1), (1, 1, 0, 2)])
+def test_batch_norm_nan_in_gives_nan_out_in_its_channel(nan_at):
+    """NaN in gives NaN out: the channel holding it, and its running statistics."""
+    x = RNG.standard_normal((2, 3, 4, 5))
+    x[nan_at] = np.nan
+    rm, rv = clgrad.zeros(3, dtype=clgrad.float64), clgrad.ones(3, dtype=clgrad.float64)
+    y = F.batch_norm(strided(x), rm, rv, training=True).numpy()
+    c = nan_at[1]
+    assert np.isnan(y[:, c]).all() and np.isfinite(np.delete(y, c, axis=1)).all()
+    assert np.isnan(rm.numpy()[c]) and np.isnan(rv.numpy()[c])
+    assert np.isfinite(np.delete(rm.numpy(), c)).all()
+
+
+def test_batch_norm_large_offset_keeps_the_variance():
+    """float32 data 1e4 + N(0, 1): a one-pass sum of squares would lose the variance to
+    cancellation; the corrected two-pass algorithm keeps it (reference: float64 NumPy)."""
+    x = (1e4 + RNG.standard_normal((4, 2, 16, 16))).astype(np.float32)
+    rm, rv = clgrad.zeros(2), clgrad.ones(2)
+    y = F.batch_norm(clgrad.tensor(x), rm, rv, training=True, momentum=1.0)
+    xd = x.astype(np.float64)
+    var = xd.var(axis=(0, 2, 3))
+    np.testing.assert_allclose(rv.numpy(), var * xd[:, 0].size / (xd[:, 0].size - 1),
+                               rtol=2e-3)
+    want = (xd - xd.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
+        var[None, :, None, None] + 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, atol=2e-3)

@@ -59,11 +59,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     mean = empty((c,), x.dtype, x.device)      # saved: the statistics used, per channel
     invstd = empty((c,), x.dtype, x.device)
     if c and m:
-        nd, sh, (vy, vx), (syc, sxc) = _channel_args(x.shape, y, x)
+        nd, sh, (vy, vx), (syc, sxc), geom = _channel_args(x.shape, y, x)
         vecs = []
         for p in (weight, bias, running_mean, running_var):
             vecs += [(p if p is not None else x)._storage.buffer, _vec(p, x)]
-        _launch_bn(x, m, "bn_fwd", np.int64(m), nd, sh, y._storage.buffer, vy, syc,
+        _launch_bn(x, m, "bn_fwd", geom, np.int64(m), nd, sh, y._storage.buffer, vy, syc,
                    x._storage.buffer, vx, sxc, *vecs, mean._storage.buffer,
                    invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
                    np.int32(flags))
@@ -106,7 +106,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     scale = empty(x.shape, x.dtype, x.device)
     dt = x.dtype
     consts = (np.int64(size), scalar(dt, alpha), scalar(dt, beta))
-    nd, sh, (vx,), (sxc,) = _channel_args(x.shape, x)
+    nd, sh, (vx,), (sxc,), _ = _channel_args(x.shape, x)
     _launch_lrn(x, "lrn_fwd", y.numel(), np.int64(nc), np.int64(ns), nd, sh,
                 y._storage.buffer, scale._storage.buffer, x._storage.buffer, vx, sxc, *consts,
                 scalar(dt, k))
@@ -115,7 +115,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
-        nd2, sh2, (vg, vx2), (sgc, sxc2) = _channel_args(x.shape, gy, x)
+        nd2, sh2, (vg, vx2), (sgc, sxc2), _ = _channel_args(x.shape, gy, x)
         _launch_lrn(x, "lrn_bwd", gx.numel(), np.int64(nc), np.int64(ns), nd2, sh2,
                     gx._storage.buffer, gy._storage.buffer, vg, sgc, x._storage.buffer, vx2,
                     sxc2, yd._storage.buffer, scale._storage.buffer, *consts)
@@ -146,8 +146,9 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags):
     gb = new((c,), x.dtype, x.device) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
-        nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc) = _channel_args(x.shape, gx_or, gy, x)
-        _launch_bn(x, m, "bn_bwd", np.int64(m), nd, sh, gx_or._storage.buffer, vgx, sgxc,
+        nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc), geom = _channel_args(x.shape, gx_or, gy,
+                                                                         x)
+        _launch_bn(x, m, "bn_bwd", geom, np.int64(m), nd, sh, gx_or._storage.buffer, vgx, sgxc,
                    gy._storage.buffer, vgy, sgyc, x._storage.buffer, vx, sxc,
                    (weight if weight is not None else x)._storage.buffer, _vec(weight, x),
                    mean._storage.buffer, invstd._storage.buffer,
@@ -157,10 +158,12 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags):
 
 
 def _channel_args(shape, *tensors):
-    """(nd, shape_t, [view_t per tensor], [channel stride per tensor]) for dim 1 of ``shape``."""
+    """(nd, shape_t, [view_t per tensor], [channel stride per tensor], (rest shape, [rest
+    strides])) for dim 1 of ``shape``; the rest dims collapsed across the tensors."""
     rest, rest_st, ch = split_dim(tuple(shape), 1, *[t._strides for t in tensors])
     views = [view_arg(t, st) for t, st in zip(tensors, rest_st)]
-    return np.int32(len(rest)), shape_arg(rest), views, [np.int64(s) for s in ch]
+    return (np.int32(len(rest)), shape_arg(rest), views, [np.int64(s) for s in ch],
+            (rest, rest_st))
 
 
 def _check_param(op, name, p, x):
@@ -183,14 +186,22 @@ def _vec(p, like):
     return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
 
 
-def _launch_bn(x, m, name, *args):
-    """One work-group per channel; GPUs get wide groups (C groups alone do not fill them)."""
+def _launch_bn(x, m, name, geom, *args):
+    """One work-group per channel on GPUs (wide groups: C groups alone do not fill them); on
+    CPUs the ``*_rows`` variants, one work item per channel streaming its rows (UNIT when every
+    view has an inner stride of 1; ``geom``: rest shape and strides from _channel_args)."""
     dev = x.device
+    d = defines_for(x.dtype)
+    c = x.shape[1]
+    if dev.kind == "cpu":
+        rest, rest_st = geom
+        if len(rest) <= 2 and all(st[-1] == 1 for st in rest_st):
+            d["UNIT"] = 1
+        dev.launch(dev.kernel(_FILE, name + "_rows", d), (c,), (1,), *args)
+        return
     wide = 1024 if dev.kind == "gpu" and dev.max_work_group_size >= 1024 else 256
     wg = 64 if m < 4096 else wide
-    d = defines_for(x.dtype)
     d["WG"] = wg
-    c = x.shape[1]
     dev.launch(dev.kernel(_FILE, name, d), (c * wg,), (wg,), *args)
 
 
