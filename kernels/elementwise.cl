@@ -30,20 +30,27 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
     T y = b[ob]; out[oo] = (expr);                                                          \
 }
 
+#ifdef IS_FLOAT
+#define IS_NAN(v) isnan(v)
+#else
+#define IS_NAN(v) 0  // integers: never NaN
+#endif
+
 #define BINARY(name, expr) BINARY_OUT(name, T, expr)
 #define COMPARE(name, expr) BINARY_OUT(name, uchar, (uchar)((expr) ? 1 : 0))
 
 UNARY(neg, -x)
 UNARY(abs_, x < (T)0 ? -x : x)
-UNARY(relu, x > (T)0 ? x : (T)0)
+UNARY(relu, x < (T)0 ? (T)0 : x)  // NaN (and -0) pass through, as PyTorch
 UNARY(sign_, (T)((x > (T)0) - (x < (T)0)))  // not `sign`: an OpenCL C builtin
 UNARY(logical_not, (T)(x == (T)0))
 
 BINARY(add, x + y)
 BINARY(sub, x - y)
 BINARY(mul, x * y)
-BINARY(maximum, x > y ? x : y)
-BINARY(minimum, x < y ? x : y)
+// NaN in either operand gives NaN (x is NaN: x; y is NaN: the comparison fails, so y).
+BINARY(maximum, x > y || IS_NAN(x) ? x : y)
+BINARY(minimum, x < y || IS_NAN(x) ? x : y)
 COMPARE(eq, x == y)
 COMPARE(ne, x != y)
 COMPARE(lt, x < y)
@@ -90,15 +97,16 @@ __kernel void where_(long n, int nd, shape_t sh, __global T *out, view_t vo,
     out[oo] = c[oc] ? a[oa] : b[ob];
 }
 
-// clamp(x, lo, hi) with scalar bounds; HAS_LO/HAS_HI chosen by the flags.
+// clamp(x, lo, hi) with scalar bounds, used where the flags say; a NaN input or bound gives
+// NaN (PyTorch).
 __kernel void clamp_(long n, int nd, shape_t sh, __global T *out, view_t vo,
                      __global const T *a, view_t va, T lo, T hi, int use_lo, int use_hi) {
     EW_HEAD
     long oo, oa;
     off2(i, nd, sh, vo, va, &oo, &oa);
     T x = a[oa];
-    if (use_lo && x < lo) x = lo;
-    if (use_hi && x > hi) x = hi;
+    if (use_lo && (x < lo || IS_NAN(lo))) x = lo;
+    if (use_hi && (x > hi || IS_NAN(hi))) x = hi;
     out[oo] = x;
 }
 

@@ -21,6 +21,8 @@
 #elif defined(OP_MIN)
 #define BETTER(x, y) ((x) < (y) || isnan((float)(x)) && !isnan((float)(y)))
 #endif
+// Equal, or both NaN: the lower index wins, so the first NaN is reported (PyTorch).
+#define SAME(x, y) ((x) == (y) || isnan((float)(x)) && isnan((float)(y)))
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
@@ -72,7 +74,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
             long jx = ibuf[lid + s];
             ACC y = buf[lid];
             long jy = ibuf[lid];
-            if (jx >= 0 && (jy < 0 || BETTER(x, y) || (x == y && jx < jy))) {
+            if (jx >= 0 && (jy < 0 || BETTER(x, y) || (SAME(x, y) && jx < jy))) {
                 buf[lid] = x;
                 ibuf[lid] = jx;
             }
@@ -88,7 +90,8 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
     }
 }
 
-// Scatter g[o] into z at the position ARG reported: the gradient of max/min goes to one index.
+// Scatter g[o] into z at the position ARG reported: the gradient of max/min(dim) goes to the
+// index returned.
 __kernel void scatter_arg(long no, int ndo, shape_t sho, __global T *z, view_t vz_outer,
                           int ndi, shape_t shi, view_t vz_inner, __global const T *g, view_t vg,
                           __global const long *idx, view_t vidx) {

@@ -298,25 +298,27 @@ def _minmax(kname, op, a, b):
     out = _launch_binary(kname, a, b, dt, shape)
 
     def backward(g):
-        # The gradient goes to a where a wins, ties split evenly (PyTorch's maximum/minimum).
-        av = a if isinstance(a, Tensor) else a
-        bv = b if isinstance(b, Tensor) else b
-        win_a = gt(av, bv) if kname == "maximum" else lt(av, bv)
-        tie = eq(av, bv)
-        wa = add(to(win_a, dt), mul(to(tie, dt), 0.5))
-        wb = sub(1.0, wa)
+        # PyTorch's maximum/minimum: a side gets the gradient unless it loses; ties split it
+        # evenly; where either is NaN (no order) both sides get it all.
+        lose_a, lose_b = (lt, gt) if kname == "maximum" else (gt, lt)
+        half_tie = mul(to(eq(a, b), dt), 0.5)
+        wa = sub(sub(1.0, to(lose_a(a, b), dt)), half_tie)
+        wb = sub(sub(1.0, to(lose_b(a, b), dt)), half_tie)
         return _grads(a, b, mul(g, wa), mul(g, wb))
     return record(op, out, _inputs(a, b), backward,
                   saved=[t for t in _inputs(a, b) if t is not None])
 
 
 def maximum(a, b) -> Tensor:
-    """Elementwise maximum with broadcasting; ties send half the gradient to each side."""
+    """Elementwise maximum with broadcasting; NaN in either operand gives NaN (PyTorch).
+
+    Grad: ties send half the gradient to each side; at a NaN both sides get all of it.
+    """
     return _minmax("maximum", "maximum", a, b)
 
 
 def minimum(a, b) -> Tensor:
-    """Elementwise minimum with broadcasting; ties send half the gradient to each side."""
+    """Elementwise minimum with broadcasting; NaN propagates and ties split as maximum."""
     return _minmax("minimum", "minimum", a, b)
 
 
@@ -398,7 +400,7 @@ sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmo
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise; the gradient at 0 is 0 (PyTorch)."""
+    """max(x, 0) elementwise; NaN stays NaN. The gradient at 0 (and at NaN) is 0 (PyTorch)."""
     out = _launch_unary("relu", x)
     if not x.dtype.is_floating_point:
         return out
@@ -482,7 +484,10 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
-    """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside."""
+    """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside.
+
+    A NaN input, or a NaN bound, gives NaN (PyTorch); min > max gives max.
+    """
     if min is None and max is None:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
