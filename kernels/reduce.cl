@@ -1,7 +1,7 @@
 // kernels/reduce.cl — reductions over any set of dims of a strided view.
 // Defines: T input type; ACC accumulator type; OUT output type; OP one of OP_SUM, OP_PROD,
 // OP_MAX, OP_MIN; WG work-group size (power of two); ARG to also produce the index of the
-// max/min (first occurrence on ties).
+// max/min (first occurrence on ties); ACC_FLOAT when ACC is a floating type.
 // Geometry: output element o has a multi-index over the kept ("outer") dims; the reduced
 // ("inner") dims are walked by j. The input offset is off1(o, outer) + off1(j, inner).
 // Sums use Kahan compensation per work item, then a tree in local memory.
@@ -47,7 +47,11 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #if defined(OP_SUM)
         ACC y = x - comp;
         ACC s = acc + y;
+#ifdef ACC_FLOAT
+        comp = isinf(s) ? (ACC)0 : (s - acc) - y;  // else inf - inf poisons the sum with NaN
+#else
         comp = (s - acc) - y;
+#endif
         acc = s;
 #elif defined(OP_PROD)
         acc *= x;

@@ -202,3 +202,14 @@ def test_argmax_of_empty():
     assert clgrad.amax(clgrad.zeros(0, 3), 1).shape == (0,)
     with pytest.raises(RuntimeError, match="numel"):
         clgrad.amax(clgrad.zeros(0, 3))
+
+
+@pytest.mark.parametrize("n", [2, 5, 3000])
+def test_sum_with_inf_is_inf(n):
+    """The Kahan compensation must not turn inf into NaN (inf - inf)."""
+    x = np.ones(n)
+    x[1] = INF
+    assert clgrad.tensor(x).sum().item() == INF
+    assert clgrad.tensor(x, dtype=clgrad.float64).mean().item() == INF
+    x[0] = -INF
+    assert np.isnan(clgrad.tensor(x).sum().item())

@@ -68,6 +68,8 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
         if arg:
             d["ARG"] = 1
+        if acc_cl in ("float", "double", "half"):
+            d["ACC_FLOAT"] = 1
         acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
             acc_cl, np.int64)
         vx_outer = view_arg(x, xo_st)
@@ -360,13 +362,19 @@ def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
     return loss.log_softmax(x, dim, dtype)
 
 
-def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
-    """The p-norm (p = 1, 2 or a positive number) over ``dim``."""
-    if p == 2:
-        return ew.sqrt(sum(ew.mul(x, x), dim, keepdim))
-    if p == 1:
-        return sum(ew.abs(x), dim, keepdim)
-    return ew.pow(sum(ew.pow(ew.abs(x), p), dim, keepdim), 1.0 / p)
+def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """torch.norm: the vector p-norm over ``dim`` (None: all elements); p a number or 'fro'
+    (the 2-norm of the elements over ``dim``). Scaled, so it overflows only when the norm
+    does; the gradient is 0 where the norm is 0. See clgrad.linalg.vector_norm.
+
+    Raises:  ValueError for any other string p ('nuc' needs an SVD, which clgrad lacks).
+    """
+    from clgrad.ops import linalg
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise ValueError(f"norm: expected p to be a number or 'fro', got {p!r}")
+    return linalg.vector_norm(x, p, dim, keepdim, dtype)
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
