@@ -41,6 +41,9 @@ int = int32  # noqa: A001
 
 __version__ = "0.1.0"
 
+from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
+_check_tensor_args(globals(), __name__)  # non-Tensor arguments: TypeError naming them
+
 
 def is_tensor(obj) -> bool:
     """True for clgrad Tensors."""
