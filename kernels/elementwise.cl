@@ -78,7 +78,7 @@ BINARY(div, x / y)
 BINARY(pow_, pow(x, y))
 BINARY(atan2_, atan2(x, y))
 // Backward helpers: y is the saved input or output, x the incoming gradient.
-BINARY(relu_grad, y > (T)0 ? x : (T)0)
+BINARY(relu_grad, y <= (T)0 ? (T)0 : x)  // passes at a NaN output, as PyTorch's
 BINARY(sigmoid_grad, x * y * ((T)1 - y))
 BINARY(tanh_grad, x * ((T)1 - y * y))
 #else

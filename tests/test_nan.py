@@ -213,3 +213,69 @@ def test_sum_with_inf_is_inf(n):
     assert clgrad.tensor(x, dtype=clgrad.float64).mean().item() == INF
     x[0] = -INF
     assert np.isnan(clgrad.tensor(x).sum().item())
+
+
+def test_dropout_keeps_nan():
+    """PyTorch multiplies by the mask: a dropped NaN is still NaN (NaN * 0)."""
+    x = np.full(64, NAN)
+    x[::2] = 1.0
+    y = F.dropout(clgrad.tensor(x), 0.5).numpy()
+    assert np.isnan(y[1::2]).all()
+    assert set(np.unique(y[::2])) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("name", ["relu", "maximum", "clamp_t", "max", "amax", "amin", "max_dim",
+                                  "norm", "softmax"])
+def test_nan_and_ties_match_pytorch(name):
+    """Extra cross-check of values and gradients against PyTorch, where it is installed."""
+    torch = pytest.importorskip("torch")
+    a = np.array([[NAN, 3.0, 3.0, -1.0], [2.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    b = np.array([[1.0, NAN, 3.0, 0.0], [2.0, 5.0, -1.0, NAN], [0.0, 1.0, NAN, 0.0]])
+    fns = {"relu": lambda m, x, y: m.relu(x),
+           "maximum": lambda m, x, y: m.maximum(x, y),
+           "clamp_t": lambda m, x, y: m.clamp(x, min=y, max=y + 1),
+           "max": lambda m, x, y: m.max(y),
+           "amax": lambda m, x, y: m.amax(x, 1),
+           "amin": lambda m, x, y: m.amin(y, 0),
+           "max_dim": lambda m, x, y: m.max(x, 1).values,
+           "norm": lambda m, x, y: m.linalg.vector_norm(m.where(x == x, x, 0 * x), dim=1),
+           "softmax": lambda m, x, y: m.softmax(m.where(x == x, x, 0 * x + INF), 1)}
+    outs = []
+    for m, make in ((clgrad, lambda v: clgrad.tensor(v, requires_grad=True)),
+                    (torch, lambda v: torch.tensor(v, requires_grad=True))):
+        x, y = make(a), make(b)
+        out = fns[name](m, x, y)
+        out.sum().backward()
+        grads = [t.grad.numpy() if t.grad is not None else None for t in (x, y)]
+        outs.append((out.detach().numpy(), grads))
+    (got, ggot), (want, gwant) = outs
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    for g, w in zip(ggot, gwant):
+        if w is None:
+            assert g is None or not np.any(g)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-12, equal_nan=True)
+
+
+def test_clamp_tensor_bounds_gradient():
+    """PyTorch's clamp: x gets it inside [min, max]; min where x < min < max; max where
+    x > max or max < min (hand values; the last element has min > max)."""
+    x = clgrad.tensor([-5.0, 5.0, 0.5, 2.0, NAN], requires_grad=True)
+    lo = clgrad.tensor([0.0, 0.0, 0.0, 3.0, 0.0], requires_grad=True)
+    hi = clgrad.tensor([1.0, 1.0, 1.0, 1.0, 1.0], requires_grad=True)
+    out = clgrad.clamp(x, min=lo, max=hi)
+    same(out, [0, 1, 0.5, 1, NAN])
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(lo.grad.numpy(), [1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(hi.grad.numpy(), [0, 1, 0, 1, 0])
+    x = clgrad.tensor([[1.0, -1.0]], requires_grad=True)      # a broadcast 0-dim bound
+    b = clgrad.tensor(0.0, requires_grad=True)
+    clgrad.clamp(x, min=b).sum().backward()
+    assert b.grad.item() == 1.0 and x.grad.numpy().tolist() == [[1, 0]]
+
+
+def test_relu_gradient_passes_at_nan():
+    x = clgrad.tensor([NAN, 2.0, -1.0, 0.0], requires_grad=True)
+    clgrad.relu(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 0, 0])   # PyTorch's threshold_backward

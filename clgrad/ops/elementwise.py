@@ -400,7 +400,8 @@ sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmo
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise; NaN stays NaN. The gradient at 0 (and at NaN) is 0 (PyTorch)."""
+    """max(x, 0) elementwise; NaN stays NaN. The gradient is 0 at x <= 0 and passes at NaN
+    (PyTorch's threshold_backward)."""
     out = _launch_unary("relu", x)
     if not x.dtype.is_floating_point:
         return out
@@ -487,16 +488,13 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside.
 
     A NaN input, or a NaN bound, gives NaN (PyTorch); min > max gives max.
+    Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
+    x < min < max; a tensor max where x > max or max < min.
     """
     if min is None and max is None:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return _clamp_tensors(x, min, max)
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
@@ -508,6 +506,42 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         launch_1d(_FILE, "clamp_grad", defines_for(g.dtype), gi, (g, x), flags)
         return (gi,)
     return record("clamp", out, (x,), backward, saved=[x])
+
+
+def _clamp_tensors(x, lo, hi):
+    """clamp with at least one tensor bound: maximum then minimum forward (NaN propagates),
+    PyTorch's clamp_backward / clamp_backward_min_max for the gradients."""
+    import clgrad
+    parts = [v for v in (x, lo, hi) if v is not None]
+    dt = x.dtype
+    for v in parts[1:]:
+        dt = dtypes.promote(dt, v.dtype) if isinstance(v, Tensor) else dtypes.scalar_dtype(dt, v)
+    x, lo, hi = (to(v, dt) if isinstance(v, Tensor) else v for v in (x, lo, hi))
+    with autograd.no_grad():
+        out = x
+        if lo is not None:
+            out = maximum(out, lo)
+        if hi is not None:
+            out = minimum(out, hi)
+    shapes = tuple(_shape_of(v) for v in (x, lo, hi))
+
+    def backward(g):
+        zero = clgrad.zeros((), dtype=g.dtype, device=g.device)
+        inside = ge(x, lo) if lo is not None else None
+        if hi is not None:
+            inside = le(x, hi) if inside is None else logical_and(inside, le(x, hi))
+        gx = sum_to(where(inside, g, zero), shapes[0])
+        glo = ghi = None
+        if isinstance(lo, Tensor) and lo.requires_grad:
+            cond = lt(x, lo) if hi is None else logical_and(lt(x, lo), lt(lo, hi))
+            glo = sum_to(where(cond, g, zero), shapes[1])
+        if isinstance(hi, Tensor) and hi.requires_grad:
+            cond = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
+            ghi = sum_to(where(cond, g, zero), shapes[2])
+        return gx, glo, ghi
+    saved = [v for v in (x, lo, hi) if isinstance(v, Tensor)]
+    return record("clamp", out, tuple(v if isinstance(v, Tensor) else None
+                                      for v in (x, lo, hi)), backward, saved=saved)
 
 
 def _i32(v):
