@@ -380,6 +380,11 @@ def _plot(history: dict, path: Path, title: str):
     ax_loss.set_title(f"{title}: loss")
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        fig.savefig(tmp, dpi=100)
+        tmp.replace(path)
+    except BaseException:  # Ctrl-C or a full disk: no half-written leftover
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)

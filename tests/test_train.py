@@ -256,4 +256,6 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
     assert stderr == f"train: interrupted (Ctrl-C); {out / 'last.safetensors'} is intact\n"
     last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
     assert last["progress"]["epoch"] >= 1 and "model" in last
-    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")] == []
+    names = {p.name for p in out.iterdir()}                  # no temporary leftovers
+    assert {"best.safetensors", "last.safetensors"} <= names <= {
+        "best.safetensors", "last.safetensors", "curves.png"}, names
