@@ -152,10 +152,7 @@ def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def _minmax(x: Tensor, dim, keepdim, op_define, name):
     if dim is None:
-        if x.numel() == 0:
-            raise RuntimeError(f"{name}: Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument.")
+        _check_numel(name, x, RuntimeError)
         dims = tuple(range(x.ndim))
         vals = _launch_reduce(x, dims, False, op_define, x.dtype, x.dtype.cl)
         return _record_even(name, x, vals, dims, False, nan_hits=True)
@@ -172,6 +169,13 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
         return (z,)
     vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
     return MinMax(vals, idx)
+
+
+def _check_numel(name, x, error):
+    """A reduction over every element needs one (PyTorch's message)."""
+    if x.numel() == 0:
+        raise error(f"{name}: Expected reduction dim to be specified for input.numel() == 0. "
+                    f"Specify the reduction dim with the 'dim' argument.")
 
 
 def _check_nonempty(name, x, dims):
@@ -271,10 +275,7 @@ def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def _amaxmin(x, dim, keepdim, op_define, name):
     dims = _dims(x, dim, name)
     if dim is None or dim == () or dim == []:
-        if x.numel() == 0:
-            raise RuntimeError(f"{name}: Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument.")
+        _check_numel(name, x, RuntimeError)
     _check_nonempty(name, x, dims)
     vals = _launch_reduce(x, dims, keepdim, op_define, x.dtype, x.dtype.cl)
     return _record_even(name, x, vals, dims, keepdim, nan_hits=False)
@@ -308,9 +309,7 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def _check_arg(x, dim, name):
     if dim is None:
-        if x.numel() == 0:
-            raise IndexRangeError(f"{name}: Expected reduction dim to be specified for "
-                                  f"input.numel() == 0.")  # IndexError as PyTorch 2
+        _check_numel(name, x, IndexRangeError)  # PyTorch 2: IndexError (was RuntimeError)
     elif x.ndim:
         _check_nonempty(name, x, (layout.wrap_dim(dim, x.ndim, name),))
 
