@@ -259,3 +259,16 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
     names = {p.name for p in out.iterdir()}                  # no temporary leftovers
     assert {"best.safetensors", "last.safetensors"} <= names <= {
         "best.safetensors", "last.safetensors", "curves.png"}, names
+
+
+def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
+    """4 KiB of random bytes in the data section: the CRC-32 check stops the run at once."""
+    out, _ = short_run
+    raw = bytearray((out / "last.safetensors").read_bytes())
+    start = 8 + int.from_bytes(raw[:8], "little")
+    raw[start:start + 4096] = np.random.default_rng(1).bytes(4096)
+    bad = tmp_path / "damaged.safetensors"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(SystemExit, match=rf"^train: --resume {bad}: ValueError: load: .*tensor "
+                                         r"'[\w.]+' is corrupt"):
+        main(["--resume", str(bad), "--out", str(tmp_path / "run"), "--quiet"])

@@ -272,7 +272,11 @@ def _fsync_folder(folder):
 
 
 def _lock(fd, blocking):
-    """An exclusive advisory lock on ``fd``; True if taken (always True without fcntl)."""
+    """An exclusive advisory lock on ``fd``; True if taken (always True without fcntl).
+
+    False when another process holds it, or when the file system has no locks (ENOLCK on
+    some network mounts): then a writer goes on unlocked, and the cleanup keeps its files.
+    """
     try:
         import fcntl
     except ImportError:  # Windows: an open file cannot be removed, which protects it instead
@@ -280,8 +284,6 @@ def _lock(fd, blocking):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
     except OSError:
-        if blocking:
-            raise
         return False
     return True
 
