@@ -42,6 +42,9 @@ int = int32  # noqa: A001
 
 __version__ = "0.1.0"
 
+from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
+_check_tensor_args(globals(), __name__)  # non-Tensor arguments: TypeError naming them
+
 
 def is_tensor(obj) -> bool:
     """True for clgrad Tensors."""
@@ -54,4 +57,4 @@ def numel(x: Tensor) -> int:
 
 
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
-from clgrad import nn, optim, data, io  # noqa: E402
+from clgrad import nn, optim, data, io, linalg  # noqa: E402

@@ -3,11 +3,21 @@
     python examples/train_digits.py            (same as: python -m clgrad train --dataset digits)
     python examples/train_mnist.py --data DIR  (same as: python -m clgrad train --dataset mnist)
 
-One epoch = one pass over the training split with a tqdm bar (loss, accuracy, images/s), then
-an evaluation of the held-out split. ``OUT/last.safetensors`` (model + optimizer + scheduler +
-epoch + history) is written every epoch and ``OUT/best.safetensors`` whenever the test accuracy
-improves, both atomically (clgrad.save); ``OUT/curves.png`` plots loss and accuracy per epoch.
-The run ends with one summary line: ``test accuracy: 0.9xx | ... s | ... images/s | device``.
+A validation split (``--val-fraction``, 10 % by default: stratified by class, seeded by
+``--seed``) is carved from the training data. One epoch = one pass over the rest of the
+training data with a tqdm bar (loss, accuracy, images/s), then an evaluation of the validation
+split. ``OUT/last.safetensors`` (model + optimizer + scheduler + epoch + history) is written
+every epoch and ``OUT/best.safetensors`` whenever the validation accuracy improves, both
+atomically (clgrad.save); ``OUT/curves.png`` plots loss and accuracy per epoch. The test split
+is evaluated once, at the end, with the final model, so the choice of "best" never sees it.
+The run ends with one summary line: ``test accuracy: 0.9xx | best validation accuracy 0.9xx at
+epoch N (OUT/best.safetensors) | ... s | ... images/s | device: ...``.
+
+Bad input ends with one line naming the option (``train: --resume CKPT: ...``) and exit status
+1. ``--resume`` of a checkpoint that already reached ``--epochs`` (which counts every epoch,
+the resumed ones included) says there is nothing to train, evaluates the checkpoint's model on
+the test split and prints the summary line (exit status 0). Ctrl-C prints one line and exits
+with status 130; the last checkpoint stays intact (saves are atomic).
 
 Reproducible: ``--seed`` fixes the initial weights, and each epoch reseeds its shuffle order and
 its dropout masks from (seed, epoch), so ``--resume OUT/last.safetensors`` continues exactly as
@@ -16,7 +26,9 @@ the uninterrupted run would have.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -24,9 +36,10 @@ import numpy as np
 
 import clgrad
 from clgrad import nn, optim
-from clgrad.data import MNIST, DataLoader, digits_split
+from clgrad.data import MNIST, DataLoader, TensorDataset, _stratified_split, digits_split
 
-__all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch"]
+__all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch",
+           "validation_split"]
 
 DEFAULTS = {  # per dataset: epochs, batch size, learning rate (AdamW + cosine schedule)
     "digits": dict(epochs=8, batch_size=32, lr=3e-3),
@@ -112,23 +125,41 @@ def evaluate(model, loader, loss_fn):
     return loss_sum.item() / seen, hits.item() / seen
 
 
+def validation_split(train_set: TensorDataset, fraction: float, seed: int):
+    """(train, validation) TensorDatasets from ``train_set``: round(n_c * fraction) samples of
+    each class c go to validation, chosen by a NumPy Generator seeded with ``seed`` (the same
+    rule as clgrad.data.digits_split); both keep the original order."""
+    images, labels = train_set.arrays
+    tr, va = _stratified_split(labels, fraction, seed, op="validation_split")
+    return TensorDataset(images[tr], labels[tr]), TensorDataset(images[va], labels[va])
+
+
 def fit(args) -> dict:
     """Run the job described by the parsed ``args`` (see ``build_parser``).
 
-    Returns the progress dict also stored in the checkpoints: ``epoch``, ``best_acc``,
-    ``best_epoch``, ``history`` (per-epoch lists), plus ``test_acc`` (last epoch),
-    ``seconds`` (wall time of the whole job), ``images_per_s`` (median over epochs; the first
-    epoch also pays for building the kernels) and ``device``.
+    Returns the progress dict also stored in the checkpoints: ``epoch``, ``best_acc`` and
+    ``best_epoch`` (validation accuracy), ``history`` (per-epoch lists: train_loss, train_acc,
+    val_loss, val_acc, images_per_s), plus ``test_loss``/``test_acc`` (the final model on the
+    test split, evaluated once at the end), ``seconds`` (wall time of the whole job),
+    ``images_per_s`` (median over epochs; the first epoch also pays for building the kernels)
+    and ``device``.
+    Raises:  OptionError naming the option for bad input (a --resume checkpoint that does not
+             fit, --data files, an --out folder that cannot be written, an unknown --device).
     """
     from tqdm import tqdm
 
     t0 = time.perf_counter()
     if args.device:
-        clgrad.set_default_device(args.device)
+        with _blame("--device", args.device):
+            clgrad.set_default_device(args.device)
     device = clgrad.default_device()
-    train_set, test_set, make_model = _datasets(args)
+    with _blame("--data", args.data):  # the MNIST files (digits are bundled)
+        train_set, test_set, make_model = _datasets(args)
+    with _blame("--val-fraction", args.val_fraction):
+        train_set, val_set = validation_split(train_set, args.val_fraction, args.seed)
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with _blame("--out", args.out):
+        out_dir.mkdir(parents=True, exist_ok=True)
 
     clgrad.manual_seed(args.seed)
     model = make_model()
@@ -138,15 +169,16 @@ def fit(args) -> dict:
     progress = {"epoch": 0, "best_acc": -1.0, "best_epoch": 0,
                 "history": {k: [] for k in _HISTORY}}
     if args.resume:
-        progress = _resume(args.resume, model, optimizer, scheduler)
-        if scheduler.T_max != args.epochs:  # anneal over the new total, not the old one
+        with _blame("--resume", args.resume):
+            progress = _resume(args.resume, model, optimizer, scheduler, args.epochs)
+        if progress["epoch"] < args.epochs and scheduler.T_max != args.epochs:
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
-                  f"over --epochs {args.epochs}")
+                  f"over --epochs {args.epochs}")  # anneal over the new total, not the old one
             scheduler.T_max = args.epochs
             scheduler.last_epoch -= 1
             scheduler.step()  # this epoch's lr from the new horizon
 
-    test_loader = DataLoader(test_set, batch_size=512)
+    val_loader = DataLoader(val_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         clgrad.manual_seed(args.seed * 100_003 + epoch)
@@ -155,33 +187,50 @@ def fit(args) -> dict:
         with tqdm(total=len(train_set), desc=f"epoch {epoch}/{args.epochs}", unit="img",
                   dynamic_ncols=True, disable=args.quiet) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
-            te_loss, te_acc = evaluate(model, test_loader, loss_fn)
+            va_loss, va_acc = evaluate(model, val_loader, loss_fn)
             bar.set_postfix(loss=f"{tr_loss:.4f}", acc=f"{tr_acc:.4f}",
-                            test_acc=f"{te_acc:.4f}", img_s=f"{ips:.0f}")
+                            val_acc=f"{va_acc:.4f}", img_s=f"{ips:.0f}")
         scheduler.step()
-        for k, v in zip(_HISTORY, (tr_loss, tr_acc, te_loss, te_acc, ips)):
+        for k, v in zip(_HISTORY, (tr_loss, tr_acc, va_loss, va_acc, ips)):
             progress["history"][k].append(v)
         progress["epoch"] = epoch
-        improved = te_acc > progress["best_acc"]
+        improved = va_acc > progress["best_acc"]
         if improved:
-            progress["best_acc"], progress["best_epoch"] = te_acc, epoch
+            progress["best_acc"], progress["best_epoch"] = va_acc, epoch
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "progress": progress,
                  "config": {k: getattr(args, k) for k in _CONFIG}}
-        if improved:
-            clgrad.save(state, out_dir / "best.safetensors")
-        clgrad.save(state, out_dir / "last.safetensors")
-        _plot(progress["history"], out_dir / "curves.png", args.dataset)
+        with _blame("--out", args.out):
+            if improved:
+                clgrad.save(state, out_dir / "best.safetensors")
+            clgrad.save(state, out_dir / "last.safetensors")
+            _plot(progress["history"], out_dir / "curves.png", args.dataset)
 
-    history = progress["history"]
+    te_loss, te_acc = evaluate(model, DataLoader(test_set, batch_size=512), loss_fn)
     summary = dict(progress, seconds=time.perf_counter() - t0, device=device.name,
-                   test_acc=history["test_acc"][-1] if history["test_acc"] else float("nan"),
-                   images_per_s=float(np.median(history["images_per_s"] or [0.0])))
-    print(f"test accuracy: {summary['test_acc']:.3f} | best {summary['best_acc']:.3f} at "
-          f"epoch {summary['best_epoch']} ({out_dir / 'best.safetensors'}) | "
+                   test_loss=te_loss, test_acc=te_acc,
+                   images_per_s=float(np.median(progress["history"]["images_per_s"] or [0.0])))
+    print(f"test accuracy: {te_acc:.3f} | best validation accuracy {summary['best_acc']:.3f} "
+          f"at epoch {summary['best_epoch']} ({out_dir / 'best.safetensors'}) | "
           f"{summary['seconds']:.1f} s | {summary['images_per_s']:.0f} images/s | "
           f"device: {device.name} ({device.kind})")
     return summary
+
+
+class OptionError(ValueError):
+    """Bad input to the training job; the message starts with the option it concerns."""
+
+
+@contextlib.contextmanager
+def _blame(option, value):
+    """Turn the errors of bad input (files, checkpoints, names) into one OptionError line."""
+    try:
+        yield
+    except OptionError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError, IndexError) as e:
+        text = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        raise OptionError(f"{option} {value}: {type(e).__name__}: {text}") from e
 
 
 def build_parser(dataset: str | None = None, prog: str | None = None):
@@ -204,13 +253,19 @@ def build_parser(dataset: str | None = None, prog: str | None = None):
     p.add_argument("--out", default=None, help="output folder (default runs/<dataset>)")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue from a last.safetensors or best.safetensors")
-    p.add_argument("--seed", type=int, default=0, help="seed of weights, shuffling, dropout")
+    p.add_argument("--val-fraction", type=float, default=0.1, metavar="F",
+                   help="share of each class held out of training to choose the best epoch")
+    p.add_argument("--seed", type=int, default=0, help="seed of weights, shuffling, dropout "
+                                                       "and the validation split")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
 
 
 def main(argv=None, dataset: str | None = None, prog: str | None = None) -> int:
-    """Parse ``argv`` and run the job; 0 on success."""
+    """Parse ``argv`` and run the job; 0 on success, 130 after Ctrl-C (one line on stderr).
+
+    Bad input raises SystemExit with one line naming the option (exit status 1).
+    """
     args = build_parser(dataset, prog).parse_args(argv)
     for k, v in DEFAULTS[args.dataset].items():
         if getattr(args, k) is None:
@@ -228,28 +283,72 @@ def main(argv=None, dataset: str | None = None, prog: str | None = None) -> int:
         raise SystemExit(f"train: expected --lr to be a positive number, got {args.lr}")
     if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
         raise SystemExit(f"train: expected --weight-decay >= 0, got {args.weight_decay}")
+    if args.seed < 0:
+        raise SystemExit(f"train: expected --seed to be a non-negative integer, got "
+                         f"{args.seed}")
+    if not 0 < args.val_fraction < 1:
+        raise SystemExit(f"train: expected --val-fraction in (0, 1), got {args.val_fraction}")
     try:
         fit(args)
-    except (OSError, ValueError, KeyError) as e:  # bad paths, files or checkpoints: one line
-        raise SystemExit(f"train: {type(e).__name__}: {e}") from None
+    except OptionError as e:
+        raise SystemExit(f"train: {e}") from None
+    except KeyboardInterrupt:
+        last = Path(args.out) / "last.safetensors"
+        kept = f"{last} is intact" if last.exists() else "no checkpoint was written yet"
+        print(f"train: interrupted (Ctrl-C); {kept}", file=sys.stderr)
+        return 130
     return 0
 
 
 # ---------------------------------------------------------------------------- private helpers
 
-_HISTORY = ("train_loss", "train_acc", "test_loss", "test_acc", "images_per_s")
-_CONFIG = ("dataset", "seed", "lr", "weight_decay", "batch_size", "epochs")
+_HISTORY = ("train_loss", "train_acc", "val_loss", "val_acc", "images_per_s")
+_CONFIG = ("dataset", "seed", "lr", "weight_decay", "batch_size", "epochs", "val_fraction")
 
 
-def _resume(path, model, optimizer, scheduler) -> dict:
+def _resume(path, model, optimizer, scheduler, epochs) -> dict:
     """Load model, optimizer and scheduler state from a checkpoint; returns its progress."""
     ckpt = clgrad.load(path)
+    if not isinstance(ckpt, dict) or not {"model", "optimizer", "scheduler", "progress"} <= \
+            set(ckpt):
+        raise ValueError("expected a checkpoint of this job (model, optimizer, scheduler, "
+                         "progress), got keys " + repr(sorted(ckpt)))
+    progress = _checked_progress(ckpt["progress"])
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
-    progress = ckpt["progress"]
-    print(f"resumed from {path} after epoch {progress['epoch']}")
+    done = progress["epoch"]
+    rest = "" if done < epochs else (f": nothing to train with --epochs {epochs} (it counts "
+                                     f"every epoch, the resumed ones included)")
+    print(f"resumed from {path} after epoch {done}{rest}")
     return progress
+
+
+def _checked_progress(p) -> dict:
+    """The checkpoint's progress dict, or ValueError naming the field that is wrong."""
+    def bad(field, want, got):
+        raise ValueError(f"expected progress.{field} to be {want}, got {got!r}")
+
+    if not isinstance(p, dict):
+        bad("", "a dict", p)
+    epoch, best_epoch, best_acc = p.get("epoch"), p.get("best_epoch"), p.get("best_acc")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 0:
+        bad("epoch", "a non-negative integer", epoch)
+    if not isinstance(best_epoch, int) or isinstance(best_epoch, bool) or \
+            not 0 <= best_epoch <= epoch:
+        bad("best_epoch", f"an integer in [0, {epoch}]", best_epoch)
+    if not isinstance(best_acc, (int, float)) or isinstance(best_acc, bool) or \
+            not -1 <= best_acc <= 1:
+        bad("best_acc", "an accuracy in [0, 1] (or -1 before the first epoch)", best_acc)
+    hist = p.get("history")
+    if not isinstance(hist, dict):
+        bad("history", "a dict", hist)
+    for k in _HISTORY:
+        v = hist.get(k)
+        if not isinstance(v, list) or len(v) != epoch or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+            bad(f"history.{k}", f"a list of {epoch} numbers (one per epoch)", v)
+    return p
 
 
 def _datasets(args):
@@ -270,16 +369,22 @@ def _plot(history: dict, path: Path, title: str):
     for ax, key, label in ((ax_loss, "loss", "cross-entropy loss"),
                            (ax_acc, "acc", "accuracy")):
         ax.plot(epochs, history["train_" + key], "o-", label="train")
-        ax.plot(epochs, history["test_" + key], "s-", label="test")
+        ax.plot(epochs, history["val_" + key], "s-", label="validation")
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend()
-    best = int(np.argmax(history["test_acc"]))
-    ax_acc.set_title(f"best test accuracy {history['test_acc'][best]:.3f} (epoch {best + 1})")
+    best = int(np.argmax(history["val_acc"]))
+    ax_acc.set_title(f"best validation accuracy {history['val_acc'][best]:.3f} "
+                     f"(epoch {best + 1})")
     ax_loss.set_title(f"{title}: loss")
     fig.tight_layout()
     tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        fig.savefig(tmp, dpi=100)
+        tmp.replace(path)
+    except BaseException:  # Ctrl-C or a full disk: no half-written leftover
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)

@@ -48,7 +48,8 @@ inline void philox4x32_10(uint *c, uint k0, uint k1) {
     }
 }
 
-// out = a * scale where the element is kept, else 0. Work item i handles the elements
+// out = a * scale where the element is kept, else a * 0 (so NaN stays NaN, as PyTorch's
+// input * mask). Work item i handles the elements
 // k = 4i .. 4i+3 (row-major over the shape) with the four words of
 // philox((i_lo, i_hi, 0, 0), (k0, k1)): element k is kept when word k % 4 >= threshold,
 // threshold = round(p * 2^32), so P(keep) = 1 - p. Used for the input and its gradient.
@@ -63,7 +64,7 @@ __kernel void dropout(long n, int nd, shape_t sh, __global T *out, view_t vo,
     for (int j = 0; j < 4 && 4 * i + j < n; ++j) {
         long oo, oa;
         off2(4 * i + j, nd, sh, vo, va, &oo, &oa);
-        out[oo] = (ulong)c[j] >= threshold ? a[oa] * scale : (T)0;
+        out[oo] = a[oa] * ((ulong)c[j] >= threshold ? scale : (T)0);  // NaN * 0 is NaN
     }
 }
 #endif

@@ -30,6 +30,12 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
     T y = b[ob]; out[oo] = (expr);                                                          \
 }
 
+#ifdef IS_FLOAT
+#define IS_NAN(v) isnan(v)
+#else
+#define IS_NAN(v) 0  // integers: never NaN
+#endif
+
 #define BINARY(name, expr) BINARY_OUT(name, T, expr)
 #define COMPARE(name, expr) BINARY_OUT(name, uchar, (uchar)((expr) ? 1 : 0))
 
@@ -37,15 +43,16 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
 // reads like one (where); never a PyTorch in-place name.
 UNARY(neg, -x)
 UNARY(abs_op, x < (T)0 ? -x : x)
-UNARY(relu, x > (T)0 ? x : (T)0)
+UNARY(relu, x < (T)0 ? (T)0 : x)  // NaN (and -0) pass through, as PyTorch
 UNARY(sign_op, (T)((x > (T)0) - (x < (T)0)))
 UNARY(logical_not, (T)(x == (T)0))
 
 BINARY(add, x + y)
 BINARY(sub, x - y)
 BINARY(mul, x * y)
-BINARY(maximum, x > y ? x : y)
-BINARY(minimum, x < y ? x : y)
+// NaN in either operand gives NaN (x is NaN: x; y is NaN: the comparison fails, so y).
+BINARY(maximum, x > y || IS_NAN(x) ? x : y)
+BINARY(minimum, x < y || IS_NAN(x) ? x : y)
 COMPARE(eq, x == y)
 COMPARE(ne, x != y)
 COMPARE(lt, x < y)
@@ -72,7 +79,7 @@ UNARY(square, x * x)
 BINARY(div, x / y)
 BINARY(pow_op, pow(x, y))
 // Backward helpers: y is the saved input or output, x the incoming gradient.
-BINARY(relu_grad, y > (T)0 ? x : (T)0)
+BINARY(relu_grad, y <= (T)0 ? (T)0 : x)  // passes at a NaN output, as PyTorch's
 BINARY(sigmoid_grad, x * y * ((T)1 - y))
 BINARY(tanh_grad, x * ((T)1 - y * y))
 #else
@@ -91,15 +98,16 @@ __kernel void where_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
     out[oo] = c[oc] ? a[oa] : b[ob];
 }
 
-// clamp(x, lo, hi) with scalar bounds; HAS_LO/HAS_HI chosen by the flags.
+// clamp(x, lo, hi) with scalar bounds, used where the flags say; a NaN input or bound gives
+// NaN (PyTorch).
 __kernel void clamp_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
                        __global const T *a, view_t va, T lo, T hi, int use_lo, int use_hi) {
     EW_HEAD
     long oo, oa;
     off2(i, nd, sh, vo, va, &oo, &oa);
     T x = a[oa];
-    if (use_lo && x < lo) x = lo;
-    if (use_hi && x > hi) x = hi;
+    if (use_lo && (x < lo || IS_NAN(lo))) x = lo;
+    if (use_hi && (x > hi || IS_NAN(hi))) x = hi;
     out[oo] = x;
 }
 

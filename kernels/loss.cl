@@ -88,6 +88,7 @@ __kernel REQD void softmax_fwd(long nrows, int nd, shape_t sh, long len, __globa
     T m = -INFINITY, s = 0;
     for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sx], &m, &s);
     ROW_LSE(m, s);
+    if (m == INFINITY) s = NAN;  // +inf - +inf is NaN: the whole row is NaN (PyTorch)
     T logs = log(s);  // m + log(s) would round log(s) away when |m| >> 1 in float32
     for (long j = lid; j < len; j += WG) {
         T v = x[bx + j * sx] - m;
@@ -133,6 +134,7 @@ __kernel REQD void ce_fwd(long nrows, int nd, shape_t sh, long nc, __global cons
     long len = logits ? nc : 0, slen = (logits && eps != (T)0) ? nc : 0;
     for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sxc], &m, &s);
     ROW_LSE(m, s);
+    if (m == INFINITY) s = NAN;  // a +inf logit: the row's log-probabilities are NaN (PyTorch)
     T logs = logits ? log(s) : (T)0;
     for (long j = lid; j < slen; j += WG)
         smooth += (has_w ? w[vw.off + j * vw.s[0]] : (T)1) * ((m - x[bx + j * sxc]) + logs);

@@ -283,7 +283,7 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
 // s^-beta for s > 0. AlexNet's beta = 0.75 takes square roots: s^-3/4 = s^-1/2 * s^-1/4
 // (exp and log cost 10x more on PoCL; pow() 40x).
 inline T pow_neg(T s, T beta) {
-    if (beta == (T)0.75) {
+    if (beta == (T)0.75f) {  // f: float32 builds must not see a double literal
         T r = rsqrt(s);
         return r * sqrt(r);
     }

@@ -1,7 +1,7 @@
 // kernels/reduce.cl — reductions over any set of dims of a strided view.
 // Defines: T input type; ACC accumulator type; OUT output type; OP one of OP_SUM, OP_PROD,
 // OP_MAX, OP_MIN; WG work-group size (power of two); ARG to also produce the index of the
-// max/min (first occurrence on ties).
+// max/min (first occurrence on ties); ACC_FLOAT when ACC is a floating type.
 // Geometry: output element o has a multi-index over the kept ("outer") dims; the reduced
 // ("inner") dims are walked by j. The input offset is off1(o, outer) + off1(j, inner).
 // Sums use Kahan compensation per work item, then a tree in local memory.
@@ -21,6 +21,8 @@
 #elif defined(OP_MIN)
 #define BETTER(x, y) ((x) < (y) || isnan((float)(x)) && !isnan((float)(y)))
 #endif
+// Equal, or both NaN: the lower index wins, so the first NaN is reported (PyTorch).
+#define SAME(x, y) ((x) == (y) || isnan((float)(x)) && isnan((float)(y)))
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
@@ -45,7 +47,11 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #if defined(OP_SUM)
         ACC y = x - comp;
         ACC s = acc + y;
+#ifdef ACC_FLOAT
+        comp = isinf(s) ? (ACC)0 : (s - acc) - y;  // else inf - inf poisons the sum with NaN
+#else
         comp = (s - acc) - y;
+#endif
         acc = s;
 #elif defined(OP_PROD)
         acc *= x;
@@ -72,7 +78,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
             long jx = ibuf[lid + s];
             ACC y = buf[lid];
             long jy = ibuf[lid];
-            if (jx >= 0 && (jy < 0 || BETTER(x, y) || (x == y && jx < jy))) {
+            if (jx >= 0 && (jy < 0 || BETTER(x, y) || (SAME(x, y) && jx < jy))) {
                 buf[lid] = x;
                 ibuf[lid] = jx;
             }
@@ -88,7 +94,8 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
     }
 }
 
-// Scatter g[o] into z at the position ARG reported: the gradient of max/min goes to one index.
+// Scatter g[o] into z at the position ARG reported: the gradient of max/min(dim) goes to the
+// index returned.
 __kernel void scatter_arg(long no, int ndo, shape_t sho, __global T *z, view_t vz_outer,
                           int ndi, shape_t shi, view_t vz_inner, __global const T *g, view_t vg,
                           __global const long *idx, view_t vidx) {

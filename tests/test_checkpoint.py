@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import time
 
 import numpy as np
 import pytest
@@ -264,3 +265,125 @@ def test_load_corrupt_raises_value_error_naming_path(tmp_path, case):
     with pytest.raises(ValueError) as err:
         load(path)
     assert str(path) in str(err.value)
+
+
+# -- integrity: per-tensor CRC-32, stale temporary files, bounded nesting ----------------------
+def _data_start(raw):
+    return 8 + int.from_bytes(raw[:8], "little")
+
+
+@pytest.mark.parametrize("how", ["flip a bit", "zero a span"])
+def test_damaged_tensor_bytes_are_detected_naming_the_tensor(tmp_path, how):
+    path = tmp_path / "c.safetensors"
+    w = np.arange(64, dtype=np.float32)
+    save({"model": {"a": np.ones(3), "w": clgrad.from_numpy(w)}}, path)
+    raw = bytearray(path.read_bytes())
+    off = json.loads(raw[8:_data_start(raw)])["model.w"]["data_offsets"][0] + _data_start(raw)
+    if how == "flip a bit":
+        raw[off + 17] ^= 0x04
+    else:
+        raw[off + 8:off + 40] = bytes(32)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"tensor 'model\.w' is corrupt: its bytes have "
+                                         r"CRC-32 0x[0-9a-f]{8}, the checkpoint recorded"):
+        load(path)
+
+
+def test_checksums_are_crc32_of_the_bytes(tmp_path):
+    """Independent oracle: zlib.crc32 of each tensor as safetensors stores it."""
+    import zlib
+    path = tmp_path / "c.safetensors"
+    arrays = {"x": np.arange(6, dtype=np.int64).reshape(2, 3).T, "y": np.zeros(0),
+              "z": np.array(2.5, np.float32)}
+    save(arrays, path)
+    with open(path, "rb") as f:
+        header = json.loads(f.read(_data_start(path.read_bytes()))[8:])
+    crc = json.loads(header["__metadata__"]["clgrad"])["crc32"]
+    want = {k: zlib.crc32(np.ascontiguousarray(v).astype(v.dtype.newbyteorder("<")).tobytes())
+            for k, v in arrays.items()}
+    assert crc == want
+    assert_same(load(path), arrays)
+
+
+def test_checkpoint_without_checksums_still_loads(tmp_path):
+    """Files written before checksums existed: the same layout without "crc32"."""
+    path = tmp_path / "old.safetensors"
+    meta = {"clgrad": json.dumps({"version": 1, "tree": {"dict": {
+        "w": {"tensor": "w", "kind": "numpy"}, "n": {"value": 3}}}})}
+    path.write_bytes(safetensors.numpy.save({"w": np.arange(3.0)}, metadata=meta))
+    got = load(path)
+    assert got["n"] == 3 and got["w"].tolist() == [0, 1, 2]
+
+
+def _stale(folder, name, age, hexpart="0123456789ab"):
+    tmp = folder / f".{name}.{hexpart}.tmp"
+    tmp.write_bytes(b"\0" * 1000)
+    t = os.stat(tmp).st_mtime - age
+    os.utime(tmp, (t, t))
+    return tmp
+
+
+def test_save_removes_stale_temp_files_of_a_killed_save(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    old = _stale(tmp_path, path.name, age=3600)
+    young = _stale(tmp_path, path.name, age=0, hexpart="ba9876543210")   # maybe in progress
+    other = _stale(tmp_path, "other.safetensors", age=3600)             # another target's
+    unrelated = tmp_path / f".{path.name}.not-hex.tmp"
+    unrelated.write_bytes(b"keep")
+    save({"v": 1}, path)
+    assert not old.exists()
+    assert young.exists() and other.exists() and unrelated.exists()
+    assert load(path) == {"v": 1}
+
+
+def test_stale_cleanup_spares_a_temp_file_locked_by_a_live_save(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "ckpt.safetensors"
+    busy = _stale(tmp_path, path.name, age=3600)
+    with open(busy, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)               # what a writer in progress holds
+        save({"v": 1}, path)
+        assert busy.exists()
+    save({"v": 2}, path)                            # its lock is gone: a killed save's file
+    assert not busy.exists()
+
+
+def test_killed_save_leftover_is_cleaned_by_the_next_save(tmp_path):
+    """A real SIGKILL mid-write: the leftover is unlocked; the next save removes it."""
+    import signal
+    import subprocess
+    import sys
+    path = tmp_path / "ckpt.safetensors"
+    code = ("import os, signal, numpy as np, clgrad.io.checkpoint as c\n"
+            "real = os.fsync\n"
+            "def die(fd): os.kill(os.getpid(), signal.SIGKILL)\n"
+            "c.os.fsync = die\n"
+            f"c.save({{'w': np.ones(1000)}}, {str(path)!r})\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    left = [p for p in os.listdir(tmp_path)]
+    assert len(left) == 1 and left[0].startswith(".ckpt.safetensors.")
+    t = time.time() - 3600
+    os.utime(tmp_path / left[0], (t, t))
+    save({"v": 1}, path)
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+
+
+def test_deep_metadata_raises_value_error_not_recursion_error(tmp_path):
+    path = tmp_path / "deep.safetensors"
+    tree = '{"list": [' * 5000 + '{"value": 1}' + "]}" * 5000   # json.dumps would recurse
+    path.write_bytes(safetensors.numpy.save(
+        {}, metadata={"clgrad": '{"version": 1, "tree": ' + tree + "}"}))
+    with pytest.raises(ValueError, match=str(path)) as err:
+        load(path)
+    assert "nested at most" in str(err.value)
+    deep = [1]
+    for _ in range(150):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested at most 100 deep"):
+        save({"d": deep}, tmp_path / "d.safetensors")
+    ok = [1]
+    for _ in range(90):
+        ok = [ok]
+    save({"d": ok}, tmp_path / "ok.safetensors")
+    assert load(tmp_path / "ok.safetensors") == {"d": ok}

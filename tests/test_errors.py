@@ -248,3 +248,42 @@ def test_ints_beyond_int64_raise_overflow():
 def test_narrow_negative_length_is_named():
     with pytest.raises(IndexError, match="length >= 0, got -1"):
         clgrad.zeros(3).narrow(0, 0, -1)
+
+
+# -- a non-Tensor where a Tensor is required: TypeError naming the argument (PyTorch's form) ---
+@pytest.mark.parametrize("call, op, arg", [
+    (lambda a: clgrad.nn.functional.relu(a), "relu", "input"),
+    (lambda a: clgrad.relu(a), "relu", "x"),
+    (lambda a: clgrad.nn.ReLU()(a), "relu", "input"),
+    (lambda a: clgrad.sum(a), "sum", "x"),
+    (lambda a: clgrad.mean(a, 0), "mean", "x"),
+    (lambda a: clgrad.softmax(a, 0), "softmax", "x"),
+    (lambda a: clgrad.nn.functional.softmax(a, 0), "softmax", "input"),
+    (lambda a: clgrad.nn.functional.conv2d(clgrad.ones(1, 1, 3, 3), a), "conv2d", "weight"),
+    (lambda a: clgrad.nn.functional.conv2d(a, clgrad.ones(1, 1, 1, 1)), "conv2d", "input"),
+    (lambda a: clgrad.nn.functional.max_pool2d(a, 2), "max_pool2d", "input"),
+    (lambda a: clgrad.nn.functional.cross_entropy(clgrad.ones(2, 3), a), "cross_entropy",
+     "target"),
+    (lambda a: clgrad.matmul(clgrad.ones(3, 3), a), "matmul", "b"),
+    (lambda a: clgrad.index_select(clgrad.ones(3), 0, a), "index_select", "index"),
+    (lambda a: clgrad.linalg.vector_norm(a), "vector_norm", "x"),
+    (lambda a: clgrad.reshape(a, (3,)), "reshape", "x"),
+])
+def test_non_tensor_argument_raises_type_error(call, op, arg):
+    for bad, name in [(np.ones(3), "numpy.ndarray"), ([1.0, 2.0], "list")]:
+        with pytest.raises(TypeError, match=rf"^{op}\(\): argument '{arg}' .*must be Tensor, "
+                                            rf"not {name}$"):
+            call(bad)
+
+
+def test_type_check_keeps_the_ops_usable():
+    """The checked public names still take optional None, keywords, and pickle by name."""
+    import pickle
+    x = clgrad.ones(2, 2)
+    assert clgrad.nn.functional.linear(x, x, bias=None).numpy().tolist() == [[2, 2], [2, 2]]
+    assert clgrad.sum(x=x).item() == 4
+    with pytest.raises(TypeError, match=r"^linear\(\): argument 'bias' must be Tensor, not "
+                                        r"tuple$"):
+        clgrad.nn.functional.linear(x, x, bias=(1, 2))
+    assert pickle.loads(pickle.dumps(clgrad.relu)) is clgrad.relu
+    assert clgrad.relu.__doc__ and clgrad.clip is clgrad.clamp

@@ -89,7 +89,7 @@ def test_index_select(dtype, shape, data):
     x_np, x = data.draw(strided_pair(shape, dtype))
     d = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
     n = shape[d]
-    idx = data.draw(st.lists(st.integers(-n, n - 1), max_size=6), label="index")
+    idx = data.draw(st.lists(st.integers(0, n - 1), max_size=6), label="index")  # PyTorch: >= 0
     i_np = np.array(idx, dtype=np.int64)
     i = clgrad.tensor(np.stack([i_np, i_np]))[1] if idx else clgrad.tensor(i_np)
     out = x.index_select(d, i)
@@ -162,3 +162,36 @@ def test_setitem_with_index_tensor():
     x_np[[1]] = 7.0
     np.testing.assert_array_equal(x.numpy(), x_np)
     assert x._version > v
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.index_select(0, clgrad.tensor([-1])),         # PyTorch raises for negatives
+    lambda x: x.index_select(1, clgrad.tensor([0, 4])),
+    lambda x: clgrad.index_select(x, 0, clgrad.tensor([3])),
+    lambda x: x.gather(0, clgrad.tensor([[0, -1, 0, 0]])),
+    lambda x: x.gather(1, clgrad.tensor([[4], [0], [0]])),
+    lambda x: x.scatter_add(0, clgrad.tensor([[-1, 0, 0, 0]]), clgrad.tensor(np.ones((1, 4)))),
+    lambda x: x[clgrad.tensor([3])],
+    lambda x: x[clgrad.tensor([-4])],
+    lambda x: x[:, clgrad.tensor([0, 9])],
+])
+def test_index_out_of_range_raises_before_launch(call):
+    from clgrad.runtime import launch_count
+    x = clgrad.tensor(np.arange(12.0).reshape(3, 4))
+    before = launch_count()
+    with pytest.raises(IndexError, match="out of bounds for dimension with size"):
+        call(x)
+    assert launch_count() == before
+    np.testing.assert_array_equal(x.numpy(), np.arange(12.0).reshape(3, 4))
+
+
+def test_negative_indices_where_pytorch_takes_them():
+    """x[idx] and x[idx] = v wrap negative indices (PyTorch, NumPy)."""
+    a = np.arange(12.0).reshape(3, 4)
+    x = clgrad.tensor(a)
+    np.testing.assert_array_equal(x[clgrad.tensor([-1, 0])].numpy(), a[[-1, 0]])
+    np.testing.assert_array_equal(x[:, clgrad.tensor([-4])].numpy(), a[:, [-4]])
+    x[clgrad.tensor([-1])] = 7.0
+    b = a.copy()
+    b[[-1]] = 7.0
+    np.testing.assert_array_equal(x.numpy(), b)

@@ -210,12 +210,13 @@ def test_unsupported_ops_are_listed_together(tmp_path):
     assert "Sigmoid (nodes: Sigmoid_s, Sigmoid_y)" in message and "Tanh (nodes: Tanh_t)" in message
 
 
-def test_computed_conv_weight_is_refused_naming_the_node(tmp_path):
+def test_conv_weight_fed_as_a_graph_input(tmp_path):
+    """Once refused; now read at run time (more in tests/test_onnx_inputs.py)."""
     b = Builder()
     b.node("Conv", ["x", "w"], "y")
     path = b.save(tmp_path / "dynamic.onnx", [("x", [1, 2, 4, 4]), ("w", [3, 2, 3, 3])], [("y", 4)])
-    with pytest.raises(NotImplementedError, match=r"node 'Conv_y' \(Conv\): expected the weight"):
-        load_onnx(path)
+    check(path, {"x": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32),
+                 "w": RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)})
 
 
 def test_truncated_and_corrupted_files(tmp_path):

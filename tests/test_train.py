@@ -9,7 +9,7 @@ import clgrad
 from clgrad import nn, optim
 from clgrad.cli import main as cli_main
 from clgrad.data import DataLoader, digits_split
-from clgrad.train import digits_net, evaluate, fit, main
+from clgrad.train import digits_net, evaluate, fit, main, validation_split
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("digits")
     args = argparse.Namespace(dataset="digits", data=None, epochs=3, batch_size=16, lr=3e-3,
                               weight_decay=1e-4, device=None, out=str(out), resume=None,
-                              seed=0, quiet=True)
+                              seed=0, quiet=True, val_fraction=0.1)
     return out, fit(args)
 
 
@@ -27,17 +27,27 @@ def test_short_training_run_learns_the_digits(short_run, capsys):
     assert summary["test_acc"] >= 0.90, summary["history"]
     assert summary["history"]["train_loss"][-1] < summary["history"]["train_loss"][0]
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The best checkpoint holds the best epoch's weights: evaluating it gives its accuracy.
+    # The best checkpoint holds the weights of the epoch with the best *validation* accuracy
+    # (the test split is not used to choose it): evaluating it on the validation split, carved
+    # from the training data with the run's seed, gives that accuracy.
+    val_acc = summary["history"]["val_acc"]
+    assert summary["best_epoch"] == int(np.argmax(val_acc)) + 1
+    assert summary["best_acc"] == max(val_acc)
     best = clgrad.load(out / "best.safetensors")
     assert best["progress"]["epoch"] == summary["best_epoch"]
     assert best["progress"]["best_acc"] == summary["best_acc"]
     model = digits_net()
     model.load_state_dict(best["model"])
-    _, test = digits_split()
-    _, acc = evaluate(model, DataLoader(test, batch_size=512), nn.CrossEntropyLoss())
+    train, test = digits_split()
+    _, val = validation_split(train, 0.1, 0)
+    _, acc = evaluate(model, DataLoader(val, batch_size=512), nn.CrossEntropyLoss())
     assert acc == pytest.approx(summary["best_acc"], abs=1e-9)
+    # The test accuracy is the final model's, on the test split.
     last = clgrad.load(out / "last.safetensors")
-    assert last["progress"]["epoch"] == 3 and len(last["progress"]["history"]["test_acc"]) == 3
+    model.load_state_dict(last["model"])
+    _, acc = evaluate(model, DataLoader(test, batch_size=512), nn.CrossEntropyLoss())
+    assert acc == pytest.approx(summary["test_acc"], abs=1e-9)
+    assert last["progress"]["epoch"] == 3 and len(last["progress"]["history"]["val_acc"]) == 3
     assert set(last) >= {"model", "optimizer", "scheduler", "config"}
 
 
@@ -100,8 +110,8 @@ def test_mnist_job_on_small_idx_files(tmp_path, capsys):
         images[np.arange(n), 2 * labels + 3, 4:24] = 255  # a learnable stripe per class
         _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
         _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
-    main(["--data", str(tmp_path), "--epochs", "1", "--batch-size", "16",
-          "--out", str(tmp_path / "run"), "--quiet"], dataset="mnist")
+    main(["--data", str(tmp_path), "--epochs", "1", "--batch-size", "16", "--val-fraction",
+          "0.25", "--out", str(tmp_path / "run"), "--quiet"], dataset="mnist")
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("test accuracy: ")
     ck = clgrad.load(tmp_path / "run" / "last.safetensors")
@@ -141,7 +151,124 @@ def test_resume_with_more_epochs_keeps_learning(short_run, tmp_path, capsys):
 
 
 def test_cli_train_reports_bad_files_in_one_line(tmp_path):
-    with pytest.raises(SystemExit, match="train: FileNotFoundError: .*no such file"):
+    with pytest.raises(SystemExit, match="train: --resume .*: FileNotFoundError: .*no such "
+                                         "file"):
         main(["--resume", str(tmp_path / "missing.safetensors"), "--quiet"])
     with pytest.raises(SystemExit, match="expected --lr to be a positive number"):
         main(["--lr", "nan", "--quiet"])
+
+
+def test_validation_split_is_stratified_and_seeded():
+    train, _ = digits_split()
+    labels = train.arrays[1]
+    tr, va = validation_split(train, 0.1, 5)
+    assert len(tr) + len(va) == len(train)
+    for c in range(10):
+        n_c = int((labels == c).sum())
+        assert int((va.arrays[1] == c).sum()) == round(n_c * 0.1)
+    rows = {r.tobytes() for r in train.arrays[0]}
+    assert {r.tobytes() for r in tr.arrays[0]} | {r.tobytes() for r in va.arrays[0]} == rows
+    assert not {r.tobytes() for r in tr.arrays[0]} & {r.tobytes() for r in va.arrays[0]}
+    again = validation_split(train, 0.1, 5)[1]
+    assert np.array_equal(again.arrays[0], va.arrays[0])
+    assert not np.array_equal(validation_split(train, 0.1, 6)[1].arrays[0], va.arrays[0])
+
+
+def _broken(src, dst, edit):
+    ck = clgrad.load(src)
+    edit(ck)
+    clgrad.save(ck, dst)
+    return str(dst)
+
+
+@pytest.mark.parametrize("edit, phrase", [
+    (lambda ck: ck["model"].__setitem__("0.weight", clgrad.zeros(3, 3)),
+     r"RuntimeError: .*size mismatch for 0\.weight"),
+    (lambda ck: ck["progress"].__setitem__("epoch", "two"),
+     r"progress\.epoch to be a non-negative integer, got 'two'"),
+    (lambda ck: ck["progress"].__setitem__("best_epoch", 9),
+     r"progress\.best_epoch to be an integer in \[0, 3\], got 9"),
+    (lambda ck: ck["progress"]["history"].pop("val_acc"),
+     r"progress\.history\.val_acc to be a list of 3 numbers"),
+    (lambda ck: ck.pop("scheduler"), r"expected a checkpoint of this job"),
+])
+def test_bad_resume_checkpoint_is_one_line_naming_the_option(short_run, tmp_path, edit,
+                                                             phrase):
+    out, _ = short_run
+    bad = _broken(out / "last.safetensors", tmp_path / "bad.safetensors", edit)
+    with pytest.raises(SystemExit) as err:
+        main(["--resume", bad, "--out", str(tmp_path / "run"), "--quiet"])
+    msg = str(err.value.code)
+    assert msg.startswith(f"train: --resume {bad}: ") and "\n" not in msg
+    assert __import__("re").search(phrase, msg), msg
+    assert not (tmp_path / "run" / "last.safetensors").exists()
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["--seed", "-1"], "expected --seed to be a non-negative integer, got -1"),
+    (["--val-fraction", "1"], "expected --val-fraction in (0, 1), got 1.0"),
+    (["--device", "no-such-device"], "train: --device no-such-device: DeviceError: "),
+])
+def test_bad_options_are_one_line_naming_the_option(tmp_path, argv, phrase):
+    with pytest.raises(SystemExit) as err:
+        main(argv + ["--out", str(tmp_path), "--quiet"])
+    assert phrase in str(err.value.code) and "\n" not in str(err.value.code)
+
+
+def test_resume_past_the_epochs_says_nothing_to_train(short_run, tmp_path, capsys):
+    out, summary = short_run
+    assert main(["--resume", str(out / "last.safetensors"), "--epochs", "1", "--out",
+                 str(tmp_path), "--quiet"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0] == (f"resumed from {out / 'last.safetensors'} after epoch 3: nothing to "
+                        f"train with --epochs 1 (it counts every epoch, the resumed ones "
+                        f"included)")
+    assert len(lines) == 2 and lines[1].startswith(
+        f"test accuracy: {summary['test_acc']:.3f} | best validation accuracy "
+        f"{summary['best_acc']:.3f} at epoch {summary['best_epoch']} (")
+    assert list(tmp_path.iterdir()) == []  # nothing trained, nothing written
+
+
+def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "run"
+    # SIG_DFL in the child: a shell may start the test runner with SIGINT ignored.
+    proc = subprocess.Popen([sys.executable, "-m", "clgrad", "train", "--epochs", "50",
+                             "--quiet", "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "last.safetensors").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "no checkpoint within 240 s"
+            time.sleep(0.05)
+        time.sleep(0.3)                              # now inside a later epoch (or a save)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert stderr == f"train: interrupted (Ctrl-C); {out / 'last.safetensors'} is intact\n"
+    last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
+    assert last["progress"]["epoch"] >= 1 and "model" in last
+    names = {p.name for p in out.iterdir()}                  # no temporary leftovers
+    assert {"best.safetensors", "last.safetensors"} <= names <= {
+        "best.safetensors", "last.safetensors", "curves.png"}, names
+
+
+def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
+    """4 KiB of random bytes in the data section: the CRC-32 check stops the run at once."""
+    out, _ = short_run
+    raw = bytearray((out / "last.safetensors").read_bytes())
+    start = 8 + int.from_bytes(raw[:8], "little")
+    raw[start:start + 4096] = np.random.default_rng(1).bytes(4096)
+    bad = tmp_path / "damaged.safetensors"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(SystemExit, match=rf"^train: --resume {bad}: ValueError: load: .*tensor "
+                                         r"'[\w.]+' is corrupt"):
+        main(["--resume", str(bad), "--out", str(tmp_path / "run"), "--quiet"])

@@ -2,21 +2,35 @@
 
 File layout (a valid safetensors file, readable by any safetensors tool):
     tensors   one entry per array leaf, named by its key path joined with "." ("model.fc.weight")
-    metadata  {"clgrad": JSON {"version": 1, "tree": node}} where node is one of
+    metadata  {"clgrad": JSON {"version": 1, "tree": node, "crc32": {name: crc}}} where crc
+              is the CRC-32 (zlib) of the tensor's little-endian C-order bytes, checked on load
+              (files written before checksums existed have no "crc32" and load unchecked),
+              and node is one of
                   {"dict": {key: node, ...}}     a dict (str keys, order kept, may be empty)
                   {"list": [node, ...]}          a list (tuples: {"tuple": [...]})
                   {"tensor": name, "kind": k}   k = "clgrad" (a Tensor) or "numpy" (an ndarray)
                   {"value": v}                  int, float (incl. nan/inf), bool, str or None
-The tree keeps the exact structure, so keys that contain "." round-trip unchanged.
+The tree keeps the exact structure, so keys that contain "." round-trip unchanged. It nests
+at most _MAX_DEPTH containers deep; deeper JSON is refused before it is parsed, so a crafted
+file raises ValueError, never RecursionError.
 
 Writes are atomic: the bytes go to a temporary file in the target's folder, which is flushed,
 fsynced and renamed over the target; on any exception the temporary file is removed and an
-existing checkpoint at the target is left as it was.
+existing checkpoint at the target is left as it was. The temporary file is named
+``.<name>.<12 hex digits>.tmp`` and is held under an exclusive advisory lock (fcntl.flock,
+where the OS has it) while it is written. A save killed outright (SIGKILL, power loss) leaves
+it behind; the next save to the same target removes such leftovers when no process holds
+their lock (the kernel drops a dead process's locks) and they are older than _STALE_SECONDS
+(which covers the instant between a writer creating its file and locking it, and writers
+without locks). Other files are never touched.
 """
 
 import json
 import os
+import re
+import time
 import uuid
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +43,9 @@ __all__ = ["save", "load"]
 
 _VERSION = 1
 _CHUNK = 1 << 20  # bytes per write call
+_MAX_DEPTH = 100  # nested dicts / lists / tuples in a checkpoint
+_STALE_SECONDS = 60.0  # an unlocked temporary file older than this is a killed save's
+_TMP_SUFFIX = re.compile(r"\.[0-9a-f]{12}\.tmp")
 
 
 def save(obj, path):
@@ -40,14 +57,16 @@ def save(obj, path):
              path: str or os.PathLike; its folder must exist; an existing file is replaced
     Dtypes:  arrays of bool, int8..int64, uint8..uint64, float16, float32, float64
     Raises:  TypeError naming the key path for an unsupported value, key or array dtype;
-             ValueError if two key paths join to the same tensor name; FileNotFoundError if
+             ValueError if two key paths join to the same tensor name, or for containers
+             nested more than _MAX_DEPTH (100) deep; FileNotFoundError if
              the folder does not exist; OSError from the file system (the old file is kept)
     """
     if not isinstance(obj, dict):
         raise TypeError(f"save: expected a dict, got {type(obj).__name__}")
     arrays = {}
     tree = _encode(obj, (), arrays)
-    meta = {"clgrad": json.dumps({"version": _VERSION, "tree": tree})}
+    crc = {name: _crc32(a) for name, (a, _) in arrays.items()}
+    meta = {"clgrad": json.dumps({"version": _VERSION, "tree": tree, "crc32": crc})}
     data = safetensors.numpy.save({name: a for name, (a, _) in arrays.items()}, metadata=meta)
     _atomic_write(Path(path), data)
 
@@ -58,19 +77,22 @@ def load(path):
     Returns: the saved structure; Tensors come back as clgrad Tensors (`clgrad.from_numpy`),
              NumPy arrays as NumPy arrays, tuples as tuples, other values as saved
     Raises:  FileNotFoundError if path does not exist; ValueError naming the path if the file
-             is not a clgrad checkpoint (e.g. a plain safetensors file) or is corrupt
+             is not a clgrad checkpoint (e.g. a plain safetensors file) or is corrupt: a bad
+             header, metadata nested too deep, or a tensor whose bytes do not match the CRC-32
+             saved with it (the message names the tensor)
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"load: expected a checkpoint file at {path}, got no such file")
     data = path.read_bytes()
-    tree = _read_tree(data, path)
+    info = _read_info(data, path)
     try:
         arrays = safetensors.numpy.load(data)
     except Exception as e:  # SafetensorError and friends: the data section is corrupt
         raise ValueError(f"load: {path}: expected valid safetensors data, got {e}") from e
+    _verify(_saved_crc(info), arrays, path)
     try:
-        return _decode(tree, arrays)
+        return _decode(info["tree"], arrays)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"load: {path}: expected a consistent clgrad checkpoint, "
                          f"got a broken structure ({e!r})") from e
@@ -81,9 +103,41 @@ def load(path):
 _JSON_SCALARS = (bool, int, float, str, type(None))
 
 
+def _crc32(a) -> int:
+    """CRC-32 of an array's bytes (little-endian, C order: what safetensors stores)."""
+    return zlib.crc32(a.reshape(-1).view(np.uint8)) if a.size else 0
+
+
+def _saved_crc(info):
+    """The saved {tensor name: CRC-32} of the parsed metadata, or None (older files)."""
+    crc = info.get("crc32")
+    if crc is not None and not (isinstance(crc, dict) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in crc.values())):
+        raise ValueError("crc32 is not a map of tensor names to integers")
+    return crc
+
+
+def _verify(crc, arrays, path):
+    if crc is None:
+        return
+    for name in sorted(set(crc) ^ set(arrays)):
+        raise ValueError(f"load: {path}: tensor {name!r} is "
+                         f"{'missing from the file' if name in crc else 'not in the checksums'}"
+                         f"; the checkpoint is corrupt")
+    for name, a in arrays.items():
+        got = _crc32(a)
+        if got != crc[name]:
+            raise ValueError(f"load: {path}: tensor {name!r} is corrupt: its bytes have CRC-32 "
+                             f"{got:#010x}, the checkpoint recorded {crc[name]:#010x} (the "
+                             f"file was damaged after it was written)")
+
+
 def _encode(value, keys, arrays):
     """The tree node for `value` at key path `keys`; array leaves are added to `arrays`."""
     where = ".".join(keys) or "<root>"
+    if isinstance(value, (dict, list, tuple)) and len(keys) >= _MAX_DEPTH:
+        raise ValueError(f"save: expected containers nested at most {_MAX_DEPTH} deep, got "
+                         f"deeper ones at {where!r}")
     if isinstance(value, dict):
         nodes = {}
         for k, v in value.items():
@@ -137,30 +191,46 @@ def _decode(node, arrays):
     raise ValueError(f"unknown node tag {tag!r}")
 
 
-def _read_tree(data, path):
-    """The clgrad structure tree from the safetensors header of `data`."""
+def _read_info(data, path):
+    """The clgrad metadata (version, structure tree, checksums) from the header of `data`."""
     n = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
     if n < 2 or 8 + n > len(data):
         raise ValueError(f"load: {path}: expected a safetensors file (8-byte header length, "
                          f"JSON header), got {len(data)} bytes that do not form one")
     try:
-        header = json.loads(data[8:8 + n])
+        header = json.loads(_shallow(data[8:8 + n], 8))  # safetensors' header: 3 levels
         clgrad_meta = header.get("__metadata__", {}).get("clgrad")
     except (ValueError, AttributeError) as e:
         raise ValueError(f"load: {path}: expected a JSON safetensors header, got {e}") from e
     if clgrad_meta is None:
         raise ValueError(f"load: {path}: expected a clgrad checkpoint, got a safetensors file "
                          f"without clgrad metadata; read it with safetensors.numpy.load_file")
-    try:
-        info = json.loads(clgrad_meta)
-        version, tree = info["version"], info["tree"]
+    try:  # a node is 2 JSON levels per container, plus {"tree": ...} and a leaf's own
+        info = json.loads(_shallow(clgrad_meta, 2 * _MAX_DEPTH + 4))
+        version, info["tree"] = info["version"], info["tree"]
+        _saved_crc(info)
     except (ValueError, TypeError, KeyError) as e:
         raise ValueError(f"load: {path}: expected clgrad metadata with a version and a tree, "
-                         f"got {clgrad_meta[:80]!r}") from e
+                         f"got {clgrad_meta[:80]!r} ({e})") from e
     if version != _VERSION:
         raise ValueError(f"load: {path}: expected checkpoint format version {_VERSION}, "
                          f"got {version!r}")
-    return tree
+    return info
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _shallow(text, limit):
+    """``text`` (JSON, str or bytes) if its arrays and objects nest at most ``limit`` deep;
+    else ValueError, before any recursive parser sees it."""
+    raw = text.encode() if isinstance(text, str) else bytes(text)
+    b = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
+    step = (np.isin(b, (0x5B, 0x7B)).astype(np.int64) - np.isin(b, (0x5D, 0x7D)))
+    depth = int(np.cumsum(step).max()) if step.size else 0
+    if depth > limit:
+        raise ValueError(f"expected JSON nested at most {limit} deep, got {depth} levels")
+    return text
 
 
 def _atomic_write(path, data):
@@ -169,10 +239,12 @@ def _atomic_write(path, data):
     if not folder.is_dir():
         raise FileNotFoundError(f"save: expected an existing folder for {path}, got no folder "
                                 f"{folder}; create it first")
+    _remove_stale_temps(path)
     tmp = folder / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
     # os.open applies the umask to 0o666, so the checkpoint gets normal file permissions.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        _lock(fd, blocking=True)  # held until the file is closed: "a save is writing this"
         with os.fdopen(fd, "wb") as f:
             view = memoryview(data)
             for start in range(0, len(view), _CHUNK):
@@ -198,3 +270,48 @@ def _fsync_folder(folder):
         pass
     finally:
         os.close(fd)
+
+
+def _lock(fd, blocking):
+    """An exclusive advisory lock on ``fd``; True if taken (always True without fcntl).
+
+    False when another process holds it, or when the file system has no locks (ENOLCK on
+    some network mounts): then a writer goes on unlocked, and the cleanup keeps its files.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: an open file cannot be removed, which protects it instead
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except OSError:
+        return False
+    return True
+
+
+def _remove_stale_temps(path):
+    """Remove ``.<path.name>.<12 hex>.tmp`` files in path's folder that no live save owns."""
+    prefix = f".{path.name}"
+    now = time.time()
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return
+    for e in entries:
+        name = e.name
+        if not (name.startswith(prefix) and _TMP_SUFFIX.fullmatch(name, len(prefix))):
+            continue
+        try:
+            if not e.is_file(follow_symlinks=False) or \
+                    now - e.stat(follow_symlinks=False).st_mtime < _STALE_SECONDS:
+                continue
+            fd = os.open(e.path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if _lock(fd, blocking=False):  # no writer holds it: its writer is gone
+                os.unlink(e.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)

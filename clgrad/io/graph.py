@@ -37,12 +37,16 @@ class Graph(Module):
     label:   how errors name a step: "layer" gives ``layer 'conv2' (Convolution): ...``.
     input_shapes: {input name: shape} the net was described with (for callers that prepare
              inputs, e.g. an image classifier); kept as the ``input_shapes`` attribute.
+    input_dtypes: {input name: NumPy dtype name} the net declares (ONNX); a NumPy array fed to
+             such an input becomes a tensor of that dtype, any other one a float32 tensor.
     """
 
-    def __init__(self, inputs, outputs=None, label: str = "step", input_shapes=None):
+    def __init__(self, inputs, outputs=None, label: str = "step", input_shapes=None,
+                 input_dtypes=None):
         super().__init__()
         self._inputs, self._label = list(inputs), label
         self.input_shapes = dict(input_shapes or {})
+        self.input_dtypes = {k: v for k, v in (input_dtypes or {}).items() if v}
         self._declared_outputs = None if outputs is None else list(outputs)
         self._steps: list[_Step] = []
         self._constants: dict[str, str] = {}  # blob name -> attribute name
@@ -125,7 +129,8 @@ class Graph(Module):
         blobs = {b: getattr(self, key) for b, key in self._constants.items()}
         for name, value in inputs.items():
             if isinstance(value, np.ndarray):
-                value = from_numpy(np.ascontiguousarray(value, dtype=np.float32))
+                dtype = self.input_dtypes.get(name, np.float32)
+                value = from_numpy(np.ascontiguousarray(value, dtype=dtype))
             blobs[name] = value
         for step in self._steps:
             try:

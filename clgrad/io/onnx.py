@@ -6,23 +6,35 @@
 The file is read, checked and flattened by ``clgrad.io.onnx_format`` (the ``onnx`` package);
 each node becomes a step of a ``Graph`` (clgrad/io/graph.py). Conv is ONE nn.Conv2d with
 groups=group and the weight initializer as is; the other initializers are the graph's
-constants (Parameters when floating point), named after themselves.
+constants (Parameters when floating point), named after themselves. A Conv weight or bias,
+BatchNormalization statistics or a Reshape shape that is not an initializer (a graph input,
+or computed by another node) is read at run time instead (ConvInputs, BatchNormInputs,
+ReshapeInput).
+
+Dtypes are kept: float32 and float64 initializers and inputs stay what the model says (float64
+needs a device with cl_khr_fp64, else load_onnx raises TypeError: nothing is narrowed to
+float32 silently); float16 initializers are widened to float32 (exact), as clgrad computes in
+float32 there.
 """
 from __future__ import annotations
 
 import math
 import os
 
+import numpy as np
+
 from clgrad import nn
 from clgrad.creation import from_numpy
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
+from clgrad.runtime import default_device
+from clgrad.tensor import Tensor
 
 from . import onnx_format
 from .graph import Graph
 from .layers import (BatchNorm, Concat, Eltwise, Gemm, MatMul, Pad2d, Pool2d, Reshape, Softmax,
-                     skip_init)
+                     auto_pads, skip_init)
 
 __all__ = ["load_onnx", "build_onnx"]
 
@@ -33,13 +45,18 @@ def load_onnx(path: str | os.PathLike, *, check: bool = True) -> Graph:
     Ops:     Conv (group, pads, strides, dilations, auto_pad; 2-D), Relu, LeakyRelu, MaxPool,
              AveragePool (ceil_mode, count_include_pad, asymmetric pads, auto_pad),
              GlobalAveragePool, LRN, Gemm (alpha, beta, transA, transB), MatMul, Add, Mul,
-             Flatten, Reshape (constant shape), Softmax, BatchNormalization (inference),
-             Dropout (identity in eval), Concat, Identity.
+             Flatten, Reshape, Softmax, BatchNormalization (inference), Dropout, Concat,
+             Identity. Conv weights/bias, BatchNormalization statistics and the Reshape shape
+             may be graph inputs (or computed). Dropout follows its training_mode input (a
+             constant or a graph input): true applies dropout (mask from clgrad's generator,
+             scaled by 1 / (1 - ratio)), false or absent is the identity (absent: dropout only
+             after ``net.train()``, as nn.Dropout).
     Returns: a Graph whose positional inputs are the graph inputs that are not initializers
              and whose outputs are the graph outputs (one tensor, or a tuple).
     Raises:  FileNotFoundError; ValueError for a file that is not valid ONNX;
              NotImplementedError listing every unsupported op type at once, or naming a node
-             whose form is not supported (a computed Conv weight, a 3-D conv, ...).
+             whose form is not supported (a 3-D conv, ...); TypeError naming the float64
+             initializers/inputs when the device lacks float64.
     """
     return build_onnx(onnx_format.load_onnx(path, check=check))
 
@@ -47,8 +64,10 @@ def load_onnx(path: str | os.PathLike, *, check: bool = True) -> Graph:
 def build_onnx(model: dict) -> Graph:
     """The Graph of a model described by ``onnx_format.describe_model``."""
     inits = model["initializers"]
+    _check_float64(model)
     graph = Graph([i["name"] for i in model["inputs"]], [o["name"] for o in model["outputs"]],
-                  label="node", input_shapes={i["name"]: i["shape"] for i in model["inputs"]})
+                  label="node", input_shapes={i["name"]: i["shape"] for i in model["inputs"]},
+                  input_dtypes={i["name"]: i["dtype"] for i in model["inputs"]})
     used = {name for node in model["nodes"] for name in node["inputs"]}
     used.update(graph.output_names)
     for node in model["nodes"]:
@@ -73,9 +92,13 @@ def build_onnx(model: dict) -> Graph:
 
 def _conv(node, inits, where):
     p, inputs = node["params"], [i for i in node["inputs"] if i]
-    if len(inputs) < 2 or any(i not in inits for i in inputs[1:]):
-        raise NotImplementedError(f"load_onnx: {where}: expected the weight (and bias) to be "
-                                  f"initializers, got inputs {node['inputs']}")
+    if len(inputs) < 2:
+        raise ValueError(f"load_onnx: {where}: expected a weight input, got inputs "
+                         f"{node['inputs']}")
+    if any(i not in inits for i in inputs[1:]):  # weight or bias fed at run time
+        if p["kernel_shape"] is not None:
+            _two_d(p["kernel_shape"], where)
+        return [(node["name"], ConvInputs(p), inputs, node["outputs"][0])]
     w = inits[inputs[1]]
     b = inits[inputs[2]] if len(inputs) > 2 else None
     _two_d(p["kernel_shape"], where)
@@ -90,9 +113,9 @@ def _conv(node, inits, where):
     g = p["group"]
     conv = skip_init(nn.Conv2d, w.shape[1] * g, w.shape[0], tuple(w.shape[2:]),
                      tuple(p["strides"]), padding, tuple(p["dilations"]), g, b is not None)
-    conv.weight = Parameter(from_numpy(w.astype("float32", copy=False)))
+    conv.weight = Parameter(_tensor(w))
     if b is not None:
-        conv.bias = Parameter(from_numpy(b.astype("float32", copy=False)))
+        conv.bias = Parameter(_tensor(b))
     return steps + [(node["name"], conv, [x], node["outputs"][0])]
 
 
@@ -124,23 +147,39 @@ def _batch_norm(node, inits, where):
     if p["training_mode"]:
         raise NotImplementedError(f"load_onnx: {where}: expected inference mode, got "
                                   "training_mode=1")
-    if any(i not in inits for i in inputs[1:5]):
-        raise NotImplementedError(f"load_onnx: {where}: expected scale, B, mean and var to be "
-                                  f"initializers, got inputs {inputs}")
-    scale, bias, mean, var = (inits[i].astype("float32", copy=False) for i in inputs[1:5])
+    if any(i not in inits for i in inputs[1:5]):  # statistics fed at run time
+        return [(node["name"], BatchNormInputs(p["epsilon"]), inputs[:5], node["outputs"][0])]
+    scale, bias, mean, var = (_tensor(inits[i]) for i in inputs[1:5])
     bn = BatchNorm(scale.shape[0], p["epsilon"], affine=True)
-    bn.weight, bn.bias = Parameter(from_numpy(scale)), Parameter(from_numpy(bias))
-    bn.running_mean, bn.running_var = from_numpy(mean), from_numpy(var)
+    bn.weight, bn.bias = Parameter(scale), Parameter(bias)
+    bn.running_mean, bn.running_var = mean, var
     return [(node["name"], bn, inputs[:1], node["outputs"][0])]
 
 
 def _reshape(node, inits, where):
-    if node["params"]["shape"] is None:
-        raise NotImplementedError(f"load_onnx: {where}: expected a constant shape input, got "
-                                  f"'{node['inputs'][1]}' computed in the graph")
     p = node["params"]
+    if p["shape"] is None:  # the shape is a graph input or computed: read at run time
+        return [(node["name"], ReshapeInput(p["allowzero"]), node["inputs"][:2],
+                 node["outputs"][0])]
     return [(node["name"], Reshape(p["shape"], p["allowzero"]), node["inputs"][:1],
              node["outputs"][0])]
+
+
+def _dropout(node, inits, where):
+    """Dropout(data, ratio?, training_mode?): constants are baked into the step, inputs that
+    are not initializers are read at run time."""
+    inputs = node["inputs"] + ["", ""]
+    ratio, mode, dynamic, bottoms = node["params"]["ratio"], None, [], inputs[:1]
+    for name, blob in (("ratio", inputs[1]), ("training_mode", inputs[2])):
+        if not blob:
+            continue
+        if blob in inits:
+            if name == "training_mode":
+                mode = bool(np.asarray(inits[blob]).reshape(-1)[0])
+        else:
+            dynamic.append(name)
+            bottoms.append(blob)
+    return [(node["name"], Dropout(ratio, mode, dynamic), bottoms, node["outputs"][0])]
 
 
 def _simple(make, bottoms=slice(0, 1)):
@@ -158,7 +197,7 @@ _BUILDERS = {
     "LeakyRelu": _simple(lambda p: nn.LeakyReLU(p["alpha"])),
     "GlobalAveragePool": _simple(lambda p: nn.AdaptiveAvgPool2d(1)),
     "Softmax": _simple(lambda p: Softmax(p["axis"], p["coerce_2d"])),
-    "Dropout": _simple(lambda p: nn.Dropout(p["ratio"])),
+    "Dropout": _dropout,
     "Identity": _simple(lambda p: nn.Identity()),
     "Flatten": _simple(lambda p: Flatten2d(p["axis"])),
     "Concat": _simple(lambda p: Concat(p["axis"]), slice(None)),
@@ -202,6 +241,99 @@ class EvenLRN(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, bias={self.bias}"
+
+
+class ConvInputs(Module):
+    """ONNX Conv (2-D) on a weight and bias that are blobs of the graph, read at run time."""
+
+    def __init__(self, params):
+        super().__init__()
+        self.strides = tuple(params["strides"] or (1, 1))
+        self.dilations = tuple(params["dilations"] or (1, 1))
+        self.pads = tuple(params["pads"] or (0, 0, 0, 0))
+        self.auto_pad, self.group = params["auto_pad"], params["group"]
+
+    def forward(self, x, w, b=None):
+        if not isinstance(w, Tensor) or w.ndim != 4:
+            got = tuple(w.shape) if isinstance(w, Tensor) else type(w).__name__
+            raise NotImplementedError(f"Conv: expected a 2-D convolution weight of shape "
+                                      f"(O, C/group, kH, kW), got {got}")
+        t, l, bo, r = self.pads if self.auto_pad in ("NOTSET", "") else auto_pads(
+            self.auto_pad, x.shape[-2:], w.shape[2:], self.strides, self.dilations)
+        padding = (t, l)
+        if t != bo or l != r:
+            x, padding = F.pad(x, (l, r, t, bo)), 0
+        return F.conv2d(x, w, b, self.strides, padding, self.dilations, self.group)
+
+    def extra_repr(self):
+        return (f"stride={self.strides}, pads={self.pads}, dilation={self.dilations}, "
+                f"group={self.group}, auto_pad={self.auto_pad}")
+
+
+class BatchNormInputs(Module):
+    """ONNX BatchNormalization (inference) on scale, B, mean and var read at run time."""
+
+    def __init__(self, eps):
+        super().__init__()
+        self.eps = eps
+
+    def forward(self, x, scale, bias, mean, var):
+        return F.batch_norm(x, mean, var, scale, bias, False, 0.0, self.eps)
+
+    def extra_repr(self):
+        return f"eps={self.eps}"
+
+
+class ReshapeInput(Module):
+    """ONNX Reshape to a shape read at run time (an int64 tensor); rules as Reshape."""
+
+    def __init__(self, allowzero=0):
+        super().__init__()
+        self.allowzero = bool(allowzero)
+
+    def forward(self, x, shape):
+        if not isinstance(shape, Tensor) or shape.ndim != 1 or shape.dtype.is_floating_point:
+            got = f"{shape.dtype} of shape {tuple(shape.shape)}" if isinstance(
+                shape, Tensor) else type(shape).__name__
+            raise ValueError(f"Reshape: expected a 1-D integer shape tensor, got {got}")
+        return Reshape([int(d) for d in shape.tolist()], self.allowzero)(x)
+
+
+class Dropout(Module):
+    """ONNX Dropout: F.dropout(x, ratio, training) where training is the node's training_mode
+    (a constant, or a run-time input), or, with none given, the module's training flag."""
+
+    def __init__(self, ratio=0.5, training_mode=None, dynamic=()):
+        super().__init__()
+        self.ratio, self.training_mode, self.dynamic = float(ratio), training_mode, dynamic
+
+    def forward(self, x, *values):
+        ratio, mode = self.ratio, self.training_mode
+        for name, v in zip(self.dynamic, values):
+            v = v.item() if isinstance(v, Tensor) else v
+            if name == "ratio":
+                ratio = float(v)
+            else:
+                mode = bool(v)
+        return F.dropout(x, ratio, self.training if mode is None else mode)
+
+    def extra_repr(self):
+        return f"ratio={self.ratio}, training_mode={self.training_mode}"
+
+
+def _tensor(a):
+    """An initializer as a clgrad tensor of its own dtype (float16 widened to float32)."""
+    return from_numpy(np.ascontiguousarray(a, np.float32 if a.dtype == np.float16 else None))
+
+
+def _check_float64(model):
+    names = [n for n, a in model["initializers"].items() if a.dtype == np.float64] + \
+        [i["name"] for i in model["inputs"] if i["dtype"] == "float64"]
+    if names and not default_device().fp64:
+        dev = default_device().name
+        raise TypeError(f"load_onnx: the model computes in float64 ({', '.join(names[:5])}"
+                        f"{', ...' if len(names) > 5 else ''}), but the device {dev!r} lacks "
+                        f"cl_khr_fp64; clgrad does not narrow it to float32 silently")
 
 
 def _one(node, module):

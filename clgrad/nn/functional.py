@@ -5,26 +5,32 @@ PyTorch's). Each name is the op itself, or a thin wrapper where PyTorch's signat
 from __future__ import annotations
 
 from clgrad.ops import elementwise as _ew
+from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops.activation import dropout, leaky_relu, pad
 from clgrad.ops.loss import cross_entropy, log_softmax, mse_loss, nll_loss, softmax
 from clgrad.ops.matmul import linear
 from clgrad.ops.norm import batch_norm, local_response_norm
 from clgrad.ops.pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from clgrad.ops.views import flatten
+from clgrad.tensor import Tensor
 
 __all__ = ["conv2d", "linear", "relu", "leaky_relu", "max_pool2d", "avg_pool2d",
            "adaptive_avg_pool2d", "batch_norm", "local_response_norm", "dropout", "softmax",
            "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "pad", "flatten"]
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups=1):
     """2-D convolution (see clgrad.ops.conv.conv2d)."""
     from clgrad.ops.conv import conv2d as _conv2d
     return _conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def relu(input, inplace: bool = False):
+def relu(input: Tensor, inplace: bool = False):
     """max(x, 0) elementwise; the gradient at 0 is 0."""
     if inplace:
         return _ew.inplace("relu_", input, _ew.relu)
     return _ew.relu(input)
+
+
+_check_tensor_args(globals(), __name__)  # non-Tensor arguments: TypeError naming them

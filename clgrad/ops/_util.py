@@ -158,3 +158,60 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
 def _flat_view(t: Tensor) -> bytes:
     """view_t of a tensor indexed as 1-D with stride 1 (packed once for offset 0)."""
     return _FLAT_VIEW_0 if t._offset == 0 else _VIEW_T.pack(t._offset, 1, *_ZEROS[1:])
+
+
+# -- argument types at the public entry points ------------------------------------------------
+_ABSENT = object()
+_OPTIONAL = frozenset({"Tensor | None", "None | Tensor", "Optional[Tensor]"})
+
+
+def check_tensor_args(namespace: dict, module: str):
+    """Make every op in a public namespace raise TypeError for a non-Tensor argument.
+
+    ``namespace`` is the globals() of a public module (clgrad, clgrad.nn.functional,
+    clgrad.linalg); each function defined in clgrad.ops.* (or in ``module`` itself) whose
+    parameters are annotated ``Tensor`` is replaced there by a wrapper that checks those
+    arguments before the op runs and raises PyTorch's message,
+    ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray`` (the name is
+    the parameter's in clgrad's signature). ``Tensor | None`` (or a None default) allows None.
+    Internal calls go to the ops modules directly, so only the public entry pays the check.
+    """
+    done = {}
+    for key, fn in list(namespace.items()):
+        if not callable(fn) or not hasattr(fn, "__code__") or key.startswith("_"):
+            continue
+        if not (fn.__module__.startswith("clgrad.ops.") or fn.__module__ == module):
+            continue
+        if id(fn) not in done:
+            done[id(fn)] = _checked(fn, module)
+        namespace[key] = done[id(fn)]
+
+
+def _checked(fn, module):
+    import functools
+    import inspect
+    checks = []
+    for i, (name, p) in enumerate(inspect.signature(fn).parameters.items()):
+        ann = p.annotation if isinstance(p.annotation, str) else getattr(
+            p.annotation, "__name__", "")
+        if ann == "Tensor" or ann in _OPTIONAL:
+            pos = i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else 1 << 30
+            checks.append((pos, name, ann in _OPTIONAL or p.default is None))
+    if not checks:
+        return fn
+    op = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        n = len(args)
+        for pos, name, optional in checks:
+            v = args[pos] if pos < n else kwargs.get(name, _ABSENT)
+            if not isinstance(v, Tensor) and v is not _ABSENT and not (optional and v is None):
+                t = type(v)
+                tname = t.__qualname__ if t.__module__ == "builtins" else \
+                    f"{t.__module__}.{t.__qualname__}"
+                where = f" (position {pos + 1})" if pos < n else ""
+                raise TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not {tname}")
+        return fn(*args, **kwargs)
+    wrapper.__module__ = module  # pickle finds the wrapper under its public name
+    return wrapper

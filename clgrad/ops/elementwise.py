@@ -13,7 +13,8 @@ import numbers
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import bump_version, defines_for, empty, full, launch_1d, same_device, scalar
+from clgrad.ops._util import (bump_version, defines_for, empty, full, launch_1d, same_device,
+                              scalar, zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -286,25 +287,27 @@ def _minmax(kname, op, a, b):
     out = _launch_binary(kname, a, b, dt, shape)
 
     def backward(g):
-        # The gradient goes to a where a wins, ties split evenly (PyTorch's maximum/minimum).
-        av = a if isinstance(a, Tensor) else a
-        bv = b if isinstance(b, Tensor) else b
-        win_a = gt(av, bv) if kname == "maximum" else lt(av, bv)
-        tie = eq(av, bv)
-        wa = add(to(win_a, dt), mul(to(tie, dt), 0.5))
-        wb = sub(1.0, wa)
+        # PyTorch's maximum/minimum: a side gets the gradient unless it loses; ties split it
+        # evenly; where either is NaN (no order) both sides get it all.
+        lose_a, lose_b = (lt, gt) if kname == "maximum" else (gt, lt)
+        half_tie = mul(to(eq(a, b), dt), 0.5)
+        wa = sub(sub(1.0, to(lose_a(a, b), dt)), half_tie)
+        wb = sub(sub(1.0, to(lose_b(a, b), dt)), half_tie)
         return _grads(a, b, mul(g, wa), mul(g, wb))
     return record(op, out, _inputs(a, b), backward,
                   saved=[t for t in _inputs(a, b) if t is not None])
 
 
 def maximum(a, b) -> Tensor:
-    """Elementwise maximum with broadcasting; ties send half the gradient to each side."""
+    """Elementwise maximum with broadcasting; NaN in either operand gives NaN (PyTorch).
+
+    Grad: ties send half the gradient to each side; at a NaN both sides get all of it.
+    """
     return _minmax("maximum", "maximum", a, b)
 
 
 def minimum(a, b) -> Tensor:
-    """Elementwise minimum with broadcasting; ties send half the gradient to each side."""
+    """Elementwise minimum with broadcasting; NaN propagates and ties split as maximum."""
     return _minmax("minimum", "minimum", a, b)
 
 
@@ -386,7 +389,8 @@ sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmo
 
 
 def relu(x: Tensor) -> Tensor:
-    """max(x, 0) elementwise; the gradient at 0 is 0 (PyTorch)."""
+    """max(x, 0) elementwise; NaN stays NaN. The gradient is 0 at x <= 0 and passes at NaN
+    (PyTorch's threshold_backward)."""
     out = _launch_unary("relu", x)
     if not x.dtype.is_floating_point:
         return out
@@ -464,16 +468,16 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
-    """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside."""
+    """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside.
+
+    A NaN input, or a NaN bound, gives NaN (PyTorch); min > max gives max.
+    Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
+    x < min < max; a tensor max where x > max or max < min.
+    """
     if min is None and max is None:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        return _clamp_tensors(x, min, max)
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
@@ -485,6 +489,41 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         launch_1d(_FILE, "clamp_grad", defines_for(g.dtype), gi, (g, x), flags)
         return (gi,)
     return record("clamp", out, (x,), backward, saved=[x])
+
+
+def _clamp_tensors(x, lo, hi):
+    """clamp with at least one tensor bound: maximum then minimum forward (NaN propagates),
+    PyTorch's clamp_backward / clamp_backward_min_max for the gradients."""
+    parts = [v for v in (x, lo, hi) if v is not None]
+    dt = x.dtype
+    for v in parts[1:]:
+        dt = dtypes.promote(dt, v.dtype) if isinstance(v, Tensor) else dtypes.scalar_dtype(dt, v)
+    x, lo, hi = (to(v, dt) if isinstance(v, Tensor) else v for v in (x, lo, hi))
+    with autograd.no_grad():
+        out = x
+        if lo is not None:
+            out = maximum(out, lo)
+        if hi is not None:
+            out = minimum(out, hi)
+    shapes = tuple(_shape_of(v) for v in (x, lo, hi))
+
+    def backward(g):
+        zero = zeros((), g.dtype, g.device)
+        inside = ge(x, lo) if lo is not None else None
+        if hi is not None:
+            inside = le(x, hi) if inside is None else logical_and(inside, le(x, hi))
+        gx = sum_to(where(inside, g, zero), shapes[0])
+        glo = ghi = None
+        if isinstance(lo, Tensor) and lo.requires_grad:
+            cond = lt(x, lo) if hi is None else logical_and(lt(x, lo), lt(lo, hi))
+            glo = sum_to(where(cond, g, zero), shapes[1])
+        if isinstance(hi, Tensor) and hi.requires_grad:
+            cond = gt(x, hi) if lo is None else logical_or(gt(x, hi), lt(hi, lo))
+            ghi = sum_to(where(cond, g, zero), shapes[2])
+        return gx, glo, ghi
+    saved = [v for v in (x, lo, hi) if isinstance(v, Tensor)]
+    return record("clamp", out, tuple(v if isinstance(v, Tensor) else None
+                                      for v in (x, lo, hi)), backward, saved=saved)
 
 
 def _i32(v):

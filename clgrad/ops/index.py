@@ -76,16 +76,21 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
-def _check_index(op, idx: Tensor, size: int):
+def _check_index(op, idx: Tensor, size: int, negative: bool = False):
+    """Indices in [0, size), or in [-size, size) with ``negative`` (x[idx] and x[idx] = v,
+    as PyTorch; index_select, gather and scatter_add raise for negative indices, as PyTorch).
+    Checked on the host before any launch. Returns the index as int64."""
     if idx.dtype.is_floating_point or idx.dtype.is_bool:
         raise TypeError(f"{op}: expected an integer index tensor, got {idx.dtype}")
     if idx.numel():
         host = idx.numpy()
         lo, hi = int(host.min()), int(host.max())
-        if lo < -size or hi >= size:
-            bad = lo if lo < -size else hi
+        low = -size if negative else 0
+        if lo < low or hi >= size:
+            bad = lo if lo < low else hi
+            rule = "" if negative or bad >= 0 else f"; {op} takes no negative indices"
             raise IndexRangeError(f"{op}: index {bad} is out of bounds for dimension with size "
-                                  f"{size}")
+                                  f"{size}{rule}")
     return ew.to(idx, dtypes.int64)
 
 
@@ -121,12 +126,18 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     """Rows of ``x`` along ``dim`` picked by the 1-D integer ``index`` (a copy).
 
     Grad: scatter-added back (repeated indices collect every gradient).
+    Raises:  IndexError (an IndexRangeError) for an index outside [0, size), negative ones
+             included, as PyTorch; IndexError for an index of more than 1 dim.
     """
-    d = layout.wrap_dim(dim, x.ndim, "index_select")
+    return _index_select(x, dim, index, "index_select", False)
+
+
+def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -> Tensor:
+    d = layout.wrap_dim(dim, x.ndim, op)
     if index.ndim > 1:
-        raise IndexError(f"index_select: index is supposed to be a vector, got shape "
+        raise IndexError(f"{op}: index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
-    index = _check_index("index_select", index.reshape(-1), x.shape[d])
+    index = _check_index(op, index.reshape(-1), x.shape[d], negative)
     shape = list(x.shape)
     shape[d] = index.shape[0]
     out = empty(shape, x.dtype, x.device)
@@ -139,7 +150,11 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (PyTorch's gather); index int64."""
+    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (PyTorch's gather); index int64.
+
+    Raises:  IndexRangeError (IndexError and RuntimeError) for an index outside [0, size),
+             checked before the launch; RuntimeError for mismatched shapes.
+    """
     d = layout.wrap_dim(dim, x.ndim, "gather")
     if index.ndim != x.ndim:
         raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
@@ -201,11 +216,11 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
                              f"the shape of the indexed tensor {tuple(x.shape)}")
         flat_idx = np.flatnonzero(k.numpy())
         xf = x.reshape((-1,) + tuple(x.shape[k.ndim:]))
-        return index_select(xf, 0, creation.tensor(flat_idx, dtype=dtypes.int64,
-                                                   device=x.device))
+        return _index_select(xf, 0, creation.tensor(flat_idx, dtype=dtypes.int64,
+                                                    device=x.device), "getitem", False)
     pre = x[keys[:pos]] if pos else x
     dim = sum(1 for kk in keys[:pos] if not isinstance(kk, int) or isinstance(kk, bool))
-    picked = index_select(pre, dim, k.reshape(-1))
+    picked = _index_select(pre, dim, k.reshape(-1), "getitem", True)
     if k.ndim != 1:
         picked = picked.reshape(picked.shape[:dim] + tuple(k.shape) + picked.shape[dim + 1:])
     rest = keys[pos + 1:]
@@ -246,7 +261,7 @@ def setitem(x: Tensor, key, value):
     if len(keys) != 1 or k.ndim != 1:
         raise IndexError("setitem: an integer index tensor is supported as x[idx] = value "
                          "with a 1-D idx")
-    idx = _check_index("setitem", k, x.shape[0])
+    idx = _check_index("setitem", k, x.shape[0], negative=True)
     ew._check_inplace_target("setitem", x)
     root = x._base if x._base is not None else x
     from clgrad import autograd

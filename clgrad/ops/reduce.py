@@ -1,7 +1,7 @@
 """Reductions over any set of dims of any strided view, and the ops built on them.
 
 Kernels: kernels/reduce.cl :: reduce (OP_SUM, OP_PROD, OP_MAX, OP_MIN; ARG for indices),
-scatter_arg (the backward of max/min: the gradient goes to the one index reported).
+scatter_arg (the backward of max/min along a dim: the gradient goes to the index returned).
 Sums are Kahan-compensated per work item and then summed as a tree, so a float32 sum of
 62 500 copies of 1.23456 is 77160.0 to float32 precision.
 """
@@ -13,6 +13,7 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
+from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
 from clgrad.tensor import Tensor
@@ -67,6 +68,8 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
         if arg:
             d["ARG"] = 1
+        if acc_cl in ("float", "double", "half"):
+            d["ACC_FLOAT"] = 1
         acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
             acc_cl, np.int64)
         vx_outer = view_arg(x, xo_st)
@@ -149,29 +152,57 @@ def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def _minmax(x: Tensor, dim, keepdim, op_define, name):
     if dim is None:
-        if x.numel() == 0:
-            raise RuntimeError(f"{name}: Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument.")
+        _check_numel(name, x, RuntimeError)
         dims = tuple(range(x.ndim))
-    else:
-        dims = _dims(x, dim, name)
-        if len(dims) != 1:
-            raise TypeError(f"{name}: expected dim to be an int, got {dim!r}")
-        if x.shape[dims[0]] == 0 if x.ndim else False:
-            raise IndexError(f"{name}: Expected reduction dim {dims[0]} to have non-zero size.")
-    kd = keepdim if dim is not None else False
-    vals, idx = _launch_reduce(x, dims, kd, op_define, x.dtype, x.dtype.cl, arg=True)
+        vals = _launch_reduce(x, dims, False, op_define, x.dtype, x.dtype.cl)
+        return _record_even(name, x, vals, dims, False, nan_hits=True)
+    dims = _dims(x, dim, name)
+    if len(dims) != 1:
+        raise TypeError(f"{name}: expected dim to be an int, got {dim!r}")
+    _check_nonempty(name, x, dims)
+    vals, idx = _launch_reduce(x, dims, keepdim, op_define, x.dtype, x.dtype.cl, arg=True)
     x_shape = tuple(x.shape)
 
     def backward(g):
         z = zeros(x_shape, g.dtype, g.device)
-        _scatter_arg(z, dims, kd, g, idx)
+        _scatter_arg(z, dims, keepdim, g, idx)
         return (z,)
     vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
-    if dim is None:
-        return vals
     return MinMax(vals, idx)
+
+
+def _check_numel(name, x, error):
+    """A reduction over every element needs one (PyTorch's message)."""
+    if x.numel() == 0:
+        raise error(f"{name}: Expected reduction dim to be specified for input.numel() == 0. "
+                    f"Specify the reduction dim with the 'dim' argument.")
+
+
+def _check_nonempty(name, x, dims):
+    for d in dims:
+        if x.shape[d] == 0:
+            raise IndexError(f"{name}: Expected reduction dim {d} to have non-zero size.")
+
+
+def _record_even(name, x, vals, dims, keepdim, nan_hits):
+    """Record a max/min-valued reduction whose gradient is split evenly among the elements
+    equal to the result (PyTorch's evenly_distribute_backward / scale_grad_by_count).
+
+    ``nan_hits``: a NaN result counts the NaN elements as equal to it (PyTorch's max()/min());
+    otherwise NaN == NaN is false, so a NaN result has no hit and a NaN gradient (amax/amin).
+    """
+    y = vals.detach()  # not vals: the closure must not hold its own output
+    x_shape = tuple(x.shape)
+
+    def backward(g):
+        ye = _expand_back(y, x_shape, dims, keepdim)
+        hit = ew.eq(x, ye)
+        if nan_hits:
+            hit = ew.logical_or(hit, ew.logical_and(ew.ne(x, x), ew.ne(ye, ye)))
+        hit = ew.to(hit, g.dtype)
+        share = ew.div(g, sum(hit, dims, keepdim=keepdim))
+        return (ew.mul(_expand_back(share, x_shape, dims, keepdim), hit),)
+    return record(name, vals, (x,), backward, saved=[x, y])
 
 
 def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
@@ -202,8 +233,12 @@ def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
 def max(x: Tensor, dim=None, keepdim: bool = False):
     """Maximum: of all elements (a 0-dim tensor), or along ``dim`` -> (values, indices).
 
-    On ties the first index wins and receives the whole gradient. NaN propagates.
+    NaN propagates: a NaN is the maximum, and its index the one reported (the first NaN).
+    Indices: the first maximum on ties. Grad (PyTorch's): ``max(x)`` splits the gradient
+    evenly among the tied maxima (among the NaNs when the result is NaN); ``max(x, dim)``
+    sends it to the returned index only.
     ``max(x, other_tensor)`` is the elementwise maximum (PyTorch's overload).
+    Raises:  RuntimeError for ``max()`` of an empty tensor; IndexError for an empty ``dim``.
     """
     if isinstance(dim, Tensor):
         return ew.maximum(x, dim)
@@ -218,19 +253,27 @@ def min(x: Tensor, dim=None, keepdim: bool = False):
 
 
 def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Maximum values over ``dim`` (int or tuple); the gradient goes to the first maximum."""
-    dims = _dims(x, dim, "amax")
-    if len(dims) == 1:
-        return _minmax(x, dims[0], keepdim, "OP_MAX", "amax").values
-    flat = x.permute(*[d for d in range(x.ndim) if d not in dims], *dims)
-    flat = flat.reshape(*[x.shape[d] for d in range(x.ndim) if d not in dims], -1)
-    out = _minmax(flat, -1, False, "OP_MAX", "amax").values
-    return out.reshape(_out_shapes(x, dims, keepdim)[1])
+    """Maximum values over ``dim`` (int, tuple, or None for all); NaN propagates.
+
+    Grad (PyTorch's amax): split evenly among the elements equal to the maximum; a NaN
+    maximum equals nothing, so its gradient is NaN.
+    Raises:  RuntimeError for all dims of an empty tensor; IndexError for an empty ``dim``.
+    """
+    return _amaxmin(x, dim, keepdim, "OP_MAX", "amax")
 
 
 def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Minimum values over ``dim``; see amax."""
-    return ew.neg(amax(ew.neg(x), dim, keepdim))
+    return _amaxmin(x, dim, keepdim, "OP_MIN", "amin")
+
+
+def _amaxmin(x, dim, keepdim, op_define, name):
+    dims = _dims(x, dim, name)
+    if dim is None or dim == () or dim == []:
+        _check_numel(name, x, RuntimeError)
+    _check_nonempty(name, x, dims)
+    vals = _launch_reduce(x, dims, keepdim, op_define, x.dtype, x.dtype.cl)
+    return _record_even(name, x, vals, dims, keepdim, nan_hits=False)
 
 
 def _arg(x, dim, keepdim, op_define, name):
@@ -243,19 +286,27 @@ def _arg(x, dim, keepdim, op_define, name):
 
 
 def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Index of the first maximum (over the flattened tensor when ``dim`` is None); int64."""
-    if x.numel() == 0:
-        raise RuntimeError("argmax: Expected reduction dim to be specified for input.numel() "
-                           "== 0.")
+    """Index of the first maximum (over the flattened tensor when ``dim`` is None); int64.
+
+    A NaN counts as the maximum (the first NaN's index, as PyTorch).
+    Raises:  IndexError for an empty ``dim`` or, with ``dim`` None, an empty tensor (PyTorch);
+             an empty tensor reduced over a non-empty dim gives an empty result.
+    """
+    _check_arg(x, dim, "argmax")
     return _arg(x, dim, keepdim, "OP_MAX", "argmax")
 
 
 def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Index of the first minimum; see argmax."""
-    if x.numel() == 0:
-        raise RuntimeError("argmin: Expected reduction dim to be specified for input.numel() "
-                           "== 0.")
+    _check_arg(x, dim, "argmin")
     return _arg(x, dim, keepdim, "OP_MIN", "argmin")
+
+
+def _check_arg(x, dim, name):
+    if dim is None:
+        _check_numel(name, x, IndexRangeError)  # PyTorch 2: IndexError (was RuntimeError)
+    elif x.ndim:
+        _check_nonempty(name, x, (layout.wrap_dim(dim, x.ndim, name),))
 
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
@@ -305,13 +356,19 @@ def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
     return loss.log_softmax(x, dim, dtype)
 
 
-def norm(x: Tensor, p=2, dim=None, keepdim: bool = False) -> Tensor:
-    """The p-norm (p = 1, 2 or a positive number) over ``dim``."""
-    if p == 2:
-        return ew.sqrt(sum(ew.mul(x, x), dim, keepdim))
-    if p == 1:
-        return sum(ew.abs(x), dim, keepdim)
-    return ew.pow(sum(ew.pow(ew.abs(x), p), dim, keepdim), 1.0 / p)
+def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """torch.norm: the vector p-norm over ``dim`` (None: all elements); p a number or 'fro'
+    (the 2-norm of the elements over ``dim``). Scaled, so it overflows only when the norm
+    does; the gradient is 0 where the norm is 0. See clgrad.linalg.vector_norm.
+
+    Raises:  ValueError for any other string p ('nuc' needs an SVD, which clgrad lacks).
+    """
+    from clgrad.ops import linalg
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise ValueError(f"norm: expected p to be a number or 'fro', got {p!r}")
+    return linalg.vector_norm(x, p, dim, keepdim, dtype)
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
