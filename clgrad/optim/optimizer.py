@@ -13,7 +13,7 @@ from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
 from clgrad.tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer"]
 
 
 class _Required:
@@ -176,6 +176,23 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def check_nonnegative(name: str, **values):
+    """Raise ValueError ``<name>: expected <k> >= 0, got <v>`` for the first negative value."""
+    for k, v in values.items():
+        if not v >= 0.0:  # NaN fails too
+            raise ValueError(f"{name}: expected {k} >= 0, got {v}")
+
+
+def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
+    """``state[key]``, first made as a tensor of p's shape, dtype and device filled with
+    ``fill`` (a state entry a group's hyperparameters start needing is made when needed)."""
+    buf = state.get(key)
+    if buf is None:
+        from clgrad.creation import full
+        buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
+    return buf
 
 
 def _copy_state(value, p: Tensor):
