@@ -123,3 +123,17 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
 def _flat_view(t: Tensor) -> bytes:
     """view_t of a tensor indexed as 1-D with stride 1 (packed once for offset 0)."""
     return _FLAT_VIEW_0 if t._offset == 0 else _VIEW_T.pack(t._offset, 1, *_ZEROS[1:])
+
+
+def row_geometry(op: str, d: int, shape, *tensors):
+    """The kept ("outer") dims of a per-row op along ``d``, collapsed over ``tensors`` (each
+    of ``shape`` except along d): ``(outer shape, [outer strides of each tensor])``, at most
+    MAXD dims. Raises RuntimeError beyond that."""
+    outer = [i for i in range(len(shape)) if i != d]
+    o_shape, strides = layout.collapse([shape[i] for i in outer] or [1],
+                                       *[[t._strides[i] for i in outer] or [0]
+                                         for t in tensors])
+    if len(o_shape) > MAXD:
+        raise RuntimeError(f"{op}: tensors of more than {MAXD} non-mergeable dims are not "
+                           f"supported, got shape {tuple(shape)}")
+    return o_shape, strides
