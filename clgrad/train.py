@@ -143,8 +143,9 @@ def fit(args) -> dict:
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
                   f"over --epochs {args.epochs}")
             scheduler.T_max = args.epochs
-            scheduler.last_epoch -= 1
-            scheduler.step()  # this epoch's lr from the new horizon
+            # this epoch's lr from the new horizon: the closed form (the chainable step
+            # would scale the current lr, which the old horizon may have brought to 0)
+            scheduler._update_lr(scheduler.last_epoch)
 
     test_loader = DataLoader(test_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):

@@ -245,6 +245,13 @@ def test_one_launch_per_parameter_per_step(cls, kwargs):
     assert launch_count() - before == len(ps)
 
 
+def _steps(opt, params, n):
+    for _ in range(n):
+        for p in params:
+            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        opt.step()
+
+
 def test_param_groups_use_their_own_hyperparameters():
     a0, b0 = np.full((3,), 1.0), np.full((2,), 2.0)
     a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
@@ -252,10 +259,7 @@ def test_param_groups_use_their_own_hyperparameters():
     opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5, "momentum": 0.9}], lr=0.1)
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     assert opt.param_groups[0]["momentum"] == 0
-    for _ in range(3):
-        a.grad = clgrad.tensor(_grad_fn(a.numpy()), dtype=clgrad.float64)
-        b.grad = clgrad.tensor(_grad_fn(b.numpy()), dtype=clgrad.float64)
-        opt.step()
+    _steps(opt, (a, b), 3)
     np.testing.assert_allclose(a.numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
     np.testing.assert_allclose(b.numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1], rtol=1e-12)
 
@@ -339,8 +343,6 @@ def test_state_keys_are_pytorchs():
 
 def test_add_param_group_uses_defaults_and_its_own_values():
     a0, b0 = np.full((3,), 1.0), np.full((2,), -2.0)
-    a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
-    b = clgrad.tensor(b0, dtype=clgrad.float64, requires_grad=True)
     for cls, kw, ref in ((optim.Adagrad, dict(lr_decay=0.5), ref_adagrad),
                          (optim.RMSprop, dict(momentum=0.5), ref_rmsprop)):
         a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
@@ -348,10 +350,7 @@ def test_add_param_group_uses_defaults_and_its_own_values():
         opt = cls([a], lr=0.1)
         opt.add_param_group({"params": b, **kw})
         assert opt.param_groups[1]["lr"] == 0.1
-        for _ in range(3):
-            a.grad = clgrad.tensor(_grad_fn(a.numpy()), dtype=clgrad.float64)
-            b.grad = clgrad.tensor(_grad_fn(b.numpy()), dtype=clgrad.float64)
-            opt.step()
+        _steps(opt, (a, b), 3)
         np.testing.assert_allclose(a.numpy(), ref(a0, 3, lr=0.1)[-1], rtol=1e-12)
         np.testing.assert_allclose(b.numpy(), ref(b0, 3, lr=0.1, **kw)[-1], rtol=1e-12)
         with pytest.raises(ValueError, match="more than one"):

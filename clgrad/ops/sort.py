@@ -50,6 +50,16 @@ def _gathered(name: str, x: Tensor, d: int, idx: Tensor) -> Tensor:
     return record(name, out, (x,), ix._gather_backward(tuple(x.shape), d, idx), saved=[idx])
 
 
+def _finish(name, x, src, d, idx, scalar):
+    """(values, indices): src gathered by idx, in x's dtype and (0-dim x) shape."""
+    vals = _gathered(name, src, d, idx)
+    if x.dtype.is_bool:
+        vals = vals.to(dtypes.bool_)
+    if scalar:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return vals, idx
+
+
 def _prep(op, x, dim):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
@@ -73,12 +83,7 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     """
     src, d, scalar = _prep("sort", x, dim)
     idx = _rank_indices("sort", src, d, src.shape[d], descending)
-    vals = _gathered("sort", src, d, idx)
-    if x.dtype.is_bool:
-        vals = vals.to(dtypes.bool_)
-    if scalar:
-        vals, idx = vals.reshape(()), idx.reshape(())
-    return SortResult(vals, idx)
+    return SortResult(*_finish("sort", x, src, d, idx, scalar))
 
 
 def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
@@ -107,12 +112,7 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         raise RuntimeError(f"topk: expected k in [0, {src.shape[d]}] (the size of dim {d}), "
                            f"got k={k}; selected index k out of range")
     idx = _rank_indices("topk", src, d, int(k), largest)
-    vals = _gathered("topk", src, d, idx)
-    if x.dtype.is_bool:
-        vals = vals.to(dtypes.bool_)
-    if scalar:
-        vals, idx = vals.reshape(()), idx.reshape(())
-    return TopkResult(vals, idx)
+    return TopkResult(*_finish("topk", x, src, d, idx, scalar))
 
 
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
