@@ -460,3 +460,53 @@ def test_scheduler_resume_needs_initial_lr():
         lr_scheduler.StepLR(opt, step_size=2, last_epoch=4)
     with pytest.raises(ValueError, match="step_size"):
         lr_scheduler.StepLR(opt, step_size=0)
+
+
+def test_load_state_dict_takes_a_step_saved_as_a_tensor():
+    """PyTorch saves ``step`` as a float tensor; it must come back as a count."""
+    p = clgrad.tensor(np.array([0.5, -1.0]), dtype=clgrad.float64, requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    _steps(opt, (p,), 2)
+    sd = opt.state_dict()
+    sd["state"]["0"]["step"] = clgrad.tensor(2.0)
+    q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+    opt2 = optim.Adam([q], lr=0.1)
+    opt2.load_state_dict(sd)
+    assert opt2.state[q]["step"] == 2
+    _steps(opt, (p,), 1)
+    _steps(opt2, (q,), 1)
+    np.testing.assert_array_equal(q.numpy(), p.numpy())
+
+
+def test_custom_scheduler_on_the_old_base_name():
+    class Halving(lr_scheduler._LRScheduler):
+        def get_lr(self):
+            return [b * 0.5 ** self.last_epoch for b in self.base_lrs]
+    opt = optim.SGD([clgrad.ones(1, requires_grad=True)], lr=1.0)
+    assert _lrs(Halving(opt), 3) == [[1.0], [0.5], [0.25], [0.125]]
+
+
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_resume_from_a_torch_optimizer_state_dict(name, cls, kwargs, ref):
+    """A state dict written by torch.optim (int keys, float tensor steps, torch-only group
+    keys) continues the same trajectory in clgrad."""
+    torch = pytest.importorskip("torch")
+    p0 = np.random.default_rng(6).uniform(-1.5, 1.5, (3, 4))
+    tp = torch.tensor(p0, requires_grad=True)
+    topt = getattr(torch.optim, cls.__name__)([tp], **kwargs)
+
+    def torch_steps(n):
+        for _ in range(n):
+            tp.grad = torch.tensor(_grad_fn(tp.detach().numpy()))
+            topt.step()
+    torch_steps(3)
+    sd = topt.state_dict()
+    host = {"state": {k: {n: v.numpy() if torch.is_tensor(v) else v for n, v in s.items()}
+                      for k, s in sd["state"].items()},
+            "param_groups": sd["param_groups"]}
+    p = clgrad.tensor(tp.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
+    opt = cls([p], **kwargs)
+    opt.load_state_dict(host)
+    torch_steps(3)
+    _steps(opt, (p,), 3)
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)

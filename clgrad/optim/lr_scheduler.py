@@ -127,6 +127,9 @@ class LRScheduler:
                               for k, v in state_dict.items()})
 
 
+_LRScheduler = LRScheduler  # PyTorch's old name, still used by custom schedulers
+
+
 class _LambdaState:
     """State dicts of schedules holding functions: a plain function is not saved (None); a
     callable object's ``__dict__`` is (PyTorch's rule)."""

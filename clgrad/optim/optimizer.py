@@ -143,6 +143,7 @@ class Optimizer:
         """Restore hyperparameters and per-parameter state saved by ``state_dict``.
 
         State tensors are copied (cast to each parameter's dtype and device), never aliased.
+        A ``step`` saved as a one-element tensor or array (PyTorch's) becomes an int.
         Raises ValueError when the number of groups or the group sizes differ.
         """
         name = type(self).__name__
@@ -165,7 +166,8 @@ class Optimizer:
             for idx, p in zip(saved["params"], own["params"]):
                 s = saved_state.get(str(idx))
                 if s is not None:
-                    self.state[p] = {k: _copy_state(v, p) for k, v in s.items()}
+                    self.state[p] = {k: _step_count(v) if k == "step" else _copy_state(v, p)
+                                     for k, v in s.items()}
             own.update({k: v for k, v in saved.items() if k != "params"})
             if isinstance(own.get("betas"), list):
                 own["betas"] = tuple(own["betas"])
@@ -193,6 +195,13 @@ def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
         from clgrad.creation import full
         buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
     return buf
+
+
+def _step_count(value):
+    """A saved step count as an int (PyTorch keeps it as a float tensor)."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        return int(value.item())
+    return value
 
 
 def _copy_state(value, p: Tensor):
