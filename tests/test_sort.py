@@ -7,7 +7,7 @@ import clgrad
 from clgrad.autograd import gradcheck
 from strided import strided
 
-LENGTHS = [1, 2, 3, 5, 17, 64, 257, 1000, 1025, 2000]
+LENGTHS = [1, 2, 3, 5, 17, 33, 64, 257, 1000, 1025, 2000, 2500]  # 3 kernels: <=32, <=2048, more
 
 
 def ref_argsort(a, axis, descending):
@@ -75,7 +75,8 @@ def test_sort_bool_zero_dim_and_empty():
 
 
 @pytest.mark.parametrize("largest", [True, False])
-@pytest.mark.parametrize("n,k", [(1, 1), (5, 0), (5, 5), (17, 3), (257, 10), (2000, 7)])
+@pytest.mark.parametrize("n,k", [(1, 1), (5, 0), (5, 5), (17, 3), (257, 10), (2000, 7),
+                                 (40, 33), (300, 64), (2500, 40)])
 def test_topk_is_the_head_of_the_stable_sort(n, k, largest):
     a = np.stack([_row(np.random.default_rng(n + 7), n) for _ in range(3)])
     vals, idx = clgrad.topk(strided(a), k, dim=1, largest=largest)

@@ -22,6 +22,10 @@ SortResult = namedtuple("sort", ["values", "indices"])
 TopkResult = namedtuple("topk", ["values", "indices"])
 
 
+_MAX_P = 2048  # longest row the bitonic kernel sorts in local memory
+_MAX_INSERT_K = 32  # topk up to this k keeps the best k per row in private memory
+
+
 def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tensor:
     """int64 indices of the first ``k`` elements of each row along ``d`` in sorted order."""
     shape = list(x.shape)
@@ -36,10 +40,22 @@ def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tenso
     if descending:
         defs["DESC"] = 1
     dev = x.device
-    dev.launch(dev.kernel("sort.cl", "sort_rank", defs), (total,), (64,), np.int64(total),
-               np.int64(n), np.int64(k), np.int32(len(o_shape)), shape_arg(o_shape),
-               x._storage.buffer, view_arg(x, xo), np.int64(x._strides[d]),
-               idx._storage.buffer, view_arg(idx, io), np.int64(idx._strides[d]))
+    p = max(64, 1 << (n - 1).bit_length())
+    geometry = (np.int32(len(o_shape)), shape_arg(o_shape), x._storage.buffer, view_arg(x, xo),
+                np.int64(x._strides[d]), idx._storage.buffer, view_arg(idx, io),
+                np.int64(idx._strides[d]))
+    rows = total // n
+    if k <= _MAX_INSERT_K:  # includes whole rows of up to 32 elements (insertion sort)
+        kern = dev.kernel("sort.cl", "topk_insert",
+                          {**defs, "KCAP": max(8, 1 << (k - 1).bit_length())})
+        dev.launch(kern, (rows,), (64,), np.int64(rows), np.int64(n), np.int64(k), *geometry)
+    elif p <= _MAX_P and p * (x.dtype.itemsize + 4) <= dev.local_mem_size // 2:
+        wg = min(256, p // 2)
+        kern = dev.kernel("sort.cl", "sort_bitonic", {**defs, "SORT_P": p, "WG": wg})
+        dev.launch(kern, (rows * wg,), (wg,), np.int64(n), np.int64(k), *geometry)
+    else:
+        dev.launch(dev.kernel("sort.cl", "sort_rank", defs), (total,), (64,), np.int64(total),
+                   np.int64(n), np.int64(k), *geometry)
     return idx
 
 
@@ -79,7 +95,8 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
              says (the sort is always stable, which PyTorch allows)
     Grad:    values -> x (scattered back through the permutation)
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
-    Kernels: kernels/sort.cl :: sort_rank, then kernels/index.cl :: gather_dim
+    Kernels: kernels/sort.cl :: sort_bitonic (rows up to 2048; longer rows: sort_rank, O(n^2)
+             compares per row), then kernels/index.cl :: gather_dim
     """
     src, d, scalar = _prep("sort", x, dim)
     idx = _rank_indices("sort", src, d, src.shape[d], descending)
@@ -103,7 +120,9 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
              is accepted and gives the same sorted result (PyTorch leaves the order open)
     Grad:    values -> x (scattered back to the selected positions)
     Raises:  RuntimeError for k < 0 or k > S[dim]; IndexError for a dim out of range
-    Kernels: kernels/sort.cl :: sort_rank (writing ranks < k), kernels/index.cl :: gather_dim
+    Kernels: kernels/sort.cl :: topk_insert (k <= 32: one pass per row, O(n k)), else
+             sort_bitonic / sort_rank (the whole row sorted, the first k written);
+             kernels/index.cl :: gather_dim
     """
     src, d, scalar = _prep("topk", x, dim)
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
