@@ -219,6 +219,17 @@ def test_adam_l2_and_adamw_decay_differ():
         np.testing.assert_allclose(p.numpy(), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_float32_trajectory_stays_near_the_float64_reference(name, cls, kwargs, ref):
+    p0 = np.random.default_rng(9).uniform(-1, 1, (300,))
+    p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
+    opt = cls([p], **kwargs)
+    for _ in range(4):
+        p.grad = clgrad.tensor(_grad_fn(p.numpy().astype(np.float64)).astype(np.float32))
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), ref(p0, 4, **kwargs)[-1], rtol=1e-4, atol=2e-5)
+
+
 def test_float32_update_matches_float64_reference():
     p0 = np.random.default_rng(3).uniform(-1, 1, (300,))
     p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
