@@ -1,13 +1,15 @@
-// kernels/sort.cl — sorting along one dim; both kernels write the int64 permutation only.
+// kernels/sort.cl — sorting along one dim; every kernel writes the int64 permutation only.
+//   topk_insert:  k <= KCAP (small): one work item per row keeps the best k in private
+//                 memory, O(n k) per row; also sorts whole rows of up to 32 elements.
 //   sort_bitonic: one work-group per row, a bitonic network in local memory over the row
-//                 padded to SORT_P (a power of two >= n, SORT_P <= 2048): O(SORT_P log^2 SORT_P) compares per row.
-//   sort_rank:    rows longer than SORT_P allows: one work item per element counts the elements
-//                 that precede it, its position in the sorted row. O(n) per element, no
-//                 barriers and no local memory, so any row length works on any device.
-// Order: NaN is the largest value (PyTorch); ties are broken by the original index, so both
+//                 padded to SORT_P (a power of two >= n, at most 2048): O(P log^2 P) compares.
+//   sort_rank:    longer rows: one work item per element counts the elements that precede
+//                 it, its position in the sorted row. O(n) per element, no barriers and no
+//                 local memory, so any row length works on any device.
+// Order: NaN is the largest value (PyTorch); ties are broken by the original index, so all
 // kernels give the same (stable) permutation. DESC sorts descending (NaN first, as PyTorch).
-// Defines: T element type; IS_FLOAT (NaN-aware compare); SORT_P and WG (sort_bitonic: padded row
-// length and work-group size, powers of two, WG <= SORT_P / 2).
+// Defines: T element type; IS_FLOAT (NaN-aware compare); SORT_P and WG (sort_bitonic: padded
+// row length and work-group size, powers of two, WG <= SORT_P / 2); KCAP (topk_insert).
 // Geometry: row o starts at off1(o, outer view); its elements are `sx` apart. Indices are
 // written at off1(o, index view) + rank * si, for rank < k (topk: k < n).
 #include "common.h"
