@@ -1,15 +1,107 @@
-"""The schedules that are not chainable (they compute from ``initial_lr`` or from a metric):
-ReduceLROnPlateau, CosineAnnealingWarmRestarts, OneCycleLR. Re-exported by
-clgrad.optim.lr_scheduler, PyTorch's import path; semantics as torch.optim.lr_scheduler.
+"""Schedules built from other schedules (SequentialLR, ChainedScheduler) and those that are
+not chainable (they compute from ``initial_lr`` or from a metric: ReduceLROnPlateau,
+CosineAnnealingWarmRestarts, OneCycleLR). Re-exported by clgrad.optim.lr_scheduler, PyTorch's
+import path; semantics as torch.optim.lr_scheduler.
 """
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
 from clgrad.optim.lr_scheduler import LRScheduler, _check_optimizer, _per_group, _positive_int
 from clgrad.optim.optimizer import Optimizer
 
-__all__ = ["ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+__all__ = ["SequentialLR", "ChainedScheduler", "ReduceLROnPlateau",
+           "CosineAnnealingWarmRestarts", "OneCycleLR"]
+
+
+def _check_children(name, optimizer, schedulers):
+    if len(schedulers) < 1:
+        raise ValueError(f"{name}: expected at least one scheduler, got none")
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{name}: expected schedulers with an optimizer, got "
+                            f"{type(s).__name__} at index {i}")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name}: ReduceLROnPlateau (index {i}) is not supported: its "
+                             f"step needs the metric")
+        if s.optimizer is not optimizer:
+            raise ValueError(f"{name}: expected all schedulers to belong to the same "
+                             f"optimizer, got a different one at index {i}")
+
+
+class _Composite(LRScheduler):
+    """State dicts that hold the children's state dicts in ``_schedulers``."""
+
+    def state_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return out
+
+    def load_state_dict(self, state_dict: dict):
+        state_dict = dict(state_dict)
+        children = state_dict.pop("_schedulers")
+        LRScheduler.load_state_dict(self, state_dict)
+        for s, saved in zip(self._schedulers, children):
+            s.load_state_dict(saved)
+
+
+class SequentialLR(_Composite):
+    """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; at a milestone
+    the next scheduler starts from its epoch 0 (its closed form), as PyTorch does.
+
+    Raises:  ValueError unless len(milestones) == len(schedulers) - 1 and every scheduler
+             belongs to ``optimizer``
+    """
+
+    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1):
+        _check_children("SequentialLR", optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for "
+                             f"{len(schedulers)} schedulers, got {len(milestones)}")
+        self._schedulers, self._milestones = list(schedulers), list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo(self)
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def _undo(self, s):
+        """Take back the initial step of every (nested) scheduler."""
+        if hasattr(s, "_schedulers"):
+            for child in s._schedulers:
+                self._undo(child)
+        elif hasattr(s, "last_epoch"):
+            s.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        i = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[i]
+        if i > 0 and self._milestones[i - 1] == self.last_epoch:
+            s._update_lr(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+
+class ChainedScheduler(_Composite):
+    """Step every scheduler in turn at each ``step()``: chainable schedules multiply."""
+
+    def __init__(self, schedulers, optimizer: Optimizer | None = None):
+        schedulers = list(schedulers)
+        optimizer = optimizer or (schedulers[0].optimizer if schedulers else None)
+        _check_children("ChainedScheduler", optimizer, schedulers)
+        self._schedulers, self.optimizer = schedulers, optimizer
+        self._last_lr = self._lrs()
+
+    def step(self):
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._lrs()
 
 
 class ReduceLROnPlateau(LRScheduler):
