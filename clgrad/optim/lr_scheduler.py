@@ -126,6 +126,19 @@ class LRScheduler:
         self.__dict__.update({k: list(v) if isinstance(v, tuple) else v
                               for k, v in state_dict.items()})
 
+    def _state_with(self, key: str, items: list) -> dict:
+        """The state dict with the entry ``key`` replaced by ``items`` (a savable list)."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", key)}
+        out[key] = items
+        return out
+
+    def _load_with(self, state_dict: dict, key: str) -> list:
+        """Restore all but ``key``; return its saved list (the caller restores those)."""
+        state_dict = dict(state_dict)
+        items = state_dict.pop(key)
+        LRScheduler.load_state_dict(self, state_dict)
+        return items
+
 
 _LRScheduler = LRScheduler  # PyTorch's old name, still used by custom schedulers
 
@@ -143,16 +156,12 @@ class _LambdaState:
                                 f"got {type(f).__name__}")
 
     def state_dict(self) -> dict:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        out["lr_lambdas"] = [None if isinstance(f, types.FunctionType) else dict(f.__dict__)
-                             for f in self.lr_lambdas]
-        return out
+        return self._state_with("lr_lambdas", [
+            None if isinstance(f, types.FunctionType) else dict(f.__dict__)
+            for f in self.lr_lambdas])
 
     def load_state_dict(self, state_dict: dict):
-        state_dict = dict(state_dict)
-        fns = state_dict.pop("lr_lambdas")
-        LRScheduler.load_state_dict(self, state_dict)
-        for f, saved in zip(self.lr_lambdas, fns):
+        for f, saved in zip(self.lr_lambdas, self._load_with(state_dict, "lr_lambdas")):
             if saved is not None:
                 f.__dict__.update(saved)
 

@@ -34,15 +34,10 @@ class _Composite(LRScheduler):
     """State dicts that hold the children's state dicts in ``_schedulers``."""
 
     def state_dict(self) -> dict:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return out
+        return self._state_with("_schedulers", [s.state_dict() for s in self._schedulers])
 
     def load_state_dict(self, state_dict: dict):
-        state_dict = dict(state_dict)
-        children = state_dict.pop("_schedulers")
-        LRScheduler.load_state_dict(self, state_dict)
-        for s, saved in zip(self._schedulers, children):
+        for s, saved in zip(self._schedulers, self._load_with(state_dict, "_schedulers")):
             s.load_state_dict(saved)
 
 
