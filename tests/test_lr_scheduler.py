@@ -132,6 +132,10 @@ def test_reduce_lr_on_plateau_rel_threshold_and_eps():
     s = ls.ReduceLROnPlateau(_opt(lrs=(1.0,)), patience=0, threshold=0.1)
     # rel min: improved only when metric < best * 0.9
     assert [r[0] for r in _run(s, 3, [1.0, 0.95, 0.8])] == pytest.approx([1.0, 1.0, 0.1, 0.1])
+    s = ls.ReduceLROnPlateau(_opt(lrs=(1.0,)), patience=0)
+    s.step(clgrad.tensor(2.0))  # a one-element tensor metric, as a loss
+    s.step(clgrad.tensor([3.0]))
+    assert s.get_last_lr() == pytest.approx([0.1]) and s.best == 2.0
     s = ls.ReduceLROnPlateau(_opt(lrs=(1e-9,)), patience=0, eps=1e-8)
     assert _run(s, 2, [1.0, 2.0])[-1] == [1e-9]  # a change below eps is not applied
     with pytest.raises(ValueError, match="factor"):
