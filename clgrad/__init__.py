@@ -58,3 +58,12 @@ def numel(x: Tensor) -> int:
 
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
 from clgrad import nn, optim, data, io, linalg  # noqa: E402
+
+# Sorting, scans, NaN tests, scatter, random (issue 13): PyTorch's torch.* names.
+from clgrad.ops.sort import sort, argsort, topk, unique  # noqa: E402
+from clgrad.ops.scan import cumsum, cumprod  # noqa: E402
+from clgrad.ops.numeric import (isnan, isinf, isfinite, nan_to_num, isclose,  # noqa: E402
+                                allclose, equal)
+from clgrad.ops.index import scatter, roll, tril, triu, nonzero, argwhere  # noqa: E402
+from clgrad.ops.reduce import count_nonzero  # noqa: E402
+from clgrad.ops.random import bernoulli, normal  # noqa: E402

@@ -179,3 +179,53 @@ Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
 Tensor.__itruediv__ = Tensor.div_
+
+# -- sorting, scans, NaN tests, scatter, random fills (issue 13) ------------------------------
+from clgrad.ops import numeric as nu  # noqa: E402
+from clgrad.ops import random as rn  # noqa: E402
+from clgrad.ops import scan as sc  # noqa: E402
+from clgrad.ops import sort as so  # noqa: E402
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking=False):
+    """``type()``: PyTorch's type string of the dtype, 'torch.FloatTensor' ... (always the
+    CPU spelling: clgrad has no separate CUDA tensor types). ``type(dtype)`` or
+    ``type('torch.LongTensor')`` (also 'torch.cuda.*'): ``to(dtype)``."""
+    if dtype is None:
+        return "torch." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, str) and dtype.startswith("torch."):
+        names = {v: k for k, v in _TYPE_NAMES.items()}
+        key = dtype.rsplit(".", 1)[-1]
+        if key not in names:
+            raise TypeError(f"type: expected a tensor type name like 'torch.FloatTensor', got "
+                            f"{dtype!r}")
+        dtype = names[key]
+    return ew.to(self, dtype)
+
+
+for _fn in (so.sort, so.argsort, so.topk, so.unique, sc.cumsum, sc.cumprod, nu.isnan,
+            nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal,
+            ix.scatter, ix.roll, ix.tril, ix.triu, ix.nonzero, ix.argwhere, rd.count_nonzero,
+            rn.normal_, rn.uniform_, rn.exponential_, rn.bernoulli_, rn.bernoulli):
+    _method(_fn)
+Tensor.type = _type
+Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
+Tensor.ravel = lambda self: vw.reshape(self, -1)
+Tensor.msort = lambda self: so.sort(self, 0).values
+Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ew.inplace(
+    "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
+    value if src is None else src)
+Tensor.scatter_add_ = lambda self, dim, index, src: ew.inplace(
+    "scatter_add_", self, lambda s, i, v: ix.scatter_add(s, dim, i, v), index, src)
+Tensor.masked_fill_ = lambda self, mask, value: ew.inplace(
+    "masked_fill_", self, lambda s, m, v: ew.masked_fill(s, m, v), mask, value)
+for _name, _fn in {"nan_to_num_": nu.nan_to_num,
+                   "tril_": ix.tril, "triu_": ix.triu, "clamp_min_": Tensor.clamp_min,
+                   "clamp_max_": Tensor.clamp_max}.items():
+    _method(_inplace_unary(_fn, _name), _name)
+Tensor.cumsum_ = lambda self, dim: ew.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))

@@ -175,8 +175,9 @@ def fit(args) -> dict:
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
                   f"over --epochs {args.epochs}")  # anneal over the new total, not the old one
             scheduler.T_max = args.epochs
-            scheduler.last_epoch -= 1
-            scheduler.step()  # this epoch's lr from the new horizon
+            # this epoch's lr from the new horizon: the closed form (the chainable step
+            # would scale the current lr, which the old horizon may have brought to 0)
+            scheduler._update_lr(scheduler.last_epoch)
 
     val_loader = DataLoader(val_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):

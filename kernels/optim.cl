@@ -1,21 +1,24 @@
 // kernels/optim.cl — fused optimizer updates: one launch per parameter per step, in place.
-// Defines: T element type (a float type).
+// Defines: T element type (a float type); variants: AMSGRAD (adam), CENTERED and MOMENTUM
+// (rmsprop), each adding one state operand.
 // Launch: 1-D over the parameter's elements (dims collapsed by clgrad.ops._util.launch_1d);
 // every tensor argument is (data, view_t) with its own strides, so any strided view works.
 // The update equations are PyTorch's (torch.optim.SGD / Adam / AdamW, single-tensor path);
 // clgrad/optim/*.py documents them and computes the per-step scalars on the host.
+// `gsign` is -1 for maximize=True (PyTorch negates the gradient first), else 1. NaN in a
+// gradient reaches the parameter through the arithmetic (nothing clamps or skips it).
 #include "common.h"
 
 #define OPT_HEAD long i = get_global_id(0); if (i >= n) return;
 
 // SGD without momentum: p -= lr * (g + wd * p).
 __kernel void sgd(long n, int nd, shape_t sh, __global T *p, view_t vp,
-                  __global const T *g, view_t vg, T lr, T weight_decay) {
+                  __global const T *g, view_t vg, T lr, T weight_decay, T gsign) {
     OPT_HEAD
     long op, og;
     off2(i, nd, sh, vp, vg, &op, &og);
     T x = p[op];
-    T d = g[og] + weight_decay * x;
+    T d = gsign * g[og] + weight_decay * x;
     p[op] = x - lr * d;
 }
 
@@ -27,12 +30,12 @@ __kernel void sgd(long n, int nd, shape_t sh, __global T *p, view_t vp,
 __kernel void sgd_momentum(long n, int nd, shape_t sh, __global T *p, view_t vp,
                            __global const T *g, view_t vg, __global T *buf, view_t vb,
                            T lr, T momentum, T dampening, T weight_decay, int nesterov,
-                           int first) {
+                           int first, T gsign) {
     OPT_HEAD
     long op, og, ob;
     off3(i, nd, sh, vp, vg, vb, &op, &og, &ob);
     T x = p[op];
-    T d = g[og] + weight_decay * x;
+    T d = gsign * g[og] + weight_decay * x;
     T b = first ? d : momentum * buf[ob] + ((T)1 - dampening) * d;
     buf[ob] = b;
     d = nesterov ? d + momentum * b : b;
@@ -44,22 +47,113 @@ __kernel void sgd_momentum(long n, int nd, shape_t sh, __global T *p, view_t vp,
 //   Adam:  g += wd * p                      (L2 in the gradient; decoupled == 0)
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g * g
+//   AMSGRAD (Reddi et al. 2018): vmax = maximum(vmax, v) (NaN propagates), used for v below
 //   p -= step_size * m / (sqrt(v) / bc2_sqrt + eps),  step_size = lr / (1 - beta1^t),
 //                                                       bc2_sqrt = sqrt(1 - beta2^t)
 __kernel void adam(long n, int nd, shape_t sh, __global T *p, view_t vp,
                    __global const T *g, view_t vg, __global T *m, view_t vm,
-                   __global T *v, view_t vv, T lr, T beta1, T beta2, T eps, T weight_decay,
-                   T step_size, T bc2_sqrt, int decoupled) {
+                   __global T *v, view_t vv,
+#ifdef AMSGRAD
+                   __global T *vmax, view_t vx,
+#endif
+                   T lr, T beta1, T beta2, T eps, T weight_decay,
+                   T step_size, T bc2_sqrt, int decoupled, T gsign) {
     OPT_HEAD
     long op, og, om, ov;
     off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov);
     T x = p[op];
-    T gr = g[og];
+    T gr = gsign * g[og];
     if (decoupled) x *= (T)1 - lr * weight_decay;
     else gr += weight_decay * x;
     T mi = beta1 * m[om] + ((T)1 - beta1) * gr;
     T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr;
     m[om] = mi;
     v[ov] = vi;
+#ifdef AMSGRAD
+    long ox = off1(i, nd, sh, vx);
+    T old = vmax[ox];
+    vi = (isnan(old) || old >= vi) ? old : vi;  // torch.maximum: NaN wins on either side
+    vmax[ox] = vi;
+#endif
     p[op] = x - step_size * mi / (sqrt(vi) / bc2_sqrt + eps);
+}
+
+// Adagrad (Duchi, Hazan & Singer, JMLR 2011), PyTorch's form; clr = lr / (1 + (t-1) lr_decay):
+//   g += wd * p;  sum += g * g;  p -= clr * g / (sqrt(sum) + eps)
+__kernel void adagrad(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                      __global const T *g, view_t vg, __global T *sum, view_t vs,
+                      T clr, T weight_decay, T eps, T gsign) {
+    OPT_HEAD
+    long op, og, os;
+    off3(i, nd, sh, vp, vg, vs, &op, &og, &os);
+    T x = p[op];
+    T gr = gsign * g[og] + weight_decay * x;
+    T s = sum[os] + gr * gr;
+    sum[os] = s;
+    p[op] = x - clr * gr / (sqrt(s) + eps);
+}
+
+// Adadelta (M. D. Zeiler, arXiv:1212.5701, 2012), PyTorch's form:
+//   g += wd * p
+//   sq = rho * sq + (1 - rho) * g * g
+//   delta = sqrt(acc + eps) / sqrt(sq + eps) * g
+//   acc = rho * acc + (1 - rho) * delta * delta
+//   p -= lr * delta
+__kernel void adadelta(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                       __global const T *g, view_t vg, __global T *sq, view_t vs,
+                       __global T *acc, view_t va, T lr, T rho, T eps, T weight_decay,
+                       T gsign) {
+    OPT_HEAD
+    long op, og, os, oa;
+    off4(i, nd, sh, vp, vg, vs, va, &op, &og, &os, &oa);
+    T x = p[op];
+    T gr = gsign * g[og] + weight_decay * x;
+    T s = rho * sq[os] + ((T)1 - rho) * gr * gr;
+    sq[os] = s;
+    T a = acc[oa];
+    T delta = sqrt(a + eps) / sqrt(s + eps) * gr;
+    acc[oa] = rho * a + ((T)1 - rho) * delta * delta;
+    p[op] = x - lr * delta;
+}
+
+// RMSprop (G. Hinton, Neural Networks for Machine Learning, lecture 6e; centered: A. Graves,
+// arXiv:1308.0850, 2013), PyTorch's form:
+//   g += wd * p
+//   sq = alpha * sq + (1 - alpha) * g * g
+//   CENTERED: ga = alpha * ga + (1 - alpha) * g;  avg = sqrt(sq - ga * ga) + eps
+//   else:     avg = sqrt(sq) + eps
+//   MOMENTUM: buf = momentum * buf + g / avg;  p -= lr * buf
+//   else:     p -= lr * g / avg
+__kernel void rmsprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                      __global const T *g, view_t vg, __global T *sq, view_t vs,
+#ifdef CENTERED
+                      __global T *ga, view_t vga,
+#endif
+#ifdef MOMENTUM
+                      __global T *buf, view_t vb,
+#endif
+                      T lr, T alpha, T eps, T weight_decay, T momentum, T gsign) {
+    OPT_HEAD
+    long op, og, os;
+    off3(i, nd, sh, vp, vg, vs, &op, &og, &os);
+    T x = p[op];
+    T gr = gsign * g[og] + weight_decay * x;
+    T s = alpha * sq[os] + ((T)1 - alpha) * gr * gr;
+    sq[os] = s;
+#ifdef CENTERED
+    long oga = off1(i, nd, sh, vga);
+    T mean = ga[oga] + ((T)1 - alpha) * (gr - ga[oga]);  // torch: grad_avg.lerp_(g, 1 - alpha)
+    ga[oga] = mean;
+    T avg = sqrt(s - mean * mean) + eps;
+#else
+    T avg = sqrt(s) + eps;
+#endif
+#ifdef MOMENTUM
+    long ob = off1(i, nd, sh, vb);
+    T b = momentum * buf[ob] + gr / avg;
+    buf[ob] = b;
+    p[op] = x - lr * b;
+#else
+    p[op] = x - lr * gr / avg;
+#endif
 }

@@ -7,7 +7,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import clgrad
+from clgrad.autograd import gradcheck
+from clgrad.errors import IndexRangeError
 from strided import NP, shapes, strided_pair, values
+from strided import strided
 
 F32, F64, I64, I32, BOOL = clgrad.float32, clgrad.float64, clgrad.int64, clgrad.int32, clgrad.bool
 
@@ -195,3 +198,151 @@ def test_negative_indices_where_pytorch_takes_them():
     b = a.copy()
     b[[-1]] = 7.0
     np.testing.assert_array_equal(x.numpy(), b)
+
+
+# -- scatter, roll, tril/triu, nonzero, count_nonzero, masked_fill_, Tensor.where (issue 13) ----
+def _ref_scatter(x, dim, index, src, add=False):
+    out = x.copy()
+    for pos in np.ndindex(index.shape):
+        tgt = list(pos)
+        tgt[dim] = index[pos]
+        v = src[pos] if isinstance(src, np.ndarray) else src
+        out[tuple(tgt)] = out[tuple(tgt)] + v if add else v
+    return out
+
+
+def _perm_index(rng, shape, size, dim):
+    """An index of ``shape`` whose entries along ``dim`` are distinct (deterministic scatter)."""
+    idx = np.empty(shape, dtype=np.int64)
+    for pos in np.ndindex(*[n for i, n in enumerate(shape) if i != dim]):
+        sl = list(pos)
+        sl.insert(dim, slice(None))
+        idx[tuple(sl)] = rng.permutation(size)[:shape[dim]]
+    return idx
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_scatter_src_value_and_add_match_numpy(dim):
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(4, 5))
+    d = dim % 2
+    ishape = (3, 4) if d == 0 else (4, 3)
+    idx = _perm_index(rng, ishape, x.shape[d], d)
+    src = rng.normal(size=(4, 5))
+    t_idx = clgrad.tensor(idx)
+    out = clgrad.scatter(strided(x), dim, t_idx, strided(src))
+    np.testing.assert_array_equal(out.numpy(), _ref_scatter(x, d, idx, src))
+    np.testing.assert_array_equal(strided(x).scatter(dim, t_idx, 2.5).numpy(),
+                                  _ref_scatter(x, d, idx, 2.5))
+    dup = rng.integers(0, x.shape[d], ishape)
+    np.testing.assert_allclose(
+        strided(x).scatter(dim, clgrad.tensor(dup), strided(src), reduce="add").numpy(),
+        _ref_scatter(x, d, dup, src, add=True), rtol=1e-14)
+    y = clgrad.tensor(x, dtype=clgrad.float64)
+    assert y.scatter_(dim, t_idx, strided(src)) is y
+    np.testing.assert_array_equal(y.numpy(), _ref_scatter(x, d, idx, src))
+    y.scatter_add_(dim, clgrad.tensor(dup), strided(src))
+    np.testing.assert_allclose(y.numpy(), _ref_scatter(_ref_scatter(x, d, idx, src), d, dup,
+                                                       src, add=True), rtol=1e-14)
+
+
+def test_scatter_gradients():
+    rng = np.random.default_rng(8)
+    idx = clgrad.tensor(_perm_index(rng, (2, 4), 3, 0))
+    x = clgrad.tensor(rng.normal(size=(3, 4)), dtype=clgrad.float64, requires_grad=True)
+    s = clgrad.tensor(rng.normal(size=(2, 5)), dtype=clgrad.float64, requires_grad=True)
+    assert gradcheck(lambda a, b: clgrad.scatter(a, 0, idx, b), (x, s))
+    assert gradcheck(lambda a, b: clgrad.scatter(a, 0, idx, b, reduce="add"), (x, s))
+    assert gradcheck(lambda a: a.scatter(0, idx, 3.0), (x,))
+    z = x * 1.0
+    z.scatter_(0, idx, s)
+    z.sum().backward()
+    written = _ref_scatter(np.zeros((3, 4)), 0, idx.numpy(), 1.0)
+    np.testing.assert_array_equal(x.grad.numpy(), 1.0 - written)
+    want_s = np.zeros((2, 5))
+    want_s[:, :4] = 1.0  # src elements outside the index's shape are not read
+    np.testing.assert_array_equal(s.grad.numpy(), want_s)
+
+
+def test_scatter_errors():
+    x = clgrad.zeros(3, 4)
+    with pytest.raises(IndexRangeError):
+        x.scatter(0, clgrad.tensor([[3]]), 1.0)
+    with pytest.raises(RuntimeError, match="dims"):
+        x.scatter(0, clgrad.tensor([1]), 1.0)
+    with pytest.raises(NotImplementedError, match="multiply"):
+        x.scatter(0, clgrad.tensor([[1]]), clgrad.ones(1, 1), reduce="multiply")
+    with pytest.raises(RuntimeError, match="src"):
+        x.scatter(0, clgrad.tensor([[0, 1]]), clgrad.ones(1, 1))
+
+
+@pytest.mark.parametrize("shifts,dims", [(2, 0), (-1, 1), ((1, 3), (0, 1)), (7, None),
+                                         ((2,), None), (0, 1), (11, -1)])
+def test_roll_matches_numpy(shifts, dims):
+    a = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(clgrad.roll(strided(a), shifts, dims).numpy(),
+                                  np.roll(a, shifts, dims))
+    x = clgrad.tensor(a, dtype=clgrad.float64, requires_grad=True)
+    assert gradcheck(lambda t: t.roll(shifts, dims), (x,))
+    with pytest.raises(RuntimeError, match="same length"):
+        x.roll((1, 2), 0)
+
+
+@pytest.mark.parametrize("diagonal", [-2, -1, 0, 1, 3])
+def test_tril_triu_match_numpy(diagonal):
+    a = np.arange(2 * 3 * 5, dtype=np.float64).reshape(2, 3, 5) + 1
+    np.testing.assert_array_equal(clgrad.tril(strided(a), diagonal).numpy(),
+                                  np.tril(a, diagonal))
+    np.testing.assert_array_equal(strided(a).triu(diagonal).numpy(), np.triu(a, diagonal))
+    y = clgrad.tensor(a[0], dtype=clgrad.float64)
+    y.tril_(diagonal)
+    np.testing.assert_array_equal(y.numpy(), np.tril(a[0], diagonal))
+    x = clgrad.tensor(a[0], dtype=clgrad.float64, requires_grad=True)
+    x.triu(diagonal).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.triu(np.ones((3, 5)), diagonal))
+    with pytest.raises(RuntimeError, match="2 dims"):
+        clgrad.tril(clgrad.ones(3))
+
+
+def test_nonzero_argwhere_count_nonzero():
+    a = np.array([[0, 1, 0], [2, 0, 3]])
+    x = strided(a, clgrad.int64)
+    np.testing.assert_array_equal(clgrad.nonzero(x).numpy(), np.argwhere(a))
+    assert clgrad.nonzero(x).dtype is clgrad.int64
+    for got, want in zip(x.nonzero(as_tuple=True), np.nonzero(a)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(clgrad.argwhere(x).numpy(), np.argwhere(a))
+    assert clgrad.nonzero(clgrad.zeros(2, 3)).shape == (0, 2)
+    assert clgrad.nonzero(clgrad.tensor(5)).shape == (1, 0)
+    assert clgrad.count_nonzero(x).item() == 3
+    assert x.count_nonzero(dim=0).tolist() == np.count_nonzero(a, axis=0).tolist()
+
+
+def test_masked_fill_in_place_and_where_method():
+    a = np.arange(6.0).reshape(2, 3)
+    m = np.array([True, False, True])
+    y = clgrad.tensor(a, dtype=clgrad.float64)
+    assert y.masked_fill_(clgrad.tensor(m), -1.0) is y
+    np.testing.assert_array_equal(y.numpy(), np.where(m, -1.0, a))
+    x = clgrad.tensor(a, dtype=clgrad.float64, requires_grad=True)
+    v = clgrad.tensor(2.0, dtype=clgrad.float64, requires_grad=True)
+    z = x * 1.0
+    z.masked_fill_(clgrad.tensor(m), v)
+    z.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(m, 0.0, 1.0) * np.ones((2, 3)))
+    assert v.grad.item() == 4.0  # the value lands in 4 places
+    w = strided(a).where(clgrad.tensor(m), strided(-a))
+    np.testing.assert_array_equal(w.numpy(), np.where(m, a, -a))
+
+
+def test_type_strings_and_casts():
+    x = clgrad.zeros(2)
+    assert x.type() == "torch.FloatTensor"
+    assert x.double().type() == "torch.DoubleTensor" and x.long().type() == "torch.LongTensor"
+    assert x.int().type() == "torch.IntTensor" and x.bool().type() == "torch.BoolTensor"
+    assert x.type(clgrad.float64).dtype is clgrad.float64
+    assert x.type("torch.LongTensor").dtype is clgrad.int64
+    assert x.type("torch.cuda.DoubleTensor").dtype is clgrad.float64
+    assert x.type(clgrad.float32) is x
+    with pytest.raises(TypeError, match="tensor type name"):
+        x.type("torch.ComplexTensor")

@@ -24,10 +24,15 @@ def _grad_fn(p):
 
 
 # -- NumPy references (PyTorch's torch.optim single-tensor equations) ---------------------------
-def ref_sgd(p, steps, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+def _g(p, maximize):
+    return -_grad_fn(p) if maximize else _grad_fn(p)
+
+
+def ref_sgd(p, steps, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
+            maximize=False):
     p, buf, out = p.copy(), None, []
     for _ in range(steps):
-        d = _grad_fn(p) + weight_decay * p
+        d = _g(p, maximize) + weight_decay * p
         if momentum:
             buf = d.copy() if buf is None else momentum * buf + (1 - dampening) * d
             d = d + momentum * buf if nesterov else buf
@@ -37,19 +42,65 @@ def ref_sgd(p, steps, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
 
 
 def ref_adam(p, steps, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-             decoupled=False):
+             decoupled=False, amsgrad=False, maximize=False):
     p, m, v, out = p.copy(), np.zeros_like(p), np.zeros_like(p), []
+    vmax = np.zeros_like(p)
     b1, b2 = betas
     for t in range(1, steps + 1):
-        g = _grad_fn(p)
+        g = _g(p, maximize)
         if decoupled:
             p = p * (1 - lr * weight_decay)
         else:
             g = g + weight_decay * p
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        denom = np.sqrt(v) / math.sqrt(1 - b2 ** t) + eps
+        vmax = np.maximum(vmax, v)
+        denom = np.sqrt(vmax if amsgrad else v) / math.sqrt(1 - b2 ** t) + eps
         p = p - lr / (1 - b1 ** t) * m / denom
+        out.append(p.copy())
+    return out
+
+
+def ref_adagrad(p, steps, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                initial_accumulator_value=0.0, eps=1e-10, maximize=False):
+    p, out = p.copy(), []
+    acc = np.full_like(p, initial_accumulator_value)
+    for t in range(1, steps + 1):
+        g = _g(p, maximize) + weight_decay * p
+        acc = acc + g * g
+        p = p - lr / (1 + (t - 1) * lr_decay) * g / (np.sqrt(acc) + eps)
+        out.append(p.copy())
+    return out
+
+
+def ref_adadelta(p, steps, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, maximize=False):
+    p, sq, acc, out = p.copy(), np.zeros_like(p), np.zeros_like(p), []
+    for _ in range(steps):
+        g = _g(p, maximize) + weight_decay * p
+        sq = rho * sq + (1 - rho) * g * g
+        delta = np.sqrt(acc + eps) / np.sqrt(sq + eps) * g
+        acc = rho * acc + (1 - rho) * delta * delta
+        p = p - lr * delta
+        out.append(p.copy())
+    return out
+
+
+def ref_rmsprop(p, steps, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+                centered=False, maximize=False):
+    p, sq, ga, buf, out = p.copy(), np.zeros_like(p), np.zeros_like(p), np.zeros_like(p), []
+    for _ in range(steps):
+        g = _g(p, maximize) + weight_decay * p
+        sq = alpha * sq + (1 - alpha) * g * g
+        if centered:
+            ga = alpha * ga + (1 - alpha) * g
+            avg = np.sqrt(sq - ga * ga) + eps
+        else:
+            avg = np.sqrt(sq) + eps
+        if momentum > 0:
+            buf = momentum * buf + g / avg
+            p = p - lr * buf
+        else:
+            p = p - lr * g / avg
         out.append(p.copy())
     return out
 
@@ -67,6 +118,28 @@ CASES = [
      ref_adam),
     ("adamw", optim.AdamW, dict(lr=0.01, weight_decay=0.1),
      lambda p, s, **kw: ref_adam(p, s, decoupled=True, **kw)),
+    ("sgd_maximize", optim.SGD, dict(lr=0.05, momentum=0.9, weight_decay=0.1, maximize=True),
+     ref_sgd),
+    ("adam_amsgrad", optim.Adam, dict(lr=0.05, betas=(0.5, 0.9), amsgrad=True), ref_adam),
+    ("adam_amsgrad_max", optim.Adam, dict(lr=0.05, weight_decay=0.1, amsgrad=True,
+                                          maximize=True), ref_adam),
+    ("adamw_amsgrad", optim.AdamW, dict(lr=0.05, betas=(0.6, 0.8), weight_decay=0.1,
+                                        amsgrad=True),
+     lambda p, s, **kw: ref_adam(p, s, decoupled=True, **kw)),
+    ("adagrad", optim.Adagrad, dict(lr=0.1), ref_adagrad),
+    ("adagrad_all", optim.Adagrad, dict(lr=0.1, lr_decay=0.3, weight_decay=0.2,
+                                        initial_accumulator_value=0.5, eps=1e-3, maximize=True),
+     ref_adagrad),
+    ("adadelta", optim.Adadelta, dict(), ref_adadelta),
+    ("adadelta_all", optim.Adadelta, dict(lr=0.5, rho=0.7, eps=1e-4, weight_decay=0.1,
+                                          maximize=True), ref_adadelta),
+    ("rmsprop", optim.RMSprop, dict(lr=0.01), ref_rmsprop),
+    ("rmsprop_wd_momentum", optim.RMSprop, dict(lr=0.01, alpha=0.9, eps=1e-6,
+                                                weight_decay=0.1, momentum=0.8), ref_rmsprop),
+    ("rmsprop_centered", optim.RMSprop, dict(lr=0.01, alpha=0.8, centered=True), ref_rmsprop),
+    ("rmsprop_centered_momentum", optim.RMSprop, dict(lr=0.01, alpha=0.8, momentum=0.5,
+                                                      centered=True, maximize=True),
+     ref_rmsprop),
 ]
 
 
@@ -93,6 +166,45 @@ def test_trajectory_matches_numpy(name, cls, kwargs, ref):
                                    err_msg=f"{name}, step {step + 1}")
 
 
+def test_references_exercise_their_variants():
+    """The amsgrad maximum and the centered/momentum branches change the trajectories."""
+    p0 = np.random.default_rng(1).uniform(-1.5, 1.5, (5, 7))
+    pairs = [(ref_adam(p0, STEPS, lr=0.05, betas=(0.5, 0.9), amsgrad=True),
+              ref_adam(p0, STEPS, lr=0.05, betas=(0.5, 0.9))),
+             (ref_rmsprop(p0, STEPS, alpha=0.8, centered=True), ref_rmsprop(p0, STEPS, alpha=0.8)),
+             (ref_adagrad(p0, STEPS, lr=0.1, lr_decay=0.3), ref_adagrad(p0, STEPS, lr=0.1))]
+    for a, b in pairs:
+        assert np.abs(a[-1] - b[-1]).max() > 1e-4
+
+
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_nan_gradient_gives_nan_parameter(name, cls, kwargs, ref):
+    p = clgrad.zeros(4, dtype=clgrad.float64, requires_grad=True)
+    with clgrad.no_grad():
+        p.copy_(clgrad.tensor([0.5, -0.5, 1.0, 2.0], dtype=clgrad.float64))
+    opt = cls([p], **kwargs)
+    p.grad = clgrad.tensor([0.1, float("nan"), 0.2, 0.3], dtype=clgrad.float64)
+    opt.step()
+    p.grad = clgrad.tensor([0.1, 0.2, 0.2, 0.3], dtype=clgrad.float64)
+    opt.step()  # state that saw the NaN keeps it (PyTorch: nothing skips or clamps)
+    got = p.numpy()
+    assert np.isnan(got[1]) and np.isfinite(got[[0, 2, 3]]).all(), got
+
+
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_trajectory_matches_torch(name, cls, kwargs, ref):
+    torch = pytest.importorskip("torch")
+    p0 = np.random.default_rng(5).uniform(-1.5, 1.5, (3, 4))
+    p, tp = _strided_leaf(p0), torch.tensor(p0, requires_grad=True)
+    opt, topt = cls([p], **kwargs), getattr(torch.optim, cls.__name__)([tp], **kwargs)
+    for _ in range(STEPS):
+        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        tp.grad = torch.tensor(_grad_fn(tp.detach().numpy()))
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
+
+
 def test_adam_l2_and_adamw_decay_differ():
     p0 = np.random.default_rng(2).uniform(-1, 1, (4, 3))
     l2 = ref_adam(p0, 3, lr=0.01, weight_decay=0.5)[-1]
@@ -107,6 +219,17 @@ def test_adam_l2_and_adamw_decay_differ():
         np.testing.assert_allclose(p.numpy(), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_float32_trajectory_stays_near_the_float64_reference(name, cls, kwargs, ref):
+    p0 = np.random.default_rng(9).uniform(-1, 1, (300,))
+    p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
+    opt = cls([p], **kwargs)
+    for _ in range(4):
+        p.grad = clgrad.tensor(_grad_fn(p.numpy().astype(np.float64)).astype(np.float32))
+        opt.step()
+    np.testing.assert_allclose(p.numpy(), ref(p0, 4, **kwargs)[-1], rtol=1e-4, atol=2e-5)
+
+
 def test_float32_update_matches_float64_reference():
     p0 = np.random.default_rng(3).uniform(-1, 1, (300,))
     p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
@@ -117,8 +240,10 @@ def test_float32_update_matches_float64_reference():
     np.testing.assert_allclose(p.numpy(), ref_adam(p0, 4, lr=0.01)[-1], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.1, momentum=0.9)),
-                                        (optim.Adam, dict(lr=0.1))])
+@pytest.mark.parametrize("cls,kwargs", [
+    (optim.SGD, dict(lr=0.1, momentum=0.9)), (optim.Adam, dict(lr=0.1)),
+    (optim.AdamW, dict(lr=0.1, amsgrad=True)), (optim.Adagrad, dict(lr_decay=0.1)),
+    (optim.Adadelta, dict()), (optim.RMSprop, dict(momentum=0.9, centered=True))])
 def test_one_launch_per_parameter_per_step(cls, kwargs):
     ps = [clgrad.randn(3, 4, requires_grad=True), clgrad.randn(5, requires_grad=True),
           clgrad.randn(2, 2, 2, requires_grad=True)]
@@ -131,6 +256,13 @@ def test_one_launch_per_parameter_per_step(cls, kwargs):
     assert launch_count() - before == len(ps)
 
 
+def _steps(opt, params, n):
+    for _ in range(n):
+        for p in params:
+            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        opt.step()
+
+
 def test_param_groups_use_their_own_hyperparameters():
     a0, b0 = np.full((3,), 1.0), np.full((2,), 2.0)
     a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
@@ -138,10 +270,7 @@ def test_param_groups_use_their_own_hyperparameters():
     opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5, "momentum": 0.9}], lr=0.1)
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     assert opt.param_groups[0]["momentum"] == 0
-    for _ in range(3):
-        a.grad = clgrad.tensor(_grad_fn(a.numpy()), dtype=clgrad.float64)
-        b.grad = clgrad.tensor(_grad_fn(b.numpy()), dtype=clgrad.float64)
-        opt.step()
+    _steps(opt, (a, b), 3)
     np.testing.assert_allclose(a.numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
     np.testing.assert_allclose(b.numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1], rtol=1e-12)
 
@@ -173,9 +302,13 @@ def test_closure_is_evaluated_with_grad():
     assert loss.item() == 4.0 and w.item() == 1.0  # 2 - 0.25 * 4
 
 
-@pytest.mark.parametrize("cls,kwargs", [(optim.SGD, dict(lr=0.05, momentum=0.9,
-                                                         nesterov=True)),
-                                        (optim.AdamW, dict(lr=0.02, weight_decay=0.1))])
+@pytest.mark.parametrize("cls,kwargs", [
+    (optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True)),
+    (optim.AdamW, dict(lr=0.02, weight_decay=0.1)),
+    (optim.Adam, dict(lr=0.02, amsgrad=True, maximize=True)),
+    (optim.Adagrad, dict(lr=0.1, lr_decay=0.2, initial_accumulator_value=0.1)),
+    (optim.Adadelta, dict(lr=0.5, rho=0.8, weight_decay=0.01)),
+    (optim.RMSprop, dict(lr=0.01, momentum=0.5, centered=True))])
 def test_state_dict_round_trip_through_a_checkpoint(tmp_path, cls, kwargs):
     p0 = np.random.default_rng(4).uniform(-1, 1, (4, 5))
     p = clgrad.tensor(p0, dtype=clgrad.float64, requires_grad=True)
@@ -195,6 +328,44 @@ def test_state_dict_round_trip_through_a_checkpoint(tmp_path, cls, kwargs):
     run(p, opt, 2)
     run(q, opt2, 2)
     np.testing.assert_array_equal(q.numpy(), p.numpy())
+
+
+def test_state_keys_are_pytorchs():
+    def keys(opt):
+        p = opt.param_groups[0]["params"][0]
+        p.grad = clgrad.ones_like(p)
+        opt.step()
+        return sorted(opt.state_dict()["state"]["0"])
+    def new():
+        return [clgrad.ones(2, requires_grad=True)]
+    assert keys(optim.Adam(new(), amsgrad=True)) == ["exp_avg", "exp_avg_sq", "max_exp_avg_sq",
+                                                      "step"]
+    assert keys(optim.Adagrad(new())) == ["step", "sum"]
+    assert keys(optim.Adadelta(new())) == ["acc_delta", "square_avg", "step"]
+    assert keys(optim.RMSprop(new())) == ["square_avg", "step"]
+    assert keys(optim.RMSprop(new(), momentum=0.9, centered=True)) == [
+        "grad_avg", "momentum_buffer", "square_avg", "step"]
+    group = optim.RMSprop(new(), alpha=0.9).param_groups[0]
+    assert {k: group[k] for k in ("lr", "alpha", "eps", "weight_decay", "momentum", "centered",
+                                  "maximize")} == dict(lr=1e-2, alpha=0.9, eps=1e-8,
+                                                       weight_decay=0, momentum=0,
+                                                       centered=False, maximize=False)
+
+
+def test_add_param_group_uses_defaults_and_its_own_values():
+    a0, b0 = np.full((3,), 1.0), np.full((2,), -2.0)
+    for cls, kw, ref in ((optim.Adagrad, dict(lr_decay=0.5), ref_adagrad),
+                         (optim.RMSprop, dict(momentum=0.5), ref_rmsprop)):
+        a = clgrad.tensor(a0, dtype=clgrad.float64, requires_grad=True)
+        b = clgrad.tensor(b0, dtype=clgrad.float64, requires_grad=True)
+        opt = cls([a], lr=0.1)
+        opt.add_param_group({"params": b, **kw})
+        assert opt.param_groups[1]["lr"] == 0.1
+        _steps(opt, (a, b), 3)
+        np.testing.assert_allclose(a.numpy(), ref(a0, 3, lr=0.1)[-1], rtol=1e-12)
+        np.testing.assert_allclose(b.numpy(), ref(b0, 3, lr=0.1, **kw)[-1], rtol=1e-12)
+        with pytest.raises(ValueError, match="more than one"):
+            opt.add_param_group({"params": [a]})
 
 
 def test_load_state_dict_copies_and_accepts_int_keys():
@@ -234,6 +405,11 @@ def test_load_state_dict_rejects_other_layouts():
     (lambda p: optim.AdamW([p], weight_decay=-0.1), "weight_decay"),
     (lambda p: optim.SGD([], lr=0.1), "empty parameter list"),
     (lambda p: optim.SGD([p, p], lr=0.1), "more than one"),
+    (lambda p: optim.Adagrad([p], lr_decay=-1), "lr_decay >= 0"),
+    (lambda p: optim.Adagrad([p], initial_accumulator_value=-1), "initial_accumulator_value"),
+    (lambda p: optim.Adadelta([p], rho=1.5), "rho in"),
+    (lambda p: optim.RMSprop([p], alpha=-0.1), "alpha >= 0"),
+    (lambda p: optim.RMSprop([p], momentum=-0.1), "momentum >= 0"),
 ])
 def test_bad_arguments_raise_value_error(make, match):
     with pytest.raises(ValueError, match=match):
@@ -295,3 +471,53 @@ def test_scheduler_resume_needs_initial_lr():
         lr_scheduler.StepLR(opt, step_size=2, last_epoch=4)
     with pytest.raises(ValueError, match="step_size"):
         lr_scheduler.StepLR(opt, step_size=0)
+
+
+def test_load_state_dict_takes_a_step_saved_as_a_tensor():
+    """PyTorch saves ``step`` as a float tensor; it must come back as a count."""
+    p = clgrad.tensor(np.array([0.5, -1.0]), dtype=clgrad.float64, requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    _steps(opt, (p,), 2)
+    sd = opt.state_dict()
+    sd["state"]["0"]["step"] = clgrad.tensor(2.0)
+    q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+    opt2 = optim.Adam([q], lr=0.1)
+    opt2.load_state_dict(sd)
+    assert opt2.state[q]["step"] == 2
+    _steps(opt, (p,), 1)
+    _steps(opt2, (q,), 1)
+    np.testing.assert_array_equal(q.numpy(), p.numpy())
+
+
+def test_custom_scheduler_on_the_old_base_name():
+    class Halving(lr_scheduler._LRScheduler):
+        def get_lr(self):
+            return [b * 0.5 ** self.last_epoch for b in self.base_lrs]
+    opt = optim.SGD([clgrad.ones(1, requires_grad=True)], lr=1.0)
+    assert _lrs(Halving(opt), 3) == [[1.0], [0.5], [0.25], [0.125]]
+
+
+@pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
+def test_resume_from_a_torch_optimizer_state_dict(name, cls, kwargs, ref):
+    """A state dict written by torch.optim (int keys, float tensor steps, torch-only group
+    keys) continues the same trajectory in clgrad."""
+    torch = pytest.importorskip("torch")
+    p0 = np.random.default_rng(6).uniform(-1.5, 1.5, (3, 4))
+    tp = torch.tensor(p0, requires_grad=True)
+    topt = getattr(torch.optim, cls.__name__)([tp], **kwargs)
+
+    def torch_steps(n):
+        for _ in range(n):
+            tp.grad = torch.tensor(_grad_fn(tp.detach().numpy()))
+            topt.step()
+    torch_steps(3)
+    sd = topt.state_dict()
+    host = {"state": {k: {n: v.numpy() if torch.is_tensor(v) else v for n, v in s.items()}
+                      for k, s in sd["state"].items()},
+            "param_groups": sd["param_groups"]}
+    p = clgrad.tensor(tp.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
+    opt = cls([p], **kwargs)
+    opt.load_state_dict(host)
+    torch_steps(3)
+    _steps(opt, (p,), 3)
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)

@@ -215,3 +215,17 @@ def _checked(fn, module):
         return fn(*args, **kwargs)
     wrapper.__module__ = module  # pickle finds the wrapper under its public name
     return wrapper
+
+
+def row_geometry(op: str, d: int, shape, *tensors):
+    """The kept ("outer") dims of a per-row op along ``d``, collapsed over ``tensors`` (each
+    of ``shape`` except along d): ``(outer shape, [outer strides of each tensor])``, at most
+    MAXD dims. Raises RuntimeError beyond that."""
+    outer = [i for i in range(len(shape)) if i != d]
+    o_shape, strides = layout.collapse([shape[i] for i in outer] or [1],
+                                       *[[t._strides[i] for i in outer] or [0]
+                                         for t in tensors])
+    if len(o_shape) > MAXD:
+        raise RuntimeError(f"{op}: tensors of more than {MAXD} non-mergeable dims are not "
+                           f"supported, got shape {tuple(shape)}")
+    return o_shape, strides

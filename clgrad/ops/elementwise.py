@@ -457,6 +457,11 @@ def where(cond: Tensor, a, b) -> Tensor:
     return record("where", out, (None, a, b), backward, saved=[cond])
 
 
+def _zeros_scalar(like: Tensor) -> Tensor:
+    """A 0-d zero of ``like``'s dtype and device (a stride-0 source for where/expand)."""
+    return zeros((), like.dtype, like.device)
+
+
 def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
     if not _is_num(value):
         raise TypeError(f"where: expected a Tensor or a number, got {type(value).__name__}")

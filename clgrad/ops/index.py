@@ -12,7 +12,8 @@ from clgrad import creation, dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device, zeros
+from clgrad.ops._util import (bump_version, defines_for, empty, full, launch_1d, same_device,
+                              zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "advanced_getitem",
@@ -274,3 +275,142 @@ def setitem(x: Tensor, key, value):
     iv = Tensor(idx._storage, shape, istr, idx._offset)
     _scatter_launch("scatter_dim", x, 0, iv, src)
     bump_version(x)
+
+
+# -- scatter, roll, triangles, nonzero -----------------------------------------------------------
+__all__ += ["scatter", "roll", "tril", "triu", "nonzero", "argwhere"]
+
+
+def _scatter_checks(op, x: Tensor, d: int, index: Tensor, src):
+    if index.numel() and index.ndim != x.ndim:
+        raise RuntimeError(f"{op}: expected an index with as many dims as self ({x.ndim}), got "
+                           f"{index.ndim}")
+    for i, n in enumerate(index.shape):
+        if i != d and n > x.shape[i]:
+            raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be no larger than "
+                               f"self {tuple(x.shape)} apart from dim {d}")
+        if isinstance(src, Tensor) and n > src.shape[i]:
+            raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be no larger than "
+                               f"src {tuple(src.shape)}")
+    return _check_index(op, index, x.shape[d])
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=None) -> Tensor:
+    """A copy of ``x`` with ``src[i][j][k]`` (or the number ``value``) written at
+    ``out[index[i][j][k]][j][k]`` for dim 0 (PyTorch's scatter); ``src`` may be a number too.
+
+    Shapes:  x (*S), index (*I) int64 with I[i] <= S[i] for i != dim and I[i] <= src.shape[i]
+    reduce:  None (assign; with repeated indices one write wins, unspecified which, as
+             PyTorch) or 'add' (accumulate, like scatter_add); 'multiply' is not supported
+    Grad:    x: g with the written positions zeroed ('add': g); src: g gathered at index
+    Raises:  RuntimeError for mismatched shapes, IndexError for an index out of range,
+             NotImplementedError for reduce='multiply', ValueError for another reduce
+    Kernels: kernels/index.cl :: scatter_dim / scatter_add_dim
+    """
+    if src is None and value is None:
+        raise TypeError("scatter: expected a src tensor or a value, got neither")
+    if src is not None and not isinstance(src, Tensor):
+        src, value = None, src
+    if reduce not in (None, "add"):
+        if reduce == "multiply":
+            raise NotImplementedError("scatter: reduce='multiply' is not supported; use "
+                                      "reduce='add' or scatter_add")
+        raise ValueError(f"scatter: expected reduce None, 'add' or 'multiply', got {reduce!r}")
+    d = layout.wrap_dim(dim, x.ndim, "scatter")
+    index = _scatter_checks("scatter", x, d, index, src)
+    kname = "scatter_add_dim" if reduce == "add" else "scatter_dim"
+    out = empty(x.shape, x.dtype, x.device)
+    ew.copy_raw(out, x)
+    if src is not None:
+        same_device("scatter", x, src)
+        part = src.detach()[tuple(slice(0, n) for n in index.shape)]
+        part = ew.contiguous(ew.to(part, x.dtype))
+    else:
+        part = full((), value, x.dtype, x.device).expand(index.shape)
+    if index.numel():
+        _scatter_launch(kname, out, d, index, part)
+
+    def backward(g):
+        gx = g
+        if reduce is None:
+            gx = ew.clone(g)
+            zero = ew._zeros_scalar(g).expand(index.shape)
+            if index.numel():
+                _scatter_launch("scatter_dim", gx, d, index, zero)
+        gs = None
+        if src is not None and src.requires_grad:
+            gs = empty(index.shape, g.dtype, g.device)
+            _gather_launch(g, d, index, gs)
+            if tuple(gs.shape) != tuple(src.shape):  # src larger than index: zeros elsewhere
+                full = ew._zeros_scalar(g).expand(src.shape).contiguous(force_copy=True)
+                ew.copy_raw(full[tuple(slice(0, n) for n in index.shape)], gs)
+                gs = full
+        return gx, gs
+    return record("scatter", out, (x, src), backward, saved=[index])
+
+
+def roll(x: Tensor, shifts, dims=None) -> Tensor:
+    """Shift elements along ``dims`` by ``shifts`` with wrap-around (a copy; PyTorch's roll).
+    ``dims=None`` rolls the flattened tensor and restores the shape.
+
+    Grad:    rolled back (built from narrow + cat).
+    Raises:  RuntimeError when shifts and dims differ in length
+    """
+    if dims is None:
+        if isinstance(shifts, (tuple, list)):
+            if len(shifts) != 1:
+                raise RuntimeError(f"roll: expected one shift without dims, got {shifts}")
+            shifts = shifts[0]
+        return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: expected shifts and dims of the same length, got "
+                           f"{len(shifts)} and {len(dims)}")
+    out = x
+    for s, dim in zip(shifts, dims):
+        d = layout.wrap_dim(dim, x.ndim, "roll")
+        n = out.shape[d]
+        s = int(s) % n if n else 0
+        if s:
+            out = cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+    return ew.clone(x) if out is x else out
+
+
+def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: expected a tensor of at least 2 dims, got {x.ndim}")
+    n, m = x.shape[-2:]
+    j_minus_i = np.arange(m)[None, :] - np.arange(n)[:, None]
+    mask = j_minus_i <= diagonal if lower else j_minus_i >= diagonal
+    return ew.where(creation.tensor(mask, device=x.device), x, 0)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims: elements with col - row <= ``diagonal`` are
+    kept, others are 0 (a copy). Grad: the same mask. The (rows, cols) mask is made on the
+    host and uploaded."""
+    return _triangle("tril", x, diagonal, True)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle: elements with col - row >= ``diagonal`` are kept (see tril)."""
+    return _triangle("triu", x, diagonal, False)
+
+
+def nonzero(x: Tensor, as_tuple: bool = False):
+    """Indices of the nonzero elements in row-major order: an int64 tensor (N, ndim), or with
+    ``as_tuple`` one 1-D int64 tensor per dim. Computed on the host (the size depends on the
+    data: PyTorch's CUDA nonzero synchronises too)."""
+    host = x.numpy()
+    idx = np.nonzero(host.reshape(1) if x.ndim == 0 else host)
+    if as_tuple:
+        return tuple(creation.tensor(i.astype(np.int64), device=x.device) for i in idx)
+    cols = idx[:x.ndim] if x.ndim else ()
+    stacked = np.stack(cols, axis=1) if cols else np.zeros((len(idx[0]), 0), np.int64)
+    return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x.device)
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """``nonzero(x)``: the (N, ndim) int64 indices of the nonzero elements."""
+    return nonzero(x)

@@ -379,3 +379,11 @@ def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element over ``dim`` (None: all) is nonzero; bool."""
     return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
+
+
+__all__ += ["count_nonzero"]
+
+
+def count_nonzero(x: Tensor, dim=None) -> Tensor:
+    """Number of nonzero elements over ``dim`` (int, tuple or None: all); int64."""
+    return sum(ew.ne(x, 0), dim)

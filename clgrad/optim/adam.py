@@ -7,7 +7,7 @@ import numpy as np
 
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer
+from clgrad.optim.optimizer import Optimizer, state_buffer
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -17,14 +17,20 @@ class Adam(Optimizer):
     """Adam (D. P. Kingma and J. Ba, "Adam: A Method for Stochastic Optimization", ICLR 2015)
     with PyTorch's update, t counting this parameter's steps from 1:
 
+        g = -g if maximize
         g = g + weight_decay * p                     (L2 penalty in the gradient)
         m = beta1 * m + (1 - beta1) * g
         v = beta2 * v + (1 - beta2) * g^2
+        v = vmax = maximum(vmax, v) if amsgrad       (S. J. Reddi, S. Kale and S. Kumar, "On
+                                                      the Convergence of Adam and Beyond",
+                                                      ICLR 2018; NaN propagates)
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
-    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0
-    State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v) per parameter
-    Kernels: kernels/optim.cl :: adam (one launch per parameter per step; the bias
+    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
+             maximize=False
+    State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
+             ``max_exp_avg_sq`` (vmax), per parameter
+    Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
              corrections are computed on the host from the step count, no read-back)
     Raises:  ValueError for lr < 0, eps < 0, a beta outside [0, 1) or weight_decay < 0
     """
@@ -32,7 +38,7 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0):
+                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False):
         name = type(self).__name__
         if lr < 0.0:
             raise ValueError(f"{name}: expected lr >= 0, got {lr}")
@@ -43,7 +49,8 @@ class Adam(Optimizer):
             raise ValueError(f"{name}: expected betas (beta1, beta2) in [0, 1), got {betas}")
         if weight_decay < 0.0:
             raise ValueError(f"{name}: expected weight_decay >= 0, got {weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      amsgrad=bool(amsgrad), maximize=bool(maximize)))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         if not state:
@@ -55,13 +62,17 @@ class Adam(Optimizer):
         beta1, beta2 = group["betas"]
         lr = group["lr"]
         m, v = state["exp_avg"], state["exp_avg_sq"]
-        dt = p.dtype
-        launch_1d("optim.cl", "adam", defines_for(dt), p, (grad, m, v),
+        dt, d, bufs = p.dtype, defines_for(p.dtype), (grad, m, v)
+        if group.get("amsgrad"):
+            d["AMSGRAD"] = 1
+            bufs += (state_buffer(state, "max_exp_avg_sq", p),)
+        launch_1d("optim.cl", "adam", d, p, bufs,
                   tuple(scalar(dt, x) for x in (
                       lr, beta1, beta2, group["eps"], group["weight_decay"],
                       lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-                  + (np.int32(self._decoupled),))
-        bump_version(m, v)
+                  + (np.int32(self._decoupled),
+                     scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+        bump_version(*bufs[1:])
 
 
 class AdamW(Adam):
@@ -71,11 +82,13 @@ class AdamW(Adam):
         p = p * (1 - lr * weight_decay)
         then Adam's m, v and p updates with the raw gradient g
 
-    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2
+    Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False,
+             maximize=False
     """
 
     _decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize)

@@ -14,7 +14,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer"]
 
 
 class _Required:
@@ -144,6 +144,7 @@ class Optimizer:
         """Restore hyperparameters and per-parameter state saved by ``state_dict``.
 
         State tensors are copied (cast to each parameter's dtype and device), never aliased.
+        A ``step`` saved as a one-element tensor or array (PyTorch's) becomes an int.
         Raises ValueError when the number of groups or the group sizes differ.
         """
         name = type(self).__name__
@@ -166,7 +167,8 @@ class Optimizer:
             for idx, p in zip(saved["params"], own["params"]):
                 s = saved_state.get(str(idx))
                 if s is not None:
-                    self.state[p] = {k: _copy_state(v, p) for k, v in s.items()}
+                    self.state[p] = {k: _step_count(v) if k == "step" else _copy_state(v, p)
+                                     for k, v in s.items()}
             own.update({k: v for k, v in saved.items() if k != "params"})
             if isinstance(own.get("betas"), list):
                 own["betas"] = tuple(own["betas"])
@@ -177,6 +179,30 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def check_nonnegative(name: str, **values):
+    """Raise ValueError ``<name>: expected <k> >= 0, got <v>`` for the first negative value."""
+    for k, v in values.items():
+        if not v >= 0.0:  # NaN fails too
+            raise ValueError(f"{name}: expected {k} >= 0, got {v}")
+
+
+def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
+    """``state[key]``, first made as a tensor of p's shape, dtype and device filled with
+    ``fill`` (a state entry a group's hyperparameters start needing is made when needed)."""
+    buf = state.get(key)
+    if buf is None:
+        from clgrad.creation import full
+        buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
+    return buf
+
+
+def _step_count(value):
+    """A saved step count as an int (PyTorch keeps it as a float tensor)."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        return int(value.item())
+    return value
 
 
 def _copy_state(value, p: Tensor):

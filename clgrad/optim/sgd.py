@@ -14,6 +14,7 @@ class SGD(Optimizer):
     """SGD with PyTorch's update (momentum in the form of Sutskever et al., "On the importance
     of initialization and momentum in deep learning", ICML 2013):
 
+        g = -g if maximize
         d = g + weight_decay * p
         if momentum != 0:
             buf = d                                          (first step)
@@ -22,7 +23,7 @@ class SGD(Optimizer):
         p = p - lr * d
 
     Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
-             nesterov=False
+             nesterov=False, maximize=False (ascend: the gradient is negated first)
     State:   ``momentum_buffer`` per parameter (when momentum != 0)
     Kernels: kernels/optim.cl :: sgd, sgd_momentum (one launch per parameter per step)
     Raises:  ValueError for a negative lr, momentum or weight_decay, or nesterov without
@@ -30,7 +31,7 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=required, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, maximize: bool = False):
         if lr is not required and lr < 0.0:
             raise ValueError(f"SGD: expected lr >= 0, got {lr}")
         if momentum < 0.0:
@@ -41,13 +42,15 @@ class SGD(Optimizer):
             raise ValueError(f"SGD: Nesterov momentum requires a momentum and zero dampening, "
                              f"got momentum={momentum}, dampening={dampening}")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov))
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=bool(maximize)))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         dt, d = p.dtype, defines_for(p.dtype)
         lr, wd = scalar(dt, group["lr"]), scalar(dt, group["weight_decay"])
+        gsign = scalar(dt, -1.0 if group.get("maximize") else 1.0)
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), (lr, wd))
+            launch_1d("optim.cl", "sgd", d, p, (grad,), (lr, wd, gsign))
             return
         buf = state.get("momentum_buffer")
         first = buf is None
@@ -55,5 +58,5 @@ class SGD(Optimizer):
             buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
                   (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
-                   np.int32(bool(group["nesterov"])), np.int32(first)))
+                   np.int32(bool(group["nesterov"])), np.int32(first), gsign))
         bump_version(buf)

@@ -1,0 +1,161 @@
+"""Sorting along a dim: sort, argsort, topk (kernels/sort.cl), and unique (on the host).
+
+The kernel returns the permutation (int64 indices); the values are a gather of the input by
+those indices, so their gradient is the gather's: scattered back to where each value came
+from. Order: NaN is the largest value (PyTorch); equal values keep their original order.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from clgrad import creation, dtypes, layout
+from clgrad.autograd import record
+from clgrad.ops import index as ix
+from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
+from clgrad.tensor import Tensor
+
+__all__ = ["sort", "argsort", "topk", "unique"]
+
+SortResult = namedtuple("sort", ["values", "indices"])
+TopkResult = namedtuple("topk", ["values", "indices"])
+
+
+_MAX_P = 2048  # longest row the bitonic kernel sorts in local memory
+_MAX_INSERT_K = 32  # topk up to this k keeps the best k per row in private memory
+
+
+def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tensor:
+    """int64 indices of the first ``k`` elements of each row along ``d`` in sorted order."""
+    shape = list(x.shape)
+    n = shape[d]
+    shape[d] = k
+    idx = empty(shape, dtypes.int64, x.device)
+    total = layout.numel(x.shape)
+    if total == 0 or k == 0:
+        return idx
+    o_shape, (xo, io) = row_geometry(op, d, x.shape, x, idx)
+    defs = defines_for(x.dtype)
+    if descending:
+        defs["DESC"] = 1
+    dev = x.device
+    p = max(64, 1 << (n - 1).bit_length())
+    geometry = (np.int32(len(o_shape)), shape_arg(o_shape), x._storage.buffer, view_arg(x, xo),
+                np.int64(x._strides[d]), idx._storage.buffer, view_arg(idx, io),
+                np.int64(idx._strides[d]))
+    rows = total // n
+    if k <= _MAX_INSERT_K:  # includes whole rows of up to 32 elements (insertion sort)
+        kern = dev.kernel("sort.cl", "topk_insert",
+                          {**defs, "KCAP": max(8, 1 << (k - 1).bit_length())})
+        dev.launch(kern, (rows,), (64,), np.int64(rows), np.int64(n), np.int64(k), *geometry)
+    elif p <= _MAX_P and p * (x.dtype.itemsize + 4) <= dev.local_mem_size // 2:
+        wg = min(256, p // 2)
+        kern = dev.kernel("sort.cl", "sort_bitonic", {**defs, "SORT_P": p, "WG": wg})
+        dev.launch(kern, (rows * wg,), (wg,), np.int64(n), np.int64(k), *geometry)
+    else:
+        dev.launch(dev.kernel("sort.cl", "sort_rank", defs), (total,), (64,), np.int64(total),
+                   np.int64(n), np.int64(k), *geometry)
+    return idx
+
+
+def _gathered(name: str, x: Tensor, d: int, idx: Tensor) -> Tensor:
+    """x gathered along d by the (in-range, kernel-made) idx, with the gather's backward."""
+    out = empty(idx.shape, x.dtype, x.device)
+    ix._gather_launch(x, d, idx, out)
+    return record(name, out, (x,), ix._gather_backward(tuple(x.shape), d, idx), saved=[idx])
+
+
+def _finish(name, x, src, d, idx, scalar):
+    """(values, indices): src gathered by idx, in x's dtype and (0-dim x) shape."""
+    vals = _gathered(name, src, d, idx)
+    if x.dtype.is_bool:
+        vals = vals.to(dtypes.bool_)
+    if scalar:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return vals, idx
+
+
+def _prep(op, x, dim):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x.dtype.is_bool:
+        x = x.to(dtypes.int32)  # same order; the values are cast back by the caller
+    if x.ndim == 0:
+        return x.reshape(1), 0, True
+    return x, layout.wrap_dim(dim, x.ndim, op), False
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False):
+    """Sort along ``dim`` -> (values, indices) (PyTorch's torch.sort).
+
+    Shapes:  x (*S) -> values, indices (*S); indices int64
+    Order:   ascending (descending=True: descending); NaN is the largest value, so it comes
+             last (first when descending); equal values keep their order whatever ``stable``
+             says (the sort is always stable, which PyTorch allows)
+    Grad:    values -> x (scattered back through the permutation)
+    Raises:  IndexError for a dim out of range; TypeError for a non-tensor
+    Kernels: kernels/sort.cl :: sort_bitonic (rows up to 2048; longer rows: sort_rank, O(n^2)
+             compares per row), then kernels/index.cl :: gather_dim
+    """
+    src, d, scalar = _prep("sort", x, dim)
+    idx = _rank_indices("sort", src, d, src.shape[d], descending)
+    return SortResult(*_finish("sort", x, src, d, idx, scalar))
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort ``x`` along ``dim`` (see sort); int64, no gradient."""
+    src, d, scalar = _prep("argsort", x, dim)
+    idx = _rank_indices("argsort", src, d, src.shape[d], descending)
+    return idx.reshape(()) if scalar else idx
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """The ``k`` largest (``largest=False``: smallest) elements along ``dim`` ->
+    (values, indices) (PyTorch's torch.topk).
+
+    Shapes:  x (*S) -> values, indices (*S with S[dim] = k); indices int64
+    Order:   always sorted (largest first, or smallest first); among equal values the lower
+             index comes first; NaN counts as the largest value (PyTorch). ``sorted=False``
+             is accepted and gives the same sorted result (PyTorch leaves the order open)
+    Grad:    values -> x (scattered back to the selected positions)
+    Raises:  RuntimeError for k < 0 or k > S[dim]; IndexError for a dim out of range
+    Kernels: kernels/sort.cl :: topk_insert (k <= 32: one pass per row, O(n k)), else
+             sort_bitonic / sort_rank (the whole row sorted, the first k written);
+             kernels/index.cl :: gather_dim
+    """
+    src, d, scalar = _prep("topk", x, dim)
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"topk: expected an int k, got {type(k).__name__}")
+    if not 0 <= k <= src.shape[d]:
+        raise RuntimeError(f"topk: expected k in [0, {src.shape[d]}] (the size of dim {d}), "
+                           f"got k={k}; selected index k out of range")
+    idx = _rank_indices("topk", src, d, int(k), largest)
+    return TopkResult(*_finish("topk", x, src, d, idx, scalar))
+
+
+def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim=None):
+    """The distinct values of ``x`` (PyTorch's torch.unique), computed on the host: the
+    output size depends on the data, so the values are read back (PyTorch's CUDA unique
+    synchronises too).
+
+    Shapes:  dim None: x (*S) -> values (U,), inverse (*S), counts (U,);
+             dim d: the distinct slices along d -> values (*S with S[d] = U), inverse (S[d],)
+    Order:   ascending (``sorted=False`` gives the same ascending order; PyTorch leaves it
+             open); NaN sorts last and each NaN is its own value (PyTorch's rule; with
+             ``dim`` set NumPy's slice comparison decides)
+    Returns: values, or a tuple (values[, inverse][, counts]); inverse and counts int64
+    Grad:    none (as PyTorch)
+    """
+    host = x.numpy()
+    axis = None if dim is None else layout.wrap_dim(dim, x.ndim, "unique")
+    kw = {"equal_nan": False} if axis is None else {"axis": axis}
+    vals, inv, counts = np.unique(host, return_inverse=True, return_counts=True, **kw)
+    out = [creation.tensor(vals, dtype=x.dtype, device=x.device)]
+    if return_inverse:
+        inv = inv.reshape(host.shape) if axis is None else inv.reshape(-1)
+        out.append(creation.tensor(inv.astype(np.int64), device=x.device))
+    if return_counts:
+        out.append(creation.tensor(counts.astype(np.int64), device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)

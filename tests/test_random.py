@@ -1,0 +1,94 @@
+"""In-place random fills and torch.bernoulli/normal: statistics against the distributions'
+moments (tolerances of ~6 standard errors), reproducibility under clgrad.manual_seed, bounds,
+strided targets and the autograd rules of in-place writes."""
+import math
+
+import numpy as np
+import pytest
+
+import clgrad
+
+N = 20_000
+
+
+def _stat_close(value, want, sd):
+    assert abs(value - want) < 6 * sd / math.sqrt(N), (value, want)
+
+
+def test_normal_uniform_exponential_moments():
+    x = clgrad.empty(N, dtype=clgrad.float64)
+    v = x.normal_(2.0, 3.0).numpy()
+    _stat_close(v.mean(), 2.0, 3.0)
+    _stat_close(v.std(), 3.0, 3.0 * math.sqrt(0.5))
+    v = x.uniform_(-1.0, 3.0).numpy()
+    assert v.min() >= -1.0 and v.max() < 3.0
+    _stat_close(v.mean(), 1.0, 4 / math.sqrt(12))
+    v = x.exponential_(4.0).numpy()
+    assert v.min() >= 0.0
+    _stat_close(v.mean(), 0.25, 0.25)
+    v = clgrad.empty(N).uniform_(**{"from": 5.0, "to": 6.0}).numpy()
+    assert v.min() >= 5.0 and v.max() < 6.0
+
+
+def test_bernoulli_frequencies_and_probability_tensors():
+    x = clgrad.empty(N)
+    _stat_close(x.bernoulli_(0.3).numpy().mean(), 0.3, math.sqrt(0.21))
+    assert set(np.unique(x.numpy())) <= {0.0, 1.0}
+    p = clgrad.tensor([0.0, 1.0, 0.5]).expand(N // 4, 3)
+    b = clgrad.bernoulli(p.contiguous()).numpy()
+    assert (b[:, 0] == 0).all() and (b[:, 1] == 1).all()
+    _stat_close(b[:, 2].mean(), 0.5, 0.5 * math.sqrt(N / (N // 4)))  # N // 4 draws
+    ints = clgrad.zeros(1000, dtype=clgrad.int64).bernoulli_(0.5)
+    assert ints.dtype is clgrad.int64 and set(np.unique(ints.numpy())) <= {0, 1}
+    with pytest.raises(RuntimeError, match="0 <= p <= 1"):
+        x.bernoulli_(1.5)
+
+
+def test_manual_seed_reproduces_the_stream():
+    def draw():
+        clgrad.manual_seed(123)
+        return (clgrad.empty(5).normal_().numpy(), clgrad.empty(3).uniform_().numpy(),
+                clgrad.empty(4).bernoulli_(0.5).numpy(), clgrad.normal(0.0, 1.0, (2,)).numpy())
+    a, b = draw(), draw()
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    assert not np.array_equal(a[0], clgrad.empty(5).normal_().numpy())
+
+
+def test_fills_write_through_views_and_keep_the_rest():
+    base = clgrad.zeros(4, 6, dtype=clgrad.float64)
+    view = base[1:3, ::2]
+    out = view.normal_()
+    assert out is view and base._version > 0
+    host = base.numpy()
+    mask = np.zeros((4, 6), bool)
+    mask[1:3, ::2] = True
+    assert (host[~mask] == 0).all() and (host[mask] != 0).all()
+
+
+def test_autograd_rules_of_in_place_fills():
+    w = clgrad.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        w.normal_()
+    with clgrad.no_grad():
+        w.uniform_(-1, 1)
+    assert w.requires_grad and w.grad_fn is None
+    a = clgrad.ones(3, requires_grad=True)
+    y = a * 2.0
+    y.bernoulli_(1.0)
+    (y * a).sum().backward()  # y is a constant 1 now: d/da = y = 1, nothing through old y
+    assert a.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_normal_with_tensor_arguments_and_errors():
+    m = clgrad.tensor([0.0, 100.0])
+    s = clgrad.tensor([[1e-6], [1e-6]])
+    out = clgrad.normal(m, s)
+    assert out.shape == (2, 2)
+    np.testing.assert_allclose(out.numpy(), [[0.0, 100.0]] * 2, atol=1e-4)
+    with pytest.raises(RuntimeError, match="std"):
+        clgrad.empty(2).normal_(0.0, -1.0)
+    with pytest.raises(TypeError, match="floating"):
+        clgrad.zeros(2, dtype=clgrad.int64).normal_()
+    with pytest.raises(NotImplementedError, match="generator"):
+        clgrad.empty(2).normal_(generator=object())
