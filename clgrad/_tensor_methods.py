@@ -23,7 +23,7 @@ def _to(self, *args, **kwargs):
     device = kwargs.get("device")
     for a in args:
         if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in (
-                "float32", "float64", "int32", "int64", "bool", "float16")):
+                "float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8", "int16")):
             dtype = a
         elif isinstance(a, (Device, str)):
             device = a
@@ -162,3 +162,10 @@ Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
 Tensor.__itruediv__ = Tensor.div_
+
+# -- small integer dtypes, advanced indexing, einsum, hooks (issue 13) ------------------------
+Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
+Tensor.char = lambda self: ew.to(self, dtypes.int8)
+Tensor.short = lambda self: ew.to(self, dtypes.int16)
+Tensor.index_put_ = ix.index_put_
+Tensor.index_put = ix.index_put

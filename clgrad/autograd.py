@@ -25,7 +25,8 @@ naming the op and both versions. What each op saves, hence what must not be writ
   operands: mul (the other operand), div (divisor and output), pow (both operands and the
             output), maximum/minimum (both; so clamp with tensor bounds), where (the
             condition), matmul (both)
-  indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index)
+  indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index);
+            advanced indexing and index_put_ copy the indices to the host: nothing saved
   nothing:  add, sub, neg, casts, contiguous/clone, sum, mean, every view op,
             cat/stack/split/chunk/unbind
 (Ops of other families say what they save in their own docs.)
@@ -36,7 +37,7 @@ In-place writes (clgrad/ops/elementwise.py ``inplace``/``write_into``, clgrad/op
 ``copy_slices``/``regenerate_view_grad_fn``).
 Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
 minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
-operators ``+= -= *= /=``, ``t[key] = v`` with ints/slices/None/Ellipsis or a bool mask -- on
+operators ``+= -= *= /=``, ``t[key] = v`` with any key (index tensors too), ``index_put_`` -- on
 a non-leaf, or on a tensor that does not require grad written with a value that does, either
 directly or through any non-overlapping view of it (narrow, select, slicing with any step,
 getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze/squeeze,
@@ -48,7 +49,7 @@ when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, l
 exact (PyTorch saves the original self for these too).
 Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
 on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
-overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
+overlapping unfold/as_strided); ``op_``
 through a view created under ``no_grad()`` of a tensor that requires grad (its history is
 unknown); ``detach_()`` of a view that requires grad.
 Raise RuntimeError at backward: a saved tensor written in place (see above).

@@ -619,6 +619,7 @@ def fill_(self: Tensor, value) -> Tensor:
             not math.isfinite(value):
         raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
                            f"overflow")
+    dtypes.check_fits("fill_", self.dtype, value)
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self
     if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):

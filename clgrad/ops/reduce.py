@@ -67,8 +67,8 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
         if arg:
             d["ARG"] = 1
-        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
-            acc_cl, np.int64)
+        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32, "int": np.int32,
+                  "short": np.int16, "char": np.int8, "uchar": np.uint8}.get(acc_cl, np.int64)
         vx_outer = view_arg(x, xo_st)
         vx_inner = np.zeros(9, dtype=np.int64)
         vx_inner[1:1 + len(xi_st)] = xi_st

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
@@ -165,8 +167,10 @@ def _basic_index(x: Tensor, key):
 
 def _needs_advanced(key) -> bool:
     keys = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(k, (list, Tensor)) and not _is_int_like(k) for k in keys) or \
-        any(type(k).__module__ == "numpy" and getattr(k, "ndim", 0) > 0 for k in keys)
+    return any(isinstance(k, (list, tuple, range, bool, Tensor)) and not _is_int_like(k)
+               for k in keys) or \
+        any(type(k).__module__ == "numpy" and (getattr(k, "ndim", 0) > 0 or
+                                             isinstance(k, np.bool_)) for k in keys)
 
 
 def getitem(x: Tensor, key) -> Tensor:
