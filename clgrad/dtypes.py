@@ -1,4 +1,11 @@
-"""Element types: the PyTorch names, their NumPy dtype and their OpenCL C type."""
+"""Element types: the PyTorch names, their NumPy dtype and their OpenCL C type.
+
+bool, uint8, int8, int16, int32, int64, float16, float32, float64, with PyTorch's promotion
+(``promote``) and scalar rules (``scalar_dtype``). Integer arithmetic wraps around in the
+type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of integers are int64. Differences
+from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex or
+bfloat16; ``Tensor.type()``-style legacy tensor classes (``ByteTensor``) are not provided.
+"""
 from __future__ import annotations
 
 import numpy as np
