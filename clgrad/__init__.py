@@ -60,3 +60,4 @@ from clgrad.dtypes import uint8, int8, int16  # noqa: E402
 short = int16
 from clgrad.ops.index import index_put  # noqa: E402
 from clgrad.ops.einsum import einsum  # noqa: E402
+from clgrad.autograd import inference_mode  # noqa: E402

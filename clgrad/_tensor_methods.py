@@ -1,7 +1,7 @@
 """Tensor methods and operators: one-line delegations to clgrad.ops (PyTorch's names)."""
 from __future__ import annotations
 
-from clgrad import creation, dtypes
+from clgrad import autograd, creation, dtypes
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import matmul as mm
@@ -169,3 +169,4 @@ Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)
 Tensor.index_put_ = ix.index_put_
 Tensor.index_put = ix.index_put
+Tensor.register_hook = autograd.register_hook

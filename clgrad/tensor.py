@@ -272,13 +272,14 @@ class Tensor:
     def _is_root(self) -> bool:
         return self._base is None
 
-    def backward(self, gradient=None, retain_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see clgrad.autograd.backward).
 
         ``gradient`` may be omitted only for one-element tensors.
         """
         from clgrad import autograd
-        autograd.backward(self, gradient, retain_graph=retain_graph)
+        autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
+                          inputs=inputs)
 
     # -- host side ----------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
