@@ -28,6 +28,8 @@ CASES = {
     "matvec": ("ij,j->i", [(3, 4), (4,)]),
     "bilinear": ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
     "spaces_upper": (" iJ , Jk -> ki ", [(2, 3), (3, 4)]),
+    "later_operand_broadcasts_label": ("ij,jk,i->k", [(1, 3), (3, 4), (5,)]),
+    "contracted_size_one": ("ij,jk->ik", [(2, 1), (3, 4)]),
 }
 GRAD_CASES = ["matmul", "channel_mix", "diagonal", "batched_ellipsis_broadcast",
               "diagonal_then_sum", "chain", "bilinear", "outer"]

@@ -185,6 +185,8 @@ ADVANCED_KEYS = {
     "empty_list": lambda: ([],),
     "index_2d_then_step": lambda: (slice(None), [[0, 1], [2, 2]], slice(None, None, 2)),
     "duplicates": lambda: ([1, 1, 1], [0, 0, 2]),
+    "numpy_0dim_bool": lambda: (np.array(False), 0),
+    "numpy_int_scalar_and_list": lambda: (np.int64(1), [2, 0]),
 }
 
 
@@ -385,3 +387,11 @@ def test_advanced_indexing_against_pytorch(name):
     (out * clgrad.tensor(w)).sum().backward()
     np.testing.assert_array_equal(out.detach().numpy(), xt[tk].detach().numpy())
     np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy())
+
+
+def test_setitem_value_that_does_not_broadcast_raises_before_writing():
+    x = clgrad.tensor(np.zeros((4, 3)))
+    with pytest.raises(RuntimeError, match=r"value tensor of shape \(2,\) cannot be broadcast "
+                                           r"to indexing result of shape \(3, 3\)"):
+        x[[0, 1, 2]] = clgrad.tensor([1.0, 2.0])
+    assert not x.numpy().any()

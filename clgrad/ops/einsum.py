@@ -181,8 +181,8 @@ def _fold(a: Tensor, la, b: Tensor, lb, needed: set, sizes: dict):
     b = b.permute(*[lb.index(x) for x in batch + contract + right]) if lb else b
     nb = len(batch)
     a_batch, b_batch = tuple(a.shape[:nb]), tuple(b.shape[:nb])
-    left_n = tuple(sizes[x] for x in left)
-    right_n = tuple(sizes[x] for x in right)
+    left_n = tuple(a.shape[nb:nb + len(left)])  # may still be 1 where a later operand
+    right_n = tuple(b.shape[b.ndim - len(right):])  # broadcasts the label
     labels = batch + left + right
     if not contract:  # a broadcast product: outer products, Hadamard products
         a = a.reshape(a_batch + left_n + (1,) * len(right))

@@ -264,6 +264,10 @@ def _plan(x: Tensor, key, op: str) -> _Plan:
             basic.append(k)
         else:
             arr, mask = _host_index(op, k, x)
+            if mask and arr.ndim == 0:  # a 0-dim mask: as x[True] / x[False]
+                adv.append((len(basic), np.array([0] if arr else [], np.int64), False))
+                basic.append(None)
+                continue
             adv.append((len(basic), arr, mask))
             n = arr.ndim if mask else 1
             consumed += n
@@ -283,8 +287,6 @@ def _plan(x: Tensor, key, op: str) -> _Plan:
     for pos, arr, mask in adv:
         d = pos_dim[pos]
         if mask:
-            if arr.ndim == 0:  # a 0-dim mask tensor was handled above; this is a NumPy one
-                arr = arr.reshape(1)
             got = tuple(y.shape[d:d + arr.ndim])
             if tuple(arr.shape) != got:
                 raise IndexError(f"{op}: the shape of the mask {tuple(arr.shape)} does not "

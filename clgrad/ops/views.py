@@ -170,7 +170,8 @@ def _needs_advanced(key) -> bool:
     return any(isinstance(k, (list, tuple, range, bool, Tensor)) and not _is_int_like(k)
                for k in keys) or \
         any(type(k).__module__ == "numpy" and (getattr(k, "ndim", 0) > 0 or
-                                             isinstance(k, np.bool_)) for k in keys)
+                                             getattr(k, "dtype", None) == np.bool_)
+        for k in keys)
 
 
 def getitem(x: Tensor, key) -> Tensor:
