@@ -466,7 +466,7 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
     size = root._storage.size
     covered = root.numel() == size
     vgeom = (p.flat, p.view._strides, p.view._offset)
-    flat, bpos = p.flat, p.bpos
+    flat = p.flat
     v_shape = tuple(vb.shape)
 
     def backward(g):  # geometry only: holding root would be a reference cycle
