@@ -70,9 +70,11 @@ def test_casts_between_dtypes(src, dst):
     assert y.dtype is dst
     # Oracle: NumPy's cast (truncation toward zero for floats, modular for ints, != 0 to bool)
     np.testing.assert_array_equal(y.numpy(), np.array(vals, dtype=src.np).astype(dst.np))
-    # through a strided view too
-    z = clgrad.tensor(np.repeat(np.array(vals, dtype=src.np), 2))[::2]
-    np.testing.assert_array_equal(z.to(dst).numpy(), np.array(vals, dtype=src.np).astype(dst.np))
+
+
+def test_cast_of_a_strided_view():  # one pair: each strided pair is one more program
+    x = clgrad.tensor(np.repeat(np.array([0, 3, 255], np.uint8), 2))[::2]
+    assert x.to(clgrad.float32).numpy().tolist() == [0.0, 3.0, 255.0]
 
 
 def test_method_casts():
