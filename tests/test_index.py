@@ -395,3 +395,15 @@ def test_setitem_value_that_does_not_broadcast_raises_before_writing():
                                            r"to indexing result of shape \(3, 3\)"):
         x[[0, 1, 2]] = clgrad.tensor([1.0, 2.0])
     assert not x.numpy().any()
+
+
+def test_index_put_into_a_tensor_without_grad_makes_it_a_function_of_values():
+    x = clgrad.zeros(4, dtype=clgrad.float64)
+    v = clgrad.tensor([1.0, 2.0], dtype=clgrad.float64, requires_grad=True)
+    x[[3, 1]] = v
+    assert x.requires_grad and x.grad_fn is not None
+    (x * clgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=clgrad.float64)).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [4.0, 2.0])
+    leaf = clgrad.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf[[0]] = 1.0

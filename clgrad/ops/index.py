@@ -211,7 +211,7 @@ def _key_entries(key):
             k is Ellipsis for k in key):
         warnings.warn("getitem: using a non-tuple sequence for multidimensional indexing is "
                       "deprecated (as in PyTorch); use x[tuple(seq)] instead of x[seq]",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=5)
         return list(key)
     return [key]
 
@@ -221,10 +221,10 @@ def _is_basic(k) -> bool:
     return k is None or k is Ellipsis or isinstance(k, slice) or _is_int_like(k)
 
 
-def _host_index(op, k, device):
+def _host_index(op, k, x: Tensor):
     """An advanced entry as (NumPy array, is_mask). Raises IndexError for other dtypes."""
     if isinstance(k, Tensor):
-        same_device(op, k, device)
+        same_device(op, k, x)
         dt = k.dtype
         arr = k.numpy()
     else:
@@ -237,7 +237,7 @@ def _host_index(op, k, device):
     if dt is dtypes.uint8:
         warnings.warn(f"{op}: indexing with dtype uint8 is deprecated, please use a dtype bool "
                       f"instead (uint8 indices are a mask, as in PyTorch)", UserWarning,
-                      stacklevel=4)
+                      stacklevel=5)
         return arr.astype(bool), True
     if arr.dtype.kind == "b":
         return arr, True
