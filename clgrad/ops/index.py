@@ -497,8 +497,8 @@ def setitem(x: Tensor, key, value):
     """``x[key] = value`` (a number, NumPy array or Tensor broadcast to the selection).
 
     Basic keys (ints, slices, None, Ellipsis) write through the view (autograd rebased as for
-    copy_); keys with index tensors, lists, ranges or masks go to index_put_ (duplicates: one
-    wins, as PyTorch). ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
+    copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
+    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch). ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
     """
     import clgrad
     from clgrad.ops import views
@@ -510,5 +510,15 @@ def setitem(x: Tensor, key, value):
             ew.fill_(target, value)
         else:
             ew.copy_(target, clgrad.tensor(value, dtype=x.dtype, device=x.device))
+        return
+    if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
+            tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
+            (not isinstance(value, Tensor) or value.numel() == 1):
+        # x[mask] = scalar: a where() on the device, no host read of the mask
+        same_device("setitem", x, key)
+        v = value.reshape(()) if isinstance(value, Tensor) else \
+            clgrad.tensor(value, dtype=x.dtype, device=x.device)
+        mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
+        ew.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
         return
     _index_put(x, key, value, False, "setitem")
