@@ -55,9 +55,9 @@ def numel(x: Tensor) -> int:
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
 from clgrad import nn, optim, data, io  # noqa: E402
 
-# -- dtypes, advanced indexing, einsum, autograd.Function, hooks (issue 13) ------------------
+# -- small integer dtypes, index_put, einsum, inference_mode (issue 13) ----------------------
 from clgrad.dtypes import uint8, int8, int16  # noqa: E402
-short = int16
 from clgrad.ops.index import index_put  # noqa: E402
 from clgrad.ops.einsum import einsum  # noqa: E402
 from clgrad.autograd import inference_mode  # noqa: E402
+short = int16

@@ -164,7 +164,7 @@ Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
 Tensor.__itruediv__ = Tensor.div_
 
-# -- small integer dtypes, advanced indexing, einsum, hooks (issue 13) ------------------------
+# -- small integer dtypes, index_put, register_hook (issue 13) --------------------------------
 Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
 Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)
