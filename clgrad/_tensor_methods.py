@@ -20,12 +20,13 @@ def _method(fn, name=None):
     setattr(Tensor, name or fn.__name__, fn)
 
 
-def _backward(self, gradient=None, retain_graph=False):
+def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (see clgrad.autograd.backward).
 
     ``gradient`` may be omitted only for one-element tensors.
     """
-    autograd.backward(self, gradient, retain_graph=retain_graph)
+    autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
+                      inputs=inputs)
 
 
 Tensor.backward = _backward
@@ -40,7 +41,8 @@ def _to(self, *args, **kwargs):
     device = kwargs.get("device")
     for a in args:
         if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in (
-                "float32", "float64", "int32", "int64", "bool", "float16")):
+                "float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8",
+                "int16")):
             dtype = a
         elif isinstance(a, (Device, str)):
             device = a
@@ -229,3 +231,12 @@ for _name, _fn in {"nan_to_num_": nu.nan_to_num,
                    "clamp_max_": Tensor.clamp_max}.items():
     _method(_inplace_unary(_fn, _name), _name)
 Tensor.cumsum_ = lambda self, dim: ew.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
+
+
+# -- small integer dtypes, index_put, register_hook (issue 13) --------------------------------
+Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
+Tensor.char = lambda self: ew.to(self, dtypes.int8)
+Tensor.short = lambda self: ew.to(self, dtypes.int16)
+Tensor.index_put_ = ix.index_put_
+Tensor.index_put = ix.index_put
+Tensor.register_hook = autograd.register_hook

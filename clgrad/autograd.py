@@ -25,7 +25,8 @@ naming the op and both versions. What each op saves, hence what must not be writ
   operands: mul (the other operand), div (divisor and output), pow (both operands and the
             output), maximum/minimum (both; so clamp with tensor bounds), where (the
             condition), matmul (both)
-  indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index)
+  indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index);
+            advanced indexing and index_put_ copy the indices to the host: nothing saved
   nothing:  add, sub, neg, casts, contiguous/clone, sum, mean, every view op,
             cat/stack/split/chunk/unbind
 (Ops of other families say what they save in their own docs.)
@@ -50,7 +51,8 @@ from clgrad import dtypes, layout
 from clgrad.tensor import Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "gradcheck"]
+           "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
+           "register_hook", "RemovableHandle", "once_differentiable"]
 
 _state = threading.local()
 _seq = itertools.count()
@@ -147,7 +149,7 @@ class Node:
     """
 
     __slots__ = ("seq", "name", "next", "backward_fn", "saved", "retained", "input_meta",
-                 "__weakref__")
+                 "hooks", "n_outputs", "slot", "__weakref__")
 
     def __init__(self, name, next_edges, backward_fn, saved, input_meta):
         self.seq = next(_seq)
@@ -157,6 +159,9 @@ class Node:
         self.saved = saved
         self.retained = None
         self.input_meta = input_meta
+        self.hooks = None      # {key: hook} registered on the output tensor (register_hook)
+        self.n_outputs = None  # a Function with several outputs: gradients arrive as a list
+        self.slot = None       # the output of such a Function this Node stands for
 
     def __repr__(self):
         return f"<{self.name}Backward seq={self.seq}>"
@@ -270,9 +275,12 @@ def _run(roots, root_grads, retain_graph, targets=None):
     # copy only when nothing else received that storage (and the caller did not supply it).
     deliveries = dict.fromkeys((id(g._storage) for g in root_grads), 1)
 
-    def send(edge, g):
+    def send(edge, g, slot=None):
         deliveries[id(g._storage)] = deliveries.get(id(g._storage), 0) + 1
-        if isinstance(edge, Node):
+        if isinstance(edge, Node) and edge.n_outputs is not None:  # from output `slot`'s Node
+            grads = node_grads.setdefault(id(edge), [None] * edge.n_outputs)
+            grads[slot] = g if grads[slot] is None else grads[slot] + g
+        elif isinstance(edge, Node):
             _accumulate(node_grads, id(edge), g, owned)
         else:
             _accumulate(leaf_grads, id(edge), g, owned)
@@ -287,25 +295,30 @@ def _run(roots, root_grads, retain_graph, targets=None):
             g = node_grads.pop(id(node), None)
             if g is None:
                 continue
+            if node.hooks:
+                g = _call_hooks(node.hooks, g)
             t = node.retained() if node.retained is not None else None
             if t is not None and want is None:
                 t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
             elif t is not None and id(t) in want:
                 captured[id(t)] = g
             for edge, ig in _apply(node, g, retain_graph):
-                send(edge, ig)
+                send(edge, ig, node.slot)
         if want is not None:
-            captured.update((k, g) for k, g in leaf_grads.items() if k in want)
+            captured.update((k, _leaf_hooked(leaves[k], g)) for k, g in leaf_grads.items()
+                            if k in want)
             return captured
         for k, g in leaf_grads.items():
             leaf = leaves[k]
+            hooked = _leaf_hooked(leaf, g)
             if leaf._grad is None:  # a dense tensor of its own, never an alias
-                fresh = owned[k] or deliveries[id(g._storage)] == 1
+                fresh = hooked is g and (owned[k] or deliveries[id(g._storage)] == 1)
+                g = hooked
                 own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
                     and g.numel() == g._storage.size
                 leaf._grad = g if own else g.contiguous(force_copy=True)
             else:
-                leaf._grad.add_(g)
+                leaf._grad.add_(hooked)
     return None
 
 
@@ -339,13 +352,19 @@ def _roots_and_grads(tensors, grad_tensors, op):
     return roots, grads
 
 
-def backward(tensors, grad_tensors=None, retain_graph=False):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute gradients of ``tensors`` w.r.t. the leaves and accumulate them into ``.grad``.
 
     ``grad_tensors``: one gradient per tensor, same shape; None is allowed only for tensors
     with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
-    grad, on a second backward through freed Nodes, or on a saved tensor modified in place.
+    grad, on a second backward through freed Nodes, or on a saved tensor modified in place;
+    NotImplementedError (a RuntimeError) for ``create_graph=True`` (backward runs under
+    no_grad here: no higher-order gradients) and for ``inputs=`` (use autograd.grad).
     """
+    _no_create_graph("backward", create_graph)
+    if inputs is not None:
+        raise NotImplementedError("backward: inputs= is not supported; use "
+                                  "clgrad.autograd.grad(outputs, inputs) instead")
     if isinstance(tensors, Tensor):
         tensors, grad_tensors = (tensors,), (grad_tensors,)
     else:
@@ -355,15 +374,26 @@ def backward(tensors, grad_tensors=None, retain_graph=False):
         elif isinstance(grad_tensors, Tensor):
             grad_tensors = (grad_tensors,)
     roots, grads = _roots_and_grads(tensors, tuple(grad_tensors), "backward")
-    _run(roots, grads, retain_graph)
+    _run(roots, grads, bool(retain_graph))
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=False):
+def _no_create_graph(op, create_graph):
+    if create_graph:
+        raise NotImplementedError(f"{op}: create_graph=True is not supported: clgrad runs "
+                                  f"backward under no_grad, so gradients have no graph of "
+                                  f"their own (no higher-order derivatives)")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
     ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
-    does not require grad, or that the walk does not reach (unless ``allow_unused``: None).
+    does not require grad, or that the walk does not reach (unless ``allow_unused``: None);
+    NotImplementedError (a RuntimeError) for ``create_graph=True``.
     """
+    _no_create_graph("grad", create_graph)
+    retain_graph = bool(retain_graph)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     if grad_outputs is None:
@@ -396,6 +426,266 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=False, allow_unused=Fa
                                "desired behavior")
         result.append(g)
     return tuple(result)
+
+
+# -- hooks ------------------------------------------------------------------------------------
+# A hook on a non-leaf lives on its grad_fn Node (so a hook registered before an in-place write
+# sees the gradient of the old value, one registered after sees the new one: PyTorch's rule);
+# a hook on a leaf lives in _LEAF_HOOKS, keyed by id and dropped when the leaf dies.
+_LEAF_HOOKS: dict = {}
+_hook_keys = itertools.count()
+
+
+class RemovableHandle:
+    """What register_hook returns: ``remove()`` unregisters the hook (also on ``with`` exit)."""
+
+    def __init__(self, hooks: dict, key):
+        self._hooks = hooks
+        self._key = key
+
+    def remove(self):
+        self._hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def register_hook(t, hook) -> RemovableHandle:
+    """Call ``hook(grad)`` each time the gradient of ``t`` is computed; a returned tensor (of
+    t's shape) replaces the gradient. On a leaf the hook sees the total before it is
+    accumulated into ``.grad``; on a non-leaf, before it flows on (and before retain_grad
+    stores it). Hooks run in registration order, under no_grad. Raises RuntimeError for a
+    tensor that does not require grad."""
+    if not t.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
+                           "require gradient")
+    if not callable(hook):
+        raise TypeError(f"register_hook: expected a callable, got {type(hook).__name__}")
+    fn = t.grad_fn
+    if fn is not None:
+        if fn.hooks is None:
+            fn.hooks = {}
+        hooks = fn.hooks
+    else:
+        key = id(t)
+        entry = _LEAF_HOOKS.get(key)
+        if entry is None or entry[0]() is not t:
+            entry = (weakref.ref(t, lambda _, k=key: _LEAF_HOOKS.pop(k, None)), {})
+            _LEAF_HOOKS[key] = entry
+        hooks = entry[1]
+    k = next(_hook_keys)
+    hooks[k] = hook
+    return RemovableHandle(hooks, k)
+
+
+def _call_hooks(hooks: dict, g):
+    for hook in list(hooks.values()):
+        r = hook(g)
+        if r is not None:
+            if not hasattr(r, "shape") or tuple(r.shape) != tuple(g.shape):
+                raise RuntimeError(f"hook: expected the hook to return None or a tensor of shape "
+                                   f"{tuple(g.shape)}, got {getattr(r, 'shape', type(r))}")
+            g = r
+    return g
+
+
+def _leaf_hooked(leaf, g):
+    entry = _LEAF_HOOKS.get(id(leaf))
+    if entry is None or entry[0]() is not leaf or not entry[1]:
+        return g
+    return _call_hooks(entry[1], g)
+
+
+# -- inference_mode ---------------------------------------------------------------------------
+class inference_mode(_GradMode):
+    """PyTorch's inference_mode as a context manager or decorator (``@inference_mode()``,
+    ``@inference_mode``): here it is ``no_grad()`` (``inference_mode(False)`` changes nothing).
+
+    Unlike PyTorch, tensors made inside are ordinary tensors, not "inference tensors": they
+    may be saved for backward or written in place later, and nothing is faster than under
+    no_grad (clgrad has no per-tensor autograd bookkeeping to skip).
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # bare @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode=True):
+        self.enabled = bool(mode)
+
+    def __enter__(self):
+        self._prev = is_grad_enabled()
+        if self.enabled:
+            _set_enabled(False)
+        return self
+
+    def _fresh(self):
+        return type(self)(self.enabled)
+
+
+# -- user-defined Functions -------------------------------------------------------------------
+class FunctionCtx:
+    """The ``ctx`` of a Function: ``save_for_backward``/``saved_tensors``, ``needs_input_grad``
+    (one bool per forward argument), ``mark_non_differentiable``, ``set_materialize_grads``;
+    any other attribute may be set in forward and read in backward."""
+
+    def __init__(self, needs_input_grad=()):
+        self.needs_input_grad = tuple(needs_input_grad)
+        self.to_save = ()
+        self.materialize_grads = True
+        self._non_differentiable = set()
+        self._saved = None
+
+    def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; their versions are checked there, so writing
+        one in place before backward raises RuntimeError (as for built-in ops)."""
+        from clgrad.tensor import Tensor
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward: expected Tensors or None, got "
+                                f"{type(t).__name__}; store other values as ctx attributes")
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward (inside backward)."""
+        if self._saved is None:
+            raise RuntimeError("saved_tensors: only available in backward (and not after the "
+                               "graph was freed by a backward without retain_graph)")
+        return self._saved
+
+    def mark_non_differentiable(self, *outputs):
+        """These outputs do not require grad; backward still gets a gradient for each (zeros,
+        or None with set_materialize_grads(False))."""
+        self._non_differentiable.update(id(o) for o in outputs)
+
+    def set_materialize_grads(self, value: bool):
+        """With True (the default) backward gets zeros for outputs that received no gradient;
+        with False it gets None for them."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors):
+        raise NotImplementedError("mark_dirty: Functions that modify their inputs in place are "
+                                  "not supported; return a new tensor instead")
+
+
+def once_differentiable(fn):
+    """PyTorch's decorator for a backward that is not itself differentiable: every clgrad
+    backward runs under no_grad, so this returns ``fn`` unchanged."""
+    return fn
+
+
+class Function:
+    """A user-defined op: subclass with ``forward(ctx, *args)`` and ``backward(ctx, *grads)``
+    staticmethods and call ``apply(*args)`` (PyTorch's torch.autograd.Function).
+
+    ``forward`` runs under no_grad and returns a Tensor or a tuple (non-tensor entries pass
+    through). ``backward`` gets one gradient per output and returns one per forward argument
+    (None for non-tensors and for inputs needing none). The newer style -- ``forward(*args)``
+    plus ``setup_context(ctx, inputs, output)`` -- works too. One Node is recorded on the tape
+    (one per output more when there are several differentiable outputs); it saves what
+    ``ctx.save_for_backward`` got. Not supported: double backward (backward runs under
+    no_grad), ``ctx.mark_dirty``, ``vmap``/``jvp``.
+    Raises: RuntimeError in backward when it returns the wrong number of gradients, a gradient
+    for a non-tensor argument, or one of the wrong shape.
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("Function.forward: subclasses must define forward")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("Function.backward: subclasses must define backward")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError  # not overridden: forward takes ctx (see apply)
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from clgrad.tensor import Tensor
+        ctx = FunctionCtx(isinstance(a, Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            if cls.setup_context is not Function.setup_context:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(output, tuple)
+        outs = [output] if single else list(output)
+        arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
+        orig_ids = [id(o) for o in outs]
+        diff = [k for k, o in enumerate(outs) if isinstance(o, Tensor) and
+                o.dtype.is_floating_point and id(o) not in ctx._non_differentiable]
+        for k, o in enumerate(outs):  # an input returned as is: a new alias carries the node
+            if isinstance(o, Tensor) and id(o) in arg_ids:
+                outs[k] = o.detach()
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        if is_grad_enabled() and diff and any(ctx.needs_input_grad):
+            _record_function(cls, ctx, args, inputs, outs, orig_ids, diff)
+        return outs[0] if single else tuple(outs)
+
+
+def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
+    """Record the Node(s) of one Function.apply (see Function)."""
+    name = cls.__name__
+    pos = {i: k for k, i in enumerate(orig_ids)}
+    # Saving an output must not hold the output itself (out -> Node -> ctx -> out is a cycle)
+    saved = tuple(t if t is None or id(t) not in pos else outs[pos[id(t)]].detach()
+                  for t in ctx.to_save)
+    ctx._saved, ctx.to_save = saved, ()
+    meta = [(tuple(o.shape), o.dtype, o.device, o.detach()) if isinstance(o, Tensor) else None
+            for o in outs]
+    is_t = [isinstance(a, Tensor) for a in args]
+    in_shapes = [tuple(a.shape) for a in inputs]
+
+    def backward_fn(grads):
+        full = [None] * len(outs)
+        for slot, k in enumerate(diff):
+            full[k] = grads[slot]
+        if ctx.materialize_grads:
+            full = [m[3].new_zeros(m[0]) if g is None and m else g for g, m in zip(full, meta)]
+        res = cls.backward(ctx, *full)
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) < len(args) or any(r is not None for r in res[len(args):]):
+            raise RuntimeError(f"function {name}Backward returned an incorrect number of "
+                               f"gradients (expected {len(args)}, got {len(res)})")
+        out = []
+        for i, (t, r) in enumerate(zip(is_t, res)):
+            if not t:
+                if r is not None:
+                    raise RuntimeError(f"function {name}Backward returned a gradient different "
+                                       f"than None at position {i}, but the corresponding "
+                                       f"forward input was not a Tensor")
+                continue
+            if r is not None and tuple(r.shape) != in_shapes[len(out)]:
+                raise RuntimeError(f"function {name}Backward returned an invalid gradient at "
+                                   f"index {i} - got {tuple(r.shape)} but expected shape "
+                                   f"compatible with {in_shapes[len(out)]}")
+            out.append(r)
+        return tuple(out)
+
+    saved_v = tuple((t, t._storage.version) for t in saved if t is not None)
+    if len(diff) == 1:
+        o = outs[diff[0]]
+        node = Node(name, tuple(_edge(t) for t in inputs), lambda g: backward_fn([g]), saved_v,
+                    tuple((tuple(t.shape), t.dtype) for t in inputs))
+        o._requires_grad, o._grad_fn = True, node
+        return
+    central = Node(name, tuple(_edge(t) for t in inputs), backward_fn, saved_v,
+                   tuple((tuple(t.shape), t.dtype) for t in inputs))
+    central.n_outputs = len(diff)
+    for slot, k in enumerate(diff):  # one Node per output routes its gradient to its slot
+        o = outs[k]
+        node = Node(name, (central,), lambda g: (g,), (), ((tuple(o.shape), o.dtype),))
+        node.slot = slot
+        o._requires_grad, o._grad_fn = True, node
 
 
 # -- gradcheck --------------------------------------------------------------------------------
@@ -465,3 +755,17 @@ def _poke(t, pos, value):
     # Writes one element of a checked input without touching its version (gradcheck only).
     off = t._offset + sum(i * st for i, st in zip(pos, t._strides))
     t._storage.write(off, np.array(value, dtype=t.dtype.np))
+
+
+def _function_module():
+    """``clgrad.autograd.function`` (PyTorch's torch.autograd.function import path)."""
+    import sys
+    import types
+    mod = types.ModuleType(__name__ + ".function", "Function, FunctionCtx, once_differentiable")
+    mod.Function, mod.FunctionCtx, mod.once_differentiable = Function, FunctionCtx, \
+        once_differentiable
+    sys.modules[mod.__name__] = mod
+    return mod
+
+
+function = _function_module()

@@ -69,6 +69,9 @@ def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=
     return t
 
 
+_KEPT_INTS = (np.uint8, np.int8, np.int16, np.int32, np.int64)
+
+
 def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
     if arr.dtype.kind == "f":
         # Python floats become float32 (PyTorch's default); NumPy float arrays keep theirs.
@@ -78,7 +81,7 @@ def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
     if arr.dtype.kind == "b":
         return dtypes.bool_
     if arr.dtype.kind in "iu":
-        if isinstance(data, np.ndarray) and arr.dtype in (np.int32, np.int64):
+        if isinstance(data, (np.ndarray, np.integer)) and arr.dtype in _KEPT_INTS:
             return dtypes.from_numpy_dtype(arr.dtype)
         if arr.dtype == np.uint64 and arr.size and int(arr.max()) >= 2**63:
             raise OverflowError(f"tensor: the value {int(arr.max())} does not fit in int64")
@@ -91,10 +94,10 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     """A new tensor holding a copy of ``data`` (number, nested lists, NumPy array or Tensor).
 
     Dtype: ``dtype`` if given, else float32 for Python floats, int64 for ints, bool for bools,
-    the array's own dtype for NumPy arrays of a clgrad dtype; other NumPy integer types
-    (uint8, int16, uint16, uint32, uint64) widen to int64 — unlike PyTorch, which has uint8 —
-    since clgrad has no such dtypes (uint64 values >= 2**63 raise OverflowError). Raises ValueError for ragged nested lists,
-    TypeError for non-numeric data.
+    the array's own dtype for NumPy arrays (and NumPy scalars) of a clgrad dtype (bool, uint8,
+    int8, int16, int32, int64, float16/32/64, as PyTorch); uint16, uint32 and uint64 widen to
+    int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
+    OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data.
     """
     dev = _device(device)
     if isinstance(data, Tensor):
@@ -153,6 +156,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
         dtype = dtypes.bool_ if isinstance(fill_value, bool) else \
             dtypes.int64 if isinstance(fill_value, (int, np.integer)) else dtypes.float32
     dt = dtypes.to_dtype(dtype)
+    dtypes.check_fits("full", dt, fill_value)
     shape = _shape((size,) if isinstance(size, int) else (tuple(size),), "full")
     t = Tensor._empty(shape, dt, _device(device))
     fill_raw(t, fill_value)

@@ -1,10 +1,17 @@
-"""Element types: the PyTorch names, their NumPy dtype and their OpenCL C type."""
+"""Element types: the PyTorch names, their NumPy dtype and their OpenCL C type.
+
+bool, uint8, int8, int16, int32, int64, float16, float32, float64, with PyTorch's promotion
+(``promote``) and scalar rules (``scalar_dtype``). Integer arithmetic wraps around in the
+type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of integers are int64. Differences
+from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex or
+bfloat16; ``Tensor.type()``-style legacy tensor classes (``ByteTensor``) are not provided.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DType", "float16", "float32", "float64", "int32", "int64", "bool_", "from_numpy_dtype",
-           "promote", "to_dtype", "get_default_dtype"]
+__all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
+           "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits"]
 
 
 class DType:
@@ -28,16 +35,22 @@ class DType:
         return (to_dtype, (self.name,))
 
 
+# uint8 shares its OpenCL type with bool: the kernels see uchar for both (and the programs
+# built for one serve the other); where bool differs (casts to bool) a define says so.
 bool_ = DType("bool", np.bool_, "uchar", 0)
-int32 = DType("int32", np.int32, "int", 1)
-int64 = DType("int64", np.int64, "long", 2)
-float16 = DType("float16", np.float16, "half", 3)
-float32 = DType("float32", np.float32, "float", 4)
-float64 = DType("float64", np.float64, "double", 5)
+uint8 = DType("uint8", np.uint8, "uchar", 1)
+int8 = DType("int8", np.int8, "char", 1)
+int16 = DType("int16", np.int16, "short", 2)
+int32 = DType("int32", np.int32, "int", 3)
+int64 = DType("int64", np.int64, "long", 4)
+float16 = DType("float16", np.float16, "half", 5)
+float32 = DType("float32", np.float32, "float", 6)
+float64 = DType("float64", np.float64, "double", 7)
 
-_ALL = {d.name: d for d in (bool_, int32, int64, float16, float32, float64)}
+_ALL = {d.name: d for d in (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)}
 _BY_NP = {d.np: d for d in _ALL.values()}
-_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64, "half": float16}
+_ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64, "half": float16,
+            "short": int16, "byte": uint8, "char": int8}
 
 
 def get_default_dtype() -> DType:
@@ -50,8 +63,8 @@ def from_numpy_dtype(np_dtype) -> DType:
     d = np.dtype(np_dtype)
     if d in _BY_NP:
         return _BY_NP[d]
-    raise TypeError(f"dtype: expected one of bool, int32, int64, float16, float32, float64, "
-                    f"got numpy dtype {d}")
+    raise TypeError(f"dtype: expected one of bool, uint8, int8, int16, int32, int64, float16, "
+                    f"float32, float64, got numpy dtype {d}")
 
 
 def to_dtype(x) -> DType:
@@ -76,8 +89,23 @@ def to_dtype(x) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Result type of a binary op on two tensors: bool < int32 < int64 < float16 < 32 < 64."""
+    """Result type of a binary op on two tensors (PyTorch's promotion): bool < uint8, int8 <
+    int16 < int32 < int64 < float16 < float32 < float64, and uint8 with int8 gives int16 (the
+    smallest type holding both ranges)."""
+    if a._rank == b._rank and a is not b:  # uint8 and int8
+        return int16
     return a if a._rank >= b._rank else b
+
+
+def check_fits(op: str, dtype: DType, value):
+    """Raise RuntimeError when the Python number ``value`` does not fit an integer ``dtype``
+    (PyTorch refuses such fills; arithmetic with a scalar wraps around instead)."""
+    if dtype.is_floating_point or dtype.is_bool or isinstance(value, bool):
+        return
+    info = np.iinfo(dtype.np)
+    if isinstance(value, float) and not np.isfinite(value) or not info.min <= value <= info.max:
+        raise RuntimeError(f"{op}: value cannot be converted to type {dtype.name} without "
+                           f"overflow, got {value!r}")
 
 
 def scalar_dtype(tensor_dtype: DType, value) -> DType:

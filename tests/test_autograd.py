@@ -441,12 +441,6 @@ def test_writes_into_overlapping_targets_raise():
         (rand_leaf(5) * 1.0).unfold(0, 3, 1).mul_(2.0)
 
 
-def test_setitem_with_an_index_tensor_and_autograd_raises():
-    y = rand_leaf(4) * 1.0
-    with pytest.raises(RuntimeError, match="index tensor"):
-        y[clgrad.tensor([0, 2])] = 1.0
-
-
 def test_op_in_place_through_a_view_made_under_no_grad_raises():
     y = rand_leaf(4) * 1.0
     with clgrad.no_grad():

@@ -346,3 +346,248 @@ def test_type_strings_and_casts():
     assert x.type(clgrad.float32) is x
     with pytest.raises(TypeError, match="tensor type name"):
         x.type("torch.ComplexTensor")
+
+
+# -- advanced indexing with several index arrays (PyTorch's semantics) ------------------------
+# Keys whose result PyTorch and NumPy agree on (no int between index arrays): NumPy is the
+# oracle. The base is a strided view (every other column of a wider tensor).
+ADVANCED_KEYS = {
+    "two_lists": lambda: ([0, 1], [2, 1]),
+    "list_slice_list": lambda: ([0, 1], slice(None), [1, 3]),  # separated: B goes first
+    "slice_two_adjacent": lambda: (slice(None), [0, 2], [1, 3], slice(1, 3)),
+    "broadcast_column_row": lambda: ([[0], [1]], slice(None), [1, 2, 3]),
+    "ellipsis_negative": lambda: (Ellipsis, [4, -1]),
+    "none_ellipsis": lambda: (None, [1], Ellipsis, [0, 2]),
+    "range_and_list": lambda: (range(2), [2, 0], 1),
+    "numpy_int_array": lambda: (np.array([1, 1, 0]),),
+    "negative_step": lambda: (slice(None, None, -1), [0, 0], slice(None), [4, 3]),
+    "true": lambda: (True,),
+    "false": lambda: (False,),
+    "bool_list": lambda: ([True, False],),
+    "bool_mask_2d": lambda: (np.array([[True, False, True], [False, False, True]]),),
+    "mask_between": lambda: (slice(None), np.array([True, False, True]), [1, 2]),
+    "empty_list": lambda: ([],),
+    "index_2d_then_step": lambda: (slice(None), [[0, 1], [2, 2]], slice(None, None, 2)),
+    "duplicates": lambda: ([1, 1, 1], [0, 0, 2]),
+    "numpy_0dim_bool": lambda: (np.array(False), 0),
+    "numpy_int_scalar_and_list": lambda: (np.int64(1), [2, 0]),
+}
+
+
+def _base4():
+    """float64 (2, 3, 4, 5) values 0..119, as a strided view; and its NumPy twin."""
+    x_np = np.arange(120.0).reshape(2, 3, 4, 5)
+    return x_np, clgrad.tensor(np.arange(240.0).reshape(2, 3, 4, 10))[..., ::2] * 0.5
+
+
+def _cl_key(key):
+    return tuple(clgrad.tensor(k) if isinstance(k, np.ndarray) else k for k in key)
+
+
+@pytest.mark.parametrize("name", ADVANCED_KEYS)
+def test_advanced_getitem_against_numpy(name):
+    key = ADVANCED_KEYS[name]()
+    x_np, x = _base4()
+    ref = x_np[key]
+    for k in (key, _cl_key(key)):  # NumPy arrays and clgrad tensors as indices
+        out = x[k]
+        assert out.shape == ref.shape
+        np.testing.assert_array_equal(out.numpy(), ref)
+
+
+@pytest.mark.parametrize("name", ["two_lists", "list_slice_list", "none_ellipsis",
+                                  "bool_mask_2d", "duplicates", "negative_step"])
+def test_advanced_getitem_backward_scatter_adds(name):
+    key = ADVANCED_KEYS[name]()
+    x_np, _ = _base4()
+    w = np.random.default_rng(3).standard_normal(x_np[key].shape)
+    x = clgrad.tensor(x_np, requires_grad=True)
+    (x[key] * clgrad.tensor(w)).sum().backward()
+    ref = np.zeros_like(x_np)
+    np.add.at(ref, key, w)  # duplicates accumulate
+    np.testing.assert_allclose(x.grad.numpy(), ref)
+
+
+def test_advanced_getitem_gradcheck_on_a_strided_view():
+    x = clgrad.tensor(np.random.default_rng(4).standard_normal((4, 6)), requires_grad=True)
+    idx = clgrad.tensor([[2, 0], [2, 3]])
+    assert clgrad.autograd.gradcheck(lambda t: t.t()[1:, ::1][idx, [[1, 1], [0, 3]]] * 2.0,
+                                     (x,))
+
+
+def test_int_between_index_arrays_follows_pytorch_not_numpy():
+    # PyTorch applies ints first (as select), so the index arrays left are adjacent.
+    x_np, x = _base4()
+    out = x[0, :, [0, 1]]  # NumPy: shape (2, 3, 5); PyTorch: (3, 2, 5)
+    assert out.shape == (3, 2, 5)
+    np.testing.assert_array_equal(out.numpy(), x_np[0][:, [0, 1]])
+    out = x[1, [0, 2], 2, [1, 3]]
+    np.testing.assert_array_equal(out.numpy(), x_np[1][:, 2][[0, 2], [1, 3]])
+
+
+def test_nll_idiom_input_range_target():
+    lp = np.random.default_rng(5).standard_normal((5, 3))
+    t = np.array([0, 2, 1, 1, 0])
+    x = clgrad.tensor(lp, requires_grad=True)
+    loss = -x[range(5), clgrad.tensor(t)].mean()
+    assert loss.item() == pytest.approx(-lp[np.arange(5), t].mean())
+    loss.backward()
+    ref = np.zeros((5, 3))
+    ref[np.arange(5), t] = -0.2
+    np.testing.assert_allclose(x.grad.numpy(), ref)
+
+
+def test_list_of_sequences_reads_as_a_tuple_with_a_warning():
+    x = clgrad.tensor(np.arange(12).reshape(3, 4))
+    with pytest.warns(UserWarning, match="non-tuple sequence"):
+        out = x[[[0, 1], [1, 2]]]
+    assert out.numpy().tolist() == [1, 6]  # x[[0, 1], [1, 2]], as PyTorch 2.x
+
+
+def test_uint8_index_is_a_mask_with_a_deprecation_warning():
+    x_np = np.arange(12.0).reshape(4, 3)
+    x = clgrad.tensor(x_np)
+    with pytest.warns(UserWarning, match="uint8 is deprecated"):
+        out = x[clgrad.tensor([1, 0, 0, 1], dtype=clgrad.uint8)]
+    np.testing.assert_array_equal(out.numpy(), x_np[[0, 3]])
+
+
+@pytest.mark.parametrize("key,match", [
+    (([0, 7],), r"index 7 is out of bounds for dimension with size 4"),
+    (([0, -5],), r"index -5 is out of bounds"),
+    (([0, 1], [0, 1, 2]), r"could not be broadcast together with shapes \[\(2,\), \(3,\)\]"),
+    ((np.array([True, False]),), r"shape of the mask \(2,\) does not match .* \(4,\)"),
+    (([0], [0], [0]), r"too many indices for tensor of dimension 2"),
+    ((Ellipsis, [0], Ellipsis), r"single ellipsis"),
+])
+def test_advanced_index_errors_before_any_launch(key, match):
+    x = clgrad.tensor(np.zeros((4, 3)))
+    before = clgrad.runtime.launch_count()
+    with pytest.raises(IndexError, match=match):
+        x[key]
+    with pytest.raises(IndexError, match=match.replace("getitem", "setitem")):
+        x[key] = 1.0
+    assert clgrad.runtime.launch_count() == before
+
+
+@pytest.mark.parametrize("dtype", [F32, clgrad.int8, clgrad.int16])
+def test_index_dtypes_pytorch_refuses(dtype):
+    x = clgrad.tensor(np.zeros((4, 3)))
+    with pytest.raises(IndexError, match="must be long, int, uint8 or bool"):
+        x[clgrad.tensor([0, 1], dtype=dtype)]
+
+
+@pytest.mark.parametrize("name", ["two_lists", "list_slice_list", "none_ellipsis",
+                                  "bool_mask_2d", "mask_between", "negative_step", "true"])
+def test_advanced_setitem_against_numpy(name):
+    key = ADVANCED_KEYS[name]()
+    x_np, x = _base4()
+    shape = x_np[key].shape
+    v = np.random.default_rng(6).standard_normal(shape[-1:])  # broadcast along the rest
+    x[_cl_key(key)] = clgrad.tensor(v)
+    x_np[key] = v
+    np.testing.assert_array_equal(x.numpy(), x_np)
+    x[key] = 2.5
+    x_np[key] = 2.5
+    np.testing.assert_array_equal(x.numpy(), x_np)
+
+
+def test_index_put_accumulate_adds_duplicates():
+    x_np = np.arange(15.0).reshape(5, 3)
+    x = clgrad.tensor(x_np)
+    idx, v = np.array([4, 0, 4, 4]), np.arange(12.0).reshape(4, 3)
+    assert x.index_put_((clgrad.tensor(idx),), clgrad.tensor(v), accumulate=True) is x
+    np.add.at(x_np, idx, v)
+    np.testing.assert_array_equal(x.numpy(), x_np)
+    y = clgrad.index_put(x, (clgrad.tensor([1]), None), clgrad.tensor(-1.0))
+    x_np2 = x_np.copy()
+    x_np2[1, :] = -1.0
+    np.testing.assert_array_equal(y.numpy(), x_np2)
+    np.testing.assert_array_equal(x.numpy(), x_np)  # out of place
+
+
+def test_index_put_accumulate_small_int_wraps():
+    u = clgrad.tensor([1, 2, 3], dtype=clgrad.uint8)
+    u.index_put_((clgrad.tensor([0, 0, 2]),), clgrad.tensor([200, 100, 5], dtype=clgrad.uint8),
+                 accumulate=True)
+    assert u.dtype is clgrad.uint8 and u.numpy().tolist() == [(1 + 300) % 256, 2, 8]
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_index_put_gradients(accumulate):
+    # Hand rule (PyTorch's index_put backward): self gets g with the written elements zeroed
+    # (unchanged with accumulate); values get g gathered at the indices.
+    rng = np.random.default_rng(7)
+    a, v, w = rng.standard_normal((4, 5)), rng.standard_normal((3, 5)), rng.standard_normal((4, 5))
+    x = clgrad.tensor(a, requires_grad=True)
+    vv = clgrad.tensor(v, requires_grad=True)
+    y = x * 2.0
+    y.index_put_((clgrad.tensor([2, 0, 3]),), vv, accumulate=accumulate)
+    (y * clgrad.tensor(w)).sum().backward()
+    gx = 2 * w
+    if not accumulate:
+        gx[[2, 0, 3]] = 0
+    np.testing.assert_allclose(x.grad.numpy(), gx)
+    np.testing.assert_allclose(vv.grad.numpy(), w[[2, 0, 3]])
+
+
+def test_setitem_index_tensor_gradcheck_through_a_view():
+    rng = np.random.default_rng(8)
+    x = clgrad.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    v = clgrad.tensor(rng.standard_normal((2,)), requires_grad=True)
+
+    def f(x, v):
+        y = x.sin()
+        y[:, 1:][[0, 2], [2, 0]] = v * 3.0  # a write through a view of y
+        return y
+    assert clgrad.autograd.gradcheck(f, (x, v))
+
+
+def test_iadd_through_an_index_reads_writes_back():
+    x_np = np.zeros(4)
+    x = clgrad.tensor(x_np, requires_grad=True)
+    v = clgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1.0
+    y[[0, 0, 3]] += v  # a gather, an add, a write-back: duplicates do not accumulate
+    assert y.detach().numpy()[3] == 3.0 and y.detach().numpy()[0] in (1.0, 2.0)
+    y.sum().backward()
+    # PyTorch's rule (checked with torch 2.13): the write-back sends g to every duplicate of
+    # the gathered copy, whose backward scatter-adds into y: x[0] collects 2.
+    np.testing.assert_allclose(x.grad.numpy(), [2, 1, 1, 1])
+    np.testing.assert_allclose(v.grad.numpy(), [1, 1, 1])
+
+
+@pytest.mark.parametrize("name", [k for k in ADVANCED_KEYS if k != "negative_step"])
+def test_advanced_indexing_against_pytorch(name):
+    torch = pytest.importorskip("torch")
+    key = ADVANCED_KEYS[name]()
+    x_np, x = _base4()
+    tk = tuple(torch.tensor(k) if isinstance(k, np.ndarray) else k for k in key)
+    xt = torch.tensor(x_np, requires_grad=True)
+    w = np.random.default_rng(9).standard_normal(tuple(xt[tk].shape))
+    (xt[tk] * torch.tensor(w)).sum().backward()
+    xc = clgrad.tensor(x_np, requires_grad=True)
+    out = xc[key]
+    (out * clgrad.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(out.detach().numpy(), xt[tk].detach().numpy())
+    np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy())
+
+
+def test_setitem_value_that_does_not_broadcast_raises_before_writing():
+    x = clgrad.tensor(np.zeros((4, 3)))
+    with pytest.raises(RuntimeError, match=r"value tensor of shape \(2,\) cannot be broadcast "
+                                           r"to indexing result of shape \(3, 3\)"):
+        x[[0, 1, 2]] = clgrad.tensor([1.0, 2.0])
+    assert not x.numpy().any()
+
+
+def test_index_put_into_a_tensor_without_grad_makes_it_a_function_of_values():
+    x = clgrad.zeros(4, dtype=clgrad.float64)
+    v = clgrad.tensor([1.0, 2.0], dtype=clgrad.float64, requires_grad=True)
+    x[[3, 1]] = v
+    assert x.requires_grad and x.grad_fn is not None
+    (x * clgrad.tensor([1.0, 2.0, 3.0, 4.0], dtype=clgrad.float64)).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), [4.0, 2.0])
+    leaf = clgrad.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        leaf[[0]] = 1.0

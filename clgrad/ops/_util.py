@@ -75,6 +75,8 @@ def scalar(dtype: dtypes.DType, value):
     """A Python number as the NumPy scalar a kernel argument of ``dtype`` needs."""
     if dtype.is_bool:
         return np.uint8(bool(value))
+    if dtype.itemsize < 8 and not dtype.is_floating_point and isinstance(value, (int, np.integer)):
+        return np.int64(value).astype(dtype.np)  # wraps around, as PyTorch's x + 300 on uint8
     return dtype.np.type(value)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from clgrad import autograd, creation, layout
+from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, empty, fill_raw, full,
                               launch_1d, same_device, zeros)
@@ -135,6 +135,7 @@ def fill_(self: Tensor, value) -> Tensor:
             not math.isfinite(value):
         raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
                            f"overflow")
+    dtypes.check_fits("fill_", self.dtype, value)
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self
     if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):

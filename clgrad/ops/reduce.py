@@ -70,8 +70,8 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
             d["ARG"] = 1
         if acc_cl in ("float", "double", "half"):
             d["ACC_FLOAT"] = 1
-        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32}.get(
-            acc_cl, np.int64)
+        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32, "int": np.int32,
+                  "short": np.int16, "char": np.int8, "uchar": np.uint8}.get(acc_cl, np.int64)
         vx_outer = view_arg(x, xo_st)
         vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
         vx_inner[1:1 + len(xi_st)] = xi_st

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
@@ -96,8 +98,11 @@ def _int_part(k):
 
 def _needs_advanced(key) -> bool:
     keys = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(k, (list, Tensor)) and not _is_int_like(k) for k in keys) or \
-        any(type(k).__module__ == "numpy" and getattr(k, "ndim", 0) > 0 for k in keys)
+    return any(isinstance(k, (list, tuple, range, bool, Tensor)) and not _is_int_like(k)
+               for k in keys) or \
+        any(type(k).__module__ == "numpy" and (getattr(k, "ndim", 0) > 0 or
+                                             getattr(k, "dtype", None) == np.bool_)
+        for k in keys)
 
 
 def getitem(x: Tensor, key) -> Tensor:
