@@ -55,6 +55,7 @@ Raise RuntimeError at backward: a saved tensor written in place (see above).
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import threading
@@ -63,7 +64,8 @@ import weakref
 import numpy as np
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "gradcheck"]
+           "is_grad_enabled", "gradcheck", "register_post_accumulate_grad_hook",
+           "RemovableHandle"]
 
 _state = threading.local()
 _seq = itertools.count()
@@ -296,30 +298,80 @@ def _run(roots, root_grads, retain_graph, targets=None):
     with no_grad():
         for r, g in zip(roots, root_grads):
             send(r, g)
-        for node in _collect(roots):
+        nodes = _collect(roots)
+        # Edges still to run into each leaf: a leaf's gradient is final (and its post-
+        # accumulate-grad hooks run) as soon as the last Node sending to it has run.
+        pending = None if want is not None else collections.Counter(
+            id(e) for n in nodes for e in n.next if e is not None and not isinstance(e, Node))
+        for node in nodes:
             g = node_grads.pop(id(node), None)
-            if g is None:
-                continue
-            t = node.retained() if node.retained is not None else None
-            if t is not None and want is None:
-                t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
-            elif t is not None and id(t) in want:
-                captured[id(t)] = g
-            for edge, ig in _apply(node, g, retain_graph):
-                send(edge, ig)
+            if g is not None:
+                t = node.retained() if node.retained is not None else None
+                if t is not None and want is None:
+                    t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
+                elif t is not None and id(t) in want:
+                    captured[id(t)] = g
+                for edge, ig in _apply(node, g, retain_graph):
+                    send(edge, ig)
+            if pending is not None:
+                for e in node.next:
+                    if e is None or isinstance(e, Node):
+                        continue
+                    pending[id(e)] -= 1
+                    if pending[id(e)] == 0 and id(e) in leaf_grads:
+                        _finish_leaf(e, leaf_grads.pop(id(e)), owned[id(e)], deliveries)
         if want is not None:
             captured.update((k, g) for k, g in leaf_grads.items() if k in want)
             return captured
-        for k, g in leaf_grads.items():
-            leaf = leaves[k]
-            if leaf._grad is None:  # a dense tensor of its own, never an alias
-                fresh = owned[k] or deliveries[id(g._storage)] == 1
-                own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
-                    and g.numel() == g._storage.size
-                leaf._grad = g if own else g.contiguous(force_copy=True)
-            else:
-                leaf._grad.add_(g)
+        for k, g in leaf_grads.items():  # leaves that were roots themselves
+            _finish_leaf(leaves[k], g, owned[k], deliveries)
     return None
+
+
+def _finish_leaf(leaf, g, owned, deliveries):
+    """Accumulate the final gradient ``g`` into ``leaf.grad``, then run the leaf's hooks."""
+    if leaf._grad is None:  # a dense tensor of its own, never an alias
+        fresh = owned or deliveries[id(g._storage)] == 1
+        own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
+            and g.numel() == g._storage.size
+        leaf._grad = g if own else g.contiguous(force_copy=True)
+    else:
+        leaf._grad.add_(g)
+    for hook in tuple(leaf._post_acc_hooks or ()):
+        hook(leaf)
+
+
+class RemovableHandle:
+    """Returned by hook registrations; ``remove()`` unregisters the hook (idempotent)."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        """Unregister the hook; a second call does nothing."""
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
+    """Run ``hook(tensor)`` after each ``backward()`` has accumulated the gradient of the
+    leaf ``tensor`` into ``tensor.grad`` (PyTorch's Tensor.register_post_accumulate_grad_hook).
+
+    The hook runs once per backward, under no_grad, as soon as the gradient is final -- while
+    the rest of the backward is still to run, so work can start early (DistributedDataParallel
+    starts a bucket's all-reduce there). ``autograd.grad`` accumulates nothing and runs none.
+    Raises RuntimeError for a non-leaf or a tensor that does not require grad.
+    """
+    if not tensor.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a "
+                           "tensor that doesn't require gradient")
+    if tensor.grad_fn is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                           "cannot be registered on non-leaf tensors")
+    if tensor._post_acc_hooks is None:
+        tensor._post_acc_hooks = []
+    tensor._post_acc_hooks.append(hook)
+    return RemovableHandle(tensor._post_acc_hooks, hook)
 
 
 def _roots_and_grads(tensors, grad_tensors, op):

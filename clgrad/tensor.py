@@ -80,7 +80,7 @@ class Tensor:
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset", "_requires_grad", "_grad",
                  "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
-                 "__weakref__")
+                 "_post_acc_hooks", "__weakref__")
 
     __array_priority__ = 1000  # ndarray OP Tensor defers to Tensor's reflected operators
 
@@ -96,6 +96,7 @@ class Tensor:
         self._rebase = 0
         self._rebase_seen = base._rebase if base is not None else 0
         self._retains_grad = False
+        self._post_acc_hooks = None
 
     @classmethod
     def _empty(cls, shape, dtype, device=None) -> "Tensor":
@@ -232,6 +233,12 @@ class Tensor:
         on a non-leaf or on for a non-float tensor). Returns self."""
         self.requires_grad = requires_grad
         return self
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Run ``hook(self)`` after backward has accumulated this leaf's ``.grad`` (see
+        clgrad.autograd.register_post_accumulate_grad_hook). Returns a handle with remove()."""
+        from clgrad import autograd
+        return autograd.register_post_accumulate_grad_hook(self, hook)
 
     def retain_grad(self):
         """Keep ``.grad`` for this non-leaf tensor after backward (a no-op on leaves). After
