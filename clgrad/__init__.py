@@ -53,4 +53,4 @@ def numel(x: Tensor) -> int:
 
 
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
-from clgrad import nn, optim, data, io  # noqa: E402
+from clgrad import nn, optim, data, io, distributed  # noqa: E402

@@ -9,6 +9,12 @@ epoch + history) is written every epoch and ``OUT/best.safetensors`` whenever th
 improves, both atomically (clgrad.save); ``OUT/curves.png`` plots loss and accuracy per epoch.
 The run ends with one summary line: ``test accuracy: 0.9xx | ... s | ... images/s | device``.
 
+Data-parallel: the same command under ``mpiexec -n K`` (``mpiexec -n 2 python -m clgrad train``)
+trains on K processes: the model is wrapped in DistributedDataParallel, each rank takes its
+DistributedSampler share of every epoch with ``--batch-size / K`` samples per step (the global
+batch stays ``--batch-size``), and only rank 0 evaluates, writes checkpoints and plots, draws
+the progress bar and prints the summary (loss, accuracy and images/s over all ranks).
+
 Reproducible: ``--seed`` fixes the initial weights, and each epoch reseeds its shuffle order and
 its dropout masks from (seed, epoch), so ``--resume OUT/last.safetensors`` continues exactly as
 the uninterrupted run would have.
@@ -123,7 +129,8 @@ def fit(args) -> dict:
     from tqdm import tqdm
 
     t0 = time.perf_counter()
-    if args.device:
+    world, rank = _join_ranks(args)
+    if args.device and world == 1:
         clgrad.set_default_device(args.device)
     device = clgrad.default_device()
     train_set, test_set, make_model = _datasets(args)
@@ -131,14 +138,15 @@ def fit(args) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
 
     clgrad.manual_seed(args.seed)
-    model = make_model()
+    net = make_model()
+    model = nn.parallel.DistributedDataParallel(net) if world > 1 else net
     loss_fn = nn.CrossEntropyLoss()
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
     progress = {"epoch": 0, "best_acc": -1.0, "best_epoch": 0,
                 "history": {k: [] for k in _HISTORY}}
     if args.resume:
-        progress = _resume(args.resume, model, optimizer, scheduler)
+        progress = _resume(args.resume, net, optimizer, scheduler)
         if scheduler.T_max != args.epochs:  # anneal over the new total, not the old one
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
                   f"over --epochs {args.epochs}")
@@ -149,13 +157,18 @@ def fit(args) -> dict:
     test_loader = DataLoader(test_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
-        clgrad.manual_seed(args.seed * 100_003 + epoch)
-        loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                            seed=args.seed * 100_003 + epoch)
-        with tqdm(total=len(train_set), desc=f"epoch {epoch}/{args.epochs}", unit="img",
-                  dynamic_ncols=True, disable=args.quiet) as bar:
+        clgrad.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
+        loader = _train_loader(train_set, args, epoch, world, rank)
+        with tqdm(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}", unit="img",
+                  dynamic_ncols=True, disable=args.quiet or rank != 0) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
-            te_loss, te_acc = evaluate(model, test_loader, loss_fn)
+            if world > 1:
+                tr_loss, tr_acc, ips = _over_ranks(tr_loss, tr_acc, ips, world)
+                if rank != 0:  # only rank 0 evaluates and writes
+                    scheduler.step()
+                    progress["epoch"] = epoch
+                    continue
+            te_loss, te_acc = evaluate(net, test_loader, loss_fn)
             bar.set_postfix(loss=f"{tr_loss:.4f}", acc=f"{tr_acc:.4f}",
                             test_acc=f"{te_acc:.4f}", img_s=f"{ips:.0f}")
         scheduler.step()
@@ -165,7 +178,7 @@ def fit(args) -> dict:
         improved = te_acc > progress["best_acc"]
         if improved:
             progress["best_acc"], progress["best_epoch"] = te_acc, epoch
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "progress": progress,
                  "config": {k: getattr(args, k) for k in _CONFIG}}
         if improved:
@@ -176,11 +189,14 @@ def fit(args) -> dict:
     history = progress["history"]
     summary = dict(progress, seconds=time.perf_counter() - t0, device=device.name,
                    test_acc=history["test_acc"][-1] if history["test_acc"] else float("nan"),
-                   images_per_s=float(np.median(history["images_per_s"] or [0.0])))
-    print(f"test accuracy: {summary['test_acc']:.3f} | best {summary['best_acc']:.3f} at "
-          f"epoch {summary['best_epoch']} ({out_dir / 'best.safetensors'}) | "
-          f"{summary['seconds']:.1f} s | {summary['images_per_s']:.0f} images/s | "
-          f"device: {device.name} ({device.kind})")
+                   images_per_s=float(np.median(history["images_per_s"] or [0.0])),
+                   world_size=world)
+    if rank == 0:
+        procs = f" x {world} processes" if world > 1 else ""
+        print(f"test accuracy: {summary['test_acc']:.3f} | best {summary['best_acc']:.3f} at "
+              f"epoch {summary['best_epoch']} ({out_dir / 'best.safetensors'}) | "
+              f"{summary['seconds']:.1f} s | {summary['images_per_s']:.0f} images/s | "
+              f"device: {device.name} ({device.kind}){procs}")
     return summary
 
 
@@ -250,6 +266,44 @@ def _resume(path, model, optimizer, scheduler) -> dict:
     progress = ckpt["progress"]
     print(f"resumed from {path} after epoch {progress['epoch']}")
     return progress
+
+
+def _join_ranks(args):
+    """(world size, rank): join the MPI job when launched by mpiexec with K > 1 processes."""
+    from clgrad import distributed as dist
+    world = dist.launched_world_size()
+    if world <= 1:
+        return 1, 0
+    if args.batch_size % world:
+        raise SystemExit(f"train: expected --batch-size divisible by the {world} processes "
+                         f"(the global batch is split evenly), got {args.batch_size}")
+    if not dist.is_initialized():
+        dist.init_process_group("mpi", device_id=args.device or None)
+    return dist.get_world_size(), dist.get_rank()
+
+
+def _train_loader(train_set, args, epoch, world, rank):
+    """One epoch's loader: the whole shuffled set, or this rank's DistributedSampler share
+    in batches of batch_size / world."""
+    seed = args.seed * 100_003 + epoch
+    if world == 1:
+        return DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=seed)
+    from clgrad.data import TensorDataset
+    from clgrad.distributed import DistributedSampler
+    sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=args.seed)
+    sampler.set_epoch(epoch)
+    share = TensorDataset(*(a[np.array(list(sampler), dtype=np.int64)]
+                            for a in train_set.arrays))
+    return DataLoader(share, batch_size=args.batch_size // world)
+
+
+def _over_ranks(loss, acc, images_per_s, world):
+    """Mean loss and accuracy (every rank saw as many samples) and summed throughput."""
+    from clgrad import distributed as dist
+    t = clgrad.tensor([loss, acc, images_per_s], dtype=clgrad.float32)
+    dist.all_reduce(t)
+    loss, acc, ips = t.tolist()
+    return loss / world, acc / world, ips
 
 
 def _datasets(args):

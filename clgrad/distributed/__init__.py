@@ -1,0 +1,14 @@
+"""Data-parallel training across processes: torch.distributed's names on MPI.
+
+    mpiexec -n 2 python train.py          # each process: init_process_group("mpi")
+
+``clgrad.distributed`` (collectives.py): the process group and collectives, host-staged through
+mpi4py; ``DistributedSampler`` (sampler.py); ``clgrad.nn.parallel.DistributedDataParallel``
+averages gradients during backward. Needs ``pip install 'clgrad[distributed]'`` (mpi4py and
+the mpich wheel, which provides ``mpiexec``); importing this package does not import MPI.
+"""
+from clgrad.distributed.collectives import *  # noqa: F401,F403
+from clgrad.distributed.collectives import __all__ as _collectives_all
+from clgrad.distributed.sampler import DistributedSampler  # noqa: F401
+
+__all__ = list(_collectives_all) + ["DistributedSampler"]

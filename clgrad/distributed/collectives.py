@@ -1,0 +1,661 @@
+"""torch.distributed's process group and collectives on MPI (mpi4py), host-staged.
+
+Launch K processes with the MPI launcher (``mpiexec -n K python script.py``); each calls
+``init_process_group("mpi")`` and gets its rank and the world size from MPI. Every collective
+reads its tensors (any strided view, step slices included) into a contiguous host array, runs
+the MPI operation on that array and writes the result back through the same views with
+clgrad's in-place write (``copy_`` semantics under ``no_grad``: the storage version is bumped,
+so a saved tensor changed by a collective still raises at backward; collectives are not
+recorded by autograd, as in PyTorch).
+
+Checks. Each collective first exchanges (collective, dtype, shape, arguments, local error) with
+every rank, so a mismatch -- different shapes, dtypes, a different ``src`` or ``op``, an error
+on one rank only -- raises the same clear error on every rank instead of hanging or reading
+garbage. Waits poll MPI's ``Test`` until the process group's ``timeout``; past it the rank
+prints which collective timed out and calls ``MPI_Abort``, ending every rank of the job (a
+rank that died or runs different code never hangs the others forever).
+
+Differences from PyTorch (deliberate): ``ReduceOp.AVG`` needs a floating tensor (PyTorch's
+NCCL divides integers silently); bool tensors reduce as logical OR (SUM, MAX) and AND
+(PRODUCT, MIN); MAX/MIN propagate NaN; only the default group exists (``group=None`` or
+``group.WORLD``); ``float16`` is reduced in float32 on the host and rounded once.
+"""
+from __future__ import annotations
+
+import datetime
+import enum
+import os
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["ReduceOp", "Work", "group", "is_available", "is_mpi_available", "is_initialized",
+           "init_process_group", "destroy_process_group", "get_rank", "get_world_size",
+           "get_backend", "barrier", "all_reduce", "broadcast", "all_gather",
+           "all_gather_into_tensor", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+           "gather", "scatter", "send", "recv", "isend", "irecv", "launched_world_size",
+           "local_rank", "default_pg_timeout"]
+
+default_pg_timeout = datetime.timedelta(minutes=30)  # PyTorch's default
+_MAXDIM = 8
+_INSTALL = "pip install 'clgrad[distributed]' (mpi4py and the mpich wheel)"
+
+
+class ReduceOp(enum.Enum):
+    """How ``all_reduce``/``reduce``/``reduce_scatter`` combine the ranks' values."""
+
+    SUM = 0
+    AVG = 1
+    PRODUCT = 2
+    MIN = 3
+    MAX = 4
+
+
+class group:  # noqa: N801  (PyTorch's name: dist.group.WORLD)
+    """``group.WORLD``: the default group, the only one clgrad has."""
+
+    WORLD = "WORLD"
+
+
+class _State:
+    comm = None          # a duplicate of MPI.COMM_WORLD
+    timeout = 1800.0     # seconds
+    local_rank = 0
+    local_size = 1
+
+
+def is_available() -> bool:
+    """True when mpi4py and an MPI library can be imported."""
+    try:
+        from mpi4py import MPI  # noqa: F401
+    except (ImportError, RuntimeError, OSError):
+        return False
+    return True
+
+
+is_mpi_available = is_available
+
+
+def is_initialized() -> bool:
+    """True between ``init_process_group`` and ``destroy_process_group``."""
+    return _State.comm is not None
+
+
+def launched_world_size() -> int:
+    """The number of processes of the MPI job that started this one, from the launcher's
+    environment (MPICH/Hydra ``PMI_SIZE``, Open MPI ``OMPI_COMM_WORLD_SIZE``, PMIx, Slurm);
+    0 when not started by an MPI launcher. Needs no MPI import (clgrad's own helper)."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+        v = os.environ.get(var, "")
+        if v.isdigit():
+            return int(v)
+    return 0
+
+
+def local_rank() -> int:
+    """This process's index among the ranks on its host (0 when not initialised)."""
+    return _State.local_rank
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size: int = -1,
+                       rank: int = -1, store=None, group_name: str = "", pg_options=None,
+                       device_id=None):
+    """Join the MPI job as the default process group.
+
+    backend:     None or "mpi" (the only backend)
+    init_method: None, "env://" or "mpi://"; rank and size always come from MPI. ``RANK`` and
+                 ``WORLD_SIZE`` from the environment, and ``rank``/``world_size`` when given,
+                 must agree with MPI's (ValueError otherwise).
+    timeout:     a timedelta or seconds (default 30 minutes): how long any wait may take
+    device_id:   the OpenCL device of this process (a Device or spec, see clgrad.devices()).
+                 Default: ``CLGRAD_DEVICE`` when set, else GPU number (local rank mod number
+                 of GPUs), else the CPU device -- several ranks may share one device.
+                 Call this before creating tensors: it sets clgrad's default device.
+    Raises:      RuntimeError when mpi4py/MPI is missing (names the package) or the group is
+                 already initialised; ValueError for another backend, init_method or a rank or
+                 size that disagrees with MPI.
+    """
+    if is_initialized():
+        raise RuntimeError("init_process_group: trying to initialize the default process group "
+                           "twice!")
+    if backend is not None and str(backend).lower() != "mpi":
+        raise ValueError(f"init_process_group: expected backend 'mpi', got {backend!r}; clgrad "
+                         f"runs its collectives on MPI only")
+    if init_method not in (None, "env://", "mpi://"):
+        raise ValueError(f"init_process_group: expected init_method None, 'env://' or "
+                         f"'mpi://', got {init_method!r}; the MPI launcher (mpiexec) sets up "
+                         f"the processes")
+    if store is not None:
+        raise ValueError("init_process_group: expected store=None, got a store; MPI needs none")
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else \
+        default_pg_timeout.total_seconds() if timeout is None else float(timeout)
+    if not seconds > 0:
+        raise ValueError(f"init_process_group: expected a positive timeout, got {timeout!r}")
+    MPI = _mpi("init_process_group")
+    world = MPI.COMM_WORLD
+    size, me = world.Get_size(), world.Get_rank()
+    checks = [("rank", rank, me), ("world_size", world_size, size)]
+    for var, what, mpi_value in (("RANK", "rank", me), ("WORLD_SIZE", "world_size", size)):
+        if os.environ.get(var, "").strip():
+            checks.append((f"environment variable {var}", int(os.environ[var]), mpi_value))
+    for what, given, mpi_value in checks:
+        if given != -1 and given != mpi_value:
+            raise ValueError(f"init_process_group: {what} is {given} but MPI says {mpi_value} "
+                             f"(rank {me} of {size}); launch with mpiexec -n K and let MPI "
+                             f"number the processes")
+    comm = world.Dup()
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    _State.local_rank, _State.local_size = node.Get_rank(), node.Get_size()
+    node.Free()
+    _State.comm, _State.timeout = comm, seconds
+    _choose_device(device_id)
+
+
+def destroy_process_group(group=None):
+    """Leave the process group (MPI itself is finalised when the process exits)."""
+    _check_group(group, "destroy_process_group")
+    comm = _comm("destroy_process_group")
+    _State.comm = None
+    comm.Free()
+
+
+def get_rank(group=None) -> int:
+    """This process's rank, 0 .. world_size - 1."""
+    _check_group(group, "get_rank")
+    return _comm("get_rank").Get_rank()
+
+
+def get_world_size(group=None) -> int:
+    """The number of processes."""
+    _check_group(group, "get_world_size")
+    return _comm("get_world_size").Get_size()
+
+
+def get_backend(group=None) -> str:
+    """``"mpi"``."""
+    _check_group(group, "get_backend")
+    _comm("get_backend")
+    return "mpi"
+
+
+class Work:
+    """The handle of an ``async_op=True`` collective: ``wait()`` blocks until it is done and
+    its results are written; ``is_completed()`` polls (and writes the results when done)."""
+
+    def __init__(self, op: str, requests, finish=None, outputs=()):
+        self._op, self._requests, self._finish, self._outputs = op, list(requests), finish, \
+            list(outputs)
+        self._done = False
+        self.source = -1  # recv: the sender's rank
+
+    def _complete(self):
+        if not self._done:
+            self._done = True
+            if self._finish is not None:
+                self._finish()
+
+    def is_completed(self) -> bool:
+        """True when the operation has finished (its outputs are then written)."""
+        if not self._done and all(r.Test() for r in self._requests):
+            self._complete()
+        return self._done
+
+    def wait(self, timeout=None) -> bool:
+        """Block until done (MPI_Abort past ``timeout`` or the group's timeout); True."""
+        if not self._done:
+            seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) \
+                else timeout
+            for r in self._requests:
+                _wait(r, self._op, seconds)
+            self._complete()
+        return True
+
+    def is_success(self) -> bool:
+        """True once completed (failures abort the job)."""
+        return self._done
+
+    def result(self) -> list:
+        """The output tensors."""
+        return self._outputs
+
+
+# -- collectives --------------------------------------------------------------------------------
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every rank has entered the barrier."""
+    comm = _begin("barrier", group)
+    return _run("barrier", comm.Ibarrier(), None, async_op)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over the ranks with ``op``; every rank gets the result in place.
+
+    Shapes:  any (0-d included), the same on every rank; any strided view without overlap
+    Dtypes:  float16/32/64, int32, int64, bool (AVG: floating only); the same on every rank
+    Raises:  TypeError / ValueError / RuntimeError on every rank when any rank's arguments are
+             bad or differ
+    """
+    comm = _begin("all_reduce", group)
+    _agree(comm, "all_reduce", [tensor], lambda: _check_reduce("all_reduce", tensor, op),
+           (_op_code(op),), writes=[tensor])
+    send = _host(tensor)
+    recv = np.empty_like(send)
+    req = comm.Iallreduce(send, recv, _mpi_op(op, send.dtype))
+    return _run("all_reduce", req, lambda: _write(tensor, _finish_avg(recv, op, comm)),
+                async_op, [tensor])
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank (in place)."""
+    comm = _begin("broadcast", group)
+    _agree(comm, "broadcast", [tensor], lambda: _check_rank("broadcast", src, comm, "src"),
+           (src,), writes=[tensor])
+    buf = _host(tensor)
+    req = comm.Ibcast(buf, root=src)
+    mine = comm.Get_rank() == src
+    return _run("broadcast", req, None if mine else lambda: _write(tensor, buf), async_op,
+                [tensor])
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """``tensor_list[r]`` = ``tensor`` of rank r, on every rank; the list holds world_size
+    tensors of ``tensor``'s shape and dtype (any views)."""
+    comm = _begin("all_gather", group)
+    _agree(comm, "all_gather", [tensor],
+           lambda: _check_list("all_gather", tensor_list, tensor, comm), (), writes=tensor_list)
+    send = _host(tensor)
+    recv = np.empty((comm.Get_size(),) + send.shape, send.dtype)
+    req = comm.Iallgather(send, recv)
+    return _run("all_gather", req, lambda: [_write(t, recv[r]) for r, t in
+                                            enumerate(tensor_list)], async_op, tensor_list)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """``output_tensor`` (world_size * numel elements: the inputs concatenated along dim 0 or
+    stacked) = the ranks' ``input_tensor`` in rank order."""
+    comm = _begin("all_gather_into_tensor", group)
+    _agree(comm, "all_gather_into_tensor", [input_tensor, output_tensor],
+           lambda: _check_flat("all_gather_into_tensor", output_tensor, input_tensor,
+                               comm.Get_size(), "output_tensor"), (), writes=[output_tensor])
+    send = _host(input_tensor)
+    recv = np.empty(comm.Get_size() * send.size, send.dtype)
+    req = comm.Iallgather(send, recv)
+    return _run("all_gather_into_tensor", req, lambda: _write(output_tensor, recv), async_op,
+                [output_tensor])
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` over the ranks into ``tensor`` of rank ``dst`` (others unchanged)."""
+    comm = _begin("reduce", group)
+
+    def check():
+        _check_reduce("reduce", tensor, op)
+        _check_rank("reduce", dst, comm, "dst")
+    _agree(comm, "reduce", [tensor], check, (_op_code(op), dst), writes=[tensor])
+    send = _host(tensor)
+    recv = np.empty_like(send)
+    req = comm.Ireduce(send, recv, _mpi_op(op, send.dtype), root=dst)
+    mine = comm.Get_rank() == dst
+    return _run("reduce", req, (lambda: _write(tensor, _finish_avg(recv, op, comm))) if mine
+                else None, async_op, [tensor])
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """``output`` on rank r = the reduction over ranks of ``input_list[r]``."""
+    comm = _begin("reduce_scatter", group)
+
+    def check():
+        _check_reduce("reduce_scatter", output, op)
+        _check_list("reduce_scatter", input_list, output, comm)
+    _agree(comm, "reduce_scatter", [output], check, (_op_code(op),), writes=[output])
+    send = np.stack([_host(t) for t in input_list])
+    recv = np.empty(send.shape[1:], send.dtype)
+    req = comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype))
+    return _run("reduce_scatter", req, lambda: _write(output, _finish_avg(recv, op, comm)),
+                async_op, [output])
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """``output`` on rank r = the reduction over ranks of the r-th of world_size equal
+    chunks of the flattened ``input`` (world_size * output.numel() elements)."""
+    comm = _begin("reduce_scatter_tensor", group)
+
+    def check():
+        _check_reduce("reduce_scatter_tensor", output, op)
+        _check_flat("reduce_scatter_tensor", input, output, comm.Get_size(), "input")
+    _agree(comm, "reduce_scatter_tensor", [output, input], check, (_op_code(op),),
+           writes=[output])
+    send = _host(input).reshape(-1)
+    recv = np.empty(output.numel(), send.dtype)
+    req = comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype))
+    return _run("reduce_scatter_tensor", req,
+                lambda: _write(output, _finish_avg(recv, op, comm)), async_op, [output])
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """``gather_list[r]`` on rank ``dst`` = ``tensor`` of rank r; other ranks pass None."""
+    comm = _begin("gather", group)
+    mine = comm.Get_rank() == dst
+
+    def check():
+        _check_rank("gather", dst, comm, "dst")
+        if mine:
+            _check_list("gather", gather_list, tensor, comm, "gather_list")
+        elif gather_list:
+            raise ValueError(f"gather: expected gather_list=None on rank {comm.Get_rank()} "
+                             f"(not the destination {dst}), got a list")
+    _agree(comm, "gather", [tensor], check, (dst,), writes=gather_list if mine else ())
+    send = _host(tensor)
+    recv = np.empty((comm.Get_size(),) + send.shape, send.dtype) if mine else None
+    req = comm.Igather(send, recv, root=dst)
+    return _run("gather", req, (lambda: [_write(t, recv[r]) for r, t in enumerate(gather_list)])
+                if mine else None, async_op, gather_list or [])
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    """``tensor`` on rank r = ``scatter_list[r]`` of rank ``src``; other ranks pass None."""
+    comm = _begin("scatter", group)
+    mine = comm.Get_rank() == src
+
+    def check():
+        _check_rank("scatter", src, comm, "src")
+        if mine:
+            _check_list("scatter", scatter_list, tensor, comm, "scatter_list")
+        elif scatter_list:
+            raise ValueError(f"scatter: expected scatter_list=None on rank {comm.Get_rank()} "
+                             f"(not the source {src}), got a list")
+    _agree(comm, "scatter", [tensor], check, (src,), writes=[tensor])
+    recv = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
+    send = np.stack([_host(t) for t in scatter_list]) if mine else None
+    req = comm.Iscatter(send, recv, root=src)
+    return _run("scatter", req, lambda: _write(tensor, recv), async_op, [tensor])
+
+
+def send(tensor, dst, group=None, tag=0):
+    """Send ``tensor`` to rank ``dst`` (blocks until it is sent)."""
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor, src=None, group=None, tag=0) -> int:
+    """Receive into ``tensor`` from rank ``src`` (None: any rank); returns the sender's rank.
+    Raises RuntimeError when the message's dtype or shape differs from ``tensor``'s."""
+    work = irecv(tensor, src, group, tag)
+    work.wait()
+    return work.source
+
+
+def isend(tensor, dst, group=None, tag=0) -> Work:
+    """Start sending ``tensor`` (a header with dtype and shape, then the data) to ``dst``."""
+    comm = _begin("send", group)
+    _check_tensor("send", tensor)
+    _check_rank("send", dst, comm, "dst")
+    data = _host(tensor)
+    head = _meta_vector(0, tensor, ())
+    reqs = [comm.Isend(head, dst, tag=2 * tag), comm.Isend(data, dst, tag=2 * tag + 1)]
+    return Work("send", reqs, outputs=[tensor])
+
+
+def irecv(tensor, src=None, group=None, tag=0) -> Work:
+    """Start receiving into ``tensor``; the header is checked when it arrives (in wait())."""
+    comm = _begin("recv", group)
+    _check_tensor("recv", tensor, write=True)
+    MPI = _mpi("recv")
+    if src is not None:
+        _check_rank("recv", src, comm, "src")
+    head = np.empty(_META_LEN, np.int64)
+    status = MPI.Status()
+    head_req = comm.Irecv(head, MPI.ANY_SOURCE if src is None else src, tag=2 * tag)
+    _wait(head_req, "recv", None, status)
+    sender = status.Get_source()
+    want = _meta_vector(0, tensor, ())
+    if not np.array_equal(head, want):  # take the data anyway: the sender must not hang
+        comm.Probe(sender, 2 * tag + 1, status)
+        comm.Recv(np.empty(status.Get_count(MPI.BYTE), np.uint8), sender, tag=2 * tag + 1)
+        raise RuntimeError(f"recv: expected a {_describe(want)} tensor, got a "
+                           f"{_describe(head)} one from rank {sender}")
+    buf = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
+    req = comm.Irecv(buf, sender, tag=2 * tag + 1)
+    work = Work("recv", [req], lambda: _write(tensor, buf), [tensor])
+    work.source = sender
+    return work
+
+
+# -- private helpers ----------------------------------------------------------------------------
+def _mpi(op):
+    try:
+        from mpi4py import MPI
+    except (ImportError, RuntimeError, OSError) as e:
+        raise RuntimeError(f"{op}: the 'mpi' backend needs mpi4py and an MPI library; install "
+                           f"them with {_INSTALL} ({type(e).__name__}: {e})") from None
+    return MPI
+
+
+def _comm(op):
+    if _State.comm is None:
+        raise ValueError(f"{op}: Default process group has not been initialized, please make "
+                         f"sure to call init_process_group.")
+    return _State.comm
+
+
+def _check_group(g, op):
+    if g is not None and g != group.WORLD:
+        raise ValueError(f"{op}: expected group=None or group.WORLD, got {g!r}; clgrad has only "
+                         f"the default process group")
+
+
+def _begin(op, g):
+    _check_group(g, op)
+    return _comm(op)
+
+
+def _choose_device(device_id):
+    from clgrad import runtime
+    if device_id is not None:
+        runtime.set_default_device(device_id)
+    elif not os.environ.get("CLGRAD_DEVICE"):
+        gpus = [r["index"] for r in runtime.devices() if r["type"] == "gpu"]
+        runtime.set_default_device(gpus[_State.local_rank % len(gpus)] if gpus else "cpu")
+
+
+def _wait(req, op, seconds=None, status=None):
+    """Poll ``req`` until done; past the timeout, say so and abort the whole MPI job."""
+    limit = _State.timeout if seconds is None else float(seconds)
+    start = time.monotonic()
+    pause = 0.0
+    while not (req.Test(status) if status is not None else req.Test()):
+        waited = time.monotonic() - start
+        if waited > limit:
+            _abort(op, limit)
+        if waited > 1e-3:  # spin for 1 ms, then back off (ranks may share CPU cores)
+            pause = min(1e-3, pause + 2e-5)
+            time.sleep(pause)
+
+
+def _abort(op, limit):
+    comm = _State.comm
+    rank, size = comm.Get_rank(), comm.Get_size()
+    print(f"clgrad.distributed: {op} on rank {rank} of {size} did not complete within "
+          f"{limit:g} s (the process group's timeout): another rank died, hangs, or called a "
+          f"different collective; aborting every rank (MPI_Abort)", file=sys.stderr, flush=True)
+    comm.Abort(124)
+
+
+def _run(op, req, finish, async_op, outputs=()):
+    work = Work(op, [req], finish, outputs)
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+_DTYPE_CODE = {"bool": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6}
+_META_LEN = 4 + _MAXDIM + 2  # dtype, ndim, numel, error flag, dims, two arguments
+
+
+def _meta_vector(error, t, extra):
+    v = np.full(_META_LEN, -1, np.int64)
+    v[3] = error
+    if t is not None and hasattr(t, "dtype") and hasattr(t, "shape"):
+        shape = tuple(t.shape)
+        v[0] = _DTYPE_CODE.get(getattr(t.dtype, "name", ""), 0)
+        v[1], v[2] = len(shape), int(np.prod(shape, dtype=np.int64))
+        v[4:4 + min(len(shape), _MAXDIM)] = shape[:_MAXDIM]
+    v[4 + _MAXDIM:4 + _MAXDIM + len(extra)] = extra
+    return v
+
+
+def _describe(v):
+    names = {c: n for n, c in _DTYPE_CODE.items()}
+    return f"{names.get(int(v[0]), '?')} {tuple(int(d) for d in v[4:4 + min(int(v[1]), 8)])}"
+
+
+def _agree(comm, op, tensors, check, extra=(), writes=()):
+    """Check locally, then compare (dtype, shape, arguments, error) of ``tensors`` across
+    ranks; raise the same error on every rank when any rank failed or any differs."""
+    error = None
+    try:
+        for t in tensors:
+            _check_tensor(op, t)
+        for t in writes:
+            _check_tensor(op, t, write=True)
+        check()
+    except (TypeError, ValueError, RuntimeError, IndexError) as e:
+        error = e
+    mine = np.concatenate([_meta_vector(error is not None, t, extra) for t in tensors])
+    everyone = np.empty((comm.Get_size(), mine.size), np.int64)
+    _wait(comm.Iallgather(mine, everyone), op)
+    failed = [r for r in range(comm.Get_size()) if everyone[r, 3::_META_LEN].any()]
+    if failed:
+        messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+        if error is not None:
+            raise error
+        raise RuntimeError(f"{op}: rank {failed[0]} failed: {messages[failed[0]]}")
+    bad = [r for r in range(comm.Get_size()) if not np.array_equal(everyone[r], everyone[0])]
+    if bad:
+        rows = everyone.reshape(comm.Get_size(), len(tensors), _META_LEN)
+        what = "; ".join(f"rank {r}: " + ", ".join(
+            _describe(m) + (f" args {tuple(int(a) for a in m[4 + _MAXDIM:] if a != -1)}"
+                            if extra else "") for m in rows[r]) for r in (0, bad[0]))
+        raise ValueError(f"{op}: expected the same dtype, shape and arguments on every rank, "
+                         f"got {what}")
+
+
+def _check_tensor(op, t, write=False):
+    from clgrad import layout
+    from clgrad.tensor import Tensor
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}: expected a clgrad Tensor, got {type(t).__name__}")
+    if t.ndim > _MAXDIM:
+        raise ValueError(f"{op}: expected a tensor of at most {_MAXDIM} dims, got {t.ndim}")
+    if write and t.numel() > 1 and layout.has_overlap(t.shape, t.stride()):
+        raise RuntimeError(f"{op}: expected an output whose elements do not overlap, got shape "
+                           f"{tuple(t.shape)} strides {t.stride()}; clone() it first")
+
+
+def _check_reduce(op, t, rop):
+    if not isinstance(rop, ReduceOp):
+        raise ValueError(f"{op}: expected a ReduceOp (SUM, AVG, PRODUCT, MIN, MAX), got {rop!r}")
+    if rop is ReduceOp.AVG and not t.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point tensor for ReduceOp.AVG, got "
+                        f"{t.dtype}; use SUM and divide")
+
+
+def _check_rank(op, r, comm, name):
+    if not isinstance(r, (int, np.integer)) or isinstance(r, bool) or \
+            not 0 <= r < comm.Get_size():
+        raise ValueError(f"{op}: expected {name} in [0, {comm.Get_size() - 1}], got {r!r}")
+
+
+def _check_list(op, tensors, like, comm, name="tensor_list"):
+    if not isinstance(tensors, (list, tuple)) or len(tensors) != comm.Get_size():
+        n = len(tensors) if isinstance(tensors, (list, tuple)) else type(tensors).__name__
+        raise ValueError(f"{op}: expected {name} to hold world_size={comm.Get_size()} tensors, "
+                         f"got {n}")
+    for i, t in enumerate(tensors):
+        _check_tensor(op, t, write=True)
+        if tuple(t.shape) != tuple(like.shape) or t.dtype is not like.dtype:
+            raise ValueError(f"{op}: expected {name}[{i}] of shape {tuple(like.shape)} and "
+                             f"dtype {like.dtype}, got {tuple(t.shape)} {t.dtype}")
+
+
+def _check_flat(op, big, small, size, name):
+    if big.numel() != size * small.numel() or big.dtype is not small.dtype:
+        raise ValueError(f"{op}: expected {name} of world_size * {small.numel()} = "
+                         f"{size * small.numel()} elements of {small.dtype}, got "
+                         f"{big.numel()} of {big.dtype} (shape {tuple(big.shape)})")
+
+
+def _op_code(op):
+    return op.value if isinstance(op, ReduceOp) else -2
+
+
+def _wire(dtype):
+    """The host dtype a clgrad dtype travels as (float16 as float32: MPI has no half)."""
+    return np.dtype(np.float32) if dtype.name == "float16" else dtype.np
+
+
+def _host(t):
+    """A contiguous host copy of the view ``t`` in its wire dtype."""
+    a = t.detach().numpy()
+    return np.ascontiguousarray(a, dtype=_wire(t.dtype))
+
+
+def _finish_avg(recv, op, comm):
+    if op is ReduceOp.AVG:
+        recv /= comm.Get_size()
+    return recv
+
+
+def _write(t, values):
+    """Write host ``values`` through the view ``t`` (no autograd record; version bumped)."""
+    import pyopencl as cl
+    from clgrad.autograd import no_grad
+    from clgrad.creation import tensor
+    from clgrad.ops.elementwise import write_into
+    values = np.ascontiguousarray(np.asarray(values).reshape(tuple(t.shape)), dtype=t.dtype.np)
+    if t.is_contiguous():  # straight into the buffer at the view's offset
+        if values.size:
+            cl.enqueue_copy(t.device.queue, t._storage.buffer, values,
+                            dst_offset=t._offset * t.dtype.itemsize, is_blocking=True)
+        t._storage.version += 1
+        return
+    with no_grad():
+        write_into(t, tensor(values, dtype=t.dtype, device=t.device))
+
+
+_MPI_OPS: dict = {}
+
+
+def _mpi_op(op, np_dtype):
+    MPI = _mpi("reduce")
+    if np_dtype.kind == "b":
+        return MPI.LOR if op in (ReduceOp.SUM, ReduceOp.MAX) else MPI.LAND
+    if op in (ReduceOp.MAX, ReduceOp.MIN) and np_dtype.kind == "f":  # NaN in, NaN out
+        if op not in _MPI_OPS:
+            fn = np.maximum if op is ReduceOp.MAX else np.minimum
+
+            def combine(inbuf, inoutbuf, datatype, fn=fn):
+                dt = np.dtype(datatype.typestr)
+                a, b = np.frombuffer(inbuf, dt), np.frombuffer(inoutbuf, dt)
+                fn(a, b, out=b)
+            _MPI_OPS[op] = MPI.Op.Create(combine, commute=True)
+        return _MPI_OPS[op]
+    return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
+            ReduceOp.MAX: MPI.MAX, ReduceOp.MIN: MPI.MIN}[op]
+
+
+def _broadcast_coalesced(tensors, src=0):
+    """Broadcast many tensors from ``src`` in one MPI call per dtype (DDP's parameters and
+    buffers); the ranks must pass the same list (DDP checks that at construction)."""
+    comm = _comm("broadcast")
+    by_dtype: dict = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype.name, []).append(t)
+    for group_ in by_dtype.values():
+        flat = np.concatenate([_host(t).reshape(-1) for t in group_])
+        _wait(comm.Ibcast(flat, root=src), "broadcast")
+        if comm.Get_rank() != src:
+            start = 0
+            for t in group_:
+                _write(t, flat[start:start + t.numel()])
+                start += t.numel()
