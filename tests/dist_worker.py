@@ -35,7 +35,8 @@ def layouts(dtype, rank, salt=0):
             ("contiguous", (3, 4), lambda b: b),
             ("step slice", (3, 8), lambda b: b[:, 1::2]),        # t[:, ::2] with an offset
             ("transpose", (4, 3), lambda b: b.t()),
-            ("0-d", (5,), lambda b: b[2])):
+            ("0-d", (5,), lambda b: b[2]),
+            ("empty", (0, 3), lambda b: b[:, ::2])):
         base = clgrad.tensor(np.full(base_shape, 9, dtype=dtype.np) if dtype is not clgrad.bool
                              else np.ones(base_shape, bool))
         view = make(base)
@@ -51,7 +52,8 @@ def check_untouched(base, view, name):
     idx = np.arange(base.numel()).reshape(tuple(base.shape))
     inside = clgrad.tensor(idx)
     sel = {"contiguous": lambda t: t, "step slice": lambda t: t[:, 1::2],
-           "transpose": lambda t: t.t(), "0-d": lambda t: t[2]}[name](inside).numpy()
+           "transpose": lambda t: t.t(), "0-d": lambda t: t[2],
+           "empty": lambda t: t[:, ::2]}[name](inside).numpy()
     mask.reshape(-1)[np.asarray(sel).reshape(-1)] = False
     rest = base.numpy()[mask]
     assert (rest == (9 if base.dtype is not clgrad.bool else True)).all(), (name, rest)
@@ -183,7 +185,10 @@ def errors():
     print(f"rank {r}: mismatch error: {msg}", flush=True)
     expect(ValueError, ["float64"], dist.all_reduce,
            clgrad.zeros(2, dtype=clgrad.float32 if r == 0 else clgrad.float64))
-    expect(ValueError, ["broadcast", "args"], dist.broadcast, clgrad.zeros(2), src=r)
+    expect(ValueError, ["broadcast", "rank 0: float32 (2,) src=0; rank 1: float32 (2,) src=1"],
+           dist.broadcast, clgrad.zeros(2), src=r)
+    expect(ValueError, ["op=SUM", "op=MAX"], dist.all_reduce, clgrad.zeros(2),
+           dist.ReduceOp.SUM if r == 0 else dist.ReduceOp.MAX)
     # an error on one rank only (an overlapping output) is raised on both
     t = clgrad.zeros(1).expand(3) if r == 1 else clgrad.zeros(3)
     expect(RuntimeError, ["do not overlap"] if r == 1 else ["rank 1 failed", "overlap"],

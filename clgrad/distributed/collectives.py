@@ -237,7 +237,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """
     comm = _begin("all_reduce", group)
     _agree(comm, "all_reduce", [tensor], lambda: _check_reduce("all_reduce", tensor, op),
-           (_op_code(op),), writes=[tensor])
+           {"op": op}, writes=[tensor])
     send = _host(tensor)
     recv = np.empty_like(send)
     req = comm.Iallreduce(send, recv, _mpi_op(op, send.dtype))
@@ -249,7 +249,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     """Copy ``tensor`` of rank ``src`` into ``tensor`` on every rank (in place)."""
     comm = _begin("broadcast", group)
     _agree(comm, "broadcast", [tensor], lambda: _check_rank("broadcast", src, comm, "src"),
-           (src,), writes=[tensor])
+           {"src": src}, writes=[tensor])
     buf = _host(tensor)
     req = comm.Ibcast(buf, root=src)
     mine = comm.Get_rank() == src
@@ -262,7 +262,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     tensors of ``tensor``'s shape and dtype (any views)."""
     comm = _begin("all_gather", group)
     _agree(comm, "all_gather", [tensor],
-           lambda: _check_list("all_gather", tensor_list, tensor, comm), (), writes=tensor_list)
+           lambda: _check_list("all_gather", tensor_list, tensor, comm), writes=tensor_list)
     send = _host(tensor)
     recv = np.empty((comm.Get_size(),) + send.shape, send.dtype)
     req = comm.Iallgather(send, recv)
@@ -276,7 +276,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     comm = _begin("all_gather_into_tensor", group)
     _agree(comm, "all_gather_into_tensor", [input_tensor, output_tensor],
            lambda: _check_flat("all_gather_into_tensor", output_tensor, input_tensor,
-                               comm.Get_size(), "output_tensor"), (), writes=[output_tensor])
+                               comm.Get_size(), "output_tensor"), writes=[output_tensor])
     send = _host(input_tensor)
     recv = np.empty(comm.Get_size() * send.size, send.dtype)
     req = comm.Iallgather(send, recv)
@@ -291,7 +291,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     def check():
         _check_reduce("reduce", tensor, op)
         _check_rank("reduce", dst, comm, "dst")
-    _agree(comm, "reduce", [tensor], check, (_op_code(op), dst), writes=[tensor])
+    _agree(comm, "reduce", [tensor], check, {"op": op, "dst": dst}, writes=[tensor])
     send = _host(tensor)
     recv = np.empty_like(send)
     req = comm.Ireduce(send, recv, _mpi_op(op, send.dtype), root=dst)
@@ -307,7 +307,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     def check():
         _check_reduce("reduce_scatter", output, op)
         _check_list("reduce_scatter", input_list, output, comm)
-    _agree(comm, "reduce_scatter", [output], check, (_op_code(op),), writes=[output])
+    _agree(comm, "reduce_scatter", [output], check, {"op": op}, writes=[output])
     send = np.stack([_host(t) for t in input_list])
     recv = np.empty(send.shape[1:], send.dtype)
     req = comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype))
@@ -323,7 +323,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     def check():
         _check_reduce("reduce_scatter_tensor", output, op)
         _check_flat("reduce_scatter_tensor", input, output, comm.Get_size(), "input")
-    _agree(comm, "reduce_scatter_tensor", [output, input], check, (_op_code(op),),
+    _agree(comm, "reduce_scatter_tensor", [output, input], check, {"op": op},
            writes=[output])
     send = _host(input).reshape(-1)
     recv = np.empty(output.numel(), send.dtype)
@@ -344,7 +344,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
         elif gather_list:
             raise ValueError(f"gather: expected gather_list=None on rank {comm.Get_rank()} "
                              f"(not the destination {dst}), got a list")
-    _agree(comm, "gather", [tensor], check, (dst,), writes=gather_list if mine else ())
+    _agree(comm, "gather", [tensor], check, {"dst": dst}, writes=gather_list if mine else ())
     send = _host(tensor)
     recv = np.empty((comm.Get_size(),) + send.shape, send.dtype) if mine else None
     req = comm.Igather(send, recv, root=dst)
@@ -364,7 +364,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         elif scatter_list:
             raise ValueError(f"scatter: expected scatter_list=None on rank {comm.Get_rank()} "
                              f"(not the source {src}), got a list")
-    _agree(comm, "scatter", [tensor], check, (src,), writes=[tensor])
+    _agree(comm, "scatter", [tensor], check, {"src": src}, writes=[tensor])
     recv = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
     send = np.stack([_host(t) for t in scatter_list]) if mine else None
     req = comm.Iscatter(send, recv, root=src)
@@ -509,9 +509,11 @@ def _describe(v):
     return f"{names.get(int(v[0]), '?')} {tuple(int(d) for d in v[4:4 + min(int(v[1]), 8)])}"
 
 
-def _agree(comm, op, tensors, check, extra=(), writes=()):
-    """Check locally, then compare (dtype, shape, arguments, error) of ``tensors`` across
+def _agree(comm, op, tensors, check, args=None, writes=()):
+    """Check locally, then compare (dtype, shape, ``args``, error) of ``tensors`` across
     ranks; raise the same error on every rank when any rank failed or any differs."""
+    args = args or {}
+    extra = [_code(v) for v in args.values()]
     error = None
     try:
         for t in tensors:
@@ -533,9 +535,9 @@ def _agree(comm, op, tensors, check, extra=(), writes=()):
     bad = [r for r in range(comm.Get_size()) if not np.array_equal(everyone[r], everyone[0])]
     if bad:
         rows = everyone.reshape(comm.Get_size(), len(tensors), _META_LEN)
-        what = "; ".join(f"rank {r}: " + ", ".join(
-            _describe(m) + (f" args {tuple(int(a) for a in m[4 + _MAXDIM:] if a != -1)}"
-                            if extra else "") for m in rows[r]) for r in (0, bad[0]))
+        what = "; ".join(f"rank {r}: " + ", ".join(_describe(m) for m in rows[r]) +
+                         "".join(f" {k}={_uncode(k, int(c))}" for k, c in
+                                 zip(args, rows[r][0][4 + _MAXDIM:])) for r in (0, bad[0]))
         raise ValueError(f"{op}: expected the same dtype, shape and arguments on every rank, "
                          f"got {what}")
 
@@ -585,8 +587,15 @@ def _check_flat(op, big, small, size, name):
                          f"{big.numel()} of {big.dtype} (shape {tuple(big.shape)})")
 
 
-def _op_code(op):
-    return op.value if isinstance(op, ReduceOp) else -2
+def _code(v):
+    """An argument as an int64 for the cross-rank comparison (-2: not a valid value)."""
+    if isinstance(v, ReduceOp):
+        return v.value
+    return int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else -2
+
+
+def _uncode(name, c):
+    return ReduceOp(c).name if name == "op" and c >= 0 else "invalid" if c == -2 else c
 
 
 def _wire(dtype):

@@ -47,8 +47,9 @@ class DistributedDataParallel(Module):
              where no rank did)
     Attrs:   ``module`` (the wrapped model; ``state_dict`` keys get the prefix ``module.``, as
              PyTorch); ``bucket_sizes`` (elements per bucket); ``comm_stats`` of the last
-             synced backward: ``bytes`` all-reduced, ``seconds`` spent staging, starting and
-             waiting, ``launched_after`` (gradients ready when each bucket started)
+             synced backward: ``bytes`` all-reduced, ``seconds`` spent reading buckets to
+             the host, starting and waiting for the all-reduces and writing back (not the
+             wait for queued backward kernels), ``launched_after`` (gradients ready when each bucket started)
     Raises:  ValueError when the process group is not initialised or ranks differ in their
              parameters; RuntimeError at a forward when the previous backward did not produce
              every parameter's gradient and ``find_unused_parameters`` is False
@@ -133,7 +134,6 @@ class DistributedDataParallel(Module):
     def _grad_ready(self, p):
         if not self._syncing:
             return
-        start = time.perf_counter()
         k = self._bucket_of[id(p)]
         self._ready[k] += 1
         for req, _, _ in self._inflight:  # drive MPI's progress engine
@@ -142,7 +142,6 @@ class DistributedDataParallel(Module):
                 self._ready[self._next] == len(self._buckets[self._next]):
             self._launch(self._next)
             self._next += 1
-        self.comm_stats["seconds"] += time.perf_counter() - start
         if self._next == len(self._buckets):
             self._finish()
 
@@ -154,18 +153,25 @@ class DistributedDataParallel(Module):
                 self._ready[self._bucket_of[id(p)]] += 1
 
     def _launch(self, k):
+        from clgrad.creation import zeros
+        from clgrad.ops.index import cat
         comm = dist._comm("DistributedDataParallel")
         params = [self._params[i] for i in self._buckets[k]]
-        dtype = params[0].dtype.np
-        send = np.concatenate([np.zeros(p.numel(), dtype) if p.grad is None else
-                               p.grad.numpy().reshape(-1) for p in params])
+        flat = cat([(zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else
+                     p.grad.reshape(-1)) for p in params])
+        flat.device.synchronize()  # the read below waits for it anyway: time only the rest
+        start = time.perf_counter()
+        send = flat.numpy()  # one device->host read per bucket
         recv = np.empty_like(send)
-        self._inflight.append((comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM,
-                                                                         send.dtype)), recv, k))
+        req = comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM, send.dtype))
+        self._inflight.append((req, recv, k))
         self.comm_stats["bytes"] += send.nbytes
         self.comm_stats["launched_after"].append(sum(self._ready))
+        self.comm_stats["seconds"] += time.perf_counter() - start
 
     def _finish(self):
+        from clgrad.creation import tensor, zeros
+        from clgrad.ops.elementwise import copy_raw
         start = time.perf_counter()
         self._syncing = False
         used = None
@@ -178,17 +184,18 @@ class DistributedDataParallel(Module):
         for req, recv, k in self._inflight:
             dist._wait(req, "DistributedDataParallel backward")
             recv /= self._world
-            start_el = 0
-            for i in self._buckets[k]:
-                p = self._params[i]
-                piece = recv[start_el:start_el + p.numel()]
-                start_el += p.numel()
+            params = [self._params[i] for i in self._buckets[k]]
+            flat = tensor(recv, device=params[0].device)  # one host->device write per bucket
+            at = 0
+            for i, p in zip(self._buckets[k], params):
+                piece = flat.narrow(0, at, p.numel()).view(p.shape)
+                at += p.numel()
                 if used is not None and not used[i]:
                     continue  # no rank produced a gradient: leave .grad as it is
                 if p.grad is None:
-                    from clgrad.creation import zeros
                     p.grad = zeros(p.shape, dtype=p.dtype, device=p.device)
-                dist._write(p.grad, piece)
+                copy_raw(p.grad, piece)
+                p.grad._storage.version += 1
         self._inflight = []
         self._next = 0
         self.comm_stats["seconds"] += time.perf_counter() - start
