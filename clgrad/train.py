@@ -278,7 +278,10 @@ def _join_ranks(args):
         raise SystemExit(f"train: expected --batch-size divisible by the {world} processes "
                          f"(the global batch is split evenly), got {args.batch_size}")
     if not dist.is_initialized():
-        dist.init_process_group("mpi", device_id=args.device or None)
+        try:
+            dist.init_process_group("mpi", device_id=args.device or None)
+        except RuntimeError as e:  # mpi4py missing: one line naming the package
+            raise SystemExit(f"train: launched on {world} processes, but {e}") from None
     return dist.get_world_size(), dist.get_rank()
 
 

@@ -135,6 +135,13 @@ def collectives():
         into = clgrad.zeros((2, 3), dtype=clgrad.float32).t()
         assert dist.recv(into, src=None, tag=3) == 0
         np.testing.assert_array_equal(into.numpy(), data(0, (3, 4), clgrad.float32)[:, ::2])
+    # a ring exchange: irecv returns at once, so both ranks may post it before sending
+    into = clgrad.zeros((3, 2), dtype=clgrad.int64)[::2]
+    work = dist.irecv(into, src=1 - r, tag=5)
+    dist.send(clgrad.tensor(data(r, (2, 2), clgrad.int64)), dst=1 - r, tag=5)
+    work.wait()
+    np.testing.assert_array_equal(into.numpy(), data(1 - r, (2, 2), clgrad.int64))
+    assert work.source == 1 - r
     # async: the result appears after wait(); is_completed() then True
     a = clgrad.tensor(data(r, (5,), clgrad.float32))
     work = dist.all_reduce(a, dist.ReduceOp.SUM, async_op=True)

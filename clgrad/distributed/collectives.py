@@ -84,9 +84,10 @@ def is_initialized() -> bool:
 
 def launched_world_size() -> int:
     """The number of processes of the MPI job that started this one, from the launcher's
-    environment (MPICH/Hydra ``PMI_SIZE``, Open MPI ``OMPI_COMM_WORLD_SIZE``, PMIx, Slurm);
-    0 when not started by an MPI launcher. Needs no MPI import (clgrad's own helper)."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"):
+    environment (MPICH/Hydra and Intel MPI ``PMI_SIZE``, Open MPI ``OMPI_COMM_WORLD_SIZE``,
+    MVAPICH ``MV2_COMM_WORLD_SIZE``); 0 when not started by an MPI launcher. Needs no MPI
+    import (clgrad's own helper, used by the training CLI)."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
         v = os.environ.get(var, "")
         if v.isdigit():
             return int(v)
@@ -396,28 +397,45 @@ def isend(tensor, dst, group=None, tag=0) -> Work:
 
 
 def irecv(tensor, src=None, group=None, tag=0) -> Work:
-    """Start receiving into ``tensor``; the header is checked when it arrives (in wait())."""
+    """Start receiving into ``tensor`` (returns at once); the header is checked when it
+    arrives, and wait() raises RuntimeError when its dtype or shape differs."""
     comm = _begin("recv", group)
     _check_tensor("recv", tensor, write=True)
-    MPI = _mpi("recv")
     if src is not None:
         _check_rank("recv", src, comm, "src")
-    head = np.empty(_META_LEN, np.int64)
-    status = MPI.Status()
-    head_req = comm.Irecv(head, MPI.ANY_SOURCE if src is None else src, tag=2 * tag)
-    _wait(head_req, "recv", None, status)
-    sender = status.Get_source()
-    want = _meta_vector(0, tensor, ())
-    if not np.array_equal(head, want):  # take the data anyway: the sender must not hang
-        comm.Probe(sender, 2 * tag + 1, status)
-        comm.Recv(np.empty(status.Get_count(MPI.BYTE), np.uint8), sender, tag=2 * tag + 1)
-        raise RuntimeError(f"recv: expected a {_describe(want)} tensor, got a "
-                           f"{_describe(head)} one from rank {sender}")
     buf = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
-    req = comm.Irecv(buf, sender, tag=2 * tag + 1)
+    req = _Recv(comm, _meta_vector(0, tensor, ()), buf, src, tag)
     work = Work("recv", [req], lambda: _write(tensor, buf), [tensor])
-    work.source = sender
+    req.work = work
     return work
+
+
+class _Recv:
+    """A request in two steps: the header, then the data (posted once the header came)."""
+
+    def __init__(self, comm, want, buf, src, tag):
+        self.MPI = _mpi("recv")
+        self.comm, self.want, self.buf, self.tag = comm, want, buf, tag
+        self.head = np.empty(_META_LEN, np.int64)
+        self.status = self.MPI.Status()
+        self.head_req = comm.Irecv(self.head, self.MPI.ANY_SOURCE if src is None else src,
+                                   tag=2 * tag)
+        self.data_req = None
+
+    def Test(self):  # noqa: N802  (the mpi4py name _wait calls)
+        if self.data_req is None:
+            if not self.head_req.Test(self.status):
+                return False
+            sender = self.work.source = self.status.Get_source()
+            data_tag = 2 * self.tag + 1
+            if not np.array_equal(self.head, self.want):  # take the data: the sender must
+                self.comm.Probe(sender, data_tag, self.status)  # not hang
+                self.comm.Recv(np.empty(self.status.Get_count(self.MPI.BYTE), np.uint8),
+                               sender, tag=data_tag)
+                raise RuntimeError(f"recv: expected a {_describe(self.want)} tensor, got a "
+                                   f"{_describe(self.head)} one from rank {sender}")
+            self.data_req = self.comm.Irecv(self.buf, sender, tag=data_tag)
+        return self.data_req.Test()
 
 
 # -- private helpers ----------------------------------------------------------------------------
@@ -457,12 +475,12 @@ def _choose_device(device_id):
         runtime.set_default_device(gpus[_State.local_rank % len(gpus)] if gpus else "cpu")
 
 
-def _wait(req, op, seconds=None, status=None):
+def _wait(req, op, seconds=None):
     """Poll ``req`` until done; past the timeout, say so and abort the whole MPI job."""
     limit = _State.timeout if seconds is None else float(seconds)
     start = time.monotonic()
     pause = 0.0
-    while not (req.Test(status) if status is not None else req.Test()):
+    while not req.Test():
         waited = time.monotonic() - start
         if waited > limit:
             _abort(op, limit)

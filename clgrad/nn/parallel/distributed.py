@@ -49,7 +49,8 @@ class DistributedDataParallel(Module):
              PyTorch); ``bucket_sizes`` (elements per bucket); ``comm_stats`` of the last
              synced backward: ``bytes`` all-reduced, ``seconds`` spent reading buckets to
              the host, starting and waiting for the all-reduces and writing back (not the
-             wait for queued backward kernels), ``launched_after`` (gradients ready when each bucket started)
+             wait for queued backward kernels), ``launched_after`` (how many gradients were
+             ready when each bucket started)
     Raises:  ValueError when the process group is not initialised or ranks differ in their
              parameters; RuntimeError at a forward when the previous backward did not produce
              every parameter's gradient and ``find_unused_parameters`` is False
