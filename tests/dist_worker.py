@@ -323,6 +323,12 @@ def ddp():
     strict(x).sum().backward()
     expect(RuntimeError, ["find_unused_parameters=True"], strict, x)
     print(f"rank {r}: unused parameters ok", flush=True)
+    import weakref
+    alive = weakref.ref(heads)
+    inner = heads.module
+    del heads  # the parameters' hooks do not keep the wrapper alive (no gc needed)
+    assert alive() is None
+    inner(x).sum().backward()  # the hooks left on the module's parameters do nothing
     expect(ValueError, ["same parameters"], nn.parallel.DistributedDataParallel,
            nn.Linear(3, 2 + r))
     print(f"rank {r}: ddp ok", flush=True)

@@ -485,7 +485,7 @@ def _wait(req, op, seconds=None):
         if waited > limit:
             _abort(op, limit)
         if waited > 1e-3:  # spin for 1 ms, then back off (ranks may share CPU cores)
-            pause = min(1e-3, pause + 2e-5)
+            pause = min(2.5e-4, pause + 1e-5)
             time.sleep(pause)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 import zlib
 
 import numpy as np
@@ -85,8 +86,8 @@ class DistributedDataParallel(Module):
         self.bucket_sizes = [sum(self._params[i].numel() for i in b) for b in self._buckets]
         self._bucket_of = {id(self._params[i]): k for k, b in enumerate(self._buckets)
                            for i in b}
-        self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
-                         for p in self._params]
+        hook = _weak_hook(weakref.ref(self))  # the parameters must not keep the wrapper alive
+        self._handles = [p.register_post_accumulate_grad_hook(hook) for p in self._params]
         self._syncing = False  # a synced backward is expected (set by forward)
         self._ready: list = []
         self._next = 0
@@ -203,6 +204,14 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self) -> str:
         return f"world_size={self._world}, buckets={self.bucket_sizes}"
+
+
+def _weak_hook(ref):
+    def hook(p):
+        ddp = ref()
+        if ddp is not None:
+            ddp._grad_ready(p)
+    return hook
 
 
 def _make_buckets(params, cap_bytes):
