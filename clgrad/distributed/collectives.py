@@ -337,15 +337,9 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """``gather_list[r]`` on rank ``dst`` = ``tensor`` of rank r; other ranks pass None."""
     comm = _begin("gather", group)
     mine = comm.Get_rank() == dst
-
-    def check():
-        _check_rank("gather", dst, comm, "dst")
-        if mine:
-            _check_list("gather", gather_list, tensor, comm, "gather_list")
-        elif gather_list:
-            raise ValueError(f"gather: expected gather_list=None on rank {comm.Get_rank()} "
-                             f"(not the destination {dst}), got a list")
-    _agree(comm, "gather", [tensor], check, {"dst": dst}, writes=gather_list if mine else ())
+    _agree(comm, "gather", [tensor], lambda: _check_rooted(
+        "gather", dst, "dst", gather_list, "gather_list", tensor, comm), {"dst": dst},
+        writes=gather_list if mine else ())
     send = _host(tensor)
     recv = np.empty((comm.Get_size(),) + send.shape, send.dtype) if mine else None
     req = comm.Igather(send, recv, root=dst)
@@ -357,15 +351,9 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """``tensor`` on rank r = ``scatter_list[r]`` of rank ``src``; other ranks pass None."""
     comm = _begin("scatter", group)
     mine = comm.Get_rank() == src
-
-    def check():
-        _check_rank("scatter", src, comm, "src")
-        if mine:
-            _check_list("scatter", scatter_list, tensor, comm, "scatter_list")
-        elif scatter_list:
-            raise ValueError(f"scatter: expected scatter_list=None on rank {comm.Get_rank()} "
-                             f"(not the source {src}), got a list")
-    _agree(comm, "scatter", [tensor], check, {"src": src}, writes=[tensor])
+    _agree(comm, "scatter", [tensor], lambda: _check_rooted(
+        "scatter", src, "src", scatter_list, "scatter_list", tensor, comm), {"src": src},
+        writes=[tensor])
     recv = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
     send = np.stack([_host(t) for t in scatter_list]) if mine else None
     req = comm.Iscatter(send, recv, root=src)
@@ -596,6 +584,17 @@ def _check_list(op, tensors, like, comm, name="tensor_list"):
         if tuple(t.shape) != tuple(like.shape) or t.dtype is not like.dtype:
             raise ValueError(f"{op}: expected {name}[{i}] of shape {tuple(like.shape)} and "
                              f"dtype {like.dtype}, got {tuple(t.shape)} {t.dtype}")
+
+
+def _check_rooted(op, root, root_name, tensors, list_name, like, comm):
+    """gather/scatter: a valid root; the list of world_size tensors on the root, None
+    elsewhere (PyTorch's rule)."""
+    _check_rank(op, root, comm, root_name)
+    if comm.Get_rank() == root:
+        _check_list(op, tensors, like, comm, list_name)
+    elif tensors:
+        raise ValueError(f"{op}: expected {list_name}=None on rank {comm.Get_rank()} (not "
+                         f"the {root_name} rank {root}), got a list")
 
 
 def _check_flat(op, big, small, size, name):
