@@ -10,7 +10,9 @@ DistributedDataParallel step), ``local`` (the same step inside ``no_sync()``: id
 compute, no communication) and reports, from rank 0: median step time (min-max), images/s,
 bytes all-reduced per step, the seconds DDP spent staging/starting/waiting (``comm_stats``,
 an upper bound: its device->host reads also wait for queued backward kernels) and the
-communication share estimated as (ddp - local) / ddp. Rows go to bench/results/ddp_step.jsonl.
+communication share estimated as (ddp - local) / ddp, and the all-reduce of the bucket's
+size alone (raw mpi4py Allreduce, and clgrad.distributed.all_reduce with its staging and
+cross-rank check). Rows go to bench/results/ddp_step.jsonl.
 """
 import argparse
 import json
@@ -76,6 +78,21 @@ def main():
                 if name == "ddp":
                     comm_s.append(model.comm_stats["seconds"])
                     comm_bytes = model.comm_stats["bytes"]
+    wire = {}
+    if world > 1:  # the all-reduce alone, at the bucket's size: raw MPI and clgrad's
+        flat = clgrad.zeros(sum(p.numel() for p in net.parameters()))
+        host = flat.numpy()
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        for name, fn in (("mpi_allreduce_us", lambda: comm.Allreduce(MPI.IN_PLACE, host)),
+                         ("clgrad_all_reduce_us", lambda: dist.all_reduce(flat))):
+            reps = []
+            for _ in range(200):
+                comm.Barrier()
+                t0 = time.perf_counter()
+                fn()
+                reps.append(time.perf_counter() - t0)
+            wire[name] = 1e6 * statistics.median(reps)
     if rank != 0:
         return
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -91,7 +108,7 @@ def main():
         row.update(bytes_allreduced_per_step=comm_bytes,
                    ddp_comm_stats_ms=1e3 * statistics.median(comm_s),
                    comm_share_estimate=(med["ddp"] - med["local"]) / med["ddp"],
-                   buckets=model.bucket_sizes)
+                   buckets=model.bucket_sizes, **wire)
     print(json.dumps(row))
     Path(args.out).mkdir(parents=True, exist_ok=True)
     with open(Path(args.out) / "ddp_step.jsonl", "a") as f:
