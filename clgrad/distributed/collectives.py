@@ -241,7 +241,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
            {"op": op}, writes=[tensor])
     send = _host(tensor)
     recv = np.empty_like(send)
-    req = comm.Iallreduce(send, recv, _mpi_op(op, send.dtype))
+    req = _Keep(comm.Iallreduce(send, recv, _mpi_op(op, send.dtype)), send, recv)
     return _run("all_reduce", req, lambda: _write(tensor, _finish_avg(recv, op, comm)),
                 async_op, [tensor])
 
@@ -252,7 +252,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     _agree(comm, "broadcast", [tensor], lambda: _check_rank("broadcast", src, comm, "src"),
            {"src": src}, writes=[tensor])
     buf = _host(tensor)
-    req = comm.Ibcast(buf, root=src)
+    req = _Keep(comm.Ibcast(buf, root=src), buf)
     mine = comm.Get_rank() == src
     return _run("broadcast", req, None if mine else lambda: _write(tensor, buf), async_op,
                 [tensor])
@@ -266,7 +266,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
            lambda: _check_list("all_gather", tensor_list, tensor, comm), writes=tensor_list)
     send = _host(tensor)
     recv = np.empty((comm.Get_size(),) + send.shape, send.dtype)
-    req = comm.Iallgather(send, recv)
+    req = _Keep(comm.Iallgather(send, recv), send, recv)
     return _run("all_gather", req, lambda: [_write(t, recv[r]) for r, t in
                                             enumerate(tensor_list)], async_op, tensor_list)
 
@@ -280,7 +280,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                                comm.Get_size(), "output_tensor"), writes=[output_tensor])
     send = _host(input_tensor)
     recv = np.empty(comm.Get_size() * send.size, send.dtype)
-    req = comm.Iallgather(send, recv)
+    req = _Keep(comm.Iallgather(send, recv), send, recv)
     return _run("all_gather_into_tensor", req, lambda: _write(output_tensor, recv), async_op,
                 [output_tensor])
 
@@ -295,7 +295,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     _agree(comm, "reduce", [tensor], check, {"op": op, "dst": dst}, writes=[tensor])
     send = _host(tensor)
     recv = np.empty_like(send)
-    req = comm.Ireduce(send, recv, _mpi_op(op, send.dtype), root=dst)
+    req = _Keep(comm.Ireduce(send, recv, _mpi_op(op, send.dtype), root=dst), send, recv)
     mine = comm.Get_rank() == dst
     return _run("reduce", req, (lambda: _write(tensor, _finish_avg(recv, op, comm))) if mine
                 else None, async_op, [tensor])
@@ -311,7 +311,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _agree(comm, "reduce_scatter", [output], check, {"op": op}, writes=[output])
     send = np.stack([_host(t) for t in input_list])
     recv = np.empty(send.shape[1:], send.dtype)
-    req = comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype))
+    req = _Keep(comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype)), send, recv)
     return _run("reduce_scatter", req, lambda: _write(output, _finish_avg(recv, op, comm)),
                 async_op, [output])
 
@@ -328,7 +328,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
            writes=[output])
     send = _host(input).reshape(-1)
     recv = np.empty(output.numel(), send.dtype)
-    req = comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype))
+    req = _Keep(comm.Ireduce_scatter_block(send, recv, _mpi_op(op, send.dtype)), send, recv)
     return _run("reduce_scatter_tensor", req,
                 lambda: _write(output, _finish_avg(recv, op, comm)), async_op, [output])
 
@@ -342,7 +342,7 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
         writes=gather_list if mine else ())
     send = _host(tensor)
     recv = np.empty((comm.Get_size(),) + send.shape, send.dtype) if mine else None
-    req = comm.Igather(send, recv, root=dst)
+    req = _Keep(comm.Igather(send, recv, root=dst), send, recv)
     return _run("gather", req, (lambda: [_write(t, recv[r]) for r, t in enumerate(gather_list)])
                 if mine else None, async_op, gather_list or [])
 
@@ -356,7 +356,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
         writes=[tensor])
     recv = np.empty(tuple(tensor.shape), _wire(tensor.dtype))
     send = np.stack([_host(t) for t in scatter_list]) if mine else None
-    req = comm.Iscatter(send, recv, root=src)
+    req = _Keep(comm.Iscatter(send, recv, root=src), send, recv)
     return _run("scatter", req, lambda: _write(tensor, recv), async_op, [tensor])
 
 
@@ -380,7 +380,8 @@ def isend(tensor, dst, group=None, tag=0) -> Work:
     _check_rank("send", dst, comm, "dst")
     data = _host(tensor)
     head = _meta_vector(0, tensor, ())
-    reqs = [comm.Isend(head, dst, tag=2 * tag), comm.Isend(data, dst, tag=2 * tag + 1)]
+    reqs = [_Keep(comm.Isend(head, dst, tag=2 * tag), head),
+            _Keep(comm.Isend(data, dst, tag=2 * tag + 1), data)]
     return Work("send", reqs, outputs=[tensor])
 
 
@@ -484,6 +485,22 @@ def _abort(op, limit):
           f"{limit:g} s (the process group's timeout): another rank died, hangs, or called a "
           f"different collective; aborting every rank (MPI_Abort)", file=sys.stderr, flush=True)
     comm.Abort(124)
+
+
+class _Keep:
+    """An MPI request and the host buffers it reads and writes: mpi4py keeps no reference to
+    the buffers of a nonblocking collective, so they must live until the request is done."""
+
+    __slots__ = ("req", "buffers")
+
+    def __init__(self, req, *buffers):
+        self.req, self.buffers = req, buffers
+
+    def Test(self):  # noqa: N802  (the mpi4py name _wait calls)
+        done = self.req.Test()
+        if done:
+            self.buffers = ()
+        return done
 
 
 def _run(op, req, finish, async_op, outputs=()):

@@ -165,7 +165,8 @@ class DistributedDataParallel(Module):
         start = time.perf_counter()
         send = flat.numpy()  # one device->host read per bucket
         recv = np.empty_like(send)
-        req = comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM, send.dtype))
+        req = dist._Keep(comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM,
+                                                                   send.dtype)), send, recv)
         self._inflight.append((req, recv, k))
         self.comm_stats["bytes"] += send.nbytes
         self.comm_stats["launched_after"].append(sum(self._ready))
