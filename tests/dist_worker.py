@@ -148,6 +148,13 @@ def collectives():
     assert work.wait() is True and work.is_completed()
     np.testing.assert_array_equal(a.numpy(), sum(data(k, (5,), clgrad.float32)
                                                  for k in range(n)))
+    # large async all_reduce: its host buffers must outlive the call (memory reused meanwhile)
+    big = clgrad.tensor(np.arange(1 << 20, dtype=np.float32) % 1000 + r)
+    work = dist.all_reduce(big, async_op=True)
+    junk = [np.full(1 << 20, -7.0, np.float32) for _ in range(8)]
+    work.wait()
+    del junk
+    np.testing.assert_array_equal(big.numpy(), 2 * (np.arange(1 << 20) % 1000) + 1)
     work = dist.barrier(async_op=True)
     work.wait()
     # NaN in, NaN out for MAX and MIN
