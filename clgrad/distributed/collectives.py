@@ -695,10 +695,28 @@ def _broadcast_coalesced(tensors, src=0):
     for t in tensors:
         by_dtype.setdefault(t.dtype.name, []).append(t)
     for group_ in by_dtype.values():
-        flat = np.concatenate([_host(t).reshape(-1) for t in group_])
+        flat = _flat_host(group_)
         _wait(comm.Ibcast(flat, root=src), "broadcast")
         if comm.Get_rank() != src:
-            start = 0
-            for t in group_:
-                _write(t, flat[start:start + t.numel()])
-                start += t.numel()
+            _unflat_host(flat, group_)
+
+
+def _flat_host(tensors):
+    """The tensors (one dtype, one device, any views) concatenated on the device and read
+    to the host in one transfer: a 1-d NumPy array."""
+    from clgrad.ops.index import cat
+    return cat([t.reshape(-1) for t in tensors]).numpy()
+
+
+def _unflat_host(values, tensors, skip=()):
+    """Write consecutive pieces of host ``values`` into ``tensors`` (one upload, then one
+    device copy per tensor, each bumping its version); indices in ``skip`` are left alone."""
+    from clgrad.creation import tensor
+    from clgrad.ops.elementwise import copy_raw
+    flat = tensor(values, dtype=tensors[0].dtype, device=tensors[0].device)
+    at = 0
+    for i, t in enumerate(tensors):
+        if i not in skip:
+            copy_raw(t, flat.narrow(0, at, t.numel()).view(t.shape))
+            t._storage.version += 1
+        at += t.numel()

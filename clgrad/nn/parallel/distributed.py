@@ -156,14 +156,13 @@ class DistributedDataParallel(Module):
 
     def _launch(self, k):
         from clgrad.creation import zeros
-        from clgrad.ops.index import cat
         comm = dist._comm("DistributedDataParallel")
         params = [self._params[i] for i in self._buckets[k]]
-        flat = cat([(zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else
-                     p.grad.reshape(-1)) for p in params])
-        flat.device.synchronize()  # the read below waits for it anyway: time only the rest
+        grads = [zeros(p.shape, dtype=p.dtype, device=p.device) if p.grad is None else p.grad
+                 for p in params]
+        params[0].device.synchronize()  # the read below waits for it anyway: time the rest
         start = time.perf_counter()
-        send = flat.numpy()  # one device->host read per bucket
+        send = dist._flat_host(grads)  # one device->host read per bucket
         recv = np.empty_like(send)
         req = dist._Keep(comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM,
                                                                    send.dtype)), send, recv)
@@ -173,8 +172,7 @@ class DistributedDataParallel(Module):
         self.comm_stats["seconds"] += time.perf_counter() - start
 
     def _finish(self):
-        from clgrad.creation import tensor, zeros
-        from clgrad.ops.elementwise import copy_raw
+        from clgrad.creation import zeros
         start = time.perf_counter()
         self._syncing = False
         used = None
@@ -187,18 +185,15 @@ class DistributedDataParallel(Module):
         for req, recv, k in self._inflight:
             dist._wait(req, "DistributedDataParallel backward")
             recv /= self._world
-            params = [self._params[i] for i in self._buckets[k]]
-            flat = tensor(recv, device=params[0].device)  # one host->device write per bucket
-            at = 0
-            for i, p in zip(self._buckets[k], params):
-                piece = flat.narrow(0, at, p.numel()).view(p.shape)
-                at += p.numel()
-                if used is not None and not used[i]:
-                    continue  # no rank produced a gradient: leave .grad as it is
-                if p.grad is None:
+            idx = self._buckets[k]
+            # a parameter no rank produced a gradient for keeps its .grad as it is
+            skip = {j for j, i in enumerate(idx) if used is not None and not used[i]}
+            for j, i in enumerate(idx):
+                p = self._params[i]
+                if j not in skip and p.grad is None:
                     p.grad = zeros(p.shape, dtype=p.dtype, device=p.device)
-                copy_raw(p.grad, piece)
-                p.grad._storage.version += 1
+            dist._unflat_host(recv, [self._params[i].grad if j not in skip else self._params[i]
+                                     for j, i in enumerate(idx)], skip)
         self._inflight = []
         self._next = 0
         self.comm_stats["seconds"] += time.perf_counter() - start
