@@ -65,7 +65,7 @@ def main():
 
     variants = {"ddp": step, "local": local_step} if world > 1 else {"single": step}
     times = {k: [] for k in variants}
-    comm_s, comm_bytes = [], 0
+    comm_s, wait_s, comm_bytes = [], [], 0
     for i in range(args.warmup + args.steps):
         for name, fn in variants.items():
             if world > 1:
@@ -77,6 +77,7 @@ def main():
                 times[name].append(dt)
                 if name == "ddp":
                     comm_s.append(model.comm_stats["seconds"])
+                    wait_s.append(model.comm_stats["wait_seconds"])
                     comm_bytes = model.comm_stats["bytes"]
     wire = {}
     if world > 1:  # the all-reduce alone, at the bucket's size: raw MPI and clgrad's
@@ -107,6 +108,7 @@ def main():
     if world > 1:
         row.update(bytes_allreduced_per_step=comm_bytes,
                    ddp_comm_stats_ms=1e3 * statistics.median(comm_s),
+                   ddp_wait_ms=1e3 * statistics.median(wait_s),
                    comm_share_estimate=(med["ddp"] - med["local"]) / med["ddp"],
                    buckets=model.bucket_sizes, **wire)
     print(json.dumps(row))

@@ -50,8 +50,9 @@ class DistributedDataParallel(Module):
              PyTorch); ``bucket_sizes`` (elements per bucket); ``comm_stats`` of the last
              synced backward: ``bytes`` all-reduced, ``seconds`` spent reading buckets to
              the host, starting and waiting for the all-reduces and writing back (not the
-             wait for queued backward kernels), ``launched_after`` (how many gradients were
-             ready when each bucket started)
+             wait for queued backward kernels), ``wait_seconds`` (the part spent waiting
+             for the all-reduces: mostly for the slowest rank), ``launched_after`` (how many
+             gradients were ready when each bucket started)
     Raises:  ValueError when the process group is not initialised or ranks differ in their
              parameters; RuntimeError at a forward when the previous backward did not produce
              every parameter's gradient and ``find_unused_parameters`` is False
@@ -93,7 +94,8 @@ class DistributedDataParallel(Module):
         self._next = 0
         self._inflight: list = []
         self._used = None
-        self.comm_stats = {"bytes": 0, "seconds": 0.0, "launched_after": []}
+        self.comm_stats = {"bytes": 0, "seconds": 0.0, "wait_seconds": 0.0,
+                           "launched_after": []}
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
@@ -116,7 +118,8 @@ class DistributedDataParallel(Module):
         if self._syncing:
             self._ready = [0] * len(self._buckets)
             self._next, self._inflight, self._used = 0, [], None
-            self.comm_stats = {"bytes": 0, "seconds": 0.0, "launched_after": []}
+            self.comm_stats = {"bytes": 0, "seconds": 0.0, "wait_seconds": 0.0,
+                               "launched_after": []}
             if self.find_unused_parameters:
                 self._mark_unused(out)
         return out
@@ -183,7 +186,9 @@ class DistributedDataParallel(Module):
                                                                       np.dtype(np.uint8))),
                        "DistributedDataParallel backward")
         for req, recv, k in self._inflight:
+            waited = time.perf_counter()
             dist._wait(req, "DistributedDataParallel backward")
+            self.comm_stats["wait_seconds"] += time.perf_counter() - waited
             recv /= self._world
             idx = self._buckets[k]
             # a parameter no rank produced a gradient for keeps its .grad as it is
