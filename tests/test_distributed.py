@@ -169,3 +169,20 @@ def test_sampler_rejects_bad_ranks():
         DistributedSampler(range(4), num_replicas=3, rank=3)
     with pytest.raises(ValueError, match="num_replicas >= 1"):
         DistributedSampler(range(4), num_replicas=0, rank=0)
+
+
+def test_launched_world_size_reads_the_launchers_environment(monkeypatch):
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert dist.launched_world_size() == 0
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
+    assert dist.launched_world_size() == 4
+    monkeypatch.setenv("PMI_SIZE", "3")
+    assert dist.launched_world_size() == 3
+
+
+def test_training_cli_needs_a_global_batch_divisible_by_the_ranks(monkeypatch, tmp_path):
+    from clgrad.train import main
+    monkeypatch.setenv("PMI_SIZE", "3")
+    with pytest.raises(SystemExit, match="--batch-size divisible by the 3 processes"):
+        main(["--batch-size", "32", "--out", str(tmp_path)])
