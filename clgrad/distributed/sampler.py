@@ -31,7 +31,7 @@ class DistributedSampler:
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
-        from clgrad.distributed import collectives as dist
+        from clgrad.distributed import process_group as dist
         if num_replicas is None:
             num_replicas = dist.get_world_size()
         if rank is None:

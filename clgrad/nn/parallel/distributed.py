@@ -28,7 +28,8 @@ import zlib
 import numpy as np
 
 from clgrad import autograd
-from clgrad.distributed import collectives as dist
+from clgrad.distributed import collectives as coll
+from clgrad.distributed import process_group as dist
 from clgrad.nn.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -80,7 +81,7 @@ class DistributedDataParallel(Module):
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         _check_same_everywhere(named, list(module.named_buffers()))
         with autograd.no_grad():
-            dist._broadcast_coalesced([p for _, p in module.named_parameters()] +
+            coll._broadcast_coalesced([p for _, p in module.named_parameters()] +
                                       list(module.buffers()))
         self._params = [p for _, p in named]
         self._buckets = _make_buckets(self._params, int(bucket_cap_mb * 2 ** 20))
@@ -110,7 +111,7 @@ class DistributedDataParallel(Module):
             buffers = list(self.module.buffers())
             if buffers:
                 with autograd.no_grad():
-                    dist._broadcast_coalesced(buffers)
+                    coll._broadcast_coalesced(buffers)
         out = self.module(*inputs, **kwargs)
         grad_on = autograd.is_grad_enabled()
         self.require_forward_param_sync = grad_on and self.require_backward_grad_sync
@@ -165,9 +166,9 @@ class DistributedDataParallel(Module):
                  for p in params]
         params[0].device.synchronize()  # the read below waits for it anyway: time the rest
         start = time.perf_counter()
-        send = dist._flat_host(grads)  # one device->host read per bucket
+        send = coll._flat_host(grads)  # one device->host read per bucket
         recv = np.empty_like(send)
-        req = dist._Keep(comm.Iallreduce(send, recv, dist._mpi_op(dist.ReduceOp.SUM,
+        req = dist._Keep(comm.Iallreduce(send, recv, coll._mpi_op(dist.ReduceOp.SUM,
                                                                    send.dtype)), send, recv)
         self._inflight.append((req, recv, k))
         self.comm_stats["bytes"] += send.nbytes
@@ -182,7 +183,7 @@ class DistributedDataParallel(Module):
         if self._used is not None:  # which parameters some rank used
             used = np.empty_like(self._used)
             comm = dist._comm("DistributedDataParallel")
-            dist._wait(comm.Iallreduce(self._used, used, dist._mpi_op(dist.ReduceOp.MAX,
+            dist._wait(comm.Iallreduce(self._used, used, coll._mpi_op(dist.ReduceOp.MAX,
                                                                       np.dtype(np.uint8))),
                        "DistributedDataParallel backward")
         for req, recv, k in self._inflight:
@@ -197,7 +198,7 @@ class DistributedDataParallel(Module):
                 p = self._params[i]
                 if j not in skip and p.grad is None:
                     p.grad = zeros(p.shape, dtype=p.dtype, device=p.device)
-            dist._unflat_host(recv, [self._params[i].grad if j not in skip else self._params[i]
+            coll._unflat_host(recv, [self._params[i].grad if j not in skip else self._params[i]
                                      for j, i in enumerate(idx)], skip)
         self._inflight = []
         self._next = 0
