@@ -57,7 +57,7 @@ def numel(x: Tensor) -> int:
 
 
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
-from clgrad import nn, optim, data, io, linalg  # noqa: E402
+from clgrad import nn, optim, data, io, linalg, distributed  # noqa: E402
 
 # Sorting, scans, NaN tests, scatter, random (issue 13): PyTorch's torch.* names.
 from clgrad.ops.sort import sort, argsort, topk, unique  # noqa: E402

@@ -240,3 +240,4 @@ Tensor.short = lambda self: ew.to(self, dtypes.int16)
 Tensor.index_put_ = ix.index_put_
 Tensor.index_put = ix.index_put
 Tensor.register_hook = autograd.register_hook
+Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook

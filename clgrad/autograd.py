@@ -40,6 +40,7 @@ makes (implicit gradients, gradcheck's weights) come from Tensor's bound methods
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import threading
@@ -52,7 +53,8 @@ from clgrad.tensor import Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
-           "register_hook", "RemovableHandle", "once_differentiable"]
+           "register_hook", "RemovableHandle", "once_differentiable",
+           "register_post_accumulate_grad_hook"]
 
 _state = threading.local()
 _seq = itertools.count()
@@ -291,35 +293,75 @@ def _run(roots, root_grads, retain_graph, targets=None):
     with no_grad():
         for r, g in zip(roots, root_grads):
             send(r, g)
-        for node in _collect(roots):
+        nodes = _collect(roots)
+        # Edges still to run into each leaf: a leaf's gradient is final (and its post-
+        # accumulate-grad hooks run) as soon as the last Node sending to it has run.
+        pending = None if want is not None else collections.Counter(
+            id(e) for n in nodes for e in n.next if e is not None and not isinstance(e, Node))
+        for node in nodes:
             g = node_grads.pop(id(node), None)
-            if g is None:
-                continue
-            if node.hooks:
-                g = _call_hooks(node.hooks, g)
-            t = node.retained() if node.retained is not None else None
-            if t is not None and want is None:
-                t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
-            elif t is not None and id(t) in want:
-                captured[id(t)] = g
-            for edge, ig in _apply(node, g, retain_graph):
-                send(edge, ig, node.slot)
+            if g is not None:
+                if node.hooks:
+                    g = _call_hooks(node.hooks, g)
+                t = node.retained() if node.retained is not None else None
+                if t is not None and want is None:
+                    t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
+                elif t is not None and id(t) in want:
+                    captured[id(t)] = g
+                for edge, ig in _apply(node, g, retain_graph):
+                    send(edge, ig, node.slot)
+            if pending is not None:
+                for e in node.next:
+                    if e is None or isinstance(e, Node):
+                        continue
+                    pending[id(e)] -= 1
+                    if pending[id(e)] == 0 and id(e) in leaf_grads:
+                        _finish_leaf(e, leaf_grads.pop(id(e)), owned[id(e)], deliveries)
         if want is not None:
             captured.update((k, _leaf_hooked(leaves[k], g)) for k, g in leaf_grads.items()
                             if k in want)
             return captured
-        for k, g in leaf_grads.items():
-            leaf = leaves[k]
-            hooked = _leaf_hooked(leaf, g)
-            if leaf._grad is None:  # a dense tensor of its own, never an alias
-                fresh = hooked is g and (owned[k] or deliveries[id(g._storage)] == 1)
-                g = hooked
-                own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
-                    and g.numel() == g._storage.size
-                leaf._grad = g if own else g.contiguous(force_copy=True)
-            else:
-                leaf._grad.add_(hooked)
+        for k, g in leaf_grads.items():  # leaves that were roots themselves
+            _finish_leaf(leaves[k], g, owned[k], deliveries)
     return None
+
+
+def _finish_leaf(leaf, g, owned, deliveries):
+    """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
+    ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
+    hooked = _leaf_hooked(leaf, g)
+    if leaf._grad is None:  # a dense tensor of its own, never an alias
+        fresh = hooked is g and (owned or deliveries[id(g._storage)] == 1)
+        g = hooked
+        own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
+            and g.numel() == g._storage.size
+        leaf._grad = g if own else g.contiguous(force_copy=True)
+    else:
+        leaf._grad.add_(hooked)
+    for hook in tuple((leaf._post_acc_hooks or {}).values()):
+        hook(leaf)
+
+
+def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
+    """Run ``hook(tensor)`` after each ``backward()`` has accumulated the gradient of the
+    leaf ``tensor`` into ``tensor.grad`` (PyTorch's Tensor.register_post_accumulate_grad_hook).
+
+    The hook runs once per backward, under no_grad, as soon as the gradient is final -- while
+    the rest of the backward is still to run, so work can start early (DistributedDataParallel
+    starts a bucket's all-reduce there). ``autograd.grad`` accumulates nothing and runs none.
+    Raises RuntimeError for a non-leaf or a tensor that does not require grad.
+    """
+    if not tensor.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a "
+                           "tensor that doesn't require gradient")
+    if tensor.grad_fn is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                           "cannot be registered on non-leaf tensors")
+    if tensor._post_acc_hooks is None:
+        tensor._post_acc_hooks = {}
+    key = next(_hook_keys)
+    tensor._post_acc_hooks[key] = hook
+    return RemovableHandle(tensor._post_acc_hooks, key)
 
 
 def _roots_and_grads(tensors, grad_tensors, op):
@@ -437,7 +479,8 @@ _hook_keys = itertools.count()
 
 
 class RemovableHandle:
-    """What register_hook returns: ``remove()`` unregisters the hook (also on ``with`` exit)."""
+    """What register_hook and register_post_accumulate_grad_hook return: ``remove()``
+    unregisters the hook (idempotent; also on ``with`` exit)."""
 
     def __init__(self, hooks: dict, key):
         self._hooks = hooks

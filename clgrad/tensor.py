@@ -91,7 +91,7 @@ class Tensor:
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset", "_requires_grad", "_grad",
                  "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
-                 "__weakref__")
+                 "_post_acc_hooks", "__weakref__")
 
     __array_priority__ = 1000  # ndarray OP Tensor defers to Tensor's reflected operators
 
@@ -107,6 +107,7 @@ class Tensor:
         self._rebase = 0
         self._rebase_seen = base._rebase if base is not None else 0
         self._retains_grad = False
+        self._post_acc_hooks = None
 
     @classmethod
     def _empty(cls, shape, dtype, device=None) -> "Tensor":

@@ -19,6 +19,12 @@ the resumed ones included) says there is nothing to train, evaluates the checkpo
 the test split and prints the summary line (exit status 0). Ctrl-C prints one line and exits
 with status 130; the last checkpoint stays intact (saves are atomic).
 
+Data-parallel: the same command under ``mpiexec -n K`` (``mpiexec -n 2 python -m clgrad train``)
+trains on K processes: the model is wrapped in DistributedDataParallel, each rank takes its
+DistributedSampler share of every epoch with ``--batch-size / K`` samples per step (the global
+batch stays ``--batch-size``), and only rank 0 evaluates, writes checkpoints and plots, draws
+the progress bar and prints the summary (loss, accuracy and images/s over all ranks).
+
 Reproducible: ``--seed`` fixes the initial weights, and each epoch reseeds its shuffle order and
 its dropout masks from (seed, epoch), so ``--resume OUT/last.safetensors`` continues exactly as
 the uninterrupted run would have.
@@ -149,7 +155,8 @@ def fit(args) -> dict:
     from tqdm import tqdm
 
     t0 = time.perf_counter()
-    if args.device:
+    world, rank = _join_ranks(args)
+    if args.device and world == 1:
         with _blame("--device", args.device):
             clgrad.set_default_device(args.device)
     device = clgrad.default_device()
@@ -162,7 +169,8 @@ def fit(args) -> dict:
         out_dir.mkdir(parents=True, exist_ok=True)
 
     clgrad.manual_seed(args.seed)
-    model = make_model()
+    net = make_model()
+    model = nn.parallel.DistributedDataParallel(net) if world > 1 else net
     loss_fn = nn.CrossEntropyLoss()
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
@@ -170,7 +178,7 @@ def fit(args) -> dict:
                 "history": {k: [] for k in _HISTORY}}
     if args.resume:
         with _blame("--resume", args.resume):
-            progress = _resume(args.resume, model, optimizer, scheduler, args.epochs)
+            progress = _resume(args.resume, net, optimizer, scheduler, args.epochs)
         if progress["epoch"] < args.epochs and scheduler.T_max != args.epochs:
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
                   f"over --epochs {args.epochs}")  # anneal over the new total, not the old one
@@ -182,13 +190,18 @@ def fit(args) -> dict:
     val_loader = DataLoader(val_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
-        clgrad.manual_seed(args.seed * 100_003 + epoch)
-        loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                            seed=args.seed * 100_003 + epoch)
-        with tqdm(total=len(train_set), desc=f"epoch {epoch}/{args.epochs}", unit="img",
-                  dynamic_ncols=True, disable=args.quiet) as bar:
+        clgrad.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
+        loader = _train_loader(train_set, args, epoch, world, rank)
+        with tqdm(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}", unit="img",
+                  dynamic_ncols=True, disable=args.quiet or rank != 0) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
-            va_loss, va_acc = evaluate(model, val_loader, loss_fn)
+            if world > 1:
+                tr_loss, tr_acc, ips = _over_ranks(tr_loss, tr_acc, ips, world)
+                if rank != 0:  # only rank 0 evaluates and writes
+                    scheduler.step()
+                    progress["epoch"] = epoch
+                    continue
+            va_loss, va_acc = evaluate(net, val_loader, loss_fn)
             bar.set_postfix(loss=f"{tr_loss:.4f}", acc=f"{tr_acc:.4f}",
                             val_acc=f"{va_acc:.4f}", img_s=f"{ips:.0f}")
         scheduler.step()
@@ -198,7 +211,7 @@ def fit(args) -> dict:
         improved = va_acc > progress["best_acc"]
         if improved:
             progress["best_acc"], progress["best_epoch"] = va_acc, epoch
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "progress": progress,
                  "config": {k: getattr(args, k) for k in _CONFIG}}
         with _blame("--out", args.out):
@@ -207,14 +220,19 @@ def fit(args) -> dict:
             clgrad.save(state, out_dir / "last.safetensors")
             _plot(progress["history"], out_dir / "curves.png", args.dataset)
 
-    te_loss, te_acc = evaluate(model, DataLoader(test_set, batch_size=512), loss_fn)
+    te_loss, te_acc = (evaluate(net, DataLoader(test_set, batch_size=512), loss_fn)
+                       if rank == 0 else (float("nan"), float("nan")))
     summary = dict(progress, seconds=time.perf_counter() - t0, device=device.name,
                    test_loss=te_loss, test_acc=te_acc,
-                   images_per_s=float(np.median(progress["history"]["images_per_s"] or [0.0])))
-    print(f"test accuracy: {te_acc:.3f} | best validation accuracy {summary['best_acc']:.3f} "
-          f"at epoch {summary['best_epoch']} ({out_dir / 'best.safetensors'}) | "
-          f"{summary['seconds']:.1f} s | {summary['images_per_s']:.0f} images/s | "
-          f"device: {device.name} ({device.kind})")
+                   images_per_s=float(np.median(progress["history"]["images_per_s"] or [0.0])),
+                   world_size=world)
+    if rank == 0:
+        procs = f" x {world} processes" if world > 1 else ""
+        print(f"test accuracy: {te_acc:.3f} | best validation accuracy "
+              f"{summary['best_acc']:.3f} at epoch {summary['best_epoch']} "
+              f"({out_dir / 'best.safetensors'}) | {summary['seconds']:.1f} s | "
+              f"{summary['images_per_s']:.0f} images/s | device: {device.name} "
+              f"({device.kind}){procs}")
     return summary
 
 
@@ -350,6 +368,47 @@ def _checked_progress(p) -> dict:
                 isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
             bad(f"history.{k}", f"a list of {epoch} numbers (one per epoch)", v)
     return p
+
+
+def _join_ranks(args):
+    """(world size, rank): join the MPI job when launched by mpiexec with K > 1 processes."""
+    from clgrad import distributed as dist
+    world = dist.launched_world_size()
+    if world <= 1:
+        return 1, 0
+    if args.batch_size % world:
+        raise SystemExit(f"train: expected --batch-size divisible by the {world} processes "
+                         f"(the global batch is split evenly), got {args.batch_size}")
+    if not dist.is_initialized():
+        try:
+            dist.init_process_group("mpi", device_id=args.device or None)
+        except RuntimeError as e:  # mpi4py missing: one line naming the package
+            raise SystemExit(f"train: launched on {world} processes, but {e}") from None
+    return dist.get_world_size(), dist.get_rank()
+
+
+def _train_loader(train_set, args, epoch, world, rank):
+    """One epoch's loader: the whole shuffled set, or this rank's DistributedSampler share
+    in batches of batch_size / world."""
+    seed = args.seed * 100_003 + epoch
+    if world == 1:
+        return DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=seed)
+    from clgrad.data import TensorDataset
+    from clgrad.distributed import DistributedSampler
+    sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=args.seed)
+    sampler.set_epoch(epoch)
+    share = TensorDataset(*(a[np.array(list(sampler), dtype=np.int64)]
+                            for a in train_set.arrays))
+    return DataLoader(share, batch_size=args.batch_size // world)
+
+
+def _over_ranks(loss, acc, images_per_s, world):
+    """Mean loss and accuracy (every rank saw as many samples) and summed throughput."""
+    from clgrad import distributed as dist
+    t = clgrad.tensor([loss, acc, images_per_s], dtype=clgrad.float32)
+    dist.all_reduce(t)
+    loss, acc, ips = t.tolist()
+    return loss / world, acc / world, ips
 
 
 def _datasets(args):

@@ -938,3 +938,50 @@ def test_write_through_a_view_chain_rebases(shape, seed):
     expected_c = (w.reshape(-1)[pos] * pos).sum() if shares else 0.0
     np.testing.assert_allclose(c.grad.numpy() if c.grad is not None else 0.0, expected_c,
                                rtol=1e-10, atol=1e-12, err_msg=what)
+
+
+# -- post-accumulate-grad hooks (used by DistributedDataParallel) -----------------------------
+def test_post_accumulate_grad_hook_sees_the_final_grad_before_backward_ends():
+    # y = sum(w1 * x) * w2: the hook of w2 runs before w1's grad exists (w2's edge comes from
+    # the last-recorded Node, which runs first), and each hook sees its leaf's final .grad.
+    x = leaf([1.0, 2.0, 3.0], requires_grad=False)
+    w1, w2 = leaf([0.5, -1.0, 2.0]), leaf(3.0)
+    seen = []
+
+    def hook(t):
+        seen.append((t is w1, t.grad.numpy().copy(), w1.grad is None))
+
+    h1 = w1.register_post_accumulate_grad_hook(hook)
+    w2.register_post_accumulate_grad_hook(hook)
+    ((w1 * x).sum() * w2).backward()
+    assert [s[0] for s in seen] == [False, True]
+    np.testing.assert_allclose(seen[0][1], 0.5 - 2.0 + 6.0)  # dy/dw2 = sum(w1 * x)
+    assert seen[0][2]  # w1's grad not yet accumulated when w2's hook ran
+    np.testing.assert_allclose(seen[1][1], 3.0 * np.array([1.0, 2.0, 3.0]))  # w2 * x
+    # A leaf used twice: one call, after both contributions; accumulation across backwards.
+    seen.clear()
+    (w1 * w1).sum().backward()
+    np.testing.assert_allclose(seen[0][1], 3.0 * np.array([1.0, 2.0, 3.0]) + 2 * w1.numpy())
+    h1.remove()
+    h1.remove()
+    seen.clear()
+    (w1 * 2).sum().backward()
+    assert seen == []
+
+
+def test_post_accumulate_grad_hook_runs_for_a_leaf_root_and_not_for_grad():
+    w = leaf([1.0, 2.0])
+    calls = []
+    w.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.numpy().copy()))
+    w.backward(clgrad.tensor([1.0, -1.0], dtype=f64))
+    np.testing.assert_allclose(calls[0], [1.0, -1.0])
+    autograd.grad((w * 3).sum(), w)
+    assert len(calls) == 1
+
+
+def test_post_accumulate_grad_hook_rejects_non_leaves():
+    w = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (w * 2).register_post_accumulate_grad_hook(lambda t: None)
+    with pytest.raises(RuntimeError, match="doesn't require"):
+        leaf([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)

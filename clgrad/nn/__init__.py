@@ -6,3 +6,4 @@ from clgrad.nn.containers import Identity, ModuleList, Sequential  # noqa: F401
 from clgrad.nn.layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d,  # noqa: F401
                               Conv2d, CrossEntropyLoss, Dropout, Flatten, LeakyReLU, Linear,
                               LocalResponseNorm, MaxPool2d, MSELoss, NLLLoss, ReLU)
+from clgrad.nn import parallel  # noqa: F401,E402
