@@ -104,8 +104,11 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
-        _launch("adaptive_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
-                _view4(gy))
+        if h * w * oh * ow >= 2 ** 32:
+            raise RuntimeError(f"adaptive_avg_pool2d: expected H*W*OH*OW < 2**32 (32-bit "
+                               f"window math), got {h}*{w}*{oh}*{ow}")
+        _launch_rows("adaptive_bwd", x, (w, h, n * c), g, gx._storage.buffer,
+                     gy._storage.buffer, _view4(gy))
         return (gx,)
     return record("adaptive_avg_pool2d", out, (x,), backward)
 
