@@ -54,3 +54,7 @@ def numel(x: Tensor) -> int:
 
 # Subpackages, so that ``import clgrad as torch`` gives ``torch.nn``, ``torch.optim``...
 from clgrad import nn, optim, data, io  # noqa: E402
+
+# PyTorch's device type and torch.cuda / torch.accelerator / torch.utils.data (issue 13).
+from clgrad._device import device  # noqa: E402
+from clgrad import cuda, accelerator, backends  # noqa: E402

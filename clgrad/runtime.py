@@ -10,6 +10,7 @@ any, else the first CPU device (the PoCL CPU device from ``pocl-binary-distribut
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -151,6 +152,11 @@ _DEVICES: dict = {}
 _DEFAULT: list = [None]
 
 
+def _kind(d):  # s13a shim: Device.kind of a cl.Device
+    return "gpu" if d.type & cl.device_type.GPU else "cpu" if d.type & cl.device_type.CPU \
+        else "other"
+
+
 def _all_cl_devices():
     out = []
     try:
@@ -197,7 +203,19 @@ def get_device(spec: str | None = None) -> Device:
         raise DeviceError("no OpenCL device found: install pyopencl[pocl] for the CPU device")
     s = str(spec).strip()
     pick = None
-    if s.lower() in ("cpu", "gpu"):
+    # s13a shim (the runtime rewrite replaces it): "cuda[:N]" = N-th GPU, "cpu:N" = N-th CPU.
+    m = re.fullmatch(r"(cuda|cpu):?(\d*)", s.lower())
+    if m and (m[1] == "cuda" or m[2]):
+        of_type = [f for f in found if _kind(f[3]) == ("gpu" if m[1] == "cuda" else "cpu")]
+        if int(m[2] or 0) >= len(of_type):
+            what = "GPU" if m[1] == "cuda" else "CPU device"
+            raise DeviceError(
+                f"device: {s!r} means an OpenCL GPU, but no OpenCL GPU was found "
+                f"(torch.cuda.is_available() is False); use 'cpu'" if not of_type else
+                f"device: {s!r} means OpenCL {what} {int(m[2] or 0)}, but only "
+                f"{len(of_type)} OpenCL {what}s were found")
+        pick = of_type[int(m[2] or 0)]
+    elif s.lower() in ("cpu", "gpu"):
         want = cl.device_type.CPU if s.lower() == "cpu" else cl.device_type.GPU
         pick = next((f for f in found if f[3].type & want), None)
     elif ":" in s and all(part.isdigit() for part in s.split(":", 1)):
@@ -214,7 +232,11 @@ def get_device(spec: str | None = None) -> Device:
                           f"one of [{listing}], got {spec!r}")
     key = (pick[0], pick[1])
     if key not in _DEVICES:
-        _DEVICES[key] = Device(pick[3], pick[0], pick[1])
+        dev = _DEVICES[key] = Device(pick[3], pick[0], pick[1])
+        # s13a shim: PyTorch's device type ('cpu' | 'cuda' | 'other') and its ordinal.
+        dev.type = {"gpu": "cuda", "cpu": "cpu"}.get(dev.kind, "other")
+        same = [f for f in found if _kind(f[3]) == dev.kind]
+        dev.index = [(f[0], f[1]) for f in same].index(key)
     return _DEVICES[key]
 
 
