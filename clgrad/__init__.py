@@ -57,4 +57,5 @@ from clgrad import nn, optim, data, io  # noqa: E402
 
 # PyTorch's device type and torch.cuda / torch.accelerator / torch.utils.data (issue 13).
 from clgrad._device import device  # noqa: E402
-from clgrad import cuda, accelerator, backends  # noqa: E402
+from clgrad import cuda, accelerator, backends, utils  # noqa: E402
+from clgrad._generator import Generator  # noqa: E402

@@ -24,7 +24,8 @@ import numpy as np
 
 import clgrad
 from clgrad import nn, optim
-from clgrad.data import MNIST, DataLoader, digits_split
+from clgrad.utils.data import DataLoader
+from clgrad.utils.data.datasets import MNIST, digits_split
 
 __all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch"]
 
@@ -151,7 +152,7 @@ def fit(args) -> dict:
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         clgrad.manual_seed(args.seed * 100_003 + epoch)
         loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                            seed=args.seed * 100_003 + epoch)
+                            generator=clgrad.Generator().manual_seed(args.seed * 100_003 + epoch))
         with tqdm(total=len(train_set), desc=f"epoch {epoch}/{args.epochs}", unit="img",
                   dynamic_ncols=True, disable=args.quiet) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
