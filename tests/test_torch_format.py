@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.io import torch_format
 
 DATA = Path(__file__).resolve().parent / "data"
 EXPECTED = np.load(DATA / "torch_expected.npz", allow_pickle=False)
@@ -188,13 +187,7 @@ def test_code_in_the_pickle_is_refused_and_not_run(tmp_path, func, arg, capsys):
 
 
 def test_malformed_files(tmp_path):
-    cases = {
-        "legacy.pt": pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2),
-        "script.pt": None,
-        "nopkl.pt": None,
-        "missing_record.pt": None,
-    }
-    (tmp_path / "legacy.pt").write_bytes(cases["legacy.pt"])
+    (tmp_path / "legacy.pt").write_bytes(pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2))
     with pytest.raises(ValueError, match="legacy"):
         clgrad.load(tmp_path / "legacy.pt")
     with zipfile.ZipFile(tmp_path / "script.pt", "w") as zf:

@@ -148,7 +148,7 @@ class DataLoader:
         if self.num_workers == 0:
             return _fetch_iter(self._index_iter(), _Fetcher(self))
         if self.persistent_workers:
-            if self._pool is None:
+            if self._pool is None or not self._pool._finalizer.alive:  # none yet, or stopped
                 self._pool = _WorkerPool(self, base_seed)
             else:
                 self._pool.new_epoch()
