@@ -1,7 +1,8 @@
 """DataLoader with PyTorch's arguments and semantics, worker processes included.
 
-Workers (``num_workers > 0``, clgrad/utils/data/worker.py) are real processes, started with ``multiprocessing_context``
-('fork' by default where the OS has it, as PyTorch on Linux; else the platform's default).
+Workers (``num_workers > 0``, clgrad/utils/data/worker.py) are real processes, started with
+``multiprocessing_context`` ('fork' by default where the OS has it, as PyTorch on Linux; else
+the platform's default).
 
 * Forked workers never touch OpenCL: OpenCL contexts and queues do not survive fork. They
   index the dataset and collate on the host; ``default_collate`` and TensorDataset give
