@@ -119,6 +119,16 @@ def test_round_trip_whatever_the_name(tmp_path, name):
     assert got["nested"][0] == (1, 2.5) and got["nested"][1]["k"][0].tolist() == [1.0, 1.0]
 
 
+def test_parameters_round_trip_as_parameters(tmp_path):
+    p = clgrad.nn.Parameter(clgrad.arange(3.0))
+    frozen = clgrad.nn.Parameter(clgrad.ones(1), requires_grad=False)
+    clgrad.save({"p": p, "frozen": frozen, "plain": p.detach()}, tmp_path / "p.pt")
+    got = clgrad.load(tmp_path / "p.pt")
+    assert isinstance(got["p"], clgrad.nn.Parameter) and got["p"].requires_grad
+    assert isinstance(got["frozen"], clgrad.nn.Parameter) and not got["frozen"].requires_grad
+    assert not isinstance(got["plain"], clgrad.nn.Parameter) and got["p"].tolist() == [0, 1, 2]
+
+
 def test_safetensors_name_still_writes_safetensors(tmp_path):
     clgrad.save({"w": clgrad.ones(2)}, tmp_path / "c.safetensors")
     assert (tmp_path / "c.safetensors").read_bytes()[:2] != b"PK"
@@ -230,7 +240,7 @@ def test_torch_reads_what_clgrad_writes(tmp_path):
            "ints": clgrad.tensor([2**40, -1]), "mask": clgrad.tensor([True, False]),
            "np": np.arange(4, dtype=np.int32).reshape(2, 2).T, "meta": [1, 2.5, "s", None,
                                                                        (True, 2**70)],
-           "k": {3: "int key"}}
+           "k": {3: "int key"}, "param": clgrad.nn.Parameter(clgrad.ones(2))}
     clgrad.save(obj, tmp_path / "from_clgrad.pt")
     got = torch.load(tmp_path / "from_clgrad.pt", weights_only=True)
     tmodel = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2),
@@ -245,6 +255,7 @@ def test_torch_reads_what_clgrad_writes(tmp_path):
     assert got["ints"].tolist() == [2**40, -1] and got["mask"].dtype == torch.bool
     assert got["np"].dtype == torch.int32 and got["np"].tolist() == [[0, 2], [1, 3]]
     assert got["meta"] == [1, 2.5, "s", None, (True, 2**70)] and got["k"] == {3: "int key"}
+    assert isinstance(got["param"], torch.nn.Parameter) and got["param"].requires_grad
 
 
 def test_clgrad_reads_what_torch_writes(tmp_path):

@@ -4,7 +4,9 @@ without running pickle code.
 File layout (as torch >= 1.6 writes it; ``torch.load(path, weights_only=True)`` reads ours):
     <stem>/data.pkl            pickle protocol 2 of the object; a tensor is
                                torch._utils._rebuild_tensor_v2(storage, offset, size, stride,
-                               requires_grad, OrderedDict()), a storage a persistent id
+                               requires_grad, OrderedDict()) (an nn.Parameter:
+                               torch._utils._rebuild_parameter(tensor, requires_grad,
+                               OrderedDict())), a storage a persistent id
                                ('storage', torch.<Type>Storage, key, location, numel)
     <stem>/data/<key>          the raw storage bytes, little-endian, each aligned to 64 bytes
     <stem>/byteorder           "little";  <stem>/version  "3"
@@ -104,13 +106,15 @@ class _Global:
 
 
 _REBUILD = _Global("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _ORDERED = _Global("collections", "OrderedDict")
 
 
 class _TensorRef:
-    def __init__(self, storage_id, offset, shape, strides):
+    def __init__(self, storage_id, offset, shape, strides, param=None):
         self.storage_id, self.offset, self.shape, self.strides = (storage_id, offset, shape,
                                                                    strides)
+        self.param = param  # None, or requires_grad of an nn.Parameter
 
 
 class _Writer(pickle._Pickler):
@@ -129,6 +133,10 @@ class _Writer(pickle._Pickler):
                 return
             self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
             self.memoize(obj)
+            return
+        if isinstance(obj, _TensorRef) and obj.param is not None:  # an nn.Parameter
+            plain = _TensorRef(obj.storage_id, obj.offset, obj.shape, obj.strides)
+            self.save_reduce(_REBUILD_PARAMETER, (plain, obj.param, _EmptyOrdered()), obj=obj)
             return
         if isinstance(obj, _TensorRef):
             self.save_reduce(_REBUILD, (_StorageId(obj.storage_id), obj.offset, obj.shape,
@@ -176,8 +184,9 @@ def _prepare(value, keys, storages):
         if id(st) not in storages:
             whole = clgrad.Tensor(st, (st.size,), (1,), 0).numpy()
             storages[id(st)] = (str(len(storages)), whole)
+        param = value.requires_grad if isinstance(value, clgrad.nn.Parameter) else None
         return _TensorRef(id(st), value.storage_offset(), tuple(value.shape),
-                          tuple(value.stride()))
+                          tuple(value.stride()), param)
     if isinstance(value, np.ndarray):
         if value.dtype.str[1:] not in ("f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "b1"):
             raise TypeError(f"save: expected an array of a PyTorch dtype at key {where!r}, "
