@@ -48,12 +48,13 @@ class device:  # noqa: N801  (PyTorch's name)
              ``index`` int or None (None: the current device of that type)
     Compare: equal to a device, a runtime Device or a string of the same type and index
              (``device("cuda") != device("cuda:0")``, as in PyTorch); hashable
+    Context: ``with device(...):`` makes it the default device inside the block
     Raises:  ValueError for a malformed string, a negative index, or a PyTorch type with no
              OpenCL meaning here ("mps", "xpu", "meta", ...); TypeError for other arguments;
              DeviceError for a clgrad spec that matches no device
     """
 
-    __slots__ = ("_type", "_index")
+    __slots__ = ("_type", "_index", "_outer")
 
     def __init__(self, type=None, index=None):  # noqa: A002  (PyTorch's keyword)
         if isinstance(type, device):
@@ -114,6 +115,16 @@ class device:  # noqa: N801  (PyTorch's name)
 
     def __reduce__(self):
         return device, (self._type, self._index)
+
+    def __enter__(self):
+        """``with clgrad.device("cpu"):`` makes it the default device inside the block."""
+        self._outer = runtime._DEFAULT[0]
+        runtime.set_default_device(resolve(self))
+        return self
+
+    def __exit__(self, *exc):
+        runtime._DEFAULT[0] = self._outer
+        return False
 
 
 def resolve(spec) -> runtime.Device:

@@ -128,3 +128,11 @@ def test_backends_flags():
     assert not b.cudnn.is_available() and not b.mps.is_available() and not b.mps.is_built()
     b.cuda.matmul.allow_tf32 = True
     b.cudnn.benchmark = b.cudnn.deterministic = False
+
+
+def test_device_as_context_manager():
+    outer = clgrad.default_device()
+    with clgrad.device("cpu") as d:
+        assert d == clgrad.device("cpu") and clgrad.zeros(1).device == clgrad.device("cpu")
+    assert clgrad.default_device() is outer
+

@@ -443,3 +443,11 @@ def test_package_face_paths():
     assert torch.utils.data.DataLoader is DataLoader
     from clgrad.data import DataLoader as Old, TensorDataset as OldTD
     assert Old is DataLoader and OldTD is TensorDataset
+
+
+def test_generic_dataset_and_sampler_subscripts():
+    class Pairs(Dataset[tuple]):
+        def __getitem__(self, i):
+            return i, i
+
+    assert Pairs()[2] == (2, 2) and RandomSampler[int] is RandomSampler

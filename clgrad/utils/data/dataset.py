@@ -23,7 +23,11 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
 
 class Dataset:
     """A map-style dataset: subclasses define ``__getitem__(i)`` and (for most samplers)
-    ``__len__``. ``a + b`` is ``ConcatDataset([a, b])``."""
+    ``__len__``. ``a + b`` is ``ConcatDataset([a, b])``. ``Dataset[T]`` is accepted in type
+    annotations and base-class lists, as PyTorch's generic Dataset."""
+
+    def __class_getitem__(cls, item):
+        return cls
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__}: expected __getitem__ to be defined")

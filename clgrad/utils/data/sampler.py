@@ -18,7 +18,11 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 
 class Sampler:
-    """Base class: subclasses define ``__iter__`` (indices) and, where known, ``__len__``."""
+    """Base class: subclasses define ``__iter__`` (indices) and, where known, ``__len__``.
+    ``Sampler[int]`` is accepted in annotations and base-class lists, as in PyTorch."""
+
+    def __class_getitem__(cls, item):
+        return cls
 
     def __init__(self, data_source=None):
         pass
