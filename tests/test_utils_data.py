@@ -427,6 +427,12 @@ def test_persistent_workers_and_unordered():
     assert sorted(labels(unordered)) == list(range(9))
 
 
+def test_tensor_indices_from_a_sampler_reach_the_workers():
+    sampler = [clgrad.tensor(4), clgrad.tensor(0), clgrad.tensor(2)]
+    assert labels(DataLoader(numbered(5), batch_size=2, sampler=sampler, num_workers=1)) == \
+        [4, 0, 2]
+
+
 def test_worker_timeout():
     with pytest.raises(RuntimeError, match="timed out after 0.5 seconds"):
         list(DataLoader(Slow(), num_workers=1, timeout=0.5))

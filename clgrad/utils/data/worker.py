@@ -8,6 +8,7 @@ worker -> main ``(epoch, send_idx, worker_id, pickled batch | _Exhausted | _Work
 from __future__ import annotations
 
 import gc
+import io
 import itertools
 import multiprocessing
 import pickle
@@ -17,7 +18,6 @@ import time
 import traceback
 import warnings
 import weakref
-from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
@@ -182,23 +182,41 @@ def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, 
             except Exception as e:
                 data = _WorkerError(worker_id, e, isinstance(e, OpenCLInForkedWorker))
         try:  # pickled here, so that a batch that cannot be pickled is an error, not a hang
-            payload = bytes(ForkingPickler.dumps(data))
+            payload = _dumps(data)
         except Exception as e:
-            payload = bytes(ForkingPickler.dumps(_WorkerError(worker_id, e, False)))
+            payload = _dumps(_WorkerError(worker_id, e, False))
         result_queue.put((epoch, send_idx, worker_id, payload))
         del data, payload
 
 
-def _reduce_tensor(t):
-    """Tensors cross process boundaries as host arrays (uploaded again by the receiver)."""
-    return _rebuild_host, (t.detach().numpy(),)
+class _BatchPickler(pickle.Pickler):
+    """Pickles a batch; its Tensors (made by spawned workers) travel as host arrays, which the
+    main process uploads again (``upload``). Used for worker results only: it changes nothing
+    about how multiprocessing pickles Tensors elsewhere."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, clgrad.Tensor):
+            return _rebuild_host, (obj.detach().numpy(),)
+        return NotImplemented
+
+
+def _dumps(data) -> bytes:
+    buf = io.BytesIO()
+    _BatchPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(data)
+    return buf.getvalue()
 
 
 def _rebuild_host(a):
     return a.view(_collate.HostArray)
 
 
-ForkingPickler.register(clgrad.Tensor, _reduce_tensor)
+def _plain(index):
+    """An index (list) from a sampler with any Tensors in it made host values (picklable)."""
+    if isinstance(index, clgrad.Tensor):
+        return index.tolist()
+    if isinstance(index, (list, tuple)):
+        return [_plain(i) for i in index]
+    return index
 
 
 class WorkerPool:
@@ -265,7 +283,7 @@ class WorkerPool:
                 w = next(cycle)
                 while w not in active:
                     w = next(cycle)
-                self.index_queues[w].put((epoch, send_idx, index))
+                self.index_queues[w].put((epoch, send_idx, _plain(index)))
                 tasks[send_idx] = (w, index)
                 send_idx += 1
 
