@@ -19,7 +19,8 @@ CLGRAD_DEVICE), not always on the CPU; "cpu" tensors live on an OpenCL device to
 DeviceError (a RuntimeError) saying that no OpenCL GPU was found.
 
 ``Tensor.device`` stays the runtime Device (with ``.type`` and ``.index``); it compares equal to a
-``clgrad.device`` of the same type and index (``x.device == torch.device("cpu")``).
+``clgrad.device`` of the same type and index (``x.device == torch.device("cpu")``) and passes
+``isinstance(x.device, clgrad.device)``.
 """
 from __future__ import annotations
 
@@ -37,7 +38,12 @@ _OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu"
 _SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
 
 
-class device:  # noqa: N801  (PyTorch's name)
+class _DeviceType(type):
+    def __instancecheck__(cls, obj):  # Tensor.device (a runtime Device) is a device too
+        return type.__instancecheck__(cls, obj) or isinstance(obj, runtime.Device)
+
+
+class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
     """A device by type and index, as ``torch.device``.
 
     Forms:   device("cuda"), device("cuda:1"), device("cuda", 0), device(type="cuda", index=0),
@@ -57,12 +63,12 @@ class device:  # noqa: N801  (PyTorch's name)
     __slots__ = ("_type", "_index", "_outer")
 
     def __init__(self, type=None, index=None):  # noqa: A002  (PyTorch's keyword)
-        if isinstance(type, device):
+        if isinstance(type, runtime.Device):
+            type, index = _of_runtime(type)
+        elif isinstance(type, device):
             if index is not None:
                 raise TypeError("device: expected no index with a device argument")
             type, index = type.type, type.index
-        elif isinstance(type, runtime.Device):
-            type, index = _of_runtime(type)
         elif isinstance(type, int) and not isinstance(type, bool) and index is None:
             type, index = "cuda", type
         elif isinstance(type, str):

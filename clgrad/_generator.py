@@ -27,7 +27,7 @@ class Generator:
 
     def __init__(self, device="cpu"):
         from clgrad._device import device as _device
-        self.device = _device(device) if not isinstance(device, _device) else device
+        self.device = _device(device)
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed) -> "Generator":

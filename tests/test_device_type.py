@@ -61,6 +61,7 @@ def test_cpu_device_of_tensors_and_moves():
     assert x.device == clgrad.device("cpu") and clgrad.device("cpu") == x.device
     assert x.device.type == "cpu" and x.device.index == 0
     assert clgrad.device(x.device) == clgrad.device("cpu")  # the first CPU is plain "cpu"
+    assert isinstance(x.device, clgrad.device) and not isinstance("cpu", clgrad.device)
     assert not x.is_cuda and x.is_cpu and x.get_device() == -1
     assert x.cpu() is x and x.to(clgrad.device("cpu")) is x and x.to("cpu:0") is x
     y = clgrad.zeros(2, 3, device=clgrad.device("cpu"), dtype=clgrad.float64)
