@@ -74,3 +74,8 @@ from clgrad.ops.index import index_put  # noqa: E402
 from clgrad.ops.einsum import einsum  # noqa: E402
 from clgrad.autograd import inference_mode  # noqa: E402
 short = int16
+
+# PyTorch's device type and torch.cuda / torch.accelerator / torch.utils.data (issue 13).
+from clgrad._device import device  # noqa: E402
+from clgrad import cuda, accelerator, backends, utils  # noqa: E402
+from clgrad._generator import Generator  # noqa: E402

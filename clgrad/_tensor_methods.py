@@ -36,7 +36,8 @@ Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_
 def _to(self, *args, **kwargs):
     """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
     changes. Moving between devices copies through the host."""
-    from clgrad.runtime import Device, get_device
+    from clgrad._device import device as torch_device, resolve
+    from clgrad.runtime import Device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
     for a in args:
@@ -44,13 +45,13 @@ def _to(self, *args, **kwargs):
                 "float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8",
                 "int16")):
             dtype = a
-        elif isinstance(a, (Device, str)):
+        elif isinstance(a, (Device, str, torch_device, int)):
             device = a
         elif isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
     out = self
     if device is not None:
-        dev = device if isinstance(device, Device) else get_device(device)
+        dev = resolve(device)
         if dev is not self.device:
             out = creation.tensor(self.numpy(), device=dev)
             out.requires_grad = False

@@ -39,7 +39,8 @@ def seed_generator() -> np.random.Generator:
 def _device(device) -> Device:
     if device is None or isinstance(device, Device):
         return device or get_device(None)
-    return get_device(str(device))
+    from clgrad._device import resolve
+    return resolve(device)
 
 
 def _shape(size, op):

@@ -579,10 +579,17 @@ def get_device(spec=None) -> Device:
                         f"{'' if c.usable else ' (unusable)'}" for c in found)
     if not hits:
         kind_word, _, nth = s.lower().partition(":")
-        if kind_word in ("cpu", "gpu", "cuda"):
-            what = "GPU" if kind_word != "cpu" else "CPU"
+        if kind_word in ("gpu", "cuda"):
+            gpus = sum(1 for c in found if c.kind == "gpu" and c.usable)
+            if not gpus:
+                raise DeviceError(f"device: {s!r} means an OpenCL GPU, but no OpenCL GPU was "
+                                  f"found (torch.cuda.is_available() is False); use 'cpu'; "
+                                  f"available: [{listing}]")
+            raise DeviceError(f"device: {s!r} means OpenCL GPU {nth}, but only {gpus} usable "
+                              f"OpenCL GPU(s) were found; available: [{listing}]")
+        if kind_word == "cpu":
             which = f" number {nth}" if nth else ""
-            raise DeviceError(f"device: no usable {what} device{which} found; available: "
+            raise DeviceError(f"device: no usable CPU device{which} found; available: "
                               f"[{listing}]")
         raise DeviceError(f"device: expected 'cpu', 'gpu', 'cuda[:N]', 'P:D' or a platform or "
                           f"name substring matching one of [{listing}], got {spec!r}")

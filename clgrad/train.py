@@ -42,7 +42,8 @@ import numpy as np
 
 import clgrad
 from clgrad import nn, optim
-from clgrad.data import MNIST, DataLoader, TensorDataset, _stratified_split, digits_split
+from clgrad.utils.data import DataLoader, TensorDataset
+from clgrad.utils.data.datasets import MNIST, _stratified_split, digits_split
 
 __all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch",
            "validation_split"]
@@ -390,16 +391,13 @@ def _join_ranks(args):
 def _train_loader(train_set, args, epoch, world, rank):
     """One epoch's loader: the whole shuffled set, or this rank's DistributedSampler share
     in batches of batch_size / world."""
-    seed = args.seed * 100_003 + epoch
     if world == 1:
-        return DataLoader(train_set, batch_size=args.batch_size, shuffle=True, seed=seed)
-    from clgrad.data import TensorDataset
-    from clgrad.distributed import DistributedSampler
+        return DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
+                          generator=clgrad.Generator().manual_seed(args.seed * 100_003 + epoch))
+    from clgrad.utils.data.distributed import DistributedSampler
     sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=args.seed)
     sampler.set_epoch(epoch)
-    share = TensorDataset(*(a[np.array(list(sampler), dtype=np.int64)]
-                            for a in train_set.arrays))
-    return DataLoader(share, batch_size=args.batch_size // world)
+    return DataLoader(train_set, batch_size=args.batch_size // world, sampler=sampler)
 
 
 def _over_ranks(loss, acc, images_per_s, world):

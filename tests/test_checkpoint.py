@@ -224,11 +224,11 @@ def test_unsupported_values_raise_type_error(tmp_path, value, phrase):
 
 def test_save_errors(tmp_path):
     with pytest.raises(TypeError, match="expected a dict, got list"):
-        save([1, 2], tmp_path / "c")
+        save([1, 2], tmp_path / "c.safetensors")
     with pytest.raises(FileNotFoundError, match="missing"):
         save({"a": 1}, tmp_path / "missing" / "c.safetensors")
     with pytest.raises(ValueError, match="'a.b'"):
-        save({"a.b": np.ones(1), "a": {"b": np.ones(1)}}, tmp_path / "c")
+        save({"a.b": np.ones(1), "a": {"b": np.ones(1)}}, tmp_path / "c.safetensors")
 
 
 def test_load_missing(tmp_path):

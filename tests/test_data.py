@@ -1,4 +1,5 @@
-"""clgrad.data: datasets from local files written here, DataLoader batching, the digits split."""
+"""clgrad.data (= clgrad.utils.data and its readers): datasets from local files, batching,
+the digits split."""
 
 import gzip
 import os
@@ -116,9 +117,10 @@ def test_mnist_reads_idx_files(tmp_path, cls, gz, train):
     np.testing.assert_array_equal(x[:, 0], images.astype(np.float32) / np.float32(255))
     assert x.min() == 0.0 and x.max() == 1.0
     np.testing.assert_array_equal(y, labels.astype(np.int64))
-    xi, yi = ds[3]
-    np.testing.assert_array_equal(xi[0], images[3] / np.float32(255))
-    assert yi == labels[3]
+    xi, yi = ds[3]  # Tensors, as PyTorch's datasets give
+    assert isinstance(xi, clgrad.Tensor) and xi.shape == (1, 28, 28) and yi.shape == ()
+    np.testing.assert_array_equal(xi.numpy()[0], images[3] / np.float32(255))
+    assert yi.item() == labels[3]
     assert len(cls.classes) == 10
 
 
@@ -308,7 +310,7 @@ def test_digits_split_sizes_stratified_deterministic():
 
 
 def test_digits_split_partitions_the_samples():
-    from clgrad.data import _stratified_split
+    from clgrad.utils.data.datasets import _stratified_split
 
     labels = load_digits().arrays[1]
     train_idx, test_idx = _stratified_split(labels, 0.25, seed=3, op="t")
@@ -369,8 +371,8 @@ def test_loader_one_upload_per_field(monkeypatch):
 
 def test_loader_shuffle_reproducible_and_complete():
     ds = numbered_dataset(23)
-    a = DataLoader(ds, batch_size=5, shuffle=True, seed=7)
-    b = DataLoader(ds, batch_size=5, shuffle=True, seed=7)
+    a = DataLoader(ds, batch_size=5, shuffle=True, generator=clgrad.Generator().manual_seed(7))
+    b = DataLoader(ds, batch_size=5, shuffle=True, generator=clgrad.Generator().manual_seed(7))
     epochs_a = [labels_seen(a) for _ in range(3)]
     epochs_b = [labels_seen(b) for _ in range(3)]
     assert epochs_a == epochs_b
@@ -378,11 +380,12 @@ def test_loader_shuffle_reproducible_and_complete():
         assert sorted(epoch) == list(range(23))  # every sample exactly once
     assert epochs_a[0] != epochs_a[1] != epochs_a[2]  # a new order every epoch
     assert epochs_a[0] != list(range(23))
-    assert labels_seen(DataLoader(ds, batch_size=5, shuffle=True, seed=8)) != epochs_a[0]
+    other = clgrad.Generator().manual_seed(8)
+    assert labels_seen(DataLoader(ds, batch_size=5, shuffle=True, generator=other)) != epochs_a[0]
 
 
 def test_loader_shuffle_drop_last_sees_distinct_samples():
-    loader = DataLoader(numbered_dataset(10), batch_size=4, shuffle=True, drop_last=True, seed=0)
+    loader = DataLoader(numbered_dataset(10), batch_size=4, shuffle=True, drop_last=True)
     seen = labels_seen(loader)
     assert len(seen) == 8 and len(set(seen)) == 8
 
@@ -419,7 +422,8 @@ def test_tensor_dataset_inputs_and_errors():
     ds = TensorDataset(clgrad.from_numpy(np.arange(6, dtype=np.float32).reshape(3, 2)),
                        np.array([4, 5, 6], np.int32), [1, 0, 1])
     x, y, z = ds[-1]
-    assert x.tolist() == [4.0, 5.0] and y == 6 and y.dtype == np.int32 and z == 1
+    assert x.tolist() == [4.0, 5.0] and y.item() == 6 and y.dtype == clgrad.int32
+    assert z.item() == 1 and z.dtype == clgrad.int64
     assert len(ds) == 3
     with pytest.raises(IndexError, match="index 3"):
         ds[3]
@@ -435,14 +439,14 @@ def test_tensor_dataset_inputs_and_errors():
 
 def test_loader_argument_errors():
     ds = numbered_dataset(3)
-    with pytest.raises(ValueError, match="batch_size >= 1, got 0"):
+    with pytest.raises(ValueError, match="positive integer value or None, but got batch_size=0"):
         DataLoader(ds, batch_size=0)
-    with pytest.raises(TypeError, match="batch_size"):
+    with pytest.raises(ValueError, match="batch_size"):
         DataLoader(ds, batch_size=2.0)
-    with pytest.raises(ValueError, match="seed"):
-        DataLoader(ds, seed=-1)
-    with pytest.raises(TypeError):
-        Dataset()
+    with pytest.raises(TypeError, match="generator"):
+        iter(DataLoader(ds, shuffle=True, generator=7)).__next__()
+    with pytest.raises(NotImplementedError, match="__getitem__"):
+        Dataset()[0]
 
 
 def test_loader_over_mnist(tmp_path):

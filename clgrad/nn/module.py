@@ -338,6 +338,16 @@ class Module:
             return t.to(*args, **kwargs)
         return self._apply(convert)
 
+    def cuda(self, device=None):
+        """Move parameters and buffers to GPU ``device`` (default: the current one; see
+        ``clgrad.device`` for what "cuda" means on OpenCL). Returns self."""
+        from clgrad._device import device as _device
+        return self.to(_device("cuda", device))
+
+    def cpu(self):
+        """Move parameters and buffers to the OpenCL CPU device. Returns self."""
+        return self.to("cpu")
+
     def float(self):
         """Cast floating parameters and buffers to float32. Returns self."""
         return self.to("float32")

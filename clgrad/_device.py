@@ -1,0 +1,216 @@
+"""PyTorch's ``torch.device`` type on OpenCL, plus ``clgrad.cuda`` and ``clgrad.accelerator``.
+
+What the names mean here (there is no CUDA; every device is an OpenCL device):
+
+    "cuda", "cuda:N"   the OpenCL GPUs, in the order ``clgrad.devices()`` lists them: "cuda:0"
+                       is the first GPU of any vendor (NVIDIA, AMD, Intel), as PyTorch's ROCm
+                       build also calls AMD GPUs "cuda"; "cuda" alone is the current GPU
+                       (``clgrad.cuda.current_device()``, 0 unless ``set_device`` changed it)
+    "cpu", "cpu:N"     the OpenCL CPU devices (the PoCL CPU device of pyopencl[pocl]); "cpu" is
+                       the first one
+    "gpu", "P:D", a name substring
+                       clgrad's own device specs (see ``clgrad.runtime.get_device``)
+
+So ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` picks the first OpenCL GPU
+where one exists and the CPU device otherwise. Deliberate differences from PyTorch: tensors are
+created on ``clgrad.default_device()`` (the first GPU if any, else the CPU device; see
+CLGRAD_DEVICE), not always on the CPU; "cpu" tensors live on an OpenCL device too, so
+``.numpy()`` is a copy for them as well. Where no GPU exists, using "cuda" for a tensor raises
+DeviceError (a RuntimeError) saying that no OpenCL GPU was found.
+
+``Tensor.device`` stays the runtime Device (with ``.type`` and ``.index``); it compares equal to a
+``clgrad.device`` of the same type and index (``x.device == torch.device("cpu")``) and passes
+``isinstance(x.device, clgrad.device)``.
+"""
+from __future__ import annotations
+
+import builtins
+import re
+
+from clgrad import runtime
+
+__all__ = ["device", "resolve"]
+
+_TYPES = ("cpu", "cuda")
+_OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu", "mtia",
+                      "privateuseone", "vulkan", "opengl", "opencl", "ideep", "fpga", "ve",
+                      "lazy", "maia")
+_SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
+
+
+class _DeviceType(type):
+    def __instancecheck__(cls, obj):  # Tensor.device (a runtime Device) is a device too
+        return type.__instancecheck__(cls, obj) or isinstance(obj, runtime.Device)
+
+
+class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
+    """A device by type and index, as ``torch.device``.
+
+    Forms:   device("cuda"), device("cuda:1"), device("cuda", 0), device(type="cuda", index=0),
+             device("cpu"), device(0) (= "cuda:0"), device(another_device), device(x.device),
+             and clgrad's own specs "gpu" (= "cuda"), "P:D" or a device-name substring, which
+             are looked up among the OpenCL devices at once
+    Attrs:   ``type`` 'cpu' | 'cuda' ('other' for an OpenCL accelerator named by a clgrad spec),
+             ``index`` int or None (None: the current device of that type)
+    Compare: equal to a device, a runtime Device or a string of the same type and index
+             (``device("cuda") != device("cuda:0")``, as in PyTorch); hashable
+    Context: ``with device(...):`` makes it the default device inside the block
+    Raises:  ValueError for a malformed string, a negative index, or a PyTorch type with no
+             OpenCL meaning here ("mps", "xpu", "meta", ...); TypeError for other arguments;
+             DeviceError for a clgrad spec that matches no device
+    """
+
+    __slots__ = ("_type", "_index", "_outer")
+
+    def __init__(self, type=None, index=None):  # noqa: A002  (PyTorch's keyword)
+        if isinstance(type, runtime.Device):
+            type, index = _of_runtime(type)
+        elif isinstance(type, device):
+            if index is not None:
+                raise TypeError("device: expected no index with a device argument")
+            type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool) and index is None:
+            type, index = "cuda", type
+        elif isinstance(type, str):
+            type, parsed = _parse(type)
+            if parsed is not None:
+                if index is not None:
+                    raise ValueError(f"device: expected no index with {type}:{parsed}, "
+                                     f"got index={index!r}")
+                index = parsed
+        else:
+            raise TypeError(f"device: expected a str, int or device, got "
+                            f"{builtins.type(type).__name__}")
+        if index is not None:
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise TypeError(f"device: expected an int index, got {index!r}")
+            if index < 0:
+                raise ValueError(f"device: expected a non-negative index, got {index}")
+        self._type, self._index = type, index
+
+    @property
+    def type(self) -> str:
+        """'cpu' or 'cuda' (or 'other')."""
+        return self._type
+
+    @property
+    def index(self):
+        """The ordinal among devices of this type, or None for the current one."""
+        return self._index
+
+    def __repr__(self):
+        if self._index is None:
+            return f"device(type={self._type!r})"
+        return f"device(type={self._type!r}, index={self._index})"
+
+    def __str__(self):
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __eq__(self, other):
+        if isinstance(other, (str, runtime.Device)):
+            try:
+                other = device(other)
+            except (ValueError, TypeError, runtime.DeviceError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return (self._type, self._index) == (other._type, other._index)
+
+    def __hash__(self):
+        return hash((self._type, self._index))
+
+    def __reduce__(self):
+        return device, (self._type, self._index)
+
+    def __enter__(self):
+        """``with clgrad.device("cpu"):`` makes it the default device inside the block."""
+        self._outer = runtime._DEFAULT[0]
+        runtime.set_default_device(resolve(self))
+        return self
+
+    def __exit__(self, *exc):
+        runtime._DEFAULT[0] = self._outer
+        return False
+
+
+def resolve(spec) -> runtime.Device:
+    """The runtime Device for a device, a runtime Device, a string, an int or None (default).
+
+    Raises:  DeviceError if it names no OpenCL device (for "cuda" on a machine without an
+             OpenCL GPU, it says so and that ``torch.cuda.is_available()`` is False)
+    """
+    if spec is None:
+        return runtime.default_device()
+    if isinstance(spec, runtime.Device):
+        return spec
+    if isinstance(spec, str) and not _SPEC.fullmatch(spec.strip().lower()):
+        return runtime.get_device(spec)  # "P:D" and other clgrad specs
+    d = device(spec)
+    if d.type == "cuda":
+        from clgrad import cuda
+        return runtime.get_device(f"cuda:{cuda.current_device() if d.index is None else d.index}")
+    if d.type == "cpu":
+        return runtime.get_device("cpu" if d.index is None else f"cpu:{d.index}")
+    raise runtime.DeviceError(f"device: expected a 'cpu' or 'cuda' device, got {d}")
+
+
+# ---------------------------------------------------------------------------- private helpers
+
+def _of_runtime(dev):
+    """(type, index) of a runtime Device; the first CPU device is plain "cpu" as in PyTorch."""
+    t, i = getattr(dev, "type", None), getattr(dev, "index", None)
+    if t is None:  # a Device made before .type/.index existed
+        t = {"gpu": "cuda", "cpu": "cpu"}.get(dev.kind, "other")
+    return t, (None if t == "cpu" and i == 0 else i)
+
+
+def _parse(spec: str):
+    """(type, index or None) of a device string; clgrad specs are looked up."""
+    s = spec.strip().lower()
+    m = _SPEC.fullmatch(s)
+    if m and m[1] in _TYPES:
+        return m[1], None if m[2] is None else int(m[2])
+    if m and m[1] == "gpu" and m[2] is None:
+        return "cuda", None
+    if m and m[1] in _OTHER_TORCH_TYPES:
+        raise ValueError(f"device: expected 'cpu' or 'cuda' (OpenCL GPUs), got {spec!r}: "
+                         f"clgrad runs on OpenCL devices only, and {m[1]!r} has no meaning here")
+    if not s or (m and m[2] is not None) or re.match(r"(cpu|cuda|gpu):", s):
+        raise ValueError(f"device: expected a device string such as 'cpu', 'cuda' or 'cuda:1', "
+                         f"got {spec!r}")
+    return _of_runtime(runtime.get_device(spec))  # "P:D" or a name substring
+
+
+# ---------------------------------------------------------------- Tensor's device methods
+
+def _cuda(self, device=None, non_blocking=False):
+    """A copy on GPU ``device`` (default: the current one); self when already there.
+
+    Raises:  DeviceError when no OpenCL GPU exists (``torch.cuda.is_available()`` is False)
+    """
+    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
+        device = globals()["device"]("cuda", device)
+    return self.to(device)
+
+
+def _cpu(self):
+    """A copy on the (first) OpenCL CPU device; self when already there."""
+    return self.to("cpu")
+
+
+def _get_device(self) -> int:
+    """The GPU index of self's device, -1 on a CPU device (as PyTorch)."""
+    d = device(self.device)
+    return -1 if d.type == "cpu" else (d.index or 0)
+
+
+def _install_tensor_methods():
+    from clgrad.tensor import Tensor
+    Tensor.cuda, Tensor.cpu, Tensor.get_device = _cuda, _cpu, _get_device
+    Tensor.is_cuda = property(lambda self: getattr(self.device, "type", None) == "cuda",
+                              doc="True when the tensor is on an OpenCL GPU.")
+    Tensor.is_cpu = property(lambda self: getattr(self.device, "type", None) == "cpu",
+                             doc="True when the tensor is on an OpenCL CPU device.")
+
+
+_install_tensor_methods()

@@ -1,0 +1,125 @@
+"""``torch.cuda``'s names on OpenCL: "cuda" means the OpenCL GPUs (see clgrad/_device.py).
+
+``is_available()`` is True when at least one OpenCL GPU (any vendor) is found; the GPUs are
+numbered in the order ``clgrad.devices()`` lists them. Accepted for compatibility and doing
+nothing, as documented per function: ``manual_seed``/``manual_seed_all``/``seed`` (clgrad draws
+every random number on the host from the one generator ``clgrad.manual_seed`` seeds, so the
+numbers are the same on every device).
+"""
+from __future__ import annotations
+
+from clgrad import runtime
+
+__all__ = ["is_available", "device_count", "current_device", "set_device", "manual_seed",
+           "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
+           "get_device_properties", "empty_cache", "memory_allocated", "is_initialized"]
+
+_CURRENT = [0]
+
+
+def is_available() -> bool:
+    """True when an OpenCL GPU is found (these are what "cuda" names here)."""
+    return device_count() > 0
+
+
+def device_count() -> int:
+    """Number of OpenCL GPUs."""
+    return sum(1 for r in runtime.devices() if r["type"] == "gpu")
+
+
+def is_initialized() -> bool:
+    """True once a GPU's context exists (a tensor or device was made on one)."""
+    return any(getattr(d, "kind", None) == "gpu" for d in runtime._DEVICES.values())
+
+
+def current_device() -> int:
+    """The index "cuda" without an index means (0 unless ``set_device`` changed it)."""
+    return _CURRENT[0]
+
+
+def set_device(device) -> None:
+    """Make GPU ``device`` (an int, "cuda:N" or a device) what "cuda" means.
+
+    Raises:  ValueError for a CPU device; DeviceError if there is no such GPU
+    """
+    from clgrad._device import device as _dev
+    d = _dev(device)
+    if d.type != "cuda":
+        raise ValueError(f"set_device: expected a cuda device (an OpenCL GPU), got {d}")
+    index = _CURRENT[0] if d.index is None else d.index
+    runtime.get_device(f"cuda:{index}")  # raises if there is no such GPU
+    _CURRENT[0] = index
+
+
+def _gpu(device):
+    from clgrad._device import device as _dev, resolve
+    if device is None:
+        return resolve("cuda")
+    if isinstance(device, int) and not isinstance(device, bool):
+        return resolve(_dev("cuda", device))
+    return resolve(device)
+
+
+def synchronize(device=None) -> None:
+    """Wait until every command queued on GPU ``device`` (default: the current one) finished."""
+    _gpu(device).synchronize()
+
+
+def get_device_name(device=None) -> str:
+    """The OpenCL name of GPU ``device`` (default: the current one)."""
+    return _gpu(device).name
+
+
+class _Properties:
+    def __init__(self, dev):
+        cl_dev = dev.cl_device
+        self.name = dev.name
+        self.total_memory = cl_dev.global_mem_size
+        self.multi_processor_count = cl_dev.max_compute_units
+
+    def __repr__(self):
+        return (f"_OpenCLDeviceProperties(name={self.name!r}, total_memory="
+                f"{self.total_memory // 2**20}MB, multi_processor_count="
+                f"{self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """``name``, ``total_memory`` (bytes) and ``multi_processor_count`` (compute units)."""
+    return _Properties(_gpu(device))
+
+
+def manual_seed(seed: int) -> None:
+    """Accepted, does nothing: ``clgrad.manual_seed`` seeds the one host generator (module doc).
+
+    Raises:  TypeError if seed is not an int
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
+
+
+manual_seed_all = manual_seed
+
+
+def seed() -> None:
+    """Accepted, does nothing (see the module doc)."""
+
+
+seed_all = seed
+
+
+def empty_cache() -> None:
+    """Give the blocks the memory pools hold for reuse (of every device) back to OpenCL."""
+    for dev in list(runtime._DEVICES.values()):
+        dev.pool.free_held()
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live tensor storages, of all devices together (clgrad keeps one count).
+
+    Differs from PyTorch, which counts the given (default: current) GPU only; ``device`` is
+    accepted and checked (DeviceError if it names no device) but does not filter.
+    """
+    from clgrad.tensor import memory_allocated as _total
+    if device is not None:
+        _gpu(device)
+    return _total()

@@ -1,0 +1,86 @@
+"""``clgrad.save`` / ``clgrad.load``: PyTorch's format or safetensors, by name and by content.
+
+Writing: a path ending in ``.safetensors`` gets a clgrad safetensors checkpoint
+(clgrad/io/checkpoint.py: exact NumPy round trips, str keys); any other path or a binary file
+object gets PyTorch's zip format (clgrad/io/torch_format.py), which real ``torch.load`` reads.
+Reading: by content, whatever the name: a zip (or legacy torch pickle) is read as PyTorch's
+format with the restricted unpickler, anything else as a clgrad safetensors checkpoint.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import clgrad
+from clgrad.io import checkpoint, torch_format
+
+__all__ = ["save", "load"]
+
+
+def save(obj, f):
+    """Write ``obj`` to ``f`` (a path or a binary file object) as the module doc says.
+
+    Raises:  as clgrad.io.checkpoint.save (.safetensors) or clgrad.io.torch_format.save
+    """
+    if hasattr(f, "write"):
+        f.write(torch_format.to_bytes(obj))
+        return
+    path = Path(os.fspath(f))
+    if path.suffix.lower() == ".safetensors":
+        checkpoint.save(obj, path)
+    else:
+        torch_format.save(obj, path)
+
+
+def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None):
+    """Read what ``save`` (or real ``torch.save``) wrote; see the module doc.
+
+    Args:    map_location: where tensors go: None (clgrad's default device), "cpu", "cuda",
+                 "cuda:N", a clgrad.device or runtime Device, a dict {saved location: device}
+                 or a callable (storage, location) -> device (see torch_format.load)
+             weights_only: True, False or None, all the same here: clgrad never executes code
+                 from a file, so objects other than tensors, numbers, strings and containers
+                 raise pickle.UnpicklingError even with False (unlike PyTorch)
+             mmap: accepted, no effect (the file is read into memory)
+    Returns: the saved object; tensors as clgrad Tensors on the map_location device
+    Raises:  FileNotFoundError; ValueError naming the path for a malformed file;
+             pickle.UnpicklingError for a disallowed pickle global; TypeError for bad
+             arguments or a dtype clgrad has no counterpart of
+    """
+    if weights_only not in (None, True, False):
+        raise TypeError(f"load: expected weights_only to be True, False or None, got "
+                        f"{weights_only!r}")
+    if pickle_module is not None:
+        raise TypeError("load: pickle_module is not supported: clgrad reads checkpoints with "
+                        "its own restricted unpickler only")
+    if hasattr(f, "read"):
+        data, path = f.read(), getattr(f, "name", "<file object>")
+        if not torch_format.is_torch_file(data[:4]):
+            raise ValueError(f"load: {path}: expected a PyTorch checkpoint in the file object; "
+                             f"pass a path to read a safetensors checkpoint")
+        return torch_format.load(path, data, map_location)
+    path = Path(os.fspath(f))
+    if not path.exists():
+        raise FileNotFoundError(f"load: expected a checkpoint file at {path}, got no such file")
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if torch_format.is_torch_file(head):
+        return torch_format.load(path, path.read_bytes(), map_location)
+    out = checkpoint.load(path)
+    if map_location is None:
+        return out
+    from clgrad._device import resolve
+    dev = resolve(map_location.get("cpu") if isinstance(map_location, dict) else
+                  map_location if not callable(map_location) or isinstance(
+                      map_location, (str, clgrad.device)) else "cpu")
+    return _move(out, dev)
+
+
+def _move(node, dev):
+    if isinstance(node, clgrad.Tensor):
+        return node.to(dev)
+    if isinstance(node, dict):
+        return type(node)((k, _move(v, dev)) for k, v in node.items())
+    if isinstance(node, (list, tuple)):
+        return type(node)(_move(v, dev) for v in node)
+    return node
