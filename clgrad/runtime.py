@@ -25,6 +25,8 @@ by ``clgrad.devices()``), or a case-insensitive substring of the platform name a
 (``intel``, ``pocl``, ``nvidia``) or of the device name; platform matches win over device-name
 matches. Default: the first usable GPU, else the usable CPU device of the preferred CPU runtime
 (``CPU_RUNTIME_PREFERENCE``: Intel's, then PoCL, then any), else any usable device.
+Indices (``cpu:N``, ``cuda:N``) count usable devices of a kind in that order, the device
+``CLGRAD_DEVICE`` names first, so that ``cpu``/``cuda`` mean the device the user chose.
 
 Thread safety: device discovery and choice, program builds, allocations and kernel launches
 (argument setting + enqueue, which must not interleave on a shared kernel object) each hold a
@@ -280,6 +282,7 @@ _DEVICES: dict = {}            # (platform index, device index) -> Device
 _DEFAULT: list = [None]
 _FOUND: list = [None]          # the discovery result: list of _Candidate
 _RUNTIME_NOTES: list = []      # problems with pip-installed runtimes found while setting up
+_PINNED: list = [None]         # the candidate CLGRAD_DEVICE names, first of its kind
 
 
 class _Candidate:
@@ -419,6 +422,11 @@ def _discover() -> list:
                 seen.add(c.key())
                 found.append(c)
         _probe(found)
+        # A device that CLGRAD_DEVICE names comes first of its kind, so that "cpu" / "cuda"
+        # (PyTorch's device("cpu"), map_location="cpu") mean the device the user chose.
+        env = os.environ.get("CLGRAD_DEVICE", "").strip()
+        hits = _match(env, found) if env else []
+        _PINNED[0] = hits[0] if hits and hits[0].usable else None
         for kind in ("cpu", "gpu", "other"):
             for i, c in enumerate(c for c in _preference_order(found) if c.kind == kind):
                 c.index = i
@@ -496,12 +504,13 @@ def _run_probe(specs) -> dict:
 
 
 def _preference_order(found) -> list:
-    """GPUs first, then CPUs by CPU_RUNTIME_PREFERENCE, then the rest; stable otherwise."""
+    """GPUs first, then CPUs by CPU_RUNTIME_PREFERENCE, then the rest; the device CLGRAD_DEVICE
+    names first of its kind; stable otherwise."""
     def rank(c):
         kind = {"gpu": 0, "cpu": 1}.get(c.kind, 2)
         pref = next((i for i, w in enumerate(CPU_RUNTIME_PREFERENCE) if w in c.label),
                     len(CPU_RUNTIME_PREFERENCE))
-        return kind, pref if c.kind == "cpu" else 0, c.pi, c.di
+        return kind, c is not _PINNED[0], pref if c.kind == "cpu" else 0, c.pi, c.di
     return sorted(found, key=rank)
 
 
