@@ -6,3 +6,6 @@ from clgrad.nn.containers import Identity, ModuleList, Sequential  # noqa: F401
 from clgrad.nn.layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d,  # noqa: F401
                               Conv2d, CrossEntropyLoss, Dropout, Flatten, LeakyReLU, Linear,
                               LocalResponseNorm, MaxPool2d, MSELoss, NLLLoss, ReLU)
+from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: F401
+                                  LogSoftmax, Mish, PReLU, ReLU6, Sigmoid, SiLU, Softmax,
+                                  Softplus, Tanh)

@@ -28,3 +28,12 @@ def relu(input, inplace: bool = False):
     if inplace:
         return _ew.inplace("relu_", input, _ew.relu)
     return _ew.relu(input)
+
+
+# -- CNN layer set (issue 13): activations --------------------------------------------------
+from clgrad.ops.activation import (elu, gelu, hardsigmoid, hardswish, hardtanh,  # noqa: E402
+                                   mish, prelu, relu6, silu, softplus)
+from clgrad.ops.elementwise import sigmoid, tanh  # noqa: E402
+
+__all__ += ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoid", "softplus",
+            "mish", "prelu", "sigmoid", "tanh"]

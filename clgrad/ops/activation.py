@@ -1,8 +1,9 @@
-"""Activation-style ops of the CNN layer set: leaky_relu, dropout, pad.
+"""Activation-style ops of the CNN layer set: leaky_relu, the pointwise activations (hardtanh,
+relu6, gelu, silu, elu, hardswish, hardsigmoid, softplus, mish), prelu, dropout, pad.
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
-Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, dropout (Philox4x32-10, one kernel for
+Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT), dropout (Philox4x32-10, one kernel for
 both directions: the mask is regenerated from the seed, never stored), pad_fwd/pad_bwd.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops._util import LOCAL, defines_for, empty, launch_1d, scalar, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
-__all__ = ["leaky_relu", "dropout", "pad"]
+__all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
+           "softplus", "mish", "prelu", "dropout", "pad"]
 
 _FILE = "activation.cl"
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
@@ -36,6 +38,95 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
     return record("leaky_relu", out, (x,), backward, saved=[x])
+
+
+# -- pointwise activations: one kernel each direction (kernels/activation.cl ACT) -------------
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """clamp(x, min_val, max_val); the gradient is 0 at and beyond the bounds (PyTorch).
+    Raises ValueError if min_val > max_val."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: expected min_val <= max_val, got {min_val} > {max_val}")
+    return _act("hardtanh", input, inplace, min_val, max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6): gradient 1 strictly inside (0, 6), else 0."""
+    return _act("hardtanh", input, inplace, 0.0, 6.0, op="relu6")
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x Phi(x) (Hendrycks & Gimpel 2016): exact with erf ('none'), or
+    x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) ('tanh').
+    Raises ValueError for another ``approximate``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: expected approximate 'none' or 'tanh', got {approximate!r}")
+    return _act("gelu" if approximate == "none" else "gelu_tanh", input, False, op="gelu")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x sigmoid(x) (swish)."""
+    return _act("silu", input, inplace)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha (exp(x) - 1) (Clevert et al. 2015)."""
+    return _act("elu", input, inplace, alpha)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x relu6(x + 3) / 6 (MobileNetV3); gradient x/3 + 1/2 strictly inside (-3, 3)."""
+    return _act("hardswish", input, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)."""
+    return _act("hardsigmoid", input, inplace)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, reverting to x where beta x > threshold."""
+    return _act("softplus", input, False, beta, threshold)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x tanh(softplus(x)) (Misra 2019)."""
+    return _act("mish", input, inplace)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x, weight (1,) or (C,) along dim 1 of an input (N, C, *).
+    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight.
+    Raises RuntimeError when weight has neither 1 element nor one per channel."""
+    _check_float("prelu", input)
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu: expected weight to be a Tensor, got {type(weight).__name__}")
+    nw = weight.numel()
+    c = input.shape[1] if input.ndim >= 2 else 1
+    if weight.ndim > 1 or nw not in (1, c):
+        raise RuntimeError(f"prelu: expected weight of 1 element or {c} (the input's dim 1), "
+                           f"got shape {tuple(weight.shape)}")
+    w = weight.reshape(()) if nw == 1 else weight.reshape((c,) + (1,) * (input.ndim - 2))
+    return ew.where(ew.gt(input, 0.0), input, ew.mul(w, input))
+
+
+def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
+    """out = f(x) and its backward g * f'(x) (the saved input), one launch each."""
+    op = op or kname
+    _check_float(op, input)
+    if inplace:
+        return ew.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
+    x = input
+    d = defines_for(x.dtype)
+    args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
+    out = empty(x.shape, x.dtype, x.device)
+    launch_1d(_FILE, kname + "_fwd", d, out, (x,), args)
+
+    def backward(g):
+        gx = empty(x.shape, x.dtype, x.device)
+        launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
+        return (gx,)
+    return record(op, out, (x,), backward, saved=[x])
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
