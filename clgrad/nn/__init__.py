@@ -9,3 +9,5 @@ from clgrad.nn.layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d,  # noqa
 from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: F401
                                   LogSoftmax, Mish, PReLU, ReLU6, Sigmoid, SiLU, Softmax,
                                   Softplus, Tanh)
+from clgrad.nn.normalization import (BatchNorm1d, GroupNorm, InstanceNorm1d,  # noqa: F401
+                                     InstanceNorm2d, LayerNorm)

@@ -37,3 +37,8 @@ from clgrad.ops.elementwise import sigmoid, tanh  # noqa: E402
 
 __all__ += ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoid", "softplus",
             "mish", "prelu", "sigmoid", "tanh"]
+
+# -- CNN layer set (issue 13): normalisation ------------------------------------------------
+from clgrad.ops.norm import group_norm, instance_norm, layer_norm  # noqa: E402
+
+__all__ += ["layer_norm", "group_norm", "instance_norm"]

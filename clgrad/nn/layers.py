@@ -235,10 +235,13 @@ class BatchNorm2d(Module):
                 ew.fill_raw(buf, value)
                 buf._storage.version += 1
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _check_input_dim(self, x: Tensor):
         if x.ndim != 4:
             raise ValueError(f"BatchNorm2d: expected 4D input (N, C, H, W), got "
                              f"{x.ndim}D input of shape {tuple(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():

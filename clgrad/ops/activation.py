@@ -3,8 +3,9 @@ relu6, gelu, silu, elu, hardswish, hardsigmoid, softplus, mish), prelu, dropout,
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
-Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT), dropout (Philox4x32-10, one kernel for
-both directions: the mask is regenerated from the seed, never stored), pad_fwd/pad_bwd.
+Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT), dropout
+(Philox4x32-10, one kernel for both directions: the mask is regenerated from the seed, never
+stored), pad_fwd/pad_bwd.
 """
 from __future__ import annotations
 
