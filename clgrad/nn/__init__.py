@@ -11,3 +11,9 @@ from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  
                                   Softplus, Tanh)
 from clgrad.nn.normalization import (BatchNorm1d, GroupNorm, InstanceNorm1d,  # noqa: F401
                                      InstanceNorm2d, LayerNorm)
+from clgrad.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss,  # noqa: F401
+                            L1Loss, SmoothL1Loss)
+from clgrad.nn.containers import (ModuleDict, ParameterDict, ParameterList,  # noqa: F401
+                                  Unflatten)
+from clgrad.nn.dropout import Dropout1d, Dropout2d  # noqa: F401
+from clgrad.nn.sparse import Embedding  # noqa: F401

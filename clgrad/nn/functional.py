@@ -42,3 +42,18 @@ __all__ += ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoi
 from clgrad.ops.norm import group_norm, instance_norm, layer_norm  # noqa: E402
 
 __all__ += ["layer_norm", "group_norm", "instance_norm"]
+
+# -- CNN layer set (issue 13): losses, one_hot, normalize, embedding ------------------------
+from clgrad.ops.index import embedding, one_hot  # noqa: E402
+from clgrad.ops.loss import (binary_cross_entropy,  # noqa: E402
+                             binary_cross_entropy_with_logits, huber_loss, kl_div, l1_loss,
+                             smooth_l1_loss)
+from clgrad.ops.reduce import normalize  # noqa: E402
+
+__all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+            "binary_cross_entropy_with_logits", "kl_div", "one_hot", "normalize", "embedding"]
+
+# -- CNN layer set (issue 13): channel dropout ----------------------------------------------
+from clgrad.ops.activation import dropout1d, dropout2d  # noqa: E402
+
+__all__ += ["dropout1d", "dropout2d"]

@@ -18,7 +18,7 @@ from clgrad.ops._util import LOCAL, defines_for, empty, launch_1d, scalar, shape
 from clgrad.tensor import Tensor
 
 __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
-           "softplus", "mish", "prelu", "dropout", "pad"]
+           "softplus", "mish", "prelu", "dropout", "dropout1d", "dropout2d", "pad"]
 
 _FILE = "activation.cl"
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
@@ -155,6 +155,39 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
     out = _dropout_raw(x, args)
     return record("dropout", out, (x,), lambda g: (_dropout_raw(g, args),))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout (Tompson et al., CVPR 2015): zero whole channels of (N, C, H, W) with
+    probability p, scale the rest by 1 / (1 - p); a 3-D input is (N, C, L), as PyTorch 2
+    reads it. The mask (N, C, 1, 1) is dropout() of ones, then one broadcast multiply.
+    Grad: input. Raises ValueError for p outside [0, 1] or an input not 3-D or 4-D."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, (3, 4))
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d)."""
+    return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
+
+
+def _feature_dropout(op, x, p, training, inplace, ranks):
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"{op}: expected a probability p in [0, 1], got {p}")
+    _check_float(op, x)
+    if x.ndim not in ranks:
+        raise ValueError(f"{op}: expected a {ranks[0]}-D or {ranks[1]}-D input, got shape "
+                         f"{tuple(x.shape)}")
+    if not training or p == 0:
+        return x
+    lead = 1 if x.ndim == ranks[0] and op == "dropout1d" else 2
+    ones = creation.ones(tuple(x.shape[:lead]) + (1,) * (x.ndim - lead), dtype=x.dtype,
+                         device=x.device)
+    mask = dropout(ones, p, True)
+    if inplace:
+        return ew.inplace(op + "_", x, lambda s: ew.mul(s, mask))
+    return ew.mul(x, mask)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:

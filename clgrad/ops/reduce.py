@@ -18,7 +18,7 @@ from clgrad.ops._util import empty, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-           "std", "softmax", "log_softmax", "logsumexp", "norm", "any", "all"]
+           "std", "softmax", "log_softmax", "logsumexp", "norm", "normalize", "any", "all"]
 
 _FILE = "reduce.cl"
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -327,3 +327,13 @@ def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element over ``dim`` (None: all) is nonzero; bool."""
     return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """input / max(||input||_p along dim, eps) (PyTorch's F.normalize); p may be inf.
+    Grad: input."""
+    if p == float("inf"):
+        nrm = amax(ew.abs(input), dim, keepdim=True)
+    else:
+        nrm = norm(input, p, dim, keepdim=True)
+    return ew.div(input, ew.clamp(nrm, min=eps))
