@@ -17,3 +17,4 @@ from clgrad.nn.containers import (ModuleDict, ParameterDict, ParameterList,  # n
                                   Unflatten)
 from clgrad.nn.dropout import Dropout1d, Dropout2d  # noqa: F401
 from clgrad.nn.sparse import Embedding  # noqa: F401
+from clgrad.nn.conv import Conv1d, ConvTranspose1d, ConvTranspose2d  # noqa: F401

@@ -57,3 +57,8 @@ __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
 from clgrad.ops.activation import dropout1d, dropout2d  # noqa: E402
 
 __all__ += ["dropout1d", "dropout2d"]
+
+# -- CNN layer set (issue 13): 1-D and transposed convolutions ------------------------------
+from clgrad.ops.conv_transpose import conv1d, conv_transpose1d, conv_transpose2d  # noqa: E402
+
+__all__ += ["conv1d", "conv_transpose1d", "conv_transpose2d"]
