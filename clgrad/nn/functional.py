@@ -62,3 +62,10 @@ __all__ += ["dropout1d", "dropout2d"]
 from clgrad.ops.conv_transpose import conv1d, conv_transpose1d, conv_transpose2d  # noqa: E402
 
 __all__ += ["conv1d", "conv_transpose1d", "conv_transpose2d"]
+
+# -- CNN layer set (issue 13): 1-D and adaptive max pooling ---------------------------------
+from clgrad.ops.pool import (adaptive_avg_pool1d, adaptive_max_pool1d,  # noqa: E402
+                             adaptive_max_pool2d, avg_pool1d, max_pool1d)
+
+__all__ += ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d"]
