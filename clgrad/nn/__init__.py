@@ -20,3 +20,5 @@ from clgrad.nn.sparse import Embedding  # noqa: F401
 from clgrad.nn.conv import Conv1d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from clgrad.nn.pooling import (AdaptiveAvgPool1d, AdaptiveMaxPool1d,  # noqa: F401
                                AdaptiveMaxPool2d, AvgPool1d, MaxPool1d)
+from clgrad.nn.upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: F401
+                                  UpsamplingNearest2d)

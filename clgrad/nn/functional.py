@@ -69,3 +69,9 @@ from clgrad.ops.pool import (adaptive_avg_pool1d, adaptive_max_pool1d,  # noqa: 
 
 __all__ += ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
             "adaptive_max_pool2d"]
+
+# -- CNN layer set (issue 13): resampling ----------------------------------------------------
+from clgrad.ops.upsample import interpolate  # noqa: E402
+
+upsample = interpolate  # PyTorch's deprecated alias
+__all__ += ["interpolate", "upsample"]
