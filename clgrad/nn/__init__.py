@@ -22,3 +22,4 @@ from clgrad.nn.pooling import (AdaptiveAvgPool1d, AdaptiveMaxPool1d,  # noqa: F4
                                AdaptiveMaxPool2d, AvgPool1d, MaxPool1d)
 from clgrad.nn.upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: F401
                                   UpsamplingNearest2d)
+from clgrad.nn import utils  # noqa: F401,E402
