@@ -191,10 +191,8 @@ __kernel void adaptive_max_fwd(long total, geom_t g, __global T *out, __global l
                                __global const T *x, view_t vx) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long ow = i % g.ow, t = i / g.ow;
-    long oh = t % g.oh;
-    t /= g.oh;
-    long c = t % g.c, n = t / g.c;
+    long n, c, oh, ow;
+    nchw_of(i, g.c, g.oh, g.ow, &n, &c, &oh, &ow);
     long y0 = astart(oh, g.h, g.oh), y1 = aend(oh, g.h, g.oh);
     long x0 = astart(ow, g.w, g.ow), x1 = aend(ow, g.w, g.ow);
     T best = -INFINITY;
@@ -216,10 +214,8 @@ __kernel void adaptive_max_bwd(long total, geom_t g, __global T *gx, __global co
                                view_t vgy, __global const long *idx) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long xx = i % g.w, t = i / g.w;
-    long y = t % g.h;
-    t /= g.h;
-    long c = t % g.c, n = t / g.c;
+    long n, c, y, xx;
+    nchw_of(i, g.c, g.h, g.w, &n, &c, &y, &xx);
     long oh0 = (y * g.oh) / g.h, oh1 = ((y + 1) * g.oh + g.h - 1) / g.h;
     long ow0 = (xx * g.ow) / g.w, ow1 = ((xx + 1) * g.ow + g.w - 1) / g.w;
     long me = y * g.w + xx, plane = (n * g.c + c) * g.oh;

@@ -28,10 +28,8 @@ __kernel void nearest_fwd(long total, ugeom_t g, __global T *out, __global const
                           view_t vx, float sh, float sw, int exact) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long ox = i % g.ow, t = i / g.ow;
-    long oy = t % g.oh;
-    t /= g.oh;
-    long c = t % g.c, n = t / g.c;
+    long n, c, oy, ox;
+    nchw_of(i, g.c, g.oh, g.ow, &n, &c, &oy, &ox);
     out[i] = x[at4u(vx, n, c, near_src(oy, g.h, g.oh, sh, exact),
                     near_src(ox, g.w, g.ow, sw, exact))];
 }
@@ -47,10 +45,8 @@ __kernel void nearest_bwd(long total, ugeom_t g, __global T *gx, __global const 
                           view_t vg, float sh, float sw, int exact) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long xx = i % g.w, t = i / g.w;
-    long y = t % g.h;
-    t /= g.h;
-    long c = t % g.c, n = t / g.c;
+    long n, c, y, xx;
+    nchw_of(i, g.c, g.h, g.w, &n, &c, &y, &xx);
     long y0, y1, x0, x1;
     near_range(y, g.h, g.oh, sh, &y0, &y1);
     near_range(xx, g.w, g.ow, sw, &x0, &x1);
@@ -84,10 +80,8 @@ __kernel void linear_fwd(long total, ugeom_t g, __global T *out, __global const 
                          view_t vx, T sh, T sw, int align) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long ox = i % g.ow, t = i / g.ow;
-    long oy = t % g.oh;
-    t /= g.oh;
-    long c = t % g.c, n = t / g.c;
+    long n, c, oy, ox;
+    nchw_of(i, g.c, g.oh, g.ow, &n, &c, &oy, &ox);
     long y0, y1, x0, x1;
     T ly, lx;
     lin_src(oy, g.h, sh, align, &y0, &y1, &ly);
@@ -113,10 +107,8 @@ __kernel void linear_bwd(long total, ugeom_t g, __global T *gx, __global const T
                          view_t vg, T sh, T sw, int align) {
     long i = get_global_id(0);
     if (i >= total) return;
-    long xx = i % g.w, t = i / g.w;
-    long y = t % g.h;
-    t /= g.h;
-    long c = t % g.c, n = t / g.c;
+    long n, c, y, xx;
+    nchw_of(i, g.c, g.h, g.w, &n, &c, &y, &xx);
     long y0, y1, x0, x1;
     lin_range(y, g.oh, sh, align, &y0, &y1);
     lin_range(xx, g.ow, sw, align, &x0, &x1);

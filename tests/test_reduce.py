@@ -253,3 +253,6 @@ def test_normalize(p, dim):
     g = rng.standard_normal(x.shape)
     F.normalize(view(leaf), p, dim).backward(clgrad.tensor(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(ref, x, g), atol=1e-7)
+    z = clgrad.zeros(2, 3, dtype=clgrad.float64, requires_grad=True)   # a zero vector:
+    F.normalize(z, p, 1, eps=1e-3).backward(clgrad.ones(2, 3, dtype=clgrad.float64))
+    np.testing.assert_allclose(z.grad.numpy(), np.full((2, 3), 1e3))   # g / eps, no NaN

@@ -81,7 +81,54 @@ class Identity(Module):
         return x
 
 
-class ModuleDict(Module):
+class _Keyed(Module):
+    """Members under string keys, in insertion order, in the registry ``_store`` names."""
+    _store = "_modules"
+
+    def _register(self, key, value):
+        raise NotImplementedError
+
+    def __getitem__(self, key: str):
+        return getattr(self, self._store)[key]
+
+    def __setitem__(self, key: str, value):
+        self._register(key, value)
+
+    def __delitem__(self, key: str):
+        del getattr(self, self._store)[key]
+
+    def __len__(self):
+        return len(getattr(self, self._store))
+
+    def __iter__(self):
+        return iter(getattr(self, self._store))
+
+    def __contains__(self, key):
+        return key in getattr(self, self._store)
+
+    def keys(self):
+        return getattr(self, self._store).keys()
+
+    def values(self):
+        return getattr(self, self._store).values()
+
+    def items(self):
+        return getattr(self, self._store).items()
+
+    def pop(self, key: str):
+        """Remove ``key`` and return its member."""
+        return getattr(self, self._store).pop(key)
+
+    def clear(self):
+        getattr(self, self._store).clear()
+
+    def update(self, members):
+        """Add (key, member) pairs from a mapping or an iterable of pairs."""
+        for k, v in (members.items() if hasattr(members, "items") else members):
+            self._register(k, v)
+
+
+class ModuleDict(_Keyed):
     """Modules registered under string keys, in insertion order (no forward of its own)."""
 
     def __init__(self, modules=None):
@@ -89,44 +136,8 @@ class ModuleDict(Module):
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
-
-    def __setitem__(self, key: str, module: Module):
+    def _register(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key: str):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def pop(self, key: str) -> Module:
-        """Remove ``key`` and return its module."""
-        return self._modules.pop(key)
-
-    def clear(self):
-        self._modules.clear()
-
-    def update(self, modules):
-        """Add (key, module) pairs from a mapping or an iterable of pairs."""
-        for k, m in (modules.items() if hasattr(modules, "items") else modules):
-            self.add_module(k, m)
 
 
 class ParameterList(Module):
@@ -164,44 +175,18 @@ class ParameterList(Module):
         return self
 
 
-class ParameterDict(Module):
-    """Parameters registered under string keys, in insertion order."""
+class ParameterDict(_Keyed):
+    """Parameters registered under string keys, in insertion order; tensors given are wrapped
+    as Parameters."""
+    _store = "_parameters"
 
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key: str):
-        return self._parameters[key]
-
-    def __setitem__(self, key: str, value):
+    def _register(self, key, value):
         self.register_parameter(key, _as_parameter(value))
-
-    def __delitem__(self, key: str):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def update(self, parameters):
-        for k, v in (parameters.items() if hasattr(parameters, "items") else parameters):
-            self[k] = v
 
 
 class Unflatten(Module):

@@ -74,7 +74,8 @@ class GroupNorm(Module):
 
 class InstanceNorm2d(Module):
     """Normalise each (sample, channel) plane over H, W. Defaults as PyTorch: no affine, no
-    running statistics (``track_running_stats=True`` keeps and uses them in eval)."""
+    running statistics (``track_running_stats=True`` keeps and uses them in eval).
+    Not a BatchNorm2d subclass (as in PyTorch, ``isinstance(m, nn.BatchNorm2d)`` is False)."""
     _ndim = 4
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,

@@ -337,7 +337,7 @@ def _check_float_tensor(op, x):
         raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
 
 
-def _check_affine(op, name, p, x, shape):
+def _check_affine(op, name, p, x, shape, context=""):
     if p is None:
         return
     if not isinstance(p, Tensor):
@@ -345,7 +345,7 @@ def _check_affine(op, name, p, x, shape):
                         f"{type(p).__name__}")
     same_device(op, x, p)
     if tuple(p.shape) != tuple(shape):
-        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)}, got "
+        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)}{context}, got "
                            f"{tuple(p.shape)}")
     if p.dtype is not x.dtype:
         raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
@@ -360,18 +360,7 @@ def _channel_args(shape, *tensors):
 
 
 def _check_param(op, name, p, x):
-    if p is None:
-        return
-    if not isinstance(p, Tensor):
-        raise TypeError(f"{op}: expected {name} to be a Tensor or None, got "
-                        f"{type(p).__name__}")
-    same_device(op, x, p)
-    if tuple(p.shape) != (x.shape[1],):
-        raise RuntimeError(f"{op}: expected {name} of shape ({x.shape[1]},) for an input with "
-                           f"{x.shape[1]} channels, got {tuple(p.shape)}")
-    if p.dtype is not x.dtype:
-        raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
-                        f"{p.dtype}")
+    _check_affine(op, name, p, x, (x.shape[1],), f" for an input with {x.shape[1]} channels")
 
 
 def _vec(p, like):

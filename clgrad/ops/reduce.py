@@ -331,9 +331,10 @@ def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
     """input / max(||input||_p along dim, eps) (PyTorch's F.normalize); p may be inf.
+    The clamp is taken on sum |x|^p (against eps^p), which is the same forward and keeps a
+    zero vector's gradient finite (g / eps, as PyTorch's) instead of 0 * inf.
     Grad: input."""
     if p == float("inf"):
-        nrm = amax(ew.abs(input), dim, keepdim=True)
-    else:
-        nrm = norm(input, p, dim, keepdim=True)
-    return ew.div(input, ew.clamp(nrm, min=eps))
+        return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
+    s = sum(ew.mul(input, input) if p == 2 else ew.pow(ew.abs(input), p), dim, keepdim=True)
+    return ew.div(input, ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p))
