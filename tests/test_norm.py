@@ -298,3 +298,22 @@ def test_layer_group_norm_match_pytorch_float32():
         (ya * ya * clgrad.tensor(x)).sum().backward()
         (yb * yb * torch.tensor(x)).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_float32_tiny_maps_offset_data():
+    """Training statistics over 1x1 maps (m = N values per channel) of data far from 0: the
+    two-pass variance stays accurate where E[x^2] - E[x]^2 would cancel to noise (issue 13)."""
+    x = (RNG.standard_normal((64, 4, 1, 1)) + 1000.0).astype(np.float32)
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    xd = x.astype(np.float64)
+    ref = ref_rows(xd, (0, 2, 3), 1e-5)
+    xt = clgrad.tensor(x, requires_grad=True)
+    rv = clgrad.ones(4)
+    y = F.batch_norm(xt, clgrad.zeros(4), rv, training=True, momentum=1.0)
+    np.testing.assert_allclose(y.numpy(), ref, atol=5e-4)          # measured 5e-5
+    np.testing.assert_allclose(rv.numpy(), xd.var((0, 2, 3), ddof=1), rtol=1e-3)
+    y.backward(clgrad.tensor(g))
+    gd = g.astype(np.float64)
+    ref_gx = (gd - gd.mean((0, 2, 3), keepdims=True) - ref * (gd * ref).mean(
+        (0, 2, 3), keepdims=True)) / np.sqrt(xd.var((0, 2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(xt.grad.numpy(), ref_gx, atol=5e-3)
