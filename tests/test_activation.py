@@ -319,3 +319,19 @@ def test_prelu_and_modules():
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
     with pytest.raises(ValueError, match="gelu: expected approximate"):
         F.gelu(t, approximate="erf")
+
+
+def test_activations_match_pytorch_float32():
+    torch = pytest.importorskip("torch")
+    x = RNG.uniform(-7, 7, (4, 6)).astype(np.float32)
+    names = ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoid", "softplus",
+             "mish"]
+    for name in names:
+        a, b = clgrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ya, yb = getattr(F, name)(a), getattr(torch.nn.functional, name)(b)
+        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=2e-6, atol=2e-6,
+                                   err_msg=name)
+        (ya * ya).sum().backward()
+        (yb * yb).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=2e-5,
+                                   err_msg=name)

@@ -451,3 +451,34 @@ def test_module_dict_parameter_list_dict_unflatten():
     y = u(x)
     assert y.shape == (2, 2, 3) and y._storage is x._storage
     np.testing.assert_array_equal(y.numpy(), np.arange(12.0).reshape(2, 2, 3))
+
+
+def test_cnn_layer_set_matches_pytorch_float64():
+    """One network over the CNN layer set of issue 13, written once against a torch-like
+    namespace, with copied weights: loss and every gradient equal PyTorch's (float64)."""
+    torch = pytest.importorskip("torch")
+
+    def build(T):
+        n = T.nn
+        return n.Sequential(
+            n.Conv2d(3, 8, 3, padding=1), n.BatchNorm2d(8), n.ReLU6(inplace=True),
+            n.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+            n.GroupNorm(3, 6), n.GELU(), n.Upsample(scale_factor=1.5, mode="bilinear"),
+            n.InstanceNorm2d(6, affine=True), n.SiLU(), n.Dropout2d(0.0),
+            n.AdaptiveMaxPool2d((3, 2)), n.Flatten(), n.LayerNorm(36), n.Linear(36, 5),
+            n.Hardswish(), n.PReLU(), n.Identity())
+    torch.manual_seed(0)
+    ref = build(torch).double()
+    ours = build(clgrad).double()
+    ours.load_state_dict({k: clgrad.tensor(v.numpy()) for k, v in ref.state_dict().items()})
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 3, 5, 5))
+    t = (rng.random((4, 5)) < 0.5).astype(np.float64)
+    lt = torch.nn.BCEWithLogitsLoss()(ref(torch.tensor(x)), torch.tensor(t))
+    lo = clgrad.nn.BCEWithLogitsLoss()(ours(clgrad.tensor(x)), clgrad.tensor(t))
+    lt.backward()
+    lo.backward()
+    np.testing.assert_allclose(lo.item(), lt.item(), rtol=1e-12)
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
