@@ -259,6 +259,10 @@ def test_instance_norm_and_running_stats():
     rmn, rvn = m.running_mean.numpy(), m.running_var.numpy()
     np.testing.assert_allclose(ye, (x - rmn[:, None, None]) / np.sqrt(rvn[:, None, None] +
                                                                          1e-5), rtol=1e-10)
+    cum = clgrad.nn.InstanceNorm2d(2, momentum=None, track_running_stats=True).double()
+    cum(clgrad.tensor(x))
+    cum(clgrad.tensor(2 * x))                        # cumulative average of the two batches
+    np.testing.assert_allclose(cum.running_mean.numpy(), 1.5 * x.mean((2, 3)).mean(0))
 
 
 def test_norm_modules():

@@ -101,12 +101,15 @@ class InstanceNorm2d(Module):
         if x.ndim != self._ndim:
             raise ValueError(f"{name}: expected {self._ndim}D input, got {x.ndim}D input of "
                              f"shape {tuple(x.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
                 self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average, as BatchNorm2d
+                momentum = 1.0 / float(self.num_batches_tracked.item())
         use_input_stats = self.training or not self.track_running_stats
         return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                               use_input_stats, self.momentum, self.eps)
+                               use_input_stats, momentum, self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
