@@ -7,17 +7,24 @@ import clgrad
 import clgrad.backends as backends
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck
+from clgrad.runtime import launch_count
 from strided import leaf_and_view, numeric_vjp, strided
 
 RNG = np.random.default_rng(13)
-ALGOS = ("implicit", "depthwise", "direct", "im2col")
+ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")
 
 
 @pytest.fixture(autouse=True)
 def _restore_backend():
-    saved = backends.conv_algorithm
+    saved = backends.conv_algorithm, backends.conv_implicit_variant
     yield
-    backends.conv_algorithm = saved
+    backends.conv_algorithm, backends.conv_implicit_variant = saved
+
+
+def _use(algo):
+    """Force an algorithm; 'implicit:gpu' is the implicit GEMM's GPU kernels (any device)."""
+    name, _, variant = algo.partition(":")
+    backends.conv_algorithm, backends.conv_implicit_variant = name, variant or "auto"
 
 
 def ref_conv_transpose(x, w, b, s, p, op, g, d):
@@ -51,7 +58,7 @@ CASES = [  # (cin, cout, groups, stride, padding, output_padding, dilation, k, (
 @pytest.mark.parametrize("algo", ALGOS)
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
 def test_conv_transpose2d_matches_scatter_reference(case, algo):
-    backends.conv_algorithm = algo
+    _use(algo)
     (cin, cout, g), s, p, op, d, k, hw = case
     x = RNG.standard_normal((2, cin) + hw)
     w = RNG.standard_normal((cin, cout // g) + k)
@@ -107,6 +114,11 @@ def test_conv1d_and_transpose1d():
     np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
     assert gradcheck(lambda a, c, e: F.conv1d(vx(a), c, e, 2, 1, 2, 2), [lx, wt, bt])
     assert F.conv1d(vx(lx), wt, None, padding="same", groups=2).shape == (2, 6, 9)
+    n0 = launch_count()                               # the unit-height views copy nothing:
+    F.conv1d(vx(lx), wt, bt, stride=2, groups=2)      # as many launches as the conv2d itself
+    n1 = launch_count()
+    F.conv2d(vx(lx).unsqueeze(2), wt.unsqueeze(2), bt, (1, 2), groups=2)
+    assert n1 - n0 == launch_count() - n1
     wt2 = clgrad.tensor(RNG.standard_normal((4, 3, 3)), requires_grad=True)
     assert gradcheck(lambda a, c: F.conv_transpose1d(vx(a), c, None, 2, 1, 1, 2), [lx, wt2])
     yt = F.conv_transpose1d(vx(lx), wt2, stride=2, padding=1, output_padding=1, groups=2)

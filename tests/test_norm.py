@@ -265,6 +265,21 @@ def test_instance_norm_and_running_stats():
     np.testing.assert_allclose(cum.running_mean.numpy(), 1.5 * x.mean((2, 3)).mean(0))
 
 
+def test_layer_norm_launches():
+    """Forward: one row kernel; backward: one row kernel and one reduction per parameter."""
+    from clgrad.runtime import launch_count
+    x = clgrad.tensor(RNG.standard_normal((6, 300)), requires_grad=True)
+    w, b = (clgrad.tensor(RNG.standard_normal(300), requires_grad=True) for _ in range(2))
+    g = clgrad.tensor(RNG.standard_normal((6, 300)))
+    F.layer_norm(x, 300, w, b).backward(g)          # compile first
+    n0 = launch_count()
+    y = F.layer_norm(x, 300, w, b)
+    n1 = launch_count()
+    grads = y.grad_fn.backward_fn(g)                 # the op's own backward, no accumulation
+    assert (n1 - n0, launch_count() - n1) == (1, 3)
+    assert [tuple(t.shape) for t in grads] == [(6, 300), (300,), (300,)]
+
+
 def test_norm_modules():
     nn = clgrad.nn
     x = RNG.standard_normal((4, 3, 5))

@@ -260,8 +260,7 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
     (row strides, element strides)). affine = (ng, cg, sp) (see kernels/norm.cl); the weight
     and bias gradients sum g * xhat and g viewed as ``red_shape`` over its dims 0 and 2."""
     rows, m = layout.numel(rshape), layout.numel(eshape)
-    w1 = weight.reshape(-1) if weight is not None else None
-    b1 = bias.reshape(-1) if bias is not None else None
+    w1, b1 = (p if p is None or p.ndim == 1 else p.reshape(-1) for p in (weight, bias))
     y = empty(x.shape, x.dtype, x.device)
     mean = empty((rows,), x.dtype, x.device)
     rstd = empty((rows,), x.dtype, x.device)
