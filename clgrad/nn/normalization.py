@@ -2,11 +2,10 @@
 LayerNorm, GroupNorm, InstanceNorm1d/2d. The math and gradients live in clgrad/ops/norm.py."""
 from __future__ import annotations
 
-from clgrad import dtypes
 from clgrad.autograd import no_grad
 from clgrad.creation import ones, zeros
 from clgrad.nn import functional as F
-from clgrad.nn.layers import BatchNorm2d, _check_positive
+from clgrad.nn.layers import BatchNorm2d, _check_positive, _norm_state
 from clgrad.nn.module import Module, Parameter
 from clgrad.tensor import Tensor
 
@@ -82,19 +81,8 @@ class InstanceNorm2d(Module):
                  affine: bool = False, track_running_stats: bool = False, device=None,
                  dtype=None):
         super().__init__()
-        _check_positive(type(self).__name__, num_features=num_features)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        kw = dict(dtype=dtype, device=device)
-        self.weight = Parameter(ones(num_features, **kw)) if affine else None
-        self.bias = Parameter(zeros(num_features, **kw)) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, **kw))
-            self.register_buffer("running_var", ones(num_features, **kw))
-            self.register_buffer("num_batches_tracked",
-                                 zeros((), dtype=dtypes.int64, device=device))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _norm_state(self, type(self).__name__, num_features, eps, momentum, affine,
+                    track_running_stats, device, dtype)
 
     def forward(self, x):
         name = type(self).__name__
