@@ -1,4 +1,5 @@
-// kernels/activation.cl — leaky_relu, dropout (counter-based RNG) and pad.
+// kernels/activation.cl — leaky_relu, the pointwise activations (ACT), dropout
+// (counter-based RNG) and pad.
 // Defines: T element type; IS_FLOAT for floating types.
 // leaky_relu and dropout follow elementwise.cl's signature (n, nd, shape, out, view,
 // operands with views, scalars); pad_* take the full shapes.
@@ -67,6 +68,68 @@ __kernel void dropout(long n, int nd, shape_t sh, __global T *out, view_t vo,
         out[oo] = a[oa] * ((ulong)c[j] >= threshold ? scale : (T)0);  // NaN * 0 is NaN
     }
 }
+
+
+// Pointwise activations: name_fwd(x) and name_bwd(g, x) -> g * f'(x), with the saved input x
+// and two scalar parameters p0, p1 (unused ones are 0). Formulas and the choices at kinks are
+// PyTorch's (aten/src/ATen/native/Activation.cpp and cpu/Activation.cpp).
+#define ACT(name, FWD, DERIV)                                                               \
+__kernel void name##_fwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
+                         __global const T *a, view_t va, T p0, T p1) {                     \
+    EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
+    T x = a[oa]; out[oo] = (FWD);                                                           \
+}                                                                                           \
+__kernel void name##_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
+                         __global const T *g, view_t vg, __global const T *a, view_t va,  \
+                         T p0, T p1) {                                                      \
+    EW_HEAD long oo, og, oa; off3(i, nd, sh, vo, vg, va, &oo, &og, &oa);                   \
+    T x = a[oa]; T gy = g[og]; out[oo] = (DERIV);                                           \
+}
+
+#define SIG(v) ((T)1 / ((T)1 + exp(-(v))))
+// Constants at the build's precision (gelu's tanh approximation: A = 0.044715, 3A = 0.134145).
+#ifdef IS_DOUBLE
+#define SQRT1_2 0.70710678118654752440
+#define SQRT2_PI 0.79788456080286535588       // sqrt(2 / pi)
+#define INV_SQRT_2PI 0.39894228040143267794
+#define GELU_A 0.044715
+#define GELU_3A 0.134145
+#else
+#define SQRT1_2 0.70710678118654752440f
+#define SQRT2_PI 0.79788456080286535588f
+#define INV_SQRT_2PI 0.39894228040143267794f
+#define GELU_A 0.044715f
+#define GELU_3A 0.134145f
+#endif
+// softplus(v) = log(1 + exp(v)) without overflow
+#define SOFTPLUS(v) ((v) > (T)0 ? (v) + log1p(exp(-(v))) : log1p(exp(v)))
+
+// hardtanh(min p0, max p1) (relu6: 0, 6): the gradient is 0 at and outside the bounds.
+ACT(hardtanh, x < p0 ? p0 : x > p1 ? p1 : x, (x <= p0 || x >= p1) ? (T)0 : gy)
+// gelu exact: x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2
+ACT(gelu, x * (T)0.5f * ((T)1 + erf(x * SQRT1_2)),
+    gy * ((T)0.5f * ((T)1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * exp((T)-0.5f * x * x)))
+// gelu tanh: x / 2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+ACT(gelu_tanh, (T)0.5f * x * ((T)1 + tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))),
+    gy * ((T)0.5f * ((T)1 + tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))) +
+          (T)0.5f * x * ((T)1 - tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x)) *
+                                tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))) *
+          SQRT2_PI * ((T)1 + (T)GELU_3A * x * x)))
+// silu: x sigmoid(x)
+ACT(silu, x * SIG(x), gy * SIG(x) * ((T)1 + x * ((T)1 - SIG(x))))
+// elu(alpha p0): x > 0 ? x : alpha (exp(x) - 1)
+ACT(elu, x > (T)0 ? x : p0 * expm1(x), x > (T)0 ? gy : gy * p0 * exp(x))
+// hardswish: x relu6(x + 3) / 6; gradient 0 at and below -3, 1 at and above 3 (PyTorch 2)
+ACT(hardswish, x <= (T)-3 ? (T)0 : x >= (T)3 ? x : x * (x + (T)3) / (T)6,
+    x <= (T)-3 ? (T)0 : x < (T)3 ? gy * (x / (T)3 + (T)0.5f) : gy)
+// hardsigmoid: relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)
+ACT(hardsigmoid, x <= (T)-3 ? (T)0 : x >= (T)3 ? (T)1 : x / (T)6 + (T)0.5f,
+    (x > (T)-3 && x < (T)3) ? gy / (T)6 : (T)0)
+// softplus(beta p0, threshold p1): log(1 + exp(beta x)) / beta, x where beta x > threshold
+ACT(softplus, x * p0 > p1 ? x : SOFTPLUS(x * p0) / p0, x * p0 > p1 ? gy : gy * SIG(x * p0))
+// mish: x tanh(softplus(x))
+ACT(mish, x * tanh(SOFTPLUS(x)),
+    gy * (tanh(SOFTPLUS(x)) + x * SIG(x) * ((T)1 - tanh(SOFTPLUS(x)) * tanh(SOFTPLUS(x)))))
 #endif
 
 // pad modes

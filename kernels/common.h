@@ -115,4 +115,14 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
 
 #endif  // CONTIG
 
+// (n, c, y, x) of element i of a contiguous (N, C, H, W) tensor (N implied).
+inline void nchw_of(long i, long nc, long h, long w, long *n, long *c, long *y, long *x) {
+    *x = i % w;
+    i /= w;
+    *y = i % h;
+    i /= h;
+    *c = i % nc;
+    *n = i / nc;
+}
+
 #endif

@@ -219,3 +219,47 @@ __kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global 
     T p = exp(x[bx + c * sxc] - rmax[r]) / rsum[r];
     gx[i] = g * (p * (((T)1 - eps) * wt + eps * wall / (T)nc) - hit - eps * wc / (T)nc);
 }
+
+// Pointwise losses over strided views (elementwise.cl's signature): name_fwd writes the loss
+// of input x, target t and an auxiliary operand a (bce_logits: the log weight
+// 1 + (pos_weight - 1) t; 1 elsewhere), with a scalar p0 (smooth_l1: beta; huber: delta).
+// name_bwd writes g * d loss / d(x, t or a), ``which`` = 0, 1 or 2. Formulas and the clamps
+// are PyTorch's (aten/src/ATen/native/Loss.cpp, BinaryCrossEntropy.cpp).
+#define EW_HEAD long i = get_global_id(0); if (i >= n) return;
+#define BCE_EPS ((T)1e-12f)
+#define LOG100(v) max(log(v), (T)-100)
+#define SOFTPLUS_NEG(v) (log1p(exp(-fabs(v))) + max(-(v), (T)0))   // log(1 + exp(-v))
+#define SIGN(v) (T)(((v) > (T)0) - ((v) < (T)0))
+
+#define POINTWISE_LOSS(name, LOSS, DX, DT, DA)                                               \
+__kernel void name##_fwd(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
+                         __global const T *px, view_t vx, __global const T *pt, view_t vt, \
+                         __global const T *pa, view_t va, T p0) {                           \
+    EW_HEAD long oo, ox, ot, oa; off4(i, nd, sh, vo, vx, vt, va, &oo, &ox, &ot, &oa);       \
+    T x = px[ox], t = pt[ot], a = pa[oa]; out[oo] = (LOSS);                                  \
+}                                                                                            \
+__kernel void name##_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
+                         __global const T *pg, view_t vg, __global const T *px, view_t vx, \
+                         __global const T *pt, view_t vt, __global const T *pa, view_t va, \
+                         T p0, int which) {                                                  \
+    EW_HEAD long oo, og, ox, ot, oa;                                                         \
+    off2(i, nd, sh, vo, vg, &oo, &og); off3(i, nd, sh, vx, vt, va, &ox, &ot, &oa);           \
+    T x = px[ox], t = pt[ot], a = pa[oa];                                                    \
+    out[oo] = pg[og] * (which == 0 ? (DX) : which == 1 ? (DT) : (DA));                       \
+}
+
+POINTWISE_LOSS(l1, fabs(x - t), SIGN(x - t), -SIGN(x - t), (T)0)
+POINTWISE_LOSS(smooth_l1,
+               fabs(x - t) < p0 ? (T)0.5f * (x - t) * (x - t) / p0 : fabs(x - t) - (T)0.5f * p0,
+               fabs(x - t) < p0 ? (x - t) / p0 : SIGN(x - t),
+               fabs(x - t) < p0 ? (t - x) / p0 : -SIGN(x - t), (T)0)
+POINTWISE_LOSS(huber,
+               fabs(x - t) < p0 ? (T)0.5f * (x - t) * (x - t) : p0 * (fabs(x - t) - (T)0.5f * p0),
+               clamp(x - t, -p0, p0), -clamp(x - t, -p0, p0), (T)0)
+POINTWISE_LOSS(bce, -(t * LOG100(x) + ((T)1 - t) * LOG100((T)1 - x)),
+               (x - t) / max(((T)1 - x) * x, BCE_EPS), LOG100((T)1 - x) - LOG100(x), (T)0)
+POINTWISE_LOSS(bce_logits, ((T)1 - t) * x + a * SOFTPLUS_NEG(x),
+               (T)1 - t - a / ((T)1 + exp(x)), -x, SOFTPLUS_NEG(x))
+// kl_div: target probabilities (0 log 0 = 0) or, kl_div_log, log-probabilities
+POINTWISE_LOSS(kl_div, (t > (T)0 ? t * log(t) : (T)0) - t * x, -t, log(t) + (T)1 - x, (T)0)
+POINTWISE_LOSS(kl_div_log, exp(t) * (t - x), -exp(t), exp(t) * (t - x + (T)1), (T)0)

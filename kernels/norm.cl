@@ -336,3 +336,82 @@ __kernel void lrn_bwd(long total, long nc, long ns, int nd, shape_t sh, __global
     gx[i] = gy[bg + c * sgc] * pow_neg(scale[i], beta) -
             (T)2 * alpha * beta / (T)size * xc * acc;
 }
+
+// Row normalisation (layer_norm, group_norm): one work-group per row r of m elements,
+// y = (x - mean_r) * rstd_r * w[a] + b[a], with the affine index a = (r % ng) * cg + j / sp
+// (layer_norm: ng = 1, sp = 1, a = j; group_norm: rows (n, g), a = the channel of element j).
+// Element j of row r of a strided tensor is at off1(r, ndr, shr, vr) + off1(j, ndm, shm, vm)
+// (vr holds the tensor's offset, vm.off = 0); y, gx and gxh are contiguous (r * m + j).
+// Statistics in two passes (mean, then the mean squared deviation), as bn_fwd.
+#define RN_W 1        // weight given
+#define RN_B 2        // bias given
+#define RN_GX 4       // backward: write gx
+#define RN_GXH 8      // backward: write gxh = g * xhat (for the weight gradient)
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void rn_fwd(long m, int ndr, shape_t shr, int ndm, shape_t shm, __global T *y,
+            __global const T *x, view_t vxr, view_t vxm, __global const T *w, view_t vw,
+            __global const T *b, view_t vb, __global T *mean_out, __global T *rstd_out, T eps,
+            long ng, long cg, long sp, int flags) {
+    __local T buf[WG];
+    long r = get_group_id(0);
+    int lid = get_local_id(0);
+    long xr = off1(r, ndr, shr, vxr);
+    T s = 0;
+    for (long j = lid; j < m; j += WG) s += x[xr + off1(j, ndm, shm, vxm)];
+    T mu = group_sum(s, buf) / (T)m;
+    T q = 0;
+    for (long j = lid; j < m; j += WG) {
+        T d = x[xr + off1(j, ndm, shm, vxm)] - mu;
+        q += d * d;
+    }
+    T is = (T)1 / sqrt(group_sum(q, buf) / (T)m + eps);
+    long a0 = (r % ng) * cg;
+    for (long j = lid; j < m; j += WG) {
+        long a = a0 + j / sp;
+        T wa = (flags & RN_W) ? w[vw.off + a * vw.s[0]] : (T)1;
+        T ba = (flags & RN_B) ? b[vb.off + a * vb.s[0]] : (T)0;
+        y[r * m + j] = (x[xr + off1(j, ndm, shm, vxm)] - mu) * is * wa + ba;
+    }
+    if (lid == 0) {
+        mean_out[r] = mu;
+        rstd_out[r] = is;
+    }
+}
+
+// With xh = (x - mean) * rstd and gh = g * w[a]:
+// gx = rstd * (gh - mean_j(gh) - xh * mean_j(gh * xh)); gxh = g * xh (summed by the caller
+// into the weight gradient).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void rn_bwd(long m, int ndr, shape_t shr, int ndm, shape_t shm, __global T *gx,
+            __global T *gxh, __global const T *gy, view_t vgr, view_t vgm,
+            __global const T *x, view_t vxr, view_t vxm, __global const T *w, view_t vw,
+            __global const T *mean, __global const T *rstd, long ng, long cg, long sp,
+            int flags) {
+    __local T buf[WG];
+    long r = get_group_id(0);
+    int lid = get_local_id(0);
+    long xr = off1(r, ndr, shr, vxr), gr = off1(r, ndr, shr, vgr);
+    T mu = mean[r], is = rstd[r];
+    long a0 = (r % ng) * cg;
+    T s1 = 0, s2 = 0;
+    for (long j = lid; j < m; j += WG) {
+        long a = a0 + j / sp;
+        T g = gy[gr + off1(j, ndm, shm, vgm)];
+        T xh = (x[xr + off1(j, ndm, shm, vxm)] - mu) * is;
+        T gh = g * ((flags & RN_W) ? w[vw.off + a * vw.s[0]] : (T)1);
+        s1 += gh;
+        s2 += gh * xh;
+        if (flags & RN_GXH) gxh[r * m + j] = g * xh;
+    }
+    s1 = group_sum(s1, buf) / (T)m;
+    s2 = group_sum(s2, buf) / (T)m;
+    long mx = (flags & RN_GX) ? m : 0;
+    for (long j = lid; j < mx; j += WG) {
+        long a = a0 + j / sp;
+        T g = gy[gr + off1(j, ndm, shm, vgm)];
+        T xh = (x[xr + off1(j, ndm, shm, vxm)] - mu) * is;
+        T gh = g * ((flags & RN_W) ? w[vw.off + a * vw.s[0]] : (T)1);
+        gx[r * m + j] = is * (gh - s1 - xh * s2);
+    }
+}

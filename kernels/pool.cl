@@ -252,3 +252,43 @@ __kernel void adaptive_bwd(geom_t g, __global T *gx, __global const T *gy, view_
     }
     gx[((long)plane * g.h + y) * g.w + xx] = acc;
 }
+
+// Adaptive max over adaptive_fwd's windows; ties keep the first element, NaN wins (max_fwd).
+__kernel void adaptive_max_fwd(long total, geom_t g, __global T *out, __global long *idx,
+                               __global const T *x, view_t vx) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long n, c, oh, ow;
+    nchw_of(i, g.c, g.oh, g.ow, &n, &c, &oh, &ow);
+    long y0 = astart(oh, g.h, g.oh), y1 = aend(oh, g.h, g.oh);
+    long x0 = astart(ow, g.w, g.ow), x1 = aend(ow, g.w, g.ow);
+    T best = -INFINITY;
+    long bi = -1;
+    for (long y = y0; y < y1; ++y)
+        for (long xx = x0; xx < x1; ++xx) {
+            T v = x[at4(vx, n, c, y, xx)];
+            if (bi < 0 || v > best || isnan(v)) {
+                best = v;
+                bi = y * g.w + xx;
+            }
+        }
+    out[i] = best;
+    idx[i] = bi;
+}
+
+// grad_x = sum of grad_out over the covering windows (adaptive_bwd) whose index is (y, x).
+__kernel void adaptive_max_bwd(long total, geom_t g, __global T *gx, __global const T *gy,
+                               view_t vgy, __global const long *idx) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long n, c, y, xx;
+    nchw_of(i, g.c, g.h, g.w, &n, &c, &y, &xx);
+    long oh0 = (y * g.oh) / g.h, oh1 = ((y + 1) * g.oh + g.h - 1) / g.h;
+    long ow0 = (xx * g.ow) / g.w, ow1 = ((xx + 1) * g.ow + g.w - 1) / g.w;
+    long me = y * g.w + xx, plane = (n * g.c + c) * g.oh;
+    T acc = 0;
+    for (long oh = oh0; oh < oh1; ++oh)
+        for (long ow = ow0; ow < ow1; ++ow)
+            if (idx[(plane + oh) * g.ow + ow] == me) acc += gy[at4(vgy, n, c, oh, ow)];
+    gx[i] = acc;
+}

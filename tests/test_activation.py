@@ -9,7 +9,7 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
-from strided import strided, leaf_and_view
+from strided import strided, leaf_and_view, numeric_vjp
 from clgrad.autograd import gradcheck
 
 RNG = np.random.default_rng(3)
@@ -225,3 +225,113 @@ def test_functional_conv2d_delegates():
     want = np.einsum("nchwij,ocij->nohw",
                      np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3)), w)
     np.testing.assert_allclose(F.conv2d(strided(x), strided(w)).numpy(), want, rtol=1e-10)
+
+
+# -- pointwise activations (ACT kernels) and their modules ------------------------------------
+_erf = np.vectorize(__import__("math").erf)
+
+
+def _sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _softplus(x):
+    return np.logaddexp(0, x)
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+# (name, clgrad function, NumPy float64 reference); derivatives come from numeric_vjp
+ACTS = [
+    ("relu6", F.relu6, lambda x: np.clip(x, 0, 6)),
+    ("hardtanh", lambda x: F.hardtanh(x, -0.5, 1.5), lambda x: np.clip(x, -0.5, 1.5)),
+    ("gelu", F.gelu, lambda x: x * 0.5 * (1 + _erf(x / np.sqrt(2)))),
+    ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh),
+    ("silu", F.silu, lambda x: x * _sig(x)),
+    ("elu", lambda x: F.elu(x, 0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x))),
+    ("hardswish", F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6),
+    ("hardsigmoid", F.hardsigmoid, lambda x: np.clip(x + 3, 0, 6) / 6),
+    ("softplus", lambda x: F.softplus(x, 2.0, 3.0),
+     lambda x: np.where(2 * x > 3, x, _softplus(2 * x) / 2)),
+    ("mish", F.mish, lambda x: x * np.tanh(_softplus(x))),
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", ACTS, ids=[a[0] for a in ACTS])
+def test_pointwise_activation_forward_backward(name, fn, ref):
+    x = RNG.uniform(-8, 8, (3, 5, 4))
+    kinks = np.array([-3.0, -0.5, 0.0, 1.5, 3.0, 6.0])
+    x[np.abs(x[..., None] - kinks).min(-1) < 0.05] = 0.3      # central differences need it
+    x[0, 0, :] = [-30.0, 30.0, 0.3, -2.0]                    # saturated tails
+    leaf, view = leaf_and_view(x)
+    y = fn(view(leaf))
+    np.testing.assert_allclose(y.numpy(), ref(x), rtol=1e-12, atol=1e-13)
+    g = RNG.standard_normal(x.shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(ref, x, g),
+                               rtol=1e-6, atol=1e-8)
+    x32 = strided(x, clgrad.float32)
+    np.testing.assert_allclose(fn(x32).numpy(), ref(x).astype(np.float32), rtol=2e-6,
+                               atol=2e-6)
+
+
+def test_activation_kinks_follow_pytorch():
+    """At the bounds the gradient is PyTorch 2.13's choice (checked by hand against it)."""
+    x = clgrad.tensor([0.0, 6.0, -3.0, 3.0, 3.5], dtype=clgrad.float64, requires_grad=True)
+    F.relu6(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0, 1, 1])
+    x.grad = None
+    F.hardswish(x).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.5, 1, 0, 1, 1])
+    x.grad = None
+    F.hardsigmoid(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1 / 6, 0, 0, 0, 0])
+    assert np.isnan(F.gelu(clgrad.tensor([float("nan")])).numpy()).all()
+
+
+def test_prelu_and_modules():
+    x = RNG.standard_normal((2, 3, 4))
+    w = np.array([0.1, -0.2, 0.3])
+    leaf, view = leaf_and_view(x)
+    wt = clgrad.tensor(w, requires_grad=True)
+    assert gradcheck(lambda a, b: F.prelu(view(a), b), [leaf, wt])
+    y = F.prelu(view(leaf), wt)
+    np.testing.assert_allclose(y.numpy(), np.where(x > 0, x, w[:, None] * x))
+    m = clgrad.nn.PReLU(3)
+    assert m.weight.shape == (3,) and m.weight.numpy().tolist() == [0.25] * 3
+    with pytest.raises(RuntimeError, match="prelu: expected weight"):
+        F.prelu(view(leaf), clgrad.ones(2, dtype=clgrad.float64))
+    t = clgrad.tensor(x)
+    nn = clgrad.nn
+    for mod, ref in [(nn.ReLU6(), np.clip(x, 0, 6)), (nn.Sigmoid(), _sig(x)),
+                     (nn.Tanh(), np.tanh(x)), (nn.GELU("tanh"), _gelu_tanh(x)),
+                     (nn.Hardtanh(-1, 1), np.clip(x, -1, 1)),
+                     (nn.Softmax(dim=1), np.exp(x) / np.exp(x).sum(1, keepdims=True)),
+                     (nn.LogSoftmax(dim=1), x - np.log(np.exp(x).sum(1, keepdims=True))),
+                     (nn.SiLU(), x * _sig(x)), (nn.ELU(), np.where(x > 0, x, np.expm1(x))),
+                     (nn.Softplus(), _softplus(x)), (nn.Mish(), x * np.tanh(_softplus(x))),
+                     (nn.Hardswish(), x * np.clip(x + 3, 0, 6) / 6)]:
+        np.testing.assert_allclose(mod(t).numpy(), ref, rtol=1e-12, atol=1e-14)
+    u = clgrad.tensor(x)
+    assert nn.ReLU6(inplace=True)(u) is u and u.numpy().max() <= 6
+    assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
+    with pytest.raises(ValueError, match="gelu: expected approximate"):
+        F.gelu(t, approximate="erf")
+
+
+def test_activations_match_pytorch_float32():
+    torch = pytest.importorskip("torch")
+    x = RNG.uniform(-7, 7, (4, 6)).astype(np.float32)
+    names = ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoid", "softplus",
+             "mish"]
+    for name in names:
+        a, b = clgrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        ya, yb = getattr(F, name)(a), getattr(torch.nn.functional, name)(b)
+        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=2e-6, atol=2e-6,
+                                   err_msg=name)
+        (ya * ya).sum().backward()
+        (yb * yb).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=2e-5,
+                                   err_msg=name)

@@ -591,3 +591,43 @@ def test_index_put_into_a_tensor_without_grad_makes_it_a_function_of_values():
     leaf = clgrad.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         leaf[[0]] = 1.0
+
+
+# -- embedding / one_hot ----------------------------------------------------------------------
+def test_embedding_forward_backward_padding_idx():
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((6, 3))
+    idx = np.array([[1, 4, 1], [0, 5, 4]])
+    wt = clgrad.tensor(w, requires_grad=True)
+    it = clgrad.tensor(idx.T.copy()).t()                     # a non-contiguous index view
+    out = F.embedding(it, wt, padding_idx=4)
+    np.testing.assert_array_equal(out.numpy(), w[idx])
+    g = rng.standard_normal(out.shape)
+    out.backward(clgrad.tensor(g))
+    ref = np.zeros_like(w)
+    np.add.at(ref, idx, g)                                   # repeated indices add up
+    ref[4] = 0                                               # padding_idx gets no gradient
+    np.testing.assert_allclose(wt.grad.numpy(), ref, rtol=1e-12)
+    emb = clgrad.nn.Embedding(6, 3, padding_idx=0)
+    np.testing.assert_array_equal(emb.weight.numpy()[0], 0)
+    assert emb(clgrad.tensor([0, 2])).shape == (2, 3)
+    with pytest.raises(IndexError, match="embedding: index"):
+        F.embedding(clgrad.tensor([6]), wt)
+    with pytest.raises(IndexError, match="embedding: index -1"):
+        F.embedding(clgrad.tensor([-1]), wt)
+    with pytest.raises(NotImplementedError, match="max_norm"):
+        F.embedding(it, wt, max_norm=1.0)
+
+
+def test_one_hot():
+    import clgrad.nn.functional as F
+    t = clgrad.tensor([[0, 2], [1, 2]])
+    out = F.one_hot(t)
+    assert out.dtype is clgrad.int64 and out.shape == (2, 2, 3)
+    np.testing.assert_array_equal(out.numpy(), np.eye(3, dtype=np.int64)[t.numpy()])
+    assert F.one_hot(t[:, 0], 5).numpy().tolist() == [[1, 0, 0, 0, 0], [0, 1, 0, 0, 0]]
+    with pytest.raises(RuntimeError, match="smaller than num_classes=2"):
+        F.one_hot(t, 2)
+    with pytest.raises(RuntimeError, match="integer"):
+        F.one_hot(clgrad.tensor([1.0]))

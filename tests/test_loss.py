@@ -245,3 +245,128 @@ def test_mse_loss(reduction):
     scale = {"mean": 2 * g / d.size, "sum": 2 * g, "none": 2 * g}[reduction]
     np.testing.assert_allclose(va(la.grad).numpy(), scale * d, rtol=1e-12)
     np.testing.assert_allclose(vb(lb.grad).numpy(), -scale * d, rtol=1e-12)
+
+
+# -- pointwise losses (POINTWISE_LOSS kernels) ------------------------------------------------
+def _np_sp_neg(x):
+    return np.logaddexp(0, -x)
+
+
+POINTWISE = [  # (name, clgrad loss(x, t, reduction), NumPy elementwise loss(x, t), domain)
+    ("l1", lambda x, t, r: F.l1_loss(x, t, reduction=r), lambda x, t: np.abs(x - t), "real"),
+    ("smooth_l1", lambda x, t, r: F.smooth_l1_loss(x, t, reduction=r, beta=0.7),
+     lambda x, t: np.where(np.abs(x - t) < 0.7, 0.5 * (x - t) ** 2 / 0.7,
+                           np.abs(x - t) - 0.35), "real"),
+    ("huber", lambda x, t, r: F.huber_loss(x, t, reduction=r, delta=0.6),
+     lambda x, t: np.where(np.abs(x - t) < 0.6, 0.5 * (x - t) ** 2,
+                           0.6 * (np.abs(x - t) - 0.3)), "real"),
+    ("bce", lambda x, t, r: F.binary_cross_entropy(x, t, reduction=r),
+     lambda x, t: -(t * np.log(x) + (1 - t) * np.log(1 - x)), "prob"),
+    ("bce_logits", lambda x, t, r: F.binary_cross_entropy_with_logits(x, t, reduction=r),
+     lambda x, t: (1 - t) * x + _np_sp_neg(x), "real"),
+    ("kl_div", lambda x, t, r: F.kl_div(x, t, reduction=r),
+     lambda x, t: t * (np.log(t) - x), "target_prob"),
+    ("kl_div_log", lambda x, t, r: F.kl_div(x, t, reduction=r, log_target=True),
+     lambda x, t: np.exp(t) * (t - x), "real"),
+]
+
+
+def _loss_data(domain, shape=(3, 4)):
+    x, t = RNG.uniform(-2, 2, shape), RNG.uniform(-2, 2, shape)
+    if domain == "prob":
+        x, t = RNG.uniform(0.05, 0.95, shape), RNG.uniform(0, 1, shape)
+    elif domain == "target_prob":
+        t = RNG.uniform(0.05, 1, shape)
+    bad = np.abs(np.abs(x - t) - 0.65) < 0.08      # keep clear of the beta/delta kinks
+    x[bad] += 0.2
+    x[np.abs(x - t) < 1e-2] += 0.05
+    return x, t
+
+
+@pytest.mark.parametrize("name,fn,ref,domain", POINTWISE, ids=[p[0] for p in POINTWISE])
+def test_pointwise_loss_forward_backward(name, fn, ref, domain):
+    x, t = _loss_data(domain)
+    lx, vx = leaf_and_view(x)
+    lt, vt = leaf_and_view(t)
+    for r, red in (("none", lambda v: v), ("sum", np.sum), ("mean", np.mean)):
+        out = fn(vx(lx), vt(lt), r)
+        np.testing.assert_allclose(out.numpy(), red(ref(x, t)), rtol=1e-12, atol=1e-14)
+    g = RNG.standard_normal(x.shape)
+    fn(vx(lx), vt(lt), "none").backward(strided(g))
+    np.testing.assert_allclose(vx(lx.grad).numpy(), numeric_vjp(lambda a: ref(a, t), x, g),
+                               rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(vt(lt.grad).numpy(), numeric_vjp(lambda a: ref(x, a), t, g),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_bce_clamps_weights_and_pos_weight():
+    x = clgrad.tensor([0.0, 1.0, 0.5], dtype=clgrad.float64, requires_grad=True)
+    t = clgrad.tensor([1.0, 1.0, 0.0], dtype=clgrad.float64)
+    loss = F.binary_cross_entropy(x, t, reduction="none")
+    np.testing.assert_allclose(loss.numpy(), [100.0, 0.0, np.log(2)])   # log clamped at -100
+    loss.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [-1e12, 0.0, 2.0])        # / max(x(1-x), 1e-12)
+    xs, ts = RNG.standard_normal((4, 3)), (RNG.random((4, 3)) < 0.5).astype(float)
+    pw, w = np.array([0.5, 2.0, 3.0]), RNG.uniform(0.5, 1.5, (4, 1))
+    lx, vx = leaf_and_view(xs)
+    pwt, wt = (clgrad.tensor(v, requires_grad=True) for v in (pw, w))
+
+    def ref(a, p=pw, ww=w):
+        return (ww * ((1 - ts) * a + (1 + (p - 1) * ts) * _np_sp_neg(a))).mean()
+    out = F.binary_cross_entropy_with_logits(vx(lx), clgrad.tensor(ts), wt, pos_weight=pwt)
+    np.testing.assert_allclose(out.item(), ref(xs), rtol=1e-12)
+    assert gradcheck(lambda a, p, ww: F.binary_cross_entropy_with_logits(
+        vx(a), clgrad.tensor(ts), ww, pos_weight=p), [lx, pwt, wt])
+    wb = clgrad.tensor(w)
+    np.testing.assert_allclose(clgrad.nn.BCELoss(wb, "sum")(
+        clgrad.tensor(1 / (1 + np.exp(-xs))), clgrad.tensor(ts)).item(),
+        (w * ((1 - ts) * xs + _np_sp_neg(xs))).sum(), rtol=1e-10)
+    big = clgrad.tensor([-800.0, 800.0], dtype=clgrad.float64)
+    np.testing.assert_allclose(F.binary_cross_entropy_with_logits(
+        big, clgrad.tensor([1.0, 0.0], dtype=clgrad.float64), reduction="none").numpy(),
+        [800.0, 800.0])
+    with pytest.raises(ValueError, match="binary_cross_entropy: expected target of the"):
+        F.binary_cross_entropy(x, t[:2])
+
+
+def test_kl_div_reductions_and_modules():
+    x = np.log(RNG.dirichlet(np.ones(5), size=3))
+    t = RNG.dirichlet(np.ones(5), size=3)
+    t[0, 0] = 0.0                                                        # 0 log 0 = 0
+    kl = np.where(t > 0, t * np.log(np.where(t > 0, t, 1)), 0) - t * x
+    xt, tt = clgrad.tensor(x), clgrad.tensor(t)
+    np.testing.assert_allclose(F.kl_div(xt, tt, reduction="batchmean").item(), kl.sum() / 3)
+    np.testing.assert_allclose(clgrad.nn.KLDivLoss("batchmean", log_target=True)(
+        xt, clgrad.tensor(np.log(t + 1e-300))).item(), kl.sum() / 3, rtol=1e-10)
+    nn = clgrad.nn
+    a, b = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3))
+    at, bt = clgrad.tensor(a), clgrad.tensor(b)
+    np.testing.assert_allclose(nn.L1Loss("sum")(at, bt).item(), np.abs(a - b).sum())
+    d = np.abs(a - b)
+    np.testing.assert_allclose(nn.HuberLoss(delta=0.5)(at, bt).item(),
+                               np.where(d < 0.5, 0.5 * d * d, 0.5 * (d - 0.25)).mean())
+    np.testing.assert_allclose(nn.SmoothL1Loss(beta=0.0)(at, bt).item(), d.mean())
+    with pytest.raises(ValueError, match="KLDivLoss: expected reduction"):
+        nn.KLDivLoss("avg")
+
+
+def test_pointwise_losses_match_pytorch():
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    t = RNG.random((5, 4)).astype(np.float32)
+    pw = np.array([1.0, 2.0, 0.5, 3.0], np.float32)
+    cases = [("binary_cross_entropy_with_logits", dict(pos_weight=pw)), ("smooth_l1_loss",
+             dict(beta=0.3)), ("huber_loss", dict(delta=0.3)), ("l1_loss", {}),
+             ("kl_div", dict(reduction="batchmean"))]
+    for name, kw in cases:
+        a = clgrad.tensor(x, requires_grad=True)
+        b = torch.tensor(x, requires_grad=True)
+        ka = {k: clgrad.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        kb = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        la = getattr(F, name)(a, clgrad.tensor(t), **ka)
+        lb = getattr(torch.nn.functional, name)(b, torch.tensor(t), **kb)
+        la.backward()
+        lb.backward()
+        np.testing.assert_allclose(la.item(), lb.item(), rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7,
+                                   err_msg=name)

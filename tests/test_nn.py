@@ -405,3 +405,80 @@ def test_init_under_parameters_keeps_them_leaves():
     p = nn.Parameter(clgrad.empty(3, 4))
     init.kaiming_uniform_(p, a=math.sqrt(5))
     assert p.is_leaf and p.requires_grad and p.grad_fn is None
+
+
+# -- CNN layer set (issue 13): channel dropout, containers, Unflatten ------------------------
+def test_dropout2d_drops_whole_channels():
+    import clgrad.nn.functional as F
+    clgrad.manual_seed(0)
+    x = np.arange(1.0, 1 + 8 * 16 * 2 * 3).reshape(8, 16, 2, 3)
+    leaf = clgrad.tensor(x, requires_grad=True)
+    y = F.dropout2d(leaf, 0.25, True)
+    out = y.numpy()
+    kept = (out != 0).all(axis=(2, 3))
+    assert ((out == 0).all(axis=(2, 3)) | kept).all()                  # all or nothing
+    np.testing.assert_allclose(out[kept], x[kept] / 0.75)
+    assert 0.6 < kept.mean() < 0.9                                     # 128 channels, p=0.25
+    y.backward(clgrad.ones_like(y))
+    np.testing.assert_allclose(leaf.grad.numpy(), np.where(kept[..., None, None], 1 / 0.75, 0.0)
+                               * np.ones_like(x))
+    z = F.dropout1d(clgrad.tensor(x[0]), 0.5)                         # (C, L): unbatched
+    assert ((z.numpy() == 0).all(-1) | (z.numpy() != 0).all(-1)).all()
+    m = clgrad.nn.Dropout2d(0.5)
+    m.eval()
+    t = clgrad.tensor(x)
+    assert m(t) is t
+    with pytest.raises(ValueError, match="dropout2d: expected a 3-D or 4-D"):
+        F.dropout2d(clgrad.tensor(x[0, 0]), 0.5)
+
+
+def test_module_dict_parameter_list_dict_unflatten():
+    nn = clgrad.nn
+    d = nn.ModuleDict({"a": nn.Linear(2, 3), "b": nn.ReLU()})
+    d["c"] = nn.Linear(3, 1)
+    assert list(d.keys()) == ["a", "b", "c"] and len(d) == 3 and "b" in d
+    assert [n for n, _ in d.named_parameters()] == ["a.weight", "a.bias", "c.weight", "c.bias"]
+    pl = nn.ParameterList([clgrad.ones(2), nn.Parameter(clgrad.zeros(3))])
+    pl.append(clgrad.ones(1))
+    assert len(pl) == 3 and all(isinstance(p, nn.Parameter) for p in pl)
+    assert [n for n, _ in pl.named_parameters()] == ["0", "1", "2"] and pl[-1].shape == (1,)
+    pd = nn.ParameterDict({"w": clgrad.ones(2)})
+    pd["b"] = clgrad.zeros(1)
+    assert list(pd.keys()) == ["w", "b"] and isinstance(pd["b"], nn.Parameter)
+    assert sorted(pd.state_dict()) == ["b", "w"]
+    u = nn.Unflatten(1, (2, 3))
+    x = clgrad.arange(12.0).reshape(2, 6)
+    y = u(x)
+    assert y.shape == (2, 2, 3) and y._storage is x._storage
+    np.testing.assert_array_equal(y.numpy(), np.arange(12.0).reshape(2, 2, 3))
+
+
+def test_cnn_layer_set_matches_pytorch_float64():
+    """One network over the CNN layer set of issue 13, written once against a torch-like
+    namespace, with copied weights: loss and every gradient equal PyTorch's (float64)."""
+    torch = pytest.importorskip("torch")
+
+    def build(T):
+        n = T.nn
+        return n.Sequential(
+            n.Conv2d(3, 8, 3, padding=1), n.BatchNorm2d(8), n.ReLU6(inplace=True),
+            n.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+            n.GroupNorm(3, 6), n.GELU(), n.Upsample(scale_factor=1.5, mode="bilinear"),
+            n.InstanceNorm2d(6, affine=True), n.SiLU(), n.Dropout2d(0.0),
+            n.AdaptiveMaxPool2d((3, 2)), n.Flatten(), n.LayerNorm(36), n.Linear(36, 5),
+            n.Hardswish(), n.PReLU(), n.Identity())
+    torch.manual_seed(0)
+    ref = build(torch).double()
+    ours = build(clgrad).double()
+    ours.load_state_dict({k: clgrad.tensor(v.numpy()) for k, v in ref.state_dict().items()})
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 3, 5, 5))
+    t = (rng.random((4, 5)) < 0.5).astype(np.float64)
+    lt = torch.nn.BCEWithLogitsLoss()(ref(torch.tensor(x)), torch.tensor(t))
+    lo = clgrad.nn.BCEWithLogitsLoss()(ours(clgrad.tensor(x)), clgrad.tensor(t))
+    lt.backward()
+    lo.backward()
+    np.testing.assert_allclose(lo.item(), lt.item(), rtol=1e-12)
+    for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)

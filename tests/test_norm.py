@@ -201,3 +201,166 @@ def test_batch_norm_large_offset_keeps_the_variance():
     want = (xd - xd.mean(axis=(0, 2, 3), keepdims=True)) / np.sqrt(
         var[None, :, None, None] + 1e-5)
     np.testing.assert_allclose(y.numpy(), want, atol=2e-3)
+
+
+# -- layer_norm / group_norm / instance_norm (row kernels rn_fwd / rn_bwd) -------------------
+def ref_rows(a, axes, eps):
+    """(a - mean) / sqrt(biased var + eps) over ``axes``."""
+    mu = a.mean(axes, keepdims=True)
+    return (a - mu) / np.sqrt(((a - mu) ** 2).mean(axes, keepdims=True) + eps)
+
+
+def ref_ln(x, w, b, k, eps=1e-5):
+    y = ref_rows(x, tuple(range(x.ndim - k, x.ndim)), eps)
+    return y * (1 if w is None else w) + (0 if b is None else b)
+
+
+def ref_gn(x, g, w, b, eps=1e-5):
+    n, c = x.shape[:2]
+    y = ref_rows(x.reshape(n, g, -1), 2, eps).reshape(x.shape)
+    s = (1, c) + (1,) * (x.ndim - 2)
+    return y * (1 if w is None else w.reshape(s)) + (0 if b is None else b.reshape(s))
+
+
+@pytest.mark.parametrize("shape,k", [((3, 4, 5), 1), ((2, 3, 4, 5), 2), ((1, 300), 1),
+                                     ((4, 1), 1)])
+def test_layer_norm_forward_backward(shape, k):
+    x = RNG.standard_normal(shape) * 3 + 1
+    ns = shape[len(shape) - k:]
+    w, b = RNG.standard_normal(ns), RNG.standard_normal(ns)
+    leaf, view = leaf_and_view(x)
+    wt, bt = strided(w), strided(b)
+    wl, bl = (clgrad.tensor(v, requires_grad=True) for v in (w, b))
+    y = F.layer_norm(view(leaf), ns, wl, bl)
+    np.testing.assert_allclose(y.numpy(), ref_ln(x, w, b, k), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(F.layer_norm(strided(x), ns, wt, bt).numpy(),
+                               ref_ln(x, w, b, k), rtol=1e-10, atol=1e-12)
+    g = RNG.standard_normal(shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(),
+                               numeric_vjp(lambda a: ref_ln(a, w, b, k), x, g), atol=1e-6)
+    np.testing.assert_allclose(wl.grad.numpy(),
+                               numeric_vjp(lambda a: ref_ln(x, a, b, k), w, g), atol=1e-6)
+    np.testing.assert_allclose(bl.grad.numpy(), g.reshape((-1,) + ns).sum(0), atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,groups", [((2, 6, 3, 4), 3), ((3, 4, 5), 4), ((2, 4), 1)])
+def test_group_norm_forward_backward(shape, groups):
+    x = RNG.standard_normal(shape) * 2 - 1
+    c = shape[1]
+    w, b = RNG.standard_normal(c), RNG.standard_normal(c)
+    leaf, view = leaf_and_view(x)
+    wl, bl = (clgrad.tensor(v, requires_grad=True) for v in (w, b))
+    y = F.group_norm(view(leaf), groups, wl, bl)
+    np.testing.assert_allclose(y.numpy(), ref_gn(x, groups, w, b), rtol=1e-10, atol=1e-12)
+    g = RNG.standard_normal(shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(),
+                               numeric_vjp(lambda a: ref_gn(a, groups, w, b), x, g), atol=1e-6)
+    np.testing.assert_allclose(wl.grad.numpy(),
+                               numeric_vjp(lambda a: ref_gn(x, groups, a, b), w, g), atol=1e-6)
+    np.testing.assert_allclose(bl.grad.numpy(), numeric_vjp(
+        lambda a: ref_gn(x, groups, w, a), b, g), atol=1e-6)
+    assert gradcheck(lambda t: F.group_norm(view(t), groups), [leaf])
+    with pytest.raises(RuntimeError, match="group_norm: expected the number of channels"):
+        F.group_norm(view(leaf), 5)
+
+
+def test_instance_norm_and_running_stats():
+    x = RNG.standard_normal((3, 2, 4, 5)) + 2
+    leaf, view = leaf_and_view(x)
+    w = clgrad.tensor([0.5, -1.5], dtype=clgrad.float64, requires_grad=True)
+    rm = strided(np.array([0.1, 0.2]))
+    rv = strided(np.array([1.0, 2.0]))
+    y = F.instance_norm(view(leaf), rm, rv, w, None, True, 0.2)
+    ref = ref_rows(x, (2, 3), 1e-5) * np.array([0.5, -1.5])[:, None, None]
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rm.numpy(), 0.8 * np.array([0.1, 0.2]) +
+                               0.2 * x.mean((2, 3)).mean(0), rtol=1e-12)
+    np.testing.assert_allclose(rv.numpy(), 0.8 * np.array([1.0, 2.0]) +
+                               0.2 * x.var((2, 3), ddof=1).mean(0), rtol=1e-12)
+    assert gradcheck(lambda t, u: F.instance_norm(view(t), weight=u), [leaf, w])
+    m = clgrad.nn.InstanceNorm2d(2, track_running_stats=True).double()
+    m(view(leaf))
+    m.eval()
+    ye = m(view(leaf)).numpy()
+    rmn, rvn = m.running_mean.numpy(), m.running_var.numpy()
+    np.testing.assert_allclose(ye, (x - rmn[:, None, None]) / np.sqrt(rvn[:, None, None] +
+                                                                         1e-5), rtol=1e-10)
+    cum = clgrad.nn.InstanceNorm2d(2, momentum=None, track_running_stats=True).double()
+    cum(clgrad.tensor(x))
+    cum(clgrad.tensor(2 * x))                        # cumulative average of the two batches
+    np.testing.assert_allclose(cum.running_mean.numpy(), 1.5 * x.mean((2, 3)).mean(0))
+
+
+def test_layer_norm_launches():
+    """Forward: one row kernel; backward: one row kernel and one reduction per parameter."""
+    from clgrad.runtime import launch_count
+    x = clgrad.tensor(RNG.standard_normal((6, 300)), requires_grad=True)
+    w, b = (clgrad.tensor(RNG.standard_normal(300), requires_grad=True) for _ in range(2))
+    g = clgrad.tensor(RNG.standard_normal((6, 300)))
+    F.layer_norm(x, 300, w, b).backward(g)          # compile first
+    n0 = launch_count()
+    y = F.layer_norm(x, 300, w, b)
+    n1 = launch_count()
+    grads = y.grad_fn.backward_fn(g)                 # the op's own backward, no accumulation
+    assert (n1 - n0, launch_count() - n1) == (1, 3)
+    assert [tuple(t.shape) for t in grads] == [(6, 300), (300,), (300,)]
+
+
+def test_norm_modules():
+    nn = clgrad.nn
+    x = RNG.standard_normal((4, 3, 5))
+    t = clgrad.tensor(x)
+    bn = nn.BatchNorm1d(3).double()
+    np.testing.assert_allclose(bn(t).numpy(), ref_rows(x, (0, 2), 1e-5), rtol=1e-10)
+    np.testing.assert_allclose(bn(t[:, :, 0]).numpy(), ref_rows(x[:, :, 0], 0, 1e-5),
+                               rtol=1e-10)
+    with pytest.raises(ValueError, match="BatchNorm1d: expected 2D or 3D"):
+        bn(t[None])
+    ln = nn.LayerNorm(5, bias=False).double()
+    assert ln.bias is None and ln.weight.shape == (5,)
+    np.testing.assert_allclose(ln(t).numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
+    gn = nn.GroupNorm(3, 3).double()
+    np.testing.assert_allclose(gn(t).numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
+    assert [n for n, _ in gn.named_parameters()] == ["weight", "bias"]
+    inn = nn.InstanceNorm1d(3)
+    assert list(inn.parameters()) == [] and "running_mean" not in inn.state_dict()
+    np.testing.assert_allclose(inn(t).numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
+    with pytest.raises(ValueError, match="GroupNorm: expected num_channels divisible"):
+        nn.GroupNorm(2, 3)
+
+
+def test_layer_group_norm_match_pytorch_float32():
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((4, 6, 3, 3)).astype(np.float32) * 5 + 3
+    for ours, theirs in [(lambda t: F.layer_norm(t, (6, 3, 3)),
+                          lambda t: torch.nn.functional.layer_norm(t, (6, 3, 3))),
+                         (lambda t: F.group_norm(t, 2), lambda t: torch.nn.functional.group_norm(
+                             t, 2))]:
+        a = clgrad.tensor(x, requires_grad=True)
+        b = torch.tensor(x, requires_grad=True)
+        ya, yb = ours(a), theirs(b)
+        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=1e-5, atol=1e-5)
+        (ya * ya * clgrad.tensor(x)).sum().backward()
+        (yb * yb * torch.tensor(x)).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_float32_tiny_maps_offset_data():
+    """Training statistics over 1x1 maps (m = N values per channel) of data far from 0: the
+    two-pass variance stays accurate where E[x^2] - E[x]^2 would cancel to noise (issue 13)."""
+    x = (RNG.standard_normal((64, 4, 1, 1)) + 1000.0).astype(np.float32)
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    xd = x.astype(np.float64)
+    ref = ref_rows(xd, (0, 2, 3), 1e-5)
+    xt = clgrad.tensor(x, requires_grad=True)
+    rv = clgrad.ones(4)
+    y = F.batch_norm(xt, clgrad.zeros(4), rv, training=True, momentum=1.0)
+    np.testing.assert_allclose(y.numpy(), ref, atol=5e-4)          # measured 5e-5
+    np.testing.assert_allclose(rv.numpy(), xd.var((0, 2, 3), ddof=1), rtol=1e-3)
+    y.backward(clgrad.tensor(g))
+    gd = g.astype(np.float64)
+    ref_gx = (gd - gd.mean((0, 2, 3), keepdims=True) - ref * (gd * ref).mean(
+        (0, 2, 3), keepdims=True)) / np.sqrt(xd.var((0, 2, 3), keepdims=True) + 1e-5)
+    np.testing.assert_allclose(xt.grad.numpy(), ref_gx, atol=5e-3)

@@ -261,3 +261,75 @@ def test_adaptive_avg_pool2d(shape, size, want_hw):
 def test_adaptive_avg_pool2d_gradcheck():
     leaf, view = leaf_and_view(RNG.standard_normal((1, 2, 5, 7)))
     assert gradcheck(lambda t: F.adaptive_avg_pool2d(view(t), (3, 4)), [leaf])
+
+
+# -- adaptive max pooling and the 1-D poolings -------------------------------------------------
+def ref_adaptive_reduce(x, oh, ow, reduce):
+    """PyTorch's adaptive windows: [floor(i H / OH), ceil((i + 1) H / OH))."""
+    h, w = x.shape[-2:]
+    out = np.empty(x.shape[:-2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            y0, y1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+            x0, x1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            out[..., i, j] = reduce(x[..., y0:y1, x0:x1], axis=(-2, -1))
+    return out
+
+
+@pytest.mark.parametrize("hw,size", [((5, 7), (3, 2)), ((4, 4), (2, 2)), ((3, 2), (5, 4)),
+                                     ((6, 5), (1, 1)), ((5, 5), (None, 3))])
+def test_adaptive_max_and_avg_pool2d_all_sizes(hw, size):
+    x = values_distinct((2, 3) + hw)
+    leaf, view = leaf_and_view(x)
+    oh, ow = (hw[0] if size[0] is None else size[0]), size[1]
+    y, idx = F.adaptive_max_pool2d(view(leaf), size, return_indices=True)
+    np.testing.assert_array_equal(y.numpy(), ref_adaptive_reduce(x, oh, ow, np.max))
+    np.testing.assert_array_equal(F.adaptive_avg_pool2d(strided(x), size).numpy().round(12),
+                                  ref_adaptive_reduce(x, oh, ow, np.mean).round(12))
+    flat = x.reshape(2, 3, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, idx.numpy().reshape(2, 3, -1), 2),
+                                  y.numpy().reshape(2, 3, -1))
+    g = RNG.standard_normal(y.shape)
+    y.backward(strided(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(),
+                               ref_max_pool_grad(x.shape, idx.numpy(), g), rtol=1e-12)
+
+
+def values_distinct(shape):
+    return (RNG.permutation(math.prod(shape)) * 0.37 - 3.0).reshape(shape)
+
+
+def test_adaptive_max_pool2d_gradcheck_and_module():
+    x = values_distinct((1, 2, 5, 4))
+    leaf, view = leaf_and_view(x)
+    assert gradcheck(lambda t: F.adaptive_max_pool2d(view(t), (3, 3)), [leaf])
+    m = clgrad.nn.AdaptiveMaxPool2d(2)
+    np.testing.assert_array_equal(m(clgrad.tensor(x)).numpy(), ref_adaptive_reduce(x, 2, 2, np.max))
+    assert clgrad.nn.AdaptiveMaxPool2d((2, 1))(clgrad.tensor(x[0])).shape == (2, 2, 1)
+
+
+def test_pool1d_family():
+    x = values_distinct((2, 3, 11))
+    leaf, view = leaf_and_view(x)
+    y, idx = F.max_pool1d(view(leaf), 3, 2, 1, return_indices=True)
+    ref, ridx = ref_max_pool(x[:, :, None], (1, 3), (1, 2), (0, 1), (1, 1), False)
+    np.testing.assert_array_equal(y.numpy(), ref[:, :, 0])
+    np.testing.assert_array_equal(idx.numpy(), ridx[:, :, 0])
+    assert gradcheck(lambda t: F.max_pool1d(view(t), 3, 2, 1, 2, ceil_mode=True), [leaf])
+    a = F.avg_pool1d(view(leaf), 4, 3, 2, count_include_pad=False)
+    xp = np.pad(x, ((0, 0), (0, 0), (2, 2)), constant_values=np.nan)
+    want = np.stack([np.nanmean(xp[..., 3 * i:3 * i + 4], -1) for i in range(4)], -1)
+    np.testing.assert_allclose(a.numpy(), want, rtol=1e-12)
+    assert gradcheck(lambda t: F.avg_pool1d(view(t), 4, 3, 2), [leaf])
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(view(leaf), 4).numpy(),
+                               ref_adaptive_reduce(x[:, :, None], 1, 4, np.mean)[:, :, 0], rtol=1e-12)
+    np.testing.assert_array_equal(F.adaptive_max_pool1d(view(leaf), 4).numpy(),
+                                  ref_adaptive_reduce(x[:, :, None], 1, 4, np.max)[:, :, 0])
+    assert gradcheck(lambda t: F.adaptive_avg_pool1d(view(t), 4), [leaf])
+    nn = clgrad.nn
+    t = clgrad.tensor(x[0])                                            # unbatched (C, L)
+    assert nn.MaxPool1d(2)(t).shape == (3, 5) and nn.AvgPool1d(3, 1)(t).shape == (3, 9)
+    assert nn.AdaptiveAvgPool1d(1)(t).shape == (3, 1)
+    assert nn.AdaptiveMaxPool1d(2)(t).shape == (3, 2)
+    with pytest.raises(RuntimeError, match="max_pool1d: expected a 2-D"):
+        F.max_pool1d(clgrad.tensor(x[None]), 2)

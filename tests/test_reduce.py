@@ -229,3 +229,30 @@ def test_softmax_is_stable_for_huge_logits(dtype):
     np.testing.assert_allclose(clgrad.logsumexp(x, 1).numpy(),
                                [1e8, 1e8 + np.log(3), -1e8 + 64], rtol=1e-7)
     np.testing.assert_allclose(x.T.softmax(0).numpy(), p.T)
+
+
+@pytest.mark.parametrize("p,dim", [(2, 1), (1, 0), (3.0, -1), (float("inf"), 1)])
+def test_normalize(p, dim):
+    import clgrad.nn.functional as F
+    from strided import leaf_and_view, numeric_vjp
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 4, 2))
+    x[0, :, 0] = 0.0                                        # a zero vector: divided by eps
+
+    def ref(a):
+        if p == float("inf"):
+            n = np.abs(a).max(dim, keepdims=True)
+        else:
+            n = (np.abs(a) ** p).sum(dim, keepdims=True) ** (1 / p)
+        return a / np.maximum(n, 1e-12)
+    leaf, view = leaf_and_view(x)
+    y = F.normalize(view(leaf), p, dim)
+    np.testing.assert_allclose(y.numpy(), ref(x), rtol=1e-12)
+    x[0, :, 0] = [0.3, -0.7, 0.5, 0.1]                     # no ties (max is a kink)
+    leaf, view = leaf_and_view(x)
+    g = rng.standard_normal(x.shape)
+    F.normalize(view(leaf), p, dim).backward(clgrad.tensor(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(ref, x, g), atol=1e-7)
+    z = clgrad.zeros(2, 3, dtype=clgrad.float64, requires_grad=True)   # a zero vector:
+    F.normalize(z, p, 1, eps=1e-3).backward(clgrad.ones(2, 3, dtype=clgrad.float64))
+    np.testing.assert_allclose(z.grad.numpy(), np.full((2, 3), 1e3))   # g / eps, no NaN

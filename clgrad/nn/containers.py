@@ -1,11 +1,13 @@
-"""Containers: Sequential, ModuleList and the Identity placeholder (PyTorch's semantics)."""
+"""Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, and the
+Identity and Unflatten layers (PyTorch's semantics)."""
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from clgrad.nn.module import Module
+from clgrad.nn.module import Module, Parameter
 
-__all__ = ["Sequential", "ModuleList", "Identity"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
+           "Unflatten"]
 
 
 class _Indexed(Module):
@@ -79,6 +81,128 @@ class Identity(Module):
         return x
 
 
+class _Keyed(Module):
+    """Members under string keys, in insertion order, in the registry ``_store`` names."""
+    _store = "_modules"
+
+    def _register(self, key, value):
+        raise NotImplementedError
+
+    def __getitem__(self, key: str):
+        return getattr(self, self._store)[key]
+
+    def __setitem__(self, key: str, value):
+        self._register(key, value)
+
+    def __delitem__(self, key: str):
+        del getattr(self, self._store)[key]
+
+    def __len__(self):
+        return len(getattr(self, self._store))
+
+    def __iter__(self):
+        return iter(getattr(self, self._store))
+
+    def __contains__(self, key):
+        return key in getattr(self, self._store)
+
+    def keys(self):
+        return getattr(self, self._store).keys()
+
+    def values(self):
+        return getattr(self, self._store).values()
+
+    def items(self):
+        return getattr(self, self._store).items()
+
+    def pop(self, key: str):
+        """Remove ``key`` and return its member."""
+        return getattr(self, self._store).pop(key)
+
+    def clear(self):
+        getattr(self, self._store).clear()
+
+    def update(self, members):
+        """Add (key, member) pairs from a mapping or an iterable of pairs."""
+        for k, v in (members.items() if hasattr(members, "items") else members):
+            self._register(k, v)
+
+
+class ModuleDict(_Keyed):
+    """Modules registered under string keys, in insertion order (no forward of its own)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def _register(self, key, module):
+        self.add_module(key, module)
+
+
+class ParameterList(Module):
+    """Parameters registered as ``0``, ``1``, ...; tensors given are wrapped as Parameters."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def __getitem__(self, idx):
+        ps = list(self._parameters.values())
+        if isinstance(idx, slice):
+            return ParameterList(ps[idx])
+        return ps[_wrap_index(idx, len(ps), "ParameterList")]
+
+    def __setitem__(self, idx, value):
+        idx = _wrap_index(idx, len(self._parameters), "ParameterList")
+        self.register_parameter(str(idx), _as_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value):
+        """Add ``value`` (a Parameter, or a Tensor made one) at the end. Returns self."""
+        self.register_parameter(str(len(self._parameters)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+
+class ParameterDict(_Keyed):
+    """Parameters registered under string keys, in insertion order; tensors given are wrapped
+    as Parameters."""
+    _store = "_parameters"
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def _register(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+
+class Unflatten(Module):
+    """Split dim ``dim`` into ``unflattened_size`` (a view when strides allow)."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x):
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
 # ---------------------------------------------------------------------------- private helpers
 
 def _wrap_index(idx, n, op):
@@ -87,3 +211,7 @@ def _wrap_index(idx, n, op):
     if not -n <= idx < n:
         raise IndexError(f"{op}: index {idx} is out of range for {n} modules")
     return idx % n
+
+
+def _as_parameter(v):
+    return v if isinstance(v, Parameter) or v is None else Parameter(v)

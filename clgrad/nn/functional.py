@@ -33,4 +33,50 @@ def relu(input: Tensor, inplace: bool = False):
     return _ew.relu(input)
 
 
+# -- CNN layer set (issue 13): activations --------------------------------------------------
+from clgrad.ops.activation import (elu, gelu, hardsigmoid, hardswish, hardtanh,  # noqa: E402
+                                   mish, prelu, relu6, silu, softplus)
+from clgrad.ops.elementwise import sigmoid, tanh  # noqa: E402
+
+__all__ += ["relu6", "hardtanh", "gelu", "silu", "elu", "hardswish", "hardsigmoid", "softplus",
+            "mish", "prelu", "sigmoid", "tanh"]
+
+# -- CNN layer set (issue 13): normalisation ------------------------------------------------
+from clgrad.ops.norm import group_norm, instance_norm, layer_norm  # noqa: E402
+
+__all__ += ["layer_norm", "group_norm", "instance_norm"]
+
+# -- CNN layer set (issue 13): losses, one_hot, normalize, embedding ------------------------
+from clgrad.ops.index import embedding, one_hot  # noqa: E402
+from clgrad.ops.loss import (binary_cross_entropy,  # noqa: E402
+                             binary_cross_entropy_with_logits, huber_loss, kl_div, l1_loss,
+                             smooth_l1_loss)
+from clgrad.ops.reduce import normalize  # noqa: E402
+
+__all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+            "binary_cross_entropy_with_logits", "kl_div", "one_hot", "normalize", "embedding"]
+
+# -- CNN layer set (issue 13): channel dropout ----------------------------------------------
+from clgrad.ops.activation import dropout1d, dropout2d  # noqa: E402
+
+__all__ += ["dropout1d", "dropout2d"]
+
+# -- CNN layer set (issue 13): 1-D and transposed convolutions ------------------------------
+from clgrad.ops.conv_transpose import conv1d, conv_transpose1d, conv_transpose2d  # noqa: E402
+
+__all__ += ["conv1d", "conv_transpose1d", "conv_transpose2d"]
+
+# -- CNN layer set (issue 13): 1-D and adaptive max pooling ---------------------------------
+from clgrad.ops.pool import (adaptive_avg_pool1d, adaptive_max_pool1d,  # noqa: E402
+                             adaptive_max_pool2d, avg_pool1d, max_pool1d)
+
+__all__ += ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d"]
+
+# -- CNN layer set (issue 13): resampling ----------------------------------------------------
+from clgrad.ops.upsample import interpolate  # noqa: E402
+
+upsample = interpolate  # PyTorch's deprecated alias
+__all__ += ["interpolate", "upsample"]
+
 _check_tensor_args(globals(), __name__)  # non-Tensor arguments: TypeError naming them

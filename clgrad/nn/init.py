@@ -5,7 +5,8 @@ clgrad's generator (``clgrad.manual_seed``), drawn on the host in float64 and up
 
 References: X. Glorot and Y. Bengio, "Understanding the difficulty of training deep feedforward
 neural networks", AISTATS 2010 (xavier_*); K. He et al., "Delving Deep into Rectifiers", ICCV
-2015 (kaiming_*).
+2015 (kaiming_*); A. Saxe et al., "Exact solutions to the nonlinear dynamics of learning in
+deep linear neural networks", ICLR 2014 (orthogonal_).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_", "orthogonal_", "eye_", "dirac_"]
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "sigmoid")
@@ -116,6 +118,80 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
 
 
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator=None) -> Tensor:
+    """Fill with N(mean, std^2) conditioned on [a, b] (absolute bounds, as PyTorch): draws
+    outside are redrawn (rejection sampling, the exact truncated law).
+    Raises ValueError if a >= b or std <= 0."""
+    _check_tensor(tensor, "trunc_normal_")
+    _no_generator("trunc_normal_", generator)
+    if not a < b or std <= 0:
+        raise ValueError(f"trunc_normal_: expected a < b and std > 0, got a={a}, b={b}, "
+                         f"std={std}")
+    rng = seed_generator()
+    out = rng.normal(mean, std, tuple(tensor.shape))
+    bad = (out < a) | (out > b)
+    for _ in range(10000):
+        if not bad.any():
+            break
+        out[bad] = rng.normal(mean, std, int(bad.sum()))
+        bad = (out < a) | (out > b)
+    else:
+        raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds too little mass of "
+                         f"N({mean}, {std}^2) to sample by rejection")
+    return _fill(tensor, out)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix times ``gain``: the Q of the QR decomposition of
+    a normal matrix (rows = size(0), cols = the rest), signs fixed by diag(R) (PyTorch's).
+    Raises ValueError for fewer than 2 dims."""
+    _check_tensor(tensor, "orthogonal_")
+    _no_generator("orthogonal_", generator)
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    a = seed_generator().normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        a = a.T
+    q, r = np.linalg.qr(a)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (gain * q).reshape(tuple(tensor.shape)))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity (ones on the diagonal).
+    Raises ValueError for other ranks."""
+    _check_tensor(tensor, "eye_")
+    if tensor.ndim != 2:
+        raise ValueError(f"eye_: only 2-D tensors are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    return _fill(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D conv weight with the Dirac delta: the convolution keeps the
+    first min(out/groups, in) channels of each group. Raises ValueError for other ranks or
+    out channels not divisible by groups."""
+    _check_tensor(tensor, "dirac_")
+    if tensor.ndim not in (3, 4, 5) or tensor.shape[0] % groups:
+        raise ValueError(f"dirac_: expected a 3, 4 or 5-D tensor with dim 0 divisible by "
+                         f"groups={groups}, got shape {tuple(tensor.shape)}")
+    out = np.zeros(tuple(tensor.shape))
+    per = tensor.shape[0] // groups
+    centre = tuple(k // 2 for k in tensor.shape[2:])
+    for g in range(groups):
+        for d in range(min(per, tensor.shape[1])):
+            out[(g * per + d, d) + centre] = 1.0
+    return _fill(tensor, out)
+
+
 # ---------------------------------------------------------------------------- private helpers
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor, op: str = "init"):
@@ -140,6 +216,12 @@ def _fan(tensor, mode, op):
         raise ValueError(f"{op}: cannot initialise a tensor with {mode} = 0 "
                          f"(shape {tuple(tensor.shape)})")
     return fan
+
+
+def _no_generator(op, generator):
+    if generator is not None:
+        raise NotImplementedError(f"{op}: a generator argument is not supported; seed with "
+                                  f"clgrad.manual_seed")
 
 
 def _check_tensor(tensor, op):

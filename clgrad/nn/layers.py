@@ -214,19 +214,8 @@ class BatchNorm2d(Module):
                  affine: bool = True, track_running_stats: bool = True, device=None,
                  dtype=None):
         super().__init__()
-        _check_positive("BatchNorm2d", num_features=num_features)
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        kw = dict(dtype=dtype, device=device)
-        self.weight = Parameter(ones(num_features, **kw)) if affine else None
-        self.bias = Parameter(zeros(num_features, **kw)) if affine else None
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, **kw))
-            self.register_buffer("running_var", ones(num_features, **kw))
-            self.register_buffer("num_batches_tracked",
-                                 zeros((), dtype=dtypes.int64, device=device))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _norm_state(self, "BatchNorm2d", num_features, eps, momentum, affine,
+                    track_running_stats, device, dtype)
 
     def reset_running_stats(self):
         """running_mean = 0, running_var = 1, num_batches_tracked = 0."""
@@ -236,10 +225,13 @@ class BatchNorm2d(Module):
                 ew.fill_raw(buf, value)
                 bump_version(buf)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _check_input_dim(self, x: Tensor):
         if x.ndim != 4:
             raise ValueError(f"BatchNorm2d: expected 4D input (N, C, H, W), got "
                              f"{x.ndim}D input of shape {tuple(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
@@ -355,6 +347,24 @@ def _default_init(weight: Parameter, bias: Parameter | None):
         fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
         init.uniform_(bias, -bound, bound)
+
+
+def _norm_state(m, op, num_features, eps, momentum, affine, track_running_stats, device,
+                dtype):
+    """The parameters (weight = 1, bias = 0 when ``affine``) and buffers (running_mean = 0,
+    running_var = 1, num_batches_tracked = 0 when tracking) of the per-channel norms."""
+    _check_positive(op, num_features=num_features)
+    m.num_features, m.eps, m.momentum = num_features, eps, momentum
+    m.affine, m.track_running_stats = affine, track_running_stats
+    kw = dict(dtype=dtype, device=device)
+    m.weight = Parameter(ones(num_features, **kw)) if affine else None
+    m.bias = Parameter(zeros(num_features, **kw)) if affine else None
+    if track_running_stats:
+        m.register_buffer("running_mean", zeros(num_features, **kw))
+        m.register_buffer("running_var", ones(num_features, **kw))
+        m.register_buffer("num_batches_tracked", zeros((), dtype=dtypes.int64, device=device))
+    else:
+        m.running_mean = m.running_var = m.num_batches_tracked = None
 
 
 def _check_positive(op, **sizes):

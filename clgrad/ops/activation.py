@@ -1,9 +1,11 @@
-"""Activation-style ops of the CNN layer set: leaky_relu, dropout, pad.
+"""Activation-style ops of the CNN layer set: leaky_relu, the pointwise activations (hardtanh,
+relu6, gelu, silu, elu, hardswish, hardsigmoid, softplus, mish), prelu, dropout, pad.
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
-Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, dropout (Philox4x32-10, one kernel for
-both directions: the mask is regenerated from the seed, never stored), pad_fwd/pad_bwd.
+Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT), dropout
+(Philox4x32-10, one kernel for both directions: the mask is regenerated from the seed, never
+stored), pad_fwd/pad_bwd.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, launch_1d, scalar,
 from clgrad.ops._util import view_arg
 from clgrad.tensor import Tensor
 
-__all__ = ["leaky_relu", "dropout", "pad"]
+__all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
+           "softplus", "mish", "prelu", "dropout", "dropout1d", "dropout2d", "pad"]
 
 _FILE = "activation.cl"
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
@@ -37,6 +40,95 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
     return record("leaky_relu", out, (x,), backward, saved=[x])
+
+
+# -- pointwise activations: one kernel each direction (kernels/activation.cl ACT) -------------
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    """clamp(x, min_val, max_val); the gradient is 0 at and beyond the bounds (PyTorch).
+    Raises ValueError if min_val > max_val."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: expected min_val <= max_val, got {min_val} > {max_val}")
+    return _act("hardtanh", input, inplace, min_val, max_val)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6) = hardtanh(x, 0, 6): gradient 1 strictly inside (0, 6), else 0."""
+    return _act("hardtanh", input, inplace, 0.0, 6.0, op="relu6")
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x Phi(x) (Hendrycks & Gimpel 2016): exact with erf ('none'), or
+    x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) ('tanh').
+    Raises ValueError for another ``approximate``."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: expected approximate 'none' or 'tanh', got {approximate!r}")
+    return _act("gelu" if approximate == "none" else "gelu_tanh", input, False, op="gelu")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x sigmoid(x) (swish)."""
+    return _act("silu", input, inplace)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha (exp(x) - 1) (Clevert et al. 2015)."""
+    return _act("elu", input, inplace, alpha)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x relu6(x + 3) / 6 (MobileNetV3); gradient x/3 + 1/2 strictly inside (-3, 3)."""
+    return _act("hardswish", input, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)."""
+    return _act("hardsigmoid", input, inplace)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, reverting to x where beta x > threshold."""
+    return _act("softplus", input, False, beta, threshold)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x tanh(softplus(x)) (Misra 2019)."""
+    return _act("mish", input, inplace)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x where x > 0, else weight * x, weight (1,) or (C,) along dim 1 of an input (N, C, *).
+    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight.
+    Raises RuntimeError when weight has neither 1 element nor one per channel."""
+    _check_float("prelu", input)
+    if not isinstance(weight, Tensor):
+        raise TypeError(f"prelu: expected weight to be a Tensor, got {type(weight).__name__}")
+    nw = weight.numel()
+    c = input.shape[1] if input.ndim >= 2 else 1
+    if weight.ndim > 1 or nw not in (1, c):
+        raise RuntimeError(f"prelu: expected weight of 1 element or {c} (the input's dim 1), "
+                           f"got shape {tuple(weight.shape)}")
+    w = weight.reshape(()) if nw == 1 else weight.reshape((c,) + (1,) * (input.ndim - 2))
+    return ew.where(ew.gt(input, 0.0), input, ew.mul(w, input))
+
+
+def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
+    """out = f(x) and its backward g * f'(x) (the saved input), one launch each."""
+    op = op or kname
+    _check_float(op, input)
+    if inplace:
+        return ew.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
+    x = input
+    d = defines_for(x.dtype)
+    args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
+    out = empty(x.shape, x.dtype, x.device)
+    launch_1d(_FILE, kname + "_fwd", d, out, (x,), args)
+
+    def backward(g):
+        gx = empty(x.shape, x.dtype, x.device)
+        launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
+        return (gx,)
+    return record(op, out, (x,), backward, saved=[x])
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,
@@ -64,6 +156,39 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
     out = _dropout_raw(x, args)
     return record("dropout", out, (x,), lambda g: (_dropout_raw(g, args),))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout (Tompson et al., CVPR 2015): zero whole channels of (N, C, H, W) with
+    probability p, scale the rest by 1 / (1 - p); a 3-D input is (N, C, L), as PyTorch 2
+    reads it. The mask (N, C, 1, 1) is dropout() of ones, then one broadcast multiply.
+    Grad: input. Raises ValueError for p outside [0, 1] or an input not 3-D or 4-D."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, (3, 4))
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d)."""
+    return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
+
+
+def _feature_dropout(op, x, p, training, inplace, ranks):
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"{op}: expected a probability p in [0, 1], got {p}")
+    _check_float(op, x)
+    if x.ndim not in ranks:
+        raise ValueError(f"{op}: expected a {ranks[0]}-D or {ranks[1]}-D input, got shape "
+                         f"{tuple(x.shape)}")
+    if not training or p == 0:
+        return x
+    lead = 1 if x.ndim == ranks[0] and op == "dropout1d" else 2
+    ones = creation.ones(tuple(x.shape[:lead]) + (1,) * (x.ndim - lead), dtype=x.dtype,
+                         device=x.device)
+    mask = dropout(ones, p, True)
+    if inplace:
+        return ew.inplace(op + "_", x, lambda s: ew.mul(s, mask))
+    return ew.mul(x, mask)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:

@@ -21,7 +21,7 @@ from clgrad.ops._util import (bump_version, defines_for, empty, full, launch_1d,
 from clgrad.tensor import Tensor
 
 __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "advanced_getitem",
-           "setitem", "index_put_", "index_put"]
+           "embedding", "one_hot", "setitem", "index_put_", "index_put"]
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -462,7 +462,7 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
         else:
             launch_1d("index.cl", "scatter_add_dim" if accumulate else "scatter_dim",
                       defines_for(x.dtype), p.view, (src, iv), (np.int64(1), np.int64(0)))
-    x._storage.version += 1
+    bump_version(x)
     if grad_involved:
         _rebase_index_put(root, p, iv, vb, accumulate)
     return x
@@ -670,3 +670,69 @@ def nonzero(x: Tensor, as_tuple: bool = False):
 def argwhere(x: Tensor) -> Tensor:
     """``nonzero(x)``: the (N, ndim) int64 indices of the nonzero elements."""
     return nonzero(x)
+
+
+# -- embedding and one_hot (the CNN layer set, issue 13) --------------------------------------
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input`` (PyTorch's F.embedding).
+
+    Shapes:  input (*) int, weight (V, D) -> (*, D)
+    Grad:    weight: the output gradient scatter-added into its rows (repeated indices add
+             up); the row ``padding_idx`` gets no gradient.
+    Raises:  IndexError for an index outside [0, V); NotImplementedError for max_norm,
+             scale_grad_by_freq and sparse (not supported: PyTorch's renormalisation writes
+             the weight in place, and clgrad has no sparse gradients).
+    """
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by clgrad")
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise RuntimeError(f"embedding: expected a 2-D weight (num_embeddings, embedding_dim), "
+                           f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    v = weight.shape[0]
+    if padding_idx is not None:
+        if not -v <= padding_idx < v:
+            raise ValueError(f"embedding: expected padding_idx in [{-v}, {v}), got "
+                             f"{padding_idx}")
+        padding_idx %= v
+    idx = _check_index("embedding", input.reshape(-1), v)
+    if idx.numel() and int(idx.numpy().min()) < 0:
+        raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
+                              f"[0, {v})")
+    out = empty((idx.shape[0], weight.shape[1]), weight.dtype, weight.device)
+    iv = Tensor(idx._storage, out.shape, (idx._strides[0], 0), idx._offset)
+    _gather_launch(weight, 0, iv, out)
+    scatter = _gather_backward(tuple(weight.shape), 0, iv)
+
+    def backward(g):
+        (gw,) = scatter(g)
+        if padding_idx is not None:
+            ew.fill_raw(gw[padding_idx], 0)
+        return (gw,)
+    out = record("embedding", out, (weight,), backward, saved=[idx])
+    return out.view(tuple(input.shape) + (weight.shape[1],))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 (*, num_classes) with a 1 at each value of the integer ``tensor`` (*);
+    num_classes = -1 takes max + 1 (a read on the host).
+    Raises RuntimeError for a non-integer tensor, negative values or values >= num_classes,
+    or an empty tensor with num_classes = -1."""
+    if not isinstance(tensor, Tensor) or tensor.dtype.is_floating_point or tensor.dtype.is_bool:
+        raise RuntimeError(f"one_hot: expected an integer (int64) tensor, got "
+                           f"{getattr(tensor, 'dtype', type(tensor).__name__)}")
+    host = tensor.numpy()
+    if host.size == 0 and num_classes < 0:
+        raise RuntimeError("one_hot: can not infer the number of classes from an empty tensor")
+    if host.size and host.min() < 0:
+        raise RuntimeError(f"one_hot: expected non-negative class values, got {host.min()}")
+    n = int(host.max()) + 1 if num_classes < 0 else int(num_classes)
+    if host.size and host.max() >= n:
+        raise RuntimeError(f"one_hot: expected class values smaller than num_classes={n}, got "
+                           f"{host.max()}")
+    from clgrad.creation import arange
+    hit = ew.eq(ew.to(tensor, dtypes.int64).unsqueeze(-1),
+                arange(n, dtype=dtypes.int64, device=tensor.device))
+    return ew.to(hit, dtypes.int64)

@@ -1,24 +1,29 @@
-"""Softmax, log_softmax and the losses built on them: cross_entropy, nll_loss, mse_loss.
+"""Softmax, log_softmax and the losses built on them: cross_entropy, nll_loss, mse_loss; the
+pointwise losses l1, smooth_l1, huber, binary_cross_entropy (with logits), kl_div.
 
 softmax/log_softmax are one row kernel each direction (online log-sum-exp). cross_entropy with
 class indices is log_softmax + nll fused: one row kernel and one summing kernel forward, one
 elementwise kernel backward; targets are checked on the host before any launch.
 Every input may be any strided view; outputs are new and contiguous.
-Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd.
+Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd,
+<name>_fwd/<name>_bwd (POINTWISE_LOSS: one launch per loss and per gradient, then a sum).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from clgrad import dtypes, layout
+from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
-from clgrad.ops._util import defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import (defines_for, empty, launch_1d, same_device, scalar, shape_arg,
+                              view_arg)
 from clgrad.ops.norm import split_dim
 from clgrad.tensor import Tensor
 
-__all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss"]
+__all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+           "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "kl_div"]
 
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
@@ -86,6 +91,128 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     d = ew.sub(input, target)
     sq = ew.mul(d, d)
     return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
+
+
+# -- pointwise losses: one kernel for the loss, one per gradient, then the reduction ----------
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """|input - target|, reduced ('mean', 'sum', 'none'); shapes broadcast.
+    Grad: input and target (sign(x - t), 0 where equal)."""
+    return _pointwise("l1_loss", "l1", input, target, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2 (d = input - target; Girshick,
+    Fast R-CNN); beta = 0 is the L1 loss. Grad: input and target.
+    Raises ValueError for beta < 0."""
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss: expected beta >= 0, got {beta}")
+    return _pointwise("smooth_l1_loss", "smooth_l1", input, target, reduction, p0=beta)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+               delta: float = 1.0) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - delta / 2) (Huber 1964); equals
+    delta * smooth_l1_loss(beta=delta). Grad: input and target. Raises ValueError for
+    delta <= 0."""
+    if delta <= 0:
+        raise ValueError(f"huber_loss: expected delta > 0, got {delta}")
+    return _pointwise("huber_loss", "huber", input, target, reduction, p0=delta)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight=None,
+                         reduction: str = "mean") -> Tensor:
+    """-w (t log x + (1 - t) log(1 - x)) of probabilities x, each log clamped at -100 (so
+    x = 0 or 1 gives a finite loss; PyTorch's). Grad: input, w (x - t) / max(x (1 - x),
+    1e-12); target. Unlike PyTorch, x outside [0, 1] is not checked (it would need a device
+    to host read): it gives NaN. Raises ValueError when target's shape differs from input's."""
+    _same_shape("binary_cross_entropy", input, target)
+    loss = _pointwise("binary_cross_entropy", "bce", input, target, "none")
+    return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
+                                     reduction: str = "mean", pos_weight=None) -> Tensor:
+    """w ((1 - t) x + (1 + (p - 1) t) log(1 + exp(-x))) for logits x, computed stably
+    (log1p(exp(-|x|)) + max(-x, 0)); ``pos_weight`` p broadcasts along the last (class) dim.
+    Grad: input, target, weight and pos_weight. Raises ValueError when target's shape
+    differs from input's."""
+    op = "binary_cross_entropy_with_logits"
+    _same_shape(op, input, target)
+    aux = None
+    if pos_weight is not None:  # the log weight 1 + (p - 1) t, an operand of the kernel
+        aux = ew.add(ew.mul(ew.sub(pos_weight, 1.0), target), 1.0)
+    loss = _pointwise(op, "bce_logits", input, target, "none", aux=aux)
+    return _reduce(_weighted(loss, weight), reduction, op)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """Pointwise KL divergence of log-probabilities ``input`` from ``target``:
+    t (log t - x) (0 where t = 0), or exp(t) (t - x) with ``log_target``. Reductions: 'mean'
+    (over every element, as PyTorch's), 'batchmean' (sum / input.size(0), the true KL
+    divergence), 'sum', 'none'. Grad: input and target."""
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"kl_div: expected reduction 'mean', 'batchmean', 'sum' or 'none', "
+                         f"got {reduction!r}")
+    loss = _pointwise("kl_div", "kl_div_log" if log_target else "kl_div", input, target,
+                      "none")
+    if reduction == "batchmean":
+        return ew.div(rd.sum(loss), float(input.shape[0] if input.ndim else 1))
+    return _reduce(loss, reduction, "kl_div")
+
+
+def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
+    """The loss kernel over broadcast (x, t, aux) and its backward; then the reduction."""
+    if not isinstance(x, Tensor) or not isinstance(t, Tensor):
+        raise TypeError(f"{op}: expected Tensors for input and target, got "
+                        f"{type(x).__name__} and {type(t).__name__}")
+    same_device(op, x, t, aux)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    t = t if t.dtype is x.dtype else ew.to(t, x.dtype)
+    a = aux if aux is not None else creation.ones((), dtype=x.dtype, device=x.device)
+    a = a if a.dtype is x.dtype else ew.to(a, x.dtype)
+    shape = layout.broadcast_shapes(x.shape, t.shape, a.shape, op=op)
+    ops = tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in (x, t, a))
+    d = defines_for(x.dtype)
+    d["WG"] = 1
+    c = scalar(x.dtype, p0)
+    out = empty(shape, x.dtype, x.device)
+    launch_1d(_FILE, kname + "_fwd", d, out, ops, (c,))
+
+    def backward(g):
+        grads = []
+        for k, v in enumerate(ops):
+            gv = None
+            if v.requires_grad:
+                gv = empty(shape, x.dtype, x.device)
+                launch_1d(_FILE, kname + "_bwd", d, gv, (g,) + ops, (c, np.int32(k)))
+            grads.append(gv)
+        return tuple(grads)
+    loss = record(op, out, ops, backward, saved=list(ops))
+    return _reduce(loss, reduction, op)
+
+
+def _reduce(loss, reduction, op):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    return loss if reduction == "none" else rd.mean(loss) if reduction == "mean" else \
+        rd.sum(loss)
+
+
+def _weighted(loss, weight):
+    return loss if weight is None else ew.mul(loss, weight)
+
+
+def _same_shape(op, x, t):
+    if isinstance(x, Tensor) and isinstance(t, Tensor) and tuple(x.shape) != tuple(t.shape):
+        raise ValueError(f"{op}: expected target of the input's size {tuple(x.shape)}, got "
+                         f"{tuple(t.shape)}")
 
 
 # -- softmax ----------------------------------------------------------------------------------

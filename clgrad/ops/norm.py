@@ -1,9 +1,11 @@
-"""Normalisation over channels: batch_norm (per-channel statistics) and local_response_norm.
+"""Normalisation: batch_norm (per-channel statistics), layer_norm and group_norm (per-row
+statistics), instance_norm (batch_norm of the (1, N*C, *) view), local_response_norm.
 
 Inputs are (N, C, *) and may be any strided view; dim 1 is split from the others, which are
 collapsed (see ``split_dim``). Outputs and gradients are new and contiguous.
 Kernels: kernels/norm.cl :: bn_fwd, bn_bwd (one work-group per channel: the statistics and the
-normalisation in one launch each direction), lrn_fwd, lrn_bwd.
+normalisation in one launch each direction), rn_fwd, rn_bwd (one work-group per row; the
+weight and bias gradients are then two reductions), lrn_fwd, lrn_bwd.
 """
 from __future__ import annotations
 
@@ -11,14 +13,16 @@ import numpy as np
 
 from clgrad import layout
 from clgrad.autograd import record
-from clgrad.ops._util import LOCAL, defines_for, empty, same_device, scalar, shape_arg, view_arg
-from clgrad.ops._util import MAXD, bump_version, zeros
+from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
+                              fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
 from clgrad.tensor import Tensor
 
-__all__ = ["batch_norm", "local_response_norm", "split_dim"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "local_response_norm",
+           "split_dim"]
 
 _FILE = "norm.cl"
 _BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
+_RN_W, _RN_B, _RN_GX, _RN_GXH = 1, 2, 4, 8
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
@@ -77,6 +81,99 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         return _bn_backward(x, gy, weight, mean, invstd, m, (flags & (_BN_TRAIN | _BN_W)) | want)
     saved = [x] + ([weight] if weight is not None else [])
     return record("batch_norm", y, (x, weight, bias), backward, saved=saved)
+
+
+def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
+               eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
+    (Ba, Kiros & Hinton 2016; PyTorch's F.layer_norm: biased variance).
+
+    Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
+    Grad:    input, weight, bias
+    Raises:  RuntimeError when the trailing dims or the parameter shapes differ from
+             normalized_shape; TypeError for a non-float input or a dtype mismatch.
+    """
+    ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
+        tuple(normalized_shape)
+    _check_float_tensor("layer_norm", input)
+    k = len(ns)
+    if k == 0 or k > input.ndim or tuple(input.shape[input.ndim - k:]) != ns:
+        raise RuntimeError(f"layer_norm: expected an input with shape [*, "
+                           f"{', '.join(map(str, ns))}], got {list(input.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        _check_affine("layer_norm", name, p, input, ns)
+    nr = input.ndim - k
+    m = layout.numel(ns)
+
+    def split(t):
+        return t._strides[:nr], t._strides[nr:]
+    return _row_norm("layer_norm", input, input.shape[:nr], ns, split, weight, bias, eps,
+                     (1, 0, 1), (layout.numel(input.shape[:nr]), m, 1))
+
+
+def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each of ``num_groups`` channel groups of each sample over its channels and
+    spatial dims, then scale and shift per channel (Wu & He, ECCV 2018; biased variance).
+
+    Shapes:  input (N, C, *) with C divisible by num_groups; weight, bias (C,) -> same
+    Grad:    input, weight, bias
+    Raises:  RuntimeError for C not divisible by num_groups, bad parameter shapes or fewer than
+             2 dims; TypeError for a non-float input or a dtype mismatch.
+    """
+    _check_float_tensor("group_norm", input)
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "
+                           f"shape {tuple(input.shape)}")
+    n, c = input.shape[:2]
+    if not isinstance(num_groups, (int, np.integer)) or num_groups < 1 or c % num_groups:
+        raise RuntimeError(f"group_norm: expected the number of channels {c} to be divisible "
+                           f"by num_groups, got num_groups={num_groups!r}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        _check_affine("group_norm", name, p, input, (c,))
+    g, cg, sp = int(num_groups), c // int(num_groups), layout.numel(input.shape[2:])
+
+    def split(t):
+        sn, sc, *ss = t._strides
+        return (sn, sc * cg), (sc, *ss)
+    return _row_norm("group_norm", input, (n, g), (cg,) + tuple(input.shape[2:]), split, weight,
+                     bias, eps, (g, cg, sp), (n, c, sp))
+
+
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) plane over its spatial dims (Ulyanov et al. 2016),
+    PyTorch's construction: batch_norm of the (1, N*C, *) view with the per-channel
+    parameters and running statistics repeated N times; the running statistics (C,) are
+    updated with the mean over the batch of the per-instance updates.
+
+    Shapes:  input (N, C, *) with at least one spatial dim; (C,) parameters -> same
+    Grad:    input, weight, bias
+    Raises:  as batch_norm (ValueError for one value per plane when using input statistics).
+    """
+    _check_float_tensor("instance_norm", input)
+    if input.ndim < 3:
+        raise RuntimeError(f"instance_norm: expected an input (N, C, *) with spatial dims, got "
+                           f"shape {tuple(input.shape)}")
+    n, c = input.shape[:2]
+    for name, p in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_param("instance_norm", name, p, input)
+    from clgrad.autograd import no_grad
+    from clgrad.ops import reduce as rd
+    from clgrad.ops.elementwise import copy_raw
+    rep = [None if p is None else p.repeat(n) for p in (running_mean, running_var)]
+    wb = [None if p is None else p.repeat(n) for p in (weight, bias)]
+    y = batch_norm(input.reshape((1, n * c) + tuple(input.shape[2:])), rep[0], rep[1], wb[0],
+                   wb[1], use_input_stats, momentum, eps)
+    if use_input_stats:
+        with no_grad():
+            for run, r in zip((running_mean, running_var), rep):
+                if run is not None:
+                    copy_raw(run, rd.mean(r.view(n, c), 0))
+                    bump_version(run)
+    return y.view(input.shape)
 
 
 def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
@@ -157,6 +254,102 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags):
     return gx, gw, gb
 
 
+def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape):
+    """rn_fwd/rn_bwd over rows ``rshape`` of elements ``eshape`` (``split(t)`` gives a tensor's
+    (row strides, element strides)). affine = (ng, cg, sp) (see kernels/norm.cl); the weight
+    and bias gradients sum g * xhat and g viewed as ``red_shape`` over its dims 0 and 2."""
+    rows, m = layout.numel(rshape), layout.numel(eshape)
+    w1, b1 = (p if p is None or p.ndim == 1 else p.reshape(-1) for p in (weight, bias))
+    y = empty(x.shape, x.dtype, x.device)
+    mean = empty((rows,), x.dtype, x.device)
+    rstd = empty((rows,), x.dtype, x.device)
+    consts = tuple(np.int64(v) for v in affine)
+    flags = (_RN_W if w1 is not None else 0) | (_RN_B if b1 is not None else 0)
+    if rows and m:
+        geo, (vr, vm) = _row_args(x, rshape, eshape, split)
+        _launch_rows(x, rows, m, "rn_fwd", *geo, y._storage.buffer, x._storage.buffer, vr, vm,
+                     (w1 if w1 is not None else x)._storage.buffer, _vec(w1, x),
+                     (b1 if b1 is not None else x)._storage.buffer, _vec(b1, x),
+                     mean._storage.buffer, rstd._storage.buffer, scalar(x.dtype, eps), *consts,
+                     np.int32(flags))
+    else:
+        fill_raw(mean, 0)
+        fill_raw(rstd, 0)
+
+    def backward(gy):
+        from clgrad.ops import reduce as rd
+        want_w = w1 is not None and w1.requires_grad
+        want_b = b1 is not None and b1.requires_grad
+        f = (flags & _RN_W) | (_RN_GX if x.requires_grad else 0) | (_RN_GXH if want_w else 0)
+        gx = empty(x.shape, x.dtype, x.device) if x.requires_grad else None
+        gxh = empty(x.shape, x.dtype, x.device) if want_w else None
+        if rows and m and f & (_RN_GX | _RN_GXH):
+            geo, (vgr, vgm, vxr, vxm) = _row_args(x, rshape, eshape, split, gy)
+            _launch_rows(x, rows, m, "rn_bwd", *geo,
+                         (gx if gx is not None else y)._storage.buffer,
+                         (gxh if gxh is not None else y)._storage.buffer, gy._storage.buffer,
+                         vgr, vgm, x._storage.buffer, vxr, vxm,
+                         (w1 if w1 is not None else x)._storage.buffer, _vec(w1, x),
+                         mean._storage.buffer, rstd._storage.buffer, *consts, np.int32(f))
+        elif not (rows and m):
+            for t in (gx, gxh):
+                if t is not None:
+                    fill_raw(t, 0)
+        gw = rd.sum(gxh.view(red_shape), (0, 2)) if want_w else None
+        gb = rd.sum(gy.reshape(red_shape), (0, 2)) if want_b else None
+        return gx, gw, gb
+    saved = [x] + ([w1] if w1 is not None else [])
+    return record(op, y, (x, w1, b1), backward, saved=saved)
+
+
+def _row_args(x, rshape, eshape, split, *others):
+    """((ndr, shr, ndm, shm), [row view, element view] per tensor (others first, then x))."""
+    ts = others + (x,)
+    sp = [split(t) for t in ts]
+    rs, rst = layout.collapse(tuple(rshape), *[s[0] for s in sp])
+    es, est = layout.collapse(tuple(eshape), *[s[1] for s in sp])
+    if len(rs) > 8 or len(es) > 8:
+        raise RuntimeError(f"norm: more than 8 non-mergeable dims in {tuple(x.shape)}")
+    views = []
+    for t, r, e in zip(ts, rst, est):
+        views += [view_arg(t, r), _strides_arg(e)]
+    return (np.int32(len(rs)), shape_arg(rs), np.int32(len(es)), shape_arg(es)), views
+
+
+def _strides_arg(strides):
+    """A view_t at offset 0 with these strides."""
+    return _VIEW_T.pack(0, *strides, *_ZEROS[len(strides):])
+
+
+def _launch_rows(x, rows, m, name, *args):
+    dev = x.device
+    d = defines_for(x.dtype)
+    d["WG"] = 64 if m < 4096 else 256
+    dev.launch(dev.kernel(_FILE, name, d), (rows * d["WG"],), (d["WG"],), np.int64(m), *args)
+
+
+def _check_float_tensor(op, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor input, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
+
+
+def _check_affine(op, name, p, x, shape, context=""):
+    if p is None:
+        return
+    if not isinstance(p, Tensor):
+        raise TypeError(f"{op}: expected {name} to be a Tensor or None, got "
+                        f"{type(p).__name__}")
+    same_device(op, x, p)
+    if tuple(p.shape) != tuple(shape):
+        raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)}{context}, got "
+                           f"{tuple(p.shape)}")
+    if p.dtype is not x.dtype:
+        raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
+                        f"{p.dtype}")
+
+
 def _channel_args(shape, *tensors):
     """(nd, shape_t, [view_t per tensor], [channel stride per tensor], (rest shape, [rest
     strides])) for dim 1 of ``shape``; the rest dims collapsed across the tensors."""
@@ -167,18 +360,7 @@ def _channel_args(shape, *tensors):
 
 
 def _check_param(op, name, p, x):
-    if p is None:
-        return
-    if not isinstance(p, Tensor):
-        raise TypeError(f"{op}: expected {name} to be a Tensor or None, got "
-                        f"{type(p).__name__}")
-    same_device(op, x, p)
-    if tuple(p.shape) != (x.shape[1],):
-        raise RuntimeError(f"{op}: expected {name} of shape ({x.shape[1]},) for an input with "
-                           f"{x.shape[1]} channels, got {tuple(p.shape)}")
-    if p.dtype is not x.dtype:
-        raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
-                        f"{p.dtype}")
+    _check_affine(op, name, p, x, (x.shape[1],), f" for an input with {x.shape[1]} channels")
 
 
 def _vec(p, like):

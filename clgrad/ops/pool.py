@@ -1,8 +1,10 @@
-"""2-D pooling of (N, C, H, W) or unbatched (C, H, W) inputs: max, average, adaptive average.
+"""2-D pooling of (N, C, H, W) or unbatched (C, H, W) inputs: max, average, adaptive average
+and max; the 1-D poolings as 2-D ones over unit-height views (zero-copy).
 
 Every input may be any strided view; outputs are new and contiguous. Backward kernels gather
 (one work item per input element), so gradients are deterministic and need no atomics.
-Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd, adaptive_fwd/adaptive_bwd.
+Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd, adaptive_fwd/adaptive_bwd,
+adaptive_max_fwd/adaptive_max_bwd.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from clgrad.runtime import pack
 from clgrad.ops._util import LOCAL, defines_for, empty, view_arg
 from clgrad.tensor import Tensor
 
-__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+           "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 
 _FILE = "pool.cl"
 
@@ -88,16 +91,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     for "same as the input"). Output (i, j) pools rows [floor(i H / OH), ceil((i+1) H / OH))
     and likewise for columns (PyTorch's windows). Grad: input.
     """
-    _check_input("adaptive_avg_pool2d", input)
-    h, w = input.shape[-2:]
-    size = _pair("adaptive_avg_pool2d", "output_size", output_size, allow_none=True)
-    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
-    if oh < 0 or ow < 0:
-        raise RuntimeError(f"adaptive_avg_pool2d: expected output_size >= 0, got {size}")
+    g, shape = _adaptive_geometry("adaptive_avg_pool2d", input, output_size)
     x = input
-    n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
-    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), 14)
-    shape = (n, c, oh, ow) if x.ndim == 4 else (c, oh, ow)
+    n, c, h, w, oh, ow = (int(v) for v in g[:6])
     out = empty(shape, x.dtype, x.device)
     _launch("adaptive_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer,
             _view4(x))
@@ -113,6 +109,61 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return record("adaptive_avg_pool2d", out, (x,), backward)
 
 
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
+    """Max over adaptive_avg_pool2d's windows (all output sizes, also larger than the input).
+    Returns out, or (out, int64 indices y * W + x). Grad: input (to the first maximum)."""
+    g, shape = _adaptive_geometry("adaptive_max_pool2d", input, output_size)
+    x = input
+    out = empty(shape, x.dtype, x.device)
+    idx = empty(shape, dtypes.int64, x.device)
+    _launch("adaptive_max_fwd", x, g, out.numel(), out._storage.buffer, idx._storage.buffer,
+            x._storage.buffer, _view4(x))
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch("adaptive_max_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
+                _view4(gy), idx._storage.buffer)
+        return (gx,)
+    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx])
+    return (out, idx) if return_indices else out
+
+
+# -- 1-D pooling: the 2-D ops over (N, C, 1, L) views ----------------------------------------
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Max over windows of (N, C, L) or (C, L) (max_pool2d over unit-height views).
+    Returns out, or (out, int64 indices into L)."""
+    k = _one("max_pool1d", kernel_size)
+    s = k if stride is None else _one("max_pool1d", stride)
+    res = max_pool2d(_unit_height("max_pool1d", input), (1, k), (1, s),
+                     (0, _one("max_pool1d", padding)), (1, _one("max_pool1d", dilation)),
+                     ceil_mode, return_indices)
+    return (res[0].squeeze(-2), res[1].squeeze(-2)) if return_indices else res.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over windows of (N, C, L) or (C, L) (avg_pool2d over unit-height views)."""
+    k = _one("avg_pool1d", kernel_size)
+    s = k if stride is None else _one("avg_pool1d", stride)
+    return avg_pool2d(_unit_height("avg_pool1d", input), (1, k), (1, s),
+                      (0, _one("avg_pool1d", padding)), ceil_mode,
+                      count_include_pad).squeeze(-2)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Adaptive average of (N, C, L) or (C, L) to ``output_size`` along L."""
+    return adaptive_avg_pool2d(_unit_height("adaptive_avg_pool1d", input),
+                               (1, _one("adaptive_avg_pool1d", output_size))).squeeze(-2)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):
+    """Adaptive max of (N, C, L) or (C, L) to ``output_size`` along L."""
+    res = adaptive_max_pool2d(_unit_height("adaptive_max_pool1d", input),
+                              (1, _one("adaptive_max_pool1d", output_size)), return_indices)
+    return (res[0].squeeze(-2), res[1].squeeze(-2)) if return_indices else res.squeeze(-2)
+
+
 # -- helpers ----------------------------------------------------------------------------------
 def _pair(op, name, v, allow_none=False):
     vals = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
@@ -124,6 +175,34 @@ def _pair(op, name, v, allow_none=False):
     if not ok:
         raise TypeError(f"{op}: expected {name} to be an int or a pair of ints, got {v!r}")
     return tuple(None if e is None else int(e) for e in vals)
+
+
+def _adaptive_geometry(op, x, output_size):
+    """Checks; (packed geom_t, output shape) of an adaptive pooling."""
+    _check_input(op, x)
+    h, w = x.shape[-2:]
+    size = _pair(op, "output_size", output_size, allow_none=True)
+    oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"{op}: expected output_size >= 0, got {size}")
+    n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
+    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), 14)
+    return g, ((n, c, oh, ow) if x.ndim == 4 else (c, oh, ow))
+
+
+def _one(op, v):
+    """An int or a 1-sequence of one (1-D pooling arguments)."""
+    vals = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    if len(vals) != 1 or not isinstance(vals[0], (int, np.integer)) or isinstance(vals[0], bool):
+        raise TypeError(f"{op}: expected an int or a 1-tuple of one, got {v!r}")
+    return int(vals[0])
+
+
+def _unit_height(op, x):
+    if not isinstance(x, Tensor) or x.ndim not in (2, 3):
+        raise RuntimeError(f"{op}: expected a 2-D (C, L) or 3-D (N, C, L) input, got "
+                           f"{getattr(x, 'shape', type(x).__name__)}")
+    return x.unsqueeze(-2)
 
 
 def _check_input(op, x):

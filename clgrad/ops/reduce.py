@@ -19,7 +19,7 @@ from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-           "std", "softmax", "log_softmax", "logsumexp", "norm", "any", "all"]
+           "std", "softmax", "log_softmax", "logsumexp", "norm", "normalize", "any", "all"]
 
 _FILE = "reduce.cl"
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -387,3 +387,14 @@ __all__ += ["count_nonzero"]
 def count_nonzero(x: Tensor, dim=None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None: all); int64."""
     return sum(ew.ne(x, 0), dim)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """input / max(||input||_p along dim, eps) (PyTorch's F.normalize); p may be inf.
+    The clamp is taken on sum |x|^p (against eps^p), which is the same forward and keeps a
+    zero vector's gradient finite (g / eps, as PyTorch's) instead of 0 * inf.
+    Grad: input."""
+    if p == float("inf"):
+        return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
+    s = sum(ew.mul(input, input) if p == 2 else ew.pow(ew.abs(input), p), dim, keepdim=True)
+    return ew.div(input, ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p))

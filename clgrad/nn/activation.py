@@ -1,0 +1,166 @@
+"""Activation layers with PyTorch's names, arguments and reprs; each calls one function of
+``clgrad.nn.functional`` (the math and its gradient live in clgrad/ops/activation.py)."""
+from __future__ import annotations
+
+from clgrad.creation import full
+from clgrad.nn import functional as F
+from clgrad.nn.module import Module, Parameter
+
+__all__ = ["ReLU6", "Hardtanh", "GELU", "SiLU", "ELU", "Hardswish", "Hardsigmoid", "Softplus",
+           "Mish", "PReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
+
+
+class _Inplace(Module):
+    """A parameterless activation ``F.<name>(x, inplace=...)``."""
+    _fn = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        return type(self)._fn(x, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU6(_Inplace):
+    """min(max(x, 0), 6); gradient 0 at 0 and 6."""
+    _fn = F.relu6
+
+
+class SiLU(_Inplace):
+    """x sigmoid(x)."""
+    _fn = F.silu
+
+
+class Hardswish(_Inplace):
+    """x relu6(x + 3) / 6."""
+    _fn = F.hardswish
+
+
+class Hardsigmoid(_Inplace):
+    """relu6(x + 3) / 6."""
+    _fn = F.hardsigmoid
+
+
+class Mish(_Inplace):
+    """x tanh(softplus(x))."""
+    _fn = F.mish
+
+
+class Hardtanh(Module):
+    """clamp(x, min_val, max_val); gradient 0 at and beyond the bounds."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: expected min_val <= max_val, got {min_val} > "
+                             f"{max_val}")
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """x Phi(x), exact (erf) or ``approximate='tanh'``."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: expected approximate 'none' or 'tanh', got "
+                             f"{approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class ELU(Module):
+    """x for x > 0, else alpha (exp(x) - 1)."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        return F.elu(x, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """log(1 + exp(beta x)) / beta; x where beta x > threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class PReLU(Module):
+    """x where x > 0, else a x with a learnt slope: one (``num_parameters=1``) or one per
+    channel (dim 1), initialised to ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        if not isinstance(num_parameters, int) or num_parameters < 1:
+            raise ValueError(f"PReLU: expected num_parameters >= 1, got {num_parameters!r}")
+        self.num_parameters = num_parameters
+        self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x))."""
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    """tanh(x)."""
+
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Softmax(Module):
+    """exp(x) / sum(exp(x)) along ``dim``."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """log(softmax(x)) along ``dim``, computed stably."""
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)

@@ -1,0 +1,115 @@
+"""Conv1d, ConvTranspose1d and ConvTranspose2d with PyTorch's arguments, parameter shapes,
+initialisation and reprs (the 2-D Conv2d is in clgrad/nn/layers.py).
+The math lives in clgrad/ops/conv_transpose.py (on top of clgrad/ops/conv.py)."""
+from __future__ import annotations
+
+from clgrad.creation import empty
+from clgrad.nn import functional as F
+from clgrad.nn.layers import _check_positive, _default_init
+from clgrad.nn.module import Module, Parameter
+
+__all__ = ["Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+class _ConvNd(Module):
+    """Shared state: ONE weight (out, in/groups, *k) — (in, out/groups, *k) when transposed —
+    and bias (out,); kaiming_uniform_(a=sqrt(5)) init as PyTorch."""
+    _dims, _transposed = 1, False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        _check_positive(name, in_channels=in_channels, out_channels=out_channels,
+                        groups=groups)
+        for what, c in (("in_channels", in_channels), ("out_channels", out_channels)):
+            if c % groups:
+                raise ValueError(f"{name}: expected {what} divisible by groups, got "
+                                 f"{what}={c}, groups={groups}")
+        if padding_mode != "zeros":
+            raise ValueError(f"{name}: expected padding_mode 'zeros', got {padding_mode!r}")
+        n = self._dims
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _ntuple(name, "kernel_size", kernel_size, n, 1)
+        self.stride = _ntuple(name, "stride", stride, n, 1)
+        self.padding = padding if isinstance(padding, str) else \
+            _ntuple(name, "padding", padding, n, 0)
+        self.dilation = _ntuple(name, "dilation", dilation, n, 1)
+        self.output_padding = _ntuple(name, "output_padding", output_padding, n, 0)
+        self.padding_mode = padding_mode
+        io = (in_channels, out_channels // groups) if self._transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(io + self.kernel_size, dtype=dtype, device=device))
+        self.bias = Parameter(empty(out_channels, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (see the class docstring)."""
+        _default_init(self.weight, self.bias)
+
+    def extra_repr(self):
+        n = self._dims
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * n:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * n:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * n:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution of (N, C, L): conv2d over unit-height views (zero-copy)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, 0, groups,
+                         bias, dilation, padding_mode, device, dtype)
+
+    def forward(self, x):
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution: H' = (H - 1) s - 2 p + d (k - 1) + output_padding + 1."""
+    _dims, _transposed = 2, True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: expected int padding, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding,
+                         output_padding, groups, bias, dilation, padding_mode, device, dtype)
+
+    def forward(self, x, output_size=None):
+        if output_size is not None:
+            raise NotImplementedError(f"{type(self).__name__}: output_size is not supported; "
+                                      f"pass output_padding")
+        fn = F.conv_transpose2d if self._dims == 2 else F.conv_transpose1d
+        return fn(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                  self.groups, self.dilation)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """1-D transposed convolution of (N, C, L)."""
+    _dims = 1
+
+
+def _ntuple(op, name, v, n, minimum):
+    vals = (v,) * n if isinstance(v, int) and not isinstance(v, bool) else \
+        tuple(v) if isinstance(v, (tuple, list)) else ()
+    if len(vals) != n or any(not isinstance(e, int) or isinstance(e, bool) or e < minimum
+                             for e in vals):
+        raise ValueError(f"{op}: expected {name} to be an int >= {minimum} or {n} of them, got "
+                         f"{v!r}")
+    return vals

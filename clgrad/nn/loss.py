@@ -1,0 +1,88 @@
+"""Loss layers with PyTorch's names, arguments and defaults: L1Loss, SmoothL1Loss, HuberLoss,
+BCELoss, BCEWithLogitsLoss, KLDivLoss. The math and gradients live in clgrad/ops/loss.py."""
+from __future__ import annotations
+
+from clgrad.nn import functional as F
+from clgrad.nn.layers import _check_reduction
+from clgrad.nn.module import Module
+from clgrad.tensor import Tensor
+
+__all__ = ["L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+
+
+class _Loss(Module):
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        _check_reduction(type(self).__name__, reduction)
+        self.reduction = reduction
+
+
+class L1Loss(_Loss):
+    """|input - target| reduced."""
+
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2."""
+
+    def __init__(self, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """0.5 d^2 where |d| < delta, else delta (|d| - delta / 2)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_Loss):
+    """Binary cross entropy of probabilities; ``weight`` rescales each element."""
+
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Sigmoid + binary cross entropy in one stable step; ``pos_weight`` weighs positives."""
+
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean",
+                 pos_weight: Tensor | None = None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
+
+
+class KLDivLoss(Module):
+    """KL divergence of log-probabilities from a target; reduction 'batchmean' is the true
+    KL divergence per sample ('mean' averages over every element, as PyTorch)."""
+
+    def __init__(self, reduction: str = "mean", log_target: bool = False):
+        super().__init__()
+        if reduction not in ("mean", "batchmean", "sum", "none"):
+            raise ValueError(f"KLDivLoss: expected reduction 'mean', 'batchmean', 'sum' or "
+                             f"'none', got {reduction!r}")
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -1,0 +1,109 @@
+"""Normalisation layers with PyTorch's names, arguments, parameters and buffers: BatchNorm1d,
+LayerNorm, GroupNorm, InstanceNorm1d/2d. The math and gradients live in clgrad/ops/norm.py."""
+from __future__ import annotations
+
+from clgrad.autograd import no_grad
+from clgrad.creation import ones, zeros
+from clgrad.nn import functional as F
+from clgrad.nn.layers import BatchNorm2d, _check_positive, _norm_state
+from clgrad.nn.module import Module, Parameter
+from clgrad.tensor import Tensor
+
+__all__ = ["BatchNorm1d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+
+
+class BatchNorm1d(BatchNorm2d):
+    """Batch normalisation of (N, C) or (N, C, L) per channel (see BatchNorm2d)."""
+
+    def _check_input_dim(self, x: Tensor):
+        if x.ndim not in (2, 3):
+            raise ValueError(f"BatchNorm1d: expected 2D or 3D input (N, C) or (N, C, L), got "
+                             f"{x.ndim}D input of shape {tuple(x.shape)}")
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims (biased variance).
+
+    Params:  weight = 1 and bias = 0 of shape normalized_shape when
+             ``elementwise_affine`` (bias only if ``bias``)
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        _check_positive("LayerNorm", **{f"normalized_shape[{i}]": v for i, v in enumerate(ns)})
+        self.normalized_shape, self.eps = ns, eps
+        self.elementwise_affine = elementwise_affine
+        kw = dict(dtype=dtype, device=device)
+        self.weight = Parameter(ones(ns, **kw)) if elementwise_affine else None
+        self.bias = Parameter(zeros(ns, **kw)) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalise ``num_groups`` groups of channels per sample; affine per channel."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        _check_positive("GroupNorm", num_groups=num_groups, num_channels=num_channels)
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: expected num_channels divisible by num_groups, got "
+                             f"num_channels={num_channels}, num_groups={num_groups}")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        kw = dict(dtype=dtype, device=device)
+        self.weight = Parameter(ones(num_channels, **kw)) if affine else None
+        self.bias = Parameter(zeros(num_channels, **kw)) if affine else None
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class InstanceNorm2d(Module):
+    """Normalise each (sample, channel) plane over H, W. Defaults as PyTorch: no affine, no
+    running statistics (``track_running_stats=True`` keeps and uses them in eval).
+    Not a BatchNorm2d subclass (as in PyTorch, ``isinstance(m, nn.BatchNorm2d)`` is False)."""
+    _ndim = 4
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None):
+        super().__init__()
+        _norm_state(self, type(self).__name__, num_features, eps, momentum, affine,
+                    track_running_stats, device, dtype)
+
+    def forward(self, x):
+        name = type(self).__name__
+        if x.ndim != self._ndim:
+            raise ValueError(f"{name}: expected {self._ndim}D input, got {x.ndim}D input of "
+                             f"shape {tuple(x.shape)}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average, as BatchNorm2d
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_input_stats = self.training or not self.track_running_stats
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               use_input_stats, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(InstanceNorm2d):
+    """Normalise each (sample, channel) row of an (N, C, L) input over L."""
+    _ndim = 3

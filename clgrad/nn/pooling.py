@@ -1,0 +1,82 @@
+"""1-D pooling and adaptive max pooling layers (PyTorch's names and arguments); the 2-D
+MaxPool2d/AvgPool2d/AdaptiveAvgPool2d are in clgrad/nn/layers.py, the math in
+clgrad/ops/pool.py."""
+from __future__ import annotations
+
+from clgrad.nn import functional as F
+from clgrad.nn.module import Module
+
+__all__ = ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d"]
+
+
+class MaxPool1d(Module):
+    """Max over windows along L; ``stride`` defaults to ``kernel_size``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, x):
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool1d(Module):
+    """Mean over windows along L; ``stride`` defaults to ``kernel_size``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = (padding, ceil_mode,
+                                                                count_include_pad)
+
+    def forward(self, x):
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _Adaptive(Module):
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_Adaptive):
+    """Average pooling along L to a fixed ``output_size``."""
+
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def forward(self, x):
+        return F.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveMaxPool1d(_Adaptive):
+    """Max pooling along L to a fixed ``output_size``."""
+
+    def forward(self, x):
+        return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_Adaptive):
+    """Max pooling to a fixed ``output_size`` (an int or (H, W); None keeps that dim)."""
+
+    def forward(self, x):
+        return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)

@@ -1,0 +1,133 @@
+"""Resampling: interpolate (nearest, nearest-exact, linear, bilinear; 'area' is adaptive
+average pooling) with PyTorch's sizes, scales and source indices.
+
+Inputs (N, C, L) or (N, C, H, W), any strided view (1-D is 2-D over a unit-height view);
+outputs new and contiguous.
+Kernels: kernels/upsample.cl :: nearest_fwd/nearest_bwd, linear_fwd/linear_bwd (backward
+gathers: deterministic, no atomics).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from clgrad.autograd import record
+from clgrad.ops._util import LOCAL, defines_for, empty, scalar
+from clgrad.ops.pool import _view4, adaptive_avg_pool2d
+from clgrad.runtime import pack
+from clgrad.tensor import Tensor
+
+__all__ = ["interpolate"]
+
+_FILE = "upsample.cl"
+_MODES = {"nearest": 2, "nearest-exact": 2, "linear": 1, "bilinear": 2, "area": 2}
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners=None, recompute_scale_factor=None,
+                antialias: bool = False) -> Tensor:
+    """Resize the spatial dims of ``input`` (PyTorch's F.interpolate).
+
+    Shapes:  (N, C, L) for 'nearest', 'nearest-exact', 'linear', 'area';
+             (N, C, H, W) for 'nearest', 'nearest-exact', 'bilinear', 'area'.
+    Size:    ``size`` (int or tuple) or ``scale_factor`` (float or tuple): out =
+             floor(in * scale_factor). Source coordinates use 1 / scale_factor when given
+             (unless ``recompute_scale_factor``), else in / out; with ``align_corners``
+             (linear modes) (in - 1) / (out - 1), the corner pixels aligned.
+    Grad:    input.
+    Raises:  ValueError for both or neither of size and scale_factor, a bad rank for the
+             mode, align_corners with a non-linear mode, non-positive sizes or scales;
+             NotImplementedError for 'bicubic', 'trilinear' and antialias.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"interpolate: expected a Tensor, got {type(input).__name__}")
+    if mode in ("bicubic", "trilinear") or antialias:
+        raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
+                                  f"supported by clgrad")
+    if mode not in _MODES:
+        raise ValueError(f"interpolate: expected mode 'nearest', 'nearest-exact', 'linear', "
+                         f"'bilinear' or 'area', got {mode!r}")
+    dims = input.ndim - 2
+    if dims not in (1, 2) or (mode == "linear" and dims != 1) or \
+            (mode == "bilinear" and dims != 2):
+        raise ValueError(f"interpolate: mode {mode!r} expects a "
+                         f"{'3' if mode == 'linear' else '4' if mode == 'bilinear' else '3 or 4'}"
+                         f"-D input, got shape {tuple(input.shape)}")
+    linear = mode in ("linear", "bilinear")
+    if align_corners is not None and not linear:
+        raise ValueError("interpolate: align_corners option can only be set with the "
+                         "interpolating modes: linear | bilinear")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"interpolate: expected a floating point input, got {input.dtype}")
+    ins = tuple(input.shape[2:])
+    outs, scales = _sizes(ins, size, scale_factor, recompute_scale_factor)
+    if mode == "area":
+        x4 = input if dims == 2 else input.unsqueeze(-2)
+        out = adaptive_avg_pool2d(x4, outs if dims == 2 else (1, outs[0]))
+        return out if dims == 2 else out.squeeze(-2)
+    x4 = input if dims == 2 else input.unsqueeze(-2)
+    if dims == 1:
+        ins, outs, scales = (1,) + ins, (1,) + outs, (None,) + scales
+    coord = [_coord_scale(i, o, s, linear, bool(align_corners)) for i, o, s in
+             zip(ins, outs, scales)]
+    out = _resample(x4, outs, coord, mode, bool(align_corners))
+    return out if dims == 2 else out.squeeze(-2)
+
+
+def _sizes(ins, size, scale_factor, recompute):
+    """(output sizes, scale factors or None per dim)."""
+    n = len(ins)
+    if (size is None) == (scale_factor is None):
+        raise ValueError("interpolate: expected either size or scale_factor to be defined, "
+                         "and not both")
+    if size is not None:
+        outs = tuple(size) if isinstance(size, (tuple, list)) else (size,) * n
+        if len(outs) != n or any(not isinstance(o, (int, np.integer)) or o < 1 for o in outs):
+            raise ValueError(f"interpolate: expected size to be {n} positive ints, got {size!r}")
+        return tuple(int(o) for o in outs), (None,) * n
+    sf = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * n
+    if len(sf) != n or any(not isinstance(s, (int, float)) or s <= 0 for s in sf):
+        raise ValueError(f"interpolate: expected scale_factor to be {n} positive numbers, got "
+                         f"{scale_factor!r}")
+    outs = tuple(math.floor(float(i) * float(s)) for i, s in zip(ins, sf))
+    if min(outs) < 1:
+        raise ValueError(f"interpolate: scale_factor {scale_factor!r} gives an empty output "
+                         f"for input size {ins}")
+    return outs, ((None,) * n if recompute else tuple(float(s) for s in sf))
+
+
+def _coord_scale(i, o, sf, linear, align):
+    """PyTorch's area_pixel_compute_scale (linear) / compute_scales_value (nearest)."""
+    if linear and align:
+        return (i - 1) / (o - 1) if o > 1 else 0.0
+    return 1.0 / sf if sf is not None else i / o
+
+
+def _resample(x, outs, coord, mode, align):
+    n, c, h, w = x.shape
+    g = pack((n, c, h, w) + tuple(outs), 6)
+    out = empty((n, c) + tuple(outs), x.dtype, x.device)
+    if mode.startswith("nearest"):
+        name, args = "nearest", (np.float32(coord[0]), np.float32(coord[1]),
+                                 np.int32(mode == "nearest-exact"))
+    else:
+        name, args = "linear", (scalar(x.dtype, coord[0]), scalar(x.dtype, coord[1]),
+                                np.int32(align))
+    _launch(name + "_fwd", x, out.numel(), g, out._storage.buffer, x._storage.buffer,
+            _view4(x), *args)
+
+    def backward(gy):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch(name + "_bwd", x, gx.numel(), g, gx._storage.buffer, gy._storage.buffer,
+                _view4(gy), *args)
+        return (gx,)
+    return record("interpolate", out, (x,), backward)
+
+
+def _launch(name, x, total, *args):
+    if total == 0:
+        return
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
+               np.int64(total), *args)
