@@ -302,9 +302,11 @@ class _Candidate:
 
     @property
     def spec(self) -> str:
+        """'P:D', the device's platform and device indices (as CLGRAD_DEVICE takes them)."""
         return f"{self.pi}:{self.di}"
 
     def key(self) -> str:
+        """The probe cache key: platform, device, driver, pyopencl and probe versions."""
         return " | ".join((self.platform_name, self.platform.version.strip(), self.name,
                            self.device.version.strip(), self.driver, f"pyopencl "
                            f"{cl.VERSION_TEXT}", f"probe v{_PROBE_VERSION}"))

@@ -200,6 +200,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        """Set the flag. Raises RuntimeError when turning it off on a non-leaf, or on for a
+        non-floating tensor (PyTorch's rules)."""
         value = bool(value)
         if not value and self.grad_fn is not None:
             raise RuntimeError("requires_grad: you can only change requires_grad flags of leaf "
@@ -229,6 +231,8 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
+        """Replace the gradient: None, or a Tensor of this shape (TypeError / RuntimeError
+        otherwise)."""
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
