@@ -221,6 +221,21 @@ class Device:
                     self._kernels[key] = k
         return k
 
+    def kernel_local_mem(self, file: str, name: str, defines: dict | None = None) -> int:
+        """Bytes of local memory kernel ``name`` uses by itself (its ``__local`` variables and
+        what the implementation reserves: CL_KERNEL_LOCAL_MEM_SIZE of a fresh kernel object,
+        so no local arguments are counted), cached. Planners add their local arguments to it
+        before comparing with ``local_mem_size``."""
+        key = ("local_mem", file, name, tuple(sorted((defines or {}).items())))
+        got = self._kernels.get(key)
+        if got is None:
+            with self._lock:
+                k = cl.Kernel(self.program(file, defines), name)
+                got = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
+                                                self.cl_device))
+                self._kernels[key] = got
+        return got
+
     def _build(self, file: str, defines: dict) -> cl.Program:
         kdir = kernel_dir()
         path = kdir / file

@@ -436,3 +436,42 @@ def test_problem_packs_conv_t():
                p.pack(tiles), out._storage.buffer)
     assert len(p.pack(tiles)) == 50 * 8
     assert out.tolist() == [len(p.pack(tiles)), 1, 18, 19, 36, 39, 40, 50]
+
+
+def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
+    """A plan's local buffers plus what the kernel uses by itself (CL_KERNEL_LOCAL_MEM_SIZE)
+    must fit: on the H200 a weight-gradient plan whose three buffers added to exactly the
+    device's 48 KiB failed its launch with OUT_OF_RESOURCES. With the kernel's own use counted
+    the planner shrinks its tiles or gives up, and conv2d falls back to another algorithm."""
+    from clgrad.ops import conv_algorithms as alg
+    from clgrad.ops.conv_problem import Problem
+    from clgrad.runtime import Device
+    d0 = clgrad.default_device()
+    dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
+    p = Problem(n=64, g=4, c=4, h=28, w=28, o=8, oh=28, ow=28, kh=3, kw=3, sh=1, sw=1, dh=1,
+                dw=1, ph=1, pw=1)
+    plan = alg._plan_dw_wgrad(p, clgrad.float32, dev)
+    need = sum(alg._up(b, alg.LOCAL_ALIGN) for b in plan.local)
+    dev.local_mem_size = need + dev.kernel_local_mem("conv_depthwise.cl", "dw_wgrad",
+                                                     {"T": "float", "IS_FLOAT": 1})
+    assert alg._plan_dw_wgrad(p, clgrad.float32, dev).local == plan.local  # fits exactly
+    monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: 4096)
+    smaller = alg._plan_dw_wgrad(p, clgrad.float32, dev)
+    assert smaller is None or 4096 + sum(alg._up(b, alg.LOCAL_ALIGN)
+                                         for b in smaller.local) <= dev.local_mem_size
+    # end to end on that device: forced depthwise still gives the right gradients
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 9, 9))
+    w = rng.standard_normal((32, 4, 3, 3))
+    g = rng.standard_normal((2, 32, 9, 9))
+    xt = clgrad.tensor(x, dtype=clgrad.float32, device=dev, requires_grad=True)
+    wt = clgrad.tensor(w, dtype=clgrad.float32, device=dev, requires_grad=True)
+    _use("depthwise")
+    monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: dev.local_mem_size)
+    y = conv2d(xt, wt, padding=1, groups=4)        # no depthwise plan fits: a fallback runs
+    y.backward(clgrad.tensor(g, dtype=clgrad.float32, device=dev))
+    want, gx, gw, _ = ref_conv(x, w, np.zeros(32), g, padding=1, groups=4)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-4, atol=1e-4)
+    assert backends.last_conv_algorithms["grad_weight"] != "depthwise"

@@ -67,8 +67,13 @@ def _locals(sizes):
     return [cl.LocalMemory(_up(max(int(b), 1), LOCAL_ALIGN)) for b in sizes]
 
 
-def _fits(sizes, dev) -> bool:
-    return sum(_up(max(int(b), 1), LOCAL_ALIGN) for b in sizes) <= dev.local_mem_size
+def _fits(sizes, dev, kernel=None) -> bool:
+    """Whether local arguments of ``sizes`` bytes fit the device's local memory, counting what
+    ``kernel`` (file, name, defines) uses by itself: on the H200 a depthwise weight-gradient
+    plan whose three buffers added to exactly the 48 KiB failed its launch with
+    OUT_OF_RESOURCES before the kernel's own local memory was counted."""
+    own = dev.kernel_local_mem(*kernel) if kernel is not None else 0
+    return own + sum(_up(max(int(b), 1), LOCAL_ALIGN) for b in sizes) <= dev.local_mem_size
 
 
 def _units(dev):
@@ -231,7 +236,8 @@ def _plan_dw(p: Problem, dt, dev):
     while True:
         t = _window(p, kn["th"], kn["tw"], vw)
         local = ((p.c * t.cp + p.sh * t.rp + 4 * vw) * isz,)
-        if local[0] <= WINDOW_MAX and _fits(local, dev):
+        if local[0] <= WINDOW_MAX and _fits(local, dev, ("conv_depthwise.cl", "dw_fwd",
+                                                         defines_for(dt))):
             return Plan(t, local)
         if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
             return None
@@ -255,7 +261,8 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
         t = _window(p, kn["th"], kn["tw"], vw)
         local = (p.c * t.cp * isz, p.o * kn["th"] * kn["tw"] * isz,
                  p.o * (p.c * p.kh * p.kw + 1) * isz)
-        if local[0] + local[1] <= DW_WINDOW_MAX and _fits(local, dev):
+        if local[0] + local[1] <= DW_WINDOW_MAX and _fits(
+                local, dev, ("conv_depthwise.cl", "dw_wgrad", defines_for(dt))):
             split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), p.g)))
             return Plan(t._replace(split=split), local)
         if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
