@@ -19,9 +19,8 @@ Reading: a restricted unpickler resolves only the globals that rebuild tensors, 
 storages, dtypes, devices and containers (the list in ``_ALLOWED``, like PyTorch's own
 ``weights_only=True``) and NumPy's array rebuilders; any other global raises
 pickle.UnpicklingError naming it, before anything could be called. Storage dtypes: float16,
-float32, float64, int32, int64 and bool load as such; uint8, int8 and int16 widen to int64
-(clgrad has no narrower integer dtypes yet; a documented rule, as for NumPy inputs);
-bfloat16 and complex raise TypeError. The legacy pre-1.6 (non-zip) format and TorchScript
+float32, float64, int64, int32, int16, int8, uint8 and bool load as such; bfloat16 and
+complex raise TypeError. The legacy pre-1.6 (non-zip) format and TorchScript
 archives raise ValueError saying so.
 """
 from __future__ import annotations
@@ -51,7 +50,8 @@ _STORAGES = {  # PyTorch storage class name -> NumPy dtype
 _TORCH_DTYPES = {  # torch.<name> dtype objects a pickle may name -> clgrad dtype name
     "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
     "float16": "float16", "half": "float16", "int64": "int64", "long": "int64",
-    "int32": "int32", "int": "int32", "bool": "bool",
+    "int32": "int32", "int": "int32", "bool": "bool", "int16": "int16", "short": "int16",
+    "int8": "int8", "uint8": "uint8",
 }
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
@@ -460,7 +460,5 @@ class _Reader(pickle.Unpickler):
 
 
 def _upload(arr, device):
-    """A clgrad Tensor of host array ``arr``; uint8/int8/int16 widen to int64 (module doc)."""
-    if arr.dtype.kind in "iu" and arr.dtype.itemsize < 4:
-        arr = arr.astype(np.int64)
+    """A clgrad Tensor of host array ``arr`` (its dtype kept; see the module doc)."""
     return clgrad.from_numpy(arr, device=device)
