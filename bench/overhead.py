@@ -10,7 +10,8 @@ measure). What is measured is the host cost of an op (argument checks, output al
 argument packing, the enqueue), since the kernels are tiny. A second table gives the CPU
 time of the issuing thread alone (time.thread_time, without the final synchronise): on a
 loaded 2-core machine the wall clock also counts the time the thread waited for a core, and
-for clgrad the time PoCL's worker threads took from it. tinygrad realizes every op (its per-op path: schedule + launch).
+for clgrad the time PoCL's worker threads took from it. tinygrad realizes every op (its
+per-op path: schedule + launch).
 ``--clgrad-path DIR`` measures another checkout of clgrad (e.g. the one before a change).
 """
 import os

@@ -391,7 +391,8 @@ def test_writes_into_detached_strided_views():
 
 
 # -- remainder, masked_fill, integer division by zero -----------------------------------------
-@pytest.mark.parametrize("a,b", [([7, -7, 5, -5], [3, 3, -3, -3]), ([7.5, -7.5, 1.25], [2.0, 2.0, -0.5])])
+@pytest.mark.parametrize("a,b", [([7, -7, 5, -5], [3, 3, -3, -3]),
+                                 ([7.5, -7.5, 1.25], [2.0, 2.0, -0.5])])
 def test_remainder_matches_python_mod(a, b):
     na, nb = np.array(a), np.array(b)
     got = (clgrad.tensor(a) % clgrad.tensor(b)).numpy()

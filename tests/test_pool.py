@@ -322,7 +322,8 @@ def test_pool1d_family():
     np.testing.assert_allclose(a.numpy(), want, rtol=1e-12)
     assert gradcheck(lambda t: F.avg_pool1d(view(t), 4, 3, 2), [leaf])
     np.testing.assert_allclose(F.adaptive_avg_pool1d(view(leaf), 4).numpy(),
-                               ref_adaptive_reduce(x[:, :, None], 1, 4, np.mean)[:, :, 0], rtol=1e-12)
+                               ref_adaptive_reduce(x[:, :, None], 1, 4, np.mean)[:, :, 0],
+                               rtol=1e-12)
     np.testing.assert_array_equal(F.adaptive_max_pool1d(view(leaf), 4).numpy(),
                                   ref_adaptive_reduce(x[:, :, None], 1, 4, np.max)[:, :, 0])
     assert gradcheck(lambda t: F.adaptive_avg_pool1d(view(t), 4), [leaf])

@@ -508,7 +508,8 @@ def setitem(x: Tensor, key, value):
 
     Basic keys (ints, slices, None, Ellipsis) write through the view (autograd rebased as for
     copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
-    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch). ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
+    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch).
+    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
     """
     from clgrad.ops import views
     if not views._needs_advanced(key):

@@ -41,8 +41,8 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     idx = empty(out.shape, dtypes.int64, x.device)
     n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
     tiled = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
-    _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g, out._storage.buffer, idx._storage.buffer,
-                 x._storage.buffer, _view4(x))
+    _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g,
+                 out._storage.buffer, idx._storage.buffer, x._storage.buffer, _view4(x))
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x.device)
