@@ -200,6 +200,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        """Set the flag (leaves only; see the getter).
+
+        Raises:  RuntimeError when turning it off on a non-leaf, or on for a non-floating tensor
+        """
         value = bool(value)
         if not value and self.grad_fn is not None:
             raise RuntimeError("requires_grad: you can only change requires_grad flags of leaf "
@@ -229,6 +233,11 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
+        """Set or clear (None) the gradient.
+
+        Raises:  TypeError for a non-Tensor; RuntimeError for a shape other than this tensor's.
+                 Unlike PyTorch, the dtype and device of ``value`` are not checked.
+        """
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
