@@ -679,7 +679,7 @@ class Function:
 
         Outputs that are floating point and not marked non-differentiable require grad; an input
         returned as is comes back as a new alias (a detached view carrying the Node). Keyword
-        arguments are passed to forward (PyTorch's apply takes positional arguments only).
+        arguments are passed on to forward.
         """
         from clgrad.tensor import Tensor
         ctx = FunctionCtx(isinstance(a, Tensor) and a.requires_grad for a in args)

@@ -200,8 +200,8 @@ class BatchNorm(Module):
         running statistics (never updated here, unlike nn.BatchNorm2d).
 
         Shapes:  (N, C, *) -> same; see clgrad.nn.functional.batch_norm
-        Dtypes:  float32: the buffers and parameters are float32 (TypeError for another input
-                 dtype when they are used)
+        Dtypes:  x's dtype must match the buffers' and parameters' where they are used (float32
+                 as constructed; the ONNX importer may set others); TypeError otherwise
         """
         if self.use_batch_stats or self.training:
             return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)

@@ -241,7 +241,7 @@ class EvenLRN(Module):
     def forward(self, x):
         """x / (bias + alpha / size * window sum of x^2) ** beta over ONNX's even-size window.
 
-        Shapes:  (N, C, *) with at least 3 dims -> same
+        Shapes:  (N, C, *) -> same
         """
         sq = ew.mul(x, x).reshape(x.shape[0], 1, x.shape[1], -1)  # channels as rows
         padded = F.pad(sq, (0, 0, self.size // 2 - 1, self.size // 2))

@@ -364,7 +364,8 @@ class _Reader(pickle.Unpickler):
 
     def find_class(self, module, name):
         """Resolve only the allowed globals (torch's tensor rebuilders, storage types and dtypes,
-        collections, NumPy arrays); any other raises pickle.UnpicklingError before it runs.
+        OrderedDict, a few builtins, NumPy arrays); any other raises pickle.UnpicklingError
+        before it runs.
 
         Unlike torch.load(weights_only=False), no code from the file is ever run.
         """

@@ -115,7 +115,7 @@ class Softplus(Module):
         self.beta, self.threshold = beta, threshold
 
     def forward(self, x):
-        """log(1 + exp(beta x)) / beta (x beyond threshold); x (*) -> same. See F.softplus."""
+        """log(1 + exp(beta x)) / beta, x where beta x > threshold; x (*) -> same (F.softplus)."""
         return F.softplus(x, self.beta, self.threshold)
 
     def extra_repr(self):

@@ -80,8 +80,8 @@ class Conv1d(_ConvNd):
     def forward(self, x):
         """The 1-D convolution of ``x`` with this layer's weight and bias.
 
-        Shapes:  (N, in_channels, L) or (C, L) -> (N, out_channels, L'); see
-                 clgrad.nn.functional.conv1d
+        Shapes:  (N, in_channels, L) -> (N, out_channels, L'), unbatched (in_channels, L) ->
+                 (out_channels, L'); see clgrad.nn.functional.conv1d
         """
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
@@ -102,7 +102,8 @@ class ConvTranspose2d(_ConvNd):
     def forward(self, x, output_size=None):
         """The transposed convolution of ``x`` (2-D, or 1-D for ConvTranspose1d).
 
-        Shapes:  (N, in_channels, H, W) or (C, H, W) -> (N, out_channels, H', W') (1-D: (N, C, L));
+        Shapes:  (N, in_channels, H, W) -> (N, out_channels, H', W') (1-D: (N, C, L) ->
+                 (N, out_channels, L')); unbatched inputs lack the N dim in and out;
                  see clgrad.nn.functional.conv_transpose2d / conv_transpose1d
         Raises:  NotImplementedError for ``output_size`` (unlike PyTorch; pass output_padding)
         """

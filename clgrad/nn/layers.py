@@ -109,8 +109,9 @@ class Conv2d(Module):
     def forward(self, x: Tensor) -> Tensor:
         """The convolution of ``x`` with this layer's weight and bias.
 
-        Shapes:  x (N, in_channels, H, W) or unbatched (C, H, W) -> (N, out_channels, H', W');
-                 see clgrad.nn.functional.conv2d (clgrad.ops.conv.conv2d) for H', dtypes, errors
+        Shapes:  x (N, in_channels, H, W) -> (N, out_channels, H', W'); unbatched
+                 (in_channels, H, W) -> (out_channels, H', W'); see clgrad.nn.functional.conv2d
+                 (clgrad.ops.conv.conv2d) for H', dtypes and errors
         """
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
@@ -185,7 +186,8 @@ class MaxPool2d(Module):
     def forward(self, x):
         """Window maxima of ``x``.
 
-        Shapes:  (N, C, H, W) or (C, H, W) -> (N, C, OH, OW); see clgrad.nn.functional.max_pool2d
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.max_pool2d
         Returns: out, or (out, int64 indices into each H*W plane) with ``return_indices``
         """
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -210,7 +212,8 @@ class AvgPool2d(Module):
     def forward(self, x):
         """Window means of ``x``.
 
-        Shapes:  (N, C, H, W) or (C, H, W) -> (N, C, OH, OW); see clgrad.nn.functional.avg_pool2d
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.avg_pool2d
         """
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
@@ -230,7 +233,7 @@ class AdaptiveAvgPool2d(Module):
     def forward(self, x):
         """Means over PyTorch's adaptive windows.
 
-        Shapes:  (N, C, H, W) or (C, H, W) -> (N, C, *output_size);
+        Shapes:  (N, C, H, W) -> (N, C, *output_size), unbatched (C, H, W) -> (C, *output_size);
                  see clgrad.nn.functional.adaptive_avg_pool2d
         """
         return F.adaptive_avg_pool2d(x, self.output_size)
@@ -376,8 +379,8 @@ class CrossEntropyLoss(Module):
         """Cross entropy of logits ``input`` against ``target`` (class indices or probabilities).
 
         Shapes:  input (N, C) or (N, C, d1, ...) or (C,); target (N,) / (N, d1, ...) / () int64,
-                 or probabilities of input's shape -> () ('mean', 'sum') or target's shape
-                 ('none'); see clgrad.nn.functional.cross_entropy (formula and errors)
+                 or probabilities of input's shape -> () ('mean', 'sum') or the positions
+                 (N,) / (N, d1, ...) / () ('none'); see clgrad.nn.functional.cross_entropy
         """
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index, reduction=self.reduction,

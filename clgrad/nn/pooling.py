@@ -24,7 +24,7 @@ class MaxPool1d(Module):
     def forward(self, x):
         """Window maxima along L.
 
-        Shapes:  (N, C, L) or (C, L) -> (N, C, OL); see clgrad.nn.functional.max_pool1d
+        Shapes:  (N, C, L) -> (N, C, OL), (C, L) -> (C, OL); see clgrad.nn.functional.max_pool1d
         Returns: out, or (out, int64 indices into L) with ``return_indices``
         """
         return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -50,7 +50,7 @@ class AvgPool1d(Module):
     def forward(self, x):
         """Window means along L.
 
-        Shapes:  (N, C, L) or (C, L) -> (N, C, OL); see clgrad.nn.functional.avg_pool1d
+        Shapes:  (N, C, L) -> (N, C, OL), (C, L) -> (C, OL); see clgrad.nn.functional.avg_pool1d
         """
         return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
@@ -77,7 +77,7 @@ class AdaptiveAvgPool1d(_Adaptive):
         super().__init__(output_size)
 
     def forward(self, x):
-        """Means over adaptive windows: (N, C, L) or (C, L) -> (N, C, output_size).
+        """Means over adaptive windows: (N, C, L) -> (N, C, output_size), (C, L) likewise.
 
         See clgrad.nn.functional.adaptive_avg_pool1d.
         """
@@ -88,7 +88,7 @@ class AdaptiveMaxPool1d(_Adaptive):
     """Max pooling along L to a fixed ``output_size``."""
 
     def forward(self, x):
-        """Maxima over adaptive windows: (N, C, L) or (C, L) -> (N, C, output_size).
+        """Maxima over adaptive windows: (N, C, L) -> (N, C, output_size), (C, L) likewise.
 
         Returns: out, or (out, int64 indices) with ``return_indices``; see F.adaptive_max_pool1d
         """
@@ -99,7 +99,7 @@ class AdaptiveMaxPool2d(_Adaptive):
     """Max pooling to a fixed ``output_size`` (an int or (H, W); None keeps that dim)."""
 
     def forward(self, x):
-        """Maxima over adaptive windows: (N, C, H, W) or (C, H, W) -> (N, C, *output_size).
+        """Maxima over adaptive windows: (N, C, H, W) -> (N, C, *output_size), (C, H, W) likewise.
 
         Returns: out, or (out, int64 indices y * W + x) with ``return_indices``;
                  see clgrad.nn.functional.adaptive_max_pool2d

@@ -357,8 +357,8 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        """The next lr of the cosine curve in PyTorch's recursive (chainable) form; the closed form
-        when resuming (first step with last_epoch > 0).
+        """The next lr of the cosine curve in PyTorch's recursive (chainable) form (the current
+        lr at construction).
         """
         e, n, lo = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:

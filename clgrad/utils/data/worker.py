@@ -95,7 +95,7 @@ def fetch_iter(indices, fetch):
 
 
 def draw_seed(generator):
-    """A seed in [0, 2**63) drawn from ``generator`` (None: clgrad's default generator)."""
+    """A seed in [0, 2**63) from ``generator`` (None: via clgrad's global generator)."""
     from clgrad._generator import default_rng_for
     return int(default_rng_for(generator).integers(0, 2**63))
 
