@@ -59,8 +59,11 @@ class BCELoss(_Loss):
     def forward(self, input, target):
         """Binary cross entropy of probabilities ``input`` against ``target`` of the same shape.
 
-        See clgrad.nn.functional.binary_cross_entropy: unlike PyTorch, input outside [0, 1] is
-        not checked (that would need a device-to-host read) and gives NaN.
+        Shapes:  input (*), target (*) (same shape) -> () or (*) ('none'); see
+                 clgrad.nn.functional.binary_cross_entropy
+        Unlike PyTorch, which raises, input outside [0, 1] is not checked (that would need a
+        device-to-host read): each log is clamped at -100, so such input gives a finite but
+        meaningless loss.
         """
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
