@@ -487,6 +487,7 @@ class RemovableHandle:
         self._key = key
 
     def remove(self):
+        """Unregister the hook; calling it again (or after the tensor died) does nothing."""
         self._hooks.pop(self._key, None)
 
     def __enter__(self):
@@ -613,6 +614,11 @@ class FunctionCtx:
         self.materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors):
+        """Not supported: always raises NotImplementedError.
+
+        PyTorch lets a Function write an input in place and mark it dirty; clgrad does not
+        support in-place Functions: return a new tensor instead.
+        """
         raise NotImplementedError("mark_dirty: Functions that modify their inputs in place are "
                                   "not supported; return a new tensor instead")
 
@@ -640,18 +646,41 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Compute the outputs (override as a staticmethod); runs under no_grad.
+
+        Signature ``forward(ctx, *args)``, or ``forward(*args)`` together with setup_context.
+        Returns a Tensor or a tuple (non-Tensor entries pass through). Raises NotImplementedError
+        when not overridden.
+        """
         raise NotImplementedError("Function.forward: subclasses must define forward")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """Gradients of the inputs from the gradients of the outputs (override as a staticmethod).
+
+        Gets one gradient per output (zeros, or None with ctx.set_materialize_grads(False), for
+        outputs that got none); returns one per forward argument (None for non-Tensors). Runs
+        under no_grad, so double backward is not supported (unlike PyTorch). Raises
+        NotImplementedError when not overridden.
+        """
         raise NotImplementedError("Function.backward: subclasses must define backward")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
+        """Optional (PyTorch 2 style): save what backward needs from ``inputs`` and ``output``;
+        when overridden, forward does not take ctx. The base raises NotImplementedError.
+        """
         raise NotImplementedError  # not overridden: forward takes ctx (see apply)
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run forward on ``args`` and, when grad mode is on and some Tensor argument requires grad,
+        record one Node for backward. Returns forward's output (a Tensor or a tuple).
+
+        Outputs that are floating point and not marked non-differentiable require grad; an input
+        returned as is comes back as a new alias (a detached view carrying the Node). Keyword
+        arguments are passed on to forward.
+        """
         from clgrad.tensor import Tensor
         ctx = FunctionCtx(isinstance(a, Tensor) and a.requires_grad for a in args)
         with no_grad():

@@ -227,7 +227,12 @@ __kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global 
 // are PyTorch's (aten/src/ATen/native/Loss.cpp, BinaryCrossEntropy.cpp).
 #define EW_HEAD long i = get_global_id(0); if (i >= n) return;
 #define BCE_EPS ((T)1e-12f)
-#define LOG100(v) max(log(v), (T)-100)
+// log clamped below at -100 (PyTorch's BCE); NaN stays NaN (max() would return -100)
+inline T log100(T v) {
+    T l = log(v);
+    return l < (T)-100 ? (T)-100 : l;
+}
+#define LOG100(v) log100(v)
 #define SOFTPLUS_NEG(v) (log1p(exp(-fabs(v))) + max(-(v), (T)0))   // log(1 + exp(-v))
 #define SIGN(v) (T)(((v) > (T)0) - ((v) < (T)0))
 

@@ -370,3 +370,21 @@ def test_pointwise_losses_match_pytorch():
         np.testing.assert_allclose(la.item(), lb.item(), rtol=1e-5, err_msg=name)
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-7,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 1.5, -0.5])
+def test_bce_of_nan_or_out_of_range_input_is_nan(bad):
+    """NaN in gives NaN out: log clamped at -100 must not turn a NaN into 100 (max() does);
+    input outside [0, 1] is not checked (no host read) and gives NaN, never a finite loss."""
+    x = clgrad.tensor([0.25, bad, 0.75])
+    t = clgrad.tensor([0.0, 0.3, 1.0])
+    per = F.binary_cross_entropy(x, t, reduction="none").numpy()
+    want = -(np.array([0.0, 0.3, 1.0]) * np.log([0.25, 0.5, 0.75])
+             + (1 - np.array([0.0, 0.3, 1.0])) * np.log(1 - np.array([0.25, 0.5, 0.75])))
+    np.testing.assert_allclose(per[[0, 2]], want[[0, 2]], rtol=1e-6)
+    assert np.isnan(per[1])
+    assert np.isnan(F.binary_cross_entropy(x, t).item())
+    # the clamp itself stays: x = 0 and 1 give 100 where the target disagrees (PyTorch)
+    edge = F.binary_cross_entropy(clgrad.tensor([0.0, 1.0]), clgrad.tensor([1.0, 0.0]),
+                                  reduction="none").numpy()
+    np.testing.assert_allclose(edge, [100.0, 100.0])

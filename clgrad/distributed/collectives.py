@@ -224,6 +224,10 @@ class _Recv:
         self.data_req = None
 
     def Test(self):  # noqa: N802  (the mpi4py name _wait calls)
+        """True when the data arrived (mpi4py's Request.Test name); posts the data receive once the
+        header came. Raises RuntimeError when the sender's tensor (shape, dtype) differs from the
+        expected one, after draining its data so the sender does not hang.
+        """
         if self.data_req is None:
             if not self.head_req.Test(self.status):
                 return False

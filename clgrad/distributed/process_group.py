@@ -270,6 +270,7 @@ class _Keep:
         self.req, self.buffers = req, buffers
 
     def Test(self):  # noqa: N802  (the mpi4py name _wait calls)
+        """True when the MPI request is done (then the host buffers are released)."""
         done = self.req.Test()
         if done:
             self.buffers = ()

@@ -242,9 +242,14 @@ class InnerProduct(nn.Linear):
         self.axis = axis
 
     def forward(self, x):
+        """nn.Linear of ``x`` flattened from ``axis`` on (when x has more than axis + 1 dims).
+
+        Shapes:  (N, d1, ..., dk) -> (N, out_features) for axis 1 (in_features = d1 ... dk)
+        """
         return super().forward(x.flatten(self.axis) if x.ndim > self.axis + 1 else x)
 
     def extra_repr(self):
+        """nn.Linear's repr (and ', axis=A' when not 1)."""
         return super().extra_repr() + (f", axis={self.axis}" if self.axis != 1 else "")
 
 
@@ -260,6 +265,11 @@ class Scale(Module):
         self.bias = Parameter(from_numpy(zeros)) if bias else None
 
     def forward(self, x, scale=None):
+        """x * scale (+ bias), scale (this layer's weight, or the second input) broadcast from
+        ``axis`` on.
+
+        Shapes:  x (N, C, *), scale and bias of shape x.shape[axis:axis + scale.ndim] -> x's shape
+        """
         scale = self.weight if scale is None else scale
         shape = (1,) * self.axis + tuple(scale.shape)
         shape += (1,) * (x.ndim - len(shape))
@@ -267,6 +277,7 @@ class Scale(Module):
         return y if self.bias is None else ew.add(y, self.bias.reshape(shape))
 
     def extra_repr(self):
+        """'axis=A, bias=B'."""
         return f"axis={self.axis}, bias={self.bias is not None}"
 
 
@@ -282,10 +293,15 @@ class WithinChannelLRN(Module):
                            caffe_rounding=True)
 
     def forward(self, x):
+        """x / (1 + alpha * local mean of x^2) ** beta over size x size windows of each channel.
+
+        Shapes:  (N, C, H, W) -> same
+        """
         mean = self.pool(ew.mul(x, x))
         return ew.mul(x, ew.pow(ew.add(ew.mul(mean, self.alpha), 1.0), -self.beta))
 
     def extra_repr(self):
+        """'size, alpha=A, beta=B'."""
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}"
 
 

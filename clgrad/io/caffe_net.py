@@ -101,6 +101,10 @@ class _Params:
         self.msg: dict = {}
 
     def use(self, key: str) -> "_Params":
+        """Select the message ``key`` (repeated occurrences merged, as protobuf does). Returns self.
+
+        Raises:  ValueError naming the layer when an occurrence is not a message
+        """
         merged: dict = {}  # protobuf merge semantics for a repeated occurrence of a message
         for part in self.layer.get(key, []):
             if not isinstance(part, dict):
@@ -112,9 +116,15 @@ class _Params:
         return self
 
     def has(self, field: str) -> bool:
+        """Whether the selected message sets ``field`` (non-empty)."""
         return bool(self.msg.get(field))
 
     def get(self, field, kind, default=None):
+        """The last value of ``field`` checked as ``kind`` ('int', 'float', 'bool' or a tuple of
+        enum names), or ``default`` when unset.
+
+        Raises:  ValueError naming the layer when unset without a default, or of the wrong kind
+        """
         values = self.msg.get(field)
         if not values:
             if default is None:
@@ -124,9 +134,14 @@ class _Params:
         return self.check(values[-1], field, kind)
 
     def many(self, field, kind) -> list:
+        """The values of the repeated ``field``, each checked as ``kind`` (see get); [] if unset."""
         return [self.check(v, field, kind) for v in self.msg.get(field, [])]
 
     def check(self, value, field, kind):
+        """``value`` converted to ``kind`` (an enum number becomes its name).
+
+        Raises:  ValueError naming the layer and field for a value of another kind
+        """
         ok = {"int": isinstance(value, int) and not isinstance(value, bool),
               "float": isinstance(value, (int, float)) and not isinstance(value, bool),
               "bool": isinstance(value, bool) or value in (0, 1)}
@@ -167,6 +182,7 @@ class _Params:
         return (values[0], values[-1])
 
     def fail(self, message):
+        """Raise ValueError('describe_net: <layer>: ``message``')."""
         raise ValueError(f"describe_net: {self.where}: {message}")
 
 

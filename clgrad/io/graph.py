@@ -54,10 +54,14 @@ class Graph(Module):
 
     @property
     def input_names(self) -> list[str]:
+        """The names of the graph's inputs, in the order forward takes them positionally."""
         return list(self._inputs)
 
     @property
     def output_names(self) -> list[str]:
+        """The output blob names: the declared ones (ONNX), else every blob that no step consumes,
+        inputs included, in order of definition (Caffe's rule).
+        """
         if self._declared_outputs is not None:
             return list(self._declared_outputs)
         available: dict[str, None] = dict.fromkeys(self._inputs)  # ordered set
@@ -152,6 +156,7 @@ class Graph(Module):
         return {n: blobs[n] for n in outputs}
 
     def extra_repr(self) -> str:
+        """'inputs=[...], outputs=[...]'."""
         return f"inputs={self._inputs}, outputs={self.output_names}"
 
     def _free_name(self, name: str) -> str:

@@ -100,6 +100,13 @@ class Pool2d(Module):
         self._counts = {}  # (H, W, pads, dtype, device) -> divisor tensor (oH, oW)
 
     def forward(self, x):
+        """Pool ``x`` with this layer's window rules (see the class docstring).
+
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), OH and OW from pooled_length (global pooling:
+                 (N, C, 1, 1))
+        Raises:  ValueError for an input that is not 4-D, an empty output, or (AVE) a window
+                 wholly in the padding; as F.max_pool2d / F.avg_pool2d otherwise
+        """
         if x.ndim != 4:
             raise ValueError(f"Pool2d: expected a 4-D input (N, C, H, W), got shape "
                              f"{tuple(x.shape)}")
@@ -143,6 +150,7 @@ class Pool2d(Module):
         return self._counts[key]
 
     def extra_repr(self):
+        """'KIND, kernel=K (or global), stride=S, pads=P, ceil_mode=B'."""
         return (f"{self.kind}, kernel={self.kernel or 'global'}, stride={self.stride}, "
                 f"pads={self.pads}, ceil_mode={self.ceil_mode}")
 
@@ -158,11 +166,16 @@ class Pad2d(Module):
         self.kernel, self.stride, self.dilation = kernel, tuple(stride), tuple(dilation)
 
     def forward(self, x):
+        """Zero-pad the last two dims; ``x`` itself when every pad is 0.
+
+        Shapes:  (*, H, W) -> (*, H + top + bottom, W + left + right); see F.pad
+        """
         t, l, b, r = self.pads if self.auto_pad in ("NOTSET", "") else auto_pads(
             self.auto_pad, x.shape[-2:], self.kernel, self.stride, self.dilation)
         return x if not (t or l or b or r) else F.pad(x, (l, r, t, b))
 
     def extra_repr(self):
+        """'pads=(t, l, b, r)', or the auto_pad mode."""
         return f"pads={self.pads}" if self.auto_pad in ("NOTSET", "") else self.auto_pad
 
 
@@ -183,12 +196,20 @@ class BatchNorm(Module):
             self.bias = Parameter(from_numpy(np.zeros(num_features, np.float32)))
 
     def forward(self, x):
+        """Normalise per channel: batch statistics when ``use_batch_stats`` or training, else the
+        running statistics (never updated here, unlike nn.BatchNorm2d).
+
+        Shapes:  (N, C, *) -> same; see clgrad.nn.functional.batch_norm
+        Dtypes:  x's dtype must match the buffers' and parameters' where they are used (float32
+                 as constructed; the ONNX importer may set others); TypeError otherwise
+        """
         if self.use_batch_stats or self.training:
             return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
         return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                             False, 0.0, self.eps)
 
     def extra_repr(self):
+        """'num_features, eps=E, affine=B'."""
         return f"{self.num_features}, eps={self.eps}, affine={self.weight is not None}"
 
 
@@ -200,9 +221,11 @@ class Concat(Module):
         self.dim = dim
 
     def forward(self, *xs):
+        """cat(xs, dim): shapes equal except along ``dim``; see clgrad.ops.index.cat."""
         return cat(list(xs), self.dim)
 
     def extra_repr(self):
+        """'dim=D'."""
         return f"dim={self.dim}"
 
 
@@ -215,6 +238,7 @@ class Softmax(Module):
         self.dim, self.coerce_2d = dim, coerce_2d
 
     def forward(self, x):
+        """Softmax along dim (or over the coerced 2-D view's second axis); x (*) -> same."""
         if not self.coerce_2d:
             return F.softmax(x, dim=self.dim)
         dim = self.dim % x.ndim if x.ndim else 0
@@ -222,6 +246,7 @@ class Softmax(Module):
         return F.softmax(flat, dim=1).reshape(tuple(x.shape))
 
     def extra_repr(self):
+        """'dim=D' (and ', coerce_2d=True')."""
         return f"dim={self.dim}" + (", coerce_2d=True" if self.coerce_2d else "")
 
 
@@ -236,6 +261,11 @@ class Eltwise(Module):
         self.operation, self.coeff = operation, tuple(coeff)
 
     def forward(self, *xs):
+        """SUM (with coeff weights), PROD or MAX of the inputs, folded left to right; the inputs
+        broadcast together -> their broadcast shape.
+
+        Raises:  ValueError when coeff is given and its length differs from the number of inputs
+        """
         if self.coeff and len(self.coeff) != len(xs):
             raise ValueError(f"Eltwise: expected one coeff per input, got {len(self.coeff)} "
                              f"coeffs for {len(xs)} inputs")
@@ -248,6 +278,7 @@ class Eltwise(Module):
         return y
 
     def extra_repr(self):
+        """'SUM' / 'PROD' / 'MAX' (and ', coeff=[...]')."""
         return self.operation + (f", coeff={list(self.coeff)}" if self.coeff else "")
 
 
@@ -260,11 +291,15 @@ class Reshape(Module):
         self.shape, self.allowzero = tuple(int(d) for d in shape), bool(allowzero)
 
     def forward(self, x):
+        """``x.reshape(shape)`` with 0 entries taken from x (unless allowzero) and -1 inferred:
+        a view when the strides allow, else a copy.
+        """
         shape = [x.shape[i] if d == 0 and not self.allowzero else d
                  for i, d in enumerate(self.shape)]
         return x.reshape(tuple(shape))
 
     def extra_repr(self):
+        """'shape=S'."""
         return f"shape={self.shape}"
 
 
@@ -277,6 +312,11 @@ class Gemm(Module):
         self.trans_a, self.trans_b = bool(trans_a), bool(trans_b)
 
     def forward(self, a, b, c=None):
+        """alpha * A' @ B' + beta * C (F.linear when that is the same computation).
+
+        Shapes:  a (M, K) (or (K, M) with trans_a), b (K, N) (or (N, K) with trans_b), c
+                 broadcast to (M, N) -> (M, N)
+        """
         a = a.t() if self.trans_a else a
         if self.trans_b and self.alpha == 1.0 and self.beta == 1.0 and (c is None or
                                                                        c.ndim == 1):
@@ -289,6 +329,7 @@ class Gemm(Module):
         return y
 
     def extra_repr(self):
+        """'alpha=A, beta=B, trans_a=T, trans_b=T'."""
         return (f"alpha={self.alpha}, beta={self.beta}, trans_a={self.trans_a}, "
                 f"trans_b={self.trans_b}")
 
@@ -297,6 +338,7 @@ class MatMul(Module):
     """a @ b with NumPy's matmul rules."""
 
     def forward(self, a, b):
+        """a @ b; shapes as clgrad.ops.matmul.matmul (batch dims broadcast, 1-D are vectors)."""
         return matmul(a, b)
 
 

@@ -217,10 +217,16 @@ class Flatten2d(Module):
         self.axis = axis
 
     def forward(self, x):
+        """``x.reshape(prod(shape[:axis]), prod(shape[axis:]))`` (axis may be negative or ndim).
+
+        Shapes:  (d0, ..., dn-1) -> (d0 ... d(axis-1), d(axis) ... dn-1): always 2-D, unlike
+                 nn.Flatten
+        """
         axis = self.axis + x.ndim if self.axis < 0 else self.axis  # ONNX allows axis == ndim
         return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
     def extra_repr(self):
+        """'axis=A'."""
         return f"axis={self.axis}"
 
 
@@ -233,6 +239,10 @@ class EvenLRN(Module):
         self.size, self.alpha, self.beta, self.bias = size, alpha, beta, bias
 
     def forward(self, x):
+        """x / (bias + alpha / size * window sum of x^2) ** beta over ONNX's even-size window.
+
+        Shapes:  (N, C, *) -> same
+        """
         sq = ew.mul(x, x).reshape(x.shape[0], 1, x.shape[1], -1)  # channels as rows
         padded = F.pad(sq, (0, 0, self.size // 2 - 1, self.size // 2))
         total = F.avg_pool2d(padded, (self.size, 1), 1, divisor_override=1).reshape(x.shape)
@@ -240,6 +250,7 @@ class EvenLRN(Module):
                                 -self.beta))
 
     def extra_repr(self):
+        """'size, alpha=A, beta=B, bias=K'."""
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, bias={self.bias}"
 
 
@@ -254,6 +265,14 @@ class ConvInputs(Module):
         self.auto_pad, self.group = params["auto_pad"], params["group"]
 
     def forward(self, x, w, b=None):
+        """conv2d of ``x`` with the run-time weight ``w`` and bias ``b``; asymmetric pads go
+        through F.pad first.
+
+        Shapes:  x (N, C, H, W), w (O, C/group, kH, kW), b (O,) -> (N, O, H', W');
+                 see clgrad.nn.functional.conv2d
+        Raises:  NotImplementedError for a weight that is not a 4-D Tensor (1-D and 3-D ONNX
+                 convolutions are not supported)
+        """
         if not isinstance(w, Tensor) or w.ndim != 4:
             got = tuple(w.shape) if isinstance(w, Tensor) else type(w).__name__
             raise NotImplementedError(f"Conv: expected a 2-D convolution weight of shape "
@@ -266,6 +285,7 @@ class ConvInputs(Module):
         return F.conv2d(x, w, b, self.strides, padding, self.dilations, self.group)
 
     def extra_repr(self):
+        """'stride=S, pads=P, dilation=D, group=G, auto_pad=A'."""
         return (f"stride={self.strides}, pads={self.pads}, dilation={self.dilations}, "
                 f"group={self.group}, auto_pad={self.auto_pad}")
 
@@ -278,9 +298,15 @@ class BatchNormInputs(Module):
         self.eps = eps
 
     def forward(self, x, scale, bias, mean, var):
+        """Inference batch norm with run-time scale, bias, mean and var (C,); always the given
+        statistics, also after ``train()`` (training_mode=1 nodes are refused by load_onnx).
+
+        Shapes:  x (N, C, *) -> same; see clgrad.nn.functional.batch_norm
+        """
         return F.batch_norm(x, mean, var, scale, bias, False, 0.0, self.eps)
 
     def extra_repr(self):
+        """'eps=E'."""
         return f"eps={self.eps}"
 
 
@@ -292,6 +318,10 @@ class ReshapeInput(Module):
         self.allowzero = bool(allowzero)
 
     def forward(self, x, shape):
+        """``x`` reshaped to the run-time ``shape`` (read on the host), with Reshape's 0 / -1 rules.
+
+        Raises:  ValueError when ``shape`` is not a 1-D integer Tensor
+        """
         if not isinstance(shape, Tensor) or shape.ndim != 1 or shape.dtype.is_floating_point:
             got = f"{shape.dtype} of shape {tuple(shape.shape)}" if isinstance(
                 shape, Tensor) else type(shape).__name__
@@ -308,6 +338,11 @@ class Dropout(Module):
         self.ratio, self.training_mode, self.dynamic = float(ratio), training_mode, dynamic
 
     def forward(self, x, *values):
+        """F.dropout(x, ratio, training) with ratio and training_mode taken from the run-time inputs
+        named in ``dynamic`` (read on the host) when present; x (*) -> same.
+
+        Only the output is returned (ONNX's optional mask output is not produced).
+        """
         ratio, mode = self.ratio, self.training_mode
         for name, v in zip(self.dynamic, values):
             v = v.item() if isinstance(v, Tensor) else v
@@ -318,6 +353,7 @@ class Dropout(Module):
         return F.dropout(x, ratio, self.training if mode is None else mode)
 
     def extra_repr(self):
+        """'ratio=R, training_mode=M'."""
         return f"ratio={self.ratio}, training_mode={self.training_mode}"
 
 

@@ -126,6 +126,9 @@ class _Writer(pickle._Pickler):
         self.storages = storages
 
     def save(self, obj, save_persistent_id=True):
+        """Pickle ``obj``: _Global as a GLOBAL opcode, tensors and Parameters as torch.save's
+        _rebuild_tensor_v2 / _rebuild_parameter reductions, anything else as pickle does.
+        """
         if isinstance(obj, _Global):
             memo = self.memo.get(id(obj))
             if memo is not None:
@@ -148,6 +151,9 @@ class _Writer(pickle._Pickler):
         super().save(obj, save_persistent_id)
 
     def persistent_id(self, obj):
+        """('storage', torch.<Type>Storage, key, 'cpu', numel) for a storage reference (the form
+        torch.load expects), None for every other object.
+        """
         if not isinstance(obj, _StorageId):
             return None
         key, arr = self.storages[obj.storage_id]
@@ -281,13 +287,16 @@ class _HostStorage:
         self.location = location
 
     def cuda(self, device=None, non_blocking=False):
+        """The clgrad device 'cuda' (or 'cuda:i'): ``storage.cuda(i)`` in a map_location."""
         return clgrad.device("cuda", device) if isinstance(device, int) else \
             clgrad.device(device or "cuda")
 
     def cpu(self):
+        """The clgrad device 'cpu'."""
         return clgrad.device("cpu")
 
     def to(self, device, *args, **kwargs):
+        """``clgrad.device(device)``."""
         return clgrad.device(device)
 
 
@@ -354,6 +363,12 @@ class _Reader(pickle.Unpickler):
         self.map_location, self.storages = map_location, {}
 
     def find_class(self, module, name):
+        """Resolve only the allowed globals (torch's tensor rebuilders, storage types and dtypes,
+        OrderedDict, a few builtins, NumPy arrays); any other raises pickle.UnpicklingError
+        before it runs.
+
+        Unlike torch.load(weights_only=False), no code from the file is ever run.
+        """
         if _Reader._table is None:
             _Reader._table = _allowed()
         try:
@@ -365,6 +380,12 @@ class _Reader(pickle.Unpickler):
                 f"(weights_only=False does not change that)") from None
 
     def persistent_load(self, pid):
+        """The storage a ('storage', type, key, location, numel) id names, read once from the
+        archive's data/<key> record.
+
+        Raises:  pickle.UnpicklingError for another id; TypeError for a storage type without a
+                 clgrad dtype (bfloat16, complex); ValueError for a missing or short record
+        """
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
             raise pickle.UnpicklingError(f"expected a ('storage', type, key, location, numel) "
                                          f"persistent id, got {pid!r:.80}")

@@ -19,9 +19,11 @@ class _Inplace(Module):
         self.inplace = inplace
 
     def forward(self, x):
+        """``F.<name>(x, inplace=self.inplace)``; x (*) -> same (written into x when in place)."""
         return type(self)._fn(x, inplace=self.inplace)
 
     def extra_repr(self):
+        """'inplace=True' when in place, else ''."""
         return "inplace=True" if self.inplace else ""
 
 
@@ -61,9 +63,11 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, x):
+        """clamp(x, min_val, max_val); x (*) -> same. See clgrad.nn.functional.hardtanh."""
         return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
+        """'min_val=A, max_val=B' (and ', inplace=True')."""
         return f"min_val={self.min_val}, max_val={self.max_val}" + (
             ", inplace=True" if self.inplace else "")
 
@@ -79,9 +83,11 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
+        """x Phi(x) (exact or tanh approximation); x (*) -> same. See clgrad.nn.functional.gelu."""
         return F.gelu(x, approximate=self.approximate)
 
     def extra_repr(self):
+        """"approximate='none'" or "approximate='tanh'"."""
         return f"approximate={self.approximate!r}"
 
 
@@ -93,9 +99,11 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, x):
+        """x for x > 0, else alpha (exp(x) - 1); x (*) -> same. See clgrad.nn.functional.elu."""
         return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self):
+        """'alpha=A' (and ', inplace=True')."""
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
@@ -107,9 +115,11 @@ class Softplus(Module):
         self.beta, self.threshold = beta, threshold
 
     def forward(self, x):
+        """log(1 + exp(beta x)) / beta, x where beta x > threshold; x (*) -> same (F.softplus)."""
         return F.softplus(x, self.beta, self.threshold)
 
     def extra_repr(self):
+        """'beta=B, threshold=T'."""
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -125,9 +135,16 @@ class PReLU(Module):
         self.weight = Parameter(full((num_parameters,), init, dtype=dtype, device=device))
 
     def forward(self, x):
+        """x where x > 0, else weight * x; weight broadcast along dim 1 when it has C elements.
+
+        Shapes:  x (N, C, *) (or any shape with num_parameters=1) -> same;
+                 see clgrad.nn.functional.prelu
+        Raises:  RuntimeError when num_parameters is neither 1 nor x.shape[1]
+        """
         return F.prelu(x, self.weight)
 
     def extra_repr(self):
+        """'num_parameters=P'."""
         return f"num_parameters={self.num_parameters}"
 
 
@@ -135,6 +152,7 @@ class Sigmoid(Module):
     """1 / (1 + exp(-x))."""
 
     def forward(self, x):
+        """1 / (1 + exp(-x)); x (*) -> same. See clgrad.nn.functional.sigmoid."""
         return F.sigmoid(x)
 
 
@@ -142,6 +160,7 @@ class Tanh(Module):
     """tanh(x)."""
 
     def forward(self, x):
+        """tanh(x); x (*) -> same. See clgrad.nn.functional.tanh."""
         return F.tanh(x)
 
 
@@ -153,9 +172,13 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x):
+        """softmax(x) along ``dim``; x (*) -> same. See clgrad.nn.functional.softmax
+        (``dim=None`` takes PyTorch's legacy choice of dim).
+        """
         return F.softmax(x, self.dim)
 
     def extra_repr(self):
+        """'dim=D'."""
         return f"dim={self.dim}"
 
 
@@ -163,4 +186,5 @@ class LogSoftmax(Softmax):
     """log(softmax(x)) along ``dim``, computed stably."""
 
     def forward(self, x):
+        """log(softmax(x)) along ``dim``, stable; x (*) -> same. See F.log_softmax."""
         return F.log_softmax(x, self.dim)

@@ -38,6 +38,7 @@ class Sequential(_Indexed):
                 self.add_module(str(i), m)
 
     def forward(self, x):
+        """Apply each child in order: ``x = m(x)``; returns the last output (x if empty)."""
         for m in self._modules.values():
             x = m(x)
         return x
@@ -78,6 +79,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, x):
+        """Returns ``x`` itself (not a copy)."""
         return x
 
 
@@ -107,12 +109,15 @@ class _Keyed(Module):
         return key in getattr(self, self._store)
 
     def keys(self):
+        """The keys, in insertion order (a live view of the registry)."""
         return getattr(self, self._store).keys()
 
     def values(self):
+        """The members, in insertion order (a live view of the registry)."""
         return getattr(self, self._store).values()
 
     def items(self):
+        """(key, member) pairs, in insertion order (a live view of the registry)."""
         return getattr(self, self._store).items()
 
     def pop(self, key: str):
@@ -120,6 +125,7 @@ class _Keyed(Module):
         return getattr(self, self._store).pop(key)
 
     def clear(self):
+        """Remove every member."""
         getattr(self, self._store).clear()
 
     def update(self, members):
@@ -170,6 +176,7 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        """Append every value of ``values`` (Tensors are made Parameters). Returns self."""
         for v in values:
             self.append(v)
         return self
@@ -197,9 +204,15 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, x):
+        """``x.unflatten(dim, unflattened_size)``: a view.
+
+        Shapes:  (*A, S, *B) -> (*A, *unflattened_size, *B), prod(unflattened_size) == S (one
+                 entry may be -1)
+        """
         return x.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self):
+        """'dim=D, unflattened_size=S'."""
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 

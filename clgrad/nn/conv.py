@@ -49,6 +49,9 @@ class _ConvNd(Module):
         _default_init(self.weight, self.bias)
 
     def extra_repr(self):
+        """PyTorch's repr: channels, kernel_size, stride; padding, dilation, output_padding, groups
+        and bias only when not the default.
+        """
         n = self._dims
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
@@ -75,6 +78,11 @@ class Conv1d(_ConvNd):
                          bias, dilation, padding_mode, device, dtype)
 
     def forward(self, x):
+        """The 1-D convolution of ``x`` with this layer's weight and bias.
+
+        Shapes:  (N, in_channels, L) -> (N, out_channels, L'), unbatched (in_channels, L) ->
+                 (out_channels, L'); see clgrad.nn.functional.conv1d
+        """
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
@@ -92,6 +100,13 @@ class ConvTranspose2d(_ConvNd):
                          output_padding, groups, bias, dilation, padding_mode, device, dtype)
 
     def forward(self, x, output_size=None):
+        """The transposed convolution of ``x`` (2-D, or 1-D for ConvTranspose1d).
+
+        Shapes:  (N, in_channels, H, W) -> (N, out_channels, H', W') (1-D: (N, C, L) ->
+                 (N, out_channels, L')); unbatched inputs lack the N dim in and out;
+                 see clgrad.nn.functional.conv_transpose2d / conv_transpose1d
+        Raises:  NotImplementedError for ``output_size`` (unlike PyTorch; pass output_padding)
+        """
         if output_size is not None:
             raise NotImplementedError(f"{type(self).__name__}: output_size is not supported; "
                                       f"pass output_padding")

@@ -12,6 +12,10 @@ class Dropout2d(Dropout):
     rest by 1/(1-p); the identity in eval mode."""
 
     def forward(self, x):
+        """Channel dropout in training mode, ``x`` itself in eval mode.
+
+        Shapes:  (N, C, H, W) or (N, C, L) -> same; see clgrad.nn.functional.dropout2d
+        """
         return F.dropout2d(x, self.p, self.training, self.inplace)
 
 
@@ -19,4 +23,8 @@ class Dropout1d(Dropout):
     """Channel dropout of (N, C, L) or (C, L) inputs (see Dropout2d)."""
 
     def forward(self, x):
+        """Channel dropout in training mode, ``x`` itself in eval mode.
+
+        Shapes:  (N, C, L) or (C, L) -> same; see clgrad.nn.functional.dropout1d
+        """
         return F.dropout1d(x, self.p, self.training, self.inplace)

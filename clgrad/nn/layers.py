@@ -43,9 +43,16 @@ class Linear(Module):
         _default_init(self.weight, self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        """x @ weight.T + bias.
+
+        Shapes:  x (*, in_features) -> (*, out_features); see clgrad.nn.functional.linear
+        Dtypes:  x.dtype == weight.dtype (RuntimeError otherwise)
+        Raises:  RuntimeError when x.shape[-1] != in_features
+        """
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self):
+        """'in_features=I, out_features=O, bias=B', as PyTorch's repr."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
 
@@ -100,10 +107,19 @@ class Conv2d(Module):
         _default_init(self.weight, self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        """The convolution of ``x`` with this layer's weight and bias.
+
+        Shapes:  x (N, in_channels, H, W) -> (N, out_channels, H', W'); unbatched
+                 (in_channels, H, W) -> (out_channels, H', W'); see clgrad.nn.functional.conv2d
+                 (clgrad.ops.conv.conv2d) for H', dtypes and errors
+        """
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
     def extra_repr(self):
+        """PyTorch's repr: channels, kernel_size, stride; padding, dilation, groups, bias only when
+        not the default.
+        """
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
         if self.padding not in ((0, 0), "valid"):
@@ -125,9 +141,14 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, x):
+        """max(x, 0); with ``inplace`` written into x, which is returned.
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.relu
+        """
         return F.relu(x, inplace=self.inplace)
 
     def extra_repr(self):
+        """'inplace=True' when in place, else ''."""
         return "inplace=True" if self.inplace else ""
 
 
@@ -139,9 +160,15 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, x):
+        """x where x > 0, else negative_slope * x (in x when ``inplace``).
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.leaky_relu
+        Raises:  TypeError for a non-floating input
+        """
         return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
 
     def extra_repr(self):
+        """'negative_slope=S' (and ', inplace=True'), as PyTorch's repr."""
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
                                                           else "")
 
@@ -157,10 +184,17 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x):
+        """Window maxima of ``x``.
+
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.max_pool2d
+        Returns: out, or (out, int64 indices into each H*W plane) with ``return_indices``
+        """
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self):
+        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
@@ -176,10 +210,16 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x):
+        """Window means of ``x``.
+
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.avg_pool2d
+        """
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
+        """kernel_size, stride and padding, as PyTorch's repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -191,9 +231,15 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def forward(self, x):
+        """Means over PyTorch's adaptive windows.
+
+        Shapes:  (N, C, H, W) -> (N, C, *output_size), unbatched (C, H, W) -> (C, *output_size);
+                 see clgrad.nn.functional.adaptive_avg_pool2d
+        """
         return F.adaptive_avg_pool2d(x, self.output_size)
 
     def extra_repr(self):
+        """'output_size=S'."""
         return f"output_size={self.output_size}"
 
 
@@ -231,6 +277,13 @@ class BatchNorm2d(Module):
                              f"{x.ndim}D input of shape {tuple(x.shape)}")
 
     def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``x`` per channel (see the class docstring for train and eval).
+
+        Shapes:  x (N, C, H, W) -> same; see clgrad.nn.functional.batch_norm
+        In training with tracked statistics, num_batches_tracked += 1 and the running statistics
+        are updated in place; ``momentum=None`` reads num_batches_tracked on the host (a sync).
+        Raises:  ValueError for an input that is not 4-D; as F.batch_norm otherwise
+        """
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -243,6 +296,7 @@ class BatchNorm2d(Module):
                             use_batch_stats, momentum, self.eps)
 
     def extra_repr(self):
+        """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
 
@@ -257,9 +311,15 @@ class LocalResponseNorm(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, x):
+        """Local response normalisation across channels.
+
+        Shapes:  (N, C, *) with at least 3 dims -> same;
+                 see clgrad.nn.functional.local_response_norm
+        """
         return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
+        """'size, alpha=A, beta=B, k=K', as PyTorch's repr."""
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
@@ -274,9 +334,14 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x):
+        """Dropout of ``x`` in training mode (``self.training``); ``x`` itself in eval mode.
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.dropout (the mask's generator)
+        """
         return F.dropout(x, self.p, self.training, inplace=self.inplace)
 
     def extra_repr(self):
+        """'p=P, inplace=B', as PyTorch's repr."""
         return f"p={self.p}, inplace={self.inplace}"
 
 
@@ -288,9 +353,14 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x):
+        """``x.flatten(start_dim, end_dim)``: a view when the strides allow, else a copy.
+
+        Shapes:  (N, *S) -> (N, prod(S)) with the defaults
+        """
         return x.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self):
+        """'start_dim=S, end_dim=E'."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -306,6 +376,12 @@ class CrossEntropyLoss(Module):
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
+        """Cross entropy of logits ``input`` against ``target`` (class indices or probabilities).
+
+        Shapes:  input (N, C) or (N, C, d1, ...) or (C,); target (N,) / (N, d1, ...) / () int64,
+                 or probabilities of input's shape -> () ('mean', 'sum') or the positions
+                 (N,) / (N, d1, ...) / () ('none'); see clgrad.nn.functional.cross_entropy
+        """
         return F.cross_entropy(input, target, weight=self.weight,
                                ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
@@ -322,6 +398,10 @@ class NLLLoss(Module):
         self.ignore_index, self.reduction = ignore_index, reduction
 
     def forward(self, input, target):
+        """Negative log likelihood of log-probabilities ``input`` at class indices ``target``.
+
+        Shapes:  as CrossEntropyLoss with class indices; see clgrad.nn.functional.nll_loss
+        """
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
@@ -335,6 +415,11 @@ class MSELoss(Module):
         self.reduction = reduction
 
     def forward(self, input, target):
+        """(input - target)^2 reduced by ``reduction``.
+
+        Shapes:  input, target broadcast together -> () or the broadcast shape ('none');
+                 see clgrad.nn.functional.mse_loss
+        """
         return F.mse_loss(input, target, reduction=self.reduction)
 
 

@@ -21,6 +21,7 @@ class L1Loss(_Loss):
     """|input - target| reduced."""
 
     def forward(self, input, target):
+        """|input - target| reduced; shapes broadcast. See clgrad.nn.functional.l1_loss."""
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -32,6 +33,7 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input, target):
+        """The smooth L1 loss reduced; shapes broadcast. See clgrad.nn.functional.smooth_l1_loss."""
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -43,6 +45,7 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input, target):
+        """The Huber loss reduced; shapes broadcast. See clgrad.nn.functional.huber_loss."""
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -54,6 +57,14 @@ class BCELoss(_Loss):
         self.register_buffer("weight", weight)
 
     def forward(self, input, target):
+        """Binary cross entropy of probabilities ``input`` against ``target`` of the same shape.
+
+        Shapes:  input (*), target (*) (same shape) -> () or (*) ('none'); see
+                 clgrad.nn.functional.binary_cross_entropy
+        Unlike PyTorch, which raises, input outside [0, 1] is not checked (that would need a
+        device-to-host read): the log of a negative number makes such an element's loss NaN,
+        as a NaN input does (never a plausible finite value).
+        """
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
@@ -68,6 +79,10 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
+        """Binary cross entropy of logits ``input`` against ``target`` of the same shape.
+
+        See clgrad.nn.functional.binary_cross_entropy_with_logits.
+        """
         return F.binary_cross_entropy_with_logits(input, target, weight=self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
@@ -85,4 +100,5 @@ class KLDivLoss(Module):
         self.reduction, self.log_target = reduction, log_target
 
     def forward(self, input, target):
+        """KL divergence of log-probabilities ``input`` from ``target``. See F.kl_div."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

@@ -67,6 +67,10 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
 
     def forward(self, *args, **kwargs):
+        """The computation; subclasses override it. Raises NotImplementedError here.
+
+        Unlike PyTorch, calling a module calls forward directly (no forward hooks).
+        """
         raise NotImplementedError(f"{type(self).__name__}: expected a forward() method, got "
                                   f"none; define forward in the subclass")
 

@@ -41,9 +41,14 @@ class LayerNorm(Module):
         self.bias = Parameter(zeros(ns, **kw)) if elementwise_affine and bias else None
 
     def forward(self, x):
+        """Normalise over the trailing normalized_shape dims.
+
+        Shapes:  (*, *normalized_shape) -> same; see clgrad.nn.functional.layer_norm
+        """
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
+        """'normalized_shape, eps=E, elementwise_affine=B', as PyTorch's repr."""
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
 
@@ -65,9 +70,14 @@ class GroupNorm(Module):
         self.bias = Parameter(zeros(num_channels, **kw)) if affine else None
 
     def forward(self, x):
+        """Normalise each group of channels per sample, then scale and shift per channel.
+
+        Shapes:  (N, num_channels, *) -> same; see clgrad.nn.functional.group_norm
+        """
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
+        """'num_groups, num_channels, eps=E, affine=B', as PyTorch's repr."""
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
@@ -85,6 +95,13 @@ class InstanceNorm2d(Module):
                     track_running_stats, device, dtype)
 
     def forward(self, x):
+        """Normalise each (sample, channel) plane; running statistics as in BatchNorm2d.forward.
+
+        Shapes:  (N, C, H, W) -> same (InstanceNorm1d: (N, C, L));
+                 see clgrad.nn.functional.instance_norm
+        Raises:  ValueError for another rank; unlike PyTorch, unbatched (C, H, W) / (C, L)
+                 inputs are not accepted
+        """
         name = type(self).__name__
         if x.ndim != self._ndim:
             raise ValueError(f"{name}: expected {self._ndim}D input, got {x.ndim}D input of "
@@ -100,6 +117,7 @@ class InstanceNorm2d(Module):
                                use_input_stats, momentum, self.eps)
 
     def extra_repr(self):
+        """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
 

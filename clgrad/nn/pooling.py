@@ -22,10 +22,16 @@ class MaxPool1d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x):
+        """Window maxima along L.
+
+        Shapes:  (N, C, L) -> (N, C, OL), (C, L) -> (C, OL); see clgrad.nn.functional.max_pool1d
+        Returns: out, or (out, int64 indices into L) with ``return_indices``
+        """
         return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
+        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
@@ -42,10 +48,15 @@ class AvgPool1d(Module):
                                                                 count_include_pad)
 
     def forward(self, x):
+        """Window means along L.
+
+        Shapes:  (N, C, L) -> (N, C, OL), (C, L) -> (C, OL); see clgrad.nn.functional.avg_pool1d
+        """
         return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
     def extra_repr(self):
+        """kernel_size, stride and padding, as PyTorch's repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -55,6 +66,7 @@ class _Adaptive(Module):
         self.output_size, self.return_indices = output_size, return_indices
 
     def extra_repr(self):
+        """'output_size=S'."""
         return f"output_size={self.output_size}"
 
 
@@ -65,6 +77,10 @@ class AdaptiveAvgPool1d(_Adaptive):
         super().__init__(output_size)
 
     def forward(self, x):
+        """Means over adaptive windows: (N, C, L) -> (N, C, output_size), (C, L) likewise.
+
+        See clgrad.nn.functional.adaptive_avg_pool1d.
+        """
         return F.adaptive_avg_pool1d(x, self.output_size)
 
 
@@ -72,6 +88,10 @@ class AdaptiveMaxPool1d(_Adaptive):
     """Max pooling along L to a fixed ``output_size``."""
 
     def forward(self, x):
+        """Maxima over adaptive windows: (N, C, L) -> (N, C, output_size), (C, L) likewise.
+
+        Returns: out, or (out, int64 indices) with ``return_indices``; see F.adaptive_max_pool1d
+        """
         return F.adaptive_max_pool1d(x, self.output_size, self.return_indices)
 
 
@@ -79,4 +99,9 @@ class AdaptiveMaxPool2d(_Adaptive):
     """Max pooling to a fixed ``output_size`` (an int or (H, W); None keeps that dim)."""
 
     def forward(self, x):
+        """Maxima over adaptive windows: (N, C, H, W) -> (N, C, *output_size), (C, H, W) likewise.
+
+        Returns: out, or (out, int64 indices y * W + x) with ``return_indices``;
+                 see clgrad.nn.functional.adaptive_max_pool2d
+        """
         return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)

@@ -57,8 +57,14 @@ class Embedding(Module):
                    _freeze=freeze, **kwargs)
 
     def forward(self, input):
+        """Rows of weight at the integer indices ``input``.
+
+        Shapes:  input (*) int -> (*, embedding_dim); see clgrad.nn.functional.embedding
+        Raises:  IndexError for an index outside [0, num_embeddings)
+        """
         return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):
+        """'num_embeddings, embedding_dim' (and ', padding_idx=P'), as PyTorch's repr."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")

@@ -17,10 +17,16 @@ class Upsample(Module):
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
     def forward(self, x):
+        """Resize ``x`` with F.interpolate and this layer's size/scale_factor, mode, align_corners.
+
+        Shapes:  (N, C, L) or (N, C, H, W) -> same N, C, resized; see
+                 clgrad.nn.functional.interpolate (modes supported, errors)
+        """
         return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners,
                              self.recompute_scale_factor)
 
     def extra_repr(self):
+        """'scale_factor=F, mode=M' (or 'size=S, mode=M'), as PyTorch's repr."""
         what = (f"scale_factor={float(self.scale_factor)}"
                 if self.scale_factor is not None and not isinstance(self.scale_factor, tuple)
                 else f"scale_factor={self.scale_factor}" if self.scale_factor is not None

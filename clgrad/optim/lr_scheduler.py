@@ -156,11 +156,17 @@ class _LambdaState:
                                 f"got {type(f).__name__}")
 
     def state_dict(self) -> dict:
+        """The scheduler's state; each lr_lambda saved as None (a plain function) or a copy of its
+        ``__dict__`` (a callable object), PyTorch's rule.
+        """
         return self._state_with("lr_lambdas", [
             None if isinstance(f, types.FunctionType) else dict(f.__dict__)
             for f in self.lr_lambdas])
 
     def load_state_dict(self, state_dict: dict):
+        """Restore a state from ``state_dict``; saved callable-object dicts update the current
+        lr_lambdas' ``__dict__`` (the functions themselves are not restored, as in PyTorch).
+        """
         for f, saved in zip(self.lr_lambdas, self._load_with(state_dict, "lr_lambdas")):
             if saved is not None:
                 f.__dict__.update(saved)
@@ -174,6 +180,7 @@ class LambdaLR(_LambdaState, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """[initial_lr * lr_lambda(last_epoch)] per group (not chainable)."""
         return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
@@ -185,6 +192,7 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """[lr * lr_lambda(last_epoch)] per group; the current lr unchanged at construction."""
         if self._is_initial:
             return self._lrs()
         return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._lrs())]
@@ -201,6 +209,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lr, times gamma when last_epoch is a positive multiple of step_size."""
         if self.last_epoch == 0 or self.last_epoch % self.step_size:
             return self._lrs()
         return [lr * self.gamma for lr in self._lrs()]
@@ -221,6 +230,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lr, times gamma ** (times last_epoch is listed in milestones)."""
         k = self.milestones.get(self.last_epoch, 0)
         return self._lrs() if not k else [lr * self.gamma ** k for lr in self._lrs()]
 
@@ -229,11 +239,13 @@ class MultiStepLR(LRScheduler):
         return [base * self.gamma ** k for base in self.base_lrs]
 
     def state_dict(self) -> dict:
+        """The scheduler's state, milestones as a sorted list (a Counter's int keys do not save)."""
         out = super().state_dict()
         out["milestones"] = sorted(self.milestones.elements())  # int keys do not save
         return out
 
     def load_state_dict(self, state_dict: dict):
+        """Restore a state from ``state_dict``; milestones (a list or a dict) become a Counter."""
         super().load_state_dict(state_dict)
         m = self.milestones
         self.milestones = Counter(m) if isinstance(m, dict) else Counter(list(m))
@@ -249,6 +261,9 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lr times factor at epoch 0, divided by factor at epoch total_iters, else
+        unchanged (chainable).
+        """
         if self.last_epoch == 0:
             return [lr * self.factor for lr in self._lrs()]
         if self.last_epoch != self.total_iters:
@@ -273,6 +288,9 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """lr * start_factor at epoch 0, then the recursive step towards end_factor until
+        total_iters (PyTorch's chainable form); the current lr afterwards.
+        """
         if self.last_epoch == 0:
             return [lr * self.start_factor for lr in self._lrs()]
         if self._is_initial or self.last_epoch > self.total_iters:
@@ -295,6 +313,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lr times gamma (unchanged at construction)."""
         return self._lrs() if self._is_initial else [lr * self.gamma for lr in self._lrs()]
 
     def _closed_form(self):
@@ -310,6 +329,9 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lr times ((1 - e/n) / (1 - (e-1)/n)) ** power, e = last_epoch,
+        n = total_iters (PyTorch's chainable form); unchanged past total_iters.
+        """
         if self._is_initial or self.last_epoch > self.total_iters:
             return self._lrs()
         e, n = self.last_epoch, self.total_iters
@@ -335,6 +357,9 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The next lr of the cosine curve in PyTorch's recursive (chainable) form (the current
+        lr at construction).
+        """
         e, n, lo = self.last_epoch, self.T_max, self.eta_min
         if self._is_initial:
             return self._lrs()

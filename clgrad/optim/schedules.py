@@ -34,9 +34,11 @@ class _Composite(LRScheduler):
     """State dicts that hold the children's state dicts in ``_schedulers``."""
 
     def state_dict(self) -> dict:
+        """The state, with each child scheduler's state dict in ``_schedulers`` (a list)."""
         return self._state_with("_schedulers", [s.state_dict() for s in self._schedulers])
 
     def load_state_dict(self, state_dict: dict):
+        """Restore the state and each child scheduler's state from ``state_dict``."""
         for s, saved in zip(self._schedulers, self._load_with(state_dict, "_schedulers")):
             s.load_state_dict(saved)
 
@@ -73,6 +75,9 @@ class SequentialLR(_Composite):
             s.last_epoch -= 1
 
     def step(self):
+        """Advance one epoch: the scheduler for that epoch steps, or starts at its epoch 0 when the
+        epoch is a milestone. Takes no epoch argument (as PyTorch's SequentialLR).
+        """
         self.last_epoch += 1
         i = bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[i]
@@ -94,6 +99,7 @@ class ChainedScheduler(_Composite):
         self._last_lr = self._lrs()
 
     def step(self):
+        """Step every child scheduler in order; the last lrs are the groups' lrs afterwards."""
         for s in self._schedulers:
             s.step()
         self._last_lr = self._lrs()
@@ -184,6 +190,7 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new
 
     def load_state_dict(self, state_dict: dict):
+        """Restore a state from ``state_dict`` and rebuild the mode/threshold comparison."""
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
@@ -211,10 +218,17 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """[eta_min + (initial_lr - eta_min) (1 + cos(pi T_cur / T_i)) / 2] per group."""
         c = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
         return [self.eta_min + (base - self.eta_min) * c for base in self.base_lrs]
 
     def step(self, epoch=None):
+        """Advance one epoch (restarting when T_cur reaches T_i), or go to ``epoch`` (may be
+        fractional, e.g. ``epoch + i / iters`` per batch) and write every group's lr.
+
+        Raises:  ValueError for a negative epoch. Unlike the other schedules, ``step(epoch)`` does
+                 not warn: fractional epochs are this schedule's documented use.
+        """
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -327,6 +341,11 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        """Each group's lr at step last_epoch of the 1cycle policy; with ``cycle_momentum`` it also
+        writes each group's momentum (or beta1), as PyTorch's.
+
+        Raises:  ValueError when stepped more than total_steps times
+        """
         step = self.last_epoch
         if step > self.total_steps:
             raise ValueError(f"OneCycleLR: tried to step {step} times; the specified number "

@@ -100,6 +100,13 @@ class DistributedDataParallel(Module):
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
+        """Run the wrapped module; arms gradient averaging for the next backward.
+
+        Broadcasts buffers from rank 0 first when ``broadcast_buffers`` and the previous forward
+        ran with grad mode on outside no_sync(). Returns the module's output unchanged.
+        Raises:  RuntimeError when the previous iteration's reduction did not finish (a parameter
+                 unused in the loss without ``find_unused_parameters=True``), PyTorch's message
+        """
         if self._syncing and any(self._ready):
             raise RuntimeError(
                 "DistributedDataParallel: Expected to have finished reduction in the prior "
@@ -205,6 +212,7 @@ class DistributedDataParallel(Module):
         self.comm_stats["seconds"] += time.perf_counter() - start
 
     def extra_repr(self) -> str:
+        """'world_size=W, buckets=[elements per bucket]' (clgrad's own repr)."""
         return f"world_size={self._world}, buckets={self.bucket_sizes}"
 
 

@@ -282,6 +282,9 @@ class _ArrayUnpickler(pickle.Unpickler):
     _allowed = None
 
     def find_class(self, module, name):
+        """Resolve only NumPy array globals; anything else raises pickle.UnpicklingError before it
+        runs (so a hostile pickle cannot execute code).
+        """
         if _ArrayUnpickler._allowed is None:
             _ArrayUnpickler._allowed = _numpy_globals()
         try:

@@ -67,6 +67,7 @@ class RandomSampler(Sampler):
 
     @property
     def num_samples(self):
+        """Samples per epoch: ``num_samples`` if given, else len(data_source)."""
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):

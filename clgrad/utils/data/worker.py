@@ -60,6 +60,7 @@ class Fetcher:
         self._it = None
 
     def reset(self):
+        """Forget the iterable dataset's iterator: the next call starts a new pass."""
         self._it = None
 
     def __call__(self, index):
@@ -84,6 +85,7 @@ class Fetcher:
 
 
 def fetch_iter(indices, fetch):
+    """Yield ``fetch(index)`` for each index until one raises StopIteration (dataset exhausted)."""
     for index in indices:
         try:
             batch = fetch(index)
@@ -93,6 +95,7 @@ def fetch_iter(indices, fetch):
 
 
 def draw_seed(generator):
+    """A seed in [0, 2**63) from ``generator`` (None: via clgrad's global generator)."""
     from clgrad._generator import default_rng_for
     return int(default_rng_for(generator).integers(0, 2**63))
 
@@ -109,6 +112,10 @@ class _WorkerError:
         self.text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
     def reraise(self):
+        """Raise the worker's exception type with PyTorch's 'Caught X in DataLoader worker
+        process N' message and the worker's traceback (RuntimeError if that type cannot be built
+        from a message).
+        """
         msg = (f"Caught {self.type.__name__} in DataLoader worker process {self.worker_id}.\n"
                f"Original {self.text}")
         try:
@@ -195,6 +202,7 @@ class _BatchPickler(pickle.Pickler):
     about how multiprocessing pickles Tensors elsewhere."""
 
     def reducer_override(self, obj):
+        """Tensors pickle as host NumPy arrays (rebuilt as HostArray); everything else as usual."""
         if isinstance(obj, clgrad.Tensor):
             return _rebuild_host, (obj.detach().numpy(),)
         return NotImplemented
@@ -251,6 +259,9 @@ class WorkerPool:
                                            self._now)
 
     def new_epoch(self):
+        """Start a new epoch of persistent workers: each resets its fetcher (an iterable dataset
+        restarts its iterator).
+        """
         self.epoch_id += 1
         for q in self.index_queues:
             q.put((self.epoch_id, None, None))
@@ -261,6 +272,9 @@ class WorkerPool:
         self._finalizer()
 
     def epoch(self, indices, close=False):
+        """Yield one epoch's batches for ``indices`` (see _deliver); close the pool afterwards when
+        ``close`` (persistent_workers=False).
+        """
         try:
             yield from self._deliver(indices)
         finally:
