@@ -106,3 +106,25 @@ def test_float64(cfg, la, lb, lc):
     _, c = operand(rng, (65, 7), lc, np.float64)
     mm.gemm(c, a, b, tiles_override=cfg)
     assert_product(c, a_np, b_np)
+
+
+def test_stored_tiles_of_another_form_are_ignored(tmp_path, monkeypatch):
+    """A tiles file written by another clgrad version (an extra key, a missing one, a string)
+    must not break gemm: the entry is ignored and the defaults are used."""
+    import json
+    from clgrad.ops import matmul as mm
+    from clgrad.runtime import Device
+    d0 = clgrad.default_device()
+    dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
+    default = mm.CPU_TILES if dev.kind == "cpu" else mm.GPU_TILES
+    path = tmp_path / "tiles.json"
+    monkeypatch.setenv("CLGRAD_GEMM_TILES", str(path))
+    bad = [dict(default, EXTRA=4), {k: v for k, v in list(default.items())[1:]},
+           {k: "8" for k in default}, ["not", "a", "dict"]]
+    a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for entry in bad:
+        path.write_text(json.dumps({mm.device_key(dev): entry}))
+        mm._TUNED.pop(dev, None)
+        assert mm.tiles(dev) == default
+        got = (clgrad.tensor(a, device=dev) @ clgrad.tensor(a.T.copy(), device=dev)).numpy()
+        np.testing.assert_allclose(got, a @ a.T, rtol=1e-6)

@@ -67,11 +67,21 @@ def tiles(dev) -> dict:
         cfg = CPU_TILES if dev.kind == "cpu" else GPU_TILES
         if os.environ.get("CLGRAD_GEMM_TILES") != "off":
             try:
-                cfg = json.loads(tiles_file().read_text()).get(device_key(dev), cfg)
-            except (OSError, ValueError):
-                pass
+                stored = json.loads(tiles_file().read_text()).get(device_key(dev))
+            except (OSError, ValueError, AttributeError):
+                stored = None
+            if _same_form(stored, cfg):  # an entry another version wrote is ignored
+                cfg = stored
         _TUNED[dev] = cfg
     return cfg
+
+
+def _same_form(stored, default) -> bool:
+    """Whether a stored tile entry has the defaults' keys (nested alike) with int values."""
+    if isinstance(default, dict):
+        return isinstance(stored, dict) and set(stored) == set(default) and all(
+            _same_form(stored[k], v) for k, v in default.items())
+    return isinstance(stored, int) and not isinstance(stored, bool) and stored > 0
 
 
 def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None):
