@@ -58,6 +58,33 @@ __all__ = ["Device", "devices", "default_device", "set_default_device", "get_dev
 
 _PKG = Path(__file__).resolve().parent
 
+# pyopencl's binary cache reads os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] when the cache
+# itself fails (e.g. two processes writing one entry), and the KeyError of an unset variable
+# then aborts a build that would have succeeded from source. Unset means "warn and build".
+os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "")
+
+STALE_LOCK_S = 120  # pyopencl holds its cache lock for one cache read or write: milliseconds
+
+
+def _clear_stale_cache_lock():
+    """Remove pyopencl's binary-cache lock file when it is older than STALE_LOCK_S seconds.
+
+    A process killed while holding it (SIGKILL, the OOM killer, a timeout) leaves the file
+    behind, and every later build in every process then waits 60 s for it before building
+    without the cache. Called once per process by device discovery, before the probes."""
+    try:
+        import platformdirs
+        cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
+        root = Path(cache, "pyopencl") if cache else Path(
+            platformdirs.user_cache_dir("pyopencl", "pyopencl"))
+        version = ".".join(str(i) for i in sys.version_info)
+        lock = root / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
+        import time
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            lock.unlink()
+    except (OSError, ImportError):
+        pass
+
 # Which CPU runtime the default device comes from when several work: the first match wins
 # (a substring of the platform name). bench/results/cpu_runtimes.md has the measurements:
 # Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
@@ -422,6 +449,7 @@ def _discover() -> list:
         if _FOUND[0] is not None:
             return _FOUND[0]
         _setup_icd_vendors()
+        _clear_stale_cache_lock()
         try:
             platforms = cl.get_platforms()
         except cl.Error:

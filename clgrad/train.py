@@ -40,7 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-import clgrad
+from clgrad import autograd, creation, dtypes, runtime
+from clgrad._generator import Generator
+from clgrad.io import serialization
 from clgrad import nn, optim
 from clgrad.utils.data import DataLoader, TensorDataset
 from clgrad.utils.data.datasets import MNIST, _stratified_split, digits_split
@@ -92,9 +94,9 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
     ``refresh_every`` steps to update ``bar`` (a tqdm bar counting images) and at the end.
     """
     model.train()
-    device = clgrad.default_device()
-    loss_sum = clgrad.zeros((), dtype=clgrad.float32)
-    hits = clgrad.zeros((), dtype=clgrad.int64)
+    device = runtime.default_device()
+    loss_sum = creation.zeros((), dtype=dtypes.float32)
+    hits = creation.zeros((), dtype=dtypes.int64)
     seen = 0
     start = time.perf_counter()
     for step, (x, y) in enumerate(loader, 1):
@@ -103,7 +105,7 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        with clgrad.no_grad():
+        with autograd.no_grad():
             loss_sum += loss.detach() * x.shape[0]
             hits += (out.argmax(1) == y).sum()
         seen += x.shape[0]
@@ -120,10 +122,10 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
 def evaluate(model, loader, loss_fn):
     """(mean loss, accuracy) of ``model`` in eval mode over ``loader``, without autograd."""
     model.eval()
-    loss_sum = clgrad.zeros((), dtype=clgrad.float32)
-    hits = clgrad.zeros((), dtype=clgrad.int64)
+    loss_sum = creation.zeros((), dtype=dtypes.float32)
+    hits = creation.zeros((), dtype=dtypes.int64)
     seen = 0
-    with clgrad.no_grad():
+    with autograd.no_grad():
         for x, y in loader:
             out = model(x)
             loss_sum += loss_fn(out, y) * x.shape[0]
@@ -159,8 +161,8 @@ def fit(args) -> dict:
     world, rank = _join_ranks(args)
     if args.device and world == 1:
         with _blame("--device", args.device):
-            clgrad.set_default_device(args.device)
-    device = clgrad.default_device()
+            runtime.set_default_device(args.device)
+    device = runtime.default_device()
     with _blame("--data", args.data):  # the MNIST files (digits are bundled)
         train_set, test_set, make_model = _datasets(args)
     with _blame("--val-fraction", args.val_fraction):
@@ -169,7 +171,7 @@ def fit(args) -> dict:
     with _blame("--out", args.out):
         out_dir.mkdir(parents=True, exist_ok=True)
 
-    clgrad.manual_seed(args.seed)
+    creation.manual_seed(args.seed)
     net = make_model()
     model = nn.parallel.DistributedDataParallel(net) if world > 1 else net
     loss_fn = nn.CrossEntropyLoss()
@@ -191,7 +193,7 @@ def fit(args) -> dict:
     val_loader = DataLoader(val_set, batch_size=512)
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
-        clgrad.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
+        creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
         loader = _train_loader(train_set, args, epoch, world, rank)
         with tqdm(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}", unit="img",
                   dynamic_ncols=True, disable=args.quiet or rank != 0) as bar:
@@ -217,8 +219,8 @@ def fit(args) -> dict:
                  "config": {k: getattr(args, k) for k in _CONFIG}}
         with _blame("--out", args.out):
             if improved:
-                clgrad.save(state, out_dir / "best.safetensors")
-            clgrad.save(state, out_dir / "last.safetensors")
+                serialization.save(state, out_dir / "best.safetensors")
+            serialization.save(state, out_dir / "last.safetensors")
             _plot(progress["history"], out_dir / "curves.png", args.dataset)
 
     te_loss, te_acc = (evaluate(net, DataLoader(test_set, batch_size=512), loss_fn)
@@ -328,7 +330,7 @@ _CONFIG = ("dataset", "seed", "lr", "weight_decay", "batch_size", "epochs", "val
 
 def _resume(path, model, optimizer, scheduler, epochs) -> dict:
     """Load model, optimizer and scheduler state from a checkpoint; returns its progress."""
-    ckpt = clgrad.load(path)
+    ckpt = serialization.load(path)
     if not isinstance(ckpt, dict) or not {"model", "optimizer", "scheduler", "progress"} <= \
             set(ckpt):
         raise ValueError("expected a checkpoint of this job (model, optimizer, scheduler, "
@@ -393,7 +395,7 @@ def _train_loader(train_set, args, epoch, world, rank):
     in batches of batch_size / world."""
     if world == 1:
         return DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                          generator=clgrad.Generator().manual_seed(args.seed * 100_003 + epoch))
+                          generator=Generator().manual_seed(args.seed * 100_003 + epoch))
     from clgrad.utils.data.distributed import DistributedSampler
     sampler = DistributedSampler(train_set, world, rank, shuffle=True, seed=args.seed)
     sampler.set_epoch(epoch)
@@ -403,7 +405,7 @@ def _train_loader(train_set, args, epoch, world, rank):
 def _over_ranks(loss, acc, images_per_s, world):
     """Mean loss and accuracy (every rank saw as many samples) and summed throughput."""
     from clgrad import distributed as dist
-    t = clgrad.tensor([loss, acc, images_per_s], dtype=clgrad.float32)
+    t = creation.tensor([loss, acc, images_per_s], dtype=dtypes.float32)
     dist.all_reduce(t)
     loss, acc, ips = t.tolist()
     return loss / world, acc / world, ips

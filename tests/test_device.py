@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -339,3 +340,28 @@ def test_allocations_past_the_device_memory_raise_out_of_memory():
     import gc
     gc.collect()
     assert dev.allocated == 0
+
+
+def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
+    """A process killed while holding pyopencl's cache lock leaves the file behind; every later
+    build would wait 60 s for it. A fresh process removes a lock older than STALE_LOCK_S."""
+    cache = tmp_path / "xdg"
+    version = ".".join(str(i) for i in sys.version_info)
+    lock = cache / "pyopencl" / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    old = time.time() - device_mod.STALE_LOCK_S - 10
+    os.utime(lock, (old, old))
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), CLGRAD_CACHE_DIR=str(tmp_path / "c"))
+    t0 = time.time()
+    r = subprocess.run([sys.executable, "-c", "import clgrad; print((clgrad.ones(3) + 1).sum()"
+                        ".item())"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "6.0" and not lock.exists()
+    assert time.time() - t0 < 55            # no 60 s wait for the lock
+    lock.write_text("")                     # a fresh lock (a build under way) is left alone
+    device_mod._clear_stale_cache_lock()    # this process's own cache folder: untouched
+    r = subprocess.run([sys.executable, "-c", "import clgrad.runtime as r; "
+                        "r._clear_stale_cache_lock()"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0 and lock.exists()

@@ -315,8 +315,8 @@ def test_loader_sampler_batch_sampler_collate_fn():
 
 def test_loader_fast_path_one_upload_per_field(monkeypatch):
     calls = []
-    real = clgrad.from_numpy
-    monkeypatch.setattr(clgrad, "from_numpy", lambda a: calls.append(a.shape) or real(a))
+    real = clgrad.creation.from_numpy   # the loader uploads through clgrad.creation
+    monkeypatch.setattr(clgrad.creation, "from_numpy", lambda a: calls.append(a.shape) or real(a))
     ds = TensorDataset(np.zeros((7, 2), np.float32), np.arange(7))
     list(DataLoader(Subset(ds, list(range(7))), batch_size=4))
     assert calls == [(4, 2), (4,), (3, 2), (3,)]

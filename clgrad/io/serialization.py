@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import clgrad
+from clgrad._device import device as torch_device
+from clgrad.tensor import Tensor
 from clgrad.io import checkpoint, torch_format
 
 __all__ = ["save", "load"]
@@ -72,12 +73,12 @@ def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None)
     from clgrad._device import resolve
     dev = resolve(map_location.get("cpu") if isinstance(map_location, dict) else
                   map_location if not callable(map_location) or isinstance(
-                      map_location, (str, clgrad.device)) else "cpu")
+                      map_location, (str, torch_device)) else "cpu")
     return _move(out, dev)
 
 
 def _move(node, dev):
-    if isinstance(node, clgrad.Tensor):
+    if isinstance(node, Tensor):
         return node.to(dev)
     if isinstance(node, dict):
         return type(node)((k, _move(v, dev)) for k, v in node.items())

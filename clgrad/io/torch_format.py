@@ -34,7 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
-import clgrad
+from clgrad import creation
+from clgrad import dtypes
+from clgrad import runtime
+from clgrad._device import device as torch_device
+from clgrad.nn.module import Parameter
+from clgrad.ops import views
+from clgrad.tensor import Tensor
 from clgrad import layout
 from clgrad.errors import DeviceError
 
@@ -185,12 +191,12 @@ def _prepare(value, keys, storages):
     if isinstance(value, (list, tuple)):
         out = [_prepare(v, keys + (i,), storages) for i, v in enumerate(value)]
         return out if isinstance(value, list) else tuple(out)
-    if isinstance(value, clgrad.Tensor):
+    if isinstance(value, Tensor):
         st = value._storage
         if id(st) not in storages:
-            whole = clgrad.Tensor(st, (st.size,), (1,), 0).numpy()
+            whole = Tensor(st, (st.size,), (1,), 0).numpy()
             storages[id(st)] = (str(len(storages)), whole)
-        param = value.requires_grad if isinstance(value, clgrad.nn.Parameter) else None
+        param = value.requires_grad if isinstance(value, Parameter) else None
         return _TensorRef(id(st), value.storage_offset(), tuple(value.shape),
                           tuple(value.stride()), param)
     if isinstance(value, np.ndarray):
@@ -288,16 +294,16 @@ class _HostStorage:
 
     def cuda(self, device=None, non_blocking=False):
         """The clgrad device 'cuda' (or 'cuda:i'): ``storage.cuda(i)`` in a map_location."""
-        return clgrad.device("cuda", device) if isinstance(device, int) else \
-            clgrad.device(device or "cuda")
+        return torch_device("cuda", device) if isinstance(device, int) else \
+            torch_device(device or "cuda")
 
     def cpu(self):
         """The clgrad device 'cpu'."""
-        return clgrad.device("cpu")
+        return torch_device("cpu")
 
     def to(self, device, *args, **kwargs):
         """``clgrad.device(device)``."""
-        return clgrad.device(device)
+        return torch_device(device)
 
 
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks, metadata=None):
@@ -340,7 +346,7 @@ def _allowed():
         ("torch.nn.parameter", "Parameter"): _PARAMETER,
         ("torch", "Tensor"): _TENSOR,
         ("torch", "Size"): tuple,
-        ("torch", "device"): clgrad.device,
+        ("torch", "device"): torch_device,
         ("_codecs", "encode"): _codecs_encode,
     }
     for builtins in ("builtins", "__builtin__"):  # protocol 2 spells builtins __builtin__
@@ -349,7 +355,7 @@ def _allowed():
     for name in _STORAGES:
         table[("torch", name)] = ("storage", name)
     for name, ours in _TORCH_DTYPES.items():
-        table[("torch", name)] = getattr(clgrad, ours)
+        table[("torch", name)] = dtypes.to_dtype(ours)
     table.update(_numpy_globals())
     return table
 
@@ -397,7 +403,7 @@ class _Reader(pickle.Unpickler):
                                 f"clgrad dtype (bfloat16 and complex are not supported); "
                                 f"convert it in PyTorch first (e.g. .float())")
             dtype = np.dtype(code)
-        elif isinstance(kind, clgrad.dtype):
+        elif isinstance(kind, dtypes.DType):
             dtype = np.dtype(kind.np)
         else:
             raise pickle.UnpicklingError(f"expected a storage type, got {kind!r:.80}")
@@ -420,12 +426,12 @@ class _Reader(pickle.Unpickler):
     def _device(self, location):
         from clgrad._device import resolve
         m = self.map_location
-        if callable(m) and not isinstance(m, (str, clgrad.device)):
+        if callable(m) and not isinstance(m, (str, torch_device)):
             host = _HostStorage(location)
             m = m(host, location)
             if m is host:
                 m = "cpu"
-            if not isinstance(m, (str, int, clgrad.device, clgrad.Device, type(None))):
+            if not isinstance(m, (str, int, torch_device, runtime.Device, type(None))):
                 raise TypeError(f"load: map_location callable: expected it to return the "
                                 f"storage, a device or a device string, got "
                                 f"{type(m).__name__}")
@@ -470,16 +476,16 @@ class _Reader(pickle.Unpickler):
         if st.uses > 1:  # shared: one device storage, views of it (as PyTorch)
             if st.tensor is None:
                 st.tensor = _upload(arr, st.device)
-            t = clgrad.as_strided(st.tensor, p.size, p.stride, p.offset)
+            t = views.as_strided(st.tensor, p.size, p.stride, p.offset)
         else:
             view = np.lib.stride_tricks.as_strided(
                 arr[p.offset:], p.size, tuple(d * arr.itemsize for d in p.stride))
             t = _upload(np.ascontiguousarray(view) if view.ndim else np.array(view), st.device)
         if p.param:
-            return clgrad.nn.Parameter(t, requires_grad=p.requires_grad)
+            return Parameter(t, requires_grad=p.requires_grad)
         return t.requires_grad_(True) if p.requires_grad else t
 
 
 def _upload(arr, device):
     """A clgrad Tensor of host array ``arr`` (its dtype kept; see the module doc)."""
-    return clgrad.from_numpy(arr, device=device)
+    return creation.from_numpy(arr, device=device)

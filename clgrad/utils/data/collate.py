@@ -16,7 +16,9 @@ import numbers
 
 import numpy as np
 
-import clgrad
+from clgrad import creation
+from clgrad.ops.index import stack
+from clgrad.tensor import Tensor
 
 __all__ = ["default_collate", "default_convert", "HostArray", "upload", "host_array"]
 
@@ -40,8 +42,8 @@ def default_collate(batch):
              cannot collate or a dtype clgrad has no counterpart of
     """
     elem = batch[0]
-    if isinstance(elem, clgrad.Tensor):
-        return clgrad.stack(list(batch))
+    if isinstance(elem, Tensor):
+        return stack(list(batch))
     if isinstance(elem, np.ndarray) or (isinstance(elem, np.generic) and elem.dtype.kind in "biuf"):
         if elem.dtype.kind in "USO":
             raise TypeError(f"default_collate: expected arrays of numbers, got dtype {elem.dtype}")
@@ -102,7 +104,7 @@ def default_convert(data):
 def upload(data):
     """Replace the HostArrays of a batch from a worker by Tensors (in the main process)."""
     if isinstance(data, HostArray):
-        return clgrad.from_numpy(contiguous(data.view(np.ndarray)))
+        return creation.from_numpy(contiguous(data.view(np.ndarray)))
     if isinstance(data, dict):
         return type(data)((k, upload(v)) for k, v in data.items())
     if isinstance(data, tuple) and hasattr(data, "_fields"):
@@ -114,7 +116,7 @@ def upload(data):
 
 def host_array(value, what):
     """A host NumPy array of a clgrad dtype for a Tensor, array or scalar (see module doc)."""
-    if isinstance(value, clgrad.Tensor):
+    if isinstance(value, Tensor):
         value = value.numpy()
     a = np.asarray(value)
     if a.dtype.type in _KEPT:
@@ -127,7 +129,7 @@ def host_array(value, what):
 def _leaf(a):
     """A Tensor of host array ``a`` (main process), or a HostArray (forked worker)."""
     a = contiguous(host_array(a, "default_collate"))
-    return a.view(HostArray) if _STATE["host"] else clgrad.from_numpy(a)
+    return a.view(HostArray) if _STATE["host"] else creation.from_numpy(a)
 
 
 def contiguous(a):

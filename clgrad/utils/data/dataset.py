@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-import clgrad
+from clgrad import creation
+from clgrad.tensor import Tensor
 from clgrad._generator import default_rng_for
 from clgrad.utils.data.collate import _STATE, HostArray, contiguous, host_array
 
@@ -78,7 +79,7 @@ class TensorDataset(Dataset):
     def tensors(self):
         """The fields as clgrad Tensors (uploaded once, on first use)."""
         if self._tensors is None:
-            self._tensors = tuple(clgrad.from_numpy(np.ascontiguousarray(a))
+            self._tensors = tuple(creation.from_numpy(np.ascontiguousarray(a))
                                   for a in self.arrays)
         return self._tensors
 
@@ -205,7 +206,7 @@ def random_split(dataset, lengths, generator=None):
 
 def _host_index(index, n):
     """A NumPy-usable index (int, slice or int array) for ``index``, bounds-checked."""
-    if isinstance(index, clgrad.Tensor):
+    if isinstance(index, Tensor):
         index = index.numpy()
     if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
         if not -n <= index < n:
@@ -225,7 +226,7 @@ def _host_index(index, n):
 
 def _wrap(a):
     a = contiguous(np.asarray(a))
-    return a.view(HostArray) if _STATE["host"] else clgrad.from_numpy(a)
+    return a.view(HostArray) if _STATE["host"] else creation.from_numpy(a)
 
 
 def fast_batch(ds, indices):

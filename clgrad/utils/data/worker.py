@@ -21,7 +21,8 @@ import weakref
 
 import numpy as np
 
-import clgrad
+from clgrad import creation
+from clgrad.tensor import Tensor
 from clgrad.utils.data import collate as _collate
 from clgrad.utils.data.collate import default_collate, upload
 from clgrad.utils.data.dataset import fast_batch
@@ -157,7 +158,7 @@ def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, 
         _collate._STATE["host"] = True
     seed = base_seed + worker_id
     random.seed(seed)
-    clgrad.manual_seed(seed)
+    creation.manual_seed(seed)
     _WORKER_INFO[0] = WorkerInfo(worker_id, num_workers, seed, dataset)
     fetch = Fetcher(loader_state["loader"], dataset)
     init_error = None
@@ -203,7 +204,7 @@ class _BatchPickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         """Tensors pickle as host NumPy arrays (rebuilt as HostArray); everything else as usual."""
-        if isinstance(obj, clgrad.Tensor):
+        if isinstance(obj, Tensor):
             return _rebuild_host, (obj.detach().numpy(),)
         return NotImplemented
 
@@ -220,7 +221,7 @@ def _rebuild_host(a):
 
 def _plain(index):
     """An index (list) from a sampler with any Tensors in it made host values (picklable)."""
-    if isinstance(index, clgrad.Tensor):
+    if isinstance(index, Tensor):
         return index.tolist()
     if isinstance(index, (list, tuple)):
         return [_plain(i) for i in index]
