@@ -19,7 +19,7 @@ step "devices"
 timeout -k 5 60 python3 -m clgrad devices
 step "pytest on the GPU"
 } 2>&1 | tee "$OUT/log.txt"
-timeout -k 5 ${PYTEST_S:-200} python3 -m pytest tests/test_conv.py tests/test_conv_gpu.py \
+timeout -k 5 ${PYTEST_S:-190} python3 -m pytest tests/test_conv.py tests/test_conv_gpu.py \
     tests/test_elementwise.py tests/test_device.py tests/test_onnx.py tests/test_onnx_format.py \
     tests/test_matmul.py -q -x -p no:cacheprovider 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -25
 rc=${PIPESTATUS[0]}
@@ -28,7 +28,7 @@ R=$(mktemp -d)
 B="--gpu --out $R --reps 5 --budget 3 --peers clgrad,torch-cuda"
 {
 step "bench/conv.py S3,S2,S1"
-CLGRAD_CONV_DEBUG=1 timeout -k 5 150 python3 bench/conv.py $B --cases S3,S2,S1 \
+CLGRAD_CONV_DEBUG=1 timeout -k 5 140 python3 bench/conv.py $B --cases S3,S2,S1 \
     2> "$R/debug.txt"
 grep measured "$R/debug.txt"; sort "$R/debug.txt" | uniq -c | sort -rn | head -16
 step "train_step"
