@@ -192,26 +192,7 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
             }
             __local const T *as = As + cur * TSK * PADM + ty * 4;
             __local const T *bs = Bs + cur * TSK * PADN + tx * 4;
-#pragma unroll
-            for (int k = 0; k < TSK; ++k) {
-                T a[WPTM], b[WPTN];
-#pragma unroll
-                for (int i = 0; i < WPTM / 4; ++i) {
-                    T4 v = *(__local const T4 *)(as + k * PADM + i * 4 * RTSM);
-                    a[4 * i] = v.s0; a[4 * i + 1] = v.s1; a[4 * i + 2] = v.s2;
-                    a[4 * i + 3] = v.s3;
-                }
-#pragma unroll
-                for (int j = 0; j < WPTN / 4; ++j) {
-                    T4 v = *(__local const T4 *)(bs + k * PADN + j * 4 * RTSN);
-                    b[4 * j] = v.s0; b[4 * j + 1] = v.s1; b[4 * j + 2] = v.s2;
-                    b[4 * j + 3] = v.s3;
-                }
-#pragma unroll
-                for (int i = 0; i < WPTM; ++i)
-#pragma unroll
-                    for (int j = 0; j < WPTN; ++j) acc[i][j] = FMA(a[i], b[j], acc[i][j]);
-            }
+#include "gemm_tile_step.h"
             if (t + 1 < ntiles) {
                 store_a(As + (1 - cur) * TSK * PADM, ra, tid);
                 store_b(Bs + (1 - cur) * TSK * PADN, rb, tid);

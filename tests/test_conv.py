@@ -17,7 +17,8 @@ from clgrad.ops._util import defines_for
 from clgrad.ops.conv import conv2d
 from clgrad.ops.conv_problem import Problem, Tiles
 
-ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")
+ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu", "depthwise_gpu",
+         "igemm_gpu")
 
 
 # -- the NumPy reference ----------------------------------------------------------------------
@@ -309,7 +310,7 @@ def test_launch_count_independent_of_groups(algo):
 
 def test_auto_choice():
     cpu = clgrad.default_device().kind == "cpu"
-    assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"direct"})
+    assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"depthwise_gpu"})
     assert set(_launches(2, "auto")[2].values()) == {"implicit"}
 
 

@@ -21,6 +21,8 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
   depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
   direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
+  depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
+             stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
              (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
@@ -39,6 +41,7 @@ import pyopencl as cl
 from clgrad import backends
 from clgrad.autograd import record
 from clgrad.ops import conv_algorithms as alg
+from clgrad.ops import conv_gpu
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
@@ -49,6 +52,7 @@ __all__ = ["conv2d"]
 
 FEW_PAIRS = 16          # C/G * O/G at most this: the stencil algorithms (see _auto)
 BIG_OUTPUTS = 8 << 20   # N * O * oH * oW at least this: im2col on GPUs (see _auto)
+_KERNELS = {**alg.KERNELS, **conv_gpu.KERNELS}  # algorithm: (forward, weight-gradient) kernels
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -65,7 +69,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
              larger than the padded input, non-positive stride/dilation/groups, negative
              padding, dtype or device mismatch; TypeError for non-tensors.
-    Kernels: kernels/conv.cl, conv_gemm.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl.
+    Kernels: kernels/conv.cl, conv_gemm.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl,
+             conv_dw_gpu.cl, conv_igemm_gpu.cl.
     """
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
@@ -227,17 +232,23 @@ def _grad_input_problem(geo: Problem, g4, w, gi4) -> Problem:
                    uw=geo.sw, x=v5(g4, geo.g), k=kv, y=v5(gi4, geo.g))
 
 
-def _grad_input(geo: Problem, g4, w, gi4):
-    """The input gradient. With stride s > 1 the transformed problem has s-1 zeros between
+def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
+    """The input gradient, with ``algo`` (False when it cannot run the problem) or the one
+    _choose picks. With stride s > 1 the transformed problem has s-1 zeros between
     output-gradient values; it runs as s_h * s_w phase problems instead, each a dense stride-1
     convolution of the output gradient with the taps that meet that phase (a strided view of
     the flipped weight) writing a strided view of gi: no multiply by an inserted zero."""
     p = _grad_input_problem(geo, g4, w, gi4)
-    algo, plan = _choose("grad_input", p, w)
+    if algo is None:
+        algo, plan = _choose("grad_input", p, w)
+    elif (plan := _plan(algo, "grad_input", p, w)) is None:
+        return False
     if algo == "im2col":  # runs on the forward problem: W^T g, then col2im into gi
-        return alg.im2col_dgrad(geo._replace(y=p.y), g4, w, gi4)
+        alg.im2col_dgrad(geo._replace(y=p.y), g4, w, gi4)
+        return True
     if p.uh * p.uw == 1:
-        return _run(algo, plan, "grad_input", p, g4, w, gi4, None)
+        _run(algo, plan, "grad_input", p, g4, w, gi4, None)
+        return True
     phases = [q for q in _phases(p) if q is not None]
     if any(q.kh == 0 for q in phases):  # some phase no tap reaches: its gradient is 0
         isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
@@ -249,6 +260,7 @@ def _grad_input(geo: Problem, g4, w, gi4):
             if qplan is None:
                 a, qplan = "direct", _plan("direct", "grad_input", q, w)
             _run(a, qplan, "grad_input", q, g4, w, gi4, None)
+    return True
 
 
 def _phases(p: Problem):
@@ -297,7 +309,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
                          f"{backends.CONV_IMPLICIT_VARIANTS}, got "
                          f"{backends.conv_implicit_variant!r}")
-    first = _auto(pass_name, p, w.device) if want == "auto" else want
+    first = _auto(pass_name, p, w.device, w.dtype) if want == "auto" else want
     for algo in (first, "implicit", "direct"):
         plan = _plan(algo, pass_name, p, w)
         if plan is not None:
@@ -314,7 +326,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
 def _kernels(algo: str, pass_name: str, dev):
     if algo == "implicit" and alg.gpu_variant(dev):
         algo = "implicit:gpu"
-    return alg.KERNELS[algo][pass_name == "grad_weight"]
+    return _KERNELS[algo][pass_name == "grad_weight"]
 
 
 def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
@@ -333,21 +345,48 @@ def _run(algo: str, plan, pass_name: str, p: Problem, a, b, c, d):
     launch(p, plan, a, b, c, d)
 
 
-def _auto(pass_name, p: Problem, dev) -> str:
+def _auto(pass_name, p: Problem, dev, dtype) -> str:
     """The algorithm 'auto' runs, from measurements (PoCL on 2 Zen 4 cores; an H200 through
     NVIDIA's OpenCL). grad_weight's p is the forward problem. Few channel pairs per group
     (C/G * O/G <= FEW_PAIRS: depthwise with a channel multiplier up to 16 and the like; the
-    crossover measured on PoCL lies between 16 and 32): the direct stencils on CPUs, one work
-    item per output on GPUs. Otherwise the implicit GEMM (its CPU or GPU kernels), except for
+    crossover measured on PoCL lies between 16 and 32): the direct stencils on CPUs,
+    conv_gpu's kernels on GPUs. Otherwise the implicit GEMM (its CPU or GPU kernels), except for
     big problems on GPUs (at least BIG_OUTPUTS outputs): there im2col + the tuned GEMM wins
     (H200, AlexNet conv2 groups=2 at N=128: fwd+bwd 24 ms against 33 ms;
     bench/results/gpu/conv_algos.txt), while on small ones (S1, N=64: 3.1 ms against 0.9 ms)
     it loses. im2col's launch count follows its workspace chunks, whose size
-    (N * C * kH * kW * H_out * W_out) does not depend on groups."""
+    (N * C * kH * kW * H_out * W_out) does not depend on groups. On GPUs a big problem's
+    algorithm is measured once and cached (conv_gpu.measured) instead."""
     few = p.c * p.o <= FEW_PAIRS
     if dev.kind == "cpu":
         return "depthwise" if few else "implicit"
     if few:
-        return "direct"
+        return conv_gpu.few_channels_algorithm(pass_name, p, dev)
     big = p.n * p.g * p.o * p.oh * p.ow >= BIG_OUTPUTS
-    return "im2col" if big else "implicit"
+    return conv_gpu.measured(pass_name, p, dev, dtype, _trial) or (
+        "im2col" if big else "implicit")
+
+
+def _trial(pass_name: str, geo: Problem, dtype, dev):
+    """run(algo) -> bool for conv_gpu.measured: the pass of the forward geometry geo with algo
+    on fresh operands of its shapes (filled with 0.5, not zeros); False when algo cannot run
+    it."""
+    n, g, c, o = geo.n, geo.g, geo.c, geo.o
+    x = empty((n, g * c, geo.h, geo.w), dtype, dev)
+    w = empty((g * o, c, geo.kh, geo.kw), dtype, dev)
+    y = empty((n, g * o, geo.oh, geo.ow), dtype, dev)
+    for t in (x, w, y):
+        ew.fill_raw(t, 0.5)
+    if pass_name == "grad_input":
+        return lambda algo: _grad_input(geo, y, w, x, algo)
+    if pass_name == "forward":
+        p, args = _forward_problem(geo, x, w, y, None), (x, w, y, None)
+    else:
+        p, args = geo._replace(x=v5(x, g)), (x, y, w, empty((g * o,), dtype, dev))
+
+    def run(algo):
+        plan = _plan(algo, pass_name, p, w)
+        if plan is not None:
+            _run(algo, plan, pass_name, p, *args)
+        return plan is not None
+    return run

@@ -1,0 +1,301 @@
+"""GPU convolution algorithms of clgrad/ops/conv.py (beside clgrad/ops/conv_algorithms.py,
+whose helpers they share; the op merges the two KERNELS tables): planners and launchers of
+kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
+``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
+of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
+float64, and runs on any OpenCL device (the tests run them on the CPU runtimes); they pay on
+GPUs (numbers: bench/README.md, H200 section of issue 15).
+
+depthwise_gpu — few channels per group. Forward (and the input gradient, the forward problem
+on the flipped weight view: conv.h): one work item per VY x VX outputs of one (n, g, o) plane,
+reading the input through the caches, the taps and an input row segment in registers; kernel
+size, stride, dilation and insertion are compile-time constants, so the tap loops unroll.
+Weight and bias gradient: a two-stage reduction over N * oH * oW, work-groups of one (g, o)
+each summing a split of the output rows in registers and then across their work items in
+local memory into a small workspace ws[split][g][o][K+1], which conv.cl's ``wgrad_reduce``
+sums through the weight's grouped view. ``auto`` takes it on GPUs for few channel pairs per
+group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
+``CLGRAD_CONV_DWG="fvx=4,fvy=4,fwg=128,wvx=4,wwg=256,wsplit=1"`` (any subset) to benchmark.
+
+igemm_gpu — implicit GEMM like matmul.cl's GEMM_TILED (register tiles, double-buffered local
+memory), one launch over all groups: forward and input gradient (stride > 1: conv.py's phase
+problems), and the weight gradient as a split-K GEMM over the pixels with partial sums for
+``wgrad_reduce``. Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+import pyopencl as cl
+
+from clgrad.ops._util import defines_for
+from clgrad.ops.conv_algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
+                                        _workspace)
+from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, v5
+from clgrad.runtime import cache_dir, pack
+
+__all__ = ["KERNELS", "few_channels_algorithm", "measured", "forward_geometry"]
+
+# fvx, fvy, fwg: outputs per work item along W and H, work-group size (forward);
+# wvx, wwg: the same for the weight gradient; wsplit: work-groups per (g, o) and per
+# (8 x compute units / (g * o)) (the reduction's first-stage split factor).
+_CFG = {"gpu": dict(fvx=4, fvy=4, fwg=128, wvx=4, wwg=256, wsplit=1),
+        "cpu": dict(fvx=8, fvy=1, fwg=64, wvx=8, wwg=64, wsplit=1)}
+if os.environ.get("CLGRAD_CONV_DWG"):
+    for _kind in _CFG:
+        _CFG[_kind] = dict(_CFG[_kind], **{k: int(v) for k, v in (
+            kv.split("=") for kv in os.environ["CLGRAD_CONV_DWG"].split(","))})
+
+_MAX_TAPS = 64  # c * kh * kw accumulators per work item in the weight gradient
+
+
+def _cfg(dev) -> dict:
+    return _CFG["gpu" if dev.kind == "gpu" else "cpu"]
+
+
+_INT_LIMIT = (1 << 31) - 1  # offsets below this are computed in 32 bits (I32, P32)
+
+
+def _extent(v, rows, cols) -> int:
+    """Largest |offset| inside one plane of a 5-D view (offset, s0..s4) of rows x cols."""
+    return (rows - 1) * abs(v[4]) + (cols - 1) * abs(v[5])
+
+
+def _defines(p: Problem, dt, views, **extra) -> dict:
+    """The kernel's defines: the problem's geometry, unit column strides (XS1, YS1, GS1 for
+    the views named in ``views``: x, y, g) and I32 when every plane's offsets fit an int."""
+    d = dict(defines_for(dt), KH=p.kh, KW=p.kw, SH=p.sh, SW=p.sw, DH=p.dh, DW=p.dw, UH=p.uh,
+             UW=p.uw)
+    ext = [_extent(p.x, p.h, p.w), _extent(p.k, p.kh, p.kw)]
+    for name, v in views.items():
+        if v[5] == 1:
+            d[name.upper() + "S1"] = 1
+        ext.append(_extent(v, p.oh, p.ow) if name != "x" else 0)
+    if max(ext) < _INT_LIMIT:
+        d["I32"] = 1
+    d.update(extra)
+    return d
+
+
+def _takes_fwd(p: Problem) -> bool:
+    """Whether the forward kernel takes p: few input channels per group."""
+    return p.c <= 16
+
+
+def _takes_wgrad(p: Problem) -> bool:
+    """Whether the weight-gradient kernel takes p: at most _MAX_TAPS taps per (g, o)."""
+    return p.c * p.kh * p.kw <= _MAX_TAPS and p.uh == p.uw == 1
+
+
+def _plan_fwd(p: Problem, dt, dev):
+    return Plan() if _takes_fwd(p) else None
+
+
+def _fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt, cfg = x.device, x.dtype, _cfg(x.device)
+    vx, vy, wg = cfg["fvx"], cfg["fvy"], cfg["fwg"]
+    items = cdiv(p.oh, vy) * cdiv(p.ow, vx)
+    d = _defines(p, dt, dict(x=p.x, y=p.y), VX=vx, VY=vy)
+    dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_fwd", d), (items, p.g * p.o, p.n),
+               (wg, 1, 1), p.pack(plan.tiles), x._storage.buffer, w._storage.buffer,
+               y._storage.buffer, _bias_buffer(bias, y))
+
+
+def _wgrad_wg(dev) -> int:
+    """The weight gradient's work-group size: a power of two (the tree), at most the device's."""
+    wg = min(_cfg(dev)["wwg"], dev.max_work_group_size)
+    return 1 << (wg.bit_length() - 1)
+
+
+def _plan_wgrad(p: Problem, dt, dev):
+    """The first stage's split of the N * oH rows: wsplit work-groups per (g, o) and per
+    (8 x compute units / (g * o)), each covering at least a work-group's worth of rows."""
+    if not _takes_wgrad(p):
+        return None
+    cfg = _cfg(dev)
+    per = max(1, _wgrad_wg(dev) // cdiv(p.ow, cfg["wvx"]))  # rows a work-group covers per step
+    want = max(1, cfg["wsplit"] * 8 * _units(dev) // (p.g * p.o))
+    return Plan(Tiles(split=max(1, min(want, cdiv(p.n * p.oh, per)))))
+
+
+def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, t = x.device, x.dtype, plan.tiles
+    vx, wg, gv = _cfg(dev)["wvx"], _wgrad_wg(dev), v5(g4, p.g)
+    ws = _workspace(p, t.split, dt, dev)
+    dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
+                          _defines(p, dt, dict(x=p.x, g=gv), VX=vx, VY=1, CG=p.c, WG=wg)),
+               (wg, p.g * p.o, t.split), (wg, 1, 1), p.pack(t), x._storage.buffer,
+               g4._storage.buffer, pack(gv, 6), ws._storage.buffer,
+               cl.LocalMemory(wg * dt.itemsize))
+    _reduce(p, t, ws, gw, gb)
+
+
+# -- implicit GEMM (kernels/conv_igemm_gpu.cl) ------------------------------------------------
+# Tiles by the rows (output channels per group) they cover: wide for more than 64, mid for
+# 49..64, narrow for at most 48; the weight gradient's wide tiles are wgrad. Measured on an
+# H200 (bench/results/gpu/conv_passes_S2.jsonl, AlexNet conv2 at N=128): forward (o = 128)
+# 128x128x8 2.09 ms against 2.23 with depth 16; input gradient (o = 48) 48x64x12 2.85 ms
+# against 3.07 for 64x128x16 and 4.93 for 128x128x8; weight gradient (o = 128) 128x128x16
+# 2.66 ms against 2.90 with depth 8. CLGRAD_CONV_IGEMM="TSM,TSN,TSK,WPTM,WPTN" replaces all,
+# "wide:...;narrow:..." the ones named (benchmarking).
+_IGEMM = {"wide": dict(TSM=128, TSN=128, TSK=8, WPTM=8, WPTN=8),
+          "mid": dict(TSM=64, TSN=128, TSK=16, WPTM=4, WPTN=8),
+          "narrow": dict(TSM=48, TSN=64, TSK=12, WPTM=4, WPTN=4),
+          "wgrad": dict(TSM=128, TSN=128, TSK=16, WPTM=8, WPTN=8)}
+for _part in filter(None, os.environ.get("CLGRAD_CONV_IGEMM", "").split(";")):
+    _name, _, _vals = _part.rpartition(":")
+    for _kind in [_name] if _name else list(_IGEMM):
+        _IGEMM[_kind] = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"),
+                                 map(int, _vals.split(","))))
+_SPLIT_PIXELS = 512  # the fewest pixels a split of the weight gradient sums
+
+
+def _igemm_tile(p: Problem, wgrad=False) -> dict:
+    o = p.o
+    return _IGEMM[("wgrad" if wgrad else "wide") if o > 64 else "mid" if o > 48 else "narrow"]
+
+
+def _igemm_defines(p: Problem, dt, t, ext) -> dict:
+    """The kernel defines for tile t; ext: the largest in-slab offsets."""
+    d = _defines(p, dt, {}, **t)
+    if max(ext) >= _INT_LIMIT:
+        d.pop("I32", None)
+    if p.n * p.oh * p.ow + t["TSN"] < _INT_LIMIT:
+        d["P32"] = 1
+    return d
+
+
+def _igemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt, xv, kv, t = x.device, x.dtype, p.x, p.k, _igemm_tile(p)
+    d = _igemm_defines(p, dt, t, [
+        (p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
+        (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(kv, p.kh, p.kw)])
+    rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]
+    dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_fwd", d),
+               (cdiv(p.n * p.oh * p.ow, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g),
+               (rtsn, rtsm, 1), p.pack(plan.tiles), x._storage.buffer, w._storage.buffer,
+               y._storage.buffer, _bias_buffer(bias, y))
+
+
+def _plan_igemm_wgrad(p: Problem, dt, dev):
+    """Split-K over the N * oH * oW pixels: enough work-groups for SPLIT_GROUPS per compute
+    unit, each split summing at least _SPLIT_PIXELS pixels."""
+    t = _igemm_tile(p, wgrad=True)
+    wgs = cdiv(p.c * p.kh * p.kw + 1, t["TSN"]) * cdiv(p.o, t["TSM"]) * p.g
+    split = min(cdiv(SPLIT_GROUPS * _units(dev), wgs), p.n * p.oh * p.ow // _SPLIT_PIXELS)
+    return Plan(Tiles(split=max(1, split)))
+
+
+def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt, xv, gv, t = x.device, x.dtype, p.x, v5(g4, p.g), _igemm_tile(p, wgrad=True)
+    d = _igemm_defines(p, dt, t, [(p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
+                                  (p.o - 1) * abs(gv[3]) + _extent(gv, p.oh, p.ow)])
+    rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]
+    kall, split = p.c * p.kh * p.kw, plan.tiles.split
+    ws = _workspace(p, split, dt, dev)
+    dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_wgrad", d),
+               (cdiv(kall + 1, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g * split),
+               (rtsn, rtsm, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
+               pack(gv, 6), ws._storage.buffer)
+    _reduce(p, plan.tiles, ws, gw, gb)
+
+
+KERNELS = {"depthwise_gpu": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad)),
+           "igemm_gpu": ((_no_plan, _igemm_fwd), (_plan_igemm_wgrad, _igemm_wgrad))}
+
+
+def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
+    """The algorithm ``auto`` runs on a GPU for few channel pairs per group: depthwise_gpu
+    where its kernels take the problem, else direct (one work item per output)."""
+    takes = _takes_wgrad if pass_name == "grad_weight" else _takes_fwd
+    return "depthwise_gpu" if takes(p) else "direct"
+
+
+# -- auto by measurement ----------------------------------------------------------------------
+# GPUs, big problems (at least _TUNE_MIN_MACS multiply-adds): the first time a (device +
+# driver, pass, dtype, problem) is seen, every candidate algorithm runs it on scratch operands
+# of the same shapes (conv.py's _trial: filled with 0.5, not zeros), the fastest is stored in
+# <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
+# shape rules of conv._auto decide); =on: measure on any device (the tests use it on CPUs).
+CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit"),
+              "grad_input": ("igemm_gpu", "im2col", "implicit"),
+              "grad_weight": ("igemm_gpu", "im2col", "implicit")}
+_TUNE_MIN_MACS = 1 << 28
+_TUNED: dict = {}  # file contents, loaded once
+_LOCK = threading.Lock()
+
+
+def tune_file():
+    return cache_dir() / "conv_algos.json"
+
+
+def forward_geometry(pass_name: str, p: Problem) -> Problem:
+    """The forward problem's geometry (views unset) of a pass's problem p: p itself but for
+    grad_input, whose problem (conv.py's _grad_input_problem) swaps input and output."""
+    if pass_name != "grad_input":
+        return Problem(*p[:16])
+    return Problem(n=p.n, g=p.g, c=p.o, h=p.oh, w=p.ow, o=p.c, oh=p.h, ow=p.w, kh=p.kh,
+                   kw=p.kw, sh=p.uh, sw=p.uw, dh=p.dh, dw=p.dw, ph=(p.kh - 1) * p.dh - p.ph,
+                   pw=(p.kw - 1) * p.dw - p.pw)
+
+
+def _key(dev, pass_name, geo: Problem, dtype) -> str:
+    d = dev.cl_device
+    return (f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()} | "
+            f"{pass_name} {dtype.name} " + " ".join(f"{k}={v}" for k, v in zip(
+                geo._fields[:16], geo)))
+
+
+def measured(pass_name: str, p: Problem, dev, dtype, trial) -> str | None:
+    """The fastest of CANDIDATES[pass_name] on p, measured once per device, driver, pass,
+    dtype and problem and cached on disk; None where no measurement applies (not a GPU,
+    small problems, an input gradient with stride > 1, CLGRAD_CONV_TUNE=off).
+    ``trial(pass_name, geo, dtype, dev)`` (conv.py's _trial) gives run(algo) -> bool: one
+    pass of the forward geometry geo on scratch operands, False when algo cannot run it."""
+    mode = os.environ.get("CLGRAD_CONV_TUNE", "auto")
+    if mode == "off" or (mode != "on" and dev.kind != "gpu"):
+        return None
+    if pass_name == "grad_input" and p.uh * p.uw > 1:
+        return None
+    geo = forward_geometry(pass_name, p)
+    if geo.n * geo.g * geo.o * geo.oh * geo.ow * geo.c * geo.kh * geo.kw < _TUNE_MIN_MACS:
+        return None
+    key = _key(dev, pass_name, geo, dtype)
+    with _LOCK:
+        if not _TUNED:
+            try:
+                _TUNED.update(json.loads(tune_file().read_text()))
+            except (OSError, ValueError):
+                _TUNED["_"] = {}
+        hit = _TUNED.get(key)
+        if hit is not None:
+            return hit["algo"]
+        run, times = trial(pass_name, geo, dtype, dev), {}
+        for algo in CANDIDATES[pass_name]:
+            if not run(algo):  # also compiles and warms up
+                continue
+            dev.synchronize()
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                run(algo)
+                dev.synchronize()
+                best = min(best, time.perf_counter() - t0)
+            times[algo] = round(best * 1e3, 4)
+        if not times:
+            return None
+        algo = min(times, key=times.get)
+        _TUNED[key] = {"algo": algo, "ms": times}
+        try:
+            tmp = tune_file().with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({k: v for k, v in _TUNED.items() if k != "_"}, indent=1))
+            tmp.replace(tune_file())
+        except OSError:
+            pass
+    if os.environ.get("CLGRAD_CONV_DEBUG"):
+        print(f"conv2d {pass_name}: measured {times} -> {algo}", file=sys.stderr)
+    return algo

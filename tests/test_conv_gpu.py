@@ -1,0 +1,209 @@
+"""The GPU kernels of clgrad/ops/conv_gpu.py (kernels/conv_dw_gpu.cl) on whatever device runs
+the suite (the CPU runtimes too): forward, input and weight gradients against the float64
+NumPy reference of test_conv, every pass asserted to have run these kernels, over the tiles
+(outputs per work item, work-group sizes, splits) and the problem features they must cover:
+channel multiplier, stride, dilation, asymmetric and over-large padding, strided views,
+float64."""
+import pytest
+
+import clgrad
+import clgrad.backends as backends
+from clgrad.ops import conv_gpu
+from clgrad.ops.conv_problem import Problem
+from test_conv import _close, _data, _run
+
+PASSES = {"forward", "grad_input", "grad_weight"}
+
+
+@pytest.fixture(autouse=True)
+def _restore():
+    saved = backends.conv_algorithm, {k: dict(v) for k, v in conv_gpu._CFG.items()}
+    backends.conv_algorithm = "depthwise_gpu"
+    yield
+    backends.conv_algorithm = saved[0]
+    conv_gpu._CFG.clear()
+    conv_gpu._CFG.update(saved[1])
+
+
+def _tiles(**kw):
+    for cfg in conv_gpu._CFG.values():
+        cfg.update(kw)
+
+
+def _check(n, c, h, w, mult, k, kwargs, kind="narrow", dtype=clgrad.float32, tol=1e-4,
+           ran=PASSES):
+    x, wt, b = _data(n, c, h, w, c * mult, 1, *k)
+    got, ref = _run(x, wt, b, kind=kind, dtype=dtype, groups=c, **kwargs)
+    _close(got, ref, tol)
+    assert {p for p, a in backends.last_conv_algorithms.items() if a == "depthwise_gpu"} \
+        >= ran, backends.last_conv_algorithms
+
+
+CASES = [  # (N, C, H, W, multiplier, (kH, kW), kwargs, view kind)
+    (2, 3, 9, 11, 1, (3, 3), dict(padding=1), "narrow"),
+    (2, 2, 10, 13, 3, (3, 2), dict(padding=(2, 0), dilation=(1, 2)), "transpose"),
+    (1, 4, 12, 9, 1, (3, 3), dict(stride=2, padding=1), "step"),
+    (2, 2, 11, 10, 2, (2, 3), dict(stride=(2, 3), dilation=2, padding=(0, 3)), "narrow"),
+    (1, 2, 7, 6, 1, (3, 3), dict(padding=5), "contig"),  # padding beyond the kernel
+    (2, 3, 8, 8, 1, (1, 1), dict(stride=3), "narrow"),  # input-gradient phases with no tap
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[:6]}-{c[6]}-{c[7]}")
+def test_passes_vs_numpy(case):
+    n, c, h, w, mult, k, kwargs, kind = case
+    _check(n, c, h, w, mult, k, kwargs, kind)
+
+
+@pytest.mark.parametrize("tiles", [
+    dict(fvx=1, fvy=1, fwg=32, wvx=1, wwg=16, wsplit=1),
+    dict(fvx=4, fvy=2, fwg=128, wvx=4, wwg=64, wsplit=4),
+    dict(fvx=3, fvy=3, fwg=64, wvx=5, wwg=8, wsplit=2),  # wide rows: nwx > work-group
+], ids=("1x1", "4x2", "3x3"))
+def test_tiles(tiles):
+    _tiles(**tiles)
+    _check(3, 2, 13, 37, 1, (3, 3), dict(padding=1), "narrow")
+    _check(2, 2, 9, 10, 2, (3, 3), dict(stride=2, dilation=(2, 1), padding=2), "transpose")
+
+
+def test_float64():
+    _check(2, 3, 7, 9, 2, (3, 3), dict(padding=1, stride=(1, 2)), "narrow",
+           dtype=clgrad.float64, tol=1e-10)
+
+
+def test_fallback_and_auto_choice():
+    # more taps than the weight-gradient kernel holds: that pass gives way, still correct
+    _check(1, 2, 10, 10, 1, (9, 9), dict(padding=4), ran={"forward", "grad_input"})
+    assert backends.last_conv_algorithms["grad_weight"] != "depthwise_gpu"
+    # auto: GPUs take these kernels for few channel pairs per group, CPUs the depthwise ones
+    backends.conv_algorithm = "auto"
+    _check(1, 4, 6, 6, 1, (3, 3), dict(padding=1), ran=set())
+    gpu = clgrad.default_device().kind == "gpu"
+    assert set(backends.last_conv_algorithms.values()) == {
+        "depthwise_gpu" if gpu else "depthwise"}
+    p = Problem(n=1, g=1, c=1, h=9, w=9, o=1, oh=1, ow=1, kh=9, kw=9, sh=1, sw=1, dh=1, dw=1,
+                ph=0, pw=0)
+    assert conv_gpu.few_channels_algorithm("grad_weight", p, None) == "direct"
+    assert conv_gpu.few_channels_algorithm("forward", p, None) == "depthwise_gpu"
+
+
+# -- igemm_gpu: the implicit GEMM of kernels/conv_igemm_gpu.cl ---------------------------------
+IGEMM_CASES = [  # (N, C, H, W, O, (kH, kW), kwargs, view kind): several tiles along every axis
+    (3, 12, 9, 11, 140, (3, 3), dict(padding=1, groups=2), "narrow"),  # 70 rows: wide tiles
+    (2, 6, 13, 12, 10, (2, 3), dict(stride=(2, 1), dilation=(1, 2), padding=(0, 2)), "step"),
+    (1, 4, 10, 9, 8, (3, 3), dict(stride=2, padding=1, groups=2), "transpose"),  # phases
+    (2, 16, 6, 7, 20, (3, 3), dict(padding=1), "narrow"),  # 145 weight-gradient columns
+    (1, 8, 7, 9, 60, (3, 3), dict(padding=1), "narrow"),  # mid tiles (49..64 rows)
+]
+
+
+@pytest.mark.parametrize("case", IGEMM_CASES, ids=lambda c: f"{c[:6]}-{c[6]}-{c[7]}")
+def test_igemm_vs_numpy(case, monkeypatch):
+    monkeypatch.setattr(conv_gpu, "_SPLIT_PIXELS", 5)  # several splits of the weight gradient
+    backends.conv_algorithm = "igemm_gpu"
+    n, c, h, w, o, k, kwargs, kind = case
+    x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), *k)
+    got, ref = _run(x, wt, b, kind=kind, **kwargs)
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+
+
+def test_igemm_float64():
+    backends.conv_algorithm = "igemm_gpu"
+    x, wt, b = _data(2, 4, 7, 9, 6, 2, 3, 3)
+    got, ref = _run(x, wt, b, dtype=clgrad.float64, padding=1, stride=2, groups=2)
+    _close(got, ref, 1e-10)
+
+
+def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
+    monkeypatch.setenv("CLGRAD_CONV_DEBUG", "1")
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    from clgrad.ops import conv as C
+    x, w = clgrad.zeros((2, 4, 6, 6)), clgrad.zeros((6, 2, 3, 3))
+    geo = C._check(x, w, None, 1, 1, 1, 2)
+    p = C._forward_problem(geo, x, w, C._as4(clgrad.zeros((2, 6, 6, 6))), None)
+    dev = clgrad.default_device()
+    algo = conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial)
+    assert algo in conv_gpu.CANDIDATES["forward"]
+    assert "measured {" in capsys.readouterr().err
+    import json
+    stored = json.loads(conv_gpu.tune_file().read_text())
+    (entry,) = stored.values()
+    assert entry["algo"] == algo and set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"])
+    conv_gpu._TUNED.clear()  # read back from the file: no new measurement
+    assert conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial) == algo
+    assert "measured {" not in capsys.readouterr().err
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")
+    assert conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial) is None
+
+
+@pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4)],
+                         ids=lambda t: "x".join(map(str, t)))
+def test_igemm_tiles(tiles, monkeypatch):
+    t = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"), tiles))
+    monkeypatch.setattr(conv_gpu, "_IGEMM", {k: t for k in conv_gpu._IGEMM})
+    monkeypatch.setattr(conv_gpu, "_SPLIT_PIXELS", 5)
+    backends.conv_algorithm = "igemm_gpu"
+    x, wt, b = _data(2, 8, 9, 10, 100, 4, 3, 3)
+    got, ref = _run(x, wt, b, padding=(1, 2), groups=2)
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+
+
+def test_64bit_offsets(monkeypatch):
+    # the kernels' long-offset variants (planes or pixel counts past 2^31), forced
+    monkeypatch.setattr(conv_gpu, "_INT_LIMIT", 0)
+    _check(2, 3, 8, 9, 2, (3, 3), dict(padding=1, stride=(2, 1)), "transpose")
+    backends.conv_algorithm = "igemm_gpu"
+    x, wt, b = _data(2, 4, 7, 9, 6, 2, 3, 3)
+    got, ref = _run(x, wt, b, padding=1, groups=2)
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+
+
+@pytest.mark.parametrize("kwargs", [dict(stride=1, padding=1, dilation=1, groups=2),
+                                    dict(stride=(2, 3), padding=(0, 2), dilation=(1, 2),
+                                         groups=1)])
+def test_forward_geometry_of_each_pass(kwargs):
+    # the measurement cache keys every pass by the forward geometry: grad_input's problem
+    # (input and output swapped, padding (k-1)*d - p, insertion = stride) maps back to it
+    from clgrad.ops import conv as C
+    x, w = clgrad.zeros((2, 4, 9, 11)), clgrad.zeros((6, 4 // kwargs["groups"], 3, 2))
+    geo = C._check(x, w, None, kwargs["stride"], kwargs["padding"], kwargs["dilation"],
+                   kwargs["groups"])
+    y = clgrad.zeros((2, 6, geo.oh, geo.ow))
+    pi = C._grad_input_problem(geo, y, w, x)
+    assert (pi.h, pi.w, pi.oh, pi.ow, pi.uh, pi.uw) == (geo.oh, geo.ow, 9, 11) + geo[10:12]
+    assert conv_gpu.forward_geometry("grad_input", pi) == geo
+    assert conv_gpu.forward_geometry("forward", C._forward_problem(geo, x, w, y, None)) == geo
+
+
+def test_measured_each_pass(monkeypatch, tmp_path):
+    # every pass measures its candidates on scratch operands of the forward geometry
+    # (conv._trial), keyed by that geometry; grad_input with stride > 1 is not measured
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    from clgrad.ops import conv as C
+    from clgrad.ops.conv_problem import v5
+    x, w, y = clgrad.zeros((2, 4, 7, 8)), clgrad.zeros((6, 2, 3, 3)), clgrad.zeros((2, 6, 7, 8))
+    geo = C._check(x, w, None, 1, 1, 1, 2)
+    dev = clgrad.default_device()
+    probs = {"forward": C._forward_problem(geo, x, w, y, None),
+             "grad_input": C._grad_input_problem(geo, y, w, x),
+             "grad_weight": geo._replace(x=v5(x, 2))}
+    got = {k: conv_gpu.measured(k, q, dev, clgrad.float32, C._trial) for k, q in probs.items()}
+    assert all(a in conv_gpu.CANDIDATES[k] for k, a in got.items()), got
+    import json
+    stored = json.loads(conv_gpu.tune_file().read_text())
+    geo_key = " ".join(f"{k}={v}" for k, v in zip(geo._fields[:16], geo))
+    assert {k.split(" | ")[3].split(" ", 2)[0]: e["algo"] for k, e in stored.items()} == got
+    for key, entry in stored.items():
+        assert key.endswith(geo_key) and set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"])
+    strided = C._check(x, w, None, 2, 1, 1, 2)
+    gi = C._grad_input_problem(strided, clgrad.zeros((2, 6, 4, 4)), w, x)
+    assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, C._trial) is None
