@@ -432,3 +432,26 @@ def test_init_under_parameters_keeps_them_leaves():
     p = nn.Parameter(clgrad.empty(3, 4))
     init.kaiming_uniform_(p, a=math.sqrt(5))
     assert p.is_leaf and p.requires_grad and p.grad_fn is None
+
+
+def test_parameter_data_assignment():
+    """`param.data = t` (older PyTorch code): the Parameter object stays (registered, same
+    optimizer key), takes t's values and shape, shares a root t's storage; a view is copied."""
+    lin = nn.Linear(2, 3)
+    w = lin.weight
+    new = clgrad.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    lin.weight.data = new
+    assert lin.weight is w and w.requires_grad and w.is_leaf
+    np.testing.assert_array_equal(w.numpy(), np.arange(6).reshape(3, 2))
+    new.add_(1)                                      # shared storage, as in PyTorch
+    np.testing.assert_array_equal(w.numpy(), np.arange(1, 7).reshape(3, 2))
+    base = clgrad.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+    w.data = base[:, 1:4].t()                        # a view: copied
+    np.testing.assert_array_equal(w.numpy(), np.arange(8).reshape(2, 4)[:, 1:4].T)
+    x = clgrad.tensor(np.array([[1.0, 2.0]], np.float32))
+    lin(x).sum().backward()                          # grad of the new values
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones((3, 1)) * [[1.0, 2.0]])
+    with pytest.raises(TypeError, match="data: expected a Tensor to assign, got ndarray"):
+        w.data = np.zeros((3, 2))
+    with pytest.raises(RuntimeError, match="cannot assign the .data of a view"):
+        base[0].data = clgrad.zeros(4)
