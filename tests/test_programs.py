@@ -10,7 +10,8 @@ loops. Their dataset downloads are replaced by local data (tests/programs/local_
 `torch.x` -> `clgrad.x` in `import`/`from` lines) and checks that nothing else changed; the
 tests run each program's own main() and assert that it learns. Where torch is importable, the
 same file runs unchanged under PyTorch, and the first training steps are compared with copied
-weights on the same batch (losses within 1e-5 relative).
+weights on the same batch: losses within 1e-5 relative, gradients against PyTorch's float64
+gradients of the same model, parameters and BatchNorm buffers after the steps.
 
 Names that another branch of issue 13 is adding (nn.ReLU6, ...) make a program xfail while
 missing, naming the name; once present, the program runs in full.
