@@ -113,7 +113,7 @@ def test_mnist_main_trains_and_saves_a_pytorch_checkpoint(programs, capsys):
     losses = [float(v) for v in re.findall(r"Loss: ([\d.]+)", out)]
     assert len(losses) == 6                      # 3 batches of 64 per epoch, each logged
     assert np.mean(losses[3:]) < np.mean(losses[:3]) < math.log(10) + 0.2
-    assert test_loss < 2.1 and accuracy >= 0.3   # chance is 0.1 (PyTorch: 1.80, 0.45)
+    assert test_loss < 2.1 and accuracy >= 0.3   # chance 0.1; clgrad 1.15, 0.67; PyTorch 1.52, 0.46
     assert "Test set: Average loss:" in out and "/100 (" in out
     # torch.save(model.state_dict(), "mnist_cnn.pt") writes PyTorch's zip format
     path = programs / "mnist_cnn.pt"
