@@ -11,7 +11,7 @@ from clgrad.tensor import Tensor, Size, memory_allocated
 from clgrad.creation import (tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange,
                              linspace, eye, rand, randn, randint, randperm, zeros_like,
                              ones_like, full_like, empty_like, rand_like, randn_like,
-                             manual_seed)
+                             manual_seed, initial_seed, seed)
 from clgrad.autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from clgrad import autograd
 from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, neg, abs, exp,

@@ -122,8 +122,29 @@ Tensor.__rmod__ = _reflect(ew.remainder)
 Tensor.masked_fill = ew.masked_fill
 Tensor.any = rd.any
 Tensor.all = rd.all
-Tensor.data = property(lambda self: self.detach(),
-                       doc="The tensor's values outside the graph (an alias, like detach()).")
+
+
+def _assign_data(self, value):
+    """``x.data = y`` (PyTorch): x keeps its identity (a Parameter stays registered, its
+    optimizer state stays keyed on it) and takes y's values, shape and dtype. As in PyTorch, x
+    then shares y's storage when y is a root tensor; a view y is copied first (clgrad's root
+    tensors are contiguous and own their storage), so later writes to y do not show in x.
+
+    Raises: TypeError if y is not a Tensor; RuntimeError if x is a view
+    """
+    if not isinstance(value, Tensor):
+        raise TypeError(f"data: expected a Tensor to assign, got {type(value).__name__}")
+    if self._base is not None:
+        raise RuntimeError(f"data: cannot assign the .data of a view (shape {tuple(self.shape)})"
+                           "; assign to the tensor it views")
+    if value._base is not None or not value.is_contiguous() or value._offset:
+        value = ew.contiguous(value.detach(), force_copy=True)
+    self._set_data(value)
+
+
+Tensor.data = property(lambda self: self.detach(), _assign_data,
+                       doc="The tensor's values outside the graph (an alias, like detach());"
+                           " assignable, see _assign_data.")
 
 
 def _new(fill):

@@ -6,6 +6,7 @@ Random tensors are drawn on the host from one NumPy PCG64 generator, seeded by
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import pyopencl as cl
@@ -18,17 +19,39 @@ from clgrad.tensor import Tensor
 __all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
            "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
            "empty_like", "rand_like", "randn_like", "manual_seed", "seed_generator", "eye",
-           "randperm"]
+           "randperm", "initial_seed", "seed"]
 
 _RNG = [np.random.default_rng(0)]
+_SEED = [0]  # the seed _RNG[0] started from (clgrad's default start is 0)
 
 
 def manual_seed(seed: int):
-    """Seed the generator behind rand/randn/randint/randperm/dropout."""
+    """Seed the generator behind rand/randn/randint/randperm/dropout.
+
+    Negative seeds wrap modulo 2**64, as in PyTorch. Returns the NumPy generator (PyTorch
+    returns a torch.Generator; clgrad's global generator is a NumPy PCG64 one).
+    Raises: TypeError for a seed that is not an int
+    """
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
         raise TypeError(f"manual_seed: expected an int, got {type(seed).__name__}")
-    _RNG[0] = np.random.default_rng(int(seed))
+    _SEED[0] = int(seed) % 2**64
+    _RNG[0] = np.random.default_rng(_SEED[0])
     return _RNG[0]
+
+
+def initial_seed() -> int:
+    """The seed the global generator started from: the last ``manual_seed``/``seed`` (0 before
+    either). Inside a DataLoader worker it is the worker's seed (base_seed + worker id), as in
+    PyTorch, so the ``seed_worker`` idiom (``numpy.random.seed(torch.initial_seed() % 2**32)``)
+    works."""
+    return _SEED[0]
+
+
+def seed() -> int:
+    """Reseed the global generator from the OS's randomness; returns the new seed."""
+    s = int.from_bytes(os.urandom(8), "little")
+    manual_seed(s)
+    return s
 
 
 def seed_generator() -> np.random.Generator:

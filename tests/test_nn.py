@@ -326,6 +326,33 @@ def test_activation_pool_flatten_layers():
     np.testing.assert_allclose(lrn, x / div, rtol=1e-12)
 
 
+def test_sequential_and_module_list_item_assignment_and_deletion():
+    """seq[i] = m keeps the child's name and position (torchvision's
+    `model.classifier[1] = nn.Linear(...)`); del renumbers the rest 0, 1, ... as PyTorch."""
+    a, b, c, d = nn.ReLU(), nn.Linear(2, 3), nn.Linear(3, 2), nn.Linear(2, 3)
+    seq = nn.Sequential(a, b, c)
+    seq[-2] = d
+    assert list(seq) == [a, d, c] and seq[1] is d
+    assert [n for n, _ in seq.named_parameters()] == ["1.weight", "1.bias", "2.weight",
+                                                      "2.bias"]
+    x = clgrad.tensor(np.arange(4.0, dtype=np.float32).reshape(2, 2))
+    np.testing.assert_allclose(seq(x).numpy(), c(d(a(x))).numpy())
+    del seq[0]
+    assert list(seq._modules) == ["0", "1"] and list(seq) == [d, c]
+    del seq[:1]
+    assert list(seq._modules) == ["0"] and seq[0] is c
+    ml = nn.ModuleList([a, b, c])
+    ml[0] = d
+    del ml[1]
+    assert list(ml) == [d, c] and list(ml._modules) == ["0", "1"]
+    with pytest.raises(IndexError, match="index 5 is out of range for 2 modules"):
+        ml[5] = a
+    with pytest.raises(TypeError, match="expected a Module to assign at index 0, got int"):
+        seq[0] = 3
+    with pytest.raises(TypeError, match="expected an int index or a slice, got str"):
+        del ml["x"]
+
+
 def test_module_list_and_custom_forward():
     class Net(nn.Module):
         def __init__(self):
@@ -482,3 +509,26 @@ def test_cnn_layer_set_matches_pytorch_float64():
     for (name, p), (_, q) in zip(ours.named_parameters(), ref.named_parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=name)
+
+
+def test_parameter_data_assignment():
+    """`param.data = t` (older PyTorch code): the Parameter object stays (registered, same
+    optimizer key), takes t's values and shape, shares a root t's storage; a view is copied."""
+    lin = nn.Linear(2, 3)
+    w = lin.weight
+    new = clgrad.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
+    lin.weight.data = new
+    assert lin.weight is w and w.requires_grad and w.is_leaf
+    np.testing.assert_array_equal(w.numpy(), np.arange(6).reshape(3, 2))
+    new.add_(1)                                      # shared storage, as in PyTorch
+    np.testing.assert_array_equal(w.numpy(), np.arange(1, 7).reshape(3, 2))
+    base = clgrad.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+    w.data = base[:, 1:4].t()                        # a view: copied
+    np.testing.assert_array_equal(w.numpy(), np.arange(8).reshape(2, 4)[:, 1:4].T)
+    x = clgrad.tensor(np.array([[1.0, 2.0]], np.float32))
+    lin(x).sum().backward()                          # grad of the new values
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones((3, 1)) * [[1.0, 2.0]])
+    with pytest.raises(TypeError, match="data: expected a Tensor to assign, got ndarray"):
+        w.data = np.zeros((3, 2))
+    with pytest.raises(RuntimeError, match="cannot assign the .data of a view"):
+        base[0].data = clgrad.zeros(4)

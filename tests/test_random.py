@@ -92,3 +92,34 @@ def test_normal_with_tensor_arguments_and_errors():
         clgrad.zeros(2, dtype=clgrad.int64).normal_()
     with pytest.raises(NotImplementedError, match="generator"):
         clgrad.empty(2).normal_(generator=object())
+
+
+def test_initial_seed_and_seed():
+    clgrad.manual_seed(123)
+    assert clgrad.initial_seed() == 123
+    clgrad.manual_seed(-1)                       # wraps modulo 2**64, as in PyTorch
+    assert clgrad.initial_seed() == 2**64 - 1
+    s = clgrad.seed()
+    assert clgrad.initial_seed() == s and 0 <= s < 2**64
+    a = clgrad.rand(3).numpy()
+    clgrad.manual_seed(s)
+    np.testing.assert_array_equal(clgrad.rand(3).numpy(), a)
+
+
+class _SeedOfWorker(clgrad.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        info = clgrad.utils.data.get_worker_info()
+        return np.array([clgrad.initial_seed(), info.seed, info.id])
+
+
+def test_initial_seed_in_a_worker_is_the_worker_seed():
+    """PyTorch's seed_worker idiom reads torch.initial_seed() in a worker: base_seed + id."""
+    loader = clgrad.utils.data.DataLoader(_SeedOfWorker(), batch_size=1, num_workers=2,
+                                          generator=clgrad.Generator().manual_seed(0))
+    rows = np.concatenate([b.numpy() for b in loader])
+    np.testing.assert_array_equal(rows[:, 0], rows[:, 1])
+    by_worker = {int(w): int(s) for s, _, w in rows}
+    assert sorted(by_worker) == [0, 1] and by_worker[1] == by_worker[0] + 1

@@ -24,6 +24,37 @@ class _Indexed(Module):
         self.add_module(str(len(self._modules)), module)
         return self
 
+    def __setitem__(self, idx, module: Module):
+        """Replace the child at position ``idx`` (negative counts from the end), in place: it
+        keeps its name and its position, as in PyTorch (``model.classifier[1] = Linear(...)``).
+
+        Raises: TypeError if idx is not an int or module not a Module; IndexError out of range
+        """
+        op = type(self).__name__
+        key = list(self._modules)[_wrap_index(idx, len(self._modules), op)]
+        if not isinstance(module, Module):
+            raise TypeError(f"{op}: expected a Module to assign at index {idx}, got "
+                            f"{type(module).__name__}")
+        self._modules[key] = module
+
+    def __delitem__(self, idx):
+        """Remove the child(ren) at ``idx`` (an int or a slice); the remaining children are
+        renamed ``0``, ``1``, ... in order, as PyTorch does.
+
+        Raises: TypeError if idx is not an int or a slice; IndexError out of range
+        """
+        keys = list(self._modules)
+        if isinstance(idx, slice):
+            drop = keys[idx]
+        else:
+            drop = [keys[_wrap_index(idx, len(keys), type(self).__name__)]]
+        for key in drop:
+            del self._modules[key]
+        kept = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(kept):
+            self._modules[str(i)] = m
+
 
 class Sequential(_Indexed):
     """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict)."""

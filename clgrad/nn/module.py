@@ -40,11 +40,6 @@ class Parameter(Tensor):
         if requires_grad:
             self.requires_grad_(True)
 
-    @property
-    def data(self) -> Tensor:
-        """The same storage as a plain Tensor outside the graph."""
-        return self.detach()
-
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
