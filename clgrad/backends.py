@@ -1,7 +1,8 @@
 """Backend settings: which convolution algorithm runs, and how much workspace it may take.
 
 ``conv_algorithm``: 'auto' (the default, or the ``CLGRAD_CONV_ALGO`` environment variable)
-picks per pass by shape and device; 'implicit', 'im2col', 'direct' or 'depthwise' asks for one
+picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise' or 'pointwise'
+(1 x 1 convs as one GEMM) asks for one
 in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
@@ -23,7 +24,7 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
            "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps"]
 
-CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise")
+CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = os.environ.get("CLGRAD_CONV_ALGO", "auto")

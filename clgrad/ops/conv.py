@@ -21,6 +21,8 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
   depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
   direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
+  pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
+             x (N, G, C, H*W) and y (N, G, O, H*W) views, the weight broadcast over samples.
   im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
              (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
@@ -346,6 +348,8 @@ def _auto(pass_name, p: Problem, dev) -> str:
     (N * C * kH * kW * H_out * W_out) does not depend on groups."""
     few = p.c * p.o <= FEW_PAIRS
     if dev.kind == "cpu":
+        if p.kh == p.kw == 1:
+            return "pointwise"  # gives way to implicit where it cannot run p
         return "depthwise" if few else "implicit"
     if few:
         return "direct"

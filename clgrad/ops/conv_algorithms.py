@@ -2,7 +2,8 @@
 local memory for a problem on a device, or None when it cannot run it) beside its launchers,
 in the order of the kernel files: kernels/conv.cl (implicit GEMM for CPUs, and the
 weight-gradient reduction), conv_gemm.cl (implicit GEMM for GPUs), conv_depthwise.cl,
-conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm). The problem type and its packing:
+conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
+that are one batched GEMM (clgrad.ops.matmul.gemm, no kernel of their own). The problem type and its packing:
 clgrad/ops/conv_problem.py (kernels/conv.h).
 
 Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
@@ -381,10 +382,61 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
+# -- pointwise: a 1 x 1, stride-1, unpadded conv is a batched GEMM (clgrad.ops.matmul.gemm) ----
+def _pixels(v, h, w):
+    """The (h, w) strides of the 5-D view v merged into one stride, or None."""
+    st = layout.view_strides((h, w), v[4:6], (h * w,))
+    return None if st is None else st[0]
+
+
+def _plan_pointwise(p: Problem, dt, dev):
+    """Plan() when p is a 1 x 1 conv without stride, padding or zero insertion whose pixels
+    (H, W) merge into one stride in x and y (the forward problem and the input gradient's):
+    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one gemm launch."""
+    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
+        return None
+    if _pixels(p.x, p.h, p.w) is None or _pixels(p.y, p.oh, p.ow) is None:
+        return None
+    return Plan()
+
+
+def _pointwise_operands(p: Problem, x, y):
+    """x as (N, G, C, P) and y as (N, G, O, P) views (P: the merged pixels)."""
+    P = p.h * p.w
+    xv = raw(x, (p.n, p.g, p.c, P), p.x[1:4] + (_pixels(p.x, p.h, p.w),), p.x[0])
+    yv = raw(y, (p.n, p.g, p.o, P), p.y[1:4] + (_pixels(p.y, p.oh, p.ow),), p.y[0])
+    return xv, yv
+
+
+def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    xv, yv = _pointwise_operands(p, x, y)
+    kv = raw(w, (p.n, p.g, p.o, p.c), (0,) + p.k[1:4], p.k[0])
+    if bias is not None:
+        fill_bias(raw(y, (p.n, p.g * p.o, p.oh, p.ow), (p.y[1], p.y[3], p.y[4], p.y[5]),
+                      p.y[0]), bias)
+    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0)
+
+
+def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    """Per sample gw_n[g] (O, C) = g[n, g] (O, P) @ x[n, g]^T (P, C) into the split partial
+    sums (split = N), summed by wgrad_reduce; the bias gradient as a sum over (N, H, W)."""
+    gv = v5(g4, p.g)
+    xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
+    ws = _workspace(p, p.n, x.dtype, x.device)
+    c1 = p.c + 1
+    wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
+    xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
+    gemm(wsv, gov, xt)
+    _reduce(p, Tiles(split=p.n), ws, gw, None)
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
 KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))
     "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
     "implicit:gpu": ((_no_plan, _gemm_fwd), (_plan_gemm_wgrad, _gemm_wgrad)),
     "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
     "direct": ((_no_plan, _direct_fwd), (_plan_direct_wgrad, _direct_wgrad)),
+    "pointwise": ((_plan_pointwise, _pointwise_fwd), (_plan_pointwise, _pointwise_wgrad)),
 }
 IM2COL = {"forward": _im2col_fwd, "grad_weight": _im2col_wgrad}  # grad_input: im2col_dgrad
