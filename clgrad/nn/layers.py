@@ -14,6 +14,7 @@ from clgrad.nn import functional as F
 from clgrad.nn import init
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
+from clgrad.ops import norm
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
@@ -237,6 +238,10 @@ class BatchNorm2d(Module):
                 bump_version(buf)
 
     def forward(self, x: Tensor) -> Tensor:
+        return self._forward(x, relu=False)
+
+    def _forward(self, x: Tensor, relu: bool) -> Tensor:
+        """forward, then relu when ``relu`` (fused: nn.Sequential's BatchNorm2d + ReLU)."""
         if x.ndim != 4:
             raise ValueError(f"BatchNorm2d: expected 4D input (N, C, H, W), got "
                              f"{x.ndim}D input of shape {tuple(x.shape)}")
@@ -247,8 +252,8 @@ class BatchNorm2d(Module):
             if self.momentum is None:  # cumulative moving average: needs the count on the host
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch_stats = self.training or not self.track_running_stats
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            use_batch_stats, momentum, self.eps)
+        return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               use_batch_stats, momentum, self.eps, relu=relu)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
