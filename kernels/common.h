@@ -38,6 +38,44 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
     *oc = c.off + i;
     *oe = e.off + i;
 }
+#elif defined(ROWS2D)
+// A 2-D launch (clgrad/ops/_util.py launch_1d, strided operands of rank nd >= 2): dim 0 walks
+// the last dim (the kernel's n is its length, so `i >= n` guards the padding), dim 1 the rows
+// over the other dims. The row's offsets depend on get_global_id(1) alone, uniform across a
+// work-group row, so a runtime that vectorises along dim 0 (Intel's CPU runtime: 16 work items
+// per AVX-512 vector) divides once per vector instead of once per element and dim: a strided
+// copy of 64x128x8x8 floats took 11 ms as a 1-D launch there. Only for kernels that index
+// every operand by the launch's element index i, as CONTIG. ROWS2D is the rank nd (a define, so
+// the loop unrolls and the by-value structs are indexed statically).
+inline long row_off(int nd, const shape_t sh, const view_t v) {
+    long r = get_global_id(1), o = v.off + (long)get_global_id(0) * v.s[ROWS2D - 1];
+#pragma unroll
+    for (int d = ROWS2D - 2; d >= 0; --d) {  // the rank, a define: static struct indexing
+        long q = r / sh.n[d];
+        o += (r - q * sh.n[d]) * v.s[d];
+        r = q;
+    }
+    return o;
+}
+inline long off1(long i, int nd, const shape_t sh, const view_t v) { return row_off(nd, sh, v); }
+inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 long *oa, long *ob) {
+    *oa = row_off(nd, sh, a);
+    *ob = row_off(nd, sh, b);
+}
+inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 const view_t c, long *oa, long *ob, long *oc) {
+    *oa = row_off(nd, sh, a);
+    *ob = row_off(nd, sh, b);
+    *oc = row_off(nd, sh, c);
+}
+inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t b,
+                 const view_t c, const view_t e, long *oa, long *ob, long *oc, long *oe) {
+    *oa = row_off(nd, sh, a);
+    *ob = row_off(nd, sh, b);
+    *oc = row_off(nd, sh, c);
+    *oe = row_off(nd, sh, e);
+}
 #else
 // Offset of the i-th element (row-major over sh) in one view.
 inline long off1(long i, int nd, const shape_t sh, const view_t v) {
