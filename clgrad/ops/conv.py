@@ -17,7 +17,8 @@ Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_a
 their planners and launchers: clgrad/ops/conv_algorithms.py):
   implicit   implicit GEMM, no workspace. CPUs: kernels/conv.cl, one work item per work-group
              staging an input window in local memory and running a 6 x 16 register-blocked
-             micro-kernel. GPUs: kernels/conv_gemm.cl, 16 x 16 work items sharing 64 x 64 tiles.
+             micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE). GPUs: kernels/conv_gemm.cl,
+             16 x 16 work items sharing 64 x 64 tiles.
   depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
   direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.

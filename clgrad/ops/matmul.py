@@ -6,8 +6,8 @@ GEMM_TILED (local-memory tiles, double-buffered, 4-vector loads where the layout
 GPUs. A transposed view is read through its strides: no copy is made of any operand.
 
 Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` below, unless
-``bench/gemm.py --tune`` stored a winner for this device and driver in ``tiles_file()`` (``CLGRAD_GEMM_TILES`` names another
-file; ``CLGRAD_GEMM_TILES=off`` ignores it).
+``bench/gemm.py --tune`` stored a winner for this device and driver in ``tiles_file()``
+(``CLGRAD_GEMM_TILES`` names another file; ``CLGRAD_GEMM_TILES=off`` ignores it).
 """
 from __future__ import annotations
 
