@@ -2,7 +2,8 @@
 
 ``conv_algorithm``: 'auto' (the default, or the ``CLGRAD_CONV_ALGO`` environment variable)
 picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise',
-'depthwise_gpu' or 'igemm_gpu' (both clgrad/ops/conv_gpu.py) asks for one
+'pointwise' (1 x 1 convs as one GEMM), 'depthwise_gpu' or 'igemm_gpu' (both
+clgrad/ops/conv_gpu.py) asks for one
 in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
@@ -24,8 +25,8 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
            "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps"]
 
-CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "depthwise_gpu",
-                   "igemm_gpu")
+CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
+                   "depthwise_gpu", "igemm_gpu")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = os.environ.get("CLGRAD_CONV_ALGO", "auto")

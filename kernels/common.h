@@ -14,29 +14,47 @@
 typedef struct { long n[MAXD]; } shape_t;
 typedef struct { long off; long s[MAXD]; } view_t;
 
-#ifdef CONTIG
+#if defined(CONTIG)
 // Every operand of this launch is contiguous like the output (clgrad/ops/_util.py launch_1d):
 // element i sits at offset + i. Plain unit-stride indexing lets the compiler vectorise across
 // work items (PoCL: 4.7x on a ReLU against the rank loop below). Only for kernels that index
 // every operand by the launch's element index i.
 inline long off1(long i, int nd, const shape_t sh, const view_t v) { return v.off + i; }
+#elif defined(ROWS2D)
+// A 2-D launch (clgrad/ops/_util.py launch_1d, strided operands of rank nd >= 2): dim 0 walks
+// the last dim (the kernel's n is its length, so `i >= n` guards the padding), dim 1 the rows
+// over the other dims. The row's offsets depend on get_global_id(1) alone, uniform across a
+// work-group row, so a runtime that vectorises along dim 0 (Intel's CPU runtime: 16 work items
+// per AVX-512 vector) divides once per vector instead of once per element and dim: a strided
+// copy of 64x128x8x8 floats took 11 ms as a 1-D launch there. Only for kernels that index
+// every operand by the launch's element index i, as CONTIG. ROWS2D is the rank nd (a define, so
+// the loop unrolls and the by-value structs are indexed statically).
+inline long off1(long i, int nd, const shape_t sh, const view_t v) {
+    long r = get_global_id(1), o = v.off + (long)get_global_id(0) * v.s[ROWS2D - 1];
+#pragma unroll
+    for (int d = ROWS2D - 2; d >= 0; --d) {  // the rank, a define: static struct indexing
+        long q = r / sh.n[d];
+        o += (r - q * sh.n[d]) * v.s[d];
+        r = q;
+    }
+    return o;
+}
+#endif
+#if defined(CONTIG) || defined(ROWS2D)
 inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  long *oa, long *ob) {
-    *oa = a.off + i;
-    *ob = b.off + i;
+    *oa = off1(i, nd, sh, a);
+    *ob = off1(i, nd, sh, b);
 }
 inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  const view_t c, long *oa, long *ob, long *oc) {
-    *oa = a.off + i;
-    *ob = b.off + i;
-    *oc = c.off + i;
+    off2(i, nd, sh, a, b, oa, ob);
+    *oc = off1(i, nd, sh, c);
 }
 inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  const view_t c, const view_t e, long *oa, long *ob, long *oc, long *oe) {
-    *oa = a.off + i;
-    *ob = b.off + i;
-    *oc = c.off + i;
-    *oe = e.off + i;
+    off3(i, nd, sh, a, b, c, oa, ob, oc);
+    *oe = off1(i, nd, sh, e);
 }
 #else
 // Offset of the i-th element (row-major over sh) in one view.

@@ -18,9 +18,22 @@
 
 #include "common.h"
 
-#ifdef IS_DOUBLE
+#ifndef CAT
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#endif
+
+// WIDE (set by the host on devices with 16-float native vectors, AVX-512): vectors twice as
+// long, so a micro-tile row is two zmm registers.
+#if defined(IS_DOUBLE) && defined(WIDE)
+#define VW 8
+typedef double8 V;
+#elif defined(IS_DOUBLE)
 #define VW 4
 typedef double4 V;
+#elif defined(WIDE)
+#define VW 16
+typedef float16 V;
 #else
 #define VW 8
 typedef float8 V;
@@ -39,13 +52,8 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 #define STL(p, v) VSTORE((v), 0, (p))
 #define STG(p, v) VSTORE((v), 0, (p))
 #endif
-#ifdef IS_DOUBLE
-#define VLOAD vload4
-#define VSTORE vstore4
-#else
-#define VLOAD vload8
-#define VSTORE vstore8
-#endif
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
 
 // PoCL does not inline the min/max/clamp built-ins either: these are plain expressions.
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -136,14 +144,20 @@ INL int tap_offset(int k, const conv_t p) {
 }
 
 INL T hsum(V v) {
-#ifdef IS_DOUBLE
-    double2 a = v.lo + v.hi;
-    return a.x + a.y;
-#else
+#if VW == 16
+    float8 w = v.lo + v.hi;
+    float4 a = w.lo + w.hi;
+#elif VW == 8 && defined(IS_DOUBLE)
+    double4 a = v.lo + v.hi;
+#elif VW == 8
     float4 a = v.lo + v.hi;
-    float2 b = a.lo + a.hi;
-    return b.x + b.y;
 #endif
+#if VW == 4
+    double2 b = v.lo + v.hi;
+#else
+    CAT(T, 2) b = a.lo + a.hi;
+#endif
+    return b.x + b.y;
 }
 
 // Xv (above) at virtual (y, x) of channel base xb; 0 outside or between inserted zeros.

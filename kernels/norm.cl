@@ -18,6 +18,12 @@
 #define BN_GX 16      // backward: grad of the input wanted
 #define BN_GW 32      // backward: grad of the weight wanted
 #define BN_GB 64      // backward: grad of the bias wanted
+#define BN_RELU 128   // *_rows only: relu fused (forward y = max(y, 0); backward masks gy
+                      // where the recomputed pre-activation x * scale + shift is <= 0)
+
+// relu as elementwise.cl's (NaN and -0 pass), on a vector and on a scalar
+#define RELU8(v) select((v), (V8)0, (v) < (V8)0)
+#define RELU1(v) ((v) < (T)0 ? (T)0 : (v))
 
 // The sum of v over the work-group, returned to every work item.
 inline T group_sum(T v, __local T *buf) {
@@ -214,11 +220,20 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
         if (ROW_VECTORS && nd <= 2) {
             __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
             __global T *py = y + row_off(o, 0, nd, sh, vy) + yc;
-            for (; i + 8 <= inner; i += 8)
-                vstore8(vload8(0, px + i) * (V8)scale + (V8)shift, 0, py + i);
+            if (flags & BN_RELU) {
+                for (; i + 8 <= inner; i += 8) {
+                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
+                    vstore8(RELU8(v), 0, py + i);
+                }
+            } else {
+                for (; i + 8 <= inner; i += 8)
+                    vstore8(vload8(0, px + i) * (V8)scale + (V8)shift, 0, py + i);
+            }
         }
-        for (; i < inner; ++i)
-            y[row_off(o, i, nd, sh, vy) + yc] = x[row_off(o, i, nd, sh, vx) + xc] * scale + shift;
+        for (; i < inner; ++i) {
+            T v = x[row_off(o, i, nd, sh, vx) + xc] * scale + shift;
+            y[row_off(o, i, nd, sh, vy) + yc] = (flags & BN_RELU) ? RELU1(v) : v;
+        }
     }
     mean_out[c] = mu;
     invstd_out[c] = is;
@@ -228,11 +243,16 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
                  __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
                  long sxc, __global const T *w, view_t vw, __global const T *mean,
-                 __global const T *invstd, __global T *gw, __global T *gb, int flags) {
+                 __global const T *invstd, __global T *gw, __global T *gb, int flags,
+                 __global const T *b, view_t vb) {
     long c = get_global_id(0);
     long xc = c * sxc, gyc = c * sgyc, gxc = c * sgxc;
     T mu = mean[c], is = invstd[c];
     long outer = rows_outer(nd, sh), inner = rows_inner(m, nd, sh);
+    // BN_RELU: the forward's scale and shift, so the pre-activation is recomputed bit for bit
+    const int relu = flags & BN_RELU;
+    const T fscale = ((flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1) * is;
+    const T fshift = ((flags & BN_B) ? b[vb.off + c * vb.s[0]] : (T)0) - mu * fscale;
     T sg = 0, sgx = 0;
     for (long o = 0; o < outer; ++o) {
         long i = 0;
@@ -242,15 +262,17 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
             __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
             __global const T *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
             for (; i + 8 <= inner; i += 8) {
-                V8 g = vload8(0, pg + i);
+                V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
+                if (relu) g = select(g, (V8)0, xv8 * (V8)fscale + (V8)fshift <= (V8)0);
                 ag += g;
-                agx += g * (vload8(0, px + i) - (V8)mu);
+                agx += g * (xv8 - (V8)mu);
             }
         }
         for (; i < inner; ++i) {
-            T g = gy[row_off(o, i, nd, sh, vgy) + gyc];
+            T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
+            if (relu && xi * fscale + fshift <= (T)0) g = (T)0;
             tg += g;
-            tgx += g * (x[row_off(o, i, nd, sh, vx) + xc] - mu);
+            tgx += g * (xi - mu);
         }
         sg += hsum8(ag) + tg;
         sgx += hsum8(agx) + tgx;
@@ -270,13 +292,17 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
             __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
             __global const T *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
             __global T *pgx = gx + row_off(o, 0, nd, sh, vgx) + gxc;
-            for (; i + 8 <= inner; i += 8)
-                vstore8((V8)k * vload8(0, pg + i) + (vload8(0, px + i) - (V8)mu) * (V8)kq
-                        + (V8)k0, 0, pgx + i);
+            for (; i + 8 <= inner; i += 8) {
+                V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
+                if (relu) g = select(g, (V8)0, xv8 * (V8)fscale + (V8)fshift <= (V8)0);
+                vstore8((V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0, 0, pgx + i);
+            }
         }
-        for (; i < inner; ++i)
-            gx[row_off(o, i, nd, sh, vgx) + gxc] = k * gy[row_off(o, i, nd, sh, vgy) + gyc]
-                + (x[row_off(o, i, nd, sh, vx) + xc] - mu) * kq + k0;
+        for (; i < inner; ++i) {
+            T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
+            if (relu && xi * fscale + fshift <= (T)0) g = (T)0;
+            gx[row_off(o, i, nd, sh, vgx) + gxc] = k * g + (xi - mu) * kq + k0;
+        }
     }
 }
 

@@ -17,8 +17,8 @@ from clgrad.ops._util import defines_for
 from clgrad.ops.conv import conv2d
 from clgrad.ops.conv_problem import Problem, Tiles
 
-ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu", "depthwise_gpu",
-         "igemm_gpu")
+ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu", "pointwise",
+         "depthwise_gpu", "igemm_gpu")
 
 
 # -- the NumPy reference ----------------------------------------------------------------------
@@ -159,6 +159,8 @@ CASES = [  # (N, C, H, W, O, kH, kW, kwargs)
     (2, 16, 20, 19, 32, 3, 3, dict(padding=(1, 0), stride=(1, 2), groups=2)),
     (1, 32, 6, 5, 32, 3, 3, dict(padding=(0, 2), groups=32)),
     (2, 2, 7, 7, 3, 3, 3, dict(padding=7)),  # padding larger than the kernel
+    (2, 6, 5, 7, 4, 1, 1, dict(groups=2)),  # 1 x 1, grouped: pointwise's GEMM batch dims
+    (2, 4, 6, 5, 6, 1, 1, dict(stride=2)),  # 1 x 1 strided: pointwise gives way
     (2, 4, 7, 8, 6, 1, 1, dict(stride=2)),  # input-gradient phases no tap reaches
     (2, 4, 11, 10, 4, 2, 3, dict(stride=(2, 4), dilation=2, padding=1)),
 ]
@@ -312,6 +314,19 @@ def test_auto_choice():
     cpu = clgrad.default_device().kind == "cpu"
     assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"depthwise_gpu"})
     assert set(_launches(2, "auto")[2].values()) == {"implicit"}
+
+
+@pytest.mark.parametrize("kind,algo", [("narrow", "pointwise"), ("step", "pointwise"),
+                                       ("transpose", "implicit")])
+def test_pointwise_runs_1x1(kind, algo):
+    """On CPUs 'auto' runs a 1 x 1 conv as one GEMM when its pixels merge into one stride
+    (a transposed input's H, W do not: the implicit GEMM takes the passes that read it, while
+    the input gradient, fresh and contiguous, stays a GEMM); values against NumPy."""
+    got, ref = _run(*_data(3, 6, 5, 4, 8, 3, 1, 1, seed=2), kind=kind, groups=2)
+    _close(got, ref, 1e-4)
+    if clgrad.default_device().kind == "cpu":
+        assert backends.last_conv_algorithms == dict(forward=algo, grad_input="pointwise",
+                                                     grad_weight=algo)
 
 
 def test_weight_grad_is_one_tensor_and_accumulates():

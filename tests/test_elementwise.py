@@ -417,3 +417,25 @@ def test_masked_fill_values_and_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 1], [0, 1, 0]])
     with pytest.raises(TypeError, match="bool mask"):
         x.masked_fill(clgrad.ones(2, 3), 1.0)
+
+
+@pytest.mark.parametrize("rank", [2, 3, 5, 8])
+@pytest.mark.parametrize("inner", [1, 3, 17])
+def test_strided_ranks_rows_launch(rank, inner):
+    """Strided operands of ranks up to MAXD (step 2 on the last dim, the first two transposed,
+    stride-0 broadcasts), through the 2-D row launches of launch_1d (common.h's ROWS2D, one
+    program per collapsed rank), in place through a permuted view too, against NumPy."""
+    rng = np.random.default_rng(rank * 10 + inner)
+    shape = (2, 3, 2, 3, 2, 2, 3, 2)[:rank - 1] + (inner,)
+    base = rng.standard_normal(shape[:-1] + (2 * inner,)).astype(np.float32)
+    a_np = base[..., ::2].swapaxes(0, 1)
+    b_np = rng.standard_normal((1,) + a_np.shape[1:-1] + (1,)).astype(np.float32)  # 2 bcasts
+    a = clgrad.tensor(base)[..., ::2].transpose(0, 1)
+    b = clgrad.tensor(b_np)
+    np.testing.assert_array_equal((a * b).numpy(), a_np * b_np)
+    np.testing.assert_array_equal(a.contiguous().numpy(), a_np)
+    np.testing.assert_array_equal(b.expand(a.shape).contiguous().numpy(),
+                                  np.broadcast_to(b_np, a_np.shape))
+    out = clgrad.zeros(tuple(reversed(a_np.shape))).permute(*reversed(range(rank)))
+    out.copy_(a)  # in place through a permuted view
+    np.testing.assert_array_equal(out.numpy(), a_np)

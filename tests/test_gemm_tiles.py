@@ -14,12 +14,13 @@ import pytest
 import clgrad
 from clgrad.ops import matmul as mm
 
-CPU0, CPU1, CPU2 = mm.CPU_CANDIDATES
+CPU0, CPU1, CPU2, CPU3, CPU4, CPU5 = mm.CPU_CANDIDATES  # CPU3..5: 16-float vectors
 GPU0, GPU1, GPU2 = mm.GPU_CANDIDATES
 # (config, A layout, B layout, C layout): every config at least once; GEMM_TILED A_LOAD and
 # B_LOAD 0/1/2 and GEMM_CPU B_PACK 0/1/2 with and without C_VEC each at least once.
 CASES = [(CPU0, "c", "c", "c"), (CPU0, "t", "t", "s"), (CPU1, "s", "s", "c"),
-         (CPU2, "c", "t", "s"),
+         (CPU2, "c", "t", "s"), (CPU3, "c", "c", "c"), (CPU3, "t", "t", "s"),
+         (CPU4, "s", "s", "c"), (CPU5, "c", "t", "s"),
          (GPU0, "c", "c", "c"), (GPU1, "t", "t", "c"), (GPU2, "s", "s", "s"),
          (GPU2, "c", "t", "c")]
 
@@ -87,7 +88,7 @@ def test_batched_stride0_alpha_beta(cfg, la, lb, lc):
     assert_product(c, a_np, b_np)
 
 
-@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[0], CASES[4]], ids=[IDS[0], IDS[4]])
+@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[0], CASES[8]], ids=[IDS[0], IDS[8]])
 def test_empty_depth_scales_c(cfg, la, lb, lc):
     rng = np.random.default_rng(2)
     c0, c = operand(rng, (5, 8), lc, np.float32)
@@ -96,7 +97,8 @@ def test_empty_depth_scales_c(cfg, la, lb, lc):
     np.testing.assert_allclose(c.numpy(), 3.0 * c0, rtol=1e-6)
 
 
-@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[1], CASES[6]], ids=[IDS[1], IDS[6]])
+@pytest.mark.parametrize("cfg, la, lb, lc", [CASES[1], CASES[5], CASES[10]],
+                         ids=[IDS[1], IDS[5], IDS[10]])
 def test_float64(cfg, la, lb, lc):
     if not clgrad.default_device().fp64:
         pytest.skip("no fp64 on this device")
@@ -116,7 +118,8 @@ def test_stored_tiles_of_another_form_are_ignored(tmp_path, monkeypatch):
     from clgrad.runtime import Device
     d0 = clgrad.default_device()
     dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
-    default = mm.CPU_TILES if dev.kind == "cpu" else mm.GPU_TILES
+    monkeypatch.setenv("CLGRAD_GEMM_TILES", "off")
+    default = mm.tiles(dev)                          # the class defaults of this device
     path = tmp_path / "tiles.json"
     monkeypatch.setenv("CLGRAD_GEMM_TILES", str(path))
     bad = [dict(default, EXTRA=4), {k: v for k, v in list(default.items())[1:]},

@@ -244,6 +244,8 @@ def test_avg_pool2d_gradcheck():
     ((1, 2, 6, 9), (None, 4), (6, 4)),
     ((2, 6, 5), 4, (4, 4)),                # unbatched, int size
     ((1, 1, 4, 4), 1, (1, 1)),             # global average
+    ((3, 5, 3, 6), (1, 1), (1, 1)),        # global average, batched (its own backward)
+    ((4, 3, 5), 1, (1, 1)),                # global average, unbatched
 ])
 def test_adaptive_avg_pool2d(shape, size, want_hw):
     x = RNG.standard_normal(shape)
@@ -261,6 +263,7 @@ def test_adaptive_avg_pool2d(shape, size, want_hw):
 def test_adaptive_avg_pool2d_gradcheck():
     leaf, view = leaf_and_view(RNG.standard_normal((1, 2, 5, 7)))
     assert gradcheck(lambda t: F.adaptive_avg_pool2d(view(t), (3, 4)), [leaf])
+    assert gradcheck(lambda t: F.adaptive_avg_pool2d(view(t), 1), [leaf])
 
 
 # -- adaptive max pooling and the 1-D poolings -------------------------------------------------

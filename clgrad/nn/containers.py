@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from clgrad.nn.layers import BatchNorm2d, ReLU
 from clgrad.nn.module import Module, Parameter
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
@@ -57,7 +58,11 @@ class _Indexed(Module):
 
 
 class Sequential(_Indexed):
-    """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict)."""
+    """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict).
+
+    A BatchNorm2d directly followed by a ReLU (those exact classes) runs as one fused op
+    (clgrad.ops.norm.batch_norm with relu=True; the same values and gradients).
+    """
 
     def __init__(self, *modules):
         super().__init__()
@@ -69,9 +74,18 @@ class Sequential(_Indexed):
                 self.add_module(str(i), m)
 
     def forward(self, x):
-        """Apply each child in order: ``x = m(x)``; returns the last output (x if empty)."""
-        for m in self._modules.values():
+        """Apply each child in order: ``x = m(x)``; returns the last output (x if empty).
+        An exact BatchNorm2d followed by an exact ReLU runs as one fused op (same values)."""
+        mods = tuple(self._modules.values())
+        i = 0
+        while i < len(mods):
+            m = mods[i]
+            if type(m) is BatchNorm2d and i + 1 < len(mods) and type(mods[i + 1]) is ReLU:
+                x = m._forward(x, relu=True)  # one fused op, the values of the two
+                i += 2
+                continue
             x = m(x)
+            i += 1
         return x
 
     def __getitem__(self, idx):

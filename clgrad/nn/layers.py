@@ -14,6 +14,7 @@ from clgrad.nn import functional as F
 from clgrad.nn import init
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
+from clgrad.ops import norm
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
@@ -284,6 +285,10 @@ class BatchNorm2d(Module):
         are updated in place; ``momentum=None`` reads num_batches_tracked on the host (a sync).
         Raises:  ValueError for an input that is not 4-D; as F.batch_norm otherwise
         """
+        return self._forward(x, relu=False)
+
+    def _forward(self, x: Tensor, relu: bool) -> Tensor:
+        """forward, then relu when ``relu`` (fused: nn.Sequential's BatchNorm2d + ReLU)."""
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
@@ -292,8 +297,8 @@ class BatchNorm2d(Module):
             if self.momentum is None:  # cumulative moving average: needs the count on the host
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch_stats = self.training or not self.track_running_stats
-        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            use_batch_stats, momentum, self.eps)
+        return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               use_batch_stats, momentum, self.eps, relu=relu)
 
     def extra_repr(self):
         """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""

@@ -111,6 +111,8 @@ def defines_for(dtype: dtypes.DType) -> dict:
 # Kernel files whose launch_1d kernels index every operand by the element index alone: they
 # get a CONTIG build (unit-stride indexing, see kernels/common.h) when all operands are dense.
 _CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl"})
+_ROWS_FILES = frozenset({"elementwise.cl", "copy.cl"})  # kernels common.h's ROWS2D serves
+ROWS_WG = 16  # work-group width of ROWS2D launches: one AVX-512 vector of floats
 
 
 def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=()):
@@ -143,7 +145,8 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
         if len(shape) > MAXD:
             raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
                                f"not supported, got shape {tuple(out.shape)}")
-        args = [_LONG(n), _INT(len(shape)), shape_arg(shape),
+        rows = len(shape) >= 2 and file in _ROWS_FILES  # see common.h's ROWS2D
+        args = [_LONG(shape[-1] if rows else n), _INT(len(shape)), shape_arg(shape),
                 out._storage.buffer, view_arg(out, strides[0])]
         k = 1
         for o in operands:
@@ -152,6 +155,13 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
                 k += 1
             else:
                 args.append(o)
+        if rows:
+            args += extra
+            dev = out._storage.device
+            dev.launch(dev.kernel(file, name, dict(defines, ROWS2D=len(shape))),
+                       (shape[-1], n // shape[-1]),
+                       (min(ROWS_WG, 1 << (shape[-1] - 1).bit_length()), 1), *args)
+            return
     args += extra
     dev = out._storage.device
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)

@@ -17,10 +17,13 @@ Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_a
 their planners and launchers: clgrad/ops/conv_algorithms.py):
   implicit   implicit GEMM, no workspace. CPUs: kernels/conv.cl, one work item per work-group
              staging an input window in local memory and running a 6 x 16 register-blocked
-             micro-kernel. GPUs: kernels/conv_gemm.cl, 16 x 16 work items sharing 64 x 64 tiles.
+             micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE). GPUs: kernels/conv_gemm.cl,
+             16 x 16 work items sharing 64 x 64 tiles.
   depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
   direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
+  pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
+             x (N, G, C, H*W) and y (N, G, O, H*W) views, the weight broadcast over samples.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
@@ -359,6 +362,8 @@ def _auto(pass_name, p: Problem, dev, dtype) -> str:
     algorithm is measured once and cached (conv_gpu.measured) instead."""
     few = p.c * p.o <= FEW_PAIRS
     if dev.kind == "cpu":
+        if p.kh == p.kw == 1:
+            return "pointwise"  # gives way to implicit where it cannot run p
         return "depthwise" if few else "implicit"
     if few:
         return conv_gpu.few_channels_algorithm(pass_name, p, dev)

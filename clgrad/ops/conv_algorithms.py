@@ -2,8 +2,9 @@
 local memory for a problem on a device, or None when it cannot run it) beside its launchers,
 in the order of the kernel files: kernels/conv.cl (implicit GEMM for CPUs, and the
 weight-gradient reduction), conv_gemm.cl (implicit GEMM for GPUs), conv_depthwise.cl,
-conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm). The problem type and its packing:
-clgrad/ops/conv_problem.py (kernels/conv.h).
+conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
+that are one batched GEMM (clgrad.ops.matmul.gemm, no kernel of their own). The problem type
+and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
 
 Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
 the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight gradient.
@@ -44,6 +45,7 @@ WGRAD_XT = 16 << 10        # bytes of staged input per chunk of cc channels
 WGRAD_ACC = 160 << 10      # bytes of weight accumulators per work-group
 SPLIT_GROUPS = 4           # weight-gradient work-groups per compute unit (batch splits)
 DW_TW = 64                 # depthwise output columns per tile (at most)
+DW_WIDE_COLS = 32          # output columns from which the depthwise kernels use WIDE vectors
 DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
 # GPU variant (kernels/conv_gemm.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
@@ -57,8 +59,25 @@ def _up(a, b):
     return cdiv(a, b) * b
 
 
-def _vw(dtype):
-    return 4 if dtype.itemsize == 8 else 8
+def _wide(dev) -> bool:
+    """16-float native vectors (AVX-512): the CPU kernels build with WIDE (conv.h)."""
+    return dev.kind == "cpu" and dev.cl_device.native_vector_width_float >= 16
+
+
+def _vw(dtype, dev):
+    """Elements per vector of the conv.h kernels built for dev (None: without WIDE)."""
+    return (4 if dtype.itemsize == 8 else 8) * (2 if dev is not None and _wide(dev) else 1)
+
+
+def _cpu_defines(dt, dev):
+    """defines_for(dt), with WIDE where the device has 16-float vectors (dev None: never)."""
+    return dict(defines_for(dt), WIDE=1) if dev is not None and _wide(dev) else defines_for(dt)
+
+
+def _dw_dev(p: Problem, dev):
+    """dev where the depthwise kernels build WIDE for p, else None: only for output rows of
+    at least DW_WIDE_COLS (S5's 16x16 and 8x8 layers ran slower with it, 32x32 faster)."""
+    return dev if p.ow >= DW_WIDE_COLS else None
 
 
 def _locals(sizes):
@@ -133,7 +152,7 @@ def _no_plan(p, dt, dev) -> Plan:
 
 # -- implicit GEMM, CPUs (kernels/conv.cl) ----------------------------------------------------
 def _plan_implicit(p: Problem, dt, dev):
-    vw, isz, khw = _vw(dt), dt.itemsize, p.kh * p.kw
+    vw, isz, khw = _vw(dt, dev), dt.itemsize, p.kh * p.kw
     tw = min(_up(p.ow, 2 * vw), 8 * vw)
     nblk = cdiv(p.o, IGEMM_BLOCK)
     nth = cdiv(p.oh, max(1, IGEMM_ITEMS // tw))
@@ -154,14 +173,14 @@ def _plan_implicit(p: Problem, dt, dev):
 def _implicit_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, t = x.device, x.dtype, plan.tiles
     tiles = cdiv(p.oh, t.th) * t.ntw
-    dev.launch(dev.kernel("conv.cl", "igemm", defines_for(dt)),
+    dev.launch(dev.kernel("conv.cl", "igemm", _cpu_defines(dt, dev)),
                (tiles, cdiv(p.o, t.mc), p.n * p.g), (1, 1, 1), p.pack(t),
                x._storage.buffer, w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
                *_locals(plan.local))
 
 
 def _plan_implicit_wgrad(p: Problem, dt, dev):
-    vw, isz, khw = _vw(dt), dt.itemsize, p.kh * p.kw
+    vw, isz, khw = _vw(dt, dev), dt.itemsize, p.kh * p.kw
     mc = min(_up(p.o, 4), WGRAD_MC)
     tw = min(_up(p.ow, vw), WGRAD_TW)
     kn = dict(th=_even_rows(p.oh, min(WGRAD_ITEMS // tw, WGRAD_GT // (mc * tw * isz))), mc=mc,
@@ -186,7 +205,7 @@ def _plan_implicit_wgrad(p: Problem, dt, dev):
 def _implicit_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", defines_for(dt)),
+    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", _cpu_defines(dt, dev)),
                (cdiv(p.c, plan.cr), cdiv(p.o, t.mc), p.g * t.split), (1, 1, 1),
                p.pack(t), np.int64(plan.cr), x._storage.buffer, g4._storage.buffer,
                pack(v5(g4, p.g), 6), ws._storage.buffer, *_locals(plan.local))
@@ -231,7 +250,7 @@ def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 # -- depthwise: direct stencils for few channels per group (kernels/conv_depthwise.cl) ---------
 def _plan_dw(p: Problem, dt, dev):
-    vw, isz = _vw(dt), dt.itemsize
+    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
     kn = dict(th=p.oh, tw=min(_up(p.ow, 2 * vw), DW_TW))
     while True:
         t = _window(p, kn["th"], kn["tw"], vw)
@@ -248,14 +267,14 @@ def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
-    dev.launch(dev.kernel("conv_depthwise.cl", "dw_fwd", defines_for(dt)),
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_fwd", _cpu_defines(dt, _dw_dev(p, dev))),
                (tiles, cdiv(planes, per)), (1, 1), p.pack(t), np.int64(per), x._storage.buffer,
                w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
                *_locals(plan.local))
 
 
 def _plan_dw_wgrad(p: Problem, dt, dev):
-    vw, isz = _vw(dt), dt.itemsize
+    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
     kn = dict(th=p.oh, tw=min(_up(p.ow, vw), DW_TW))
     while True:
         t = _window(p, kn["th"], kn["tw"], vw)
@@ -272,7 +291,7 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
 def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv_depthwise.cl", "dw_wgrad", defines_for(dt)),
+    dev.launch(dev.kernel("conv_depthwise.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
                (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
                g4._storage.buffer, pack(v5(g4, p.g), 6), ws._storage.buffer,
                *_locals(plan.local))
@@ -388,10 +407,61 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
+# -- pointwise: a 1 x 1, stride-1, unpadded conv is a batched GEMM (clgrad.ops.matmul.gemm) ----
+def _pixels(v, h, w):
+    """The (h, w) strides of the 5-D view v merged into one stride, or None."""
+    st = layout.view_strides((h, w), v[4:6], (h * w,))
+    return None if st is None else st[0]
+
+
+def _plan_pointwise(p: Problem, dt, dev):
+    """Plan() when p is a 1 x 1 conv without stride, padding or zero insertion whose pixels
+    (H, W) merge into one stride in x and y (the forward problem and the input gradient's):
+    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one gemm launch."""
+    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
+        return None
+    if _pixels(p.x, p.h, p.w) is None or _pixels(p.y, p.oh, p.ow) is None:
+        return None
+    return Plan()
+
+
+def _pointwise_operands(p: Problem, x, y):
+    """x as (N, G, C, P) and y as (N, G, O, P) views (P: the merged pixels)."""
+    P = p.h * p.w
+    xv = raw(x, (p.n, p.g, p.c, P), p.x[1:4] + (_pixels(p.x, p.h, p.w),), p.x[0])
+    yv = raw(y, (p.n, p.g, p.o, P), p.y[1:4] + (_pixels(p.y, p.oh, p.ow),), p.y[0])
+    return xv, yv
+
+
+def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    xv, yv = _pointwise_operands(p, x, y)
+    kv = raw(w, (p.n, p.g, p.o, p.c), (0,) + p.k[1:4], p.k[0])
+    if bias is not None:
+        fill_bias(raw(y, (p.n, p.g * p.o, p.oh, p.ow), (p.y[1], p.y[3], p.y[4], p.y[5]),
+                      p.y[0]), bias)
+    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0)
+
+
+def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    """Per sample gw_n[g] (O, C) = g[n, g] (O, P) @ x[n, g]^T (P, C) into the split partial
+    sums (split = N), summed by wgrad_reduce; the bias gradient as a sum over (N, H, W)."""
+    gv = v5(g4, p.g)
+    xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
+    ws = _workspace(p, p.n, x.dtype, x.device)
+    c1 = p.c + 1
+    wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
+    xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
+    gemm(wsv, gov, xt)
+    _reduce(p, Tiles(split=p.n), ws, gw, None)
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
 KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))
     "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
     "implicit:gpu": ((_no_plan, _gemm_fwd), (_plan_gemm_wgrad, _gemm_wgrad)),
     "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
     "direct": ((_no_plan, _direct_fwd), (_plan_direct_wgrad, _direct_wgrad)),
+    "pointwise": ((_plan_pointwise, _pointwise_fwd), (_plan_pointwise, _pointwise_wgrad)),
 }
 IM2COL = {"forward": _im2col_fwd, "grad_weight": _im2col_wgrad}  # grad_input: im2col_dgrad

@@ -13,6 +13,7 @@ import numpy as np
 
 from clgrad import layout
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
                               fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
 from clgrad.tensor import Tensor
@@ -23,10 +24,12 @@ __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "local_res
 _FILE = "norm.cl"
 _BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
 _RN_W, _RN_B, _RN_GX, _RN_GXH = 1, 2, 4, 8
+_BN_RELU = 128
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
-               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
+               relu: bool = False) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1), PyTorch's F.batch_norm.
 
     Training: mean and biased variance over N and the spatial dims; running_mean and
@@ -37,6 +40,10 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
              eval; ValueError for one value per channel in training; TypeError for a dtype
              mismatch.
+    relu:    (clgrad's own, not PyTorch's) relu(batch_norm(...)) in the same launches on CPU
+             devices (nn.Sequential fuses BatchNorm2d + ReLU with it): the backward masks the
+             gradient where the pre-activation, recomputed from x, is <= 0, as relu's does.
+             Other devices run the two ops.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
@@ -56,9 +63,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     if training and m == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input size {tuple(x.shape)}")
+    if relu and x.device.kind != "cpu":  # the fused variant is in the *_rows kernels only
+        return ew.relu(batch_norm(x, running_mean, running_var, weight, bias, training,
+                                  momentum, eps))
     update = training and running_mean is not None and running_var is not None
     flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
-             (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0))
+             (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0) |
+             (_BN_RELU if relu else 0))
     y = empty(x.shape, x.dtype, x.device)
     mean = empty((c,), x.dtype, x.device)      # saved: the statistics used, per channel
     invstd = empty((c,), x.dtype, x.device)
@@ -78,9 +89,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         want = ((_BN_GX if x.requires_grad else 0) |
                 (_BN_GW if weight is not None and weight.requires_grad else 0) |
                 (_BN_GB if bias is not None and bias.requires_grad else 0))
-        return _bn_backward(x, gy, weight, mean, invstd, m, (flags & (_BN_TRAIN | _BN_W)) | want)
-    saved = [x] + ([weight] if weight is not None else [])
-    return record("batch_norm", y, (x, weight, bias), backward, saved=saved)
+        keep = _BN_TRAIN | _BN_W | _BN_B | _BN_RELU
+        return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
+    saved = [x] + [p for p in (weight, bias if relu else None) if p is not None]
+    return record("batch_norm_relu" if relu else "batch_norm", y, (x, weight, bias), backward,
+                  saved=saved)
 
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
@@ -234,8 +247,9 @@ def split_dim(shape, dim: int, *stride_sets):
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _bn_backward(x, gy, weight, mean, invstd, m, flags):
-    """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch."""
+def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
+    """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The CPU kernels
+    take the bias too (the fused relu's mask recomputes the forward's pre-activation)."""
     c = x.shape[1]
     new = empty if c and m else zeros           # no elements: zero gradients
     gx = new(x.shape, x.dtype, x.device) if flags & _BN_GX else None
@@ -250,7 +264,9 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags):
                    (weight if weight is not None else x)._storage.buffer, _vec(weight, x),
                    mean._storage.buffer, invstd._storage.buffer,
                    (gw if gw is not None else mean)._storage.buffer,
-                   (gb if gb is not None else mean)._storage.buffer, np.int32(flags))
+                   (gb if gb is not None else mean)._storage.buffer, np.int32(flags),
+                   *(((bias if bias is not None else x)._storage.buffer, _vec(bias, x))
+                     if x.device.kind == "cpu" else ()))
     return gx, gw, gb
 
 

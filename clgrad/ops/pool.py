@@ -13,6 +13,7 @@ import numpy as np
 from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.runtime import pack
+from clgrad.ops import elementwise as ew
 from clgrad.ops._util import LOCAL, defines_for, empty, view_arg
 from clgrad.tensor import Tensor
 
@@ -99,6 +100,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
             _view4(x))
 
     def backward(gy):
+        if oh == ow == 1 and h * w:  # global pooling: gy / (H*W) broadcast, an elementwise
+            # launch (adaptive_bwd took ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1)
+            return (ew.div(gy.expand(x.shape), float(h * w)),)
         gx = empty(x.shape, x.dtype, x.device)
         if h * w * oh * ow >= 2 ** 32:
             raise RuntimeError(f"adaptive_avg_pool2d: expected H*W*OH*OW < 2**32 (32-bit "
