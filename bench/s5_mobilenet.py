@@ -60,43 +60,17 @@ def _weights_for(model):
     return ws
 
 
-def clgrad_epoch(batches):
-    import clgrad
-    import clgrad.nn as nn
-    import clgrad.optim as optim
-    model = build(nn)
-    with clgrad.no_grad():
+def _epoch(fw, batches, to_device, sync):
+    """(epoch function, first-loss function) for framework ``fw`` (clgrad or torch): the S5
+    model with the shared initial weights, SGD, CrossEntropyLoss, the batches on the device."""
+    model = build(fw.nn)
+    with fw.no_grad():
         for p, v in zip(model.parameters(), _weights_for(model)):
-            p.copy_(clgrad.from_numpy(v))
-    opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
-    loss_fn = nn.CrossEntropyLoss()
-    data_dev = [(clgrad.from_numpy(x), clgrad.from_numpy(y)) for x, y in batches]
-
-    def epoch():
-        loss = None
-        for x, y in data_dev:
-            opt.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            opt.step()
-        clgrad.synchronize()
-        return loss
-    return epoch, lambda: _first_loss_clgrad(model, loss_fn, data_dev[0])
-
-
-def _first_loss_clgrad(model, loss_fn, xy):
-    return float(loss_fn(model(xy[0]), xy[1]).numpy())
-
-
-def torch_epoch(torch, batches, dev):
-    model = build(torch.nn).to(dev)
-    with torch.no_grad():
-        for p, v in zip(model.parameters(), _weights_for(model)):
-            p.copy_(torch.from_numpy(v))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    data_dev = [(torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev)) for x, y in batches]
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+            p.copy_(fw.from_numpy(v))
+    model = to_device(model)
+    opt = fw.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    loss_fn = fw.nn.CrossEntropyLoss()
+    data_dev = [(to_device(fw.from_numpy(x)), to_device(fw.from_numpy(y))) for x, y in batches]
 
     def epoch():
         loss = None
@@ -107,7 +81,22 @@ def torch_epoch(torch, batches, dev):
             opt.step()
         sync()
         return loss
-    return epoch, lambda: float(loss_fn(model(data_dev[0][0]), data_dev[0][1]).detach().cpu())
+
+    def first_loss():
+        return float(loss_fn(model(data_dev[0][0]), data_dev[0][1]).detach().cpu().numpy())
+    return epoch, first_loss
+
+
+def clgrad_epoch(batches):
+    import clgrad
+    import clgrad.nn  # noqa: F401 (fw.nn, fw.optim below)
+    import clgrad.optim  # noqa: F401
+    return _epoch(clgrad, batches, lambda t: t, clgrad.synchronize)
+
+
+def torch_epoch(torch, batches, dev):
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    return _epoch(torch, batches, lambda t: t.to(dev), sync)
 
 
 def worker(args, w: common.Worker):
