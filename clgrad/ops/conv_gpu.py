@@ -230,6 +230,8 @@ _LOCK = threading.Lock()
 
 
 def tune_file():
+    """The JSON file of measured conv choices (per device, driver and problem class), in
+    clgrad's cache folder (clgrad.runtime.cache_dir)."""
     return cache_dir() / "conv_algos.json"
 
 
