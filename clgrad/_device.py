@@ -158,9 +158,7 @@ def resolve(spec) -> runtime.Device:
 
 def _of_runtime(dev):
     """(type, index) of a runtime Device; the first CPU device is plain "cpu" as in PyTorch."""
-    t, i = getattr(dev, "type", None), getattr(dev, "index", None)
-    if t is None:  # a Device made before .type/.index existed
-        t = {"gpu": "cuda", "cpu": "cpu"}.get(dev.kind, "other")
+    t, i = dev.type, dev.index
     return t, (None if t == "cpu" and i == 0 else i)
 
 

@@ -62,7 +62,7 @@ def _to(self, *args, **kwargs):
 
 def _inplace_binary(fn, name):
     def method(self, other, *args, **kwargs):
-        return ew.inplace(name, self, lambda s, o: fn(s, o, *args, **kwargs), other)
+        return ip.inplace(name, self, lambda s, o: fn(s, o, *args, **kwargs), other)
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``: writes the result into self; returns self."
     return method
@@ -70,7 +70,7 @@ def _inplace_binary(fn, name):
 
 def _inplace_unary(fn, name):
     def method(self, *args, **kwargs):
-        return ew.inplace(name, self, lambda s: fn(s, *args, **kwargs))
+        return ip.inplace(name, self, lambda s: fn(s, *args, **kwargs))
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``; returns self."
     return method
@@ -103,7 +103,7 @@ for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.n
             ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
             ew.square, ew.reciprocal, ew.sign, ew.floor, ew.ceil, ew.round, ew.eq, ew.ne,
             ew.lt, ew.le, ew.gt, ew.ge, ew.logical_not, ew.logical_and, ew.logical_or,
-            ew.clamp, ew.contiguous, ew.clone, ew.copy_, ew.fill_,
+            ew.clamp, ew.contiguous, ew.clone, ip.copy_, ip.fill_,
             rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
             rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm,
             mm.matmul, mm.mm, mm.bmm, mm.dot,
@@ -180,7 +180,7 @@ Tensor.long = lambda self: ew.to(self, dtypes.int64)
 Tensor.int = lambda self: ew.to(self, dtypes.int32)
 Tensor.bool = lambda self: ew.to(self, dtypes.bool_)
 Tensor.half = lambda self: ew.to(self, dtypes.float16)
-Tensor.zero_ = lambda self: ew.fill_(self, 0)
+Tensor.zero_ = lambda self: ip.fill_(self, 0)
 Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
 Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
 Tensor.clip = ew.clamp
@@ -241,18 +241,18 @@ Tensor.type = _type
 Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
 Tensor.ravel = lambda self: vw.reshape(self, -1)
 Tensor.msort = lambda self: so.sort(self, 0).values
-Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ew.inplace(
+Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
-Tensor.scatter_add_ = lambda self, dim, index, src: ew.inplace(
+Tensor.scatter_add_ = lambda self, dim, index, src: ip.inplace(
     "scatter_add_", self, lambda s, i, v: ix.scatter_add(s, dim, i, v), index, src)
-Tensor.masked_fill_ = lambda self, mask, value: ew.inplace(
+Tensor.masked_fill_ = lambda self, mask, value: ip.inplace(
     "masked_fill_", self, lambda s, m, v: ew.masked_fill(s, m, v), mask, value)
 for _name, _fn in {"nan_to_num_": nu.nan_to_num,
                    "tril_": ix.tril, "triu_": ix.triu, "clamp_min_": Tensor.clamp_min,
                    "clamp_max_": Tensor.clamp_max}.items():
     _method(_inplace_unary(_fn, _name), _name)
-Tensor.cumsum_ = lambda self, dim: ew.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
+Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
 
 
 # -- small integer dtypes, index_put, register_hook (issue 13) --------------------------------

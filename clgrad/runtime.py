@@ -143,6 +143,18 @@ def launch_count() -> int:
     return _LAUNCHES[0]
 
 
+def _kind_of(d: cl.Device) -> str:
+    """'gpu', 'cpu' or 'other' from the device type bits."""
+    t = d.type
+    return "gpu" if t & cl.device_type.GPU else "cpu" if t & cl.device_type.CPU else "other"
+
+
+def _fp_support(d: cl.Device) -> tuple:
+    """(float64, float16) support: the extensions, or a double config (OpenCL 3.0 optional)."""
+    ext = d.extensions
+    return "cl_khr_fp64" in ext or d.double_fp_config != 0, "cl_khr_fp16" in ext
+
+
 class Device:
     """One OpenCL device with its context, in-order queue, memory pool and program cache.
 
@@ -161,14 +173,10 @@ class Device:
         self.device_index = device_index
         self.name = cl_device.name.strip()
         self.platform = cl_device.platform.name.strip()
-        t = cl_device.type
-        self.kind = ("gpu" if t & cl.device_type.GPU else
-                     "cpu" if t & cl.device_type.CPU else "other")
+        self.kind = _kind_of(cl_device)
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
         self.index = index
-        ext = cl_device.extensions
-        self.fp64 = "cl_khr_fp64" in ext or cl_device.double_fp_config != 0
-        self.fp16 = "cl_khr_fp16" in ext
+        self.fp64, self.fp16 = _fp_support(cl_device)
         self.max_work_group_size = cl_device.max_work_group_size
         self.local_mem_size = cl_device.local_mem_size
         self.total_memory = int(cl_device.global_mem_size)
@@ -335,9 +343,7 @@ class _Candidate:
         self.platform_name = platform.name.strip()
         self.label = f"{self.platform_name} {platform.version.strip()}".lower()
         self.name = device.name.strip()
-        t = device.type
-        self.kind = ("gpu" if t & cl.device_type.GPU else
-                     "cpu" if t & cl.device_type.CPU else "other")
+        self.kind = _kind_of(device)
         self.driver = device.driver_version.strip()
         self.usable, self.reason = None, "not probed"
         self.index = None  # ordinal among usable devices of its kind, in preference order
@@ -575,12 +581,11 @@ def devices() -> list[dict]:
     rows = []
     for c in _discover():
         d = c.device
+        fp64, fp16 = _fp_support(d)
         rows.append(dict(index=c.spec, platform=c.platform_name, name=c.name, type=c.kind,
                          driver=c.driver, compute_units=d.max_compute_units,
-                         global_mem_bytes=d.global_mem_size,
-                         fp64="cl_khr_fp64" in d.extensions or d.double_fp_config != 0,
-                         fp16="cl_khr_fp16" in d.extensions, usable=bool(c.usable),
-                         reason=c.reason))
+                         global_mem_bytes=d.global_mem_size, fp64=fp64, fp16=fp16,
+                         usable=bool(c.usable), reason=c.reason))
     return rows
 
 

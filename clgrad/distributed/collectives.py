@@ -386,7 +386,7 @@ def _write(t, values):
     import pyopencl as cl
     from clgrad.autograd import no_grad
     from clgrad.creation import tensor
-    from clgrad.ops.elementwise import write_into
+    from clgrad.ops.inplace import write_into
     values = np.ascontiguousarray(np.asarray(values).reshape(tuple(t.shape)), dtype=t.dtype.np)
     if t.is_contiguous():  # straight into the buffer at the view's offset
         if values.size:
@@ -444,7 +444,7 @@ def _unflat_host(values, tensors, skip=()):
     """Write consecutive pieces of host ``values`` into ``tensors`` (one upload, then one
     device copy per tensor, each bumping its version); indices in ``skip`` are left alone."""
     from clgrad.creation import tensor
-    from clgrad.ops.elementwise import copy_raw
+    from clgrad.ops._util import copy_raw
     flat = tensor(values, dtype=tensors[0].dtype, device=tensors[0].device)
     at = 0
     for i, t in enumerate(tensors):

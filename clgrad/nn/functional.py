@@ -5,6 +5,7 @@ PyTorch's). Each name is the op itself, or a thin wrapper where PyTorch's signat
 from __future__ import annotations
 
 from clgrad.ops import elementwise as _ew
+from clgrad.ops import inplace as _ip
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops.activation import dropout, leaky_relu, pad
 from clgrad.ops.loss import cross_entropy, log_softmax, mse_loss, nll_loss, softmax
@@ -29,7 +30,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 def relu(input: Tensor, inplace: bool = False):
     """max(x, 0) elementwise; the gradient at 0 is 0."""
     if inplace:
-        return _ew.inplace("relu_", input, _ew.relu)
+        return _ip.inplace("relu_", input, _ew.relu)
     return _ew.relu(input)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from clgrad import creation, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
+from clgrad.ops import inplace as ip
 from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, launch_1d, scalar, shape_arg
 from clgrad.ops._util import view_arg
 from clgrad.tensor import Tensor
@@ -29,7 +30,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     """x where x > 0, else negative_slope * x. Grad: input (slope where x <= 0)."""
     _check_float("leaky_relu", input)
     if inplace:
-        return ew.inplace("leaky_relu_", input, lambda s: leaky_relu(s, negative_slope))
+        return ip.inplace("leaky_relu_", input, lambda s: leaky_relu(s, negative_slope))
     x = input
     slope = scalar(x.dtype, negative_slope)
     out = empty(x.shape, x.dtype, x.device)
@@ -117,7 +118,7 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
     op = op or kname
     _check_float(op, input)
     if inplace:
-        return ew.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
+        return ip.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
     x = input
     d = defines_for(x.dtype)
     args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
@@ -148,7 +149,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     if not training:
         return input
     if inplace:
-        return ew.inplace("dropout_", input, lambda s: dropout(s, p, True))
+        return ip.inplace("dropout_", input, lambda s: dropout(s, p, True))
     seed = int(creation.seed_generator().integers(0, 2 ** 63))
     x = input
     args = (np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32),
@@ -187,7 +188,7 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
                          device=x.device)
     mask = dropout(ones, p, True)
     if inplace:
-        return ew.inplace(op + "_", x, lambda s: ew.mul(s, mask))
+        return ip.inplace(op + "_", x, lambda s: ew.mul(s, mask))
     return ew.mul(x, mask)
 
 

@@ -543,15 +543,3 @@ def axpby_(out: Tensor, a: Tensor, alpha, b: Tensor, beta):
                                        expand_to(b, out.shape), scalar(out.dtype, beta)))
     bump_version(out)
     return out
-
-
-# The in-place machinery lives in clgrad/ops/inplace.py (which imports this module); its names
-# stay reachable here for callers that use ``elementwise.copy_`` and the like.
-_MOVED = frozenset({"write_into", "inplace", "copy_", "fill_", "_check_inplace_target"})
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        from clgrad.ops import inplace
-        return getattr(inplace, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -440,7 +440,7 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     except ValueError:
         raise RuntimeError(f"{op}: shape mismatch: value tensor of shape {tuple(values.shape)} "
                            f"cannot be broadcast to indexing result of shape {p.shape}") from None
-    ew._check_inplace_target(op, x)
+    inplace._check_inplace_target(op, x)
     root = x._base if x._base is not None else x
     grad_involved = autograd.is_grad_enabled() and (values.requires_grad or root.requires_grad)
     vals = ew.to(values, x.dtype)
@@ -515,11 +515,11 @@ def setitem(x: Tensor, key, value):
     if not views._needs_advanced(key):
         target = views.getitem(x, key)
         if isinstance(value, Tensor):
-            ew.copy_(target, value)
+            inplace.copy_(target, value)
         elif isinstance(value, (int, float, bool)):
-            ew.fill_(target, value)
+            inplace.fill_(target, value)
         else:
-            ew.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
+            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
         return
     if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
@@ -529,7 +529,7 @@ def setitem(x: Tensor, key, value):
         v = value.reshape(()) if isinstance(value, Tensor) else \
             creation.tensor(value, dtype=x.dtype, device=x.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
-        ew.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
+        inplace.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
         return
     _index_put(x, key, value, False, "setitem")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from clgrad import layout
+from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
@@ -50,12 +51,13 @@ _TUNED: dict = {}  # Device -> tiles (read from tiles_file() once per device)
 
 
 def tiles_file() -> Path:
-    """The JSON file of tuned tile sizes (one entry per platform, device and driver)."""
+    """The JSON file of tuned tile sizes (one entry per platform, device and driver):
+    ``CLGRAD_GEMM_TILES``, else ``gemm_tiles.json`` in clgrad's cache folder
+    (clgrad.runtime.cache_dir, as the probe and the conv choices)."""
     env = os.environ.get("CLGRAD_GEMM_TILES")
     if env and env != "off":
         return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clgrad" / \
-        "gemm_tiles.json"
+    return cache_dir() / "gemm_tiles.json"
 
 
 def device_key(dev) -> str:

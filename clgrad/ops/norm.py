@@ -175,7 +175,7 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
         _check_param("instance_norm", name, p, input)
     from clgrad.autograd import no_grad
     from clgrad.ops import reduce as rd
-    from clgrad.ops.elementwise import copy_raw
+    from clgrad.ops._util import copy_raw
     rep = [None if p is None else p.repeat(n) for p in (running_mean, running_var)]
     wb = [None if p is None else p.repeat(n) for p in (weight, bias)]
     y = batch_norm(input.reshape((1, n * c) + tuple(input.shape[2:])), rep[0], rep[1], wb[0],

@@ -13,6 +13,7 @@ from __future__ import annotations
 from clgrad import dtypes, layout
 from clgrad.creation import seed_generator, tensor
 from clgrad.ops import elementwise as ew
+from clgrad.ops import inplace as ip
 from clgrad.tensor import Tensor
 
 __all__ = ["normal_", "uniform_", "exponential_", "bernoulli_", "bernoulli", "normal"]
@@ -26,7 +27,7 @@ def _float_target(op, x):
 
 
 def _fill(x: Tensor, host) -> Tensor:
-    return ew.copy_(x, tensor(host, dtype=x.dtype, device=x.device))
+    return ip.copy_(x, tensor(host, dtype=x.dtype, device=x.device))
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
@@ -71,7 +72,7 @@ def bernoulli_(x: Tensor, p=0.5, generator=None) -> Tensor:
         raise RuntimeError(f"bernoulli_: expected 0 <= p <= 1, got {p}")
     u = tensor(seed_generator().random(tuple(x.shape)), dtype=_prob_dtype(p, x),
                device=x.device)
-    return ew.copy_(x, ew.to(ew.lt(u, p), x.dtype))
+    return ip.copy_(x, ew.to(ew.lt(u, p), x.dtype))
 
 
 def bernoulli(probs: Tensor, p=None, generator=None) -> Tensor:
