@@ -79,3 +79,6 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
+from clgrad import serialization  # noqa: E402
