@@ -217,3 +217,111 @@ def test_fuzz_safetensors_every_byte(tmp_path):
     data = path.read_bytes()
     got = _fuzz(path, data, range(len(data)), tmp_path)
     assert got["ValueError"] > len(data) // 2
+
+
+class UserNet(nn.Module):
+    """A user's model class (module-level, so pickle can name it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.BatchNorm1d(4))
+        self.head = nn.Linear(4, 2)
+        self.note = {"epochs": 3}
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def test_whole_module_and_optimizer_save_and_load(tmp_path):
+    m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(8, 3))
+    opt = clgrad.optim.Adam(m.parameters(), lr=1e-3)
+    sched = clgrad.optim.lr_scheduler.StepLR(opt, 2)
+    x = clgrad.randn(2, 1, 4, 4)
+    m(x).sum().backward()
+    opt.step()
+    sched.step()
+    clgrad.save({"model": m, "opt": opt, "sched": sched}, tmp_path / "all.pt")
+    with pytest.raises(pickle.UnpicklingError, match="Sequential.*weights_only=False"):
+        clgrad.load(tmp_path / "all.pt")  # weights_only defaults to True, as PyTorch >= 2.6
+    got = clgrad.load(tmp_path / "all.pt", weights_only=False)
+    m2, opt2 = got["model"], got["opt"]
+    assert type(m2) is nn.Sequential and type(opt2) is clgrad.optim.Adam
+    assert opt2.param_groups[0]["params"][0] is m2[0].weight  # shared as pickled
+    assert got["sched"].optimizer is opt2
+    assert isinstance(m2[0].weight, nn.Parameter) and m2[0].weight.requires_grad
+    m.eval(), m2.eval()
+    np.testing.assert_array_equal(m2(x).detach().numpy(), m(x).detach().numpy())
+    for p, p2 in zip(m.parameters(), m2.parameters()):
+        st, st2 = opt.state[p], opt2.state[p2]
+        assert sorted(st) == sorted(st2) == ["exp_avg", "exp_avg_sq", "step"]
+        for k in st:
+            np.testing.assert_array_equal(np.asarray(st2[k].numpy() if k != "step" else st2[k]),
+                                          np.asarray(st[k].numpy() if k != "step" else st[k]))
+    # a further step matches on both
+    for model, o in ((m, opt), (m2, opt2)):
+        model.train()
+        o.zero_grad()
+        model(x).sum().backward()
+        o.step()
+    np.testing.assert_array_equal(m2[4].weight.detach().numpy(), m[4].weight.detach().numpy())
+
+
+def test_users_classes_need_to_be_allowed(tmp_path):
+    net = UserNet()
+    clgrad.save(net, tmp_path / "u.pt")
+    with pytest.raises(pickle.UnpicklingError, match=r"test_serialization.UserNet.*"
+                                                     r"add_safe_globals\(\[UserNet\]\)"):
+        clgrad.load(tmp_path / "u.pt", weights_only=False)
+    with pytest.raises(ValueError, match="UserNet"):  # also a ValueError
+        clgrad.load(tmp_path / "u.pt", weights_only=False)
+    with clgrad.serialization.safe_globals([UserNet]):
+        got = clgrad.load(tmp_path / "u.pt", weights_only=False)
+    assert UserNet not in clgrad.serialization.get_safe_globals()
+    assert type(got) is UserNet and got.note == {"epochs": 3}
+    x = clgrad.randn(5, 3)
+    net.eval(), got.eval()
+    np.testing.assert_array_equal(got(x).detach().numpy(), net(x).detach().numpy())
+    assert [n for n, _ in got.named_parameters()] == [n for n, _ in net.named_parameters()]
+    try:
+        clgrad.serialization.add_safe_globals([UserNet])
+        # an allowed class loads with weights_only=True too (as PyTorch), but clgrad's
+        # own nn classes inside it still need weights_only=False
+        with pytest.raises(pickle.UnpicklingError, match="Sequential"):
+            clgrad.load(tmp_path / "u.pt")
+        assert type(clgrad.load(tmp_path / "u.pt", weights_only=False)) is UserNet
+    finally:
+        clgrad.serialization.clear_safe_globals()
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("echo PWNED > /dev/null",))
+
+
+def test_arbitrary_code_is_never_run(tmp_path, capsys, monkeypatch):
+    clgrad.save({"x": _Evil()}, tmp_path / "evil.pt")  # pickles by name, as torch.save
+    calls = []
+    monkeypatch.setattr(os, "system", lambda cmd: calls.append(cmd))
+    for weights_only in (True, False):
+        with pytest.raises(pickle.UnpicklingError, match="refusing to load the global "
+                                                         "(posix|os).system"):
+            clgrad.load(tmp_path / "evil.pt", weights_only=weights_only)
+    assert calls == []
+
+
+def test_torch_reads_a_clgrad_state_dict_and_optimizer_state(tmp_path):
+    m = nn.Linear(3, 2)
+    opt = clgrad.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    m(clgrad.randn(4, 3)).sum().backward()
+    opt.step()
+    clgrad.save({"model": m.state_dict(), "opt": opt.state_dict()}, tmp_path / "s.pt")
+    got = torch.load(tmp_path / "s.pt", weights_only=True)
+    tm = torch.nn.Linear(3, 2)
+    tm.load_state_dict(got["model"])
+    np.testing.assert_array_equal(tm.weight.detach().numpy(), m.weight.detach().numpy())
+    assert got["opt"]["param_groups"][0]["params"] == [0, 1]
+    assert got["opt"]["param_groups"][0]["momentum"] == 0.9
+    # (clgrad's optimizer state_dict numbers its state with str keys, see Optimizer.state_dict)
+    np.testing.assert_array_equal(got["opt"]["state"]["0"]["momentum_buffer"].numpy(),
+                                  opt.state[m.weight]["momentum_buffer"].numpy())
