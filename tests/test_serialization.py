@@ -107,6 +107,41 @@ def test_overwrite_keeps_the_targets_permissions(tmp_path, name):
     assert sorted(os.listdir(tmp_path)) == [name]
 
 
+def test_pt_writes_are_atomic_fsynced_and_keep_the_mode(tmp_path, monkeypatch):
+    from clgrad.io import checkpoint
+    path = tmp_path / "a.pt"
+    clgrad.save({"v": clgrad.ones(2)}, path)
+    os.chmod(path, 0o600)
+    synced, replaced = [], []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        synced.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        replaced.append((os.path.basename(src), len(synced)))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(checkpoint.os, "fsync", fsync)
+    monkeypatch.setattr(checkpoint.os, "replace", replace)
+    clgrad.save({"v": clgrad.zeros(2)}, path)
+    # the data was fsynced (with the old mode already set) before the rename of a temp file
+    assert synced[0] == 0o600 and replaced[0][1] >= 1
+    assert replaced[0][0].startswith(".a.pt.") and replaced[0][0].endswith(".tmp")
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(checkpoint.os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output"):
+        clgrad.save({"v": clgrad.full((2,), 7.0)}, path)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["a.pt"]  # the old file is kept, no temp file left
+    np.testing.assert_array_equal(clgrad.load(path)["v"].numpy(), np.zeros(2, np.float32))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
 def _nested_pickle(levels):
     a = []
     for _ in range(levels):
