@@ -63,7 +63,7 @@ def clear_safe_globals():
     _SAFE_GLOBALS.clear()
 
 
-class safe_globals:  # noqa: N801  (PyTorch's name)
+class safe_globals:  # PyTorch's name
     """Context manager: ``add_safe_globals(globals_list)`` inside the block only (the allow-list
     is restored on exit)."""
 

@@ -140,9 +140,9 @@ def test_state_dict_hooks():
     for lib in (clgrad, torch):
         m = lib.nn.Linear(2, 1)
         seen = []
-        m.register_state_dict_pre_hook(lambda mod, prefix, keep: seen.append(prefix))
+        m.register_state_dict_pre_hook(lambda mod, prefix, keep, seen=seen: seen.append(prefix))
         h = m._register_state_dict_hook(
-            lambda mod, sd, prefix, meta: sd.__setitem__(prefix + "extra", lib.ones(1)))
+            lambda mod, sd, prefix, meta, lib=lib: sd.__setitem__(prefix + "extra", lib.ones(1)))
         sd = m.state_dict(prefix="p.")
         assert list(sd) == ["p.weight", "p.bias", "p.extra"] and seen == ["p."], lib
         h.remove()

@@ -137,7 +137,7 @@ def _where(obj, keys=(), depth=0):
         return None if keys else "<root>"
     try:
         _Writer(io.BytesIO(), {}).dump(obj)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any failure to pickle marks the value
         return ".".join(str(k) for k in keys) or "<root>"
     return None
 
@@ -341,7 +341,7 @@ def load(path, data: bytes, map_location=None, weights_only=True):
         raise
     except pickle.UnpicklingError as e:
         raise UnpicklingError(f"load: {path}: {e}") from None
-    except Exception as e:  # truncated or garbled files raise many kinds of errors
+    except Exception as e:  # noqa: BLE001 - garbled files raise many kinds of errors
         raise ValueError(f"load: {path}: expected a valid PyTorch checkpoint, got {e!r}") \
             from None
 
@@ -416,7 +416,7 @@ def _table(weights_only):
 def _clgrad_class(module, name):
     """The clgrad nn/optim class ``module.name`` (of an imported module), or None."""
     import sys
-    if not (module.startswith("clgrad.nn") or module.startswith("clgrad.optim")):
+    if not module.startswith(("clgrad.nn", "clgrad.optim")):
         return None
     mod = sys.modules.get(module)
     obj = getattr(mod, name, None) if mod is not None and "." not in name else None

@@ -283,7 +283,7 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
-        local_metadata = dict(version=self._version)
+        local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
             destination._metadata[prefix[:-1]] = local_metadata
         for hook in list(_hooks(self, "_state_dict_pre_hooks").values()):
