@@ -19,15 +19,15 @@ at most _MAX_DEPTH containers deep; deeper JSON is refused before it is parsed, 
 file raises ValueError, never RecursionError.
 
 Writes are atomic: the bytes go to a temporary file in the target's folder, which is flushed,
-fsynced and renamed over the target (keeping the permission bits of a file it replaces, as
-an in-place write would; a new file gets 0o666 less the umask); on any exception the
-temporary file is removed and an existing checkpoint at the target is left as it was. The
-temporary file is named ``.<name>.<12 hex digits>.tmp`` and is held under an exclusive
-advisory lock (fcntl.flock, where the OS has it) while it is written. A save killed outright (SIGKILL, power loss) leaves
-it behind; the next save to the same target removes such leftovers when no process holds
-their lock (the kernel drops a dead process's locks) and they are older than _STALE_SECONDS
-(which covers the instant between a writer creating its file and locking it, and writers
-without locks). Other files are never touched.
+fsynced and renamed over the target (keeping the permission bits of a file it replaces, as an
+in-place write would; a new file gets 0o666 less the umask); on any exception the temporary
+file is removed and an existing checkpoint at the target is left as it was. The temporary file
+is named ``.<name>.<12 hex digits>.tmp`` and is held under an exclusive advisory lock
+(fcntl.flock, where the OS has it) while it is written. A save killed outright (SIGKILL, power
+loss) leaves it behind; the next save to the same target removes such leftovers when no
+process holds their lock (the kernel drops a dead process's locks) and they are older than
+_STALE_SECONDS (which covers the instant between a writer creating its file and locking it,
+and writers without locks). Other files are never touched.
 """
 
 import json
