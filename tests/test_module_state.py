@@ -180,3 +180,19 @@ def test_torch_state_dict_with_metadata_round_trips(tmp_path):
     back = torch.load(tmp_path / "c.pt", weights_only=True)
     assert dict(back._metadata) == dict(theirs.state_dict()._metadata)
     assert _net(torch).load_state_dict(back).missing_keys == []
+
+
+def test_instance_norm_version_handling_as_torch():
+    for lib in (clgrad, torch):
+        m = lib.nn.InstanceNorm2d(2)
+        assert m.state_dict()._metadata[""] == {"version": 2}
+        old = OrderedDict([("running_mean", lib.zeros(2)), ("running_var", lib.ones(2))])
+        old._metadata = {"": {}}  # no version: a pre-0.4 checkpoint
+        with pytest.raises(RuntimeError, match="running stats buffer"):
+            m.load_state_dict(old)
+        tracked = lib.nn.InstanceNorm2d(2, track_running_stats=True)
+        sd = OrderedDict([("running_mean", lib.full((2,), 3.0)),
+                          ("running_var", lib.ones(2))])
+        sd._metadata = {"": {"version": 1}}
+        assert tracked.load_state_dict(sd).missing_keys == []
+        assert tracked.running_mean.numpy().tolist() == [3.0, 3.0]
