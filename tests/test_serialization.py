@@ -360,3 +360,11 @@ def test_torch_reads_a_clgrad_state_dict_and_optimizer_state(tmp_path):
     # (clgrad's optimizer state_dict numbers its state with str keys, see Optimizer.state_dict)
     np.testing.assert_array_equal(got["opt"]["state"]["0"]["momentum_buffer"].numpy(),
                                   opt.state[m.weight]["momentum_buffer"].numpy())
+
+
+def test_a_whole_torch_module_is_refused_with_a_hint(tmp_path):
+    torch.save(torch.nn.Linear(2, 2), tmp_path / "tm.pt")
+    for weights_only in (True, False):
+        with pytest.raises(pickle.UnpicklingError, match=r"torch.nn.modules.linear.Linear.*"
+                                                         r"model.state_dict\(\)"):
+            clgrad.load(tmp_path / "tm.pt", weights_only=weights_only)

@@ -591,6 +591,11 @@ class _Reader(pickle._Unpickler):
                    f"weights_only=False); if you trust this file, allow {module}.{name} with "
                    f"clgrad.serialization.add_safe_globals([{name}]) or the "
                    f"clgrad.serialization.safe_globals([{name}]) context manager")
+            if module.split(".")[0] == "torch":
+                how = (f"this file holds a PyTorch object ({module}.{name}, e.g. a whole "
+                       f"torch.nn module saved with torch.save(model)), which clgrad cannot "
+                       f"rebuild; in PyTorch save model.state_dict() instead and load it into "
+                       f"the clgrad model with load_state_dict")
             raise UnpicklingError(f"refusing to load the global {module}.{name}"
                                   f"{' (weights_only=True)' if self.weights_only else ''}: "
                                   f"{how}")
