@@ -368,3 +368,23 @@ def test_a_whole_torch_module_is_refused_with_a_hint(tmp_path):
         with pytest.raises(pickle.UnpicklingError, match=r"torch.nn.modules.linear.Linear.*"
                                                          r"model.state_dict\(\)"):
             clgrad.load(tmp_path / "tm.pt", weights_only=weights_only)
+
+
+def test_whole_schedulers_and_layers_round_trip():
+    lin = nn.Linear(2, 2)
+    opt = clgrad.optim.SGD(lin.parameters(), lr=0.1)
+    ls = clgrad.optim.lr_scheduler
+    objs = [ls.MultiStepLR(opt, [1, 2]), ls.OneCycleLR(opt, 1.0, total_steps=10),
+            ls.ReduceLROnPlateau(opt), nn.Embedding(4, 2), nn.ModuleDict({"a": nn.ReLU()}),
+            nn.GroupNorm(1, 2), nn.MaxPool2d(2), nn.CrossEntropyLoss()]
+    for obj in objs:
+        buf = io.BytesIO()
+        clgrad.save(obj, buf)
+        buf.seek(0)
+        got = clgrad.load(buf, weights_only=False)
+        assert type(got) is type(obj)
+        if isinstance(obj, nn.Module):
+            assert list(got.state_dict()) == list(obj.state_dict())
+        else:
+            assert got.state_dict().keys() == obj.state_dict().keys()
+            assert got.optimizer.param_groups[0]["lr"] == opt.param_groups[0]["lr"]

@@ -395,8 +395,8 @@ _BASE_TABLE = {}
 
 def _table(weights_only):
     """The allowed globals of one load: the weights_only set, the user's safe globals, and
-    with weights_only=False the builtin types, defaultdict (an optimizer's state) and clgrad's
-    dtype / device constructors."""
+    with weights_only=False the builtin types, defaultdict / Counter / deque (optimizer and
+    scheduler state) and clgrad's dtype / device constructors."""
     if not _BASE_TABLE:
         _BASE_TABLE.update(_allowed())
     from clgrad import serialization
@@ -406,7 +406,8 @@ def _table(weights_only):
         table.update({(b, n): getattr(builtins, n) for b in ("builtins", "__builtin__")
                       for n in ("dict", "list", "tuple", "int", "float", "str", "bool",
                                 "complex", "slice", "range")})
-        table[("collections", "defaultdict")] = collections.defaultdict
+        for name in ("defaultdict", "Counter", "deque"):  # optimizer / scheduler state
+            table[("collections", name)] = getattr(collections, name)
         table[("clgrad.dtypes", "to_dtype")] = dtypes.to_dtype
         table[("clgrad._device", "device")] = torch_device
     table.update(serialization._SAFE_GLOBALS)
