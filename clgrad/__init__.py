@@ -79,3 +79,6 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# -- h4 (issue 22): torch.jit, torch.fx, torch.backends.* submodules --------------------------
+from clgrad import fx, jit  # noqa: E402
