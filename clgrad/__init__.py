@@ -82,3 +82,15 @@ from clgrad._generator import Generator  # noqa: E402
 
 # -- h4 (issue 22): torch.jit, torch.fx, torch.backends.* submodules --------------------------
 from clgrad import fx, jit  # noqa: E402
+from clgrad.ops.elementwise import arctan2, atan2, expm1, log1p  # noqa: E402
+from clgrad.ops.index import index_add  # noqa: E402
+from clgrad.ops.reduce import nanmean, nansum  # noqa: E402
+from clgrad.ops.scan import cummax, cummin, diff  # noqa: E402
+from clgrad.ops.sort import kthvalue, median  # noqa: E402
+
+_h4 = {"log1p": log1p, "expm1": expm1, "atan2": atan2, "arctan2": arctan2,
+       "index_add": index_add, "nansum": nansum, "nanmean": nanmean, "cummax": cummax,
+       "cummin": cummin, "diff": diff, "kthvalue": kthvalue, "median": median}
+_check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
+globals().update(_h4)
+del _h4

@@ -263,3 +263,26 @@ Tensor.index_put_ = ix.index_put_
 Tensor.index_put = ix.index_put
 Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
+
+
+# -- h4 (issue 22): log1p, expm1, atan2, diff, median, kthvalue, cummax/cummin, nansum/nanmean,
+# index_add; is_xpu / is_mps ---------------------------------------------------------------
+for _fn in (ew.log1p, ew.expm1, ew.atan2, ew.arctan2, sc.diff, sc.cummax, sc.cummin,
+            so.median, so.kthvalue, rd.nansum, rd.nanmean, ix.index_add):
+    _method(_fn)
+for _name, _fn in {"log1p_": ew.log1p, "expm1_": ew.expm1}.items():
+    _method(_inplace_unary(_fn, _name), _name)
+for _name, _fn in {"atan2_": ew.atan2, "arctan2_": ew.atan2}.items():
+    _method(_inplace_binary(_fn, _name), _name)
+
+
+def _index_add_(self, dim, index, source, alpha=1):
+    """In-place ``index_add``: ``self.select(dim, index[i]) += alpha * source.select(dim, i)``;
+    returns self (autograd as for other in-place writes)."""
+    return ip.inplace("index_add_", self,
+                      lambda s, src: ix.index_add(s, dim, index, src, alpha=alpha), source)
+
+
+Tensor.index_add_ = _index_add_
+Tensor.is_xpu = property(lambda self: False, doc="False: clgrad has no Intel XPU tensors.")
+Tensor.is_mps = property(lambda self: False, doc="False: clgrad has no Apple MPS tensors.")

@@ -398,3 +398,43 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
         return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
     s = sum(ew.mul(input, input) if p == 2 else ew.pow(ew.abs(input), p), dim, keepdim=True)
     return ew.div(input, ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p))
+
+
+# -- h4 (issue 22): nansum, nanmean -----------------------------------------------------------
+def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64).
+
+    Shapes:  as sum
+    Grad:    g where x is not NaN, 0 at the NaN elements
+    Raises:  IndexError for a dim out of range; TypeError for a non-tensor
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nansum: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if x.dtype.is_floating_point:
+        x = ew.where(ew.ne(x, x), ew._zeros_scalar(x), x)
+    return sum(x, dim, keepdim)
+
+
+def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Mean of the elements that are not NaN (PyTorch's torch.nanmean): NaN where every
+    element is NaN (or there are none).
+
+    Shapes:  as mean
+    Grad:    g / count(not NaN) at the non-NaN elements, 0 at the NaN ones
+    Raises:  RuntimeError for an integer or bool input (as PyTorch); IndexError for a dim out
+             of range
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nanmean: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean: expected input to have floating point dtype but got "
+                           f"{x.dtype}")
+    count = sum(ew.to(ew.eq(x, x), x.dtype), dim, keepdim)
+    return ew.div(nansum(x, dim, keepdim), count)
+
+
+__all__ += ["nansum", "nanmean"]
