@@ -405,16 +405,24 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64).
 
     Shapes:  as sum
-    Grad:    g where x is not NaN, 0 at the NaN elements
+    Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite)
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
     """
     if not isinstance(x, Tensor):
         raise TypeError(f"nansum: expected a Tensor, got {type(x).__name__}")
     if dtype is not None:
         x = ew.to(x, dtype)
-    if x.dtype.is_floating_point:
-        x = ew.where(ew.ne(x, x), ew._zeros_scalar(x), x)
-    return sum(x, dim, keepdim)
+    if not x.dtype.is_floating_point:
+        return sum(x, dim, keepdim)
+    from clgrad.autograd import no_grad
+    keep = ew.eq(x, x)  # not NaN
+    with no_grad():
+        out = sum(ew.where(keep, x, ew._zeros_scalar(x)), dim, keepdim)
+    dims, x_shape = _dims(x, dim, "nansum"), tuple(x.shape)
+
+    def backward(g):  # g * (x is not NaN), as PyTorch: an infinite g gives NaN at a NaN x
+        return (ew.mul(_expand_back(g, x_shape, dims, keepdim), ew.to(keep, g.dtype)),)
+    return record("nansum", out, (x,), backward, saved=[keep])
 
 
 def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
@@ -422,7 +430,8 @@ def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     element is NaN (or there are none).
 
     Shapes:  as mean
-    Grad:    g / count(not NaN) at the non-NaN elements, 0 at the NaN ones
+    Grad:    g / count(not NaN) at the non-NaN elements, 0 at the NaN ones (NaN everywhere
+             in a slice that is all NaN, as PyTorch)
     Raises:  RuntimeError for an integer or bool input (as PyTorch); IndexError for a dim out
              of range
     """
