@@ -2,6 +2,8 @@
 torch.jit, torch.fx, nn.DataParallel, Tensor.is_xpu/is_mps (issue 22)."""
 import importlib
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -94,3 +96,39 @@ def test_import_torch_backends_cudnn_in_a_program():
          "cudnn.benchmark = True\nok = torch.backends.cudnn.benchmark", ns)
     assert ns["ok"] is True
     clgrad.backends.cudnn.benchmark = False
+
+
+def test_data_parallel_forwards_and_prefixes_state_dict_like_torch():
+    clgrad.manual_seed(0)
+    inner = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(),
+                                 clgrad.nn.Linear(4, 2))
+    dp = clgrad.nn.DataParallel(inner, device_ids=[0])
+    assert dp.module is inner
+    ref = torch.nn.DataParallel(torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                                                    torch.nn.Linear(4, 2)))
+    assert list(dp.state_dict()) == list(ref.state_dict())
+    x = clgrad.randn(5, 3)
+    np.testing.assert_array_equal(dp(x).numpy(), inner(x).numpy())
+    dp(x).sum().backward()
+    assert all(p.grad is not None for p in inner.parameters())
+    assert [n for n, _ in dp.named_parameters()] == [n for n, _ in ref.named_parameters()]
+    # a checkpoint saved from DataParallel loads back into one, and into the bare module
+    # once the prefix is stripped (the common idiom)
+    sd = dp.state_dict()
+    dp2 = clgrad.nn.DataParallel(clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(),
+                                                      clgrad.nn.Linear(4, 2)))
+    dp2.load_state_dict(sd)
+    np.testing.assert_array_equal(dp2(x).numpy(), dp(x).numpy())
+    bare = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(), clgrad.nn.Linear(4, 2))
+    bare.load_state_dict({k[len("module."):]: v for k, v in sd.items()})
+    np.testing.assert_array_equal(bare(x).numpy(), dp(x).numpy())
+    assert clgrad.nn.parallel.DataParallel is clgrad.nn.DataParallel
+    with pytest.raises(TypeError):
+        clgrad.nn.DataParallel(lambda v: v)
+
+
+def test_tensor_device_kind_flags():
+    x = clgrad.zeros(2)
+    assert x.is_xpu is False and x.is_mps is False
+    assert x.is_cuda is (clgrad.device(x.device).type == "cuda")
+    assert x.is_xpu == torch.zeros(2).is_xpu and x.is_mps == torch.zeros(2).is_mps
