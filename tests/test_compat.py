@@ -1,6 +1,7 @@
 """PyTorch's import paths that programs use for flags and markers: torch.backends.*,
 torch.jit, torch.fx, nn.DataParallel, Tensor.is_xpu/is_mps (issue 22)."""
 import importlib
+import math
 
 import numpy as np
 
@@ -132,3 +133,29 @@ def test_tensor_device_kind_flags():
     assert x.is_xpu is False and x.is_mps is False
     assert x.is_cuda is (clgrad.device(x.device).type == "cuda")
     assert x.is_xpu == torch.zeros(2).is_xpu and x.is_mps == torch.zeros(2).is_mps
+
+
+def test_init_sparse_and_deprecated_names():
+    init = clgrad.nn.init
+    w = clgrad.empty(40, 30)
+    assert init.sparse_(w, sparsity=0.25, std=0.5) is w
+    a = w.numpy()
+    assert ((a == 0).sum(0) == math.ceil(0.25 * 40)).all()  # per column, as PyTorch
+    nz = a[a != 0]
+    assert abs(nz.std() - 0.5) < 0.05 and abs(nz.mean()) < 0.05
+    with pytest.raises(ValueError):
+        init.sparse_(clgrad.empty(2, 3, 4), 0.1)
+    for old in ("uniform", "normal", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+                "kaiming_normal", "orthogonal"):
+        assert hasattr(torch.nn.init, old)
+        t = clgrad.zeros(5, 6)
+        with pytest.warns(FutureWarning, match=f"nn.init.{old}_"):
+            getattr(init, old)(t)
+        assert (t.numpy() != 0).any()
+    t = clgrad.zeros(3, 3)
+    with pytest.warns(FutureWarning):
+        init.constant(t, 2.5)
+    assert (t.numpy() == 2.5).all()
+    with pytest.warns(FutureWarning):
+        init.eye(t)
+    np.testing.assert_array_equal(t.numpy(), np.eye(3))
