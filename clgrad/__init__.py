@@ -94,3 +94,12 @@ _h4 = {"log1p": log1p, "expm1": expm1, "atan2": atan2, "arctan2": arctan2,
 _check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
 globals().update(_h4)
 del _h4
+
+# -- h4 (issue 22): legacy tensor types, torch.random, get/set_rng_state ---------------------
+from clgrad import random  # noqa: E402
+from clgrad._legacy import cpu_types as _cpu_types  # noqa: E402
+from clgrad.random import fork_rng as _fork_rng  # noqa: E402,F401
+from clgrad.random import get_rng_state, set_rng_state  # noqa: E402
+
+globals().update(_cpu_types)
+del _cpu_types

@@ -286,3 +286,42 @@ def _index_add_(self, dim, index, source, alpha=1):
 Tensor.index_add_ = _index_add_
 Tensor.is_xpu = property(lambda self: False, doc="False: clgrad has no Intel XPU tensors.")
 Tensor.is_mps = property(lambda self: False, doc="False: clgrad has no Apple MPS tensors.")
+
+
+def _resize_(self, *sizes):
+    """Give self the shape ``sizes`` in place (PyTorch's legacy ``resize_``), contiguous from
+    its storage offset: the storage is kept when it is large enough (its elements keep their
+    values and any alias sees them), else replaced by a larger one holding the old elements
+    first; new elements are uninitialised. Returns self.
+
+    Raises:  RuntimeError for a tensor that requires grad (as PyTorch) or a view (clgrad cannot
+             resize a view's storage); ValueError for a negative size
+    """
+    from clgrad import layout
+    from clgrad.ops._util import bump_version, copy_raw
+    shape = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"resize_: expected non-negative sizes, got {shape}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if self._base is not None:
+        raise RuntimeError("resize_: resizing a view is not supported; resize the tensor it "
+                           "views, or use reshape()/new_empty()")
+    n = layout.numel(shape)
+    if self._offset + n <= self._storage.size:
+        from clgrad.tensor import Size
+        self._shape, self._strides = Size(shape), tuple(layout.contiguous_strides(shape))
+    else:
+        new = creation.empty(shape, dtype=self.dtype, device=self.device)
+        keep = min(n, self._storage.size - self._offset)
+        if keep:
+            copy_raw(Tensor(new._storage, (keep,), (1,), 0),
+                     Tensor(self._storage, (keep,), (1,), self._offset))
+        self._set_data(new)
+    bump_version(self)
+    return self
+
+
+Tensor.resize_ = _resize_
+Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))

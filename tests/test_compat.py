@@ -159,3 +159,61 @@ def test_init_sparse_and_deprecated_names():
     with pytest.warns(FutureWarning):
         init.eye(t)
     np.testing.assert_array_equal(t.numpy(), np.eye(3))
+
+
+def test_legacy_tensor_types_and_variable():
+    assert tuple(clgrad.FloatTensor(2, 3).shape) == (2, 3)
+    assert clgrad.FloatTensor(2, 3).dtype is clgrad.float32
+    assert tuple(clgrad.FloatTensor().shape) == tuple(torch.FloatTensor().shape) == (0,)
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor",
+                 "BoolTensor"):
+        c, t = getattr(clgrad, name)([1, 0, 2]), getattr(torch, name)([1, 0, 2])
+        assert c.dtype.name == str(t.dtype).replace("torch.", "") and c.tolist() == t.tolist()
+    x = clgrad.zeros(2)
+    on_gpu = bool(x.is_cuda)
+    assert isinstance(x, clgrad.FloatTensor) is not on_gpu
+    assert isinstance(x, clgrad.cuda.FloatTensor) is on_gpu
+    assert not isinstance(x, clgrad.LongTensor) and not isinstance(3, clgrad.FloatTensor)
+    assert isinstance(clgrad.zeros(2, dtype=clgrad.int64), clgrad.LongTensor) is not on_gpu
+    alias = clgrad.FloatTensor(x)
+    alias.add_(1)
+    assert x.tolist() == [1.0, 1.0]  # shares the storage, as PyTorch
+    with pytest.raises(TypeError):
+        clgrad.FloatTensor(clgrad.zeros(2, dtype=clgrad.int64))
+    v = clgrad.autograd.Variable(x, requires_grad=True)
+    tv = torch.autograd.Variable(torch.ones(2), requires_grad=True)
+    assert v.requires_grad and v.is_leaf and tv.is_leaf and v is not x
+    assert not x.requires_grad
+
+
+def test_rng_state_round_trip_and_fork_rng():
+    state = clgrad.get_rng_state()
+    assert state.dtype is clgrad.uint8 and state.ndim == 1
+    a = clgrad.randn(4).numpy()
+    clgrad.set_rng_state(state)
+    np.testing.assert_array_equal(clgrad.randn(4).numpy(), a)
+    with clgrad.random.fork_rng():
+        clgrad.randn(10)
+    b = clgrad.randn(3).numpy()
+    clgrad.set_rng_state(state)
+    clgrad.randn(4)
+    np.testing.assert_array_equal(clgrad.randn(3).numpy(), b)
+    assert clgrad.random.get_rng_state is clgrad.get_rng_state
+    with pytest.raises(RuntimeError):
+        clgrad.set_rng_state(clgrad.zeros(3, dtype=clgrad.uint8))
+    with pytest.raises(TypeError):
+        clgrad.set_rng_state(clgrad.zeros(45))
+
+
+def test_resize_as_torch():
+    for sizes in ((2, 3), (4,), (3, 3), (0,), (2, 5)):
+        c, t = clgrad.arange(6.0), torch.arange(6.0)
+        c.resize_(*sizes)
+        t.resize_(*sizes)
+        assert tuple(c.shape) == tuple(t.shape) and c.is_contiguous()
+        k = min(6, c.numel())
+        np.testing.assert_array_equal(c.numpy().ravel()[:k], t.numpy().ravel()[:k])
+    c = clgrad.arange(6.0)
+    assert c.resize_as_(clgrad.zeros(3, 2)) is c and tuple(c.shape) == (3, 2)
+    with pytest.raises(RuntimeError, match="require grad"):
+        clgrad.zeros(2, requires_grad=True).resize_(3)
