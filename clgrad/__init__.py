@@ -103,3 +103,13 @@ from clgrad.random import get_rng_state, set_rng_state  # noqa: E402
 
 globals().update(_cpu_types)
 del _cpu_types
+from clgrad.ops import composite as _composite  # noqa: E402
+from clgrad.ops.composite import (_assert, are_deterministic_algorithms_enabled,  # noqa: E402
+                                  get_float32_matmul_precision, get_num_threads,
+                                  set_float32_matmul_precision, set_num_threads,
+                                  use_deterministic_algorithms)
+
+_h4 = {n: getattr(_composite, n) for n in _composite.__all__}
+_check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
+globals().update(_h4)
+del _h4

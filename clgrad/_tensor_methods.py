@@ -325,3 +325,16 @@ def _resize_(self, *sizes):
 
 Tensor.resize_ = _resize_
 Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
+
+# -- h4 (issue 22): composites (clgrad/ops/composite.py) -------------------------------------
+from clgrad.ops import composite as cp  # noqa: E402
+
+for _fn in (cp.addcmul, cp.addcdiv, cp.lerp, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer,
+            cp.tile, cp.repeat_interleave, cp.masked_select, cp.logical_xor, cp.erf):
+    _method(_fn)
+for _name, _fn in {"addcmul_": cp.addcmul, "addcdiv_": cp.addcdiv, "lerp_": cp.lerp,
+                   "addmm_": cp.addmm, "baddbmm_": cp.baddbmm, "logical_xor_": cp.logical_xor,
+                   "erf_": cp.erf}.items():
+    _method(_inplace_binary(_fn, _name) if _name != "erf_" else _inplace_unary(_fn, _name),
+            _name)
+Tensor.ger = cp.outer

@@ -78,6 +78,7 @@ UNARY(reciprocal, (T)1 / x)
 UNARY(square, x * x)
 UNARY(log1p_op, log1p(x))  // accurate for |x| << 1 (OpenCL's log1p, <= 2 ulp)
 UNARY(expm1_op, expm1(x))
+UNARY(erf_op, erf(x))
 BINARY(div, x / y)
 BINARY(pow_op, pow(x, y))
 BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), as PyTorch

@@ -98,3 +98,11 @@ def trace(func, example_inputs=None, *args, **kwargs):
         f"jit.trace: clgrad has no tracer or graph IR, so it cannot trace "
         f"{type(func).__name__}; call it directly (it runs eagerly), or save its state_dict "
         f"with clgrad.save")
+
+
+def annotate(the_type, the_value):
+    """Returns ``the_value`` (TorchScript's type hint for an empty container)."""
+    return the_value
+
+
+__all__ += ["annotate"]
