@@ -113,3 +113,5 @@ _h4 = {n: getattr(_composite, n) for n in _composite.__all__}
 _check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
 globals().update(_h4)
 del _h4
+from clgrad import amp  # noqa: E402
+from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,A004

@@ -142,3 +142,7 @@ def set_rng_state(new_state, device="cuda") -> None:
     """Restore the global generator (clgrad has one generator for every device)."""
     from clgrad.random import set_rng_state as _set
     _set(new_state)
+
+from clgrad.amp import _cuda_amp_module  # noqa: E402
+
+amp = _cuda_amp_module()

@@ -217,3 +217,33 @@ def test_resize_as_torch():
     assert c.resize_as_(clgrad.zeros(3, 2)) is c and tuple(c.shape) == (3, 2)
     with pytest.raises(RuntimeError, match="require grad"):
         clgrad.zeros(2, requires_grad=True).resize_(3)
+
+
+def test_amp_runs_full_precision_like_a_disabled_scaler():
+    clgrad.manual_seed(0)
+    m = clgrad.nn.Linear(3, 1)
+    w0 = m.weight.detach().numpy().copy()
+    opt = clgrad.optim.SGD(m.parameters(), lr=0.1)
+    scaler = clgrad.amp.GradScaler()
+    x = clgrad.randn(4, 3)
+    with clgrad.autocast(device_type="cuda", dtype=clgrad.float16):
+        loss = m(x).square().mean()
+    assert loss.dtype is clgrad.float32
+    scaler.scale(loss).backward()
+    g = m.weight.grad.numpy().copy()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(m.weight.detach().numpy(), w0 - 0.1 * g, rtol=1e-6)
+    ref = torch.amp.GradScaler(enabled=False)
+    assert scaler.get_scale() == ref.get_scale() and scaler.state_dict() == ref.state_dict()
+    assert scaler.is_enabled() is ref.is_enabled() is False
+    from clgrad.cuda.amp import GradScaler, autocast  # noqa: F401  (the old import path)
+    assert importlib.import_module("clgrad.cuda.amp").GradScaler is clgrad.amp.GradScaler
+
+    @clgrad.autocast("cpu")
+    def f(v):
+        return v * 2
+    assert f(clgrad.ones(2)).tolist() == [2.0, 2.0]
+    assert clgrad.is_autocast_enabled() is False
+    assert clgrad.compile(m) is m and clgrad.compile(mode="max-autotune")(m) is m
