@@ -247,3 +247,9 @@ def test_amp_runs_full_precision_like_a_disabled_scaler():
     assert f(clgrad.ones(2)).tolist() == [2.0, 2.0]
     assert clgrad.is_autocast_enabled() is False
     assert clgrad.compile(m) is m and clgrad.compile(mode="max-autotune")(m) is m
+
+
+def test_get_default_dtype():
+    assert clgrad.get_default_dtype() is clgrad.float32
+    assert str(torch.get_default_dtype()) == "torch.float32"
+    assert clgrad.tensor([1.5]).dtype is clgrad.get_default_dtype()
