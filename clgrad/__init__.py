@@ -116,3 +116,4 @@ del _h4
 from clgrad import amp  # noqa: E402
 from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,A004
 from clgrad.dtypes import get_default_dtype  # noqa: E402
+from clgrad import distributions  # noqa: E402
