@@ -338,3 +338,38 @@ for _name, _fn in {"addcmul_": cp.addcmul, "addcdiv_": cp.addcdiv, "lerp_": cp.l
     _method(_inplace_binary(_fn, _name) if _name != "erf_" else _inplace_unary(_fn, _name),
             _name)
 Tensor.ger = cp.outer
+
+
+def _deepcopy(self, memo):
+    """``copy.deepcopy`` (so ``copy.deepcopy(model)`` works, as in PyTorch): a tensor of the
+    same type, shape, strides and offset over a copy of the storage (copied once per deepcopy
+    call, so views of one storage stay views of one new storage), with requires_grad and a
+    deep copy of ``.grad``.
+
+    Raises:  RuntimeError for a tensor that is not a graph leaf (PyTorch's rule)
+    """
+    import copy
+    if id(self) in memo:
+        return memo[id(self)]
+    if self._grad_fn is not None:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment")
+    st = memo.get(id(self._storage))
+    if st is None:
+        whole = Tensor(self._storage, (self._storage.size,), (1,), 0)
+        with autograd.no_grad():
+            st = ew.contiguous(whole, force_copy=True)._storage
+        memo[id(self._storage)] = st
+        copy._keep_alive(self._storage, memo)  # its id must not be reused during this copy
+    base = copy.deepcopy(self._base, memo) if self._base is not None else None
+    new = type(self).__new__(type(self))
+    Tensor.__init__(new, st, self._shape, self._strides, self._offset, base=base)
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self._grad is not None:
+        new._grad = copy.deepcopy(self._grad, memo)
+    memo[id(self)] = new
+    return new
+
+
+Tensor.__deepcopy__ = _deepcopy

@@ -33,3 +33,5 @@ from clgrad.nn.padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # n
                                ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from clgrad.nn.parallel import DataParallel  # noqa: F401,E402
 from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
+from clgrad.nn.transformer import (Transformer, TransformerEncoder,  # noqa: F401,E402
+                                   TransformerEncoderLayer)
