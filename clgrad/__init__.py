@@ -2,6 +2,8 @@
 
 The public names follow PyTorch, so ``import clgrad as torch`` runs code that uses them.
 """
+import sys as _sys
+
 from clgrad import dtypes as _dtypes
 from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64
@@ -96,10 +98,13 @@ globals().update(_h4)
 del _h4
 
 # -- h4 (issue 22): legacy tensor types, torch.random, get/set_rng_state ---------------------
-from clgrad import random  # noqa: E402
+# (the file is _rng.py, not random.py: a script run from inside clgrad/, as the device probe
+# is, would otherwise import it in place of the standard library's random)
+from clgrad import _rng as random  # noqa: E402
 from clgrad._legacy import cpu_types as _cpu_types  # noqa: E402
-from clgrad.random import fork_rng as _fork_rng  # noqa: E402,F401
-from clgrad.random import get_rng_state, set_rng_state  # noqa: E402
+from clgrad._rng import get_rng_state, set_rng_state  # noqa: E402
+
+_sys.modules[__name__ + ".random"] = random  # ``import clgrad.random`` (torch.random)
 
 globals().update(_cpu_types)
 del _cpu_types

@@ -134,13 +134,13 @@ __all__ += list(_cuda_types)
 
 def get_rng_state(device="cuda"):
     """The global generator's state (clgrad has one generator for every device)."""
-    from clgrad.random import get_rng_state as _get
+    from clgrad._rng import get_rng_state as _get
     return _get()
 
 
 def set_rng_state(new_state, device="cuda") -> None:
     """Restore the global generator (clgrad has one generator for every device)."""
-    from clgrad.random import set_rng_state as _set
+    from clgrad._rng import set_rng_state as _set
     _set(new_state)
 
 from clgrad.amp import _cuda_amp_module  # noqa: E402

@@ -1,5 +1,7 @@
-"""``torch.random``: the global generator's seed and state (``get_rng_state`` /
-``set_rng_state``, ``fork_rng``), on clgrad's one NumPy PCG64 generator (clgrad/creation.py).
+"""``torch.random`` (``clgrad.random``): the global generator's seed and state
+(``get_rng_state`` / ``set_rng_state``, ``fork_rng``), on clgrad's one NumPy PCG64 generator
+(clgrad/creation.py). The file is _rng.py, not random.py, so that it never shadows the standard
+library's random for a script run from inside clgrad/ (as the device probe is).
 
 The state is a uint8 tensor, as PyTorch's, but of clgrad's own layout (45 bytes: the 128-bit
 PCG64 state and increment, the buffered 32-bit half, the initial seed), so it restores only
