@@ -985,3 +985,31 @@ def test_post_accumulate_grad_hook_rejects_non_leaves():
         (w * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(RuntimeError, match="doesn't require"):
         leaf([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)
+
+
+# -- helper h2: pow's masked gradients, hook type checks, concurrent accumulation --------------
+@pytest.mark.parametrize("kind", ["tensor**tensor", "tensor**0", "tensor**0.0", "tensor**3",
+                                  "0**tensor", "0.0**tensor", "2**tensor", "-2.0**tensor"])
+def test_pow_gradient_at_zero_is_masked_as_pytorch(kind):
+    """d(x**0)/dx at x = 0 and d(0**t)/dt for t >= 0 are 0 (PyTorch's pow_backward_self and
+    pow_backward_exponent masks), not 0 * inf = NaN or -inf."""
+    import torch
+    base = np.array([0., 0., 0., 2., -1.5, 0.5], np.float32)
+    ex = np.array([0., 2., -1., 0., 3., -0.5], np.float32)
+    fns = {"tensor**tensor": lambda a, b: a ** b, "tensor**0": lambda a, b: a ** 0,
+           "tensor**0.0": lambda a, b: a ** 0.0, "tensor**3": lambda a, b: a ** 3,
+           "0**tensor": lambda a, b: 0 ** b, "0.0**tensor": lambda a, b: 0.0 ** b,
+           "2**tensor": lambda a, b: 2 ** b, "-2.0**tensor": lambda a, b: (-2.0) ** b}
+
+    def grads(m):
+        a, b = m.tensor(base, requires_grad=True), m.tensor(ex, requires_grad=True)
+        fns[kind](a, b).sum().backward()
+        return [None if t.grad is None else t.grad.numpy() for t in (a, b)]
+    for got, want in zip(grads(clgrad), grads(torch)):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    if kind == "tensor**0":
+        assert grads(clgrad)[0][0] == 0.0
+    if kind == "0**tensor":
+        np.testing.assert_array_equal(grads(clgrad)[1][:2], [0.0, 0.0])
