@@ -1013,3 +1013,61 @@ def test_pow_gradient_at_zero_is_masked_as_pytorch(kind):
         assert grads(clgrad)[0][0] == 0.0
     if kind == "0**tensor":
         np.testing.assert_array_equal(grads(clgrad)[1][:2], [0.0, 0.0])
+
+
+def test_hook_changing_dtype_or_size_raises_as_pytorch():
+    """A hook's return replaces the gradient only if dtype, device and shape stay the same:
+    `g.double()` on a float32 leaf used to turn .grad into float64 silently."""
+    def to_double(g):
+        return g.double()
+
+    for leaf in (True, False):
+        x = clgrad.ones(3, requires_grad=True)
+        y = x if leaf else x * 2
+        y.register_hook(to_double)
+        with pytest.raises(RuntimeError, match=r"hook 'to_double' has changed the type of value "
+                                               r"\(was torch.FloatTensor got torch.DoubleTensor"):
+            (y * 1).sum().backward()
+        assert x.grad is None
+        x = clgrad.ones(3, requires_grad=True)
+        z = x if leaf else x * 2
+        z.register_hook(lambda g: g[:2])
+        with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the size of value"):
+            (z * 1).sum().backward()
+    x = clgrad.ones(3, requires_grad=True)
+    x.register_hook(lambda g: 3)
+    with pytest.raises(TypeError, match="expected Variable, but hook returned 'int'"):
+        x.sum().backward()
+    x = clgrad.ones(3, requires_grad=True)
+    x.register_hook(lambda g: g * 2)  # same dtype, device and shape: replaces the gradient
+    x.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+
+
+@pytest.mark.parametrize("retained", [False, True])
+def test_concurrent_backward_into_one_leaf_is_exact(retained):
+    """4 threads x 300 backward passes into one shared leaf: .grad is exactly 4 * 300 * 2.5
+    (each accumulation reads .grad then writes it; unlocked, sums were lost: 933 of 1200)."""
+    w = clgrad.zeros(5, requires_grad=True)
+    mid = w * 1.0
+    if retained:
+        mid.retain_grad()
+    threads, n, errors = 4, 300, []
+    bar = threading.Barrier(threads)
+
+    def work():
+        try:
+            bar.wait()
+            for _ in range(n):
+                (mid * 2.5).sum().backward(retain_graph=True)
+        except Exception as e:  # noqa: BLE001 — reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(5, threads * n * 2.5, np.float32))
+    if retained:
+        np.testing.assert_array_equal(mid.grad.numpy(), np.full(5, threads * n * 2.5))
