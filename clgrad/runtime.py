@@ -183,12 +183,21 @@ class Device:
         self.allocated = 0
         from clgrad._probe import fp32_options
         self.build_options = fp32_options(cl, cl_device)
-        self.context = cl.Context([cl_device])
-        self.queue = cl.CommandQueue(self.context)
-        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+        # One lock for discovery, context, queue, program builds, allocations, launches and
+        # copies of every device (_LOCK): two threads making their first tensors at once on
+        # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
+        self._lock = _LOCK
+        with self._lock:
+            self.context = cl.Context([cl_device])
+            self.queue = cl.CommandQueue(self.context)
+            self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+            # The driver's own first use (NVIDIA initialises a context lazily, at its first
+            # command) happens here, under the lock, not in whichever threads come first.
+            warm = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 16)
+            cl.enqueue_copy(self.queue, warm, np.zeros(4, np.float32), is_blocking=True)
+            self.queue.finish()
         self._programs: dict = {}
         self._kernels: dict = {}
-        self._lock = threading.RLock()
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
@@ -320,6 +329,18 @@ class Device:
                 kernel._set_arg_buf_multi(tuple(val))
             _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
             _LAUNCHES[0] += 1
+
+    def copy(self, dst, src, **kwargs):
+        """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued
+        under the lock like every launch, then waited for outside it."""
+        with self._lock:
+            ev = cl.enqueue_copy(self.queue, dst, src, is_blocking=False, **kwargs)
+        ev.wait()
+
+    def fill(self, buffer, pattern: np.ndarray, offset: int, size: int):
+        """``cl.enqueue_fill_buffer`` (bytes ``offset .. offset + size``), under the lock."""
+        with self._lock:
+            cl.enqueue_fill_buffer(self.queue, buffer, pattern, offset, size)
 
     def synchronize(self):
         """Block until every command queued on this device has finished."""

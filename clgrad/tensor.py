@@ -12,7 +12,6 @@ storage; every view keeps ``_base`` pointing at its root.
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from clgrad import dtypes, layout
 from clgrad.runtime import Device, default_device
@@ -78,8 +77,8 @@ class Storage:
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;
         no version bump: callers that change what a tensor holds bump it themselves)."""
-        cl.enqueue_copy(self.device.queue, self.buffer, np.ascontiguousarray(values),
-                        dst_offset=offset * self.dtype.itemsize, is_blocking=True)
+        self.device.copy(self.buffer, np.ascontiguousarray(values),
+                         dst_offset=offset * self.dtype.itemsize)
 
 
 class Tensor:
@@ -297,8 +296,8 @@ class Tensor:
             src = self.contiguous()
         out = np.empty(self._shape, dtype=self.dtype.np)
         if out.size:
-            cl.enqueue_copy(self.device.queue, out, src._storage.buffer,
-                            src_offset=src._offset * self.dtype.itemsize, is_blocking=True)
+            self.device.copy(out, src._storage.buffer,
+                             src_offset=src._offset * self.dtype.itemsize)
         return out
 
     def tolist(self):

@@ -365,3 +365,32 @@ def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
                         "r._clear_stale_cache_lock()"], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0 and lock.exists()
+
+
+def test_first_use_by_several_threads_computing_at_once_does_not_crash():
+    """(helper h2) N threads, released together by a barrier, each make their first tensor on
+    the default device and compute with kernels not built yet (matmul, sum, softmax, exp,
+    a host read): every result right, and no crash. Run in a child process, so that a
+    SIGSEGV (NVIDIA's OpenCL, when device first use was not under one lock) fails this test
+    instead of killing pytest."""
+    code = ("import sys, threading, numpy as np, clgrad\n"
+            "sys.setswitchinterval(1e-6)\n"
+            "N = 8; go = threading.Barrier(N); out = [None] * N; errs = []\n"
+            "def work(i):\n"
+            "    try:\n"
+            "        go.wait()\n"
+            "        a = clgrad.full((16, 24), float(i + 1))\n"
+            "        b = clgrad.ones(24, 8)\n"
+            "        c = (a @ b).sum() + clgrad.softmax(b, 1).sum() + clgrad.exp(a * 0).sum()\n"
+            "        out[i] = c.item()\n"
+            "    except BaseException as e:\n"
+            "        errs.append(repr(e))\n"
+            "ts = [threading.Thread(target=work, args=(i,)) for i in range(N)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "print(errs or out)\n")
+    env = {k: v for k, v in os.environ.items() if v}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, f"child exited {r.returncode}: {r.stderr[-2000:]}"
+    want = [(i + 1) * 24 * 16 * 8 + 24 + 16 * 24 for i in range(8)]
+    assert r.stdout.strip() == str([float(w) for w in want]), r.stdout + r.stderr[-2000:]
