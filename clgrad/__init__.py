@@ -79,3 +79,6 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: E402

@@ -123,3 +123,9 @@ def memory_allocated(device=None) -> int:
     if device is not None:
         _gpu(device)
     return _total()
+
+
+# -- helper h2 (issue 20): torch.cuda.OutOfMemoryError ---------------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: E402
+
+__all__ += ["OutOfMemoryError"]

@@ -95,7 +95,10 @@ _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, n
 
 
 class OutOfMemoryError(DeviceError, MemoryError):
-    """An allocation would exceed the device's memory (PyTorch: torch.cuda.OutOfMemoryError)."""
+    """An allocation would exceed the device's memory, or a single buffer the device's
+    CL_DEVICE_MAX_MEM_ALLOC_SIZE (PyTorch: torch.cuda.OutOfMemoryError). A RuntimeError (as
+    PyTorch's) and a MemoryError; also ``clgrad.OutOfMemoryError`` and
+    ``clgrad.cuda.OutOfMemoryError``."""
 
 
 def kernel_dir() -> Path:
@@ -180,6 +183,7 @@ class Device:
         self.max_work_group_size = cl_device.max_work_group_size
         self.local_mem_size = cl_device.local_mem_size
         self.total_memory = int(cl_device.global_mem_size)
+        self.max_alloc = int(cl_device.max_mem_alloc_size)  # the largest single buffer
         self.allocated = 0
         from clgrad._probe import fp32_options
         self.build_options = fp32_options(cl, cl_device)
@@ -215,7 +219,7 @@ class Device:
         with self._lock:
             if self.allocated + nbytes > self.total_memory:
                 self.pool.free_held()
-                raise self._oom(nbytes)
+                raise self.out_of_memory(nbytes)
             try:
                 buf = self.pool.allocate(nbytes)
             except (cl.MemoryError, cl.RuntimeError, MemoryError):
@@ -223,7 +227,7 @@ class Device:
                 try:
                     buf = self.pool.allocate(nbytes)
                 except (cl.MemoryError, cl.RuntimeError, MemoryError):
-                    raise self._oom(nbytes) from None
+                    raise self.out_of_memory(nbytes) from None
             self.allocated += nbytes
             return buf
 
@@ -232,13 +236,23 @@ class Device:
         with self._lock:
             self.allocated -= max(int(nbytes), 16)
 
-    def _oom(self, nbytes):
+    def out_of_memory(self, nbytes: int, what: str = "") -> OutOfMemoryError:
+        """The OutOfMemoryError for an allocation of ``nbytes`` (``what``: what it was for):
+        what was asked, what is in use, and both limits of the device, its global memory and
+        the largest single buffer it allows (CL_DEVICE_MAX_MEM_ALLOC_SIZE)."""
         gib = 2 ** 30
+        single = nbytes > self.max_alloc
+        why = ("more than the largest buffer it allows" if single else
+               "more than is free")
         return OutOfMemoryError(
             f"out of memory on {self.name!r}: tried to allocate {nbytes} bytes "
-            f"({nbytes / gib:.2f} GiB) with {self.allocated} bytes ({self.allocated / gib:.2f} "
-            f"GiB) in use of {self.total_memory} bytes ({self.total_memory / gib:.2f} GiB); "
-            f"free tensors you no longer need or use smaller batches")
+            f"({nbytes / gib:.2f} GiB){' for ' + what if what else ''}, {why}; "
+            f"{self.allocated} bytes ({self.allocated / gib:.2f} GiB) in use of "
+            f"{self.total_memory} bytes ({self.total_memory / gib:.2f} GiB) of global memory; "
+            f"the largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is {self.max_alloc} "
+            f"bytes ({self.max_alloc / gib:.2f} GiB); "
+            + ("split the tensor into smaller ones" if single else
+               "free tensors you no longer need or use smaller batches"))
 
     # -- programs -----------------------------------------------------------------------------
     def program(self, file: str, defines: dict | None = None) -> cl.Program:

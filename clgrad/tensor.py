@@ -58,12 +58,8 @@ class Storage:
         self.device = device
         self.version = 0
         nbytes = self.size * dtype.itemsize
-        limit = device.cl_device.max_mem_alloc_size
-        if nbytes > limit:
-            raise RuntimeError(f"allocation: a tensor of {self.size} {dtype.name} elements needs "
-                               f"{nbytes} bytes ({nbytes / 2**30:.2f} GiB), more than the "
-                               f"largest buffer {device.name!r} allows ({limit} bytes, "
-                               f"{limit / 2**30:.2f} GiB)")
+        if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
+            raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")
         self.buffer = device.alloc(nbytes)
         self.nbytes = nbytes  # set only once allocated: __del__ gives back what was counted
         _ALLOCATED[0] += nbytes
