@@ -320,3 +320,28 @@ def test_float16_var_gradient_flows_through_float32():
     exact = 2 / 3 * (x.astype(np.float64) - x.astype(np.float64).mean())
     np.testing.assert_allclose(a.grad.numpy(), exact, rtol=2 ** -11)
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=2 ** -10)
+
+
+@_FP16
+def test_float16_softmax_sums_in_float32():
+    """A float16 sum of exps overflows past 65504: softmax over 70000 zeros was 0 (PyTorch:
+    1/70000 = 1.43e-05); random rows are within half a float16 ulp of the float64 softmax."""
+    import torch
+    got = clgrad.softmax(clgrad.zeros(70000, dtype=clgrad.float16), 0)
+    assert got.dtype == clgrad.float16
+    np.testing.assert_array_equal(got.numpy(), np.full(70000, 1 / 70000, np.float16))
+    x = (np.random.default_rng(0).standard_normal((4, 5000)) * 3).astype(np.float16)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(1, keepdims=True))
+    for name, exact in (("softmax", e / e.sum(1, keepdims=True)),
+                        ("log_softmax", np.log(e / e.sum(1, keepdims=True)))):
+        y = getattr(clgrad, name)(clgrad.tensor(x), 1).numpy().astype(np.float64)
+        ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+        assert (np.abs(y - exact) <= 0.5001 * ulp).all(), name
+    a = clgrad.tensor(x[:, :50], requires_grad=True)
+    t = torch.tensor(x[:, :50], requires_grad=True)
+    w = np.random.default_rng(1).standard_normal((4, 50)).astype(np.float16)
+    (clgrad.softmax(a, 1) * clgrad.tensor(w)).sum().backward()
+    (torch.softmax(t, 1) * torch.tensor(w)).sum().backward()
+    assert a.grad.dtype == clgrad.float16
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=2 ** -9, atol=2 ** -14)
