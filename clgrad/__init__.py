@@ -81,4 +81,4 @@ from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
 
 # -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
-from clgrad.runtime import OutOfMemoryError  # noqa: E402
+from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
