@@ -168,8 +168,12 @@ def fit(args) -> dict:
     with _blame("--out", args.out):
         out_dir.mkdir(parents=True, exist_ok=True)
     if args.resume:
-        with _blame("--resume", args.resume), open(args.resume, "rb"):
-            pass  # exists and is a readable file (its contents are checked when loaded)
+        with _blame("--resume", args.resume):
+            if not Path(args.resume).exists():  # the words serialization.load uses
+                raise FileNotFoundError(f"load: expected a checkpoint file at {args.resume}, "
+                                        f"got no such file")
+            with open(args.resume, "rb"):
+                pass  # a readable file (its contents are checked when loaded)
     if args.device and world == 1:
         with _blame("--device", args.device):
             runtime.set_default_device(args.device)
