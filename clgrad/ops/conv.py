@@ -342,8 +342,8 @@ def _log_choice(pass_name: str, p: Problem, w: Tensor, first: str, algo: str):
     _LOGGED.add(key)
     fell = "" if algo == first else f" ({first} cannot run it)"
     _log.logger.debug("conv2d %s auto: %s%s for N=%d G=%d C/G=%d O/G=%d %dx%d -> %dx%d "
-                      "k=%dx%d stride=%d,%d pad=%d,%d dilation=%d,%d zero-insertion=%d,%d on %s", pass_name, algo, fell, *shape,
-                      w.device.name)
+                      "k=%dx%d stride=%d,%d pad=%d,%d dilation=%d,%d zero-insertion=%d,%d "
+                      "on %s", pass_name, algo, fell, *shape, w.device.name)
 
 
 def _kernels(algo: str, pass_name: str, dev):

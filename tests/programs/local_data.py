@@ -3,7 +3,8 @@
 Only NumPy: the same arrays feed the program under clgrad and under PyTorch.
 
     mnist_like(train)   the 8x8 digits clgrad ships (scikit-learn's, in
-                        clgrad/utils/data/_digits/digits.csv.gz, read here without clgrad) as MNIST-shaped images: (N, 1, 28, 28)
+                        clgrad/utils/data/_digits/digits.csv.gz, read here without clgrad)
+                        as MNIST-shaped images: (N, 1, 28, 28)
                         float32, each pixel repeated 3x3 (24x24) and padded by 2 zeros, scaled
                         to [0, 1] and (normalize=True) normalised with MNIST's (0.1307, 0.3081);
                         int64 labels
