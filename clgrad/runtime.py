@@ -556,8 +556,8 @@ def _probe(found):
     if not todo:
         return
     _log.notice(f"probing {len(todo)} OpenCL device(s): "
-                f"{', '.join(f'{c.name} [{c.platform_name}]' for c in todo)} (first run only, "
-                f"up to {_PROBE_TIMEOUT_S} s each; verdicts cached in {path})")
+                f"{', '.join(f'{c.name} [{c.platform_name}]' for c in todo)} (first run only: "
+                f"one tiny kernel each, seconds; verdicts cached in {path})")
     import time
     start = time.perf_counter()
     results = _run_probe([c.spec for c in todo])
