@@ -1,38 +1,6 @@
-"""OpenCL device layer: runtimes, device choice, context, queue, memory, programs, launches.
+"""Discovery and probing: which OpenCL devices exist, which work, which one is the default.
 
-Nothing here knows about tensors or ops. Programs are built once per (context, file, defines)
-and cached in memory; pyopencl caches the binaries on disk across processes.
-
-Runtimes. Besides every OpenCL driver registered on the system (``/etc/OpenCL/vendors``, or the
-folder ``OCL_ICD_VENDORS`` names), clgrad makes the CPU runtimes installed from pip visible:
-PoCL (``pocl-binary-distribution``, through pyopencl's bundled ICD loader) and Intel's OpenCL
-CPU runtime (``intel-opencl-rt`` + ``intel-cmplr-lib-rt``), which also runs on AMD CPUs. Before
-the first platform query it writes a vendors folder of its own (in clgrad's cache folder,
-``CLGRAD_CACHE_DIR`` or ``$XDG_CACHE_HOME/clgrad`` or ``~/.cache/clgrad``, else the temporary
-folder) listing those ICDs, and points ``OCL_ICD_VENDORS`` at it. Nothing is registered system
-wide.
-
-Probe before trusting. Every device is probed once: a separate process builds and runs one
-tiny kernel on it (``clgrad/_probe.py``), so a runtime that cannot compile for this CPU (the
-PoCL 3.0 of pyopencl's wheel on AMD Zen 5: ``unknown target CPU 'generic'``), that crashes or
-that hangs is found without harm. The verdict is cached per platform, device and driver version
-(``probe.json`` in the cache folder), so later processes pay nothing. A device that failed is
-never chosen; ``python -m clgrad devices`` lists it as unusable with the reason.
-
-Device choice (``CLGRAD_DEVICE``): ``cpu``, ``gpu``, ``cuda`` (= ``gpu``), ``cpu:N``/``gpu:N``/
-``cuda:N`` (the N-th usable device of that kind), ``P:D`` (platform and device indices as listed
-by ``clgrad.devices()``), or a case-insensitive substring of the platform name and version
-(``intel``, ``pocl``, ``nvidia``) or of the device name; platform matches win over device-name
-matches. Default: the first usable GPU, else the usable CPU device of the preferred CPU runtime
-(``CPU_RUNTIME_PREFERENCE``: Intel's, then PoCL, then any), else any usable device.
-Indices (``cpu:N``, ``cuda:N``) count usable devices of a kind in that order, the device
-``CLGRAD_DEVICE`` names first, so that ``cpu``/``cuda`` mean the device the user chose.
-
-Thread safety: device discovery and choice, program builds, allocations and kernel launches
-(argument setting + enqueue, which must not interleave on a shared kernel object) each hold a
-lock, so ops may be called from several threads. Results of ops issued from different threads
-are ordered only by the device's single in-order queue; a tensor written in one thread and read
-in another needs the usual synchronisation between those threads.
+See the package docstring (clgrad/runtime/__init__.py) for runtimes, probing and device choice.
 """
 from __future__ import annotations
 
@@ -43,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -51,17 +18,12 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad.errors import DeviceError
+from clgrad.runtime.device import Device, _fp_support, _kind_of, cache_dir
 
-__all__ = ["Device", "devices", "default_device", "set_default_device", "get_device",
-           "synchronize", "kernel_dir", "launch_count", "cache_dir", "CPU_RUNTIME_PREFERENCE",
-           "OutOfMemoryError"]
+__all__ = ["devices", "default_device", "set_default_device", "get_device", "synchronize",
+           "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
 
-_PKG = Path(__file__).resolve().parent
-
-# pyopencl's binary cache reads os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] when the cache
-# itself fails (e.g. two processes writing one entry), and the KeyError of an unset variable
-# then aborts a build that would have succeeded from source. Unset means "warn and build".
-os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "")
+_PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder (holds _probe.py)
 
 STALE_LOCK_S = 120  # pyopencl holds its cache lock for one cache read or write: milliseconds
 
@@ -92,238 +54,6 @@ CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
 
 _PROBE_VERSION = 1      # bump when the probe kernel changes, to re-probe every device
 _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
-
-
-class OutOfMemoryError(DeviceError, MemoryError):
-    """An allocation would exceed the device's memory (PyTorch: torch.cuda.OutOfMemoryError)."""
-
-
-def kernel_dir() -> Path:
-    """The folder holding the ``*.cl`` sources: inside the installed package, or the checkout's."""
-    for cand in (_PKG / "kernels", _PKG.parent / "kernels"):
-        if (cand / "common.h").is_file():
-            return cand
-    raise DeviceError(f"kernels: expected common.h in {_PKG / 'kernels'} or "
-                      f"{_PKG.parent / 'kernels'}, found neither")
-
-
-def cache_dir() -> Path:
-    """clgrad's cache folder (created): ``CLGRAD_CACHE_DIR``, ``$XDG_CACHE_HOME/clgrad``,
-    ``~/.cache/clgrad``, or ``<tmp>/clgrad-<uid>`` when none of those is writable."""
-    env = os.environ.get("CLGRAD_CACHE_DIR")
-    cands = [Path(env)] if env else []
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        cands.append(Path(xdg) / "clgrad")
-    try:
-        cands.append(Path.home() / ".cache" / "clgrad")
-    except RuntimeError:  # no home directory
-        pass
-    cands.append(Path(tempfile.gettempdir()) / f"clgrad-{os.getuid()}")
-    for c in cands:
-        try:
-            c.mkdir(parents=True, exist_ok=True)
-            if os.access(c, os.W_OK):
-                return c
-        except OSError:
-            continue
-    raise DeviceError(f"cache: none of {[str(c) for c in cands]} is a writable folder; set "
-                      f"CLGRAD_CACHE_DIR")
-
-
-_LAUNCHES = [0]
-_BY_VALUE = (bytes, np.generic, np.ndarray)
-_ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (set_arg)
-_enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
-#                                            global_offset, wait_for, g_times_l, allow_empty)
-
-
-def launch_count() -> int:
-    """Number of kernels launched so far in this process (for tests of launch counts)."""
-    return _LAUNCHES[0]
-
-
-def _kind_of(d: cl.Device) -> str:
-    """'gpu', 'cpu' or 'other' from the device type bits."""
-    t = d.type
-    return "gpu" if t & cl.device_type.GPU else "cpu" if t & cl.device_type.CPU else "other"
-
-
-def _fp_support(d: cl.Device) -> tuple:
-    """(float64, float16) support: the extensions, or a double config (OpenCL 3.0 optional)."""
-    ext = d.extensions
-    return "cl_khr_fp64" in ext or d.double_fp_config != 0, "cl_khr_fp16" in ext
-
-
-class Device:
-    """One OpenCL device with its context, in-order queue, memory pool and program cache.
-
-    Attributes: ``name``, ``kind`` ('cpu' | 'gpu' | 'other'), ``type`` (PyTorch's word:
-    'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
-    GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
-    ``platform_index``, ``device_index``, ``fp64`` and ``fp16`` (extension support),
-    ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
-    ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
-    """
-
-    def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
-                 index: int | None = None):
-        self.cl_device = cl_device
-        self.platform_index = platform_index
-        self.device_index = device_index
-        self.name = cl_device.name.strip()
-        self.platform = cl_device.platform.name.strip()
-        self.kind = _kind_of(cl_device)
-        self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
-        self.index = index
-        self.fp64, self.fp16 = _fp_support(cl_device)
-        self.max_work_group_size = cl_device.max_work_group_size
-        self.local_mem_size = cl_device.local_mem_size
-        self.total_memory = int(cl_device.global_mem_size)
-        self.allocated = 0
-        from clgrad._probe import fp32_options
-        self.build_options = fp32_options(cl, cl_device)
-        self.context = cl.Context([cl_device])
-        self.queue = cl.CommandQueue(self.context)
-        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
-        self._programs: dict = {}
-        self._kernels: dict = {}
-        self._lock = threading.RLock()
-
-    def __repr__(self):
-        return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
-
-    # -- memory -------------------------------------------------------------------------------
-    def alloc(self, nbytes: int):
-        """A buffer of at least ``nbytes`` bytes (at least 16) from the memory pool.
-
-        Counts the bytes in ``allocated`` (``free(nbytes)`` gives them back).
-        Raises:  OutOfMemoryError if live buffers plus this one would exceed ``total_memory``,
-                 or if the runtime itself refuses (the message has what was asked, what is in
-                 use and what the device has).
-        """
-        nbytes = max(int(nbytes), 16)
-        with self._lock:
-            if self.allocated + nbytes > self.total_memory:
-                self.pool.free_held()
-                raise self._oom(nbytes)
-            try:
-                buf = self.pool.allocate(nbytes)
-            except (cl.MemoryError, cl.RuntimeError, MemoryError):
-                self.pool.free_held()  # cached blocks first, then once more
-                try:
-                    buf = self.pool.allocate(nbytes)
-                except (cl.MemoryError, cl.RuntimeError, MemoryError):
-                    raise self._oom(nbytes) from None
-            self.allocated += nbytes
-            return buf
-
-    def free(self, nbytes: int):
-        """Give back the count of a buffer from ``alloc`` (the pool recycles the buffer)."""
-        with self._lock:
-            self.allocated -= max(int(nbytes), 16)
-
-    def _oom(self, nbytes):
-        gib = 2 ** 30
-        return OutOfMemoryError(
-            f"out of memory on {self.name!r}: tried to allocate {nbytes} bytes "
-            f"({nbytes / gib:.2f} GiB) with {self.allocated} bytes ({self.allocated / gib:.2f} "
-            f"GiB) in use of {self.total_memory} bytes ({self.total_memory / gib:.2f} GiB); "
-            f"free tensors you no longer need or use smaller batches")
-
-    # -- programs -----------------------------------------------------------------------------
-    def program(self, file: str, defines: dict | None = None) -> cl.Program:
-        """The program built from ``kernels/<file>`` with ``-D`` defines, cached."""
-        key = (file, tuple(sorted((defines or {}).items())))
-        prg = self._programs.get(key)
-        if prg is None:
-            with self._lock:
-                prg = self._programs.get(key)
-                if prg is None:
-                    prg = self._build(file, defines or {})
-                    self._programs[key] = prg
-        return prg
-
-    def kernel(self, file: str, name: str, defines: dict | None = None) -> cl.Kernel:
-        """The kernel ``name`` of ``program(file, defines)``, cached per (file, defines, name)."""
-        key = (file, name, *defines.items()) if defines else (file, name)  # no sort: hot path
-        k = self._kernels.get(key)
-        if k is None:
-            with self._lock:
-                k = self._kernels.get(key)
-                if k is None:
-                    k = getattr(self.program(file, defines), name)
-                    self._kernels[key] = k
-        return k
-
-    def kernel_local_mem(self, file: str, name: str, defines: dict | None = None) -> int:
-        """Bytes of local memory kernel ``name`` uses by itself (its ``__local`` variables and
-        what the implementation reserves: CL_KERNEL_LOCAL_MEM_SIZE of a fresh kernel object,
-        so no local arguments are counted), cached. Planners add their local arguments to it
-        before comparing with ``local_mem_size``."""
-        key = ("local_mem", file, name, tuple(sorted((defines or {}).items())))
-        got = self._kernels.get(key)
-        if got is None:
-            with self._lock:
-                k = cl.Kernel(self.program(file, defines), name)
-                got = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
-                                                self.cl_device))
-                self._kernels[key] = got
-        return got
-
-    def _build(self, file: str, defines: dict) -> cl.Program:
-        kdir = kernel_dir()
-        path = kdir / file
-        src = path.read_text()
-        opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
-        opts += self.build_options
-        if self.fp64:
-            opts.append("-DCLGRAD_HAS_FP64=1")
-        try:
-            with warnings.catch_warnings():  # a successful build's log is only remarks
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                return cl.Program(self.context, src).build(options=opts)
-        except cl.RuntimeError as e:  # carries the build log
-            raise DeviceError(f"build of kernels/{file} failed on {self.name!r} with defines "
-                              f"{defines}:\n{e}") from None
-
-    def launch(self, kernel: cl.Kernel, global_size, local_size, *args):
-        """Enqueue ``kernel`` with ``args``; each global size is rounded up to its local size.
-
-        ``args``: buffers, bytes, NumPy scalars or contiguous NumPy arrays (by-value structs, see
-        ``pack``), or anything ``Kernel.set_arg`` takes. Buffers are set in one
-        ``_set_arg_multi`` call and by-value arguments in one ``_set_arg_buf_multi`` call (the
-        calls pyopencl's own generated invokers make): ``set_args`` costs ~20 µs per by-value
-        argument on PoCL, these ~1 µs for all of them. Setting the arguments and enqueueing
-        hold the device's lock: kernel objects are shared, so two threads must not interleave.
-        """
-        if local_size is not None:
-            global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
-        mem, val, other = [], [], ()
-        for i, a in enumerate(args):
-            kind = _ARG_KIND.get(type(a))
-            if kind is None:
-                kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
-                                            isinstance(a, cl.MemoryObjectHolder) else 2)
-            if kind == 1:
-                val += (i, a)
-            elif kind == 0:
-                mem += (i, a)
-            else:
-                other += ((i, a),)
-        with self._lock:
-            for i, a in other:
-                kernel.set_arg(i, a)
-            if mem:
-                kernel._set_arg_multi(tuple(mem))
-            if val:
-                kernel._set_arg_buf_multi(tuple(val))
-            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
-            _LAUNCHES[0] += 1
-
-    def synchronize(self):
-        """Block until every command queued on this device has finished."""
-        self.queue.finish()
 
 
 # -- discovery ---------------------------------------------------------------------------------
@@ -716,9 +446,3 @@ def synchronize(device: Device | None = None):
     """Wait until the queue of ``device`` (default: the default device) has drained."""
     (device or default_device()).synchronize()
 
-
-def pack(values, length: int = 8) -> np.ndarray:
-    """Pack integers into an int64 array of ``length`` (a by-value struct argument)."""
-    a = np.zeros(length, dtype=np.int64)
-    a[:len(values)] = values
-    return a
