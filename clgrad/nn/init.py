@@ -236,3 +236,12 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor.device))
     bump_version(tensor)
     return tensor
+
+
+def _default_init(weight: Tensor, bias: Tensor | None):
+    """PyTorch's Linear/Conv init: kaiming_uniform_(a=sqrt(5)); bias U(+-1/sqrt(fan_in))."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
