@@ -6,8 +6,8 @@ from clgrad.creation import full
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "ReLU6", "Hardtanh", "GELU", "SiLU", "ELU", "Hardswish", "Hardsigmoid", "Softplus",
-           "Mish", "PReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "LeakyReLU", "ReLU6", "Hardtanh", "GELU", "SiLU", "ELU", "Hardswish",
+           "Hardsigmoid", "Softplus", "Mish", "PReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
 
 
 class ReLU(Module):

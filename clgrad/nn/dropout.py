@@ -1,4 +1,4 @@
-"""Channel dropout layers (PyTorch's Dropout1d, Dropout2d); see clgrad/ops/activation.py."""
+"""Dropout layers (PyTorch's Dropout, Dropout1d, Dropout2d); the math: clgrad/ops/dropout.py."""
 from __future__ import annotations
 
 from clgrad.nn import functional as F

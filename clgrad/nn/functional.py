@@ -7,7 +7,9 @@ from __future__ import annotations
 from clgrad.ops import elementwise as _ew
 from clgrad.ops import inplace as _ip
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
-from clgrad.ops.activation import dropout, leaky_relu, pad
+from clgrad.ops.activation import leaky_relu
+from clgrad.ops.dropout import dropout
+from clgrad.ops.padding import pad
 from clgrad.ops.loss import cross_entropy, log_softmax, mse_loss, nll_loss, softmax
 from clgrad.ops.matmul import linear
 from clgrad.ops.norm import batch_norm, local_response_norm
@@ -58,7 +60,7 @@ __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "kl_div", "one_hot", "normalize", "embedding"]
 
 # -- CNN layer set (issue 13): channel dropout ----------------------------------------------
-from clgrad.ops.activation import dropout1d, dropout2d  # noqa: E402
+from clgrad.ops.dropout import dropout1d, dropout2d  # noqa: E402
 
 __all__ += ["dropout1d", "dropout2d"]
 

@@ -7,7 +7,8 @@ from clgrad.nn import functional as F
 from clgrad.nn.module import Module
 from clgrad.tensor import Tensor
 
-__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
 
 
 class CrossEntropyLoss(Module):

@@ -13,7 +13,8 @@ from clgrad.ops import norm
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
-__all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
+           "InstanceNorm1d", "InstanceNorm2d"]
 
 
 class BatchNorm2d(Module):
