@@ -70,7 +70,7 @@ from clgrad.ops.random import bernoulli, normal  # noqa: E402
 
 # -- small integer dtypes, index_put, einsum, inference_mode (issue 13) ----------------------
 from clgrad.dtypes import uint8, int8, int16  # noqa: E402
-from clgrad.ops.index import index_put  # noqa: E402
+from clgrad.ops.indexing import index_put  # noqa: E402
 from clgrad.ops.einsum import einsum  # noqa: E402
 from clgrad.autograd import inference_mode  # noqa: E402
 short = int16

@@ -10,6 +10,7 @@ from clgrad import autograd, creation, dtypes
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.ops import index as ix
+from clgrad.ops import indexing as aix
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
 from clgrad.ops import views as vw
@@ -97,7 +98,7 @@ Tensor.__abs__ = ew.abs
 Tensor.__invert__ = lambda self: ew.logical_not(self)
 Tensor.__floordiv__ = lambda self, o: ew.div(self, o, rounding_mode="floor")
 Tensor.__getitem__ = vw.getitem
-Tensor.__setitem__ = ix.setitem
+Tensor.__setitem__ = aix.setitem
 
 for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
             ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
@@ -259,7 +260,7 @@ Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cums
 Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
 Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)
-Tensor.index_put_ = ix.index_put_
-Tensor.index_put = ix.index_put
+Tensor.index_put_ = aix.index_put_
+Tensor.index_put = aix.index_put
 Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
