@@ -7,8 +7,8 @@ clgrad/ops/conv_gpu.py) asks for one
 in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
-(kernels/conv.cl: one work item per work-group, register-blocked vectors) or 'gpu'
-(kernels/conv_gemm.cl: 16 x 16 work items sharing local-memory tiles).
+(kernels/conv_igemm_cpu.cl: one work item per work-group, register-blocked vectors) or 'gpu'
+(kernels/conv_gemm_gpu.cl: 16 x 16 work items sharing local-memory tiles).
 ``conv_workspace_limit``: bytes the im2col algorithm may hold at once (default 256 MiB); it
 chunks over the batch to stay under it (one sample is the smallest chunk).
 ``last_conv_algorithm``: the algorithm the latest conv2d pass ran (set by every pass), and

@@ -15,19 +15,20 @@ strides, still a view).
 
 Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``;
 their planners and launchers: clgrad/ops/conv_algorithms.py):
-  implicit   implicit GEMM, no workspace. CPUs: kernels/conv.cl, one work item per work-group
-             staging an input window in local memory and running a 6 x 16 register-blocked
-             micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE). GPUs: kernels/conv_gemm.cl,
-             16 x 16 work items sharing 64 x 64 tiles.
-  depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
+  implicit   implicit GEMM, no workspace. CPUs: kernels/conv_igemm_cpu.cl, one work item per
+             work-group staging an input window in local memory and running a 6 x 16
+             register-blocked micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE).
+             GPUs: kernels/conv_gemm_gpu.cl, 16 x 16 work items sharing 64 x 64 tiles.
+  depthwise  kernels/conv_dw_cpu.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
-  direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
+  direct     kernels/conv_direct_any.cl — one work item per output; any device, no local
+             memory.
   pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
              x (N, G, C, H*W) and y (N, G, O, H*W) views, the weight broadcast over samples.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
-  im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
-             (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
+  im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
+             batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
 An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
 (C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
@@ -72,8 +73,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
              larger than the padded input, non-positive stride/dilation/groups, negative
              padding, dtype or device mismatch; TypeError for non-tensors.
-    Kernels: kernels/conv.cl, conv_gemm.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl,
-             conv_dw_gpu.cl, conv_igemm_gpu.cl.
+    Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
+             conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
+             conv_igemm_gpu.cl.
     """
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow

@@ -12,7 +12,7 @@ reading the input through the caches, the taps and an input row segment in regis
 size, stride, dilation and insertion are compile-time constants, so the tap loops unroll.
 Weight and bias gradient: a two-stage reduction over N * oH * oW, work-groups of one (g, o)
 each summing a split of the output rows in registers and then across their work items in
-local memory into a small workspace ws[split][g][o][K+1], which conv.cl's ``wgrad_reduce``
+local memory into a small workspace ws[split][g][o][K+1], which conv_igemm_cpu.cl's ``wgrad_reduce``
 sums through the weight's grouped view. ``auto`` takes it on GPUs for few channel pairs per
 group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
 ``CLGRAD_CONV_DWG="fvx=4,fvy=4,fwg=128,wvx=4,wwg=256,wsplit=1"`` (any subset) to benchmark.
