@@ -1,7 +1,8 @@
 // kernels/conv_igemm_cpu.cl — implicit-GEMM convolution of a batch of groups for CPUs (see
 // conv.h for the problem; conv kernel files are named conv_<algorithm>_<cpu|gpu|any>.cl): no
-// workspace; a work-group of one work item stages an input window in local memory and runs register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns,
-// vectors along the output row), reading the weights through their view.
+// workspace; a work-group of one work item stages an input window in local memory and runs
+// register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns, vectors
+// along the output row), reading the weights through their view.
 // Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
 //   igemm:        (tiles, ceil(o / mc), n * g); local xt[cc*cp], koff[2*cc*kh*kw] (ints),
 //                 ot[(mc+4)*th*tw]. Forward, and the input gradient (see conv.h).
