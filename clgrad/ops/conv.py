@@ -43,6 +43,7 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad import backends
+from clgrad._args import _pair
 from clgrad.autograd import record
 from clgrad.ops import conv_algorithms as alg
 from clgrad.ops import conv_gpu
@@ -115,19 +116,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 # -- argument checks --------------------------------------------------------------------------
-def _pair(v, name):
-    if isinstance(v, (list, tuple)):
-        v = tuple(v)
-        if len(v) == 1:
-            v = v * 2
-        if len(v) != 2 or not all(isinstance(e, (int, np.integer)) for e in v):
-            raise RuntimeError(f"conv2d: expected {name} to be a single integer value or a list "
-                               f"of 2 values to match the convolution dimensions, but got "
-                               f"{name}={list(v)}")
-        return int(v[0]), int(v[1])
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise TypeError(f"conv2d: expected {name} to be an int or a pair of ints, got {v!r}")
-    return int(v), int(v)
+def _conv_pair(v, name):
+    """clgrad._args._pair with PyTorch's RuntimeError for a sequence of the wrong length."""
+    if isinstance(v, (list, tuple)) and len(v) not in (1, 2):
+        raise RuntimeError(f"conv2d: expected {name} to be a single integer value or a list "
+                           f"of 2 values to match the convolution dimensions, but got "
+                           f"{name}={list(v)}")
+    return _pair("conv2d", name, v, error=TypeError)
 
 
 def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
@@ -155,8 +150,8 @@ def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
     if groups < 1:
         raise RuntimeError(f"conv2d: non-positive groups is not supported: expected groups >= "
                            f"1, got groups={groups}")
-    sh, sw = _pair(stride, "stride")
-    dh, dw = _pair(dilation, "dilation")
+    sh, sw = _conv_pair(stride, "stride")
+    dh, dw = _conv_pair(dilation, "dilation")
     if sh < 1 or sw < 1:
         raise RuntimeError(f"conv2d: non-positive stride is not supported: expected stride > "
                            f"0, got stride={[sh, sw]}")
@@ -198,7 +193,7 @@ def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
             raise RuntimeError(f"conv2d: expected padding 'valid', 'same', an int or a pair of "
                                f"ints, got {padding!r}")
     else:
-        ph, pw = _pair(padding, "padding")
+        ph, pw = _conv_pair(padding, "padding")
         if ph < 0 or pw < 0:
             raise RuntimeError(f"conv2d: negative padding is not supported, got "
                                f"padding={[ph, pw]}")
