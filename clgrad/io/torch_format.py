@@ -38,6 +38,7 @@ from clgrad import creation
 from clgrad import dtypes
 from clgrad import runtime
 from clgrad._device import device as torch_device
+from clgrad._unpickle import AllowlistUnpickler, numpy_globals
 from clgrad.nn.module import Parameter
 from clgrad.ops import views
 from clgrad.tensor import Tensor
@@ -336,7 +337,6 @@ _TENSOR = object()
 
 
 def _allowed():
-    from clgrad.utils.data.datasets import _numpy_globals
     table = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
@@ -356,34 +356,30 @@ def _allowed():
         table[("torch", name)] = ("storage", name)
     for name, ours in _TORCH_DTYPES.items():
         table[("torch", name)] = dtypes.to_dtype(ours)
-    table.update(_numpy_globals())
+    table.update(numpy_globals())
     return table
 
 
-class _Reader(pickle.Unpickler):
-    _table = None
+class _Reader(AllowlistUnpickler):
+    """clgrad.load's reader: resolves only torch's tensor rebuilders, storage types and dtypes,
+    OrderedDict, a few builtins and NumPy arrays (no code from the file is ever run, unlike
+    torch.load(weights_only=False))."""
 
     def __init__(self, f, zf, prefix, order, path, map_location):
         super().__init__(f, encoding="utf-8")
         self.zf, self.prefix, self.order, self.path = zf, prefix, order, path
         self.map_location, self.storages = map_location, {}
 
-    def find_class(self, module, name):
-        """Resolve only the allowed globals (torch's tensor rebuilders, storage types and dtypes,
-        OrderedDict, a few builtins, NumPy arrays); any other raises pickle.UnpicklingError
-        before it runs.
+    @classmethod
+    def allowed(cls):
+        """The table of _allowed()."""
+        return _allowed()
 
-        Unlike torch.load(weights_only=False), no code from the file is ever run.
-        """
-        if _Reader._table is None:
-            _Reader._table = _allowed()
-        try:
-            return _Reader._table[(module, name)]
-        except KeyError:
-            raise pickle.UnpicklingError(
-                f"refusing to load the global {module}.{name}: clgrad.load rebuilds only "
+    def refusal(self, module, name):
+        """Why the global is refused: clgrad.load never runs code from a pickle."""
+        return (f"refusing to load the global {module}.{name}: clgrad.load rebuilds only "
                 f"tensors, storages and containers and never runs code from a pickle "
-                f"(weights_only=False does not change that)") from None
+                f"(weights_only=False does not change that)")
 
     def persistent_load(self, pid):
         """The storage a ('storage', type, key, location, numel) id names, read once from the
