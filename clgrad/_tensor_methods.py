@@ -6,9 +6,9 @@ Tensor, and Tensor's methods call the ops).
 
 Layout: operators, then one block of methods per op family (elementwise, reduce/scan/sort,
 linalg, views, index, random), then conversions and the ``new_*`` constructors, then in-place
-variants; ``__all__`` lists every method bound here, and the argument check runs last (a
+variants; ``METHODS`` lists every method bound here, and the argument check runs last (a
 non-Tensor where a Tensor is required raises PyTorch's TypeError). To add a method: bind it in
-its family's block and list it in ``__all__`` (``tests/test_faces.py`` checks both).
+its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks both).
 """
 from __future__ import annotations
 
@@ -283,7 +283,8 @@ Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_gr
 
 
 # -- the methods bound here (sorted), then, last, the argument check --------------------------
-__all__ = ["T", "abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
+__all__: list = []  # nothing to import from here: the methods live on Tensor
+METHODS = ["T", "abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
            "argmin", "argsort", "argwhere", "as_strided", "backward", "bernoulli", "bernoulli_",
            "bmm", "bool", "byte", "ceil", "char", "chunk", "clamp", "clamp_", "clamp_max",
            "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "clone", "contiguous", "copy_",
@@ -306,4 +307,4 @@ __all__ = ["T", "abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin",
            "unsqueeze", "var", "view", "view_as", "where", "zero_"]
 
 from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
-_check_tensor_args({k: getattr(Tensor, k) for k in __all__}, __name__, method_of=Tensor)
+_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)

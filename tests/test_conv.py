@@ -448,8 +448,8 @@ def test_problem_packs_conv_t():
     tiles = Tiles(*range(40, 51))
     out = clgrad.zeros(8, dtype=clgrad.int64)
     dev = out.device
-    dev.launch(dev.kernel("conv_igemm_cpu.cl", "conv_t_probe", defines_for(clgrad.float32)), (1,), (1,),
-               p.pack(tiles), out._storage.buffer)
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "conv_t_probe", defines_for(clgrad.float32)),
+               (1,), (1,), p.pack(tiles), out._storage.buffer)
     assert len(p.pack(tiles)) == 50 * 8
     assert out.tolist() == [len(p.pack(tiles)), 1, 18, 19, 36, 39, 40, 50]
 

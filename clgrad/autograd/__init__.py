@@ -38,7 +38,7 @@ In-place writes and how they rebase the graph: clgrad/ops/inplace.py.
 Layering: this module imports only tensor, layout and dtypes, never clgrad.ops; the tensors it
 makes (implicit gradients, gradcheck's weights) come from Tensor's bound methods.
 """
-from clgrad.autograd.grad_mode import (  # noqa: I001  (grad mode first: the others import it)
+from clgrad.autograd.grad_mode import (  # grad mode first: the others import it
     enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled)
 from clgrad.autograd.graph import (
     Node, RemovableHandle, backward, grad, record, register_hook,

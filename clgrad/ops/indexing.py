@@ -300,7 +300,6 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
 def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate: bool):
     """Give ``root`` the grad_fn of the index_put just done (as views.copy_slices does for a
     write into a view): inputs (root as it was, the broadcast values)."""
-    from clgrad.ops import views
     root_geom = inplace._geometry(root)
     size = root._storage.size
     covered = root.numel() == size
