@@ -18,18 +18,20 @@ chunks over the batch to stay under it (one sample is the smallest chunk).
 ``cudnn`` (``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32``), ``cuda.matmul``
 (``allow_tf32``) and ``mps``: PyTorch's backend flags, accepted and stored with no effect;
 their ``is_available()`` is False (see ``_Flags``).
+``flags(**settings)``: set these for a ``with`` block, restored on exit (clgrad.settings.flags).
 """
-import os
+from clgrad import settings
+from clgrad.settings import flags
 
 __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
-           "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps"]
+           "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps", "flags"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
                    "depthwise_gpu", "igemm_gpu")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
-conv_algorithm = os.environ.get("CLGRAD_CONV_ALGO", "auto")
+conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")
 conv_implicit_variant = "auto"
 conv_workspace_limit = 256 << 20
 last_conv_algorithm = None

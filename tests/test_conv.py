@@ -78,11 +78,10 @@ def ref_conv(x, w, b, gout=None, stride=1, padding=0, dilation=1, groups=1):
 # -- helpers ----------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _restore_backend():
-    saved = (backends.conv_algorithm, backends.conv_implicit_variant,
-             backends.conv_workspace_limit)
-    yield
-    (backends.conv_algorithm, backends.conv_implicit_variant,
-     backends.conv_workspace_limit) = saved
+    with backends.flags(conv_algorithm=backends.conv_algorithm,
+                        conv_implicit_variant=backends.conv_implicit_variant,
+                        conv_workspace_limit=backends.conv_workspace_limit):
+        yield
 
 
 def _use(algo: str):

@@ -36,13 +36,13 @@ An algorithm that cannot run a problem (local memory too small; for im2col, a we
 from __future__ import annotations
 
 import math
-import os
 import sys
 
 import numpy as np
 import pyopencl as cl
 
 from clgrad import backends
+from clgrad import settings
 from clgrad._args import _pair
 from clgrad.autograd import record
 from clgrad.ops import conv_algorithms as alg
@@ -316,7 +316,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
             break
     backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
-    if os.environ.get("CLGRAD_CONV_DEBUG"):
+    if settings.getenv("CLGRAD_CONV_DEBUG"):
         print(f"conv2d {pass_name}: {algo} (N={p.n} G={p.g} C/G={p.c} O/G={p.o} "
               f"{p.h}x{p.w} -> {p.oh}x{p.ow} k={p.kh}x{p.kw} "
               f"s={p.sh},{p.sw} u={p.uh},{p.uw})", file=sys.stderr)

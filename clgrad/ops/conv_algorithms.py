@@ -11,12 +11,12 @@ the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pyopencl as cl
 
 from clgrad import backends, layout
+from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
 from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
@@ -50,8 +50,9 @@ DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
 # GPU variant (kernels/conv_gemm_gpu.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
 GTILE = dict(TS=64, WPT=4, TK=16)
-if os.environ.get("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
-    GTILE = dict(zip(("TS", "WPT", "TK"), map(int, os.environ["CLGRAD_CONV_GTILE"].split(","))))
+if settings.getenv("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
+    GTILE = dict(zip(("TS", "WPT", "TK"), map(int, settings.getenv("CLGRAD_CONV_GTILE").split(
+        ","))))
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -61,7 +62,7 @@ def _up(a, b):
 
 def _wide(dev) -> bool:
     """16-float native vectors (AVX-512): the CPU kernels build with WIDE (conv.h)."""
-    return dev.kind == "cpu" and dev.cl_device.native_vector_width_float >= 16
+    return dev.kind == "cpu" and dev.vector_width >= 16
 
 
 def _vw(dtype, dev):
@@ -96,7 +97,7 @@ def _fits(sizes, dev, kernel=None) -> bool:
 
 
 def _units(dev):
-    return dev.cl_device.max_compute_units
+    return dev.compute_units
 
 
 def _window(p: Problem, th, tw, vw) -> Tiles:

@@ -5,7 +5,6 @@ Nothing here knows about tensors or ops, nor how devices are found (clgrad/runti
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -15,6 +14,7 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad.errors import DeviceError
+from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
 
 __all__ = ["Device", "OutOfMemoryError", "kernel_dir", "cache_dir", "launch_count", "pack"]
 
@@ -37,30 +37,6 @@ def kernel_dir() -> Path:
             return cand
     raise DeviceError(f"kernels: expected common.h in {_PKG / 'kernels'} or "
                       f"{_PKG.parent / 'kernels'}, found neither")
-
-
-def cache_dir() -> Path:
-    """clgrad's cache folder (created): ``CLGRAD_CACHE_DIR``, ``$XDG_CACHE_HOME/clgrad``,
-    ``~/.cache/clgrad``, or ``<tmp>/clgrad-<uid>`` when none of those is writable."""
-    env = os.environ.get("CLGRAD_CACHE_DIR")
-    cands = [Path(env)] if env else []
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        cands.append(Path(xdg) / "clgrad")
-    try:
-        cands.append(Path.home() / ".cache" / "clgrad")
-    except RuntimeError:  # no home directory
-        pass
-    cands.append(Path(tempfile.gettempdir()) / f"clgrad-{os.getuid()}")
-    for c in cands:
-        try:
-            c.mkdir(parents=True, exist_ok=True)
-            if os.access(c, os.W_OK):
-                return c
-        except OSError:
-            continue
-    raise DeviceError(f"cache: none of {[str(c) for c in cands]} is a writable folder; set "
-                      f"CLGRAD_CACHE_DIR")
 
 
 _LAUNCHES = [0]
@@ -94,7 +70,8 @@ class Device:
     'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
     GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
     ``platform_index``, ``device_index``, ``fp64`` and ``fp16`` (extension support),
-    ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
+    ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes), ``vector_width``
+    and ``compute_units`` (properties),
     ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
     """
 
@@ -124,6 +101,18 @@ class Device:
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
+
+    # -- traits ---------------------------------------------------------------------------------
+    @property
+    def vector_width(self) -> int:
+        """Native float vector width (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT): 16 on AVX-512 CPUs,
+        8 on AVX2, 1 on most GPUs. The kernels' planners pick vector widths from it."""
+        return self.cl_device.native_vector_width_float
+
+    @property
+    def compute_units(self) -> int:
+        """Compute units (CL_DEVICE_MAX_COMPUTE_UNITS): cores of a CPU, SMs of an NVIDIA GPU."""
+        return self.cl_device.max_compute_units
 
     # -- memory -------------------------------------------------------------------------------
     def alloc(self, nbytes: int):

@@ -18,6 +18,7 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad.errors import DeviceError
+from clgrad import settings
 from clgrad.runtime.device import Device, _fp_support, _kind_of, cache_dir
 
 __all__ = ["devices", "default_device", "set_default_device", "get_device", "synchronize",
@@ -205,7 +206,7 @@ def _discover() -> list:
         _probe(found)
         # A device that CLGRAD_DEVICE names comes first of its kind, so that "cpu" / "cuda"
         # (PyTorch's device("cpu"), map_location="cpu") mean the device the user chose.
-        env = os.environ.get("CLGRAD_DEVICE", "").strip()
+        env = settings.getenv("CLGRAD_DEVICE").strip()
         hits = _match(env, found) if env else []
         _PINNED[0] = hits[0] if hits and hits[0].usable else None
         for kind in ("cpu", "gpu", "other"):
@@ -218,17 +219,11 @@ def _discover() -> list:
 def _probe(found):
     """Set usable/reason on each candidate: from probe.json, else by running clgrad/_probe.py
     in a child process (bounded by a timeout) and caching its definite verdicts."""
-    if os.environ.get("CLGRAD_PROBE", "1") == "0":  # documented escape hatch: trust all
+    if settings.getenv("CLGRAD_PROBE") == "0":  # documented escape hatch: trust all
         for c in found:
             c.usable, c.reason = True, "not probed (CLGRAD_PROBE=0)"
         return
-    path = cache_dir() / "probe.json"
-    try:
-        cache = json.loads(path.read_text())
-        if not isinstance(cache, dict):
-            cache = {}
-    except (OSError, ValueError):
-        cache = {}
+    cache = settings.read_json("probe.json")
     todo = []
     for c in found:
         hit = cache.get(c.key())
@@ -246,12 +241,7 @@ def _probe(found):
             continue
         c.usable, c.reason = bool(r["usable"]), str(r["reason"])
         cache[c.key()] = {"usable": c.usable, "reason": c.reason}
-    try:
-        tmp = path.with_name(f".probe.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # no cache: the next process probes again
+    settings.write_json("probe.json", cache, sort_keys=True)  # unwritable: probed next time
 
 
 def _run_probe(specs) -> dict:
@@ -414,7 +404,7 @@ def default_device() -> Device:
     with _LOCK:
         if _DEFAULT[0] is not None:
             return _DEFAULT[0]
-        spec = os.environ.get("CLGRAD_DEVICE")
+        spec = settings.getenv("CLGRAD_DEVICE")
         if spec:
             try:
                 _DEFAULT[0] = get_device(spec)
