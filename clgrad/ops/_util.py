@@ -5,13 +5,13 @@ import struct
 
 import numpy as np
 
+from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
 from clgrad.tensor import Tensor
 
-MAXD = 8
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
-_VIEW_T = struct.Struct(f"<{MAXD + 1}q")  # view_t: offset, strides[MAXD]
-_SHAPE_T = struct.Struct(f"<{MAXD}q")     # shape_t: n[MAXD]
+_VIEW_T = struct.Struct(f"<{longs(VIEW_T)}q")    # view_t: offset, strides[MAXD]
+_SHAPE_T = struct.Struct(f"<{longs(SHAPE_T)}q")  # shape_t: n[MAXD]
 _ZEROS = (0,) * MAXD
 _LONG = struct.Struct("<q").pack
 _INT = struct.Struct("<i").pack

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from clgrad.kernel_structs import V5_T, longs
 from clgrad import backends, layout
 from clgrad import settings
 from clgrad.ops import reduce as rd
@@ -134,7 +135,7 @@ def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
     """Sum the split partial sums ws into gw (through its grouped view) and gb."""
     dev, dt = ws.device, ws.dtype
     so, sc, skh, skw = gw._strides
-    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), 6)
+    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     n = p.g * p.o * (p.c * p.kh * p.kw + 1)
     bbuf = gb._storage.buffer if gb is not None else gw._storage.buffer
     boff, bs = (gb._offset, gb._strides[0]) if gb is not None else (0, 0)
@@ -209,7 +210,7 @@ def _implicit_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_igemm_cpu.cl", "igemm_wgrad", _cpu_defines(dt, dev)),
                (cdiv(p.c, plan.cr), cdiv(p.o, t.mc), p.g * t.split), (1, 1, 1),
                p.pack(t), np.int64(plan.cr), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer, *_locals(plan.local))
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer, *_locals(plan.local))
     _reduce(p, t, ws, gw, gb)
 
 
@@ -245,7 +246,7 @@ def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_gemm_gpu.cl", "gemm_wgrad", dict(defines_for(dt), **GTILE)),
                (cdiv(kall + 1, ts) * rts, cdiv(p.o, ts) * rts, p.g * t.split),
                (rts, rts, 1), p.pack(t), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer)
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer)
     _reduce(p, t, ws, gw, gb)
 
 
@@ -294,7 +295,7 @@ def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
                (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
-               g4._storage.buffer, pack(v5(g4, p.g), 6), ws._storage.buffer,
+               g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer,
                *_locals(plan.local))
     _reduce(p, t, ws, gw, gb)
 
@@ -319,7 +320,7 @@ def _direct_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_direct_any.cl", "direct_wgrad", defines_for(dt)),
                (t.split * items,), (WG,), p.pack(t), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer)
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer)
     _reduce(p, t, ws, gw, gb)
 
 

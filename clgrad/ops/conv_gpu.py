@@ -30,6 +30,7 @@ import time
 
 import pyopencl as cl
 
+from clgrad.kernel_structs import V5_T, longs
 from clgrad import settings
 from clgrad.ops._util import defines_for
 from clgrad.ops.conv_algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
@@ -128,7 +129,7 @@ def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
                           _defines(p, dt, dict(x=p.x, g=gv), VX=vx, VY=1, CG=p.c, WG=wg)),
                (wg, p.g * p.o, t.split), (wg, 1, 1), p.pack(t), x._storage.buffer,
-               g4._storage.buffer, pack(gv, 6), ws._storage.buffer,
+               g4._storage.buffer, pack(gv, longs(V5_T)), ws._storage.buffer,
                cl.LocalMemory(wg * dt.itemsize))
     _reduce(p, t, ws, gw, gb)
 
@@ -199,7 +200,7 @@ def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_wgrad", d),
                (cdiv(kall + 1, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g * split),
                (rtsn, rtsm, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
-               pack(gv, 6), ws._storage.buffer)
+               pack(gv, longs(V5_T)), ws._storage.buffer)
     _reduce(p, plan.tiles, ws, gw, gb)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad.kernel_structs import GEOM_T, longs
 from clgrad import dtypes
 from clgrad._args import _pair
 from clgrad.autograd import record
@@ -179,7 +180,7 @@ def _adaptive_geometry(op, x, output_size):
     if oh < 0 or ow < 0:
         raise RuntimeError(f"{op}: expected output_size >= 0, got {size}")
     n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
-    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), 14)
+    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), longs(GEOM_T))
     return g, ((n, c, oh, ow) if x.ndim == 4 else (c, oh, ow))
 
 
@@ -242,7 +243,7 @@ def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
                            f"({c}x{oh}x{ow}) is too small (kernel_size={k}, stride={s}, "
                            f"padding={p}, dilation={d})")
     n = x.shape[0] if x.ndim == 4 else 1
-    return pack((n, c, h, w, oh, ow) + k + s + p + d, 14), x.ndim == 3
+    return pack((n, c, h, w, oh, ow) + k + s + p + d, longs(GEOM_T)), x.ndim == 3
 
 
 def _out_shape(g, unbatched):
