@@ -127,6 +127,51 @@ __all__ = [
     "accelerator", "backends", "utils",
 ]
 
+# -- h4 (issue 22), merged as it came: names real programs stop at ------------------------
+import sys as _sys  # noqa: E402,F401
+
+_before = set(globals())
+# -- h4 (issue 22): torch.jit, torch.fx, torch.backends.* submodules --------------------------
+from clgrad import fx, jit  # noqa: E402,F401
+from clgrad.ops.elementwise import arctan2, atan2, expm1, log1p  # noqa: E402,F401
+from clgrad.ops.index import index_add  # noqa: E402,F401
+from clgrad.ops.reduce import nanmean, nansum  # noqa: E402,F401
+from clgrad.ops.scan import cummax, cummin, diff  # noqa: E402,F401
+from clgrad.ops.sort import kthvalue, median  # noqa: E402,F401
+
+_h4 = {"log1p": log1p, "expm1": expm1, "atan2": atan2, "arctan2": arctan2,
+       "index_add": index_add, "nansum": nansum, "nanmean": nanmean, "cummax": cummax,
+       "cummin": cummin, "diff": diff, "kthvalue": kthvalue, "median": median}
+globals().update(_h4)
+del _h4
+
+# -- h4 (issue 22): legacy tensor types, torch.random, get/set_rng_state ---------------------
+# (the file is _rng.py, not random.py: a script run from inside clgrad/, as the device probe
+# is, would otherwise import it in place of the standard library's random)
+from clgrad import _rng as random  # noqa: E402,F401
+from clgrad._legacy import cpu_types as _cpu_types  # noqa: E402,F401
+from clgrad._rng import get_rng_state, set_rng_state  # noqa: E402,F401
+
+_sys.modules[__name__ + ".random"] = random  # ``import clgrad.random`` (torch.random)
+
+globals().update(_cpu_types)
+del _cpu_types
+from clgrad.ops import composite as _composite  # noqa: E402,F401
+from clgrad.ops.composite import (_assert, are_deterministic_algorithms_enabled,  # noqa: E402,F401
+                                  get_float32_matmul_precision, get_num_threads,
+                                  set_float32_matmul_precision, set_num_threads,
+                                  use_deterministic_algorithms)
+
+_h4 = {n: getattr(_composite, n) for n in _composite.__all__}
+globals().update(_h4)
+del _h4
+from clgrad import amp  # noqa: E402,F401
+from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,F401,A004
+from clgrad.dtypes import get_default_dtype  # noqa: E402,F401
+from clgrad import distributions  # noqa: E402,F401
+__all__ += sorted(k for k in set(globals()) - _before if not k.startswith("_"))
+del _before
+
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args(globals(), __name__)

@@ -50,3 +50,6 @@ __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_
            "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
            "register_hook", "RemovableHandle", "once_differentiable",
            "register_post_accumulate_grad_hook"]
+
+
+from clgrad._legacy import Variable  # noqa: E402,F401  (h4, issue 22: the pre-0.4 name)

@@ -85,6 +85,15 @@ __all__ = [
     "embedding", "one_hot",
 ]
 
+# -- h4 (issue 22): logsigmoid, pixel/channel shuffle, attention ----------------------------
+from clgrad.ops.activation import logsigmoid  # noqa: E402
+from clgrad.ops.attention import scaled_dot_product_attention  # noqa: E402
+from clgrad.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+native_channel_shuffle = channel_shuffle
+__all__ += ["logsigmoid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+            "native_channel_shuffle", "scaled_dot_product_attention"]
+
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args(globals(), __name__)

@@ -16,7 +16,7 @@ from clgrad.ops._util import defines_for, empty, launch_1d, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
-           "softplus", "mish", "prelu"]
+           "softplus", "mish", "prelu", "logsigmoid"]
 
 _FILE = "activation.cl"
 
@@ -85,6 +85,17 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, reverting to x where beta x > threshold."""
     return _act("softplus", input, False, beta, threshold)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) elementwise, computed as min(x, 0) - log1p(exp(-|x|)): finite for every
+    finite x (the plain formula gives -inf below about -88 in float32, -745 in float64).
+
+    Dtypes:  float16/32/64 (TypeError for integers, as PyTorch)
+    Grad:    g * sigmoid(-x)
+    Kernels: kernels/activation.cl :: logsigmoid_fwd/bwd
+    """
+    return _act("logsigmoid", input, False)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, scalar, shape_arg
 from clgrad.ops._util import view_arg
 from clgrad.tensor import Tensor
@@ -22,8 +23,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...), last dim first.
 
     Modes: 'constant' (``value``; negative amounts crop), 'reflect' (mirror without repeating
-    the edge; each amount < the dim's size), 'replicate' (repeat the edge). Reflect and
-    replicate pad at most the last 3 dims and leave the first dim alone.
+    the edge; each amount < the dim's size), 'replicate' (repeat the edge), 'circular' (wrap
+    around: the other end's elements; each amount <= the dim's size). The last three pad at
+    most the last 3 dims and leave the first dim alone.
     Grad:    input (each output position's gradient goes to the element it copied).
     Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range.
     """
@@ -33,15 +35,17 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
         raise ValueError(f"pad: expected an even number of amounts, at most 2 per dim of the "
                          f"{input.ndim}-dim input, got {amounts}")
-    if mode not in _MODES:
-        raise ValueError(f"pad: expected mode 'constant', 'reflect' or 'replicate', got "
-                         f"{mode!r}")
+    if mode not in _MODES and mode != "circular":
+        raise ValueError(f"pad: expected mode 'constant', 'reflect', 'replicate' or "
+                         f"'circular', got {mode!r}")
     x = input
     lo, hi = [0] * x.ndim, [0] * x.ndim
     for k in range(len(amounts) // 2):
         lo[x.ndim - 1 - k], hi[x.ndim - 1 - k] = amounts[2 * k], amounts[2 * k + 1]
     if mode != "constant":
         _check_nonconstant(mode, x, amounts, lo, hi)
+    if mode == "circular":
+        return _pad_circular(x, lo, hi)
     oshape = tuple(n + a + b for n, a, b in zip(x.shape, lo, hi))
     if min(oshape, default=1) < 0:
         raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
@@ -62,6 +66,19 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     return record("pad", out, (x,), backward)
 
 
+def _pad_circular(x, lo, hi):
+    """Circular padding as a concatenation of narrow views (its gradient is theirs)."""
+    from clgrad.ops import index as ix
+    for d in range(x.ndim):
+        if lo[d] == 0 and hi[d] == 0:
+            continue
+        n = x.shape[d]
+        parts = [x.narrow(d, n - lo[d], lo[d])] if lo[d] else []
+        parts += [x] + ([x.narrow(d, 0, hi[d])] if hi[d] else [])
+        x = ix.cat(parts, d)
+    return x if any(lo) or any(hi) else ew.clone(x)
+
+
 # -- helpers ----------------------------------------------------------------------------------
 def _check_nonconstant(mode, x, amounts, lo, hi):
     k = len(amounts) // 2
@@ -73,6 +90,10 @@ def _check_nonconstant(mode, x, amounts, lo, hi):
         n = x.shape[d]
         if lo[d] < 0 or hi[d] < 0:
             raise ValueError(f"pad: {mode} padding expects non-negative amounts, got {amounts}")
+        if mode == "circular" and (lo[d] > n or hi[d] > n):
+            raise ValueError(f"pad: circular padding ({lo[d]}, {hi[d]}) at dim {d} must be at "
+                             f"most the dim's size {n}: it would wrap around more than once "
+                             f"(input shape {tuple(x.shape)})")
         if mode == "reflect" and (lo[d] >= n or hi[d] >= n):
             raise ValueError(f"pad: reflect padding ({lo[d]}, {hi[d]}) at dim {d} must be "
                              f"less than the dim's size {n} (input shape {tuple(x.shape)})")
