@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from clgrad import autograd
 from clgrad.autograd import graph as _graph
 from clgrad.autograd import Node, enable_grad, is_grad_enabled, no_grad
 from clgrad.tensor import Tensor
