@@ -169,6 +169,8 @@ from clgrad import amp  # noqa: E402,F401
 from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,F401,A004
 from clgrad.dtypes import get_default_dtype  # noqa: E402,F401
 from clgrad import distributions  # noqa: E402,F401
+# -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
 __all__ += sorted(k for k in set(globals()) - _before if not k.startswith("_"))
 del _before
 

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pyopencl.tools
 
 from clgrad.errors import DeviceError
 from clgrad import settings
-from clgrad.runtime.device import Device, _fp_support, _kind_of, cache_dir
+from clgrad.runtime.device import _LOCK, Device, _fp_support, _kind_of, cache_dir  # noqa: F401
 
 __all__ = ["devices", "default_device", "set_default_device", "get_device", "synchronize",
            "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
@@ -58,7 +57,6 @@ _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, n
 
 
 # -- discovery ---------------------------------------------------------------------------------
-_LOCK = threading.RLock()      # discovery, device objects, the default
 _DEVICES: dict = {}            # (platform index, device index) -> Device
 _DEFAULT: list = [None]
 _FOUND: list = [None]          # the discovery result: list of _Candidate
