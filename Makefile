@@ -5,8 +5,9 @@ PYTHON ?= python3
 VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
 MATRIX ?= python3.10 python3.11 python3.12 python3.13
+BENCH_ARGS ?= --quick
 
-.PHONY: train test test-matrix clean
+.PHONY: train test test-matrix lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,16 @@ test-matrix:
 	@for py in $(MATRIX); do \
 		echo "== make test PYTHON=$$py"; $(MAKE) --no-print-directory test PYTHON=$$py || exit 1; \
 	done
+
+# The house rules (pyproject.toml [tool.ruff]): what CI checks before the tests.
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+
+# The CPU benchmarks of bench/README.md, results into bench/results (BENCH_ARGS="" for full
+# runs; peers such as torch are optional: `pip install -e ".[bench]"`).
+bench: $(BIN)/.installed
+	for b in gemm conv train_step overhead cold_start; do \
+		$(BIN)/python bench/$$b.py $(BENCH_ARGS) || exit 1; done
 
 clean:
 	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis

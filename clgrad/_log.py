@@ -16,7 +16,6 @@ go to the ``clgrad`` logger at INFO level when logging is configured (the applic
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 logger = logging.getLogger("clgrad")
@@ -26,8 +25,10 @@ _HANDLER: list = []
 
 def debug_requested(environ=None) -> bool:
     """True when ``CLGRAD_DEBUG`` asks for the DEBUG log: any value but '', '0', 'false',
-    'no' and 'off' (case-insensitive). The one place that reads the variable."""
-    value = (os.environ if environ is None else environ).get("CLGRAD_DEBUG", "")
+    'no' and 'off' (case-insensitive); read through clgrad.settings."""
+    from clgrad import settings
+    value = (settings.getenv("CLGRAD_DEBUG") if environ is None
+             else environ.get("CLGRAD_DEBUG", ""))
     return value.strip().lower() not in ("", "0", "false", "no", "off")
 
 

@@ -137,7 +137,7 @@ def evaluate(model, loader, loss_fn):
 def validation_split(train_set: TensorDataset, fraction: float, seed: int):
     """(train, validation) TensorDatasets from ``train_set``: round(n_c * fraction) samples of
     each class c go to validation, chosen by a NumPy Generator seeded with ``seed`` (the same
-    rule as clgrad.data.digits_split); both keep the original order."""
+    rule as clgrad.utils.data.datasets.digits_split); both keep the original order."""
     images, labels = train_set.arrays
     tr, va = _stratified_split(labels, fraction, seed, op="validation_split")
     return TensorDataset(images[tr], labels[tr]), TensorDataset(images[va], labels[va])

@@ -78,11 +78,10 @@ def ref_conv(x, w, b, gout=None, stride=1, padding=0, dilation=1, groups=1):
 # -- helpers ----------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _restore_backend():
-    saved = (backends.conv_algorithm, backends.conv_implicit_variant,
-             backends.conv_workspace_limit)
-    yield
-    (backends.conv_algorithm, backends.conv_implicit_variant,
-     backends.conv_workspace_limit) = saved
+    with backends.flags(conv_algorithm=backends.conv_algorithm,
+                        conv_implicit_variant=backends.conv_implicit_variant,
+                        conv_workspace_limit=backends.conv_workspace_limit):
+        yield
 
 
 def _use(algo: str):
@@ -448,8 +447,8 @@ def test_problem_packs_conv_t():
     tiles = Tiles(*range(40, 51))
     out = clgrad.zeros(8, dtype=clgrad.int64)
     dev = out.device
-    dev.launch(dev.kernel("conv.cl", "conv_t_probe", defines_for(clgrad.float32)), (1,), (1,),
-               p.pack(tiles), out._storage.buffer)
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "conv_t_probe", defines_for(clgrad.float32)),
+               (1,), (1,), p.pack(tiles), out._storage.buffer)
     assert len(p.pack(tiles)) == 50 * 8
     assert out.tolist() == [len(p.pack(tiles)), 1, 18, 19, 36, 39, 40, 50]
 
@@ -468,7 +467,7 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
                 dw=1, ph=1, pw=1)
     plan = alg._plan_dw_wgrad(p, clgrad.float32, dev)
     need = sum(alg._up(b, alg.LOCAL_ALIGN) for b in plan.local)
-    dev.local_mem_size = need + dev.kernel_local_mem("conv_depthwise.cl", "dw_wgrad",
+    dev.local_mem_size = need + dev.kernel_local_mem("conv_dw_cpu.cl", "dw_wgrad",
                                                      {"T": "float", "IS_FLOAT": 1})
     assert alg._plan_dw_wgrad(p, clgrad.float32, dev).local == plan.local  # fits exactly
     monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: 4096)

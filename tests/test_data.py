@@ -1,5 +1,5 @@
-"""clgrad.data (= clgrad.utils.data and its readers): datasets from local files, batching,
-the digits split."""
+"""clgrad.utils.data and its readers (clgrad.utils.data.datasets): datasets from local files,
+batching, the digits split."""
 
 import gzip
 import os
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.data import (CIFAR10, MNIST, DataLoader, Dataset, FashionMNIST, TensorDataset,
-                         digits_split, load_digits, read_idx)
+from clgrad.utils.data import DataLoader, Dataset, TensorDataset
+from clgrad.utils.data.datasets import (CIFAR10, MNIST, FashionMNIST, digits_split, load_digits,
+                                        read_idx)
 
 # ------------------------------------------------------------------------------ file writers
 

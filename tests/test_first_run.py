@@ -13,7 +13,7 @@ import pytest
 
 import clgrad
 from clgrad import _log
-from clgrad.runtime import _pyopencl_cache_dir
+from clgrad.runtime.device import _pyopencl_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 SNIPPET = ("import clgrad\n"
@@ -65,7 +65,7 @@ def test_clgrad_debug_logs_devices_probes_choice_builds_and_conv_choices(tmp_pat
                          err), err
     assert f"default device: Device({d.platform_index}:{d.device_index} {d.name!r}" in err
     assert "INFO" in err and "building OpenCL kernels for" in err
-    assert re.search(r"DEBUG .*built kernels/conv\.cl \{.*\} on .* in [0-9.]+ s", err), err
+    assert re.search(r"DEBUG .*built kernels/conv_\w+\.cl \{.*\} on .* in [0-9.]+ s", err), err
     for pass_name in ("forward", "grad_weight"):
         hits = re.findall(rf"conv2d {pass_name} auto: (\w+) for N=2 G=1 C/G=3 O/G=8 6x6 -> "
                           rf"6x6 k=3x3 stride=1,1 pad=1,1 dilation=1,1", err)
@@ -131,7 +131,7 @@ def test_train_checks_paths_before_touching_any_device(tmp_path, args, message):
 
 def test_train_without_tqdm_and_matplotlib(tmp_path, monkeypatch, capsys):
     from clgrad import train
-    from clgrad.data import digits_split
+    from clgrad.utils.data.datasets import digits_split
 
     monkeypatch.setitem(sys.modules, "tqdm", None)          # `import tqdm` raises ImportError
     monkeypatch.setitem(sys.modules, "matplotlib", None)

@@ -88,13 +88,13 @@ def test_wheel_runs_a_kernel_from_a_fresh_venv(wheel, tmp_path):
     _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "--no-index",
           "--disable-pip-version-check", wheel])
     script = (
-        "import clgrad, pathlib\n"
+        "import clgrad, clgrad.utils.data.datasets, pathlib\n"
         "from clgrad.runtime import kernel_dir\n"
         "x = clgrad.arange(6.0).reshape(2, 3)\n"
         "print(pathlib.Path(clgrad.__file__).resolve())\n"
         "print(kernel_dir().resolve())\n"
         "print((x.T * 2).sum().item())\n"
-        "print(len(clgrad.data.load_digits()))\n")
+        "print(len(clgrad.utils.data.datasets.load_digits()))\n")
     env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"])  # numpy, pyopencl
     env.pop("PYTHONHOME", None)
     r = _run([py, "-c", script], cwd=tmp_path, env=env)

@@ -8,7 +8,8 @@ import pytest
 import clgrad
 from clgrad import nn, optim
 from clgrad.cli import main as cli_main
-from clgrad.data import DataLoader, digits_split
+from clgrad.utils.data import DataLoader
+from clgrad.utils.data.datasets import digits_split
 from clgrad.train import digits_net, evaluate, fit, main, validation_split
 
 

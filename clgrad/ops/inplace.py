@@ -2,7 +2,7 @@
 ``fill_``, the copy_slices rebase of a root and the regeneration of its views' grad_fn.
 
 Every write bumps the storage's version once (``bump_version``, clgrad/ops/_util.py);
-a Node that saved the storage then raises at backward (clgrad/autograd.py, "Saved tensors").
+a Node that saved the storage then raises at backward (clgrad/autograd, "Saved tensors").
 
 Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
 minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
@@ -21,7 +21,7 @@ on (optimizer updates go under ``no_grad()``); a target whose elements overlap (
 overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
 through a view created under ``no_grad()`` of a tensor that requires grad (its history is
 unknown); ``detach_()`` of a view that requires grad.
-Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd.py).
+Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd/).
 """
 from __future__ import annotations
 

@@ -11,13 +11,12 @@ Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` 
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from clgrad import dtypes, layout
+from clgrad import settings
 from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
@@ -55,16 +54,13 @@ def tiles_file() -> Path:
     """The JSON file of tuned tile sizes (one entry per platform, device and driver):
     ``CLGRAD_GEMM_TILES``, else ``gemm_tiles.json`` in clgrad's cache folder
     (clgrad.runtime.cache_dir, as the probe and the conv choices)."""
-    env = os.environ.get("CLGRAD_GEMM_TILES")
+    env = settings.getenv("CLGRAD_GEMM_TILES")
     if env and env != "off":
         return Path(env)
     return cache_dir() / "gemm_tiles.json"
 
 
-def device_key(dev) -> str:
-    """'platform | device | driver version': the key of a device's tuned tiles."""
-    d = dev.cl_device
-    return f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+device_key = settings.device_key  # the key of a device's tuned tiles (bench/gemm.py)
 
 
 def tiles(dev) -> dict:
@@ -76,13 +72,10 @@ def tiles(dev) -> dict:
     if cfg is None:
         cfg = GPU_TILES
         if dev.kind == "cpu":
-            wide = dev.cl_device.native_vector_width_float >= 16
+            wide = dev.vector_width >= 16
             cfg = CPU_TILES_16 if wide else CPU_TILES
-        if os.environ.get("CLGRAD_GEMM_TILES") != "off":
-            try:
-                stored = json.loads(tiles_file().read_text()).get(device_key(dev))
-            except (OSError, ValueError, AttributeError):
-                stored = None
+        if settings.getenv("CLGRAD_GEMM_TILES") != "off":
+            stored = settings.read_json(tiles_file()).get(device_key(dev))
             forms = (CPU_TILES, CPU_TILES_16) if dev.kind == "cpu" else (GPU_TILES,)
             if any(_same_form(stored, f) for f in forms):  # another version's entry: ignored
                 cfg = stored
@@ -139,7 +132,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         if "large" in cfg:
             big = cfg["large"]
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
-            cfg = big if fill >= dev.cl_device.max_compute_units else cfg["small"]
+            cfg = big if fill >= dev.compute_units else cfg["small"]
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
             d["ACC"] = "float"  # products summed in float32, rounded once (PyTorch's)

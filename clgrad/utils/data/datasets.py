@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from clgrad._unpickle import AllowlistUnpickler
 from clgrad.utils.data.dataset import TensorDataset
 
 __all__ = ["load_digits", "digits_split", "MNIST", "FashionMNIST", "CIFAR10", "read_idx"]
@@ -269,38 +270,11 @@ def _read_cifar_batch(path):
     return images, labels
 
 
-def _numpy_globals():
-    """The globals an ndarray pickle names, under NumPy 1 (numpy.core) and 2 (numpy._core)."""
-    try:
-        from numpy._core import multiarray, numeric
-    except ImportError:  # NumPy < 2
-        from numpy.core import multiarray, numeric
-    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
-    for pkg in ("numpy.core", "numpy._core"):
-        allowed[(pkg + ".multiarray", "_reconstruct")] = multiarray._reconstruct
-        allowed[(pkg + ".multiarray", "scalar")] = multiarray.scalar
-        allowed[(pkg + ".numeric", "_frombuffer")] = numeric._frombuffer
-    return allowed
+class _ArrayUnpickler(AllowlistUnpickler):
+    """Unpickler that can rebuild dicts, lists, str/bytes, numbers and NumPy arrays, nothing else:
+    a stream that names os.system (or any other callable) fails before anything runs."""
 
-
-class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickler that can rebuild dicts, lists, str/bytes, numbers and NumPy arrays, nothing else.
-
-    Every global a pickle names goes through find_class; only those in _numpy_globals resolve,
-    so a stream that names os.system (or any other callable) fails before anything runs.
-    """
-
-    _allowed = None
-
-    def find_class(self, module, name):
-        """Resolve only NumPy array globals; anything else raises pickle.UnpicklingError before it
-        runs (so a hostile pickle cannot execute code).
-        """
-        if _ArrayUnpickler._allowed is None:
-            _ArrayUnpickler._allowed = _numpy_globals()
-        try:
-            return _ArrayUnpickler._allowed[(module, name)]
-        except KeyError:
-            raise pickle.UnpicklingError(
-                f"expected only NumPy array globals in the pickle, got "
-                f"{module}.{name}; refusing to load it") from None
+    def refusal(self, module, name):
+        """The message for a global that is not a NumPy array's."""
+        return (f"expected only NumPy array globals in the pickle, got {module}.{name}; "
+                f"refusing to load it")

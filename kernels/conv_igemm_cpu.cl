@@ -1,14 +1,15 @@
-// kernels/conv.cl — implicit-GEMM convolution of a batch of groups for CPUs (see conv.h for the
-// problem): no workspace; a work-group of one work item stages an input window in local memory
-// and runs register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns,
-// vectors along the output row), reading the weights through their view.
+// kernels/conv_igemm_cpu.cl — implicit-GEMM convolution of a batch of groups for CPUs (see
+// conv.h for the problem; conv kernel files are named conv_<algorithm>_<cpu|gpu|any>.cl): no
+// workspace; a work-group of one work item stages an input window in local memory and runs
+// register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns, vectors
+// along the output row), reading the weights through their view.
 // Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
 //   igemm:        (tiles, ceil(o / mc), n * g); local xt[cc*cp], koff[2*cc*kh*kw] (ints),
 //                 ot[(mc+4)*th*tw]. Forward, and the input gradient (see conv.h).
 //   igemm_wgrad:  (ceil(c / cr), ceil(o / mc), g * split); partial sums ws[split][g][o][K+1]
 //                 (K = c*kh*kw; column K: the bias gradient).
 //   wgrad_reduce: g*o*(K+1) items, local 64: sums ws over the splits into the weight and bias
-//                 gradients (also for conv_depthwise.cl, conv_direct.cl, conv_gemm.cl).
+//                 gradients (also for conv_dw_cpu.cl, conv_direct_any.cl, conv_gemm_gpu.cl).
 #include "conv.h"
 
 // One micro-tile: rows (output channels) i0..i0+5 (or +3) times NR output columns, as two
