@@ -10,7 +10,7 @@ The models follow the CIFAR forms commonly trained on 3x32x32 (10 classes), writ
 | resnet18 | ResNet-18, BasicBlock [2,2,2,2], 3x3 stem, no max-pool | |
 | resnext29 | ResNeXt-29 32x4d: bottleneck 1x1 -> 3x3 groups=32 -> 1x1, blocks [3,3,3] | |
 | densenet | DenseNet-BC with DenseNet-121's blocks [6,12,24,16], growth 12, reduction 0.5 | growth 12 instead of 32: same depth and concatenations, fewer FLOPs |
-| mobilenetv2 | MobileNetV2 (inverted residuals, depthwise 3x3 + 1x1, ReLU6 as ReLU) | |
+| mobilenetv2 | MobileNetV2 (inverted residuals, depthwise 3x3 + 1x1, ReLU6) | |
 | efficientnet_b0 | EfficientNet-B0: MBConv with SiLU, squeeze-excitation (0.25), k 3/5 | no drop-connect (stochastic depth) |
 | shufflenetv2 | ShuffleNetV2 1.0x: channel split (chunk), shuffle through view/transpose | |
 | vgg11 | VGG-11 with BatchNorm, plain 3x3 stacks | |
