@@ -5,16 +5,16 @@ clgrad's model as it is).
 
 The models follow the CIFAR forms commonly trained on 3x32x32 (10 classes), written again here:
 
-| name | what | notes |
-|---|---|---|
-| resnet18 | ResNet-18, BasicBlock [2,2,2,2], 3x3 stem, no max-pool | |
-| resnext29 | ResNeXt-29 32x4d: bottleneck 1x1 -> 3x3 groups=32 -> 1x1, blocks [3,3,3] | |
-| densenet | DenseNet-BC with DenseNet-121's blocks [6,12,24,16], growth 12, reduction 0.5 | growth 12 instead of 32: same depth and concatenations, fewer FLOPs |
-| mobilenetv2 | MobileNetV2 (inverted residuals, depthwise 3x3 + 1x1, ReLU6) | |
-| efficientnet_b0 | EfficientNet-B0: MBConv with SiLU, squeeze-excitation (0.25), k 3/5 | no drop-connect (stochastic depth) |
-| shufflenetv2 | ShuffleNetV2 1.0x: channel split (chunk), shuffle through view/transpose | |
-| vgg11 | VGG-11 with BatchNorm, plain 3x3 stacks | |
-| alexnet | AlexNet in Caffe's layout on 3x227x227, 1000 classes: grouped conv2/4/5 (groups=2), LRN | |
+- resnet18: ResNet-18, BasicBlock [2,2,2,2], 3x3 stem, no max-pool.
+- resnext29: ResNeXt-29 32x4d, bottleneck 1x1 -> 3x3 groups=32 -> 1x1, blocks [3,3,3].
+- densenet: DenseNet-BC with DenseNet-121's blocks [6,12,24,16], growth rate 12 (not 32: the
+  same depth and concatenations, fewer FLOPs), reduction 0.5.
+- mobilenetv2: MobileNetV2, inverted residuals (1x1, depthwise 3x3, 1x1), ReLU6.
+- efficientnet_b0: EfficientNet-B0, MBConv with SiLU and squeeze-excitation (0.25), kernels
+  3 and 5; no drop-connect (stochastic depth).
+- shufflenetv2: ShuffleNetV2 1.0x, channel split (chunk) and shuffle through view/transpose.
+- vgg11: VGG-11 with BatchNorm, plain 3x3 stacks.
+- alexnet: Caffe's AlexNet on 3x227x227, 1000 classes: grouped conv2/4/5 (groups=2), LRN.
 
 Dropout (EfficientNet-B0's head, AlexNet's fc6/fc7) draws different masks in each framework,
 so the benchmark compares the first losses with the Dropout modules in eval mode.
