@@ -490,3 +490,27 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-4, atol=1e-4)
     assert backends.last_conv_algorithms["grad_weight"] != "depthwise"
+
+
+# -- wgrad_reduce's 2-D launch (issue 23, helper h8) ------------------------------------------
+def test_weight_and_bias_grads_over_65535_rows_match_numpy():
+    """Depthwise with 66000 channels: g*o rows exceed one launch row's 65535, so the reduce
+    kernel's row loop runs; every channel's 3x3 weight gradient and bias gradient checked."""
+    rng = np.random.default_rng(3)
+    n, c = 2, 66000
+    xn = rng.standard_normal((n, c, 3, 3)).astype(np.float32)
+    wn = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    gn = rng.standard_normal((n, c, 3, 3)).astype(np.float32)
+    x = clgrad.from_numpy(xn)
+    w = clgrad.from_numpy(wn).requires_grad_()
+    b = clgrad.zeros(c).requires_grad_()
+    y = clgrad.nn.functional.conv2d(x, w, b, padding=1, groups=c)
+    y.backward(clgrad.from_numpy(gn))
+    xp = np.pad(xn.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((c, 3, 3))
+    for kh in range(3):
+        for kw in range(3):
+            ref[:, kh, kw] = (gn * xp[:, :, kh:kh + 3, kw:kw + 3]).sum(axis=(0, 2, 3))
+    np.testing.assert_allclose(w.grad.numpy()[:, 0], ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b.grad.numpy(), gn.astype(np.float64).sum(axis=(0, 2, 3)),
+                               rtol=1e-4, atol=1e-4)

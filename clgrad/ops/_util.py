@@ -110,7 +110,8 @@ def defines_for(dtype: dtypes.DType) -> dict:
 
 # Kernel files whose launch_1d kernels index every operand by the element index alone: they
 # get a CONTIG build (unit-stride indexing, see kernels/common.h) when all operands are dense.
-_CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl"})
+_CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl", "optim.cl",
+                           "activation.cl"})
 _ROWS_FILES = frozenset({"elementwise.cl", "copy.cl"})  # kernels common.h's ROWS2D serves
 ROWS_WG = 16  # work-group width of ROWS2D launches: one AVX-512 vector of floats
 

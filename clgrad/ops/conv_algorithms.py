@@ -136,10 +136,11 @@ def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
     dev, dt = ws.device, ws.dtype
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
-    n = p.g * p.o * (p.c * p.kh * p.kw + 1)
+    k1, rows = p.c * p.kh * p.kw + 1, min(p.g * p.o, 65535)
     bbuf = gb._storage.buffer if gb is not None else gw._storage.buffer
     boff, bs = (gb._offset, gb._strides[0]) if gb is not None else (0, 0)
-    dev.launch(dev.kernel("conv_igemm_cpu.cl", "wgrad_reduce", defines_for(dt)), (n,), (WG,),
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "wgrad_reduce", defines_for(dt)), (k1, rows),
+               (WG, 1),
                p.pack(tiles), ws._storage.buffer, gw._storage.buffer, gv, bbuf,
                np.int64(boff), np.int64(bs), np.int32(1), np.int32(gb is not None))
 

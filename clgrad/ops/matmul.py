@@ -266,5 +266,24 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: input has {x.shape[-1] if x.ndim else 0} features but "
                            f"weight expects {weight.shape[1]} (input {tuple(x.shape)}, weight "
                            f"{tuple(weight.shape)})")
-    out = matmul(x, weight.t())
-    return ew.add(out, bias) if bias is not None else out
+    # One autograd node: the weight gradient is computed as g^T @ x, already in weight's
+    # (out, in) layout. Through matmul's node on weight.t() it came out as x^T @ g, (in, out),
+    # and was then copied transposed into a contiguous .grad: for AlexNet's fc6 (4096 x 9216)
+    # that strided copy took longer than the GEMMs.
+    with no_grad():
+        out = matmul(x, weight.t())
+        if bias is not None:
+            out = ew.add(out, bias)
+
+    def backward(g):
+        gx = gw = gb = None
+        if x.requires_grad:
+            gx = matmul(g, weight)
+        if weight.requires_grad:
+            g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+            x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+            gw = matmul(g2.t(), x2)
+        if bias is not None and bias.requires_grad:
+            gb = ew.sum_to(g, bias.shape)
+        return gx, gw, gb
+    return record("linear", out, (x, weight, bias), backward, saved=[x, weight])
