@@ -79,3 +79,9 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# -- h1 (issue 20): exact integer division, fmod, bitwise ops ---------------------------------
+from clgrad.ops.elementwise import (divide, floor_divide, fmod, bitwise_and,  # noqa: E402
+                                    bitwise_or, bitwise_xor, bitwise_not, bitwise_left_shift,
+                                    bitwise_right_shift)
+true_divide = div

@@ -263,3 +263,22 @@ Tensor.index_put_ = ix.index_put_
 Tensor.index_put = ix.index_put
 Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
+
+
+# -- h1 (issue 20): exact integer // % pow, fmod, bitwise ops and shifts ----------------------
+for _name, _fn in {"__and__": ew.bitwise_and, "__or__": ew.bitwise_or,
+                   "__xor__": ew.bitwise_xor, "__lshift__": ew.bitwise_left_shift,
+                   "__rshift__": ew.bitwise_right_shift, "__floordiv__": ew.floor_divide,
+                   "__mod__": ew.remainder}.items():
+    _method(_fn, _name)
+    _method(_reflect(_fn), "__r" + _name[2:])
+    _method(_inplace_binary(_fn, "__i" + _name[2:]), "__i" + _name[2:])
+for _fn in (ew.bitwise_and, ew.bitwise_or, ew.bitwise_xor, ew.bitwise_left_shift,
+            ew.bitwise_right_shift, ew.floor_divide, ew.remainder, ew.fmod, ew.divide):
+    _method(_fn)
+    _method(_inplace_binary(_fn, _fn.__name__ + "_"), _fn.__name__ + "_")
+Tensor.__invert__ = ew.bitwise_not
+Tensor.bitwise_not = ew.bitwise_not
+Tensor.bitwise_not_ = _inplace_unary(ew.bitwise_not, "bitwise_not_")
+Tensor.true_divide = lambda self, other: ew.div(self, other)
+Tensor.true_divide_ = _inplace_binary(ew.div, "true_divide_")
