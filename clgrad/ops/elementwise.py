@@ -324,6 +324,8 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
                         f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if isinstance(value, Tensor):
         value = to(value, x.dtype)
+    elif _is_num(value):
+        dtypes.check_fits("masked_fill", x.dtype, value)
     out = where(mask, value, x)
     if tuple(out.shape) != tuple(x.shape):
         raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
@@ -615,6 +617,7 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
     if dt is None or (isinstance(value, float) and not dt.is_floating_point):
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
+    dtypes.check_fits("where", dt, value)
     return full((), value, dt, ref.device)
 
 
@@ -629,6 +632,9 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
+    for v in (min, max):
+        if v is not None and not x.dtype.is_floating_point:
+            dtypes.check_fits("clamp", x.dtype, v)  # PyTorch: uint8 max=300 raises
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
