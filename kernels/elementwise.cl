@@ -99,7 +99,7 @@ inline T remainder_f(T x, T y) {
 }
 BINARY(floor_divide, floor_div_f(x, y))
 BINARY(trunc_divide, trunc(x / y))
-BINARY(remainder, remainder_f(x, y))
+BINARY(remainder_op, remainder_f(x, y))
 BINARY(fmod_op, fmod(x, y))
 #else
 // -- integer arithmetic: exact, wrapping in T (two's complement) as PyTorch ----------------
@@ -192,7 +192,7 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global T *out, view_t vo, 
 
 BINARY_DIV(floor_divide, idiv_floor(x, y))
 BINARY_DIV(trunc_divide, idiv_trunc(x, y))
-BINARY_DIV(remainder, irem_floor(x, y))
+BINARY_DIV(remainder_op, irem_floor(x, y))
 BINARY_DIV(fmod_op, irem_trunc(x, y))
 #endif
 

@@ -258,7 +258,7 @@ def remainder(a, b) -> Tensor:
     divisor; TypeError for bool tensors.
     """
     a, b, dt, shape = _prep("remainder", a, b)
-    out = _divmod_op("remainder", "remainder", a, b, dt, shape)
+    out = _divmod_op("remainder_op", "remainder", a, b, dt, shape)
     return _record_mod("remainder", "floor", out, a, b)
 
 
