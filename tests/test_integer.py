@@ -74,7 +74,7 @@ _PY_ORACLES = {
 _OURS = {
     "floor_divide": lambda a, b: a // b,
     "remainder": lambda a, b: a % b,
-    "fmod": clgrad.fmod,
+    "fmod": lambda a, b: clgrad.fmod(a, b),
     "trunc": lambda a, b: clgrad.div(a, b, rounding_mode="trunc"),
 }
 
