@@ -43,7 +43,6 @@ def _pairs(dtype: str, seed: int, nonzero=False):
     """(a, b): every special value against every special value, plus random pairs."""
     a = _values(dtype, 300, seed)
     b = _values(dtype, 300, seed + 1, nonzero)
-    na, nb = len(a), len(b)
     return np.concatenate([np.repeat(a[:20], 20), a]), np.concatenate([np.tile(b[:20], 20), b])
 
 
