@@ -282,3 +282,4 @@ Tensor.bitwise_not = ew.bitwise_not
 Tensor.bitwise_not_ = _inplace_unary(ew.bitwise_not, "bitwise_not_")
 Tensor.true_divide = lambda self, other: ew.div(self, other)
 Tensor.true_divide_ = _inplace_binary(ew.div, "true_divide_")
+Tensor.__ipow__ = Tensor.pow_
