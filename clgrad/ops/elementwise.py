@@ -297,8 +297,8 @@ def _divmod_op(kname, op, a, b, dt, shape):
                         f'to an integer dtype first')
     if not isinstance(b, Tensor):
         if scalar(dt, b) == 0:
-            raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero "
-                                        f"(divisor {b!r} as {dt.name})")
+            raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by "
+                                           f"zero (divisor {b!r} as {dt.name})")
         return _launch_binary(kname, a, b, dt, shape)
     dev = b.device
     out = empty(shape, dt, dev)
@@ -311,8 +311,8 @@ def _divmod_op(kname, op, a, b, dt, shape):
         launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), expand_to(b, shape)),
                   (err._storage.buffer,))
     if out.numel() and err.item():
-        raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero (a "
-                                    f"zero in the {dt.name} divisor)")
+        raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero "
+                                       f"(a zero in the {dt.name} divisor)")
     return out
 
 
