@@ -91,7 +91,7 @@ inline T floor_div_f(T x, T y) {
     if (m != (T)0 && (y < (T)0) != (m < (T)0)) d -= (T)1;
     if (d == (T)0) return copysign((T)0, x / y);
     T f = floor(d);
-    return d - f > (T)0.5 ? f + (T)1 : f;
+    return d - f > (T)0.5f ? f + (T)1 : f;
 }
 inline T remainder_f(T x, T y) {
     T m = fmod(x, y);
