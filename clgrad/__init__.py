@@ -125,6 +125,9 @@ from clgrad import distributions  # noqa: E402
 # -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
 from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
 
+# h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
+from clgrad import serialization  # noqa: E402
+
 # -- h1 (issue 20): exact integer division, fmod, bitwise ops ---------------------------------
 from clgrad.ops.elementwise import (divide, floor_divide, fmod, bitwise_and,  # noqa: E402
                                     bitwise_or, bitwise_xor, bitwise_not, bitwise_left_shift,
