@@ -35,7 +35,10 @@ from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, n
                                     log, sqrt, rsqrt, tanh, sigmoid, relu, sin, cos, square,
                                     reciprocal, sign, floor, ceil, round, eq, ne, lt, le, gt,
                                     ge, logical_not, logical_and, logical_or, where, clamp,
-                                    clone, remainder, masked_fill)
+                                    clone, remainder, masked_fill, divide, true_divide,
+                                    floor_divide, fmod, bitwise_and, bitwise_or, bitwise_xor,
+                                    bitwise_not,
+                                    bitwise_left_shift, bitwise_right_shift)
 from clgrad.ops.numeric import isnan, isinf, isfinite, nan_to_num, isclose, allclose, equal
 
 # -- reduce, scan, sort -----------------------------------------------------------------------
@@ -108,6 +111,8 @@ __all__ = [
     "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor",
     "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
     "logical_or", "where", "clamp", "clip", "clone", "remainder", "masked_fill",
+    "divide", "true_divide", "floor_divide", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
     "isnan", "isinf", "isfinite", "nan_to_num", "isclose", "allclose", "equal",
     # reduce, scan, sort
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",

@@ -98,7 +98,6 @@ for _name, _fn in {
     "__add__": ew.add, "__sub__": ew.sub, "__mul__": ew.mul, "__truediv__": ew.div,
     "__pow__": ew.pow, "__matmul__": mm.matmul, "__eq__": ew.eq, "__ne__": ew.ne,
     "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
-    "__and__": ew.logical_and, "__or__": ew.logical_or,
 }.items():
     _method(_fn, _name)
 for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
@@ -106,13 +105,9 @@ for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
     _method(_reflect(_fn), _name)
 Tensor.__neg__ = ew.neg
 Tensor.__abs__ = ew.abs
-Tensor.__invert__ = lambda self: ew.logical_not(self)
-Tensor.__floordiv__ = lambda self, o: ew.div(self, o, rounding_mode="floor")
 Tensor.__getitem__ = vw.getitem
 Tensor.__setitem__ = aix.setitem
 
-Tensor.__mod__ = ew.remainder
-Tensor.__rmod__ = _reflect(ew.remainder)
 
 # -- elementwise ------------------------------------------------------------------------------
 for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
@@ -392,29 +387,53 @@ def _deepcopy(self, memo):
 Tensor.__deepcopy__ = _deepcopy
 
 
+# -- integer arithmetic and bitwise ops: exact // % fmod, & | ^ ~ << >> ---------------------
+for _name, _fn in {"__and__": ew.bitwise_and, "__or__": ew.bitwise_or,
+                   "__xor__": ew.bitwise_xor, "__lshift__": ew.bitwise_left_shift,
+                   "__rshift__": ew.bitwise_right_shift, "__floordiv__": ew.floor_divide,
+                   "__mod__": ew.remainder}.items():
+    _method(_fn, _name)
+    _method(_reflect(_fn), "__r" + _name[2:])
+    _method(_inplace_binary(_fn, "__i" + _name[2:]), "__i" + _name[2:])
+for _fn in (ew.bitwise_and, ew.bitwise_or, ew.bitwise_xor, ew.bitwise_left_shift,
+            ew.bitwise_right_shift, ew.floor_divide, ew.remainder, ew.fmod, ew.divide):
+    _method(_fn)
+    _method(_inplace_binary(_fn, _fn.__name__ + "_"), _fn.__name__ + "_")
+Tensor.__invert__ = ew.bitwise_not
+Tensor.bitwise_not = ew.bitwise_not
+Tensor.bitwise_not_ = _inplace_unary(ew.bitwise_not, "bitwise_not_")
+Tensor.true_divide = ew.div
+Tensor.true_divide_ = _inplace_binary(ew.div, "true_divide_")
+Tensor.__ipow__ = Tensor.pow_
+
+
 # -- the methods bound here (sorted), then, last, the argument check --------------------------
 __all__: list = []  # nothing to import from here: the methods live on Tensor
-METHODS = ["T", "abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
+METHODS = ["abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
            "argmin", "argsort", "argwhere", "as_strided", "backward", "bernoulli", "bernoulli_",
-           "bmm", "bool", "byte", "ceil", "char", "chunk", "clamp", "clamp_", "clamp_max",
-           "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "clone", "contiguous", "copy_",
-           "cos", "count_nonzero", "cumprod", "cumsum", "cumsum_", "data", "diagonal", "div",
-           "div_", "dot", "double", "eq", "equal", "exp", "exp_", "expand", "expand_as",
-           "exponential_", "fill_", "flatten", "flip", "float", "floor", "gather", "ge", "gt",
-           "half", "index_put", "index_put_", "index_select", "int", "isclose", "isfinite", "isinf",
-           "isnan", "le", "log", "log_", "log_softmax", "logical_and", "logical_not", "logical_or",
-           "logsumexp", "long", "lt", "mT", "masked_fill", "masked_fill_", "matmul", "max",
-           "maximum", "maximum_", "mean", "min", "minimum", "minimum_", "mm", "movedim", "msort",
-           "mul", "mul_", "nan_to_num", "nan_to_num_", "narrow", "ne", "neg", "neg_", "new_empty",
-           "new_full", "new_ones", "new_tensor", "new_zeros", "nonzero", "norm", "normal_",
-           "permute", "pow", "pow_", "prod", "ravel", "reciprocal", "register_hook",
-           "register_post_accumulate_grad_hook", "relu", "relu_", "remainder", "repeat", "reshape",
-           "reshape_as", "roll", "round", "rsqrt", "scatter", "scatter_", "scatter_add",
-           "scatter_add_", "select", "short", "sigmoid", "sigmoid_", "sign", "sin", "softmax",
-           "sort", "split", "sqrt", "sqrt_", "square", "squeeze", "std", "sub", "sub_", "sum",
-           "swapaxes", "t", "tanh", "tanh_", "to", "topk", "transpose", "tril", "tril_", "triu",
-           "triu_", "type", "type_as", "unbind", "unflatten", "unfold", "uniform_", "unique",
-           "unsqueeze", "var", "view", "view_as", "where", "zero_"]
+           "bitwise_and", "bitwise_and_", "bitwise_left_shift", "bitwise_left_shift_",
+           "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
+           "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "bmm", "bool", "byte", "ceil",
+           "char", "chunk", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
+           "clamp_min_", "clip", "clip_", "clone", "contiguous", "copy_", "cos", "count_nonzero",
+           "cumprod", "cumsum", "cumsum_", "data", "diagonal", "div", "div_", "divide", "divide_",
+           "dot", "double", "eq", "equal", "exp", "exp_", "expand", "expand_as", "exponential_",
+           "fill_", "flatten", "flip", "float", "floor", "floor_divide", "floor_divide_", "fmod",
+           "fmod_", "gather", "ge", "gt", "half", "index_put", "index_put_", "index_select", "int",
+           "isclose", "isfinite", "isinf", "isnan", "le", "log", "log_", "log_softmax",
+           "logical_and", "logical_not", "logical_or", "logsumexp", "long", "lt", "masked_fill",
+           "masked_fill_", "matmul", "max", "maximum", "maximum_", "mean", "min", "minimum",
+           "minimum_", "mm", "movedim", "msort", "mT", "mul", "mul_", "nan_to_num", "nan_to_num_",
+           "narrow", "ne", "neg", "neg_", "new_empty", "new_full", "new_ones", "new_tensor",
+           "new_zeros", "nonzero", "norm", "normal_", "permute", "pow", "pow_", "prod", "ravel",
+           "reciprocal", "register_hook", "register_post_accumulate_grad_hook", "relu", "relu_",
+           "remainder", "remainder_", "repeat", "reshape", "reshape_as", "roll", "round", "rsqrt",
+           "scatter", "scatter_", "scatter_add", "scatter_add_", "select", "short", "sigmoid",
+           "sigmoid_", "sign", "sin", "softmax", "sort", "split", "sqrt", "sqrt_", "square",
+           "squeeze", "std", "sub", "sub_", "sum", "swapaxes", "T", "t", "tanh", "tanh_", "to",
+           "topk", "transpose", "tril", "tril_", "triu", "triu_", "true_divide", "true_divide_",
+           "type", "type_as", "unbind", "unflatten", "unfold", "uniform_", "unique", "unsqueeze",
+           "var", "view", "view_as", "where", "zero_"]
 
 from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)

@@ -25,7 +25,6 @@ Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd
 """
 from __future__ import annotations
 
-import math
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
@@ -131,10 +130,6 @@ def fill_(self: Tensor, value) -> Tensor:
         return copy_(self, value.reshape(()))
     if not _is_num(value):
         raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
-    if not self.dtype.is_floating_point and isinstance(value, float) and \
-            not math.isfinite(value):
-        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
-                           f"overflow")
     dtypes.check_fits("fill_", self.dtype, value)
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self
