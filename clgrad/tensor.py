@@ -128,9 +128,17 @@ class Tensor:
         return self._storage.dtype
 
     @property
-    def device(self) -> Device:
-        """The OpenCL device holding the storage."""
-        return self._storage.device
+    def device(self):
+        """PyTorch's device of the tensor: a ``clgrad.device`` ('cpu', 'cpu:1', 'cuda:0' ...),
+        equal and hash-equal to ``torch.device`` of the same type and index. The OpenCL
+        device itself (a ``clgrad.runtime.Device``) is ``t.untyped_storage().device``, or
+        ``t.device.opencl``."""
+        rt = self._storage.device
+        d = rt.__dict__.get("_torch_device")
+        if d is None:
+            from clgrad._device import of_runtime
+            d = of_runtime(rt)
+        return d
 
     @property
     def ndim(self) -> int:
@@ -297,7 +305,7 @@ class Tensor:
             src = self.contiguous()
         out = np.empty(self._shape, dtype=self.dtype.np)
         if out.size:
-            cl.enqueue_copy(self.device.queue, out, src._storage.buffer,
+            cl.enqueue_copy(src._storage.device.queue, out, src._storage.buffer,
                             src_offset=src._offset * self.dtype.itemsize, is_blocking=True)
         return out
 

@@ -305,7 +305,9 @@ class Module:
         with no_grad():
             for dst, src in pairs:
                 if isinstance(src, np.ndarray):
-                    src = from_numpy(np.ascontiguousarray(src), device=dst.device)
+                    src = from_numpy(np.ascontiguousarray(src), device=dst._storage.device)
+                elif src._storage.device is not dst._storage.device:  # map_location="cpu"
+                    src = ew.to_device(src, dst._storage.device)
                 ew.copy_raw(dst, src)
                 bump_version(dst)
         return _IncompatibleKeys(missing, unexpected)

@@ -88,7 +88,8 @@ def same_device(op: str, *tensors):
             if dev is None:
                 dev = t._storage.device
             elif t._storage.device is not dev:
-                devs = {id(x.device): x.device for x in tensors if isinstance(x, Tensor)}
+                devs = {id(x._storage.device): x._storage.device
+                        for x in tensors if isinstance(x, Tensor)}
                 names = ", ".join(d.name for d in devs.values())
                 raise RuntimeError(f"{op}: expected all tensors on the same device, got "
                                    f"{names}")

@@ -33,11 +33,11 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         return ip.inplace("leaky_relu_", input, lambda s: leaky_relu(s, negative_slope))
     x = input
     slope = scalar(x.dtype, negative_slope)
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "leaky_relu_fwd", defines_for(x.dtype), out, (x,), (slope,))
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
     return record("leaky_relu", out, (x,), backward, saved=[x])
@@ -122,11 +122,11 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
     x = input
     d = defines_for(x.dtype)
     args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname + "_fwd", d, out, (x,), args)
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
         return (gx,)
     return record(op, out, (x,), backward, saved=[x])
@@ -185,7 +185,7 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
         return x
     lead = 1 if x.ndim == ranks[0] and op == "dropout1d" else 2
     ones = creation.ones(tuple(x.shape[:lead]) + (1,) * (x.ndim - lead), dtype=x.dtype,
-                         device=x.device)
+                         device=x._storage.device)
     mask = dropout(ones, p, True)
     if inplace:
         return ip.inplace(op + "_", x, lambda s: ew.mul(s, mask))
@@ -220,7 +220,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if min(oshape, default=1) < 0:
         raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
                          f"input of shape {tuple(x.shape)}")
-    out = empty(oshape, x.dtype, x.device)
+    out = empty(oshape, x.dtype, x._storage.device)
     m = np.int32(_MODES[mode])
     _launch_pad("pad_fwd", x, out.numel(), len(oshape), shape_arg(oshape), out._storage.buffer,
                 x._storage.buffer, view_arg(x), shape_arg(x.shape), shape_arg(lo), m,
@@ -229,7 +229,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         return out
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         _launch_pad("pad_bwd", x, gx.numel(), x.ndim, shape_arg(x.shape), gx._storage.buffer,
                     g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
         return (gx,)
@@ -264,7 +264,7 @@ def _check_nonconstant(mode, x, amounts, lo, hi):
 
 def _dropout_raw(x, args):
     """One launch of ceil(n / 4) work items, each drawing four random words."""
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     n = out.numel()
     if n == 0:
         return out
@@ -272,7 +272,7 @@ def _dropout_raw(x, args):
     if len(shape) > MAXD:
         raise RuntimeError(f"dropout: tensors of more than {MAXD} non-mergeable dims are not "
                            f"supported, got shape {tuple(x.shape)}")
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),),
                (LOCAL,), np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
                view_arg(out, so), x._storage.buffer, view_arg(x, sx), *args)
@@ -285,6 +285,6 @@ def _launch_pad(name, x, total, nd, *args):
     if nd > MAXD:
         raise RuntimeError(f"pad: tensors of more than {MAXD} dims are not supported, got "
                            f"{x.ndim}")
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
                np.int64(total), np.int32(nd), *args)

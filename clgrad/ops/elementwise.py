@@ -20,7 +20,7 @@ from clgrad.tensor import Tensor
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-           "logical_and", "logical_or", "where", "clamp", "to", "contiguous",
+           "logical_and", "logical_or", "where", "clamp", "to", "to_device", "contiguous",
            "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
            "axpby_", "remainder", "masked_fill"]
 
@@ -37,7 +37,7 @@ def to(x: Tensor, dtype) -> Tensor:
     dtype = dtypes.to_dtype(dtype)
     if dtype is x.dtype:
         return x
-    out = empty(x.shape, dtype, x.device)
+    out = empty(x.shape, dtype, x._storage.device)
     copy_raw(out, x)
     if not dtype.is_floating_point:
         return out
@@ -45,11 +45,28 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
+def to_device(x: Tensor, device) -> Tensor:
+    """A contiguous copy of ``x`` on ``device`` (a ``clgrad.runtime.Device``), through the
+    host; ``x`` itself when it is already there. Recorded as PyTorch's ``ToCopyBackward0``:
+    the gradient is copied back to x's device, so autograd flows across devices.
+    """
+    src_dev = x._storage.device
+    if device is src_dev:
+        return x
+    values = x.detach().numpy()
+    out = Tensor._empty(x.shape, x.dtype, device)
+    if values.size:
+        out._storage.write(0, values)
+    if not x.dtype.is_floating_point:
+        return out
+    return record("to", out, (x,), lambda g: (to_device(g, src_dev),))
+
+
 def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
     """``x`` if already contiguous (and not ``force_copy``), else a contiguous copy."""
     if not force_copy and x.is_contiguous():
         return x
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     copy_raw(out, x)
     return record("contiguous", out, (x,), lambda g: (g,))
 
@@ -112,7 +129,7 @@ def _prep(op, a, b):
 
 
 def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
-    dev = a.device if isinstance(a, Tensor) else b.device
+    dev = a._storage.device if isinstance(a, Tensor) else b._storage.device
     out = empty(shape, out_dtype or dt, dev)
     d = defines_for(dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
@@ -261,7 +278,8 @@ def pow(a, b) -> Tensor:
     a, b, dt, shape = _prep("pow", a, b)
     if not dt.is_floating_point:
         if _is_num(b) and b >= 0:
-            out = to(pow(to(a, dtypes.float64 if a.device.fp64 else dtypes.float32), b), dt)
+            wide = dtypes.float64 if a._storage.device.fp64 else dtypes.float32
+            out = to(pow(to(a, wide), b), dt)
             return out
         raise TypeError(f"pow: integer tensors to negative or tensor powers are not supported; "
                         f"got {dt}")
@@ -342,7 +360,7 @@ def logical_not(x: Tensor) -> Tensor:
 
 # -- unary ops --------------------------------------------------------------------------------
 def _launch_unary(kname, x, dtype=None):
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname, defines_for(x.dtype), out, (x,))
     return out
 
@@ -379,7 +397,7 @@ square = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "
 
 
 def _binary_grad(kname, g, y):
-    out = empty(g.shape, g.dtype, g.device)
+    out = empty(g.shape, g.dtype, g._storage.device)
     launch_1d(_FILE, kname, defines_for(g.dtype), out, (g, y))
     return out
 
@@ -443,7 +461,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     dt = dtypes.promote(a.dtype, b.dtype)
     a, b, cond = to(a, dt), to(b, dt), to(cond, dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
-    out = empty(shape, dt, a.device)
+    out = empty(shape, dt, a._storage.device)
     launch_1d(_FILE, "where_op", defines_for(dt), out,
               (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
 
@@ -451,7 +469,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     sb = tuple(b.shape) if b.requires_grad else None
 
     def backward(g):
-        z = full((), 0, g.dtype, g.device)
+        z = full((), 0, g.dtype, g._storage.device)
         return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
                                    where(cond, z, g) if sb is not None else None)
     return record("where", out, (None, a, b), backward, saved=[cond])
@@ -459,7 +477,7 @@ def where(cond: Tensor, a, b) -> Tensor:
 
 def _zeros_scalar(like: Tensor) -> Tensor:
     """A 0-d zero of ``like``'s dtype and device (a stride-0 source for where/expand)."""
-    return zeros((), like.dtype, like.device)
+    return zeros((), like.dtype, like._storage.device)
 
 
 def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
@@ -469,7 +487,7 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
     if dt is None or (isinstance(value, float) and not dt.is_floating_point):
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
-    return full((), value, dt, ref.device)
+    return full((), value, dt, ref._storage.device)
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
@@ -486,11 +504,11 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "clamp_op", defines_for(x.dtype), out, (x,), flags)
 
     def backward(g):
-        gi = empty(g.shape, g.dtype, g.device)
+        gi = empty(g.shape, g.dtype, g._storage.device)
         launch_1d(_FILE, "clamp_grad", defines_for(g.dtype), gi, (g, x), flags)
         return (gi,)
     return record("clamp", out, (x,), backward, saved=[x])
@@ -513,7 +531,7 @@ def _clamp_tensors(x, lo, hi):
     shapes = tuple(_shape_of(v) for v in (x, lo, hi))
 
     def backward(g):
-        zero = zeros((), g.dtype, g.device)
+        zero = zeros((), g.dtype, g._storage.device)
         inside = ge(x, lo) if lo is not None else None
         if hi is not None:
             inside = le(x, hi) if inside is None else logical_and(inside, le(x, hi))

@@ -51,7 +51,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                f"{tuple(t.shape)}")
     shape = list(ref.shape)
     shape[d] = sum(t.shape[d] for t in parts)
-    out = empty(shape, dt, ref.device)
+    out = empty(shape, dt, ref._storage.device)
     start = 0
     for t in parts:
         ew.copy_raw(out.narrow(d, start, t.shape[d]), t)
@@ -121,7 +121,7 @@ def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
     collect every gradient)."""
     def backward(g):
-        z = zeros(x_shape, g.dtype, g.device)
+        z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
         return (z,)
     return backward
@@ -145,7 +145,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     index = _check_index(op, index.reshape(-1), x.shape[d], negative)
     shape = list(x.shape)
     shape[d] = index.shape[0]
-    out = empty(shape, x.dtype, x.device)
+    out = empty(shape, x.dtype, x._storage.device)
     istr = [0] * x.ndim
     istr[d] = index._strides[0]
     iv = Tensor(index._storage, shape, istr, index._offset)
@@ -170,7 +170,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
                                f"{tuple(index.shape)} to be smaller than self {tuple(x.shape)} "
                                f"apart from dimension {d}")
     index = _check_index("gather", index, x.shape[d])
-    out = empty(index.shape, x.dtype, x.device)
+    out = empty(index.shape, x.dtype, x._storage.device)
     _gather_launch(x, d, index, out)
     return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
                   saved=[index])
@@ -384,9 +384,9 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
     """
     p = _plan(x, key, "getitem")
     y = p.y
-    out = empty(p.flat, y.dtype, y.device)
+    out = empty(p.flat, y.dtype, y._storage.device)
     if out.numel():
-        iv = _offsets_view(p.off, p.flat, p.bpos, y.device)
+        iv = _offsets_view(p.off, p.flat, p.bpos, y._storage.device)
         launch_1d("index.cl", "gather_dim", defines_for(y.dtype), out, (p.view, iv),
                   (np.int64(1), np.int64(0)))
     if y.requires_grad and is_grad_enabled():
@@ -399,7 +399,7 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
         def backward(g):
             z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
             if g.numel():
-                iv = _offsets_view(off_c, flat, bpos, g.device)
+                iv = _offsets_view(off_c, flat, bpos, g._storage.device)
                 launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
                           (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
             return (z,)
@@ -430,7 +430,7 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     from clgrad import autograd
     p = _plan(x, key, op)
     if not isinstance(values, Tensor):
-        values = creation.tensor(values, dtype=x.dtype, device=x.device)
+        values = creation.tensor(values, dtype=x.dtype, device=x._storage.device)
     same_device(op, x, values)
     try:
         layout.broadcast_shapes(values.shape, p.shape, op=op)
@@ -450,11 +450,11 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     iv = None
     if vb.numel():
         src = ew.contiguous(vb).reshape(p.flat)
-        iv = _offsets_view(p.off, p.flat, p.bpos, x.device)
+        iv = _offsets_view(p.off, p.flat, p.bpos, x._storage.device)
         if accumulate and x.dtype.itemsize < 4 and not x.dtype.is_bool:
             # the kernels' atomic add covers 32- and 64-bit types: add in an int32 copy of y
             wide = ew.to(p.y, dtypes.int32)
-            wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x.device)
+            wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x._storage.device)
             launch_1d("index.cl", "scatter_add_dim", defines_for(dtypes.int32),
                       _flat_view(wide, p), (ew.to(src, dtypes.int32), wiv),
                       (np.int64(1), np.int64(0)))
@@ -482,7 +482,7 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
     def backward(g):  # geometry only: holding root would be a reference cycle
         buf = inplace._storage_buffer(size, covered, g)
         ew.copy_raw(inplace._at(buf, root_geom), g)
-        g_val = empty(flat, g.dtype, g.device)
+        g_val = empty(flat, g.dtype, g._storage.device)
         region = inplace._at(buf, vgeom)
         if g_val.numel():
             launch_1d("index.cl", "gather_dim", defines_for(g.dtype), g_val, (region, iv),
@@ -519,7 +519,7 @@ def setitem(x: Tensor, key, value):
         elif isinstance(value, (int, float, bool)):
             inplace.fill_(target, value)
         else:
-            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
+            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x._storage.device))
         return
     if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
@@ -527,7 +527,7 @@ def setitem(x: Tensor, key, value):
         # x[mask] = scalar: a where() on the device, no host read of the mask
         same_device("setitem", x, key)
         v = value.reshape(()) if isinstance(value, Tensor) else \
-            creation.tensor(value, dtype=x.dtype, device=x.device)
+            creation.tensor(value, dtype=x.dtype, device=x._storage.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
         inplace.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
         return
@@ -576,14 +576,14 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
     d = layout.wrap_dim(dim, x.ndim, "scatter")
     index = _scatter_checks("scatter", x, d, index, src)
     kname = "scatter_add_dim" if reduce == "add" else "scatter_dim"
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     ew.copy_raw(out, x)
     if src is not None:
         same_device("scatter", x, src)
         part = src.detach()[tuple(slice(0, n) for n in index.shape)]
         part = ew.contiguous(ew.to(part, x.dtype))
     else:
-        part = full((), value, x.dtype, x.device).expand(index.shape)
+        part = full((), value, x.dtype, x._storage.device).expand(index.shape)
     if index.numel():
         _scatter_launch(kname, out, d, index, part)
 
@@ -596,7 +596,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
                 _scatter_launch("scatter_dim", gx, d, index, zero)
         gs = None
         if src is not None and src.requires_grad:
-            gs = empty(index.shape, g.dtype, g.device)
+            gs = empty(index.shape, g.dtype, g._storage.device)
             _gather_launch(g, d, index, gs)
             if tuple(gs.shape) != tuple(src.shape):  # src larger than index: zeros elsewhere
                 full = ew._zeros_scalar(g).expand(src.shape).contiguous(force_copy=True)
@@ -640,7 +640,7 @@ def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     n, m = x.shape[-2:]
     j_minus_i = np.arange(m)[None, :] - np.arange(n)[:, None]
     mask = j_minus_i <= diagonal if lower else j_minus_i >= diagonal
-    return ew.where(creation.tensor(mask, device=x.device), x, 0)
+    return ew.where(creation.tensor(mask, device=x._storage.device), x, 0)
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
@@ -662,10 +662,10 @@ def nonzero(x: Tensor, as_tuple: bool = False):
     host = x.numpy()
     idx = np.nonzero(host.reshape(1) if x.ndim == 0 else host)
     if as_tuple:
-        return tuple(creation.tensor(i.astype(np.int64), device=x.device) for i in idx)
+        return tuple(creation.tensor(i.astype(np.int64), device=x._storage.device) for i in idx)
     cols = idx[:x.ndim] if x.ndim else ()
     stacked = np.stack(cols, axis=1) if cols else np.zeros((len(idx[0]), 0), np.int64)
-    return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x.device)
+    return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x._storage.device)
 
 
 def argwhere(x: Tensor) -> Tensor:
@@ -702,7 +702,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     if idx.numel() and int(idx.numpy().min()) < 0:
         raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
                               f"[0, {v})")
-    out = empty((idx.shape[0], weight.shape[1]), weight.dtype, weight.device)
+    out = empty((idx.shape[0], weight.shape[1]), weight.dtype, weight._storage.device)
     iv = Tensor(idx._storage, out.shape, (idx._strides[0], 0), idx._offset)
     _gather_launch(weight, 0, iv, out)
     scatter = _gather_backward(tuple(weight.shape), 0, iv)
@@ -735,5 +735,5 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                            f"{host.max()}")
     from clgrad.creation import arange
     hit = ew.eq(ew.to(tensor, dtypes.int64).unsqueeze(-1),
-                arange(n, dtype=dtypes.int64, device=tensor.device))
+                arange(n, dtype=dtypes.int64, device=tensor._storage.device))
     return ew.to(hit, dtypes.int64)

@@ -117,7 +117,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                                            a._strides[:-2] or (0,), b._strides[:-2] or (0,))
     if len(bshape) > MAXD:
         raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
-    dev = c.device
+    dev = c._storage.device
     cfg = tiles_override or tiles(dev)
     (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
     d = defines_for(c.dtype)
@@ -189,7 +189,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
     ae = a2.expand(*batch, m, k)
     be = b2.expand(*batch, k, n)
-    out = empty(batch + (m, n), a.dtype, a.device)
+    out = empty(batch + (m, n), a.dtype, a._storage.device)
     with no_grad():
         gemm(out, ae, be)
     if a.ndim == 1:

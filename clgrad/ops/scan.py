@@ -30,7 +30,7 @@ def _acc(dt):
 
 
 def _launch(kname, x: Tensor, d: int, defines: dict, *extra_in) -> Tensor:
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     n = x.shape[d] if x.ndim else 1
     if out.numel() == 0:
         return out
@@ -41,7 +41,7 @@ def _launch(kname, x: Tensor, d: int, defines: dict, *extra_in) -> Tensor:
     for t, st in zip((x,) + extra_in, strides[1:]):
         args += [t._storage.buffer, view_arg(t, st), np.int64(t._strides[d])]
     total = rows if kname == "scan" else out.numel()
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel("scan.cl", kname, {"T": x.dtype.cl, "ACC": _acc(x.dtype), **defines}),
                (total,), (64,), np.int64(total), np.int64(n), *args)
     return out
