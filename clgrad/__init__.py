@@ -79,3 +79,6 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# -- h5 (issue 22): PyTorch's print options ---------------------------------------------------
+from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402

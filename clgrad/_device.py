@@ -202,12 +202,17 @@ def _no_cpu_device() -> runtime.Device:
     dev = runtime.default_device()
     if not _WARNED_NO_CPU[0]:
         _WARNED_NO_CPU[0] = True
+        import os
+        import sys
         import warnings
+        pkg, level, f = os.path.dirname(runtime.__file__), 1, sys._getframe(1)
+        while f is not None and f.f_code.co_filename.startswith(pkg):  # blame the user's line
+            f, level = f.f_back, level + 1
         warnings.warn(f"no usable OpenCL CPU device: 'cpu' names the default device "
                       f"{dev.name!r} here, so .cpu(), .to('cpu') and device='cpu' keep tensors "
                       f"on it (their .device says {str(of_runtime(dev))!r}); install a CPU "
                       f"runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
-                      f"pocl-binary-distribution) for a real CPU device", stacklevel=3)
+                      f"pocl-binary-distribution) for a real CPU device", stacklevel=level)
     return dev
 
 def _of_runtime(dev):

@@ -353,17 +353,12 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
-                               threshold=1000, edgeitems=3)
-        extra = []
-        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_) or self.numel() == 0:
-            extra.append(f"dtype={self.dtype!r}")
-        fn = self.grad_fn
-        if fn is not None:
-            extra.append(f"grad_fn=<{fn.name}Backward>")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extra) + ")"
+        from clgrad._tensor_str import tensor_repr  # PyTorch's layout (set_printoptions)
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        from clgrad._tensor_str import tensor_format
+        return tensor_format(self, spec)
 
     def __hash__(self):
         return id(self)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
@@ -101,8 +103,41 @@ def _is_num(v) -> bool:
     return isinstance(v, numbers.Number) and not isinstance(v, Tensor)
 
 
+def numpy_operand(v):
+    """A NumPy scalar as the Python scalar PyTorch takes it for (np.floating -> float,
+    np.integer -> int, np.bool_ -> float: PyTorch's arithmetic treats np.True_ as 1.0, so
+    ``int_tensor * np.True_`` is float32 there too); anything else unchanged."""
+    if isinstance(v, np.generic):
+        if isinstance(v, np.integer):
+            return int(v)
+        if isinstance(v, (np.floating, np.bool_)):
+            return float(v)
+    return v
+
+
+def _array_operands(op, a, b):
+    """``tensor OP ndarray`` (either side): PyTorch computes it through NumPy, so the result
+    has NumPy's result type of the two; here the array is uploaded to the tensor's device as
+    a tensor of that type and the tensor is cast to it (through ``to``: grads flow)."""
+    t, arr = (a, b) if isinstance(a, Tensor) else (b, a)
+    try:
+        dt = dtypes.from_numpy_dtype(np.result_type(t.dtype.np, arr.dtype))
+    except (TypeError, ValueError, KeyError):
+        raise TypeError(f"{op}: expected a NumPy array of a clgrad dtype, got {arr.dtype}") \
+            from None
+    from clgrad.creation import tensor
+    u = tensor(arr, dtype=dt, device=t._storage.device)
+    t = to(t, dt)
+    return (t, u) if isinstance(a, Tensor) else (u, t)
+
+
 def _prep(op, a, b):
-    """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers."""
+    """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers.
+    NumPy scalars count as Python scalars, NumPy arrays as tensors (see _array_operands)."""
+    a, b = numpy_operand(a), numpy_operand(b)
+    if isinstance(a, np.ndarray) != isinstance(b, np.ndarray) and \
+            (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        a, b = _array_operands(op, a, b)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and "
                         f"{type(b).__name__}")
