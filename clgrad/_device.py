@@ -205,7 +205,7 @@ def _no_cpu_device() -> runtime.Device:
         import os
         import sys
         import warnings
-        pkg, level, f = os.path.dirname(runtime.__file__), 1, sys._getframe(1)
+        pkg, level, f = os.path.dirname(runtime.__file__), 2, sys._getframe(1)
         while f is not None and f.f_code.co_filename.startswith(pkg):  # blame the user's line
             f, level = f.f_back, level + 1
         warnings.warn(f"no usable OpenCL CPU device: 'cpu' names the default device "
