@@ -219,3 +219,17 @@ def test_machine_without_cpu_device():
              "    torch.zeros(1, device='cpu:1')\n"
              "print('ok')\n", "*")
     assert r.stdout.strip().endswith("ok")
+
+
+def test_zero_dim_cpu_tensor_joins_another_device():
+    """As PyTorch: a 0-dim tensor on the CPU device may meet a tensor on another device."""
+    a, b = _two_devices()
+    x = clgrad.tensor([1.0, 2.0], device=b, requires_grad=True)
+    s = clgrad.tensor(3.0, device=a, requires_grad=True)
+    y = x * s
+    assert y.device.opencl is b and y.tolist() == [3.0, 6.0]
+    y.sum().backward()
+    assert s.grad.item() == 3.0 and s.grad.device.opencl is a and x.grad.tolist() == [3.0] * 2
+    with pytest.raises(RuntimeError, match=r"same device, but found at least two devices, "
+                                           r"cpu \(.*\) and cpu:1"):
+        clgrad.ones(2, device=a) + clgrad.ones(2, device=b)

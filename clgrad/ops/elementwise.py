@@ -131,6 +131,19 @@ def _array_operands(op, a, b):
     return (t, u) if isinstance(a, Tensor) else (u, t)
 
 
+def _cpu_scalar_along(a: Tensor, b: Tensor):
+    """PyTorch lets a 0-dim CPU tensor join a tensor on another device (``gpu_x * cpu_two``):
+    such an operand is copied to the other's device (recorded, so grads flow back)."""
+    da, db = a._storage.device, b._storage.device
+    if da is db:
+        return a, b
+    if a.ndim == 0 and da.type == "cpu" and b.ndim > 0:
+        return to_device(a, db), b
+    if b.ndim == 0 and db.type == "cpu" and a.ndim > 0:
+        return a, to_device(b, da)
+    return a, b
+
+
 def _prep(op, a, b):
     """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers.
     NumPy scalars count as Python scalars, NumPy arrays as tensors (see _array_operands)."""
@@ -145,6 +158,7 @@ def _prep(op, a, b):
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"{op}: expected a Tensor or a number, got {type(v).__name__}")
     if isinstance(a, Tensor) and isinstance(b, Tensor):
+        a, b = _cpu_scalar_along(a, b)
         same_device(op, a, b)
         if a.ndim == 0 and b.ndim > 0 and not a.requires_grad and a.dtype.is_floating_point \
                 == b.dtype.is_floating_point:
