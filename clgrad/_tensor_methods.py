@@ -197,7 +197,6 @@ Tensor.reshape_as = lambda self, other: vw.reshape(self, other.shape)
 Tensor.swapaxes = vw.transpose
 Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
-Tensor.cpu = lambda self: self
 
 for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
                    "pow_": ew.pow, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
