@@ -7,6 +7,14 @@ import clgrad
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu_device():
+    """PyTorch's tensors below are CPU tensors: so are clgrad's (on a GPU machine the default
+    device is the GPU, and such tensors print device='cuda:0', as PyTorch's CUDA tensors)."""
+    with clgrad.device("cpu"):
+        yield
+
 CASES = {
     "ints": lambda m: m.tensor([1, -20, 300]),
     "floats": lambda m: m.tensor([0.1, 0.25, -1.5]),
@@ -90,6 +98,16 @@ def test_printoptions_context_restores():
         clgrad.set_printoptions(profile="nope")
 
 
+def test_gpu_tensors_show_their_device():
+    """On a GPU (or under CLGRAD_TEST_AS_GPU, see tests/conftest.py), as PyTorch's CUDA tensors."""
+    if not clgrad.cuda.is_available():
+        pytest.skip("needs a GPU device (or CLGRAD_TEST_AS_GPU)")
+    x = clgrad.tensor([1.0, 2.0], device="cuda")
+    assert repr(x) == "tensor([1., 2.], device='cuda:0')"
+    # PyTorch: device first, then dtype
+    assert repr(x.to(clgrad.int32)) == "tensor([1, 2], device='cuda:0', dtype=clgrad.int32)"
+
+
 def test_other_device_is_shown():
     try:
         dev = clgrad.runtime.get_device("pocl")
@@ -98,7 +116,8 @@ def test_other_device_is_shown():
     if dev is clgrad.runtime.get_device("cpu"):
         pytest.skip("needs a second OpenCL device (PoCL)")
     x = clgrad.tensor([1.0, 2.0], device=dev, requires_grad=True)
-    assert repr(x) == "tensor([1., 2.], device='cpu:1', requires_grad=True)"
+    assert repr(x) == f"tensor([1., 2.], device='{x.device}', requires_grad=True)"
+    assert str(x.device) in ("cpu:1", "cuda:0")
 
 
 def test_custom_function_grad_fn_name():
