@@ -134,56 +134,65 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
-def _summarized(a: np.ndarray) -> np.ndarray:
-    """The values a summarised print shows (PyTorch's get_summarized_data)."""
+def _edges_on_device(t) -> np.ndarray:
+    """The host copy of only what a summarised print shows: along every dim longer than
+    2 * edgeitems, its first and last edgeitems entries (cut on the device, so printing a
+    large GPU tensor copies a few numbers, not all of them)."""
+    from clgrad.ops.index import cat
     e = PRINT_OPTS.edgeitems
-    if a.ndim == 0:
-        return a
-    if a.ndim == 1:
-        return np.concatenate((a[:e], a[-e:])) if a.shape[0] > 2 * e else a
-    if not e:
-        return np.empty([0] * a.ndim, a.dtype)
-    rows = list(range(e)) + list(range(a.shape[0] - e, a.shape[0])) \
-        if a.shape[0] > 2 * e else range(a.shape[0])
-    return np.stack([_summarized(a[i]) for i in rows])
+    x = t.detach()
+    for d, n in enumerate(x.shape):
+        if n > 2 * e:
+            x = cat([x.narrow(d, 0, e), x.narrow(d, n - e, e)], d)
+    return x.numpy()
 
 
-def _vector_str(a, indent, summarize, fmt):
+def _cut(shape, summarize) -> bool:
+    return summarize and shape[0] > 2 * PRINT_OPTS.edgeitems
+
+
+def _vector_str(a, n, indent, summarize, fmt):
+    """``a``: the values shown of a vector of ``n`` elements (its edges when summarised)."""
     element_length = fmt.width() + 2
     per_line = max(1, math.floor((PRINT_OPTS.linewidth - indent) / element_length))
     e = PRINT_OPTS.edgeitems
     if summarize and not e:
         data = ["..."]
-    elif summarize and a.shape[0] > 2 * e:
+    elif _cut((n,), summarize):
         data = ([fmt.format(v) for v in a[:e].tolist()] + [" ..."]
-                + [fmt.format(v) for v in a[-e:].tolist()])
+                + [fmt.format(v) for v in a[e:].tolist()])
     else:
         data = [fmt.format(v) for v in a.tolist()]
     lines = [", ".join(data[i:i + per_line]) for i in range(0, len(data), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _str_with(a, indent, summarize, fmt):
-    if a.ndim == 0:
+def _str_with(a, shape, indent, summarize, fmt):
+    """``a``: the values shown of a tensor of ``shape`` (each cut dim holds its 2 * edgeitems
+    edge entries only)."""
+    if not shape:
         return fmt.format(a.item())
-    if a.ndim == 1:
-        return _vector_str(a, indent, summarize, fmt)
-    e = PRINT_OPTS.edgeitems
-    if summarize and a.shape[0] > 2 * e:
-        slices = ([_str_with(a[i], indent + 1, summarize, fmt) for i in range(e)] + ["..."]
-                  + [_str_with(a[i], indent + 1, summarize, fmt)
-                     for i in range(a.shape[0] - e, a.shape[0])])
+    if len(shape) == 1:
+        return _vector_str(a, shape[0], indent, summarize, fmt)
+    e, inner = PRINT_OPTS.edgeitems, shape[1:]
+    if _cut(shape, summarize):
+        slices = ([_str_with(a[i], inner, indent + 1, summarize, fmt) for i in range(e)]
+                  + ["..."] + [_str_with(a[i], inner, indent + 1, summarize, fmt)
+                               for i in range(e, 2 * e)])
     else:
-        slices = [_str_with(a[i], indent + 1, summarize, fmt) for i in range(a.shape[0])]
-    return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+        slices = [_str_with(a[i], inner, indent + 1, summarize, fmt)
+                  for i in range(shape[0])]
+    return "[" + ("," + "\n" * (len(shape) - 1) + " " * (indent + 1)).join(slices) + "]"
 
 
-def _values_str(a: np.ndarray, floating: bool, indent: int) -> str:
-    if a.size == 0:
+def _values_str(t, indent: int) -> str:
+    shape = tuple(t.shape)
+    if t.numel() == 0:
         return "[]"
-    summarize = a.size > PRINT_OPTS.threshold
-    fmt = _Formatter(_summarized(a) if summarize else a, floating)
-    return _str_with(a, indent, summarize, fmt)
+    summarize = t.numel() > PRINT_OPTS.threshold
+    a = _edges_on_device(t) if summarize else t.detach().numpy()
+    fmt = _Formatter(a, t.dtype.is_floating_point)
+    return _str_with(a, shape, indent, summarize, fmt)
 
 
 def _add_suffixes(body, suffixes, indent):
@@ -260,7 +269,7 @@ def tensor_repr(t) -> str:
             suffixes.append(f"size={tuple(t.shape)}")
         if not default_dtype:
             suffixes.append(f"dtype={t.dtype!r}")
-        body = _values_str(t.detach().numpy(), t.dtype.is_floating_point, indent)
+        body = _values_str(t, indent)
     fn = t.grad_fn
     if fn is not None:
         suffixes.append(f"grad_fn=<{grad_fn_name(fn, t.ndim)}>")

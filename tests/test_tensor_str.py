@@ -159,3 +159,14 @@ def test_format_like_torch():
         f"{v:.2f}"  # noqa: B018  (PyTorch raises too)
     with pytest.raises(TypeError):
         f"{torch.tensor([1.0, 2.0]):.2f}"  # noqa: B018
+
+
+def test_summarised_print_copies_only_the_edges(monkeypatch):
+    x = clgrad.arange(200000.0).reshape(400, 500)
+    seen = []
+    numpy = clgrad.Tensor.numpy
+    monkeypatch.setattr(clgrad.Tensor, "numpy", lambda self: seen.append(self.numel()) or
+                        numpy(self))
+    got = repr(x)
+    assert seen == [36]  # 6 x 6 edge values cut on the device
+    assert got == repr(torch.arange(200000.0).reshape(400, 500))
