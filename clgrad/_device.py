@@ -45,7 +45,7 @@ _SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
 
 
 class _DeviceType(type):
-    def __instancecheck__(cls, obj):  # Tensor.device (a runtime Device) is a device too
+    def __instancecheck__(cls, obj):  # a runtime Device (device.opencl) passes as one too
         return type.__instancecheck__(cls, obj) or isinstance(obj, runtime.Device)
 
 
