@@ -2,6 +2,8 @@
 
 The public names follow PyTorch, so ``import clgrad as torch`` runs code that uses them.
 """
+import sys as _sys
+
 from clgrad import dtypes as _dtypes
 from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64
@@ -79,6 +81,47 @@ short = int16
 from clgrad._device import device  # noqa: E402
 from clgrad import cuda, accelerator, backends, utils  # noqa: E402
 from clgrad._generator import Generator  # noqa: E402
+
+# -- h4 (issue 22): torch.jit, torch.fx, torch.backends.* submodules --------------------------
+from clgrad import fx, jit  # noqa: E402
+from clgrad.ops.elementwise import arctan2, atan2, expm1, log1p  # noqa: E402
+from clgrad.ops.index import index_add  # noqa: E402
+from clgrad.ops.reduce import nanmean, nansum  # noqa: E402
+from clgrad.ops.scan import cummax, cummin, diff  # noqa: E402
+from clgrad.ops.sort import kthvalue, median  # noqa: E402
+
+_h4 = {"log1p": log1p, "expm1": expm1, "atan2": atan2, "arctan2": arctan2,
+       "index_add": index_add, "nansum": nansum, "nanmean": nanmean, "cummax": cummax,
+       "cummin": cummin, "diff": diff, "kthvalue": kthvalue, "median": median}
+_check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
+globals().update(_h4)
+del _h4
+
+# -- h4 (issue 22): legacy tensor types, torch.random, get/set_rng_state ---------------------
+# (the file is _rng.py, not random.py: a script run from inside clgrad/, as the device probe
+# is, would otherwise import it in place of the standard library's random)
+from clgrad import _rng as random  # noqa: E402
+from clgrad._legacy import cpu_types as _cpu_types  # noqa: E402
+from clgrad._rng import get_rng_state, set_rng_state  # noqa: E402
+
+_sys.modules[__name__ + ".random"] = random  # ``import clgrad.random`` (torch.random)
+
+globals().update(_cpu_types)
+del _cpu_types
+from clgrad.ops import composite as _composite  # noqa: E402
+from clgrad.ops.composite import (_assert, are_deterministic_algorithms_enabled,  # noqa: E402
+                                  get_float32_matmul_precision, get_num_threads,
+                                  set_float32_matmul_precision, set_num_threads,
+                                  use_deterministic_algorithms)
+
+_h4 = {n: getattr(_composite, n) for n in _composite.__all__}
+_check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
+globals().update(_h4)
+del _h4
+from clgrad import amp  # noqa: E402
+from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,A004
+from clgrad.dtypes import get_default_dtype  # noqa: E402
+from clgrad import distributions  # noqa: E402
 
 # -- h5 (issue 22): PyTorch's print options ---------------------------------------------------
 from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402

@@ -269,3 +269,113 @@ Tensor.index_put_ = ix.index_put_
 Tensor.index_put = ix.index_put
 Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
+
+
+# -- h4 (issue 22): log1p, expm1, atan2, diff, median, kthvalue, cummax/cummin, nansum/nanmean,
+# index_add; is_xpu / is_mps ---------------------------------------------------------------
+for _fn in (ew.log1p, ew.expm1, ew.atan2, ew.arctan2, sc.diff, sc.cummax, sc.cummin,
+            so.median, so.kthvalue, rd.nansum, rd.nanmean, ix.index_add):
+    _method(_fn)
+for _name, _fn in {"log1p_": ew.log1p, "expm1_": ew.expm1}.items():
+    _method(_inplace_unary(_fn, _name), _name)
+for _name, _fn in {"atan2_": ew.atan2, "arctan2_": ew.atan2}.items():
+    _method(_inplace_binary(_fn, _name), _name)
+
+
+def _index_add_(self, dim, index, source, alpha=1):
+    """In-place ``index_add``: ``self.select(dim, index[i]) += alpha * source.select(dim, i)``;
+    returns self (autograd as for other in-place writes)."""
+    return ip.inplace("index_add_", self,
+                      lambda s, src: ix.index_add(s, dim, index, src, alpha=alpha), source)
+
+
+Tensor.index_add_ = _index_add_
+Tensor.is_xpu = property(lambda self: False, doc="False: clgrad has no Intel XPU tensors.")
+Tensor.is_mps = property(lambda self: False, doc="False: clgrad has no Apple MPS tensors.")
+
+
+def _resize_(self, *sizes):
+    """Give self the shape ``sizes`` in place (PyTorch's legacy ``resize_``), contiguous from
+    its storage offset: the storage is kept when it is large enough (its elements keep their
+    values and any alias sees them), else replaced by a larger one holding the old elements
+    first; new elements are uninitialised. Returns self.
+
+    Raises:  RuntimeError for a tensor that requires grad (as PyTorch) or a view (clgrad cannot
+             resize a view's storage); ValueError for a negative size
+    """
+    from clgrad import layout
+    from clgrad.ops._util import bump_version, copy_raw
+    shape = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"resize_: expected non-negative sizes, got {shape}")
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if self._base is not None:
+        raise RuntimeError("resize_: resizing a view is not supported; resize the tensor it "
+                           "views, or use reshape()/new_empty()")
+    n = layout.numel(shape)
+    if self._offset + n <= self._storage.size:
+        from clgrad.tensor import Size
+        self._shape, self._strides = Size(shape), tuple(layout.contiguous_strides(shape))
+    else:
+        new = creation.empty(shape, dtype=self.dtype, device=self.device)
+        keep = min(n, self._storage.size - self._offset)
+        if keep:
+            copy_raw(Tensor(new._storage, (keep,), (1,), 0),
+                     Tensor(self._storage, (keep,), (1,), self._offset))
+        self._set_data(new)
+    bump_version(self)
+    return self
+
+
+Tensor.resize_ = _resize_
+Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
+
+# -- h4 (issue 22): composites (clgrad/ops/composite.py) -------------------------------------
+from clgrad.ops import composite as cp  # noqa: E402
+
+for _fn in (cp.addcmul, cp.addcdiv, cp.lerp, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer,
+            cp.tile, cp.repeat_interleave, cp.masked_select, cp.logical_xor, cp.erf):
+    _method(_fn)
+for _name, _fn in {"addcmul_": cp.addcmul, "addcdiv_": cp.addcdiv, "lerp_": cp.lerp,
+                   "addmm_": cp.addmm, "baddbmm_": cp.baddbmm, "logical_xor_": cp.logical_xor,
+                   "erf_": cp.erf}.items():
+    _method(_inplace_binary(_fn, _name) if _name != "erf_" else _inplace_unary(_fn, _name),
+            _name)
+Tensor.ger = cp.outer
+
+
+def _deepcopy(self, memo):
+    """``copy.deepcopy`` (so ``copy.deepcopy(model)`` works, as in PyTorch): a tensor of the
+    same type, shape, strides and offset over a copy of the storage (copied once per deepcopy
+    call, so views of one storage stay views of one new storage), with requires_grad and a
+    deep copy of ``.grad``.
+
+    Raises:  RuntimeError for a tensor that is not a graph leaf (PyTorch's rule)
+    """
+    import copy
+    if id(self) in memo:
+        return memo[id(self)]
+    if self._grad_fn is not None:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment")
+    st = memo.get(id(self._storage))
+    if st is None:
+        whole = Tensor(self._storage, (self._storage.size,), (1,), 0)
+        with autograd.no_grad():
+            st = ew.contiguous(whole, force_copy=True)._storage
+        memo[id(self._storage)] = st
+        copy._keep_alive(self._storage, memo)  # its id must not be reused during this copy
+    base = copy.deepcopy(self._base, memo) if self._base is not None else None
+    new = type(self).__new__(type(self))
+    Tensor.__init__(new, st, self._shape, self._strides, self._offset, base=base)
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self._grad is not None:
+        new._grad = copy.deepcopy(self._grad, memo)
+    memo[id(self)] = new
+    return new
+
+
+Tensor.__deepcopy__ = _deepcopy

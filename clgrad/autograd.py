@@ -842,3 +842,6 @@ def _function_module():
 
 
 function = _function_module()
+
+
+from clgrad._legacy import Variable  # noqa: E402,F401  (h4, issue 22: the pre-0.4 name)

@@ -123,3 +123,26 @@ def memory_allocated(device=None) -> int:
     if device is not None:
         _gpu(device)
     return _total()
+
+
+# -- h4 (issue 22): legacy CUDA tensor types (torch.cuda.FloatTensor ...) ----------------------
+from clgrad._legacy import cuda_types as _cuda_types  # noqa: E402
+
+globals().update(_cuda_types)
+__all__ += list(_cuda_types)
+
+
+def get_rng_state(device="cuda"):
+    """The global generator's state (clgrad has one generator for every device)."""
+    from clgrad._rng import get_rng_state as _get
+    return _get()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore the global generator (clgrad has one generator for every device)."""
+    from clgrad._rng import set_rng_state as _set
+    _set(new_state)
+
+from clgrad.amp import _cuda_amp_module  # noqa: E402
+
+amp = _cuda_amp_module()

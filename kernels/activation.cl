@@ -127,6 +127,10 @@ ACT(hardsigmoid, x <= (T)-3 ? (T)0 : x >= (T)3 ? (T)1 : x / (T)6 + (T)0.5f,
     (x > (T)-3 && x < (T)3) ? gy / (T)6 : (T)0)
 // softplus(beta p0, threshold p1): log(1 + exp(beta x)) / beta, x where beta x > threshold
 ACT(softplus, x * p0 > p1 ? x : SOFTPLUS(x * p0) / p0, x * p0 > p1 ? gy : gy * SIG(x * p0))
+// logsigmoid: log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any finite x
+// (gradient sigmoid(-x), written so exp never overflows: tiny, not 0, for large x)
+ACT(logsigmoid, (x < (T)0 ? x : (T)0) - log1p(exp(-fabs(x))),
+    gy * (x > (T)0 ? exp(-x) / ((T)1 + exp(-x)) : (T)1 / ((T)1 + exp(x))))
 // mish: x tanh(softplus(x))
 ACT(mish, x * tanh(SOFTPLUS(x)),
     gy * (tanh(SOFTPLUS(x)) + x * SIG(x) * ((T)1 - tanh(SOFTPLUS(x)) * tanh(SOFTPLUS(x)))))

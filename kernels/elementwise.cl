@@ -76,8 +76,12 @@ UNARY(ceil_op, ceil(x))
 UNARY(round_op, rint(x))
 UNARY(reciprocal, (T)1 / x)
 UNARY(square, x * x)
+UNARY(log1p_op, log1p(x))  // accurate for |x| << 1 (OpenCL's log1p, <= 2 ulp)
+UNARY(expm1_op, expm1(x))
+UNARY(erf_op, erf(x))
 BINARY(div, x / y)
 BINARY(pow_op, pow(x, y))
+BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), as PyTorch
 // Backward helpers: y is the saved input or output, x the incoming gradient.
 BINARY(relu_grad, y <= (T)0 ? (T)0 : x)  // passes at a NaN output, as PyTorch's
 BINARY(sigmoid_grad, x * y * ((T)1 - y))

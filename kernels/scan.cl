@@ -59,3 +59,38 @@ __kernel void cumprod_grad(long total, long n, int ndo, shape_t sho,
     }
     out[off1(o, ndo, sho, vo) + i * so] = (T)acc;
 }
+
+// cummax (CMP_GE) / cummin (CMP_LE): the running extreme along the row and the index where it
+// was last reached: ties take the later index; from the first NaN on the value is NaN and the
+// index follows each new NaN (PyTorch's cummax/cummin). ind is int64, with its own view.
+#ifdef IS_FLOAT
+#define SCAN_NAN(v) isnan(v)
+#else
+#define SCAN_NAN(v) 0
+#endif
+#ifdef CMP_GE
+#define BETTER(v, b) ((v) >= (b))
+#else
+#define BETTER(v, b) ((v) <= (b))
+#endif
+__kernel void scan_arg(long rows, long n, int ndo, shape_t sho,
+                       __global T *out, view_t vo, long so,
+                       __global long *ind, view_t vi, long si,
+                       __global const T *x, view_t vx, long sx) {
+    long o = get_global_id(0);
+    if (o >= rows) return;
+    long bx = off1(o, ndo, sho, vx);
+    long bo = off1(o, ndo, sho, vo);
+    long bi = off1(o, ndo, sho, vi);
+    T best = x[bx];
+    long at = 0;
+    for (long j = 0; j < n; ++j) {
+        T v = x[bx + j * sx];
+        if (SCAN_NAN(v) || (!SCAN_NAN(best) && BETTER(v, best))) {
+            best = v;
+            at = j;
+        }
+        out[bo + j * so] = best;
+        ind[bi + j * si] = at;
+    }
+}

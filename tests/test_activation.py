@@ -197,7 +197,7 @@ def test_pad_integer_input():
 @pytest.mark.parametrize("amounts,mode,match", [
     ((1, 2, 3), "constant", "even number"),
     ((4, 0), "reflect", "less than the dim's size"),
-    ((1, 1), "circular", "mode"),
+    ((1, 1), "wrap", "mode"),  # circular is supported since issue 22
     ((1, 1, 1, 1), "replicate", "not the first"),
     ((-1, 0), "replicate", "non-negative"),
     ((0, -9), "constant", "negative output size"),

@@ -24,3 +24,14 @@ from clgrad.nn.upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: F401
                                   UpsamplingNearest2d)
 from clgrad.nn import utils  # noqa: F401,E402
 from clgrad.nn import parallel  # noqa: F401,E402
+
+# -- h4 (issue 22): LogSigmoid, pixel/channel shuffle, padding layers, DataParallel ---------
+from clgrad.nn.activation import LogSigmoid  # noqa: F401,E402
+from clgrad.nn.pixelshuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle  # noqa: F401,E402
+from clgrad.nn.padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # noqa: F401,E402
+                               ConstantPad2d, ReflectionPad1d, ReflectionPad2d,
+                               ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
+from clgrad.nn.parallel import DataParallel  # noqa: F401,E402
+from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
+from clgrad.nn.transformer import (Transformer, TransformerEncoder,  # noqa: F401,E402
+                                   TransformerEncoderLayer)

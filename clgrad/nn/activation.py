@@ -188,3 +188,15 @@ class LogSoftmax(Softmax):
     def forward(self, x):
         """log(softmax(x)) along ``dim``, stable; x (*) -> same. See F.log_softmax."""
         return F.log_softmax(x, self.dim)
+
+
+# -- h4 (issue 22) -----------------------------------------------------------------------------
+class LogSigmoid(Module):
+    """log(sigmoid(x)), computed stably (finite for every finite x)."""
+
+    def forward(self, x):
+        """log(sigmoid(x)); x (*) -> same. See clgrad.nn.functional.logsigmoid."""
+        return F.logsigmoid(x)
+
+
+__all__ += ["LogSigmoid"]

@@ -81,3 +81,18 @@ upsample = interpolate  # PyTorch's deprecated alias
 __all__ += ["interpolate", "upsample"]
 
 _check_tensor_args(globals(), __name__)  # non-Tensor arguments: TypeError naming them
+
+# -- h4 (issue 22): logsigmoid, pixel/channel shuffle ----------------------------------------
+from clgrad.ops.activation import logsigmoid  # noqa: E402
+from clgrad.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+
+from clgrad.ops.attention import scaled_dot_product_attention  # noqa: E402
+
+_h4 = {"logsigmoid": logsigmoid, "pixel_shuffle": pixel_shuffle,
+       "pixel_unshuffle": pixel_unshuffle, "channel_shuffle": channel_shuffle,
+       "scaled_dot_product_attention": scaled_dot_product_attention}
+_check_tensor_args(_h4, __name__)  # non-Tensor arguments: TypeError naming them
+globals().update(_h4)
+native_channel_shuffle = channel_shuffle
+__all__ += ["logsigmoid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+            "native_channel_shuffle", "scaled_dot_product_attention"]

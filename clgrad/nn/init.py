@@ -236,3 +236,53 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor._storage.device))
     bump_version(tensor)
     return tensor
+
+
+# -- h4 (issue 22): sparse_ and PyTorch's deprecated names without the underscore --------------
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill the 2-D ``tensor`` with N(0, std^2) samples, then zero ceil(sparsity * rows)
+    randomly chosen rows in each column (Martens 2010; PyTorch's nn.init.sparse_).
+
+    Raises: ValueError for a tensor that is not 2-D
+    """
+    _check_tensor(tensor, "sparse_")
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    rng = seed_generator()
+    values = rng.normal(0.0, std, (rows, cols))
+    zeros = math.ceil(sparsity * rows)
+    for c in range(cols):
+        values[rng.permutation(rows)[:zeros], c] = 0.0
+    return _fill(tensor, values)
+
+
+def _deprecated(fn):
+    """PyTorch's old spelling of an init function: warns (FutureWarning) and calls ``fn``."""
+    import functools
+    import warnings
+    old = fn.__name__[:-1]
+
+    @functools.wraps(fn)
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return fn(*args, **kwargs)
+    deprecated_init.__name__ = old
+    deprecated_init.__doc__ = f"Deprecated (as in PyTorch): use ``{fn.__name__}``."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+__all__ += ["sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+            "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]

@@ -20,7 +20,8 @@ from clgrad.ops._util import view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
-           "softplus", "mish", "prelu", "dropout", "dropout1d", "dropout2d", "pad"]
+           "softplus", "mish", "prelu", "dropout", "dropout1d", "dropout2d", "pad",
+           "logsigmoid"]
 
 _FILE = "activation.cl"
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
@@ -90,6 +91,17 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, reverting to x where beta x > threshold."""
     return _act("softplus", input, False, beta, threshold)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) elementwise, computed as min(x, 0) - log1p(exp(-|x|)): finite for every
+    finite x (the plain formula gives -inf below about -88 in float32, -745 in float64).
+
+    Dtypes:  float16/32/64 (TypeError for integers, as PyTorch)
+    Grad:    g * sigmoid(-x)
+    Kernels: kernels/activation.cl :: logsigmoid_fwd/bwd
+    """
+    return _act("logsigmoid", input, False)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -196,8 +208,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...), last dim first.
 
     Modes: 'constant' (``value``; negative amounts crop), 'reflect' (mirror without repeating
-    the edge; each amount < the dim's size), 'replicate' (repeat the edge). Reflect and
-    replicate pad at most the last 3 dims and leave the first dim alone.
+    the edge; each amount < the dim's size), 'replicate' (repeat the edge), 'circular' (wrap
+    around: the other end's elements; each amount <= the dim's size). The last three pad at
+    most the last 3 dims and leave the first dim alone.
     Grad:    input (each output position's gradient goes to the element it copied).
     Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range.
     """
@@ -207,15 +220,17 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
         raise ValueError(f"pad: expected an even number of amounts, at most 2 per dim of the "
                          f"{input.ndim}-dim input, got {amounts}")
-    if mode not in _MODES:
-        raise ValueError(f"pad: expected mode 'constant', 'reflect' or 'replicate', got "
-                         f"{mode!r}")
+    if mode not in _MODES and mode != "circular":
+        raise ValueError(f"pad: expected mode 'constant', 'reflect', 'replicate' or "
+                         f"'circular', got {mode!r}")
     x = input
     lo, hi = [0] * x.ndim, [0] * x.ndim
     for k in range(len(amounts) // 2):
         lo[x.ndim - 1 - k], hi[x.ndim - 1 - k] = amounts[2 * k], amounts[2 * k + 1]
     if mode != "constant":
         _check_nonconstant(mode, x, amounts, lo, hi)
+    if mode == "circular":
+        return _pad_circular(x, lo, hi)
     oshape = tuple(n + a + b for n, a, b in zip(x.shape, lo, hi))
     if min(oshape, default=1) < 0:
         raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
@@ -236,6 +251,19 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     return record("pad", out, (x,), backward)
 
 
+def _pad_circular(x, lo, hi):
+    """Circular padding as a concatenation of narrow views (its gradient is theirs)."""
+    from clgrad.ops import index as ix
+    for d in range(x.ndim):
+        if lo[d] == 0 and hi[d] == 0:
+            continue
+        n = x.shape[d]
+        parts = [x.narrow(d, n - lo[d], lo[d])] if lo[d] else []
+        parts += [x] + ([x.narrow(d, 0, hi[d])] if hi[d] else [])
+        x = ix.cat(parts, d)
+    return x if any(lo) or any(hi) else ew.clone(x)
+
+
 # -- helpers ----------------------------------------------------------------------------------
 def _check_float(op, x):
     if not isinstance(x, Tensor):
@@ -254,6 +282,10 @@ def _check_nonconstant(mode, x, amounts, lo, hi):
         n = x.shape[d]
         if lo[d] < 0 or hi[d] < 0:
             raise ValueError(f"pad: {mode} padding expects non-negative amounts, got {amounts}")
+        if mode == "circular" and (lo[d] > n or hi[d] > n):
+            raise ValueError(f"pad: circular padding ({lo[d]}, {hi[d]}) at dim {d} must be at "
+                             f"most the dim's size {n}: it would wrap around more than once "
+                             f"(input shape {tuple(x.shape)})")
         if mode == "reflect" and (lo[d] >= n or hi[d] >= n):
             raise ValueError(f"pad: reflect padding ({lo[d]}, {hi[d]}) at dim {d} must be "
                              f"less than the dim's size {n} (input shape {tuple(x.shape)})")

@@ -24,7 +24,7 @@ __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs"
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
            "logical_and", "logical_or", "where", "clamp", "to", "to_device", "contiguous",
            "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
-           "axpby_", "remainder", "masked_fill"]
+           "axpby_", "remainder", "masked_fill", "log1p", "expm1", "atan2", "arctan2"]
 
 _FILE = "elementwise.cl"
 
@@ -443,6 +443,50 @@ sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
 cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
 reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
 square = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
+log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x")
+log1p.__doc__ = """log(1 + x) elementwise, accurate for |x| << 1 (where log(1 + x) rounds to 0).
+
+    Dtypes: floats keep theirs, integers give float32 (PyTorch). Grad: g / (1 + x).
+    Kernels: kernels/elementwise.cl :: log1p_op (OpenCL's log1p)
+    """
+expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)))
+expm1.__doc__ = """exp(x) - 1 elementwise, accurate for |x| << 1 (where exp(x) - 1 cancels).
+
+    Dtypes: floats keep theirs, integers give float32 (PyTorch). Grad: g * (out + 1).
+    Kernels: kernels/elementwise.cl :: expm1_op (OpenCL's expm1)
+    """
+
+
+def atan2(input, other) -> Tensor:
+    """The angle of the point (other, input): atan2(input, other) elementwise, in [-pi, pi],
+    with broadcasting (PyTorch's torch.atan2 / arctan2; NumPy's arctan2).
+
+    Dtypes:  promoted as for div: integers give float32
+    Grad:    input: g * other / (input^2 + other^2); other: -g * input / (input^2 + other^2)
+             (NaN at the origin, as PyTorch's formula)
+    Raises:  ValueError when the shapes do not broadcast
+    Kernels: kernels/elementwise.cl :: atan2_op
+    """
+    a, b, dt, shape = _prep("atan2", input, other)
+    if not dt.is_floating_point:
+        a = to(a, dtypes.float32) if isinstance(a, Tensor) else a
+        b = to(b, dtypes.float32) if isinstance(b, Tensor) else b
+        return atan2(a, b)
+    out = _launch_binary("atan2_op", a, b, dt, shape)
+    need_a = isinstance(a, Tensor) and a.requires_grad
+    need_b = isinstance(b, Tensor) and b.requires_grad
+    sa, sb = _shape_of(a), _shape_of(b)
+
+    def backward(g):
+        r2 = add(mul(a, a), mul(b, b))
+        ga = div(mul(g, b), r2) if need_a else None
+        gb = neg(div(mul(g, a), r2)) if need_b else None
+        return _sum_back(sa, sb, ga, gb)
+    return record("atan2", out, _inputs(a, b), backward,
+                  saved=[t for t in _inputs(a, b) if t is not None])
+
+
+arctan2 = atan2
 
 
 def _binary_grad(kname, g, y):

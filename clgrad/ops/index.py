@@ -737,3 +737,47 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     hit = ew.eq(ew.to(tensor, dtypes.int64).unsqueeze(-1),
                 arange(n, dtype=dtypes.int64, device=tensor._storage.device))
     return ew.to(hit, dtypes.int64)
+
+
+# -- h4 (issue 22): index_add -----------------------------------------------------------------
+def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor:
+    """A copy of ``x`` with ``alpha * source`` added along ``dim`` at the rows ``index`` names
+    (PyTorch's torch.index_add): out.select(dim, index[i]) += alpha * source.select(dim, i).
+
+    Shapes:  x (*S), index (L,) (or 0-dim), source (*S with S[dim] = L) -> (*S)
+    Dtypes:  source must have x's dtype; index an integer type
+    Grad:    x: g; source: alpha * g.index_select(dim, index) (repeated indices add up)
+    Raises:  IndexError for an index outside [0, S[dim]) or of more than 1 dim, or a dim out of
+             range; RuntimeError for mismatched shapes or dtypes
+    Kernels: kernels/index.cl :: scatter_add_dim (via scatter_add)
+    """
+    for name, t in (("input", x), ("index", index), ("source", source)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"index_add: expected {name} to be a Tensor, got "
+                            f"{type(t).__name__}")
+    if index.ndim > 1:
+        raise IndexError(f"index_add: index is supposed to be a vector, got shape "
+                         f"{tuple(index.shape)}")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(f"index_add: self ({x.dtype}) and source ({source.dtype}) must have "
+                           f"the same scalar type")
+    xs, ss = (x.reshape(1), source.reshape(1)) if x.ndim == 0 else (x, source)
+    if source.ndim == 0 and x.ndim:
+        ss = source.reshape(1)
+    d = layout.wrap_dim(dim, xs.ndim, "index_add")
+    index = index.reshape(-1)
+    if ss.ndim != xs.ndim or ss.shape[d] != index.shape[0] or any(
+            a != b for i, (a, b) in enumerate(zip(ss.shape, xs.shape)) if i != d):
+        raise RuntimeError(f"index_add: expected source of shape {tuple(xs.shape)} with "
+                           f"{index.shape[0]} (the index's length) along dim {d}, got "
+                           f"{tuple(source.shape)}")
+    if alpha != 1:
+        ss = ew.mul(ss, alpha)
+    strides = [0] * xs.ndim
+    strides[d] = index._strides[0]
+    idx = Tensor(index._storage, ss.shape, strides, index._offset)
+    out = scatter_add(xs, d, idx, ss)
+    return out.reshape(()) if x.ndim == 0 else out
+
+
+__all__ += ["index_add"]

@@ -398,3 +398,52 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
         return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
     s = sum(ew.mul(input, input) if p == 2 else ew.pow(ew.abs(input), p), dim, keepdim=True)
     return ew.div(input, ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p))
+
+
+# -- h4 (issue 22): nansum, nanmean -----------------------------------------------------------
+def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64).
+
+    Shapes:  as sum
+    Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite)
+    Raises:  IndexError for a dim out of range; TypeError for a non-tensor
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nansum: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if not x.dtype.is_floating_point:
+        return sum(x, dim, keepdim)
+    from clgrad.autograd import no_grad
+    keep = ew.eq(x, x)  # not NaN
+    with no_grad():
+        out = sum(ew.where(keep, x, ew._zeros_scalar(x)), dim, keepdim)
+    dims, x_shape = _dims(x, dim, "nansum"), tuple(x.shape)
+
+    def backward(g):  # g * (x is not NaN), as PyTorch: an infinite g gives NaN at a NaN x
+        return (ew.mul(_expand_back(g, x_shape, dims, keepdim), ew.to(keep, g.dtype)),)
+    return record("nansum", out, (x,), backward, saved=[keep])
+
+
+def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Mean of the elements that are not NaN (PyTorch's torch.nanmean): NaN where every
+    element is NaN (or there are none).
+
+    Shapes:  as mean
+    Grad:    g / count(not NaN) at the non-NaN elements, 0 at the NaN ones (NaN everywhere
+             in a slice that is all NaN, as PyTorch)
+    Raises:  RuntimeError for an integer or bool input (as PyTorch); IndexError for a dim out
+             of range
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"nanmean: expected a Tensor, got {type(x).__name__}")
+    if dtype is not None:
+        x = ew.to(x, dtype)
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean: expected input to have floating point dtype but got "
+                           f"{x.dtype}")
+    count = sum(ew.to(ew.eq(x, x), x.dtype), dim, keepdim)
+    return ew.div(nansum(x, dim, keepdim), count)
+
+
+__all__ += ["nansum", "nanmean"]

@@ -4,12 +4,14 @@ Kernels: kernels/scan.cl :: scan (OP_SUM / OP_PROD, REVERSE), cumprod_grad.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import empty, row_geometry, shape_arg, view_arg
+from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["cumsum", "cumprod"]
@@ -80,3 +82,112 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
     out = _launch("scan", src, d, {"OP_PROD": 1})
     return record("cumprod", out, (src,),
                   lambda g: (_launch("cumprod_grad", src, d, {}, g),), saved=[src])
+
+
+# -- h4 (issue 22): cummax, cummin, diff -------------------------------------------------------
+CummaxResult = namedtuple("cummax", ["values", "indices"])
+CumminResult = namedtuple("cummin", ["values", "indices"])
+
+
+def cummax(x: Tensor, dim: int):
+    """Running maximum along ``dim`` and where it was reached -> (values, indices).
+
+    Shapes:  x (*S) -> values (*S) of x's dtype, indices (*S) int64
+    Order:   equal values move the index to the later one; from the first NaN on the value is
+             NaN and the index that of the latest NaN (PyTorch's cummax)
+    Grad:    values -> x: each gradient goes to the element its value came from (scatter-add)
+    Raises:  IndexError for a dim out of range; TypeError for a non-tensor
+    Kernels: kernels/scan.cl :: scan_arg (CMP_GE)
+    """
+    return CummaxResult(*_scan_arg("cummax", x, dim, "CMP_GE"))
+
+
+def cummin(x: Tensor, dim: int):
+    """Running minimum along ``dim`` and where it was reached -> (values, indices); ties and
+    NaN as cummax. Kernels: kernels/scan.cl :: scan_arg (CMP_LE)."""
+    return CumminResult(*_scan_arg("cummin", x, dim, "CMP_LE"))
+
+
+def _scan_arg(op, x, dim, cmp):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    src = ew.to(x, dtypes.int32) if x.dtype.is_bool else x
+    scalar = src.ndim == 0
+    if scalar:
+        src = src.reshape(1)
+    d = layout.wrap_dim(dim, src.ndim, op)
+    vals = empty(src.shape, src.dtype, src._storage.device)
+    idx = empty(src.shape, dtypes.int64, src._storage.device)
+    n = src.shape[d]
+    if vals.numel():
+        o_shape, (so, si, sx) = row_geometry(op, d, src.shape, vals, idx, src)
+        rows = vals.numel() // n
+        dev = src._storage.device
+        kern = dev.kernel("scan.cl", "scan_arg", {**defines_for(src.dtype), "ACC": _acc(src.dtype),
+                                                  cmp: 1})
+        dev.launch(kern, (rows,), (64,), np.int64(rows), np.int64(n), np.int32(len(o_shape)),
+                   shape_arg(o_shape), vals._storage.buffer, view_arg(vals, so),
+                   np.int64(vals._strides[d]), idx._storage.buffer, view_arg(idx, si),
+                   np.int64(idx._strides[d]), src._storage.buffer, view_arg(src, sx),
+                   np.int64(src._strides[d]))
+    if src.dtype.is_floating_point:
+        from clgrad.ops import index as ix
+        vals = record(op, vals, (src,), ix._gather_backward(tuple(src.shape), d, idx),
+                      saved=[idx])
+    if x.dtype.is_bool:
+        vals = ew.to(vals, dtypes.bool_)
+    if scalar:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return vals, idx
+
+
+def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Tensor:
+    """The n-th forward difference along ``dim``: out[i] = x[i + 1] - x[i], applied n times
+    (PyTorch's torch.diff); ``prepend``/``append`` are concatenated along dim first.
+
+    Shapes:  x (*S) -> (*S with S[dim] = max(S[dim] + len(prepend) + len(append) - n, 0))
+    Dtypes:  x's (bool: x[i + 1] != x[i], PyTorch's logical xor)
+    Grad:    x, prepend, append (through the narrow views and subtraction)
+    Raises:  RuntimeError for a 0-dim x, n < 0, or prepend/append of another number of dims
+             or other sizes off dim; TypeError for a non-Tensor prepend/append; IndexError for
+             a dim out of range
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"diff: expected a Tensor, got {type(x).__name__}")
+    if x.ndim == 0:
+        raise RuntimeError("diff: expected input to be at least one-dimensional, got a 0-dim "
+                           "tensor")
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+        raise RuntimeError(f"diff: expected order n to be a non-negative int, got {n!r}")
+    d = layout.wrap_dim(dim, x.ndim, "diff")
+    parts = []
+    for name, t in (("prepend", prepend), (None, x), ("append", append)):
+        if t is None:
+            continue
+        if name is not None:
+            t = _diff_side(name, t, x, d)
+        parts.append(t)
+    if len(parts) > 1:
+        from clgrad.ops import index as ix
+        x = ix.cat(parts, d)
+    for _ in range(int(n)):
+        m = x.shape[d]
+        if m == 0:
+            break
+        hi, lo = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
+        x = ew.ne(hi, lo) if x.dtype.is_bool else ew.sub(hi, lo)
+    return x
+
+
+def _diff_side(name, t, x, d):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"diff: expected {name} to be a Tensor, got {type(t).__name__}")
+    if t.ndim != x.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, x.shape))
+                               if i != d):
+        raise RuntimeError(f"diff: expected {name} to have the same number of dims as input "
+                           f"and the same sizes off dim {d}, got {tuple(t.shape)} for input "
+                           f"{tuple(x.shape)}")
+    return t
+
+
+__all__ += ["cummax", "cummin", "diff"]

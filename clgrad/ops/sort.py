@@ -159,3 +159,78 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     if return_counts:
         out.append(creation.tensor(counts.astype(np.int64), device=x._storage.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+# -- h4 (issue 22): median, kthvalue ----------------------------------------------------------
+MedianResult = namedtuple("median", ["values", "indices"])
+KthvalueResult = namedtuple("kthvalue", ["values", "indices"])
+
+
+def median(x: Tensor, dim=None, keepdim: bool = False):
+    """The lower median: of all elements (a 0-dim tensor), or along ``dim`` ->
+    (values, indices) (PyTorch's torch.median).
+
+    With an even count the lower of the two middle values is taken (element (n - 1) // 2 in
+    sorted order), as PyTorch; NaN propagates: a row holding NaN gives NaN and the index of
+    its first NaN. Among equal values the index is that of the stable sort's middle element.
+    Shapes:  x (*S) -> () ; or values, indices (*S without dim, or with 1 there if keepdim)
+    Grad:    all elements: split evenly among the elements equal to the median (PyTorch's
+             evenly_distribute_backward); along dim: to the element at the index
+    Raises:  IndexError for an empty dim or a dim out of range; an empty x without dim gives
+             NaN (PyTorch)
+    Kernels: kernels/sort.cl (via sort), kernels/index.cl :: gather_dim
+    """
+    from clgrad.ops import reduce as rd
+    if dim is None:
+        if x.numel() == 0:
+            return creation.full((), float("nan"), dtype=x.dtype, device=x.device)
+        flat = x.reshape(-1)
+        from clgrad.autograd import no_grad
+        with no_grad():
+            vals, _ = _select("median", flat, 0, (flat.numel() - 1) // 2, False, nan_first=True)
+        return rd._record_even("median", x, vals, tuple(range(x.ndim)), False, nan_hits=True)
+    src, d, _ = _prep("median", x, dim)
+    if src.shape[d] == 0:
+        raise IndexError(f"median: Expected reduction dim {d} to have non-zero size.")
+    return MedianResult(*_select("median", x, dim, (src.shape[d] - 1) // 2, keepdim,
+                                 nan_first=True))
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """The k-th smallest element along ``dim`` (k counts from 1) -> (values, indices)
+    (PyTorch's torch.kthvalue).
+
+    NaN counts as the largest value (so it is returned only for k past the other values).
+    Among equal values the index is that of the stable sort's k-th element.
+    Shapes:  x (*S) -> values, indices (*S without dim, or with 1 there if keepdim)
+    Grad:    values -> the element at the index
+    Raises:  RuntimeError for k outside [1, S[dim]]; IndexError for a dim out of range
+    Kernels: kernels/sort.cl (via sort), kernels/index.cl :: gather_dim
+    """
+    src, d, _ = _prep("kthvalue", x, dim)
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"kthvalue: expected an int k, got {type(k).__name__}")
+    if not 1 <= k <= src.shape[d]:
+        raise RuntimeError(f"kthvalue: selected number k out of range for dimension {d}: "
+                           f"expected k in [1, {src.shape[d]}], got {k}")
+    return KthvalueResult(*_select("kthvalue", x, dim, int(k) - 1, keepdim, nan_first=False))
+
+
+def _select(name, x, dim, k, keepdim, nan_first):
+    """(values, indices) of the element of rank k (0-based, stable ascending order) along dim;
+    with ``nan_first`` a row holding NaN gives its first NaN instead."""
+    from clgrad.ops import elementwise as ew
+    from clgrad.ops import reduce as rd
+    src, d, scalar = _prep(name, x, dim)
+    idx = _rank_indices(name, src, d, src.shape[d], False).narrow(d, k, 1)
+    if nan_first and src.dtype.is_floating_point:
+        nan = ew.ne(src, src)
+        first = rd.argmax(ew.to(nan, dtypes.int32), d, keepdim=True)
+        idx = ew.where(rd.any(nan, d, keepdim=True), first, idx)
+    vals, idx = _finish(name, x, src, d, ew.contiguous(idx), False)
+    if not keepdim or scalar:
+        vals, idx = vals.squeeze(d), idx.squeeze(d)
+    return vals, idx
+
+
+__all__ += ["median", "kthvalue"]

@@ -1,4 +1,4 @@
-"""``torch.utils``'s names: ``clgrad.utils.data``."""
-from clgrad.utils import data
+"""``torch.utils``'s names: ``clgrad.utils.data``, ``clgrad.utils.checkpoint``."""
+from clgrad.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["data", "checkpoint"]

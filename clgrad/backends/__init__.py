@@ -15,9 +15,9 @@ chunks over the batch to stay under it (one sample is the smallest chunk).
 ``last_conv_algorithms``: the latest choice per pass ('forward', 'grad_input', 'grad_weight').
 ``CLGRAD_CONV_DEBUG=1`` prints each choice with the problem's shape to stderr.
 
-``cudnn`` (``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32``), ``cuda.matmul``
-(``allow_tf32``) and ``mps``: PyTorch's backend flags, accepted and stored with no effect;
-their ``is_available()`` is False (see ``_Flags``).
+``cudnn``, ``cuda`` and ``mps`` are submodules (``import clgrad.backends.cudnn as cudnn``
+works, as ``import torch.backends.cudnn``): PyTorch's backend flags, accepted and stored with
+no effect on clgrad; their ``is_available()`` is False.
 """
 import os
 
@@ -36,30 +36,4 @@ last_conv_algorithm = None
 last_conv_algorithms = {}
 
 
-class _Flags:
-    """Settings PyTorch programs set for cuDNN/CUDA/MPS: accepted and stored, no effect here.
-
-    clgrad has no cuDNN: its conv algorithm choice is ``conv_algorithm`` above; results are
-    deterministic run to run on one device whatever ``deterministic`` says.
-    """
-
-    def __init__(self, name, **flags):
-        self._name = name
-        self.__dict__.update(flags)
-
-    def is_available(self) -> bool:
-        """False: clgrad runs on OpenCL, without this backend."""
-        return False
-
-    def is_built(self) -> bool:
-        """False: clgrad is not built with this backend."""
-        return False
-
-    def __repr__(self):
-        return f"<clgrad.backends.{self._name}: accepted flags, no effect>"
-
-
-cudnn = _Flags("cudnn", enabled=True, benchmark=False, deterministic=False, allow_tf32=True)
-mps = _Flags("mps")
-cuda = _Flags("cuda", matmul=_Flags("cuda.matmul", allow_tf32=False,
-                                    allow_fp16_reduced_precision_reduction=True))
+from clgrad.backends import cuda, cudnn, mps  # noqa: E402  (PyTorch's submodules)

@@ -1,0 +1,62 @@
+"""Scaled dot-product attention (PyTorch's F.scaled_dot_product_attention) and the
+multi-head attention forward behind nn.MultiheadAttention, as compositions of matmul,
+softmax and dropout (their gradients are those ops'). No fused kernel: memory is
+O(L * S) per head, as PyTorch's math backend.
+"""
+from __future__ import annotations
+
+import math
+
+from clgrad import creation, dtypes
+from clgrad.ops import activation as act
+from clgrad.ops import elementwise as ew
+from clgrad.ops import matmul as mm
+from clgrad.ops import reduce as rd
+from clgrad.tensor import Tensor
+
+__all__ = ["scaled_dot_product_attention"]
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale=None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v over the last two dims (PyTorch's
+    F.scaled_dot_product_attention, math backend).
+
+    Shapes:  query (*, L, E), key (*, S, E), value (*, S, Ev) -> (*, L, Ev); leading dims
+             broadcast
+    Mask:    bool: True takes part (False -> -inf); float: added to the scores; is_causal:
+             position i attends to j <= i (top-left aligned, as PyTorch). A row with every
+             position masked gives NaN, as PyTorch's math backend
+    Grad:    query, key, value (and a float mask)
+    Raises:  RuntimeError for is_causal together with attn_mask (PyTorch's rule),
+             NotImplementedError for enable_gqa
+    """
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set "
+                           "when is_causal=True")
+    e = query.shape[-1]
+    scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    scores = ew.mul(mm.matmul(query, key.transpose(-2, -1)), scale)
+    L, S = query.shape[-2], key.shape[-2]
+    if is_causal:
+        attn_mask = creation.ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
+    if attn_mask is not None:
+        scores = _apply_mask(scores, attn_mask, keep_true=True)
+    weights = rd.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = act.dropout(weights, dropout_p, True)
+    return mm.matmul(weights, value)
+
+
+def _apply_mask(scores, mask, keep_true):
+    """Scores with a bool mask (``keep_true``: True keeps; else True masks) or a float mask
+    (added)."""
+    if mask.dtype.is_bool:
+        blocked = ew.logical_not(mask) if keep_true else mask
+        return ew.masked_fill(scores, blocked.expand(tuple(scores.shape))
+                              if tuple(blocked.shape) != tuple(scores.shape) else blocked,
+                              float("-inf"))
+    return ew.add(scores, ew.to(mask, scores.dtype))

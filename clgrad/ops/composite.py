@@ -1,0 +1,260 @@
+"""Ops that are short compositions of others (PyTorch's names): their gradients are those of
+the ops they are made of. Fused multiply-adds (addcmul, addcdiv, lerp, addmm, baddbmm, addmv),
+outer products, var_mean/std_mean, shape helpers (broadcast_tensors, meshgrid, tile,
+repeat_interleave), masked_select, logical_xor, erf, and the small torch.* functions programs
+call for their side effects (_assert, thread and determinism flags).
+
+Kernels: none of their own, except erf (kernels/elementwise.cl :: erf_op).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from clgrad import dtypes, layout
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops import matmul as mm
+from clgrad.ops import reduce as rd
+from clgrad.tensor import Tensor
+
+__all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
+           "var_mean", "std_mean", "broadcast_tensors", "meshgrid", "tile", "repeat_interleave",
+           "masked_select", "logical_xor", "erf"]
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
+    """input + value * tensor1 * tensor2, with broadcasting. Grad: all three tensors."""
+    return ew.add(input, ew.mul(ew.mul(tensor1, tensor2), value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
+    """input + value * tensor1 / tensor2, with broadcasting (float). Grad: all three.
+    Raises RuntimeError for integer tensor1 and tensor2 (PyTorch: use div)."""
+    if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeError("addcdiv: integer division with addcdiv is no longer supported; "
+                           "use torch.div")
+    return ew.add(input, ew.mul(ew.div(tensor1, tensor2), value))
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """input + weight * (end - input); weight a number or a tensor (broadcast).
+    Grad: input (1 - weight), end (weight), a tensor weight (end - input)."""
+    return ew.add(input, ew.mul(weight, ew.sub(end, input)))
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2); mat1 (n, m), mat2 (m, p), input broadcast to
+    (n, p). beta = 0 ignores input (NaN in it included), as PyTorch.
+    Raises RuntimeError for operands that are not matrices or do not chain."""
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"addmm: expected {name} to be a matrix, got {m.ndim}-D")
+    return _axpy(input, mm.mm(mat1, mat2), beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2) per batch: batch1 (b, n, m), batch2
+    (b, m, p), input broadcast to (b, n, p)."""
+    for name, m in (("batch1", batch1), ("batch2", batch2)):
+        if m.ndim != 3:
+            raise RuntimeError(f"baddbmm: expected {name} to be a 3-D tensor, got {m.ndim}-D")
+    return _axpy(input, mm.bmm(batch1, batch2), beta, alpha)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, beta=1, alpha=1) -> Tensor:
+    """beta * input + alpha * (mat @ vec); mat (n, m), vec (m,)."""
+    return _axpy(input, mv(mat, vec), beta, alpha)
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """Matrix-vector product: input (n, m) @ vec (m,) -> (n,).
+    Raises RuntimeError for other ranks."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"mv: expected a matrix and a vector, got {input.ndim}-D and "
+                           f"{vec.ndim}-D")
+    return mm.matmul(input, vec)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    """Outer product of two vectors: (n,) x (m,) -> (n, m). Raises RuntimeError for
+    non-vectors."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"outer: expected two 1-D tensors, got {input.ndim}-D and "
+                           f"{vec2.ndim}-D")
+    return ew.mul(input.unsqueeze(1), vec2.unsqueeze(0))
+
+
+ger = outer
+
+def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None):
+    """(var, mean) over ``dim``, as var and mean (a tuple, as PyTorch)."""
+    return (rd.var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction),
+            rd.mean(input, dim, keepdim=keepdim))
+
+
+def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None):
+    """(std, mean) over ``dim``, as std and mean."""
+    return (rd.std(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction),
+            rd.mean(input, dim, keepdim=keepdim))
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded (stride-0 views, no copy) to their common broadcast shape.
+    Raises ValueError when the shapes do not broadcast."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = layout.broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing: str | None = None):
+    """Coordinate grids from 1-D tensors: N tensors of shape (n1, ..., nN) ('ij', PyTorch's
+    default) or with the first two dims swapped ('xy'); stride-0 views of the inputs.
+    Raises RuntimeError for a tensor that is not 0-D or 1-D, ValueError for another
+    indexing."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    indexing = indexing or "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: expected indexing 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid: expected 0-D or 1-D tensors, got {t.ndim}-D")
+    vecs = [t.reshape(-1) for t in tensors]
+    shape = tuple(v.shape[0] for v in vecs)
+    out = []
+    for i, v in enumerate(vecs):
+        view = [1] * len(vecs)
+        view[i] = shape[i]
+        out.append(v.reshape(view).expand(shape))
+    if indexing == "xy" and len(out) >= 2:
+        out = [o.transpose(0, 1) for o in out]
+    return tuple(out)
+
+
+def tile(input: Tensor, dims) -> Tensor:
+    """Repeat ``input`` along each dim (PyTorch's torch.tile): like repeat, with ``dims``
+    padded with leading 1s when shorter than input's rank."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = (1,) * (input.ndim - len(dims)) + dims
+    return input.repeat(*dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, output_size=None) -> Tensor:
+    """Each element (or slice along ``dim``) repeated ``repeats`` times in place (an int or a
+    1-D tensor of one count per element); no dim: of the flattened input. A single tensor
+    argument ``repeat_interleave(counts)`` gives arange(len(counts)) repeated by counts.
+    Grad: input (summed back over the copies). Counts are read on the host.
+    Raises RuntimeError for negative counts or a count tensor of the wrong length."""
+    from clgrad import creation
+    from clgrad.ops import index as ix
+    if repeats is None:
+        counts = input.numpy().astype(np.int64).reshape(-1)
+        idx = np.repeat(np.arange(counts.size), counts)
+        return creation.tensor(idx, dtype=dtypes.int64, device=input.device)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = layout.wrap_dim(dim, input.ndim, "repeat_interleave")
+    n = input.shape[d]
+    counts = (repeats.numpy().astype(np.int64).reshape(-1) if isinstance(repeats, Tensor)
+              else np.full(n, int(repeats), dtype=np.int64))
+    if counts.size == 1 and n != 1:
+        counts = np.full(n, int(counts[0]), dtype=np.int64)
+    if counts.size != n:
+        raise RuntimeError(f"repeat_interleave: repeats must have the same size as input "
+                           f"along dim {d} ({n}), got {counts.size}")
+    if (counts < 0).any():
+        raise RuntimeError("repeat_interleave: repeats can not be negative")
+    idx = np.repeat(np.arange(n), counts)
+    return ix.index_select(input, d, creation.tensor(idx, dtype=dtypes.int64,
+                                                     device=input.device))
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """The elements of ``input`` where the bool ``mask`` (broadcast with input) is True, as a
+    1-D tensor in row-major order. Grad: input (scattered back).
+    Raises TypeError for a mask that is not bool."""
+    if not isinstance(mask, Tensor) or not mask.dtype.is_bool:
+        raise TypeError(f"masked_select: expected a bool mask, got "
+                        f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    x, m = broadcast_tensors(input, mask)
+    return x[m]
+
+
+def logical_xor(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise exclusive or of the truth values (bool result)."""
+    return ew.ne(ew.to(input, dtypes.bool_), ew.to(other, dtypes.bool_))
+
+
+def erf(input: Tensor) -> Tensor:
+    """The error function elementwise (integers give float32). Grad: 2/sqrt(pi) exp(-x^2).
+    Kernels: kernels/elementwise.cl :: erf_op."""
+    x = ew._float_in("erf", input)
+    out = ew._launch_unary("erf_op", x)
+    scale = 2.0 / math.sqrt(math.pi)
+    return record("erf", out, (x,), lambda g: (ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))),
+                                                                 scale)),), saved=[x])
+
+
+def _axpy(input, prod, beta, alpha):
+    """beta * input + alpha * prod, input broadcast to prod's shape; beta = 0 ignores input's
+    values (PyTorch)."""
+    if layout.broadcast_shapes(input.shape, prod.shape, op="addmm") != tuple(prod.shape):
+        raise RuntimeError(f"addmm: expected input of shape {tuple(input.shape)} to broadcast "
+                           f"to the product's {tuple(prod.shape)}")
+    if alpha != 1:
+        prod = ew.mul(prod, alpha)
+    if beta == 0:
+        return prod
+    return ew.add(ew.mul(input, beta) if beta != 1 else input, prod)
+
+
+def _assert(condition, message):
+    """``torch._assert``: raise AssertionError(message) when condition is false (unlike a
+    Python assert, it is not removed under -O)."""
+    if isinstance(condition, Tensor):
+        condition = bool(condition.item())
+    if not condition:
+        raise AssertionError(message)
+
+
+_THREADS = [os.cpu_count() or 1]
+_FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
+
+
+def set_num_threads(n: int) -> None:
+    """Accepted and stored: clgrad's kernels run on the OpenCL device's own threads."""
+    _THREADS[0] = int(n)
+
+
+def get_num_threads() -> int:
+    """The value given to set_num_threads (the host's CPU count before)."""
+    return _THREADS[0]
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Stored with no effect: clgrad's kernels give the same results run to run on one
+    device already (no atomics-order nondeterminism in its reductions)."""
+    _FLAGS["deterministic"], _FLAGS["warn_only"] = bool(mode), bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """The flag given to use_deterministic_algorithms."""
+    return _FLAGS["deterministic"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Stored with no effect ('highest', 'high' or 'medium'; clgrad's float32 GEMMs always
+    accumulate in float32). Raises ValueError for another value."""
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
+                         f"'medium', got {precision!r}")
+    _FLAGS["matmul_precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value given to set_float32_matmul_precision ('highest' before)."""
+    return _FLAGS["matmul_precision"]
