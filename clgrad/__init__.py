@@ -122,6 +122,8 @@ from clgrad import amp  # noqa: E402
 from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,A004
 from clgrad.dtypes import get_default_dtype  # noqa: E402
 from clgrad import distributions  # noqa: E402
+# -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
 
 # -- h5 (issue 22): PyTorch's print options ---------------------------------------------------
 from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402
