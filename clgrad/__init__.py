@@ -125,5 +125,8 @@ from clgrad import distributions  # noqa: E402
 # -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
 from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
 
+# h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
+from clgrad import serialization  # noqa: E402
+
 # -- h5 (issue 22): PyTorch's print options ---------------------------------------------------
 from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions  # noqa: E402

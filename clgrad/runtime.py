@@ -50,6 +50,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
+from clgrad import _log
 from clgrad.errors import DeviceError
 
 __all__ = ["Device", "devices", "default_device", "set_default_device", "get_device",
@@ -64,6 +65,17 @@ _PKG = Path(__file__).resolve().parent
 os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "")
 
 STALE_LOCK_S = 120  # pyopencl holds its cache lock for one cache read or write: milliseconds
+_log.configure()    # CLGRAD_DEBUG=1: the "clgrad" logger's DEBUG lines on stderr
+
+
+def _pyopencl_cache_dir() -> Path:
+    """The folder where pyopencl caches compiled programs (its own rule, for this Python)."""
+    import platformdirs
+    cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
+    root = Path(cache, "pyopencl") if cache else Path(
+        platformdirs.user_cache_dir("pyopencl", "pyopencl"))
+    version = ".".join(str(i) for i in sys.version_info)
+    return root / f"pyopencl-compiler-cache-v2-py{version}"
 
 
 def _clear_stale_cache_lock():
@@ -73,12 +85,7 @@ def _clear_stale_cache_lock():
     behind, and every later build in every process then waits 60 s for it before building
     without the cache. Called once per process by device discovery, before the probes."""
     try:
-        import platformdirs
-        cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
-        root = Path(cache, "pyopencl") if cache else Path(
-            platformdirs.user_cache_dir("pyopencl", "pyopencl"))
-        version = ".".join(str(i) for i in sys.version_info)
-        lock = root / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
+        lock = _pyopencl_cache_dir() / "lock"
         import time
         if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
             lock.unlink()
@@ -302,13 +309,20 @@ class Device:
         opts += self.build_options
         if self.fp64:
             opts.append("-DCLGRAD_HAS_FP64=1")
+        if not self._programs:  # this process's first build on this device
+            _first_build_notice(self, kdir)
+        import time
+        start = time.perf_counter()
         try:
             with warnings.catch_warnings():  # a successful build's log is only remarks
                 warnings.simplefilter("ignore", cl.CompilerWarning)
-                return cl.Program(self.context, src).build(options=opts)
+                prg = cl.Program(self.context, src).build(options=opts)
         except cl.RuntimeError as e:  # carries the build log
             raise DeviceError(f"build of kernels/{file} failed on {self.name!r} with defines "
                               f"{defines}:\n{e}") from None
+        _log.logger.debug("built kernels/%s %s on %s in %.2f s", file, defines or "",
+                          self.name, time.perf_counter() - start)
+        return prg
 
     def launch(self, kernel: cl.Kernel, global_size, local_size, *args):
         """Enqueue ``kernel`` with ``args``; each global size is rounded up to its local size.
@@ -359,6 +373,33 @@ class Device:
     def synchronize(self):
         """Block until every command queued on this device has finished."""
         self.queue.finish()
+
+
+def _first_build_notice(dev: Device, kdir: Path) -> None:
+    """One line on stderr (clgrad._log.notice) before the first build on a device that has
+    never built this version of the kernels, with this Python and driver: the builds then take
+    seconds to minutes, and pyopencl caches the binaries for later processes. A marker file in
+    ``cache_dir()/built`` (named by a hash of the device, driver, pyopencl, Python, build
+    options and the kernel sources) records that the notice was given."""
+    try:
+        h = hashlib.sha256()
+        for part in (dev.platform, dev.cl_device.platform.version, dev.name,
+                     dev.cl_device.driver_version, cl.VERSION_TEXT, sys.version,
+                     " ".join(dev.build_options)):
+            h.update(str(part).encode() + b"\0")
+        for f in sorted(kdir.iterdir()):
+            if f.suffix in (".cl", ".h"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        marker = cache_dir() / "built" / h.hexdigest()[:24]
+        if marker.exists():
+            return
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text(f"{dev.name} [{dev.platform}] {dev.cl_device.driver_version}\n")
+    except (OSError, DeviceError):
+        return
+    where = ("not cached: PYOPENCL_NO_CACHE is set" if os.environ.get("PYOPENCL_NO_CACHE")
+             else f"first run only; cached in {_pyopencl_cache_dir()}")
+    _log.notice(f"building OpenCL kernels for {dev.name} [{dev.platform}] ({where})")
 
 
 # -- discovery ---------------------------------------------------------------------------------
@@ -507,6 +548,8 @@ def _discover() -> list:
                     continue
                 seen.add(c.key())
                 found.append(c)
+                _log.logger.debug("found %s %s [%s %s], driver %s", c.spec, c.name,
+                                  c.platform_name, p.version.strip(), c.driver)
         _probe(found)
         # A device that CLGRAD_DEVICE names comes first of its kind, so that "cpu" / "cuda"
         # (PyTorch's device("cpu"), map_location="cpu") mean the device the user chose.
@@ -541,16 +584,28 @@ def _probe(found):
             c.usable, c.reason = hit["usable"], str(hit.get("reason", ""))
         else:
             todo.append(c)
+    for c in found:
+        if c not in todo:
+            _log.logger.debug("probe %s %s [%s]: %s (cached in %s)", c.spec, c.name,
+                              c.platform_name, "usable" if c.usable else c.reason, path)
     if not todo:
         return
+    _log.notice(f"probing {len(todo)} OpenCL device(s): "
+                f"{', '.join(f'{c.name} [{c.platform_name}]' for c in todo)} (first run only: "
+                f"one tiny kernel each, seconds; verdicts cached in {path})")
+    import time
+    start = time.perf_counter()
     results = _run_probe([c.spec for c in todo])
     for c in todo:
         r = results.get(c.spec)
         if r is None:
             c.usable, c.reason = False, results.get("*", "the probe process gave no answer")
-            continue
-        c.usable, c.reason = bool(r["usable"]), str(r["reason"])
-        cache[c.key()] = {"usable": c.usable, "reason": c.reason}
+        else:
+            c.usable, c.reason = bool(r["usable"]), str(r["reason"])
+            cache[c.key()] = {"usable": c.usable, "reason": c.reason}
+        _log.logger.debug("probe %s %s [%s]: %s (probed in %.1f s)", c.spec, c.name,
+                          c.platform_name, "usable" if c.usable else c.reason,
+                          time.perf_counter() - start)
     try:
         tmp = path.with_name(f".probe.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
@@ -725,6 +780,7 @@ def default_device() -> Device:
                 _DEFAULT[0] = get_device(spec)
             except DeviceError as e:  # say where the bad spec came from
                 raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
+            _log.logger.debug("default device: %r (CLGRAD_DEVICE=%r)", _DEFAULT[0], spec)
             return _DEFAULT[0]
         found = _discover()
         usable = [c for c in _preference_order(found) if c.usable]
@@ -736,6 +792,9 @@ def default_device() -> Device:
                             for c in found)
             raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
         _DEFAULT[0] = _device_for(usable[0])
+        _log.logger.debug("default device: %r (the first usable of %s: GPUs first, then CPU "
+                          "runtimes in the order %s)", _DEFAULT[0],
+                          [f"{c.spec} {c.name}" for c in usable], CPU_RUNTIME_PREFERENCE)
         return _DEFAULT[0]
 
 
@@ -744,6 +803,7 @@ def set_default_device(spec) -> Device:
     dev = get_device(spec)
     with _LOCK:
         _DEFAULT[0] = dev
+    _log.logger.debug("default device: %r (set_default_device(%r))", dev, spec)
     return dev
 
 

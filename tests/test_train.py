@@ -254,6 +254,8 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, stderr
+    stderr = "".join(ln for ln in stderr.splitlines(keepends=True)  # a first run's notices
+                     if not ln.startswith(("clgrad: probing ", "clgrad: building OpenCL ")))
     assert stderr == f"train: interrupted (Ctrl-C); {out / 'last.safetensors'} is intact\n"
     last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
     assert last["progress"]["epoch"] >= 1 and "model" in last

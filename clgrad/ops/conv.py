@@ -34,13 +34,14 @@ An algorithm that cannot run a problem (local memory too small; for im2col, a we
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
 
 import numpy as np
 
-from clgrad import backends
+from clgrad import _log, backends
 from clgrad.autograd import record
 from clgrad.ops import conv_algorithms as alg
 from clgrad.ops import conv_gpu
@@ -319,11 +320,30 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
             break
     backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
+    if want == "auto" and _log.logger.isEnabledFor(logging.DEBUG):
+        _log_choice(pass_name, p, w, first, algo)
     if os.environ.get("CLGRAD_CONV_DEBUG"):
         print(f"conv2d {pass_name}: {algo} (N={p.n} G={p.g} C/G={p.c} O/G={p.o} "
               f"{p.h}x{p.w} -> {p.oh}x{p.ow} k={p.kh}x{p.kw} "
               f"s={p.sh},{p.sw} u={p.uh},{p.uw})", file=sys.stderr)
     return algo, plan
+
+
+_LOGGED: set = set()  # (pass, problem shape, device, dtype) whose 'auto' choice was logged
+
+
+def _log_choice(pass_name: str, p: Problem, w: Tensor, first: str, algo: str):
+    """Log 'auto''s choice for this pass and shape at DEBUG on the clgrad logger, once."""
+    shape = (p.n, p.g, p.c, p.o, p.h, p.w, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw,
+             p.dh, p.dw, p.uh, p.uw)
+    key = (pass_name, shape, id(w._storage.device), w.dtype)
+    if key in _LOGGED:
+        return
+    _LOGGED.add(key)
+    fell = "" if algo == first else f" ({first} cannot run it)"
+    _log.logger.debug("conv2d %s auto: %s%s for N=%d G=%d C/G=%d O/G=%d %dx%d -> %dx%d "
+                      "k=%dx%d stride=%d,%d pad=%d,%d dilation=%d,%d zero-insertion=%d,%d "
+                      "on %s", pass_name, algo, fell, *shape, w._storage.device.name)
 
 
 def _kernels(algo: str, pass_name: str, dev):
