@@ -55,8 +55,8 @@ class Adam(Optimizer):
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         if not state:
             state["step"] = 0
-            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
-            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
+            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
         state["step"] += 1
         t = state["step"]
         beta1, beta2 = group["betas"]

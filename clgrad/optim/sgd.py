@@ -55,7 +55,7 @@ class SGD(Optimizer):
         buf = state.get("momentum_buffer")
         first = buf is None
         if first:
-            buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
+            buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
                   (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
                    np.int32(bool(group["nesterov"])), np.int32(first), gsign))
