@@ -78,7 +78,8 @@ from clgrad.ops.indexing import index_put
 from clgrad.ops.composite import masked_select
 
 # -- runtime flags (threads, determinism, matmul precision, torch._assert) --------------------
-from clgrad.ops.composite import (_assert, are_deterministic_algorithms_enabled,
+from clgrad.ops.composite import _assert as _assert  # torch._assert (private, not in __all__)
+from clgrad.ops.composite import (are_deterministic_algorithms_enabled,
                                   get_float32_matmul_precision, get_num_threads,
                                   set_float32_matmul_precision, set_num_threads,
                                   use_deterministic_algorithms)
