@@ -25,6 +25,7 @@ from clgrad.ops import reduce as rd
 from clgrad.ops import scan as sc
 from clgrad.ops import sort as so
 from clgrad.ops import views as vw
+from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.tensor import Tensor
 
 
@@ -437,5 +438,4 @@ METHODS = ["abs", "abs_", "add", "add_", "addcdiv", "addcdiv_", "addcmul", "addc
            "true_divide", "true_divide_", "type", "type_as", "unbind", "unflatten", "unfold",
            "uniform_", "unique", "unsqueeze", "var", "view", "view_as", "where", "zero_"]
 
-from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)
