@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
 from clgrad.optim.optimizer import Optimizer, state_buffer
@@ -54,24 +55,28 @@ class Adam(Optimizer):
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
-            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
-        state["step"] += 1
-        t = state["step"]
-        beta1, beta2 = group["betas"]
-        lr = group["lr"]
+            with _capture.paused():  # made eagerly, never part of a captured step's replay
+                state["step"] = 0
+                state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+                state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         dt, d, bufs = p.dtype, defines_for(p.dtype), (grad, m, v)
         if group.get("amsgrad"):
             d["AMSGRAD"] = 1
             bufs += (state_buffer(state, "max_exp_avg_sq", p),)
-        launch_1d("optim.cl", "adam", d, p, bufs,
-                  tuple(scalar(dt, x) for x in (
-                      lr, beta1, beta2, group["eps"], group["weight_decay"],
-                      lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-                  + (np.int32(self._decoupled),
-                     scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+
+        def tail(commit):  # per eager step and per replay of a captured step (capture.py)
+            t = state["step"] + 1
+            if commit:
+                state["step"] = t
+            beta1, beta2 = group["betas"]
+            lr = group["lr"]
+            return (tuple(scalar(dt, x) for x in (
+                lr, beta1, beta2, group["eps"], group["weight_decay"],
+                lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+                + (np.int32(self._decoupled),
+                   scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+        launch_1d("optim.cl", "adam", d, p, bufs, _capture.dynamic(tail))
         bump_version(*bufs[1:])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.autograd import enable_grad, no_grad
 from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
@@ -194,7 +195,8 @@ def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
     buf = state.get(key)
     if buf is None:
         from clgrad.creation import full
-        buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
+        with _capture.paused():  # made eagerly, never part of a captured step's replay
+            buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
     return buf
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
 from clgrad.optim.optimizer import Optimizer, required
 from clgrad.tensor import Tensor
@@ -46,17 +47,28 @@ class SGD(Optimizer):
                                       maximize=bool(maximize)))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        # The scalars come through capture.dynamic: read from the group at every eager step
+        # and every replay of a captured step (an LR scheduler's changes take effect).
         dt, d = p.dtype, defines_for(p.dtype)
-        lr, wd = scalar(dt, group["lr"]), scalar(dt, group["weight_decay"])
-        gsign = scalar(dt, -1.0 if group.get("maximize") else 1.0)
+
+        def common():
+            return (scalar(dt, group["lr"]), scalar(dt, group["weight_decay"]),
+                    scalar(dt, -1.0 if group.get("maximize") else 1.0))
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), (lr, wd, gsign))
+            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(lambda c: common()))
             return
         buf = state.get("momentum_buffer")
-        first = buf is None
-        if first:
-            buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
-        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
-                  (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
-                   np.int32(bool(group["nesterov"])), np.int32(first), gsign))
+        first = [buf is None]
+        if first[0]:
+            with _capture.paused():
+                buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
+
+        def tail(commit):
+            f = first[0]
+            if commit:
+                first[0] = False
+            lr, wd, gsign = common()
+            return (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
+                    np.int32(bool(group["nesterov"])), np.int32(f), gsign)
+        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
         bump_version(buf)
