@@ -365,6 +365,10 @@ class graph:
         return False
 
 
+_NOT_OPS = frozenset(("__call__", "_call_impl", "_wrapped_call_impl", "forward", "wrapper",
+                      "wrapped", "inner", "decorate_context"))
+
+
 def _op_name() -> str:
     """The outermost clgrad function on the stack below the first frame of user code: the op
     the user called (``item``, ``nonzero`` ...)."""
@@ -374,9 +378,11 @@ def _op_name() -> str:
         mod = f.f_globals.get("__name__", "")
         if not (mod == "clgrad" or mod.startswith("clgrad.")):
             break
-        if mod not in ("clgrad.runtime", "clgrad.capture") and not f.f_code.co_name.startswith(
-                "<"):
-            name = f.f_code.co_name
+        code = f.f_code.co_name
+        private = code.startswith("_") and not code.endswith("__")
+        if mod not in ("clgrad.runtime", "clgrad.capture") and not code.startswith(
+                "<") and code not in _NOT_OPS and not private:
+            name = code
         f = f.f_back
     return name or "an op"
 

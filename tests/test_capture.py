@@ -147,16 +147,29 @@ def test_compile_other_modes_are_identity():
     assert torch.compile(mode="default")(f) is f
 
 
-@pytest.mark.parametrize("what,op", [
-    (lambda x: (x + 1).sum().item(), "item"),
-    (lambda x: x.tolist(), "tolist"),
-    (lambda x: x.numpy(), "numpy"),
-    (lambda x: x.nonzero(), "nonzero"),
-    (lambda x: torch.randn(3), "randn"),
-    (lambda x: x.normal_(), "normal_"),
+def _embedding():
+    m = nn.Embedding(5, 2)
+    return lambda x: m(torch.tensor([1, 2]))
+
+
+def _bn_cumulative():
+    m = nn.BatchNorm1d(4, momentum=None)
+    return lambda x: m(x.reshape(1, 4).repeat(2, 1))
+
+
+@pytest.mark.parametrize("setup,op", [
+    (lambda: lambda x: (x + 1).sum().item(), "item"),
+    (lambda: lambda x: x.tolist(), "tolist"),
+    (lambda: lambda x: x.numpy(), "numpy"),
+    (lambda: lambda x: x.nonzero(), "nonzero"),
+    (lambda: lambda x: torch.randn(3), "randn"),
+    (lambda: lambda x: x.normal_(), "normal_"),
+    (_embedding, "embedding"),
+    (_bn_cumulative, "item"),
 ])
-def test_unsupported_ops_refused_at_capture(what, op):
+def test_unsupported_ops_refused_at_capture(setup, op):
     x = torch.ones(4)
+    what = setup()
     g = torch.cuda.CUDAGraph()
     with pytest.raises(CaptureError, match=f"^{op}: "):
         with torch.cuda.graph(g):
