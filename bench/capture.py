@@ -9,7 +9,8 @@ time per replayed kernel.
 Each mode runs a warm-up, then steps for about --seconds (each step ends with a device
 synchronize, as bench/train_step.py); images/s is the median of five such runs' rates.
 "Host µs per replayed kernel" is the time of the replay() call alone (enqueueing, no wait)
-divided by the kernels it enqueues, median over 200 replays of the S4 step's graph. Appends one
+divided by the kernels it enqueues, median over 200 replays of the S4 step's graph, and the same
+for a graph of 100 tiny adds (against 100 eager adds). Appends one
 JSON line per run to bench/results/capture.jsonl and prints it.
 """
 import argparse
@@ -72,13 +73,31 @@ def main():
             return loss
         return step
 
+    row = {"bench": "capture", "model": "S4", "batch": args.batch,
+           "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    # PyTorch first, before clgrad makes its OpenCL context: the CPU runtimes' worker threads
+    # would otherwise compete with PyTorch's for the same cores.
+    if not args.no_torch:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None:
+            gpu = (args.device or "").split(":")[0] in ("gpu", "cuda", "nvidia")
+            tdev = "cuda" if gpu and torch.cuda.is_available() else "cpu"
+            tstep = s4.torch_step(torch, xn, yn, ws, tdev)
+            for _ in range(3):
+                tstep()
+            row["torch_device"] = tdev
+            row["torch_threads"] = torch.get_num_threads()
+            row["torch_eager_img_s"] = _rate(tstep, args.batch, args.seconds, lambda: None)
+
     dev = clgrad.runtime.default_device()
+    row.update(device=dev.name, platform=dev.platform)
     x, y = clgrad.from_numpy(xn), clgrad.from_numpy(yn)
     eager = make()
     for _ in range(3):
         eager(x, y)
-    row = {"bench": "capture", "model": "S4", "batch": args.batch, "device": dev.name,
-           "platform": dev.platform, "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     n0 = clgrad.runtime.launch_count()
     eager(x, y)
     dev.synchronize()
@@ -104,22 +123,33 @@ def main():
         dev.synchronize()
     row["host_us_per_replayed_kernel"] = statistics.median(host) * 1e6 / g.num_commands
     row["loss_after"] = float(sloss.item())
+    # host cost of replay itself: a graph of 100 tiny kernels (adds on 16 floats)
+    t = clgrad.ones(16)
+    tiny = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(tiny):
+        u = t
+        for _ in range(100):
+            u = u + 1
+    host = []
+    for _ in range(100):
+        dev.synchronize()
+        t0 = time.perf_counter()
+        tiny.replay()
+        host.append(time.perf_counter() - t0)
+    row["host_us_per_tiny_replayed_kernel"] = statistics.median(host) * 1e6 / tiny.num_kernels
+    host = []
+    for _ in range(20):
+        dev.synchronize()
+        t0 = time.perf_counter()
+        u = t
+        for _ in range(100):
+            u = u + 1
+        host.append(time.perf_counter() - t0)
+    row["host_us_per_tiny_eager_op"] = statistics.median(host) * 1e6 / 100
     row["replay_over_eager"] = row["clgrad_replay_img_s"] / row["clgrad_eager_img_s"]
 
-    if not args.no_torch:
-        try:
-            import torch
-        except ImportError:
-            torch = None
-        if torch is not None:
-            tdev = "cuda" if dev.kind == "gpu" and torch.cuda.is_available() else "cpu"
-            tstep = s4.torch_step(torch, xn, yn, ws, tdev)
-            for _ in range(3):
-                tstep()
-            row["torch_device"] = tdev
-            row["torch_threads"] = torch.get_num_threads()
-            row["torch_eager_img_s"] = _rate(tstep, args.batch, args.seconds, lambda: None)
-            row["replay_over_torch"] = row["clgrad_replay_img_s"] / row["torch_eager_img_s"]
+    if "torch_eager_img_s" in row:
+        row["replay_over_torch"] = row["clgrad_replay_img_s"] / row["torch_eager_img_s"]
     line = json.dumps(row)
     print(line)
     out = Path(__file__).resolve().parent / "results" / "capture.jsonl"
