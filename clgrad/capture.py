@@ -193,6 +193,8 @@ class CUDAGraph:
         if not self._captured:
             raise RuntimeError("replay: the graph was not captured (capture_begin/capture_end "
                                "or `with clgrad.cuda.graph(g):` first)")
+        if _ACTIVE[0] is not None:
+            raise RuntimeError("replay: cannot replay a graph while a capture is running")
         dev = self._dev
         if dev is None:
             return
@@ -497,6 +499,11 @@ class _Replayed:
                 s.copy_(a)
         g.replay()
         return outs
+
+    def __getattr__(self, name):  # a compiled Module keeps its attributes (parameters ...)
+        if name.startswith("__") or name in ("_fn", "_entries", "_warned"):
+            raise AttributeError(name)
+        return getattr(self._fn, name)
 
     @staticmethod
     def _key(args) -> tuple:

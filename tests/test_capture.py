@@ -245,3 +245,28 @@ def test_make_graphed_callables():
         out = f(x2).numpy()
         ref = lin(x2).numpy()
     assert out.tobytes() == ref.tobytes()
+
+
+def test_compiled_module_keeps_attributes_and_replays():
+    torch.manual_seed(3)
+    lin = nn.Linear(3, 2)
+    cl = torch.compile(lin, mode="reduce-overhead")
+    assert len(list(cl.parameters())) == 2
+    assert cl.in_features == 3
+    with torch.no_grad():
+        for s in range(4):
+            x = torch.randn(5, 3)
+            assert cl(x).numpy().tobytes() == lin(x).numpy().tobytes()
+
+
+def test_replay_inside_a_capture_is_refused():
+    x = torch.ones(4)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x + 1
+    g2 = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="while a capture is running"):
+        with torch.cuda.graph(g2):
+            g.replay()
+    g.replay()
+    assert y.numpy().tolist() == [2.0] * 4
