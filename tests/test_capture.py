@@ -270,3 +270,12 @@ def test_replay_inside_a_capture_is_refused():
             g.replay()
     g.replay()
     assert y.numpy().tolist() == [2.0] * 4
+
+
+def test_optimizer_execution_flags_accepted():
+    p = torch.zeros(2, requires_grad=True)
+    torch.optim.Adam([p], capturable=True, foreach=True, fused=False)
+    torch.optim.AdamW([p], capturable=True)
+    torch.optim.SGD([p], lr=0.1, foreach=False, fused=None)
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        torch.optim.SGD([p], lr=0.1, differentiable=True)

@@ -8,7 +8,7 @@ import numpy as np
 from clgrad import capture as _capture
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, state_buffer
+from clgrad.optim.optimizer import Optimizer, check_execution_flags, state_buffer
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -28,7 +28,8 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False
+             maximize=False; foreach, fused, capturable: accepted, no effect (every step can
+             be captured: clgrad/capture.py re-reads lr and the step count per replay)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
     Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
@@ -39,8 +40,11 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False):
+                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False, *,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
         name = type(self).__name__
+        check_execution_flags(name, differentiable=differentiable)
         if lr < 0.0:
             raise ValueError(f"{name}: expected lr >= 0, got {lr}")
         if eps < 0.0:
@@ -94,6 +98,8 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False, *,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize, differentiable=differentiable)

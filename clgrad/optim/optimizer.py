@@ -15,7 +15,8 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
-__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer"]
+__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
+           "check_execution_flags"]
 
 
 class _Required:
@@ -187,6 +188,15 @@ def check_nonnegative(name: str, **values):
     for k, v in values.items():
         if not v >= 0.0:  # NaN fails too
             raise ValueError(f"{name}: expected {k} >= 0, got {v}")
+
+
+def check_execution_flags(name: str, differentiable: bool = False):
+    """PyTorch's execution flags: ``foreach``, ``fused`` and ``capturable`` are accepted and
+    change nothing here (every step is capturable, see clgrad/capture.py); ``differentiable``
+    must be False. Raises NotImplementedError for differentiable=True."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True (autograd through the update) "
+                                  f"is not supported")
 
 
 def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:

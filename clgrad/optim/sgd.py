@@ -5,7 +5,7 @@ import numpy as np
 
 from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, required
+from clgrad.optim.optimizer import Optimizer, check_execution_flags, required
 from clgrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -24,7 +24,8 @@ class SGD(Optimizer):
         p = p - lr * d
 
     Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
-             nesterov=False, maximize=False (ascend: the gradient is negated first)
+             nesterov=False, maximize=False (ascend: the gradient is negated first);
+             foreach, fused: accepted, no effect (one launch per parameter)
     State:   ``momentum_buffer`` per parameter (when momentum != 0)
     Kernels: kernels/optim.cl :: sgd, sgd_momentum (one launch per parameter per step)
     Raises:  ValueError for a negative lr, momentum or weight_decay, or nesterov without
@@ -32,7 +33,9 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=required, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, maximize: bool = False, *,
+                 foreach=None, differentiable: bool = False, fused=None):
+        check_execution_flags("SGD", differentiable=differentiable)
         if lr is not required and lr < 0.0:
             raise ValueError(f"SGD: expected lr >= 0, got {lr}")
         if momentum < 0.0:
