@@ -124,6 +124,9 @@ from clgrad.dtypes import get_default_dtype  # noqa: E402
 from clgrad import distributions  # noqa: E402
 # -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
 from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
+
+# h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
+from clgrad import serialization  # noqa: E402
 # -- helper h10 (issue 24): compile(mode="reduce-overhead") replays captured kernels ---------
 from clgrad import capture  # noqa: E402,F401
 from clgrad.capture import compile  # noqa: E402,A004,F401,F811
