@@ -279,3 +279,38 @@ def test_optimizer_execution_flags_accepted():
     torch.optim.SGD([p], lr=0.1, foreach=False, fused=None)
     with pytest.raises(NotImplementedError, match="differentiable"):
         torch.optim.SGD([p], lr=0.1, differentiable=True)
+
+
+def test_compile_keys_on_grad_mode_and_kwargs():
+    calls = []
+
+    def f(x, *, scale):
+        calls.append(torch.is_grad_enabled())
+        return x * scale
+
+    cf = torch.compile(f, mode="reduce-overhead")
+    x = torch.tensor([1.0, 2.0])
+    for _ in range(3):
+        assert cf(x, scale=3.0).numpy().tolist() == [3.0, 6.0]
+    with torch.no_grad():
+        for _ in range(3):
+            assert cf(x, scale=3.0).numpy().tolist() == [3.0, 6.0]
+    assert cf(x, scale=2.0).numpy().tolist() == [2.0, 4.0]  # another value: another entry
+    assert calls == [True, True, False, False, True]
+
+
+def test_shared_pool_between_graphs():
+    x = torch.ones(4)
+    pool = torch.cuda.graph_pool_handle()
+    g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g1, pool=pool):
+        y = x * 2
+    with torch.cuda.graph(g2, pool=pool):
+        z = y + 1
+    g1.replay()
+    g2.replay()
+    assert z.numpy().tolist() == [3.0] * 4
+    x.copy_(torch.full((4,), 5.0))
+    g1.replay()
+    g2.replay()
+    assert z.numpy().tolist() == [11.0] * 4
