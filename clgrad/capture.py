@@ -410,10 +410,10 @@ class paused:
 # -- torch.compile(mode="reduce-overhead") ---------------------------------------------------------
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",  # noqa: A001
             mode=None, options=None, disable: bool = False):
-    """``torch.compile``. ``mode="reduce-overhead"`` (or ``"max-autotune"``) returns a callable
-    that replays captured kernels (see the module docstring); any other mode returns ``model``
-    unchanged (clgrad has no graph compiler: it runs eagerly). Usable as ``compile(fn, ...)``
-    or as a decorator ``@compile(mode=...)``.
+    """``torch.compile``. ``mode="reduce-overhead"`` returns a callable that replays captured
+    kernels (see the module docstring); any other mode (None, "default", "max-autotune" ...)
+    returns ``model`` unchanged (clgrad has no graph compiler: it runs eagerly). Usable as
+    ``compile(fn, ...)`` or as a decorator ``@compile(mode=...)``.
 
     The replaying callable, per signature (the shapes, dtypes, devices and requires_grad of
     the tensor arguments, the other arguments, and grad mode): the first call runs ``fn``
@@ -429,7 +429,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     if model is None:
         return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
                                  mode=mode, options=options, disable=disable)
-    if disable or mode not in ("reduce-overhead", "max-autotune"):
+    if disable or mode != "reduce-overhead":
         return model
     return _Replayed(model)
 
