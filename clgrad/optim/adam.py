@@ -8,7 +8,8 @@ import numpy as np
 from clgrad import capture as _capture
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, check_execution_flags, state_buffer
+from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
+                                    multi_ok, state_buffer)
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -28,8 +29,10 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False; foreach, fused, capturable: accepted, no effect (every step can
-             be captured: clgrad/capture.py re-reads lr and the step count per replay)
+             maximize=False; foreach, fused: True updates up to 4 contiguous parameters per
+             launch (kernels/optim.cl :: adam_multi, not with amsgrad; the same bits);
+             capturable: accepted, no effect (every step can be captured: clgrad/capture.py
+             re-reads lr and the step count per replay)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
     Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
@@ -45,6 +48,7 @@ class Adam(Optimizer):
                  fused=None):
         name = type(self).__name__
         check_execution_flags(name, differentiable=differentiable)
+        self._multi = bool(foreach) or bool(fused)
         if lr < 0.0:
             raise ValueError(f"{name}: expected lr >= 0, got {lr}")
         if eps < 0.0:
@@ -57,12 +61,50 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=bool(amsgrad), maximize=bool(maximize)))
 
-    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+    def _update_multi(self, todo, group):
+        if group.get("amsgrad"):
+            return todo
+        rest, ok = [], []
+        for p, g in todo:
+            state = self.state.setdefault(p, {})
+            self._init_state(p, state)
+            good = multi_ok(p, g, state["exp_avg"], state["exp_avg_sq"])
+            (ok if good else rest).append((p, g))
+        key = lambda pg: (pg[0].dtype, id(pg[0].device), self.state[pg[0]]["step"])  # noqa: E731
+        for chunk in multi_chunks(ok, key):
+            ps = [p for p, _ in chunk]
+            grads = {id(p): g for p, g in chunk}
+            states = [self.state[p] for p in ps]
+            dt = ps[0].dtype
+
+            def tail(commit, states=states, dt=dt):  # as _update's, for all slots at once
+                t = states[0]["step"] + 1
+                if commit:
+                    for st in states:
+                        st["step"] = t
+                beta1, beta2 = group["betas"]
+                lr = group["lr"]
+                return (tuple(scalar(dt, x) for x in (
+                    lr, beta1, beta2, group["eps"], group["weight_decay"],
+                    lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+                    + (np.int32(self._decoupled),
+                       scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+            launch_multi("adam_multi", ps,
+                         lambda p, grads=grads: (grads[id(p)], self.state[p]["exp_avg"],
+                                                 self.state[p]["exp_avg_sq"]), tail)
+            bump_version(*ps, *(st[k] for st in states for k in ("exp_avg", "exp_avg_sq")))
+        return rest
+
+    @staticmethod
+    def _init_state(p, state):
         if not state:
             with _capture.paused():  # made eagerly, never part of a captured step's replay
                 state["step"] = 0
                 state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
                 state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        self._init_state(p, state)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         dt, d, bufs = p.dtype, defines_for(p.dtype), (grad, m, v)
         if group.get("amsgrad"):
@@ -102,4 +144,5 @@ class AdamW(Adam):
                  foreach=None, capturable: bool = False, differentiable: bool = False,
                  fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize, differentiable=differentiable)
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, fused=fused,
+                         differentiable=differentiable)
