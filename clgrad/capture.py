@@ -3,7 +3,7 @@
 
 Capture. Between ``CUDAGraph.capture_begin()`` and ``capture_end()`` (or inside ``with
 clgrad.cuda.graph(g):``) every op runs its Python as usual (checks, shapes, autograd), but
-nothing reaches the device: clgrad/runtime.py's ``Device.launch``, ``alloc``, ``copy`` and
+nothing reaches the device: clgrad/runtime/device.py: ``Device.launch``, ``alloc``, ``copy`` and
 ``fill`` hand their work to the capturing graph (the hook is ``Device._capture``). A launch is
 recorded as a kernel object of its own (a clone of the cached one) with its arguments set
 once; a host-to-device copy as a copy of a snapshot of the host array; a fill as a fill. As in
@@ -49,7 +49,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
-from clgrad import runtime
+from clgrad.runtime import device as runtime
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
            "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables"]
