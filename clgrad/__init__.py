@@ -65,6 +65,9 @@ from clgrad.ops.indexing import index_put
 # -- Tensor's methods and operators (binds them to the ops above) -----------------------------
 from clgrad import _tensor_methods  # noqa: F401
 
+# -- printing (PyTorch's print options) -------------------------------------------------------
+from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
+
 # -- serialization and subpackages (``import clgrad as torch`` gives torch.nn, torch.optim...) -
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
@@ -127,6 +130,8 @@ __all__ = [
     # index
     "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll",
     "tril", "triu", "nonzero", "argwhere", "index_put",
+    # printing
+    "set_printoptions", "get_printoptions", "printoptions",
     # serialization and subpackages
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
     "accelerator", "backends", "utils",

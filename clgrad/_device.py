@@ -18,9 +18,15 @@ CLGRAD_DEVICE), not always on the CPU; "cpu" tensors live on an OpenCL device to
 ``.numpy()`` is a copy for them as well. Where no GPU exists, using "cuda" for a tensor raises
 DeviceError (a RuntimeError) saying that no OpenCL GPU was found.
 
-``Tensor.device`` stays the runtime Device (with ``.type`` and ``.index``); it compares equal to a
-``clgrad.device`` of the same type and index (``x.device == torch.device("cpu")``) and passes
-``isinstance(x.device, clgrad.device)``.
+``Tensor.device`` is a ``clgrad.device`` as in PyTorch (``str(x.device)`` is 'cpu' or 'cuda:0',
+equal and hash-equal to ``device("cpu")``); the OpenCL device behind it is ``x.device.opencl``
+(a ``clgrad.runtime.Device``, also ``x.untyped_storage().device``).
+
+No OpenCL CPU device (e.g. a machine whose only OpenCL driver is NVIDIA's): "cpu" then names
+the default device (the GPU), with one warning saying so. ``.cpu()``, ``.to("cpu")``,
+``device="cpu"`` and ``map_location="cpu"`` keep working; the tensor reports where it really is
+(``x.cpu().device`` is 'cuda:0' there), so the device never lies about where compute happens.
+``.numpy()``, ``.tolist()``, ``.item()`` and printing read any device directly.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ import re
 
 from clgrad import runtime
 
-__all__ = ["device", "resolve"]
+__all__ = ["device", "resolve", "of_runtime"]
 
 _TYPES = ("cpu", "cuda")
 _OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu", "mtia",
@@ -39,7 +45,7 @@ _SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
 
 
 class _DeviceType(type):
-    def __instancecheck__(cls, obj):  # Tensor.device (a runtime Device) is a device too
+    def __instancecheck__(cls, obj):  # a runtime Device (device.opencl) passes as one too
         return type.__instancecheck__(cls, obj) or isinstance(obj, runtime.Device)
 
 
@@ -60,14 +66,17 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
              DeviceError for a clgrad spec that matches no device
     """
 
-    __slots__ = ("_type", "_index", "_outer")
+    __slots__ = ("_type", "_index", "_outer", "_rt")
 
     def __init__(self, type=None, index=None):  # noqa: A002  (PyTorch's keyword)
+        self._rt = None  # the runtime Device, when known (a tensor's device, device(x.device))
         if isinstance(type, runtime.Device):
+            self._rt = type
             type, index = _of_runtime(type)
         elif isinstance(type, device):
             if index is not None:
                 raise TypeError("device: expected no index with a device argument")
+            self._rt = type._rt
             type, index = type.type, type.index
         elif isinstance(type, int) and not isinstance(type, bool) and index is None:
             type, index = "cuda", type
@@ -97,6 +106,14 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
     def index(self):
         """The ordinal among devices of this type, or None for the current one."""
         return self._index
+
+    @property
+    def opencl(self) -> runtime.Device:
+        """The OpenCL device this names (``clgrad.runtime.Device``: name, queue, memory ...).
+
+        Raises:  DeviceError if it names no OpenCL device
+        """
+        return resolve(self)
 
     def __repr__(self):
         if self._index is None:
@@ -143,6 +160,8 @@ def resolve(spec) -> runtime.Device:
         return runtime.default_device()
     if isinstance(spec, runtime.Device):
         return spec
+    if isinstance(spec, device) and spec._rt is not None:
+        return spec._rt
     if isinstance(spec, str) and not _SPEC.fullmatch(spec.strip().lower()):
         return runtime.get_device(spec)  # "P:D" and other clgrad specs
     d = device(spec)
@@ -150,11 +169,51 @@ def resolve(spec) -> runtime.Device:
         from clgrad import cuda
         return runtime.get_device(f"cuda:{cuda.current_device() if d.index is None else d.index}")
     if d.type == "cpu":
-        return runtime.get_device("cpu" if d.index is None else f"cpu:{d.index}")
+        try:
+            return runtime.get_device("cpu" if d.index is None else f"cpu:{d.index}")
+        except runtime.DeviceError:
+            if d.index not in (None, 0) or _has_cpu_device():
+                raise
+            return _no_cpu_device()
     raise runtime.DeviceError(f"device: expected a 'cpu' or 'cuda' device, got {d}")
 
 
+def of_runtime(dev: runtime.Device) -> device:
+    """The ``clgrad.device`` of a runtime Device (what ``Tensor.device`` returns; cached)."""
+    d = dev.__dict__.get("_torch_device")
+    if d is None:
+        d = device(dev)
+        dev._torch_device = d
+    return d
+
+
 # ---------------------------------------------------------------------------- private helpers
+
+_WARNED_NO_CPU = [False]
+
+
+def _has_cpu_device() -> bool:
+    return any(c.kind == "cpu" and c.usable for c in runtime.discovery._discover())
+
+
+def _no_cpu_device() -> runtime.Device:
+    """The default device, standing in for "cpu" where no usable OpenCL CPU device exists
+    (warns once: the tensors stay where they are and report that device)."""
+    dev = runtime.default_device()
+    if not _WARNED_NO_CPU[0]:
+        _WARNED_NO_CPU[0] = True
+        import os
+        import sys
+        import warnings
+        pkg, level, f = os.path.dirname(os.path.dirname(runtime.__file__)), 2, sys._getframe(1)
+        while f is not None and f.f_code.co_filename.startswith(pkg):  # blame the user's line
+            f, level = f.f_back, level + 1
+        warnings.warn(f"no usable OpenCL CPU device: 'cpu' names the default device "
+                      f"{dev.name!r} here, so .cpu(), .to('cpu') and device='cpu' keep tensors "
+                      f"on it (their .device says {str(of_runtime(dev))!r}); install a CPU "
+                      f"runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
+                      f"pocl-binary-distribution) for a real CPU device", stacklevel=level)
+    return dev
 
 def _of_runtime(dev):
     """(type, index) of a runtime Device; the first CPU device is plain "cpu" as in PyTorch."""
@@ -192,7 +251,8 @@ def _cuda(self, device=None, non_blocking=False):
 
 
 def _cpu(self):
-    """A copy on the (first) OpenCL CPU device; self when already there."""
+    """A copy on the (first) OpenCL CPU device; self when already there. Recorded by
+    autograd as ``to``. Where no OpenCL CPU device exists, self (see the module docstring)."""
     return self.to("cpu")
 
 
@@ -205,9 +265,9 @@ def _get_device(self) -> int:
 def _install_tensor_methods():
     from clgrad.tensor import Tensor
     Tensor.cuda, Tensor.cpu, Tensor.get_device = _cuda, _cpu, _get_device
-    Tensor.is_cuda = property(lambda self: getattr(self.device, "type", None) == "cuda",
+    Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
                               doc="True when the tensor is on an OpenCL GPU.")
-    Tensor.is_cpu = property(lambda self: getattr(self.device, "type", None) == "cpu",
+    Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",
                              doc="True when the tensor is on an OpenCL CPU device.")
 
 

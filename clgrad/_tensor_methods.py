@@ -47,7 +47,8 @@ Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_
 
 def _to(self, *args, **kwargs):
     """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
-    changes. Moving between devices copies through the host."""
+    changes. Moving between devices copies through the host; autograd records the copy
+    (PyTorch's ToCopyBackward0), so gradients flow back to the source device."""
     from clgrad._device import device as torch_device, resolve
     from clgrad.runtime import Device
     dtype = kwargs.get("dtype")
@@ -60,16 +61,22 @@ def _to(self, *args, **kwargs):
         elif isinstance(a, (Device, str, torch_device, int)):
             device = a
         elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
+            dtype, device = a.dtype, a._storage.device
+    dev = None if device is None else resolve(device)
+    dt = None if dtype is None else dtypes.to_dtype(dtype)
     out = self
-    if device is not None:
-        dev = resolve(device)
-        if dev is not self.device:
-            out = creation.tensor(self.numpy(), device=dev)
-            out.requires_grad = False
-    if dtype is not None:
-        out = ew.to(out, dtype)
+    if dev is not None and dt is not None and not _can_hold(self._storage.device, dt):
+        out = ew.to_device(out, dev)  # e.g. to float64 from a device without cl_khr_fp64
+    if dt is not None:
+        out = ew.to(out, dt)
+    if dev is not None:
+        out = ew.to_device(out, dev)  # recorded: the gradient flows back
     return out
+
+
+def _can_hold(dev, dt) -> bool:
+    return not ((dt is dtypes.float64 and not dev.fp64) or (dt is dtypes.float16 and
+                                                             not dev.fp16))
 
 
 def _inplace_binary(fn, name):
@@ -186,7 +193,7 @@ def _new(fill):
     def method(self, *size, dtype=None, device=None, requires_grad=False):
         shape = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
         out = creation.full(tuple(shape), fill, dtype=dtype or self.dtype,
-                            device=device or self.device)
+                            device=device or self._storage.device)
         return out.requires_grad_(True) if requires_grad else out
     method.__doc__ = f"A new tensor of ``size`` filled with {fill}, of self's dtype and device."
     return method
@@ -195,12 +202,12 @@ def _new(fill):
 def _new_full(self, size, fill_value, dtype=None, device=None):
     """A new tensor of ``size`` filled with ``fill_value``, of self's dtype and device."""
     return creation.full(tuple(size), fill_value, dtype=dtype or self.dtype,
-                         device=device or self.device)
+                         device=device or self._storage.device)
 
 
 def _new_tensor(self, data, dtype=None, device=None):
     """A copy of ``data`` as a tensor of self's dtype and device (unless given)."""
-    return creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+    return creation.tensor(data, dtype=dtype or self.dtype, device=device or self._storage.device)
 
 
 Tensor.new_zeros = _new(0)

@@ -523,7 +523,7 @@ class _Replayed:
 def _sig(a):
     from clgrad.tensor import Tensor
     if isinstance(a, Tensor):
-        return ("T", tuple(a.shape), a.dtype.name, id(a.device), a.requires_grad)
+        return ("T", tuple(a.shape), a.dtype.name, id(a._storage.device), a.requires_grad)
     return ("V", a)
 
 

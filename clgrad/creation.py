@@ -128,12 +128,15 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
     dtypes.check_fits: uint8 256 or 255.5 raise, -1 wraps to 255).
     """
-    dev = _device(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, Tensor):  # a copy on data's own device, or on ``device`` if given
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
-        out = Tensor._empty(data.shape, dt, data.device)  # a copy on data's own device
+        dev = data._storage.device if device is None else _device(device)
+        if dev is not data._storage.device:  # across devices: through the host
+            return _upload(data.numpy(), dt, dev, requires_grad)
+        out = Tensor._empty(data.shape, dt, dev)
         copy_raw(out, data)
         return out.requires_grad_(requires_grad) if requires_grad else out
+    dev = _device(device)
     try:
         arr = np.asarray(data)
     except ValueError as e:
@@ -208,7 +211,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 def _like(x: Tensor, dtype, device):
     return (dtypes.to_dtype(dtype) if dtype is not None else x.dtype,
-            device if device is not None else x.device)
+            device if device is not None else x._storage.device)
 
 
 def zeros_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -299,9 +302,9 @@ def randperm(n: int, dtype=None, device=None) -> Tensor:
 
 def rand_like(x: Tensor, dtype=None) -> Tensor:
     """Uniform [0, 1) samples with the shape of ``x``."""
-    return rand(x.shape, dtype=dtype or x.dtype, device=x.device)
+    return rand(x.shape, dtype=dtype or x.dtype, device=x._storage.device)
 
 
 def randn_like(x: Tensor, dtype=None) -> Tensor:
     """Standard normal samples with the shape of ``x``."""
-    return randn(x.shape, dtype=dtype or x.dtype, device=x.device)
+    return randn(x.shape, dtype=dtype or x.dtype, device=x._storage.device)

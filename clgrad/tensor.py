@@ -123,9 +123,17 @@ class Tensor:
         return self._storage.dtype
 
     @property
-    def device(self) -> Device:
-        """The OpenCL device holding the storage."""
-        return self._storage.device
+    def device(self):
+        """PyTorch's device of the tensor: a ``clgrad.device`` ('cpu', 'cpu:1', 'cuda:0' ...),
+        equal and hash-equal to ``torch.device`` of the same type and index. The OpenCL
+        device itself (a ``clgrad.runtime.Device``) is ``t.untyped_storage().device``, or
+        ``t.device.opencl``."""
+        rt = self._storage.device
+        d = rt.__dict__.get("_torch_device")
+        if d is None:
+            from clgrad._device import of_runtime
+            d = of_runtime(rt)
+        return d
 
     @property
     def ndim(self) -> int:
@@ -292,8 +300,8 @@ class Tensor:
             src = self.contiguous()
         out = np.empty(self._shape, dtype=self.dtype.np)
         if out.size:
-            self.device.copy(out, src._storage.buffer,
-                             src_offset=src._offset * self.dtype.itemsize)
+            src._storage.device.copy(out, src._storage.buffer,
+                                     src_offset=src._offset * self.dtype.itemsize)
         return out
 
     def tolist(self):
@@ -340,17 +348,12 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __repr__(self):
-        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
-                               threshold=1000, edgeitems=3)
-        extra = []
-        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_) or self.numel() == 0:
-            extra.append(f"dtype={self.dtype!r}")
-        fn = self.grad_fn
-        if fn is not None:
-            extra.append(f"grad_fn=<{fn.name}Backward>")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extra) + ")"
+        from clgrad._tensor_str import tensor_repr  # PyTorch's layout (set_printoptions)
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        from clgrad._tensor_str import tensor_format
+        return tensor_format(self, spec)
 
     def __hash__(self):
         return id(self)

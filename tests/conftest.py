@@ -6,3 +6,19 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("clgrad", deadline=None, max_examples=int(os.environ.get(
     "CLGRAD_HYPOTHESIS_EXAMPLES", "40")), suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("clgrad")
+
+# CLGRAD_TEST_AS_GPU=<platform substring> (or "*": every device) makes the runtime treat those
+# OpenCL devices as GPUs, so that the paths of a machine whose default device is a GPU ("cpu"
+# tensors on another device than new ones, map_location="cpu", no CPU device at all) run here.
+# Set before the first device query; tests start it in a subprocess (tests/test_device_cross.py).
+if os.environ.get("CLGRAD_TEST_AS_GPU"):
+    from clgrad.runtime import device as _rt_device
+    from clgrad.runtime import discovery as _rt_discovery
+
+    def _as_gpu(d, _kind=_rt_device._kind_of, _which=os.environ["CLGRAD_TEST_AS_GPU"].lower()):
+        label = f"{d.platform.name} {d.platform.version}".lower()  # as CLGRAD_DEVICE matches
+        if _which == "*" or _which in label:
+            return "gpu"
+        return _kind(d)
+
+    _rt_device._kind_of = _rt_discovery._kind_of = _as_gpu

@@ -219,7 +219,7 @@ def test_no_memory_growth_over_many_replays():
         y = ((x * w).exp() - 1).sum()
     g.replay()
     before = torch.memory_allocated()
-    dev = x.device
+    dev = x._storage.device
     held = dev.allocated
     for _ in range(2000):
         g.replay()

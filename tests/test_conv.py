@@ -446,7 +446,7 @@ def test_problem_packs_conv_t():
                 y=tuple(range(31, 37)), boff=37, bs=38, bias=39)
     tiles = Tiles(*range(40, 51))
     out = clgrad.zeros(8, dtype=clgrad.int64)
-    dev = out.device
+    dev = out.device.opencl
     dev.launch(dev.kernel("conv_igemm_cpu.cl", "conv_t_probe", defines_for(clgrad.float32)),
                (1,), (1,), p.pack(tiles), out._storage.buffer)
     assert len(p.pack(tiles)) == 50 * 8

@@ -222,13 +222,16 @@ def test_float64_on_a_device_without_fp64(second_device, monkeypatch):
 def test_tensors_on_two_devices(second_device):
     a = clgrad.ones(3)
     b = clgrad.ones(3, device=second_device)
-    for call in (lambda: a + b, lambda: a.copy_(b), lambda: clgrad.cat([a, b]),
+    for call in (lambda: a + b, lambda: clgrad.cat([a, b]),
                  lambda: clgrad.where(a > 0, a, b), lambda: a @ b,
                  lambda: a.unsqueeze(0) @ b.unsqueeze(1)):
         with pytest.raises(RuntimeError, match="expected all tensors on the same device"):
             call()
     np.testing.assert_array_equal(a.numpy(), np.ones(3))
     assert a._version == 0
+    a.copy_(b * 2)  # copy_ copies across devices, as PyTorch's (tests/test_device_cross.py)
+    np.testing.assert_array_equal(a.numpy(), np.full(3, 2.0))
+    assert a._version == 1
 
 
 def test_too_large_allocation_names_the_bytes_and_the_limit():

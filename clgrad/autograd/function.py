@@ -148,7 +148,8 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
     saved = tuple(t if t is None or id(t) not in pos else outs[pos[id(t)]].detach()
                   for t in ctx.to_save)
     ctx._saved, ctx.to_save = saved, ()
-    meta = [(tuple(o.shape), o.dtype, o.device, o.detach()) if isinstance(o, Tensor) else None
+    meta = [(tuple(o.shape), o.dtype, o._storage.device, o.detach())
+            if isinstance(o, Tensor) else None
             for o in outs]
     is_t = [isinstance(a, Tensor) for a in args]
     in_shapes = [tuple(a.shape) for a in inputs]

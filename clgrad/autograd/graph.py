@@ -434,9 +434,9 @@ def _check_hook_result(hook, g, r):
     if r.dtype is not g.dtype:
         raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.type()} got "
                            f"{r.type()})")
-    if r.device is not g.device:
+    if r._storage.device is not g._storage.device:
         raise RuntimeError(f"hook '{name}' has changed the type of value (was a tensor on "
-                           f"{g.device.name!r} got a tensor on {r.device.name!r})")
+                           f"{str(g.device)!r} got a tensor on {str(r.device)!r})")
     if tuple(r.shape) != tuple(g.shape):
         raise RuntimeError(f"hook '{name}' has changed the size of value (was "
                            f"{tuple(g.shape)} got {tuple(r.shape)})")

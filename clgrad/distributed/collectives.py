@@ -389,11 +389,12 @@ def _write(t, values):
     values = np.ascontiguousarray(np.asarray(values).reshape(tuple(t.shape)), dtype=t.dtype.np)
     if t.is_contiguous():  # straight into the buffer at the view's offset
         if values.size:
-            t.device.copy(t._storage.buffer, values, dst_offset=t._offset * t.dtype.itemsize)
+            t._storage.device.copy(t._storage.buffer, values,
+                                   dst_offset=t._offset * t.dtype.itemsize)
         t._storage.version += 1
         return
     with no_grad():
-        write_into(t, tensor(values, dtype=t.dtype, device=t.device))
+        write_into(t, tensor(values, dtype=t.dtype, device=t._storage.device))
 
 
 _MPI_OPS: dict = {}
@@ -443,7 +444,7 @@ def _unflat_host(values, tensors, skip=()):
     device copy per tensor, each bumping its version); indices in ``skip`` are left alone."""
     from clgrad.creation import tensor
     from clgrad.ops._util import copy_raw
-    flat = tensor(values, dtype=tensors[0].dtype, device=tensors[0].device)
+    flat = tensor(values, dtype=tensors[0].dtype, device=tensors[0]._storage.device)
     at = 0
     for i, t in enumerate(tensors):
         if i not in skip:

@@ -140,13 +140,13 @@ class Pool2d(Module):
         return ew.div(sums[:, :, :oh, :ow], self._divisor(x, (h, w), pads, (oh, ow)))
 
     def _divisor(self, x, hw, pads, out):
-        key = (hw, pads, x.dtype.name, x.device)
+        key = (hw, pads, x.dtype.name, x._storage.device)
         if key not in self._counts:
             counts = [_window_counts(hw[i], self.kernel[i], self.stride[i], pads[i],
                                      pads[i + 2], out[i], self.count_include_pad)
                       for i in (0, 1)]
             grid = np.outer(*counts).astype(x.dtype.np)
-            self._counts[key] = from_numpy(grid, device=x.device)
+            self._counts[key] = from_numpy(grid, device=x._storage.device)
         return self._counts[key]
 
     def extra_repr(self):

@@ -233,7 +233,7 @@ def _check_tensor(tensor, op):
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Copy host ``values`` into ``tensor`` (any view) without autograd."""
-    ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor.device))
+    ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor._storage.device))
     bump_version(tensor)
     return tensor
 

@@ -565,7 +565,7 @@ def _store(module, name, dst, src, assign):
         _copy_into(dst, src)
         return
     if isinstance(src, np.ndarray):
-        src = from_numpy(np.ascontiguousarray(src), device=dst.device)
+        src = from_numpy(np.ascontiguousarray(src), device=dst._storage.device)
     if isinstance(dst, Parameter):
         if isinstance(src, Parameter):
             src.requires_grad_(dst.requires_grad)
@@ -577,9 +577,11 @@ def _store(module, name, dst, src, assign):
 def _copy_into(dst, src):
     """Copy ``src`` (a checked Tensor or ndarray of dst's shape and dtype) into ``dst``."""
     if isinstance(src, np.ndarray):
-        src = from_numpy(np.ascontiguousarray(src), device=dst.device)
+        src = from_numpy(np.ascontiguousarray(src), device=dst._storage.device)
     if src is dst:
         return
+    if src._storage.device is not dst._storage.device:  # map_location="cpu" on a GPU machine
+        src = ew.to_device(src, dst._storage.device)
     ew.copy_raw(dst, src)
     bump_version(dst)
 

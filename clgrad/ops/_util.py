@@ -88,10 +88,12 @@ def same_device(op: str, *tensors):
             if dev is None:
                 dev = t._storage.device
             elif t._storage.device is not dev:
-                devs = {id(x.device): x.device for x in tensors if isinstance(x, Tensor)}
-                names = ", ".join(d.name for d in devs.values())
-                raise RuntimeError(f"{op}: expected all tensors on the same device, got "
-                                   f"{names}")
+                from clgrad._device import of_runtime
+                devs = {id(x._storage.device): x._storage.device
+                        for x in tensors if isinstance(x, Tensor)}
+                names = " and ".join(f"{of_runtime(d)} ({d.name})" for d in devs.values())
+                raise RuntimeError(f"{op}: expected all tensors on the same device, but found "
+                                   f"at least two devices, {names}; move them with .to()")
 
 
 def defines_for(dtype: dtypes.DType) -> dict:

@@ -28,11 +28,11 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         return ip.inplace("leaky_relu_", input, lambda s: leaky_relu(s, negative_slope))
     x = input
     slope = scalar(x.dtype, negative_slope)
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "leaky_relu_fwd", defines_for(x.dtype), out, (x,), (slope,))
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
     return record("leaky_relu", out, (x,), backward, saved=[x])
@@ -128,11 +128,11 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
     x = input
     d = defines_for(x.dtype)
     args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname + "_fwd", d, out, (x,), args)
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
         return (gx,)
     return record(op, out, (x,), backward, saved=[x])

@@ -81,7 +81,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
-    out = empty((n, o, oh, ow) if input.ndim == 4 else (o, oh, ow), input.dtype, input.device)
+    out = empty((n, o, oh, ow) if input.ndim == 4 else (o, oh, ow), input.dtype,
+                input._storage.device)
     empty_sum = out.numel() == 0 or geo.c == 0  # nothing to convolve
     if not empty_sum:
         p = _forward_problem(geo, x4, weight, _as4(out), bias)
@@ -94,14 +95,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         g4 = _as4(grad)
         want_b = bias is not None and bias.requires_grad
         if input.requires_grad:
-            gi = empty(input.shape, input.dtype, input.device)
+            gi = empty(input.shape, input.dtype, input._storage.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
                 _grad_input(geo, g4, weight, _as4(gi))
         if weight.requires_grad or want_b:
-            gw = empty(weight.shape, weight.dtype, weight.device)
-            gb = empty(bias.shape, bias.dtype, bias.device) if want_b else None
+            gw = empty(weight.shape, weight.dtype, weight._storage.device)
+            gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
             if empty_sum:
                 ew.fill_raw(gw, 0)
                 if gb is not None:
@@ -252,8 +253,8 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
     phases = [q for q in _phases(p) if q is not None]
     if any(q.kh == 0 for q in phases):  # some phase no tap reaches: its gradient is 0
         isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
-        gi4.device.fill(gi4._storage.buffer, np.zeros(1, gi4.dtype.np), gi4._offset * isz,
-                        gi4.numel() * isz)
+        gi4._storage.device.fill(gi4._storage.buffer, np.zeros(1, gi4.dtype.np),
+                                 gi4._offset * isz, gi4.numel() * isz)
     for q in phases:
         if q.kh:
             a, qplan = algo, _plan(algo, "grad_input", q, w)
@@ -309,7 +310,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
                          f"{backends.CONV_IMPLICIT_VARIANTS}, got "
                          f"{backends.conv_implicit_variant!r}")
-    first = _auto(pass_name, p, w.device, w.dtype) if want == "auto" else want
+    first = _auto(pass_name, p, w._storage.device, w.dtype) if want == "auto" else want
     for algo in (first, "implicit", "direct"):
         plan = _plan(algo, pass_name, p, w)
         if plan is not None:
@@ -332,14 +333,14 @@ def _log_choice(pass_name: str, p: Problem, w: Tensor, first: str, algo: str):
     """Log 'auto''s choice for this pass and shape at DEBUG on the clgrad logger, once."""
     shape = (p.n, p.g, p.c, p.o, p.h, p.w, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw,
              p.dh, p.dw, p.uh, p.uw)
-    key = (pass_name, shape, id(w.device), w.dtype)
+    key = (pass_name, shape, id(w._storage.device), w.dtype)
     if key in _LOGGED:
         return
     _LOGGED.add(key)
     fell = "" if algo == first else f" ({first} cannot run it)"
     _log.logger.debug("conv2d %s auto: %s%s for N=%d G=%d C/G=%d O/G=%d %dx%d -> %dx%d "
                       "k=%dx%d stride=%d,%d pad=%d,%d dilation=%d,%d zero-insertion=%d,%d "
-                      "on %s", pass_name, algo, fell, *shape, w.device.name)
+                      "on %s", pass_name, algo, fell, *shape, w._storage.device.name)
 
 
 def _kernels(algo: str, pass_name: str, dev):
@@ -352,15 +353,15 @@ def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
     """The plan for running the pass with algo, or None when algo cannot run p."""
     if algo == "im2col":
         return None if alg.kview(w) is None else Plan()
-    planner, _ = _kernels(algo, pass_name, w.device)
-    return planner(p, w.dtype, w.device)
+    planner, _ = _kernels(algo, pass_name, w._storage.device)
+    return planner(p, w.dtype, w._storage.device)
 
 
 def _run(algo: str, plan, pass_name: str, p: Problem, a, b, c, d):
     """Launch the pass: (x, w, y, bias) forward and grad_input, (x, g, gw, gb) grad_weight."""
     if algo == "im2col":
         return alg.IM2COL[pass_name](p, a, b, c, d)
-    _, launch = _kernels(algo, pass_name, a.device)
+    _, launch = _kernels(algo, pass_name, a._storage.device)
     launch(p, plan, a, b, c, d)
 
 

@@ -133,7 +133,7 @@ def _workspace(p: Problem, split, dtype, dev):
 
 def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
     """Sum the split partial sums ws into gw (through its grouped view) and gb."""
-    dev, dt = ws.device, ws.dtype
+    dev, dt = ws._storage.device, ws.dtype
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     k1, rows = p.c * p.kh * p.kw + 1, min(p.g * p.o, 65535)
@@ -174,7 +174,7 @@ def _plan_implicit(p: Problem, dt, dev):
 
 
 def _implicit_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     tiles = cdiv(p.oh, t.th) * t.ntw
     dev.launch(dev.kernel("conv_igemm_cpu.cl", "igemm", _cpu_defines(dt, dev)),
                (tiles, cdiv(p.o, t.mc), p.n * p.g), (1, 1, 1), p.pack(t),
@@ -206,7 +206,7 @@ def _plan_implicit_wgrad(p: Problem, dt, dev):
 
 
 def _implicit_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_igemm_cpu.cl", "igemm_wgrad", _cpu_defines(dt, dev)),
                (cdiv(p.c, plan.cr), cdiv(p.o, t.mc), p.g * t.split), (1, 1, 1),
@@ -223,7 +223,7 @@ def gpu_variant(dev) -> bool:
 
 
 def _gemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt = x.device, x.dtype
+    dev, dt = x._storage.device, x.dtype
     ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
     dev.launch(dev.kernel("conv_gemm_gpu.cl", "gemm_fwd", dict(defines_for(dt), **GTILE)),
                (cdiv(p.n * p.oh * p.ow, ts) * rts, cdiv(p.o, ts) * rts, p.g),
@@ -240,7 +240,7 @@ def _plan_gemm_wgrad(p: Problem, dt, dev):
 
 
 def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
     kall = p.c * p.kh * p.kw
     ws = _workspace(p, t.split, dt, dev)
@@ -266,7 +266,7 @@ def _plan_dw(p: Problem, dt, dev):
 
 
 def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
@@ -292,7 +292,7 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
 
 
 def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
                (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
@@ -303,7 +303,7 @@ def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 # -- direct: one work item per output (kernels/conv_direct_any.cl) ---------------------------------
 def _direct_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt = x.device, x.dtype
+    dev, dt = x._storage.device, x.dtype
     n = p.n * p.g * p.o * p.oh * p.ow
     dev.launch(dev.kernel("conv_direct_any.cl", "direct_fwd", defines_for(dt)), (n,), (WG,),
                p.pack(plan.tiles), x._storage.buffer, w._storage.buffer, y._storage.buffer,
@@ -316,7 +316,7 @@ def _plan_direct_wgrad(p: Problem, dt, dev):
 
 
 def _direct_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     items = p.g * p.o * (p.c * p.kh * p.kw + 1)
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_direct_any.cl", "direct_wgrad", defines_for(dt)),
@@ -340,7 +340,7 @@ def _chunks(p: Problem, per_sample_elems, dtype):
 
 
 def _im2col(p: Problem, x, n0, nc, col):
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
                (WG,), p.pack(), np.int64(n0), np.int64(nc), x._storage.buffer,
                col._storage.buffer)
@@ -365,7 +365,7 @@ def _im2col_fwd(p: Problem, x, w, y, bias):
     if bias is not None:
         fill_bias(y, bias)
     for n0, nc in _chunks(p, G * K * P, x.dtype):
-        col = empty((G, K, nc, P), x.dtype, x.device)
+        col = empty((G, K, nc, P), x.dtype, x._storage.device)
         _im2col(p, x, n0, nc, col)
         yv = raw(y, (nc, G, p.o, P), (y._strides[0], y._strides[1] * p.o,
                                       y._strides[1], 1), y._offset + n0 * y._strides[0])
@@ -380,14 +380,14 @@ def im2col_dgrad(p: Problem, g4, w, gi):
     if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
         g4 = contiguous(g4)
     for n0, nc in _chunks(p, G * K * P, g4.dtype):
-        col = empty((G, K, nc, P), g4.dtype, g4.device)
+        col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
         a = _gemm_operands(p, w, nc)
         at = raw(a, (nc, G, K, p.o), (0, a._strides[1], a._strides[3], a._strides[2]))
         gv = raw(g4, (nc, G, p.o, P), (g4._strides[0], g4._strides[1] * p.o,
                                        g4._strides[1], g4._strides[3]),
                  g4._offset + n0 * g4._strides[0])
         gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv)
-        dev = gi.device
+        dev = gi._storage.device
         dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_for(gi.dtype)),
                    (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
                    np.int64(nc), col._storage.buffer, gi._storage.buffer)
@@ -397,9 +397,9 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
     K, P, G, O = p.c * p.kh * p.kw, p.oh * p.ow, p.g, p.o
     gwv = raw(gw, (G, O, K), (gw._strides[0] * O, gw._strides[0], 1))
     for i, (n0, nc) in enumerate(_chunks(p, G * (K + O) * P, x.dtype)):
-        col = empty((G, K, nc, P), x.dtype, x.device)
+        col = empty((G, K, nc, P), x.dtype, x._storage.device)
         _im2col(p, x, n0, nc, col)
-        gcol = empty((G, O, nc, P), x.dtype, x.device)
+        gcol = empty((G, O, nc, P), x.dtype, x._storage.device)
         copy_raw(raw(gcol, (nc, G, O, p.oh, p.ow), (P, O * nc * P, nc * P, p.ow, 1), 0),
                  raw(g4, (nc, G, O, p.oh, p.ow),
                      (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
@@ -450,7 +450,7 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     sums (split = N), summed by wgrad_reduce; the bias gradient as a sum over (N, H, W)."""
     gv = v5(g4, p.g)
     xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
-    ws = _workspace(p, p.n, x.dtype, x.device)
+    ws = _workspace(p, p.n, x.dtype, x._storage.device)
     c1 = p.c + 1
     wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
     xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])

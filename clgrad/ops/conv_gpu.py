@@ -96,7 +96,7 @@ def _plan_fwd(p: Problem, dt, dev):
 
 
 def _fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt, cfg = x.device, x.dtype, _cfg(x.device)
+    dev, dt, cfg = x._storage.device, x.dtype, _cfg(x._storage.device)
     vx, vy, wg = cfg["fvx"], cfg["fvy"], cfg["fwg"]
     items = cdiv(p.oh, vy) * cdiv(p.ow, vx)
     d = _defines(p, dt, dict(x=p.x, y=p.y), VX=vx, VY=vy)
@@ -123,7 +123,7 @@ def _plan_wgrad(p: Problem, dt, dev):
 
 
 def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, t = x.device, x.dtype, plan.tiles
+    dev, dt, t = x._storage.device, x.dtype, plan.tiles
     vx, wg, gv = _cfg(dev)["wvx"], _wgrad_wg(dev), v5(g4, p.g)
     ws = _workspace(p, t.split, dt, dev)
     dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
@@ -170,7 +170,7 @@ def _igemm_defines(p: Problem, dt, t, ext) -> dict:
 
 
 def _igemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt, xv, kv, t = x.device, x.dtype, p.x, p.k, _igemm_tile(p)
+    dev, dt, xv, kv, t = x._storage.device, x.dtype, p.x, p.k, _igemm_tile(p)
     d = _igemm_defines(p, dt, t, [
         (p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
         (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(kv, p.kh, p.kw)])
@@ -191,7 +191,7 @@ def _plan_igemm_wgrad(p: Problem, dt, dev):
 
 
 def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    dev, dt, xv, gv, t = x.device, x.dtype, p.x, v5(g4, p.g), _igemm_tile(p, wgrad=True)
+    dev, dt, xv, gv, t = x._storage.device, x.dtype, p.x, v5(g4, p.g), _igemm_tile(p, wgrad=True)
     d = _igemm_defines(p, dt, t, [(p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
                                   (p.o - 1) * abs(gv[3]) + _extent(gv, p.oh, p.ow)])
     rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]

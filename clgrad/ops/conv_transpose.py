@@ -79,7 +79,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"conv_transpose2d: expected bias of shape ({cout},) and dtype "
                            f"{input.dtype}, got {getattr(bias, 'shape', bias)!r} "
                            f"{getattr(bias, 'dtype', '')}")
-    out = empty((x4.shape[0], cout, oh, ow), input.dtype, input.device)
+    out = empty((x4.shape[0], cout, oh, ow), input.dtype, input._storage.device)
     empty_sum = out.numel() == 0 or x4.numel() == 0
     if not empty_sum:
         _conv._grad_input(geo, x4, weight, out)
@@ -92,7 +92,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         g4 = _conv._as4(gy)
         gi = gw = gb = None
         if input.requires_grad:
-            gi = empty(input.shape, input.dtype, input.device)
+            gi = empty(input.shape, input.dtype, input._storage.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
@@ -100,7 +100,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                 _conv._run(*_conv._choose("forward", q, weight), "forward", q, g4, weight,
                            _conv._as4(gi), None)
         if weight.requires_grad:
-            gw = empty(weight.shape, weight.dtype, weight.device)
+            gw = empty(weight.shape, weight.dtype, weight._storage.device)
             if empty_sum:
                 ew.fill_raw(gw, 0)
             else:

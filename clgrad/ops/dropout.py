@@ -82,7 +82,7 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
         return x
     lead = 1 if x.ndim == ranks[0] and op == "dropout1d" else 2
     ones = creation.ones(tuple(x.shape[:lead]) + (1,) * (x.ndim - lead), dtype=x.dtype,
-                         device=x.device)
+                         device=x._storage.device)
     mask = dropout(ones, p, True)
     if inplace:
         return ip.inplace(op + "_", x, lambda s: ew.mul(s, mask))
@@ -93,7 +93,7 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
 def _dropout_raw(x, args_fn):
     """One launch of ceil(n / 4) work items, each drawing four random words; ``args_fn`` gives
     the seed and scale arguments (through clgrad.capture.dynamic: new per replay)."""
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     n = out.numel()
     if n == 0:
         return out
@@ -101,7 +101,7 @@ def _dropout_raw(x, args_fn):
     if len(shape) > MAXD:
         raise RuntimeError(f"dropout: tensors of more than {MAXD} non-mergeable dims are not "
                            f"supported, got shape {tuple(x.shape)}")
-    dev = x.device
+    dev = x._storage.device
     args = _capture.dynamic(args_fn)
     dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),),
                (LOCAL,), np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,

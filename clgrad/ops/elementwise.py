@@ -23,7 +23,7 @@ from clgrad.tensor import Tensor
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-           "logical_and", "logical_or", "where", "clamp", "to", "contiguous",
+           "logical_and", "logical_or", "where", "clamp", "to", "to_device", "contiguous",
            "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
            "axpby_", "remainder", "masked_fill", "log1p", "expm1", "atan2", "arctan2",
            # h1 (issue 20): exact integer division, fmod, bitwise ops
@@ -44,7 +44,7 @@ def to(x: Tensor, dtype) -> Tensor:
     dtype = dtypes.to_dtype(dtype)
     if dtype is x.dtype:
         return x
-    out = empty(x.shape, dtype, x.device)
+    out = empty(x.shape, dtype, x._storage.device)
     copy_raw(out, x)
     if not dtype.is_floating_point:
         return out
@@ -52,11 +52,28 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
+def to_device(x: Tensor, device) -> Tensor:
+    """A contiguous copy of ``x`` on ``device`` (a ``clgrad.runtime.Device``), through the
+    host; ``x`` itself when it is already there. Recorded as PyTorch's ``ToCopyBackward0``:
+    the gradient is copied back to x's device, so autograd flows across devices.
+    """
+    src_dev = x._storage.device
+    if device is src_dev:
+        return x
+    values = x.detach().numpy()
+    out = Tensor._empty(x.shape, x.dtype, device)
+    if values.size:
+        out._storage.write(0, values)
+    if not x.dtype.is_floating_point:
+        return out
+    return record("to", out, (x,), lambda g: (to_device(g, src_dev),))
+
+
 def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
     """``x`` if already contiguous (and not ``force_copy``), else a contiguous copy."""
     if not force_copy and x.is_contiguous():
         return x
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     copy_raw(out, x)
     return record("contiguous", out, (x,), lambda g: (g,))
 
@@ -91,8 +108,54 @@ def _is_num(v) -> bool:
     return isinstance(v, numbers.Number) and not isinstance(v, Tensor)
 
 
+def numpy_operand(v):
+    """A NumPy scalar as the Python scalar PyTorch takes it for (np.floating -> float,
+    np.integer -> int, np.bool_ -> float: PyTorch's arithmetic treats np.True_ as 1.0, so
+    ``int_tensor * np.True_`` is float32 there too); anything else unchanged."""
+    if isinstance(v, np.generic):
+        if isinstance(v, np.integer):
+            return int(v)
+        if isinstance(v, (np.floating, np.bool_)):
+            return float(v)
+    return v
+
+
+def _array_operands(op, a, b):
+    """``tensor OP ndarray`` (either side): PyTorch computes it through NumPy, so the result
+    has NumPy's result type of the two; here the array is uploaded to the tensor's device as
+    a tensor of that type and the tensor is cast to it (through ``to``: grads flow)."""
+    t, arr = (a, b) if isinstance(a, Tensor) else (b, a)
+    try:
+        dt = dtypes.from_numpy_dtype(np.result_type(t.dtype.np, arr.dtype))
+    except (TypeError, ValueError, KeyError):
+        raise TypeError(f"{op}: expected a NumPy array of a clgrad dtype, got {arr.dtype}") \
+            from None
+    from clgrad.creation import tensor
+    u = tensor(arr, dtype=dt, device=t._storage.device)
+    t = to(t, dt)
+    return (t, u) if isinstance(a, Tensor) else (u, t)
+
+
+def _cpu_scalar_along(a: Tensor, b: Tensor):
+    """PyTorch lets a 0-dim CPU tensor join a tensor on another device (``gpu_x * cpu_two``):
+    such an operand is copied to the other's device (recorded, so grads flow back)."""
+    da, db = a._storage.device, b._storage.device
+    if da is db:
+        return a, b
+    if a.ndim == 0 and da.type == "cpu" and b.ndim > 0:
+        return to_device(a, db), b
+    if b.ndim == 0 and db.type == "cpu" and a.ndim > 0:
+        return a, to_device(b, da)
+    return a, b
+
+
 def _prep(op, a, b):
-    """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers."""
+    """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers.
+    NumPy scalars count as Python scalars, NumPy arrays as tensors (see _array_operands)."""
+    a, b = numpy_operand(a), numpy_operand(b)
+    if isinstance(a, np.ndarray) != isinstance(b, np.ndarray) and \
+            (isinstance(a, Tensor) or isinstance(b, Tensor)):
+        a, b = _array_operands(op, a, b)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{op}: expected at least one Tensor, got {type(a).__name__} and "
                         f"{type(b).__name__}")
@@ -100,6 +163,7 @@ def _prep(op, a, b):
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"{op}: expected a Tensor or a number, got {type(v).__name__}")
     if isinstance(a, Tensor) and isinstance(b, Tensor):
+        a, b = _cpu_scalar_along(a, b)
         same_device(op, a, b)
         if a.ndim == 0 and b.ndim > 0 and not a.requires_grad and a.dtype.is_floating_point \
                 == b.dtype.is_floating_point:
@@ -119,7 +183,7 @@ def _prep(op, a, b):
 
 
 def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
-    dev = a.device if isinstance(a, Tensor) else b.device
+    dev = a._storage.device if isinstance(a, Tensor) else b._storage.device
     out = empty(shape, out_dtype or dt, dev)
     d = defines_for(dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
@@ -306,7 +370,7 @@ def _divmod_op(kname, op, a, b, dt, shape):
             raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by "
                                            f"zero (divisor {b!r} as {dt.name})")
         return _launch_binary(kname, a, b, dt, shape)
-    dev = b.device
+    dev = b._storage.device
     out = empty(shape, dt, dev)
     err = zeros((1,), dtypes.int32, dev)
     d = defines_for(dt)
@@ -368,7 +432,7 @@ def pow(a, b) -> Tensor:
             if isinstance(b, Tensor):
                 ga = where(eq(b, 0), 0.0, mul(mul(g, b), pow(a, sub(b, 1))))
             elif b == 0:
-                ga = zeros(g.shape, g.dtype, g.device)
+                ga = zeros(g.shape, g.dtype, g._storage.device)
             else:
                 ga = mul(mul(g, b), pow(a, b - 1))
         if isinstance(b, Tensor) and b.requires_grad:
@@ -512,7 +576,7 @@ def bitwise_not(x: Tensor) -> Tensor:
 
 # -- unary ops --------------------------------------------------------------------------------
 def _launch_unary(kname, x, dtype=None):
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname, defines_for(x.dtype), out, (x,))
     return out
 
@@ -593,7 +657,7 @@ arctan2 = atan2
 
 
 def _binary_grad(kname, g, y):
-    out = empty(g.shape, g.dtype, g.device)
+    out = empty(g.shape, g.dtype, g._storage.device)
     launch_1d(_FILE, kname, defines_for(g.dtype), out, (g, y))
     return out
 
@@ -657,7 +721,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     dt = dtypes.promote(a.dtype, b.dtype)
     a, b, cond = to(a, dt), to(b, dt), to(cond, dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
-    out = empty(shape, dt, a.device)
+    out = empty(shape, dt, a._storage.device)
     launch_1d(_FILE, "where_op", defines_for(dt), out,
               (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
 
@@ -665,7 +729,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     sb = tuple(b.shape) if b.requires_grad else None
 
     def backward(g):
-        z = full((), 0, g.dtype, g.device)
+        z = full((), 0, g.dtype, g._storage.device)
         return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
                                    where(cond, z, g) if sb is not None else None)
     return record("where", out, (None, a, b), backward, saved=[cond])
@@ -673,7 +737,7 @@ def where(cond: Tensor, a, b) -> Tensor:
 
 def _zeros_scalar(like: Tensor) -> Tensor:
     """A 0-d zero of ``like``'s dtype and device (a stride-0 source for where/expand)."""
-    return zeros((), like.dtype, like.device)
+    return zeros((), like.dtype, like._storage.device)
 
 
 def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
@@ -684,7 +748,7 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
     dtypes.check_fits("where", dt, value)
-    return full((), value, dt, ref.device)
+    return full((), value, dt, ref._storage.device)
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
@@ -704,11 +768,11 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "clamp_op", defines_for(x.dtype), out, (x,), flags)
 
     def backward(g):
-        gi = empty(g.shape, g.dtype, g.device)
+        gi = empty(g.shape, g.dtype, g._storage.device)
         launch_1d(_FILE, "clamp_grad", defines_for(g.dtype), gi, (g, x), flags)
         return (gi,)
     return record("clamp", out, (x,), backward, saved=[x])
@@ -731,7 +795,7 @@ def _clamp_tensors(x, lo, hi):
     shapes = tuple(_shape_of(v) for v in (x, lo, hi))
 
     def backward(g):
-        zero = zeros((), g.dtype, g.device)
+        zero = zeros((), g.dtype, g._storage.device)
         inside = ge(x, lo) if lo is not None else None
         if hi is not None:
             inside = le(x, hi) if inside is None else logical_and(inside, le(x, hi))

@@ -47,7 +47,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                f"{tuple(t.shape)}")
     shape = list(ref.shape)
     shape[d] = sum(t.shape[d] for t in parts)
-    out = empty(shape, dt, ref.device)
+    out = empty(shape, dt, ref._storage.device)
     start = 0
     for t in parts:
         ew.copy_raw(out.narrow(d, start, t.shape[d]), t)
@@ -117,7 +117,7 @@ def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
     collect every gradient)."""
     def backward(g):
-        z = zeros(x_shape, g.dtype, g.device)
+        z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
         return (z,)
     return backward
@@ -141,7 +141,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     index = _check_index(op, index.reshape(-1), x.shape[d], negative)
     shape = list(x.shape)
     shape[d] = index.shape[0]
-    out = empty(shape, x.dtype, x.device)
+    out = empty(shape, x.dtype, x._storage.device)
     istr = [0] * x.ndim
     istr[d] = index._strides[0]
     iv = Tensor(index._storage, shape, istr, index._offset)
@@ -166,7 +166,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
                                f"{tuple(index.shape)} to be smaller than self {tuple(x.shape)} "
                                f"apart from dimension {d}")
     index = _check_index("gather", index, x.shape[d])
-    out = empty(index.shape, x.dtype, x.device)
+    out = empty(index.shape, x.dtype, x._storage.device)
     _gather_launch(x, d, index, out)
     return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
                   saved=[index])
@@ -227,14 +227,14 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
     d = layout.wrap_dim(dim, x.ndim, "scatter")
     index = _scatter_checks("scatter", x, d, index, src)
     kname = "scatter_add_dim" if reduce == "add" else "scatter_dim"
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     ew.copy_raw(out, x)
     if src is not None:
         same_device("scatter", x, src)
         part = src.detach()[tuple(slice(0, n) for n in index.shape)]
         part = ew.contiguous(ew.to(part, x.dtype))
     else:
-        part = full((), value, x.dtype, x.device).expand(index.shape)
+        part = full((), value, x.dtype, x._storage.device).expand(index.shape)
     if index.numel():
         _scatter_launch(kname, out, d, index, part)
 
@@ -247,7 +247,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
                 _scatter_launch("scatter_dim", gx, d, index, zero)
         gs = None
         if src is not None and src.requires_grad:
-            gs = empty(index.shape, g.dtype, g.device)
+            gs = empty(index.shape, g.dtype, g._storage.device)
             _gather_launch(g, d, index, gs)
             if tuple(gs.shape) != tuple(src.shape):  # src larger than index: zeros elsewhere
                 full = ew._zeros_scalar(g).expand(src.shape).contiguous(force_copy=True)
@@ -291,7 +291,7 @@ def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     n, m = x.shape[-2:]
     j_minus_i = np.arange(m)[None, :] - np.arange(n)[:, None]
     mask = j_minus_i <= diagonal if lower else j_minus_i >= diagonal
-    return ew.where(creation.tensor(mask, device=x.device), x, 0)
+    return ew.where(creation.tensor(mask, device=x._storage.device), x, 0)
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
@@ -313,10 +313,10 @@ def nonzero(x: Tensor, as_tuple: bool = False):
     host = x.numpy()
     idx = np.nonzero(host.reshape(1) if x.ndim == 0 else host)
     if as_tuple:
-        return tuple(creation.tensor(i.astype(np.int64), device=x.device) for i in idx)
+        return tuple(creation.tensor(i.astype(np.int64), device=x._storage.device) for i in idx)
     cols = idx[:x.ndim] if x.ndim else ()
     stacked = np.stack(cols, axis=1) if cols else np.zeros((len(idx[0]), 0), np.int64)
-    return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x.device)
+    return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x._storage.device)
 
 
 def argwhere(x: Tensor) -> Tensor:
@@ -353,7 +353,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     if idx.numel() and int(idx.numpy().min()) < 0:
         raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
                               f"[0, {v})")
-    out = empty((idx.shape[0], weight.shape[1]), weight.dtype, weight.device)
+    out = empty((idx.shape[0], weight.shape[1]), weight.dtype, weight._storage.device)
     iv = Tensor(idx._storage, out.shape, (idx._strides[0], 0), idx._offset)
     _gather_launch(weight, 0, iv, out)
     scatter = _gather_backward(tuple(weight.shape), 0, iv)
@@ -386,7 +386,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                            f"{host.max()}")
     from clgrad.creation import arange
     hit = ew.eq(ew.to(tensor, dtypes.int64).unsqueeze(-1),
-                arange(n, dtype=dtypes.int64, device=tensor.device))
+                arange(n, dtype=dtypes.int64, device=tensor._storage.device))
     return ew.to(hit, dtypes.int64)
 
 

@@ -213,9 +213,9 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
     """
     p = _plan(x, key, "getitem")
     y = p.y
-    out = empty(p.flat, y.dtype, y.device)
+    out = empty(p.flat, y.dtype, y._storage.device)
     if out.numel():
-        iv = _offsets_view(p.off, p.flat, p.bpos, y.device)
+        iv = _offsets_view(p.off, p.flat, p.bpos, y._storage.device)
         launch_1d("index.cl", "gather_dim", defines_for(y.dtype), out, (p.view, iv),
                   (np.int64(1), np.int64(0)))
     if y.requires_grad and is_grad_enabled():
@@ -228,7 +228,7 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
         def backward(g):
             z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
             if g.numel():
-                iv = _offsets_view(off_c, flat, bpos, g.device)
+                iv = _offsets_view(off_c, flat, bpos, g._storage.device)
                 launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
                           (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
             return (z,)
@@ -259,7 +259,7 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     from clgrad import autograd
     p = _plan(x, key, op)
     if not isinstance(values, Tensor):
-        values = creation.tensor(values, dtype=x.dtype, device=x.device)
+        values = creation.tensor(values, dtype=x.dtype, device=x._storage.device)
     same_device(op, x, values)
     try:
         layout.broadcast_shapes(values.shape, p.shape, op=op)
@@ -279,11 +279,11 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     iv = None
     if vb.numel():
         src = ew.contiguous(vb).reshape(p.flat)
-        iv = _offsets_view(p.off, p.flat, p.bpos, x.device)
+        iv = _offsets_view(p.off, p.flat, p.bpos, x._storage.device)
         if accumulate and x.dtype.itemsize < 4 and not x.dtype.is_bool:
             # the kernels' atomic add covers 32- and 64-bit types: add in an int32 copy of y
             wide = ew.to(p.y, dtypes.int32)
-            wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x.device)
+            wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x._storage.device)
             launch_1d("index.cl", "scatter_add_dim", defines_for(dtypes.int32),
                       _flat_view(wide, p), (ew.to(src, dtypes.int32), wiv),
                       (np.int64(1), np.int64(0)))
@@ -310,7 +310,7 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
     def backward(g):  # geometry only: holding root would be a reference cycle
         buf = inplace._storage_buffer(size, covered, g)
         ew.copy_raw(inplace._at(buf, root_geom), g)
-        g_val = empty(flat, g.dtype, g.device)
+        g_val = empty(flat, g.dtype, g._storage.device)
         region = inplace._at(buf, vgeom)
         if g_val.numel():
             launch_1d("index.cl", "gather_dim", defines_for(g.dtype), g_val, (region, iv),
@@ -347,7 +347,7 @@ def setitem(x: Tensor, key, value):
         elif isinstance(value, (int, float, bool)):
             inplace.fill_(target, value)
         else:
-            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
+            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x._storage.device))
         return
     if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
@@ -355,7 +355,7 @@ def setitem(x: Tensor, key, value):
         # x[mask] = scalar: a where() on the device, no host read of the mask
         same_device("setitem", x, key)
         v = value.reshape(()) if isinstance(value, Tensor) else \
-            creation.tensor(value, dtype=x.dtype, device=x.device)
+            creation.tensor(value, dtype=x.dtype, device=x._storage.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
         inplace.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
         return

@@ -30,7 +30,7 @@ from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, empty, fill_raw, full,
                               launch_1d, same_device, zeros)
-from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to
+from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
 from clgrad.tensor import Tensor
 
 __all__ = ["write_into", "inplace", "copy_", "fill_", "copy_slices", "regenerate_view_grad_fn"]
@@ -115,9 +115,14 @@ def inplace(op: str, self: Tensor, fn, *others):
 
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
-    """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``."""
+    """Copy ``src`` (a Tensor, number or NumPy array, broadcast to self) into ``self``.
+
+    ``src`` may live on another device (PyTorch's copy_ copies across devices); the gradient
+    to ``src`` is copied back to its device."""
     if not isinstance(src, Tensor):
-        src = creation.tensor(src, dtype=self.dtype, device=self.device)
+        src = creation.tensor(src, dtype=self.dtype, device=self._storage.device)
+    elif src._storage.device is not self._storage.device:
+        src = to_device(src, self._storage.device)
     return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
 
 
@@ -134,7 +139,7 @@ def fill_(self: Tensor, value) -> Tensor:
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self
     if autograd.is_grad_enabled() and (self.requires_grad or root.requires_grad):
-        return write_into(self, full((), value, self.dtype, self.device), "fill_")
+        return write_into(self, full((), value, self.dtype, self._storage.device), "fill_")
     fill_raw(self, value)
     bump_version(self)
     return self
@@ -160,7 +165,7 @@ def _at(buf: Tensor, geometry) -> Tensor:
 
 def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
     """A 1-D buffer of ``size`` elements; zeroed unless the caller writes every element."""
-    return (empty if covered else zeros)(size, like.dtype, like.device)
+    return (empty if covered else zeros)(size, like.dtype, like._storage.device)
 
 
 def copy_slices(root: Tensor, v: Tensor, value: Tensor):

@@ -133,7 +133,7 @@ def _scaled_pnorm(x: Tensor, p: float, dims, keepdim):
             s = rd.amax(a, dims, keepdim=True)
             s = ew.where(ew.logical_or(ew.eq(s, 0), ew.ne(ew.sub(s, s), 0)), 1.0, s)
         else:  # an empty reduction is 0
-            s = full((), 1.0, x.dtype, x.device).expand(kept)
+            s = full((), 1.0, x.dtype, x._storage.device).expand(kept)
         q = ew.div(a, s)
         acc = rd.sum(ew.mul(q, q) if p == 2 else ew.pow(q, p), dims, keepdim=keepdim)
         out = ew.mul(ew.sqrt(acc) if p == 2 else ew.pow(acc, 1.0 / p), s.reshape(final))

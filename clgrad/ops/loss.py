@@ -174,14 +174,14 @@ def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
         raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
     t = t if t.dtype is x.dtype else ew.to(t, x.dtype)
-    a = aux if aux is not None else creation.ones((), dtype=x.dtype, device=x.device)
+    a = aux if aux is not None else creation.ones((), dtype=x.dtype, device=x._storage.device)
     a = a if a.dtype is x.dtype else ew.to(a, x.dtype)
     shape = layout.broadcast_shapes(x.shape, t.shape, a.shape, op=op)
     ops = tuple(v if tuple(v.shape) == shape else v.expand(shape) for v in (x, t, a))
     d = defines_for(x.dtype)
     d["WG"] = 1
     c = scalar(x.dtype, p0)
-    out = empty(shape, x.dtype, x.device)
+    out = empty(shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname + "_fwd", d, out, ops, (c,))
 
     def backward(g):
@@ -189,7 +189,7 @@ def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
         for k, v in enumerate(ops):
             gv = None
             if v.requires_grad:
-                gv = empty(shape, x.dtype, x.device)
+                gv = empty(shape, x.dtype, x._storage.device)
                 launch_1d(_FILE, kname + "_bwd", d, gv, (g,) + ops, (c, np.int32(k)))
             grads.append(gv)
         return tuple(grads)
@@ -231,7 +231,7 @@ def _softmax(op, x, dim, dtype, log_out):
     if dim is None:
         dim = 0 if x.ndim in (0, 1, 3) else 1
     d = layout.wrap_dim(dim, x.ndim, op)
-    y = empty(x.shape, x.dtype, x.device)
+    y = empty(x.shape, x.dtype, x._storage.device)
     length = x.shape[d]
     rest, (vy, vx), (sy, sx) = _rows(x.shape, d, y, x)
     nrows = layout.numel(rest) if length else 0
@@ -242,7 +242,7 @@ def _softmax(op, x, dim, dtype, log_out):
     yd = y.detach()  # the closure must not hold its own output (a reference cycle)
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         rest2, (vgx, vgy, vy2), (sgx, sgy, sy2) = _rows(x.shape, d, gx, gy, yd)
         _launch_rows("softmax_bwd", x, nrows, length, len(rest2), shape_arg(rest2),
                      np.int64(length), gx._storage.buffer, vgx, sgx, gy._storage.buffer, vgy,
@@ -257,7 +257,7 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
     cdim = 0 if x.ndim == 1 else 1
     nc = x.shape[cdim]
     target = _check_class_args(op, x, target, weight, nc, int(ignore))
-    dev, dt = x.device, x.dtype
+    dev, dt = x._storage.device, x.dtype
     nrows = target.numel()
     loss = empty(target.shape, dt, dev)                       # per position
     wrow, rmax, rsum = (empty((nrows,), dt, dev) for _ in range(3))
@@ -391,7 +391,7 @@ def _launch_rows(name, x, nrows, length, nd, *args):
     if nrows == 0:
         return
     wg = 1 if length <= _ROW_GROUP else _ROW_GROUP
-    dev = x.device
+    dev = x._storage.device
     k = dev.kernel(_FILE, name, _defines(x, wg))
     gsize, lsize = ((nrows,), (64,)) if wg == 1 else ((nrows * wg,), (wg,))
     dev.launch(k, gsize, lsize, np.int64(nrows), np.int32(nd), *args)

@@ -113,7 +113,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                                            a._strides[:-2] or (0,), b._strides[:-2] or (0,))
     if len(bshape) > MAXD:
         raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
-    dev = c.device
+    dev = c._storage.device
     cfg = tiles_override or tiles(dev)
     if c.dtype is dtypes.float16 and "MR" in cfg:  # GEMM_CPU would round partial sums
         return _gemm_widened(c, a, b, alpha, beta, cfg)
@@ -162,7 +162,7 @@ def _gemm_widened(c: Tensor, a: Tensor, b: Tensor, alpha, beta, cfg):
     would round them every KC steps). Broadcast (stride-0) dims are widened once, not per
     repeat."""
     with no_grad():
-        c32 = empty(c.shape, dtypes.float32, c.device)
+        c32 = empty(c.shape, dtypes.float32, c._storage.device)
         if beta != 0:
             copy_raw(c32, c)
         gemm(c32, _widened(a), _widened(b), alpha, beta, cfg)
@@ -210,7 +210,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
     ae = a2.expand(*batch, m, k)
     be = b2.expand(*batch, k, n)
-    out = empty(batch + (m, n), a.dtype, a.device)
+    out = empty(batch + (m, n), a.dtype, a._storage.device)
     with no_grad():
         gemm(out, ae, be)
     if a.ndim == 1:

@@ -63,16 +63,16 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     if training and m == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input size {tuple(x.shape)}")
-    if relu and x.device.kind != "cpu":  # the fused variant is in the *_rows kernels only
+    if relu and x._storage.device.kind != "cpu":  # the fused variant is in the *_rows kernels only
         return ew.relu(batch_norm(x, running_mean, running_var, weight, bias, training,
                                   momentum, eps))
     update = training and running_mean is not None and running_var is not None
     flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
              (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0) |
              (_BN_RELU if relu else 0))
-    y = empty(x.shape, x.dtype, x.device)
-    mean = empty((c,), x.dtype, x.device)      # saved: the statistics used, per channel
-    invstd = empty((c,), x.dtype, x.device)
+    y = empty(x.shape, x.dtype, x._storage.device)
+    mean = empty((c,), x.dtype, x._storage.device)      # saved: the statistics used, per channel
+    invstd = empty((c,), x.dtype, x._storage.device)
     if c and m:
         nd, sh, (vy, vx), (syc, sxc), geom = _channel_args(x.shape, y, x)
         vecs = []
@@ -212,8 +212,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     x = input
     nc = x.shape[1]
     ns = layout.numel(x.shape[2:])
-    y = empty(x.shape, x.dtype, x.device)
-    scale = empty(x.shape, x.dtype, x.device)
+    y = empty(x.shape, x.dtype, x._storage.device)
+    scale = empty(x.shape, x.dtype, x._storage.device)
     dt = x.dtype
     consts = (np.int64(size), scalar(dt, alpha), scalar(dt, beta))
     nd, sh, (vx,), (sxc,), _ = _channel_args(x.shape, x)
@@ -224,7 +224,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     yd = y.detach()  # the closure must not hold its own output (a reference cycle)
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         nd2, sh2, (vg, vx2), (sgc, sxc2), _ = _channel_args(x.shape, gy, x)
         _launch_lrn(x, "lrn_bwd", gx.numel(), np.int64(nc), np.int64(ns), nd2, sh2,
                     gx._storage.buffer, gy._storage.buffer, vg, sgc, x._storage.buffer, vx2,
@@ -252,9 +252,9 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     take the bias too (the fused relu's mask recomputes the forward's pre-activation)."""
     c = x.shape[1]
     new = empty if c and m else zeros           # no elements: zero gradients
-    gx = new(x.shape, x.dtype, x.device) if flags & _BN_GX else None
-    gw = new((c,), x.dtype, x.device) if flags & _BN_GW else None
-    gb = new((c,), x.dtype, x.device) if flags & _BN_GB else None
+    gx = new(x.shape, x.dtype, x._storage.device) if flags & _BN_GX else None
+    gw = new((c,), x.dtype, x._storage.device) if flags & _BN_GW else None
+    gb = new((c,), x.dtype, x._storage.device) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
         nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc), geom = _channel_args(x.shape, gx_or, gy,
@@ -266,7 +266,7 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
                    (gw if gw is not None else mean)._storage.buffer,
                    (gb if gb is not None else mean)._storage.buffer, np.int32(flags),
                    *(((bias if bias is not None else x)._storage.buffer, _vec(bias, x))
-                     if x.device.kind == "cpu" else ()))
+                     if x._storage.device.kind == "cpu" else ()))
     return gx, gw, gb
 
 
@@ -276,9 +276,9 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
     and bias gradients sum g * xhat and g viewed as ``red_shape`` over its dims 0 and 2."""
     rows, m = layout.numel(rshape), layout.numel(eshape)
     w1, b1 = (p if p is None or p.ndim == 1 else p.reshape(-1) for p in (weight, bias))
-    y = empty(x.shape, x.dtype, x.device)
-    mean = empty((rows,), x.dtype, x.device)
-    rstd = empty((rows,), x.dtype, x.device)
+    y = empty(x.shape, x.dtype, x._storage.device)
+    mean = empty((rows,), x.dtype, x._storage.device)
+    rstd = empty((rows,), x.dtype, x._storage.device)
     consts = tuple(np.int64(v) for v in affine)
     flags = (_RN_W if w1 is not None else 0) | (_RN_B if b1 is not None else 0)
     if rows and m:
@@ -297,8 +297,8 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
         want_w = w1 is not None and w1.requires_grad
         want_b = b1 is not None and b1.requires_grad
         f = (flags & _RN_W) | (_RN_GX if x.requires_grad else 0) | (_RN_GXH if want_w else 0)
-        gx = empty(x.shape, x.dtype, x.device) if x.requires_grad else None
-        gxh = empty(x.shape, x.dtype, x.device) if want_w else None
+        gx = empty(x.shape, x.dtype, x._storage.device) if x.requires_grad else None
+        gxh = empty(x.shape, x.dtype, x._storage.device) if want_w else None
         if rows and m and f & (_RN_GX | _RN_GXH):
             geo, (vgr, vgm, vxr, vxm) = _row_args(x, rshape, eshape, split, gy)
             _launch_rows(x, rows, m, "rn_bwd", *geo,
@@ -338,7 +338,7 @@ def _strides_arg(strides):
 
 
 def _launch_rows(x, rows, m, name, *args):
-    dev = x.device
+    dev = x._storage.device
     d = defines_for(x.dtype)
     d["WG"] = 64 if m < 4096 else 256
     dev.launch(dev.kernel(_FILE, name, d), (rows * d["WG"],), (d["WG"],), np.int64(m), *args)
@@ -388,7 +388,7 @@ def _launch_bn(x, m, name, geom, *args):
     """One work-group per channel on GPUs (wide groups: C groups alone do not fill them); on
     CPUs the ``*_rows`` variants, one work item per channel streaming its rows (UNIT when every
     view has an inner stride of 1; ``geom``: rest shape and strides from _channel_args)."""
-    dev = x.device
+    dev = x._storage.device
     d = defines_for(x.dtype)
     c = x.shape[1]
     if dev.kind == "cpu":
@@ -408,5 +408,5 @@ def _launch_lrn(x, name, total, *args):
         return
     d = defines_for(x.dtype)
     d["WG"] = 64
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, d), (total,), (LOCAL,), np.int64(total), *args)

@@ -26,7 +26,7 @@ def _tensor_in(op, x):
 def _predicate(kname, op, int_value):
     def f(x: Tensor) -> Tensor:
         _tensor_in(op, x)
-        out = empty(x.shape, dtypes.bool_, x.device)
+        out = empty(x.shape, dtypes.bool_, x._storage.device)
         if not x.dtype.is_floating_point:
             ew.fill_raw(out, int_value)
             return out
@@ -56,7 +56,7 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
         return ew.clone(x)
     info = np.finfo(x.dtype.np)
     vals = (nan, info.max if posinf is None else posinf, info.min if neginf is None else neginf)
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "nan_to_num_", {"T": x.dtype.cl}, out, (x,),
               tuple(scalar(x.dtype, v) for v in vals))
     finite = isfinite(x) if x.requires_grad else None
@@ -82,9 +82,9 @@ def isclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,
     same_device("isclose", a, b)
     dt = dtypes.promote(a.dtype, b.dtype)
     if not dt.is_floating_point:
-        dt = dtypes.float64 if a.device.fp64 else dtypes.float32
+        dt = dtypes.float64 if a._storage.device.fp64 else dtypes.float32
     shape = layout.broadcast_shapes(a.shape, b.shape, op="isclose")
-    out = empty(shape, dtypes.bool_, a.device)
+    out = empty(shape, dtypes.bool_, a._storage.device)
     launch_1d(_FILE, "isclose_", {"T": dt.cl}, out,
               (ew.to(a.detach(), dt).expand(shape), ew.to(b.detach(), dt).expand(shape)),
               (scalar(dt, rtol), scalar(dt, atol), np.int32(bool(equal_nan))))

@@ -50,7 +50,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if min(oshape, default=1) < 0:
         raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
                          f"input of shape {tuple(x.shape)}")
-    out = empty(oshape, x.dtype, x.device)
+    out = empty(oshape, x.dtype, x._storage.device)
     m = np.int32(_MODES[mode])
     _launch_pad("pad_fwd", x, out.numel(), len(oshape), shape_arg(oshape), out._storage.buffer,
                 x._storage.buffer, view_arg(x), shape_arg(x.shape), shape_arg(lo), m,
@@ -59,7 +59,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         return out
 
     def backward(g):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         _launch_pad("pad_bwd", x, gx.numel(), x.ndim, shape_arg(x.shape), gx._storage.buffer,
                     g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
         return (gx,)
@@ -108,6 +108,6 @@ def _launch_pad(name, x, total, nd, *args):
     if nd > MAXD:
         raise RuntimeError(f"pad: tensors of more than {MAXD} dims are not supported, got "
                            f"{x.ndim}")
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
                np.int64(total), np.int32(nd), *args)

@@ -40,15 +40,15 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     g, squeeze = _geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
                            ceil_mode)
     x = input
-    out = empty(_out_shape(g, squeeze), x.dtype, x.device)
-    idx = empty(out.shape, dtypes.int64, x.device)
+    out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
+    idx = empty(out.shape, dtypes.int64, x._storage.device)
     n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
     tiled = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
     _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g,
                  out._storage.buffer, idx._storage.buffer, x._storage.buffer, _view4(x))
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         if tiled:
             _launch_rows("max_bwd_tiled", x, (ow, oh, n * c), g, gx._storage.buffer,
                          gy._storage.buffer, _view4(gy), idx._storage.buffer)
@@ -77,12 +77,12 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     x = input
     div = np.int64(0 if divisor_override is None else int(divisor_override))
     inc = np.int32(1 if count_include_pad else 0)
-    out = empty(_out_shape(g, squeeze), x.dtype, x.device)
+    out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
     _launch("avg_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer, _view4(x),
             div, inc)
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         _launch("avg_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
                 _view4(gy), div, inc)
         return (gx,)
@@ -97,7 +97,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     g, shape = _adaptive_geometry("adaptive_avg_pool2d", input, output_size)
     x = input
     n, c, h, w, oh, ow = (int(v) for v in g[:6])
-    out = empty(shape, x.dtype, x.device)
+    out = empty(shape, x.dtype, x._storage.device)
     _launch("adaptive_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer,
             _view4(x))
 
@@ -105,7 +105,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         if oh == ow == 1 and h * w:  # global pooling: gy / (H*W) broadcast, an elementwise
             # launch (adaptive_bwd took ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1)
             return (ew.div(gy.expand(x.shape), float(h * w)),)
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         if h * w * oh * ow >= 2 ** 32:
             raise RuntimeError(f"adaptive_avg_pool2d: expected H*W*OH*OW < 2**32 (32-bit "
                                f"window math), got {h}*{w}*{oh}*{ow}")
@@ -120,13 +120,13 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     Returns out, or (out, int64 indices y * W + x). Grad: input (to the first maximum)."""
     g, shape = _adaptive_geometry("adaptive_max_pool2d", input, output_size)
     x = input
-    out = empty(shape, x.dtype, x.device)
-    idx = empty(shape, dtypes.int64, x.device)
+    out = empty(shape, x.dtype, x._storage.device)
+    idx = empty(shape, dtypes.int64, x._storage.device)
     _launch("adaptive_max_fwd", x, g, out.numel(), out._storage.buffer, idx._storage.buffer,
             x._storage.buffer, _view4(x))
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         _launch("adaptive_max_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
                 _view4(gy), idx._storage.buffer)
         return (gx,)
@@ -266,13 +266,13 @@ def _launch_rows(name, x, size, *args):
         return
     if size[2] >= 2 ** 32:
         raise RuntimeError(f"{name}: expected fewer than 2**32 (N*C) planes, got {size[2]}")
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), size, ROWS_LOCAL, *args)
 
 
 def _launch(name, x, g, total, *args):
     if total == 0:
         return
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
                np.int64(total), g, *args)

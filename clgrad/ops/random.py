@@ -27,7 +27,7 @@ def _float_target(op, x):
 
 
 def _fill(x: Tensor, host) -> Tensor:
-    return ip.copy_(x, tensor(host, dtype=x.dtype, device=x.device))
+    return ip.copy_(x, tensor(host, dtype=x.dtype, device=x._storage.device))
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
@@ -71,7 +71,7 @@ def bernoulli_(x: Tensor, p=0.5, generator=None) -> Tensor:
     if not isinstance(p, Tensor) and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_: expected 0 <= p <= 1, got {p}")
     u = tensor(seed_generator().random(tuple(x.shape)), dtype=_prob_dtype(p, x),
-               device=x.device)
+               device=x._storage.device)
     return ip.copy_(x, ew.to(ew.lt(u, p), x.dtype))
 
 
@@ -91,7 +91,8 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
         ref = mean if isinstance(mean, Tensor) else std
         shape = layout.broadcast_shapes(*[tuple(v.shape) for v in (mean, std)
                                           if isinstance(v, Tensor)], op="normal")
-        z = tensor(seed_generator().standard_normal(shape), dtype=ref.dtype, device=ref.device)
+        z = tensor(seed_generator().standard_normal(shape), dtype=ref.dtype,
+                   device=ref._storage.device)
         m = mean.detach() if isinstance(mean, Tensor) else mean
         s = std.detach() if isinstance(std, Tensor) else std
         return ew.add(ew.mul(z, s), m)

@@ -57,8 +57,8 @@ def _split(x_shape, strides, dims):
 def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale=1.0,
                    arg=False):
     kept, final = _out_shapes(x, dims, keepdim)
-    out = empty(kept, out_dtype, x.device)
-    idx = empty(kept, dtypes.int64, x.device) if arg else out
+    out = empty(kept, out_dtype, x._storage.device)
+    idx = empty(kept, dtypes.int64, x._storage.device) if arg else out
     no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
     if no:
         o_shape, xo_st, i_shape, xi_st = _split(x.shape, x._strides, dims)
@@ -83,7 +83,7 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         vout[1:1 + len(out_o)] = out_o
         vidx = np.zeros(MAXD + 1, dtype=np.int64)
         vidx[1:1 + len(idx_o)] = idx_o
-        dev = x.device
+        dev = x._storage.device
         k = dev.kernel(_FILE, "reduce", d)
         dev.launch(k, (no * wg,), (wg,), np.int64(no), np.int32(len(o_shape)),
                    shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
@@ -168,7 +168,7 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
     x_shape = tuple(x.shape)
 
     def backward(g):
-        z = zeros(x_shape, g.dtype, g.device)
+        z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_arg(z, dims, keepdim, g, idx)
         return (z,)
     vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
@@ -225,7 +225,7 @@ def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):
     zi_st = zi_st or [0]
     vz_inner = np.zeros(MAXD + 1, dtype=np.int64)
     vz_inner[1:1 + len(zi_st)] = zi_st
-    dev = z.device
+    dev = z._storage.device
     k = dev.kernel(_FILE, "scatter_arg", {"T": z.dtype.cl, "ACC": z.dtype.cl, "OUT": z.dtype.cl,
                                           "OP_MAX": 1, "WG": 1})
     dev.launch(k, (no,), (64,), np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape),

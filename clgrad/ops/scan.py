@@ -32,7 +32,7 @@ def _acc(dt):
 
 
 def _launch(kname, x: Tensor, d: int, defines: dict, *extra_in) -> Tensor:
-    out = empty(x.shape, x.dtype, x.device)
+    out = empty(x.shape, x.dtype, x._storage.device)
     n = x.shape[d] if x.ndim else 1
     if out.numel() == 0:
         return out
@@ -43,7 +43,7 @@ def _launch(kname, x: Tensor, d: int, defines: dict, *extra_in) -> Tensor:
     for t, st in zip((x,) + extra_in, strides[1:]):
         args += [t._storage.buffer, view_arg(t, st), np.int64(t._strides[d])]
     total = rows if kname == "scan" else out.numel()
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel("scan.cl", kname, {"T": x.dtype.cl, "ACC": _acc(x.dtype), **defines}),
                (total,), (64,), np.int64(total), np.int64(n), *args)
     return out
@@ -116,13 +116,13 @@ def _scan_arg(op, x, dim, cmp):
     if scalar:
         src = src.reshape(1)
     d = layout.wrap_dim(dim, src.ndim, op)
-    vals = empty(src.shape, src.dtype, src.device)
-    idx = empty(src.shape, dtypes.int64, src.device)
+    vals = empty(src.shape, src.dtype, src._storage.device)
+    idx = empty(src.shape, dtypes.int64, src._storage.device)
     n = src.shape[d]
     if vals.numel():
         o_shape, (so, si, sx) = row_geometry(op, d, src.shape, vals, idx, src)
         rows = vals.numel() // n
-        dev = src.device
+        dev = src._storage.device
         kern = dev.kernel("scan.cl", "scan_arg", {**defines_for(src.dtype), "ACC": _acc(src.dtype),
                                                   cmp: 1})
         dev.launch(kern, (rows,), (64,), np.int64(rows), np.int64(n), np.int32(len(o_shape)),

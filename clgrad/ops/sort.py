@@ -31,7 +31,7 @@ def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tenso
     shape = list(x.shape)
     n = shape[d]
     shape[d] = k
-    idx = empty(shape, dtypes.int64, x.device)
+    idx = empty(shape, dtypes.int64, x._storage.device)
     total = layout.numel(x.shape)
     if total == 0 or k == 0:
         return idx
@@ -39,7 +39,7 @@ def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tenso
     defs = defines_for(x.dtype)
     if descending:
         defs["DESC"] = 1
-    dev = x.device
+    dev = x._storage.device
     p = max(64, 1 << (n - 1).bit_length())
     geometry = (np.int32(len(o_shape)), shape_arg(o_shape), x._storage.buffer, view_arg(x, xo),
                 np.int64(x._strides[d]), idx._storage.buffer, view_arg(idx, io),
@@ -61,7 +61,7 @@ def _rank_indices(op: str, x: Tensor, d: int, k: int, descending: bool) -> Tenso
 
 def _gathered(name: str, x: Tensor, d: int, idx: Tensor) -> Tensor:
     """x gathered along d by the (in-range, kernel-made) idx, with the gather's backward."""
-    out = empty(idx.shape, x.dtype, x.device)
+    out = empty(idx.shape, x.dtype, x._storage.device)
     ix._gather_launch(x, d, idx, out)
     return record(name, out, (x,), ix._gather_backward(tuple(x.shape), d, idx), saved=[idx])
 
@@ -152,12 +152,12 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     axis = None if dim is None else layout.wrap_dim(dim, x.ndim, "unique")
     kw = {"equal_nan": False} if axis is None else {"axis": axis}
     vals, inv, counts = np.unique(host, return_inverse=True, return_counts=True, **kw)
-    out = [creation.tensor(vals, dtype=x.dtype, device=x.device)]
+    out = [creation.tensor(vals, dtype=x.dtype, device=x._storage.device)]
     if return_inverse:
         inv = inv.reshape(host.shape) if axis is None else inv.reshape(-1)
-        out.append(creation.tensor(inv.astype(np.int64), device=x.device))
+        out.append(creation.tensor(inv.astype(np.int64), device=x._storage.device))
     if return_counts:
-        out.append(creation.tensor(counts.astype(np.int64), device=x.device))
+        out.append(creation.tensor(counts.astype(np.int64), device=x._storage.device))
     return out[0] if len(out) == 1 else tuple(out)
 
 

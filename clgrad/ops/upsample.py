@@ -108,7 +108,7 @@ def _coord_scale(i, o, sf, linear, align):
 def _resample(x, outs, coord, mode, align):
     n, c, h, w = x.shape
     g = pack((n, c, h, w) + tuple(outs), longs(UGEOM_T))
-    out = empty((n, c) + tuple(outs), x.dtype, x.device)
+    out = empty((n, c) + tuple(outs), x.dtype, x._storage.device)
     if mode.startswith("nearest"):
         name, args = "nearest", (np.float32(coord[0]), np.float32(coord[1]),
                                  np.int32(mode == "nearest-exact"))
@@ -119,7 +119,7 @@ def _resample(x, outs, coord, mode, align):
             _view4(x), *args)
 
     def backward(gy):
-        gx = empty(x.shape, x.dtype, x.device)
+        gx = empty(x.shape, x.dtype, x._storage.device)
         _launch(name + "_bwd", x, gx.numel(), g, gx._storage.buffer, gy._storage.buffer,
                 _view4(gy), *args)
         return (gx,)
@@ -129,6 +129,6 @@ def _resample(x, outs, coord, mode, align):
 def _launch(name, x, total, *args):
     if total == 0:
         return
-    dev = x.device
+    dev = x._storage.device
     dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
                np.int64(total), *args)

@@ -37,7 +37,7 @@ def _scatter_back(x: Tensor, view_fn):
     shape = tuple(x.shape)  # the closure keeps the shape, not x (and so not x's buffer)
 
     def backward(g):
-        z = zeros(shape, g.dtype, g.device)
+        z = zeros(shape, g.dtype, g._storage.device)
         ew.copy_raw(view_fn(z), g)
         return (z,)
     return backward
@@ -301,7 +301,7 @@ def _scatter_add_back(x: Tensor, view_fn, overlap: bool):
     shape = tuple(x.shape)
 
     def backward(g):
-        z = zeros(shape, g.dtype, g.device)
+        z = zeros(shape, g.dtype, g._storage.device)
         _add_into(view_fn(z), g)
         return (z,)
     return backward
@@ -329,7 +329,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     x_geom = (tuple(x.shape), x._strides, x._offset)
 
     def backward(g):
-        z = zeros(x._storage.size, g.dtype, g.device)
+        z = zeros(x._storage.size, g.dtype, g._storage.device)
         target = _at(z, (size, stride, off))
         (_add_into if overlap else ew.copy_raw)(target, g)
         return (ew.contiguous(_at(z, x_geom)),)

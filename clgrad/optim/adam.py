@@ -70,7 +70,7 @@ class Adam(Optimizer):
             self._init_state(p, state)
             good = multi_ok(p, g, state["exp_avg"], state["exp_avg_sq"])
             (ok if good else rest).append((p, g))
-        key = lambda pg: (pg[0].dtype, id(pg[0].device), self.state[pg[0]]["step"])  # noqa: E731
+        key = lambda pg: (pg[0].dtype, id(pg[0]._storage.device), self.state[pg[0]]["step"])  # noqa: E731
         for chunk in multi_chunks(ok, key):
             ps = [p for p, _ in chunk]
             grads = {id(p): g for p, g in chunk}
@@ -100,8 +100,8 @@ class Adam(Optimizer):
         if not state:
             with _capture.paused():  # made eagerly, never part of a captured step's replay
                 state["step"] = 0
-                state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p.device)
-                state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p.device)
+                state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
+                state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         self._init_state(p, state)

@@ -113,10 +113,10 @@ class Optimizer:
                     g = p.grad
                     if g is None:
                         continue
-                    if g.dtype is not p.dtype or g.device is not p.device:
+                    if g.dtype is not p.dtype or g._storage.device is not p._storage.device:
                         raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
-                                           f"dtype {p.dtype} on {p.device.name}, got "
-                                           f"{g.dtype} on {g.device.name}")
+                                           f"dtype {p.dtype} on {p._storage.device.name}, got "
+                                           f"{g.dtype} on {g._storage.device.name}")
                     todo.append((p, g))
                 if self._multi and todo:  # foreach/fused: what the multi-tensor kernels take
                     todo = self._update_multi(todo, group)
@@ -228,7 +228,7 @@ def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
     if buf is None:
         from clgrad.creation import full
         with _capture.paused():  # made eagerly, never part of a captured step's replay
-            buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p.device)
+            buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p._storage.device)
     return buf
 
 
@@ -242,11 +242,11 @@ def _step_count(value):
 def _copy_state(value, p: Tensor):
     """A private device copy of a saved state value (tensors follow p's dtype and device)."""
     if isinstance(value, np.ndarray):
-        value = from_numpy(np.ascontiguousarray(value), device=p.device)
+        value = from_numpy(np.ascontiguousarray(value), device=p._storage.device)
     if not isinstance(value, Tensor):
         return value
-    if value.device is not p.device:
-        value = value.to(p.device)
+    if value._storage.device is not p._storage.device:
+        value = value.to(p._storage.device)
     if value.dtype.is_floating_point and value.dtype is not p.dtype:
         value = value.to(p.dtype)
     return ew.contiguous(value.detach(), force_copy=True)
@@ -271,7 +271,7 @@ def launch_multi(name: str, chunk: list, operands, tail_fn):
         slots.append((np.int64(0),) + slots[0][1:])
     args = [a for s in slots for a in (s[0], *(x for pair in s[1:] for x in pair))]
     p0 = chunk[0]
-    dev = p0.device
+    dev = p0._storage.device
     args += _capture.dynamic(tail_fn)
     dev.launch(dev.kernel("optim.cl", name, defines_for(p0.dtype)), (total,), (LOCAL,), *args)
 

@@ -57,7 +57,7 @@ class SGD(Optimizer):
         for p, g in todo:
             (ok if multi_ok(p, g) else rest).append((p, g))
         momentum = group["momentum"] != 0
-        for chunk in multi_chunks(ok, lambda pg: (pg[0].dtype, id(pg[0].device))):
+        for chunk in multi_chunks(ok, lambda pg: (pg[0].dtype, id(pg[0]._storage.device))):
             ps = [p for p, _ in chunk]
             grads = {id(p): g for p, g in chunk}
             dt = ps[0].dtype
@@ -76,7 +76,7 @@ class SGD(Optimizer):
                 first.append(state.get("momentum_buffer") is None)
                 if first[-1]:
                     with _capture.paused():
-                        state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
+                        state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
 
             def tail(commit, first=first, common=common, dt=dt):
                 flags = tuple(np.int32(f) for f in first) + (np.int32(0),) * (4 - len(first))
@@ -107,7 +107,7 @@ class SGD(Optimizer):
         first = [buf is None]
         if first[0]:
             with _capture.paused():
-                buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p.device)
+                buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
 
         def tail(commit):
             f = first[0]

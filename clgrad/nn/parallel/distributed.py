@@ -169,9 +169,10 @@ class DistributedDataParallel(Module):
         from clgrad.creation import zeros
         comm = dist._comm("DistributedDataParallel")
         params = [self._params[i] for i in self._buckets[k]]
-        grads = [zeros(p.shape, dtype=p.dtype, device=p.device) if p.grad is None else p.grad
+        grads = [zeros(p.shape, dtype=p.dtype, device=p._storage.device)
+                 if p.grad is None else p.grad
                  for p in params]
-        params[0].device.synchronize()  # the read below waits for it anyway: time the rest
+        params[0]._storage.device.synchronize()  # the read below waits for it anyway: time the rest
         start = time.perf_counter()
         send = coll._flat_host(grads)  # one device->host read per bucket
         recv = np.empty_like(send)
@@ -204,7 +205,7 @@ class DistributedDataParallel(Module):
             for j, i in enumerate(idx):
                 p = self._params[i]
                 if j not in skip and p.grad is None:
-                    p.grad = zeros(p.shape, dtype=p.dtype, device=p.device)
+                    p.grad = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
             coll._unflat_host(recv, [self._params[i].grad if j not in skip else self._params[i]
                                      for j, i in enumerate(idx)], skip)
         self._inflight = []

@@ -1,0 +1,237 @@
+"""Tensors on two devices: PyTorch's device objects, copies across devices (copy_, to,
+load_state_dict, tensor(t)), autograd through them, and machines whose default device is a GPU
+or that have no CPU device at all.
+
+This machine has two OpenCL CPU devices (Intel's runtime, "cpu", and PoCL, "cpu:1"): the
+cross-device tests run for real on them. The GPU-machine cases run in a subprocess with
+CLGRAD_TEST_AS_GPU (tests/conftest.py), which makes the runtime treat PoCL (or every device)
+as a GPU.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import clgrad
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _two_devices():
+    a = clgrad.runtime.get_device("cpu")
+    try:
+        b = clgrad.runtime.get_device("pocl")
+    except clgrad.DeviceError:
+        pytest.skip("needs a second OpenCL device (PoCL)")
+    if b is a:
+        pytest.skip("needs a second OpenCL device (PoCL)")
+    return a, b
+
+
+def test_tensor_device_is_pytorchs_device_type():
+    import torch
+    x = clgrad.zeros(3, device="cpu")
+    assert isinstance(x.device, clgrad.device)
+    assert str(x.device) == str(torch.zeros(3).device) == "cpu"
+    assert repr(x.device) == repr(torch.zeros(3).device) == "device(type='cpu')"
+    assert x.device == clgrad.device("cpu") and hash(x.device) == hash(clgrad.device("cpu"))
+    assert {clgrad.device("cpu"): 1}[x.device] == 1
+    assert x.device.type == "cpu" and x.device.index is None
+    assert x.device.opencl is clgrad.runtime.get_device("cpu") is x.untyped_storage().device
+    assert clgrad.zeros(2, device=x.device).device == x.device
+    assert x.to(x.device) is x
+
+
+def test_second_device_reports_its_index():
+    a, b = _two_devices()
+    y = clgrad.ones(2, device=b)
+    want = "cpu:1" if b.kind == "cpu" else "cuda:0"  # PoCL; a "GPU" with CLGRAD_TEST_AS_GPU
+    assert str(y.device) == want and y.device.index == int(want[-1]) and y.device.opencl is b
+    assert y.device != clgrad.device("cpu") and y.device == clgrad.device(want)
+    assert clgrad.zeros(2, device=y.device).device.opencl is b
+    assert clgrad.arange(3.0).to(y.device).device.opencl is b
+
+
+def test_to_other_device_records_autograd():
+    import torch
+    a, b = _two_devices()
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    x = clgrad.tensor(xv, device=a, requires_grad=True)
+    y = x.to(clgrad.device(b))  # "cpu:1" here, "cuda:0" under CLGRAD_TEST_AS_GPU=pocl
+    assert y.device.opencl is b and y.requires_grad and not y.is_leaf
+    assert "grad_fn=<ToCopyBackward0>" in repr(y)
+    (y * y * y).sum().backward()
+    assert x.grad.device == x.device
+    tx = torch.tensor(xv, requires_grad=True)
+    (tx * tx * tx).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    z = clgrad.tensor(xv, device=b, requires_grad=True)  # .cpu() back to the first device
+    w = z.cpu()
+    assert w.device == clgrad.device("cpu") and w.grad_fn is not None
+    (w * 3).sum().backward()
+    np.testing.assert_array_equal(z.grad.numpy(), np.full((2, 3), 3, np.float32))
+    assert z.grad.device.opencl is b
+
+
+def test_to_device_and_dtype_together():
+    a, b = _two_devices()
+    x = clgrad.tensor([1.5, -2.25], device=a, requires_grad=True)
+    y = x.to(b, clgrad.float64)
+    assert y.dtype == clgrad.float64 and y.device.opencl is b
+    (y * 2).sum().backward()
+    assert x.grad.dtype == clgrad.float32 and x.grad.tolist() == [2.0, 2.0]
+    n = clgrad.tensor([3, 4], device=a).to(b)  # integers: copied, no graph
+    assert n.tolist() == [3, 4] and n.device.opencl is b and n.grad_fn is None
+
+
+def test_copy_across_devices_with_gradient():
+    a, b = _two_devices()
+    dst = clgrad.zeros(2, 3, device=a)
+    src = clgrad.arange(6.0, device=b).reshape(2, 3).t().contiguous().t()  # any layout
+    dst.copy_(src)
+    np.testing.assert_array_equal(dst.numpy(), np.arange(6.0).reshape(2, 3))
+    s = clgrad.tensor([1.0, 2.0, 3.0], device=b, requires_grad=True)
+    d = clgrad.zeros(2, 3, device=a)
+    d.copy_(s)  # broadcast from the other device
+    assert d.grad_fn is not None and d.device.opencl is a
+    (d * clgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], device=a)).sum().backward()
+    assert s.grad.tolist() == [5.0, 7.0, 9.0] and s.grad.device.opencl is b
+    d2 = clgrad.zeros(3, dtype=clgrad.int64, device=a)
+    d2.copy_(clgrad.tensor([1.7, -2.2, 3.0], device=b))  # cast and move, as torch
+    assert d2.tolist() == [1, -2, 3]
+
+
+def test_compute_ops_still_refuse_two_devices():
+    a, b = _two_devices()
+    x, y = clgrad.ones(2, device=a), clgrad.ones(2, device=b)
+    for fn in (lambda: x + y, lambda: clgrad.cat([x, y]), lambda: clgrad.stack([x, y]),
+               lambda: x @ y, lambda: clgrad.where(x > 0, x, y)):
+        with pytest.raises(RuntimeError, match="same device"):
+            fn()
+
+
+def test_tensor_of_a_tensor_on_another_device():
+    a, b = _two_devices()
+    x = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]], device=b).t()
+    y = clgrad.tensor(x, device=a)
+    assert y.device.opencl is a and y.tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert clgrad.tensor(x).device.opencl is b  # no device: stays where it is (torch)
+    z = clgrad.tensor(x, dtype=clgrad.int32, device="cpu")
+    assert z.dtype == clgrad.int32 and z.tolist() == [[1, 3], [2, 4]]
+
+
+def test_load_state_dict_from_another_device():
+    a, b = _two_devices()
+    clgrad.manual_seed(0)
+    src = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.BatchNorm1d(4)).to(b)
+    dst = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.BatchNorm1d(4)).to(a)
+    src[1].running_mean.fill_(0.5)
+    dst.load_state_dict(src.state_dict())
+    for (k, p), (_, q) in zip(dst.state_dict().items(), src.state_dict().items()):
+        assert p.device.opencl is a, k
+        np.testing.assert_array_equal(p.numpy(), q.numpy())
+
+
+def test_optimizer_state_moves_with_load_state_dict():
+    a, b = _two_devices()
+    p = clgrad.nn.Parameter(clgrad.tensor([1.0, 2.0], device=b))
+    opt = clgrad.optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = clgrad.tensor([1.0, 1.0], device=b)
+    opt.step()
+    q = clgrad.nn.Parameter(clgrad.tensor([1.0, 2.0], device=a))
+    opt2 = clgrad.optim.SGD([q], lr=0.1, momentum=0.9)
+    opt2.load_state_dict(opt.state_dict())
+    buf = opt2.state[q]["momentum_buffer"]
+    assert buf.device.opencl is a and buf.tolist() == [1.0, 1.0]
+
+
+def _run(code, as_gpu):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CLGRAD_TEST_AS_GPU=as_gpu)
+    env.pop("CLGRAD_DEVICE", None)
+    pre = ("import os, sys\n"
+           "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'], 'tests'))\n"
+           "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n")
+    r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
+                       env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def test_gpu_default_machine_runs_cpu_checkpoints():
+    """Default device a "GPU" (PoCL here), "cpu" another device: the two torch_format tests
+    that failed on the H200, plus moves and autograd between them."""
+    _two_devices()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CLGRAD_TEST_AS_GPU="pocl")
+    env.pop("CLGRAD_DEVICE", None)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                        "tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_"
+                        "clgrad_model", "tests/test_torch_format.py::test_map_location_forms",
+                        "tests/test_device_cross.py::test_to_other_device_records_autograd",
+                        "tests/test_tensor_str.py::test_gpu_tensors_show_their_device"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 0 and "4 passed" in r.stdout, r.stdout + r.stderr
+    r = _run("import clgrad as torch\n"
+             "x = torch.ones(2, 3, requires_grad=True)\n"
+             "assert str(x.device) == 'cuda:0' and x.is_cuda and torch.cuda.is_available()\n"
+             "assert x.device == torch.device('cuda') or x.device == torch.device('cuda:0')\n"
+             "assert x.device.type == 'cuda' and x.device.index == 0\n"
+             "c = x.cpu()\n"
+             "assert str(c.device) == 'cpu' and c.is_cpu and c.device.opencl.kind == 'cpu'\n"
+             "(c * 2).sum().backward()\n"
+             "assert x.grad.tolist() == [[2.0] * 3] * 2 and x.grad.is_cuda\n"
+             "g = c.cuda()\n"
+             "assert g.device == x.device and g.device.opencl is x.device.opencl\n"
+             "m = torch.nn.Linear(3, 2)\n"
+             "assert next(m.parameters()).is_cuda\n"
+             "m.load_state_dict({k: v.cpu() for k, v in m.state_dict().items()})\n"
+             "print('ok')\n", "pocl")
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_machine_without_cpu_device():
+    """Every OpenCL device a GPU: "cpu" names the default device (one warning), and .cpu(),
+    .numpy(), .tolist(), .item(), print and map_location="cpu" keep working; the tensor
+    reports where it really is."""
+    r = _run("import warnings, io, clgrad as torch\n"
+             "x = torch.arange(4.0, requires_grad=True)\n"
+             "assert str(x.device) == 'cuda:0'\n"
+             "with warnings.catch_warnings(record=True) as w:\n"
+             "    warnings.simplefilter('always')\n"
+             "    c = x.cpu()\n"
+             "    z = torch.zeros(2, device='cpu')\n"
+             "    y = x.to('cpu')\n"
+             "assert len(w) == 1 and 'no usable OpenCL CPU device' in str(w[0].message), w\n"
+             "assert w[0].filename == '<string>'  # the user's line, not clgrad's\n"
+             "assert c.device == x.device and str(c.device) == 'cuda:0' and y is x\n"
+             "assert z.device == x.device\n"
+             "assert c.numpy().tolist() == [0.0, 1.0, 2.0, 3.0] and c.tolist()[3] == 3.0\n"
+             "assert x.sum().item() == 6.0 and float(x[1]) == 1.0\n"
+             "assert str(x) == \"tensor([0., 1., 2., 3.], device='cuda:0', "
+             "requires_grad=True)\", str(x)\n"
+             "buf = io.BytesIO(); torch.save({'x': x.detach()}, buf); buf.seek(0)\n"
+             "d = torch.load(buf, map_location='cpu')\n"
+             "assert d['x'].tolist() == [0.0, 1.0, 2.0, 3.0] and d['x'].device == x.device\n"
+             "(c * c).sum().backward()\n"
+             "assert x.grad.tolist() == [0.0, 2.0, 4.0, 6.0]\n"
+             "import pytest\n"
+             "with pytest.raises(torch.DeviceError):\n"
+             "    torch.zeros(1, device='cpu:1')\n"
+             "print('ok')\n", "*")
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_zero_dim_cpu_tensor_joins_another_device():
+    """As PyTorch: a 0-dim tensor on the CPU device may meet a tensor on another device."""
+    a, b = _two_devices()
+    x = clgrad.tensor([1.0, 2.0], device=b, requires_grad=True)
+    s = clgrad.tensor(3.0, device=a, requires_grad=True)
+    y = x * s
+    assert y.device.opencl is b and y.tolist() == [3.0, 6.0]
+    y.sum().backward()
+    assert s.grad.item() == 3.0 and s.grad.device.opencl is a and x.grad.tolist() == [3.0] * 2
+    with pytest.raises(RuntimeError, match=r"same device, but found at least two devices, "
+                                           rf"cpu \(.*\) and {clgrad.device(b)} \("):
+        clgrad.ones(2, device=a) + clgrad.ones(2, device=b)
