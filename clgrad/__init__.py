@@ -184,6 +184,9 @@ from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemo
 
 # h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
 from clgrad import serialization  # noqa: E402,F401
+# -- helper h10 (issue 24): compile(mode="reduce-overhead") replays captured kernels ---------
+from clgrad import capture  # noqa: E402,F401
+from clgrad.capture import compile  # noqa: E402,A004,F401,F811
 __all__ += sorted(k for k in set(globals()) - _before if not k.startswith("_"))
 del _before
 
