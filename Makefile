@@ -18,7 +18,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 train: $(BIN)/.installed
-	$(BIN)/python examples/train_digits.py
+	$(BIN)/python examples/train_digits.py $(ARGS)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q tests

@@ -93,8 +93,10 @@ from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
 # -- serialization and subpackages (``import clgrad as torch`` gives torch.nn, torch.optim...) -
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
-from clgrad import serialization, distributions, fx, jit, amp
-from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: A004
+from clgrad import serialization, distributions, fx, jit, amp, capture
+from clgrad.amp import autocast, is_autocast_enabled
+# compile(mode="reduce-overhead") replays captured kernels (clgrad/capture.py)
+from clgrad.capture import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
@@ -185,7 +187,7 @@ __all__ = [
     # serialization and subpackages
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
-    "autocast", "compile", "is_autocast_enabled",
+    "capture", "autocast", "compile", "is_autocast_enabled",
 ]
 
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------

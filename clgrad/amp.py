@@ -132,8 +132,7 @@ def _cuda_amp_module():
 
 
 def compile(model=None, **kwargs):  # noqa: A001  (PyTorch's name)
-    """``torch.compile``: returns ``model`` unchanged (clgrad runs eagerly; there is no graph
-    compiler). Used as ``compile(model, ...)`` or as a decorator ``@compile(mode=...)``."""
-    if model is None:
-        return lambda m: m
-    return model
+    """``torch.compile``: see clgrad.capture.compile (mode="reduce-overhead" replays captured
+    kernels; other modes return ``model`` unchanged)."""
+    from clgrad.capture import compile as _compile
+    return _compile(model, **kwargs)

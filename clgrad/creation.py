@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from clgrad import dtypes
+from clgrad import capture as _capture, dtypes
 from clgrad.runtime import Device, get_device
 from clgrad.ops._util import copy_raw, fill_raw
 from clgrad.tensor import Tensor
@@ -54,7 +54,10 @@ def seed() -> int:
 
 
 def seed_generator() -> np.random.Generator:
-    """The NumPy generator used by the random factories (for code that draws its own)."""
+    """The NumPy generator used by the random factories (for code that draws its own).
+    Raises clgrad.capture.CaptureError inside a captured region (the draw would be baked in)."""
+    if _capture._ACTIVE[0] is not None:
+        _capture.refuse_random()
     return _RNG[0]
 
 
@@ -269,13 +272,14 @@ def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
 def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(_RNG[0].random(_shape(size, "rand")), dt, _device(device), requires_grad)
+    return _upload(seed_generator().random(_shape(size, "rand")), dt, _device(device),
+                   requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(_RNG[0].standard_normal(_shape(size, "randn")), dt, _device(device),
+    return _upload(seed_generator().standard_normal(_shape(size, "randn")), dt, _device(device),
                    requires_grad)
 
 
@@ -286,14 +290,14 @@ def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _upload(_RNG[0].integers(low, high, size=_shape((tuple(size),), "randint")), dt,
+    return _upload(seed_generator().integers(low, high, size=_shape((tuple(size),), "randint")), dt,
                    _device(device))
 
 
 def randperm(n: int, dtype=None, device=None) -> Tensor:
     """A random permutation of 0..n-1 (int64)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _upload(_RNG[0].permutation(n), dt, _device(device))
+    return _upload(seed_generator().permutation(n), dt, _device(device))
 
 
 def rand_like(x: Tensor, dtype=None) -> Tensor:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import autograd, creation, dtypes, runtime
+from clgrad import autograd, capture, creation, dtypes, runtime
 from clgrad._generator import Generator
 from clgrad.io import serialization
 from clgrad import nn, optim
@@ -87,11 +87,30 @@ def mnist_net(num_classes: int = 10) -> nn.Sequential:
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.25), nn.Linear(128, num_classes))
 
 
-def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int = 10):
+def make_train_step(model, loss_fn, optimizer):
+    """``step(x, y) -> (loss, hits)``: forward, loss, zero_grad, backward, optimizer step; the
+    loss detached and the batch's count of correct argmax predictions (int64, 0-dim), both on
+    the device. Reads nothing on the host, so ``clgrad.compile(step, mode="reduce-overhead")``
+    can capture and replay it (``--compile``)."""
+    def train_step(x, y):
+        out = model(x)
+        loss = loss_fn(out, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        with autograd.no_grad():
+            return loss.detach(), (out.argmax(1) == y).sum()
+    return train_step
+
+
+def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int = 10,
+                step_fn=None):
     """One pass over ``loader``: forward, backward, step. Returns (loss, accuracy, images/s).
 
     Loss and hit counts accumulate on the device; the host reads them only every
     ``refresh_every`` steps to update ``bar`` (a tqdm bar counting images) and at the end.
+    ``step_fn``: the step to run (default ``make_train_step(model, loss_fn, optimizer)``; a
+    compiled one under ``--compile``).
     """
     model.train()
     device = runtime.default_device()
@@ -99,15 +118,12 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
     hits = creation.zeros((), dtype=dtypes.int64)
     seen = 0
     start = time.perf_counter()
+    step_fn = step_fn or make_train_step(model, loss_fn, optimizer)
     for step, (x, y) in enumerate(loader, 1):
-        out = model(x)
-        loss = loss_fn(out, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        loss, batch_hits = step_fn(x, y)
         with autograd.no_grad():
-            loss_sum += loss.detach() * x.shape[0]
-            hits += (out.argmax(1) == y).sum()
+            loss_sum += loss * x.shape[0]
+            hits += batch_hits
         seen += x.shape[0]
         if bar is not None:
             bar.update(x.shape[0])
@@ -199,6 +215,14 @@ def fit(args) -> dict:
             scheduler._update_lr(scheduler.last_epoch)
 
     val_loader = DataLoader(val_set, batch_size=512)
+    step_fn = None
+    if getattr(args, "compile", False):  # replay captured steps (clgrad/capture.py)
+        if world > 1:
+            with _blame("--compile", True):
+                raise ValueError("captured steps run in one process only (DDP's all-reduce "
+                                 "runs on the host)")
+        step_fn = capture.compile(make_train_step(model, loss_fn, optimizer),
+                                  mode="reduce-overhead")
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
@@ -206,7 +230,8 @@ def fit(args) -> dict:
         with progress_bar(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}",
                           unit="img", dynamic_ncols=True,
                           disable=args.quiet or rank != 0) as bar:
-            tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
+            tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar,
+                                               step_fn=step_fn)
             if world > 1:
                 tr_loss, tr_acc, ips = _over_ranks(tr_loss, tr_acc, ips, world)
                 if rank != 0:  # only rank 0 evaluates and writes
@@ -289,6 +314,8 @@ def build_parser(dataset: str | None = None, prog: str | None = None):
     p.add_argument("--seed", type=int, default=0, help="seed of weights, shuffling, dropout "
                                                        "and the validation split")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--compile", action="store_true", help="capture the training step once and "
+                   "replay its kernels (clgrad.compile(mode='reduce-overhead'))")
     return p
 
 

@@ -142,7 +142,10 @@ __kernel REQD void ce_fwd(long nrows, int nd, shape_t sh, long nc, __global cons
     if (lid != 0) return;
     long t = tg[bt];
     T l = 0, wt = 0;
-    if (t != ignore) {
+    if (t != ignore && (t < 0 || t >= nc)) {  // only in captured steps (no host check): NaN
+        l = NAN;
+        wt = NAN;
+    } else if (t != ignore) {
         wt = has_w ? w[vw.off + t * vw.s[0]] : (T)1;
         T xt = x[bx + t * sxc];
         l = ((T)1 - eps) * wt * (logits ? (m - xt) + logs : -xt) + eps / (T)nc * smooth;
@@ -204,6 +207,10 @@ __kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global 
     long t = tg[bt];
     if (t == ignore) {
         gx[i] = 0;
+        return;
+    }
+    if (t < 0 || t >= nc) {  // only in captured steps (no host-side range check): NaN
+        gx[i] = NAN;
         return;
     }
     T g = gy[bg];

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import creation, layout
+from clgrad import capture as _capture, creation, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
@@ -39,13 +39,21 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if inplace:
         return ip.inplace("dropout_", input, lambda s: dropout(s, p, True))
-    seed = int(creation.seed_generator().integers(0, 2 ** 63))
     x = input
-    args = (np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32),
-            np.uint64(round(float(p) * 2.0 ** 32)),
+    rest = (np.uint64(round(float(p) * 2.0 ** 32)),
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
-    out = _dropout_raw(x, args)
-    return record("dropout", out, (x,), lambda g: (_dropout_raw(g, args),))
+    seed = [0]
+
+    def fwd_args(commit):  # a new seed per eager call and per replay (clgrad/capture.py)
+        if commit:
+            seed[0] = int(creation.seed_generator().integers(0, 2 ** 63))
+        return (np.uint32(seed[0] & 0xFFFFFFFF), np.uint32(seed[0] >> 32)) + rest
+
+    def bwd_args(commit):  # the forward's seed
+        return (np.uint32(seed[0] & 0xFFFFFFFF), np.uint32(seed[0] >> 32)) + rest
+
+    out = _dropout_raw(x, fwd_args)
+    return record("dropout", out, (x,), lambda g: (_dropout_raw(g, bwd_args),))
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -82,8 +90,9 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _dropout_raw(x, args):
-    """One launch of ceil(n / 4) work items, each drawing four random words."""
+def _dropout_raw(x, args_fn):
+    """One launch of ceil(n / 4) work items, each drawing four random words; ``args_fn`` gives
+    the seed and scale arguments (through clgrad.capture.dynamic: new per replay)."""
     out = empty(x.shape, x.dtype, x._storage.device)
     n = out.numel()
     if n == 0:
@@ -93,6 +102,7 @@ def _dropout_raw(x, args):
         raise RuntimeError(f"dropout: tensors of more than {MAXD} non-mergeable dims are not "
                            f"supported, got shape {tuple(x.shape)}")
     dev = x._storage.device
+    args = _capture.dynamic(args_fn)
     dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),),
                (LOCAL,), np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
                view_arg(out, so), x._storage.buffer, view_arg(x, sx), *args)

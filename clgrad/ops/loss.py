@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import creation, dtypes, layout
+from clgrad import capture as _capture, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
@@ -369,6 +369,8 @@ def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
         if weight.dtype is not x.dtype:
             raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
         same_device(op, x, weight)
+    if _capture.is_capturing():  # no host read in a captured step: the kernels give NaN
+        return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
     t = target.numpy()
     bad = (t != ignore) & ((t < 0) | (t >= nc))
     if bad.any():

@@ -5,9 +5,11 @@ import math
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, state_buffer
+from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
+                                    multi_ok, state_buffer)
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -27,7 +29,10 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False
+             maximize=False; foreach, fused: True updates up to 4 contiguous parameters per
+             launch (kernels/optim.cl :: adam_multi, not with amsgrad; the same bits);
+             capturable: accepted, no effect (every step can be captured: clgrad/capture.py
+             re-reads lr and the step count per replay)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
     Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
@@ -38,8 +43,12 @@ class Adam(Optimizer):
     _decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False):
+                 weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False, *,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
         name = type(self).__name__
+        check_execution_flags(name, differentiable=differentiable)
+        self._multi = bool(foreach) or bool(fused)
         if lr < 0.0:
             raise ValueError(f"{name}: expected lr >= 0, got {lr}")
         if eps < 0.0:
@@ -52,26 +61,68 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=bool(amsgrad), maximize=bool(maximize)))
 
-    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+    def _update_multi(self, todo, group):
+        if group.get("amsgrad"):
+            return todo
+        rest, ok = [], []
+        for p, g in todo:
+            state = self.state.setdefault(p, {})
+            self._init_state(p, state)
+            good = multi_ok(p, g, state["exp_avg"], state["exp_avg_sq"])
+            (ok if good else rest).append((p, g))
+        key = lambda pg: (pg[0].dtype, id(pg[0]._storage.device), self.state[pg[0]]["step"])  # noqa: E731
+        for chunk in multi_chunks(ok, key):
+            ps = [p for p, _ in chunk]
+            grads = {id(p): g for p, g in chunk}
+            states = [self.state[p] for p in ps]
+            dt = ps[0].dtype
+
+            def tail(commit, states=states, dt=dt):  # as _update's, for all slots at once
+                t = states[0]["step"] + 1
+                if commit:
+                    for st in states:
+                        st["step"] = t
+                beta1, beta2 = group["betas"]
+                lr = group["lr"]
+                return (tuple(scalar(dt, x) for x in (
+                    lr, beta1, beta2, group["eps"], group["weight_decay"],
+                    lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+                    + (np.int32(self._decoupled),
+                       scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+            launch_multi("adam_multi", ps,
+                         lambda p, grads=grads: (grads[id(p)], self.state[p]["exp_avg"],
+                                                 self.state[p]["exp_avg_sq"]), tail)
+            bump_version(*ps, *(st[k] for st in states for k in ("exp_avg", "exp_avg_sq")))
+        return rest
+
+    @staticmethod
+    def _init_state(p, state):
         if not state:
-            state["step"] = 0
-            state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
-            state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
-        state["step"] += 1
-        t = state["step"]
-        beta1, beta2 = group["betas"]
-        lr = group["lr"]
+            with _capture.paused():  # made eagerly, never part of a captured step's replay
+                state["step"] = 0
+                state["exp_avg"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
+                state["exp_avg_sq"] = zeros(p.shape, dtype=p.dtype, device=p._storage.device)
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        self._init_state(p, state)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         dt, d, bufs = p.dtype, defines_for(p.dtype), (grad, m, v)
         if group.get("amsgrad"):
             d["AMSGRAD"] = 1
             bufs += (state_buffer(state, "max_exp_avg_sq", p),)
-        launch_1d("optim.cl", "adam", d, p, bufs,
-                  tuple(scalar(dt, x) for x in (
-                      lr, beta1, beta2, group["eps"], group["weight_decay"],
-                      lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-                  + (np.int32(self._decoupled),
-                     scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+
+        def tail(commit):  # per eager step and per replay of a captured step (capture.py)
+            t = state["step"] + 1
+            if commit:
+                state["step"] = t
+            beta1, beta2 = group["betas"]
+            lr = group["lr"]
+            return (tuple(scalar(dt, x) for x in (
+                lr, beta1, beta2, group["eps"], group["weight_decay"],
+                lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+                + (np.int32(self._decoupled),
+                   scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+        launch_1d("optim.cl", "adam", d, p, bufs, _capture.dynamic(tail))
         bump_version(*bufs[1:])
 
 
@@ -89,6 +140,9 @@ class AdamW(Adam):
     _decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False):
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False, *,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, fused=fused,
+                         differentiable=differentiable)

@@ -2,11 +2,19 @@
 RMSprop (PyTorch's names, arguments, state keys and single-tensor update equations)."""
 from __future__ import annotations
 
+from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
 from clgrad.optim.optimizer import Optimizer, check_nonnegative, state_buffer
 from clgrad.tensor import Tensor
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop"]
+
+
+def _count(state, commit) -> tuple:
+    """Count a step in ``state['step']`` when ``commit`` (see clgrad.capture.dynamic); ()."""
+    if commit:
+        state["step"] = state.get("step", 0) + 1
+    return ()
 
 
 def _gsign(dt, group):
@@ -54,12 +62,16 @@ class Adagrad(Optimizer):
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         self._init_state(p, group, state)
-        state["step"] += 1
         dt, s = p.dtype, state["sum"]
-        clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
-        launch_1d("optim.cl", "adagrad", defines_for(dt), p, (grad, s),
-                  (scalar(dt, clr), scalar(dt, group["weight_decay"]), scalar(dt, group["eps"]),
-                   _gsign(dt, group)))
+
+        def tail(commit):  # per eager step and per replay of a captured step (capture.py)
+            t = state["step"] + 1
+            if commit:
+                state["step"] = t
+            clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
+            return (scalar(dt, clr), scalar(dt, group["weight_decay"]),
+                    scalar(dt, group["eps"]), _gsign(dt, group))
+        launch_1d("optim.cl", "adagrad", defines_for(dt), p, (grad, s), _capture.dynamic(tail))
         bump_version(s)
 
 
@@ -89,12 +101,12 @@ class Adadelta(Optimizer):
                                       maximize=bool(maximize)))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
-        state["step"] = state.get("step", 0) + 1
         sq, acc = state_buffer(state, "square_avg", p), state_buffer(state, "acc_delta", p)
         dt = p.dtype
         launch_1d("optim.cl", "adadelta", defines_for(dt), p, (grad, sq, acc),
-                  tuple(scalar(dt, group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
-                  + (_gsign(dt, group),))
+                  _capture.dynamic(lambda commit: _count(state, commit) + tuple(
+                      scalar(dt, group[k]) for k in ("lr", "rho", "eps", "weight_decay"))
+                      + (_gsign(dt, group),)))
         bump_version(sq, acc)
 
 
@@ -130,7 +142,6 @@ class RMSprop(Optimizer):
                                       maximize=bool(maximize)))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
-        state["step"] = state.get("step", 0) + 1
         dt, d = p.dtype, defines_for(p.dtype)
         bufs = (grad, state_buffer(state, "square_avg", p))
         if group["centered"]:
@@ -140,7 +151,8 @@ class RMSprop(Optimizer):
             d["MOMENTUM"] = 1
             bufs += (state_buffer(state, "momentum_buffer", p),)
         launch_1d("optim.cl", "rmsprop", d, p, bufs,
-                  tuple(scalar(dt, group[k])
-                        for k in ("lr", "alpha", "eps", "weight_decay", "momentum"))
-                  + (_gsign(dt, group),))
+                  _capture.dynamic(lambda commit: _count(state, commit) + tuple(
+                      scalar(dt, group[k])
+                      for k in ("lr", "alpha", "eps", "weight_decay", "momentum"))
+                      + (_gsign(dt, group),)))
         bump_version(*bufs[1:])

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.autograd import enable_grad, no_grad
 from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
-__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer"]
+__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
+           "check_execution_flags", "multi_chunks", "launch_multi"]
 
 
 class _Required:
@@ -106,6 +108,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                todo = []
                 for p in group["params"]:
                     g = p.grad
                     if g is None:
@@ -114,9 +117,20 @@ class Optimizer:
                         raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
                                            f"dtype {p.dtype} on {p._storage.device.name}, got "
                                            f"{g.dtype} on {g._storage.device.name}")
+                    todo.append((p, g))
+                if self._multi and todo:  # foreach/fused: what the multi-tensor kernels take
+                    todo = self._update_multi(todo, group)
+                for p, g in todo:
                     self._update(p, g, group, self.state.setdefault(p, {}))
                     bump_version(p)
         return loss
+
+    _multi = False  # set by foreach=True / fused=True where a subclass has _update_multi
+
+    def _update_multi(self, todo: list, group: dict) -> list:
+        """Update parameters of ``todo`` [(p, grad)] in multi-tensor launches; return the pairs
+        left for ``_update`` (one launch each)."""
+        return todo
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         raise NotImplementedError
@@ -188,13 +202,33 @@ def check_nonnegative(name: str, **values):
             raise ValueError(f"{name}: expected {k} >= 0, got {v}")
 
 
+def check_execution_flags(name: str, differentiable: bool = False):
+    """PyTorch's execution flags: ``foreach``, ``fused`` and ``capturable`` are accepted and
+    change nothing here (every step is capturable, see clgrad/capture.py); ``differentiable``
+    must be False. Raises NotImplementedError for differentiable=True."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True (autograd through the update) "
+                                  f"is not supported")
+
+
+def multi_chunks(items, key, size: int = 4):
+    """``items`` grouped by ``key(item)`` (first-seen order), in lists of at most ``size``."""
+    groups: dict = {}
+    for it in items:
+        groups.setdefault(key(it), []).append(it)
+    for same in groups.values():
+        for i in range(0, len(same), size):
+            yield same[i:i + size]
+
+
 def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
     """``state[key]``, first made as a tensor of p's shape, dtype and device filled with
     ``fill`` (a state entry a group's hyperparameters start needing is made when needed)."""
     buf = state.get(key)
     if buf is None:
         from clgrad.creation import full
-        buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p._storage.device)
+        with _capture.paused():  # made eagerly, never part of a captured step's replay
+            buf = state[key] = full(tuple(p.shape), fill, dtype=p.dtype, device=p._storage.device)
     return buf
 
 
@@ -216,3 +250,32 @@ def _copy_state(value, p: Tensor):
     if value.dtype.is_floating_point and value.dtype is not p.dtype:
         value = value.to(p.dtype)
     return ew.contiguous(value.detach(), force_copy=True)
+
+
+def launch_multi(name: str, chunk: list, operands, tail_fn):
+    """One launch of ``kernels/optim.cl :: name`` (a *_multi kernel) over up to 4 parameters.
+
+    ``chunk``: the parameters; ``operands(p)`` -> the tensors of its slot after ``p`` itself
+    (each contiguous, as p); ``tail_fn(commit)`` -> the trailing by-value arguments (through
+    clgrad.capture.dynamic). Unused slots repeat the first slot's buffers with 0 elements.
+    """
+    from clgrad.ops._util import LOCAL, defines_for
+    slots = []
+    total = 0
+    for p in chunk:
+        n = p.numel()
+        total += n
+        slots.append((np.int64(n), *((t._storage.buffer, np.int64(t._offset))
+                                     for t in (p, *operands(p)))))
+    while len(slots) < 4:
+        slots.append((np.int64(0),) + slots[0][1:])
+    args = [a for s in slots for a in (s[0], *(x for pair in s[1:] for x in pair))]
+    p0 = chunk[0]
+    dev = p0._storage.device
+    args += _capture.dynamic(tail_fn)
+    dev.launch(dev.kernel("optim.cl", name, defines_for(p0.dtype)), (total,), (LOCAL,), *args)
+
+
+def multi_ok(*tensors) -> bool:
+    """True when every tensor is contiguous and not empty (what *_multi kernels index)."""
+    return all(t.numel() > 0 and t.is_contiguous() for t in tensors)

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, required
+from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
+                                    multi_ok, required)
 from clgrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -23,7 +25,9 @@ class SGD(Optimizer):
         p = p - lr * d
 
     Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
-             nesterov=False, maximize=False (ascend: the gradient is negated first)
+             nesterov=False, maximize=False (ascend: the gradient is negated first);
+             foreach, fused: True updates up to 4 contiguous parameters per launch
+             (kernels/optim.cl :: sgd_multi, sgd_momentum_multi; the same bits)
     State:   ``momentum_buffer`` per parameter (when momentum != 0)
     Kernels: kernels/optim.cl :: sgd, sgd_momentum (one launch per parameter per step)
     Raises:  ValueError for a negative lr, momentum or weight_decay, or nesterov without
@@ -31,7 +35,10 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=required, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, maximize: bool = False):
+                 weight_decay: float = 0, nesterov: bool = False, maximize: bool = False, *,
+                 foreach=None, differentiable: bool = False, fused=None):
+        check_execution_flags("SGD", differentiable=differentiable)
+        self._multi = bool(foreach) or bool(fused)
         if lr is not required and lr < 0.0:
             raise ValueError(f"SGD: expected lr >= 0, got {lr}")
         if momentum < 0.0:
@@ -45,18 +52,69 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=bool(maximize)))
 
+    def _update_multi(self, todo, group):
+        rest, ok = [], []
+        for p, g in todo:
+            (ok if multi_ok(p, g) else rest).append((p, g))
+        momentum = group["momentum"] != 0
+        for chunk in multi_chunks(ok, lambda pg: (pg[0].dtype, id(pg[0]._storage.device))):
+            ps = [p for p, _ in chunk]
+            grads = {id(p): g for p, g in chunk}
+            dt = ps[0].dtype
+
+            def common(dt=dt):
+                return (scalar(dt, group["lr"]), scalar(dt, group["weight_decay"]),
+                        scalar(dt, -1.0 if group.get("maximize") else 1.0))
+            if not momentum:
+                launch_multi("sgd_multi", ps, lambda p, grads=grads: (grads[id(p)],),
+                             lambda c, common=common: common())
+                bump_version(*ps)
+                continue
+            first = []
+            for p in ps:
+                state = self.state.setdefault(p, {})
+                first.append(state.get("momentum_buffer") is None)
+                if first[-1]:
+                    with _capture.paused():
+                        state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
+
+            def tail(commit, first=first, common=common, dt=dt):
+                flags = tuple(np.int32(f) for f in first) + (np.int32(0),) * (4 - len(first))
+                if commit:
+                    first[:] = [False] * len(first)
+                lr, wd, gsign = common()
+                return (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
+                        np.int32(bool(group["nesterov"])), gsign) + flags
+            bufs = [self.state[p]["momentum_buffer"] for p in ps]
+            launch_multi("sgd_momentum_multi", ps,
+                         lambda p, grads=grads: (grads[id(p)],
+                                                 self.state[p]["momentum_buffer"]), tail)
+            bump_version(*ps, *bufs)
+        return rest
+
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
+        # The scalars come through capture.dynamic: read from the group at every eager step
+        # and every replay of a captured step (an LR scheduler's changes take effect).
         dt, d = p.dtype, defines_for(p.dtype)
-        lr, wd = scalar(dt, group["lr"]), scalar(dt, group["weight_decay"])
-        gsign = scalar(dt, -1.0 if group.get("maximize") else 1.0)
+
+        def common():
+            return (scalar(dt, group["lr"]), scalar(dt, group["weight_decay"]),
+                    scalar(dt, -1.0 if group.get("maximize") else 1.0))
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), (lr, wd, gsign))
+            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(lambda c: common()))
             return
         buf = state.get("momentum_buffer")
-        first = buf is None
-        if first:
-            buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
-        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf),
-                  (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
-                   np.int32(bool(group["nesterov"])), np.int32(first), gsign))
+        first = [buf is None]
+        if first[0]:
+            with _capture.paused():
+                buf = state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
+
+        def tail(commit):
+            f = first[0]
+            if commit:
+                first[0] = False
+            lr, wd, gsign = common()
+            return (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
+                    np.int32(bool(group["nesterov"])), np.int32(f), gsign)
+        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
         bump_version(buf)

@@ -84,6 +84,9 @@ class Device:
     ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
     """
 
+    _capture = None  # the clgrad.capture.CUDAGraph recording now: takes launches, allocations,
+    #                  copies and fills of its thread (the one hook; see clgrad/capture.py)
+
     def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
                  index: int | None = None):
         self.cl_device = cl_device
@@ -142,6 +145,10 @@ class Device:
                  or if the runtime itself refuses (the message has what was asked, what is in
                  use and what the device has).
         """
+        if self._capture is not None:
+            buf = self._capture._alloc(self, nbytes)
+            if buf is not None:
+                return buf
         nbytes = max(int(nbytes), 16)
         with self._lock:
             if self.allocated + nbytes > self.total_memory:
@@ -253,6 +260,9 @@ class Device:
         argument on PoCL, these ~1 µs for all of them. Setting the arguments and enqueueing
         hold the device's lock: kernel objects are shared, so two threads must not interleave.
         """
+        if self._capture is not None and self._capture._launch(self, kernel, global_size,
+                                                               local_size, args):
+            return
         if local_size is not None:
             global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
         mem, val, other = [], [], ()
@@ -280,12 +290,17 @@ class Device:
     def copy(self, dst, src, **kwargs):
         """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued
         under the lock like every launch, then waited for outside it."""
+        if self._capture is not None and self._capture._copy(self, dst, src, kwargs):
+            return
         with self._lock:
             ev = cl.enqueue_copy(self.queue, dst, src, is_blocking=False, **kwargs)
         ev.wait()
 
     def fill(self, buffer, pattern: np.ndarray, offset: int, size: int):
         """``cl.enqueue_fill_buffer`` (bytes ``offset .. offset + size``), under the lock."""
+        if self._capture is not None and self._capture._fill(self, buffer, pattern, offset,
+                                                             size):
+            return
         with self._lock:
             cl.enqueue_fill_buffer(self.queue, buffer, pattern, offset, size)
 

@@ -1,0 +1,577 @@
+"""Captured kernel sequences: record a region's kernels once, replay them with no Python per op
+(PyTorch's CUDA graphs, ``torch.cuda.graph``; tinygrad's TinyJit).
+
+Capture. Between ``CUDAGraph.capture_begin()`` and ``capture_end()`` (or inside ``with
+clgrad.cuda.graph(g):``) every op runs its Python as usual (checks, shapes, autograd), but
+nothing reaches the device: clgrad/runtime/device.py: ``Device.launch``, ``alloc``, ``copy`` and
+``fill`` hand their work to the capturing graph (the hook is ``Device._capture``). A launch is
+recorded as a kernel object of its own (a clone of the cached one) with its arguments set
+once; a host-to-device copy as a copy of a snapshot of the host array; a fill as a fill. As in
+PyTorch, the capture runs nothing: the first ``replay()`` does the work once.
+
+Memory. Allocations during capture come from the graph's private memory pool (PyTorch's
+graph pool): a tensor freed during capture gives its block back to that pool only, where a
+later allocation of the same capture may reuse it, exactly as the eager run would; the pool
+holds every block until ``reset()``. Buffers from outside the capture that a recorded kernel
+uses (parameters, static inputs) are kept alive by the graph. Replays allocate nothing.
+
+Replay. ``replay()`` enqueues the recorded commands in order on the device's in-order queue
+(asynchronously: reading a result waits for it). Same kernels, same arguments, same order:
+a replay gives bit for bit what the eager region gives on the same data.
+
+Values that change between replays. Some kernel arguments are Python values that an eager
+step recomputes every time: the learning rate and Adam's bias corrections (from the step
+count), SGD's first-step flag, dropout's seed. Ops pass those through ``dynamic(fn)``:
+``fn(commit)`` returns the trailing by-value arguments of the next launch; eagerly it is called
+once with commit=True; under capture once with commit=False (placeholders, no side effect), and
+then once per replay with commit=True, just before that kernel is enqueued. So a replay draws
+dropout seeds from clgrad's generator in the order the eager step would, counts Adam's steps,
+and reads ``group['lr']`` as an LR scheduler left it.
+
+Refused, at capture time, with ``CaptureError`` naming the op: reading a tensor on the host
+(``item``, ``tolist``, ``numpy``, printing, ``nonzero``, ``unique``, ``masked_select``, ``bool``
+of a tensor, BatchNorm with ``momentum=None`` ...), host-side random draws
+(``randn``/``rand``/``normal_``/``nn.init`` ...: they would be baked in and repeat), work on a
+second device, or a capture inside a capture. Inside a capture the class-index losses
+(``cross_entropy``, ``nll_loss``) skip their host-side target range check; an out-of-range
+target then gives a NaN loss and gradient instead of an IndexError.
+
+Threads: only the thread that began the capture records; other threads' work on the device
+runs eagerly, as usual.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.tools
+
+from clgrad.runtime import device as runtime
+
+__all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
+           "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables"]
+
+_ACTIVE = [None]  # the graph capturing now (one at a time per process)
+
+
+class CaptureError(RuntimeError):
+    """Something in a captured region that a replay could not redo (see the module docstring);
+    the capture is abandoned."""
+
+
+def is_capturing() -> bool:
+    """True while the calling thread is capturing a graph."""
+    g = _ACTIVE[0]
+    return g is not None and g._thread == threading.get_ident()
+
+
+def is_current_stream_capturing() -> bool:
+    """``torch.cuda.is_current_stream_capturing()``: see ``is_capturing``."""
+    return is_capturing()
+
+
+def dynamic(fn):
+    """The trailing by-value arguments of the next kernel launch, recomputed at each replay.
+
+    ``fn(commit: bool) -> tuple`` of by-value kernel arguments (NumPy scalars, bytes). Eager:
+    returns ``fn(True)``. Under capture: returns ``fn(False)`` (values for the record only;
+    ``fn`` must then make no lasting change) and attaches ``fn`` to the next launch, whose last
+    ``len(result)`` arguments are reset from ``fn(True)`` just before each replay enqueues it.
+    A launch that does not end with exactly these objects (an op that skipped its launch)
+    drops the attachment.
+    """
+    g = _ACTIVE[0]
+    if g is None or g._thread != threading.get_ident():
+        return fn(True)
+    vals = tuple(fn(False))
+    g._pending = (fn, vals)
+    return vals
+
+
+def refuse_random(what: str = ""):
+    """Raise CaptureError for a host-side random draw inside a capture (called by
+    ``clgrad.creation.seed_generator``)."""
+    if is_capturing():
+        op = what or _op_name()
+        _ACTIVE[0]._abort()
+        raise CaptureError(
+            f"{op}: random numbers drawn on the host inside a captured region would be baked "
+            f"into the graph and repeat on every replay; make random tensors outside the "
+            f"captured region and copy them into static inputs (dropout is graph-safe: each "
+            f"replay draws a new seed)")
+
+
+class _PoolHandle:
+    """A private memory pool several graphs may share (``graph_pool_handle()``)."""
+
+    def __init__(self):
+        self._pools: dict = {}
+
+    def pool_for(self, dev):
+        p = self._pools.get(id(dev))
+        if p is None:
+            p = self._pools[id(dev)] = cl.tools.MemoryPool(
+                cl.tools.ImmediateAllocator(dev.queue))
+        return p
+
+
+def graph_pool_handle() -> _PoolHandle:
+    """``torch.cuda.graph_pool_handle()``: a memory pool to pass as ``pool=`` to several
+    captures, which then share their private memory (replay them in capture order)."""
+    return _PoolHandle()
+
+
+class CUDAGraph:
+    """``torch.cuda.CUDAGraph``: a recorded sequence of kernel launches, copies and fills.
+
+    Methods: ``capture_begin(pool=None, capture_error_mode=...)``, ``capture_end()``,
+             ``replay()``, ``reset()``, ``pool()``; clgrad adds ``num_kernels`` and
+             ``num_commands``.
+    Raises:  CaptureError (see the module docstring); RuntimeError for replaying a graph that
+             was not captured, or capturing while another capture runs
+    Differences from PyTorch: works on every OpenCL device (CPU runtimes too); values passed
+    through ``dynamic`` (learning rates, step counts, dropout seeds) are recomputed per replay,
+    so optimizers need no ``capturable=True`` and LR schedulers work; optimizer state that a
+    step would create (Adam's moments) is created eagerly outside the graph, so capturing the
+    very first step is fine.
+    """
+
+    def __init__(self, keep_graph: bool = False):
+        self._seq: list = []      # callables, replayed in order
+        self._keep: list = []     # outside buffers and host arrays the commands use
+        self._own: set = set()    # int_ptr of the blocks of the private pool
+        self._dev = None
+        self._pool_handle = None
+        self._thread = None
+        self._pending = None
+        self._captured = False
+        self._nkernels = 0
+        self._dynamic = 0
+
+    # -- capture --------------------------------------------------------------------------------
+    def capture_begin(self, pool=None, capture_error_mode: str = "global"):
+        """Start recording the calling thread's device work (see the module docstring)."""
+        if _ACTIVE[0] is not None:
+            raise RuntimeError("capture_begin: another graph is being captured; captures do "
+                               "not nest")
+        if self._captured:
+            self.reset()
+        if pool is not None and not isinstance(pool, _PoolHandle):
+            raise TypeError(f"capture_begin: expected pool from graph_pool_handle() or "
+                            f"CUDAGraph.pool(), got {type(pool).__name__}")
+        self._pool_handle = pool or _PoolHandle()
+        self._thread = threading.get_ident()
+        self._pending = None
+        _ACTIVE[0] = self
+        runtime.Device._capture = self
+
+    def capture_end(self):
+        """Stop recording; the graph is ready to ``replay``."""
+        if _ACTIVE[0] is not self:
+            raise RuntimeError("capture_end: this graph is not capturing")
+        self._stop()
+        self._captured = True
+
+    def _stop(self):
+        _ACTIVE[0] = None
+        runtime.Device._capture = None
+        self._pending = None
+
+    def _abort(self):
+        """End a capture that failed: nothing recorded is kept."""
+        if _ACTIVE[0] is self:
+            self._stop()
+        self._seq, self._keep = [], []
+        self._captured = False
+
+    # -- replay ---------------------------------------------------------------------------------
+    def replay(self):
+        """Enqueue the recorded commands in order (asynchronously, as every launch)."""
+        if not self._captured:
+            raise RuntimeError("replay: the graph was not captured (capture_begin/capture_end "
+                               "or `with clgrad.cuda.graph(g):` first)")
+        if _ACTIVE[0] is not None:
+            raise RuntimeError("replay: cannot replay a graph while a capture is running")
+        dev = self._dev
+        if dev is None:
+            return
+        with dev._lock:
+            for op in self._seq:
+                op()
+            runtime._LAUNCHES[0] += self._nkernels
+
+    def reset(self):
+        """Forget the recorded commands and free the private pool's unused blocks."""
+        if _ACTIVE[0] is self:
+            self._stop()
+        self._seq, self._keep, self._own = [], [], set()
+        self._captured = False
+        self._nkernels = self._dynamic = 0
+        if self._pool_handle is not None and self._dev is not None:
+            self._pool_handle.pool_for(self._dev).free_held()
+        self._dev = None
+
+    def pool(self) -> _PoolHandle:
+        """The graph's memory pool (pass as ``pool=`` to share it with another capture)."""
+        if self._pool_handle is None:
+            self._pool_handle = _PoolHandle()
+        return self._pool_handle
+
+    @property
+    def num_kernels(self) -> int:
+        """Kernel launches one replay enqueues (clgrad's addition)."""
+        return self._nkernels
+
+    @property
+    def num_commands(self) -> int:
+        """Commands one replay enqueues: kernels, copies and fills (clgrad's addition)."""
+        return len(self._seq)
+
+    def __del__(self):
+        if _ACTIVE[0] is self:
+            self._stop()
+
+    # -- hooks called by clgrad.runtime.Device ---------------------------------------------------
+    def _mine(self, dev) -> bool:
+        if self._thread != threading.get_ident():
+            return False
+        if self._dev is None:
+            self._dev = dev
+        elif dev is not self._dev:
+            self._abort()
+            raise CaptureError(f"{_op_name()}: a captured region may use one device; it used "
+                               f"{self._dev.name!r} and then {dev.name!r}")
+        return True
+
+    def _launch(self, dev, kernel, global_size, local_size, args) -> bool:
+        if not self._mine(dev):
+            return False
+        if local_size is not None:
+            global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
+        global_size = tuple(global_size)
+        local_size = None if local_size is None else tuple(local_size)
+        k = cl.Kernel(kernel.program, kernel.function_name)
+        mem, val, other = [], [], []
+        for i, a in enumerate(args):
+            if isinstance(a, runtime._BY_VALUE):
+                val += (i, a)
+            elif isinstance(a, cl.MemoryObjectHolder):
+                mem += (i, a)
+                if a.int_ptr not in self._own:
+                    self._keep.append(a)  # from outside the capture: keep it alive
+            else:
+                other.append((i, a))
+                self._keep.append(a)
+        for i, a in other:
+            k.set_arg(i, a)
+        if mem:
+            k._set_arg_multi(tuple(mem))
+        if val:
+            k._set_arg_buf_multi(tuple(val))
+        pend, self._pending = self._pending, None
+        q = dev.queue
+        if pend is not None and len(pend[1]) <= len(args) and all(
+                a is b for a, b in zip(args[len(args) - len(pend[1]):], pend[1])):
+            fn, start = pend[0], len(args) - len(pend[1])
+
+            def op(k=k, g=global_size, l=local_size, fn=fn, start=start):
+                k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
+                                           for x in (start + i, v)))
+                runtime._enqueue(q, k, g, l, None, None, False, False)
+            self._dynamic += 1
+        else:
+            op = functools.partial(runtime._enqueue, q, k, global_size, local_size, None, None,
+                                   False, False)
+        self._seq.append(op)
+        self._nkernels += 1
+        return True
+
+    def _alloc(self, dev, nbytes: int):
+        if not self._mine(dev):
+            return None
+        nbytes = max(int(nbytes), 16)
+        with dev._lock:
+            if dev.allocated + nbytes > dev.total_memory:
+                raise dev.out_of_memory(nbytes)
+            try:
+                buf = self._pool_handle.pool_for(dev).allocate(nbytes)
+            except (cl.MemoryError, cl.RuntimeError, MemoryError):
+                raise dev.out_of_memory(nbytes) from None
+            dev.allocated += nbytes
+        self._own.add(buf.int_ptr)
+        return buf
+
+    def _copy(self, dev, dst, src, kwargs) -> bool:
+        if not self._mine(dev):
+            return False
+        if not isinstance(dst, cl.MemoryObjectHolder):
+            op = _op_name()
+            self._abort()
+            raise CaptureError(
+                f"{op}: reads a tensor on the host (a device-to-host copy) inside a captured "
+                f"region; a replay cannot give the value back to Python. Read results after "
+                f"replay() from the static outputs, outside the captured region")
+        if isinstance(src, cl.MemoryObjectHolder):
+            for b in (dst, src):
+                if b.int_ptr not in self._own:
+                    self._keep.append(b)
+            held = src
+        else:
+            held = np.array(src, copy=True)  # a snapshot: the eager copy reads it now
+            self._keep.append(held)
+            if dst.int_ptr not in self._own:
+                self._keep.append(dst)
+        q = dev.queue
+        self._seq.append(functools.partial(cl.enqueue_copy, q, dst, held, is_blocking=False,
+                                           **kwargs))
+        return True
+
+    def _fill(self, dev, buffer, pattern, offset, size) -> bool:
+        if not self._mine(dev):
+            return False
+        if buffer.int_ptr not in self._own:
+            self._keep.append(buffer)
+        pattern = np.array(pattern, copy=True)
+        self._keep.append(pattern)
+        self._seq.append(functools.partial(cl.enqueue_fill_buffer, dev.queue, buffer, pattern,
+                                           offset, size))
+        return True
+
+
+class graph:
+    """``with clgrad.cuda.graph(g, pool=None, stream=None, capture_error_mode=...):`` captures
+    the block into ``g`` (a CUDAGraph). On an exception the capture is abandoned and the
+    exception propagates. ``stream`` is accepted and ignored (one queue per device)."""
+
+    def __init__(self, cuda_graph: CUDAGraph, pool=None, stream=None,
+                 capture_error_mode: str = "global"):
+        if not isinstance(cuda_graph, CUDAGraph):
+            raise TypeError(f"graph: expected a CUDAGraph, got {type(cuda_graph).__name__}")
+        self.cuda_graph = cuda_graph
+        self.pool = pool
+        self.capture_error_mode = capture_error_mode
+
+    def __enter__(self):
+        self.cuda_graph.capture_begin(pool=self.pool,
+                                      capture_error_mode=self.capture_error_mode)
+        return self.cuda_graph
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.cuda_graph._abort()
+            return False
+        self.cuda_graph.capture_end()
+        return False
+
+
+_NOT_OPS = frozenset(("__call__", "_call_impl", "_wrapped_call_impl", "forward", "wrapper",
+                      "wrapped", "inner", "decorate_context"))
+
+
+def _op_name() -> str:
+    """The outermost clgrad function on the stack below the first frame of user code: the op
+    the user called (``item``, ``nonzero`` ...)."""
+    f = sys._getframe(1)
+    name = None
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if not (mod == "clgrad" or mod.startswith("clgrad.")):
+            break
+        code = f.f_code.co_name
+        private = code.startswith("_") and not code.endswith("__")
+        if mod not in ("clgrad.runtime", "clgrad.capture") and not code.startswith(
+                "<") and code not in _NOT_OPS and not private:
+            name = code
+        f = f.f_back
+    return name or "an op"
+
+
+class paused:
+    """``with paused():`` runs its block eagerly even inside a capture (optimizer state that
+    must exist before the graph, made once, never replayed). A no-op outside a capture."""
+
+    def __enter__(self):
+        self._g = _ACTIVE[0] if is_capturing() else None
+        if self._g is not None:
+            _ACTIVE[0] = None
+            runtime.Device._capture = None
+        return self
+
+    def __exit__(self, *exc):
+        if self._g is not None:
+            _ACTIVE[0] = self._g
+            runtime.Device._capture = self._g
+        return False
+
+
+# -- torch.compile(mode="reduce-overhead") ---------------------------------------------------------
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",  # noqa: A001
+            mode=None, options=None, disable: bool = False):
+    """``torch.compile``. ``mode="reduce-overhead"`` returns a callable that replays captured
+    kernels (see the module docstring); any other mode (None, "default", "max-autotune" ...)
+    returns ``model`` unchanged (clgrad has no graph compiler: it runs eagerly). Usable as
+    ``compile(fn, ...)`` or as a decorator ``@compile(mode=...)``.
+
+    The replaying callable, per signature (the shapes, dtypes, devices and requires_grad of
+    the tensor arguments, the other arguments, and grad mode): the first call runs ``fn``
+    eagerly (a warm-up: optimizer state, cached kernels), the second captures it and replays
+    it once, later calls copy the tensor arguments into the captured static inputs and replay.
+    A new signature captures anew. Returns the static outputs, detached: the next call
+    overwrites them (``.clone()`` what you keep). Falls back to running ``fn`` eagerly, with a
+    warning once, when the capture is refused (CaptureError: a host read, host randomness),
+    or when an output still has a backward graph (a forward whose outputs the caller
+    differentiates: the replayed kernels cannot feed autograd). Tensors ``fn`` reaches other
+    than through its arguments (parameters, buffers) are used in place, as in CUDA graphs.
+    """
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    if disable or mode != "reduce-overhead":
+        return model
+    return _Replayed(model)
+
+
+class _Replayed:
+    """The callable ``compile(fn, mode="reduce-overhead")`` returns (see ``compile``)."""
+
+    def __init__(self, fn):
+        self._fn = fn
+        self._entries: dict = {}
+        self._warned = False
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        from clgrad.autograd import is_grad_enabled
+        flat = list(args) + [kwargs[k] for k in sorted(kwargs)]
+        try:
+            key = (is_grad_enabled(), tuple(sorted(kwargs)), tuple(_sig(a) for a in flat))
+            hash(key)
+        except TypeError:  # an unhashable argument: no signature to replay by
+            return self._eager("an argument is not hashable", args, kwargs)
+        e = self._entries.get(key)
+        if e is None:
+            self._entries[key] = "warm"
+            return self._fn(*args, **kwargs)
+        if e == "eager":
+            return self._fn(*args, **kwargs)
+        if e == "warm":
+            return self._capture(key, args, kwargs, flat)
+        statics, g, outs = e
+        for s, a in zip(statics, flat):
+            if s is not None:
+                s.copy_(a)
+        g.replay()
+        return outs
+
+    def _capture(self, key, args, kwargs, flat):
+        from clgrad.autograd import no_grad
+        from clgrad.tensor import Tensor
+        statics = []
+        with no_grad():
+            for a in flat:
+                if isinstance(a, Tensor):
+                    s = a.detach().clone()
+                    statics.append(s.requires_grad_(a.requires_grad))
+                else:
+                    statics.append(None)
+        st = [s if s is not None else a for s, a in zip(statics, flat)]
+        sargs, skw = st[:len(args)], dict(zip(sorted(kwargs), st[len(args):]))
+        g = CUDAGraph()
+        try:
+            with graph(g):
+                out = self._fn(*sargs, **skw)
+        except CaptureError as err:
+            self._entries[key] = "eager"
+            return self._eager(str(err), args, kwargs)
+        if any(isinstance(t, Tensor) and t.grad_fn is not None and
+               t.grad_fn.backward_fn is not None for t in _leaves(out)):
+            self._entries[key] = "eager"
+            return self._eager("an output has a backward graph (replayed kernels cannot "
+                               "feed autograd)", args, kwargs)
+        outs = _map(out, lambda t: t.detach() if isinstance(t, Tensor) and
+                    t.requires_grad and not t.is_leaf else t)
+        self._entries[key] = (statics, g, outs)
+        for s, a in zip(statics, flat):  # this call's own inputs (identical now; cheap)
+            if s is not None:
+                s.copy_(a)
+        g.replay()
+        return outs
+
+    def __getattr__(self, name):  # a compiled Module keeps its attributes (parameters ...)
+        if name.startswith("__") or name in ("_fn", "_entries", "_warned"):
+            raise AttributeError(name)
+        return getattr(self._fn, name)
+
+    @staticmethod
+    def _key(args) -> tuple:
+        from clgrad.autograd import is_grad_enabled
+        return (is_grad_enabled(), (), tuple(_sig(a) for a in args))
+
+    def _eager(self, why, args, kwargs):
+        if not self._warned:
+            import warnings
+            warnings.warn(f"compile(mode='reduce-overhead'): running "
+                          f"{getattr(self._fn, '__name__', 'the function')} eagerly: {why}",
+                          stacklevel=3)
+            self._warned = True
+        return self._fn(*args, **kwargs)
+
+
+def _sig(a):
+    from clgrad.tensor import Tensor
+    if isinstance(a, Tensor):
+        return ("T", tuple(a.shape), a.dtype.name, id(a._storage.device), a.requires_grad)
+    return ("V", a)
+
+
+def _leaves(x):
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _leaves(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _leaves(y)
+    else:
+        yield x
+
+
+def _map(x, f):
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_map(y, f) for y in x)
+    if isinstance(x, dict):
+        return {k: _map(v, f) for k, v in x.items()}
+    return f(x)
+
+
+def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3,
+                           allow_unused_input: bool = False, pool=None):
+    """``torch.cuda.make_graphed_callables``, for callables whose outputs are not
+    differentiated afterwards (inference, or a whole training step): each callable is run
+    ``num_warmup_iters`` times on its sample arguments, then captured; the returned callable
+    copies its tensor arguments into the static inputs, replays and returns the static
+    outputs (detached; overwritten by the next call). A tuple of callables gives a tuple.
+    Raises:  NotImplementedError when an output has a backward graph (PyTorch then graphs the
+             backward pass separately; clgrad does not), CaptureError as for a capture.
+    """
+    single = not isinstance(callables, tuple)
+    fns = (callables,) if single else callables
+    samples = (sample_args,) if single else sample_args
+    out = []
+    for fn, sample in zip(fns, samples):
+        sample = sample if isinstance(sample, tuple) else (sample,)
+        for _ in range(num_warmup_iters):
+            fn(*sample)
+        r = _Replayed(fn)
+        r._entries[r._key(sample)] = "warm"
+        r._eager = _refuse_eager
+        r(*sample)
+        out.append(r)
+    return out[0] if single else tuple(out)
+
+
+def _refuse_eager(why, args, kwargs):
+    raise NotImplementedError(f"make_graphed_callables: cannot graph this callable: {why}")
+

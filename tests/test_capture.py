@@ -1,0 +1,369 @@
+"""Captured kernel sequences (clgrad/capture.py): replays equal the eager steps bit for bit,
+re-capture on new signatures, clear refusals, no memory growth. The oracle is the same model
+trained eagerly on the same batches (same kernels, same order: equal bits)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import clgrad as torch
+import clgrad.nn.functional as F
+from clgrad import nn
+from clgrad.capture import CaptureError
+
+STEPS = 4
+
+
+def _net(p_drop):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Dropout(p_drop), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+
+
+def _opt(name, params):
+    multi = name.endswith("-foreach")
+    name = name.removesuffix("-foreach")
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-3, foreach=multi)
+    if name == "sgd0":
+        return torch.optim.SGD(params, lr=0.1, weight_decay=1e-3, foreach=multi)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-2, weight_decay=1e-3, foreach=multi)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-2, fused=multi)
+    return torch.optim.RMSprop(params, lr=1e-2, momentum=0.5)
+
+
+def _batches():
+    rng = np.random.default_rng(7)
+    return [(rng.standard_normal((2, 3, 6, 6)).astype(np.float32),
+             rng.integers(0, 5, 2).astype(np.int64)) for _ in range(STEPS)]
+
+
+def _step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def _train(opt_name, mode, p_drop=0.3):
+    """Per-step losses and the final parameters and buffers; mode 'eager', 'graph' (capture
+    before any eager step) or 'compile'; the learning rate changes every step."""
+    model = _net(p_drop)
+    opt = _opt(opt_name, model.parameters())
+    torch.manual_seed(123)  # the dropout seeds
+    losses = []
+    if mode == "graph":
+        sx, sy = torch.zeros(2, 3, 6, 6), torch.zeros(2, dtype=torch.int64)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            sloss = _step(model, opt, sx, sy)
+    elif mode == "compile":
+        step = torch.compile(lambda x, y: _step(model, opt, x, y), mode="reduce-overhead")
+    for i, (xb, yb) in enumerate(_batches()):
+        for group in opt.param_groups:
+            group["lr"] = 0.05 / (i + 1)
+        x, y = torch.tensor(xb), torch.tensor(yb)
+        if mode == "eager":
+            loss = _step(model, opt, x, y)
+        elif mode == "graph":
+            sx.copy_(x)
+            sy.copy_(y)
+            g.replay()
+            loss = sloss
+        else:
+            loss = step(x, y)
+        losses.append(loss.item())
+    state = [t.detach().numpy() for t in model.state_dict().values()]
+    return losses, state
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "adam", "adamw", "rmsprop", "sgd-foreach",
+                                      "adamw-foreach"])
+@pytest.mark.parametrize("mode", ["graph", "compile"])
+def test_replay_equals_eager_bitwise(opt_name, mode):
+    ref_losses, ref_state = _train(opt_name.removesuffix("-foreach"), "eager")
+    losses, state = _train(opt_name, mode)
+    assert losses == ref_losses
+    assert len(state) == len(ref_state)
+    for a, b in zip(state, ref_state):
+        assert a.tobytes() == b.tobytes()
+    assert len(set(ref_losses)) == STEPS  # the steps did change the model
+
+
+def test_dropout_replays_draw_new_masks():
+    x = torch.ones(64)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = F.dropout(x, 0.5, training=True)
+    masks = []
+    for _ in range(3):
+        g.replay()
+        masks.append(y.numpy() != 0)
+    assert not np.array_equal(masks[0], masks[1])
+    assert not np.array_equal(masks[1], masks[2])
+    torch.manual_seed(5)
+    g.replay()
+    replayed = y.numpy()
+    torch.manual_seed(5)
+    eager = F.dropout(x, 0.5, training=True).numpy()
+    assert replayed.tobytes() == eager.tobytes()
+
+
+def test_replay_of_forward_follows_static_input():
+    torch.manual_seed(1)
+    w = torch.randn(3, 2)
+    x = torch.zeros(4, 3)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = (x @ w).relu() + 1
+    wn = w.numpy()
+    for s in range(3):
+        xn = np.random.default_rng(s).standard_normal((4, 3)).astype(np.float32)
+        x.copy_(torch.tensor(xn))
+        g.replay()
+        assert y.numpy().tobytes() == ((torch.tensor(xn) @ w).relu() + 1).numpy().tobytes()
+        np.testing.assert_allclose(y.numpy(), np.maximum(xn @ wn, 0) + 1, rtol=1e-5)
+    assert g.num_kernels >= 3
+
+
+def test_compile_recaptures_on_new_shape():
+    calls = []
+
+    def f(x):
+        calls.append(tuple(x.shape))
+        return x * 2 + 1
+
+    cf = torch.compile(f, mode="reduce-overhead")
+    for n in (3, 3, 3, 5, 5, 5, 3):
+        xn = np.arange(n, dtype=np.float32) + n
+        out = cf(torch.tensor(xn))
+        np.testing.assert_array_equal(out.numpy(), xn * 2 + 1)
+    # eager, capture, (replay), eager, capture, (replay), replay: Python ran 4 times
+    assert calls == [(3,), (3,), (5,), (5,)]
+
+
+def test_compile_other_modes_are_identity():
+    def f(x):
+        return x + 1
+    assert torch.compile(f) is f
+    assert torch.compile(mode="default")(f) is f
+
+
+def _embedding():
+    m = nn.Embedding(5, 2)
+    return lambda x: m(torch.tensor([1, 2]))
+
+
+def _bn_cumulative():
+    m = nn.BatchNorm1d(4, momentum=None)
+    return lambda x: m(x.reshape(1, 4).repeat(2, 1))
+
+
+@pytest.mark.parametrize("setup,op", [
+    (lambda: lambda x: (x + 1).sum().item(), "item"),
+    (lambda: lambda x: x.tolist(), "tolist"),
+    (lambda: lambda x: x.numpy(), "numpy"),
+    (lambda: lambda x: x.nonzero(), "nonzero"),
+    (lambda: lambda x: torch.randn(3), "randn"),
+    (lambda: lambda x: x.normal_(), "normal_"),
+    (_embedding, "embedding"),
+    (_bn_cumulative, "item"),
+])
+def test_unsupported_ops_refused_at_capture(setup, op):
+    x = torch.ones(4)
+    what = setup()
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(CaptureError, match=f"^{op}: "):
+        with torch.cuda.graph(g):
+            what(x)
+    assert not torch.cuda.is_current_stream_capturing()
+    assert (x + 1).numpy().tolist() == [2.0] * 4  # eager works again afterwards
+    with pytest.raises(RuntimeError, match="not captured"):
+        g.replay()
+
+
+def test_compile_falls_back_to_eager_with_one_warning():
+    def f(x):
+        return x * float((x > 0).sum().item())
+    cf = torch.compile(f, mode="reduce-overhead")
+    x = torch.tensor([1.0, -2.0, 3.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        outs = [cf(x).numpy() for _ in range(4)]
+    assert sum("eagerly" in str(m.message) for m in w) == 1
+    for o in outs:
+        np.testing.assert_array_equal(o, [2.0, -4.0, 6.0])
+
+
+def test_captured_cross_entropy_out_of_range_target_gives_nan():
+    x = torch.zeros(2, 3)
+    t = torch.tensor([0, 1])
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        loss = F.cross_entropy(x, t)
+    g.replay()
+    np.testing.assert_allclose(loss.item(), np.log(3.0), rtol=1e-6)
+    t.copy_(torch.tensor([0, 7]))
+    g.replay()
+    assert np.isnan(loss.item())
+
+
+def test_no_memory_growth_over_many_replays():
+    x = torch.ones(16)
+    w = torch.full((16,), 0.5)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ((x * w).exp() - 1).sum()
+    g.replay()
+    before = torch.memory_allocated()
+    dev = x._storage.device
+    held = dev.allocated
+    for _ in range(2000):
+        g.replay()
+    assert torch.memory_allocated() == before
+    assert dev.allocated == held
+    np.testing.assert_allclose(y.item(), 16 * (np.exp(0.5) - 1), rtol=1e-6)
+
+
+def test_graph_pool_frees_with_reset_and_replay_after_reset_raises():
+    x = torch.ones(8)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x * 3
+    g.replay()
+    assert y.numpy().tolist() == [3.0] * 8
+    g.reset()
+    with pytest.raises(RuntimeError, match="not captured"):
+        g.replay()
+
+
+def test_make_graphed_callables():
+    torch.manual_seed(2)
+    lin = nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    with torch.no_grad():
+        f = torch.cuda.make_graphed_callables(lin, (x,))
+        x2 = torch.randn(4, 3)
+        out = f(x2).numpy()
+        ref = lin(x2).numpy()
+    assert out.tobytes() == ref.tobytes()
+
+
+def test_compiled_module_keeps_attributes_and_replays():
+    torch.manual_seed(3)
+    lin = nn.Linear(3, 2)
+    cl = torch.compile(lin, mode="reduce-overhead")
+    assert len(list(cl.parameters())) == 2
+    assert cl.in_features == 3
+    with torch.no_grad():
+        for s in range(4):
+            x = torch.randn(5, 3)
+            assert cl(x).numpy().tobytes() == lin(x).numpy().tobytes()
+
+
+def test_replay_inside_a_capture_is_refused():
+    x = torch.ones(4)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = x + 1
+    g2 = torch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="while a capture is running"):
+        with torch.cuda.graph(g2):
+            g.replay()
+    g.replay()
+    assert y.numpy().tolist() == [2.0] * 4
+
+
+def test_optimizer_execution_flags_accepted():
+    p = torch.zeros(2, requires_grad=True)
+    torch.optim.Adam([p], capturable=True, foreach=True, fused=False)
+    torch.optim.AdamW([p], capturable=True)
+    torch.optim.SGD([p], lr=0.1, foreach=False, fused=None)
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        torch.optim.SGD([p], lr=0.1, differentiable=True)
+
+
+def test_compile_keys_on_grad_mode_and_kwargs():
+    calls = []
+
+    def f(x, *, scale):
+        calls.append(torch.is_grad_enabled())
+        return x * scale
+
+    cf = torch.compile(f, mode="reduce-overhead")
+    x = torch.tensor([1.0, 2.0])
+    for _ in range(3):
+        assert cf(x, scale=3.0).numpy().tolist() == [3.0, 6.0]
+    with torch.no_grad():
+        for _ in range(3):
+            assert cf(x, scale=3.0).numpy().tolist() == [3.0, 6.0]
+    assert cf(x, scale=2.0).numpy().tolist() == [2.0, 4.0]  # another value: another entry
+    assert calls == [True, True, False, False, True]
+
+
+def test_shared_pool_between_graphs():
+    x = torch.ones(4)
+    pool = torch.cuda.graph_pool_handle()
+    g1, g2 = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g1, pool=pool):
+        y = x * 2
+    with torch.cuda.graph(g2, pool=pool):
+        z = y + 1
+    g1.replay()
+    g2.replay()
+    assert z.numpy().tolist() == [3.0] * 4
+    x.copy_(torch.full((4,), 5.0))
+    g1.replay()
+    g2.replay()
+    assert z.numpy().tolist() == [11.0] * 4
+
+
+def test_main_job_with_compile_matches_eager_bitwise(tmp_path, monkeypatch):
+    """The digits job (BatchNorm, dropout, AdamW, cosine LR, a partial last batch) with
+    --compile gives the same per-epoch losses and accuracies as the eager job."""
+    import argparse
+
+    from clgrad.train import fit
+
+    def run(compiled):
+        args = argparse.Namespace(dataset="digits", data=None, epochs=2, batch_size=64,
+                                  lr=3e-3, weight_decay=1e-4, device=None,
+                                  out=str(tmp_path / str(compiled)), resume=None, seed=0,
+                                  quiet=True, val_fraction=0.1, compile=compiled)
+        return fit(args)["history"]
+    replays = []
+    real = torch.cuda.CUDAGraph.replay
+    monkeypatch.setattr(torch.cuda.CUDAGraph, "replay",
+                        lambda g: (replays.append(g.num_kernels), real(g))[1])
+    eager = run(False)
+    assert not replays
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # no fall-back to eager
+        replayed = run(True)
+    assert len(replays) > 20 and min(replays) > 20  # most steps replayed, whole steps
+    for k in ("train_loss", "train_acc", "val_loss", "val_acc"):
+        assert replayed[k] == eager[k], k
+    assert eager["train_loss"][1] < eager["train_loss"][0]
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "sgd0", "adam", "adamw"])
+def test_foreach_step_equals_single_tensor_step_bitwise(opt_name):
+    """foreach/fused (4 parameters per launch) gives the single-tensor path's bits, with
+    fewer launches."""
+    from clgrad.runtime import launch_count
+    ref_losses, ref_state = _train(opt_name, "eager")
+    losses, state = _train(opt_name + "-foreach", "eager")
+    assert losses == ref_losses
+    for a, b in zip(state, ref_state):
+        assert a.tobytes() == b.tobytes()
+    model = _net(0.3)
+    opt = _opt(opt_name + "-foreach", model.parameters())
+    for p in model.parameters():
+        p.grad = torch.ones_like(p)
+    opt.step()  # the first step also makes the state (fills)
+    n0 = launch_count()
+    opt.step()
+    assert launch_count() - n0 == 2  # 6 parameters: two launches of up to 4
