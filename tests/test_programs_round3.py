@@ -15,11 +15,24 @@ import re
 
 import numpy as np
 import pytest
-from test_programs import PROGRAMS, _compare_first_steps, _torch, load_program, \
-    rewrite_imports
-from test_programs import programs  # noqa: F401  (the fixture)
+from test_programs import (
+    PROGRAMS,
+    _compare_first_steps,
+    _torch,
+    load_program,
+    rewrite_imports,
+)
 
 import clgrad
+
+
+@pytest.fixture
+def programs(monkeypatch, tmp_path):
+    """Programs import local_data from their folder and write checkpoints into the cwd."""
+    monkeypatch.syspath_prepend(str(PROGRAMS))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
 
 NAMES = ("dcgan", "super_resolution", "fast_neural_style", "densenet", "resnext",
          "shufflenet_v2")
@@ -63,13 +76,13 @@ def _assert_grads_match(cm, t64):
 
 def test_dcgan_trains(programs, capsys):
     prog = load_program("dcgan")
-    netG, netD, history, fake = prog.main(["--train-size", "128", "--niter", "2",
+    _, _, history, fake = prog.main(["--train-size", "128", "--niter", "2",
                                            "--manualSeed", "1", "--lr", "0.001"])
     out = capsys.readouterr().out
     assert "Random Seed:  1" in out and out.count("Loss_D:") == len(history) == 8
     assert "ConvTranspose2d(16, 32, kernel_size=(4, 4), stride=(1, 1), bias=False)" in out
     assert clgrad.backends.cudnn.benchmark is True
-    errD, errG, D_x, D_G_z1, D_G_z2 = np.array(history).T
+    errD, errG, D_x, _, _ = np.array(history).T
     assert np.all(np.isfinite(errD)) and np.all(np.isfinite(errG))
     # the discriminator learns to tell real from fake on the first iterations
     assert D_x[3:].mean() > D_x[0] and errD[3:].mean() < errD[0]
@@ -210,6 +223,13 @@ def test_fast_neural_style_gram_matrix_and_normalize_batch(programs):
 
 
 def test_fast_neural_style_first_steps_match_pytorch(programs):
+    """Losses of three Adam steps against PyTorch's, and at every step clgrad's gradients
+    against PyTorch's float64 gradients at clgrad's own parameters. The parameters are not
+    compared with PyTorch's after the steps: the conv biases in front of InstanceNorm have a
+    float64 gradient of ~1e-13 (they cancel), so Adam's per-element normalisation turns
+    float32 rounding into steps of +-lr there in both frameworks, and the two trajectories
+    part by up to 1e-4 in the weights (PyTorch float32 vs float64 parts as far after one step:
+    2e-3 in one element of conv2's weight)."""
     torch = _torch()
     tp, cp = load_program("fast_neural_style", "torch"), load_program("fast_neural_style")
     torch.manual_seed(0)
@@ -217,7 +237,7 @@ def test_fast_neural_style_first_steps_match_pytorch(programs):
     cT, cV = cp.TransformerNet(8, 2), cp.LossNet()
     _copy_weights(tT, cT)
     _copy_weights(tV, cV)
-    t64T, t64V = copy.deepcopy(tT).double(), copy.deepcopy(tV).double()
+    t64V = copy.deepcopy(tV).double()
     x = tp.images(4).numpy()
     style = x[-1:, :, :, ::-1].copy()
 
@@ -228,8 +248,6 @@ def test_fast_neural_style_first_steps_match_pytorch(programs):
         grams = prog.style_grams(V, st, 4)
         return prog.loss_terms(T, V, xt, grams, fw.nn.MSELoss(), 1e5, 1e10)
 
-    c64, s64 = terms(tp, torch, t64T, t64V, torch.float64)
-    (c64 + s64).backward()
     topt, copt = torch.optim.Adam(tT.parameters(), 1e-3), clgrad.optim.Adam(cT.parameters(), 1e-3)
     for step in range(3):
         topt.zero_grad()
@@ -240,8 +258,106 @@ def test_fast_neural_style_first_steps_match_pytorch(programs):
         assert cs.item() == pytest.approx(ts.item(), rel=1e-5), f"style, step {step}"
         (tc + ts).backward()
         (cc + cs).backward()
-        if step == 0:
-            _assert_grads_match(cT, t64T)
+        t64T = tp.TransformerNet(8, 2).double()
+        t64T.load_state_dict({k: torch.from_numpy(v.numpy().astype(np.float64))
+                              for k, v in cT.state_dict().items()})
+        sum(terms(tp, torch, t64T, t64V, torch.float64)).backward()
+        _assert_grads_match(cT, t64T)
         topt.step()
         copt.step()
-    _assert_same_state(tT, cT)
+
+
+# -- (4) torchvision's DenseNet with torch.utils.checkpoint ----------------------------------
+
+_CLS_ARGS = ["--epochs", "3", "--train-size", "256", "--test-size", "100"]
+
+
+def test_densenet_memory_efficient_trains(programs, capsys):
+    prog = load_program("densenet")
+    model, history = prog.main(_CLS_ARGS)
+    capsys.readouterr()
+    assert model.features.denseblock1.denselayer1.memory_efficient
+    assert np.mean(history[-1][0]) < np.mean(history[0][0])   # clgrad 2.16 -> 1.22
+    assert history[-1][1] >= 0.2                               # chance 0.1; clgrad 0.28
+
+
+def test_densenet_checkpointed_layer_matches_the_plain_one(programs):
+    """memory_efficient=True (cp.checkpoint of the bottleneck, use_reentrant=False) gives the
+    same loss and gradients as memory_efficient=False on the same weights."""
+    prog = load_program("densenet")
+    x, y = prog.cifar_like(train=True, n=8)
+    grads = []
+    for me in (True, False):
+        clgrad.manual_seed(0)
+        model = prog.small_densenet(memory_efficient=me)
+        loss = clgrad.nn.CrossEntropyLoss()(model(clgrad.from_numpy(x)), clgrad.from_numpy(y))
+        loss.backward()
+        grads.append([loss.item()] + [p.grad.numpy() for p in model.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_densenet_first_steps_match_pytorch(programs):
+    torch = _torch()
+    x, y = load_program("densenet").cifar_like(train=True, n=16)
+    _compare_first_steps(
+        "densenet", lambda p: p.small_densenet(memory_efficient=True), (x, y),
+        loss=lambda p, F, out, t: p.nn.CrossEntropyLoss()(out, t),
+        optimizer=lambda optim, params: optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True,
+                                                  weight_decay=1e-4),
+        eval_mode=False, torch=torch)
+
+
+# -- (5) ResNeXt ----------------------------------------------------------------------------
+
+def test_resnext_trains(programs, capsys):
+    prog = load_program("resnext")
+    model, history = prog.main(["--epochs", "2", "--train-size", "128", "--test-size", "100"])
+    out = capsys.readouterr().out
+    assert model.layer1[0].conv2.groups == 32
+    assert np.mean(history[-1][0]) < np.mean(history[0][0])
+    assert out.count("| Acc:") == 2
+
+
+def test_resnext_first_steps_match_pytorch(programs):
+    torch = _torch()
+    # n=12: with n=8 and n=16 one BatchNorm output in float64 lies within 5e-7 of zero (a few
+    # float32 ulps) and clgrad's float32 value has the other sign, so that ReLU passes the
+    # gradient of one element which BatchNorm's backward then spreads over the channel
+    # (measured: -4.8e-7 in float64, +3.4e-7 in clgrad, layer2.0.bn2 channel 38 at n=16);
+    # that is rounding, not an error, and the float64 gradient check cannot tell the two apart
+    x, y = load_program("resnext").cifar_like(train=True, n=12)
+    _compare_first_steps(
+        "resnext", lambda p: p.ResNeXt_small(), (x, y),
+        loss=lambda p, F, out, t: p.nn.CrossEntropyLoss()(out, t),
+        optimizer=lambda optim, params: optim.SGD(params, lr=0.01, momentum=0.9,
+                                                  weight_decay=5e-4),
+        eval_mode=False, torch=torch)
+
+
+# -- (6) ShuffleNetV2 -----------------------------------------------------------------------
+
+def test_shufflenet_v2_trains(programs, capsys):
+    prog = load_program("shufflenet_v2")
+    _, history = prog.main(_CLS_ARGS)
+    capsys.readouterr()
+    assert np.mean(history[-1][0]) < np.mean(history[0][0])   # clgrad 2.03 -> 0.86
+    assert history[-1][1] >= 0.2                               # chance 0.1; clgrad 0.30
+
+
+def test_shufflenet_channel_shuffle(programs):
+    prog = load_program("shufflenet_v2")
+    x = np.arange(2 * 6 * 2 * 3, dtype=np.float32).reshape(2, 6, 2, 3)
+    out = prog.channel_shuffle(clgrad.from_numpy(x), 2).numpy()
+    np.testing.assert_array_equal(out, x[:, [0, 3, 1, 4, 2, 5]])
+
+
+def test_shufflenet_v2_first_steps_match_pytorch(programs):
+    torch = _torch()
+    x, y = load_program("shufflenet_v2").cifar_like(train=True, n=16)
+    _compare_first_steps(
+        "shufflenet_v2", lambda p: p.shufflenet_small(), (x, y),
+        loss=lambda p, F, out, t: p.nn.CrossEntropyLoss(label_smoothing=0.1)(out, t),
+        optimizer=lambda optim, params: optim.SGD(params, lr=0.1, momentum=0.9,
+                                                  weight_decay=4e-5),
+        eval_mode=False, torch=torch)
