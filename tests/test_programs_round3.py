@@ -76,8 +76,8 @@ def _assert_grads_match(cm, t64):
 
 def test_dcgan_trains(programs, capsys):
     prog = load_program("dcgan")
-    _, _, history, fake = prog.main(["--train-size", "128", "--niter", "2",
-                                           "--manualSeed", "1", "--lr", "0.001"])
+    netG, _, history, fake = prog.main(["--train-size", "128", "--niter", "2",
+                                              "--manualSeed", "1", "--lr", "0.001"])
     out = capsys.readouterr().out
     assert "Random Seed:  1" in out and out.count("Loss_D:") == len(history) == 8
     assert "ConvTranspose2d(16, 32, kernel_size=(4, 4), stride=(1, 1), bias=False)" in out
@@ -89,6 +89,15 @@ def test_dcgan_trains(programs, capsys):
     assert tuple(fake.shape) == (32, 1, 16, 16)
     assert float(fake.abs().max()) <= 1.0                           # Tanh
     assert not fake.requires_grad
+    # torch.save(netG.state_dict(), 'netG_epoch_1.pth'), and --netG loads it back
+    for k, v in clgrad.load(str(programs / "netG_epoch_1.pth")).items():
+        np.testing.assert_array_equal(v.numpy(), netG.state_dict()[k].numpy(), err_msg=k)
+    netG2, _, _, _ = prog.main(["--train-size", "32", "--niter", "1", "--manualSeed", "2",
+                                "--netG", "netG_epoch_1.pth", "--lr", "0"])
+    capsys.readouterr()
+    for k, v in netG2.state_dict().items():
+        if "num_batches" not in k and "running" not in k:
+            np.testing.assert_array_equal(v.numpy(), netG.state_dict()[k].numpy(), err_msg=k)
 
 
 def test_dcgan_weights_init_by_class_name(programs):
@@ -200,10 +209,18 @@ def test_super_resolution_first_steps_match_pytorch(programs):
 
 def test_fast_neural_style_trains(programs, capsys):
     prog = load_program("fast_neural_style")
-    _, history, image = prog.main(["--width", "8", "--n-residual", "2", "--epochs", "3",
-                                   "--lr", "0.01"])
+    transformer, history, image = prog.main(["--width", "8", "--n-residual", "2", "--epochs",
+                                             "3", "--lr", "0.01"])
     out = capsys.readouterr().out
     assert out.count("content:") == len(history) == 12
+    assert "Done, trained model saved at epoch_3_style.model" in out
+    # stylize() loads the saved state_dict into a new TransformerNet (InstanceNorm(affine=True)
+    # keeps no running statistics, so the regex finds nothing to delete)
+    state = clgrad.load(str(programs / "epoch_3_style.model"))
+    assert "in1.weight" in state and not any("running" in k for k in state)
+    with clgrad.no_grad():
+        want = transformer(prog.images(1))[0].clamp(0, 255).numpy()
+    np.testing.assert_allclose(image, want, rtol=1e-5, atol=1e-4)
     assert np.mean(history[-4:]) < 0.7 * np.mean(history[:4])   # clgrad: 2.5e6 -> 0.9e6
     assert image.shape == (3, 32, 32) and 0 <= image.min() and image.max() <= 255
 

@@ -135,6 +135,9 @@ def main(argv=None):
     parser.add_argument('--lr', type=float, default=0.0002, help='learning rate, default=0.0002')
     parser.add_argument('--beta1', type=float, default=0.5, help='beta1 for adam. default=0.5')
     parser.add_argument('--ngpu', type=int, default=1, help='number of GPUs to use')
+    parser.add_argument('--netG', default='', help="path to netG (to continue training)")
+    parser.add_argument('--netD', default='', help="path to netD (to continue training)")
+    parser.add_argument('--outf', default='.', help='folder to output model checkpoints')
     parser.add_argument('--train-size', type=int, default=None)
     parser.add_argument('--manualSeed', type=int, help='manual seed')
     opt = parser.parse_args(argv)
@@ -157,10 +160,14 @@ def main(argv=None):
 
     netG = Generator(ngpu, nz, opt.ngf).to(device)
     netG.apply(weights_init)
+    if opt.netG != '':
+        netG.load_state_dict(torch.load(opt.netG))
     print(netG)
 
     netD = Discriminator(ngpu, opt.ndf).to(device)
     netD.apply(weights_init)
+    if opt.netD != '':
+        netD.load_state_dict(torch.load(opt.netD))
     print(netD)
 
     criterion = nn.BCELoss()
@@ -183,6 +190,9 @@ def main(argv=None):
                      errD, errG, D_x, D_G_z1, D_G_z2))
             history.append((errD, errG, D_x, D_G_z1, D_G_z2))
         fake = netG(fixed_noise)
+        # do checkpointing
+        torch.save(netG.state_dict(), '%s/netG_epoch_%d.pth' % (opt.outf, epoch))
+        torch.save(netD.state_dict(), '%s/netD_epoch_%d.pth' % (opt.outf, epoch))
     return netG, netD, history, fake.detach()
 
 

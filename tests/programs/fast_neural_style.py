@@ -8,6 +8,7 @@
 # by local 3x32x32 images in [0, 255], and the channel counts (32/64/128 in the example) scale
 # with --width.
 import argparse
+import re
 from collections import namedtuple
 
 import torch
@@ -238,9 +239,20 @@ def train(args):
     return transformer, history
 
 
-def stylize(model, content_image):
+def stylize(model_path, content_image, width, n_residual):
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    content_image = content_image.to(device)
     with torch.no_grad():
-        output = model(content_image).cpu()
+        style_model = TransformerNet(width, n_residual)
+        state_dict = torch.load(model_path)
+        # remove saved deprecated running_* keys in InstanceNorm from the checkpoint
+        for k in list(state_dict.keys()):
+            if re.search(r'in\d+\.running_(mean|var)$', k):
+                del state_dict[k]
+        style_model.load_state_dict(state_dict)
+        style_model.to(device)
+        style_model.eval()
+        output = style_model(content_image).cpu()
     return output[0].clone().clamp(0, 255).numpy()
 
 
@@ -258,8 +270,12 @@ def main(argv=None):
     parser.add_argument("--log-interval", type=int, default=1)
     args = parser.parse_args(argv)
     transformer, history = train(args)
-    transformer.eval()
-    image = stylize(transformer, images(1))
+    # save model
+    transformer.eval().cpu()
+    save_model_path = "epoch_" + str(args.epochs) + "_style.model"
+    torch.save(transformer.state_dict(), save_model_path)
+    print("\nDone, trained model saved at", save_model_path)
+    image = stylize(save_model_path, images(1), args.width, args.n_residual)
     return transformer, history, image
 
 
