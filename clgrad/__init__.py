@@ -122,3 +122,8 @@ from clgrad import amp  # noqa: E402
 from clgrad.amp import autocast, compile, is_autocast_enabled  # noqa: E402,A004
 from clgrad.dtypes import get_default_dtype  # noqa: E402
 from clgrad import distributions  # noqa: E402
+# -- helper h2 (issue 20): PyTorch's torch.OutOfMemoryError ----------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: F401,E402  (torch.OutOfMemoryError)
+
+# h3: torch.serialization's names (save / load / add_safe_globals / safe_globals).
+from clgrad import serialization  # noqa: E402

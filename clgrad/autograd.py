@@ -57,6 +57,11 @@ __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_
            "register_post_accumulate_grad_hook"]
 
 _state = threading.local()
+# Held while a backward adds into a .grad (a leaf's, or a retain_grad() tensor's): several
+# threads may run backward into one shared leaf at once, and each accumulation is a read of
+# .grad then a write (PyTorch's AccumulateGrad holds a mutex likewise). One lock for all:
+# accumulations are short, and a leaf may be reached through views and aliases alike.
+_ACCUMULATE_LOCK = threading.RLock()
 _seq = itertools.count()
 
 
@@ -305,7 +310,9 @@ def _run(roots, root_grads, retain_graph, targets=None):
                     g = _call_hooks(node.hooks, g)
                 t = node.retained() if node.retained is not None else None
                 if t is not None and want is None:
-                    t._grad = g.contiguous(force_copy=True) if t._grad is None else t._grad + g
+                    with _ACCUMULATE_LOCK:  # another thread's backward may add to it too
+                        t._grad = (g.contiguous(force_copy=True) if t._grad is None else
+                                   t._grad + g)
                 elif t is not None and id(t) in want:
                     captured[id(t)] = g
                 for edge, ig in _apply(node, g, retain_graph):
@@ -330,14 +337,15 @@ def _finish_leaf(leaf, g, owned, deliveries):
     """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
     ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
     hooked = _leaf_hooked(leaf, g)
-    if leaf._grad is None:  # a dense tensor of its own, never an alias
-        fresh = hooked is g and (owned or deliveries[id(g._storage)] == 1)
-        g = hooked
-        own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
-            and g.numel() == g._storage.size
-        leaf._grad = g if own else g.contiguous(force_copy=True)
-    else:
-        leaf._grad.add_(hooked)
+    with _ACCUMULATE_LOCK:  # add_ reads then writes .grad: concurrent backwards would lose sums
+        if leaf._grad is None:  # a dense tensor of its own, never an alias
+            fresh = hooked is g and (owned or deliveries[id(g._storage)] == 1)
+            g = hooked
+            own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
+                and g.numel() == g._storage.size
+            leaf._grad = g if own else g.contiguous(force_copy=True)
+        else:
+            leaf._grad.add_(hooked)
     for hook in tuple((leaf._post_acc_hooks or {}).values()):
         hook(leaf)
 
@@ -500,7 +508,9 @@ class RemovableHandle:
 
 def register_hook(t, hook) -> RemovableHandle:
     """Call ``hook(grad)`` each time the gradient of ``t`` is computed; a returned tensor (of
-    t's shape) replaces the gradient. On a leaf the hook sees the total before it is
+    t's shape, dtype and device, else RuntimeError as PyTorch's "hook 'name' has changed the
+    type of value" / "size of value"; TypeError for a non-tensor) replaces the gradient. On a
+    leaf the hook sees the total before it is
     accumulated into ``.grad``; on a non-leaf, before it flows on (and before retain_grad
     stores it). Hooks run in registration order, under no_grad. Raises RuntimeError for a
     tensor that does not require grad."""
@@ -530,11 +540,27 @@ def _call_hooks(hooks: dict, g):
     for hook in list(hooks.values()):
         r = hook(g)
         if r is not None:
-            if not hasattr(r, "shape") or tuple(r.shape) != tuple(g.shape):
-                raise RuntimeError(f"hook: expected the hook to return None or a tensor of shape "
-                                   f"{tuple(g.shape)}, got {getattr(r, 'shape', type(r))}")
+            _check_hook_result(hook, g, r)
             g = r
     return g
+
+
+def _check_hook_result(hook, g, r):
+    """PyTorch's check_variable_result: a hook may replace the gradient only with a tensor of
+    the same dtype, device and shape (its messages). Raises TypeError for a non-tensor,
+    RuntimeError for a changed dtype, device or shape."""
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    name = getattr(hook, "__name__", None) or type(hook).__name__
+    if r.dtype is not g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.type()} got "
+                           f"{r.type()})")
+    if r.device is not g.device:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was a tensor on "
+                           f"{g.device.name!r} got a tensor on {r.device.name!r})")
+    if tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was "
+                           f"{tuple(g.shape)} got {tuple(r.shape)})")
 
 
 def _leaf_hooked(leaf, g):

@@ -9,7 +9,6 @@ import numbers
 import os
 
 import numpy as np
-import pyopencl as cl
 
 from clgrad import dtypes
 from clgrad.runtime import Device, get_device
@@ -87,7 +86,7 @@ def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=
     arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
     t = Tensor._empty(arr.shape, dtype, device)
     if arr.size:
-        cl.enqueue_copy(device.queue, t._storage.buffer, arr, is_blocking=True)
+        device.copy(t._storage.buffer, arr)
     if requires_grad:
         t.requires_grad_(True)
     return t

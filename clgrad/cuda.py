@@ -146,3 +146,7 @@ def set_rng_state(new_state, device="cuda") -> None:
 from clgrad.amp import _cuda_amp_module  # noqa: E402
 
 amp = _cuda_amp_module()
+# -- helper h2 (issue 20): torch.cuda.OutOfMemoryError ---------------------------------------
+from clgrad.runtime import OutOfMemoryError  # noqa: E402
+
+__all__ += ["OutOfMemoryError"]

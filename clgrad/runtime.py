@@ -95,7 +95,10 @@ _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, n
 
 
 class OutOfMemoryError(DeviceError, MemoryError):
-    """An allocation would exceed the device's memory (PyTorch: torch.cuda.OutOfMemoryError)."""
+    """An allocation would exceed the device's memory, or a single buffer the device's
+    CL_DEVICE_MAX_MEM_ALLOC_SIZE (PyTorch: torch.cuda.OutOfMemoryError). A RuntimeError (as
+    PyTorch's) and a MemoryError; also ``clgrad.OutOfMemoryError`` and
+    ``clgrad.cuda.OutOfMemoryError``."""
 
 
 def kernel_dir() -> Path:
@@ -180,15 +183,25 @@ class Device:
         self.max_work_group_size = cl_device.max_work_group_size
         self.local_mem_size = cl_device.local_mem_size
         self.total_memory = int(cl_device.global_mem_size)
+        self.max_alloc = int(cl_device.max_mem_alloc_size)  # the largest single buffer
         self.allocated = 0
         from clgrad._probe import fp32_options
         self.build_options = fp32_options(cl, cl_device)
-        self.context = cl.Context([cl_device])
-        self.queue = cl.CommandQueue(self.context)
-        self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+        # One lock for discovery, context, queue, program builds, allocations, launches and
+        # copies of every device (_LOCK): two threads making their first tensors at once on
+        # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
+        self._lock = _LOCK
+        with self._lock:
+            self.context = cl.Context([cl_device])
+            self.queue = cl.CommandQueue(self.context)
+            self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+            # The driver's own first use (NVIDIA initialises a context lazily, at its first
+            # command) happens here, under the lock, not in whichever threads come first.
+            warm = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 16)
+            cl.enqueue_copy(self.queue, warm, np.zeros(4, np.float32), is_blocking=True)
+            self.queue.finish()
         self._programs: dict = {}
         self._kernels: dict = {}
-        self._lock = threading.RLock()
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
@@ -206,7 +219,7 @@ class Device:
         with self._lock:
             if self.allocated + nbytes > self.total_memory:
                 self.pool.free_held()
-                raise self._oom(nbytes)
+                raise self.out_of_memory(nbytes)
             try:
                 buf = self.pool.allocate(nbytes)
             except (cl.MemoryError, cl.RuntimeError, MemoryError):
@@ -214,7 +227,7 @@ class Device:
                 try:
                     buf = self.pool.allocate(nbytes)
                 except (cl.MemoryError, cl.RuntimeError, MemoryError):
-                    raise self._oom(nbytes) from None
+                    raise self.out_of_memory(nbytes) from None
             self.allocated += nbytes
             return buf
 
@@ -223,13 +236,23 @@ class Device:
         with self._lock:
             self.allocated -= max(int(nbytes), 16)
 
-    def _oom(self, nbytes):
+    def out_of_memory(self, nbytes: int, what: str = "") -> OutOfMemoryError:
+        """The OutOfMemoryError for an allocation of ``nbytes`` (``what``: what it was for):
+        what was asked, what is in use, and both limits of the device, its global memory and
+        the largest single buffer it allows (CL_DEVICE_MAX_MEM_ALLOC_SIZE)."""
         gib = 2 ** 30
+        single = nbytes > self.max_alloc
+        why = ("more than the largest buffer it allows" if single else
+               "more than is free")
         return OutOfMemoryError(
             f"out of memory on {self.name!r}: tried to allocate {nbytes} bytes "
-            f"({nbytes / gib:.2f} GiB) with {self.allocated} bytes ({self.allocated / gib:.2f} "
-            f"GiB) in use of {self.total_memory} bytes ({self.total_memory / gib:.2f} GiB); "
-            f"free tensors you no longer need or use smaller batches")
+            f"({nbytes / gib:.2f} GiB){' for ' + what if what else ''}, {why}; "
+            f"{self.allocated} bytes ({self.allocated / gib:.2f} GiB) in use of "
+            f"{self.total_memory} bytes ({self.total_memory / gib:.2f} GiB) of global memory; "
+            f"the largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is {self.max_alloc} "
+            f"bytes ({self.max_alloc / gib:.2f} GiB); "
+            + ("split the tensor into smaller ones" if single else
+               "free tensors you no longer need or use smaller batches"))
 
     # -- programs -----------------------------------------------------------------------------
     def program(self, file: str, defines: dict | None = None) -> cl.Program:
@@ -320,6 +343,18 @@ class Device:
                 kernel._set_arg_buf_multi(tuple(val))
             _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
             _LAUNCHES[0] += 1
+
+    def copy(self, dst, src, **kwargs):
+        """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued
+        under the lock like every launch, then waited for outside it."""
+        with self._lock:
+            ev = cl.enqueue_copy(self.queue, dst, src, is_blocking=False, **kwargs)
+        ev.wait()
+
+    def fill(self, buffer, pattern: np.ndarray, offset: int, size: int):
+        """``cl.enqueue_fill_buffer`` (bytes ``offset .. offset + size``), under the lock."""
+        with self._lock:
+            cl.enqueue_fill_buffer(self.queue, buffer, pattern, offset, size)
 
     def synchronize(self):
         """Block until every command queued on this device has finished."""

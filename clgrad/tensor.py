@@ -12,7 +12,6 @@ storage; every view keeps ``_base`` pointing at its root.
 from __future__ import annotations
 
 import numpy as np
-import pyopencl as cl
 
 from clgrad import dtypes, layout
 from clgrad.runtime import Device, default_device
@@ -59,12 +58,8 @@ class Storage:
         self.device = device
         self.version = 0
         nbytes = self.size * dtype.itemsize
-        limit = device.cl_device.max_mem_alloc_size
-        if nbytes > limit:
-            raise RuntimeError(f"allocation: a tensor of {self.size} {dtype.name} elements needs "
-                               f"{nbytes} bytes ({nbytes / 2**30:.2f} GiB), more than the "
-                               f"largest buffer {device.name!r} allows ({limit} bytes, "
-                               f"{limit / 2**30:.2f} GiB)")
+        if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
+            raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")
         self.buffer = device.alloc(nbytes)
         self.nbytes = nbytes  # set only once allocated: __del__ gives back what was counted
         _ALLOCATED[0] += nbytes
@@ -78,8 +73,8 @@ class Storage:
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;
         no version bump: callers that change what a tensor holds bump it themselves)."""
-        cl.enqueue_copy(self.device.queue, self.buffer, np.ascontiguousarray(values),
-                        dst_offset=offset * self.dtype.itemsize, is_blocking=True)
+        self.device.copy(self.buffer, np.ascontiguousarray(values),
+                         dst_offset=offset * self.dtype.itemsize)
 
 
 class Tensor:
@@ -297,8 +292,8 @@ class Tensor:
             src = self.contiguous()
         out = np.empty(self._shape, dtype=self.dtype.np)
         if out.size:
-            cl.enqueue_copy(self.device.queue, out, src._storage.buffer,
-                            src_offset=src._offset * self.dtype.itemsize, is_blocking=True)
+            self.device.copy(out, src._storage.buffer,
+                             src_offset=src._offset * self.dtype.itemsize)
         return out
 
     def tolist(self):

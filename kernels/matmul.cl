@@ -30,11 +30,22 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
+// ACC (GEMM_TILED): the accumulator type; the host defines it as float for T = half (PyTorch
+// accumulates float16 products in float32: ones(1, 3000) @ ones(3000, 1) is 3000, not 2048);
+// T otherwise. A and B are read as T and widened; C is rounded to T once, at the store.
+// GEMM_CPU keeps partial sums in C between depth blocks, so the host runs float16 through it
+// as float32 operands instead (clgrad/ops/matmul.py gemm).
+#ifdef ACC
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#else
+#define ACC T
+#endif
+
 #ifdef GEMM_TILED
 #ifdef IS_FLOAT
-#define FMA(a, b, c) fma(a, b, c)  // one FFMA on GPUs (GEMM_TILED's speed is not PoCL's concern)
+#define FMA(a, b, c) fma((ACC)(a), (ACC)(b), c)  // one FFMA on GPUs (not PoCL's concern)
 #else
-#define FMA(a, b, c) ((a) * (b) + (c))
+#define FMA(a, b, c) ((ACC)(a) * (ACC)(b) + (c))
 #endif
 #define RTSM (TSM / WPTM)
 #define RTSN (TSN / WPTN)
@@ -170,11 +181,11 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
     for (long bi = get_group_id(2); bi < nb; bi += get_num_groups(2)) {
         long oc, oa, ob;
         off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
-        T acc[WPTM][WPTN];  // every loop over acc is unrolled: it must live in registers
+        ACC acc[WPTM][WPTN];  // every loop over acc is unrolled: it must live in registers
 #pragma unroll
         for (int i = 0; i < WPTM; ++i)
 #pragma unroll
-            for (int j = 0; j < WPTN; ++j) acc[i][j] = (T)0;
+            for (int j = 0; j < WPTN; ++j) acc[i][j] = (ACC)0;
         T ra[LA], rb[LB];
         const long ntiles = (K + TSK - 1) / TSK;
         if (ntiles > 0) {
@@ -208,8 +219,8 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
                 const long gn = bn + tx * 4 + (j / 4) * 4 * RTSN + (j % 4);
                 if (gn >= N) continue;
                 __global T *c = C + oc + gm * c_rs + gn * c_cs;
-                T v = alpha * acc[i][j];
-                *c = beta == (T)0 ? v : v + beta * *c;
+                ACC v = (ACC)alpha * acc[i][j];
+                *c = (T)(beta == (T)0 ? v : v + (ACC)beta * (ACC)*c);
             }
         }
     }

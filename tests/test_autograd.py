@@ -985,3 +985,89 @@ def test_post_accumulate_grad_hook_rejects_non_leaves():
         (w * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(RuntimeError, match="doesn't require"):
         leaf([1.0], requires_grad=False).register_post_accumulate_grad_hook(lambda t: None)
+
+
+# -- helper h2: pow's masked gradients, hook type checks, concurrent accumulation --------------
+@pytest.mark.parametrize("kind", ["tensor**tensor", "tensor**0", "tensor**0.0", "tensor**3",
+                                  "0**tensor", "0.0**tensor", "2**tensor", "-2.0**tensor"])
+def test_pow_gradient_at_zero_is_masked_as_pytorch(kind):
+    """d(x**0)/dx at x = 0 and d(0**t)/dt for t >= 0 are 0 (PyTorch's pow_backward_self and
+    pow_backward_exponent masks), not 0 * inf = NaN or -inf."""
+    import torch
+    base = np.array([0., 0., 0., 2., -1.5, 0.5], np.float32)
+    ex = np.array([0., 2., -1., 0., 3., -0.5], np.float32)
+    fns = {"tensor**tensor": lambda a, b: a ** b, "tensor**0": lambda a, b: a ** 0,
+           "tensor**0.0": lambda a, b: a ** 0.0, "tensor**3": lambda a, b: a ** 3,
+           "0**tensor": lambda a, b: 0 ** b, "0.0**tensor": lambda a, b: 0.0 ** b,
+           "2**tensor": lambda a, b: 2 ** b, "-2.0**tensor": lambda a, b: (-2.0) ** b}
+
+    def grads(m):
+        a, b = m.tensor(base, requires_grad=True), m.tensor(ex, requires_grad=True)
+        fns[kind](a, b).sum().backward()
+        return [None if t.grad is None else t.grad.numpy() for t in (a, b)]
+    for got, want in zip(grads(clgrad), grads(torch)):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    if kind == "tensor**0":
+        assert grads(clgrad)[0][0] == 0.0
+    if kind == "0**tensor":
+        np.testing.assert_array_equal(grads(clgrad)[1][:2], [0.0, 0.0])
+
+
+def test_hook_changing_dtype_or_size_raises_as_pytorch():
+    """A hook's return replaces the gradient only if dtype, device and shape stay the same:
+    `g.double()` on a float32 leaf used to turn .grad into float64 silently."""
+    def to_double(g):
+        return g.double()
+
+    for leaf in (True, False):
+        x = clgrad.ones(3, requires_grad=True)
+        y = x if leaf else x * 2
+        y.register_hook(to_double)
+        with pytest.raises(RuntimeError, match=r"hook 'to_double' has changed the type of value "
+                                               r"\(was torch.FloatTensor got torch.DoubleTensor"):
+            (y * 1).sum().backward()
+        assert x.grad is None
+        x = clgrad.ones(3, requires_grad=True)
+        z = x if leaf else x * 2
+        z.register_hook(lambda g: g[:2])
+        with pytest.raises(RuntimeError, match="hook '<lambda>' has changed the size of value"):
+            (z * 1).sum().backward()
+    x = clgrad.ones(3, requires_grad=True)
+    x.register_hook(lambda g: 3)
+    with pytest.raises(TypeError, match="expected Variable, but hook returned 'int'"):
+        x.sum().backward()
+    x = clgrad.ones(3, requires_grad=True)
+    x.register_hook(lambda g: g * 2)  # same dtype, device and shape: replaces the gradient
+    x.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2, 2, 2])
+
+
+@pytest.mark.parametrize("retained", [False, True])
+def test_concurrent_backward_into_one_leaf_is_exact(retained):
+    """4 threads x 300 backward passes into one shared leaf: .grad is exactly 4 * 300 * 2.5
+    (each accumulation reads .grad then writes it; unlocked, sums were lost: 933 of 1200)."""
+    w = clgrad.zeros(5, requires_grad=True)
+    mid = w * 1.0
+    if retained:
+        mid.retain_grad()
+    threads, n, errors = 4, 300, []
+    bar = threading.Barrier(threads)
+
+    def work():
+        try:
+            bar.wait()
+            for _ in range(n):
+                (mid * 2.5).sum().backward(retain_graph=True)
+        except Exception as e:  # noqa: BLE001 — reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(5, threads * n * 2.5, np.float32))
+    if retained:
+        np.testing.assert_array_equal(mid.grad.numpy(), np.full(5, threads * n * 2.5))

@@ -365,3 +365,72 @@ def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
                         "r._clear_stale_cache_lock()"], capture_output=True, text=True,
                        env=env, timeout=120)
     assert r.returncode == 0 and lock.exists()
+
+
+def test_first_use_by_several_threads_computing_at_once_does_not_crash():
+    """(helper h2) N threads, released together by a barrier, each make their first tensor on
+    the default device and compute with kernels not built yet (matmul, sum, softmax, exp,
+    a host read): every result right, and no crash. Run in a child process, so that a
+    SIGSEGV (NVIDIA's OpenCL, when device first use was not under one lock) fails this test
+    instead of killing pytest."""
+    code = ("import sys, threading, numpy as np, clgrad\n"
+            "sys.setswitchinterval(1e-6)\n"
+            "N = 8; go = threading.Barrier(N); out = [None] * N; errs = []\n"
+            "def work(i):\n"
+            "    try:\n"
+            "        go.wait()\n"
+            "        a = clgrad.full((16, 24), float(i + 1))\n"
+            "        b = clgrad.ones(24, 8)\n"
+            "        c = (a @ b).sum() + clgrad.softmax(b, 1).sum() + clgrad.exp(a * 0).sum()\n"
+            "        out[i] = c.item()\n"
+            "    except BaseException as e:\n"
+            "        errs.append(repr(e))\n"
+            "ts = [threading.Thread(target=work, args=(i,)) for i in range(N)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "print(errs or out)\n")
+    env = {k: v for k, v in os.environ.items() if v}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env, check=False)
+    assert r.returncode == 0, f"child exited {r.returncode}: {r.stderr[-2000:]}"
+    want = [(i + 1) * 24 * 16 * 8 + 24 + 16 * 24 for i in range(8)]
+    assert r.stdout.strip() == str([float(w) for w in want]), r.stdout + r.stderr[-2000:]
+
+
+def test_a_tensor_larger_than_one_buffer_raises_out_of_memory():
+    """(helper h2) A tensor past CL_DEVICE_MAX_MEM_ALLOC_SIZE raises OutOfMemoryError (was a
+    plain RuntimeError), catchable as PyTorch's torch.cuda.OutOfMemoryError / RuntimeError /
+    MemoryError; the message has the bytes asked, in use, and both device limits."""
+    dev = clgrad.default_device()
+    assert clgrad.OutOfMemoryError is device_mod.OutOfMemoryError
+    assert clgrad.cuda.OutOfMemoryError is device_mod.OutOfMemoryError
+    assert issubclass(clgrad.cuda.OutOfMemoryError, RuntimeError)
+    n = dev.cl_device.max_mem_alloc_size // 4 + 1
+    before = dev.allocated
+    try:
+        clgrad.zeros(n)
+    except clgrad.cuda.OutOfMemoryError as e:
+        msg = str(e)
+    else:
+        pytest.fail("no OutOfMemoryError")
+    assert f"tried to allocate {n * 4} bytes" in msg
+    assert f"{dev.allocated} bytes" in msg and "in use" in msg
+    assert str(dev.cl_device.max_mem_alloc_size) in msg and "CL_DEVICE_MAX_MEM_ALLOC_SIZE" in msg
+    assert str(dev.cl_device.global_mem_size) in msg
+    assert dev.allocated == before
+
+
+def test_a_failed_allocation_leaves_the_inputs_intact():
+    """(helper h2) An op whose output does not fit raises OutOfMemoryError and changes nothing:
+    in place (add_ computes into a fresh tensor first) or not."""
+    d0 = clgrad.default_device()
+    dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
+    dev.total_memory = 1 << 20                            # as if the device had 1 MiB
+    a = clgrad.arange(150_000, dtype=clgrad.float32, device=dev)  # 600 000 bytes
+    a.requires_grad_(False)
+    in_use = dev.allocated
+    for op in (lambda: a.add_(1), lambda: a * 2, lambda: a.unsqueeze(0).expand(2, -1) + 1):
+        with pytest.raises(clgrad.OutOfMemoryError, match="more than is free"):
+            op()
+        assert dev.allocated == in_use
+    np.testing.assert_array_equal(a.numpy(), np.arange(150_000, dtype=np.float32))
+    assert a._version == 0

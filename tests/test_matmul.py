@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import clgrad
+from clgrad.ops import matmul as mm_mod
 from strided import broadcastable_shapes, strided_pair, values
 
 F32, F64, I64 = clgrad.float32, clgrad.float64, clgrad.int64
@@ -105,3 +106,45 @@ def test_empty_and_k_zero_products():
     zb = clgrad.ones(3, 2, 0) @ clgrad.ones(0, 4)
     np.testing.assert_array_equal(zb.numpy(), np.zeros((3, 2, 4)))
     assert (clgrad.ones(0, 2, 3) @ clgrad.ones(3, 4)).shape == (0, 2, 4)
+
+
+# -- float16 (helper h2): products summed in float32, rounded once -----------------------------
+_FP16 = pytest.mark.skipif(not clgrad.runtime.default_device().fp16,
+                           reason="the default device lacks cl_khr_fp16")
+
+
+@_FP16
+def test_float16_products_accumulate_in_float32():
+    """ones(1, 3000) @ ones(3000, 1) is 3000 (PyTorch), not 2048 (a float16 sum stops there:
+    2048 + 1 rounds back to 2048), through matmul, mm, bmm, dot and linear."""
+    x, y = clgrad.ones(1, 3000, dtype=clgrad.float16), clgrad.ones(3000, 1, dtype=clgrad.float16)
+    assert (x @ y).item() == 3000.0
+    assert clgrad.mm(x, y).item() == 3000.0
+    assert clgrad.bmm(x.unsqueeze(0), y.unsqueeze(0)).item() == 3000.0
+    assert clgrad.dot(x[0], y[:, 0]).item() == 3000.0
+    assert clgrad.nn.functional.linear(x, y.t()).item() == 3000.0
+    assert (x @ y).dtype == clgrad.float16
+
+
+@_FP16
+@pytest.mark.parametrize("tiles", [None] + [pytest.param(c, id=f"tiled{c['TSM']}x{c['TSK']}")
+                                            for c in mm_mod.GPU_CANDIDATES])
+def test_float16_gemm_rounds_once_on_every_kernel(tiles):
+    """Random float16 operands, K = 700: every entry within half a float16 ulp of the float64
+    product (plus float32 summation error), on the default kernel and on GEMM_TILED (the GPU
+    kernel, ACC=float), with a transposed operand, beta != 0 and a broadcast batch."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 37, 700)).astype(np.float16)
+    b = rng.standard_normal((3, 700, 29)).astype(np.float16)
+    c0 = rng.standard_normal((3, 37, 29)).astype(np.float16)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    bt = clgrad.tensor(b.transpose(0, 2, 1).copy()).transpose(1, 2)
+    for bb in (clgrad.tensor(b), bt):
+        c = clgrad.tensor(c0)
+        mm_mod.gemm(c, clgrad.tensor(a), bb, 0.5, 1.0, tiles_override=tiles)
+        want = 0.5 * exact + c0
+        np.testing.assert_allclose(c.numpy().astype(np.float64), want, rtol=2 ** -11, atol=1e-3)
+    c = clgrad.empty((3, 37, 29), dtype=clgrad.float16)
+    mm_mod.gemm(c, clgrad.tensor(a[0]).expand(3, 37, 700), clgrad.tensor(b), tiles_override=tiles)
+    np.testing.assert_allclose(c.numpy().astype(np.float64), a[0].astype(np.float64) @ b,
+                               rtol=2 ** -11, atol=1e-3)

@@ -256,3 +256,92 @@ def test_normalize(p, dim):
     z = clgrad.zeros(2, 3, dtype=clgrad.float64, requires_grad=True)   # a zero vector:
     F.normalize(z, p, 1, eps=1e-3).backward(clgrad.ones(2, 3, dtype=clgrad.float64))
     np.testing.assert_allclose(z.grad.numpy(), np.full((2, 3), 1e3))   # g / eps, no NaN
+
+
+# -- float16 (helper h2): half scalars passed at their size, accumulation in float32 ----------
+_FP16 = pytest.mark.skipif(not clgrad.runtime.default_device().fp16,
+                           reason="the default device lacks cl_khr_fp16")
+
+
+@_FP16
+@pytest.mark.parametrize("name", ["max", "min", "amax", "amin", "argmax", "argmin", "logsumexp",
+                                  "norm"])
+def test_float16_reductions_passing_a_half_scalar(name):
+    """These launch the reduce kernel with ACC = half: its by-value scale argument must be 2
+    bytes (a float32 there was clSetKernelArg INVALID_ARG_SIZE)."""
+    import torch
+    x = np.random.default_rng(1).standard_normal((3, 40)).astype(np.float16) * 4
+    for dim in (None, 1):
+        if name == "logsumexp" and dim is None:
+            continue
+        args = () if dim is None else (dim,)
+        got = getattr(clgrad, name)(clgrad.tensor(x), *args)
+        want = getattr(torch, name)(torch.tensor(x), *args)
+        got, want = (got[0], want[0]) if name in ("max", "min") and dim is not None else (got,
+                                                                                         want)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_allclose(got.numpy().astype(np.float64),
+                                   want.numpy().astype(np.float64), rtol=1e-3, atol=1e-3)
+
+
+@_FP16
+def test_float16_var_std_norm_accumulate_in_float32():
+    """A float16 sum of squares overflows (65504) where PyTorch's float accumulation does not:
+    var([0, 200, 400]) is 40000, std(arange(100)) 29.02, the 2-norm of 3000 hundreds 5476
+    (float32 5477.2 rounded once; rounding twice gave 5480)."""
+    import torch
+    cases = [np.array([0, 200, 400], np.float16), np.arange(100, dtype=np.float16),
+             np.full(3000, 100, np.float16)]
+    for x in cases:
+        for name in ("var", "std", "norm", "mean", "sum"):
+            got = getattr(clgrad, name)(clgrad.tensor(x))
+            want = getattr(torch, name)(torch.tensor(x))
+            assert got.dtype == clgrad.float16
+            assert got.item() == want.item(), (name, x[:3], got.item(), want.item())
+    x = np.arange(100, dtype=np.float16).reshape(4, 25)
+    for dim in (0, 1):
+        np.testing.assert_array_equal(clgrad.std(clgrad.tensor(x), dim).numpy(),
+                                      torch.std(torch.tensor(x), dim).numpy())
+    row = clgrad.nn.functional.normalize(clgrad.tensor(cases[2][None]), dim=1)
+    want = torch.nn.functional.normalize(torch.tensor(cases[2][None]), dim=1)
+    np.testing.assert_array_equal(row.numpy(), want.numpy())
+
+
+@_FP16
+def test_float16_var_gradient_flows_through_float32():
+    import torch
+    x = np.array([0, 200, 400, 50], np.float16)
+    a = clgrad.tensor(x, requires_grad=True)
+    clgrad.var(a).backward()
+    t = torch.tensor(x, requires_grad=True)
+    torch.var(t).backward()
+    assert a.grad.dtype == clgrad.float16
+    # PyTorch's backward runs in float16; ours in float32, rounded once: within one half ulp
+    exact = 2 / 3 * (x.astype(np.float64) - x.astype(np.float64).mean())
+    np.testing.assert_allclose(a.grad.numpy(), exact, rtol=2 ** -11)
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=2 ** -10)
+
+
+@_FP16
+def test_float16_softmax_sums_in_float32():
+    """A float16 sum of exps overflows past 65504: softmax over 70000 zeros was 0 (PyTorch:
+    1/70000 = 1.43e-05); random rows are within half a float16 ulp of the float64 softmax."""
+    import torch
+    got = clgrad.softmax(clgrad.zeros(70000, dtype=clgrad.float16), 0)
+    assert got.dtype == clgrad.float16
+    np.testing.assert_array_equal(got.numpy(), np.full(70000, 1 / 70000, np.float16))
+    x = (np.random.default_rng(0).standard_normal((4, 5000)) * 3).astype(np.float16)
+    xd = x.astype(np.float64)
+    e = np.exp(xd - xd.max(1, keepdims=True))
+    for name, exact in (("softmax", e / e.sum(1, keepdims=True)),
+                        ("log_softmax", np.log(e / e.sum(1, keepdims=True)))):
+        y = getattr(clgrad, name)(clgrad.tensor(x), 1).numpy().astype(np.float64)
+        ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+        assert (np.abs(y - exact) <= 0.5001 * ulp).all(), name
+    a = clgrad.tensor(x[:, :50], requires_grad=True)
+    t = torch.tensor(x[:, :50], requires_grad=True)
+    w = np.random.default_rng(1).standard_normal((4, 50)).astype(np.float16)
+    (clgrad.softmax(a, 1) * clgrad.tensor(w)).sum().backward()
+    (torch.softmax(t, 1) * torch.tensor(w)).sum().backward()
+    assert a.grad.dtype == clgrad.float16
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=2 ** -9, atol=2 ** -14)

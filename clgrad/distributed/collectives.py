@@ -383,15 +383,13 @@ def _finish_avg(recv, op, comm):
 
 def _write(t, values):
     """Write host ``values`` through the view ``t`` (no autograd record; version bumped)."""
-    import pyopencl as cl
     from clgrad.autograd import no_grad
     from clgrad.creation import tensor
     from clgrad.ops.inplace import write_into
     values = np.ascontiguousarray(np.asarray(values).reshape(tuple(t.shape)), dtype=t.dtype.np)
     if t.is_contiguous():  # straight into the buffer at the view's offset
         if values.size:
-            cl.enqueue_copy(t.device.queue, t._storage.buffer, values,
-                            dst_offset=t._offset * t.dtype.itemsize, is_blocking=True)
+            t.device.copy(t._storage.buffer, values, dst_offset=t._offset * t.dtype.itemsize)
         t._storage.version += 1
         return
     with no_grad():

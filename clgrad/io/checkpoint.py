@@ -8,26 +8,32 @@ File layout (a valid safetensors file, readable by any safetensors tool):
               and node is one of
                   {"dict": {key: node, ...}}     a dict (str keys, order kept, may be empty)
                   {"list": [node, ...]}          a list (tuples: {"tuple": [...]})
-                  {"tensor": name, "kind": k}   k = "clgrad" (a Tensor) or "numpy" (an ndarray)
+                  {"tensor": name, "kind": k}   k = "clgrad" (a Tensor) or "numpy" (an ndarray);
+                                                a Tensor with requires_grad=True also has
+                                                "requires_grad": true (loads back requiring
+                                                grad, as torch.load of a .pt; safetensors has no
+                                                such field, so other readers ignore it)
                   {"value": v}                  int, float (incl. nan/inf), bool, str or None
 The tree keeps the exact structure, so keys that contain "." round-trip unchanged. It nests
 at most _MAX_DEPTH containers deep; deeper JSON is refused before it is parsed, so a crafted
 file raises ValueError, never RecursionError.
 
 Writes are atomic: the bytes go to a temporary file in the target's folder, which is flushed,
-fsynced and renamed over the target; on any exception the temporary file is removed and an
-existing checkpoint at the target is left as it was. The temporary file is named
-``.<name>.<12 hex digits>.tmp`` and is held under an exclusive advisory lock (fcntl.flock,
-where the OS has it) while it is written. A save killed outright (SIGKILL, power loss) leaves
-it behind; the next save to the same target removes such leftovers when no process holds
-their lock (the kernel drops a dead process's locks) and they are older than _STALE_SECONDS
-(which covers the instant between a writer creating its file and locking it, and writers
-without locks). Other files are never touched.
+fsynced and renamed over the target (keeping the permission bits of a file it replaces, as an
+in-place write would; a new file gets 0o666 less the umask); on any exception the temporary
+file is removed and an existing checkpoint at the target is left as it was. The temporary file
+is named ``.<name>.<12 hex digits>.tmp`` and is held under an exclusive advisory lock
+(fcntl.flock, where the OS has it) while it is written. A save killed outright (SIGKILL, power
+loss) leaves it behind; the next save to the same target removes such leftovers when no
+process holds their lock (the kernel drops a dead process's locks) and they are older than
+_STALE_SECONDS (which covers the instant between a writer creating its file and locking it,
+and writers without locks). Other files are never touched.
 """
 
 import json
 import os
 import re
+import stat
 import time
 import uuid
 import zlib
@@ -150,7 +156,10 @@ def _encode(value, keys, arrays):
         kind = "list" if isinstance(value, list) else "tuple"
         return {kind: [_encode(v, keys + (str(i),), arrays) for i, v in enumerate(value)]}
     if isinstance(value, Tensor):
-        return _encode_array(value.numpy(), "clgrad", keys, arrays)
+        node = _encode_array(value.detach().numpy(), "clgrad", keys, arrays)
+        if value.requires_grad:
+            node["requires_grad"] = True
+        return node
     if isinstance(value, np.ndarray):
         return _encode_array(value, "numpy", keys, arrays)
     if isinstance(value, np.generic) and isinstance(value.item(), (bool, int, float)):
@@ -178,7 +187,10 @@ def _encode_array(a, kind, keys, arrays):
 def _decode(node, arrays):
     if "tensor" in node:
         a = arrays[node["tensor"]]
-        return from_numpy(a) if node["kind"] == "clgrad" else a
+        if node["kind"] != "clgrad":
+            return a
+        t = from_numpy(a)
+        return t.requires_grad_(True) if node.get("requires_grad") is True else t
     (tag, body), = node.items()
     if tag == "dict":
         return {k: _decode(v, arrays) for k, v in body.items()}
@@ -244,6 +256,7 @@ def _atomic_write(path, data):
     # os.open applies the umask to 0o666, so the checkpoint gets normal file permissions.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
+        _keep_mode(path, tmp)
         _lock(fd, blocking=True)  # held until the file is closed: "a save is writing this"
         with os.fdopen(fd, "wb") as f:
             view = memoryview(data)
@@ -256,6 +269,16 @@ def _atomic_write(path, data):
         tmp.unlink(missing_ok=True)
         raise
     _fsync_folder(folder)
+
+
+def _keep_mode(path, tmp):
+    """Give ``tmp`` the permission bits of the existing file ``path`` (if there is one)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # no file yet (or unreadable): the umask's default stays
+        return
+    if stat.S_ISREG(mode):
+        os.chmod(tmp, stat.S_IMODE(mode))
 
 
 def _fsync_folder(folder):

@@ -39,14 +39,19 @@ def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None)
     Args:    map_location: where tensors go: None (clgrad's default device), "cpu", "cuda",
                  "cuda:N", a clgrad.device or runtime Device, a dict {saved location: device}
                  or a callable (storage, location) -> device (see torch_format.load)
-             weights_only: True, False or None, all the same here: clgrad never executes code
-                 from a file, so objects other than tensors, numbers, strings and containers
-                 raise pickle.UnpicklingError even with False (unlike PyTorch)
+             weights_only: None (the default) or True: only tensors, storages, dtypes,
+                 devices, containers and the globals allowed with
+                 clgrad.serialization.add_safe_globals (PyTorch >= 2.6's default); False:
+                 clgrad's own nn.Module / Optimizer / LR scheduler classes too (a whole saved
+                 model). Never Python's default unpickler: any other global raises
+                 clgrad.io.torch_format.UnpicklingError (a pickle.UnpicklingError and a
+                 ValueError) naming it and how to allow it (unlike PyTorch, whose
+                 weights_only=False runs any code in the file)
              mmap: accepted, no effect (the file is read into memory)
     Returns: the saved object; tensors as clgrad Tensors on the map_location device
-    Raises:  FileNotFoundError; ValueError naming the path for a malformed file;
-             pickle.UnpicklingError for a disallowed pickle global; TypeError for bad
-             arguments or a dtype clgrad has no counterpart of
+    Raises:  FileNotFoundError; ValueError naming the path for a malformed file (every kind
+             of damage); pickle.UnpicklingError (also a ValueError) for a disallowed global;
+             TypeError for bad arguments or a dtype clgrad has no counterpart of
     """
     if weights_only not in (None, True, False):
         raise TypeError(f"load: expected weights_only to be True, False or None, got "
@@ -59,14 +64,15 @@ def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None)
         if not torch_format.is_torch_file(data[:4]):
             raise ValueError(f"load: {path}: expected a PyTorch checkpoint in the file object; "
                              f"pass a path to read a safetensors checkpoint")
-        return torch_format.load(path, data, map_location)
+        return torch_format.load(path, data, map_location, weights_only is not False)
     path = Path(os.fspath(f))
     if not path.exists():
         raise FileNotFoundError(f"load: expected a checkpoint file at {path}, got no such file")
     with open(path, "rb") as fh:
         head = fh.read(4)
     if torch_format.is_torch_file(head):
-        return torch_format.load(path, path.read_bytes(), map_location)
+        return torch_format.load(path, path.read_bytes(), map_location,
+                                 weights_only is not False)
     out = checkpoint.load(path)
     if map_location is None:
         return out

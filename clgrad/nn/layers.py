@@ -264,6 +264,20 @@ class BatchNorm2d(Module):
         _norm_state(self, "BatchNorm2d", num_features, eps, momentum, affine,
                     track_running_stats, device, dtype)
 
+    _version = 2  # PyTorch's: version 2 added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """As Module's; a checkpoint of version < 2 (or without metadata) that lacks
+        ``num_batches_tracked`` keeps the module's count instead of reporting it missing."""
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict and self.num_batches_tracked is not None:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
     def reset_running_stats(self):
         """running_mean = 0, running_var = 1, num_batches_tracked = 0."""
         if self.track_running_stats:

@@ -7,6 +7,7 @@ insertion order, so the names are PyTorch's: ``0.weight``, ``features.1.running_
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -44,15 +45,35 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What load_state_dict returns: (missing_keys, unexpected_keys), lists of str."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+_HOOK_STORES = ("_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                "_load_state_dict_post_hooks")
+_loading = threading.local()  # .pending: the (module, name, dst, src, assign) of a load
 
 
 class Module:
     """Base class of layers and models: subclasses set attributes in ``__init__`` (after
     ``super().__init__()``) and define ``forward``; calling the module calls ``forward``.
+
+    ``_version`` (class attribute, 1 here) is saved per module in ``state_dict()._metadata``
+    and handed to ``_load_from_state_dict`` as ``local_metadata["version"]``, so a subclass
+    can convert checkpoints of older versions (BatchNorm2d is version 2, as in PyTorch).
     """
 
     training: bool
+    _version: int = 1
 
     def __init__(self):
         object.__setattr__(self, "training", True)
@@ -60,6 +81,8 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        for store in _HOOK_STORES:
+            object.__setattr__(self, store, OrderedDict())
 
     def forward(self, *args, **kwargs):
         """The computation; subclasses override it. Raises NotImplementedError here.
@@ -79,8 +102,9 @@ class Module:
                                  f"Module.__init__() call")
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, (Parameter, Module)):
-            _forget(self, name)
-            (params if isinstance(value, Parameter) else modules)[name] = value
+            store = params if isinstance(value, Parameter) else modules
+            _forget(self, name, keep=store)  # a re-assigned name keeps its place (PyTorch)
+            store[name] = value
         elif name in params or name in modules:
             if value is not None:
                 kind = "parameter" if name in params else "child module"
@@ -117,7 +141,7 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"register_parameter: expected a clgrad.nn.Parameter or None for "
                             f"{name!r}, got {type(param).__name__}")
-        _forget(self, name)
+        _forget(self, name, keep=self._parameters)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True):
@@ -129,10 +153,12 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: expected a Tensor or None for {name!r}, got "
                             f"{type(tensor).__name__}")
-        _forget(self, name)
+        _forget(self, name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent.add(name)
+        else:
+            self._non_persistent.discard(name)
 
     def add_module(self, name: str, module: Module | None):
         """Register ``module`` as a child called ``name``."""
@@ -141,7 +167,7 @@ class Module:
                             f"{type(module).__name__}")
         if not isinstance(name, str) or not name or "." in name:
             raise KeyError(f"add_module: expected a non-empty name without '.', got {name!r}")
-        _forget(self, name)
+        _forget(self, name, keep=self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -239,76 +265,201 @@ class Module:
                 ew.fill_raw(p.grad, 0)
 
     # -- state ----------------------------------------------------------------------------------
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
-        """An OrderedDict name -> tensor of every parameter and persistent buffer.
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """An OrderedDict name -> tensor of every parameter and persistent buffer, PyTorch's
+        structure: pre-hooks, ``_save_to_state_dict`` of each module, post-hooks.
 
         The tensors share storage with the module (detached unless ``keep_vars``); copy them
-        (or save them) before changing the module if you need a snapshot.
+        (or save them) before changing the module if you need a snapshot. The dict carries
+        ``_metadata``: {module prefix without its dot: {"version": module._version}}, as
+        PyTorch's. ``destination, prefix, keep_vars`` may also be given positionally.
         """
-        out = OrderedDict() if destination is None else destination
-        for name, p in self._parameters.items():
-            if p is not None:
-                out[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent:
-                out[prefix + name] = b if keep_vars else b.detach()
+        if args:
+            if len(args) > 3:
+                raise TypeError(f"state_dict: expected at most 3 positional arguments "
+                                f"(destination, prefix, keep_vars), got {len(args)}")
+            destination, prefix, keep_vars = (args + (destination, prefix, keep_vars)[
+                len(args):])[:3]
+        if destination is None:
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(_hooks(self, "_state_dict_pre_hooks").values()):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
-                m.state_dict(out, prefix + name + ".", keep_vars)
-        return out
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        for hook in list(_hooks(self, "_state_dict_hooks").values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
+        return destination
 
-    def load_state_dict(self, state_dict, strict: bool = True):
-        """Copy tensors (clgrad Tensors or NumPy arrays) from ``state_dict`` into the module.
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """Put this module's own parameters and persistent buffers (not its children's) into
+        ``destination`` under ``prefix + name``; a subclass may override it."""
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                destination[prefix + name] = b if keep_vars else b.detach()
 
-        Every shape and dtype must match exactly (no silent casts). With ``strict`` a missing
-        or unexpected key is an error; without it they are returned.
-        Returns: (missing_keys, unexpected_keys) as a named tuple.
-        Raises:  RuntimeError listing every missing/unexpected key and every shape or dtype
-                 mismatch; nothing is copied when any check fails.
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` runs before this module's state_dict; returns a
+        handle whose ``remove()`` unregisters it."""
+        return _register(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after this module's
+        state_dict (it may change the dict in place, or return a new one); returns a handle."""
+        return _register(self, "_state_dict_hooks", hook)
+
+    _register_state_dict_hook = register_state_dict_post_hook
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module: bool = False):
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` (``hook(module, ...)`` with ``with_module``) runs at the start of this
+        module's ``_load_from_state_dict``, and may edit ``state_dict``; returns a handle."""
+        if with_module:
+            module = self
+            return _register(self, "_load_state_dict_pre_hooks",
+                             lambda *args: hook(module, *args))
+        return _register(self, "_load_state_dict_pre_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before this module loads; returns a handle."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` after this module and its children loaded; it
+        may edit ``incompatible_keys.missing_keys`` / ``.unexpected_keys`` in place (and must
+        return None); returns a handle."""
+        return _register(self, "_load_state_dict_post_hooks", hook)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy tensors (clgrad Tensors or NumPy arrays) from ``state_dict`` into the module,
+        PyTorch's structure: for this module and then each descendant (depth first),
+        ``_load_from_state_dict(sub_dict, prefix, local_metadata, True, missing_keys,
+        unexpected_keys, error_msgs)`` (a subclass may override it, e.g. to convert an older
+        ``local_metadata["version"]``), then its load_state_dict post-hooks.
+        ``local_metadata`` comes from ``state_dict._metadata`` (empty without it).
+
+        Every shape and dtype must match exactly (no silent casts, unlike PyTorch). With
+        ``strict`` a missing or unexpected key is an error; without it they are only reported.
+        ``assign=True`` puts the checkpoint's tensors into the module instead of copying
+        (a Parameter keeps the module parameter's requires_grad), as PyTorch.
+        Returns: _IncompatibleKeys(missing_keys, unexpected_keys).
+        Raises:  TypeError for a state_dict that is not a mapping; RuntimeError listing every
+                 missing/unexpected key (strict) and every shape or dtype mismatch. The
+                 default _load_from_state_dict defers its copies to the end, so nothing it
+                 would copy is copied when any check fails (an override's own writes are
+                 its own).
         """
-        if not hasattr(state_dict, "items"):
+        if not hasattr(state_dict, "items") or not hasattr(state_dict, "keys"):
             raise TypeError(f"load_state_dict: expected a dict of tensors, got "
                             f"{type(state_dict).__name__}")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
+        missing, unexpected, errors = [], [], []
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # _load_from_state_dict may edit its copy
+        if metadata is not None:
+            state_dict._metadata = metadata
+        outer = getattr(_loading, "pending", None)
+        _loading.pending = pending = []
+        try:
+            def load(module, local, prefix=""):
+                meta = dict(metadata.get(prefix[:-1], {})) if metadata is not None else {}
+                if assign:
+                    meta["assign_to_params_buffers"] = True
+                module._load_from_state_dict(local, prefix, meta, True, missing, unexpected,
+                                             errors)
+                for name, child in module._modules.items():
+                    if child is not None:
+                        child_prefix = prefix + name + "."
+                        load(child, {k: v for k, v in local.items()
+                                     if k.startswith(child_prefix)}, child_prefix)
+                keys = _IncompatibleKeys(missing, unexpected)
+                for hook in list(_hooks(module, "_load_state_dict_post_hooks").values()):
+                    if hook(module, keys) is not None:
+                        raise RuntimeError("load_state_dict: a load_state_dict post-hook "
+                                           "returned a value; it should edit "
+                                           "incompatible_keys in place and return None")
+
+            load(self, state_dict)
+        finally:
+            _loading.pending = outer
         if strict:
-            if missing:
-                errors.append("missing key(s) in state_dict: " + ", ".join(map(repr, missing)))
             if unexpected:
-                errors.append("unexpected key(s) in state_dict: " +
+                errors.insert(0, "unexpected key(s) in state_dict: " +
                               ", ".join(map(repr, unexpected)))
-        pairs = []
-        for k, dst in own.items():
-            if k not in state_dict:
-                continue
-            src = state_dict[k]
-            if not isinstance(src, (Tensor, np.ndarray)):
-                errors.append(f"{k}: expected a Tensor or ndarray, got {type(src).__name__}")
-                continue
-            if tuple(src.shape) != tuple(dst.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape "
-                              f"{tuple(src.shape)} from checkpoint, the shape in current model "
-                              f"is {tuple(dst.shape)}")
-                continue
-            src_dtype = src.dtype.np if isinstance(src, Tensor) else np.dtype(src.dtype)
-            if src_dtype != dst.dtype.np:
-                errors.append(f"dtype mismatch for {k}: copying a tensor of dtype "
-                              f"{src_dtype.name} from checkpoint, the dtype in current model "
-                              f"is {dst.dtype.name}")
-                continue
-            pairs.append((dst, src))
+            if missing:
+                errors.insert(0, "missing key(s) in state_dict: " +
+                              ", ".join(map(repr, missing)))
         if errors:
             raise RuntimeError(f"load_state_dict: error(s) loading state_dict for "
                                f"{type(self).__name__}:\n\t" + "\n\t".join(errors))
         with no_grad():
-            for dst, src in pairs:
-                if isinstance(src, np.ndarray):
-                    src = from_numpy(np.ascontiguousarray(src), device=dst.device)
-                ew.copy_raw(dst, src)
-                bump_version(dst)
+            for module, name, dst, src, to_assign in pending:
+                _store(module, name, dst, src, to_assign)
         return _IncompatibleKeys(missing, unexpected)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """Load this module's own parameters and persistent buffers (not its children's)
+        from ``state_dict`` (keys ``prefix + name``), PyTorch's signature: load_state_dict
+        pre-hooks first; a key it lacks goes to ``missing_keys`` (when ``strict``), a key
+        under ``prefix`` that names nothing here to ``unexpected_keys``; shape, dtype and type
+        problems to ``error_msgs``. Inside load_state_dict the copies happen once every module
+        was checked; called directly, at once. ``local_metadata["version"]`` is the saved
+        ``_version``; ``local_metadata.get("assign_to_params_buffers")`` means assign.
+        """
+        for hook in list(_hooks(self, "_load_state_dict_pre_hooks").values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
+        local = {name: t for name, t in self._parameters.items() if t is not None}
+        local.update((name, b) for name, b in self._buffers.items()
+                     if b is not None and name not in self._non_persistent)
+        assign = bool(local_metadata.get("assign_to_params_buffers", False))
+        pending = getattr(_loading, "pending", None)
+        for name, dst in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                if strict:
+                    missing_keys.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, (Tensor, np.ndarray)):
+                error_msgs.append(f"{key}: expected a Tensor or ndarray, got "
+                                  f"{type(src).__name__}")
+                continue
+            if tuple(src.shape) != tuple(dst.shape):
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                                  f"{tuple(src.shape)} from checkpoint, the shape in current "
+                                  f"model is {tuple(dst.shape)}")
+                continue
+            src_dtype = src.dtype.np if isinstance(src, Tensor) else np.dtype(src.dtype)
+            if src_dtype != dst.dtype.np:
+                error_msgs.append(f"dtype mismatch for {key}: copying a tensor of dtype "
+                                  f"{src_dtype.name} from checkpoint, the dtype in current "
+                                  f"model is {dst.dtype.name}")
+                continue
+            if pending is not None:
+                pending.append((self, name, dst, src, assign))
+            else:
+                with no_grad():
+                    _store(self, name, dst, src, assign)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix):
+                    first = key[len(prefix):].split(".", 1)
+                    if (first[0] not in self._modules) if len(first) > 1 else \
+                            (first[0] not in local):
+                        unexpected_keys.append(key)
 
     # -- device and dtype -----------------------------------------------------------------------
     def _apply(self, fn):
@@ -376,12 +527,61 @@ class Module:
 
 # ---------------------------------------------------------------------------- private helpers
 
-def _forget(module, name):
-    """Remove ``name`` from the module's attributes and registries (before re-registering)."""
+def _forget(module, name, keep=None):
+    """Remove ``name`` from the module's attributes and registries (before re-registering),
+    except from ``keep``: the registry it goes back to, where it keeps its place."""
     module.__dict__.pop(name, None)
     for store in (module._parameters, module._buffers, module._modules):
-        store.pop(name, None)
-    module._non_persistent.discard(name)
+        if store is not keep:
+            store.pop(name, None)
+    if keep is not module._buffers:
+        module._non_persistent.discard(name)
+
+
+def _hooks(module, store):
+    """The hooks OrderedDict ``store`` of ``module`` (created for modules built before hooks
+    existed, e.g. unpickled from an older file)."""
+    d = module.__dict__.get(store)
+    if d is None:
+        d = OrderedDict()
+        object.__setattr__(module, store, d)
+    return d
+
+
+def _register(module, store, hook):
+    from clgrad.autograd import RemovableHandle, _hook_keys
+    if not callable(hook):
+        raise TypeError(f"{store[1:-1]}: expected a callable hook, got {type(hook).__name__}")
+    hooks = _hooks(module, store)
+    key = next(_hook_keys)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
+
+
+def _store(module, name, dst, src, assign):
+    """Load ``src`` into ``module.name`` (now ``dst``): copied in, or with ``assign`` put in its
+    place (a Parameter stays a Parameter with dst's requires_grad, as PyTorch)."""
+    if not assign:
+        _copy_into(dst, src)
+        return
+    if isinstance(src, np.ndarray):
+        src = from_numpy(np.ascontiguousarray(src), device=dst.device)
+    if isinstance(dst, Parameter):
+        if isinstance(src, Parameter):
+            src.requires_grad_(dst.requires_grad)
+        else:
+            src = Parameter(src.detach(), requires_grad=dst.requires_grad)
+    setattr(module, name, src)
+
+
+def _copy_into(dst, src):
+    """Copy ``src`` (a checked Tensor or ndarray of dst's shape and dtype) into ``dst``."""
+    if isinstance(src, np.ndarray):
+        src = from_numpy(np.ascontiguousarray(src), device=dst.device)
+    if src is dst:
+        return
+    ew.copy_raw(dst, src)
+    bump_version(dst)
 
 
 def _check_name(module, name, op):

@@ -94,6 +94,32 @@ class InstanceNorm2d(Module):
         _norm_state(self, type(self).__name__, num_features, eps, momentum, affine,
                     track_running_stats, device, dtype)
 
+    _version = 2  # as PyTorch's _InstanceNorm
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """As PyTorch's: a checkpoint without a version (before 0.4) that has running stats
+        for a module without them is an error (and the keys are dropped); one of version < 2
+        without num_batches_tracked keeps the module's count (as BatchNorm2d)."""
+        version = local_metadata.get("version", None)
+        if version is None and not self.track_running_stats:
+            keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in
+                    state_dict]
+            if keys:
+                error_msgs.append(f"Unexpected running stats buffer(s) "
+                                  f"{' and '.join(map(repr, keys))} for "
+                                  f"{type(self).__name__} with track_running_stats=False: "
+                                  f"remove these keys from the state_dict, or set "
+                                  f"track_running_stats=True to use them")
+                for k in keys:
+                    state_dict.pop(k)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict and self.num_batches_tracked is not None:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
     def forward(self, x):
         """Normalise each (sample, channel) plane; running statistics as in BatchNorm2d.forward.
 

@@ -39,7 +39,6 @@ import os
 import sys
 
 import numpy as np
-import pyopencl as cl
 
 from clgrad import backends
 from clgrad.autograd import record
@@ -255,8 +254,8 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
     phases = [q for q in _phases(p) if q is not None]
     if any(q.kh == 0 for q in phases):  # some phase no tap reaches: its gradient is 0
         isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
-        cl.enqueue_fill_buffer(gi4.device.queue, gi4._storage.buffer,
-                               np.zeros(1, gi4.dtype.np), gi4._offset * isz, gi4.numel() * isz)
+        gi4.device.fill(gi4._storage.buffer, np.zeros(1, gi4.dtype.np), gi4._offset * isz,
+                        gi4.numel() * isz)
     for q in phases:
         if q.kh:
             a, qplan = algo, _plan(algo, "grad_input", q, w)

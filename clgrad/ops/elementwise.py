@@ -257,7 +257,8 @@ def _has_zero(b) -> bool:
 
 
 def pow(a, b) -> Tensor:
-    """``a ** b`` elementwise (float). d/da = b a^(b-1); d/db = a^b log a."""
+    """``a ** b`` elementwise (float). d/da = b a^(b-1), 0 where b == 0; d/db = a^b log a, 0
+    where a == 0 and b >= 0 (PyTorch's masks: the gradients of x**0 and 0**t at 0 are 0)."""
     a, b, dt, shape = _prep("pow", a, b)
     if not dt.is_floating_point:
         if _is_num(b) and b >= 0:
@@ -272,11 +273,25 @@ def pow(a, b) -> Tensor:
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
+        # PyTorch's masked formulas (pow_backward_self / pow_backward_exponent): the base gets
+        # 0 where the exponent is 0 (not b * a^(b-1) = 0 * inf at a = 0), the exponent gets 0
+        # where the base is 0 and the exponent >= 0 (not y * log 0 = 0 * -inf).
         ga = gb = None
         if isinstance(a, Tensor) and a.requires_grad:
-            ga = mul(mul(g, b), pow(a, sub(b, 1) if isinstance(b, Tensor) else b - 1))
+            if isinstance(b, Tensor):
+                ga = where(eq(b, 0), 0.0, mul(mul(g, b), pow(a, sub(b, 1))))
+            elif b == 0:
+                ga = zeros(g.shape, g.dtype, g.device)
+            else:
+                ga = mul(mul(g, b), pow(a, b - 1))
         if isinstance(b, Tensor) and b.requires_grad:
-            gb = mul(mul(g, y), log(a) if isinstance(a, Tensor) else math.log(a))
+            if isinstance(a, Tensor):
+                zero_base = logical_and(eq(a, 0), ge(b, 0))
+                gb = mul(g, where(zero_base, 0.0, mul(y, log(a))))
+            elif a == 0:
+                gb = mul(g, where(ge(b, 0), 0.0, mul(y, -math.inf)))
+            else:
+                gb = mul(mul(g, y), math.log(a) if a > 0 else math.nan)
         return _grads(a, b, ga, gb)
     saved = [t for t in _inputs(a, b) if t is not None] + [y]
     return record("pow", out, _inputs(a, b), backward, saved=saved)

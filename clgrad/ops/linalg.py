@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import ShapeError
 from clgrad.ops import elementwise as ew
@@ -28,7 +28,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
     ord:     p > 0: (sum |x|^p)^(1/p); inf: max |x|; -inf: min |x|; 0: the number of non-zeros;
              p < 0: (sum |x|^p)^(1/p) (unscaled).
     Shapes:  (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
-    Dtypes:  float32, float64 (``dtype`` casts the input first).
+    Dtypes:  float16 (computed in float32, rounded once), float32, float64 (``dtype`` casts
+             the input first).
     Grad:    p > 0: g sign(x) (|x| / norm)^(p-1), and 0 where the norm is 0 (PyTorch's; not
              nan at an all-zero input or row); inf/-inf: split evenly among the tied extremes;
              0: zero.
@@ -42,6 +43,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
                            f"input. Got {x.dtype}")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg.vector_norm: expected ord to be a number, got {ord!r}")
+    if x.dtype is dtypes.float16:  # in float32, rounded once (PyTorch's float accumulation)
+        return ew.to(vector_norm(ew.to(x, dtypes.float32), ord, dim, keepdim), x.dtype)
     dims = rd._dims(x, dim, "linalg.vector_norm")
     ord = float(ord)
     if ord == _INF:

@@ -225,6 +225,9 @@ def _softmax(op, x, dim, dtype, log_out):
         raise TypeError(f"{op}: expected a floating point input (or dtype=), got {x.dtype}")
     if x.ndim == 0:
         return _softmax(op, x.reshape(1), 0, None, log_out).reshape(())
+    if x.dtype is dtypes.float16:  # in float32, rounded once (PyTorch's): a float16 sum of
+        y32 = _softmax(op, ew.to(x, dtypes.float32), dim, None, log_out)  # exps overflows
+        return ew.to(y32, dtypes.float16)                                # past 65504
     if dim is None:
         dim = 0 if x.ndim in (0, 1, 3) else 1
     d = layout.wrap_dim(dim, x.ndim, op)

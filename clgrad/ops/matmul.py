@@ -17,12 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import MAXD, defines_for, empty, same_device, scalar, shape_arg, view_arg
+from clgrad.ops._util import (MAXD, copy_raw, defines_for, empty, same_device, scalar, shape_arg,
+                              view_arg)
 from clgrad.tensor import Tensor
 
 __all__ = ["matmul", "mm", "bmm", "dot", "gemm", "linear"]
@@ -103,6 +104,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     Shapes: a (*B, M, K), b (*B, K, N), c (*B, M, N) with the same batch dims *B (stride-0
     batch dims allowed on a and b). Every operand is any strided view; c must not overlap.
     beta == 0: c is only written (NaNs in it do not propagate).
+    float16: products are summed in float32 and rounded once (PyTorch's): GEMM_TILED with
+    ACC=float, GEMM_CPU on float32 copies of the operands.
     ``tiles_override``: one config as ``tiles()`` returns (the tests and the tuner use it).
     """
     *batch, m, k = a.shape
@@ -119,6 +122,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
     dev = c.device
     cfg = tiles_override or tiles(dev)
+    if c.dtype is dtypes.float16 and "MR" in cfg:  # GEMM_CPU would round partial sums
+        return _gemm_widened(c, a, b, alpha, beta, cfg)
     (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
     d = defines_for(c.dtype)
     if "MR" in cfg:
@@ -136,6 +141,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
             cfg = big if fill >= dev.cl_device.max_compute_units else cfg["small"]
         d.update(GEMM_TILED=1, **cfg)
+        if c.dtype is dtypes.float16:
+            d["ACC"] = "float"  # products summed in float32, rounded once (PyTorch's)
         nthr = (cfg["TSM"] // cfg["WPTM"]) * (cfg["TSN"] // cfg["WPTN"])
         al = [a._offset, cfg["TSM"] * cfg["TSK"] // nthr] + list(ab)  # whole 4-vectors/item
         bl = [b._offset, cfg["TSN"] * cfg["TSK"] // nthr] + list(bb)
@@ -154,6 +161,27 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                b._storage.buffer, view_arg(b, bb), np.int64(b_rs), np.int64(b_cs),
                scalar(c.dtype, alpha), scalar(c.dtype, beta))
     return c
+
+
+def _gemm_widened(c: Tensor, a: Tensor, b: Tensor, alpha, beta, cfg):
+    """float16 GEMM through float32 operands: every product summed in float32 and rounded to
+    float16 once (GEMM_CPU keeps partial sums in C between depth blocks, which for float16
+    would round them every KC steps). Broadcast (stride-0) dims are widened once, not per
+    repeat."""
+    with no_grad():
+        c32 = empty(c.shape, dtypes.float32, c.device)
+        if beta != 0:
+            copy_raw(c32, c)
+        gemm(c32, _widened(a), _widened(b), alpha, beta, cfg)
+        copy_raw(c, c32)
+    return c
+
+
+def _widened(t: Tensor) -> Tensor:
+    """A float32 copy of the view ``t`` with its stride-0 dims kept as stride-0."""
+    base = Tensor(t._storage, tuple(1 if st == 0 else n for n, st in zip(t.shape, t._strides)),
+                  t._strides, t._offset)
+    return ew.to(base, dtypes.float32).expand(*t.shape)
 
 
 def _aligned(*values) -> bool:

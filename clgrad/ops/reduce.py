@@ -23,6 +23,11 @@ __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmi
 
 _FILE = "reduce.cl"
 MinMax = namedtuple("MinMax", ["values", "indices"])
+# OpenCL C type -> the NumPy scalar type of its size, for by-value kernel arguments of type ACC
+# (a half passed as a 4-byte float is refused: clSetKernelArg INVALID_ARG_SIZE).
+_CL_SCALAR = {d.cl: d.np.type for d in (dtypes.float16, dtypes.float32, dtypes.float64,
+                                         dtypes.int64, dtypes.int32, dtypes.int16, dtypes.int8,
+                                         dtypes.uint8)}
 
 
 def _dims(x: Tensor, dim, op: str):
@@ -70,8 +75,7 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
             d["ARG"] = 1
         if acc_cl in ("float", "double", "half"):
             d["ACC_FLOAT"] = 1
-        acc_np = {"float": np.float32, "double": np.float64, "half": np.float32, "int": np.int32,
-                  "short": np.int16, "char": np.int8, "uchar": np.uint8}.get(acc_cl, np.int64)
+        acc_np = _CL_SCALAR[acc_cl]  # the kernel's ACC by value: its exact size (half: 2)
         vx_outer = view_arg(x, xo_st)
         vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
         vx_inner[1:1 + len(xi_st)] = xi_st
@@ -312,8 +316,12 @@ def _check_arg(x, dim, name):
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
 
-    Two passes (mean first), so large offsets do not cancel.
+    Two passes (mean first), so large offsets do not cancel. float16 is computed in float32
+    and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf from a float16
+    sum of squares.
     """
+    if x.dtype is dtypes.float16:
+        return ew.to(var(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     dims = _dims(x, dim, "var")
@@ -325,7 +333,9 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
-    """Standard deviation: sqrt(var)."""
+    """Standard deviation: sqrt(var); float16 in float32, rounded once (as var)."""
+    if x.dtype is dtypes.float16:
+        return ew.to(std(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
 
 
@@ -393,11 +403,15 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     """input / max(||input||_p along dim, eps) (PyTorch's F.normalize); p may be inf.
     The clamp is taken on sum |x|^p (against eps^p), which is the same forward and keeps a
     zero vector's gradient finite (g / eps, as PyTorch's) instead of 0 * inf.
+    float16: the norm is computed in float32 and rounded once (PyTorch's), so a row whose sum
+    of squares overflows float16 is still normalised.
     Grad: input."""
     if p == float("inf"):
         return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
-    s = sum(ew.mul(input, input) if p == 2 else ew.pow(ew.abs(input), p), dim, keepdim=True)
-    return ew.div(input, ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p))
+    x = ew.to(input, dtypes.float32) if input.dtype is dtypes.float16 else input
+    s = sum(ew.mul(x, x) if p == 2 else ew.pow(ew.abs(x), p), dim, keepdim=True)
+    den = ew.pow(ew.clamp(s, min=float(eps) ** p), 1.0 / p)
+    return ew.div(input, ew.to(den, input.dtype) if den.dtype is not input.dtype else den)
 
 
 # -- h4 (issue 22): nansum, nanmean -----------------------------------------------------------
