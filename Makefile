@@ -1,14 +1,20 @@
-# Set-up is part of every target: the first run creates .venv and installs clgrad with its extras.
+# Set-up is part of every target: the first run creates the venv and installs clgrad with its
+# extras (dev: train's progress bars and plot, onnx, the test tools, mpi4py + the mpich wheel).
+# make test PYTHON=python3.12 uses .venv-python3.12; make test-matrix runs every version below.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 BIN := $(VENV)/bin
+MATRIX ?= python3.10 python3.11 python3.12 python3.13
+BENCH_ARGS ?= --quick
 
-.PHONY: train test bench clean
+.PHONY: train test test-matrix lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
+	@# pip writes a wheel's libX.so / libX.so.N as full copies (~300 MB of Intel's runtime)
+	$(BIN)/python tools/dedupe_libs.py $(VENV)
 	touch $@
 
 train: $(BIN)/.installed
@@ -17,5 +23,20 @@ train: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q tests
 
+test-matrix:
+	@for py in $(MATRIX); do \
+		echo "== make test PYTHON=$$py"; $(MAKE) --no-print-directory test PYTHON=$$py || exit 1; \
+	done
+
+# The house rules (pyproject.toml [tool.ruff]): what CI checks before the tests.
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+
+# The CPU benchmarks of bench/README.md, results into bench/results (BENCH_ARGS="" for full
+# runs; peers such as torch are optional: `pip install -e ".[bench]"`).
+bench: $(BIN)/.installed
+	for b in gemm conv train_step overhead cold_start; do \
+		$(BIN)/python bench/$$b.py $(BENCH_ARGS) || exit 1; done
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis

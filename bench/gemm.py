@@ -31,7 +31,9 @@ def tune(w: common.Worker, n: int):
     cands = mm.CPU_CANDIDATES if dev.kind == "cpu" else mm.GPU_CANDIDATES[:-1]
     best = None
     for cfg in cands:
-        fn = (lambda cfg=cfg: (mm.gemm(c, a, b, tiles_override=cfg), clgrad.synchronize()))
+        def fn(cfg=cfg):
+            mm.gemm(c, a, b, tiles_override=cfg)
+            clgrad.synchronize()
         t = common.measure({"x": fn}, reps=5, warmup=1, budget=3.0)["x"]
         med = sorted(t)[len(t) // 2]
         print(f"tune {n}^3 {cfg}: {2 * n ** 3 / med / 1e9:.1f} GFLOP/s", flush=True)

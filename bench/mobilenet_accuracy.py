@@ -125,7 +125,7 @@ def main():
             errs.append(np.sqrt(sum(((a - t) ** 2).sum() for a, t in zip(g, truth))) / norm)
         print(f"{seed:4d}  {errs[0]:.1e}  {errs[1]:.1e}", flush=True)
     if args.train is not None:
-        from clgrad.data import digits_split
+        from clgrad.utils.data.datasets import digits_split
 
         def up(a):  # 8x8 -> 32x32 (nearest), 3 channels, normalised
             a = np.repeat(np.repeat(a, 4, 2), 4, 3)

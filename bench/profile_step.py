@@ -32,19 +32,27 @@ def make_step(model_name):
 
 
 def profile(step, reps):
+    """Wall time per step (queued) after 3 warm-up steps, then ``per_launch``'s split."""
     import clgrad
-    from clgrad import runtime
-    dev = clgrad.default_device()
-    names = {}
-    for (file, name, *_), k in list(dev._kernels.items()):
-        names[id(k)] = f"{file}::{name}"
     for _ in range(3):
         step()
     t = time.perf_counter()
     for _ in range(reps):
         step()
     wall = (time.perf_counter() - t) / reps
+    host, rows = per_launch(step, reps)
+    return wall, host, rows, clgrad.default_device()
 
+
+def per_launch(step, reps):
+    """Run ``step`` ``reps`` times with a queue finish after every kernel launch; return
+    (host seconds between launches per step, rows of kernel, launches and ms per step)."""
+    import clgrad
+    from clgrad import runtime
+    dev = clgrad.default_device()
+    names = {}
+    for (file, name, *_), k in list(dev._kernels.items()):
+        names[id(k)] = f"{file}::{name}"
     kernel_s, count = defaultdict(float), defaultdict(int)
     host = [0.0]
     last_end = [None]
@@ -75,7 +83,7 @@ def profile(step, reps):
         runtime.Device.launch = orig
     rows = [dict(kernel=k, launches=count[k] / reps, ms=kernel_s[k] / reps * 1e3)
             for k in sorted(kernel_s, key=kernel_s.get, reverse=True)]
-    return wall, host[0] / reps, rows, dev
+    return host[0] / reps, rows
 
 
 def main(argv=None):

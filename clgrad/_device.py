@@ -124,12 +124,12 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
 
     def __enter__(self):
         """``with clgrad.device("cpu"):`` makes it the default device inside the block."""
-        self._outer = runtime._DEFAULT[0]
+        self._outer = runtime.discovery._DEFAULT[0]
         runtime.set_default_device(resolve(self))
         return self
 
     def __exit__(self, *exc):
-        runtime._DEFAULT[0] = self._outer
+        runtime.discovery._DEFAULT[0] = self._outer
         return False
 
 

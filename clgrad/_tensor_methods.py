@@ -3,15 +3,27 @@
 Imported by clgrad/__init__.py once the ops are loaded; clgrad/tensor.py imports nothing above
 it, so this module is where Tensor meets the ops (the one import cycle left: the ops import
 Tensor, and Tensor's methods call the ops).
+
+Layout: operators, then one block of methods per op family (elementwise, reduce/scan/sort,
+linalg, views, index, random), then conversions and the ``new_*`` constructors, then in-place
+variants; ``METHODS`` lists every method bound here, and the argument check runs last (a
+non-Tensor where a Tensor is required raises PyTorch's TypeError). To add a method: bind it in
+its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks both).
 """
 from __future__ import annotations
 
 from clgrad import autograd, creation, dtypes
+from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
-from clgrad.ops import inplace as ip
 from clgrad.ops import index as ix
+from clgrad.ops import indexing as aix
+from clgrad.ops import inplace as ip
 from clgrad.ops import matmul as mm
+from clgrad.ops import numeric as nu
+from clgrad.ops import random as rn
 from clgrad.ops import reduce as rd
+from clgrad.ops import scan as sc
+from clgrad.ops import sort as so
 from clgrad.ops import views as vw
 from clgrad.tensor import Tensor
 
@@ -86,7 +98,6 @@ for _name, _fn in {
     "__add__": ew.add, "__sub__": ew.sub, "__mul__": ew.mul, "__truediv__": ew.div,
     "__pow__": ew.pow, "__matmul__": mm.matmul, "__eq__": ew.eq, "__ne__": ew.ne,
     "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
-    "__and__": ew.logical_and, "__or__": ew.logical_or,
 }.items():
     _method(_fn, _name)
 for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
@@ -94,34 +105,58 @@ for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
     _method(_reflect(_fn), _name)
 Tensor.__neg__ = ew.neg
 Tensor.__abs__ = ew.abs
-Tensor.__invert__ = lambda self: ew.logical_not(self)
-Tensor.__floordiv__ = lambda self, o: ew.div(self, o, rounding_mode="floor")
 Tensor.__getitem__ = vw.getitem
-Tensor.__setitem__ = ix.setitem
+Tensor.__setitem__ = aix.setitem
 
+
+# -- elementwise ------------------------------------------------------------------------------
 for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
             ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
             ew.square, ew.reciprocal, ew.sign, ew.floor, ew.ceil, ew.round, ew.eq, ew.ne,
             ew.lt, ew.le, ew.gt, ew.ge, ew.logical_not, ew.logical_and, ew.logical_or,
-            ew.clamp, ew.contiguous, ew.clone, ip.copy_, ip.fill_,
-            rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
-            rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm,
-            mm.matmul, mm.mm, mm.bmm, mm.dot,
-            vw.narrow, vw.select, vw.view, vw.reshape, vw.permute, vw.transpose, vw.t,
-            vw.expand, vw.unsqueeze, vw.squeeze, vw.flatten, vw.unflatten, vw.split, vw.chunk,
-            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim,
-            ix.index_select, ix.gather, ix.scatter_add):
+            ew.clamp, ew.contiguous, ew.clone, ew.remainder, ew.masked_fill, ip.copy_, ip.fill_,
+            nu.isnan, nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal):
+    _method(_fn)
+Tensor.clip = ew.clamp
+Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
+Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
+Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
+
+# -- reduce, scan, sort -----------------------------------------------------------------------
+for _fn in (rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
+            rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm, rd.any, rd.all,
+            rd.count_nonzero, sc.cumsum, sc.cumprod, so.sort, so.argsort, so.topk, so.unique):
+    _method(_fn)
+Tensor.msort = lambda self: so.sort(self, 0).values
+
+# -- linalg -----------------------------------------------------------------------------------
+for _fn in (mm.matmul, mm.mm, mm.bmm, mm.dot):
     _method(_fn)
 
+# -- views ------------------------------------------------------------------------------------
+for _fn in (vw.narrow, vw.select, vw.view, vw.reshape, vw.permute, vw.transpose, vw.t,
+            vw.expand, vw.unsqueeze, vw.squeeze, vw.flatten, vw.unflatten, vw.split, vw.chunk,
+            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim, vw.flip, vw.repeat):
+    _method(_fn)
+Tensor.expand_as = lambda self, other: vw.expand(self, other.shape)
+Tensor.view_as = lambda self, other: vw.view(self, other.shape)
+Tensor.reshape_as = lambda self, other: vw.reshape(self, other.shape)
+Tensor.swapaxes = vw.transpose
+Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
+Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
+Tensor.ravel = lambda self: vw.reshape(self, -1)
+
+# -- index ------------------------------------------------------------------------------------
+for _fn in (ix.index_select, ix.gather, ix.scatter_add, ix.scatter, ix.roll, ix.tril, ix.triu,
+            ix.nonzero, ix.argwhere, aix.index_put_, aix.index_put):
+    _method(_fn)
+
+# -- random -----------------------------------------------------------------------------------
+for _fn in (rn.normal_, rn.uniform_, rn.exponential_, rn.bernoulli_, rn.bernoulli):
+    _method(_fn)
+
+# -- conversions ------------------------------------------------------------------------------
 Tensor.to = _to
-Tensor.flip = vw.flip
-Tensor.repeat = vw.repeat
-Tensor.remainder = ew.remainder
-Tensor.__mod__ = ew.remainder
-Tensor.__rmod__ = _reflect(ew.remainder)
-Tensor.masked_fill = ew.masked_fill
-Tensor.any = rd.any
-Tensor.all = rd.all
 
 
 def _assign_data(self, value):
@@ -180,18 +215,12 @@ Tensor.long = lambda self: ew.to(self, dtypes.int64)
 Tensor.int = lambda self: ew.to(self, dtypes.int32)
 Tensor.bool = lambda self: ew.to(self, dtypes.bool_)
 Tensor.half = lambda self: ew.to(self, dtypes.float16)
-Tensor.zero_ = lambda self: ip.fill_(self, 0)
-Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
-Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
-Tensor.clip = ew.clamp
-Tensor.expand_as = lambda self, other: vw.expand(self, other.shape)
-Tensor.view_as = lambda self, other: vw.view(self, other.shape)
-Tensor.reshape_as = lambda self, other: vw.reshape(self, other.shape)
-Tensor.swapaxes = vw.transpose
-Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
-Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
-Tensor.cpu = lambda self: self
+Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
+Tensor.char = lambda self: ew.to(self, dtypes.int8)
+Tensor.short = lambda self: ew.to(self, dtypes.int16)
 
+# -- in-place variants ------------------------------------------------------------------------
+Tensor.zero_ = lambda self: ip.fill_(self, 0)
 for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
                    "pow_": ew.pow, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
     _method(_inplace_binary(_fn, _name), _name)
@@ -204,12 +233,7 @@ Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
 Tensor.__itruediv__ = Tensor.div_
 
-# -- sorting, scans, NaN tests, scatter, random fills (issue 13) ------------------------------
-from clgrad.ops import numeric as nu  # noqa: E402
-from clgrad.ops import random as rn  # noqa: E402
-from clgrad.ops import scan as sc  # noqa: E402
-from clgrad.ops import sort as so  # noqa: E402
-
+# -- type() ----------------------------------------------------------------------------------
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
@@ -232,15 +256,9 @@ def _type(self, dtype=None, non_blocking=False):
     return ew.to(self, dtype)
 
 
-for _fn in (so.sort, so.argsort, so.topk, so.unique, sc.cumsum, sc.cumprod, nu.isnan,
-            nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal,
-            ix.scatter, ix.roll, ix.tril, ix.triu, ix.nonzero, ix.argwhere, rd.count_nonzero,
-            rn.normal_, rn.uniform_, rn.exponential_, rn.bernoulli_, rn.bernoulli):
-    _method(_fn)
 Tensor.type = _type
-Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
-Tensor.ravel = lambda self: vw.reshape(self, -1)
-Tensor.msort = lambda self: so.sort(self, 0).values
+
+# -- more in-place variants -------------------------------------------------------------------
 Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
@@ -255,12 +273,7 @@ for _name, _fn in {"nan_to_num_": nu.nan_to_num,
 Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
 
 
-# -- small integer dtypes, index_put, register_hook (issue 13) --------------------------------
-Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
-Tensor.char = lambda self: ew.to(self, dtypes.int8)
-Tensor.short = lambda self: ew.to(self, dtypes.int16)
-Tensor.index_put_ = ix.index_put_
-Tensor.index_put = ix.index_put
+# -- autograd ---------------------------------------------------------------------------------
 Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
 
@@ -327,7 +340,6 @@ Tensor.resize_ = _resize_
 Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
 
 # -- h4 (issue 22): composites (clgrad/ops/composite.py) -------------------------------------
-from clgrad.ops import composite as cp  # noqa: E402
 
 for _fn in (cp.addcmul, cp.addcdiv, cp.lerp, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer,
             cp.tile, cp.repeat_interleave, cp.masked_select, cp.logical_xor, cp.erf):
@@ -373,3 +385,55 @@ def _deepcopy(self, memo):
 
 
 Tensor.__deepcopy__ = _deepcopy
+
+
+# -- integer arithmetic and bitwise ops: exact // % fmod, & | ^ ~ << >> ---------------------
+for _name, _fn in {"__and__": ew.bitwise_and, "__or__": ew.bitwise_or,
+                   "__xor__": ew.bitwise_xor, "__lshift__": ew.bitwise_left_shift,
+                   "__rshift__": ew.bitwise_right_shift, "__floordiv__": ew.floor_divide,
+                   "__mod__": ew.remainder}.items():
+    _method(_fn, _name)
+    _method(_reflect(_fn), "__r" + _name[2:])
+    _method(_inplace_binary(_fn, "__i" + _name[2:]), "__i" + _name[2:])
+for _fn in (ew.bitwise_and, ew.bitwise_or, ew.bitwise_xor, ew.bitwise_left_shift,
+            ew.bitwise_right_shift, ew.floor_divide, ew.remainder, ew.fmod, ew.divide):
+    _method(_fn)
+    _method(_inplace_binary(_fn, _fn.__name__ + "_"), _fn.__name__ + "_")
+Tensor.__invert__ = ew.bitwise_not
+Tensor.bitwise_not = ew.bitwise_not
+Tensor.bitwise_not_ = _inplace_unary(ew.bitwise_not, "bitwise_not_")
+Tensor.true_divide = ew.div
+Tensor.true_divide_ = _inplace_binary(ew.div, "true_divide_")
+Tensor.__ipow__ = Tensor.pow_
+
+
+# -- the methods bound here (sorted), then, last, the argument check --------------------------
+__all__: list = []  # nothing to import from here: the methods live on Tensor
+METHODS = ["abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
+           "argmin", "argsort", "argwhere", "as_strided", "backward", "bernoulli", "bernoulli_",
+           "bitwise_and", "bitwise_and_", "bitwise_left_shift", "bitwise_left_shift_",
+           "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
+           "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "bmm", "bool", "byte", "ceil",
+           "char", "chunk", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
+           "clamp_min_", "clip", "clip_", "clone", "contiguous", "copy_", "cos", "count_nonzero",
+           "cumprod", "cumsum", "cumsum_", "data", "diagonal", "div", "div_", "divide", "divide_",
+           "dot", "double", "eq", "equal", "exp", "exp_", "expand", "expand_as", "exponential_",
+           "fill_", "flatten", "flip", "float", "floor", "floor_divide", "floor_divide_", "fmod",
+           "fmod_", "gather", "ge", "gt", "half", "index_put", "index_put_", "index_select", "int",
+           "isclose", "isfinite", "isinf", "isnan", "le", "log", "log_", "log_softmax",
+           "logical_and", "logical_not", "logical_or", "logsumexp", "long", "lt", "masked_fill",
+           "masked_fill_", "matmul", "max", "maximum", "maximum_", "mean", "min", "minimum",
+           "minimum_", "mm", "movedim", "msort", "mT", "mul", "mul_", "nan_to_num", "nan_to_num_",
+           "narrow", "ne", "neg", "neg_", "new_empty", "new_full", "new_ones", "new_tensor",
+           "new_zeros", "nonzero", "norm", "normal_", "permute", "pow", "pow_", "prod", "ravel",
+           "reciprocal", "register_hook", "register_post_accumulate_grad_hook", "relu", "relu_",
+           "remainder", "remainder_", "repeat", "reshape", "reshape_as", "roll", "round", "rsqrt",
+           "scatter", "scatter_", "scatter_add", "scatter_add_", "select", "short", "sigmoid",
+           "sigmoid_", "sign", "sin", "softmax", "sort", "split", "sqrt", "sqrt_", "square",
+           "squeeze", "std", "sub", "sub_", "sum", "swapaxes", "T", "t", "tanh", "tanh_", "to",
+           "topk", "transpose", "tril", "tril_", "triu", "triu_", "true_divide", "true_divide_",
+           "type", "type_as", "unbind", "unflatten", "unfold", "uniform_", "unique", "unsqueeze",
+           "var", "view", "view_as", "where", "zero_"]
+
+from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
+_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)

@@ -1,4 +1,10 @@
-"""Command line: ``python -m clgrad devices | info | train``."""
+"""Command line: ``python -m clgrad devices | info | train``, ``python -m clgrad --version``.
+
+``devices`` probes each OpenCL device once (a child process builds one tiny kernel; the verdicts
+are cached), saying so on stderr while it does. ``train``'s options are checked before any
+device is touched. ``CLGRAD_DEBUG=1`` shows the ``clgrad`` logger's DEBUG lines (devices found,
+probe verdicts, the device chosen, each kernel build, conv2d's choices) on stderr.
+"""
 from __future__ import annotations
 
 import argparse
@@ -45,16 +51,35 @@ def _train(args, rest) -> int:
     return train_main(rest, prog="clgrad train")
 
 
+def _version() -> str:
+    """'clgrad X.Y.Z (Python A.B.C, pyopencl V, numpy W)', without touching any device."""
+    import platform
+
+    import numpy
+    import pyopencl
+
+    import clgrad
+    return (f"clgrad {clgrad.__version__} (Python {platform.python_version()}, pyopencl "
+            f"{pyopencl.VERSION_TEXT}, numpy {numpy.__version__})")
+
+
 def main(argv=None) -> int:
     """Entry point of ``python -m clgrad`` and the ``clgrad`` script."""
-    p = argparse.ArgumentParser(prog="clgrad", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = argparse.ArgumentParser(prog="clgrad", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="store_true", help="show the version and exit")
+    sub = p.add_subparsers(dest="cmd")
     sub.add_parser("devices", help="list OpenCL devices").set_defaults(fn=_devices)
     sub.add_parser("info", help="show the default device").set_defaults(fn=_info)
     sub.add_parser("train", add_help=False,
                    help="train the grouped CNN on digits or MNIST (train --help for options)"
                    ).set_defaults(fn=_train)
     args, rest = p.parse_known_args(argv)
+    if args.version:
+        print(_version())
+        return 0
+    if args.cmd is None:
+        p.error("expected a command: devices, info or train (or --version)")
     if args.cmd != "train" and rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     from clgrad.errors import DeviceError

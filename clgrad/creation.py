@@ -83,7 +83,8 @@ def _shape(size, op):
 
 
 def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=False):
-    arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
+    with np.errstate(over="ignore"):  # float64 beyond float32's range is inf, as PyTorch
+        arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
     t = Tensor._empty(arr.shape, dtype, device)
     if arr.size:
         device.copy(t._storage.buffer, arr)
@@ -120,7 +121,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     the array's own dtype for NumPy arrays (and NumPy scalars) of a clgrad dtype (bool, uint8,
     int8, int16, int32, int64, float16/32/64, as PyTorch); uint16, uint32 and uint64 widen to
     int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
-    OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data.
+    OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data,
+    RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
+    dtypes.check_fits: uint8 256 or 255.5 raise, -1 wraps to 255).
     """
     dev = _device(device)
     if isinstance(data, Tensor):
@@ -142,6 +145,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
                     if not isinstance(v, numbers.Number)), "object")
         raise TypeError(f"tensor: expected numbers, got {bad}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(arr, data)
+    if dtype is not None and not isinstance(data, (np.ndarray, np.generic)):
+        dtypes.check_array_fits("tensor", dt, arr)  # Python literals: PyTorch's overflow check
     if requires_grad and not dt.is_floating_point:
         raise RuntimeError(f"tensor: only Tensors of floating point dtype can require "
                            f"gradients, got {dt}")

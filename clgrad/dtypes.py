@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
-           "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits"]
+           "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits",
+           "check_array_fits"]
 
 
 class DType:
@@ -98,14 +99,47 @@ def promote(a: DType, b: DType) -> DType:
 
 
 def check_fits(op: str, dtype: DType, value):
-    """Raise RuntimeError when the Python number ``value`` does not fit an integer ``dtype``
-    (PyTorch refuses such fills; arithmetic with a scalar wraps around instead)."""
-    if dtype.is_floating_point or dtype.is_bool or isinstance(value, bool):
+    """Raise RuntimeError when the Python number ``value`` does not fit ``dtype`` (PyTorch's
+    ``overflows`` rule for fills, full(), tensor() literals, masked_fill and clamp bounds):
+    an int fits a signed dtype within [min, max], an unsigned one within [-max, max] (a
+    negative int wraps, uint8 -1 is 255); a float fits an integer dtype when finite and within
+    [min, max] (uint8 -1.0 and 255.5 do not), float32 unless finite beyond its range.
+    Arithmetic with a scalar wraps around instead (uint8 + 300 is uint8 + 44)."""
+    if dtype.is_bool or isinstance(value, (bool, np.bool_)):
         return
-    info = np.iinfo(dtype.np)
-    if isinstance(value, float) and not np.isfinite(value) or not info.min <= value <= info.max:
+    if isinstance(value, (float, np.floating)):
+        if dtype.is_floating_point:
+            bad = dtype is float32 and np.isfinite(value) and \
+                abs(value) > float(np.finfo(np.float32).max)
+        else:
+            info = np.iinfo(dtype.np)
+            bad = not np.isfinite(value) or not info.min <= value <= info.max
+    elif dtype.is_floating_point:
+        return
+    else:
+        info = np.iinfo(dtype.np)
+        bad = value > info.max or value < (-info.max if info.min == 0 else info.min)
+    if bad:
         raise RuntimeError(f"{op}: value cannot be converted to type {dtype.name} without "
                            f"overflow, got {value!r}")
+
+
+def check_array_fits(op: str, dtype: DType, arr: np.ndarray):
+    """check_fits for every element of a NumPy array of Python literals (bool, int64 or
+    float64; tensor() of nested lists): raises RuntimeError naming the first misfit. Float
+    dtypes are not checked (tensor([1e40], dtype=float32) is inf in PyTorch too)."""
+    if dtype.is_bool or dtype.is_floating_point or arr.size == 0 or arr.dtype.kind == "b":
+        return
+    info = np.iinfo(dtype.np)
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr < info.min) | (arr > info.max)
+    else:
+        lo = -int(info.max) if info.min == 0 else int(info.min)
+        bad = (arr < lo) | (arr > info.max)
+    if bad.any():
+        v = arr[bad].flat[0]
+        raise RuntimeError(f"{op}: value cannot be converted to type {dtype.name} without "
+                           f"overflow, got {v.item()!r}")
 
 
 def scalar_dtype(tensor_dtype: DType, value) -> DType:

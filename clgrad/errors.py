@@ -1,6 +1,6 @@
 """Exception classes. Each subclasses the builtin a PyTorch user would catch."""
 
-__all__ = ["DeviceError", "IndexRangeError", "ShapeError"]
+__all__ = ["DeviceError", "IndexRangeError", "ShapeError", "IntegerZeroDivisionError"]
 
 
 class DeviceError(RuntimeError):
@@ -20,3 +20,9 @@ class ShapeError(ValueError, RuntimeError):
 
     PyTorch raises RuntimeError here and NumPy ValueError; this class is both.
     """
+
+
+class IntegerZeroDivisionError(RuntimeError, ZeroDivisionError):
+    """An integer division or remainder by zero (``//``, ``%``, div with a rounding mode,
+    fmod). PyTorch raises RuntimeError("ZeroDivisionError"); this class is both, and its
+    message starts with "ZeroDivisionError"."""

@@ -137,7 +137,7 @@ def evaluate(model, loader, loss_fn):
 def validation_split(train_set: TensorDataset, fraction: float, seed: int):
     """(train, validation) TensorDatasets from ``train_set``: round(n_c * fraction) samples of
     each class c go to validation, chosen by a NumPy Generator seeded with ``seed`` (the same
-    rule as clgrad.data.digits_split); both keep the original order."""
+    rule as clgrad.utils.data.datasets.digits_split); both keep the original order."""
     images, labels = train_set.arrays
     tr, va = _stratified_split(labels, fraction, seed, op="validation_split")
     return TensorDataset(images[tr], labels[tr]), TensorDataset(images[va], labels[va])
@@ -155,14 +155,11 @@ def fit(args) -> dict:
     Raises:  OptionError naming the option for bad input (a --resume checkpoint that does not
              fit, --data files, an --out folder that cannot be written, an unknown --device).
     """
-    from tqdm import tqdm
-
+    progress_bar = _progress_bar_class(args.quiet)
     t0 = time.perf_counter()
     world, rank = _join_ranks(args)
-    if args.device and world == 1:
-        with _blame("--device", args.device):
-            runtime.set_default_device(args.device)
-    device = runtime.default_device()
+    # Everything that can be checked on the host comes before the device: finding and probing
+    # the devices takes seconds (a minute on a first run), a typo in a path should not wait.
     with _blame("--data", args.data):  # the MNIST files (digits are bundled)
         train_set, test_set, make_model = _datasets(args)
     with _blame("--val-fraction", args.val_fraction):
@@ -170,6 +167,17 @@ def fit(args) -> dict:
     out_dir = Path(args.out)
     with _blame("--out", args.out):
         out_dir.mkdir(parents=True, exist_ok=True)
+    if args.resume:
+        with _blame("--resume", args.resume):
+            if not Path(args.resume).exists():  # the words serialization.load uses
+                raise FileNotFoundError(f"load: expected a checkpoint file at {args.resume}, "
+                                        f"got no such file")
+            with open(args.resume, "rb"):
+                pass  # a readable file (its contents are checked when loaded)
+    if args.device and world == 1:
+        with _blame("--device", args.device):
+            runtime.set_default_device(args.device)
+    device = runtime.default_device()
 
     creation.manual_seed(args.seed)
     net = make_model()
@@ -195,8 +203,9 @@ def fit(args) -> dict:
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
         loader = _train_loader(train_set, args, epoch, world, rank)
-        with tqdm(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}", unit="img",
-                  dynamic_ncols=True, disable=args.quiet or rank != 0) as bar:
+        with progress_bar(total=len(loader.dataset), desc=f"epoch {epoch}/{args.epochs}",
+                          unit="img", dynamic_ncols=True,
+                          disable=args.quiet or rank != 0) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar)
             if world > 1:
                 tr_loss, tr_acc, ips = _over_ranks(tr_loss, tr_acc, ips, world)
@@ -418,9 +427,57 @@ def _datasets(args):
     return MNIST(args.data, train=True), MNIST(args.data, train=False), mnist_net
 
 
+_EXTRA_HINT = "pip install 'clgrad[train]' (or: pip install tqdm matplotlib)"
+_NOTED: set = set()  # the missing optional packages already mentioned in this process
+
+
+def _progress_bar_class(quiet: bool):
+    """tqdm.tqdm, or (tqdm not installed) _EpochLine, after one line saying how to get bars."""
+    try:
+        from tqdm import tqdm
+        return tqdm
+    except ImportError:
+        if not quiet and "tqdm" not in _NOTED:
+            _NOTED.add("tqdm")
+            print(f"note: no progress bars (tqdm is not installed: {_EXTRA_HINT}); one line "
+                  f"per epoch instead", file=sys.stderr)
+        return _EpochLine
+
+
+class _EpochLine:
+    """The part of tqdm's interface the job uses, printing one line when the epoch ends:
+    ``epoch 1/8: 1293 img, loss=..., acc=..., val_acc=..., img_s=...``."""
+
+    def __init__(self, total=None, desc="", unit="it", disable=False, **_):
+        self.desc, self.unit, self.disable, self.n, self.postfix = desc, unit, disable, 0, {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.disable and exc[0] is None:
+            items = "".join(f", {k}={v}" for k, v in self.postfix.items())
+            print(f"{self.desc}: {self.n} {self.unit}{items}", flush=True)
+        return False
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_postfix(self, refresh=True, **values):
+        self.postfix = values
+
+
 def _plot(history: dict, path: Path, title: str):
-    """Loss and accuracy per epoch (train and test) as a PNG, written atomically."""
-    import matplotlib
+    """Loss and accuracy per epoch (train and test) as a PNG, written atomically. Without
+    matplotlib: no PNG, and one note (per process) saying how to get it."""
+    try:
+        import matplotlib
+    except ImportError:
+        if "matplotlib" not in _NOTED:
+            _NOTED.add("matplotlib")
+            print(f"note: {path} not written (matplotlib is not installed: {_EXTRA_HINT})",
+                  file=sys.stderr)
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

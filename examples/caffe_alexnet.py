@@ -79,7 +79,11 @@ def read_image(path) -> np.ndarray:
     if path.endswith(".npy"):
         img = np.load(path)
     else:
-        import matplotlib.image
+        try:
+            import matplotlib.image
+        except ImportError:
+            raise SystemExit(f"caffe_alexnet: reading {path} needs matplotlib (pip install "
+                             f"'clgrad[train]' or matplotlib), or pass a .npy array") from None
         img = matplotlib.image.imread(path)
     img = np.asarray(img)
     if img.ndim == 2:

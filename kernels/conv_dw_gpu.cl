@@ -10,9 +10,9 @@
 // Launch:
 //   dwg_fwd:   (ceil(oh/VY)*ceil(ow/VX) rounded up to the local size, g*o, n); any local size.
 //   dwg_wgrad: (WG, g*o, split), local (WG, 1, 1); partial sums ws[split][g][o][K+1]
-//              (K = c*kh*kw, column K the bias gradient), as igemm_wgrad (conv.cl), summed by
-//              wgrad_reduce; split s covers rows [s*R/split, (s+1)*R/split) of the R = n*oh
-//              output rows. local red[WG].
+//              (K = c*kh*kw, column K the bias gradient), as igemm_wgrad (conv_igemm_cpu.cl),
+//              summed by wgrad_reduce; split s covers rows [s*R/split, (s+1)*R/split) of the
+//              R = n*oh output rows. local red[WG].
 #include "conv.h"
 
 #define NCX ((VX - 1) * SW + (KW - 1) * DW + 1)  // input columns a work item reads per row

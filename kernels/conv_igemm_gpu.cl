@@ -16,9 +16,9 @@
 //   local (RTSN, RTSM, 1).
 // igemm_gpu_wgrad: per group, GW (o x (K+1)) = GO (o x pixels) @ col^T (pixels x (K+1)), the
 //   column K all ones (the bias gradient), split-K over the pixels: split sp sums pixels
-//   [sp*P/split, (sp+1)*P/split) of P = n*oh*ow into ws[sp][g][o][K+1] (wgrad_reduce of conv.cl
-//   sums the splits). Tiles as the forward, rows o, columns taps, depth pixels; loads are
-//   pixel-inner (TSK consecutive pixels per run of work items). Launch: global
+//   [sp*P/split, (sp+1)*P/split) of P = n*oh*ow into ws[sp][g][o][K+1] (wgrad_reduce of
+//   conv_igemm_cpu.cl sums the splits). Tiles as the forward, rows o, columns taps, depth
+//   pixels; loads are pixel-inner (TSK consecutive pixels per run of work items). Launch: global
 //   (ceil((K+1) / TSN) * RTSN, ceil(o / TSM) * RTSM, g * split), local (RTSN, RTSM, 1).
 #include "conv.h"
 

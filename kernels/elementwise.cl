@@ -86,10 +86,118 @@ BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), 
 BINARY(relu_grad, y <= (T)0 ? (T)0 : x)  // passes at a NaN output, as PyTorch's
 BINARY(sigmoid_grad, x * y * ((T)1 - y))
 BINARY(tanh_grad, x * ((T)1 - y * y))
+// Rounding divisions and remainders as PyTorch's (c10 div_floor_floating, remainder, fmod):
+// the floor quotient from fmod, so that it agrees with the remainder; a zero divisor gives
+// IEEE's x / 0 (inf or nan) for both divisions, nan for the remainders.
+inline T floor_div_f(T x, T y) {
+    if (y == (T)0) return x / y;
+    T m = fmod(x, y), d = (x - m) / y;
+    if (m != (T)0 && (y < (T)0) != (m < (T)0)) d -= (T)1;
+    if (d == (T)0) return copysign((T)0, x / y);
+    T f = floor(d);
+    return d - f > (T)0.5f ? f + (T)1 : f;
+}
+inline T remainder_f(T x, T y) {
+    T m = fmod(x, y);
+    return m != (T)0 && (y < (T)0) != (m < (T)0) ? m + y : m;
+}
+BINARY(floor_divide, floor_div_f(x, y))
+BINARY(trunc_divide, trunc(x / y))
+BINARY(remainder_op, remainder_f(x, y))
+BINARY(fmod_op, fmod(x, y))
 #else
-// Integer division truncates toward zero like C; the Python side implements floor semantics.
-BINARY(div, x / y)
-BINARY(remainder, x % y)
+// -- integer arithmetic: exact, wrapping in T (two's complement) as PyTorch ----------------
+// UT: an unsigned type at least as wide as T, so that wrapping products are defined
+// behaviour (signed overflow is undefined in C); char/short/uchar are computed in uint and
+// truncated back. T_SIGNED: a constant the compiler folds.
+#if defined(IS_LONG)
+#define UT ulong
+#else
+#define UT uint
+#endif
+#define T_SIGNED ((T)(-1) < (T)0)
+#define T_BITS ((int)sizeof(T) * 8)
+
+// x / y and x % y truncated as C, for y != 0; y == -1 apart: MIN / -1 traps on x86 (and
+// overflows anywhere), PyTorch gives MIN (wrapping) and 0.
+inline T idiv_trunc(T x, T y) {
+    return T_SIGNED && y == (T)(-1) ? (T)((UT)0 - (UT)x) : (T)(x / y);
+}
+inline T irem_trunc(T x, T y) { return T_SIGNED && y == (T)(-1) ? (T)0 : (T)(x % y); }
+// Python's // and % (sign of the divisor), as PyTorch's div_floor_integer and remainder.
+inline T idiv_floor(T x, T y) {
+    T q = idiv_trunc(x, y);
+    return T_SIGNED && ((x < (T)0) != (y < (T)0)) && irem_trunc(x, y) != (T)0 ? (T)(q - 1) : q;
+}
+inline T irem_floor(T x, T y) {
+    T r = irem_trunc(x, y);
+    return r != (T)0 && (r < (T)0) != (y < (T)0) ? (T)((UT)r + (UT)y) : r;
+}
+// x ** y by squaring, wrapping in T (PyTorch's powi): a negative exponent gives 1 for x == 1,
+// +-1 for x == -1, else 0.
+inline T ipow_t(T x, T y) {
+    if (T_SIGNED && y < (T)0) {
+        if (x == (T)1) return (T)1;
+        if (x == (T)(-1)) return (y & (T)1) ? (T)(-1) : (T)1;
+        return (T)0;
+    }
+    UT r = 1, base = (UT)x;
+    while (y != (T)0) {
+        if (y & (T)1) r *= base;
+        y = (T)(y >> 1);  // y >= 0 here: the shift brings in zeros
+        base *= base;
+    }
+    return (T)r;
+}
+// Shifts as PyTorch's: a count that is negative (read as signed) or not below the width gives
+// 0 to the left, and the sign fill (0 for unsigned T) to the right.
+inline int neg_count(T y) { return T_SIGNED ? y < (T)0 : (char)y < (char)0; }
+inline T ishl(T x, T y) {
+    return neg_count(y) || (long)y >= T_BITS ? (T)0 : (T)((UT)x << (UT)y);
+}
+inline T ishr(T x, T y) {
+    if (neg_count(y) || (long)y >= T_BITS - (T_SIGNED ? 1 : 0))
+        return T_SIGNED && x < (T)0 ? (T)(-1) : (T)0;
+    return (T)(x >> y);
+}
+
+BINARY(ipow, ipow_t(x, y))
+BINARY(bitwise_and, (T)(x & y))
+BINARY(bitwise_or, (T)(x | y))
+BINARY(bitwise_xor, (T)(x ^ y))
+BINARY(lshift, ishl(x, y))
+BINARY(rshift, ishr(x, y))
+UNARY(bitwise_not, (T)(~x))
+
+// Integer divisions: a zero divisor cannot raise on the device, so it sets err[0] (the host
+// reads it after the launch and raises) and writes 0. The _sb form (scalar divisor) is only
+// launched with a divisor the host checked, and takes no err.
+#define BINARY_DIV(name, expr)                                                              \
+__kernel void name(long n, int nd, shape_t sh, __global T *out, view_t vo,                 \
+                   __global const T *a, view_t va, __global const T *b, view_t vb,         \
+                   __global int *err) {                                                    \
+    EW_HEAD long oo, oa, ob; off3(i, nd, sh, vo, va, vb, &oo, &oa, &ob);                   \
+    T x = a[oa]; T y = b[ob];                                                               \
+    if (y == (T)0) { err[0] = 1; out[oo] = (T)0; return; }                                  \
+    out[oo] = (expr);                                                                       \
+}                                                                                           \
+__kernel void name##_sb(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
+                        __global const T *a, view_t va, T y) {                             \
+    EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
+    T x = a[oa]; out[oo] = (expr);                                                          \
+}                                                                                           \
+__kernel void name##_sa(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
+                        T x, __global const T *b, view_t vb, __global int *err) {          \
+    EW_HEAD long oo, ob; off2(i, nd, sh, vo, vb, &oo, &ob);                                \
+    T y = b[ob];                                                                            \
+    if (y == (T)0) { err[0] = 1; out[oo] = (T)0; return; }                                  \
+    out[oo] = (expr);                                                                       \
+}
+
+BINARY_DIV(floor_divide, idiv_floor(x, y))
+BINARY_DIV(trunc_divide, idiv_trunc(x, y))
+BINARY_DIV(remainder_op, irem_floor(x, y))
+BINARY_DIV(fmod_op, irem_trunc(x, y))
 #endif
 
 // where(cond, a, b): cond is bool (uchar).

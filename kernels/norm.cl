@@ -1,6 +1,13 @@
-// kernels/norm.cl — batch norm (one work-group per channel) and local response norm (one work
-// item per element).
-// Defines: T element type (float or double); WG work-group size of bn_* (a power of two).
+// kernels/norm.cl — the normalisation family, one section per op (ops: clgrad/ops/norm.py):
+//   batch norm     bn_fwd, bn_bwd            one work-group per channel (GPUs)
+//                  bn_fwd_rows, bn_bwd_rows  one work item per channel, no barriers (CPUs;
+//                                            relu fusable with BN_RELU)
+//   local response lrn_fwd, lrn_bwd          one work item per element
+//   layer / group  rn_fwd, rn_bwd            one work-group per row (layer_norm: a row is one
+//   (row norm)                               sample's normalised dims; group_norm: (n, group);
+//                                            instance_norm is group_norm with C groups)
+// Defines: T element type (float or double); WG work-group size of the work-group kernels
+// (a power of two); UNIT (bn_*_rows: every view has unit inner stride).
 // Geometry: the channel dim (dim 1) is split from the others. Element j of channel c of a
 // tensor is at off1(j, nd, sh, v) + c * sc, where sh holds the other dims (N, *spatial)
 // collapsed, v their strides (and the tensor's offset) and sc the channel stride.

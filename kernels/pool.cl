@@ -9,8 +9,7 @@
 // window holds it): deterministic, no atomics, no zero fill.
 // Launch: 1-D over the elements written, each kernel checks i < total.
 #include "common.h"
-
-typedef struct { long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw; } geom_t;
+#include "geom.h"
 
 inline long at4(const view_t v, long n, long c, long y, long x) {
     return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];

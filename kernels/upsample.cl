@@ -8,8 +8,7 @@
 // deterministic, no atomics. Launch: 1-D over the elements written; each checks i < total.
 // Source indices are PyTorch's (aten/src/ATen/native/UpSample.h).
 #include "common.h"
-
-typedef struct { long n, c, h, w, oh, ow; } ugeom_t;
+#include "geom.h"
 
 inline long at4u(const view_t v, long n, long c, long y, long x) {
     return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];

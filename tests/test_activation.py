@@ -335,3 +335,24 @@ def test_activations_match_pytorch_float32():
         (yb * yb).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=2e-5,
                                    err_msg=name)
+
+
+# -- the CONTIG build of activation.cl (issue 23, helper h8) -----------------------------------
+@pytest.mark.parametrize("name", ["silu", "hardtanh", "leaky_relu", "elu", "gelu"])
+def test_activation_on_dense_views_at_an_offset_matches_torch(name):
+    """Dense operands at a storage offset (the CONTIG build indexes offset + i): forward and
+    backward against torch in float64."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    base_np = rng.standard_normal(500) * 3
+    g_np = rng.standard_normal(500)
+    x = clgrad.tensor(base_np, dtype=clgrad.float64)[37:437].view(20, 20).detach()
+    x.requires_grad_()
+    g = clgrad.tensor(g_np, dtype=clgrad.float64)[50:450].view(20, 20)
+    y = getattr(F, name)(x)
+    y.backward(g)
+    tx = torch.tensor(base_np[37:437].reshape(20, 20), requires_grad=True)
+    ty = getattr(torch.nn.functional, name)(tx)
+    ty.backward(torch.tensor(g_np[50:450].reshape(20, 20)))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)

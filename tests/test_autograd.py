@@ -1,4 +1,4 @@
-"""The tape (clgrad/autograd.py): PyTorch's autograd semantics, in-place writes through views,
+"""The tape (clgrad/autograd/): PyTorch's autograd semantics, in-place writes through views,
 version checks, grad modes, memory, deep graphs, and a property test of view gradients.
 
 Oracles: NumPy in float64 (analytic derivatives, ``np.add.at`` for scatters) and gradcheck.

@@ -1,5 +1,5 @@
 """User-defined autograd Functions, tensor hooks, inference_mode and the create_graph refusal
-(clgrad/autograd.py), against hand values and float64 finite differences."""
+(clgrad/autograd/), against hand values and float64 finite differences."""
 import gc
 
 import numpy as np

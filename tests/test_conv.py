@@ -78,11 +78,10 @@ def ref_conv(x, w, b, gout=None, stride=1, padding=0, dilation=1, groups=1):
 # -- helpers ----------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _restore_backend():
-    saved = (backends.conv_algorithm, backends.conv_implicit_variant,
-             backends.conv_workspace_limit)
-    yield
-    (backends.conv_algorithm, backends.conv_implicit_variant,
-     backends.conv_workspace_limit) = saved
+    with backends.flags(conv_algorithm=backends.conv_algorithm,
+                        conv_implicit_variant=backends.conv_implicit_variant,
+                        conv_workspace_limit=backends.conv_workspace_limit):
+        yield
 
 
 def _use(algo: str):
@@ -448,8 +447,8 @@ def test_problem_packs_conv_t():
     tiles = Tiles(*range(40, 51))
     out = clgrad.zeros(8, dtype=clgrad.int64)
     dev = out.device
-    dev.launch(dev.kernel("conv.cl", "conv_t_probe", defines_for(clgrad.float32)), (1,), (1,),
-               p.pack(tiles), out._storage.buffer)
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "conv_t_probe", defines_for(clgrad.float32)),
+               (1,), (1,), p.pack(tiles), out._storage.buffer)
     assert len(p.pack(tiles)) == 50 * 8
     assert out.tolist() == [len(p.pack(tiles)), 1, 18, 19, 36, 39, 40, 50]
 
@@ -468,7 +467,7 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
                 dw=1, ph=1, pw=1)
     plan = alg._plan_dw_wgrad(p, clgrad.float32, dev)
     need = sum(alg._up(b, alg.LOCAL_ALIGN) for b in plan.local)
-    dev.local_mem_size = need + dev.kernel_local_mem("conv_depthwise.cl", "dw_wgrad",
+    dev.local_mem_size = need + dev.kernel_local_mem("conv_dw_cpu.cl", "dw_wgrad",
                                                      {"T": "float", "IS_FLOAT": 1})
     assert alg._plan_dw_wgrad(p, clgrad.float32, dev).local == plan.local  # fits exactly
     monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: 4096)
@@ -491,3 +490,27 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-4, atol=1e-4)
     assert backends.last_conv_algorithms["grad_weight"] != "depthwise"
+
+
+# -- wgrad_reduce's 2-D launch (issue 23, helper h8) ------------------------------------------
+def test_weight_and_bias_grads_over_65535_rows_match_numpy():
+    """Depthwise with 66000 channels: g*o rows exceed one launch row's 65535, so the reduce
+    kernel's row loop runs; every channel's 3x3 weight gradient and bias gradient checked."""
+    rng = np.random.default_rng(3)
+    n, c = 2, 66000
+    xn = rng.standard_normal((n, c, 3, 3)).astype(np.float32)
+    wn = rng.standard_normal((c, 1, 3, 3)).astype(np.float32)
+    gn = rng.standard_normal((n, c, 3, 3)).astype(np.float32)
+    x = clgrad.from_numpy(xn)
+    w = clgrad.from_numpy(wn).requires_grad_()
+    b = clgrad.zeros(c).requires_grad_()
+    y = clgrad.nn.functional.conv2d(x, w, b, padding=1, groups=c)
+    y.backward(clgrad.from_numpy(gn))
+    xp = np.pad(xn.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((c, 3, 3))
+    for kh in range(3):
+        for kw in range(3):
+            ref[:, kh, kw] = (gn * xp[:, :, kh:kh + 3, kw:kw + 3]).sum(axis=(0, 2, 3))
+    np.testing.assert_allclose(w.grad.numpy()[:, 0], ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(b.grad.numpy(), gn.astype(np.float64).sum(axis=(0, 2, 3)),
+                               rtol=1e-4, atol=1e-4)

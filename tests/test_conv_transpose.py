@@ -16,9 +16,9 @@ ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu")
 
 @pytest.fixture(autouse=True)
 def _restore_backend():
-    saved = backends.conv_algorithm, backends.conv_implicit_variant
-    yield
-    backends.conv_algorithm, backends.conv_implicit_variant = saved
+    with backends.flags(conv_algorithm=backends.conv_algorithm,
+                        conv_implicit_variant=backends.conv_implicit_variant):
+        yield
 
 
 def _use(algo):

@@ -1,5 +1,5 @@
-"""clgrad.data (= clgrad.utils.data and its readers): datasets from local files, batching,
-the digits split."""
+"""clgrad.utils.data and its readers (clgrad.utils.data.datasets): datasets from local files,
+batching, the digits split."""
 
 import gzip
 import os
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import clgrad
-from clgrad.data import (CIFAR10, MNIST, DataLoader, Dataset, FashionMNIST, TensorDataset,
-                         digits_split, load_digits, read_idx)
+from clgrad.utils.data import DataLoader, Dataset, TensorDataset
+from clgrad.utils.data.datasets import (CIFAR10, MNIST, FashionMNIST, digits_split, load_digits,
+                                        read_idx)
 
 # ------------------------------------------------------------------------------ file writers
 
@@ -280,16 +281,39 @@ def test_cifar10_truncated_pickle(tmp_path):
 
 
 def test_load_digits_values():
-    from sklearn.datasets import load_digits as sk_digits
-
+    # hand-checked against scikit-learn 1.9.1's load_digits: per-class counts, the first image
+    # and the pixel sum; the sklearn cross-check below runs where scikit-learn is installed
     ds = load_digits()
     x, y = ds.arrays
     assert x.shape == (1797, 1, 8, 8) and x.dtype == np.float32
     assert y.shape == (1797,) and y.dtype == np.int64
     assert x.min() == 0.0 and x.max() == 1.0
-    sk = sk_digits()
+    np.testing.assert_array_equal(np.bincount(y),
+                                  [178, 182, 177, 183, 181, 182, 181, 179, 174, 180])
+    np.testing.assert_array_equal(
+        x[0, 0] * 16,
+        [[0, 0, 5, 13, 9, 1, 0, 0], [0, 0, 13, 15, 10, 15, 5, 0], [0, 3, 15, 2, 0, 11, 8, 0],
+         [0, 4, 12, 0, 0, 8, 8, 0], [0, 5, 8, 0, 0, 9, 8, 0], [0, 4, 11, 0, 1, 12, 7, 0],
+         [0, 2, 14, 5, 10, 12, 0, 0], [0, 0, 6, 13, 10, 0, 0, 0]])
+    assert y[:10].tolist() == list(range(10))
+    assert ds.classes == tuple("0123456789")
+
+
+def test_load_digits_equals_scikit_learn():
+    sk_datasets = pytest.importorskip("sklearn.datasets", reason="the oracle: scikit-learn")
+    x, y = load_digits().arrays
+    sk = sk_datasets.load_digits()
     np.testing.assert_array_equal(x.reshape(1797, 64) * 16, sk.data)
     np.testing.assert_array_equal(y, sk.target)
+
+
+def test_digits_ship_with_their_license_notice():
+    import clgrad.utils.data.datasets as datasets_mod
+
+    folder = datasets_mod._DIGITS_FILE.parent
+    text = (folder / "LICENSE").read_text()
+    assert "BSD 3-Clause License" in text and "scikit-learn developers" in text
+    assert datasets_mod._DIGITS_FILE.stat().st_size < 60_000
 
 
 def test_digits_split_sizes_stratified_deterministic():

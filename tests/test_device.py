@@ -61,7 +61,7 @@ def test_python_m_clgrad_devices():
 @pytest.fixture
 def fresh_default(monkeypatch):
     """Let default_device() choose again (and restore the session's choice afterwards)."""
-    monkeypatch.setattr(device_mod, "_DEFAULT", [None])
+    monkeypatch.setattr(device_mod.discovery, "_DEFAULT", [None])
     return monkeypatch
 
 
@@ -77,7 +77,7 @@ def test_clgrad_device_selection(fresh_default):
         specs.append(word)
     for spec in specs:
         fresh_default.setenv("CLGRAD_DEVICE", spec)
-        device_mod._DEFAULT[0] = None
+        device_mod.discovery._DEFAULT[0] = None
         assert clgrad.default_device() is want, spec
     assert get_device(row["index"]) is get_device(want)          # one Device per OpenCL device
 
@@ -114,7 +114,7 @@ def _with_cache(tmp_path, code, verdicts=None):
     env.pop("CLGRAD_DEVICE", None)
     if verdicts:
         keys = subprocess.run([sys.executable, "-c", (
-            "import json, clgrad.runtime as r\n"
+            "import json, clgrad.runtime.discovery as r\n"
             "print(json.dumps({c.spec: c.key() for c in r._discover()}))")],
             capture_output=True, text=True, env=env, timeout=120, check=True)
         key_of = json.loads(keys.stdout)
@@ -180,7 +180,7 @@ def test_the_icd_folder_lists_registered_and_pip_runtimes(tmp_path):
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "fake-gpu.icd").write_text("/opt/fake/libfakegpu.so\n")
-    code = ("import os, clgrad.runtime as r\n"
+    code = ("import os, clgrad.runtime.discovery as r\n"
             "r._setup_icd_vendors()\n"
             "print(os.environ.get('OCL_ICD_VENDORS', ''))\n"
             "print(r._pip_icd_libraries())\n")
@@ -224,7 +224,7 @@ def test_failing_build_reports_file_defines_device_and_log(tmp_path, monkeypatch
         "__kernel void broken(__global T *out) {\n"
         "    out[0] = undeclared_thing_42 + FOO;\n"
         "}\n")
-    monkeypatch.setattr(device_mod, "kernel_dir", lambda: tmp_path)
+    monkeypatch.setattr(device_mod.device, "kernel_dir", lambda: tmp_path)
     dev = clgrad.default_device()
     with pytest.raises(DeviceError) as info:
         dev.program("broken.cl", {"T": "float", "FOO": 3})

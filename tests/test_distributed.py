@@ -20,9 +20,37 @@ import clgrad.distributed as dist
 from clgrad.distributed import DistributedSampler
 
 HERE = Path(__file__).resolve().parent
-MPIEXEC = Path(sys.executable).with_name("mpiexec")
-if not MPIEXEC.exists():
-    MPIEXEC = shutil.which("mpiexec")
+
+
+def find_mpiexec():
+    """The mpiexec of this interpreter's environment (the mpich wheel puts one next to python),
+    else the first on PATH, else None."""
+    for cand in (Path(sys.executable).with_name("mpiexec"), Path(sys.prefix, "bin", "mpiexec")):
+        if cand.exists():
+            return str(cand)
+    return shutil.which("mpiexec")
+
+
+def launcher(mpiexec, is_root=None):
+    """(argv prefix, extra environment) to start ranks with ``mpiexec``. Open MPI refuses to
+    run as root unless told (``--allow-run-as-root`` and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1)
+    and refuses more ranks than cores unless ``--oversubscribe``; MPICH's Hydra needs
+    neither."""
+    is_root = os.geteuid() == 0 if is_root is None else is_root
+    try:
+        v = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+        text = v.stdout + v.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        text = ""
+    if "Open MPI" not in text and "OpenRTE" not in text:
+        return [mpiexec], {}
+    if not is_root:
+        return [mpiexec, "--oversubscribe"], {}
+    return ([mpiexec, "--oversubscribe", "--allow-run-as-root"],
+            {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+
+
+MPIEXEC = find_mpiexec()
 
 # find_spec, not dist.is_available(): importing mpi4py.MPI would start MPI in pytest itself
 needs_mpi = pytest.mark.skipif(not (importlib.util.find_spec("mpi4py") and MPIEXEC),
@@ -36,10 +64,49 @@ def launch(args, timeout=120, cwd=None):
            if not k.startswith(("PMI_", "OMPI_", "PMIX_", "MPI_", "HYDRA_"))}
     env.pop("RANK", None)
     env.pop("WORLD_SIZE", None)
+    argv, extra = launcher(MPIEXEC)
+    env.update(extra)
     start = time.monotonic()
-    p = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, *args], capture_output=True,
+    p = subprocess.run([*argv, "-n", "2", sys.executable, *args], capture_output=True,
                        text=True, timeout=timeout, env=env, cwd=cwd)
     return p.returncode, p.stdout + p.stderr, time.monotonic() - start
+
+
+def _fake_mpiexec(tmp_path, version_text):
+    path = tmp_path / "mpiexec"
+    path.write_text(f"#!/bin/sh\necho '{version_text}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_launcher_passes_open_mpis_root_flags(tmp_path):
+    fake = _fake_mpiexec(tmp_path, "mpiexec (Open MPI) 5.0.3")
+    argv, env = launcher(fake, is_root=True)
+    assert argv == [fake, "--oversubscribe", "--allow-run-as-root"]
+    assert env == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    assert launcher(fake, is_root=False) == ([fake, "--oversubscribe"], {})
+    old = _fake_mpiexec(tmp_path, "mpiexec (OpenRTE) 4.1.2")
+    assert launcher(old, is_root=True)[0][-1] == "--allow-run-as-root"
+
+
+def test_launcher_leaves_mpich_alone(tmp_path):
+    fake = _fake_mpiexec(tmp_path, "HYDRA build details:\n    Version: 4.2.0")
+    assert launcher(fake, is_root=True) == ([fake], {})
+
+
+def test_the_environments_own_mpiexec_comes_first(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    own = _fake_mpiexec(bin_dir, "HYDRA")
+    on_path = tmp_path / "elsewhere"
+    on_path.mkdir()
+    _fake_mpiexec(on_path, "mpiexec (Open MPI) 5.0.3")
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.setenv("PATH", str(on_path))
+    assert find_mpiexec() == own
+    Path(own).unlink()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "nowhere"))
+    assert find_mpiexec() == str(on_path / "mpiexec")
 
 
 @needs_mpi

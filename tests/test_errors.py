@@ -253,21 +253,21 @@ def test_narrow_negative_length_is_named():
 # -- a non-Tensor where a Tensor is required: TypeError naming the argument (PyTorch's form) ---
 @pytest.mark.parametrize("call, op, arg", [
     (lambda a: clgrad.nn.functional.relu(a), "relu", "input"),
-    (lambda a: clgrad.relu(a), "relu", "x"),
+    (lambda a: clgrad.relu(a), "relu", "input"),
     (lambda a: clgrad.nn.ReLU()(a), "relu", "input"),
-    (lambda a: clgrad.sum(a), "sum", "x"),
-    (lambda a: clgrad.mean(a, 0), "mean", "x"),
-    (lambda a: clgrad.softmax(a, 0), "softmax", "x"),
+    (lambda a: clgrad.sum(a), "sum", "input"),
+    (lambda a: clgrad.mean(a, 0), "mean", "input"),
+    (lambda a: clgrad.softmax(a, 0), "softmax", "input"),
     (lambda a: clgrad.nn.functional.softmax(a, 0), "softmax", "input"),
     (lambda a: clgrad.nn.functional.conv2d(clgrad.ones(1, 1, 3, 3), a), "conv2d", "weight"),
     (lambda a: clgrad.nn.functional.conv2d(a, clgrad.ones(1, 1, 1, 1)), "conv2d", "input"),
     (lambda a: clgrad.nn.functional.max_pool2d(a, 2), "max_pool2d", "input"),
     (lambda a: clgrad.nn.functional.cross_entropy(clgrad.ones(2, 3), a), "cross_entropy",
      "target"),
-    (lambda a: clgrad.matmul(clgrad.ones(3, 3), a), "matmul", "b"),
+    (lambda a: clgrad.matmul(clgrad.ones(3, 3), a), "matmul", "other"),
     (lambda a: clgrad.index_select(clgrad.ones(3), 0, a), "index_select", "index"),
     (lambda a: clgrad.linalg.vector_norm(a), "vector_norm", "x"),
-    (lambda a: clgrad.reshape(a, (3,)), "reshape", "x"),
+    (lambda a: clgrad.reshape(a, (3,)), "reshape", "input"),
 ])
 def test_non_tensor_argument_raises_type_error(call, op, arg):
     for bad, name in [(np.ones(3), "numpy.ndarray"), ([1.0, 2.0], "list")]:

@@ -108,6 +108,51 @@ def test_empty_and_k_zero_products():
     assert (clgrad.ones(0, 2, 3) @ clgrad.ones(3, 4)).shape == (0, 2, 4)
 
 
+# -- linear's own backward (issue 23, helper h8) ----------------------------------------------
+@pytest.mark.parametrize("xshape", [(5,), (4, 5), (2, 3, 5)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_grads_match_torch_float64(xshape, with_bias):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    xn = rng.standard_normal(xshape)
+    wn, bn = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    gn = rng.standard_normal(xshape[:-1] + (3,))
+    x = clgrad.tensor(xn, dtype=F64, requires_grad=True)
+    w = clgrad.tensor(wn, dtype=F64, requires_grad=True)
+    b = clgrad.tensor(bn, dtype=F64, requires_grad=True) if with_bias else None
+    out = clgrad.nn.functional.linear(x, w, b)
+    out.backward(clgrad.tensor(gn, dtype=F64))
+    tx = torch.tensor(xn, requires_grad=True)
+    tw = torch.tensor(wn, requires_grad=True)
+    tb = torch.tensor(bn, requires_grad=True) if with_bias else None
+    tout = torch.nn.functional.linear(tx, tw, tb)
+    tout.backward(torch.tensor(gn))
+    np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
+    assert w.grad.is_contiguous()
+    if with_bias:
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-12)
+
+
+def test_linear_weight_grad_is_written_in_place_without_a_transposed_copy(monkeypatch):
+    from clgrad import runtime
+    x = clgrad.randn(4, 30)
+    w = clgrad.randn(20, 30).requires_grad_()
+    out = clgrad.nn.functional.linear(x, w)
+    names = []
+    orig = runtime.Device.launch
+
+    def spy(self, kernel, *a):
+        names.append(kernel.function_name)
+        return orig(self, kernel, *a)
+    monkeypatch.setattr(runtime.Device, "launch", spy)
+    out.backward(clgrad.ones(4, 20))
+    assert "copy" not in names, names
+    np.testing.assert_allclose(w.grad.numpy(), np.ones((20, 4)) @ x.numpy().astype(np.float64),
+                               rtol=1e-5, atol=1e-5)
+
+
 # -- float16 (helper h2): products summed in float32, rounded once -----------------------------
 _FP16 = pytest.mark.skipif(not clgrad.runtime.default_device().fp16,
                            reason="the default device lacks cl_khr_fp16")

@@ -278,5 +278,6 @@ def test_invalid_files(tmp_path):
 
 def test_missing_onnx_package_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "onnx", None)  # makes `import onnx` raise ImportError
-    with pytest.raises(ImportError, match="needs the onnx package: pip install onnx"):
+    with pytest.raises(ImportError,
+                       match=r"needs the onnx package: pip install onnx \(or 'clgrad\[onnx\]'"):
         of.load_onnx(tmp_path / "any.onnx")

@@ -521,3 +521,28 @@ def test_resume_from_a_torch_optimizer_state_dict(name, cls, kwargs, ref):
     torch_steps(3)
     _steps(opt, (p,), 3)
     np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
+
+
+# -- optimizer kernels on the CONTIG build (issue 23, helper h8) -------------------------------
+def test_sgd_momentum_on_a_contiguous_view_at_an_offset_matches_torch():
+    """A parameter that is a dense view starting inside a bigger storage: the CONTIG build
+    indexes it as offset + i; three steps of SGD with momentum and weight decay against
+    torch, and the storage around the view untouched."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    base_np = rng.standard_normal(1000).astype(np.float32)
+    grads = [rng.standard_normal((30, 20)).astype(np.float32) for _ in range(3)]
+    base = clgrad.from_numpy(base_np)
+    p = base[100:700].view(30, 20).detach().requires_grad_()
+    tp = torch.tensor(base_np[100:700].reshape(30, 20), requires_grad=True)
+    opt = clgrad.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=5e-4)
+    topt = torch.optim.SGD([tp], lr=0.1, momentum=0.9, weight_decay=5e-4)
+    for g in grads:
+        p.grad = clgrad.from_numpy(g)
+        tp.grad = torch.from_numpy(g)
+        opt.step()
+        topt.step()
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-6, atol=1e-6)
+    out = base.numpy()
+    np.testing.assert_array_equal(out[:100], base_np[:100])
+    np.testing.assert_array_equal(out[700:], base_np[700:])

@@ -41,6 +41,43 @@ def test_wheel_contains_the_kernels(wheel):
     for name in sources:
         assert f"clgrad/kernels/{name}" in names, f"{name} missing from {wheel.name}"
     assert "clgrad/__init__.py" in names and "clgrad/ops/elementwise.py" in names
+    # the digits data and its BSD-3 notice ship; both licenses land in the metadata (PEP 639)
+    assert {"clgrad/utils/data/_digits/digits.csv.gz",
+            "clgrad/utils/data/_digits/LICENSE"} <= names
+    info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+    assert {f"{info}/licenses/LICENSE",
+            f"{info}/licenses/clgrad/utils/data/_digits/LICENSE"} <= names, sorted(names)
+    meta = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    assert "License-Expression: MIT" in meta
+    assert "Classifier: Programming Language :: Python :: 3.13" in meta
+    requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
+    core = [ln for ln in requires if "extra ==" not in ln]
+    assert not any(p in ln for ln in core for p in ("scikit-learn", "matplotlib", "tqdm"))
+
+
+def test_dedupe_hard_links_identical_library_copies(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from dedupe_libs import dedupe
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    same = os.urandom(5000)
+    for name in ("libA.so", "libA.so.2", "libA.so.2.20"):
+        (lib / name).write_bytes(same)
+    (lib / "libB.so").write_bytes(same)            # same bytes, other library: left alone
+    (lib / "libC.so").write_bytes(b"x" * 100)
+    (lib / "libC.so.1").write_bytes(b"y" * 100)    # same size, other bytes: left alone
+    assert dedupe(lib) == 2 * 5000
+    inode = (lib / "libA.so").stat().st_ino
+    assert all((lib / n).stat().st_ino == inode for n in ("libA.so.2", "libA.so.2.20"))
+    assert all((lib / n).read_bytes() == same for n in ("libA.so", "libA.so.2", "libA.so.2.20"))
+    assert (lib / "libB.so").stat().st_ino != inode
+    assert (lib / "libC.so.1").read_bytes() == b"y" * 100
+    assert sorted(p.name for p in lib.iterdir()) == [
+        "libA.so", "libA.so.2", "libA.so.2.20", "libB.so", "libC.so", "libC.so.1"]
+    assert dedupe(lib) == 0                        # idempotent
 
 
 def test_wheel_runs_a_kernel_from_a_fresh_venv(wheel, tmp_path):
@@ -51,16 +88,18 @@ def test_wheel_runs_a_kernel_from_a_fresh_venv(wheel, tmp_path):
     _run([sys.executable, "-m", "pip", "--python", py, "install", "--no-deps", "--no-index",
           "--disable-pip-version-check", wheel])
     script = (
-        "import clgrad, pathlib\n"
+        "import clgrad, clgrad.utils.data.datasets, pathlib\n"
         "from clgrad.runtime import kernel_dir\n"
         "x = clgrad.arange(6.0).reshape(2, 3)\n"
         "print(pathlib.Path(clgrad.__file__).resolve())\n"
         "print(kernel_dir().resolve())\n"
-        "print((x.T * 2).sum().item())\n")
+        "print((x.T * 2).sum().item())\n"
+        "print(len(clgrad.utils.data.datasets.load_digits()))\n")
     env = dict(os.environ, PYTHONPATH=sysconfig.get_paths()["purelib"])  # numpy, pyopencl
     env.pop("PYTHONHOME", None)
     r = _run([py, "-c", script], cwd=tmp_path, env=env)
-    pkg_file, kdir, value = r.stdout.strip().splitlines()[-3:]
+    pkg_file, kdir, value, digits = r.stdout.strip().splitlines()[-4:]
+    assert digits == "1797"  # the data ship in the wheel
     assert Path(pkg_file).is_relative_to(venv.resolve()), pkg_file
     assert Path(kdir) == Path(pkg_file).parent / "kernels"
     assert not Path(kdir).is_relative_to(ROOT)

@@ -15,7 +15,6 @@ gradients of the same model, parameters and BatchNorm buffers after the steps.
 """
 import math
 import re
-import sys
 import types
 import zipfile
 from pathlib import Path

@@ -8,7 +8,8 @@ import pytest
 import clgrad
 from clgrad import nn, optim
 from clgrad.cli import main as cli_main
-from clgrad.data import DataLoader, digits_split
+from clgrad.utils.data import DataLoader
+from clgrad.utils.data.datasets import digits_split
 from clgrad.train import digits_net, evaluate, fit, main, validation_split
 
 
@@ -254,6 +255,8 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130, stderr
+    stderr = "".join(ln for ln in stderr.splitlines(keepends=True)  # a first run's notices
+                     if not ln.startswith(("clgrad: probing ", "clgrad: building OpenCL ")))
     assert stderr == f"train: interrupted (Ctrl-C); {out / 'last.safetensors'} is intact\n"
     last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
     assert last["progress"]["epoch"] >= 1 and "model" in last

@@ -7,8 +7,8 @@ clgrad/ops/conv_gpu.py) asks for one
 in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
-(kernels/conv.cl: one work item per work-group, register-blocked vectors) or 'gpu'
-(kernels/conv_gemm.cl: 16 x 16 work items sharing local-memory tiles).
+(kernels/conv_igemm_cpu.cl: one work item per work-group, register-blocked vectors) or 'gpu'
+(kernels/conv_gemm_gpu.cl: 16 x 16 work items sharing local-memory tiles).
 ``conv_workspace_limit``: bytes the im2col algorithm may hold at once (default 256 MiB); it
 chunks over the batch to stay under it (one sample is the smallest chunk).
 ``last_conv_algorithm``: the algorithm the latest conv2d pass ran (set by every pass), and
@@ -18,18 +18,20 @@ chunks over the batch to stay under it (one sample is the smallest chunk).
 ``cudnn``, ``cuda`` and ``mps`` are submodules (``import clgrad.backends.cudnn as cudnn``
 works, as ``import torch.backends.cudnn``): PyTorch's backend flags, accepted and stored with
 no effect on clgrad; their ``is_available()`` is False.
+``flags(**settings)``: set these for a ``with`` block, restored on exit (clgrad.settings.flags).
 """
-import os
+from clgrad import settings
+from clgrad.settings import flags
 
 __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
-           "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps"]
+           "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps", "flags"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
                    "depthwise_gpu", "igemm_gpu")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
-conv_algorithm = os.environ.get("CLGRAD_CONV_ALGO", "auto")
+conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")
 conv_implicit_variant = "auto"
 conv_workspace_limit = 256 << 20
 last_conv_algorithm = None

@@ -7,6 +7,21 @@
 ``clgrad.nn.parallel.DistributedDataParallel`` averages gradients during backward. Needs
 ``pip install 'clgrad[distributed]'`` (mpi4py and the mpich wheel, which provides
 ``mpiexec``); importing this package does not import MPI.
+
+Launching: use the ``mpiexec`` of the MPI library mpi4py was built against (another MPI's
+launcher starts K unrelated one-process jobs):
+
+- the ``mpich`` wheel (``clgrad[distributed]``): ``VENV/bin/mpiexec -n 2 VENV/bin/python
+  train.py``; Hydra needs no flags, as root too.
+- Open MPI: ``mpiexec -n 2 python train.py``; as root (most containers) it refuses to start
+  unless given ``--allow-run-as-root`` (or ``OMPI_ALLOW_RUN_AS_ROOT=1
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` in the environment), and with more ranks than cores it
+  needs ``--oversubscribe``.
+- Intel MPI, MVAPICH: their ``mpiexec``/``mpirun`` as documented; rank and size come from
+  the launcher's environment (``launched_world_size``).
+
+tests/test_distributed.py launches with the environment's own ``mpiexec`` (next to
+``sys.executable``) when there is one, else the one on PATH, adding Open MPI's flags.
 """
 from clgrad.distributed.process_group import *  # noqa: F401,F403
 from clgrad.distributed.collectives import *  # noqa: F401,F403

@@ -229,10 +229,10 @@ def _begin(op, g):
 
 
 def _choose_device(device_id):
-    from clgrad import runtime
+    from clgrad import runtime, settings
     if device_id is not None:
         runtime.set_default_device(device_id)
-    elif not os.environ.get("CLGRAD_DEVICE"):
+    elif not settings.getenv("CLGRAD_DEVICE"):
         gpus = [r["index"] for r in runtime.devices() if r["type"] == "gpu"]
         runtime.set_default_device(gpus[_State.local_rank % len(gpus)] if gpus else "cpu")
 

@@ -137,7 +137,7 @@ def _import_onnx():
         import onnx.numpy_helper
     except ImportError as e:
         raise ImportError("clgrad.io.onnx_format needs the onnx package: pip install onnx "
-                          f"(import failed: {e})") from e
+                          f"(or 'clgrad[onnx]'; import failed: {e})") from e
     return onnx
 
 

@@ -366,7 +366,7 @@ class _Method:
 
 def _allowed():
     """The weights_only=True globals: (module, name) -> object."""
-    from clgrad.utils.data.datasets import _numpy_globals
+    from clgrad._unpickle import numpy_globals
     table = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor_v2"): _Method("_rebuild_tensor_v2"),
@@ -386,7 +386,7 @@ def _allowed():
         table[("torch", name)] = ("storage", name)
     for name, ours in _TORCH_DTYPES.items():
         table[("torch", name)] = dtypes.to_dtype(ours)
-    table.update(_numpy_globals())
+    table.update(numpy_globals())
     return table
 
 

@@ -1,25 +1,27 @@
-"""Neural-network layers and functions (PyTorch's torch.nn names)."""
+"""Neural-network layers and functions (PyTorch's torch.nn names), one module file per family
+as in torch/nn/modules: linear, conv, pooling, normalization, activation, dropout, loss,
+flatten, sparse, upsampling, containers."""
 from clgrad.nn import functional  # noqa: F401
 from clgrad.nn import init  # noqa: F401
 from clgrad.nn.module import Module, Parameter  # noqa: F401
-from clgrad.nn.containers import Identity, ModuleList, Sequential  # noqa: F401
-from clgrad.nn.layers import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d,  # noqa: F401
-                              Conv2d, CrossEntropyLoss, Dropout, Flatten, LeakyReLU, Linear,
-                              LocalResponseNorm, MaxPool2d, MSELoss, NLLLoss, ReLU)
+from clgrad.nn.containers import (Identity, ModuleDict, ModuleList,  # noqa: F401
+                                  ParameterDict, ParameterList, Sequential)
+from clgrad.nn.linear import Linear  # noqa: F401
+from clgrad.nn.flatten import Flatten, Unflatten  # noqa: F401
 from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: F401
-                                  LogSoftmax, Mish, PReLU, ReLU6, Sigmoid, SiLU, Softmax,
-                                  Softplus, Tanh)
-from clgrad.nn.normalization import (BatchNorm1d, GroupNorm, InstanceNorm1d,  # noqa: F401
-                                     InstanceNorm2d, LayerNorm)
-from clgrad.nn.loss import (BCELoss, BCEWithLogitsLoss, HuberLoss, KLDivLoss,  # noqa: F401
-                            L1Loss, SmoothL1Loss)
-from clgrad.nn.containers import (ModuleDict, ParameterDict, ParameterList,  # noqa: F401
-                                  Unflatten)
-from clgrad.nn.dropout import Dropout1d, Dropout2d  # noqa: F401
+                                  LeakyReLU, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid,
+                                  SiLU, Softmax, Softplus, Tanh)
+from clgrad.nn.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,  # noqa: F401
+                                     InstanceNorm1d, InstanceNorm2d, LayerNorm,
+                                     LocalResponseNorm)
+from clgrad.nn.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss,  # noqa: F401
+                            HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
+from clgrad.nn.dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
 from clgrad.nn.sparse import Embedding  # noqa: F401
-from clgrad.nn.conv import Conv1d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
-from clgrad.nn.pooling import (AdaptiveAvgPool1d, AdaptiveMaxPool1d,  # noqa: F401
-                               AdaptiveMaxPool2d, AvgPool1d, MaxPool1d)
+from clgrad.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from clgrad.nn.pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
+                               AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d,
+                               MaxPool1d, MaxPool2d)
 from clgrad.nn.upsampling import (Upsample, UpsamplingBilinear2d,  # noqa: F401
                                   UpsamplingNearest2d)
 from clgrad.nn import utils  # noqa: F401,E402

@@ -6,8 +6,48 @@ from clgrad.creation import full
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 
-__all__ = ["ReLU6", "Hardtanh", "GELU", "SiLU", "ELU", "Hardswish", "Hardsigmoid", "Softplus",
-           "Mish", "PReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
+__all__ = ["ReLU", "LeakyReLU", "ReLU6", "Hardtanh", "GELU", "SiLU", "ELU", "Hardswish",
+           "Hardsigmoid", "Softplus", "Mish", "PReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax"]
+
+
+class ReLU(Module):
+    """max(x, 0) elementwise (written into x when ``inplace``)."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x):
+        """max(x, 0); with ``inplace`` written into x, which is returned.
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.relu
+        """
+        return F.relu(x, inplace=self.inplace)
+
+    def extra_repr(self):
+        """'inplace=True' when in place, else ''."""
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """x if x > 0 else negative_slope * x."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, x):
+        """x where x > 0, else negative_slope * x (in x when ``inplace``).
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.leaky_relu
+        Raises:  TypeError for a non-floating input
+        """
+        return F.leaky_relu(x, self.negative_slope, inplace=self.inplace)
+
+    def extra_repr(self):
+        """'negative_slope=S' (and ', inplace=True'), as PyTorch's repr."""
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
+                                                          else "")
 
 
 class _Inplace(Module):

@@ -8,7 +8,7 @@ from clgrad import creation, dtypes
 from clgrad.nn import init
 from clgrad.nn import Linear  # (nn/__init__ imports this module after Linear)
 from clgrad.nn.module import Module, Parameter
-from clgrad.ops import activation as act
+from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
@@ -97,7 +97,7 @@ class MultiheadAttention(Module):
             scores = _apply_mask(s4, kpm, keep_true=False).reshape(N * H, L, S)
         weights = rd.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
-            weights_d = act.dropout(weights, self.dropout, True)
+            weights_d = dr.dropout(weights, self.dropout, True)
         else:
             weights_d = weights
         out = mm.bmm(weights_d, v).transpose(0, 1).reshape(L, N, E)

@@ -1,14 +1,14 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict, and the
-Identity and Unflatten layers (PyTorch's semantics)."""
+Identity layer (PyTorch's semantics)."""
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from clgrad.nn.layers import BatchNorm2d, ReLU
+from clgrad.nn.activation import ReLU
 from clgrad.nn.module import Module, Parameter
+from clgrad.nn.normalization import BatchNorm2d
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity",
-           "Unflatten"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity"]
 
 
 class _Indexed(Module):
@@ -239,26 +239,6 @@ class ParameterDict(_Keyed):
 
     def _register(self, key, value):
         self.register_parameter(key, _as_parameter(value))
-
-
-class Unflatten(Module):
-    """Split dim ``dim`` into ``unflattened_size`` (a view when strides allow)."""
-
-    def __init__(self, dim: int, unflattened_size):
-        super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
-
-    def forward(self, x):
-        """``x.unflatten(dim, unflattened_size)``: a view.
-
-        Shapes:  (*A, S, *B) -> (*A, *unflattened_size, *B), prod(unflattened_size) == S (one
-                 entry may be -1)
-        """
-        return x.unflatten(self.dim, self.unflattened_size)
-
-    def extra_repr(self):
-        """'dim=D, unflattened_size=S'."""
-        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 # ---------------------------------------------------------------------------- private helpers

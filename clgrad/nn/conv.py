@@ -1,14 +1,92 @@
 """Conv1d, ConvTranspose1d and ConvTranspose2d with PyTorch's arguments, parameter shapes,
-initialisation and reprs (the 2-D Conv2d is in clgrad/nn/layers.py).
+initialisation and reprs, and Conv2d.
 The math lives in clgrad/ops/conv_transpose.py (on top of clgrad/ops/conv.py)."""
 from __future__ import annotations
 
+from clgrad._args import _check_positive, _ntuple, _pair
 from clgrad.creation import empty
 from clgrad.nn import functional as F
-from clgrad.nn.layers import _check_positive, _default_init
+from clgrad.nn.init import _default_init
 from clgrad.nn.module import Module, Parameter
+from clgrad.tensor import Tensor
 
-__all__ = ["Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv2d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation) over (N, C, H, W), grouped when ``groups`` > 1.
+
+    Shapes:  x (N, in_channels, H, W) -> (N, out_channels, H', W'),
+             H' = (H + 2 pad - dil (k - 1) - 1) // stride + 1
+    Params:  ONE weight (out_channels, in_channels // groups, kH, kW); bias (out_channels,).
+             Group g maps input channels [g C/G, (g+1) C/G) to output channels
+             [g O/G, (g+1) O/G); groups == in_channels is a depthwise convolution.
+    Init:    weight kaiming_uniform_(a=sqrt(5)); bias U(+-1/sqrt(fan_in)),
+             fan_in = in_channels // groups * kH * kW
+    Raises:  ValueError if in_channels or out_channels is not divisible by groups, or for
+             non-positive sizes, negative padding or an unsupported padding_mode
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        _check_positive("Conv2d", in_channels=in_channels, out_channels=out_channels,
+                        groups=groups)
+        if in_channels % groups:
+            raise ValueError(f"Conv2d: expected in_channels divisible by groups, got "
+                             f"in_channels={in_channels}, groups={groups}")
+        if out_channels % groups:
+            raise ValueError(f"Conv2d: expected out_channels divisible by groups, got "
+                             f"out_channels={out_channels}, groups={groups}")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: expected padding_mode 'zeros', got {padding_mode!r}")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _pair("Conv2d", "kernel_size", kernel_size, 1)
+        self.stride = _pair("Conv2d", "stride", stride, 1)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Conv2d: expected padding 'same', 'valid' or ints, got "
+                                 f"{padding!r}")
+            self.padding = padding  # resolved by F.conv2d, as in PyTorch
+        else:
+            self.padding = _pair("Conv2d", "padding", padding, 0)
+        self.dilation = _pair("Conv2d", "dilation", dilation, 1)
+        self.padding_mode = padding_mode
+        shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(shape, dtype=dtype, device=device))
+        self.bias = Parameter(empty(out_channels, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (see the class docstring)."""
+        _default_init(self.weight, self.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """The convolution of ``x`` with this layer's weight and bias.
+
+        Shapes:  x (N, in_channels, H, W) -> (N, out_channels, H', W'); unbatched
+                 (in_channels, H, W) -> (out_channels, H', W'); see clgrad.nn.functional.conv2d
+                 (clgrad.ops.conv.conv2d) for H', dtypes and errors
+        """
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self):
+        """PyTorch's repr: channels, kernel_size, stride; padding, dilation, groups, bias only when
+        not the default.
+        """
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in ((0, 0), "valid"):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
 
 
 class _ConvNd(Module):
@@ -118,13 +196,3 @@ class ConvTranspose2d(_ConvNd):
 class ConvTranspose1d(ConvTranspose2d):
     """1-D transposed convolution of (N, C, L)."""
     _dims = 1
-
-
-def _ntuple(op, name, v, n, minimum):
-    vals = (v,) * n if isinstance(v, int) and not isinstance(v, bool) else \
-        tuple(v) if isinstance(v, (tuple, list)) else ()
-    if len(vals) != n or any(not isinstance(e, int) or isinstance(e, bool) or e < minimum
-                             for e in vals):
-        raise ValueError(f"{op}: expected {name} to be an int >= {minimum} or {n} of them, got "
-                         f"{v!r}")
-    return vals

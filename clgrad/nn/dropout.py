@@ -1,10 +1,32 @@
-"""Channel dropout layers (PyTorch's Dropout1d, Dropout2d); see clgrad/ops/activation.py."""
+"""Dropout layers (PyTorch's Dropout, Dropout1d, Dropout2d); the math: clgrad/ops/dropout.py."""
 from __future__ import annotations
 
 from clgrad.nn import functional as F
-from clgrad.nn.layers import Dropout
+from clgrad.nn.module import Module
 
-__all__ = ["Dropout1d", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
+
+
+class Dropout(Module):
+    """In training, zero each element with probability ``p`` and scale the rest by 1/(1-p);
+    in eval mode, the identity (Srivastava et al., JMLR 2014)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: expected a probability between 0 and 1, got p={p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x):
+        """Dropout of ``x`` in training mode (``self.training``); ``x`` itself in eval mode.
+
+        Shapes:  x (*) -> same; see clgrad.nn.functional.dropout (the mask's generator)
+        """
+        return F.dropout(x, self.p, self.training, inplace=self.inplace)
+
+    def extra_repr(self):
+        """'p=P, inplace=B', as PyTorch's repr."""
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout2d(Dropout):

@@ -238,6 +238,15 @@ def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     return tensor
 
 
+def _default_init(weight: Tensor, bias: Tensor | None):
+    """PyTorch's Linear/Conv init: kaiming_uniform_(a=sqrt(5)); bias U(+-1/sqrt(fan_in))."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 # -- h4 (issue 22): sparse_ and PyTorch's deprecated names without the underscore --------------
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
     """Fill the 2-D ``tensor`` with N(0, std^2) samples, then zero ceil(sparsity * rows)

@@ -2,12 +2,72 @@
 BCELoss, BCEWithLogitsLoss, KLDivLoss. The math and gradients live in clgrad/ops/loss.py."""
 from __future__ import annotations
 
+from clgrad._args import _check_reduction
 from clgrad.nn import functional as F
-from clgrad.nn.layers import _check_reduction
 from clgrad.nn.module import Module
 from clgrad.tensor import Tensor
 
-__all__ = ["L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+__all__ = ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss",
+           "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+
+
+class CrossEntropyLoss(Module):
+    """Softmax cross entropy of logits (N, C) against class indices (N,) int64."""
+
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean", label_smoothing: float = 0.0):
+        super().__init__()
+        _check_reduction("CrossEntropyLoss", reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        """Cross entropy of logits ``input`` against ``target`` (class indices or probabilities).
+
+        Shapes:  input (N, C) or (N, C, d1, ...) or (C,); target (N,) / (N, d1, ...) / () int64,
+                 or probabilities of input's shape -> () ('mean', 'sum') or the positions
+                 (N,) / (N, d1, ...) / () ('none'); see clgrad.nn.functional.cross_entropy
+        """
+        return F.cross_entropy(input, target, weight=self.weight,
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(Module):
+    """Negative log likelihood of log-probabilities (N, C) against class indices (N,)."""
+
+    def __init__(self, weight: Tensor | None = None, ignore_index: int = -100,
+                 reduction: str = "mean"):
+        super().__init__()
+        _check_reduction("NLLLoss", reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+
+    def forward(self, input, target):
+        """Negative log likelihood of log-probabilities ``input`` at class indices ``target``.
+
+        Shapes:  as CrossEntropyLoss with class indices; see clgrad.nn.functional.nll_loss
+        """
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class MSELoss(Module):
+    """Mean (or sum, or none) of the squared differences."""
+
+    def __init__(self, reduction: str = "mean"):
+        super().__init__()
+        _check_reduction("MSELoss", reduction)
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        """(input - target)^2 reduced by ``reduction``.
+
+        Shapes:  input, target broadcast together -> () or the broadcast shape ('none');
+                 see clgrad.nn.functional.mse_loss
+        """
+        return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class _Loss(Module):

@@ -549,7 +549,7 @@ def _hooks(module, store):
 
 
 def _register(module, store, hook):
-    from clgrad.autograd import RemovableHandle, _hook_keys
+    from clgrad.autograd.graph import RemovableHandle, _hook_keys
     if not callable(hook):
         raise TypeError(f"{store[1:-1]}: expected a callable hook, got {type(hook).__name__}")
     hooks = _hooks(module, store)

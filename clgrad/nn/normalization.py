@@ -2,14 +2,117 @@
 LayerNorm, GroupNorm, InstanceNorm1d/2d. The math and gradients live in clgrad/ops/norm.py."""
 from __future__ import annotations
 
+from clgrad import dtypes
+from clgrad._args import _check_positive
 from clgrad.autograd import no_grad
 from clgrad.creation import ones, zeros
 from clgrad.nn import functional as F
-from clgrad.nn.layers import BatchNorm2d, _check_positive, _norm_state
 from clgrad.nn.module import Module, Parameter
+from clgrad.ops import elementwise as ew
+from clgrad.ops import norm
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
-__all__ = ["BatchNorm1d", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
+           "InstanceNorm1d", "InstanceNorm2d"]
+
+
+class BatchNorm2d(Module):
+    """Batch normalisation over (N, H, W) per channel (Ioffe & Szegedy, ICML 2015).
+
+    Shapes:  x (N, C, H, W) -> same
+    Params:  weight (C,) = 1 and bias (C,) = 0 when ``affine``
+    Buffers: running_mean (C,) = 0, running_var (C,) = 1, num_batches_tracked () int64 = 0
+             when ``track_running_stats`` (all in the state dict, PyTorch's names)
+    Train:   normalise with the batch mean and biased variance; update
+             running = (1 - momentum) running + momentum batch_stat (the unbiased variance);
+             ``momentum=None`` uses the cumulative average 1 / num_batches_tracked
+    Eval:    normalise with the running statistics (batch statistics if not tracked)
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        _norm_state(self, "BatchNorm2d", num_features, eps, momentum, affine,
+                    track_running_stats, device, dtype)
+
+    _version = 2  # PyTorch's: version 2 added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """As Module's; a checkpoint of version < 2 (or without metadata) that lacks
+        ``num_batches_tracked`` keeps the module's count instead of reporting it missing."""
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict and self.num_batches_tracked is not None:
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
+    def reset_running_stats(self):
+        """running_mean = 0, running_var = 1, num_batches_tracked = 0."""
+        if self.track_running_stats:
+            for buf, value in ((self.running_mean, 0), (self.running_var, 1),
+                               (self.num_batches_tracked, 0)):
+                ew.fill_raw(buf, value)
+                bump_version(buf)
+
+    def _check_input_dim(self, x: Tensor):
+        if x.ndim != 4:
+            raise ValueError(f"BatchNorm2d: expected 4D input (N, C, H, W), got "
+                             f"{x.ndim}D input of shape {tuple(x.shape)}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Normalise ``x`` per channel (see the class docstring for train and eval).
+
+        Shapes:  x (N, C, H, W) -> same; see clgrad.nn.functional.batch_norm
+        In training with tracked statistics, num_batches_tracked += 1 and the running statistics
+        are updated in place; ``momentum=None`` reads num_batches_tracked on the host (a sync).
+        Raises:  ValueError for an input that is not 4-D; as F.batch_norm otherwise
+        """
+        return self._forward(x, relu=False)
+
+    def _forward(self, x: Tensor, relu: bool) -> Tensor:
+        """forward, then relu when ``relu`` (fused: nn.Sequential's BatchNorm2d + ReLU)."""
+        self._check_input_dim(x)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average: needs the count on the host
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch_stats = self.training or not self.track_running_stats
+        return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               use_batch_stats, momentum, self.eps, relu=relu)
+
+    def extra_repr(self):
+        """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by the activity of ``size`` neighbouring channels:
+    b_c = a_c / (k + alpha / size * sum_{c'} a_{c'}^2) ^ beta (Krizhevsky et al., 2012)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        _check_positive("LocalResponseNorm", size=size)
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        """Local response normalisation across channels.
+
+        Shapes:  (N, C, *) with at least 3 dims -> same;
+                 see clgrad.nn.functional.local_response_norm
+        """
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        """'size, alpha=A, beta=B, k=K', as PyTorch's repr."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class BatchNorm1d(BatchNorm2d):
@@ -151,3 +254,21 @@ class InstanceNorm2d(Module):
 class InstanceNorm1d(InstanceNorm2d):
     """Normalise each (sample, channel) row of an (N, C, L) input over L."""
     _ndim = 3
+
+
+def _norm_state(m, op, num_features, eps, momentum, affine, track_running_stats, device,
+                dtype):
+    """The parameters (weight = 1, bias = 0 when ``affine``) and buffers (running_mean = 0,
+    running_var = 1, num_batches_tracked = 0 when tracking) of the per-channel norms."""
+    _check_positive(op, num_features=num_features)
+    m.num_features, m.eps, m.momentum = num_features, eps, momentum
+    m.affine, m.track_running_stats = affine, track_running_stats
+    kw = dict(dtype=dtype, device=device)
+    m.weight = Parameter(ones(num_features, **kw)) if affine else None
+    m.bias = Parameter(zeros(num_features, **kw)) if affine else None
+    if track_running_stats:
+        m.register_buffer("running_mean", zeros(num_features, **kw))
+        m.register_buffer("running_var", ones(num_features, **kw))
+        m.register_buffer("num_batches_tracked", zeros((), dtype=dtypes.int64, device=device))
+    else:
+        m.running_mean = m.running_var = m.num_batches_tracked = None

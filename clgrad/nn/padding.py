@@ -5,7 +5,7 @@ clgrad.nn.functional.pad, whose kernels (kernels/activation.cl :: pad_fwd/pad_bw
 from __future__ import annotations
 
 from clgrad.nn.module import Module
-from clgrad.ops.activation import pad
+from clgrad.ops.padding import pad
 
 __all__ = ["ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
            "ZeroPad1d", "ZeroPad2d", "ConstantPad1d", "ConstantPad2d", "CircularPad1d",

@@ -1,13 +1,82 @@
-"""1-D pooling and adaptive max pooling layers (PyTorch's names and arguments); the 2-D
-MaxPool2d/AvgPool2d/AdaptiveAvgPool2d are in clgrad/nn/layers.py, the math in
-clgrad/ops/pool.py."""
+"""Pooling layers (PyTorch's names and arguments): max, average and adaptive pooling in 1-D and
+2-D; the math lives in clgrad/ops/pool.py."""
 from __future__ import annotations
 
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module
 
-__all__ = ["MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "AdaptiveMaxPool1d",
-           "AdaptiveMaxPool2d"]
+__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d", "AvgPool1d",
+           "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+
+
+class MaxPool2d(Module):
+    """Max over kH x kW windows; ``stride`` defaults to ``kernel_size``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, x):
+        """Window maxima of ``x``.
+
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.max_pool2d
+        Returns: out, or (out, int64 indices into each H*W plane) with ``return_indices``
+        """
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self):
+        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    """Mean over kH x kW windows; ``stride`` defaults to ``kernel_size``."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, x):
+        """Window means of ``x``.
+
+        Shapes:  (N, C, H, W) -> (N, C, OH, OW), unbatched (C, H, W) -> (C, OH, OW);
+                 see clgrad.nn.functional.avg_pool2d
+        """
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        """kernel_size, stride and padding, as PyTorch's repr."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed ``output_size`` (an int or (H, W); None keeps that dim)."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        """Means over PyTorch's adaptive windows.
+
+        Shapes:  (N, C, H, W) -> (N, C, *output_size), unbatched (C, H, W) -> (C, *output_size);
+                 see clgrad.nn.functional.adaptive_avg_pool2d
+        """
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        """'output_size=S'."""
+        return f"output_size={self.output_size}"
 
 
 class MaxPool1d(Module):

@@ -1,11 +1,11 @@
 """Embedding (PyTorch's torch.nn.Embedding): a lookup table whose gradient is a scatter-add."""
 from __future__ import annotations
 
+from clgrad._args import _check_positive
 from clgrad.autograd import no_grad
 from clgrad.creation import empty
 from clgrad.nn import functional as F
 from clgrad.nn import init
-from clgrad.nn.layers import _check_positive
 from clgrad.nn.module import Module, Parameter
 
 __all__ = ["Embedding"]

@@ -5,13 +5,13 @@ import struct
 
 import numpy as np
 
+from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
 from clgrad.tensor import Tensor
 
-MAXD = 8
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
-_VIEW_T = struct.Struct(f"<{MAXD + 1}q")  # view_t: offset, strides[MAXD]
-_SHAPE_T = struct.Struct(f"<{MAXD}q")     # shape_t: n[MAXD]
+_VIEW_T = struct.Struct(f"<{longs(VIEW_T)}q")    # view_t: offset, strides[MAXD]
+_SHAPE_T = struct.Struct(f"<{longs(SHAPE_T)}q")  # shape_t: n[MAXD]
 _ZEROS = (0,) * MAXD
 _LONG = struct.Struct("<q").pack
 _INT = struct.Struct("<i").pack
@@ -110,7 +110,8 @@ def defines_for(dtype: dtypes.DType) -> dict:
 
 # Kernel files whose launch_1d kernels index every operand by the element index alone: they
 # get a CONTIG build (unit-stride indexing, see kernels/common.h) when all operands are dense.
-_CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl"})
+_CONTIG_FILES = frozenset({"elementwise.cl", "copy.cl", "index.cl", "optim.cl",
+                           "activation.cl"})
 _ROWS_FILES = frozenset({"elementwise.cl", "copy.cl"})  # kernels common.h's ROWS2D serves
 ROWS_WG = 16  # work-group width of ROWS2D launches: one AVX-512 vector of floats
 
@@ -175,57 +176,111 @@ def _flat_view(t: Tensor) -> bytes:
 # -- argument types at the public entry points ------------------------------------------------
 _ABSENT = object()
 _OPTIONAL = frozenset({"Tensor | None", "None | Tensor", "Optional[Tensor]"})
+# PyTorch's names for clgrad's parameter names: the default rule (x, a -> input; b -> other;
+# cond -> condition; probs -> input) and, per op, where PyTorch names a parameter otherwise.
+_TORCH_NAME = {"x": "input", "a": "input", "b": "other", "cond": "condition", "probs": "input"}
+_TORCH_NAME_OF = {("mm", "b"): "mat2", ("bmm", "b"): "mat2", ("dot", "b"): "tensor",
+                  ("pow", "b"): "exponent", ("split", "x"): "tensor",
+                  ("clgrad.linalg", "vector_norm", "x"): "x",
+                  ("clgrad.linalg", "matrix_norm", "x"): "A", ("clgrad.linalg", "norm", "x"): "A"}
+# Unannotated parameters of these names take a Tensor or a number (add(a, b), where(cond, a, b)).
+_TENSOR_OR_NUMBER = frozenset({"a", "b"})
 
 
-def check_tensor_args(namespace: dict, module: str):
-    """Make every op in a public namespace raise TypeError for a non-Tensor argument.
+def tensor_params(fn, module: str = "") -> list:
+    """The checked parameters of a public op: ``[(position, PyTorch's name, kind)]``, kind
+    'tensor' (a Tensor), 'optional' (a Tensor or None), 'number' (a Tensor or a number) or
+    'tensors' (a sequence of Tensors). Read from the signature: parameters annotated ``Tensor``
+    (``| None``, or a None default: optional), unannotated ``a``/``b`` (number), ``tensors``."""
+    import inspect
+    op = fn.__name__
+    out = []
+    for i, (name, p) in enumerate(inspect.signature(fn).parameters.items()):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            continue
+        ann = p.annotation if isinstance(p.annotation, str) else getattr(
+            p.annotation, "__name__", "")
+        if ann == "Tensor" or ann in _OPTIONAL:
+            kind = "optional" if ann in _OPTIONAL or p.default is None else "tensor"
+        elif p.annotation is p.empty and name in _TENSOR_OR_NUMBER:
+            kind = "number"
+        elif name == "tensors":
+            kind = "tensors"
+        else:
+            continue
+        pos = i if p.kind != p.KEYWORD_ONLY else 1 << 30
+        torch_name = _TORCH_NAME_OF.get((module, op, name)) or _TORCH_NAME_OF.get(
+            (op, name)) or _TORCH_NAME.get(name, name)
+        out.append((pos, name, torch_name, kind))
+    return out
+
+
+def check_tensor_args(namespace: dict, module: str, method_of=None):
+    """Make every op in a public namespace raise PyTorch's TypeError for a non-Tensor argument.
 
     ``namespace`` is the globals() of a public module (clgrad, clgrad.nn.functional,
-    clgrad.linalg); each function defined in clgrad.ops.* (or in ``module`` itself) whose
-    parameters are annotated ``Tensor`` is replaced there by a wrapper that checks those
-    arguments before the op runs and raises PyTorch's message,
-    ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray`` (the name is
-    the parameter's in clgrad's signature). ``Tensor | None`` (or a None default) allows None.
-    Internal calls go to the ops modules directly, so only the public entry pays the check.
+    clgrad.linalg); each function defined in clgrad.ops.*, clgrad.creation or ``module`` with
+    checked parameters (see ``tensor_params``) is replaced there by a wrapper that checks
+    them before the op runs and raises PyTorch's message with PyTorch's parameter name,
+    ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray``. With
+    ``method_of`` (a class), ``namespace`` is that class's method table: the first parameter
+    is self, not checked, and positions count from the one after it (``x.add(arr)``: argument
+    'other' (position 1)). Internal calls go to the ops modules directly, so only the public
+    entry pays the check. Call it last in a face module, after every import.
     """
     done = {}
     for key, fn in list(namespace.items()):
         if not callable(fn) or not hasattr(fn, "__code__") or key.startswith("_"):
             continue
-        if not (fn.__module__.startswith("clgrad.ops.") or fn.__module__ == module):
+        if getattr(fn, "__wrapped_checks__", None) is not None:
+            continue  # already a checked wrapper
+        if not (fn.__module__.startswith(("clgrad.ops.", "clgrad.creation")) or
+                fn.__module__ == module):
             continue
         if id(fn) not in done:
-            done[id(fn)] = _checked(fn, module)
-        namespace[key] = done[id(fn)]
+            done[id(fn)] = _checked(fn, module, method_of is not None)
+        if method_of is not None:
+            setattr(method_of, key, done[id(fn)])
+        else:
+            namespace[key] = done[id(fn)]
 
 
-def _checked(fn, module):
+def _type_name(v) -> str:
+    t = type(v)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _checked(fn, module, method=False):
     import functools
-    import inspect
-    checks = []
-    for i, (name, p) in enumerate(inspect.signature(fn).parameters.items()):
-        ann = p.annotation if isinstance(p.annotation, str) else getattr(
-            p.annotation, "__name__", "")
-        if ann == "Tensor" or ann in _OPTIONAL:
-            pos = i if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else 1 << 30
-            checks.append((pos, name, ann in _OPTIONAL or p.default is None))
+    import numbers
+    shift = 1 if method else 0
+    checks = [(pos - shift, name, torch_name, kind) for pos, name, torch_name, kind
+              in tensor_params(fn, module) if not (method and pos == 0)]
     if not checks:
         return fn
     op = fn.__name__
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        n = len(args)
-        for pos, name, optional in checks:
-            v = args[pos] if pos < n else kwargs.get(name, _ABSENT)
-            if not isinstance(v, Tensor) and v is not _ABSENT and not (optional and v is None):
-                t = type(v)
-                tname = t.__qualname__ if t.__module__ == "builtins" else \
-                    f"{t.__module__}.{t.__qualname__}"
-                where = f" (position {pos + 1})" if pos < n else ""
-                raise TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not {tname}")
+        n = len(args) - shift
+        for pos, name, torch_name, kind in checks:
+            v = args[pos + shift] if pos < n else kwargs.get(name, _ABSENT)
+            if v is _ABSENT or isinstance(v, Tensor):
+                continue
+            where = f" (position {pos + 1})" if pos < n else ""
+            if kind == "tensors":
+                if isinstance(v, (list, tuple)):
+                    continue  # element checks: the op's own
+                raise TypeError(f"{op}(): argument '{torch_name}'{where} must be tuple of "
+                                f"Tensors, not {_type_name(v)}")
+            if (kind == "optional" and v is None) or (
+                    kind == "number" and isinstance(v, numbers.Number)):
+                continue
+            raise TypeError(f"{op}(): argument '{torch_name}'{where} must be Tensor, not "
+                            f"{_type_name(v)}")
         return fn(*args, **kwargs)
     wrapper.__module__ = module  # pickle finds the wrapper under its public name
+    wrapper.__wrapped_checks__ = checks
     return wrapper
 
 

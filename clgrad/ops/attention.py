@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from clgrad import creation, dtypes
-from clgrad.ops import activation as act
+from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
@@ -47,7 +47,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         scores = _apply_mask(scores, attn_mask, keep_true=True)
     weights = rd.softmax(scores, -1)
     if dropout_p > 0.0:
-        weights = act.dropout(weights, dropout_p, True)
+        weights = dr.dropout(weights, dropout_p, True)
     return mm.matmul(weights, value)
 
 

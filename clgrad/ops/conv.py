@@ -15,32 +15,35 @@ strides, still a view).
 
 Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``;
 their planners and launchers: clgrad/ops/conv_algorithms.py):
-  implicit   implicit GEMM, no workspace. CPUs: kernels/conv.cl, one work item per work-group
-             staging an input window in local memory and running a 6 x 16 register-blocked
-             micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE). GPUs: kernels/conv_gemm.cl,
-             16 x 16 work items sharing 64 x 64 tiles.
-  depthwise  kernels/conv_depthwise.cl — direct stencils for few channels per group
+  implicit   implicit GEMM, no workspace. CPUs: kernels/conv_igemm_cpu.cl, one work item per
+             work-group staging an input window in local memory and running a 6 x 16
+             register-blocked micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE).
+             GPUs: kernels/conv_gemm_gpu.cl, 16 x 16 work items sharing 64 x 64 tiles.
+  depthwise  kernels/conv_dw_cpu.cl — direct stencils for few channels per group
              (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
-  direct     kernels/conv_direct.cl — one work item per output; any device, no local memory.
+  direct     kernels/conv_direct_any.cl — one work item per output; any device, no local
+             memory.
   pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
              x (N, G, C, H*W) and y (N, G, O, H*W) views, the weight broadcast over samples.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
-  im2col     kernels/conv_im2col.cl + matmul.gemm — an im2col workspace chunked over the batch
-             (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
+  im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
+             batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
 An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
 (C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
 """
 from __future__ import annotations
 
+import logging
 import math
-import os
 import sys
 
 import numpy as np
 
-from clgrad import backends
+from clgrad import _log, backends
+from clgrad import settings
+from clgrad._args import _pair
 from clgrad.autograd import record
 from clgrad.ops import conv_algorithms as alg
 from clgrad.ops import conv_gpu
@@ -71,8 +74,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
              larger than the padded input, non-positive stride/dilation/groups, negative
              padding, dtype or device mismatch; TypeError for non-tensors.
-    Kernels: kernels/conv.cl, conv_gemm.cl, conv_depthwise.cl, conv_direct.cl, conv_im2col.cl,
-             conv_dw_gpu.cl, conv_igemm_gpu.cl.
+    Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
+             conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
+             conv_igemm_gpu.cl.
     """
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
@@ -112,19 +116,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 # -- argument checks --------------------------------------------------------------------------
-def _pair(v, name):
-    if isinstance(v, (list, tuple)):
-        v = tuple(v)
-        if len(v) == 1:
-            v = v * 2
-        if len(v) != 2 or not all(isinstance(e, (int, np.integer)) for e in v):
-            raise RuntimeError(f"conv2d: expected {name} to be a single integer value or a list "
-                               f"of 2 values to match the convolution dimensions, but got "
-                               f"{name}={list(v)}")
-        return int(v[0]), int(v[1])
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
-        raise TypeError(f"conv2d: expected {name} to be an int or a pair of ints, got {v!r}")
-    return int(v), int(v)
+def _conv_pair(v, name):
+    """clgrad._args._pair with PyTorch's RuntimeError for a sequence of the wrong length."""
+    if isinstance(v, (list, tuple)) and len(v) not in (1, 2):
+        raise RuntimeError(f"conv2d: expected {name} to be a single integer value or a list "
+                           f"of 2 values to match the convolution dimensions, but got "
+                           f"{name}={list(v)}")
+    return _pair("conv2d", name, v, error=TypeError)
 
 
 def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
@@ -152,8 +150,8 @@ def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
     if groups < 1:
         raise RuntimeError(f"conv2d: non-positive groups is not supported: expected groups >= "
                            f"1, got groups={groups}")
-    sh, sw = _pair(stride, "stride")
-    dh, dw = _pair(dilation, "dilation")
+    sh, sw = _conv_pair(stride, "stride")
+    dh, dw = _conv_pair(dilation, "dilation")
     if sh < 1 or sw < 1:
         raise RuntimeError(f"conv2d: non-positive stride is not supported: expected stride > "
                            f"0, got stride={[sh, sw]}")
@@ -195,7 +193,7 @@ def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
             raise RuntimeError(f"conv2d: expected padding 'valid', 'same', an int or a pair of "
                                f"ints, got {padding!r}")
     else:
-        ph, pw = _pair(padding, "padding")
+        ph, pw = _conv_pair(padding, "padding")
         if ph < 0 or pw < 0:
             raise RuntimeError(f"conv2d: negative padding is not supported, got "
                                f"padding={[ph, pw]}")
@@ -318,11 +316,30 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
             break
     backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
-    if os.environ.get("CLGRAD_CONV_DEBUG"):
+    if want == "auto" and _log.logger.isEnabledFor(logging.DEBUG):
+        _log_choice(pass_name, p, w, first, algo)
+    if settings.getenv("CLGRAD_CONV_DEBUG"):
         print(f"conv2d {pass_name}: {algo} (N={p.n} G={p.g} C/G={p.c} O/G={p.o} "
               f"{p.h}x{p.w} -> {p.oh}x{p.ow} k={p.kh}x{p.kw} "
               f"s={p.sh},{p.sw} u={p.uh},{p.uw})", file=sys.stderr)
     return algo, plan
+
+
+_LOGGED: set = set()  # (pass, problem shape, device, dtype) whose 'auto' choice was logged
+
+
+def _log_choice(pass_name: str, p: Problem, w: Tensor, first: str, algo: str):
+    """Log 'auto''s choice for this pass and shape at DEBUG on the clgrad logger, once."""
+    shape = (p.n, p.g, p.c, p.o, p.h, p.w, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw,
+             p.dh, p.dw, p.uh, p.uw)
+    key = (pass_name, shape, id(w.device), w.dtype)
+    if key in _LOGGED:
+        return
+    _LOGGED.add(key)
+    fell = "" if algo == first else f" ({first} cannot run it)"
+    _log.logger.debug("conv2d %s auto: %s%s for N=%d G=%d C/G=%d O/G=%d %dx%d -> %dx%d "
+                      "k=%dx%d stride=%d,%d pad=%d,%d dilation=%d,%d zero-insertion=%d,%d "
+                      "on %s", pass_name, algo, fell, *shape, w.device.name)
 
 
 def _kernels(algo: str, pass_name: str, dev):

@@ -1,8 +1,8 @@
 """The algorithms of conv2d (clgrad/ops/conv.py): per algorithm a planner (the tiles and
 local memory for a problem on a device, or None when it cannot run it) beside its launchers,
-in the order of the kernel files: kernels/conv.cl (implicit GEMM for CPUs, and the
-weight-gradient reduction), conv_gemm.cl (implicit GEMM for GPUs), conv_depthwise.cl,
-conv_direct.cl, conv_im2col.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
+in the order of the kernel files: kernels/conv_igemm_cpu.cl (implicit GEMM for CPUs, and the
+weight-gradient reduction), conv_gemm_gpu.cl (implicit GEMM for GPUs), conv_dw_cpu.cl,
+conv_direct_any.cl, conv_im2col_any.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
 that are one batched GEMM (clgrad.ops.matmul.gemm, no kernel of their own). The problem type
 and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
 
@@ -11,12 +11,13 @@ the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pyopencl as cl
 
+from clgrad.kernel_structs import V5_T, longs
 from clgrad import backends, layout
+from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
 from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
@@ -48,10 +49,11 @@ DW_TW = 64                 # depthwise output columns per tile (at most)
 DW_WIDE_COLS = 32          # output columns from which the depthwise kernels use WIDE vectors
 DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
-# GPU variant (kernels/conv_gemm.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
+# GPU variant (kernels/conv_gemm_gpu.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
 GTILE = dict(TS=64, WPT=4, TK=16)
-if os.environ.get("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
-    GTILE = dict(zip(("TS", "WPT", "TK"), map(int, os.environ["CLGRAD_CONV_GTILE"].split(","))))
+if settings.getenv("CLGRAD_CONV_GTILE"):  # benchmarking other tiles: "TS,WPT,TK"
+    GTILE = dict(zip(("TS", "WPT", "TK"), map(int, settings.getenv("CLGRAD_CONV_GTILE").split(
+        ","))))
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -61,7 +63,7 @@ def _up(a, b):
 
 def _wide(dev) -> bool:
     """16-float native vectors (AVX-512): the CPU kernels build with WIDE (conv.h)."""
-    return dev.kind == "cpu" and dev.cl_device.native_vector_width_float >= 16
+    return dev.kind == "cpu" and dev.vector_width >= 16
 
 
 def _vw(dtype, dev):
@@ -96,7 +98,7 @@ def _fits(sizes, dev, kernel=None) -> bool:
 
 
 def _units(dev):
-    return dev.cl_device.max_compute_units
+    return dev.compute_units
 
 
 def _window(p: Problem, th, tw, vw) -> Tiles:
@@ -133,11 +135,12 @@ def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
     """Sum the split partial sums ws into gw (through its grouped view) and gb."""
     dev, dt = ws.device, ws.dtype
     so, sc, skh, skw = gw._strides
-    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), 6)
-    n = p.g * p.o * (p.c * p.kh * p.kw + 1)
+    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
+    k1, rows = p.c * p.kh * p.kw + 1, min(p.g * p.o, 65535)
     bbuf = gb._storage.buffer if gb is not None else gw._storage.buffer
     boff, bs = (gb._offset, gb._strides[0]) if gb is not None else (0, 0)
-    dev.launch(dev.kernel("conv.cl", "wgrad_reduce", defines_for(dt)), (n,), (WG,),
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "wgrad_reduce", defines_for(dt)), (k1, rows),
+               (WG, 1),
                p.pack(tiles), ws._storage.buffer, gw._storage.buffer, gv, bbuf,
                np.int64(boff), np.int64(bs), np.int32(1), np.int32(gb is not None))
 
@@ -150,7 +153,7 @@ def _no_plan(p, dt, dev) -> Plan:
     return Plan()
 
 
-# -- implicit GEMM, CPUs (kernels/conv.cl) ----------------------------------------------------
+# -- implicit GEMM, CPUs (kernels/conv_igemm_cpu.cl) ------------------------------------------
 def _plan_implicit(p: Problem, dt, dev):
     vw, isz, khw = _vw(dt, dev), dt.itemsize, p.kh * p.kw
     tw = min(_up(p.ow, 2 * vw), 8 * vw)
@@ -173,7 +176,7 @@ def _plan_implicit(p: Problem, dt, dev):
 def _implicit_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, t = x.device, x.dtype, plan.tiles
     tiles = cdiv(p.oh, t.th) * t.ntw
-    dev.launch(dev.kernel("conv.cl", "igemm", _cpu_defines(dt, dev)),
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "igemm", _cpu_defines(dt, dev)),
                (tiles, cdiv(p.o, t.mc), p.n * p.g), (1, 1, 1), p.pack(t),
                x._storage.buffer, w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
                *_locals(plan.local))
@@ -205,14 +208,14 @@ def _plan_implicit_wgrad(p: Problem, dt, dev):
 def _implicit_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv.cl", "igemm_wgrad", _cpu_defines(dt, dev)),
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "igemm_wgrad", _cpu_defines(dt, dev)),
                (cdiv(p.c, plan.cr), cdiv(p.o, t.mc), p.g * t.split), (1, 1, 1),
                p.pack(t), np.int64(plan.cr), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer, *_locals(plan.local))
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer, *_locals(plan.local))
     _reduce(p, t, ws, gw, gb)
 
 
-# -- implicit GEMM, GPUs (kernels/conv_gemm.cl): TS x TS tiles, local memory ------------------
+# -- implicit GEMM, GPUs (kernels/conv_gemm_gpu.cl): TS x TS tiles, local memory ------------------
 def gpu_variant(dev) -> bool:
     """True when 'implicit' runs the GPU kernels on ``dev``."""
     v = backends.conv_implicit_variant
@@ -222,7 +225,7 @@ def gpu_variant(dev) -> bool:
 def _gemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt = x.device, x.dtype
     ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
-    dev.launch(dev.kernel("conv_gemm.cl", "gemm_fwd", dict(defines_for(dt), **GTILE)),
+    dev.launch(dev.kernel("conv_gemm_gpu.cl", "gemm_fwd", dict(defines_for(dt), **GTILE)),
                (cdiv(p.n * p.oh * p.ow, ts) * rts, cdiv(p.o, ts) * rts, p.g),
                (rts, rts, 1), p.pack(plan.tiles), x._storage.buffer, w._storage.buffer,
                y._storage.buffer, _bias_buffer(bias, y))
@@ -241,21 +244,21 @@ def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     ts, rts = GTILE["TS"], GTILE["TS"] // GTILE["WPT"]
     kall = p.c * p.kh * p.kw
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv_gemm.cl", "gemm_wgrad", dict(defines_for(dt), **GTILE)),
+    dev.launch(dev.kernel("conv_gemm_gpu.cl", "gemm_wgrad", dict(defines_for(dt), **GTILE)),
                (cdiv(kall + 1, ts) * rts, cdiv(p.o, ts) * rts, p.g * t.split),
                (rts, rts, 1), p.pack(t), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer)
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer)
     _reduce(p, t, ws, gw, gb)
 
 
-# -- depthwise: direct stencils for few channels per group (kernels/conv_depthwise.cl) ---------
+# -- depthwise: direct stencils for few channels per group (kernels/conv_dw_cpu.cl) ---------
 def _plan_dw(p: Problem, dt, dev):
     vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
     kn = dict(th=p.oh, tw=min(_up(p.ow, 2 * vw), DW_TW))
     while True:
         t = _window(p, kn["th"], kn["tw"], vw)
         local = ((p.c * t.cp + p.sh * t.rp + 4 * vw) * isz,)
-        if local[0] <= WINDOW_MAX and _fits(local, dev, ("conv_depthwise.cl", "dw_fwd",
+        if local[0] <= WINDOW_MAX and _fits(local, dev, ("conv_dw_cpu.cl", "dw_fwd",
                                                          defines_for(dt))):
             return Plan(t, local)
         if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
@@ -267,7 +270,7 @@ def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
-    dev.launch(dev.kernel("conv_depthwise.cl", "dw_fwd", _cpu_defines(dt, _dw_dev(p, dev))),
+    dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_fwd", _cpu_defines(dt, _dw_dev(p, dev))),
                (tiles, cdiv(planes, per)), (1, 1), p.pack(t), np.int64(per), x._storage.buffer,
                w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
                *_locals(plan.local))
@@ -281,7 +284,7 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
         local = (p.c * t.cp * isz, p.o * kn["th"] * kn["tw"] * isz,
                  p.o * (p.c * p.kh * p.kw + 1) * isz)
         if local[0] + local[1] <= DW_WINDOW_MAX and _fits(
-                local, dev, ("conv_depthwise.cl", "dw_wgrad", defines_for(dt))):
+                local, dev, ("conv_dw_cpu.cl", "dw_wgrad", defines_for(dt))):
             split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), p.g)))
             return Plan(t._replace(split=split), local)
         if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
@@ -291,18 +294,18 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
 def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x.device, x.dtype, plan.tiles
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv_depthwise.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
+    dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
                (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
-               g4._storage.buffer, pack(v5(g4, p.g), 6), ws._storage.buffer,
+               g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer,
                *_locals(plan.local))
     _reduce(p, t, ws, gw, gb)
 
 
-# -- direct: one work item per output (kernels/conv_direct.cl) ---------------------------------
+# -- direct: one work item per output (kernels/conv_direct_any.cl) ---------------------------------
 def _direct_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt = x.device, x.dtype
     n = p.n * p.g * p.o * p.oh * p.ow
-    dev.launch(dev.kernel("conv_direct.cl", "direct_fwd", defines_for(dt)), (n,), (WG,),
+    dev.launch(dev.kernel("conv_direct_any.cl", "direct_fwd", defines_for(dt)), (n,), (WG,),
                p.pack(plan.tiles), x._storage.buffer, w._storage.buffer, y._storage.buffer,
                _bias_buffer(bias, y))
 
@@ -316,13 +319,13 @@ def _direct_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x.device, x.dtype, plan.tiles
     items = p.g * p.o * (p.c * p.kh * p.kw + 1)
     ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv_direct.cl", "direct_wgrad", defines_for(dt)),
+    dev.launch(dev.kernel("conv_direct_any.cl", "direct_wgrad", defines_for(dt)),
                (t.split * items,), (WG,), p.pack(t), x._storage.buffer, g4._storage.buffer,
-               pack(v5(g4, p.g), 6), ws._storage.buffer)
+               pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer)
     _reduce(p, t, ws, gw, gb)
 
 
-# -- im2col + GEMM (kernels/conv_im2col.cl, clgrad.ops.matmul.gemm) ---------------------------
+# -- im2col + GEMM (kernels/conv_im2col_any.cl, clgrad.ops.matmul.gemm) ---------------------------
 def kview(w: Tensor):
     """The weight as (G?, O, K) strides (so, sk) when (c, kh, kw) merge into one stride K."""
     o, c, kh, kw = w.shape
@@ -338,7 +341,7 @@ def _chunks(p: Problem, per_sample_elems, dtype):
 
 def _im2col(p: Problem, x, n0, nc, col):
     dev = x.device
-    dev.launch(dev.kernel("conv_im2col.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
+    dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
                (WG,), p.pack(), np.int64(n0), np.int64(nc), x._storage.buffer,
                col._storage.buffer)
 
@@ -385,7 +388,7 @@ def im2col_dgrad(p: Problem, g4, w, gi):
                  g4._offset + n0 * g4._strides[0])
         gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv)
         dev = gi.device
-        dev.launch(dev.kernel("conv_im2col.cl", "col2im", defines_for(gi.dtype)),
+        dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_for(gi.dtype)),
                    (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
                    np.int64(nc), col._storage.buffer, gi._storage.buffer)
 

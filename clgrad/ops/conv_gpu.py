@@ -12,7 +12,7 @@ reading the input through the caches, the taps and an input row segment in regis
 size, stride, dilation and insertion are compile-time constants, so the tap loops unroll.
 Weight and bias gradient: a two-stage reduction over N * oH * oW, work-groups of one (g, o)
 each summing a split of the output rows in registers and then across their work items in
-local memory into a small workspace ws[split][g][o][K+1], which conv.cl's ``wgrad_reduce``
+local memory into a small workspace ws[split][g][o][K+1], which conv_igemm_cpu.cl's ``wgrad_reduce``
 sums through the weight's grouped view. ``auto`` takes it on GPUs for few channel pairs per
 group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
 ``CLGRAD_CONV_DWG="fvx=4,fvy=4,fwg=128,wvx=4,wwg=256,wsplit=1"`` (any subset) to benchmark.
@@ -24,14 +24,14 @@ problems), and the weight gradient as a split-K GEMM over the pixels with partia
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
 import threading
 import time
 
 import pyopencl as cl
 
+from clgrad.kernel_structs import V5_T, longs
+from clgrad import settings
 from clgrad.ops._util import defines_for
 from clgrad.ops.conv_algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
                                         _workspace)
@@ -45,10 +45,10 @@ __all__ = ["KERNELS", "few_channels_algorithm", "measured", "forward_geometry"]
 # (8 x compute units / (g * o)) (the reduction's first-stage split factor).
 _CFG = {"gpu": dict(fvx=4, fvy=4, fwg=128, wvx=4, wwg=256, wsplit=1),
         "cpu": dict(fvx=8, fvy=1, fwg=64, wvx=8, wwg=64, wsplit=1)}
-if os.environ.get("CLGRAD_CONV_DWG"):
+if settings.getenv("CLGRAD_CONV_DWG"):
     for _kind in _CFG:
         _CFG[_kind] = dict(_CFG[_kind], **{k: int(v) for k, v in (
-            kv.split("=") for kv in os.environ["CLGRAD_CONV_DWG"].split(","))})
+            kv.split("=") for kv in settings.getenv("CLGRAD_CONV_DWG").split(","))})
 
 _MAX_TAPS = 64  # c * kh * kw accumulators per work item in the weight gradient
 
@@ -129,7 +129,7 @@ def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
                           _defines(p, dt, dict(x=p.x, g=gv), VX=vx, VY=1, CG=p.c, WG=wg)),
                (wg, p.g * p.o, t.split), (wg, 1, 1), p.pack(t), x._storage.buffer,
-               g4._storage.buffer, pack(gv, 6), ws._storage.buffer,
+               g4._storage.buffer, pack(gv, longs(V5_T)), ws._storage.buffer,
                cl.LocalMemory(wg * dt.itemsize))
     _reduce(p, t, ws, gw, gb)
 
@@ -146,7 +146,7 @@ _IGEMM = {"wide": dict(TSM=128, TSN=128, TSK=8, WPTM=8, WPTN=8),
           "mid": dict(TSM=64, TSN=128, TSK=16, WPTM=4, WPTN=8),
           "narrow": dict(TSM=48, TSN=64, TSK=12, WPTM=4, WPTN=4),
           "wgrad": dict(TSM=128, TSN=128, TSK=16, WPTM=8, WPTN=8)}
-for _part in filter(None, os.environ.get("CLGRAD_CONV_IGEMM", "").split(";")):
+for _part in filter(None, settings.getenv("CLGRAD_CONV_IGEMM").split(";")):
     _name, _, _vals = _part.rpartition(":")
     for _kind in [_name] if _name else list(_IGEMM):
         _IGEMM[_kind] = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"),
@@ -200,7 +200,7 @@ def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_wgrad", d),
                (cdiv(kall + 1, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g * split),
                (rtsn, rtsm, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
-               pack(gv, 6), ws._storage.buffer)
+               pack(gv, longs(V5_T)), ws._storage.buffer)
     _reduce(p, plan.tiles, ws, gw, gb)
 
 
@@ -246,10 +246,8 @@ def forward_geometry(pass_name: str, p: Problem) -> Problem:
 
 
 def _key(dev, pass_name, geo: Problem, dtype) -> str:
-    d = dev.cl_device
-    return (f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()} | "
-            f"{pass_name} {dtype.name} " + " ".join(f"{k}={v}" for k, v in zip(
-                geo._fields[:16], geo)))
+    return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} " + " ".join(
+        f"{k}={v}" for k, v in zip(geo._fields[:16], geo)))
 
 
 def measured(pass_name: str, p: Problem, dev, dtype, trial) -> str | None:
@@ -258,7 +256,7 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial) -> str | None:
     small problems, an input gradient with stride > 1, CLGRAD_CONV_TUNE=off).
     ``trial(pass_name, geo, dtype, dev)`` (conv.py's _trial) gives run(algo) -> bool: one
     pass of the forward geometry geo on scratch operands, False when algo cannot run it."""
-    mode = os.environ.get("CLGRAD_CONV_TUNE", "auto")
+    mode = settings.getenv("CLGRAD_CONV_TUNE")
     if mode == "off" or (mode != "on" and dev.kind != "gpu"):
         return None
     if pass_name == "grad_input" and p.uh * p.uw > 1:
@@ -269,10 +267,7 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial) -> str | None:
     key = _key(dev, pass_name, geo, dtype)
     with _LOCK:
         if not _TUNED:
-            try:
-                _TUNED.update(json.loads(tune_file().read_text()))
-            except (OSError, ValueError):
-                _TUNED["_"] = {}
+            _TUNED.update(settings.read_json(tune_file()) or {"_": {}})
         hit = _TUNED.get(key)
         if hit is not None:
             return hit["algo"]
@@ -292,12 +287,7 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial) -> str | None:
             return None
         algo = min(times, key=times.get)
         _TUNED[key] = {"algo": algo, "ms": times}
-        try:
-            tmp = tune_file().with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({k: v for k, v in _TUNED.items() if k != "_"}, indent=1))
-            tmp.replace(tune_file())
-        except OSError:
-            pass
-    if os.environ.get("CLGRAD_CONV_DEBUG"):
+        settings.write_json(tune_file(), {k: v for k, v in _TUNED.items() if k != "_"})
+    if settings.getenv("CLGRAD_CONV_DEBUG"):
         print(f"conv2d {pass_name}: measured {times} -> {algo}", file=sys.stderr)
     return algo

@@ -8,6 +8,7 @@ import struct
 from collections import namedtuple
 from typing import NamedTuple
 
+from clgrad.kernel_structs import CONV_T, longs
 from clgrad.layout import cdiv
 from clgrad.tensor import Tensor
 
@@ -37,7 +38,7 @@ class Problem(namedtuple("Problem", _PROBLEM, defaults=(1, 1, _Z5, _Z5, _Z5, 0, 
 # tap offset kws and layout slab (kernels/conv.h).
 Tiles = namedtuple("Tiles", _TILES, defaults=(0,) * len(_TILES.split()))
 _NO_TILES = Tiles()
-_CONV_T = struct.Struct(f"<{18 + 3 * 6 + 3 + len(Tiles._fields)}q")  # conv_t: all longs
+_CONV_T = struct.Struct(f"<{longs(CONV_T)}q")  # conv_t: all longs
 
 
 class Plan(NamedTuple):

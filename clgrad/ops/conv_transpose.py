@@ -48,8 +48,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if not isinstance(g, int) or g < 1 or cin % g:
         raise RuntimeError(f"conv_transpose2d: expected groups >= 1 dividing the {cin} input "
                            f"channels, got groups={groups!r}")
-    s, p = _conv._pair(stride, "stride"), _conv._pair(padding, "padding")
-    d, op = _conv._pair(dilation, "dilation"), _conv._pair(output_padding, "output_padding")
+    s, p = _conv._conv_pair(stride, "stride"), _conv._conv_pair(padding, "padding")
+    d = _conv._conv_pair(dilation, "dilation")
+    op = _conv._conv_pair(output_padding, "output_padding")
     if min(s) < 1 or min(d) < 1 or min(p) < 0 or min(op) < 0:
         raise RuntimeError(f"conv_transpose2d: expected stride, dilation >= 1 and padding, "
                            f"output_padding >= 0, got stride={s}, dilation={d}, padding={p}, "

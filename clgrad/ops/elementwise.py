@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
+from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (bump_version, defines_for, empty, full, launch_1d, same_device,
                               scalar, zeros)
@@ -22,7 +25,11 @@ __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs"
            "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
            "logical_and", "logical_or", "where", "clamp", "to", "contiguous",
            "clone", "expand_to", "sum_to", "fill_raw", "copy_raw",
-           "axpby_", "remainder", "masked_fill", "log1p", "expm1", "atan2", "arctan2"]
+           "axpby_", "remainder", "masked_fill", "log1p", "expm1", "atan2", "arctan2",
+           # h1 (issue 20): exact integer division, fmod, bitwise ops
+           "divide", "true_divide", "floor_divide", "fmod", "bitwise_and", "bitwise_or",
+           "bitwise_xor",
+           "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
 
 _FILE = "elementwise.cl"
 
@@ -193,27 +200,30 @@ def mul(a, b) -> Tensor:
 
 
 def div(a, b, rounding_mode=None) -> Tensor:
-    """True division ``a / b`` (integers are promoted to float32, as PyTorch).
+    """Division with broadcasting: ``a / b`` (rounding_mode None), or rounded toward zero
+    ('trunc') or toward -inf ('floor', Python's ``//``).
 
-    ``rounding_mode``: None, 'trunc' or 'floor'.
+    Dtypes: true division promotes integers to float32 (PyTorch); the rounding modes keep the
+    promoted dtype and compute integers exactly in integer arithmetic (wrapping: int32 MIN //
+    -1 is MIN), floats as PyTorch (floor: from fmod, consistent with remainder).
+    Grad: a, b for true division; none through the rounding modes (their result is piecewise
+    constant; PyTorch records a zero gradient).
+    Raises: ValueError for another rounding_mode; RuntimeError "ZeroDivisionError" (also a
+    ZeroDivisionError) for an integer division by zero; floats give inf/nan there (IEEE).
+    TypeError for bool tensors with a rounding mode.
     """
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: expected rounding_mode None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
     a, b, dt, shape = _prep("div", a, b)
+    if rounding_mode is not None:
+        kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
+        return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()
     if not dt.is_floating_point:
-        if rounding_mode is not None and _has_zero(b):  # PyTorch: integer division by zero
-            raise ZeroDivisionError(f"div: integer division by zero (rounding_mode="
-                                    f"{rounding_mode!r}, divisor dtype {dt})")
         a = to(a, dtypes.float32) if isinstance(a, Tensor) else a
         b = to(b, dtypes.float32) if isinstance(b, Tensor) else b
-        q = div(a, b, rounding_mode)
-        return to(q, dt) if rounding_mode else q
+        return div(a, b)
     out = _launch_binary("div", a, b, dt, shape)
-    if rounding_mode == "trunc":
-        return to(to(out, dtypes.int64), dt).detach()
-    if rounding_mode == "floor":
-        return floor(out).detach()
 
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
@@ -228,10 +238,88 @@ def div(a, b, rounding_mode=None) -> Tensor:
     return record("div", out, _inputs(a, b), backward, saved=saved)
 
 
+def divide(a, b, rounding_mode=None) -> Tensor:
+    """Alias of div (PyTorch's ``torch.divide``)."""
+    return div(a, b, rounding_mode=rounding_mode)
+
+
+def true_divide(a, b) -> Tensor:
+    """Alias of div without rounding (PyTorch's ``torch.true_divide``)."""
+    return div(a, b)
+
+
+def floor_divide(a, b) -> Tensor:
+    """``a // b``: the quotient rounded toward -inf (Python's and PyTorch's ``//``); see div
+    with rounding_mode='floor' for dtypes and errors."""
+    return div(a, b, rounding_mode="floor")
+
+
 def remainder(a, b) -> Tensor:
-    """a - floor(a / b) * b: the remainder with the sign of the divisor (Python's %, PyTorch's
-    remainder). Integer division by zero raises ZeroDivisionError."""
-    return sub(a, mul(div(a, b, rounding_mode="floor"), b))
+    """Python's ``a % b``: the remainder with the sign of the divisor (PyTorch's remainder).
+
+    Integers: exact, in integer arithmetic. Floats: ``fmod(a, b)``, plus b where its sign
+    differs from b's (PyTorch's formula: ``1 % inf`` is 1, ``-1 % inf`` inf); x % 0 is nan.
+    Grad (float): d/da = 1, d/db = -floor(a / b) (PyTorch's).
+    Raises: RuntimeError "ZeroDivisionError" (also a ZeroDivisionError) for an integer zero
+    divisor; TypeError for bool tensors.
+    """
+    a, b, dt, shape = _prep("remainder", a, b)
+    out = _divmod_op("remainder_op", "remainder", a, b, dt, shape)
+    return _record_mod("remainder", "floor", out, a, b)
+
+
+def fmod(a, b) -> Tensor:
+    """C's fmod: the remainder of the division truncated toward zero, with the sign of the
+    dividend (PyTorch's fmod). Integers exact; a float zero divisor gives nan.
+    Grad (float): d/da = 1, d/db = -trunc(a / b) (PyTorch's).
+    Raises: as remainder.
+    """
+    a, b, dt, shape = _prep("fmod", a, b)
+    out = _divmod_op("fmod_op", "fmod", a, b, dt, shape)
+    return _record_mod("fmod", "trunc", out, a, b)
+
+
+def _record_mod(op, rounding, out, a, b):
+    if not out.dtype.is_floating_point:
+        return out
+    need_b = isinstance(b, Tensor) and b.requires_grad
+    sa, sb = _shape_of(a), _shape_of(b)
+
+    def backward(g):
+        gb = neg(mul(g, div(a, b, rounding_mode=rounding))) if need_b else None
+        return _sum_back(sa, sb, g, gb)
+    saved = [t for t in _inputs(a, b) if t is not None] if need_b else []
+    return record(op, out, _inputs(a, b), backward, saved=saved)
+
+
+def _divmod_op(kname, op, a, b, dt, shape):
+    """Launch a rounding division or remainder kernel on prepared operands. Integer kernels
+    flag a zero tensor divisor in a one-int buffer read back after the launch (a kernel cannot
+    raise); a zero scalar divisor (after wrapping into dt, as PyTorch) raises before."""
+    if dt.is_floating_point:
+        return _launch_binary(kname, a, b, dt, shape)
+    if dt.is_bool:
+        raise TypeError(f'{op}: "{op}" not implemented for \'Bool\' tensors; convert them '
+                        f'to an integer dtype first')
+    if not isinstance(b, Tensor):
+        if scalar(dt, b) == 0:
+            raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by "
+                                           f"zero (divisor {b!r} as {dt.name})")
+        return _launch_binary(kname, a, b, dt, shape)
+    dev = b.device
+    out = empty(shape, dt, dev)
+    err = zeros((1,), dtypes.int32, dev)
+    d = defines_for(dt)
+    if isinstance(a, Tensor):
+        launch_1d(_FILE, kname, d, out, (expand_to(a, shape), expand_to(b, shape)),
+                  (err._storage.buffer,))
+    else:
+        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), expand_to(b, shape)),
+                  (err._storage.buffer,))
+    if out.numel() and err.item():
+        raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero "
+                                       f"(a zero in the {dt.name} divisor)")
+    return out
 
 
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
@@ -242,6 +330,8 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
                         f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if isinstance(value, Tensor):
         value = to(value, x.dtype)
+    elif _is_num(value):
+        dtypes.check_fits("masked_fill", x.dtype, value)
     out = where(mask, value, x)
     if tuple(out.shape) != tuple(x.shape):
         raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
@@ -249,23 +339,20 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     return out
 
 
-def _has_zero(b) -> bool:
-    """True when the divisor (a number or a tensor, read on the host) holds a zero."""
-    if isinstance(b, Tensor):
-        return b.numel() > 0 and bool((b.numpy() == 0).any())
-    return b == 0
-
-
 def pow(a, b) -> Tensor:
-    """``a ** b`` elementwise (float). d/da = b a^(b-1), 0 where b == 0; d/db = a^b log a, 0
-    where a == 0 and b >= 0 (PyTorch's masks: the gradients of x**0 and 0**t at 0 are 0)."""
+    """``a ** b`` elementwise with broadcasting. Grad (float): d/da = b a^(b-1), 0 where
+    b == 0; d/db = a^b log a, 0 where a == 0 and b >= 0 (PyTorch's masks: the gradients of
+    x**0 and 0**t at 0 are 0).
+
+    Integers (both operands integer): exact, by squaring, wrapping in the dtype as PyTorch's;
+    a negative exponent tensor element gives 1 for a base of 1, +-1 for -1, else 0.
+    Raises RuntimeError for an integer tensor to a negative Python int power ("Integers to
+    negative integer powers are not allowed.", PyTorch's) or to one that does not fit the
+    dtype; TypeError for bool ** bool tensors.
+    """
     a, b, dt, shape = _prep("pow", a, b)
     if not dt.is_floating_point:
-        if _is_num(b) and b >= 0:
-            out = to(pow(to(a, dtypes.float64 if a.device.fp64 else dtypes.float32), b), dt)
-            return out
-        raise TypeError(f"pow: integer tensors to negative or tensor powers are not supported; "
-                        f"got {dt}")
+        return _int_pow(a, b, dt, shape)
     if _is_num(b) and b == 2:
         out = _launch_unary("square", a)
         return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a])
@@ -295,6 +382,22 @@ def pow(a, b) -> Tensor:
         return _grads(a, b, ga, gb)
     saved = [t for t in _inputs(a, b) if t is not None] + [y]
     return record("pow", out, _inputs(a, b), backward, saved=saved)
+
+
+def _int_pow(a, b, dt, shape):
+    if _is_num(b):
+        if b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not dt.is_bool and b > int(np.iinfo(dt.np).max):
+            raise RuntimeError(f"pow: value cannot be converted to type {dt.name} without "
+                               f"overflow, got exponent {b}")
+    if dt.is_bool:
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            raise TypeError("pow: \"pow\" not implemented for 'Bool' tensors; convert them to "
+                            "an integer dtype first")
+        dt = dtypes.int64  # bool ** True: PyTorch's result is int64
+        a, b = (to(v, dt) if isinstance(v, Tensor) else v for v in (a, b))
+    return _launch_binary("ipow", a, b, dt, shape)
 
 
 def _minmax(kname, op, a, b):
@@ -353,6 +456,58 @@ def logical_or(a, b) -> Tensor:
 def logical_not(x: Tensor) -> Tensor:
     """Elementwise logical not (bool result)."""
     return _launch_unary("logical_not", to(x, dtypes.bool_))
+
+
+# -- bitwise ops ------------------------------------------------------------------------------
+_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool"}
+
+
+def _bitwise(kname, op, a, b, bool_ok=True):
+    a, b, dt, shape = _prep(op, a, b)
+    if dt.is_floating_point or (dt.is_bool and not bool_ok):
+        raise TypeError(f'{op}: "{op}" not implemented for \'{_TORCH_NAMES[dt.name]}\' '
+                        f'(expected integer{" or bool" if bool_ok else ""} tensors, got {dt})')
+    return _launch_binary(kname, a, b, dt, shape)
+
+
+def bitwise_and(a, b) -> Tensor:
+    """``a & b`` bitwise on integers, logical on bool, with broadcasting and PyTorch's
+    promotion (a Python int wraps into the tensor's dtype). Raises TypeError for floats."""
+    return _bitwise("bitwise_and", "bitwise_and", a, b)
+
+
+def bitwise_or(a, b) -> Tensor:
+    """``a | b`` bitwise on integers, logical on bool (see bitwise_and)."""
+    return _bitwise("bitwise_or", "bitwise_or", a, b)
+
+
+def bitwise_xor(a, b) -> Tensor:
+    """``a ^ b`` bitwise on integers, logical on bool (see bitwise_and)."""
+    return _bitwise("bitwise_xor", "bitwise_xor", a, b)
+
+
+def bitwise_left_shift(a, b) -> Tensor:
+    """``a << b`` on integers, wrapping in the dtype; a count that is negative or not below
+    the dtype's width gives 0 (PyTorch's). Raises TypeError for floats and bool tensors."""
+    return _bitwise("lshift", "bitwise_left_shift", a, b, bool_ok=False)
+
+
+def bitwise_right_shift(a, b) -> Tensor:
+    """``a >> b`` on integers, arithmetic (sign-filling) for signed dtypes; a count that is
+    negative or not below the width gives the sign fill, -1 or 0 (PyTorch's). Raises
+    TypeError for floats and bool tensors."""
+    return _bitwise("rshift", "bitwise_right_shift", a, b, bool_ok=False)
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    """``~x``: bitwise not on integers (uint8 0 -> 255), logical not on bool. Raises
+    TypeError for floats (PyTorch's message)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"bitwise_not: expected a Tensor, got {type(x).__name__}")
+    if x.dtype.is_floating_point:
+        raise TypeError(f"bitwise_not: ~ (operator.invert) is only implemented on integer and "
+                        f"Boolean-type tensors, got {x.dtype}")
+    return _launch_unary("logical_not" if x.dtype.is_bool else "bitwise_not", x)
 
 
 # -- unary ops --------------------------------------------------------------------------------
@@ -528,6 +683,7 @@ def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
     if dt is None or (isinstance(value, float) and not dt.is_floating_point):
         dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
                                  value)
+    dtypes.check_fits("where", dt, value)
     return full((), value, dt, ref.device)
 
 
@@ -542,6 +698,9 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
+    for v in (min, max):
+        if v is not None and not x.dtype.is_floating_point:
+            dtypes.check_fits("clamp", x.dtype, v)  # PyTorch: uint8 max=300 raises
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))

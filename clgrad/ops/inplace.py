@@ -2,7 +2,7 @@
 ``fill_``, the copy_slices rebase of a root and the regeneration of its views' grad_fn.
 
 Every write bumps the storage's version once (``bump_version``, clgrad/ops/_util.py);
-a Node that saved the storage then raises at backward (clgrad/autograd.py, "Saved tensors").
+a Node that saved the storage then raises at backward (clgrad/autograd, "Saved tensors").
 
 Rebase (PyTorch's gradient): every in-place form -- add_ sub_ mul_ div_ pow_ maximum_
 minimum_ clamp_/clip_ relu_ neg_ exp_ log_ sqrt_ abs_ tanh_ sigmoid_ copy_ fill_ zero_, the
@@ -21,11 +21,10 @@ on (optimizer updates go under ``no_grad()``); a target whose elements overlap (
 overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
 through a view created under ``no_grad()`` of a tensor that requires grad (its history is
 unknown); ``detach_()`` of a view that requires grad.
-Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd.py).
+Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd/).
 """
 from __future__ import annotations
 
-import math
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
@@ -131,10 +130,6 @@ def fill_(self: Tensor, value) -> Tensor:
         return copy_(self, value.reshape(()))
     if not _is_num(value):
         raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
-    if not self.dtype.is_floating_point and isinstance(value, float) and \
-            not math.isfinite(value):
-        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without "
-                           f"overflow")
     dtypes.check_fits("fill_", self.dtype, value)
     _check_inplace_target("fill_", self)
     root = self._base if self._base is not None else self

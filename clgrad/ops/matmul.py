@@ -11,13 +11,12 @@ Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` 
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import numpy as np
 
 from clgrad import dtypes, layout
+from clgrad import settings
 from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
@@ -55,16 +54,13 @@ def tiles_file() -> Path:
     """The JSON file of tuned tile sizes (one entry per platform, device and driver):
     ``CLGRAD_GEMM_TILES``, else ``gemm_tiles.json`` in clgrad's cache folder
     (clgrad.runtime.cache_dir, as the probe and the conv choices)."""
-    env = os.environ.get("CLGRAD_GEMM_TILES")
+    env = settings.getenv("CLGRAD_GEMM_TILES")
     if env and env != "off":
         return Path(env)
     return cache_dir() / "gemm_tiles.json"
 
 
-def device_key(dev) -> str:
-    """'platform | device | driver version': the key of a device's tuned tiles."""
-    d = dev.cl_device
-    return f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+device_key = settings.device_key  # the key of a device's tuned tiles (bench/gemm.py)
 
 
 def tiles(dev) -> dict:
@@ -76,13 +72,10 @@ def tiles(dev) -> dict:
     if cfg is None:
         cfg = GPU_TILES
         if dev.kind == "cpu":
-            wide = dev.cl_device.native_vector_width_float >= 16
+            wide = dev.vector_width >= 16
             cfg = CPU_TILES_16 if wide else CPU_TILES
-        if os.environ.get("CLGRAD_GEMM_TILES") != "off":
-            try:
-                stored = json.loads(tiles_file().read_text()).get(device_key(dev))
-            except (OSError, ValueError, AttributeError):
-                stored = None
+        if settings.getenv("CLGRAD_GEMM_TILES") != "off":
+            stored = settings.read_json(tiles_file()).get(device_key(dev))
             forms = (CPU_TILES, CPU_TILES_16) if dev.kind == "cpu" else (GPU_TILES,)
             if any(_same_form(stored, f) for f in forms):  # another version's entry: ignored
                 cfg = stored
@@ -139,7 +132,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         if "large" in cfg:
             big = cfg["large"]
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
-            cfg = big if fill >= dev.cl_device.max_compute_units else cfg["small"]
+            cfg = big if fill >= dev.compute_units else cfg["small"]
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
             d["ACC"] = "float"  # products summed in float32, rounded once (PyTorch's)
@@ -273,5 +266,24 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: input has {x.shape[-1] if x.ndim else 0} features but "
                            f"weight expects {weight.shape[1]} (input {tuple(x.shape)}, weight "
                            f"{tuple(weight.shape)})")
-    out = matmul(x, weight.t())
-    return ew.add(out, bias) if bias is not None else out
+    # One autograd node: the weight gradient is computed as g^T @ x, already in weight's
+    # (out, in) layout. Through matmul's node on weight.t() it came out as x^T @ g, (in, out),
+    # and was then copied transposed into a contiguous .grad: for AlexNet's fc6 (4096 x 9216)
+    # that strided copy took longer than the GEMMs.
+    with no_grad():
+        out = matmul(x, weight.t())
+        if bias is not None:
+            out = ew.add(out, bias)
+
+    def backward(g):
+        gx = gw = gb = None
+        if x.requires_grad:
+            gx = matmul(g, weight)
+        if weight.requires_grad:
+            g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+            x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+            gw = matmul(g2.t(), x2)
+        if bias is not None and bias.requires_grad:
+            gb = ew.sum_to(g, bias.shape)
+        return gx, gw, gb
+    return record("linear", out, (x, weight, bias), backward, saved=[x, weight])

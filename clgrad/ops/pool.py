@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad.kernel_structs import GEOM_T, longs
 from clgrad import dtypes
+from clgrad._args import _pair
 from clgrad.autograd import record
 from clgrad.runtime import pack
 from clgrad.ops import elementwise as ew
@@ -169,28 +171,16 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def _pair(op, name, v, allow_none=False):
-    vals = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
-    if len(vals) == 1:
-        vals = vals * 2
-    ok = len(vals) == 2 and all(
-        (allow_none and e is None) or (isinstance(e, (int, np.integer)) and
-                                       not isinstance(e, bool)) for e in vals)
-    if not ok:
-        raise TypeError(f"{op}: expected {name} to be an int or a pair of ints, got {v!r}")
-    return tuple(None if e is None else int(e) for e in vals)
-
-
 def _adaptive_geometry(op, x, output_size):
     """Checks; (packed geom_t, output shape) of an adaptive pooling."""
     _check_input(op, x)
     h, w = x.shape[-2:]
-    size = _pair(op, "output_size", output_size, allow_none=True)
+    size = _pair(op, "output_size", output_size, allow_none=True, error=TypeError)
     oh, ow = (h if size[0] is None else size[0]), (w if size[1] is None else size[1])
     if oh < 0 or ow < 0:
         raise RuntimeError(f"{op}: expected output_size >= 0, got {size}")
     n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
-    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), 14)
+    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), longs(GEOM_T))
     return g, ((n, c, oh, ow) if x.ndim == 4 else (c, oh, ow))
 
 
@@ -232,11 +222,11 @@ def _out_size(size, k, s, p, d, ceil_mode):
 def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     """Checks and the packed geom_t; returns (geom, unbatched)."""
     _check_input(op, x)
-    k = _pair(op, "kernel_size", kernel_size)
+    k = _pair(op, "kernel_size", kernel_size, error=TypeError)
     s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
-        _pair(op, "stride", stride)
-    p = _pair(op, "padding", padding)
-    d = _pair(op, "dilation", dilation)
+        _pair(op, "stride", stride, error=TypeError)
+    p = _pair(op, "padding", padding, error=TypeError)
+    d = _pair(op, "dilation", dilation, error=TypeError)
     for name, v, lo in (("kernel_size", k, 1), ("stride", s, 1), ("dilation", d, 1),
                         ("padding", p, 0)):
         if min(v) < lo:
@@ -253,7 +243,7 @@ def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
                            f"({c}x{oh}x{ow}) is too small (kernel_size={k}, stride={s}, "
                            f"padding={p}, dilation={d})")
     n = x.shape[0] if x.ndim == 4 else 1
-    return pack((n, c, h, w, oh, ow) + k + s + p + d, 14), x.ndim == 3
+    return pack((n, c, h, w, oh, ow) + k + s + p + d, longs(GEOM_T)), x.ndim == 3
 
 
 def _out_shape(g, unbatched):

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.autograd import record
 from clgrad.ops._util import LOCAL, defines_for, empty, scalar
 from clgrad.ops.pool import _view4, adaptive_avg_pool2d
@@ -106,7 +107,7 @@ def _coord_scale(i, o, sf, linear, align):
 
 def _resample(x, outs, coord, mode, align):
     n, c, h, w = x.shape
-    g = pack((n, c, h, w) + tuple(outs), 6)
+    g = pack((n, c, h, w) + tuple(outs), longs(UGEOM_T))
     out = empty((n, c) + tuple(outs), x.dtype, x.device)
     if mode.startswith("nearest"):
         name, args = "nearest", (np.float32(coord[0]), np.float32(coord[1]),

@@ -109,8 +109,8 @@ def getitem(x: Tensor, key) -> Tensor:
     """``x[key]``. Ints, slices (any step, negative too), None and Ellipsis give a view; an
     integer or bool index tensor (or list) gives a copy (see clgrad.ops.index.index)."""
     if _needs_advanced(key):
-        from clgrad.ops import index
-        return index.advanced_getitem(x, key)
+        from clgrad.ops import indexing
+        return indexing.advanced_getitem(x, key)
     shape, strides, offset = layout.basic_index(x.shape, x._strides, x._offset, _int_key(key))
     return _view_op("getitem", x, shape, strides, offset,
                     _scatter_back(x, lambda z: getitem(z, key)))

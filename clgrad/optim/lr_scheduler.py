@@ -376,5 +376,352 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (base - self.eta_min) * c for base in self.base_lrs]
 
 
-from clgrad.optim.schedules import (ChainedScheduler, CosineAnnealingWarmRestarts,  # noqa: E402
-                                    OneCycleLR, ReduceLROnPlateau, SequentialLR)
+# -- schedules built from other schedules, and those that are not chainable -------------------
+def _check_children(name, optimizer, schedulers):
+    if len(schedulers) < 1:
+        raise ValueError(f"{name}: expected at least one scheduler, got none")
+    for i, s in enumerate(schedulers):
+        if not hasattr(s, "optimizer"):
+            raise TypeError(f"{name}: expected schedulers with an optimizer, got "
+                            f"{type(s).__name__} at index {i}")
+        if isinstance(s, ReduceLROnPlateau):
+            raise ValueError(f"{name}: ReduceLROnPlateau (index {i}) is not supported: its "
+                             f"step needs the metric")
+        if s.optimizer is not optimizer:
+            raise ValueError(f"{name}: expected all schedulers to belong to the same "
+                             f"optimizer, got a different one at index {i}")
+
+
+class _Composite(LRScheduler):
+    """State dicts that hold the children's state dicts in ``_schedulers``."""
+
+    def state_dict(self) -> dict:
+        """The state, with each child scheduler's state dict in ``_schedulers`` (a list)."""
+        return self._state_with("_schedulers", [s.state_dict() for s in self._schedulers])
+
+    def load_state_dict(self, state_dict: dict):
+        """Restore the state and each child scheduler's state from ``state_dict``."""
+        for s, saved in zip(self._schedulers, self._load_with(state_dict, "_schedulers")):
+            s.load_state_dict(saved)
+
+
+class SequentialLR(_Composite):
+    """Run ``schedulers[i]`` between ``milestones[i-1]`` and ``milestones[i]``; at a milestone
+    the next scheduler starts from its epoch 0 (its closed form), as PyTorch does.
+
+    Raises:  ValueError unless len(milestones) == len(schedulers) - 1 and every scheduler
+             belongs to ``optimizer``
+    """
+
+    def __init__(self, optimizer: Optimizer, schedulers, milestones, last_epoch: int = -1):
+        _check_children("SequentialLR", optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"SequentialLR: expected {len(schedulers) - 1} milestones for "
+                             f"{len(schedulers)} schedulers, got {len(milestones)}")
+        self._schedulers, self._milestones = list(schedulers), list(milestones)
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self._undo(self)
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def _undo(self, s):
+        """Take back the initial step of every (nested) scheduler."""
+        if hasattr(s, "_schedulers"):
+            for child in s._schedulers:
+                self._undo(child)
+        elif hasattr(s, "last_epoch"):
+            s.last_epoch -= 1
+
+    def step(self):
+        """Advance one epoch: the scheduler for that epoch steps, or starts at its epoch 0 when the
+        epoch is a milestone. Takes no epoch argument (as PyTorch's SequentialLR).
+        """
+        self.last_epoch += 1
+        i = bisect_right(self._milestones, self.last_epoch)
+        s = self._schedulers[i]
+        if i > 0 and self._milestones[i - 1] == self.last_epoch:
+            s._update_lr(0)
+        else:
+            s.step()
+        self._last_lr = s.get_last_lr()
+
+
+class ChainedScheduler(_Composite):
+    """Step every scheduler in turn at each ``step()``: chainable schedules multiply."""
+
+    def __init__(self, schedulers, optimizer: Optimizer | None = None):
+        schedulers = list(schedulers)
+        optimizer = optimizer or (schedulers[0].optimizer if schedulers else None)
+        _check_children("ChainedScheduler", optimizer, schedulers)
+        self._schedulers, self.optimizer = schedulers, optimizer
+        self._last_lr = self._lrs()
+
+    def step(self):
+        """Step every child scheduler in order; the last lrs are the groups' lrs afterwards."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._lrs()
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Multiply every group's lr by ``factor`` once the metric passed to ``step(metric)`` has
+    not improved for more than ``patience`` epochs (PyTorch's rule):
+
+        improved (mode 'min', 'rel'):  metric < best * (1 - threshold)
+                 (mode 'min', 'abs'):  metric < best - threshold
+                 (mode 'max', 'rel'):  metric > best * (1 + threshold)
+                 (mode 'max', 'abs'):  metric > best + threshold
+        after a reduction, ``cooldown`` epochs count no bad epochs;
+        new lr = max(lr * factor, min_lr), applied only when it changes lr by more than eps
+
+    Args:    optimizer, mode='min', factor=0.1, patience=10, threshold=1e-4,
+             threshold_mode='rel', cooldown=0, min_lr=0 (one value or one per group), eps=1e-8
+    Raises:  ValueError for factor >= 1, an unknown mode or threshold_mode, or a min_lr list
+             of the wrong length
+    """
+
+    def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
+                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
+                 cooldown: int = 0, min_lr=0, eps: float = 1e-8):
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau: expected factor < 1.0, got {factor}")
+        _check_optimizer("ReduceLROnPlateau", optimizer)
+        self.factor, self.optimizer = factor, optimizer
+        self.default_min_lr = None if isinstance(min_lr, (list, tuple)) else min_lr
+        self.min_lrs = _per_group("ReduceLROnPlateau", "min_lr", optimizer, min_lr)
+        self.patience, self.cooldown, self.eps = patience, cooldown, eps
+        self.last_epoch = 0
+        self._last_lr = self._lrs()
+        self._init_is_better(mode, threshold, threshold_mode)
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def _init_is_better(self, mode, threshold, threshold_mode):
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: expected mode 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: expected threshold_mode 'rel' or 'abs', got "
+                             f"{threshold_mode!r}")
+        self.mode, self.threshold, self.threshold_mode = mode, threshold, threshold_mode
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+
+    @property
+    def in_cooldown(self) -> bool:
+        """True while the cooldown after a reduction lasts."""
+        return self.cooldown_counter > 0
+
+    def is_better(self, a: float, best: float) -> bool:
+        """Whether metric ``a`` improves on ``best`` under mode and threshold."""
+        rel, t = self.threshold_mode == "rel", self.threshold
+        if self.mode == "min":
+            return a < best * (1.0 - t) if rel else a < best - t
+        return a > best * (t + 1.0) if rel else a > best + t
+
+    def step(self, metrics, epoch=None):
+        """Record this epoch's metric (a number or a one-element tensor); maybe reduce."""
+        current = float(metrics)
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
+        if self.is_better(current, self.best):
+            self.best, self.num_bad_epochs = current, 0
+        else:
+            self.num_bad_epochs += 1
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr()
+            self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+        self._last_lr = self._lrs()
+
+    def _reduce_lr(self):
+        groups = self.optimizer.param_groups
+        if len(groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(f"ReduceLROnPlateau: the optimizer has {len(groups)} param "
+                                   f"groups, min_lrs has {len(self.min_lrs)}; set min_lrs")
+            self.min_lrs = [self.default_min_lr] * len(groups)
+        for group, lo in zip(groups, self.min_lrs):
+            old = float(group["lr"])
+            new = max(old * self.factor, lo)
+            if old - new > self.eps:
+                group["lr"] = new
+
+    def load_state_dict(self, state_dict: dict):
+        """Restore a state from ``state_dict`` and rebuild the mode/threshold comparison."""
+        super().load_state_dict(state_dict)
+        self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (I. Loshchilov and F. Hutter, "SGDR: Stochastic Gradient Descent with Warm
+    Restarts", ICLR 2017): lr = eta_min + (initial_lr - eta_min) * (1 + cos(pi T_cur / T_i)) / 2,
+    T_cur counting epochs since the last restart, T_i = T_0 * T_mult ** (restarts so far).
+
+    ``step()`` advances one epoch; ``step(epoch)`` accepts a fractional epoch
+    (``epoch + i / iters`` per batch), as PyTorch's.
+    Raises:  ValueError for T_0 not a positive int, T_mult not an int >= 1, a non-number
+             eta_min, or a negative epoch
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1):
+        _positive_int("CosineAnnealingWarmRestarts", "T_0", T_0)
+        _positive_int("CosineAnnealingWarmRestarts", "T_mult", T_mult)
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a number eta_min, got "
+                             f"{type(eta_min).__name__}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """[eta_min + (initial_lr - eta_min) (1 + cos(pi T_cur / T_i)) / 2] per group."""
+        c = (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+        return [self.eta_min + (base - self.eta_min) * c for base in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch (restarting when T_cur reaches T_i), or go to ``epoch`` (may be
+        fractional, e.g. ``epoch + i / iters`` per batch) and write every group's lr.
+
+        Raises:  ValueError for a negative epoch. Unlike the other schedules, ``step(epoch)`` does
+                 not warn: fractional epochs are this schedule's documented use.
+        """
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur %= self.T_i
+                self.T_i *= self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"CosineAnnealingWarmRestarts: expected a non-negative "
+                                 f"epoch, got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i, self.T_cur = self.T_0, epoch
+        self.last_epoch = math.floor(epoch)
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = self._lrs()
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (L. N. Smith and N. Topin, "Super-Convergence: Very Fast Training of
+    Neural Networks Using Large Learning Rates", arXiv:1708.07120), stepped once per batch:
+    lr rises from max_lr / div_factor to max_lr over pct_start of total_steps, then falls to
+    max_lr / div_factor / final_div_factor (three_phase: back to the start first, then down);
+    momentum (SGD's ``momentum`` or Adam's beta1) moves inversely between max_momentum and
+    base_momentum when ``cycle_momentum``. Anneal: 'cos' end + (start - end)(1 + cos(pi t))/2,
+    'linear' start + (end - start) t, t the fraction of the phase.
+
+    Args:    optimizer, max_lr (one or one per group), total_steps or (epochs and
+             steps_per_epoch), pct_start=0.3, anneal_strategy='cos', cycle_momentum=True,
+             base_momentum=0.85, max_momentum=0.95, div_factor=25.0, final_div_factor=1e4,
+             three_phase=False, last_epoch=-1
+    Raises:  ValueError for missing/invalid step counts, pct_start outside [0, 1], an unknown
+             anneal_strategy, cycle_momentum with an optimizer without momentum or betas, or
+             stepping past total_steps
+    """
+
+    def __init__(self, optimizer: Optimizer, max_lr, total_steps=None, epochs=None,
+                 steps_per_epoch=None, pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1):
+        name = "OneCycleLR"
+        _check_optimizer(name, optimizer)
+        self.optimizer = optimizer
+        if total_steps is not None:
+            _positive_int(name, "total_steps", total_steps)
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            _positive_int(name, "epochs", epochs)
+            _positive_int(name, "steps_per_epoch", steps_per_epoch)
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError(f"{name}: expected total_steps or (epochs and steps_per_epoch), "
+                             f"got neither")
+        if not isinstance(pct_start, float) or not 0 <= pct_start <= 1:
+            raise ValueError(f"{name}: expected a float pct_start in [0, 1], got {pct_start!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"{name}: expected anneal_strategy 'cos' or 'linear', got "
+                             f"{anneal_strategy!r}")
+        up = float(pct_start * self.total_steps) - 1
+        last = self.total_steps - 1
+        phases = ([(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                   (float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr",
+                    "base_momentum", "max_momentum"),
+                   (last, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+                  if three_phase else
+                  [(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
+                   (last, "max_lr", "min_lr", "base_momentum", "max_momentum")])
+        keys = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+        self._schedule_phases = [dict(zip(keys, ph)) for ph in phases]
+        self._anneal_func_type = anneal_strategy
+        groups = optimizer.param_groups
+        if last_epoch == -1:
+            for m, group in zip(_per_group(name, "max_lr", optimizer, max_lr), groups):
+                group["initial_lr"] = m / div_factor
+                group["max_lr"] = m
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(f"{name}: optimizer must support momentum or beta1 with "
+                                 f"`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            if last_epoch == -1:
+                for hi, lo, group in zip(
+                        _per_group(name, "max_momentum", optimizer, max_momentum),
+                        _per_group(name, "base_momentum", optimizer, base_momentum), groups):
+                    self._set_momentum(group, hi)
+                    group["max_momentum"], group["base_momentum"] = hi, lo
+        super().__init__(optimizer, last_epoch)
+
+    def _set_momentum(self, group, m):
+        if self.use_beta1:
+            group["betas"] = (m, *group["betas"][1:])
+        else:
+            group["momentum"] = m
+
+    def _anneal(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        """Each group's lr at step last_epoch of the 1cycle policy; with ``cycle_momentum`` it also
+        writes each group's momentum (or beta1), as PyTorch's.
+
+        Raises:  ValueError when stepped more than total_steps times
+        """
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: tried to step {step} times; the specified number "
+                             f"of total steps is {self.total_steps}")
+        lrs, phases = [], self._schedule_phases
+        for group in self.optimizer.param_groups:
+            start = 0.0
+            for i, ph in enumerate(phases):
+                if step <= ph["end_step"] or i == len(phases) - 1:
+                    pct = (step - start) / (ph["end_step"] - start)
+                    lrs.append(self._anneal(group[ph["start_lr"]], group[ph["end_lr"]], pct))
+                    if self.cycle_momentum:
+                        self._set_momentum(group, self._anneal(
+                            group[ph["start_momentum"]], group[ph["end_momentum"]], pct))
+                    break
+                start = ph["end_step"]
+        return lrs

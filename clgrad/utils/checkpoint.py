@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 
-from clgrad import autograd
+from clgrad.autograd import graph as _graph
 from clgrad.autograd import Node, enable_grad, is_grad_enabled, no_grad
 from clgrad.tensor import Tensor
 
@@ -69,7 +69,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None,
             return function(*args)
     from clgrad.creation import seed_generator
     rng = seed_generator().bit_generator.state if preserve_rng_state else None
-    start = next(autograd._seq)
+    start = next(_graph._seq)
     out = function(*args, **kwargs)
     single = not isinstance(out, tuple)
     outs = [out] if single else list(out)
@@ -192,7 +192,7 @@ def _backward(function, args, kwargs, rng, grads, edges, out_meta):
     """Rerun ``function`` with grad mode on and walk its graph from the outputs (seeded with
     ``grads``) back to ``edges``; one gradient (or None) per edge."""
     with _rng_at(rng), enable_grad():
-        start = next(autograd._seq)
+        start = next(_graph._seq)
         out = function(*args, **kwargs)
     outs = [o for o in ((out,) if not isinstance(out, tuple) else out)
             if isinstance(o, Tensor) and o.requires_grad]
@@ -241,7 +241,7 @@ def _backward(function, args, kwargs, rng, grads, edges, out_meta):
         if g is None:
             continue
         if node.hooks:
-            g = autograd._call_hooks(node.hooks, g)
-        for edge, ig in autograd._apply(node, g, False):
+            g = _graph._call_hooks(node.hooks, g)
+        for edge, ig in _graph._apply(node, g, False):
             send(edge, ig, node.slot)
     return tuple(found)

@@ -1,8 +1,10 @@
 """Local stand-ins for the datasets the programs in this folder would download.
 
-Only NumPy and scikit-learn: the same arrays feed the program under clgrad and under PyTorch.
+Only NumPy: the same arrays feed the program under clgrad and under PyTorch.
 
-    mnist_like(train)   scikit-learn's 8x8 digits as MNIST-shaped images: (N, 1, 28, 28)
+    mnist_like(train)   the 8x8 digits clgrad ships (scikit-learn's, in
+                        clgrad/utils/data/_digits/digits.csv.gz, read here without clgrad)
+                        as MNIST-shaped images: (N, 1, 28, 28)
                         float32, each pixel repeated 3x3 (24x24) and padded by 2 zeros, scaled
                         to [0, 1] and (normalize=True) normalised with MNIST's (0.1307, 0.3081);
                         int64 labels
@@ -12,18 +14,24 @@ Only NumPy and scikit-learn: the same arrays feed the program under clgrad and u
 All use a fixed stratified split (every 5th sample of the digits is test), and `n` keeps the
 first n samples (the programs stay small).
 """
+import gzip
+from pathlib import Path
+
 import numpy as np
 
 CIFAR_CLASSES = ("plane", "car", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 
 
-def _digits(train):
-    from sklearn.datasets import load_digits
+DIGITS = (Path(__file__).resolve().parents[2] / "clgrad" / "utils" / "data" / "_digits" /
+          "digits.csv.gz")
 
-    bunch = load_digits()
-    images = bunch.images.astype(np.float32) / np.float32(16.0)
+
+def _digits(train):
+    with gzip.open(DIGITS, "rt") as f:
+        table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+    images = table[:, :64].reshape(-1, 8, 8).astype(np.float32) / np.float32(16.0)
     keep = (np.arange(len(images)) % 5 != 0) if train else (np.arange(len(images)) % 5 == 0)
-    return images[keep], bunch.target[keep].astype(np.int64)
+    return images[keep], table[keep, 64]
 
 
 def mnist_like(train=True, n=None, normalize=True):

@@ -4,7 +4,7 @@ Construction checks that every rank holds the same parameters (names, shapes, dt
 broadcasts parameters and buffers from rank 0. Parameters are grouped into buckets in reverse
 registration order (roughly the order backward produces their gradients): the first bucket
 holds up to 1 MiB, the others up to ``bucket_cap_mb`` (PyTorch's rule). Each parameter has a
-post-accumulate-grad hook (clgrad/autograd.py); when the last gradient of a bucket is final,
+post-accumulate-grad hook (clgrad/autograd/); when the last gradient of a bucket is final,
 the bucket is copied to the host and its ``MPI_Iallreduce`` starts while backward goes on
 (buckets start in the same order on every rank). When the last bucket has started, backward
 waits for all of them and writes the averages into each ``param.grad``.

@@ -1,7 +1,8 @@
 """The readers of the datasets clgrad ships or reads from local files; each returns a
 TensorDataset (clgrad.utils.data.dataset), usable with the DataLoader.
 
-    load_digits, digits_split                 scikit-learn's 8x8 digits (bundled, no download)
+    load_digits, digits_split                 the 1 797 8x8 digits of scikit-learn, shipped
+                                              in _digits/ (BSD-3 notice there; no download)
     MNIST, FashionMNIST                       IDX files from a local folder (raw or .gz)
     CIFAR10                                   python batch files, unpickled without running code
     read_idx                                  any IDX file -> NumPy array
@@ -14,24 +15,35 @@ from pathlib import Path
 
 import numpy as np
 
+from clgrad._unpickle import AllowlistUnpickler
 from clgrad.utils.data.dataset import TensorDataset
 
 __all__ = ["load_digits", "digits_split", "MNIST", "FashionMNIST", "CIFAR10", "read_idx"]
 
 
 def load_digits():
-    """scikit-learn's 1 797 handwritten digits (bundled with scikit-learn, no download).
+    """The 1 797 handwritten 8x8 digits scikit-learn ships (``sklearn.datasets.load_digits``),
+    read from the copy inside clgrad (``clgrad/utils/data/_digits/digits.csv.gz``, 57 KB, with
+    scikit-learn's BSD-3 notice in ``_digits/LICENSE``): no download, no scikit-learn needed.
 
     Returns: TensorDataset of images float32 (1797, 1, 8, 8) in [0, 1] (pixel / 16) and labels
-             int64 (1797,) in 0..9; `.classes` is ("0", ..., "9")
+             int64 (1797,) in 0..9, in scikit-learn's order; `.classes` is ("0", ..., "9")
+    Raises:  ValueError naming the file if the shipped copy is damaged
     """
-    from sklearn.datasets import load_digits as _sk_load_digits
-
-    bunch = _sk_load_digits()
-    images = (bunch.images.astype(np.float32) / np.float32(16.0)).reshape(-1, 1, 8, 8)
-    ds = TensorDataset(images, bunch.target.astype(np.int64))
+    path = _DIGITS_FILE
+    with gzip.open(path, "rt") as f:
+        table = np.loadtxt(f, delimiter=",", dtype=np.int64, ndmin=2)
+    if table.shape != (1797, 65) or table[:, :64].min() < 0 or table[:, :64].max() > 16 \
+            or not set(np.unique(table[:, 64])) <= set(range(10)):
+        raise ValueError(f"load_digits: expected 1797 rows of 64 pixels in 0..16 and a label "
+                         f"in 0..9 in {path}, got shape {table.shape}")
+    images = (table[:, :64].astype(np.float32) / np.float32(16.0)).reshape(-1, 1, 8, 8)
+    ds = TensorDataset(images, table[:, 64].copy())
     ds.classes = tuple(str(d) for d in range(10))
     return ds
+
+
+_DIGITS_FILE = Path(__file__).resolve().parent / "_digits" / "digits.csv.gz"
 
 
 def digits_split(test_fraction=0.2, seed=0):
@@ -258,38 +270,11 @@ def _read_cifar_batch(path):
     return images, labels
 
 
-def _numpy_globals():
-    """The globals an ndarray pickle names, under NumPy 1 (numpy.core) and 2 (numpy._core)."""
-    try:
-        from numpy._core import multiarray, numeric
-    except ImportError:  # NumPy < 2
-        from numpy.core import multiarray, numeric
-    allowed = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
-    for pkg in ("numpy.core", "numpy._core"):
-        allowed[(pkg + ".multiarray", "_reconstruct")] = multiarray._reconstruct
-        allowed[(pkg + ".multiarray", "scalar")] = multiarray.scalar
-        allowed[(pkg + ".numeric", "_frombuffer")] = numeric._frombuffer
-    return allowed
+class _ArrayUnpickler(AllowlistUnpickler):
+    """Unpickler that can rebuild dicts, lists, str/bytes, numbers and NumPy arrays, nothing else:
+    a stream that names os.system (or any other callable) fails before anything runs."""
 
-
-class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickler that can rebuild dicts, lists, str/bytes, numbers and NumPy arrays, nothing else.
-
-    Every global a pickle names goes through find_class; only those in _numpy_globals resolve,
-    so a stream that names os.system (or any other callable) fails before anything runs.
-    """
-
-    _allowed = None
-
-    def find_class(self, module, name):
-        """Resolve only NumPy array globals; anything else raises pickle.UnpicklingError before it
-        runs (so a hostile pickle cannot execute code).
-        """
-        if _ArrayUnpickler._allowed is None:
-            _ArrayUnpickler._allowed = _numpy_globals()
-        try:
-            return _ArrayUnpickler._allowed[(module, name)]
-        except KeyError:
-            raise pickle.UnpicklingError(
-                f"expected only NumPy array globals in the pickle, got "
-                f"{module}.{name}; refusing to load it") from None
+    def refusal(self, module, name):
+        """The message for a global that is not a NumPy array's."""
+        return (f"expected only NumPy array globals in the pickle, got {module}.{name}; "
+                f"refusing to load it")

@@ -121,7 +121,7 @@ class _WorkerError:
                f"Original {self.text}")
         try:
             err = self.type(msg)
-        except Exception:
+        except Exception:  # noqa: BLE001  (any exception type may refuse the message)
             err = RuntimeError(msg)
         raise err
 
@@ -165,7 +165,7 @@ def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, 
     if worker_init_fn is not None:
         try:
             worker_init_fn(worker_id)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001  (re-raised in the parent)
             init_error = _WorkerError(worker_id, e, isinstance(e, OpenCLInForkedWorker))
     while True:
         try:
@@ -187,11 +187,11 @@ def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, 
                 data = fetch(index)
             except StopIteration:
                 data = _Exhausted()
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001  (re-raised in the parent)
                 data = _WorkerError(worker_id, e, isinstance(e, OpenCLInForkedWorker))
         try:  # pickled here, so that a batch that cannot be pickled is an error, not a hang
             payload = _dumps(data)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001  (re-raised in the parent)
             payload = _dumps(_WorkerError(worker_id, e, False))
         result_queue.put((epoch, send_idx, worker_id, payload))
         del data, payload

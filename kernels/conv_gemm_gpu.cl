@@ -1,4 +1,4 @@
-// kernels/conv_gemm.cl — implicit GEMM for GPUs on the problem of conv.h: work-groups of
+// kernels/conv_gemm_gpu.cl — implicit GEMM for GPUs on the problem of conv.h: work-groups of
 // (TS/WPT)^2 work items compute TS x TS tiles with WPT x WPT outputs each, operands staged
 // through local memory TK deep; the im2col matrix is gathered on the fly, never stored.
 // Defines: T; TS tile, WPT outputs per work item per axis, TK depth (the host passes
@@ -8,7 +8,7 @@
 //   gemm_wgrad: global (ceil((K+1) / TS)*RTS, ceil(o / TS)*RTS, g*split); rows are output
 //               channels, columns the taps k = (c, kh, kw) and one column of ones (k == K:
 //               the bias gradient), the reduction runs over (n, oh, ow) of split sp; partial
-//               sums ws[sp][g][o][K+1] for wgrad_reduce (conv.cl).
+//               sums ws[sp][g][o][K+1] for wgrad_reduce (conv_igemm_cpu.cl).
 #include "conv.h"
 
 #define RTS (TS / WPT)

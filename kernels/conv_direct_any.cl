@@ -1,11 +1,11 @@
-// kernels/conv_direct.cl — direct convolution, one work item per output element (forward and,
+// kernels/conv_direct_any.cl — direct convolution, one work item per output element (forward and,
 // on the transformed problem of conv.h, input gradient) or per weight element and batch split
 // (weight gradient). Any device; no local memory; the portable baseline.
 // Defines: T element type. Launch: 1-D, global size rounded up to the local size; each kernel
 // checks its index.
 //   direct_fwd:   n*g*o*oh*ow items.
 //   direct_wgrad: split*g*o*(K+1) items (K = c*kh*kw; item K sums the output gradient: bias);
-//                 partial sums ws[split][g][o][K+1], summed by wgrad_reduce (conv.cl).
+//                 partial sums ws[split][g][o][K+1], summed by wgrad_reduce (conv_igemm_cpu.cl).
 #include "conv.h"
 
 __kernel void direct_fwd(const conv_t p, __global const T *X, __global const T *K,

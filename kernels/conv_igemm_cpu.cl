@@ -1,14 +1,16 @@
-// kernels/conv.cl — implicit-GEMM convolution of a batch of groups for CPUs (see conv.h for the
-// problem): no workspace; a work-group of one work item stages an input window in local memory
-// and runs register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns,
-// vectors along the output row), reading the weights through their view.
+// kernels/conv_igemm_cpu.cl — implicit-GEMM convolution of a batch of groups for CPUs (see
+// conv.h for the problem; conv kernel files are named conv_<algorithm>_<cpu|gpu|any>.cl): no
+// workspace; a work-group of one work item stages an input window in local memory and runs
+// register-blocked micro-kernels (6 or 4 output channels x NR = 2*VW output columns, vectors
+// along the output row), reading the weights through their view.
 // Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
 //   igemm:        (tiles, ceil(o / mc), n * g); local xt[cc*cp], koff[2*cc*kh*kw] (ints),
 //                 ot[(mc+4)*th*tw]. Forward, and the input gradient (see conv.h).
 //   igemm_wgrad:  (ceil(c / cr), ceil(o / mc), g * split); partial sums ws[split][g][o][K+1]
 //                 (K = c*kh*kw; column K: the bias gradient).
-//   wgrad_reduce: g*o*(K+1) items, local 64: sums ws over the splits into the weight and bias
-//                 gradients (also for conv_depthwise.cl, conv_direct.cl, conv_gemm.cl).
+//   wgrad_reduce: (K+1, min(g*o, 65535)) items, local (64, 1): sums ws over the splits into
+//                 the weight and bias gradients (also for conv_dw_cpu.cl, conv_direct_any.cl,
+//                 conv_gemm_gpu.cl, conv_gpu.py).
 #include "conv.h"
 
 // One micro-tile: rows (output channels) i0..i0+5 (or +3) times NR output columns, as two
@@ -187,23 +189,36 @@ void igemm_wgrad(const conv_t p, long cr, __global const T *X, __global const T 
 }
 
 // Sum the split partial sums ws[split][g][o][K+1] into the weight gradient (view gw of
-// (g, o, c, kh, kw)) and the bias gradient (offset boff, stride bs). One work item per (g, o, k).
+// (g, o, c, kh, kw)) and the bias gradient (offset boff, stride bs). 2-D launch: dim 0 is
+// k in [0, K], dim 1 strides over the g*o rows (at most 65535 rows per launch row, for GPU
+// grids). No 64-bit division per element (the 1-D form took 8 of them and ran slower than
+// the weight-gradient GEMM it follows, h8 2026-12-01): one 32-bit division per row, and the
+// (c, kh, kw) split only where gw is not dense over (c, kh, kw).
 __kernel void wgrad_reduce(const conv_t p, __global const T *ws, __global T *GW, v5_t gw,
                            __global T *GB, long boff, long bs, int want_w, int want_b) {
-    const long kall = p.c * p.kh * p.kw, per = p.g * p.o * (kall + 1);
-    const long i = get_global_id(0);
-    if (i >= per) return;
-    const long k = i % (kall + 1), go = i / (kall + 1);
-    T s = (T)0;
-    for (long sp = 0; sp < p.split; ++sp) s += ws[sp * per + i];
-    if (k == kall) {
-        if (want_b) GB[boff + go * bs] = s;
-        return;
+    const long kall = p.c * p.kh * p.kw, rows = p.g * p.o, per = rows * (kall + 1);
+    const long k = get_global_id(0);
+    if (k > kall) return;
+    const int dense = gw.s[4] == 1 && gw.s[3] == p.kw && gw.s[2] == p.kh * p.kw;
+    for (long go = get_global_id(1); go < rows; go += get_global_size(1)) {
+        const long i = go * (kall + 1) + k;
+        T s = (T)0;
+        for (long sp = 0; sp < p.split; ++sp) s += ws[sp * per + i];
+        if (k == kall) {
+            if (want_b) GB[boff + go * bs] = s;
+            continue;
+        }
+        if (!want_w) continue;
+        const long g = (int)go / (int)p.o, o = go - g * p.o;
+        long off = gw.off + g * gw.s[0] + o * gw.s[1];
+        if (dense) {
+            off += k;
+        } else {
+            const long khw = p.kh * p.kw, c = k / khw, r = k - c * khw, kh = r / p.kw;
+            off += c * gw.s[2] + kh * gw.s[3] + (r - kh * p.kw) * gw.s[4];
+        }
+        GW[off] = s;
     }
-    if (!want_w) return;
-    const long g = go / p.o, o = go % p.o, khw = p.kh * p.kw;
-    const long c = k / khw, r = k % khw, kh = r / p.kw, kw = r % p.kw;
-    GW[gw.off + g * gw.s[0] + o * gw.s[1] + c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = s;
 }
 
 // sizeof(conv_t) and a few of its fields: Problem.pack() (clgrad/ops/conv_problem.py) must

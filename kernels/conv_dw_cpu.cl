@@ -1,4 +1,4 @@
-// kernels/conv_depthwise.cl — direct stencils for groups with few channels (depthwise: C/G == 1,
+// kernels/conv_dw_cpu.cl — direct stencils for groups with few channels (depthwise: C/G == 1,
 // channel multiplier O/G allowed), on the problem of conv.h: no GEMM; per (output, input)
 // channel pair each tap is one scalar times a vector of the staged input window, vectors along
 // output rows. The input gradient of a depthwise conv (O/G == 1 after the transpose) is the same
@@ -6,7 +6,8 @@
 // Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
 //   dw_fwd:   (tiles, ceil(n*g / planes)); arg planes = (n, g) planes per work-group;
 //             local xt[c*cp + sh*rp + 2*NR] (two output rows at a time may read one past).
-//   dw_wgrad: (ceil(g / gpw), split); partial sums ws[split][g][o][K+1] as igemm_wgrad (conv.cl),
+//   dw_wgrad: (ceil(g / gpw), split); partial sums ws[split][g][o][K+1] as igemm_wgrad
+//             (conv_igemm_cpu.cl),
 //             summed by wgrad_reduce; local xt[c*cp], gt[o*th*tw], wacc[o*(c*kh*kw + 1)].
 #include "conv.h"
 

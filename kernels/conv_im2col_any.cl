@@ -1,4 +1,4 @@
-// kernels/conv_im2col.cl — the im2col algorithm's data movement (the products are
+// kernels/conv_im2col_any.cl — the im2col algorithm's data movement (the products are
 // clgrad.ops.matmul.gemm): im2col gathers samples [n0, n0 + nc) of the problem of conv.h
 // (u = 1) into col[g][k][n - n0][oh*ow + ow] with k = (c, kh, kw); col2im sums such a column
 // gradient back into the input gradient (view y of (n, g, c, h, w)).

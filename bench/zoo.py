@@ -1,0 +1,327 @@
+"""The zoo: one training step of the models people train, clgrad against PyTorch (issue 23).
+
+    python bench/zoo.py                                   # CPU: all models, PyTorch 1 and 2
+                                                          # threads vs clgrad on Intel + PoCL
+    python bench/zoo.py --models resnet18,vgg11 --batch 8 --threads 1 --device intel
+    python bench/zoo.py --device gpu --batch 128 --models all      # the H200 (PyTorch 'cuda')
+    python bench/zoo.py --quick                           # a smoke run (fewer steps, batch 8)
+
+Models (``bench/zoo_models.py``, one definition for both frameworks, built with the framework
+module passed in): ResNet-18, ResNeXt-29 32x4d, DenseNet-BC (121's blocks, growth 12),
+MobileNetV2, EfficientNet-B0, ShuffleNetV2, VGG-11 on 3x32x32, and AlexNet (Caffe layout) on
+3x227x227 (batches 1, 16, 128, and inference too).
+
+A training step: ``zero_grad``, forward, cross-entropy, backward, SGD (momentum 0.9, weight
+decay 5e-4, lr 0.01), then a device synchronise. The batch (a fixed set of 2 random batches,
+cycled) is on the device before timing; both frameworks get the same initial weights
+(PyTorch's ``state_dict`` loaded into clgrad) and the same batches. The first step runs with
+Dropout in eval mode, and its losses must agree (asserted, both printed). Then 2 warm-up steps
+each, then ``--steps`` steps alternating clgrad, PyTorch, clgrad, PyTorch, ...; rows give the
+median and min-max. After timing, 2 more clgrad steps run with a queue finish after every
+kernel launch (``bench/profile_step.py``'s method) to split the step into kernel time and host
+time (Python between launches), with the top kernels.
+
+Process layout: the parent loads no framework; each (thread count, clgrad device) config runs
+in its own worker process whose environment is set before the first OpenCL call
+(``CLGRAD_DEVICE``, ``POCL_MAX_PTHREAD_COUNT``, Intel's ``DPCPP_CPU_NUM_CUS`` /
+``CL_CONFIG_CPU_TBB_NUM_WORKERS``, BLAS/OpenMP thread counts: ``common.worker_env``); PyTorch
+runs in the same worker with ``torch.set_num_threads`` at that count. With ``--device gpu`` one
+worker runs clgrad on the GPU and PyTorch on 'cuda' with TF32 off.
+
+Output: one JSON line per (model, batch, mode, device, framework config) in
+``--out`` (default ``bench/results/zoo_<host>_<date>.jsonl``), and a Markdown table printed at
+the end (``python bench/zoo.py --table FILE.jsonl`` prints it again).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common  # noqa: E402
+import zoo_models  # noqa: E402
+
+DEFAULT_BATCHES = {"alexnet": [1, 16, 128]}  # every other model: 8 and 128
+LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 5e-4
+LOSS_RTOL = 2e-3
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(prog="bench/zoo.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="all", help="comma list of " +
+                   ", ".join(zoo_models.MODELS) + ", or all")
+    p.add_argument("--batch", default=None,
+                   help="comma list of batch sizes for every model (default: 8,128; "
+                        "AlexNet 1,16,128)")
+    p.add_argument("--steps", type=int, default=7, help="timed steps per framework (>= 5)")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per framework")
+    p.add_argument("--threads", default="1,2", help="CPU thread counts, one worker each")
+    p.add_argument("--device", default="intel,pocl",
+                   help="CLGRAD_DEVICE values, one worker each (gpu: PyTorch on 'cuda')")
+    p.add_argument("--no-infer", action="store_true", help="skip AlexNet's inference rows")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the kernel/host split of clgrad's step")
+    p.add_argument("--compile", action="store_true",
+                   help="capture/replay the step (not available yet: another issue adds it)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 5 steps, 1 warm-up, batch 8 (AlexNet 16) unless --batch")
+    p.add_argument("--out", default=None, help="JSON-lines file to append rows to")
+    p.add_argument("--table", nargs="*", default=None, help="print the table of FILEs, exit")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.compile:
+        p.error("--compile: capture/replay of a step is not available yet in clgrad")
+    args.steps = max(5, args.steps)
+    if args.quick:
+        args.steps, args.warmup = 5, 1
+    names = zoo_models.MODELS if args.models == "all" else \
+        [m.strip() for m in args.models.split(",") if m.strip()]
+    bad = [m for m in names if m not in zoo_models.MODELS]
+    if bad:
+        p.error(f"--models: unknown {bad}; expected some of {zoo_models.MODELS}")
+    args.model_list = names
+    return args
+
+
+def batches_of(args, model):
+    if args.batch:
+        return [int(b) for b in args.batch.split(",")]
+    if args.quick:
+        return [16] if model == "alexnet" else [8]
+    return DEFAULT_BATCHES.get(model, [8, 128])
+
+
+# -- parent -----------------------------------------------------------------------------------
+def configs(args):
+    devs = [d.strip() for d in args.device.split(",") if d.strip()]
+    if devs == ["gpu"] or devs == ["cuda"]:
+        return [("gpu", "gpu")]
+    threads = [t.strip() for t in args.threads.split(",") if t.strip()]
+    return [(t, d) for t in threads for d in devs]
+
+
+def run_parent(args):
+    host = platform.node() or "host"
+    out = Path(args.out) if args.out else \
+        HERE / "results" / f"zoo_{host}_{datetime.date.today().isoformat()}.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    argv = [a for a in sys.argv[1:]]
+    for threads, dev in configs(args):
+        env = common.worker_env(threads)
+        env["CLGRAD_DEVICE"] = dev
+        cmd = [sys.executable, str(HERE / "zoo.py"), *argv, "--worker", f"{threads}:{dev}"]
+        print(f"# zoo: worker threads={threads} device={dev}", flush=True)
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        with open(out, "a") as f:
+            for line in proc.stdout:
+                if line.startswith("@@ROW "):
+                    rows.append(json.loads(line[6:]))
+                    f.write(line[6:])
+                    f.flush()
+                else:
+                    print("  " + line.rstrip(), flush=True)
+        if proc.wait() != 0:
+            print(f"# worker {threads}:{dev} exited with status {proc.returncode}", flush=True)
+    print(table(rows))
+    print(f"# rows appended to {out}")
+
+
+def table(rows) -> str:
+    """Markdown: one line per (model, batch, mode, config); time ratio clgrad / PyTorch."""
+    def key(r):
+        return (r["model"], r["batch"], r["mode"], str(r["threads"]), r["clgrad_device"])
+    groups = {}
+    for r in rows:
+        groups.setdefault(key(r), {})[r["framework"]] = r
+    lines = ["| model | batch | mode | threads | clgrad device | clgrad ms | PyTorch ms | "
+             "clgrad/PyTorch time | clgrad kernels ms | clgrad host ms | launches | "
+             "first losses |", "|" + "---|" * 12]
+    for k, g in groups.items():
+        c, t = g.get("clgrad"), g.get("torch")
+        def cell(r):
+            return "—" if r is None else \
+                    f"{r['median_ms']:.4g} ({r['min_ms']:.4g}–{r['max_ms']:.4g})"
+        ratio = f"{c['median_ms'] / t['median_ms']:.2f}×" if c and t else "—"
+        def prof(f, fmt="{:.4g}"):
+            return "—" if not c or c.get(f) is None else fmt.format(c[f])
+        loss = "—" if not c or c.get("first_loss") is None else \
+            f"{c['first_loss']:.5f} / {t['first_loss']:.5f}" if t else f"{c['first_loss']:.5f}"
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {k[4]} | {cell(c)} | {cell(t)} | "
+                     f"{ratio} | {prof('kernel_ms')} | {prof('host_ms')} | "
+                     f"{prof('launches', '{:.0f}')} | {loss} |")
+    return "\n".join(lines)
+
+
+# -- worker -----------------------------------------------------------------------------------
+def run_worker(args):
+    threads, dev = args.worker.split(":", 1)
+    gpu = threads == "gpu"
+    import numpy as np
+    import torch
+    import clgrad
+    if gpu:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        tdev = "cuda"
+        tsync = torch.cuda.synchronize
+    else:
+        torch.set_num_threads(int(threads))
+        tdev = "cpu"
+        tsync = lambda: None  # noqa: E731
+    cdev = clgrad.default_device()
+    date = datetime.datetime.now().isoformat(timespec="seconds")
+    meta = dict(bench="zoo", threads=threads if gpu else int(threads), clgrad_device=dev,
+                device=cdev.name, platform=cdev.platform,
+                driver=cdev.cl_device.driver_version, date=date, host=platform.node(),
+                torch=torch.__version__, torch_device=(torch.cuda.get_device_name(0)
+                                                       if gpu else "cpu"),
+                steps=args.steps, warmup=args.warmup)
+    print(f"clgrad on {cdev.name} [{cdev.platform}], PyTorch {torch.__version__} on {tdev}, "
+          f"threads {threads}", flush=True)
+    for name in args.model_list:
+        for batch in batches_of(args, name):
+            try:
+                one(args, name, batch, np, torch, clgrad, tdev, tsync, meta)
+            except Exception as e:  # noqa: BLE001  (report and go on with the next case)
+                print(f"!! {name} batch {batch}: {type(e).__name__}: {str(e)[:400]}",
+                      flush=True)
+                row = dict(meta, model=name, batch=batch, mode="train", framework="clgrad",
+                           error=f"{type(e).__name__}: {str(e)[:400]}")
+                print("@@ROW " + json.dumps(row), flush=True)
+
+
+def _dropout_eval(model, on: bool, nn):
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.train(not on)
+
+
+def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
+    (c, h, w), classes = zoo_models.input_shape(name)
+    rng = np.random.default_rng(batch)
+    data = [(rng.standard_normal((batch, c, h, w), dtype=np.float32),
+             rng.integers(0, classes, batch).astype(np.int64)) for _ in range(2)]
+    torch.manual_seed(0)
+    tm = zoo_models.build(name, torch).to(tdev)
+    cm = zoo_models.build(name, clgrad)
+    cm.load_state_dict({k: v.detach().cpu().numpy() for k, v in tm.state_dict().items()})
+    topt = torch.optim.SGD(tm.parameters(), lr=LR, momentum=MOMENTUM,
+                           weight_decay=WEIGHT_DECAY)
+    copt = clgrad.optim.SGD(cm.parameters(), lr=LR, momentum=MOMENTUM,
+                            weight_decay=WEIGHT_DECAY)
+    tdata = [(torch.from_numpy(x).to(tdev), torch.from_numpy(y).to(tdev)) for x, y in data]
+    cdata = [(clgrad.from_numpy(x), clgrad.from_numpy(y)) for x, y in data]
+    tF, cF = torch.nn.functional, clgrad.nn.functional
+
+    def stepper(model, opt, F, batches, sync):
+        i = [0]
+
+        def step():
+            x, y = batches[i[0] % len(batches)]
+            i[0] += 1
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            sync()
+            return loss
+        return step
+
+    tstep = stepper(tm, topt, tF, tdata, tsync)
+    cstep = stepper(cm, copt, cF, cdata, clgrad.synchronize)
+    tm.train()
+    cm.train()
+    _dropout_eval(tm, True, torch.nn)
+    _dropout_eval(cm, True, clgrad.nn)
+    tl, cl_ = float(tstep().item()), float(cstep().item())
+    _dropout_eval(tm, False, torch.nn)
+    _dropout_eval(cm, False, clgrad.nn)
+    print(f"{name} batch {batch}: first loss clgrad {cl_:.6f} PyTorch {tl:.6f}", flush=True)
+    assert abs(cl_ - tl) <= LOSS_RTOL * max(1.0, abs(tl)), \
+        f"{name} batch {batch}: first losses differ: clgrad {cl_} PyTorch {tl}"
+    times = alternate(cstep, tstep, args.warmup, args.steps)
+    prof = {}
+    if not args.no_profile:
+        import profile_step
+        host_s, krows = profile_step.per_launch(cstep, 2)
+        kms = sum(r["ms"] for r in krows)
+        prof = dict(kernel_ms=kms, host_ms=host_s * 1e3,
+                    launches=sum(r["launches"] for r in krows),
+                    top_kernels=[dict(kernel=r["kernel"], launches=r["launches"],
+                                      ms=round(r["ms"], 3)) for r in krows[:8]])
+    emit(meta, name, batch, "train", "clgrad", times["clgrad"], first_loss=cl_, **prof)
+    emit(meta, name, batch, "train", "torch", times["torch"], first_loss=tl)
+    c, t = statistics.median(times["clgrad"]), statistics.median(times["torch"])
+    extra = f"; kernels {prof['kernel_ms']:.1f} ms, host {prof['host_ms']:.1f} ms, " \
+        f"{prof['launches']:.0f} launches" if prof else ""
+    print(f"  train: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}"
+          + extra, flush=True)
+    if name == "alexnet" and not args.no_infer:
+        tm.eval()
+        cm.eval()
+        tx, cx = tdata[0][0], cdata[0][0]
+
+        def tinf():
+            with torch.no_grad():
+                tm(tx)
+            tsync()
+
+        def cinf():
+            with clgrad.no_grad():
+                cm(cx)
+            clgrad.synchronize()
+        times = alternate(cinf, tinf, args.warmup, args.steps)
+        emit(meta, name, batch, "infer", "clgrad", times["clgrad"])
+        emit(meta, name, batch, "infer", "torch", times["torch"])
+        c, t = statistics.median(times["clgrad"]), statistics.median(times["torch"])
+        print(f"  infer: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}",
+              flush=True)
+
+
+def alternate(cfn, tfn, warmup, steps):
+    for _ in range(warmup):
+        cfn()
+        tfn()
+    times = {"clgrad": [], "torch": []}
+    for _ in range(steps):
+        for k, fn in (("clgrad", cfn), ("torch", tfn)):
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def emit(meta, model, batch, mode, framework, times, **extra):
+    ms = [t * 1e3 for t in times]
+    row = dict(meta, model=model, batch=batch, mode=mode, framework=framework,
+               median_ms=statistics.median(ms), min_ms=min(ms), max_ms=max(ms), n=len(ms),
+               **extra)
+    print("@@ROW " + json.dumps(row), flush=True)
+
+
+def main(argv=None):
+    args = parse(argv)
+    if args.table is not None:
+        rows = [json.loads(line) for f in args.table for line in Path(f).read_text().splitlines()
+                if line.strip()]
+        print(table([r for r in rows if "median_ms" in r]))
+    elif args.worker:
+        run_worker(args)
+    else:
+        run_parent(args)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

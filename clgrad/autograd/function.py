@@ -1,0 +1,197 @@
+"""User-defined ops: Function, FunctionCtx, once_differentiable (torch.autograd.function)."""
+from __future__ import annotations
+
+from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from clgrad.autograd.graph import Node, _edge
+from clgrad.tensor import Tensor
+
+__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+
+
+# -- user-defined Functions -------------------------------------------------------------------
+class FunctionCtx:
+    """The ``ctx`` of a Function: ``save_for_backward``/``saved_tensors``, ``needs_input_grad``
+    (one bool per forward argument), ``mark_non_differentiable``, ``set_materialize_grads``;
+    any other attribute may be set in forward and read in backward."""
+
+    def __init__(self, needs_input_grad=()):
+        self.needs_input_grad = tuple(needs_input_grad)
+        self.to_save = ()
+        self.materialize_grads = True
+        self._non_differentiable = set()
+        self._saved = None
+
+    def save_for_backward(self, *tensors):
+        """Keep tensors (or None) for backward; their versions are checked there, so writing
+        one in place before backward raises RuntimeError (as for built-in ops)."""
+        from clgrad.tensor import Tensor
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward: expected Tensors or None, got "
+                                f"{type(t).__name__}; store other values as ctx attributes")
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to save_for_backward (inside backward)."""
+        if self._saved is None:
+            raise RuntimeError("saved_tensors: only available in backward (and not after the "
+                               "graph was freed by a backward without retain_graph)")
+        return self._saved
+
+    def mark_non_differentiable(self, *outputs):
+        """These outputs do not require grad; backward still gets a gradient for each (zeros,
+        or None with set_materialize_grads(False))."""
+        self._non_differentiable.update(id(o) for o in outputs)
+
+    def set_materialize_grads(self, value: bool):
+        """With True (the default) backward gets zeros for outputs that received no gradient;
+        with False it gets None for them."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors):
+        """Not supported: always raises NotImplementedError.
+
+        PyTorch lets a Function write an input in place and mark it dirty; clgrad does not
+        support in-place Functions: return a new tensor instead.
+        """
+        raise NotImplementedError("mark_dirty: Functions that modify their inputs in place are "
+                                  "not supported; return a new tensor instead")
+
+
+def once_differentiable(fn):
+    """PyTorch's decorator for a backward that is not itself differentiable: every clgrad
+    backward runs under no_grad, so this returns ``fn`` unchanged."""
+    return fn
+
+
+class Function:
+    """A user-defined op: subclass with ``forward(ctx, *args)`` and ``backward(ctx, *grads)``
+    staticmethods and call ``apply(*args)`` (PyTorch's torch.autograd.Function).
+
+    ``forward`` runs under no_grad and returns a Tensor or a tuple (non-tensor entries pass
+    through). ``backward`` gets one gradient per output and returns one per forward argument
+    (None for non-tensors and for inputs needing none). The newer style -- ``forward(*args)``
+    plus ``setup_context(ctx, inputs, output)`` -- works too. One Node is recorded on the tape
+    (one per output more when there are several differentiable outputs); it saves what
+    ``ctx.save_for_backward`` got. Not supported: double backward (backward runs under
+    no_grad), ``ctx.mark_dirty``, ``vmap``/``jvp``.
+    Raises: RuntimeError in backward when it returns the wrong number of gradients, a gradient
+    for a non-tensor argument, or one of the wrong shape.
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the outputs (override as a staticmethod); runs under no_grad.
+
+        Signature ``forward(ctx, *args)``, or ``forward(*args)`` together with setup_context.
+        Returns a Tensor or a tuple (non-Tensor entries pass through). Raises NotImplementedError
+        when not overridden.
+        """
+        raise NotImplementedError("Function.forward: subclasses must define forward")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """Gradients of the inputs from the gradients of the outputs (override as a staticmethod).
+
+        Gets one gradient per output (zeros, or None with ctx.set_materialize_grads(False), for
+        outputs that got none); returns one per forward argument (None for non-Tensors). Runs
+        under no_grad, so double backward is not supported (unlike PyTorch). Raises
+        NotImplementedError when not overridden.
+        """
+        raise NotImplementedError("Function.backward: subclasses must define backward")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Optional (PyTorch 2 style): save what backward needs from ``inputs`` and ``output``;
+        when overridden, forward does not take ctx. The base raises NotImplementedError.
+        """
+        raise NotImplementedError  # not overridden: forward takes ctx (see apply)
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run forward on ``args`` and, when grad mode is on and some Tensor argument requires grad,
+        record one Node for backward. Returns forward's output (a Tensor or a tuple).
+
+        Outputs that are floating point and not marked non-differentiable require grad; an input
+        returned as is comes back as a new alias (a detached view carrying the Node). Keyword
+        arguments are passed on to forward.
+        """
+        from clgrad.tensor import Tensor
+        ctx = FunctionCtx(isinstance(a, Tensor) and a.requires_grad for a in args)
+        with no_grad():
+            if cls.setup_context is not Function.setup_context:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(output, tuple)
+        outs = [output] if single else list(output)
+        arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
+        orig_ids = [id(o) for o in outs]
+        diff = [k for k, o in enumerate(outs) if isinstance(o, Tensor) and
+                o.dtype.is_floating_point and id(o) not in ctx._non_differentiable]
+        for k, o in enumerate(outs):  # an input returned as is: a new alias carries the node
+            if isinstance(o, Tensor) and id(o) in arg_ids:
+                outs[k] = o.detach()
+        inputs = [a for a in args if isinstance(a, Tensor)]
+        if is_grad_enabled() and diff and any(ctx.needs_input_grad):
+            _record_function(cls, ctx, args, inputs, outs, orig_ids, diff)
+        return outs[0] if single else tuple(outs)
+
+
+def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
+    """Record the Node(s) of one Function.apply (see Function)."""
+    name = cls.__name__
+    pos = {i: k for k, i in enumerate(orig_ids)}
+    # Saving an output must not hold the output itself (out -> Node -> ctx -> out is a cycle)
+    saved = tuple(t if t is None or id(t) not in pos else outs[pos[id(t)]].detach()
+                  for t in ctx.to_save)
+    ctx._saved, ctx.to_save = saved, ()
+    meta = [(tuple(o.shape), o.dtype, o.device, o.detach()) if isinstance(o, Tensor) else None
+            for o in outs]
+    is_t = [isinstance(a, Tensor) for a in args]
+    in_shapes = [tuple(a.shape) for a in inputs]
+
+    def backward_fn(grads):
+        full = [None] * len(outs)
+        for slot, k in enumerate(diff):
+            full[k] = grads[slot]
+        if ctx.materialize_grads:
+            full = [m[3].new_zeros(m[0]) if g is None and m else g for g, m in zip(full, meta)]
+        res = cls.backward(ctx, *full)
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) < len(args) or any(r is not None for r in res[len(args):]):
+            raise RuntimeError(f"function {name}Backward returned an incorrect number of "
+                               f"gradients (expected {len(args)}, got {len(res)})")
+        out = []
+        for i, (t, r) in enumerate(zip(is_t, res)):
+            if not t:
+                if r is not None:
+                    raise RuntimeError(f"function {name}Backward returned a gradient different "
+                                       f"than None at position {i}, but the corresponding "
+                                       f"forward input was not a Tensor")
+                continue
+            if r is not None and tuple(r.shape) != in_shapes[len(out)]:
+                raise RuntimeError(f"function {name}Backward returned an invalid gradient at "
+                                   f"index {i} - got {tuple(r.shape)} but expected shape "
+                                   f"compatible with {in_shapes[len(out)]}")
+            out.append(r)
+        return tuple(out)
+
+    saved_v = tuple((t, t._storage.version) for t in saved if t is not None)
+    if len(diff) == 1:
+        o = outs[diff[0]]
+        node = Node(name, tuple(_edge(t) for t in inputs), lambda g: backward_fn([g]), saved_v,
+                    tuple((tuple(t.shape), t.dtype) for t in inputs))
+        o._requires_grad, o._grad_fn = True, node
+        return
+    central = Node(name, tuple(_edge(t) for t in inputs), backward_fn, saved_v,
+                   tuple((tuple(t.shape), t.dtype) for t in inputs))
+    central.n_outputs = len(diff)
+    for slot, k in enumerate(diff):  # one Node per output routes its gradient to its slot
+        o = outs[k]
+        node = Node(name, (central,), lambda g: (g,), (), ((tuple(o.shape), o.dtype),))
+        node.slot = slot
+        o._requires_grad, o._grad_fn = True, node
+

@@ -1,0 +1,450 @@
+"""The engine: Nodes with sequence numbers, record, backward/grad as a reverse walk, hooks.
+
+See the package docstring (clgrad/autograd/__init__.py) for the memory and saved-tensor rules.
+"""
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import weakref
+
+from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from clgrad.tensor import Tensor
+
+__all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
+           "register_post_accumulate_grad_hook"]
+
+# Held while a backward adds into a .grad (a leaf's, or a retain_grad() tensor's): several
+# threads may run backward into one shared leaf at once, and each accumulation is a read of
+# .grad then a write (PyTorch's AccumulateGrad holds a mutex likewise). One lock for all:
+# accumulations are short, and a leaf may be reached through views and aliases alike.
+_ACCUMULATE_LOCK = threading.RLock()
+_seq = itertools.count()
+
+
+# -- the tape ---------------------------------------------------------------------------------
+class Node:
+    """One recorded op: where its gradient goes, what it saved, how to differentiate it.
+
+    ``next`` holds, per input, the input's Node, the leaf Tensor itself (gradients accumulate
+    into its ``.grad``) or None (no gradient needed). ``backward_fn(grad_out)`` returns one
+    gradient (or None) per input; it is None once released. ``saved`` is a tuple of
+    (tensor, storage version at save time). ``retained`` is a weakref to the output when it
+    called ``retain_grad()``.
+    """
+
+    __slots__ = ("seq", "name", "next", "backward_fn", "saved", "retained", "input_meta",
+                 "hooks", "n_outputs", "slot", "__weakref__")
+
+    def __init__(self, name, next_edges, backward_fn, saved, input_meta):
+        self.seq = next(_seq)
+        self.name = name
+        self.next = next_edges
+        self.backward_fn = backward_fn
+        self.saved = saved
+        self.retained = None
+        self.input_meta = input_meta
+        self.hooks = None      # {key: hook} registered on the output tensor (register_hook)
+        self.n_outputs = None  # a Function with several outputs: gradients arrive as a list
+        self.slot = None       # the output of such a Function this Node stands for
+
+    def __repr__(self):
+        return f"<{self.name}Backward seq={self.seq}>"
+
+    @property
+    def next_functions(self):
+        """The Nodes (or leaf tensors, or None) this Node sends gradients to, one per input."""
+        return tuple(self.next)
+
+
+def _edge(t):
+    if t is None or not t.requires_grad:
+        return None
+    fn = t.grad_fn
+    return fn if fn is not None else t
+
+
+def record(name: str, out, inputs, backward_fn, saved=()):
+    """Attach a Node to ``out`` when grad mode is on and any input requires grad.
+
+    ``inputs``: tensors (or None); ``backward_fn(grad_out) -> tuple`` with one entry per
+    input, each of that input's shape; ``saved``: the tensors whose values backward reads
+    (their versions are checked). ``backward_fn`` must not capture ``out`` itself (capture
+    ``out.detach()``): that would be a reference cycle. Returns ``out``.
+    """
+    if not is_grad_enabled():
+        return out
+    edges = tuple(_edge(t) for t in inputs)
+    if all(e is None for e in edges):
+        return out
+    meta = tuple(None if t is None else (tuple(t.shape), t.dtype) for t in inputs)
+    node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
+    out._requires_grad = True
+    out._grad_fn = node
+    return out
+
+
+def _check_saved(node):
+    for t, version in node.saved:
+        now = t._storage.version
+        if now != version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: a tensor of shape {tuple(t.shape)} saved by {node.name} is "
+                f"at version {now}; expected version {version} instead. Hint: do not write "
+                f"into it (or any view of its storage) before backward, or clone() it first")
+
+
+def _collect(roots):
+    """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion)."""
+    seen, stack, nodes = set(), [r for r in roots if isinstance(r, Node)], []
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        nodes.append(n)
+        stack.extend(e for e in n.next if isinstance(e, Node) and id(e) not in seen)
+    nodes.sort(key=lambda n: -n.seq)
+    return nodes
+
+
+def _accumulate(store: dict, key, g, owned: dict):
+    prev = store.get(key)
+    if prev is None:
+        store[key] = g
+        owned[key] = False  # may alias a tensor someone else holds
+    else:
+        store[key] = prev + g
+        owned[key] = True  # a fresh tensor made by the engine
+
+
+def _apply(node, g, retain_graph):
+    """Run one Node: [(edge, gradient)] for the inputs that need one."""
+    if node.backward_fn is None:
+        raise RuntimeError(
+            f"Trying to backward through the graph a second time (through {node.name}), but "
+            f"the saved tensors have already been freed. Specify retain_graph=True on the first "
+            f"backward() or autograd.grad() call.")
+    _check_saved(node)
+    grads = node.backward_fn(g)
+    if not isinstance(grads, tuple):
+        grads = (grads,)
+    if len(grads) != len(node.next):
+        raise RuntimeError(f"{node.name} backward returned {len(grads)} gradients for "
+                           f"{len(node.next)} inputs (internal error)")
+    out = []
+    for edge, ig, meta in zip(node.next, grads, node.input_meta):
+        if edge is None or ig is None:
+            continue
+        shape, dtype = meta
+        if tuple(ig.shape) != shape:
+            raise RuntimeError(f"{node.name} backward returned a gradient of shape "
+                               f"{tuple(ig.shape)} for an input of shape {shape} (internal "
+                               f"error)")
+        out.append((edge, ig if ig.dtype is dtype else ig.to(dtype)))
+    if not retain_graph and node.saved:
+        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
+    return out
+
+
+def _run(roots, root_grads, retain_graph, targets=None):
+    """Walk the tape from ``roots`` (Nodes or leaf tensors), seeded with ``root_grads``.
+
+    Without ``targets``: gradients accumulate into the leaves' ``.grad`` (and into tensors
+    that called retain_grad()); returns None. With ``targets``: returns {id(t): gradient} for
+    those tensors and touches no ``.grad``.
+    """
+    node_grads, leaf_grads, leaves, owned = {}, {}, {}, {}
+    # How often each storage was handed along an edge: a leaf may keep a gradient without a
+    # copy only when nothing else received that storage (and the caller did not supply it).
+    deliveries = dict.fromkeys((id(g._storage) for g in root_grads), 1)
+
+    def send(edge, g, slot=None):
+        deliveries[id(g._storage)] = deliveries.get(id(g._storage), 0) + 1
+        if isinstance(edge, Node) and edge.n_outputs is not None:  # from output `slot`'s Node
+            grads = node_grads.setdefault(id(edge), [None] * edge.n_outputs)
+            grads[slot] = g if grads[slot] is None else grads[slot] + g
+        elif isinstance(edge, Node):
+            _accumulate(node_grads, id(edge), g, owned)
+        else:
+            _accumulate(leaf_grads, id(edge), g, owned)
+            leaves[id(edge)] = edge
+
+    want = None if targets is None else {id(t) for t in targets}
+    captured = {}
+    with no_grad():
+        for r, g in zip(roots, root_grads):
+            send(r, g)
+        nodes = _collect(roots)
+        # Edges still to run into each leaf: a leaf's gradient is final (and its post-
+        # accumulate-grad hooks run) as soon as the last Node sending to it has run.
+        pending = None if want is not None else collections.Counter(
+            id(e) for n in nodes for e in n.next if e is not None and not isinstance(e, Node))
+        for node in nodes:
+            g = node_grads.pop(id(node), None)
+            if g is not None:
+                if node.hooks:
+                    g = _call_hooks(node.hooks, g)
+                t = node.retained() if node.retained is not None else None
+                if t is not None and want is None:
+                    with _ACCUMULATE_LOCK:  # another thread's backward may add to it too
+                        t._grad = (g.contiguous(force_copy=True) if t._grad is None else
+                                   t._grad + g)
+                elif t is not None and id(t) in want:
+                    captured[id(t)] = g
+                for edge, ig in _apply(node, g, retain_graph):
+                    send(edge, ig, node.slot)
+            if pending is not None:
+                for e in node.next:
+                    if e is None or isinstance(e, Node):
+                        continue
+                    pending[id(e)] -= 1
+                    if pending[id(e)] == 0 and id(e) in leaf_grads:
+                        _finish_leaf(e, leaf_grads.pop(id(e)), owned[id(e)], deliveries)
+        if want is not None:
+            captured.update((k, _leaf_hooked(leaves[k], g)) for k, g in leaf_grads.items()
+                            if k in want)
+            return captured
+        for k, g in leaf_grads.items():  # leaves that were roots themselves
+            _finish_leaf(leaves[k], g, owned[k], deliveries)
+    return None
+
+
+def _finish_leaf(leaf, g, owned, deliveries):
+    """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
+    ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
+    hooked = _leaf_hooked(leaf, g)
+    with _ACCUMULATE_LOCK:  # add_ reads then writes .grad: concurrent backwards would lose sums
+        if leaf._grad is None:  # a dense tensor of its own, never an alias
+            fresh = hooked is g and (owned or deliveries[id(g._storage)] == 1)
+            g = hooked
+            own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
+                and g.numel() == g._storage.size
+            leaf._grad = g if own else g.contiguous(force_copy=True)
+        else:
+            leaf._grad.add_(hooked)
+    for hook in tuple((leaf._post_acc_hooks or {}).values()):
+        hook(leaf)
+
+
+def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
+    """Run ``hook(tensor)`` after each ``backward()`` has accumulated the gradient of the
+    leaf ``tensor`` into ``tensor.grad`` (PyTorch's Tensor.register_post_accumulate_grad_hook).
+
+    The hook runs once per backward, under no_grad, as soon as the gradient is final -- while
+    the rest of the backward is still to run, so work can start early (DistributedDataParallel
+    starts a bucket's all-reduce there). ``autograd.grad`` accumulates nothing and runs none.
+    Raises RuntimeError for a non-leaf or a tensor that does not require grad.
+    """
+    if not tensor.requires_grad:
+        raise RuntimeError("register_post_accumulate_grad_hook: cannot register a hook on a "
+                           "tensor that doesn't require gradient")
+    if tensor.grad_fn is not None:
+        raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks "
+                           "cannot be registered on non-leaf tensors")
+    if tensor._post_acc_hooks is None:
+        tensor._post_acc_hooks = {}
+    key = next(_hook_keys)
+    tensor._post_acc_hooks[key] = hook
+    return RemovableHandle(tensor._post_acc_hooks, key)
+
+
+def _roots_and_grads(tensors, grad_tensors, op):
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(f"{op}: got {len(tensors)} tensors and {len(grad_tensors)} "
+                           f"gradients")
+    roots, grads = [], []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does "
+                               f"not have a grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError(f"{op}: grad can be implicitly created only for scalar "
+                                   f"outputs; got an output of shape {tuple(t.shape)}: pass "
+                                   f"gradient=")
+            g = t.new_ones(t.shape)
+        elif not isinstance(g, Tensor):
+            g = t.new_tensor(g)
+        if tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
+                               f"{tuple(g.shape)}")
+        if g.dtype is not t.dtype:
+            g = g.to(t.dtype)
+        fn = t.grad_fn
+        roots.append(fn if fn is not None else t)
+        grads.append(g.detach())
+    return roots, grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute gradients of ``tensors`` w.r.t. the leaves and accumulate them into ``.grad``.
+
+    ``grad_tensors``: one gradient per tensor, same shape; None is allowed only for tensors
+    with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
+    grad, on a second backward through freed Nodes, or on a saved tensor modified in place;
+    NotImplementedError (a RuntimeError) for ``create_graph=True`` (backward runs under
+    no_grad here: no higher-order gradients) and for ``inputs=`` (use autograd.grad).
+    """
+    _no_create_graph("backward", create_graph)
+    if inputs is not None:
+        raise NotImplementedError("backward: inputs= is not supported; use "
+                                  "clgrad.autograd.grad(outputs, inputs) instead")
+    if isinstance(tensors, Tensor):
+        tensors, grad_tensors = (tensors,), (grad_tensors,)
+    else:
+        tensors = tuple(tensors)
+        if grad_tensors is None:
+            grad_tensors = (None,) * len(tensors)
+        elif isinstance(grad_tensors, Tensor):
+            grad_tensors = (grad_tensors,)
+    roots, grads = _roots_and_grads(tensors, tuple(grad_tensors), "backward")
+    _run(roots, grads, bool(retain_graph))
+
+
+def _no_create_graph(op, create_graph):
+    if create_graph:
+        raise NotImplementedError(f"{op}: create_graph=True is not supported: clgrad runs "
+                                  f"backward under no_grad, so gradients have no graph of "
+                                  f"their own (no higher-order derivatives)")
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
+
+    ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
+    does not require grad, or that the walk does not reach (unless ``allow_unused``: None);
+    NotImplementedError (a RuntimeError) for ``create_graph=True``.
+    """
+    _no_create_graph("grad", create_graph)
+    retain_graph = bool(retain_graph)
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: expected Tensors as inputs, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} does not require grad")
+    roots, grads = _roots_and_grads(outputs, tuple(grad_outputs), "grad")
+    handles = []
+    for t in inputs:  # intermediate tensors: their gradient is captured at their Node
+        fn = t.grad_fn
+        if fn is not None and fn.retained is None:
+            fn.retained = weakref.ref(t)
+            handles.append(fn)
+    try:
+        got = _run(roots, grads, retain_graph, targets=inputs)
+    finally:
+        for fn in handles:
+            fn.retained = None
+    result = []
+    for t in inputs:
+        g = got.get(id(t))
+        if g is None and not allow_unused:
+            raise RuntimeError("grad: one of the differentiated Tensors appears to not have "
+                               "been used in the graph; set allow_unused=True if this is the "
+                               "desired behavior")
+        result.append(g)
+    return tuple(result)
+
+
+# -- hooks ------------------------------------------------------------------------------------
+# A hook on a non-leaf lives on its grad_fn Node (so a hook registered before an in-place write
+# sees the gradient of the old value, one registered after sees the new one: PyTorch's rule);
+# a hook on a leaf lives in _LEAF_HOOKS, keyed by id and dropped when the leaf dies.
+_LEAF_HOOKS: dict = {}
+_hook_keys = itertools.count()
+
+
+class RemovableHandle:
+    """What register_hook and register_post_accumulate_grad_hook return: ``remove()``
+    unregisters the hook (idempotent; also on ``with`` exit)."""
+
+    def __init__(self, hooks: dict, key):
+        self._hooks = hooks
+        self._key = key
+
+    def remove(self):
+        """Unregister the hook; calling it again (or after the tensor died) does nothing."""
+        self._hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def register_hook(t, hook) -> RemovableHandle:
+    """Call ``hook(grad)`` each time the gradient of ``t`` is computed; a returned tensor (of
+    t's shape, dtype and device, else RuntimeError as PyTorch's "hook 'name' has changed the
+    type of value" / "size of value"; TypeError for a non-tensor) replaces the gradient. On a
+    leaf the hook sees the total before it is
+    accumulated into ``.grad``; on a non-leaf, before it flows on (and before retain_grad
+    stores it). Hooks run in registration order, under no_grad. Raises RuntimeError for a
+    tensor that does not require grad."""
+    if not t.requires_grad:
+        raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't "
+                           "require gradient")
+    if not callable(hook):
+        raise TypeError(f"register_hook: expected a callable, got {type(hook).__name__}")
+    fn = t.grad_fn
+    if fn is not None:
+        if fn.hooks is None:
+            fn.hooks = {}
+        hooks = fn.hooks
+    else:
+        key = id(t)
+        entry = _LEAF_HOOKS.get(key)
+        if entry is None or entry[0]() is not t:
+            entry = (weakref.ref(t, lambda _, k=key: _LEAF_HOOKS.pop(k, None)), {})
+            _LEAF_HOOKS[key] = entry
+        hooks = entry[1]
+    k = next(_hook_keys)
+    hooks[k] = hook
+    return RemovableHandle(hooks, k)
+
+
+def _call_hooks(hooks: dict, g):
+    for hook in list(hooks.values()):
+        r = hook(g)
+        if r is not None:
+            _check_hook_result(hook, g, r)
+            g = r
+    return g
+
+
+def _check_hook_result(hook, g, r):
+    """PyTorch's check_variable_result: a hook may replace the gradient only with a tensor of
+    the same dtype, device and shape (its messages). Raises TypeError for a non-tensor,
+    RuntimeError for a changed dtype, device or shape."""
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    name = getattr(hook, "__name__", None) or type(hook).__name__
+    if r.dtype is not g.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {g.type()} got "
+                           f"{r.type()})")
+    if r.device is not g.device:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was a tensor on "
+                           f"{g.device.name!r} got a tensor on {r.device.name!r})")
+    if tuple(r.shape) != tuple(g.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value (was "
+                           f"{tuple(g.shape)} got {tuple(r.shape)})")
+
+
+def _leaf_hooked(leaf, g):
+    entry = _LEAF_HOOKS.get(id(leaf))
+    if entry is None or entry[0]() is not leaf or not entry[1]:
+        return g
+    return _call_hooks(entry[1], g)
+

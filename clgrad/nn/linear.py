@@ -1,0 +1,46 @@
+"""Linear (PyTorch's torch.nn.Linear); the math lives in clgrad/ops/matmul.py."""
+from __future__ import annotations
+
+from clgrad._args import _check_positive
+from clgrad.creation import empty
+from clgrad.nn import functional as F
+from clgrad.nn.init import _default_init
+from clgrad.nn.module import Module, Parameter
+from clgrad.tensor import Tensor
+
+__all__ = ["Linear"]
+
+
+class Linear(Module):
+    """y = x W^T + b.
+
+    Shapes:  x (*, in_features) -> (*, out_features); weight (out, in), bias (out,)
+    Init:    weight kaiming_uniform_(a=sqrt(5)), i.e. U(+-1/sqrt(in)); bias U(+-1/sqrt(in))
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        _check_positive("Linear", in_features=in_features, out_features=out_features)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(empty(out_features, in_features, dtype=dtype, device=device))
+        self.bias = Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default initialisation (see the class docstring)."""
+        _default_init(self.weight, self.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x @ weight.T + bias.
+
+        Shapes:  x (*, in_features) -> (*, out_features); see clgrad.nn.functional.linear
+        Dtypes:  x.dtype == weight.dtype (RuntimeError otherwise)
+        Raises:  RuntimeError when x.shape[-1] != in_features
+        """
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        """'in_features=I, out_features=O, bias=B', as PyTorch's repr."""
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")

@@ -1,0 +1,99 @@
+"""Dropout: dropout (elementwise) and the channel dropouts dropout1d/dropout2d.
+
+Kernel: kernels/dropout.cl :: dropout (Philox4x32-10, one kernel for both directions: the mask
+is regenerated from the seed, never stored).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad import creation, layout
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops import inplace as ip
+from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, scalar, shape_arg
+from clgrad.ops._util import view_arg
+from clgrad.ops.activation import _check_float
+from clgrad.tensor import Tensor
+
+__all__ = ["dropout", "dropout1d", "dropout2d"]
+
+_FILE = "dropout.cl"
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,
+            inplace: bool = False) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (training);
+    the input itself when not training.
+
+    The mask comes from a counter-based generator on the device keyed by a 64-bit seed drawn
+    from clgrad's generator, so ``clgrad.manual_seed`` makes it reproducible. Element k
+    (row-major) is kept when word k % 4 of philox(k // 4, seed) is >= p * 2^32.
+    Grad:    input (the same mask and scale).
+    Raises:  ValueError for p outside [0, 1].
+    """
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"dropout: expected a probability p in [0, 1], got {p}")
+    _check_float("dropout", input)
+    if not training:
+        return input
+    if inplace:
+        return ip.inplace("dropout_", input, lambda s: dropout(s, p, True))
+    seed = int(creation.seed_generator().integers(0, 2 ** 63))
+    x = input
+    args = (np.uint32(seed & 0xFFFFFFFF), np.uint32(seed >> 32),
+            np.uint64(round(float(p) * 2.0 ** 32)),
+            scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
+    out = _dropout_raw(x, args)
+    return record("dropout", out, (x,), lambda g: (_dropout_raw(g, args),))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout (Tompson et al., CVPR 2015): zero whole channels of (N, C, H, W) with
+    probability p, scale the rest by 1 / (1 - p); a 3-D input is (N, C, L), as PyTorch 2
+    reads it. The mask (N, C, 1, 1) is dropout() of ones, then one broadcast multiply.
+    Grad: input. Raises ValueError for p outside [0, 1] or an input not 3-D or 4-D."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, (3, 4))
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d)."""
+    return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
+
+
+def _feature_dropout(op, x, p, training, inplace, ranks):
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"{op}: expected a probability p in [0, 1], got {p}")
+    _check_float(op, x)
+    if x.ndim not in ranks:
+        raise ValueError(f"{op}: expected a {ranks[0]}-D or {ranks[1]}-D input, got shape "
+                         f"{tuple(x.shape)}")
+    if not training or p == 0:
+        return x
+    lead = 1 if x.ndim == ranks[0] and op == "dropout1d" else 2
+    ones = creation.ones(tuple(x.shape[:lead]) + (1,) * (x.ndim - lead), dtype=x.dtype,
+                         device=x.device)
+    mask = dropout(ones, p, True)
+    if inplace:
+        return ip.inplace(op + "_", x, lambda s: ew.mul(s, mask))
+    return ew.mul(x, mask)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _dropout_raw(x, args):
+    """One launch of ceil(n / 4) work items, each drawing four random words."""
+    out = empty(x.shape, x.dtype, x.device)
+    n = out.numel()
+    if n == 0:
+        return out
+    shape, (so, sx) = layout.collapse(x.shape, out._strides, x._strides)
+    if len(shape) > MAXD:
+        raise RuntimeError(f"dropout: tensors of more than {MAXD} non-mergeable dims are not "
+                           f"supported, got shape {tuple(x.shape)}")
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, "dropout", defines_for(x.dtype)), (layout.cdiv(n, 4),),
+               (LOCAL,), np.int64(n), np.int32(len(shape)), shape_arg(shape), out._storage.buffer,
+               view_arg(out, so), x._storage.buffer, view_arg(x, sx), *args)
+    return out

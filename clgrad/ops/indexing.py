@@ -1,0 +1,362 @@
+"""Advanced indexing: x[key] and x[key] = v with index tensors, lists, ranges, NumPy arrays or
+bool masks among ints, slices, None and Ellipsis; index_put_/index_put.
+
+Kernels: kernels/index.cl (gather_dim, scatter_add_dim, scatter_dim along one virtual dim).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from clgrad import creation, dtypes, layout
+from clgrad.autograd import is_grad_enabled, record
+from clgrad.errors import IndexRangeError
+from clgrad.ops import elementwise as ew
+from clgrad.ops import inplace
+from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device
+from clgrad.tensor import Tensor
+
+__all__ = ["advanced_getitem", "setitem", "index_put_", "index_put"]
+
+
+# -- advanced indexing ------------------------------------------------------------------------
+# x[key] with index tensors, lists, ranges, NumPy arrays or bool masks among ints, slices, None
+# and Ellipsis. PyTorch's rule: the basic entries are applied first, as a view y (ints remove
+# their dim); the index arrays, broadcast together to shape B, then pick elements of y along
+# their dims. When those dims are adjacent in y, B takes their place; otherwise (a slice or
+# None between them) B goes first. This differs from NumPy only for an int between index
+# arrays: PyTorch (and clgrad) x[0, :, [0, 1]] on (2, 3, 4) is (3, 2), NumPy's is (2, 3).
+#
+# The element of y picked by index tuple (i1, ..., ik) sits at y's offset + sum_j ij * s_j
+# (s_j: y's stride along the j-th indexed dim), so the whole selection is one gather along
+# one virtual dim of B's size, reading the storage at those offsets (kernels/index.cl ::
+# gather_dim with stride 1); writes are the matching scatter. Offsets are computed on the
+# host, where the index values are read anyway to raise IndexError before any launch.
+class _Plan:
+    """Where x[key] reads from: ``flat`` is the gathered shape (B flattened to one dim at
+    ``bpos``), ``shape`` the result's; ``view`` the storage view with stride 0 along that dim
+    (its other strides are y's); ``off`` the host int64 offsets of the B elements; ``y`` the
+    basic view, ``arrays`` the wrapped index arrays and ``dims`` their dims in y."""
+
+    __slots__ = ("y", "dims", "rest", "arrays", "bpos", "flat", "shape", "view", "off")
+
+
+def _key_entries(key):
+    """The key as a list of entries (PyTorch: a short list holding a sequence, tensor, slice,
+    None or Ellipsis is read as a tuple, with a deprecation warning as PyTorch gives)."""
+    if isinstance(key, tuple):
+        return list(key)
+    if isinstance(key, list) and len(key) < 32 and any(
+            isinstance(k, (list, tuple, range, Tensor, np.ndarray, slice)) or k is None or
+            k is Ellipsis for k in key):
+        warnings.warn("getitem: using a non-tuple sequence for multidimensional indexing is "
+                      "deprecated (as in PyTorch); use x[tuple(seq)] instead of x[seq]",
+                      UserWarning, stacklevel=5)
+        return list(key)
+    return [key]
+
+
+def _is_basic(k) -> bool:
+    from clgrad.ops.views import _is_int_like
+    return k is None or k is Ellipsis or isinstance(k, slice) or _is_int_like(k)
+
+
+def _host_index(op, k, x: Tensor):
+    """An advanced entry as (NumPy array, is_mask). Raises IndexError for other dtypes."""
+    if isinstance(k, Tensor):
+        same_device(op, k, x)
+        dt = k.dtype
+        arr = k.numpy()
+    else:
+        arr = np.asarray(range(k.start, k.stop, k.step) if isinstance(k, range) else k)
+        if arr.dtype.kind == "f" and arr.size == 0:
+            arr = arr.astype(np.int64)  # x[[]] selects nothing (PyTorch, NumPy)
+        if arr.dtype.kind not in "biuf":
+            raise IndexError(f"{op}: expected integer or bool indices, got {arr.dtype}")
+        dt = dtypes.uint8 if arr.dtype == np.uint8 else None
+    if dt is dtypes.uint8:
+        warnings.warn(f"{op}: indexing with dtype uint8 is deprecated, please use a dtype bool "
+                      f"instead (uint8 indices are a mask, as in PyTorch)", UserWarning,
+                      stacklevel=5)
+        return arr.astype(bool), True
+    if arr.dtype.kind == "b":
+        return arr, True
+    if arr.dtype not in (np.int32, np.int64) and not (not isinstance(k, Tensor) and
+                                                      arr.dtype.kind in "iu"):
+        raise IndexError(f"{op}: tensors used as indices must be long, int, uint8 or bool "
+                         f"tensors, got {dt or arr.dtype}")
+    return arr.astype(np.int64), False
+
+
+def _plan(x: Tensor, key, op: str) -> _Plan:
+    """Resolve ``x[key]`` (some entry advanced) into a _Plan; every check happens here, before
+    any launch."""
+    from clgrad.ops import views
+    entries = _key_entries(key)
+    basic, adv, consumed = [], [], 0  # adv: (entry position in basic, array, is_mask)
+    for k in entries:
+        if isinstance(k, (bool, np.bool_)) or (isinstance(k, Tensor) and k.ndim == 0 and
+                                               k.dtype.is_bool):
+            adv.append((len(basic), np.array([0] if bool(k) else [], np.int64), False))
+            basic.append(None)  # x[True]: a new dim of size 1, indexed by [0] (or by [])
+        elif _is_basic(k):
+            consumed += k is not None and k is not Ellipsis
+            basic.append(k)
+        else:
+            arr, mask = _host_index(op, k, x)
+            if mask and arr.ndim == 0:  # a 0-dim mask: as x[True] / x[False]
+                adv.append((len(basic), np.array([0] if arr else [], np.int64), False))
+                basic.append(None)
+                continue
+            adv.append((len(basic), arr, mask))
+            n = arr.ndim if mask else 1
+            consumed += n
+            basic.extend([slice(None)] * n)
+    n_ell = sum(1 for k in basic if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError(f"{op}: an index can only have a single ellipsis ('...')")
+    if consumed > x.ndim:
+        raise IndexError(f"{op}: too many indices for tensor of dimension {x.ndim} (got "
+                         f"{consumed})")
+    ydim, pos_dim, fill = 0, {}, x.ndim - consumed
+    for i, k in enumerate(basic):  # the dim of y each basic entry lands on
+        pos_dim[i] = ydim
+        ydim += fill if k is Ellipsis else 0 if views._is_int_like(k) else 1
+    y = views.getitem(x, tuple(basic))
+    dims, arrays = [], []
+    for pos, arr, mask in adv:
+        d = pos_dim[pos]
+        if mask:
+            got = tuple(y.shape[d:d + arr.ndim])
+            if tuple(arr.shape) != got:
+                raise IndexError(f"{op}: the shape of the mask {tuple(arr.shape)} does not "
+                                 f"match the shape of the indexed tensor {got} at dim {d}")
+            parts = np.nonzero(arr)
+            dims += range(d, d + arr.ndim)
+            arrays += [p.astype(np.int64) for p in parts]
+            continue
+        size = y.shape[d]
+        if arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < -size or hi >= size:
+                raise IndexRangeError(f"{op}: index {lo if lo < -size else hi} is out of "
+                                      f"bounds for dimension with size {size}")
+        dims.append(d)
+        arrays.append(np.where(arr < 0, arr + size, arr))
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast "
+                         f"together with shapes {[tuple(a.shape) for a in arrays]}") from None
+    bshape = tuple(arrays[0].shape)
+    rest = [d for d in range(y.ndim) if d not in dims]
+    adjacent = all(b == a + 1 for a, b in zip(dims, dims[1:]))
+    bpos = sum(1 for d in rest if d < dims[0]) if adjacent else 0
+    rshape = [y.shape[d] for d in rest]
+    rstrides = [y._strides[d] for d in rest]
+    nb = int(np.prod(bshape, dtype=np.int64))
+    off = np.zeros(nb, np.int64)
+    for d, a in zip(dims, arrays):
+        off += a.reshape(-1) * y._strides[d]
+    base = y._offset
+    if nb and off.min() < 0:  # negative strides: start from the lowest element read
+        base += int(off.min())
+        off -= off.min()
+    p = _Plan()
+    p.y, p.dims, p.rest, p.arrays, p.bpos, p.off = y, dims, rest, arrays, bpos, off
+    p.flat = tuple(rshape[:bpos]) + (nb,) + tuple(rshape[bpos:])
+    p.shape = tuple(rshape[:bpos]) + bshape + tuple(rshape[bpos:])
+    p.view = Tensor(y._storage, p.flat, rstrides[:bpos] + [0] + rstrides[bpos:], base)
+    return p
+
+
+def _offsets_view(off: np.ndarray, flat, bpos: int, device) -> Tensor:
+    """The offsets uploaded as an int64 tensor, viewed with ``flat``'s shape (stride 1 along
+    the gathered dim, 0 elsewhere) so that each element finds its offset."""
+    t = creation.tensor(off, dtype=dtypes.int64, device=device)
+    strides = [0] * len(flat)
+    strides[bpos] = 1
+    return Tensor(t._storage, flat, strides, 0)
+
+
+def _contiguous_offsets(p: _Plan) -> np.ndarray:
+    """The plan's offsets in a contiguous tensor of y's shape (where gradients gather)."""
+    cs = layout.contiguous_strides(tuple(p.y.shape))
+    off = np.zeros(p.off.shape, np.int64)
+    for d, a in zip(p.dims, p.arrays):
+        off += a.reshape(-1) * cs[d]
+    return off
+
+
+def _flat_view(t: Tensor, p: _Plan) -> Tensor:
+    """The plan's storage view for ``t``, a tensor of y's shape: t's strides along the kept
+    dims, 0 along the gathered one (each element adds its offset from _contiguous_offsets
+    when t is contiguous)."""
+    rs = [t._strides[d] for d in p.rest]
+    return Tensor(t._storage, p.flat, rs[:p.bpos] + [0] + rs[p.bpos:], t._offset)
+
+
+def advanced_getitem(x: Tensor, key) -> Tensor:
+    """``x[key]`` where some entry is an index tensor, list, range, NumPy array or bool mask:
+    a copy (a gather), with PyTorch's semantics (see the comment above _Plan): several index
+    arrays broadcast together, negative indices wrap, a bool mask of k dims stands for its k
+    nonzero() index arrays; uint8 index tensors are masks, with PyTorch's deprecation warning.
+
+    Shapes: see above; e.g. x (N, C), x[range(N), target (N,)] -> (N,).
+    Dtypes:  indices int32/int64/uint8 (mask)/bool (mask); Python/NumPy integer sequences.
+    Grad:    scatter-added into x's shape (repeated indices collect every gradient).
+    Raises:  IndexError (IndexRangeError) for an index out of range, a mask of the wrong shape,
+             index arrays that do not broadcast, float/int8/int16 indices; all before any
+             launch.
+    Kernels: kernels/index.cl :: gather_dim (backward: scatter_add_dim).
+    """
+    p = _plan(x, key, "getitem")
+    y = p.y
+    out = empty(p.flat, y.dtype, y.device)
+    if out.numel():
+        iv = _offsets_view(p.off, p.flat, p.bpos, y.device)
+        launch_1d("index.cl", "gather_dim", defines_for(y.dtype), out, (p.view, iv),
+                  (np.int64(1), np.int64(0)))
+    if y.requires_grad and is_grad_enabled():
+        y_shape, flat, bpos = tuple(y.shape), p.flat, p.bpos
+        zp = _Plan()  # the plan for a contiguous zeros of y's shape (the backward's target)
+        zp.rest, zp.bpos, zp.flat = p.rest, p.bpos, p.flat
+        same = y._strides == layout.contiguous_strides(y_shape) and p.view._offset == y._offset
+        off_c = p.off if same else _contiguous_offsets(p)
+
+        def backward(g):
+            z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
+            if g.numel():
+                iv = _offsets_view(off_c, flat, bpos, g.device)
+                launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
+                          (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
+            return (z,)
+        out = record("index", out, (y,), backward)
+    return out.view(p.shape) if p.shape != p.flat else out
+
+
+def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """``x[indices] = values`` (or ``+=`` with ``accumulate``), in place; returns x.
+
+    ``indices``: a tuple of index tensors (None for a whole dim), or any key advanced getitem
+    takes. ``values`` broadcast to the selection's shape. Duplicated indices: with
+    ``accumulate`` every value adds up (atomically); without, one of them wins (unspecified
+    which, as in PyTorch).
+    Grad (PyTorch's index_put backward): x gets the gradient with the written elements zeroed
+    (unchanged with ``accumulate``), values the gradient gathered at the selection (summed
+    back over broadcast dims). As for other in-place writes, x's grad_fn is rebased.
+    Raises: IndexError as advanced getitem; RuntimeError for a leaf that requires grad (grad
+    mode on) or an overlapping x.
+    Kernels: kernels/index.cl :: scatter_dim / scatter_add_dim (gather_dim in backward).
+    """
+    if isinstance(indices, (tuple, list)):
+        indices = tuple(slice(None) if k is None else k for k in indices)
+    return _index_put(x, indices, values, accumulate, "index_put_")
+
+
+def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
+    from clgrad import autograd
+    p = _plan(x, key, op)
+    if not isinstance(values, Tensor):
+        values = creation.tensor(values, dtype=x.dtype, device=x.device)
+    same_device(op, x, values)
+    try:
+        layout.broadcast_shapes(values.shape, p.shape, op=op)
+        if values.ndim > len(p.shape) or any(v not in (1, s) for v, s in
+                                             zip(values.shape[::-1], p.shape[::-1])):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"{op}: shape mismatch: value tensor of shape {tuple(values.shape)} "
+                           f"cannot be broadcast to indexing result of shape {p.shape}") from None
+    inplace._check_inplace_target(op, x)
+    root = x._base if x._base is not None else x
+    grad_involved = autograd.is_grad_enabled() and (values.requires_grad or root.requires_grad)
+    vals = ew.to(values, x.dtype)
+    if vals._storage is x._storage:
+        vals = ew.clone(vals)  # the write would overwrite what it reads
+    vb = ew.expand_to(vals, p.shape)
+    iv = None
+    if vb.numel():
+        src = ew.contiguous(vb).reshape(p.flat)
+        iv = _offsets_view(p.off, p.flat, p.bpos, x.device)
+        if accumulate and x.dtype.itemsize < 4 and not x.dtype.is_bool:
+            # the kernels' atomic add covers 32- and 64-bit types: add in an int32 copy of y
+            wide = ew.to(p.y, dtypes.int32)
+            wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x.device)
+            launch_1d("index.cl", "scatter_add_dim", defines_for(dtypes.int32),
+                      _flat_view(wide, p), (ew.to(src, dtypes.int32), wiv),
+                      (np.int64(1), np.int64(0)))
+            ew.copy_raw(p.y, wide)
+        else:
+            launch_1d("index.cl", "scatter_add_dim" if accumulate else "scatter_dim",
+                      defines_for(x.dtype), p.view, (src, iv), (np.int64(1), np.int64(0)))
+    bump_version(x)
+    if grad_involved:
+        _rebase_index_put(root, p, iv, vb, accumulate)
+    return x
+
+
+def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate: bool):
+    """Give ``root`` the grad_fn of the index_put just done (as views.copy_slices does for a
+    write into a view): inputs (root as it was, the broadcast values)."""
+    root_geom = inplace._geometry(root)
+    size = root._storage.size
+    covered = root.numel() == size
+    vgeom = (p.flat, p.view._strides, p.view._offset)
+    flat = p.flat
+    v_shape = tuple(vb.shape)
+
+    def backward(g):  # geometry only: holding root would be a reference cycle
+        buf = inplace._storage_buffer(size, covered, g)
+        ew.copy_raw(inplace._at(buf, root_geom), g)
+        g_val = empty(flat, g.dtype, g.device)
+        region = inplace._at(buf, vgeom)
+        if g_val.numel():
+            launch_1d("index.cl", "gather_dim", defines_for(g.dtype), g_val, (region, iv),
+                      (np.int64(1), np.int64(0)))
+            if not accumulate:
+                launch_1d("index.cl", "scatter_dim", defines_for(g.dtype), region,
+                          (ew._zeros_scalar(g).expand(flat), iv), (np.int64(1), np.int64(0)))
+        return ew.contiguous(inplace._at(buf, root_geom)), g_val.reshape(v_shape)
+    old = root._grad_fn
+    record("index_put", root, (root, vb), backward)
+    root._rebase += 1
+    if root._retains_grad and old is not None and old.retained is not None:
+        old.retained, root._grad_fn.retained = None, old.retained
+
+
+def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    """An out-of-place index_put_: a copy of ``x`` with ``values`` written (or added)."""
+    return index_put_(ew.clone(x), indices, values, accumulate)
+
+
+def setitem(x: Tensor, key, value):
+    """``x[key] = value`` (a number, NumPy array or Tensor broadcast to the selection).
+
+    Basic keys (ints, slices, None, Ellipsis) write through the view (autograd rebased as for
+    copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
+    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch).
+    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
+    """
+    from clgrad.ops import views
+    if not views._needs_advanced(key):
+        target = views.getitem(x, key)
+        if isinstance(value, Tensor):
+            inplace.copy_(target, value)
+        elif isinstance(value, (int, float, bool)):
+            inplace.fill_(target, value)
+        else:
+            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x.device))
+        return
+    if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
+            tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
+            (not isinstance(value, Tensor) or value.numel() == 1):
+        # x[mask] = scalar: a where() on the device, no host read of the mask
+        same_device("setitem", x, key)
+        v = value.reshape(()) if isinstance(value, Tensor) else \
+            creation.tensor(value, dtype=x.dtype, device=x.device)
+        mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
+        inplace.write_into(x, ew.where(mask, ew.to(v, x.dtype), x), "setitem")
+        return
+    _index_put(x, key, value, False, "setitem")

@@ -1,0 +1,113 @@
+"""Padding: pad (constant, reflect, replicate) with its gradient.
+
+Inputs may be any strided view; the output is new and contiguous.
+Kernels: kernels/padding.cl :: pad_fwd/pad_bwd.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, scalar, shape_arg
+from clgrad.ops._util import view_arg
+from clgrad.tensor import Tensor
+
+__all__ = ["pad"]
+
+_FILE = "padding.cl"
+_MODES = {"constant": 0, "reflect": 1, "replicate": 2}
+
+
+def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
+    """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...), last dim first.
+
+    Modes: 'constant' (``value``; negative amounts crop), 'reflect' (mirror without repeating
+    the edge; each amount < the dim's size), 'replicate' (repeat the edge), 'circular' (wrap
+    around: the other end's elements; each amount <= the dim's size). The last three pad at
+    most the last 3 dims and leave the first dim alone.
+    Grad:    input (each output position's gradient goes to the element it copied).
+    Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"pad: expected a Tensor, got {type(input).__name__}")
+    amounts = tuple(int(a) for a in pad)
+    if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
+        raise ValueError(f"pad: expected an even number of amounts, at most 2 per dim of the "
+                         f"{input.ndim}-dim input, got {amounts}")
+    if mode not in _MODES and mode != "circular":
+        raise ValueError(f"pad: expected mode 'constant', 'reflect', 'replicate' or "
+                         f"'circular', got {mode!r}")
+    x = input
+    lo, hi = [0] * x.ndim, [0] * x.ndim
+    for k in range(len(amounts) // 2):
+        lo[x.ndim - 1 - k], hi[x.ndim - 1 - k] = amounts[2 * k], amounts[2 * k + 1]
+    if mode != "constant":
+        _check_nonconstant(mode, x, amounts, lo, hi)
+    if mode == "circular":
+        return _pad_circular(x, lo, hi)
+    oshape = tuple(n + a + b for n, a, b in zip(x.shape, lo, hi))
+    if min(oshape, default=1) < 0:
+        raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
+                         f"input of shape {tuple(x.shape)}")
+    out = empty(oshape, x.dtype, x.device)
+    m = np.int32(_MODES[mode])
+    _launch_pad("pad_fwd", x, out.numel(), len(oshape), shape_arg(oshape), out._storage.buffer,
+                x._storage.buffer, view_arg(x), shape_arg(x.shape), shape_arg(lo), m,
+                scalar(x.dtype, value))
+    if not x.dtype.is_floating_point:
+        return out
+
+    def backward(g):
+        gx = empty(x.shape, x.dtype, x.device)
+        _launch_pad("pad_bwd", x, gx.numel(), x.ndim, shape_arg(x.shape), gx._storage.buffer,
+                    g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
+        return (gx,)
+    return record("pad", out, (x,), backward)
+
+
+def _pad_circular(x, lo, hi):
+    """Circular padding as a concatenation of narrow views (its gradient is theirs)."""
+    from clgrad.ops import index as ix
+    for d in range(x.ndim):
+        if lo[d] == 0 and hi[d] == 0:
+            continue
+        n = x.shape[d]
+        parts = [x.narrow(d, n - lo[d], lo[d])] if lo[d] else []
+        parts += [x] + ([x.narrow(d, 0, hi[d])] if hi[d] else [])
+        x = ix.cat(parts, d)
+    return x if any(lo) or any(hi) else ew.clone(x)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _check_nonconstant(mode, x, amounts, lo, hi):
+    k = len(amounts) // 2
+    if k > 3 or k > x.ndim - 1:
+        raise ValueError(f"pad: {mode} padding pads at most the last 3 dims and not the first "
+                         f"one; got {k} dims of padding for an input of shape "
+                         f"{tuple(x.shape)}")
+    for d in range(x.ndim - k, x.ndim):
+        n = x.shape[d]
+        if lo[d] < 0 or hi[d] < 0:
+            raise ValueError(f"pad: {mode} padding expects non-negative amounts, got {amounts}")
+        if mode == "circular" and (lo[d] > n or hi[d] > n):
+            raise ValueError(f"pad: circular padding ({lo[d]}, {hi[d]}) at dim {d} must be at "
+                             f"most the dim's size {n}: it would wrap around more than once "
+                             f"(input shape {tuple(x.shape)})")
+        if mode == "reflect" and (lo[d] >= n or hi[d] >= n):
+            raise ValueError(f"pad: reflect padding ({lo[d]}, {hi[d]}) at dim {d} must be "
+                             f"less than the dim's size {n} (input shape {tuple(x.shape)})")
+        if n == 0:
+            raise ValueError(f"pad: {mode} padding of an empty dim {d} (input shape "
+                             f"{tuple(x.shape)})")
+
+
+def _launch_pad(name, x, total, nd, *args):
+    if total == 0:
+        return
+    if nd > MAXD:
+        raise RuntimeError(f"pad: tensors of more than {MAXD} dims are not supported, got "
+                           f"{x.ndim}")
+    dev = x.device
+    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
+               np.int64(total), np.int32(nd), *args)

@@ -1,0 +1,337 @@
+"""Device: one OpenCL device with its context, queue, memory pool, program cache and launch.
+
+Nothing here knows about tensors or ops, nor how devices are found (clgrad/runtime/discovery.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.tools
+
+from clgrad import _log
+from clgrad.errors import DeviceError
+from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
+
+__all__ = ["Device", "OutOfMemoryError", "kernel_dir", "cache_dir", "launch_count", "pack"]
+
+_PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder
+
+# pyopencl's binary cache reads os.environ["PYOPENCL_CACHE_FAILURE_FATAL"] when the cache
+# itself fails (e.g. two processes writing one entry), and the KeyError of an unset variable
+# then aborts a build that would have succeeded from source. Unset means "warn and build".
+os.environ.setdefault("PYOPENCL_CACHE_FAILURE_FATAL", "")
+
+
+class OutOfMemoryError(DeviceError, MemoryError):
+    """An allocation would exceed the device's memory, or a single buffer the device's
+    CL_DEVICE_MAX_MEM_ALLOC_SIZE (PyTorch: torch.cuda.OutOfMemoryError). A RuntimeError (as
+    PyTorch's) and a MemoryError; also ``clgrad.OutOfMemoryError`` and
+    ``clgrad.cuda.OutOfMemoryError``."""
+
+
+def kernel_dir() -> Path:
+    """The folder holding the ``*.cl`` sources: inside the installed package, or the checkout's."""
+    for cand in (_PKG / "kernels", _PKG.parent / "kernels"):
+        if (cand / "common.h").is_file():
+            return cand
+    raise DeviceError(f"kernels: expected common.h in {_PKG / 'kernels'} or "
+                      f"{_PKG.parent / 'kernels'}, found neither")
+
+
+
+
+_LOCK = threading.RLock()  # every device and discovery (clgrad.runtime.discovery uses it)
+_LAUNCHES = [0]
+_BY_VALUE = (bytes, np.generic, np.ndarray)
+_ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (set_arg)
+_enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
+#                                            global_offset, wait_for, g_times_l, allow_empty)
+
+
+def launch_count() -> int:
+    """Number of kernels launched so far in this process (for tests of launch counts)."""
+    return _LAUNCHES[0]
+
+
+def _kind_of(d: cl.Device) -> str:
+    """'gpu', 'cpu' or 'other' from the device type bits."""
+    t = d.type
+    return "gpu" if t & cl.device_type.GPU else "cpu" if t & cl.device_type.CPU else "other"
+
+
+def _fp_support(d: cl.Device) -> tuple:
+    """(float64, float16) support: the extensions, or a double config (OpenCL 3.0 optional)."""
+    ext = d.extensions
+    return "cl_khr_fp64" in ext or d.double_fp_config != 0, "cl_khr_fp16" in ext
+
+
+class Device:
+    """One OpenCL device with its context, in-order queue, memory pool and program cache.
+
+    Attributes: ``name``, ``kind`` ('cpu' | 'gpu' | 'other'), ``type`` (PyTorch's word:
+    'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
+    GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
+    ``platform_index``, ``device_index``, ``fp64`` and ``fp16`` (extension support),
+    ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
+    ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
+    """
+
+    def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
+                 index: int | None = None):
+        self.cl_device = cl_device
+        self.platform_index = platform_index
+        self.device_index = device_index
+        self.name = cl_device.name.strip()
+        self.platform = cl_device.platform.name.strip()
+        self.kind = _kind_of(cl_device)
+        self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
+        self.index = index
+        self.fp64, self.fp16 = _fp_support(cl_device)
+        self.max_work_group_size = cl_device.max_work_group_size
+        self.local_mem_size = cl_device.local_mem_size
+        self.total_memory = int(cl_device.global_mem_size)
+        self.max_alloc = int(cl_device.max_mem_alloc_size)  # the largest single buffer
+        self.allocated = 0
+        from clgrad._probe import fp32_options
+        self.build_options = fp32_options(cl, cl_device)
+        # One lock for discovery, context, queue, program builds, allocations, launches and
+        # copies of every device (_LOCK): two threads making their first tensors at once on
+        # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
+        self._lock = _LOCK
+        with self._lock:
+            self.context = cl.Context([cl_device])
+            self.queue = cl.CommandQueue(self.context)
+            self.pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(self.queue))
+            # The driver's own first use (NVIDIA initialises a context lazily, at its first
+            # command) happens here, under the lock, not in whichever threads come first.
+            warm = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 16)
+            cl.enqueue_copy(self.queue, warm, np.zeros(4, np.float32), is_blocking=True)
+            self.queue.finish()
+        self._programs: dict = {}
+        self._kernels: dict = {}
+
+    def __repr__(self):
+        return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
+
+    # -- traits ---------------------------------------------------------------------------------
+    @property
+    def vector_width(self) -> int:
+        """Native float vector width (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT): 16 on AVX-512 CPUs,
+        8 on AVX2, 1 on most GPUs. The kernels' planners pick vector widths from it."""
+        return self.cl_device.native_vector_width_float
+
+    @property
+    def compute_units(self) -> int:
+        """Compute units (CL_DEVICE_MAX_COMPUTE_UNITS): cores of a CPU, SMs of an NVIDIA GPU."""
+        return self.cl_device.max_compute_units
+
+    # -- memory -------------------------------------------------------------------------------
+    def alloc(self, nbytes: int):
+        """A buffer of at least ``nbytes`` bytes (at least 16) from the memory pool.
+
+        Counts the bytes in ``allocated`` (``free(nbytes)`` gives them back).
+        Raises:  OutOfMemoryError if live buffers plus this one would exceed ``total_memory``,
+                 or if the runtime itself refuses (the message has what was asked, what is in
+                 use and what the device has).
+        """
+        nbytes = max(int(nbytes), 16)
+        with self._lock:
+            if self.allocated + nbytes > self.total_memory:
+                self.pool.free_held()
+                raise self.out_of_memory(nbytes)
+            try:
+                buf = self.pool.allocate(nbytes)
+            except (cl.MemoryError, cl.RuntimeError, MemoryError):
+                self.pool.free_held()  # cached blocks first, then once more
+                try:
+                    buf = self.pool.allocate(nbytes)
+                except (cl.MemoryError, cl.RuntimeError, MemoryError):
+                    raise self.out_of_memory(nbytes) from None
+            self.allocated += nbytes
+            return buf
+
+    def free(self, nbytes: int):
+        """Give back the count of a buffer from ``alloc`` (the pool recycles the buffer)."""
+        with self._lock:
+            self.allocated -= max(int(nbytes), 16)
+
+    def out_of_memory(self, nbytes: int, what: str = "") -> OutOfMemoryError:
+        """The OutOfMemoryError for an allocation of ``nbytes`` (``what``: what it was for):
+        what was asked, what is in use, and both limits of the device, its global memory and
+        the largest single buffer it allows (CL_DEVICE_MAX_MEM_ALLOC_SIZE)."""
+        gib = 2 ** 30
+        single = nbytes > self.max_alloc
+        why = ("more than the largest buffer it allows" if single else
+               "more than is free")
+        return OutOfMemoryError(
+            f"out of memory on {self.name!r}: tried to allocate {nbytes} bytes "
+            f"({nbytes / gib:.2f} GiB){' for ' + what if what else ''}, {why}; "
+            f"{self.allocated} bytes ({self.allocated / gib:.2f} GiB) in use of "
+            f"{self.total_memory} bytes ({self.total_memory / gib:.2f} GiB) of global memory; "
+            f"the largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE) is {self.max_alloc} "
+            f"bytes ({self.max_alloc / gib:.2f} GiB); "
+            + ("split the tensor into smaller ones" if single else
+               "free tensors you no longer need or use smaller batches"))
+
+    # -- programs -----------------------------------------------------------------------------
+    def program(self, file: str, defines: dict | None = None) -> cl.Program:
+        """The program built from ``kernels/<file>`` with ``-D`` defines, cached."""
+        key = (file, tuple(sorted((defines or {}).items())))
+        prg = self._programs.get(key)
+        if prg is None:
+            with self._lock:
+                prg = self._programs.get(key)
+                if prg is None:
+                    prg = self._build(file, defines or {})
+                    self._programs[key] = prg
+        return prg
+
+    def kernel(self, file: str, name: str, defines: dict | None = None) -> cl.Kernel:
+        """The kernel ``name`` of ``program(file, defines)``, cached per (file, defines, name)."""
+        key = (file, name, *defines.items()) if defines else (file, name)  # no sort: hot path
+        k = self._kernels.get(key)
+        if k is None:
+            with self._lock:
+                k = self._kernels.get(key)
+                if k is None:
+                    k = getattr(self.program(file, defines), name)
+                    self._kernels[key] = k
+        return k
+
+    def kernel_local_mem(self, file: str, name: str, defines: dict | None = None) -> int:
+        """Bytes of local memory kernel ``name`` uses by itself (its ``__local`` variables and
+        what the implementation reserves: CL_KERNEL_LOCAL_MEM_SIZE of a fresh kernel object,
+        so no local arguments are counted), cached. Planners add their local arguments to it
+        before comparing with ``local_mem_size``."""
+        key = ("local_mem", file, name, tuple(sorted((defines or {}).items())))
+        got = self._kernels.get(key)
+        if got is None:
+            with self._lock:
+                k = cl.Kernel(self.program(file, defines), name)
+                got = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
+                                                self.cl_device))
+                self._kernels[key] = got
+        return got
+
+    def _build(self, file: str, defines: dict) -> cl.Program:
+        kdir = kernel_dir()
+        path = kdir / file
+        src = path.read_text()
+        opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
+        opts += self.build_options
+        if self.fp64:
+            opts.append("-DCLGRAD_HAS_FP64=1")
+        if not self._programs:  # this process's first build on this device
+            _first_build_notice(self, kdir)
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings():  # a successful build's log is only remarks
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                prg = cl.Program(self.context, src).build(options=opts)
+        except cl.RuntimeError as e:  # carries the build log
+            raise DeviceError(f"build of kernels/{file} failed on {self.name!r} with defines "
+                              f"{defines}:\n{e}") from None
+        _log.logger.debug("built kernels/%s %s on %s in %.2f s", file, defines or "",
+                          self.name, time.perf_counter() - start)
+        return prg
+
+    def launch(self, kernel: cl.Kernel, global_size, local_size, *args):
+        """Enqueue ``kernel`` with ``args``; each global size is rounded up to its local size.
+
+        ``args``: buffers, bytes, NumPy scalars or contiguous NumPy arrays (by-value structs, see
+        ``pack``), or anything ``Kernel.set_arg`` takes. Buffers are set in one
+        ``_set_arg_multi`` call and by-value arguments in one ``_set_arg_buf_multi`` call (the
+        calls pyopencl's own generated invokers make): ``set_args`` costs ~20 µs per by-value
+        argument on PoCL, these ~1 µs for all of them. Setting the arguments and enqueueing
+        hold the device's lock: kernel objects are shared, so two threads must not interleave.
+        """
+        if local_size is not None:
+            global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
+        mem, val, other = [], [], ()
+        for i, a in enumerate(args):
+            kind = _ARG_KIND.get(type(a))
+            if kind is None:
+                kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
+                                            isinstance(a, cl.MemoryObjectHolder) else 2)
+            if kind == 1:
+                val += (i, a)
+            elif kind == 0:
+                mem += (i, a)
+            else:
+                other += ((i, a),)
+        with self._lock:
+            for i, a in other:
+                kernel.set_arg(i, a)
+            if mem:
+                kernel._set_arg_multi(tuple(mem))
+            if val:
+                kernel._set_arg_buf_multi(tuple(val))
+            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            _LAUNCHES[0] += 1
+
+    def copy(self, dst, src, **kwargs):
+        """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued
+        under the lock like every launch, then waited for outside it."""
+        with self._lock:
+            ev = cl.enqueue_copy(self.queue, dst, src, is_blocking=False, **kwargs)
+        ev.wait()
+
+    def fill(self, buffer, pattern: np.ndarray, offset: int, size: int):
+        """``cl.enqueue_fill_buffer`` (bytes ``offset .. offset + size``), under the lock."""
+        with self._lock:
+            cl.enqueue_fill_buffer(self.queue, buffer, pattern, offset, size)
+
+    def synchronize(self):
+        """Block until every command queued on this device has finished."""
+        self.queue.finish()
+
+
+def pack(values, length: int = 8) -> np.ndarray:
+    """Pack integers into an int64 array of ``length`` (a by-value struct argument)."""
+    a = np.zeros(length, dtype=np.int64)
+    a[:len(values)] = values
+    return a
+
+def _pyopencl_cache_dir() -> Path:
+    """The folder where pyopencl caches compiled programs (its own rule, for this Python)."""
+    import platformdirs
+    cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
+    root = Path(cache, "pyopencl") if cache else Path(
+        platformdirs.user_cache_dir("pyopencl", "pyopencl"))
+    version = ".".join(str(i) for i in sys.version_info)
+    return root / f"pyopencl-compiler-cache-v2-py{version}"
+
+
+def _first_build_notice(dev: Device, kdir: Path) -> None:
+    """One line on stderr (clgrad._log.notice) before the first build on a device that has
+    never built this version of the kernels, with this Python and driver: the builds then take
+    seconds to minutes, and pyopencl caches the binaries for later processes. A marker file in
+    ``cache_dir()/built`` (named by a hash of the device, driver, pyopencl, Python, build
+    options and the kernel sources) records that the notice was given."""
+    try:
+        h = hashlib.sha256()
+        for part in (dev.platform, dev.cl_device.platform.version, dev.name,
+                     dev.cl_device.driver_version, cl.VERSION_TEXT, sys.version,
+                     " ".join(dev.build_options)):
+            h.update(str(part).encode() + b"\0")
+        for f in sorted(kdir.iterdir()):
+            if f.suffix in (".cl", ".h"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        marker = cache_dir() / "built" / h.hexdigest()[:24]
+        if marker.exists():
+            return
+        marker.parent.mkdir(exist_ok=True)
+        marker.write_text(f"{dev.name} [{dev.platform}] {dev.cl_device.driver_version}\n")
+    except (OSError, DeviceError):
+        return
+    where = ("not cached: PYOPENCL_NO_CACHE is set" if os.environ.get("PYOPENCL_NO_CACHE")
+             else f"first run only; cached in {_pyopencl_cache_dir()}")
+    _log.notice(f"building OpenCL kernels for {dev.name} [{dev.platform}] ({where})")

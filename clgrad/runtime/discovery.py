@@ -1,0 +1,453 @@
+"""Discovery and probing: which OpenCL devices exist, which work, which one is the default.
+
+See the package docstring (clgrad/runtime/__init__.py) for runtimes, probing and device choice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.tools
+
+from clgrad import _log
+from clgrad.errors import DeviceError
+from clgrad import settings
+from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
+                                   _pyopencl_cache_dir, cache_dir)
+
+__all__ = ["devices", "default_device", "set_default_device", "get_device", "synchronize",
+           "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
+
+_PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder (holds _probe.py)
+
+STALE_LOCK_S = 120  # pyopencl holds its cache lock for one cache read or write: milliseconds
+_log.configure()    # CLGRAD_DEBUG=1: the "clgrad" logger's DEBUG lines on stderr
+
+
+def _clear_stale_cache_lock():
+    """Remove pyopencl's binary-cache lock file when it is older than STALE_LOCK_S seconds.
+
+    A process killed while holding it (SIGKILL, the OOM killer, a timeout) leaves the file
+    behind, and every later build in every process then waits 60 s for it before building
+    without the cache. Called once per process by device discovery, before the probes."""
+    try:
+        lock = _pyopencl_cache_dir() / "lock"
+        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
+            lock.unlink()
+    except (OSError, ImportError):
+        pass
+
+# Which CPU runtime the default device comes from when several work: the first match wins
+# (a substring of the platform name). bench/results/cpu_runtimes.md has the measurements:
+# Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
+CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
+
+_PROBE_VERSION = 1      # bump when the probe kernel changes, to re-probe every device
+_PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
+
+
+# -- discovery ---------------------------------------------------------------------------------
+_DEVICES: dict = {}            # (platform index, device index) -> Device
+_DEFAULT: list = [None]
+_FOUND: list = [None]          # the discovery result: list of _Candidate
+_RUNTIME_NOTES: list = []      # problems with pip-installed runtimes found while setting up
+_PINNED: list = [None]         # the candidate CLGRAD_DEVICE names, first of its kind
+
+
+class _Candidate:
+    """One OpenCL device as discovered: indices, pyopencl objects and the probe's verdict."""
+
+    def __init__(self, pi, di, platform, device):
+        self.pi, self.di, self.platform, self.device = pi, di, platform, device
+        self.platform_name = platform.name.strip()
+        self.label = f"{self.platform_name} {platform.version.strip()}".lower()
+        self.name = device.name.strip()
+        self.kind = _kind_of(device)
+        self.driver = device.driver_version.strip()
+        self.usable, self.reason = None, "not probed"
+        self.index = None  # ordinal among usable devices of its kind, in preference order
+
+    @property
+    def spec(self) -> str:
+        """'P:D', the device's platform and device indices (as CLGRAD_DEVICE takes them)."""
+        return f"{self.pi}:{self.di}"
+
+    def key(self) -> str:
+        """The probe cache key: platform, device, driver, pyopencl and probe versions."""
+        return " | ".join((self.platform_name, self.platform.version.strip(), self.name,
+                           self.device.version.strip(), self.driver, f"pyopencl "
+                           f"{cl.VERSION_TEXT}", f"probe v{_PROBE_VERSION}"))
+
+
+def _pip_icd_libraries() -> list:
+    """Absolute paths of OpenCL ICD libraries installed from pip that the loader would not find
+    by itself (Intel's CPU runtime). Notes problems (a missing companion package)."""
+    libs = []
+    for lib_dir in _candidate_lib_dirs():
+        so = lib_dir / "libintelocl.so"
+        if so.is_file():
+            if not (lib_dir / "libimf.so").is_file():
+                _RUNTIME_NOTES.append(
+                    f"Intel OpenCL CPU runtime at {so} lacks libimf.so: pip install "
+                    f"intel-cmplr-lib-rt")
+                continue
+            libs.append(str(so))
+            break
+    return libs
+
+
+def _candidate_lib_dirs() -> list:
+    dirs = []
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("intel-opencl-rt")
+        for f in dist.files or ():
+            if f.name == "libintelocl.so":
+                dirs.append(Path(dist.locate_file(f)).resolve().parent)
+    except Exception:  # noqa: BLE001 — not installed, or metadata unreadable
+        pass
+    import site
+    for prefix in (sys.prefix, sys.base_prefix, getattr(site, "USER_BASE", None)):
+        if prefix:
+            dirs.append(Path(prefix) / "lib")
+    return list(dict.fromkeys(dirs))
+
+
+def _bundled_loader_dir() -> Path | None:
+    """The folder whose ``*.icd`` files pyopencl's bundled loader reads by itself (its wheel's
+    ``.libs``, holding PoCL's ICD), or None for a pyopencl built against a system loader."""
+    d = Path(cl.__file__).resolve().parent / ".libs"
+    return d if (d / "pocl.icd").is_file() else None
+
+
+def _icd_entries_of(folder: Path) -> list:
+    out = []
+    try:
+        files = sorted(folder.glob("*.icd")) if folder.is_dir() else [folder]
+    except OSError:
+        return out
+    for f in files:
+        try:
+            line = f.read_text().strip()
+        except OSError:
+            continue
+        if line:
+            out.append(line)
+    return out
+
+
+def _setup_icd_vendors():
+    """Point the ICD loader at a vendors folder listing every ICD it should load: the ones
+    registered already (OCL_ICD_VENDORS or /etc/OpenCL/vendors) and the pip-installed ones.
+    Runs once, before the first platform query; does nothing when there is nothing to add."""
+    extra = _pip_icd_libraries()
+    if not extra:
+        return
+    given = os.environ.get("OCL_ICD_VENDORS") or os.environ.get("OPENCL_VENDOR_PATH")
+    system = [Path(given)] if given else [Path("/etc/OpenCL/vendors")]
+    entries = [e for folder in system for e in _icd_entries_of(folder)]
+    bundled = _bundled_loader_dir()
+    if bundled is None:  # a loader that does not read pyopencl's folder: list PoCL ourselves
+        entries += [str(p) for p in Path(cl.__file__).resolve().parent.glob(".libs/libpocl*")]
+    entries += [e for e in extra if e not in entries]
+    text = "".join(f"{e}\n" for e in entries)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    folder = cache_dir() / f"icd-{digest}"
+    if not folder.is_dir():
+        tmp = Path(tempfile.mkdtemp(prefix=".icd-", dir=cache_dir()))
+        for i, e in enumerate(entries):
+            (tmp / f"{i:02d}-{Path(e).stem}.icd").write_text(e + "\n")
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another process made it first
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
+    os.environ["OCL_ICD_VENDORS"] = str(folder)
+
+
+def _discover() -> list:
+    """Every OpenCL device (duplicates of one platform+device dropped), probed, cached."""
+    if _FOUND[0] is not None:
+        return _FOUND[0]
+    with _LOCK:
+        if _FOUND[0] is not None:
+            return _FOUND[0]
+        _setup_icd_vendors()
+        _clear_stale_cache_lock()
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error:
+            platforms = []
+        found, seen = [], set()
+        for pi, p in enumerate(platforms):
+            try:
+                devs = p.get_devices()
+            except cl.Error:
+                continue
+            for di, d in enumerate(devs):
+                c = _Candidate(pi, di, p, d)
+                if c.key() in seen:  # the same ICD listed twice
+                    continue
+                seen.add(c.key())
+                found.append(c)
+                _log.logger.debug("found %s %s [%s %s], driver %s", c.spec, c.name,
+                                  c.platform_name, p.version.strip(), c.driver)
+        _probe(found)
+        # A device that CLGRAD_DEVICE names comes first of its kind, so that "cpu" / "cuda"
+        # (PyTorch's device("cpu"), map_location="cpu") mean the device the user chose.
+        env = settings.getenv("CLGRAD_DEVICE").strip()
+        hits = _match(env, found) if env else []
+        _PINNED[0] = hits[0] if hits and hits[0].usable else None
+        for kind in ("cpu", "gpu", "other"):
+            for i, c in enumerate(c for c in _preference_order(found) if c.kind == kind):
+                c.index = i
+        _FOUND[0] = found
+        return found
+
+
+def _probe(found):
+    """Set usable/reason on each candidate: from probe.json, else by running clgrad/_probe.py
+    in a child process (bounded by a timeout) and caching its definite verdicts."""
+    if settings.getenv("CLGRAD_PROBE") == "0":  # documented escape hatch: trust all
+        for c in found:
+            c.usable, c.reason = True, "not probed (CLGRAD_PROBE=0)"
+        return
+    path = settings.cache_dir() / "probe.json"
+    cache = settings.read_json(path)
+    todo = []
+    for c in found:
+        hit = cache.get(c.key())
+        if isinstance(hit, dict) and isinstance(hit.get("usable"), bool):
+            c.usable, c.reason = hit["usable"], str(hit.get("reason", ""))
+        else:
+            todo.append(c)
+    for c in found:
+        if c not in todo:
+            _log.logger.debug("probe %s %s [%s]: %s (cached in %s)", c.spec, c.name,
+                              c.platform_name, "usable" if c.usable else c.reason, path)
+    if not todo:
+        return
+    _log.notice(f"probing {len(todo)} OpenCL device(s): "
+                f"{', '.join(f'{c.name} [{c.platform_name}]' for c in todo)} (first run only: "
+                f"one tiny kernel each, seconds; verdicts cached in {path})")
+    start = time.perf_counter()
+    results = _run_probe([c.spec for c in todo])
+    for c in todo:
+        r = results.get(c.spec)
+        if r is None:
+            c.usable, c.reason = False, results.get("*", "the probe process gave no answer")
+        else:
+            c.usable, c.reason = bool(r["usable"]), str(r["reason"])
+            cache[c.key()] = {"usable": c.usable, "reason": c.reason}
+        _log.logger.debug("probe %s %s [%s]: %s (probed in %.1f s)", c.spec, c.name,
+                          c.platform_name, "usable" if c.usable else c.reason,
+                          time.perf_counter() - start)
+    settings.write_json(path, cache, sort_keys=True)  # unwritable: probed next time
+
+
+def _run_probe(specs) -> dict:
+    """{'P:D': {'usable', 'reason'}} from a child process; '*' holds a failure's reason."""
+    cmd = [sys.executable, str(_PKG / "_probe.py"), *specs]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
+                           env=dict(os.environ), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"*": f"the probe did not finish within {_PROBE_TIMEOUT_S} s"}
+    except OSError as e:  # no usable interpreter: probe in this process instead
+        import clgrad._probe as probe_mod
+        plats = cl.get_platforms()
+        out = {}
+        for s in specs:
+            pi, di = (int(x) for x in s.split(":"))
+            u, why = probe_mod.probe_one(cl, np, plats[pi].get_devices()[di])
+            out[s] = {"usable": u, "reason": why}
+        return out if out else {"*": f"could not start the probe: {e}"}
+    out = {}
+    for line in r.stdout.splitlines():
+        try:
+            row = json.loads(line)
+            out[row["index"]] = row
+        except (ValueError, KeyError, TypeError):
+            continue
+    if r.returncode != 0:
+        tail = " ".join(r.stderr.split())[-300:]
+        out["*"] = f"the probe process failed (exit {r.returncode}) on this device: {tail}"
+    return out
+
+
+def _preference_order(found) -> list:
+    """GPUs first, then CPUs by CPU_RUNTIME_PREFERENCE, then the rest; the device CLGRAD_DEVICE
+    names first of its kind; stable otherwise."""
+    def rank(c):
+        kind = {"gpu": 0, "cpu": 1}.get(c.kind, 2)
+        pref = next((i for i, w in enumerate(CPU_RUNTIME_PREFERENCE) if w in c.label),
+                    len(CPU_RUNTIME_PREFERENCE))
+        return kind, c is not _PINNED[0], pref if c.kind == "cpu" else 0, c.pi, c.di
+    return sorted(found, key=rank)
+
+
+def _fix_hint() -> str:
+    return ("install a CPU runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
+            "pocl-binary-distribution) or a GPU driver; CLGRAD_DEVICE=P:D selects a device "
+            "(python -m clgrad devices lists them)")
+
+
+def devices() -> list[dict]:
+    """Every OpenCL device found, with the probe's verdict.
+
+    Returns a list of dicts with keys ``index`` ('P:D'), ``platform``, ``name``, ``type``
+    ('cpu' | 'gpu' | 'other'), ``driver``, ``compute_units``, ``global_mem_bytes``, ``fp64``,
+    ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not).
+    """
+    rows = []
+    for c in _discover():
+        d = c.device
+        fp64, fp16 = _fp_support(d)
+        rows.append(dict(index=c.spec, platform=c.platform_name, name=c.name, type=c.kind,
+                         driver=c.driver, compute_units=d.max_compute_units,
+                         global_mem_bytes=d.global_mem_size, fp64=fp64, fp16=fp16,
+                         usable=bool(c.usable), reason=c.reason))
+    return rows
+
+
+def runtime_notes() -> list[str]:
+    """Problems seen while setting up the pip-installed runtimes (one line each)."""
+    _discover()
+    return list(_RUNTIME_NOTES)
+
+
+def _match(spec: str, found) -> list:
+    """Candidates that ``spec`` names, best first (see the module docstring)."""
+    s = spec.strip().lower()
+    order = _preference_order(found)
+    kind_word, _, nth = s.partition(":")
+    kinds = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+    if kind_word in kinds and (not nth or nth.isdigit()):
+        same = [c for c in order if c.kind == kinds[kind_word]]
+        usable = [c for c in same if c.usable]
+        if nth:
+            return [c for c in usable if c.index == int(nth)]
+        return usable or same
+    if ":" in s and all(part.isdigit() for part in s.split(":", 1)):
+        pi, di = (int(x) for x in s.split(":", 1))
+        return [c for c in found if (c.pi, c.di) == (pi, di)]
+    by_platform = [c for c in order if s in c.label]
+    by_name = [c for c in order if s in c.name.lower() and c not in by_platform]
+    hits = by_platform or by_name
+    return [c for c in hits if c.usable] or hits
+
+
+def get_device(spec=None) -> Device:
+    """The device for ``spec``; None: the default.
+
+    ``spec``: a Device; a string as in the module docstring ('cpu', 'gpu', 'cuda', 'cuda:1',
+    'P:D', 'intel', 'pocl', a device-name substring); or any object whose ``str()`` is one of
+    those (``clgrad.device('cuda:0')``).
+    Raises:  DeviceError if nothing matches (the message lists the devices found), or if the
+             device named failed its probe (the message has the reason).
+    """
+    if spec is None:
+        return default_device()
+    if isinstance(spec, Device):
+        return spec
+    found = _discover()
+    if not found:
+        raise DeviceError(f"no OpenCL device found: {_fix_hint()}")
+    s = str(spec).strip()
+    hits = _match(s, found)
+    listing = ", ".join(f"{c.spec} {c.name} [{c.platform_name}]"
+                        f"{'' if c.usable else ' (unusable)'}" for c in found)
+    if not hits:
+        kind_word, _, nth = s.lower().partition(":")
+        if kind_word in ("gpu", "cuda"):
+            gpus = sum(1 for c in found if c.kind == "gpu" and c.usable)
+            if not gpus:
+                raise DeviceError(f"device: {s!r} means an OpenCL GPU, but no OpenCL GPU was "
+                                  f"found (torch.cuda.is_available() is False); use 'cpu'; "
+                                  f"available: [{listing}]")
+            raise DeviceError(f"device: {s!r} means OpenCL GPU {nth}, but only {gpus} usable "
+                              f"OpenCL GPU(s) were found; available: [{listing}]")
+        if kind_word == "cpu":
+            which = f" number {nth}" if nth else ""
+            raise DeviceError(f"device: no usable CPU device{which} found; available: "
+                              f"[{listing}]")
+        raise DeviceError(f"device: expected 'cpu', 'gpu', 'cuda[:N]', 'P:D' or a platform or "
+                          f"name substring matching one of [{listing}], got {spec!r}")
+    pick = hits[0]
+    if not pick.usable:
+        raise DeviceError(f"device: {pick.spec} {pick.name!r} [{pick.platform_name}] is not "
+                          f"usable: {pick.reason}; {_fix_hint()}")
+    return _device_for(pick)
+
+
+def _device_for(c) -> Device:
+    key = (c.pi, c.di)
+    dev = _DEVICES.get(key)
+    if dev is None:
+        with _LOCK:
+            dev = _DEVICES.get(key)
+            if dev is None:
+                dev = Device(c.device, c.pi, c.di, index=c.index)
+                _DEVICES[key] = dev
+    return dev
+
+
+def default_device() -> Device:
+    """The device tensors are created on: ``CLGRAD_DEVICE`` if set, else the first usable GPU,
+    else the preferred usable CPU device (see the module docstring).
+
+    Raises:  DeviceError naming the variable for a bad ``CLGRAD_DEVICE``, or, when no device
+             works, listing each device with the reason and how to fix it.
+    """
+    dev = _DEFAULT[0]
+    if dev is not None:
+        return dev
+    with _LOCK:
+        if _DEFAULT[0] is not None:
+            return _DEFAULT[0]
+        spec = settings.getenv("CLGRAD_DEVICE")
+        if spec:
+            try:
+                _DEFAULT[0] = get_device(spec)
+            except DeviceError as e:  # say where the bad spec came from
+                raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
+            _log.logger.debug("default device: %r (CLGRAD_DEVICE=%r)", _DEFAULT[0], spec)
+            return _DEFAULT[0]
+        found = _discover()
+        usable = [c for c in _preference_order(found) if c.usable]
+        if not usable:
+            if not found:
+                notes = "".join(f"; {n}" for n in _RUNTIME_NOTES)
+                raise DeviceError(f"no OpenCL device found{notes}: {_fix_hint()}")
+            why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}"
+                            for c in found)
+            raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
+        _DEFAULT[0] = _device_for(usable[0])
+        _log.logger.debug("default device: %r (the first usable of %s: GPUs first, then CPU "
+                          "runtimes in the order %s)", _DEFAULT[0],
+                          [f"{c.spec} {c.name}" for c in usable], CPU_RUNTIME_PREFERENCE)
+        return _DEFAULT[0]
+
+
+def set_default_device(spec) -> Device:
+    """Make ``spec`` (a Device or a spec as for ``get_device``) the default device."""
+    dev = get_device(spec)
+    with _LOCK:
+        _DEFAULT[0] = dev
+    _log.logger.debug("default device: %r (set_default_device(%r))", dev, spec)
+    return dev
+
+
+def synchronize(device: Device | None = None):
+    """Wait until the queue of ``device`` (default: the default device) has drained."""
+    (device or default_device()).synchronize()
+

@@ -1,0 +1,131 @@
+"""clgrad's settings and caches in one place (tinygrad's helpers.getenv is the model).
+
+Every ``CLGRAD_*`` environment variable is read here, through ``getenv``, when it is used
+(never frozen at import, so a test or a program may set it later); README "Settings" has the
+same table. Unknown names raise KeyError, so a typo in clgrad's code is found at once.
+
+    variable            default   effect
+    CLGRAD_DEVICE       (none)    the default device: cpu, gpu, cuda[:N], P:D or a name substring
+    CLGRAD_CACHE_DIR    (none)    clgrad's cache folder (else $XDG_CACHE_HOME/clgrad,
+                                  ~/.cache/clgrad, <tmp>/clgrad-<uid>)
+    CLGRAD_PROBE        1         0: trust every device without probing it first
+    CLGRAD_GEMM_TILES   (none)    a JSON file of tuned GEMM tiles, or 'off' for the defaults
+    CLGRAD_CONV_ALGO    auto      the conv2d algorithm (clgrad.backends.conv_algorithm)
+    CLGRAD_CONV_TUNE    auto      measure conv algorithms on GPUs: auto, on (any device), off
+    CLGRAD_CONV_DEBUG   (none)    1: print every conv2d algorithm choice to stderr
+    CLGRAD_CONV_GTILE   (none)    benchmarking: TS,WPT,TK of kernels/conv_gemm_gpu.cl
+    CLGRAD_CONV_DWG     (none)    benchmarking: K=V,... defines of kernels/conv_dw_gpu.cl
+    CLGRAD_CONV_IGEMM   (none)    benchmarking: pass:K=V,...;... tiles of conv_igemm_gpu.cl
+    CLGRAD_DEBUG        (none)    1: the "clgrad" logger's DEBUG lines (devices, probes, builds,
+                                  conv choices) on stderr; 0/false/no/off: none
+
+The caches (the device probe's verdicts, tuned GEMM tiles, measured conv choices) are JSON
+files in ``cache_dir()``, read with ``read_json`` and written atomically with ``write_json``;
+the tuned ones are keyed by ``device_key`` (platform, device and driver).
+
+``flags(**settings)`` sets clgrad.backends settings for a ``with`` block and restores them
+(re-exported as ``clgrad.backends.flags``).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+__all__ = ["getenv", "SETTINGS", "cache_dir", "read_json", "write_json", "device_key", "flags"]
+
+SETTINGS = {  # name: default (see the table above)
+    "CLGRAD_DEVICE": "", "CLGRAD_CACHE_DIR": "", "CLGRAD_PROBE": "1", "CLGRAD_GEMM_TILES": "",
+    "CLGRAD_CONV_ALGO": "auto", "CLGRAD_CONV_TUNE": "auto", "CLGRAD_CONV_DEBUG": "",
+    "CLGRAD_CONV_GTILE": "", "CLGRAD_CONV_DWG": "", "CLGRAD_CONV_IGEMM": "",
+    "CLGRAD_DEBUG": "",
+}
+
+
+def getenv(name: str) -> str:
+    """The value of the clgrad environment variable ``name`` (its default when unset or empty).
+
+    Raises KeyError for a name not in SETTINGS."""
+    default = SETTINGS[name]
+    return os.environ.get(name) or default
+
+
+def cache_dir() -> Path:
+    """clgrad's cache folder (created): ``CLGRAD_CACHE_DIR``, ``$XDG_CACHE_HOME/clgrad``,
+    ``~/.cache/clgrad``, or ``<tmp>/clgrad-<uid>`` when none of those is writable.
+
+    Raises:  DeviceError when none of them is a writable folder."""
+    env = getenv("CLGRAD_CACHE_DIR")
+    cands = [Path(env)] if env else []
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        cands.append(Path(xdg) / "clgrad")
+    try:
+        cands.append(Path.home() / ".cache" / "clgrad")
+    except RuntimeError:  # no home directory
+        pass
+    cands.append(Path(tempfile.gettempdir()) / f"clgrad-{os.getuid()}")
+    for c in cands:
+        try:
+            c.mkdir(parents=True, exist_ok=True)
+            if os.access(c, os.W_OK):
+                return c
+        except OSError:
+            continue
+    from clgrad.errors import DeviceError
+    raise DeviceError(f"cache: none of {[str(c) for c in cands]} is a writable folder; set "
+                      f"CLGRAD_CACHE_DIR")
+
+
+def read_json(path) -> dict:
+    """The dict stored in the JSON file ``path`` (a name in ``cache_dir()``, or a Path); {} when
+    the file is missing, unreadable or not a JSON object."""
+    path = path if isinstance(path, Path) else cache_dir() / path
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_json(path, data: dict, sort_keys: bool = False) -> bool:
+    """Write ``data`` to the JSON file ``path`` (as read_json) atomically: a temporary file in
+    the same folder, then a rename, so a concurrent reader sees the old or the new file, never
+    half of one. Returns False (and writes nothing) when the folder is not writable."""
+    path = path if isinstance(path, Path) else cache_dir() / path
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=sort_keys))
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        return False
+
+
+def device_key(dev) -> str:
+    """'platform | device | driver version': the key of a device's tuned entries."""
+    d = dev.cl_device
+    return f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+
+
+@contextlib.contextmanager
+def flags(**settings):
+    """Set clgrad.backends settings (``conv_algorithm``, ``conv_implicit_variant``,
+    ``conv_workspace_limit``) for a ``with`` block; the previous values come back on exit.
+
+    Raises:  AttributeError for a name clgrad.backends does not have."""
+    from clgrad import backends
+    for name in settings:
+        if name.startswith("_") or not hasattr(backends, name):
+            raise AttributeError(f"flags: clgrad.backends has no setting {name!r}")
+    saved = {name: getattr(backends, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            setattr(backends, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(backends, name, value)

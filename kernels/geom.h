@@ -1,0 +1,13 @@
+// kernels/geom.h — the by-value geometry structs of the pooling and resampling kernels
+// (host mirrors: clgrad/kernel_structs.py, GEOM_T and UGEOM_T; sizes checked against the
+// device by tests/test_kernel_structs.py).
+#ifndef CLGRAD_GEOM_H
+#define CLGRAD_GEOM_H
+
+// pool.cl: input N, C, H, W; output OH, OW; kernel kH, kW; stride sH, sW; padding pH, pW;
+// dilation dH, dW.
+typedef struct { long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw; } geom_t;
+// upsample.cl: input n, c, h, w; output oh, ow.
+typedef struct { long n, c, h, w, oh, ow; } ugeom_t;
+
+#endif

@@ -1,0 +1,154 @@
+"""The package faces (clgrad, clgrad.nn.functional, Tensor's methods): every public name is in
+``__all__`` (Tensor's methods: ``_tensor_methods.METHODS``), and every public function given a
+NumPy array where PyTorch requires a Tensor raises PyTorch's TypeError, naming the argument as
+PyTorch does
+(``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray``)."""
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad._tensor_methods as methods
+import clgrad.nn.functional as F
+
+FACES = {"clgrad": clgrad, "clgrad.nn.functional": F}
+
+# Public functions that take no Tensor (creation, seeds, devices, serialization, grad mode):
+# PyTorch raises no "must be Tensor" for them either.
+NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
+             "linspace", "eye", "rand", "randn", "randint", "randperm", "manual_seed",
+             "initial_seed", "seed", "normal", "is_tensor", "devices", "default_device",
+             "set_default_device", "synchronize", "memory_allocated", "save", "load", "einsum",
+             "is_grad_enabled", "are_deterministic_algorithms_enabled", "compile",
+             "get_default_dtype", "get_float32_matmul_precision", "get_num_threads",
+             "get_rng_state", "is_autocast_enabled", "set_float32_matmul_precision",
+             "set_num_threads", "use_deterministic_algorithms"}
+# Merged from h4 (issue 22) with the faces rebuilt: their argument checks are not yet PyTorch's
+# (unannotated or variadic Tensor parameters). Listed so the gap stays visible; to be fixed by
+# annotating the ops (then delete the name here).
+PENDING = {"atan2", "arctan2", "broadcast_tensors", "meshgrid", "repeat_interleave",
+           "set_rng_state", "scaled_dot_product_attention"}
+# torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
+# true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
+DOC_DIFFERS = {"true_divide"}
+# PyTorch's name of the first Tensor argument where it is not 'input'.
+FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "tensors",
+         "stack": "tensors", "one_hot": "tensor", "numel": "input"}
+# A second Tensor argument: (name in PyTorch, position) for ops that take two.
+SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
+          "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",
+          "le": "other", "gt": "other", "ge": "other", "logical_and": "other",
+          "logical_or": "other", "remainder": "other", "matmul": "other", "mm": "mat2",
+          "bmm": "mat2", "dot": "tensor", "isclose": "other", "allclose": "other",
+          "equal": "other", "masked_fill": "mask", "linear": "weight", "conv1d": "weight",
+          "conv2d": "weight", "conv_transpose1d": "weight", "conv_transpose2d": "weight",
+          "prelu": "weight", "embedding": "weight", "cross_entropy": "target",
+          "nll_loss": "target", "mse_loss": "target", "l1_loss": "target",
+          "smooth_l1_loss": "target", "huber_loss": "target", "binary_cross_entropy": "target",
+          "binary_cross_entropy_with_logits": "target", "kl_div": "target"}
+# Tensor methods taking a Tensor argument: (PyTorch's name, position after self).
+METHOD_ARGS = {"add": ("other", 1), "sub": ("other", 1), "mul": ("other", 1),
+               "div": ("other", 1), "maximum": ("other", 1), "minimum": ("other", 1),
+               "eq": ("other", 1), "lt": ("other", 1), "logical_and": ("other", 1),
+               "matmul": ("other", 1), "mm": ("mat2", 1), "dot": ("tensor", 1),
+               "isclose": ("other", 1), "equal": ("other", 1), "masked_fill": ("mask", 1),
+               "index_select": ("index", 2), "gather": ("index", 2),
+               "scatter_add": ("index", 2)}
+
+
+def _public_functions():
+    for face, mod in FACES.items():
+        for name in mod.__all__:
+            if inspect.isfunction(getattr(mod, name)) and name not in NO_TENSOR:
+                marks = [pytest.mark.xfail(reason="h4's op: checks pending", strict=True)] \
+                    if name in PENDING else []
+                yield pytest.param(mod, name, id=f"{face}.{name}", marks=marks)
+
+
+def _message(fn, arg, pos, what="Tensor"):
+    return rf"^{re.escape(fn.__name__)}\(\): argument '{arg}' \(position {pos}\) must be " \
+           rf"{what}, not numpy\.ndarray$"
+
+
+@pytest.mark.parametrize("face", [clgrad, F, methods], ids=lambda m: m.__name__)
+def test_all_lists_exactly_the_public_names(face):
+    listed = face.METHODS if face is methods else face.__all__
+    names = set(listed)
+    assert len(names) == len(listed), "a name twice in __all__"
+    if face is methods:
+        assert all(hasattr(clgrad.Tensor, n) for n in names)
+        return
+    assert all(hasattr(face, n) for n in names)
+    public = {k for k, v in vars(face).items() if not k.startswith("_") and (
+        callable(v) or inspect.ismodule(v)) and k not in ("annotations", "Tensor")}
+    if face is clgrad:  # the submodules every package has (clgrad.ops, clgrad.creation...)
+        public = {k for k in public if not (inspect.ismodule(getattr(face, k)) and
+                                            getattr(face, k).__name__.startswith("clgrad."))}
+        public |= {n for n in names if inspect.ismodule(getattr(face, n))}
+    assert public <= names, f"public but not in __all__: {sorted(public - names)}"
+
+
+@pytest.mark.parametrize("mod, name", list(_public_functions()))
+def test_a_numpy_array_for_the_first_tensor_raises_pytorchs_type_error(mod, name):
+    fn = getattr(mod, name)
+    arg = FIRST.get(name, "input")
+    what = "tuple of Tensors" if arg == "tensors" else "Tensor"
+    with pytest.raises(TypeError, match=_message(fn, arg, 1, what)):
+        fn(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("mod, name", [p for p in _public_functions()
+                                       if p.values[1] in SECOND])
+def test_a_numpy_array_for_the_second_tensor_raises_pytorchs_type_error(mod, name):
+    fn = getattr(mod, name)
+    with pytest.raises(TypeError, match=_message(fn, SECOND[name], 2)):
+        fn(clgrad.ones(2, 3), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_ARGS))
+def test_tensor_methods_name_the_argument_as_pytorch(name):
+    arg, pos = METHOD_ARGS[name]
+    assert name in methods.METHODS
+    args = (0,) * (pos - 1) + (np.ones((2, 3)),)
+    with pytest.raises(TypeError, match=_message(getattr(clgrad.Tensor, name), arg, pos)):
+        getattr(clgrad.ones(2, 3), name)(*args)
+
+
+def test_numbers_stay_accepted_where_pytorch_takes_a_scalar():
+    t = clgrad.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(clgrad.add(t, 2).numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(clgrad.where(t > 1, t, 0.0).numpy(), [0.0, 2.0])
+    np.testing.assert_array_equal(t.mul(3).numpy(), [3.0, 6.0])
+    assert clgrad.roll(t, 1).numpy().tolist() == [2.0, 1.0]
+
+
+def test_the_names_agree_with_torchs_signatures():
+    """FIRST/SECOND/METHOD_ARGS and the 'input' default are PyTorch's own parameter names."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as TF
+
+    def names(tfn, name):
+        try:
+            return list(inspect.signature(tfn).parameters)
+        except (TypeError, ValueError):
+            m = re.search(rf"^\s*{name}\((.*?)\)", tfn.__doc__ or "", re.M)
+            return [a.strip().split("=")[0].split(":")[0].strip(" *")
+                    for a in m.group(1).split(",")] if m else None
+    checked = 0
+    for face, tmod in ((clgrad, torch), (F, TF)):
+        for name in face.__all__:
+            fn = getattr(face, name)
+            tfn = getattr(tmod, name, None)
+            if not inspect.isfunction(fn) or name in NO_TENSOR | PENDING | DOC_DIFFERS or \
+                    tfn is None:
+                continue
+            got = names(tfn, name)
+            if not got or got[0] in ("args", "self"):
+                continue
+            assert got[0] == FIRST.get(name, "input"), name
+            if name in SECOND:
+                assert got[1] == SECOND[name], name
+            checked += 1
+    assert checked > 100
