@@ -187,8 +187,8 @@ def test_super_resolution_init_is_orthogonal_with_relu_gain(programs):
 
 def test_super_resolution_checkpoint_saves_the_whole_module(programs, monkeypatch, capsys):
     """The example's checkpoint(): torch.save(model, path), a whole module, read back with
-    torch.load(path, weights_only=False) once its class is importable and allowed (the program's module is
-    registered in sys.modules, as a script's __main__ would be)."""
+    torch.load(path, weights_only=False) once its class is importable and allowed (the
+    program's module is registered in sys.modules, as a script's __main__ would be)."""
     import sys
 
     prog = load_program("super_resolution")
