@@ -30,6 +30,7 @@ PROGRAMS = Path(__file__).parent / "programs"
 _IMPORTS = [
     (re.compile(r"^import torch$", re.M), "import clgrad as torch"),
     (re.compile(r"^import torch\.([\w.]+) as (\w+)$", re.M), r"import clgrad.\1 as \2"),
+    (re.compile(r"^import torch\.([\w.]+)$", re.M), r"import clgrad.\1"),  # binds `clgrad`
     (re.compile(r"^from torch\.([\w.]+) import ", re.M), r"from clgrad.\1 import "),
     (re.compile(r"^from torch import ", re.M), "from clgrad import "),
 ]

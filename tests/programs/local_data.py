@@ -10,7 +10,8 @@ Only NumPy: the same arrays feed the program under clgrad and under PyTorch.
                         int64 labels
     cifar_like(train)   3x32x32 float32 images from the digits (a 4x4 repeat, one colour tint
                         per class, plus seeded noise), normalised to [-1, 1]; int64 labels
-Both use a fixed stratified split (every 5th sample of the digits is test), and `n` keeps the
+    digits16(train)     the digits at 16x16 (a 2x2 repeat) in [-1, 1], one channel
+All use a fixed stratified split (every 5th sample of the digits is test), and `n` keeps the
 first n samples (the programs stay small).
 """
 import gzip
@@ -51,3 +52,11 @@ def cifar_like(train=True, n=None):
     x = np.clip(x + noise.astype(np.float32), 0, 1)
     x = ((x - np.float32(0.5)) / np.float32(0.5)).astype(np.float32)
     return x[:n], labels[:n]
+
+
+def digits16(train=True, n=None):
+    """(N, 1, 16, 16) float32 digits (each 8x8 pixel repeated 2x2) in [-1, 1], the range a
+    Tanh generator produces (DCGAN's transforms.Normalize((0.5,), (0.5,))); int64 labels."""
+    images, labels = _digits(train)
+    big = np.kron(images, np.ones((2, 2), np.float32))[:, None]
+    return ((big - np.float32(0.5)) / np.float32(0.5)).astype(np.float32)[:n], labels[:n]
