@@ -34,12 +34,15 @@ def get_rng_state():
 def set_rng_state(new_state) -> None:
     """Restore the global generator from a get_rng_state() tensor.
 
-    Raises: TypeError for a non-uint8 tensor; RuntimeError for one of another size
+    Raises: TypeError for a non-Tensor or a non-uint8 tensor (PyTorch's messages);
+            RuntimeError for one of another size
     """
+    from clgrad.ops._util import _type_name
     from clgrad.tensor import Tensor
-    if not isinstance(new_state, Tensor) or new_state.dtype.name != "uint8":
-        raise TypeError(f"set_rng_state: expected a uint8 tensor from get_rng_state(), got "
-                        f"{getattr(new_state, 'dtype', type(new_state).__name__)}")
+    if not isinstance(new_state, Tensor):
+        raise TypeError(f"expected a torch.ByteTensor, but got {_type_name(new_state)}")
+    if new_state.dtype.name != "uint8":
+        raise TypeError("RNG state must be a torch.ByteTensor")
     raw = bytes(new_state.numpy().reshape(-1))
     if len(raw) != _STATE_BYTES:
         raise RuntimeError(f"set_rng_state: expected a state of {_STATE_BYTES} bytes (clgrad's "

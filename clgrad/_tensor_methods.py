@@ -25,6 +25,7 @@ from clgrad.ops import reduce as rd
 from clgrad.ops import scan as sc
 from clgrad.ops import sort as so
 from clgrad.ops import views as vw
+from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.tensor import Tensor
 
 
@@ -122,9 +123,12 @@ for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.n
             ew.square, ew.reciprocal, ew.sign, ew.floor, ew.ceil, ew.round, ew.eq, ew.ne,
             ew.lt, ew.le, ew.gt, ew.ge, ew.logical_not, ew.logical_and, ew.logical_or,
             ew.clamp, ew.contiguous, ew.clone, ew.remainder, ew.masked_fill, ip.copy_, ip.fill_,
-            nu.isnan, nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal):
+            nu.isnan, nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal,
+            ew.log1p, ew.expm1, ew.atan2, cp.addcmul, cp.addcdiv, cp.lerp,
+            cp.logical_xor, cp.erf):
     _method(_fn)
 Tensor.clip = ew.clamp
+_method(ew.atan2, "arctan2")
 Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
 Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
 Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
@@ -132,18 +136,21 @@ Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
 # -- reduce, scan, sort -----------------------------------------------------------------------
 for _fn in (rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
             rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm, rd.any, rd.all,
-            rd.count_nonzero, sc.cumsum, sc.cumprod, so.sort, so.argsort, so.topk, so.unique):
+            rd.count_nonzero, rd.nansum, rd.nanmean, sc.cumsum, sc.cumprod, sc.cummax,
+            sc.cummin, sc.diff, so.sort, so.argsort, so.topk, so.unique, so.median, so.kthvalue):
     _method(_fn)
 Tensor.msort = lambda self: so.sort(self, 0).values
 
 # -- linalg -----------------------------------------------------------------------------------
-for _fn in (mm.matmul, mm.mm, mm.bmm, mm.dot):
+for _fn in (mm.matmul, mm.mm, mm.bmm, mm.dot, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer):
     _method(_fn)
+Tensor.ger = cp.outer
 
 # -- views ------------------------------------------------------------------------------------
 for _fn in (vw.narrow, vw.select, vw.view, vw.reshape, vw.permute, vw.transpose, vw.t,
             vw.expand, vw.unsqueeze, vw.squeeze, vw.flatten, vw.unflatten, vw.split, vw.chunk,
-            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim, vw.flip, vw.repeat):
+            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim, vw.flip, vw.repeat,
+            cp.tile, cp.repeat_interleave):
     _method(_fn)
 Tensor.expand_as = lambda self, other: vw.expand(self, other.shape)
 Tensor.view_as = lambda self, other: vw.view(self, other.shape)
@@ -155,7 +162,8 @@ Tensor.ravel = lambda self: vw.reshape(self, -1)
 
 # -- index ------------------------------------------------------------------------------------
 for _fn in (ix.index_select, ix.gather, ix.scatter_add, ix.scatter, ix.roll, ix.tril, ix.triu,
-            ix.nonzero, ix.argwhere, aix.index_put_, aix.index_put):
+            ix.nonzero, ix.argwhere, aix.index_put_, aix.index_put, ix.index_add,
+            cp.masked_select):
     _method(_fn)
 
 # -- random -----------------------------------------------------------------------------------
@@ -164,6 +172,8 @@ for _fn in (rn.normal_, rn.uniform_, rn.exponential_, rn.bernoulli_, rn.bernoull
 
 # -- conversions ------------------------------------------------------------------------------
 Tensor.to = _to
+Tensor.is_xpu = property(lambda self: False, doc="False: clgrad has no Intel XPU tensors.")
+Tensor.is_mps = property(lambda self: False, doc="False: clgrad has no Apple MPS tensors.")
 
 
 def _assign_data(self, value):
@@ -226,6 +236,42 @@ Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
 Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)
 
+
+def _deepcopy(self, memo):
+    """``copy.deepcopy`` (so ``copy.deepcopy(model)`` works, as in PyTorch): a tensor of the
+    same type, shape, strides and offset over a copy of the storage (copied once per deepcopy
+    call, so views of one storage stay views of one new storage), with requires_grad and a
+    deep copy of ``.grad``.
+
+    Raises:  RuntimeError for a tensor that is not a graph leaf (PyTorch's rule)
+    """
+    import copy
+    if id(self) in memo:
+        return memo[id(self)]
+    if self._grad_fn is not None:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                           "the deepcopy protocol at the moment")
+    st = memo.get(id(self._storage))
+    if st is None:
+        whole = Tensor(self._storage, (self._storage.size,), (1,), 0)
+        with autograd.no_grad():
+            st = ew.contiguous(whole, force_copy=True)._storage
+        memo[id(self._storage)] = st
+        copy._keep_alive(self._storage, memo)  # its id must not be reused during this copy
+    base = copy.deepcopy(self._base, memo) if self._base is not None else None
+    new = type(self).__new__(type(self))
+    Tensor.__init__(new, st, self._shape, self._strides, self._offset, base=base)
+    if self.requires_grad:
+        new.requires_grad_(True)
+    if self._grad is not None:
+        new._grad = copy.deepcopy(self._grad, memo)
+    memo[id(self)] = new
+    return new
+
+
+Tensor.__deepcopy__ = _deepcopy
+
+
 # -- in-place variants ------------------------------------------------------------------------
 Tensor.zero_ = lambda self: ip.fill_(self, 0)
 for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
@@ -233,8 +279,13 @@ for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.di
     _method(_inplace_binary(_fn, _name), _name)
 for _name, _fn in {"clamp_": ew.clamp, "relu_": ew.relu, "neg_": ew.neg, "exp_": ew.exp,
                    "log_": ew.log, "sqrt_": ew.sqrt, "abs_": ew.abs, "tanh_": ew.tanh,
-                   "sigmoid_": ew.sigmoid, "clip_": ew.clamp}.items():
+                   "sigmoid_": ew.sigmoid, "clip_": ew.clamp, "log1p_": ew.log1p,
+                   "expm1_": ew.expm1, "erf_": cp.erf}.items():
     _method(_inplace_unary(_fn, _name), _name)
+for _name, _fn in {"atan2_": ew.atan2, "arctan2_": ew.atan2, "addcmul_": cp.addcmul,
+                   "addcdiv_": cp.addcdiv, "lerp_": cp.lerp, "addmm_": cp.addmm,
+                   "baddbmm_": cp.baddbmm, "logical_xor_": cp.logical_xor}.items():
+    _method(_inplace_binary(_fn, _name), _name)
 Tensor.__iadd__ = Tensor.add_
 Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
@@ -280,22 +331,6 @@ for _name, _fn in {"nan_to_num_": nu.nan_to_num,
 Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
 
 
-# -- autograd ---------------------------------------------------------------------------------
-Tensor.register_hook = autograd.register_hook
-Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
-
-
-# -- h4 (issue 22): log1p, expm1, atan2, diff, median, kthvalue, cummax/cummin, nansum/nanmean,
-# index_add; is_xpu / is_mps ---------------------------------------------------------------
-for _fn in (ew.log1p, ew.expm1, ew.atan2, ew.arctan2, sc.diff, sc.cummax, sc.cummin,
-            so.median, so.kthvalue, rd.nansum, rd.nanmean, ix.index_add):
-    _method(_fn)
-for _name, _fn in {"log1p_": ew.log1p, "expm1_": ew.expm1}.items():
-    _method(_inplace_unary(_fn, _name), _name)
-for _name, _fn in {"atan2_": ew.atan2, "arctan2_": ew.atan2}.items():
-    _method(_inplace_binary(_fn, _name), _name)
-
-
 def _index_add_(self, dim, index, source, alpha=1):
     """In-place ``index_add``: ``self.select(dim, index[i]) += alpha * source.select(dim, i)``;
     returns self (autograd as for other in-place writes)."""
@@ -304,8 +339,6 @@ def _index_add_(self, dim, index, source, alpha=1):
 
 
 Tensor.index_add_ = _index_add_
-Tensor.is_xpu = property(lambda self: False, doc="False: clgrad has no Intel XPU tensors.")
-Tensor.is_mps = property(lambda self: False, doc="False: clgrad has no Apple MPS tensors.")
 
 
 def _resize_(self, *sizes):
@@ -346,52 +379,10 @@ def _resize_(self, *sizes):
 Tensor.resize_ = _resize_
 Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
 
-# -- h4 (issue 22): composites (clgrad/ops/composite.py) -------------------------------------
 
-for _fn in (cp.addcmul, cp.addcdiv, cp.lerp, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer,
-            cp.tile, cp.repeat_interleave, cp.masked_select, cp.logical_xor, cp.erf):
-    _method(_fn)
-for _name, _fn in {"addcmul_": cp.addcmul, "addcdiv_": cp.addcdiv, "lerp_": cp.lerp,
-                   "addmm_": cp.addmm, "baddbmm_": cp.baddbmm, "logical_xor_": cp.logical_xor,
-                   "erf_": cp.erf}.items():
-    _method(_inplace_binary(_fn, _name) if _name != "erf_" else _inplace_unary(_fn, _name),
-            _name)
-Tensor.ger = cp.outer
-
-
-def _deepcopy(self, memo):
-    """``copy.deepcopy`` (so ``copy.deepcopy(model)`` works, as in PyTorch): a tensor of the
-    same type, shape, strides and offset over a copy of the storage (copied once per deepcopy
-    call, so views of one storage stay views of one new storage), with requires_grad and a
-    deep copy of ``.grad``.
-
-    Raises:  RuntimeError for a tensor that is not a graph leaf (PyTorch's rule)
-    """
-    import copy
-    if id(self) in memo:
-        return memo[id(self)]
-    if self._grad_fn is not None:
-        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
-                           "the deepcopy protocol at the moment")
-    st = memo.get(id(self._storage))
-    if st is None:
-        whole = Tensor(self._storage, (self._storage.size,), (1,), 0)
-        with autograd.no_grad():
-            st = ew.contiguous(whole, force_copy=True)._storage
-        memo[id(self._storage)] = st
-        copy._keep_alive(self._storage, memo)  # its id must not be reused during this copy
-    base = copy.deepcopy(self._base, memo) if self._base is not None else None
-    new = type(self).__new__(type(self))
-    Tensor.__init__(new, st, self._shape, self._strides, self._offset, base=base)
-    if self.requires_grad:
-        new.requires_grad_(True)
-    if self._grad is not None:
-        new._grad = copy.deepcopy(self._grad, memo)
-    memo[id(self)] = new
-    return new
-
-
-Tensor.__deepcopy__ = _deepcopy
+# -- autograd ---------------------------------------------------------------------------------
+Tensor.register_hook = autograd.register_hook
+Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
 
 
 # -- integer arithmetic and bitwise ops: exact // % fmod, & | ^ ~ << >> ---------------------
@@ -416,31 +407,35 @@ Tensor.__ipow__ = Tensor.pow_
 
 # -- the methods bound here (sorted), then, last, the argument check --------------------------
 __all__: list = []  # nothing to import from here: the methods live on Tensor
-METHODS = ["abs", "abs_", "add", "add_", "all", "allclose", "amax", "amin", "any", "argmax",
-           "argmin", "argsort", "argwhere", "as_strided", "backward", "bernoulli", "bernoulli_",
-           "bitwise_and", "bitwise_and_", "bitwise_left_shift", "bitwise_left_shift_",
-           "bitwise_not", "bitwise_not_", "bitwise_or", "bitwise_or_", "bitwise_right_shift",
-           "bitwise_right_shift_", "bitwise_xor", "bitwise_xor_", "bmm", "bool", "byte", "ceil",
-           "char", "chunk", "clamp", "clamp_", "clamp_max", "clamp_max_", "clamp_min",
-           "clamp_min_", "clip", "clip_", "clone", "contiguous", "copy_", "cos", "count_nonzero",
-           "cumprod", "cumsum", "cumsum_", "data", "diagonal", "div", "div_", "divide", "divide_",
-           "dot", "double", "eq", "equal", "exp", "exp_", "expand", "expand_as", "exponential_",
-           "fill_", "flatten", "flip", "float", "floor", "floor_divide", "floor_divide_", "fmod",
-           "fmod_", "gather", "ge", "gt", "half", "index_put", "index_put_", "index_select", "int",
-           "isclose", "isfinite", "isinf", "isnan", "le", "log", "log_", "log_softmax",
-           "logical_and", "logical_not", "logical_or", "logsumexp", "long", "lt", "masked_fill",
-           "masked_fill_", "matmul", "max", "maximum", "maximum_", "mean", "min", "minimum",
-           "minimum_", "mm", "movedim", "msort", "mT", "mul", "mul_", "nan_to_num", "nan_to_num_",
-           "narrow", "ne", "neg", "neg_", "new_empty", "new_full", "new_ones", "new_tensor",
-           "new_zeros", "nonzero", "norm", "normal_", "permute", "pow", "pow_", "prod", "ravel",
-           "reciprocal", "register_hook", "register_post_accumulate_grad_hook", "relu", "relu_",
-           "remainder", "remainder_", "repeat", "reshape", "reshape_as", "roll", "round", "rsqrt",
-           "scatter", "scatter_", "scatter_add", "scatter_add_", "select", "short", "sigmoid",
-           "sigmoid_", "sign", "sin", "softmax", "sort", "split", "sqrt", "sqrt_", "square",
-           "squeeze", "std", "sub", "sub_", "sum", "swapaxes", "T", "t", "tanh", "tanh_", "to",
-           "topk", "transpose", "tril", "tril_", "triu", "triu_", "true_divide", "true_divide_",
-           "type", "type_as", "unbind", "unflatten", "unfold", "uniform_", "unique", "unsqueeze",
-           "var", "view", "view_as", "where", "zero_"]
+METHODS = ["abs", "abs_", "add", "add_", "addcdiv", "addcdiv_", "addcmul", "addcmul_", "addmm",
+           "addmm_", "addmv", "all", "allclose", "amax", "amin", "any", "arctan2", "arctan2_",
+           "argmax", "argmin", "argsort", "argwhere", "as_strided", "atan2", "atan2_", "backward",
+           "baddbmm", "baddbmm_", "bernoulli", "bernoulli_", "bitwise_and", "bitwise_and_",
+           "bitwise_left_shift", "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or",
+           "bitwise_or_", "bitwise_right_shift", "bitwise_right_shift_", "bitwise_xor",
+           "bitwise_xor_", "bmm", "bool", "byte", "ceil", "char", "chunk", "clamp", "clamp_",
+           "clamp_max", "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "clone",
+           "contiguous", "copy_", "cos", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum",
+           "cumsum_", "data", "diagonal", "diff", "div", "div_", "divide", "divide_", "dot",
+           "double", "eq", "equal", "erf", "erf_", "exp", "exp_", "expand", "expand_as", "expm1",
+           "expm1_", "exponential_", "fill_", "flatten", "flip", "float", "floor", "floor_divide",
+           "floor_divide_", "fmod", "fmod_", "gather", "ge", "ger", "gt", "half", "index_add",
+           "index_add_", "index_put", "index_put_", "index_select", "int", "is_mps", "is_xpu",
+           "isclose", "isfinite", "isinf", "isnan", "kthvalue", "le", "lerp", "lerp_", "log",
+           "log1p", "log1p_", "log_", "log_softmax", "logical_and", "logical_not", "logical_or",
+           "logical_xor", "logical_xor_", "logsumexp", "long", "lt", "masked_fill", "masked_fill_",
+           "masked_select", "matmul", "max", "maximum", "maximum_", "mean", "median", "min",
+           "minimum", "minimum_", "mm", "movedim", "msort", "mT", "mul", "mul_", "mv", "nan_to_num",
+           "nan_to_num_", "nanmean", "nansum", "narrow", "ne", "neg", "neg_", "new_empty",
+           "new_full", "new_ones", "new_tensor", "new_zeros", "nonzero", "norm", "normal_", "outer",
+           "permute", "pow", "pow_", "prod", "ravel", "reciprocal", "register_hook",
+           "register_post_accumulate_grad_hook", "relu", "relu_", "remainder", "remainder_",
+           "repeat", "repeat_interleave", "reshape", "reshape_as", "resize_", "resize_as_", "roll",
+           "round", "rsqrt", "scatter", "scatter_", "scatter_add", "scatter_add_", "select",
+           "short", "sigmoid", "sigmoid_", "sign", "sin", "softmax", "sort", "split", "sqrt",
+           "sqrt_", "square", "squeeze", "std", "sub", "sub_", "sum", "swapaxes", "T", "t", "tanh",
+           "tanh_", "tile", "to", "topk", "transpose", "tril", "tril_", "triu", "triu_",
+           "true_divide", "true_divide_", "type", "type_as", "unbind", "unflatten", "unfold",
+           "uniform_", "unique", "unsqueeze", "var", "view", "view_as", "where", "zero_"]
 
-from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)

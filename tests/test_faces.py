@@ -26,17 +26,21 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "get_rng_state", "is_autocast_enabled", "set_float32_matmul_precision",
              "set_num_threads", "use_deterministic_algorithms", "set_printoptions",
              "get_printoptions", "printoptions"}
-# Merged from h4 (issue 22) with the faces rebuilt: their argument checks are not yet PyTorch's
-# (unannotated or variadic Tensor parameters). Listed so the gap stays visible; to be fixed by
-# annotating the ops (then delete the name here).
-PENDING = {"atan2", "arctan2", "broadcast_tensors", "meshgrid", "repeat_interleave",
-           "set_rng_state", "scaled_dot_product_attention"}
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
-DOC_DIFFERS = {"true_divide"}
+# repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
+DOC_DIFFERS = {"true_divide", "repeat_interleave"}
+# Ops whose TypeError for a NumPy array as first argument is not the "argument ... must be"
+# form: PyTorch's own message (torch 2.x, checked against the installed torch below).
+OWN_MESSAGE = {
+    "broadcast_tensors": r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$",
+    "meshgrid": r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$",
+    "set_rng_state": r"^expected a torch\.ByteTensor, but got numpy\.ndarray$"}
 # PyTorch's name of the first Tensor argument where it is not 'input'.
 FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "tensors",
-         "stack": "tensors", "one_hot": "tensor", "numel": "input"}
+         "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
+         "scaled_dot_product_attention": "query", "broadcast_tensors": "tensors",
+         "meshgrid": "tensors", "set_rng_state": "new_state"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",
@@ -48,7 +52,8 @@ SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow":
           "prelu": "weight", "embedding": "weight", "cross_entropy": "target",
           "nll_loss": "target", "mse_loss": "target", "l1_loss": "target",
           "smooth_l1_loss": "target", "huber_loss": "target", "binary_cross_entropy": "target",
-          "binary_cross_entropy_with_logits": "target", "kl_div": "target"}
+          "binary_cross_entropy_with_logits": "target", "kl_div": "target", "atan2": "other",
+          "arctan2": "other", "scaled_dot_product_attention": "key"}
 # Tensor methods taking a Tensor argument: (PyTorch's name, position after self).
 METHOD_ARGS = {"add": ("other", 1), "sub": ("other", 1), "mul": ("other", 1),
                "div": ("other", 1), "maximum": ("other", 1), "minimum": ("other", 1),
@@ -56,16 +61,14 @@ METHOD_ARGS = {"add": ("other", 1), "sub": ("other", 1), "mul": ("other", 1),
                "matmul": ("other", 1), "mm": ("mat2", 1), "dot": ("tensor", 1),
                "isclose": ("other", 1), "equal": ("other", 1), "masked_fill": ("mask", 1),
                "index_select": ("index", 2), "gather": ("index", 2),
-               "scatter_add": ("index", 2)}
+               "scatter_add": ("index", 2), "atan2": ("other", 1), "arctan2": ("other", 1)}
 
 
 def _public_functions():
     for face, mod in FACES.items():
         for name in mod.__all__:
             if inspect.isfunction(getattr(mod, name)) and name not in NO_TENSOR:
-                marks = [pytest.mark.xfail(reason="h4's op: checks pending", strict=True)] \
-                    if name in PENDING else []
-                yield pytest.param(mod, name, id=f"{face}.{name}", marks=marks)
+                yield pytest.param(mod, name, id=f"{face}.{name}")
 
 
 def _message(fn, arg, pos, what="Tensor"):
@@ -96,7 +99,7 @@ def test_a_numpy_array_for_the_first_tensor_raises_pytorchs_type_error(mod, name
     fn = getattr(mod, name)
     arg = FIRST.get(name, "input")
     what = "tuple of Tensors" if arg == "tensors" else "Tensor"
-    with pytest.raises(TypeError, match=_message(fn, arg, 1, what)):
+    with pytest.raises(TypeError, match=OWN_MESSAGE.get(name) or _message(fn, arg, 1, what)):
         fn(np.ones((2, 3)))
 
 
@@ -142,7 +145,7 @@ def test_the_names_agree_with_torchs_signatures():
         for name in face.__all__:
             fn = getattr(face, name)
             tfn = getattr(tmod, name, None)
-            if not inspect.isfunction(fn) or name in NO_TENSOR | PENDING | DOC_DIFFERS or \
+            if not inspect.isfunction(fn) or name in NO_TENSOR | DOC_DIFFERS or \
                     tfn is None:
                 continue
             got = names(tfn, name)
@@ -153,3 +156,36 @@ def test_the_names_agree_with_torchs_signatures():
                 assert got[1] == SECOND[name], name
             checked += 1
     assert checked > 100
+
+
+def test_own_messages_are_torchs():
+    """OWN_MESSAGE is what the installed torch raises for the same call."""
+    torch = pytest.importorskip("torch")
+    for name, pattern in OWN_MESSAGE.items():
+        with pytest.raises(TypeError, match=pattern):
+            getattr(torch, name)(np.ones((2, 3)))
+    t, c = torch.ones(2), clgrad.ones(2)
+    for name in ("broadcast_tensors", "meshgrid"):
+        with pytest.raises(TypeError) as want:
+            getattr(torch, name)(t, np.ones(2))
+        with pytest.raises(TypeError, match=f"^{re.escape(str(want.value))}$"):
+            getattr(clgrad, name)(c, np.ones(2))
+    with pytest.raises(TypeError) as want:
+        torch.set_rng_state(torch.ones(3))
+    with pytest.raises(TypeError, match=f"^{re.escape(str(want.value))}$"):
+        clgrad.set_rng_state(clgrad.ones(3))
+
+
+def test_h4_ops_keep_their_values_behind_the_checks():
+    """The checked ops of issue 22 still compute: atan2 with a number (clgrad's extension; PyTorch
+    requires Tensors), Tensor.arctan2 (bound under its own name), repeat_interleave's forms."""
+    y, x = np.array([1.0, -2.0, 0.5]), np.array([3.0, 4.0, -1.0])
+    np.testing.assert_allclose(clgrad.atan2(clgrad.tensor(y), 0.5).numpy(),
+                               np.arctan2(y, 0.5), rtol=1e-6)
+    np.testing.assert_allclose(clgrad.tensor(y).arctan2(clgrad.tensor(x)).numpy(),
+                               np.arctan2(y, x), rtol=1e-6)
+    assert clgrad.repeat_interleave(clgrad.tensor([1, 2])).numpy().tolist() == [0, 1, 1]
+    assert clgrad.repeat_interleave(clgrad.tensor([5, 6]), 2).numpy().tolist() == [5, 5, 6, 6]
+    with pytest.raises(TypeError, match=r"^repeat_interleave\(\): argument 'input' \(position 1\)"
+                       r" must be Tensor, not numpy\.ndarray$"):
+        clgrad.repeat_interleave(np.ones(2), 2)

@@ -29,14 +29,18 @@ from clgrad.ops.reduce import normalize
 
 # -- activation -------------------------------------------------------------------------------
 from clgrad.ops.activation import (elu, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu,
-                                   mish, prelu, relu6, silu, softplus)
+                                   logsigmoid, mish, prelu, relu6, silu, softplus)
 from clgrad.ops.elementwise import sigmoid, tanh
 from clgrad.ops.loss import log_softmax, softmax
 
-# -- dropout, padding, views ------------------------------------------------------------------
+# -- attention --------------------------------------------------------------------------------
+from clgrad.ops.attention import scaled_dot_product_attention
+
+# -- dropout, padding, shuffles, views --------------------------------------------------------
 from clgrad.ops.dropout import dropout, dropout1d, dropout2d
 from clgrad.ops.padding import pad
 from clgrad.ops.views import flatten
+from clgrad.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 # -- loss -------------------------------------------------------------------------------------
 from clgrad.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
@@ -45,6 +49,9 @@ from clgrad.ops.loss import (binary_cross_entropy, binary_cross_entropy_with_log
 
 # -- index ------------------------------------------------------------------------------------
 from clgrad.ops.index import embedding, one_hot
+
+# -- the argument check, applied last (after __all__, below) ----------------------------------
+from clgrad.ops._util import check_tensor_args as _check_tensor_args
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -62,6 +69,7 @@ def relu(input: Tensor, inplace: bool = False):
 
 
 upsample = interpolate  # PyTorch's deprecated alias
+native_channel_shuffle = channel_shuffle
 
 __all__ = [
     # conv
@@ -76,8 +84,12 @@ __all__ = [
     # activation
     "relu", "relu6", "leaky_relu", "hardtanh", "gelu", "silu", "elu", "hardswish",
     "hardsigmoid", "softplus", "mish", "prelu", "sigmoid", "tanh", "softmax", "log_softmax",
-    # dropout, padding, views
-    "dropout", "dropout1d", "dropout2d", "pad", "flatten",
+    "logsigmoid",
+    # attention
+    "scaled_dot_product_attention",
+    # dropout, padding, shuffles, views
+    "dropout", "dropout1d", "dropout2d", "pad", "flatten", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle",
     # loss
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -85,15 +97,5 @@ __all__ = [
     "embedding", "one_hot",
 ]
 
-# -- h4 (issue 22): logsigmoid, pixel/channel shuffle, attention ----------------------------
-from clgrad.ops.activation import logsigmoid  # noqa: E402
-from clgrad.ops.attention import scaled_dot_product_attention  # noqa: E402
-from clgrad.ops.shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
-
-native_channel_shuffle = channel_shuffle
-__all__ += ["logsigmoid", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
-            "native_channel_shuffle", "scaled_dot_product_attention"]
-
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
-from clgrad.ops._util import check_tensor_args as _check_tensor_args  # noqa: E402
 _check_tensor_args(globals(), __name__)

@@ -178,6 +178,7 @@ def _flat_view(t: Tensor) -> bytes:
 # -- argument types at the public entry points ------------------------------------------------
 _ABSENT = object()
 _OPTIONAL = frozenset({"Tensor | None", "None | Tensor", "Optional[Tensor]"})
+_NUMBER_OK = frozenset({"Tensor | float", "float | Tensor"})  # a Tensor or a Python number
 # PyTorch's names for clgrad's parameter names: the default rule (x, a -> input; b -> other;
 # cond -> condition; probs -> input) and, per op, where PyTorch names a parameter otherwise.
 _TORCH_NAME = {"x": "input", "a": "input", "b": "other", "cond": "condition", "probs": "input"}
@@ -193,7 +194,8 @@ def tensor_params(fn, module: str = "") -> list:
     """The checked parameters of a public op: ``[(position, PyTorch's name, kind)]``, kind
     'tensor' (a Tensor), 'optional' (a Tensor or None), 'number' (a Tensor or a number) or
     'tensors' (a sequence of Tensors). Read from the signature: parameters annotated ``Tensor``
-    (``| None``, or a None default: optional), unannotated ``a``/``b`` (number), ``tensors``."""
+    (``| None``, or a None default: optional), unannotated ``a``/``b`` or annotated
+    ``Tensor | float`` (number), ``tensors``."""
     import inspect
     op = fn.__name__
     out = []
@@ -204,7 +206,7 @@ def tensor_params(fn, module: str = "") -> list:
             p.annotation, "__name__", "")
         if ann == "Tensor" or ann in _OPTIONAL:
             kind = "optional" if ann in _OPTIONAL or p.default is None else "tensor"
-        elif p.annotation is p.empty and name in _TENSOR_OR_NUMBER:
+        elif (p.annotation is p.empty and name in _TENSOR_OR_NUMBER) or ann in _NUMBER_OK:
             kind = "number"
         elif name == "tensors":
             kind = "tensors"

@@ -101,11 +101,24 @@ def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, corr
             rd.mean(input, dim, keepdim=keepdim))
 
 
-def broadcast_tensors(*tensors):
-    """The tensors expanded (stride-0 views, no copy) to their common broadcast shape.
-    Raises ValueError when the shapes do not broadcast."""
+def _tensor_seq(tensors) -> tuple:
+    """The Tensors of a ``*tensors`` op (one list or tuple of them also accepted). Raises
+    PyTorch's TypeError for an element that is not a Tensor."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            from clgrad.ops._util import _type_name
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{_type_name(t)}")
+    return tensors
+
+
+def broadcast_tensors(*tensors):
+    """The tensors expanded (stride-0 views, no copy) to their common broadcast shape.
+    Raises ValueError when the shapes do not broadcast; TypeError (PyTorch's message) for an
+    argument that is not a Tensor."""
+    tensors = _tensor_seq(tensors)
     shape = layout.broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
     return tuple(t.expand(shape) for t in tensors)
 
@@ -114,9 +127,8 @@ def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 1-D tensors: N tensors of shape (n1, ..., nN) ('ij', PyTorch's
     default) or with the first two dims swapped ('xy'); stride-0 views of the inputs.
     Raises RuntimeError for a tensor that is not 0-D or 1-D, ValueError for another
-    indexing."""
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
+    indexing, TypeError (PyTorch's message) for an argument that is not a Tensor."""
+    tensors = _tensor_seq(tensors)
     indexing = indexing or "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: expected indexing 'ij' or 'xy', got {indexing!r}")
@@ -148,9 +160,18 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None) -> Tensor
     1-D tensor of one count per element); no dim: of the flattened input. A single tensor
     argument ``repeat_interleave(counts)`` gives arange(len(counts)) repeated by counts.
     Grad: input (summed back over the copies). Counts are read on the host.
-    Raises RuntimeError for negative counts or a count tensor of the wrong length."""
+    Raises RuntimeError for negative counts or a count tensor of the wrong length; TypeError
+    (PyTorch's message) for an input that is not a Tensor ('repeats' in the one-argument form).
+    """
     from clgrad import creation
     from clgrad.ops import index as ix
+    if not isinstance(input, Tensor):
+        from clgrad.ops._util import _type_name
+        if repeats is None:
+            raise TypeError(f"repeat_interleave(): argument 'repeats' (position 1) must be "
+                            f"Tensor, not {_type_name(input)}")
+        raise TypeError(f"repeat_interleave(): argument 'input' (position 1) must be Tensor, "
+                        f"not {_type_name(input)}")
     if repeats is None:
         counts = input.numpy().astype(np.int64).reshape(-1)
         idx = np.repeat(np.arange(counts.size), counts)

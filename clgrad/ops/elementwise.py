@@ -624,14 +624,16 @@ expm1.__doc__ = """exp(x) - 1 elementwise, accurate for |x| << 1 (where exp(x) -
     """
 
 
-def atan2(input, other) -> Tensor:
+def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     """The angle of the point (other, input): atan2(input, other) elementwise, in [-pi, pi],
-    with broadcasting (PyTorch's torch.atan2 / arctan2; NumPy's arctan2).
+    with broadcasting (PyTorch's torch.atan2 / arctan2; NumPy's arctan2). Either may be a
+    Python number (PyTorch requires Tensors).
 
     Dtypes:  promoted as for div: integers give float32
     Grad:    input: g * other / (input^2 + other^2); other: -g * input / (input^2 + other^2)
              (NaN at the origin, as PyTorch's formula)
-    Raises:  ValueError when the shapes do not broadcast
+    Raises:  TypeError for an operand that is neither (PyTorch's message, from the public
+             entry); ValueError when the shapes do not broadcast
     Kernels: kernels/elementwise.cl :: atan2_op
     """
     a, b, dt, shape = _prep("atan2", input, other)
