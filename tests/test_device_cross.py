@@ -148,11 +148,18 @@ def test_optimizer_state_moves_with_load_state_dict():
     assert buf.device.opencl is a and buf.tolist() == [1.0, 1.0]
 
 
+def _pythonpath() -> str:
+    """The checkout first, then the caller's PYTHONPATH (where pyopencl may live, as on the
+    GPU machine's wheel folder)."""
+    return os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+
+
 def _run(code, as_gpu):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CLGRAD_TEST_AS_GPU=as_gpu)
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU=as_gpu)
     env.pop("CLGRAD_DEVICE", None)
     pre = ("import os, sys\n"
-           "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'], 'tests'))\n"
+           "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'].split(os.pathsep)[0], "
+           "'tests'))\n"
            "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n")
     r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
                        env=env, timeout=600, cwd=ROOT)
@@ -164,7 +171,7 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
     """Default device a "GPU" (PoCL here), "cpu" another device: the two torch_format tests
     that failed on the H200, plus moves and autograd between them."""
     _two_devices()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), CLGRAD_TEST_AS_GPU="pocl")
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU="pocl")
     env.pop("CLGRAD_DEVICE", None)
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                         "tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_"

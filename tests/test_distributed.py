@@ -31,12 +31,16 @@ def find_mpiexec():
     return shutil.which("mpiexec")
 
 
-def launcher(mpiexec, is_root=None):
+def launcher(mpiexec, is_root=None, has_rsh=None):
     """(argv prefix, extra environment) to start ranks with ``mpiexec``. Open MPI refuses to
-    run as root unless told (``--allow-run-as-root`` and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1)
-    and refuses more ranks than cores unless ``--oversubscribe``; MPICH's Hydra needs
-    neither."""
+    run as root unless told (``--allow-run-as-root`` and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1),
+    refuses more ranks than cores unless ``--oversubscribe``, and (4.x) stops before a local
+    launch when neither ssh nor rsh is installed (containers) unless its rsh launcher is
+    left out (OMPI_MCA_plm=^rsh: the local 'isolated' one starts the ranks); MPICH's Hydra
+    needs none of these."""
     is_root = os.geteuid() == 0 if is_root is None else is_root
+    if has_rsh is None:
+        has_rsh = bool(shutil.which("ssh") or shutil.which("rsh"))
     try:
         v = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
         text = v.stdout + v.stderr
@@ -44,10 +48,11 @@ def launcher(mpiexec, is_root=None):
         text = ""
     if "Open MPI" not in text and "OpenRTE" not in text:
         return [mpiexec], {}
+    extra = {} if has_rsh else {"OMPI_MCA_plm": "^rsh"}
     if not is_root:
-        return [mpiexec, "--oversubscribe"], {}
+        return [mpiexec, "--oversubscribe"], extra
     return ([mpiexec, "--oversubscribe", "--allow-run-as-root"],
-            {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+            {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", **extra})
 
 
 MPIEXEC = find_mpiexec()
@@ -81,12 +86,17 @@ def _fake_mpiexec(tmp_path, version_text):
 
 def test_launcher_passes_open_mpis_root_flags(tmp_path):
     fake = _fake_mpiexec(tmp_path, "mpiexec (Open MPI) 5.0.3")
-    argv, env = launcher(fake, is_root=True)
+    argv, env = launcher(fake, is_root=True, has_rsh=True)
     assert argv == [fake, "--oversubscribe", "--allow-run-as-root"]
     assert env == {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    assert launcher(fake, is_root=False) == ([fake, "--oversubscribe"], {})
+    assert launcher(fake, is_root=False, has_rsh=True) == ([fake, "--oversubscribe"], {})
     old = _fake_mpiexec(tmp_path, "mpiexec (OpenRTE) 4.1.2")
     assert launcher(old, is_root=True)[0][-1] == "--allow-run-as-root"
+    # a container without ssh/rsh (the H200 machine): Open MPI 4.1 stopped at "plm_rsh_agent:
+    # ssh : rsh ... could not be found" before starting two local ranks
+    assert launcher(old, is_root=False, has_rsh=False) == (
+        [old, "--oversubscribe"], {"OMPI_MCA_plm": "^rsh"})
+    assert launcher(old, is_root=True, has_rsh=False)[1]["OMPI_MCA_plm"] == "^rsh"
 
 
 def test_launcher_leaves_mpich_alone(tmp_path):

@@ -134,8 +134,10 @@ def test_dcgan_first_steps_match_pytorch(programs):
     for step in range(3):
         t = tp.train_step(tG, tD, *opts[0], torch.nn.BCELoss(), torch.from_numpy(real),
                           torch.from_numpy(noise), "cpu")
+        # the program's `device` is where its nets are: "cpu" in PyTorch, the default device
+        # here (a GPU on a GPU machine, where "cpu" would be another device)
         c = cp.train_step(cG, cD, *opts[1], clgrad.nn.BCELoss(), clgrad.from_numpy(real),
-                          clgrad.from_numpy(noise), "cpu")
+                          clgrad.from_numpy(noise), str(next(cD.parameters()).device))
         np.testing.assert_allclose(c, t, rtol=1e-5, err_msg=f"step {step}")
     _assert_same_state(tG, cG)
     _assert_same_state(tD, cD)
@@ -214,7 +216,9 @@ def test_super_resolution_first_steps_match_pytorch(programs):
     _compare_first_steps(
         "super_resolution", lambda p: p.Net(2, channels=(16, 16, 8)),
         (ds.tensors[0].numpy(), ds.tensors[1].numpy()),
-        loss=lambda p, F, out, t: p.nn.MSELoss()(out, t),
+        # the target in the output's dtype: the float64 reference run's MSELoss gets a float32
+        # target, which some torch builds (2.11 on the H200) refuse in backward
+        loss=lambda p, F, out, t: p.nn.MSELoss()(out, t.to(out.dtype)),
         optimizer=lambda optim, params: optim.Adam(params, lr=0.01),
         eval_mode=False, torch=torch)
 
@@ -233,7 +237,9 @@ def test_fast_neural_style_trains(programs, capsys):
     state = clgrad.load(str(programs / "epoch_3_style.model"))
     assert "in1.weight" in state and not any("running" in k for k in state)
     with clgrad.no_grad():
-        want = transformer(prog.images(1))[0].clamp(0, 255).numpy()
+        # the program ran on its `device` ("cpu" without --cuda): the images go there too
+        x = prog.images(1).to(next(transformer.parameters()).device)
+        want = transformer(x)[0].clamp(0, 255).numpy()
     np.testing.assert_allclose(image, want, rtol=1e-5, atol=1e-4)
     assert np.mean(history[-4:]) < 0.7 * np.mean(history[:4])   # clgrad: 2.5e6 -> 0.9e6
     assert image.shape == (3, 32, 32) and 0 <= image.min() and image.max() <= 255

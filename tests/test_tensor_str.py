@@ -67,7 +67,12 @@ def _ours(t):
 @pytest.mark.parametrize("name", list(CASES))
 def test_repr_matches_torch(name):
     want = repr(CASES[name](torch))
-    got = CASES[name](clgrad)
+    try:
+        got = CASES[name](clgrad)
+    except TypeError as e:  # float16 where the device lacks cl_khr_fp16 (NVIDIA's OpenCL)
+        if "cl_khr_fp16" not in str(e):
+            raise
+        pytest.skip(str(e))
     assert _ours(got) == want
     assert str(got).replace("clgrad.", "torch.") == str(CASES[name](torch))
 

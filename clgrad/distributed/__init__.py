@@ -15,8 +15,10 @@ launcher starts K unrelated one-process jobs):
   train.py``; Hydra needs no flags, as root too.
 - Open MPI: ``mpiexec -n 2 python train.py``; as root (most containers) it refuses to start
   unless given ``--allow-run-as-root`` (or ``OMPI_ALLOW_RUN_AS_ROOT=1
-  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` in the environment), and with more ranks than cores it
-  needs ``--oversubscribe``.
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` in the environment), with more ranks than cores it
+  needs ``--oversubscribe``, and in a container without ssh/rsh Open MPI 4 stops with
+  "plm_rsh_agent: ssh : rsh ... could not be found" even for local ranks unless its rsh
+  launcher is left out (``OMPI_MCA_plm=^rsh``).
 - Intel MPI, MVAPICH: their ``mpiexec``/``mpirun`` as documented; rank and size come from
   the launcher's environment (``launched_world_size``).
 
