@@ -224,7 +224,9 @@ def errors():
 
 
 def init_checks():
-    r = int(os.environ["PMI_RANK"])
+    # the launcher's rank: MPICH's Hydra (and Intel MPI) set PMI_RANK, Open MPI its own
+    r = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "-1")))
+    assert r in (0, 1), "no rank variable from the launcher (PMI_RANK, OMPI_COMM_WORLD_RANK)"
     expect(ValueError, ["world_size is 5 but MPI says 2"], dist.init_process_group, "mpi",
            world_size=5)
     os.environ["RANK"] = "7"
