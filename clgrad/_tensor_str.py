@@ -116,9 +116,11 @@ class _Formatter:
         self.max_width = max(self.max_width, max(widths))
 
     def width(self) -> int:
+        """Characters of the widest element seen (every element is padded to it)."""
         return self.max_width
 
     def format(self, value) -> str:
+        """``value`` as PyTorch prints it (precision, sci or int mode), right-aligned."""
         if self.floating_dtype:
             p = PRINT_OPTS.precision
             if self.sci_mode:

@@ -111,6 +111,7 @@ class _PoolHandle:
         self._pools: dict = {}
 
     def pool_for(self, dev):
+        """This graph pool's memory pool on OpenCL device ``dev`` (made on first use)."""
         p = self._pools.get(id(dev))
         if p is None:
             p = self._pools[id(dev)] = cl.tools.MemoryPool(

@@ -488,9 +488,11 @@ class _EpochLine:
         return False
 
     def update(self, n=1):
+        """Count ``n`` more items (tqdm's update)."""
         self.n += n
 
     def set_postfix(self, refresh=True, **values):
+        """Values shown after the count on the next line (tqdm's set_postfix)."""
         self.postfix = values
 
 

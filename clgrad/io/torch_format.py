@@ -446,9 +446,11 @@ class _Stub:
         pass
 
     def append(self, value):
+        """Ignore (a stub list of the counting pass)."""
         pass
 
     def extend(self, values):
+        """Ignore (a stub list of the counting pass)."""
         pass
 
 
