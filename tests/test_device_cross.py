@@ -7,6 +7,7 @@ cross-device tests run for real on them. The GPU-machine cases run in a subproce
 CLGRAD_TEST_AS_GPU (tests/conftest.py), which makes the runtime treat PoCL (or every device)
 as a GPU.
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -56,7 +57,6 @@ def test_second_device_reports_its_index():
 
 
 def test_to_other_device_records_autograd():
-    torch = pytest.importorskip("torch")
     a, b = _two_devices()
     xv = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
     x = clgrad.tensor(xv, device=a, requires_grad=True)
@@ -65,9 +65,7 @@ def test_to_other_device_records_autograd():
     assert "grad_fn=<ToCopyBackward0>" in repr(y)
     (y * y * y).sum().backward()
     assert x.grad.device == x.device
-    tx = torch.tensor(xv, requires_grad=True)
-    (tx * tx * tx).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * xv.astype(np.float64) ** 2, rtol=1e-6)
     z = clgrad.tensor(xv, device=b, requires_grad=True)  # .cpu() back to the first device
     w = z.cpu()
     assert w.device == clgrad.device("cpu") and w.grad_fn is not None
@@ -173,13 +171,14 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
     _two_devices()
     env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU="pocl")
     env.pop("CLGRAD_DEVICE", None)
+    tests = ["tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_clgrad_model",
+             "tests/test_torch_format.py::test_map_location_forms",
+             "tests/test_device_cross.py::test_to_other_device_records_autograd"]
+    if importlib.util.find_spec("torch"):  # test_tensor_str compares with torch's printing
+        tests.append("tests/test_tensor_str.py::test_gpu_tensors_show_their_device")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_"
-                        "clgrad_model", "tests/test_torch_format.py::test_map_location_forms",
-                        "tests/test_device_cross.py::test_to_other_device_records_autograd",
-                        "tests/test_tensor_str.py::test_gpu_tensors_show_their_device"],
-                       capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
-    assert r.returncode == 0 and "4 passed" in r.stdout, r.stdout + r.stderr
+                        *tests], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 0 and f"{len(tests)} passed" in r.stdout, r.stdout + r.stderr
     r = _run("import clgrad as torch\n"
              "x = torch.ones(2, 3, requires_grad=True)\n"
              "assert str(x.device) == 'cuda:0' and x.is_cuda and torch.cuda.is_available()\n"
