@@ -82,18 +82,22 @@ class Adam(Optimizer):
                 if commit:
                     for st in states:
                         st["step"] = t
-                beta1, beta2 = group["betas"]
-                lr = group["lr"]
-                return (tuple(scalar(dt, x) for x in (
-                    lr, beta1, beta2, group["eps"], group["weight_decay"],
-                    lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-                    + (np.int32(self._decoupled),
-                       scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+                return self._scalars(group, dt, t)
             launch_multi("adam_multi", ps,
                          lambda p, grads=grads: (grads[id(p)], self.state[p]["exp_avg"],
                                                  self.state[p]["exp_avg_sq"]), tail)
             bump_version(*ps, *(st[k] for st in states for k in ("exp_avg", "exp_avg_sq")))
         return rest
+
+    def _scalars(self, group: dict, dt, t: int) -> tuple:
+        """The scalar kernel arguments of step ``t`` (adam and adam_multi in optim.cl): lr,
+        betas, eps, weight decay, lr / (1 - beta1^t), sqrt(1 - beta2^t), decoupled, sign."""
+        beta1, beta2 = group["betas"]
+        lr = group["lr"]
+        return (tuple(scalar(dt, x) for x in (
+            lr, beta1, beta2, group["eps"], group["weight_decay"],
+            lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
+            + (np.int32(self._decoupled), scalar(dt, -1.0 if group.get("maximize") else 1.0)))
 
     @staticmethod
     def _init_state(p, state):
@@ -115,13 +119,7 @@ class Adam(Optimizer):
             t = state["step"] + 1
             if commit:
                 state["step"] = t
-            beta1, beta2 = group["betas"]
-            lr = group["lr"]
-            return (tuple(scalar(dt, x) for x in (
-                lr, beta1, beta2, group["eps"], group["weight_decay"],
-                lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-                + (np.int32(self._decoupled),
-                   scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+            return self._scalars(group, dt, t)
         launch_1d("optim.cl", "adam", d, p, bufs, _capture.dynamic(tail))
         bump_version(*bufs[1:])
 
