@@ -37,6 +37,24 @@ class Size(tuple):
         return layout.numel(self)
 
 
+# shape -> (Size, contiguous strides, numel) of fresh results (Tensor._empty), so an op's
+# output skips the int() conversions and stride math; keyed by the exact tuple of ints (a
+# tuple equal to one of other types, e.g. of NumPy ints, hashes equal and gives the same
+# geometry). Cleared when it grows past _CONTIG_MAX (programs with ever-changing shapes).
+_CONTIG: dict = {}
+_CONTIG_MAX = 4096
+_new = object.__new__
+
+
+def _contig_geometry(shape: tuple) -> tuple:
+    """(Size, strides, numel) of a contiguous ``shape`` (a tuple of ints), cached."""
+    geo = (Size(shape), layout.contiguous_strides(shape), layout.numel(shape))
+    if len(_CONTIG) >= _CONTIG_MAX:
+        _CONTIG.clear()
+    _CONTIG[shape] = geo
+    return geo
+
+
 class Storage:
     """One device buffer of ``size`` elements of ``dtype`` and a version counter.
 
@@ -106,10 +124,19 @@ class Tensor:
 
     @classmethod
     def _empty(cls, shape, dtype, device=None) -> "Tensor":
+        """A fresh contiguous root tensor of ``shape`` (ints, or anything ``int()`` takes)."""
         device = device or default_device()
-        shape = tuple(int(s) for s in shape)
-        st = Storage(layout.numel(shape), dtype, device)
-        return cls(st, shape, layout.contiguous_strides(shape), 0)
+        geo = _CONTIG.get(shape) if type(shape) is tuple or type(shape) is Size else None
+        if geo is None:
+            geo = _contig_geometry(tuple(int(s) for s in shape))
+        size, strides, n = geo
+        t = _new(cls)
+        t._storage = Storage(n, dtype, device)
+        t._shape, t._strides, t._offset = size, strides, 0
+        t._requires_grad, t._grad, t._grad_fn, t._base = False, None, None, None
+        t._rebase = t._rebase_seen = 0
+        t._retains_grad, t._post_acc_hooks = False, None
+        return t
 
     # -- metadata -----------------------------------------------------------------------------
     @property

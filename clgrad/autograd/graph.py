@@ -73,6 +73,15 @@ def record(name: str, out, inputs, backward_fn, saved=()):
     (their versions are checked). ``backward_fn`` must not capture ``out`` itself (capture
     ``out.detach()``): that would be a reference cycle. Returns ``out``.
     """
+    try:  # the fast exit: no input needs a gradient (what _edge tells, without properties)
+        for t in inputs:
+            if t is not None and (t._requires_grad or (t._base is not None and
+                                                       t._base._rebase != t._rebase_seen)):
+                break
+        else:
+            return out
+    except AttributeError:  # not a Tensor: _edge decides
+        pass
     if not is_grad_enabled():
         return out
     edges = tuple(_edge(t) for t in inputs)

@@ -7,7 +7,8 @@ import numpy as np
 
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
-from clgrad.tensor import Tensor
+from clgrad.runtime.device import arg_kind as _arg_kind
+from clgrad.tensor import _CONTIG, Tensor
 
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
 _VIEW_T = struct.Struct(f"<{longs(VIEW_T)}q")    # view_t: offset, strides[MAXD]
@@ -18,6 +19,8 @@ _INT = struct.Struct("<i").pack
 _DEFINES: dict = {}
 _ONE_DIM = _INT(1)
 _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
+_LOCAL = (LOCAL,)
+_PLANS: dict = {}  # launch_1d's flat launches: key -> plan (see _flat_plan)
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -125,49 +128,115 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     ``(raw_scalar,)`` entries passed through in place. Dims are collapsed first, so contiguous
     operands are indexed as 1-D.
     """
-    n = out.numel()
+    shape, ost = out._shape, out._strides
+    geo = _CONTIG.get(shape)
+    if geo is not None and geo[1] == ost:  # contiguous (the geometry of a fresh result)
+        n, flat = geo[2], True
+    else:
+        n, flat = layout.numel(shape), layout.is_contiguous(shape, ost)
     if n == 0:
         return
-    ost = out._strides
-    flat = layout.is_contiguous(out._shape, ost)
     for o in operands:
         if flat and isinstance(o, Tensor) and o._strides != ost:
             flat = False
-    if flat:  # the common case: every operand contiguous like the output, indexed as 1-D
-        if file in _CONTIG_FILES:
-            defines = dict(defines, CONTIG=1)
-        args = [_LONG(n), _ONE_DIM, shape_arg((n,)), out._storage.buffer, _flat_view(out)]
-        for o in operands:
-            if isinstance(o, Tensor):
-                args += (o._storage.buffer, _flat_view(o))
-            else:
-                args.append(o)
-    else:
-        tens = [o for o in operands if isinstance(o, Tensor)]
-        shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
-        if len(shape) > MAXD:
-            raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
-                               f"not supported, got shape {tuple(out.shape)}")
-        rows = len(shape) >= 2 and file in _ROWS_FILES  # see common.h's ROWS2D
-        args = [_LONG(shape[-1] if rows else n), _INT(len(shape)), shape_arg(shape),
-                out._storage.buffer, view_arg(out, strides[0])]
-        k = 1
-        for o in operands:
-            if isinstance(o, Tensor):
-                args += (o._storage.buffer, view_arg(o, strides[k]))
-                k += 1
-            else:
-                args.append(o)
-        if rows:
-            args += extra
-            dev = out._storage.device
-            dev.launch(dev.kernel(file, name, dict(defines, ROWS2D=len(shape))),
-                       (shape[-1], n // shape[-1]),
-                       (min(ROWS_WG, 1 << (shape[-1] - 1).bit_length()), 1), *args)
-            return
-    args += extra
     dev = out._storage.device
+    if flat:  # the common case: every operand contiguous like the output, indexed as 1-D
+        # The plan (kernel, global size, the by-value arguments that depend only on the
+        # layout) is cached per everything it depends on: device, kernel, defines, n, and per
+        # operand its offset (a tensor) or type (a raw argument); buffers and raw values are
+        # set per call.
+        key = [dev, file, name, n, out._offset, *defines.items()]
+        for o in operands:
+            key.append(o._offset if isinstance(o, Tensor) else type(o))
+        for e in extra:
+            key.append(type(e))
+        key = tuple(key)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _flat_plan(key, dev, file, name, defines, n, out, operands, extra)
+        kernel, gsize, val, kinds = plan
+        mem = [3, out._storage.buffer]
+        i = 5
+        if kinds is None:  # tensors only
+            for o in operands:
+                mem += (i, o._storage.buffer)
+                i += 2
+        else:
+            val = list(val)
+            for o in (*operands, *extra):
+                if isinstance(o, Tensor):
+                    mem += (i, o._storage.buffer)
+                    i += 2
+                    continue
+                kind = kinds[i]
+                if kind == 1:
+                    val += (i, o)
+                elif kind == 0:
+                    mem += (i, o)
+                else:
+                    return _launch_args(dev, kernel, n, out, operands, extra)
+                i += 1
+            val = tuple(val)
+        dev.launch_split(kernel, gsize, _LOCAL, tuple(mem), val)
+        return
+    tens = [o for o in operands if isinstance(o, Tensor)]
+    shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
+    if len(shape) > MAXD:
+        raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
+                           f"not supported, got shape {tuple(out.shape)}")
+    rows = len(shape) >= 2 and file in _ROWS_FILES  # see common.h's ROWS2D
+    args = [_LONG(shape[-1] if rows else n), _INT(len(shape)), shape_arg(shape),
+            out._storage.buffer, view_arg(out, strides[0])]
+    k = 1
+    for o in operands:
+        if isinstance(o, Tensor):
+            args += (o._storage.buffer, view_arg(o, strides[k]))
+            k += 1
+        else:
+            args.append(o)
+    args += extra
+    if rows:
+        dev.launch(dev.kernel(file, name, dict(defines, ROWS2D=len(shape))),
+                   (shape[-1], n // shape[-1]),
+                   (min(ROWS_WG, 1 << (shape[-1] - 1).bit_length()), 1), *args)
+        return
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)
+
+
+def _flat_plan(key, dev, file, name, defines, n, out, operands, extra):
+    """The cached plan of a flat launch_1d (see there): (kernel, global size, the by-value
+    arguments of the layout as ``(index, value, ...)``, None for tensors only, else
+    ``{index: arg_kind}`` of the raw arguments)."""
+    if file in _CONTIG_FILES:
+        defines = dict(defines, CONTIG=1)
+    val = [0, _LONG(n), 1, _ONE_DIM, 2, _SHAPE_T.pack(n, *_ZEROS[1:]), 4, _flat_view(out)]
+    kinds = None
+    i = 5
+    for o in (*operands, *extra):
+        if isinstance(o, Tensor):
+            val += (i + 1, _flat_view(o))
+            i += 2
+        else:
+            kinds = kinds or {}
+            kinds[i] = _arg_kind(o)
+            i += 1
+    plan = (dev.kernel(file, name, defines), (-(-n // LOCAL) * LOCAL,), tuple(val), kinds)
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _launch_args(dev, kernel, n, out, operands, extra):
+    """A flat launch_1d through Device.launch: for raw arguments launch_split does not take."""
+    args = [_LONG(n), _ONE_DIM, _SHAPE_T.pack(n, *_ZEROS[1:]), out._storage.buffer,
+            _flat_view(out)]
+    for o in operands:
+        if isinstance(o, Tensor):
+            args += (o._storage.buffer, _flat_view(o))
+        else:
+            args.append(o)
+    dev.launch(kernel, (n,), (LOCAL,), *args, *extra)
 
 
 def _flat_view(t: Tensor) -> bytes:

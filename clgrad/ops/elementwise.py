@@ -85,6 +85,8 @@ def clone(x: Tensor) -> Tensor:
 
 def expand_to(x: Tensor, shape) -> Tensor:
     """A stride-0 broadcast view of ``x`` with ``shape`` (no copy); grad sums back."""
+    if x._shape == shape:
+        return x
     shape = tuple(shape)
     if tuple(x.shape) == shape:
         return x
@@ -149,9 +151,21 @@ def _cpu_scalar_along(a: Tensor, b: Tensor):
     return a, b
 
 
+_PY_NUMBERS = frozenset({int, float, bool})
+
+
 def _prep(op, a, b):
     """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers.
     NumPy scalars count as Python scalars, NumPy arrays as tensors (see _array_operands)."""
+    if isinstance(a, Tensor):  # the common cases first: what the general path gives them
+        sa = a._storage
+        if isinstance(b, Tensor):
+            sb = b._storage
+            if sa.dtype is sb.dtype and sa.device is sb.device and a._shape == b._shape:
+                return a, b, sa.dtype, a._shape
+        elif type(b) in _PY_NUMBERS:
+            dt = dtypes.scalar_dtype(sa.dtype, b)
+            return to(a, dt), b, dt, a._shape
     a, b = numpy_operand(a), numpy_operand(b)
     if isinstance(a, np.ndarray) != isinstance(b, np.ndarray) and \
             (isinstance(a, Tensor) or isinstance(b, Tensor)):
@@ -203,7 +217,7 @@ def _grads(a, b, ga, gb):
 def _shape_of(v):
     """A Tensor operand's shape (what a backward closure keeps instead of the tensor), or
     None for a number."""
-    return tuple(v.shape) if isinstance(v, Tensor) else None
+    return v._shape if isinstance(v, Tensor) else None
 
 
 def _sum_back(sa, sb, ga, gb):

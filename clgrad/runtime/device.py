@@ -56,6 +56,17 @@ _enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global,
 #                                            global_offset, wait_for, g_times_l, allow_empty)
 
 
+def arg_kind(a) -> int:
+    """How ``launch`` passes a kernel argument: 0 a buffer (``_set_arg_multi``), 1 by value
+    (``_set_arg_buf_multi``: bytes, NumPy scalars and arrays), 2 anything else
+    (``Kernel.set_arg``). Cached per type."""
+    kind = _ARG_KIND.get(type(a))
+    if kind is None:
+        kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
+                                    isinstance(a, cl.MemoryObjectHolder) else 2)
+    return kind
+
+
 def launch_count() -> int:
     """Number of kernels launched so far in this process (for tests of launch counts)."""
     return _LAUNCHES[0]
@@ -149,7 +160,10 @@ class Device:
             buf = self._capture._alloc(self, nbytes)
             if buf is not None:
                 return buf
-        nbytes = max(int(nbytes), 16)
+        if type(nbytes) is not int:
+            nbytes = int(nbytes)
+        if nbytes < 16:
+            nbytes = 16
         with self._lock:
             if self.allocated + nbytes > self.total_memory:
                 self.pool.free_held()
@@ -167,8 +181,10 @@ class Device:
 
     def free(self, nbytes: int):
         """Give back the count of a buffer from ``alloc`` (the pool recycles the buffer)."""
+        if type(nbytes) is not int:
+            nbytes = int(nbytes)
         with self._lock:
-            self.allocated -= max(int(nbytes), 16)
+            self.allocated -= nbytes if nbytes > 16 else 16
 
     def out_of_memory(self, nbytes: int, what: str = "") -> OutOfMemoryError:
         """The OutOfMemoryError for an allocation of ``nbytes`` (``what``: what it was for):
@@ -284,6 +300,29 @@ class Device:
                 kernel._set_arg_multi(tuple(mem))
             if val:
                 kernel._set_arg_buf_multi(tuple(val))
+            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            _LAUNCHES[0] += 1
+
+    def launch_split(self, kernel: cl.Kernel, global_size, local_size, mem: tuple,
+                     val: tuple):
+        """``launch`` with the arguments already sorted by kind, for callers that build them
+        (clgrad/ops/_util.py's launch_1d): ``mem`` is the flat tuple ``(index, buffer, ...)``
+        of the buffer arguments, ``val`` ``(index, by-value argument, ...)`` of the rest
+        (bytes, NumPy scalars or arrays), together every argument index once. ``global_size``
+        must already be a multiple of ``local_size``. A capture (clgrad/capture.py) gets the
+        launch as ``launch`` would give it."""
+        if self._capture is not None:
+            args = [None] * ((len(mem) + len(val)) // 2)
+            for pairs in (mem, val):
+                for j in range(0, len(pairs), 2):
+                    args[pairs[j]] = pairs[j + 1]
+            self.launch(kernel, global_size, local_size, *args)
+            return
+        with self._lock:
+            if mem:
+                kernel._set_arg_multi(mem)
+            if val:
+                kernel._set_arg_buf_multi(val)
             _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
             _LAUNCHES[0] += 1
 
