@@ -110,8 +110,8 @@ class Tensor:
 
     def __init__(self, storage: Storage, shape, strides, offset: int = 0, base=None):
         self._storage = storage
-        self._shape = Size(int(s) for s in shape)
-        self._strides = tuple(int(s) for s in strides)
+        self._shape = Size(map(int, shape))
+        self._strides = tuple(map(int, strides))
         self._offset = int(offset)
         self._requires_grad = False
         self._grad = None

@@ -5,6 +5,7 @@ Nothing here knows about tensors or ops, nor how devices are found (clgrad/runti
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import sys
 import threading
@@ -52,6 +53,7 @@ _LOCK = threading.RLock()  # every device and discovery (clgrad.runtime.discover
 _LAUNCHES = [0]
 _BY_VALUE = (bytes, np.generic, np.ndarray)
 _ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (set_arg)
+_SPLITS: dict = {}    # tuple of argument types -> how launch sorts them (_split_of)
 _enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
 #                                            global_offset, wait_for, g_times_l, allow_empty)
 
@@ -65,6 +67,43 @@ def arg_kind(a) -> int:
         kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
                                     isinstance(a, cl.MemoryObjectHolder) else 2)
     return kind
+
+
+def _split_of(types: tuple) -> tuple:
+    """How ``launch`` sorts arguments of these types (cached per tuple of types): a list
+    ``[index, None, index, None, ...]`` of the buffers' indices (launch fills in the buffers
+    from the getter that follows it, None when there are none), likewise of the by-value
+    arguments, and the indices of the rest (``Kernel.set_arg`` one by one)."""
+    for t in types:
+        if t not in _ARG_KIND:
+            _ARG_KIND[t] = 1 if issubclass(t, _BY_VALUE) else 0 if issubclass(
+                t, cl.MemoryObjectHolder) else 2
+    kinds = [_ARG_KIND[t] for t in types]
+    mem_at = tuple(i for i, k in enumerate(kinds) if k == 0)
+    val_at = tuple(i for i, k in enumerate(kinds) if k == 1)
+    other = tuple(i for i, k in enumerate(kinds) if k == 2)
+    split = (_template(mem_at), _getter(mem_at), _template(val_at), _getter(val_at), other)
+    if len(_SPLITS) >= 4096:
+        _SPLITS.clear()
+    _SPLITS[types] = split
+    return split
+
+
+def _template(at: tuple) -> list:
+    """``[at[0], None, at[1], None, ...]``: the argument pairs of ``_set_arg_multi`` with the
+    places of the arguments left empty."""
+    t = [None] * (2 * len(at))
+    t[0::2] = at
+    return t
+
+
+def _getter(at: tuple):
+    """``args -> tuple(args[i] for i in at)``, as an operator.itemgetter (a tuple also for
+    one index)."""
+    if len(at) == 1:
+        i = at[0]
+        return lambda args: (args[i],)
+    return operator.itemgetter(*at) if at else None
 
 
 def launch_count() -> int:
@@ -281,24 +320,23 @@ class Device:
             return
         if local_size is not None:
             global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
-        mem, val, other = [], [], ()
-        for i, a in enumerate(args):
-            kind = _ARG_KIND.get(type(a))
-            if kind is None:
-                kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
-                                            isinstance(a, cl.MemoryObjectHolder) else 2)
-            if kind == 1:
-                val += (i, a)
-            elif kind == 0:
-                mem += (i, a)
-            else:
-                other += ((i, a),)
+        types = tuple(map(type, args))
+        split = _SPLITS.get(types)
+        if split is None:
+            split = _split_of(types)
+        mem, mem_of, val, val_of, other = split
+        if mem_of is not None:
+            mem = mem[:]
+            mem[1::2] = mem_of(args)
+        if val_of is not None:
+            val = val[:]
+            val[1::2] = val_of(args)
         with self._lock:
-            for i, a in other:
-                kernel.set_arg(i, a)
-            if mem:
+            for i in other:
+                kernel.set_arg(i, args[i])
+            if mem_of is not None:
                 kernel._set_arg_multi(tuple(mem))
-            if val:
+            if val_of is not None:
                 kernel._set_arg_buf_multi(tuple(val))
             _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
             _LAUNCHES[0] += 1
