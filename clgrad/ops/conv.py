@@ -127,7 +127,45 @@ def _conv_pair(v, name):
 
 
 def _check(x, w, b, stride, padding, dilation, groups) -> Problem:
-    """The problem's geometry (views still unset), or raise."""
+    """The problem's geometry (views still unset), or raise. Cached per everything the
+    checks read (see _check_key); only checks that passed are cached."""
+    key = _check_key(x, w, b, stride, padding, dilation, groups)
+    geo = _CHECKED.get(key) if key is not None else None
+    if geo is None:
+        geo = _check_args(x, w, b, stride, padding, dilation, groups)
+        if key is not None:
+            if len(_CHECKED) >= 4096:
+                _CHECKED.clear()
+            _CHECKED[key] = geo
+    return geo
+
+
+_CHECKED: dict = {}  # _check_key -> the Problem _check_args gave
+
+
+def _check_key(x, w, b, stride, padding, dilation, groups):
+    """What _check_args reads, as a key (types exact: groups=True or stride=1.0 are not
+    groups=1 or stride=1 to the checks): the tensors' types, devices, dtypes and shapes and
+    the int/str/tuple-of-int arguments; None when an argument is of another kind (no cache)."""
+    for v in (stride, padding, dilation):
+        t = type(v)
+        if t is tuple:
+            for e in v:
+                if type(e) is not int:
+                    return None
+        elif t is not int and t is not str:
+            return None
+    if type(groups) is not int or not isinstance(x, Tensor) or not isinstance(w, Tensor) or (
+            b is not None and not isinstance(b, Tensor)):
+        return None
+    xs, ws = x._storage, w._storage
+    bk = None if b is None else (type(b), b._storage.device, b._storage.dtype, b._shape)
+    return (type(x), xs.device, xs.dtype, x._shape, type(w), ws.device, ws.dtype, w._shape,
+            bk, stride, padding, dilation, groups)
+
+
+def _check_args(x, w, b, stride, padding, dilation, groups) -> Problem:
+    """_check's checks and geometry."""
     for name, t in (("input", x), ("weight", w)):
         if not isinstance(t, Tensor):
             raise TypeError(f"conv2d: expected {name} to be a Tensor, got {type(t).__name__}")

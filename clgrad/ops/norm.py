@@ -369,10 +369,20 @@ def _check_affine(op, name, p, x, shape, context=""):
 def _channel_args(shape, *tensors):
     """(nd, shape_t, [view_t per tensor], [channel stride per tensor], (rest shape, [rest
     strides])) for dim 1 of ``shape``; the rest dims collapsed across the tensors."""
-    rest, rest_st, ch = split_dim(tuple(shape), 1, *[t._strides for t in tensors])
-    views = [view_arg(t, st) for t, st in zip(tensors, rest_st)]
-    return (np.int32(len(rest)), shape_arg(rest), views, [np.int64(s) for s in ch],
-            (rest, rest_st))
+    key = (tuple(shape), *[(t._strides, t._offset) for t in tensors])
+    got = _CHANNEL_ARGS.get(key)
+    if got is None:
+        rest, rest_st, ch = split_dim(key[0], 1, *[t._strides for t in tensors])
+        views = tuple(view_arg(t, st) for t, st in zip(tensors, rest_st))
+        got = (np.int32(len(rest)), shape_arg(rest), views, tuple(np.int64(s) for s in ch),
+               (rest, tuple(rest_st)))
+        if len(_CHANNEL_ARGS) >= 4096:
+            _CHANNEL_ARGS.clear()
+        _CHANNEL_ARGS[key] = got
+    return got
+
+
+_CHANNEL_ARGS: dict = {}  # _channel_args per (shape, (strides, offset) of each tensor)
 
 
 def _check_param(op, name, p, x):
