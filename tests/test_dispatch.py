@@ -1,0 +1,125 @@
+"""The per-op dispatch caches (issue 23): launch plans, checks and argument splits cached per
+signature must give the same values as a fresh plan for every layout that shares a key's
+neighbours (other offsets, strides, dtypes, scalar types), and never accept arguments the
+checks refuse. Oracles: NumPy on the same values, and PyTorch's errors."""
+import numpy as np
+import pytest
+
+import clgrad as torch
+from clgrad.ops import _util
+from clgrad.ops import matmul as mm
+from clgrad.runtime import device as rt
+
+
+def _t(a):
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def test_flat_plan_offsets_and_scalars():
+    """Two launches with one plan key's neighbours: views at other offsets (the packed views
+    are part of the plan) and other scalars (set per call, never baked in)."""
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal(64, dtype=np.float32), rng.standard_normal(64, dtype=np.float32)
+    a, b = _t(an), _t(bn)
+    for k in range(4):  # same n, other offsets: each its own plan
+        np.testing.assert_array_equal((a[k:k + 32] + b[3 - k:35 - k]).numpy(),
+                                      an[k:k + 32] + bn[3 - k:35 - k])
+    for s in (2.0, -3.5, 0.25):  # same plan, other scalar values
+        np.testing.assert_array_equal((a * s).numpy(), an * np.float32(s))
+    ai = _t(np.arange(64, dtype=np.int32))
+    np.testing.assert_array_equal((ai + 7).numpy(), np.arange(64, dtype=np.int32) + 7)
+    np.testing.assert_array_equal((a + b).numpy(), an + bn)  # the first plan again
+
+
+def test_flat_plan_in_place_and_fill_views():
+    """fill_ and add_ through views at several offsets of one storage (plans per offset)."""
+    x = torch.zeros(12)
+    want = np.zeros(12, np.float32)
+    for k in range(3):
+        x[4 * k:4 * k + 4].fill_(k + 1)
+        want[4 * k:4 * k + 4] = k + 1
+    x[2:6].add_(torch.ones(4))
+    want[2:6] += 1
+    np.testing.assert_array_equal(x.numpy(), want)
+
+
+def test_launch_split_arguments_of_every_kind():
+    """Device.launch's per-type-signature split: one kernel launched with the same argument
+    types and new values, and with another type at one position (NumPy scalar against bytes),
+    gives NumPy's values each time."""
+    a = _t(np.arange(8, dtype=np.float32))
+    out = torch.empty(8)
+    dev = a._storage.device
+    k = dev.kernel("elementwise.cl", "add_sb", _util.defines_for(a.dtype))
+    for y in (np.float32(1.5), np.float32(-2.0), np.array(4.0, np.float32).tobytes()):
+        dev.launch(k, (8,), (8,), np.int64(8), np.int32(1), _util.shape_arg((8,)),
+                   out._storage.buffer, _util.view_arg(out), a._storage.buffer,
+                   _util.view_arg(a), y)
+        v = np.frombuffer(y, np.float32)[0] if isinstance(y, bytes) else y
+        np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.float32) + v)
+    assert rt.arg_kind(b"x") == 1 and rt.arg_kind(a._storage.buffer) == 0
+
+
+def test_gemm_plan_other_layouts():
+    """gemm's cached plan: the same shapes with other strides (a transposed view) and offsets
+    (a slice) plan again and match NumPy; alpha and beta are per call."""
+    rng = np.random.default_rng(1)
+    an = rng.standard_normal((9, 7), dtype=np.float32)
+    bn = rng.standard_normal((7, 5), dtype=np.float32)
+    a, b = _t(an), _t(bn)
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+    at = _t(an.T.copy()).t()  # same shape, other strides
+    np.testing.assert_allclose((at @ b).numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+    big = _t(np.concatenate([np.zeros((1, 7), np.float32), an]))
+    np.testing.assert_allclose((big[1:] @ b).numpy(), an @ bn, rtol=1e-5, atol=1e-5)
+    c = _t(np.ones((9, 5), np.float32))
+    for alpha, beta in ((1.0, 0.0), (2.0, 1.0), (-0.5, 3.0)):
+        c0 = c.numpy()
+        mm.gemm(c, a, b, alpha=alpha, beta=beta)
+        np.testing.assert_allclose(c.numpy(), alpha * (an @ bn) + beta * c0, rtol=1e-4,
+                                   atol=1e-4)
+
+
+def test_conv_check_cache_keeps_exact_types():
+    """A cached conv2d check for groups=1 / stride=1 does not let groups=True or stride=1.0
+    through (PyTorch raises for both), and other shapes are still checked."""
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    y = torch.nn.functional.conv2d(x, w, stride=1, groups=1)  # cached
+    want = torch.nn.functional.conv2d(x, w, stride=(1, 1), groups=1)
+    np.testing.assert_array_equal(y.numpy(), want.numpy())
+    with pytest.raises(TypeError):
+        torch.nn.functional.conv2d(x, w, groups=True)
+    with pytest.raises(TypeError):
+        torch.nn.functional.conv2d(x, w, stride=1.0)
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.conv2d(torch.randn(1, 4, 5, 5), w, stride=1, groups=1)
+
+
+def test_record_fast_exit_sees_rebased_views():
+    """A view taken before its root was written in place with a grad-requiring value
+    requires grad afterwards: an op on it records a Node (the fast exit must not skip it)."""
+    root = torch.zeros(4)
+    v = root[1:3]
+    g = torch.ones(4, requires_grad=True)
+    root.mul_(0).add_(g * 2)  # root now depends on g
+    out = (v + 3).sum()  # add reads no requires_grad property before record
+    assert out.requires_grad
+    out.backward()
+    np.testing.assert_array_equal(g.grad.numpy(), [0, 2, 2, 0])
+    with torch.no_grad():
+        assert not (g * 2).requires_grad
+
+
+def test_batchnorm_counts_batches():
+    """BatchNorm2d's num_batches_tracked += 1 per training forward (one in-place launch),
+    and its version moves (autograd sees the write)."""
+    bn = torch.nn.BatchNorm2d(3)
+    x = torch.randn(2, 3, 4, 4)
+    v0 = bn.num_batches_tracked._version
+    for _ in range(3):
+        bn(x)
+    assert int(bn.num_batches_tracked.item()) == 3
+    assert bn.num_batches_tracked._version == v0 + 3
+    bn.eval()
+    bn(x)
+    assert int(bn.num_batches_tracked.item()) == 3
