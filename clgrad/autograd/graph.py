@@ -84,10 +84,10 @@ def record(name: str, out, inputs, backward_fn, saved=()):
         pass
     if not is_grad_enabled():
         return out
-    edges = tuple(_edge(t) for t in inputs)
+    edges = tuple([_edge(t) for t in inputs])
     if all(e is None for e in edges):
         return out
-    meta = tuple(None if t is None else (tuple(t.shape), t.dtype) for t in inputs)
+    meta = tuple([None if t is None else (t.shape, t.dtype) for t in inputs])
     node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
     out._requires_grad = True
     out._grad_fn = node
@@ -148,9 +148,9 @@ def _apply(node, g, retain_graph):
         if edge is None or ig is None:
             continue
         shape, dtype = meta
-        if tuple(ig.shape) != shape:
+        if ig.shape != shape:
             raise RuntimeError(f"{node.name} backward returned a gradient of shape "
-                               f"{tuple(ig.shape)} for an input of shape {shape} (internal "
+                               f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
         out.append((edge, ig if ig.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
