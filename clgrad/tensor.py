@@ -71,7 +71,7 @@ class Storage:
         if dtype is dtypes.float16 and not device.fp16:
             raise TypeError(f"float16: the device {device.name!r} lacks cl_khr_fp16; use "
                             f"float32")
-        self.size = int(size)
+        self.size = size if type(size) is int else int(size)
         self.dtype = dtype
         self.device = device
         self.version = 0
@@ -83,10 +83,12 @@ class Storage:
         _ALLOCATED[0] += nbytes
 
     def __del__(self):
-        nbytes = getattr(self, "nbytes", None)  # None when __init__ raised
-        if nbytes is not None:
-            _ALLOCATED[0] -= nbytes
-            self.device.free(nbytes)
+        try:
+            nbytes = self.nbytes
+        except AttributeError:  # __init__ raised: nothing was counted
+            return
+        _ALLOCATED[0] -= nbytes
+        self.device.free(nbytes)
 
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;

@@ -101,6 +101,12 @@ def same_device(op: str, *tensors):
 
 def defines_for(dtype: dtypes.DType) -> dict:
     """Defines selecting a kernel file's element type (a new dict: callers may add to it)."""
+    return dict(defines_of(dtype))
+
+
+def defines_of(dtype: dtypes.DType) -> dict:
+    """defines_for's dict itself, shared: for callers that pass it on unchanged (launch_1d
+    copies before adding). Never modify it."""
     d = _DEFINES.get(dtype)
     if d is None:
         d = {"T": dtype.cl}
@@ -110,7 +116,7 @@ def defines_for(dtype: dtypes.DType) -> dict:
         if flag:
             d[flag] = 1
         _DEFINES[dtype] = d
-    return dict(d)
+    return d
 
 
 # Kernel files whose launch_1d kernels index every operand by the element index alone: they

@@ -16,8 +16,8 @@ from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import (bump_version, defines_for, empty, full, launch_1d, same_device,
-                              scalar, zeros)
+from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, full, launch_1d,
+                              same_device, scalar, zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -199,7 +199,7 @@ def _prep(op, a, b):
 def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
     dev = a._storage.device if isinstance(a, Tensor) else b._storage.device
     out = empty(shape, out_dtype or dt, dev)
-    d = defines_for(dt)
+    d = defines_of(dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         launch_1d(_FILE, kname, d, out, (expand_to(a, shape), expand_to(b, shape)))
     elif isinstance(a, Tensor):
@@ -591,7 +591,7 @@ def bitwise_not(x: Tensor) -> Tensor:
 # -- unary ops --------------------------------------------------------------------------------
 def _launch_unary(kname, x, dtype=None):
     out = empty(x.shape, x.dtype, x._storage.device)
-    launch_1d(_FILE, kname, defines_for(x.dtype), out, (x,))
+    launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,))
     return out
 
 
