@@ -230,17 +230,22 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if k != k2:
         raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and "
                            f"{k2}x{n}); shapes {tuple(a.shape)} @ {tuple(b.shape)}")
-    batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
-    ae = a2.expand(*batch, m, k)
-    be = b2.expand(*batch, k, n)
-    out = empty(batch + (m, n), a.dtype, a._storage.device)
-    with no_grad():
-        gemm(out, ae, be)
-    if a.ndim == 1:
-        out = out.squeeze(-2)
-    if b.ndim == 1:
-        out = out.squeeze(-1)
-    out = Tensor(out._storage, out.shape, out._strides, out._offset)  # a root, not a view
+    if a.ndim == 2 and b.ndim == 2:  # no batch dims: no broadcast views, out is the root
+        ae, be = a, b
+        out = empty((m, n), a.dtype, a._storage.device)
+        gemm(out, a, b)
+    else:
+        batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
+        ae = a2.expand(*batch, m, k)
+        be = b2.expand(*batch, k, n)
+        out = empty(batch + (m, n), a.dtype, a._storage.device)
+        with no_grad():
+            gemm(out, ae, be)
+        if a.ndim == 1:
+            out = out.squeeze(-2)
+        if b.ndim == 1:
+            out = out.squeeze(-1)
+        out = Tensor(out._storage, out.shape, out._strides, out._offset)  # a root, not a view
 
     def backward(g):
         g2 = g
