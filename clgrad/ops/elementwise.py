@@ -93,6 +93,15 @@ def expand_to(x: Tensor, shape) -> Tensor:
     return x.expand(shape)
 
 
+def _operand(x: Tensor, shape) -> Tensor:
+    """``x`` broadcast to ``shape`` (a tuple of ints it broadcasts to) as a kernel operand: a
+    stride-0 alias outside autograd (expand_to records a view Node nobody would use)."""
+    if x._shape == shape:
+        return x
+    shp, st, off = layout.expand(x._shape, x._strides, x._offset, tuple(shape))
+    return Tensor(x._storage, shp, st, off)
+
+
 def sum_to(g: Tensor, shape) -> Tensor:
     """Sum ``g`` over the dims that broadcasting added or expanded, giving ``shape``."""
     shape = tuple(shape)
@@ -161,8 +170,10 @@ def _prep(op, a, b):
         sa = a._storage
         if isinstance(b, Tensor):
             sb = b._storage
-            if sa.dtype is sb.dtype and sa.device is sb.device and a._shape == b._shape:
-                return a, b, sa.dtype, a._shape
+            if sa.dtype is sb.dtype and sa.device is sb.device:
+                shape = a._shape if a._shape == b._shape else layout.broadcast_shapes(
+                    a._shape, b._shape, op=op)
+                return a, b, sa.dtype, shape
         elif type(b) in _PY_NUMBERS:
             dt = dtypes.scalar_dtype(sa.dtype, b)
             return to(a, dt), b, dt, a._shape
@@ -201,11 +212,11 @@ def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
     out = empty(shape, out_dtype or dt, dev)
     d = defines_of(dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        launch_1d(_FILE, kname, d, out, (expand_to(a, shape), expand_to(b, shape)))
+        launch_1d(_FILE, kname, d, out, (_operand(a, shape), _operand(b, shape)))
     elif isinstance(a, Tensor):
-        launch_1d(_FILE, kname + "_sb", d, out, (expand_to(a, shape), scalar(dt, b)))
+        launch_1d(_FILE, kname + "_sb", d, out, (_operand(a, shape), scalar(dt, b)))
     else:
-        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), expand_to(b, shape)))
+        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), _operand(b, shape)))
     return out
 
 
@@ -739,7 +750,7 @@ def where(cond: Tensor, a, b) -> Tensor:
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
     out = empty(shape, dt, a._storage.device)
     launch_1d(_FILE, "where_op", defines_for(dt), out,
-              (expand_to(cond, shape), expand_to(a, shape), expand_to(b, shape)))
+              (_operand(cond, shape), _operand(a, shape), _operand(b, shape)))
 
     sa = tuple(a.shape) if a.requires_grad else None  # shapes, not the operands
     sb = tuple(b.shape) if b.requires_grad else None
