@@ -123,3 +123,45 @@ def test_batchnorm_counts_batches():
     bn.eval()
     bn(x)
     assert int(bn.num_batches_tracked.item()) == 3
+
+
+def test_conv_plans_per_algorithm_dtype_and_local_memory():
+    """conv2d's cached plans: one problem under several algorithms, in float32 and float64,
+    and on a device whose local memory shrank (its key changes: planned again) all match
+    NumPy's float64 reference, forward and both gradients."""
+    from clgrad import backends
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 7, 7))
+    w = rng.standard_normal((6, 2, 3, 3))
+    g = rng.standard_normal((2, 6, 7, 7))
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c h w kh kw
+    cols = cols.reshape(2, 2, 2, 7, 7, 3, 3)                                   # n g c h w kh kw
+    wg = w.reshape(2, 3, 2, 3, 3)                                              # g o c kh kw
+    want = np.einsum("ngchwij,gocij->ngohw", cols, wg).reshape(2, 6, 7, 7)
+    gw_want = np.einsum("ngchwij,ngohw->gocij", cols, g.reshape(2, 2, 3, 7, 7)).reshape(w.shape)
+    saved = backends.conv_algorithm
+    dev = torch.default_device()
+    try:
+        for algo in ("implicit", "direct", "depthwise", "implicit"):
+            for dt, tol in ((torch.float32, 1e-4),) + (((torch.float64, 1e-10),)
+                                                        if dev.fp64 else ()):
+                backends.conv_algorithm = algo
+                xt = torch.tensor(x, dtype=dt, requires_grad=True)
+                wt = torch.tensor(w, dtype=dt, requires_grad=True)
+                y = torch.nn.functional.conv2d(xt, wt, padding=1, groups=2)
+                y.backward(torch.tensor(g, dtype=dt))
+                np.testing.assert_allclose(y.numpy(), want, rtol=tol, atol=tol)
+                np.testing.assert_allclose(wt.grad.numpy(), gw_want, rtol=tol, atol=tol)
+        local = dev.local_mem_size
+        dev.local_mem_size = 1024  # too little for most plans: others (or fallbacks) run
+        try:
+            backends.conv_algorithm = "implicit"
+            y = torch.nn.functional.conv2d(torch.tensor(x, dtype=torch.float32),
+                                           torch.tensor(w, dtype=torch.float32), padding=1,
+                                           groups=2)
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+        finally:
+            dev.local_mem_size = local
+    finally:
+        backends.conv_algorithm = saved

@@ -7,7 +7,7 @@ import numpy as np
 
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
-from clgrad.runtime.device import arg_kind as _arg_kind
+from clgrad.runtime.device import PLANS_MAX, arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
@@ -20,7 +20,6 @@ _DEFINES: dict = {}
 _ONE_DIM = _INT(1)
 _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 _LOCAL = (LOCAL,)
-_PLANS: dict = {}  # launch_1d's flat launches: key -> plan (see _flat_plan)
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -148,16 +147,16 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     dev = out._storage.device
     if flat:  # the common case: every operand contiguous like the output, indexed as 1-D
         # The plan (kernel, global size, the by-value arguments that depend only on the
-        # layout) is cached per everything it depends on: device, kernel, defines, n, and per
-        # operand its offset (a tensor) or type (a raw argument); buffers and raw values are
-        # set per call.
-        key = [dev, file, name, n, out._offset, *defines.items()]
+        # layout) is cached in the device's plans per everything it depends on: kernel,
+        # defines, n, and per operand its offset (a tensor) or type (a raw argument); buffers
+        # and raw values are set per call.
+        key = [file, name, n, out._offset, *defines.items()]
         for o in operands:
             key.append(o._offset if isinstance(o, Tensor) else type(o))
         for e in extra:
             key.append(type(e))
         key = tuple(key)
-        plan = _PLANS.get(key)
+        plan = dev.plans.get(key)
         if plan is None:
             plan = _flat_plan(key, dev, file, name, defines, n, out, operands, extra)
         kernel, gsize, val, kinds = plan
@@ -227,9 +226,9 @@ def _flat_plan(key, dev, file, name, defines, n, out, operands, extra):
             kinds[i] = _arg_kind(o)
             i += 1
     plan = (dev.kernel(file, name, defines), (-(-n // LOCAL) * LOCAL,), tuple(val), kinds)
-    if len(_PLANS) >= 4096:
-        _PLANS.clear()
-    _PLANS[key] = plan
+    if len(dev.plans) >= PLANS_MAX:
+        dev.plans.clear()
+    dev.plans[key] = plan
     return plan
 
 

@@ -51,6 +51,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
+from clgrad.runtime.device import PLANS_MAX
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -391,8 +392,26 @@ def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
     """The plan for running the pass with algo, or None when algo cannot run p."""
     if algo == "im2col":
         return None if alg.kview(w) is None else Plan()
-    planner, _ = _kernels(algo, pass_name, w._storage.device)
-    return planner(p, w.dtype, w._storage.device)
+    dev = w._storage.device
+    planner, _ = _kernels(algo, pass_name, dev)
+    if algo not in _PLANNED:
+        return planner(p, w.dtype, dev)
+    # conv_algorithms' planners read only p, the dtype and the device (its compute units,
+    # vector width, local memory and its kernels' own use of it): their plans are cached in
+    # the device's plans (a failed plan, None, too), keyed by the planner itself (the pass and
+    # the implicit variant pick it) and the local memory size as well.
+    key = ("conv", planner, p, w._storage.dtype, dev.local_mem_size)
+    plan = dev.plans.get(key, _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = planner(p, w._storage.dtype, dev)
+        if len(dev.plans) >= PLANS_MAX:
+            dev.plans.clear()
+        dev.plans[key] = plan
+    return plan
+
+
+_PLANNED = frozenset({"implicit", "depthwise", "pointwise", "direct"})  # conv_algorithms'
+_NO_PLAN = object()
 
 
 def _run(algo: str, plan, pass_name: str, p: Problem, a, b, c, d):

@@ -18,6 +18,7 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad import settings
 from clgrad.runtime import cache_dir
+from clgrad.runtime.device import PLANS_MAX
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
@@ -103,10 +104,15 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     """
     dev = c._storage.device
     key = None
-    if tiles_override is None:  # the launch plan, cached per everything it depends on
-        key = (dev, c._storage.dtype, a._storage.dtype, b._storage.dtype, c._shape, a._shape,
-               b._shape, c._strides, a._strides, b._strides, c._offset, a._offset, b._offset)
-        plan = _GEMM_PLANS.get(key)
+    # The launch plan, in the device's plans per everything it depends on (dtypes, shapes,
+    # strides, offsets of c, a, b): (kernel, global and local size, the arguments that
+    # depend only on those, dtype, the tiles planned with); buffers and alpha/beta are set
+    # per call. Only with the device's own tiles (planned again when they were re-read).
+    if tiles_override is None:
+        key = ("gemm", c._storage.dtype, a._storage.dtype, b._storage.dtype, c._shape,
+               a._shape, b._shape, c._strides, a._strides, b._strides, c._offset, a._offset,
+               b._offset)
+        plan = dev.plans.get(key)
         if plan is not None and plan[5] is tiles(dev):  # (tiles re-read: planned again)
             kernel, gsize, lsize, fixed, dt, _ = plan
             dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
@@ -164,19 +170,14 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
     if key is not None:
-        if len(_GEMM_PLANS) >= 4096:
-            _GEMM_PLANS.clear()
-        _GEMM_PLANS[key] = (kernel, gsize, lsize, fixed, c.dtype, top)
+        if len(dev.plans) >= PLANS_MAX:
+            dev.plans.clear()
+        dev.plans[key] = (kernel, gsize, lsize, fixed, c.dtype, top)
     dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
                a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
                scalar(c.dtype, alpha), scalar(c.dtype, beta))
     return c
 
-
-# gemm's launch plans: (device, dtypes, shapes, strides, offsets of c, a, b) -> (kernel,
-# global and local size, the arguments that depend only on those, dtype, the tiles planned
-# with); buffers and alpha/beta are set per call. Only for the device's own tiles.
-_GEMM_PLANS: dict = {}
 
 
 def _gemm_widened(c: Tensor, a: Tensor, b: Tensor, alpha, beta, cfg):

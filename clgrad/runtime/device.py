@@ -21,7 +21,8 @@ from clgrad import _log
 from clgrad.errors import DeviceError
 from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
 
-__all__ = ["Device", "OutOfMemoryError", "kernel_dir", "cache_dir", "launch_count", "pack"]
+__all__ = ["Device", "OutOfMemoryError", "kernel_dir", "cache_dir", "launch_count", "pack",
+           "arg_kind"]
 
 _PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder
 
@@ -52,6 +53,7 @@ def kernel_dir() -> Path:
 _LOCK = threading.RLock()  # every device and discovery (clgrad.runtime.discovery uses it)
 _LAUNCHES = [0]
 _BY_VALUE = (bytes, np.generic, np.ndarray)
+PLANS_MAX = 4096  # entries of Device.plans before it is cleared (shapes that never repeat)
 _ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (set_arg)
 _SPLITS: dict = {}    # tuple of argument types -> how launch sorts them (_split_of)
 _enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
@@ -170,6 +172,10 @@ class Device:
             self.queue.finish()
         self._programs: dict = {}
         self._kernels: dict = {}
+        # Launch plans of the ops modules (clgrad/ops/_util.py's launch_1d, matmul.gemm,
+        # conv's planners), each keyed by its own tuples (first item: the kernel file or the
+        # module's tag); they live as long as the device. Callers clear it past PLANS_MAX.
+        self.plans: dict = {}
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
