@@ -85,7 +85,18 @@ def _dw_dev(p: Problem, dev):
 def _locals(sizes):
     """Local-memory kernel arguments, each a multiple of LOCAL_ALIGN bytes: drivers place them
     one after the other, and the kernels read aligned vectors from them."""
-    return [cl.LocalMemory(_up(max(int(b), 1), LOCAL_ALIGN)) for b in sizes]
+    return [_local_memory(_up(max(int(b), 1), LOCAL_ALIGN)) for b in sizes]
+
+
+def _local_memory(nbytes: int):
+    """One cl.LocalMemory of ``nbytes`` (only a size: shared by every launch asking for it)."""
+    got = _LOCAL_MEMORY.get(nbytes)
+    if got is None:
+        got = _LOCAL_MEMORY[nbytes] = cl.LocalMemory(nbytes)
+    return got
+
+
+_LOCAL_MEMORY: dict = {}  # bytes -> cl.LocalMemory
 
 
 def _fits(sizes, dev, kernel=None) -> bool:
