@@ -57,12 +57,13 @@ def per_launch(step, reps):
     host = [0.0]
     last_end = [None]
     orig = runtime.Device.launch
+    orig_split = getattr(runtime.Device, "launch_split", None)  # (checkouts before issue 23)
 
-    def timed(self, kernel, *a):
+    def timed(self, kernel, *a, _launch=orig):
         t0 = time.perf_counter()
         if last_end[0] is not None:
             host[0] += t0 - last_end[0]
-        orig(self, kernel, *a)
+        _launch(self, kernel, *a)
         self.queue.finish()
         t1 = time.perf_counter()
         key = names.get(id(kernel))
@@ -75,12 +76,17 @@ def per_launch(step, reps):
         last_end[0] = time.perf_counter()
 
     runtime.Device.launch = timed
+    if orig_split is not None:  # launch_1d's launches (arguments pre-split) count alike
+        runtime.Device.launch_split = lambda self, kernel, *a: timed(self, kernel, *a,
+                                                                     _launch=orig_split)
     try:
         for _ in range(reps):
             last_end[0] = None
             step()
     finally:
         runtime.Device.launch = orig
+        if orig_split is not None:
+            runtime.Device.launch_split = orig_split
     rows = [dict(kernel=k, launches=count[k] / reps, ms=kernel_s[k] / reps * 1e3)
             for k in sorted(kernel_s, key=kernel_s.get, reverse=True)]
     return host[0] / reps, rows

@@ -143,7 +143,7 @@ def _seal_opencl(worker_id):
             f"(OpenCL), which a forked worker process cannot do: OpenCL contexts do not survive "
             f"fork. Return NumPy arrays or numbers from the dataset (the main process uploads "
             f"each batch), or pass multiprocessing_context='spawn' to the DataLoader")
-    for name in ("launch", "alloc", "copy", "fill", "synchronize", "__init__"):
+    for name in ("launch", "launch_split", "alloc", "copy", "fill", "synchronize", "__init__"):
         setattr(runtime.Device, name, refuse)
     cl.enqueue_copy = refuse
     Tensor.numpy = refuse
