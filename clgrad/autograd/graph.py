@@ -59,9 +59,16 @@ class Node:
 
 
 def _edge(t):
-    if t is None or not t.requires_grad:
+    """t's Node, t itself (a leaf that requires grad) or None; what the requires_grad and
+    grad_fn properties give, read from the slots (a view follows its root's rebase first)."""
+    if t is None:
         return None
-    fn = t.grad_fn
+    base = t._base
+    if base is not None and base._rebase != t._rebase_seen:
+        t._regenerate_grad_fn()  # bound by _tensor_methods: ops/inplace.py
+    if not t._requires_grad:
+        return None
+    fn = t._grad_fn
     return fn if fn is not None else t
 
 
@@ -87,7 +94,7 @@ def record(name: str, out, inputs, backward_fn, saved=()):
     edges = tuple([_edge(t) for t in inputs])
     if all(e is None for e in edges):
         return out
-    meta = tuple([None if t is None else (t.shape, t.dtype) for t in inputs])
+    meta = tuple([None if t is None else (t._shape, t._storage.dtype) for t in inputs])
     node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
     out._requires_grad = True
     out._grad_fn = node
