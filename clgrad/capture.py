@@ -17,7 +17,14 @@ uses (parameters, static inputs) are kept alive by the graph. Replays allocate n
 
 Replay. ``replay()`` enqueues the recorded commands in order on the device's in-order queue
 (asynchronously: reading a result waits for it). Same kernels, same arguments, same order:
-a replay gives bit for bit what the eager region gives on the same data.
+a replay gives bit for bit what the eager region gives on the same data. How the kernels are
+enqueued (``CUDAGraph.replay_backend``), chosen per device once by timing each way on a tiny
+kernel and checking its result (``replay_backends(device)``), or forced by ``CLGRAD_REPLAY``:
+"pyopencl" (pyopencl's enqueue, one Event object per kernel), "ctypes" (clEnqueueNDRangeKernel
+through ctypes with a NULL event, arguments prepared at capture end: clgrad/runtime/native.py)
+or "command_buffer" (``cl_khr_command_buffer`` where the device offers it: each run of kernels
+between a copy, a fill or a kernel with per-replay arguments is recorded into one command
+buffer at capture end and enqueued by one call).
 
 Values that change between replays. Some kernel arguments are Python values that an eager
 step recomputes every time: the learning rate and Adam's bias corrections (from the step
@@ -42,8 +49,11 @@ runs eagerly, as usual.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
+import time
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -52,7 +62,10 @@ import pyopencl.tools
 from clgrad.runtime import device as runtime
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
-           "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables"]
+           "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables",
+           "replay_backends", "REPLAY_BACKENDS"]
+
+REPLAY_BACKENDS = ("pyopencl", "ctypes", "command_buffer")
 
 _ACTIVE = [None]  # the graph capturing now (one at a time per process)
 
@@ -141,7 +154,11 @@ class CUDAGraph:
     """
 
     def __init__(self, keep_graph: bool = False):
-        self._seq: list = []      # callables, replayed in order
+        self._seq: list = []      # (ctypes args or None, callable), replayed in order
+        self._cmds: list = []     # what was recorded: ("k"|"d"|"o", ...), see _plan
+        self._cbufs: list = []    # command buffers of the plan (released by reset)
+        self.replay_backend = None
+        self._enq = None          # clEnqueueNDRangeKernel (ctypes) for the "ctypes" entries
         self._keep: list = []     # outside buffers and host arrays the commands use
         self._own: set = set()    # int_ptr of the blocks of the private pool
         self._dev = None
@@ -170,11 +187,70 @@ class CUDAGraph:
         runtime.Device._capture = self
 
     def capture_end(self):
-        """Stop recording; the graph is ready to ``replay``."""
+        """Stop recording; the graph is ready to ``replay`` (its replay plan is made now)."""
         if _ACTIVE[0] is not self:
             raise RuntimeError("capture_end: this graph is not capturing")
         self._stop()
+        self._plan()
         self._captured = True
+
+    def _plan(self, backend: str | None = None):
+        """Turn the recorded commands into the replay sequence for ``backend`` (default:
+        CLGRAD_REPLAY, else the device's fastest correct way, see ``replay_backends``)."""
+        self._release_cbufs()
+        if self._dev is None:
+            self._seq, self.replay_backend = [], None
+            return
+        if backend is None:
+            backend = os.environ.get("CLGRAD_REPLAY", "auto")
+            if backend == "auto":
+                backend = replay_backends(self._dev)["best"]
+        if backend not in REPLAY_BACKENDS:
+            raise ValueError(f"CUDAGraph: expected CLGRAD_REPLAY in {REPLAY_BACKENDS} or "
+                             f"'auto', got {backend!r}")
+        from clgrad.runtime import native
+        if backend != "pyopencl" and native.enqueue_fn() is None:
+            raise RuntimeError(f"CUDAGraph: replay backend {backend!r} needs the OpenCL ICD "
+                               f"loader through ctypes, which was not found")
+        if backend == "command_buffer":
+            ok, why = native.command_buffer_support(self._dev.cl_device)
+            if not ok:
+                raise RuntimeError(f"CUDAGraph: replay backend 'command_buffer': {why}")
+        seq, cb = [], None
+        enq = native.enqueue_fn()
+        for c in self._cmds:
+            kind, q = c[0], self._dev.queue
+            if kind == "k" and backend == "command_buffer":
+                if cb is None:
+                    cb = native.CommandBuffer(q)
+                    self._cbufs.append(cb)
+                    seq.append((None, cb.enqueue))
+                cb.add(c[1], c[2], c[3])
+                continue
+            if cb is not None:
+                cb.finalize()
+                cb = None
+            if kind == "k":
+                k, g, l = c[1:]
+                if backend == "pyopencl":
+                    seq.append((None, functools.partial(runtime._enqueue, q, k, g, l, None,
+                                                        None, False, False)))
+                else:
+                    seq.append((native.kernel_args(q, k, g, l), None))
+            elif kind == "d":
+                seq.append((None, _dynamic_op(q, *c[1:], native_enq=None if
+                                              backend == "pyopencl" else enq)))
+            else:
+                seq.append((None, c[1]))
+        if cb is not None:
+            cb.finalize()
+        self._seq, self.replay_backend = seq, backend
+        self._enq = enq
+
+    def _release_cbufs(self):
+        for cb in self._cbufs:
+            cb.release()
+        self._cbufs = []
 
     def _stop(self):
         _ACTIVE[0] = None
@@ -185,7 +261,7 @@ class CUDAGraph:
         """End a capture that failed: nothing recorded is kept."""
         if _ACTIVE[0] is self:
             self._stop()
-        self._seq, self._keep = [], []
+        self._seq, self._keep, self._cmds = [], [], []
         self._captured = False
 
     # -- replay ---------------------------------------------------------------------------------
@@ -199,16 +275,28 @@ class CUDAGraph:
         dev = self._dev
         if dev is None:
             return
+        enq = self._enq
         with dev._lock:
-            for op in self._seq:
-                op()
+            for a, op in self._seq:
+                if a is None:
+                    op()
+                elif enq(*a):
+                    self._failed(a)
             runtime._LAUNCHES[0] += self._nkernels
+
+    def _failed(self, args):
+        from clgrad.runtime import native
+        code = self._enq(*args)  # once more, for the status (0: a transient failure)
+        if code:
+            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
 
     def reset(self):
         """Forget the recorded commands and free the private pool's unused blocks."""
         if _ACTIVE[0] is self:
             self._stop()
-        self._seq, self._keep, self._own = [], [], set()
+        self._release_cbufs()
+        self._seq, self._keep, self._own, self._cmds = [], [], set(), []
+        self.replay_backend = None
         self._captured = False
         self._nkernels = self._dynamic = 0
         if self._pool_handle is not None and self._dev is not None:
@@ -229,7 +317,7 @@ class CUDAGraph:
     @property
     def num_commands(self) -> int:
         """Commands one replay enqueues: kernels, copies and fills (clgrad's addition)."""
-        return len(self._seq)
+        return len(self._cmds)
 
     def __del__(self):
         if _ACTIVE[0] is self:
@@ -273,20 +361,13 @@ class CUDAGraph:
         if val:
             k._set_arg_buf_multi(tuple(val))
         pend, self._pending = self._pending, None
-        q = dev.queue
         if pend is not None and len(pend[1]) <= len(args) and all(
                 a is b for a, b in zip(args[len(args) - len(pend[1]):], pend[1])):
-            fn, start = pend[0], len(args) - len(pend[1])
-
-            def op(k=k, g=global_size, l=local_size, fn=fn, start=start):
-                k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
-                                           for x in (start + i, v)))
-                runtime._enqueue(q, k, g, l, None, None, False, False)
+            self._cmds.append(("d", k, global_size, local_size, pend[0],
+                               len(args) - len(pend[1])))
             self._dynamic += 1
         else:
-            op = functools.partial(runtime._enqueue, q, k, global_size, local_size, None, None,
-                                   False, False)
-        self._seq.append(op)
+            self._cmds.append(("k", k, global_size, local_size))
         self._nkernels += 1
         return True
 
@@ -326,8 +407,8 @@ class CUDAGraph:
             if dst.int_ptr not in self._own:
                 self._keep.append(dst)
         q = dev.queue
-        self._seq.append(functools.partial(cl.enqueue_copy, q, dst, held, is_blocking=False,
-                                           **kwargs))
+        self._cmds.append(("o", functools.partial(cl.enqueue_copy, q, dst, held,
+                                                  is_blocking=False, **kwargs)))
         return True
 
     def _fill(self, dev, buffer, pattern, offset, size) -> bool:
@@ -337,9 +418,120 @@ class CUDAGraph:
             self._keep.append(buffer)
         pattern = np.array(pattern, copy=True)
         self._keep.append(pattern)
-        self._seq.append(functools.partial(cl.enqueue_fill_buffer, dev.queue, buffer, pattern,
-                                           offset, size))
+        self._cmds.append(("o", functools.partial(cl.enqueue_fill_buffer, dev.queue, buffer,
+                                                  pattern, offset, size)))
         return True
+
+
+def _dynamic_op(q, k, g, l, fn, start, native_enq=None):
+    """A replay step for a kernel whose trailing arguments ``fn(True)`` recomputes."""
+    if native_enq is None:
+        def op():
+            k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
+                                       for x in (start + i, v)))
+            runtime._enqueue(q, k, g, l, None, None, False, False)
+        return op
+    from clgrad.runtime import native
+    a = native.kernel_args(q, k, g, l)
+
+    def op():
+        k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True)) for x in (start + i, v)))
+        code = native_enq(*a)
+        if code:
+            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
+    return op
+
+
+_BACKENDS: dict = {}  # id(Device) -> replay_backends' answer
+
+_PROBE_SRC = "__kernel void clgrad_replay_probe(__global float* x) { x[get_global_id(0)] += 1.0f; }"
+
+
+def replay_backends(dev=None, kernels: int = 64, repeats: int = 21) -> dict:
+    """How graphs replay on ``dev`` (a clgrad Device; default: the default device), measured
+    once per device and cached: {"best": name, "us_per_kernel": {name: µs}, "correct":
+    {name: bool}, "command_buffer": (available, reason)}. Each way enqueues ``kernels``
+    launches of a tiny kernel (x += 1 on 16 floats), ``repeats`` times, the ways interleaved;
+    the host time of the enqueues (median) per kernel is ``us_per_kernel``. A way counts only
+    if two runs of it alone give the right sum and raise nothing. "best" is the fastest correct
+    way, if it is at least 10% faster than "pyopencl" (else, and when nothing else works,
+    "pyopencl"). Costs a few ms, once per device and process."""
+    import numpy as np
+
+    from clgrad.runtime import native
+    if dev is None:
+        from clgrad.runtime import default_device
+        dev = default_device()
+    got = _BACKENDS.get(id(dev))
+    if got is not None and got["device"] is dev:
+        return got
+    q = dev.queue
+    with dev._lock:
+        with warnings.catch_warnings():  # a runtime's build log is no news here
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(dev.context, _PROBE_SRC).build()
+        buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 64)
+        ks = []
+        for _ in range(kernels):
+            k = cl.Kernel(prg, "clgrad_replay_probe")
+            k.set_arg(0, buf)
+            ks.append(k)
+        cb_ok = native.command_buffer_support(dev.cl_device)
+        enq = native.enqueue_fn()
+        runs, correct, cbufs = {}, {}, []
+
+        def pyopencl_run():
+            for k in ks:
+                runtime._enqueue(q, k, (16,), None, None, None, False, False)
+        runs["pyopencl"] = pyopencl_run
+        if enq is not None:
+            args = [native.kernel_args(q, k, (16,), None) for k in ks]
+
+            def ctypes_run():
+                for a in args:
+                    if enq(*a):
+                        raise native.NativeError("clEnqueueNDRangeKernel", enq(*a))
+            runs["ctypes"] = ctypes_run
+            if cb_ok[0]:
+                try:
+                    cbuf = native.CommandBuffer(q)
+                    cbufs.append(cbuf)
+                    for k in ks:
+                        cbuf.add(k, (16,), None)
+                    cbuf.finalize()
+                    runs["command_buffer"] = cbuf.enqueue
+                except (native.NativeError, RuntimeError):
+                    correct["command_buffer"] = False
+        out = np.empty(16, np.float32)
+        for name, run in list(runs.items()):  # each alone, twice: right result, no error
+            try:
+                cl.enqueue_fill_buffer(q, buf, np.float32(0), 0, 64)
+                run()
+                run()
+                cl.enqueue_copy(q, out, buf)
+                correct[name] = bool((out == 2 * kernels).all())
+            except (native.NativeError, cl.Error, RuntimeError):
+                correct[name] = False
+            if not correct[name]:
+                del runs[name]
+        ts = {name: [] for name in runs}
+        for _ in range(repeats):  # interleaved, so that a noisy moment hits every way
+            for name, run in runs.items():
+                q.finish()
+                t0 = time.perf_counter()
+                run()
+                ts[name].append(time.perf_counter() - t0)
+        q.finish()
+        for cbuf in cbufs:
+            cbuf.release()
+        us = {n: sorted(t)[len(t) // 2] * 1e6 / kernels for n, t in ts.items()}
+    ok = [n for n in us if correct.get(n)]
+    best = min(ok, key=us.get) if ok else "pyopencl"
+    if best != "pyopencl" and "pyopencl" in us and us[best] > 0.9 * us["pyopencl"]:
+        best = "pyopencl"  # within the noise: keep the proven way
+    got = _BACKENDS[id(dev)] = {"device": dev, "best": best, "us_per_kernel": us,
+                                "correct": correct, "command_buffer": cb_ok}
+    return got
 
 
 class graph:
