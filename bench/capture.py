@@ -9,8 +9,10 @@ time per replayed kernel.
 Each mode runs a warm-up, then steps for about --seconds (each step ends with a device
 synchronize, as bench/train_step.py); images/s is the median of five such runs' rates.
 "Host µs per replayed kernel" is the time of the replay() call alone (enqueueing, no wait)
-divided by the kernels it enqueues, median over 200 replays of the S4 step's graph, and the same
-for a graph of 100 tiny adds (against 100 eager adds).
+divided by the kernels it enqueues, median over 200 replays of the S4 step's graph (with the
+backend clgrad picks, ``replay_backend``, and with each backend the device allows:
+``host_us_per_replayed_kernel_<backend>``), and the same for a graph of 100 tiny adds (against
+100 eager adds).
 
 AlexNet inference at batch 1 (bench/zoo_models.py's Caffe-layout AlexNet, 3x227x227, eval
 mode, ``no_grad``; the issue's GPU target: replayed >= 1.5x PyTorch CUDA eager): PyTorch eager,
@@ -197,6 +199,22 @@ def main():
         host.append(time.perf_counter() - t0)
         dev.synchronize()
     row["host_us_per_replayed_kernel"] = statistics.median(host) * 1e6 / g.num_commands
+    row["replay_backend"] = g.replay_backend
+    from clgrad.capture import REPLAY_BACKENDS, replay_backends
+    probe = replay_backends(dev)
+    row["replay_probe_us_per_kernel"] = probe["us_per_kernel"]
+    for b in REPLAY_BACKENDS:  # the same graph replayed each way the device allows
+        if probe["correct"].get(b):
+            g._plan(b)
+            host = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                g.replay()
+                host.append(time.perf_counter() - t0)
+                dev.synchronize()
+            row[f"host_us_per_replayed_kernel_{b}"] = (statistics.median(host) * 1e6 /
+                                                       g.num_commands)
+    g._plan()
     row["loss_after"] = float(sloss.item())
     # host cost of replay itself: a graph of 100 tiny kernels (adds on 16 floats)
     t = clgrad.ones(16)

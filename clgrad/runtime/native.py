@@ -147,6 +147,25 @@ def _resolve(plat):
     return out
 
 
+_CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR = 0x12A9
+_CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR = 1 << 2
+_CL_COMMAND_BUFFER_FLAGS_KHR = 0x1293
+_CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR = 1 << 0
+
+
+def _simultaneous_use(cl_device: cl.Device) -> bool:
+    """Whether the device lists the simultaneous-use capability of command buffers."""
+    lib = loader()
+    caps = ctypes.c_uint64(0)
+    try:
+        st = lib.clGetDeviceInfo(ctypes.c_void_p(cl_device.int_ptr),
+                                 ctypes.c_uint(_CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR),
+                                 ctypes.c_size_t(8), ctypes.byref(caps), None)
+    except AttributeError:
+        return False
+    return st == 0 and bool(caps.value & _CL_COMMAND_BUFFER_CAPABILITY_SIMULTANEOUS_USE_KHR)
+
+
 def command_buffer_support(cl_device: cl.Device) -> tuple:
     """(available: bool, reason: str): whether ``cl_device`` offers ``cl_khr_command_buffer``
     with its entry points resolvable through ctypes. ``CLGRAD_COMMAND_BUFFER=0`` turns it off."""
@@ -177,10 +196,21 @@ class CommandBuffer:
         self._kernels = []  # alive as long as the buffer
         self._last = None   # the previous command's sync point
         err = ctypes.c_int(0)
-        h = self._f["clCreateCommandBufferKHR"](1, ctypes.byref(self._qptr), None,
-                                                ctypes.byref(err))
+        h = None
+        self.simultaneous = _simultaneous_use(queue.device)
+        if self.simultaneous:  # may be enqueued again while the last enqueue is pending
+            props = (ctypes.c_uint64 * 3)(_CL_COMMAND_BUFFER_FLAGS_KHR,
+                                          _CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR, 0)
+            h = self._f["clCreateCommandBufferKHR"](1, ctypes.byref(self._qptr), props,
+                                                    ctypes.byref(err))
+            if err.value or not h:  # a revision without the flag: the default buffer
+                self.simultaneous, h = False, None
+        if h is None:
+            h = self._f["clCreateCommandBufferKHR"](1, ctypes.byref(self._qptr), None,
+                                                    ctypes.byref(err))
         if err.value or not h:
             raise NativeError("clCreateCommandBufferKHR", err.value)
+        self.retries = 0  # enqueues that had to wait for the previous one (see enqueue)
         self._h = ctypes.c_void_p(h)
         self._enq = functools.partial(self._f["clEnqueueCommandBufferKHR"], 1,
                                       ctypes.byref(self._qptr), self._h, 0, None, None)
@@ -211,6 +241,7 @@ class CommandBuffer:
         simultaneous use) gets a queue finish and a second try."""
         st = self._enq()
         if st == -59:  # CL_INVALID_OPERATION: still pending
+            self.retries += 1
             self._queue.finish()
             st = self._enq()
         if st:
