@@ -15,8 +15,15 @@ a queue finish between rounds) of:
 - ``graph[backend]``: ``CUDAGraph.replay()`` of a captured graph of --kernels tiny adds
   (``u = u + 1`` on 16 floats), per kernel, for each backend the device can use;
 and the backend clgrad picks by itself (``clgrad.capture.replay_backends``). The raw kernels
-are one-line kernels on 16 floats, so this is host time, not device time. One JSON line at the
-end (also appended to bench/results/replay_floor.jsonl).
+are one-line kernels on 16 floats, so this is host time, not device time.
+
+Where the time goes in a real graph (``--no-step`` skips it): the S4 training step
+(bench/train_step.py's model, batch 64, SGD) captured, then each command of its replay timed
+alone (median over 50 replays, a synchronize before each replay): ``step_<backend>_first_us``
+(the first command: a runtime may pay to wake up an idle queue), ``..._kernel_us`` (median of
+the other kernels with fixed arguments), ``..._dynamic_us`` (median of the kernels whose
+arguments a replay recomputes: the SGD steps' learning rate), ``..._total_us`` (the sum).
+One JSON line at the end (also appended to bench/results/replay_floor.jsonl).
 """
 import argparse
 import json
@@ -41,11 +48,64 @@ def _median_us(run, finish, repeats, per):
     return statistics.median(ts) * 1e6 / per
 
 
+def _step_breakdown(clgrad, dev, auto):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import numpy as np
+
+    import train_step as s4
+    from clgrad.capture import REPLAY_BACKENDS
+    rng = np.random.default_rng(1)
+    x = clgrad.from_numpy(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+    y = clgrad.from_numpy(rng.integers(0, 10, 64).astype(np.int64))
+    model = s4.build(clgrad.nn)
+    opt = clgrad.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = clgrad.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    step()
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        step()
+    out = {"step_commands": g.num_commands}
+    for b in REPLAY_BACKENDS:
+        if not auto["correct"].get(b):
+            continue
+        g._plan(b)
+        g.replay()
+        per = [[] for _ in g._seq]
+        for _ in range(50):
+            dev.synchronize()
+            for i, (a, op) in enumerate(g._seq):
+                t0 = time.perf_counter()
+                if a is None:
+                    op()
+                elif g._enq(*a):
+                    raise RuntimeError(f"{b}: clEnqueueNDRangeKernel failed")
+                per[i].append(time.perf_counter() - t0)
+        dev.synchronize()
+        med = [statistics.median(t) * 1e6 for t in per]
+        out[f"step_{b}_total_us"] = sum(med)
+        out[f"step_{b}_entries"] = len(med)
+        out[f"step_{b}_first_us"] = med[0]
+        if b != "command_buffer":  # one entry per command: split by kind
+            kinds = [c[0] for c in g._cmds]
+            for kind, name in (("k", "kernel"), ("d", "dynamic")):
+                v = [m for m, k in zip(med[1:], kinds[1:]) if k == kind]
+                if v:
+                    out[f"step_{b}_{name}_us"] = statistics.median(v)
+    g._plan()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None, help="CLGRAD_DEVICE (cpu, gpu, pocl ...)")
     ap.add_argument("--kernels", type=int, default=100, help="launches per round")
     ap.add_argument("--repeats", type=int, default=200, help="rounds per way")
+    ap.add_argument("--no-step", action="store_true", help="skip the S4 step's breakdown")
     args = ap.parse_args()
     if args.device:
         os.environ["CLGRAD_DEVICE"] = args.device
@@ -106,6 +166,8 @@ def main():
         row[f"graph_{b}_us"] = _median_us(g.replay, dev.synchronize, args.repeats, n)
         if not np.array_equal(u.numpy(), np.full(16, n + 1, np.float32)):
             raise AssertionError(f"replay backend {b}: wrong result")
+    if not args.no_step:
+        row.update(_step_breakdown(clgrad, dev, auto))
     for k, v in row.items():
         print(f"{k:>24}: {v:.2f}" if isinstance(v, float) else f"{k:>24}: {v}")
     line = json.dumps(row)

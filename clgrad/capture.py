@@ -18,13 +18,17 @@ uses (parameters, static inputs) are kept alive by the graph. Replays allocate n
 Replay. ``replay()`` enqueues the recorded commands in order on the device's in-order queue
 (asynchronously: reading a result waits for it). Same kernels, same arguments, same order:
 a replay gives bit for bit what the eager region gives on the same data. How the kernels are
-enqueued (``CUDAGraph.replay_backend``), chosen per device once by timing each way on a tiny
-kernel and checking its result (``replay_backends(device)``), or forced by ``CLGRAD_REPLAY``:
-"pyopencl" (pyopencl's enqueue, one Event object per kernel), "ctypes" (clEnqueueNDRangeKernel
-through ctypes with a NULL event, arguments prepared at capture end: clgrad/runtime/native.py)
-or "command_buffer" (``cl_khr_command_buffer`` where the device offers it: each run of kernels
-between a copy, a fill or a kernel with per-replay arguments is recorded into one command
-buffer at capture end and enqueued by one call).
+enqueued (``CUDAGraph.replay_backend``): "pyopencl" (pyopencl's enqueue, one Event object per
+kernel), "ctypes" (clEnqueueNDRangeKernel through ctypes with a NULL event, arguments prepared
+at capture end: clgrad/runtime/native.py) or "command_buffer" (``cl_khr_command_buffer`` where
+the device offers it: each run of kernels between a copy, a fill or a kernel with per-replay
+arguments is recorded into one command buffer at capture end and enqueued by one call).
+``CLGRAD_REPLAY`` forces one; by default ("auto") the ways that work on the device (checked
+once per device on a tiny kernel, ``replay_backends(device)``) are tried on the graph itself:
+after one warm-up replay, the next replays take turns (3 each), and the way with the least
+host time per replay is kept (pyopencl unless another takes < 90% of its time);
+``replay_backend`` is None until then. Every way enqueues the same kernels with the same
+arguments in the same order: the results are the same bits.
 
 Values that change between replays. Some kernel arguments are Python values that an eager
 step recomputes every time: the learning rate and Adam's bias corrections (from the step
@@ -159,6 +163,9 @@ class CUDAGraph:
         self._cbufs: list = []    # command buffers of the plan (released by reset)
         self.replay_backend = None
         self._enq = None          # clEnqueueNDRangeKernel (ctypes) for the "ctypes" entries
+        self._schedule: list = []  # "auto": the trial replays left, (backend, timed)
+        self._trials = None        # "auto": backend -> (sequence, enq) while trying
+        self._times: dict = {}     # "auto": backend -> host seconds of its trial replays
         self._keep: list = []     # outside buffers and host arrays the commands use
         self._own: set = set()    # int_ptr of the blocks of the private pool
         self._dev = None
@@ -196,15 +203,48 @@ class CUDAGraph:
 
     def _plan(self, backend: str | None = None):
         """Turn the recorded commands into the replay sequence for ``backend`` (default:
-        CLGRAD_REPLAY, else the device's fastest correct way, see ``replay_backends``)."""
+        CLGRAD_REPLAY, else "auto": the first replays try each way that works on the device,
+        see the module docstring)."""
         self._release_cbufs()
+        self._schedule, self._trials, self._times = [], None, {}
         if self._dev is None:
             self._seq, self.replay_backend = [], None
             return
         if backend is None:
             backend = os.environ.get("CLGRAD_REPLAY", "auto")
             if backend == "auto":
-                backend = replay_backends(self._dev)["best"]
+                works = [b for b in REPLAY_BACKENDS
+                         if replay_backends(self._dev)["correct"].get(b)] or ["pyopencl"]
+                if len(works) > 1 and self._nkernels >= 2:
+                    self._trials = {b: self._build(b) for b in works}
+                    self._seq, self._enq = self._trials[works[0]]
+                    self._schedule = [(works[0], False)] + [
+                        (b, True) for _ in range(_TRIAL_ROUNDS) for b in works]
+                    self._times = {b: [] for b in works}
+                    self.replay_backend = None
+                    return
+                backend = works[0]
+        self._seq, self._enq = self._build(backend)
+        self.replay_backend = backend
+
+    def _choose(self):
+        """After the trial replays: keep the way with the least host time per replay."""
+        med = {b: sorted(t)[len(t) // 2] for b, t in self._times.items()}
+        best = min(med, key=med.get)
+        if best != "pyopencl" and med[best] > _MARGIN * med["pyopencl"]:
+            best = "pyopencl"  # within the noise: keep the proven way
+        self._seq, self._enq = self._trials[best]
+        keep = {id(op.__self__) for a, op in self._seq if a is None and
+                isinstance(getattr(op, "__self__", None), native_mod().CommandBuffer)}
+        for cb in self._cbufs:
+            if id(cb) not in keep:
+                cb.release()
+        self._cbufs = [cb for cb in self._cbufs if id(cb) in keep]
+        self._trials, self.replay_backend = None, best
+
+    def _build(self, backend: str) -> tuple:
+        """(replay sequence, ctypes enqueue function) of the recorded commands for
+        ``backend``; command buffers made go to ``self._cbufs``."""
         if backend not in REPLAY_BACKENDS:
             raise ValueError(f"CUDAGraph: expected CLGRAD_REPLAY in {REPLAY_BACKENDS} or "
                              f"'auto', got {backend!r}")
@@ -244,8 +284,7 @@ class CUDAGraph:
                 seq.append((None, c[1]))
         if cb is not None:
             cb.finalize()
-        self._seq, self.replay_backend = seq, backend
-        self._enq = enq
+        return seq, enq
 
     def _release_cbufs(self):
         for cb in self._cbufs:
@@ -275,6 +314,11 @@ class CUDAGraph:
         dev = self._dev
         if dev is None:
             return
+        trial = None
+        if self._schedule:  # "auto": one of the first replays, trying one way
+            trial = self._schedule.pop(0)
+            self._seq, self._enq = self._trials[trial[0]]
+            t0 = time.perf_counter()
         enq = self._enq
         with dev._lock:
             for a, op in self._seq:
@@ -283,6 +327,11 @@ class CUDAGraph:
                 elif enq(*a):
                     self._failed(a)
             runtime._LAUNCHES[0] += self._nkernels
+        if trial is not None:
+            if trial[1]:
+                self._times[trial[0]].append(time.perf_counter() - t0)
+            if not self._schedule:
+                self._choose()
 
     def _failed(self, args):
         from clgrad.runtime import native
@@ -296,6 +345,7 @@ class CUDAGraph:
             self._stop()
         self._release_cbufs()
         self._seq, self._keep, self._own, self._cmds = [], [], set(), []
+        self._schedule, self._trials, self._times = [], None, {}
         self.replay_backend = None
         self._captured = False
         self._nkernels = self._dynamic = 0
@@ -443,13 +493,22 @@ def _dynamic_op(q, k, g, l, fn, start, native_enq=None):
 
 
 _BACKENDS: dict = {}  # id(Device) -> replay_backends' answer
+_TRIAL_ROUNDS = 3     # "auto": timed trial replays per way
+_MARGIN = 0.9         # another way must take < 90% of pyopencl's host time to be chosen
+
+
+def native_mod():
+    """clgrad.runtime.native (imported on first use: ctypes set-up only where replays run)."""
+    from clgrad.runtime import native
+    return native
 
 _PROBE_SRC = "__kernel void clgrad_replay_probe(__global float* x) { x[get_global_id(0)] += 1.0f; }"
 
 
-def replay_backends(dev=None, kernels: int = 64, repeats: int = 21) -> dict:
-    """How graphs replay on ``dev`` (a clgrad Device; default: the default device), measured
-    once per device and cached: {"best": name, "us_per_kernel": {name: µs}, "correct":
+def replay_backends(dev=None, kernels: int = 32, repeats: int = 9) -> dict:
+    """Which ways of replaying work on ``dev`` (a clgrad Device; default: the default
+    device), checked once per device and cached (graphs in "auto" mode try the working ways
+    on themselves, see the module docstring): {"best": name, "us_per_kernel": {name: µs}, "correct":
     {name: bool}, "command_buffer": (available, reason)}. Each way enqueues ``kernels``
     launches of a tiny kernel (x += 1 on 16 floats), ``repeats`` times, the ways interleaved;
     the host time of the enqueues (median) per kernel is ``us_per_kernel``. A way counts only

@@ -288,6 +288,29 @@ def test_each_replay_backend_equals_eager_bitwise(backend, opt_name, monkeypatch
         assert a.tobytes() == b.tobytes()
 
 
+def test_auto_replay_tries_each_working_way_then_keeps_one(monkeypatch):
+    """CLGRAD_REPLAY=auto: the first replays take turns between the ways that work (every
+    replay still does the same work), then one way stays."""
+    from clgrad.capture import REPLAY_BACKENDS, replay_backends
+    monkeypatch.setenv("CLGRAD_REPLAY", "auto")
+    works = [b for b in REPLAY_BACKENDS if replay_backends()["correct"].get(b)]
+    x = torch.zeros(8)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        x.add_(1)
+        x.mul_(2)
+    n = 1 + 3 * len(works)
+    for i in range(n + 3):
+        if len(works) > 1:
+            assert (g.replay_backend is None) == (i < n)
+        g.replay()
+        want = 0.0
+        for _ in range(i + 1):
+            want = (want + 1) * 2
+        np.testing.assert_array_equal(x.numpy(), np.full(8, want, np.float32))
+    assert g.replay_backend in works
+
+
 def test_replay_backends_probe_reports_the_device():
     from clgrad.capture import replay_backends
     r = replay_backends()
