@@ -53,7 +53,6 @@ runs eagerly, as usual.
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import threading
 import time
@@ -211,7 +210,8 @@ class CUDAGraph:
             self._seq, self.replay_backend = [], None
             return
         if backend is None:
-            backend = os.environ.get("CLGRAD_REPLAY", "auto")
+            from clgrad.settings import getenv
+            backend = getenv("CLGRAD_REPLAY")
             if backend == "auto":
                 works = [b for b in REPLAY_BACKENDS
                          if replay_backends(self._dev)["correct"].get(b)] or ["pyopencl"]

@@ -169,7 +169,8 @@ def _simultaneous_use(cl_device: cl.Device) -> bool:
 def command_buffer_support(cl_device: cl.Device) -> tuple:
     """(available: bool, reason: str): whether ``cl_device`` offers ``cl_khr_command_buffer``
     with its entry points resolvable through ctypes. ``CLGRAD_COMMAND_BUFFER=0`` turns it off."""
-    if os.environ.get("CLGRAD_COMMAND_BUFFER", "1") == "0":
+    from clgrad.settings import getenv
+    if getenv("CLGRAD_COMMAND_BUFFER") == "0":
         return False, "turned off by CLGRAD_COMMAND_BUFFER=0"
     if _EXT not in cl_device.extensions.split():
         return False, f"{cl_device.name.strip()!r} does not list {_EXT}"
