@@ -131,3 +131,48 @@ def test_stored_tiles_of_another_form_are_ignored(tmp_path, monkeypatch):
         assert mm.tiles(dev) == default
         got = (clgrad.tensor(a, device=dev) @ clgrad.tensor(a.T.copy(), device=dev)).numpy()
         np.testing.assert_allclose(got, a @ a.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("la, lb, lc", [("c", "c", "c"), ("t", "t", "s"), ("s", "s", "c")])
+def test_split_k_matches_numpy(la, lb, lc, monkeypatch):
+    """GEMM_TILED problems of few tiles are split along K (a linear layer at batch 1): the
+    split path is taken (counted) and gives NumPy's product for every layout, batch dims,
+    alpha/beta, beta == 0 over NaNs in C, and depths with few divisors."""
+    calls = []
+    real = mm._gemm_split_k
+    monkeypatch.setattr(mm, "_gemm_split_k", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
+    rng = np.random.default_rng(4)
+    dev = clgrad.default_device()
+    for m, k, n in [(1, 1152, 40), (3, 1200, 7), (1, 131 * 3, 5)]:
+        want = mm._splits(1, k, dev, 1, clgrad.float32)
+        a_np, a = operand(rng, (m, k), la, np.float32)
+        b_np, b = operand(rng, (k, n), lb, np.float32)
+        _, c = operand(rng, (m, n), lc, np.float32)
+        clgrad.ops.elementwise.fill_raw(c, float("nan"))
+        calls.clear()
+        mm.gemm(c, a, b, tiles_override=GPU2)
+        assert_product(c, a_np, b_np)
+        assert calls == ([want] if want > 1 else [])
+        assert k % want == 0 and (want == 1 or k // want >= mm.SPLIT_MIN_K)
+    assert mm._splits(1, 1152, dev, 1, clgrad.float32) > 1  # the first shape splits
+    a_np, a = operand(rng, (2, 1152), la, np.float32, batch=(2,))
+    b_np, b = operand(rng, (1152, 9), lb, np.float32, batch=(2,))
+    c0, c = operand(rng, (2, 9), lc, np.float32, batch=(2,))
+    calls.clear()
+    mm.gemm(c, a, b, 0.5, -2.0, tiles_override=GPU2)
+    assert calls and calls[0] > 1
+    assert_product(c, a_np, b_np, 0.5, -2.0, c0)
+
+
+def test_split_k_float64_and_float16_not_split():
+    dev = clgrad.default_device()
+    assert mm._splits(1, 4096, dev, 1, clgrad.float16) == 1
+    assert mm._splits(10 ** 6, 4096, dev, 1, clgrad.float32) == 1  # enough tiles already
+    if not dev.fp64:
+        pytest.skip("no fp64 on this device")
+    rng = np.random.default_rng(5)
+    a_np, a = operand(rng, (1, 2048), "c", np.float64)
+    b_np, b = operand(rng, (2048, 33), "t", np.float64)
+    _, c = operand(rng, (1, 33), "c", np.float64)
+    mm.gemm(c, a, b, tiles_override=GPU0)
+    assert_product(c, a_np, b_np)

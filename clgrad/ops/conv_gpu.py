@@ -216,7 +216,9 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 
 
 # -- auto by measurement ----------------------------------------------------------------------
-# GPUs, big problems (at least _TUNE_MIN_MACS multiply-adds): the first time a (device +
+# GPUs, problems of at least _TUNE_MIN_MACS multiply-adds (2^24: AlexNet's convolutions at
+# batch 1 are 75-224 M; below 2^28 the shape rule's implicit GEMM ran them on 18-96 of the
+# H200's work-group slots, 2.4 ms of a 3.3 ms inference): the first time a (device +
 # driver, pass, dtype, problem) is seen, every candidate algorithm runs it on scratch operands
 # of the same shapes (conv.py's _trial: filled with 0.5, not zeros), the fastest is stored in
 # <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
@@ -224,7 +226,7 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit"),
               "grad_input": ("igemm_gpu", "im2col", "implicit"),
               "grad_weight": ("igemm_gpu", "im2col", "implicit")}
-_TUNE_MIN_MACS = 1 << 28
+_TUNE_MIN_MACS = 1 << 24
 _TUNED: dict = {}  # file contents, loaded once
 _LOCK = threading.Lock()
 

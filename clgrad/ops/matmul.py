@@ -92,7 +92,8 @@ def _same_form(stored, default) -> bool:
     return isinstance(stored, int) and not isinstance(stored, bool) and stored > 0
 
 
-def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None):
+def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None,
+         no_split=False):
     """c = alpha * a @ b + beta * c in one launch; no autograd.
 
     Shapes: a (*B, M, K), b (*B, K, N), c (*B, M, N) with the same batch dims *B (stride-0
@@ -101,6 +102,10 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     float16: products are summed in float32 and rounded once (PyTorch's): GEMM_TILED with
     ACC=float, GEMM_CPU on float32 copies of the operands.
     ``tiles_override``: one config as ``tiles()`` returns (the tests and the tuner use it).
+    GEMM_TILED problems with too few tiles to fill the device (a linear layer at batch 1, a
+    convolution's im2col GEMM of one image) are split along K (``_splits``): partial products
+    of each K slice in one batched launch, then summed (``_gemm_split_k``); ``no_split``
+    turns that off.
     """
     dev = c._storage.device
     key = None
@@ -113,6 +118,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                a._shape, b._shape, c._strides, a._strides, b._strides, c._offset, a._offset,
                b._offset)
         plan = dev.plans.get(key)
+        if plan is not None and plan[5] is tiles(dev) and plan[0] == "split":
+            return _gemm_split_k(c, a, b, alpha, beta, plan[1])
         if plan is not None and plan[5] is tiles(dev):  # (tiles re-read: planned again)
             kernel, gsize, lsize, fixed, dt, _ = plan
             dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
@@ -150,6 +157,14 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             big = cfg["large"]
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
             cfg = big if fill >= dev.compute_units else cfg["small"]
+        splits = _splits(cdiv(m, cfg["TSM"]) * cdiv(n, cfg["TSN"]) * nb, k, dev,
+                         len(bshape), c.dtype) if not no_split else 1
+        if splits > 1:
+            if key is not None:
+                if len(dev.plans) >= PLANS_MAX:
+                    dev.plans.clear()
+                dev.plans[key] = ("split", splits, None, None, None, top)
+            return _gemm_split_k(c, a, b, alpha, beta, splits, tiles_override)
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
             d["ACC"] = "float"  # products summed in float32, rounded once (PyTorch's)
@@ -178,6 +193,50 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                scalar(c.dtype, alpha), scalar(c.dtype, beta))
     return c
 
+
+
+# Split-K on GPUs: a GEMM of fewer tiles than SPLIT_FILL x compute units is split along K
+# into S slices (S divides K, each at least SPLIT_MIN_K deep) so that about that many
+# work-groups run. H200, AlexNet at batch 1 (fc6: 1 x 9216 @ 9216 x 4096, one row of 64
+# small tiles: 0.47 ms on 64 of 132 SMs).
+SPLIT_FILL = 4
+SPLIT_MIN_K = 128
+
+
+def _splits(fill: int, k: int, dev, batch_dims: int, dtype) -> int:
+    """How many K slices a GEMM_TILED problem of ``fill`` tiles and depth ``k`` is split into
+    (1: none). float16 is never split (its partial sums would be rounded to half)."""
+    want = SPLIT_FILL * dev.compute_units
+    if fill >= want // 2 or dtype is dtypes.float16 or batch_dims + 1 > MAXD:
+        return 1
+    s = min(-(-want // fill), k // SPLIT_MIN_K)
+    while s > 1 and k % s:
+        s -= 1
+    return s
+
+
+def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg=None):
+    """c = alpha * a @ b + beta * c as ``splits`` K slices: one batched GEMM of the slices
+    (the slice is a leading batch dim of stride K/splits on a's columns and b's rows: views,
+    no copies) into a (splits, *B, M, N) workspace, summed over the slices, then scaled into
+    c. Summation order differs from the unsplit GEMM (slice sums added last)."""
+    from clgrad.ops import reduce
+    *batch, m, k = a.shape
+    n = b.shape[-1]
+    kc = k // splits
+    (a_rs, a_cs), (b_rs, b_cs) = a._strides[-2:], b._strides[-2:]
+    a_s = Tensor(a._storage, (splits, *batch, m, kc), (kc * a_cs, *a._strides), a._offset)
+    b_s = Tensor(b._storage, (splits, *batch, kc, n), (kc * b_rs, *b._strides), b._offset)
+    dev = c._storage.device
+    with no_grad():
+        part = empty((splits, *batch, m, n), c.dtype, dev)
+        gemm(part, a_s, b_s, 1.0, 0.0, cfg, no_split=True)
+        r = reduce.sum(part, dim=0)
+        if beta == 0:
+            copy_raw(c, r if alpha == 1 else ew.mul(r, alpha))
+        else:
+            ew.axpby_(c, r, alpha, c, beta)
+    return c
 
 
 def _gemm_widened(c: Tensor, a: Tensor, b: Tensor, alpha, beta, cfg):
