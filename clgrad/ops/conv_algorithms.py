@@ -460,11 +460,97 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
+# -- blocked over output channels (kernels/conv_blocked_cpu.cl) ------------------------------------
+BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device's (tests force it)
+# (MB vectors per block, PX pixels per forward work-group, TK taps per weight-gradient one) by
+# float lanes: 16 (AVX-512: 32 registers) holds 2 x 12 accumulators forward, 2 x 8 for the
+# weight gradient (TK = 12 or 9 ran at half the speed on a Xeon: its TK tap offsets are
+# general registers too), 8 (AVX2: 16 registers) 2 x 6 and 2 x 6.
+BLOCK_TILES = {16: (2, 12, 8), 8: (2, 6, 6)}
+BLOCK_WGRAD_FMAS = 1 << 16  # vector FMAs a weight-gradient work-group aims at
+_INT_MAX = (1 << 31) - 1
+
+
+def _block_lanes(dt, dev):
+    """Lanes BW of the blocked kernels: the device's float vector width (8 or 16, or the
+    BLOCK_LANES override), halved for float64."""
+    lanes = BLOCK_LANES or (16 if dev.vector_width >= 16 else 8)
+    return lanes // 2 if dt.itemsize == 8 else lanes
+
+
+def _block_geometry(p: Problem, dt, dev):
+    """(defines, hp, wp, obm): the padded input's rows and columns (exactly what the taps
+    read), and the number of output-channel blocks of MB vectors."""
+    bw = _block_lanes(dt, dev)
+    mb, px, tk = BLOCK_TILES[bw if dt.itemsize == 4 else bw * 2]
+    hp = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
+    wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
+    return dict(defines_for(dt), BW=bw, MB=mb, PX=px, TK=tk), hp, wp, cdiv(p.o, mb * bw)
+
+
+def _plan_blocked(p: Problem, dt, dev):
+    """Plan() where the padded input, packed weight and packed output gradient fit the
+    workspace limit and 32-bit offsets; else None."""
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    blk = d["MB"] * d["BW"]
+    sizes = (p.g * p.n * p.c * hp * wp, p.g * obm * blk * p.c * p.kh * p.kw,
+             p.g * obm * blk * p.n * p.oh * p.ow)
+    if max(sizes) > _INT_MAX or sum(sizes) * dt.itemsize > backends.conv_workspace_limit:
+        return None
+    return Plan()
+
+
+def _pad_input(p: Problem, d, hp, wp, x):
+    dev = x._storage.device
+    xp = empty((p.g * p.n * p.c * hp * wp,), x.dtype, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (hp, p.g * p.n * p.c),
+               None, p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
+               xp._storage.buffer)
+    return xp
+
+
+def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt = x._storage.device, x.dtype
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    xp = _pad_input(p, d, hp, wp, x)
+    wb = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d), (p.c, p.g * obm), None,
+               p.pack(), np.int64(obm), w._storage.buffer, wb._storage.buffer)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
+               (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
+               np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
+               wb._storage.buffer, y._storage.buffer, _bias_buffer(bias, y))
+
+
+def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt = x._storage.device, x.dtype
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    xp = _pad_input(p, d, hp, wp, x)
+    gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
+               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), pack(v5(g4, p.g), longs(V5_T)),
+               g4._storage.buffer, gt._storage.buffer)
+    so, sc, skh, skw = gw._strides
+    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
+    nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
+    # tap blocks per work-group: about BLOCK_WGRAD_FMAS vector FMAs each (a work-group costs
+    # about a microsecond to start on the CPU runtimes), but enough work-groups for the units
+    kb = max(1, min(nkb, BLOCK_WGRAD_FMAS // max(1, p.n * p.oh * p.ow * d["MB"] * d["TK"]),
+                    cdiv(nkb * obm * p.g, FILL_GROUPS * _units(dev))))
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_wgrad", d),
+               (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
+               np.int64(obm), np.int64(kb), xp._storage.buffer,
+               gt._storage.buffer, gw._storage.buffer, gv)
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
 KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))
     "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
     "implicit:gpu": ((_no_plan, _gemm_fwd), (_plan_gemm_wgrad, _gemm_wgrad)),
     "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
     "direct": ((_no_plan, _direct_fwd), (_plan_direct_wgrad, _direct_wgrad)),
     "pointwise": ((_plan_pointwise, _pointwise_fwd), (_plan_pointwise, _pointwise_wgrad)),
+    "blocked": ((_plan_blocked, _blocked_fwd), (_plan_blocked, _blocked_wgrad)),
 }
 IM2COL = {"forward": _im2col_fwd, "grad_weight": _im2col_wgrad}  # grad_input: im2col_dgrad

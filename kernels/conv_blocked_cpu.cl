@@ -1,0 +1,197 @@
+// kernels/conv_blocked_cpu.cl — convolution blocked over output channels, for CPUs on small
+// maps (see conv.h for the problem): vectors run along output channels (BW of them: 16 floats
+// on AVX-512, 8 on AVX2), as in oneDNN's nChw16c kernels, so a 4 x 4 or 2 x 2 map no longer
+// leaves most of a vector along output columns empty. The input is read as scalars and
+// broadcast. Three small passes rearrange the operands first (no work-group-size limits):
+//   pad_input:  Xp[g][n][c][hp][wp] = Xv[n, g, c, y - ph, x - pw] (zero outside; zero
+//               insertion and negative padding included), so the main loops need no bounds;
+//               (hp, g*n*c) items, one row each.
+//   pack_weight: Wb[g][obm][c][kh][kw][MB][BW] = K[g, (obm*MB + m)*BW + lane, c, kh, kw],
+//               0 past o (read through the weight's view: the input gradient's flipped one);
+//               (c*kh*kw, g*obm) items.
+//   pack_grad:  Gt[g][obm][n*oh*ow][MB][BW] = GO[n, g, (obm*MB + m)*BW + lane, oh, ow], 0 past
+//               o; (n*oh*ow, g*obm) items.
+// Then (local size 1 x 1 x 1 for both):
+//   blocked_fwd:   (ceil(n*oh*ow / PX), obm, g): PX output pixels (flattened over n, oh, ow)
+//                  x MB vectors of BW output channels per work-group, summed over c, kh, kw.
+//                  Forward, and the input gradient run as a forward problem.
+//   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
+//                  vectors of output channels per work-group, one block after the other,
+//                  each summed over n, oh, ow; written through gw's view
+//                  (no batch split, no reduction pass; the bias gradient is the host's sum).
+// Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
+// block), PX (pixels per forward work-group), TK (taps per weight-gradient work-group).
+#include "conv.h"
+
+#define VB CAT(T, BW)
+#define VBLOAD CAT(vload, BW)
+#define VBSTORE CAT(vstore, BW)
+
+// One item per row of Xp: (hp, g*n*c) items.
+__kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, __global T *Xp) {
+    const long y = get_global_id(0), gnc = get_global_id(1);
+    if (y >= hp || gnc >= p.g * p.n * p.c) return;
+    const long c = gnc % p.c, gn = gnc / p.c, n = gn % p.n, g = gn / p.n;
+    const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
+    __global T *d = Xp + (gnc * hp + y) * wp;
+    const long yv = y - p.ph;
+    if (yv < 0 || yv % p.uh != 0 || yv / p.uh >= p.h) {
+        for (long x = 0; x < wp; ++x) d[x] = (T)0;
+    } else if (p.uw == 1) {
+        __global const T *s = X + xb + (yv / p.uh) * p.x.s[3];
+        const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
+        for (long x = 0; x < lo; ++x) d[x] = (T)0;
+        for (long x = lo; x < hi; ++x) d[x] = s[(x - p.pw) * p.x.s[4]];
+        for (long x = hi; x < wp; ++x) d[x] = (T)0;
+    } else {
+        for (long x = 0; x < wp; ++x) d[x] = xv(X, xb, yv, x - p.pw, p);
+    }
+}
+
+// One item per (input channel c, g * obm + block): (c, g*obm) items, each reading the kh*kw
+// taps of MB*BW output channels (runs of kh*kw in a dense weight, or its flipped view).
+__kernel void pack_weight(const conv_t p, long obm, __global const T *K, __global T *Wb) {
+    const int khw = (int)(p.kh * p.kw), c = (int)get_global_id(0);
+    const long gb = get_global_id(1);
+    if (c >= p.c || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm;
+    __global const T *s = K + p.k.off + g * p.k.s[0] + c * p.k.s[2];
+    __global T *d = Wb + (gb * p.c + c) * khw * (MB * BW);
+    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
+    for (int l = 0; l < MB * BW; ++l) {
+        __global const T *so = s + (o0 + l) * p.k.s[1];
+        for (int t = 0; t < khw; ++t) {
+            const int kh = t / (int)p.kw, kw = t - kh * (int)p.kw;
+            d[t * (MB * BW) + l] = l < nv ? so[kh * p.k.s[3] + kw * p.k.s[4]] : (T)0;
+        }
+    }
+}
+
+// One item per (output pixel q = (n, oh, ow), g * obm + block): (n*oh*ow, g*obm) items. gv:
+// the (n, g, o, oh, ow) view of the output gradient.
+__kernel void pack_grad(const conv_t p, long obm, v5_t gv, __global const T *GO,
+                        __global T *Gt) {
+    const long q = get_global_id(0), gb = get_global_id(1), ohw = p.oh * p.ow;
+    if (q >= p.n * ohw || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm, n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+    __global const T *s = GO + gv.off + n * gv.s[0] + g * gv.s[1] + oh * gv.s[3]
+                          + (r - oh * p.ow) * gv.s[4];
+    __global T *d = Gt + (gb * p.n * ohw + q) * (MB * BW);
+    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
+    for (int l = 0; l < nv; ++l) d[l] = s[(o0 + l) * gv.s[2]];
+    for (int l = (int)nv; l < MB * BW; ++l) d[l] = (T)0;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *Xp,
+                 __global const T *Wb, __global T *Y, __global const T *B) {
+    const long ohw = p.oh * p.ow, np = p.n * ohw, q0 = get_group_id(0) * PX;
+    const long b = get_group_id(1), g = get_group_id(2);
+    const int khw = (int)(p.kh * p.kw);
+    const long plane = hp * wp;
+    int off[PX];
+#pragma unroll
+    for (int j = 0; j < PX; ++j) {
+        const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+        off[j] = (int)(n * p.c * plane + oh * p.sh * wp + (r - oh * p.ow) * p.sw);
+    }
+    VB acc[MB][PX];
+#pragma unroll
+    for (int m = 0; m < MB; ++m)
+#pragma unroll
+        for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
+    __global const T *xg = Xp + g * p.n * p.c * plane;
+    __global const T *wk = Wb + (g * obm + b) * p.c * khw * (MB * BW);
+    for (int c = 0; c < (int)p.c; ++c) {
+        for (int kh = 0; kh < (int)p.kh; ++kh) {
+            __global const T *xr = xg + c * plane + kh * p.dh * wp;
+            for (int kw = 0; kw < (int)p.kw; ++kw, wk += MB * BW) {
+                __global const T *xt = xr + kw * p.dw;
+                VB wv[MB];
+#pragma unroll
+                for (int m = 0; m < MB; ++m) wv[m] = VBLOAD(0, wk + m * BW);
+#pragma unroll
+                for (int j = 0; j < PX; ++j) {
+                    const T a = xt[off[j]];
+#pragma unroll
+                    for (int m = 0; m < MB; ++m) acc[m][j] = fma((VB)a, wv[m], acc[m][j]);
+                }
+            }
+        }
+    }
+    const long obase = p.y.off + g * p.y.s[1];
+#pragma unroll
+    for (int j = 0; j < PX; ++j) {
+        const long q = q0 + j;
+        if (q >= np) break;
+        const long n = q / ohw, r = q - n * ohw, oh = r / p.ow, ow = r - oh * p.ow;
+        __global T *y = Y + obase + n * p.y.s[0] + oh * p.y.s[3] + ow * p.y.s[4];
+#pragma unroll
+        for (int m = 0; m < MB; ++m) {
+            T t[BW];
+            VBSTORE(acc[m][j], 0, t);
+            const long o0 = (b * MB + m) * BW;
+            for (int l = 0; l < BW && o0 + l < p.o; ++l) {
+                const T bv = p.bias ? B[p.boff + (g * p.o + o0 + l) * p.bs] : (T)0;
+                y[(o0 + l) * p.y.s[2]] = t[l] + bv;
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, __global const T *Xp,
+                   __global const T *Gt, __global T *GW, v5_t gw) {
+    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw;
+    const long b = get_group_id(1), g = get_group_id(2), plane = hp * wp;
+    __global const T *g0 = Gt + (g * obm + b) * (p.n * p.oh * p.ow) * (MB * BW);
+    for (int k0 = (int)(get_group_id(0) * kb) * TK;
+         k0 < MIN((int)((get_group_id(0) + 1) * kb) * TK, kall); k0 += TK) {
+        int toff[TK];
+#pragma unroll
+        for (int t = 0; t < TK; ++t) {
+            const int k = MIN(k0 + t, kall - 1), c = k / khw, r = k - c * khw;
+            const int kh = r / (int)p.kw;
+            toff[t] = (int)(c * plane + kh * p.dh * wp + (r - kh * p.kw) * p.dw);
+        }
+        VB acc[MB][TK];
+#pragma unroll
+        for (int m = 0; m < MB; ++m)
+#pragma unroll
+            for (int t = 0; t < TK; ++t) acc[m][t] = (VB)0;
+        __global const T *gp = g0;
+        for (int n = 0; n < (int)p.n; ++n) {
+            __global const T *xn = Xp + (g * p.n + n) * p.c * plane;
+            for (int oh = 0; oh < (int)p.oh; ++oh) {
+                __global const T *xr = xn + oh * p.sh * wp;
+                for (int ow = 0; ow < (int)p.ow; ++ow, gp += MB * BW) {
+                    __global const T *xq = xr + ow * p.sw;
+                    VB gv[MB];
+#pragma unroll
+                    for (int m = 0; m < MB; ++m) gv[m] = VBLOAD(0, gp + m * BW);
+#pragma unroll
+                    for (int t = 0; t < TK; ++t) {
+                        const T a = xq[toff[t]];
+#pragma unroll
+                        for (int m = 0; m < MB; ++m) acc[m][t] = fma((VB)a, gv[m], acc[m][t]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < TK; ++t) {
+            const int k = k0 + t;
+            if (k >= kall) break;
+            const int c = k / khw, r = k - c * khw, kh = r / (int)p.kw, kw = r - kh * (int)p.kw;
+            __global T *w = GW + gw.off + g * gw.s[0] + c * gw.s[2] + kh * gw.s[3]
+                            + kw * gw.s[4];
+#pragma unroll
+            for (int m = 0; m < MB; ++m) {
+                T s[BW];
+                VBSTORE(acc[m][t], 0, s);
+                const long o0 = (b * MB + m) * BW;
+                for (int l = 0; l < BW && o0 + l < p.o; ++l) w[(o0 + l) * gw.s[1]] = s[l];
+            }
+        }
+    }
+}
