@@ -10,7 +10,6 @@ JSON line per (layer, pass).
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys

@@ -528,8 +528,8 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     xp = _pad_input(p, d, hp, wp, x)
     gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
-               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), pack(v5(g4, p.g), longs(V5_T)),
-               g4._storage.buffer, gt._storage.buffer)
+               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm),
+               pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer, gt._storage.buffer)
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
