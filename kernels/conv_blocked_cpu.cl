@@ -5,7 +5,7 @@
 // broadcast. Three small passes rearrange the operands first (no work-group-size limits):
 //   pad_input:  Xp[g][n][c][hp][wp] = Xv[n, g, c, y - ph, x - pw] (zero outside; zero
 //               insertion and negative padding included), so the main loops need no bounds;
-//               (hp, g*n*c) items, one row each.
+//               (g*n*c) items, one plane each.
 //   pack_weight: Wb[g][obm][c][kh][kw][MB][BW] = K[g, (obm*MB + m)*BW + lane, c, kh, kw],
 //               0 past o (read through the weight's view: the input gradient's flipped one);
 //               (c*kh*kw, g*obm) items.
@@ -35,24 +35,30 @@ typedef T VBU __attribute__((ext_vector_type(BW), aligned(sizeof(T))));
 #endif
 #define VBSTORE CAT(vstore, BW)
 
-// One item per row of Xp: (hp, g*n*c) items.
+// One item per plane (n, g, c) of Xp: (g*n*c) items, hp rows each.
 __kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, __global T *Xp) {
-    const long y = get_global_id(0), gnc = get_global_id(1);
-    if (y >= hp || gnc >= p.g * p.n * p.c) return;
+    const long gnc = get_global_id(0);
+    if (gnc >= p.g * p.n * p.c) return;
     const long c = gnc % p.c, gn = gnc / p.c, n = gn % p.n, g = gn / p.n;
     const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
-    __global T *d = Xp + (gnc * hp + y) * wp;
-    const long yv = y - p.ph;
-    if (yv < 0 || yv % p.uh != 0 || yv / p.uh >= p.h) {
-        for (long x = 0; x < wp; ++x) d[x] = (T)0;
-    } else if (p.uw == 1) {
-        __global const T *s = X + xb + (yv / p.uh) * p.x.s[3];
-        const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
-        for (long x = 0; x < lo; ++x) d[x] = (T)0;
-        for (long x = lo; x < hi; ++x) d[x] = s[(x - p.pw) * p.x.s[4]];
-        for (long x = hi; x < wp; ++x) d[x] = (T)0;
-    } else {
-        for (long x = 0; x < wp; ++x) d[x] = xv(X, xb, yv, x - p.pw, p);
+    const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
+    __global T *d = Xp + gnc * hp * wp;
+    for (long y = 0; y < hp; ++y, d += wp) {
+        const long yv = y - p.ph;
+        if (yv < 0 || yv % p.uh != 0 || yv / p.uh >= p.h) {
+            for (long x = 0; x < wp; ++x) d[x] = (T)0;
+        } else if (p.uw == 1) {
+            __global const T *s = X + xb + (yv / p.uh) * p.x.s[3];
+            for (long x = 0; x < lo; ++x) d[x] = (T)0;
+            if (p.x.s[4] == 1) {
+                for (long x = lo; x < hi; ++x) d[x] = s[x - p.pw];
+            } else {
+                for (long x = lo; x < hi; ++x) d[x] = s[(x - p.pw) * p.x.s[4]];
+            }
+            for (long x = hi; x < wp; ++x) d[x] = (T)0;
+        } else {
+            for (long x = 0; x < wp; ++x) d[x] = xv(X, xb, yv, x - p.pw, p);
+        }
     }
 }
 
@@ -66,12 +72,12 @@ __kernel void pack_weight(const conv_t p, long obm, __global const T *K, __globa
     __global const T *s = K + p.k.off + g * p.k.s[0] + c * p.k.s[2];
     __global T *d = Wb + (gb * p.c + c) * khw * (MB * BW);
     const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
-    for (int l = 0; l < MB * BW; ++l) {
-        __global const T *so = s + (o0 + l) * p.k.s[1];
-        for (int t = 0; t < khw; ++t) {
-            const int kh = t / (int)p.kw, kw = t - kh * (int)p.kw;
-            d[t * (MB * BW) + l] = l < nv ? so[kh * p.k.s[3] + kw * p.k.s[4]] : (T)0;
-        }
+    for (int l = 0; l < MB * BW; ++l) {  // no division in these loops (a 32-bit division per
+        __global const T *so = s + (o0 + l) * p.k.s[1];  // tap took most of the pass's time)
+        __global T *dl = d + l;
+        for (int kh = 0; kh < (int)p.kh; ++kh)
+            for (int kw = 0; kw < (int)p.kw; ++kw, dl += MB * BW)
+                *dl = l < nv ? so[kh * p.k.s[3] + kw * p.k.s[4]] : (T)0;
     }
 }
 

@@ -503,8 +503,8 @@ def _plan_blocked(p: Problem, dt, dev):
 def _pad_input(p: Problem, d, hp, wp, x):
     dev = x._storage.device
     xp = empty((p.g * p.n * p.c * hp * wp,), x.dtype, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (hp, p.g * p.n * p.c),
-               None, p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (p.g * p.n * p.c,), None,
+               p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
                xp._storage.buffer)
     return xp
 
