@@ -17,8 +17,9 @@
 //                  Forward, and the input gradient run as a forward problem.
 //   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
 //                  vectors of output channels per work-group, one block after the other,
-//                  each summed over n, oh, ow; written through gw's view
-//                  (no batch split, no reduction pass; the bias gradient is the host's sum).
+//                  each summed over n, oh, ow, stored packed as Wb (vector stores); then
+//   unpack_wgrad:  (c, g*obm) items write them through gw's view (no batch split, no
+//                  reduction pass; the bias gradient is the host's sum).
 // Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
 // block), PX (pixels per forward work-group), TK (taps per weight-gradient work-group).
 #include "conv.h"
@@ -30,8 +31,10 @@
 #if defined(__clang__)
 typedef T VBU __attribute__((ext_vector_type(BW), aligned(sizeof(T))));
 #define VBLD(p) (*(__global const VBU *)(p))
+#define VBST(p, v) (*(__global VBU *)(p) = (v))
 #else
 #define VBLD(p) CAT(vload, BW)(0, (p))
+#define VBST(p, v) CAT(vstore, BW)((v), 0, (p))
 #endif
 #define VBSTORE CAT(vstore, BW)
 
@@ -64,10 +67,15 @@ __kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, _
 
 // One item per (input channel c, g * obm + block): (c, g*obm) items, each reading the kh*kw
 // taps of MB*BW output channels (runs of kh*kw in a dense weight, or its flipped view).
-__kernel void pack_weight(const conv_t p, long obm, __global const T *K, __global T *Wb) {
+__kernel void pack_weight(const conv_t p, long obm, long hp, long wp, __global const T *K,
+                          __global T *Wb, __global int *koff) {
     const int khw = (int)(p.kh * p.kw), c = (int)get_global_id(0);
     const long gb = get_global_id(1);
     if (c >= p.c || gb >= p.g * obm) return;
+    if (gb == 0)
+        for (int kh = 0; kh < (int)p.kh; ++kh)
+            for (int kw = 0; kw < (int)p.kw; ++kw)
+                koff[c * khw + kh * (int)p.kw + kw] = (int)((c * hp + kh * p.dh) * wp + kw * p.dw);
     const long b = gb % obm, g = gb / obm;
     __global const T *s = K + p.k.off + g * p.k.s[0] + c * p.k.s[2];
     __global T *d = Wb + (gb * p.c + c) * khw * (MB * BW);
@@ -83,11 +91,12 @@ __kernel void pack_weight(const conv_t p, long obm, __global const T *K, __globa
 
 // One item per (output pixel q = (n, oh, ow), g * obm + block): (n*oh*ow, g*obm) items. gv:
 // the (n, g, o, oh, ow) view of the output gradient.
-__kernel void pack_grad(const conv_t p, long obm, v5_t gv, __global const T *GO,
-                        __global T *Gt) {
+__kernel void pack_grad(const conv_t p, long obm, long hp, long wp, v5_t gv,
+                        __global const T *GO, __global T *Gt, __global int *qoff) {
     const long q = get_global_id(0), gb = get_global_id(1), ohw = p.oh * p.ow;
     if (q >= p.n * ohw || gb >= p.g * obm) return;
     const long b = gb % obm, g = gb / obm, n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+    if (gb == 0) qoff[q] = (int)((n * p.c * hp + oh * p.sh) * wp + (r - oh * p.ow) * p.sw);
     __global const T *s = GO + gv.off + n * gv.s[0] + g * gv.s[1] + oh * gv.s[3]
                           + (r - oh * p.ow) * gv.s[4];
     __global T *d = Gt + (gb * p.n * ohw + q) * (MB * BW);
@@ -98,7 +107,8 @@ __kernel void pack_grad(const conv_t p, long obm, v5_t gv, __global const T *GO,
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *Xp,
-                 __global const T *Wb, __global T *Y, __global const T *B) {
+                 __global const T *Wb, __global const int *koff, __global T *Y,
+                 __global const T *B) {
     const long ohw = p.oh * p.ow, np = p.n * ohw, q0 = get_group_id(0) * PX;
     const long b = get_group_id(1), g = get_group_id(2);
     const int khw = (int)(p.kh * p.kw);
@@ -116,21 +126,19 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
         for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
     __global const T *xg = Xp + g * p.n * p.c * plane;
     __global const T *wk = Wb + (g * obm + b) * p.c * khw * (MB * BW);
-    for (int c = 0; c < (int)p.c; ++c) {
-        for (int kh = 0; kh < (int)p.kh; ++kh) {
-            __global const T *xr = xg + c * plane + kh * p.dh * wp;
-            for (int kw = 0; kw < (int)p.kw; ++kw, wk += MB * BW) {
-                __global const T *xt = xr + kw * p.dw;
-                VB wv[MB];
+    // one loop over the taps (c, kh, kw) through the offset table koff: nested loops of kh
+    // and kw (3 trips each) kept the accumulators in memory around the innermost one
+    const int kall = (int)p.c * khw;
+    for (int k = 0; k < kall; ++k, wk += MB * BW) {
+        __global const T *xt = xg + koff[k];
+        VB wv[MB];
 #pragma unroll
-                for (int m = 0; m < MB; ++m) wv[m] = VBLD(wk + m * BW);
+        for (int m = 0; m < MB; ++m) wv[m] = VBLD(wk + m * BW);
 #pragma unroll
-                for (int j = 0; j < PX; ++j) {
-                    const T a = xt[off[j]];
+        for (int j = 0; j < PX; ++j) {
+            const T a = xt[off[j]];
 #pragma unroll
-                    for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
-                }
-            }
+            for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
         }
     }
     const long obase = p.y.off + g * p.y.s[1];
@@ -155,18 +163,30 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, __global const T *Xp,
-                   __global const T *Gt, __global T *GW, v5_t gw) {
-    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw;
+                   __global const T *Gt, __global const int *qoff, __global T *Wt) {
+    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw, np = (int)(p.n * p.oh * p.ow);
     const long b = get_group_id(1), g = get_group_id(2), plane = hp * wp;
     __global const T *g0 = Gt + (g * obm + b) * (p.n * p.oh * p.ow) * (MB * BW);
     for (int k0 = (int)(get_group_id(0) * kb) * TK;
          k0 < MIN((int)((get_group_id(0) + 1) * kb) * TK, kall); k0 += TK) {
+        // tap offsets by counting (c, kh, kw) up from k0: one division per block, not three
+        // per tap (at 2 x 2 maps the divisions cost more than the block's multiply-adds)
+        const int c0 = k0 / khw, r0 = k0 - c0 * khw, kh0 = r0 / (int)p.kw;
+        const int kw0 = r0 - kh0 * (int)p.kw;
         int toff[TK];
+        {
+            int c = c0, kh = kh0, kw = kw0;
 #pragma unroll
-        for (int t = 0; t < TK; ++t) {
-            const int k = MIN(k0 + t, kall - 1), c = k / khw, r = k - c * khw;
-            const int kh = r / (int)p.kw;
-            toff[t] = (int)(c * plane + kh * p.dh * wp + (r - kh * p.kw) * p.dw);
+            for (int t = 0; t < TK; ++t) {
+                toff[t] = (int)(c * plane + kh * p.dh * wp + kw * p.dw);
+                if (k0 + t + 1 < kall && ++kw == (int)p.kw) {  // past the last tap: repeat it
+                    kw = 0;
+                    if (++kh == (int)p.kh) {
+                        kh = 0;
+                        ++c;
+                    }
+                }
+            }
         }
         VB acc[MB][TK];
 #pragma unroll
@@ -174,38 +194,48 @@ void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, __global
 #pragma unroll
             for (int t = 0; t < TK; ++t) acc[m][t] = (VB)0;
         __global const T *gp = g0;
-        for (int n = 0; n < (int)p.n; ++n) {
-            __global const T *xn = Xp + (g * p.n + n) * p.c * plane;
-            for (int oh = 0; oh < (int)p.oh; ++oh) {
-                __global const T *xr = xn + oh * p.sh * wp;
-                for (int ow = 0; ow < (int)p.ow; ++ow, gp += MB * BW) {
-                    __global const T *xq = xr + ow * p.sw;
-                    VB gv[MB];
+        __global const T *xg = Xp + g * p.n * p.c * plane;
+        // one loop over the pixels (n, oh, ow) through the offset table qoff: nested loops
+        // (2 x 2 maps: 2 trips each) kept the accumulators in memory around the innermost one
+        for (int q = 0; q < np; ++q, gp += MB * BW) {
+            __global const T *xq = xg + qoff[q];
+            VB gv[MB];
 #pragma unroll
-                    for (int m = 0; m < MB; ++m) gv[m] = VBLD(gp + m * BW);
+            for (int m = 0; m < MB; ++m) gv[m] = VBLD(gp + m * BW);
 #pragma unroll
-                    for (int t = 0; t < TK; ++t) {
-                        const T a = xq[toff[t]];
+            for (int t = 0; t < TK; ++t) {
+                const T a = xq[toff[t]];
 #pragma unroll
-                        for (int m = 0; m < MB; ++m) acc[m][t] += a * gv[m];
-                    }
-                }
+                for (int m = 0; m < MB; ++m) acc[m][t] += a * gv[m];
             }
         }
+        // packed like Wb (vector stores); unpack_wgrad writes them through gw's view
+        __global T *wt = Wt + ((g * obm + b) * kall + k0) * (MB * BW);
 #pragma unroll
         for (int t = 0; t < TK; ++t) {
-            const int k = k0 + t;
-            if (k >= kall) break;
-            const int c = k / khw, r = k - c * khw, kh = r / (int)p.kw, kw = r - kh * (int)p.kw;
-            __global T *w = GW + gw.off + g * gw.s[0] + c * gw.s[2] + kh * gw.s[3]
-                            + kw * gw.s[4];
+            if (k0 + t >= kall) break;
 #pragma unroll
-            for (int m = 0; m < MB; ++m) {
-                T s[BW];
-                VBSTORE(acc[m][t], 0, s);
-                const long o0 = (b * MB + m) * BW;
-                for (int l = 0; l < BW && o0 + l < p.o; ++l) w[(o0 + l) * gw.s[1]] = s[l];
-            }
+            for (int m = 0; m < MB; ++m) VBST(wt + t * (MB * BW) + m * BW, acc[m][t]);
         }
+    }
+}
+
+// The inverse of pack_weight for the weight gradient: GW (the (g, o, c, kh, kw) view gw) from
+// Wt[g][obm][c][kh][kw][MB][BW]; (c, g*obm) items.
+__kernel void unpack_wgrad(const conv_t p, long obm, __global const T *Wt, __global T *GW,
+                           v5_t gw) {
+    const int khw = (int)(p.kh * p.kw), c = (int)get_global_id(0);
+    const long gb = get_global_id(1);
+    if (c >= p.c || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm;
+    __global T *d = GW + gw.off + g * gw.s[0] + c * gw.s[2];
+    __global const T *s = Wt + (gb * p.c + c) * khw * (MB * BW);
+    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
+    for (int l = 0; l < nv; ++l) {
+        __global T *dl = d + (o0 + l) * gw.s[1];
+        __global const T *sl = s + l;
+        for (int kh = 0; kh < (int)p.kh; ++kh)
+            for (int kw = 0; kw < (int)p.kw; ++kw, sl += MB * BW)
+                dl[kh * gw.s[3] + kw * gw.s[4]] = *sl;
     }
 }

@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad.kernel_structs import V5_T, longs
-from clgrad import backends, layout
+from clgrad import backends, dtypes, layout
 from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
@@ -514,12 +514,15 @@ def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
     d, hp, wp, obm = _block_geometry(p, dt, dev)
     xp = _pad_input(p, d, hp, wp, x)
     wb = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
+    koff = empty((p.c * p.kh * p.kw,), dtypes.int32, dev)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d), (p.c, p.g * obm), None,
-               p.pack(), np.int64(obm), w._storage.buffer, wb._storage.buffer)
+               p.pack(), np.int64(obm), np.int64(hp), np.int64(wp), w._storage.buffer,
+               wb._storage.buffer, koff._storage.buffer)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
                (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
                np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
-               wb._storage.buffer, y._storage.buffer, _bias_buffer(bias, y))
+               wb._storage.buffer, koff._storage.buffer, y._storage.buffer,
+               _bias_buffer(bias, y))
 
 
 def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
@@ -527,20 +530,25 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     d, hp, wp, obm = _block_geometry(p, dt, dev)
     xp = _pad_input(p, d, hp, wp, x)
     gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
+    qoff = empty((p.n * p.oh * p.ow,), dtypes.int32, dev)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
-               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm),
-               pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer, gt._storage.buffer)
+               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
+               np.int64(wp), pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer,
+               gt._storage.buffer, qoff._storage.buffer)
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
+    wt = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
     # tap blocks per work-group: about BLOCK_WGRAD_FMAS vector FMAs each (a work-group costs
     # about a microsecond to start on the CPU runtimes), but enough work-groups for the units
     kb = max(1, min(nkb, BLOCK_WGRAD_FMAS // max(1, p.n * p.oh * p.ow * d["MB"] * d["TK"]),
                     cdiv(nkb * obm * p.g, FILL_GROUPS * _units(dev))))
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_wgrad", d),
                (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
-               np.int64(obm), np.int64(kb), xp._storage.buffer,
-               gt._storage.buffer, gw._storage.buffer, gv)
+               np.int64(obm), np.int64(kb), xp._storage.buffer, gt._storage.buffer,
+               qoff._storage.buffer, wt._storage.buffer)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d), (p.c, p.g * obm), None,
+               p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
