@@ -283,18 +283,18 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
         hit = _TUNED.get(key)
         if hit is not None:
             return hit["algo"]
-        run, times = trial(pass_name, geo, dtype, dev), {}
+        run, best = trial(pass_name, geo, dtype, dev), {}
         for algo in candidates:
-            if not run(algo):  # also compiles and warms up
-                continue
-            dev.synchronize()
-            best = float("inf")
-            for _ in range(3):
+            if run(algo):  # also compiles and warms up
+                best[algo] = float("inf")
+        dev.synchronize()
+        for _ in range(3):  # the candidates alternate: a burst of load hits them alike
+            for algo in best:
                 t0 = time.perf_counter()
                 run(algo)
                 dev.synchronize()
-                best = min(best, time.perf_counter() - t0)
-            times[algo] = round(best * 1e3, 4)
+                best[algo] = min(best[algo], time.perf_counter() - t0)
+        times = {algo: round(t * 1e3, 4) for algo, t in best.items()}
         if not times:
             return None
         algo = min(times, key=times.get)
