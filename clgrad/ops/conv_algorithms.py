@@ -463,10 +463,12 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 # -- blocked over output channels (kernels/conv_blocked_cpu.cl) ------------------------------------
 BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device's (tests force it)
 # (MB vectors per block, PX pixels per forward work-group, TK taps per weight-gradient one) by
-# float lanes: 16 (AVX-512: 32 registers) holds 2 x 12 accumulators forward, 2 x 8 for the
-# weight gradient (TK = 12 or 9 ran at half the speed on a Xeon: its TK tap offsets are
-# general registers too), 8 (AVX2: 16 registers) 2 x 6 and 2 x 6.
-BLOCK_TILES = {16: (2, 12, 8), 8: (2, 6, 6)}
+# float lanes: 16 (AVX-512: 32 vector registers) 2 x 8 accumulators in both kernels, 8 (AVX2:
+# 16 vector registers) 2 x 6. The PX pixel offsets (TK tap offsets) live in the 16 general
+# registers too: on a Xeon (1 thread, N=8, 3x3, 128-512 channels, 16x16 to 4x4) PX = 12 ran
+# the forward at 59-92 GFLOP/s, PX = 8 at 89-131, PX = 10 and MB = 4, PX = 6 in between; the
+# weight gradient at TK = 12 or 9 took twice TK = 8's time.
+BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
 BLOCK_WGRAD_FMAS = 1 << 16  # vector FMAs a weight-gradient work-group aims at
 _INT_MAX = (1 << 31) - 1
 
