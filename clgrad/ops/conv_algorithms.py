@@ -517,9 +517,9 @@ def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
     xp = _pad_input(p, d, hp, wp, x)
     wb = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
     koff = empty((p.c * p.kh * p.kw,), dtypes.int32, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d), (p.c, p.g * obm), None,
-               p.pack(), np.int64(obm), np.int64(hp), np.int64(wp), w._storage.buffer,
-               wb._storage.buffer, koff._storage.buffer)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d),
+               (d["MB"] * d["BW"], p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
+               np.int64(wp), w._storage.buffer, wb._storage.buffer, koff._storage.buffer)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
                (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
                np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
