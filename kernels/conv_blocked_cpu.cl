@@ -18,7 +18,7 @@
 //   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
 //                  vectors of output channels per work-group, one block after the other,
 //                  each summed over n, oh, ow, stored packed as Wb (vector stores); then
-//   unpack_wgrad:  (c, g*obm) items write them through gw's view (no batch split, no
+//   unpack_wgrad:  (MB*BW, g*obm) items write them through gw's view (no batch split, no
 //                  reduction pass; the bias gradient is the host's sum).
 // Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
 // block), PX (pixels per forward work-group), TK (taps per weight-gradient work-group).
@@ -227,21 +227,18 @@ void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, __global
 }
 
 // The inverse of pack_weight for the weight gradient: GW (the (g, o, c, kh, kw) view gw) from
-// Wt[g][obm][c][kh][kw][MB][BW]; (c, g*obm) items.
+// Wt[g][obm][c][kh][kw][MB][BW]; (MB*BW, g*obm) items, one output channel's row each.
 __kernel void unpack_wgrad(const conv_t p, long obm, __global const T *Wt, __global T *GW,
                            v5_t gw) {
-    const int khw = (int)(p.kh * p.kw), c = (int)get_global_id(0);
+    const int l = (int)get_global_id(0);
     const long gb = get_global_id(1);
-    if (c >= p.c || gb >= p.g * obm) return;
-    const long b = gb % obm, g = gb / obm;
-    __global T *d = GW + gw.off + g * gw.s[0] + c * gw.s[2];
-    __global const T *s = Wt + (gb * p.c + c) * khw * (MB * BW);
-    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
-    for (int l = 0; l < nv; ++l) {
-        __global T *dl = d + (o0 + l) * gw.s[1];
-        __global const T *sl = s + l;
+    if (l >= MB * BW || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm, o = b * (MB * BW) + l;
+    if (o >= p.o) return;
+    __global T *d = GW + gw.off + g * gw.s[0] + o * gw.s[1];
+    __global const T *s = Wt + gb * p.c * p.kh * p.kw * (MB * BW) + l;
+    for (int c = 0; c < (int)p.c; ++c)
         for (int kh = 0; kh < (int)p.kh; ++kh)
-            for (int kw = 0; kw < (int)p.kw; ++kw, sl += MB * BW)
-                dl[kh * gw.s[3] + kw * gw.s[4]] = *sl;
-    }
+            for (int kw = 0; kw < (int)p.kw; ++kw, s += MB * BW)
+                d[c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = *s;
 }

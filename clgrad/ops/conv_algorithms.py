@@ -549,7 +549,8 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
                (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
                np.int64(obm), np.int64(kb), xp._storage.buffer, gt._storage.buffer,
                qoff._storage.buffer, wt._storage.buffer)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d), (p.c, p.g * obm), None,
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d),
+               (d["MB"] * d["BW"], p.g * obm), None,
                p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
