@@ -16,8 +16,9 @@
 //                  x MB vectors of BW output channels per work-group, summed over c, kh, kw.
 //                  Forward, and the input gradient run as a forward problem.
 //   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
-//                  vectors of output channels per work-group, one block after the other,
-//                  each summed over n, oh, ow, stored packed as Wb (vector stores); then
+//                  vectors of output channels per work-group, summed over n, oh, ow: per
+//                  chunk of qc pixels the kb blocks one after the other (the chunk stays in
+//                  cache), partial sums stored packed as Wb (vector stores); then
 //   unpack_wgrad:  (MB*BW, g*obm) items write them through gw's view (no batch split, no
 //                  reduction pass; the bias gradient is the host's sum).
 // Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
@@ -168,60 +169,68 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, __global const T *Xp,
-                   __global const T *Gt, __global const int *qoff, __global T *Wt) {
+void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, long qc,
+                   __global const T *Xp, __global const T *Gt, __global const int *qoff,
+                   __global T *Wt) {
     const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw, np = (int)(p.n * p.oh * p.ow);
     const long b = get_group_id(1), g = get_group_id(2), plane = hp * wp;
-    __global const T *g0 = Gt + (g * obm + b) * (p.n * p.oh * p.ow) * (MB * BW);
-    for (int k0 = (int)(get_group_id(0) * kb) * TK;
-         k0 < MIN((int)((get_group_id(0) + 1) * kb) * TK, kall); k0 += TK) {
-        // tap offsets by counting (c, kh, kw) up from k0: one division per block, not three
-        // per tap (at 2 x 2 maps the divisions cost more than the block's multiply-adds)
-        const int c0 = k0 / khw, r0 = k0 - c0 * khw, kh0 = r0 / (int)p.kw;
-        const int kw0 = r0 - kh0 * (int)p.kw;
-        int toff[TK];
-        {
-            int c = c0, kh = kh0, kw = kw0;
-#pragma unroll
-            for (int t = 0; t < TK; ++t) {
-                toff[t] = (int)(c * plane + kh * p.dh * wp + kw * p.dw);
-                if (k0 + t + 1 < kall && ++kw == (int)p.kw) {  // past the last tap: repeat it
-                    kw = 0;
-                    if (++kh == (int)p.kh) {
-                        kh = 0;
-                        ++c;
+    // pixels in chunks of qc (the chunk's packed output gradient stays in cache while the
+    // work-group's kb tap blocks run over it), partial sums kept in Wt between chunks
+    for (int q0 = 0; q0 < np; q0 += (int)qc) {
+        const int q1 = MIN(q0 + (int)qc, np);
+        __global const T *g0 = Gt + ((g * obm + b) * (p.n * p.oh * p.ow) + q0) * (MB * BW);
+        for (int k0 = (int)(get_group_id(0) * kb) * TK;
+             k0 < MIN((int)((get_group_id(0) + 1) * kb) * TK, kall); k0 += TK) {
+            // tap offsets by counting (c, kh, kw) up from k0: one division per block, not three
+            // per tap (at 2 x 2 maps the divisions cost more than the block's multiply-adds)
+            const int c0 = k0 / khw, r0 = k0 - c0 * khw, kh0 = r0 / (int)p.kw;
+            const int kw0 = r0 - kh0 * (int)p.kw;
+            int toff[TK];
+            {
+                int c = c0, kh = kh0, kw = kw0;
+    #pragma unroll
+                for (int t = 0; t < TK; ++t) {
+                    toff[t] = (int)(c * plane + kh * p.dh * wp + kw * p.dw);
+                    if (k0 + t + 1 < kall && ++kw == (int)p.kw) {  // past the last tap: repeat it
+                        kw = 0;
+                        if (++kh == (int)p.kh) {
+                            kh = 0;
+                            ++c;
+                        }
                     }
                 }
             }
-        }
-        VB acc[MB][TK];
-#pragma unroll
-        for (int m = 0; m < MB; ++m)
-#pragma unroll
-            for (int t = 0; t < TK; ++t) acc[m][t] = (VB)0;
-        __global const T *gp = g0;
-        __global const T *xg = Xp + g * p.n * p.c * plane;
-        // one loop over the pixels (n, oh, ow) through the offset table qoff: nested loops
-        // (2 x 2 maps: 2 trips each) kept the accumulators in memory around the innermost one
-        for (int q = 0; q < np; ++q, gp += MB * BW) {
-            __global const T *xq = xg + qoff[q];
-            VB gv[MB];
-#pragma unroll
-            for (int m = 0; m < MB; ++m) gv[m] = VBLD(gp + m * BW);
-#pragma unroll
-            for (int t = 0; t < TK; ++t) {
-                const T a = xq[toff[t]];
-#pragma unroll
-                for (int m = 0; m < MB; ++m) acc[m][t] += a * gv[m];
+            // packed like Wb (vector stores); unpack_wgrad writes them through gw's view
+            __global T *wt = Wt + ((g * obm + b) * kall + k0) * (MB * BW);
+            VB acc[MB][TK];
+    #pragma unroll
+            for (int m = 0; m < MB; ++m)
+    #pragma unroll
+                for (int t = 0; t < TK; ++t)
+                    acc[m][t] = q0 == 0 || k0 + t >= kall ? (VB)0
+                                                          : VBLD(wt + t * (MB * BW) + m * BW);
+            __global const T *gp = g0;
+            __global const T *xg = Xp + g * p.n * p.c * plane;
+            // one loop over the pixels (n, oh, ow) through the offset table qoff: nested loops
+            // (2 x 2 maps: 2 trips each) kept the accumulators in memory around the innermost one
+            for (int q = q0; q < q1; ++q, gp += MB * BW) {
+                __global const T *xq = xg + qoff[q];
+                VB gv[MB];
+    #pragma unroll
+                for (int m = 0; m < MB; ++m) gv[m] = VBLD(gp + m * BW);
+    #pragma unroll
+                for (int t = 0; t < TK; ++t) {
+                    const T a = xq[toff[t]];
+    #pragma unroll
+                    for (int m = 0; m < MB; ++m) acc[m][t] += a * gv[m];
+                }
             }
-        }
-        // packed like Wb (vector stores); unpack_wgrad writes them through gw's view
-        __global T *wt = Wt + ((g * obm + b) * kall + k0) * (MB * BW);
-#pragma unroll
-        for (int t = 0; t < TK; ++t) {
-            if (k0 + t >= kall) break;
-#pragma unroll
-            for (int m = 0; m < MB; ++m) VBST(wt + t * (MB * BW) + m * BW, acc[m][t]);
+    #pragma unroll
+            for (int t = 0; t < TK; ++t) {
+                if (k0 + t >= kall) break;
+    #pragma unroll
+                for (int m = 0; m < MB; ++m) VBST(wt + t * (MB * BW) + m * BW, acc[m][t]);
+            }
         }
     }
 }

@@ -340,13 +340,17 @@ def test_blocked_lanes_vs_numpy(case, lanes):
     assert set(backends.last_conv_algorithms.values()) == {"blocked"}
 
 
-def test_blocked_weight_gradient_tap_blocks(monkeypatch):
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_blocked_weight_gradient_tap_blocks_and_chunks(monkeypatch, lanes):
     """Several tap blocks per weight-gradient work-group (a small BLOCK_WGRAD_FMAS budget
-    makes it one; a large one all): both against NumPy, float64."""
-    _use("blocked:16")
+    makes it one; a large one all) and the pixels summed in chunks (BLOCK_WGRAD_CHUNK: 1
+    pixel, 7 pixels of 2 vectors, all): each against NumPy, float64."""
+    _use(f"blocked:{lanes}")
     x, w, b = _data(2, 13, 5, 6, 19, 13, 3, 3)
-    for fmas in (1, 1 << 30):
+    isz = 8 * 2 * lanes // 2  # bytes per packed pixel: 2 vectors of lanes / 2 doubles
+    for fmas, chunk in ((1, 1), (1 << 30, 7 * isz), (1, 1 << 30), (1 << 30, 1)):
         monkeypatch.setattr(conv_algorithms, "BLOCK_WGRAD_FMAS", fmas)
+        monkeypatch.setattr(conv_algorithms, "BLOCK_WGRAD_CHUNK", chunk)
         got, ref = _run(x, w, b, dtype=clgrad.float64, padding=1)
         _close(got, ref, 1e-10)
 

@@ -469,7 +469,11 @@ BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device'
 # the forward at 59-92 GFLOP/s, PX = 8 at 89-131, PX = 10 and MB = 4, PX = 6 in between; the
 # weight gradient at TK = 12 or 9 took twice TK = 8's time.
 BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
-BLOCK_WGRAD_FMAS = 1 << 16  # vector FMAs a weight-gradient work-group aims at
+BLOCK_WGRAD_FMAS = 1 << 18  # vector FMAs a weight-gradient work-group aims at per chunk
+# bytes of packed output gradient a weight-gradient work-group sums over before moving to its
+# next tap block (its pixels in chunks: at batch 128 on 16x16 maps the whole 4 MB per block
+# was streamed from memory once per tap block)
+BLOCK_WGRAD_CHUNK = 128 << 10
 _INT_MAX = (1 << 31) - 1
 
 
@@ -541,14 +545,17 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
     wt = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
-    # tap blocks per work-group: about BLOCK_WGRAD_FMAS vector FMAs each (a work-group costs
-    # about a microsecond to start on the CPU runtimes), but enough work-groups for the units
-    kb = max(1, min(nkb, BLOCK_WGRAD_FMAS // max(1, p.n * p.oh * p.ow * d["MB"] * d["TK"]),
+    # pixels per chunk, and tap blocks per work-group: about BLOCK_WGRAD_FMAS vector FMAs per
+    # chunk (a work-group costs about a microsecond to start on the CPU runtimes; each block
+    # reuses the chunk from cache), but enough work-groups for the units
+    qc = max(1, BLOCK_WGRAD_CHUNK // (d["MB"] * d["BW"] * dt.itemsize))
+    per_block = min(qc, p.n * p.oh * p.ow) * d["MB"] * d["TK"]
+    kb = max(1, min(nkb, BLOCK_WGRAD_FMAS // per_block,
                     cdiv(nkb * obm * p.g, FILL_GROUPS * _units(dev))))
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_wgrad", d),
                (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
-               np.int64(obm), np.int64(kb), xp._storage.buffer, gt._storage.buffer,
-               qoff._storage.buffer, wt._storage.buffer)
+               np.int64(obm), np.int64(kb), np.int64(qc), xp._storage.buffer,
+               gt._storage.buffer, qoff._storage.buffer, wt._storage.buffer)
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d),
                (d["MB"] * d["BW"], p.g * obm), None,
                p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
