@@ -9,9 +9,18 @@ time per replayed kernel.
 Each mode runs a warm-up, then steps for about --seconds (each step ends with a device
 synchronize, as bench/train_step.py); images/s is the median of five such runs' rates.
 "Host µs per replayed kernel" is the time of the replay() call alone (enqueueing, no wait)
-divided by the kernels it enqueues, median over 200 replays of the S4 step's graph, and the same
-for a graph of 100 tiny adds (against 100 eager adds). Appends one
-JSON line per run to bench/results/capture.jsonl and prints it.
+divided by the kernels it enqueues, median over 200 replays of the S4 step's graph (with the
+backend clgrad picks, ``replay_backend``, and with each backend the device allows:
+``host_us_per_replayed_kernel_<backend>``), and the same for a graph of 100 tiny adds (against
+100 eager adds).
+
+AlexNet inference at batch 1 (bench/zoo_models.py's Caffe-layout AlexNet, 3x227x227, eval
+mode, ``no_grad``; the issue's GPU target: replayed >= 1.5x PyTorch CUDA eager): PyTorch eager,
+clgrad eager and clgrad replayed (``clgrad.compile(fwd, mode="reduce-overhead")``), same
+weights (PyTorch's, seed 0), the replayed logits checked bit-equal to clgrad's eager ones and
+close to PyTorch's; ``alexnet_*`` fields, with the host µs per replayed command of its graph.
+``--no-alexnet`` skips it. Appends one JSON line per run to bench/results/capture.jsonl and
+prints it.
 """
 import argparse
 import json
@@ -40,12 +49,62 @@ def _rate(step, batch, seconds, sync):
     return statistics.median(rates)
 
 
+def _alexnet(clgrad, np, ax, weights, ref, seconds, dev):
+    """AlexNet inference at batch 1: clgrad eager and replayed (fields alexnet_*)."""
+    import zoo_models
+    if weights is None:  # no PyTorch: its initialisation, seeded, is not available
+        rng = np.random.default_rng(0)
+        net = zoo_models.build("alexnet", clgrad)
+        weights = {k: (rng.standard_normal(v.shape) * 0.01).astype(np.float32)
+                   for k, v in net.state_dict().items()}
+    net = zoo_models.build("alexnet", clgrad)
+    net.load_state_dict(weights)
+    net.eval()
+    x = clgrad.from_numpy(ax)
+
+    def fwd(x):
+        return net(x)
+
+    def eager():
+        with clgrad.no_grad():
+            return fwd(x)
+    fast = clgrad.compile(fwd, mode="reduce-overhead")
+
+    def replayed():
+        with clgrad.no_grad():
+            return fast(x)
+    want = eager().numpy()
+    out = {}
+    for _ in range(3):  # warm-up (eager), capture + replay, replay
+        got = replayed().numpy()
+        if not np.array_equal(got, want):
+            raise AssertionError("AlexNet: replayed logits differ from eager ones")
+    if ref is not None:
+        out["alexnet_max_abs_diff_vs_torch"] = float(np.abs(want - ref).max())
+    out["alexnet_clgrad_eager_img_s"] = _rate(eager, 1, seconds, dev.synchronize)
+    out["alexnet_clgrad_replay_img_s"] = _rate(replayed, 1, seconds, dev.synchronize)
+    g = next(e[1] for e in fast._entries.values() if isinstance(e, tuple))
+    out["alexnet_replayed_kernels"] = g.num_kernels
+    host = []
+    for _ in range(50):
+        dev.synchronize()
+        t0 = time.perf_counter()
+        g.replay()
+        host.append(time.perf_counter() - t0)
+    dev.synchronize()
+    out["alexnet_host_us_per_replayed_command"] = statistics.median(host) * 1e6 / g.num_commands
+    out["alexnet_replay_over_eager"] = (out["alexnet_clgrad_replay_img_s"] /
+                                        out["alexnet_clgrad_eager_img_s"])
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default=None, help="CLGRAD_DEVICE for clgrad (cpu, gpu, pocl...)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=5.0, help="timed seconds per mode")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-alexnet", action="store_true", help="skip AlexNet inference")
     args = ap.parse_args()
     if args.device:
         os.environ["CLGRAD_DEVICE"] = args.device
@@ -53,6 +112,9 @@ def main():
 
     import clgrad
     import train_step as s4
+    import zoo_models
+    ax = np.random.default_rng(3).standard_normal((1, 3, 227, 227)).astype(np.float32)
+    anet_w = anet_ref = None
     xn, yn = (np.random.default_rng(1).standard_normal((args.batch, 1, 28, 28)).astype(
         np.float32), np.random.default_rng(2).integers(0, 10, args.batch).astype(np.int64))
     ws = s4.initial_weights()
@@ -90,7 +152,22 @@ def main():
                 tstep()
             row["torch_device"] = tdev
             row["torch_threads"] = torch.get_num_threads()
-            row["torch_eager_img_s"] = _rate(tstep, args.batch, args.seconds, lambda: None)
+            sync = torch.cuda.synchronize if tdev == "cuda" else (lambda: None)
+            row["torch_eager_img_s"] = _rate(tstep, args.batch, args.seconds, sync)
+            if not args.no_alexnet:
+                torch.manual_seed(0)
+                tnet = zoo_models.build("alexnet", torch).to(tdev).eval()
+                anet_w = {k: v.detach().cpu().numpy() for k, v in tnet.state_dict().items()}
+                tax = torch.from_numpy(ax).to(tdev)
+
+                def tinf():
+                    with torch.no_grad():
+                        return tnet(tax)
+                for _ in range(3):
+                    tinf()
+                sync()
+                anet_ref = tinf().cpu().numpy()
+                row["alexnet_torch_eager_img_s"] = _rate(tinf, 1, args.seconds, sync)
 
     dev = clgrad.runtime.default_device()
     row.update(device=dev.name, platform=dev.platform)
@@ -122,6 +199,22 @@ def main():
         host.append(time.perf_counter() - t0)
         dev.synchronize()
     row["host_us_per_replayed_kernel"] = statistics.median(host) * 1e6 / g.num_commands
+    row["replay_backend"] = g.replay_backend
+    from clgrad.capture import REPLAY_BACKENDS, replay_backends
+    probe = replay_backends(dev)
+    row["replay_probe_us_per_kernel"] = probe["us_per_kernel"]
+    for b in REPLAY_BACKENDS:  # the same graph replayed each way the device allows
+        if probe["correct"].get(b):
+            g._plan(b)
+            host = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                g.replay()
+                host.append(time.perf_counter() - t0)
+                dev.synchronize()
+            row[f"host_us_per_replayed_kernel_{b}"] = (statistics.median(host) * 1e6 /
+                                                       g.num_commands)
+    g._plan()
     row["loss_after"] = float(sloss.item())
     # host cost of replay itself: a graph of 100 tiny kernels (adds on 16 floats)
     t = clgrad.ones(16)
@@ -150,6 +243,11 @@ def main():
 
     if "torch_eager_img_s" in row:
         row["replay_over_torch"] = row["clgrad_replay_img_s"] / row["torch_eager_img_s"]
+    if not args.no_alexnet:
+        row.update(_alexnet(clgrad, np, ax, anet_w, anet_ref, args.seconds, dev))
+        if "alexnet_torch_eager_img_s" in row:
+            row["alexnet_replay_over_torch"] = (row["alexnet_clgrad_replay_img_s"] /
+                                                row["alexnet_torch_eager_img_s"])
     line = json.dumps(row)
     print(line)
     out = Path(__file__).resolve().parent / "results" / "capture.jsonl"

@@ -31,6 +31,15 @@ worker runs clgrad on the GPU and PyTorch on 'cuda' with TF32 off.
 Output: one JSON line per (model, batch, mode, device, framework config) in
 ``--out`` (default ``bench/results/zoo_<host>_<date>.jsonl``), and a Markdown table printed at
 the end (``python bench/zoo.py --table FILE.jsonl`` prints it again).
+
+``--compile`` (issue 24) adds clgrad's step replayed: the same step function wrapped in
+``clgrad.compile(fn, mode="reduce-overhead")`` (static input/target buffers, the SGD step
+inside the captured kernels; the next batch is copied into the static inputs before each
+replay). Before timing, a fresh eager model and a fresh replayed model (same initial weights,
+Dropout in eval mode) run 4 steps on the same batches, and their losses must be bit-identical
+(asserted). Then clgrad eager, clgrad replayed and PyTorch steps alternate. Every row has
+``exec``: "eager" or "replayed" (PyTorch rows are eager); ``mode`` stays train/infer. AlexNet's
+inference is replayed too (``clgrad.compile`` of the forward under ``no_grad``).
 """
 from __future__ import annotations
 
@@ -72,15 +81,14 @@ def parse(argv=None):
     p.add_argument("--no-profile", action="store_true",
                    help="skip the kernel/host split of clgrad's step")
     p.add_argument("--compile", action="store_true",
-                   help="capture/replay the step (not available yet: another issue adds it)")
+                   help="also time clgrad's step replayed (clgrad.compile(mode="
+                        "'reduce-overhead')); rows get exec=eager|replayed")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 5 steps, 1 warm-up, batch 8 (AlexNet 16) unless --batch")
     p.add_argument("--out", default=None, help="JSON-lines file to append rows to")
     p.add_argument("--table", nargs="*", default=None, help="print the table of FILEs, exit")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.compile:
-        p.error("--compile: capture/replay of a step is not available yet in clgrad")
     args.steps = max(5, args.steps)
     if args.quick:
         args.steps, args.warmup = 5, 1
@@ -143,24 +151,36 @@ def table(rows) -> str:
         return (r["model"], r["batch"], r["mode"], str(r["threads"]), r["clgrad_device"])
     groups = {}
     for r in rows:
-        groups.setdefault(key(r), {})[r["framework"]] = r
-    lines = ["| model | batch | mode | threads | clgrad device | clgrad ms | PyTorch ms | "
+        fw = r["framework"]
+        if fw == "clgrad":
+            fw = "clgrad:" + r.get("exec", "eager")
+        groups.setdefault(key(r), {})[fw] = r
+    lines = ["| model | batch | mode | exec | threads | clgrad device | clgrad ms | PyTorch ms | "
              "clgrad/PyTorch time | clgrad kernels ms | clgrad host ms | launches | "
-             "first losses |", "|" + "---|" * 12]
+             "first losses |", "|" + "---|" * 13]
     for k, g in groups.items():
-        c, t = g.get("clgrad"), g.get("torch")
-        def cell(r):
-            return "—" if r is None else \
-                    f"{r['median_ms']:.4g} ({r['min_ms']:.4g}–{r['max_ms']:.4g})"
-        ratio = f"{c['median_ms'] / t['median_ms']:.2f}×" if c and t else "—"
-        def prof(f, fmt="{:.4g}"):
-            return "—" if not c or c.get(f) is None else fmt.format(c[f])
-        loss = "—" if not c or c.get("first_loss") is None else \
-            f"{c['first_loss']:.5f} / {t['first_loss']:.5f}" if t else f"{c['first_loss']:.5f}"
-        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {k[4]} | {cell(c)} | {cell(t)} | "
-                     f"{ratio} | {prof('kernel_ms')} | {prof('host_ms')} | "
-                     f"{prof('launches', '{:.0f}')} | {loss} |")
+        t = g.get("torch")
+        for ex in ("eager", "replayed"):
+            c = g.get("clgrad:" + ex)
+            if c is not None or (ex == "eager" and t is not None):
+                lines.append(_table_line(k, ex, c, t))
     return "\n".join(lines)
+
+
+def _table_line(k, ex, c, t) -> str:
+    def cell(r):
+        return "—" if r is None else \
+                f"{r['median_ms']:.4g} ({r['min_ms']:.4g}–{r['max_ms']:.4g})"
+    ratio = f"{c['median_ms'] / t['median_ms']:.2f}×" if c and t else "—"
+
+    def prof(f, fmt="{:.4g}"):
+        return "—" if not c or c.get(f) is None else fmt.format(c[f])
+    loss = "—" if not c or c.get("first_loss") is None else \
+        f"{c['first_loss']:.5f} / {t['first_loss']:.5f}" if t and "first_loss" in t else \
+        f"{c['first_loss']:.5f}"
+    return (f"| {k[0]} | {k[1]} | {k[2]} | {ex} | {k[3]} | {k[4]} | {cell(c)} | {cell(t)} | "
+            f"{ratio} | {prof('kernel_ms')} | {prof('host_ms')} | "
+            f"{prof('launches', '{:.0f}')} | {loss} |")
 
 
 # -- worker -----------------------------------------------------------------------------------
@@ -197,7 +217,7 @@ def run_worker(args):
                 print(f"!! {name} batch {batch}: {type(e).__name__}: {str(e)[:400]}",
                       flush=True)
                 row = dict(meta, model=name, batch=batch, mode="train", framework="clgrad",
-                           error=f"{type(e).__name__}: {str(e)[:400]}")
+                           exec="eager", error=f"{type(e).__name__}: {str(e)[:400]}")
                 print("@@ROW " + json.dumps(row), flush=True)
 
 
@@ -214,8 +234,9 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
              rng.integers(0, classes, batch).astype(np.int64)) for _ in range(2)]
     torch.manual_seed(0)
     tm = zoo_models.build(name, torch).to(tdev)
+    init = {k: v.detach().cpu().numpy() for k, v in tm.state_dict().items()}
     cm = zoo_models.build(name, clgrad)
-    cm.load_state_dict({k: v.detach().cpu().numpy() for k, v in tm.state_dict().items()})
+    cm.load_state_dict(init)
     topt = torch.optim.SGD(tm.parameters(), lr=LR, momentum=MOMENTUM,
                            weight_decay=WEIGHT_DECAY)
     copt = clgrad.optim.SGD(cm.parameters(), lr=LR, momentum=MOMENTUM,
@@ -250,7 +271,11 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
     print(f"{name} batch {batch}: first loss clgrad {cl_:.6f} PyTorch {tl:.6f}", flush=True)
     assert abs(cl_ - tl) <= LOSS_RTOL * max(1.0, abs(tl)), \
         f"{name} batch {batch}: first losses differ: clgrad {cl_} PyTorch {tl}"
-    times = alternate(cstep, tstep, args.warmup, args.steps)
+    fns = {"clgrad": cstep, "torch": tstep}
+    if args.compile:
+        rstep, launches = replayed_step(name, init, cdata, clgrad)
+        fns["replayed"] = rstep
+    times = alternate(fns, args.warmup, args.steps)
     prof = {}
     if not args.no_profile:
         import profile_step
@@ -267,6 +292,12 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
         f"{prof['launches']:.0f} launches" if prof else ""
     print(f"  train: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}"
           + extra, flush=True)
+    if args.compile:
+        emit(meta, name, batch, "train", "clgrad", times["replayed"], exec="replayed",
+             first_loss=cl_, launches=launches)
+        r = statistics.median(times["replayed"])
+        print(f"  train replayed: clgrad {r * 1e3:.2f} ms ({launches} kernels), PyTorch "
+              f"{t * 1e3:.2f} ms, ratio {r / t:.2f}; eager/replayed {c / r:.2f}", flush=True)
     if name == "alexnet" and not args.no_infer:
         tm.eval()
         cm.eval()
@@ -281,30 +312,97 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
             with clgrad.no_grad():
                 cm(cx)
             clgrad.synchronize()
-        times = alternate(cinf, tinf, args.warmup, args.steps)
+        fns = {"clgrad": cinf, "torch": tinf}
+        if args.compile:
+            fwd = clgrad.compile(lambda x: cm(x), mode="reduce-overhead")
+            with clgrad.no_grad():
+                want = cm(cx).numpy()
+                for _ in range(3):  # eager warm-up, capture + replay, replay
+                    got = fwd(cx).numpy()
+                    assert np.array_equal(got, want), \
+                        f"{name} batch {batch}: replayed inference differs from eager"
+
+            def rinf():
+                with clgrad.no_grad():
+                    fwd(cx)
+                clgrad.synchronize()
+            fns["replayed"] = rinf
+        times = alternate(fns, args.warmup, args.steps)
         emit(meta, name, batch, "infer", "clgrad", times["clgrad"])
         emit(meta, name, batch, "infer", "torch", times["torch"])
         c, t = statistics.median(times["clgrad"]), statistics.median(times["torch"])
         print(f"  infer: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}",
               flush=True)
+        if args.compile:
+            emit(meta, name, batch, "infer", "clgrad", times["replayed"], exec="replayed")
+            r = statistics.median(times["replayed"])
+            print(f"  infer replayed: clgrad {r * 1e3:.2f} ms, ratio {r / t:.2f}", flush=True)
 
 
-def alternate(cfn, tfn, warmup, steps):
+def replayed_step(name, init, cdata, clgrad, check_steps=4):
+    """clgrad's training step under ``clgrad.compile(mode="reduce-overhead")``: checks that a
+    fresh replayed model's losses over ``check_steps`` steps equal a fresh eager model's bit for
+    bit (Dropout in eval mode for the check), then returns (a timed step function on the
+    replayed model with Dropout back in train mode, kernels per replay)."""
+    def fresh():
+        m = zoo_models.build(name, clgrad)
+        m.load_state_dict(init)
+        m.train()
+        _dropout_eval(m, True, clgrad.nn)
+        opt = clgrad.optim.SGD(m.parameters(), lr=LR, momentum=MOMENTUM,
+                               weight_decay=WEIGHT_DECAY)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = clgrad.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return m, step
+    _, eager = fresh()
+    want = [float(eager(*cdata[i % len(cdata)]).item()) for i in range(check_steps)]
+    model, step = fresh()
+    fast = clgrad.compile(step, mode="reduce-overhead")
+    got = [float(fast(*cdata[i % len(cdata)]).item()) for i in range(check_steps)]
+    print(f"{name}: eager losses {want}, replayed {got}", flush=True)
+    assert got == want, f"{name}: replayed losses {got} differ from eager {want}"
+    _dropout_eval(model, False, clgrad.nn)
+    fast = clgrad.compile(step, mode="reduce-overhead")  # captures anew (Dropout on)
+    fast(*cdata[0])
+    fast(*cdata[1])
+    clgrad.synchronize()
+    n0 = clgrad.runtime.launch_count()
+    fast(*cdata[0])
+    clgrad.synchronize()
+    launches = clgrad.runtime.launch_count() - n0
+    i = [0]
+
+    def rstep():
+        x, y = cdata[i[0] % len(cdata)]
+        i[0] += 1
+        loss = fast(x, y)
+        clgrad.synchronize()
+        return loss
+    return rstep, launches
+
+
+def alternate(fns, warmup, steps):
+    """Times ``fns`` ({name: step}) with their steps interleaved: {name: [seconds]}."""
     for _ in range(warmup):
-        cfn()
-        tfn()
-    times = {"clgrad": [], "torch": []}
+        for fn in fns.values():
+            fn()
+    times = {k: [] for k in fns}
     for _ in range(steps):
-        for k, fn in (("clgrad", cfn), ("torch", tfn)):
+        for k, fn in fns.items():
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
     return times
 
 
-def emit(meta, model, batch, mode, framework, times, **extra):
+def emit(meta, model, batch, mode, framework, times, exec="eager", **extra):  # noqa: A002
     ms = [t * 1e3 for t in times]
-    row = dict(meta, model=model, batch=batch, mode=mode, framework=framework,
+    row = dict(meta, model=model, batch=batch, mode=mode, framework=framework, exec=exec,
                median_ms=statistics.median(ms), min_ms=min(ms), max_ms=max(ms), n=len(ms),
                **extra)
     print("@@ROW " + json.dumps(row), flush=True)

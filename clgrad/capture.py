@@ -17,7 +17,18 @@ uses (parameters, static inputs) are kept alive by the graph. Replays allocate n
 
 Replay. ``replay()`` enqueues the recorded commands in order on the device's in-order queue
 (asynchronously: reading a result waits for it). Same kernels, same arguments, same order:
-a replay gives bit for bit what the eager region gives on the same data.
+a replay gives bit for bit what the eager region gives on the same data. How the kernels are
+enqueued (``CUDAGraph.replay_backend``): "pyopencl" (pyopencl's enqueue, one Event object per
+kernel), "ctypes" (clEnqueueNDRangeKernel through ctypes with a NULL event, arguments prepared
+at capture end: clgrad/runtime/native.py) or "command_buffer" (``cl_khr_command_buffer`` where
+the device offers it: each run of kernels between a copy, a fill or a kernel with per-replay
+arguments is recorded into one command buffer at capture end and enqueued by one call).
+``CLGRAD_REPLAY`` forces one; by default ("auto") the ways that work on the device (checked
+once per device on a tiny kernel, ``replay_backends(device)``) are tried on the graph itself:
+after one warm-up replay, the next replays take turns (3 each), and the way with the least
+host time per replay is kept (pyopencl unless another takes < 90% of its time);
+``replay_backend`` is None until then. Every way enqueues the same kernels with the same
+arguments in the same order: the results are the same bits.
 
 Values that change between replays. Some kernel arguments are Python values that an eager
 step recomputes every time: the learning rate and Adam's bias corrections (from the step
@@ -44,6 +55,8 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+import time
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -52,7 +65,10 @@ import pyopencl.tools
 from clgrad.runtime import device as runtime
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
-           "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables"]
+           "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables",
+           "replay_backends", "REPLAY_BACKENDS"]
+
+REPLAY_BACKENDS = ("pyopencl", "ctypes", "command_buffer")
 
 _ACTIVE = [None]  # the graph capturing now (one at a time per process)
 
@@ -141,7 +157,14 @@ class CUDAGraph:
     """
 
     def __init__(self, keep_graph: bool = False):
-        self._seq: list = []      # callables, replayed in order
+        self._seq: list = []      # (ctypes args or None, callable), replayed in order
+        self._cmds: list = []     # what was recorded: ("k"|"d"|"o", ...), see _plan
+        self._cbufs: list = []    # command buffers of the plan (released by reset)
+        self.replay_backend = None
+        self._enq = None          # clEnqueueNDRangeKernel (ctypes) for the "ctypes" entries
+        self._schedule: list = []  # "auto": the trial replays left, (backend, timed)
+        self._trials = None        # "auto": backend -> (sequence, enq) while trying
+        self._times: dict = {}     # "auto": backend -> host seconds of its trial replays
         self._keep: list = []     # outside buffers and host arrays the commands use
         self._own: set = set()    # int_ptr of the blocks of the private pool
         self._dev = None
@@ -170,11 +193,103 @@ class CUDAGraph:
         runtime.Device._capture = self
 
     def capture_end(self):
-        """Stop recording; the graph is ready to ``replay``."""
+        """Stop recording; the graph is ready to ``replay`` (its replay plan is made now)."""
         if _ACTIVE[0] is not self:
             raise RuntimeError("capture_end: this graph is not capturing")
         self._stop()
+        self._plan()
         self._captured = True
+
+    def _plan(self, backend: str | None = None):
+        """Turn the recorded commands into the replay sequence for ``backend`` (default:
+        CLGRAD_REPLAY, else "auto": the first replays try each way that works on the device,
+        see the module docstring)."""
+        self._release_cbufs()
+        self._schedule, self._trials, self._times = [], None, {}
+        if self._dev is None:
+            self._seq, self.replay_backend = [], None
+            return
+        if backend is None:
+            from clgrad.settings import getenv
+            backend = getenv("CLGRAD_REPLAY")
+            if backend == "auto":
+                works = [b for b in REPLAY_BACKENDS
+                         if replay_backends(self._dev)["correct"].get(b)] or ["pyopencl"]
+                if len(works) > 1 and self._nkernels >= 2:
+                    self._trials = {b: self._build(b) for b in works}
+                    self._seq, self._enq = self._trials[works[0]]
+                    self._schedule = [(works[0], False)] + [
+                        (b, True) for _ in range(_TRIAL_ROUNDS) for b in works]
+                    self._times = {b: [] for b in works}
+                    self.replay_backend = None
+                    return
+                backend = works[0]
+        self._seq, self._enq = self._build(backend)
+        self.replay_backend = backend
+
+    def _choose(self):
+        """After the trial replays: keep the way with the least host time per replay."""
+        med = {b: sorted(t)[len(t) // 2] for b, t in self._times.items()}
+        best = min(med, key=med.get)
+        if best != "pyopencl" and med[best] > _MARGIN * med["pyopencl"]:
+            best = "pyopencl"  # within the noise: keep the proven way
+        self._seq, self._enq = self._trials[best]
+        keep = {id(op.__self__) for a, op in self._seq if a is None and
+                isinstance(getattr(op, "__self__", None), native_mod().CommandBuffer)}
+        for cb in self._cbufs:
+            if id(cb) not in keep:
+                cb.release()
+        self._cbufs = [cb for cb in self._cbufs if id(cb) in keep]
+        self._trials, self.replay_backend = None, best
+
+    def _build(self, backend: str) -> tuple:
+        """(replay sequence, ctypes enqueue function) of the recorded commands for
+        ``backend``; command buffers made go to ``self._cbufs``."""
+        if backend not in REPLAY_BACKENDS:
+            raise ValueError(f"CUDAGraph: expected CLGRAD_REPLAY in {REPLAY_BACKENDS} or "
+                             f"'auto', got {backend!r}")
+        from clgrad.runtime import native
+        if backend != "pyopencl" and native.enqueue_fn() is None:
+            raise RuntimeError(f"CUDAGraph: replay backend {backend!r} needs the OpenCL ICD "
+                               f"loader through ctypes, which was not found")
+        if backend == "command_buffer":
+            ok, why = native.command_buffer_support(self._dev.cl_device)
+            if not ok:
+                raise RuntimeError(f"CUDAGraph: replay backend 'command_buffer': {why}")
+        seq, cb = [], None
+        enq = native.enqueue_fn()
+        for c in self._cmds:
+            kind, q = c[0], self._dev.queue
+            if kind == "k" and backend == "command_buffer":
+                if cb is None:
+                    cb = native.CommandBuffer(q)
+                    self._cbufs.append(cb)
+                    seq.append((None, cb.enqueue))
+                cb.add(c[1], c[2], c[3])
+                continue
+            if cb is not None:
+                cb.finalize()
+                cb = None
+            if kind == "k":
+                k, g, l = c[1:]
+                if backend == "pyopencl":
+                    seq.append((None, functools.partial(runtime._enqueue, q, k, g, l, None,
+                                                        None, False, False)))
+                else:
+                    seq.append((native.kernel_args(q, k, g, l), None))
+            elif kind == "d":
+                seq.append((None, _dynamic_op(q, *c[1:], native_enq=None if
+                                              backend == "pyopencl" else enq)))
+            else:
+                seq.append((None, c[1]))
+        if cb is not None:
+            cb.finalize()
+        return seq, enq
+
+    def _release_cbufs(self):
+        for cb in self._cbufs:
+            cb.release()
+        self._cbufs = []
 
     def _stop(self):
         _ACTIVE[0] = None
@@ -185,7 +300,7 @@ class CUDAGraph:
         """End a capture that failed: nothing recorded is kept."""
         if _ACTIVE[0] is self:
             self._stop()
-        self._seq, self._keep = [], []
+        self._seq, self._keep, self._cmds = [], [], []
         self._captured = False
 
     # -- replay ---------------------------------------------------------------------------------
@@ -199,16 +314,39 @@ class CUDAGraph:
         dev = self._dev
         if dev is None:
             return
+        trial = None
+        if self._schedule:  # "auto": one of the first replays, trying one way
+            trial = self._schedule.pop(0)
+            self._seq, self._enq = self._trials[trial[0]]
+            t0 = time.perf_counter()
+        enq = self._enq
         with dev._lock:
-            for op in self._seq:
-                op()
+            for a, op in self._seq:
+                if a is None:
+                    op()
+                elif enq(*a):
+                    self._failed(a)
             runtime._LAUNCHES[0] += self._nkernels
+        if trial is not None:
+            if trial[1]:
+                self._times[trial[0]].append(time.perf_counter() - t0)
+            if not self._schedule:
+                self._choose()
+
+    def _failed(self, args):
+        from clgrad.runtime import native
+        code = self._enq(*args)  # once more, for the status (0: a transient failure)
+        if code:
+            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
 
     def reset(self):
         """Forget the recorded commands and free the private pool's unused blocks."""
         if _ACTIVE[0] is self:
             self._stop()
-        self._seq, self._keep, self._own = [], [], set()
+        self._release_cbufs()
+        self._seq, self._keep, self._own, self._cmds = [], [], set(), []
+        self._schedule, self._trials, self._times = [], None, {}
+        self.replay_backend = None
         self._captured = False
         self._nkernels = self._dynamic = 0
         if self._pool_handle is not None and self._dev is not None:
@@ -229,7 +367,7 @@ class CUDAGraph:
     @property
     def num_commands(self) -> int:
         """Commands one replay enqueues: kernels, copies and fills (clgrad's addition)."""
-        return len(self._seq)
+        return len(self._cmds)
 
     def __del__(self):
         if _ACTIVE[0] is self:
@@ -273,20 +411,13 @@ class CUDAGraph:
         if val:
             k._set_arg_buf_multi(tuple(val))
         pend, self._pending = self._pending, None
-        q = dev.queue
         if pend is not None and len(pend[1]) <= len(args) and all(
                 a is b for a, b in zip(args[len(args) - len(pend[1]):], pend[1])):
-            fn, start = pend[0], len(args) - len(pend[1])
-
-            def op(k=k, g=global_size, l=local_size, fn=fn, start=start):
-                k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
-                                           for x in (start + i, v)))
-                runtime._enqueue(q, k, g, l, None, None, False, False)
+            self._cmds.append(("d", k, global_size, local_size, pend[0],
+                               len(args) - len(pend[1])))
             self._dynamic += 1
         else:
-            op = functools.partial(runtime._enqueue, q, k, global_size, local_size, None, None,
-                                   False, False)
-        self._seq.append(op)
+            self._cmds.append(("k", k, global_size, local_size))
         self._nkernels += 1
         return True
 
@@ -326,8 +457,8 @@ class CUDAGraph:
             if dst.int_ptr not in self._own:
                 self._keep.append(dst)
         q = dev.queue
-        self._seq.append(functools.partial(cl.enqueue_copy, q, dst, held, is_blocking=False,
-                                           **kwargs))
+        self._cmds.append(("o", functools.partial(cl.enqueue_copy, q, dst, held,
+                                                  is_blocking=False, **kwargs)))
         return True
 
     def _fill(self, dev, buffer, pattern, offset, size) -> bool:
@@ -337,9 +468,129 @@ class CUDAGraph:
             self._keep.append(buffer)
         pattern = np.array(pattern, copy=True)
         self._keep.append(pattern)
-        self._seq.append(functools.partial(cl.enqueue_fill_buffer, dev.queue, buffer, pattern,
-                                           offset, size))
+        self._cmds.append(("o", functools.partial(cl.enqueue_fill_buffer, dev.queue, buffer,
+                                                  pattern, offset, size)))
         return True
+
+
+def _dynamic_op(q, k, g, l, fn, start, native_enq=None):
+    """A replay step for a kernel whose trailing arguments ``fn(True)`` recomputes."""
+    if native_enq is None:
+        def op():
+            k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
+                                       for x in (start + i, v)))
+            runtime._enqueue(q, k, g, l, None, None, False, False)
+        return op
+    from clgrad.runtime import native
+    a = native.kernel_args(q, k, g, l)
+
+    def op():
+        k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True)) for x in (start + i, v)))
+        code = native_enq(*a)
+        if code:
+            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
+    return op
+
+
+_BACKENDS: dict = {}  # id(Device) -> replay_backends' answer
+_TRIAL_ROUNDS = 3     # "auto": timed trial replays per way
+_MARGIN = 0.9         # another way must take < 90% of pyopencl's host time to be chosen
+
+
+def native_mod():
+    """clgrad.runtime.native (imported on first use: ctypes set-up only where replays run)."""
+    from clgrad.runtime import native
+    return native
+
+_PROBE_SRC = "__kernel void clgrad_replay_probe(__global float* x) { x[get_global_id(0)] += 1.0f; }"
+
+
+def replay_backends(dev=None, kernels: int = 32, repeats: int = 9) -> dict:
+    """Which ways of replaying work on ``dev`` (a clgrad Device; default: the default
+    device), checked once per device and cached (graphs in "auto" mode try the working ways
+    on themselves, see the module docstring): {"best": name, "us_per_kernel": {name: µs}, "correct":
+    {name: bool}, "command_buffer": (available, reason)}. Each way enqueues ``kernels``
+    launches of a tiny kernel (x += 1 on 16 floats), ``repeats`` times, the ways interleaved;
+    the host time of the enqueues (median) per kernel is ``us_per_kernel``. A way counts only
+    if two runs of it alone give the right sum and raise nothing. "best" is the fastest correct
+    way, if it is at least 10% faster than "pyopencl" (else, and when nothing else works,
+    "pyopencl"). Costs a few ms, once per device and process."""
+    import numpy as np
+
+    from clgrad.runtime import native
+    if dev is None:
+        from clgrad.runtime import default_device
+        dev = default_device()
+    got = _BACKENDS.get(id(dev))
+    if got is not None and got["device"] is dev:
+        return got
+    q = dev.queue
+    with dev._lock:
+        with warnings.catch_warnings():  # a runtime's build log is no news here
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(dev.context, _PROBE_SRC).build()
+        buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 64)
+        ks = []
+        for _ in range(kernels):
+            k = cl.Kernel(prg, "clgrad_replay_probe")
+            k.set_arg(0, buf)
+            ks.append(k)
+        cb_ok = native.command_buffer_support(dev.cl_device)
+        enq = native.enqueue_fn()
+        runs, correct, cbufs = {}, {}, []
+
+        def pyopencl_run():
+            for k in ks:
+                runtime._enqueue(q, k, (16,), None, None, None, False, False)
+        runs["pyopencl"] = pyopencl_run
+        if enq is not None:
+            args = [native.kernel_args(q, k, (16,), None) for k in ks]
+
+            def ctypes_run():
+                for a in args:
+                    if enq(*a):
+                        raise native.NativeError("clEnqueueNDRangeKernel", enq(*a))
+            runs["ctypes"] = ctypes_run
+            if cb_ok[0]:
+                try:
+                    cbuf = native.CommandBuffer(q)
+                    cbufs.append(cbuf)
+                    for k in ks:
+                        cbuf.add(k, (16,), None)
+                    cbuf.finalize()
+                    runs["command_buffer"] = cbuf.enqueue
+                except (native.NativeError, RuntimeError):
+                    correct["command_buffer"] = False
+        out = np.empty(16, np.float32)
+        for name, run in list(runs.items()):  # each alone, twice: right result, no error
+            try:
+                cl.enqueue_fill_buffer(q, buf, np.float32(0), 0, 64)
+                run()
+                run()
+                cl.enqueue_copy(q, out, buf)
+                correct[name] = bool((out == 2 * kernels).all())
+            except (native.NativeError, cl.Error, RuntimeError):
+                correct[name] = False
+            if not correct[name]:
+                del runs[name]
+        ts = {name: [] for name in runs}
+        for _ in range(repeats):  # interleaved, so that a noisy moment hits every way
+            for name, run in runs.items():
+                q.finish()
+                t0 = time.perf_counter()
+                run()
+                ts[name].append(time.perf_counter() - t0)
+        q.finish()
+        for cbuf in cbufs:
+            cbuf.release()
+        us = {n: sorted(t)[len(t) // 2] * 1e6 / kernels for n, t in ts.items()}
+    ok = [n for n in us if correct.get(n)]
+    best = min(ok, key=us.get) if ok else "pyopencl"
+    if best != "pyopencl" and "pyopencl" in us and us[best] > 0.9 * us["pyopencl"]:
+        best = "pyopencl"  # within the noise: keep the proven way
+    got = _BACKENDS[id(dev)] = {"device": dev, "best": best, "us_per_kernel": us,
+                                "correct": correct, "command_buffer": cb_ok}
+    return got
 
 
 class graph:

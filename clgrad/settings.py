@@ -18,6 +18,9 @@ same table. Unknown names raise KeyError, so a typo in clgrad's code is found at
     CLGRAD_CONV_IGEMM   (none)    benchmarking: pass:K=V,...;... tiles of conv_igemm_gpu.cl
     CLGRAD_DEBUG        (none)    1: the "clgrad" logger's DEBUG lines (devices, probes, builds,
                                   conv choices) on stderr; 0/false/no/off: none
+    CLGRAD_REPLAY       auto      how captured graphs enqueue: auto, pyopencl, ctypes,
+                                  command_buffer (clgrad/capture.py)
+    CLGRAD_COMMAND_BUFFER 1       0: never use cl_khr_command_buffer
 
 The caches (the device probe's verdicts, tuned GEMM tiles, measured conv choices) are JSON
 files in ``cache_dir()``, read with ``read_json`` and written atomically with ``write_json``;
@@ -41,7 +44,7 @@ SETTINGS = {  # name: default (see the table above)
     "CLGRAD_DEVICE": "", "CLGRAD_CACHE_DIR": "", "CLGRAD_PROBE": "1", "CLGRAD_GEMM_TILES": "",
     "CLGRAD_CONV_ALGO": "auto", "CLGRAD_CONV_TUNE": "auto", "CLGRAD_CONV_DEBUG": "",
     "CLGRAD_CONV_GTILE": "", "CLGRAD_CONV_DWG": "", "CLGRAD_CONV_IGEMM": "",
-    "CLGRAD_DEBUG": "",
+    "CLGRAD_DEBUG": "", "CLGRAD_REPLAY": "auto", "CLGRAD_COMMAND_BUFFER": "1",
 }
 
 

@@ -211,21 +211,173 @@ def test_captured_cross_entropy_out_of_range_target_gives_nan():
     assert np.isnan(loss.item())
 
 
-def test_no_memory_growth_over_many_replays():
+def _backends():
+    """The replay backends this device can use (the others are skipped, not failed)."""
+    from clgrad.capture import REPLAY_BACKENDS, replay_backends
+    r = replay_backends()
+    return [pytest.param(b, marks=pytest.mark.skipif(
+        not r["correct"].get(b, False), reason=f"replay backend {b} unavailable: "
+        f"{r['command_buffer'][1]}")) for b in REPLAY_BACKENDS]
+
+
+@pytest.mark.parametrize("backend", _backends())
+def test_no_memory_growth_over_many_replays(backend, monkeypatch):
+    """10 000 replays of a small training step (a copy into the static input, the forward,
+    backward and an SGD step with momentum whose lr is a per-replay argument): clgrad's device
+    memory counters, the graph's pool, Python's traced memory and gc's object count stay flat,
+    and the weights follow the recurrence computed in float64."""
+    import gc
+    import tracemalloc
+    monkeypatch.setenv("CLGRAD_REPLAY", backend)
     x = torch.ones(16)
-    w = torch.full((16,), 0.5)
+    w = torch.full((16,), 0.5, requires_grad=True)
+    opt = torch.optim.SGD([w], lr=1e-4, momentum=0.9)
+    src = torch.ones(16)
+
+    def step():
+        x.copy_(src)
+        opt.zero_grad()
+        loss = ((x * w).exp() - 1).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    step()  # eager: momentum buffer made; w -= lr * exp(0.5)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        y = ((x * w).exp() - 1).sum()
-    g.replay()
-    before = torch.memory_allocated()
+        step()
+    assert g.replay_backend == backend
     dev = x._storage.device
-    held = dev.allocated
-    for _ in range(2000):
+    pool = g.pool().pool_for(dev)
+    n = 10_000
+    for _ in range(100):
         g.replay()
-    assert torch.memory_allocated() == before
+    dev.synchronize()
+    gc.collect()
+    mem, held, blocks = torch.memory_allocated(), dev.allocated, pool.held_blocks
+    objects = len(gc.get_objects())
+    tracemalloc.start()
+    try:
+        traced0 = tracemalloc.get_traced_memory()[0]
+        for _ in range(n - 100):
+            g.replay()
+        dev.synchronize()
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0] - traced0
+    finally:
+        tracemalloc.stop()
+    assert torch.memory_allocated() == mem
     assert dev.allocated == held
-    np.testing.assert_allclose(y.item(), 16 * (np.exp(0.5) - 1), rtol=1e-6)
+    assert pool.held_blocks == blocks
+    assert len(gc.get_objects()) - objects < 50  # a leak of one object per replay: 9900
+    assert traced < 32 * 1024, f"{traced} bytes of Python memory kept over {n} replays"
+    wv, buf = 0.5, 0.0  # eager step + n replays of w -= lr * (0.9 * buf + exp(w))
+    for _ in range(n + 1):
+        buf = 0.9 * buf + np.exp(wv)
+        wv -= 1e-4 * buf
+    np.testing.assert_allclose(w.detach().numpy(), np.full(16, wv), rtol=1e-4)
+
+
+@pytest.mark.parametrize("backend", _backends())
+@pytest.mark.parametrize("opt_name", ["sgd", "adam"])
+def test_each_replay_backend_equals_eager_bitwise(backend, opt_name, monkeypatch):
+    ref_losses, ref_state = _train(opt_name, "eager")
+    monkeypatch.setenv("CLGRAD_REPLAY", backend)
+    losses, state = _train(opt_name, "graph")
+    assert losses == ref_losses
+    for a, b in zip(state, ref_state):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_auto_replay_tries_each_working_way_then_keeps_one(monkeypatch):
+    """CLGRAD_REPLAY=auto: the first replays take turns between the ways that work (every
+    replay still does the same work), then one way stays."""
+    from clgrad.capture import REPLAY_BACKENDS, replay_backends
+    monkeypatch.setenv("CLGRAD_REPLAY", "auto")
+    works = [b for b in REPLAY_BACKENDS if replay_backends()["correct"].get(b)]
+    x = torch.zeros(8)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        x.add_(1)
+        x.mul_(2)
+    n = 1 + 3 * len(works)
+    for i in range(n + 3):
+        if len(works) > 1:
+            assert (g.replay_backend is None) == (i < n)
+        g.replay()
+        want = 0.0
+        for _ in range(i + 1):
+            want = (want + 1) * 2
+        np.testing.assert_array_equal(x.numpy(), np.full(8, want, np.float32))
+    assert g.replay_backend in works
+
+
+def test_replay_backends_probe_reports_the_device():
+    from clgrad.capture import replay_backends
+    r = replay_backends()
+    dev = torch.ones(1)._storage.device
+    assert r is replay_backends(dev)  # measured once per device
+    assert r["best"] in r["us_per_kernel"] and r["correct"][r["best"]]
+    assert r["correct"]["pyopencl"]
+    offers = "cl_khr_command_buffer" in dev.cl_device.extensions.split()
+    assert r["command_buffer"][0] == offers
+    assert ("command_buffer" in r["us_per_kernel"]) == (offers and r["correct"]["command_buffer"])
+    assert all(v > 0 for v in r["us_per_kernel"].values())
+
+
+def test_command_buffer_probe_off_refuses_clearly(monkeypatch):
+    from clgrad.runtime import native
+    monkeypatch.setenv("CLGRAD_COMMAND_BUFFER", "0")
+    dev = torch.ones(1)._storage.device
+    ok, why = native.command_buffer_support(dev.cl_device)
+    assert not ok and "CLGRAD_COMMAND_BUFFER=0" in why
+    with pytest.raises(RuntimeError, match="CommandBuffer: turned off"):
+        native.CommandBuffer(dev.queue)
+    monkeypatch.setenv("CLGRAD_REPLAY", "command_buffer")
+    g = torch.cuda.CUDAGraph()
+    x = torch.ones(4)
+    with pytest.raises(RuntimeError, match="replay backend 'command_buffer'"):
+        with torch.cuda.graph(g):
+            x.add_(1)
+    monkeypatch.setenv("CLGRAD_REPLAY", "fastest")
+    with pytest.raises(ValueError, match="expected CLGRAD_REPLAY in"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph()):
+            x.add_(1)
+    np.testing.assert_array_equal(x.numpy(), np.ones(4))  # captures run nothing
+
+
+def test_native_enqueue_with_null_event_and_command_buffer():
+    """clEnqueueNDRangeKernel through ctypes (no event) and, where offered, a command buffer
+    of the same launches: each launch adds 1 to 16 floats."""
+    import pyopencl as cl
+
+    from clgrad.runtime import native
+    dev = torch.ones(1)._storage.device
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        prg = cl.Program(dev.context, "__kernel void inc(__global float* x) "
+                                      "{ x[get_global_id(0)] += 1.0f; }").build()
+    buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 64)
+    cl.enqueue_fill_buffer(dev.queue, buf, np.float32(0), 0, 64)
+    ks = [cl.Kernel(prg, "inc") for _ in range(5)]
+    for k in ks:
+        k.set_arg(0, buf)
+    enq = native.enqueue_fn()
+    assert enq is not None
+    for k in ks:
+        assert enq(*native.kernel_args(dev.queue, k, (16,), (4,))) == 0
+    want = 5
+    if native.command_buffer_support(dev.cl_device)[0]:
+        cb = native.CommandBuffer(dev.queue)
+        for k in ks:
+            cb.add(k, (16,), None)
+        cb.finalize()
+        for _ in range(3):  # enqueued again while the last may be pending
+            cb.enqueue()
+        want += 15
+        cb.release()
+    out = np.empty(16, np.float32)
+    cl.enqueue_copy(dev.queue, out, buf)
+    np.testing.assert_array_equal(out, np.full(16, want, np.float32))
 
 
 def test_graph_pool_frees_with_reset_and_replay_after_reset_raises():

@@ -208,7 +208,8 @@ def test_first_save_interrupted_leaves_nothing(tmp_path, monkeypatch):
 @pytest.mark.parametrize("value,phrase", [
     ({"a": {"b": object()}}, "'a.b'"),
     ({"a": [1, {2, 3}]}, "'a.1'"),
-    ({"a": {1: 2}}, "int key 1 in a"),
+    ({"a": {"x": 1, 1: 2}}, "int key 1 in a"),  # int keys only in a dict, or str only
+    ({"a": {1.5: 2}}, "float key 1.5 in a"),
     ({"z": np.zeros(2, np.complex64)}, "complex64"),
     ({"s": np.array(["x"])}, "'s'"),
     ({"o": np.array([None])}, "object"),
@@ -387,3 +388,20 @@ def test_deep_metadata_raises_value_error_not_recursion_error(tmp_path):
         ok = [ok]
     save({"d": ok}, tmp_path / "ok.safetensors")
     assert load(tmp_path / "ok.safetensors") == {"d": ok}
+
+
+def test_int_keys_round_trip_and_mixed_keys_are_refused(tmp_path):
+    """An optimizer's state is keyed by int (PyTorch's layout): int keys come back as ints
+    (np.int64 keys as ints too); a dict mixing int and str keys is refused naming the key."""
+    obj = {"state": {0: {"m": np.arange(3.0)}, 2: {"m": np.ones(2)}}, "n": {np.int64(5): 1},
+           "empty": {}}
+    checkpoint.save(obj, tmp_path / "a.safetensors")
+    got = checkpoint.load(tmp_path / "a.safetensors")
+    assert list(got["state"]) == [0, 2] and all(type(k) is int for k in got["state"])
+    np.testing.assert_array_equal(got["state"][0]["m"], np.arange(3.0))
+    np.testing.assert_array_equal(got["state"][2]["m"], np.ones(2))
+    assert got["n"] == {5: 1} and got["empty"] == {}
+    with pytest.raises(TypeError, match="expected str keys .or int keys only., got int key 1"):
+        checkpoint.save({"x": {"a": 1, 1: 2}}, tmp_path / "b.safetensors")
+    with pytest.raises(TypeError, match="got bool key True"):
+        checkpoint.save({"x": {True: 1}}, tmp_path / "b.safetensors")

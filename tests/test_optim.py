@@ -335,7 +335,7 @@ def test_state_keys_are_pytorchs():
         p = opt.param_groups[0]["params"][0]
         p.grad = clgrad.ones_like(p)
         opt.step()
-        return sorted(opt.state_dict()["state"]["0"])
+        return sorted(opt.state_dict()["state"][0])
     def new():
         return [clgrad.ones(2, requires_grad=True)]
     assert keys(optim.Adam(new(), amsgrad=True)) == ["exp_avg", "exp_avg_sq", "max_exp_avg_sq",
@@ -368,14 +368,14 @@ def test_add_param_group_uses_defaults_and_its_own_values():
             opt.add_param_group({"params": [a]})
 
 
-def test_load_state_dict_copies_and_accepts_int_keys():
+def test_load_state_dict_copies_and_accepts_old_str_keys():
     p = clgrad.ones(3, requires_grad=True)
     opt = optim.SGD([p], lr=0.1, momentum=0.9)
     p.grad = clgrad.ones(3)
     opt.step()
     sd = opt.state_dict()
-    assert list(sd["state"]) == ["0"] and sd["param_groups"][0]["params"] == [0]
-    sd["state"] = {int(k): v for k, v in sd["state"].items()}
+    assert list(sd["state"]) == [0] and sd["param_groups"][0]["params"] == [0]  # PyTorch's
+    sd["state"] = {str(k): v for k, v in sd["state"].items()}  # what clgrad wrote before
     opt2 = optim.SGD([clgrad.ones(3, requires_grad=True)], lr=0.1, momentum=0.9)
     opt2.load_state_dict(sd)
     buf2 = next(iter(opt2.state.values()))["momentum_buffer"]
@@ -479,7 +479,7 @@ def test_load_state_dict_takes_a_step_saved_as_a_tensor():
     opt = optim.Adam([p], lr=0.1)
     _steps(opt, (p,), 2)
     sd = opt.state_dict()
-    sd["state"]["0"]["step"] = clgrad.tensor(2.0)
+    sd["state"][0]["step"] = clgrad.tensor(2.0)
     q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
     opt2 = optim.Adam([q], lr=0.1)
     opt2.load_state_dict(sd)
@@ -546,3 +546,120 @@ def test_sgd_momentum_on_a_contiguous_view_at_an_offset_matches_torch():
     out = base.numpy()
     np.testing.assert_array_equal(out[:100], base_np[:100])
     np.testing.assert_array_equal(out[700:], base_np[700:])
+
+
+# -- optimizer state dicts keyed by int, as PyTorch's (issue 24, item 5) ------------------------
+_TORCH_CASES = [("sgd_momentum", optim.SGD, dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
+                ("adam", optim.Adam, dict(lr=0.01, betas=(0.8, 0.99))),
+                ("adamw", optim.AdamW, dict(lr=0.01, weight_decay=0.1))]
+
+
+def _pair(torch, cls, kwargs):
+    rng = np.random.default_rng(11)
+    p0 = [rng.uniform(-1.5, 1.5, (3, 4)), rng.uniform(-1.5, 1.5, (5,))]
+    cps = [clgrad.tensor(a, dtype=clgrad.float64, requires_grad=True) for a in p0]
+    tps = [torch.tensor(a, requires_grad=True) for a in p0]
+    return cps, cls(cps, **kwargs), tps, getattr(torch.optim, cls.__name__)(tps, **kwargs)
+
+
+def _torch_steps(torch, topt, tps, n):
+    for _ in range(n):
+        for p in tps:
+            p.grad = torch.tensor(_grad_fn(p.detach().numpy()))
+        topt.step()
+
+
+@pytest.mark.parametrize("name,cls,kwargs", _TORCH_CASES, ids=[c[0] for c in _TORCH_CASES])
+@pytest.mark.parametrize("via", ["memory", "pt_file"])
+def test_torch_loads_a_clgrad_optimizer_state_dict(name, cls, kwargs, via, tmp_path):
+    """clgrad's state dict (int keys) in PyTorch's load_state_dict: the state arrives (it was
+    silently dropped with str keys) and both continue on the same trajectory."""
+    torch = pytest.importorskip("torch")
+    cps, opt, tps, topt = _pair(torch, cls, kwargs)
+    _steps(opt, cps, 3)
+    sd = opt.state_dict()
+    assert sorted(sd["state"]) == [0, 1]
+    if via == "pt_file":
+        clgrad.save(sd, tmp_path / "opt.pt")
+        tsd = torch.load(tmp_path / "opt.pt", weights_only=True)
+    else:
+        tsd = {"state": {k: {n: torch.tensor(v.numpy()) if isinstance(v, clgrad.Tensor)
+                             else v for n, v in s.items()} for k, s in sd["state"].items()},
+               "param_groups": sd["param_groups"]}
+    with torch.no_grad():
+        for t, c in zip(tps, cps):
+            t.copy_(torch.tensor(c.numpy()))
+    topt.load_state_dict(tsd)
+    assert len(topt.state) == 2
+    for t, c in zip(tps, cps):
+        for k, v in opt.state[c].items():
+            tv = topt.state[t][k]
+            if k == "step":
+                assert float(tv) == v == 3
+            else:
+                np.testing.assert_array_equal(tv.numpy(), v.numpy())
+    _steps(opt, cps, 3)
+    _torch_steps(torch, topt, tps, 3)
+    for t, c in zip(tps, cps):
+        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("name,cls,kwargs", _TORCH_CASES, ids=[c[0] for c in _TORCH_CASES])
+def test_clgrad_loads_a_torch_saved_optimizer_state_dict(name, cls, kwargs, tmp_path):
+    """torch.save of a torch.optim state dict -> clgrad.load -> load_state_dict: the same
+    state values, int keys kept, and the same trajectory after; then back out through
+    clgrad.save and into a fresh torch optimizer."""
+    torch = pytest.importorskip("torch")
+    cps, opt, tps, topt = _pair(torch, cls, kwargs)
+    _torch_steps(torch, topt, tps, 3)
+    torch.save(topt.state_dict(), tmp_path / "t.pt")
+    sd = clgrad.load(tmp_path / "t.pt")
+    assert sorted(sd["state"]) == [0, 1]
+    with clgrad.no_grad():
+        for t, c in zip(tps, cps):
+            c.copy_(clgrad.tensor(t.detach().numpy(), dtype=clgrad.float64))
+    opt.load_state_dict(sd)
+    for t, c in zip(tps, cps):
+        assert set(opt.state[c]) == set(topt.state[t])
+        for k, tv in topt.state[t].items():
+            if k == "step":
+                assert opt.state[c][k] == int(tv.item()) == 3
+            else:
+                np.testing.assert_array_equal(opt.state[c][k].numpy(), tv.numpy())
+    clgrad.save(opt.state_dict(), tmp_path / "c.pt")
+    _steps(opt, cps, 3)
+    _torch_steps(torch, topt, tps, 3)
+    for t, c in zip(tps, cps):
+        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+    _, _, tps2, topt2 = _pair(torch, cls, kwargs)  # the clgrad file back into torch
+    topt2.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
+    for t2 in tps2:
+        assert set(topt2.state[t2]) == set(topt.state[tps[0]])
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".pt"])
+def test_optimizer_state_round_trips_with_int_keys_and_old_str_keys_load(suffix, tmp_path):
+    p = clgrad.tensor(np.array([0.5, -1.0, 2.0]), dtype=clgrad.float64, requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    _steps(opt, (p,), 2)
+    clgrad.save({"opt": opt.state_dict()}, tmp_path / f"new{suffix}")
+    old = opt.state_dict()
+    old["state"] = {str(k): v for k, v in old["state"].items()}  # clgrad's former layout
+    clgrad.save({"opt": old}, tmp_path / f"old{suffix}")
+    new = clgrad.load(tmp_path / f"new{suffix}")["opt"]
+    assert list(new["state"]) == [0]
+    for f in ("new", "old"):
+        q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+        opt2 = optim.Adam([q], lr=0.1)
+        opt2.load_state_dict(clgrad.load(tmp_path / f"{f}{suffix}")["opt"])
+        assert opt2.state[q]["step"] == 2
+        np.testing.assert_array_equal(opt2.state[q]["exp_avg"].numpy(),
+                                      opt.state[p]["exp_avg"].numpy())
+        _steps(opt2, (q,), 1)
+        ref = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+        opt3 = optim.Adam([ref], lr=0.1)
+        opt3.load_state_dict(opt.state_dict())
+        _steps(opt3, (ref,), 1)
+        np.testing.assert_array_equal(q.numpy(), ref.numpy())
+    with pytest.raises(ValueError, match="expected parameter indices"):
+        opt.load_state_dict({"state": {"first": {}}, "param_groups": old["param_groups"]})

@@ -7,6 +7,8 @@ File layout (a valid safetensors file, readable by any safetensors tool):
               (files written before checksums existed have no "crc32" and load unchecked),
               and node is one of
                   {"dict": {key: node, ...}}     a dict (str keys, order kept, may be empty)
+                  {"intdict": {"0": node, ...}}  a dict with int keys (an optimizer's state,
+                                                as PyTorch numbers it), written as decimal str
                   {"list": [node, ...]}          a list (tuples: {"tuple": [...]})
                   {"tensor": name, "kind": k}   k = "clgrad" (a Tensor) or "numpy" (an ndarray);
                                                 a Tensor with requires_grad=True also has
@@ -57,7 +59,9 @@ _TMP_SUFFIX = re.compile(r"\.[0-9a-f]{12}\.tmp")
 def save(obj, path):
     """Write `obj` to `path` atomically as a clgrad checkpoint (a safetensors file).
 
-    Args:    obj: a dict with str keys whose values are clgrad Tensors, NumPy arrays, ints,
+    Args:    obj: a dict with str keys, or int keys (each dict's keys all of one kind: an
+                 optimizer's state_dict numbers its state with ints), whose values are
+                 clgrad Tensors, NumPy arrays, ints,
                  floats, bools, str, None, NumPy scalars (stored as Python numbers), or
                  nested dicts / lists / tuples of these
              path: str or os.PathLike; its folder must exist; an existing file is replaced
@@ -145,13 +149,17 @@ def _encode(value, keys, arrays):
         raise ValueError(f"save: expected containers nested at most {_MAX_DEPTH} deep, got "
                          f"deeper ones at {where!r}")
     if isinstance(value, dict):
+        ints = bool(value) and all(isinstance(k, (int, np.integer)) and
+                                   not isinstance(k, (bool, np.bool_)) for k in value)
         nodes = {}
         for k, v in value.items():
-            if not isinstance(k, str):
-                raise TypeError(f"save: expected str keys, got {type(k).__name__} key {k!r} "
-                                f"in {where}")
+            if ints:
+                k = str(int(k))
+            elif not isinstance(k, str):
+                raise TypeError(f"save: expected str keys (or int keys only), got "
+                                f"{type(k).__name__} key {k!r} in {where}")
             nodes[k] = _encode(v, keys + (k,), arrays)
-        return {"dict": nodes}
+        return {"intdict" if ints else "dict": nodes}
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
         return {kind: [_encode(v, keys + (str(i),), arrays) for i, v in enumerate(value)]}
@@ -194,6 +202,8 @@ def _decode(node, arrays):
     (tag, body), = node.items()
     if tag == "dict":
         return {k: _decode(v, arrays) for k, v in body.items()}
+    if tag == "intdict":
+        return {int(k): _decode(v, arrays) for k, v in body.items()}
     if tag == "list":
         return [_decode(v, arrays) for v in body]
     if tag == "tuple":

@@ -1,8 +1,8 @@
 """``clgrad.save`` / ``clgrad.load``: PyTorch's format or safetensors, by name and by content.
 
 Writing: a path ending in ``.safetensors`` gets a clgrad safetensors checkpoint
-(clgrad/io/checkpoint.py: exact NumPy round trips, str keys); any other path or a binary file
-object gets PyTorch's zip format (clgrad/io/torch_format.py), which real ``torch.load`` reads.
+(clgrad/io/checkpoint.py: exact NumPy round trips, str or int keys); any other path or a binary
+file object gets PyTorch's zip format (clgrad/io/torch_format.py), which real ``torch.load`` reads.
 Reading: by content, whatever the name: a zip (or legacy torch pickle) is read as PyTorch's
 format with the restricted unpickler, anything else as a clgrad safetensors checkpoint.
 """

@@ -139,10 +139,11 @@ class Optimizer:
     def state_dict(self) -> dict:
         """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}``.
 
-        Parameters are numbered across groups in order (PyTorch's layout). The indices in
-        ``state`` are strings ('0', '1', ...) so the dict saves with ``clgrad.save``, which
-        takes str keys only; ``load_state_dict`` accepts int keys (PyTorch's) too. The state
-        tensors are the live ones: save or copy the dict before the next step.
+        Parameters are numbered across groups in order (PyTorch's layout); ``state`` is keyed
+        by those ints, as PyTorch's, so ``torch.optim.<X>.load_state_dict`` of it (or of a
+        ``clgrad.save``d .pt file read by ``torch.load``) restores the state.
+        ``load_state_dict`` also accepts str keys ('0', '1', ...: what clgrad wrote before).
+        The state tensors are the live ones: save or copy the dict before the next step.
         """
         index, groups = {}, []
         for g in self.param_groups:
@@ -151,7 +152,7 @@ class Optimizer:
                 index.setdefault(id(p), len(index))
                 ids.append(index[id(p)])
             groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": ids})
-        state = {str(index[id(p)]): dict(s) for p, s in self.state.items() if id(p) in index}
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict):
@@ -175,11 +176,18 @@ class Optimizer:
                                  f"parameter group {i} of {len(saved['params'])} parameters, "
                                  f"which doesn't match the size of optimizer's group "
                                  f"({len(own['params'])})")
-        saved_state = {str(k): v for k, v in state_dict["state"].items()}
+        saved_state = {}
+        for k, v in state_dict["state"].items():
+            try:
+                saved_state[int(k)] = v
+            except (TypeError, ValueError):
+                raise ValueError(f"{name}.load_state_dict: expected parameter indices (int, "
+                                 f"or str of an int) as the keys of 'state', got "
+                                 f"{k!r}") from None
         self.state = {}
         for saved, own in zip(groups, self.param_groups):
             for idx, p in zip(saved["params"], own["params"]):
-                s = saved_state.get(str(idx))
+                s = saved_state.get(int(idx))
                 if s is not None:
                     self.state[p] = {k: _step_count(v) if k == "step" else _copy_state(v, p)
                                      for k, v in s.items()}
