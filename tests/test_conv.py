@@ -14,11 +14,12 @@ import clgrad.backends as backends
 from clgrad.autograd import gradcheck
 from clgrad.runtime import launch_count
 from clgrad.ops._util import defines_for
+from clgrad.ops import conv_algorithms, conv_gpu
 from clgrad.ops.conv import conv2d
 from clgrad.ops.conv_problem import Problem, Tiles
 
 ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu", "pointwise",
-         "depthwise_gpu", "igemm_gpu")
+         "depthwise_gpu", "igemm_gpu", "blocked:8", "blocked:16")  # blocked:<lanes>
 
 
 # -- the NumPy reference ----------------------------------------------------------------------
@@ -77,7 +78,8 @@ def ref_conv(x, w, b, gout=None, stride=1, padding=0, dilation=1, groups=1):
 
 # -- helpers ----------------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
-def _restore_backend():
+def _restore_backend(monkeypatch):
+    monkeypatch.setattr(conv_algorithms, "BLOCK_LANES", conv_algorithms.BLOCK_LANES)
     with backends.flags(conv_algorithm=backends.conv_algorithm,
                         conv_implicit_variant=backends.conv_implicit_variant,
                         conv_workspace_limit=backends.conv_workspace_limit):
@@ -85,9 +87,14 @@ def _restore_backend():
 
 
 def _use(algo: str):
-    """Force an algorithm; 'implicit:gpu' is the implicit GEMM's GPU kernels (any device)."""
+    """Force an algorithm; 'implicit:gpu' is the implicit GEMM's GPU kernels (any device),
+    'blocked:8' / 'blocked:16' the blocked kernels with 8 (AVX2) or 16 (AVX-512) float lanes
+    whatever the device's vector width."""
     name, _, variant = algo.partition(":")
     backends.conv_algorithm = name
+    if name == "blocked":
+        conv_algorithms.BLOCK_LANES = int(variant)
+        variant = ""
     backends.conv_implicit_variant = variant or "auto"
 
 
@@ -313,6 +320,62 @@ def test_auto_choice():
     cpu = clgrad.default_device().kind == "cpu"
     assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"depthwise_gpu"})
     assert set(_launches(2, "auto")[2].values()) == {"implicit"}
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("case", [  # (N, C, H, W, O, kH, kW, kwargs)
+    (3, 37, 6, 5, 40, 3, 3, dict(padding=1)),  # 2-3 channel blocks, partial last, pixel tiles
+    (1, 24, 4, 4, 53, 3, 3, dict(padding=1)),  # batch 1, 4 x 4: ResNet layer4's small maps
+    (2, 18, 9, 8, 21, 3, 3, dict(stride=2, padding=1)),  # input-gradient phases
+    (2, 20, 7, 9, 36, 3, 2, dict(padding=(2, 0), dilation=(1, 2), groups=2)),
+    (1, 9, 2, 2, 17, 3, 3, dict(padding=1)),  # 2 x 2 maps (VGG-11's last convs)
+], ids=("blocks", "batch1-4x4", "stride2", "groups-dilation", "2x2"))
+def test_blocked_lanes_vs_numpy(case, lanes):
+    """The blocked kernels with 8 and 16 lanes (AVX2's and AVX-512's builds, forced on any
+    device) on channel counts that are no multiple of the block, against float64 NumPy."""
+    _use(f"blocked:{lanes}")
+    n, c, h, w, o, kh, kw, kwargs = case
+    got, ref = _run(*_data(n, c, h, w, o, c // kwargs.get("groups", 1), kh, kw), **kwargs)
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_blocked_weight_gradient_tap_blocks_and_chunks(monkeypatch, lanes):
+    """Several tap blocks per weight-gradient work-group (a small BLOCK_WGRAD_FMAS budget
+    makes it one; a large one all) and the pixels summed in chunks (BLOCK_WGRAD_CHUNK: 1
+    pixel, 7 pixels of 2 vectors, all): each against NumPy, float64."""
+    _use(f"blocked:{lanes}")
+    x, w, b = _data(2, 13, 5, 6, 19, 13, 3, 3)
+    isz = 8 * 2 * lanes // 2  # bytes per packed pixel: 2 vectors of lanes / 2 doubles
+    for fmas, chunk in ((1, 1), (1 << 30, 7 * isz), (1, 1 << 30), (1 << 30, 1)):
+        monkeypatch.setattr(conv_algorithms, "BLOCK_WGRAD_FMAS", fmas)
+        monkeypatch.setattr(conv_algorithms, "BLOCK_WGRAD_CHUNK", chunk)
+        got, ref = _run(x, w, b, dtype=clgrad.float64, padding=1)
+        _close(got, ref, 1e-10)
+
+
+def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
+    """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
+    CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;
+    the result is right whichever wins."""
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("CPU rule")
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    monkeypatch.setattr(conv_gpu, "CPU_TUNE_MIN_MACS", 1 << 16)
+    _use("auto")
+    got, ref = _run(*_data(2, 16, 6, 6, 24, 16, 3, 3), padding=1, stride=(1, 2))
+    _close(got, ref, 1e-4)
+    import json
+    tuned = json.loads((tmp_path / "conv_algos.json").read_text())
+    entries = {p: v for k, v in tuned.items() if k.endswith("| implicit,blocked")
+               for p in ("forward", "grad_input", "grad_weight") if f"| {p} " in k}
+    assert set(entries) == {"forward", "grad_input", "grad_weight"}, tuned
+    for pass_name, e in entries.items():
+        assert set(e["ms"]) == {"implicit", "blocked"}
+        assert e["algo"] == min(e["ms"], key=e["ms"].get)
+        assert backends.last_conv_algorithms[pass_name] == e["algo"]
 
 
 @pytest.mark.parametrize("kind,algo", [("narrow", "pointwise"), ("step", "pointwise"),

@@ -28,7 +28,7 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps", "flags"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
-                   "depthwise_gpu", "igemm_gpu")
+                   "depthwise_gpu", "igemm_gpu", "blocked")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")

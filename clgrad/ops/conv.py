@@ -25,6 +25,10 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              memory.
   pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
              x (N, G, C, H*W) and y (N, G, O, H*W) views, the weight broadcast over samples.
+  blocked    kernels/conv_blocked_cpu.cl — vectors along output channels (16 on AVX-512, 8
+             on AVX2), the input broadcast, for small maps: a zero-padded copy of the input
+             and the weight (or output gradient) packed in channel blocks first. Any device
+             runs it; 'auto' picks it on CPUs where it measured faster than implicit.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
@@ -77,7 +81,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              padding, dtype or device mismatch; TypeError for non-tensors.
     Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
-             conv_igemm_gpu.cl.
+             conv_igemm_gpu.cl, conv_blocked_cpu.cl.
     """
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
@@ -433,12 +437,18 @@ def _auto(pass_name, p: Problem, dev, dtype) -> str:
     bench/results/gpu/conv_algos.txt), while on small ones (S1, N=64: 3.1 ms against 0.9 ms)
     it loses. im2col's launch count follows its workspace chunks, whose size
     (N * C * kH * kW * H_out * W_out) does not depend on groups. On GPUs a big problem's
-    algorithm is measured once and cached (conv_gpu.measured) instead."""
+    algorithm is measured once and cached (conv_gpu.measured) instead. On CPUs the other
+    convs (at least conv_gpu.CPU_TUNE_MIN_MACS multiply-adds) run the faster of implicit and
+    blocked, measured once per problem and cached the same way (CLGRAD_CONV_TUNE=off:
+    implicit)."""
     few = p.c * p.o <= FEW_PAIRS
     if dev.kind == "cpu":
         if p.kh == p.kw == 1:
             return "pointwise"  # gives way to implicit where it cannot run p
-        return "depthwise" if few else "implicit"
+        if few:
+            return "depthwise"
+        return conv_gpu.measured(pass_name, p, dev, dtype, _trial,
+                                 conv_gpu.CPU_CANDIDATES) or "implicit"
     if few:
         return conv_gpu.few_channels_algorithm(pass_name, p, dev)
     big = p.n * p.g * p.o * p.oh * p.ow >= BIG_OUTPUTS

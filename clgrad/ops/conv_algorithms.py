@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad.kernel_structs import V5_T, longs
-from clgrad import backends, layout
+from clgrad import backends, dtypes, layout
 from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
@@ -471,11 +471,115 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
+# -- blocked over output channels (kernels/conv_blocked_cpu.cl) ------------------------------------
+BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device's (tests force it)
+# (MB vectors per block, PX pixels per forward work-group, TK taps per weight-gradient one) by
+# float lanes: 16 (AVX-512: 32 vector registers) 2 x 8 accumulators in both kernels, 8 (AVX2:
+# 16 vector registers) 2 x 6. The PX pixel offsets (TK tap offsets) live in the 16 general
+# registers too: on a Xeon (1 thread, N=8, 3x3, 128-512 channels, 16x16 to 4x4) PX = 12 ran
+# the forward at 59-92 GFLOP/s, PX = 8 at 89-131, PX = 10 and MB = 4, PX = 6 in between; the
+# weight gradient at TK = 12 or 9 took twice TK = 8's time.
+BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
+BLOCK_WGRAD_FMAS = 1 << 18  # vector FMAs a weight-gradient work-group aims at per chunk
+# bytes of packed output gradient a weight-gradient work-group sums over before moving to its
+# next tap block (its pixels in chunks: at batch 128 on 16x16 maps the whole 4 MB per block
+# was streamed from memory once per tap block)
+BLOCK_WGRAD_CHUNK = 128 << 10
+_INT_MAX = (1 << 31) - 1
+
+
+def _block_lanes(dt, dev):
+    """Lanes BW of the blocked kernels: the device's float vector width (8 or 16, or the
+    BLOCK_LANES override), halved for float64."""
+    lanes = BLOCK_LANES or (16 if dev.vector_width >= 16 else 8)
+    return lanes // 2 if dt.itemsize == 8 else lanes
+
+
+def _block_geometry(p: Problem, dt, dev):
+    """(defines, hp, wp, obm): the padded input's rows and columns (exactly what the taps
+    read), and the number of output-channel blocks of MB vectors."""
+    bw = _block_lanes(dt, dev)
+    mb, px, tk = BLOCK_TILES[bw if dt.itemsize == 4 else bw * 2]
+    hp = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
+    wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
+    return dict(defines_for(dt), BW=bw, MB=mb, PX=px, TK=tk), hp, wp, cdiv(p.o, mb * bw)
+
+
+def _plan_blocked(p: Problem, dt, dev):
+    """Plan() where the padded input, packed weight and packed output gradient fit the
+    workspace limit and 32-bit offsets; else None."""
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    blk = d["MB"] * d["BW"]
+    sizes = (p.g * p.n * p.c * hp * wp, p.g * obm * blk * p.c * p.kh * p.kw,
+             p.g * obm * blk * p.n * p.oh * p.ow)
+    if max(sizes) > _INT_MAX or sum(sizes) * dt.itemsize > backends.conv_workspace_limit:
+        return None
+    return Plan()
+
+
+def _pad_input(p: Problem, d, hp, wp, x):
+    dev = x._storage.device
+    xp = empty((p.g * p.n * p.c * hp * wp,), x.dtype, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (p.g * p.n * p.c,), None,
+               p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
+               xp._storage.buffer)
+    return xp
+
+
+def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    dev, dt = x._storage.device, x.dtype
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    xp = _pad_input(p, d, hp, wp, x)
+    wb = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
+    koff = empty((p.c * p.kh * p.kw,), dtypes.int32, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d),
+               (d["MB"] * d["BW"], p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
+               np.int64(wp), w._storage.buffer, wb._storage.buffer, koff._storage.buffer)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
+               (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
+               np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
+               wb._storage.buffer, koff._storage.buffer, y._storage.buffer,
+               _bias_buffer(bias, y))
+
+
+def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    dev, dt = x._storage.device, x.dtype
+    d, hp, wp, obm = _block_geometry(p, dt, dev)
+    xp = _pad_input(p, d, hp, wp, x)
+    gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
+    qoff = empty((p.n * p.oh * p.ow,), dtypes.int32, dev)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
+               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
+               np.int64(wp), pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer,
+               gt._storage.buffer, qoff._storage.buffer)
+    so, sc, skh, skw = gw._strides
+    gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
+    nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
+    wt = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
+    # pixels per chunk, and tap blocks per work-group: about BLOCK_WGRAD_FMAS vector FMAs per
+    # chunk (a work-group costs about a microsecond to start on the CPU runtimes; each block
+    # reuses the chunk from cache), but enough work-groups for the units
+    qc = max(1, BLOCK_WGRAD_CHUNK // (d["MB"] * d["BW"] * dt.itemsize))
+    per_block = min(qc, p.n * p.oh * p.ow) * d["MB"] * d["TK"]
+    kb = max(1, min(nkb, BLOCK_WGRAD_FMAS // per_block,
+                    cdiv(nkb * obm * p.g, FILL_GROUPS * _units(dev))))
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_wgrad", d),
+               (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
+               np.int64(obm), np.int64(kb), np.int64(qc), xp._storage.buffer,
+               gt._storage.buffer, qoff._storage.buffer, wt._storage.buffer)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d),
+               (d["MB"] * d["BW"], p.g * obm), None,
+               p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
 KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))
     "implicit": ((_plan_implicit, _implicit_fwd), (_plan_implicit_wgrad, _implicit_wgrad)),
     "implicit:gpu": ((_no_plan, _gemm_fwd), (_plan_gemm_wgrad, _gemm_wgrad)),
     "depthwise": ((_plan_dw, _dw_fwd), (_plan_dw_wgrad, _dw_wgrad)),
     "direct": ((_no_plan, _direct_fwd), (_plan_direct_wgrad, _direct_wgrad)),
     "pointwise": ((_plan_pointwise, _pointwise_fwd), (_plan_pointwise, _pointwise_wgrad)),
+    "blocked": ((_plan_blocked, _blocked_fwd), (_plan_blocked, _blocked_wgrad)),
 }
 IM2COL = {"forward": _im2col_fwd, "grad_weight": _im2col_wgrad}  # grad_input: im2col_dgrad

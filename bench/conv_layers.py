@@ -1,0 +1,131 @@
+"""Per-layer conv timings (issue 23): the 3x3 convs of ResNet-18 and VGG-11 (CIFAR layout) at
+one batch size, each pass alone (forward, input gradient, weight gradient), clgrad against
+PyTorch CPU, with the algorithm clgrad's 'auto' picks per pass and GFLOP/s.
+
+    python bench/conv_layers.py --batch 8 --threads 1 [--device intel|pocl] [--algo ALGO]
+
+Runs in one worker process (common.worker_env: thread counts set before the first OpenCL
+call); peers alternate (common.measure); medians with min-max. --out FILE.jsonl appends one
+JSON line per (layer, pass).
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+# (name, C, O, H, stride): 3x3, padding 1; the models' distinct shapes (ResNet-18 layer1-4
+# and their strided first convs; VGG-11's 3x3 stack)
+LAYERS = [("r.l1 64-64 32", 64, 64, 32, 1), ("r.l2a 64-128 32s2", 64, 128, 32, 2),
+          ("r.l2 128-128 16", 128, 128, 16, 1), ("r.l3a 128-256 16s2", 128, 256, 16, 2),
+          ("r.l3 256-256 8", 256, 256, 8, 1), ("r.l4a 256-512 8s2", 256, 512, 8, 2),
+          ("r.l4 512-512 4", 512, 512, 4, 1), ("v.2 64-128 16", 64, 128, 16, 1),
+          ("v.3 128-256 8", 128, 256, 8, 1), ("v.5 256-512 4", 256, 512, 4, 1),
+          ("v.7 512-512 2", 512, 512, 2, 1)]
+
+
+def worker(args):
+    import numpy as np
+    import torch
+    import clgrad
+    from clgrad import backends
+    from clgrad.ops import conv as cv
+    from clgrad.ops.conv_problem import v5
+    from clgrad.ops._util import empty
+    torch.set_num_threads(args.threads)
+    if args.algo:
+        backends.conv_algorithm = args.algo
+    dev = clgrad.ones(1)._storage.device
+    n = args.batch
+    for name, c, o, h, s in LAYERS:
+        if args.only and not any(k in name for k in args.only.split(",")):
+            continue
+        oh = (h + 2 - 3) // s + 1
+        rng = np.random.default_rng(0)
+        xn = rng.standard_normal((n, c, h, h), dtype=np.float32)
+        wn = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+        gn = rng.standard_normal((n, o, oh, oh), dtype=np.float32)
+        x, w, g = (clgrad.from_numpy(v) for v in (xn, wn, gn))
+        y, gi, gw = empty((n, o, oh, oh), x.dtype, dev), empty(x.shape, x.dtype, dev), empty(
+            w.shape, x.dtype, dev)
+        geo = cv._check(x, w, None, s, 1, 1, 1)
+        pf = cv._forward_problem(geo, x, w, y, None)
+        pw = geo._replace(x=v5(x, 1))
+        algos = {}
+
+        def fwd():
+            a, plan = cv._choose("forward", pf, w)
+            algos["forward"] = a
+            cv._run(a, plan, "forward", pf, x, w, y, None)
+            dev.synchronize()
+
+        def dgrad():
+            cv._grad_input(geo, g, w, gi)
+            algos["grad_input"] = backends.last_conv_algorithms["grad_input"]
+            dev.synchronize()
+
+        def wgrad():
+            a, plan = cv._choose("grad_weight", pw, w)
+            algos["grad_weight"] = a
+            cv._run(a, plan, "grad_weight", pw, x, g, gw, None)
+            dev.synchronize()
+
+        tx, tw_, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
+        conv_bw = torch.ops.aten.convolution_backward
+        peers = {
+            "forward": (fwd, lambda: torch.nn.functional.conv2d(tx, tw_, None, s, 1)),
+            "grad_input": (dgrad, lambda: conv_bw(tg, tx, tw_, None, [s, s], [1, 1], [1, 1],
+                                                  False, [0, 0], 1, [True, False, False])),
+            "grad_weight": (wgrad, lambda: conv_bw(tg, tx, tw_, None, [s, s], [1, 1], [1, 1],
+                                                   False, [0, 0], 1, [False, True, False])),
+        }
+        flop = 2.0 * n * o * oh * oh * c * 9
+        # correctness against torch once
+        fwd(), dgrad(), wgrad()
+        ref = {"forward": peers["forward"][1](), "grad_input": peers["grad_input"][1]()[0],
+               "grad_weight": peers["grad_weight"][1]()[1]}
+        got = {"forward": y, "grad_input": gi, "grad_weight": gw}
+        for pas, (cf, tf) in peers.items():
+            err = float(np.abs(got[pas].numpy() - ref[pas].numpy()).max())
+            t = common.measure({"clgrad": cf, "torch": tf}, reps=args.reps, budget=4.0)
+            mc, mt = statistics.median(t["clgrad"]), statistics.median(t["torch"])
+            row = dict(layer=name, n=n, pass_=pas, algo=algos[pas], clgrad_ms=mc * 1e3,
+                       clgrad_minmax=[min(t["clgrad"]) * 1e3, max(t["clgrad"]) * 1e3],
+                       torch_ms=mt * 1e3, torch_minmax=[min(t["torch"]) * 1e3,
+                                                        max(t["torch"]) * 1e3],
+                       ratio=mc / mt, clgrad_gflops=flop / mc / 1e9,
+                       torch_gflops=flop / mt / 1e9, maxerr=err, device=dev.name,
+                       vw=dev.vector_width, threads=args.threads, tag=args.tag)
+            print(f"{name:20s} {pas:11s} {algos[pas]:10s} clgrad {mc*1e3:7.2f} ms "
+                  f"({flop/mc/1e9:5.1f} GF/s) torch {mt*1e3:7.2f} ms ({flop/mt/1e9:5.1f}) "
+                  f"ratio {mc/mt:5.2f} err {err:.1e}", flush=True)
+            if args.out:
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="intel")
+    ap.add_argument("--algo", default="")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--worker", action="store_true")
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    env = common.worker_env(str(args.threads))
+    env["CLGRAD_DEVICE"] = args.device
+    subprocess.run([sys.executable, __file__, "--worker"] + sys.argv[1:], env=env, check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+// kernels/conv_blocked_cpu.cl — convolution blocked over output channels, for CPUs on small
+// maps (see conv.h for the problem): vectors run along output channels (BW of them: 16 floats
+// on AVX-512, 8 on AVX2), as in oneDNN's nChw16c kernels, so a 4 x 4 or 2 x 2 map no longer
+// leaves most of a vector along output columns empty. The input is read as scalars and
+// broadcast. Three small passes rearrange the operands first (no work-group-size limits):
+//   pad_input:  Xp[g][n][c][hp][wp] = Xv[n, g, c, y - ph, x - pw] (zero outside; zero
+//               insertion and negative padding included), so the main loops need no bounds;
+//               (g*n*c) items, one plane each.
+//   pack_weight: Wb[g][obm][c][kh][kw][MB][BW] = K[g, (obm*MB + m)*BW + lane, c, kh, kw],
+//               0 past o (read through the weight's view: the input gradient's flipped one);
+//               (c*kh*kw, g*obm) items.
+//   pack_grad:  Gt[g][obm][n*oh*ow][MB][BW] = GO[n, g, (obm*MB + m)*BW + lane, oh, ow], 0 past
+//               o; (n*oh*ow, g*obm) items.
+// Then (local size 1 x 1 x 1 for both):
+//   blocked_fwd:   (ceil(n*oh*ow / PX), obm, g): PX output pixels (flattened over n, oh, ow)
+//                  x MB vectors of BW output channels per work-group, summed over c, kh, kw.
+//                  Forward, and the input gradient run as a forward problem.
+//   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
+//                  vectors of output channels per work-group, summed over n, oh, ow: per
+//                  chunk of qc pixels the kb blocks one after the other (the chunk stays in
+//                  cache), partial sums stored packed as Wb (vector stores); then
+//   unpack_wgrad:  (MB*BW, g*obm) items write them through gw's view (no batch split, no
+//                  reduction pass; the bias gradient is the host's sum).
+// Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
+// block), PX (pixels per forward work-group), TK (taps per weight-gradient work-group).
+#include "conv.h"
+
+#define VB CAT(T, BW)
+// Loads through an under-aligned vector type and plain multiply-adds, not vloadN and fma():
+// PoCL calls those built-ins (spilling every vector register) where Intel's compiler inlines
+// them (conv.h); the blocked loops ran at 12-19 GFLOP/s on PoCL with them.
+#if defined(__clang__)
+typedef T VBU __attribute__((ext_vector_type(BW), aligned(sizeof(T))));
+#define VBLD(p) (*(__global const VBU *)(p))
+#define VBST(p, v) (*(__global VBU *)(p) = (v))
+#else
+#define VBLD(p) CAT(vload, BW)(0, (p))
+#define VBST(p, v) CAT(vstore, BW)((v), 0, (p))
+#endif
+#define VBSTORE CAT(vstore, BW)
+
+// One item per plane (n, g, c) of Xp: (g*n*c) items, hp rows each.
+__kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, __global T *Xp) {
+    const long gnc = get_global_id(0);
+    if (gnc >= p.g * p.n * p.c) return;
+    const long c = gnc % p.c, gn = gnc / p.c, n = gn % p.n, g = gn / p.n;
+    const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
+    const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
+    __global T *d = Xp + gnc * hp * wp;
+    for (long y = 0; y < hp; ++y, d += wp) {
+        const long yv = y - p.ph;
+        if (yv < 0 || yv % p.uh != 0 || yv / p.uh >= p.h) {
+            for (long x = 0; x < wp; ++x) d[x] = (T)0;
+        } else if (p.uw == 1) {
+            __global const T *s = X + xb + (yv / p.uh) * p.x.s[3];
+            for (long x = 0; x < lo; ++x) d[x] = (T)0;
+            if (p.x.s[4] == 1) {
+                for (long x = lo; x < hi; ++x) d[x] = s[x - p.pw];
+            } else {
+                for (long x = lo; x < hi; ++x) d[x] = s[(x - p.pw) * p.x.s[4]];
+            }
+            for (long x = hi; x < wp; ++x) d[x] = (T)0;
+        } else {
+            for (long x = 0; x < wp; ++x) d[x] = xv(X, xb, yv, x - p.pw, p);
+        }
+    }
+}
+
+// One item per (lane l of a block, g * obm + block): (MB*BW, g*obm) items, each reading the
+// (c, kh, kw) taps of output channel o = block*MB*BW + l in order (a dense weight's row), and
+// writing one lane of every packed vector. Consecutive items fill the same vectors, which stay
+// in cache. An item per (c, block) reading kh*kw taps of MB*BW rows took 1.3-1.5x the time
+// (Xeon, 256-512 channels), also for the input gradient's transposed view.
+// Item (0, 0) also writes the tap offset table koff[c][kh][kw] (offsets into Xp's planes).
+__kernel void pack_weight(const conv_t p, long obm, long hp, long wp, __global const T *K,
+                          __global T *Wb, __global int *koff) {
+    const int khw = (int)(p.kh * p.kw), l = (int)get_global_id(0);
+    const long gb = get_global_id(1);
+    if (l >= MB * BW || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm, o = b * (MB * BW) + l;
+    if (l == 0 && gb == 0)
+        for (int c = 0; c < (int)p.c; ++c)
+            for (int kh = 0; kh < (int)p.kh; ++kh)
+                for (int kw = 0; kw < (int)p.kw; ++kw)
+                    koff[(c * (int)p.kh + kh) * (int)p.kw + kw] =
+                        (int)((c * hp + kh * p.dh) * wp + kw * p.dw);
+    __global T *d = Wb + gb * p.c * khw * (MB * BW) + l;
+    if (o >= p.o) {
+        for (long k = 0; k < p.c * khw; ++k) d[k * (MB * BW)] = (T)0;
+        return;
+    }
+    __global const T *s = K + p.k.off + g * p.k.s[0] + o * p.k.s[1];
+    for (int c = 0; c < (int)p.c; ++c)
+        for (int kh = 0; kh < (int)p.kh; ++kh)
+            for (int kw = 0; kw < (int)p.kw; ++kw, d += MB * BW)
+                *d = s[c * p.k.s[2] + kh * p.k.s[3] + kw * p.k.s[4]];
+}
+
+// One item per (output pixel q = (n, oh, ow), g * obm + block): (n*oh*ow, g*obm) items. gv:
+// the (n, g, o, oh, ow) view of the output gradient.
+__kernel void pack_grad(const conv_t p, long obm, long hp, long wp, v5_t gv,
+                        __global const T *GO, __global T *Gt, __global int *qoff) {
+    const long q = get_global_id(0), gb = get_global_id(1), ohw = p.oh * p.ow;
+    if (q >= p.n * ohw || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm, n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+    if (gb == 0) qoff[q] = (int)((n * p.c * hp + oh * p.sh) * wp + (r - oh * p.ow) * p.sw);
+    __global const T *s = GO + gv.off + n * gv.s[0] + g * gv.s[1] + oh * gv.s[3]
+                          + (r - oh * p.ow) * gv.s[4];
+    __global T *d = Gt + (gb * p.n * ohw + q) * (MB * BW);
+    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
+    for (int l = 0; l < nv; ++l) d[l] = s[(o0 + l) * gv.s[2]];
+    for (int l = (int)nv; l < MB * BW; ++l) d[l] = (T)0;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *Xp,
+                 __global const T *Wb, __global const int *koff, __global T *Y,
+                 __global const T *B) {
+    const long ohw = p.oh * p.ow, np = p.n * ohw, q0 = get_group_id(0) * PX;
+    const long b = get_group_id(1), g = get_group_id(2);
+    const int khw = (int)(p.kh * p.kw);
+    const long plane = hp * wp;
+    int off[PX];
+#pragma unroll
+    for (int j = 0; j < PX; ++j) {
+        const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+        off[j] = (int)(n * p.c * plane + oh * p.sh * wp + (r - oh * p.ow) * p.sw);
+    }
+    VB acc[MB][PX];
+#pragma unroll
+    for (int m = 0; m < MB; ++m)
+#pragma unroll
+        for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
+    __global const T *xg = Xp + g * p.n * p.c * plane;
+    __global const T *wk = Wb + (g * obm + b) * p.c * khw * (MB * BW);
+    // one loop over the taps (c, kh, kw) through the offset table koff: nested loops of kh
+    // and kw (3 trips each) kept the accumulators in memory around the innermost one
+    const int kall = (int)p.c * khw;
+    for (int k = 0; k < kall; ++k, wk += MB * BW) {
+        __global const T *xt = xg + koff[k];
+        VB wv[MB];
+#pragma unroll
+        for (int m = 0; m < MB; ++m) wv[m] = VBLD(wk + m * BW);
+#pragma unroll
+        for (int j = 0; j < PX; ++j) {
+            const T a = xt[off[j]];
+#pragma unroll
+            for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
+        }
+    }
+    const long obase = p.y.off + g * p.y.s[1];
+#pragma unroll
+    for (int j = 0; j < PX; ++j) {
+        const long q = q0 + j;
+        if (q >= np) break;
+        const long n = q / ohw, r = q - n * ohw, oh = r / p.ow, ow = r - oh * p.ow;
+        __global T *y = Y + obase + n * p.y.s[0] + oh * p.y.s[3] + ow * p.y.s[4];
+#pragma unroll
+        for (int m = 0; m < MB; ++m) {
+            T t[BW];
+            VBSTORE(acc[m][j], 0, t);
+            const long o0 = (b * MB + m) * BW;
+            for (int l = 0; l < BW && o0 + l < p.o; ++l) {
+                const T bv = p.bias ? B[p.boff + (g * p.o + o0 + l) * p.bs] : (T)0;
+                y[(o0 + l) * p.y.s[2]] = t[l] + bv;
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void blocked_wgrad(const conv_t p, long hp, long wp, long obm, long kb, long qc,
+                   __global const T *Xp, __global const T *Gt, __global const int *qoff,
+                   __global T *Wt) {
+    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw, np = (int)(p.n * p.oh * p.ow);
+    const long b = get_group_id(1), g = get_group_id(2), plane = hp * wp;
+    // pixels in chunks of qc (the chunk's packed output gradient stays in cache while the
+    // work-group's kb tap blocks run over it), partial sums kept in Wt between chunks
+    for (int q0 = 0; q0 < np; q0 += (int)qc) {
+        const int q1 = MIN(q0 + (int)qc, np);
+        __global const T *g0 = Gt + ((g * obm + b) * (p.n * p.oh * p.ow) + q0) * (MB * BW);
+        for (int k0 = (int)(get_group_id(0) * kb) * TK;
+             k0 < MIN((int)((get_group_id(0) + 1) * kb) * TK, kall); k0 += TK) {
+            // tap offsets by counting (c, kh, kw) up from k0: one division per block, not three
+            // per tap (at 2 x 2 maps the divisions cost more than the block's multiply-adds)
+            const int c0 = k0 / khw, r0 = k0 - c0 * khw, kh0 = r0 / (int)p.kw;
+            const int kw0 = r0 - kh0 * (int)p.kw;
+            int toff[TK];
+            {
+                int c = c0, kh = kh0, kw = kw0;
+    #pragma unroll
+                for (int t = 0; t < TK; ++t) {
+                    toff[t] = (int)(c * plane + kh * p.dh * wp + kw * p.dw);
+                    if (k0 + t + 1 < kall && ++kw == (int)p.kw) {  // past the last tap: repeat it
+                        kw = 0;
+                        if (++kh == (int)p.kh) {
+                            kh = 0;
+                            ++c;
+                        }
+                    }
+                }
+            }
+            // packed like Wb (vector stores); unpack_wgrad writes them through gw's view
+            __global T *wt = Wt + ((g * obm + b) * kall + k0) * (MB * BW);
+            VB acc[MB][TK];
+    #pragma unroll
+            for (int m = 0; m < MB; ++m)
+    #pragma unroll
+                for (int t = 0; t < TK; ++t)
+                    acc[m][t] = q0 == 0 || k0 + t >= kall ? (VB)0
+                                                          : VBLD(wt + t * (MB * BW) + m * BW);
+            __global const T *gp = g0;
+            __global const T *xg = Xp + g * p.n * p.c * plane;
+            // one loop over the pixels (n, oh, ow) through the offset table qoff: nested loops
+            // (2 x 2 maps: 2 trips each) kept the accumulators in memory around the innermost one
+            for (int q = q0; q < q1; ++q, gp += MB * BW) {
+                __global const T *xq = xg + qoff[q];
+                VB gv[MB];
+    #pragma unroll
+                for (int m = 0; m < MB; ++m) gv[m] = VBLD(gp + m * BW);
+    #pragma unroll
+                for (int t = 0; t < TK; ++t) {
+                    const T a = xq[toff[t]];
+    #pragma unroll
+                    for (int m = 0; m < MB; ++m) acc[m][t] += a * gv[m];
+                }
+            }
+    #pragma unroll
+            for (int t = 0; t < TK; ++t) {
+                if (k0 + t >= kall) break;
+    #pragma unroll
+                for (int m = 0; m < MB; ++m) VBST(wt + t * (MB * BW) + m * BW, acc[m][t]);
+            }
+        }
+    }
+}
+
+// The inverse of pack_weight for the weight gradient: GW (the (g, o, c, kh, kw) view gw) from
+// Wt[g][obm][c][kh][kw][MB][BW]; (MB*BW, g*obm) items, one output channel's row each.
+__kernel void unpack_wgrad(const conv_t p, long obm, __global const T *Wt, __global T *GW,
+                           v5_t gw) {
+    const int l = (int)get_global_id(0);
+    const long gb = get_global_id(1);
+    if (l >= MB * BW || gb >= p.g * obm) return;
+    const long b = gb % obm, g = gb / obm, o = b * (MB * BW) + l;
+    if (o >= p.o) return;
+    __global T *d = GW + gw.off + g * gw.s[0] + o * gw.s[1];
+    __global const T *s = Wt + gb * p.c * p.kh * p.kw * (MB * BW) + l;
+    for (int c = 0; c < (int)p.c; ++c)
+        for (int kh = 0; kh < (int)p.kh; ++kh)
+            for (int kw = 0; kw < (int)p.kw; ++kw, s += MB * BW)
+                d[c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = *s;
+}
