@@ -156,7 +156,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         if "large" in cfg:
             big = cfg["large"]
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
-            cfg = big if fill >= dev.compute_units else cfg["small"]
+            # (the slices of a split GEMM keep the small tiles its split was planned with)
+            cfg = big if fill >= dev.compute_units and not no_split else cfg["small"]
         splits = _splits(cdiv(m, cfg["TSM"]) * cdiv(n, cfg["TSN"]) * nb, k, dev,
                          len(bshape), c.dtype) if not no_split else 1
         if splits > 1:
@@ -201,6 +202,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
 # small tiles: 0.47 ms on 64 of 132 SMs).
 SPLIT_FILL = 4
 SPLIT_MIN_K = 128
+SPLIT_SUM_WG = 64  # splitk_sum's work-group size
 
 
 def _splits(fill: int, k: int, dev, batch_dims: int, dtype) -> int:
@@ -218,9 +220,10 @@ def _splits(fill: int, k: int, dev, batch_dims: int, dtype) -> int:
 def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg=None):
     """c = alpha * a @ b + beta * c as ``splits`` K slices: one batched GEMM of the slices
     (the slice is a leading batch dim of stride K/splits on a's columns and b's rows: views,
-    no copies) into a (splits, *B, M, N) workspace, summed over the slices, then scaled into
-    c. Summation order differs from the unsplit GEMM (slice sums added last)."""
-    from clgrad.ops import reduce
+    no copies) into a contiguous (splits, *B, M, N) workspace, then kernels/matmul.cl's
+    ``splitk_sum`` adds the slices in order, straight into c when c is contiguous and
+    alpha == 1, beta == 0 (else into a scratch tensor, scaled into c). The order of the
+    additions differs from the unsplit GEMM's (each slice's sum, then the slices)."""
     *batch, m, k = a.shape
     n = b.shape[-1]
     kc = k // splits
@@ -231,11 +234,20 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     with no_grad():
         part = empty((splits, *batch, m, n), c.dtype, dev)
         gemm(part, a_s, b_s, 1.0, 0.0, cfg, no_split=True)
-        r = reduce.sum(part, dim=0)
-        if beta == 0:
-            copy_raw(c, r if alpha == 1 else ew.mul(r, alpha))
-        else:
-            ew.axpby_(c, r, alpha, c, beta)
+        total = layout.numel(c.shape)
+        direct = alpha == 1 and beta == 0 and c.is_contiguous()
+        r = c if direct else empty(c.shape, c.dtype, dev)
+        d = defines_for(c.dtype)
+        if c.dtype is dtypes.float16:
+            d["ACC"] = "float"
+        dev.launch(dev.kernel("matmul.cl", "splitk_sum", d), (total,), (SPLIT_SUM_WG,),
+                   np.int64(total), np.int64(splits), part._storage.buffer, r._storage.buffer,
+                   np.int64(r._offset))
+        if not direct:
+            if beta == 0:
+                copy_raw(c, r if alpha == 1 else ew.mul(r, alpha))
+            else:
+                ew.axpby_(c, r, alpha, c, beta)
     return c
 
 
