@@ -381,7 +381,8 @@ def _im2col_fwd(p: Problem, x, w, y, bias):
         yv = raw(y, (nc, G, p.o, P), (y._strides[0], y._strides[1] * p.o,
                                       y._strides[1], 1), y._offset + n0 * y._strides[0])
         cv = raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
-        gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0)
+        gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0,
+             no_split=True)
 
 
 def im2col_dgrad(p: Problem, g4, w, gi):
@@ -397,7 +398,7 @@ def im2col_dgrad(p: Problem, g4, w, gi):
         gv = raw(g4, (nc, G, p.o, P), (g4._strides[0], g4._strides[1] * p.o,
                                        g4._strides[1], g4._strides[3]),
                  g4._offset + n0 * g4._strides[0])
-        gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv)
+        gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv, no_split=True)
         dev = gi._storage.device
         dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_for(gi.dtype)),
                    (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
@@ -416,7 +417,8 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
                      (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
                       g4._strides[3]), g4._offset + n0 * g4._strides[0]))
         gemm(gwv, raw(gcol, (G, O, nc * P), (O * nc * P, nc * P, 1), 0),
-             raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0)
+             raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0,
+             no_split=True)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
@@ -453,7 +455,7 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     if bias is not None:
         fill_bias(raw(y, (p.n, p.g * p.o, p.oh, p.ow), (p.y[1], p.y[3], p.y[4], p.y[5]),
                       p.y[0]), bias)
-    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0)
+    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0, no_split=True)
 
 
 def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
@@ -465,7 +467,7 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     c1 = p.c + 1
     wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
     xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
-    gemm(wsv, gov, xt)
+    gemm(wsv, gov, xt, no_split=True)
     _reduce(p, Tiles(split=p.n), ws, gw, None)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
