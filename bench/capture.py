@@ -34,6 +34,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+def _host_us(fn, reps, sync, per):
+    """Median host µs of one ``fn()`` call (the queue drained before each), divided by
+    ``per`` (commands or kernels of the call)."""
+    host = []
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        host.append(time.perf_counter() - t0)
+    sync()
+    return statistics.median(host) * 1e6 / per
+
+
 def _rate(step, batch, seconds, sync):
     rates = []
     for _ in range(5):
@@ -85,14 +98,8 @@ def _alexnet(clgrad, np, ax, weights, ref, seconds, dev):
     out["alexnet_clgrad_replay_img_s"] = _rate(replayed, 1, seconds, dev.synchronize)
     g = next(e[1] for e in fast._entries.values() if isinstance(e, tuple))
     out["alexnet_replayed_kernels"] = g.num_kernels
-    host = []
-    for _ in range(50):
-        dev.synchronize()
-        t0 = time.perf_counter()
-        g.replay()
-        host.append(time.perf_counter() - t0)
-    dev.synchronize()
-    out["alexnet_host_us_per_replayed_command"] = statistics.median(host) * 1e6 / g.num_commands
+    out["alexnet_host_us_per_replayed_command"] = _host_us(g.replay, 50, dev.synchronize,
+                                                           g.num_commands)
     out["alexnet_replay_over_eager"] = (out["alexnet_clgrad_replay_img_s"] /
                                         out["alexnet_clgrad_eager_img_s"])
     return out
@@ -192,13 +199,8 @@ def main():
     row["replayed_kernels"] = g.num_kernels
     row["replayed_commands"] = g.num_commands
     row["clgrad_replay_img_s"] = _rate(g.replay, args.batch, args.seconds, dev.synchronize)
-    host = []
-    for _ in range(200):
-        t0 = time.perf_counter()
-        g.replay()
-        host.append(time.perf_counter() - t0)
-        dev.synchronize()
-    row["host_us_per_replayed_kernel"] = statistics.median(host) * 1e6 / g.num_commands
+    row["host_us_per_replayed_kernel"] = _host_us(g.replay, 200, dev.synchronize,
+                                                  g.num_commands)
     row["replay_backend"] = g.replay_backend
     from clgrad.capture import REPLAY_BACKENDS, replay_backends
     probe = replay_backends(dev)
@@ -206,14 +208,8 @@ def main():
     for b in REPLAY_BACKENDS:  # the same graph replayed each way the device allows
         if probe["correct"].get(b):
             g._plan(b)
-            host = []
-            for _ in range(200):
-                t0 = time.perf_counter()
-                g.replay()
-                host.append(time.perf_counter() - t0)
-                dev.synchronize()
-            row[f"host_us_per_replayed_kernel_{b}"] = (statistics.median(host) * 1e6 /
-                                                       g.num_commands)
+            row[f"host_us_per_replayed_kernel_{b}"] = _host_us(g.replay, 200, dev.synchronize,
+                                                               g.num_commands)
     g._plan()
     row["loss_after"] = float(sloss.item())
     # host cost of replay itself: a graph of 100 tiny kernels (adds on 16 floats)
@@ -223,13 +219,8 @@ def main():
         u = t
         for _ in range(100):
             u = u + 1
-    host = []
-    for _ in range(100):
-        dev.synchronize()
-        t0 = time.perf_counter()
-        tiny.replay()
-        host.append(time.perf_counter() - t0)
-    row["host_us_per_tiny_replayed_kernel"] = statistics.median(host) * 1e6 / tiny.num_kernels
+    row["host_us_per_tiny_replayed_kernel"] = _host_us(tiny.replay, 100, dev.synchronize,
+                                                       tiny.num_kernels)
     host = []
     for _ in range(20):
         dev.synchronize()
