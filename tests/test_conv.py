@@ -316,6 +316,35 @@ def test_launch_count_independent_of_groups(algo):
         assert counts[1][0] == 1  # forward: one launch, bias fused
 
 
+def test_im2col_split_gemm_launches_and_values(monkeypatch):
+    """GPUs run the im2col forward GEMM of small layers through gemm's split-K path (AlexNet's
+    convolutions at batch 1): the decision is made on the whole layer, so the launch count
+    still does not depend on groups; values against NumPy. Here the GPU's GEMM_TILED tiles
+    and the split decision are forced on this device."""
+    from clgrad.ops import matmul as mm
+    dev = clgrad.default_device()
+    monkeypatch.setitem(mm._TUNED, dev, mm.GPU_TILES)
+    monkeypatch.setattr(conv_algorithms, "_split_gemm", lambda p, nc, pixels, dev: True)
+    calls = []
+    real = mm._gemm_split_k
+    monkeypatch.setattr(mm, "_gemm_split_k", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
+    dev.plans.clear()
+    try:
+        counts = {g: _launches(g, "im2col")[:2] for g in (1, 2, 32)}
+        assert counts[1] == counts[2] == counts[32], counts
+        assert calls  # the split path ran
+        _use("im2col")
+        for n, c, h, o, k, kw in [(1, 8, 9, 6, 3, dict(padding=1)),
+                                  (2, 64, 7, 16, 3, dict(padding=1, groups=2)),
+                                  (1, 48, 6, 12, 5, dict(padding=2, groups=3))]:
+            x_np, w_np, b_np = _data(n, c, h, h, o, c // kw.get("groups", 1), k, k)
+            got, ref = _run(x_np, w_np, b_np, **kw)
+            _close(got, ref, 1e-4)
+        assert max(calls) > 1  # the deep cases (K = 288, 240) split into slices
+    finally:
+        dev.plans.clear()
+
+
 def test_auto_choice():
     cpu = clgrad.default_device().kind == "cpu"
     assert set(_launches(32, "auto")[2].values()) == ({"depthwise"} if cpu else {"depthwise_gpu"})

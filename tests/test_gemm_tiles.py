@@ -176,3 +176,25 @@ def test_split_k_float64_and_float16_not_split():
     _, c = operand(rng, (1, 33), "c", np.float64)
     mm.gemm(c, a, b, tiles_override=GPU0)
     assert_product(c, a_np, b_np)
+
+
+def test_split_argument(monkeypatch):
+    """split=True takes the split path even where one slice is all (a single splitk_sum
+    pass: same values), split=False never splits a GEMV-like problem."""
+    calls = []
+    real = mm._gemm_split_k
+    monkeypatch.setattr(mm, "_gemm_split_k", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
+    rng = np.random.default_rng(6)
+    a_np, a = operand(rng, (200, 36), "c", np.float32)
+    b_np, b = operand(rng, (36, 132), "t", np.float32)
+    _, c = operand(rng, (200, 132), "s", np.float32)
+    mm.gemm(c, a, b, tiles_override=GPU2, split=True)
+    assert calls == [1]
+    assert_product(c, a_np, b_np)
+    calls.clear()
+    a_np, a = operand(rng, (1, 1152), "c", np.float32)
+    b_np, b = operand(rng, (1152, 9), "c", np.float32)
+    _, c = operand(rng, (1, 9), "c", np.float32)
+    mm.gemm(c, a, b, tiles_override=GPU2, split=False)
+    assert calls == []
+    assert_product(c, a_np, b_np)

@@ -22,7 +22,8 @@ from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
 from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.ops.elementwise import contiguous
-from clgrad.ops.matmul import gemm
+from clgrad.ops.matmul import SPLIT_FILL, gemm
+from clgrad.ops.matmul import tiles as mm_tiles
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
 
@@ -371,6 +372,20 @@ def fill_bias(y: Tensor, bias):
         copy_raw(y, raw(bias, y.shape, (0, bias._strides[0], 0, 0), bias._offset))
 
 
+def _split_gemm(p: Problem, nc: int, pixels: int, dev) -> bool:
+    """Whether the im2col forward GEMM of ``nc`` images takes gemm's split-K path
+    (matmul.gemm ``split=True``): on GPUs, when the whole layer's output (nc images x all
+    G * O channels x pixels) is fewer small tiles than half of SPLIT_FILL per compute unit.
+    AlexNet's convolutions at batch 1 on the H200 (18-48 tiles, K up to 3456). Decided on the
+    layer, not per group, so the launch count does not depend on groups."""
+    cfg = mm_tiles(dev)
+    if dev.kind != "gpu" or "small" not in cfg:
+        return False
+    t = cfg["small"]
+    tiles = cdiv(p.g * p.o, t["TSM"]) * cdiv(pixels, t["TSN"]) * nc
+    return 2 * tiles < SPLIT_FILL * dev.compute_units
+
+
 def _im2col_fwd(p: Problem, x, w, y, bias):
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
     if bias is not None:
@@ -382,7 +397,7 @@ def _im2col_fwd(p: Problem, x, w, y, bias):
                                       y._strides[1], 1), y._offset + n0 * y._strides[0])
         cv = raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
         gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0,
-             no_split=True)
+             split=_split_gemm(p, nc, P, x._storage.device))
 
 
 def im2col_dgrad(p: Problem, g4, w, gi):
@@ -398,7 +413,7 @@ def im2col_dgrad(p: Problem, g4, w, gi):
         gv = raw(g4, (nc, G, p.o, P), (g4._strides[0], g4._strides[1] * p.o,
                                        g4._strides[1], g4._strides[3]),
                  g4._offset + n0 * g4._strides[0])
-        gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv, no_split=True)
+        gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv, split=False)
         dev = gi._storage.device
         dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_for(gi.dtype)),
                    (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
@@ -418,7 +433,7 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
                       g4._strides[3]), g4._offset + n0 * g4._strides[0]))
         gemm(gwv, raw(gcol, (G, O, nc * P), (O * nc * P, nc * P, 1), 0),
              raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0,
-             no_split=True)
+             split=False)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
@@ -455,7 +470,7 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     if bias is not None:
         fill_bias(raw(y, (p.n, p.g * p.o, p.oh, p.ow), (p.y[1], p.y[3], p.y[4], p.y[5]),
                       p.y[0]), bias)
-    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0, no_split=True)
+    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0, split=False)
 
 
 def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
@@ -467,7 +482,7 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     c1 = p.c + 1
     wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
     xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
-    gemm(wsv, gov, xt, no_split=True)
+    gemm(wsv, gov, xt, split=False)
     _reduce(p, Tiles(split=p.n), ws, gw, None)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))

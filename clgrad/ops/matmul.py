@@ -93,7 +93,7 @@ def _same_form(stored, default) -> bool:
 
 
 def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None,
-         no_split=False):
+         split=None):
     """c = alpha * a @ b + beta * c in one launch; no autograd.
 
     Shapes: a (*B, M, K), b (*B, K, N), c (*B, M, N) with the same batch dims *B (stride-0
@@ -102,11 +102,13 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     float16: products are summed in float32 and rounded once (PyTorch's): GEMM_TILED with
     ACC=float, GEMM_CPU on float32 copies of the operands.
     ``tiles_override``: one config as ``tiles()`` returns (the tests and the tuner use it).
-    GEMM_TILED problems with too few tiles to fill the device (a linear layer at batch 1)
-    are split along K (``_splits``): partial products of each K slice in one batched launch,
-    then summed (``_gemm_split_k``); ``no_split`` turns that off (the convolutions' GEMMs
-    pass it: their launch count must not depend on groups, and their algorithms are chosen
-    by measurement).
+    GEMM_TILED problems with too few tiles to fill the device are split along K
+    (``_splits``): partial products of each K slice in one batched launch, then summed
+    (``_gemm_split_k``). ``split``: None (the default) splits GEMV-like problems (at most
+    SPLIT_MAX_M rows: a linear layer at batch <= 4); False never; True always takes the split
+    path on GEMM_TILED devices, with one slice where splitting does not pay (callers whose
+    launch count must not depend on the problem's shape: the im2col convolution decides on the
+    whole layer, so its launch count does not depend on groups).
     """
     dev = c._storage.device
     key = None
@@ -117,7 +119,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     if tiles_override is None:
         key = ("gemm", c._storage.dtype, a._storage.dtype, b._storage.dtype, c._shape,
                a._shape, b._shape, c._strides, a._strides, b._strides, c._offset, a._offset,
-               b._offset, no_split)
+               b._offset, split)
         plan = dev.plans.get(key)
         if plan is not None and plan[5] is tiles(dev) and plan[0] == "split":
             return _gemm_split_k(c, a, b, alpha, beta, plan[1])
@@ -158,10 +160,11 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             big = cfg["large"]
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
             # (the slices of a split GEMM keep the small tiles its split was planned with)
-            cfg = big if fill >= dev.compute_units and not no_split else cfg["small"]
-        splits = _splits(cdiv(m, cfg["TSM"]) * cdiv(n, cfg["TSN"]) * nb, k, dev,
-                         len(bshape), c.dtype) if not no_split and m <= SPLIT_MAX_M else 1
-        if splits > 1:
+            cfg = big if fill >= dev.compute_units and split is None else cfg["small"]
+        splits = 1 if split is False or (split is None and m > SPLIT_MAX_M) else _splits(
+            cdiv(m, cfg["TSM"]) * cdiv(n, cfg["TSN"]) * nb, k, dev, len(bshape), c.dtype,
+            split is True)
+        if splits > 1 or (split is True and splits == 1):
             if key is not None:
                 if len(dev.plans) >= PLANS_MAX:
                     dev.plans.clear()
@@ -212,16 +215,20 @@ SPLIT_MAX_M = 4
 SPLIT_SUM_WG = 64  # splitk_sum's work-group size
 
 
-def _splits(fill: int, k: int, dev, batch_dims: int, dtype) -> int:
-    """How many K slices a GEMM_TILED problem of ``fill`` tiles and depth ``k`` is split into
-    (1: none). float16 is never split (its partial sums would be rounded to half)."""
+def _splits(fill: int, k: int, dev, batch_dims: int, dtype, forced: bool = False) -> int:
+    """How many K slices a GEMM_TILED problem of ``fill`` tiles and depth ``k`` is split into:
+    1 for none (``forced``: one slice through the split path), 0 where the split path cannot
+    run (more batch dims than MAXD allows once the slice dim is added). float16 is never split
+    into more than one slice (its partial sums would be rounded to half)."""
+    if batch_dims + 1 > MAXD:
+        return 0
     want = SPLIT_FILL * dev.compute_units
-    if fill >= want // 2 or dtype is dtypes.float16 or batch_dims + 1 > MAXD:
+    if (fill >= want // 2 and not forced) or dtype is dtypes.float16:
         return 1
     s = min(-(-want // fill), k // SPLIT_MIN_K)
     while s > 1 and k % s:
         s -= 1
-    return s
+    return max(s, 1)
 
 
 def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg=None):
@@ -240,7 +247,7 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     dev = c._storage.device
     with no_grad():
         part = empty((splits, *batch, m, n), c.dtype, dev)
-        gemm(part, a_s, b_s, 1.0, 0.0, cfg, no_split=True)
+        gemm(part, a_s, b_s, 1.0, 0.0, cfg, split=False)
         total = layout.numel(c.shape)
         direct = alpha == 1 and beta == 0 and c.is_contiguous()
         r = c if direct else empty(c.shape, c.dtype, dev)
