@@ -158,53 +158,78 @@ inline T avg_window(const geom_t g, long oh, long ow, long divisor, int include_
 }
 
 // divisor: divisor_override, or 0 for none; include_pad: count_include_pad.
-__kernel void avg_fwd(long total, geom_t g, __global T *out, __global const T *x, view_t vx,
-                      long divisor, int include_pad) {
-    long i = get_global_id(0);
-    if (i >= total) return;
-    long ow = i % g.ow, t = i / g.ow;
-    long oh = t % g.oh;
-    t /= g.oh;
-    long c = t % g.c, n = t / g.c;
+// Launch: (OW, OH, N*C) rounded up to the work-group, as max_fwd (no 64-bit divisions per
+// item: the 1-D form's index arithmetic cost more than the window sums on CPUs).
+__kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx, long divisor,
+                      int include_pad) {
+    long ow = get_global_id(0), oh = get_global_id(1);
+    uint plane = get_global_id(2);
+    if (ow >= g.ow || oh >= g.oh) return;
+    uint n = plane / (uint)g.c;
+    long c = plane - n * (uint)g.c;
+    long o = ((long)plane * g.oh + oh) * g.ow + ow;
     long y0, y1, x0, x1;
     T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
     if (y0 >= y1 || x0 >= x1) {
-        out[i] = 0;
+        out[o] = 0;
         return;
     }
+    __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
     T acc = 0;
     for (long y = y0; y < y1; ++y)
-        for (long xx = x0; xx < x1; ++xx) acc += x[at4(vx, n, c, y, xx)];
-    out[i] = acc / div;
+        for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
+    out[o] = acc / div;
 }
 
-// Outputs whose window covers input row y: oh*s - p <= y <= oh*s - p + k - 1.
+// Outputs whose window covers input row y: oh*s - p <= y <= oh*s - p + k - 1 (every value
+// here is non-negative and below 2^32 where divided: 32-bit divisions).
 inline void covering(long y, long k, long s, long p, long nout, long *lo, long *hi) {
     long num = y + p - k + 1;
-    *lo = num <= 0 ? 0 : (num + s - 1) / s;
-    *hi = min((y + p) / s, nout - 1);
+    *lo = num <= 0 ? 0 : (long)((uint)(num + s - 1) / (uint)s);
+    *hi = min((long)((uint)(y + p) / (uint)s), nout - 1);
 }
 
-__kernel void avg_bwd(long total, geom_t g, __global T *gx, __global const T *gy, view_t vgy,
+// Launch: (W, H, N*C) rounded up to the work-group; gx is a new contiguous (N, C, H, W).
+__kernel void avg_bwd(geom_t g, __global T *gx, __global const T *gy, view_t vgy,
                       long divisor, int include_pad) {
-    long i = get_global_id(0);
-    if (i >= total) return;
-    long xx = i % g.w, t = i / g.w;
-    long y = t % g.h;
-    t /= g.h;
-    long c = t % g.c, n = t / g.c;
+    long xx = get_global_id(0), y = get_global_id(1);
+    uint plane = get_global_id(2);
+    if (xx >= g.w || y >= g.h) return;
+    uint n = plane / (uint)g.c;
+    long c = plane - n * (uint)g.c;
     long oh0, oh1, ow0, ow1;
     covering(y, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
     covering(xx, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
+    __global const T *pg = gy + vgy.off + n * vgy.s[0] + c * vgy.s[1];
     T acc = 0;
     for (long oh = oh0; oh <= oh1; ++oh) {
         for (long ow = ow0; ow <= ow1; ++ow) {
             long y0, y1, x0, x1;
             T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
-            acc += gy[at4(vgy, n, c, oh, ow)] / div;
+            acc += pg[oh * vgy.s[2] + ow * vgy.s[3]] / div;
         }
     }
-    gx[i] = acc;
+    gx[((long)plane * g.h + y) * g.w + xx] = acc;
+}
+
+// avg_bwd for windows that tile the input (kernel == stride, no padding): each input element
+// lies in at most one window, so work item (ow, oh, plane) writes its window (grad / divisor)
+// plus the uncovered columns and rows past the last window (zeros), as max_bwd_tiled.
+__kernel void avg_bwd_tiled(geom_t g, __global T *gx, __global const T *gy, view_t vgy,
+                            long divisor, int include_pad) {
+    long ow = get_global_id(0), oh = get_global_id(1);
+    uint plane = get_global_id(2);
+    if (ow >= g.ow || oh >= g.oh) return;
+    uint n = plane / (uint)g.c;
+    long c = plane - n * (uint)g.c;
+    long y0, y1, x0, x1;
+    T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
+    T gv = gy[vgy.off + n * vgy.s[0] + c * vgy.s[1] + oh * vgy.s[2] + ow * vgy.s[3]] / div;
+    __global T *px = gx + (long)plane * g.h * g.w;
+    long ye = oh == g.oh - 1 ? g.h : y1;
+    long xe = ow == g.ow - 1 ? g.w : x1;
+    for (long y = y0; y < ye; ++y)
+        for (long xx = x0; xx < xe; ++xx) px[y * g.w + xx] = y < y1 && xx < x1 ? gv : (T)0;
 }
 
 // Adaptive average: output i pools [floor(i * H / OH), ceil((i + 1) * H / OH)).

@@ -214,6 +214,11 @@ AVG_CASES = [
     ((1, 2, 5, 8), (2, 4), (1, 3), (1, 2), True, False, None),
     ((1, 2, 5, 5), (3, 3), (2, 2), (1, 1), False, True, 5),
     ((1, 1, 4, 4), (2, 2), (2, 2), (1, 1), True, True, None),    # half-padded edge windows
+    # windows that tile the input (kernel == stride, no padding: avg_bwd_tiled)
+    ((2, 3, 7, 6), (2, 2), (2, 2), (0, 0), False, True, None),   # last row in no window
+    ((2, 3, 7, 5), (2, 2), (2, 2), (0, 0), True, True, None),    # clipped last windows
+    ((1, 2, 6, 11), (3, 3), (3, 3), (0, 0), True, False, None),
+    ((1, 2, 9, 8), (2, 4), (2, 4), (0, 0), False, True, 3),      # divisor_override
 ]
 
 

@@ -3,7 +3,7 @@ and max; the 1-D poolings as 2-D ones over unit-height views (zero-copy).
 
 Every input may be any strided view; outputs are new and contiguous. Backward kernels gather
 (one work item per input element), so gradients are deterministic and need no atomics.
-Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd, adaptive_fwd/adaptive_bwd,
+Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd(_tiled), adaptive_fwd/adaptive_bwd,
 adaptive_max_fwd/adaptive_max_bwd.
 """
 from __future__ import annotations
@@ -78,13 +78,19 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     div = np.int64(0 if divisor_override is None else int(divisor_override))
     inc = np.int32(1 if count_include_pad else 0)
     out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
-    _launch("avg_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer, _view4(x),
-            div, inc)
+    n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw = (int(v) for v in g[:12])
+    tiled = (kh, kw) == (sh, sw) and ph == pw == 0
+    _launch_rows("avg_fwd", x, (ow, oh, n * c), g, out._storage.buffer, x._storage.buffer,
+                 _view4(x), div, inc)
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x._storage.device)
-        _launch("avg_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
-                _view4(gy), div, inc)
+        if tiled:  # each input element in at most one window: one item per window
+            _launch_rows("avg_bwd_tiled", x, (ow, oh, n * c), g, gx._storage.buffer,
+                         gy._storage.buffer, _view4(gy), div, inc)
+        else:
+            _launch_rows("avg_bwd", x, (w, h, n * c), g, gx._storage.buffer,
+                         gy._storage.buffer, _view4(gy), div, inc)
         return (gx,)
     return record("avg_pool2d", out, (x,), backward)
 
