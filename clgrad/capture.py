@@ -163,7 +163,7 @@ class CUDAGraph:
         self.replay_backend = None
         self._enq = None          # clEnqueueNDRangeKernel (ctypes) for the "ctypes" entries
         self._schedule: list = []  # "auto": the trial replays left, (backend, timed)
-        self._trials = None        # "auto": backend -> (sequence, enq) while trying
+        self._trials = None        # "auto": backend -> _build's triple while trying
         self._times: dict = {}     # "auto": backend -> host seconds of its trial replays
         self._keep: list = []     # outside buffers and host arrays the commands use
         self._own: set = set()    # int_ptr of the blocks of the private pool
@@ -217,34 +217,31 @@ class CUDAGraph:
                          if replay_backends(self._dev)["correct"].get(b)] or ["pyopencl"]
                 if len(works) > 1 and self._nkernels >= 2:
                     self._trials = {b: self._build(b) for b in works}
-                    self._seq, self._enq = self._trials[works[0]]
+                    self._seq, self._enq, _ = self._trials[works[0]]
+                    self._cbufs = [cb for t in self._trials.values() for cb in t[2]]
                     self._schedule = [(works[0], False)] + [
                         (b, True) for _ in range(_TRIAL_ROUNDS) for b in works]
                     self._times = {b: [] for b in works}
                     self.replay_backend = None
                     return
                 backend = works[0]
-        self._seq, self._enq = self._build(backend)
+        self._seq, self._enq, self._cbufs = self._build(backend)
         self.replay_backend = backend
 
     def _choose(self):
-        """After the trial replays: keep the way with the least host time per replay."""
-        med = {b: sorted(t)[len(t) // 2] for b, t in self._times.items()}
-        best = min(med, key=med.get)
-        if best != "pyopencl" and med[best] > _MARGIN * med["pyopencl"]:
-            best = "pyopencl"  # within the noise: keep the proven way
-        self._seq, self._enq = self._trials[best]
-        keep = {id(op.__self__) for a, op in self._seq if a is None and
-                isinstance(getattr(op, "__self__", None), native_mod().CommandBuffer)}
-        for cb in self._cbufs:
-            if id(cb) not in keep:
-                cb.release()
-        self._cbufs = [cb for cb in self._cbufs if id(cb) in keep]
+        """After the trial replays: keep the way with the least host time per replay (the
+        command buffers of the others are released)."""
+        best = _fastest({b: sorted(t)[len(t) // 2] for b, t in self._times.items()})
+        self._seq, self._enq, self._cbufs = self._trials[best]
+        for b, (_, _, cbufs) in self._trials.items():
+            if b != best:
+                for cb in cbufs:
+                    cb.release()
         self._trials, self.replay_backend = None, best
 
     def _build(self, backend: str) -> tuple:
-        """(replay sequence, ctypes enqueue function) of the recorded commands for
-        ``backend``; command buffers made go to ``self._cbufs``."""
+        """(replay sequence, ctypes enqueue function, command buffers it made) of the recorded
+        commands for ``backend``."""
         if backend not in REPLAY_BACKENDS:
             raise ValueError(f"CUDAGraph: expected CLGRAD_REPLAY in {REPLAY_BACKENDS} or "
                              f"'auto', got {backend!r}")
@@ -256,14 +253,14 @@ class CUDAGraph:
             ok, why = native.command_buffer_support(self._dev.cl_device)
             if not ok:
                 raise RuntimeError(f"CUDAGraph: replay backend 'command_buffer': {why}")
-        seq, cb = [], None
+        seq, cb, cbufs = [], None, []
         enq = native.enqueue_fn()
         for c in self._cmds:
             kind, q = c[0], self._dev.queue
             if kind == "k" and backend == "command_buffer":
                 if cb is None:
                     cb = native.CommandBuffer(q)
-                    self._cbufs.append(cb)
+                    cbufs.append(cb)
                     seq.append((None, cb.enqueue))
                 cb.add(c[1], c[2], c[3])
                 continue
@@ -284,7 +281,7 @@ class CUDAGraph:
                 seq.append((None, c[1]))
         if cb is not None:
             cb.finalize()
-        return seq, enq
+        return seq, enq, cbufs
 
     def _release_cbufs(self):
         for cb in self._cbufs:
@@ -317,7 +314,7 @@ class CUDAGraph:
         trial = None
         if self._schedule:  # "auto": one of the first replays, trying one way
             trial = self._schedule.pop(0)
-            self._seq, self._enq = self._trials[trial[0]]
+            self._seq, self._enq, _ = self._trials[trial[0]]
             t0 = time.perf_counter()
         enq = self._enq
         with dev._lock:
@@ -474,21 +471,23 @@ class CUDAGraph:
 
 
 def _dynamic_op(q, k, g, l, fn, start, native_enq=None):
-    """A replay step for a kernel whose trailing arguments ``fn(True)`` recomputes."""
+    """A replay step for a kernel whose trailing arguments ``fn(True)`` recomputes: they are
+    set, then the kernel is enqueued (through ``native_enq`` when given, else pyopencl)."""
     if native_enq is None:
-        def op():
-            k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True))
-                                       for x in (start + i, v)))
+        def enqueue():
             runtime._enqueue(q, k, g, l, None, None, False, False)
-        return op
-    from clgrad.runtime import native
-    a = native.kernel_args(q, k, g, l)
+    else:
+        from clgrad.runtime import native
+        a = native.kernel_args(q, k, g, l)
+
+        def enqueue():
+            code = native_enq(*a)
+            if code:
+                raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
 
     def op():
         k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True)) for x in (start + i, v)))
-        code = native_enq(*a)
-        if code:
-            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
+        enqueue()
     return op
 
 
@@ -497,10 +496,15 @@ _TRIAL_ROUNDS = 3     # "auto": timed trial replays per way
 _MARGIN = 0.9         # another way must take < 90% of pyopencl's host time to be chosen
 
 
-def native_mod():
-    """clgrad.runtime.native (imported on first use: ctypes set-up only where replays run)."""
-    from clgrad.runtime import native
-    return native
+def _fastest(host: dict) -> str:
+    """The way of ``host`` (backend -> host seconds) to keep: the fastest, unless pyopencl
+    is among them and the fastest is not at least 1 - _MARGIN faster (within the noise: keep
+    the proven way)."""
+    best = min(host, key=host.get)
+    if best != "pyopencl" and "pyopencl" in host and host[best] > _MARGIN * host["pyopencl"]:
+        return "pyopencl"
+    return best
+
 
 _PROBE_SRC = "__kernel void clgrad_replay_probe(__global float* x) { x[get_global_id(0)] += 1.0f; }"
 
@@ -584,10 +588,8 @@ def replay_backends(dev=None, kernels: int = 32, repeats: int = 9) -> dict:
         for cbuf in cbufs:
             cbuf.release()
         us = {n: sorted(t)[len(t) // 2] * 1e6 / kernels for n, t in ts.items()}
-    ok = [n for n in us if correct.get(n)]
-    best = min(ok, key=us.get) if ok else "pyopencl"
-    if best != "pyopencl" and "pyopencl" in us and us[best] > 0.9 * us["pyopencl"]:
-        best = "pyopencl"  # within the noise: keep the proven way
+    ok = {n: t for n, t in us.items() if correct.get(n)}
+    best = _fastest(ok) if ok else "pyopencl"
     got = _BACKENDS[id(dev)] = {"device": dev, "best": best, "us_per_kernel": us,
                                 "correct": correct, "command_buffer": cb_ok}
     return got

@@ -7,7 +7,7 @@ import numpy as np
 
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
-from clgrad.runtime.device import PLANS_MAX, arg_kind as _arg_kind
+from clgrad.runtime.device import arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
@@ -225,11 +225,8 @@ def _flat_plan(key, dev, file, name, defines, n, out, operands, extra):
             kinds = kinds or {}
             kinds[i] = _arg_kind(o)
             i += 1
-    plan = (dev.kernel(file, name, defines), (-(-n // LOCAL) * LOCAL,), tuple(val), kinds)
-    if len(dev.plans) >= PLANS_MAX:
-        dev.plans.clear()
-    dev.plans[key] = plan
-    return plan
+    return dev.keep_plan(key, (dev.kernel(file, name, defines), (-(-n // LOCAL) * LOCAL,),
+                               tuple(val), kinds))
 
 
 def _launch_args(dev, kernel, n, out, operands, extra):

@@ -55,7 +55,6 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
-from clgrad.runtime.device import PLANS_MAX
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -407,10 +406,7 @@ def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
     key = ("conv", planner, p, w._storage.dtype, dev.local_mem_size)
     plan = dev.plans.get(key, _NO_PLAN)
     if plan is _NO_PLAN:
-        plan = planner(p, w._storage.dtype, dev)
-        if len(dev.plans) >= PLANS_MAX:
-            dev.plans.clear()
-        dev.plans[key] = plan
+        plan = dev.keep_plan(key, planner(p, w._storage.dtype, dev))
     return plan
 
 

@@ -43,7 +43,7 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
     idx = empty(out.shape, dtypes.int64, x._storage.device)
     n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
-    tiled = (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
+    tiled = _tiles_input(g)
     _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g,
                  out._storage.buffer, idx._storage.buffer, x._storage.buffer, _view4(x))
 
@@ -78,8 +78,8 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     div = np.int64(0 if divisor_override is None else int(divisor_override))
     inc = np.int32(1 if count_include_pad else 0)
     out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
-    n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw = (int(v) for v in g[:12])
-    tiled = (kh, kw) == (sh, sw) and ph == pw == 0
+    n, c, h, w, oh, ow = (int(v) for v in g[:6])
+    tiled = _tiles_input(g)  # (avg_pool2d's geometry has dilation 1)
     _launch_rows("avg_fwd", x, (ow, oh, n * c), g, out._storage.buffer, x._storage.buffer,
                  _view4(x), div, inc)
 
@@ -261,6 +261,13 @@ def _view4(t: Tensor) -> bytes:
     """view_t of a (N, C, H, W) or (C, H, W) tensor with the strides of N, C, H, W."""
     st = t._strides if t.ndim == 4 else (0,) + tuple(t._strides)
     return view_arg(t, st)
+
+
+def _tiles_input(g) -> bool:
+    """Whether the windows of geometry ``g`` tile the input (kernel == stride, no padding,
+    no dilation): each input element lies in at most one window (the *_tiled kernels)."""
+    kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g[6:14])
+    return (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
 
 
 ROWS_LOCAL = (16, 4, 1)  # work-group of the 3-D pool kernels: 16 = Intel's CPU vector width

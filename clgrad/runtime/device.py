@@ -65,9 +65,13 @@ def arg_kind(a) -> int:
     (``_set_arg_buf_multi``: bytes, NumPy scalars and arrays), 2 anything else
     (``Kernel.set_arg``). Cached per type."""
     kind = _ARG_KIND.get(type(a))
-    if kind is None:
-        kind = _ARG_KIND.setdefault(type(a), 1 if isinstance(a, _BY_VALUE) else 0 if
-                                    isinstance(a, cl.MemoryObjectHolder) else 2)
+    return _type_kind(type(a)) if kind is None else kind
+
+
+def _type_kind(t: type) -> int:
+    """arg_kind of arguments of type ``t``, computed and cached."""
+    kind = _ARG_KIND[t] = (1 if issubclass(t, _BY_VALUE) else
+                           0 if issubclass(t, cl.MemoryObjectHolder) else 2)
     return kind
 
 
@@ -76,11 +80,7 @@ def _split_of(types: tuple) -> tuple:
     ``[index, None, index, None, ...]`` of the buffers' indices (launch fills in the buffers
     from the getter that follows it, None when there are none), likewise of the by-value
     arguments, and the indices of the rest (``Kernel.set_arg`` one by one)."""
-    for t in types:
-        if t not in _ARG_KIND:
-            _ARG_KIND[t] = 1 if issubclass(t, _BY_VALUE) else 0 if issubclass(
-                t, cl.MemoryObjectHolder) else 2
-    kinds = [_ARG_KIND[t] for t in types]
+    kinds = [_ARG_KIND[t] if t in _ARG_KIND else _type_kind(t) for t in types]
     mem_at = tuple(i for i, k in enumerate(kinds) if k == 0)
     val_at = tuple(i for i, k in enumerate(kinds) if k == 1)
     other = tuple(i for i, k in enumerate(kinds) if k == 2)
@@ -174,11 +174,19 @@ class Device:
         self._kernels: dict = {}
         # Launch plans of the ops modules (clgrad/ops/_util.py's launch_1d, matmul.gemm,
         # conv's planners), each keyed by its own tuples (first item: the kernel file or the
-        # module's tag); they live as long as the device. Callers clear it past PLANS_MAX.
+        # module's tag); they live as long as the device. Stored through keep_plan.
         self.plans: dict = {}
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
+
+    def keep_plan(self, key, plan):
+        """Store ``plan`` in ``plans`` under ``key`` and return it; the dict is emptied first
+        when it holds PLANS_MAX entries (programs whose shapes never repeat)."""
+        if len(self.plans) >= PLANS_MAX:
+            self.plans.clear()
+        self.plans[key] = plan
+        return plan
 
     # -- traits ---------------------------------------------------------------------------------
     @property
