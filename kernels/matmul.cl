@@ -344,15 +344,3 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
 }
 #endif  // GEMM_CPU
 
-// splitk_sum — the second pass of a split-K GEMM (clgrad/ops/matmul.py _gemm_split_k):
-// out[out_off + i] = sum over s < splits of part[s * n + i], i < n (part: the slices' partial
-// products, contiguous (splits, n)). Summed in ACC, in slice order. Any device; built with the
-// element type's defines only. Launch: global n rounded up to the local size, any local size.
-__kernel void splitk_sum(const long n, const long splits, __global const T *part,
-                         __global T *out, const long out_off) {
-    const long i = get_global_id(0);
-    if (i >= n) return;
-    ACC acc = 0;
-    for (long s = 0; s < splits; ++s) acc += part[s * n + i];
-    out[out_off + i] = (T)acc;
-}

@@ -4,7 +4,9 @@
 // max/min (first occurrence on ties); ACC_FLOAT when ACC is a floating type.
 // Geometry: output element o has a multi-index over the kept ("outer") dims; the reduced
 // ("inner") dims are walked by j. The input offset is off1(o, outer) + off1(j, inner).
-// Sums use Kahan compensation per work item, then a tree in local memory.
+// Sums use Kahan compensation per work item, then a tree in local memory. WG == 1 (few
+// reduced elements): each work item computes one output alone (o = its global id; the host
+// launches work-groups of any size, the global size rounded up past no).
 #include "common.h"
 
 #if defined(OP_SUM)
@@ -24,16 +26,26 @@
 // Equal, or both NaN: the lower index wins, so the first NaN is reported (PyTorch).
 #define SAME(x, y) ((x) == (y) || isnan((float)(x)) && isnan((float)(y)))
 
+#if WG > 1
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+#else
+__kernel
+#endif
 void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
             long ni, int ndi, shape_t shi, __global const T *a, view_t va_outer,
             view_t va_inner, ACC scale, __global long *idx_out, view_t vidx) {
+#if WG > 1
     __local ACC buf[WG];
 #ifdef MINMAX
     __local long ibuf[WG];
 #endif
     long o = get_group_id(0);
     int lid = get_local_id(0);
+#else
+    long o = get_global_id(0);
+    const int lid = 0;
+    if (o >= no) return;
+#endif
     long base = off1(o, ndo, sho, va_outer);
     ACC acc = INIT;
 #ifdef MINMAX
@@ -62,6 +74,12 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
         }
 #endif
     }
+#if WG == 1
+    out[off1(o, ndo, sho, vout)] = (OUT)(acc * scale);
+#ifdef ARG
+    idx_out[off1(o, ndo, sho, vidx)] = best;
+#endif
+#else
     buf[lid] = acc;
 #ifdef MINMAX
     ibuf[lid] = best;
@@ -92,6 +110,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
         idx_out[off1(o, ndo, sho, vidx)] = ibuf[0];
 #endif
     }
+#endif  // WG == 1
 }
 
 // Scatter g[o] into z at the position ARG reported: the gradient of max/min(dim) goes to the

@@ -179,7 +179,7 @@ def test_split_k_float64_and_float16_not_split():
 
 
 def test_split_argument(monkeypatch):
-    """split=True takes the split path even where one slice is all (a single splitk_sum
+    """split=True takes the split path even where one slice is all (a single reduction
     pass: same values), split=False never splits a GEMV-like problem."""
     calls = []
     real = mm._gemm_split_k

@@ -18,7 +18,6 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad import settings
 from clgrad.runtime import cache_dir
-from clgrad.runtime.device import PLANS_MAX
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
@@ -121,9 +120,9 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                a._shape, b._shape, c._strides, a._strides, b._strides, c._offset, a._offset,
                b._offset, split)
         plan = dev.plans.get(key)
-        if plan is not None and plan[5] is tiles(dev) and plan[0] == "split":
-            return _gemm_split_k(c, a, b, alpha, beta, plan[1])
         if plan is not None and plan[5] is tiles(dev):  # (tiles re-read: planned again)
+            if plan[0] == "split":
+                return _gemm_split_k(c, a, b, alpha, beta, plan[1])
             kernel, gsize, lsize, fixed, dt, _ = plan
             dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
                        a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
@@ -166,9 +165,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             split is True)
         if splits > 1 or (split is True and splits == 1):
             if key is not None:
-                if len(dev.plans) >= PLANS_MAX:
-                    dev.plans.clear()
-                dev.plans[key] = ("split", splits, None, None, None, top)
+                dev.keep_plan(key, ("split", splits, None, None, None, top))
             return _gemm_split_k(c, a, b, alpha, beta, splits, tiles_override)
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
@@ -190,9 +187,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
     if key is not None:
-        if len(dev.plans) >= PLANS_MAX:
-            dev.plans.clear()
-        dev.plans[key] = (kernel, gsize, lsize, fixed, c.dtype, top)
+        dev.keep_plan(key, (kernel, gsize, lsize, fixed, c.dtype, top))
     dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
                a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
                scalar(c.dtype, alpha), scalar(c.dtype, beta))
@@ -212,7 +207,6 @@ SPLIT_MIN_K = 128
 # weight gradient 5.8e-4 of the largest, limit 5e-5) although those GEMMs themselves came out
 # closer to float64 split than unsplit (2e-7 against 1e-6): not understood, so not split.
 SPLIT_MAX_M = 4
-SPLIT_SUM_WG = 64  # splitk_sum's work-group size
 
 
 def _splits(fill: int, k: int, dev, batch_dims: int, dtype, forced: bool = False) -> int:
@@ -234,10 +228,11 @@ def _splits(fill: int, k: int, dev, batch_dims: int, dtype, forced: bool = False
 def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg=None):
     """c = alpha * a @ b + beta * c as ``splits`` K slices: one batched GEMM of the slices
     (the slice is a leading batch dim of stride K/splits on a's columns and b's rows: views,
-    no copies) into a contiguous (splits, *B, M, N) workspace, then kernels/matmul.cl's
-    ``splitk_sum`` adds the slices in order, straight into c when c is contiguous and
-    alpha == 1, beta == 0 (else into a scratch tensor, scaled into c). The order of the
-    additions differs from the unsplit GEMM's (each slice's sum, then the slices)."""
+    no copies) into a contiguous (splits, *B, M, N) workspace, then one reduction over the
+    slices (reduce.sum_into, Kahan-compensated) straight into c, scaled by alpha (beta != 0:
+    into a scratch tensor, then c = that + beta * c). The order of the additions differs from
+    the unsplit GEMM's (each slice's sum, then the slices)."""
+    from clgrad.ops import reduce
     *batch, m, k = a.shape
     n = b.shape[-1]
     kc = k // splits
@@ -248,20 +243,11 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     with no_grad():
         part = empty((splits, *batch, m, n), c.dtype, dev)
         gemm(part, a_s, b_s, 1.0, 0.0, cfg, split=False)
-        total = layout.numel(c.shape)
-        direct = alpha == 1 and beta == 0 and c.is_contiguous()
-        r = c if direct else empty(c.shape, c.dtype, dev)
-        d = defines_for(c.dtype)
-        if c.dtype is dtypes.float16:
-            d["ACC"] = "float"
-        dev.launch(dev.kernel("matmul.cl", "splitk_sum", d), (total,), (SPLIT_SUM_WG,),
-                   np.int64(total), np.int64(splits), part._storage.buffer, r._storage.buffer,
-                   np.int64(r._offset))
-        if not direct:
-            if beta == 0:
-                copy_raw(c, r if alpha == 1 else ew.mul(r, alpha))
-            else:
-                ew.axpby_(c, r, alpha, c, beta)
+        if beta == 0:
+            reduce.sum_into(c, part, 0, alpha)
+        else:
+            ew.axpby_(c, reduce.sum_into(empty(c.shape, c.dtype, dev), part, 0), alpha, c,
+                      beta)
     return c
 
 

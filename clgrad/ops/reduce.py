@@ -55,9 +55,13 @@ def _split(x_shape, strides, dims):
 
 
 def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale=1.0,
-                   arg=False):
+                   arg=False, out=None):
+    """The reduction of x over ``dims`` (times ``scale``) into a fresh tensor, or into the
+    view ``out`` of the kept shape (the reduced dims as 1s) when given."""
     kept, final = _out_shapes(x, dims, keepdim)
-    out = empty(kept, out_dtype, x._storage.device)
+    given = out is not None
+    if not given:
+        out = empty(kept, out_dtype, x._storage.device)
     idx = empty(kept, dtypes.int64, x._storage.device) if arg else out
     no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
     if no:
@@ -68,7 +72,9 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         i_shape, (xi_st,) = layout.collapse(i_shape or [1], xi_st or [0])
         if len(o_shape) > MAXD or len(i_shape) > MAXD:
             x = ew.contiguous(x)
-            return _launch_reduce(x, dims, keepdim, op_define, out_dtype, acc_cl, scale, arg)
+            return _launch_reduce(x, dims, keepdim, op_define, out_dtype, acc_cl, scale, arg,
+                                  out)
+        # a work-group per output, or (few reduced elements) a work item per output
         wg = 1 if ni <= 8 else 32 if ni <= 2048 else 256
         d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
         if arg:
@@ -80,19 +86,36 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
         vx_inner[1:1 + len(xi_st)] = xi_st
         vout = np.zeros(MAXD + 1, dtype=np.int64)
-        vout[1:1 + len(out_o)] = out_o
+        vout[0], vout[1:1 + len(out_o)] = out._offset, out_o  # (a given out: any offset)
         vidx = np.zeros(MAXD + 1, dtype=np.int64)
-        vidx[1:1 + len(idx_o)] = idx_o
+        vidx[0], vidx[1:1 + len(idx_o)] = idx._offset, idx_o
         dev = x._storage.device
         k = dev.kernel(_FILE, "reduce", d)
-        dev.launch(k, (no * wg,), (wg,), np.int64(no), np.int32(len(o_shape)),
+        dev.launch(k, (no * wg,) if wg > 1 else (no,), (wg if wg > 1 else SERIAL_WG,),
+                   np.int64(no), np.int32(len(o_shape)),
                    shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
                    np.int32(len(i_shape)), shape_arg(i_shape), x._storage.buffer, vx_outer,
                    vx_inner, acc_np(scale), idx._storage.buffer, vidx)
+    if given:
+        return out
     out = out.view(final) if final != kept else out
     if arg:
         return out, (idx.view(final) if final != kept else idx)
     return out
+
+
+def sum_into(out: Tensor, x: Tensor, dim: int, scale=1.0) -> Tensor:
+    """``out = scale * x.sum(dim)`` written into the view ``out`` (x's shape without
+    ``dim``, x's floating dtype), in one launch; no autograd (internal: the split-K GEMM
+    sums its slices straight into its result, clgrad/ops/matmul.py)."""
+    kept, _ = _out_shapes(x, (dim,), False)
+    st = out._strides[:dim] + (0,) + out._strides[dim:]
+    _launch_reduce(x, (dim,), False, "OP_SUM", out.dtype, _acc_for(out.dtype), scale,
+                   out=Tensor(out._storage, kept, st, out._offset))
+    return out
+
+
+SERIAL_WG = 64  # work-group size of the WG=1 form (a work item per output: kernels/reduce.cl)
 
 
 def _acc_for(dt: dtypes.DType):
