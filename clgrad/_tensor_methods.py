@@ -82,6 +82,8 @@ def _can_hold(dev, dt) -> bool:
 
 def _inplace_binary(fn, name):
     def method(self, other, *args, **kwargs):
+        if not args and not kwargs and ip.scalar_inplace(name, self, other):
+            return self  # self OP= number in one launch (see there)
         return ip.inplace(name, self, lambda s, o: fn(s, o, *args, **kwargs), other)
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``: writes the result into self; returns self."

@@ -421,16 +421,20 @@ def test_a_tensor_larger_than_one_buffer_raises_out_of_memory():
 
 def test_a_failed_allocation_leaves_the_inputs_intact():
     """(helper h2) An op whose output does not fit raises OutOfMemoryError and changes nothing:
-    in place (add_ computes into a fresh tensor first) or not."""
+    in place (add_ of a tensor computes into a fresh tensor first) or not. ``t += number``
+    needs no memory (one launch into t): it still runs on the full device."""
     d0 = clgrad.default_device()
     dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
     dev.total_memory = 1 << 20                            # as if the device had 1 MiB
     a = clgrad.arange(150_000, dtype=clgrad.float32, device=dev)  # 600 000 bytes
     a.requires_grad_(False)
     in_use = dev.allocated
-    for op in (lambda: a.add_(1), lambda: a * 2, lambda: a.unsqueeze(0).expand(2, -1) + 1):
+    for op in (lambda: a.add_(a), lambda: a * 2, lambda: a.unsqueeze(0).expand(2, -1) + 1):
         with pytest.raises(clgrad.OutOfMemoryError, match="more than is free"):
             op()
         assert dev.allocated == in_use
     np.testing.assert_array_equal(a.numpy(), np.arange(150_000, dtype=np.float32))
     assert a._version == 0
+    a.add_(1)
+    assert dev.allocated == in_use and a._version == 1
+    np.testing.assert_array_equal(a.numpy(), np.arange(150_000, dtype=np.float32) + 1)

@@ -165,3 +165,46 @@ def test_conv_plans_per_algorithm_dtype_and_local_memory():
             dev.local_mem_size = local
     finally:
         backends.conv_algorithm = saved
+
+
+def test_scalar_inplace_one_launch_and_values():
+    """``t OP= number`` outside autograd writes straight into t in one launch: values against
+    NumPy on contiguous and strided views, integer wraparound, the version bumped once per
+    write; what it cannot do takes the general path (autograd involved, a dtype change, alpha)
+    with the same errors (overlapping targets, a leaf that requires grad)."""
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((6, 8)).astype(np.float32)
+    for op, npop in (("add_", np.add), ("sub_", np.subtract), ("mul_", np.multiply)):
+        t = _t(base)
+        v = t[1::2, ::3]  # a strided view: written through its strides
+        n0, v0 = rt.launch_count(), t._version
+        getattr(v, op)(1.5)
+        assert rt.launch_count() - n0 == 1 and t._version == v0 + 1
+        want = base.copy()
+        want[1::2, ::3] = npop(want[1::2, ::3], np.float32(1.5))
+        np.testing.assert_array_equal(t.numpy(), want)
+    u = _t(np.array([250, 3], dtype=np.uint8))
+    u += 10
+    np.testing.assert_array_equal(u.numpy(), np.array([4, 13], dtype=np.uint8))
+    i = _t(np.arange(4, dtype=np.int64))
+    i *= 3
+    np.testing.assert_array_equal(i.numpy(), np.arange(4) * 3)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        i.add_(0.5)  # float result into int64: the general path's error
+    i.add_(2, alpha=3)  # alpha: the general path
+    np.testing.assert_array_equal(i.numpy(), np.arange(4) * 3 + 6)
+    np.testing.assert_array_equal(torch.sub(_t(np.arange(3.0)), 2, alpha=0.5).numpy(),
+                                  [-1.0, 0.0, 1.0])  # a number scaled by alpha (PyTorch's)
+    with pytest.raises(RuntimeError, match="memory location"):
+        _t(np.ones(1, np.float32)).expand(4).add_(1.0)
+    leaf = torch.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        leaf.mul_(2.0)
+    with torch.no_grad():
+        leaf.mul_(2.0)
+    np.testing.assert_array_equal(leaf.detach().numpy(), [2, 2, 2])
+    x = torch.ones(3, requires_grad=True)
+    y = x * 1.0
+    y.mul_(3.0)  # autograd involved: recorded through the general path
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3, 3, 3])

@@ -10,7 +10,7 @@ from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
 from clgrad.ops import norm
-from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
+from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
@@ -79,7 +79,8 @@ class BatchNorm2d(Module):
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            _count_batch(self.num_batches_tracked)
+            with no_grad():
+                self.num_batches_tracked.add_(1)  # one launch (ops/inplace.scalar_inplace)
             if self.momentum is None:  # cumulative moving average: needs the count on the host
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch_stats = self.training or not self.track_running_stats
@@ -90,19 +91,6 @@ class BatchNorm2d(Module):
         """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
-
-
-def _count_batch(count: Tensor):
-    """``count += 1`` outside the graph (num_batches_tracked): for the usual 0-dim int64
-    count one launch writing it in place (each element reads and writes only itself), else
-    ``add_``."""
-    if count.ndim == 0 and count.dtype is dtypes.int64:
-        launch_1d("elementwise.cl", "add_sb", defines_for(count.dtype), count,
-                  (count, scalar(count.dtype, 1)))
-        bump_version(count)
-        return
-    with no_grad():
-        count.add_(1)
 
 
 class LocalResponseNorm(Module):

@@ -85,10 +85,8 @@ def clone(x: Tensor) -> Tensor:
 
 def expand_to(x: Tensor, shape) -> Tensor:
     """A stride-0 broadcast view of ``x`` with ``shape`` (no copy); grad sums back."""
-    if x._shape == shape:
-        return x
     shape = tuple(shape)
-    if tuple(x.shape) == shape:
+    if x._shape == shape:
         return x
     return x.expand(shape)
 
@@ -257,7 +255,7 @@ def add(a, b, alpha=1) -> Tensor:
     Raises ValueError when shapes do not broadcast, TypeError for non-numeric operands.
     """
     if alpha != 1:
-        b = mul(b, alpha)
+        b = b * alpha if _is_num(b) else mul(b, alpha)  # (a number: scaled here, as PyTorch)
     a, b, dt, shape = _prep("add", a, b)
     out = _launch_binary("add", a, b, dt, shape)
     sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
@@ -267,7 +265,7 @@ def add(a, b, alpha=1) -> Tensor:
 def sub(a, b, alpha=1) -> Tensor:
     """``a - alpha * b`` with broadcasting (see add)."""
     if alpha != 1:
-        b = mul(b, alpha)
+        b = b * alpha if _is_num(b) else mul(b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     out = _launch_binary("sub", a, b, dt, shape)
     sa, sb = _shape_of(a), _shape_of(b)

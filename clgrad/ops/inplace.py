@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
-from clgrad.ops._util import (bump_version, copy_raw, defines_for, empty, fill_raw, full,
-                              launch_1d, same_device, zeros)
+from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
+                              full, launch_1d, same_device, scalar, zeros)
 from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
 from clgrad.tensor import Tensor
 
-__all__ = ["write_into", "inplace", "copy_", "fill_", "copy_slices", "regenerate_view_grad_fn"]
+__all__ = ["write_into", "inplace", "scalar_inplace", "copy_", "fill_", "copy_slices",
+           "regenerate_view_grad_fn"]
 
 
 # -- in-place machinery -----------------------------------------------------------------------
@@ -112,6 +113,33 @@ def inplace(op: str, self: Tensor, fn, *others):
             raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
                                f"output type {self.dtype}")
     return write_into(self, result, op)
+
+
+# Elementwise kernels (kernels/elementwise.cl, the tensor-number forms) that read and write
+# each element at its own index only: ``self OP= number`` runs them with self as output and
+# operand, one launch instead of a fresh result and a copy.
+_SCALAR_KERNELS = {"add_": "add_sb", "sub_": "sub_sb", "mul_": "mul_sb"}
+
+
+def scalar_inplace(op: str, self: Tensor, value) -> bool:
+    """``self OP= value`` in one launch written straight into self (op: add_, sub_ or mul_;
+    value: a Python number) where autograd is not involved and the result keeps self's dtype:
+    the same kernel and values as ``inplace``'s path, without the fresh result and its copy.
+    Runs the target checks (overlap, leaf) and bumps the version as ``write_into`` does.
+    Returns False, having done nothing, where it does not apply (the caller then takes
+    ``inplace``)."""
+    kname = _SCALAR_KERNELS.get(op)
+    if kname is None or type(value) not in (int, float, bool) or self.dtype.is_bool or \
+            dtypes.scalar_dtype(self.dtype, value) is not self.dtype:
+        return False
+    root = self._base if self._base is not None else self
+    if autograd.is_grad_enabled() and root.requires_grad:
+        return False
+    _check_inplace_target(op, self)
+    launch_1d("elementwise.cl", kname, defines_of(self.dtype), self,
+              (self, scalar(self.dtype, value)))
+    bump_version(self)
+    return True
 
 
 def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
