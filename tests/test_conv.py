@@ -606,3 +606,73 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
     np.testing.assert_allclose(w.grad.numpy()[:, 0], ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b.grad.numpy(), gn.astype(np.float64).sum(axis=(0, 2, 3)),
                                rtol=1e-4, atol=1e-4)
+
+
+# -- the pointwise kernels of CPUs (kernels/conv_pw_cpu.cl; issue 23, helper h15) -------------
+PW_CASES = [  # (N, C, H, W, O, groups, bias): channels no multiple of the lanes, odd maps
+    (1, 5, 3, 5, 7, 1, True),  # batch 1, 15 pixels: one partial column tile
+    (3, 37, 4, 4, 53, 1, True),  # 4 x 4 maps: columns over samples, partial row tile
+    (2, 12, 6, 6, 18, 3, False),  # grouped pointwise (ShuffleNet / ResNeXt)
+    (8, 29, 1, 1, 40, 1, True),  # 1 x 1 maps (squeeze-excitation): samples are the columns
+    (4, 20, 16, 16, 13, 1, True),  # 1024 pixels of whole vectors: pw_wgrad's dot products
+    (2, 18, 8, 8, 26, 2, False),  # grouped, 128 pixels
+    (3, 300, 4, 4, 7, 1, False),  # depth above KC: partial sums through C
+]
+
+
+@pytest.mark.parametrize("dtype", (clgrad.float32, clgrad.float64), ids=("f32", "f64"))
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("kind", ("contig", "narrow", "step"))
+@pytest.mark.parametrize("case", PW_CASES, ids=lambda c: "x".join(map(str, c[:6])))
+def test_pointwise_cpu_kernels_vs_numpy(monkeypatch, case, kind, lanes, dtype):
+    """pw_gemm and pw_wgrad with 8 and 16 float lanes (AVX2's and AVX-512's tiles, forced on
+    any device), float32 and float64, on contiguous inputs, views with an offset (narrow) and
+    strided pixels (step: every other column, no vector loads), against float64 NumPy:
+    forward, input, weight and bias gradients."""
+    n, c, h, w, o, g, bias = case
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    _use("pointwise")
+    got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, bias=bias, seed=5), kind=kind,
+                    dtype=dtype, groups=g)
+    _close(got, ref, 1e-4 if dtype is clgrad.float32 else 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
+@pytest.mark.parametrize("dot_min", (0, 1 << 40), ids=("pw_wgrad", "pw_gemm"))
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_pointwise_weight_gradient_both_kernels(monkeypatch, dot_min, lanes):
+    """The weight gradient by pw_wgrad (dot products over every sample's pixels) and by
+    pw_gemm (depth over (sample, pixel)) on the same problem, float64 against NumPy; a weight
+    that is a strided view (every other input channel of a wider tensor) and grouped."""
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", dot_min)
+    _use("pointwise")
+    x_np, w_np, b_np = _data(3, 14, 4, 8, 22, 7, 1, 1, seed=9)
+    x = clgrad.tensor(x_np, dtype=clgrad.float64, requires_grad=True)
+    wbig = clgrad.tensor(np.repeat(w_np, 2, axis=1), dtype=clgrad.float64, requires_grad=True)
+    w = wbig[:, ::2]
+    b = clgrad.tensor(b_np, dtype=clgrad.float64, requires_grad=True)
+    y = conv2d(x, w, b, groups=2)
+    gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
+    y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
+    ry, rgx, rgw, rgb = ref_conv(x_np, w_np, b_np, gout, groups=2)
+    np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wbig.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wbig.grad.numpy()[:, 1::2], 0)
+    np.testing.assert_allclose(b.grad.numpy(), rgb, rtol=1e-10, atol=1e-10)
+
+
+def test_pointwise_forward_is_one_launch_with_bias():
+    """On CPUs the pointwise forward is one pw_gemm launch for the whole batch, the bias added
+    in it (the batched gemm needed a bias fill first)."""
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("CPU kernels")
+    _use("pointwise")
+    x_np, w_np, b_np = _data(4, 24, 4, 4, 40, 24, 1, 1, seed=3)
+    x, w, b = (clgrad.tensor(v) for v in (x_np, w_np, b_np))
+    conv2d(x, w, b)
+    n0 = launch_count()
+    y = conv2d(x, w, b)
+    assert launch_count() - n0 == 1
+    np.testing.assert_allclose(y.numpy(), ref_conv(x_np, w_np, b_np), rtol=1e-4, atol=1e-4)
