@@ -6,6 +6,8 @@ picks per pass and GFLOP/s.
 
     python bench/pointwise.py --batch 8 --threads 1 [--device intel|pocl] [--set layers|models]
 
+--ab adds the peer "before": the same passes through the batched gemm that CPUs ran before
+kernels/conv_pw_cpu.cl (conv_algorithms.PW_CPU off), timed in the same alternation.
 --set layers (default): a few distinct shapes per model (LAYERS). --set models: every 1x1
 conv of the four models with its count (MODEL_LAYERS, taken from the models by forward hooks
 on PyTorch's), and a per-model total of count x median per pass and framework.
@@ -65,6 +67,7 @@ def worker(args):
     import clgrad
     from clgrad import backends
     from clgrad.ops import conv as cv
+    from clgrad.ops import conv_algorithms as alg
     from clgrad.ops.conv_problem import v5
     from clgrad.ops._util import empty
     torch.set_num_threads(args.threads)
@@ -115,6 +118,16 @@ def worker(args):
             dev.synchronize()
 
         tx, tw_, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
+        def before(fn):
+            """fn with the pointwise passes through the batched gemm (alg.PW_CPU off)."""
+            def run():
+                alg.PW_CPU = False
+                try:
+                    fn()
+                finally:
+                    alg.PW_CPU = True
+            return run
+
         conv_bw = torch.ops.aten.convolution_backward
         peers = {
             "forward": (fwd, lambda: torch.nn.functional.conv2d(tx, tw_, None, 1, 0, 1, g)),
@@ -131,9 +144,13 @@ def worker(args):
         for pas, (cf, tf) in peers.items():
             r = ref[pas].numpy()
             err = float(np.abs(got[pas].numpy() - r).max() / max(np.abs(r).max(), 1e-30))
-            t = common.measure({"clgrad": cf, "torch": tf}, reps=args.reps, budget=args.budget)
+            fns = {"clgrad": cf, "torch": tf}
+            if args.ab:
+                fns["before"] = before(cf)
+            t = common.measure(fns, reps=args.reps, budget=args.budget)
             mc, mt = statistics.median(t["clgrad"]), statistics.median(t["torch"])
-            results[(c, o, h, g, pas)] = (mc, mt)
+            mb = statistics.median(t["before"]) if args.ab else None
+            results[(c, o, h, g, pas)] = (mc, mt, mb)
             row = dict(layer=name, c=c, o=o, h=h, groups=g, n=n, pass_=pas, algo=algos[pas],
                        clgrad_ms=mc * 1e3,
                        clgrad_minmax=[min(t["clgrad"]) * 1e3, max(t["clgrad"]) * 1e3],
@@ -141,27 +158,35 @@ def worker(args):
                                                         max(t["torch"]) * 1e3],
                        ratio=mc / mt, clgrad_gflops=flop / mc / 1e9,
                        torch_gflops=flop / mt / 1e9, relerr=err, device=dev.name,
+                       before_ms=None if mb is None else mb * 1e3,
                        vw=dev.vector_width, threads=args.threads, tag=args.tag)
             print(f"{name:18s} {pas:11s} {algos[pas]:9s} clgrad {mc*1e3:7.3f} ms "
                   f"({flop/mc/1e9:5.1f} GF/s) torch {mt*1e3:7.3f} ms ({flop/mt/1e9:5.1f}) "
-                  f"ratio {mc/mt:5.2f} err {err:.1e}", flush=True)
+                  f"ratio {mc/mt:5.2f} err {err:.1e}"
+                  + (f" | before {mb*1e3:7.3f} ms ratio {mb/mt:5.2f}" if args.ab else ""),
+                  flush=True)
             _append(args.out, row)
     if args.set == "models":
         for model, rows in per_model.items():
-            tot = {}
+            tot = {}  # pass -> [clgrad, torch, before] seconds, count x median summed
             for (c, o, h, g), count in rows:
                 for pas in ("forward", "grad_input", "grad_weight"):
-                    mc, mt = results.get((c, o, h, g, pas), (0.0, 0.0))
-                    a, b = tot.get(pas, (0.0, 0.0))
-                    tot[pas] = (a + count * mc, b + count * mt)
-            allc, allt = sum(v[0] for v in tot.values()), sum(v[1] for v in tot.values())
+                    got = results.get((c, o, h, g, pas), (0.0, 0.0, None))
+                    acc = tot.setdefault(pas, [0.0, 0.0, 0.0])
+                    for i, v in enumerate(got):
+                        acc[i] += count * (v or 0.0)
+            allc, allt, allb = (sum(v[i] for v in tot.values()) for i in range(3))
             print(f"== {model}: " + "  ".join(
-                f"{pas} {a*1e3:.1f}/{b*1e3:.1f} ms" for pas, (a, b) in tot.items())
-                + f"  all {allc*1e3:.1f}/{allt*1e3:.1f} ms ratio {allc/allt:.2f}", flush=True)
-            _append(args.out, dict(model=model, n=n, total_ms={p: [a * 1e3, b * 1e3] for p, (
-                a, b) in tot.items()}, clgrad_ms=allc * 1e3, torch_ms=allt * 1e3,
-                ratio=allc / allt, device=dev.name, vw=dev.vector_width,
-                threads=args.threads, tag=args.tag))
+                f"{pas} {a*1e3:.1f}/{b*1e3:.1f} ms" for pas, (a, b, _) in tot.items())
+                + f"  all {allc*1e3:.1f}/{allt*1e3:.1f} ms ratio {allc/allt:.2f}"
+                + (f"  before {allb*1e3:.1f} ms ratio {allb/allt:.2f}" if args.ab else ""),
+                flush=True)
+            _append(args.out, dict(model=model, n=n, total_ms={p: [v * 1e3 for v in abc]
+                                                               for p, abc in tot.items()},
+                                   clgrad_ms=allc * 1e3, torch_ms=allt * 1e3,
+                                   before_ms=allb * 1e3 if args.ab else None,
+                                   ratio=allc / allt, device=dev.name, vw=dev.vector_width,
+                                   threads=args.threads, tag=args.tag))
 
 
 def _append(path, row):
@@ -180,6 +205,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--budget", type=float, default=2.0)
+    ap.add_argument("--ab", action="store_true",
+                    help="also time the batched-gemm path (clgrad before its CPU kernels)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--out", default="")
     ap.add_argument("--worker", action="store_true")

@@ -3,8 +3,8 @@ local memory for a problem on a device, or None when it cannot run it) beside it
 in the order of the kernel files: kernels/conv_igemm_cpu.cl (implicit GEMM for CPUs, and the
 weight-gradient reduction), conv_gemm_gpu.cl (implicit GEMM for GPUs), conv_dw_cpu.cl,
 conv_direct_any.cl, conv_im2col_any.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
-that are one batched GEMM (clgrad.ops.matmul.gemm, no kernel of their own). The problem type
-and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
+(kernels/conv_pw_cpu.cl on CPUs; one batched clgrad.ops.matmul.gemm elsewhere). The problem
+type and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
 
 Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
 the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight gradient.
@@ -438,7 +438,7 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
-# -- pointwise: a 1 x 1, stride-1, unpadded conv is a batched GEMM (clgrad.ops.matmul.gemm) ----
+# -- pointwise: a 1 x 1, stride-1, unpadded conv is a GEMM (conv_pw_cpu.cl; matmul.gemm) ----
 def _pixels(v, h, w):
     """The (h, w) strides of the 5-D view v merged into one stride, or None."""
     st = layout.view_strides((h, w), v[4:6], (h * w,))
@@ -448,7 +448,7 @@ def _pixels(v, h, w):
 def _plan_pointwise(p: Problem, dt, dev):
     """Plan() when p is a 1 x 1 conv without stride, padding or zero insertion whose pixels
     (H, W) merge into one stride in x and y (the forward problem and the input gradient's):
-    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one gemm launch."""
+    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one launch."""
     if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
         return None
     if _pixels(p.x, p.h, p.w) is None or _pixels(p.y, p.oh, p.ow) is None:
@@ -468,7 +468,7 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     """y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) (+ bias): on CPUs one pw_gemm launch
     (kernels/conv_pw_cpu.cl) over the columns (n, p); elsewhere one batched gemm."""
     dev = x._storage.device
-    if dev.kind == "cpu":
+    if dev.kind == "cpu" and PW_CPU:
         return _pw_launch(dev, _pw_fwd_plan(p, x.dtype, dev, bias is not None), y, w, x,
                           bias)
     xv, yv = _pointwise_operands(p, x, y)
@@ -484,7 +484,7 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     launch whose depth runs over (n, p); elsewhere per sample into split partial sums
     (split = N), summed by wgrad_reduce. The bias gradient as a sum over (N, H, W)."""
     dev = x._storage.device
-    if dev.kind == "cpu":
+    if dev.kind == "cpu" and PW_CPU:
         gp = p._replace(y=v5(g4, p.g), k=(gw._offset, gw._strides[0] * p.o) + gw._strides)
         _pw_launch(dev, _pw_wgrad_plan(gp, x.dtype, dev), gw, g4, x, None)
     else:
@@ -504,6 +504,7 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 # (GEMM_CPU's, clgrad/ops/matmul.py: 12 x 32 on AVX-512, 24 of the 32 vector registers; 6 x 16
 # on AVX2), KC deep B panels (KC x NR in L1), at most PW_ROWS rows per work item.
 PW_TILES = {16: (12, 2), 8: (6, 2)}
+PW_CPU = True  # False: CPUs run the batched gemm too (bench/pointwise.py's "before" peer)
 PW_LANES = None  # float lanes of pw_gemm; None: the device's (tests force 8)
 PW_KC = 256
 PW_ROWS = 192
@@ -572,7 +573,7 @@ def _pw_launch(dev, plan, c, a, b, bias):
 
 def _pw_fwd_plan(p: Problem, dt, dev, has_bias):
     """The forward problem's pw_gemm: y (O, (n, p)) = K (O, C) @ x (C, (n, p))."""
-    key = ("pw_fwd", p, dt, has_bias)
+    key = ("pw_fwd", p, dt, has_bias, PW_LANES)
     plan = dev.plans.get(key)
     if plan is None:
         hw = p.h * p.w
@@ -590,7 +591,7 @@ def _pw_wgrad_plan(p: Problem, dt, dev):
     (dot products along the pixels) where the pixels are contiguous vectors in x and g and
     there are at least PW_DOT_MIN of them (n * p), else as pw_gemm. p's y is the output
     gradient's view, its k the weight gradient's."""
-    key = ("pw_wgrad", p, dt)
+    key = ("pw_wgrad", p, dt, PW_LANES, PW_DOT_MIN)
     plan = dev.plans.get(key)
     if plan is None:
         hw = p.h * p.w
