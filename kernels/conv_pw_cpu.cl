@@ -22,7 +22,7 @@
 #define CAT(a, b) CAT_(a, b)
 #define NR (NV * VW)
 #define VT CAT(T, VW)
-#ifdef __clang__
+#if defined(__clang__) && defined(VW)
 typedef T VTU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));  // unaligned vector
 #define VLOAD(p) (*(__global const VTU *)(p))
 #define VSTORE(v, p) (*(__global VTU *)(p) = (v))
@@ -176,8 +176,10 @@ void pw_gemm(long M, long J, long K, long MT, long KQ, long NQ,
 // both (stride 1, P a multiple of VW): a work item keeps RO x RC vector accumulators (partial
 // sums per lane) over every sample and pixel, then sums each one's lanes and writes it. No
 // packing (pw_gemm packs x transposed, element by element: on 32 x 32 maps with few output
-// channels that took longer than its multiply-adds). Defines: T, VW, RO, RC.
-// Launch: global (ceil(O / RO), ceil(C / RC), G), local (1, 1, 1).
+// channels that took longer than its multiply-adds). Large batches run in chunks of NS
+// samples (a chunk's rows stay in L2), chunk s writing its sums at W + s * w_s, summed by
+// the host. Defines: T, VW, RO, RC.
+// Launch: global (ceil(O / RO), ceil(C / RC), NG * chunks), local (1, 1, 1).
 #if VW == 16
 #define HSUM(v) hsum8((v).lo + (v).hi)
 #elif VW == 8
@@ -185,6 +187,7 @@ void pw_gemm(long M, long J, long K, long MT, long KQ, long NQ,
 #elif VW == 4
 #define HSUM(v) hsum4(v)
 #endif
+#ifdef RO
 #define T4 CAT(T, 4)
 #define T8 CAT(T, 8)
 inline T hsum4(T4 v) { v.lo += v.hi; return v.x + v.y; }
@@ -192,13 +195,14 @@ inline T hsum4(T4 v) { v.lo += v.hi; return v.x + v.y; }
 inline T hsum8(T8 v) { return hsum4(v.lo + v.hi); }
 #endif
 
-#ifdef RO
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void pw_wgrad(long O, long C, long N, long P,
-              __global T *W, long w_off, long w_g, long w_o, long w_c,
+void pw_wgrad(long O, long C, long N, long P, long NG, long NS,
+              __global T *W, long w_off, long w_g, long w_o, long w_c, long w_s,
               __global const T *G, long g_off, long g_g, long g_n, long g_c,
               __global const T *X, long x_off, long x_g, long x_n, long x_c) {
-    const long g = get_global_id(2), o0 = get_global_id(0) * RO, c0 = get_global_id(1) * RC;
+    const long o0 = get_global_id(0) * RO, c0 = get_global_id(1) * RC;
+    const long g = get_global_id(2) % NG, sc = get_global_id(2) / NG;  // group, sample chunk
+    const long n0 = sc * NS, n1 = min(N, n0 + NS);
     __global const T *Gr[RO], *Xr[RC];
 #pragma unroll
     for (int i = 0; i < RO; ++i) Gr[i] = G + g_off + g * g_g + min(o0 + i, O - 1) * g_c;
@@ -209,7 +213,7 @@ void pw_wgrad(long O, long C, long N, long P,
     for (int i = 0; i < RO; ++i)
 #pragma unroll
         for (int j = 0; j < RC; ++j) acc[i][j] = (VT)0;
-    for (long n = 0; n < N; ++n) {
+    for (long n = n0; n < n1; ++n) {
         const long gn = n * g_n, xn = n * x_n;
         for (long p = 0; p < P; p += VW) {
             VT gv[RO];
@@ -223,7 +227,7 @@ void pw_wgrad(long O, long C, long N, long P,
             }
         }
     }
-    W += w_off + g * w_g;
+    W += w_off + g * w_g + sc * w_s;
 #pragma unroll
     for (int i = 0; i < RO; ++i)
 #pragma unroll
@@ -231,3 +235,15 @@ void pw_wgrad(long O, long C, long N, long P,
             if (o0 + i < O && c0 + j < C) W[(o0 + i) * w_o + (c0 + j) * w_c] = HSUM(acc[i][j]);
 }
 #endif
+
+// pw_sum — gw[g] (O, C) = the sum of pw_wgrad's S chunk partial sums WS (S, G, O, C), written
+// through gw's view. Launch: global (C, O, G), any local size.
+__kernel void pw_sum(long S, __global const T *WS, __global T *W, long w_off, long w_g,
+                     long w_o, long w_c) {
+    const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
+    const long C = get_global_size(0), O = get_global_size(1), G = get_global_size(2);
+    __global const T *p = WS + (g * O + o) * C + c;
+    T acc = (T)0;
+    for (long s = 0; s < S; ++s) acc += p[s * G * O * C];
+    W[w_off + g * w_g + o * w_o + c * w_c] = acc;
+}

@@ -676,3 +676,19 @@ def test_pointwise_forward_is_one_launch_with_bias():
     y = conv2d(x, w, b)
     assert launch_count() - n0 == 1
     np.testing.assert_allclose(y.numpy(), ref_conv(x_np, w_np, b_np), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_pointwise_weight_gradient_sample_chunks(monkeypatch, lanes):
+    """pw_wgrad over a large batch in chunks of samples (PW_DOT_CHUNK: 1, 2 and all samples
+    per chunk; 5 samples: a short last chunk), their partial sums added by pw_sum into a
+    grouped weight gradient; float64 against NumPy."""
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", 0)
+    _use("pointwise")
+    x, w, b = _data(5, 12, 4, 4, 10, 6, 1, 1, seed=4)
+    per_sample = 16 * (10 // 2 + 12 // 2) * 8  # bytes of one sample's rows (g and x), float64
+    for chunk in (1, 2 * per_sample, 1 << 40):
+        monkeypatch.setattr(conv_algorithms, "PW_DOT_CHUNK", chunk)
+        got, ref = _run(x, w, b, kind="narrow", dtype=clgrad.float64, groups=2)
+        _close(got, ref, 1e-10)
