@@ -27,6 +27,9 @@
 #define BN_GB 64      // backward: grad of the bias wanted
 #define BN_RELU 128   // *_rows only: relu fused (forward y = max(y, 0); backward masks gy
                       // where the recomputed pre-activation x * scale + shift is <= 0)
+#define BN_COUNT 256  // forward: count[count_off] += 1 (BatchNorm's num_batches_tracked, a
+                      // long), by channel 0's first work item: the module's count in the
+                      // same launch
 
 // relu as elementwise.cl's (NaN and -0 pass), on a vector and on a scalar
 #define RELU8(v) select((v), (V8)0, (v) < (V8)0)
@@ -55,10 +58,11 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
             __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
             __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
             view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
-            int flags) {
+            int flags, __global long *count, long count_off) {
     __local T buf[WG];
     long c = get_group_id(0);
     int lid = get_local_id(0);
+    if ((flags & BN_COUNT) && c == 0 && lid == 0) count[count_off] += 1;
     long xc = c * sxc, yc = c * syc;
     long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
     // The reductions run in every mode (over no elements in eval): no barrier sits in a
@@ -193,8 +197,9 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
                  __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
                  __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
                  view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
-                 int flags) {
+                 int flags, __global long *count, long count_off) {
     long c = get_global_id(0);
+    if ((flags & BN_COUNT) && c == 0) count[count_off] += 1;
     long xc = c * sxc, yc = c * syc;
     long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
     T mu, var;

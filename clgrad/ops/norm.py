@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
@@ -25,11 +25,12 @@ _FILE = "norm.cl"
 _BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
 _RN_W, _RN_B, _RN_GX, _RN_GXH = 1, 2, 4, 8
 _BN_RELU = 128
+_BN_COUNT = 256
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
-               relu: bool = False) -> Tensor:
+               relu: bool = False, count=None) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1), PyTorch's F.batch_norm.
 
     Training: mean and biased variance over N and the spatial dims; running_mean and
@@ -44,6 +45,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
              devices (nn.Sequential fuses BatchNorm2d + ReLU with it): the backward masks the
              gradient where the pre-activation, recomputed from x, is <= 0, as relu's does.
              Other devices run the two ops.
+    count:   (clgrad's own) a one-element int64 tensor on the input's device (BatchNorm's
+             num_batches_tracked) that the forward launch adds 1 to, in training: the module
+             counts without a launch of its own. Anything else is refused (TypeError).
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
@@ -68,11 +72,24 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                          f"got input size {tuple(x.shape)}")
     if relu and x._storage.device.kind != "cpu":  # the fused variant is in the *_rows kernels only
         return ew.relu(batch_norm(x, running_mean, running_var, weight, bias, training,
-                                  momentum, eps))
+                                  momentum, eps, count=count))
     update = training and running_mean is not None and running_var is not None
     flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
              (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0) |
              (_BN_RELU if relu else 0))
+    if count is not None:
+        if not (isinstance(count, Tensor) and count.dtype is dtypes.int64 and
+                count.numel() == 1 and count._storage.device is xs.device and training):
+            got = (f"{count.dtype} tensor of shape {tuple(count.shape)} on "
+                   f"{count._storage.device.name}" if isinstance(count, Tensor)
+                   else type(count).__name__)
+            raise TypeError(f"batch_norm: expected count to be a one-element int64 tensor on "
+                            f"the input's device, in training, got a {got} with "
+                            f"training={training}")
+        flags |= _BN_COUNT
+        cbuf, coff = count._storage.buffer, np.int64(count._offset)
+    else:
+        cbuf, coff = x._storage.buffer, np.int64(0)
     y = empty(x.shape, x.dtype, x._storage.device)
     mean = empty((c,), x.dtype, x._storage.device)      # saved: the statistics used, per channel
     invstd = empty((c,), x.dtype, x._storage.device)
@@ -84,9 +101,14 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         _launch_bn(x, m, "bn_fwd", geom, np.int64(m), nd, sh, y._storage.buffer, vy, syc,
                    x._storage.buffer, vx, sxc, *vecs, mean._storage.buffer,
                    invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
-                   np.int32(flags))
+                   np.int32(flags), cbuf, coff)
         if update:  # written in place by the kernel: no graph, a new version
             bump_version(running_mean, running_var)
+    if count is not None:
+        if c and m:  # counted by the launch above
+            bump_version(count)
+        else:
+            count.add_(1)
 
     def backward(gy):
         want = ((_BN_GX if x.requires_grad else 0) |
