@@ -79,10 +79,11 @@ class BatchNorm2d(Module):
         are updated in place; ``momentum=None`` reads num_batches_tracked on the host (a sync).
         Raises:  ValueError for an input that is not 4-D; as F.batch_norm otherwise
         """
-        return self._forward(x, relu=False)
+        return self._forward(x)
 
-    def _forward(self, x: Tensor, relu: bool) -> Tensor:
-        """forward, then relu when ``relu`` (fused: nn.Sequential's BatchNorm2d + ReLU)."""
+    def _forward(self, x: Tensor, activation=None) -> Tensor:
+        """forward, then ``activation`` (None, "relu", "relu6", "silu") in the same launches:
+        nn.Sequential's BatchNorm2d + ReLU / ReLU6 / SiLU."""
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         count = None
@@ -97,7 +98,8 @@ class BatchNorm2d(Module):
                 count = nbt  # num_batches_tracked += 1 in the forward's launch
         use_batch_stats = self.training or not self.track_running_stats
         return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                               use_batch_stats, momentum, self.eps, relu=relu, count=count)
+                               use_batch_stats, momentum, self.eps, count=count,
+                               activation=activation)
 
     def extra_repr(self):
         """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
