@@ -13,7 +13,9 @@ getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze
 split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
 ``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
 gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
-from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
+from the root's new one the next time it is used. The unary ops whose gradient reads only
+their output (relu_, exp_, tanh_, sigmoid_, sqrt_, hardtanh/relu6 in place) written into a
+root take ``output_inplace``: one launch into self, the op's own Node over the old grad_fn. ``op_`` computes from a copy of the old self
 when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
 exact (PyTorch saves the original self for these too).
 Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
