@@ -504,10 +504,14 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
-# pw_gemm (kernels/conv_pw_cpu.cl): register tiles of MR rows x NV vectors by float lanes
-# (GEMM_CPU's, clgrad/ops/matmul.py: 12 x 32 on AVX-512, 24 of the 32 vector registers; 6 x 16
-# on AVX2), KC deep B panels (KC x NR in L1), at most PW_ROWS rows per work item.
-PW_TILES = {16: (12, 2), 8: (6, 2)}
+# pw_gemm (kernels/conv_pw_cpu.cl): register tiles of MR rows x NV vectors by float lanes: 6 x 4
+# vectors on AVX-512 (24 of the 32 vector registers), GEMM_CPU's 6 x 2 on AVX2; KC deep B
+# panels (KC x NR in L1), at most PW_ROWS rows per work item. Xeon, 1 thread, batch 8, the
+# forward of the zoo's 1x1 layers, alternated in one process (12 x 2 / 6 x 4 / 4 x 4 ms):
+# Intel 58-58 16x16 0.35 / 0.25 / 0.24, 320-1280 4x4 1.43 / 1.20 / 1.42; PoCL 0.50 / 0.39 /
+# 0.28, 3.9 / 1.4 / 1.5, 96-24 32x32 3.1 / 1.1 / 1.1 (12 x 2 is GEMM_CPU's AVX-512 tile; why
+# it runs so much slower on PoCL was not profiled).
+PW_TILES = {16: (6, 4), 8: (6, 2)}
 PW_CPU = True  # False: CPUs run the batched gemm too (bench/pointwise.py's "before" peer)
 PW_LANES = None  # float lanes of pw_gemm; None: the device's (tests force 8)
 PW_KC = 256
