@@ -517,7 +517,8 @@ PW_LANES = None  # float lanes of pw_gemm; None: the device's (tests force 8)
 PW_KC = 256
 PW_ROWS = 192
 # pw_wgrad: RO x RC vector accumulators by float lanes (24 of 32 registers on AVX-512, 12 of
-# 16 on AVX2), from PW_DOT_MIN pixels (n * h * w) on
+# 16 on AVX2); used from PW_DOT_MIN pixels (n * h * w) on (each accumulator's lanes are summed
+# once at the end: not worth it for a few vectors per accumulator; the value was not swept)
 PW_DOT_TILES = {16: (4, 6), 8: (3, 4)}
 PW_DOT_MIN = 512
 # bytes of output-gradient and input rows (n * p * (O + C)) per pw_wgrad sample chunk: larger
@@ -585,17 +586,17 @@ def _pw_dot(dev, plan, gw, g4, x):
     _, kernel, gsize, head, wargs, tail, chunks = plan
     if 0 in gsize:
         return
-    out, dt = gw, gw.dtype
-    if chunks > 1:
-        o, c, g = int(head[0]), int(head[1]), int(head[4])
-        out = empty((chunks, g * o, c), dt, dev)
-        wargs = tuple(map(np.int64, (0, o * c, c, 1, g * o * c)))
-    dev.launch(kernel, gsize, (1, 1, 1), *head, out._storage.buffer, *wargs,
-               g4._storage.buffer, *tail[:4], x._storage.buffer, *tail[4:])
-    if chunks > 1:
-        o, c, g = (int(v) for v in (head[0], head[1], head[4]))
-        dev.launch(dev.kernel("conv_pw_cpu.cl", "pw_sum", defines_for(dt)), (c, o, g), None,
-                   np.int64(chunks), out._storage.buffer, gw._storage.buffer, *plan[4][:4])
+    if chunks == 1:
+        dev.launch(kernel, gsize, (1, 1, 1), *head, gw._storage.buffer, *wargs,
+                   g4._storage.buffer, *tail[:4], x._storage.buffer, *tail[4:])
+        return
+    o, c, g = int(head[0]), int(head[1]), int(head[4])
+    ws = empty((chunks, g * o, c), gw.dtype, dev)
+    dev.launch(kernel, gsize, (1, 1, 1), *head, ws._storage.buffer,
+               *map(np.int64, (0, o * c, c, 1, g * o * c)), g4._storage.buffer, *tail[:4],
+               x._storage.buffer, *tail[4:])
+    dev.launch(dev.kernel("conv_pw_cpu.cl", "pw_sum", defines_for(gw.dtype)), (c, o, g), None,
+               np.int64(chunks), ws._storage.buffer, gw._storage.buffer, *wargs[:4])
 
 
 def _pw_fwd_plan(p: Problem, dt, dev, has_bias):
