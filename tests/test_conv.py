@@ -692,3 +692,22 @@ def test_pointwise_weight_gradient_sample_chunks(monkeypatch, lanes):
         monkeypatch.setattr(conv_algorithms, "PW_DOT_CHUNK", chunk)
         got, ref = _run(x, w, b, kind="narrow", dtype=clgrad.float64, groups=2)
         _close(got, ref, 1e-10)
+
+
+@pytest.mark.parametrize("width", (8, 16))
+def test_pointwise_lanes_follow_the_device_vector_width(monkeypatch, width):
+    """Without the PW_LANES override pw_gemm takes its lanes from the device's vector width
+    (8: AVX2's 6 x 2 tiles of 8 floats, 16 columns a work item; 16: 6 x 4 of 16, 64 columns),
+    forced here by patching the property; values against NumPy."""
+    dev = clgrad.default_device()
+    if dev.kind != "cpu":
+        pytest.skip("CPU kernels")
+    monkeypatch.setattr(type(dev), "vector_width", property(lambda self: width))
+    _use("pointwise")
+    n, c, h, w, o = 3, 23 + width, 8, 8, 19  # a shape no other test plans
+    got, ref = _run(*_data(n, c, h, w, o, c, 1, 1, seed=6), kind="contig")
+    _close(got, ref, 1e-4)
+    fwd = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k[0] == "pw_fwd"
+           and k[1].c == c and k[1].h == h]
+    assert fwd and all(plan[1][0] == -(-n * h * w // (16 if width == 8 else 64))
+                       for plan in fwd)
