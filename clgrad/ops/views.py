@@ -16,7 +16,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import zeros
+from clgrad.ops._util import empty, zeros
 from clgrad.ops.inplace import _add_into, _at
 from clgrad.ops.inplace import copy_slices, regenerate_view_grad_fn  # noqa: F401 (moved)
 from clgrad.tensor import Tensor
@@ -271,11 +271,49 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
             raise RuntimeError(f"split: split_with_sizes expects split_sizes to sum exactly to "
                                f"{size} (input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
-    out, start = [], 0
+    if len(sizes) == 1:
+        return (narrow(x, d, 0, sizes[0]),)
+    out, bounds, start = [], [], 0
     for s in sizes:
-        out.append(narrow(x, d, start, s))
+        out.append(_alias(x, *layout.narrow(x.shape, x._strides, x._offset, d, start, s)))
+        bounds.append((start, s))
         start += s
+    _record_split(x, d, bounds, out)
     return tuple(out)
+
+
+def _record_split(x: Tensor, d: int, bounds, pieces):
+    """One backward for all the pieces of a split (PyTorch's SplitBackward0): their gradients
+    are copied into one buffer of x's shape, zeroed first only where a piece got none (one
+    narrow per piece zero-filled x's whole shape for each piece, and the engine added them)."""
+    from clgrad.autograd import is_grad_enabled
+    from clgrad.autograd.graph import Node, _edge
+    if not is_grad_enabled():
+        return
+    edge = _edge(x)
+    if edge is None:
+        return
+    shape = tuple(x.shape)  # the closure keeps geometry only, not x
+
+    def backward(grads):  # one entry per piece, None where it got no gradient
+        g0 = next(g for g in grads if g is not None)
+        covered = all(g is not None for g in grads)
+        z = (empty if covered else zeros)(shape, g0.dtype, g0._storage.device)
+        for (start, size), g in zip(bounds, grads):
+            if g is not None and size:
+                ew.copy_raw(Tensor(z._storage, *layout.narrow(shape, z._strides, z._offset, d,
+                                                               start, size), base=z), g)
+        return (z,)
+    central = Node("split", (edge,), backward, (), ((shape, x._storage.dtype),))
+    central.n_outputs = len(pieces)
+    for slot, o in enumerate(pieces):  # one Node per piece routes its gradient to its slot
+        node = Node("split", (central,), _pass, (), ((tuple(o.shape), o.dtype),))
+        node.slot = slot
+        o._requires_grad, o._grad_fn = True, node
+
+
+def _pass(g):
+    return (g,)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0):
