@@ -664,3 +664,25 @@ def test_split_without_grad_or_of_one_piece():
     with clgrad.no_grad():
         p, q = x.chunk(2, 0)
     assert not p.requires_grad and q.shape == (1, 4)
+
+
+def test_unbind_pieces_share_one_backward():
+    """unbind's pieces have one UnbindBackward0 (PyTorch's name): gradients of the used rows
+    land in one buffer (zeros elsewhere), values against NumPy; all rows used: no fill."""
+    from clgrad.runtime import launch_count
+    xn = np.random.default_rng(5).standard_normal((4, 3))
+    leaf = clgrad.tensor(xn, requires_grad=True)
+    x = leaf * 1.0
+    rows = x.unbind(0)
+    assert "grad_fn=<UnbindBackward0>" in repr(rows[2])
+    (rows[0] * 2.0 + rows[3] * rows[3]).sum().backward()
+    want = np.zeros((4, 3))
+    want[0], want[3] = 2.0, 2 * xn[3]
+    np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-12)
+    leaf.grad = None
+    cols = (leaf * 1.0).unbind(1)
+    loss = cols[0].sum() + cols[1].sum() + cols[2].sum()
+    n0 = launch_count()
+    loss.backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), np.ones((4, 3)))
+    assert launch_count() - n0 == 5  # one select per piece took 10 (3 fills, 2 more adds)

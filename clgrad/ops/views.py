@@ -278,14 +278,17 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
         out.append(_alias(x, *layout.narrow(x.shape, x._strides, x._offset, d, start, s)))
         bounds.append((start, s))
         start += s
-    _record_split(x, d, bounds, out)
+    _record_pieces(x, tuple(out), "split",
+                   lambda z, i: layout.narrow(z.shape, z._strides, z._offset, d, *bounds[i]))
     return tuple(out)
 
 
-def _record_split(x: Tensor, d: int, bounds, pieces):
-    """One backward for all the pieces of a split (PyTorch's SplitBackward0): their gradients
-    are copied into one buffer of x's shape, zeroed first only where a piece got none (one
-    narrow per piece zero-filled x's whole shape for each piece, and the engine added them)."""
+def _record_pieces(x: Tensor, pieces, name: str, geometry):
+    """One backward for all the pieces of a split or an unbind (PyTorch's SplitBackward0 /
+    UnbindBackward0, through the engine's multi-output Node): their gradients are copied into
+    one buffer of x's shape, zeroed first only where a piece got none (one narrow or select
+    per piece zero-filled x's whole shape for each piece, and the engine added them).
+    ``geometry(z, i)``: (shape, strides, offset) of piece i in a tensor z of x's shape."""
     from clgrad.autograd import is_grad_enabled
     from clgrad.autograd.graph import Node, _edge
     if not is_grad_enabled():
@@ -299,15 +302,14 @@ def _record_split(x: Tensor, d: int, bounds, pieces):
         g0 = next(g for g in grads if g is not None)
         covered = all(g is not None for g in grads)
         z = (empty if covered else zeros)(shape, g0.dtype, g0._storage.device)
-        for (start, size), g in zip(bounds, grads):
-            if g is not None and size:
-                ew.copy_raw(Tensor(z._storage, *layout.narrow(shape, z._strides, z._offset, d,
-                                                               start, size), base=z), g)
+        for i, g in enumerate(grads):
+            if g is not None and g.numel():
+                ew.copy_raw(Tensor(z._storage, *geometry(z, i), base=z), g)
         return (z,)
-    central = Node("split", (edge,), backward, (), ((shape, x._storage.dtype),))
+    central = Node(name, (edge,), backward, (), ((shape, x._storage.dtype),))
     central.n_outputs = len(pieces)
     for slot, o in enumerate(pieces):  # one Node per piece routes its gradient to its slot
-        node = Node("split", (central,), _pass, (), ((tuple(o.shape), o.dtype),))
+        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
         node.slot = slot
         o._requires_grad, o._grad_fn = True, node
 
@@ -329,7 +331,14 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
 def unbind(x: Tensor, dim: int = 0):
     """A tuple of views, one per index of ``dim`` (that dim removed)."""
     d = layout.wrap_dim(dim, x.ndim, "unbind")
-    return tuple(select(x, d, i) for i in range(x.shape[d]))
+    n = x.shape[d]
+    if n < 2:
+        return tuple(select(x, d, i) for i in range(n))
+    pieces = tuple(_alias(x, *layout.select(x.shape, x._strides, x._offset, d, i))
+                   for i in range(n))
+    _record_pieces(x, pieces, "unbind", lambda z, i: layout.select(z.shape, z._strides,
+                                                                    z._offset, d, i))
+    return pieces
 
 
 # -- overlapping and raw views ----------------------------------------------------------------
