@@ -2,8 +2,9 @@
 each view is a pure function of clgrad/layout.py; this module wraps it around a tensor and adds
 the backward.
 
-Backward rules: slicing-like views (narrow, select, getitem, diagonal, split, unbind) write the
-gradient into the matching view of a zero tensor of the input's shape; permutes permute back;
+Backward rules: slicing-like views (narrow, select, getitem, diagonal) write the gradient into
+the matching view of a zero tensor of the input's shape; the pieces of a split/chunk/unbind
+share one backward that writes all their gradients into one buffer; permutes permute back;
 reshapes reshape back; expand sums; overlapping views (unfold, as_strided) scatter-add, so
 elements reached twice collect both gradients.
 """
