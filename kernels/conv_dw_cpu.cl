@@ -1,75 +1,208 @@
 // kernels/conv_dw_cpu.cl — direct stencils for groups with few channels (depthwise: C/G == 1,
-// channel multiplier O/G allowed), on the problem of conv.h: no GEMM; per (output, input)
-// channel pair each tap is one scalar times a vector of the staged input window, vectors along
-// output rows. The input gradient of a depthwise conv (O/G == 1 after the transpose) is the same
-// forward kernel.
-// Defines: T element type (IS_DOUBLE for double). Launch (local size 1 x 1 x 1):
+// channel multiplier O/G allowed), on the problem of conv.h without zero insertion (U = 1): no
+// GEMM. The input gradient of a depthwise conv (O/G == 1 after the transpose) is the same
+// forward kernel (per phase where the stride is > 1: clgrad/ops/conv.py).
+//
+// Layout (phase planes). A tile of th x tw outputs of one (n, g) reads, per input channel, the
+// window rows y0 + m*sh + a and columns x0 + q*sw + b: it is staged as sh*sw phase planes
+// (a, b), each `rows` rows of pitch rp = tw + (kw-1)*dw/sw, at (a*sw + b)*rows*rp; a channel
+// takes cp elements (the planes and a zeroed tail of SLACK). Tap (kh, kw) with kh*dh = sh*ay + a
+// and kw*dw = sw*ax + b then reads, for output (r, j), plane (a, b) at row r + ay, column
+// j + ax: with the outputs numbered flat as i = r*rp + j, every tap is the one offset
+// toff[tap] = ((a*sw + b)*rows + ay)*rp + ax from i, whatever the stride, and a tile is a 1-D
+// stencil over i in [0, (th-1)*rp + tw): vectors of VW consecutive i, the columns j >= tw
+// computed and dropped (forward) or multiplied by a zero output gradient (weight gradient).
+// Stride-2 layers cost as much per output as stride-1 ones; a 4x4 map wastes 2 of 6 lanes
+// (3x3), not 3 of 4 as a vector per row would.
+//
+// Defines: T element type (IS_DOUBLE for double), WIDE (conv.h). Launch (local size 1):
 //   dw_fwd:   (tiles, ceil(n*g / planes)); arg planes = (n, g) planes per work-group;
-//             local xt[c*cp + sh*rp + 2*NR] (two output rows at a time may read one past).
-//   dw_wgrad: (ceil(g / gpw), split); partial sums ws[split][g][o][K+1] as igemm_wgrad
-//             (conv_igemm_cpu.cl),
-//             summed by wgrad_reduce; local xt[c*cp], gt[o*th*tw], wacc[o*(c*kh*kw + 1)].
+//             local xt[c*cp], ot[fl + 4*VW] (fl = th*rp), wl[o*c*kk], toff[kk] (int).
+//   dw_wgrad: (ceil(g / gpw), split); split == 1: sums written into gw (view gwv) and gb;
+//             else partial sums ws[split][g][o][c*kk + 1] for wgrad_reduce
+//             (conv_igemm_cpu.cl); local xt[c*cp], gt[o*cpg], wacc[o*(c*kk + 1)], toff[kk].
 #include "conv.h"
 
-__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *K,
-            __global T *Y, __global const T *B, __local T *xt) {
-    long oh0, ow0;
-    tile_origin(p, get_group_id(0), &oh0, &ow0);
-    const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
-    const int nstrip = (ncol + NR - 1) / NR;
-    const long pl0 = get_group_id(1) * planes, pl1 = MIN(pl0 + planes, p.n * p.g);
-    const int rstep = (int)(p.sh * p.rp), dstep = (int)(p.dh * p.rp);
-    for (long pl = pl0; pl < pl1; ++pl) {
-        const long n = pl / p.g, g = pl % p.g;
-        fill_window(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1], (int)p.c, oh0, ow0, p);
-        for (long o = 0; o < p.o; ++o) {
-            const T b = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
-            __global const T *kw0 = K + p.k.off + g * p.k.s[0] + o * p.k.s[1];
-            __global T *yo = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + o * p.y.s[2]
-                             + oh0 * p.y.s[3] + ow0 * p.y.s[4];
-            for (int r = 0; r < nrow; r += 2) {
-                const bool two = r + 1 < nrow;
-                for (int s = 0; s < nstrip; ++s) {
-                    V a0 = (V)b, a1 = (V)b, a2 = (V)b, a3 = (V)b;
-                    for (int c = 0; c < p.c; ++c) {
-                        __local const T *xc = xt + c * p.cp + r * rstep + s * NR;
-                        for (int kh = 0; kh < p.kh; ++kh, xc += dstep) {
-                            __global const T *kk = kw0 + c * p.k.s[2] + kh * p.k.s[3];
-                            __local const T *xp = xc;
-                            for (int kw = 0; kw < p.kw; ++kw, xp += p.kws) {
-                                const T w = kk[kw * p.k.s[4]];
-                                a0 += w * LDL(xp);
-                                a1 += w * LDL(xp + VW);
-                                a2 += w * LDL(xp + rstep);
-                                a3 += w * LDL(xp + rstep + VW);
-                            }
-                        }
+#define SLACK (4 * VW)
+#if defined(__clang__)
+#define LDG(p) (*(__global const VU *)(p))
+#else
+#define LDG(p) VLOAD(0, (p))
+#endif
+
+// Columns [lo, hi) of the phase-b run of a window row are inside the input: q with
+// 0 <= x0 + b + q*sw < w (int arithmetic, once per plane).
+INL void dw_cols(long x0, int b, const conv_t p, int len, int *lo, int *hi) {
+    const int s = (int)p.sw, x = (int)x0 + b, w = (int)p.w;
+    const int l = x >= 0 ? 0 : (-x + s - 1) / s, h = w > x ? (w - x + s - 1) / s : 0;
+    *lo = MIN(l, len);
+    *hi = MIN(MAX(h, *lo), len);
+}
+
+// dst[q] = src[q*st] for q in [lo, hi), zero elsewhere in [0, len).
+INL void dw_run(__local T *dst, __global const T *src, long st, int lo, int hi, int len) {
+    int q = 0;
+    for (; q < lo; ++q) dst[q] = (T)0;
+    if (st == 1)
+        for (; q + VW <= hi; q += VW) STL(dst + q, LDG(src + q));
+    for (; q < hi; ++q) dst[q] = src[q * st];
+    for (; q < len; ++q) dst[q] = (T)0;
+}
+
+// Stage the phase planes of cc channels of X at xbase (the view offset of (n, g, 0)) for the
+// tile whose first output is (oh0, ow0). Unit-stride rows of stride-2 tiles are split into
+// their two phases with vectors (even and odd lanes of two loads).
+INL void dw_stage(__local T *xt, __global const T *X, long xbase, int cc, long oh0, long ow0,
+                  const conv_t p) {
+    const long y0 = oh0 * p.sh - p.ph, x0 = ow0 * p.sw - p.pw, xs = p.x.s[4];
+    const int rows = (int)p.rows, rp = (int)p.rp, sw = (int)p.sw, ppl = rows * rp;
+    int lo0, hi0, lo1 = 0, hi1 = 0;
+    dw_cols(x0, 0, p, rp, &lo0, &hi0);
+    if (sw == 2 && xs == 1) dw_cols(x0, 1, p, rp, &lo1, &hi1);
+    const int qa = MAX(lo0, lo1), qb = MIN(hi0, hi1);
+    const bool pair = sw == 2 && xs == 1 && qa < qb;  // lo0, lo1 <= qa < qb <= hi0, hi1
+    for (int c = 0; c < cc; ++c) {
+        __global const T *xc = X + xbase + c * p.x.s[2];
+        for (int a = 0; a < p.sh; ++a) {
+            for (int m = 0; m < rows; ++m) {
+                const long y = y0 + m * p.sh + a;
+                __local T *dst = xt + c * p.cp + (a * sw * rows + m) * rp;
+                if (y < 0 || y >= p.h) {
+                    for (int b = 0; b < sw; ++b)
+                        for (int q = 0; q < rp; ++q) dst[b * ppl + q] = (T)0;
+                    continue;
+                }
+                __global const T *row = xc + y * p.x.s[3];
+                if (pair) {  // dst (phase 0), dst + ppl (phase 1)
+                    __local T *d1 = dst + ppl;
+                    __global const T *s = row + x0;
+                    int q = 0;
+                    for (; q < lo0; ++q) dst[q] = (T)0;
+                    for (; q < qa; ++q) dst[q] = s[2 * q];
+                    for (q = 0; q < lo1; ++q) d1[q] = (T)0;
+                    for (; q < qa; ++q) d1[q] = s[2 * q + 1];
+                    for (; q + VW <= qb; q += VW) {
+                        const V u0 = LDG(s + 2 * q), u1 = LDG(s + 2 * q + VW);
+                        STL(dst + q, ((V)(u0.even, u1.even)));
+                        STL(d1 + q, ((V)(u0.odd, u1.odd)));
                     }
-                    const int j0 = s * NR, nj = MIN(NR, ncol - j0);
-                    for (int q = 0; q < (two ? 2 : 1); ++q) {
-                        __global T *y = yo + (r + q) * p.y.s[3] + j0 * p.y.s[4];
-                        V u0 = q ? a2 : a0, u1 = q ? a3 : a1;
-                        put(y, u0, u1, nj, p.y.s[4]);
-                    }
+                    const int q1 = q;
+                    for (; q < hi0; ++q) dst[q] = s[2 * q];
+                    for (; q < rp; ++q) dst[q] = (T)0;
+                    for (q = q1; q < hi1; ++q) d1[q] = s[2 * q + 1];
+                    for (; q < rp; ++q) d1[q] = (T)0;
+                    continue;
+                }
+                for (int b = 0; b < sw; ++b) {
+                    int lo = lo0, hi = hi0;
+                    if (b) dw_cols(x0, b, p, rp, &lo, &hi);
+                    dw_run(dst + b * ppl, row + (x0 + b) * xs, sw * xs, lo, hi, rp);
                 }
             }
         }
     }
 }
 
+// toff[tap] (see the head) and the zeroed tails of the cc staged channels.
+INL void dw_setup(__local int *toff, __local T *xt, int cc, const conv_t p) {
+    for (int kh = 0; kh < p.kh; ++kh) {
+        const int dy = (int)(kh * p.dh), ay = dy / (int)p.sh, a = dy - ay * (int)p.sh;
+        for (int kw = 0; kw < p.kw; ++kw) {
+            const int dx = (int)(kw * p.dw), ax = dx / (int)p.sw, b = dx - ax * (int)p.sw;
+            toff[kh * p.kw + kw] = ((a * (int)p.sw + b) * (int)p.rows + ay) * (int)p.rp + ax;
+        }
+    }
+    const int planes = (int)(p.sh * p.sw * p.rows * p.rp);
+    for (int c = 0; c < cc; ++c)
+        for (int q = planes; q < p.cp; ++q) xt[c * p.cp + q] = (T)0;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dw_fwd(const conv_t p, long planes, __global const T *X, __global const T *K,
+            __global T *Y, __global const T *B, __local T *xt, __local T *ot, __local T *wl,
+            __local int *toff) {
+    long oh0, ow0;
+    tile_origin(p, get_group_id(0), &oh0, &ow0);
+    const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
+    const int kk = (int)(p.kh * p.kw), rp = (int)p.rp, cc = (int)p.c;
+    const int nv = ((nrow - 1) * rp + ncol + VW - 1) / VW;
+    dw_setup(toff, xt, cc, p);
+    const long pl0 = get_group_id(1) * planes, pl1 = MIN(pl0 + planes, p.n * p.g);
+    long n = pl0 / p.g, g = pl0 - n * p.g;
+    for (long pl = pl0; pl < pl1; ++pl) {
+        dw_stage(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1], cc, oh0, ow0, p);
+        for (int o = 0; o < p.o; ++o)
+            for (int c = 0; c < cc; ++c)
+                for (int kh = 0; kh < p.kh; ++kh) {
+                    __global const T *kr = K + p.k.off + g * p.k.s[0] + o * p.k.s[1]
+                                           + c * p.k.s[2] + kh * p.k.s[3];
+                    __local T *wr = wl + (o * cc + c) * kk + kh * (int)p.kw;
+                    for (int kw = 0; kw < p.kw; ++kw) wr[kw] = kr[kw * p.k.s[4]];
+                }
+        for (int o = 0; o < p.o; ++o) {
+            const T b = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
+            int v = 0;
+            for (; v + 4 <= nv; v += 4) {
+                V a0 = (V)b, a1 = (V)b, a2 = (V)b, a3 = (V)b;
+                for (int c = 0; c < cc; ++c) {
+                    __local const T *xc = xt + c * p.cp + v * VW;
+                    __local const T *wc = wl + (o * cc + c) * kk;
+                    for (int t = 0; t < kk; ++t) {
+                        const T w = wc[t];
+                        __local const T *xp = xc + toff[t];
+                        a0 += w * LDL(xp);
+                        a1 += w * LDL(xp + VW);
+                        a2 += w * LDL(xp + 2 * VW);
+                        a3 += w * LDL(xp + 3 * VW);
+                    }
+                }
+                STL(ot + v * VW, a0);
+                STL(ot + (v + 1) * VW, a1);
+                STL(ot + (v + 2) * VW, a2);
+                STL(ot + (v + 3) * VW, a3);
+            }
+            for (; v < nv; ++v) {
+                V a0 = (V)b;
+                for (int c = 0; c < cc; ++c) {
+                    __local const T *xc = xt + c * p.cp + v * VW;
+                    __local const T *wc = wl + (o * cc + c) * kk;
+                    for (int t = 0; t < kk; ++t) a0 += wc[t] * LDL(xc + toff[t]);
+                }
+                STL(ot + v * VW, a0);
+            }
+            __global T *yo = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + o * p.y.s[2]
+                             + oh0 * p.y.s[3] + ow0 * p.y.s[4];
+            for (int r = 0; r < nrow; ++r) {
+                __global T *y = yo + r * p.y.s[3];
+                __local const T *s = ot + r * rp;
+                int j = 0;
+                if (p.y.s[4] == 1)
+                    for (; j + VW <= ncol; j += VW) STG(y + j, LDL(s + j));
+                for (; j < ncol; ++j) y[j * p.y.s[4]] = s[j];
+            }
+        }
+        if (++g == p.g) {
+            g = 0;
+            ++n;
+        }
+    }
+}
+
 // Weight gradient of groups [g0, g0 + gpw) over the samples of one split: per sample and
-// output tile, stage the input window (all c channels) and the output gradient (zero past the
-// tile), then per (o, c, kh) and taps kw in threes, three vector accumulators along the output
-// columns, summed into wacc at the end of the tile.
+// tile, stage the input's phase planes (c channels) and the output gradient flat (o channels,
+// pitch rp, zero in the columns j >= tw), then per (o, c) and taps in fours, a dot product
+// over the flat outputs with four vector accumulators sharing each output-gradient load.
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *GO, v5_t gv,
-              __global T *ws, __local T *xt, __local T *gt, __local T *wacc) {
+              __global T *ws, v5_t gwv, __global T *GB, __local T *xt, __local T *gt,
+              __local T *wacc, __local int *toff) {
     const long sp = (long)get_group_id(1), n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
-    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw, tsz = (int)(p.th * p.tw);
+    const int kk = (int)(p.kh * p.kw), cc = (int)p.c, kall = cc * kk, rp = (int)p.rp;
+    const int cpg = (int)(p.th * p.rp) + SLACK;  // output-gradient pitch per channel
     const long ntiles = ((p.oh + p.th - 1) / p.th) * p.ntw;
-    const int rstep = (int)(p.sh * p.rp);
     const long g0 = (long)get_group_id(0) * gpw, g1 = MIN(g0 + gpw, p.g);
+    dw_setup(toff, xt, cc, p);
+    for (int i = 0; i < p.o * cpg; ++i) gt[i] = (T)0;
     for (long g = g0; g < g1; ++g) {
         for (int i = 0; i < p.o * (kall + 1); ++i) wacc[i] = (T)0;
         for (long n = n0; n < n1; ++n) {
@@ -77,51 +210,66 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
                 long oh0, ow0;
                 tile_origin(p, t, &oh0, &ow0);
                 const int nrow = (int)MIN(p.th, p.oh - oh0), ncol = (int)MIN(p.tw, p.ow - ow0);
-                const int nvec = (ncol + VW - 1) / VW;
+                const int nv = ((nrow - 1) * rp + ncol + VW - 1) / VW;
                 for (int o = 0; o < p.o; ++o) {
+                    __global const T *s0 = GO + gv.off + n * gv.s[0] + g * gv.s[1]
+                                           + o * gv.s[2] + oh0 * gv.s[3] + ow0 * gv.s[4];
+                    __local T *d0 = gt + o * cpg;
                     for (int r = 0; r < nrow; ++r) {
-                        __global const T *s = GO + gv.off + n * gv.s[0] + g * gv.s[1]
-                                              + o * gv.s[2] + (oh0 + r) * gv.s[3]
-                                              + ow0 * gv.s[4];
-                        __local T *d = gt + o * tsz + r * (int)p.tw;
-                        for (int j = 0; j < ncol; ++j) d[j] = s[j * gv.s[4]];
-                        for (int j = ncol; j < p.tw; ++j) d[j] = (T)0;
+                        __global const T *s = s0 + r * gv.s[3];
+                        __local T *d = d0 + r * rp;
+                        int j = 0;
+                        if (gv.s[4] == 1)
+                            for (; j + VW <= ncol; j += VW) STL(d + j, LDG(s + j));
+                        for (; j < ncol; ++j) d[j] = s[j * gv.s[4]];
+                        for (; j < rp; ++j) d[j] = (T)0;
                     }
+                    for (int i = nrow * rp; i < nv * VW; ++i) d0[i] = (T)0;
                     V sum = (V)0;
-                    for (int r = 0; r < nrow; ++r)
-                        for (int v = 0; v < nvec; ++v) sum += LDL(gt + o * tsz + r * p.tw + v * VW);
+                    for (int v = 0; v < nv; ++v) sum += LDL(d0 + v * VW);
                     wacc[o * (kall + 1) + kall] += hsum(sum);
                 }
-                fill_window(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1], (int)p.c, oh0, ow0, p);
+                dw_stage(xt, X, p.x.off + n * p.x.s[0] + g * p.x.s[1], cc, oh0, ow0, p);
                 for (int o = 0; o < p.o; ++o) {
-                    for (int c = 0; c < p.c; ++c) {
-                        for (int kh = 0; kh < p.kh; ++kh) {
-                            for (int k0 = 0; k0 < p.kw; k0 += 3) {
-                                const int o1 = (int)(MIN(k0 + 1, (int)p.kw - 1) * p.kws),
-                                          o2 = (int)(MIN(k0 + 2, (int)p.kw - 1) * p.kws);
-                                V s0 = (V)0, s1 = (V)0, s2 = (V)0;
-                                for (int r = 0; r < nrow; ++r) {
-                                    __local const T *xr = xt + c * p.cp
-                                        + (r * p.sh + kh * p.dh) * p.rp + k0 * p.kws;
-                                    __local const T *gp = gt + o * tsz + r * (int)p.tw;
-                                    for (int v = 0; v < nvec; ++v, xr += VW, gp += VW) {
-                                        V gq = LDL(gp);
-                                        s0 += gq * LDL(xr);
-                                        s1 += gq * LDL(xr + o1 - k0 * p.kws);
-                                        s2 += gq * LDL(xr + o2 - k0 * p.kws);
-                                    }
-                                }
-                                __local T *wa = wacc + o * (kall + 1) + (c * p.kh + kh) * p.kw;
-                                wa[k0] += hsum(s0);
-                                if (k0 + 1 < p.kw) wa[k0 + 1] += hsum(s1);
-                                if (k0 + 2 < p.kw) wa[k0 + 2] += hsum(s2);
+                    __local const T *go = gt + o * cpg;
+                    for (int c = 0; c < cc; ++c) {
+                        __local const T *xc = xt + c * p.cp;
+                        __local T *wa = wacc + o * (kall + 1) + c * kk;
+                        for (int t0 = 0; t0 < kk; t0 += 4) {
+                            const int o0 = toff[t0], o1 = toff[MIN(t0 + 1, kk - 1)],
+                                      o2 = toff[MIN(t0 + 2, kk - 1)],
+                                      o3 = toff[MIN(t0 + 3, kk - 1)];
+                            V s0 = (V)0, s1 = (V)0, s2 = (V)0, s3 = (V)0;
+                            for (int v = 0; v < nv; ++v) {
+                                const V gq = LDL(go + v * VW);
+                                __local const T *xv = xc + v * VW;
+                                s0 += gq * LDL(xv + o0);
+                                s1 += gq * LDL(xv + o1);
+                                s2 += gq * LDL(xv + o2);
+                                s3 += gq * LDL(xv + o3);
                             }
+                            wa[t0] += hsum(s0);
+                            if (t0 + 1 < kk) wa[t0 + 1] += hsum(s1);
+                            if (t0 + 2 < kk) wa[t0 + 2] += hsum(s2);
+                            if (t0 + 3 < kk) wa[t0 + 3] += hsum(s3);
                         }
                     }
                 }
             }
         }
-        __global T *w = ws + (sp * p.g + g) * p.o * (kall + 1);
-        for (int i = 0; i < p.o * (kall + 1); ++i) w[i] = wacc[i];
+        if (p.split == 1) {  // the sums themselves: gw[g*o + o', c, kh, kw] and gb[g*o + o']
+            for (int o = 0; o < p.o; ++o) {
+                for (int c = 0; c < cc; ++c)
+                    for (int t = 0; t < kk; ++t) {
+                        const int kh = t / (int)p.kw, kw = t - kh * (int)p.kw;
+                        ws[gwv.off + g * gwv.s[0] + o * gwv.s[1] + c * gwv.s[2] + kh * gwv.s[3]
+                           + kw * gwv.s[4]] = wacc[o * (kall + 1) + c * kk + t];
+                    }
+                if (p.bias) GB[p.boff + (g * p.o + o) * p.bs] = wacc[o * (kall + 1) + kall];
+            }
+        } else {
+            __global T *w = ws + (sp * p.g + g) * p.o * (kall + 1);
+            for (int i = 0; i < p.o * (kall + 1); ++i) w[i] = wacc[i];
+        }
     }
 }

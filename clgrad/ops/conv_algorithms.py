@@ -46,7 +46,6 @@ WGRAD_GT = 256 << 10       # bytes of staged output gradient per weight-gradient
 WGRAD_XT = 16 << 10        # bytes of staged input per chunk of cc channels
 WGRAD_ACC = 160 << 10      # bytes of weight accumulators per work-group
 SPLIT_GROUPS = 4           # weight-gradient work-groups per compute unit (batch splits)
-DW_TW = 64                 # depthwise output columns per tile (at most)
 DW_WIDE_COLS = 32          # output columns from which the depthwise kernels use WIDE vectors
 DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
@@ -264,21 +263,36 @@ def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 
 # -- depthwise: direct stencils for few channels per group (kernels/conv_dw_cpu.cl) ---------
+def _dw_window(p: Problem, th, tw, vw) -> Tiles:
+    """The phase-plane window of kernels/conv_dw_cpu.cl for tiles of th x tw outputs: sh * sw
+    planes of `rows` rows of pitch rp per channel, cp elements per channel (with the zeroed
+    tail the vector reads past the last plane meet)."""
+    rows, rp = th + (p.kh - 1) * p.dh // p.sh, tw + (p.kw - 1) * p.dw // p.sw
+    return Tiles(th=th, tw=tw, ntw=cdiv(p.ow, tw), rows=rows, rp=rp,
+                 cp=p.sh * p.sw * rows * rp + 4 * vw)
+
+
 def _plan_dw(p: Problem, dt, dev):
-    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
-    kn = dict(th=p.oh, tw=min(_up(p.ow, 2 * vw), DW_TW))
+    """Tiles of whole maps where the window fits WINDOW_MAX (else fewer rows, then fewer
+    columns). With zero insertion (a strided layer's input gradient) an empty plan: conv.py
+    runs that problem as phase problems without insertion, each planned on its own."""
+    if p.uh != 1 or p.uw != 1:
+        return Plan()
+    vw, isz, kk = _vw(dt, _dw_dev(p, dev)), dt.itemsize, p.kh * p.kw
+    kn = dict(th=p.oh, tw=p.ow)
     while True:
-        t = _window(p, kn["th"], kn["tw"], vw)
-        local = ((p.c * t.cp + p.sh * t.rp + 4 * vw) * isz,)
+        t = _dw_window(p, kn["th"], kn["tw"], vw)
+        local = (p.c * t.cp * isz, (t.th * t.rp + vw) * isz, p.o * p.c * kk * isz, 4 * kk)
         if local[0] <= WINDOW_MAX and _fits(local, dev, ("conv_dw_cpu.cl", "dw_fwd",
                                                          defines_for(dt))):
             return Plan(t, local)
-        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
             return None
 
 
 def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
+    assert p.uh == p.uw == 1, "depthwise: zero insertion runs as phases (conv._grad_input)"
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
@@ -289,12 +303,17 @@ def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
 
 
 def _plan_dw_wgrad(p: Problem, dt, dev):
-    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
-    kn = dict(th=p.oh, tw=min(_up(p.ow, vw), DW_TW))
+    """Tiles as _plan_dw (window and output gradient within DW_WINDOW_MAX); batch splits
+    (summed by wgrad_reduce) only where there are fewer groups than SPLIT_GROUPS per compute
+    unit, else each work-group sums all samples of its group and writes the gradient."""
+    if p.uh != 1 or p.uw != 1:
+        return None
+    vw, isz, kk = _vw(dt, _dw_dev(p, dev)), dt.itemsize, p.kh * p.kw
+    kn = dict(th=p.oh, tw=p.ow)
     while True:
-        t = _window(p, kn["th"], kn["tw"], vw)
-        local = (p.c * t.cp * isz, p.o * kn["th"] * kn["tw"] * isz,
-                 p.o * (p.c * p.kh * p.kw + 1) * isz)
+        t = _dw_window(p, kn["th"], kn["tw"], vw)
+        local = (p.c * t.cp * isz, p.o * (t.th * t.rp + 4 * vw) * isz,
+                 p.o * (p.c * kk + 1) * isz, 4 * kk)
         if local[0] + local[1] <= DW_WINDOW_MAX and _fits(
                 local, dev, ("conv_dw_cpu.cl", "dw_wgrad", defines_for(dt))):
             split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), p.g)))
@@ -305,12 +324,20 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
 
 def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
-    ws = _workspace(p, t.split, dt, dev)
+    direct = t.split == 1
+    ws = gw if direct else _workspace(p, t.split, dt, dev)
+    so, sc, skh, skw = gw._strides
+    gwv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
+    if direct and gb is not None:
+        p = p._replace(boff=gb._offset, bs=gb._strides[0], bias=1)
+    else:
+        p = p._replace(boff=0, bs=0, bias=0)
     dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
                (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
-               g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer,
-               *_locals(plan.local))
-    _reduce(p, t, ws, gw, gb)
+               g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer, gwv,
+               (gb if gb is not None else gw)._storage.buffer, *_locals(plan.local))
+    if not direct:
+        _reduce(p, t, ws, gw, gb)
 
 
 # -- direct: one work item per output (kernels/conv_direct_any.cl) ---------------------------------
