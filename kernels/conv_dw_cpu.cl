@@ -273,3 +273,162 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
         }
     }
 }
+
+// -- channels in vector lanes, for small maps (C/G == O/G == 1) ------------------------------
+// A map of a few dozen outputs is too short for vectors along its rows: instead lane l of a
+// vector holds group g0 + l (VW consecutive channels of one sample). The whole zero-padded
+// input window of the VW maps is staged interleaved, xt[(y*wp + x)*VW + l] (y < p.rows,
+// x < wp = p.rp); its border stays zero (staged once per work-group), so any stride or
+// dilation is a vector load per tap. Pixel q of the output reads xt at poff[q] + toff[tap].
+// Launch (local size 1):
+//   dw_cv_fwd:   (ceil(n * nb / blocks),), nb = ceil(g / VW) channel blocks; arg blocks per
+//                work-group; local xt[rows*wp*VW], ot[oh*ow*VW], wl[kk*VW], poff[oh*ow],
+//                toff[kk] (int).
+//   dw_cv_wgrad: (nb, split): the samples of one split; split == 1 writes gw (view gwv) and
+//                gb, else partial sums ws[split][g][1][kk + 1]; local xt, gt[oh*ow*VW],
+//                wacc[(kk + 1)*VW], poff, toff.
+
+// poff, toff and the zeroed window.
+INL void cv_setup(__local int *poff, __local int *toff, __local T *xt, const conv_t p) {
+    const int wp = (int)p.rp;
+    for (int r = 0; r < p.oh; ++r)
+        for (int j = 0; j < p.ow; ++j)
+            poff[r * p.ow + j] = (int)((r * p.sh * wp + j * p.sw) * VW);
+    for (int kh = 0; kh < p.kh; ++kh)
+        for (int kw = 0; kw < p.kw; ++kw)
+            toff[kh * p.kw + kw] = (int)((kh * p.dh * wp + kw * p.dw) * VW);
+    for (int i = 0; i < p.rows * wp * VW; ++i) xt[i] = (T)0;
+}
+
+// Stage lanes [0, nl) (groups g0 + l of sample n) of a view v5 of (n, g, 0, h, w) maps into
+// dst[((y + oy)*pitch + x + ox)*VW + l] for the rows y in [ya, yb) and columns x in [xa, xb).
+INL void cv_stage(__local T *dst, __global const T *S, v5_t v, long n, long g0, int nl,
+                  int ya, int yb, int xa, int xb, int oy, int ox, int pitch) {
+    for (int l = 0; l < nl; ++l) {
+        __global const T *s = S + v.off + n * v.s[0] + (g0 + l) * v.s[1];
+        for (int y = ya; y < yb; ++y) {
+            __global const T *sr = s + y * v.s[3];
+            __local T *d = dst + ((y + oy) * pitch + ox) * VW + l;
+            if (v.s[4] == 1)
+                for (int x = xa; x < xb; ++x) d[x * VW] = sr[x];
+            else
+                for (int x = xa; x < xb; ++x) d[x * VW] = sr[x * v.s[4]];
+        }
+    }
+}
+
+// The input rows [ya, yb) and columns [xa, xb) inside the window (its first row and column
+// are input -ph, -pw; negative padding: phase problems of the input gradient).
+#define CV_RANGE                                                                          \
+    const int ya = (int)MAX(0, -p.ph), yb = (int)MIN(p.h, p.rows - p.ph),                 \
+              xa = (int)MAX(0, -p.pw), xb = (int)MIN(p.w, p.rp - p.pw)
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const T *K,
+               __global T *Y, __global const T *B, __local T *xt, __local T *ot,
+               __local T *wl, __local int *poff, __local int *toff) {
+    const int kk = (int)(p.kh * p.kw), npix = (int)(p.oh * p.ow), wp = (int)p.rp;
+    const long nb = (p.g + VW - 1) / VW;
+    cv_setup(poff, toff, xt, p);
+    CV_RANGE;
+    const long b0 = get_group_id(0) * blocks, b1 = MIN(b0 + blocks, p.n * nb);
+    long n = b0 / nb, gb = b0 - n * nb;
+    for (long blk = b0; blk < b1; ++blk) {
+        const long g0 = gb * VW;
+        const int nl = (int)MIN((long)VW, p.g - g0);
+        cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+        for (int l = 0; l < nl; ++l) {
+            __global const T *k = K + p.k.off + (g0 + l) * p.k.s[0];
+            for (int kh = 0; kh < p.kh; ++kh)
+                for (int kw = 0; kw < p.kw; ++kw)
+                    wl[(kh * p.kw + kw) * VW + l] = k[kh * p.k.s[3] + kw * p.k.s[4]];
+        }
+        union { V v; T t[VW]; } bv;
+        for (int l = 0; l < VW; ++l)
+            bv.t[l] = p.bias && l < nl ? B[p.boff + (g0 + l) * p.bs] : (T)0;
+        int q = 0;
+        for (; q + 4 <= npix; q += 4) {
+            V a0 = bv.v, a1 = bv.v, a2 = bv.v, a3 = bv.v;
+            __local const T *x0 = xt + poff[q], *x1 = xt + poff[q + 1],
+                            *x2 = xt + poff[q + 2], *x3 = xt + poff[q + 3];
+            for (int t = 0; t < kk; ++t) {
+                const V w = LDL(wl + t * VW);
+                const int o = toff[t];
+                a0 += w * LDL(x0 + o);
+                a1 += w * LDL(x1 + o);
+                a2 += w * LDL(x2 + o);
+                a3 += w * LDL(x3 + o);
+            }
+            STL(ot + q * VW, a0);
+            STL(ot + (q + 1) * VW, a1);
+            STL(ot + (q + 2) * VW, a2);
+            STL(ot + (q + 3) * VW, a3);
+        }
+        for (; q < npix; ++q) {
+            V a0 = bv.v;
+            __local const T *x0 = xt + poff[q];
+            for (int t = 0; t < kk; ++t) a0 += LDL(wl + t * VW) * LDL(x0 + toff[t]);
+            STL(ot + q * VW, a0);
+        }
+        for (int l = 0; l < nl; ++l) {
+            __global T *y = Y + p.y.off + n * p.y.s[0] + (g0 + l) * p.y.s[1];
+            for (int r = 0; r < p.oh; ++r) {
+                __global T *yr = y + r * p.y.s[3];
+                __local const T *s = ot + r * p.ow * VW + l;
+                if (p.y.s[4] == 1)
+                    for (int j = 0; j < p.ow; ++j) yr[j] = s[j * VW];
+                else
+                    for (int j = 0; j < p.ow; ++j) yr[j * p.y.s[4]] = s[j * VW];
+            }
+        }
+        if (++gb == nb) {
+            gb = 0;
+            ++n;
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t gv,
+                 __global T *ws, v5_t gwv, __global T *GB, __local T *xt, __local T *gt,
+                 __local T *wacc, __local int *poff, __local int *toff) {
+    const int kk = (int)(p.kh * p.kw), npix = (int)(p.oh * p.ow), wp = (int)p.rp;
+    const long sp = (long)get_group_id(1), n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
+    const long g0 = (long)get_group_id(0) * VW;
+    const int nl = (int)MIN((long)VW, p.g - g0);
+    cv_setup(poff, toff, xt, p);
+    CV_RANGE;
+    for (int i = 0; i < (kk + 1) * VW; ++i) wacc[i] = (T)0;
+    for (int i = 0; i < npix * VW; ++i) gt[i] = (T)0;
+    for (long n = n0; n < n1; ++n) {
+        cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+        cv_stage(gt, GO, gv, n, g0, nl, 0, (int)p.oh, 0, (int)p.ow, 0, 0, (int)p.ow);
+        V bs = (V)0;
+        for (int q = 0; q < npix; ++q) bs += LDL(gt + q * VW);
+        STL(wacc + kk * VW, LDL(wacc + kk * VW) + bs);
+        for (int t = 0; t < kk; ++t) {
+            const int o = toff[t];
+            V s0 = (V)0, s1 = (V)0;
+            int q = 0;
+            for (; q + 2 <= npix; q += 2) {
+                s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
+                s1 += LDL(gt + (q + 1) * VW) * LDL(xt + poff[q + 1] + o);
+            }
+            if (q < npix) s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
+            STL(wacc + t * VW, LDL(wacc + t * VW) + (s0 + s1));
+        }
+    }
+    for (int l = 0; l < nl; ++l) {
+        const long g = g0 + l;
+        if (p.split == 1) {
+            for (int kh = 0; kh < p.kh; ++kh)
+                for (int kw = 0; kw < p.kw; ++kw)
+                    ws[gwv.off + g * gwv.s[0] + kh * gwv.s[3] + kw * gwv.s[4]] =
+                        wacc[(kh * p.kw + kw) * VW + l];
+            if (p.bias) GB[p.boff + g * p.bs] = wacc[kk * VW + l];
+        } else {
+            __global T *w = ws + (sp * p.g + g) * (kk + 1);
+            for (int t = 0; t <= kk; ++t) w[t] = wacc[t * VW + l];
+        }
+    }
+}
