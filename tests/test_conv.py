@@ -623,3 +623,55 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
     np.testing.assert_allclose(w.grad.numpy()[:, 0], ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b.grad.numpy(), gn.astype(np.float64).sum(axis=(0, 2, 3)),
                                rtol=1e-4, atol=1e-4)
+
+
+# -- the CPU depthwise kernels (kernels/conv_dw_cpu.cl): both layouts, both vector widths ------
+DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs); cv: channels in lanes, pp: phase planes
+    (2, 24, 8, 8, 1, 3, dict(padding=1)),                      # cv, a partial lane block
+    (1, 40, 4, 4, 1, 3, dict(padding=1)),                      # cv, batch 1, 4x4 maps
+    (2, 19, 9, 7, 1, 5, dict(padding=2, stride=2)),            # cv, odd sizes, stride 2
+    (2, 17, 8, 8, 1, 3, dict(padding=1, stride=2)),            # cv, even sizes, stride 2
+    (2, 18, 11, 10, 1, 3, dict(padding=2, dilation=2)),        # cv, dilation
+    (2, 5, 33, 37, 1, 3, dict(padding=1)),                     # pp, odd sizes
+    (2, 6, 34, 40, 1, 3, dict(padding=1, stride=2)),           # pp, stride 2 (even/odd planes)
+    (1, 4, 35, 33, 1, 5, dict(padding=2, stride=2)),           # pp, 5x5, stride 2, odd sizes
+    (2, 3, 30, 31, 1, 3, dict(padding=(1, 0), stride=(2, 1), dilation=(1, 2))),  # pp
+    (2, 4, 9, 10, 2, 3, dict(padding=1)),                      # pp: channel multiplier 2
+    (2, 4, 31, 30, 3, 5, dict(padding=2, stride=2)),           # pp: multiplier, stride 2
+]
+
+
+@pytest.mark.parametrize("width", (8, 16))
+@pytest.mark.parametrize("dtype", (clgrad.float32, clgrad.float64), ids=("f32", "f64"))
+@pytest.mark.parametrize("case", DW_CASES, ids=lambda c: f"{c[:6]}-{c[6]}")
+def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
+    """Depthwise convs (groups == C, channel multiplier m) with the depthwise algorithm forced:
+    forward, input and weight gradient and bias gradient against the float64 NumPy reference,
+    on non-contiguous inputs, with the kernels built for AVX2 (8 float lanes) and AVX-512
+    (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback)."""
+    from clgrad.runtime import Device
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("the CPU depthwise kernels build WIDE only on CPUs")
+    monkeypatch.setattr(Device, "vector_width", property(lambda self: width))
+    _use("depthwise")
+    n, c, h, w, m, k, kwargs = case
+    for i, kind in enumerate(("contig", "step", "transpose")):
+        got, ref = _run(*_data(n, c, h, w, c * m, 1, k, k, seed=i), kind=kind, dtype=dtype,
+                        groups=c, **kwargs)
+        _close(got, ref, 1e-4 if dtype == clgrad.float32 else 1e-10)
+        assert set(backends.last_conv_algorithms.values()) == {"depthwise"}
+
+
+@pytest.mark.parametrize("groups", (2, 64))
+def test_depthwise_weight_gradient_split_or_direct(groups):
+    """The depthwise weight gradient sums the batch in each work-group and writes gw and gb
+    itself where there are groups enough (groups = 64), else adds batch splits in a second
+    launch: both equal the reference (input a narrow view), for both kernel layouts."""
+    _use("depthwise")
+    rng = np.random.default_rng(3)
+    for k, h in ((3, 6), (3, 40)):  # channels in lanes, phase planes
+        x = rng.standard_normal((5, groups, h, h))
+        w = rng.standard_normal((groups, 1, k, k))
+        b = rng.standard_normal(groups)
+        got, ref = _run(x, w, b, kind="narrow", padding=1, groups=groups)
+        _close(got, ref, 1e-4)

@@ -284,6 +284,12 @@ def _cv_dev(p: Problem, dev):
     return dev if DW_CV_WIDE else None
 
 
+def _vw_max(dt):
+    """The widest vector of the depthwise kernels: their plans size local memory for it, as
+    the device's plans do not depend on its vector width (tests force either)."""
+    return _vw(dt, None) * 2
+
+
 def _plan_cv(p: Problem, dt, dev, wgrad: bool):
     """The channels-in-lanes plan (dw_cv_*: slab = 1) for pure depthwise problems (C/G ==
     O/G == 1) whose window is at most DW_CV_WINDOW elements per map and fits; else None."""
@@ -291,7 +297,7 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
     wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
     if p.c != 1 or p.o != 1 or rows * wp > DW_CV_WINDOW:
         return None
-    vw, isz, kk, npix = _vw(dt, _cv_dev(p, dev)), dt.itemsize, p.kh * p.kw, p.oh * p.ow
+    vw, isz, kk, npix = _vw_max(dt), dt.itemsize, p.kh * p.kw, p.oh * p.ow
     t = Tiles(th=p.oh, tw=p.ow, ntw=1, rows=rows, rp=wp, cp=rows * wp, slab=1)
     local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk)
     if local[0] + local[1] > DW_WINDOW_MAX or not _fits(
@@ -299,7 +305,8 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
                          defines_for(dt))):
         return None
     if wgrad:
-        split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), cdiv(p.g, vw))))
+        lanes = _vw(dt, _cv_dev(p, dev))
+        split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), cdiv(p.g, lanes))))
         t = t._replace(split=split)
     return Plan(t, local)
 
@@ -313,7 +320,7 @@ def _plan_dw(p: Problem, dt, dev):
     cv = _plan_cv(p, dt, dev, False)
     if cv is not None:
         return cv
-    vw, isz, kk = _vw(dt, _dw_dev(p, dev)), dt.itemsize, p.kh * p.kw
+    vw, isz, kk = _vw_max(dt), dt.itemsize, p.kh * p.kw
     kn = dict(th=p.oh, tw=p.ow)
     while True:
         t = _dw_window(p, kn["th"], kn["tw"], vw)
@@ -355,7 +362,7 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
     cv = _plan_cv(p, dt, dev, True)
     if cv is not None:
         return cv
-    vw, isz, kk = _vw(dt, _dw_dev(p, dev)), dt.itemsize, p.kh * p.kw
+    vw, isz, kk = _vw_max(dt), dt.itemsize, p.kh * p.kw
     kn = dict(th=p.oh, tw=p.ow)
     while True:
         t = _dw_window(p, kn["th"], kn["tw"], vw)
