@@ -323,20 +323,109 @@ INL void cv_stage(__local T *dst, __global const T *S, v5_t v, long n, long g0, 
     const int ya = (int)MAX(0, -p.ph), yb = (int)MIN(p.h, p.rows - p.ph),                 \
               xa = (int)MAX(0, -p.pw), xb = (int)MIN(p.w, p.rp - p.pw)
 
+#if VW == 16
+#define LOG2VW 4
+#elif VW == 8
+#define LOG2VW 3
+#else
+#define LOG2VW 2
+#endif
+
+// m[i] becomes column i of the VW x VW matrix whose rows are m[0..VW): each round sets row i
+// (i < VW/2) to the even lanes of rows 2i and 2i+1, row i + VW/2 to their odd lanes, which
+// rotates the bits of (row, column) by one; log2(VW) rounds swap row and column.
+INL void cv_transpose(V *m) {
+#pragma unroll
+    for (int round = 0; round < LOG2VW; ++round) {
+        V t[VW];
+#pragma unroll
+        for (int i = 0; i < VW / 2; ++i) {
+            t[i] = (V)(m[2 * i].even, m[2 * i + 1].even);
+            t[i + VW / 2] = (V)(m[2 * i].odd, m[2 * i + 1].odd);
+        }
+#pragma unroll
+        for (int i = 0; i < VW; ++i) m[i] = t[i];
+    }
+}
+
+// cv_stage for VW lanes of maps stored densely (h*w elements, rows of w): blocks of VW
+// elements of the VW maps transposed in registers, element e stored at dst + emap[e] (emap
+// NULL: at dst + e*VW).
+INL void cv_stage_dense(__local T *dst, __global const T *S, v5_t v, long n, long g0, int hw,
+                        __local const int *emap) {
+    __global const T *s = S + v.off + n * v.s[0] + g0 * v.s[1];
+    int e0 = 0;
+    for (; e0 + VW <= hw; e0 += VW) {
+        V m[VW];
+#pragma unroll
+        for (int i = 0; i < VW; ++i) m[i] = LDG(s + i * v.s[1] + e0);
+        cv_transpose(m);
+#pragma unroll
+        for (int j = 0; j < VW; ++j) STL(dst + (emap ? emap[e0 + j] : (e0 + j) * VW), m[j]);
+    }
+    for (; e0 < hw; ++e0) {
+        __local T *d = dst + (emap ? emap[e0] : e0 * VW);
+        for (int l = 0; l < VW; ++l) d[l] = s[l * v.s[1] + e0];
+    }
+}
+
+// Whether a view v5 holds its maps densely (rows of w elements one after the other).
+INL bool cv_dense(v5_t v, long w) { return v.s[4] == 1 && v.s[3] == w; }
+
+// Write the outputs ot[q*VW + l] (q < npix) of lanes [0, nl) to Y (view of (n, g, 0, oh, ow)).
+INL void cv_put(__global T *Y, const conv_t p, __local const T *ot, long n, long g0, int nl) {
+    const int npix = (int)(p.oh * p.ow);
+    __global T *y0 = Y + p.y.off + n * p.y.s[0] + g0 * p.y.s[1];
+    if (nl == VW && cv_dense(p.y, p.ow)) {
+        int q0 = 0;
+        for (; q0 + VW <= npix; q0 += VW) {
+            V m[VW];
+#pragma unroll
+            for (int j = 0; j < VW; ++j) m[j] = LDL(ot + (q0 + j) * VW);
+            cv_transpose(m);
+#pragma unroll
+            for (int l = 0; l < VW; ++l) STG(y0 + l * p.y.s[1] + q0, m[l]);
+        }
+        for (; q0 < npix; ++q0)
+            for (int l = 0; l < VW; ++l) y0[l * p.y.s[1] + q0] = ot[q0 * VW + l];
+        return;
+    }
+    for (int l = 0; l < nl; ++l) {
+        __global T *y = y0 + l * p.y.s[1];
+        for (int r = 0; r < p.oh; ++r) {
+            __global T *yr = y + r * p.y.s[3];
+            __local const T *s = ot + r * p.ow * VW + l;
+            for (int j = 0; j < p.ow; ++j) yr[j * p.y.s[4]] = s[j * VW];
+        }
+    }
+}
+
+// emap[e] = window offset of input element e (row e / w, column e % w) of a dense map.
+INL void cv_emap(__local int *emap, const conv_t p) {
+    for (int y = 0; y < p.h; ++y)
+        for (int x = 0; x < p.w; ++x)
+            emap[y * p.w + x] = (int)(((y + p.ph) * p.rp + x + p.pw) * VW);
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const T *K,
                __global T *Y, __global const T *B, __local T *xt, __local T *ot,
-               __local T *wl, __local int *poff, __local int *toff) {
+               __local T *wl, __local int *poff, __local int *toff, __local int *emap) {
     const int kk = (int)(p.kh * p.kw), npix = (int)(p.oh * p.ow), wp = (int)p.rp;
     const long nb = (p.g + VW - 1) / VW;
     cv_setup(poff, toff, xt, p);
     CV_RANGE;
+    const bool whole = ya == 0 && yb == p.h && xa == 0 && xb == p.w && cv_dense(p.x, p.w);
+    if (whole) cv_emap(emap, p);
     const long b0 = get_group_id(0) * blocks, b1 = MIN(b0 + blocks, p.n * nb);
     long n = b0 / nb, gb = b0 - n * nb;
     for (long blk = b0; blk < b1; ++blk) {
         const long g0 = gb * VW;
         const int nl = (int)MIN((long)VW, p.g - g0);
-        cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+        if (whole && nl == VW)
+            cv_stage_dense(xt, X, p.x, n, g0, (int)(p.h * p.w), emap);
+        else
+            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
         for (int l = 0; l < nl; ++l) {
             __global const T *k = K + p.k.off + (g0 + l) * p.k.s[0];
             for (int kh = 0; kh < p.kh; ++kh)
@@ -370,17 +459,7 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
             for (int t = 0; t < kk; ++t) a0 += LDL(wl + t * VW) * LDL(x0 + toff[t]);
             STL(ot + q * VW, a0);
         }
-        for (int l = 0; l < nl; ++l) {
-            __global T *y = Y + p.y.off + n * p.y.s[0] + (g0 + l) * p.y.s[1];
-            for (int r = 0; r < p.oh; ++r) {
-                __global T *yr = y + r * p.y.s[3];
-                __local const T *s = ot + r * p.ow * VW + l;
-                if (p.y.s[4] == 1)
-                    for (int j = 0; j < p.ow; ++j) yr[j] = s[j * VW];
-                else
-                    for (int j = 0; j < p.ow; ++j) yr[j * p.y.s[4]] = s[j * VW];
-            }
-        }
+        cv_put(Y, p, ot, n, g0, nl);
         if (++gb == nb) {
             gb = 0;
             ++n;
@@ -391,18 +470,28 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t gv,
                  __global T *ws, v5_t gwv, __global T *GB, __local T *xt, __local T *gt,
-                 __local T *wacc, __local int *poff, __local int *toff) {
+                 __local T *wacc, __local int *poff, __local int *toff, __local int *emap) {
     const int kk = (int)(p.kh * p.kw), npix = (int)(p.oh * p.ow), wp = (int)p.rp;
     const long sp = (long)get_group_id(1), n0 = sp * p.n / p.split, n1 = (sp + 1) * p.n / p.split;
     const long g0 = (long)get_group_id(0) * VW;
     const int nl = (int)MIN((long)VW, p.g - g0);
     cv_setup(poff, toff, xt, p);
     CV_RANGE;
+    const bool whole = ya == 0 && yb == p.h && xa == 0 && xb == p.w && cv_dense(p.x, p.w)
+                       && nl == VW;
+    if (whole) cv_emap(emap, p);
+    const bool gdense = nl == VW && cv_dense(gv, p.ow);
     for (int i = 0; i < (kk + 1) * VW; ++i) wacc[i] = (T)0;
     for (int i = 0; i < npix * VW; ++i) gt[i] = (T)0;
     for (long n = n0; n < n1; ++n) {
-        cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
-        cv_stage(gt, GO, gv, n, g0, nl, 0, (int)p.oh, 0, (int)p.ow, 0, 0, (int)p.ow);
+        if (whole)
+            cv_stage_dense(xt, X, p.x, n, g0, (int)(p.h * p.w), emap);
+        else
+            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+        if (gdense)
+            cv_stage_dense(gt, GO, gv, n, g0, npix, 0);
+        else
+            cv_stage(gt, GO, gv, n, g0, nl, 0, (int)p.oh, 0, (int)p.ow, 0, 0, (int)p.ow);
         V bs = (V)0;
         for (int q = 0; q < npix; ++q) bs += LDL(gt + q * VW);
         STL(wacc + kk * VW, LDL(wacc + kk * VW) + bs);

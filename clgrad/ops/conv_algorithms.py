@@ -299,7 +299,8 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
         return None
     vw, isz, kk, npix = _vw_max(dt), dt.itemsize, p.kh * p.kw, p.oh * p.ow
     t = Tiles(th=p.oh, tw=p.ow, ntw=1, rows=rows, rp=wp, cp=rows * wp, slab=1)
-    local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk)
+    local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk,
+             4 * p.h * p.w)
     if local[0] + local[1] > DW_WINDOW_MAX or not _fits(
             local, dev, ("conv_dw_cpu.cl", "dw_cv_wgrad" if wgrad else "dw_cv_fwd",
                          defines_for(dt))):
