@@ -301,27 +301,32 @@ INL void cv_setup(__local int *poff, __local int *toff, __local T *xt, const con
 }
 
 // Stage lanes [0, nl) (groups g0 + l of sample n) of a view v5 of (n, g, 0, h, w) maps into
-// dst[((y + oy)*pitch + x + ox)*VW + l] for the rows y in [ya, yb) and columns x in [xa, xb).
+// dst[((y*uy + oy)*pitch + x*ux + ox)*VW + l] for the rows y in [ya, yb), columns [xa, xb).
 INL void cv_stage(__local T *dst, __global const T *S, v5_t v, long n, long g0, int nl,
-                  int ya, int yb, int xa, int xb, int oy, int ox, int pitch) {
+                  int ya, int yb, int xa, int xb, int oy, int ox, int pitch, int uy, int ux) {
     for (int l = 0; l < nl; ++l) {
         __global const T *s = S + v.off + n * v.s[0] + (g0 + l) * v.s[1];
         for (int y = ya; y < yb; ++y) {
             __global const T *sr = s + y * v.s[3];
-            __local T *d = dst + ((y + oy) * pitch + ox) * VW + l;
-            if (v.s[4] == 1)
+            __local T *d = dst + ((y * uy + oy) * pitch + ox) * VW + l;
+            if (v.s[4] == 1 && ux == 1)
                 for (int x = xa; x < xb; ++x) d[x * VW] = sr[x];
             else
-                for (int x = xa; x < xb; ++x) d[x * VW] = sr[x * v.s[4]];
+                for (int x = xa; x < xb; ++x) d[x * ux * VW] = sr[x * v.s[4]];
         }
     }
 }
 
-// The input rows [ya, yb) and columns [xa, xb) inside the window (its first row and column
-// are input -ph, -pw; negative padding: phase problems of the input gradient).
+// The input rows [ya, yb) and columns [xa, xb) inside the window: input (y, x) sits at window
+// (y*uh + ph, x*uw + pw) (negative padding: phase problems; zero insertion U > 1: a strided
+// layer's input gradient in one launch, the window's inserted zeros never written).
+INL int cv_first(long pad, long u) { return pad >= 0 ? 0 : (int)((-pad + u - 1) / u); }
+INL int cv_end(long pad, long u, long n, long len) {
+    return len - 1 - pad < 0 ? 0 : (int)MIN(n, (len - 1 - pad) / u + 1);
+}
 #define CV_RANGE                                                                          \
-    const int ya = (int)MAX(0, -p.ph), yb = (int)MIN(p.h, p.rows - p.ph),                 \
-              xa = (int)MAX(0, -p.pw), xb = (int)MIN(p.w, p.rp - p.pw)
+    const int ya = cv_first(p.ph, p.uh), yb = MAX(ya, cv_end(p.ph, p.uh, p.h, p.rows)),    \
+              xa = cv_first(p.pw, p.uw), xb = MAX(xa, cv_end(p.pw, p.uw, p.w, p.rp))
 
 #if VW == 16
 #define LOG2VW 4
@@ -404,7 +409,7 @@ INL void cv_put(__global T *Y, const conv_t p, __local const T *ot, long n, long
 INL void cv_emap(__local int *emap, const conv_t p) {
     for (int y = 0; y < p.h; ++y)
         for (int x = 0; x < p.w; ++x)
-            emap[y * p.w + x] = (int)(((y + p.ph) * p.rp + x + p.pw) * VW);
+            emap[y * p.w + x] = (int)(((y * p.uh + p.ph) * p.rp + x * p.uw + p.pw) * VW);
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -425,7 +430,8 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
         if (whole && nl == VW)
             cv_stage_dense(xt, X, p.x, n, g0, (int)(p.h * p.w), emap);
         else
-            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp,
+                     (int)p.uh, (int)p.uw);
         for (int l = 0; l < nl; ++l) {
             __global const T *k = K + p.k.off + (g0 + l) * p.k.s[0];
             for (int kh = 0; kh < p.kh; ++kh)
@@ -487,11 +493,12 @@ void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t
         if (whole)
             cv_stage_dense(xt, X, p.x, n, g0, (int)(p.h * p.w), emap);
         else
-            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp);
+            cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp,
+                     (int)p.uh, (int)p.uw);
         if (gdense)
             cv_stage_dense(gt, GO, gv, n, g0, npix, 0);
         else
-            cv_stage(gt, GO, gv, n, g0, nl, 0, (int)p.oh, 0, (int)p.ow, 0, 0, (int)p.ow);
+            cv_stage(gt, GO, gv, n, g0, nl, 0, (int)p.oh, 0, (int)p.ow, 0, 0, (int)p.ow, 1, 1);
         V bs = (V)0;
         for (int q = 0; q < npix; ++q) bs += LDL(gt + q * VW);
         STL(wacc + kk * VW, LDL(wacc + kk * VW) + bs);

@@ -626,18 +626,20 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
 
 
 # -- the CPU depthwise kernels (kernels/conv_dw_cpu.cl): both layouts, both vector widths ------
-DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs); cv: channels in lanes, pp: phase planes
-    (2, 24, 8, 8, 1, 3, dict(padding=1)),                      # cv, a partial lane block
-    (1, 40, 4, 4, 1, 3, dict(padding=1)),                      # cv, batch 1, 4x4 maps
-    (2, 19, 9, 7, 1, 5, dict(padding=2, stride=2)),            # cv, odd sizes, stride 2
-    (2, 17, 8, 8, 1, 3, dict(padding=1, stride=2)),            # cv, even sizes, stride 2
-    (2, 18, 11, 10, 1, 3, dict(padding=2, dilation=2)),        # cv, dilation
-    (2, 5, 33, 37, 1, 3, dict(padding=1)),                     # pp, odd sizes
-    (2, 6, 34, 40, 1, 3, dict(padding=1, stride=2)),           # pp, stride 2 (even/odd planes)
-    (1, 4, 35, 33, 1, 5, dict(padding=2, stride=2)),           # pp, 5x5, stride 2, odd sizes
-    (2, 3, 30, 31, 1, 3, dict(padding=(1, 0), stride=(2, 1), dilation=(1, 2))),  # pp
-    (2, 4, 9, 10, 2, 3, dict(padding=1)),                      # pp: channel multiplier 2
-    (2, 4, 31, 30, 3, 5, dict(padding=2, stride=2)),           # pp: multiplier, stride 2
+DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs, forward layout): cv channels in lanes, pp
+    # phase planes (windows over DW_CV_WINDOW elements, or a channel multiplier)
+    (2, 24, 8, 8, 1, 3, dict(padding=1), "cv"),                     # a partial lane block
+    (1, 40, 4, 4, 1, 3, dict(padding=1), "cv"),                     # batch 1, 4x4 maps
+    (2, 19, 9, 7, 1, 5, dict(padding=2, stride=2), "cv"),           # odd sizes, stride 2
+    (2, 17, 8, 8, 1, 3, dict(padding=1, stride=2), "cv"),           # even sizes, stride 2
+    (2, 18, 11, 10, 1, 3, dict(padding=2, dilation=2), "cv"),       # dilation
+    (2, 3, 13, 12, 1, 3, dict(padding=(4, 0), stride=(3, 2)), "cv"),  # padding > kernel
+    (1, 3, 45, 43, 1, 3, dict(padding=1), "pp"),                    # odd sizes
+    (1, 4, 50, 47, 1, 3, dict(padding=1, stride=2), "pp"),          # stride 2 (even/odd planes)
+    (1, 3, 45, 47, 1, 5, dict(padding=2, stride=2), "pp"),          # 5x5, stride 2, odd sizes
+    (2, 3, 44, 45, 1, 3, dict(padding=(1, 0), stride=(2, 1), dilation=(1, 2)), "pp"),
+    (2, 4, 9, 10, 2, 3, dict(padding=1), "pp"),                     # channel multiplier 2
+    (2, 4, 31, 30, 3, 5, dict(padding=2, stride=2), "pp"),          # multiplier, stride 2
 ]
 
 
@@ -648,18 +650,25 @@ def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
     """Depthwise convs (groups == C, channel multiplier m) with the depthwise algorithm forced:
     forward, input and weight gradient and bias gradient against the float64 NumPy reference,
     on non-contiguous inputs, with the kernels built for AVX2 (8 float lanes) and AVX-512
-    (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback)."""
+    (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback), the
+    forward in the layout the case is for."""
+    from clgrad.ops.conv import _check
     from clgrad.runtime import Device
     if clgrad.default_device().kind != "cpu":
         pytest.skip("the CPU depthwise kernels build WIDE only on CPUs")
     monkeypatch.setattr(Device, "vector_width", property(lambda self: width))
     _use("depthwise")
-    n, c, h, w, m, k, kwargs = case
+    n, c, h, w, m, k, kwargs, layout = case
     for i, kind in enumerate(("contig", "step", "transpose")):
         got, ref = _run(*_data(n, c, h, w, c * m, 1, k, k, seed=i), kind=kind, dtype=dtype,
                         groups=c, **kwargs)
         _close(got, ref, 1e-4 if dtype == clgrad.float32 else 1e-10)
         assert set(backends.last_conv_algorithms.values()) == {"depthwise"}
+    x = clgrad.zeros((n, c, h, w), dtype=dtype)
+    p = _check(x, clgrad.zeros((c * m, 1, k, k), dtype=dtype), None, kwargs.get("stride", 1),
+               kwargs.get("padding", 0), kwargs.get("dilation", 1), c)
+    plan = conv_algorithms._plan_dw(p, dtype, x._storage.device)
+    assert plan.tiles.slab == (layout == "cv")
 
 
 @pytest.mark.parametrize("groups", (2, 64))

@@ -289,7 +289,7 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
     if algo == "im2col":  # runs on the forward problem: W^T g, then col2im into gi
         alg.im2col_dgrad(geo._replace(y=p.y), g4, w, gi4)
         return True
-    if p.uh * p.uw == 1:
+    if p.uh * p.uw == 1 or plan.inserts:
         _run(algo, plan, "grad_input", p, g4, w, gi4, None)
         return True
     phases = [q for q in _phases(p) if q is not None]

@@ -49,10 +49,11 @@ SPLIT_GROUPS = 4           # weight-gradient work-groups per compute unit (batch
 DW_WIDE_COLS = 32          # output columns from which the depthwise kernels use WIDE vectors
 DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
 # window elements per map (rows x columns, padding included) up to which pure depthwise convs
-# run channels in lanes (dw_cv_*): Xeon, 1 thread, batch 8: 16x16 maps (18x18 windows) 0.48
-# against 0.60 ms with the phase planes, 5x5 ones (20x20) 0.80 against 1.26; a 32x32 map at
-# stride 2 (33x33) 2.0 against 1.3 ms
-DW_CV_WINDOW = 400
+# run channels in lanes (dw_cv_*), and the bytes of window + outputs they stage at most: Xeon,
+# 1 thread, batch 8, forward: 144 32x32 maps 0.97 against 1.26 ms with the phase planes, at
+# stride 2 0.51 against 0.99 ms; 576 8x8 maps 0.32 against 0.60 ms
+DW_CV_WINDOW = 1600
+DW_CV_BYTES = 160 << 10
 DW_CV_WIDE = True          # dw_cv_* with WIDE where the device has 16-float vectors (tests: off)
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
 # GPU variant (kernels/conv_gemm_gpu.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
@@ -295,13 +296,13 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
     O/G == 1) whose window is at most DW_CV_WINDOW elements per map and fits; else None."""
     rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
     wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
-    if p.c != 1 or p.o != 1 or rows * wp > DW_CV_WINDOW:
+    if p.c != 1 or p.o != 1 or rows * wp > DW_CV_WINDOW or (p.uh * p.uw > 1 and wgrad):
         return None
     vw, isz, kk, npix = _vw_max(dt), dt.itemsize, p.kh * p.kw, p.oh * p.ow
     t = Tiles(th=p.oh, tw=p.ow, ntw=1, rows=rows, rp=wp, cp=rows * wp, slab=1)
     local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk,
              4 * p.h * p.w)
-    if local[0] + local[1] > DW_WINDOW_MAX or not _fits(
+    if local[0] + local[1] > DW_CV_BYTES or not _fits(
             local, dev, ("conv_dw_cpu.cl", "dw_cv_wgrad" if wgrad else "dw_cv_fwd",
                          defines_for(dt))):
         return None
@@ -309,18 +310,20 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
         lanes = _vw(dt, _cv_dev(p, dev))
         split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), cdiv(p.g, lanes))))
         t = t._replace(split=split)
-    return Plan(t, local)
+    return Plan(t, local, inserts=p.uh * p.uw > 1)
 
 
 def _plan_dw(p: Problem, dt, dev):
     """Tiles of whole maps where the window fits WINDOW_MAX (else fewer rows, then fewer
-    columns). With zero insertion (a strided layer's input gradient) an empty plan: conv.py
-    runs that problem as phase problems without insertion, each planned on its own."""
-    if p.uh != 1 or p.uw != 1:
-        return Plan()
+    columns); pure depthwise problems whose window fits run channels in lanes (_plan_cv), with
+    zero insertion too (a strided layer's input gradient in one launch). Other problems with
+    zero insertion get an empty plan: conv.py runs them as phase problems without insertion,
+    each planned on its own."""
     cv = _plan_cv(p, dt, dev, False)
     if cv is not None:
         return cv
+    if p.uh != 1 or p.uw != 1:
+        return Plan()
     vw, isz, kk = _vw_max(dt), dt.itemsize, p.kh * p.kw
     kn = dict(th=p.oh, tw=p.ow)
     while True:
@@ -335,7 +338,6 @@ def _plan_dw(p: Problem, dt, dev):
 
 def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
-    assert p.uh == p.uw == 1, "depthwise: zero insertion runs as phases (conv._grad_input)"
     if t.slab:
         dv = _cv_dev(p, dev)
         blocks = p.n * cdiv(p.g, _vw(dt, dv))
@@ -345,6 +347,7 @@ def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
                    w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
                    *_locals(plan.local))
         return
+    assert p.uh == p.uw == 1, "depthwise: zero insertion runs as phases (conv._grad_input)"
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
