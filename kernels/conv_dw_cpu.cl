@@ -281,12 +281,12 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
 // x < wp = p.rp); its border stays zero (staged once per work-group), so any stride or
 // dilation is a vector load per tap. Pixel q of the output reads xt at poff[q] + toff[tap].
 // Launch (local size 1):
-//   dw_cv_fwd:   (ceil(n * nb / blocks),), nb = ceil(g / VW) channel blocks; arg blocks per
-//                work-group; local xt[rows*wp*VW], ot[oh*ow*VW], wl[kk*VW], poff[oh*ow],
-//                toff[kk] (int).
+//   dw_cv_fwd:   (ceil(n * nb / blocks),), nb = ceil(g / VW) channel blocks, block
+//                gb * n + sample; arg blocks per work-group; local xt[rows*wp*VW],
+//                ot[oh*ow*VW], wl[kk*VW], poff[oh*ow], toff[kk], emap[h*w] (int).
 //   dw_cv_wgrad: (nb, split): the samples of one split; split == 1 writes gw (view gwv) and
 //                gb, else partial sums ws[split][g][1][kk + 1]; local xt, gt[oh*ow*VW],
-//                wacc[(kk + 1)*VW], poff, toff.
+//                wacc[(kk + 1)*VW], poff, toff, emap.
 
 // poff, toff and the zeroed window.
 INL void cv_setup(__local int *poff, __local int *toff, __local T *xt, const conv_t p) {
@@ -423,7 +423,8 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
     const bool whole = ya == 0 && yb == p.h && xa == 0 && xb == p.w && cv_dense(p.x, p.w);
     if (whole) cv_emap(emap, p);
     const long b0 = get_group_id(0) * blocks, b1 = MIN(b0 + blocks, p.n * nb);
-    long n = b0 / nb, gb = b0 - n * nb;
+    long gb = b0 / p.n, n = b0 - gb * p.n;  // block index = gb * n + sample
+    union { V v; T t[VW]; } bv;
     for (long blk = b0; blk < b1; ++blk) {
         const long g0 = gb * VW;
         const int nl = (int)MIN((long)VW, p.g - g0);
@@ -432,15 +433,16 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
         else
             cv_stage(xt, X, p.x, n, g0, nl, ya, yb, xa, xb, (int)p.ph, (int)p.pw, wp,
                      (int)p.uh, (int)p.uw);
-        for (int l = 0; l < nl; ++l) {
-            __global const T *k = K + p.k.off + (g0 + l) * p.k.s[0];
-            for (int kh = 0; kh < p.kh; ++kh)
-                for (int kw = 0; kw < p.kw; ++kw)
-                    wl[(kh * p.kw + kw) * VW + l] = k[kh * p.k.s[3] + kw * p.k.s[4]];
+        if (blk == b0 || n == 0) {  // the weights and bias of these channels, once per sweep
+            for (int l = 0; l < nl; ++l) {
+                __global const T *k = K + p.k.off + (g0 + l) * p.k.s[0];
+                for (int kh = 0; kh < p.kh; ++kh)
+                    for (int kw = 0; kw < p.kw; ++kw)
+                        wl[(kh * p.kw + kw) * VW + l] = k[kh * p.k.s[3] + kw * p.k.s[4]];
+            }
+            for (int l = 0; l < VW; ++l)
+                bv.t[l] = p.bias && l < nl ? B[p.boff + (g0 + l) * p.bs] : (T)0;
         }
-        union { V v; T t[VW]; } bv;
-        for (int l = 0; l < VW; ++l)
-            bv.t[l] = p.bias && l < nl ? B[p.boff + (g0 + l) * p.bs] : (T)0;
         int q = 0;
         for (; q + 4 <= npix; q += 4) {
             V a0 = bv.v, a1 = bv.v, a2 = bv.v, a3 = bv.v;
@@ -466,9 +468,9 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
             STL(ot + q * VW, a0);
         }
         cv_put(Y, p, ot, n, g0, nl);
-        if (++gb == nb) {
-            gb = 0;
-            ++n;
+        if (++n == p.n) {
+            n = 0;
+            ++gb;
         }
     }
 }
