@@ -328,6 +328,8 @@ INL int cv_end(long pad, long u, long n, long len) {
     const int ya = cv_first(p.ph, p.uh), yb = MAX(ya, cv_end(p.ph, p.uh, p.h, p.rows)),    \
               xa = cv_first(p.pw, p.uw), xb = MAX(xa, cv_end(p.pw, p.uw, p.w, p.rp))
 
+#define CV_CHUNK (2048 / VW)  // pixels per chunk of dw_cv_wgrad (8 KB of output gradient)
+
 #if VW == 16
 #define LOG2VW 4
 #elif VW == 8
@@ -504,16 +506,20 @@ void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t
         V bs = (V)0;
         for (int q = 0; q < npix; ++q) bs += LDL(gt + q * VW);
         STL(wacc + kk * VW, LDL(wacc + kk * VW) + bs);
-        for (int t = 0; t < kk; ++t) {
-            const int o = toff[t];
-            V s0 = (V)0, s1 = (V)0;
-            int q = 0;
-            for (; q + 2 <= npix; q += 2) {
-                s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
-                s1 += LDL(gt + (q + 1) * VW) * LDL(xt + poff[q + 1] + o);
+        // pixels in chunks whose output gradient and window rows stay in the L1 cache
+        for (int c0 = 0; c0 < npix; c0 += CV_CHUNK) {
+            const int c1 = MIN(c0 + CV_CHUNK, npix);
+            for (int t = 0; t < kk; ++t) {
+                const int o = toff[t];
+                V s0 = (V)0, s1 = (V)0;
+                int q = c0;
+                for (; q + 2 <= c1; q += 2) {
+                    s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
+                    s1 += LDL(gt + (q + 1) * VW) * LDL(xt + poff[q + 1] + o);
+                }
+                if (q < c1) s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
+                STL(wacc + t * VW, LDL(wacc + t * VW) + (s0 + s1));
             }
-            if (q < npix) s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
-            STL(wacc + t * VW, LDL(wacc + t * VW) + (s0 + s1));
         }
     }
     for (int l = 0; l < nl; ++l) {

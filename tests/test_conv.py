@@ -628,7 +628,9 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
 # -- the CPU depthwise kernels (kernels/conv_dw_cpu.cl): both layouts, both vector widths ------
 DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs, forward layout): cv channels in lanes, pp
     # phase planes (windows over DW_CV_WINDOW elements, or a channel multiplier)
-    (2, 24, 8, 8, 1, 3, dict(padding=1), "cv"),                     # a partial lane block
+    (2, 24, 8, 8, 1, 3, dict(padding=1), "cv"),                     # 3 blocks of 8 lanes
+    (2, 32, 8, 8, 1, 3, dict(padding=1), "cv"),                     # 2 of 16 (width 16)
+    (1, 136, 5, 5, 1, 3, dict(padding=1, stride=2), "cv"),          # a partial block of 16
     (1, 40, 4, 4, 1, 3, dict(padding=1), "cv"),                     # batch 1, 4x4 maps
     (2, 19, 9, 7, 1, 5, dict(padding=2, stride=2), "cv"),           # odd sizes, stride 2
     (2, 17, 8, 8, 1, 3, dict(padding=1, stride=2), "cv"),           # even sizes, stride 2

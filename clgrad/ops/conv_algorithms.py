@@ -281,8 +281,12 @@ def _dw_window(p: Problem, th, tw, vw) -> Tiles:
 
 def _cv_dev(p: Problem, dev):
     """dev where the channels-in-lanes kernels build WIDE (16 lanes on AVX-512; 576x8 maps,
-    batch 8: 0.55 against 0.58 ms), else None."""
-    return dev if DW_CV_WIDE else None
+    batch 8: 0.55 against 0.58 ms), else None: not where 16-lane blocks of channels would
+    leave more lanes idle than 8-lane ones (24 channels: 3 blocks of 8, not 2 of 16) unless
+    there are many channels."""
+    narrow = _vw(dtypes.float32, None)
+    even = _up(p.g, 2 * narrow) == _up(p.g, narrow) or p.g >= 16 * narrow
+    return dev if DW_CV_WIDE and even else None
 
 
 def _vw_max(dt):
