@@ -509,16 +509,22 @@ void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t
         // pixels in chunks whose output gradient and window rows stay in the L1 cache
         for (int c0 = 0; c0 < npix; c0 += CV_CHUNK) {
             const int c1 = MIN(c0 + CV_CHUNK, npix);
-            for (int t = 0; t < kk; ++t) {
-                const int o = toff[t];
-                V s0 = (V)0, s1 = (V)0;
-                int q = c0;
-                for (; q + 2 <= c1; q += 2) {
-                    s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
-                    s1 += LDL(gt + (q + 1) * VW) * LDL(xt + poff[q + 1] + o);
+            for (int t0 = 0; t0 < kk; t0 += 4) {  // taps in fours sharing each gradient load
+                const int o0 = toff[t0], o1 = toff[MIN(t0 + 1, kk - 1)],
+                          o2 = toff[MIN(t0 + 2, kk - 1)], o3 = toff[MIN(t0 + 3, kk - 1)];
+                V s0 = (V)0, s1 = (V)0, s2 = (V)0, s3 = (V)0;
+                for (int q = c0; q < c1; ++q) {
+                    const V gq = LDL(gt + q * VW);
+                    __local const T *x = xt + poff[q];
+                    s0 += gq * LDL(x + o0);
+                    s1 += gq * LDL(x + o1);
+                    s2 += gq * LDL(x + o2);
+                    s3 += gq * LDL(x + o3);
                 }
-                if (q < c1) s0 += LDL(gt + q * VW) * LDL(xt + poff[q] + o);
-                STL(wacc + t * VW, LDL(wacc + t * VW) + (s0 + s1));
+                STL(wacc + t0 * VW, LDL(wacc + t0 * VW) + s0);
+                if (t0 + 1 < kk) STL(wacc + (t0 + 1) * VW, LDL(wacc + (t0 + 1) * VW) + s1);
+                if (t0 + 2 < kk) STL(wacc + (t0 + 2) * VW, LDL(wacc + (t0 + 2) * VW) + s2);
+                if (t0 + 3 < kk) STL(wacc + (t0 + 3) * VW, LDL(wacc + (t0 + 3) * VW) + s3);
             }
         }
     }
