@@ -1,7 +1,9 @@
 // kernels/conv_dw_cpu.cl — direct stencils for groups with few channels (depthwise: C/G == 1,
-// channel multiplier O/G allowed), on the problem of conv.h without zero insertion (U = 1): no
-// GEMM. The input gradient of a depthwise conv (O/G == 1 after the transpose) is the same
-// forward kernel (per phase where the stride is > 1: clgrad/ops/conv.py).
+// channel multiplier O/G allowed) on the problem of conv.h: no GEMM. The input gradient of a
+// depthwise conv (O/G == 1 after the transpose) is the same forward kernel. Two layouts
+// (clgrad/ops/conv_algorithms.py picks): channels in vector lanes (dw_cv_*, below: pure
+// depthwise maps of windows up to DW_CV_WINDOW, zero insertion too) and phase planes (dw_fwd,
+// dw_wgrad: any C/G, O/G; U = 1, a strided input gradient runs as phases: clgrad/ops/conv.py).
 //
 // Layout (phase planes). A tile of th x tw outputs of one (n, g) reads, per input channel, the
 // window rows y0 + m*sh + a and columns x0 + q*sw + b: it is staged as sh*sw phase planes
@@ -297,7 +299,7 @@ INL void cv_setup(__local int *poff, __local int *toff, __local T *xt, const con
     for (int kh = 0; kh < p.kh; ++kh)
         for (int kw = 0; kw < p.kw; ++kw)
             toff[kh * p.kw + kw] = (int)((kh * p.dh * wp + kw * p.dw) * VW);
-    for (int i = 0; i < p.rows * wp * VW; ++i) xt[i] = (T)0;
+    for (int i = 0; i < p.rows * wp; ++i) STL(xt + i * VW, (V)0);
 }
 
 // Stage lanes [0, nl) (groups g0 + l of sample n) of a view v5 of (n, g, 0, h, w) maps into
@@ -491,8 +493,8 @@ void dw_cv_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t
                        && nl == VW;
     if (whole) cv_emap(emap, p);
     const bool gdense = nl == VW && cv_dense(gv, p.ow);
-    for (int i = 0; i < (kk + 1) * VW; ++i) wacc[i] = (T)0;
-    for (int i = 0; i < npix * VW; ++i) gt[i] = (T)0;
+    for (int i = 0; i <= kk; ++i) STL(wacc + i * VW, (V)0);
+    for (int i = 0; i < npix; ++i) STL(gt + i * VW, (V)0);
     for (long n = n0; n < n1; ++n) {
         if (whole)
             cv_stage_dense(xt, X, p.x, n, g0, (int)(p.h * p.w), emap);
