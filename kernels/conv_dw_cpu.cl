@@ -285,7 +285,8 @@ void dw_wgrad(const conv_t p, long gpw, __global const T *X, __global const T *G
 // Launch (local size 1):
 //   dw_cv_fwd:   (ceil(n * nb / blocks),), nb = ceil(g / VW) channel blocks, block
 //                gb * n + sample; arg blocks per work-group; local xt[rows*wp*VW],
-//                ot[oh*ow*VW], wl[kk*VW], poff[oh*ow], toff[kk], emap[h*w] (int).
+//                ot[oh*ow*VW], wl[kk*VW], poff[oh*ow], toff[kk], emap[h*w], ptab (int;
+//                cv_classes, with zero insertion).
 //   dw_cv_wgrad: (nb, split): the samples of one split; split == 1 writes gw (view gwv) and
 //                gb, else partial sums ws[split][g][1][kk + 1]; local xt, gt[oh*ow*VW],
 //                wacc[(kk + 1)*VW], poff, toff, emap.
@@ -416,13 +417,89 @@ INL void cv_emap(__local int *emap, const conv_t p) {
             emap[y * p.w + x] = (int)(((y * p.uh + p.ph) * p.rp + x * p.uw + p.pw) * VW);
 }
 
+// Zero insertion (U > 1): the window holds the input every uh rows and uw columns, zeros
+// between. Output pixels fall in uh*uw classes ((r - ph) mod uh, (j - pw) mod uw), each
+// meeting the inserted zeros at the same taps: per class its pixels (window offset spo, output
+// index sq) and the taps that meet input (offset lto, weight lix), so no zero is multiplied.
+// ptab: cs[cls + 1] class starts, lc[cls] tap counts, spo[npix], sq[npix], lto[cls*kk],
+// lix[cls*kk].
+INL void cv_classes(__local int *ptab, __local const int *poff, __local const int *toff,
+                    const conv_t p) {
+    const int uh = (int)p.uh, uw = (int)p.uw, cls = uh * uw, kk = (int)(p.kh * p.kw);
+    const int npix = (int)(p.oh * p.ow), ph = (int)p.ph, pw = (int)p.pw;
+    __local int *cs = ptab, *lc = cs + cls + 1, *spo = lc + cls, *sq = spo + npix,
+                *lto = sq + npix, *lix = lto + cls * kk;
+    int i = 0;
+    for (int c = 0; c < cls; ++c) {
+        const int ar = c / uw, ac = c - (c / uw) * uw;
+        cs[c] = i;
+        for (int r = 0; r < p.oh; ++r) {
+            if (((r - ph) % uh + uh) % uh != ar) continue;
+            for (int j = 0; j < p.ow; ++j) {
+                if (((j - pw) % uw + uw) % uw != ac) continue;
+                spo[i] = poff[r * p.ow + j];
+                sq[i++] = r * (int)p.ow + j;
+            }
+        }
+        int m = 0;
+        for (int kh = 0; kh < p.kh; ++kh) {
+            if ((ar + kh * (int)p.dh) % uh) continue;
+            for (int kw = 0; kw < p.kw; ++kw) {
+                if ((ac + kw * (int)p.dw) % uw) continue;
+                lto[c * kk + m] = toff[kh * p.kw + kw];
+                lix[c * kk + m++] = (int)((kh * p.kw + kw) * VW);
+            }
+        }
+        lc[c] = m;
+    }
+    cs[cls] = i;
+}
+
+// The outputs ot of one block by classes (cv_classes), four pixels at a time.
+INL void cv_sparse(__local T *ot, __local const T *xt, __local const T *wl,
+                   __local const int *ptab, V b, int npix, int kk, int cls) {
+    __local const int *cs = ptab, *lc = cs + cls + 1, *spo = lc + cls, *sq = spo + npix,
+                      *lto = sq + npix, *lix = lto + cls * kk;
+    for (int c = 0; c < cls; ++c) {
+        const int i1 = cs[c + 1], nt = lc[c];
+        __local const int *lt = lto + c * kk, *li = lix + c * kk;
+        int i = cs[c];
+        for (; i + 4 <= i1; i += 4) {
+            V a0 = b, a1 = b, a2 = b, a3 = b;
+            __local const T *x0 = xt + spo[i], *x1 = xt + spo[i + 1], *x2 = xt + spo[i + 2],
+                            *x3 = xt + spo[i + 3];
+            for (int m = 0; m < nt; ++m) {
+                const V w = LDL(wl + li[m]);
+                const int o = lt[m];
+                a0 += w * LDL(x0 + o);
+                a1 += w * LDL(x1 + o);
+                a2 += w * LDL(x2 + o);
+                a3 += w * LDL(x3 + o);
+            }
+            STL(ot + sq[i] * VW, a0);
+            STL(ot + sq[i + 1] * VW, a1);
+            STL(ot + sq[i + 2] * VW, a2);
+            STL(ot + sq[i + 3] * VW, a3);
+        }
+        for (; i < i1; ++i) {
+            V a0 = b;
+            __local const T *x0 = xt + spo[i];
+            for (int m = 0; m < nt; ++m) a0 += LDL(wl + li[m]) * LDL(x0 + lt[m]);
+            STL(ot + sq[i] * VW, a0);
+        }
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const T *K,
                __global T *Y, __global const T *B, __local T *xt, __local T *ot,
-               __local T *wl, __local int *poff, __local int *toff, __local int *emap) {
+               __local T *wl, __local int *poff, __local int *toff, __local int *emap,
+               __local int *ptab) {
     const int kk = (int)(p.kh * p.kw), npix = (int)(p.oh * p.ow), wp = (int)p.rp;
     const long nb = (p.g + VW - 1) / VW;
+    const int cls = (int)(p.uh * p.uw);
     cv_setup(poff, toff, xt, p);
+    if (cls > 1) cv_classes(ptab, poff, toff, p);
     CV_RANGE;
     const bool whole = ya == 0 && yb == p.h && xa == 0 && xb == p.w && cv_dense(p.x, p.w);
     if (whole) cv_emap(emap, p);
@@ -446,6 +523,15 @@ void dw_cv_fwd(const conv_t p, long blocks, __global const T *X, __global const 
             }
             for (int l = 0; l < VW; ++l)
                 bv.t[l] = p.bias && l < nl ? B[p.boff + (g0 + l) * p.bs] : (T)0;
+        }
+        if (cls > 1) {
+            cv_sparse(ot, xt, wl, ptab, bv.v, npix, kk, cls);
+            cv_put(Y, p, ot, n, g0, nl);
+            if (++n == p.n) {
+                n = 0;
+                ++gb;
+            }
+            continue;
         }
         int q = 0;
         for (; q + 4 <= npix; q += 4) {

@@ -306,6 +306,9 @@ def _plan_cv(p: Problem, dt, dev, wgrad: bool):
     t = Tiles(th=p.oh, tw=p.ow, ntw=1, rows=rows, rp=wp, cp=rows * wp, slab=1)
     local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk,
              4 * p.h * p.w)
+    if not wgrad:  # dw_cv_fwd's class tables (zero insertion)
+        cls = p.uh * p.uw
+        local += (4 * (2 * cls + 1 + 2 * npix + 2 * cls * kk) if cls > 1 else 4,)
     if local[0] + local[1] > DW_CV_BYTES or not _fits(
             local, dev, ("conv_dw_cpu.cl", "dw_cv_wgrad" if wgrad else "dw_cv_fwd",
                          defines_for(dt))):
