@@ -9,10 +9,10 @@ a fixed number of launches whatever ``groups`` is (implicit, depthwise, direct: 
 backward one for the input gradient and two for the weight and bias gradients: partial sums
 over batch splits, then their sum written through the grouped view of the one weight
 gradient; the CPU depthwise kernels write the sums themselves, one launch, where there are
-groups enough to fill the device without batch splits). No parameter is copied; any strided input is read through its strides. The input
-gradient is the forward problem again (kernels/conv.h): the output gradient with stride-1
-zeros inserted, padding (k-1)*d - p, and the weight view transposed and flipped (negative
-strides, still a view).
+groups enough to fill the device without batch splits). No parameter is copied; any strided
+input is read through its strides. The input gradient is the forward problem again
+(kernels/conv.h): the output gradient with stride-1 zeros inserted, padding (k-1)*d - p, and
+the weight view transposed and flipped (negative strides, still a view).
 
 Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``;
 their planners and launchers: clgrad/ops/conv_algorithms.py):
