@@ -673,11 +673,12 @@ def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
     assert plan.tiles.slab == (layout == "cv")
 
 
-@pytest.mark.parametrize("groups", (2, 64))
+@pytest.mark.parametrize("groups", (2, 64, 256))
 def test_depthwise_weight_gradient_split_or_direct(groups):
     """The depthwise weight gradient sums the batch in each work-group and writes gw and gb
-    itself where there are groups enough (groups = 64), else adds batch splits in a second
-    launch: both equal the reference (input a narrow view), for both kernel layouts."""
+    itself where there are groups enough to fill the device (on 2 compute units: 256 groups
+    with channels in lanes, 64 with phase planes), else adds batch splits in a second launch
+    (2 groups): all equal the reference (input a narrow view), for both kernel layouts."""
     _use("depthwise")
     rng = np.random.default_rng(3)
     for k, h in ((3, 6), (3, 40)):  # channels in lanes, phase planes
