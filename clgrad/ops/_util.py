@@ -42,6 +42,7 @@ def zeros(shape, dtype, device) -> Tensor:
 def copy_raw(dst: Tensor, src: Tensor):
     """Copy ``src`` (same shape, any dtype, any view) into the view ``dst``; no autograd."""
     same_device("copy_", dst, src)
+    dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
     d = {"S": src.dtype.cl, "D": dst.dtype.cl}
     if dst.dtype.is_bool:
         d["D_IS_BOOL"] = 1
@@ -50,6 +51,7 @@ def copy_raw(dst: Tensor, src: Tensor):
 
 def fill_raw(dst: Tensor, value):
     """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
+    dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
     launch_1d("elementwise.cl", "fill", defines_for(dst.dtype), dst, (),
               (scalar(dst.dtype, value),))
 
