@@ -279,6 +279,74 @@ def test_copy_between_any_two_views(src_dt, dst_dt, shape, data):
         assert d._version > version
 
 
+
+def _view_kinds():
+    """(name, NumPy source, clgrad view of it): the views whose contiguous() is a strided copy,
+    sized around kernels/copy.cl's copy_runs runs (COPY_RUN elements: rows split into runs,
+    short rows grouped, partial last groups)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((8, 116, 16, 16)).astype(np.float32)
+    ta = clgrad.tensor(a)
+    big = rng.standard_normal((3, 5000)).astype(np.float32)
+    tb = clgrad.tensor(big)
+    c = rng.standard_normal((2, 3, 1, 5, 7)).astype(np.float32)
+    tc = clgrad.tensor(c)
+    col = rng.standard_normal((4, 1, 3)).astype(np.float32)
+    e = np.arange(2 * 3 * 4 * 2 * 3 * 2 * 2 * 3).reshape(2, 3, 4, 2, 3, 2, 2, 3)
+    te = clgrad.tensor(e)
+    return [
+        ("shuffle", a.reshape(8, 2, 58, 16, 16).transpose(0, 2, 1, 3, 4),
+         ta.view(8, 2, 58, 16, 16).transpose(1, 2)),
+        ("chunk", a[:, 58:], ta.chunk(2, 1)[1]),
+        ("narrow_offset", a[1:7, 3:100, 2:15, 1:], ta[1:7, 3:100, 2:15, 1:]),
+        ("last_dim_transposed", a[0, 0].T, ta[0, 0].t()),
+        ("permute", a[:2].transpose(0, 3, 1, 2), ta[:2].permute(0, 3, 1, 2)),
+        ("long_rows_split", big[:, 1:4998], tb[:, 1:4998]),
+        ("long_rows_step", big[:, ::3], tb[:, ::3]),
+        ("rank1_step", big[1, 7::5], tb[1, 7::5]),
+        ("unit_dims", c.transpose(4, 2, 1, 0, 3), tc.permute(4, 2, 1, 0, 3)),
+        ("expand_0_stride", np.broadcast_to(col, (4, 2500, 3)),
+         clgrad.tensor(col).expand(4, 2500, 3)),
+        ("expand_inner", np.broadcast_to(a[:, :, :1, :1], (8, 116, 16, 16)),
+         ta[:, :, :1, :1].expand(8, 116, 16, 16)),
+        ("eight_dims", e.transpose(7, 6, 5, 4, 3, 2, 1, 0), te.permute(7, 6, 5, 4, 3, 2, 1, 0)),
+        ("one_element", a[3:4, 5:6, 7:8, 2:3], ta[3:4, 5:6, 7:8, 2:3]),
+    ]
+
+
+@pytest.mark.parametrize("kind", range(13))
+@pytest.mark.parametrize("dst_dt", [F32, F64, I32, BOOL])
+def test_contiguous_of_every_view_kind(kind, dst_dt):
+    """contiguous() (same dtype) and .to(dtype) of strided views, and a copy_ into a strided
+    destination, against NumPy: the CPU devices copy these with copy_runs."""
+    name, ref, v = _view_kinds()[kind]
+    want = ref.astype(NP[dst_dt]) if dst_dt is not BOOL else ref != 0
+    out = v.to(dst_dt).contiguous() if dst_dt is not v.dtype else v.contiguous()
+    assert out.is_contiguous() and out.dtype is dst_dt, name
+    np.testing.assert_array_equal(out.numpy(), want, err_msg=name)
+    # into a strided destination (a transposed view over a padded buffer)
+    root = clgrad.zeros(*(n + 1 for n in reversed(ref.shape)), dtype=dst_dt)
+    dst = root[tuple(slice(1, None) for _ in ref.shape)].permute(*reversed(range(ref.ndim)))
+    dst.copy_(v)
+    np.testing.assert_array_equal(dst.numpy(), want, err_msg=name)
+    outside = root.numpy().copy()
+    outside[tuple(slice(1, None) for _ in ref.shape)] = 0
+    assert not outside.any(), name
+
+
+def test_copy_int64_and_bool_strided():
+    """int64 and bool sources through the strided copy (transposed, stepped), exactly."""
+    x = np.arange(-3000, 3000, dtype=np.int64).reshape(60, 100)
+    t = clgrad.tensor(x)
+    np.testing.assert_array_equal(t.t().contiguous().numpy(), x.T)
+    np.testing.assert_array_equal(t[:, ::7].to(clgrad.float32).numpy(),
+                                  x[:, ::7].astype(np.float32))
+    m = x % 3 == 0
+    tm = clgrad.tensor(m)
+    np.testing.assert_array_equal(tm.t().contiguous().numpy(), m.T)
+    np.testing.assert_array_equal(tm[::2].t().to(clgrad.int32).numpy(),
+                                  m[::2].T.astype(np.int32))
+
 # -- sizes around work-group boundaries -------------------------------------------------------
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 1025, 4099])
 @pytest.mark.parametrize("dtype", FLOATS)
