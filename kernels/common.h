@@ -32,12 +32,12 @@ inline long off1(long i, int nd, const shape_t sh, const view_t v) { return v.of
 inline long off1(long i, int nd, const shape_t sh, const view_t v) {
     long r = get_global_id(1), o = v.off + (long)get_global_id(0) * v.s[ROWS2D - 1];
 #pragma unroll
-    for (int d = ROWS2D - 2; d >= 0; --d) {  // the rank, a define: static struct indexing
+    for (int d = ROWS2D - 2; d >= 1; --d) {  // the rank, a define: static struct indexing
         long q = r / sh.n[d];
         o += (r - q * sh.n[d]) * v.s[d];
         r = q;
     }
-    return o;
+    return o + r * v.s[0];  // what is left is the outermost index: no division (see off1)
 }
 #endif
 #if defined(CONTIG) || defined(ROWS2D)
@@ -61,12 +61,14 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
 inline long off1(long i, int nd, const shape_t sh, const view_t v) {
     if (nd == 1) return v.off + i * v.s[0];  // collapsed (e.g. contiguous): no division
     long o = v.off;
-    for (int d = nd - 1; d >= 0; --d) {
+    for (int d = nd - 1; d >= 1; --d) {
         long q = i / sh.n[d];
         o += (i - q * sh.n[d]) * v.s[d];
         i = q;
     }
-    return o;
+    // i < sh.n[0] is the outermost index: no division (a 64-bit division costs tens of
+    // cycles on a CPU; a broadcast multiply of rank 2 divided per element and operand)
+    return o + i * v.s[0];
 }
 
 // Offsets of the i-th element in two views of the same shape.
@@ -78,15 +80,15 @@ inline void off2(long i, int nd, const shape_t sh, const view_t a, const view_t 
         return;
     }
     long pa = a.off, pb = b.off;
-    for (int d = nd - 1; d >= 0; --d) {
+    for (int d = nd - 1; d >= 1; --d) {
         long q = i / sh.n[d];
         long c = i - q * sh.n[d];
         pa += c * a.s[d];
         pb += c * b.s[d];
         i = q;
     }
-    *oa = pa;
-    *ob = pb;
+    *oa = pa + i * a.s[0];  // the outermost index: no division (see off1)
+    *ob = pb + i * b.s[0];
 }
 
 // Offsets of the i-th element in three views of the same shape.
@@ -99,7 +101,7 @@ inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t 
         return;
     }
     long pa = a.off, pb = b.off, pc = c.off;
-    for (int d = nd - 1; d >= 0; --d) {
+    for (int d = nd - 1; d >= 1; --d) {
         long q = i / sh.n[d];
         long k = i - q * sh.n[d];
         pa += k * a.s[d];
@@ -107,16 +109,16 @@ inline void off3(long i, int nd, const shape_t sh, const view_t a, const view_t 
         pc += k * c.s[d];
         i = q;
     }
-    *oa = pa;
-    *ob = pb;
-    *oc = pc;
+    *oa = pa + i * a.s[0];  // the outermost index: no division (see off1)
+    *ob = pb + i * b.s[0];
+    *oc = pc + i * c.s[0];
 }
 
 // Offsets in four views of the same shape.
 inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t b,
                  const view_t c, const view_t e, long *oa, long *ob, long *oc, long *oe) {
     long pa = a.off, pb = b.off, pc = c.off, pe = e.off;
-    for (int d = nd - 1; d >= 0; --d) {
+    for (int d = nd - 1; d >= 1; --d) {
         long q = i / sh.n[d];
         long k = i - q * sh.n[d];
         pa += k * a.s[d];
@@ -125,10 +127,10 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
         pe += k * e.s[d];
         i = q;
     }
-    *oa = pa;
-    *ob = pb;
-    *oc = pc;
-    *oe = pe;
+    *oa = pa + i * a.s[0];  // the outermost index: no division (see off1)
+    *ob = pb + i * b.s[0];
+    *oc = pc + i * c.s[0];
+    *oe = pe + i * e.s[0];
 }
 
 #endif  // CONTIG
