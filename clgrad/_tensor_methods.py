@@ -92,6 +92,10 @@ def _inplace_binary(fn, name):
 
 def _inplace_unary(fn, name):
     def method(self, *args, **kwargs):
+        if not args and not kwargs:  # relu_, exp_, tanh_ ...: one launch into self
+            out = ip.output_inplace(name, self, fn)
+            if out is not None:
+                return out
         return ip.inplace(name, self, lambda s: fn(s, *args, **kwargs))
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``; returns self."

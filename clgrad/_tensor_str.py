@@ -219,7 +219,8 @@ _TORCH_NAMES = {
     "square": "Pow", "conv2d": "Convolution", "conv_transpose2d": "Convolution",
     "max_pool2d": "MaxPool2DWithIndices", "avg_pool2d": "AvgPool2D",
     "adaptive_avg_pool2d": "AdaptiveAvgPool2D", "adaptive_max_pool2d": "AdaptiveMaxPool2D",
-    "batch_norm": "NativeBatchNorm", "batch_norm_relu": "Relu", "layer_norm":
+    "batch_norm": "NativeBatchNorm", "batch_norm_relu": "Relu", "batch_norm_relu6": "Hardtanh",
+    "batch_norm_silu": "Silu", "layer_norm":
     "NativeLayerNorm", "cross_entropy": "NllLoss", "nll_loss": "NllLoss", "mse_loss":
     "MseLoss", "dropout": "Mul", "relu6": "Hardtanh", "vector_norm": "LinalgVectorNorm",
     "pad": "ConstantPadNd", "interpolate": "UpsampleNearest2D", "copy_": "Copy",

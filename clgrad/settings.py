@@ -21,6 +21,8 @@ same table. Unknown names raise KeyError, so a typo in clgrad's code is found at
     CLGRAD_REPLAY       auto      how captured graphs enqueue: auto, pyopencl, ctypes,
                                   command_buffer (clgrad/capture.py)
     CLGRAD_COMMAND_BUFFER 1       0: never use cl_khr_command_buffer
+    CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
+                                  (8: the AVX2 variants on an AVX-512 CPU)
 
 The caches (the device probe's verdicts, tuned GEMM tiles, measured conv choices) are JSON
 files in ``cache_dir()``, read with ``read_json`` and written atomically with ``write_json``;
@@ -45,6 +47,7 @@ SETTINGS = {  # name: default (see the table above)
     "CLGRAD_CONV_ALGO": "auto", "CLGRAD_CONV_TUNE": "auto", "CLGRAD_CONV_DEBUG": "",
     "CLGRAD_CONV_GTILE": "", "CLGRAD_CONV_DWG": "", "CLGRAD_CONV_IGEMM": "",
     "CLGRAD_DEBUG": "", "CLGRAD_REPLAY": "auto", "CLGRAD_COMMAND_BUFFER": "1",
+    "CLGRAD_CPU_VECTOR_WIDTH": "",
 }
 
 
@@ -109,9 +112,15 @@ def write_json(path, data: dict, sort_keys: bool = False) -> bool:
 
 
 def device_key(dev) -> str:
-    """'platform | device | driver version': the key of a device's tuned entries."""
+    """'platform | device | driver version': the key of a device's tuned entries (with
+    ' | vector width N' where CLGRAD_CPU_VECTOR_WIDTH or CL_CONFIG_CPU_TARGET_ARCH change the
+    kernels a CPU builds)."""
     d = dev.cl_device
-    return f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+    key = f"{d.platform.name.strip()} | {dev.name} | {d.driver_version.strip()}"
+    arch = os.environ.get("CL_CONFIG_CPU_TARGET_ARCH", "")
+    if dev.kind == "cpu" and (getenv("CLGRAD_CPU_VECTOR_WIDTH") or arch):
+        key += f" | vector width {dev.vector_width}" + (f" {arch}" if arch else "")
+    return key
 
 
 @contextlib.contextmanager

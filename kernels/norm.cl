@@ -1,7 +1,7 @@
 // kernels/norm.cl — the normalisation family, one section per op (ops: clgrad/ops/norm.py):
 //   batch norm     bn_fwd, bn_bwd            one work-group per channel (GPUs)
-//                  bn_fwd_rows, bn_bwd_rows  one work item per channel, no barriers (CPUs;
-//                                            relu fusable with BN_RELU)
+//                  bn_fwd_rows, bn_bwd_rows  one work item per channel, no barriers (CPUs)
+//                  (both: relu, relu6 or silu fusable, BN_RELU / BN_RELU6 / BN_SILU)
 //   local response lrn_fwd, lrn_bwd          one work item per element
 //   layer / group  rn_fwd, rn_bwd            one work-group per row (layer_norm: a row is one
 //   (row norm)                               sample's normalised dims; group_norm: (n, group);
@@ -25,12 +25,35 @@
 #define BN_GX 16      // backward: grad of the input wanted
 #define BN_GW 32      // backward: grad of the weight wanted
 #define BN_GB 64      // backward: grad of the bias wanted
-#define BN_RELU 128   // *_rows only: relu fused (forward y = max(y, 0); backward masks gy
-                      // where the recomputed pre-activation x * scale + shift is <= 0)
+#define BN_RELU 128   // an activation fused after the normalisation (nn.Sequential's
+#define BN_RELU6 512  // BatchNorm2d + ReLU / ReLU6 / SiLU): the forward stores act(v), the
+#define BN_SILU 1024  // backward multiplies gy by act'(v) at the pre-activation v recomputed
+                      // from x by the forward's own expression; act and act' are
+                      // activation.cl's relu / hardtanh(0, 6) / silu (kinks and NaN alike)
+#define BN_COUNT 256  // forward: count[count_off] += 1 (BatchNorm's num_batches_tracked, a
+                      // long), by channel 0's first work item: the module's count in the
+                      // same launch
 
 // relu as elementwise.cl's (NaN and -0 pass), on a vector and on a scalar
 #define RELU8(v) select((v), (V8)0, (v) < (V8)0)
 #define RELU1(v) ((v) < (T)0 ? (T)0 : (v))
+#define BN_ACTS (BN_RELU | BN_RELU6 | BN_SILU)
+#define SIG1(v) ((T)1 / ((T)1 + exp(-(v))))
+
+// The fused activation of a pre-activation v, and gy times its derivative at v (relu: gy
+// where v > 0; relu6: gy strictly inside (0, 6); silu: gy s (1 + v (1 - s)), s = sigmoid v).
+inline T bn_act(T v, int flags) {
+    if (flags & BN_RELU) return RELU1(v);
+    if (flags & BN_RELU6) return v < (T)0 ? (T)0 : v > (T)6 ? (T)6 : v;
+    if (flags & BN_SILU) return v * SIG1(v);
+    return v;
+}
+inline T bn_act_grad(T gy, T v, int flags) {
+    if (flags & BN_RELU) return v <= (T)0 ? (T)0 : gy;
+    if (flags & BN_RELU6) return (v <= (T)0 || v >= (T)6) ? (T)0 : gy;
+    if (flags & BN_SILU) return gy * SIG1(v) * ((T)1 + v * ((T)1 - SIG1(v)));
+    return gy;
+}
 
 // The sum of v over the work-group, returned to every work item.
 inline T group_sum(T v, __local T *buf) {
@@ -55,10 +78,11 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
             __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
             __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
             view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
-            int flags) {
+            int flags, __global long *count, long count_off) {
     __local T buf[WG];
     long c = get_group_id(0);
     int lid = get_local_id(0);
+    if ((flags & BN_COUNT) && c == 0 && lid == 0) count[count_off] += 1;
     long xc = c * sxc, yc = c * syc;
     long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
     // The reductions run in every mode (over no elements in eval): no barrier sits in a
@@ -88,7 +112,7 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
     for (long j = lid; j < m; j += WG) {
         long ox, oy;
         off2(j, nd, sh, vx, vy, &ox, &oy);
-        y[oy + yc] = (x[ox + xc] - mu) * scale + bc;
+        y[oy + yc] = bn_act((x[ox + xc] - mu) * scale + bc, flags);
     }
     if (lid == 0) {
         mean_out[c] = mu;
@@ -102,18 +126,23 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
             __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
             long sxc, __global const T *w, view_t vw, __global const T *mean,
-            __global const T *invstd, __global T *gw, __global T *gb, int flags) {
+            __global const T *invstd, __global T *gw, __global T *gb, int flags,
+            __global const T *b, view_t vb) {
     __local T buf[WG];
     long c = get_group_id(0);
     int lid = get_local_id(0);
     T mu = mean[c], is = invstd[c];
+    // BN_ACTS: the forward's scale and shift, so the pre-activation is recomputed bit for bit
+    const T fscale = ((flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1) * is;
+    const T fshift = (flags & BN_B) ? b[vb.off + c * vb.s[0]] : (T)0;
     T sg = 0, sgx = 0;
     for (long j = lid; j < m; j += WG) {
         long og, ox;
         off2(j, nd, sh, vgy, vx, &og, &ox);
-        T g = gy[og + c * sgyc];
+        T xi = x[ox + c * sxc];
+        T g = bn_act_grad(gy[og + c * sgyc], (xi - mu) * fscale + fshift, flags);
         sg += g;
-        sgx += g * (x[ox + c * sxc] - mu) * is;
+        sgx += g * (xi - mu) * is;
     }
     sg = group_sum(sg, buf);
     sgx = group_sum(sgx, buf);
@@ -126,8 +155,9 @@ void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
     for (long j = lid; j < mx; j += WG) {
         long og, ox, oo;
         off3(j, nd, sh, vgy, vx, vgx, &og, &ox, &oo);
-        T xh = (x[ox + c * sxc] - mu) * is;
-        gx[oo + c * sgxc] = k * (gy[og + c * sgyc] - a - xh * bq);
+        T xi = x[ox + c * sxc];
+        T g = bn_act_grad(gy[og + c * sgyc], (xi - mu) * fscale + fshift, flags);
+        gx[oo + c * sgxc] = k * (g - a - (xi - mu) * is * bq);
     }
 }
 
@@ -156,6 +186,20 @@ inline long row_off(long o, long i, int nd, const shape_t sh, const view_t v) {
 #else
 #define ROW_VECTORS 0
 #endif
+
+// relu6 and silu on a vector, as bn_act's scalars (NaN passes through both)
+#define RELU6_8(v) select(select((v), (V8)6, (v) > (V8)6), (V8)0, (v) < (V8)0)
+#define SIG8(v) ((V8)1 / ((V8)1 + exp(-(v))))
+// gy times the activation's derivative at v, on vectors (bn_act_grad)
+inline V8 bn_act_grad8(V8 g, V8 v, int flags) {
+    if (flags & BN_RELU) return select(g, (V8)0, v <= (V8)0);
+    if (flags & BN_RELU6) return select(g, (V8)0, (v <= (V8)0) | (v >= (V8)6));
+    if (flags & BN_SILU) {
+        V8 sg = SIG8(v);
+        return g * sg * ((V8)1 + v * ((V8)1 - sg));
+    }
+    return g;
+}
 
 inline T hsum8(V8 v) { return ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7)); }
 
@@ -193,8 +237,9 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
                  __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
                  __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
                  view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
-                 int flags) {
+                 int flags, __global long *count, long count_off) {
     long c = get_global_id(0);
+    if ((flags & BN_COUNT) && c == 0) count[count_off] += 1;
     long xc = c * sxc, yc = c * syc;
     long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
     T mu, var;
@@ -232,6 +277,16 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
                     V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
                     vstore8(RELU8(v), 0, py + i);
                 }
+            } else if (flags & BN_RELU6) {
+                for (; i + 8 <= inner; i += 8) {
+                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
+                    vstore8(RELU6_8(v), 0, py + i);
+                }
+            } else if (flags & BN_SILU) {
+                for (; i + 8 <= inner; i += 8) {
+                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
+                    vstore8(v * SIG8(v), 0, py + i);
+                }
             } else {
                 for (; i + 8 <= inner; i += 8)
                     vstore8(vload8(0, px + i) * (V8)scale + (V8)shift, 0, py + i);
@@ -239,7 +294,7 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
         }
         for (; i < inner; ++i) {
             T v = x[row_off(o, i, nd, sh, vx) + xc] * scale + shift;
-            y[row_off(o, i, nd, sh, vy) + yc] = (flags & BN_RELU) ? RELU1(v) : v;
+            y[row_off(o, i, nd, sh, vy) + yc] = bn_act(v, flags);
         }
     }
     mean_out[c] = mu;
@@ -256,8 +311,8 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
     long xc = c * sxc, gyc = c * sgyc, gxc = c * sgxc;
     T mu = mean[c], is = invstd[c];
     long outer = rows_outer(nd, sh), inner = rows_inner(m, nd, sh);
-    // BN_RELU: the forward's scale and shift, so the pre-activation is recomputed bit for bit
-    const int relu = flags & BN_RELU;
+    // BN_ACTS: the forward's scale and shift, so the pre-activation is recomputed bit for bit
+    const int relu = flags & BN_ACTS;
     const T fscale = ((flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1) * is;
     const T fshift = ((flags & BN_B) ? b[vb.off + c * vb.s[0]] : (T)0) - mu * fscale;
     T sg = 0, sgx = 0;
@@ -270,14 +325,14 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
             __global const T *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
             for (; i + 8 <= inner; i += 8) {
                 V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
-                if (relu) g = select(g, (V8)0, xv8 * (V8)fscale + (V8)fshift <= (V8)0);
+                if (relu) g = bn_act_grad8(g, xv8 * (V8)fscale + (V8)fshift, flags);
                 ag += g;
                 agx += g * (xv8 - (V8)mu);
             }
         }
         for (; i < inner; ++i) {
             T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
-            if (relu && xi * fscale + fshift <= (T)0) g = (T)0;
+            if (relu) g = bn_act_grad(g, xi * fscale + fshift, flags);
             tg += g;
             tgx += g * (xi - mu);
         }
@@ -301,13 +356,13 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
             __global T *pgx = gx + row_off(o, 0, nd, sh, vgx) + gxc;
             for (; i + 8 <= inner; i += 8) {
                 V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
-                if (relu) g = select(g, (V8)0, xv8 * (V8)fscale + (V8)fshift <= (V8)0);
+                if (relu) g = bn_act_grad8(g, xv8 * (V8)fscale + (V8)fshift, flags);
                 vstore8((V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0, 0, pgx + i);
             }
         }
         for (; i < inner; ++i) {
             T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
-            if (relu && xi * fscale + fshift <= (T)0) g = (T)0;
+            if (relu) g = bn_act_grad(g, xi * fscale + fshift, flags);
             gx[row_off(o, i, nd, sh, vgx) + gxc] = k * g + (xi - mu) * kq + k0;
         }
     }

@@ -1,5 +1,5 @@
-// kernels/optim.cl — fused optimizer updates: one launch per parameter per step (or per four
-// parameters: the *_multi kernels at the end), in place.
+// kernels/optim.cl — fused optimizer updates, in place: one launch per parameter per step, or
+// per eight contiguous parameters (the *_multi kernels at the end, the default).
 // Defines: T element type (a float type); variants: AMSGRAD (adam), CENTERED and MOMENTUM
 // (rmsprop), each adding one state operand.
 // Launch: 1-D over the parameter's elements (dims collapsed by clgrad.ops._util.launch_1d);
@@ -159,23 +159,31 @@ __kernel void rmsprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
 #endif
 }
 
-// Multi-tensor updates (foreach=True / fused=True): up to 4 parameters per launch. Slot k
-// covers elements [0, n_k) of contiguous operands, each at its own element offset (o..k); an
-// unused slot has n_k = 0. Launch: 1-D over n_0 + n_1 + n_2 + n_3. The per-element arithmetic
-// is that of sgd / sgd_momentum / adam above, expression for expression, so a multi-tensor
-// step gives the single-tensor step's bits.
+// Multi-tensor updates (foreach / fused, the default): up to MULTI = 8 parameters per launch.
+// Slot k covers elements [0, n_k) of contiguous operands, each at its own element offset
+// (o..k); an unused slot has n_k = 0. Launch: 1-D over n_0 + ... + n_7. A work item finds its
+// slot by walking the counts (SLOT_PICK), then runs the per-element arithmetic of sgd /
+// sgd_momentum / adam above, expression for expression, so a multi-tensor step gives the
+// single-tensor step's bits. 8 slots keep the largest argument list (adam_multi: 8 x 72 bytes
+// + scalars) under OpenCL's minimum CL_DEVICE_MAX_PARAMETER_SIZE of 1024 bytes.
+
+#define SLOTS8(M) M(0), M(1), M(2), M(3), M(4), M(5), M(6), M(7)
+// The slot of work item i (i becomes the element within it), then SET(k) binds its operands;
+// items past every slot return.
+#define SLOT_TRY(k, SET) else if ((i -= n##k##_prev) < n##k) { SET(k) }
+#define SLOT_PICK(SET) \
+    long n0_prev = 0, n1_prev = n0, n2_prev = n1, n3_prev = n2, n4_prev = n3, n5_prev = n4, \
+         n6_prev = n5, n7_prev = n6; \
+    if (0) {} SLOT_TRY(0, SET) SLOT_TRY(1, SET) SLOT_TRY(2, SET) SLOT_TRY(3, SET) \
+    SLOT_TRY(4, SET) SLOT_TRY(5, SET) SLOT_TRY(6, SET) SLOT_TRY(7, SET) else return;
 
 #define SGD_SLOT(k) long n##k, __global T *p##k, long op##k, __global const T *g##k, long og##k
-__kernel void sgd_multi(SGD_SLOT(0), SGD_SLOT(1), SGD_SLOT(2), SGD_SLOT(3),
-                        T lr, T weight_decay, T gsign) {
+#define SGD_SET(k) p = p##k + op##k; g = g##k + og##k;
+__kernel void sgd_multi(SLOTS8(SGD_SLOT), T lr, T weight_decay, T gsign) {
     long i = get_global_id(0);
     __global T *p;
     __global const T *g;
-    if (i < n0) { p = p0 + op0; g = g0 + og0; }
-    else if ((i -= n0) < n1) { p = p1 + op1; g = g1 + og1; }
-    else if ((i -= n1) < n2) { p = p2 + op2; g = g2 + og2; }
-    else if ((i -= n2) < n3) { p = p3 + op3; g = g3 + og3; }
-    else return;
+    SLOT_PICK(SGD_SET)
     T x = p[i];
     T d = gsign * g[i] + weight_decay * x;
     p[i] = x - lr * d;
@@ -184,19 +192,16 @@ __kernel void sgd_multi(SGD_SLOT(0), SGD_SLOT(1), SGD_SLOT(2), SGD_SLOT(3),
 // (the per-slot first-step flags come last: they change between steps, see capture.dynamic)
 #define SGDM_SLOT(k) long n##k, __global T *p##k, long op##k, __global const T *g##k, \
     long og##k, __global T *b##k, long ob##k
-__kernel void sgd_momentum_multi(SGDM_SLOT(0), SGDM_SLOT(1), SGDM_SLOT(2), SGDM_SLOT(3),
-                                 T lr, T momentum, T dampening, T weight_decay, int nesterov,
-                                 T gsign, int first0, int first1, int first2, int first3) {
+#define SGDM_SET(k) p = p##k + op##k; g = g##k + og##k; buf = b##k + ob##k; first = first##k;
+#define FIRST_FLAG(k) int first##k
+__kernel void sgd_momentum_multi(SLOTS8(SGDM_SLOT), T lr, T momentum, T dampening,
+                                 T weight_decay, int nesterov, T gsign, SLOTS8(FIRST_FLAG)) {
     long i = get_global_id(0);
     __global T *p;
     __global const T *g;
     __global T *buf;
     int first;
-    if (i < n0) { p = p0 + op0; g = g0 + og0; buf = b0 + ob0; first = first0; }
-    else if ((i -= n0) < n1) { p = p1 + op1; g = g1 + og1; buf = b1 + ob1; first = first1; }
-    else if ((i -= n1) < n2) { p = p2 + op2; g = g2 + og2; buf = b2 + ob2; first = first2; }
-    else if ((i -= n2) < n3) { p = p3 + op3; g = g3 + og3; buf = b3 + ob3; first = first3; }
-    else return;
+    SLOT_PICK(SGDM_SET)
     T x = p[i];
     T d = gsign * g[i] + weight_decay * x;
     T b = first ? d : momentum * buf[i] + ((T)1 - dampening) * d;
@@ -207,19 +212,15 @@ __kernel void sgd_momentum_multi(SGDM_SLOT(0), SGDM_SLOT(1), SGDM_SLOT(2), SGDM_
 
 #define ADAM_SLOT(k) long n##k, __global T *p##k, long op##k, __global const T *g##k, \
     long og##k, __global T *m##k, long om##k, __global T *v##k, long ov##k
-__kernel void adam_multi(ADAM_SLOT(0), ADAM_SLOT(1), ADAM_SLOT(2), ADAM_SLOT(3),
-                         T lr, T beta1, T beta2, T eps, T weight_decay,
+#define ADAM_SET(k) p = p##k + op##k; g = g##k + og##k; m = m##k + om##k; v = v##k + ov##k;
+__kernel void adam_multi(SLOTS8(ADAM_SLOT), T lr, T beta1, T beta2, T eps, T weight_decay,
                          T step_size, T bc2_sqrt, int decoupled, T gsign) {
     long i = get_global_id(0);
     __global T *p;
     __global const T *g;
     __global T *m;
     __global T *v;
-    if (i < n0) { p = p0 + op0; g = g0 + og0; m = m0 + om0; v = v0 + ov0; }
-    else if ((i -= n0) < n1) { p = p1 + op1; g = g1 + og1; m = m1 + om1; v = v1 + ov1; }
-    else if ((i -= n1) < n2) { p = p2 + op2; g = g2 + og2; m = m2 + om2; v = v2 + ov2; }
-    else if ((i -= n2) < n3) { p = p3 + op3; g = g3 + og3; m = m3 + om3; v = v3 + ov3; }
-    else return;
+    SLOT_PICK(ADAM_SET)
     T x = p[i];
     T gr = gsign * g[i];
     if (decoupled) x *= (T)1 - lr * weight_decay;

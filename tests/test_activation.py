@@ -385,3 +385,79 @@ def test_activation_on_dense_views_at_an_offset_matches_torch(name):
     ty.backward(torch.tensor(g_np[50:450].reshape(20, 20)))
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# -- in place through the output: relu_, relu6/hardtanh(inplace), exp_, sigmoid_, tanh_ ---------
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
+
+
+_OUT_INPLACE = {  # name: (apply in place, forward, derivative at x), NumPy float64
+    "relu_": (lambda t: t.relu_(), lambda v: np.maximum(v, 0), lambda v: (v > 0) * 1.0),
+    "F.relu": (lambda t: F.relu(t, inplace=True), lambda v: np.maximum(v, 0),
+               lambda v: (v > 0) * 1.0),
+    "ReLU6": (lambda t: clgrad.nn.ReLU6(inplace=True)(t), lambda v: np.clip(v, 0, 6),
+              lambda v: ((v > 0) & (v < 6)) * 1.0),
+    "hardtanh": (lambda t: F.hardtanh(t, -0.5, 2.0, inplace=True), lambda v: np.clip(v, -.5, 2),
+                 lambda v: ((v > -0.5) & (v < 2)) * 1.0),
+    "exp_": (lambda t: t.exp_(), np.exp, np.exp),
+    "sigmoid_": (lambda t: t.sigmoid_(), _sig, lambda v: _sig(v) * (1 - _sig(v))),
+    "tanh_": (lambda t: t.tanh_(), np.tanh, lambda v: 1 - np.tanh(v) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", list(_OUT_INPLACE))
+def test_inplace_through_the_output_is_one_launch_with_exact_gradients(name):
+    """op_ on a non-leaf root writes into it in one launch (no copy of self, no copy_slices),
+    and the gradient reaches the leaf as NumPy's float64 derivative (NaN passing as the
+    out-of-place op's does); a view of the root taken before the write and a retain_grad()
+    follow the new value, as in PyTorch."""
+    from clgrad.runtime import launch_count
+    apply, fwd, deriv = _OUT_INPLACE[name]
+    x = RNG.standard_normal((4, 6)) * 4
+    x[0, :3] = (0.0, 6.0, -0.5)  # the kinks: gradient 0 there (PyTorch)
+    leaf = clgrad.tensor(x, requires_grad=True)
+    y = leaf * 1.5
+    y.retain_grad()
+    v = y[1:3]  # a view taken before the write
+    n0 = launch_count()
+    out = apply(y)
+    assert launch_count() - n0 == 1 and out is y
+    np.testing.assert_allclose(y.detach().numpy(), fwd(1.5 * x), rtol=1e-12, atol=1e-300)
+    g = np.cos(np.arange(24.0)).reshape(4, 6)
+    (y * clgrad.tensor(g)).sum().backward(retain_graph=True)
+    np.testing.assert_allclose(leaf.grad.numpy(), 1.5 * g * deriv(1.5 * x), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(y.grad.numpy(), g, rtol=0, atol=0)
+    leaf.grad = None
+    v.sum().backward()
+    want = np.zeros_like(x)
+    want[1:3] = 1.5 * deriv(1.5 * x[1:3])
+    np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_inplace_through_the_output_keeps_the_autograd_rules():
+    """The saved-tensor check (exp saved its output, relu_ wrote into it: backward raises,
+    as PyTorch), a leaf that requires grad is refused, a view with autograd involved takes
+    the copy_slices path (values and gradient still exact), and without autograd a view is
+    written at once."""
+    x = RNG.standard_normal((3, 4))
+    leaf = clgrad.tensor(x, requires_grad=True)
+    z = leaf.exp()
+    z.relu_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        clgrad.tensor(x, requires_grad=True).relu_()
+    leaf = clgrad.tensor(x, requires_grad=True)
+    y = leaf * 2.0
+    y[1].relu_()  # through a view
+    y.sum().backward()
+    want = np.full_like(x, 2.0)
+    want[1] = 2.0 * (x[1] > 0)
+    np.testing.assert_allclose(leaf.grad.numpy(), want)
+    t = clgrad.tensor(x)
+    t[:, 1:3].tanh_()
+    want = x.copy()
+    want[:, 1:3] = np.tanh(x[:, 1:3])
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-12)

@@ -30,7 +30,8 @@ def _opt(name, params):
     if name == "adam":
         return torch.optim.Adam(params, lr=1e-2, weight_decay=1e-3, foreach=multi)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=1e-2, fused=multi)
+        # fused=True, or foreach=False for one launch per parameter (None is multi-tensor)
+        return torch.optim.AdamW(params, lr=1e-2, fused=multi, foreach=None if multi else False)
     return torch.optim.RMSprop(params, lr=1e-2, momentum=0.5)
 
 
@@ -503,7 +504,7 @@ def test_main_job_with_compile_matches_eager_bitwise(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("opt_name", ["sgd", "sgd0", "adam", "adamw"])
 def test_foreach_step_equals_single_tensor_step_bitwise(opt_name):
-    """foreach/fused (4 parameters per launch) gives the single-tensor path's bits, with
+    """foreach/fused (8 parameters per launch) gives the single-tensor path's bits, with
     fewer launches."""
     from clgrad.runtime import launch_count
     ref_losses, ref_state = _train(opt_name, "eager")
@@ -518,4 +519,56 @@ def test_foreach_step_equals_single_tensor_step_bitwise(opt_name):
     opt.step()  # the first step also makes the state (fills)
     n0 = launch_count()
     opt.step()
-    assert launch_count() - n0 == 2  # 6 parameters: two launches of up to 4
+    assert launch_count() - n0 == 1  # 6 parameters: one launch of up to 8
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "sgd0", "adam", "adamw"])
+def test_default_multi_tensor_step_over_many_parameters(opt_name):
+    """The default (foreach=None) updates 8 contiguous parameters per launch, with the bits of
+    foreach=False (one launch each), over 19 parameters of different sizes (chunks of 8, 8, 3)
+    and a transposed (non-contiguous) one that takes the one-launch path, for 3 steps; the
+    first step's values are checked against NumPy float64 too."""
+    from clgrad.runtime import launch_count
+    rng = np.random.default_rng(3)
+    shapes = [(int(rng.integers(1, 40)),) for _ in range(19)]
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    init.append(rng.standard_normal((5, 7)).astype(np.float32))
+    grads = [[rng.standard_normal(a.shape).astype(np.float32) for a in init] for _ in range(3)]
+
+    def run(foreach):
+        ps = [torch.tensor(a, requires_grad=True) for a in init[:-1]]
+        ps.append(torch.tensor(init[-1].T.copy()).t().requires_grad_())  # not contiguous
+        opt = _opt(opt_name, ps) if foreach is False else _default_opt(opt_name, ps)
+        counts = []
+        for gs in grads:
+            for p, g in zip(ps, gs):
+                p.grad = torch.tensor(g.T.copy()).t() if g.ndim == 2 else torch.tensor(g)
+            n0 = launch_count()
+            opt.step()
+            counts.append(launch_count() - n0)
+        return [p.detach().numpy() for p in ps], counts
+    ref, ref_counts = run(False)
+    got, counts = run(None)
+    for a, b in zip(got, ref):
+        assert a.tobytes() == b.tobytes()
+    assert counts[-1] == 3 + 1 and ref_counts[-1] == 20
+    if opt_name == "sgd0":  # one step of p -= lr (g + wd p), float64
+        ps = [torch.tensor(a) for a in init]
+        opt = _default_opt(opt_name, [p.requires_grad_() for p in ps])
+        for p, g in zip(ps, grads[0]):
+            p.grad = torch.tensor(g)
+        opt.step()
+        for p, a, g in zip(ps, init, grads[0]):
+            want = a.astype(np.float64) - 0.1 * (g + 1e-3 * a.astype(np.float64))
+            np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def _default_opt(name, params):
+    """_opt's hyperparameters with foreach and fused left at their defaults."""
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-3)
+    if name == "sgd0":
+        return torch.optim.SGD(params, lr=0.1, weight_decay=1e-3)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-2, weight_decay=1e-3)
+    return torch.optim.AdamW(params, lr=1e-2)

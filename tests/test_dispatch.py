@@ -110,19 +110,54 @@ def test_record_fast_exit_sees_rebased_views():
         assert not (g * 2).requires_grad
 
 
-def test_batchnorm_counts_batches():
-    """BatchNorm2d's num_batches_tracked += 1 per training forward (one in-place launch),
-    and its version moves (autograd sees the write)."""
+@pytest.mark.parametrize("relu", [False, True])
+def test_batchnorm_counts_batches_in_its_forward_launch(relu):
+    """BatchNorm2d's num_batches_tracked += 1 per training forward, inside the forward's one
+    launch (BN_COUNT; with a fused ReLU too), and its version moves (autograd sees the write);
+    eval does not count; the outputs and running statistics are those of NumPy's float64
+    batch norm; a count at an offset inside a larger storage is the element counted."""
+    from clgrad.runtime import launch_count
     bn = torch.nn.BatchNorm2d(3)
-    x = torch.randn(2, 3, 4, 4)
+    net = torch.nn.Sequential(bn, torch.nn.ReLU()) if relu else bn
+    xn = np.random.default_rng(0).standard_normal((2, 3, 4, 4))
+    x = torch.tensor(xn, dtype=torch.float32)
     v0 = bn.num_batches_tracked._version
-    for _ in range(3):
-        bn(x)
+    for i in range(3):
+        n0 = launch_count()
+        y = net(x)
+        assert launch_count() - n0 == 1
     assert int(bn.num_batches_tracked.item()) == 3
     assert bn.num_batches_tracked._version == v0 + 3
+    mu, var = xn.mean((0, 2, 3)), xn.var((0, 2, 3))
+    want = (xn - mu[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), np.maximum(want, 0) if relu else want,
+                               rtol=1e-5, atol=1e-5)
+    rm = 0.0
+    for _ in range(3):
+        rm = 0.9 * rm + 0.1 * mu
+    np.testing.assert_allclose(bn.running_mean.numpy(), rm, rtol=1e-5, atol=1e-6)
     bn.eval()
-    bn(x)
+    net(x)
     assert int(bn.num_batches_tracked.item()) == 3
+    bn.train()
+    store = torch.tensor([7, 40, 9], dtype=torch.int64)
+    bn.num_batches_tracked = store[1]  # a 0-dim view at offset 1 of another storage
+    net(x)
+    assert store.tolist() == [7, 41, 9]
+
+
+def test_batch_norm_count_argument_is_checked():
+    """F.batch_norm's count (clgrad's own) must be a one-element int64 tensor in training."""
+    from clgrad.ops import norm
+    x = torch.randn(2, 3, 4, 4)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    with pytest.raises(TypeError, match="count"):
+        norm.batch_norm(x, rm, rv, training=True, count=torch.zeros(1))
+    with pytest.raises(TypeError, match="count"):
+        norm.batch_norm(x, rm, rv, training=False, count=torch.zeros(1, dtype=torch.int64))
+    c = torch.zeros((), dtype=torch.int64)
+    norm.batch_norm(x, rm, rv, training=True, count=c)
+    assert int(c.item()) == 1
 
 
 def test_conv_plans_per_algorithm_dtype_and_local_memory():

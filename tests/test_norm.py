@@ -366,56 +366,92 @@ def test_batch_norm_float32_tiny_maps_offset_data():
     np.testing.assert_allclose(xt.grad.numpy(), ref_gx, atol=5e-3)
 
 
-# -- batch_norm fused with relu (relu=True; nn.Sequential's BatchNorm2d + ReLU) ---------------
+# -- batch_norm fused with an activation (nn.Sequential's BatchNorm2d + ReLU / ReLU6 / SiLU) ---
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
+
+
+_ACT_REF = {  # activation: (forward, derivative), NumPy float64, PyTorch's kink choices
+    "relu": (lambda v: np.maximum(v, 0), lambda v: (v > 0).astype(float)),
+    "relu6": (lambda v: np.clip(v, 0, 6), lambda v: ((v > 0) & (v < 6)).astype(float)),
+    "silu": (lambda v: v * _sig(v), lambda v: _sig(v) * (1 + v * (1 - _sig(v)))),
+}
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6", "silu"])
 @pytest.mark.parametrize("kind", ["view", "contig", "contig-tail"])
 @pytest.mark.parametrize("training,affine", [(True, True), (False, True), (True, False)])
-def test_batch_norm_relu_fused(kind, training, affine):
+def test_batch_norm_activation_fused(act, kind, training, affine):
+    """batch_norm(..., activation=act) against NumPy's float64 batch norm then act, forward
+    and gradients (relu6 with weights large enough that pre-activations pass 6)."""
     shape = {"view": (3, 2, 5, 4), "contig": (4, 3, 8, 9), "contig-tail": (2, 3, 5, 7)}[kind]
     c = shape[1]
     x = RNG.standard_normal(shape) * 2 + 0.5
     w, b = (RNG.uniform(0.5, 1.5, c), RNG.standard_normal(c)) if affine else (None, None)
+    if act == "relu6" and affine:
+        w = w * 4
     rm, rv = RNG.standard_normal(c), RNG.uniform(0.5, 2.0, c)
     pre, want_rm, _ = ref_bn(x, rm, rv, w, b, training, 0.3, 1e-4)
+    fwd, deriv = _ACT_REF[act]
     rm_t, rv_t = strided(rm), strided(rv)
     if kind == "view":
         leaf, view = leaf_and_view(x)
     else:
         leaf, view = clgrad.tensor(x, requires_grad=True), (lambda t: t)
     wt, bt = [None if p is None else strided(p).requires_grad_() for p in (w, b)]
-    y = F.batch_norm(view(leaf), rm_t, rv_t, wt, bt, training, 0.3, 1e-4, relu=True)
-    np.testing.assert_allclose(y.numpy(), np.maximum(pre, 0), rtol=1e-10, atol=1e-12)
+    kw = dict(relu=True) if act == "relu" else dict(activation=act)
+    y = F.batch_norm(view(leaf), rm_t, rv_t, wt, bt, training, 0.3, 1e-4, **kw)
+    np.testing.assert_allclose(y.numpy(), fwd(pre), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rm_t.numpy(), want_rm, rtol=1e-12)
+    if act == "relu6" and affine:
+        assert (pre > 6).any() and (pre < 0).any()
     g = RNG.standard_normal(shape)
     y.backward(strided(g))
     axes = (0,) + tuple(range(2, x.ndim))
     mean, var = (x.mean(axes), x.var(axes)) if training else (rm, rv)
-    gx, gw, gb = ref_bn_grad(x, g * (pre > 0), w, mean, var, 1e-4, training)
+    gx, gw, gb = ref_bn_grad(x, g * deriv(pre), w, mean, var, 1e-4, training)
     np.testing.assert_allclose(view(leaf.grad).numpy(), gx, rtol=1e-9, atol=1e-11)
     if affine:
         np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-9, atol=1e-11)
 
 
-def test_batch_norm_relu_gradcheck():
+@pytest.mark.parametrize("act", ["relu", "relu6", "silu"])
+def test_batch_norm_activation_gradcheck(act):
     x = RNG.standard_normal((3, 2, 2, 3))
     leaf, view = leaf_and_view(x)
-    w = clgrad.tensor(RNG.uniform(0.5, 1.5, 2), requires_grad=True)
+    w = clgrad.tensor(RNG.uniform(0.5, 1.5, 2) * (4 if act == "relu6" else 1),
+                      requires_grad=True)
     b = clgrad.tensor(RNG.standard_normal(2), requires_grad=True)
     assert gradcheck(lambda t, w_, b_: F.batch_norm(view(t), None, None, w_, b_, True,
-                                                    relu=True), [leaf, w, b])
+                                                    activation=act), [leaf, w, b])
 
 
-def test_sequential_fuses_batch_norm_and_relu():
-    """Sequential(BatchNorm2d, ReLU) gives the values and gradients of the two modules run one
-    after the other, in one fused op on CPUs (one launch fewer each way)."""
+def test_batch_norm_activation_nan_and_bad_name():
+    """NaN in a channel gives NaN out through each fused activation (as the unfused ops);
+    an unknown activation name raises ValueError naming it."""
+    x = np.ones((2, 2, 3, 3))
+    x[0, 1, 0, 0] = np.nan
+    for act in ("relu", "relu6", "silu"):
+        y = F.batch_norm(clgrad.tensor(x), None, None, training=True, activation=act).numpy()
+        assert np.isnan(y[:, 1]).all() and not np.isnan(y[:, 0]).any()
+    with pytest.raises(ValueError, match="'gelu'"):
+        F.batch_norm(clgrad.tensor(x), None, None, training=True, activation="gelu")
+
+
+@pytest.mark.parametrize("act_name", ["ReLU", "ReLU6", "SiLU"])
+def test_sequential_fuses_batch_norm_and_activation(act_name):
+    """Sequential(BatchNorm2d, act) gives the values and gradients of the two modules run one
+    after the other, in one fused op (one launch fewer each way); a module whose forward was
+    replaced on the instance is not fused."""
     import clgrad.nn as nn
     from clgrad.runtime import launch_count
-    x = RNG.standard_normal((4, 3, 5, 6))
+    x = RNG.standard_normal((4, 3, 5, 6)) * 3
     outs = []
     for fused in (True, False):
-        bn, act = nn.BatchNorm2d(3).double(), nn.ReLU()
+        bn, act = nn.BatchNorm2d(3).double(), getattr(nn, act_name)()
         with clgrad.no_grad():
-            bn.weight.copy_(clgrad.tensor([0.5, 1.0, 2.0]))
+            bn.weight.copy_(clgrad.tensor([0.5, 1.0, 8.0]))
             bn.bias.copy_(clgrad.tensor([0.1, -0.2, 0.3]))
         xt = clgrad.tensor(x, requires_grad=True)
         n0 = launch_count()
@@ -426,5 +462,8 @@ def test_sequential_fuses_batch_norm_and_relu():
                      bn.running_var.numpy(), n1 - n0, launch_count() - n1))
     for a, b in zip(outs[0][:5], outs[1][:5]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
-    if clgrad.default_device().kind == "cpu":
-        assert outs[0][5] == outs[1][5] - 1 and outs[0][6] <= outs[1][6] - 1
+    assert outs[0][5] == outs[1][5] - 1 and outs[0][6] <= outs[1][6] - 1
+    bn, act = nn.BatchNorm2d(3).double(), getattr(nn, act_name)()
+    act.forward = lambda t: t * 2  # replaced on the instance: Sequential calls it
+    y = nn.Sequential(bn.eval(), act)(clgrad.tensor(x))
+    np.testing.assert_allclose(y.numpy(), 2 * x / np.sqrt(1 + 1e-5), rtol=1e-12)

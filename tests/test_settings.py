@@ -1,5 +1,6 @@
 """clgrad.settings: every CLGRAD_* variable read in one place, the JSON cache layer, and
 clgrad.backends.flags (set backend settings for a block, restored on exit)."""
+import os
 import re
 import subprocess
 import sys
@@ -89,3 +90,64 @@ def test_clgrad_conv_algo_sets_the_default_at_import():
                        env={**__import__("os").environ, "CLGRAD_CONV_ALGO": "direct"})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-1] == "direct"
+
+
+_NARROW = r"""
+import numpy as np, clgrad
+import clgrad.nn.functional as F
+dev = clgrad.default_device()
+assert dev.vector_width == 8, dev.vector_width
+assert "vector width 8" in clgrad.settings.device_key(dev)
+rng = np.random.default_rng(0)
+worst = 0.0
+# dense 3x3 (blocked / implicit), 1x1 (pointwise), depthwise 3x3 and 5x5 stride 2, grouped
+for n, c, o, h, k, s, g in [(2, 16, 40, 12, 3, 1, 1), (2, 24, 24, 9, 1, 1, 1),
+                            (2, 32, 32, 10, 3, 1, 32), (2, 24, 24, 11, 5, 2, 24),
+                            (2, 16, 32, 8, 3, 1, 4), (8, 64, 64, 16, 3, 1, 1)]:
+    x = rng.standard_normal((n, c, h, h))
+    w = rng.standard_normal((o, c // g, k, k))
+    oh = (h + 2 * (k // 2) - k) // s + 1
+    gy = rng.standard_normal((n, o, oh, oh))
+    for dt, algo in ((clgrad.float32, "auto"), (clgrad.float64, "auto"),
+                     (clgrad.float32, "blocked"), (clgrad.float64, "blocked")):
+        clgrad.backends.conv_algorithm = algo
+        xt = clgrad.tensor(x, dtype=dt, requires_grad=True)
+        wt = clgrad.tensor(w, dtype=dt, requires_grad=True)
+        y = F.conv2d(xt, wt, stride=s, padding=k // 2, groups=g)
+        y.backward(clgrad.tensor(gy, dtype=dt))
+        # the float64 oracle: the same op at the device's own width is not independent, so
+        # NumPy: im2col by slicing
+        xp = np.pad(x, ((0, 0), (0, 0), (k // 2,) * 2, (k // 2,) * 2))
+        cols = np.stack([xp[:, :, i:i + s * oh:s, j:j + s * oh:s] for i in range(k)
+                         for j in range(k)], 2)  # n, c, k*k, oh, ow
+        cols = cols.reshape(n, g, c // g, k * k, oh, oh)
+        wr = w.reshape(g, o // g, c // g, k * k)
+        ref = np.einsum("ngckyx,gock->ngoyx", cols, wr).reshape(n, o, oh, oh)
+        gw = np.einsum("ngckyx,ngoyx->gock", cols, gy.reshape(n, g, o // g, oh, oh))
+        tol = 1e-4 if dt is clgrad.float32 else 1e-10
+        scale = np.abs(ref).max()
+        worst = max(worst, np.abs(y.detach().numpy() - ref).max() / scale)
+        np.testing.assert_allclose(y.detach().numpy(), ref, rtol=tol, atol=tol * scale)
+        np.testing.assert_allclose(wt.grad.numpy(), gw.reshape(w.shape), rtol=tol,
+                                   atol=tol * np.abs(gw).max())
+        assert algo == "auto" or clgrad.backends.last_conv_algorithms["forward"] == algo
+print("ok", worst)
+"""
+
+
+@pytest.mark.skipif(clgrad.default_device().kind != "cpu", reason="a CPU device's setting")
+def test_cpu_vector_width_8_runs_the_avx2_kernels_right():
+    """CLGRAD_CPU_VECTOR_WIDTH=8 (the AVX2-width CPU kernels, on any CPU): conv2d forward and
+    weight gradient of dense, pointwise, depthwise (3x3, 5x5 stride 2) and grouped layers,
+    under 'auto' and forced 'blocked', match NumPy's float64 im2col, float32 and float64; a
+    bad value raises naming it."""
+    env = dict(os.environ, CLGRAD_CPU_VECTOR_WIDTH="8", CLGRAD_CONV_TUNE="on",
+               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
+                   "PYTHONPATH", "").split(os.pathsep) if p]))
+    r = subprocess.run([sys.executable, "-c", _NARROW], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
+    env["CLGRAD_CPU_VECTOR_WIDTH"] = "12"
+    r = subprocess.run([sys.executable, "-c", "import clgrad; clgrad.default_device()"
+                        ".vector_width"], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "CLGRAD_CPU_VECTOR_WIDTH: expected 8 or 16, got '12'" in r.stderr

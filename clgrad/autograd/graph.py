@@ -175,10 +175,16 @@ def _run(roots, root_grads, retain_graph, targets=None):
     node_grads, leaf_grads, leaves, owned = {}, {}, {}, {}
     # How often each storage was handed along an edge: a leaf may keep a gradient without a
     # copy only when nothing else received that storage (and the caller did not supply it).
-    deliveries = dict.fromkeys((id(g._storage) for g in root_grads), 1)
+    # Keyed by id with a weak reference to the storage: a storage freed during the walk may
+    # leave its id to a new one, whose count then starts again (ids alone counted the new
+    # gradient as shared, and the leaf copied it).
+    deliveries = {}
+    for g in root_grads:
+        _deliver(deliveries, g._storage)
+        _deliver(deliveries, g._storage)  # the caller holds it: never kept without a copy
 
     def send(edge, g, slot=None):
-        deliveries[id(g._storage)] = deliveries.get(id(g._storage), 0) + 1
+        _deliver(deliveries, g._storage)
         if isinstance(edge, Node) and edge.n_outputs is not None:  # from output `slot`'s Node
             grads = node_grads.setdefault(id(edge), [None] * edge.n_outputs)
             grads[slot] = g if grads[slot] is None else grads[slot] + g
@@ -228,13 +234,28 @@ def _run(roots, root_grads, retain_graph, targets=None):
     return None
 
 
+def _deliver(deliveries: dict, storage):
+    """Count one more delivery of ``storage`` (see _run)."""
+    entry = deliveries.get(id(storage))
+    if entry is not None and entry[0]() is storage:
+        entry[1] += 1
+    else:
+        deliveries[id(storage)] = [weakref.ref(storage), 1]
+
+
+def _delivered(deliveries: dict, storage) -> int:
+    """How often ``storage`` itself was delivered (0: never)."""
+    entry = deliveries.get(id(storage))
+    return entry[1] if entry is not None and entry[0]() is storage else 0
+
+
 def _finish_leaf(leaf, g, owned, deliveries):
     """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
     ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
     hooked = _leaf_hooked(leaf, g)
     with _ACCUMULATE_LOCK:  # add_ reads then writes .grad: concurrent backwards would lose sums
         if leaf._grad is None:  # a dense tensor of its own, never an alias
-            fresh = hooked is g and (owned or deliveries[id(g._storage)] == 1)
+            fresh = hooked is g and (owned or _delivered(deliveries, g._storage) == 1)
             g = hooked
             own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
                 and g.numel() == g._storage.size

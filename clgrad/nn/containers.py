@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from clgrad.nn.activation import ReLU
+from clgrad.nn.activation import ReLU, ReLU6, SiLU
 from clgrad.nn.module import Module, Parameter
 from clgrad.nn.normalization import BatchNorm2d
 
@@ -57,11 +57,16 @@ class _Indexed(Module):
             self._modules[str(i)] = m
 
 
+# The activations nn.Sequential runs inside a preceding BatchNorm2d's launches (exact classes)
+_FUSED_ACTS = {ReLU: "relu", ReLU6: "relu6", SiLU: "silu"}
+
+
 class Sequential(_Indexed):
     """Modules applied in order; children are named ``0``, ``1``, ... (or by an OrderedDict).
 
-    A BatchNorm2d directly followed by a ReLU (those exact classes) runs as one fused op
-    (clgrad.ops.norm.batch_norm with relu=True; the same values and gradients).
+    A BatchNorm2d directly followed by a ReLU, ReLU6 or SiLU (those exact classes) runs as one
+    fused op (clgrad.ops.norm.batch_norm with activation=; the values and gradients of the
+    two ops: bit for bit for ReLU and ReLU6).
     """
 
     def __init__(self, *modules):
@@ -75,15 +80,18 @@ class Sequential(_Indexed):
 
     def forward(self, x):
         """Apply each child in order: ``x = m(x)``; returns the last output (x if empty).
-        An exact BatchNorm2d followed by an exact ReLU runs as one fused op (same values)."""
+        An exact BatchNorm2d followed by an exact ReLU, ReLU6 or SiLU runs as one fused op."""
         mods = tuple(self._modules.values())
         i = 0
         while i < len(mods):
             m = mods[i]
-            if type(m) is BatchNorm2d and i + 1 < len(mods) and type(mods[i + 1]) is ReLU:
-                x = m._forward(x, relu=True)  # one fused op, the values of the two
-                i += 2
-                continue
+            if type(m) is BatchNorm2d and i + 1 < len(mods):
+                act = _FUSED_ACTS.get(type(mods[i + 1]))
+                if act is not None and "forward" not in m.__dict__ and \
+                        "forward" not in mods[i + 1].__dict__:  # (not replaced on the instance)
+                    x = m._forward(x, act)  # one fused op, the values of the two
+                    i += 2
+                    continue
             x = m(x)
             i += 1
         return x

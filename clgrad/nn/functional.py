@@ -64,7 +64,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 def relu(input: Tensor, inplace: bool = False):
     """max(x, 0) elementwise; the gradient at 0 is 0."""
     if inplace:
-        return _ip.inplace("relu_", input, _ew.relu)
+        out = _ip.output_inplace("relu_", input, _ew.relu)  # one launch into input
+        return out if out is not None else _ip.inplace("relu_", input, _ew.relu)
     return _ew.relu(input)
 
 

@@ -17,6 +17,13 @@ __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "Grou
            "InstanceNorm1d", "InstanceNorm2d"]
 
 
+def _counts_in_launch(nbt, x) -> bool:
+    """Whether batch_norm's forward launch can add 1 to ``nbt`` (a one-element int64 tensor on
+    x's device: what a module's own num_batches_tracked is unless a user replaced it)."""
+    return (isinstance(nbt, Tensor) and isinstance(x, Tensor) and nbt.dtype is dtypes.int64
+            and nbt.numel() == 1 and nbt._storage.device is x._storage.device)
+
+
 class BatchNorm2d(Module):
     """Batch normalisation over (N, H, W) per channel (Ioffe & Szegedy, ICML 2015).
 
@@ -72,20 +79,27 @@ class BatchNorm2d(Module):
         are updated in place; ``momentum=None`` reads num_batches_tracked on the host (a sync).
         Raises:  ValueError for an input that is not 4-D; as F.batch_norm otherwise
         """
-        return self._forward(x, relu=False)
+        return self._forward(x)
 
-    def _forward(self, x: Tensor, relu: bool) -> Tensor:
-        """forward, then relu when ``relu`` (fused: nn.Sequential's BatchNorm2d + ReLU)."""
+    def _forward(self, x: Tensor, activation=None) -> Tensor:
+        """forward, then ``activation`` (None, "relu", "relu6", "silu") in the same launches:
+        nn.Sequential's BatchNorm2d + ReLU / ReLU6 / SiLU."""
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
+        count = None
         if self.training and self.track_running_stats:
-            with no_grad():
-                self.num_batches_tracked.add_(1)  # one launch (ops/inplace.scalar_inplace)
-            if self.momentum is None:  # cumulative moving average: needs the count on the host
-                momentum = 1.0 / float(self.num_batches_tracked.item())
+            nbt = self.num_batches_tracked
+            if self.momentum is None or not _counts_in_launch(nbt, x):
+                with no_grad():
+                    nbt.add_(1)  # one launch (ops/inplace.scalar_inplace)
+                if self.momentum is None:  # cumulative moving average: the count on the host
+                    momentum = 1.0 / float(nbt.item())
+            else:
+                count = nbt  # num_batches_tracked += 1 in the forward's launch
         use_batch_stats = self.training or not self.track_running_stats
         return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                               use_batch_stats, momentum, self.eps, relu=relu)
+                               use_batch_stats, momentum, self.eps, count=count,
+                               activation=activation)
 
     def extra_repr(self):
         """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""

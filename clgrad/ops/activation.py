@@ -124,6 +124,10 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
     op = op or kname
     _check_float(op, input)
     if inplace:
+        if kname == "hardtanh":  # its gradient reads the output alone: one launch into self
+            out = ip.output_inplace(op + "_", input, _HardtanhInPlace(p0, p1))
+            if out is not None:
+                return out
         return ip.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
     x = input
     d = defines_for(x.dtype)
@@ -136,6 +140,27 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
         launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
         return (gx,)
     return record(op, out, (x,), backward, saved=[x])
+
+
+class _HardtanhInPlace:
+    """hardtanh(min p0, max p1)'s ``in_place`` spec (clgrad.ops.inplace.output_inplace): its
+    gradient g where p0 < x < p1 reads the same from the output y = clamp(x) (y <= p0 exactly
+    where x <= p0, y >= p1 where x >= p1, NaN where x is NaN)."""
+
+    def __init__(self, p0, p1):
+        self.in_place = (self._launch, self._grad)
+        self.p0, self.p1 = p0, p1
+
+    def _args(self, dt):
+        return (scalar(dt, self.p0), scalar(dt, self.p1))
+
+    def _launch(self, out, x):
+        launch_1d(_FILE, "hardtanh_fwd", defines_for(x.dtype), out, (x,), self._args(x.dtype))
+
+    def _grad(self, g, y):
+        gx = empty(y.shape, y.dtype, y._storage.device)
+        launch_1d(_FILE, "hardtanh_bwd", defines_for(y.dtype), gx, (g, y), self._args(y.dtype))
+        return gx
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -622,6 +622,9 @@ def _unary_float(kname, op, grad_of, uses="y"):
         y = out.detach()
         return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y])
     f.__name__ = op
+    if uses == "y":  # the gradient reads the output only: op_ may write into self at once
+        f.in_place = (lambda out, x: launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,)),
+                      lambda g, y: grad_of(g, None, y))
     return f
 
 
@@ -699,6 +702,11 @@ def relu(x: Tensor) -> Tensor:
         return out
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y])
+
+
+# relu_ writes into self at once (its gradient reads the output: clgrad.ops.inplace)
+relu.in_place = (lambda out, x: launch_1d(_FILE, "relu", defines_of(x.dtype), out, (x,)),
+                 lambda g, y: _binary_grad("relu_grad", g, y))
 
 
 def neg(x: Tensor) -> Tensor:

@@ -13,7 +13,9 @@ getitem, transpose/permute/movedim/t, diagonal, view/flatten/unflatten/unsqueeze
 split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_fn becomes a
 ``copy_slices`` Node: its old gradient with the written region zeroed, plus the region's
 gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
-from the root's new one the next time it is used. ``op_`` computes from a copy of the old self
+from the root's new one the next time it is used. The unary ops whose gradient reads only
+their output (relu_, exp_, tanh_, sigmoid_, sqrt_, hardtanh/relu6 in place) written into a
+root take ``output_inplace``: one launch into self, the op's own Node over the old grad_fn. ``op_`` computes from a copy of the old self
 when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
 exact (PyTorch saves the original self for these too).
 Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
@@ -33,7 +35,8 @@ from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, e
 from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
 from clgrad.tensor import Tensor
 
-__all__ = ["write_into", "inplace", "scalar_inplace", "copy_", "fill_", "copy_slices",
+__all__ = ["write_into", "inplace", "output_inplace", "scalar_inplace", "copy_", "fill_",
+           "copy_slices",
            "regenerate_view_grad_fn"]
 
 
@@ -113,6 +116,36 @@ def inplace(op: str, self: Tensor, fn, *others):
             raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
                                f"output type {self.dtype}")
     return write_into(self, result, op)
+
+
+def output_inplace(op: str, self: Tensor, fn):
+    """``self = fn(self)`` in one launch written straight into self, for the unary ops whose
+    gradient reads their output only (``fn.in_place = (launch(out, x), grad_of(g, y))``:
+    relu, hardtanh / relu6, exp, sqrt, tanh, sigmoid ...; PyTorch's relu_ saves its result
+    likewise): no copy of self, no fresh result, no copy_slices. With autograd involved, self
+    (a root) gets the op's Node over its old grad_fn, saving self at its new version, and its
+    views pick it up (``_rebase``). Returns None, having done nothing, where it does not apply
+    (no ``in_place``, not a float tensor, or a view with autograd involved: ``inplace``
+    keeps the view rules); the caller then takes ``inplace``."""
+    spec = getattr(fn, "in_place", None)
+    if spec is None or not isinstance(self, Tensor) or not self.dtype.is_floating_point:
+        return None
+    root = self._base if self._base is not None else self
+    grad = autograd.is_grad_enabled() and root.requires_grad
+    if grad and root is not self:
+        return None
+    _check_inplace_target(op, self)
+    launch, grad_of = spec
+    launch(self, self)  # elementwise: each element read and written at its own index
+    bump_version(self)
+    if grad:
+        y = self.detach()
+        old = self._grad_fn
+        record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y])
+        self._rebase += 1
+        if self._retains_grad and old is not None and old.retained is not None:
+            old.retained, self._grad_fn.retained = None, old.retained
+    return self
 
 
 # Elementwise kernels (kernels/elementwise.cl, the tensor-number forms) that read and write

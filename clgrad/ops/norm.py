@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.autograd import record
-from clgrad.ops import elementwise as ew
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
                               fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
 from clgrad.tensor import Tensor
@@ -25,11 +24,13 @@ _FILE = "norm.cl"
 _BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
 _RN_W, _RN_B, _RN_GX, _RN_GXH = 1, 2, 4, 8
 _BN_RELU = 128
+_BN_COUNT = 256
+_BN_ACTS = {"relu": 128, "relu6": 512, "silu": 1024}  # norm.cl's BN_RELU, BN_RELU6, BN_SILU
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
-               relu: bool = False) -> Tensor:
+               relu: bool = False, count=None, activation=None) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1), PyTorch's F.batch_norm.
 
     Training: mean and biased variance over N and the spatial dims; running_mean and
@@ -40,10 +41,14 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
              eval; ValueError for one value per channel in training; TypeError for a dtype
              mismatch.
-    relu:    (clgrad's own, not PyTorch's) relu(batch_norm(...)) in the same launches on CPU
-             devices (nn.Sequential fuses BatchNorm2d + ReLU with it): the backward masks the
-             gradient where the pre-activation, recomputed from x, is <= 0, as relu's does.
-             Other devices run the two ops.
+    activation: (clgrad's own, not PyTorch's) None, "relu", "relu6" or "silu": act(batch_norm(
+             ...)) in the same launches (nn.Sequential fuses BatchNorm2d + ReLU / ReLU6 / SiLU
+             with it): the backward multiplies the gradient by act' at the pre-activation,
+             recomputed from x, with relu's / hardtanh(0, 6)'s / silu's choices at the kinks.
+             ``relu=True`` is activation="relu". Raises ValueError for another name.
+    count:   (clgrad's own) a one-element int64 tensor on the input's device (BatchNorm's
+             num_batches_tracked) that the forward launch adds 1 to, in training: the module
+             counts without a launch of its own. Anything else is refused (TypeError).
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
@@ -66,13 +71,29 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     if training and m == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input size {tuple(x.shape)}")
-    if relu and x._storage.device.kind != "cpu":  # the fused variant is in the *_rows kernels only
-        return ew.relu(batch_norm(x, running_mean, running_var, weight, bias, training,
-                                  momentum, eps))
+    if relu:
+        activation = activation or "relu"
+    act = _BN_ACTS.get(activation, 0) if activation is not None else 0
+    if activation is not None and not act:
+        raise ValueError(f"batch_norm: expected activation None, 'relu', 'relu6' or 'silu', "
+                         f"got {activation!r}")
     update = training and running_mean is not None and running_var is not None
     flags = ((_BN_TRAIN if training else 0) | (_BN_W if weight is not None else 0) |
              (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0) |
-             (_BN_RELU if relu else 0))
+             act)
+    if count is not None:
+        if not (isinstance(count, Tensor) and count.dtype is dtypes.int64 and
+                count.numel() == 1 and count._storage.device is xs.device and training):
+            got = (f"{count.dtype} tensor of shape {tuple(count.shape)} on "
+                   f"{count._storage.device.name}" if isinstance(count, Tensor)
+                   else type(count).__name__)
+            raise TypeError(f"batch_norm: expected count to be a one-element int64 tensor on "
+                            f"the input's device, in training, got a {got} with "
+                            f"training={training}")
+        flags |= _BN_COUNT
+        cbuf, coff = count._storage.buffer, np.int64(count._offset)
+    else:
+        cbuf, coff = x._storage.buffer, np.int64(0)
     y = empty(x.shape, x.dtype, x._storage.device)
     mean = empty((c,), x.dtype, x._storage.device)      # saved: the statistics used, per channel
     invstd = empty((c,), x.dtype, x._storage.device)
@@ -84,19 +105,24 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         _launch_bn(x, m, "bn_fwd", geom, np.int64(m), nd, sh, y._storage.buffer, vy, syc,
                    x._storage.buffer, vx, sxc, *vecs, mean._storage.buffer,
                    invstd._storage.buffer, scalar(x.dtype, momentum), scalar(x.dtype, eps),
-                   np.int32(flags))
+                   np.int32(flags), cbuf, coff)
         if update:  # written in place by the kernel: no graph, a new version
             bump_version(running_mean, running_var)
+    if count is not None:
+        if c and m:  # counted by the launch above
+            bump_version(count)
+        else:
+            count.add_(1)
 
     def backward(gy):
         want = ((_BN_GX if x.requires_grad else 0) |
                 (_BN_GW if weight is not None and weight.requires_grad else 0) |
                 (_BN_GB if bias is not None and bias.requires_grad else 0))
-        keep = _BN_TRAIN | _BN_W | _BN_B | _BN_RELU
+        keep = _BN_TRAIN | _BN_W | _BN_B | act
         return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
-    saved = [x] + [p for p in (weight, bias if relu else None) if p is not None]
-    return record("batch_norm_relu" if relu else "batch_norm", y, (x, weight, bias), backward,
-                  saved=saved)
+    saved = [x] + [p for p in (weight, bias if act else None) if p is not None]
+    return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
+                  backward, saved=saved)
 
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
@@ -251,8 +277,8 @@ def split_dim(shape, dim: int, *stride_sets):
 
 # -- helpers ----------------------------------------------------------------------------------
 def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
-    """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The CPU kernels
-    take the bias too (the fused relu's mask recomputes the forward's pre-activation)."""
+    """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The kernels take the
+    bias too (a fused activation's derivative recomputes the forward's pre-activation)."""
     c = x.shape[1]
     new = empty if c and m else zeros           # no elements: zero gradients
     gx = new(x.shape, x.dtype, x._storage.device) if flags & _BN_GX else None
@@ -268,8 +294,7 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
                    mean._storage.buffer, invstd._storage.buffer,
                    (gw if gw is not None else mean)._storage.buffer,
                    (gb if gb is not None else mean)._storage.buffer, np.int32(flags),
-                   *(((bias if bias is not None else x)._storage.buffer, _vec(bias, x))
-                     if x._storage.device.kind == "cpu" else ()))
+                   (bias if bias is not None else x)._storage.buffer, _vec(bias, x))
     return gx, gw, gb
 
 

@@ -9,7 +9,7 @@ from clgrad import capture as _capture
 from clgrad.creation import zeros
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
 from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
-                                    multi_ok, state_buffer)
+                                    multi_default, multi_ok, state_buffer)
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -29,8 +29,9 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False; foreach, fused: True updates up to 4 contiguous parameters per
-             launch (kernels/optim.cl :: adam_multi, not with amsgrad; the same bits);
+             maximize=False; foreach (None, the default, or True) / fused=True: up to 8
+             contiguous parameters per launch (kernels/optim.cl :: adam_multi, not with
+             amsgrad; the same bits as foreach=False's one launch per parameter);
              capturable: accepted, no effect (every step can be captured: clgrad/capture.py
              re-reads lr and the step count per replay)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
@@ -48,7 +49,7 @@ class Adam(Optimizer):
                  fused=None):
         name = type(self).__name__
         check_execution_flags(name, differentiable=differentiable)
-        self._multi = bool(foreach) or bool(fused)
+        self._multi = multi_default(foreach, fused)
         if lr < 0.0:
             raise ValueError(f"{name}: expected lr >= 0, got {lr}")
         if eps < 0.0:

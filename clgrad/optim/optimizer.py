@@ -16,7 +16,7 @@ from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
 
 __all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
-           "check_execution_flags", "multi_chunks", "launch_multi"]
+           "check_execution_flags", "MULTI", "multi_default", "multi_chunks", "launch_multi"]
 
 
 class _Required:
@@ -125,7 +125,7 @@ class Optimizer:
                     bump_version(p)
         return loss
 
-    _multi = False  # set by foreach=True / fused=True where a subclass has _update_multi
+    _multi = False  # multi-tensor launches (foreach / fused), where a subclass has _update_multi
 
     def _update_multi(self, todo: list, group: dict) -> list:
         """Update parameters of ``todo`` [(p, grad)] in multi-tensor launches; return the pairs
@@ -211,15 +211,28 @@ def check_nonnegative(name: str, **values):
 
 
 def check_execution_flags(name: str, differentiable: bool = False):
-    """PyTorch's execution flags: ``foreach``, ``fused`` and ``capturable`` are accepted and
-    change nothing here (every step is capturable, see clgrad/capture.py); ``differentiable``
-    must be False. Raises NotImplementedError for differentiable=True."""
+    """PyTorch's execution flags: ``capturable`` is accepted and changes nothing here (every
+    step is capturable, see clgrad/capture.py); ``foreach``/``fused`` pick the launches (see
+    ``multi_default``); ``differentiable`` must be False. Raises NotImplementedError for
+    differentiable=True."""
     if differentiable:
         raise NotImplementedError(f"{name}: differentiable=True (autograd through the update) "
                                   f"is not supported")
 
 
-def multi_chunks(items, key, size: int = 4):
+MULTI = 8  # parameters per launch of the *_multi kernels (kernels/optim.cl)
+
+
+def multi_default(foreach, fused) -> bool:
+    """Whether an optimizer updates its contiguous parameters MULTI per launch (the *_multi
+    kernels): yes unless ``foreach=False`` without ``fused=True``. PyTorch's default
+    (``foreach=None``) is its multi-tensor path on CUDA; here it is the default on every
+    device, as the multi-tensor step gives the single-tensor step's bits (one launch per
+    parameter costs 10-60 µs of host time each on a GPU)."""
+    return bool(fused) or foreach is not False
+
+
+def multi_chunks(items, key, size: int = MULTI):
     """``items`` grouped by ``key(item)`` (first-seen order), in lists of at most ``size``."""
     groups: dict = {}
     for it in items:
@@ -261,7 +274,8 @@ def _copy_state(value, p: Tensor):
 
 
 def launch_multi(name: str, chunk: list, operands, tail_fn):
-    """One launch of ``kernels/optim.cl :: name`` (a *_multi kernel) over up to 4 parameters.
+    """One launch of ``kernels/optim.cl :: name`` (a *_multi kernel) over up to MULTI
+    parameters.
 
     ``chunk``: the parameters; ``operands(p)`` -> the tensors of its slot after ``p`` itself
     (each contiguous, as p); ``tail_fn(commit)`` -> the trailing by-value arguments (through
@@ -275,7 +289,7 @@ def launch_multi(name: str, chunk: list, operands, tail_fn):
         total += n
         slots.append((np.int64(n), *((t._storage.buffer, np.int64(t._offset))
                                      for t in (p, *operands(p)))))
-    while len(slots) < 4:
+    while len(slots) < MULTI:
         slots.append((np.int64(0),) + slots[0][1:])
     args = [a for s in slots for a in (s[0], *(x for pair in s[1:] for x in pair))]
     p0 = chunk[0]

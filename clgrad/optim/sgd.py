@@ -5,8 +5,8 @@ import numpy as np
 
 from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
-from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
-                                    multi_ok, required)
+from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
+                                    multi_chunks, multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -26,10 +26,12 @@ class SGD(Optimizer):
 
     Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
              nesterov=False, maximize=False (ascend: the gradient is negated first);
-             foreach, fused: True updates up to 4 contiguous parameters per launch
-             (kernels/optim.cl :: sgd_multi, sgd_momentum_multi; the same bits)
+             foreach (None, the default, or True) / fused=True: up to 8 contiguous
+             parameters per launch (kernels/optim.cl :: sgd_multi, sgd_momentum_multi; the
+             same bits as foreach=False's one launch per parameter)
     State:   ``momentum_buffer`` per parameter (when momentum != 0)
-    Kernels: kernels/optim.cl :: sgd, sgd_momentum (one launch per parameter per step)
+    Kernels: kernels/optim.cl :: sgd, sgd_momentum (foreach=False, and parameters that are
+             not contiguous: one launch per parameter per step)
     Raises:  ValueError for a negative lr, momentum or weight_decay, or nesterov without
              momentum or with dampening
     """
@@ -38,7 +40,7 @@ class SGD(Optimizer):
                  weight_decay: float = 0, nesterov: bool = False, maximize: bool = False, *,
                  foreach=None, differentiable: bool = False, fused=None):
         check_execution_flags("SGD", differentiable=differentiable)
-        self._multi = bool(foreach) or bool(fused)
+        self._multi = multi_default(foreach, fused)
         if lr is not required and lr < 0.0:
             raise ValueError(f"SGD: expected lr >= 0, got {lr}")
         if momentum < 0.0:
@@ -79,7 +81,7 @@ class SGD(Optimizer):
                         state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
 
             def tail(commit, first=first, common=common, dt=dt):
-                flags = tuple(np.int32(f) for f in first) + (np.int32(0),) * (4 - len(first))
+                flags = tuple(np.int32(f) for f in first) + (np.int32(0),) * (MULTI - len(first))
                 if commit:
                     first[:] = [False] * len(first)
                 lr, wd, gsign = common()

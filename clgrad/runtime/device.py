@@ -17,7 +17,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
-from clgrad import _log
+from clgrad import _log, settings
 from clgrad.errors import DeviceError
 from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
 
@@ -198,7 +198,17 @@ class Device:
     @property
     def vector_width(self) -> int:
         """Native float vector width (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT): 16 on AVX-512 CPUs,
-        8 on AVX2, 1 on most GPUs. The kernels' planners pick vector widths from it."""
+        8 on AVX2, 1 on most GPUs. The kernels' planners pick vector widths from it.
+        ``CLGRAD_CPU_VECTOR_WIDTH`` (8 or 16) replaces it on CPU devices: the AVX2-width kernels
+        measured and tested on an AVX-512 machine (with Intel's runtime,
+        ``CL_CONFIG_CPU_TARGET_ARCH=core-avx2`` also compiles them for AVX2)."""
+        if self.kind == "cpu":
+            forced = settings.getenv("CLGRAD_CPU_VECTOR_WIDTH")
+            if forced:
+                if forced not in ("8", "16"):
+                    raise ValueError(f"CLGRAD_CPU_VECTOR_WIDTH: expected 8 or 16, got "
+                                     f"{forced!r}")
+                return int(forced)
         return self.cl_device.native_vector_width_float
 
     @property
