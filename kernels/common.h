@@ -136,14 +136,14 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
 #endif  // CONTIG
 
 // EXP_T(v): exp of a T (the kernel file's element type), for the sigmoid-like kernels. For
-// float and half with CLGRAD_POLY_EXP (clgrad/runtime/device.py sets it for PoCL's CPU
+// float and half with POLY_EXP (clgrad/runtime/device.py sets it for PoCL's CPU
 // device, whose exp is a scalar library call that stops the work-item loop from vectorising:
 // SiLU on 8x96x16x16 took 1.9 ms there against 0.16 ms this way) it is plain arithmetic:
 // n = round(x / ln 2) (the 1.5 * 2^23 trick, exact for |x| <= 150), r = x - n ln 2 in two
 // parts (Cody-Waite), exp(r) on |r| <= ln 2 / 2 by Cephes expf's polynomial (<= 1 ulp against
 // exp), times 2^n in two halves so results down to the denormals and up to overflow (inf) come
 // out right; NaN passes through. Elsewhere (and for double) it is the built-in exp.
-#if defined(CLGRAD_POLY_EXP) && !defined(IS_DOUBLE)
+#if defined(POLY_EXP) && !defined(IS_DOUBLE)
 inline float poly_expf(float x) {
     float xc = x < -104.0f ? -104.0f : x;  // exp(-104) is below the least denormal: 0
     xc = xc > 89.0f ? 89.0f : xc;          // exp(89) overflows: inf

@@ -65,9 +65,9 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
         __global D *o = out + oo;
         __global const S *s = a + oa;
         long j = 0;
-#if !defined(D_IS_BOOL) && !defined(CLGRAD_LOOP_VECTORIZER)
+#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
         // 16 at a time by hand: Intel's CPU compiler vectorises across work items, not the
-        // loops inside one (PoCL's does: CLGRAD_LOOP_VECTORIZER, its scalar loop is faster)
+        // loops inside one (PoCL's does: LOOP_VECTORIZER, its scalar loop is faster)
         for (; j + 16 <= len; j += 16) vstore16(CONVERT16(vload16(0, s + j)), 0, o + j);
 #endif
         for (; j < len; ++j) o[j] = CONVERT(s[j]);

@@ -162,7 +162,7 @@ class Device:
             # vectorising (SiLU 12x slower than a ReLU): kernels/common.h's EXP_T is arithmetic.
             # Its compiler vectorises plain loops inside a work item (copy.cl's copy_runs
             # writes vectors by hand for the runtimes that do not: Intel's took 2x as long)
-            self.build_options += ["-DCLGRAD_POLY_EXP=1", "-DCLGRAD_LOOP_VECTORIZER=1"]
+            self.build_options += ["-DPOLY_EXP=1", "-DLOOP_VECTORIZER=1"]
         # One lock for discovery, context, queue, program builds, allocations, launches and
         # copies of every device (_LOCK): two threads making their first tensors at once on
         # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
