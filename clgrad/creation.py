@@ -91,6 +91,7 @@ def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=
     t = Tensor._empty(arr.shape, dtype, device)
     if arr.size:
         device.copy(t._storage.buffer, arr)
+        t._storage.keep_host(arr)  # small integer tensors: targets checked on the host
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -55,6 +55,9 @@ def _contig_geometry(shape: tuple) -> tuple:
     return geo
 
 
+HOST_MIRROR_BYTES = 1 << 16  # the largest upload Storage.keep_host keeps on the host
+
+
 class Storage:
     """One device buffer of ``size`` elements of ``dtype`` and a version counter.
 
@@ -62,7 +65,8 @@ class Storage:
     with the version seen when a tensor was saved.
     """
 
-    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "__weakref__")
+    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "host",
+                 "__weakref__")
 
     def __init__(self, size: int, dtype: dtypes.DType, device: Device):
         if dtype is dtypes.float64 and not device.fp64:
@@ -75,6 +79,7 @@ class Storage:
         self.dtype = dtype
         self.device = device
         self.version = 0
+        self.host = None  # (version, values): see keep_host
         nbytes = self.size * dtype.itemsize
         if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
             raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")
@@ -89,6 +94,22 @@ class Storage:
             return
         _ALLOCATED[0] -= nbytes
         self.device.free(nbytes)
+
+    def keep_host(self, values: np.ndarray):
+        """Keep a host copy of ``values`` (all of this storage's elements, just uploaded) for
+        small integer storages (<= HOST_MIRROR_BYTES): class-index targets, whose range
+        losses check on the host (clgrad/ops/loss.py) without reading the device, a read
+        that waits for every kernel queued before it. Valid while the version is unchanged
+        (every in-place write bumps it; copy_raw and fill_raw drop the copy too)."""
+        if (not self.dtype.is_floating_point and values.size == self.size and
+                values.nbytes <= HOST_MIRROR_BYTES):
+            self.host = (self.version, np.array(values, dtype=self.dtype.np, copy=True))
+
+    def host_values(self):
+        """The host copy kept by keep_host, flat, or None when there is none or the storage
+        was written since."""
+        h = self.host
+        return h[1].reshape(-1) if h is not None and h[0] == self.version else None
 
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;

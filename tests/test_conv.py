@@ -308,10 +308,27 @@ def _launches(groups, algo):
     return n1 - n0, launch_count() - n1, backends.last_conv_algorithms.copy()
 
 
+def _depthwise_wgrad_direct(groups, algo):
+    """Whether _launches(groups, algo)'s weight gradient ran the CPU depthwise kernel without
+    batch splits."""
+    from clgrad.ops.conv import _check
+    last = _launches(groups, algo)[2]["grad_weight"]
+    x = clgrad.zeros((2, 32, 8, 8))
+    p = _check(x, clgrad.zeros((64, 32 // groups, 3, 3)), None, 1, 1, 1, groups)
+    if last != "depthwise":
+        return False
+    plan = conv_algorithms._plan_dw_wgrad(p, clgrad.float32, x._storage.device)
+    return plan is not None and plan.tiles.split == 1
+
+
 @pytest.mark.parametrize("algo", ("auto",) + ALGOS)
 def test_launch_count_independent_of_groups(algo):
     counts = {g: _launches(g, algo)[:2] for g in (1, 2, 32)}  # 32 == C: depthwise
-    assert counts[1] == counts[2] == counts[32], counts
+    assert counts[1] == counts[2], counts
+    # groups enough to fill the device: the CPU depthwise weight gradient writes its sums
+    # itself (no partial sums to add up in a second launch); never more launches than g = 1
+    few_launches = counts[32][1] == counts[1][1] - 1 and _depthwise_wgrad_direct(32, algo)
+    assert counts[32][0] == counts[1][0] and (counts[32][1] == counts[1][1] or few_launches)
     if algo in ("auto", "implicit", "depthwise", "direct"):
         assert counts[1][0] == 1  # forward: one launch, bias fused
 
@@ -606,3 +623,67 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
     np.testing.assert_allclose(w.grad.numpy()[:, 0], ref, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(b.grad.numpy(), gn.astype(np.float64).sum(axis=(0, 2, 3)),
                                rtol=1e-4, atol=1e-4)
+
+
+# -- the CPU depthwise kernels (kernels/conv_dw_cpu.cl): both layouts, both vector widths ------
+DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs, forward layout): cv channels in lanes, pp
+    # phase planes (windows over DW_CV_WINDOW elements, or a channel multiplier)
+    (2, 24, 8, 8, 1, 3, dict(padding=1), "cv"),                     # 3 blocks of 8 lanes
+    (2, 32, 8, 8, 1, 3, dict(padding=1), "cv"),                     # 2 of 16 (width 16)
+    (1, 136, 5, 5, 1, 3, dict(padding=1, stride=2), "cv"),          # a partial block of 16
+    (1, 40, 4, 4, 1, 3, dict(padding=1), "cv"),                     # batch 1, 4x4 maps
+    (2, 19, 9, 7, 1, 5, dict(padding=2, stride=2), "cv"),           # odd sizes, stride 2
+    (2, 17, 8, 8, 1, 3, dict(padding=1, stride=2), "cv"),           # even sizes, stride 2
+    (2, 18, 11, 10, 1, 3, dict(padding=2, dilation=2), "cv"),       # dilation
+    (2, 3, 13, 12, 1, 3, dict(padding=(4, 0), stride=(3, 2)), "cv"),  # padding > kernel
+    (1, 3, 45, 43, 1, 3, dict(padding=1), "pp"),                    # odd sizes
+    (1, 4, 50, 47, 1, 3, dict(padding=1, stride=2), "pp"),          # stride 2 (even/odd planes)
+    (1, 3, 45, 47, 1, 5, dict(padding=2, stride=2), "pp"),          # 5x5, stride 2, odd sizes
+    (2, 3, 44, 45, 1, 3, dict(padding=(1, 0), stride=(2, 1), dilation=(1, 2)), "pp"),
+    (2, 4, 9, 10, 2, 3, dict(padding=1), "pp"),                     # channel multiplier 2
+    (2, 4, 31, 30, 3, 5, dict(padding=2, stride=2), "pp"),          # multiplier, stride 2
+]
+
+
+@pytest.mark.parametrize("width", (8, 16))
+@pytest.mark.parametrize("dtype", (clgrad.float32, clgrad.float64), ids=("f32", "f64"))
+@pytest.mark.parametrize("case", DW_CASES, ids=lambda c: f"{c[:6]}-{c[6]}")
+def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
+    """Depthwise convs (groups == C, channel multiplier m) with the depthwise algorithm forced:
+    forward, input and weight gradient and bias gradient against the float64 NumPy reference,
+    on non-contiguous inputs, with the kernels built for AVX2 (8 float lanes) and AVX-512
+    (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback), the
+    forward in the layout the case is for."""
+    from clgrad.ops.conv import _check
+    from clgrad.runtime import Device
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("the CPU depthwise kernels build WIDE only on CPUs")
+    monkeypatch.setattr(Device, "vector_width", property(lambda self: width))
+    _use("depthwise")
+    n, c, h, w, m, k, kwargs, layout = case
+    for i, kind in enumerate(("contig", "step", "transpose")):
+        got, ref = _run(*_data(n, c, h, w, c * m, 1, k, k, seed=i), kind=kind, dtype=dtype,
+                        groups=c, **kwargs)
+        _close(got, ref, 1e-4 if dtype == clgrad.float32 else 1e-10)
+        assert set(backends.last_conv_algorithms.values()) == {"depthwise"}
+    x = clgrad.zeros((n, c, h, w), dtype=dtype)
+    p = _check(x, clgrad.zeros((c * m, 1, k, k), dtype=dtype), None, kwargs.get("stride", 1),
+               kwargs.get("padding", 0), kwargs.get("dilation", 1), c)
+    plan = conv_algorithms._plan_dw(p, dtype, x._storage.device)
+    assert plan.tiles.slab == (layout == "cv")
+
+
+@pytest.mark.parametrize("groups", (2, 64, 256))
+def test_depthwise_weight_gradient_split_or_direct(groups):
+    """The depthwise weight gradient sums the batch in each work-group and writes gw and gb
+    itself where there are groups enough to fill the device (on 2 compute units: 256 groups
+    with channels in lanes, 64 with phase planes), else adds batch splits in a second launch
+    (2 groups): all equal the reference (input a narrow view), for both kernel layouts."""
+    _use("depthwise")
+    rng = np.random.default_rng(3)
+    for k, h in ((3, 6), (3, 40)):  # channels in lanes, phase planes
+        x = rng.standard_normal((5, groups, h, h))
+        w = rng.standard_normal((groups, 1, k, k))
+        b = rng.standard_normal(groups)
+        got, ref = _run(x, w, b, kind="narrow", padding=1, groups=groups)
+        _close(got, ref, 1e-4)

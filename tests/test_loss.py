@@ -388,3 +388,73 @@ def test_bce_of_nan_or_out_of_range_input_is_nan(bad):
     edge = F.binary_cross_entropy(clgrad.tensor([0.0, 1.0]), clgrad.tensor([1.0, 0.0]),
                                   reduction="none").numpy()
     np.testing.assert_allclose(edge, [100.0, 100.0])
+
+
+# -- the targets' range check reads a host copy kept at upload, not the device ---------------
+def _device_reads(fn):
+    """(fn(), number of device -> host copies fn made)."""
+    from clgrad.runtime import device as dv
+    reads = [0]
+    orig = dv.Device.copy
+
+    def copy(self, dst, src, **kw):
+        reads[0] += isinstance(dst, np.ndarray)
+        return orig(self, dst, src, **kw)
+    dv.Device.copy = copy
+    try:
+        return fn(), reads[0]
+    finally:
+        dv.Device.copy = orig
+
+
+def _ref_ce(x, y):
+    ls = ref_log_softmax(x, 1)
+    return -ls[np.arange(len(y)), y].mean()
+
+
+def test_cross_entropy_checks_uploaded_targets_without_a_device_read():
+    """Targets from tensor()/from_numpy()/.to() are range-checked from the host copy their
+    storage kept (no device read, so a GPU forward is not waited for); the loss is NumPy's."""
+    x = RNG.standard_normal((6, 5))
+    yn = np.array([0, 4, 2, 2, 1, 3])
+    xt = clgrad.tensor(x)
+    for y in (clgrad.tensor(yn), clgrad.from_numpy(yn), clgrad.tensor(yn, dtype=clgrad.int32)):
+        loss, reads = _device_reads(lambda: F.cross_entropy(xt, y))
+        assert reads == 0
+        np.testing.assert_allclose(loss.item(), _ref_ce(x, yn), rtol=1e-12)
+    loss, reads = _device_reads(lambda: F.cross_entropy(xt[1:4], clgrad.tensor(yn)[1:4]))
+    assert reads == 0
+    np.testing.assert_allclose(loss.item(), _ref_ce(x[1:4], yn[1:4]), rtol=1e-12)
+    arr = yn.copy()
+    y = clgrad.from_numpy(arr)
+    arr[0] = 99  # the user's array changes; the tensor (and its host copy) do not
+    np.testing.assert_allclose(F.cross_entropy(xt, y).item(), _ref_ce(x, yn), rtol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["setitem", "copy_", "fill_", "add_", "kernel", "large",
+                                 "view"])
+def test_cross_entropy_range_check_sees_every_write_to_the_targets(how):
+    """A target written after its upload (in place, copied into, filled, or made by a kernel,
+    or too large for a host copy) is checked from the device: an out-of-range class raises
+    IndexError naming it, never a stale host copy's pass."""
+    n = 20000 if how == "large" else 6
+    yn = np.arange(n) % 5
+    x = clgrad.tensor(RNG.standard_normal((n, 5)))
+    y = clgrad.tensor(yn)
+    if how == "setitem":
+        y[2] = 7
+    elif how == "copy_":
+        y.copy_(clgrad.tensor(np.full(n, 7)))
+    elif how == "fill_":
+        y.fill_(7)
+    elif how == "add_":
+        y.add_(3)
+    elif how == "kernel":
+        y = y + 3
+    elif how == "large":
+        y[n - 1] = 7
+    else:
+        y[1:3].fill_(7)
+        y = y[0:4]
+    with pytest.raises(IndexError, match=r"target [57] is out of bounds"):
+        F.cross_entropy(x[:len(y)], y)

@@ -613,3 +613,76 @@ def test_flip_copies_and_repeat_tiles_like_numpy():
     x = clgrad.tensor([1.0, 2.0, 3.0], dtype=clgrad.float64, requires_grad=True)
     (x.flip(0) * clgrad.tensor([1.0, 10.0, 100.0], dtype=clgrad.float64)).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [100.0, 10.0, 1.0])
+
+
+@pytest.mark.parametrize("use", ["all", "first", "last", "twice", "inplace"])
+def test_split_pieces_share_one_backward(use):
+    """chunk/split pieces have one SplitBackward0 (PyTorch's name): their gradients land in one
+    buffer of the input's shape, zero-filled only where a piece got none (all pieces used: one
+    copy launch per piece, no fill, no add); values against NumPy, the input a transposed
+    view; a piece written in place still rebases the input's graph."""
+    from clgrad.runtime import launch_count
+    xn = np.random.default_rng(4).standard_normal((5, 9))
+    leaf = clgrad.tensor(xn.T.copy(), requires_grad=True)
+    x = leaf.t() * 2.0  # (5, 9), a fresh root
+    a, b, c = x.split([2, 4, 3], 1)
+    assert "grad_fn=<SplitBackward0>" in repr(a) and a._base is x
+    w = [np.full((5, 2), 1.0), np.full((5, 4), 2.0), np.full((5, 3), 3.0)]
+    want = np.zeros((5, 9))
+    if use == "all":
+        loss = (a * clgrad.tensor(w[0])).sum() + (b * 2.0).sum() + (c * 3.0).sum()
+        want[:] = np.concatenate(w, 1)
+    elif use == "first":
+        loss = (a * 1.0).sum()
+        want[:, :2] = 1
+    elif use == "last":
+        loss = (c * 3.0).sum()
+        want[:, 6:] = 3
+    elif use == "twice":
+        loss = (b * 2.0).sum() + (b * b).sum()
+        want[:, 2:6] = 2 + 2 * 2 * xn[:, 2:6]
+    else:
+        b.mul_(5.0)  # in place through a piece: x's graph is rebased
+        loss = (x * 1.0).sum()
+        want[:] = 1
+        want[:, 2:6] = 5
+    n0 = launch_count()
+    loss.backward()
+    np.testing.assert_allclose(leaf.grad.numpy().T, 2 * want, rtol=1e-12)
+    if use == "all":  # the split's share: 3 copies (one narrow per piece took 3 zero-filled
+        assert launch_count() - n0 == 9  # buffers, 3 copies and 2 adds: 14 launches in all)
+
+
+def test_split_without_grad_or_of_one_piece():
+    """Without autograd the pieces are plain views; one piece is a narrow."""
+    x = clgrad.arange(12.0).view(3, 4)
+    a, b = x.split(2, 1)
+    assert a.grad_fn is None and not a.requires_grad and a._storage is x._storage
+    np.testing.assert_array_equal(b.numpy(), np.arange(12.0).reshape(3, 4)[:, 2:])
+    (only,) = x.requires_grad_().split(4, 1)
+    assert "grad_fn=<SliceBackward0>" in repr(only)
+    with clgrad.no_grad():
+        p, q = x.chunk(2, 0)
+    assert not p.requires_grad and q.shape == (1, 4)
+
+
+def test_unbind_pieces_share_one_backward():
+    """unbind's pieces have one UnbindBackward0 (PyTorch's name): gradients of the used rows
+    land in one buffer (zeros elsewhere), values against NumPy; all rows used: no fill."""
+    from clgrad.runtime import launch_count
+    xn = np.random.default_rng(5).standard_normal((4, 3))
+    leaf = clgrad.tensor(xn, requires_grad=True)
+    x = leaf * 1.0
+    rows = x.unbind(0)
+    assert "grad_fn=<UnbindBackward0>" in repr(rows[2])
+    (rows[0] * 2.0 + rows[3] * rows[3]).sum().backward()
+    want = np.zeros((4, 3))
+    want[0], want[3] = 2.0, 2 * xn[3]
+    np.testing.assert_allclose(leaf.grad.numpy(), want, rtol=1e-12)
+    leaf.grad = None
+    cols = (leaf * 1.0).unbind(1)
+    loss = cols[0].sum() + cols[1].sum() + cols[2].sum()
+    n0 = launch_count()
+    loss.backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), np.ones((4, 3)))
+    assert launch_count() - n0 == 5  # one select per piece took 10 (3 fills, 2 more adds)

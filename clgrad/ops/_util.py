@@ -46,6 +46,7 @@ def copy_raw(dst: Tensor, src: Tensor):
     writes into a slice, an expand) runs kernels/copy.cl's copy_runs (see ``_copy_runs``);
     otherwise, and for dense copies, the one-element-per-work-item copy through launch_1d."""
     same_device("copy_", dst, src)
+    dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
     d = {"S": src.dtype.cl, "D": dst.dtype.cl}
     if dst.dtype.is_bool:
         d["D_IS_BOOL"] = 1
@@ -91,6 +92,7 @@ def _copy_runs(dev, defines, dst, src, n):
 
 def fill_raw(dst: Tensor, value):
     """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
+    dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
     launch_1d("elementwise.cl", "fill", defines_for(dst.dtype), dst, (),
               (scalar(dst.dtype, value),))
 

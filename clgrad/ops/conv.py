@@ -8,10 +8,11 @@ memory of ``input.narrow(1, g*C/G, C/G)``, ``weight.narrow(0, g*O/G, O/G)`` and
 a fixed number of launches whatever ``groups`` is (implicit, depthwise, direct: one forward;
 backward one for the input gradient and two for the weight and bias gradients: partial sums
 over batch splits, then their sum written through the grouped view of the one weight
-gradient). No parameter is copied; any strided input is read through its strides. The input
-gradient is the forward problem again (kernels/conv.h): the output gradient with stride-1
-zeros inserted, padding (k-1)*d - p, and the weight view transposed and flipped (negative
-strides, still a view).
+gradient; the CPU depthwise kernels write the sums themselves, one launch, where there are
+groups enough to fill the device without batch splits). No parameter is copied; any strided
+input is read through its strides. The input gradient is the forward problem again
+(kernels/conv.h): the output gradient with stride-1 zeros inserted, padding (k-1)*d - p, and
+the weight view transposed and flipped (negative strides, still a view).
 
 Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``;
 their planners and launchers: clgrad/ops/conv_algorithms.py):
@@ -20,7 +21,11 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              register-blocked micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE).
              GPUs: kernels/conv_gemm_gpu.cl, 16 x 16 work items sharing 64 x 64 tiles.
   depthwise  kernels/conv_dw_cpu.cl — direct stencils for few channels per group
-             (C/G == 1, channel multiplier allowed): no GEMM, vectors along output rows.
+             (C/G == 1, channel multiplier allowed): no GEMM. Pure depthwise maps up to
+             40x40 windows: VW channels in the lanes of a vector (maps transposed in
+             registers on the way in and out), a strided layer's input gradient in one
+             launch; others: vectors along the flattened output rows of a window staged
+             as stride phases.
   direct     kernels/conv_direct_any.cl — one work item per output; any device, no local
              memory.
   pointwise  matmul.gemm alone, for 1 x 1 convs without stride or padding (CPUs' choice):
@@ -289,7 +294,7 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
     if algo == "im2col":  # runs on the forward problem: W^T g, then col2im into gi
         alg.im2col_dgrad(geo._replace(y=p.y), g4, w, gi4)
         return True
-    if p.uh * p.uw == 1:
+    if p.uh * p.uw == 1 or plan.inserts:
         _run(algo, plan, "grad_input", p, g4, w, gi4, None)
         return True
     phases = [q for q in _phases(p) if q is not None]

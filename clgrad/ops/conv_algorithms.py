@@ -46,9 +46,15 @@ WGRAD_GT = 256 << 10       # bytes of staged output gradient per weight-gradient
 WGRAD_XT = 16 << 10        # bytes of staged input per chunk of cc channels
 WGRAD_ACC = 160 << 10      # bytes of weight accumulators per work-group
 SPLIT_GROUPS = 4           # weight-gradient work-groups per compute unit (batch splits)
-DW_TW = 64                 # depthwise output columns per tile (at most)
 DW_WIDE_COLS = 32          # output columns from which the depthwise kernels use WIDE vectors
 DW_WINDOW_MAX = 96 << 10   # bytes of staged window + output gradient, depthwise weight grad
+# window elements per map (rows x columns, padding included) up to which pure depthwise convs
+# run channels in lanes (dw_cv_*), and the bytes of window + outputs they stage at most: Xeon,
+# 1 thread, batch 8, forward: 144 32x32 maps 0.97 against 1.26 ms with the phase planes, at
+# stride 2 0.51 against 0.99 ms; 576 8x8 maps 0.32 against 0.60 ms
+DW_CV_WINDOW = 1600
+DW_CV_BYTES = 160 << 10
+DW_CV_WIDE = True          # dw_cv_* with WIDE where the device has 16-float vectors (tests: off)
 DIRECT_ITEMS = 64 * 64     # direct_wgrad work items per compute unit (batch splits)
 # GPU variant (kernels/conv_gemm_gpu.cl): TS x TS tiles, (TS/WPT)^2 work items, depth TK.
 GTILE = dict(TS=64, WPT=4, TK=16)
@@ -264,21 +270,91 @@ def _gemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 
 # -- depthwise: direct stencils for few channels per group (kernels/conv_dw_cpu.cl) ---------
+def _dw_window(p: Problem, th, tw, vw) -> Tiles:
+    """The phase-plane window of kernels/conv_dw_cpu.cl for tiles of th x tw outputs: sh * sw
+    planes of `rows` rows of pitch rp per channel, cp elements per channel (with the zeroed
+    tail the vector reads past the last plane meet)."""
+    rows, rp = th + (p.kh - 1) * p.dh // p.sh, tw + (p.kw - 1) * p.dw // p.sw
+    return Tiles(th=th, tw=tw, ntw=cdiv(p.ow, tw), rows=rows, rp=rp,
+                 cp=p.sh * p.sw * rows * rp + 4 * vw)
+
+
+def _cv_dev(p: Problem, dev):
+    """dev where the channels-in-lanes kernels build WIDE (16 lanes on AVX-512; 576x8 maps,
+    batch 8: 0.55 against 0.58 ms), else None: not where 16-lane blocks of channels would
+    leave more lanes idle than 8-lane ones (24 channels: 3 blocks of 8, not 2 of 16) unless
+    there are many channels."""
+    narrow = _vw(dtypes.float32, None)
+    even = _up(p.g, 2 * narrow) == _up(p.g, narrow) or p.g >= 16 * narrow
+    return dev if DW_CV_WIDE and even else None
+
+
+def _vw_max(dt):
+    """The widest vector of the depthwise kernels: their plans size local memory for it, as
+    the device's plans do not depend on its vector width (tests force either)."""
+    return _vw(dt, None) * 2
+
+
+def _plan_cv(p: Problem, dt, dev, wgrad: bool):
+    """The channels-in-lanes plan (dw_cv_*: slab = 1) for pure depthwise problems (C/G ==
+    O/G == 1) whose window is at most DW_CV_WINDOW elements per map and fits; else None."""
+    rows = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
+    wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
+    if p.c != 1 or p.o != 1 or rows * wp > DW_CV_WINDOW or (p.uh * p.uw > 1 and wgrad):
+        return None
+    vw, isz, kk, npix = _vw_max(dt), dt.itemsize, p.kh * p.kw, p.oh * p.ow
+    t = Tiles(th=p.oh, tw=p.ow, ntw=1, rows=rows, rp=wp, cp=rows * wp, slab=1)
+    local = (rows * wp * vw * isz, npix * vw * isz, (kk + 1) * vw * isz, 4 * npix, 4 * kk,
+             4 * p.h * p.w)
+    if not wgrad:  # dw_cv_fwd's class tables (zero insertion)
+        cls = p.uh * p.uw
+        local += (4 * (2 * cls + 1 + 2 * npix + 2 * cls * kk) if cls > 1 else 4,)
+    if local[0] + local[1] > DW_CV_BYTES or not _fits(
+            local, dev, ("conv_dw_cpu.cl", "dw_cv_wgrad" if wgrad else "dw_cv_fwd",
+                         defines_for(dt))):
+        return None
+    if wgrad:
+        lanes = _vw(dt, _cv_dev(p, dev))
+        split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), cdiv(p.g, lanes))))
+        t = t._replace(split=split)
+    return Plan(t, local, inserts=p.uh * p.uw > 1)
+
+
 def _plan_dw(p: Problem, dt, dev):
-    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
-    kn = dict(th=p.oh, tw=min(_up(p.ow, 2 * vw), DW_TW))
+    """Tiles of whole maps where the window fits WINDOW_MAX (else fewer rows, then fewer
+    columns); pure depthwise problems whose window fits run channels in lanes (_plan_cv), with
+    zero insertion too (a strided layer's input gradient in one launch). Other problems with
+    zero insertion get an empty plan: conv.py runs them as phase problems without insertion,
+    each planned on its own."""
+    cv = _plan_cv(p, dt, dev, False)
+    if cv is not None:
+        return cv
+    if p.uh != 1 or p.uw != 1:
+        return Plan()
+    vw, isz, kk = _vw_max(dt), dt.itemsize, p.kh * p.kw
+    kn = dict(th=p.oh, tw=p.ow)
     while True:
-        t = _window(p, kn["th"], kn["tw"], vw)
-        local = ((p.c * t.cp + p.sh * t.rp + 4 * vw) * isz,)
+        t = _dw_window(p, kn["th"], kn["tw"], vw)
+        local = (p.c * t.cp * isz, (t.th * t.rp + vw) * isz, p.o * p.c * kk * isz, 4 * kk)
         if local[0] <= WINDOW_MAX and _fits(local, dev, ("conv_dw_cpu.cl", "dw_fwd",
                                                          defines_for(dt))):
             return Plan(t, local)
-        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=2 * vw)):
+        if not _shrink(kn, ("th", "tw"), dict(th=1, tw=vw)):
             return None
 
 
 def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
+    if t.slab:
+        dv = _cv_dev(p, dev)
+        blocks = p.n * cdiv(p.g, _vw(dt, dv))
+        per = max(1, blocks // (FILL_GROUPS * _units(dev)))  # channel blocks per group
+        dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_cv_fwd", _cpu_defines(dt, dv)),
+                   (cdiv(blocks, per),), (1,), p.pack(t), np.int64(per), x._storage.buffer,
+                   w._storage.buffer, y._storage.buffer, _bias_buffer(bias, y),
+                   *_locals(plan.local))
+        return
+    assert p.uh == p.uw == 1, "depthwise: zero insertion runs as phases (conv._grad_input)"
     tiles = cdiv(p.oh, t.th) * t.ntw
     planes = p.n * p.g
     per = max(1, planes * tiles // (FILL_GROUPS * _units(dev)))  # (n, g) planes per group
@@ -289,12 +365,20 @@ def _dw_fwd(p: Problem, plan: Plan, x, w, y, bias):
 
 
 def _plan_dw_wgrad(p: Problem, dt, dev):
-    vw, isz = _vw(dt, _dw_dev(p, dev)), dt.itemsize
-    kn = dict(th=p.oh, tw=min(_up(p.ow, vw), DW_TW))
+    """Tiles as _plan_dw (window and output gradient within DW_WINDOW_MAX); batch splits
+    (summed by wgrad_reduce) only where there are fewer groups than SPLIT_GROUPS per compute
+    unit, else each work-group sums all samples of its group and writes the gradient."""
+    if p.uh != 1 or p.uw != 1:
+        return None
+    cv = _plan_cv(p, dt, dev, True)
+    if cv is not None:
+        return cv
+    vw, isz, kk = _vw_max(dt), dt.itemsize, p.kh * p.kw
+    kn = dict(th=p.oh, tw=p.ow)
     while True:
-        t = _window(p, kn["th"], kn["tw"], vw)
-        local = (p.c * t.cp * isz, p.o * kn["th"] * kn["tw"] * isz,
-                 p.o * (p.c * p.kh * p.kw + 1) * isz)
+        t = _dw_window(p, kn["th"], kn["tw"], vw)
+        local = (p.c * t.cp * isz, p.o * (t.th * t.rp + 4 * vw) * isz,
+                 p.o * (p.c * kk + 1) * isz, 4 * kk)
         if local[0] + local[1] <= DW_WINDOW_MAX and _fits(
                 local, dev, ("conv_dw_cpu.cl", "dw_wgrad", defines_for(dt))):
             split = max(1, min(p.n, cdiv(SPLIT_GROUPS * _units(dev), p.g)))
@@ -305,12 +389,26 @@ def _plan_dw_wgrad(p: Problem, dt, dev):
 
 def _dw_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
-    ws = _workspace(p, t.split, dt, dev)
-    dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
-               (p.g, t.split), (1, 1), p.pack(t), np.int64(1), x._storage.buffer,
-               g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)), ws._storage.buffer,
-               *_locals(plan.local))
-    _reduce(p, t, ws, gw, gb)
+    direct = t.split == 1
+    ws = gw if direct else _workspace(p, t.split, dt, dev)
+    so, sc, skh, skw = gw._strides
+    gwv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
+    if direct and gb is not None:
+        p = p._replace(boff=gb._offset, bs=gb._strides[0], bias=1)
+    else:
+        p = p._replace(boff=0, bs=0, bias=0)
+    bufs = (x._storage.buffer, g4._storage.buffer, pack(v5(g4, p.g), longs(V5_T)),
+            ws._storage.buffer, gwv, (gb if gb is not None else gw)._storage.buffer)
+    if t.slab:
+        dv = _cv_dev(p, dev)
+        dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_cv_wgrad", _cpu_defines(dt, dv)),
+                   (cdiv(p.g, _vw(dt, dv)), t.split), (1, 1), p.pack(t), *bufs,
+                   *_locals(plan.local))
+    else:
+        dev.launch(dev.kernel("conv_dw_cpu.cl", "dw_wgrad", _cpu_defines(dt, _dw_dev(p, dev))),
+                   (p.g, t.split), (1, 1), p.pack(t), np.int64(1), *bufs, *_locals(plan.local))
+    if not direct:
+        _reduce(p, t, ws, gw, gb)
 
 
 # -- direct: one work item per output (kernels/conv_direct_any.cl) ---------------------------------

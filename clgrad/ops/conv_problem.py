@@ -42,11 +42,14 @@ _CONV_T = struct.Struct(f"<{longs(CONV_T)}q")  # conv_t: all longs
 
 
 class Plan(NamedTuple):
-    """What a planner chose: the tiles, the local-memory arguments (bytes each) and, for
-    igemm_wgrad, the input channels per work-group (cr, an argument of its own)."""
+    """What a planner chose: the tiles, the local-memory arguments (bytes each), for
+    igemm_wgrad the input channels per work-group (cr, an argument of its own), and whether
+    the kernels run zero insertion (U > 1) themselves (inserts: conv._grad_input then runs a
+    strided layer's input gradient as one problem, not as phases)."""
     tiles: Tiles = _NO_TILES
     local: tuple = ()
     cr: int = 0
+    inserts: bool = False
 
 
 def raw(t: Tensor, shape, strides, offset=None) -> Tensor:

@@ -64,6 +64,7 @@ def to_device(x: Tensor, device) -> Tensor:
     out = Tensor._empty(x.shape, x.dtype, device)
     if values.size:
         out._storage.write(0, values)
+        out._storage.keep_host(values)
     if not x.dtype.is_floating_point:
         return out
     return record("to", out, (x,), lambda g: (to_device(g, src_dev),))

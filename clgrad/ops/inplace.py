@@ -15,9 +15,9 @@ split/chunk/unbind pieces, non-overlapping unfold/as_strided). The root's grad_f
 gradient sent to the written value; every view of the root gets an ``as_strided`` grad_fn
 from the root's new one the next time it is used. The unary ops whose gradient reads only
 their output (relu_, exp_, tanh_, sigmoid_, sqrt_, hardtanh/relu6 in place) written into a
-root take ``output_inplace``: one launch into self, the op's own Node over the old grad_fn. ``op_`` computes from a copy of the old self
-when autograd is involved, so ops whose backward reads self (mul_, div_, pow_, log_ ...) are
-exact (PyTorch saves the original self for these too).
+root take ``output_inplace``: one launch into self, the op's own Node over the old grad_fn.
+``op_`` computes from a copy of the old self when autograd is involved, so ops whose backward
+reads self (mul_, div_, pow_, log_ ...) are exact (PyTorch saves the original self too).
 Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
 on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
 overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``

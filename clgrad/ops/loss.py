@@ -355,6 +355,16 @@ def _check_common(op, x, target, reduction):
                         f"target, got {target.dtype}")
 
 
+def _host_values(t: Tensor) -> np.ndarray:
+    """t's values on the host: from the host copy its storage kept at upload (Storage.
+    keep_host; no device read, so no wait for the kernels queued before, e.g. the forward
+    pass on a GPU), else read from the device."""
+    flat = t._storage.host_values()
+    if flat is not None and t.is_contiguous():
+        return flat[t._offset:t._offset + t.numel()].reshape(tuple(t.shape))
+    return t.numpy()
+
+
 def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
     """Shapes, weight and the targets' range (read on the host, before any launch); returns
     the target as int64."""
@@ -371,7 +381,7 @@ def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
         same_device(op, x, weight)
     if _capture.is_capturing():  # no host read in a captured step: the kernels give NaN
         return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
-    t = target.numpy()
+    t = _host_values(target)
     bad = (t != ignore) & ((t < 0) | (t >= nc))
     if bad.any():
         pos = tuple(int(i) for i in np.argwhere(bad)[0])

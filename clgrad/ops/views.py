@@ -2,8 +2,9 @@
 each view is a pure function of clgrad/layout.py; this module wraps it around a tensor and adds
 the backward.
 
-Backward rules: slicing-like views (narrow, select, getitem, diagonal, split, unbind) write the
-gradient into the matching view of a zero tensor of the input's shape; permutes permute back;
+Backward rules: slicing-like views (narrow, select, getitem, diagonal) write the gradient into
+the matching view of a zero tensor of the input's shape; the pieces of a split/chunk/unbind
+share one backward that writes all their gradients into one buffer; permutes permute back;
 reshapes reshape back; expand sums; overlapping views (unfold, as_strided) scatter-add, so
 elements reached twice collect both gradients.
 """
@@ -16,7 +17,7 @@ import numpy as np
 from clgrad import layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import zeros
+from clgrad.ops._util import empty, zeros
 from clgrad.ops.inplace import _add_into, _at
 from clgrad.ops.inplace import copy_slices, regenerate_view_grad_fn  # noqa: F401 (moved)
 from clgrad.tensor import Tensor
@@ -271,11 +272,51 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
             raise RuntimeError(f"split: split_with_sizes expects split_sizes to sum exactly to "
                                f"{size} (input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
-    out, start = [], 0
+    if len(sizes) == 1:
+        return (narrow(x, d, 0, sizes[0]),)
+    out, bounds, start = [], [], 0
     for s in sizes:
-        out.append(narrow(x, d, start, s))
+        out.append(_alias(x, *layout.narrow(x.shape, x._strides, x._offset, d, start, s)))
+        bounds.append((start, s))
         start += s
+    _record_pieces(x, tuple(out), "split",
+                   lambda z, i: layout.narrow(z.shape, z._strides, z._offset, d, *bounds[i]))
     return tuple(out)
+
+
+def _record_pieces(x: Tensor, pieces, name: str, geometry):
+    """One backward for all the pieces of a split or an unbind (PyTorch's SplitBackward0 /
+    UnbindBackward0, through the engine's multi-output Node): their gradients are copied into
+    one buffer of x's shape, zeroed first only where a piece got none (one narrow or select
+    per piece zero-filled x's whole shape for each piece, and the engine added them).
+    ``geometry(z, i)``: (shape, strides, offset) of piece i in a tensor z of x's shape."""
+    from clgrad.autograd import is_grad_enabled
+    from clgrad.autograd.graph import Node, _edge
+    if not is_grad_enabled():
+        return
+    edge = _edge(x)
+    if edge is None:
+        return
+    shape = tuple(x.shape)  # the closure keeps geometry only, not x
+
+    def backward(grads):  # one entry per piece, None where it got no gradient
+        g0 = next(g for g in grads if g is not None)
+        covered = all(g is not None for g in grads)
+        z = (empty if covered else zeros)(shape, g0.dtype, g0._storage.device)
+        for i, g in enumerate(grads):
+            if g is not None and g.numel():
+                ew.copy_raw(Tensor(z._storage, *geometry(z, i), base=z), g)
+        return (z,)
+    central = Node(name, (edge,), backward, (), ((shape, x._storage.dtype),))
+    central.n_outputs = len(pieces)
+    for slot, o in enumerate(pieces):  # one Node per piece routes its gradient to its slot
+        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
+        node.slot = slot
+        o._requires_grad, o._grad_fn = True, node
+
+
+def _pass(g):
+    return (g,)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0):
@@ -291,7 +332,14 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
 def unbind(x: Tensor, dim: int = 0):
     """A tuple of views, one per index of ``dim`` (that dim removed)."""
     d = layout.wrap_dim(dim, x.ndim, "unbind")
-    return tuple(select(x, d, i) for i in range(x.shape[d]))
+    n = x.shape[d]
+    if n < 2:
+        return tuple(select(x, d, i) for i in range(n))
+    pieces = tuple(_alias(x, *layout.select(x.shape, x._strides, x._offset, d, i))
+                   for i in range(n))
+    _record_pieces(x, pieces, "unbind", lambda z, i: layout.select(z.shape, z._strides,
+                                                                    z._offset, d, i))
+    return pieces
 
 
 # -- overlapping and raw views ----------------------------------------------------------------
