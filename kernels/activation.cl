@@ -43,7 +43,7 @@ __kernel void name##_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,
     T x = a[oa]; T gy = g[og]; out[oo] = (DERIV);                                           \
 }
 
-#define SIG(v) ((T)1 / ((T)1 + exp(-(v))))
+#define SIG(v) ((T)1 / ((T)1 + EXP_T(-(v))))
 // Constants at the build's precision (gelu's tanh approximation: A = 0.044715, 3A = 0.134145).
 #ifdef IS_DOUBLE
 #define SQRT1_2 0.70710678118654752440

@@ -63,12 +63,14 @@ BINARY(logical_and, (T)((x != (T)0) && (y != (T)0)))
 BINARY(logical_or, (T)((x != (T)0) || (y != (T)0)))
 
 #ifdef IS_FLOAT
-UNARY(exp_op, exp(x))
+UNARY(exp_op, EXP_T(x))
 UNARY(log_op, log(x))
 UNARY(sqrt_op, sqrt(x))
 UNARY(rsqrt_op, rsqrt(x))
 UNARY(tanh_op, tanh(x))
-UNARY(sigmoid, x >= (T)0 ? (T)1 / ((T)1 + exp(-x)) : exp(x) / ((T)1 + exp(x)))
+// one exp, of -|x| (never overflows): 1 / (1 + e) for x >= 0, e / (1 + e) below (a select,
+// not fabs: PoCL's fabs is a call that keeps the loop scalar)
+UNARY(sigmoid, (x >= (T)0 ? (T)1 : EXP_T(x < (T)0 ? x : -x)) / ((T)1 + EXP_T(x < (T)0 ? x : -x)))
 UNARY(sin_op, sin(x))
 UNARY(cos_op, cos(x))
 UNARY(floor_op, floor(x))

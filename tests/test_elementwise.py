@@ -188,6 +188,32 @@ def test_unary_edge_values():
                                   [0, 2, 2, -0])
 
 
+
+def _exp_range_f32():
+    """float32 inputs over exp's whole range (a few thousand, so the kernels' vector loops
+    run): the overflow and denormal edges, zeros, infinities and NaN."""
+    x = np.concatenate([np.linspace(-110, 95, 4001), [-103.9, -87.4, -87.3, 88.72, 88.73, 0.0,
+                                                      -0.0, 1e-8, -1e-8, np.inf, -np.inf, np.nan]])
+    return x.astype(np.float32)
+
+
+def test_exp_and_sigmoid_float32_over_the_whole_range():
+    """exp and sigmoid of float32 within 2 ulp of float64 NumPy everywhere, denormal results
+    and overflow included (on PoCL kernels/common.h's EXP_T is a polynomial, not exp)."""
+    x = _exp_range_f32()
+    x64 = x.astype(np.float64)
+    with np.errstate(over="ignore"):
+        want_exp = np.exp(x64).astype(np.float32)
+        want_sig = (1 / (1 + np.exp(-x64))).astype(np.float32)
+    for got, want in ((clgrad.exp(clgrad.tensor(x)).numpy(), want_exp),
+                      (clgrad.sigmoid(clgrad.tensor(x)).numpy(), want_sig)):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+        fin = np.isfinite(want)
+        ulp = np.spacing(np.abs(want[fin]))
+        assert np.all(np.abs(got[fin] - want[fin]) <= 2 * ulp), \
+            np.max(np.abs(got[fin] - want[fin]) / ulp)
+
 @pytest.mark.parametrize("dtype", [F32, F64, I64])
 @settings(max_examples=examples(25))
 @given(shape=shapes(max_dims=3), data=st.data())
@@ -252,6 +278,74 @@ def test_copy_between_any_two_views(src_dt, dst_dt, shape, data):
     if d.numel():
         assert d._version > version
 
+
+
+def _view_kinds():
+    """(name, NumPy source, clgrad view of it): the views whose contiguous() is a strided copy,
+    sized around kernels/copy.cl's copy_runs runs (COPY_RUN elements: rows split into runs,
+    short rows grouped, partial last groups)."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((8, 116, 16, 16)).astype(np.float32)
+    ta = clgrad.tensor(a)
+    big = rng.standard_normal((3, 5000)).astype(np.float32)
+    tb = clgrad.tensor(big)
+    c = rng.standard_normal((2, 3, 1, 5, 7)).astype(np.float32)
+    tc = clgrad.tensor(c)
+    col = rng.standard_normal((4, 1, 3)).astype(np.float32)
+    e = np.arange(2 * 3 * 4 * 2 * 3 * 2 * 2 * 3).reshape(2, 3, 4, 2, 3, 2, 2, 3)
+    te = clgrad.tensor(e)
+    return [
+        ("shuffle", a.reshape(8, 2, 58, 16, 16).transpose(0, 2, 1, 3, 4),
+         ta.view(8, 2, 58, 16, 16).transpose(1, 2)),
+        ("chunk", a[:, 58:], ta.chunk(2, 1)[1]),
+        ("narrow_offset", a[1:7, 3:100, 2:15, 1:], ta[1:7, 3:100, 2:15, 1:]),
+        ("last_dim_transposed", a[0, 0].T, ta[0, 0].t()),
+        ("permute", a[:2].transpose(0, 3, 1, 2), ta[:2].permute(0, 3, 1, 2)),
+        ("long_rows_split", big[:, 1:4998], tb[:, 1:4998]),
+        ("long_rows_step", big[:, ::3], tb[:, ::3]),
+        ("rank1_step", big[1, 7::5], tb[1, 7::5]),
+        ("unit_dims", c.transpose(4, 2, 1, 0, 3), tc.permute(4, 2, 1, 0, 3)),
+        ("expand_0_stride", np.broadcast_to(col, (4, 2500, 3)),
+         clgrad.tensor(col).expand(4, 2500, 3)),
+        ("expand_inner", np.broadcast_to(a[:, :, :1, :1], (8, 116, 16, 16)),
+         ta[:, :, :1, :1].expand(8, 116, 16, 16)),
+        ("eight_dims", e.transpose(7, 6, 5, 4, 3, 2, 1, 0), te.permute(7, 6, 5, 4, 3, 2, 1, 0)),
+        ("one_element", a[3:4, 5:6, 7:8, 2:3], ta[3:4, 5:6, 7:8, 2:3]),
+    ]
+
+
+@pytest.mark.parametrize("kind", range(13))
+@pytest.mark.parametrize("dst_dt", [F32, F64, I32, BOOL])
+def test_contiguous_of_every_view_kind(kind, dst_dt):
+    """contiguous() (same dtype) and .to(dtype) of strided views, and a copy_ into a strided
+    destination, against NumPy: the CPU devices copy these with copy_runs."""
+    name, ref, v = _view_kinds()[kind]
+    want = ref.astype(NP[dst_dt]) if dst_dt is not BOOL else ref != 0
+    out = v.to(dst_dt).contiguous() if dst_dt is not v.dtype else v.contiguous()
+    assert out.is_contiguous() and out.dtype is dst_dt, name
+    np.testing.assert_array_equal(out.numpy(), want, err_msg=name)
+    # into a strided destination (a transposed view over a padded buffer)
+    root = clgrad.zeros(*(n + 1 for n in reversed(ref.shape)), dtype=dst_dt)
+    dst = root[tuple(slice(1, None) for _ in ref.shape)].permute(*reversed(range(ref.ndim)))
+    dst.copy_(v)
+    np.testing.assert_array_equal(dst.numpy(), want, err_msg=name)
+    outside = root.numpy().copy()
+    outside[tuple(slice(1, None) for _ in ref.shape)] = 0
+    assert not outside.any(), name
+
+
+def test_copy_int64_and_bool_strided():
+    """int64 and bool sources through the strided copy (transposed, stepped), exactly."""
+    x = np.arange(-3000, 3000, dtype=np.int64).reshape(60, 100)
+    t = clgrad.tensor(x)
+    np.testing.assert_array_equal(t.t().contiguous().numpy(), x.T)
+    np.testing.assert_array_equal(t[:, ::7].to(clgrad.float32).numpy(),
+                                  x[:, ::7].astype(np.float32))
+    m = x % 3 == 0
+    tm = clgrad.tensor(m)
+    np.testing.assert_array_equal(tm.t().contiguous().numpy(), m.T)
+    np.testing.assert_array_equal(tm[::2].t().to(clgrad.int32).numpy(),
+                                  m[::2].T.astype(np.int32))
 
 # -- sizes around work-group boundaries -------------------------------------------------------
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 1025, 4099])

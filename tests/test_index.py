@@ -77,6 +77,30 @@ def test_cat_sizes_around_work_group(n):
     np.testing.assert_array_equal(t.numpy(), np.concatenate([a[::2], b[::-1], a[:3]]))
 
 
+
+@pytest.mark.parametrize("dim", [0, 1, 2, 3])
+def test_cat_along_each_dim_of_non_contiguous_inputs(dim):
+    """cat of transposed, narrowed and expanded 4-D inputs (DenseNet's and ShuffleNet's sizes:
+    rows longer than copy_runs' runs) along each dim, against NumPy, with the gradient of each
+    input its slice of the output's gradient."""
+    rng = np.random.default_rng(dim)
+    shape = [8, 40, 16, 16]
+    s1, s2, s3 = list(shape), list(shape), list(shape)
+    s1[dim], s2[dim], s3[dim] = 3, 12, 5
+    a = rng.standard_normal(s1[:2] + s1[:1:-1]).astype(np.float32)  # made (s1) by a transpose
+    b = rng.standard_normal([n + 2 for n in s2]).astype(np.float32)
+    c = rng.standard_normal(s3[:3] + [1]).astype(np.float32)
+    parts_np = [a.transpose(0, 1, 3, 2), b[1:-1, 1:-1, 1:-1, 1:-1], np.broadcast_to(c, s3)]
+    ta = clgrad.tensor(a, requires_grad=True)
+    pa = ta.transpose(2, 3)
+    parts = [pa, clgrad.tensor(b)[1:-1, 1:-1, 1:-1, 1:-1], clgrad.tensor(c).expand(*s3)]
+    out = clgrad.cat(parts, dim)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate(parts_np, dim))
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(clgrad.tensor(g))
+    np.testing.assert_array_equal(ta.grad.numpy(),
+                                  np.take(g, range(3), dim).transpose(0, 1, 3, 2))
+
 def test_cat_skips_legacy_empty_1d():
     x = clgrad.ones(2, 3)
     out = clgrad.cat([x, clgrad.zeros(0), x * 2])

@@ -345,3 +345,38 @@ def test_float16_softmax_sums_in_float32():
     (torch.softmax(t, 1) * torch.tensor(w)).sum().backward()
     assert a.grad.dtype == clgrad.float16
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=2 ** -9, atol=2 ** -14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_rows_of_conv_maps(dtype):
+    """The sums of a training step (the SE block's mean over the map, a bias gradient's sum
+    over batch and map, a full sum, stepped and transposed inputs, row lengths around 8, inf
+    and NaN) against float64 NumPy: on CPU devices these run kernels/reduce.cl's reduce_runs
+    (8 Kahan-compensated partial sums per output)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 20, 13, 11)).astype(dtype) + 3
+    t = clgrad.tensor(x)
+    tol = dict(rtol=2e-6 if dtype == np.float32 else 1e-13, atol=0)
+    x64 = x.astype(np.float64)
+    cases = [(t.mean((2, 3)), x64.mean((2, 3))), (t.sum((0, 2, 3)), x64.sum((0, 2, 3))),
+             (t.sum(), x64.sum()),
+             (t[:, ::3, 1:, ::2].sum((1, 3)), x64[:, ::3, 1:, ::2].sum((1, 3))),
+             (t.transpose(1, 3).sum(3), x64.transpose(0, 3, 2, 1).sum(3)),
+             (t[..., :9].mean(-1), x64[..., :9].mean(-1)),
+             (t.sum(0, keepdim=True), x64.sum(0, keepdims=True))]
+    for got, want in cases:
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want, **tol)
+    # 62 500 copies of 1.23456 (Kahan per partial sum) and rows of inf/NaN
+    ones = np.full((3, 62500), 1.23456, dtype)
+    ones[1, 17] = np.inf
+    ones[2, 5] = np.nan
+    got = clgrad.tensor(ones).sum(1).numpy()
+    np.testing.assert_allclose(got[0], 62500 * np.float64(dtype(1.23456)),
+                               rtol=1.2e-7 if dtype == np.float32 else 2.3e-16)
+    assert np.isposinf(got[1]) and np.isnan(got[2])
+    mixed = np.zeros((2, 40), dtype)
+    mixed[0, 3], mixed[0, 30] = np.inf, -np.inf
+    mixed[1, 9] = -np.inf
+    got = clgrad.tensor(mixed).sum(1).numpy()
+    assert np.isnan(got[0]) and np.isneginf(got[1])

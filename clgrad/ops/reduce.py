@@ -90,12 +90,25 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         vidx = np.zeros(MAXD + 1, dtype=np.int64)
         vidx[0], vidx[1:1 + len(idx_o)] = idx._offset, idx_o
         dev = x._storage.device
-        k = dev.kernel(_FILE, "reduce", d)
-        dev.launch(k, (no * wg,) if wg > 1 else (no,), (wg if wg > 1 else SERIAL_WG,),
-                   np.int64(no), np.int32(len(o_shape)),
-                   shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
-                   np.int32(len(i_shape)), shape_arg(i_shape), x._storage.buffer, vx_outer,
-                   vx_inner, acc_np(scale), idx._storage.buffer, vidx)
+        if (dev.kind == "cpu" and op_define == "OP_SUM" and not arg and ni > 8 and
+                x.dtype.cl == acc_cl and acc_cl in ("float", "double")):
+            # a CPU device sums a work item per output along rows (kernels/reduce.cl
+            # reduce_runs): the work-group tree cost more than the sum there
+            d.update(WG=1, RUNS=1)
+            if acc_cl == "double":
+                d["IS_DOUBLE_ACC"] = 1
+            if xi_st[-1] == 1:
+                d["IUNIT"] = 1
+            dev.launch(dev.kernel(_FILE, "reduce_runs", d), (no,), (1,), np.int64(no),
+                       np.int32(len(o_shape)), shape_arg(o_shape), out._storage.buffer, vout,
+                       np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape),
+                       x._storage.buffer, vx_outer, vx_inner, acc_np(scale))
+        else:
+            dev.launch(dev.kernel(_FILE, "reduce", d), (no * wg,) if wg > 1 else (no,),
+                       (wg if wg > 1 else SERIAL_WG,), np.int64(no), np.int32(len(o_shape)),
+                       shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
+                       np.int32(len(i_shape)), shape_arg(i_shape), x._storage.buffer, vx_outer,
+                       vx_inner, acc_np(scale), idx._storage.buffer, vidx)
     if given:
         return out
     out = out.view(final) if final != kept else out

@@ -157,6 +157,12 @@ class Device:
         self.allocated = 0
         from clgrad._probe import fp32_options
         self.build_options = fp32_options(cl, cl_device)
+        if self.kind == "cpu" and self.platform == "Portable Computing Language":
+            # PoCL's exp is a scalar library call that keeps its work-item loops from
+            # vectorising (SiLU 12x slower than a ReLU): kernels/common.h's EXP_T is arithmetic.
+            # Its compiler vectorises plain loops inside a work item (copy.cl's copy_runs
+            # writes vectors by hand for the runtimes that do not: Intel's took 2x as long)
+            self.build_options += ["-DPOLY_EXP=1", "-DLOOP_VECTORIZER=1"]
         # One lock for discovery, context, queue, program builds, allocations, launches and
         # copies of every device (_LOCK): two threads making their first tensors at once on
         # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
