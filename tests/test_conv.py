@@ -625,6 +625,111 @@ def test_weight_and_bias_grads_over_65535_rows_match_numpy():
                                rtol=1e-4, atol=1e-4)
 
 
+# -- the pointwise kernels of CPUs (kernels/conv_pw_cpu.cl; issue 23, helper h15) -------------
+PW_CASES = [  # (N, C, H, W, O, groups, bias): channels no multiple of the lanes, odd maps
+    (1, 5, 3, 5, 7, 1, True),  # batch 1, 15 pixels: one partial column tile
+    (3, 37, 4, 4, 53, 1, True),  # 4 x 4 maps: columns over samples, partial row tile
+    (2, 12, 6, 6, 18, 3, False),  # grouped pointwise (ShuffleNet / ResNeXt)
+    (8, 29, 1, 1, 40, 1, True),  # 1 x 1 maps (squeeze-excitation): samples are the columns
+    (4, 20, 16, 16, 13, 1, True),  # 1024 pixels of whole vectors: pw_wgrad's dot products
+    (2, 18, 8, 8, 26, 2, False),  # grouped, 128 pixels
+    (3, 300, 4, 4, 7, 1, False),  # depth above KC: partial sums through C
+]
+
+
+@pytest.mark.parametrize("dtype", (clgrad.float32, clgrad.float64), ids=("f32", "f64"))
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("kind", ("contig", "narrow", "step"))
+@pytest.mark.parametrize("case", PW_CASES, ids=lambda c: "x".join(map(str, c[:6])))
+def test_pointwise_cpu_kernels_vs_numpy(monkeypatch, case, kind, lanes, dtype):
+    """pw_gemm and pw_wgrad with 8 and 16 float lanes (AVX2's and AVX-512's tiles, forced on
+    any device), float32 and float64, on contiguous inputs, views with an offset (narrow) and
+    strided pixels (step: every other column, no vector loads), against float64 NumPy:
+    forward, input, weight and bias gradients."""
+    n, c, h, w, o, g, bias = case
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    _use("pointwise")
+    got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, bias=bias, seed=5), kind=kind,
+                    dtype=dtype, groups=g)
+    _close(got, ref, 1e-4 if dtype is clgrad.float32 else 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
+@pytest.mark.parametrize("dot_min", (0, 1 << 40), ids=("pw_wgrad", "pw_gemm"))
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_pointwise_weight_gradient_both_kernels(monkeypatch, dot_min, lanes):
+    """The weight gradient by pw_wgrad (dot products over every sample's pixels) and by
+    pw_gemm (depth over (sample, pixel)) on the same problem, float64 against NumPy; a weight
+    that is a strided view (every other input channel of a wider tensor) and grouped."""
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", dot_min)
+    _use("pointwise")
+    x_np, w_np, b_np = _data(3, 14, 4, 8, 22, 7, 1, 1, seed=9)
+    x = clgrad.tensor(x_np, dtype=clgrad.float64, requires_grad=True)
+    wbig = clgrad.tensor(np.repeat(w_np, 2, axis=1), dtype=clgrad.float64, requires_grad=True)
+    w = wbig[:, ::2]
+    b = clgrad.tensor(b_np, dtype=clgrad.float64, requires_grad=True)
+    y = conv2d(x, w, b, groups=2)
+    gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
+    y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
+    ry, rgx, rgw, rgb = ref_conv(x_np, w_np, b_np, gout, groups=2)
+    np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wbig.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(wbig.grad.numpy()[:, 1::2], 0)
+    np.testing.assert_allclose(b.grad.numpy(), rgb, rtol=1e-10, atol=1e-10)
+
+
+def test_pointwise_forward_is_one_launch_with_bias():
+    """On CPUs the pointwise forward is one pw_gemm launch for the whole batch, the bias added
+    in it (the batched gemm needed a bias fill first)."""
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("CPU kernels")
+    _use("pointwise")
+    x_np, w_np, b_np = _data(4, 24, 4, 4, 40, 24, 1, 1, seed=3)
+    x, w, b = (clgrad.tensor(v) for v in (x_np, w_np, b_np))
+    conv2d(x, w, b)
+    n0 = launch_count()
+    y = conv2d(x, w, b)
+    assert launch_count() - n0 == 1
+    np.testing.assert_allclose(y.numpy(), ref_conv(x_np, w_np, b_np), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_pointwise_weight_gradient_sample_chunks(monkeypatch, lanes):
+    """pw_wgrad over a large batch in chunks of samples (PW_DOT_CHUNK: 1, 2 and all samples
+    per chunk; 5 samples: a short last chunk), their partial sums added by pw_sum into a
+    grouped weight gradient; float64 against NumPy."""
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", 0)
+    _use("pointwise")
+    x, w, b = _data(5, 12, 4, 4, 10, 6, 1, 1, seed=4)
+    per_sample = 16 * (10 // 2 + 12 // 2) * 8  # bytes of one sample's rows (g and x), float64
+    for chunk in (1, 2 * per_sample, 1 << 40):
+        monkeypatch.setattr(conv_algorithms, "PW_DOT_CHUNK", chunk)
+        got, ref = _run(x, w, b, kind="narrow", dtype=clgrad.float64, groups=2)
+        _close(got, ref, 1e-10)
+
+
+@pytest.mark.parametrize("width", (8, 16))
+def test_pointwise_lanes_follow_the_device_vector_width(monkeypatch, width):
+    """Without the PW_LANES override pw_gemm takes its lanes from the device's vector width
+    (8: AVX2's 6 x 2 tiles of 8 floats, 16 columns a work item; 16: 6 x 4 of 16, 64 columns),
+    forced here by patching the property; values against NumPy."""
+    dev = clgrad.default_device()
+    if dev.kind != "cpu":
+        pytest.skip("CPU kernels")
+    monkeypatch.setattr(type(dev), "vector_width", property(lambda self: width))
+    _use("pointwise")
+    n, c, h, w, o = 3, 23 + width, 8, 8, 19  # a shape no other test plans
+    got, ref = _run(*_data(n, c, h, w, o, c, 1, 1, seed=6), kind="contig")
+    _close(got, ref, 1e-4)
+    fwd = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k[0] == "pw_fwd"
+           and k[1].c == c and k[1].h == h]
+    assert fwd and all(plan[1][0] == -(-n * h * w // (16 if width == 8 else 64))
+                       for plan in fwd)
+
+
 # -- the CPU depthwise kernels (kernels/conv_dw_cpu.cl): both layouts, both vector widths ------
 DW_CASES = [  # (N, C, H, W, multiplier, k, kwargs, forward layout): cv channels in lanes, pp
     # phase planes (windows over DW_CV_WINDOW elements, or a channel multiplier)

@@ -3,8 +3,8 @@ local memory for a problem on a device, or None when it cannot run it) beside it
 in the order of the kernel files: kernels/conv_igemm_cpu.cl (implicit GEMM for CPUs, and the
 weight-gradient reduction), conv_gemm_gpu.cl (implicit GEMM for GPUs), conv_dw_cpu.cl,
 conv_direct_any.cl, conv_im2col_any.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
-that are one batched GEMM (clgrad.ops.matmul.gemm, no kernel of their own). The problem type
-and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
+(kernels/conv_pw_cpu.cl on CPUs; one batched clgrad.ops.matmul.gemm elsewhere). The problem
+type and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
 
 Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
 the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight gradient.
@@ -536,7 +536,7 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
-# -- pointwise: a 1 x 1, stride-1, unpadded conv is a batched GEMM (clgrad.ops.matmul.gemm) ----
+# -- pointwise: a 1 x 1, stride-1, unpadded conv is a GEMM (conv_pw_cpu.cl; matmul.gemm) ----
 def _pixels(v, h, w):
     """The (h, w) strides of the 5-D view v merged into one stride, or None."""
     st = layout.view_strides((h, w), v[4:6], (h * w,))
@@ -546,7 +546,7 @@ def _pixels(v, h, w):
 def _plan_pointwise(p: Problem, dt, dev):
     """Plan() when p is a 1 x 1 conv without stride, padding or zero insertion whose pixels
     (H, W) merge into one stride in x and y (the forward problem and the input gradient's):
-    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one gemm launch."""
+    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one launch."""
     if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
         return None
     if _pixels(p.x, p.h, p.w) is None or _pixels(p.y, p.oh, p.ow) is None:
@@ -563,6 +563,12 @@ def _pointwise_operands(p: Problem, x, y):
 
 
 def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
+    """y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) (+ bias): on CPUs one pw_gemm launch
+    (kernels/conv_pw_cpu.cl) over the columns (n, p); elsewhere one batched gemm."""
+    dev = x._storage.device
+    if dev.kind == "cpu" and PW_CPU:
+        return _pw_launch(dev, _pw_fwd_plan(p, x.dtype, dev, bias is not None), y, w, x,
+                          bias)
     xv, yv = _pointwise_operands(p, x, y)
     kv = raw(w, (p.n, p.g, p.o, p.c), (0,) + p.k[1:4], p.k[0])
     if bias is not None:
@@ -572,18 +578,172 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
 
 
 def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    """Per sample gw_n[g] (O, C) = g[n, g] (O, P) @ x[n, g]^T (P, C) into the split partial
-    sums (split = N), summed by wgrad_reduce; the bias gradient as a sum over (N, H, W)."""
-    gv = v5(g4, p.g)
-    xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
-    ws = _workspace(p, p.n, x.dtype, x._storage.device)
-    c1 = p.c + 1
-    wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
-    xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
-    gemm(wsv, gov, xt, split=False)
-    _reduce(p, Tiles(split=p.n), ws, gw, None)
+    """gw[g] (O, C) = sum over n of g[n, g] (O, P) @ x[n, g]^T (P, C): on CPUs one pw_gemm
+    launch whose depth runs over (n, p); elsewhere per sample into split partial sums
+    (split = N), summed by wgrad_reduce. The bias gradient as a sum over (N, H, W)."""
+    dev = x._storage.device
+    if dev.kind == "cpu" and PW_CPU:
+        gp = p._replace(y=v5(g4, p.g), k=(gw._offset, gw._strides[0] * p.o) + gw._strides)
+        plan = _pw_wgrad_plan(gp, x.dtype, dev)
+        if plan[0] == "dot":
+            _pw_dot(dev, plan, gw, g4, x)
+        else:
+            _pw_launch(dev, plan, gw, g4, x, None)
+    else:
+        gv = v5(g4, p.g)
+        xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
+        ws = _workspace(p, p.n, x.dtype, dev)
+        c1 = p.c + 1
+        wsv = raw(ws, (p.n, p.g, p.o, p.c), (p.g * p.o * c1, p.o * c1, c1, 1), 0)
+        xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
+        gemm(wsv, gov, xt, split=False)
+        _reduce(p, Tiles(split=p.n), ws, gw, None)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+
+
+# pw_gemm (kernels/conv_pw_cpu.cl): register tiles of MR rows x NV vectors by float lanes: 6 x 4
+# vectors on AVX-512 (24 of the 32 vector registers), GEMM_CPU's 6 x 2 on AVX2; KC deep B
+# panels (KC x NR in L1), at most PW_ROWS rows per work item. Xeon, 1 thread, batch 8, the
+# forward of the zoo's 1x1 layers, alternated in one process (12 x 2 / 6 x 4 / 4 x 4 ms):
+# Intel 58-58 16x16 0.35 / 0.25 / 0.24, 320-1280 4x4 1.43 / 1.20 / 1.42; PoCL 0.50 / 0.39 /
+# 0.28, 3.9 / 1.4 / 1.5, 96-24 32x32 3.1 / 1.1 / 1.1 (12 x 2 is GEMM_CPU's AVX-512 tile; why
+# it runs so much slower on PoCL was not profiled).
+PW_TILES = {16: (6, 4), 8: (6, 2)}
+PW_CPU = True  # False: CPUs run the batched gemm too (bench/pointwise.py's "before" peer)
+PW_LANES = None  # float lanes of pw_gemm; None: the device's (tests force 8)
+PW_KC = 256
+PW_ROWS = 192
+# pw_wgrad: RO x RC vector accumulators by float lanes (24 of 32 registers on AVX-512, 12 of
+# 16 on AVX2); used from PW_DOT_MIN pixels (n * h * w) on (each accumulator's lanes are summed
+# once at the end: not worth it for a few vectors per accumulator; the value was not swept)
+PW_DOT_TILES = {16: (4, 6), 8: (3, 4)}
+PW_DOT_MIN = 512
+# bytes of output-gradient and input rows (n * p * (O + C)) per pw_wgrad sample chunk: larger
+# batches are split into chunks whose partial sums are then added (pw_sum), so that a chunk's
+# rows stay in cache while every tile of the layer reads them. Xeon, 1 thread, batch 128
+# (chunks of 1 MB / 4 MB / none): 96-24 32x32 22 / 20 / 35 ms, 64-384 8x8 6 / 10 / 12 ms; at
+# batch 8 chunks of 1 MB were slower than none (the extra launch, smaller work items)
+PW_DOT_CHUNK = 4 << 20
+
+
+def _pw_split(n, q, hi, lo):
+    """(Q, hi, lo) of an index over (n, q) (strides hi, lo) for pw_gemm: one dim where they
+    merge (q == 1: the index is n, stride hi; n == 1: q)."""
+    if q == 1:
+        return n, hi, hi
+    if n == 1:
+        return q, 0, lo
+    return q, hi, lo
+
+
+def _pw_plan(dev, dt, mjkg, ksplit, nsplit, a, b, c, bias_arg):
+    """(kernel, global size, by-value arguments) of a pw_gemm C[g] (M, J) = A[g] (M, K) @
+    B[g] (K, J) + bias: mjkg (M, J, K, G); ksplit (KQ, a_khi, a_klo, b_khi, b_klo) and nsplit
+    (NQ, b_nhi, b_nlo, c_nhi, c_nlo) (see the kernel file); a and c (offset, group stride,
+    row stride), b (offset, group stride); bias_arg (offset, stride) or None."""
+    m, j, k, g = mjkg
+    lanes = PW_LANES or (16 if dev.vector_width >= 16 else 8)
+    mr, nv = PW_TILES[lanes]
+    vw = lanes // 2 if dt.itemsize == 8 else lanes
+    nr = nv * vw
+    d = dict(defines_for(dt), MR=mr, NV=nv, VW=vw, KC=PW_KC)
+    nq, b_nlo, c_nlo = nsplit[0], nsplit[2], nsplit[4]
+    whole = nq >= j or nq % vw == 0  # vw columns from a multiple of vw lie in one q
+    if whole and b_nlo == 1:
+        d["B_VEC"] = 1
+    elif ksplit[4] == 1:
+        d["B_KIN"] = 1
+    if whole and c_nlo == 1:
+        d["C_VEC"] = 1
+    if bias_arg is not None:
+        d["HAS_BIAS"] = 1
+    mt = min(cdiv(m, mr), max(1, PW_ROWS // mr))
+    while mt > 1 and cdiv(j, nr) * cdiv(m, mr * mt) * g < FILL_GROUPS * _units(dev):
+        mt = cdiv(mt, 2)
+    kq, a_khi, a_klo, b_khi, b_klo = ksplit
+    _, b_nhi, _, c_nhi, _ = nsplit
+    args = tuple(map(np.int64, (m, j, k, mt, kq, nq, *c, c_nhi, c_nlo, *a, a_khi, a_klo, *b,
+                                b_khi, b_klo, b_nhi, b_nlo, *(bias_arg or (0, 0)))))
+    kernel = dev.kernel("conv_pw_cpu.cl", "pw_gemm", d)
+    return kernel, (cdiv(j, nr), cdiv(m, mr * mt), g), args
+
+
+def _pw_launch(dev, plan, c, a, b, bias):
+    """Run a _pw_plan with C = c, A = a, B = b (tensors whose storage the plan indexes)."""
+    kernel, gsize, args = plan
+    if 0 in gsize:
+        return
+    dev.launch(kernel, gsize, (1, 1, 1), *args[:6], c._storage.buffer, *args[6:11],
+               a._storage.buffer, *args[11:16], b._storage.buffer, *args[16:22],
+               (bias if bias is not None else c)._storage.buffer, *args[22:])
+
+
+def _pw_dot(dev, plan, gw, g4, x):
+    """Run a pw_wgrad plan: into gw, or per sample chunk into a workspace summed into gw."""
+    _, kernel, gsize, head, wargs, tail, chunks = plan
+    if 0 in gsize:
+        return
+    if chunks == 1:
+        dev.launch(kernel, gsize, (1, 1, 1), *head, gw._storage.buffer, *wargs,
+                   g4._storage.buffer, *tail[:4], x._storage.buffer, *tail[4:])
+        return
+    o, c, g = int(head[0]), int(head[1]), int(head[4])
+    ws = empty((chunks, g * o, c), gw.dtype, dev)
+    dev.launch(kernel, gsize, (1, 1, 1), *head, ws._storage.buffer,
+               *map(np.int64, (0, o * c, c, 1, g * o * c)), g4._storage.buffer, *tail[:4],
+               x._storage.buffer, *tail[4:])
+    dev.launch(dev.kernel("conv_pw_cpu.cl", "pw_sum", defines_for(gw.dtype)), (c, o, g), None,
+               np.int64(chunks), ws._storage.buffer, gw._storage.buffer, *wargs[:4])
+
+
+def _pw_fwd_plan(p: Problem, dt, dev, has_bias):
+    """The forward problem's pw_gemm: y (O, (n, p)) = K (O, C) @ x (C, (n, p))."""
+    key = ("pw_fwd", p, dt, has_bias, PW_LANES)
+    plan = dev.plans.get(key)
+    if plan is None:
+        hw = p.h * p.w
+        q, b_nhi, b_nlo = _pw_split(p.n, hw, p.x[1], _pixels(p.x, p.h, p.w))
+        _, c_nhi, c_nlo = _pw_split(p.n, hw, p.y[1], _pixels(p.y, p.oh, p.ow))
+        plan = dev.keep_plan(key, _pw_plan(
+            dev, dt, (p.o, p.n * hw, p.c, p.g), (max(p.c, 1), 0, p.k[3], 0, p.x[3]),
+            (q, b_nhi, b_nlo, c_nhi, c_nlo), p.k[:3], (p.x[0], p.x[2]), (p.y[0],) + p.y[2:4],
+            (p.boff, p.bs) if has_bias else None))
+    return plan
+
+
+def _pw_wgrad_plan(p: Problem, dt, dev):
+    """The weight gradient's launch: gw (O, C) = g (O, (n, p)) @ x^T ((n, p), C), as pw_wgrad
+    (dot products along the pixels) where the pixels are contiguous vectors in x and g and
+    there are at least PW_DOT_MIN of them (n * p), else as pw_gemm. p's y is the output
+    gradient's view, its k the weight gradient's."""
+    key = ("pw_wgrad", p, dt, PW_LANES, PW_DOT_MIN, PW_DOT_CHUNK)
+    plan = dev.plans.get(key)
+    if plan is None:
+        hw = p.h * p.w
+        lanes = PW_LANES or (16 if dev.vector_width >= 16 else 8)
+        vw = lanes // 2 if dt.itemsize == 8 else lanes
+        if (_pixels(p.x, p.h, p.w) == 1 and _pixels(p.y, p.oh, p.ow) == 1 and hw % vw == 0
+                and p.n * hw >= PW_DOT_MIN):
+            ro, rc = PW_DOT_TILES[lanes]
+            ns = max(1, min(p.n, PW_DOT_CHUNK // max(1, hw * (p.o + p.c) * dt.itemsize)))
+            chunks = cdiv(p.n, ns)
+            i64 = np.int64
+            kernel = dev.kernel("conv_pw_cpu.cl", "pw_wgrad",
+                                dict(defines_for(dt), VW=vw, RO=ro, RC=rc))
+            return dev.keep_plan(key, (
+                "dot", kernel, (cdiv(p.o, ro), cdiv(p.c, rc), p.g * chunks),
+                tuple(map(i64, (p.o, p.c, p.n, hw, p.g, ns))),
+                tuple(map(i64, (*p.k[:4], 0))),
+                tuple(map(i64, (p.y[0], p.y[2], p.y[1], p.y[3], p.x[0], p.x[2], p.x[1],
+                                p.x[3]))), chunks))
+        kq, a_khi, a_klo = _pw_split(p.n, hw, p.y[1], _pixels(p.y, p.oh, p.ow))
+        _, b_khi, b_klo = _pw_split(p.n, hw, p.x[1], _pixels(p.x, p.h, p.w))
+        plan = dev.keep_plan(key, _pw_plan(
+            dev, dt, (p.o, p.c, p.n * hw, p.g), (kq, a_khi, a_klo, b_khi, b_klo),
+            (max(p.c, 1), 0, p.x[3], 0, p.k[3]), (p.y[0],) + p.y[2:4], (p.x[0], p.x[2]),
+            p.k[:3], None))
+    return plan
 
 
 # -- blocked over output channels (kernels/conv_blocked_cpu.cl) ------------------------------------
