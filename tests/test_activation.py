@@ -283,7 +283,7 @@ def test_silu_float32_matches_torch_over_the_whole_range():
     size of the error), tails, zeros and NaN included (not infinities: PyTorch's own result
     at -inf differs between its vector and scalar loops): on PoCL the sigmoid's exp is
     kernels/common.h's polynomial EXP_T."""
-    import torch
+    torch = pytest.importorskip("torch")
     x = np.concatenate([np.linspace(-110, 95, 4001),
                         [-103.9, -87.4, 88.73, 0.0, -0.0, np.nan]])
     x = x.astype(np.float32)
