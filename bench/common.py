@@ -397,3 +397,49 @@ def require_clgrad_nn(w: Worker, what: str, training: bool = False):
 if __name__ == "__main__":
     # python bench/common.py FILE.jsonl ...: print the tables of stored results
     print(render_files(sys.argv[1:]))
+
+
+def conv_passes(x, w, g, stride, padding, groups) -> dict:
+    """clgrad's three passes of one conv layer on device tensors x (N, C, H, W), w and the
+    output gradient g, through clgrad.ops.conv's own steps (no autograd): {"forward": fn,
+    "grad_input": fn, "grad_weight": fn} (each runs its pass once, then synchronises),
+    "got": {pass: its result tensor}, "algos": {pass: the algorithm it ran} (filled as the
+    passes run). Shared by bench/conv_layers.py, depthwise.py and pointwise.py."""
+    from clgrad import backends
+    from clgrad.ops import conv as cv
+    from clgrad.ops._util import empty
+    from clgrad.ops.conv_problem import v5
+    dev = x._storage.device
+    y, gi, gw = (empty(tuple(t.shape), x.dtype, dev) for t in (g, x, w))
+    geo = cv._check(x, w, None, stride, padding, 1, groups)
+    pf = cv._forward_problem(geo, x, w, y, None)
+    pw = geo._replace(x=v5(x, groups))
+    algos = {}
+
+    def fwd():
+        a, plan = cv._choose("forward", pf, w)
+        algos["forward"] = a
+        cv._run(a, plan, "forward", pf, x, w, y, None)
+        dev.synchronize()
+
+    def dgrad():
+        cv._grad_input(geo, g, w, gi)
+        algos["grad_input"] = backends.last_conv_algorithms["grad_input"]
+        dev.synchronize()
+
+    def wgrad():
+        a, plan = cv._choose("grad_weight", pw, w)
+        algos["grad_weight"] = a
+        cv._run(a, plan, "grad_weight", pw, x, g, gw, None)
+        dev.synchronize()
+    return {"forward": fwd, "grad_input": dgrad, "grad_weight": wgrad,
+            "got": {"forward": y, "grad_input": gi, "grad_weight": gw}, "algos": algos}
+
+
+def spawn_worker(args, script: str):
+    """Run ``script --worker`` with this process's arguments in a worker process whose
+    environment (worker_env) sets ``args.threads`` threads and ``CLGRAD_DEVICE=args.device``
+    before the first OpenCL call."""
+    env = worker_env(str(args.threads))
+    env["CLGRAD_DEVICE"] = args.device
+    subprocess.run([sys.executable, script, "--worker"] + sys.argv[1:], env=env, check=True)

@@ -11,7 +11,6 @@ JSON line per (layer, pass).
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -33,9 +32,6 @@ def worker(args):
     import torch
     import clgrad
     from clgrad import backends
-    from clgrad.ops import conv as cv
-    from clgrad.ops.conv_problem import v5
-    from clgrad.ops._util import empty
     torch.set_num_threads(args.threads)
     if args.algo:
         backends.conv_algorithm = args.algo
@@ -50,30 +46,9 @@ def worker(args):
         wn = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
         gn = rng.standard_normal((n, o, oh, oh), dtype=np.float32)
         x, w, g = (clgrad.from_numpy(v) for v in (xn, wn, gn))
-        y, gi, gw = empty((n, o, oh, oh), x.dtype, dev), empty(x.shape, x.dtype, dev), empty(
-            w.shape, x.dtype, dev)
-        geo = cv._check(x, w, None, s, 1, 1, 1)
-        pf = cv._forward_problem(geo, x, w, y, None)
-        pw = geo._replace(x=v5(x, 1))
-        algos = {}
-
-        def fwd():
-            a, plan = cv._choose("forward", pf, w)
-            algos["forward"] = a
-            cv._run(a, plan, "forward", pf, x, w, y, None)
-            dev.synchronize()
-
-        def dgrad():
-            cv._grad_input(geo, g, w, gi)
-            algos["grad_input"] = backends.last_conv_algorithms["grad_input"]
-            dev.synchronize()
-
-        def wgrad():
-            a, plan = cv._choose("grad_weight", pw, w)
-            algos["grad_weight"] = a
-            cv._run(a, plan, "grad_weight", pw, x, g, gw, None)
-            dev.synchronize()
-
+        passes = common.conv_passes(x, w, g, s, 1, 1)
+        fwd, dgrad, wgrad = (passes[k] for k in ("forward", "grad_input", "grad_weight"))
+        algos = passes["algos"]
         tx, tw_, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
         conv_bw = torch.ops.aten.convolution_backward
         peers = {
@@ -88,7 +63,7 @@ def worker(args):
         fwd(), dgrad(), wgrad()
         ref = {"forward": peers["forward"][1](), "grad_input": peers["grad_input"][1]()[0],
                "grad_weight": peers["grad_weight"][1]()[1]}
-        got = {"forward": y, "grad_input": gi, "grad_weight": gw}
+        got = passes["got"]
         for pas, (cf, tf) in peers.items():
             err = float(np.abs(got[pas].numpy() - ref[pas].numpy()).max())
             t = common.measure({"clgrad": cf, "torch": tf}, reps=args.reps, budget=4.0)
@@ -122,9 +97,7 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    env = common.worker_env(str(args.threads))
-    env["CLGRAD_DEVICE"] = args.device
-    subprocess.run([sys.executable, __file__, "--worker"] + sys.argv[1:], env=env, check=True)
+    common.spawn_worker(args, __file__)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ the minima (ratio_min: steadier than the medians' where other processes share th
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -46,9 +45,6 @@ def worker(args):
     import torch
     import clgrad
     from clgrad.runtime import Device
-    from clgrad.ops import conv as cv
-    from clgrad.ops.conv_problem import v5
-    from clgrad.ops._util import empty
     torch.set_num_threads(args.threads)
     if args.narrow:
         Device.vector_width = property(lambda self: 8)
@@ -65,26 +61,8 @@ def worker(args):
         wn = (rng.standard_normal((c, 1, k, k)) / k).astype(np.float32)
         gn = rng.standard_normal((n, c, oh, oh), dtype=np.float32)
         x, w, g = (clgrad.from_numpy(v) for v in (xn, wn, gn))
-        y, gi, gw = empty((n, c, oh, oh), x.dtype, dev), empty(x.shape, x.dtype, dev), empty(
-            w.shape, x.dtype, dev)
-        geo = cv._check(x, w, None, s, pad, 1, c)
-        pf = cv._forward_problem(geo, x, w, y, None)
-        pw = geo._replace(x=v5(x, c))
-
-        def fwd():
-            a, plan = cv._choose("forward", pf, w)
-            cv._run(a, plan, "forward", pf, x, w, y, None)
-            dev.synchronize()
-
-        def dgrad():
-            cv._grad_input(geo, g, w, gi)
-            dev.synchronize()
-
-        def wgrad():
-            a, plan = cv._choose("grad_weight", pw, w)
-            cv._run(a, plan, "grad_weight", pw, x, g, gw, None)
-            dev.synchronize()
-
+        passes = common.conv_passes(x, w, g, s, pad, c)
+        fwd, dgrad, wgrad = (passes[k] for k in ("forward", "grad_input", "grad_weight"))
         tx, tw_, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
         tcopy = torch.empty_like(tx)
         conv_bw = torch.ops.aten.convolution_backward
@@ -103,7 +81,7 @@ def worker(args):
         fwd(), dgrad(), wgrad()
         ref = {"forward": peers["forward"][1](), "grad_input": peers["grad_input"][1]()[0],
                "grad_weight": peers["grad_weight"][1]()[1]}
-        got = {"forward": y, "grad_input": gi, "grad_weight": gw}
+        got = passes["got"]
         tc = common.measure({"copy": lambda: tcopy.copy_(tx)}, reps=9, budget=1.0)["copy"]
         copy_gbs = 2 * xb / statistics.median(tc) / 1e9
         for pas, (cf, tf) in peers.items():
@@ -152,9 +130,7 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    env = common.worker_env(str(args.threads))
-    env["CLGRAD_DEVICE"] = args.device
-    subprocess.run([sys.executable, __file__, "--worker"] + sys.argv[1:], env=env, check=True)
+    common.spawn_worker(args, __file__)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ JSON line per (layer, pass) (and per model total with --set models).
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -66,10 +65,7 @@ def worker(args):
     import torch
     import clgrad
     from clgrad import backends
-    from clgrad.ops import conv as cv
     from clgrad.ops import conv_algorithms as alg
-    from clgrad.ops.conv_problem import v5
-    from clgrad.ops._util import empty
     torch.set_num_threads(args.threads)
     if args.algo:
         backends.conv_algorithm = args.algo
@@ -93,30 +89,9 @@ def worker(args):
         wn = (rng.standard_normal((o, c // g, 1, 1)) / np.sqrt(c // g)).astype(np.float32)
         gn = rng.standard_normal((n, o, h, h), dtype=np.float32)
         x, w, gr = (clgrad.from_numpy(v) for v in (xn, wn, gn))
-        y, gi, gw = empty((n, o, h, h), x.dtype, dev), empty(x.shape, x.dtype, dev), empty(
-            w.shape, x.dtype, dev)
-        geo = cv._check(x, w, None, 1, 0, 1, g)
-        pf = cv._forward_problem(geo, x, w, y, None)
-        pw = geo._replace(x=v5(x, g))
-        algos = {}
-
-        def fwd():
-            a, plan = cv._choose("forward", pf, w)
-            algos["forward"] = a
-            cv._run(a, plan, "forward", pf, x, w, y, None)
-            dev.synchronize()
-
-        def dgrad():
-            cv._grad_input(geo, gr, w, gi)
-            algos["grad_input"] = backends.last_conv_algorithms["grad_input"]
-            dev.synchronize()
-
-        def wgrad():
-            a, plan = cv._choose("grad_weight", pw, w)
-            algos["grad_weight"] = a
-            cv._run(a, plan, "grad_weight", pw, x, gr, gw, None)
-            dev.synchronize()
-
+        passes = common.conv_passes(x, w, gr, 1, 0, g)
+        fwd, dgrad, wgrad = (passes[k] for k in ("forward", "grad_input", "grad_weight"))
+        algos = passes["algos"]
         tx, tw_, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
         def before(fn):
             """fn with the pointwise passes through the batched gemm (alg.PW_CPU off)."""
@@ -140,7 +115,7 @@ def worker(args):
         fwd(), dgrad(), wgrad()
         ref = {"forward": peers["forward"][1](), "grad_input": peers["grad_input"][1]()[0],
                "grad_weight": peers["grad_weight"][1]()[1]}
-        got = {"forward": y, "grad_input": gi, "grad_weight": gw}
+        got = passes["got"]
         for pas, (cf, tf) in peers.items():
             r = ref[pas].numpy()
             err = float(np.abs(got[pas].numpy() - r).max() / max(np.abs(r).max(), 1e-30))
@@ -213,9 +188,7 @@ def main():
     args = ap.parse_args()
     if args.worker:
         return worker(args)
-    env = common.worker_env(str(args.threads))
-    env["CLGRAD_DEVICE"] = args.device
-    subprocess.run([sys.executable, __file__, "--worker"] + sys.argv[1:], env=env, check=True)
+    common.spawn_worker(args, __file__)
 
 
 if __name__ == "__main__":
