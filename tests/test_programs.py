@@ -293,6 +293,7 @@ def _compare_first_steps(name, build, batch, loss, optimizer, eval_mode, torch, 
     loss(tp, tF, t64(tx.double()), ty).backward()
     g64 = {k: p.grad.numpy() for k, p in t64.named_parameters()}
     scale = max(np.abs(g).max() for g in g64.values())
+    first_state = None
     for step in range(steps):
         topt.zero_grad()
         copt.zero_grad(set_to_none=True)
@@ -307,13 +308,22 @@ def _compare_first_steps(name, build, batch, loss, optimizer, eval_mode, torch, 
                 assert err < 5e-5, f"grad {k}: error {err:.2e} of the largest gradient"
         topt.step()
         copt.step()
+        if step == 0:
+            first_state = ({k: v.detach().numpy().copy() for k, v in tm.state_dict().items()},
+                           {k: v.numpy() for k, v in cm.state_dict().items()})
     if clgrad.default_device().kind != "cpu":
         # On a GPU the float32 sums run in another order than PyTorch CPU's; Adadelta divides
         # each element's step by its own gradient scale, so a near-zero gradient's rounding
         # shows in the parameter (H200: 2e-5 absolute in 3 of 18432 elements). The losses and
         # the gradients against float64 above are the check there.
         return
-    cstate = cm.state_dict()
-    for k, v in tm.state_dict().items():   # parameters after the steps, BatchNorm buffers
-        np.testing.assert_allclose(cstate[k].numpy(), v.numpy(), rtol=1e-4, atol=1e-5,
-                                   err_msg=k)
+    # The parameters after the first step (its gradients were checked against float64 above):
+    # later steps' gradients are no oracle in float32 for either framework. A BatchNorm output
+    # within a few ulps of zero before a ReLU flips with the sums' order and sends one more
+    # element's gradient, which BatchNorm's backward spreads over the channel: ResNeXt's
+    # second-step gradients differ from PyTorch float64's by 1.5e-2 of the largest gradient in
+    # PyTorch float32 itself at 10 and 14 samples (measured), and clgrad's 1x1 convs on PoCL
+    # hit such a flip at 12 where PyTorch's did not (1.8e-3; their losses still agree).
+    tstate, cstate = first_state
+    for k, v in tstate.items():   # parameters after the first step, BatchNorm buffers
+        np.testing.assert_allclose(cstate[k], v, rtol=1e-4, atol=1e-5, err_msg=k)
