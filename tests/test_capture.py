@@ -524,10 +524,11 @@ def test_foreach_step_equals_single_tensor_step_bitwise(opt_name):
 
 @pytest.mark.parametrize("opt_name", ["sgd", "sgd0", "adam", "adamw"])
 def test_default_multi_tensor_step_over_many_parameters(opt_name):
-    """The default (foreach=None) updates 8 contiguous parameters per launch, with the bits of
-    foreach=False (one launch each), over 19 parameters of different sizes (chunks of 8, 8, 3)
-    and a transposed (non-contiguous) one that takes the one-launch path, for 3 steps; the
-    first step's values are checked against NumPy float64 too."""
+    """foreach=True/fused=True (and the default on GPUs) update 8 contiguous parameters per
+    launch, with the bits of foreach=False (one launch each), over 19 parameters of different
+    sizes (chunks of 8, 8, 3) and a transposed (non-contiguous) one that takes the one-launch
+    path, for 3 steps; the first step's values are checked against NumPy float64 too. The
+    default (foreach=None) launches per parameter on CPU devices (PyTorch's CPU default)."""
     from clgrad.runtime import launch_count
     rng = np.random.default_rng(3)
     shapes = [(int(rng.integers(1, 40)),) for _ in range(19)]
@@ -538,7 +539,8 @@ def test_default_multi_tensor_step_over_many_parameters(opt_name):
     def run(foreach):
         ps = [torch.tensor(a, requires_grad=True) for a in init[:-1]]
         ps.append(torch.tensor(init[-1].T.copy()).t().requires_grad_())  # not contiguous
-        opt = _opt(opt_name, ps) if foreach is False else _default_opt(opt_name, ps)
+        opt = _opt(opt_name + ("" if foreach is False else "-foreach"), ps) \
+            if foreach is not None else _default_opt(opt_name, ps)
         counts = []
         for gs in grads:
             for p, g in zip(ps, gs):
@@ -548,10 +550,13 @@ def test_default_multi_tensor_step_over_many_parameters(opt_name):
             counts.append(launch_count() - n0)
         return [p.detach().numpy() for p in ps], counts
     ref, ref_counts = run(False)
-    got, counts = run(None)
-    for a, b in zip(got, ref):
-        assert a.tobytes() == b.tobytes()
+    got, counts = run(True)
+    default, default_counts = run(None)
+    for a, b, c in zip(got, ref, default):
+        assert a.tobytes() == b.tobytes() == c.tobytes()
     assert counts[-1] == 3 + 1 and ref_counts[-1] == 20
+    gpu = torch.default_device().kind != "cpu"
+    assert default_counts[-1] == (3 + 1 if gpu else 20)
     if opt_name == "sgd0":  # one step of p -= lr (g + wd p), float64
         ps = [torch.tensor(a) for a in init]
         opt = _default_opt(opt_name, [p.requires_grad_() for p in ps])

@@ -240,14 +240,21 @@ def test_float32_update_matches_float64_reference():
     np.testing.assert_allclose(p.numpy(), ref_adam(p0, 4, lr=0.01)[-1], rtol=1e-4, atol=1e-5)
 
 
+_GPU = clgrad.default_device().kind != "cpu"
+
+
 @pytest.mark.parametrize("cls,kwargs,launches", [
-    (optim.SGD, dict(lr=0.1, momentum=0.9, foreach=False), 3), (optim.Adam, dict(lr=0.1), 1),
-    (optim.SGD, dict(lr=0.1, momentum=0.9), 1), (optim.Adam, dict(lr=0.1, foreach=False), 3),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, foreach=False), 3),
+    (optim.Adam, dict(lr=0.1), 1 if _GPU else 3),
+    (optim.SGD, dict(lr=0.1, momentum=0.9), 1 if _GPU else 3),
+    (optim.SGD, dict(lr=0.1, momentum=0.9, foreach=True), 1),
+    (optim.AdamW, dict(lr=0.1, fused=True), 1), (optim.Adam, dict(lr=0.1, foreach=False), 3),
     (optim.AdamW, dict(lr=0.1, amsgrad=True), 3), (optim.Adagrad, dict(lr_decay=0.1), 3),
     (optim.Adadelta, dict(), 3), (optim.RMSprop, dict(momentum=0.9, centered=True), 3)])
 def test_launches_per_step(cls, kwargs, launches):
     """One fused launch per parameter, or one per 8 contiguous parameters for SGD/Adam(W)
-    with foreach left at None (not with amsgrad)."""
+    with foreach=True or fused=True, and with foreach left at None on GPUs (PyTorch's
+    multi-tensor default on CUDA; not with amsgrad)."""
     ps = [clgrad.randn(3, 4, requires_grad=True), clgrad.randn(5, requires_grad=True),
           clgrad.randn(2, 2, 2, requires_grad=True)]
     for p in ps:

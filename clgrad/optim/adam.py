@@ -29,8 +29,8 @@ class Adam(Optimizer):
         p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 
     Args:    params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-             maximize=False; foreach (None, the default, or True) / fused=True: up to 8
-             contiguous parameters per launch (kernels/optim.cl :: adam_multi, not with
+             maximize=False; foreach=True / fused=True (and the default, None, on GPUs): up
+             to 8 contiguous parameters per launch (kernels/optim.cl :: adam_multi, not with
              amsgrad; the same bits as foreach=False's one launch per parameter);
              capturable: accepted, no effect (every step can be captured: clgrad/capture.py
              re-reads lr and the step count per replay)

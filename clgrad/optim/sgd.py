@@ -26,7 +26,7 @@ class SGD(Optimizer):
 
     Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
              nesterov=False, maximize=False (ascend: the gradient is negated first);
-             foreach (None, the default, or True) / fused=True: up to 8 contiguous
+             foreach=True / fused=True (and the default, None, on GPUs): up to 8 contiguous
              parameters per launch (kernels/optim.cl :: sgd_multi, sgd_momentum_multi; the
              same bits as foreach=False's one launch per parameter)
     State:   ``momentum_buffer`` per parameter (when momentum != 0)
