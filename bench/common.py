@@ -443,3 +443,25 @@ def spawn_worker(args, script: str):
     env = worker_env(str(args.threads))
     env["CLGRAD_DEVICE"] = args.device
     subprocess.run([sys.executable, script, "--worker"] + sys.argv[1:], env=env, check=True)
+
+
+def layer_parser(doc: str, reps: int) -> argparse.ArgumentParser:
+    """The options the per-layer conv benchmarks share (conv_layers.py, depthwise.py,
+    pointwise.py): --batch, --threads, --device, --only, --reps, --tag, --out, --worker."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="intel")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--out", default="")
+    ap.add_argument("--worker", action="store_true")
+    return ap
+
+
+def append_row(path: str, row: dict):
+    """Append ``row`` as one JSON line to ``path`` (nothing when path is empty)."""
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")

@@ -8,8 +8,6 @@ Runs in one worker process (common.worker_env: thread counts set before the firs
 call); peers alternate (common.measure); medians with min-max. --out FILE.jsonl appends one
 JSON line per (layer, pass).
 """
-import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -78,22 +76,12 @@ def worker(args):
             print(f"{name:20s} {pas:11s} {algos[pas]:10s} clgrad {mc*1e3:7.2f} ms "
                   f"({flop/mc/1e9:5.1f} GF/s) torch {mt*1e3:7.2f} ms ({flop/mt/1e9:5.1f}) "
                   f"ratio {mc/mt:5.2f} err {err:.1e}", flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+            common.append_row(args.out, row)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="intel")
+    ap = common.layer_parser(__doc__, reps=7)
     ap.add_argument("--algo", default="")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--tag", default="")
-    ap.add_argument("--out", default="")
-    ap.add_argument("--worker", action="store_true")
     args = ap.parse_args()
     if args.worker:
         return worker(args)

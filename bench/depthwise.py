@@ -14,8 +14,6 @@ first OpenCL call); peers alternate (common.measure); medians with min-max, and 
 the minima (ratio_min: steadier than the medians' where other processes share the cores).
 --out FILE.jsonl appends one JSON line per (layer, pass).
 """
-import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -110,23 +108,13 @@ def worker(args):
                   f" {flop/mc/1e9:5.1f} GF/s) torch {mt*1e3:7.3f} ms "
                   f"({nbytes[pas]/mt/1e9:5.1f} GB/s) copy {copy_gbs:5.1f} GB/s ratio "
                   f"{mc/mt:5.2f} (of minima {rmin:5.2f}) err {err:.1e}{split}", flush=True)
-            if args.out:
-                with open(args.out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+            common.append_row(args.out, row)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="intel")
+    ap = common.layer_parser(__doc__, reps=21)
     ap.add_argument("--narrow", action="store_true")
     ap.add_argument("--split", action="store_true")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--reps", type=int, default=21)
-    ap.add_argument("--tag", default="")
-    ap.add_argument("--out", default="")
-    ap.add_argument("--worker", action="store_true")
     args = ap.parse_args()
     if args.worker:
         return worker(args)

@@ -15,7 +15,6 @@ Runs in one worker process (common.worker_env: thread counts set before the firs
 call); peers alternate (common.measure); medians with min-max. --out FILE.jsonl appends one
 JSON line per (layer, pass) (and per model total with --set models).
 """
-import argparse
 import json
 import statistics
 import sys
@@ -171,20 +170,12 @@ def _append(path, row):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="intel")
+    ap = common.layer_parser(__doc__, reps=9)
     ap.add_argument("--set", default="layers", choices=("layers", "models"))
     ap.add_argument("--algo", default="")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--ab", action="store_true",
                     help="also time the batched-gemm path (clgrad before its CPU kernels)")
-    ap.add_argument("--tag", default="")
-    ap.add_argument("--out", default="")
-    ap.add_argument("--worker", action="store_true")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
