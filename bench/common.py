@@ -465,3 +465,62 @@ def append_row(path: str, row: dict):
     if path:
         with open(path, "a") as f:
             f.write(json.dumps(row) + "\n")
+
+
+def time_conv_layer(args, name: str, c: int, o: int, h: int, k: int, stride: int, pad: int,
+                    groups: int, extra=None) -> list:
+    """Time one conv layer's three passes alone (forward, input gradient, weight gradient),
+    clgrad (conv_passes) against PyTorch CPU (F.conv2d / aten.convolution_backward),
+    alternated (measure); batch args.batch, float32, square H x H maps. ``extra``: pass ->
+    {peer name: fn} timed in the same alternation (A/B variants). Prints one line per pass
+    and appends its row to args.out; returns the rows (ms medians with min-max, GFLOP/s,
+    the error relative to PyTorch's largest magnitude)."""
+    import numpy as np
+    import torch
+    import clgrad
+    n, cg = args.batch, c // groups
+    oh = (h + 2 * pad - k) // stride + 1
+    rng = np.random.default_rng(0)
+    xn = rng.standard_normal((n, c, h, h), dtype=np.float32)
+    wn = (rng.standard_normal((o, cg, k, k)) / np.sqrt(k * k * cg)).astype(np.float32)
+    gn = rng.standard_normal((n, o, oh, oh), dtype=np.float32)
+    x, w, g = (clgrad.from_numpy(v) for v in (xn, wn, gn))
+    passes = conv_passes(x, w, g, stride, pad, groups)
+    tx, tw, tg = (torch.from_numpy(v) for v in (xn, wn, gn))
+    bw = torch.ops.aten.convolution_backward
+    sp, pp = [stride, stride], [pad, pad]
+    peers = {
+        "forward": lambda: torch.nn.functional.conv2d(tx, tw, None, stride, pad, 1, groups),
+        "grad_input": lambda: bw(tg, tx, tw, None, sp, pp, [1, 1], False, [0, 0], groups,
+                                 [True, False, False])[0],
+        "grad_weight": lambda: bw(tg, tx, tw, None, sp, pp, [1, 1], False, [0, 0], groups,
+                                  [False, True, False])[1],
+    }
+    flop = 2.0 * n * o * oh * oh * cg * k * k
+    dev = x._storage.device
+    rows = []
+    for pas, tf in peers.items():
+        passes[pas]()
+        ref = tf().numpy()
+        err = float(np.abs(passes["got"][pas].numpy() - ref).max() /
+                    max(float(np.abs(ref).max()), 1e-30))
+        fns = {"clgrad": passes[pas], "torch": tf, **((extra or {}).get(pas, {}))}
+        t = measure(fns, reps=args.reps, budget=getattr(args, "budget", 4.0))
+        med = {k: statistics.median(v) for k, v in t.items()}
+        row = dict(layer=name, c=c, o=o, h=h, k=k, stride=stride, groups=groups, n=n,
+                   pass_=pas, algo=passes["algos"][pas], relerr=err, device=dev.name,
+                   vw=dev.vector_width, threads=args.threads, tag=args.tag,
+                   ratio=med["clgrad"] / med["torch"])
+        for peer, v in t.items():
+            row[f"{peer}_ms"] = med[peer] * 1e3
+            row[f"{peer}_minmax"] = [min(v) * 1e3, max(v) * 1e3]
+            row[f"{peer}_gflops"] = flop / med[peer] / 1e9
+        others = " ".join(f"{peer} {med[peer] * 1e3:7.3f}" for peer in t
+                          if peer not in ("clgrad", "torch"))
+        print(f"{name:22s} {pas:11s} {row['algo']:9s} clgrad {row['clgrad_ms']:7.3f} ms "
+              f"({row['clgrad_gflops']:5.1f} GF/s) torch {row['torch_ms']:7.3f} ms "
+              f"({row['torch_gflops']:5.1f}) ratio {row['ratio']:5.2f} err {err:.1e} {others}",
+              flush=True)
+        append_row(args.out, row)
+        rows.append(row)
+    return rows

@@ -166,7 +166,7 @@ CASES = [  # (N, C, H, W, O, kH, kW, kwargs)
     (1, 32, 6, 5, 32, 3, 3, dict(padding=(0, 2), groups=32)),
     (2, 2, 7, 7, 3, 3, 3, dict(padding=7)),  # padding larger than the kernel
     (2, 6, 5, 7, 4, 1, 1, dict(groups=2)),  # 1 x 1, grouped: pointwise's GEMM batch dims
-    (2, 4, 6, 5, 6, 1, 1, dict(stride=2)),  # 1 x 1 strided: pointwise gives way
+    (2, 4, 6, 5, 6, 1, 1, dict(stride=2)),  # 1 x 1 strided: pointwise gathers x
     (2, 4, 7, 8, 6, 1, 1, dict(stride=2)),  # input-gradient phases no tap reaches
     (2, 4, 11, 10, 4, 2, 3, dict(stride=(2, 4), dilation=2, padding=1)),
 ]
@@ -424,17 +424,15 @@ def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
         assert backends.last_conv_algorithms[pass_name] == e["algo"]
 
 
-@pytest.mark.parametrize("kind,algo", [("narrow", "pointwise"), ("step", "pointwise"),
-                                       ("transpose", "implicit")])
-def test_pointwise_runs_1x1(kind, algo):
-    """On CPUs 'auto' runs a 1 x 1 conv as one GEMM when its pixels merge into one stride
-    (a transposed input's H, W do not: the implicit GEMM takes the passes that read it, while
-    the input gradient, fresh and contiguous, stays a GEMM); values against NumPy."""
+@pytest.mark.parametrize("kind", ("narrow", "step", "transpose"))
+def test_pointwise_runs_1x1(kind):
+    """On CPUs 'auto' runs every pass of an unpadded 1 x 1 conv as one GEMM, also when the
+    input's H, W do not merge into one stride (transposed: it is copied first); values
+    against NumPy."""
     got, ref = _run(*_data(3, 6, 5, 4, 8, 3, 1, 1, seed=2), kind=kind, groups=2)
     _close(got, ref, 1e-4)
     if clgrad.default_device().kind == "cpu":
-        assert backends.last_conv_algorithms == dict(forward=algo, grad_input="pointwise",
-                                                     grad_weight=algo)
+        assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
 
 
 def test_weight_grad_is_one_tensor_and_accumulates():
@@ -709,6 +707,29 @@ def test_pointwise_weight_gradient_sample_chunks(monkeypatch, lanes):
         monkeypatch.setattr(conv_algorithms, "PW_DOT_CHUNK", chunk)
         got, ref = _run(x, w, b, kind="narrow", dtype=clgrad.float64, groups=2)
         _close(got, ref, 1e-10)
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("kind", ("contig", "narrow", "transpose"))
+@pytest.mark.parametrize("case", [
+    (2, 6, 7, 9, 8, 1, 2),  # odd map: the last row and column are read
+    (3, 8, 11, 10, 4, 2, 3),  # grouped, stride 3: a map no multiple of the stride
+    (1, 5, 5, 5, 7, 1, (2, 3)),  # unequal strides
+    (2, 64, 32, 32, 96, 1, 2),  # a ResNeXt shortcut's shape (smaller): 16 x 16 out
+], ids=lambda c: "x".join(map(str, c)))
+def test_pointwise_strided_1x1_vs_numpy(monkeypatch, case, kind, lanes):
+    """A 1 x 1 conv with stride runs pointwise in every pass on CPUs (ResNet / ResNeXt
+    shortcuts: the implicit GEMM took 3-7x PyTorch's time): the forward and weight gradient
+    read x subsampled (gathered into a dense copy where its pixels do not merge), the input
+    gradient writes every s-th pixel and zeros between (no phase problems); float64 against
+    NumPy, both lane counts."""
+    n, c, h, w, o, g, s = case
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, seed=8), kind=kind,
+                    dtype=clgrad.float64, groups=g, stride=s)
+    _close(got, ref, 1e-10)
+    if clgrad.default_device().kind == "cpu":
+        assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
 
 
 @pytest.mark.parametrize("width", (8, 16))

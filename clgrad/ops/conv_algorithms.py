@@ -503,7 +503,9 @@ def im2col_dgrad(p: Problem, g4, w, gi):
     p: the forward problem, with y the (N, G, C/G, H, W) view of gi."""
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
     if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
-        g4 = contiguous(g4)
+        gc = empty(tuple(g4.shape), g4.dtype, dev)
+        copy_raw(gc, g4)
+        g4 = gc
     for n0, nc in _chunks(p, G * K * P, g4.dtype):
         col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
         a = _gemm_operands(p, w, nc)
@@ -544,14 +546,36 @@ def _pixels(v, h, w):
 
 
 def _plan_pointwise(p: Problem, dt, dev):
-    """Plan() when p is a 1 x 1 conv without stride, padding or zero insertion whose pixels
-    (H, W) merge into one stride in x and y (the forward problem and the input gradient's):
-    y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) with P = H * W, one launch."""
-    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
+    """Plan(inserts=True) when p is a 1 x 1 conv without padding: y[n, g] (O, P) = K[g] (O, C)
+    @ x[n, g] (C, P) with P = H * W, one launch. A stride reads x subsampled, a zero insertion
+    (a strided layer's input gradient) writes y subsampled and the rest of y zero (see
+    _pw_dense); views whose pixels do not merge into one stride go through a contiguous copy."""
+    if (p.kh, p.kw, p.ph, p.pw) != (1, 1, 0, 0):
         return None
-    if _pixels(p.x, p.h, p.w) is None or _pixels(p.y, p.oh, p.ow) is None:
-        return None
-    return Plan()
+    return Plan(inserts=True)
+
+
+def _pw_dense(p: Problem) -> Problem:
+    """The 1 x 1 problem p as an unstrided one without zero insertion: a stride s reads x's
+    view subsampled (its pixel strides times s, H x W = oH x oW); a zero insertion u writes
+    y's view subsampled (its pixel strides times u, oH x oW = H x W; the caller zeroes y)."""
+    if p.sh * p.sw > 1:
+        xo, x0, x1, x2, x3, x4 = p.x
+        p = p._replace(h=p.oh, w=p.ow, sh=1, sw=1, x=(xo, x0, x1, x2, x3 * p.sh, x4 * p.sw))
+    if p.uh * p.uw > 1:
+        yo, y0, y1, y2, y3, y4 = p.y
+        p = p._replace(oh=p.h, ow=p.w, uh=1, uw=1, y=(yo, y0, y1, y2, y3 * p.uh, y4 * p.uw))
+    return p
+
+
+def _view5(t, v, n, g, c, h, w):
+    """The 5-D view v (offset, strides) of t's storage as a tensor (n, g, c, h, w)."""
+    return raw(t, (n, g, c, h, w), v[1:], v[0])
+
+
+def _dense5(t) -> tuple:
+    """(offset, strides) of a fresh contiguous 5-D tensor, as a view tuple."""
+    return (t._offset,) + tuple(t._strides)
 
 
 def _pointwise_operands(p: Problem, x, y):
@@ -564,7 +588,21 @@ def _pointwise_operands(p: Problem, x, y):
 
 def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     """y[n, g] (O, P) = K[g] (O, C) @ x[n, g] (C, P) (+ bias): on CPUs one pw_gemm launch
-    (kernels/conv_pw_cpu.cl) over the columns (n, p); elsewhere one batched gemm."""
+    (kernels/conv_pw_cpu.cl) over the columns (n, p); elsewhere one batched gemm. Strided
+    and zero-inserting problems run through _pw_dense (x gathered, y scattered where their
+    pixels do not merge)."""
+    if p.uh * p.uw > 1:  # the input gradient of a strided 1 x 1: y is zero between samples
+        fill_raw(_view5(y, p.y, p.n, p.g, p.o, p.oh, p.ow), 0)
+    p = _pw_dense(p)
+    if _pixels(p.x, p.h, p.w) is None:
+        xc = empty((p.n, p.g, p.c, p.h, p.w), x.dtype, x._storage.device)
+        copy_raw(xc, _view5(x, p.x, p.n, p.g, p.c, p.h, p.w))
+        x, p = xc, p._replace(x=_dense5(xc))
+    if _pixels(p.y, p.oh, p.ow) is None:
+        yc = empty((p.n, p.g, p.o, p.oh, p.ow), y.dtype, y._storage.device)
+        _pointwise_fwd(p._replace(y=_dense5(yc)), plan, x, w, yc, bias)
+        copy_raw(_view5(y, p.y, p.n, p.g, p.o, p.oh, p.ow), yc)
+        return
     dev = x._storage.device
     if dev.kind == "cpu" and PW_CPU:
         return _pw_launch(dev, _pw_fwd_plan(p, x.dtype, dev, bias is not None), y, w, x,
@@ -580,8 +618,20 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
 def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     """gw[g] (O, C) = sum over n of g[n, g] (O, P) @ x[n, g]^T (P, C): on CPUs one pw_gemm
     launch whose depth runs over (n, p); elsewhere per sample into split partial sums
-    (split = N), summed by wgrad_reduce. The bias gradient as a sum over (N, H, W)."""
+    (split = N), summed by wgrad_reduce. The bias gradient as a sum over (N, H, W). A
+    stride reads x subsampled (_pw_dense); x or g whose pixels do not merge are copied."""
     dev = x._storage.device
+    if gb is not None:
+        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+    p = _pw_dense(p)
+    if _pixels(p.x, p.h, p.w) is None:
+        xc = empty((p.n, p.g, p.c, p.h, p.w), x.dtype, dev)
+        copy_raw(xc, _view5(x, p.x, p.n, p.g, p.c, p.h, p.w))
+        x, p = xc, p._replace(x=_dense5(xc))
+    if _pixels(v5(g4, p.g), p.oh, p.ow) is None:
+        gc = empty(tuple(g4.shape), g4.dtype, dev)
+        copy_raw(gc, g4)
+        g4 = gc
     if dev.kind == "cpu" and PW_CPU:
         gp = p._replace(y=v5(g4, p.g), k=(gw._offset, gw._strides[0] * p.o) + gw._strides)
         plan = _pw_wgrad_plan(gp, x.dtype, dev)
@@ -598,8 +648,6 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
         xt = raw(xv, (p.n, p.g, xv.shape[3], p.c), xv._strides[:2] + xv._strides[:1:-1])
         gemm(wsv, gov, xt, split=False)
         _reduce(p, Tiles(split=p.n), ws, gw, None)
-    if gb is not None:
-        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 
 
 # pw_gemm (kernels/conv_pw_cpu.cl): register tiles of MR rows x NV vectors by float lanes: 6 x 4
