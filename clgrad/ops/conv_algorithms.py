@@ -503,9 +503,7 @@ def im2col_dgrad(p: Problem, g4, w, gi):
     p: the forward problem, with y the (N, G, C/G, H, W) view of gi."""
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
     if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
-        gc = empty(tuple(g4.shape), g4.dtype, dev)
-        copy_raw(gc, g4)
-        g4 = gc
+        g4 = contiguous(g4)
     for n0, nc in _chunks(p, G * K * P, g4.dtype):
         col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
         a = _gemm_operands(p, w, nc)
