@@ -247,3 +247,29 @@ __kernel void pw_sum(long S, __global const T *WS, __global T *W, long w_off, lo
     for (long s = 0; s < S; ++s) acc += p[s * G * O * C];
     W[w_off + g * w_g + o * w_o + c * w_c] = acc;
 }
+
+// pw_transpose — XT[g][n][p][c] = X[n, g, c, p] (p: the merged pixels, stride 1), for the
+// weight gradient's pw_gemm (its B then has whole vectors along c: B_VEC). An item moves a
+// tile of 16 channels x TP pixels: per pixel 16 reads from rows that stay in L1 (each line
+// read for 16 pixels) and one contiguous run of 16 writes.
+// Launch: global (ceil(P / TP), ceil(C / 16), G * N), local (1, 1, 1).
+#ifdef TP
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void pw_transpose(long C, long P, long N, __global const T *X, long x_off, long x_g, long x_n,
+                  long x_c, __global T *XT) {
+    const long p0 = get_global_id(0) * TP, c0 = get_global_id(1) * 16;
+    const long g = get_global_id(2) / N, n = get_global_id(2) % N;
+    const long pe = min(P, p0 + TP);
+    const int cl = (int)min(16L, C - c0);
+    __global const T *s = X + x_off + g * x_g + n * x_n + c0 * x_c;
+    __global T *d = XT + ((g * N + n) * P) * C + c0;
+    if (cl == 16) {
+        for (long p = p0; p < pe; ++p)
+#pragma unroll
+            for (int c = 0; c < 16; ++c) d[p * C + c] = s[c * x_c + p];
+    } else {
+        for (long p = p0; p < pe; ++p)
+            for (int c = 0; c < cl; ++c) d[p * C + c] = s[c * x_c + p];
+    }
+}
+#endif

@@ -401,6 +401,39 @@ def test_blocked_weight_gradient_tap_blocks_and_chunks(monkeypatch, lanes):
         _close(got, ref, 1e-10)
 
 
+@pytest.mark.parametrize("few", (True, False), ids=("few", "full"))
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("case", [  # (N, C, H, W, O, stride): 3 x 3, padding 1, groups=32
+    (2, 128, 9, 7, 128, 2),  # ResNeXt stage 1's 4 channels per group, strided, odd map
+    (2, 256, 8, 9, 256, 1),  # 8 per group (stage 2): half an AVX-512 vector
+    (1, 512, 7, 5, 512, 2),  # 16 per group (stage 3): one vector
+    (3, 128, 5, 6, 256, 1),  # 4 in, 8 out per group
+], ids=lambda c: "x".join(map(str, c)))
+def test_blocked_grouped_few_channels_vs_numpy(monkeypatch, case, lanes, few):
+    """The blocked kernels on grouped convs with few channels per group (ResNeXt-29's
+    groups=32): with BLOCK_FEW and BLOCK_NARROW (one vector per block, half-width vectors
+    where a group fills at most half of one, more pixels and taps per work item) and
+    without; all three passes in float64 against NumPy."""
+    monkeypatch.setattr(conv_algorithms, "BLOCK_FEW", few)
+    monkeypatch.setattr(conv_algorithms, "BLOCK_NARROW", few)
+    _use(f"blocked:{lanes}")
+    n, c, h, w, o, s = case
+    got, ref = _run(*_data(n, c, h, w, o, c // 32, 3, 3, seed=11), dtype=clgrad.float64,
+                    padding=1, stride=s, groups=32)
+    _close(got, ref, 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+    dev = clgrad.default_device()
+    p = Problem(n=n, g=32, c=c // 32, h=h, w=w, o=o // 32, oh=h, ow=w, kh=3, kw=3, sh=1, sw=1,
+                dh=1, dw=1, ph=1, pw=1)
+    d = conv_algorithms._block_geometry(p, clgrad.float64, dev)[0]
+    og, bw = o // 32, lanes // 2  # float64: lanes / 2 doubles a vector
+    if few:  # halved where a group fills at most half of one (of more than 4 doubles)
+        bw = bw // 2 if og <= bw // 2 and bw > 4 else bw
+        assert (d["MB"], d["BW"]) == (2 if og > bw else 1, bw)
+    else:
+        assert (d["MB"], d["BW"]) == (2, lanes // 2)
+
+
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
     CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;
@@ -632,6 +665,7 @@ PW_CASES = [  # (N, C, H, W, O, groups, bias): channels no multiple of the lanes
     (4, 20, 16, 16, 13, 1, True),  # 1024 pixels of whole vectors: pw_wgrad's dot products
     (2, 18, 8, 8, 26, 2, False),  # grouped, 128 pixels
     (3, 300, 4, 4, 7, 1, False),  # depth above KC: partial sums through C
+    (2, 20, 33, 31, 24, 1, True),  # a large odd map: partial column tiles at 1023 pixels
 ]
 
 
@@ -730,6 +764,33 @@ def test_pointwise_strided_1x1_vs_numpy(monkeypatch, case, kind, lanes):
     _close(got, ref, 1e-10)
     if clgrad.default_device().kind == "cpu":
         assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("case", [  # (N, C, H, W, O, groups)
+    (3, 20, 5, 7, 24, 1),  # 35 pixels: a partial pixel tile, 16 + 4 channels
+    (2, 40, 9, 9, 18, 2),  # grouped, 20 channels a group
+    (4, 16, 8, 8, 33, 1),  # 8 x 8 maps, one whole channel tile
+], ids=lambda c: "x".join(map(str, c)))
+def test_pointwise_weight_gradient_transposed(monkeypatch, case, lanes):
+    """The weight gradient of small maps as pw_transpose (x to (g, n, pixel, c), tiles of 16
+    channels x PW_TP pixels, partial ones included) then pw_gemm with whole vectors along
+    c: float64 against NumPy, an input that is a narrowed view; the plan is the transposed
+    one."""
+    if clgrad.default_device().kind != "cpu":
+        pytest.skip("CPU kernels")
+    monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
+    monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", 0)
+    monkeypatch.setattr(conv_algorithms, "PW_TP", 16)
+    _use("pointwise")
+    n, c, h, w, o, g = case
+    got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, seed=12), kind="narrow",
+                    dtype=clgrad.float64, groups=g)
+    _close(got, ref, 1e-10)
+    dev = clgrad.default_device()
+    kinds = {v[0] for k, v in dev.plans.items() if isinstance(k, tuple) and k[0] == "pw_wgrad"
+             and k[1].c == c // g and k[1].h == h and k[1].w == w and k[-1] == 16}
+    assert kinds == {"xt"}
 
 
 @pytest.mark.parametrize("width", (8, 16))

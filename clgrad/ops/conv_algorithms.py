@@ -635,6 +635,12 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
         plan = _pw_wgrad_plan(gp, x.dtype, dev)
         if plan[0] == "dot":
             _pw_dot(dev, plan, gw, g4, x)
+        elif plan[0] == "xt":
+            _, kernel, gsize, targs, gplan = plan
+            xt = empty((p.g * p.n * p.h * p.w * p.c,), x.dtype, dev)
+            dev.launch(kernel, gsize, (1, 1, 1), *targs[:3], x._storage.buffer, *targs[3:],
+                       xt._storage.buffer)
+            _pw_launch(dev, gplan, gw, g4, xt, None)
         else:
             _pw_launch(dev, plan, gw, g4, x, None)
     else:
@@ -664,6 +670,18 @@ PW_ROWS = 192
 # 16 on AVX2); used from PW_DOT_MIN pixels (n * h * w) on (each accumulator's lanes are summed
 # once at the end: not worth it for a few vectors per accumulator; the value was not swept)
 PW_DOT_TILES = {16: (4, 6), 8: (3, 4)}
+# Maps of at most PW_XT_PIXELS pixels (16 x 16 and smaller; PW_DOT_MIN pixels in all) run
+# the weight gradient as pw_transpose (x to (g, n, p, c), TP pixels per work item) then
+# pw_gemm with whole vectors along c (B_VEC) and PW_XT_KC deep panels (64 columns of 16
+# floats: 32 KB, in L1): pw_wgrad's work items there ran few pixels per sample (4 vectors on
+# 8 x 8 maps) between their pointer updates and lane sums. Xeon, 1 thread, batch 8, forward +
+# weight gradient alternated in one process (pw_wgrad / transpose + pw_gemm at KC 256 / 128,
+# ms): 512-1024 8x8 16.0 / 13.2 / 11.8, 1024-512 8x8 14.9 / 12.2 / 11.7, 512-256 16x16
+# 10.1 / 10.1 / 9.4, 256-512 16x16 11.5 / 10.9 / 10.6; 128-256 32x32 16.5 / 16.2 / 18.0
+# (the transpose of 32 x 32 maps costs what it saves: pw_wgrad stays there)
+PW_XT_PIXELS = 256
+PW_XT_KC = 128
+PW_TP = 64
 PW_DOT_MIN = 512
 # bytes of output-gradient and input rows (n * p * (O + C)) per pw_wgrad sample chunk: larger
 # batches are split into chunks whose partial sums are then added (pw_sum), so that a chunk's
@@ -683,17 +701,18 @@ def _pw_split(n, q, hi, lo):
     return q, hi, lo
 
 
-def _pw_plan(dev, dt, mjkg, ksplit, nsplit, a, b, c, bias_arg):
+def _pw_plan(dev, dt, mjkg, ksplit, nsplit, a, b, c, bias_arg, kc=None):
     """(kernel, global size, by-value arguments) of a pw_gemm C[g] (M, J) = A[g] (M, K) @
     B[g] (K, J) + bias: mjkg (M, J, K, G); ksplit (KQ, a_khi, a_klo, b_khi, b_klo) and nsplit
     (NQ, b_nhi, b_nlo, c_nhi, c_nlo) (see the kernel file); a and c (offset, group stride,
-    row stride), b (offset, group stride); bias_arg (offset, stride) or None."""
+    row stride), b (offset, group stride); bias_arg (offset, stride) or None; kc: the depth
+    of a B panel (PW_KC by default)."""
     m, j, k, g = mjkg
     lanes = PW_LANES or (16 if dev.vector_width >= 16 else 8)
     mr, nv = PW_TILES[lanes]
     vw = lanes // 2 if dt.itemsize == 8 else lanes
     nr = nv * vw
-    d = dict(defines_for(dt), MR=mr, NV=nv, VW=vw, KC=PW_KC)
+    d = dict(defines_for(dt), MR=mr, NV=nv, VW=vw, KC=kc or PW_KC)
     nq, b_nlo, c_nlo = nsplit[0], nsplit[2], nsplit[4]
     whole = nq >= j or nq % vw == 0  # vw columns from a multiple of vw lie in one q
     if whole and b_nlo == 1:
@@ -763,14 +782,26 @@ def _pw_wgrad_plan(p: Problem, dt, dev):
     (dot products along the pixels) where the pixels are contiguous vectors in x and g and
     there are at least PW_DOT_MIN of them (n * p), else as pw_gemm. p's y is the output
     gradient's view, its k the weight gradient's."""
-    key = ("pw_wgrad", p, dt, PW_LANES, PW_DOT_MIN, PW_DOT_CHUNK)
+    key = ("pw_wgrad", p, dt, PW_LANES, PW_DOT_MIN, PW_DOT_CHUNK, PW_XT_PIXELS, PW_XT_KC,
+           PW_TP)
     plan = dev.plans.get(key)
     if plan is None:
         hw = p.h * p.w
         lanes = PW_LANES or (16 if dev.vector_width >= 16 else 8)
         vw = lanes // 2 if dt.itemsize == 8 else lanes
-        if (_pixels(p.x, p.h, p.w) == 1 and _pixels(p.y, p.oh, p.ow) == 1 and hw % vw == 0
-                and p.n * hw >= PW_DOT_MIN):
+        dense = _pixels(p.x, p.h, p.w) == 1 and _pixels(p.y, p.oh, p.ow) == 1
+        if dense and hw <= PW_XT_PIXELS and p.n * hw >= PW_DOT_MIN:
+            i64 = np.int64
+            kernel = dev.kernel("conv_pw_cpu.cl", "pw_transpose", dict(defines_for(dt),
+                                                                       TP=PW_TP))
+            gplan = _pw_plan(dev, dt, (p.o, p.c, p.n * hw, p.g),
+                             (hw, p.y[1], 1, hw * p.c, p.c), (max(p.c, 1), 0, 1, 0, p.k[3]),
+                             (p.y[0],) + p.y[2:4], (0, p.n * hw * p.c), p.k[:3], None,
+                             kc=PW_XT_KC)
+            return dev.keep_plan(key, (
+                "xt", kernel, (cdiv(hw, PW_TP), cdiv(p.c, 16), p.g * p.n),
+                tuple(map(i64, (p.c, hw, p.n, p.x[0], p.x[2], p.x[1], p.x[3]))), gplan))
+        if dense and hw % vw == 0 and p.n * hw >= PW_DOT_MIN:
             ro, rc = PW_DOT_TILES[lanes]
             ns = max(1, min(p.n, PW_DOT_CHUNK // max(1, hw * (p.o + p.c) * dt.itemsize)))
             chunks = cdiv(p.n, ns)
@@ -801,6 +832,17 @@ BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device'
 # the forward at 59-92 GFLOP/s, PX = 8 at 89-131, PX = 10 and MB = 4, PX = 6 in between; the
 # weight gradient at TK = 12 or 9 took twice TK = 8's time.
 BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
+# Grouped convs with few output channels per group (ResNeXt's 8 and 16): BLOCK_FEW takes
+# fewer vectors per block where the group has fewer channels than MB vectors (MB = 1 for 16
+# of 16 lanes: no empty vector) and more pixels (taps) per work item instead, at most
+# BLOCK_FEW_PX; BLOCK_NARROW halves the lanes (8 floats on AVX-512) where a group has at most
+# half a vector of them. Xeon, 1 thread, batch 8, 3x3 groups=32, forward + input + weight
+# gradient per-kernel sums, alternated (implicit / blocked / FEW / FEW + NARROW, ms): 256
+# channels 16x16 12.0 / 19.7 / 16.3 / 13.8, 512 channels 8x8 15.4 / 10.0 / 7.5 / 7.0 ('auto'
+# measures implicit against blocked per problem)
+BLOCK_NARROW = True
+BLOCK_FEW = True
+BLOCK_FEW_PX = 16
 BLOCK_WGRAD_FMAS = 1 << 18  # vector FMAs a weight-gradient work-group aims at per chunk
 # bytes of packed output gradient a weight-gradient work-group sums over before moving to its
 # next tap block (its pixels in chunks: at batch 128 on 16x16 maps the whole 4 MB per block
@@ -820,7 +862,12 @@ def _block_geometry(p: Problem, dt, dev):
     """(defines, hp, wp, obm): the padded input's rows and columns (exactly what the taps
     read), and the number of output-channel blocks of MB vectors."""
     bw = _block_lanes(dt, dev)
+    if BLOCK_NARROW and p.o <= bw // 2 and bw * dt.itemsize > 32:
+        bw //= 2  # a grouped conv's few output channels: half vectors, not empty lanes
     mb, px, tk = BLOCK_TILES[bw if dt.itemsize == 4 else bw * 2]
+    if BLOCK_FEW and p.o <= (mb - 1) * bw:  # fewer vectors, more pixels and taps
+        m1 = cdiv(p.o, bw)
+        px, tk, mb = min(BLOCK_FEW_PX, px * mb // m1), min(BLOCK_FEW_PX, tk * mb // m1), m1
     hp = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
     wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
     return dict(defines_for(dt), BW=bw, MB=mb, PX=px, TK=tk), hp, wp, cdiv(p.o, mb * bw)
