@@ -249,9 +249,10 @@ __kernel void pw_sum(long S, __global const T *WS, __global T *W, long w_off, lo
 }
 
 // pw_transpose — XT[g][n][p][c] = X[n, g, c, p] (p: the merged pixels, stride 1), for the
-// weight gradient's pw_gemm (its B then has whole vectors along c: B_VEC). An item moves a
-// tile of 16 channels x TP pixels: per pixel 16 reads from rows that stay in L1 (each line
-// read for 16 pixels) and one contiguous run of 16 writes.
+// weight gradient's pw_gemm (its B then has whole vectors along c: B_VEC). An item moves
+// tiles of 16 channels x 16 pixels, TP pixels in all, through a private 16 x 16 tile: the
+// 16 rows read as runs of 16 pixels one row at a time (read pixel by pixel, 16 rows 4 KB
+// apart on 32 x 32 maps all fell in one L1 set), written as runs of 16 channels.
 // Launch: global (ceil(P / TP), ceil(C / 16), G * N), local (1, 1, 1).
 #ifdef TP
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -263,13 +264,20 @@ void pw_transpose(long C, long P, long N, __global const T *X, long x_off, long 
     const int cl = (int)min(16L, C - c0);
     __global const T *s = X + x_off + g * x_g + n * x_n + c0 * x_c;
     __global T *d = XT + ((g * N + n) * P) * C + c0;
-    if (cl == 16) {
-        for (long p = p0; p < pe; ++p)
+    T t[16][16];
+    for (long p = p0; p < pe; p += 16) {
+        const int pl = (int)min(16L, pe - p);
+        if (cl == 16 && pl == 16) {
+            for (int c = 0; c < 16; ++c)
 #pragma unroll
-            for (int c = 0; c < 16; ++c) d[p * C + c] = s[c * x_c + p];
-    } else {
-        for (long p = p0; p < pe; ++p)
-            for (int c = 0; c < cl; ++c) d[p * C + c] = s[c * x_c + p];
+                for (int q = 0; q < 16; ++q) t[c][q] = s[c * x_c + p + q];
+            for (int q = 0; q < 16; ++q)
+#pragma unroll
+                for (int c = 0; c < 16; ++c) d[(p + q) * C + c] = t[c][q];
+        } else {
+            for (int c = 0; c < cl; ++c)
+                for (int q = 0; q < pl; ++q) d[(p + q) * C + c] = s[c * x_c + p + q];
+        }
     }
 }
 #endif

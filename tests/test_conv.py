@@ -448,7 +448,8 @@ def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     _close(got, ref, 1e-4)
     import json
     tuned = json.loads((tmp_path / "conv_algos.json").read_text())
-    entries = {p: v for k, v in tuned.items() if k.endswith("| implicit,blocked")
+    entries = {p: v for k, v in tuned.items()
+               if k.endswith(f"| implicit,blocked v{conv_gpu.CPU_TUNE_VERSION}")
                for p in ("forward", "grad_input", "grad_weight") if f"| {p} " in k}
     assert set(entries) == {"forward", "grad_input", "grad_weight"}, tuned
     for pass_name, e in entries.items():

@@ -234,6 +234,9 @@ _TUNE_MIN_MACS = 1 << 24
 # VGG-11's 3 x 3 convs on 16 x 16 maps and below 1.5-4x faster (bench/conv_layers.py).
 CPU_CANDIDATES = ("implicit", "blocked")
 CPU_TUNE_MIN_MACS = 1 << 22
+# kept in the CPU measurements' keys: raised where a candidate's kernels change (choices
+# measured on older kernels are measured again); 2: blocked's tiles for few channels a group
+CPU_TUNE_VERSION = 2
 _TUNED: dict = {}  # file contents, loaded once
 _LOCK = threading.Lock()
 
@@ -278,7 +281,8 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
         return None
     candidates = candidates or CANDIDATES[pass_name]
     key = _key(dev, pass_name, geo, dtype) + ("" if candidates is CANDIDATES[pass_name] else
-                                              " | " + ",".join(candidates))
+                                              " | " + ",".join(candidates)
+                                              + f" v{CPU_TUNE_VERSION}")
     with _LOCK:
         if not _TUNED:
             _TUNED.update(settings.read_json(tune_file()) or {"_": {}})
