@@ -783,6 +783,7 @@ def test_pointwise_weight_gradient_transposed(monkeypatch, case, lanes):
     monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
     monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", 0)
     monkeypatch.setattr(conv_algorithms, "PW_TP", 16)
+    monkeypatch.setattr(conv_algorithms, "PW_XT_PIXELS", 1 << 20)
     _use("pointwise")
     n, c, h, w, o, g = case
     got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, seed=12), kind="narrow",

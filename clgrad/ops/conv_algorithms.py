@@ -670,16 +670,15 @@ PW_ROWS = 192
 # 16 on AVX2); used from PW_DOT_MIN pixels (n * h * w) on (each accumulator's lanes are summed
 # once at the end: not worth it for a few vectors per accumulator; the value was not swept)
 PW_DOT_TILES = {16: (4, 6), 8: (3, 4)}
-# Maps of at most PW_XT_PIXELS pixels (16 x 16 and smaller; PW_DOT_MIN pixels in all) run
-# the weight gradient as pw_transpose (x to (g, n, p, c), TP pixels per work item) then
-# pw_gemm with whole vectors along c (B_VEC) and PW_XT_KC deep panels (64 columns of 16
-# floats: 32 KB, in L1): pw_wgrad's work items there ran few pixels per sample (4 vectors on
-# 8 x 8 maps) between their pointer updates and lane sums. Xeon, 1 thread, batch 8, forward +
-# weight gradient alternated in one process (pw_wgrad / transpose + pw_gemm at KC 256 / 128,
-# ms): 512-1024 8x8 16.0 / 13.2 / 11.8, 1024-512 8x8 14.9 / 12.2 / 11.7, 512-256 16x16
-# 10.1 / 10.1 / 9.4, 256-512 16x16 11.5 / 10.9 / 10.6; 128-256 32x32 16.5 / 16.2 / 18.0
-# (the transpose of 32 x 32 maps costs what it saves: pw_wgrad stays there)
-PW_XT_PIXELS = 256
+# Maps of at most PW_XT_PIXELS pixels (8 x 8 and smaller; PW_DOT_MIN pixels in all) run the
+# weight gradient as pw_transpose (x to (g, n, p, c), TP pixels per work item) then pw_gemm
+# with whole vectors along c (B_VEC) and PW_XT_KC deep panels (64 columns of 16 floats:
+# 32 KB, in L1): pw_wgrad's work items there run 4 vectors a sample between their pointer
+# updates and lane sums. Xeon, 1 thread, batch 8, forward + weight gradient alternated in one
+# process, per-kernel sums, best of 11 (pw_wgrad / transpose + pw_gemm at KC 128 / 256, ms):
+# 512-1024 8x8 10.1 / 8.4 / 8.5; 512-256 16x16 9.6 / 9.8 / 9.6; 128-256 32x32 15.6 / 14.8 /
+# 15.3; 256-256 32x32 22.7 / 23.7 / 21.5 (the transpose costs there what the GEMM saves)
+PW_XT_PIXELS = 64
 PW_XT_KC = 128
 PW_TP = 64
 PW_DOT_MIN = 512
