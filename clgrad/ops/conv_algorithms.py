@@ -798,7 +798,7 @@ def _pw_wgrad_plan(p: Problem, dt, dev):
                              (p.y[0],) + p.y[2:4], (0, p.n * hw * p.c), p.k[:3], None,
                              kc=PW_XT_KC)
             return dev.keep_plan(key, (
-                "xt", kernel, (cdiv(hw, PW_TP), cdiv(p.c, 16), p.g * p.n),
+                "xt", kernel, (cdiv(hw, PW_TP), cdiv(p.c, 8), p.g * p.n),
                 tuple(map(i64, (p.c, hw, p.n, p.x[0], p.x[2], p.x[1], p.x[3]))), gplan))
         if dense and hw % vw == 0 and p.n * hw >= PW_DOT_MIN:
             ro, rc = PW_DOT_TILES[lanes]
