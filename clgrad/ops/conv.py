@@ -28,11 +28,14 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              as stride phases.
   direct     kernels/conv_direct_any.cl — one work item per output; any device, no local
              memory.
-  pointwise  1 x 1 convs without stride or padding (CPUs' choice), x (N, G, C, H*W) and
+  pointwise  1 x 1 convs without padding (CPUs' choice), x (N, G, C, H*W) and
              y (N, G, O, H*W) views: on CPUs kernels/conv_pw_cpu.cl, one GEMM per group
              whose columns (forward, input gradient) or depth (weight gradient) run over
              (sample, pixel), the bias added in the kernel; elsewhere one batched matmul.gemm
-             (the weight broadcast over samples) and a weight-gradient reduction.
+             (the weight broadcast over samples) and a weight-gradient reduction. A stride
+             reads x subsampled; a strided layer's input gradient writes every s-th pixel of
+             a zeroed gradient in one pass; views whose pixels do not merge into one stride
+             are copied first (gathered, or written back).
   blocked    kernels/conv_blocked_cpu.cl — vectors along output channels (16 on AVX-512, 8
              on AVX2), the input broadcast, for small maps: a zero-padded copy of the input
              and the weight (or output gradient) packed in channel blocks first. Any device
