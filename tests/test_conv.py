@@ -795,6 +795,19 @@ def test_pointwise_weight_gradient_transposed(monkeypatch, case, lanes):
     assert kinds == {"xt"}
 
 
+@pytest.mark.parametrize("stride", (2, (2, 3), 1))
+def test_pointwise_strided_1x1_batched_gemm(monkeypatch, stride):
+    """The pointwise algorithm's batched-gemm path (what devices other than CPUs run, forced
+    here with PW_CPU off) on strided, grouped 1 x 1 convs and a transposed input: float64
+    against NumPy."""
+    monkeypatch.setattr(conv_algorithms, "PW_CPU", False)
+    _use("pointwise")
+    got, ref = _run(*_data(3, 8, 11, 10, 6, 4, 1, 1, seed=13), kind="transpose",
+                    dtype=clgrad.float64, groups=2, stride=stride)
+    _close(got, ref, 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
 @pytest.mark.parametrize("width", (8, 16))
 def test_pointwise_lanes_follow_the_device_vector_width(monkeypatch, width):
     """Without the PW_LANES override pw_gemm takes its lanes from the device's vector width
