@@ -61,6 +61,7 @@ def worker(args):
 def main():
     ap = common.layer_parser(__doc__, reps=7)
     ap.add_argument("--algo", default="")
+    ap.add_argument("--budget", type=float, default=4.0, help="seconds per pass (measure)")
     args = ap.parse_args()
     if args.worker:
         return worker(args)
