@@ -23,7 +23,11 @@ __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "scatter", "
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
-    """Concatenate along ``dim``. Shapes must match except along ``dim``; dtypes promote.
+    """Concatenate along ``dim``. Shapes must match except along ``dim``; dtypes promote
+    (PyTorch's: float32 and float64 give float64, int64 and float32 float32). 1-D empty
+    tensors are skipped whatever their shape (PyTorch's legacy rule); inputs with no elements
+    take no copy. Any layouts; the inputs are copied up to 8 in one launch.
+    Grad: each input gets its slice of the output's gradient (views, no launch).
 
     Raises ValueError for an empty list, RuntimeError for mismatched shapes.
     """

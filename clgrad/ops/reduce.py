@@ -3,7 +3,11 @@
 Kernels: kernels/reduce.cl :: reduce (OP_SUM, OP_PROD, OP_MAX, OP_MIN; ARG for indices),
 scatter_arg (the backward of max/min along a dim: the gradient goes to the index returned).
 Sums are Kahan-compensated per work item and then summed as a tree, so a float32 sum of
-62 500 copies of 1.23456 is 77160.0 to float32 precision.
+62 500 copies of 1.23456 is 77160.0 to float32 precision. Forms (picked per layout and device
+in _reduce_plan; plans cached in the device's plans): ``reduce`` (a work-group, or a work item,
+per output), ``reduce_runs`` (CPU sums along rows of the innermost reduced dim) and
+``reduce_cols`` (sums over dims strided wider than a run of neighbouring outputs, such as
+``x.sum(0)`` or a Linear bias gradient: neighbouring work items read neighbouring outputs).
 """
 from __future__ import annotations
 
@@ -68,7 +72,7 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         # the launch, in the device's plans per everything it depends on
         key = ("reduce", x._shape, x._strides, x._offset, x.dtype, dims, op_define, out_dtype,
                acc_cl, arg, out._strides, out._offset, COLS, COLS_VW, COLS_NV, COLS_ITEMS,
-               COLS_GPU)
+               COLS_CB, COLS_GPU)
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _reduce_plan(dev, x, dims, kept, op_define, out_dtype,
@@ -154,8 +158,7 @@ COLS = True  # False: those sums take the forms used before reduce_cols (benchma
 COLS_VW = 8
 COLS_ITEMS = 8
 COLS_NV = 4
-COLS_CB = 8
-COLS_WO = 1
+COLS_CB = 8  # reduced elements summed pairwise per compensated add (kernels/reduce.cl)
 COLS_GPU = (32, 8)
 
 
@@ -178,7 +181,7 @@ def _cols_defines(dev, dt, o_shape, xo_st, i_shape, xi_st, ni):
     nv = COLS_NV
     while nv > 1 and -(-run // (nv * COLS_VW)) * rows < COLS_ITEMS * dev.compute_units:
         nv //= 2
-    return {"COLS": 1, "VW": COLS_VW, "NV": nv, "WO": COLS_WO, "WR": 1}
+    return {"COLS": 1, "VW": COLS_VW, "NV": nv, "WO": 1, "WR": 1}
 
 
 def _cols_plan(dev, d, o_shape, xo_st, x_off, vout, out_o, ni, i_shape, xi_st):
