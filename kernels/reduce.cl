@@ -248,6 +248,7 @@ typedef OUT OVU __attribute__((ext_vector_type(VW), aligned(sizeof(OUT))));
 #if defined(XUNIT) && VW > 1
 #define VECX 1
 #endif
+#define CB_LEVELS ((CB > 1) + (CB > 2) + (CB > 4) + (CB > 8))  // of the pairwise tree
 __attribute__((always_inline)) inline void cols_add(AV *acc, AV *comp, __global const T *a,
                                                     long p, long step, const int cnt, long i0,
                                                     long L, long xs) {
@@ -270,9 +271,9 @@ __attribute__((always_inline)) inline void cols_add(AV *acc, AV *comp, __global 
 #endif
         }
 #pragma unroll
-        for (int w = 1; w < cnt; w *= 2)
+        for (int lv = 0; lv < CB_LEVELS; ++lv)  // (a constant trip count: unrolled)
 #pragma unroll
-            for (int e = 0; e + w < cnt; e += 2 * w) x[e] += x[e + w];
+            for (int e = 0; e + (1 << lv) < cnt; e += 2 << lv) x[e] += x[e + (1 << lv)];
 #ifdef ACC_FLOAT
         AV y = x[0] - comp[v];
         AV s = acc[v] + y;

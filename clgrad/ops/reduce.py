@@ -148,8 +148,9 @@ def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx
 
 
 # reduce_cols (kernels/reduce.cl): sums whose reduced dims are strided wider than the run of
-# outputs along the innermost kept dim. CPUs: a work item sums NV vectors of COLS_VW outputs,
-# NV halved (from 4) until there are COLS_ITEMS items per compute unit. GPUs (and other
+# outputs along the innermost kept dim. CPUs: a work item sums NV vectors of COLS_VW outputs
+# (runs shorter than COLS_VW: NV scalars), NV halved (from 4) until the NV vectors fit in the
+# run and there are COLS_ITEMS items per compute unit. GPUs (and other
 # devices): work-groups of COLS_GPU = (WO outputs, WR items splitting the reduced elements),
 # one output per item, used from more than 8 reduced elements and 2 work-groups per compute
 # unit (fewer outputs keep `reduce`'s work-group per output, which has more items in flight;
@@ -178,10 +179,12 @@ def _cols_defines(dev, dt, o_shape, xo_st, i_shape, xi_st, ni):
         if ni <= 8 or -(-run // wo) * rows < 2 * dev.compute_units:
             return None
         return {"COLS": 1, "VW": 1, "NV": 1, "WO": wo, "WR": wr}
+    vw = COLS_VW if run >= COLS_VW else 1  # (shorter runs: scalars, gathered)
     nv = COLS_NV
-    while nv > 1 and -(-run // (nv * COLS_VW)) * rows < COLS_ITEMS * dev.compute_units:
+    while nv > 1 and (nv * vw > run or
+                      -(-run // (nv * vw)) * rows < COLS_ITEMS * dev.compute_units):
         nv //= 2
-    return {"COLS": 1, "VW": COLS_VW, "NV": nv, "WO": 1, "WR": 1}
+    return {"COLS": 1, "VW": vw, "NV": nv, "WO": 1, "WR": 1}
 
 
 def _cols_plan(dev, d, o_shape, xo_st, x_off, vout, out_o, ni, i_shape, xi_st):
