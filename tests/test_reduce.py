@@ -420,6 +420,9 @@ def _outer_cases():
         out.append((f"(13, {run}) dim 0", a, clgrad.tensor(a), (0,)))
     a = rng.standard_normal((5, 3, 40))
     out.append(("rows of 37 of 40", a[:, :, :37], clgrad.tensor(a)[:, :, :37], (0,)))
+    for w in (7, 20):  # rows of short runs: scalars, and a vector with a tail
+        m = rng.standard_normal((6, 11, w))
+        out.append((f"dim 1 of (6, 11, {w})", m, clgrad.tensor(m), (1,)))
     out.append(("dims (0, 1) of 3-D", a, clgrad.tensor(a), (0, 1)))
     out.append(("stepped", a[::2, :, 1::3], clgrad.tensor(a)[::2, :, 1::3], (0,)))
     b = rng.standard_normal((6, 9, 4, 35))
