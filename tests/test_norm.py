@@ -203,6 +203,46 @@ def test_batch_norm_large_offset_keeps_the_variance():
     np.testing.assert_allclose(y.numpy(), want, atol=2e-3)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "one_sample", "strided_w", "channels_last"])
+def test_batch_norm_big_channels_outlier_and_layouts(layout):
+    """Channels of 8192 elements (the wide work-groups on GPUs, their 32-bit offsets where every
+    view has unit inner stride, the general offsets otherwise), data with an outlier of 1e6 at
+    a channel's first element over 1e3 + N(0, 1) (the per-work-item Welford states merged
+    pairwise keep the variance; a sum of squares shifted by the first element would not):
+    output, running statistics and the three gradients against float64 NumPy."""
+    n, c, h, w = {"one_sample": (1, 3, 64, 128)}.get(layout, (8, 3, 32, 32))
+    full = (1e3 + RNG.standard_normal((n, c, h, 2 * w if layout == "strided_w" else w)))
+    full[0, 1, 0, 0] = 1e6
+    if layout == "strided_w":
+        full[0, 1, 0, 0], full[0, 1, 0, 1] = 1e3, 1e6  # the outlier stays in the view
+    full = full.astype(np.float32)
+    if layout == "channels_last":
+        base = clgrad.tensor(np.ascontiguousarray(full.transpose(0, 2, 3, 1)))
+        x = base.permute(0, 3, 1, 2)
+    else:
+        base = clgrad.tensor(full)
+        x = base[..., ::2] if layout == "strided_w" else base
+    xd = x.numpy().astype(np.float64)
+    x.requires_grad_()
+    wt = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
+    bs = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
+    rm, rv = clgrad.zeros(c), clgrad.ones(c)
+    y = F.batch_norm(x, rm, rv, wt, bs, training=True, momentum=0.5)
+    want, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), wt.numpy().astype(np.float64),
+                            bs.numpy().astype(np.float64), True, 0.5, 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-3)
+    g = RNG.standard_normal(y.shape).astype(np.float32)
+    y.backward(clgrad.tensor(g))
+    axes = (0, 2, 3)
+    gx, gw, gb = ref_bn_grad(xd, g.astype(np.float64), wt.numpy().astype(np.float64),
+                             xd.mean(axes), xd.var(axes), 1e-5, True)
+    for got, ref in ((x.grad, gx), (wt.grad, gw), (bs.grad, gb)):
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-3,
+                                   atol=1e-3 * max(1.0, float(np.abs(ref).max())))
+
+
 # -- layer_norm / group_norm / instance_norm (row kernels rn_fwd / rn_bwd) -------------------
 def ref_rows(a, axes, eps):
     """(a - mean) / sqrt(biased var + eps) over ``axes``."""

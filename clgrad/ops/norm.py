@@ -438,6 +438,9 @@ def _launch_bn(x, m, name, geom, *args):
     wide = 1024 if dev.kind == "gpu" and dev.max_work_group_size >= 1024 else 256
     wg = 64 if m < 4096 else wide
     d["WG"] = wg
+    rest, rest_st = geom
+    if 1 <= len(rest) <= 2 and m < 1 << 31 and all(st[-1] == 1 for st in rest_st):
+        d["BN_FAST"] = 1  # 32-bit offsets, no division per dim (kernels/norm.cl)
     dev.launch(dev.kernel(_FILE, name, d), (c * wg,), (wg,), *args)
 
 
