@@ -507,3 +507,39 @@ def test_sequential_fuses_batch_norm_and_activation(act_name):
     act.forward = lambda t: t * 2  # replaced on the instance: Sequential calls it
     y = nn.Sequential(bn.eval(), act)(clgrad.tensor(x))
     np.testing.assert_allclose(y.numpy(), 2 * x / np.sqrt(1 + 1e-5), rtol=1e-12)
+
+
+def test_batch_norm_launch_plans_follow_every_argument():
+    """The forward's and backward's launch plans are kept per shape, layout, flags, momentum and
+    eps: the same input shape run with another momentum, eps, parameter views (strided, or
+    None) or mode gives that call's values (float64 NumPy reference each time)."""
+    x = RNG.standard_normal((4, 3, 6, 6)).astype(np.float32)
+    cases = [dict(momentum=0.1, eps=1e-5, w=True, training=True),
+             dict(momentum=0.7, eps=1e-5, w=True, training=True),
+             dict(momentum=0.7, eps=1e-1, w=True, training=True),
+             dict(momentum=0.7, eps=1e-1, w=False, training=True),
+             dict(momentum=0.7, eps=1e-1, w=True, training=False),
+             dict(momentum=0.1, eps=1e-5, w=True, training=True)]
+    for k in cases:
+        wbase = RNG.standard_normal(6).astype(np.float32)  # weight and bias: strided views
+        w = clgrad.tensor(wbase, requires_grad=True)[::2] if k["w"] else None
+        b = clgrad.tensor(wbase[::-1].copy())[1::2] if k["w"] else None
+        rm0, rv0 = RNG.standard_normal(3), 1 + RNG.random(3)
+        rm, rv = clgrad.tensor(rm0.astype(np.float32)), clgrad.tensor(rv0.astype(np.float32))
+        xt = clgrad.tensor(x, requires_grad=True)
+        y = F.batch_norm(xt, rm, rv, w, b, training=k["training"], momentum=k["momentum"],
+                         eps=k["eps"])
+        wn = None if w is None else w.detach().numpy().astype(np.float64)
+        bn = None if b is None else b.detach().numpy().astype(np.float64)
+        want, wrm, wrv = ref_bn(x.astype(np.float64), rm0, rv0, wn, bn, k["training"],
+                                k["momentum"], k["eps"])
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-4, atol=1e-4, err_msg=k)
+        np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5, atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5, atol=1e-6, err_msg=k)
+        g = RNG.standard_normal(x.shape)
+        y.backward(clgrad.tensor(g.astype(np.float32)))
+        xd = x.astype(np.float64)
+        axes = (0, 2, 3)
+        mean, var = (xd.mean(axes), xd.var(axes)) if k["training"] else (rm0, rv0)
+        gx, gw, _ = ref_bn_grad(xd, g, wn, mean, var, k["eps"], k["training"])
+        np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-3, atol=1e-4, err_msg=k)
