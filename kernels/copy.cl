@@ -81,8 +81,9 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
 #ifdef CAT_SLOTS
 // cat: the inputs of torch.cat (up to CAT_SLOTS = 8 of them, the slots) copied into their
 // slices of the output in one launch (a launch per input cost 50-100 us of host time on a GPU:
-// DenseNet's concatenations). Each slot has its own source type (defines S0 .. S7; an unused slot any)
-// and its own geometry in `meta` (CAT_M longs a slot, __constant: the same for every item):
+// DenseNet's concatenations). Each slot has its own source type (defines S0 .. S7; an unused
+// slot any) and its own geometry in `meta` (CAT_M longs a slot, __constant: the same for every
+// item):
 //   [0] the slot's first work item (the items of all slots counted in slot order), [1] the
 //   rank nd of its collapsed geometry, [2] rows, [3] inner, [4] rpw, [5] run, [6] nrun (as
 //   copy_runs' arguments), [7] unit (both last-dim strides 1), [8 .. 15] its shape,

@@ -744,3 +744,27 @@ def test_cat_gradients_match_torch():
     want = run(torch, lambda a, g=True: torch.tensor(a, requires_grad=g))
     for g, t in zip(got, want):
         np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-12)
+
+
+def test_cat_plans_follow_every_input_of_their_key():
+    """cat keeps its launch plans per layout (Device.plans): cats that differ in one input of
+    the key at a time (an input's offset, strides, dtype, order, the dim) give NumPy's
+    answer."""
+    rng = np.random.default_rng(10)
+    base = rng.standard_normal((4, 9, 12))
+    t = clgrad.tensor(base)
+    variants = [[(base[:, :3], t[:, :3]), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, 1:4], t[:, 1:4]), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, 1:4], t[:, 1:4]), (base[:, 4:7], t[:, 4:7])],
+                [(base[:, 4:7], t[:, 4:7]), (base[:, 1:4], t[:, 1:4])],
+                [(base[:, :3, ::-1].copy(), t[:, :3].flip(2)), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, :3].astype(np.float32), t[:, :3].float()),
+                 (base[:, 3:6], t[:, 3:6])],
+                [(base[:, :3].astype(np.float32), t[:, :3].float()),
+                 (base[:, 3:6].astype(np.float32), t[:, 3:6].float())]]
+    for parts in variants:
+        for dim in (1, 2):
+            got = clgrad.cat([v for _, v in parts], dim)
+            want = np.concatenate([a for a, _ in parts], dim)
+            assert got.dtype is (F32 if want.dtype == np.float32 else F64)
+            np.testing.assert_array_equal(got.numpy(), want)

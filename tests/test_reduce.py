@@ -386,12 +386,12 @@ def test_sums_over_rows_of_conv_maps(dtype):
 def _kernels_run(monkeypatch):
     """The names of the kernels launched from now on (a list that fills)."""
     from clgrad.runtime import device as rt
-    names, launch = [], rt.Device.launch
-
-    def spy(self, kernel, *args):
-        names.append(kernel.function_name)
-        return launch(self, kernel, *args)
-    monkeypatch.setattr(rt.Device, "launch", spy)
+    names = []
+    for method in ("launch", "launch_split"):
+        def spy(self, kernel, *args, _real=getattr(rt.Device, method)):
+            names.append(kernel.function_name)
+            return _real(self, kernel, *args)
+        monkeypatch.setattr(rt.Device, method, spy)
     return names
 
 
@@ -557,3 +557,40 @@ def test_outer_dim_sums_pick_reduce_cols(monkeypatch, kind):
         np.testing.assert_allclose(fn().numpy(), want, rtol=1e-5, atol=1e-5)
         assert names[0] == kernel or kernel == "reduce" and names[0] in ("reduce",
                                                                          "reduce_runs"), names
+
+
+def test_reduce_plans_follow_every_input_of_their_key():
+    """Reductions keep their launch plans per layout (Device.plans): calls that differ in one
+    input of the key at a time (x's offset, strides, dtype; dims, keepdim, the op, arg; out's
+    view and offset; the scale: mean after sum) each give NumPy's answer."""
+    from clgrad.ops import reduce as rd
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal((7, 6, 40))
+    t = clgrad.tensor(base)
+    views = [(base[:, :, :33], t[:, :, :33]), (base[:, :, 1:34], t[:, :, 1:34]),
+             (base[:, :, 2:35:1].transpose(0, 2, 1)[:, :6], t[:, :, 2:35].transpose(1, 2)[:, :6])]
+    for a, v in views:
+        for dt, npdt in ((clgrad.float64, np.float64), (clgrad.float32, np.float32)):
+            av, vv = a.astype(npdt), v.to(dt)
+            for dims in ((0,), (1,), (0, 1), (2,)):
+                for keep in (False, True):
+                    ref = _exact_sum(av, dims, keep)
+                    tol = dict(rtol=1e-5 if npdt == np.float32 else 1e-12, atol=1e-5)
+                    np.testing.assert_allclose(vv.sum(dims, keepdim=keep).numpy(), ref, **tol)
+                    n = np.prod([av.shape[d] for d in dims])
+                    np.testing.assert_allclose(vv.mean(dims, keepdim=keep).numpy(), ref / n,
+                                               **tol)
+                    np.testing.assert_allclose(vv.sum(dims, keepdim=keep).numpy(), ref, **tol)
+                    np.testing.assert_array_equal(vv.amax(dims, keepdim=keep).numpy(),
+                                                  av.max(dims, keepdims=keep))
+            np.testing.assert_array_equal(vv.argmax(1).numpy(), av.argmax(1))
+            np.testing.assert_array_equal(vv.max(0).values.numpy(), av.max(0))
+    ints = clgrad.tensor(rng.integers(-9, 9, (7, 6, 40)))
+    np.testing.assert_array_equal(ints[:, :, :33].sum(0).numpy(), ints.numpy()[:, :, :33].sum(0))
+    parts = clgrad.tensor(rng.standard_normal((5, 6, 33)))
+    for off in (0, 1, 7):
+        big = clgrad.zeros(8, 40, dtype=clgrad.float64)
+        rd.sum_into(big[1:7, off:off + 33], parts, 0, 2.0)
+        want = np.zeros((8, 40))
+        want[1:7, off:off + 33] = 2 * _exact_sum(parts.numpy(), (0,))
+        np.testing.assert_allclose(big.numpy(), want, rtol=1e-12, atol=1e-12)

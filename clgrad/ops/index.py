@@ -99,18 +99,20 @@ def _cat_launch(out: Tensor, batch):
     plan = dev.plans.get(key)
     if plan is None:
         plan = dev.keep_plan(key, _cat_plan(dev, out.dtype, batch))
-    kernel, total, meta = plan
-    bufs = [src._storage.buffer for _, src in batch]
-    bufs += [out._storage.buffer] * (CAT_SLOTS - len(bufs))
-    dev.launch(kernel, (total,), (1,) if dev.kind == "cpu" else (CAT_LOCAL,), np.int64(total),
-               meta, out._storage.buffer, *bufs)
+    kernel, gsize, lsize, val, meta = plan
+    ob = out._storage.buffer
+    mem = [1, meta, 2, ob]
+    for k in range(CAT_SLOTS):
+        mem += (3 + k, batch[k][1]._storage.buffer if k < len(batch) else ob)
+    dev.launch_split(kernel, gsize, lsize, tuple(mem), val)
 
 
 CAT_LOCAL = 256  # work-group size of cat_elems (GPUs)
 
 
 def _cat_plan(dev, dt, batch):
-    """(kernel, work items, meta buffer) of _cat_launch: see kernels/copy.cl's cat."""
+    """(kernel, global size, local size, by-value arguments as (index, value), the meta
+    buffer) of _cat_launch: see kernels/copy.cl's cat."""
     import pyopencl as cl
     from clgrad.ops._util import COPY_RUN, MAXD
     meta = np.zeros(CAT_SLOTS * _CAT_M + 1, np.int64)
@@ -142,8 +144,9 @@ def _cat_plan(dev, dt, batch):
     meta[CAT_SLOTS * _CAT_M] = len(batch)
     buf = cl.Buffer(dev.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                     hostbuf=meta)
-    name = "cat_runs" if dev.kind == "cpu" else "cat_elems"
-    return dev.kernel("copy.cl", name, defines), total, buf
+    name, local = ("cat_runs", 1) if dev.kind == "cpu" else ("cat_elems", CAT_LOCAL)
+    return (dev.kernel("copy.cl", name, defines), (-(-total // local) * local,), (local,),
+            (0, np.int64(total)), buf)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:

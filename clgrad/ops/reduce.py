@@ -75,15 +75,17 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
                COLS_CB, COLS_GPU)
         plan = dev.plans.get(key)
         if plan is None:
-            plan = dev.keep_plan(key, _reduce_plan(dev, x, dims, kept, op_define, out_dtype,
-                                                   acc_cl, arg, out, idx))
+            plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx)
+            plan = dev.keep_plan(key, plan if plan is _CONTIGUOUS else _split_plan(*plan))
         if plan is _CONTIGUOUS:
             return _launch_reduce(ew.contiguous(x), dims, keepdim, op_define, out_dtype,
                                   acc_cl, scale, arg, out if given else None)
-        kernel, gsize, lsize, args = plan
-        bufs = {_X: x._storage.buffer, _OUT: out._storage.buffer, _IDX: idx._storage.buffer,
-                _SCALE: _CL_SCALAR[acc_cl](scale)}  # ACC by value: its exact size (half: 2)
-        dev.launch(kernel, gsize, lsize, *[bufs[a] if type(a) is str else a for a in args])
+        kernel, gsize, lsize, val, ix, iout, iidx, iscale = plan
+        mem = (ix, x._storage.buffer, iout, out._storage.buffer)
+        if iidx is not None:
+            mem += (iidx, idx._storage.buffer)
+        # ACC by value: its exact size (half: 2)
+        dev.launch_split(kernel, gsize, lsize, mem, val + (iscale, _CL_SCALAR[acc_cl](scale)))
     if given:
         return out
     out = out.view(final) if final != kept else out
@@ -95,6 +97,21 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
 # the operands' places in a _reduce_plan's arguments, filled at each launch
 _X, _OUT, _IDX, _SCALE = "x", "out", "idx", "scale"
 _CONTIGUOUS = "contiguous"  # the plan of a view with too many dims: made contiguous first
+
+
+def _split_plan(kernel, gsize, lsize, args):
+    """A _reduce_plan as Device.launch_split takes it: (kernel, global size rounded up to the
+    local size, the by-value arguments as (index, value, ...), and the indices of x, out, idx
+    (None without ARG) and scale)."""
+    val, at = [], {}
+    for i, a in enumerate(args):
+        if type(a) is str:
+            at[a] = i
+        else:
+            val += (i, a)
+    gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
+    return (kernel, gsize, tuple(lsize), tuple(val), at[_X], at[_OUT], at.get(_IDX),
+            at[_SCALE])
 
 
 def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx):
