@@ -251,3 +251,95 @@ __kernel void unpack_wgrad(const conv_t p, long obm, __global const T *Wt, __glo
             for (int kw = 0; kw < (int)p.kw; ++kw, s += MB * BW)
                 d[c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = *s;
 }
+
+// Tap offsets counted up over (c, kh, kw) from tap k0 (no divisions per tap).
+#define TAPS_FROM(k0)                                                                       \
+    const int khw_ = (int)(p.kh * p.kw), c0_ = (k0) / khw_, r0_ = (k0) - c0_ * khw_;        \
+    int c = c0_, kh = r0_ / (int)p.kw, kw = r0_ - kh * (int)p.kw
+#define TAPS_NEXT()                                                                         \
+    if (++kw == (int)p.kw) {                                                                \
+        kw = 0;                                                                             \
+        if (++kh == (int)p.kh) {                                                            \
+            kh = 0;                                                                         \
+            ++c;                                                                            \
+        }                                                                                   \
+    }
+
+// Per (chunk of kc taps k = (c, kh, kw), g * obm + block) one item (local size 1) filling
+// Wb[g][b][k0..k1][MB*BW] (kc * MB*BW elements: a tile that stays in L1), lane l of tap k
+// from K[g, b*MB*BW + l, c, kh, kw]: per group of LG lanes (rows), the chunk's taps in order,
+// each tap's LG lanes inside. LG rows at a time: the rows of a dense 512-channel weight lie
+// 18 KB apart, in 2 of the 64 L1 sets, so 32 rows at once missed L1 on every read; one row at
+// a time (the taps inside) read short runs of 8 cache lines from memory, 3-4x slower.
+#define LG 8
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void pack_weight_t(const conv_t p, long obm, long hp, long wp, long kc, __global const T *K,
+                   __global T *Wb, __global int *koff) {
+    const int kall = (int)(p.c * p.kh * p.kw);
+    const int k0 = (int)(get_group_id(0) * kc), k1 = MIN(k0 + (int)kc, kall);
+    const long gb = get_group_id(1), b = gb % obm, g = gb / obm;
+    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
+    const long s1 = p.k.s[1], s2 = p.k.s[2], s3 = p.k.s[3], s4 = p.k.s[4];
+    __global const T *s = K + p.k.off + g * p.k.s[0] + b * (MB * BW) * s1;
+    __global T *d0 = Wb + (gb * kall + k0) * (MB * BW);
+    if (gb == 0) {
+        TAPS_FROM(k0);
+        for (int k = k0; k < k1; ++k) {
+            koff[k] = (int)((c * hp + kh * p.dh) * wp + kw * p.dw);
+            TAPS_NEXT();
+        }
+    }
+    for (int l0 = 0; l0 < MB * BW; l0 += LG) {
+        TAPS_FROM(k0);
+        __global const T *sl = s + l0 * s1;
+        __global T *d = d0 + l0;
+        if (l0 + LG <= nv) {
+            for (int k = k0; k < k1; ++k, d += MB * BW) {
+                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
+#pragma unroll
+                for (int l = 0; l < LG; ++l) d[l] = sk[l * s1];
+                TAPS_NEXT();
+            }
+        } else {
+            for (int k = k0; k < k1; ++k, d += MB * BW) {
+                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
+                for (int l = 0; l < LG; ++l) d[l] = l0 + l < nv ? sk[l * s1] : (T)0;
+                TAPS_NEXT();
+            }
+        }
+    }
+}
+
+// The inverse of pack_weight_t for the weight gradient: per (chunk of kc taps, g * obm +
+// block) one item writing GW (the (g, o, c, kh, kw) view gw) from Wt[g][b][k][MB*BW], LG
+// rows at a time as there.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void unpack_wgrad_t(const conv_t p, long obm, long kc, __global const T *Wt, __global T *GW,
+                    v5_t gw) {
+    const int kall = (int)(p.c * p.kh * p.kw);
+    const int k0 = (int)(get_group_id(0) * kc), k1 = MIN(k0 + (int)kc, kall);
+    const long gb = get_group_id(1), b = gb % obm, g = gb / obm;
+    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
+    const long s1 = gw.s[1], s2 = gw.s[2], s3 = gw.s[3], s4 = gw.s[4];
+    __global T *dd = GW + gw.off + g * gw.s[0] + b * (MB * BW) * s1;
+    __global const T *s0 = Wt + (gb * kall + k0) * (MB * BW);
+    for (int l0 = 0; l0 < nv; l0 += LG) {
+        TAPS_FROM(k0);
+        __global T *dl = dd + l0 * s1;
+        __global const T *s = s0 + l0;
+        if (l0 + LG <= nv) {
+            for (int k = k0; k < k1; ++k, s += MB * BW) {
+                __global T *dk = dl + c * s2 + kh * s3 + kw * s4;
+#pragma unroll
+                for (int l = 0; l < LG; ++l) dk[l * s1] = s[l];
+                TAPS_NEXT();
+            }
+        } else {
+            for (int k = k0; k < k1; ++k, s += MB * BW) {
+                __global T *dk = dl + c * s2 + kh * s3 + kw * s4;
+                for (int l = 0; l < nv - l0; ++l) dk[l * s1] = s[l];
+                TAPS_NEXT();
+            }
+        }
+    }
+}

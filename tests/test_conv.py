@@ -401,6 +401,35 @@ def test_blocked_weight_gradient_tap_blocks_and_chunks(monkeypatch, lanes):
         _close(got, ref, 1e-10)
 
 
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("by_taps", (True, False))
+def test_blocked_pack_kernels(monkeypatch, lanes, by_taps):
+    """The weight packs and the weight-gradient unpack both ways (per lane, per chunk of taps;
+    the device picks one per view): chunks of 5 taps (chunks start mid-channel and mid-row),
+    12 and 29 output channels (a part-filled block, a part-filled group of LG lanes), a weight
+    that is a strided view (every other input channel of a wider tensor), stride 2 (the input
+    gradient's phases pack strided tap views); float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    monkeypatch.setattr(conv_algorithms, "BLOCK_PACK_BY_TAPS", by_taps)
+    monkeypatch.setattr(conv_algorithms, "BLOCK_PACK_ELEMS", 5 * lanes * 2)
+    for o, stride in ((12, 1), (29, 2)):
+        x, w, b = _data(2, 7, 6, 5, o, 7, 3, 3)
+        wide = np.zeros((o, 14, 3, 3))
+        wide[:, ::2] = w
+        wb = clgrad.tensor(wide, dtype=clgrad.float64, requires_grad=True)
+        wv = wb[:, ::2]
+        xt = clgrad.tensor(x, dtype=clgrad.float64, requires_grad=True)
+        y = conv2d(xt, wv, None, stride=stride, padding=1)
+        gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
+        y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
+        ry, rgx, rgw, _ = ref_conv(x, w, None, gout, stride=stride, padding=1)
+        np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(xt.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(wb.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
+        np.testing.assert_array_equal(wb.grad.numpy()[:, 1::2], 0)
+        assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
     CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;
