@@ -148,22 +148,32 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
             for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
         }
     }
+    // the tile through private memory, then per output channel its PX pixels: pixel by
+    // pixel (32 channels each) every store met another line, and on 32 x 32 maps the
+    // channels' planes lie 4 KB apart, in one L1 set: every store missed (the forward of
+    // 64-64 32 x 32 ran at 2/3 of the speed of 30 x 30 per multiply-add)
+    T t[PX][MB * BW];
+    long yo[PX];
+    int npx = 0;
     const long obase = p.y.off + g * p.y.s[1];
 #pragma unroll
     for (int j = 0; j < PX; ++j) {
-        const long q = q0 + j;
-        if (q >= np) break;
-        const long n = q / ohw, r = q - n * ohw, oh = r / p.ow, ow = r - oh * p.ow;
-        __global T *y = Y + obase + n * p.y.s[0] + oh * p.y.s[3] + ow * p.y.s[4];
 #pragma unroll
-        for (int m = 0; m < MB; ++m) {
-            T t[BW];
-            VBSTORE(acc[m][j], 0, t);
-            const long o0 = (b * MB + m) * BW;
-            for (int l = 0; l < BW && o0 + l < p.o; ++l) {
-                const T bv = p.bias ? B[p.boff + (g * p.o + o0 + l) * p.bs] : (T)0;
-                y[(o0 + l) * p.y.s[2]] = t[l] + bv;
-            }
+        for (int m = 0; m < MB; ++m) VBSTORE(acc[m][j], 0, &t[j][m * BW]);
+        const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+        yo[j] = obase + n * p.y.s[0] + oh * p.y.s[3] + (r - oh * p.ow) * p.y.s[4];
+        npx += q0 + j < np;
+    }
+    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
+    for (int l = 0; l < nv; ++l) {
+        const long o = b * (MB * BW) + l;
+        const T bv = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
+        __global T *y = Y + o * p.y.s[2];
+        if (npx == PX) {
+#pragma unroll
+            for (int j = 0; j < PX; ++j) y[yo[j]] = t[j][l] + bv;
+        } else {
+            for (int j = 0; j < npx; ++j) y[yo[j]] = t[j][l] + bv;
         }
     }
 }
