@@ -39,13 +39,18 @@ typedef T VBU __attribute__((ext_vector_type(BW), aligned(sizeof(T))));
 #endif
 #define VBSTORE CAT(vstore, BW)
 
-// One item per plane (n, g, c) of Xp: (g*n*c) items, hp rows each.
-__kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, __global T *Xp) {
-    const long gnc = get_global_id(0);
-    if (gnc >= p.g * p.n * p.c) return;
+// One item (local size 1) per chunk of pc planes (g, n, c) of Xp, hp rows each; a row's
+// interior copied as vectors where the input's columns are contiguous. One item per plane
+// without a local size, which Intel's compiler vectorised across planes (16 planes' rows at
+// once: scattered stores) took 3-4x a copy's time.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void pad_input(const conv_t p, long hp, long wp, long pc, __global const T *X,
+               __global T *Xp) {
+    const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
+    const long e = MIN((get_group_id(0) + 1) * pc, p.g * p.n * p.c);
+    for (long gnc = get_group_id(0) * pc; gnc < e; ++gnc) {
     const long c = gnc % p.c, gn = gnc / p.c, n = gn % p.n, g = gn / p.n;
     const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
-    const long lo = MIN(MAX(p.pw, 0), wp), hi = MAX(MIN(p.w + p.pw, wp), lo);
     __global T *d = Xp + gnc * hp * wp;
     for (long y = 0; y < hp; ++y, d += wp) {
         const long yv = y - p.ph;
@@ -55,7 +60,9 @@ __kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, _
             __global const T *s = X + xb + (yv / p.uh) * p.x.s[3];
             for (long x = 0; x < lo; ++x) d[x] = (T)0;
             if (p.x.s[4] == 1) {
-                for (long x = lo; x < hi; ++x) d[x] = s[x - p.pw];
+                long x = lo;
+                for (; x + BW <= hi; x += BW) VBST(d + x, VBLD(s + x - p.pw));
+                for (; x < hi; ++x) d[x] = s[x - p.pw];
             } else {
                 for (long x = lo; x < hi; ++x) d[x] = s[(x - p.pw) * p.x.s[4]];
             }
@@ -63,6 +70,7 @@ __kernel void pad_input(const conv_t p, long hp, long wp, __global const T *X, _
         } else {
             for (long x = 0; x < wp; ++x) d[x] = xv(X, xb, yv, x - p.pw, p);
         }
+    }
     }
 }
 
@@ -113,13 +121,20 @@ __kernel void pack_grad(const conv_t p, long obm, long hp, long wp, v5_t gv,
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *Xp,
+void blocked_fwd(const conv_t p, long hp, long wp, long obm, long tpw, __global const T *Xp,
                  __global const T *Wb, __global const int *koff, __global T *Y,
                  __global const T *B) {
-    const long ohw = p.oh * p.ow, np = p.n * ohw, q0 = get_group_id(0) * PX;
+    const long ohw = p.oh * p.ow, np = p.n * ohw;
     const long b = get_group_id(1), g = get_group_id(2);
-    const int khw = (int)(p.kh * p.kw);
+    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw;
     const long plane = hp * wp;
+    __global const T *xg = Xp + g * p.n * p.c * plane;
+    __global const T *wb = Wb + (g * obm + b) * p.c * khw * (MB * BW);
+    // tpw tiles of PX pixels one after the other (a work-group costs about a microsecond to
+    // start: few taps, as in a strided layer's input-gradient phases, leave tiles of a few
+    // thousand cycles)
+    const long qe = MIN((get_group_id(0) + 1) * tpw * PX, np);
+    for (long q0 = get_group_id(0) * tpw * PX; q0 < qe; q0 += PX) {
     int off[PX];
 #pragma unroll
     for (int j = 0; j < PX; ++j) {
@@ -131,11 +146,9 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
     for (int m = 0; m < MB; ++m)
 #pragma unroll
         for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
-    __global const T *xg = Xp + g * p.n * p.c * plane;
-    __global const T *wk = Wb + (g * obm + b) * p.c * khw * (MB * BW);
+    __global const T *wk = wb;
     // one loop over the taps (c, kh, kw) through the offset table koff: nested loops of kh
     // and kw (3 trips each) kept the accumulators in memory around the innermost one
-    const int kall = (int)p.c * khw;
     for (int k = 0; k < kall; ++k, wk += MB * BW) {
         __global const T *xt = xg + koff[k];
         VB wv[MB];
@@ -175,6 +188,7 @@ void blocked_fwd(const conv_t p, long hp, long wp, long obm, __global const T *X
         } else {
             for (int j = 0; j < npx; ++j) y[yo[j]] = t[j][l] + bv;
         }
+    }
     }
 }
 

@@ -430,6 +430,24 @@ def test_blocked_pack_kernels(monkeypatch, lanes, by_taps):
         assert set(backends.last_conv_algorithms.values()) == {"blocked"}
 
 
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("tiles", (3, 1 << 20))
+def test_blocked_forward_tiles_per_group(monkeypatch, lanes, tiles):
+    """Several pixel tiles per forward work-group (BLOCK_FWD_FMAS: 3 tiles' worth, a last
+    work-group with fewer; all tiles in one) and several planes per pad_input item, on a
+    stride-2 layer (its input gradient's phases too), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    mb, px, _ = conv_algorithms.BLOCK_TILES[lanes]
+    monkeypatch.setattr(conv_algorithms, "BLOCK_FWD_FMAS", tiles * mb * px * 6 * 9)
+    monkeypatch.setattr(conv_algorithms, "FILL_GROUPS", 1)
+    monkeypatch.setattr(conv_algorithms, "_units", lambda dev: 1)
+    for stride in (1, 2):
+        got, ref = _run(*_data(3, 6, 9, 7, 11, 6, 3, 3), dtype=clgrad.float64, padding=1,
+                        stride=stride)
+        _close(got, ref, 1e-10)
+        assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
     CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;

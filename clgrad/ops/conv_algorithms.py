@@ -755,6 +755,10 @@ BLOCK_LANES = None  # lanes per vector of the blocked kernels; None: the device'
 # the forward at 59-92 GFLOP/s, PX = 8 at 89-131, PX = 10 and MB = 4, PX = 6 in between; the
 # weight gradient at TK = 12 or 9 took twice TK = 8's time.
 BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
+# vector FMAs a forward work-group aims at, in tiles of PX pixels (at least one tile): the
+# input-gradient phases of a stride-2 layer have 1-4 taps per channel (64-128 32x32 s2: 4 x 1
+# to 4 x 4 tiles' worth of FMAs per work-group at 1 tile)
+BLOCK_FWD_FMAS = 1 << 15
 BLOCK_WGRAD_FMAS = 1 << 18  # vector FMAs a weight-gradient work-group aims at per chunk
 # bytes of packed output gradient a weight-gradient work-group sums over before moving to its
 # next tap block (its pixels in chunks: at batch 128 on 16x16 maps the whole 4 MB per block
@@ -819,8 +823,10 @@ def _plan_blocked(p: Problem, dt, dev):
 def _pad_input(p: Problem, d, hp, wp, x):
     dev = x._storage.device
     xp = empty((p.g * p.n * p.c * hp * wp,), x.dtype, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (p.g * p.n * p.c,), None,
-               p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
+    planes = p.g * p.n * p.c
+    pc = max(1, min(BLOCK_PACK_ELEMS // (hp * wp), planes // (FILL_GROUPS * _units(dev))))
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (cdiv(planes, pc),), (1,),
+               p.pack(), np.int64(hp), np.int64(wp), np.int64(pc), x._storage.buffer,
                xp._storage.buffer)
     return xp
 
@@ -843,9 +849,12 @@ def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
                    (d["MB"] * d["BW"], p.g * obm), None, p.pack(), np.int64(obm),
                    np.int64(hp), np.int64(wp), w._storage.buffer, wb._storage.buffer,
                    koff._storage.buffer)
+    tiles = cdiv(p.n * p.oh * p.ow, d["PX"])
+    tpw = max(1, min(BLOCK_FWD_FMAS // (d["MB"] * d["PX"] * p.c * p.kh * p.kw),
+                     tiles * obm * p.g // (FILL_GROUPS * _units(dev))))
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
-               (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
-               np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
+               (cdiv(tiles, tpw), obm, p.g), (1, 1, 1), p.pack(),
+               np.int64(hp), np.int64(wp), np.int64(obm), np.int64(tpw), xp._storage.buffer,
                wb._storage.buffer, koff._storage.buffer, y._storage.buffer,
                _bias_buffer(bias, y))
 
