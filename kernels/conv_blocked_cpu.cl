@@ -120,76 +120,168 @@ __kernel void pack_grad(const conv_t p, long obm, long hp, long wp, v5_t gv,
     for (int l = (int)nv; l < MB * BW; ++l) d[l] = (T)0;
 }
 
+// Tap offsets counted up over (c, kh, kw) from tap k0 (no divisions per tap).
+#define TAPS_FROM(k0)                                                                       \
+    const int khw_ = (int)(p.kh * p.kw), c0_ = (k0) / khw_, r0_ = (k0) - c0_ * khw_;        \
+    int c = c0_, kh = r0_ / (int)p.kw, kw = r0_ - kh * (int)p.kw
+#define TAPS_NEXT()                                                                         \
+    if (++kw == (int)p.kw) {                                                                \
+        kw = 0;                                                                             \
+        if (++kh == (int)p.kh) {                                                            \
+            kh = 0;                                                                         \
+            ++c;                                                                            \
+        }                                                                                   \
+    }
+
+// Packing by chunks of taps (pack_weight_t, blocked_fwd_fused; unpack_wgrad_t): LG rows
+// (lanes) at a time. The rows of a dense 512-channel weight lie 18 KB apart, in 2 of the 64 L1
+// sets, so 32 rows at once missed L1 on every read; one row at a time (the taps inside) read
+// short runs of 8 cache lines from memory, 3-4x slower.
+#define LG 8
+
+// Taps k0 .. k1 of block b (group g) into d0 (Wb's tile of tap k0) and, with koff, their
+// offsets in Xp's planes: per group of LG lanes the taps in order, each tap's LG lanes inside.
+INL void pack_block(const conv_t p, long hp, long wp, long b, long g, int k0, int k1,
+                    __global const T *K, __global T *d0, __global int *koff) {
+    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
+    const long s1 = p.k.s[1], s2 = p.k.s[2], s3 = p.k.s[3], s4 = p.k.s[4];
+    __global const T *s = K + p.k.off + g * p.k.s[0] + b * (MB * BW) * s1;
+    if (koff) {
+        TAPS_FROM(k0);
+        for (int k = k0; k < k1; ++k) {
+            koff[k] = (int)((c * hp + kh * p.dh) * wp + kw * p.dw);
+            TAPS_NEXT();
+        }
+    }
+    for (int l0 = 0; l0 < MB * BW; l0 += LG) {
+        TAPS_FROM(k0);
+        __global const T *sl = s + l0 * s1;
+        __global T *d = d0 + l0;
+        if (l0 + LG <= nv) {
+            for (int k = k0; k < k1; ++k, d += MB * BW) {
+                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
+#pragma unroll
+                for (int l = 0; l < LG; ++l) d[l] = sk[l * s1];
+                TAPS_NEXT();
+            }
+        } else {
+            for (int k = k0; k < k1; ++k, d += MB * BW) {
+                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
+                for (int l = 0; l < LG; ++l) d[l] = l0 + l < nv ? sk[l * s1] : (T)0;
+                TAPS_NEXT();
+            }
+        }
+    }
+}
+
+// Per (chunk of kc taps k = (c, kh, kw), g * obm + block) one item (local size 1) filling
+// Wb[g][b][k0..k1][MB*BW] (kc * MB*BW elements: a tile that stays in L1), lane l of tap k
+// from K[g, b*MB*BW + l, c, kh, kw]; item (0, 0) also the tap offsets koff.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void pack_weight_t(const conv_t p, long obm, long hp, long wp, long kc, __global const T *K,
+                   __global T *Wb, __global int *koff) {
+    const int kall = (int)(p.c * p.kh * p.kw);
+    const int k0 = (int)(get_group_id(0) * kc), k1 = MIN(k0 + (int)kc, kall);
+    const long gb = get_group_id(1);
+    pack_block(p, hp, wp, gb % obm, gb / obm, k0, k1, K, Wb + (gb * kall + k0) * (MB * BW),
+               gb == 0 ? koff : 0);
+}
+
+// Output pixels q0 .. qe of block b (group g) with the block's packed weights wb and the tap
+// offsets koff: tiles of PX pixels one after the other.
+INL void fwd_tiles(const conv_t p, long hp, long wp, long b, long g, long qb, long qe,
+                   __global const T *Xp, __global const T *wb, __global const int *koff,
+                   __global T *Y, __global const T *B) {
+    const long ohw = p.oh * p.ow, np = p.n * ohw;
+    const int kall = (int)(p.c * p.kh * p.kw);
+    const long plane = hp * wp;
+    __global const T *xg = Xp + g * p.n * p.c * plane;
+    for (long q0 = qb; q0 < qe; q0 += PX) {
+        int off[PX];
+#pragma unroll
+        for (int j = 0; j < PX; ++j) {
+            const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+            off[j] = (int)(n * p.c * plane + oh * p.sh * wp + (r - oh * p.ow) * p.sw);
+        }
+        VB acc[MB][PX];
+#pragma unroll
+        for (int m = 0; m < MB; ++m)
+#pragma unroll
+            for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
+        __global const T *wk = wb;
+        // one loop over the taps (c, kh, kw) through the offset table koff: nested loops of kh
+        // and kw (3 trips each) kept the accumulators in memory around the innermost one
+        for (int k = 0; k < kall; ++k, wk += MB * BW) {
+            __global const T *xt = xg + koff[k];
+            VB wv[MB];
+#pragma unroll
+            for (int m = 0; m < MB; ++m) wv[m] = VBLD(wk + m * BW);
+#pragma unroll
+            for (int j = 0; j < PX; ++j) {
+                const T a = xt[off[j]];
+#pragma unroll
+                for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
+            }
+        }
+        // the tile through private memory, then per output channel its PX pixels: pixel by
+        // pixel (32 channels each) every store met another line, and on 32 x 32 maps the
+        // channels' planes lie 4 KB apart, in one L1 set: every store missed (the forward of
+        // 64-64 32 x 32 ran at 2/3 of the speed of 30 x 30 per multiply-add)
+        T t[PX][MB * BW];
+        long yo[PX];
+        int npx = 0;
+        const long obase = p.y.off + g * p.y.s[1];
+#pragma unroll
+        for (int j = 0; j < PX; ++j) {
+#pragma unroll
+            for (int m = 0; m < MB; ++m) VBSTORE(acc[m][j], 0, &t[j][m * BW]);
+            const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
+            yo[j] = obase + n * p.y.s[0] + oh * p.y.s[3] + (r - oh * p.ow) * p.y.s[4];
+            npx += q0 + j < np;
+        }
+        const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
+        for (int l = 0; l < nv; ++l) {
+            const long o = b * (MB * BW) + l;
+            const T bv = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
+            __global T *y = Y + o * p.y.s[2];
+            if (npx == PX) {
+#pragma unroll
+                for (int j = 0; j < PX; ++j) y[yo[j]] = t[j][l] + bv;
+            } else {
+                for (int j = 0; j < npx; ++j) y[yo[j]] = t[j][l] + bv;
+            }
+        }
+    }
+}
+
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void blocked_fwd(const conv_t p, long hp, long wp, long obm, long tpw, __global const T *Xp,
                  __global const T *Wb, __global const int *koff, __global T *Y,
                  __global const T *B) {
-    const long ohw = p.oh * p.ow, np = p.n * ohw;
-    const long b = get_group_id(1), g = get_group_id(2);
-    const int khw = (int)(p.kh * p.kw), kall = (int)p.c * khw;
-    const long plane = hp * wp;
-    __global const T *xg = Xp + g * p.n * p.c * plane;
-    __global const T *wb = Wb + (g * obm + b) * p.c * khw * (MB * BW);
-    // tpw tiles of PX pixels one after the other (a work-group costs about a microsecond to
-    // start: few taps, as in a strided layer's input-gradient phases, leave tiles of a few
-    // thousand cycles)
-    const long qe = MIN((get_group_id(0) + 1) * tpw * PX, np);
-    for (long q0 = get_group_id(0) * tpw * PX; q0 < qe; q0 += PX) {
-    int off[PX];
-#pragma unroll
-    for (int j = 0; j < PX; ++j) {
-        const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
-        off[j] = (int)(n * p.c * plane + oh * p.sh * wp + (r - oh * p.ow) * p.sw);
-    }
-    VB acc[MB][PX];
-#pragma unroll
-    for (int m = 0; m < MB; ++m)
-#pragma unroll
-        for (int j = 0; j < PX; ++j) acc[m][j] = (VB)0;
-    __global const T *wk = wb;
-    // one loop over the taps (c, kh, kw) through the offset table koff: nested loops of kh
-    // and kw (3 trips each) kept the accumulators in memory around the innermost one
-    for (int k = 0; k < kall; ++k, wk += MB * BW) {
-        __global const T *xt = xg + koff[k];
-        VB wv[MB];
-#pragma unroll
-        for (int m = 0; m < MB; ++m) wv[m] = VBLD(wk + m * BW);
-#pragma unroll
-        for (int j = 0; j < PX; ++j) {
-            const T a = xt[off[j]];
-#pragma unroll
-            for (int m = 0; m < MB; ++m) acc[m][j] += a * wv[m];
-        }
-    }
-    // the tile through private memory, then per output channel its PX pixels: pixel by
-    // pixel (32 channels each) every store met another line, and on 32 x 32 maps the
-    // channels' planes lie 4 KB apart, in one L1 set: every store missed (the forward of
-    // 64-64 32 x 32 ran at 2/3 of the speed of 30 x 30 per multiply-add)
-    T t[PX][MB * BW];
-    long yo[PX];
-    int npx = 0;
-    const long obase = p.y.off + g * p.y.s[1];
-#pragma unroll
-    for (int j = 0; j < PX; ++j) {
-#pragma unroll
-        for (int m = 0; m < MB; ++m) VBSTORE(acc[m][j], 0, &t[j][m * BW]);
-        const long q = MIN(q0 + j, np - 1), n = q / ohw, r = q - n * ohw, oh = r / p.ow;
-        yo[j] = obase + n * p.y.s[0] + oh * p.y.s[3] + (r - oh * p.ow) * p.y.s[4];
-        npx += q0 + j < np;
-    }
-    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
-    for (int l = 0; l < nv; ++l) {
-        const long o = b * (MB * BW) + l;
-        const T bv = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
-        __global T *y = Y + o * p.y.s[2];
-        if (npx == PX) {
-#pragma unroll
-            for (int j = 0; j < PX; ++j) y[yo[j]] = t[j][l] + bv;
-        } else {
-            for (int j = 0; j < npx; ++j) y[yo[j]] = t[j][l] + bv;
-        }
-    }
-    }
+    // tpw tiles of PX pixels per work-group (a work-group costs about a microsecond to start:
+    // few taps, as in a strided layer's input-gradient phases, leave tiles of a few thousand
+    // cycles)
+    const long b = get_group_id(1), g = get_group_id(2), np = p.n * p.oh * p.ow;
+    const long qb = get_group_id(0) * tpw * PX, qe = MIN(qb + tpw * PX, np);
+    fwd_tiles(p, hp, wp, b, g, qb, qe, Xp, Wb + (g * obm + b) * p.c * p.kh * p.kw * (MB * BW),
+              koff, Y, B);
+}
+
+// blocked_fwd with the weight packed by the work-group itself, one per (block, group): its
+// block's weights (and its own copy of the tap offsets) are packed into Wb (koffs) and read
+// back from cache by all its tiles, instead of a pack_weight pass writing the whole packed
+// weight to memory and blocked_fwd reading it back (512 channels: 9.4 MB each way).
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void blocked_fwd_fused(const conv_t p, long hp, long wp, long obm, __global const T *K,
+                       __global T *Wb, __global int *koffs, __global const T *Xp,
+                       __global T *Y, __global const T *B) {
+    const long b = get_group_id(1), g = get_group_id(2), gb = g * obm + b;
+    const int kall = (int)(p.c * p.kh * p.kw);
+    __global T *wb = Wb + gb * kall * (MB * BW);
+    __global int *koff = koffs + gb * kall;
+    pack_block(p, hp, wp, b, g, 0, kall, K, wb, koff);
+    fwd_tiles(p, hp, wp, b, g, 0, p.n * p.oh * p.ow, Xp, wb, koff, Y, B);
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
@@ -274,64 +366,6 @@ __kernel void unpack_wgrad(const conv_t p, long obm, __global const T *Wt, __glo
         for (int kh = 0; kh < (int)p.kh; ++kh)
             for (int kw = 0; kw < (int)p.kw; ++kw, s += MB * BW)
                 d[c * gw.s[2] + kh * gw.s[3] + kw * gw.s[4]] = *s;
-}
-
-// Tap offsets counted up over (c, kh, kw) from tap k0 (no divisions per tap).
-#define TAPS_FROM(k0)                                                                       \
-    const int khw_ = (int)(p.kh * p.kw), c0_ = (k0) / khw_, r0_ = (k0) - c0_ * khw_;        \
-    int c = c0_, kh = r0_ / (int)p.kw, kw = r0_ - kh * (int)p.kw
-#define TAPS_NEXT()                                                                         \
-    if (++kw == (int)p.kw) {                                                                \
-        kw = 0;                                                                             \
-        if (++kh == (int)p.kh) {                                                            \
-            kh = 0;                                                                         \
-            ++c;                                                                            \
-        }                                                                                   \
-    }
-
-// Per (chunk of kc taps k = (c, kh, kw), g * obm + block) one item (local size 1) filling
-// Wb[g][b][k0..k1][MB*BW] (kc * MB*BW elements: a tile that stays in L1), lane l of tap k
-// from K[g, b*MB*BW + l, c, kh, kw]: per group of LG lanes (rows), the chunk's taps in order,
-// each tap's LG lanes inside. LG rows at a time: the rows of a dense 512-channel weight lie
-// 18 KB apart, in 2 of the 64 L1 sets, so 32 rows at once missed L1 on every read; one row at
-// a time (the taps inside) read short runs of 8 cache lines from memory, 3-4x slower.
-#define LG 8
-__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void pack_weight_t(const conv_t p, long obm, long hp, long wp, long kc, __global const T *K,
-                   __global T *Wb, __global int *koff) {
-    const int kall = (int)(p.c * p.kh * p.kw);
-    const int k0 = (int)(get_group_id(0) * kc), k1 = MIN(k0 + (int)kc, kall);
-    const long gb = get_group_id(1), b = gb % obm, g = gb / obm;
-    const int nv = (int)MIN((long)(MB * BW), p.o - b * (MB * BW));
-    const long s1 = p.k.s[1], s2 = p.k.s[2], s3 = p.k.s[3], s4 = p.k.s[4];
-    __global const T *s = K + p.k.off + g * p.k.s[0] + b * (MB * BW) * s1;
-    __global T *d0 = Wb + (gb * kall + k0) * (MB * BW);
-    if (gb == 0) {
-        TAPS_FROM(k0);
-        for (int k = k0; k < k1; ++k) {
-            koff[k] = (int)((c * hp + kh * p.dh) * wp + kw * p.dw);
-            TAPS_NEXT();
-        }
-    }
-    for (int l0 = 0; l0 < MB * BW; l0 += LG) {
-        TAPS_FROM(k0);
-        __global const T *sl = s + l0 * s1;
-        __global T *d = d0 + l0;
-        if (l0 + LG <= nv) {
-            for (int k = k0; k < k1; ++k, d += MB * BW) {
-                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
-#pragma unroll
-                for (int l = 0; l < LG; ++l) d[l] = sk[l * s1];
-                TAPS_NEXT();
-            }
-        } else {
-            for (int k = k0; k < k1; ++k, d += MB * BW) {
-                __global const T *sk = sl + c * s2 + kh * s3 + kw * s4;
-                for (int l = 0; l < LG; ++l) d[l] = l0 + l < nv ? sk[l * s1] : (T)0;
-                TAPS_NEXT();
-            }
-        }
-    }
 }
 
 // The inverse of pack_weight_t for the weight gradient: per (chunk of kc taps, g * obm +

@@ -448,6 +448,33 @@ def test_blocked_forward_tiles_per_group(monkeypatch, lanes, tiles):
         assert set(backends.last_conv_algorithms.values()) == {"blocked"}
 
 
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_blocked_forward_fused_pack(monkeypatch, lanes):
+    """blocked_fwd_fused (each work-group packs its own weight block, then all pixels):
+    forced on small problems (partial blocks, a pixel tail, bias, groups, a strided weight
+    view, dilation), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    monkeypatch.setattr(conv_algorithms, "BLOCK_FUSE_BYTES", 0)
+    monkeypatch.setattr(conv_algorithms, "_units", lambda dev: 1)
+    fused = []
+    real = conv_algorithms._fuse_pack
+    monkeypatch.setattr(conv_algorithms, "_fuse_pack",
+                        lambda *a: fused.append(real(*a)) or fused[-1])
+    for groups, dil in ((1, 1), (2, 2)):
+        cg = 10 // groups
+        xs, ws, bs = _data(3, 10, 7, 6, 37 - (37 % groups), cg, 3, 3)
+        wide = np.zeros(ws.shape[:3] + (6,))
+        wide[..., ::2] = ws
+        wv = clgrad.tensor(wide, dtype=clgrad.float64)[..., ::2]
+        y = conv2d(clgrad.tensor(xs, dtype=clgrad.float64), wv,
+                   clgrad.tensor(bs, dtype=clgrad.float64), padding=2, dilation=dil,
+                   groups=groups)
+        ref = ref_conv(xs, ws, bs, padding=2, dilation=dil, groups=groups)
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-10)
+        assert fused and fused[-1] is True
+        assert backends.last_conv_algorithms["forward"] == "blocked"
+
+
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
     CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;
