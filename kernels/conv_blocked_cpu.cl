@@ -2,27 +2,33 @@
 // maps (see conv.h for the problem): vectors run along output channels (BW of them: 16 floats
 // on AVX-512, 8 on AVX2), as in oneDNN's nChw16c kernels, so a 4 x 4 or 2 x 2 map no longer
 // leaves most of a vector along output columns empty. The input is read as scalars and
-// broadcast. Three small passes rearrange the operands first (no work-group-size limits):
+// broadcast. Small passes rearrange the operands first:
 //   pad_input:  Xp[g][n][c][hp][wp] = Xv[n, g, c, y - ph, x - pw] (zero outside; zero
 //               insertion and negative padding included), so the main loops need no bounds;
-//               (g*n*c) items, one plane each.
-//   pack_weight: Wb[g][obm][c][kh][kw][MB][BW] = K[g, (obm*MB + m)*BW + lane, c, kh, kw],
-//               0 past o (read through the weight's view: the input gradient's flipped one);
-//               (c*kh*kw, g*obm) items.
-//   pack_grad:  Gt[g][obm][n*oh*ow][MB][BW] = GO[n, g, (obm*MB + m)*BW + lane, oh, ow], 0 past
-//               o; (n*oh*ow, g*obm) items.
-// Then (local size 1 x 1 x 1 for both):
-//   blocked_fwd:   (ceil(n*oh*ow / PX), obm, g): PX output pixels (flattened over n, oh, ow)
-//                  x MB vectors of BW output channels per work-group, summed over c, kh, kw.
-//                  Forward, and the input gradient run as a forward problem.
+//               one item per chunk of planes.
+//   pack_weight (one item per lane, Intel's runtime vectorises across lanes) or
+//   pack_weight_t (one item per chunk of taps, LG lanes at a time; PoCL, and the input
+//               gradient's transposed view): Wb[g][obm][c][kh][kw][MB][BW] = K[g, (obm*MB +
+//               m)*BW + lane, c, kh, kw], 0 past o (read through the weight's view), and the
+//               tap offset table koff[c][kh][kw] (offsets into Xp's planes).
+//   pack_grad_t: Gt[g][obm][n*oh*ow][MB][BW] = GO[n, g, (obm*MB + m)*BW + lane, oh, ow], 0
+//               past o; one item per chunk of pixels, and the pixel offset table qoff.
+// Then (local size 1 x 1 x 1 for all):
+//   blocked_fwd:   (ceil(n*oh*ow / (PX*tpw)), obm, g): tiles of PX output pixels (flattened
+//                  over n, oh, ow) x MB vectors of BW output channels, summed over c, kh, kw;
+//                  tpw tiles per work-group. Forward, and the input gradient run as a forward
+//                  problem.
+//   blocked_fwd_fused: (1, obm, g): the forward of layers with a large weight, each
+//                  work-group packing its own block (and tap offsets) before all the pixels.
 //   blocked_wgrad: (ceil(c*kh*kw / (TK*kb)), obm, g): kb blocks of TK taps (c, kh, kw) x MB
 //                  vectors of output channels per work-group, summed over n, oh, ow: per
 //                  chunk of qc pixels the kb blocks one after the other (the chunk stays in
 //                  cache), partial sums stored packed as Wb (vector stores); then
-//   unpack_wgrad:  (MB*BW, g*obm) items write them through gw's view (no batch split, no
-//                  reduction pass; the bias gradient is the host's sum).
+//   unpack_wgrad (per lane) or unpack_wgrad_t (per chunk of taps, as the packs): write them
+//                  through gw's view (no batch split, no reduction pass; the bias gradient is
+//                  the host's sum).
 // Defines: T element type (IS_DOUBLE for double), BW (lanes: 4, 8 or 16), MB (vectors per
-// block), PX (pixels per forward work-group), TK (taps per weight-gradient work-group).
+// block), PX (pixels per forward tile), TK (taps per weight-gradient block).
 #include "conv.h"
 
 #define VB CAT(T, BW)
@@ -104,22 +110,6 @@ __kernel void pack_weight(const conv_t p, long obm, long hp, long wp, __global c
                 *d = s[c * p.k.s[2] + kh * p.k.s[3] + kw * p.k.s[4]];
 }
 
-// One item per (output pixel q = (n, oh, ow), g * obm + block): (n*oh*ow, g*obm) items. gv:
-// the (n, g, o, oh, ow) view of the output gradient.
-__kernel void pack_grad(const conv_t p, long obm, long hp, long wp, v5_t gv,
-                        __global const T *GO, __global T *Gt, __global int *qoff) {
-    const long q = get_global_id(0), gb = get_global_id(1), ohw = p.oh * p.ow;
-    if (q >= p.n * ohw || gb >= p.g * obm) return;
-    const long b = gb % obm, g = gb / obm, n = q / ohw, r = q - n * ohw, oh = r / p.ow;
-    if (gb == 0) qoff[q] = (int)((n * p.c * hp + oh * p.sh) * wp + (r - oh * p.ow) * p.sw);
-    __global const T *s = GO + gv.off + n * gv.s[0] + g * gv.s[1] + oh * gv.s[3]
-                          + (r - oh * p.ow) * gv.s[4];
-    __global T *d = Gt + (gb * p.n * ohw + q) * (MB * BW);
-    const long o0 = b * (MB * BW), nv = MIN((long)(MB * BW), p.o - o0);
-    for (int l = 0; l < nv; ++l) d[l] = s[(o0 + l) * gv.s[2]];
-    for (int l = (int)nv; l < MB * BW; ++l) d[l] = (T)0;
-}
-
 // Tap offsets counted up over (c, kh, kw) from tap k0 (no divisions per tap).
 #define TAPS_FROM(k0)                                                                       \
     const int khw_ = (int)(p.kh * p.kw), c0_ = (k0) / khw_, r0_ = (k0) - c0_ * khw_;        \
@@ -185,6 +175,56 @@ void pack_weight_t(const conv_t p, long obm, long hp, long wp, long kc, __global
     const long gb = get_group_id(1);
     pack_block(p, hp, wp, gb % obm, gb / obm, k0, k1, K, Wb + (gb * kall + k0) * (MB * BW),
                gb == 0 ? koff : 0);
+}
+
+// pack_grad by chunks of qc pixels (one item, local size 1, per chunk and block): per group
+// of LG output channels, the chunk's pixels in order, each pixel's LG channels inside (the
+// channels' planes of a 32 x 32 map lie 4 KB apart, in one L1 set: the per-pixel kernel, 32
+// channels at once, missed L1 on most reads). Item (0, 0) also writes qoff.
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void pack_grad_t(const conv_t p, long obm, long hp, long wp, long qc, v5_t gv,
+                 __global const T *GO, __global T *Gt, __global int *qoff) {
+    const long ohw = p.oh * p.ow, np = p.n * ohw, gb = get_group_id(1);
+    const long q0 = get_group_id(0) * qc, q1 = MIN(q0 + qc, np);
+    const long b = gb % obm, g = gb / obm, o0 = b * (MB * BW);
+    const int nv = (int)MIN((long)(MB * BW), p.o - o0);
+    const long n0 = q0 / ohw, r0 = q0 - n0 * ohw, oh0 = r0 / p.ow, ow0 = r0 - oh0 * p.ow;
+    if (gb == 0) {
+        long n = n0, oh = oh0, ow = ow0;
+        for (long q = q0; q < q1; ++q) {
+            qoff[q] = (int)((n * p.c * hp + oh * p.sh) * wp + ow * p.sw);
+            if (++ow == p.ow) {
+                ow = 0;
+                if (++oh == p.oh) {
+                    oh = 0;
+                    ++n;
+                }
+            }
+        }
+    }
+    __global const T *s0 = GO + gv.off + g * gv.s[1] + o0 * gv.s[2];
+    __global T *d0 = Gt + (gb * np + q0) * (MB * BW);
+    for (int l0 = 0; l0 < MB * BW; l0 += LG) {
+        long n = n0, oh = oh0, ow = ow0;
+        __global const T *sl = s0 + l0 * gv.s[2];
+        __global T *d = d0 + l0;
+        for (long q = q0; q < q1; ++q, d += MB * BW) {
+            __global const T *sq = sl + n * gv.s[0] + oh * gv.s[3] + ow * gv.s[4];
+            if (l0 + LG <= nv) {
+#pragma unroll
+                for (int l = 0; l < LG; ++l) d[l] = sq[l * gv.s[2]];
+            } else {
+                for (int l = 0; l < LG; ++l) d[l] = l0 + l < nv ? sq[l * gv.s[2]] : (T)0;
+            }
+            if (++ow == p.ow) {
+                ow = 0;
+                if (++oh == p.oh) {
+                    oh = 0;
+                    ++n;
+                }
+            }
+        }
+    }
 }
 
 // Output pixels q0 .. qe of block b (group g) with the block's packed weights wb and the tap

@@ -792,7 +792,10 @@ BLOCK_FUSE_PIXELS = 4096
 
 
 def _pack_chunk(p: Problem, d):
-    """Taps per pack_weight_t / unpack_wgrad_t item: BLOCK_PACK_ELEMS elements."""
+    """Taps per pack_weight_t / unpack_wgrad_t item, pixels per pack_grad_t item:
+    BLOCK_PACK_ELEMS elements (pack_grad_t against the per-pixel kernel it replaced, Xeon,
+    batch 8: 64-64 32x32 0.46 -> 0.33 ms, 128-128 16x16 0.29 -> 0.18 ms, Intel's runtime;
+    0.48 -> 0.31, 0.25 -> 0.22 on PoCL)."""
     return max(1, BLOCK_PACK_ELEMS // (d["MB"] * d["BW"]))
 
 
@@ -895,10 +898,11 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     xp = _pad_input(p, d, hp, wp, x)
     gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
     qoff = empty((p.n * p.oh * p.ow,), dtypes.int32, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
-               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
-               np.int64(wp), pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer,
-               gt._storage.buffer, qoff._storage.buffer)
+    qc = _pack_chunk(p, d)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad_t", d),
+               (cdiv(p.n * p.oh * p.ow, qc), p.g * obm), (1, 1), p.pack(), np.int64(obm),
+               np.int64(hp), np.int64(wp), np.int64(qc), pack(v5(g4, p.g), longs(V5_T)),
+               g4._storage.buffer, gt._storage.buffer, qoff._storage.buffer)
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
