@@ -296,16 +296,16 @@ INL void fwd_tiles(const conv_t p, long hp, long wp, long b, long g, long qb, lo
 
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void blocked_fwd(const conv_t p, long hp, long wp, long obm, long tpw, __global const T *Xp,
-                 __global const T *Wb, __global const int *koff, __global T *Y,
-                 __global const T *B) {
+void blocked_fwd(const conv_t p, long hp, long wp, long obm, long tpw, long xoff,
+                 __global const T *Xp, __global const T *Wb, __global const int *koff,
+                 __global T *Y, __global const T *B) {
     // tpw tiles of PX pixels per work-group (a work-group costs about a microsecond to start:
     // few taps, as in a strided layer's input-gradient phases, leave tiles of a few thousand
-    // cycles)
+    // cycles). Xp + xoff: the padded input (the phases share one padded copy).
     const long b = get_group_id(1), g = get_group_id(2), np = p.n * p.oh * p.ow;
     const long qb = get_group_id(0) * tpw * PX, qe = MIN(qb + tpw * PX, np);
-    fwd_tiles(p, hp, wp, b, g, qb, qe, Xp, Wb + (g * obm + b) * p.c * p.kh * p.kw * (MB * BW),
-              koff, Y, B);
+    fwd_tiles(p, hp, wp, b, g, qb, qe, Xp + xoff,
+              Wb + (g * obm + b) * p.c * p.kh * p.kw * (MB * BW), koff, Y, B);
 }
 
 // blocked_fwd with the weight packed by the work-group itself, one per (block, group): its

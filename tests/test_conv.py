@@ -475,6 +475,23 @@ def test_blocked_forward_fused_pack(monkeypatch, lanes):
         assert backends.last_conv_algorithms["forward"] == "blocked"
 
 
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("kwargs", [
+    dict(stride=2, padding=0),  # phases with padding 0 and -1 (their shared copy's offsets)
+    dict(stride=(2, 3), padding=(1, 2), dilation=(2, 1)),
+    dict(stride=3, padding=1),  # phases that no tap reaches at kernel 2 (zero gradient)
+    dict(stride=2, padding=2, dilation=3),
+], ids=("s2p0", "s23-p12-d21", "s3-k2", "s2p2d3"))
+def test_blocked_strided_input_gradient_phases(lanes, kwargs):
+    """A strided layer's input gradient as phase problems sharing one padded copy of the
+    output gradient (conv_algorithms.blocked_phases), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    k = 2 if kwargs["stride"] == 3 else 3
+    got, ref = _run(*_data(2, 5, 11, 10, 9, 5, k, k), dtype=clgrad.float64, **kwargs)
+    _close(got, ref, 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):
     """On CPUs 'auto' runs the faster of implicit and blocked for a conv of at least
     CPU_TUNE_MIN_MACS multiply-adds, measured once per pass and cached in conv_algos.json;

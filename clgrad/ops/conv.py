@@ -305,6 +305,8 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
         isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
         gi4._storage.device.fill(gi4._storage.buffer, np.zeros(1, gi4.dtype.np),
                                  gi4._offset * isz, gi4.numel() * isz)
+    if algo == "blocked" and alg.blocked_phases([q for q in phases if q.kh], g4, w, gi4):
+        return True  # one padded copy of the output gradient for all phases
     for q in phases:
         if q.kh:
             a, qplan = algo, _plan(algo, "grad_input", q, w)

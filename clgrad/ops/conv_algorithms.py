@@ -27,7 +27,8 @@ from clgrad.ops.matmul import tiles as mm_tiles
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
 
-__all__ = ["KERNELS", "IM2COL", "kview", "fill_bias", "im2col_dgrad", "gpu_variant"]
+__all__ = ["KERNELS", "IM2COL", "kview", "fill_bias", "im2col_dgrad", "gpu_variant",
+           "blocked_phases"]
 
 # Tuning constants. Their values date from the commit that wrote the kernels (5801e68); no
 # sweep of any one of them is recorded: they are measured only through whole-conv timings
@@ -857,12 +858,38 @@ def _pad_input(p: Problem, d, hp, wp, x):
 
 
 def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt = x._storage.device, x.dtype
-    d, hp, wp, obm = _block_geometry(p, dt, dev)
-    xp = _pad_input(p, d, hp, wp, x)
+    d, hp, wp, obm = _block_geometry(p, x.dtype, x._storage.device)
+    _blocked_fwd_padded(p, d, hp, wp, obm, _pad_input(p, d, hp, wp, x), 0, w, y, bias)
+
+
+def blocked_phases(phases, g4, w, gi4) -> bool:
+    """The input-gradient phase problems of a strided layer (conv._phases; those no tap
+    reaches left out) with the blocked kernels, all reading one padded copy of the output
+    gradient g4 (instead of one per phase); False (nothing run) where a phase cannot run
+    blocked."""
+    dev, dt = g4._storage.device, g4.dtype
+    if any(_plan_blocked(q, dt, dev) is None for q in phases):
+        return False
+    if not phases:
+        return True
+    geo = [_block_geometry(q, dt, dev) for q in phases]
+    top, left = max(q.ph for q in phases), max(q.pw for q in phases)
+    hp = top + max(hq - q.ph for q, (_, hq, _, _) in zip(phases, geo))
+    wp = left + max(wq - q.pw for q, (_, _, wq, _) in zip(phases, geo))
+    d = geo[0][0]
+    xp = _pad_input(phases[0]._replace(ph=top, pw=left), d, hp, wp, g4)
+    for q, (_, _, _, obm) in zip(phases, geo):
+        _blocked_fwd_padded(q, d, hp, wp, obm, xp, (top - q.ph) * wp + left - q.pw, w, gi4,
+                            None)
+    return True
+
+
+def _blocked_fwd_padded(p: Problem, d, hp, wp, obm, xp, xoff, w, y, bias):
+    """The forward over xp + xoff, p's input padded to rows of wp (hp rows per plane)."""
+    dev, dt = w._storage.device, w.dtype
     kall = p.c * p.kh * p.kw
     wb = empty((p.g * obm * d["MB"] * d["BW"] * kall,), dt, dev)
-    if _fuse_pack(p, d, obm, dt, dev):
+    if xoff == 0 and _fuse_pack(p, d, obm, dt, dev):
         koffs = empty((p.g * obm * kall,), dtypes.int32, dev)
         dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd_fused", d), (1, obm, p.g),
                    (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp), np.int64(obm),
@@ -887,7 +914,8 @@ def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
                      tiles * obm * p.g // (FILL_GROUPS * _units(dev))))
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
                (cdiv(tiles, tpw), obm, p.g), (1, 1, 1), p.pack(),
-               np.int64(hp), np.int64(wp), np.int64(obm), np.int64(tpw), xp._storage.buffer,
+               np.int64(hp), np.int64(wp), np.int64(obm), np.int64(tpw), np.int64(xoff),
+               xp._storage.buffer,
                wb._storage.buffer, koff._storage.buffer, y._storage.buffer,
                _bias_buffer(bias, y))
 
