@@ -883,3 +883,30 @@ def test_depthwise_weight_gradient_split_or_direct(groups):
         b = rng.standard_normal(groups)
         got, ref = _run(x, w, b, kind="narrow", padding=1, groups=groups)
         _close(got, ref, 1e-4)
+
+
+def test_cached_choice_follows_the_settings(monkeypatch):
+    """_choose keeps its answer per problem and settings: the same conv run again after the
+    algorithm setting, the measured table or CLGRAD_CONV_TUNE changed takes the new choice, and
+    every pass (a cached one too) records what it ran; the values stay right throughout."""
+    from clgrad.ops import conv as conv_mod
+    x, w, b = _data(2, 4, 9, 9, 6, 4, 3, 3)
+    seen = []
+    for algo in ("auto", "direct", "auto", "implicit", "direct"):
+        backends.conv_algorithm = algo
+        got, ref = _run(x, w, b, padding=1)
+        _close(got, ref, 1e-4)
+        seen.append(dict(backends.last_conv_algorithms))
+    assert seen[0] == seen[2]  # auto's choice, the second time from the cache
+    assert set(seen[1].values()) == set(seen[4].values()) == {"direct"}
+    assert set(seen[3].values()) == {"implicit"}
+    backends.conv_algorithm = "auto"
+    n = len(conv_mod._CHOSEN)
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")  # a new epoch: chosen again, not reused
+    got, ref = _run(x, w, b, padding=1)
+    _close(got, ref, 1e-4)
+    assert len(conv_mod._CHOSEN) > n
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})  # a replaced table: a new epoch too
+    m = len(conv_mod._CHOSEN)
+    _run(x, w, b, padding=1)
+    assert len(conv_mod._CHOSEN) > m

@@ -203,6 +203,46 @@ def test_batch_norm_large_offset_keeps_the_variance():
     np.testing.assert_allclose(y.numpy(), want, atol=2e-3)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "one_sample", "strided_w", "channels_last"])
+def test_batch_norm_big_channels_outlier_and_layouts(layout):
+    """Channels of 8192 elements (the wide work-groups on GPUs, their 32-bit offsets where every
+    view has unit inner stride, the general offsets otherwise), data with an outlier of 1e6 at
+    a channel's first element over 1e3 + N(0, 1) (the per-work-item Welford states merged
+    pairwise keep the variance; a sum of squares shifted by the first element would not):
+    output, running statistics and the three gradients against float64 NumPy."""
+    n, c, h, w = {"one_sample": (1, 3, 64, 128)}.get(layout, (8, 3, 32, 32))
+    full = (1e3 + RNG.standard_normal((n, c, h, 2 * w if layout == "strided_w" else w)))
+    full[0, 1, 0, 0] = 1e6
+    if layout == "strided_w":
+        full[0, 1, 0, 0], full[0, 1, 0, 1] = 1e3, 1e6  # the outlier stays in the view
+    full = full.astype(np.float32)
+    if layout == "channels_last":
+        base = clgrad.tensor(np.ascontiguousarray(full.transpose(0, 2, 3, 1)))
+        x = base.permute(0, 3, 1, 2)
+    else:
+        base = clgrad.tensor(full)
+        x = base[..., ::2] if layout == "strided_w" else base
+    xd = x.numpy().astype(np.float64)
+    x.requires_grad_()
+    wt = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
+    bs = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
+    rm, rv = clgrad.zeros(c), clgrad.ones(c)
+    y = F.batch_norm(x, rm, rv, wt, bs, training=True, momentum=0.5)
+    want, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), wt.numpy().astype(np.float64),
+                            bs.numpy().astype(np.float64), True, 0.5, 1e-5)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-3)
+    g = RNG.standard_normal(y.shape).astype(np.float32)
+    y.backward(clgrad.tensor(g))
+    axes = (0, 2, 3)
+    gx, gw, gb = ref_bn_grad(xd, g.astype(np.float64), wt.numpy().astype(np.float64),
+                             xd.mean(axes), xd.var(axes), 1e-5, True)
+    for got, ref in ((x.grad, gx), (wt.grad, gw), (bs.grad, gb)):
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-3,
+                                   atol=1e-3 * max(1.0, float(np.abs(ref).max())))
+
+
 # -- layer_norm / group_norm / instance_norm (row kernels rn_fwd / rn_bwd) -------------------
 def ref_rows(a, axes, eps):
     """(a - mean) / sqrt(biased var + eps) over ``axes``."""
@@ -467,3 +507,39 @@ def test_sequential_fuses_batch_norm_and_activation(act_name):
     act.forward = lambda t: t * 2  # replaced on the instance: Sequential calls it
     y = nn.Sequential(bn.eval(), act)(clgrad.tensor(x))
     np.testing.assert_allclose(y.numpy(), 2 * x / np.sqrt(1 + 1e-5), rtol=1e-12)
+
+
+def test_batch_norm_launch_plans_follow_every_argument():
+    """The forward's and backward's launch plans are kept per shape, layout, flags, momentum and
+    eps: the same input shape run with another momentum, eps, parameter views (strided, or
+    None) or mode gives that call's values (float64 NumPy reference each time)."""
+    x = RNG.standard_normal((4, 3, 6, 6)).astype(np.float32)
+    cases = [dict(momentum=0.1, eps=1e-5, w=True, training=True),
+             dict(momentum=0.7, eps=1e-5, w=True, training=True),
+             dict(momentum=0.7, eps=1e-1, w=True, training=True),
+             dict(momentum=0.7, eps=1e-1, w=False, training=True),
+             dict(momentum=0.7, eps=1e-1, w=True, training=False),
+             dict(momentum=0.1, eps=1e-5, w=True, training=True)]
+    for k in cases:
+        wbase = RNG.standard_normal(6).astype(np.float32)  # weight and bias: strided views
+        w = clgrad.tensor(wbase, requires_grad=True)[::2] if k["w"] else None
+        b = clgrad.tensor(wbase[::-1].copy())[1::2] if k["w"] else None
+        rm0, rv0 = RNG.standard_normal(3), 1 + RNG.random(3)
+        rm, rv = clgrad.tensor(rm0.astype(np.float32)), clgrad.tensor(rv0.astype(np.float32))
+        xt = clgrad.tensor(x, requires_grad=True)
+        y = F.batch_norm(xt, rm, rv, w, b, training=k["training"], momentum=k["momentum"],
+                         eps=k["eps"])
+        wn = None if w is None else w.detach().numpy().astype(np.float64)
+        bn = None if b is None else b.detach().numpy().astype(np.float64)
+        want, wrm, wrv = ref_bn(x.astype(np.float64), rm0, rv0, wn, bn, k["training"],
+                                k["momentum"], k["eps"])
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-4, atol=1e-4, err_msg=k)
+        np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5, atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5, atol=1e-6, err_msg=k)
+        g = RNG.standard_normal(x.shape)
+        y.backward(clgrad.tensor(g.astype(np.float32)))
+        xd = x.astype(np.float64)
+        axes = (0, 2, 3)
+        mean, var = (xd.mean(axes), xd.var(axes)) if k["training"] else (rm0, rv0)
+        gx, gw, _ = ref_bn_grad(xd, g, wn, mean, var, k["eps"], k["training"])
+        np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-3, atol=1e-4, err_msg=k)

@@ -355,6 +355,17 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
     the algorithm set in clgrad.backends (or 'auto'), else the first of implicit, direct that
     can run p. Records it in backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
+    dev = w._storage.device
+    key = (pass_name, p, w._storage.dtype, dev, want, backends.conv_implicit_variant,
+           conv_gpu.choice_epoch())
+    hit = _CHOSEN.get(key)
+    if hit is not None:
+        algo = hit[0]
+        backends.last_conv_algorithm = algo
+        backends.last_conv_algorithms[pass_name] = algo
+        if settings.getenv("CLGRAD_CONV_DEBUG"):
+            _debug_choice(pass_name, p, algo)
+        return hit
     if want not in backends.CONV_ALGORITHMS:
         raise ValueError(f"conv2d: expected clgrad.backends.conv_algorithm in "
                          f"{backends.CONV_ALGORITHMS}, got {want!r}")
@@ -362,7 +373,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
                          f"{backends.CONV_IMPLICIT_VARIANTS}, got "
                          f"{backends.conv_implicit_variant!r}")
-    first = _auto(pass_name, p, w._storage.device, w.dtype) if want == "auto" else want
+    first = _auto(pass_name, p, dev, w.dtype) if want == "auto" else want
     for algo in (first, "implicit", "direct"):
         plan = _plan(algo, pass_name, p, w)
         if plan is not None:
@@ -372,10 +383,26 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
     if want == "auto" and _log.logger.isEnabledFor(logging.DEBUG):
         _log_choice(pass_name, p, w, first, algo)
     if settings.getenv("CLGRAD_CONV_DEBUG"):
-        print(f"conv2d {pass_name}: {algo} (N={p.n} G={p.g} C/G={p.c} O/G={p.o} "
-              f"{p.h}x{p.w} -> {p.oh}x{p.ow} k={p.kh}x{p.kw} "
-              f"s={p.sh},{p.sw} u={p.uh},{p.uw})", file=sys.stderr)
+        _debug_choice(pass_name, p, algo)
+    if len(_CHOSEN) >= 4096:
+        _CHOSEN.clear()
+    _CHOSEN[key] = algo, plan
     return algo, plan
+
+
+# (pass, problem, dtype, device, clgrad.backends' algorithm and implicit variant,
+# conv_gpu.choice_epoch()) -> (algorithm, plan): _choose's answer, kept. Everything the choice
+# reads is in the key: the problem with its views, the settings, and the state of the measured
+# choices (a new measurement, a cleared or replaced table, a changed CLGRAD_CONV_TUNE or vector
+# width give a new epoch). A cached answer saves ~40 µs of Python per conv pass on GPUs.
+_CHOSEN: dict = {}
+
+
+def _debug_choice(pass_name: str, p: Problem, algo: str):
+    """CLGRAD_CONV_DEBUG's line on stderr for one pass."""
+    print(f"conv2d {pass_name}: {algo} (N={p.n} G={p.g} C/G={p.c} O/G={p.o} "
+          f"{p.h}x{p.w} -> {p.oh}x{p.ow} k={p.kh}x{p.kw} "
+          f"s={p.sh},{p.sw} u={p.uh},{p.uw})", file=sys.stderr)
 
 
 _LOGGED: set = set()  # (pass, problem shape, device, dtype) whose 'auto' choice was logged

@@ -24,6 +24,7 @@ problems), and the weight gradient as a split-K GEMM over the pixels with partia
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -252,6 +253,15 @@ def forward_geometry(pass_name: str, p: Problem) -> Problem:
     return Problem(n=p.n, g=p.g, c=p.o, h=p.oh, w=p.ow, o=p.c, oh=p.h, ow=p.w, kh=p.kh,
                    kw=p.kw, sh=p.uh, sw=p.uw, dh=p.dh, dw=p.dw, ph=(p.kh - 1) * p.dh - p.ph,
                    pw=(p.kw - 1) * p.dw - p.pw)
+
+
+def choice_epoch() -> tuple:
+    """What conv.py's cached choices depend on besides the problem and clgrad.backends: the
+    measured table (its identity and size: a new measurement, a clear or a replacement change
+    it) and the settings the measurement and its keys read."""
+    env = os.environ
+    return (id(_TUNED), len(_TUNED), env.get("CLGRAD_CONV_TUNE"),
+            env.get("CLGRAD_CPU_VECTOR_WIDTH"), env.get("CL_CONFIG_CPU_TARGET_ARCH"))
 
 
 def _key(dev, pass_name, geo: Problem, dtype) -> str:
