@@ -35,8 +35,10 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              (the weight broadcast over samples) and a weight-gradient reduction.
   blocked    kernels/conv_blocked_cpu.cl — vectors along output channels (16 on AVX-512, 8
              on AVX2), the input broadcast, for small maps: a zero-padded copy of the input
-             and the weight (or output gradient) packed in channel blocks first. Any device
-             runs it; 'auto' picks it on CPUs where it measured faster than implicit.
+             and the weight (or output gradient) packed in channel blocks first (layers with
+             a large weight pack each block in the forward work-group that uses it; a strided
+             layer's input-gradient phases share one padded copy). Any device runs it; 'auto'
+             picks it on CPUs where it measured faster than implicit.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
