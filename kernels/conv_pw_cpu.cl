@@ -177,8 +177,8 @@ void pw_gemm(long M, long J, long K, long MT, long KQ, long NQ,
 // sums per lane) over every sample and pixel, then sums each one's lanes and writes it. No
 // packing (pw_gemm packs x transposed, element by element: on 32 x 32 maps with few output
 // channels that took longer than its multiply-adds). Large batches run in chunks of NS
-// samples (a chunk's rows stay in L2), chunk s writing its sums at W + s * w_s, summed by
-// the host. Defines: T, VW, RO, RC.
+// samples (a chunk's rows stay in L2), chunk s writing its sums at W + s * w_s, summed
+// by the host (reduce.sum_into). Defines: T, VW, RO, RC.
 // Launch: global (ceil(O / RO), ceil(C / RC), NG * chunks), local (1, 1, 1).
 #if VW == 16
 #define HSUM(v) hsum8((v).lo + (v).hi)
@@ -235,15 +235,3 @@ void pw_wgrad(long O, long C, long N, long P, long NG, long NS,
             if (o0 + i < O && c0 + j < C) W[(o0 + i) * w_o + (c0 + j) * w_c] = HSUM(acc[i][j]);
 }
 #endif
-
-// pw_sum — gw[g] (O, C) = the sum of pw_wgrad's S chunk partial sums WS (S, G, O, C), written
-// through gw's view. Launch: global (C, O, G), any local size.
-__kernel void pw_sum(long S, __global const T *WS, __global T *W, long w_off, long w_g,
-                     long w_o, long w_c) {
-    const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
-    const long C = get_global_size(0), O = get_global_size(1), G = get_global_size(2);
-    __global const T *p = WS + (g * O + o) * C + c;
-    T acc = (T)0;
-    for (long s = 0; s < S; ++s) acc += p[s * G * O * C];
-    W[w_off + g * w_g + o * w_o + c * w_c] = acc;
-}

@@ -77,3 +77,139 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
     }
 }
 #endif  // RUNS
+
+#ifdef CAT_SLOTS
+// cat: the inputs of torch.cat (up to CAT_SLOTS = 8 of them, the slots) copied into their
+// slices of the output in one launch (a launch per input cost 50-100 us of host time on a GPU:
+// DenseNet's concatenations). Each slot has its own source type (defines S0 .. S7; an unused
+// slot any) and its own geometry in `meta` (CAT_M longs a slot, __constant: the same for every
+// item):
+//   [0] the slot's first work item (the items of all slots counted in slot order), [1] the
+//   rank nd of its collapsed geometry, [2] rows, [3] inner, [4] rpw, [5] run, [6] nrun (as
+//   copy_runs' arguments), [7] unit (both last-dim strides 1), [8 .. 15] its shape,
+//   [16] the output slice's offset, [17 .. 24] its strides, [25] the input's offset,
+//   [26 .. 33] its strides; meta[CAT_SLOTS * CAT_M] = nslot, the slots in use.
+// cat_elems (GPUs): a work item per element, neighbouring items neighbouring elements of one
+// input (coalesced); cat_runs (CPUs): a work item per run of about COPY_RUN elements, as
+// copy_runs. Launch: 1-D, `total` work items (padded; each checks its bound).
+#define CAT_M 34
+#ifdef D_IS_BOOL
+#define CONV_D(v, S) (((v) != (S)0) ? 1 : 0)
+#else
+#define CONV_D(v, S) ((D)(v))
+#endif
+
+#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
+// 16 at a time by hand, as copy_runs (Intel's CPU compiler vectorises across work items only)
+#define CAT_CAT_(a, b) a##b
+#define CAT_CAT(a, b) CAT_CAT_(a, b)
+#define CAT_VEC16(S) \
+    for (; j + 16 <= len; j += 16) \
+        vstore16(CAT_CAT(convert_, CAT_CAT(D, 16))(vload16(0, s + j)), 0, o + j);
+#else
+#define CAT_VEC16(S)
+#endif
+
+// Offsets in the output and the input of element e of a slot (row-major over its shape).
+inline void cat_offsets(long e, __constant const long *m, long *oo, long *oa) {
+    const int nd = (int)m[1];
+    long o = m[16], s = m[25];
+    for (int d = nd - 1; d >= 1; --d) {
+        long q = e / m[8 + d];
+        long c = e - q * m[8 + d];
+        o += c * m[17 + d];
+        s += c * m[26 + d];
+        e = q;
+    }
+    *oo = o + e * m[17];
+    *oa = s + e * m[26];
+}
+
+#define CAT_SLOT(k) \
+inline void cat_elem_##k(long e, __constant const long *m, __global D *out, \
+                         __global const S##k *a) { \
+    long oo, oa; \
+    cat_offsets(e, m, &oo, &oa); \
+    out[oo] = CONV_D(a[oa], S##k); \
+} \
+inline void cat_run_##k(long w, __constant const long *m, __global D *out, \
+                        __global const S##k *a) { \
+    const long rows = m[2], inner = m[3], rpw = m[4], run = m[5], nrun = m[6]; \
+    long r0, r1, j0, len; \
+    if (nrun > 1) { \
+        r0 = w / nrun; \
+        r1 = r0 + 1; \
+        j0 = (w - r0 * nrun) * run; \
+        len = min(run, inner - j0); \
+    } else { \
+        r0 = w * rpw; \
+        r1 = min(rows, r0 + rpw); \
+        j0 = 0; \
+        len = inner; \
+    } \
+    const int nd = (int)m[1]; \
+    const long so = m[17 + nd - 1], sa = m[26 + nd - 1]; \
+    for (long r = r0; r < r1; ++r) { \
+        long oo, oa; \
+        cat_offsets(r * inner + j0, m, &oo, &oa); \
+        if (m[7]) { \
+            __global D *o = out + oo; \
+            __global const S##k *s = a + oa; \
+            long j = 0; \
+            CAT_VEC16(S##k) \
+            for (; j < len; ++j) o[j] = CONV_D(s[j], S##k); \
+        } else { \
+            for (long j = 0; j < len; ++j) out[oo + j * so] = CONV_D(a[oa + j * sa], S##k); \
+        } \
+    } \
+}
+CAT_SLOT(0)
+CAT_SLOT(1)
+CAT_SLOT(2)
+CAT_SLOT(3)
+CAT_SLOT(4)
+CAT_SLOT(5)
+CAT_SLOT(6)
+CAT_SLOT(7)
+
+#define CAT_ARGS __global const S0 *a0, __global const S1 *a1, __global const S2 *a2, \
+    __global const S3 *a3, __global const S4 *a4, __global const S5 *a5, \
+    __global const S6 *a6, __global const S7 *a7
+#define CAT_SWITCH(fn) \
+    switch (k) { \
+    case 0: fn##_0(i, m, out, a0); break; \
+    case 1: fn##_1(i, m, out, a1); break; \
+    case 2: fn##_2(i, m, out, a2); break; \
+    case 3: fn##_3(i, m, out, a3); break; \
+    case 4: fn##_4(i, m, out, a4); break; \
+    case 5: fn##_5(i, m, out, a5); break; \
+    case 6: fn##_6(i, m, out, a6); break; \
+    default: fn##_7(i, m, out, a7); break; \
+    }
+
+// The slot of work item i: the last one starting at or before it.
+inline int cat_slot(long i, __constant const long *meta) {
+    const int nslot = (int)meta[CAT_SLOTS * CAT_M];
+    int k = 0;
+    while (k + 1 < nslot && meta[(k + 1) * CAT_M] <= i) ++k;
+    return k;
+}
+
+__kernel void cat_elems(long total, __constant const long *meta, __global D *out, CAT_ARGS) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    const int k = cat_slot(i, meta);
+    __constant const long *m = meta + k * CAT_M;
+    i -= m[0];
+    CAT_SWITCH(cat_elem)
+}
+
+__kernel void cat_runs(long total, __constant const long *meta, __global D *out, CAT_ARGS) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    const int k = cat_slot(i, meta);
+    __constant const long *m = meta + k * CAT_M;
+    i -= m[0];
+    CAT_SWITCH(cat_run)
+}
+#endif  // CAT_SLOTS

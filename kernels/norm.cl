@@ -97,18 +97,66 @@ inline void group_welford(T *cnt, T *mean, T *m2, __local T *buf) {
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+// The element offsets of a channel's element j (without the channel's own offset c * stride).
 #ifdef BN_FAST
 // Every view of the launch has at most 2 dims besides the channel (N and the spatial dims,
-// collapsed) and unit inner stride, and m < 2^31 (norm.py's _launch_bn): element j of a
-// channel sits at off + (j / hw) * s[0] + j % hw, in 32-bit arithmetic. The general off1
-// divides in 64 bits per element and operand, most of bn_fwd's time on an H200 (ResNeXt-29
-// at batch 128: bn_fwd + bn_bwd 17.5 ms of a 64 ms step).
-#define BN_HW const uint hw = nd == 2 ? (uint)sh.n[1] : (uint)m;
+// collapsed) and unit inner stride, and m < 2^31 (norm.py's _bn_kernel): element j sits at
+// off + (j / hw) * s[0] + j % hw, in 32-bit arithmetic. The general off1 divides in 64 bits
+// per element and operand, most of bn_fwd's time on an H200 (ResNeXt-29 at batch 128:
+// bn_fwd + bn_bwd 17.5 ms of a 64 ms step).
 #define BN_AT(j, v) ((v).off + (long)((uint)(j) / hw) * (v).s[0] + (long)((uint)(j) % hw))
 #else
-#define BN_HW
 #define BN_AT(j, v) off1((j), nd, sh, (v))
 #endif
+#define BN_GEOM int nd, shape_t sh, uint hw  // what BN_AT reads (hw: the inner dim's length)
+#define BN_HW(nd, sh, m) ((nd) == 2 ? (uint)(sh).n[1] : (uint)(m))
+
+// This work item's Welford state over elements j0 + lid, j0 + lid + WG, ... < j1 of x.
+inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
+                       T *cnt, T *mu, T *q) {
+    for (long j = j0 + get_local_id(0); j < j1; j += WG) {
+        T v = x[BN_AT(j, vx) + xc];
+        *cnt += (T)1;
+        T d = v - *mu;
+        *mu += d / *cnt;
+        *q += d * (v - *mu);
+    }
+}
+
+// y = act((x - mu) * scale + bc) over this work item's elements of [j0, j1).
+inline void bn_apply(long j0, long j1, BN_GEOM, __global T *y, view_t vy, long yc,
+                     __global const T *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
+    for (long j = j0 + get_local_id(0); j < j1; j += WG)
+        y[BN_AT(j, vy) + yc] = bn_act((x[BN_AT(j, vx) + xc] - mu) * scale + bc, flags);
+}
+
+// The backward's per-channel sums over this work item's elements of [j0, j1): sum g and
+// sum g * xhat, g = gy times act' at the pre-activation recomputed as the forward did.
+inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy, long gyc,
+                     __global const T *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
+                     int flags, T *sg, T *sgx) {
+    for (long j = j0 + get_local_id(0); j < j1; j += WG) {
+        T xi = x[BN_AT(j, vx) + xc];
+        T g = bn_act_grad(gy[BN_AT(j, vgy) + gyc], (xi - mu) * fscale + fshift, flags);
+        *sg += g;
+        *sgx += g * (xi - mu) * is;
+    }
+}
+
+// gx = k * (g - a - xhat * bq) over this work item's elements of [j0, j1).
+inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gxc,
+                  __global const T *gy, view_t vgy, long gyc, __global const T *x, view_t vx,
+                  long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
+    for (long j = j0 + get_local_id(0); j < j1; j += WG) {
+        T xi = x[BN_AT(j, vx) + xc];
+        T g = bn_act_grad(gy[BN_AT(j, vgy) + gyc], (xi - mu) * fscale + fshift, flags);
+        gx[BN_AT(j, vgx) + gxc] = k * (g - a - (xi - mu) * is * bq);
+    }
+}
+
+// The forward's scale/shift of channel c: weight * invstd and bias (1 and 0 when absent).
+#define BN_W_OF(c) ((flags & BN_W) ? w[vw.off + (c) * vw.s[0]] : (T)1)
+#define BN_B_OF(c) ((flags & BN_B) ? b[vb.off + (c) * vb.s[0]] : (T)0)
 
 // y = (x - mean) * invstd * w + b for channel c = group id, m elements per channel.
 // Training: mean and biased variance of the batch (one pass of Welford updates per work item,
@@ -122,24 +170,16 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
             view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
             int flags, __global long *count, long count_off) {
     __local T buf[3 * WG];
-    BN_HW
+    const uint hw = BN_HW(nd, sh, m);
     long c = get_group_id(0);
     int lid = get_local_id(0);
     if ((flags & BN_COUNT) && c == 0 && lid == 0) count[count_off] += 1;
-    long xc = c * sxc, yc = c * syc;
     long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
     // The reductions run in every mode (over no elements in eval): no barrier sits in a
     // branch (PoCL 3.0 miscompiled bn_fwd when they did, even with a uniform condition).
     int train = flags & BN_TRAIN;
-    long mt = train ? m : 0;
     T cnt = 0, mu = 0, q = 0;
-    for (long j = lid; j < mt; j += WG) {
-        T v = x[BN_AT(j, vx) + xc];
-        cnt += (T)1;
-        T d = v - mu;
-        mu += d / cnt;
-        q += d * (v - mu);
-    }
+    bn_welford(0, train ? m : 0, nd, sh, hw, x, vx, c * sxc, &cnt, &mu, &q);
     group_welford(&cnt, &mu, &q, buf);
     T var = q / (T)m;
     if (!train) {
@@ -150,18 +190,8 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
         rv[irv] = ((T)1 - momentum) * rv[irv] + momentum * var * (T)m / (T)(m - 1);
     }
     T is = (T)1 / sqrt(var + eps);
-    T wc = (flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1;
-    T bc = (flags & BN_B) ? b[vb.off + c * vb.s[0]] : (T)0;
-    T scale = wc * is;
-    for (long j = lid; j < m; j += WG) {
-#ifdef BN_FAST
-        long ox = BN_AT(j, vx), oy = BN_AT(j, vy);
-#else
-        long ox, oy;
-        off2(j, nd, sh, vx, vy, &ox, &oy);
-#endif
-        y[oy + yc] = bn_act((x[ox + xc] - mu) * scale + bc, flags);
-    }
+    bn_apply(0, m, nd, sh, hw, y, vy, c * syc, x, vx, c * sxc, mu, BN_W_OF(c) * is, BN_B_OF(c),
+             flags);
     if (lid == 0) {
         mean_out[c] = mu;
         invstd_out[c] = is;
@@ -177,45 +207,125 @@ void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
             __global const T *invstd, __global T *gw, __global T *gb, int flags,
             __global const T *b, view_t vb) {
     __local T buf[WG];
-    BN_HW
+    const uint hw = BN_HW(nd, sh, m);
     long c = get_group_id(0);
     int lid = get_local_id(0);
     T mu = mean[c], is = invstd[c];
     // BN_ACTS: the forward's scale and shift, so the pre-activation is recomputed bit for bit
-    const T fscale = ((flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1) * is;
-    const T fshift = (flags & BN_B) ? b[vb.off + c * vb.s[0]] : (T)0;
+    const T fscale = BN_W_OF(c) * is, fshift = BN_B_OF(c);
     T sg = 0, sgx = 0;
-    for (long j = lid; j < m; j += WG) {
-#ifdef BN_FAST
-        long og = BN_AT(j, vgy), ox = BN_AT(j, vx);
-#else
-        long og, ox;
-        off2(j, nd, sh, vgy, vx, &og, &ox);
-#endif
-        T xi = x[ox + c * sxc];
-        T g = bn_act_grad(gy[og + c * sgyc], (xi - mu) * fscale + fshift, flags);
-        sg += g;
-        sgx += g * (xi - mu) * is;
-    }
+    bn_gsums(0, m, nd, sh, hw, gy, vgy, c * sgyc, x, vx, c * sxc, mu, is, fscale, fshift, flags,
+             &sg, &sgx);
     sg = group_sum(sg, buf);
     sgx = group_sum(sgx, buf);
     if (lid == 0 && (flags & BN_GW)) gw[c] = sgx;
     if (lid == 0 && (flags & BN_GB)) gb[c] = sg;
-    T k = ((flags & BN_W) ? w[vw.off + c * vw.s[0]] : (T)1) * is;
     int train = flags & BN_TRAIN;
-    T a = train ? sg / (T)m : (T)0, bq = train ? sgx / (T)m : (T)0;
-    long mx = (flags & BN_GX) ? m : 0;
-    for (long j = lid; j < mx; j += WG) {
-#ifdef BN_FAST
-        long og = BN_AT(j, vgy), ox = BN_AT(j, vx), oo = BN_AT(j, vgx);
-#else
-        long og, ox, oo;
-        off3(j, nd, sh, vgy, vx, vgx, &og, &ox, &oo);
-#endif
-        T xi = x[ox + c * sxc];
-        T g = bn_act_grad(gy[og + c * sgyc], (xi - mu) * fscale + fshift, flags);
-        gx[oo + c * sgxc] = k * (g - a - (xi - mu) * is * bq);
+    bn_gx(0, (flags & BN_GX) ? m : 0, nd, sh, hw, gx, vgx, c * sgxc, gy, vgy, c * sgyc, x, vx,
+          c * sxc, mu, is, fscale, fshift, fscale, train ? sg / (T)m : (T)0,
+          train ? sgx / (T)m : (T)0, flags);
+}
+
+// -- GPU batch norm over S work-groups per channel (training; norm.py's _bn_nsplit): where C
+// work-groups alone leave most compute units idle and channels are long (ResNet-18 at batch
+// 128: 64 channels of 131072 elements on an H200's 132 units), each direction takes two
+// launches: *_part: group (c, s) reduces chunk s of channel c (elements [s * chunk,
+// (s + 1) * chunk), chunk = ceil(m / S)) into part[c][s] (forward: its Welford state, count,
+// mean, M2; backward: sum g, sum g * xhat); *_split: group (c, s) merges channel c's S partial
+// states in order (every work item alike), then writes chunk s (and, in group s = 0, the
+// per-channel outputs).
+#define BN_CHUNK                                                     \
+    const uint hw = BN_HW(nd, sh, m);                                \
+    long c = get_group_id(0) / nsplit, s = get_group_id(0) % nsplit; \
+    long chunk = (m + nsplit - 1) / nsplit;                          \
+    long j0 = s * chunk, j1 = min(m, j0 + chunk);                    \
+    int lid = get_local_id(0);
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_fwd_part(long m, int nd, shape_t sh, __global const T *x, view_t vx, long sxc,
+                 long nsplit, __global T *part) {
+    __local T buf[3 * WG];
+    BN_CHUNK
+    T cnt = 0, mu = 0, q = 0;
+    bn_welford(j0, j1, nd, sh, hw, x, vx, c * sxc, &cnt, &mu, &q);
+    group_welford(&cnt, &mu, &q, buf);
+    if (lid == 0) {
+        __global T *p = part + (c * nsplit + s) * 3;
+        p[0] = cnt;
+        p[1] = mu;
+        p[2] = q;
     }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_fwd_split(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
+                  __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+                  __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
+                  view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
+                  int flags, __global long *count, long count_off, long nsplit,
+                  __global const T *part) {
+    BN_CHUNK
+    if ((flags & BN_COUNT) && c == 0 && s == 0 && lid == 0) count[count_off] += 1;
+    T n = 0, mu = 0, q = 0;
+    for (long k = 0; k < nsplit; ++k) {  // Chan et al.'s merge, as group_welford
+        __global const T *p = part + (c * nsplit + k) * 3;
+        T nb = p[0];
+        if (nb > (T)0) {
+            T tot = n + nb, f = nb / tot, d = p[1] - mu;
+            mu += d * f;
+            q += p[2] + d * d * n * f;
+            n = tot;
+        }
+    }
+    T var = q / (T)m, is = (T)1 / sqrt(var + eps);
+    if (s == 0 && lid == 0) {
+        long irm = vrm.off + c * vrm.s[0], irv = vrv.off + c * vrv.s[0];
+        if (flags & BN_UPDATE) {
+            rm[irm] = ((T)1 - momentum) * rm[irm] + momentum * mu;
+            rv[irv] = ((T)1 - momentum) * rv[irv] + momentum * var * (T)m / (T)(m - 1);
+        }
+        mean_out[c] = mu;
+        invstd_out[c] = is;
+    }
+    bn_apply(j0, j1, nd, sh, hw, y, vy, c * syc, x, vx, c * sxc, mu, BN_W_OF(c) * is,
+             BN_B_OF(c), flags);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_bwd_part(long m, int nd, shape_t sh, __global const T *gy, view_t vgy, long sgyc,
+                 __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+                 __global const T *mean, __global const T *invstd, int flags,
+                 __global const T *b, view_t vb, long nsplit, __global T *part) {
+    __local T buf[WG];
+    BN_CHUNK
+    T mu = mean[c], is = invstd[c], sg = 0, sgx = 0;
+    bn_gsums(j0, j1, nd, sh, hw, gy, vgy, c * sgyc, x, vx, c * sxc, mu, is, BN_W_OF(c) * is,
+             BN_B_OF(c), flags, &sg, &sgx);
+    sg = group_sum(sg, buf);
+    sgx = group_sum(sgx, buf);
+    if (lid == 0) {
+        part[(c * nsplit + s) * 2] = sg;
+        part[(c * nsplit + s) * 2 + 1] = sgx;
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_bwd_split(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
+                  __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
+                  long sxc, __global const T *w, view_t vw, __global const T *mean,
+                  __global const T *invstd, __global T *gw, __global T *gb, int flags,
+                  __global const T *b, view_t vb, long nsplit, __global const T *part) {
+    BN_CHUNK
+    T sg = 0, sgx = 0;
+    for (long k = 0; k < nsplit; ++k) {
+        sg += part[(c * nsplit + k) * 2];
+        sgx += part[(c * nsplit + k) * 2 + 1];
+    }
+    if (s == 0 && lid == 0 && (flags & BN_GW)) gw[c] = sgx;
+    if (s == 0 && lid == 0 && (flags & BN_GB)) gb[c] = sg;
+    T mu = mean[c], is = invstd[c], fscale = BN_W_OF(c) * is;
+    bn_gx(j0, (flags & BN_GX) ? j1 : j0, nd, sh, hw, gx, vgx, c * sgxc, gy, vgy, c * sgyc, x,
+          vx, c * sxc, mu, is, fscale, BN_B_OF(c), fscale, sg / (T)m, sgx / (T)m, flags);
 }
 
 // -- CPU variants of bn_fwd / bn_bwd: one work item per channel (launched with work-groups of

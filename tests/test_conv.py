@@ -789,8 +789,8 @@ def test_pointwise_forward_is_one_launch_with_bias():
 @pytest.mark.parametrize("lanes", (8, 16))
 def test_pointwise_weight_gradient_sample_chunks(monkeypatch, lanes):
     """pw_wgrad over a large batch in chunks of samples (PW_DOT_CHUNK: 1, 2 and all samples
-    per chunk; 5 samples: a short last chunk), their partial sums added by pw_sum into a
-    grouped weight gradient; float64 against NumPy."""
+    per chunk; 5 samples: a short last chunk), their partial sums added by reduce.sum_into
+    into a grouped weight gradient; float64 against NumPy."""
     monkeypatch.setattr(conv_algorithms, "PW_LANES", lanes)
     monkeypatch.setattr(conv_algorithms, "PW_DOT_MIN", 0)
     _use("pointwise")

@@ -655,3 +655,116 @@ def test_one_hot():
         F.one_hot(t, 2)
     with pytest.raises(RuntimeError, match="integer"):
         F.one_hot(clgrad.tensor([1.0]))
+
+
+# -- cat in one launch (kernels/copy.cl cat_elems / cat_runs) ----------------------------------
+def _launches(fn):
+    """(result of fn(), kernel launches it made)."""
+    from clgrad.runtime import device as rt
+    n0 = rt._LAUNCHES[0]
+    out = fn()
+    return out, rt._LAUNCHES[0] - n0
+
+
+_TORCH_DT = {F32: "float32", F64: "float64", I64: "int64", I32: "int32", BOOL: "bool"}
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_cat_many_inputs_mixed_dtypes_and_layouts(monkeypatch, kind):
+    """cat of 2 to 19 inputs along each dim: transposed, stepped, offset and expanded views,
+    empty inputs among them, dtypes mixed (the result's dtype is torch.cat's), against NumPy;
+    the device taken as a CPU (cat_runs) and as a GPU (cat_elems)."""
+    torch = pytest.importorskip("torch")
+    dev = clgrad.default_device()
+    monkeypatch.setattr(dev, "kind", kind)
+    monkeypatch.setattr(dev, "plans", {})
+    rng = np.random.default_rng(7)
+    for count in (2, 3, 8, 9, 19):
+        for dim in (0, 1, 2):
+            parts_np, parts = [], []
+            for i in range(count):
+                dt = [F32, F64, I64, I32, BOOL][(i * 7 + count + dim) % 5]
+                shape = [3, 4, 5]
+                shape[dim] = (i * 5 + dim) % 4  # 0 to 3: some inputs are empty
+                a = values(rng, shape, dt)
+                t, how = clgrad.tensor(a), i % 4
+                if how == 1:  # transposed storage
+                    t = clgrad.tensor(np.ascontiguousarray(a.transpose(2, 1, 0))).permute(2, 1, 0)
+                elif how == 2:  # stepped and offset
+                    big = np.zeros([2 * n + 1 for n in shape], a.dtype)
+                    big[1::2, 1::2, 1::2] = a
+                    t = clgrad.tensor(big)[1::2, 1::2, 1::2]
+                elif how == 3 and shape[0]:  # expanded along dim 0
+                    a = np.broadcast_to(a[:1], shape)
+                    t = clgrad.tensor(np.ascontiguousarray(a[:1])).expand(*shape)
+                parts_np.append(a)
+                parts.append(t)
+            out = clgrad.cat(parts, dim)
+            want = torch.cat([torch.from_numpy(np.array(a)) for a in parts_np], dim)
+            assert _TORCH_DT[out.dtype] == str(want.dtype).split(".")[1], (count, dim)
+            np.testing.assert_array_equal(out.numpy(), want.numpy(), err_msg=f"{count} {dim}")
+
+
+def test_cat_and_stack_launch_once_per_eight_inputs():
+    """cat copies up to 8 inputs in one launch (mixed dtypes and layouts too), more in
+    batches of 8; stack (cat of unsqueezed views) likewise; empty inputs take no slot."""
+    xs = [clgrad.randn(4, i + 1, 6) for i in range(17)]
+    for n, launches in ((2, 1), (8, 1), (9, 2), (16, 2), (17, 3)):
+        out, k = _launches(lambda: clgrad.cat(xs[:n], 1))
+        assert k == launches, (n, k)
+        np.testing.assert_array_equal(out.numpy(),
+                                      np.concatenate([x.numpy() for x in xs[:n]], 1))
+    mixed = [xs[0].transpose(0, 2), clgrad.ones(6, 1, 4, dtype=clgrad.float64),
+             clgrad.zeros(6, 0, 4), xs[2].transpose(0, 2)[:, ::2]]
+    out, k = _launches(lambda: clgrad.cat(mixed, 1))
+    assert k == 1 and out.dtype is F64 and out.shape == (6, 4, 4)
+    same = [clgrad.randn(3, 5) for _ in range(6)]
+    out, k = _launches(lambda: clgrad.stack(same, 1))
+    assert k == 1
+    np.testing.assert_array_equal(out.numpy(), np.stack([s.numpy() for s in same], 1))
+
+
+def test_cat_gradients_match_torch():
+    """Gradients through cat (of views, in a larger graph: each input used again after the
+    cat) against torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    arrays = [rng.standard_normal((2, n, 4, 4)) for n in (1, 3, 2, 4, 1, 2, 2, 3, 1, 5)]
+    w = rng.standard_normal((2, 24, 4, 4))
+
+    def run(lib, mk):
+        leaves = [mk(a) for a in arrays]
+        views = [v.transpose(2, 3) if i % 2 else v * 2 for i, v in enumerate(leaves)]
+        y = lib.cat(views, 1)
+        loss = (y * mk(w, False)).sum() + sum((v * v).sum() for v in views[:3])
+        loss.backward()
+        return [v.grad.numpy() for v in leaves]
+
+    got = run(clgrad, lambda a, g=True: clgrad.tensor(a, requires_grad=g))
+    want = run(torch, lambda a, g=True: torch.tensor(a, requires_grad=g))
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-12)
+
+
+def test_cat_plans_follow_every_input_of_their_key():
+    """cat keeps its launch plans per layout (Device.plans): cats that differ in one input of
+    the key at a time (an input's offset, strides, dtype, order, the dim) give NumPy's
+    answer."""
+    rng = np.random.default_rng(10)
+    base = rng.standard_normal((4, 9, 12))
+    t = clgrad.tensor(base)
+    variants = [[(base[:, :3], t[:, :3]), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, 1:4], t[:, 1:4]), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, 1:4], t[:, 1:4]), (base[:, 4:7], t[:, 4:7])],
+                [(base[:, 4:7], t[:, 4:7]), (base[:, 1:4], t[:, 1:4])],
+                [(base[:, :3, ::-1].copy(), t[:, :3].flip(2)), (base[:, 3:6], t[:, 3:6])],
+                [(base[:, :3].astype(np.float32), t[:, :3].float()),
+                 (base[:, 3:6], t[:, 3:6])],
+                [(base[:, :3].astype(np.float32), t[:, :3].float()),
+                 (base[:, 3:6].astype(np.float32), t[:, 3:6].float())]]
+    for parts in variants:
+        for dim in (1, 2):
+            got = clgrad.cat([v for _, v in parts], dim)
+            want = np.concatenate([a for a, _ in parts], dim)
+            assert got.dtype is (F32 if want.dtype == np.float32 else F64)
+            np.testing.assert_array_equal(got.numpy(), want)

@@ -543,3 +543,38 @@ def test_batch_norm_launch_plans_follow_every_argument():
         mean, var = (xd.mean(axes), xd.var(axes)) if k["training"] else (rm0, rv0)
         gx, gw, _ = ref_bn_grad(xd, g, wn, mean, var, k["eps"], k["training"])
         np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-3, atol=1e-4, err_msg=k)
+
+
+@pytest.mark.parametrize("nsplit", [2, 3, 7])
+@pytest.mark.parametrize("act", [None, "relu"])
+def test_batch_norm_split_over_work_groups(monkeypatch, nsplit, act):
+    """Training batch norm over S work-groups per channel (kernels/norm.cl *_part + *_split,
+    what long channels take on GPUs; forced here on any device): output, running statistics,
+    saved statistics and the three gradients against float64 NumPy, on contiguous and strided
+    inputs, chunks that do not divide the channel, an outlier in one chunk."""
+    from clgrad.ops import norm
+    monkeypatch.setattr(norm, "BN_SPLIT_FORCE", nsplit)
+    for strided_in in (False, True):
+        full = (5 + RNG.standard_normal((3, 4, 9, 22 if strided_in else 11))).astype(np.float32)
+        full[1, 2, 3, 0] = 300.0
+        base = clgrad.tensor(full)
+        x = (base[..., ::2] if strided_in else base).detach().requires_grad_()
+        xd = x.detach().numpy().astype(np.float64)
+        w = clgrad.tensor(RNG.standard_normal(4).astype(np.float32), requires_grad=True)
+        b = clgrad.tensor(RNG.standard_normal(4).astype(np.float32), requires_grad=True)
+        rm, rv = clgrad.zeros(4), clgrad.ones(4)
+        y = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.3, activation=act)
+        wd, bd = w.detach().numpy().astype(np.float64), b.detach().numpy().astype(np.float64)
+        pre, wrm, wrv = ref_bn(xd, np.zeros(4), np.ones(4), wd, bd, True, 0.3, 1e-5)
+        want = np.maximum(pre, 0) if act else pre
+        np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-4)
+        g = RNG.standard_normal(y.shape)
+        y.backward(clgrad.tensor(g.astype(np.float32)))
+        axes = (0, 2, 3)
+        gpre = g * (pre > 0) if act else g
+        gx, gw, gb = ref_bn_grad(xd, gpre, wd, xd.mean(axes), xd.var(axes), 1e-5, True)
+        for got, ref in ((x.grad, gx), (w.grad, gw), (b.grad, gb)):
+            np.testing.assert_allclose(got.numpy(), ref, rtol=1e-3,
+                                       atol=1e-4 * max(1.0, float(np.abs(ref).max())))

@@ -380,3 +380,217 @@ def test_sums_over_rows_of_conv_maps(dtype):
     mixed[1, 9] = -np.inf
     got = clgrad.tensor(mixed).sum(1).numpy()
     assert np.isnan(got[0]) and np.isneginf(got[1])
+
+
+# -- sums over outer dims (kernels/reduce.cl reduce_cols) --------------------------------------
+def _kernels_run(monkeypatch):
+    """The names of the kernels launched from now on (a list that fills)."""
+    from clgrad.runtime import device as rt
+    names = []
+    for method in ("launch", "launch_split"):
+        def spy(self, kernel, *args, _real=getattr(rt.Device, method)):
+            names.append(kernel.function_name)
+            return _real(self, kernel, *args)
+        monkeypatch.setattr(rt.Device, method, spy)
+    return names
+
+
+def _exact_sum(a, dims, keepdims=False):
+    """The float64 sums of ``a`` over ``dims``, correctly rounded (math.fsum; NumPy's sum over
+    an outer axis adds row after row, off by more than the sums it is checking here)."""
+    import math
+    a = np.asarray(a, np.float64)
+    kept = [d for d in range(a.ndim) if d not in dims]
+    rows = np.moveaxis(a, list(dims), list(range(a.ndim - len(dims), a.ndim)))
+    rows = rows.reshape([a.shape[d] for d in kept] + [-1])
+    out = np.array([math.fsum(r) for r in rows.reshape(-1, rows.shape[-1])]).reshape(
+        rows.shape[:-1])
+    return out.reshape([1 if d in dims else a.shape[d] for d in range(a.ndim)]) if keepdims \
+        else out
+
+
+def _outer_cases():
+    """(name, NumPy array, its clgrad view, dims): sums whose reduced dims are strided wider
+    than the outputs' innermost dim, in many layouts: runs around the vector blocks (1..70
+    outputs), outer rows that do not merge, steps, offsets, a permuted storage."""
+    rng = np.random.default_rng(11)
+    out = []
+    for run in (1, 2, 7, 8, 9, 31, 32, 33, 63, 64, 65, 70):
+        a = rng.standard_normal((13, run))
+        out.append((f"(13, {run}) dim 0", a, clgrad.tensor(a), (0,)))
+    a = rng.standard_normal((5, 3, 40))
+    out.append(("rows of 37 of 40", a[:, :, :37], clgrad.tensor(a)[:, :, :37], (0,)))
+    for w in (7, 20):  # rows of short runs: scalars, and a vector with a tail
+        m = rng.standard_normal((6, 11, w))
+        out.append((f"dim 1 of (6, 11, {w})", m, clgrad.tensor(m), (1,)))
+    out.append(("dims (0, 1) of 3-D", a, clgrad.tensor(a), (0, 1)))
+    out.append(("stepped", a[::2, :, 1::3], clgrad.tensor(a)[::2, :, 1::3], (0,)))
+    b = rng.standard_normal((6, 9, 4, 35))
+    out.append(("dims (0, 2)", b, clgrad.tensor(b), (0, 2)))
+    out.append(("offset view", b[1:, 2:], clgrad.tensor(b)[1:, 2:], (0, 1, 2)))
+    c = rng.standard_normal((35, 4, 9))  # stored (35, 4, 9), viewed (9, 4, 35): run stride 1?
+    out.append(("permuted storage", c.transpose(2, 1, 0), clgrad.tensor(c).permute(2, 1, 0),
+                (2,)))
+    out.append(("expanded reduced dim", np.broadcast_to(c[:1], (50, 4, 9)),
+                clgrad.tensor(c[:1]).expand(50, 4, 9), (0,)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_outer_dim_sums_against_float64(dtype, keepdim):
+    """sum and mean over outer dims of many layouts, float32 and float64, against NumPy in
+    float64 (the tolerance: a few eps of the summed magnitudes)."""
+    eps = np.finfo(dtype).eps
+    for name, a, t, dims in _outer_cases():
+        a = a.astype(dtype)
+        t = t.to(clgrad.float32 if dtype == np.float32 else clgrad.float64)
+        ref = _exact_sum(a, dims, keepdim)
+        mag = _exact_sum(np.abs(a), dims, keepdim)
+        got = t.sum(dims, keepdim=keepdim).numpy()
+        assert got.shape == ref.shape and got.dtype == dtype, name
+        assert (np.abs(got - ref) <= 6 * eps * mag + 1e-300).all(), name
+        n = np.prod([a.shape[d] for d in dims])
+        np.testing.assert_allclose(t.mean(dims, keepdim=keepdim).numpy(), ref / n,
+                                   rtol=0, atol=float(6 * eps * mag.max() / n), err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.bool_])
+def test_outer_dim_integer_sums_are_exact(dtype):
+    """int64 sums (of int64, int32 and bool inputs) over outer dims are exact, also past
+    2^24 and 2^53 (a float accumulator would round them)."""
+    rng = np.random.default_rng(3)
+    for name, a, t, dims in _outer_cases():
+        if dtype is np.bool_:
+            a = a > 0
+        else:
+            big = (1 << 40) + 1 if dtype is np.int64 else (1 << 24) + 1
+            a = (np.sign(a) * big + rng.integers(-9, 10, a.shape)).astype(dtype)
+        t = clgrad.tensor(np.ascontiguousarray(a))
+        got = t.sum(dims)
+        assert got.dtype is I64, name
+        np.testing.assert_array_equal(got.numpy(), a.astype(np.int64).sum(dims), err_msg=name)
+    x = np.full((2000, 3), (1 << 53) // 1000 + 7, np.int64)
+    np.testing.assert_array_equal(clgrad.tensor(x).sum(0).numpy(), x.sum(0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_outer_dim_sums_are_compensated(dtype):
+    """A million rows summed over dim 0: 1.23456 each, and values around 1e4 with small
+    parts, where a plain float32 sum drifts visibly (shown below against NumPy's sequential
+    float32 cumsum), within a few eps of float64."""
+    n = 1_000_000
+    x = np.full((n, 3), 1.23456, dtype)
+    x[:, 1] = np.linspace(1e4, 1e4 + 1, n, dtype=dtype)
+    x[:, 2] = np.random.default_rng(0).standard_normal(n).astype(dtype)
+    ref = _exact_sum(x, (0,))
+    mag = _exact_sum(np.abs(x), (0,))
+    if dtype == np.float32:  # plain float32 sums are visibly off
+        plain = np.cumsum(x[:, :2], axis=0, dtype=np.float32)[-1]
+        assert (np.abs(plain - ref[:2]) > 1e-4 * ref[:2]).all()
+    got = clgrad.tensor(x).sum(0).numpy()
+    assert (np.abs(got - ref) <= 6 * np.finfo(dtype).eps * mag).all(), (got, ref)
+    np.testing.assert_allclose(clgrad.tensor(x).mean(0).numpy(), ref / n,
+                               rtol=0, atol=float(6 * np.finfo(dtype).eps * mag.max() / n))
+
+
+def test_outer_dim_sums_propagate_nan_and_inf():
+    """NaN in gives NaN out; inf gives inf; inf and -inf give NaN (in the vector blocks and
+    in a run's last, partial block)."""
+    x = np.ones((40, 37), np.float32)
+    x[5, 0], x[9, 35] = np.nan, np.nan
+    x[7, 1], x[30, 36] = np.inf, -np.inf
+    x[3, 2], x[4, 2] = np.inf, -np.inf
+    x[0, 34], x[39, 34] = -np.inf, np.inf
+    got = clgrad.tensor(x).sum(0).numpy()
+    with np.errstate(invalid="ignore"):
+        want = x.astype(np.float64).sum(0)
+    np.testing.assert_array_equal(got, want.astype(np.float32))
+    assert np.isnan(got[[0, 2, 34, 35]]).all() and got[1] == np.inf and got[36] == -np.inf
+
+
+def test_outer_dim_sums_of_empty_dims():
+    """An empty reduced dim sums to 0 (mean: NaN); an empty kept dim gives an empty result."""
+    z = clgrad.zeros(0, 5, 3)
+    np.testing.assert_array_equal(z.sum(0).numpy(), np.zeros((5, 3)))
+    np.testing.assert_array_equal(z.sum(0, keepdim=True).numpy(), np.zeros((1, 5, 3)))
+    assert np.isnan(z.mean(0).numpy()).all()
+    np.testing.assert_array_equal(clgrad.zeros(0, 9, dtype=clgrad.int64).sum(0).numpy(),
+                                  np.zeros(9, np.int64))
+    assert clgrad.zeros(4, 0).sum(0).shape == (0,)
+
+
+def test_sum_into_a_strided_view():
+    """reduce.sum_into (the split-K GEMM's and the 1x1 weight gradient's sum of stacked
+    partial sums) writes through a strided view with an offset, scaled."""
+    from clgrad.ops import reduce as rd
+    rng = np.random.default_rng(2)
+    parts = rng.standard_normal((6, 5, 37)).astype(np.float32)
+    big = clgrad.zeros(7, 40)
+    rd.sum_into(big[1:6, 2:39], clgrad.tensor(parts), 0, 0.5)
+    want = np.zeros((7, 40), np.float32)
+    want[1:6, 2:39] = 0.5 * parts.astype(np.float64).sum(0)
+    np.testing.assert_allclose(big.numpy(), want, rtol=1e-6, atol=1e-6)
+    col = clgrad.zeros(37, 5)
+    rd.sum_into(col.T, clgrad.tensor(parts), 0)  # out's run strided 5
+    np.testing.assert_allclose(col.numpy(), parts.astype(np.float64).sum(0).T, rtol=1e-6,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_outer_dim_sums_pick_reduce_cols(monkeypatch, kind):
+    """x.sum(0), a bias gradient's sum over the batch, runs reduce_cols (the device taken as
+    a CPU, and as a GPU: work-groups of 32 outputs x 8 items, a tree over the 8); sums over
+    the innermost dim do not; values against float64 either way."""
+    dev = clgrad.default_device()
+    monkeypatch.setattr(dev, "kind", kind)
+    monkeypatch.setattr(dev, "plans", {})  # (the plans of the device's own kind)
+    names = _kernels_run(monkeypatch)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((300, 2 * 32 * dev.compute_units + 5)).astype(np.float32)
+    t = clgrad.tensor(a)
+    for fn, want, kernel in [(lambda: t.sum(0), _exact_sum(a, (0,)), "reduce_cols"),
+                             (lambda: t[:, 3:].mean(0), _exact_sum(a[:, 3:], (0,)) / 300,
+                              "reduce_cols"),
+                             (lambda: t.sum(1), _exact_sum(a, (1,)), "reduce")]:
+        names.clear()
+        np.testing.assert_allclose(fn().numpy(), want, rtol=1e-5, atol=1e-5)
+        assert names[0] == kernel or kernel == "reduce" and names[0] in ("reduce",
+                                                                         "reduce_runs"), names
+
+
+def test_reduce_plans_follow_every_input_of_their_key():
+    """Reductions keep their launch plans per layout (Device.plans): calls that differ in one
+    input of the key at a time (x's offset, strides, dtype; dims, keepdim, the op, arg; out's
+    view and offset; the scale: mean after sum) each give NumPy's answer."""
+    from clgrad.ops import reduce as rd
+    rng = np.random.default_rng(9)
+    base = rng.standard_normal((7, 6, 40))
+    t = clgrad.tensor(base)
+    views = [(base[:, :, :33], t[:, :, :33]), (base[:, :, 1:34], t[:, :, 1:34]),
+             (base[:, :, 2:35:1].transpose(0, 2, 1)[:, :6], t[:, :, 2:35].transpose(1, 2)[:, :6])]
+    for a, v in views:
+        for dt, npdt in ((clgrad.float64, np.float64), (clgrad.float32, np.float32)):
+            av, vv = a.astype(npdt), v.to(dt)
+            for dims in ((0,), (1,), (0, 1), (2,)):
+                for keep in (False, True):
+                    ref = _exact_sum(av, dims, keep)
+                    tol = dict(rtol=1e-5 if npdt == np.float32 else 1e-12, atol=1e-5)
+                    np.testing.assert_allclose(vv.sum(dims, keepdim=keep).numpy(), ref, **tol)
+                    n = np.prod([av.shape[d] for d in dims])
+                    np.testing.assert_allclose(vv.mean(dims, keepdim=keep).numpy(), ref / n,
+                                               **tol)
+                    np.testing.assert_allclose(vv.sum(dims, keepdim=keep).numpy(), ref, **tol)
+                    np.testing.assert_array_equal(vv.amax(dims, keepdim=keep).numpy(),
+                                                  av.max(dims, keepdims=keep))
+            np.testing.assert_array_equal(vv.argmax(1).numpy(), av.argmax(1))
+            np.testing.assert_array_equal(vv.max(0).values.numpy(), av.max(0))
+    ints = clgrad.tensor(rng.integers(-9, 9, (7, 6, 40)))
+    np.testing.assert_array_equal(ints[:, :, :33].sum(0).numpy(), ints.numpy()[:, :, :33].sum(0))
+    parts = clgrad.tensor(rng.standard_normal((5, 6, 33)))
+    for off in (0, 1, 7):
+        big = clgrad.zeros(8, 40, dtype=clgrad.float64)
+        rd.sum_into(big[1:7, off:off + 33], parts, 0, 2.0)
+        want = np.zeros((8, 40))
+        want[1:7, off:off + 33] = 2 * _exact_sum(parts.numpy(), (0,))
+        np.testing.assert_allclose(big.numpy(), want, rtol=1e-12, atol=1e-12)

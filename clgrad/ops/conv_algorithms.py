@@ -621,8 +621,8 @@ PW_ROWS = 192
 PW_DOT_TILES = {16: (4, 6), 8: (3, 4)}
 PW_DOT_MIN = 512
 # bytes of output-gradient and input rows (n * p * (O + C)) per pw_wgrad sample chunk: larger
-# batches are split into chunks whose partial sums are then added (pw_sum), so that a chunk's
-# rows stay in cache while every tile of the layer reads them. Xeon, 1 thread, batch 128
+# batches are split into chunks whose partial sums are then added (reduce.sum_into), so that a
+# chunk's rows stay in cache while every tile of the layer reads them. Xeon, 1 thread, batch 128
 # (chunks of 1 MB / 4 MB / none): 96-24 32x32 22 / 20 / 35 ms, 64-384 8x8 6 / 10 / 12 ms; at
 # batch 8 chunks of 1 MB were slower than none (the extra launch, smaller work items)
 PW_DOT_CHUNK = 4 << 20
@@ -690,12 +690,12 @@ def _pw_dot(dev, plan, gw, g4, x):
                    g4._storage.buffer, *tail[:4], x._storage.buffer, *tail[4:])
         return
     o, c, g = int(head[0]), int(head[1]), int(head[4])
-    ws = empty((chunks, g * o, c), gw.dtype, dev)
+    ws = empty((chunks, g, o, c), gw.dtype, dev)
     dev.launch(kernel, gsize, (1, 1, 1), *head, ws._storage.buffer,
                *map(np.int64, (0, o * c, c, 1, g * o * c)), g4._storage.buffer, *tail[:4],
                x._storage.buffer, *tail[4:])
-    dev.launch(dev.kernel("conv_pw_cpu.cl", "pw_sum", defines_for(gw.dtype)), (c, o, g), None,
-               np.int64(chunks), ws._storage.buffer, gw._storage.buffer, *wargs[:4])
+    w_off, w_g, w_o, w_c = (int(v) for v in wargs[:4])  # gw's memory as (G, O, C)
+    rd.sum_into(Tensor(gw._storage, (g, o, c), (w_g, w_o, w_c), w_off), ws, 0)
 
 
 def _pw_fwd_plan(p: Problem, dt, dev, has_bias):

@@ -2,7 +2,8 @@
 scatter_add, scatter, roll, tril/triu, nonzero/argwhere, embedding, one_hot. Advanced indexing
 (__getitem__/__setitem__ with index tensors, index_put_) lives in clgrad/ops/indexing.py.
 
-Kernels: kernels/copy.cl (cat/stack copy each input into a narrow view of the output),
+Kernels: kernels/copy.cl (cat/stack: cat_elems / cat_runs copy up to 8 inputs into their
+slices of the output in one launch),
 kernels/index.cl (gather_dim, scatter_add_dim, scatter_dim).
 """
 from __future__ import annotations
@@ -13,7 +14,8 @@ from clgrad import creation, dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import defines_for, empty, full, launch_1d, same_device, zeros
+from clgrad.ops._util import (copy_raw, defines_for, empty, full, launch_1d, same_device,
+                               zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll", "tril",
@@ -21,7 +23,11 @@ __all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "scatter", "
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
-    """Concatenate along ``dim``. Shapes must match except along ``dim``; dtypes promote.
+    """Concatenate along ``dim``. Shapes must match except along ``dim``; dtypes promote
+    (PyTorch's: float32 and float64 give float64, int64 and float32 float32). 1-D empty
+    tensors are skipped whatever their shape (PyTorch's legacy rule); inputs with no elements
+    take no copy. Any layouts; the inputs are copied up to 8 in one launch.
+    Grad: each input gets its slice of the output's gradient (views, no launch).
 
     Raises ValueError for an empty list, RuntimeError for mismatched shapes.
     """
@@ -48,10 +54,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     shape = list(ref.shape)
     shape[d] = sum(t.shape[d] for t in parts)
     out = empty(shape, dt, ref._storage.device)
-    start = 0
-    for t in parts:
-        ew.copy_raw(out.narrow(d, start, t.shape[d]), t)
-        start += t.shape[d]
+    _cat_copy(out, parts, d)
     sizes = [t.shape[d] for t in parts]
 
     def backward(g):
@@ -61,6 +64,89 @@ def cat(tensors, dim: int = 0) -> Tensor:
             s += n
         return tuple(grads)
     return record("cat", out, tuple(parts), backward)
+
+
+CAT_SLOTS = 8  # inputs per launch (kernels/copy.cl cat_elems / cat_runs): more take batches
+_CAT_M = 34    # longs of a slot's geometry in the kernels' meta buffer
+
+
+def _cat_copy(out: Tensor, parts, d: int):
+    """Copy ``parts`` into their slices of ``out`` along dim ``d``: CAT_SLOTS inputs a launch
+    (one input: copy_raw); inputs with no elements are skipped."""
+    jobs, start = [], 0
+    for t in parts:
+        n = t._shape[d]
+        if t.numel():
+            dst = Tensor(out._storage, t._shape, out._strides,
+                         out._offset + start * out._strides[d])
+            jobs.append((dst, t))
+        start += n
+    out._storage.host = None  # written: a host copy (Storage.keep_host) is stale
+    for i in range(0, len(jobs), CAT_SLOTS):
+        batch = jobs[i:i + CAT_SLOTS]
+        if len(batch) == 1:
+            copy_raw(*batch[0])
+        else:
+            _cat_launch(out, batch)
+
+
+def _cat_launch(out: Tensor, batch):
+    """One launch of cat_elems (GPUs) or cat_runs (CPUs) for up to CAT_SLOTS (slice, input)
+    pairs; the geometry (meta buffer) is planned once per layout, in the device's plans."""
+    dev = out._storage.device
+    key = ("cat", out.dtype, tuple((dst._shape, dst._strides, dst._offset, src._strides,
+                                    src._offset, src.dtype) for dst, src in batch))
+    plan = dev.plans.get(key)
+    if plan is None:
+        plan = dev.keep_plan(key, _cat_plan(dev, out.dtype, batch))
+    kernel, gsize, lsize, val, meta = plan
+    ob = out._storage.buffer
+    mem = [1, meta, 2, ob]
+    for k in range(CAT_SLOTS):
+        mem += (3 + k, batch[k][1]._storage.buffer if k < len(batch) else ob)
+    dev.launch_split(kernel, gsize, lsize, tuple(mem), val)
+
+
+CAT_LOCAL = 256  # work-group size of cat_elems (GPUs)
+
+
+def _cat_plan(dev, dt, batch):
+    """(kernel, global size, local size, by-value arguments as (index, value), the meta
+    buffer) of _cat_launch: see kernels/copy.cl's cat."""
+    import pyopencl as cl
+    from clgrad.ops._util import COPY_RUN, MAXD
+    meta = np.zeros(CAT_SLOTS * _CAT_M + 1, np.int64)
+    defines = {"D": dt.cl, "S": dt.cl, "CAT_SLOTS": CAT_SLOTS}  # (S: the file's copy)
+    if dt.is_bool:
+        defines["D_IS_BOOL"] = 1
+    total = 0
+    for k in range(CAT_SLOTS):
+        src_dt = batch[k][1].dtype if k < len(batch) else dt
+        defines[f"S{k}"] = src_dt.cl
+    for k, (dst, src) in enumerate(batch):
+        shape, (so, sa) = layout.collapse(dst._shape, dst._strides, src._strides)
+        if len(shape) > MAXD:
+            raise RuntimeError(f"cat: tensors of more than {MAXD} non-mergeable dims are not "
+                               f"supported, got shape {tuple(src.shape)}")
+        m = meta[k * _CAT_M:(k + 1) * _CAT_M]
+        n = layout.numel(shape)
+        inner = shape[-1]
+        rows = n // inner
+        run = min(inner, COPY_RUN)
+        nrun = -(-inner // run)
+        rpw = max(1, COPY_RUN // inner) if nrun == 1 else 1  # rows per work item
+        items = -(-rows // rpw) * nrun if dev.kind == "cpu" else n
+        m[:8] = (total, len(shape), rows, inner, rpw, run, nrun, so[-1] == 1 and sa[-1] == 1)
+        m[8:8 + len(shape)] = shape
+        m[16], m[17:17 + len(so)] = dst._offset, so
+        m[25], m[26:26 + len(sa)] = src._offset, sa
+        total += items
+    meta[CAT_SLOTS * _CAT_M] = len(batch)
+    buf = cl.Buffer(dev.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=meta)
+    name, local = ("cat_runs", 1) if dev.kind == "cpu" else ("cat_elems", CAT_LOCAL)
+    return (dev.kernel("copy.cl", name, defines), (-(-total // local) * local,), (local,),
+            (0, np.int64(total)), buf)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:

@@ -100,19 +100,25 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     if c and m:
         params = (weight, bias, running_mean, running_var)
         key = ("bn_fwd", x._shape, x._strides, x._offset, xs.dtype, momentum, eps, flags, coff,
+               BN_SPLIT_FORCE,
                *[None if p is None else (p._offset, p._strides) for p in params])
         plan = xs.device.plans.get(key)
         if plan is None:
             plan = xs.device.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
                                                          coff))
-        kernel, gsize, lsize, val = plan
-        xb = xs.buffer
-        xs.device.launch_split(kernel, gsize, lsize, (
-            3, y._storage.buffer, 6, xb, 9, xb if weight is None else weight._storage.buffer,
-            11, xb if bias is None else bias._storage.buffer,
-            13, xb if running_mean is None else running_mean._storage.buffer,
-            15, xb if running_var is None else running_var._storage.buffer,
-            17, mean._storage.buffer, 18, invstd._storage.buffer, 22, cbuf), val)
+        kernel, gsize, lsize, val, part = plan
+        xb, dev = xs.buffer, xs.device
+        mem = (3, y._storage.buffer, 6, xb, 9, xb if weight is None else weight._storage.buffer,
+               11, xb if bias is None else bias._storage.buffer,
+               13, xb if running_mean is None else running_mean._storage.buffer,
+               15, xb if running_var is None else running_var._storage.buffer,
+               17, mean._storage.buffer, 18, invstd._storage.buffer, 22, cbuf)
+        if part is not None:  # S work-groups per channel: partial statistics first
+            pkernel, pval, nsplit = part
+            ws = empty((c * nsplit * 3,), x.dtype, dev)
+            dev.launch_split(pkernel, gsize, lsize, (3, xb, 7, ws._storage.buffer), pval)
+            mem += (25, ws._storage.buffer)
+        dev.launch_split(kernel, gsize, lsize, mem, val)
         if update:  # written in place by the kernel: no graph, a new version
             bump_version(running_mean, running_var)
     if count is not None:
@@ -294,20 +300,27 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
         key = ("bn_bwd", x._shape, x._strides, x._offset, gy._strides, gy._offset,
-               gx_or._strides, gx_or._offset, x._storage.dtype, flags,
+               gx_or._strides, gx_or._offset, x._storage.dtype, flags, BN_SPLIT_FORCE,
                *[None if p is None else (p._offset, p._strides) for p in (weight, bias)])
         dev = x._storage.device
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags))
-        kernel, gsize, lsize, val = plan
-        xb, mb = x._storage.buffer, mean._storage.buffer
-        dev.launch_split(kernel, gsize, lsize, (
-            3, gx_or._storage.buffer, 6, gy._storage.buffer, 9, xb,
-            12, xb if weight is None else weight._storage.buffer, 14, mb,
-            15, invstd._storage.buffer, 16, mb if gw is None else gw._storage.buffer,
-            17, mb if gb is None else gb._storage.buffer,
-            19, xb if bias is None else bias._storage.buffer), val)
+        kernel, gsize, lsize, val, part = plan
+        xb, mb, gyb = x._storage.buffer, mean._storage.buffer, gy._storage.buffer
+        wb = xb if weight is None else weight._storage.buffer
+        bb = xb if bias is None else bias._storage.buffer
+        mem = (3, gx_or._storage.buffer, 6, gyb, 9, xb, 12, wb, 14, mb,
+               15, invstd._storage.buffer, 16, mb if gw is None else gw._storage.buffer,
+               17, mb if gb is None else gb._storage.buffer, 19, bb)
+        if part is not None:  # S work-groups per channel: partial sums first
+            pkernel, pval, nsplit = part
+            ws = empty((c * nsplit * 2,), x.dtype, dev)
+            dev.launch_split(pkernel, gsize, lsize, (3, gyb, 6, xb, 9, wb, 11, mb,
+                                                     12, invstd._storage.buffer, 14, bb,
+                                                     17, ws._storage.buffer), pval)
+            mem += (22, ws._storage.buffer)
+        dev.launch_split(kernel, gsize, lsize, mem, val)
     return gx, gw, gb
 
 
@@ -323,14 +336,51 @@ def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
         val += (i, _vec(p, x))
     val += (19, scalar(x.dtype, momentum), 20, scalar(x.dtype, eps), 21, np.int32(flags),
             23, coff)
-    return (*_bn_kernel(x, m, "bn_fwd", geom), tuple(val))
+    nsplit = _bn_nsplit(x, m, flags)
+    if nsplit == 1:
+        return (*_bn_kernel(x, m, "bn_fwd", geom), tuple(val), None)
+    kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd_split", geom, nsplit)
+    pkernel = _bn_kernel(x, m, "bn_fwd_part", geom, nsplit)[0]
+    pval = (0, np.int64(m), 1, nd, 2, sh, 4, vx, 5, sxc, 6, np.int64(nsplit))
+    return kernel, gsize, lsize, tuple(val) + (24, np.int64(nsplit)), (pkernel, pval, nsplit)
 
 
 def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
     nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc), geom = _channel_args(x.shape, gx_or, gy, x)
+    vw, vb, fl = _vec(weight, x), _vec(bias, x), np.int32(flags)
     val = (0, np.int64(m), 1, nd, 2, sh, 4, vgx, 5, sgxc, 7, vgy, 8, sgyc, 10, vx, 11, sxc,
-           13, _vec(weight, x), 18, np.int32(flags), 20, _vec(bias, x))
-    return (*_bn_kernel(x, m, "bn_bwd", geom), val)
+           13, vw, 18, fl, 20, vb)
+    nsplit = _bn_nsplit(x, m, flags)
+    if nsplit == 1:
+        return (*_bn_kernel(x, m, "bn_bwd", geom), val, None)
+    kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd_split", geom, nsplit)
+    pkernel = _bn_kernel(x, m, "bn_bwd_part", geom, nsplit)[0]
+    pval = (0, np.int64(m), 1, nd, 2, sh, 4, vgy, 5, sgyc, 7, vx, 8, sxc, 10, vw, 13, fl,
+            15, vb, 16, np.int64(nsplit))
+    return kernel, gsize, lsize, val + (21, np.int64(nsplit)), (pkernel, pval, nsplit)
+
+
+# GPU training batch norms of at least BN_SPLIT_MIN elements per channel run over S work-groups
+# per channel (two launches each direction, kernels/norm.cl's *_part and *_split) where C
+# work-groups would fill fewer than half the compute units twice over: S = ceil(2 CUs / C), at
+# most BN_SPLIT_MAX, and at least 4 WG elements per group. BN_SPLIT_FORCE (tests): S on any
+# device, for every training batch norm (1: never split).
+BN_SPLIT_MIN = 1 << 16
+BN_SPLIT_MAX = 32
+BN_SPLIT_FORCE = None
+
+
+def _bn_nsplit(x, m, flags) -> int:
+    """S, the work-groups per channel of a batch norm (1: one launch, bn_fwd / bn_bwd)."""
+    dev = x._storage.device
+    if not flags & _BN_TRAIN:
+        return 1
+    if BN_SPLIT_FORCE is not None:
+        return max(1, min(int(BN_SPLIT_FORCE), m))
+    c = x.shape[1]
+    if dev.kind != "gpu" or m < BN_SPLIT_MIN:
+        return 1
+    return max(1, min(BN_SPLIT_MAX, -(-2 * dev.compute_units // c), m // (4 * 1024)))
 
 
 def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape):
@@ -457,7 +507,7 @@ def _vec(p, like):
     return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
 
 
-def _bn_kernel(x, m, name, geom):
+def _bn_kernel(x, m, name, geom, nsplit=1):
     """(kernel, global size, local size) of bn_fwd / bn_bwd: one work-group per channel on GPUs
     (wide groups: C groups alone do not fill them; BN_FAST where every view has at most 2 dims
     besides the channel and unit inner stride); on CPUs the ``*_rows`` variants, one work item
@@ -468,16 +518,16 @@ def _bn_kernel(x, m, name, geom):
     c = x.shape[1]
     rest, rest_st = geom
     unit = 1 <= len(rest) <= 2 and all(st[-1] == 1 for st in rest_st)
-    if dev.kind == "cpu":
+    if dev.kind == "cpu" and nsplit == 1:
         if unit:
             d["UNIT"] = 1
         return dev.kernel(_FILE, name + "_rows", d), (c,), (1,)
     wide = 1024 if dev.kind == "gpu" and dev.max_work_group_size >= 1024 else 256
-    wg = 64 if m < 4096 else wide
+    wg = 64 if m < 4096 * nsplit else wide
     d["WG"] = wg
     if unit and m < 1 << 31:
         d["BN_FAST"] = 1  # 32-bit offsets, no division per dim (kernels/norm.cl)
-    return dev.kernel(_FILE, name, d), (c * wg,), (wg,)
+    return dev.kernel(_FILE, name, d), (c * nsplit * wg,), (wg,)
 
 
 def _launch_lrn(x, name, total, *args):

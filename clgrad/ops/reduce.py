@@ -3,7 +3,11 @@
 Kernels: kernels/reduce.cl :: reduce (OP_SUM, OP_PROD, OP_MAX, OP_MIN; ARG for indices),
 scatter_arg (the backward of max/min along a dim: the gradient goes to the index returned).
 Sums are Kahan-compensated per work item and then summed as a tree, so a float32 sum of
-62 500 copies of 1.23456 is 77160.0 to float32 precision.
+62 500 copies of 1.23456 is 77160.0 to float32 precision. Forms (picked per layout and device
+in _reduce_plan; plans cached in the device's plans): ``reduce`` (a work-group, or a work item,
+per output), ``reduce_runs`` (CPU sums along rows of the innermost reduced dim) and
+``reduce_cols`` (sums over dims strided wider than a run of neighbouring outputs, such as
+``x.sum(0)`` or a Linear bias gradient: neighbouring work items read neighbouring outputs).
 """
 from __future__ import annotations
 
@@ -59,62 +63,178 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
     """The reduction of x over ``dims`` (times ``scale``) into a fresh tensor, or into the
     view ``out`` of the kept shape (the reduced dims as 1s) when given."""
     kept, final = _out_shapes(x, dims, keepdim)
+    dev = x._storage.device
     given = out is not None
     if not given:
-        out = empty(kept, out_dtype, x._storage.device)
-    idx = empty(kept, dtypes.int64, x._storage.device) if arg else out
-    no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
-    if no:
-        o_shape, xo_st, i_shape, xi_st = _split(x.shape, x._strides, dims)
-        out_o = _split(kept, out._strides, dims)[1]
-        idx_o = _split(kept, idx._strides, dims)[1]
-        o_shape, (xo_st, out_o, idx_o) = layout.collapse(o_shape, xo_st, out_o, idx_o)
-        i_shape, (xi_st,) = layout.collapse(i_shape or [1], xi_st or [0])
-        if len(o_shape) > MAXD or len(i_shape) > MAXD:
-            x = ew.contiguous(x)
-            return _launch_reduce(x, dims, keepdim, op_define, out_dtype, acc_cl, scale, arg,
-                                  out)
-        # a work-group per output, or (few reduced elements) a work item per output
-        wg = 1 if ni <= 8 else 32 if ni <= 2048 else 256
-        d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
-        if arg:
-            d["ARG"] = 1
-        if acc_cl in ("float", "double", "half"):
-            d["ACC_FLOAT"] = 1
-        acc_np = _CL_SCALAR[acc_cl]  # the kernel's ACC by value: its exact size (half: 2)
-        vx_outer = view_arg(x, xo_st)
-        vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
-        vx_inner[1:1 + len(xi_st)] = xi_st
-        vout = np.zeros(MAXD + 1, dtype=np.int64)
-        vout[0], vout[1:1 + len(out_o)] = out._offset, out_o  # (a given out: any offset)
-        vidx = np.zeros(MAXD + 1, dtype=np.int64)
-        vidx[0], vidx[1:1 + len(idx_o)] = idx._offset, idx_o
-        dev = x._storage.device
-        if (dev.kind == "cpu" and op_define == "OP_SUM" and not arg and ni > 8 and
-                x.dtype.cl == acc_cl and acc_cl in ("float", "double")):
-            # a CPU device sums a work item per output along rows (kernels/reduce.cl
-            # reduce_runs): the work-group tree cost more than the sum there
-            d.update(WG=1, RUNS=1)
-            if acc_cl == "double":
-                d["IS_DOUBLE_ACC"] = 1
-            if xi_st[-1] == 1:
-                d["IUNIT"] = 1
-            dev.launch(dev.kernel(_FILE, "reduce_runs", d), (no,), (1,), np.int64(no),
-                       np.int32(len(o_shape)), shape_arg(o_shape), out._storage.buffer, vout,
-                       np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape),
-                       x._storage.buffer, vx_outer, vx_inner, acc_np(scale))
-        else:
-            dev.launch(dev.kernel(_FILE, "reduce", d), (no * wg,) if wg > 1 else (no,),
-                       (wg if wg > 1 else SERIAL_WG,), np.int64(no), np.int32(len(o_shape)),
-                       shape_arg(o_shape), out._storage.buffer, vout, np.int64(ni),
-                       np.int32(len(i_shape)), shape_arg(i_shape), x._storage.buffer, vx_outer,
-                       vx_inner, acc_np(scale), idx._storage.buffer, vidx)
+        out = empty(kept, out_dtype, dev)
+    idx = empty(kept, dtypes.int64, dev) if arg else out
+    if layout.numel(kept):
+        # the launch, in the device's plans per everything it depends on
+        key = ("reduce", x._shape, x._strides, x._offset, x.dtype, dims, op_define, out_dtype,
+               acc_cl, arg, out._strides, out._offset, COLS, COLS_VW, COLS_NV, COLS_ITEMS,
+               COLS_CB, COLS_GPU)
+        plan = dev.plans.get(key)
+        if plan is None:
+            plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx)
+            plan = dev.keep_plan(key, plan if plan is _CONTIGUOUS else _split_plan(*plan))
+        if plan is _CONTIGUOUS:
+            return _launch_reduce(ew.contiguous(x), dims, keepdim, op_define, out_dtype,
+                                  acc_cl, scale, arg, out if given else None)
+        kernel, gsize, lsize, val, ix, iout, iidx, iscale = plan
+        mem = (ix, x._storage.buffer, iout, out._storage.buffer)
+        if iidx is not None:
+            mem += (iidx, idx._storage.buffer)
+        # ACC by value: its exact size (half: 2)
+        dev.launch_split(kernel, gsize, lsize, mem, val + (iscale, _CL_SCALAR[acc_cl](scale)))
     if given:
         return out
     out = out.view(final) if final != kept else out
     if arg:
         return out, (idx.view(final) if final != kept else idx)
     return out
+
+
+# the operands' places in a _reduce_plan's arguments, filled at each launch
+_X, _OUT, _IDX, _SCALE = "x", "out", "idx", "scale"
+_CONTIGUOUS = "contiguous"  # the plan of a view with too many dims: made contiguous first
+
+
+def _split_plan(kernel, gsize, lsize, args):
+    """A _reduce_plan as Device.launch_split takes it: (kernel, global size rounded up to the
+    local size, the by-value arguments as (index, value, ...), and the indices of x, out, idx
+    (None without ARG) and scale)."""
+    val, at = [], {}
+    for i, a in enumerate(args):
+        if type(a) is str:
+            at[a] = i
+        else:
+            val += (i, a)
+    gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
+    return (kernel, gsize, tuple(lsize), tuple(val), at[_X], at[_OUT], at.get(_IDX),
+            at[_SCALE])
+
+
+def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx):
+    """(kernel, global size, local size, arguments with _X/_OUT/_IDX/_SCALE in the operands'
+    places) of a reduction of x over dims into out (and idx: ARG), or _CONTIGUOUS."""
+    no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
+    o_shape, xo_st, i_shape, xi_st = _split(x.shape, x._strides, dims)
+    out_o = _split(kept, out._strides, dims)[1]
+    idx_o = _split(kept, idx._strides, dims)[1]
+    o_shape, (xo_st, out_o, idx_o) = layout.collapse(o_shape, xo_st, out_o, idx_o)
+    i_shape, (xi_st,) = layout.collapse(i_shape or [1], xi_st or [0])
+    if len(o_shape) > MAXD or len(i_shape) > MAXD:
+        return _CONTIGUOUS
+    # a work-group per output, or (few reduced elements) a work item per output
+    wg = 1 if ni <= 8 else 32 if ni <= 2048 else 256
+    d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
+    if arg:
+        d["ARG"] = 1
+    if acc_cl in ("float", "double", "half"):
+        d["ACC_FLOAT"] = 1
+    vx_outer = view_arg(x, xo_st)
+    vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
+    vx_inner[1:1 + len(xi_st)] = xi_st
+    vout = np.zeros(MAXD + 1, dtype=np.int64)
+    vout[0], vout[1:1 + len(out_o)] = out._offset, out_o  # (a given out: any offset)
+    vidx = np.zeros(MAXD + 1, dtype=np.int64)
+    vidx[0], vidx[1:1 + len(idx_o)] = idx._offset, idx_o
+    cols = (_cols_defines(dev, x.dtype, o_shape, xo_st, i_shape, xi_st, ni)
+            if op_define == "OP_SUM" and not arg else None)
+    if cols is not None:
+        d.update(cols)
+        return _cols_plan(dev, d, o_shape, xo_st, x._offset, vout, out_o, ni, i_shape, xi_st)
+    if (dev.kind == "cpu" and op_define == "OP_SUM" and not arg and ni > 8 and
+            x.dtype.cl == acc_cl and acc_cl in ("float", "double")):
+        # a CPU device sums a work item per output along rows (kernels/reduce.cl
+        # reduce_runs): the work-group tree cost more than the sum there
+        d.update(WG=1, RUNS=1)
+        if acc_cl == "double":
+            d["IS_DOUBLE_ACC"] = 1
+        if xi_st[-1] == 1:
+            d["IUNIT"] = 1
+        return (dev.kernel(_FILE, "reduce_runs", d), (no,), (1,),
+                (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, vout,
+                 np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape), _X, vx_outer,
+                 vx_inner, _SCALE))
+    return (dev.kernel(_FILE, "reduce", d), (no * wg,) if wg > 1 else (no,),
+            (wg if wg > 1 else SERIAL_WG,),
+            (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, vout,
+             np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape), _X, vx_outer, vx_inner,
+             _SCALE, _IDX, vidx))
+
+
+# reduce_cols (kernels/reduce.cl): sums whose reduced dims are strided wider than the run of
+# outputs along the innermost kept dim. CPUs: a work item sums NV vectors of COLS_VW outputs
+# (runs shorter than COLS_VW: NV scalars), NV halved (from 4) until the NV vectors fit in the
+# run and there are COLS_ITEMS items per compute unit. GPUs (and other
+# devices): work-groups of COLS_GPU = (WO outputs, WR items splitting the reduced elements),
+# one output per item, used from more than 8 reduced elements and 2 work-groups per compute
+# unit (fewer outputs keep `reduce`'s work-group per output, which has more items in flight;
+# at most 8 reduced elements, `reduce`'s item per output reads neighbouring outputs already).
+COLS = True  # False: those sums take the forms used before reduce_cols (benchmarks' "before")
+COLS_VW = 8
+COLS_ITEMS = 8
+COLS_NV = 4
+COLS_CB = 8  # reduced elements summed pairwise per compensated add (kernels/reduce.cl)
+COLS_GPU = (32, 8)
+
+
+def _cols_defines(dev, dt, o_shape, xo_st, i_shape, xi_st, ni):
+    """reduce_cols' defines for a sum of x (collapsed: kept dims o_shape with x strides xo_st,
+    reduced dims i_shape / xi_st, ni reduced elements), or None where another form serves:
+    the kept run is a single output, or some reduced dim is strided as narrow as the run."""
+    xs, run = xo_st[-1], o_shape[-1]
+    if not COLS or run < 2 or xs <= 0 or dt.cl == "half":
+        return None
+    for n, s in zip(i_shape, xi_st):  # (this module's any() is the tensor op)
+        if n > 1 and s != 0 and abs(s) <= xs:
+            return None
+    rows = layout.numel(o_shape) // run
+    if dev.kind != "cpu":
+        wo, wr = COLS_GPU
+        if ni <= 8 or -(-run // wo) * rows < 2 * dev.compute_units:
+            return None
+        return {"COLS": 1, "VW": 1, "NV": 1, "WO": wo, "WR": wr}
+    vw = COLS_VW if run >= COLS_VW else 1  # (shorter runs: scalars, gathered)
+    nv = COLS_NV
+    while nv > 1 and (nv * vw > run or
+                      -(-run // (nv * vw)) * rows < COLS_ITEMS * dev.compute_units):
+        nv //= 2
+    return {"COLS": 1, "VW": vw, "NV": nv, "WO": 1, "WR": 1}
+
+
+def _cols_plan(dev, d, o_shape, xo_st, x_off, vout, out_o, ni, i_shape, xi_st):
+    """_reduce_plan's reduce_cols launch (defines d from _cols_defines and _reduce_plan)."""
+    d = dict(d, WG=1)  # (the program's `reduce` is built too: its serial form)
+    if d["ACC"] == "double":
+        d["IS_DOUBLE_ACC"] = 1
+    if xo_st[-1] == 1:
+        d["XUNIT"] = 1
+    if d["T"] != d["ACC"]:
+        d["CONVERT"] = 1
+    d["CB"] = COLS_CB
+    if out_o[-1] == 1 and d["OUT"] == d["ACC"]:
+        d["OVEC"] = 1
+    run, nb, wo, wr = o_shape[-1], d["NV"] * d["VW"], d["WO"], d["WR"]
+    rows = layout.numel(o_shape) // run
+    outer = list(o_shape[:-1]) or [1]
+    vx = np.zeros(MAXD + 1, dtype=np.int64)
+    vx[0], vx[1:len(xo_st)] = x_off, xo_st[:-1]
+    vo = vout.copy()
+    vo[1:] = 0
+    vo[1:len(out_o)] = out_o[:-1]
+    vx_inner = np.zeros(MAXD + 1, dtype=np.int64)
+    vx_inner[1:1 + len(xi_st)] = xi_st
+    blocks = -(-run // nb)
+    nblk = 1
+    if wr == 1:  # blocks per item: COLS_ITEMS items per compute unit where there are more
+        nblk = blocks // -(-COLS_ITEMS * dev.compute_units // rows) or 1
+    items = -(-blocks // nblk)
+    return (dev.kernel(_FILE, "reduce_cols", d), (-(-items // wo) * wo, rows * wr), (wo, wr),
+            (np.int64(run), np.int64(nblk), np.int32(len(outer)), shape_arg(outer), _X, vx,
+             np.int64(xo_st[-1]), _OUT, vo, np.int64(out_o[-1]), np.int64(ni),
+             np.int32(len(i_shape)), shape_arg(i_shape), vx_inner, _SCALE))
 
 
 def sum_into(out: Tensor, x: Tensor, dim: int, scale=1.0) -> Tensor:
