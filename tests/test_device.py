@@ -455,6 +455,6 @@ def test_cpu_target_arch_keys_the_build(arch):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     kind, *options = r.stdout.split()
-    want = "-DCLGRAD_TARGET_ARCH_core_avx2"
+    want = "-DCPU_TARGET_ARCH_core_avx2"
     assert (want in options) == (kind == "cpu" and arch == "core-avx2"), r.stdout
-    assert not any(o.startswith("-DCLGRAD_TARGET_ARCH_") for o in options if o != want)
+    assert not any(o.startswith("-DCPU_TARGET_ARCH_") for o in options if o != want)

@@ -169,7 +169,7 @@ class Device:
             # measured on an AVX-512 machine), which pyopencl's binary cache does not key on:
             # a later run without it loaded the AVX2 binaries (2-3x slower conv layers). A
             # define that no kernel reads keys the cache on it.
-            self.build_options += ["-DCLGRAD_TARGET_ARCH_" + "".join(
+            self.build_options += ["-DCPU_TARGET_ARCH_" + "".join(
                 ch if ch.isalnum() else "_" for ch in arch)]
         # One lock for discovery, context, queue, program builds, allocations, launches and
         # copies of every device (_LOCK): two threads making their first tensors at once on
