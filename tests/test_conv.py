@@ -429,9 +429,100 @@ def test_blocked_grouped_few_channels_vs_numpy(monkeypatch, case, lanes, few):
     og, bw = o // 32, lanes // 2  # float64: lanes / 2 doubles a vector
     if few:  # halved where a group fills at most half of one (of more than 4 doubles)
         bw = bw // 2 if og <= bw // 2 and bw > 4 else bw
-        assert (d["MB"], d["BW"]) == (2 if og > bw else 1, bw)
+        assert (d["MB"], d["BW"]) == (2 if og > bw or bw < 8 else 1, bw)  # 8 lanes at least
     else:
         assert (d["MB"], d["BW"]) == (2, lanes // 2)
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("by_taps", (True, False))
+def test_blocked_pack_kernels(monkeypatch, lanes, by_taps):
+    """The weight packs and the weight-gradient unpack both ways (per lane, per chunk of taps;
+    the device picks one per view): chunks of 5 taps (chunks start mid-channel and mid-row),
+    12 and 29 output channels (a part-filled block, a part-filled group of LG lanes), a weight
+    that is a strided view (every other input channel of a wider tensor), stride 2 (the input
+    gradient's phases pack strided tap views); float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    monkeypatch.setattr(conv_algorithms, "BLOCK_PACK_BY_TAPS", by_taps)
+    monkeypatch.setattr(conv_algorithms, "BLOCK_PACK_ELEMS", 5 * lanes * 2)
+    for o, stride in ((12, 1), (29, 2)):
+        x, w, b = _data(2, 7, 6, 5, o, 7, 3, 3)
+        wide = np.zeros((o, 14, 3, 3))
+        wide[:, ::2] = w
+        wb = clgrad.tensor(wide, dtype=clgrad.float64, requires_grad=True)
+        wv = wb[:, ::2]
+        xt = clgrad.tensor(x, dtype=clgrad.float64, requires_grad=True)
+        y = conv2d(xt, wv, None, stride=stride, padding=1)
+        gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
+        y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
+        ry, rgx, rgw, _ = ref_conv(x, w, None, gout, stride=stride, padding=1)
+        np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(xt.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(wb.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
+        np.testing.assert_array_equal(wb.grad.numpy()[:, 1::2], 0)
+        assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("tiles", (3, 1 << 20))
+def test_blocked_forward_tiles_per_group(monkeypatch, lanes, tiles):
+    """Several pixel tiles per forward work-group (BLOCK_FWD_FMAS: 3 tiles' worth, a last
+    work-group with fewer; all tiles in one) and several planes per pad_input item, on a
+    stride-2 layer (its input gradient's phases too), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    mb, px, _ = conv_algorithms.BLOCK_TILES[lanes]
+    monkeypatch.setattr(conv_algorithms, "BLOCK_FWD_FMAS", tiles * mb * px * 6 * 9)
+    monkeypatch.setattr(conv_algorithms, "FILL_GROUPS", 1)
+    monkeypatch.setattr(conv_algorithms, "_units", lambda dev: 1)
+    for stride in (1, 2):
+        got, ref = _run(*_data(3, 6, 9, 7, 11, 6, 3, 3), dtype=clgrad.float64, padding=1,
+                        stride=stride)
+        _close(got, ref, 1e-10)
+        assert set(backends.last_conv_algorithms.values()) == {"blocked"}
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+def test_blocked_forward_fused_pack(monkeypatch, lanes):
+    """blocked_fwd_fused (each work-group packs its own weight block, then all pixels):
+    forced on small problems (partial blocks, a pixel tail, bias, groups, a strided weight
+    view, dilation), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    monkeypatch.setattr(conv_algorithms, "BLOCK_FUSE_BYTES", 0)
+    monkeypatch.setattr(conv_algorithms, "_units", lambda dev: 1)
+    fused = []
+    real = conv_algorithms._fuse_pack
+    monkeypatch.setattr(conv_algorithms, "_fuse_pack",
+                        lambda *a: fused.append(real(*a)) or fused[-1])
+    for groups, dil in ((1, 1), (2, 2)):
+        cg = 10 // groups
+        xs, ws, bs = _data(3, 10, 7, 6, 37 - (37 % groups), cg, 3, 3)
+        wide = np.zeros(ws.shape[:3] + (6,))
+        wide[..., ::2] = ws
+        wv = clgrad.tensor(wide, dtype=clgrad.float64)[..., ::2]
+        y = conv2d(clgrad.tensor(xs, dtype=clgrad.float64), wv,
+                   clgrad.tensor(bs, dtype=clgrad.float64), padding=2, dilation=dil,
+                   groups=groups)
+        ref = ref_conv(xs, ws, bs, padding=2, dilation=dil, groups=groups)
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-10)
+        assert fused and fused[-1] is True
+        assert backends.last_conv_algorithms["forward"] == "blocked"
+
+
+@pytest.mark.parametrize("lanes", (8, 16))
+@pytest.mark.parametrize("kwargs", [
+    dict(stride=2, padding=0),  # phases with padding 0 and -1 (their shared copy's offsets)
+    dict(stride=(2, 3), padding=(1, 2), dilation=(2, 1)),
+    dict(stride=3, padding=1),  # phases that no tap reaches at kernel 2 (zero gradient)
+    dict(stride=2, padding=2, dilation=3),
+], ids=("s2p0", "s23-p12-d21", "s3-k2", "s2p2d3"))
+def test_blocked_strided_input_gradient_phases(lanes, kwargs):
+    """A strided layer's input gradient as phase problems sharing one padded copy of the
+    output gradient (conv_algorithms.blocked_phases), float64 against NumPy."""
+    _use(f"blocked:{lanes}")
+    k = 2 if kwargs["stride"] == 3 else 3
+    got, ref = _run(*_data(2, 5, 11, 10, 9, 5, k, k), dtype=clgrad.float64, **kwargs)
+    _close(got, ref, 1e-10)
+    assert set(backends.last_conv_algorithms.values()) == {"blocked"}
 
 
 def test_cpu_auto_measures_blocked(monkeypatch, tmp_path):

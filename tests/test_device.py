@@ -438,3 +438,23 @@ def test_a_failed_allocation_leaves_the_inputs_intact():
     a.add_(1)
     assert dev.allocated == in_use and a._version == 1
     np.testing.assert_array_equal(a.numpy(), np.arange(150_000, dtype=np.float32) + 1)
+
+
+@pytest.mark.parametrize("arch", ("", "core-avx2"))
+def test_cpu_target_arch_keys_the_build(arch):
+    """CL_CONFIG_CPU_TARGET_ARCH (Intel's runtime compiles for that instruction set) is in a
+    CPU device's build options, which pyopencl's binary cache keys on: without it, a run
+    without the variable loaded the binaries a core-avx2 run had cached."""
+    code = ("import clgrad\n"
+            "d = clgrad.default_device()\n"
+            "print(d.kind, ' '.join(d.build_options))")
+    env = dict(os.environ, CL_CONFIG_CPU_TARGET_ARCH=arch)
+    if not arch:  # an empty value makes Intel's runtime refuse the device
+        env.pop("CL_CONFIG_CPU_TARGET_ARCH")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    kind, *options = r.stdout.split()
+    want = "-DCPU_TARGET_ARCH_core_avx2"
+    assert (want in options) == (kind == "cpu" and arch == "core-avx2"), r.stdout
+    assert not any(o.startswith("-DCPU_TARGET_ARCH_") for o in options if o != want)

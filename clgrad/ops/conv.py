@@ -38,8 +38,10 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              are copied first (gathered, or written back).
   blocked    kernels/conv_blocked_cpu.cl — vectors along output channels (16 on AVX-512, 8
              on AVX2), the input broadcast, for small maps: a zero-padded copy of the input
-             and the weight (or output gradient) packed in channel blocks first. Any device
-             runs it; 'auto' picks it on CPUs where it measured faster than implicit.
+             and the weight (or output gradient) packed in channel blocks first (layers with
+             a large weight pack each block in the forward work-group that uses it; a strided
+             layer's input-gradient phases share one padded copy). Any device runs it; 'auto'
+             picks it on CPUs where it measured faster than implicit.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
@@ -308,6 +310,8 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
         isz = gi4.dtype.itemsize  # gi4 is fresh and contiguous: clear it, not a kernel
         gi4._storage.device.fill(gi4._storage.buffer, np.zeros(1, gi4.dtype.np),
                                  gi4._offset * isz, gi4.numel() * isz)
+    if algo == "blocked" and alg.blocked_phases([q for q in phases if q.kh], g4, w, gi4):
+        return True  # one padded copy of the output gradient for all phases
     for q in phases:
         if q.kh:
             a, qplan = algo, _plan(algo, "grad_input", q, w)

@@ -27,7 +27,8 @@ from clgrad.ops.matmul import tiles as mm_tiles
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
 
-__all__ = ["KERNELS", "IM2COL", "kview", "fill_bias", "im2col_dgrad", "gpu_variant"]
+__all__ = ["KERNELS", "IM2COL", "kview", "fill_bias", "im2col_dgrad", "gpu_variant",
+           "blocked_phases"]
 
 # Tuning constants. Their values date from the commit that wrote the kernels (5801e68); no
 # sweep of any one of them is recorded: they are measured only through whole-conv timings
@@ -842,12 +843,65 @@ BLOCK_TILES = {16: (2, 8, 8), 8: (2, 6, 6)}
 BLOCK_NARROW = True
 BLOCK_FEW = True
 BLOCK_FEW_PX = 16
+# vector FMAs a forward work-group aims at, in tiles of PX pixels (at least one tile): the
+# input-gradient phases of a stride-2 layer have 1-4 taps per channel (64-128 32x32 s2: 4 x 1
+# to 4 x 4 tiles' worth of FMAs per work-group at 1 tile)
+BLOCK_FWD_FMAS = 1 << 15
 BLOCK_WGRAD_FMAS = 1 << 18  # vector FMAs a weight-gradient work-group aims at per chunk
 # bytes of packed output gradient a weight-gradient work-group sums over before moving to its
 # next tap block (its pixels in chunks: at batch 128 on 16x16 maps the whole 4 MB per block
 # was streamed from memory once per tap block)
 BLOCK_WGRAD_CHUNK = 128 << 10
 _INT_MAX = (1 << 31) - 1
+
+
+# Packing the weight (and unpacking its gradient): pack_weight / unpack_wgrad run one item per
+# lane (output channel) of a block, which Intel's compiler vectorises across items; on PoCL,
+# whose compiler does not, and for the input gradient's transposed view (a block's lanes 9
+# floats apart) pack_weight_t / unpack_wgrad_t run one item per chunk of BLOCK_PACK_TAPS
+# taps. Xeon, 1 thread, 512-512 4x4 (9.4 MB of weight): PoCL forward pack 9.8 -> 6.3 ms,
+# 256-512 0.59 against 2.3 ms; Intel's transposed view 6.7 -> 4.3 ms (forward: 1.45 against
+# 1.8 ms for the per-lane kernel, kept).
+BLOCK_PACK_ELEMS = 4096  # weight elements per pack_weight_t / unpack_wgrad_t item (16 KB)
+BLOCK_PACK_BY_TAPS = None  # force the per-tap kernels (True) or the per-lane ones (False)
+
+
+# blocked_fwd_fused: the forward pass of a layer whose packed weight takes at least
+# BLOCK_FUSE_BYTES (beyond L2) and which has at most BLOCK_FUSE_PIXELS output pixels (n * oh *
+# ow: the work per block, one work-group each) packs each block of the weight in the
+# work-group that uses it. Xeon, 1 thread, batch 8, Intel's runtime: 512-512 4x4 6.04 -> 5.31
+# ms, 256-256 8x8 4.72 -> 4.35, 256-512 8x8 s2 3.16 -> 2.79, 512-512 2x2 2.77 -> 2.59; PoCL
+# 5.86 -> 5.64, 4.97 -> 4.71, 2.99 -> 3.02, 2.54 -> 2.45. Not for the input gradient's
+# transposed weight view (its lanes 9 floats apart): mixed there (512-512 2x2: 2.87 -> 3.18 ms
+# on Intel's runtime, 6.2 -> 3.6 on PoCL).
+BLOCK_FUSE = True
+BLOCK_FUSE_BYTES = 2 << 20
+BLOCK_FUSE_PIXELS = 4096
+
+
+def _pack_chunk(p: Problem, d):
+    """Taps per pack_weight_t / unpack_wgrad_t item, pixels per pack_grad_t item:
+    BLOCK_PACK_ELEMS elements (pack_grad_t against the per-pixel kernel it replaced, Xeon,
+    batch 8: 64-64 32x32 0.46 -> 0.33 ms, 128-128 16x16 0.29 -> 0.18 ms, Intel's runtime;
+    0.48 -> 0.31, 0.25 -> 0.22 on PoCL)."""
+    return max(1, BLOCK_PACK_ELEMS // (d["MB"] * d["BW"]))
+
+
+def _by_taps(dev, lane_stride, c_stride) -> bool:
+    """Whether the weight (gradient) view whose output channels lie lane_stride apart and
+    input channels c_stride apart is packed (unpacked) per chunk of taps (see above)."""
+    if BLOCK_PACK_BY_TAPS is not None:
+        return BLOCK_PACK_BY_TAPS
+    return "-DLOOP_VECTORIZER=1" in dev.build_options or abs(lane_stride) < abs(c_stride)
+
+
+def _fuse_pack(p: Problem, d, obm, dt, dev) -> bool:
+    """Whether the forward packs the weight inside blocked_fwd_fused (one work-group per
+    block: it packs its block, then runs all the pixels over it from cache): for weights of
+    at least BLOCK_FUSE_BYTES packed, with blocks enough for the compute units."""
+    size = p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw * dt.itemsize
+    return (BLOCK_FUSE and size >= BLOCK_FUSE_BYTES and p.g * obm >= _units(dev)
+            and p.n * p.oh * p.ow <= BLOCK_FUSE_PIXELS and abs(p.k[2]) >= abs(p.k[3]))
 
 
 def _block_lanes(dt, dev):
@@ -865,7 +919,7 @@ def _block_geometry(p: Problem, dt, dev):
         bw //= 2  # a grouped conv's few output channels: half vectors, not empty lanes
     mb, px, tk = BLOCK_TILES[bw if dt.itemsize == 4 else bw * 2]
     if BLOCK_FEW and p.o <= (mb - 1) * bw:  # fewer vectors, more pixels and taps
-        m1 = cdiv(p.o, bw)
+        m1 = max(cdiv(p.o, bw), cdiv(8, bw))  # blocks of at least LG = 8 lanes (the packs)
         px, tk, mb = min(BLOCK_FEW_PX, px * mb // m1), min(BLOCK_FEW_PX, tk * mb // m1), m1
     hp = (p.oh - 1) * p.sh + (p.kh - 1) * p.dh + 1
     wp = (p.ow - 1) * p.sw + (p.kw - 1) * p.dw + 1
@@ -887,24 +941,73 @@ def _plan_blocked(p: Problem, dt, dev):
 def _pad_input(p: Problem, d, hp, wp, x):
     dev = x._storage.device
     xp = empty((p.g * p.n * p.c * hp * wp,), x.dtype, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (p.g * p.n * p.c,), None,
-               p.pack(), np.int64(hp), np.int64(wp), x._storage.buffer,
+    planes = p.g * p.n * p.c
+    pc = max(1, min(BLOCK_PACK_ELEMS // (hp * wp), planes // (FILL_GROUPS * _units(dev))))
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pad_input", d), (cdiv(planes, pc),), (1,),
+               p.pack(), np.int64(hp), np.int64(wp), np.int64(pc), x._storage.buffer,
                xp._storage.buffer)
     return xp
 
 
 def _blocked_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt = x._storage.device, x.dtype
-    d, hp, wp, obm = _block_geometry(p, dt, dev)
-    xp = _pad_input(p, d, hp, wp, x)
-    wb = empty((p.g * obm * d["MB"] * d["BW"] * p.c * p.kh * p.kw,), dt, dev)
-    koff = empty((p.c * p.kh * p.kw,), dtypes.int32, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d),
-               (d["MB"] * d["BW"], p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
-               np.int64(wp), w._storage.buffer, wb._storage.buffer, koff._storage.buffer)
+    d, hp, wp, obm = _block_geometry(p, x.dtype, x._storage.device)
+    _blocked_fwd_padded(p, d, hp, wp, obm, _pad_input(p, d, hp, wp, x), 0, w, y, bias)
+
+
+def blocked_phases(phases, g4, w, gi4) -> bool:
+    """The input-gradient phase problems of a strided layer (conv._phases; those no tap
+    reaches left out) with the blocked kernels, all reading one padded copy of the output
+    gradient g4 (instead of one per phase); False (nothing run) where a phase cannot run
+    blocked."""
+    dev, dt = g4._storage.device, g4.dtype
+    if any(_plan_blocked(q, dt, dev) is None for q in phases):
+        return False
+    if not phases:
+        return True
+    geo = [_block_geometry(q, dt, dev) for q in phases]
+    top, left = max(q.ph for q in phases), max(q.pw for q in phases)
+    hp = top + max(hq - q.ph for q, (_, hq, _, _) in zip(phases, geo))
+    wp = left + max(wq - q.pw for q, (_, _, wq, _) in zip(phases, geo))
+    d = geo[0][0]
+    xp = _pad_input(phases[0]._replace(ph=top, pw=left), d, hp, wp, g4)
+    for q, (_, _, _, obm) in zip(phases, geo):
+        _blocked_fwd_padded(q, d, hp, wp, obm, xp, (top - q.ph) * wp + left - q.pw, w, gi4,
+                            None)
+    return True
+
+
+def _blocked_fwd_padded(p: Problem, d, hp, wp, obm, xp, xoff, w, y, bias):
+    """The forward over xp + xoff, p's input padded to rows of wp (hp rows per plane)."""
+    dev, dt = w._storage.device, w.dtype
+    kall = p.c * p.kh * p.kw
+    wb = empty((p.g * obm * d["MB"] * d["BW"] * kall,), dt, dev)
+    if xoff == 0 and _fuse_pack(p, d, obm, dt, dev):
+        koffs = empty((p.g * obm * kall,), dtypes.int32, dev)
+        dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd_fused", d), (1, obm, p.g),
+                   (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp), np.int64(obm),
+                   w._storage.buffer, wb._storage.buffer, koffs._storage.buffer,
+                   xp._storage.buffer, y._storage.buffer, _bias_buffer(bias, y))
+        return
+    koff = empty((kall,), dtypes.int32, dev)
+    if _by_taps(dev, p.k[2], p.k[3]):
+        kc = _pack_chunk(p, d)
+        dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight_t", d),
+                   (cdiv(p.c * p.kh * p.kw, kc), p.g * obm), (1, 1), p.pack(), np.int64(obm),
+                   np.int64(hp), np.int64(wp), np.int64(kc), w._storage.buffer,
+                   wb._storage.buffer,
+                   koff._storage.buffer)
+    else:
+        dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_weight", d),
+                   (d["MB"] * d["BW"], p.g * obm), None, p.pack(), np.int64(obm),
+                   np.int64(hp), np.int64(wp), w._storage.buffer, wb._storage.buffer,
+                   koff._storage.buffer)
+    tiles = cdiv(p.n * p.oh * p.ow, d["PX"])
+    tpw = max(1, min(BLOCK_FWD_FMAS // (d["MB"] * d["PX"] * p.c * p.kh * p.kw),
+                     tiles * obm * p.g // (FILL_GROUPS * _units(dev))))
     dev.launch(dev.kernel("conv_blocked_cpu.cl", "blocked_fwd", d),
-               (cdiv(p.n * p.oh * p.ow, d["PX"]), obm, p.g), (1, 1, 1), p.pack(),
-               np.int64(hp), np.int64(wp), np.int64(obm), xp._storage.buffer,
+               (cdiv(tiles, tpw), obm, p.g), (1, 1, 1), p.pack(),
+               np.int64(hp), np.int64(wp), np.int64(obm), np.int64(tpw), np.int64(xoff),
+               xp._storage.buffer,
                wb._storage.buffer, koff._storage.buffer, y._storage.buffer,
                _bias_buffer(bias, y))
 
@@ -915,10 +1018,11 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     xp = _pad_input(p, d, hp, wp, x)
     gt = empty((p.g * obm * d["MB"] * d["BW"] * p.n * p.oh * p.ow,), dt, dev)
     qoff = empty((p.n * p.oh * p.ow,), dtypes.int32, dev)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad", d),
-               (p.n * p.oh * p.ow, p.g * obm), None, p.pack(), np.int64(obm), np.int64(hp),
-               np.int64(wp), pack(v5(g4, p.g), longs(V5_T)), g4._storage.buffer,
-               gt._storage.buffer, qoff._storage.buffer)
+    qc = _pack_chunk(p, d)
+    dev.launch(dev.kernel("conv_blocked_cpu.cl", "pack_grad_t", d),
+               (cdiv(p.n * p.oh * p.ow, qc), p.g * obm), (1, 1), p.pack(), np.int64(obm),
+               np.int64(hp), np.int64(wp), np.int64(qc), pack(v5(g4, p.g), longs(V5_T)),
+               g4._storage.buffer, gt._storage.buffer, qoff._storage.buffer)
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     nkb = cdiv(p.c * p.kh * p.kw, d["TK"])
@@ -934,9 +1038,16 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
                (cdiv(nkb, kb), obm, p.g), (1, 1, 1), p.pack(), np.int64(hp), np.int64(wp),
                np.int64(obm), np.int64(kb), np.int64(qc), xp._storage.buffer,
                gt._storage.buffer, qoff._storage.buffer, wt._storage.buffer)
-    dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d),
-               (d["MB"] * d["BW"], p.g * obm), None,
-               p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
+    if _by_taps(dev, gw._strides[0], gw._strides[1]):
+        kc = _pack_chunk(p, d)
+        dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad_t", d),
+                   (cdiv(p.c * p.kh * p.kw, kc), p.g * obm), (1, 1), p.pack(), np.int64(obm),
+                   np.int64(kc),
+                   wt._storage.buffer, gw._storage.buffer, gv)
+    else:
+        dev.launch(dev.kernel("conv_blocked_cpu.cl", "unpack_wgrad", d),
+                   (d["MB"] * d["BW"], p.g * obm), None,
+                   p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
     if gb is not None:
         copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
 

@@ -163,6 +163,14 @@ class Device:
             # Its compiler vectorises plain loops inside a work item (copy.cl's copy_runs
             # writes vectors by hand for the runtimes that do not: Intel's took 2x as long)
             self.build_options += ["-DPOLY_EXP=1", "-DLOOP_VECTORIZER=1"]
+        arch = os.environ.get("CL_CONFIG_CPU_TARGET_ARCH", "")
+        if self.kind == "cpu" and arch:
+            # Intel's runtime compiles for that instruction set (core-avx2: the AVX2 kernels
+            # measured on an AVX-512 machine), which pyopencl's binary cache does not key on:
+            # a later run without it loaded the AVX2 binaries (2-3x slower conv layers). A
+            # define that no kernel reads keys the cache on it.
+            self.build_options += ["-DCPU_TARGET_ARCH_" + "".join(
+                ch if ch.isalnum() else "_" for ch in arch)]
         # One lock for discovery, context, queue, program builds, allocations, launches and
         # copies of every device (_LOCK): two threads making their first tensors at once on
         # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
