@@ -445,6 +445,15 @@ def spawn_worker(args, script: str):
     subprocess.run([sys.executable, script, "--worker"] + sys.argv[1:], env=env, check=True)
 
 
+def run_layer_bench(ap: argparse.ArgumentParser, worker, script: str):
+    """Parse ``ap`` (from layer_parser); in the worker process run ``worker(args)``, else start
+    that process (spawn_worker on ``script``)."""
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    spawn_worker(args, script)
+
+
 def layer_parser(doc: str, reps: int) -> argparse.ArgumentParser:
     """The options the per-layer conv benchmarks share (conv_layers.py, depthwise.py,
     pointwise.py): --batch, --threads, --device, --only, --reps, --tag, --out, --worker."""

@@ -82,10 +82,7 @@ def worker(args):
 def main():
     ap = common.layer_parser(__doc__, reps=7)
     ap.add_argument("--algo", default="")
-    args = ap.parse_args()
-    if args.worker:
-        return worker(args)
-    common.spawn_worker(args, __file__)
+    common.run_layer_bench(ap, worker, __file__)
 
 
 if __name__ == "__main__":

@@ -22,19 +22,9 @@ def model_layers():
     forward hooks on PyTorch's build of bench/zoo_models at one 32x32 image."""
     import torch
     import zoo_models as zm
-    m = zm.build("resnext29", torch)
-    seen = {}
-
-    def hook(mod, inp, _out):
-        key = (mod.in_channels, mod.out_channels, inp[0].shape[2], mod.kernel_size[0],
-               mod.stride[0], mod.padding[0], mod.groups)
-        seen[key] = seen.get(key, 0) + 1
-    for mod in m.modules():
-        if isinstance(mod, torch.nn.Conv2d):
-            mod.register_forward_hook(hook)
-    with torch.no_grad():
-        m(torch.zeros(1, 3, 32, 32))
-    return list(seen.items())
+    return list(zm.conv_shapes("resnext29", torch, lambda mod, x: (
+        mod.in_channels, mod.out_channels, x.shape[2], mod.kernel_size[0], mod.stride[0],
+        mod.padding[0], mod.groups)).items())
 
 
 def worker(args):
@@ -62,10 +52,7 @@ def main():
     ap = common.layer_parser(__doc__, reps=7)
     ap.add_argument("--algo", default="")
     ap.add_argument("--budget", type=float, default=4.0, help="seconds per pass (measure)")
-    args = ap.parse_args()
-    if args.worker:
-        return worker(args)
-    common.spawn_worker(args, __file__)
+    common.run_layer_bench(ap, worker, __file__)
 
 
 if __name__ == "__main__":

@@ -115,10 +115,7 @@ def main():
     ap = common.layer_parser(__doc__, reps=21)
     ap.add_argument("--narrow", action="store_true")
     ap.add_argument("--split", action="store_true")
-    args = ap.parse_args()
-    if args.worker:
-        return worker(args)
-    common.spawn_worker(args, __file__)
+    common.run_layer_bench(ap, worker, __file__)
 
 
 if __name__ == "__main__":

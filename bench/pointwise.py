@@ -43,19 +43,9 @@ def model_layers():
     import zoo_models as zm
     out = {}
     for name in ("mobilenetv2", "efficientnet_b0", "densenet", "shufflenetv2"):
-        m = zm.build(name, torch)
-        seen = {}
-
-        def hook(mod, inp, _out, seen=seen):
-            if mod.kernel_size == (1, 1) and mod.stride == (1, 1):
-                key = (mod.in_channels, mod.out_channels, inp[0].shape[2], mod.groups)
-                seen[key] = seen.get(key, 0) + 1
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.Conv2d):
-                mod.register_forward_hook(hook)
-        with torch.no_grad():
-            m(torch.zeros(1, 3, 32, 32))
-        out[name] = sorted(seen.items())
+        out[name] = sorted(zm.conv_shapes(name, torch, lambda mod, x: (
+            mod.in_channels, mod.out_channels, x.shape[2], mod.groups) if
+            mod.kernel_size == (1, 1) and mod.stride == (1, 1) else None).items())
     return out
 
 
@@ -176,10 +166,7 @@ def main():
     ap.add_argument("--budget", type=float, default=2.0)
     ap.add_argument("--ab", action="store_true",
                     help="also time the batched-gemm path (clgrad before its CPU kernels)")
-    args = ap.parse_args()
-    if args.worker:
-        return worker(args)
-    common.spawn_worker(args, __file__)
+    common.run_layer_bench(ap, worker, __file__)
 
 
 if __name__ == "__main__":

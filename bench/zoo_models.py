@@ -35,6 +35,24 @@ def build(name, torch):
     return _BUILDERS[name](torch)
 
 
+def conv_shapes(name, torch, key) -> dict:
+    """{key(conv, input): count} over every Conv2d that one forward of model ``name`` (built
+    with PyTorch, ``torch``) runs on one zero image (forward hooks); convs whose key is None
+    are left out."""
+    m, seen = build(name, torch), {}
+
+    def hook(mod, inp, _out):
+        k = key(mod, inp[0])
+        if k is not None:
+            seen[k] = seen.get(k, 0) + 1
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Conv2d):
+            mod.register_forward_hook(hook)
+    with torch.no_grad():
+        m(torch.zeros(1, *input_shape(name)[0]))
+    return seen
+
+
 def _conv_bn(nn, cin, cout, k, stride=1, groups=1):
     return [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
             nn.BatchNorm2d(cout)]

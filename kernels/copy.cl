@@ -195,21 +195,16 @@ inline int cat_slot(long i, __constant const long *meta) {
     return k;
 }
 
-__kernel void cat_elems(long total, __constant const long *meta, __global D *out, CAT_ARGS) {
-    long i = get_global_id(0);
-    if (i >= total) return;
-    const int k = cat_slot(i, meta);
-    __constant const long *m = meta + k * CAT_M;
-    i -= m[0];
-    CAT_SWITCH(cat_elem)
-}
-
-__kernel void cat_runs(long total, __constant const long *meta, __global D *out, CAT_ARGS) {
-    long i = get_global_id(0);
-    if (i >= total) return;
-    const int k = cat_slot(i, meta);
-    __constant const long *m = meta + k * CAT_M;
-    i -= m[0];
-    CAT_SWITCH(cat_run)
-}
+// The two kernels differ in what a work item copies: an element (cat_elem) or a run (cat_run).
+#define CAT_KERNEL(name, each)                                                                \
+    __kernel void name(long total, __constant const long *meta, __global D *out, CAT_ARGS) { \
+        long i = get_global_id(0);                                                          \
+        if (i >= total) return;                                                             \
+        const int k = cat_slot(i, meta);                                                    \
+        __constant const long *m = meta + k * CAT_M;                                        \
+        i -= m[0];                                                                          \
+        CAT_SWITCH(each)                                                                    \
+    }
+CAT_KERNEL(cat_elems, cat_elem)
+CAT_KERNEL(cat_runs, cat_run)
 #endif  // CAT_SLOTS
