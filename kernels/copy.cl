@@ -24,32 +24,51 @@ __kernel void copy(long n, int nd, shape_t sh, __global D *out, view_t vo,
 // than `run` is split into nrun runs (work item w copies run w % nrun of row w / nrun); with
 // nrun == 1, work item w copies the whole rows [w * rpw, (w + 1) * rpw). Launch: 1-D, `total`
 // work items (padded; each checks its bound).
-#ifdef RUNS
+#if defined(RUNS) || defined(CAT_SLOTS)
+// What copy_runs and cat_runs share: the element conversion from source type ST, the hand-
+// vectorised unit-stride row copy, and the rows [r0, r1) and the span [j0, j0 + len) of them
+// that work item w copies (rows, inner, rpw, run, nrun: clgrad/ops/_util.py's
+// copy_run_geometry).
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
-#define CONVERT16(v) CAT(convert_, CAT(D, 16))(v)
 #ifdef D_IS_BOOL
-#define CONVERT(v) (((v) != (S)0) ? 1 : 0)
+#define CONVERT_FROM(v, ST) (((v) != (ST)0) ? 1 : 0)
 #else
-#define CONVERT(v) ((D)(v))
+#define CONVERT_FROM(v, ST) ((D)(v))
 #endif
+#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
+// 16 at a time by hand: Intel's CPU compiler vectorises across work items, not the loops
+// inside one (PoCL's does: LOOP_VECTORIZER, its scalar loop is faster)
+#define COPY_VEC16(o, s, j, len) \
+    for (; j + 16 <= len; j += 16) vstore16(CAT(convert_, CAT(D, 16))(vload16(0, s + j)), 0, o + j);
+#else
+#define COPY_VEC16(o, s, j, len)
+#endif
+inline void run_span(long w, long rows, long inner, long rpw, long run, long nrun, long *r0,
+                     long *r1, long *j0, long *len) {
+    if (nrun > 1) {
+        *r0 = w / nrun;
+        *r1 = *r0 + 1;
+        *j0 = (w - *r0 * nrun) * run;
+        *len = min(run, inner - *j0);
+    } else {
+        *r0 = w * rpw;
+        *r1 = min(rows, *r0 + rpw);
+        *j0 = 0;
+        *len = inner;
+    }
+}
+#endif
+
+#ifdef RUNS
+#define CONVERT(v) CONVERT_FROM(v, S)
 __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, long nrun,
                         shape_t sh, __global D *out, view_t vo, __global const S *a,
                         view_t va) {
     long w = get_global_id(0);
     if (w >= total) return;
     long r0, r1, j0, len;
-    if (nrun > 1) {
-        r0 = w / nrun;
-        r1 = r0 + 1;
-        j0 = (w - r0 * nrun) * run;
-        len = min(run, inner - j0);
-    } else {
-        r0 = w * rpw;
-        r1 = min(rows, r0 + rpw);
-        j0 = 0;
-        len = inner;
-    }
+    run_span(w, rows, inner, rpw, run, nrun, &r0, &r1, &j0, &len);
     long so = vo.s[RUNS - 1], sa = va.s[RUNS - 1];
     for (long r = r0; r < r1; ++r) {
         long oo = vo.off + j0 * so, oa = va.off + j0 * sa, q = r;
@@ -65,11 +84,7 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
         __global D *o = out + oo;
         __global const S *s = a + oa;
         long j = 0;
-#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
-        // 16 at a time by hand: Intel's CPU compiler vectorises across work items, not the
-        // loops inside one (PoCL's does: LOOP_VECTORIZER, its scalar loop is faster)
-        for (; j + 16 <= len; j += 16) vstore16(CONVERT16(vload16(0, s + j)), 0, o + j);
-#endif
+        COPY_VEC16(o, s, j, len)
         for (; j < len; ++j) o[j] = CONVERT(s[j]);
 #else
         for (long j = 0; j < len; ++j) out[oo + j * so] = CONVERT(a[oa + j * sa]);
@@ -93,22 +108,6 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
 // input (coalesced); cat_runs (CPUs): a work item per run of about COPY_RUN elements, as
 // copy_runs. Launch: 1-D, `total` work items (padded; each checks its bound).
 #define CAT_M 34
-#ifdef D_IS_BOOL
-#define CONV_D(v, S) (((v) != (S)0) ? 1 : 0)
-#else
-#define CONV_D(v, S) ((D)(v))
-#endif
-
-#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
-// 16 at a time by hand, as copy_runs (Intel's CPU compiler vectorises across work items only)
-#define CAT_CAT_(a, b) a##b
-#define CAT_CAT(a, b) CAT_CAT_(a, b)
-#define CAT_VEC16(S) \
-    for (; j + 16 <= len; j += 16) \
-        vstore16(CAT_CAT(convert_, CAT_CAT(D, 16))(vload16(0, s + j)), 0, o + j);
-#else
-#define CAT_VEC16(S)
-#endif
 
 // Offsets in the output and the input of element e of a slot (row-major over its shape).
 inline void cat_offsets(long e, __constant const long *m, long *oo, long *oa) {
@@ -130,23 +129,13 @@ inline void cat_elem_##k(long e, __constant const long *m, __global D *out, \
                          __global const S##k *a) { \
     long oo, oa; \
     cat_offsets(e, m, &oo, &oa); \
-    out[oo] = CONV_D(a[oa], S##k); \
+    out[oo] = CONVERT_FROM(a[oa], S##k); \
 } \
 inline void cat_run_##k(long w, __constant const long *m, __global D *out, \
                         __global const S##k *a) { \
-    const long rows = m[2], inner = m[3], rpw = m[4], run = m[5], nrun = m[6]; \
+    const long inner = m[3]; \
     long r0, r1, j0, len; \
-    if (nrun > 1) { \
-        r0 = w / nrun; \
-        r1 = r0 + 1; \
-        j0 = (w - r0 * nrun) * run; \
-        len = min(run, inner - j0); \
-    } else { \
-        r0 = w * rpw; \
-        r1 = min(rows, r0 + rpw); \
-        j0 = 0; \
-        len = inner; \
-    } \
+    run_span(w, m[2], inner, m[4], m[5], m[6], &r0, &r1, &j0, &len); \
     const int nd = (int)m[1]; \
     const long so = m[17 + nd - 1], sa = m[26 + nd - 1]; \
     for (long r = r0; r < r1; ++r) { \
@@ -156,10 +145,11 @@ inline void cat_run_##k(long w, __constant const long *m, __global D *out, \
             __global D *o = out + oo; \
             __global const S##k *s = a + oa; \
             long j = 0; \
-            CAT_VEC16(S##k) \
-            for (; j < len; ++j) o[j] = CONV_D(s[j], S##k); \
+            COPY_VEC16(o, s, j, len) \
+            for (; j < len; ++j) o[j] = CONVERT_FROM(s[j], S##k); \
         } else { \
-            for (long j = 0; j < len; ++j) out[oo + j * so] = CONV_D(a[oa + j * sa], S##k); \
+            for (long j = 0; j < len; ++j) \
+                out[oo + j * so] = CONVERT_FROM(a[oa + j * sa], S##k); \
         } \
     } \
 }

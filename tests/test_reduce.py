@@ -524,6 +524,7 @@ def test_sum_into_a_strided_view():
     """reduce.sum_into (the split-K GEMM's and the 1x1 weight gradient's sum of stacked
     partial sums) writes through a strided view with an offset, scaled."""
     from clgrad.ops import reduce as rd
+    from clgrad.runtime import launch_count
     rng = np.random.default_rng(2)
     parts = rng.standard_normal((6, 5, 37)).astype(np.float32)
     big = clgrad.zeros(7, 40)
@@ -535,6 +536,14 @@ def test_sum_into_a_strided_view():
     rd.sum_into(col.T, clgrad.tensor(parts), 0)  # out's run strided 5
     np.testing.assert_allclose(col.numpy(), parts.astype(np.float64).sum(0).T, rtol=1e-6,
                                atol=1e-6)
+    g = rng.standard_normal((3, 6, 4, 5)).astype(np.float32)  # a conv's bias gradient
+    bias, gt = clgrad.zeros(13), clgrad.tensor(g)
+    launches = launch_count()
+    rd.sum_into(bias[1::2], gt, (3, 0, 2))  # dims in any order
+    assert launch_count() - launches == 1
+    want = np.zeros(13)
+    want[1::2] = g.astype(np.float64).sum((0, 2, 3))
+    np.testing.assert_allclose(bias.numpy(), want, rtol=1e-6, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["cpu", "gpu"])

@@ -53,9 +53,8 @@ def copy_raw(dst: Tensor, src: Tensor):
     dev = dst._storage.device
     if dev.kind == "cpu" and (dst._strides != src._strides or
                               not layout.is_contiguous(dst._shape, dst._strides)):
-        n = layout.numel(dst._shape)
-        if n:
-            _copy_runs(dev, d, dst, src, n)
+        if layout.numel(dst._shape):
+            _copy_runs(dev, d, dst, src)
         return
     launch_1d("copy.cl", "copy", d, dst, (src,))
 
@@ -63,7 +62,19 @@ def copy_raw(dst: Tensor, src: Tensor):
 COPY_RUN = 2048  # elements per work item of copy_runs (a row is split or rows are grouped)
 
 
-def _copy_runs(dev, defines, dst, src, n):
+def copy_run_geometry(shape) -> tuple:
+    """(rows, inner, rpw, run, nrun, work items) of kernels/copy.cl's run_span over a collapsed
+    shape: rows of ``inner`` elements (its last dim); a row longer than COPY_RUN is split into
+    nrun runs of ``run`` elements, shorter rows are grouped rpw to a work item."""
+    inner = shape[-1]
+    rows = layout.numel(shape) // inner
+    run = min(inner, COPY_RUN)
+    nrun = -(-inner // run)
+    rpw = max(1, COPY_RUN // inner) if nrun == 1 else 1
+    return rows, inner, rpw, run, nrun, -(-rows // rpw) * nrun
+
+
+def _copy_runs(dev, defines, dst, src):
     """The strided copy of a CPU device: kernels/copy.cl's copy_runs over the collapsed
     geometry, each work item (a work-group of one) copying about COPY_RUN elements as runs
     along the last dim, offsets computed once per run. On the CPU runtimes the one-element
@@ -75,12 +86,7 @@ def _copy_runs(dev, defines, dst, src, n):
     if len(shape) > MAXD:
         raise RuntimeError(f"copy_: tensors of more than {MAXD} non-mergeable dims are "
                            f"not supported, got shape {tuple(dst.shape)}")
-    inner = shape[-1]
-    rows = n // inner
-    run = min(inner, COPY_RUN)
-    nrun = -(-inner // run)
-    rpw = max(1, COPY_RUN // inner) if nrun == 1 else 1  # rows per work item
-    total = -(-rows // rpw) * nrun
+    rows, inner, rpw, run, nrun, total = copy_run_geometry(shape)
     d = dict(defines, RUNS=len(shape))
     if so[-1] == 1 and sa[-1] == 1:
         d["UNIT"] = 1

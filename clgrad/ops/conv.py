@@ -123,7 +123,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             if empty_sum:
                 ew.fill_raw(gw, 0)
                 if gb is not None:
-                    ew.copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+                    rd.sum_into(gb, g4, (0, 2, 3))
             else:
                 p = geo._replace(x=v5(x4, geo.g))
                 _run(*_choose("grad_weight", p, weight), "grad_weight", p, x4, g4, gw, gb)

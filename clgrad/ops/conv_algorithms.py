@@ -534,7 +534,7 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
              raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0,
              split=False)
     if gb is not None:
-        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+        rd.sum_into(gb, g4, (0, 2, 3))
 
 
 # -- pointwise: a 1 x 1, stride-1, unpadded conv is a GEMM (conv_pw_cpu.cl; matmul.gemm) ----
@@ -572,9 +572,14 @@ def _view5(t, v, n, g, c, h, w):
     return raw(t, (n, g, c, h, w), v[1:], v[0])
 
 
-def _dense5(t) -> tuple:
-    """(offset, strides) of a fresh contiguous 5-D tensor, as a view tuple."""
-    return (t._offset,) + tuple(t._strides)
+def _merged_x(p: Problem, x):
+    """(p, x) with x's view of p copied into a fresh contiguous (n, g, c, h, w) tensor where
+    its pixels do not merge into one stride (what the pointwise kernels index)."""
+    if _pixels(p.x, p.h, p.w) is not None:
+        return p, x
+    xc = empty((p.n, p.g, p.c, p.h, p.w), x.dtype, x._storage.device)
+    copy_raw(xc, _view5(x, p.x, p.n, p.g, p.c, p.h, p.w))
+    return p._replace(x=(xc._offset,) + tuple(xc._strides)), xc
 
 
 def _pointwise_operands(p: Problem, x, y):
@@ -592,14 +597,10 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     pixels do not merge)."""
     if p.uh * p.uw > 1:  # the input gradient of a strided 1 x 1: y is zero between samples
         fill_raw(_view5(y, p.y, p.n, p.g, p.o, p.oh, p.ow), 0)
-    p = _pw_dense(p)
-    if _pixels(p.x, p.h, p.w) is None:
-        xc = empty((p.n, p.g, p.c, p.h, p.w), x.dtype, x._storage.device)
-        copy_raw(xc, _view5(x, p.x, p.n, p.g, p.c, p.h, p.w))
-        x, p = xc, p._replace(x=_dense5(xc))
+    p, x = _merged_x(_pw_dense(p), x)
     if _pixels(p.y, p.oh, p.ow) is None:
         yc = empty((p.n, p.g, p.o, p.oh, p.ow), y.dtype, y._storage.device)
-        _pointwise_fwd(p._replace(y=_dense5(yc)), plan, x, w, yc, bias)
+        _pointwise_fwd(p._replace(y=(yc._offset,) + tuple(yc._strides)), plan, x, w, yc, bias)
         copy_raw(_view5(y, p.y, p.n, p.g, p.o, p.oh, p.ow), yc)
         return
     dev = x._storage.device
@@ -621,12 +622,8 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     stride reads x subsampled (_pw_dense); x or g whose pixels do not merge are copied."""
     dev = x._storage.device
     if gb is not None:
-        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
-    p = _pw_dense(p)
-    if _pixels(p.x, p.h, p.w) is None:
-        xc = empty((p.n, p.g, p.c, p.h, p.w), x.dtype, dev)
-        copy_raw(xc, _view5(x, p.x, p.n, p.g, p.c, p.h, p.w))
-        x, p = xc, p._replace(x=_dense5(xc))
+        rd.sum_into(gb, g4, (0, 2, 3))
+    p, x = _merged_x(_pw_dense(p), x)
     if _pixels(v5(g4, p.g), p.oh, p.ow) is None:
         gc = empty(tuple(g4.shape), g4.dtype, dev)
         copy_raw(gc, g4)
@@ -1049,7 +1046,7 @@ def _blocked_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
                    (d["MB"] * d["BW"], p.g * obm), None,
                    p.pack(), np.int64(obm), wt._storage.buffer, gw._storage.buffer, gv)
     if gb is not None:
-        copy_raw(gb, rd.sum(g4, dim=(0, 2, 3)))
+        rd.sum_into(gb, g4, (0, 2, 3))
 
 
 KERNELS = {  # algorithm: ((planner, forward launcher), (planner, weight-gradient launcher))

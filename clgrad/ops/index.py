@@ -81,7 +81,6 @@ def _cat_copy(out: Tensor, parts, d: int):
                          out._offset + start * out._strides[d])
             jobs.append((dst, t))
         start += n
-    out._storage.host = None  # written: a host copy (Storage.keep_host) is stale
     for i in range(0, len(jobs), CAT_SLOTS):
         batch = jobs[i:i + CAT_SLOTS]
         if len(batch) == 1:
@@ -114,7 +113,7 @@ def _cat_plan(dev, dt, batch):
     """(kernel, global size, local size, by-value arguments as (index, value), the meta
     buffer) of _cat_launch: see kernels/copy.cl's cat."""
     import pyopencl as cl
-    from clgrad.ops._util import COPY_RUN, MAXD
+    from clgrad.ops._util import MAXD, copy_run_geometry
     meta = np.zeros(CAT_SLOTS * _CAT_M + 1, np.int64)
     defines = {"D": dt.cl, "S": dt.cl, "CAT_SLOTS": CAT_SLOTS}  # (S: the file's copy)
     if dt.is_bool:
@@ -129,13 +128,9 @@ def _cat_plan(dev, dt, batch):
             raise RuntimeError(f"cat: tensors of more than {MAXD} non-mergeable dims are not "
                                f"supported, got shape {tuple(src.shape)}")
         m = meta[k * _CAT_M:(k + 1) * _CAT_M]
-        n = layout.numel(shape)
-        inner = shape[-1]
-        rows = n // inner
-        run = min(inner, COPY_RUN)
-        nrun = -(-inner // run)
-        rpw = max(1, COPY_RUN // inner) if nrun == 1 else 1  # rows per work item
-        items = -(-rows // rpw) * nrun if dev.kind == "cpu" else n
+        rows, inner, rpw, run, nrun, items = copy_run_geometry(shape)
+        if dev.kind != "cpu":  # cat_elems: an item per element
+            items = rows * inner
         m[:8] = (total, len(shape), rows, inner, rpw, run, nrun, so[-1] == 1 and sa[-1] == 1)
         m[8:8 + len(shape)] = shape
         m[16], m[17:17 + len(so)] = dst._offset, so

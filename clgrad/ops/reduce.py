@@ -237,14 +237,18 @@ def _cols_plan(dev, d, o_shape, xo_st, x_off, vout, out_o, ni, i_shape, xi_st):
              np.int32(len(i_shape)), shape_arg(i_shape), vx_inner, _SCALE))
 
 
-def sum_into(out: Tensor, x: Tensor, dim: int, scale=1.0) -> Tensor:
+def sum_into(out: Tensor, x: Tensor, dim, scale=1.0) -> Tensor:
     """``out = scale * x.sum(dim)`` written into the view ``out`` (x's shape without
-    ``dim``, x's floating dtype), in one launch; no autograd (internal: the split-K GEMM
-    sums its slices straight into its result, clgrad/ops/matmul.py)."""
-    kept, _ = _out_shapes(x, (dim,), False)
-    st = out._strides[:dim] + (0,) + out._strides[dim:]
-    _launch_reduce(x, (dim,), False, "OP_SUM", out.dtype, _acc_for(out.dtype), scale,
-                   out=Tensor(out._storage, kept, st, out._offset))
+    ``dim``, an int or a tuple of non-negative ints; x's floating dtype), in one launch; no
+    autograd (internal: the split-K GEMM sums its slices straight into its result,
+    clgrad/ops/matmul.py; a conv's bias gradient is g.sum((0, 2, 3)) into the bias's view)."""
+    dims = (dim,) if isinstance(dim, int) else tuple(sorted(dim))
+    kept, _ = _out_shapes(x, dims, False)
+    st = list(out._strides)
+    for d in dims:
+        st.insert(d, 0)
+    _launch_reduce(x, dims, False, "OP_SUM", out.dtype, _acc_for(out.dtype), scale,
+                   out=Tensor(out._storage, kept, tuple(st), out._offset))
     return out
 
 
