@@ -18,7 +18,7 @@ from clgrad.dtypes import get_default_dtype
 from clgrad.runtime import Device, devices, default_device, set_default_device, synchronize
 from clgrad.runtime import OutOfMemoryError
 from clgrad.tensor import Tensor, Size, memory_allocated
-from clgrad._device import device
+from clgrad._device import device, get_default_device
 from clgrad._generator import Generator
 from clgrad.errors import DeviceError
 from clgrad._legacy import cpu_types as _cpu_types
@@ -143,7 +143,8 @@ __all__ = [
     "OutOfMemoryError",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "half", "float", "double", "short", "int", "long", "get_default_dtype",
-    "devices", "default_device", "set_default_device", "synchronize", "memory_allocated",
+    "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
+    "memory_allocated",
     "is_tensor", "numel",
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
     "CharTensor", "ByteTensor", "BoolTensor",

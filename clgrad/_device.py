@@ -12,18 +12,19 @@ What the names mean here (there is no CUDA; every device is an OpenCL device):
                        clgrad's own device specs (see ``clgrad.runtime.get_device``)
 
 So ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` picks the first OpenCL GPU
-where one exists and the CPU device otherwise. Deliberate differences from PyTorch: tensors are
-created on ``clgrad.default_device()`` (the first GPU if any, else the CPU device; see
-CLGRAD_DEVICE), not always on the CPU; "cpu" tensors live on an OpenCL device too, so
-``.numpy()`` is a copy for them as well. Where no GPU exists, using "cuda" for a tensor raises
-DeviceError (a RuntimeError) saying that no OpenCL GPU was found.
+where one exists and the CPU device otherwise. As in PyTorch, tensors are created on "cpu" (the
+OpenCL CPU device, ``clgrad.default_device()``) unless ``clgrad.set_default_device(...)`` or
+``CLGRAD_DEVICE`` says otherwise, also on a machine with a GPU. Deliberate difference: "cpu"
+tensors live on an OpenCL device too, so ``.numpy()`` is a copy for them as well. Where no GPU
+exists, using "cuda" for a tensor raises DeviceError (a RuntimeError) saying that no OpenCL GPU
+was found.
 
 ``Tensor.device`` is a ``clgrad.device`` as in PyTorch (``str(x.device)`` is 'cpu' or 'cuda:0',
 equal and hash-equal to ``device("cpu")``); the OpenCL device behind it is ``x.device.opencl``
 (a ``clgrad.runtime.Device``, also ``x.untyped_storage().device``).
 
-No OpenCL CPU device (e.g. a machine whose only OpenCL driver is NVIDIA's): "cpu" then names
-the default device (the GPU), with one warning saying so. ``.cpu()``, ``.to("cpu")``,
+No OpenCL CPU device (e.g. a machine whose only OpenCL driver is NVIDIA's): the default device
+is then the GPU, and "cpu" names it, with one warning saying so. ``.cpu()``, ``.to("cpu")``,
 ``device="cpu"`` and ``map_location="cpu"`` keep working; the tensor reports where it really is
 (``x.cpu().device`` is 'cuda:0' there), so the device never lies about where compute happens.
 ``.numpy()``, ``.tolist()``, ``.item()`` and printing read any device directly.
@@ -35,7 +36,7 @@ import re
 
 from clgrad import runtime
 
-__all__ = ["device", "resolve", "of_runtime"]
+__all__ = ["device", "resolve", "of_runtime", "get_default_device"]
 
 _TYPES = ("cpu", "cuda")
 _OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu", "mtia",
@@ -185,6 +186,12 @@ def of_runtime(dev: runtime.Device) -> device:
         d = device(dev)
         dev._torch_device = d
     return d
+
+
+def get_default_device() -> device:
+    """The device new tensors go to, as ``torch.get_default_device()``: ``device('cpu')``
+    unless ``set_default_device`` or ``CLGRAD_DEVICE`` chose another."""
+    return of_runtime(runtime.default_device())
 
 
 # ---------------------------------------------------------------------------- private helpers

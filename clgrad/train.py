@@ -193,6 +193,8 @@ def fit(args) -> dict:
     if args.device and world == 1:
         with _blame("--device", args.device):
             runtime.set_default_device(args.device)
+    elif world == 1:  # the job picks the fastest device (GPU first); new tensors follow it
+        runtime.set_default_device(runtime.fastest_device())
     device = runtime.default_device()
 
     creation.manual_seed(args.seed)

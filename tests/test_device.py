@@ -458,3 +458,51 @@ def test_cpu_target_arch_keys_the_build(arch):
     want = "-DCPU_TARGET_ARCH_core_avx2"
     assert (want in options) == (kind == "cpu" and arch == "core-avx2"), r.stdout
     assert not any(o.startswith("-DCPU_TARGET_ARCH_") for o in options if o != want)
+
+
+class _FakeCandidate:
+    """A discovered device as default_device() sees it (no OpenCL object behind it)."""
+
+    def __init__(self, pi, kind, label, usable=True):
+        self.pi, self.di, self.kind, self.label, self.usable = pi, 0, kind, label, usable
+        self.spec, self.name, self.platform_name, self.reason = f"{pi}:0", label, label, "ok"
+
+
+@pytest.fixture
+def fake_found(fresh_default):
+    """A GPU listed before two CPU runtimes (as NVIDIA's ICD often is); _device_for gives the
+    candidate back instead of opening a device."""
+    found = [_FakeCandidate(0, "gpu", "nvidia cuda"), _FakeCandidate(1, "cpu", "portable "
+             "computing language"), _FakeCandidate(2, "cpu", "intel(r) opencl")]
+    fresh_default.delenv("CLGRAD_DEVICE", raising=False)
+    fresh_default.setattr(device_mod.discovery, "_discover", lambda: found)
+    fresh_default.setattr(device_mod.discovery, "_device_for", lambda c: c)
+    fresh_default.setattr(device_mod.discovery, "_PINNED", [None])
+    return found
+
+
+def test_default_device_is_the_cpu_on_a_gpu_machine(fake_found):
+    """PyTorch's default is "cpu": the preferred CPU runtime (Intel's) even when a GPU exists;
+    the training job's fastest_device takes the GPU; CLGRAD_DEVICE and set_default_device
+    still win."""
+    gpu, pocl, intel = fake_found
+    assert device_mod.discovery._preference_order(fake_found) == [gpu, intel, pocl]
+    assert device_mod.discovery._preference_order(fake_found, "cpu") == [intel, pocl, gpu]
+    assert clgrad.default_device() is intel
+    assert device_mod.fastest_device() is gpu and clgrad.default_device() is intel
+    intel.usable = False
+    device_mod.discovery._DEFAULT[0] = None
+    assert clgrad.default_device() is pocl and device_mod.fastest_device() is gpu
+    pocl.usable = False  # no CPU device works: today's fallback, the GPU
+    device_mod.discovery._DEFAULT[0] = None
+    assert clgrad.default_device() is gpu
+
+
+def test_clgrad_device_env_and_set_default_device_win(fake_found, monkeypatch):
+    gpu, pocl, intel = fake_found
+    monkeypatch.setenv("CLGRAD_DEVICE", "1:0")
+    assert clgrad.default_device() is pocl and device_mod.fastest_device() is pocl
+    monkeypatch.delenv("CLGRAD_DEVICE")
+    device_mod.discovery._DEFAULT[0] = None
+    assert clgrad.set_default_device("cuda") is gpu and clgrad.default_device() is gpu
+    assert clgrad.set_default_device(None) is intel and clgrad.default_device() is intel

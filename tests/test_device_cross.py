@@ -166,11 +166,12 @@ def _run(code, as_gpu):
 
 
 def test_gpu_default_machine_runs_cpu_checkpoints():
-    """Default device a "GPU" (PoCL here), "cpu" another device: the two torch_format tests
-    that failed on the H200, plus moves and autograd between them."""
+    """Default device a "GPU" (PoCL here; CLGRAD_DEVICE=cuda or set_default_device('cuda')),
+    "cpu" another device: the two torch_format tests that failed on the H200, plus moves and
+    autograd between them."""
     _two_devices()
-    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU="pocl")
-    env.pop("CLGRAD_DEVICE", None)
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU="pocl",
+               CLGRAD_DEVICE="cuda")
     tests = ["tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_clgrad_model",
              "tests/test_torch_format.py::test_map_location_forms",
              "tests/test_device_cross.py::test_to_other_device_records_autograd"]
@@ -180,6 +181,7 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
                         *tests], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT)
     assert r.returncode == 0 and f"{len(tests)} passed" in r.stdout, r.stdout + r.stderr
     r = _run("import clgrad as torch\n"
+             "torch.set_default_device('cuda')\n"
              "x = torch.ones(2, 3, requires_grad=True)\n"
              "assert str(x.device) == 'cuda:0' and x.is_cuda and torch.cuda.is_available()\n"
              "assert x.device == torch.device('cuda') or x.device == torch.device('cuda:0')\n"
@@ -193,6 +195,36 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
              "m = torch.nn.Linear(3, 2)\n"
              "assert next(m.parameters()).is_cuda\n"
              "m.load_state_dict({k: v.cpu() for k, v in m.state_dict().items()})\n"
+             "print('ok')\n", "pocl")
+    assert r.stdout.strip().endswith("ok")
+
+
+def test_gpu_machine_creates_on_cpu_as_pytorch():
+    """A "GPU" (PoCL here) and a CPU device: new tensors, modules and DataLoader batches go to
+    "cpu" as in PyTorch (dcgan/vae/mnist_forward_forward with device("cpu") failed on the
+    H200), while "cuda", torch.cuda and torch.accelerator find the GPU and the training job's
+    fastest_device takes it. No kernel runs on the "GPU"."""
+    _two_devices()
+    r = _run("import clgrad as torch\n"
+             "from clgrad.utils.data import DataLoader, TensorDataset\n"
+             "assert torch.default_device().kind == 'cpu'\n"
+             "assert torch.get_default_device() == torch.device('cpu')\n"
+             "device = torch.device('cpu')\n"
+             "m = torch.nn.Linear(3, 2).to(device)\n"
+             "x = torch.randn(4, 3)\n"
+             "assert x.device == device and next(m.parameters()).device == device\n"
+             "ds = TensorDataset(torch.arange(8.0).reshape(4, 2), torch.arange(4))\n"
+             "xb, yb = next(iter(DataLoader(ds, batch_size=2)))\n"
+             "assert xb.device == device and yb.device == device\n"
+             "assert m(x).shape == (4, 2) and m(x).device == device\n"
+             "assert torch.cuda.is_available() and torch.cuda.device_count() == 1\n"
+             "assert torch.accelerator.current_accelerator() == torch.device('cuda')\n"
+             "assert torch.device('cuda').opencl.kind == 'gpu'\n"
+             "assert torch.runtime.fastest_device() is torch.device('cuda').opencl\n"
+             "torch.set_default_device('cuda')\n"
+             "assert torch.get_default_device() == torch.device('cuda:0')\n"
+             "torch.set_default_device(None)\n"
+             "assert torch.get_default_device() == torch.device('cpu')\n"
              "print('ok')\n", "pocl")
     assert r.stdout.strip().endswith("ok")
 

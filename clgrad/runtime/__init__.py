@@ -23,8 +23,10 @@ Device choice (``CLGRAD_DEVICE``): ``cpu``, ``gpu``, ``cuda`` (= ``gpu``), ``cpu
 ``cuda:N`` (the N-th usable device of that kind), ``P:D`` (platform and device indices as listed
 by ``clgrad.devices()``), or a case-insensitive substring of the platform name and version
 (``intel``, ``pocl``, ``nvidia``) or of the device name; platform matches win over device-name
-matches. Default: the first usable GPU, else the usable CPU device of the preferred CPU runtime
-(``CPU_RUNTIME_PREFERENCE``: Intel's, then PoCL, then any), else any usable device.
+matches. Default (``default_device``, PyTorch's "cpu"): the usable CPU device of the preferred
+CPU runtime (``CPU_RUNTIME_PREFERENCE``: Intel's, then PoCL, then any), else the first usable
+GPU, else any usable device; ``fastest_device`` (the training job's choice) takes the first
+usable GPU before the CPU devices.
 Indices (``cpu:N``, ``cuda:N``) count usable devices of a kind in that order, the device
 ``CLGRAD_DEVICE`` names first, so that ``cpu``/``cuda`` mean the device the user chose.
 
@@ -39,8 +41,9 @@ from clgrad.runtime.device import (  # noqa: F401  (private names: tests and cud
     Device, OutOfMemoryError, cache_dir, kernel_dir, launch_count, pack)
 from clgrad.runtime.discovery import (  # noqa: F401
     CPU_RUNTIME_PREFERENCE, STALE_LOCK_S, _DEFAULT, _DEVICES, _clear_stale_cache_lock,
-    default_device, devices, get_device, runtime_notes, set_default_device, synchronize)
+    default_device, devices, fastest_device, get_device, runtime_notes, set_default_device,
+    synchronize)
 
-__all__ = ["Device", "devices", "default_device", "set_default_device", "get_device",
-           "synchronize", "kernel_dir", "launch_count", "cache_dir", "CPU_RUNTIME_PREFERENCE",
-           "OutOfMemoryError"]
+__all__ = ["Device", "devices", "default_device", "fastest_device", "set_default_device",
+           "get_device", "synchronize", "kernel_dir", "launch_count", "cache_dir",
+           "CPU_RUNTIME_PREFERENCE", "OutOfMemoryError"]

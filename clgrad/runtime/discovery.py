@@ -23,8 +23,8 @@ from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
                                    _pyopencl_cache_dir, cache_dir)
 
-__all__ = ["devices", "default_device", "set_default_device", "get_device", "synchronize",
-           "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
+__all__ = ["devices", "default_device", "fastest_device", "set_default_device", "get_device",
+           "synchronize", "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
 
 _PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder (holds _probe.py)
 
@@ -284,11 +284,13 @@ def _run_probe(specs) -> dict:
     return out
 
 
-def _preference_order(found) -> list:
-    """GPUs first, then CPUs by CPU_RUNTIME_PREFERENCE, then the rest; the device CLGRAD_DEVICE
-    names first of its kind; stable otherwise."""
+def _preference_order(found, first: str = "gpu") -> list:
+    """GPUs first (``first="cpu"``: CPUs first), CPUs by CPU_RUNTIME_PREFERENCE, then the rest;
+    the device CLGRAD_DEVICE names first of its kind; stable otherwise."""
+    kinds = {"gpu": 0, "cpu": 1} if first == "gpu" else {"cpu": 0, "gpu": 1}
+
     def rank(c):
-        kind = {"gpu": 0, "cpu": 1}.get(c.kind, 2)
+        kind = kinds.get(c.kind, 2)
         pref = next((i for i, w in enumerate(CPU_RUNTIME_PREFERENCE) if w in c.label),
                     len(CPU_RUNTIME_PREFERENCE))
         return kind, c is not _PINNED[0], pref if c.kind == "cpu" else 0, c.pi, c.di
@@ -402,8 +404,11 @@ def _device_for(c) -> Device:
 
 
 def default_device() -> Device:
-    """The device tensors are created on: ``CLGRAD_DEVICE`` if set, else the first usable GPU,
-    else the preferred usable CPU device (see the module docstring).
+    """The device tensors are created on when no device is given, as PyTorch's "cpu":
+    ``CLGRAD_DEVICE`` if set (or what ``set_default_device`` chose), else the usable CPU device
+    of the preferred CPU runtime (see the module docstring), also on a machine with a GPU
+    ("cuda", ``clgrad.cuda``, ``clgrad.accelerator`` name the GPU). Where no OpenCL CPU device
+    works, the first usable GPU ("cpu" then names it too, with one warning: clgrad/_device.py).
 
     Raises:  DeviceError naming the variable for a bad ``CLGRAD_DEVICE``, or, when no device
              works, listing each device with the reason and how to fix it.
@@ -412,34 +417,55 @@ def default_device() -> Device:
     if dev is not None:
         return dev
     with _LOCK:
-        if _DEFAULT[0] is not None:
-            return _DEFAULT[0]
-        spec = settings.getenv("CLGRAD_DEVICE")
-        if spec:
-            try:
-                _DEFAULT[0] = get_device(spec)
-            except DeviceError as e:  # say where the bad spec came from
-                raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
-            _log.logger.debug("default device: %r (CLGRAD_DEVICE=%r)", _DEFAULT[0], spec)
-            return _DEFAULT[0]
-        found = _discover()
-        usable = [c for c in _preference_order(found) if c.usable]
-        if not usable:
-            if not found:
-                notes = "".join(f"; {n}" for n in _RUNTIME_NOTES)
-                raise DeviceError(f"no OpenCL device found{notes}: {_fix_hint()}")
-            why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}"
-                            for c in found)
-            raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
-        _DEFAULT[0] = _device_for(usable[0])
-        _log.logger.debug("default device: %r (the first usable of %s: GPUs first, then CPU "
-                          "runtimes in the order %s)", _DEFAULT[0],
-                          [f"{c.spec} {c.name}" for c in usable], CPU_RUNTIME_PREFERENCE)
+        if _DEFAULT[0] is None:
+            _DEFAULT[0] = _choose("cpu")
         return _DEFAULT[0]
 
 
+def fastest_device() -> Device:
+    """The device a training job runs on when told none (``python -m clgrad train``):
+    ``CLGRAD_DEVICE`` if set, else the first usable GPU, else the preferred CPU device. Leaves
+    the default device as it is. Raises DeviceError as ``default_device``."""
+    return _choose("gpu")
+
+
+def _choose(first: str) -> Device:
+    """``CLGRAD_DEVICE``'s device, else the first usable device in ``_preference_order(found,
+    first)``."""
+    spec = settings.getenv("CLGRAD_DEVICE")
+    if spec:
+        try:
+            dev = get_device(spec)
+        except DeviceError as e:  # say where the bad spec came from
+            raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
+        _log.logger.debug("%s device: %r (CLGRAD_DEVICE=%r)",
+                          "default" if first == "cpu" else "fastest", dev, spec)
+        return dev
+    found = _discover()
+    usable = [c for c in _preference_order(found, first) if c.usable]
+    if not usable:
+        if not found:
+            notes = "".join(f"; {n}" for n in _RUNTIME_NOTES)
+            raise DeviceError(f"no OpenCL device found{notes}: {_fix_hint()}")
+        why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}" for c in found)
+        raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
+    dev = _device_for(usable[0])
+    _log.logger.debug("%s device: %r (the first usable of %s: %s first, then CPU runtimes in "
+                      "the order %s)", "default" if first == "cpu" else "fastest", dev,
+                      [f"{c.spec} {c.name}" for c in usable], first.upper() + "s",
+                      CPU_RUNTIME_PREFERENCE)
+    return dev
+
+
 def set_default_device(spec) -> Device:
-    """Make ``spec`` (a Device or a spec as for ``get_device``) the default device."""
+    """Make ``spec`` (a Device, a ``clgrad.device`` or a spec as for ``get_device``: "cuda",
+    "cpu", ...) the default device, as ``torch.set_default_device``; None: back to the
+    default's default (``CLGRAD_DEVICE``, else the CPU device). Returns the runtime Device.
+    Raises DeviceError as ``get_device``."""
+    if spec is None:
+        with _LOCK:
+            _DEFAULT[0] = None
+        return default_device()
     dev = get_device(spec)
     with _LOCK:
         _DEFAULT[0] = dev
