@@ -37,3 +37,4 @@ from clgrad.nn.parallel import DataParallel  # noqa: F401,E402
 from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
 from clgrad.nn.transformer import (Transformer, TransformerEncoder,  # noqa: F401,E402
                                    TransformerEncoderLayer)
+from clgrad.nn import modules  # noqa: F401,E402  (torch.nn.modules.module hooks)

@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from clgrad.nn.activation import ReLU, ReLU6, SiLU
 from clgrad.nn.module import Module, Parameter
+from clgrad.nn import module_hooks
 from clgrad.nn.normalization import BatchNorm2d
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity"]
@@ -88,7 +89,9 @@ class Sequential(_Indexed):
             if type(m) is BatchNorm2d and i + 1 < len(mods):
                 act = _FUSED_ACTS.get(type(mods[i + 1]))
                 if act is not None and "forward" not in m.__dict__ and \
-                        "forward" not in mods[i + 1].__dict__:  # (not replaced on the instance)
+                        "forward" not in mods[i + 1].__dict__ and not \
+                        module_hooks.has_hooks(m) and not module_hooks.has_hooks(mods[i + 1]):
+                    # (forward not replaced on the instance, no hooks to call)
                     x = m._forward(x, act)  # one fused op, the values of the two
                     i += 2
                     continue

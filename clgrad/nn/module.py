@@ -14,6 +14,7 @@ import numpy as np
 
 from clgrad.autograd import no_grad
 from clgrad.creation import empty, from_numpy
+from clgrad.nn import module_hooks
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
@@ -87,13 +88,66 @@ class Module:
     def forward(self, *args, **kwargs):
         """The computation; subclasses override it. Raises NotImplementedError here.
 
-        Unlike PyTorch, calling a module calls forward directly (no forward hooks).
+        Calling the module calls forward, with its hooks around it when it has any
+        (clgrad/nn/module_hooks.py: PyTorch's order and rules).
         """
         raise NotImplementedError(f"{type(self).__name__}: expected a forward() method, got "
                                   f"none; define forward in the subclass")
 
     def __call__(self, *args, **kwargs):
+        if module_hooks.has_hooks(self):
+            return module_hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- call hooks (PyTorch's; run by module_hooks.call) --------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False):
+        """Run ``hook(module, args)`` before each forward (``with_kwargs``: ``hook(module, args,
+        kwargs)``, returning None or ``(args, kwargs)``); a non-None result replaces args (a
+        non-tuple becomes a 1-tuple). ``prepend``: before the hooks already registered.
+        Returns a handle whose ``remove()`` unregisters it. Raises TypeError for a non-callable.
+        """
+        flags = [module_hooks.store(self, "_forward_pre_hooks_with_kwargs")] if with_kwargs \
+            else []
+        return module_hooks.register(module_hooks.store(self, "_forward_pre_hooks"), hook,
+                                     "register_forward_pre_hook", prepend, flags)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        """Run ``hook(module, args, output)`` after each forward (``with_kwargs``: ``hook(module,
+        args, kwargs, output)``); a non-None result replaces the output. ``always_call``: also
+        when forward raises (then output is None). ``prepend``: before the hooks already
+        registered. Returns a handle with ``remove()``. Raises TypeError for a non-callable.
+        """
+        flags = [module_hooks.store(self, name) for name, on in (
+            ("_forward_hooks_with_kwargs", with_kwargs),
+            ("_forward_hooks_always_called", always_call)) if on]
+        return module_hooks.register(module_hooks.store(self, "_forward_hooks"), hook,
+                                     "register_forward_hook", prepend, flags)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """Run ``hook(module, grad_output)`` when the gradients of the module's outputs are
+        computed: ``grad_output`` a tuple with one entry per output (None for a non-tensor or
+        an output without gradient); a non-None result (same length, else RuntimeError)
+        replaces it. Returns a handle with ``remove()``."""
+        return module_hooks.register(module_hooks.store(self, "_backward_pre_hooks"), hook,
+                                     "register_full_backward_pre_hook", prepend)
+
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """Run ``hook(module, grad_input, grad_output)`` when the gradients of the module's
+        inputs are computed: tuples with one entry per positional argument / output (None for
+        non-tensors and tensors without gradient); a non-None result (same length, else
+        RuntimeError) replaces grad_input. When no input requires grad, the hook runs with
+        grad_input all None once grad_output is known (with PyTorch's warning). Returns a
+        handle with ``remove()``."""
+        return module_hooks.register(module_hooks.store(self, "_backward_hooks"), hook,
+                                     "register_full_backward_hook", prepend)
+
+    def register_backward_hook(self, hook):
+        """Not supported (PyTorch deprecates it: its grad_input is that of the last op only);
+        raises NotImplementedError: use register_full_backward_hook."""
+        raise NotImplementedError("register_backward_hook: the non-full backward hook is not "
+                                  "supported; use register_full_backward_hook")
 
     # -- registration -------------------------------------------------------------------------
     def __setattr__(self, name, value):
