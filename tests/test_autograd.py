@@ -53,11 +53,11 @@ def test_leaf_and_non_leaf_attributes():
     assert x.requires_grad and x.is_leaf and x.grad_fn is None
     y = x * 2.0
     assert y.requires_grad and not y.is_leaf and y.grad_fn.name == "mul"
-    edges = y.grad_fn.next_functions
-    assert len(edges) == 2 and edges[0] is x and edges[1] is None
+    edges = y.grad_fn.next_functions  # PyTorch's (node, input_nr) pairs
+    assert len(edges) == 2 and edges[0][0].variable is x and edges[1] == (None, 0)
     assert "grad_fn=<MulBackward0>" in repr(y)  # PyTorch's name
     z = leaf([1.0]) * leaf([2.0], requires_grad=False)
-    assert z.grad_fn.next_functions[1] is None
+    assert z.grad_fn.next_functions[1] == (None, 0)
     plain = leaf([1.0], requires_grad=False) * 3.0
     assert not plain.requires_grad and plain.grad_fn is None and plain.is_leaf
 
@@ -1141,3 +1141,49 @@ def test_fresh_parameter_gradients_are_kept_without_copies():
                                atol=1e-3)
     np.testing.assert_allclose(bn.weight.grad.numpy(), (2 * zh * zh).sum((0, 2, 3)),
                                rtol=1e-3, atol=1e-3)
+
+
+def _graph_walk(loss):
+    """(depth, name(), [(next name(), input_nr)]) of every node below loss, depth first."""
+    out = []
+
+    def walk(fn, depth):
+        out.append((depth, fn.name(), [(None if n is None else n.name(), i)
+                                       for n, i in fn.next_functions]))
+        for n, _ in fn.next_functions:
+            if n is not None and not hasattr(n, "variable"):
+                walk(n, depth + 1)
+    walk(loss.grad_fn, 0)
+    return out
+
+
+def _graph_program(t):
+    x = t.ones(2, 3, requires_grad=True)
+    w = t.ones(3, requires_grad=True)
+    loss = ((x * w + t.ones(3)).sum(1) ** 2).mean()
+    a, b = t.ones(4, requires_grad=True).split(2)
+    return x, w, loss, (a + b).grad_fn
+
+
+def test_grad_fn_next_functions_name_metadata():
+    """PyTorch's graph face: next_functions as (node, input_nr) pairs (AccumulateGrad with
+    .variable for leaves, (None, 0) for inputs without gradient), name(), metadata."""
+    x, w, loss, split_sum = _graph_program(clgrad)
+    acc = "torch::autograd::AccumulateGrad"
+    assert _graph_walk(loss) == [
+        (0, "MeanBackward0", [("PowBackward0", 0)]), (1, "PowBackward0", [("SumBackward1", 0)]),
+        (2, "SumBackward1", [("AddBackward0", 0)]),
+        (3, "AddBackward0", [("MulBackward0", 0), (None, 0)]),
+        (4, "MulBackward0", [(acc, 0), (acc, 0)])]
+    mul = loss.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0]
+    mul = mul.next_functions[0][0]
+    assert [n.variable for n, _ in mul.next_functions] == [x, w] and mul.name == "mul"
+    loss.grad_fn.metadata["tag"] = 7
+    assert loss.grad_fn.metadata == {"tag": 7} and mul.metadata == {}
+    assert [(n.name(), i) for n, i in split_sum.next_functions] == [("SplitBackward0", 0),
+                                                                    ("SplitBackward0", 1)]
+
+
+def test_grad_fn_graph_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _graph_walk(_graph_program(clgrad)[2]) == _graph_walk(_graph_program(torch)[2])

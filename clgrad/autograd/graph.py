@@ -31,15 +31,18 @@ class Node:
     into its ``.grad``) or None (no gradient needed). ``backward_fn(grad_out)`` returns one
     gradient (or None) per input; it is None once released. ``saved`` is a tuple of
     (tensor, storage version at save time). ``retained`` is a weakref to the output when it
-    called ``retain_grad()``.
+    called ``retain_grad()``. ``out_ndim``: the output's dims (PyTorch's name of reductions).
+
+    PyTorch's face: ``name()`` ('MulBackward0'; ``name`` also compares equal to clgrad's own
+    op name, 'mul'), ``next_functions`` ((node, input_nr) pairs), ``metadata`` (a dict).
     """
 
-    __slots__ = ("seq", "name", "next", "backward_fn", "saved", "retained", "input_meta",
-                 "hooks", "n_outputs", "slot", "__weakref__")
+    __slots__ = ("seq", "_op", "next", "backward_fn", "saved", "retained", "input_meta",
+                 "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "__weakref__")
 
     def __init__(self, name, next_edges, backward_fn, saved, input_meta):
         self.seq = next(_seq)
-        self.name = name
+        self._op = name
         self.next = next_edges
         self.backward_fn = backward_fn
         self.saved = saved
@@ -48,14 +51,82 @@ class Node:
         self.hooks = None      # {key: hook} registered on the output tensor (register_hook)
         self.n_outputs = None  # a Function with several outputs: gradients arrive as a list
         self.slot = None       # the output of such a Function this Node stands for
+        self.out_ndim = 0
+        self._metadata = None
 
     def __repr__(self):
-        return f"<{self.name}Backward seq={self.seq}>"
+        return f"<{self._op}Backward seq={self.seq}>"
 
     @property
-    def next_functions(self):
-        """The Nodes (or leaf tensors, or None) this Node sends gradients to, one per input."""
-        return tuple(self.next)
+    def name(self) -> str:
+        """clgrad's op name ('mul', a Function's class name), a str; calling it, ``name()``,
+        gives PyTorch's node name ('MulBackward0', 'MyFnBackward')."""
+        return _NodeName(self._op, self)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict kept with the node for the user's own annotations (PyTorch's; empty at
+        first)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's ``((node, input_nr), ...)``, one pair per input: the input's Node, an
+        ``AccumulateGrad`` (``.variable`` the leaf) for a leaf that requires grad, or
+        ``(None, 0)`` for an input without gradient; ``input_nr`` is the output index of a
+        several-output op."""
+        if self.slot is not None and len(self.next) == 1 and isinstance(self.next[0], Node):
+            return self.next[0].next_functions  # one output of a several-output op: the op's
+        return tuple(_next_pair(e) for e in self.next)
+
+
+class _NodeName(str):
+    """A Node's op name (a str) that gives PyTorch's node name when called."""
+
+    __slots__ = ("_node",)
+
+    def __new__(cls, op, node):
+        self = super().__new__(cls, op)
+        self._node = node
+        return self
+
+    def __call__(self) -> str:
+        from clgrad._tensor_str import grad_fn_name
+        return grad_fn_name(self._node, self._node.out_ndim)
+
+
+class AccumulateGrad:
+    """What ``next_functions`` gives for a leaf that requires grad (PyTorch's
+    AccumulateGrad): ``variable`` is the leaf; ``name()`` is 'torch::autograd::AccumulateGrad'
+    as in PyTorch."""
+
+    __slots__ = ("variable",)
+    next_functions = ()
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+def _next_pair(e):
+    if e is None:
+        return None, 0
+    if isinstance(e, Node):
+        if e.slot is not None and len(e.next) == 1 and isinstance(e.next[0], Node):
+            return e.next[0], e.slot
+        return e, 0
+    return AccumulateGrad(e), 0
 
 
 def _edge(t):
@@ -96,6 +167,7 @@ def record(name: str, out, inputs, backward_fn, saved=()):
         return out
     meta = tuple([None if t is None else (t._shape, t._storage.dtype) for t in inputs])
     node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
+    node.out_ndim = len(out._shape)
     out._requires_grad = True
     out._grad_fn = node
     return out
