@@ -25,7 +25,7 @@ from clgrad._legacy import cpu_types as _cpu_types
 
 # -- creation and random ----------------------------------------------------------------------
 from clgrad.creation import (tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange,
-                             linspace, eye, rand, randn, randint, randperm, zeros_like,
+                             linspace, logspace, eye, rand, randn, randint, randperm, zeros_like,
                              ones_like, full_like, empty_like, rand_like, randn_like,
                              manual_seed, initial_seed, seed)
 from clgrad.ops.random import bernoulli, normal
@@ -150,8 +150,9 @@ __all__ = [
     "CharTensor", "ByteTensor", "BoolTensor",
     # creation and random
     "tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
-    "linspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like",
-    "full_like", "empty_like", "rand_like", "randn_like", "manual_seed", "initial_seed", "seed",
+    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like",
+    "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "manual_seed",
+    "initial_seed", "seed",
     "bernoulli", "normal", "random", "get_rng_state", "set_rng_state",
     # autograd
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",

@@ -18,6 +18,7 @@ from clgrad.tensor import Tensor
 __all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
            "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like",
            "empty_like", "rand_like", "randn_like", "manual_seed", "seed_generator", "eye",
+           "logspace", "rng",
            "randperm", "initial_seed", "seed"]
 
 _RNG = [np.random.default_rng(0)]
@@ -59,6 +60,19 @@ def seed_generator() -> np.random.Generator:
     if _capture._ACTIVE[0] is not None:
         _capture.refuse_random()
     return _RNG[0]
+
+
+def rng(generator, op: str) -> np.random.Generator:
+    """The NumPy generator a random op draws from: the global one (None), or that of
+    ``generator`` (a ``clgrad.Generator``, made by ``Generator().manual_seed(s)``).
+    Raises TypeError naming ``op`` for anything else."""
+    if generator is None:
+        return seed_generator()
+    g = getattr(generator, "_np", None)  # clgrad.Generator (clgrad/_generator.py, above here)
+    if not isinstance(g, np.random.Generator):
+        raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not "
+                        f"{type(generator).__name__}")
+    return g
 
 
 def _device(device) -> Device:
@@ -227,16 +241,16 @@ def ones_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor
     return ones(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value, dtype=None, device=None) -> Tensor:
+def full_like(x: Tensor, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``fill_value`` with the shape (and by default dtype and device) of ``x``."""
     dt, dev = _like(x, dtype, device)
-    return full(x.shape, fill_value, dtype=dt, device=dev)
+    return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, dtype=None, device=None) -> Tensor:
+def empty_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uninitialised, with the shape (and by default dtype and device) of ``x``."""
     dt, dev = _like(x, dtype, device)
-    return empty(x.shape, dtype=dt, device=dev)
+    return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -264,48 +278,64 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad=Fals
     return _upload(np.linspace(start, end, steps), dt, _device(device), requires_grad)
 
 
-def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+def logspace(start, end, steps: int, base: float = 10.0, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``steps`` values ``base ** v`` for v evenly spaced from ``start`` to ``end``."""
+    if steps < 0:
+        raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    return _upload(np.logspace(start, end, steps, base=base), dt, _device(device),
+                   requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (n, m)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(np.eye(n, m), dt, _device(device))
+    return _upload(np.eye(n, m), dt, _device(device), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform [0, 1) samples."""
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(seed_generator().random(_shape(size, "rand")), dt, _device(device),
+    return _upload(rng(generator, "rand").random(_shape(size, "rand")), dt, _device(device),
                    requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples."""
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples (from ``generator``'s stream when given, see ``rng``)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(seed_generator().standard_normal(_shape(size, "randn")), dt, _device(device),
-                   requires_grad)
+    return _upload(rng(generator, "randn").standard_normal(_shape(size, "randn")), dt,
+                   _device(device), requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None) -> Tensor:
-    """Integers uniform in [low, high) (``randint(high, size)`` as PyTorch); int64."""
-    if high is None:
-        low, high = 0, low
+def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None,
+            requires_grad=False) -> Tensor:
+    """Integers uniform in [low, high) (``randint(high, size)`` as PyTorch); int64.
+    Raises RuntimeError for low >= high (and, as PyTorch, for requires_grad on integers)."""
+    if high is None or (isinstance(high, (tuple, list)) and size == ()):
+        low, high, size = 0, low, (() if high is None else high)
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _upload(seed_generator().integers(low, high, size=_shape((tuple(size),), "randint")), dt,
-                   _device(device))
+    shape = _shape((tuple(size),), "randint")
+    return _upload(rng(generator, "randint").integers(low, high, size=shape), dt,
+                   _device(device), requires_grad)
 
 
-def randperm(n: int, dtype=None, device=None) -> Tensor:
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of 0..n-1 (int64)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _upload(seed_generator().permutation(n), dt, _device(device))
+    return _upload(rng(generator, "randperm").permutation(n), dt, _device(device),
+                   requires_grad)
 
 
-def rand_like(x: Tensor, dtype=None) -> Tensor:
-    """Uniform [0, 1) samples with the shape of ``x``."""
-    return rand(x.shape, dtype=dtype or x.dtype, device=x._storage.device)
+def rand_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(x: Tensor, dtype=None) -> Tensor:
-    """Standard normal samples with the shape of ``x``."""
-    return randn(x.shape, dtype=dtype or x.dtype, device=x._storage.device)
+def randn_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples with the shape (and by default dtype and device) of ``x``."""
+    dt, dev = _like(x, dtype, device)
+    return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)

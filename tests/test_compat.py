@@ -256,3 +256,39 @@ def test_get_default_dtype():
     assert clgrad.get_default_dtype() is clgrad.float32
     assert str(torch.get_default_dtype()) == "torch.float32"
     assert clgrad.tensor([1.5]).dtype is clgrad.get_default_dtype()
+
+
+def test_factories_take_requires_grad():
+    """eye, arange, full, linspace, logspace and the *_like factories take requires_grad=, as
+    PyTorch's; values from NumPy; integer dtypes refuse it (RuntimeError, as PyTorch)."""
+    x = clgrad.ones(2, 3)
+    cases = {"eye": (clgrad.eye(3, requires_grad=True), np.eye(3)),
+             "arange": (clgrad.arange(0.0, 2.0, 0.5, requires_grad=True),
+                        np.arange(0.0, 2.0, 0.5)),
+             "full": (clgrad.full((2,), 1.5, requires_grad=True), np.full(2, 1.5)),
+             "linspace": (clgrad.linspace(0, 1, 5, requires_grad=True), np.linspace(0, 1, 5)),
+             "logspace": (clgrad.logspace(0, 2, 3, base=2.0, requires_grad=True),
+                          np.logspace(0, 2, 3, base=2.0)),
+             "full_like": (clgrad.full_like(x, 7.0, requires_grad=True), np.full((2, 3), 7.0)),
+             "zeros_like": (clgrad.zeros_like(x, requires_grad=True), np.zeros((2, 3)))}
+    for name, (t, want) in cases.items():
+        assert t.requires_grad and t.is_leaf and t.dtype == clgrad.float32, name
+        np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, err_msg=name)
+    assert clgrad.empty_like(x, requires_grad=True).requires_grad
+    assert clgrad.randn_like(x, requires_grad=True).requires_grad
+    e = clgrad.eye(2, requires_grad=True)
+    (e * 3).sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), np.full((2, 2), 3.0))
+    with pytest.raises(RuntimeError, match="floating point"):
+        clgrad.eye(2, dtype=clgrad.int64, requires_grad=True)
+
+
+def test_factories_requires_grad_match_pytorch():
+    torch = pytest.importorskip("torch")
+    for name, args, kw in [("eye", (3,), {}), ("arange", (4.0,), {}), ("full", ((2,), 1.0), {}),
+                           ("linspace", (0, 1, 4), {}), ("logspace", (0, 1, 4), {}),
+                           ("logspace", (0, 3, 4), {"base": 2.0})]:
+        c = getattr(clgrad, name)(*args, requires_grad=True, **kw)
+        t = getattr(torch, name)(*args, requires_grad=True, **kw)
+        assert c.requires_grad and t.requires_grad
+        np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-6)

@@ -18,7 +18,8 @@ FACES = {"clgrad": clgrad, "clgrad.nn.functional": F}
 # Public functions that take no Tensor (creation, seeds, devices, serialization, grad mode):
 # PyTorch raises no "must be Tensor" for them either.
 NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
-             "linspace", "eye", "rand", "randn", "randint", "randperm", "manual_seed",
+             "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
+             "manual_seed",
              "initial_seed", "seed", "normal", "is_tensor", "devices", "default_device",
              "set_default_device", "get_default_device", "synchronize", "memory_allocated",
              "save", "load", "einsum",

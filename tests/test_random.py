@@ -90,7 +90,8 @@ def test_normal_with_tensor_arguments_and_errors():
         clgrad.empty(2).normal_(0.0, -1.0)
     with pytest.raises(TypeError, match="floating"):
         clgrad.zeros(2, dtype=clgrad.int64).normal_()
-    with pytest.raises(NotImplementedError, match="generator"):
+    with pytest.raises(TypeError, match=r"normal_\(\): argument 'generator' must be "
+                                        r"torch.Generator, not object"):
         clgrad.empty(2).normal_(generator=object())
 
 
@@ -123,3 +124,44 @@ def test_initial_seed_in_a_worker_is_the_worker_seed():
     np.testing.assert_array_equal(rows[:, 0], rows[:, 1])
     by_worker = {int(w): int(s) for s, _, w in rows}
     assert sorted(by_worker) == [0, 1] and by_worker[1] == by_worker[0] + 1
+
+
+def test_generator_argument_on_every_random_factory():
+    """generator= as PyTorch: the same seed, the same draws, whatever the global generator did
+    in between; NumPy's PCG64 stream of that seed (clgrad's documented streams)."""
+    def draws(seed):
+        g = clgrad.Generator().manual_seed(seed)
+        clgrad.manual_seed(99)
+        out = [clgrad.randn(2, 3, generator=g), clgrad.rand(4, generator=g),
+               clgrad.randint(0, 7, (5,), generator=g), clgrad.randint(7, (2,), generator=g),
+               clgrad.randperm(6, generator=g), clgrad.empty(3).normal_(1.0, 2.0, generator=g),
+               clgrad.empty(3).uniform_(-1, 1, generator=g),
+               clgrad.normal(0.0, 1.0, (2,), generator=g)]
+        clgrad.rand(5)  # the global stream moves; g's does not depend on it
+        return [t.numpy() for t in out]
+    a, b = draws(5), draws(5)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(draws(6)[0], a[0])
+    r = np.random.default_rng(5)
+    np.testing.assert_array_equal(a[0], r.standard_normal((2, 3)).astype(np.float32))
+    np.testing.assert_array_equal(a[1], r.random(4).astype(np.float32))
+    np.testing.assert_array_equal(a[2], r.integers(0, 7, size=5))
+    np.testing.assert_array_equal(a[3], r.integers(0, 7, size=2))
+    np.testing.assert_array_equal(a[4], r.permutation(6))
+    np.testing.assert_array_equal(a[5], r.normal(1.0, 2.0, 3).astype(np.float32))
+    with pytest.raises(TypeError, match=r"randn\(\): argument 'generator' must be "
+                                        r"torch.Generator, not int"):
+        clgrad.randn(2, generator=3)
+
+
+def test_generator_argument_matches_pytorchs_signatures():
+    torch = pytest.importorskip("torch")
+    for t in (torch, clgrad):
+        g = t.Generator().manual_seed(0)
+        assert t.randn(2, 3, generator=g).shape == (2, 3)
+        assert t.rand(2, generator=g, requires_grad=True).requires_grad
+        assert t.randint(3, (4,), generator=g).dtype == t.int64
+        assert sorted(t.randperm(5, generator=g).tolist()) == list(range(5))
+        x = t.empty(2).normal_(generator=g)
+        assert x.shape == (2,)

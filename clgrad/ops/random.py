@@ -1,7 +1,8 @@
 """In-place random fills (PyTorch's Tensor.normal_/uniform_/exponential_/bernoulli_) and
 torch.bernoulli / torch.normal.
 
-Samples come from clgrad's one generator (``clgrad.manual_seed``; clgrad.creation), drawn on the
+Samples come from clgrad's generator (``clgrad.manual_seed``; clgrad.creation) or the
+``generator=`` given (a ``clgrad.Generator``), drawn on the
 host in float64 and uploaded, so a seed gives the same numbers on every device. The streams
 are NumPy's (PCG64), not PyTorch's: the same seed gives other numbers than in PyTorch.
 The fills write through ``copy_``: any view works, the version counter moves, and the autograd
@@ -11,7 +12,7 @@ region's old value gets no gradient).
 from __future__ import annotations
 
 from clgrad import dtypes, layout
-from clgrad.creation import seed_generator, tensor
+from clgrad.creation import rng, tensor
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.tensor import Tensor
@@ -33,44 +34,40 @@ def _fill(x: Tensor, host) -> Tensor:
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill ``x`` with samples of N(mean, std^2). Raises RuntimeError for std < 0."""
     _float_target("normal_", x)
-    _no_generator("normal_", generator)
     if std < 0:
         raise RuntimeError(f"normal_: expected std >= 0.0, got {std}")
-    return _fill(x, seed_generator().normal(mean, std, tuple(x.shape)))
+    return _fill(x, rng(generator, "normal_").normal(mean, std, tuple(x.shape)))
 
 
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, generator=None, **kw) -> Tensor:
     """Fill ``x`` with samples of U[a, b) (PyTorch's names ``from``/``to`` work as keywords).
     Raises RuntimeError for a > b."""
     _float_target("uniform_", x)
-    _no_generator("uniform_", generator)
     a, b = kw.pop("from", a), kw.pop("to", b)
     if kw:
         raise TypeError(f"uniform_: unexpected keyword arguments {sorted(kw)}")
     if a > b:
         raise RuntimeError(f"uniform_: expected from <= to, got from={a} > to={b}")
-    return _fill(x, seed_generator().uniform(a, b, tuple(x.shape)))
+    return _fill(x, rng(generator, "uniform_").uniform(a, b, tuple(x.shape)))
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, generator=None) -> Tensor:
     """Fill ``x`` with samples of the exponential distribution of rate ``lambd``
     (density lambd * exp(-lambd * v)). Raises RuntimeError for lambd <= 0."""
     _float_target("exponential_", x)
-    _no_generator("exponential_", generator)
     if not lambd > 0:
         raise RuntimeError(f"exponential_: expected lambd > 0.0, got {lambd}")
-    return _fill(x, seed_generator().exponential(1.0 / lambd, tuple(x.shape)))
+    return _fill(x, rng(generator, "exponential_").exponential(1.0 / lambd, tuple(x.shape)))
 
 
 def bernoulli_(x: Tensor, p=0.5, generator=None) -> Tensor:
     """Fill ``x`` (any dtype) with 1 with probability ``p`` (a number, or a tensor broadcast
     to x), else 0. Raises RuntimeError for a number p outside [0, 1]."""
-    _no_generator("bernoulli_", generator)
     if not isinstance(x, Tensor):
         raise TypeError(f"bernoulli_: expected a Tensor, got {type(x).__name__}")
     if not isinstance(p, Tensor) and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_: expected 0 <= p <= 1, got {p}")
-    u = tensor(seed_generator().random(tuple(x.shape)), dtype=_prob_dtype(p, x),
+    u = tensor(rng(generator, "bernoulli_").random(tuple(x.shape)), dtype=_prob_dtype(p, x),
                device=x._storage.device)
     return ip.copy_(x, ew.to(ew.lt(u, p), x.dtype))
 
@@ -86,19 +83,18 @@ def bernoulli(probs: Tensor, p=None, generator=None) -> Tensor:
 def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) -> Tensor:
     """Samples of N(mean, std^2): ``normal(mean: float, std: float, size)``, or elementwise
     with a tensor mean and/or std (broadcast). No gradient flows to mean or std."""
-    _no_generator("normal", generator)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = layout.broadcast_shapes(*[tuple(v.shape) for v in (mean, std)
                                           if isinstance(v, Tensor)], op="normal")
-        z = tensor(seed_generator().standard_normal(shape), dtype=ref.dtype,
+        z = tensor(rng(generator, "normal").standard_normal(shape), dtype=ref.dtype,
                    device=ref._storage.device)
         m = mean.detach() if isinstance(mean, Tensor) else mean
         s = std.detach() if isinstance(std, Tensor) else std
         return ew.add(ew.mul(z, s), m)
     if size is None:
         raise TypeError("normal: expected a size when mean and std are numbers")
-    return tensor(seed_generator().normal(mean, std, tuple(size)),
+    return tensor(rng(generator, "normal").normal(mean, std, tuple(size)),
                   dtype=dtype or dtypes.float32, device=device)
 
 
@@ -106,9 +102,3 @@ def _prob_dtype(p, x):
     if isinstance(p, Tensor) and p.dtype.is_floating_point:
         return p.dtype
     return x.dtype if x.dtype.is_floating_point else dtypes.float32
-
-
-def _no_generator(op, generator):
-    if generator is not None:
-        raise NotImplementedError(f"{op}: a generator argument is not supported; clgrad has "
-                                  f"one generator, seeded by clgrad.manual_seed")
