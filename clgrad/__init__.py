@@ -43,7 +43,7 @@ from clgrad.autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_ena
 from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, neg, abs, exp,
                                     log, sqrt, rsqrt, tanh, sigmoid, relu, sin, cos, square,
                                     reciprocal, sign, floor, ceil, round, eq, ne, lt, le, gt,
-                                    ge, logical_not, logical_and, logical_or, where, clamp,
+                                    ge, logical_not, logical_and, logical_or, clamp,
                                     clone, remainder, masked_fill, divide, true_divide,
                                     floor_divide, fmod, bitwise_and, bitwise_or, bitwise_xor,
                                     bitwise_not, bitwise_left_shift, bitwise_right_shift,
@@ -73,7 +73,7 @@ from clgrad.ops.composite import broadcast_tensors, meshgrid, tile, repeat_inter
 
 # -- index ------------------------------------------------------------------------------------
 from clgrad.ops.index import (cat, stack, index_select, gather, scatter_add, scatter, roll,
-                              tril, triu, nonzero, argwhere, index_add)
+                              tril, triu, nonzero, argwhere, index_add, where)
 from clgrad.ops.indexing import index_put
 from clgrad.ops.composite import masked_select
 

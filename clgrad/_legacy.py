@@ -11,7 +11,7 @@ plain clgrad.Tensor. ``Variable(t, requires_grad=False)``: a new leaf sharing t'
 from __future__ import annotations
 
 from clgrad import dtypes
-from clgrad.tensor import Tensor
+from clgrad.tensor import _LEGACY_INIT, Size, Tensor
 
 __all__ = ["Variable", "cpu_types", "cuda_types"]
 
@@ -28,21 +28,37 @@ class _LegacyType(type):
                 and bool(obj.is_cuda) == cls.is_cuda)
 
     def __call__(cls, *args, device=None):
-        from clgrad import creation
         dev = device if device is not None else ("cuda" if cls.is_cuda else None)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            t = args[0]
-            if t.dtype is not cls.dtype:
-                raise TypeError(f"{cls.__name__}: expected a tensor of dtype {cls.dtype}, got "
-                                f"{t.dtype}; use .to({cls.dtype}) to convert")
-            return t.detach()
-        if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            return creation.empty(args or (0,), dtype=cls.dtype, device=dev)
-        if len(args) == 1 and (isinstance(args[0], (list, tuple)) or
-                               hasattr(args[0], "__array__")):
-            return creation.tensor(args[0], dtype=cls.dtype, device=dev)
-        raise TypeError(f"{cls.__name__}: expected sizes (ints), a sequence or a Tensor, got "
-                        f"{tuple(type(a).__name__ for a in args)}")
+        if len(args) == 1 and isinstance(args[0], Tensor) and args[0].dtype is not cls.dtype:
+            raise TypeError(f"{cls.__name__}: expected a tensor of dtype {cls.dtype}, got "
+                            f"{args[0].dtype}; use .to({cls.dtype}) to convert")
+        return _construct(cls.__name__, cls.dtype, args, dev)
+
+
+def _construct(name, dtype, args, device):
+    """A legacy constructor's tensor: sizes (ints or one Size) -> uninitialised, a sequence or
+    array -> a copy of the data, a Tensor -> an alias (detached), nothing -> shape (0,)."""
+    from clgrad import creation
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].detach()
+    sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in sizes):
+        return creation.empty(sizes or (0,), dtype=dtype, device=device)
+    if len(args) == 1 and (isinstance(args[0], (list, tuple)) or hasattr(args[0], "__array__")):
+        return creation.tensor(args[0], dtype=dtype, device=device)
+    raise TypeError(f"{name}: expected sizes (ints), a sequence or a Tensor, got "
+                    f"{tuple(type(a).__name__ for a in args)}")
+
+
+def _tensor_init(self, args, device):
+    """``torch.Tensor(...)``, PyTorch's legacy constructor (tensor.py calls it for a
+    ``Tensor(...)`` whose first argument is not a Storage): as ``FloatTensor(...)`` with the
+    default dtype, except that a Tensor of any dtype gives an alias of it."""
+    t = _construct("Tensor", dtypes.get_default_dtype(), args, device)
+    for name in ("_storage", "_shape", "_strides", "_offset", "_requires_grad", "_grad",
+                 "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
+                 "_post_acc_hooks"):
+        setattr(self, name, getattr(t, name))
 
 
 def _make(name, is_cuda):
@@ -54,6 +70,7 @@ def _make(name, is_cuda):
 
 
 cpu_types = {n: _make(n, False) for n in _NAMES}
+_LEGACY_INIT[0] = _tensor_init
 cuda_types = {n: _make(n, True) for n in _NAMES}
 
 

@@ -238,6 +238,15 @@ Tensor.long = lambda self: ew.to(self, dtypes.int64)
 Tensor.int = lambda self: ew.to(self, dtypes.int32)
 Tensor.bool = lambda self: ew.to(self, dtypes.bool_)
 Tensor.half = lambda self: ew.to(self, dtypes.float16)
+
+
+def _bfloat16(self):
+    """Not supported: clgrad has no bfloat16 dtype; raises TypeError (use ``half()``)."""
+    raise TypeError("bfloat16: clgrad has no bfloat16 dtype (its floating dtypes are float16, "
+                    "float32, float64); use .half() or .float()")
+
+
+Tensor.bfloat16 = _bfloat16
 Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
 Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)
@@ -416,7 +425,8 @@ __all__: list = []  # nothing to import from here: the methods live on Tensor
 METHODS = ["abs", "abs_", "add", "add_", "addcdiv", "addcdiv_", "addcmul", "addcmul_", "addmm",
            "addmm_", "addmv", "all", "allclose", "amax", "amin", "any", "arctan2", "arctan2_",
            "argmax", "argmin", "argsort", "argwhere", "as_strided", "atan2", "atan2_", "backward",
-           "baddbmm", "baddbmm_", "bernoulli", "bernoulli_", "bitwise_and", "bitwise_and_",
+           "baddbmm", "baddbmm_", "bernoulli", "bernoulli_", "bfloat16", "bitwise_and",
+           "bitwise_and_",
            "bitwise_left_shift", "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or",
            "bitwise_or_", "bitwise_right_shift", "bitwise_right_shift_", "bitwise_xor",
            "bitwise_xor_", "bmm", "bool", "byte", "ceil", "char", "chunk", "clamp", "clamp_",

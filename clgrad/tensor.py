@@ -44,6 +44,8 @@ class Size(tuple):
 _CONTIG: dict = {}
 _CONTIG_MAX = 4096
 _new = object.__new__
+_NO = object()            # Tensor(): no argument there (the legacy constructor's forms)
+_LEGACY_INIT = [None]     # torch.Tensor(...)'s legacy forms, set by clgrad/_legacy.py
 
 
 def _contig_geometry(shape: tuple) -> tuple:
@@ -131,11 +133,16 @@ class Tensor:
 
     __array_priority__ = 1000  # ndarray OP Tensor defers to Tensor's reflected operators
 
-    def __init__(self, storage: Storage, shape, strides, offset: int = 0, base=None):
+    def __init__(self, storage: Storage = _NO, shape=_NO, strides=_NO, offset: int = _NO,
+                 base=None, *more, device=None):
+        if type(storage) is not Storage:  # torch.Tensor(2, 3), Tensor([1, 2]): clgrad/_legacy.py
+            args = tuple(a for a in (storage, shape, strides, offset) if a is not _NO)
+            _LEGACY_INIT[0](self, args + ((base,) if base is not None else ()) + more, device)
+            return
         self._storage = storage
         self._shape = Size(map(int, shape))
         self._strides = tuple(map(int, strides))
-        self._offset = int(offset)
+        self._offset = 0 if offset is _NO else int(offset)
         self._requires_grad = False
         self._grad = None
         self._grad_fn = None

@@ -292,3 +292,67 @@ def test_factories_requires_grad_match_pytorch():
         t = getattr(torch, name)(*args, requires_grad=True, **kw)
         assert c.requires_grad and t.requires_grad
         np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-6)
+
+
+def test_tensor_legacy_constructor():
+    """torch.Tensor(...) as PyTorch: data -> a float32 copy, sizes -> uninitialised float32,
+    nothing -> shape (0,), a tensor -> an alias of it (any dtype), a Size -> sizes."""
+    t = clgrad.Tensor([1, 2])
+    assert isinstance(t, clgrad.Tensor) and t.dtype == clgrad.float32 and t.tolist() == [1., 2.]
+    assert clgrad.Tensor(np.array([[1, 2]])).tolist() == [[1.0, 2.0]]
+    assert clgrad.Tensor((2, 3)).tolist() == [2.0, 3.0]  # a tuple is data, as in PyTorch
+    e = clgrad.Tensor(2, 3)
+    assert e.shape == (2, 3) and e.dtype == clgrad.float32 and not e.requires_grad
+    assert clgrad.Tensor().shape == (0,) and clgrad.Tensor(clgrad.Size([4])).shape == (4,)
+    assert clgrad.Tensor(2, 3, 4, 0).shape == (2, 3, 4, 0)
+    a = clgrad.ones(2, requires_grad=True)
+    b = clgrad.Tensor(a)
+    assert b is not a and not b.requires_grad and b.is_leaf
+    with clgrad.no_grad():
+        b.add_(1)
+    assert a.tolist() == [2.0, 2.0]  # shares a's storage
+    assert clgrad.Tensor(clgrad.tensor([1, 2])).dtype == clgrad.int64
+    with pytest.raises(TypeError, match=r"Tensor: expected sizes \(ints\), a sequence or a "
+                                        r"Tensor, got \('str',\)"):
+        clgrad.Tensor("x")
+
+
+def test_tensor_legacy_constructor_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    for args in ([[1, 2]], [(2, 3)], [2, 3], [], [np.arange(3)]):
+        c, t = clgrad.Tensor(*args), torch.Tensor(*args)
+        assert tuple(c.shape) == tuple(t.shape) and str(c.dtype)[7:] == str(t.dtype)[6:], args
+        if t.numel() and args not in ([2, 3],):
+            assert c.tolist() == t.tolist()
+
+
+def test_where_with_one_argument_is_nonzero_as_tuple():
+    c = np.array([[0, 3, 0], [1, 0, 2]])
+    got = clgrad.where(clgrad.tensor(c))
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, want in zip(got, np.nonzero(c)):
+        assert g.dtype == clgrad.int64 and g.tolist() == want.tolist()
+    x = clgrad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = clgrad.where(x > 0, x, clgrad.zeros(3))
+    y.sum().backward()
+    assert y.tolist() == [1.0, 0.0, 3.0] and x.grad.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(TypeError, match="only one of input and other"):
+        clgrad.where(x > 0, x)
+    torch = pytest.importorskip("torch")
+    want = torch.where(torch.tensor(c))
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
+
+
+def test_module_half_double_float_bfloat16():
+    m = clgrad.nn.Sequential(clgrad.nn.Linear(2, 3), clgrad.nn.BatchNorm1d(3))
+    w = m[0].weight.detach().numpy().copy()
+    assert m.half() is m and m[0].weight.dtype == clgrad.float16
+    assert m[1].running_mean.dtype == clgrad.float16
+    assert m[1].num_batches_tracked.dtype == clgrad.int64  # integers keep their dtype
+    np.testing.assert_array_equal(m[0].weight.numpy(), w.astype(np.float16))
+    assert m.double()[0].weight.dtype == clgrad.float64 and m.float()[0].bias.dtype == \
+        clgrad.float32
+    with pytest.raises(TypeError, match="no bfloat16 dtype"):
+        m.bfloat16()
+    with pytest.raises(TypeError, match="no bfloat16 dtype"):
+        clgrad.ones(2).bfloat16()

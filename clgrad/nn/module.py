@@ -560,6 +560,15 @@ class Module:
         """Cast floating parameters and buffers to float64. Returns self."""
         return self.to("float64")
 
+    def half(self):
+        """Cast floating parameters and buffers to float16. Returns self."""
+        return self.to("float16")
+
+    def bfloat16(self):
+        """Not supported: clgrad has no bfloat16 dtype; raises TypeError (use ``half()``)."""
+        raise TypeError(f"{type(self).__name__}.bfloat16: clgrad has no bfloat16 dtype (its "
+                        f"floating dtypes are float16, float32, float64); use .half() or .float()")
+
     # -- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:
         """The text inside the parentheses of this module's repr line."""

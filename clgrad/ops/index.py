@@ -18,8 +18,10 @@ from clgrad.ops._util import (copy_raw, defines_for, empty, full, launch_1d, sam
                                zeros)
 from clgrad.tensor import Tensor
 
-__all__ = ["cat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll", "tril",
-           "triu", "nonzero", "argwhere", "embedding", "one_hot"]
+_NO = object()  # an argument not given (where(condition))
+
+__all__ = ["where", "cat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll",
+           "tril", "triu", "nonzero", "argwhere", "embedding", "one_hot"]
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -398,6 +400,19 @@ def nonzero(x: Tensor, as_tuple: bool = False):
     cols = idx[:x.ndim] if x.ndim else ()
     stacked = np.stack(cols, axis=1) if cols else np.zeros((len(idx[0]), 0), np.int64)
     return creation.tensor(stacked.astype(np.int64), dtype=dtypes.int64, device=x._storage.device)
+
+
+def where(condition: Tensor, input=_NO, other=_NO):
+    """``where(condition, input, other)``: elementwise choice (elementwise.where, with its
+    broadcasting and gradients); ``where(condition)``: ``nonzero(condition, as_tuple=True)``,
+    a tuple of 1-D int64 tensors, one per dim (as PyTorch). Raises TypeError for one of
+    input/other without the other."""
+    if input is _NO and other is _NO:
+        return nonzero(condition, as_tuple=True)
+    if input is _NO or other is _NO:
+        raise TypeError("where(): expected where(condition) or where(condition, input, "
+                        "other), got only one of input and other")
+    return ew.where(condition, input, other)
 
 
 def argwhere(x: Tensor) -> Tensor:
