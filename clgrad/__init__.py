@@ -100,6 +100,7 @@ from clgrad.capture import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.ops.inplace import with_out as _with_out
 
 # -- PyTorch's aliases ------------------------------------------------------------------------
 clip = clamp
@@ -192,5 +193,7 @@ __all__ = [
     "capture", "autocast", "compile", "is_autocast_enabled",
 ]
 
-# -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
+# -- last: out= where PyTorch has it (clgrad/ops/inplace.py), then the non-Tensor arguments of
+# every public op raise PyTorch's TypeError naming them
+_with_out(globals())
 _check_tensor_args(globals(), __name__)

@@ -273,3 +273,125 @@ def regenerate_view_grad_fn(v: Tensor):
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
         record("as_strided", v, (root,), backward)
+
+
+# -- out= (PyTorch's out argument on the public functions) ------------------------------------
+# The public functions that take out= in PyTorch (clgrad/__init__.py wraps those it has).
+OUT_OPS = (
+    # factories: out's dtype and device unless given
+    "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
+    "randint", "randperm", "normal", "bernoulli",
+    # elementwise
+    "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "pow", "maximum",
+    "minimum", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
+    "square", "reciprocal", "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_not", "logical_and", "logical_or", "logical_xor", "where", "clamp", "clip",
+    "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift", "log1p", "expm1", "atan2", "arctan2",
+    "nan_to_num", "addcmul", "addcdiv", "lerp", "erf",
+    # reductions, scans, sorting
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    "logsumexp", "norm", "any", "all", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
+    "diff", "sort", "topk", "kthvalue",
+    # matmul, index
+    "matmul", "mm", "bmm", "dot", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "cat",
+    "concat", "stack", "index_select", "gather", "tril", "triu", "nonzero", "masked_select")
+# Ops whose out must have the result's exact dtype (PyTorch checks these; the others cast).
+_OUT_EXACT = frozenset({"matmul", "mm", "bmm", "dot", "addmm", "baddbmm", "addmv", "mv",
+                        "outer", "ger", "clamp", "clip", "where", "argmax", "argmin",
+                        "nonzero"})
+_RESIZE_WARNING = ("An output with one or more elements was resized since it had shape {}, "
+                   "which does not match the required output shape {}. This behavior is "
+                   "deprecated, and in a future PyTorch release outputs will not be resized "
+                   "unless they have zero elements. You can explicitly reuse an out tensor t by "
+                   "resizing it, inplace, to zero elements with t.resize_(0).")
+
+
+def with_out(namespace: dict, names=OUT_OPS):
+    """Give each function of ``names`` in ``namespace`` (a face's globals) PyTorch's ``out=``
+    keyword (see ``_write_out``); without ``out`` the call is the function's own."""
+    import functools
+    import inspect
+    for name in names:
+        fn = namespace.get(name)
+        if fn is None or getattr(fn, "__with_out__", False):
+            continue
+        params = inspect.signature(fn).parameters
+        defaults = tuple(p for p in ("dtype", "device") if p in params)
+
+        def wrapper(*args, out=None, _fn=fn, _name=name, _defaults=defaults, **kwargs):
+            if out is None:
+                return _fn(*args, **kwargs)
+            return _call_with_out(_name, _fn, args, kwargs, out, _defaults)
+        functools.update_wrapper(wrapper, fn)
+        wrapper.__with_out__ = True
+        namespace[name] = wrapper
+
+
+def _tensors_in(values):
+    for v in values:
+        if isinstance(v, Tensor):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from (t for t in v if isinstance(t, Tensor))
+
+
+def _call_with_out(op, fn, args, kwargs, out, defaults):
+    """``fn(*args, **kwargs)`` written into ``out`` (a Tensor, or a tuple of them for ops with
+    several results), as PyTorch: RuntimeError when grad mode is on and an argument or out
+    requires grad; a factory or an op with a ``dtype`` argument computes in out's dtype (and a
+    factory on out's device); the result's dtype must be castable to out's (its exact dtype
+    for matmul-like ops, clamp, where, argmax); out is resized to the result's shape (with
+    PyTorch's deprecation warning when it had elements; a view cannot be resized). Returns
+    out (a namedtuple of outs for such results)."""
+    outs = tuple(out) if isinstance(out, (list, tuple)) else (out,)
+    if not all(isinstance(o, Tensor) for o in outs):
+        raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if autograd.is_grad_enabled() and any(
+            t.requires_grad for t in (*_tensors_in(args), *_tensors_in(kwargs.values()), *outs)):
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "
+                           f"differentiation, but one of the arguments requires grad.")
+    if len(outs) == 1:
+        if "dtype" in defaults and kwargs.get("dtype") is None:
+            kwargs["dtype"] = outs[0].dtype
+        if "device" in defaults and kwargs.get("device") is None:
+            kwargs["device"] = outs[0]._storage.device
+    with autograd.no_grad():
+        result = fn(*args, **kwargs)
+        results = tuple(result) if isinstance(result, tuple) else (result,)
+        if len(results) != len(outs):
+            raise TypeError(f"{op}(): expected out to be a tuple of {len(results)} Tensors, "
+                            f"got {len(outs)}")
+        for o, r in zip(outs, results):
+            _write_out(op, o, r)
+    if isinstance(result, tuple):
+        return type(result)(*outs) if hasattr(result, "_fields") else outs
+    return out
+
+
+def _write_out(op, out: Tensor, r: Tensor):
+    if r._storage.device is not out._storage.device:
+        raise RuntimeError(f"{op}(): Expected out tensor to have device {r.device}, but got "
+                           f"{out.device} instead")
+    if op in _OUT_EXACT and r.dtype is not out.dtype:
+        raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got "
+                           f"{out.dtype} instead")
+    if _kind(out.dtype) < _kind(r.dtype):
+        raise RuntimeError(f"{op}(): result type {r.dtype} can't be cast to the desired output "
+                           f"type {out.dtype}")
+    if tuple(out.shape) != tuple(r.shape):
+        if out._base is not None:
+            raise RuntimeError(f"{op}(): out is a view of shape {tuple(out.shape)}, the result "
+                               f"has shape {tuple(r.shape)}: a view cannot be resized; pass a "
+                               f"tensor of the result's shape or with zero elements")
+        if out.numel():
+            import warnings
+            warnings.warn(_RESIZE_WARNING.format(list(out.shape), list(r.shape)),
+                          UserWarning, stacklevel=4)
+        out._set_data(empty(tuple(r.shape), out.dtype, out._storage.device))
+    copy_(out, r)
+
+
+def _kind(dt) -> int:
+    """0 bool, 1 integer, 2 floating: a result casts to an out of the same or a higher kind."""
+    return 0 if dt.is_bool else 2 if dt.is_floating_point else 1
