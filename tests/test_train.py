@@ -276,3 +276,23 @@ def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
     with pytest.raises(SystemExit, match=rf"^train: --resume {bad}: ValueError: load: .*tensor "
                                          r"'[\w.]+' is corrupt"):
         main(["--resume", str(bad), "--out", str(tmp_path / "run"), "--quiet"])
+
+
+def test_job_takes_the_fastest_device_unless_told(tmp_path, monkeypatch, capsys):
+    """The training job runs on runtime.fastest_device() (the first GPU) when --device is not
+    given, though the library's default device is PyTorch's "cpu"; --device wins."""
+    rng = np.random.default_rng(1)
+    for prefix, n in (("train", 32), ("t10k", 16)):
+        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 255, (n, 28, 28)))
+        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", rng.integers(0, 10, n))
+    cpu = clgrad.runtime.get_device("cpu")
+    asked = []
+    monkeypatch.setattr(clgrad.runtime, "fastest_device", lambda: asked.append(1) or cpu)
+    monkeypatch.setattr(clgrad.runtime.discovery, "_DEFAULT", [None])
+    argv = ["--data", str(tmp_path), "--epochs", "1", "--batch-size", "16", "--val-fraction",
+            "0.25", "--out", str(tmp_path / "run"), "--quiet"]
+    main(argv, dataset="mnist")
+    assert asked == [1] and clgrad.default_device() is cpu
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith(f"device: {cpu.name} (cpu)")
+    main(argv + ["--device", "cpu"], dataset="mnist")
+    assert asked == [1]
