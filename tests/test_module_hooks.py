@@ -135,3 +135,43 @@ def test_hook_registration_errors():
         lin.register_forward_hook(3)
     with pytest.raises(NotImplementedError, match="register_full_backward_hook"):
         lin.register_backward_hook(lambda *a: None)
+
+
+def _several_inputs(t):
+    """A module of a tensor, a number and a tensor without grad (and a keyword), with two
+    outputs: what the full backward hooks see, and a grad_input replaced."""
+    class M(t.nn.Module):
+        def forward(self, x, k, y, scale=1.0):
+            return x * k * scale + y, 1.0 * x.sum()
+
+    log = []
+    m = M()
+    m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", _lists(go))))
+    m.register_full_backward_hook(
+        lambda mod, gi, go: log.append(("full", _lists(gi), _lists(go))) or (gi[0] * 2, None,
+                                                                                None))
+    m.register_forward_hook(lambda mod, a, kw, o: log.append(("fkw", sorted(kw), len(a))),
+                            with_kwargs=True)
+    x = t.tensor([1.0, 2.0], requires_grad=True)
+    y = t.tensor([3.0, 4.0])
+    a, _ = m(x, 3, y, scale=2.0)
+    a.sum().backward()
+    log.append(("xgrad", x.grad.tolist()))
+    x.grad = None
+    a, b = m(x, 3, y)
+    (a.sum() + b).backward()
+    log.append(("xgrad", x.grad.tolist()))
+    return log
+
+
+def test_backward_hooks_with_several_inputs_and_outputs():
+    log = _several_inputs(clgrad)
+    # d sum(x*3*2 + y)/dx = 6; the hook doubles it; y (no grad) shows zeros, 3 shows None;
+    # the second output got no gradient in the first backward (None), 1.0 in the second
+    assert log == [("fkw", ["scale"], 3), ("pre", [[1.0, 1.0], None]),
+                   ("full", [[6.0, 6.0], None, [0.0, 0.0]], [[1.0, 1.0], None]),
+                   ("xgrad", [12.0, 12.0]), ("fkw", [], 3), ("pre", [[1.0, 1.0], 1.0]),
+                   ("full", [[4.0, 4.0], None, [0.0, 0.0]], [[1.0, 1.0], 1.0]),
+                   ("xgrad", [8.0, 8.0])]
+    torch = pytest.importorskip("torch")
+    assert _several_inputs(torch) == log

@@ -203,9 +203,15 @@ class _BackwardHook:
         return (tuple(out) if type(args) is tuple else type(args)(*out)), index
 
     def setup_input_hook(self, args):
+        like = [a.detach() for a in args if isinstance(a, Tensor)]
+
         def on_grad(grad_input):
             if self.grad_outputs is None:  # the gradient did not pass through the outputs
                 return grad_input
+            # PyTorch's hook sees zeros for an input that got no gradient (the Function's
+            # materialized gradients), None only for a non-tensor argument
+            grad_input = [t.new_zeros(t.shape) if g is None else g
+                          for g, t in zip(grad_input, like)]
             res = self._pack(self.input_index, grad_input, self.n_inputs)
             for hook in self.user_hooks:
                 out = hook(self.module, res, self.grad_outputs)
