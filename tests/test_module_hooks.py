@@ -129,7 +129,13 @@ def test_hooked_batchnorm_relu_pair_is_not_fused():
 
 
 def test_hook_registration_errors():
-    lin = clgrad.nn.Linear(2, 2)
+    lin, other = clgrad.nn.Linear(2, 2), clgrad.nn.Linear(2, 2)
+    assert len(lin._forward_hooks) == 0 and len(lin._backward_hooks) == 0  # PyTorch's dicts
+    h = lin.register_forward_hook(lambda m, a, o: None, always_call=True)
+    assert list(lin._forward_hooks) == [h.id] and list(lin._forward_hooks_always_called) == [h.id]
+    assert len(other._forward_hooks) == 0
+    h.remove()
+    assert len(lin._forward_hooks) == 0 and len(lin._forward_hooks_always_called) == 0
     with pytest.raises(TypeError, match="register_forward_hook: expected a callable hook, "
                                         "got int"):
         lin.register_forward_hook(3)

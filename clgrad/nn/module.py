@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, namedtuple
+from types import MappingProxyType
 
 import numpy as np
 
@@ -100,6 +101,12 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # -- call hooks (PyTorch's; run by module_hooks.call) --------------------------------------
+    # Until a hook is registered (module_hooks.store gives the instance its own OrderedDict),
+    # reading m._forward_hooks ... finds these empty read-only class-level mappings.
+    _forward_pre_hooks = _forward_hooks = _backward_pre_hooks = _backward_hooks = \
+        _forward_pre_hooks_with_kwargs = _forward_hooks_with_kwargs = \
+        _forward_hooks_always_called = MappingProxyType({})
+
     def register_forward_pre_hook(self, hook, *, prepend: bool = False,
                                   with_kwargs: bool = False):
         """Run ``hook(module, args)`` before each forward (``with_kwargs``: ``hook(module, args,
