@@ -657,8 +657,8 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     Python number (PyTorch requires Tensors).
 
     Dtypes:  promoted as for div: integers give float32
-    Grad:    input: g * other / (input^2 + other^2); other: -g * input / (input^2 + other^2)
-             (NaN at the origin, as PyTorch's formula)
+    Grad:    input: g * other * r; other: g * -input * r with r = 1 / (input^2 + other^2),
+             and r = 0 where input^2 + other^2 is 0 (so both are 0 at the origin: PyTorch's)
     Raises:  TypeError for an operand that is neither (PyTorch's message, from the public
              entry); ValueError when the shapes do not broadcast
     Kernels: kernels/elementwise.cl :: atan2_op
@@ -675,8 +675,9 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
 
     def backward(g):
         r2 = add(mul(a, a), mul(b, b))
-        ga = div(mul(g, b), r2) if need_a else None
-        gb = neg(div(mul(g, a), r2)) if need_b else None
+        recip = where(eq(r2, 0), 0.0, reciprocal(r2))  # 0 at the origin (PyTorch's)
+        ga = mul(mul(g, b), recip) if need_a else None
+        gb = mul(mul(g, neg(a)), recip) if need_b else None
         return _sum_back(sa, sb, ga, gb)
     return record("atan2", out, _inputs(a, b), backward,
                   saved=[t for t in _inputs(a, b) if t is not None])
@@ -725,8 +726,12 @@ def abs(x: Tensor) -> Tensor:
 
 
 def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 elementwise (no gradient: zero almost everywhere)."""
-    return _launch_unary("sign_op", x)
+    """-1, 0 or 1 elementwise, of x's dtype. Grad: zero (PyTorch's SignBackward0), so a
+    float input keeps its graph and receives zeros."""
+    out = _launch_unary("sign_op", x)
+    if not x.dtype.is_floating_point:
+        return out
+    return record("sign", out, (x,), lambda g: (zeros(g.shape, g.dtype, g._storage.device),))
 
 
 def _no_grad_float(kname, op):
