@@ -52,6 +52,39 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
+def autocast(op: str, *tensors, lower: bool = True):
+    """The operands of an op on autocast's lists (clgrad.amp), cast as PyTorch's autocast
+    does while it is on for the first tensor's device type: ``lower`` (matmul family): every
+    floating tensor but float64 to autocast's dtype (float16); not ``lower`` (losses):
+    float16 tensors to float32. The casts are recorded (gradients flow back in the
+    original dtypes). ``tensors`` unchanged when autocast is off; None entries stay None.
+
+    Raises:  RuntimeError when autocast's dtype is bfloat16 (autocast('cpu')'s default:
+             clgrad has no bfloat16), or float16 on a device without cl_khr_fp16.
+    """
+    if not getattr(autograd.grad_mode._state, "autocast", None):  # off: the common case
+        return tensors
+    first = next((t for t in tensors if isinstance(t, Tensor)), None)
+    if first is None:
+        return tensors
+    dev = first._storage.device
+    dt = autograd.grad_mode.autocast_dtype(dev.type)
+    if dt is None:
+        return tensors
+    if dt == "bfloat16":
+        raise RuntimeError(f"{op}: autocast(device_type={dev.type!r}) runs it in bfloat16 "
+                           f"(its default dtype), which clgrad does not have; pass "
+                           f"dtype=torch.float16, or enabled=False")
+    if not dev.fp16:
+        raise RuntimeError(f"{op}: autocast to float16, but the device {dev.name!r} lacks "
+                           f"cl_khr_fp16; use autocast(..., enabled=False) (float32)")
+    if lower:
+        return tuple(to(t, dt) if isinstance(t, Tensor) and t.dtype.is_floating_point and
+                     t.dtype is not dtypes.float64 else t for t in tensors)
+    return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and t.dtype is dtypes.float16
+                 else t for t in tensors)
+
+
 def to_device(x: Tensor, device) -> Tensor:
     """A contiguous copy of ``x`` on ``device`` (a ``clgrad.runtime.Device``), through the
     host; ``x`` itself when it is already there. Recorded as PyTorch's ``ToCopyBackward0``:
