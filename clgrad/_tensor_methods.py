@@ -47,13 +47,21 @@ Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_
 
 
 def _to(self, *args, **kwargs):
-    """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)``; returns self when nothing
-    changes. Moving between devices copies through the host; autograd records the copy
-    (PyTorch's ToCopyBackward0), so gradients flow back to the source device."""
+    """``to(dtype)`` or ``to(device)`` or ``to(device, dtype)`` or ``to(other)``, each
+    optionally followed by ``non_blocking`` and ``copy`` (positional or keyword); returns self
+    when nothing changes, unless ``copy=True`` (then always a new tensor, as PyTorch).
+    Moving between devices copies through the host; autograd records the copy (PyTorch's
+    ToCopyBackward0), so gradients flow back to the source device."""
     from clgrad._device import device as torch_device, resolve
     from clgrad.runtime import Device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
+    flags = [a for a in args if isinstance(a, bool)]  # non_blocking, copy (PyTorch's order)
+    args = [a for a in args if not isinstance(a, bool)]
+    if len(flags) > 2:
+        raise TypeError(f"to: expected at most two bool arguments (non_blocking, copy), got "
+                        f"{len(flags)}")
+    copy = kwargs.get("copy", flags[1] if len(flags) == 2 else False)
     for a in args:
         if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in (
                 "float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8",
@@ -72,6 +80,8 @@ def _to(self, *args, **kwargs):
         out = ew.to(out, dt)
     if dev is not None:
         out = ew.to_device(out, dev)  # recorded: the gradient flows back
+    if copy and out is self:
+        out = ew.clone(self)
     return out
 
 

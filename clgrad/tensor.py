@@ -372,11 +372,18 @@ class Tensor:
                                f"to Scalar")
         return self.numpy().reshape(()).item()
 
+    def _scalar_value(self):
+        if self.numel() != 1:  # PyTorch's error for float()/int() (item() raises RuntimeError)
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        """float(t) of a one-element tensor; ValueError for any other numel (PyTorch)."""
+        return float(self._scalar_value())
 
     def __int__(self):
-        return int(self.item())
+        """int(t) of a one-element tensor; ValueError for any other numel (PyTorch)."""
+        return int(self._scalar_value())
 
     def __bool__(self):
         if self.numel() != 1:

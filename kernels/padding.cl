@@ -11,7 +11,9 @@
 #define PAD_REPLICATE 2
 
 // out (contiguous, shape osh) from x (view vx, shape ish) with lo[d] elements added before
-// dim d (negative: cropped; constant mode only). Reflect and replicate need lo, hi < size.
+// dim d (negative: cropped). Reflect and replicate map o to x's index o - lo, mirrored or
+// clamped at x's own edges (PyTorch's map, also with a negative lo or hi); reflect needs
+// lo, hi < size.
 __kernel void pad_fwd(long n, int nd, shape_t osh, __global T *out, __global const T *x,
                       view_t vx, shape_t ish, shape_t lo, int mode, T value) {
     EW_HEAD
@@ -41,18 +43,20 @@ inline long pad_sources(long s, long size, long lo, long osize, int mode, long *
     a[0] = o; b[0] = o;           // the element itself
     a[1] = 1; b[1] = 0;           // empty
     a[2] = 1; b[2] = 0;
-    if (mode == PAD_CONSTANT) {
-        if (o < 0 || o >= osize) b[0] = a[0] - 1;
-    } else if (mode == PAD_REPLICATE) {
+    if (mode == PAD_REPLICATE) {
         if (s == 0) a[0] = 0;
         if (s == size - 1) b[0] = osize - 1;
-    } else {
+    } else if (mode == PAD_REFLECT) {
         if (s >= 1 && s <= lo) a[1] = b[1] = lo - s;                       // left mirror
         long r = lo + 2 * (size - 1) - s;
-        if (s <= size - 2 && r < osize) a[2] = b[2] = r;                   // right mirror
+        if (s <= size - 2) a[2] = b[2] = r;                                // right mirror
     }
     long cnt = 0;
-    for (int k = 0; k < 3; ++k) cnt += max(b[k] - a[k] + 1, 0L);
+    for (int k = 0; k < 3; ++k) {  // within the output: a negative lo or hi crops
+        a[k] = max(a[k], 0L);
+        b[k] = min(b[k], osize - 1);
+        cnt += max(b[k] - a[k] + 1, 0L);
+    }
     return cnt;
 }
 

@@ -199,7 +199,7 @@ def test_pad_integer_input():
     ((4, 0), "reflect", "less than the dim's size"),
     ((1, 1), "wrap", "mode"),  # circular is supported since issue 22
     ((1, 1, 1, 1), "replicate", "not the first"),
-    ((-1, 0), "replicate", "non-negative"),
+    ((-2, -2), "replicate", "empty output"),  # negative amounts crop (issue 32)
     ((0, -9), "constant", "negative output size"),
 ])
 def test_pad_rejects_bad_arguments(amounts, mode, match):
@@ -461,3 +461,76 @@ def test_inplace_through_the_output_keeps_the_autograd_rules():
     want = x.copy()
     want[:, 1:3] = np.tanh(x[:, 1:3])
     np.testing.assert_allclose(t.numpy(), want, rtol=1e-12)
+
+
+# -- issue 32: negative amounts crop in reflect / replicate / circular mode, as PyTorch -----
+def _map_index(n, lo, hi, mode):
+    """The input index each output position reads along one dim (PyTorch's maps): reflect
+    and replicate from o - lo at the input's own edges; circular within the cropped part."""
+    out = []
+    c0, c1 = max(-lo, 0), n - max(-hi, 0)
+    for o in range(n + lo + hi):
+        s = o - lo
+        if mode == "reflect":
+            s = -s if s < 0 else s
+            s = 2 * (n - 1) - s if s >= n else s
+        elif mode == "replicate":
+            s = min(max(s, 0), n - 1)
+        else:
+            s = c0 + (o - max(lo, 0)) % (c1 - c0)
+        out.append(s)
+    return np.array(out, dtype=np.int64)
+
+
+def _ref_pad_map(x, amounts, mode):
+    k = len(amounts) // 2
+    idx = [np.arange(n) for n in x.shape[:x.ndim - k]]
+    idx += [_map_index(x.shape[d], amounts[2 * (x.ndim - 1 - d)],
+                       amounts[2 * (x.ndim - 1 - d) + 1], mode) for d in range(x.ndim - k, x.ndim)]
+    return np.ix_(*idx)
+
+
+NEG_PAD_CASES = [
+    ((1, 1, 5), (-3, 2), "reflect"), ((1, 1, 5), (-3, 4), "reflect"),
+    ((1, 1, 5), (3, -4), "reflect"), ((1, 1, 5), (-2, -2), "reflect"),
+    ((1, 1, 5), (2, -3), "reflect"), ((2, 3, 4, 5), (-1, 2, 3, -2), "reflect"),
+    ((1, 1, 5), (-3, 2), "replicate"), ((1, 1, 5), (3, -4), "replicate"),
+    ((1, 1, 5), (-1, 5), "replicate"), ((2, 3, 4, 5), (2, -3, -1, 2, -1, 1), "replicate"),
+    ((1, 1, 5), (-3, 2), "circular"), ((1, 1, 5), (2, -3), "circular"),
+    ((1, 1, 5), (-2, -2), "circular"), ((2, 3, 4, 5), (-1, 2, 1, -2), "circular"),
+]
+
+
+@pytest.mark.parametrize("shape,amounts,mode", NEG_PAD_CASES)
+def test_pad_negative_amounts_crop(shape, amounts, mode):
+    x = RNG.standard_normal(shape)
+    leaf, view = leaf_and_view(x)
+    y = F.pad(view(leaf), amounts, mode)
+    sel = _ref_pad_map(x, amounts, mode)
+    np.testing.assert_array_equal(y.numpy(), x[sel])
+    g = RNG.standard_normal(y.shape)
+    y.backward(clgrad.tensor(g, dtype=clgrad.float64))
+    gx = np.zeros_like(x)
+    np.add.at(gx, sel, g)
+    np.testing.assert_allclose(view(leaf.grad).numpy(), gx, rtol=1e-13, atol=1e-14)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x, requires_grad=True)
+    ref = torch.nn.functional.pad(t, amounts, mode=mode)
+    np.testing.assert_array_equal(y.numpy(), ref.detach().numpy())
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(view(leaf.grad).numpy(), t.grad.numpy(), rtol=1e-13, atol=1e-14)
+
+
+def test_pad_negative_amounts_gradcheck_and_errors():
+    leaf, view = leaf_and_view(RNG.standard_normal((2, 3, 5)))
+    for mode, amounts in [("reflect", (-3, 4)), ("replicate", (2, -3)), ("circular", (-1, 2))]:
+        assert gradcheck(lambda t: F.pad(view(t), amounts, mode), [leaf])
+    x = clgrad.zeros(1, 1, 5)
+    for mode, amounts, match in [
+            ("reflect", (-1, 5), "less than the dim's size"),
+            ("reflect", (0, -5), "empty output"), ("replicate", (-3, -2), "empty output"),
+            ("circular", (-3, 4), "after cropping"), ("circular", (3, -4), "after cropping"),
+            ("circular", (-5, 1), "after cropping"), ("circular", (-6, 2), "crops more")]:
+        with pytest.raises(ValueError, match=match):
+            F.pad(x, amounts, mode)
+    assert tuple(F.pad(x, (0, -5), "circular").shape) == (1, 1, 0)  # PyTorch: empty too

@@ -506,3 +506,67 @@ def test_clgrad_device_env_and_set_default_device_win(fake_found, monkeypatch):
     device_mod.discovery._DEFAULT[0] = None
     assert clgrad.set_default_device("cuda") is gpu and clgrad.default_device() is gpu
     assert clgrad.set_default_device(None) is intel and clgrad.default_device() is intel
+
+
+# -- issue 32: a GPU device used before os.fork() refuses every use in the child ------------
+def _in_fork(fn):
+    """Run ``fn()`` in a forked child; return what it wrote (a line per result) to a pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            out = fn()
+        except BaseException as e:  # noqa: BLE001  (reported to the parent)
+            out, code = f"unexpected {type(e).__name__}: {e}", 1
+        os.write(w, out.encode())
+        os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        text = f.read()
+    _, status = os.waitpid(pid, 0)
+    return text, status
+
+
+def _tries(x):
+    """Each entry point in the child: (what, callable)."""
+    dev = x._storage.device
+    return [("new tensor", lambda: clgrad.ones(3)), ("op", lambda: x + 1),
+            ("read", lambda: x.numpy()), ("sync", dev.synchronize),
+            ("new kernel", lambda: dev.kernel("elementwise.cl", "add", {"T": "float",
+                                                                        "NEVER_BUILT": 7})),
+            ("new device", lambda: Device(dev.cl_device, dev.platform_index,
+                                          dev.device_index))]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_refuses_a_used_gpu_device(monkeypatch):
+    dev_mod = sys.modules["clgrad.runtime.device"]
+    x = clgrad.tensor([1.0, 2.0, 3.0])
+    assert (x * 2).tolist() == [2.0, 4.0, 6.0]  # the device is used before the fork
+    # the test switch: the CPU device counts as a GPU for the fork check (the kinds are read
+    # in the child, at fork)
+    monkeypatch.setattr(dev_mod, "FORK_POISONED_KINDS", {"gpu", "cpu"})
+
+    def child():
+        lines = []
+        for what, call in _tries(x):
+            try:
+                call()
+                lines.append(f"{what}: no error")
+            except dev_mod.ForkedDeviceError as e:
+                lines.append(f"{what}: {e}")
+        return "\n".join(lines)
+    text, status = _in_fork(child)
+    assert status == 0, text
+    lines = text.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == [w for w, _ in _tries(x)]
+    for ln in lines:
+        assert "cannot use the OpenCL GPU device in a forked process; use the spawn start " \
+               "method" in ln, ln
+    monkeypatch.setattr(dev_mod, "FORK_POISONED_KINDS", {"gpu"})
+    # the parent's device is untouched; a CPU device keeps working in a forked child
+    assert (x + 1).tolist() == [2.0, 3.0, 4.0]
+    text, status = _in_fork(lambda: repr((x * 3 + clgrad.ones(3)).tolist()))
+    assert status == 0 and text == "[4.0, 7.0, 10.0]", text
+    assert issubclass(dev_mod.ForkedDeviceError, RuntimeError)  # PyTorch raises RuntimeError

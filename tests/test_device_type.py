@@ -137,3 +137,28 @@ def test_device_as_context_manager():
         assert d == clgrad.device("cpu") and clgrad.zeros(1).device == clgrad.device("cpu")
     assert clgrad.default_device() is outer
 
+
+
+def test_to_with_copy_true_is_always_a_new_tensor():
+    x = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    v = x.t()  # a strided view
+    forms = [lambda t: t.to(clgrad.float32, copy=True), lambda t: t.to("cpu", copy=True),
+             lambda t: t.to(t, copy=True), lambda t: t.to(clgrad.float32, False, True),
+             lambda t: t.to("cpu", clgrad.float32, copy=True),
+             lambda t: t.to(device="cpu", dtype=clgrad.float32, non_blocking=False, copy=True)]
+    for i, form in enumerate(forms):
+        y = form(v)
+        assert y is not v and y._storage is not x._storage, f"form {i}"
+        assert y.tolist() == [[1.0, 3.0], [2.0, 4.0]] and y.dtype is clgrad.float32
+        y.sum().backward()  # the copy keeps the graph: the gradient reaches x
+        np.testing.assert_array_equal(x.grad.numpy(), np.ones((2, 2)))
+        x.grad = None
+    y = x.to(clgrad.float32, copy=True)
+    y.mul_(2.0)  # the copy does not alias x
+    assert x.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert x.to(clgrad.float32) is x and x.to(clgrad.float32, False, False) is x
+    with pytest.raises(TypeError, match="at most two bool"):
+        x.to(clgrad.float32, False, True, True)
+    torch = pytest.importorskip("torch")
+    t = torch.ones(2)
+    assert t.to(torch.float32, copy=True) is not t and t.to(torch.float32) is t

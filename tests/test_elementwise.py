@@ -533,3 +533,57 @@ def test_strided_ranks_rows_launch(rank, inner):
     out = clgrad.zeros(tuple(reversed(a_np.shape))).permute(*reversed(range(rank)))
     out.copy_(a)  # in place through a permuted view
     np.testing.assert_array_equal(out.numpy(), a_np)
+
+
+# -- issue 32: atan2's gradient at the origin, sign's zero gradient ------------------------
+def test_atan2_gradient_at_origin_is_zero():
+    # (input, other) pairs: the origin twice, points on the axes, a tiny point whose
+    # input^2 + other^2 is subnormal (1 / it overflows: NaN / inf, as PyTorch)
+    a_np = np.array([0.0, 0.0, 1.0, 0.0, -2.0])
+    b_np = np.array([0.0, 0.0, 0.0, 1.0, 3.0])
+    a = clgrad.tensor(a_np, dtype=F64, requires_grad=True)
+    b = clgrad.tensor(b_np, dtype=F64, requires_grad=True)
+    g = np.array([1.0, -2.0, 0.5, 3.0, 1.5])
+    clgrad.atan2(a, b).backward(clgrad.tensor(g, dtype=F64))
+    r2 = a_np ** 2 + b_np ** 2
+    recip = np.where(r2 == 0, 0.0, 1.0 / np.where(r2 == 0, 1.0, r2))
+    np.testing.assert_array_equal(a.grad.numpy(), g * b_np * recip)
+    np.testing.assert_array_equal(b.grad.numpy(), g * -a_np * recip)
+    assert a.grad.numpy()[0] == 0 and b.grad.numpy()[0] == 0
+    torch = pytest.importorskip("torch")
+    for pair in [(a_np, b_np), (np.array([1e-20, 0.0]), np.array([0.0, 1e-20]))]:
+        x = clgrad.tensor(pair[0], dtype=F32, requires_grad=True)
+        y = clgrad.tensor(pair[1], dtype=F32, requires_grad=True)
+        tx = torch.tensor(pair[0], dtype=torch.float32, requires_grad=True)
+        ty = torch.tensor(pair[1], dtype=torch.float32, requires_grad=True)
+        clgrad.atan2(x, y).sum().backward()
+        torch.atan2(tx, ty).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+        np.testing.assert_array_equal(y.grad.numpy(), ty.grad.numpy())
+
+
+def test_sign_has_a_zero_gradient():
+    x = clgrad.tensor([[1.5, -2.0], [0.0, float("nan")]], requires_grad=True)
+    s = x.t().sign()  # a strided view
+    assert s.requires_grad and s.grad_fn is not None
+    (s * clgrad.tensor([[2.0, float("nan")], [3.0, 4.0]])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 2)))  # zeros, even under NaN g
+    assert clgrad.tensor([3, -1]).sign().grad_fn is None
+    torch = pytest.importorskip("torch")
+    t = torch.tensor([[1.5, -2.0], [0.0, float("nan")]], requires_grad=True)
+    (t.t().sign() * torch.tensor([[2.0, float("nan")], [3.0, 4.0]])).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("conv", [float, int])
+def test_float_int_of_a_tensor_that_is_not_one_element_raise_value_error(conv):
+    for t in (clgrad.ones(2), clgrad.ones(0), clgrad.ones(1, 2, dtype=I64)):
+        with pytest.raises(ValueError, match="only one element tensors can be converted to "
+                                             "Python scalars"):
+            conv(t)
+    assert conv(clgrad.tensor([[2.5]])) == conv(2.5)
+    with pytest.raises(RuntimeError, match="cannot be converted to Scalar"):
+        clgrad.ones(2).item()  # item() keeps PyTorch's RuntimeError
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="only one element tensors"):
+        conv(torch.ones(2))

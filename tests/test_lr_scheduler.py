@@ -282,3 +282,36 @@ def test_sequence_matches_torch(name, make, metrics):
     _check(mine, theirs, rtol=1e-15)
     moms = [g["momentum"] for g in opt.param_groups]
     assert moms == pytest.approx([g["momentum"] for g in topt.param_groups], rel=1e-15)
+
+
+def test_multisteplr_state_dict_milestones_are_a_counter(tmp_path):
+    from collections import Counter
+    opt = _opt(lrs=(0.1,))
+    s = ls.MultiStepLR(opt, [2, 5, 5], 0.5)
+    _run(s, 3)
+    sd = s.state_dict()
+    assert type(sd["milestones"]) is Counter and sd["milestones"] == Counter({5: 2, 2: 1})
+    assert sd["milestones"] is not s.milestones  # a copy
+    # PyTorch's format (a pickled Counter) loads back with weights_only (as torch's load)
+    clgrad.save(sd, tmp_path / "s.pt")
+    back = clgrad.load(tmp_path / "s.pt")
+    assert type(back["milestones"]) is Counter and back["milestones"] == sd["milestones"]
+    s2 = ls.MultiStepLR(_opt(lrs=(0.05,)), [9], 0.5)  # the optimizer as restored: lr 0.05
+    s2.load_state_dict(back)
+    # by hand: milestones 2 once and 5 twice, gamma 0.5; epochs 3..7 after the load
+    _check(_run(s2, 4), [[0.05], [0.05], [0.0125], [0.0125], [0.0125]])
+    s3 = ls.MultiStepLR(_opt(lrs=(0.1,)), [9], 0.5)
+    s3.load_state_dict({**sd, "milestones": [2, 5, 5]})  # the list older versions saved
+    assert s3.milestones == Counter({5: 2, 2: 1})
+    torch = pytest.importorskip("torch")
+    topt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.05)
+    ts = torch.optim.lr_scheduler.MultiStepLR(topt, [9], 0.5)
+    ts.load_state_dict(s.state_dict())  # failed with the list: torch's get_lr indexes a Counter
+    got = []
+    for _ in range(4):
+        topt.step()
+        ts.step()
+        got.append(ts.get_last_lr())
+    _check(got, _run(s, 4)[1:])
+    tsd = torch.load(tmp_path / "s.pt", weights_only=True)  # clgrad's file in torch
+    assert tsd["milestones"] == Counter({5: 2, 2: 1})

@@ -603,3 +603,56 @@ def test_reduce_plans_follow_every_input_of_their_key():
         want = np.zeros((8, 40))
         want[1:7, off:off + 33] = 2 * _exact_sum(parts.numpy(), (0,))
         np.testing.assert_allclose(big.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+# -- issue 32: prod's gradient where the group holds zeros ----------------------------------
+_PROD_ROWS = [[2.0, 0.0, 3.0, 5.0],    # exactly one zero: the others' product at the zero
+              [0.0, 4.0, 0.0, 1.5],    # two zeros: 0 everywhere
+              [1.5, -2.0, 0.5, 4.0],   # no zero: out / x
+              [0.0, 7.0, -1.0, 2.0]]   # the zero first
+
+
+def _prod_grad_by_hand(rows):
+    """d prod(row) / d row[i] = the product of the row's other elements (no division)."""
+    rows = np.asarray(rows, np.float64)
+    return np.array([[np.prod(np.delete(r, i)) for i in range(r.size)] for r in rows])
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["dim", "all"])
+def test_prod_gradient_with_zeros(full):
+    base = np.asarray(_PROD_ROWS, np.float64)
+    # a non-contiguous view: the rows are stored as the columns of a transposed buffer
+    xt = clgrad.tensor(base.T.copy(), dtype=F64, requires_grad=True)
+    x = xt.t()
+    assert not x.is_contiguous()
+    weights = np.array([1.0, -2.0, 0.5, 3.0])
+    if full:
+        sub = base[:1]  # one zero in the whole tensor: only the first row
+        x1 = clgrad.tensor(sub, dtype=F64, requires_grad=True)
+        x1.prod().backward()
+        np.testing.assert_array_equal(x1.grad.numpy(), _prod_grad_by_hand(sub.reshape(1, -1)))
+        xt.grad = None
+        x.prod().backward()  # several zeros in the tensor: 0 everywhere
+        np.testing.assert_array_equal(xt.grad.t().numpy(), np.zeros_like(base))
+    else:
+        (x.prod(1) * clgrad.tensor(weights, dtype=F64)).sum().backward()
+        np.testing.assert_allclose(xt.grad.t().numpy(),
+                                   _prod_grad_by_hand(base) * weights[:, None], rtol=1e-15)
+    assert clgrad.autograd.gradcheck(lambda a: a.prod(1), [x.detach().requires_grad_()])
+    assert clgrad.autograd.gradcheck(lambda a: a[:1].prod(), [x.detach().requires_grad_()])
+
+
+def test_prod_gradient_with_zeros_matches_torch():
+    torch = pytest.importorskip("torch")
+    base = np.asarray(_PROD_ROWS, np.float64)
+    for dims, keep in [(1, False), (0, True), (None, False), ((0, 1), True)]:
+        for rows in (base, base[:1], base[2:3]):
+            x = clgrad.tensor(rows, dtype=F64, requires_grad=True)
+            r = torch.tensor(rows, requires_grad=True)
+            out = x.prod() if dims is None else x.prod(dims, keepdim=keep)
+            ref = r.prod() if dims is None else (r.prod(dims, keepdim=keep) if isinstance(
+                dims, int) else r.prod(dims[1], keepdim=True).prod(dims[0], keepdim=True))
+            out.sum().backward()
+            ref.sum().backward()
+            np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-15,
+                                       err_msg=f"dims {dims} keepdim {keep}")

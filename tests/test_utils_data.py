@@ -416,6 +416,17 @@ def test_forked_worker_making_tensors_falls_back_in_process():
         list(DataLoader(TensorStream(), num_workers=1))
 
 
+def test_forked_worker_says_use_spawn_as_for_a_gpu_device():
+    from clgrad.runtime import ForkedDeviceError
+
+    class TensorStream(IterableDataset):
+        def __iter__(self):
+            return iter([clgrad.ones(1)])
+    with pytest.raises(ForkedDeviceError, match="cannot use the OpenCL GPU device in a forked "
+                                                "process; use the spawn start method"):
+        list(DataLoader(TensorStream(), num_workers=1))
+
+
 def test_persistent_workers_and_unordered():
     loader = DataLoader(Who(), batch_size=4, num_workers=2, persistent_workers=True)
     pids = [{int(p) for b in loader for p in b[1].tolist()} for _ in range(2)]

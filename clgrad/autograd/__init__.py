@@ -20,14 +20,14 @@ Saved tensors. ``record(..., saved=[...])`` stores each saved tensor with its st
 backward compares, so a saved tensor written in place afterwards (directly, through any view
 of its storage, through a ``detach()`` alias, with grad mode on or off) raises RuntimeError
 naming the op and both versions. What each op saves, hence what must not be written later:
-  output:   exp, sqrt, rsqrt, reciprocal, tanh, sigmoid, relu; prod (and its input)
-  input:    log, sin, cos, square, abs, clamp (number bounds), ``x ** 2``
+  output:   exp, sqrt, rsqrt, reciprocal, tanh, sigmoid, relu
+  input:    log, sin, cos, square, abs, clamp (number bounds), ``x ** 2``, prod
   operands: mul (the other operand), div (divisor and output), pow (both operands and the
             output), maximum/minimum (both; so clamp with tensor bounds), where (the
             condition), matmul (both)
   indices:  max/min/amax/amin (the argmax), index_select/gather/scatter_add (the index);
             advanced indexing and index_put_ copy the indices to the host: nothing saved
-  nothing:  add, sub, neg, casts, contiguous/clone, sum, mean, every view op,
+  nothing:  add, sub, neg, sign, casts, contiguous/clone, sum, mean, every view op,
             cat/stack/split/chunk/unbind
 (Ops of other families say what they save in their own docs.)
 So ``y = x.exp(); y.narrow(0, 1, 1).mul_(2)`` raises at backward (exp saved y), exactly as

@@ -119,3 +119,31 @@ class inference_mode(_GradMode):
     def _fresh(self):
         return type(self)(self.enabled)
 
+
+
+# -- autocast state (clgrad.amp.autocast sets it; the ops of its lists read it) -------------
+def autocast_dtype(device_type: str):
+    """The dtype that autocast runs ``device_type``'s ('cpu' or 'cuda') lower-precision ops
+    in, or None when autocast is off for it (the default). Per thread; off while backward
+    runs (graph.backward), so a backward formula computes in its operands' dtypes."""
+    on = getattr(_state, "autocast", None)
+    return on.get(device_type) if on else None
+
+
+def _set_autocast(on: dict | None) -> dict | None:
+    """Replace this thread's autocast map {device_type: dtype} (None: off); return the old."""
+    prev = getattr(_state, "autocast", None)
+    _state.autocast = on
+    return prev
+
+
+class _autocast_off:  # noqa: N801  (a context manager, as no_grad)
+    """Autocast off for a ``with`` block (the backward pass), restored on exit."""
+
+    def __enter__(self):
+        self._prev = _set_autocast(None)
+        return self
+
+    def __exit__(self, *exc):
+        _set_autocast(self._prev)
+        return False

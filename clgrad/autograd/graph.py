@@ -9,7 +9,7 @@ import itertools
 import threading
 import weakref
 
-from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
+from clgrad.autograd.grad_mode import _autocast_off, is_grad_enabled, no_grad
 from clgrad.tensor import Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
@@ -268,7 +268,7 @@ def _run(roots, root_grads, retain_graph, targets=None):
 
     want = None if targets is None else {id(t) for t in targets}
     captured = {}
-    with no_grad():
+    with no_grad(), _autocast_off():
         for r, g in zip(roots, root_grads):
             send(r, g)
         nodes = _collect(roots)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import autograd
+from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution, as_param
 from clgrad.ops import elementwise as ew
 from clgrad.ops import loss as ls
@@ -17,12 +18,18 @@ class Bernoulli(Distribution):
 
     Shapes:  batch_shape = the parameter's; samples float, of the parameter's dtype
     Grad:    log_prob, entropy -> the parameter
-    Raises:  ValueError unless exactly one of probs and logits is given
+    Raises:  ValueError unless exactly one of probs and logits is given; (validate_args, see
+             Distribution) for probs outside [0, 1], NaN logits, or a log_prob value that
+             is not 0 or 1
     """
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = as_param(probs)
             eps = float(np.finfo(self.probs.dtype.np).eps)
@@ -32,6 +39,9 @@ class Bernoulli(Distribution):
             self.logits = as_param(logits)
             self.probs = ew.sigmoid(self.logits)
         super().__init__(tuple(self.probs.shape), (), validate_args)
+
+    def _given_params(self):
+        return (self._given,)
 
     @property
     def mean(self):
@@ -51,6 +61,8 @@ class Bernoulli(Distribution):
 
     def log_prob(self, value):
         """value log p + (1 - value) log(1 - p), computed from the logits (stable)."""
+        if self._validate_args:
+            self._validate_sample(value)
         logits, value = _broadcast(self.logits, value)
         return ew.neg(ls.binary_cross_entropy_with_logits(logits, value, reduction="none"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import creation, dtypes
+from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution
 from clgrad.ops import elementwise as ew
 from clgrad.tensor import Tensor
@@ -17,8 +18,13 @@ class Categorical(Distribution):
 
     Shapes:  probs/logits (*B, K) -> batch_shape B, event_shape (); samples int64
     Grad:    log_prob, entropy and probs/logits carry gradients to the parameter given
-    Raises:  ValueError unless exactly one of probs and logits is given, or for a 0-dim one
+    Raises:  ValueError unless exactly one of probs and logits is given, or for a 0-dim one;
+             (validate_args, see Distribution) for probs with a negative entry (after
+             normalising: PyTorch's simplex check), NaN logits, or a log_prob value that is
+             not an integer in [0, K - 1]
     """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -26,6 +32,7 @@ class Categorical(Distribution):
         param = probs if probs is not None else logits
         if not isinstance(param, Tensor) or param.ndim < 1:
             raise ValueError("`probs` / `logits` parameter must be at least one-dimensional.")
+        self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = ew.div(probs, probs.sum(-1, keepdim=True))
             eps = float(np.finfo(self.probs.dtype.np).eps)
@@ -35,6 +42,14 @@ class Categorical(Distribution):
             self.probs = self.logits.softmax(-1)
         self._num_events = param.shape[-1]
         super().__init__(tuple(param.shape[:-1]), (), validate_args)
+
+    def _given_params(self):
+        return (self._given,)
+
+    @property
+    def support(self):
+        """The integers 0..K-1."""
+        return constraints.integer_interval(0, self._num_events - 1)
 
     @property
     def param_shape(self):
@@ -72,6 +87,8 @@ class Categorical(Distribution):
 
     def log_prob(self, value: Tensor) -> Tensor:
         """log P(value), value an integer tensor broadcast against batch_shape."""
+        if self._validate_args:
+            self._validate_sample(value)
         value = ew.to(value, dtypes.int64).unsqueeze(-1)
         shape = _broadcast(value.shape, self.logits.shape)
         value = value.expand(shape)[..., :1]

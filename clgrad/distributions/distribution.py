@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from clgrad import creation
+from clgrad.ops import reduce as rd
 from clgrad.tensor import Size, Tensor
 
 __all__ = ["Distribution", "as_param"]
@@ -9,12 +10,68 @@ __all__ = ["Distribution", "as_param"]
 
 class Distribution:
     """Shapes and the sampling interface: ``batch_shape``, ``event_shape``, ``sample``,
-    ``rsample`` (reparameterised, where the family has one), ``log_prob``, ``entropy``."""
+    ``rsample`` (reparameterised, where the family has one), ``log_prob``, ``entropy``.
+
+    Validation (PyTorch's): with ``validate_args`` (default: the class default, True unless
+    Python runs with -O; ``Distribution.set_default_validate_args`` changes it) the
+    constructor checks each given parameter against ``arg_constraints`` and ``log_prob``
+    (and ``cdf``) check the value against ``support`` and the shapes. Each check reads one
+    bool from the device.
+    Raises:  ValueError naming the parameter (or the value argument), the constraint and the
+             invalid values; for a value that is not a Tensor or does not broadcast.
+    """
 
     has_rsample = False
+    arg_constraints: dict = {}
+    support = None
+    _validate_args = __debug__
+
+    @staticmethod
+    def set_default_validate_args(value: bool) -> None:
+        """Turn the checks on (True) or off (False) for distributions made from now on
+        without their own ``validate_args``. Raises ValueError for anything but a bool."""
+        if value not in [True, False]:
+            raise ValueError(f"set_default_validate_args: expected True or False, got "
+                             f"{value!r}")
+        Distribution._validate_args = value
 
     def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            for param, constraint in self.arg_constraints.items():
+                if param not in self._given_params():
+                    continue
+                value = getattr(self, param)
+                if not bool(rd.all(constraint.check(value))):
+                    raise ValueError(
+                        f"Expected parameter {param} ({type(value).__name__} of shape "
+                        f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
+                        f"constraint {constraint!r}, but found invalid values:\n{value}")
+
+    def _given_params(self):
+        """The parameters the constructor was given (the ones it validates)."""
+        return tuple(self.arg_constraints)
+
+    def _validate_sample(self, value) -> None:
+        """PyTorch's checks of a ``log_prob``/``cdf`` argument (see the class docstring)."""
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        shape, event = tuple(value.shape), tuple(self._event_shape)
+        if shape[len(shape) - len(event):] != event:
+            raise ValueError(f"The right-most size of value must match event_shape: "
+                             f"{Size(shape)} vs {Size(event)}.")
+        expected = tuple(self._batch_shape) + event
+        for i, j in zip(reversed(shape), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
+                                 f"{Size(shape)} vs {Size(expected)}.")
+        support = self.support
+        if support is not None and not bool(rd.all(support.check(value))):
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
+                             f"{shape}) to be within the support ({support!r}) of the "
+                             f"distribution {self!r}, but found invalid values:\n{value}")
 
     @property
     def batch_shape(self) -> Size:

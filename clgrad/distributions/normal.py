@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from clgrad import autograd, creation, layout
+from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution, as_param
 from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
@@ -16,9 +17,13 @@ class Normal(Distribution):
 
     Shapes:  batch_shape = broadcast(loc, scale); event_shape ()
     Grad:    rsample, log_prob, entropy, cdf -> loc and scale
+    Raises:  ValueError (validate_args, see Distribution) for a NaN loc, a scale <= 0, or a
+             NaN value given to log_prob/cdf
     """
 
     has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
         loc = as_param(loc, scale)
@@ -60,6 +65,8 @@ class Normal(Distribution):
 
     def log_prob(self, value):
         """-(value - loc)^2 / (2 scale^2) - log scale - log sqrt(2 pi)."""
+        if self._validate_args:
+            self._validate_sample(value)
         d = ew.sub(value, self.loc)
         return ew.sub(ew.sub(ew.neg(ew.div(ew.mul(d, d), ew.mul(self.variance, 2.0))),
                              ew.log(self.scale)), math.log(math.sqrt(2 * math.pi)))
@@ -70,6 +77,8 @@ class Normal(Distribution):
 
     def cdf(self, value):
         """0.5 (1 + erf((value - loc) / (scale sqrt 2)))."""
+        if self._validate_args:
+            self._validate_sample(value)
         z = ew.div(ew.sub(value, self.loc), ew.mul(self.scale, math.sqrt(2)))
         return ew.mul(ew.add(cp.erf(z), 1.0), 0.5)
 

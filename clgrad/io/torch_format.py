@@ -369,6 +369,7 @@ def _allowed():
     from clgrad._unpickle import numpy_globals
     table = {
         ("collections", "OrderedDict"): collections.OrderedDict,
+        ("collections", "Counter"): collections.Counter,  # MultiStepLR's milestones (torch's)
         ("torch._utils", "_rebuild_tensor_v2"): _Method("_rebuild_tensor_v2"),
         ("torch._utils", "_rebuild_parameter"): _Method("_rebuild_parameter"),
         ("torch._utils", "_rebuild_parameter_with_state"): _Method("_rebuild_parameter"),

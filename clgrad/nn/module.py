@@ -411,13 +411,15 @@ class Module:
         ``local_metadata["version"]``), then its load_state_dict post-hooks.
         ``local_metadata`` comes from ``state_dict._metadata`` (empty without it).
 
-        Every shape and dtype must match exactly (no silent casts, unlike PyTorch). With
+        Every shape must match; values of another dtype are cast to the parameter's or
+        buffer's dtype as they are copied (PyTorch's ``copy_``), and with ``assign=True`` the
+        checkpoint's tensor is put in as it is, dtype included (PyTorch's). With
         ``strict`` a missing or unexpected key is an error; without it they are only reported.
         ``assign=True`` puts the checkpoint's tensors into the module instead of copying
         (a Parameter keeps the module parameter's requires_grad), as PyTorch.
         Returns: _IncompatibleKeys(missing_keys, unexpected_keys).
         Raises:  TypeError for a state_dict that is not a mapping; RuntimeError listing every
-                 missing/unexpected key (strict) and every shape or dtype mismatch. The
+                 missing/unexpected key (strict) and every shape mismatch. The
                  default _load_from_state_dict defers its copies to the end, so nothing it
                  would copy is copied when any check fails (an override's own writes are
                  its own).
@@ -474,9 +476,10 @@ class Module:
         """Load this module's own parameters and persistent buffers (not its children's)
         from ``state_dict`` (keys ``prefix + name``), PyTorch's signature: load_state_dict
         pre-hooks first; a key it lacks goes to ``missing_keys`` (when ``strict``), a key
-        under ``prefix`` that names nothing here to ``unexpected_keys``; shape, dtype and type
-        problems to ``error_msgs``. Inside load_state_dict the copies happen once every module
-        was checked; called directly, at once. ``local_metadata["version"]`` is the saved
+        under ``prefix`` that names nothing here to ``unexpected_keys``; shape and type
+        problems to ``error_msgs`` (another dtype is cast when copied). Inside
+        load_state_dict the copies happen once every module was checked; called directly,
+        at once. ``local_metadata["version"]`` is the saved
         ``_version``; ``local_metadata.get("assign_to_params_buffers")`` means assign.
         """
         for hook in list(_hooks(self, "_load_state_dict_pre_hooks").values()):
@@ -502,12 +505,6 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"{tuple(src.shape)} from checkpoint, the shape in current "
                                   f"model is {tuple(dst.shape)}")
-                continue
-            src_dtype = src.dtype.np if isinstance(src, Tensor) else np.dtype(src.dtype)
-            if src_dtype != dst.dtype.np:
-                error_msgs.append(f"dtype mismatch for {key}: copying a tensor of dtype "
-                                  f"{src_dtype.name} from checkpoint, the dtype in current "
-                                  f"model is {dst.dtype.name}")
                 continue
             if pending is not None:
                 pending.append((self, name, dst, src, assign))
@@ -645,11 +642,14 @@ def _store(module, name, dst, src, assign):
 
 
 def _copy_into(dst, src):
-    """Copy ``src`` (a checked Tensor or ndarray of dst's shape and dtype) into ``dst``."""
+    """Copy ``src`` (a checked Tensor or ndarray of dst's shape) into ``dst``, cast to dst's
+    dtype first (PyTorch's ``param.copy_(input_param)``)."""
     if isinstance(src, np.ndarray):
-        src = from_numpy(np.ascontiguousarray(src), device=dst._storage.device)
+        src = from_numpy(np.ascontiguousarray(src, dtype=dst.dtype.np),
+                         device=dst._storage.device)
     if src is dst:
         return
+    src = ew.to(src, dst.dtype)  # on src's device: it may lack dst's dtype's source width
     if src._storage.device is not dst._storage.device:  # map_location="cpu" on a GPU machine
         src = ew.to_device(src, dst._storage.device)
     ew.copy_raw(dst, src)

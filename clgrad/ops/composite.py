@@ -52,6 +52,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.ndim != 2:
             raise RuntimeError(f"addmm: expected {name} to be a matrix, got {m.ndim}-D")
+    input, mat1, mat2 = ew.autocast("addmm", input, mat1, mat2)  # all three (PyTorch's)
     return _axpy(input, mm.mm(mat1, mat2), beta, alpha)
 
 
@@ -61,6 +62,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> T
     for name, m in (("batch1", batch1), ("batch2", batch2)):
         if m.ndim != 3:
             raise RuntimeError(f"baddbmm: expected {name} to be a 3-D tensor, got {m.ndim}-D")
+    input, batch1, batch2 = ew.autocast("baddbmm", input, batch1, batch2)
     return _axpy(input, mm.bmm(batch1, batch2), beta, alpha)
 
 

@@ -52,6 +52,39 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
+def autocast(op: str, *tensors, lower: bool = True):
+    """The operands of an op on autocast's lists (clgrad.amp), cast as PyTorch's autocast
+    does while it is on for the first tensor's device type: ``lower`` (matmul family): every
+    floating tensor but float64 to autocast's dtype (float16); not ``lower`` (losses):
+    float16 tensors to float32. The casts are recorded (gradients flow back in the
+    original dtypes). ``tensors`` unchanged when autocast is off; None entries stay None.
+
+    Raises:  RuntimeError when autocast's dtype is bfloat16 (autocast('cpu')'s default:
+             clgrad has no bfloat16), or float16 on a device without cl_khr_fp16.
+    """
+    if not getattr(autograd.grad_mode._state, "autocast", None):  # off: the common case
+        return tensors
+    first = next((t for t in tensors if isinstance(t, Tensor)), None)
+    if first is None:
+        return tensors
+    dev = first._storage.device
+    dt = autograd.grad_mode.autocast_dtype(dev.type)
+    if dt is None:
+        return tensors
+    if dt == "bfloat16":
+        raise RuntimeError(f"{op}: autocast(device_type={dev.type!r}) runs it in bfloat16 "
+                           f"(its default dtype), which clgrad does not have; pass "
+                           f"dtype=torch.float16, or enabled=False")
+    if not dev.fp16:
+        raise RuntimeError(f"{op}: autocast to float16, but the device {dev.name!r} lacks "
+                           f"cl_khr_fp16; use autocast(..., enabled=False) (float32)")
+    if lower:
+        return tuple(to(t, dt) if isinstance(t, Tensor) and t.dtype.is_floating_point and
+                     t.dtype is not dtypes.float64 else t for t in tensors)
+    return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and t.dtype is dtypes.float16
+                 else t for t in tensors)
+
+
 def to_device(x: Tensor, device) -> Tensor:
     """A contiguous copy of ``x`` on ``device`` (a ``clgrad.runtime.Device``), through the
     host; ``x`` itself when it is already there. Recorded as PyTorch's ``ToCopyBackward0``:
@@ -657,8 +690,8 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     Python number (PyTorch requires Tensors).
 
     Dtypes:  promoted as for div: integers give float32
-    Grad:    input: g * other / (input^2 + other^2); other: -g * input / (input^2 + other^2)
-             (NaN at the origin, as PyTorch's formula)
+    Grad:    input: g * other * r; other: g * -input * r with r = 1 / (input^2 + other^2),
+             and r = 0 where input^2 + other^2 is 0 (so both are 0 at the origin: PyTorch's)
     Raises:  TypeError for an operand that is neither (PyTorch's message, from the public
              entry); ValueError when the shapes do not broadcast
     Kernels: kernels/elementwise.cl :: atan2_op
@@ -675,8 +708,9 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
 
     def backward(g):
         r2 = add(mul(a, a), mul(b, b))
-        ga = div(mul(g, b), r2) if need_a else None
-        gb = neg(div(mul(g, a), r2)) if need_b else None
+        recip = where(eq(r2, 0), 0.0, reciprocal(r2))  # 0 at the origin (PyTorch's)
+        ga = mul(mul(g, b), recip) if need_a else None
+        gb = mul(mul(g, neg(a)), recip) if need_b else None
         return _sum_back(sa, sb, ga, gb)
     return record("atan2", out, _inputs(a, b), backward,
                   saved=[t for t in _inputs(a, b) if t is not None])
@@ -725,8 +759,12 @@ def abs(x: Tensor) -> Tensor:
 
 
 def sign(x: Tensor) -> Tensor:
-    """-1, 0 or 1 elementwise (no gradient: zero almost everywhere)."""
-    return _launch_unary("sign_op", x)
+    """-1, 0 or 1 elementwise, of x's dtype. Grad: zero (PyTorch's SignBackward0), so a
+    float input keeps its graph and receives zeros."""
+    out = _launch_unary("sign_op", x)
+    if not x.dtype.is_floating_point:
+        return out
+    return record("sign", out, (x,), lambda g: (zeros(g.shape, g.dtype, g._storage.device),))
 
 
 def _no_grad_float(kname, op):

@@ -58,6 +58,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight=None, ignore_index: int 
              host before any launch); ValueError for shapes, reduction or label_smoothing;
              TypeError for dtypes.
     """
+    input, target, weight = ew.autocast("cross_entropy", input, target, weight, lower=False)
     _check_common("cross_entropy", input, target, reduction)
     if not 0.0 <= float(label_smoothing) <= 1.0:
         raise ValueError(f"cross_entropy: expected label_smoothing in [0, 1], got "
@@ -75,6 +76,7 @@ def nll_loss(input: Tensor, target: Tensor, weight=None, ignore_index: int = -10
     l = -w[t] input[t] per position (0 where t == ignore_index); shapes, reduction and
     errors as cross_entropy with class indices. Grad: input.
     """
+    input, target, weight = ew.autocast("nll_loss", input, target, weight, lower=False)
     _check_common("nll_loss", input, target, reduction)
     if target.dtype.is_floating_point:
         raise TypeError(f"nll_loss: expected integer class indices as target, got "
@@ -88,6 +90,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     if reduction not in _REDUCTIONS:
         raise ValueError(f"mse_loss: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
+    input, target = ew.autocast("mse_loss", input, target, lower=False)
     d = ew.sub(input, target)
     sq = ew.mul(d, d)
     return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
@@ -97,6 +100,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """|input - target|, reduced ('mean', 'sum', 'none'); shapes broadcast.
     Grad: input and target (sign(x - t), 0 where equal)."""
+    input, target = ew.autocast("l1_loss", input, target, lower=False)
     return _pointwise("l1_loss", "l1", input, target, reduction)
 
 
@@ -107,6 +111,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     Raises ValueError for beta < 0."""
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: expected beta >= 0, got {beta}")
+    input, target = ew.autocast("smooth_l1_loss", input, target, lower=False)
     return _pointwise("smooth_l1_loss", "smooth_l1", input, target, reduction, p0=beta)
 
 
@@ -117,6 +122,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     delta <= 0."""
     if delta <= 0:
         raise ValueError(f"huber_loss: expected delta > 0, got {delta}")
+    input, target = ew.autocast("huber_loss", input, target, lower=False)
     return _pointwise("huber_loss", "huber", input, target, reduction, p0=delta)
 
 
@@ -126,6 +132,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight=None,
     x = 0 or 1 gives a finite loss; PyTorch's). Grad: input, w (x - t) / max(x (1 - x),
     1e-12); target. Unlike PyTorch, x outside [0, 1] is not checked (it would need a device
     to host read): it gives NaN. Raises ValueError when target's shape differs from input's."""
+    input, target, weight = ew.autocast("binary_cross_entropy", input, target, weight,
+                                        lower=False)
     _same_shape("binary_cross_entropy", input, target)
     loss = _pointwise("binary_cross_entropy", "bce", input, target, "none")
     return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy")
@@ -138,6 +146,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
     Grad: input, target, weight and pos_weight. Raises ValueError when target's shape
     differs from input's."""
     op = "binary_cross_entropy_with_logits"
+    input, target, weight, pos_weight = ew.autocast(op, input, target, weight, pos_weight,
+                                                    lower=False)
     _same_shape(op, input, target)
     aux = None
     if pos_weight is not None:  # the log weight 1 + (p - 1) t, an operand of the kernel
@@ -155,6 +165,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise ValueError(f"kl_div: expected reduction 'mean', 'batchmean', 'sum' or 'none', "
                          f"got {reduction!r}")
+    input, target = ew.autocast("kl_div", input, target, lower=False)
     loss = _pointwise("kl_div", "kl_div_log" if log_target else "kl_div", input, target,
                       "none")
     if reduction == "batchmean":

@@ -281,13 +281,20 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     """Matrix product with PyTorch's rules: 1-D operands are vectors, batch dims broadcast.
 
     Shapes:  (*B1, M, K) @ (*B2, K, N) -> (broadcast(B1, B2), M, N); (K,) @ (K,) -> ().
-    Dtypes:  equal dtypes (RuntimeError otherwise).
+    Dtypes:  equal dtypes (RuntimeError otherwise); under ``autocast`` (clgrad.amp) float16
+             operands and result (products summed in float32), as PyTorch's.
     Raises:  RuntimeError on a K mismatch or a 0-dim operand; ValueError if batch dims do not
              broadcast.
     """
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
+    a, b = ew.autocast("matmul", a, b)
+    return _matmul(a, b)
+
+
+def _matmul(a: Tensor, b: Tensor) -> Tensor:
+    """matmul without autocast (dot: not on autocast's list)."""
     same_device("matmul", a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"matmul: expected m1 and m2 to have the same dtype, but got: "
@@ -354,11 +361,13 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 1 or b.ndim != 1 or a.shape[0] != b.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")
-    return matmul(a, b)
+    return _matmul(a, b)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight.T + bias. Shapes: x (*, in), weight (out, in), bias (out,) -> (*, out)."""
+    """x @ weight.T + bias. Shapes: x (*, in), weight (out, in), bias (out,) -> (*, out).
+    Under ``autocast`` (clgrad.amp) all three in float16, as PyTorch's."""
+    x, weight, bias = ew.autocast("linear", x, weight, bias)
     if weight.ndim != 2:
         raise RuntimeError(f"linear: expected weight of shape (out, in), got "
                            f"{tuple(weight.shape)}")

@@ -22,12 +22,18 @@ _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
 def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     """Pad the last len(pad) // 2 dims: pad = (left, right, top, bottom, ...), last dim first.
 
-    Modes: 'constant' (``value``; negative amounts crop), 'reflect' (mirror without repeating
-    the edge; each amount < the dim's size), 'replicate' (repeat the edge), 'circular' (wrap
-    around: the other end's elements; each amount <= the dim's size). The last three pad at
-    most the last 3 dims and leave the first dim alone.
+    Modes: 'constant' (``value``), 'reflect' (mirror without repeating the edge; each amount
+    < the dim's size), 'replicate' (repeat the edge), 'circular' (wrap around: the other
+    end's elements; each amount <= the size left after cropping). The last three pad at
+    most the last 3 dims and leave the first dim alone. In every mode a negative amount
+    crops, as PyTorch: reflect and replicate read output position o from input o - left,
+    mirrored or clamped at the input's own edges; circular crops first and wraps within
+    what is left.
+    Shapes:  (*S) -> each padded dim n becomes n + left + right (>= 1 for reflect and
+             replicate, >= 0 otherwise).
     Grad:    input (each output position's gradient goes to the element it copied).
-    Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range.
+    Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range (an
+             output size below those bounds included).
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"pad: expected a Tensor, got {type(input).__name__}")
@@ -47,6 +53,10 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if mode == "circular":
         return _pad_circular(x, lo, hi)
     oshape = tuple(n + a + b for n, a, b in zip(x.shape, lo, hi))
+    if mode != "constant" and min(oshape, default=1) < 1:
+        raise ValueError(f"pad: {mode} padding {amounts} gives an empty output {oshape} for "
+                         f"input of shape {tuple(x.shape)}: each padded dim must keep at "
+                         f"least one element")
     if min(oshape, default=1) < 0:
         raise ValueError(f"pad: padding {amounts} gives a negative output size {oshape} for "
                          f"input of shape {tuple(x.shape)}")
@@ -67,16 +77,22 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
 
 
 def _pad_circular(x, lo, hi):
-    """Circular padding as a concatenation of narrow views (its gradient is theirs)."""
+    """Circular padding as a concatenation of narrow views (its gradient is theirs); negative
+    amounts crop first (narrow), then the positive ones wrap within what is left."""
     from clgrad.ops import index as ix
+    padded = any(a > 0 for a in lo + hi)
     for d in range(x.ndim):
-        if lo[d] == 0 and hi[d] == 0:
+        if lo[d] < 0 or hi[d] < 0:
+            start = max(-lo[d], 0)
+            x = x.narrow(d, start, x.shape[d] - start - max(-hi[d], 0))
+        left, right = max(lo[d], 0), max(hi[d], 0)
+        if left == 0 and right == 0:
             continue
         n = x.shape[d]
-        parts = [x.narrow(d, n - lo[d], lo[d])] if lo[d] else []
-        parts += [x] + ([x.narrow(d, 0, hi[d])] if hi[d] else [])
+        parts = [x.narrow(d, n - left, left)] if left else []
+        parts += [x] + ([x.narrow(d, 0, right)] if right else [])
         x = ix.cat(parts, d)
-    return x if any(lo) or any(hi) else ew.clone(x)
+    return x if padded else ew.clone(x)
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -88,12 +104,14 @@ def _check_nonconstant(mode, x, amounts, lo, hi):
                          f"{tuple(x.shape)}")
     for d in range(x.ndim - k, x.ndim):
         n = x.shape[d]
-        if lo[d] < 0 or hi[d] < 0:
-            raise ValueError(f"pad: {mode} padding expects non-negative amounts, got {amounts}")
-        if mode == "circular" and (lo[d] > n or hi[d] > n):
+        kept = n - max(-lo[d], 0) - max(-hi[d], 0)  # what is left after cropping
+        if mode == "circular" and kept < 0:
+            raise ValueError(f"pad: circular padding ({lo[d]}, {hi[d]}) at dim {d} crops more "
+                             f"than the dim's size {n} (input shape {tuple(x.shape)})")
+        if mode == "circular" and (lo[d] > kept or hi[d] > kept):
             raise ValueError(f"pad: circular padding ({lo[d]}, {hi[d]}) at dim {d} must be at "
-                             f"most the dim's size {n}: it would wrap around more than once "
-                             f"(input shape {tuple(x.shape)})")
+                             f"most the dim's size {kept} after cropping: it would wrap around "
+                             f"more than once (input shape {tuple(x.shape)})")
         if mode == "reflect" and (lo[d] >= n or hi[d] >= n):
             raise ValueError(f"pad: reflect padding ({lo[d]}, {hi[d]}) at dim {d} must be "
                              f"less than the dim's size {n} (input shape {tuple(x.shape)})")

@@ -299,19 +299,27 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
 
 def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Product over ``dim``. Grad: out / x (inputs containing zeros get no gradient there)."""
+    """Product over ``dim`` (int, tuple, or None for all). Integers and bool give int64.
+
+    Shapes:  (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
+    Grad:    per reduced group, without dividing by zero (PyTorch's values): no zero in the
+             group: out / x; exactly one zero: the product of the others at the zero and 0
+             elsewhere; two or more zeros: 0 everywhere.
+    """
     dims = _dims(x, dim, "prod")
     out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
     out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
-    y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
     def backward(g):
-        full = _expand_back(ew.mul(g, y), x_shape, dims, keepdim)
-        nz = ew.ne(x, 0)
-        safe = ew.where(nz, x, 1.0)
-        return (ew.where(nz, ew.div(full, safe), 0.0),)
-    return record("prod", out, (x,), backward, saved=[x, y])
+        zero = ew.eq(x, 0)
+        safe = ew.where(zero, 1.0, x)
+        others = prod(safe, dims, keepdim=True)  # the product of the group's nonzero elements
+        zeros = sum(zero, dims, keepdim=True)
+        at_one_zero = ew.where(ew.logical_and(zero, ew.eq(zeros, 1)), others, 0.0)
+        local = ew.where(ew.eq(zeros, 0), ew.div(others, safe), at_one_zero)
+        return (ew.mul(_expand_back(g, x_shape, dims, keepdim), local),)
+    return record("prod", out, (x,), backward, saved=[x])
 
 
 def _minmax(x: Tensor, dim, keepdim, op_define, name):

@@ -239,13 +239,15 @@ class MultiStepLR(LRScheduler):
         return [base * self.gamma ** k for base in self.base_lrs]
 
     def state_dict(self) -> dict:
-        """The scheduler's state, milestones as a sorted list (a Counter's int keys do not save)."""
+        """The scheduler's state, milestones a Counter as PyTorch's (so torch's MultiStepLR
+        loads it; ``clgrad.save`` writes it in PyTorch's format, not in safetensors)."""
         out = super().state_dict()
-        out["milestones"] = sorted(self.milestones.elements())  # int keys do not save
+        out["milestones"] = Counter(self.milestones)  # a copy: the state does not alias self
         return out
 
     def load_state_dict(self, state_dict: dict):
-        """Restore a state from ``state_dict``; milestones (a list or a dict) become a Counter."""
+        """Restore a state from ``state_dict``; milestones (a Counter, a dict or a list, as
+        older clgrad versions saved) become a Counter."""
         super().load_state_dict(state_dict)
         m = self.milestones
         self.milestones = Counter(m) if isinstance(m, dict) else Counter(list(m))

@@ -38,7 +38,7 @@ in another needs the usual synchronisation between those threads.
 """
 from clgrad.errors import DeviceError  # noqa: F401  (runtime.DeviceError)
 from clgrad.runtime.device import (  # noqa: F401  (private names: tests and cuda.py use them)
-    Device, OutOfMemoryError, cache_dir, kernel_dir, launch_count, pack)
+    Device, ForkedDeviceError, OutOfMemoryError, cache_dir, kernel_dir, launch_count, pack)
 from clgrad.runtime.discovery import (  # noqa: F401
     CPU_RUNTIME_PREFERENCE, STALE_LOCK_S, _DEFAULT, _DEVICES, _clear_stale_cache_lock,
     default_device, devices, fastest_device, get_device, runtime_notes, set_default_device,
@@ -46,4 +46,4 @@ from clgrad.runtime.discovery import (  # noqa: F401
 
 __all__ = ["Device", "devices", "default_device", "fastest_device", "set_default_device",
            "get_device", "synchronize", "kernel_dir", "launch_count", "cache_dir",
-           "CPU_RUNTIME_PREFERENCE", "OutOfMemoryError"]
+           "CPU_RUNTIME_PREFERENCE", "OutOfMemoryError", "ForkedDeviceError"]

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,8 @@ from clgrad import _log, settings
 from clgrad.errors import DeviceError
 from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
 
-__all__ = ["Device", "OutOfMemoryError", "kernel_dir", "cache_dir", "launch_count", "pack",
-           "arg_kind"]
+__all__ = ["Device", "OutOfMemoryError", "ForkedDeviceError", "kernel_dir", "cache_dir",
+           "launch_count", "pack", "arg_kind"]
 
 _PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder
 
@@ -37,6 +38,50 @@ class OutOfMemoryError(DeviceError, MemoryError):
     CL_DEVICE_MAX_MEM_ALLOC_SIZE (PyTorch: torch.cuda.OutOfMemoryError). A RuntimeError (as
     PyTorch's) and a MemoryError; also ``clgrad.OutOfMemoryError`` and
     ``clgrad.cuda.OutOfMemoryError``."""
+
+
+FORKED_MESSAGE = ("cannot use the OpenCL GPU device in a forked process; use the spawn start "
+                  "method")
+FORK_POISONED_KINDS = {"gpu"}  # the kinds of Device a forked child refuses (tests add "cpu")
+_LIVE: "weakref.WeakSet" = None  # every Device made in this process (set below the class)
+_FORKED_FROM = [None]  # in a forked child: the poisoned device names of the parent
+
+
+class ForkedDeviceError(DeviceError):
+    """An OpenCL GPU device that the parent process had used was used in a forked child
+    (PyTorch: "Cannot re-initialize CUDA in forked subprocess"). NVIDIA's OpenCL hangs there
+    forever; the spawn start method gives the child a fresh driver."""
+
+
+class _Forked:
+    """Put in a forked child in place of a used GPU device's context and queue, and as its
+    ``_capture`` hook (which alloc, launch, launch_split, copy and fill already consult, so the
+    parent's hot path gains nothing): every use raises ForkedDeviceError."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def _raise(self, *args, **kwargs):
+        raise ForkedDeviceError(f"{FORKED_MESSAGE} (device {self._name!r} was used before "
+                                f"os.fork(); multiprocessing's 'fork' start method and "
+                                f"DataLoader workers fork too)")
+
+    _alloc = _launch = _copy = _fill = _raise
+
+    def __getattr__(self, name):
+        self._raise()
+
+
+def _poison_after_fork():
+    """os.register_at_fork's after_in_child: the GPU devices of the parent refuse every use."""
+    names = []
+    for dev in list(_LIVE):
+        if dev.kind in FORK_POISONED_KINDS:
+            forked = _Forked(dev.name)
+            dev._capture, dev.queue, dev.context = forked, forked, forked
+            names.append(dev.name)
+    if names:
+        _FORKED_FROM[0] = names
 
 
 def kernel_dir() -> Path:
@@ -147,6 +192,8 @@ class Device:
         self.name = cl_device.name.strip()
         self.platform = cl_device.platform.name.strip()
         self.kind = _kind_of(cl_device)
+        if _FORKED_FROM[0] and self.kind in FORK_POISONED_KINDS:  # the driver is the parent's
+            _Forked(self.name)._raise()
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
         self.index = index
         self.fp64, self.fp16 = _fp_support(cl_device)
@@ -190,6 +237,7 @@ class Device:
         # conv's planners), each keyed by its own tuples (first item: the kernel file or the
         # module's tag); they live as long as the device. Stored through keep_plan.
         self.plans: dict = {}
+        _LIVE.add(self)
 
     def __repr__(self):
         return f"Device({self.platform_index}:{self.device_index} {self.name!r}, {self.kind})"
@@ -299,6 +347,7 @@ class Device:
         key = (file, name, *defines.items()) if defines else (file, name)  # no sort: hot path
         k = self._kernels.get(key)
         if k is None:
+            self._refuse_if_forked()
             with self._lock:
                 k = self._kernels.get(key)
                 if k is None:
@@ -314,6 +363,7 @@ class Device:
         key = ("local_mem", file, name, tuple(sorted((defines or {}).items())))
         got = self._kernels.get(key)
         if got is None:
+            self._refuse_if_forked()
             with self._lock:
                 k = cl.Kernel(self.program(file, defines), name)
                 got = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE,
@@ -321,7 +371,14 @@ class Device:
                 self._kernels[key] = got
         return got
 
+    def _refuse_if_forked(self):
+        """Raise ForkedDeviceError in a forked child on a GPU device the parent used (the
+        paths that reach the driver without alloc/launch/copy/fill: builds, new kernels)."""
+        if type(self.context) is _Forked:
+            self.context._raise()
+
     def _build(self, file: str, defines: dict) -> cl.Program:
+        self._refuse_if_forked()
         kdir = kernel_dir()
         path = kdir / file
         src = path.read_text()
@@ -422,6 +479,11 @@ class Device:
     def synchronize(self):
         """Block until every command queued on this device has finished."""
         self.queue.finish()
+
+
+_LIVE = weakref.WeakSet()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_poison_after_fork)
 
 
 def pack(values, length: int = 8) -> np.ndarray:

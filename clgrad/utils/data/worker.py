@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from clgrad import creation
+from clgrad.runtime.device import FORKED_MESSAGE, ForkedDeviceError
 from clgrad.tensor import Tensor
 from clgrad.utils.data import collate as _collate
 from clgrad.utils.data.collate import default_collate, upload
@@ -126,8 +127,9 @@ class _WorkerError:
         raise err
 
 
-class OpenCLInForkedWorker(RuntimeError):
-    """clgrad tried to use OpenCL inside a forked DataLoader worker (see the module doc)."""
+class OpenCLInForkedWorker(ForkedDeviceError):
+    """clgrad tried to use OpenCL inside a forked DataLoader worker (see the module doc); a
+    ForkedDeviceError, as any use of a parent's GPU device in a forked process."""
 
 
 def _seal_opencl(worker_id):
@@ -139,10 +141,12 @@ def _seal_opencl(worker_id):
 
     def refuse(*args, **kwargs):
         raise OpenCLInForkedWorker(
-            f"DataLoader worker {worker_id}: the dataset or collate_fn used a clgrad Tensor "
-            f"(OpenCL), which a forked worker process cannot do: OpenCL contexts do not survive "
-            f"fork. Return NumPy arrays or numbers from the dataset (the main process uploads "
-            f"each batch), or pass multiprocessing_context='spawn' to the DataLoader")
+            f"DataLoader worker {worker_id}: {FORKED_MESSAGE} "
+            f"(multiprocessing_context='spawn'): the dataset or collate_fn used a clgrad "
+            f"Tensor (OpenCL), which a forked worker process cannot do on any device: OpenCL "
+            f"contexts do not survive fork. Return NumPy arrays or numbers from the dataset "
+            f"(the main process uploads each batch), or pass multiprocessing_context='spawn' "
+            f"to the DataLoader")
     for name in ("launch", "launch_split", "alloc", "copy", "fill", "synchronize", "__init__"):
         setattr(runtime.Device, name, refuse)
     cl.enqueue_copy = refuse
