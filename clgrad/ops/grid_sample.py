@@ -60,7 +60,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
         raise NotImplementedError("grid_sample: mode 'bicubic' is not supported by clgrad "
                                   "(use 'bilinear' or 'nearest')")
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=3)  # past the faces' argument check
         align_corners = False
     xs, gs = list(input.shape), list(grid.shape)
     if input.ndim == 5 and grid.ndim == 5:
@@ -143,7 +143,7 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
              or 5-D.
     """
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, stacklevel=3)  # past the faces' argument check
         align_corners = False
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
