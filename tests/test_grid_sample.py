@@ -181,3 +181,23 @@ def test_matches_torch(mode, padding, align):
     scale = np.abs(tt.grad.numpy()).max() + 1e-30
     np.testing.assert_allclose(ct.grad.numpy() / scale, tt.grad.numpy() / scale, rtol=1e-4,
                                atol=1e-5)
+
+
+def test_deterministic_algorithms_flag():
+    """The input gradient sums with atomics: PyTorch's rule for such ops applies (raise under
+    use_deterministic_algorithms(True), warn with warn_only); the grid gradient alone and the
+    forward are deterministic and always run."""
+    x = clgrad.tensor(RNG.standard_normal((1, 1, 3, 3)), requires_grad=True)
+    g = clgrad.tensor(grid_values((1, 2, 2, 2)), requires_grad=True)
+    try:
+        clgrad.use_deterministic_algorithms(True)
+        with pytest.raises(RuntimeError, match="does not have a deterministic implementation"):
+            F.grid_sample(x, g, align_corners=False).sum().backward()
+        F.grid_sample(x.detach(), g, align_corners=False).sum().backward()
+        assert g.grad is not None
+        clgrad.use_deterministic_algorithms(True, warn_only=True)
+        with pytest.warns(UserWarning, match="deterministic implementation"):
+            F.grid_sample(x, g, align_corners=False).sum().backward()
+        assert x.grad is not None
+    finally:
+        clgrad.use_deterministic_algorithms(False)

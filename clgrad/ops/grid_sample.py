@@ -18,6 +18,7 @@ from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.ops._util import LOCAL, defines_for, empty, view_arg, zeros
+from clgrad.ops.composite import _FLAGS
 from clgrad.ops.matmul import matmul
 from clgrad.ops.pool import _view4
 from clgrad.runtime import pack
@@ -45,7 +46,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     Shapes:  input (N, C, H, W), grid (N, OH, OW, 2) -> (N, C, OH, OW)
     Dtypes:  float32 or float64, the same for both
     Grad:    input (a scatter-add: the summation order of overlapping points may vary between
-             runs) and grid (0 for 'nearest', as PyTorch).
+             runs, so backward raises RuntimeError under use_deterministic_algorithms(True),
+             or warns with warn_only, as PyTorch's CUDA kernel) and grid (0 for 'nearest', as
+             PyTorch).
     Raises:  ValueError for an unknown mode or padding_mode; NotImplementedError for
              'bicubic' and 5-D (volumetric) inputs; RuntimeError for mismatched shapes,
              dtypes or devices (PyTorch's grid_sampler() messages); TypeError for other dtypes.
@@ -102,6 +105,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     want = (input.requires_grad, grid.requires_grad)
 
     def backward(gy):
+        if want[0]:
+            _check_deterministic()
         gx = zeros(tuple(xs), input.dtype, dev) if want[0] else None
         gg = empty(tuple(gs), grid.dtype, dev) if want[1] else None
         _launch("grid_bwd", input, n * oh * ow, geom,
@@ -111,6 +116,22 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                 *flags, np.int32(want[0]), np.int32(want[1]))
         return gx, gg
     return record("grid_sample", out, (input, grid), backward, saved=[input, grid])
+
+
+def _check_deterministic():
+    """PyTorch's rule for an op without a deterministic implementation (its CUDA
+    grid_sampler_2d_backward): raise under use_deterministic_algorithms(True), warn with
+    warn_only=True. The input gradient's atomic adds sum in a varying order."""
+    if not _FLAGS["deterministic"]:
+        return
+    msg = ("grid_sampler_2d_backward does not have a deterministic implementation, but you set "
+           "'torch.use_deterministic_algorithms(True)'. You can turn off determinism just for "
+           "this operation, or you can use the 'warn_only=True' option, if that's acceptable "
+           "for your application.")
+    if _FLAGS["warn_only"]:
+        warnings.warn(msg, stacklevel=2)
+    else:
+        raise RuntimeError(msg)
 
 
 def _launch(name, x, total, *args):
