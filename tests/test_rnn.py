@@ -377,8 +377,12 @@ def test_packed_matches_torch(cls):
     assert cp.batch_sizes.tolist() == tp.batch_sizes.tolist()
     assert cp.sorted_indices.tolist() == tp.sorted_indices.tolist()
     assert cp.unsorted_indices.tolist() == tp.unsorted_indices.tolist()
-    to, th = tm(tp)
-    co, ch = cm(cp)
+    hshape = (4, 4, 2 if cls == "LSTM" else 4)
+    h0, c0 = RNG.standard_normal(hshape), RNG.standard_normal((4, 4, 4))
+    th0, tc0 = (torch.tensor(a, dtype=torch.float32, requires_grad=True) for a in (h0, c0))
+    ch0, cc0 = (clgrad.tensor(a.astype(np.float32), requires_grad=True) for a in (h0, c0))
+    to, th = tm(tp, (th0, tc0) if cls == "LSTM" else th0)   # h0 in the caller's order
+    co, ch = cm(cp, (ch0, cc0) if cls == "LSTM" else ch0)
     assert isinstance(co, PackedSequence)
     tpad, tl = tnn.pad_packed_sequence(to, batch_first=True, padding_value=0.5)
     cpad, cl = pad_packed_sequence(co, batch_first=True, padding_value=0.5)
@@ -394,7 +398,20 @@ def test_packed_matches_torch(cls):
      (th * torch.tensor(rh, dtype=torch.float32)).sum()).backward()
     ((cpad * clgrad.tensor(r.astype(np.float32))).sum() +
      (ch * clgrad.tensor(rh.astype(np.float32))).sum()).backward()
-    _assert_grads(tm, cm, [(tx, cx)])
+    _assert_grads(tm, cm, [(tx, cx), (th0, ch0)] + ([(tc0, cc0)] if cls == "LSTM" else []))
+
+
+def test_unbatched_lstm_matches_torch():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(3)
+    tm, cm = torch.nn.LSTM(3, 4, bidirectional=True), nn.LSTM(3, 4, bidirectional=True)
+    _copy(tm, cm)
+    x, h0, c0 = (RNG.standard_normal(s).astype(np.float32) for s in ((5, 3), (2, 4), (2, 4)))
+    to, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    co, (ch, cc) = cm(clgrad.tensor(x), (clgrad.tensor(h0), clgrad.tensor(c0)))
+    for a, b in ((co, to), (ch, th), (cc, tc)):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_cells_match_torch():
