@@ -118,6 +118,25 @@ def test_affine_grid_by_hand_and_numpy():
     assert gradcheck(lambda t: F.affine_grid(t, (1, 1, 2, 3, 4), align_corners=False), [theta3])
 
 
+def test_affine_grid_base_cache_keys():
+    """The base grid is kept per (sizes, align_corners, dtype): changing each gives the grid
+    of the new arguments, not a kept one."""
+    theta = RNG.standard_normal((1, 2, 3))
+
+    def ref(h, w, align):
+        xs, ys = np.linspace(-1, 1, w), np.linspace(-1, 1, h)
+        if not align:
+            xs, ys = xs * (w - 1) / w, ys * (h - 1) / h
+        base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], 1.0), -1)
+        return np.einsum("hwk,njk->nhwj", base, theta)
+    for h, w, align, dt in ((2, 3, False, clgrad.float64), (2, 3, True, clgrad.float64),
+                            (3, 3, True, clgrad.float64), (3, 2, True, clgrad.float64),
+                            (3, 2, True, clgrad.float32), (2, 3, False, clgrad.float64)):
+        got = F.affine_grid(clgrad.tensor(theta, dtype=dt), (1, 1, h, w), align_corners=align)
+        assert got.dtype == dt
+        np.testing.assert_allclose(got.numpy(), ref(h, w, align), rtol=1e-6, atol=1e-7)
+
+
 def test_spatial_transformer_gradient_reaches_theta():
     theta = clgrad.tensor(RNG.standard_normal((2, 2, 3)) * 0.5, requires_grad=True)
     x = clgrad.tensor(RNG.standard_normal((2, 1, 5, 5)), requires_grad=True)
