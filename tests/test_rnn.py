@@ -115,20 +115,21 @@ def test_cells_match_numpy_and_unbatched(cls):
     np.testing.assert_allclose(cell(clgrad.tensor(x)).numpy(), zero_h, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("cls,kw", [("LSTM", {"proj_size": 2, "bidirectional": True}),
+@pytest.mark.parametrize("cls,kw", [("LSTM", {"proj_size": 1, "bidirectional": True}),
                                     ("GRU", {"num_layers": 2}),
                                     ("RNN", {"nonlinearity": "relu", "batch_first": True})])
 def test_gradcheck_float64(cls, kw):
     clgrad.manual_seed(2)
-    m = getattr(nn, cls)(2, 3, **kw).double()
+    hidden = 2 if cls == "LSTM" else 3
+    m = getattr(nn, cls)(2, hidden, **kw).double()
     x = clgrad.tensor(RNG.standard_normal((2, 3, 2) if kw.get("batch_first") else (3, 2, 2)),
                       requires_grad=True)
     shape = (2 if kw.get("bidirectional") else kw.get("num_layers", 1), 2,
-             kw.get("proj_size", 3))
+             kw.get("proj_size", hidden))
     h0 = clgrad.tensor(RNG.standard_normal(shape), requires_grad=True)
     params = list(m.parameters())
     if cls == "LSTM":
-        c0 = clgrad.tensor(RNG.standard_normal(shape[:2] + (3,)), requires_grad=True)
+        c0 = clgrad.tensor(RNG.standard_normal(shape[:2] + (hidden,)), requires_grad=True)
 
         def f(a, b, c, *_):
             out, (_, cn) = m(a, (b, c))
@@ -140,11 +141,11 @@ def test_gradcheck_float64(cls, kw):
 
 def test_packed_gradcheck_unsorted_lengths():
     clgrad.manual_seed(3)
-    m = nn.LSTM(2, 3, bidirectional=True).double()
-    x = clgrad.tensor(RNG.standard_normal((4, 3, 2)), requires_grad=True)
+    m = nn.LSTM(2, 2, bidirectional=True).double()
+    x = clgrad.tensor(RNG.standard_normal((3, 3, 2)), requires_grad=True)
 
     def f(a, *_):
-        packed = pack_padded_sequence(a, [2, 4, 1], enforce_sorted=False)
+        packed = pack_padded_sequence(a, [2, 3, 1], enforce_sorted=False)
         out, (hn, cn) = m(packed)
         return pad_packed_sequence(out)[0], hn, cn
     assert gradcheck(f, [x] + list(m.parameters()))
