@@ -3,7 +3,9 @@
 tests/programs/ gains PyTorch's spatial transformer tutorial (spatial_transformer.py:
 F.affine_grid and F.grid_sample inside a classifier) and PyTorch's examples
 word_language_model on characters (char_lstm.py: nn.LSTM/GRU/RNN with dropout, tied weights,
-truncated BPTT with repackage_hidden, clip_grad_norm_ and a hand-written SGD update). As in
+truncated BPTT with repackage_hidden, clip_grad_norm_ and a hand-written SGD update) and the
+packed-sequence sentiment model of bentrevett's tutorials (packed_sentiment.py: a bidirectional
+2-layer LSTM over pack_padded_sequence with unsorted lengths, pad_packed_sequence). As in
 tests/test_programs.py, each program's own main() runs under clgrad and must learn; where torch
 is installed, the first steps are compared with PyTorch on copied weights: losses within 1e-5
 relative, the first step's gradients against PyTorch's float64 gradients of the same model.
@@ -17,7 +19,7 @@ from test_programs import PROGRAMS, _compare_first_steps, _torch, load_program, 
 
 import clgrad
 
-NAMES = ("spatial_transformer", "char_lstm")
+NAMES = ("spatial_transformer", "char_lstm", "packed_sentiment")
 
 
 @pytest.fixture
@@ -140,3 +142,59 @@ def test_char_lstm_first_steps_match_pytorch(programs, rnn_type):
             mod.nn.utils.clip_grad_norm_(m.parameters(), 0.25)
             for p in m.parameters():
                 p.data.add_(p.grad, alpha=-2.0)
+
+
+# -- (3) packed padded sequences: sentiment analysis -----------------------------------------
+
+_SENTIMENT_ARGS = ["--epochs", "4", "--max-len", "8", "--batch-size", "64", "--train-size",
+                   "512", "--valid-size", "128", "--dropout", "0.2"]
+
+
+def test_packed_sentiment_trains(programs, capsys):
+    prog = load_program("packed_sentiment")
+    model, history = prog.main(_SENTIMENT_ARGS)
+    out = capsys.readouterr().out
+    assert "trainable parameters" in out and "Val. Acc:" in out
+    first, last = history[0], history[-1]
+    assert last[0] < first[0] - 0.03 and last[2] < first[2] - 0.03   # clgrad 0.692 -> 0.625
+    assert last[3] >= 0.75                                            # clgrad 0.94; chance 0.5
+
+
+def test_packed_sentiment_first_steps_match_pytorch(programs):
+    """Two Adam steps of the program's model on one batch of unsorted lengths, in both
+    frameworks on copied weights (eval mode: no dropout masks): losses, and the first step's
+    gradients against PyTorch's float64 gradients."""
+    torch = _torch()
+    tp, cp = load_program("packed_sentiment", "torch"), load_program("packed_sentiment")
+    torch.manual_seed(0)
+    args = (30, 8, 6, 1, 2, True, 0.5, tp.PAD_IDX)
+    tm, cm = tp.RNN(*args), cp.RNN(*args)
+    cm.load_state_dict({k: clgrad.tensor(v.detach().numpy()) for k, v in
+                        tm.state_dict().items()})
+    t64 = copy.deepcopy(tm).double()
+    for m in (tm, cm, t64):
+        m.eval()
+    reviews, labels = tp.make_reviews(6, 30, 7, seed=3)
+    (tx, tl, ty), = tp.batches(reviews, labels, 6, "cpu")
+    (cx, cl, cy), = cp.batches(reviews, labels, 6, "cpu")
+    assert len(set(tl.tolist())) > 2 and tl.tolist() != sorted(tl.tolist(), reverse=True)
+    tcrit, ccrit = torch.nn.BCEWithLogitsLoss(), clgrad.nn.BCEWithLogitsLoss()
+    tcrit(t64(tx, tl).squeeze(1), ty.double()).backward()
+    g64 = {k: p.grad.numpy() for k, p in t64.named_parameters()}
+    scale = max(np.abs(g).max() for g in g64.values())
+    topt = torch.optim.Adam(tm.parameters())
+    copt = clgrad.optim.Adam(cm.parameters())
+    for step in range(2):
+        topt.zero_grad()
+        copt.zero_grad()
+        tloss = tcrit(tm(tx, tl).squeeze(1), ty)
+        closs = ccrit(cm(cx, cl).squeeze(1), cy)
+        assert closs.item() == pytest.approx(tloss.item(), rel=1e-5), f"step {step}"
+        tloss.backward()
+        closs.backward()
+        if step == 0:
+            for k, p in cm.named_parameters():
+                err = np.abs(p.grad.numpy() - g64[k]).max() / scale
+                assert err < 5e-5, f"grad {k}: error {err:.2e} of the largest gradient"
+        topt.step()
+        copt.step()
