@@ -462,3 +462,25 @@ def test_pad_sequence_matches_torch():
             c = pad_sequence([clgrad.tensor(s) for s in seqs], batch_first=bf,
                              padding_value=-2.0, padding_side=side)
             np.testing.assert_array_equal(c.numpy(), t.numpy())
+
+
+def test_state_dict_files_load_both_ways(tmp_path):
+    """torch.save'd state dicts of LSTM/GRU load into clgrad's modules and back (PyTorch's
+    zip format), giving the same outputs."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(5)
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    for cls, kw in (("LSTM", {"num_layers": 2, "proj_size": 2, "bidirectional": True}),
+                    ("GRU", {"bias": False})):
+        tm, cm = getattr(torch.nn, cls)(3, 4, **kw), getattr(nn, cls)(3, 4, **kw)
+        torch.save(tm.state_dict(), tmp_path / "t.pt")
+        cm.load_state_dict(clgrad.load(str(tmp_path / "t.pt"), weights_only=True))
+        np.testing.assert_allclose(cm(clgrad.tensor(x))[0].numpy(),
+                                   tm(torch.tensor(x))[0].detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        clgrad.manual_seed(6)
+        cm2 = getattr(nn, cls)(3, 4, **kw)
+        clgrad.save(cm2.state_dict(), str(tmp_path / "c.pt"))
+        tm.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
+        np.testing.assert_allclose(tm(torch.tensor(x))[0].detach().numpy(),
+                                   cm2(clgrad.tensor(x))[0].numpy(), rtol=1e-5, atol=1e-6)
