@@ -4,8 +4,11 @@ Oracles: PyTorch on copied weights (values and gradients of the input, h0/c0 and
 parameter) where torch is installed; without it, NumPy float64 recurrences written from
 PyTorch's documented equations, hand-built packed layouts, and float64 gradcheck.
 """
+import os
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import clgrad
 from clgrad import nn
@@ -191,6 +194,37 @@ def test_pack_padded_layout_and_roundtrip():
     assert bf.sorted_indices is None
     np.testing.assert_array_equal(pad_packed_sequence(bf, batch_first=True)[0].numpy()[0],
                                   x[:, 0])
+
+
+def examples(n: int) -> int:
+    return int(os.environ.get("CLGRAD_HYPOTHESIS_EXAMPLES", n))
+
+
+@settings(max_examples=examples(25))
+@given(lens=st.lists(st.integers(1, 5), min_size=1, max_size=5), batch_first=st.booleans(),
+       extra=st.integers(0, 2), data=st.data())
+def test_pack_pad_roundtrip_against_numpy(lens, batch_first, extra, data):
+    """pack_padded_sequence's rows are the (step, sequence) pairs in step order, sequences by
+    decreasing length (stable); pad_packed_sequence puts them back with padding."""
+    nt = max(lens) + extra
+    nb = len(lens)
+    x = RNG.standard_normal((nb, nt, 2) if batch_first else (nt, nb, 2))
+    sort = data.draw(st.booleans(), label="enforce_sorted") and lens == sorted(lens)[::-1]
+    packed = pack_padded_sequence(clgrad.tensor(x), lens, batch_first=batch_first,
+                                  enforce_sorted=sort)
+    order = np.argsort(-np.array(lens), kind="stable")
+    xt = x.transpose(1, 0, 2) if batch_first else x              # (T, B, 2)
+    rows = [xt[t, b] for t in range(max(lens)) for b in order if lens[b] > t]
+    np.testing.assert_array_equal(packed.data.numpy(), np.stack(rows))
+    assert packed.batch_sizes.tolist() == [sum(n > t for n in lens) for t in range(max(lens))]
+    padded, got = pad_packed_sequence(packed, batch_first=batch_first, padding_value=7.0,
+                                      total_length=nt)
+    want = np.full(xt.shape, 7.0)
+    for b, n in enumerate(lens):
+        want[:n, b] = xt[:n, b]
+    np.testing.assert_array_equal(padded.numpy(), want.transpose(1, 0, 2) if batch_first
+                                  else want)
+    assert got.tolist() == lens
 
 
 def test_pad_sequence_sides_and_unpad():
