@@ -244,6 +244,17 @@ def test_pad_sequence_sides_and_unpad():
     np.testing.assert_array_equal(parts[0].detach().numpy(), a)
 
 
+def test_packed_sequence_conversions():
+    packed = pack_sequence([clgrad.tensor([[1.0], [2.0]]), clgrad.tensor([[3.0]])])
+    d = packed.double()
+    assert isinstance(d, PackedSequence) and d.data.dtype == clgrad.float64
+    np.testing.assert_array_equal(d.data.numpy().ravel(), [1, 3, 2])
+    assert d.batch_sizes.tolist() == [2, 1] and d.sorted_indices is None
+    assert d.float().data.dtype == clgrad.float32
+    assert packed.cpu().data.device.type == "cpu" and not packed.is_pinned()
+    assert packed.to(clgrad.float32) is packed
+
+
 def test_packing_errors():
     x = clgrad.zeros(3, 2, 1)
     with pytest.raises(RuntimeError, match="sorted in decreasing order"):

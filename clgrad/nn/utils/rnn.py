@@ -40,7 +40,23 @@ class PackedSequence(NamedTuple):
             return self
         idx = [None if t is None else t.to(device=data.device)
                for t in (self.sorted_indices, self.unsorted_indices)]
-        return PackedSequence(data, self.batch_sizes, *idx)
+        return PackedSequence(data, self.batch_sizes.to(device=data.device), *idx)
+
+    def cpu(self):
+        """The PackedSequence on the "cpu" device (see Tensor.cpu)."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """The PackedSequence on a GPU (see Tensor.cuda)."""
+        return self.to("cuda" if device is None else device)
+
+    def double(self):
+        """data as float64."""
+        return self.to(dtype=dtypes.float64)
+
+    def float(self):
+        """data as float32."""
+        return self.to(dtype=dtypes.float32)
 
     @property
     def is_cuda(self) -> bool:
