@@ -2,33 +2,7 @@
 // Defines: T element type; IS_FLOAT; IS_DOUBLE (64-bit compare-and-swap); IS_LONG; IS_INT.
 // Launch: 1-D, one work item per source element.
 #include "common.h"
-
-#ifdef IS_DOUBLE
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-inline void atomic_add_T(volatile __global T *p, T v) {
-    union { ulong u; double f; } old, nw;
-    do {
-        old.f = *p;
-        nw.f = old.f + v;
-    } while (atom_cmpxchg((volatile __global ulong *)p, old.u, nw.u) != old.u);
-}
-#elif defined(IS_FLOAT)
-inline void atomic_add_T(volatile __global T *p, T v) {
-    union { uint u; float f; } old, nw;
-    do {
-        old.f = *p;
-        nw.f = old.f + v;
-    } while (atomic_cmpxchg((volatile __global uint *)p, old.u, nw.u) != old.u);
-}
-#elif defined(IS_LONG)
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-inline void atomic_add_T(volatile __global T *p, T v) { atom_add(p, v); }
-#elif defined(IS_INT)
-inline void atomic_add_T(volatile __global T *p, T v) { atomic_add(p, v); }
-#else
-// bool (uchar): "adding" is a logical or, which is race-free when every writer writes 1.
-inline void atomic_add_T(volatile __global T *p, T v) { if (v) *p = 1; }
-#endif
+#include "atomic.h"
 
 // out[view(i)] += g[i], safe when several i address the same element.
 __kernel void scatter_add(long n, int nd, shape_t sh, __global T *out, view_t vo,

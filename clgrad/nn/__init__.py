@@ -1,6 +1,6 @@
 """Neural-network layers and functions (PyTorch's torch.nn names), one module file per family
 as in torch/nn/modules: linear, conv, pooling, normalization, activation, dropout, loss,
-flatten, sparse, upsampling, containers."""
+flatten, sparse, upsampling, containers, rnn."""
 from clgrad.nn import functional  # noqa: F401
 from clgrad.nn import init  # noqa: F401
 from clgrad.nn.module import Module, Parameter  # noqa: F401
@@ -38,3 +38,7 @@ from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
 from clgrad.nn.transformer import (Transformer, TransformerEncoder,  # noqa: F401,E402
                                    TransformerEncoderLayer)
 from clgrad.nn import modules  # noqa: F401,E402  (torch.nn.modules.module hooks)
+
+# -- issue 33: recurrent layers ----------------------------------------------------------------
+from clgrad.nn.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase,  # noqa: F401,E402
+                           RNNCell, RNNCellBase)

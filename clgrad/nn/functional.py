@@ -21,6 +21,7 @@ from clgrad.ops.pool import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_
                              adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
                              max_pool2d)
 from clgrad.ops.upsample import interpolate
+from clgrad.ops.grid_sample import affine_grid, grid_sample
 
 # -- norm -------------------------------------------------------------------------------------
 from clgrad.ops.norm import (batch_norm, group_norm, instance_norm, layer_norm,
@@ -78,7 +79,7 @@ __all__ = [
     # pool and resampling
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate",
-    "upsample",
+    "upsample", "grid_sample", "affine_grid",
     # norm
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "local_response_norm",
     "normalize",

@@ -259,8 +259,9 @@ def get_num_threads() -> int:
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Stored with no effect: clgrad's kernels give the same results run to run on one
-    device already (no atomics-order nondeterminism in its reductions)."""
+    """Stored. clgrad's reductions give the same results run to run on one device (no
+    atomics-order nondeterminism); grid_sample's input gradient sums with atomics, so its
+    backward raises under mode=True (warns with warn_only), as PyTorch's CUDA kernel."""
     _FLAGS["deterministic"], _FLAGS["warn_only"] = bool(mode), bool(warn_only)
 
 
