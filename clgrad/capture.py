@@ -788,6 +788,7 @@ class _Replayed:
         self._warned = False
         self._limit_warned = False
         self._strict = False      # make_graphed_callables: a refusal raises
+        self._retried: set = set()  # signatures whose last capture changed Python state
         self._stats = {"eager": 0, "captures": 0, "replays": 0}
         functools.update_wrapper(self, fn, updated=())
 
@@ -863,7 +864,15 @@ class _Replayed:
         if _ACTIVE[0] is g:
             g._stop()
         back = _write_back(statics, tensors, versions)
-        why = g._refused or guards.changed(pre)
+        why = g._refused
+        if why is None:
+            why = guards.changed(pre)
+            if why is not None and key not in self._retried:
+                # the first call after a change of state may set things up once (an
+                # optimizer's state of a new parameter): this call counts as a warm-up
+                self._retried.add(key)
+                g._abort()
+                return _map(out, lambda t: _arg_of(t, statics, tensors))
         if why is None and any(
                 a._grad is not None and (ag is None or a._grad is not ag[0] or
                                          a._grad._storage.version != ag[1])
@@ -878,6 +887,7 @@ class _Replayed:
             self._entries[key] = why
             self._refused(why)
             return _map(out, lambda t: _arg_of(t, statics, tensors))
+        self._retried.discard(key)
         g._plan()
         g._captured = True
         guards.expect(pre)
@@ -889,7 +899,7 @@ class _Replayed:
 
     def __getattr__(self, name):  # a compiled Module keeps its attributes (parameters ...)
         if name.startswith("__") or name in ("_fn", "_entries", "_warned", "_limit_warned",
-                                             "_strict", "_stats"):
+                                             "_strict", "_stats", "_retried"):
             raise AttributeError(name)
         return getattr(self._fn, name)
 
