@@ -53,6 +53,7 @@ runs eagerly, as usual.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import sys
 import threading
@@ -1094,11 +1095,15 @@ def _cell(c):
 
 class _Guards:
     """The Python state a capture of ``fn`` depends on (see ``compile``): a list of
-    (name, getter, kind); ``snapshot()`` reads them all, ``failed()`` compares the guards
-    with the values they had at the capture."""
+    (name, getter, kind, keys) items; ``snapshot()`` reads them all (and the fast getters),
+    ``changed(pre)`` names what differs since, ``failed()`` compares the guards with the
+    values they had at the capture: per call only the fast getters run (one per module
+    tree, per function's globals ..., through C-level maps); the items name what failed."""
 
     def __init__(self, fn, args):
         self._items: list = []
+        self._fast: list = []  # the getters ``failed`` runs per call (guards only)
+        self._pre = self._expected = None
         self._refs: list = []  # keeps what guards compare by identity alive (ids stay unique)
         self._seen: set = set()
         self.params: list = []
@@ -1109,42 +1114,44 @@ class _Guards:
             if not isinstance(x, Tensor):
                 self._visit(x, "an argument", 1)
         if self.params:
-            ps = self.params
+            ps, nones = self.params, (None,) * len(self.params)
             self._add("whether the parameters' .grad is None",
-                      lambda: [p._grad is None for p in ps], GUARD_ONLY)
-        idx = [i for i, it in enumerate(self._items) if it[2] != EFFECT]
-        self._guard_idx = idx
-        self._getters = [self._items[i][1] for i in idx]
-        self._expected = None
+                      lambda: tuple(map(operator.is_, map(_GRAD, ps), nones)), GUARD_ONLY)
 
-    def _add(self, name, getter, kind=GUARD, keys=None):
+    def _add(self, name, getter, kind=GUARD, keys=None, fast=True):
+        """An item; ``fast``: its getter also runs per call (else a merged getter does)."""
         self._items.append((name, getter, kind, keys))
+        if fast and kind != EFFECT:
+            self._fast.append(getter)
 
-    def snapshot(self) -> list:
-        return [it[1]() for it in self._items]
+    def snapshot(self) -> tuple:
+        """(every item's value, every fast getter's value) now."""
+        return [it[1]() for it in self._items], [f() for f in self._fast]
 
-    def expect(self, values: list):
-        self._expected = [values[i] for i in self._guard_idx]
+    def expect(self, pre: tuple):
+        """Replays need the guards as they were at ``pre``, the snapshot before the capture
+        (a parameter's .grad may be None before each call and set during it)."""
+        self._pre, self._expected = pre
 
     def failed(self):
         """None when every guard holds, else the name of one that failed."""
         try:
-            now = [f() for f in self._getters]
-            if now == self._expected:
+            if [f() for f in self._fast] == self._expected:
                 return None
+            now = [it[1]() for it in self._items]
         except Exception:  # noqa: BLE001  (a guarded attribute deleted, a dict changed size)
             return "a guarded attribute or container changed shape"
-        for i, a, b in zip(self._guard_idx, now, self._expected):
-            if a != b:
-                return self._items[i][0] + " changed"
+        for (name, _, kind, _), a, b in zip(self._items, now, self._pre):
+            if kind != EFFECT and a != b:
+                return name + " changed"
         return "a guard changed"
 
     def changed(self, pre: list):
         """What the body changed (guarded state, LR schedulers, learning rates), as a reason
         for refusing the capture, or None."""
-        post = self.snapshot()
+        post = self.snapshot()[0]
         what = []
-        for (name, _, kind, keys), a, b in zip(self._items, pre, post):
+        for (name, _, kind, keys), a, b in zip(self._items, pre[0], post):
             if kind == GUARD_ONLY or a == b:
                 continue
             if keys is not None and a[0] != b[0]:
@@ -1203,13 +1210,14 @@ class _Guards:
         names: set = set()
         _code_names(fn.__code__, names)
         g, q = fn.__globals__, fn.__qualname__
-        for n in sorted(names):
-            if n not in g:
-                continue
+        present = tuple(n for n in sorted(names) if n in g)
+        if present:
+            self._fast.append(lambda: tuple(map(_rep, map(g.get, present))))
+        for n in present:
             v = g[n]
             self._refs.append(v)
             self._add(f"global {n!r} read by {q}",
-                      lambda g=g, n=n: _rep(g.get(n, _MISSING)))
+                      lambda g=g, n=n: _rep(g.get(n, _MISSING)), fast=False)
             if isinstance(v, types.ModuleType):
                 for a in sorted(names):
                     if _plain(getattr(v, a, None)) and hasattr(v, a):
@@ -1217,8 +1225,11 @@ class _Guards:
                             getattr(v, a, _MISSING)))
             else:
                 self._visit(v, n, depth + 1)
-        for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            self._add(f"closure variable {n!r} of {q}", functools.partial(_cell, c))
+        cells = fn.__closure__ or ()
+        if cells:
+            self._fast.append(lambda: tuple(map(_cell, cells)))
+        for n, c in zip(fn.__code__.co_freevars, cells):
+            self._add(f"closure variable {n!r} of {q}", functools.partial(_cell, c), fast=False)
             try:
                 v = c.cell_contents
             except ValueError:
@@ -1227,7 +1238,7 @@ class _Guards:
             self._visit(v, n, depth + 1)
 
     def _module(self, root, name, depth):
-        stack = [(name, root)]
+        stack, tree = [(name, root)], []
         while stack:
             path, m = stack.pop()
             if m is not root:
@@ -1239,10 +1250,11 @@ class _Guards:
             P, B, M = d["_parameters"], d["_buffers"], d["_modules"]
             keys = [k for k, v in d.items() if _plain(v)]
             hooks = [v for k, v in d.items() if k.startswith("_") and isinstance(v, dict)
-                     and k not in ("_parameters", "_buffers", "_modules")]
+                     and k.endswith("hooks") and ("forward" in k or "backward" in k)]
             self._refs.extend((*P.values(), *B.values(), *M.values()))
             self._add(f"module {path!r} ({type(m).__name__})",
-                      _module_getter(d, keys, P, B, M, hooks), GUARD, keys)
+                      _module_getter(d, keys, P, B, M, hooks), GUARD, keys, fast=False)
+            tree.append((d, keys, P, B, M, hooks))
             for p in P.values():
                 self._param(p)
             if not _from_lib(type(m)):  # the methods of a user's Module subclass
@@ -1259,6 +1271,7 @@ class _Guards:
             for k, c in M.items():
                 if c is not None:
                     stack.append((f"{path}.{k}", c))
+        self._fast.append(_tree_getter(tree))
 
     def _param(self, p):
         if p is not None and id(p) not in self._pids:
@@ -1270,13 +1283,16 @@ class _Guards:
         keys = [k for k, v in d.items() if _plain(v)]
         self._refs.extend((d["state"], *d["state"].values(), *d["param_groups"]))
 
-        def get(opt=opt):
+        igs = [operator.itemgetter(*[k for k in g if k not in _DYNAMIC], "params")
+               for g in d["param_groups"]]
+
+        def get(opt=opt):  # the hyperparameters (but lr) of each group by value and type
             pg, st = opt.param_groups, opt.state
-            return (id(pg), tuple(map(id, pg)),
-                    tuple(tuple(map(id, g["params"])) for g in pg),
-                    tuple(tuple((k, _rep(v)) for k, v in g.items() if k not in _DYNAMIC)
-                          for g in pg),
-                    id(st), tuple(map(id, st)), tuple(map(id, st.values())))
+            v = tuple(map(operator.call, igs, pg))
+            return (id(pg), tuple(map(id, pg)), tuple(map(len, pg)),
+                    tuple([tuple(map(id, x[-1])) for x in v]), [x[:-1] for x in v],
+                    [tuple(map(type, x)) for x in v], id(st), tuple(map(id, st)),
+                    tuple(map(id, st.values())))
         label = f"optimizer {name!r} ({type(opt).__name__})"
         self._add(f"{label} param_groups or state", get)
         self._add(f"{label} attributes", _attrs_getter(d, keys), GUARD, keys)
@@ -1326,16 +1342,41 @@ def _attrs_getter(d, keys):
 
 def _module_getter(d, keys, P, B, M, hooks):
     """A module's guard: its plain attributes (values and types), the identity of its
-    parameters, buffers and submodules, the parameters' requires_grad, its hook keys."""
-    ig = operator.itemgetter(*keys, *keys[:1]) if keys else None
+    parameters, buffers and submodules, the parameters' requires_grad, its hook keys (all
+    through C-level maps: this runs per module at every call)."""
+    ig = operator.itemgetter(*keys, *keys[:1]) if keys else (lambda d: ())
+    rg = (lambda p: p is not None and p._requires_grad) if any(
+        p is None for p in P.values()) else _RG
 
     def get():
-        v = ig(d) if ig is not None else ()
+        v = ig(d)
         return (v, tuple(map(type, v)), tuple(map(id, P.values())), tuple(map(id, B.values())),
-                tuple(map(id, M.values())),
-                tuple([p is not None and p._requires_grad for p in P.values()]),
-                tuple([tuple(h) for h in hooks]))
+                tuple(map(id, M.values())), tuple(map(rg, P.values())),
+                tuple(map(tuple, hooks)))
     return get
+
+
+def _tree_getter(tree):
+    """``_module_getter`` of every module of a tree (``(d, keys, P, B, M, hooks)`` each) at
+    once: the per-call guard of a model."""
+    call, chain, values = operator.call, itertools.chain.from_iterable, dict.values
+    igs = [operator.itemgetter(*k, *k[:1]) if k else (lambda d: ()) for _, k, *_ in tree]
+    ds, Ps, Bs, Ms = ([t[i] for t in tree] for i in (0, 2, 3, 4))
+    hooks = [h for t in tree for h in t[5]]
+    rg = (lambda p: p is not None and p._requires_grad) if any(
+        p is None for P in Ps for p in P.values()) else _RG
+
+    def get():
+        v = tuple(map(call, igs, ds))
+        return (v, tuple(map(type, chain(v))), tuple(map(len, Ps)), tuple(map(len, Bs)),
+                tuple(map(len, Ms)), tuple(map(id, chain(map(values, Ps)))),
+                tuple(map(id, chain(map(values, Bs)))), tuple(map(id, chain(map(values, Ms)))),
+                tuple(map(rg, chain(map(values, Ps)))), tuple(map(tuple, hooks)))
+    return get
+
+
+_RG = operator.attrgetter("_requires_grad")
+_GRAD = operator.attrgetter("_grad")
 
 
 def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3,
