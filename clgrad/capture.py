@@ -1205,12 +1205,11 @@ class _Guards:
             self._object(obj, d, name, depth)
 
     def _function(self, fn, depth):
-        if _from_lib(fn):
-            return
         names: set = set()
         _code_names(fn.__code__, names)
         g, q = fn.__globals__, fn.__qualname__
-        present = tuple(n for n in sorted(names) if n in g)
+        # a library's function (clgrad.train's step): its closure only, not its globals
+        present = () if _from_lib(fn) else tuple(n for n in sorted(names) if n in g)
         if present:
             self._fast.append(lambda: tuple(map(_rep, map(g.get, present))))
         for n in present:

@@ -516,3 +516,20 @@ def test_recompile_limit_warns_and_runs_eagerly():
             assert out.numpy().tolist() == [float(i)]
     assert sum("recompile limit" in s for s in msgs) == 1
     assert cm._stats["captures"] == capture.RECOMPILE_LIMIT
+
+
+def test_library_step_closure_is_guarded():
+    """clgrad.train's step closes over the model: its state is guarded too."""
+    from clgrad.train import make_train_step
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the model does not change
+    step = _compiled(make_train_step(model, nn.CrossEntropyLoss(), opt))
+    x, y = torch.ones(8, 3), torch.zeros(8, dtype=torch.int64)
+    for _ in range(3):
+        step(x, y)
+    model.eval()  # no dropout now: the loss is the eager loss of the eval model
+    loss, _ = step(x, y)
+    with torch.no_grad():
+        ref = nn.functional.cross_entropy(model(x), y)
+    assert loss.numpy().tobytes() == ref.numpy().tobytes()
