@@ -39,6 +39,11 @@ then once per replay with commit=True, just before that kernel is enqueued. So a
 dropout seeds from clgrad's generator in the order the eager step would, counts Adam's steps,
 and reads ``group['lr']`` as an LR scheduler left it.
 
+``compile(fn, mode="reduce-overhead")`` captures differently: its capture runs each command
+as it records it (``CUDAGraph._run``), so the capture call is an eager call, and what a
+graph capture refuses (below) only stops the recording there: the call carries on eagerly
+and ``fn`` runs once (see ``compile`` for its guards on Python state).
+
 Refused, at capture time, with ``CaptureError`` naming the op: reading a tensor on the host
 (``item``, ``tolist``, ``numpy``, printing, ``nonzero``, ``unique``, ``masked_select``, ``bool``
 of a tensor, BatchNorm with ``momentum=None`` ...), host-side random draws
@@ -742,13 +747,16 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     name, a container nested deeper than six objects from ``fn``) is baked into a capture.
 
     Refused (the call ran eagerly; this signature then always runs eagerly, with one
-    warning): a host read (``.item()``, ``print``, a data-dependent ``if``), host-side random
-    draws, a second device — the call carries on eagerly from there, so ``fn`` still runs
-    once; a change ``fn`` makes to guarded Python state or to an LR scheduler it reaches
-    (``scheduler.step()``, ``list.append``, ``self.count += 1``, a changed ``lr``): a replay
-    would not make it again, so it is named in the warning; an output that has a backward
-    graph (the replayed kernels cannot feed autograd); a gradient accumulated into a tensor
-    argument (a replay would write into the first call's argument).
+    warning naming the reason): a host read (``.item()``, ``print``, a data-dependent
+    ``if``), host-side random draws, a second device — the call carries on eagerly from
+    there, so ``fn`` still runs once; a change ``fn`` makes to guarded Python state or to an
+    LR scheduler it reaches (``scheduler.step()``, ``list.append``, ``self.count += 1``, a
+    changed ``lr``, an optimizer's new state), named in the warning, on two capture calls in
+    a row (a replay would not make it again; the first such call counts as a warm-up, since
+    the first step after a change may set things up once: the state of a new parameter
+    group); an output that has a backward graph (the replayed kernels cannot feed autograd);
+    a gradient accumulated into a tensor argument (a replay would write into the first
+    call's argument).
 
     Results. Each call returns fresh output tensors (a copy of the captured outputs: an
     earlier call's results are never overwritten), detached; an output that is a tensor
