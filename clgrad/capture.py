@@ -71,6 +71,7 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad.runtime import device as runtime
+from clgrad.runtime import discovery as _discovery
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
            "is_capturing", "is_current_stream_capturing", "compile", "make_graphed_callables",
@@ -802,10 +803,19 @@ class _Replayed:
         functools.update_wrapper(self, fn, updated=())
 
     def _key(self, args, kwargs) -> tuple:
-        """(signature, the tensor arguments in walk order)."""
+        """(signature, the tensor arguments in walk order). The signature has grad mode, the
+        default device, the arguments' signatures and, when tensor arguments share memory,
+        which do (the same tensor twice, or views of one storage)."""
         from clgrad.autograd import is_grad_enabled
         tensors: list = []
-        return (is_grad_enabled(), _sig((args, kwargs), tensors, _lib()[0])), tensors
+        sig = _sig((args, kwargs), tensors, _lib()[0])
+        alias = None
+        if len(tensors) > 1:
+            st = [id(a._storage) for a in tensors]
+            if len(set(st)) != len(st):
+                ids = list(map(id, tensors))
+                alias = tuple((st.index(x), ids.index(i)) for x, i in zip(st, ids))
+        return (is_grad_enabled(), id(_discovery._DEFAULT[0]), alias, sig), tensors
 
     def __call__(self, *args, **kwargs):
         if is_capturing():  # inside another capture (a compiled model in a compiled step)
@@ -847,13 +857,22 @@ class _Replayed:
         guards = _Guards(self._fn, (args, kwargs))
         pre = guards.snapshot()
         pre_grads = [p._grad for p in guards.params]
-        statics = []
-        for a in tensors:
-            if a.requires_grad and is_grad_enabled():
-                statics.append(a.clone())  # linked to ``a``: a refused call's autograd reaches it
-            else:
-                with no_grad():
-                    statics.append(a.detach().clone().requires_grad_(a.requires_grad))
+        statics, made = [], {}
+        for a in tensors:  # the same tensor twice: one static input
+            s = made.get(id(a))
+            if s is None:
+                if a.requires_grad and is_grad_enabled():
+                    s = a.clone()  # linked to ``a``: a refused call's autograd reaches it
+                else:
+                    with no_grad():
+                        s = a.detach().clone().requires_grad_(a.requires_grad)
+                made[id(a)] = s
+            statics.append(s)
+        if len(made) != len({id(a._storage) for a in tensors}):
+            why = ("tensor arguments share memory (views of one tensor): a replay would copy "
+                   "them into separate inputs")
+            self._entries[key] = why
+            return self._eager(why, args, kwargs)
         versions = [s._storage.version for s in statics]
         arg_grads = [(a._grad, a._grad._storage.version) if a._grad is not None else None
                      for a in tensors]
@@ -956,6 +975,7 @@ class _Entry:
             guards, g, statics, back, grads)
         Tensor = _lib()[0]
         index = {id(s): i for i, s in enumerate(statics)}
+        inputs = {id(s._storage) for s in statics}
 
         def plan(t):
             if not isinstance(t, Tensor):
@@ -963,8 +983,8 @@ class _Entry:
             if id(t) in index:
                 return _Out("arg", index[id(t)])
             buf = t._storage.buffer
-            if getattr(buf, "int_ptr", None) in g._own:
-                return _Out("clone", t.detach())
+            if getattr(buf, "int_ptr", None) in g._own or id(t._storage) in inputs:
+                return _Out("clone", t.detach())  # made by the graph, or a view of an input
             return _Out("same", t)
         self.outs = _map(out, plan)
 

@@ -533,3 +533,42 @@ def test_library_step_closure_is_guarded():
     with torch.no_grad():
         ref = nn.functional.cross_entropy(model(x), y)
     assert loss.numpy().tobytes() == ref.numpy().tobytes()
+
+
+def test_same_tensor_twice_and_shared_memory():
+    def f(a, b):
+        a.add_(1)
+        return a + b  # b is a: sees the update
+    cf = _compiled(f)
+    for i in range(4):
+        x = torch.zeros(2)
+        assert cf(x, x).numpy().tolist() == [2.0, 2.0]
+        assert x.numpy().tolist() == [1.0, 1.0]
+    for i in range(4):  # distinct tensors: another signature
+        x, y = torch.zeros(2), torch.zeros(2)
+        assert cf(x, y).numpy().tolist() == [1.0, 1.0]
+    base = torch.zeros(4)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for i in range(4):  # views of one tensor: eager, right values
+            out = cf(base[:2], base[1:3])
+            assert base.numpy().tolist() == [i + 1.0, i + 1.0, 0.0, 0.0]
+            assert out.numpy().tolist() == [2.0 * (i + 1), i + 1.0]  # a + b after a += 1
+    assert any("share memory" in str(m.message) for m in w)
+
+
+def test_view_of_an_input_is_a_fresh_output():
+    cf = _compiled(lambda x: x[1:])
+    outs = [cf(torch.full((3,), float(i))) for i in range(CALLS)]
+    for i, o in enumerate(outs):
+        assert o.numpy().tolist() == [float(i)] * 2
+
+
+def test_argument_requiring_grad_replays():
+    torch.manual_seed(0)
+    w = torch.randn(3)
+    cf = _compiled(lambda x: (x * w).sum().detach())
+    for i in range(CALLS):
+        x = torch.full((3,), float(i), requires_grad=True)
+        assert abs(float(cf(x).item()) - i * float(w.sum().item())) < 1e-5
+    assert cf._stats["replays"] == CALLS - 2
