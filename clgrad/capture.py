@@ -919,6 +919,7 @@ class _Replayed:
         g._plan()
         g._captured = True
         guards.expect(pre)
+        guards.expect_grads(pre_grads)
         ent = _Entry(guards, g, statics, back, out, tensors,
                      [(p, p._grad) for p, p0 in zip(guards.params, pre_grads)
                       if p._grad is not p0])
@@ -1141,16 +1142,34 @@ class _Guards:
         for x in _leaves(args):
             if not isinstance(x, Tensor):
                 self._visit(x, "an argument", 1)
-        if self.params:
-            ps, nones = self.params, (None,) * len(self.params)
-            self._add("whether the parameters' .grad is None",
-                      lambda: tuple(map(operator.is_, map(_GRAD, ps), nones)), GUARD_ONLY)
 
     def _add(self, name, getter, kind=GUARD, keys=None, fast=True):
         """An item; ``fast``: its getter also runs per call (else a merged getter does)."""
         self._items.append((name, getter, kind, keys))
         if fast and kind != EFFECT:
             self._fast.append(getter)
+
+    def expect_grads(self, pre_grads: list):
+        """After ``expect``: guard the parameters' ``.grad`` as the capture used them: the
+        very tensor where the capture kept it (its kernels accumulate into that one), else
+        whether it was None (a None .grad was made by the capture; a tensor was replaced)."""
+        same = [(p, g0) for p, g0 in zip(self.params, pre_grads)
+                if g0 is not None and p._grad is g0]
+        kept = {id(p) for p, _ in same}
+        other = [(p, g0) for p, g0 in zip(self.params, pre_grads) if id(p) not in kept]
+        ps_s, ps_o = tuple(p for p, _ in same), tuple(p for p, _ in other)
+        nones = (None,) * len(ps_o)
+        self._refs.extend(g0 for _, g0 in same)
+
+        def get():
+            return (tuple(map(id, map(_GRAD, ps_s))),
+                    tuple(map(operator.is_, map(_GRAD, ps_o), nones)))
+        want = (tuple(id(g0) for _, g0 in same), tuple(g0 is None for _, g0 in other))
+        self._items.append(("the parameters' .grad (which tensor, or whether None)", get,
+                            GUARD_ONLY, None))
+        self._pre.append(want)
+        self._fast.append(get)
+        self._expected.append(want)
 
     def snapshot(self) -> tuple:
         """(every item's value, every fast getter's value) now."""

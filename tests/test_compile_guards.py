@@ -572,3 +572,33 @@ def test_argument_requiring_grad_replays():
         x = torch.full((3,), float(i), requires_grad=True)
         assert abs(float(cf(x).item()) - i * float(w.sum().item())) < 1e-5
     assert cf._stats["replays"] == CALLS - 2
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_gradient_accumulation_outside_the_compiled_function(set_to_none):
+    """The compiled function runs forward and backward only; every second call the caller
+    steps and zeroes the gradients (to None, or to zeros in place)."""
+    def run(compiled):
+        model = _lin()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def fb(x):
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            return loss.detach()
+        f = _compiled(fb) if compiled else fb
+        losses = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, x in enumerate(_xs() * 2):
+                losses.append(float(f(x).item()))
+                if i % 2 == 1:
+                    opt.step()
+                    opt.zero_grad(set_to_none=set_to_none)
+        return losses, [p.detach().numpy() for p in model.parameters()], f
+    ref_losses, ref_params, _ = run(False)
+    losses, params, f = run(True)
+    np.testing.assert_allclose(losses, ref_losses, rtol=1e-6)
+    for a, b in zip(params, ref_params):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert f._stats["replays"] >= 4
