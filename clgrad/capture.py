@@ -1142,6 +1142,10 @@ class _Guards:
         for x in _leaves(args):
             if not isinstance(x, Tensor):
                 self._visit(x, "an argument", 1)
+        if self.params:
+            ps = tuple(self.params)
+            self._add("the requires_grad of the parameters and tensors reached",
+                      lambda: tuple(map(_RG, ps)))
 
     def _add(self, name, getter, kind=GUARD, keys=None, fast=True):
         """An item; ``fast``: its getter also runs per call (else a merged getter does)."""
@@ -1218,8 +1222,10 @@ class _Guards:
             return
         self._seen.add(id(obj))
         self._refs.append(obj)
-        if isinstance(obj, _lib()[0]) or isinstance(obj, (types.ModuleType,
-                                                          types.BuiltinFunctionType)):
+        if isinstance(obj, _lib()[0]):
+            self._param(obj)  # requires_grad and .grad guarded as a parameter's
+            return
+        if isinstance(obj, (types.ModuleType, types.BuiltinFunctionType)):
             return
         if isinstance(obj, _Replayed):
             return self._visit(obj._fn, name, depth)
@@ -1295,22 +1301,16 @@ class _Guards:
             d = m.__dict__
             P, B, M = d["_parameters"], d["_buffers"], d["_modules"]
             keys = [k for k, v in d.items() if _plain(v)]
+            okeys = [k for k, v in d.items() if not k.startswith("_") and not _plain(v)]
             hooks = [v for k, v in d.items() if k.startswith("_") and isinstance(v, dict)
                      and k.endswith("hooks") and ("forward" in k or "backward" in k)]
-            self._refs.extend((*P.values(), *B.values(), *M.values()))
+            self._refs.extend((*P.values(), *B.values(), *M.values(), *(d[k] for k in okeys)))
             self._add(f"module {path!r} ({type(m).__name__})",
-                      _module_getter(d, keys, P, B, M, hooks), GUARD, keys, fast=False)
-            tree.append((d, keys, P, B, M, hooks))
+                      _module_getter(d, keys, okeys, P, B, M, hooks), GUARD, keys, fast=False)
+            tree.append((d, keys, okeys, P, B, M, hooks))
             for p in P.values():
                 self._param(p)
-            if not _from_lib(type(m)):  # the methods of a user's Module subclass
-                for cls in type(m).__mro__:
-                    if _from_lib(cls) or cls is object:
-                        continue
-                    for v in vars(cls).values():
-                        v = v.fget if isinstance(v, property) else v
-                        if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
-                            self._visit(getattr(v, "__func__", v), path, depth + 1)
+            self._class(type(m), path, depth)
             for k, v in d.items():
                 if not _plain(v) and not k.startswith("_"):
                     self._visit(v, f"{path}.{k}", depth + 1)
@@ -1364,11 +1364,32 @@ class _Guards:
 
     def _object(self, obj, d, name, depth):
         keys = [k for k, v in d.items() if _plain(v)]
+        okeys = [k for k, v in d.items() if not _plain(v)]
         if keys:
             self._add(f"{type(obj).__name__} {name!r}", _attrs_getter(d, keys), GUARD, keys)
-        for k, v in d.items():
-            if not _plain(v):
-                self._visit(v, f"{name}.{k}", depth + 1)
+        if okeys:
+            self._refs.extend(d[k] for k in okeys)
+            ig = operator.itemgetter(*okeys, *okeys[:1])
+            self._add(f"{type(obj).__name__} {name!r} (attributes that are objects)",
+                      lambda: tuple(map(id, ig(d))))
+        self._class(type(obj), name, depth)
+        for k in okeys:
+            self._visit(d[k], f"{name}.{k}", depth + 1)
+
+    def _class(self, t, name, depth):
+        """The plain class attributes (guarded) and the methods (walked) of a user class."""
+        for cls in t.__mro__:
+            if _from_lib(cls) or cls is object or id(cls) in self._seen:
+                continue
+            self._seen.add(id(cls))
+            d = vars(cls)
+            keys = [k for k, v in d.items() if not k.startswith("__") and _plain(v)]
+            if keys:
+                self._add(f"class {cls.__qualname__}", _attrs_getter(d, keys), GUARD, keys)
+            for v in d.values():
+                v = v.fget if isinstance(v, property) else v
+                if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
+                    self._visit(getattr(v, "__func__", v), name, depth + 1)
 
 
 _DYNAMIC = frozenset(("params", "lr"))  # param group entries not guarded (lr: read per replay)
@@ -1386,38 +1407,32 @@ def _attrs_getter(d, keys):
     return get
 
 
-def _module_getter(d, keys, P, B, M, hooks):
-    """A module's guard: its plain attributes (values and types), the identity of its
-    parameters, buffers and submodules, the parameters' requires_grad, its hook keys (all
-    through C-level maps: this runs per module at every call)."""
-    ig = operator.itemgetter(*keys, *keys[:1]) if keys else (lambda d: ())
-    rg = (lambda p: p is not None and p._requires_grad) if any(
-        p is None for p in P.values()) else _RG
-
-    def get():
-        v = ig(d)
-        return (v, tuple(map(type, v)), tuple(map(id, P.values())), tuple(map(id, B.values())),
-                tuple(map(id, M.values())), tuple(map(rg, P.values())),
-                tuple(map(tuple, hooks)))
-    return get
+def _module_getter(d, keys, okeys, P, B, M, hooks):
+    """A module's guard: its plain attributes (values and types), the identity of its other
+    public attributes, parameters, buffers and submodules, the parameters' requires_grad,
+    its hook keys (``_tree_getter`` reads these of a whole tree per call)."""
+    return _tree_getter([(d, keys, okeys, P, B, M, hooks)])
 
 
 def _tree_getter(tree):
     """``_module_getter`` of every module of a tree (``(d, keys, P, B, M, hooks)`` each) at
     once: the per-call guard of a model."""
     call, chain, values = operator.call, itertools.chain.from_iterable, dict.values
-    igs = [operator.itemgetter(*k, *k[:1]) if k else (lambda d: ()) for _, k, *_ in tree]
-    ds, Ps, Bs, Ms = ([t[i] for t in tree] for i in (0, 2, 3, 4))
-    hooks = [h for t in tree for h in t[5]]
+    none = lambda d: ()  # noqa: E731
+    igs = [operator.itemgetter(*t[1], *t[1][:1]) if t[1] else none for t in tree]
+    ogs = [operator.itemgetter(*t[2], *t[2][:1]) if t[2] else none for t in tree]
+    ds, Ps, Bs, Ms = ([t[i] for t in tree] for i in (0, 3, 4, 5))
+    hooks = [h for t in tree for h in t[6]]
     rg = (lambda p: p is not None and p._requires_grad) if any(
         p is None for P in Ps for p in P.values()) else _RG
 
     def get():
         v = tuple(map(call, igs, ds))
-        return (v, tuple(map(type, chain(v))), tuple(map(len, Ps)), tuple(map(len, Bs)),
-                tuple(map(len, Ms)), tuple(map(id, chain(map(values, Ps)))),
-                tuple(map(id, chain(map(values, Bs)))), tuple(map(id, chain(map(values, Ms)))),
-                tuple(map(rg, chain(map(values, Ps)))), tuple(map(tuple, hooks)))
+        return (v, tuple(map(type, chain(v))), tuple(map(id, chain(map(call, ogs, ds)))),
+                tuple(map(len, Ps)), tuple(map(len, Bs)), tuple(map(len, Ms)),
+                tuple(map(id, chain(map(values, Ps)))), tuple(map(id, chain(map(values, Bs)))),
+                tuple(map(id, chain(map(values, Ms)))), tuple(map(rg, chain(map(values, Ps)))),
+                tuple(map(tuple, hooks)))
     return get
 
 

@@ -602,3 +602,83 @@ def test_gradient_accumulation_outside_the_compiled_function(set_to_none):
     for a, b in zip(params, ref_params):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
     assert f._stats["replays"] >= 4
+
+
+class _Act(nn.Module):
+    factor = 2.0  # a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self.act = torch.relu
+
+    def forward(self, x):
+        return self.act(x) * self.factor
+
+
+def test_module_function_attribute_and_class_attribute_change():
+    m = _Act()
+    cm = _compiled(m)
+    x = torch.tensor([-1.0, 0.5])
+    for _ in range(3):
+        assert cm(x).numpy().tolist() == [0.0, 1.0]
+    m.act = torch.neg
+    for _ in range(3):
+        assert cm(x).numpy().tolist() == [2.0, -1.0]
+    _Act.factor = 4.0
+    try:
+        for _ in range(3):
+            assert cm(x).numpy().tolist() == [4.0, -2.0]
+    finally:
+        _Act.factor = 2.0
+
+
+class _Config:
+    pass
+
+
+CFG = _Config()
+CFG.shift = 1.0
+
+
+def _shifted(x):
+    return x + CFG.shift
+
+
+def test_config_object_attribute_change():
+    cf = _compiled(_shifted)
+    x = torch.tensor([1.0])
+    try:
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [2.0]
+        CFG.shift = -3.0
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [-2.0]
+    finally:
+        CFG.shift = 1.0
+
+
+def test_raw_tensor_frozen_stops_training():
+    torch.manual_seed(0)
+    w = torch.randn(3, requires_grad=True)
+    v = torch.zeros(3, requires_grad=True)
+    opt = torch.optim.SGD([w, v], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        (x * w + x * v).sum().backward()
+        opt.step()
+    cs = _compiled(step)
+    x = torch.ones(3)
+    for _ in range(3):
+        cs(x)
+    np.testing.assert_allclose(w.detach().numpy(), _w0() - 0.3, rtol=1e-6)  # grad = x = 1
+    w.requires_grad_(False)
+    for _ in range(3):
+        cs(x)
+    np.testing.assert_allclose(w.detach().numpy(), _w0() - 0.3, rtol=1e-6)
+    np.testing.assert_allclose(v.detach().numpy(), [-0.6] * 3, rtol=1e-6)  # v trains on
+
+
+def _w0():
+    torch.manual_seed(0)
+    return torch.randn(3).numpy()
