@@ -951,13 +951,13 @@ class _Replayed:
             raise NotImplementedError(f"make_graphed_callables: cannot graph this callable: "
                                       f"{why}")
         self._stats["eager"] += 1
-        self._warn(why)
+        self._warn(why, 5)
 
-    def _warn(self, why):
+    def _warn(self, why, stacklevel=4):
         if not self._warned:
             self._warned = True
             warnings.warn(f"compile(mode='reduce-overhead'): running {self._name()} eagerly: "
-                          f"{why}", stacklevel=4)
+                          f"{why}", stacklevel=stacklevel)
 
     def _eager(self, why, args, kwargs):
         if self._strict:
@@ -1229,8 +1229,10 @@ class _Guards:
     # -- the walk -----------------------------------------------------------------------------
     def _visit(self, obj, name, depth):
         t = type(obj)
-        if t in _PLAIN or depth > _DEPTH or id(obj) in self._seen or isinstance(obj, type):
+        if t in _PLAIN or depth > _DEPTH or id(obj) in self._seen:
             return
+        if isinstance(obj, type):  # a class used as a namespace (``Config.scale``)
+            return None if _from_lib(obj) else self._class(obj, name, depth)
         self._seen.add(id(obj))
         self._refs.append(obj)
         if isinstance(obj, _lib()[0]):

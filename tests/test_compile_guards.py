@@ -682,3 +682,34 @@ def test_raw_tensor_frozen_stops_training():
 def _w0():
     torch.manual_seed(0)
     return torch.randn(3).numpy()
+
+
+class _Namespace:
+    scale = 3.0
+
+
+def _scaled_by_class(x):
+    return x * _Namespace.scale
+
+
+def test_class_used_as_namespace_is_guarded():
+    cf = _compiled(_scaled_by_class)
+    x = torch.tensor([1.0, 2.0])
+    try:
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [3.0, 6.0]
+        _Namespace.scale = 0.5
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [0.5, 1.0]
+    finally:
+        _Namespace.scale = 3.0
+
+
+def test_refusal_warning_points_at_the_caller():
+    cf = _compiled(lambda x: x * float(x.sum().item()))
+    x = torch.tensor([1.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            cf(x)
+    assert [m.filename for m in w] == [__file__]
