@@ -713,3 +713,24 @@ def test_refusal_warning_points_at_the_caller():
         for _ in range(3):
             cf(x)
     assert [m.filename for m in w] == [__file__]
+
+
+def test_parameter_update_before_exception_in_capture_call_is_kept():
+    model = _lin()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    fail = [False]
+
+    def step(x):
+        opt.zero_grad()
+        model(x).sum().backward()  # d sum(x W^T + b) / db = number of rows
+        opt.step()
+        if fail[0]:
+            raise ValueError("after the step")
+    cs = _compiled(step)
+    x = torch.ones(4, 3)
+    cs(x)  # warm-up
+    b0 = model.bias.detach().numpy().copy()
+    fail[0] = True
+    with pytest.raises(ValueError, match="after the step"):
+        cs(x)  # the capture call
+    np.testing.assert_allclose(model.bias.detach().numpy(), b0 - 0.5 * 4, rtol=1e-6)
