@@ -1155,8 +1155,10 @@ class _Guards:
                 self._visit(x, "an argument", 1)
         if self.params:
             ps = tuple(self.params)
-            self._add("the requires_grad of the parameters and tensors reached",
-                      lambda: tuple(map(_RG, ps)))
+            self._refs.extend(p._storage for p in ps)
+            self._add("the requires_grad or the storage (p.data = ..., Module.to) of the "
+                      "parameters and tensors reached",
+                      lambda: (tuple(map(_RG, ps)), tuple(map(id, map(_STORAGE, ps)))))
 
     def _add(self, name, getter, kind=GUARD, keys=None, fast=True):
         """An item; ``fast``: its getter also runs per call (else a merged getter does)."""
@@ -1318,6 +1320,7 @@ class _Guards:
             hooks = [v for k, v in d.items() if k.startswith("_") and isinstance(v, dict)
                      and k.endswith("hooks") and ("forward" in k or "backward" in k)]
             self._refs.extend((*P.values(), *B.values(), *M.values(), *(d[k] for k in okeys)))
+            self._refs.extend(b._storage for b in B.values() if b is not None)
             self._add(f"module {path!r} ({type(m).__name__})",
                       _module_getter(d, keys, okeys, P, B, M, hooks), GUARD, keys, fast=False)
             tree.append((d, keys, okeys, P, B, M, hooks))
@@ -1438,6 +1441,8 @@ def _tree_getter(tree):
     hooks = [h for t in tree for h in t[6]]
     rg = (lambda p: p is not None and p._requires_grad) if any(
         p is None for P in Ps for p in P.values()) else _RG
+    sto = (lambda b: b is not None and b._storage) if any(
+        b is None for B in Bs for b in B.values()) else _STORAGE
 
     def get():
         v = tuple(map(call, igs, ds))
@@ -1445,11 +1450,12 @@ def _tree_getter(tree):
                 tuple(map(len, Ps)), tuple(map(len, Bs)), tuple(map(len, Ms)),
                 tuple(map(id, chain(map(values, Ps)))), tuple(map(id, chain(map(values, Bs)))),
                 tuple(map(id, chain(map(values, Ms)))), tuple(map(rg, chain(map(values, Ps)))),
-                tuple(map(tuple, hooks)))
+                tuple(map(id, map(sto, chain(map(values, Bs))))), tuple(map(tuple, hooks)))
     return get
 
 
 _RG = operator.attrgetter("_requires_grad")
+_STORAGE = operator.attrgetter("_storage")
 _GRAD = operator.attrgetter("_grad")
 
 

@@ -734,3 +734,36 @@ def test_parameter_update_before_exception_in_capture_call_is_kept():
     with pytest.raises(ValueError, match="after the step"):
         cs(x)  # the capture call
     np.testing.assert_allclose(model.bias.detach().numpy(), b0 - 0.5 * 4, rtol=1e-6)
+
+
+def test_parameter_data_replaced_and_module_cast():
+    lin = _lin()
+    cl = _compiled(lin)
+    x = torch.ones(2, 3)
+    with torch.no_grad():
+        for _ in range(3):
+            cl(x)
+        lin.weight.data = torch.zeros(2, 3)  # same Parameter object, another storage
+        for _ in range(3):
+            np.testing.assert_allclose(cl(x).numpy(), np.tile(lin.bias.numpy(), (2, 1)),
+                                       rtol=1e-6)
+        lin.double()  # Module.to swaps every parameter's storage in place
+        xd = torch.ones(2, 3, dtype=torch.float64)
+        for _ in range(3):
+            out = cl(xd)
+            assert out.dtype == torch.float64
+            np.testing.assert_allclose(out.numpy(), np.tile(lin.bias.numpy(), (2, 1)))
+
+
+def test_buffer_storage_replaced():
+    torch.manual_seed(0)
+    bn = nn.BatchNorm1d(2)
+    bn.eval()
+    cb = _compiled(bn)
+    x = torch.ones(3, 2)
+    with torch.no_grad():
+        for _ in range(3):
+            cb(x)
+        bn.running_mean.data = torch.full((2,), 1.0)  # (1 - 1) / sqrt(1 + eps) = 0
+        for _ in range(3):
+            np.testing.assert_allclose(cb(x).numpy(), np.zeros((3, 2)), atol=1e-6)
