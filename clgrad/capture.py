@@ -745,7 +745,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
         (identity), every hyperparameter but ``lr`` by type and value (``lr`` is read again
         at every replay, so LR schedulers work), the ``state`` dict and each parameter's
         state dict (identity), its plain attributes;
-      - parameters (of modules and optimizers) and tensors reached: ``requires_grad``; their
+      - parameters (of modules and optimizers), buffers and tensors reached: their storage
+        (``p.data = ...`` and ``Module.to`` swap it in place); ``requires_grad``; their
         ``.grad``: the very tensor where the capture accumulated into it, else whether it
         was None;
       - lists, dicts and sets reached: their items (plain values by type and value, others
