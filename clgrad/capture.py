@@ -449,6 +449,7 @@ class CUDAGraph:
             with dev._lock:
                 runtime._enqueue(dev.queue, k, global_size, local_size, None, None, False,
                                  False)
+                runtime._LAUNCHES[0] += 1  # counted as the eager launch it is
         return True
 
     def _alloc(self, dev, nbytes: int):

@@ -767,3 +767,15 @@ def test_buffer_storage_replaced():
         bn.running_mean.data = torch.full((2,), 1.0)  # (1 - 1) / sqrt(1 + eps) = 0
         for _ in range(3):
             np.testing.assert_allclose(cb(x).numpy(), np.zeros((3, 2)), atol=1e-6)
+
+
+def test_capture_call_counts_its_launches_as_eager():
+    from clgrad import runtime
+    cf = _compiled(lambda x: (x * 2 + 1).relu())
+    x = torch.ones(5)
+    n0 = runtime.launch_count()
+    cf(x)  # warm-up
+    eager = runtime.launch_count() - n0
+    n0 = runtime.launch_count()
+    cf(x)  # capture: the same kernels run, plus the output's copy
+    assert runtime.launch_count() - n0 >= eager
