@@ -753,9 +753,12 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
       - lists, dicts and sets reached: their items (plain values by type and value, others
         by identity); other objects reached (a config object): their attributes as a
         module's; user classes: their plain class attributes.
+      - NumPy arrays reached, up to 1 MiB: their shape, dtype and values (a host array an op
+        reads is copied to the device, and a capture keeps that copy).
     Python state the guards do not see (an attribute read through ``getattr`` with a computed
     name, an object more than six references away from ``fn``, a library object other than
-    a module, optimizer or LR scheduler) is baked into a capture.
+    a module, optimizer or LR scheduler, the values of a larger NumPy array, which is
+    guarded by identity only) is baked into a capture.
     Cost per replayed call: one getter per module tree, function and optimizer (C-level maps
     over their dicts): about 1 µs per module, measured on a busy 2-core CPU.
 
@@ -1116,6 +1119,13 @@ def _rep(v):
     return None, id(v)
 
 
+_ARRAY_BYTES = 1 << 20  # NumPy arrays up to this size are guarded by value
+
+
+def _array_rep(a):
+    return a.shape, a.dtype.str, a.tobytes()
+
+
 def _from_lib(obj) -> bool:
     mod = getattr(obj, "__module__", None) or ""
     return mod.split(".")[0] in _LIBS
@@ -1243,6 +1253,10 @@ class _Guards:
             self._param(obj)  # requires_grad and .grad guarded as a parameter's
             return
         if isinstance(obj, (types.ModuleType, types.BuiltinFunctionType)):
+            return
+        if isinstance(obj, np.ndarray):  # its values reach kernels through host copies
+            if obj.nbytes <= _ARRAY_BYTES and obj.dtype != object:
+                self._add(f"NumPy array {name!r}", functools.partial(_array_rep, obj))
             return
         if isinstance(obj, _Replayed):
             return self._visit(obj._fn, name, depth)

@@ -779,3 +779,23 @@ def test_capture_call_counts_its_launches_as_eager():
     n0 = runtime.launch_count()
     cf(x)  # capture: the same kernels run, plus the output's copy
     assert runtime.launch_count() - n0 >= eager
+
+
+MEAN = np.array([1.0, 2.0], dtype=np.float32)
+
+
+def _normalise(x):
+    return x - torch.from_numpy(MEAN)
+
+
+def test_numpy_array_values_are_guarded():
+    cf = _compiled(_normalise)
+    x = torch.tensor([5.0, 5.0])
+    try:
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [4.0, 3.0]
+        MEAN[:] = [0.0, 1.0]  # changed in place
+        for _ in range(3):
+            assert cf(x).numpy().tolist() == [5.0, 4.0]
+    finally:
+        MEAN[:] = [1.0, 2.0]
