@@ -869,6 +869,9 @@ class _Replayed:
 
     def _capture(self, key, entries, args, kwargs, tensors):
         from clgrad.autograd import is_grad_enabled
+        if _ACTIVE[0] is not None:  # another thread is capturing: this call runs eagerly
+            self._stats["eager"] += 1
+            return self._fn(*args, **kwargs)
         no_grad = _lib()[1]
         guards = _Guards(self._fn, (args, kwargs))
         pre = guards.snapshot()
