@@ -847,10 +847,8 @@ class _Replayed:
             return self._fn(*args, **kwargs)
         if type(e) is str:
             return self._eager(e, args, kwargs)
-        why = None
         for i, ent in enumerate(e):
-            why = ent.guards.failed()
-            if why is None:
+            if ent.guards.hold():
                 if i:
                     e.insert(0, e.pop(i))
                 self._stats["replays"] += 1
@@ -858,6 +856,7 @@ class _Replayed:
         if len(e) >= RECOMPILE_LIMIT:
             if not self._limit_warned:
                 self._limit_warned = True
+                why = e[0].guards.failed()
                 warnings.warn(f"compile(mode='reduce-overhead'): {self._name()} hit the "
                               f"recompile limit ({RECOMPILE_LIMIT}, torch._dynamo's "
                               f"config.recompile_limit): the guards of all its captures of "
@@ -1212,13 +1211,20 @@ class _Guards:
         (a parameter's .grad may be None before each call and set during it)."""
         self._pre, self._expected = pre
 
+    def hold(self) -> bool:
+        """Whether every guard holds (the per-call check)."""
+        try:
+            return [f() for f in self._fast] == self._expected
+        except Exception:  # noqa: BLE001  (a guarded attribute deleted, a dict changed size)
+            return False
+
     def failed(self):
         """None when every guard holds, else the name of one that failed."""
+        if self.hold():
+            return None
         try:
-            if [f() for f in self._fast] == self._expected:
-                return None
             now = [it[1]() for it in self._items]
-        except Exception:  # noqa: BLE001  (a guarded attribute deleted, a dict changed size)
+        except Exception:  # noqa: BLE001
             return "a guarded attribute or container changed shape"
         for (name, _, kind, _), a, b in zip(self._items, now, self._pre):
             if kind != EFFECT and a != b:
