@@ -131,10 +131,7 @@ def test_replay_of_forward_follows_static_input():
 
 
 def test_compile_recaptures_on_new_shape():
-    calls = []
-
     def f(x):
-        calls.append(tuple(x.shape))
         return x * 2 + 1
 
     cf = torch.compile(f, mode="reduce-overhead")
@@ -142,8 +139,8 @@ def test_compile_recaptures_on_new_shape():
         xn = np.arange(n, dtype=np.float32) + n
         out = cf(torch.tensor(xn))
         np.testing.assert_array_equal(out.numpy(), xn * 2 + 1)
-    # eager, capture, (replay), eager, capture, (replay), replay: Python ran 4 times
-    assert calls == [(3,), (3,), (5,), (5,)]
+    # eager, capture, replay, eager, capture, replay, replay: Python ran 4 times
+    assert cf._stats == {"eager": 2, "captures": 2, "replays": 3}
 
 
 def test_compile_other_modes_are_identity():
@@ -440,10 +437,7 @@ def test_optimizer_execution_flags_accepted():
 
 
 def test_compile_keys_on_grad_mode_and_kwargs():
-    calls = []
-
     def f(x, *, scale):
-        calls.append(torch.is_grad_enabled())
         return x * scale
 
     cf = torch.compile(f, mode="reduce-overhead")
@@ -454,7 +448,8 @@ def test_compile_keys_on_grad_mode_and_kwargs():
         for _ in range(3):
             assert cf(x, scale=3.0).numpy().tolist() == [3.0, 6.0]
     assert cf(x, scale=2.0).numpy().tolist() == [2.0, 4.0]  # another value: another entry
-    assert calls == [True, True, False, False, True]
+    # per grad mode: eager, capture, replay; then another scale's eager warm-up
+    assert cf._stats == {"eager": 3, "captures": 2, "replays": 2}
 
 
 def test_shared_pool_between_graphs():
