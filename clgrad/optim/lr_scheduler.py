@@ -9,8 +9,10 @@ closed form of the epoch instead. LambdaLR, OneCycleLR and CosineAnnealingWarmRe
 from each group's ``initial_lr`` and are not chainable (as in PyTorch).
 
 Deliberate differences: PyTorch warns when ``scheduler.step()`` runs before the first
-``optimizer.step()``; clgrad does not. State dicts hold numbers, strings, lists and dicts with
-str keys only, so they save with ``clgrad.save`` (MultiStepLR's milestones: a sorted list).
+``optimizer.step()``; clgrad does not. State dicts hold numbers, strings, lists and dicts
+(MultiStepLR's milestones: a plain dict {milestone: count} in milestone order, where PyTorch
+keeps a Counter), so they save with ``clgrad.save`` (both formats) and load into PyTorch's
+schedulers, and PyTorch's state dicts load into clgrad's.
 """
 from __future__ import annotations
 
@@ -239,9 +241,11 @@ class MultiStepLR(LRScheduler):
         return [base * self.gamma ** k for base in self.base_lrs]
 
     def state_dict(self) -> dict:
-        """The scheduler's state, milestones as a sorted list (a Counter's int keys do not save)."""
+        """The scheduler's state, milestones as a plain dict {milestone: count} in milestone
+        order (what PyTorch's MultiStepLR indexes, as its Counter; not a Counter, which
+        weights_only loads refuse)."""
         out = super().state_dict()
-        out["milestones"] = sorted(self.milestones.elements())  # int keys do not save
+        out["milestones"] = dict(sorted(self.milestones.items()))
         return out
 
     def load_state_dict(self, state_dict: dict):
