@@ -12,10 +12,12 @@ maps the same memory, so writes in either process are seen by the other (Hogwild
 Start methods: ``spawn`` (what PyTorch's examples use: ``mp.set_start_method('spawn')``) and
 ``forkserver`` give the child fresh OpenCL state, and the tensors map the shared memory there.
 ``fork`` (Linux's default) is refused once the parent has used OpenCL: a forked child inherits
-the parent's OpenCL context, which does not survive fork (Intel's CPU runtime lost the child's
-kernel writes and crashed at exit when we tried; clgrad's DataLoader seals its forked workers
-for the same reason), so in such a child every OpenCL entry point raises
-``OpenCLInForkedProcess`` saying to use ``set_start_method('spawn')``. A forked child that
+the parent's OpenCL runtime, which does not survive fork. Shared tensors would be shared (their
+memory is mapped MAP_SHARED), but Intel's CPU runtime compiling a kernel in the forked child
+crashed it (SIGSEGV in the runtime's compiler), with the inherited context and with a fresh
+one alike; only kernels already in pyopencl's binary cache ran. clgrad's DataLoader seals its
+forked workers for the same reason. So in such a child every OpenCL entry point raises
+``OpenCLInForkedProcess`` saying to use ``set_start_method('spawn')``; a forked child that
 does not touch clgrad tensors runs as usual.
 
 A process's queued kernels are waited for when it exits (a child's last in-place writes to
