@@ -317,3 +317,15 @@ def test_state_dict_loads_into_torch_and_back(tmp_path, name, make, metrics):
     _check(_run(theirs, 8, rest), want, rtol=1e-15)
     _check(_run(theirs2, 8, rest), want, rtol=1e-15)  # torch resumed from clgrad's state
     _check(_run(ours2, 8, rest), want, rtol=1e-15)  # clgrad resumed from torch's state
+
+
+def test_multistep_state_dict_milestones_are_what_torch_indexes():
+    # PyTorch's MultiStepLR.get_lr reads milestones[last_epoch] (the count of that milestone),
+    # so the saved milestones must map each milestone to its count, not list them
+    s = ls.MultiStepLR(_opt(), [6, 3, 1, 3], 0.5)
+    saved = s.state_dict()["milestones"]
+    assert saved == {1: 1, 3: 2, 6: 1} and list(saved) == [1, 3, 6]
+    assert type(saved) is dict  # not a Counter: weights_only loads refuse that class
+    s2 = ls.MultiStepLR(_opt(), [2], 0.5)
+    s2.load_state_dict(s.state_dict())
+    _check(_run(s2, 7)[1:], [[v] for v in (0.05, 0.05, 0.0125, 0.0125, 0.0125, 0.00625, 0.00625)])
