@@ -12,7 +12,7 @@ import os
 import weakref
 from multiprocessing.reduction import DupFd, ForkingPickler
 
-from clgrad import dtypes
+from clgrad import dtypes, layout
 from clgrad.nn.module import Parameter
 from clgrad.ops import views
 from clgrad.runtime import get_device
@@ -59,22 +59,13 @@ def rebuild_tensor(cls, dupfd, key, nbytes, size, dtype, device, shape, strides,
         _STORAGES[key] = st
     else:  # mapped already (sent back, or a second tensor of the storage)
         os.close(fd)
-    if offset == 0 and _dense(shape, strides, size):
+    if offset == 0 and layout.numel(shape) == size and layout.is_contiguous(shape, strides):
         t = Tensor(st, shape, strides, 0)  # a root, as it was in the sender
     else:  # a view: of a root over the whole storage
         t = views.as_strided(Tensor(st, (size,), (1,), 0), shape, strides, offset).detach()
     if cls is Parameter:
         return Parameter(t, requires_grad=requires_grad)
     return t.requires_grad_(requires_grad) if requires_grad else t
-
-
-def _dense(shape, strides, size) -> bool:
-    """True when (shape, strides) is the contiguous layout of all ``size`` elements."""
-    n, want = 1, []
-    for d in reversed(shape):
-        want.append(n)
-        n *= d
-    return n == size and tuple(reversed(want)) == tuple(strides)
 
 
 def init_reductions():
