@@ -132,3 +132,14 @@ def test_hogwild_program_trains_one_shared_model_in_two_processes(tmp_path):
     assert len(pids) == 2 and str(os.getpid()) not in pids, r.stdout
     # the parent never trains: its test loss fell only because it sees the children's writes
     assert len(losses) == 2 and losses[1] < losses[0] - 0.05, r.stdout
+
+
+def test_a_runtime_that_copies_host_pointer_buffers_refuses_to_share(monkeypatch):
+    from clgrad.runtime import shared
+    x = clgrad.ones(3)
+    dev = x._storage.device
+    monkeypatch.delitem(shared._ZERO_COPY, dev, raising=False)
+    monkeypatch.setattr(dev, "fill", lambda *args: None)  # device writes do not reach the host
+    with pytest.raises(RuntimeError, match="USE_HOST_PTR buffers in memory of its own"):
+        x.share_memory_()
+    assert not x.is_shared() and x.tolist() == [1.0, 1.0, 1.0]

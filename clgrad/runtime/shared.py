@@ -1,12 +1,15 @@
 """Buffers in host memory that other processes map too (``Tensor.share_memory_``).
 
 On a CPU OpenCL device a buffer made with CL_MEM_USE_HOST_PTR over page-aligned host memory is
-that memory (Intel's CPU runtime and PoCL use the pointer itself: no device copy to keep in
-sync). ``SharedHost`` is such memory: an anonymous file (``os.memfd_create``) mapped
-MAP_SHARED, so every process that maps the file's descriptor (passed to a spawned child, or
-inherited by a forked one) reads and writes the same bytes. The descriptor stays open as long
-as the SharedHost lives, so more processes can be given it; the memory is freed by the kernel
-once the last descriptor and mapping are gone (nothing to unlink, nothing left in /dev/shm).
+that memory (Intel's CPU runtime uses the pointer itself: no device copy to keep in sync). The
+spec allows a runtime to cache such a buffer in memory of its own instead, so the first
+sharing on a device checks it (a host write must be read by the device and a device write be
+seen by the host) and raises if the runtime copies. ``SharedHost`` is such memory: an
+anonymous file (``os.memfd_create``) mapped MAP_SHARED, so every process that maps the file's
+descriptor (passed to a spawned child or through a Queue) reads and writes the same bytes.
+The descriptor stays open as long as the SharedHost lives, so more processes can be given it;
+the kernel frees the memory once the last descriptor and mapping are gone (nothing to unlink,
+nothing left in /dev/shm).
 
 GPU devices cannot share: a GPU buffer lives in the GPU's memory and OpenCL has no
 inter-process handle for it (CUDA's IPC handles have no OpenCL counterpart), so
@@ -17,6 +20,7 @@ from __future__ import annotations
 import mmap
 import os
 import uuid
+import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -24,6 +28,7 @@ import pyopencl as cl
 __all__ = ["SharedHost", "check_shareable"]
 
 _PAGE = mmap.PAGESIZE
+_ZERO_COPY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Device -> checked
 
 
 def check_shareable(device, what: str):
@@ -68,6 +73,9 @@ class SharedHost:
             self.buffer = cl.Buffer(device.context,
                                     cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
                                     hostbuf=self.host)
+        if device not in _ZERO_COPY:
+            _check_zero_copy(device)
+            _ZERO_COPY[device] = True
 
     def __del__(self):
         fd = getattr(self, "fd", None)
@@ -76,3 +84,23 @@ class SharedHost:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _check_zero_copy(device):
+    """Raise RuntimeError unless USE_HOST_PTR buffers of ``device`` are the host memory itself
+    (a host write is what the device reads; a device write is what the host reads)."""
+    host = np.zeros(_PAGE // 4, np.uint32)
+    with device._lock:
+        buf = cl.Buffer(device.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                        hostbuf=host)
+    device.fill(buf, np.uint32(7), 0, 4)  # a device write ...
+    device.synchronize()
+    seen = int(host[0])  # ... seen by the host?
+    host[1] = 9  # a host write ...
+    back = np.zeros(2, np.uint32)
+    device.copy(back, buf)  # ... read by the device?
+    if seen != 7 or int(back[1]) != 9:
+        raise RuntimeError(
+            f"share_memory_: the OpenCL runtime of {device.name!r} ({device.platform}) keeps "
+            f"CL_MEM_USE_HOST_PTR buffers in memory of its own, so its tensors cannot be shared "
+            f"between processes")
