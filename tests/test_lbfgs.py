@@ -161,3 +161,25 @@ def test_arguments_raise_clearly():
         optim.LBFGS([x]).step()
     with pytest.raises(NotImplementedError, match="sparse.*Adam"):
         optim.SparseAdam([x])
+
+
+def test_torch_state_dict_loads_into_clgrad(tmp_path):
+    torch = pytest.importorskip("torch")
+    kw = dict(max_iter=3, history_size=4, line_search_fn="strong_wolfe")
+    head, topt = _rosen_iterates(torch, 2, **kw)
+    whole, _ = _rosen_iterates(torch, 4, **kw)
+    torch.save(topt.state_dict(), tmp_path / "t.pt")  # ro, al, H_diag: 0-d tensors
+    x = clgrad.tensor(head[-1], dtype=clgrad.float64, requires_grad=True)
+    opt = optim.LBFGS([x], **kw)
+    opt.load_state_dict(clgrad.load(tmp_path / "t.pt"))
+    st = opt.state[x]
+    assert isinstance(st["H_diag"], float) and all(isinstance(r, float) for r in st["ro"])
+
+    def closure():
+        opt.zero_grad()
+        loss = _rosenbrock(x)
+        loss.backward()
+        return loss
+    for want in whole[2:]:
+        opt.step(closure)
+        np.testing.assert_allclose(x.detach().numpy(), want, rtol=1e-10)

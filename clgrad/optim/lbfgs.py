@@ -179,6 +179,18 @@ class LBFGS(Optimizer):
             raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
         super().add_param_group(param_group)
 
+    def load_state_dict(self, state_dict: dict):
+        """Optimizer.load_state_dict, then the scalars PyTorch saves as 0-d tensors (``t``,
+        ``H_diag``, ``ro``, ``al``) become Python floats, as this class keeps them."""
+        super().load_state_dict(state_dict)
+        for state in self.state.values():
+            for k in ("t", "H_diag", "prev_loss"):
+                if isinstance(state.get(k), Tensor):
+                    state[k] = float(state[k])
+            for k in ("ro", "al"):
+                if isinstance(state.get(k), list):
+                    state[k] = [float(v) if isinstance(v, Tensor) else v for v in state[k]]
+
     def _gather_flat_grad(self) -> Tensor:
         p0 = self._params[0]
         return cat([zeros(p.numel(), dtype=p.dtype, device=p0._storage.device)
