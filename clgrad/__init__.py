@@ -93,7 +93,7 @@ from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
 # -- serialization and subpackages (``import clgrad as torch`` gives torch.nn, torch.optim...) -
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
-from clgrad import serialization, distributions, fx, jit, amp, capture
+from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture.py)
 from clgrad.capture import compile  # noqa: A004
@@ -190,7 +190,7 @@ __all__ = [
     # serialization and subpackages
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
-    "capture", "autocast", "compile", "is_autocast_enabled",
+    "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
 ]
 
 # -- last: out= where PyTorch has it (clgrad/ops/inplace.py), then the non-Tensor arguments of

@@ -15,6 +15,7 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.runtime import Device, default_device
+from clgrad.runtime.shared import SharedHost
 
 __all__ = ["Storage", "Tensor", "Size", "memory_allocated"]
 
@@ -67,7 +68,7 @@ class Storage:
     with the version seen when a tensor was saved.
     """
 
-    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "host",
+    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "host", "shared",
                  "__weakref__")
 
     def __init__(self, size: int, dtype: dtypes.DType, device: Device):
@@ -82,6 +83,7 @@ class Storage:
         self.device = device
         self.version = 0
         self.host = None  # (version, values): see keep_host
+        self.shared = None  # the SharedHost once shared between processes: see share_
         nbytes = self.size * dtype.itemsize
         if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
             raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")
@@ -112,6 +114,22 @@ class Storage:
         was written since."""
         h = self.host
         return h[1].reshape(-1) if h is not None and h[0] == self.version else None
+
+    def share_(self) -> Storage:
+        """Move the elements into host memory other processes can map (a SharedHost of
+        clgrad/runtime/shared.py), in place: every tensor viewing this storage keeps its values
+        and now reads and writes the shared memory. No-op when already shared.
+        Raises:  RuntimeError on a GPU device (see runtime/shared.py)"""
+        if self.shared is None:
+            shared = SharedHost(self.device, self.nbytes)
+            if self.nbytes:
+                self.device.copy(shared.host[:self.nbytes], self.buffer)  # into the mapping
+            self.adopt(shared)
+        return self
+
+    def adopt(self, shared: SharedHost):
+        """Use the buffer of ``shared`` (of at least ``nbytes``) from now on."""
+        self.buffer, self.shared = shared.buffer, shared
 
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;
@@ -232,6 +250,19 @@ class Tensor:
     def untyped_storage(self) -> Storage:
         """The Storage shared by this tensor and its views."""
         return self._storage
+
+    def share_memory_(self) -> Tensor:
+        """Move the storage into shared host memory (in place; no-op when shared), so that
+        a child process given this tensor (clgrad.multiprocessing: a spawned Process's
+        arguments, a Queue) reads and writes the same elements. Returns self.
+        Raises:  RuntimeError for a tensor on a GPU device (OpenCL has no inter-process memory
+                 handles; PyTorch shares CUDA tensors through CUDA IPC instead)"""
+        self._storage.share_()
+        return self
+
+    def is_shared(self) -> bool:
+        """True when the storage is in shared memory (``share_memory_``)."""
+        return self._storage.shared is not None
 
     def data_ptr_key(self):
         """(id of storage, offset): equal for tensors that start at the same element."""

@@ -1,8 +1,10 @@
 """Learning-rate schedules: sequences against closed forms from PyTorch's documentation and hand
 values, and (where torch is installed) against torch.optim.lr_scheduler step by step."""
 import math
+from collections import Counter
 
 import numpy as np
+
 import pytest
 
 import clgrad
@@ -228,7 +230,7 @@ def _all_schedulers():
     """(name, factory(opt), metrics or None) for each schedule kind."""
     return [
         ("StepLR", lambda o: ls.StepLR(o, 2, 0.5), None),
-        ("MultiStepLR", lambda o: ls.MultiStepLR(o, [1, 3, 3], 0.5), None),
+        ("MultiStepLR", lambda o: ls.MultiStepLR(o, [1, 3, 3, 6], 0.5), None),
         ("ExponentialLR", lambda o: ls.ExponentialLR(o, 0.7), None),
         ("MultiplicativeLR", lambda o: ls.MultiplicativeLR(o, lambda e: 0.95), None),
         ("LambdaLR", lambda o: ls.LambdaLR(o, lambda e: 0.9 ** e), None),
@@ -315,3 +317,49 @@ def test_multisteplr_state_dict_milestones_are_a_counter(tmp_path):
     _check(got, _run(s, 4)[1:])
     tsd = torch.load(tmp_path / "s.pt", weights_only=True)  # clgrad's file in torch
     assert tsd["milestones"] == Counter({5: 2, 2: 1})
+
+
+@pytest.mark.parametrize("name,make,metrics", _all_schedulers(),
+                         ids=[s[0] for s in _all_schedulers()])
+def test_state_dict_loads_into_torch_and_back(tmp_path, name, make, metrics):
+    """Step clgrad's and torch's schedulers side by side, save each one's state dict with its
+    own library, load it into a fresh scheduler of the other and keep stepping: the same lrs."""
+    torch = pytest.importorskip("torch")
+    theirs_make = type(make)(make.__code__, {**make.__globals__, "ls": torch.optim.lr_scheduler})
+
+    def fresh(lib):
+        if lib is torch:
+            opt = torch.optim.SGD([{"params": [torch.ones(1, requires_grad=True)], "lr": lr}
+                                   for lr in (0.1, 0.3)], momentum=0.9)
+            return opt, theirs_make(opt)
+        opt = _opt(optim.SGD, lrs=(0.1, 0.3), momentum=0.9)
+        return opt, make(opt)
+    split = 2  # before MultiStepLR's repeated milestone, OneCycleLR's peak, a restart ...
+    head = metrics[:split] if metrics else None
+    rest = metrics[split:] if metrics else None
+    (opt, ours), (topt, theirs) = fresh(clgrad), fresh(torch)
+    _check(_run(ours, split, head), _run(theirs, split, head), rtol=1e-15)
+    clgrad.save({"opt": opt.state_dict(), "sched": ours.state_dict()}, tmp_path / "c.pt")
+    torch.save({"opt": topt.state_dict(), "sched": theirs.state_dict()}, tmp_path / "t.pt")
+    from_clgrad = torch.load(tmp_path / "c.pt", weights_only=True)
+    from_torch = clgrad.load(tmp_path / "t.pt", weights_only=False)  # MultiStepLR: a Counter
+    (topt2, theirs2), (opt2, ours2) = fresh(torch), fresh(clgrad)
+    topt2.load_state_dict(from_clgrad["opt"])
+    theirs2.load_state_dict(from_clgrad["sched"])
+    opt2.load_state_dict(from_torch["opt"])
+    ours2.load_state_dict(from_torch["sched"])
+    want = _run(ours, 8, rest)
+    _check(_run(theirs, 8, rest), want, rtol=1e-15)
+    _check(_run(theirs2, 8, rest), want, rtol=1e-15)  # torch resumed from clgrad's state
+    _check(_run(ours2, 8, rest), want, rtol=1e-15)  # clgrad resumed from torch's state
+
+
+def test_multistep_state_dict_milestones_are_what_torch_indexes():
+    # PyTorch's MultiStepLR.get_lr reads milestones[last_epoch] (the count of that milestone),
+    # so the saved milestones must map each milestone to its count, not list them
+    s = ls.MultiStepLR(_opt(), [6, 3, 1, 3], 0.5)
+    saved = s.state_dict()["milestones"]
+    assert saved == {1: 1, 3: 2, 6: 1} and type(saved) is Counter  # as PyTorch's
+    s2 = ls.MultiStepLR(_opt(), [2], 0.5)
+    s2.load_state_dict(s.state_dict())
+    _check(_run(s2, 7)[1:], [[v] for v in (0.05, 0.05, 0.0125, 0.0125, 0.0125, 0.00625, 0.00625)])

@@ -112,9 +112,9 @@ def test_round_trip_whatever_the_name(tmp_path, name):
     assert got["optim"] == state["optim"]  # no tensors in SGD's state before a step
     assert got["epoch"] == 4 and np.isnan(got["loss"]) and got["big"] == 2**70
     assert got["tag"] == "x" and got["none"] is None and got["flag"] is True
-    assert isinstance(got["np"], clgrad.Tensor) and got["np"].tolist() == [[0, 3], [1, 4],
-                                                                            [2, 5]]
-    assert got["np_scalar"] == 0.5 and isinstance(got["np_scalar"], float)
+    assert isinstance(got["np"], np.ndarray) and got["np"].dtype == np.int32
+    np.testing.assert_array_equal(got["np"], [[0, 3], [1, 4], [2, 5]])
+    assert got["np_scalar"] == 0.5 and type(got["np_scalar"]) is np.float32
     assert got["nested"][0] == (1, 2.5) and got["nested"][1]["k"][0].tolist() == [1.0, 1.0]
 
 
@@ -225,9 +225,11 @@ def test_malformed_files(tmp_path):
 def test_unsupported_values_raise(tmp_path):
     with pytest.raises(TypeError, match="at key 'a.b'"):  # unpicklable, as in torch.save
         clgrad.save({"a": {"b": lambda: 0}}, tmp_path / "x.pt")
-    with pytest.raises(TypeError, match="complex"):
-        clgrad.save({"c": np.zeros(2, np.complex64)}, tmp_path / "x.pt")
     assert not (tmp_path / "x.pt").exists()
+    # a NumPy array of any dtype is pickled as NumPy does (as torch.save), not as a tensor
+    clgrad.save({"c": np.array([1 + 2j, -3j], np.complex64)}, tmp_path / "c.pt")
+    got = clgrad.load(tmp_path / "c.pt")["c"]
+    assert got.dtype == np.complex64 and got.tolist() == [1 + 2j, -3j]
 
 
 # ------------------------------------------------------------------ with real PyTorch
@@ -239,8 +241,7 @@ def test_torch_reads_what_clgrad_writes(tmp_path):
     x = clgrad.arange(24.0, dtype=clgrad.float64).reshape(4, 6)
     obj = {"sd": model.state_dict(), "view": x[1:3, ::2], "t": x.t(), "x": x,
            "ints": clgrad.tensor([2**40, -1]), "mask": clgrad.tensor([True, False]),
-           "np": np.arange(4, dtype=np.int32).reshape(2, 2).T, "meta": [1, 2.5, "s", None,
-                                                                       (True, 2**70)],
+           "meta": [1, 2.5, "s", None, (True, 2**70)],
            "k": {3: "int key"}, "param": clgrad.nn.Parameter(clgrad.ones(2))}
     clgrad.save(obj, tmp_path / "from_clgrad.pt")
     got = torch.load(tmp_path / "from_clgrad.pt", weights_only=True)
@@ -254,7 +255,6 @@ def test_torch_reads_what_clgrad_writes(tmp_path):
     np.testing.assert_array_equal(got["t"].numpy(), x.numpy().T)
     assert got["view"].untyped_storage().data_ptr() == got["x"].untyped_storage().data_ptr()
     assert got["ints"].tolist() == [2**40, -1] and got["mask"].dtype == torch.bool
-    assert got["np"].dtype == torch.int32 and got["np"].tolist() == [[0, 2], [1, 3]]
     assert got["meta"] == [1, 2.5, "s", None, (True, 2**70)] and got["k"] == {3: "int key"}
     assert isinstance(got["param"], torch.nn.Parameter) and got["param"].requires_grad
 
@@ -296,3 +296,115 @@ def test_clgrad_reads_what_torch_writes(tmp_path):
     with pytest.raises(TypeError, match="bfloat16"):
         torch.save({"b": torch.ones(2, dtype=torch.bfloat16)}, tmp_path / "bf.pt")
         clgrad.load(tmp_path / "bf.pt")
+
+
+# -- non-tensor objects, TORCH_FORCE_*_WEIGHTS_ONLY_LOAD, module versions (issue 33) ---------
+def _plain_objects():
+    return {"arr": np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2],
+            "ints": np.array([2**40, -1]), "scalar": np.float64(2.5), "n": 7,
+            "nested": {"d": [1, (2, "x")], "e": None}}
+
+
+def _check_plain_objects(got):
+    assert isinstance(got["arr"], np.ndarray) and got["arr"].dtype == np.float32
+    assert got["arr"].tolist() == [[0.0, 2.0], [4.0, 6.0], [8.0, 10.0]]
+    assert isinstance(got["ints"], np.ndarray) and got["ints"].tolist() == [2**40, -1]
+    assert type(got["scalar"]) is np.float64 and got["scalar"] == 2.5
+    assert got["n"] == 7 and got["nested"] == {"d": [1, (2, "x")], "e": None}
+
+
+def test_ndarrays_and_plain_objects_load_back_as_themselves(tmp_path):
+    clgrad.save(_plain_objects(), tmp_path / "o.pt")
+    _check_plain_objects(clgrad.load(tmp_path / "o.pt"))
+    clgrad.save(np.arange(3), tmp_path / "a.pt")  # a bare array, as torch.save(ndarray)
+    got = clgrad.load(tmp_path / "a.pt")
+    assert isinstance(got, np.ndarray) and got.tolist() == [0, 1, 2]
+
+
+def test_ndarrays_and_plain_objects_cross_torch_both_ways(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.save(_plain_objects(), tmp_path / "t.pt")
+    _check_plain_objects(clgrad.load(tmp_path / "t.pt"))
+    clgrad.save(_plain_objects(), tmp_path / "c.pt")
+    _check_plain_objects(torch.load(tmp_path / "c.pt", weights_only=False))
+    with pytest.raises(pickle.UnpicklingError):  # torch's weights_only refuses arrays too
+        torch.load(tmp_path / "c.pt", weights_only=True)
+
+
+def test_torch_force_weights_only_environment_variables(tmp_path, monkeypatch):
+    clgrad.save({"m": clgrad.nn.Linear(2, 1)}, tmp_path / "m.pt")  # needs weights_only=False
+    monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", raising=False)
+    monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", raising=False)
+    with pytest.raises(pickle.UnpicklingError, match="Linear"):
+        clgrad.load(tmp_path / "m.pt")
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+    with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+        got = clgrad.load(tmp_path / "m.pt")
+    assert isinstance(got["m"], clgrad.nn.Linear) and tuple(got["m"].weight.shape) == (1, 2)
+    with pytest.raises(pickle.UnpicklingError):  # an explicit argument wins, as in torch
+        clgrad.load(tmp_path / "m.pt", weights_only=True)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0")
+    with pytest.raises(pickle.UnpicklingError):
+        clgrad.load(tmp_path / "m.pt")
+    monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "yes")  # overrides the argument
+    with pytest.raises(pickle.UnpicklingError):
+        clgrad.load(tmp_path / "m.pt", weights_only=False)
+    monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "true")
+    with pytest.raises(RuntimeError, match="Only one of|only one of"):
+        clgrad.load(tmp_path / "m.pt")
+
+
+def _mnasnet_like(lib):
+    """A module that converts checkpoints by version as torchvision's MNASNet does."""
+
+    class Net(lib.nn.Module):
+        _version = 2
+
+        def __init__(self):
+            super().__init__()
+            self.stem = lib.nn.Linear(2, 2)
+            self.bn = lib.nn.BatchNorm1d(2)
+            self.seen = []
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs):
+            version = local_metadata.get("version", None)
+            if version not in [1, 2]:
+                raise ValueError(f"version should be set to 1 or 2 instead of {version}")
+            self.seen.append((prefix, version))
+            super()._load_from_state_dict(state_dict, prefix, local_metadata, strict,
+                                          missing_keys, unexpected_keys, error_msgs)
+    return Net()
+
+
+@pytest.mark.parametrize("name", ["v.pt", "v.safetensors"])
+def test_module_versions_survive_save_and_reach_load_from_state_dict(tmp_path, name):
+    net = _mnasnet_like(clgrad)
+    sd = net.state_dict()
+    assert dict(sd._metadata) == {"": {"version": 2}, "stem": {"version": 1},
+                                  "bn": {"version": 2}}
+    clgrad.save(sd, tmp_path / name)
+    back = clgrad.load(tmp_path / name)
+    assert dict(back._metadata) == dict(sd._metadata)
+    other = _mnasnet_like(clgrad)
+    other.load_state_dict(back)
+    assert other.seen == [("", 2)]
+    np.testing.assert_array_equal(other.stem.weight.detach().numpy(),
+                                  net.stem.weight.detach().numpy())
+    with pytest.raises(ValueError, match="instead of None"):  # a plain dict has no versions
+        other.load_state_dict(dict(back))
+
+
+def test_module_versions_cross_torch_both_ways(tmp_path):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _mnasnet_like(clgrad), _mnasnet_like(torch)
+    assert dict(ours.state_dict()._metadata) == dict(theirs.state_dict()._metadata)
+    torch.save(theirs.state_dict(), tmp_path / "t.pt")
+    ours.load_state_dict(clgrad.load(tmp_path / "t.pt"))
+    assert ours.seen == [("", 2)]
+    np.testing.assert_array_equal(ours.stem.weight.detach().numpy(),
+                                  theirs.stem.weight.detach().numpy())
+    ours.stem.weight.data.fill_(0.25)
+    clgrad.save(ours.state_dict(), tmp_path / "c.pt")
+    theirs.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
+    assert theirs.seen == [("", 2)] and theirs.stem.weight.tolist() == [[0.25] * 2] * 2

@@ -6,7 +6,11 @@ File layout (a valid safetensors file, readable by any safetensors tool):
               is the CRC-32 (zlib) of the tensor's little-endian C-order bytes, checked on load
               (files written before checksums existed have no "crc32" and load unchecked),
               and node is one of
-                  {"dict": {key: node, ...}}     a dict (str keys, order kept, may be empty)
+                  {"dict": {key: node, ...}}     a dict (str keys, order kept, may be empty);
+                                                a state_dict's ``_metadata`` ({module prefix:
+                                                {"version": n, ...}}) is kept as a second
+                                                entry "metadata" and loads back as the
+                                                ``_metadata`` of an OrderedDict
                   {"intdict": {"0": node, ...}}  a dict with int keys (an optimizer's state,
                                                 as PyTorch numbers it), written as decimal str
                   {"list": [node, ...]}          a list (tuples: {"tuple": [...]})
@@ -39,6 +43,7 @@ import stat
 import time
 import uuid
 import zlib
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -159,7 +164,11 @@ def _encode(value, keys, arrays):
                 raise TypeError(f"save: expected str keys (or int keys only), got "
                                 f"{type(k).__name__} key {k!r} in {where}")
             nodes[k] = _encode(v, keys + (k,), arrays)
-        return {"intdict" if ints else "dict": nodes}
+        node = {"intdict" if ints else "dict": nodes}
+        meta = getattr(value, "_metadata", None)
+        if meta is not None:
+            node["metadata"] = _encode_metadata(meta, where)
+        return node
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
         return {kind: [_encode(v, keys + (str(i),), arrays) for i, v in enumerate(value)]}
@@ -176,6 +185,22 @@ def _encode(value, keys, arrays):
         return {"value": value}
     raise TypeError(f"save: expected a Tensor, ndarray, number, bool, str, None, dict, list or "
                     f"tuple at key {where!r}, got {type(value).__name__}")
+
+
+def _encode_metadata(meta, where):
+    """A state_dict's ``_metadata`` as JSON: {prefix: {key: scalar}} (module versions)."""
+    if not isinstance(meta, dict):
+        raise TypeError(f"save: expected the _metadata of {where!r} to be a dict, got "
+                        f"{type(meta).__name__}")
+    out = {}
+    for prefix, local in meta.items():
+        if not isinstance(prefix, str) or not isinstance(local, dict) or not all(
+                isinstance(k, str) and isinstance(v, _JSON_SCALARS) for k, v in local.items()):
+            raise TypeError(f"save: expected the _metadata of {where!r} to map str module "
+                            f"prefixes to dicts of str keys and numbers, bools, str or None, "
+                            f"got {prefix!r}: {local!r}")
+        out[prefix] = dict(local)
+    return out
 
 
 def _encode_array(a, kind, keys, arrays):
@@ -199,7 +224,12 @@ def _decode(node, arrays):
             return a
         t = from_numpy(a)
         return t.requires_grad_(True) if node.get("requires_grad") is True else t
-    (tag, body), = node.items()
+    meta = node.get("metadata")
+    (tag, body), = ((k, v) for k, v in node.items() if k != "metadata")
+    if tag == "dict" and meta is not None:
+        out = OrderedDict((k, _decode(v, arrays)) for k, v in body.items())
+        out._metadata = OrderedDict((k, dict(v)) for k, v in meta.items())
+        return out
     if tag == "dict":
         return {k: _decode(v, arrays) for k, v in body.items()}
     if tag == "intdict":

@@ -9,6 +9,7 @@ format with the restricted unpickler, anything else as a clgrad safetensors chec
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from clgrad._device import device as torch_device
@@ -47,15 +48,22 @@ def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None)
                  clgrad.io.torch_format.UnpicklingError (a pickle.UnpicklingError and a
                  ValueError) naming it and how to allow it (unlike PyTorch, whose
                  weights_only=False runs any code in the file)
+             PyTorch's environment variables apply as in torch.load:
+                 TORCH_FORCE_WEIGHTS_ONLY_LOAD=1 makes every load weights_only=True, and
+                 TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 makes a load that does not pass
+                 weights_only a weights_only=False one (with PyTorch's UserWarning); values
+                 1, y, yes, true (any case) count as set
              mmap: accepted, no effect (the file is read into memory)
     Returns: the saved object; tensors as clgrad Tensors on the map_location device
     Raises:  FileNotFoundError; ValueError naming the path for a malformed file (every kind
              of damage); pickle.UnpicklingError (also a ValueError) for a disallowed global;
-             TypeError for bad arguments or a dtype clgrad has no counterpart of
+             TypeError for bad arguments or a dtype clgrad has no counterpart of;
+             RuntimeError when both TORCH_FORCE_* variables are set (as torch.load)
     """
     if weights_only not in (None, True, False):
         raise TypeError(f"load: expected weights_only to be True, False or None, got "
                         f"{weights_only!r}")
+    weights_only = _forced_weights_only(weights_only)
     if pickle_module is not None:
         raise TypeError("load: pickle_module is not supported: clgrad reads checkpoints with "
                         "its own restricted unpickler only")
@@ -81,6 +89,28 @@ def load(f, map_location=None, weights_only=None, mmap=None, pickle_module=None)
                   map_location if not callable(map_location) or isinstance(
                       map_location, (str, torch_device)) else "cpu")
     return _move(out, dev)
+
+
+_TRUE = ("1", "y", "yes", "true")  # what torch.load counts as a set TORCH_FORCE_* variable
+
+
+def _forced_weights_only(weights_only):
+    """``weights_only`` after PyTorch's TORCH_FORCE_WEIGHTS_ONLY_LOAD /
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD (torch.serialization.load's rules: the first overrides
+    any argument, the second only an argument not given)."""
+    force = os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    force_no = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    if force and force_no:
+        raise RuntimeError("load: only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set")
+    if force:
+        return True
+    if force_no and weights_only is None:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the "
+                      "`weights_only` argument was not explicitly passed to `torch.load`, "
+                      "forcing weights_only=False.", UserWarning, stacklevel=3)
+        return False
+    return weights_only
 
 
 def _move(node, dev):

@@ -17,8 +17,10 @@ objects pickled by reference to their class, such as whole clgrad Modules and Op
 Tensors keep requires_grad. Tensors that share a clgrad storage share one storage record
 with their offsets and strides (stride 0 of an expanded tensor included), as in PyTorch; a
 layout PyTorch cannot rebuild from a storage (a negative stride, as ``x[::-1]``) is written as
-a contiguous copy of that tensor. NumPy arrays are written as tensors (they load back as
-clgrad Tensors); NumPy scalars as Python numbers; clgrad dtypes and devices as torch's.
+a contiguous copy of that tensor. NumPy arrays and scalars are pickled as NumPy pickles them
+(as torch.save does: they load back as arrays and scalars, never as Tensors; PyTorch's
+``weights_only=True`` load refuses them, as it refuses those torch.save writes); clgrad
+dtypes and devices as torch's.
 Writing is atomic (clgrad/io/checkpoint.py's temporary file + fsync + rename).
 
 Reading: a restricted unpickler (never Python's default one) resolves only the globals in
@@ -92,8 +94,8 @@ def save(obj, path):
 
     Args:    obj: any picklable object; tensors, NumPy arrays and scalars are written as the
              module doc says (a state_dict, a whole Module, an Optimizer, a dict of them)
-    Raises:  TypeError naming the key path of a value that cannot be pickled (a lambda, a
-             complex array); ValueError for objects nested deeper than Python's recursion
+    Raises:  TypeError naming the key path of a value that cannot be pickled (a lambda);
+             ValueError for objects nested deeper than Python's recursion
              limit allows; FileNotFoundError if the folder does not exist; OSError from the
              file system (an old file is kept)
     """
@@ -156,7 +158,6 @@ _REBUILD = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _ORDERED = _Global("collections", "OrderedDict")
 _TORCH_DEVICE = _Global("torch", "device")
-_ARRAY_DTYPES = ("f2", "f4", "f8", "i1", "i2", "i4", "i8", "u1", "b1")
 
 
 class _TensorRef:
@@ -183,7 +184,7 @@ class _Writer(pickle._Pickler):
         if isinstance(obj, _Global):
             self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
             return
-        if isinstance(obj, (Tensor, np.ndarray)):
+        if isinstance(obj, Tensor):
             memo = self.memo.get(id(obj))
             if memo is not None:
                 self.write(self.get(memo[0]))
@@ -201,9 +202,6 @@ class _Writer(pickle._Pickler):
         if isinstance(obj, _EmptyOrdered):
             self.save_reduce(_ORDERED, ())
             return
-        if isinstance(obj, np.generic) and isinstance(obj.item(), (bool, int, float)):
-            super().save(obj.item(), save_persistent_id)
-            return
         if isinstance(obj, dtypes.DType) and obj.name in _TORCH_DTYPES:
             self.save(_Global("torch", obj.name))
             return
@@ -218,13 +216,7 @@ class _Writer(pickle._Pickler):
                 _EmptyOrdered())
 
     def _ref(self, value):
-        """(_TensorRef, requires_grad) of a Tensor or ndarray; its storage is registered."""
-        if isinstance(value, np.ndarray):
-            if value.dtype.str[1:] not in _ARRAY_DTYPES:
-                raise TypeError(f"expected an array of a PyTorch dtype, got dtype {value.dtype}")
-            a = np.ascontiguousarray(value).reshape(-1)
-            return _TensorRef(self._add(a, a), 0, tuple(value.shape),
-                              tuple(layout.contiguous_strides(value.shape))), False
+        """(_TensorRef, requires_grad) of a Tensor; its storage is registered."""
         st, shape = value._storage, tuple(value.shape)
         strides, offset = tuple(value.stride()), value.storage_offset()
         if _representable(shape, strides, offset, st.size):

@@ -4,18 +4,22 @@ clgrad runs every program eagerly (Python calls, one kernel launch per op). The 
 decorators (``unused``, ``ignore``, ``export``, ``_overload``, ``_overload_method``,
 ``interface``, ``script_if_tracing``) return what they decorate, unchanged; ``Final`` is
 ``typing.Final``; ``is_scripting()`` and ``is_tracing()`` are False, so programs take their
-eager branch. ``script`` and ``trace`` raise NotImplementedError: clgrad has no TorchScript
-compiler or tracer (there is no IR to compile to; export a model with clgrad.io instead).
+eager branch. ``ScriptModule`` is an ``nn.Module`` base class and ``script_method`` a marker, so
+old-style TorchScript classes (``class M(torch.jit.ScriptModule)`` with ``@script_method``
+methods) run eagerly. ``script`` and ``trace`` raise NotImplementedError (except ``script`` of
+a ScriptModule, returned as it is, as PyTorch does): clgrad has no TorchScript compiler or
+tracer (there is no IR to compile to; export a model with clgrad.io instead).
 """
 from __future__ import annotations
 
 import typing
 
 from clgrad.jit import annotations  # noqa: F401  (torch.jit.annotations)
+from clgrad.nn.module import Module
 
 __all__ = ["is_scripting", "is_tracing", "unused", "ignore", "export", "Final", "annotations",
            "script", "trace", "interface", "script_if_tracing", "ScriptModule",
-           "ScriptFunction", "Error"]
+           "ScriptFunction", "Error", "script_method"]
 
 Final = typing.Final
 
@@ -24,8 +28,22 @@ class Error(RuntimeError):
     """``torch.jit.Error``: raised by TorchScript programs; never by clgrad itself."""
 
 
-class ScriptModule:
-    """``torch.jit.ScriptModule``, for ``isinstance`` checks: no clgrad object is one."""
+class ScriptModule(Module):
+    """``torch.jit.ScriptModule`` as a base class: an ``nn.Module`` whose methods (marked with
+    ``script_method`` or not) run eagerly, as Python calls; ``__constants__`` and other
+    TorchScript class attributes are ignored. Only old-style TorchScript classes that
+    subclass it are ScriptModules (``jit.script`` compiles nothing).
+
+    Raises:  NotImplementedError from ``save`` (no TorchScript archive to write; save the
+             ``state_dict`` with clgrad.save)
+    """
+
+    def save(self, f, **kwargs):
+        """Not supported: raises NotImplementedError (clgrad writes no TorchScript archive)."""
+        raise NotImplementedError(
+            f"ScriptModule.save: clgrad has no TorchScript compiler, so it cannot write "
+            f"{type(self).__name__} as a TorchScript archive; save its state_dict with "
+            f"clgrad.save")
 
 
 class ScriptFunction:
@@ -40,6 +58,11 @@ def is_scripting() -> bool:
 def is_tracing() -> bool:
     """False: clgrad never traces a program."""
     return False
+
+
+def script_method(fn):
+    """Marker for a ScriptModule's compiled methods: returns ``fn`` (it runs eagerly)."""
+    return fn
 
 
 def unused(fn):
@@ -85,7 +108,10 @@ def _overload_method(fn):
 
 def script(obj, *args, **kwargs):
     """Not supported: raises NotImplementedError (clgrad has no TorchScript compiler; run the
-    module or function eagerly as it is)."""
+    module or function eagerly as it is). A ScriptModule is returned as it is (PyTorch returns
+    an already scripted module unchanged; clgrad's run eagerly)."""
+    if isinstance(obj, ScriptModule):
+        return obj
     raise NotImplementedError(
         f"jit.script: clgrad has no TorchScript compiler, so it cannot compile "
         f"{type(obj).__name__}; call the module or function directly (it runs eagerly)")

@@ -556,6 +556,14 @@ class Module:
         """Move parameters and buffers to the OpenCL CPU device. Returns self."""
         return self.to("cpu")
 
+    def share_memory(self):
+        """``share_memory_()`` every parameter and buffer (Hogwild: processes given this
+        module train the same weights); returns self.
+        Raises:  RuntimeError for a module on a GPU device (see Tensor.share_memory_)"""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
+        return self
+
     def float(self):
         """Cast floating parameters and buffers to float32. Returns self."""
         return self.to("float32")

@@ -4,14 +4,17 @@
     SGD                       momentum, dampening, Nesterov, weight decay, maximize
     Adam, AdamW               L2-in-gradient vs decoupled weight decay, amsgrad, maximize
     Adagrad, Adadelta, RMSprop  per-element step sizes from running gradient statistics
+    LBFGS                     quasi-Newton steps (a closure), optional strong-Wolfe line search
+    SparseAdam                refused (clgrad has no sparse gradients; use Adam)
     lr_scheduler              StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
                               ReduceLROnPlateau, ... (see clgrad/optim/lr_scheduler.py)
 """
 from clgrad.optim import lr_scheduler
 from clgrad.optim.adam import Adam, AdamW
 from clgrad.optim.adaptive import Adadelta, Adagrad, RMSprop
+from clgrad.optim.lbfgs import LBFGS, SparseAdam
 from clgrad.optim.optimizer import Optimizer
 from clgrad.optim.sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop",
-           "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "LBFGS",
+           "SparseAdam", "lr_scheduler"]

@@ -9,8 +9,10 @@ closed form of the epoch instead. LambdaLR, OneCycleLR and CosineAnnealingWarmRe
 from each group's ``initial_lr`` and are not chainable (as in PyTorch).
 
 Deliberate differences: PyTorch warns when ``scheduler.step()`` runs before the first
-``optimizer.step()``; clgrad does not. State dicts hold numbers, strings, lists and dicts with
-str keys only, so they save with ``clgrad.save`` (MultiStepLR's milestones: a sorted list).
+``optimizer.step()``; clgrad does not. State dicts hold numbers, strings, lists and dicts
+(MultiStepLR's milestones: a plain dict {milestone: count} in milestone order, where PyTorch
+keeps a Counter), so they save with ``clgrad.save`` (both formats) and load into PyTorch's
+schedulers, and PyTorch's state dicts load into clgrad's.
 """
 from __future__ import annotations
 

@@ -266,7 +266,12 @@ def _step_count(value):
 
 
 def _copy_state(value, p: Tensor):
-    """A private device copy of a saved state value (tensors follow p's dtype and device)."""
+    """A private device copy of a saved state value (tensors follow p's dtype and device;
+    lists, tuples and dicts are copied with their items, as PyTorch's _cast: LBFGS's history)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copy_state(v, p) for v in value)
+    if isinstance(value, dict):
+        return {k: _copy_state(v, p) for k, v in value.items()}
     if isinstance(value, np.ndarray):
         value = from_numpy(np.ascontiguousarray(value), device=p._storage.device)
     if not isinstance(value, Tensor):

@@ -28,7 +28,8 @@ from clgrad.utils.data import collate as _collate
 from clgrad.utils.data.collate import default_collate, upload
 from clgrad.utils.data.dataset import fast_batch
 
-__all__ = ["WorkerInfo", "get_worker_info", "Fetcher", "WorkerPool", "OpenCLInForkedWorker"]
+__all__ = ["WorkerInfo", "get_worker_info", "Fetcher", "WorkerPool", "OpenCLInForkedWorker",
+           "seal_opencl"]
 
 _POLL = 1.0  # seconds between checks that the workers are alive
 _WORKER_INFO = [None]
@@ -134,19 +135,25 @@ class OpenCLInForkedWorker(ForkedDeviceError):
 
 def _seal_opencl(worker_id):
     """In a forked worker: make every OpenCL entry point raise instead of using a dead context."""
+    seal_opencl(lambda: OpenCLInForkedWorker(
+        f"DataLoader worker {worker_id}: {FORKED_MESSAGE} (multiprocessing_context='spawn'): "
+        f"the dataset or collate_fn used a clgrad Tensor (OpenCL), which a forked worker "
+        f"process cannot do on any device: OpenCL contexts do not survive fork. Return NumPy "
+        f"arrays or numbers from the dataset (the main process uploads each batch), or pass "
+        f"multiprocessing_context='spawn' to the DataLoader"))
+
+
+def seal_opencl(error):
+    """In a forked process: make every OpenCL entry point raise ``error()`` (an exception)
+    instead of using the parent's dead context (also clgrad.multiprocessing's forked
+    processes)."""
     import pyopencl as cl
 
     from clgrad import runtime
     from clgrad.tensor import Tensor
 
     def refuse(*args, **kwargs):
-        raise OpenCLInForkedWorker(
-            f"DataLoader worker {worker_id}: {FORKED_MESSAGE} "
-            f"(multiprocessing_context='spawn'): the dataset or collate_fn used a clgrad "
-            f"Tensor (OpenCL), which a forked worker process cannot do on any device: OpenCL "
-            f"contexts do not survive fork. Return NumPy arrays or numbers from the dataset "
-            f"(the main process uploads each batch), or pass multiprocessing_context='spawn' "
-            f"to the DataLoader")
+        raise error()
     for name in ("launch", "launch_split", "alloc", "copy", "fill", "synchronize", "__init__"):
         setattr(runtime.Device, name, refuse)
     cl.enqueue_copy = refuse
