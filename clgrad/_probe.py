@@ -1,11 +1,35 @@
-"""Probe OpenCL devices: build and run one tiny kernel on each; print one JSON line per device.
+"""Probe OpenCL devices: can this runtime build and run what clgrad ships? One JSON line each.
 
-Run by ``clgrad.runtime`` as a separate process (``python _probe.py P:D [P:D ...]``), so that a
-runtime which crashes or hangs while compiling cannot take the user's process with it. It
-imports only pyopencl and NumPy, never the clgrad package. Output per device:
-``{"index": "P:D", "usable": bool, "reason": str}``; the reason is one line.
+Run by ``clgrad.runtime`` as a separate process, so that a runtime which crashes, aborts or
+hangs while compiling cannot take the user's process with it::
+
+    python _probe.py [--kernels DIR] [--width W] P:D [P:D ...]
+
+It imports only pyopencl and NumPy, never the clgrad package (``clgrad.runtime.device`` imports
+``build_options`` from here). For each device it
+
+1. builds and runs one tiny kernel (a by-value struct argument, 64-bit index arithmetic, float
+   division and sqrt, a barrier) and checks its result;
+2. with ``--kernels DIR``, builds a representative set of the programs clgrad ships
+   (``programs``: every kernel file, float32 and float64 where the device has fp64, the
+   vector-width variants at width W) the way ``Device`` builds them (same options, through
+   pyopencl's binary cache), then re-creates each from its binary, as a later process loading
+   the cache does, and checks that every kernel is still there: the kernels the source build
+   reported, and every ``__kernel`` the file defines outside ``#if`` blocks. PoCL 3.0 (LLVM 14)
+   on AMD Zen 4 returns programs without their kernels from the binary, or aborts in LLVM while
+   generating code for 16-float vectors: without this check it passed the tiny probe and then
+   failed inside ops.
+
+Output: before each program ``{"index": "P:D", "building": "file (defines)"}`` (so the parent
+can name the program when the compiler takes the process down), then
+``{"index": "P:D", "usable": bool, "reason": str, "programs": int}``; the reason is one line.
+The process ends with ``os._exit`` once its output is flushed: PoCL's teardown can abort
+("still have references to IRs") after a failed build, which must not turn a verdict into a
+crash.
 """
 import json
+import os
+import re
 import sys
 
 # The probe kernel exercises what every clgrad kernel relies on: a by-value struct argument,
@@ -22,6 +46,12 @@ __kernel void probe(__global float *out, __global const float *x, const view_t v
 }
 """
 
+POCL = "Portable Computing Language"
+# Every context and program the probe makes stays referenced until os._exit: PoCL aborts the
+# process ("still have references to IRs - can't release LLVM context") when a context is
+# released after a build of it went wrong, which would hide the verdict behind a crash.
+_KEEP: list = []
+
 
 def fp32_options(cl, device) -> list:
     """Build options that make float32 division and sqrt correctly rounded where the device
@@ -34,8 +64,168 @@ def fp32_options(cl, device) -> list:
     return ["-cl-fp32-correctly-rounded-divide-sqrt"] if flag and config & flag else []
 
 
+def is_cpu(cl, device) -> bool:
+    return bool(device.type & cl.device_type.CPU)
+
+
+def has_fp64(device) -> bool:
+    return "cl_khr_fp64" in device.extensions or bool(getattr(device, "double_fp_config", 0))
+
+
+def build_options(cl, device) -> list:
+    """The options every clgrad build on ``device`` carries besides ``-I`` and the defines
+    (``Device.build_options``): correctly rounded fp32 division/sqrt, PoCL's CPU switches, the
+    CPU target-arch marker and CLGRAD_HAS_FP64."""
+    opts = fp32_options(cl, device)
+    cpu = is_cpu(cl, device)
+    if cpu and device.platform.name.strip() == POCL:
+        # PoCL's exp is a scalar library call that keeps its work-item loops from vectorising
+        # (SiLU 12x slower than a ReLU): kernels/common.h's EXP_T is arithmetic. Its compiler
+        # vectorises plain loops inside a work item (copy.cl's copy_runs writes vectors by hand
+        # for the runtimes that do not: Intel's took 2x as long).
+        opts += ["-DPOLY_EXP=1", "-DLOOP_VECTORIZER=1"]
+    arch = os.environ.get("CL_CONFIG_CPU_TARGET_ARCH", "")
+    if cpu and arch:
+        # Intel's runtime compiles for that instruction set (core-avx2: the AVX2 kernels
+        # measured on an AVX-512 machine), which pyopencl's binary cache does not key on: a
+        # later run without it loaded the AVX2 binaries (2-3x slower conv layers). A define
+        # that no kernel reads keys the cache on it.
+        opts += ["-DCPU_TARGET_ARCH_" + "".join(ch if ch.isalnum() else "_" for ch in arch)]
+    if has_fp64(device):
+        opts.append("-DCLGRAD_HAS_FP64=1")
+    return opts
+
+
+def _dt(t: str) -> dict:
+    """The defines ops/_util.defines_for gives element type ``t`` (an OpenCL C type name)."""
+    d = {"T": t}
+    if t in ("float", "double", "half"):
+        d["IS_FLOAT"] = 1
+    flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(t)
+    if flag:
+        d[flag] = 1
+    return d
+
+
+def programs(cpu: bool, width: int, fp64: bool) -> list:
+    """(kernel file, defines) pairs covering every kernel file clgrad ships, as its planners
+    build them: float32 (and float64 where the device has it; int64 and uint8 for the files
+    that serve integers), the CPU kernels at float vector width ``width`` (16 AVX-512, 8 AVX2;
+    float64 at half of it) on CPUs, the GPU kernels on other devices. tests/test_device.py
+    builds every entry on the test device, so a define an ops module renames shows there."""
+    out = []
+    floats = ("float", "double") if fp64 else ("float",)
+    for t in floats:
+        f, w = _dt(t), (width // 2 if t == "double" else width) if cpu else 1
+        dacc = {"IS_DOUBLE_ACC": 1} if t == "double" else {}  # reduce's float64 sums
+        out += [("elementwise.cl", {**f, "CONTIG": 1}), ("elementwise.cl", {**f, "ROWS2D": 2}),
+                ("activation.cl", f), ("copy.cl", {"S": t, "D": t, "CONTIG": 1}),
+                ("copy.cl", {"S": t, "D": t, "RUNS": 2}),
+                ("copy.cl", {"S": t, "D": t, "CAT_SLOTS": 8, **{f"S{i}": t for i in range(8)}}),
+                ("reduce.cl", {**f, "ACC": t, "OUT": t, "OP_SUM": 1, "WG": 1, "ACC_FLOAT": 1,
+                               "RUNS": 1, "IUNIT": 1, **dacc}),
+                ("reduce.cl", {**f, "ACC": t, "OUT": t, "OP_MAX": 1, "WG": 32, "ARG": 1,
+                               "ACC_FLOAT": 1}),
+                ("reduce.cl", {**f, "ACC": t, "OUT": t, "OP_SUM": 1, "WG": 1, "ACC_FLOAT": 1,
+                               "COLS": 1, "VW": 8, "NV": 4, "WO": 1, "WR": 1, "XUNIT": 1,
+                               "CB": 8, "OVEC": 1, **dacc}),
+                ("index.cl", f), ("loss.cl", {**f, "WG": 64}), ("norm.cl", {**f, "WG": 64}),
+                ("norm.cl", {**f, "UNIT": 1}), ("pool.cl", f), ("padding.cl", f),
+                ("optim.cl", {**f, "MOMENTUM": 1, "CONTIG": 1}), ("dropout.cl", f),
+                ("upsample.cl", f), ("grid_sample.cl", f), ("numeric.cl", {"T": t}),
+                ("scan.cl", {"T": t, "ACC": t, "OP_SUM": 1}),
+                ("sort.cl", {**f, "KCAP": 8}), ("sort.cl", {**f, "SORT_P": 64, "WG": 32}),
+                ("conv_direct_any.cl", f), ("conv_im2col_any.cl", f)]
+        if cpu:
+            out += [("conv_blocked_cpu.cl", {**f, "BW": w, "MB": 2, "PX": 8, "TK": 8}),
+                    ("conv_blocked_cpu.cl", {**f, "BW": w, "MB": 1, "PX": 16, "TK": 16}),
+                    ("conv_pw_cpu.cl", {**f, "MR": 6, "NV": 4, "VW": w, "KC": 256,
+                                        "HAS_BIAS": 1}),
+                    ("conv_pw_cpu.cl", {**f, "MR": 6, "NV": 4, "VW": w, "KC": 256,
+                                        "B_VEC": 1, "C_VEC": 1}),
+                    ("conv_dw_cpu.cl", {**f, "WIDE": 1}), ("conv_igemm_cpu.cl", f),
+                    ("conv_igemm_cpu.cl", {**f, "WIDE": 1}),
+                    ("matmul.cl", {**f, "MR": 12, "NV": 2, "MT": 16, "NT": 1, "KC": 256,
+                                   "GEMM_CPU": 1, "VW": w, "B_PACK": 1, "C_VEC": 1})]
+        else:
+            out += [("conv_gemm_gpu.cl", {**f, "TS": 64, "WPT": 4, "TK": 16}),
+                    ("conv_igemm_gpu.cl", {**f, "KH": 3, "KW": 3, "SH": 1, "SW": 1, "DH": 1,
+                                           "DW": 1, "UH": 1, "UW": 1, "I32": 1, "TSM": 64,
+                                           "TSN": 64, "TSK": 16, "WPTM": 4, "WPTN": 4,
+                                           "P32": 1}),
+                    ("conv_dw_gpu.cl", {**f, "KH": 3, "KW": 3, "SH": 1, "SW": 1, "DH": 1,
+                                        "DW": 1, "UH": 1, "UW": 1, "XS1": 1, "YS1": 1, "I32": 1,
+                                        "VX": 4, "VY": 1}),
+                    ("matmul.cl", {**f, "GEMM_TILED": 1, "TSM": 64, "TSN": 64, "TSK": 16,
+                                   "WPTM": 4, "WPTN": 4, "A_LOAD": 1, "B_LOAD": 1})]
+    for t in ("long", "uchar"):
+        out += [("elementwise.cl", {**_dt(t), "CONTIG": 1}), ("index.cl", _dt(t)),
+                ("reduce.cl", {**_dt(t), "ACC": "long", "OUT": "long", "OP_SUM": 1, "WG": 32})]
+    return out
+
+
+_KERNEL = re.compile(r"__kernel\s+void\s+(\w+)\s*\(")
+
+
+def unconditional_kernels(source: str) -> set:
+    """Names of the kernels ``source`` defines outside every ``#if``/``#ifdef`` block and
+    outside macro bodies: a build with any defines must contain them."""
+    names, depth, continued = set(), 0, False
+    for line in source.splitlines():
+        s = line.strip()
+        in_macro = continued or s.startswith("#define")
+        continued = line.rstrip().endswith("\\")
+        if s.startswith("#if"):
+            depth += 1
+        elif s.startswith("#endif"):
+            depth -= 1
+        elif depth == 0 and not in_macro:
+            names.update(_KERNEL.findall(line))
+    return names
+
+
+def kernel_names(cl, prg) -> set:
+    """The kernels a built program holds (CL_PROGRAM_KERNEL_NAMES)."""
+    return {n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n}
+
+
+def describe(file: str, defines: dict) -> str:
+    return f"kernels/{file} ({' '.join(f'{k}={v}' for k, v in defines.items())})"
+
+
+def check_program(cl, ctx, device, kdir: str, file: str, defines: dict) -> str:
+    """'' when ``file`` built with ``defines`` holds every kernel it should, from source and
+    from its binary; else one line saying what is missing."""
+    with open(os.path.join(kdir, file)) as f:
+        src = f.read()
+    opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    opts += build_options(cl, device)
+    import warnings
+    with warnings.catch_warnings():  # a successful build's log is only remarks
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        prg = cl.Program(ctx, src)
+        _KEEP.append(prg)
+        prg = prg.build(options=opts)  # through pyopencl's binary cache
+        _KEEP.append(prg)
+        built = kernel_names(cl, prg)
+        binary = prg.get_info(cl.program_info.BINARIES)[0]
+        again = cl.Program(ctx, [device], [binary])
+        _KEEP.append(again)
+        again.build(options=opts)
+        reloaded = kernel_names(cl, again)
+    want = built | unconditional_kernels(src)
+    if not want:
+        return f"{describe(file, defines)} built with no kernel in it"
+    for how, got in (("built", built), ("re-created from its binary", reloaded)):
+        lost = sorted(want - got)
+        if lost:
+            return (f"{describe(file, defines)} {how} lacks kernel(s) {', '.join(lost)} "
+                    f"(has {len(got)} of {len(want)})")
+    return ""
+
+
 def probe_one(cl, np, device) -> tuple:
-    """(usable, reason) for one pyopencl device."""
+    """(usable, reason) of the tiny probe kernel on one pyopencl device."""
     try:
         ctx = cl.Context([device])
         queue = cl.CommandQueue(ctx)
@@ -61,6 +251,23 @@ def probe_one(cl, np, device) -> tuple:
     return True, "ok"
 
 
+def probe_programs(cl, device, kdir: str, width: int, emit) -> tuple:
+    """(usable, reason, count): build ``programs(...)`` on ``device``; ``emit(row)`` prints a
+    progress row before each build."""
+    ctx = cl.Context([device])
+    _KEEP.append(ctx)
+    todo = programs(is_cpu(cl, device), width, has_fp64(device))
+    for i, (file, defines) in enumerate(todo):
+        emit({"building": describe(file, defines)})
+        try:
+            why = check_program(cl, ctx, device, kdir, file, defines)
+        except Exception as e:  # noqa: BLE001 — a failed build makes the device unusable
+            why = f"{describe(file, defines)}: {_one_line(e)}"
+        if why:
+            return False, why, i
+    return True, "ok", len(todo)
+
+
 def _one_line(e) -> str:
     text = " ".join(str(e).split())
     for marker in ("error:", "Error:", "ERROR:"):  # a compiler's first error says most
@@ -72,16 +279,36 @@ def _one_line(e) -> str:
 
 
 def main(argv) -> int:
-    """Probe the devices named 'P:D' in ``argv``; one JSON line each on stdout."""
+    """Probe the devices named 'P:D' in ``argv``; JSON lines on stdout (module docstring)."""
     import numpy as np
     import pyopencl as cl
+    kdir, width, specs = None, None, []
+    args = iter(argv)
+    for a in args:
+        if a == "--kernels":
+            kdir = next(args)
+        elif a == "--width":
+            width = int(next(args))
+        else:
+            specs.append(a)
     platforms = cl.get_platforms()
-    for spec in argv:
+
+    for spec in specs:
+        def emit(row, spec=spec):
+            print(json.dumps({"index": spec, **row}), flush=True)
         pi, di = (int(s) for s in spec.split(":"))
-        usable, reason = probe_one(cl, np, platforms[pi].get_devices()[di])
-        print(json.dumps({"index": spec, "usable": usable, "reason": reason}), flush=True)
+        device = platforms[pi].get_devices()[di]
+        usable, reason = probe_one(cl, np, device)
+        count = 0
+        if usable and kdir:
+            w = width or (device.native_vector_width_float if is_cpu(cl, device) else 1)
+            usable, reason, count = probe_programs(cl, device, kdir, w, emit)
+        emit({"usable": usable, "reason": reason, "programs": count})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -28,7 +28,8 @@ def _devices(args) -> int:
         print(f"clgrad: {e}", file=sys.stderr)
     for r in rows:
         mark = "*" if r["index"] == mark_at else " "
-        state = "usable" if r["usable"] else f"UNUSABLE: {r['reason']}"
+        state = ("usable" + ("" if r["reason"] == "ok" else f" ({r['reason']})")
+                 if r["usable"] else f"UNUSABLE: {r['reason']}")
         print(f"{mark} {r['index']:>4}  {r['type']:<5} {r['name']}  [{r['platform']} "
               f"{r['driver']}]  CUs={r['compute_units']}  "
               f"mem={r['global_mem_bytes'] / 2**30:.1f} GiB  "

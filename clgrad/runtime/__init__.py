@@ -18,6 +18,20 @@ PoCL 3.0 of pyopencl's wheel on AMD Zen 5: ``unknown target CPU 'generic'``), th
 that hangs is found without harm. The verdict is cached per platform, device and driver version
 (``probe.json`` in the cache folder), so later processes pay nothing. A device that failed is
 never chosen; ``python -m clgrad devices`` lists it as unusable with the reason.
+The tiny kernel is not enough: PoCL 3.0 on AMD Zen 4 passes it, then returns some programs
+without their kernels or aborts in LLVM while generating code for them. So before a device is
+first used (chosen as the default, named, or listed by ``devices()``), a second child process
+(``_probe.py --kernels``) builds a representative set of the programs clgrad ships (every
+kernel file, float32 and float64, the CPU kernels at the device's vector width), re-creates each
+from its binary as a later process loading pyopencl's cache does, and checks that every kernel
+is there; a child that the compiler takes down names the program it was building. A CPU device
+that fails at float vector width 16 is checked again at 8 (PoCL offers no setting for its
+target CPU; the narrower vectors avoid LLVM 14's 512-bit code paths): passing there caps
+``Device.vector_width`` at 8 and says so in the reason. This check's verdict is cached per
+device, driver and version of the kernels; a device that fails it is unusable with the reason
+("cannot build clgrad's kernels: ..."), and naming it (``CLGRAD_DEVICE=pocl``) raises that
+reason. At launch, a kernel missing from its program raises DeviceError naming the program,
+the kernel and the device.
 
 Device choice (``CLGRAD_DEVICE``): ``cpu``, ``gpu``, ``cuda`` (= ``gpu``), ``cpu:N``/``gpu:N``/
 ``cuda:N`` (the N-th usable device of that kind), ``P:D`` (platform and device indices as listed

@@ -202,22 +202,11 @@ class Device:
         self.total_memory = int(cl_device.global_mem_size)
         self.max_alloc = int(cl_device.max_mem_alloc_size)  # the largest single buffer
         self.allocated = 0
-        from clgrad._probe import fp32_options
-        self.build_options = fp32_options(cl, cl_device)
-        if self.kind == "cpu" and self.platform == "Portable Computing Language":
-            # PoCL's exp is a scalar library call that keeps its work-item loops from
-            # vectorising (SiLU 12x slower than a ReLU): kernels/common.h's EXP_T is arithmetic.
-            # Its compiler vectorises plain loops inside a work item (copy.cl's copy_runs
-            # writes vectors by hand for the runtimes that do not: Intel's took 2x as long)
-            self.build_options += ["-DPOLY_EXP=1", "-DLOOP_VECTORIZER=1"]
-        arch = os.environ.get("CL_CONFIG_CPU_TARGET_ARCH", "")
-        if self.kind == "cpu" and arch:
-            # Intel's runtime compiles for that instruction set (core-avx2: the AVX2 kernels
-            # measured on an AVX-512 machine), which pyopencl's binary cache does not key on:
-            # a later run without it loaded the AVX2 binaries (2-3x slower conv layers). A
-            # define that no kernel reads keys the cache on it.
-            self.build_options += ["-DCPU_TARGET_ARCH_" + "".join(
-                ch if ch.isalnum() else "_" for ch in arch)]
+        from clgrad._probe import build_options  # also what the program check builds with
+        self.build_options = build_options(cl, cl_device)
+        # The float vector width the program check (runtime/discovery.py) passed at, when it
+        # capped it below the native one (PoCL 3.0 on AMD Zen 4: 8, not 16); None: native.
+        self.max_vector_width = None
         # One lock for discovery, context, queue, program builds, allocations, launches and
         # copies of every device (_LOCK): two threads making their first tensors at once on
         # NVIDIA's OpenCL crashed (SIGSEGV) while one built a program and the other enqueued.
@@ -257,15 +246,26 @@ class Device:
         8 on AVX2, 1 on most GPUs. The kernels' planners pick vector widths from it.
         ``CLGRAD_CPU_VECTOR_WIDTH`` (8 or 16) replaces it on CPU devices: the AVX2-width kernels
         measured and tested on an AVX-512 machine (with Intel's runtime,
-        ``CL_CONFIG_CPU_TARGET_ARCH=core-avx2`` also compiles them for AVX2)."""
+        ``CL_CONFIG_CPU_TARGET_ARCH=core-avx2`` also compiles them for AVX2). Never more than
+        ``max_vector_width``, where the program check capped it (a CPU runtime whose compiler
+        fails at the native width).
+
+        Raises:  ValueError for a CLGRAD_CPU_VECTOR_WIDTH other than 8 or 16; DeviceError for
+                 one above ``max_vector_width``."""
+        cap = self.max_vector_width
         if self.kind == "cpu":
             forced = settings.getenv("CLGRAD_CPU_VECTOR_WIDTH")
             if forced:
                 if forced not in ("8", "16"):
                     raise ValueError(f"CLGRAD_CPU_VECTOR_WIDTH: expected 8 or 16, got "
                                      f"{forced!r}")
+                if cap and int(forced) > cap:
+                    raise DeviceError(f"CLGRAD_CPU_VECTOR_WIDTH={forced}: {self.name!r} "
+                                      f"[{self.platform}] builds kernels at float vector width "
+                                      f"{cap} at most (python -m clgrad devices says why)")
                 return int(forced)
-        return self.cl_device.native_vector_width_float
+        native = self.cl_device.native_vector_width_float
+        return min(native, cap) if cap else native
 
     @property
     def compute_units(self) -> int:
@@ -351,9 +351,33 @@ class Device:
             with self._lock:
                 k = self._kernels.get(key)
                 if k is None:
-                    k = getattr(self.program(file, defines), name)
+                    k = self._make_kernel(file, name, defines)
                     self._kernels[key] = k
         return k
+
+    def _make_kernel(self, file: str, name: str, defines: dict | None) -> cl.Kernel:
+        """``cl.Kernel`` for ``name`` of ``program(file, defines)``.
+
+        Raises:  DeviceError naming the program, kernel and device when the built program
+                 lacks the kernel (a runtime that dropped it while compiling or loading its
+                 cached binary; pyopencl would say INVALID_KERNEL_NAME)."""
+        prg = self.program(file, defines)
+        try:
+            return cl.Kernel(prg, name)
+        except cl.Error as e:
+            try:
+                have = sorted(n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";")
+                              if n)
+            except cl.Error:
+                have = []
+            raise DeviceError(
+                f"kernel {name!r} is missing from kernels/{file} built with defines "
+                f"{defines or {}} on {self.name!r} [{self.platform}]: the program holds "
+                f"{len(have)} kernel(s) ({', '.join(have[:8]) or 'none'}"
+                f"{', ...' if len(have) > 8 else ''}); the OpenCL runtime dropped it while "
+                f"compiling or loading its cached binary ({type(e).__name__}: {e}); "
+                f"`python -m clgrad devices` checks every runtime, and CLGRAD_DEVICE picks "
+                f"another") from None
 
     def kernel_local_mem(self, file: str, name: str, defines: dict | None = None) -> int:
         """Bytes of local memory kernel ``name`` uses by itself (its ``__local`` variables and
@@ -384,8 +408,6 @@ class Device:
         src = path.read_text()
         opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
         opts += self.build_options
-        if self.fp64:
-            opts.append("-DCLGRAD_HAS_FP64=1")
         if not self._programs:  # this process's first build on this device
             _first_build_notice(self, kdir)
         start = time.perf_counter()

@@ -50,8 +50,11 @@ def _clear_stale_cache_lock():
 # Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
 CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
 
-_PROBE_VERSION = 1      # bump when the probe kernel changes, to re-probe every device
+_PROBE_VERSION = 2      # bump when the probe kernel changes, to re-probe every device
 _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
+# The program check (_probe.py --kernels) builds ~70 programs: 10-30 s cold on Intel's runtime,
+# 1-3 min on PoCL (2 loaded cores); once per device, driver and version of the kernels.
+_PROGRAMS_TIMEOUT_S = 900
 
 
 # -- discovery ---------------------------------------------------------------------------------
@@ -74,6 +77,8 @@ class _Candidate:
         self.driver = device.driver_version.strip()
         self.usable, self.reason = None, "not probed"
         self.index = None  # ordinal among usable devices of its kind, in preference order
+        self.checked = False      # the program check (_check_programs) has passed
+        self.vector_width = None  # the float vector width its kernels build at, when capped
 
     @property
     def spec(self) -> str:
@@ -308,10 +313,15 @@ def devices() -> list[dict]:
 
     Returns a list of dicts with keys ``index`` ('P:D'), ``platform``, ``name``, ``type``
     ('cpu' | 'gpu' | 'other'), ``driver``, ``compute_units``, ``global_mem_bytes``, ``fp64``,
-    ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not).
+    ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not). Each device that
+    passes the tiny probe is also checked with the programs clgrad ships (``_check_programs``:
+    the first time, seconds to minutes per device; cached).
     """
     rows = []
-    for c in _discover():
+    found = _discover()
+    for c in found:
+        _check_programs(c)
+    for c in found:
         d = c.device
         fp64, fp16 = _fp_support(d)
         rows.append(dict(index=c.spec, platform=c.platform_name, name=c.name, type=c.kind,
@@ -392,15 +402,137 @@ def get_device(spec=None) -> Device:
 
 
 def _device_for(c) -> Device:
+    """The Device of candidate ``c``, made once, after ``c`` passed the program check.
+
+    Raises:  DeviceError with the check's reason when the runtime cannot build clgrad's
+             programs on it (see _check_programs)."""
     key = (c.pi, c.di)
     dev = _DEVICES.get(key)
     if dev is None:
         with _LOCK:
             dev = _DEVICES.get(key)
             if dev is None:
+                if not _check_programs(c):
+                    raise DeviceError(f"device: {c.spec} {c.name!r} [{c.platform_name}] is not "
+                                      f"usable: {c.reason}; {_fix_hint()}")
                 dev = Device(c.device, c.pi, c.di, index=c.index)
+                dev.max_vector_width = c.vector_width
                 _DEVICES[key] = dev
     return dev
+
+
+def _kernels_digest() -> str:
+    """A hash of the kernel sources (the program check's verdict holds for these only)."""
+    if not _KERNELS_DIGEST:
+        from clgrad.runtime.device import kernel_dir
+        h = hashlib.sha256()
+        for f in sorted(kernel_dir().iterdir()):
+            if f.suffix in (".cl", ".h"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        h.update((_PKG / "_probe.py").read_bytes())
+        _KERNELS_DIGEST.append(h.hexdigest()[:16])
+    return _KERNELS_DIGEST[0]
+
+
+_KERNELS_DIGEST: list = []
+
+
+def _check_programs(c) -> bool:
+    """Whether candidate ``c`` can build what clgrad ships: ``clgrad/_probe.py --kernels``
+    in a child process builds a representative set of the programs (every kernel file, each
+    dtype family, float64 too) through pyopencl's binary cache, re-creates each from its
+    binary and checks that every kernel is in it (PoCL 3.0 on AMD Zen 4 returned programs
+    without their kernels, or aborted in LLVM, where the tiny probe passed). Where a CPU
+    device fails at its native float vector width (16 on AVX-512), the check runs again at
+    8; passing there caps the device's ``vector_width`` at 8 and says so in the reason.
+    The verdict is cached in probe.json per device, driver and version of the kernels; a
+    failure marks ``c`` unusable with the reason. ``CLGRAD_PROBE=0`` skips it."""
+    if c.checked or not c.usable:
+        return bool(c.usable)
+    if settings.getenv("CLGRAD_PROBE") == "0":
+        c.checked = True
+        return True
+    path = settings.cache_dir() / "probe.json"
+    cache = settings.read_json(path)
+    key = f"{c.key()} | programs {_kernels_digest()}"
+    hit = cache.get(key)
+    if not (isinstance(hit, dict) and isinstance(hit.get("usable"), bool)):
+        _log.notice(f"checking that {c.name} [{c.platform_name}] builds clgrad's kernels "
+                    f"(first run only: about 70 OpenCL programs, seconds to minutes; verdict "
+                    f"cached in {path})")
+        start = time.perf_counter()
+        hit = _run_program_check(c, None)
+        native = c.device.native_vector_width_float
+        if not hit["usable"] and c.kind == "cpu" and native > 8:
+            again = _run_program_check(c, 8)
+            if again["usable"]:
+                hit = dict(again, reason=f"ok at float vector width 8 (at {native}: "
+                                         f"{hit['reason']})", vector_width=8)
+            else:
+                hit = dict(hit, reason=f"{hit['reason']}; at float vector width 8 too: "
+                                       f"{again['reason']}")
+        _log.logger.debug("program check %s %s [%s]: %s (%.1f s)", c.spec, c.name,
+                          c.platform_name, hit["reason"], time.perf_counter() - start)
+        if hit.pop("definite", True):
+            cache = settings.read_json(path)  # another process may have written meanwhile
+            cache[key] = hit
+            settings.write_json(path, cache, sort_keys=True)
+    c.checked = bool(hit["usable"])
+    c.usable, c.vector_width = c.checked, hit.get("vector_width")
+    if not c.usable:
+        c.reason = f"cannot build clgrad's kernels: {hit['reason']}"
+    elif hit.get("vector_width"):
+        c.reason = hit["reason"]
+    return c.usable
+
+
+def _run_program_check(c, width) -> dict:
+    """{'usable', 'reason', 'programs', 'definite'} from ``_probe.py --kernels`` run on ``c``
+    in a child process (``width``: the CPU float vector width to build at; None: native).
+    A child that dies (a compiler abort) or times out gives a reason naming the program it
+    was building; a time-out is not definite (not cached)."""
+    from clgrad.runtime.device import kernel_dir
+    cmd = [sys.executable, str(_PKG / "_probe.py"), "--kernels", str(kernel_dir())]
+    if width:
+        cmd += ["--width", str(width)]
+    cmd.append(c.spec)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROGRAMS_TIMEOUT_S,
+                           env=dict(os.environ), stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        last = _last_building(e.stdout)
+        return {"usable": False, "definite": False, "reason": f"the program check did not "
+                f"finish within {_PROGRAMS_TIMEOUT_S} s{last and ' (building ' + last + ')'}"}
+    except OSError as e:
+        return {"usable": False, "definite": False, "reason": f"could not start the program "
+                f"check: {e}"}
+    for line in r.stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "usable" in row:
+            return {"usable": bool(row["usable"]), "reason": str(row["reason"]),
+                    "programs": int(row.get("programs", 0))}
+    errors = [ln.strip() for ln in r.stderr.splitlines()
+              if "ERROR" in ln or "error" in ln or "Abort" in ln]
+    tail = (errors[-1] if errors else " ".join(r.stderr.split())[-200:]) or "no output"
+    last = _last_building(r.stdout)
+    return {"usable": False, "reason": f"the runtime's compiler ended the process (exit "
+            f"{r.returncode}: {tail[:300]}) while building {last or 'the first program'}"}
+
+
+def _last_building(stdout) -> str:
+    """The program the child announced last ('kernels/<file> (<defines>)'), or ''."""
+    if isinstance(stdout, bytes):
+        stdout = stdout.decode(errors="replace")
+    last = ""
+    for line in (stdout or "").splitlines():
+        try:
+            last = json.loads(line).get("building", last)
+        except (ValueError, AttributeError):
+            continue
+    return last
 
 
 def default_device() -> Device:
@@ -449,7 +581,15 @@ def _choose(first: str) -> Device:
             raise DeviceError(f"no OpenCL device found{notes}: {_fix_hint()}")
         why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}" for c in found)
         raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}")
-    dev = _device_for(usable[0])
+    for c in usable:
+        try:
+            dev = _device_for(c)
+            break
+        except DeviceError:  # failed the program check: c.usable is False now, its reason set
+            if c is usable[-1]:
+                why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}"
+                                for c in found)
+                raise DeviceError(f"no usable OpenCL device: {why}; {_fix_hint()}") from None
     _log.logger.debug("%s device: %r (the first usable of %s: %s first, then CPU runtimes in "
                       "the order %s)", "default" if first == "cpu" else "fastest", dev,
                       [f"{c.spec} {c.name}" for c in usable], first.upper() + "s",
