@@ -269,14 +269,17 @@ def _expand_back(g: Tensor, x_shape, dims, keepdim):
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """Sum over ``dim`` (int, tuple, or None for all). Integers and bool sum to int64.
+    """Sum over ``dim`` (int, tuple, or None for all). Integers and bool sum to int64, floats
+    to their dtype; ``dtype`` casts x to it first and gives that dtype (PyTorch's), integers
+    wrapping in it (int8 [100, 100].sum(dtype=int8) is -56).
 
     Shapes: (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
+    Raises TypeError for an unknown dtype.
     """
     if dtype is not None:
         x = ew.to(x, dtype)
     dims = _dims(x, dim, "sum")
-    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out_dt = _reduced_dtype(x, dtype)
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
     return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),))
@@ -298,10 +301,22 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
                   lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),))
 
 
-def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Product over ``dim``. Grad: out / x (inputs containing zeros get no gradient there)."""
+def _reduced_dtype(x: Tensor, dtype) -> dtypes.DType:
+    """sum/prod's result dtype: ``dtype`` when given (x was cast to it), else x's for floats,
+    int64 for integers and bool (PyTorch's)."""
+    if dtype is not None or x.dtype.is_floating_point:
+        return x.dtype
+    return dtypes.int64
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Product over ``dim``. Dtypes as sum (``dtype``: x cast to it first, the result of it;
+    int8 [100, 100].prod(dtype=int8) is 16). Grad: out / x (inputs containing zeros get no
+    gradient there)."""
+    if dtype is not None:
+        x = ew.to(x, dtype)
     dims = _dims(x, dim, "prod")
-    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out_dt = _reduced_dtype(x, dtype)
     out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
