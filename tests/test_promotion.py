@@ -365,3 +365,71 @@ def test_internal_wheres_keep_the_dtype():
     assert got.dtype is clgrad.bool and _np(got).tolist() == [[True, False], [True, True]]
     got = clgrad.tensor([[1, 2], [3, 4]], dtype=U8).triu()
     assert got.dtype is U8 and _np(got).tolist() == [[1, 2], [0, 4]]
+
+
+def test_nansum_and_scans_with_integer_dtype_wrap_in_it():
+    x = clgrad.tensor([100, 100], dtype=I8)
+    got = clgrad.nansum(x, dtype=I8)
+    assert got.dtype is I8 and got.item() == -56
+    assert clgrad.nansum(x).item() == 200
+    assert _np(x.cumsum(0, dtype=I8)).tolist() == [100, -56]
+    assert _np(x.cumprod(0, dtype=I8)).tolist() == [100, 16]
+
+
+# -- ternary ops: addcmul, addcdiv, lerp ----------------------------------------------------------
+def test_ternary_ops_compute_in_the_result_type():
+    i8 = clgrad.tensor([1, 2], dtype=I8)
+    big = clgrad.tensor(100)  # 0-dim int64: int8 result, 100 * 2 = 200 wraps to -56
+    got = clgrad.addcmul(i8, i8, big, value=1)
+    assert got.dtype is I8 and _np(got).tolist() == [101, -54]  # 1 + 100, 2 + 200 - 256
+    got = clgrad.addcmul(clgrad.tensor([1, 2]), clgrad.tensor([1, 2]), clgrad.tensor([1, 2]),
+                         value=0.5)  # an integer result takes value truncated: 0
+    assert got.dtype is I64 and _np(got).tolist() == [1, 2]
+    f16 = clgrad.tensor([1.0, 2.0], dtype=clgrad.float16)
+    got = clgrad.addcdiv(f16, clgrad.tensor([1, 3]), clgrad.tensor(2.0), value=2)
+    assert got.dtype is clgrad.float16 and _np(got).tolist() == [2.0, 5.0]
+    got = clgrad.lerp(clgrad.tensor([1, 2]), clgrad.tensor([3, 6]), clgrad.tensor(0.5))
+    assert got.dtype is F32 and _np(got).tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="expected dtype clgrad.float32 for `end`"):
+        clgrad.lerp(clgrad.tensor([1.0]), clgrad.tensor([2], dtype=I32), 0.5)
+    with pytest.raises(TypeError, match="not implemented for 'Long'"):
+        clgrad.lerp(clgrad.tensor([1]), clgrad.tensor([2]), 0.5)
+    with pytest.raises(TypeError, match="not implemented for 'Bool'"):
+        clgrad.addcmul(clgrad.tensor([True]), clgrad.tensor([True]), clgrad.tensor([False]))
+
+
+@pytest.mark.parametrize("op", ["addcmul", "addcdiv", "lerp"])
+def test_ternary_sweep_matches_torch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    bad, checked = [], 0
+    for _ in range(250):
+        spec = [(NAMES[rng.integers(len(NAMES))], ("dim", "zero")[rng.integers(2)])
+                for _ in range(3)]
+        if op == "lerp":  # end of input's dtype, and half the weights (else all raise)
+            spec[1] = (spec[0][0], spec[1][1])
+            if rng.integers(2):
+                spec[2] = (spec[0][0], spec[2][1])
+        kw = {} if op == "lerp" else {"value": (1, 2, 0.5)[rng.integers(3)]}
+        out = []
+        for lib in (torch, clgrad):
+            args = [_make(lib, n, "ab"[min(k, 1)], c) for k, (n, c) in enumerate(spec)]
+            try:
+                out.append(getattr(lib, op)(*args, **kw))
+            except (RuntimeError, TypeError) as e:
+                out.append(e)
+        want, got = out
+        case = f"{op}{spec} {kw}"
+        if isinstance(want, Exception) or isinstance(got, Exception):
+            if isinstance(want, Exception) != isinstance(got, Exception):
+                bad.append(f"{case}: torch {want!r:.80}, clgrad {got!r:.80}")
+            continue
+        checked += 1
+        if str(want.dtype) != "torch." + got.dtype.name:
+            bad.append(f"{case}: dtype {got.dtype.name}, torch {want.dtype}")
+            continue
+        np.testing.assert_allclose(got.numpy().astype(np.float64),
+                                   want.numpy().astype(np.float64), rtol=2e-3, atol=2e-3,
+                                   err_msg=case)
+    assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} mismatches)"
+    assert checked > 40

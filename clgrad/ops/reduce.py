@@ -591,7 +591,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 # -- h4 (issue 22): nansum, nanmean -----------------------------------------------------------
 def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64).
+    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64, or
+    ``dtype`` when given).
 
     Shapes:  as sum
     Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite)
@@ -602,7 +603,7 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if dtype is not None:
         x = ew.to(x, dtype)
     if not x.dtype.is_floating_point:
-        return sum(x, dim, keepdim)
+        return sum(x, dim, keepdim, dtype)  # dtype given: the result is of it (int8 wraps)
     from clgrad.autograd import no_grad
     keep = ew.eq(x, x)  # not NaN
     with no_grad():
