@@ -156,6 +156,9 @@ def test_masked_fill_keeps_the_tensor_dtype():
         clgrad.tensor([1, 5, 9]).masked_fill(m, clgrad.tensor([2]))
     with pytest.raises(RuntimeError, match="overflow"):
         clgrad.tensor([1, 5, 9], dtype=U8).masked_fill(m, 300)
+    for v in (clgrad.tensor(300), clgrad.tensor(-2.0)):  # value tensors are checked too
+        with pytest.raises(RuntimeError, match="overflow"):
+            clgrad.tensor([1, 5, 9], dtype=U8).masked_fill(m, v)
     with pytest.raises(RuntimeError, match="overflow"):
         clgrad.tensor([1, 5, 9]).masked_fill(m, float("nan"))
 
@@ -197,7 +200,8 @@ def test_bool_subtraction_and_negation_raise():
         with pytest.raises(RuntimeError, match="with two bool tensors is not supported"):
             bad()
     for bad in (lambda: b - 1, lambda: 1 - b, lambda: clgrad.tensor([1, 2]) - True,
-                lambda: clgrad.tensor([1.0]) - b):
+                lambda: clgrad.tensor([1.0]) - b, lambda: clgrad.tensor([1, 2]).sub_(True),
+                lambda: clgrad.tensor([1.0]).sub_(True)):
         with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
             bad()
     for bad in (lambda: -b, lambda: b.neg(), lambda: clgrad.neg(b)):
@@ -433,3 +437,50 @@ def test_ternary_sweep_matches_torch(op):
                                    err_msg=case)
     assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} mismatches)"
     assert checked > 40
+
+
+# -- in-place ops: computed in the result type, cast back where can_cast allows ----------------
+_INPLACE = {"add_": lambda s, o: s.add_(o), "sub_": lambda s, o: s.sub_(o),
+            "mul_": lambda s, o: s.mul_(o), "div_": lambda s, o: s.div_(o),
+            "floordiv_": lambda s, o: s.floor_divide_(o),
+            "remainder_": lambda s, o: s.remainder_(o), "pow_": lambda s, o: s.pow_(o),
+            "iand": lambda s, o: s.__iand__(o), "ilshift": lambda s, o: s.__ilshift__(o),
+            "atan2_": lambda s, o: s.atan2_(o), "clamp_": lambda s, o: s.clamp_(min=o),
+            "masked_fill_": lambda s, o: s.masked_fill_(
+                s.new_tensor([[True, False, True], [False, True, False]]).bool(), o)}
+
+
+@pytest.mark.parametrize("op", sorted(_INPLACE))
+def test_inplace_sweep_matches_torch(op):
+    torch = pytest.importorskip("torch")
+    fn = _INPLACE[op]
+    bad, checked = [], 0
+    for (an, acat), (bn, bcat) in _operand_cases():
+        if acat != "dim" or (op == "masked_fill_" and bcat == "dim"):
+            continue
+        ta, tb = _make(torch, an, "a", acat), _make(torch, bn, "b", bcat)
+        ca, cb = _make(clgrad, an, "a", acat), _make(clgrad, bn, "b", bcat)
+        out = []
+        for a, b in ((ta, tb), (ca, cb)):
+            try:
+                fn(a, b)
+                out.append(a)
+            except (RuntimeError, TypeError, ZeroDivisionError) as e:
+                out.append(e)
+        want, got = out
+        if bcat == "py" and isinstance(want, TypeError) and "must be Tensor" in str(want):
+            continue  # atan2_ with a number: clgrad's extension (torch needs a Tensor)
+        case = f"{op}({an}/{acat}, {bn}/{bcat})"
+        if isinstance(want, Exception) or isinstance(got, Exception):
+            if isinstance(want, Exception) != isinstance(got, Exception):
+                bad.append(f"{case}: torch {want!r:.90}, clgrad {got!r:.90}")
+            continue
+        checked += 1
+        w, g = want.numpy(), got.numpy()
+        if want.dtype.is_floating_point:
+            tol = {"torch.float16": 2e-3, "torch.float32": 2e-6}.get(str(want.dtype), 1e-12)
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=case)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=case)
+    assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} mismatches)"
+    assert checked > 20

@@ -470,8 +470,9 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     Dtypes: x's, always (PyTorch's): the value is cast to it, so an int64 x filled with 2.5
     holds 2, a uint8 x filled with -1 holds 255.
     Raises TypeError for a mask that is not a bool tensor or a value neither number nor
-    Tensor; RuntimeError for a value tensor that is not 0-dim, a number that does not fit x's
-    dtype (uint8 300, an integer x with nan), or a mask that does not broadcast to x.
+    Tensor; RuntimeError for a value tensor that is not 0-dim, a value (number, or tensor of
+    another dtype: read back to check it) that does not fit x's dtype (uint8 300, an integer
+    x with nan), or a mask that does not broadcast to x.
     """
     if not isinstance(mask, Tensor) or not mask.dtype.is_bool:
         raise TypeError(f"masked_fill: expected a bool mask tensor, got "
@@ -480,6 +481,8 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         if value.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
+        if value.dtype is not x.dtype:  # PyTorch checks the value (one read of one element)
+            dtypes.check_fits("masked_fill", x.dtype, value.detach().item())
         value = to(value, x.dtype)
     elif _is_num(numpy_operand(value)):
         value = _scalar_tensor("masked_fill", numpy_operand(value), x.dtype, x._storage.device)

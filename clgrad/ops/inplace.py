@@ -164,9 +164,9 @@ def scalar_inplace(op: str, self: Tensor, value) -> bool:
     the same kernel and values as ``inplace``'s path, without the fresh result and its copy.
     Runs the target checks (overlap, leaf) and bumps the version as ``write_into`` does.
     Returns False, having done nothing, where it does not apply (the caller then takes
-    ``inplace``)."""
+    ``inplace``: a Python bool value too, so that sub_'s bool check runs)."""
     kname = _SCALAR_KERNELS.get(op)
-    if kname is None or type(value) not in (int, float, bool) or self.dtype.is_bool or \
+    if kname is None or type(value) not in (int, float) or self.dtype.is_bool or \
             dtypes.scalar_dtype(self.dtype, value) is not self.dtype:
         return False
     root = self._base if self._base is not None else self
