@@ -236,6 +236,13 @@ def test_where_dtypes():
     assert got.dtype is I8 and _np(got).tolist() == [1, 44, 3]
     with pytest.raises(RuntimeError, match="overflow"):
         clgrad.where(c, i8, 300)
+    got = clgrad.where(clgrad.tensor([1, 0, 2], dtype=U8), 1.0, 0.0)  # legacy uint8 condition
+    assert _np(got).tolist() == [1.0, 0.0, 1.0]
+    for cond, name in ((clgrad.tensor([1.0, 0.0, 1.0]), "Float"), (clgrad.tensor([1, 0, 1]),
+                                                                   "Long")):
+        with pytest.raises(RuntimeError, match="where expected condition to be a boolean "
+                                               f"tensor, but got a tensor with dtype {name}"):
+            clgrad.where(cond, 1.0, 0.0)
 
 
 def test_integer_division_semantics():

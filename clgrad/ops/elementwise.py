@@ -825,12 +825,17 @@ def where(cond: Tensor, a, b) -> Tensor:
     """``a`` where ``cond`` else ``b``, with broadcasting of all three. Grad: a, b.
 
     Dtypes: ``dtypes.result_type(a, b)`` (PyTorch's: a 0-dim tensor or a number lifts only the
-    kind; where(c, 1, 0) is int64, where(c, 1.0, 0) float32); cond is taken as bool.
+    kind; where(c, 1, 0) is int64, where(c, 1.0, 0) float32); cond bool (or uint8, nonzero
+    meaning True: PyTorch's deprecated form).
     Raises TypeError for a cond that is not a Tensor or an a/b neither Tensor nor number;
-    RuntimeError for a number that does not fit the result dtype (int8 with 300).
+    RuntimeError for a cond of another dtype (PyTorch's message), or a number that does not
+    fit the result dtype (int8 with 300).
     """
     if not isinstance(cond, Tensor):
         raise TypeError(f"where: expected condition to be a Tensor, got {type(cond).__name__}")
+    if not cond.dtype.is_bool and cond.dtype is not dtypes.uint8:  # uint8: PyTorch's legacy
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {dtypes.torch_name(cond.dtype)}")
     a, b = numpy_operand(a), numpy_operand(b)
     for v in (a, b):
         if not isinstance(v, Tensor) and not _is_num(v):
