@@ -367,6 +367,9 @@ def test_add_sub_alpha_is_checked_against_the_result_type():
     assert got.dtype is F32 and _np(got).tolist() == [4.75, 7.0]
     assert _np(clgrad.sub(i, 3, alpha=2)).tolist() == [-5, -4]
     assert _np(clgrad.add(i, i, alpha=3)).tolist() == [4, 8]
+    assert _np(clgrad.add(i, True, alpha=2)).tolist() == [3, 4]  # True * 2 is 2, not True
+    got = clgrad.add(b, True, alpha=2)
+    assert got.dtype is clgrad.bool and _np(got).tolist() == [True, True]
 
 
 def test_internal_wheres_keep_the_dtype():

@@ -296,7 +296,9 @@ def _alpha_scaled(a, b, alpha):
             alpha = bool(alpha)
     if alpha == 1:
         return b
-    return type(b)(b * alpha) if _is_num(b) else mul(b, alpha)
+    if not _is_num(b):
+        return mul(b, alpha)
+    return bool(b * alpha) if isinstance(b, bool) and isinstance(alpha, bool) else b * alpha
 
 
 def _is_bool(v) -> bool:
@@ -617,13 +619,10 @@ def logical_not(x: Tensor) -> Tensor:
 
 
 # -- bitwise ops ------------------------------------------------------------------------------
-_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool"}
-
-
 def _bitwise(kname, op, a, b, bool_ok=True):
     a, b, dt, shape = _prep(op, a, b)
     if dt.is_floating_point or (dt.is_bool and not bool_ok):
-        raise TypeError(f'{op}: "{op}" not implemented for \'{_TORCH_NAMES[dt.name]}\' '
+        raise TypeError(f'{op}: "{op}" not implemented for \'{dtypes.torch_name(dt)}\' '
                         f'(expected integer{" or bool" if bool_ok else ""} tensors, got {dt})')
     return _launch_binary(kname, a, b, dt, shape)
 
