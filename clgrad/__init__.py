@@ -14,7 +14,7 @@ import sys as _sys
 from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64, uint8, int8, int16
 from clgrad.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
-from clgrad.dtypes import get_default_dtype
+from clgrad.dtypes import get_default_dtype, promote_types, can_cast
 from clgrad.runtime import Device, devices, default_device, set_default_device, synchronize
 from clgrad.runtime import OutOfMemoryError
 from clgrad.tensor import Tensor, Size, memory_allocated
@@ -47,7 +47,7 @@ from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, n
                                     clone, remainder, masked_fill, divide, true_divide,
                                     floor_divide, fmod, bitwise_and, bitwise_or, bitwise_xor,
                                     bitwise_not, bitwise_left_shift, bitwise_right_shift,
-                                    log1p, expm1, atan2, arctan2)
+                                    log1p, expm1, atan2, arctan2, result_type)
 from clgrad.ops.numeric import isnan, isinf, isfinite, nan_to_num, isclose, allclose, equal
 from clgrad.ops.composite import addcmul, addcdiv, lerp, logical_xor, erf
 
@@ -143,7 +143,8 @@ __all__ = [
     "Tensor", "Size", "dtype", "device", "Device", "Generator", "DeviceError",
     "OutOfMemoryError",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
-    "half", "float", "double", "short", "int", "long", "get_default_dtype",
+    "half", "float", "double", "short", "int", "long", "get_default_dtype", "promote_types",
+    "can_cast", "result_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
     "memory_allocated",
     "is_tensor", "numel",

@@ -1,10 +1,14 @@
 """Element types: the PyTorch names, their NumPy dtype and their OpenCL C type.
 
 bool, uint8, int8, int16, int32, int64, float16, float32, float64, with PyTorch's promotion
-(``promote``) and scalar rules (``scalar_dtype``). Integer arithmetic wraps around in the
-type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of integers are int64. Differences
-from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex or
-bfloat16; ``Tensor.type()``-style legacy tensor classes (``ByteTensor``) are not provided.
+rules in one place: ``promote`` (two dtypes, torch.promote_types), ``result_type`` (operands:
+tensors, 0-dim tensors, Python numbers; torch.result_type), which every binary/ternary op,
+comparison, where, clamp and in-place op dispatches through, ``scalar_dtype`` (its shortcut
+for a tensor and one number) and ``can_cast`` (the in-place rule, torch.can_cast). Integer
+arithmetic wraps around in the type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of
+integers are int64. Differences from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those
+widen to int64), no complex or bfloat16; ``Tensor.type()``-style legacy tensor classes
+(``ByteTensor``) are not provided.
 """
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import numpy as np
 
 __all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
            "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits",
-           "check_array_fits"]
+           "check_array_fits", "result_type", "scalar_dtype", "promote_types", "can_cast",
+           "torch_name"]
 
 
 class DType:
@@ -142,12 +147,101 @@ def check_array_fits(op: str, dtype: DType, arr: np.ndarray):
                            f"overflow, got {v.item()!r}")
 
 
+def _kind(d: DType) -> int:
+    """0 bool, 1 integer, 2 floating: PyTorch's categories of dtypes."""
+    return 2 if d.is_floating_point else 0 if d.is_bool else 1
+
+
+def _number_dtype(value) -> DType:
+    """The dtype a Python number takes part in promotion with (PyTorch's wrapped numbers): bool,
+    int64, or the default float dtype. NumPy scalars count as Python numbers."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return get_default_dtype()
+    raise TypeError(f"result_type: expected a Tensor or a number (bool, int, float), got "
+                    f"{type(value).__name__}")
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """PyTorch's combine_categories: the dtype of a higher priority category wins unless the
+    lower one is of a higher kind (bool < integer < floating); then they promote."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher.is_bool or lower.is_floating_point:
+        return promote(higher, lower)
+    return higher
+
+
+def result_type(*operands) -> DType:
+    """The dtype an op on ``operands`` computes in and returns (torch.result_type's rules,
+    for any number of operands; None entries are skipped).
+
+    Operands fall in three priority categories: tensors with dims > 0-dim tensors > Python
+    numbers. Within the highest category present the dtypes promote (``promote``); a lower
+    category matters only when it is of a higher kind (bool < integer < floating), and then a
+    0-dim tensor brings its own dtype, a Python number its kind's default (bool, int64,
+    float32 = get_default_dtype()). So uint8 [1, 2] + int64 tensor(300) is uint8, bool mask *
+    tensor(2) int64, int32 tensor * 2.5 float32, int32 tensor * float64 tensor(2.5) float64.
+
+    Operands: anything with a clgrad ``dtype`` and ``ndim`` (a Tensor), or a bool, int or
+    float (NumPy scalars alike). Raises TypeError for anything else, and when there is none.
+    """
+    best: list = [None, None, None]  # dimensioned tensors, 0-dim tensors, numbers
+    for v in operands:
+        if v is None:
+            continue
+        dt = getattr(v, "dtype", None)
+        if isinstance(dt, DType):
+            cat = 0 if v.ndim else 1
+        else:
+            cat, dt = 2, _number_dtype(v)
+        best[cat] = dt if best[cat] is None else promote(best[cat], dt)
+    out = _combine(best[0], _combine(best[1], best[2]))
+    if out is None:
+        raise TypeError("result_type: expected at least one Tensor or number, got none")
+    return out
+
+
 def scalar_dtype(tensor_dtype: DType, value) -> DType:
-    """Result type of ``tensor op python_scalar`` (PyTorch: the scalar only lifts the category)."""
-    if isinstance(value, bool):
-        return tensor_dtype
-    if isinstance(value, int):
-        return int64 if tensor_dtype.is_bool else tensor_dtype
-    if isinstance(value, float):
-        return tensor_dtype if tensor_dtype.is_floating_point else float32
-    raise TypeError(f"expected a number, got {type(value).__name__}")
+    """Result type of ``tensor op python_scalar`` (result_type's rule for a tensor of any
+    ndim and one number: the number only lifts the kind)."""
+    return _combine(tensor_dtype, _number_dtype(value))
+
+
+def _dtype_arg(op: str, name: str, pos: int, d) -> DType:
+    if not isinstance(d, DType):
+        raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be torch.dtype, not "
+                        f"{type(d).__name__}")
+    return d
+
+
+def promote_types(type1: DType, type2: DType) -> DType:
+    """torch.promote_types: the smallest dtype both ``type1`` and ``type2`` convert to without
+    changing kind downwards (``promote``). Raises TypeError for an argument that is not a
+    dtype."""
+    return promote(_dtype_arg("promote_types", "type1", 1, type1),
+                   _dtype_arg("promote_types", "type2", 2, type2))
+
+
+def can_cast(from_: DType, to: DType) -> bool:
+    """Whether an op's result of dtype ``from_`` may be written into a tensor of dtype ``to``
+    (torch.can_cast, the rule of every in-place op and ``out=``): never to a lower kind
+    (floating to integer or bool, integer to bool); any cast within a kind or upwards.
+    Raises TypeError for an argument that is not a dtype."""
+    return _kind(_dtype_arg("can_cast", "from_", 1, from_)) <= \
+        _kind(_dtype_arg("can_cast", "to", 2, to))
+
+
+_TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
+                "float64": "Double"}
+
+
+def torch_name(d: DType) -> str:
+    """PyTorch's ScalarType name of ``d`` ('Float', 'Long' ...), as its error messages say."""
+    return _TORCH_NAMES[d.name]

@@ -27,11 +27,12 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "get_default_dtype", "get_float32_matmul_precision", "get_num_threads",
              "get_rng_state", "is_autocast_enabled", "set_float32_matmul_precision",
              "set_num_threads", "use_deterministic_algorithms", "set_printoptions",
-             "get_printoptions", "printoptions"}
+             "get_printoptions", "printoptions", "promote_types", "can_cast"}
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
-DOC_DIFFERS = {"true_divide", "repeat_interleave"}
+# result_type(tensor1, tensor2) in the docs, (tensor, other) in the parser.
+DOC_DIFFERS = {"true_divide", "repeat_interleave", "result_type"}
 # Ops whose TypeError for a NumPy array as first argument is not the "argument ... must be"
 # form: PyTorch's own message (torch 2.x, checked against the installed torch below).
 OWN_MESSAGE = {
@@ -42,7 +43,8 @@ OWN_MESSAGE = {
 FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "tensors",
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
          "scaled_dot_product_attention": "query", "broadcast_tensors": "tensors",
-         "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta"}
+         "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
+         "result_type": "tensor"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

@@ -25,23 +25,65 @@ __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "out
            "masked_select", "logical_xor", "erf"]
 
 
+def _in_result_type(op, *tensors):
+    """The tensors cast to their ``dtypes.result_type`` (PyTorch's for its ternary ops: a
+    0-dim operand lifts only the kind), and that dtype. Raises TypeError for a bool one."""
+    dt = dtypes.result_type(*tensors)
+    if dt.is_bool:
+        raise TypeError(f'{op}: "{op}" not implemented for \'Bool\' (expected integer or '
+                        f'floating tensors, got {dt})')
+    return tuple(ew.to(t, dt) if isinstance(t, Tensor) else t for t in tensors), dt
+
+
+def _value_in(dt, value):
+    """``value`` as the op computes with it in ``dt``: truncated for an integer dt (PyTorch)."""
+    return value if dt.is_floating_point else int(value)
+
+
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
-    """input + value * tensor1 * tensor2, with broadcasting. Grad: all three tensors."""
-    return ew.add(input, ew.mul(ew.mul(tensor1, tensor2), value))
+    """input + value * tensor1 * tensor2, with broadcasting. Grad: all three tensors.
+
+    Dtypes: ``dtypes.result_type(input, tensor1, tensor2)``, every operand cast to it first;
+    value is taken in it (truncated for integers, as PyTorch).
+    Raises TypeError for a bool result type (PyTorch has no bool kernel).
+    """
+    (input, tensor1, tensor2), dt = _in_result_type("addcmul", input, tensor1, tensor2)
+    return ew.add(input, ew.mul(ew.mul(tensor1, tensor2), _value_in(dt, value)))
 
 
 def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
     """input + value * tensor1 / tensor2, with broadcasting (float). Grad: all three.
+
+    Dtypes: as addcmul.
     Raises RuntimeError for integer tensor1 and tensor2 (PyTorch: use div)."""
     if not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeError("addcdiv: integer division with addcdiv is no longer supported; "
                            "use torch.div")
-    return ew.add(input, ew.mul(ew.div(tensor1, tensor2), value))
+    (input, tensor1, tensor2), dt = _in_result_type("addcdiv", input, tensor1, tensor2)
+    return ew.add(input, ew.mul(ew.div(tensor1, tensor2), _value_in(dt, value)))
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
     """input + weight * (end - input); weight a number or a tensor (broadcast).
-    Grad: input (1 - weight), end (weight), a tensor weight (end - input)."""
+    Grad: input (1 - weight), end (weight), a tensor weight (end - input).
+
+    Dtypes (PyTorch's): end, and a weight tensor with dims, of input's dtype; a 0-dim weight
+    tensor then joins ``dtypes.result_type`` (int input and end with a float64 0-dim weight
+    give float64), a number weight does not; the result type must be floating.
+    Raises RuntimeError for an end or weight of another dtype; TypeError for an integer or
+    bool result type.
+    """
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and (t.ndim or name == "end") and t.dtype is not input.dtype:
+            raise RuntimeError(f"lerp: expected dtype {input.dtype} for `{name}` but got dtype "
+                               f"{t.dtype}")
+    dt = dtypes.result_type(input, end, weight) if isinstance(weight, Tensor) else input.dtype
+    if not dt.is_floating_point:
+        raise TypeError(f"lerp: \"lerp\" not implemented for '{dtypes.torch_name(dt)}' "
+                        f"(expected a floating input or 0-dim weight, got {dt})")
+    input, end = ew.to(input, dt), ew.to(end, dt)
+    if isinstance(weight, Tensor):
+        weight = ew.to(weight, dt)
     return ew.add(input, ew.mul(weight, ew.sub(end, input)))
 
 

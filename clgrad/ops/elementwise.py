@@ -29,7 +29,7 @@ __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs"
            # h1 (issue 20): exact integer division, fmod, bitwise ops
            "divide", "true_divide", "floor_divide", "fmod", "bitwise_and", "bitwise_or",
            "bitwise_xor",
-           "bitwise_not", "bitwise_left_shift", "bitwise_right_shift"]
+           "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "result_type"]
 
 _FILE = "elementwise.cl"
 
@@ -195,19 +195,24 @@ def _cpu_scalar_along(a: Tensor, b: Tensor):
 _PY_NUMBERS = frozenset({int, float, bool})
 
 
-def _prep(op, a, b):
-    """Promote dtypes and broadcast. Returns (a, b, dtype, shape); scalars stay numbers.
-    NumPy scalars count as Python scalars, NumPy arrays as tensors (see _array_operands)."""
+def _prep(op, a, b, floating=False):
+    """Promote dtypes (``dtypes.result_type``: PyTorch's rules, 0-dim tensors and numbers
+    included) and broadcast. Returns (a, b, dtype, shape), the tensors cast to dtype; scalars
+    stay numbers. ``floating``: an integer or bool result type gives the default float dtype
+    instead (true division), the operands cast to it directly (uint8 / int64 tensor(350) must
+    not wrap 350 into uint8 first). NumPy scalars count as Python scalars, NumPy arrays as
+    tensors (see _array_operands)."""
     if isinstance(a, Tensor):  # the common cases first: what the general path gives them
         sa = a._storage
         if isinstance(b, Tensor):
             sb = b._storage
-            if sa.dtype is sb.dtype and sa.device is sb.device:
+            if sa.dtype is sb.dtype and sa.device is sb.device and \
+                    (sa.dtype.is_floating_point or not floating):
                 shape = a._shape if a._shape == b._shape else layout.broadcast_shapes(
                     a._shape, b._shape, op=op)
                 return a, b, sa.dtype, shape
         elif type(b) in _PY_NUMBERS:
-            dt = dtypes.scalar_dtype(sa.dtype, b)
+            dt = _floating(dtypes.scalar_dtype(sa.dtype, b), floating)
             return to(a, dt), b, dt, a._shape
     a, b = numpy_operand(a), numpy_operand(b)
     if isinstance(a, np.ndarray) != isinstance(b, np.ndarray) and \
@@ -222,21 +227,27 @@ def _prep(op, a, b):
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         a, b = _cpu_scalar_along(a, b)
         same_device(op, a, b)
-        if a.ndim == 0 and b.ndim > 0 and not a.requires_grad and a.dtype.is_floating_point \
-                == b.dtype.is_floating_point:
-            dt = b.dtype  # a 0-dim tensor does not lift the dtype (PyTorch's rule)
-        elif b.ndim == 0 and a.ndim > 0 and not b.requires_grad and a.dtype.is_floating_point \
-                == b.dtype.is_floating_point:
-            dt = a.dtype
-        else:
-            dt = dtypes.promote(a.dtype, b.dtype)
+        dt = _floating(dtypes.result_type(a, b), floating)
         shape = layout.broadcast_shapes(a.shape, b.shape, op=op)
         return to(a, dt), to(b, dt), dt, shape
+    dt = _floating(dtypes.result_type(a, b), floating)
     if isinstance(a, Tensor):
-        dt = dtypes.scalar_dtype(a.dtype, b)
         return to(a, dt), b, dt, tuple(a.shape)
-    dt = dtypes.scalar_dtype(b.dtype, a)
     return a, to(b, dt), dt, tuple(b.shape)
+
+
+def result_type(tensor: Tensor | float, other: Tensor | float) -> dtypes.DType:
+    """torch.result_type: the dtype ``tensor OP other`` computes in and returns (every binary
+    op, comparison, where and clamp dispatches through ``dtypes.result_type``, which states
+    the rules). Either may be a Python number (NumPy scalars count as such).
+
+    Raises TypeError for an operand that is neither a Tensor nor a number."""
+    return dtypes.result_type(numpy_operand(tensor), numpy_operand(other))
+
+
+def _floating(dt, floating):
+    """``dt``, or the default float dtype for an integer/bool ``dt`` when ``floating``."""
+    return dtypes.get_default_dtype() if floating and not dt.is_floating_point else dt
 
 
 def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
@@ -286,20 +297,66 @@ def _needed(a, b):
 def add(a, b, alpha=1) -> Tensor:
     """``a + alpha * b`` with broadcasting. Shapes: a (*A), b (*B) -> broadcast(A, B).
 
-    Raises ValueError when shapes do not broadcast, TypeError for non-numeric operands.
+    Dtypes: dtypes.result_type(a, b); alpha is taken in it (bool: alpha 2 is True).
+    Raises ValueError when shapes do not broadcast, TypeError for non-numeric operands,
+    RuntimeError for a float alpha with an integer/bool result type or a bool alpha with a
+    non-bool one (PyTorch's).
     """
-    if alpha != 1:
-        b = b * alpha if _is_num(b) else mul(b, alpha)  # (a number: scaled here, as PyTorch)
+    b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
     out = _launch_binary("add", a, b, dt, shape)
     sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
     return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
 
 
+def _alpha_scaled(a, b, alpha):
+    """``alpha * b`` for add/sub, alpha checked against (and taken in) the result type of a
+    and b: PyTorch's alpha_check. A number b is scaled here (as PyTorch)."""
+    if type(alpha) is int and alpha == 1:  # the default: nothing to check (host time)
+        return b
+    alpha = numpy_operand(alpha)
+    a, b = numpy_operand(a), numpy_operand(b)
+    if all(isinstance(v, Tensor) or _is_num(v) for v in (a, b)):
+        dt = dtypes.result_type(a, b)
+        if isinstance(alpha, bool) and not dt.is_bool:
+            raise RuntimeError(f"Boolean alpha only supported for Boolean results, got alpha="
+                               f"{alpha} with result type {dt}")
+        if isinstance(alpha, float) and not dt.is_floating_point:
+            raise RuntimeError(f"For integral input tensors, argument alpha must not be a "
+                               f"floating point number, got alpha={alpha} with result type "
+                               f"{dt}")
+        if dt.is_bool:
+            alpha = bool(alpha)
+    if alpha == 1:
+        return b
+    if not _is_num(b):
+        return mul(b, alpha)
+    return bool(b * alpha) if isinstance(b, bool) and isinstance(alpha, bool) else b * alpha
+
+
+def _is_bool(v) -> bool:
+    return v.dtype.is_bool if isinstance(v, Tensor) else isinstance(v, bool)
+
+
+def _check_bool_sub(a, b):
+    """PyTorch's sub_check: no subtraction with a bool operand (tensor or Python bool)."""
+    if _is_bool(a) and _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
 def sub(a, b, alpha=1) -> Tensor:
-    """``a - alpha * b`` with broadcasting (see add)."""
-    if alpha != 1:
-        b = b * alpha if _is_num(b) else mul(b, alpha)
+    """``a - alpha * b`` with broadcasting (see add).
+
+    Raises RuntimeError when either operand is a bool tensor or a Python bool (PyTorch's:
+    use ``^``/logical_xor or ``~``/logical_not).
+    """
+    _check_bool_sub(a, b)
+    b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     out = _launch_binary("sub", a, b, dt, shape)
     sa, sb = _shape_of(a), _shape_of(b)
@@ -324,7 +381,9 @@ def div(a, b, rounding_mode=None) -> Tensor:
     """Division with broadcasting: ``a / b`` (rounding_mode None), or rounded toward zero
     ('trunc') or toward -inf ('floor', Python's ``//``).
 
-    Dtypes: true division promotes integers to float32 (PyTorch); the rounding modes keep the
+    Dtypes: dtypes.result_type of the operands; true division gives the default float dtype
+    (float32) for an integer or bool result type, the operands cast to it directly (uint8
+    [100, 200] / int64 tensor(350) is [0.286, 0.571], as PyTorch); the rounding modes keep the
     promoted dtype and compute integers exactly in integer arithmetic (wrapping: int32 MIN //
     -1 is MIN), floats as PyTorch (floor: from fmod, consistent with remainder).
     Grad: a, b for true division; none through the rounding modes (their result is piecewise
@@ -336,14 +395,10 @@ def div(a, b, rounding_mode=None) -> Tensor:
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: expected rounding_mode None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
-    a, b, dt, shape = _prep("div", a, b)
+    a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()
-    if not dt.is_floating_point:
-        a = to(a, dtypes.float32) if isinstance(a, Tensor) else a
-        b = to(b, dtypes.float32) if isinstance(b, Tensor) else b
-        return div(a, b)
     out = _launch_binary("div", a, b, dt, shape)
 
     need_a = isinstance(a, Tensor) and a.requires_grad
@@ -445,14 +500,30 @@ def _divmod_op(kname, op, a, b, dt, shape):
 
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     """``value`` where ``mask`` (bool, broadcast to x) is True, else x. Grad: x where not
-    masked (and value, if a tensor)."""
+    masked (and value, if a tensor).
+
+    Dtypes: x's, always (PyTorch's): the value is cast to it, so an int64 x filled with 2.5
+    holds 2, a uint8 x filled with -1 holds 255.
+    Raises TypeError for a mask that is not a bool tensor or a value neither number nor
+    Tensor; RuntimeError for a value tensor that is not 0-dim, a value (number, or tensor of
+    another dtype: read back to check it) that does not fit x's dtype (uint8 300, an integer
+    x with nan), or a mask that does not broadcast to x.
+    """
     if not isinstance(mask, Tensor) or not mask.dtype.is_bool:
         raise TypeError(f"masked_fill: expected a bool mask tensor, got "
                         f"{getattr(mask, 'dtype', type(mask).__name__)}")
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        if value.dtype is not x.dtype:  # PyTorch checks the value (one read of one element)
+            dtypes.check_fits("masked_fill", x.dtype, value.detach().item())
         value = to(value, x.dtype)
-    elif _is_num(value):
-        dtypes.check_fits("masked_fill", x.dtype, value)
+    elif _is_num(numpy_operand(value)):
+        value = _scalar_tensor("masked_fill", numpy_operand(value), x.dtype, x._storage.device)
+    else:
+        raise TypeError(f"masked_fill: expected value to be a number or a Tensor, got "
+                        f"{type(value).__name__}")
     out = where(mask, value, x)
     if tuple(out.shape) != tuple(x.shape):
         raise RuntimeError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast "
@@ -467,9 +538,10 @@ def pow(a, b) -> Tensor:
 
     Integers (both operands integer): exact, by squaring, wrapping in the dtype as PyTorch's;
     a negative exponent tensor element gives 1 for a base of 1, +-1 for -1, else 0.
+    Dtypes: dtypes.result_type (bool ** True is bool, bool ** 2 int64).
     Raises RuntimeError for an integer tensor to a negative Python int power ("Integers to
     negative integer powers are not allowed.", PyTorch's) or to one that does not fit the
-    dtype; TypeError for bool ** bool tensors.
+    dtype; TypeError for a bool tensor exponent with a bool result type.
     """
     a, b, dt, shape = _prep("pow", a, b)
     if not dt.is_floating_point:
@@ -513,11 +585,11 @@ def _int_pow(a, b, dt, shape):
             raise RuntimeError(f"pow: value cannot be converted to type {dt.name} without "
                                f"overflow, got exponent {b}")
     if dt.is_bool:
-        if isinstance(a, Tensor) and isinstance(b, Tensor):
+        if isinstance(b, Tensor):
             raise TypeError("pow: \"pow\" not implemented for 'Bool' tensors; convert them to "
                             "an integer dtype first")
-        dt = dtypes.int64  # bool ** True: PyTorch's result is int64
-        a, b = (to(v, dt) if isinstance(v, Tensor) else v for v in (a, b))
+        # bool ** True is bool (PyTorch's result type): computed in int64, 0/1 stay 0/1
+        return to(_launch_binary("ipow", to(a, dtypes.int64), b, dtypes.int64, shape), dt)
     return _launch_binary("ipow", a, b, dt, shape)
 
 
@@ -580,13 +652,10 @@ def logical_not(x: Tensor) -> Tensor:
 
 
 # -- bitwise ops ------------------------------------------------------------------------------
-_TORCH_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bool": "Bool"}
-
-
 def _bitwise(kname, op, a, b, bool_ok=True):
     a, b, dt, shape = _prep(op, a, b)
     if dt.is_floating_point or (dt.is_bool and not bool_ok):
-        raise TypeError(f'{op}: "{op}" not implemented for \'{_TORCH_NAMES[dt.name]}\' '
+        raise TypeError(f'{op}: "{op}" not implemented for \'{dtypes.torch_name(dt)}\' '
                         f'(expected integer{" or bool" if bool_ok else ""} tensors, got {dt})')
     return _launch_binary(kname, a, b, dt, shape)
 
@@ -669,7 +738,18 @@ rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), 
 sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
 cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
 reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
-square = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
+_square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
+
+
+def square(x: Tensor) -> Tensor:
+    """x * x elementwise. Dtypes: floats keep theirs; integers keep theirs too, computed
+    exactly and wrapping in the dtype (int8 12 -> -112), and bool gives int64 (PyTorch's
+    ``pow(x, 2)``). Grad (float): 2x. Raises TypeError for a non-Tensor."""
+    if isinstance(x, Tensor) and not x.dtype.is_floating_point:
+        return pow(x, 2)
+    return _square_float(x)
+
+
 log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x")
 log1p.__doc__ = """log(1 + x) elementwise, accurate for |x| << 1 (where log(1 + x) rounds to 0).
 
@@ -689,18 +769,14 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     with broadcasting (PyTorch's torch.atan2 / arctan2; NumPy's arctan2). Either may be a
     Python number (PyTorch requires Tensors).
 
-    Dtypes:  promoted as for div: integers give float32
+    Dtypes:  promoted as for div: integers give float32 (cast directly, see div)
     Grad:    input: g * other * r; other: g * -input * r with r = 1 / (input^2 + other^2),
              and r = 0 where input^2 + other^2 is 0 (so both are 0 at the origin: PyTorch's)
     Raises:  TypeError for an operand that is neither (PyTorch's message, from the public
              entry); ValueError when the shapes do not broadcast
     Kernels: kernels/elementwise.cl :: atan2_op
     """
-    a, b, dt, shape = _prep("atan2", input, other)
-    if not dt.is_floating_point:
-        a = to(a, dtypes.float32) if isinstance(a, Tensor) else a
-        b = to(b, dtypes.float32) if isinstance(b, Tensor) else b
-        return atan2(a, b)
+    a, b, dt, shape = _prep("atan2", input, other, floating=True)
     out = _launch_binary("atan2_op", a, b, dt, shape)
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
@@ -745,9 +821,11 @@ relu.in_place = (lambda out, x: launch_1d(_FILE, "relu", defines_of(x.dtype), ou
 
 
 def neg(x: Tensor) -> Tensor:
-    """-x elementwise."""
+    """-x elementwise. Raises RuntimeError for a bool tensor (PyTorch's: use ``~``)."""
     if x.dtype.is_bool:
-        raise TypeError("neg: negation of a bool tensor is not supported; use logical_not()")
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     out = _launch_unary("neg", x)
     return record("neg", out, (x,), lambda g: (neg(g),))
 
@@ -781,17 +859,30 @@ round = _no_grad_float("round_op", "round")
 
 
 def where(cond: Tensor, a, b) -> Tensor:
-    """``a`` where ``cond`` else ``b``, with broadcasting of all three. Grad: a, b."""
+    """``a`` where ``cond`` else ``b``, with broadcasting of all three. Grad: a, b.
+
+    Dtypes: ``dtypes.result_type(a, b)`` (PyTorch's: a 0-dim tensor or a number lifts only the
+    kind; where(c, 1, 0) is int64, where(c, 1.0, 0) float32); cond bool (or uint8, nonzero
+    meaning True: PyTorch's deprecated form).
+    Raises TypeError for a cond that is not a Tensor or an a/b neither Tensor nor number;
+    RuntimeError for a cond of another dtype (PyTorch's message), or a number that does not
+    fit the result dtype (int8 with 300).
+    """
     if not isinstance(cond, Tensor):
         raise TypeError(f"where: expected condition to be a Tensor, got {type(cond).__name__}")
-    ref = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
-    if not isinstance(a, Tensor):
-        a = _full_like_scalar(a, ref, b)
-    if not isinstance(b, Tensor):
-        b = _full_like_scalar(b, ref, a)
+    if not cond.dtype.is_bool and cond.dtype is not dtypes.uint8:  # uint8: PyTorch's legacy
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {dtypes.torch_name(cond.dtype)}")
+    a, b = numpy_operand(a), numpy_operand(b)
+    for v in (a, b):
+        if not isinstance(v, Tensor) and not _is_num(v):
+            raise TypeError(f"where: expected a Tensor or a number, got {type(v).__name__}")
+    dt = dtypes.result_type(a, b)
+    dev = (a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond)._storage.device
+    a, b = (to(v, dt) if isinstance(v, Tensor) else _scalar_tensor("where", v, dt, dev)
+            for v in (a, b))
     same_device("where", cond, a, b)
-    dt = dtypes.promote(a.dtype, b.dtype)
-    a, b, cond = to(a, dt), to(b, dt), to(cond, dtypes.bool_)
+    cond = to(cond, dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
     out = empty(shape, dt, a._storage.device)
     launch_1d(_FILE, "where_op", defines_for(dt), out,
@@ -812,28 +903,34 @@ def _zeros_scalar(like: Tensor) -> Tensor:
     return zeros((), like.dtype, like._storage.device)
 
 
-def _full_like_scalar(value, ref: Tensor, other) -> Tensor:
-    if not _is_num(value):
-        raise TypeError(f"where: expected a Tensor or a number, got {type(value).__name__}")
-    dt = ref.dtype if isinstance(other, Tensor) or ref.dtype.is_floating_point else None
-    if dt is None or (isinstance(value, float) and not dt.is_floating_point):
-        dt = dtypes.scalar_dtype(ref.dtype if ref.dtype is not dtypes.bool_ else dtypes.int64,
-                                 value)
-    dtypes.check_fits("where", dt, value)
-    return full((), value, dt, ref._storage.device)
+def _scalar_tensor(op, value, dt, device) -> Tensor:
+    """The number ``value`` as a 0-d tensor of the result dtype ``dt``. Raises RuntimeError
+    when it does not fit dt (dtypes.check_fits)."""
+    dtypes.check_fits(op, dt, value)
+    return full((), value, dt, device)
 
 
 def clamp(x: Tensor, min=None, max=None) -> Tensor:
     """Clamp to [min, max] (either may be None; numbers or tensors). Grad passes inside.
 
     A NaN input, or a NaN bound, gives NaN (PyTorch); min > max gives max.
+    Dtypes: ``dtypes.result_type(x, min, max)`` (PyTorch's): an integer x with a float bound
+    gives float32 (so ``clamp_`` of it raises, as any in-place op whose result cannot be cast
+    back); a 0-dim tensor bound lifts only the kind.
     Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
     x < min < max; a tensor max where x > max or max < min.
+    Raises ValueError when both bounds are None; RuntimeError for an int bound that does not
+    fit an integer result dtype (uint8 max=300); TypeError for a bool tensor with bool number
+    bounds (PyTorch has no such kernel; tensor bounds work).
     """
     if min is None and max is None:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
+    x = to(x, dtypes.result_type(x, min, max))
+    if x.dtype.is_bool:
+        raise TypeError("clamp: \"clamp\" not implemented for 'Bool' with number bounds "
+                        f"(PyTorch's), got min={min!r}, max={max!r}; use tensor bounds")
     for v in (min, max):
         if v is not None and not x.dtype.is_floating_point:
             dtypes.check_fits("clamp", x.dtype, v)  # PyTorch: uint8 max=300 raises
@@ -853,10 +950,7 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
 def _clamp_tensors(x, lo, hi):
     """clamp with at least one tensor bound: maximum then minimum forward (NaN propagates),
     PyTorch's clamp_backward / clamp_backward_min_max for the gradients."""
-    parts = [v for v in (x, lo, hi) if v is not None]
-    dt = x.dtype
-    for v in parts[1:]:
-        dt = dtypes.promote(dt, v.dtype) if isinstance(v, Tensor) else dtypes.scalar_dtype(dt, v)
+    dt = dtypes.result_type(x, lo, hi)
     x, lo, hi = (to(v, dt) if isinstance(v, Tensor) else v for v in (x, lo, hi))
     with autograd.no_grad():
         out = x

@@ -374,7 +374,8 @@ def _triangle(op: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     n, m = x.shape[-2:]
     j_minus_i = np.arange(m)[None, :] - np.arange(n)[:, None]
     mask = j_minus_i <= diagonal if lower else j_minus_i >= diagonal
-    return ew.where(creation.tensor(mask, device=x._storage.device), x, 0)
+    # a zero of x's dtype: a number 0 would lift a bool x to int64 (where's promotion)
+    return ew.where(creation.tensor(mask, device=x._storage.device), x, ew._zeros_scalar(x))
 
 
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:

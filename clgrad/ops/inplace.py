@@ -91,6 +91,10 @@ def inplace(op: str, self: Tensor, fn, *others):
     With autograd involved ``fn`` reads a copy of self, and of any operand sharing self's
     storage: its backward may read their old values (mul_, log_, pow_ ...), which the write
     overwrites (PyTorch saves the original self too).
+    The result (computed in ``dtypes.result_type`` of the operands) is cast back to self's
+    dtype; raises RuntimeError "result type Float can't be cast to the desired output type
+    Long" (PyTorch's) where ``dtypes.can_cast`` forbids it: floating into integer or bool,
+    integer into bool (bool ``b += 1``, int ``x *= 2.5``, int ``x.clamp_(2.5)``).
     Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
     that requires grad (what it is a function of was not recorded; PyTorch raises too).
     """
@@ -110,11 +114,11 @@ def inplace(op: str, self: Tensor, fn, *others):
     else:
         result = fn(self, *others)
     if result.dtype is not self.dtype:
-        if not result.dtype.is_floating_point or self.dtype.is_floating_point:
-            result = to(result, self.dtype)
-        else:
-            raise RuntimeError(f"{op}: result type {result.dtype} can't be cast to the desired "
-                               f"output type {self.dtype}")
+        if not dtypes.can_cast(result.dtype, self.dtype):
+            raise RuntimeError(f"{op}: result type {dtypes.torch_name(result.dtype)} can't be "
+                               f"cast to the desired output type "
+                               f"{dtypes.torch_name(self.dtype)}")
+        result = to(result, self.dtype)
     return write_into(self, result, op)
 
 
@@ -160,9 +164,9 @@ def scalar_inplace(op: str, self: Tensor, value) -> bool:
     the same kernel and values as ``inplace``'s path, without the fresh result and its copy.
     Runs the target checks (overlap, leaf) and bumps the version as ``write_into`` does.
     Returns False, having done nothing, where it does not apply (the caller then takes
-    ``inplace``)."""
+    ``inplace``: a Python bool value too, so that sub_'s bool check runs)."""
     kname = _SCALAR_KERNELS.get(op)
-    if kname is None or type(value) not in (int, float, bool) or self.dtype.is_bool or \
+    if kname is None or type(value) not in (int, float) or self.dtype.is_bool or \
             dtypes.scalar_dtype(self.dtype, value) is not self.dtype:
         return False
     root = self._base if self._base is not None else self

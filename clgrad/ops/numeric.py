@@ -77,10 +77,10 @@ def isclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,
     if rtol < 0 or atol < 0:
         raise ValueError(f"isclose: expected non-negative rtol and atol, got rtol={rtol}, "
                          f"atol={atol}")
+    dt = dtypes.result_type(a, b)
     if not isinstance(b, Tensor):
-        b = ew._full_like_scalar(b, a, a)
+        b = ew._scalar_tensor("isclose", b, dt, a._storage.device)
     same_device("isclose", a, b)
-    dt = dtypes.promote(a.dtype, b.dtype)
     if not dt.is_floating_point:
         dt = dtypes.float64 if a._storage.device.fp64 else dtypes.float32
     shape = layout.broadcast_shapes(a.shape, b.shape, op="isclose")

@@ -269,14 +269,17 @@ def _expand_back(g: Tensor, x_shape, dims, keepdim):
 
 
 def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """Sum over ``dim`` (int, tuple, or None for all). Integers and bool sum to int64.
+    """Sum over ``dim`` (int, tuple, or None for all). Integers and bool sum to int64, floats
+    to their dtype; ``dtype`` casts x to it first and gives that dtype (PyTorch's), integers
+    wrapping in it (int8 [100, 100].sum(dtype=int8) is -56).
 
     Shapes: (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
+    Raises TypeError for an unknown dtype.
     """
     if dtype is not None:
         x = ew.to(x, dtype)
     dims = _dims(x, dim, "sum")
-    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out_dt = _reduced_dtype(x, dtype)
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
     return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),))
@@ -298,16 +301,27 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
                   lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),))
 
 
-def prod(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """Product over ``dim`` (int, tuple, or None for all). Integers and bool give int64.
+def _reduced_dtype(x: Tensor, dtype) -> dtypes.DType:
+    """sum/prod's result dtype: ``dtype`` when given (x was cast to it), else x's for floats,
+    int64 for integers and bool (PyTorch's)."""
+    if dtype is not None or x.dtype.is_floating_point:
+        return x.dtype
+    return dtypes.int64
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """Product over ``dim`` (int, tuple, or None for all). Integers and bool give int64;
+    ``dtype``: x cast to it first, the result of it (int8 [100, 100].prod(dtype=int8) is 16).
 
     Shapes:  (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
     Grad:    per reduced group, without dividing by zero (PyTorch's values): no zero in the
              group: out / x; exactly one zero: the product of the others at the zero and 0
              elsewhere; two or more zeros: 0 everywhere.
     """
+    if dtype is not None:
+        x = ew.to(x, dtype)
     dims = _dims(x, dim, "prod")
-    out_dt = x.dtype if x.dtype.is_floating_point else dtypes.int64
+    out_dt = _reduced_dtype(x, dtype)
     out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
 
@@ -584,7 +598,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
 
 # -- h4 (issue 22): nansum, nanmean -----------------------------------------------------------
 def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64).
+    """Sum treating NaN as zero (PyTorch's torch.nansum); integers and bool as sum (int64, or
+    ``dtype`` when given).
 
     Shapes:  as sum
     Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite)
@@ -595,7 +610,7 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if dtype is not None:
         x = ew.to(x, dtype)
     if not x.dtype.is_floating_point:
-        return sum(x, dim, keepdim)
+        return sum(x, dim, keepdim, dtype)  # dtype given: the result is of it (int8 wraps)
     from clgrad.autograd import no_grad
     keep = ew.eq(x, x)  # not NaN
     with no_grad():
