@@ -36,6 +36,8 @@ def _devices(args) -> int:
               f"fp64={'yes' if r['fp64'] else 'no'}  fp16={'yes' if r['fp16'] else 'no'}  "
               f"{state}")
     print("(* = default; choose with CLGRAD_DEVICE=cpu|gpu|cuda:N|P:D|intel|pocl|name)")
+    print("GPU vendors' OpenCL libraries: " + "; ".join(
+        f"{vendor} {state}" for vendor, state in runtime.discovery.vendor_libraries().items()))
     return 0 if default is not None else 2
 
 

@@ -203,6 +203,42 @@ def test_the_icd_folder_lists_registered_and_pip_runtimes(tmp_path):
         assert lib in entries and Path(lib).is_absolute()
 
 
+def test_a_gpu_vendor_library_no_icd_file_names_is_added(tmp_path):
+    """An NVIDIA container mounts libnvidia-opencl.so.1 without /etc/OpenCL/vendors/nvidia.icd:
+    clgrad's vendors folder lists it (found through LD_LIBRARY_PATH here), keeps the registered
+    ICDs, and says so per vendor; one that an ICD file names is left to that file."""
+    libs = tmp_path / "driver"
+    libs.mkdir()
+    (libs / "libnvidia-opencl.so.1").write_bytes(b"\x7fELF not a real driver")
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "fake-gpu.icd").write_text("/opt/fake/libfakegpu.so\n")
+    code = ("import json, os, clgrad.runtime.discovery as r\n"
+            "r._setup_icd_vendors()\n"
+            "print(json.dumps([os.environ.get('OCL_ICD_VENDORS', ''), r._VENDOR_STATE]))\n")
+    env = dict(os.environ, CLGRAD_CACHE_DIR=str(tmp_path / "cache"), OCL_ICD_VENDORS=str(vendors),
+               LD_LIBRARY_PATH=str(libs))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    folder, state = json.loads(r.stdout)
+    assert folder != str(vendors)
+    entries = sorted(p.read_text().strip() for p in Path(folder).glob("*.icd"))
+    assert "/opt/fake/libfakegpu.so" in entries and str(libs / "libnvidia-opencl.so.1") in entries
+    assert state["NVIDIA"] == (f"libnvidia-opencl.so.1: found at {libs}/libnvidia-opencl.so.1, "
+                               f"which no ICD file registers; clgrad's vendors folder adds it")
+    # registered by an ICD file (by name, as NVIDIA's own nvidia.icd): not added twice
+    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=60)
+    folder, state = json.loads(r.stdout)
+    assert state["NVIDIA"] == "libnvidia-opencl.so.1: registered by an ICD file"
+    if folder != str(vendors):  # pip runtimes were added: the registered name stays as it was
+        entries = [p.read_text().strip() for p in Path(folder).glob("*.icd")]
+        assert "libnvidia-opencl.so.1" in entries
+        assert str(libs / "libnvidia-opencl.so.1") not in entries
+
+
 def test_division_and_sqrt_are_correctly_rounded_where_advertised():
     """On a device with CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT every build asks for it, so float32
     a / b and sqrt match NumPy's (correctly rounded) values bit for bit."""

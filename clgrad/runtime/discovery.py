@@ -149,16 +149,85 @@ def _icd_entries_of(folder: Path) -> list:
     return out
 
 
+# GPU vendors' OpenCL libraries (ICDs), by the name their drivers install; an NVIDIA container
+# mounts libnvidia-opencl.so.1 but often no /etc/OpenCL/vendors/nvidia.icd naming it.
+VENDOR_LIBRARIES = (("NVIDIA", "libnvidia-opencl.so.1"), ("AMD ROCm", "libamdocl64.so"),
+                    ("Intel GPU", "libigdrcl.so"))
+_VENDOR_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/nvidia/lib64",
+                "/usr/local/nvidia/lib", "/usr/lib/wsl/lib", "/opt/rocm/lib",
+                "/opt/rocm/opencl/lib", "/usr/lib/aarch64-linux-gnu")
+_VENDOR_STATE: dict = {}  # vendor -> 'registered: ...' | 'added: <path>' | 'not found'
+
+
+def _ldconfig_libraries() -> dict:
+    """{library name: path} from the dynamic linker's cache (``ldconfig -p``), {} without it."""
+    for exe in ("/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"):
+        try:
+            out = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=10,
+                                 stdin=subprocess.DEVNULL).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        libs = {}
+        for line in out.splitlines():
+            name, arrow, path = line.strip().partition(" => ")
+            if arrow:
+                libs.setdefault(name.split(" (")[0], path.strip())
+        return libs
+    return {}
+
+
+def _find_vendor_library(name: str, ldconfig: dict) -> str | None:
+    """The path of vendor library ``name``: the linker cache, LD_LIBRARY_PATH, then the
+    folders drivers and containers use (_VENDOR_DIRS); None when absent."""
+    if name in ldconfig and Path(ldconfig[name]).is_file():
+        return ldconfig[name]
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    for d in (*dirs, *_VENDOR_DIRS):
+        if (Path(d) / name).is_file():
+            return str(Path(d) / name)
+    return None
+
+
+def _unregistered_vendor_libraries(entries: list) -> list:
+    """Paths of the GPU vendors' OpenCL libraries (VENDOR_LIBRARIES) present on this machine
+    that no ICD entry in ``entries`` names; records each vendor's state for ``devices``."""
+    named = {Path(e).name for e in entries}
+    ldconfig, out = None, []
+    for vendor, lib in VENDOR_LIBRARIES:
+        if lib in named:
+            _VENDOR_STATE[vendor] = f"{lib}: registered by an ICD file"
+            continue
+        if ldconfig is None:
+            ldconfig = _ldconfig_libraries()
+        path = _find_vendor_library(lib, ldconfig)
+        if path:
+            out.append(path)
+            _VENDOR_STATE[vendor] = (f"{lib}: found at {path}, which no ICD file registers; "
+                                     f"clgrad's vendors folder adds it")
+        else:
+            _VENDOR_STATE[vendor] = f"{lib}: not found"
+    return out
+
+
+def vendor_libraries() -> dict:
+    """{vendor: one line} for each GPU vendor's OpenCL library (VENDOR_LIBRARIES): registered
+    by an ICD file, found without one (then clgrad's vendors folder lists it), or not found."""
+    _discover()
+    return dict(_VENDOR_STATE)
+
+
 def _setup_icd_vendors():
     """Point the ICD loader at a vendors folder listing every ICD it should load: the ones
-    registered already (OCL_ICD_VENDORS or /etc/OpenCL/vendors) and the pip-installed ones.
-    Runs once, before the first platform query; does nothing when there is nothing to add."""
-    extra = _pip_icd_libraries()
-    if not extra:
-        return
+    registered already (OCL_ICD_VENDORS or /etc/OpenCL/vendors), the pip-installed ones and the
+    GPU vendors' libraries found on the machine that no ICD file names (an NVIDIA container's
+    libnvidia-opencl.so.1). Runs once, before the first platform query; does nothing when there
+    is nothing to add."""
     given = os.environ.get("OCL_ICD_VENDORS") or os.environ.get("OPENCL_VENDOR_PATH")
     system = [Path(given)] if given else [Path("/etc/OpenCL/vendors")]
     entries = [e for folder in system for e in _icd_entries_of(folder)]
+    extra = _pip_icd_libraries() + _unregistered_vendor_libraries(entries)
+    if not extra:
+        return
     bundled = _bundled_loader_dir()
     if bundled is None:  # a loader that does not read pyopencl's folder: list PoCL ourselves
         entries += [str(p) for p in Path(cl.__file__).resolve().parent.glob(".libs/libpocl*")]
