@@ -184,22 +184,25 @@ def test_the_icd_folder_lists_registered_and_pip_runtimes(tmp_path):
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "fake-gpu.icd").write_text("/opt/fake/libfakegpu.so\n")
-    code = ("import os, clgrad.runtime.discovery as r\n"
+    code = ("import json, os, clgrad.runtime.discovery as r\n"
             "r._setup_icd_vendors()\n"
+            "added = [v.split(' found at ')[1].split(',')[0] for v in r._VENDOR_STATE.values()\n"
+            "         if ' found at ' in v]\n"
             "print(os.environ.get('OCL_ICD_VENDORS', ''))\n"
-            "print(r._pip_icd_libraries())\n")
+            "print(json.dumps(r._pip_icd_libraries() + added))\n")
     env = dict(os.environ, CLGRAD_CACHE_DIR=str(tmp_path / "cache"),
                OCL_ICD_VENDORS=str(vendors))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=60)
     assert r.returncode == 0, r.stderr
-    folder, pip_libs = r.stdout.splitlines()
-    if pip_libs == "[]":       # no pip runtime to add: the user's folder stays as it was
+    folder, libs = r.stdout.splitlines()
+    libs = json.loads(libs)  # pip runtimes and GPU vendors' libraries no ICD file names
+    if not libs:       # nothing to add: the user's folder stays as it was
         assert folder == str(vendors)
         return
     entries = sorted(p.read_text().strip() for p in Path(folder).glob("*.icd"))
     assert "/opt/fake/libfakegpu.so" in entries
-    for lib in eval(pip_libs):  # noqa: S307 — our own repr of a list of paths
+    for lib in libs:
         assert lib in entries and Path(lib).is_absolute()
 
 
@@ -610,6 +613,9 @@ def test_forked_child_refuses_a_used_gpu_device(monkeypatch):
     monkeypatch.setattr(dev_mod, "FORK_POISONED_KINDS", {"gpu"})
     # the parent's device is untouched; a CPU device keeps working in a forked child
     assert (x + 1).tolist() == [2.0, 3.0, 4.0]
-    text, status = _in_fork(lambda: repr((x * 3 + clgrad.ones(3)).tolist()))
+    c = clgrad.tensor([1.0, 2.0, 3.0], device="cpu")
+    if c._storage.device.kind != "cpu":
+        return  # no OpenCL CPU device besides the GPU ("cpu" names the GPU then)
+    text, status = _in_fork(lambda: repr((c * 3 + clgrad.ones(3, device="cpu")).tolist()))
     assert status == 0 and text == "[4.0, 7.0, 10.0]", text
     assert issubclass(dev_mod.ForkedDeviceError, RuntimeError)  # PyTorch raises RuntimeError

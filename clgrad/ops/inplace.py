@@ -316,9 +316,13 @@ def with_out(namespace: dict, names=OUT_OPS):
     keyword (see ``_write_out``); without ``out`` the call is the function's own."""
     import functools
     import inspect
+    done = {}  # id(function) -> its wrapper: aliases (clip = clamp) stay one function
     for name in names:
         fn = namespace.get(name)
         if fn is None or getattr(fn, "__with_out__", False):
+            continue
+        if id(fn) in done:
+            namespace[name] = done[id(fn)]
             continue
         params = inspect.signature(fn).parameters
         defaults = tuple(p for p in ("dtype", "device") if p in params)
@@ -329,7 +333,7 @@ def with_out(namespace: dict, names=OUT_OPS):
             return _call_with_out(_name, _fn, args, kwargs, out, _defaults)
         functools.update_wrapper(wrapper, fn)
         wrapper.__with_out__ = True
-        namespace[name] = wrapper
+        namespace[name] = done[id(fn)] = wrapper
 
 
 def _tensors_in(values):

@@ -177,12 +177,16 @@ def _ldconfig_libraries() -> dict:
 
 
 def _find_vendor_library(name: str, ldconfig: dict) -> str | None:
-    """The path of vendor library ``name``: the linker cache, LD_LIBRARY_PATH, then the
-    folders drivers and containers use (_VENDOR_DIRS); None when absent."""
+    """The path of vendor library ``name`` in the dynamic loader's order: LD_LIBRARY_PATH,
+    the linker cache, then the folders drivers and containers use (_VENDOR_DIRS); None when
+    absent."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    for d in dirs:
+        if (Path(d) / name).is_file():
+            return str(Path(d) / name)
     if name in ldconfig and Path(ldconfig[name]).is_file():
         return ldconfig[name]
-    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
-    for d in (*dirs, *_VENDOR_DIRS):
+    for d in _VENDOR_DIRS:
         if (Path(d) / name).is_file():
             return str(Path(d) / name)
     return None
