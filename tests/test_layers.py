@@ -1,0 +1,102 @@
+"""The layers of docs/internals.md: tools/import_graph.py, and the contract in pyproject.toml.
+
+`make lint` runs import-linter on the contract; the test below re-checks its direct imports with
+tools/import_graph.py, so a run without import-linter installed still catches an upward import.
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import import_graph  # noqa: E402
+
+
+def _write(root: Path, files: dict):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_import_graph_edges_cycles_and_function_level_imports(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from pkg import b\n",
+        "pkg/b.py": "def f():\n    from pkg import a\n    return a\n",
+        "pkg/c.py": "import pkg.a\nfrom .sub import d\nfrom . import b as _b\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/d.py": "from ..c import name\nclass K:\n    from pkg.sub import e\n",
+        "pkg/sub/e.py": "import numpy\nimport pkg.sub.d.K\n",
+    })
+    modules, edges = import_graph.graph(tmp_path / "pkg")
+    assert sorted(modules) == ["pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.sub", "pkg.sub.d",
+                               "pkg.sub.e"]
+    assert edges == {
+        ("pkg.a", "pkg.b"): [(1, False)],
+        ("pkg.b", "pkg.a"): [(2, True)],          # inside a function
+        ("pkg.c", "pkg.a"): [(1, False)],
+        ("pkg.c", "pkg.sub.d"): [(2, False)],     # relative, a module of the package
+        ("pkg.c", "pkg.b"): [(3, False)],
+        ("pkg.sub.d", "pkg.c"): [(1, False)],     # `from ..c import name`: the module c
+        ("pkg.sub.d", "pkg.sub.e"): [(3, False)],  # a class body runs at import
+        ("pkg.sub.e", "pkg.sub.d"): [(2, False)],  # `import pkg.sub.d.K`: its module
+    }
+    adjacency = {}
+    for a, b in edges:
+        adjacency.setdefault(a, set()).add(b)
+    assert import_graph.cycles(sorted(modules), adjacency) == [
+        ["pkg.c", "pkg.sub.d", "pkg.sub.e"], ["pkg.a", "pkg.b"]]
+
+
+def _contract():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c.get("containers") == ["clgrad"]]
+    return contract
+
+
+def _layer_of(contract):
+    """Module name -> (layer number, counted from the top; the group of independent siblings it
+    belongs to, or None). The package root, in no layer of the contract, sits just below the
+    programs (cli and train use it as user code does): no module below may import it."""
+    places = {"clgrad": (1.5, None)}
+    for number, layer in enumerate(contract["layers"], start=1):
+        independent = "|" in layer
+        for tail in layer.replace("|", ":").split(":"):
+            places["clgrad." + tail.strip()] = (number, tail.strip() if independent else None)
+
+    def layer_of(module):
+        name = module
+        while name not in places:
+            name = name.rpartition(".")[0]
+        return places[name]
+    return layer_of
+
+
+def test_no_module_imports_a_layer_above_it():
+    contract = _contract()
+    layer_of = _layer_of(contract)
+    ignored = {tuple(x.strip() for x in line.split("->")) for line in contract["ignore_imports"]}
+    _, edges = import_graph.graph(ROOT / "clgrad")
+    upward = []
+    for (a, b), sites in sorted(edges.items()):
+        (la, ga), (lb, gb) = layer_of(a), layer_of(b)
+        if (la > lb or (la == lb and ga != gb)) and (a, b) not in ignored:
+            upward.append(f"{a} -> {b} (lines {[line for line, _ in sites]})")
+    assert upward == []
+    # every ignored import still exists (import-linter fails on a stale one too)
+    assert sorted(ignored - set(edges)) == []
+
+
+def test_lint_imports_keeps_the_contracts():
+    pytest.importorskip("importlinter")
+    lint_imports = Path(sys.executable).parent / "lint-imports"
+    if not lint_imports.exists():
+        pytest.skip("lint-imports is not installed beside this Python")
+    run = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout
