@@ -12,7 +12,8 @@ its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks bo
 """
 from __future__ import annotations
 
-from clgrad import autograd, creation, dtypes
+from clgrad import _device, autograd, creation, dtypes
+from clgrad._device import device as torch_device, resolve
 from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -26,6 +27,7 @@ from clgrad.ops import scan as sc
 from clgrad.ops import sort as so
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.runtime import Device
 from clgrad.tensor import Tensor
 
 
@@ -44,6 +46,11 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
 Tensor.backward = _backward
 Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_grad/grad_fn
+Tensor.cuda, Tensor.cpu, Tensor.get_device = _device._cuda, _device._cpu, _device._get_device
+Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
+                          doc="True when the tensor is on an OpenCL GPU.")
+Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",
+                         doc="True when the tensor is on an OpenCL CPU device.")
 
 
 def _to(self, *args, **kwargs):
@@ -52,8 +59,6 @@ def _to(self, *args, **kwargs):
     when nothing changes, unless ``copy=True`` (then always a new tensor, as PyTorch).
     Moving between devices copies through the host; autograd records the copy (PyTorch's
     ToCopyBackward0), so gradients flow back to the source device."""
-    from clgrad._device import device as torch_device, resolve
-    from clgrad.runtime import Device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
     flags = [a for a in args if isinstance(a, bool)]  # non_blocking, copy (PyTorch's order)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import dtypes, layout
+from clgrad._device import of_runtime
 from clgrad.runtime import Device, default_device
 from clgrad.runtime.shared import SharedHost
 
@@ -206,7 +207,6 @@ class Tensor:
         rt = self._storage.device
         d = rt.__dict__.get("_torch_device")
         if d is None:
-            from clgrad._device import of_runtime
             d = of_runtime(rt)
         return d
 
