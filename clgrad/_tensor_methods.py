@@ -12,7 +12,7 @@ its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks bo
 """
 from __future__ import annotations
 
-from clgrad import _device, autograd, creation, dtypes
+from clgrad import _device, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
 from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
@@ -46,6 +46,8 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
 Tensor.backward = _backward
 Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_grad/grad_fn
+Tensor.__repr__ = _tensor_str.tensor_repr  # PyTorch's layout (set_printoptions)
+Tensor.__format__ = _tensor_str.tensor_format
 Tensor.cuda, Tensor.cpu, Tensor.get_device = _device._cuda, _device._cpu, _device._get_device
 Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
                           doc="True when the tensor is on an OpenCL GPU.")
