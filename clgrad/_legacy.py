@@ -74,4 +74,3 @@ def _make(name, is_cuda):
 cpu_types = {n: _make(n, False) for n in _NAMES}
 _LEGACY_INIT[0] = _tensor_init
 cuda_types = {n: _make(n, True) for n in _NAMES}
-
