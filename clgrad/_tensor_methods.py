@@ -158,7 +158,7 @@ Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
 
 # -- reduce, scan, sort -----------------------------------------------------------------------
 for _fn in (rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
-            rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm, rd.any, rd.all,
+            rd.var, rd.std, cp.softmax, cp.log_softmax, rd.logsumexp, cp.norm, rd.any, rd.all,
             rd.count_nonzero, rd.nansum, rd.nanmean, sc.cumsum, sc.cumprod, sc.cummax,
             sc.cummin, sc.diff, so.sort, so.argsort, so.topk, so.unique, so.median, so.kthvalue):
     _method(_fn)
