@@ -136,7 +136,7 @@ for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
     _method(_reflect(_fn), _name)
 Tensor.__neg__ = ew.neg
 Tensor.__abs__ = ew.abs
-Tensor.__getitem__ = vw.getitem
+Tensor.__getitem__ = aix.getitem
 Tensor.__setitem__ = aix.setitem
 
 
