@@ -6,12 +6,12 @@ import math
 
 from clgrad import creation, dtypes
 from clgrad.nn import init
-from clgrad.nn import Linear  # (nn/__init__ imports this module after Linear)
+from clgrad.nn.linear import Linear
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
-from clgrad.ops import matmul as mm
 from clgrad.ops import loss
+from clgrad.ops import matmul as mm
 from clgrad.ops.attention import _apply_mask
 
 __all__ = ["MultiheadAttention"]

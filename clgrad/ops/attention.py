@@ -10,8 +10,8 @@ import math
 from clgrad import creation, dtypes
 from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
-from clgrad.ops import matmul as mm
 from clgrad.ops import loss
+from clgrad.ops import matmul as mm
 from clgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
