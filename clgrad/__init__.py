@@ -95,7 +95,7 @@ from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backen
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture.py)
-from clgrad.capture import compile  # noqa: A004
+from clgrad._compile import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args

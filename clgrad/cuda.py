@@ -149,7 +149,8 @@ __all__ += ["OutOfMemoryError"]
 
 # -- helper h10 (issue 24): CUDA graphs (captured kernel sequences, clgrad/capture.py) --------
 from clgrad.capture import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402
-                            is_current_stream_capturing, make_graphed_callables)
+                            is_current_stream_capturing)
+from clgrad._compile import make_graphed_callables  # noqa: E402
 
 __all__ += ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
             "make_graphed_callables"]
