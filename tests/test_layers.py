@@ -79,7 +79,8 @@ def _layer_of(contract):
     for number, layer in enumerate(contract["layers"], start=1):
         independent = "|" in layer
         for tail in layer.replace("|", ":").split(":"):
-            places["clgrad." + tail.strip()] = (number, tail.strip() if independent else None)
+            tail = tail.strip().strip("()")  # (name): a module that may be absent
+            places["clgrad." + tail] = (number, tail if independent else None)
 
     def layer_of(module):
         name = module
