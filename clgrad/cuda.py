@@ -15,6 +15,7 @@ __all__ = ["is_available", "device_count", "current_device", "set_device", "manu
            "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
            "get_device_properties", "empty_cache", "memory_allocated", "is_initialized"]
 
+
 def is_available() -> bool:
     """True when an OpenCL GPU is found (these are what "cuda" names here)."""
     return device_count() > 0

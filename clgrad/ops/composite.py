@@ -94,6 +94,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 ger = outer
 
+
 def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
     """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8.
 
