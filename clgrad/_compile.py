@@ -15,16 +15,16 @@ import warnings
 
 import numpy as np
 
+from clgrad import capture
 from clgrad.autograd import is_grad_enabled, no_grad
 from clgrad.capture import _ACTIVE, CUDAGraph, is_capturing
 from clgrad.runtime import discovery as _discovery
 from clgrad.tensor import Tensor
 
-__all__ = ["compile", "make_graphed_callables", "RECOMPILE_LIMIT"]
+__all__ = ["compile", "make_graphed_callables"]
 
 
 # -- torch.compile(mode="reduce-overhead") ---------------------------------------------------------
-RECOMPILE_LIMIT = 8  # captures kept per signature (torch._dynamo.config.recompile_limit)
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",  # noqa: A001
@@ -47,7 +47,7 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
 
     Guards. A capture also records the Python state ``fn`` can read, and a replay happens only
     when all of it is as it was before the capture; otherwise the call captures again
-    (PyTorch's recompile), up to ``RECOMPILE_LIMIT`` (8) captures per signature, each kept
+    (PyTorch's recompile), up to ``capture.RECOMPILE_LIMIT`` (8) captures per signature, each kept
     with its guards (so ``model.train()``/``model.eval()`` switch between two captures); past
     the limit the call runs eagerly, with one warning (PyTorch's recompile-limit warning).
     Guarded, found by walking ``fn`` (the globals and closure cells its code reads — only the
@@ -160,12 +160,12 @@ class _Replayed:
                     e.insert(0, e.pop(i))
                 self._stats["replays"] += 1
                 return ent.run(tensors)
-        if len(e) >= RECOMPILE_LIMIT:
+        if len(e) >= capture.RECOMPILE_LIMIT:
             if not self._limit_warned:
                 self._limit_warned = True
                 why = e[0].guards.failed()
                 warnings.warn(f"compile(mode='reduce-overhead'): {self._name()} hit the "
-                              f"recompile limit ({RECOMPILE_LIMIT}, torch._dynamo's "
+                              f"recompile limit ({capture.RECOMPILE_LIMIT}, torch._dynamo's "
                               f"config.recompile_limit): the guards of all its captures of "
                               f"this signature failed (last: {why}); it runs eagerly until "
                               f"one holds again", stacklevel=2)
@@ -812,3 +812,7 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3,
         r(*sample)
         out.append(r)
     return out[0] if single else tuple(out)
+
+
+# clgrad.capture's names for these (capture.py, below the ops, cannot import them)
+capture.compile, capture.make_graphed_callables = compile, make_graphed_callables

@@ -74,6 +74,9 @@ __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic",
            "is_capturing", "is_current_stream_capturing", "replay_backends", "REPLAY_BACKENDS"]
 
 REPLAY_BACKENDS = ("pyopencl", "ctypes", "command_buffer")
+# captures compile keeps per signature (torch._dynamo.config.recompile_limit); read at each call
+# by clgrad/_compile.py, which also binds ``compile`` and ``make_graphed_callables`` here
+RECOMPILE_LIMIT = 8
 
 _ACTIVE = [None]  # the graph capturing now (one at a time per process)
 

@@ -115,3 +115,82 @@ def test_lint_imports_keeps_the_contracts():
                          text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 broken" in run.stdout
+
+
+def test_moved_names_keep_their_public_paths():
+    """Untangling moved code down (or up) a layer; the old public paths still name it."""
+    import clgrad
+    from clgrad import _legacy, _tensor_str, autograd, capture
+    from clgrad.autograd import graph
+    assert capture.compile is clgrad.compile  # clgrad/_compile.py binds them on capture
+    assert capture.make_graphed_callables is clgrad.cuda.make_graphed_callables
+    assert capture.RECOMPILE_LIMIT == 8
+    assert autograd.Variable is _legacy.Variable
+    assert _tensor_str.grad_fn_name is graph.grad_fn_name
+
+
+def test_softmax_and_norm_faces_after_their_move():
+    """torch.softmax/log_softmax/norm moved from ops/reduce.py to ops/composite.py (above loss
+    and linalg, which they call): same values, and dim still required as in PyTorch."""
+    import numpy as np
+
+    import clgrad
+    a = np.array([[1.0, 2.0, -1.0], [3.0, 5.0, 0.5]])
+    x = clgrad.tensor(a)
+    e = np.exp(a - a.max(1, keepdims=True))
+    want = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(clgrad.softmax(x, 1).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(x.softmax(1).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(clgrad.log_softmax(x, 1).numpy(), np.log(want), rtol=1e-12)
+    np.testing.assert_allclose(x.norm().item(), np.sqrt((a * a).sum()), rtol=1e-12)
+    np.testing.assert_allclose(clgrad.norm(x, 1, dim=0).numpy(), np.abs(a).sum(0), rtol=1e-12)
+    with pytest.raises(TypeError):
+        clgrad.softmax(x)  # PyTorch: dim is required (F.softmax alone has a legacy default)
+    with pytest.raises(ValueError, match="norm: expected p to be a number or 'fro'"):
+        clgrad.norm(x, "nuc")
+
+
+def test_softmax_and_norm_faces_match_torch():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    import clgrad
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    x, t = clgrad.tensor(a), torch.tensor(a)
+    for dim in (0, 1, -1):
+        np.testing.assert_allclose(clgrad.softmax(x, dim).numpy(), torch.softmax(t, dim).numpy(),
+                                   rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(x.log_softmax(dim).numpy(), t.log_softmax(dim).numpy(),
+                                   rtol=1e-12, atol=1e-15)
+    for p in (1, 2, 3.5, float("inf"), "fro"):
+        np.testing.assert_allclose(clgrad.norm(x, p).item(), torch.norm(t, p).item(), rtol=1e-12)
+    with pytest.raises(TypeError):
+        torch.softmax(t)  # the oracle: dim is required
+
+
+def test_capture_recompile_limit_still_sets_the_limit(monkeypatch):
+    """compile moved to clgrad/_compile.py; clgrad.capture.RECOMPILE_LIMIT, its setting, is
+    still read at each call: 2 captures at most, then eager with the warning."""
+    import warnings
+
+    import clgrad
+    from clgrad import capture, nn
+
+    class Scaled(nn.Module):
+        scale = 2.0
+
+        def forward(self, x):
+            return x * self.scale
+
+    monkeypatch.setattr(capture, "RECOMPILE_LIMIT", 2)
+    m = Scaled()
+    cm = clgrad.compile(m, mode="reduce-overhead")
+    x = clgrad.tensor([1.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for i in range(5):
+            m.scale = float(i)
+            for _ in range(2):
+                assert cm(x).numpy().tolist() == [float(i)]
+    assert cm._stats["captures"] == 2
+    assert sum("recompile limit (2," in str(msg.message) for msg in w) == 1
