@@ -28,9 +28,13 @@ test-matrix:
 		echo "== make test PYTHON=$$py"; $(MAKE) --no-print-directory test PYTHON=$$py || exit 1; \
 	done
 
-# The house rules (pyproject.toml [tool.ruff]): what CI checks before the tests.
+# The house rules (pyproject.toml [tool.ruff]), the layers of docs/internals.md
+# (pyproject.toml [tool.importlinter]) and an import graph without cycles (imports inside
+# functions included): what CI checks before the tests.
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/python tools/import_graph.py --check
 
 # The CPU benchmarks of bench/README.md, results into bench/results (BENCH_ARGS="" for full
 # runs; peers such as torch are optional: `pip install -e ".[bench]"`).
@@ -39,4 +43,4 @@ bench: $(BIN)/.installed
 		$(BIN)/python bench/$$b.py $(BENCH_ARGS) || exit 1; done
 
 clean:
-	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis
+	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis .import_linter_cache

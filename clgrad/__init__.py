@@ -53,10 +53,9 @@ from clgrad.ops.composite import addcmul, addcdiv, lerp, logical_xor, erf
 
 # -- reduce, scan, sort -----------------------------------------------------------------------
 from clgrad.ops.reduce import (sum, mean, prod, max, min, amax, amin, argmax, argmin, var, std,
-                               softmax, log_softmax, logsumexp, norm, count_nonzero, nansum,
-                               nanmean)
+                               logsumexp, count_nonzero, nansum, nanmean)
 from clgrad.ops.reduce import any, all  # noqa: A004
-from clgrad.ops.composite import var_mean, std_mean
+from clgrad.ops.composite import var_mean, std_mean, softmax, log_softmax, norm
 from clgrad.ops.scan import cumsum, cumprod, cummax, cummin, diff
 from clgrad.ops.sort import sort, argsort, topk, unique, kthvalue, median
 
@@ -96,7 +95,7 @@ from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backen
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture.py)
-from clgrad.capture import compile  # noqa: A004
+from clgrad._compile import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args

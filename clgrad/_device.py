@@ -43,6 +43,8 @@ _OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu"
                       "privateuseone", "vulkan", "opengl", "opencl", "ideep", "fpga", "ve",
                       "lazy", "maia")
 _SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
+# the index "cuda" without an index means (clgrad.cuda.current_device/set_device read and set it)
+_CURRENT_GPU = [0]
 
 
 class _DeviceType(type):
@@ -167,8 +169,7 @@ def resolve(spec) -> runtime.Device:
         return runtime.get_device(spec)  # "P:D" and other clgrad specs
     d = device(spec)
     if d.type == "cuda":
-        from clgrad import cuda
-        return runtime.get_device(f"cuda:{cuda.current_device() if d.index is None else d.index}")
+        return runtime.get_device(f"cuda:{_CURRENT_GPU[0] if d.index is None else d.index}")
     if d.type == "cpu":
         try:
             return runtime.get_device("cpu" if d.index is None else f"cpu:{d.index}")
@@ -245,7 +246,7 @@ def _parse(spec: str):
     return _of_runtime(runtime.get_device(spec))  # "P:D" or a name substring
 
 
-# ---------------------------------------------------------------- Tensor's device methods
+# ------------------------------- Tensor's device methods (bound in clgrad/_tensor_methods.py)
 
 def _cuda(self, device=None, non_blocking=False):
     """A copy on GPU ``device`` (default: the current one); self when already there.
@@ -268,14 +269,3 @@ def _get_device(self) -> int:
     d = device(self.device)
     return -1 if d.type == "cpu" else (d.index or 0)
 
-
-def _install_tensor_methods():
-    from clgrad.tensor import Tensor
-    Tensor.cuda, Tensor.cpu, Tensor.get_device = _cuda, _cpu, _get_device
-    Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
-                              doc="True when the tensor is on an OpenCL GPU.")
-    Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",
-                             doc="True when the tensor is on an OpenCL CPU device.")
-
-
-_install_tensor_methods()

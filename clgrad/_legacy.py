@@ -6,11 +6,13 @@ Each type is a constructor and an ``isinstance`` test, as in PyTorch:
 the data), ``FloatTensor(t)`` (t, which must have the type's dtype: an alias sharing its
 storage), ``FloatTensor()`` (shape (0,)); ``isinstance(x, FloatTensor)`` is True for a float32
 tensor on a CPU device (``torch.cuda.FloatTensor``: on a GPU device). Calling one returns a
-plain clgrad.Tensor. ``Variable(t, requires_grad=False)``: a new leaf sharing t's storage.
+plain clgrad.Tensor. ``Variable(t, requires_grad=False)``: a new leaf sharing t's storage
+(clgrad/autograd/variable.py).
 """
 from __future__ import annotations
 
 from clgrad import dtypes
+from clgrad.autograd.variable import Variable  # noqa: F401  (exported here too)
 from clgrad.tensor import _LEGACY_INIT, Size, Tensor
 
 __all__ = ["Variable", "cpu_types", "cuda_types"]
@@ -72,15 +74,3 @@ def _make(name, is_cuda):
 cpu_types = {n: _make(n, False) for n in _NAMES}
 _LEGACY_INIT[0] = _tensor_init
 cuda_types = {n: _make(n, True) for n in _NAMES}
-
-
-def Variable(data, requires_grad: bool = False, volatile: bool = False):  # noqa: N802
-    """``torch.autograd.Variable`` (merged into Tensor since PyTorch 0.4): a new leaf sharing
-    ``data``'s storage, requiring grad if asked. ``volatile`` is accepted and ignored (use
-    no_grad()). Raises TypeError for a non-Tensor."""
-    if not isinstance(data, Tensor):
-        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-    out = data.detach()
-    if requires_grad:
-        out.requires_grad_(True)
-    return out

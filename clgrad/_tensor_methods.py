@@ -12,7 +12,8 @@ its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks bo
 """
 from __future__ import annotations
 
-from clgrad import autograd, creation, dtypes
+from clgrad import _device, _tensor_str, autograd, creation, dtypes
+from clgrad._device import device as torch_device, resolve
 from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -26,6 +27,7 @@ from clgrad.ops import scan as sc
 from clgrad.ops import sort as so
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.runtime import Device
 from clgrad.tensor import Tensor
 
 
@@ -44,6 +46,13 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
 Tensor.backward = _backward
 Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_grad/grad_fn
+Tensor.__repr__ = _tensor_str.tensor_repr  # PyTorch's layout (set_printoptions)
+Tensor.__format__ = _tensor_str.tensor_format
+Tensor.cuda, Tensor.cpu, Tensor.get_device = _device._cuda, _device._cpu, _device._get_device
+Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
+                          doc="True when the tensor is on an OpenCL GPU.")
+Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",
+                         doc="True when the tensor is on an OpenCL CPU device.")
 
 
 def _to(self, *args, **kwargs):
@@ -52,8 +61,6 @@ def _to(self, *args, **kwargs):
     when nothing changes, unless ``copy=True`` (then always a new tensor, as PyTorch).
     Moving between devices copies through the host; autograd records the copy (PyTorch's
     ToCopyBackward0), so gradients flow back to the source device."""
-    from clgrad._device import device as torch_device, resolve
-    from clgrad.runtime import Device
     dtype = kwargs.get("dtype")
     device = kwargs.get("device")
     flags = [a for a in args if isinstance(a, bool)]  # non_blocking, copy (PyTorch's order)
@@ -129,7 +136,7 @@ for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
     _method(_reflect(_fn), _name)
 Tensor.__neg__ = ew.neg
 Tensor.__abs__ = ew.abs
-Tensor.__getitem__ = vw.getitem
+Tensor.__getitem__ = aix.getitem
 Tensor.__setitem__ = aix.setitem
 
 
@@ -151,7 +158,7 @@ Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
 
 # -- reduce, scan, sort -----------------------------------------------------------------------
 for _fn in (rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
-            rd.var, rd.std, rd.softmax, rd.log_softmax, rd.logsumexp, rd.norm, rd.any, rd.all,
+            rd.var, rd.std, cp.softmax, cp.log_softmax, rd.logsumexp, cp.norm, rd.any, rd.all,
             rd.count_nonzero, rd.nansum, rd.nanmean, sc.cumsum, sc.cumprod, sc.cummax,
             sc.cummin, sc.diff, so.sort, so.argsort, so.topk, so.unique, so.median, so.kthvalue):
     _method(_fn)

@@ -16,6 +16,9 @@ import math
 
 import numpy as np
 
+from clgrad import dtypes
+from clgrad.autograd.graph import grad_fn_name
+
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr",
            "tensor_format", "grad_fn_name"]
 
@@ -211,49 +214,9 @@ def _add_suffixes(body, suffixes, indent):
     return "".join(out)
 
 
-# ------------------------------------------------------------------------- grad_fn names
-# clgrad's Node names -> PyTorch's (without "Backward0"); others are CamelCased.
-_TORCH_NAMES = {
-    "to": "ToCopy", "contiguous": "Clone", "view": "View", "getitem": "Slice",
-    "narrow": "Slice", "matmul": "Mm", "pow_op": "Pow", "abs_op": "Abs", "sign_op": "Sign",
-    "square": "Pow", "conv2d": "Convolution", "conv_transpose2d": "Convolution",
-    "max_pool2d": "MaxPool2DWithIndices", "avg_pool2d": "AvgPool2D",
-    "adaptive_avg_pool2d": "AdaptiveAvgPool2D", "adaptive_max_pool2d": "AdaptiveMaxPool2D",
-    "batch_norm": "NativeBatchNorm", "batch_norm_relu": "Relu", "batch_norm_relu6": "Hardtanh",
-    "batch_norm_silu": "Silu", "layer_norm":
-    "NativeLayerNorm", "cross_entropy": "NllLoss", "nll_loss": "NllLoss", "mse_loss":
-    "MseLoss", "dropout": "Mul", "relu6": "Hardtanh", "vector_norm": "LinalgVectorNorm",
-    "pad": "ConstantPadNd", "interpolate": "UpsampleNearest2D", "copy_": "Copy",
-    "binary_cross_entropy_with_logits": "BinaryCrossEntropyWithLogits",
-    "log_softmax": "LogSoftmax", "logsumexp": "Logsumexp", "nan_to_num": "NanToNum",
-    "clamp": "Clamp", "max": "Max", "min": "Min",
-}
-
-
-def grad_fn_name(node, out_ndim=0) -> str:
-    """PyTorch's name of a grad_fn Node: 'AddBackward0', 'ToCopyBackward0', ... (clgrad's
-    own node names mapped where they differ), '<Function class>Backward' for a custom
-    ``autograd.Function``, as PyTorch prints them. ``out_ndim``: the output's dims (picks
-    PyTorch's overload number of reductions)."""
-    name = node.name
-    if name[:1].isupper():  # an autograd.Function subclass
-        return f"{name}Backward"
-    base = _TORCH_NAMES.get(name)
-    if base is None:
-        base = "".join(w[:1].upper() + w[1:] for w in name.split("_") if w)
-    # PyTorch's overloads: the reduction over dims is sum/mean "Backward1" (over all: 0),
-    # max/min the other way round; clamp with bounds is ClampBackward1
-    if name in ("sum", "mean"):
-        return f"{base}Backward{1 if out_ndim else 0}"
-    if name in ("max", "min"):
-        return f"{base}Backward{0 if out_ndim else 1}"
-    return f"{base}Backward{'1' if name == 'clamp' else '0'}"
-
-
 # --------------------------------------------------------------------------- entry points
 def tensor_repr(t) -> str:
     """``repr(t)`` / ``str(t)`` as PyTorch prints them (see the module docstring)."""
-    from clgrad import dtypes
     prefix = "tensor("
     indent = len(prefix)
     suffixes = []

@@ -196,7 +196,7 @@ def _cuda_amp_module():
 
 
 def compile(model=None, **kwargs):  # noqa: A001  (PyTorch's name)
-    """``torch.compile``: see clgrad.capture.compile (mode="reduce-overhead" replays captured
+    """``torch.compile``: see clgrad._compile.compile (mode="reduce-overhead" replays captured
     kernels; other modes return ``model`` unchanged)."""
-    from clgrad.capture import compile as _compile
+    from clgrad._compile import compile as _compile
     return _compile(model, **kwargs)

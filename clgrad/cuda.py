@@ -9,12 +9,11 @@ numbers are the same on every device).
 from __future__ import annotations
 
 from clgrad import runtime
+from clgrad._device import _CURRENT_GPU, device as _dev, resolve
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
            "get_device_properties", "empty_cache", "memory_allocated", "is_initialized"]
-
-_CURRENT = [0]
 
 
 def is_available() -> bool:
@@ -34,7 +33,7 @@ def is_initialized() -> bool:
 
 def current_device() -> int:
     """The index "cuda" without an index means (0 unless ``set_device`` changed it)."""
-    return _CURRENT[0]
+    return _CURRENT_GPU[0]
 
 
 def set_device(device) -> None:
@@ -42,17 +41,15 @@ def set_device(device) -> None:
 
     Raises:  ValueError for a CPU device; DeviceError if there is no such GPU
     """
-    from clgrad._device import device as _dev
     d = _dev(device)
     if d.type != "cuda":
         raise ValueError(f"set_device: expected a cuda device (an OpenCL GPU), got {d}")
-    index = _CURRENT[0] if d.index is None else d.index
+    index = _CURRENT_GPU[0] if d.index is None else d.index
     runtime.get_device(f"cuda:{index}")  # raises if there is no such GPU
-    _CURRENT[0] = index
+    _CURRENT_GPU[0] = index
 
 
 def _gpu(device):
-    from clgrad._device import device as _dev, resolve
     if device is None:
         return resolve("cuda")
     if isinstance(device, int) and not isinstance(device, bool):
@@ -153,7 +150,8 @@ __all__ += ["OutOfMemoryError"]
 
 # -- helper h10 (issue 24): CUDA graphs (captured kernel sequences, clgrad/capture.py) --------
 from clgrad.capture import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402
-                            is_current_stream_capturing, make_graphed_callables)
+                            is_current_stream_capturing)
+from clgrad._compile import make_graphed_callables  # noqa: E402
 
 __all__ += ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
             "make_graphed_callables"]

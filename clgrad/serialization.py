@@ -18,11 +18,10 @@ what you trust. Unlike PyTorch, clgrad's own classes are not allowed with ``weig
 from __future__ import annotations
 
 from clgrad.io.serialization import load, save
+from clgrad.io.torch_format import _SAFE_GLOBALS  # (module, qualified name) -> the object
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals",
            "safe_globals"]
-
-_SAFE_GLOBALS: dict = {}  # (module, qualified name) -> the object
 
 
 def _entries(globals_list, op):

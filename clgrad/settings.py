@@ -27,20 +27,16 @@ same table. Unknown names raise KeyError, so a typo in clgrad's code is found at
 The caches (the device probe's verdicts, tuned GEMM tiles, measured conv choices) are JSON
 files in ``cache_dir()``, read with ``read_json`` and written atomically with ``write_json``;
 the tuned ones are keyed by ``device_key`` (platform, device and driver).
-
-``flags(**settings)`` sets clgrad.backends settings for a ``with`` block and restores them
-(re-exported as ``clgrad.backends.flags``).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["getenv", "SETTINGS", "cache_dir", "read_json", "write_json", "device_key", "flags"]
+__all__ = ["getenv", "SETTINGS", "cache_dir", "read_json", "write_json", "device_key"]
 
 SETTINGS = {  # name: default (see the table above)
     "CLGRAD_DEVICE": "", "CLGRAD_CACHE_DIR": "", "CLGRAD_PROBE": "1", "CLGRAD_GEMM_TILES": "",
@@ -121,23 +117,3 @@ def device_key(dev) -> str:
     if dev.kind == "cpu" and (getenv("CLGRAD_CPU_VECTOR_WIDTH") or arch):
         key += f" | vector width {dev.vector_width}" + (f" {arch}" if arch else "")
     return key
-
-
-@contextlib.contextmanager
-def flags(**settings):
-    """Set clgrad.backends settings (``conv_algorithm``, ``conv_implicit_variant``,
-    ``conv_workspace_limit``) for a ``with`` block; the previous values come back on exit.
-
-    Raises:  AttributeError for a name clgrad.backends does not have."""
-    from clgrad import backends
-    for name in settings:
-        if name.startswith("_") or not hasattr(backends, name):
-            raise AttributeError(f"flags: clgrad.backends has no setting {name!r}")
-    saved = {name: getattr(backends, name) for name in settings}
-    try:
-        for name, value in settings.items():
-            setattr(backends, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(backends, name, value)

@@ -4,7 +4,8 @@ A Storage is one OpenCL buffer with a dtype, an element count and a version coun
 its views share. A Tensor is a Storage plus shape, strides and an element offset
 (``storage_offset``). View ops change only those numbers (see clgrad/ops/views.py).
 This module imports nothing above it: the methods and operators that compute (``add``,
-``backward``, ``contiguous`` ...) are bound by clgrad/_tensor_methods.py when clgrad is imported.
+``backward``, ``contiguous`` ...), ``repr``/``format`` (clgrad/_tensor_str.py) and ``cuda``/``cpu``
+are bound by clgrad/_tensor_methods.py when clgrad is imported.
 
 Invariant: a tensor with ``_base is None`` (a *root*) is contiguous at offset 0 and owns its
 storage; every view keeps ``_base`` pointing at its root.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import dtypes, layout
+from clgrad._device import of_runtime
 from clgrad.runtime import Device, default_device
 from clgrad.runtime.shared import SharedHost
 
@@ -206,7 +208,6 @@ class Tensor:
         rt = self._storage.device
         d = rt.__dict__.get("_torch_device")
         if d is None:
-            from clgrad._device import of_runtime
             d = of_runtime(rt)
         return d
 
@@ -441,14 +442,6 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
-
-    def __repr__(self):
-        from clgrad._tensor_str import tensor_repr  # PyTorch's layout (set_printoptions)
-        return tensor_repr(self)
-
-    def __format__(self, spec):
-        from clgrad._tensor_str import tensor_format
-        return tensor_format(self, spec)
 
     def __hash__(self):
         return id(self)

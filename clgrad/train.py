@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import autograd, capture, creation, dtypes, runtime
+from clgrad import _compile, autograd, creation, dtypes, runtime
 from clgrad._generator import Generator
 from clgrad.io import serialization
 from clgrad import nn, optim
@@ -218,12 +218,12 @@ def fit(args) -> dict:
 
     val_loader = DataLoader(val_set, batch_size=512)
     step_fn = None
-    if getattr(args, "compile", False):  # replay captured steps (clgrad/capture.py)
+    if getattr(args, "compile", False):  # replay captured steps (clgrad/_compile.py)
         if world > 1:
             with _blame("--compile", True):
                 raise ValueError("captured steps run in one process only (DDP's all-reduce "
                                  "runs on the host)")
-        step_fn = capture.compile(make_train_step(model, loss_fn, optimizer),
+        step_fn = _compile.compile(make_train_step(model, loss_fn, optimizer),
                                   mode="reduce-overhead")
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.

@@ -52,4 +52,4 @@ __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_
            "register_post_accumulate_grad_hook"]
 
 
-from clgrad._legacy import Variable  # noqa: E402,F401  (h4, issue 22: the pre-0.4 name)
+from clgrad.autograd.variable import Variable  # noqa: E402,F401  (the pre-0.4 name)

@@ -18,10 +18,11 @@ chunks over the batch to stay under it (one sample is the smallest chunk).
 ``cudnn``, ``cuda`` and ``mps`` are submodules (``import clgrad.backends.cudnn as cudnn``
 works, as ``import torch.backends.cudnn``): PyTorch's backend flags, accepted and stored with
 no effect on clgrad; their ``is_available()`` is False.
-``flags(**settings)``: set these for a ``with`` block, restored on exit (clgrad.settings.flags).
+``flags(**settings)``: set these for a ``with`` block, restored on exit.
 """
+import contextlib
+
 from clgrad import settings
-from clgrad.settings import flags
 
 __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "last_conv_algorithm", "last_conv_algorithms", "CONV_ALGORITHMS",
@@ -36,6 +37,24 @@ conv_implicit_variant = "auto"
 conv_workspace_limit = 256 << 20
 last_conv_algorithm = None
 last_conv_algorithms = {}
+
+
+@contextlib.contextmanager
+def flags(**settings):
+    """Set clgrad.backends settings (``conv_algorithm``, ``conv_implicit_variant``,
+    ``conv_workspace_limit``) for a ``with`` block; the previous values come back on exit.
+
+    Raises:  AttributeError for a name clgrad.backends does not have."""
+    here = globals()  # this module's settings
+    for name in settings:
+        if name.startswith("_") or name not in here:
+            raise AttributeError(f"flags: clgrad.backends has no setting {name!r}")
+    saved = {name: here[name] for name in settings}
+    try:
+        here.update(settings)
+        yield
+    finally:
+        here.update(saved)
 
 
 from clgrad.backends import cuda, cudnn, mps  # noqa: E402  (PyTorch's submodules)

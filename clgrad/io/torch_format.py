@@ -384,6 +384,9 @@ def _allowed():
 
 
 _BASE_TABLE = {}
+# the user's allowed globals: (module, qualified name) -> the object; filled and emptied by
+# clgrad.serialization's add_safe_globals / safe_globals / clear_safe_globals
+_SAFE_GLOBALS: dict = {}
 
 
 def _table(weights_only):
@@ -392,7 +395,6 @@ def _table(weights_only):
     scheduler state) and clgrad's dtype / device constructors."""
     if not _BASE_TABLE:
         _BASE_TABLE.update(_allowed())
-    from clgrad import serialization
     table = dict(_BASE_TABLE)
     if not weights_only:
         import builtins
@@ -403,7 +405,7 @@ def _table(weights_only):
             table[("collections", name)] = getattr(collections, name)
         table[("clgrad.dtypes", "to_dtype")] = dtypes.to_dtype
         table[("clgrad._device", "device")] = torch_device
-    table.update(serialization._SAFE_GLOBALS)
+    table.update(_SAFE_GLOBALS)
     return table
 
 

@@ -6,12 +6,12 @@ import math
 
 from clgrad import creation, dtypes
 from clgrad.nn import init
-from clgrad.nn import Linear  # (nn/__init__ imports this module after Linear)
+from clgrad.nn.linear import Linear
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
+from clgrad.ops import loss
 from clgrad.ops import matmul as mm
-from clgrad.ops import reduce as rd
 from clgrad.ops.attention import _apply_mask
 
 __all__ = ["MultiheadAttention"]
@@ -95,7 +95,7 @@ class MultiheadAttention(Module):
             s4 = scores.reshape(N, H, L, S)
             kpm = key_padding_mask.reshape(N, 1, 1, S)
             scores = _apply_mask(s4, kpm, keep_true=False).reshape(N * H, L, S)
-        weights = rd.softmax(scores, -1)
+        weights = loss.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights_d = dr.dropout(weights, self.dropout, True)
         else:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import copy
 
 from clgrad import creation
-from clgrad.nn import Dropout, LayerNorm, Linear, ModuleList
 from clgrad.nn import functional as F
 from clgrad.nn.attention import MultiheadAttention
+from clgrad.nn.containers import ModuleList
+from clgrad.nn.dropout import Dropout
+from clgrad.nn.linear import Linear
 from clgrad.nn.module import Module
+from clgrad.nn.normalization import LayerNorm
 
 __all__ = ["TransformerEncoderLayer", "TransformerEncoder", "Transformer"]
 

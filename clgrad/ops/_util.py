@@ -7,6 +7,7 @@ import numpy as np
 
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
+from clgrad._device import of_runtime
 from clgrad.runtime.device import arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
@@ -139,7 +140,6 @@ def same_device(op: str, *tensors):
             if dev is None:
                 dev = t._storage.device
             elif t._storage.device is not dev:
-                from clgrad._device import of_runtime
                 devs = {id(x._storage.device): x._storage.device
                         for x in tensors if isinstance(x, Tensor)}
                 names = " and ".join(f"{of_runtime(d)} ({d.name})" for d in devs.values())

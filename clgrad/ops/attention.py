@@ -10,8 +10,8 @@ import math
 from clgrad import creation, dtypes
 from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
+from clgrad.ops import loss
 from clgrad.ops import matmul as mm
-from clgrad.ops import reduce as rd
 from clgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
@@ -45,7 +45,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         attn_mask = creation.ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
     if attn_mask is not None:
         scores = _apply_mask(scores, attn_mask, keep_true=True)
-    weights = rd.softmax(scores, -1)
+    weights = loss.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dr.dropout(weights, dropout_p, True)
     return mm.matmul(weights, value)

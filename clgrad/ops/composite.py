@@ -1,8 +1,9 @@
 """Ops that are short compositions of others (PyTorch's names): their gradients are those of
 the ops they are made of. Fused multiply-adds (addcmul, addcdiv, lerp, addmm, baddbmm, addmv),
-outer products, var_mean/std_mean, shape helpers (broadcast_tensors, meshgrid, tile,
-repeat_interleave), masked_select, logical_xor, erf, and the small torch.* functions programs
-call for their side effects (_assert, thread and determinism flags).
+outer products, var_mean/std_mean, torch.softmax/log_softmax/norm (the faces of the loss and
+linalg families' kernels, with PyTorch's torch.* signatures), shape helpers (broadcast_tensors,
+meshgrid, tile, repeat_interleave), masked_select, logical_xor, erf, and the small torch.*
+functions programs call for their side effects (_assert, thread and determinism flags).
 
 Kernels: none of their own, except erf (kernels/elementwise.cl :: erf_op).
 """
@@ -16,13 +17,15 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
+from clgrad.ops import linalg
+from clgrad.ops import loss
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
 from clgrad.tensor import Tensor
 
 __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
            "var_mean", "std_mean", "broadcast_tensors", "meshgrid", "tile", "repeat_interleave",
-           "masked_select", "logical_xor", "erf"]
+           "masked_select", "logical_xor", "erf", "softmax", "log_softmax", "norm"]
 
 
 def _in_result_type(op, *tensors):
@@ -132,6 +135,37 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 ger = outer
+
+
+def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8.
+
+    One fused row kernel each direction: see clgrad.ops.loss.softmax.
+    """
+    return loss.softmax(x, dim, dtype)
+
+
+def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
+    """(x - max) - log(sum(exp(x - max))) along ``dim``; stable for logits like 1e8.
+
+    One fused row kernel each direction: see clgrad.ops.loss.log_softmax.
+    """
+    return loss.log_softmax(x, dim, dtype)
+
+
+def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """torch.norm: the vector p-norm over ``dim`` (None: all elements); p a number or 'fro'
+    (the 2-norm of the elements over ``dim``). Scaled, so it overflows only when the norm
+    does; the gradient is 0 where the norm is 0. See clgrad.linalg.vector_norm.
+
+    Raises:  ValueError for any other string p ('nuc' needs an SVD, which clgrad lacks).
+    """
+    if p == "fro" or p is None:
+        p = 2
+    elif isinstance(p, str):
+        raise ValueError(f"norm: expected p to be a number or 'fro', got {p!r}")
+    return linalg.vector_norm(x, p, dim, keepdim, dtype)
+
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None):
     """(var, mean) over ``dim``, as var and mean (a tuple, as PyTorch)."""

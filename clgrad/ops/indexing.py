@@ -14,10 +14,12 @@ from clgrad.autograd import is_grad_enabled, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace
+from clgrad.ops import views
+from clgrad.ops.views import _is_int_like
 from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device
 from clgrad.tensor import Tensor
 
-__all__ = ["advanced_getitem", "setitem", "index_put_", "index_put"]
+__all__ = ["getitem", "advanced_getitem", "setitem", "index_put_", "index_put"]
 
 
 # -- advanced indexing ------------------------------------------------------------------------
@@ -58,7 +60,6 @@ def _key_entries(key):
 
 
 def _is_basic(k) -> bool:
-    from clgrad.ops.views import _is_int_like
     return k is None or k is Ellipsis or isinstance(k, slice) or _is_int_like(k)
 
 
@@ -92,7 +93,6 @@ def _host_index(op, k, x: Tensor):
 def _plan(x: Tensor, key, op: str) -> _Plan:
     """Resolve ``x[key]`` (some entry advanced) into a _Plan; every check happens here, before
     any launch."""
-    from clgrad.ops import views
     entries = _key_entries(key)
     basic, adv, consumed = [], [], 0  # adv: (entry position in basic, array, is_mask)
     for k in entries:
@@ -195,6 +195,15 @@ def _flat_view(t: Tensor, p: _Plan) -> Tensor:
     when t is contiguous)."""
     rs = [t._strides[d] for d in p.rest]
     return Tensor(t._storage, p.flat, rs[:p.bpos] + [0] + rs[p.bpos:], t._offset)
+
+
+def getitem(x: Tensor, key) -> Tensor:
+    """``x[key]`` (Tensor.__getitem__): a basic key (ints, slices, None, Ellipsis) gives a view
+    (clgrad.ops.views.getitem); a key with an integer or bool index tensor, list, range or
+    NumPy array gives a copy (advanced_getitem). Raises as those two."""
+    if views._needs_advanced(key):
+        return advanced_getitem(x, key)
+    return views.getitem(x, key)
 
 
 def advanced_getitem(x: Tensor, key) -> Tensor:
@@ -339,7 +348,6 @@ def setitem(x: Tensor, key, value):
     tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch).
     ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
     """
-    from clgrad.ops import views
     if not views._needs_advanced(key):
         target = views.getitem(x, key)
         if isinstance(value, Tensor):

@@ -13,6 +13,7 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
+from clgrad.ops import reduce as rd
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
                               fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
 from clgrad.tensor import Tensor
@@ -216,7 +217,6 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
                     ("weight", weight), ("bias", bias)):
         _check_param("instance_norm", name, p, input)
     from clgrad.autograd import no_grad
-    from clgrad.ops import reduce as rd
     from clgrad.ops._util import copy_raw
     rep = [None if p is None else p.repeat(n) for p in (running_mean, running_var)]
     wb = [None if p is None else p.repeat(n) for p in (weight, bias)]
@@ -406,7 +406,6 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
         fill_raw(rstd, 0)
 
     def backward(gy):
-        from clgrad.ops import reduce as rd
         want_w = w1 is not None and w1.requires_grad
         want_b = b1 is not None and b1.requires_grad
         f = (flags & _RN_W) | (_RN_GX if x.requires_grad else 0) | (_RN_GXH if want_w else 0)

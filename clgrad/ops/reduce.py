@@ -23,7 +23,7 @@ from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-           "std", "softmax", "log_softmax", "logsumexp", "norm", "normalize", "any", "all"]
+           "std", "logsumexp", "normalize", "any", "all"]
 
 _FILE = "reduce.cl"
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -528,39 +528,6 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     s = ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True))
     out = ew.add(s, m)
     return out if keepdim else out.squeeze(_dims(x, dim, "logsumexp"))
-
-
-def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """exp(x - max) / sum(exp(x - max)) along ``dim``; stable for logits like 1e8.
-
-    One fused row kernel each direction: see clgrad.ops.loss.softmax.
-    """
-    from clgrad.ops import loss
-    return loss.softmax(x, dim, dtype)
-
-
-def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
-    """(x - max) - log(sum(exp(x - max))) along ``dim``; stable for logits like 1e8.
-
-    One fused row kernel each direction: see clgrad.ops.loss.log_softmax.
-    """
-    from clgrad.ops import loss
-    return loss.log_softmax(x, dim, dtype)
-
-
-def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
-    """torch.norm: the vector p-norm over ``dim`` (None: all elements); p a number or 'fro'
-    (the 2-norm of the elements over ``dim``). Scaled, so it overflows only when the norm
-    does; the gradient is 0 where the norm is 0. See clgrad.linalg.vector_norm.
-
-    Raises:  ValueError for any other string p ('nuc' needs an SVD, which clgrad lacks).
-    """
-    from clgrad.ops import linalg
-    if p == "fro" or p is None:
-        p = 2
-    elif isinstance(p, str):
-        raise ValueError(f"norm: expected p to be a number or 'fro', got {p!r}")
-    return linalg.vector_norm(x, p, dim, keepdim, dtype)
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:

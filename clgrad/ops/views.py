@@ -107,11 +107,12 @@ def _needs_advanced(key) -> bool:
 
 
 def getitem(x: Tensor, key) -> Tensor:
-    """``x[key]``. Ints, slices (any step, negative too), None and Ellipsis give a view; an
-    integer or bool index tensor (or list) gives a copy (see clgrad.ops.index.index)."""
-    if _needs_advanced(key):
-        from clgrad.ops import indexing
-        return indexing.advanced_getitem(x, key)
+    """``x[key]`` for a basic key: ints, slices (any step, negative too), None and Ellipsis
+    give a view. ``x[key]`` itself is clgrad.ops.indexing.getitem, which sends keys with an
+    integer or bool index tensor (or list) to advanced_getitem (a copy).
+
+    Raises:  IndexError/TypeError/ValueError for an index out of range, too many indices, a
+             zero slice step or an entry of another type (an index tensor included)."""
     shape, strides, offset = layout.basic_index(x.shape, x._strides, x._offset, _int_key(key))
     return _view_op("getitem", x, shape, strides, offset,
                     _scatter_back(x, lambda z: getitem(z, key)))

@@ -11,6 +11,7 @@ from clgrad import dtypes
 from clgrad.autograd import no_grad
 from clgrad.runtime import default_device
 from clgrad.ops._util import zeros
+from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops.index import stack
@@ -36,7 +37,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         if math.isinf(norm_type):
             total = rd.amax(stack([rd.amax(ew.abs(g)) for g in grads]))
         else:
-            total = rd.norm(stack([rd.norm(g, norm_type) for g in grads]), norm_type)
+            total = cp.norm(stack([cp.norm(g, norm_type) for g in grads]), norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
             raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for "
                                f"gradients from `parameters` is non-finite, so it cannot be "
