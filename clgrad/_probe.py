@@ -200,19 +200,16 @@ def check_program(cl, ctx, device, kdir: str, file: str, defines: dict) -> str:
         src = f.read()
     opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
     opts += build_options(cl, device)
-    import warnings
-    with warnings.catch_warnings():  # a successful build's log is only remarks
-        warnings.simplefilter("ignore", cl.CompilerWarning)
-        prg = cl.Program(ctx, src)
-        _KEEP.append(prg)
-        prg = prg.build(options=opts)  # through pyopencl's binary cache
-        _KEEP.append(prg)
-        built = kernel_names(cl, prg)
-        binary = prg.get_info(cl.program_info.BINARIES)[0]
-        again = cl.Program(ctx, [device], [binary])
-        _KEEP.append(again)
-        again.build(options=opts)
-        reloaded = kernel_names(cl, again)
+    prg = cl.Program(ctx, src)
+    _KEEP.append(prg)
+    prg = prg.build(options=opts)  # through pyopencl's binary cache
+    _KEEP.append(prg)
+    built = kernel_names(cl, prg)
+    binary = prg.get_info(cl.program_info.BINARIES)[0]
+    again = cl.Program(ctx, [device], [binary])
+    _KEEP.append(again)
+    again.build(options=opts)
+    reloaded = kernel_names(cl, again)
     want = built | unconditional_kernels(src)
     if not want:
         return f"{describe(file, defines)} built with no kernel in it"
@@ -251,18 +248,41 @@ def probe_one(cl, np, device) -> tuple:
     return True, "ok"
 
 
-def probe_programs(cl, device, kdir: str, width: int, emit) -> tuple:
-    """(usable, reason, count): build ``programs(...)`` on ``device``; ``emit(row)`` prints a
-    progress row before each build."""
+def probe_programs(cl, device, kdir: str, width: int, emit, threads: int = 0) -> tuple:
+    """(usable, reason, count): build ``programs(...)`` on ``device`` in ``threads`` threads
+    (0: one per core, at most 8; OpenCL builds run outside the GIL, so a 16-core host checks
+    ~70 programs in seconds). ``emit(row)`` prints ``{"building": ...}`` before and
+    ``{"built": ...}`` after each build, so that the parent can name the programs in flight
+    when the compiler takes the process down. The reason is that of the first failing program
+    in table order; no new build starts after a failure."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
     ctx = cl.Context([device])
     _KEEP.append(ctx)
     todo = programs(is_cpu(cl, device), width, has_fp64(device))
-    for i, (file, defines) in enumerate(todo):
-        emit({"building": describe(file, defines)})
+    failed = threading.Event()
+    emit_lock = threading.Lock()
+
+    def one(item):
+        file, defines = item
+        if failed.is_set():
+            return None
+        name = describe(file, defines)
+        with emit_lock:
+            emit({"building": name})
         try:
             why = check_program(cl, ctx, device, kdir, file, defines)
         except Exception as e:  # noqa: BLE001 — a failed build makes the device unusable
-            why = f"{describe(file, defines)}: {_one_line(e)}"
+            why = f"{name}: {_one_line(e)}"
+        with emit_lock:
+            emit({"built": name})
+        if why:
+            failed.set()
+        return why
+    n = threads or min(8, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        results = list(pool.map(one, todo))
+    for i, why in enumerate(results):
         if why:
             return False, why, i
     return True, "ok", len(todo)
@@ -280,8 +300,11 @@ def _one_line(e) -> str:
 
 def main(argv) -> int:
     """Probe the devices named 'P:D' in ``argv``; JSON lines on stdout (module docstring)."""
+    import warnings
+
     import numpy as np
     import pyopencl as cl
+    warnings.simplefilter("ignore", cl.CompilerWarning)  # a successful build's log: remarks
     kdir, width, specs = None, None, []
     args = iter(argv)
     for a in args:

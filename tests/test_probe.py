@@ -41,6 +41,7 @@ def test_unconditional_kernels_are_the_top_level_ones():
     assert _probe.unconditional_kernels(src) == {"always", "spaced"}
 
 
+@pytest.mark.filterwarnings("ignore::pyopencl.CompilerWarning")
 @pytest.mark.parametrize("kind", ["cpu", "gpu"])
 def test_every_program_of_the_check_builds_with_all_its_kernels(kind):
     """The check's table names real defines: every entry (the CPU kernels at this device's
@@ -78,6 +79,7 @@ class _DropOnReload:
         return self._cl.Program(ctx, *args)
 
 
+@pytest.mark.filterwarnings("ignore::pyopencl.CompilerWarning")
 def test_a_program_that_loses_a_kernel_from_its_binary_is_named():
     import pyopencl as cl
     dev = _dev()
@@ -135,6 +137,8 @@ def test_a_compiler_abort_is_a_verdict_naming_the_program(tmp_path, monkeypatch)
     _fake_probe(tmp_path, monkeypatch, """
         emit({"building": "kernels/a.cl (T=float)"})
         emit({"building": "kernels/b.cl (T=double BW=8)"})
+        emit({"built": "kernels/a.cl (T=float)"})
+        emit({"building": "kernels/c.cl (T=float)"})
         sys.stderr.write("LLVM ERROR: Cannot emit physreg copy instruction\\n")
         sys.stderr.flush()
         os.abort()
@@ -145,7 +149,9 @@ def test_a_compiler_abort_is_a_verdict_naming_the_program(tmp_path, monkeypatch)
     assert c.reason.startswith("cannot build clgrad's kernels: the runtime's compiler ended the "
                                "process (exit "), c.reason
     assert "LLVM ERROR: Cannot emit physreg copy instruction" in c.reason
-    assert c.reason.endswith("while building kernels/b.cl (T=double BW=8)")
+    # the programs in flight when it died (the child builds a few at a time)
+    assert c.reason.endswith("while building kernels/b.cl (T=double BW=8) or kernels/c.cl "
+                             "(T=float)"), c.reason
     cache = json.loads((tmp_path / "cache" / "probe.json").read_text())
     assert cache["fake | probe v2 | programs fakedigest"]["usable"] is False  # cached
     c2 = _Fake(native=8)  # a later process: the cached verdict, no child

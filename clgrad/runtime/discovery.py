@@ -596,16 +596,21 @@ def _run_program_check(c, width) -> dict:
 
 
 def _last_building(stdout) -> str:
-    """The program the child announced last ('kernels/<file> (<defines>)'), or ''."""
+    """The programs the child was building when it stopped ('kernels/<file> (<defines>)', or
+    several joined with ' or '; the child builds a few at a time), or ''."""
     if isinstance(stdout, bytes):
         stdout = stdout.decode(errors="replace")
-    last = ""
+    flight = {}
     for line in (stdout or "").splitlines():
         try:
-            last = json.loads(line).get("building", last)
-        except (ValueError, AttributeError):
+            row = json.loads(line)
+        except ValueError:
             continue
-    return last
+        if isinstance(row, dict) and "building" in row:
+            flight[row["building"]] = True
+        elif isinstance(row, dict) and "built" in row:
+            flight.pop(row["built"], None)
+    return " or ".join(flight)
 
 
 def default_device() -> Device:
