@@ -100,6 +100,7 @@ from clgrad.capture import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.errors import missing_attribute as _missing_attribute
 
 # -- PyTorch's aliases ------------------------------------------------------------------------
 clip = clamp
@@ -189,6 +190,12 @@ __all__ = [
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "autocast", "compile", "is_autocast_enabled",
 ]
+
+
+def __getattr__(name):
+    """A name not in this module: PyTorch's AttributeError, naming it as not implemented."""
+    raise _missing_attribute(__name__, name)
+
 
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
 _check_tensor_args(globals(), __name__)
