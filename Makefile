@@ -14,7 +14,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
 	@# pip writes a wheel's libX.so / libX.so.N as full copies (~300 MB of Intel's runtime)
-	$(BIN)/python tools/dedupe_libs.py $(VENV)
+	$(BIN)/python -m clgrad dedupe-libs $(VENV)
 	touch $@
 
 train: $(BIN)/.installed

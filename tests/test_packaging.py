@@ -56,11 +56,7 @@ def test_wheel_contains_the_kernels(wheel):
 
 
 def test_dedupe_hard_links_identical_library_copies(tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from dedupe_libs import dedupe
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    from clgrad._dedupe_libs import dedupe     # python -m clgrad dedupe-libs VENV
     lib = tmp_path / "lib"
     lib.mkdir()
     same = os.urandom(5000)

@@ -52,6 +52,17 @@ def test_short_training_run_learns_the_digits(short_run, capsys):
     assert set(last) >= {"model", "optimizer", "scheduler", "config"}
 
 
+def test_metrics_csv_has_one_row_per_epoch(short_run):
+    out, summary = short_run
+    lines = (out / "metrics.csv").read_text().splitlines()
+    assert lines[0] == "epoch,train_loss,train_acc,val_loss,val_acc,images_per_s"
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    for j, key in enumerate(("train_loss", "train_acc", "val_loss", "val_acc"), 1):
+        np.testing.assert_allclose([float(r[j]) for r in rows], summary["history"][key],
+                                   rtol=1e-5)
+
+
 def test_summary_line_and_resume_from_last_checkpoint(short_run, capsys):
     out, summary = short_run
     main(["--resume", str(out / "last.safetensors"), "--epochs", "3", "--out", str(out),
@@ -136,6 +147,42 @@ def test_cli_train_help(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: clgrad train") and "--resume CHECKPOINT" in out
+    assert "``" not in out                   # plain text, no reST markup
+    for value in ("cpu", "gpu", "cuda:N", "P:D", "intel", "pocl", "substring"):
+        assert value in out, value           # every --device value
+    for default in ("digits 8, mnist 3", "digits 32, mnist 128", "(default: 0.1)",
+                    "(default: 0.0001)", "(default: runs/<dataset>)"):
+        assert default in " ".join(out.split()), default
+
+
+def test_cli_help_is_plain_text_and_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out
+    for cmd in ("devices", "info", "train", "dedupe-libs VENV", "--version", "CLGRAD_DEVICE"):
+        assert cmd in out, cmd
+
+
+def test_cli_info_names_the_platform(capsys):
+    assert cli_main(["info"]) == 0
+    d = clgrad.default_device()
+    assert f"on {d.name} [{d.platform}] ({d.kind})" in capsys.readouterr().out
+
+
+def test_cli_dedupe_libs(tmp_path, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    payload = np.random.default_rng(0).bytes(3 << 20)
+    for name in ("libX.so", "libX.so.1"):
+        (lib / name).write_bytes(payload)
+    assert cli_main(["dedupe-libs", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ("dedupe-libs: 3 MiB of duplicate shared-library copies "
+                                       "hard-linked\n")
+    assert (lib / "libX.so").stat().st_ino == (lib / "libX.so.1").stat().st_ino
+    assert cli_main(["dedupe-libs", str(tmp_path / "nope")]) == 2
+    assert "expected a virtual environment (a folder with lib/)" in capsys.readouterr().err
 
 
 def test_resume_with_more_epochs_keeps_learning(short_run, tmp_path, capsys):
@@ -262,7 +309,7 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
     assert last["progress"]["epoch"] >= 1 and "model" in last
     names = {p.name for p in out.iterdir()}                  # no temporary leftovers
     assert {"best.safetensors", "last.safetensors"} <= names <= {
-        "best.safetensors", "last.safetensors", "curves.png"}, names
+        "best.safetensors", "last.safetensors", "curves.png", "metrics.csv"}, names
 
 
 def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
