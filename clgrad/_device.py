@@ -1,4 +1,5 @@
-"""PyTorch's ``torch.device`` type on OpenCL, plus ``clgrad.cuda`` and ``clgrad.accelerator``.
+"""PyTorch's ``torch.device`` type on OpenCL (``clgrad.cuda`` and ``clgrad.accelerator``, in
+clgrad/cuda.py and clgrad/accelerator.py, answer PyTorch's device queries with it).
 
 What the names mean here (there is no CUDA; every device is an OpenCL device):
 
@@ -6,9 +7,9 @@ What the names mean here (there is no CUDA; every device is an OpenCL device):
                        is the first GPU of any vendor (NVIDIA, AMD, Intel), as PyTorch's ROCm
                        build also calls AMD GPUs "cuda"; "cuda" alone is the current GPU
                        (``clgrad.cuda.current_device()``, 0 unless ``set_device`` changed it)
-    "cpu", "cpu:N"     the OpenCL CPU devices (the PoCL CPU device of pyopencl[pocl]); "cpu" is
-                       the first one
-    "gpu", "P:D", a name substring
+    "cpu", "cpu:N"     the OpenCL CPU devices (Intel's OpenCL CPU runtime, PoCL); "cpu" is the
+                       first usable one (Intel's where both work)
+    "gpu", "P:D", "intel", "pocl", a name substring
                        clgrad's own device specs (see ``clgrad.runtime.get_device``)
 
 So ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` picks the first OpenCL GPU
