@@ -41,6 +41,7 @@ def test_wheel_contains_the_kernels(wheel):
     for name in sources:
         assert f"clgrad/kernels/{name}" in names, f"{name} missing from {wheel.name}"
     assert "clgrad/__init__.py" in names and "clgrad/ops/elementwise.py" in names
+    assert "clgrad/py.typed" in names                 # PEP 561: the annotations are public
     # the digits data and its BSD-3 notice ship; both licenses land in the metadata (PEP 639)
     assert {"clgrad/utils/data/_digits/digits.csv.gz",
             "clgrad/utils/data/_digits/LICENSE"} <= names
@@ -49,6 +50,7 @@ def test_wheel_contains_the_kernels(wheel):
             f"{info}/licenses/clgrad/utils/data/_digits/LICENSE"} <= names, sorted(names)
     meta = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     assert "License-Expression: MIT" in meta
+    assert "Project-URL: Changelog, " in meta and "Project-URL: Source, " in meta
     assert "Classifier: Programming Language :: Python :: 3.13" in meta
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
     core = [ln for ln in requires if "extra ==" not in ln]
