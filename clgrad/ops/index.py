@@ -233,7 +233,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (PyTorch's gather); index int64.
+    """``out[i][j][k] = x[index[i][j][k]][j][k]`` for dim 0 (PyTorch's gather); index int64.
 
     Raises:  IndexRangeError (IndexError and RuntimeError) for an index outside [0, size),
              checked before the launch; RuntimeError for mismatched shapes.
