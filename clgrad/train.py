@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import autograd, capture, creation, dtypes, runtime
+from clgrad import _log, autograd, capture, creation, dtypes, runtime
 from clgrad._generator import Generator
 from clgrad.io import serialization
 from clgrad import nn, optim
@@ -50,7 +50,11 @@ from clgrad.utils.data import DataLoader, TensorDataset
 from clgrad.utils.data.datasets import MNIST, _stratified_split, digits_split
 
 __all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch",
-           "validation_split", "write_metrics"]
+           "validation_split", "write_metrics", "restart_rate"]
+
+# What a first run's notice counts up to (clgrad/_log.py BuildProgress): the digits job's first
+# epoch and evaluation build 24 OpenCL programs (CLGRAD_DEBUG=1 lists them).
+_FIRST_RUN_BUILDS = 24
 
 DEFAULTS = {  # per dataset: epochs, batch size, learning rate (AdamW + cosine schedule)
     "digits": dict(epochs=8, batch_size=32, lr=3e-3),
@@ -129,6 +133,8 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
         seen += x.shape[0]
         if bar is not None:
             bar.update(x.shape[0])
+            if step == 1:   # the first batch builds the kernels: its seconds say nothing
+                restart_rate(bar)
             if step % refresh_every == 0:
                 bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}",
                                 acc=f"{hits.item() / seen:.4f}", refresh=False)
@@ -174,6 +180,7 @@ def fit(args) -> dict:
              fit, --data files, an --out folder that cannot be written, an unknown --device).
     """
     progress_bar = _progress_bar_class(args.quiet)
+    _log.expected_builds = _FIRST_RUN_BUILDS
     t0 = time.perf_counter()
     world, rank = _join_ranks(args)
     # Everything that can be checked on the host comes before the device: finding and probing
@@ -529,6 +536,19 @@ def write_metrics(history: dict, path: Path):
     except BaseException:  # Ctrl-C or a full disk: no half-written leftover
         tmp.unlink(missing_ok=True)
         raise
+
+
+def restart_rate(bar) -> None:
+    """Start a tqdm bar's rate and ETA over from now, keeping its count: called after the
+    first batch, whose seconds (a first run builds ~20 OpenCL programs then) would otherwise
+    make a 17-second epoch show a 9-minute ETA. The shown elapsed time restarts too. A bar
+    without tqdm's ``reset`` (the one-line fallback) is left alone."""
+    if getattr(bar, "disable", True) or not hasattr(bar, "reset"):
+        return
+    n = bar.n
+    bar.reset()                      # the start time and the rate's moving averages
+    bar.n = bar.last_print_n = bar.initial = n
+    bar.refresh()
 
 
 def _plot(history: dict, path: Path, title: str, test_acc: float | None = None):

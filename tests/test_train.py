@@ -323,3 +323,25 @@ def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
     with pytest.raises(SystemExit, match=rf"^train: --resume {bad}: ValueError: load: .*tensor "
                                          r"'[\w.]+' is corrupt"):
         main(["--resume", str(bad), "--out", str(tmp_path / "run"), "--quiet"])
+
+
+def test_progress_bar_rate_restarts_after_the_first_batch():
+    """A slow first batch (kernel builds) must not set the ETA of the rest of the epoch."""
+    import io
+    import time
+    tqdm = pytest.importorskip("tqdm").tqdm
+    from clgrad.train import restart_rate
+    bar = tqdm(total=1000, file=io.StringIO(), mininterval=0, smoothing=0.3)
+    time.sleep(0.5)                                  # the first batch: 0.5 s for 10 items
+    bar.update(10)
+    slow_eta = (bar.total - bar.n) / bar.format_dict["rate"]
+    assert slow_eta > 20                             # 990 items at 20 items/s: ~50 s
+    restart_rate(bar)
+    assert bar.n == 10 and bar.format_dict["elapsed"] < 0.1
+    for _ in range(5):                               # then 10 items every ~2 ms
+        time.sleep(0.002)
+        bar.update(10)
+    fd = bar.format_dict
+    assert fd["n"] == 60 and fd["rate"] is not None
+    assert (fd["total"] - fd["n"]) / fd["rate"] < 5  # 940 items at ~thousands/s
+    bar.close()
