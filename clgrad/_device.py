@@ -35,6 +35,7 @@ import builtins
 import re
 
 from clgrad import runtime
+from clgrad.errors import CPU_RUNTIME_HINT
 
 __all__ = ["device", "resolve", "of_runtime"]
 
@@ -211,9 +212,8 @@ def _no_cpu_device() -> runtime.Device:
             f, level = f.f_back, level + 1
         warnings.warn(f"no usable OpenCL CPU device: 'cpu' names the default device "
                       f"{dev.name!r} here, so .cpu(), .to('cpu') and device='cpu' keep tensors "
-                      f"on it (their .device says {str(of_runtime(dev))!r}); install a CPU "
-                      f"runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
-                      f"pocl-binary-distribution) for a real CPU device", stacklevel=level)
+                      f"on it (their .device says {str(of_runtime(dev))!r}); for a real CPU "
+                      f"device: {CPU_RUNTIME_HINT}", stacklevel=level)
     return dev
 
 def _of_runtime(dev):

@@ -23,8 +23,9 @@ def _devices(args) -> int:
     for note in runtime.runtime_notes():
         print(f"note: {note}")
     if not rows:
-        print("no OpenCL device found: pip install intel-opencl-rt intel-cmplr-lib-rt (a CPU "
-              "runtime for any x86-64 CPU) or pocl-binary-distribution, or install a GPU driver")
+        from clgrad.errors import CPU_RUNTIME_HINT
+        print(f"no OpenCL device found: {CPU_RUNTIME_HINT}, or install a GPU driver "
+              f"(README \"Devices\")")
         return 1
     try:
         default = runtime.default_device()

@@ -1,7 +1,13 @@
 """Exception classes. Each subclasses the builtin a PyTorch user would catch."""
 
 __all__ = ["DeviceError", "IndexRangeError", "ShapeError", "IntegerZeroDivisionError",
-           "missing_attribute"]
+           "missing_attribute", "CPU_RUNTIME_HINT"]
+
+# What to install when no OpenCL CPU device exists: the `cpu` extra (pyproject.toml), which a
+# lean `pip install clgrad` (for GPU machines) leaves out. Every message that suggests a CPU
+# runtime uses this text.
+CPU_RUNTIME_HINT = ("pip install 'clgrad[cpu]' (Intel's OpenCL CPU runtime and PoCL from PyPI: "
+                    "intel-opencl-rt, intel-cmplr-lib-rt, pocl-binary-distribution)")
 
 
 class DeviceError(RuntimeError):

@@ -108,3 +108,15 @@ def test_linear_dtype_mismatch_names_linear_and_the_fix():
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
     e = _torch_error(lambda torch: torch.nn.Linear(3, 2)(torch.ones(4, 3, dtype=torch.float64)))
     assert isinstance(e, RuntimeError)
+
+
+def test_no_device_names_the_cpu_extra(monkeypatch, capsys):
+    """A lean install (pip install clgrad, no `cpu` extra) on a machine without OpenCL."""
+    from clgrad import runtime
+    from clgrad.cli import main
+    monkeypatch.setattr(runtime, "devices", lambda: [])
+    monkeypatch.setattr(runtime, "runtime_notes", lambda: [])
+    assert main(["devices"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("no OpenCL device found: pip install 'clgrad[cpu]' (Intel's OpenCL "
+                          "CPU runtime and PoCL from PyPI"), out

@@ -55,6 +55,11 @@ def test_wheel_contains_the_kernels(wheel):
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
     core = [ln for ln in requires if "extra ==" not in ln]
     assert not any(p in ln for ln in core for p in ("scikit-learn", "matplotlib", "tqdm"))
+    # lean core: the CPU runtimes come with the `cpu` extra only (README "Installing")
+    runtimes = ("intel-opencl-rt", "intel-cmplr-lib-rt", "pocl-binary-distribution")
+    assert not any(p in ln for ln in core for p in runtimes), core
+    for p in runtimes:
+        assert any(p in ln and "extra == 'cpu'" in ln for ln in requires), p
 
 
 def test_dedupe_hard_links_identical_library_copies(tmp_path):
