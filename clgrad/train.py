@@ -9,9 +9,10 @@ training data with a tqdm bar (loss, accuracy, images/s), then an evaluation of 
 split. ``OUT/last.safetensors`` (model + optimizer + scheduler + epoch + history) is written
 every epoch and ``OUT/best.safetensors`` whenever the validation accuracy improves, both
 atomically (clgrad.save); ``OUT/metrics.csv`` holds one row per epoch (train and validation
-loss and accuracy, images/s) and ``OUT/curves.png`` plots them. The test split is evaluated
-once, at the end, with the final model (its accuracy is added to the plot), so the choice of
-"best" never sees it.
+loss and accuracy, images/s) and ``OUT/curves.png`` plots them; with the tensorboard package
+installed, TensorBoard event files in OUT carry the same (``tensorboard --logdir runs``). The
+test split is evaluated once, at the end, with the final model (its accuracy is added to the
+plot), so the choice of "best" never sees it.
 The run ends with one summary line: ``test accuracy: 0.9xx | best validation accuracy 0.9xx at
 epoch N (OUT/best.safetensors) | ... s | ... images/s | device: ...``.
 
@@ -233,6 +234,7 @@ def fit(args) -> dict:
         step_fn = capture.compile(make_train_step(model, loss_fn, optimizer),
                                   mode="reduce-overhead")
     resumed_at = progress["epoch"]
+    board = _tensorboard(out_dir) if rank == 0 else None
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
@@ -267,12 +269,20 @@ def fit(args) -> dict:
             serialization.save(state, out_dir / "last.safetensors")
             write_metrics(progress["history"], out_dir / "metrics.csv")
             _plot(progress["history"], out_dir / "curves.png", args.dataset)
+            if board is not None:
+                for k in _HISTORY:
+                    board.add_scalar(_BOARD_TAGS[k], progress["history"][k][-1], epoch)
+                board.flush()
 
     te_loss, te_acc = (evaluate(net, DataLoader(test_set, batch_size=512), loss_fn)
                        if rank == 0 else (float("nan"), float("nan")))
     if rank == 0 and progress["epoch"] > resumed_at:
         with _blame("--out", args.out):   # the plot again, with the test accuracy
             _plot(progress["history"], out_dir / "curves.png", args.dataset, test_acc=te_acc)
+    if board is not None:
+        board.add_scalar("test/acc", te_acc, progress["epoch"])
+        board.add_scalar("test/loss", te_loss, progress["epoch"])
+        board.close()
     summary = dict(progress, seconds=time.perf_counter() - t0, device=device.name,
                    test_loss=te_loss, test_acc=te_acc,
                    images_per_s=float(np.median(progress["history"]["images_per_s"] or [0.0])),
@@ -519,6 +529,20 @@ class _EpochLine:
     def set_postfix(self, refresh=True, **values):
         """Values shown after the count on the next line (tqdm's set_postfix)."""
         self.postfix = values
+
+
+_BOARD_TAGS = {"train_loss": "train/loss", "train_acc": "train/acc", "val_loss": "val/loss",
+               "val_acc": "val/acc", "images_per_s": "images_per_s"}
+
+
+def _tensorboard(out_dir: Path):
+    """A SummaryWriter on ``out_dir`` when the tensorboard package (needed only to view the
+    files) is installed, else None."""
+    import importlib.util
+    if importlib.util.find_spec("tensorboard") is None:
+        return None
+    from clgrad.utils.tensorboard import SummaryWriter
+    return SummaryWriter(out_dir)
 
 
 def write_metrics(history: dict, path: Path):

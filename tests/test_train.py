@@ -308,6 +308,7 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
     last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
     assert last["progress"]["epoch"] >= 1 and "model" in last
     names = {p.name for p in out.iterdir()}                  # no temporary leftovers
+    names = {n for n in names if not n.startswith("events.out.tfevents.")}  # with tensorboard
     assert {"best.safetensors", "last.safetensors"} <= names <= {
         "best.safetensors", "last.safetensors", "curves.png", "metrics.csv"}, names
 
@@ -345,3 +346,23 @@ def test_progress_bar_rate_restarts_after_the_first_batch():
     assert fd["n"] == 60 and fd["rate"] is not None
     assert (fd["total"] - fd["n"]) / fd["rate"] < 5  # 940 items at ~thousands/s
     bar.close()
+
+
+def test_job_writes_tensorboard_events_when_tensorboard_is_installed(tmp_path, monkeypatch):
+    import importlib.util
+    import struct
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "tensorboard" else real(name, *a))
+    args = argparse.Namespace(dataset="digits", data=None, epochs=2, batch_size=64, lr=3e-3,
+                              weight_decay=1e-4, device=None, out=str(tmp_path), resume=None,
+                              seed=0, quiet=True, val_fraction=0.1)
+    summary = fit(args)
+    (events,) = tmp_path.glob("events.out.tfevents.*")
+    data = events.read_bytes()
+    for tag, values in (("train/loss", summary["history"]["train_loss"]),
+                        ("val/acc", summary["history"]["val_acc"])):
+        for v in values:   # tag then simple_value (float32), one event per epoch
+            key = bytes([0x0A, len(tag)]) + tag.encode() + b"\x15" + struct.pack("<f", v)
+            assert data.count(key) == 1, (tag, v)
+    assert data.count(b"\x0a\x08test/acc\x15" + struct.pack("<f", summary["test_acc"])) == 1
