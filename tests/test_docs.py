@@ -52,3 +52,15 @@ def test_capture_example_replays_bit_for_bit(tmp_path):
     assert len(rows) == 3 and len(rows[0]) == 6 and rows[0] == rows[1] == rows[2], r.stdout
     losses = [float(v) for v in rows[0]]
     assert all(0.5 < v < 3.0 for v in losses)   # cross entropy of 4 classes starts near log 4
+
+
+def test_changelog_names_the_current_version():
+    """Keep a Changelog: [Unreleased] first, then the version being released (pyproject's and
+    clgrad.__version__, which tests/test_first_run.py keeps equal), each with a link."""
+    import clgrad
+    text = (ROOT / "CHANGELOG.md").read_text()
+    heads = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert heads[0] == ("Unreleased", "") and heads[1][0] == clgrad.__version__, heads
+    assert all(date for _, date in heads[1:]), heads
+    for name, _ in heads:
+        assert re.search(rf"^\[{re.escape(name)}\]: https://", text, re.M), name
