@@ -45,7 +45,7 @@ dist: $(BIN)/.installed
 	$(BIN)/twine check --strict dist/*
 	$(BIN)/python -m venv --without-pip build/distcheck
 	$(BIN)/pip --python build/distcheck/bin/python install -q --no-deps dist/*.whl
-	cd build && PYTHONPATH=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+	cd build && PYTHONPATH=$$($(abspath $(BIN))/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
 		distcheck/bin/python -c "import clgrad, pathlib; \
 		assert pathlib.Path(clgrad.__file__).is_relative_to(pathlib.Path('distcheck').resolve()), clgrad.__file__; \
 		print('dist: clgrad', clgrad.__version__, 'from the wheel:', (clgrad.ones(3) + 1).sum().item())"

@@ -133,9 +133,9 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
             hits += batch_hits
         seen += x.shape[0]
         if bar is not None:
-            bar.update(x.shape[0])
             if step == 1:   # the first batch builds the kernels: its seconds say nothing
-                restart_rate(bar)
+                restart_rate(bar)   # (before counting it, so no 9-minute ETA is ever drawn)
+            bar.update(x.shape[0])
             if step % refresh_every == 0:
                 bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}",
                                 acc=f"{hits.item() / seen:.4f}", refresh=False)
