@@ -366,3 +366,26 @@ def test_job_writes_tensorboard_events_when_tensorboard_is_installed(tmp_path, m
             key = bytes([0x0A, len(tag)]) + tag.encode() + b"\x15" + struct.pack("<f", v)
             assert data.count(key) == 1, (tag, v)
     assert data.count(b"\x0a\x08test/acc\x15" + struct.pack("<f", summary["test_acc"])) == 1
+
+
+def test_curves_have_integer_epoch_ticks_and_the_test_accuracy(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    from clgrad.train import _plot
+    figs = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: figs.append(fig))
+    history = {"train_loss": [1.0, 0.5, 0.3], "val_loss": [0.9, 0.6, 0.4],
+               "train_acc": [0.6, 0.8, 0.9], "val_acc": [0.7, 0.85, 0.88]}
+    _plot(history, tmp_path / "curves.png", "digits", test_acc=0.875)
+    (fig,) = figs
+    fig.canvas.draw()
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    acc_ax = fig.axes[1]
+    dashed = [ln for ln in acc_ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and set(dashed[0].get_ydata()) == {0.875}
+    assert "test 0.875" in [t.get_text() for t in acc_ax.get_legend().get_texts()]
+    real_close(fig)
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
