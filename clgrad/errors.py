@@ -1,4 +1,5 @@
-"""Exception classes. Each subclasses the builtin a PyTorch user would catch."""
+"""Exception classes (each subclasses the builtin a PyTorch user would catch), the faces'
+AttributeError for a name clgrad lacks, and the text that says how to get a CPU device."""
 
 __all__ = ["DeviceError", "IndexRangeError", "ShapeError", "IntegerZeroDivisionError",
            "missing_attribute", "CPU_RUNTIME_HINT"]
