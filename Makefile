@@ -7,14 +7,14 @@ BIN := $(VENV)/bin
 MATRIX ?= python3.10 python3.11 python3.12 python3.13
 BENCH_ARGS ?= --quick
 
-.PHONY: train test test-matrix lint bench clean
+.PHONY: train test test-matrix lint docs dist bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e ".[dev]"
 	@# pip writes a wheel's libX.so / libX.so.N as full copies (~300 MB of Intel's runtime)
-	$(BIN)/python tools/dedupe_libs.py $(VENV)
+	$(BIN)/python -m clgrad dedupe-libs $(VENV)
 	touch $@
 
 train: $(BIN)/.installed
@@ -36,6 +36,24 @@ lint: $(BIN)/.installed
 	$(BIN)/lint-imports
 	$(BIN)/python tools/import_graph.py --check
 
+# The API reference and guide pages into site/ (mkdocs.yml); any warning fails the build.
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs build --strict --quiet
+
+# The release files into dist/: sdist + wheel (python -m build), checked by twine; then the wheel
+# installs into a clean venv (build/distcheck, no dependencies: it borrows .venv's numpy and
+# pyopencl through PYTHONPATH) and, run outside the checkout, imports and runs a kernel.
+dist: $(BIN)/.installed
+	rm -rf dist build/distcheck
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python -m venv --without-pip build/distcheck
+	$(BIN)/pip --python build/distcheck/bin/python install -q --no-deps dist/*.whl
+	cd build && PYTHONPATH=$$($(abspath $(BIN))/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+		distcheck/bin/python -c "import clgrad, pathlib; \
+		assert pathlib.Path(clgrad.__file__).is_relative_to(pathlib.Path('distcheck').resolve()), clgrad.__file__; \
+		print('dist: clgrad', clgrad.__version__, 'from the wheel:', (clgrad.ones(3) + 1).sum().item())"
+
 # The CPU benchmarks of bench/README.md, results into bench/results (BENCH_ARGS="" for full
 # runs; peers such as torch are optional: `pip install -e ".[bench]"`).
 bench: $(BIN)/.installed
@@ -43,4 +61,4 @@ bench: $(BIN)/.installed
 		$(BIN)/python bench/$$b.py $(BENCH_ARGS) || exit 1; done
 
 clean:
-	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis .import_linter_cache
+	rm -rf .venv .venv-python3* runs .pytest_cache .hypothesis .import_linter_cache site dist build

@@ -1,13 +1,30 @@
-"""clgrad: a small autograd framework whose tensors live on any OpenCL device.
+"""clgrad: PyTorch's API on OpenCL devices (tensors, autograd, nn, optim, data loading).
 
-The public names follow PyTorch, so ``import clgrad as torch`` runs code that uses them.
+Code written for PyTorch runs with ``import clgrad as torch``::
 
-Layout of this face: one import block per op family (the op, its backward and its kernel live
-in clgrad/ops/<family>.py and kernels/<family>.cl), then the package's types and subpackages,
-then ``__all__``, and last the argument check (every public op raises PyTorch's TypeError for
-a non-Tensor where a Tensor is required). To add a name: import it in its family's block and
-list it in ``__all__`` (``tests/test_faces.py`` checks both).
+    import clgrad as torch
+    import clgrad.nn.functional as F
+
+    model = torch.nn.Linear(3, 2)                     # on the default device
+    x, y = torch.randn(8, 3), torch.randint(0, 2, (8,))
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()                                   # model.weight.grad: (2, 3)
+
+Devices: every device is an OpenCL device. Tensors go to ``clgrad.default_device()``: the first
+GPU (NVIDIA, AMD or Intel, through the vendor's OpenCL driver) or else the CPU (Intel's OpenCL
+CPU runtime or PoCL). ``python -m clgrad devices`` lists them, ``CLGRAD_DEVICE`` picks one,
+``"cuda"`` means an OpenCL GPU and ``"cpu"`` the OpenCL CPU device.
+
+Where to read more: the README's sections Devices, Settings, Captured steps and "Deliberately
+different from PyTorch", and the API reference (``make docs``: site/index.html). A PyTorch name
+clgrad lacks raises AttributeError saying it is not implemented; ``clgrad.__all__`` lists the
+names it has.
 """
+# For contributors: one import block per op family below (the op, its backward and its kernel
+# live in clgrad/ops/<family>.py and kernels/<family>.cl), then the package's types and
+# subpackages, then ``__all__``, and last the argument check (every public op raises PyTorch's
+# TypeError for a non-Tensor where a Tensor is required). To add a name: import it in its
+# family's block and list it in ``__all__`` (``tests/test_faces.py`` checks both).
 import sys as _sys
 
 # -- types, dtypes, devices -------------------------------------------------------------------
@@ -100,6 +117,7 @@ from clgrad._compile import compile  # noqa: A004
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops.inplace import with_out as _with_out
+from clgrad.errors import missing_attribute as _missing_attribute
 
 # -- PyTorch's aliases ------------------------------------------------------------------------
 clip = clamp
@@ -124,7 +142,7 @@ CharTensor = _cpu_types["CharTensor"]
 ByteTensor = _cpu_types["ByteTensor"]
 BoolTensor = _cpu_types["BoolTensor"]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def is_tensor(obj) -> bool:
@@ -192,6 +210,12 @@ __all__ = [
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
 ]
+
+
+def __getattr__(name):
+    """A name not in this module: PyTorch's AttributeError, naming it as not implemented."""
+    raise _missing_attribute(__name__, name)
+
 
 # -- last: out= where PyTorch has it (clgrad/ops/inplace.py), then the non-Tensor arguments of
 # every public op raise PyTorch's TypeError naming them

@@ -1,4 +1,5 @@
-"""PyTorch's ``torch.device`` type on OpenCL, plus ``clgrad.cuda`` and ``clgrad.accelerator``.
+"""PyTorch's ``torch.device`` type on OpenCL (``clgrad.cuda`` and ``clgrad.accelerator``, in
+clgrad/cuda.py and clgrad/accelerator.py, answer PyTorch's device queries with it).
 
 What the names mean here (there is no CUDA; every device is an OpenCL device):
 
@@ -6,9 +7,9 @@ What the names mean here (there is no CUDA; every device is an OpenCL device):
                        is the first GPU of any vendor (NVIDIA, AMD, Intel), as PyTorch's ROCm
                        build also calls AMD GPUs "cuda"; "cuda" alone is the current GPU
                        (``clgrad.cuda.current_device()``, 0 unless ``set_device`` changed it)
-    "cpu", "cpu:N"     the OpenCL CPU devices (the PoCL CPU device of pyopencl[pocl]); "cpu" is
-                       the first one
-    "gpu", "P:D", a name substring
+    "cpu", "cpu:N"     the OpenCL CPU devices (Intel's OpenCL CPU runtime, PoCL); "cpu" is the
+                       first usable one (Intel's where both work)
+    "gpu", "P:D", "intel", "pocl", a name substring
                        clgrad's own device specs (see ``clgrad.runtime.get_device``)
 
 So ``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` picks the first OpenCL GPU
@@ -35,6 +36,7 @@ import builtins
 import re
 
 from clgrad import runtime
+from clgrad.errors import CPU_RUNTIME_HINT
 
 __all__ = ["device", "resolve", "of_runtime", "get_default_device"]
 
@@ -218,9 +220,8 @@ def _no_cpu_device() -> runtime.Device:
             f, level = f.f_back, level + 1
         warnings.warn(f"no usable OpenCL CPU device: 'cpu' names the default device "
                       f"{dev.name!r} here, so .cpu(), .to('cpu') and device='cpu' keep tensors "
-                      f"on it (their .device says {str(of_runtime(dev))!r}); install a CPU "
-                      f"runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
-                      f"pocl-binary-distribution) for a real CPU device", stacklevel=level)
+                      f"on it (their .device says {str(of_runtime(dev))!r}); for a real CPU "
+                      f"device: {CPU_RUNTIME_HINT}", stacklevel=level)
     return dev
 
 def _of_runtime(dev):

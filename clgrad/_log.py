@@ -11,12 +11,15 @@ Notices (``notice``): one line on stderr for the waits a newcomer would otherwis
 hang, the first probe of the OpenCL devices and the first build of the kernels on a device
 (``clgrad: building OpenCL kernels for <device> (first run only; cached in <folder>)``). They
 go to the ``clgrad`` logger at INFO level when logging is configured (the application's, or
-``CLGRAD_DEBUG``'s handler), else straight to stderr.
+``CLGRAD_DEBUG``'s handler), else straight to stderr. After the build notice, a terminal shows
+the builds' progress every 3 s (``BuildProgress``: ``clgrad: built 12 of ~24 OpenCL programs,
+9 s``).
 """
 from __future__ import annotations
 
 import logging
 import sys
+import time
 
 logger = logging.getLogger("clgrad")
 
@@ -52,3 +55,35 @@ def notice(message: str) -> None:
         logger.info(message)
     else:
         print(f"clgrad: {message}", file=sys.stderr, flush=True)
+
+
+# How many OpenCL programs a first run is expected to build (the training job sets it: its
+# first epoch and evaluation build ~24); None shows the count alone.
+expected_builds: int | None = None
+
+
+class BuildProgress:
+    """The first run's builds, counted on stderr when it is a terminal and no logging handler
+    takes clgrad's lines: every ``every`` seconds of building, one line ``clgrad: built 12 of
+    ~24 OpenCL programs, 9 s`` (it first clears the line a progress bar may be drawing; the bar
+    redraws below it). Elsewhere (a log file, a pipe, pytest) it writes nothing: the DEBUG log
+    has each build. ``stream`` is for tests."""
+
+    def __init__(self, stream=None, every: float = 3.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.every, self.count, self.start = every, 0, time.perf_counter()
+        self.shown = self.start
+
+    def built(self) -> None:
+        """One more program built: a line when ``every`` seconds passed since the last one."""
+        self.count += 1
+        now = time.perf_counter()
+        isatty = getattr(self.stream, "isatty", None)
+        if now - self.shown < self.every or logger.hasHandlers() or not (isatty and isatty()):
+            return
+        self.shown = now
+        n = expected_builds
+        of = f" of ~{n}" if n and self.count <= n else ""
+        self.stream.write(f"\r\x1b[Kclgrad: built {self.count}{of} OpenCL programs, "
+                          f"{now - self.start:.0f} s\n")
+        self.stream.flush()

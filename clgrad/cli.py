@@ -1,9 +1,15 @@
-"""Command line: ``python -m clgrad devices | info | train``, ``python -m clgrad --version``.
+"""Command line of clgrad (python -m clgrad COMMAND, or the clgrad script).
 
-``devices`` probes each OpenCL device once (a child process builds one tiny kernel; the verdicts
-are cached), saying so on stderr while it does. ``train``'s options are checked before any
-device is touched. ``CLGRAD_DEBUG=1`` shows the ``clgrad`` logger's DEBUG lines (devices found,
-probe verdicts, the device chosen, each kernel build, conv2d's choices) on stderr.
+  devices             list the OpenCL devices (* marks the default), probing each once
+  info                the default device: name, platform (Intel's CPU runtime or PoCL ...)
+  train [OPTIONS]     train a small CNN on digits or MNIST (train --help for its options)
+  dedupe-libs VENV    hard-link the duplicate shared-library copies pip wrote into VENV
+  --version           clgrad's version, with Python's, pyopencl's and numpy's
+
+The default device: CLGRAD_DEVICE if set (cpu, gpu, cuda, cuda:N, P:D as listed by devices,
+intel, pocl, or a substring of a device name), else a GPU when there is one, else the CPU.
+CLGRAD_DEBUG=1 shows the clgrad logger's DEBUG lines (devices found, probe verdicts, the device
+chosen, each kernel build, conv2d's choices) on stderr.
 """
 from __future__ import annotations
 
@@ -17,8 +23,9 @@ def _devices(args) -> int:
     for note in runtime.runtime_notes():
         print(f"note: {note}")
     if not rows:
-        print("no OpenCL device found: pip install intel-opencl-rt intel-cmplr-lib-rt (a CPU "
-              "runtime for any x86-64 CPU) or pocl-binary-distribution, or install a GPU driver")
+        from clgrad.errors import CPU_RUNTIME_HINT
+        print(f"no OpenCL device found: {CPU_RUNTIME_HINT}, or install a GPU driver "
+              f"(README \"Devices\")")
         return 1
     try:
         default = runtime.default_device()
@@ -44,7 +51,7 @@ def _devices(args) -> int:
 def _info(args) -> int:
     import clgrad
     d = clgrad.default_device()
-    print(f"clgrad {clgrad.__version__} on {d.name} ({d.kind}), fp64={d.fp64}, "
+    print(f"clgrad {clgrad.__version__} on {d.name} [{d.platform}] ({d.kind}), fp64={d.fp64}, "
           f"max work-group {d.max_work_group_size}, local mem {d.local_mem_size} B")
     return 0
 
@@ -52,6 +59,11 @@ def _info(args) -> int:
 def _train(args, rest) -> int:
     from clgrad.train import main as train_main
     return train_main(rest, prog="clgrad train")
+
+
+def _dedupe_libs(args) -> int:
+    from clgrad import _dedupe_libs
+    return _dedupe_libs.main(args.venv)
 
 
 def _version() -> str:
@@ -74,6 +86,10 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd")
     sub.add_parser("devices", help="list OpenCL devices").set_defaults(fn=_devices)
     sub.add_parser("info", help="show the default device").set_defaults(fn=_info)
+    dd = sub.add_parser("dedupe-libs", help="hard-link the copies pip makes of a wheel's "
+                        "shared libraries (about 300 MB of Intel's CPU runtime)")
+    dd.add_argument("venv", metavar="VENV", help="the virtual environment (a folder with lib/)")
+    dd.set_defaults(fn=_dedupe_libs)
     sub.add_parser("train", add_help=False,
                    help="train the grouped CNN on digits or MNIST (train --help for options)"
                    ).set_defaults(fn=_train)
@@ -82,7 +98,7 @@ def main(argv=None) -> int:
         print(_version())
         return 0
     if args.cmd is None:
-        p.error("expected a command: devices, info or train (or --version)")
+        p.error("expected a command: devices, info, train or dedupe-libs (or --version)")
     if args.cmd != "train" and rest:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     from clgrad.errors import DeviceError

@@ -8,8 +8,11 @@ A validation split (``--val-fraction``, 10 % by default: stratified by class, se
 training data with a tqdm bar (loss, accuracy, images/s), then an evaluation of the validation
 split. ``OUT/last.safetensors`` (model + optimizer + scheduler + epoch + history) is written
 every epoch and ``OUT/best.safetensors`` whenever the validation accuracy improves, both
-atomically (clgrad.save); ``OUT/curves.png`` plots loss and accuracy per epoch. The test split
-is evaluated once, at the end, with the final model, so the choice of "best" never sees it.
+atomically (clgrad.save); ``OUT/metrics.csv`` holds one row per epoch (train and validation
+loss and accuracy, images/s) and ``OUT/curves.png`` plots them; with the tensorboard package
+installed, TensorBoard event files in OUT carry the same (``tensorboard --logdir runs``). The
+test split is evaluated once, at the end, with the final model (its accuracy is added to the
+plot), so the choice of "best" never sees it.
 The run ends with one summary line: ``test accuracy: 0.9xx | best validation accuracy 0.9xx at
 epoch N (OUT/best.safetensors) | ... s | ... images/s | device: ...``.
 
@@ -40,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import _compile, autograd, creation, dtypes, runtime
+from clgrad import _compile, _log, autograd, creation, dtypes, runtime
 from clgrad._generator import Generator
 from clgrad.io import serialization
 from clgrad import nn, optim
@@ -48,7 +51,11 @@ from clgrad.utils.data import DataLoader, TensorDataset
 from clgrad.utils.data.datasets import MNIST, _stratified_split, digits_split
 
 __all__ = ["digits_net", "mnist_net", "main", "fit", "evaluate", "train_epoch",
-           "validation_split"]
+           "validation_split", "write_metrics", "restart_rate"]
+
+# What a first run's notice counts up to (clgrad/_log.py BuildProgress): the digits job's first
+# epoch and evaluation build 24 OpenCL programs (CLGRAD_DEBUG=1 lists them).
+_FIRST_RUN_BUILDS = 24
 
 DEFAULTS = {  # per dataset: epochs, batch size, learning rate (AdamW + cosine schedule)
     "digits": dict(epochs=8, batch_size=32, lr=3e-3),
@@ -126,6 +133,8 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
             hits += batch_hits
         seen += x.shape[0]
         if bar is not None:
+            if step == 1:   # the first batch builds the kernels: its seconds say nothing
+                restart_rate(bar)   # (before counting it, so no 9-minute ETA is ever drawn)
             bar.update(x.shape[0])
             if step % refresh_every == 0:
                 bar.set_postfix(loss=f"{loss_sum.item() / seen:.4f}",
@@ -172,6 +181,7 @@ def fit(args) -> dict:
              fit, --data files, an --out folder that cannot be written, an unknown --device).
     """
     progress_bar = _progress_bar_class(args.quiet)
+    _log.expected_builds = _FIRST_RUN_BUILDS
     t0 = time.perf_counter()
     world, rank = _join_ranks(args)
     # Everything that can be checked on the host comes before the device: finding and probing
@@ -225,6 +235,8 @@ def fit(args) -> dict:
                                  "runs on the host)")
         step_fn = _compile.compile(make_train_step(model, loss_fn, optimizer),
                                   mode="reduce-overhead")
+    resumed_at = progress["epoch"]
+    board = _tensorboard(out_dir) if rank == 0 else None
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)
@@ -257,10 +269,22 @@ def fit(args) -> dict:
             if improved:
                 serialization.save(state, out_dir / "best.safetensors")
             serialization.save(state, out_dir / "last.safetensors")
+            write_metrics(progress["history"], out_dir / "metrics.csv")
             _plot(progress["history"], out_dir / "curves.png", args.dataset)
+            if board is not None:
+                for k in _HISTORY:
+                    board.add_scalar(_BOARD_TAGS[k], progress["history"][k][-1], epoch)
+                board.flush()
 
     te_loss, te_acc = (evaluate(net, DataLoader(test_set, batch_size=512), loss_fn)
                        if rank == 0 else (float("nan"), float("nan")))
+    if rank == 0 and progress["epoch"] > resumed_at:
+        with _blame("--out", args.out):   # the plot again, with the test accuracy
+            _plot(progress["history"], out_dir / "curves.png", args.dataset, test_acc=te_acc)
+    if board is not None:
+        board.add_scalar("test/acc", te_acc, progress["epoch"])
+        board.add_scalar("test/loss", te_loss, progress["epoch"])
+        board.close()
     summary = dict(progress, seconds=time.perf_counter() - t0, device=device.name,
                    test_loss=te_loss, test_acc=te_acc,
                    images_per_s=float(np.median(progress["history"]["images_per_s"] or [0.0])),
@@ -271,7 +295,7 @@ def fit(args) -> dict:
               f"{summary['best_acc']:.3f} at epoch {summary['best_epoch']} "
               f"({out_dir / 'best.safetensors'}) | {summary['seconds']:.1f} s | "
               f"{summary['images_per_s']:.0f} images/s | device: {device.name} "
-              f"({device.kind}){procs}")
+              f"[{device.platform}] ({device.kind}){procs}")
     return summary
 
 
@@ -302,19 +326,30 @@ def build_parser(dataset: str | None = None, prog: str | None = None):
     else:
         p.set_defaults(dataset=dataset)
     p.add_argument("--data", default=None, help="folder with the MNIST IDX files (mnist)")
-    p.add_argument("--epochs", type=int, default=None, help="epochs (digits 8, mnist 3)")
-    p.add_argument("--batch-size", type=int, default=None, help="batch size (digits 32)")
-    p.add_argument("--lr", type=float, default=None, help="peak AdamW learning rate "
-                                                          "(cosine-annealed to 0)")
-    p.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW decoupled decay")
-    p.add_argument("--device", default=None, help="cpu | gpu | P:D | name substring")
-    p.add_argument("--out", default=None, help="output folder (default runs/<dataset>)")
+    per = {k: ", ".join(f"{d} {v[k]:g}" for d, v in DEFAULTS.items()) for k in DEFAULTS["digits"]}
+    p.add_argument("--epochs", type=int, default=None,
+                   help=f"epochs, the resumed ones included (default: {per['epochs']})")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help=f"batch size (default: {per['batch_size']})")
+    p.add_argument("--lr", type=float, default=None, help=f"peak AdamW learning rate, "
+                   f"cosine-annealed to 0 (default: {per['lr']})")
+    p.add_argument("--weight-decay", type=float, default=1e-4,
+                   help="AdamW decoupled decay (default: %(default)g)")
+    p.add_argument("--device", default=None,
+                   help="cpu, gpu, cuda, cuda:N, P:D (platform:device, as `python -m clgrad "
+                        "devices` lists them), intel (Intel's CPU runtime), pocl, or a "
+                        "substring of a device name (default: CLGRAD_DEVICE, else a GPU when "
+                        "there is one, else the CPU)")
+    p.add_argument("--out", default=None, help="output folder: checkpoints, metrics.csv, "
+                   "curves.png (default: runs/<dataset>)")
     p.add_argument("--resume", default=None, metavar="CHECKPOINT",
                    help="continue from a last.safetensors or best.safetensors")
     p.add_argument("--val-fraction", type=float, default=0.1, metavar="F",
-                   help="share of each class held out of training to choose the best epoch")
+                   help="share of each class held out of training to choose the best epoch "
+                        "(default: %(default)g)")
     p.add_argument("--seed", type=int, default=0, help="seed of weights, shuffling, dropout "
-                                                       "and the validation split")
+                                                       "and the validation split "
+                                                       "(default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--compile", action="store_true", help="capture the training step once and "
                    "replay its kernels (clgrad.compile(mode='reduce-overhead'))")
@@ -498,8 +533,53 @@ class _EpochLine:
         self.postfix = values
 
 
-def _plot(history: dict, path: Path, title: str):
-    """Loss and accuracy per epoch (train and test) as a PNG, written atomically. Without
+_BOARD_TAGS = {"train_loss": "train/loss", "train_acc": "train/acc", "val_loss": "val/loss",
+               "val_acc": "val/acc", "images_per_s": "images_per_s"}
+
+
+def _tensorboard(out_dir: Path):
+    """A SummaryWriter on ``out_dir`` when the tensorboard package (needed only to view the
+    files) is installed, else None."""
+    import importlib.util
+    if importlib.util.find_spec("tensorboard") is None:
+        return None
+    from clgrad.utils.tensorboard import SummaryWriter
+    return SummaryWriter(out_dir)
+
+
+def write_metrics(history: dict, path: Path):
+    """``history`` (per-epoch lists, as in the checkpoints' progress) as CSV, written atomically:
+    a header ``epoch,train_loss,train_acc,val_loss,val_acc,images_per_s``, then one row per
+    epoch (epoch counted from 1; a resumed run rewrites every row, so the file always matches
+    last.safetensors)."""
+    rows = [",".join(("epoch",) + _HISTORY)]
+    for i, values in enumerate(zip(*(history[k] for k in _HISTORY)), 1):
+        rows.append(",".join([str(i)] + [f"{v:.6g}" for v in values]))
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text("\n".join(rows) + "\n")
+        tmp.replace(path)
+    except BaseException:  # Ctrl-C or a full disk: no half-written leftover
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def restart_rate(bar) -> None:
+    """Start a tqdm bar's rate and ETA over from now, keeping its count: called after the
+    first batch, whose seconds (a first run builds ~20 OpenCL programs then) would otherwise
+    make a 17-second epoch show a 9-minute ETA. The shown elapsed time restarts too. A bar
+    without tqdm's ``reset`` (the one-line fallback) is left alone."""
+    if getattr(bar, "disable", True) or not hasattr(bar, "reset"):
+        return
+    n = bar.n
+    bar.reset()                      # the start time and the rate's moving averages
+    bar.n = bar.last_print_n = bar.initial = n
+    bar.refresh()
+
+
+def _plot(history: dict, path: Path, title: str, test_acc: float | None = None):
+    """Loss and accuracy per epoch (train and validation; the final model's ``test_acc`` as a
+    dashed line once known) as a PNG with integer epoch ticks, written atomically. Without
     matplotlib: no PNG, and one note (per process) saying how to get it."""
     try:
         import matplotlib
@@ -511,6 +591,7 @@ def _plot(history: dict, path: Path, title: str):
         return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     epochs = np.arange(1, len(history["train_loss"]) + 1)
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
@@ -519,9 +600,13 @@ def _plot(history: dict, path: Path, title: str):
         ax.plot(epochs, history["train_" + key], "o-", label="train")
         ax.plot(epochs, history["val_" + key], "s-", label="validation")
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend()
+    if test_acc is not None:
+        ax_acc.axhline(test_acc, color="k", linestyle="--", label=f"test {test_acc:.3f}")
+        ax_acc.legend()
     best = int(np.argmax(history["val_acc"]))
     ax_acc.set_title(f"best validation accuracy {history['val_acc'][best]:.3f} "
                      f"(epoch {best + 1})")

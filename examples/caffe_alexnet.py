@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +39,8 @@ MEAN_BGR = (104.0, 117.0, 123.0)  # ILSVRC 2012 mean pixel, as in BVLC's example
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prototxt")
     parser.add_argument("caffemodel")
     parser.add_argument("image")
@@ -50,6 +52,12 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1,
                         help="time this many forwards after the first (which compiles kernels)")
     args = parser.parse_args(argv)
+    missing = [f"{name} {path}" for name, path in (
+        ("PROTOTXT", args.prototxt), ("CAFFEMODEL", args.caffemodel), ("IMAGE", args.image),
+        ("--labels", args.labels)) if path is not None and not Path(path).is_file()]
+    if missing:  # before any device work: one line, and where to get BVLC AlexNet's files
+        parser.error(f"no such file: {', '.join(missing)} (--help shows how to download BVLC "
+                     f"AlexNet's deploy.prototxt, weights and labels)")
 
     t0 = time.perf_counter()
     net = load_caffe(args.prototxt, args.caffemodel)

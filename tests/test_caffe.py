@@ -1,6 +1,7 @@
 """load_caffe: prototxt + caffemodel files written here -> a clgrad Module whose forward equals
 the NumPy float64 forward of tests/caffe_reference.py; grouped convs stay grouped."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -286,3 +287,20 @@ def test_example_classifies_an_image(tmp_path):
     ranked = [line for line in lines if line[:2] in ("1.", "2.", "3.", "4.", "5.")]
     assert len(ranked) == 5 and "class number" in ranked[0], out.stdout
     assert any(line.startswith("load: ") and "forward: first" in line for line in lines)
+
+
+def test_example_with_missing_files_is_one_usage_line(tmp_path):
+    proto = tmp_path / "deploy.prototxt"
+    proto.write_text("name: 'x'\n")
+    cmd = [sys.executable, str(ROOT / "examples" / "caffe_alexnet.py"), str(proto),
+           str(tmp_path / "bvlc_alexnet.caffemodel"), str(tmp_path / "cat.jpg")]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.splitlines()[-1] == (
+        f"caffe_alexnet.py: error: no such file: CAFFEMODEL {tmp_path}/bvlc_alexnet.caffemodel, "
+        f"IMAGE {tmp_path}/cat.jpg (--help shows how to download BVLC AlexNet's "
+        f"deploy.prototxt, weights and labels)")
+    helped = subprocess.run(cmd[:2] + ["--help"], capture_output=True, text=True, timeout=120,
+                            env=env)
+    assert helped.returncode == 0 and "wget http://dl.caffe.berkeleyvision.org/" in helped.stdout

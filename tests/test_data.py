@@ -134,6 +134,38 @@ def test_mnist_torchvision_layout(tmp_path):
         MNIST(tmp_path)
 
 
+@pytest.mark.parametrize("cls", [MNIST, FashionMNIST])
+def test_mnist_download_from_a_mirror_checks_md5(tmp_path, monkeypatch, cls):
+    import hashlib
+    images, labels = mnist_arrays(6, seed=5)
+    server = tmp_path / "server"
+    write_mnist(server, "t10k", images, labels, gz=True)
+    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in server.iterdir()}
+    dead = (tmp_path / "dead").as_uri() + "/"                 # a mirror that does not answer
+    monkeypatch.setattr(cls, "mirrors", (dead, server.as_uri() + "/"))
+    monkeypatch.setattr(cls, "resources", md5)
+    root = tmp_path / "root"
+    ds = cls(root, train=False, download=True)
+    raw = root / cls._folder / "raw"
+    assert sorted(p.name for p in raw.iterdir()) == sorted(md5)   # no .part leftovers
+    np.testing.assert_array_equal(ds.arrays[0][:, 0], images / np.float32(255))
+    np.testing.assert_array_equal(ds.arrays[1], labels)
+    (server / "t10k-images-idx3-ubyte.gz").unlink()               # present: not fetched again
+    np.testing.assert_array_equal(cls(root, train=False, download=True).arrays[1], labels)
+    # a wrong MD5 on every mirror: nothing written, a message naming both and the files to place
+    monkeypatch.setattr(cls, "resources", dict(md5, **{"train-labels-idx1-ubyte.gz": "0" * 32,
+                                                       "train-images-idx3-ubyte.gz": "0" * 32}))
+    write_mnist(server, "train", images, labels, gz=True)
+    with pytest.raises(FileNotFoundError) as err:
+        cls(root, train=True, download=True)
+    msg = str(err.value)
+    assert f"{cls.__name__}: download=True could not fetch train-images-idx3-ubyte.gz" in msg
+    assert "expected MD5 00000000000000000000000000000000, got " in msg and dead in msg
+    assert (f"put train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz (or the unpacked "
+            f"files) in {raw} or {root}") in msg
+    assert not (raw / "train-images-idx3-ubyte.gz").exists()
+
+
 def test_mnist_missing_files_named(tmp_path):
     images, labels = mnist_arrays(2, seed=4)
     write(tmp_path / "train-images-idx3-ubyte", idx_bytes(images))

@@ -118,7 +118,8 @@ def test_version_flag():
 def test_no_command_is_a_usage_error():
     r = subprocess.run([sys.executable, "-m", "clgrad"], capture_output=True, text=True,
                        timeout=120, cwd=ROOT)
-    assert r.returncode == 2 and "expected a command: devices, info or train" in r.stderr
+    assert r.returncode == 2
+    assert "expected a command: devices, info, train or dedupe-libs" in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -174,3 +175,48 @@ def test_license_and_metadata():
     deps = toml.split("dependencies = [", 1)[1].split("]", 1)[0]
     for optional in ("scikit-learn", "matplotlib", "tqdm", "onnx"):
         assert optional not in deps, optional
+
+
+class _Terminal:
+    """A stderr stand-in that says it is a terminal."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+
+def test_first_run_build_progress_on_a_terminal(monkeypatch):
+    monkeypatch.setattr(_log.logger, "hasHandlers", lambda: False)
+    monkeypatch.setattr(_log, "expected_builds", 3)
+    term = _Terminal()
+    progress = _log.BuildProgress(stream=term, every=0.0)
+    for _ in range(4):
+        progress.built()
+    lines = term.text.split("\n")
+    assert lines[-1] == "" and len(lines) == 5
+    assert re.fullmatch(r"\r\x1b\[Kclgrad: built 1 of ~3 OpenCL programs, \d+ s", lines[0])
+    assert re.fullmatch(r"\r\x1b\[Kclgrad: built 3 of ~3 OpenCL programs, \d+ s", lines[2])
+    assert re.fullmatch(r"\r\x1b\[Kclgrad: built 4 OpenCL programs, \d+ s", lines[3])  # past ~3
+    # throttled: at most one line per `every` seconds
+    term2 = _Terminal()
+    slow = _log.BuildProgress(stream=term2, every=60.0)
+    for _ in range(10):
+        slow.built()
+    assert term2.text == "" and slow.count == 10
+    # not a terminal (a pipe, a log file) or logging configured: nothing
+    piped = _Terminal()
+    piped.isatty = lambda: False
+    quiet = _log.BuildProgress(stream=piped, every=0.0)
+    quiet.built()
+    monkeypatch.setattr(_log.logger, "hasHandlers", lambda: True)
+    logged = _log.BuildProgress(stream=term2, every=0.0)
+    logged.built()
+    assert piped.text == "" and term2.text == ""

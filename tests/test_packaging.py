@@ -41,6 +41,7 @@ def test_wheel_contains_the_kernels(wheel):
     for name in sources:
         assert f"clgrad/kernels/{name}" in names, f"{name} missing from {wheel.name}"
     assert "clgrad/__init__.py" in names and "clgrad/ops/elementwise.py" in names
+    assert "clgrad/py.typed" in names                 # PEP 561: the annotations are public
     # the digits data and its BSD-3 notice ship; both licenses land in the metadata (PEP 639)
     assert {"clgrad/utils/data/_digits/digits.csv.gz",
             "clgrad/utils/data/_digits/LICENSE"} <= names
@@ -49,18 +50,20 @@ def test_wheel_contains_the_kernels(wheel):
             f"{info}/licenses/clgrad/utils/data/_digits/LICENSE"} <= names, sorted(names)
     meta = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
     assert "License-Expression: MIT" in meta
+    assert "Project-URL: Changelog, " in meta and "Project-URL: Source, " in meta
     assert "Classifier: Programming Language :: Python :: 3.13" in meta
     requires = [ln for ln in meta.splitlines() if ln.startswith("Requires-Dist:")]
     core = [ln for ln in requires if "extra ==" not in ln]
     assert not any(p in ln for ln in core for p in ("scikit-learn", "matplotlib", "tqdm"))
+    # lean core: the CPU runtimes come with the `cpu` extra only (README "Installing")
+    runtimes = ("intel-opencl-rt", "intel-cmplr-lib-rt", "pocl-binary-distribution")
+    assert not any(p in ln for ln in core for p in runtimes), core
+    for p in runtimes:
+        assert any(p in ln and "extra == 'cpu'" in ln for ln in requires), p
 
 
 def test_dedupe_hard_links_identical_library_copies(tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from dedupe_libs import dedupe
-    finally:
-        sys.path.remove(str(ROOT / "tools"))
+    from clgrad._dedupe_libs import dedupe     # python -m clgrad dedupe-libs VENV
     lib = tmp_path / "lib"
     lib.mkdir()
     same = os.urandom(5000)

@@ -52,6 +52,17 @@ def test_short_training_run_learns_the_digits(short_run, capsys):
     assert set(last) >= {"model", "optimizer", "scheduler", "config"}
 
 
+def test_metrics_csv_has_one_row_per_epoch(short_run):
+    out, summary = short_run
+    lines = (out / "metrics.csv").read_text().splitlines()
+    assert lines[0] == "epoch,train_loss,train_acc,val_loss,val_acc,images_per_s"
+    rows = [ln.split(",") for ln in lines[1:]]
+    assert [int(r[0]) for r in rows] == [1, 2, 3]
+    for j, key in enumerate(("train_loss", "train_acc", "val_loss", "val_acc"), 1):
+        np.testing.assert_allclose([float(r[j]) for r in rows], summary["history"][key],
+                                   rtol=1e-5)
+
+
 def test_summary_line_and_resume_from_last_checkpoint(short_run, capsys):
     out, summary = short_run
     main(["--resume", str(out / "last.safetensors"), "--epochs", "3", "--out", str(out),
@@ -136,6 +147,42 @@ def test_cli_train_help(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: clgrad train") and "--resume CHECKPOINT" in out
+    assert "``" not in out                   # plain text, no reST markup
+    for value in ("cpu", "gpu", "cuda:N", "P:D", "intel", "pocl", "substring"):
+        assert value in out, value           # every --device value
+    for default in ("digits 8, mnist 3", "digits 32, mnist 128", "(default: 0.1)",
+                    "(default: 0.0001)", "(default: runs/<dataset>)"):
+        assert default in " ".join(out.split()), default
+
+
+def test_cli_help_is_plain_text_and_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out
+    for cmd in ("devices", "info", "train", "dedupe-libs VENV", "--version", "CLGRAD_DEVICE"):
+        assert cmd in out, cmd
+
+
+def test_cli_info_names_the_platform(capsys):
+    assert cli_main(["info"]) == 0
+    d = clgrad.default_device()
+    assert f"on {d.name} [{d.platform}] ({d.kind})" in capsys.readouterr().out
+
+
+def test_cli_dedupe_libs(tmp_path, capsys):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    payload = np.random.default_rng(0).bytes(3 << 20)
+    for name in ("libX.so", "libX.so.1"):
+        (lib / name).write_bytes(payload)
+    assert cli_main(["dedupe-libs", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ("dedupe-libs: 3 MiB of duplicate shared-library copies "
+                                       "hard-linked\n")
+    assert (lib / "libX.so").stat().st_ino == (lib / "libX.so.1").stat().st_ino
+    assert cli_main(["dedupe-libs", str(tmp_path / "nope")]) == 2
+    assert "expected a virtual environment (a folder with lib/)" in capsys.readouterr().err
 
 
 def test_resume_with_more_epochs_keeps_learning(short_run, tmp_path, capsys):
@@ -261,8 +308,9 @@ def test_ctrl_c_exits_130_with_one_line_and_keeps_the_last_checkpoint(tmp_path):
     last = clgrad.load(out / "last.safetensors")             # complete, checksums verified
     assert last["progress"]["epoch"] >= 1 and "model" in last
     names = {p.name for p in out.iterdir()}                  # no temporary leftovers
+    names = {n for n in names if not n.startswith("events.out.tfevents.")}  # with tensorboard
     assert {"best.safetensors", "last.safetensors"} <= names <= {
-        "best.safetensors", "last.safetensors", "curves.png"}, names
+        "best.safetensors", "last.safetensors", "curves.png", "metrics.csv"}, names
 
 
 def test_resume_from_a_damaged_checkpoint_names_the_tensor(short_run, tmp_path):
@@ -296,3 +344,68 @@ def test_job_takes_the_fastest_device_unless_told(tmp_path, monkeypatch, capsys)
     assert capsys.readouterr().out.strip().splitlines()[-1].endswith(f"device: {cpu.name} (cpu)")
     main(argv + ["--device", "cpu"], dataset="mnist")
     assert asked == [1]
+
+
+def test_progress_bar_rate_restarts_after_the_first_batch():
+    """A slow first batch (kernel builds) must not set the ETA of the rest of the epoch."""
+    import io
+    import time
+    tqdm = pytest.importorskip("tqdm").tqdm
+    from clgrad.train import restart_rate
+    bar = tqdm(total=1000, file=io.StringIO(), mininterval=0, smoothing=0.3)
+    time.sleep(0.5)                                  # the first batch: 0.5 s for 10 items
+    bar.update(10)
+    slow_eta = (bar.total - bar.n) / bar.format_dict["rate"]
+    assert slow_eta > 20                             # 990 items at 20 items/s: ~50 s
+    restart_rate(bar)
+    assert bar.n == 10 and bar.format_dict["elapsed"] < 0.1
+    for _ in range(5):                               # then 10 items every ~2 ms
+        time.sleep(0.002)
+        bar.update(10)
+    fd = bar.format_dict
+    assert fd["n"] == 60 and fd["rate"] is not None
+    assert (fd["total"] - fd["n"]) / fd["rate"] < 5  # 940 items at ~thousands/s
+    bar.close()
+
+
+def test_job_writes_tensorboard_events_when_tensorboard_is_installed(tmp_path, monkeypatch):
+    import importlib.util
+    import struct
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "tensorboard" else real(name, *a))
+    args = argparse.Namespace(dataset="digits", data=None, epochs=2, batch_size=64, lr=3e-3,
+                              weight_decay=1e-4, device=None, out=str(tmp_path), resume=None,
+                              seed=0, quiet=True, val_fraction=0.1)
+    summary = fit(args)
+    (events,) = tmp_path.glob("events.out.tfevents.*")
+    data = events.read_bytes()
+    for tag, values in (("train/loss", summary["history"]["train_loss"]),
+                        ("val/acc", summary["history"]["val_acc"])):
+        for v in values:   # tag then simple_value (float32), one event per epoch
+            key = bytes([0x0A, len(tag)]) + tag.encode() + b"\x15" + struct.pack("<f", v)
+            assert data.count(key) == 1, (tag, v)
+    assert data.count(b"\x0a\x08test/acc\x15" + struct.pack("<f", summary["test_acc"])) == 1
+
+
+def test_curves_have_integer_epoch_ticks_and_the_test_accuracy(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    from clgrad.train import _plot
+    figs = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig: figs.append(fig))
+    history = {"train_loss": [1.0, 0.5, 0.3], "val_loss": [0.9, 0.6, 0.4],
+               "train_acc": [0.6, 0.8, 0.9], "val_acc": [0.7, 0.85, 0.88]}
+    _plot(history, tmp_path / "curves.png", "digits", test_acc=0.875)
+    (fig,) = figs
+    fig.canvas.draw()
+    for ax in fig.axes:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    acc_ax = fig.axes[1]
+    dashed = [ln for ln in acc_ax.get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1 and set(dashed[0].get_ydata()) == {0.875}
+    assert "test 0.875" in [t.get_text() for t in acc_ax.get_legend().get_texts()]
+    real_close(fig)
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"

@@ -53,6 +53,7 @@ from clgrad.ops.index import embedding, one_hot
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.errors import missing_attribute as _missing_attribute
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
@@ -98,6 +99,12 @@ __all__ = [
     # index
     "embedding", "one_hot",
 ]
+
+
+def __getattr__(name):
+    """A name not in this module: PyTorch's AttributeError, naming it as not implemented."""
+    raise _missing_attribute(__name__, name)
+
 
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
 _check_tensor_args(globals(), __name__)

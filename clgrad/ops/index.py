@@ -160,10 +160,11 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
-def _check_index(op, idx: Tensor, size: int, negative: bool = False):
-    """Indices in [0, size), or in [-size, size) with ``negative`` (x[idx] and x[idx] = v,
-    as PyTorch; index_select, gather and scatter_add raise for negative indices, as PyTorch).
-    Checked on the host before any launch. Returns the index as int64."""
+def _check_index(op, idx: Tensor, size: int, dim: int, negative: bool = False):
+    """Indices in [0, size) of dimension ``dim`` (named in the error), or in [-size, size) with
+    ``negative`` (x[idx] and x[idx] = v, as PyTorch; index_select, gather and scatter_add raise
+    for negative indices, as PyTorch). Checked on the host before any launch. Returns the index
+    as int64."""
     if idx.dtype.is_floating_point or idx.dtype.is_bool:
         raise TypeError(f"{op}: expected an integer index tensor, got {idx.dtype}")
     if idx.numel():
@@ -173,8 +174,8 @@ def _check_index(op, idx: Tensor, size: int, negative: bool = False):
         if lo < low or hi >= size:
             bad = lo if lo < low else hi
             rule = "" if negative or bad >= 0 else f"; {op} takes no negative indices"
-            raise IndexRangeError(f"{op}: index {bad} is out of bounds for dimension with size "
-                                  f"{size}{rule}")
+            raise IndexRangeError(f"{op}: index {bad} is out of bounds for dimension {dim} "
+                                  f"with size {size}{rule}")
     return ew.to(idx, dtypes.int64)
 
 
@@ -221,7 +222,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     if index.ndim > 1:
         raise IndexError(f"{op}: index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
-    index = _check_index(op, index.reshape(-1), x.shape[d], negative)
+    index = _check_index(op, index.reshape(-1), x.shape[d], d, negative)
     shape = list(x.shape)
     shape[d] = index.shape[0]
     out = empty(shape, x.dtype, x._storage.device)
@@ -234,7 +235,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    """out[i][j][k] = x[index[i][j][k]][j][k] for dim 0 (PyTorch's gather); index int64.
+    """``out[i][j][k] = x[index[i][j][k]][j][k]`` for dim 0 (PyTorch's gather); index int64.
 
     Raises:  IndexRangeError (IndexError and RuntimeError) for an index outside [0, size),
              checked before the launch; RuntimeError for mismatched shapes.
@@ -248,7 +249,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"gather: Size does not match at dimension {i} expected index "
                                f"{tuple(index.shape)} to be smaller than self {tuple(x.shape)} "
                                f"apart from dimension {d}")
-    index = _check_index("gather", index, x.shape[d])
+    index = _check_index("gather", index, x.shape[d], d)
     out = empty(index.shape, x.dtype, x._storage.device)
     _gather_launch(x, d, index, out)
     return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
@@ -258,7 +259,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (PyTorch's scatter_add)."""
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
-    index = _check_index("scatter_add", index, x.shape[d])
+    index = _check_index("scatter_add", index, x.shape[d], d)
     out = ew.clone(x)
     with no_grad():
         part = src[tuple(slice(0, n) for n in index.shape)]
@@ -283,7 +284,7 @@ def _scatter_checks(op, x: Tensor, d: int, index: Tensor, src):
         if isinstance(src, Tensor) and n > src.shape[i]:
             raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be no larger than "
                                f"src {tuple(src.shape)}")
-    return _check_index(op, index, x.shape[d])
+    return _check_index(op, index, x.shape[d], d)
 
 
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=None) -> Tensor:
@@ -446,7 +447,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
             raise ValueError(f"embedding: expected padding_idx in [{-v}, {v}), got "
                              f"{padding_idx}")
         padding_idx %= v
-    idx = _check_index("embedding", input.reshape(-1), v)
+    idx = _check_index("embedding", input.reshape(-1), v, 0)
     if idx.numel() and int(idx.numpy().min()) < 0:
         raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
                               f"[0, {v})")

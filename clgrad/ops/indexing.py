@@ -119,10 +119,11 @@ def _plan(x: Tensor, key, op: str) -> _Plan:
     if consumed > x.ndim:
         raise IndexError(f"{op}: too many indices for tensor of dimension {x.ndim} (got "
                          f"{consumed})")
-    ydim, pos_dim, fill = 0, {}, x.ndim - consumed
-    for i, k in enumerate(basic):  # the dim of y each basic entry lands on
-        pos_dim[i] = ydim
+    ydim, xdim, pos_dim, pos_xdim, fill = 0, 0, {}, {}, x.ndim - consumed
+    for i, k in enumerate(basic):  # the dims of y and of x each basic entry lands on
+        pos_dim[i], pos_xdim[i] = ydim, xdim
         ydim += fill if k is Ellipsis else 0 if views._is_int_like(k) else 1
+        xdim += fill if k is Ellipsis else 0 if k is None else 1
     y = views.getitem(x, tuple(basic))
     dims, arrays = [], []
     for pos, arr, mask in adv:
@@ -141,7 +142,7 @@ def _plan(x: Tensor, key, op: str) -> _Plan:
             lo, hi = int(arr.min()), int(arr.max())
             if lo < -size or hi >= size:
                 raise IndexRangeError(f"{op}: index {lo if lo < -size else hi} is out of "
-                                      f"bounds for dimension with size {size}")
+                                      f"bounds for dimension {pos_xdim[pos]} with size {size}")
         dims.append(d)
         arrays.append(np.where(arr < 0, arr + size, arr))
     try:

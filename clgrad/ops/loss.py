@@ -10,6 +10,8 @@ Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd,
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from clgrad import capture as _capture, creation, dtypes, layout
@@ -55,8 +57,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight=None, ignore_index: int 
              sum of w[t] over the positions not ignored (nan when every position is).
     Grad:    input
     Raises:  IndexError for a target outside [0, C) that is not ignore_index (checked on the
-             host before any launch); ValueError for shapes, reduction or label_smoothing;
-             TypeError for dtypes.
+             host before any launch); RuntimeError for float class labels (a floating target
+             of the class-index shape: use ``target.long()``); ValueError for shapes,
+             reduction or label_smoothing; TypeError for dtypes.
     """
     input, target, weight = ew.autocast("cross_entropy", input, target, weight, lower=False)
     _check_common("cross_entropy", input, target, reduction)
@@ -85,8 +88,9 @@ def nll_loss(input: Tensor, target: Tensor, weight=None, ignore_index: int = -10
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """(input - target)^2, reduced by 'mean', 'sum' or 'none'; shapes broadcast.
-    Grad: input and target."""
+    """(input - target)^2, reduced by 'mean', 'sum' or 'none'; shapes broadcast (with
+    PyTorch's UserWarning when they differ). Grad: input and target."""
+    _warn_broadcast("mse_loss", input, target)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"mse_loss: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
@@ -101,6 +105,7 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """|input - target|, reduced ('mean', 'sum', 'none'); shapes broadcast.
     Grad: input and target (sign(x - t), 0 where equal)."""
     input, target = ew.autocast("l1_loss", input, target, lower=False)
+    _warn_broadcast("l1_loss", input, target)
     return _pointwise("l1_loss", "l1", input, target, reduction)
 
 
@@ -112,6 +117,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: expected beta >= 0, got {beta}")
     input, target = ew.autocast("smooth_l1_loss", input, target, lower=False)
+    _warn_broadcast("smooth_l1_loss", input, target)
     return _pointwise("smooth_l1_loss", "smooth_l1", input, target, reduction, p0=beta)
 
 
@@ -123,6 +129,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if delta <= 0:
         raise ValueError(f"huber_loss: expected delta > 0, got {delta}")
     input, target = ew.autocast("huber_loss", input, target, lower=False)
+    _warn_broadcast("huber_loss", input, target)
     return _pointwise("huber_loss", "huber", input, target, reduction, p0=delta)
 
 
@@ -312,10 +319,15 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
 
 def _soft_cross_entropy(x, target, weight, reduction, eps):
     """Probability targets: -sum_c w_c q_c log p_c with q smoothed by eps (PyTorch)."""
+    cdim = 0 if x.ndim == 1 else 1
+    if tuple(target.shape) == tuple(x.shape[:cdim] + x.shape[cdim + 1:]):
+        raise RuntimeError(f"cross_entropy: expected class indices of dtype int64 (Long) as "
+                           f"target, got {target.dtype} of shape {tuple(target.shape)}: use "
+                           f"target.long() (probability targets have the input's shape "
+                           f"{tuple(x.shape)})")
     if tuple(target.shape) != tuple(x.shape):
         raise ValueError(f"cross_entropy: expected probability targets of the input's shape "
                          f"{tuple(x.shape)}, got {tuple(target.shape)}")
-    cdim = 0 if x.ndim == 1 else 1
     nc = x.shape[cdim]
     q = ew.add(ew.mul(target, 1.0 - eps), eps / nc) if eps else target
     prod = ew.mul(log_softmax(x, cdim), q)
@@ -346,6 +358,17 @@ def _rows(shape, dim, *tensors):
     rest, rest_st, dim_st = split_dim(tuple(shape), dim, *[t._strides for t in tensors])
     views = [view_arg(t, st) for t, st in zip(tensors, rest_st)]
     return rest, views, [np.int64(s) for s in dim_st]
+
+
+def _warn_broadcast(op, x, target):
+    """PyTorch's UserWarning when a regression loss's target shape differs from the input's:
+    (N, 1) against (N,) broadcasts to (N, N) and gives a wrong loss without an error."""
+    xs, ts = getattr(x, "shape", None), getattr(target, "shape", None)
+    if xs is not None and ts is not None and tuple(xs) != tuple(ts):
+        warnings.warn(f"{op}: using a target size {tuple(ts)} that is different to the input "
+                      f"size {tuple(xs)}. This will likely lead to incorrect results due to "
+                      f"broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=4)  # past the face's argument check (_util)
 
 
 def _check_common(op, x, target, reduction):

@@ -366,7 +366,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias. Shapes: x (*, in), weight (out, in), bias (out,) -> (*, out).
-    Under ``autocast`` (clgrad.amp) all three in float16, as PyTorch's."""
+    Under ``autocast`` (clgrad.amp) all three in float16, as PyTorch's.
+    Raises RuntimeError for mismatched shapes or dtypes (a float64 input to float32 weights)."""
     x, weight, bias = ew.autocast("linear", x, weight, bias)
     if weight.ndim != 2:
         raise RuntimeError(f"linear: expected weight of shape (out, in), got "
@@ -375,6 +376,11 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(f"linear: input has {x.shape[-1] if x.ndim else 0} features but "
                            f"weight expects {weight.shape[1]} (input {tuple(x.shape)}, weight "
                            f"{tuple(weight.shape)})")
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(f"linear: expected input and weight of one dtype, got input "
+                           f"{x.dtype} and weight {weight.dtype}: convert the input with "
+                           f"input.to({weight.dtype}) (or the module with "
+                           f".to({x.dtype}))")
     # One autograd node: the weight gradient is computed as g^T @ x, already in weight's
     # (out, in) layout. Through matmul's node on weight.t() it came out as x^T @ g, (in, out),
     # and was then copied transposed into a contiguous .grad: for AlexNet's fc6 (4096 x 9216)

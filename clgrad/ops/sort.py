@@ -145,7 +145,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     Order:   ascending (``sorted=False`` gives the same ascending order; PyTorch leaves it
              open); NaN sorts last and each NaN is its own value (PyTorch's rule; with
              ``dim`` set NumPy's slice comparison decides)
-    Returns: values, or a tuple (values[, inverse][, counts]); inverse and counts int64
+    Returns: values, or a tuple ``(values[, inverse][, counts])``; inverse and counts int64
     Grad:    none (as PyTorch)
     """
     host = x.numpy()

@@ -221,6 +221,7 @@ class Device:
             cl.enqueue_copy(self.queue, warm, np.zeros(4, np.float32), is_blocking=True)
             self.queue.finish()
         self._programs: dict = {}
+        self._first_run_builds = None   # _log.BuildProgress on a first run's builds
         self._kernels: dict = {}
         # Launch plans of the ops modules (clgrad/ops/_util.py's launch_1d, matmul.gemm,
         # conv's planners), each keyed by its own tuples (first item: the kernel file or the
@@ -408,8 +409,8 @@ class Device:
         src = path.read_text()
         opts = [f"-I{kdir}"] + [f"-D{k}={v}" for k, v in sorted(defines.items())]
         opts += self.build_options
-        if not self._programs:  # this process's first build on this device
-            _first_build_notice(self, kdir)
+        if not self._programs and _first_build_notice(self, kdir):  # first build, first run
+            self._first_run_builds = _log.BuildProgress()
         start = time.perf_counter()
         try:
             with warnings.catch_warnings():  # a successful build's log is only remarks
@@ -420,6 +421,8 @@ class Device:
                               f"{defines}:\n{e}") from None
         _log.logger.debug("built kernels/%s %s on %s in %.2f s", file, defines or "",
                           self.name, time.perf_counter() - start)
+        if self._first_run_builds is not None:
+            self._first_run_builds.built()
         return prg
 
     def launch(self, kernel: cl.Kernel, global_size, local_size, *args):
@@ -524,12 +527,13 @@ def _pyopencl_cache_dir() -> Path:
     return root / f"pyopencl-compiler-cache-v2-py{version}"
 
 
-def _first_build_notice(dev: Device, kdir: Path) -> None:
+def _first_build_notice(dev: Device, kdir: Path) -> bool:
     """One line on stderr (clgrad._log.notice) before the first build on a device that has
     never built this version of the kernels, with this Python and driver: the builds then take
     seconds to minutes, and pyopencl caches the binaries for later processes. A marker file in
     ``cache_dir()/built`` (named by a hash of the device, driver, pyopencl, Python, build
-    options and the kernel sources) records that the notice was given."""
+    options and the kernel sources) records that the notice was given. True when it was given
+    now (a first run: its builds then show their progress)."""
     try:
         h = hashlib.sha256()
         for part in (dev.platform, dev.cl_device.platform.version, dev.name,
@@ -541,11 +545,12 @@ def _first_build_notice(dev: Device, kdir: Path) -> None:
                 h.update(f.name.encode() + b"\0" + f.read_bytes())
         marker = cache_dir() / "built" / h.hexdigest()[:24]
         if marker.exists():
-            return
+            return False
         marker.parent.mkdir(exist_ok=True)
         marker.write_text(f"{dev.name} [{dev.platform}] {dev.cl_device.driver_version}\n")
     except (OSError, DeviceError):
-        return
+        return False
     where = ("not cached: PYOPENCL_NO_CACHE is set" if os.environ.get("PYOPENCL_NO_CACHE")
              else f"first run only; cached in {_pyopencl_cache_dir()}")
     _log.notice(f"building OpenCL kernels for {dev.name} [{dev.platform}] ({where})")
+    return True

@@ -18,7 +18,7 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad import _log
-from clgrad.errors import DeviceError
+from clgrad.errors import CPU_RUNTIME_HINT, DeviceError
 from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
                                    _pyopencl_cache_dir, cache_dir)
@@ -376,9 +376,8 @@ def _preference_order(found, first: str = "gpu") -> list:
 
 
 def _fix_hint() -> str:
-    return ("install a CPU runtime (pip install intel-opencl-rt intel-cmplr-lib-rt, or "
-            "pocl-binary-distribution) or a GPU driver; CLGRAD_DEVICE=P:D selects a device "
-            "(python -m clgrad devices lists them)")
+    return (f"install a CPU runtime ({CPU_RUNTIME_HINT}) or a GPU driver; CLGRAD_DEVICE=P:D "
+            f"selects a device (python -m clgrad devices lists them)")
 
 
 def devices() -> list[dict]:

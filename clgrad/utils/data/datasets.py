@@ -83,18 +83,32 @@ class MNIST(TensorDataset):
     Files:   train=True:  train-images-idx3-ubyte, train-labels-idx1-ubyte
              train=False: t10k-images-idx3-ubyte,  t10k-labels-idx1-ubyte
              each raw or with a .gz suffix, in `root` or in `root/MNIST/raw` (torchvision layout)
+    download: True fetches the split's two missing .gz files into `root/MNIST/raw` from the
+             first of `mirrors` that answers (torchvision's), each checked against its MD5
     Returns: images float32 (N, 1, 28, 28) in [0, 1] (pixel / 255), labels int64 (N,) in 0..9
-    Raises:  FileNotFoundError naming the missing files and the folder to put them in;
+    Raises:  FileNotFoundError naming the missing files and the folder to put them in (with
+             download=True and no mirror reachable: also the URLs tried and why each failed);
              ValueError naming the file for a wrong magic number, image size, truncated data,
              image/label count mismatch or a label outside 0..9
     """
 
     classes = tuple(str(d) for d in range(10))
     _folder = "MNIST"
+    # torchvision's mirrors and MD5s of the .gz files (each file is checked after download)
+    mirrors = ("https://ossci-datasets.s3.amazonaws.com/mnist/",
+               "http://yann.lecun.com/exdb/mnist/")
+    resources = {"train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+                 "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+                 "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+                 "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c"}
 
-    def __init__(self, root, train=True):
+    def __init__(self, root, train=True, *, download=False):
         name = type(self).__name__
         prefix = "train" if train else "t10k"
+        if download:
+            _download(name, (f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"),
+                      Path(root), Path(root) / self._folder / "raw", self.mirrors,
+                      self.resources)
         images_path, labels_path = _find_files(
             name, (f"{prefix}-images-idx3-ubyte", f"{prefix}-labels-idx1-ubyte"),
             (Path(root), Path(root) / self._folder / "raw"), gz=True)
@@ -119,6 +133,11 @@ class FashionMNIST(MNIST):
     classes = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
     _folder = "FashionMNIST"
+    mirrors = ("http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",)
+    resources = {"train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+                 "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+                 "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+                 "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310"}
 
 
 class CIFAR10(TensorDataset):
@@ -182,6 +201,41 @@ def _find_files(op, names, folders, gz):
         raise FileNotFoundError(f"{op}: expected {', '.join(missing)}{also} in {where}, got no "
                                 f"such file; put {', '.join(names)}{also} in {folders[0]}")
     return found
+
+
+def _download(op, names, root, folder, mirrors, resources, timeout=30.0):
+    """Fetch ``name.gz`` of each of ``names`` found neither in ``root`` nor in ``folder`` into
+    ``folder``: from the first mirror that answers with the MD5 of ``resources``; written
+    through a temporary file, so an interrupted download leaves nothing that looks complete."""
+    import hashlib
+    import urllib.request
+
+    todo = [n for n in names if not any((f / v).is_file() for f in (root, folder)
+                                        for v in (n, n + ".gz"))]
+    for name in todo:
+        gz, failures = name + ".gz", []
+        for mirror in mirrors:
+            url = mirror + gz
+            try:
+                with urllib.request.urlopen(url, timeout=timeout) as r:
+                    data = r.read()
+            except (OSError, ValueError) as e:   # URLError, HTTPError, timeouts are OSErrors
+                failures.append(f"{url}: {e}")
+                continue
+            got = hashlib.md5(data, usedforsecurity=False).hexdigest()
+            if got != resources[gz]:
+                failures.append(f"{url}: expected MD5 {resources[gz]}, got {got}")
+                continue
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = folder / f".{gz}.part"
+            tmp.write_bytes(data)
+            tmp.replace(folder / gz)
+            break
+        else:
+            raise FileNotFoundError(
+                f"{op}: download=True could not fetch {gz} ({'; '.join(failures)}); "
+                f"without network access, put {', '.join(n + '.gz' for n in names)} (or the "
+                f"unpacked files) in {folder} or {root}")
 
 
 def _read_maybe_gzip(path, op):

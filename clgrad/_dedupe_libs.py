@@ -1,6 +1,6 @@
 """Replace identical copies of a shared library in a virtual environment by hard links.
 
-    python tools/dedupe_libs.py VENV          (make train / make test run it after installing)
+    python -m clgrad dedupe-libs VENV       (make train / make test run it after installing)
 
 Wheels cannot hold symbolic links, so pip writes ``libX.so``, ``libX.so.2`` and ``libX.so.2.20``
 as three full copies when a wheel lists them: Intel's OpenCL CPU runtime (libintelocl,
@@ -51,8 +51,13 @@ def dedupe(root: Path) -> int:
     return saved
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2 or not (Path(sys.argv[1]) / "lib").is_dir():
-        sys.exit("usage: python tools/dedupe_libs.py VENV (a folder with lib/)")
-    n = dedupe(Path(sys.argv[1]) / "lib")
-    print(f"dedupe_libs: {n / 2**20:.0f} MiB of duplicate shared-library copies hard-linked")
+def main(venv: str) -> int:
+    """``python -m clgrad dedupe-libs VENV``: dedupe ``VENV/lib``, print the MiB saved; 2 when
+    VENV has no lib/ folder."""
+    if not (Path(venv) / "lib").is_dir():
+        print(f"clgrad dedupe-libs: expected a virtual environment (a folder with lib/), got "
+              f"{venv!r}", file=sys.stderr)
+        return 2
+    n = dedupe(Path(venv) / "lib")
+    print(f"dedupe-libs: {n / 2**20:.0f} MiB of duplicate shared-library copies hard-linked")
+    return 0
