@@ -341,7 +341,8 @@ def test_job_takes_the_fastest_device_unless_told(tmp_path, monkeypatch, capsys)
             "0.25", "--out", str(tmp_path / "run"), "--quiet"]
     main(argv, dataset="mnist")
     assert asked == [1] and clgrad.default_device() is cpu
-    assert capsys.readouterr().out.strip().splitlines()[-1].endswith(f"device: {cpu.name} (cpu)")
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith(
+        f"device: {cpu.name} [{cpu.platform}] (cpu)")
     main(argv + ["--device", "cpu"], dataset="mnist")
     assert asked == [1]
 
