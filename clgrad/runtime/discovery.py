@@ -375,6 +375,17 @@ def _preference_order(found, first: str = "gpu") -> list:
     return sorted(found, key=rank)
 
 
+def _instead(c) -> str:
+    """What to do instead of using candidate ``c``, which is unusable: the devices that passed
+    their probe (CLGRAD_DEVICE values naming them), else how to get one (_fix_hint)."""
+    others = [o for o in _preference_order(_FOUND[0] or []) if o is not c and o.usable]
+    if not others:
+        return _fix_hint()
+    names = ", ".join(f"{o.spec} {o.name!r} [{o.platform_name}]" for o in others)
+    return (f"usable instead: {names} (CLGRAD_DEVICE={others[0].spec}, or 'cpu'/'cuda'; "
+            f"python -m clgrad devices lists them)")
+
+
 def _fix_hint() -> str:
     return (f"install a CPU runtime ({CPU_RUNTIME_HINT}) or a GPU driver; CLGRAD_DEVICE=P:D "
             f"selects a device (python -m clgrad devices lists them)")
@@ -469,7 +480,7 @@ def get_device(spec=None) -> Device:
     pick = hits[0]
     if not pick.usable:
         raise DeviceError(f"device: {pick.spec} {pick.name!r} [{pick.platform_name}] is not "
-                          f"usable: {pick.reason}; {_fix_hint()}")
+                          f"usable: {pick.reason}; {_instead(pick)}")
     return _device_for(pick)
 
 
@@ -486,7 +497,7 @@ def _device_for(c) -> Device:
             if dev is None:
                 if not _check_programs(c):
                     raise DeviceError(f"device: {c.spec} {c.name!r} [{c.platform_name}] is not "
-                                      f"usable: {c.reason}; {_fix_hint()}")
+                                      f"usable: {c.reason}; {_instead(c)}")
                 dev = Device(c.device, c.pi, c.di, index=c.index)
                 dev.max_vector_width = c.vector_width
                 _DEVICES[key] = dev
