@@ -799,3 +799,26 @@ def test_numpy_array_values_are_guarded():
             assert cf(x).numpy().tolist() == [5.0, 4.0]
     finally:
         MEAN[:] = [1.0, 2.0]
+
+
+# -- adversarial review (issue 37) ---------------------------------------------------------------
+def _five(cf, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [cf(x)[0].item() for _ in range(5)]
+
+
+@pytest.mark.parametrize("draw", [
+    lambda g: torch.randn(3, generator=g),
+    lambda g: torch.rand(3, generator=g),
+    lambda g: torch.randint(0, 1000000, (3,), generator=g).float(),
+    lambda g: torch.randperm(1000, generator=g)[:3].float(),
+    lambda g: torch.empty(3).normal_(generator=g),
+])
+def test_random_draw_from_generator_is_not_replayed(draw):
+    g = torch.Generator().manual_seed(0)
+    x = torch.zeros(3)
+    got = _five(_compiled(lambda x: x + draw(g)), x)
+    g.manual_seed(0)  # the oracle: the same draws made eagerly
+    want = [(x + draw(g))[0].item() for _ in range(5)]
+    assert got == want and len(set(got)) == 5
