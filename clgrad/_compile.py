@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import random
 import types
 import warnings
 
@@ -77,14 +78,19 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     Python state the guards do not see (an attribute read through ``getattr`` with a computed
     name, an object more than six references away from ``fn``, a library object other than
     a module, optimizer or LR scheduler, the values of a larger NumPy array, which is
-    guarded by identity only) is baked into a capture.
+    guarded by identity only) is baked into a capture. Host values that change per call are
+    refused before the capture where the walk sees them: a function reached reads Python's
+    ``random`` module, ``numpy.random`` (``np.random.rand``) or a generator or function of
+    theirs, or calls ``next()`` while an iterator is reached (``itertools.count()``); one
+    computed by other Python code (``time.time()``) is baked in.
     Cost per replayed call: one getter per module tree, function and optimizer (C-level maps
     over their dicts): about 1 µs per module, measured on a busy 2-core CPU.
 
     Refused (the call ran eagerly; this signature then always runs eagerly, with one
     warning naming the reason): a host read (``.item()``, ``print``, a data-dependent
-    ``if``), host-side random draws, a second device — the call carries on eagerly from
-    there, so ``fn`` still runs once; a change ``fn`` makes to guarded Python state or to an
+    ``if``), host-side random draws (clgrad's, also from a ``generator=``), a second
+    device — the call carries on eagerly from there, so ``fn`` still runs once; host values
+    that change per call (see Guards); a change ``fn`` makes to guarded Python state or to an
     LR scheduler it reaches (``scheduler.step()``, ``list.append``, ``self.count += 1``, a
     changed ``lr``, an optimizer's new state), named in the warning, on two capture calls in
     a row (a replay would not make it again; the first such call counts as a warm-up, since
@@ -178,6 +184,9 @@ class _Replayed:
             self._stats["eager"] += 1
             return self._fn(*args, **kwargs)
         guards = _Guards(self._fn, (args, kwargs))
+        if guards.host_random is not None:
+            self._entries[key] = guards.host_random
+            return self._eager(guards.host_random, args, kwargs)
         pre = guards.snapshot()
         pre_grads = [p._grad for p in guards.params]
         statics, made = [], {}
@@ -436,6 +445,20 @@ def _from_lib(obj) -> bool:
     return mod.split(".")[0] in _LIBS
 
 
+_HOST_RNGS = (random.Random, np.random.Generator, np.random.RandomState)
+
+
+def _is_host_rng(obj) -> bool:
+    """Whether ``obj`` is Python's or NumPy's random module, a generator of theirs, or one of
+    their functions (``random.random``, ``np.random.rand``, a bound method of a generator)."""
+    if isinstance(obj, types.ModuleType):
+        return obj is random or obj.__name__.startswith("numpy.random")
+    if isinstance(obj, _HOST_RNGS) or isinstance(getattr(obj, "__self__", None), _HOST_RNGS):
+        return True
+    mod = getattr(obj, "__module__", None)
+    return isinstance(mod, str) and (mod == "random" or mod.startswith("numpy.random"))
+
+
 def _code_names(code, out: set):
     out.update(code.co_names)
     for c in code.co_consts:
@@ -465,10 +488,15 @@ class _Guards:
         self._seen: set = set()
         self.params: list = []
         self._pids: set = set()
+        self.host_random = None  # why a capture would bake in a host-side draw, or None
+        self._next_by = self._iterator = None  # a function calling next(), an iterator reached
         self._visit(fn, getattr(fn, "__qualname__", type(fn).__name__), 0)
         for x in _leaves(args):
             if not isinstance(x, Tensor):
                 self._visit(x, "an argument", 1)
+        if self.host_random is None and self._next_by and self._iterator:
+            self._host_random(f"{self._next_by} calls next() and reaches the iterator "
+                              f"{self._iterator!r}")
         if self.params:
             ps = tuple(self.params)
             self._refs.extend(p._storage for p in ps)
@@ -551,11 +579,20 @@ class _Guards:
         return ("it changes Python state that a replay would not change again: "
                 + "; ".join(dict.fromkeys(what)) + " (do this outside the compiled function)")
 
+    def _host_random(self, what):
+        if self.host_random is None:
+            self.host_random = (f"{what}: a host-side value that changes per call (random "
+                                f"draws, next()) would be baked into the capture")
+
     # -- the walk -----------------------------------------------------------------------------
     def _visit(self, obj, name, depth):
         t = type(obj)
         if t in _PLAIN or depth > _DEPTH or id(obj) in self._seen:
             return
+        if _is_host_rng(obj):
+            self._host_random(f"{name!r} draws random numbers on the host")
+        elif hasattr(t, "__next__") and not isinstance(obj, Tensor):
+            self._iterator = self._iterator or name
         if isinstance(obj, type):  # a class used as a namespace (``Config.scale``)
             return None if _from_lib(obj) else self._class(obj, name, depth)
         self._seen.add(id(obj))
@@ -605,6 +642,12 @@ class _Guards:
         g, q = fn.__globals__, fn.__qualname__
         # a library's function (clgrad.train's step): its closure only, not its globals
         present = () if _from_lib(fn) else tuple(n for n in sorted(names) if n in g)
+        if "next" in names and "next" not in g and not _from_lib(fn):
+            self._next_by = self._next_by or q
+        for n in present:
+            v = g[n]
+            if _is_host_rng(v) or (v is np and "random" in names):
+                self._host_random(f"{q} reads {n!r}")
         if present:
             self._fast.append(lambda: tuple(map(_rep, map(g.get, present))))
         for n in present:

@@ -4,6 +4,7 @@ refused, the body runs once per call, arguments changed in place reach the calle
 are fresh per call. The oracle is the eager run of the same function on a copy of the state,
 and hand-computed values."""
 import gc
+import random
 import warnings
 import weakref
 
@@ -822,3 +823,30 @@ def test_random_draw_from_generator_is_not_replayed(draw):
     g.manual_seed(0)  # the oracle: the same draws made eagerly
     want = [(x + draw(g))[0].item() for _ in range(5)]
     assert got == want and len(set(got)) == 5
+
+
+_COUNTER = __import__("itertools").count()
+
+
+def _next_count(x):
+    return x * next(_COUNTER)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (lambda x: x * random.random()),
+    lambda: (lambda x: x * np.random.rand()),
+    lambda: (lambda x: x * torch.tensor(np.random.rand(3), dtype=torch.float32)),
+    lambda: _next_count,
+])
+def test_host_random_values_are_not_baked_in(make):
+    x = torch.ones(3)
+    got = _five(_compiled(make()), x)
+    assert len(set(got)) == 5  # eager: a new value per call (torch too)
+
+
+def test_host_random_refusal_names_the_cause():
+    cf = _compiled(lambda x: x * random.random())
+    x = torch.ones(2)
+    msgs = [m for _ in range(4) for m in _quiet(cf, x)[1]]
+    assert any("random" in m and "baked" in m for m in msgs)
+    assert cf._stats["replays"] == 0
