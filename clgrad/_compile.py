@@ -40,11 +40,12 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     per tensor its shape, dtype, device and requires_grad, per other value its type and value
     (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)`` are three signatures), and which tensor
     arguments share memory (the same tensor twice shares one captured input; distinct tensors
-    sharing a storage run eagerly). Per signature the first call runs ``fn`` eagerly (a
-    warm-up: optimizer state, built kernels); the second runs it eagerly while recording its
-    kernels (a capture); later calls copy the tensor arguments into the captured inputs and
-    replay. ``fn``'s Python body runs exactly once per call that is not a replay, and a
-    replay runs none of it.
+    sharing a storage run eagerly, and so does a call whose tensor argument shares memory with
+    a parameter, buffer or tensor the guards reach: a replay would copy it apart). Per
+    signature the first call runs ``fn`` eagerly (a warm-up: optimizer state, built
+    kernels); the second runs it eagerly while recording its kernels (a capture); later calls
+    copy the tensor arguments into the captured inputs and replay. ``fn``'s Python body runs
+    exactly once per call that is not a replay, and a replay runs none of it.
 
     Guards. A capture also records the Python state ``fn`` can read, and a replay happens only
     when all of it is as it was before the capture; otherwise the call captures again
@@ -164,6 +165,8 @@ class _Replayed:
             if ent.guards.hold():
                 if i:
                     e.insert(0, e.pop(i))
+                if ent.guards.storages and _shares(tensors, ent.guards.storages):
+                    return self._eager(_SHARED, args, kwargs)
                 self._stats["replays"] += 1
                 return ent.run(tensors)
         if len(e) >= capture.RECOMPILE_LIMIT:
@@ -187,6 +190,8 @@ class _Replayed:
         if guards.host_random is not None:
             self._entries[key] = guards.host_random
             return self._eager(guards.host_random, args, kwargs)
+        if _shares(tensors, guards.storages):
+            return self._eager(_SHARED, args, kwargs)
         pre = guards.snapshot()
         pre_grads = [p._grad for p in guards.params]
         statics, made = [], {}
@@ -341,6 +346,19 @@ class _Entry:
         return self.outputs(tensors)
 
 
+_SHARED = ("a tensor argument shares memory with a tensor the function reaches otherwise (a "
+           "parameter, buffer, global or closure tensor): a replay would copy it into a "
+           "separate input")
+
+
+def _shares(tensors, storages) -> bool:
+    """Whether a tensor argument's storage is one of ``storages`` (of the tensors reached)."""
+    for a in tensors:
+        if id(a._storage) in storages:
+            return True
+    return False
+
+
 def _write_back(statics, tensors, versions) -> list:
     """Copy the static inputs a capture call changed in place into the caller's tensors;
     returns their indices."""
@@ -488,6 +506,7 @@ class _Guards:
         self._seen: set = set()
         self.params: list = []
         self._pids: set = set()
+        self.storages: set = set()  # ids of the storages of the tensors reached (guarded)
         self.host_random = None  # why a capture would bake in a host-side draw, or None
         self._next_by = self._iterator = None  # a function calling next(), an iterator reached
         self._visit(fn, getattr(fn, "__qualname__", type(fn).__name__), 0)
@@ -691,6 +710,7 @@ class _Guards:
                      and k.endswith("hooks") and ("forward" in k or "backward" in k)]
             self._refs.extend((*P.values(), *B.values(), *M.values(), *(d[k] for k in okeys)))
             self._refs.extend(b._storage for b in B.values() if b is not None)
+            self.storages.update(id(b._storage) for b in B.values() if b is not None)
             self._add(f"module {path!r} ({type(m).__name__})",
                       _module_getter(d, keys, okeys, P, B, M, hooks), GUARD, keys, fast=False)
             tree.append((d, keys, okeys, P, B, M, hooks))
@@ -709,6 +729,7 @@ class _Guards:
         if p is not None and id(p) not in self._pids:
             self._pids.add(id(p))
             self.params.append(p)
+            self.storages.add(id(p._storage))
 
     def _optimizer(self, opt, name, depth):
         d = opt.__dict__

@@ -850,3 +850,52 @@ def test_host_random_refusal_names_the_cause():
     msgs = [m for _ in range(4) for m in _quiet(cf, x)[1]]
     assert any("random" in m and "baked" in m for m in msgs)
     assert cf._stats["replays"] == 0
+
+
+_W = None
+
+
+def _bump_and_add_w(x):
+    x.add_(1)
+    return x + _W
+
+
+def test_argument_sharing_memory_with_a_global_tensor():
+    global _W
+    try:
+        outs = []
+        for compiled in (False, True):  # eager is the oracle; by hand: W+1 doubled, +2 a call
+            _W = torch.ones(2)
+            f = _compiled(_bump_and_add_w) if compiled else _bump_and_add_w
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outs.append([f(_W).tolist() for _ in range(4)])
+        assert outs[0] == [[4.0, 4.0], [6.0, 6.0], [8.0, 8.0], [10.0, 10.0]]
+        assert outs[1] == outs[0]
+    finally:
+        _W = None
+
+
+def test_argument_sharing_memory_with_a_parameter_after_capture():
+    m = nn.Linear(1, 1, bias=False)
+
+    def f(w, x):
+        with torch.no_grad():
+            w.mul_(2)
+            return m(x)
+
+    with torch.no_grad():
+        m.weight.fill_(1.0)
+    cf = _compiled(f)
+    x = torch.ones(1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):  # warm-up, capture, replay with a separate tensor
+            assert cf(torch.ones(1, 1), x).item() == 1.0
+        assert cf(m.weight, x).item() == 2.0  # the parameter itself: eager doubles it first
+        assert cf(m.weight, x).item() == 4.0
+        m2 = nn.Linear(1, 1, bias=False)
+        with torch.no_grad():
+            m2.weight.fill_(1.0)
+        m = m2  # a fresh closure value: captured again, then the argument is its weight
+        assert [cf(m.weight, x).item() for _ in range(4)] == [2.0, 4.0, 8.0, 16.0]
