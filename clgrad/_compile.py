@@ -18,6 +18,7 @@ import numpy as np
 
 from clgrad import capture
 from clgrad.autograd import is_grad_enabled, no_grad
+from clgrad.autograd.grad_mode import autocast_state
 from clgrad.capture import _ACTIVE, CUDAGraph, is_capturing
 from clgrad.runtime import discovery as _discovery
 from clgrad.tensor import Tensor
@@ -35,10 +36,13 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     returns ``model`` unchanged (clgrad has no graph compiler: it runs eagerly). Usable as
     ``compile(fn, ...)`` or as a decorator ``@compile(mode=...)``.
 
-    The replaying callable keys its captures on a signature: grad mode, the default device,
+    The replaying callable keys its captures on a signature: grad mode, the autocast state
+    (``torch.autocast``'s device types and dtypes), the default device,
     the keyword names, and the arguments, walked through lists, tuples (named too) and dicts:
-    per tensor its shape, dtype, device and requires_grad, per other value its type and value
-    (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)`` are three signatures), and which tensor
+    per tensor its shape, dtype, device, requires_grad, strides and whether its storage offset
+    is 0, per other value its type and value (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)``
+    are three signatures; a float by its bits: ``-0.0`` is not ``0.0``, any NaN is NaN; a
+    strided argument other than a dense one with permuted dimensions runs eagerly), and which tensor
     arguments share memory (the same tensor twice shares one captured input; distinct tensors
     sharing a storage run eagerly, and so does a call whose tensor argument shares memory with
     a parameter, buffer or tensor the guards reach: a replay would copy it apart). Per
@@ -135,8 +139,8 @@ class _Replayed:
 
     def _key(self, args, kwargs) -> tuple:
         """(signature, the tensor arguments in walk order). The signature has grad mode, the
-        default device, the arguments' signatures and, when tensor arguments share memory,
-        which do (the same tensor twice, or views of one storage)."""
+        autocast state, the default device, the arguments' signatures and, when tensor
+        arguments share memory, which do (the same tensor twice, or views of one storage)."""
         tensors: list = []
         sig = _sig((args, kwargs), tensors, Tensor)
         alias = None
@@ -145,7 +149,8 @@ class _Replayed:
             if len(set(st)) != len(st):
                 ids = list(map(id, tensors))
                 alias = tuple((st.index(x), ids.index(i)) for x, i in zip(st, ids))
-        return (is_grad_enabled(), id(_discovery._DEFAULT[0]), alias, sig), tensors
+        return (is_grad_enabled(), autocast_state(), id(_discovery._DEFAULT[0]), alias,
+                sig), tensors
 
     def __call__(self, *args, **kwargs):
         if is_capturing():  # inside another capture (a compiled model in a compiled step)
@@ -199,12 +204,17 @@ class _Replayed:
             s = made.get(id(a))
             if s is None:
                 if a.requires_grad and is_grad_enabled():
-                    s = a.clone()  # linked to ``a``: a refused call's autograd reaches it
+                    s = _like(a)  # linked to ``a``: a refused call's autograd reaches it
                 else:
                     with no_grad():
-                        s = a.detach().clone().requires_grad_(a.requires_grad)
+                        s = _like(a.detach()).requires_grad_(a.requires_grad)
                 made[id(a)] = s
             statics.append(s)
+        if any(s._strides != a._strides for s, a in zip(statics, tensors)):
+            why = ("a tensor argument's strides are not those of a dense tensor with permuted "
+                   "dimensions (a slice): a captured input cannot have them")
+            self._entries[key] = why
+            return self._eager(why, args, kwargs)
         if len(made) != len({id(a._storage) for a in tensors}):
             why = ("tensor arguments share memory (views of one tensor): a replay would copy "
                    "them into separate inputs")
@@ -359,6 +369,15 @@ def _shares(tensors, storages) -> bool:
     return False
 
 
+def _like(a):
+    """A copy of ``a`` (autograd-linked) with its strides where ``a`` is dense with permuted
+    dimensions (``x.t()``), else a contiguous copy."""
+    if a.is_contiguous():
+        return a.clone()
+    order = sorted(range(a.ndim), key=lambda d: -a._strides[d])
+    return a.permute(order).clone().permute([order.index(d) for d in range(a.ndim)])
+
+
 def _write_back(statics, tensors, versions) -> list:
     """Copy the static inputs a capture call changed in place into the caller's tensors;
     returns their indices."""
@@ -381,8 +400,11 @@ def _sig(a, tensors, Tensor):
     """The signature of an argument (see ``compile``); appends its tensors to ``tensors``."""
     if isinstance(a, Tensor):
         tensors.append(a)
-        return ("T", a._shape, a.dtype, id(a._storage.device), a._requires_grad)
+        return ("T", a._shape, a.dtype, id(a._storage.device), a._requires_grad, a._strides,
+                not a._offset)
     t = type(a)
+    if t is float:  # -0.0 is not 0.0 (1 / x differs), a NaN is any NaN
+        return ("F", a.hex())
     if t is tuple or t is list or (isinstance(a, tuple) and hasattr(a, "_fields")):
         return (t, tuple([_sig(x, tensors, Tensor) for x in a]))
     if t is dict:
@@ -444,6 +466,8 @@ def _plain(v) -> bool:
 def _rep(v):
     """A guard's view of a value: type and value for plain values, else its identity."""
     t = type(v)
+    if t is float:
+        return t, v.hex()  # -0.0 is not 0.0, a NaN is any NaN
     if t in _PLAIN:
         return t, v
     if t is tuple and all(type(x) in _PLAIN for x in v):

@@ -899,3 +899,58 @@ def test_argument_sharing_memory_with_a_parameter_after_capture():
             m2.weight.fill_(1.0)
         m = m2  # a fresh closure value: captured again, then the argument is its weight
         assert [cf(m.weight, x).item() for _ in range(4)] == [2.0, 4.0, 8.0, 16.0]
+
+
+def test_autocast_state_is_part_of_the_signature():
+    m = nn.Linear(3, 2)
+    cm = _compiled(m)
+    x = torch.ones(4, 3)
+    with torch.no_grad():
+        for _ in range(3):
+            assert cm(x).dtype == torch.float32
+        with torch.autocast("cpu", dtype=torch.float16):
+            want = m(x)
+            outs = [cm(x) for _ in range(3)]
+        assert want.dtype == torch.float16
+        for o in outs:
+            assert o.dtype == torch.float16
+            np.testing.assert_array_equal(o.numpy(), want.numpy())
+        assert cm(x).dtype == torch.float32
+
+
+def test_negative_zero_is_another_argument_and_global():
+    x = torch.ones(2)
+    cf = _compiled(lambda x, a: 1 / (x * a))
+    for _ in range(3):
+        assert cf(x, 0.0).tolist() == [np.inf, np.inf]
+    assert cf(x, -0.0).tolist() == [-np.inf, -np.inf]  # eager and torch: -inf
+    assert (1 / (x * -0.0)).tolist() == [-np.inf, -np.inf]
+    nan = float("nan")
+    for _ in range(4):  # another NaN object each call: one signature, replayed
+        assert np.isnan(cf(x, nan * 1.0).numpy()).all()
+    assert len(cf._entries) == 2 + 1 and cf._stats["replays"] >= 2
+    a = 0.0
+    cg = _compiled(lambda x: 1 / (x * a))
+    for _ in range(3):
+        assert cg(x).tolist() == [np.inf, np.inf]
+    a = -0.0
+    assert cg(x).tolist() == [-np.inf, -np.inf]
+
+
+def test_strides_are_part_of_the_signature():
+    cf = _compiled(lambda x: x.view(-1) * 1)
+    for _ in range(3):
+        assert cf(torch.ones(2, 3)).shape == (6,)
+    xt = torch.ones(3, 2).t()
+    with pytest.raises(RuntimeError):
+        xt.view(-1)  # the eager oracle
+    with pytest.raises(RuntimeError):
+        cf(xt)
+    cg = _compiled(lambda x: x * torch.tensor([[1.0], [2.0]]))  # a transposed input replays
+    xt = torch.arange(6.0).reshape(3, 2).t()
+    want = (xt * torch.tensor([[1.0], [2.0]])).tolist()
+    assert want == [[0.0, 2.0, 4.0], [2.0, 6.0, 10.0]]
+    for _ in range(4):
+        out = cg(xt)
+        assert out.tolist() == want
+    assert cg._stats["replays"] == 2
