@@ -42,7 +42,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     per tensor its shape, dtype, device, requires_grad, strides and whether its storage offset
     is 0, per other value its type and value (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)``
     are three signatures; a float by its bits: ``-0.0`` is not ``0.0``, any NaN is NaN; a
-    strided argument other than a dense one with permuted dimensions runs eagerly), and which tensor
+    strided argument other than a dense one with permuted dimensions runs eagerly; an object
+    hashed by identity by its id, holding no reference to it), and which tensor
     arguments share memory (the same tensor twice shares one captured input; distinct tensors
     sharing a storage run eagerly, and so does a call whose tensor argument shares memory with
     a parameter, buffer or tensor the guards reach: a replay would copy it apart). Per
@@ -50,6 +51,11 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     kernels); the second runs it eagerly while recording its kernels (a capture); later calls
     copy the tensor arguments into the captured inputs and replay. ``fn``'s Python body runs
     exactly once per call that is not a replay, and a replay runs none of it.
+
+    At most ``capture.SIGNATURE_LIMIT`` (8, torch._dynamo's cache_size_limit) signatures are
+    kept per callable: past it (one warning) a new signature replaces the oldest one that has
+    no capture, else it runs eagerly (an argument that changes every call, a float timestep or
+    a new object, so runs eagerly with bounded memory).
 
     Guards. A capture also records the Python state ``fn`` can read, and a replay happens only
     when all of it is as it was before the capture; otherwise the call captures again
@@ -131,7 +137,7 @@ class _Replayed:
         self._fn = fn
         self._entries: dict = {}  # signature -> [_Entry] (most recently used first) | why eager
         self._warned = False
-        self._limit_warned = False
+        self._limit_warned = self._size_warned = False
         self._strict = False      # make_graphed_callables: a refusal raises
         self._retried: set = set()  # signatures whose last capture changed Python state
         self._stats = {"eager": 0, "captures": 0, "replays": 0}
@@ -161,6 +167,9 @@ class _Replayed:
         except TypeError:  # an unhashable argument: no signature to replay by
             return self._eager("an argument is not hashable", args, kwargs)
         if e is None:  # the warm-up
+            if len(self._entries) >= capture.SIGNATURE_LIMIT and not self._evict():
+                self._stats["eager"] += 1
+                return self._fn(*args, **kwargs)
             self._entries[key] = []
             self._stats["eager"] += 1
             return self._fn(*args, **kwargs)
@@ -186,6 +195,24 @@ class _Replayed:
             self._stats["eager"] += 1
             return self._fn(*args, **kwargs)
         return self._capture(key, e, args, kwargs, tensors)
+
+    def _evict(self) -> bool:
+        """At the signature limit: warn once, drop the oldest signature that has no capture
+        (one warmed up only, or refused); False when every one has captures (the new
+        signature then runs eagerly)."""
+        if not self._size_warned:
+            self._size_warned = True
+            warnings.warn(f"compile(mode='reduce-overhead'): {self._name()} hit the signature "
+                          f"limit ({capture.SIGNATURE_LIMIT}, torch._dynamo's "
+                          f"config.cache_size_limit): an argument changes every call (a float "
+                          f"timestep, a new object)? New signatures replace ones never "
+                          f"captured, else run eagerly", stacklevel=3)
+        for k, e in self._entries.items():
+            if not e or type(e) is str:
+                del self._entries[k]
+                self._retried.discard(k)
+                return True
+        return False
 
     def _capture(self, key, entries, args, kwargs, tensors):
         if _ACTIVE[0] is not None:  # another thread is capturing: this call runs eagerly
@@ -275,6 +302,7 @@ class _Replayed:
 
     def __getattr__(self, name):  # a compiled Module keeps its attributes (parameters ...)
         if name.startswith("__") or name in ("_fn", "_entries", "_warned", "_limit_warned",
+                                             "_size_warned",
                                              "_strict", "_stats", "_retried"):
             raise AttributeError(name)
         return getattr(self._fn, name)
@@ -409,6 +437,8 @@ def _sig(a, tensors, Tensor):
         return (t, tuple([_sig(x, tensors, Tensor) for x in a]))
     if t is dict:
         return (t, tuple([(k, _sig(v, tensors, Tensor)) for k, v in a.items()]))
+    if t.__hash__ is object.__hash__ and t is not type:  # hashed by identity: by id, no
+        return ("O", t, id(a))  # strong reference (a capture's guards keep it: no id reuse)
     return ("V", t, a)
 
 

@@ -954,3 +954,40 @@ def test_strides_are_part_of_the_signature():
         out = cg(xt)
         assert out.tolist() == want
     assert cg._stats["replays"] == 2
+
+
+class _Batch:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_signatures_are_bounded_and_do_not_keep_arguments_alive():
+    cf = _compiled(lambda b: b.x * 2)
+    refs, msgs = [], []
+    for i in range(50):
+        t = torch.full((3,), float(i))
+        refs.append(weakref.ref(t))
+        out, w = _quiet(cf, _Batch(t))
+        msgs += w
+        assert out.tolist() == [2.0 * i] * 3
+        del t, out
+    gc.collect()
+    assert len(cf._entries) <= capture.SIGNATURE_LIMIT
+    assert sum(r() is not None for r in refs) <= capture.SIGNATURE_LIMIT
+    assert sum("signature limit" in m for m in msgs) == 1
+
+
+def test_a_float_changing_every_call_stays_bounded_and_right():
+    cf = _compiled(lambda x, t: x * t)
+    x = torch.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(50):
+            t = 1.0 - i / 50
+            assert cf(x, t).tolist() == (x * t).tolist() == [np.float32(t)] * 2
+    assert len(cf._entries) <= capture.SIGNATURE_LIMIT
+    with warnings.catch_warnings():  # a fixed value still gets captured and replayed
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            assert cf(x, 0.5).tolist() == [0.5, 0.5]
+    assert cf._stats["replays"] >= 1
