@@ -20,6 +20,7 @@ from clgrad import capture
 from clgrad.autograd import is_grad_enabled, no_grad
 from clgrad.autograd.grad_mode import autocast_state
 from clgrad.capture import _ACTIVE, CUDAGraph, is_capturing
+from clgrad.ops.views import as_strided
 from clgrad.runtime import discovery as _discovery
 from clgrad.tensor import Tensor
 
@@ -113,7 +114,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     Results. Each call returns fresh output tensors (a copy of the captured outputs, one copy
     launch each: an earlier call's results are never overwritten), detached; an output that
     is a tensor argument is that argument, one that views an argument is a copy, and one
-    made outside the capture (a parameter) is that tensor. In-place changes ``fn`` makes to
+    made outside the capture (a parameter) is that tensor. Aliasing between outputs is kept:
+    one returned twice is one tensor, and outputs sharing memory (``y, y.view(2, 1)``) are
+    views of one copy of their storage. In-place changes ``fn`` makes to
     a tensor argument reach the caller's tensor (also when ``fn`` raises during a capture);
     a ``.grad`` the capture set is set again to the same tensor, which the replay refilled.
     Tensors ``fn`` reaches other than through its arguments (parameters, buffers, optimizer
@@ -351,24 +354,58 @@ class _Entry:
             guards, g, statics, back, grads)
         index = {id(s): i for i, s in enumerate(statics)}
         inputs = {id(s._storage) for s in statics}
+        memo: dict = {}  # id(tensor) -> its _Out: an output returned twice is one object
 
         def plan(t):
             if not isinstance(t, Tensor):
                 return _Out("same", t)
+            o = memo.get(id(t))
+            if o is not None:
+                return o
             if id(t) in index:
-                return _Out("arg", index[id(t)])
-            buf = t._storage.buffer
-            if getattr(buf, "int_ptr", None) in g._own or id(t._storage) in inputs:
-                return _Out("clone", t.detach())  # made by the graph, or a view of an input
-            return _Out("same", t)
+                o = _Out("arg", index[id(t)])
+            elif (getattr(t._storage.buffer, "int_ptr", None) in g._own
+                    or id(t._storage) in inputs):
+                o = _Out("clone", t.detach())  # made by the graph, or a view of an input
+            else:
+                o = _Out("same", t)
+            memo[id(t)] = o
+            return o
         self.outs = _map(out, plan)
+        # outputs sharing a storage (``y, y.view(2, 1)``): views of one copy of the storage
+        by_storage: dict = {}
+        for o in memo.values():
+            if o.kind == "clone":
+                by_storage.setdefault(id(o.v._storage), []).append(o)
+        self.flats = []
+        for group in by_storage.values():
+            if len(group) > 1:
+                t = group[0].v
+                self.flats.append(as_strided(t, (t._storage.size,), (1,), 0))
+                for o in group:
+                    o.kind, o.v = "view", (len(self.flats) - 1, o.v)
+        self.memo = len(memo) < sum(1 for t in _leaves(out) if isinstance(t, Tensor))
 
     def outputs(self, tensors):
+        """This call's outputs: fresh copies of the captured ones, with their aliasing."""
+        flats = [f.clone() for f in self.flats]
 
-        def get(o):
+        def make(o):
             if o.kind == "clone":
                 return o.v.clone()
+            if o.kind == "view":
+                t = o.v[1]
+                return as_strided(flats[o.v[0]], t._shape, t._strides, t._offset)
             return tensors[o.v] if o.kind == "arg" else o.v
+        get = make
+        if self.memo or flats:
+            memo: dict = {}
+
+            def get(o):
+                r = memo.get(id(o))
+                if r is None:
+                    r = memo[id(o)] = make(o)
+                return r
         with no_grad():
             return _map(self.outs, get)
 

@@ -991,3 +991,20 @@ def test_a_float_changing_every_call_stays_bounded_and_right():
         for _ in range(4):
             assert cf(x, 0.5).tolist() == [0.5, 0.5]
     assert cf._stats["replays"] >= 1
+
+
+def test_outputs_keep_their_aliasing():
+    def f(x):
+        y = x * 2
+        return y, y, y.view(2, 1)
+
+    cf = _compiled(f)
+    for _ in range(4):
+        x = torch.tensor([1.0, 2.0])
+        a, b, c = cf(x)
+        assert a is b  # eager: the same tensor twice
+        a.add_(10)
+        assert b.tolist() == [12.0, 14.0] and c.tolist() == [[12.0], [14.0]]
+    assert cf._stats["replays"] == 2
+    p, q, r = cf(torch.tensor([3.0, 4.0]))  # a replay's outputs are fresh: earlier ones kept
+    assert a.tolist() == [12.0, 14.0] and p.tolist() == [6.0, 8.0] and r.shape == (2, 1)
