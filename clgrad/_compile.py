@@ -11,6 +11,7 @@ import functools
 import itertools
 import operator
 import random
+import sys
 import types
 import warnings
 
@@ -73,7 +74,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
       - every ``nn.Module`` reached, and its submodules: ``training``, every plain attribute
         (``p``, ``momentum``, ``eps``, ``scale`` ...) by type and value, every other public
         attribute (``self.act = torch.relu``), parameter, buffer and submodule by identity,
-        each parameter's ``requires_grad``, the keys of its forward/backward hook dicts;
+        each parameter's ``requires_grad``, the keys of its forward/backward hook dicts, and
+        the hooks themselves, walked as functions (also the global module hooks);
       - every optimizer reached: the ``param_groups`` list, each group and its parameters
         (identity), every hyperparameter but ``lr`` by type and value (``lr`` is read again
         at every replay, so LR schedulers work), the ``state`` dict and each parameter's
@@ -597,6 +599,7 @@ class _Guards:
         self._seen: set = set()
         self.params: list = []
         self._pids: set = set()
+        self._global_hooks = False  # whether the global module hooks are walked
         self.storages: set = set()  # ids of the storages of the tensors reached (guarded)
         self.host_random = None  # why a capture would bake in a host-side draw, or None
         self._next_by = self._iterator = None  # a function calling next(), an iterator reached
@@ -805,6 +808,9 @@ class _Guards:
             self._add(f"module {path!r} ({type(m).__name__})",
                       _module_getter(d, keys, okeys, P, B, M, hooks), GUARD, keys, fast=False)
             tree.append((d, keys, okeys, P, B, M, hooks))
+            for h in hooks:  # the hooks' callables read state as ``fn`` does
+                for k, fn in list(h.items()):
+                    self._visit(fn, f"{path} hook {k}", depth + 1)
             for p in P.values():
                 self._param(p)
             self._class(type(m), path, depth)
@@ -815,6 +821,17 @@ class _Guards:
                 if c is not None:
                     stack.append((f"{path}.{k}", c))
         self._fast.append(_tree_getter(tree))
+        if not self._global_hooks:
+            self._global_hooks = True
+            # the global module hooks (register_module_forward_hook ...), if nn is loaded:
+            # looked up, not imported (nn is above this layer)
+            mh = sys.modules.get("clgrad.nn.module_hooks")
+            stores = [getattr(mh, n) for n in _GLOBAL_HOOKS if hasattr(mh, n)] if mh else []
+            if stores:
+                self._add("the global module hooks", lambda: tuple(map(tuple, stores)))
+                for h in stores:
+                    for k, fn in list(h.items()):
+                        self._visit(fn, f"global module hook {k}", depth + 1)
 
     def _param(self, p):
         if p is not None and id(p) not in self._pids:
@@ -890,6 +907,8 @@ class _Guards:
                     self._visit(getattr(v, "__func__", v), name, depth + 1)
 
 
+_GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks",
+                 "_global_backward_pre_hooks", "_global_backward_hooks")
 _DYNAMIC = frozenset(("params", "lr"))  # param group entries not guarded (lr: read per replay)
 
 

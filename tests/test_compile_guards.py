@@ -1008,3 +1008,61 @@ def test_outputs_keep_their_aliasing():
     assert cf._stats["replays"] == 2
     p, q, r = cf(torch.tensor([3.0, 4.0]))  # a replay's outputs are fresh: earlier ones kept
     assert a.tolist() == [12.0, 14.0] and p.tolist() == [6.0, 8.0] and r.shape == (2, 1)
+
+
+def _hooked_calls(m, change):
+    """The compiled and eager outputs of ``m`` on ones(1, 1) for three calls, ``change()``,
+    three calls."""
+    x = torch.ones(1, 1)
+    cm = _compiled(m)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        got = [cm(x).item() for _ in range(3)]
+        want = [m(x).item() for _ in range(3)]
+        assert cm._stats["replays"] == 1
+        change()
+        got += [cm(x).item() for _ in range(3)]
+        want += [m(x).item() for _ in range(3)]
+    return got, want
+
+
+def _unit():
+    m = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        m.weight.fill_(1.0)
+    return m
+
+
+def test_state_read_by_module_hooks_is_guarded():
+    m, s = _unit(), [2.0]
+    m.register_forward_hook(lambda mod, i, o: o * s[0])
+    got, want = _hooked_calls(m, lambda: s.__setitem__(0, 5.0))
+    assert got == want == [2.0] * 3 + [5.0] * 3
+
+    class Scale:
+        def __init__(self):
+            self.k = 3.0
+
+        def __call__(self, mod, i, o):
+            return o * self.k
+
+    m, h = _unit(), Scale()
+    m.register_forward_hook(h)
+    got, want = _hooked_calls(m, lambda: setattr(h, "k", 7.0))
+    assert got == want == [3.0] * 3 + [7.0] * 3
+
+    m, cfg = _unit(), {"add": 1.0}
+    m.register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] + cfg["add"],), kwargs),
+                                with_kwargs=True)
+    got, want = _hooked_calls(m, lambda: cfg.__setitem__("add", 4.0))
+    assert got == want == [2.0] * 3 + [5.0] * 3
+
+
+def test_state_read_by_a_global_module_hook_is_guarded():
+    s = [2.0]
+    h = nn.modules.module.register_module_forward_hook(lambda mod, i, o: o * s[0])
+    try:
+        got, want = _hooked_calls(_unit(), lambda: s.__setitem__(0, 3.0))
+    finally:
+        h.remove()
+    assert got == want == [2.0] * 3 + [3.0] * 3
