@@ -70,7 +70,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     methods of user classes) and the non-tensor arguments:
       - each global and closure variable read: numbers, bools, strings, bytes, None and
         tuples of them by type and value, anything else by identity; the plain attributes a
-        function reads from a Python module held in a global (``config.scale``);
+        function reads from a Python module held in a global (``config.scale``), and of a
+        user's module every attribute it reads, the objects walked (``cfgmod.params["s"]``);
+        each user function's ``__defaults__`` and ``__kwdefaults__``;
       - every ``nn.Module`` reached, and its submodules: ``training``, every plain attribute
         (``p``, ``momentum``, ``eps``, ``scale`` ...) by type and value, every other public
         attribute (``self.act = torch.relu``), parameter, buffer and submodule by identity,
@@ -85,8 +87,10 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
         ``.grad``: the very tensor where the capture accumulated into it, else whether it
         was None;
       - lists, dicts and sets reached: their items (plain values by type and value, others
-        by identity); other objects reached (a config object): their attributes as a
-        module's; user classes: their plain class attributes.
+        by identity); other objects reached (a config object): their attributes (or
+        ``__slots__``) as a module's; user classes: their plain class attributes, the
+        identity of their methods and other attributes (``N.forward = ...``), whose objects
+        are walked (``cfg = [2.0]``).
       - NumPy arrays reached, up to 1 MiB: their shape, dtype and values (a host array an op
         reads is copied to the device, and a capture keeps that copy).
     Python state the guards do not see (an attribute read through ``getattr`` with a computed
@@ -577,6 +581,12 @@ def _code_names(code, out: set):
             _code_names(c, out)
 
 
+def _defaults(fn):
+    d, kw = fn.__defaults__, fn.__kwdefaults__
+    return (tuple(map(_rep, d)) if d else d,
+            tuple((k, _rep(v)) for k, v in kw.items()) if kw else kw)
+
+
 def _cell(c):
     try:
         return _rep(c.cell_contents)
@@ -748,6 +758,17 @@ class _Guards:
             return
         if isinstance(d, dict) and not _from_lib(t):
             self._object(obj, d, name, depth)
+        elif d is None and not _from_lib(t):  # an object with __slots__
+            slots = [n for c in t.__mro__ for n in getattr(c, "__slots__", ())
+                     if n not in ("__weakref__", "__dict__")]
+            if slots:
+                self._add(f"{t.__name__} {name!r} (slots)", lambda: tuple(
+                    _rep(getattr(obj, n, _MISSING)) for n in slots))
+                for n in slots:
+                    x = getattr(obj, n, None)
+                    self._refs.append(x)
+                    self._visit(x, f"{name}.{n}", depth + 1)
+                self._class(t, name, depth)
 
     def _function(self, fn, depth):
         names: set = set()
@@ -769,12 +790,22 @@ class _Guards:
             self._add(f"global {n!r} read by {q}",
                       lambda g=g, n=n: _rep(g.get(n, _MISSING)), fast=False)
             if isinstance(v, types.ModuleType):
+                # a library module: its plain attributes; a user module (a config module):
+                # every attribute the code names, the objects (``cfgmod.params``) walked
+                user = v.__name__.split(".")[0] not in _LIBS
                 for a in sorted(names):
-                    if _plain(getattr(v, a, None)) and hasattr(v, a):
-                        self._add(f"{n}.{a} read by {q}", lambda v=v, a=a: _rep(
-                            getattr(v, a, _MISSING)))
+                    x = getattr(v, a, _MISSING)
+                    if x is _MISSING or not (user or _plain(x)):
+                        continue
+                    self._add(f"{n}.{a} read by {q}", lambda v=v, a=a: _rep(
+                        getattr(v, a, _MISSING)))
+                    if user and not _plain(x):
+                        self._refs.append(x)
+                        self._visit(x, f"{n}.{a}", depth + 1)
             else:
                 self._visit(v, n, depth + 1)
+        if not _from_lib(fn):  # its default values (``f.__defaults__ = ...``)
+            self._add(f"the default arguments of {q}", functools.partial(_defaults, fn))
         cells = fn.__closure__ or ()
         if cells:
             self._fast.append(lambda: tuple(map(_cell, cells)))
@@ -901,10 +932,19 @@ class _Guards:
             keys = [k for k, v in d.items() if not k.startswith("__") and _plain(v)]
             if keys:
                 self._add(f"class {cls.__qualname__}", _attrs_getter(d, keys), GUARD, keys)
-            for v in d.values():
+            # the other attributes by identity (a method replaced: ``N.forward = ...``), the
+            # number of attributes (one added), and what they hold walked (``cfg = [2.0]``)
+            okeys = [k for k, v in d.items() if not _plain(v) and (
+                not k.startswith("__") or isinstance(v, types.FunctionType))]
+            self._refs.extend(d[k] for k in okeys)
+            ig = operator.itemgetter(*okeys, *okeys[:1]) if okeys else (lambda d: ())
+            self._add(f"class {cls.__qualname__} (methods and attributes that are objects)",
+                      lambda d=d, ig=ig: (len(d), tuple(map(id, ig(d)))))
+            for k in okeys:
+                v = d[k]
                 v = v.fget if isinstance(v, property) else v
-                if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
-                    self._visit(getattr(v, "__func__", v), name, depth + 1)
+                v = getattr(v, "__func__", v) if isinstance(v, (staticmethod, classmethod)) else v
+                self._visit(v, f"{cls.__qualname__}.{k}", depth + 1)
 
 
 _GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks",

@@ -1066,3 +1066,75 @@ def test_state_read_by_a_global_module_hook_is_guarded():
     finally:
         h.remove()
     assert got == want == [2.0] * 3 + [3.0] * 3
+
+
+def _before_after(f, change):
+    """Compiled and eager values of ``f(ones(1))``: three calls, ``change()``, two calls."""
+    x = torch.ones(1)
+    cf = _compiled(f)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        got = [cf(x).item() for _ in range(3)]
+        assert cf._stats["replays"] == 1
+        change()
+        got += [cf(x).item() for _ in range(2)]
+        want = f(x).item()
+    return got, want
+
+
+class _ClassCfg(nn.Module):
+    cfg = [2.0]
+
+    def forward(self, x):
+        return x * _ClassCfg.cfg[0]
+
+
+_CFGMOD = __import__("types").ModuleType("cfgmod_for_test")
+_CFGMOD.params = {"s": 2.0}
+
+
+def _read_cfgmod(x):
+    return x * _CFGMOD.params["s"]
+
+
+class _Slotted:
+    __slots__ = ("k",)
+
+    def __init__(self):
+        self.k = 2.0
+
+
+class _Patched(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_class_list_module_dict_slots_patched_method_defaults_are_guarded():
+    m = _ClassCfg()
+    got, want = _before_after(m, lambda: _ClassCfg.cfg.__setitem__(0, 7.0))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    try:
+        got, want = _before_after(_read_cfgmod, lambda: _CFGMOD.params.__setitem__("s", 7.0))
+    finally:
+        _CFGMOD.params["s"] = 2.0
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    o = _Slotted()
+    got, want = _before_after(lambda x: x * o.k, lambda: setattr(o, "k", 7.0))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    forward = _Patched.forward
+    try:
+        got, want = _before_after(_Patched(), lambda: setattr(
+            _Patched, "forward", lambda self, x: x * 7))
+    finally:
+        _Patched.forward = forward
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+
+    def kd(x, *, s=2.0):
+        return x * s
+
+    def dd(x, s=2.0):
+        return x * s
+    got, want = _before_after(kd, lambda: setattr(kd, "__kwdefaults__", {"s": 7.0}))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    got, want = _before_after(dd, lambda: setattr(dd, "__defaults__", (7.0,)))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
