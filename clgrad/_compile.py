@@ -581,6 +581,10 @@ def _code_names(code, out: set):
             _code_names(c, out)
 
 
+def _no_defaults(fn):  # a C-level getter: (None, None) while ``fn`` has no defaults
+    return functools.partial(operator.attrgetter("__defaults__", "__kwdefaults__"), fn)
+
+
 def _defaults(fn):
     d, kw = fn.__defaults__, fn.__kwdefaults__
     return (tuple(map(_rep, d)) if d else d,
@@ -805,7 +809,8 @@ class _Guards:
             else:
                 self._visit(v, n, depth + 1)
         if not _from_lib(fn):  # its default values (``f.__defaults__ = ...``)
-            self._add(f"the default arguments of {q}", functools.partial(_defaults, fn))
+            self._add(f"the default arguments of {q}", functools.partial(_defaults, fn)
+                      if fn.__defaults__ or fn.__kwdefaults__ else _no_defaults(fn))
         cells = fn.__closure__ or ()
         if cells:
             self._fast.append(lambda: tuple(map(_cell, cells)))
