@@ -246,7 +246,8 @@ class _Replayed:
                         s = _like(a.detach()).requires_grad_(a.requires_grad)
                 made[id(a)] = s
             statics.append(s)
-        if any(s._strides != a._strides for s, a in zip(statics, tensors)):
+        if any(s._strides != a._strides and not _same_layout(s, a)
+               for s, a in zip(statics, tensors)):
             why = ("a tensor argument's strides are not those of a dense tensor with permuted "
                    "dimensions (a slice): a captured input cannot have them")
             self._entries[key] = why
@@ -438,6 +439,11 @@ def _shares(tensors, storages) -> bool:
         if id(a._storage) in storages:
             return True
     return False
+
+
+def _same_layout(s, a) -> bool:
+    """Whether ``s`` and ``a`` (one shape) have the same strides but for dims of size 1."""
+    return all(x == y for x, y, n in zip(s._strides, a._strides, a._shape) if n != 1)
 
 
 def _like(a):

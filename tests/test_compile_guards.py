@@ -1138,3 +1138,11 @@ def test_class_list_module_dict_slots_patched_method_defaults_are_guarded():
     assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
     got, want = _before_after(dd, lambda: setattr(dd, "__defaults__", (7.0,)))
     assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+
+
+def test_strides_of_size_one_dims_do_not_refuse():
+    cf = _compiled(lambda x: x * 2)
+    a = torch.arange(3.0).reshape(3, 1).t()  # shape (1, 3), strides (1, 1)
+    for _ in range(4):
+        assert cf(a).tolist() == [[0.0, 2.0, 4.0]]
+    assert cf._stats["replays"] == 2
