@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import random
+import sys
 import types
 import warnings
 
@@ -17,7 +19,9 @@ import numpy as np
 
 from clgrad import capture
 from clgrad.autograd import is_grad_enabled, no_grad
+from clgrad.autograd.grad_mode import autocast_state
 from clgrad.capture import _ACTIVE, CUDAGraph, is_capturing
+from clgrad.ops.views import as_strided
 from clgrad.runtime import discovery as _discovery
 from clgrad.tensor import Tensor
 
@@ -34,16 +38,26 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     returns ``model`` unchanged (clgrad has no graph compiler: it runs eagerly). Usable as
     ``compile(fn, ...)`` or as a decorator ``@compile(mode=...)``.
 
-    The replaying callable keys its captures on a signature: grad mode, the default device,
+    The replaying callable keys its captures on a signature: grad mode, the autocast state
+    (``torch.autocast``'s device types and dtypes), the default device,
     the keyword names, and the arguments, walked through lists, tuples (named too) and dicts:
-    per tensor its shape, dtype, device and requires_grad, per other value its type and value
-    (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)`` are three signatures), and which tensor
+    per tensor its shape, dtype, device, requires_grad, strides and whether its storage offset
+    is 0, per other value its type and value (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)``
+    are three signatures; a float by its bits: ``-0.0`` is not ``0.0``, any NaN is NaN; a
+    strided argument other than a dense one with permuted dimensions runs eagerly; an object
+    hashed by identity by its id, holding no reference to it), and which tensor
     arguments share memory (the same tensor twice shares one captured input; distinct tensors
-    sharing a storage run eagerly). Per signature the first call runs ``fn`` eagerly (a
-    warm-up: optimizer state, built kernels); the second runs it eagerly while recording its
-    kernels (a capture); later calls copy the tensor arguments into the captured inputs and
-    replay. ``fn``'s Python body runs exactly once per call that is not a replay, and a
-    replay runs none of it.
+    sharing a storage run eagerly, and so does a call whose tensor argument shares memory with
+    a parameter, buffer or tensor the guards reach: a replay would copy it apart). Per
+    signature the first call runs ``fn`` eagerly (a warm-up: optimizer state, built
+    kernels); the second runs it eagerly while recording its kernels (a capture); later calls
+    copy the tensor arguments into the captured inputs and replay. ``fn``'s Python body runs
+    exactly once per call that is not a replay, and a replay runs none of it.
+
+    At most ``capture.SIGNATURE_LIMIT`` (8, torch._dynamo's cache_size_limit) signatures are
+    kept per callable: past it (one warning) a new signature replaces the oldest one that has
+    no capture, else it runs eagerly (an argument that changes every call, a float timestep or
+    a new object, so runs eagerly with bounded memory).
 
     Guards. A capture also records the Python state ``fn`` can read, and a replay happens only
     when all of it is as it was before the capture; otherwise the call captures again
@@ -56,11 +70,14 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     methods of user classes) and the non-tensor arguments:
       - each global and closure variable read: numbers, bools, strings, bytes, None and
         tuples of them by type and value, anything else by identity; the plain attributes a
-        function reads from a Python module held in a global (``config.scale``);
+        function reads from a Python module held in a global (``config.scale``), and of a
+        user's module every attribute it reads, the objects walked (``cfgmod.params["s"]``);
+        each user function's ``__defaults__`` and ``__kwdefaults__``;
       - every ``nn.Module`` reached, and its submodules: ``training``, every plain attribute
         (``p``, ``momentum``, ``eps``, ``scale`` ...) by type and value, every other public
         attribute (``self.act = torch.relu``), parameter, buffer and submodule by identity,
-        each parameter's ``requires_grad``, the keys of its forward/backward hook dicts;
+        each parameter's ``requires_grad``, the keys of its forward/backward hook dicts, and
+        the hooks themselves, walked as functions (also the global module hooks);
       - every optimizer reached: the ``param_groups`` list, each group and its parameters
         (identity), every hyperparameter but ``lr`` by type and value (``lr`` is read again
         at every replay, so LR schedulers work), the ``state`` dict and each parameter's
@@ -70,21 +87,28 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
         ``.grad``: the very tensor where the capture accumulated into it, else whether it
         was None;
       - lists, dicts and sets reached: their items (plain values by type and value, others
-        by identity); other objects reached (a config object): their attributes as a
-        module's; user classes: their plain class attributes.
+        by identity); other objects reached (a config object): their attributes (or
+        ``__slots__``) as a module's; user classes: their plain class attributes, the
+        identity of their methods and other attributes (``N.forward = ...``), whose objects
+        are walked (``cfg = [2.0]``).
       - NumPy arrays reached, up to 1 MiB: their shape, dtype and values (a host array an op
         reads is copied to the device, and a capture keeps that copy).
     Python state the guards do not see (an attribute read through ``getattr`` with a computed
     name, an object more than six references away from ``fn``, a library object other than
     a module, optimizer or LR scheduler, the values of a larger NumPy array, which is
-    guarded by identity only) is baked into a capture.
+    guarded by identity only) is baked into a capture. Host values that change per call are
+    refused before the capture where the walk sees them: a function reached reads Python's
+    ``random`` module, ``numpy.random`` (``np.random.rand``) or a generator or function of
+    theirs, or calls ``next()`` while an iterator is reached (``itertools.count()``); one
+    computed by other Python code (``time.time()``) is baked in.
     Cost per replayed call: one getter per module tree, function and optimizer (C-level maps
     over their dicts): about 1 µs per module, measured on a busy 2-core CPU.
 
     Refused (the call ran eagerly; this signature then always runs eagerly, with one
     warning naming the reason): a host read (``.item()``, ``print``, a data-dependent
-    ``if``), host-side random draws, a second device — the call carries on eagerly from
-    there, so ``fn`` still runs once; a change ``fn`` makes to guarded Python state or to an
+    ``if``), host-side random draws (clgrad's, also from a ``generator=``), a second
+    device — the call carries on eagerly from there, so ``fn`` still runs once; host values
+    that change per call (see Guards); a change ``fn`` makes to guarded Python state or to an
     LR scheduler it reaches (``scheduler.step()``, ``list.append``, ``self.count += 1``, a
     changed ``lr``, an optimizer's new state), named in the warning, on two capture calls in
     a row (a replay would not make it again; the first such call counts as a warm-up, since
@@ -96,7 +120,9 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     Results. Each call returns fresh output tensors (a copy of the captured outputs, one copy
     launch each: an earlier call's results are never overwritten), detached; an output that
     is a tensor argument is that argument, one that views an argument is a copy, and one
-    made outside the capture (a parameter) is that tensor. In-place changes ``fn`` makes to
+    made outside the capture (a parameter) is that tensor. Aliasing between outputs is kept:
+    one returned twice is one tensor, and outputs sharing memory (``y, y.view(2, 1)``) are
+    views of one copy of their storage. In-place changes ``fn`` makes to
     a tensor argument reach the caller's tensor (also when ``fn`` raises during a capture);
     a ``.grad`` the capture set is set again to the same tensor, which the replay refilled.
     Tensors ``fn`` reaches other than through its arguments (parameters, buffers, optimizer
@@ -120,7 +146,7 @@ class _Replayed:
         self._fn = fn
         self._entries: dict = {}  # signature -> [_Entry] (most recently used first) | why eager
         self._warned = False
-        self._limit_warned = False
+        self._limit_warned = self._size_warned = False
         self._strict = False      # make_graphed_callables: a refusal raises
         self._retried: set = set()  # signatures whose last capture changed Python state
         self._stats = {"eager": 0, "captures": 0, "replays": 0}
@@ -128,8 +154,8 @@ class _Replayed:
 
     def _key(self, args, kwargs) -> tuple:
         """(signature, the tensor arguments in walk order). The signature has grad mode, the
-        default device, the arguments' signatures and, when tensor arguments share memory,
-        which do (the same tensor twice, or views of one storage)."""
+        autocast state, the default device, the arguments' signatures and, when tensor
+        arguments share memory, which do (the same tensor twice, or views of one storage)."""
         tensors: list = []
         sig = _sig((args, kwargs), tensors, Tensor)
         alias = None
@@ -138,7 +164,8 @@ class _Replayed:
             if len(set(st)) != len(st):
                 ids = list(map(id, tensors))
                 alias = tuple((st.index(x), ids.index(i)) for x, i in zip(st, ids))
-        return (is_grad_enabled(), id(_discovery._DEFAULT[0]), alias, sig), tensors
+        return (is_grad_enabled(), autocast_state(), id(_discovery._DEFAULT[0]), alias,
+                sig), tensors
 
     def __call__(self, *args, **kwargs):
         if is_capturing():  # inside another capture (a compiled model in a compiled step)
@@ -149,6 +176,9 @@ class _Replayed:
         except TypeError:  # an unhashable argument: no signature to replay by
             return self._eager("an argument is not hashable", args, kwargs)
         if e is None:  # the warm-up
+            if len(self._entries) >= capture.SIGNATURE_LIMIT and not self._evict():
+                self._stats["eager"] += 1
+                return self._fn(*args, **kwargs)
             self._entries[key] = []
             self._stats["eager"] += 1
             return self._fn(*args, **kwargs)
@@ -158,6 +188,8 @@ class _Replayed:
             if ent.guards.hold():
                 if i:
                     e.insert(0, e.pop(i))
+                if ent.guards.storages and _shares(tensors, ent.guards.storages):
+                    return self._eager(_SHARED, args, kwargs)
                 self._stats["replays"] += 1
                 return ent.run(tensors)
         if len(e) >= capture.RECOMPILE_LIMIT:
@@ -173,11 +205,34 @@ class _Replayed:
             return self._fn(*args, **kwargs)
         return self._capture(key, e, args, kwargs, tensors)
 
+    def _evict(self) -> bool:
+        """At the signature limit: warn once, drop the oldest signature that has no capture
+        (one warmed up only, or refused); False when every one has captures (the new
+        signature then runs eagerly)."""
+        if not self._size_warned:
+            self._size_warned = True
+            warnings.warn(f"compile(mode='reduce-overhead'): {self._name()} hit the signature "
+                          f"limit ({capture.SIGNATURE_LIMIT}, torch._dynamo's "
+                          f"config.cache_size_limit): an argument changes every call (a float "
+                          f"timestep, a new object)? New signatures replace ones never "
+                          f"captured, else run eagerly", stacklevel=3)
+        for k, e in self._entries.items():
+            if not e or type(e) is str:
+                del self._entries[k]
+                self._retried.discard(k)
+                return True
+        return False
+
     def _capture(self, key, entries, args, kwargs, tensors):
         if _ACTIVE[0] is not None:  # another thread is capturing: this call runs eagerly
             self._stats["eager"] += 1
             return self._fn(*args, **kwargs)
         guards = _Guards(self._fn, (args, kwargs))
+        if guards.host_random is not None:
+            self._entries[key] = guards.host_random
+            return self._eager(guards.host_random, args, kwargs)
+        if _shares(tensors, guards.storages):
+            return self._eager(_SHARED, args, kwargs)
         pre = guards.snapshot()
         pre_grads = [p._grad for p in guards.params]
         statics, made = [], {}
@@ -185,12 +240,18 @@ class _Replayed:
             s = made.get(id(a))
             if s is None:
                 if a.requires_grad and is_grad_enabled():
-                    s = a.clone()  # linked to ``a``: a refused call's autograd reaches it
+                    s = _like(a)  # linked to ``a``: a refused call's autograd reaches it
                 else:
                     with no_grad():
-                        s = a.detach().clone().requires_grad_(a.requires_grad)
+                        s = _like(a.detach()).requires_grad_(a.requires_grad)
                 made[id(a)] = s
             statics.append(s)
+        if any(s._strides != a._strides and not _same_layout(s, a)
+               for s, a in zip(statics, tensors)):
+            why = ("a tensor argument's strides are not those of a dense tensor with permuted "
+                   "dimensions (a slice): a captured input cannot have them")
+            self._entries[key] = why
+            return self._eager(why, args, kwargs)
         if len(made) != len({id(a._storage) for a in tensors}):
             why = ("tensor arguments share memory (views of one tensor): a replay would copy "
                    "them into separate inputs")
@@ -251,6 +312,7 @@ class _Replayed:
 
     def __getattr__(self, name):  # a compiled Module keeps its attributes (parameters ...)
         if name.startswith("__") or name in ("_fn", "_entries", "_warned", "_limit_warned",
+                                             "_size_warned",
                                              "_strict", "_stats", "_retried"):
             raise AttributeError(name)
         return getattr(self._fn, name)
@@ -299,24 +361,58 @@ class _Entry:
             guards, g, statics, back, grads)
         index = {id(s): i for i, s in enumerate(statics)}
         inputs = {id(s._storage) for s in statics}
+        memo: dict = {}  # id(tensor) -> its _Out: an output returned twice is one object
 
         def plan(t):
             if not isinstance(t, Tensor):
                 return _Out("same", t)
+            o = memo.get(id(t))
+            if o is not None:
+                return o
             if id(t) in index:
-                return _Out("arg", index[id(t)])
-            buf = t._storage.buffer
-            if getattr(buf, "int_ptr", None) in g._own or id(t._storage) in inputs:
-                return _Out("clone", t.detach())  # made by the graph, or a view of an input
-            return _Out("same", t)
+                o = _Out("arg", index[id(t)])
+            elif (getattr(t._storage.buffer, "int_ptr", None) in g._own
+                    or id(t._storage) in inputs):
+                o = _Out("clone", t.detach())  # made by the graph, or a view of an input
+            else:
+                o = _Out("same", t)
+            memo[id(t)] = o
+            return o
         self.outs = _map(out, plan)
+        # outputs sharing a storage (``y, y.view(2, 1)``): views of one copy of the storage
+        by_storage: dict = {}
+        for o in memo.values():
+            if o.kind == "clone":
+                by_storage.setdefault(id(o.v._storage), []).append(o)
+        self.flats = []
+        for group in by_storage.values():
+            if len(group) > 1:
+                t = group[0].v
+                self.flats.append(as_strided(t, (t._storage.size,), (1,), 0))
+                for o in group:
+                    o.kind, o.v = "view", (len(self.flats) - 1, o.v)
+        self.memo = len(memo) < sum(1 for t in _leaves(out) if isinstance(t, Tensor))
 
     def outputs(self, tensors):
+        """This call's outputs: fresh copies of the captured ones, with their aliasing."""
+        flats = [f.clone() for f in self.flats]
 
-        def get(o):
+        def make(o):
             if o.kind == "clone":
                 return o.v.clone()
+            if o.kind == "view":
+                t = o.v[1]
+                return as_strided(flats[o.v[0]], t._shape, t._strides, t._offset)
             return tensors[o.v] if o.kind == "arg" else o.v
+        get = make
+        if self.memo or flats:
+            memo: dict = {}
+
+            def get(o):
+                r = memo.get(id(o))
+                if r is None:
+                    r = memo[id(o)] = make(o)
+                return r
         with no_grad():
             return _map(self.outs, get)
 
@@ -330,6 +426,33 @@ class _Entry:
         for p, gr in self.grads:
             p._grad = gr
         return self.outputs(tensors)
+
+
+_SHARED = ("a tensor argument shares memory with a tensor the function reaches otherwise (a "
+           "parameter, buffer, global or closure tensor): a replay would copy it into a "
+           "separate input")
+
+
+def _shares(tensors, storages) -> bool:
+    """Whether a tensor argument's storage is one of ``storages`` (of the tensors reached)."""
+    for a in tensors:
+        if id(a._storage) in storages:
+            return True
+    return False
+
+
+def _same_layout(s, a) -> bool:
+    """Whether ``s`` and ``a`` (one shape) have the same strides but for dims of size 1."""
+    return all(x == y for x, y, n in zip(s._strides, a._strides, a._shape) if n != 1)
+
+
+def _like(a):
+    """A copy of ``a`` (autograd-linked) with its strides where ``a`` is dense with permuted
+    dimensions (``x.t()``), else a contiguous copy."""
+    if a.is_contiguous():
+        return a.clone()
+    order = sorted(range(a.ndim), key=lambda d: -a._strides[d])
+    return a.permute(order).clone().permute([order.index(d) for d in range(a.ndim)])
 
 
 def _write_back(statics, tensors, versions) -> list:
@@ -354,12 +477,17 @@ def _sig(a, tensors, Tensor):
     """The signature of an argument (see ``compile``); appends its tensors to ``tensors``."""
     if isinstance(a, Tensor):
         tensors.append(a)
-        return ("T", a._shape, a.dtype, id(a._storage.device), a._requires_grad)
+        return ("T", a._shape, a.dtype, id(a._storage.device), a._requires_grad, a._strides,
+                not a._offset)
     t = type(a)
+    if t is float:  # -0.0 is not 0.0 (1 / x differs), a NaN is any NaN
+        return ("F", a.hex())
     if t is tuple or t is list or (isinstance(a, tuple) and hasattr(a, "_fields")):
         return (t, tuple([_sig(x, tensors, Tensor) for x in a]))
     if t is dict:
         return (t, tuple([(k, _sig(v, tensors, Tensor)) for k, v in a.items()]))
+    if t.__hash__ is object.__hash__ and t is not type:  # hashed by identity: by id, no
+        return ("O", t, id(a))  # strong reference (a capture's guards keep it: no id reuse)
     return ("V", t, a)
 
 
@@ -417,6 +545,8 @@ def _plain(v) -> bool:
 def _rep(v):
     """A guard's view of a value: type and value for plain values, else its identity."""
     t = type(v)
+    if t is float:
+        return t, v.hex()  # -0.0 is not 0.0, a NaN is any NaN
     if t in _PLAIN:
         return t, v
     if t is tuple and all(type(x) in _PLAIN for x in v):
@@ -436,11 +566,35 @@ def _from_lib(obj) -> bool:
     return mod.split(".")[0] in _LIBS
 
 
+_HOST_RNGS = (random.Random, np.random.Generator, np.random.RandomState)
+
+
+def _is_host_rng(obj) -> bool:
+    """Whether ``obj`` is Python's or NumPy's random module, a generator of theirs, or one of
+    their functions (``random.random``, ``np.random.rand``, a bound method of a generator)."""
+    if isinstance(obj, types.ModuleType):
+        return obj is random or obj.__name__.startswith("numpy.random")
+    if isinstance(obj, _HOST_RNGS) or isinstance(getattr(obj, "__self__", None), _HOST_RNGS):
+        return True
+    mod = getattr(obj, "__module__", None)
+    return isinstance(mod, str) and (mod == "random" or mod.startswith("numpy.random"))
+
+
 def _code_names(code, out: set):
     out.update(code.co_names)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _code_names(c, out)
+
+
+def _no_defaults(fn):  # a C-level getter: (None, None) while ``fn`` has no defaults
+    return functools.partial(operator.attrgetter("__defaults__", "__kwdefaults__"), fn)
+
+
+def _defaults(fn):
+    d, kw = fn.__defaults__, fn.__kwdefaults__
+    return (tuple(map(_rep, d)) if d else d,
+            tuple((k, _rep(v)) for k, v in kw.items()) if kw else kw)
 
 
 def _cell(c):
@@ -465,10 +619,17 @@ class _Guards:
         self._seen: set = set()
         self.params: list = []
         self._pids: set = set()
+        self._global_hooks = False  # whether the global module hooks are walked
+        self.storages: set = set()  # ids of the storages of the tensors reached (guarded)
+        self.host_random = None  # why a capture would bake in a host-side draw, or None
+        self._next_by = self._iterator = None  # a function calling next(), an iterator reached
         self._visit(fn, getattr(fn, "__qualname__", type(fn).__name__), 0)
         for x in _leaves(args):
             if not isinstance(x, Tensor):
                 self._visit(x, "an argument", 1)
+        if self.host_random is None and self._next_by and self._iterator:
+            self._host_random(f"{self._next_by} calls next() and reaches the iterator "
+                              f"{self._iterator!r}")
         if self.params:
             ps = tuple(self.params)
             self._refs.extend(p._storage for p in ps)
@@ -551,11 +712,20 @@ class _Guards:
         return ("it changes Python state that a replay would not change again: "
                 + "; ".join(dict.fromkeys(what)) + " (do this outside the compiled function)")
 
+    def _host_random(self, what):
+        if self.host_random is None:
+            self.host_random = (f"{what}: a host-side value that changes per call (random "
+                                f"draws, next()) would be baked into the capture")
+
     # -- the walk -----------------------------------------------------------------------------
     def _visit(self, obj, name, depth):
         t = type(obj)
         if t in _PLAIN or depth > _DEPTH or id(obj) in self._seen:
             return
+        if _is_host_rng(obj):
+            self._host_random(f"{name!r} draws random numbers on the host")
+        elif hasattr(t, "__next__") and not isinstance(obj, Tensor):
+            self._iterator = self._iterator or name
         if isinstance(obj, type):  # a class used as a namespace (``Config.scale``)
             return None if _from_lib(obj) else self._class(obj, name, depth)
         self._seen.add(id(obj))
@@ -598,6 +768,17 @@ class _Guards:
             return
         if isinstance(d, dict) and not _from_lib(t):
             self._object(obj, d, name, depth)
+        elif d is None and not _from_lib(t):  # an object with __slots__
+            slots = [n for c in t.__mro__ for n in getattr(c, "__slots__", ())
+                     if n not in ("__weakref__", "__dict__")]
+            if slots:
+                self._add(f"{t.__name__} {name!r} (slots)", lambda: tuple(
+                    _rep(getattr(obj, n, _MISSING)) for n in slots))
+                for n in slots:
+                    x = getattr(obj, n, None)
+                    self._refs.append(x)
+                    self._visit(x, f"{name}.{n}", depth + 1)
+                self._class(t, name, depth)
 
     def _function(self, fn, depth):
         names: set = set()
@@ -605,6 +786,12 @@ class _Guards:
         g, q = fn.__globals__, fn.__qualname__
         # a library's function (clgrad.train's step): its closure only, not its globals
         present = () if _from_lib(fn) else tuple(n for n in sorted(names) if n in g)
+        if "next" in names and "next" not in g and not _from_lib(fn):
+            self._next_by = self._next_by or q
+        for n in present:
+            v = g[n]
+            if _is_host_rng(v) or (v is np and "random" in names):
+                self._host_random(f"{q} reads {n!r}")
         if present:
             self._fast.append(lambda: tuple(map(_rep, map(g.get, present))))
         for n in present:
@@ -613,12 +800,23 @@ class _Guards:
             self._add(f"global {n!r} read by {q}",
                       lambda g=g, n=n: _rep(g.get(n, _MISSING)), fast=False)
             if isinstance(v, types.ModuleType):
+                # a library module: its plain attributes; a user module (a config module):
+                # every attribute the code names, the objects (``cfgmod.params``) walked
+                user = v.__name__.split(".")[0] not in _LIBS
                 for a in sorted(names):
-                    if _plain(getattr(v, a, None)) and hasattr(v, a):
-                        self._add(f"{n}.{a} read by {q}", lambda v=v, a=a: _rep(
-                            getattr(v, a, _MISSING)))
+                    x = getattr(v, a, _MISSING)
+                    if x is _MISSING or not (user or _plain(x)):
+                        continue
+                    self._add(f"{n}.{a} read by {q}", lambda v=v, a=a: _rep(
+                        getattr(v, a, _MISSING)))
+                    if user and not _plain(x):
+                        self._refs.append(x)
+                        self._visit(x, f"{n}.{a}", depth + 1)
             else:
                 self._visit(v, n, depth + 1)
+        if not _from_lib(fn):  # its default values (``f.__defaults__ = ...``)
+            self._add(f"the default arguments of {q}", functools.partial(_defaults, fn)
+                      if fn.__defaults__ or fn.__kwdefaults__ else _no_defaults(fn))
         cells = fn.__closure__ or ()
         if cells:
             self._fast.append(lambda: tuple(map(_cell, cells)))
@@ -648,9 +846,13 @@ class _Guards:
                      and k.endswith("hooks") and ("forward" in k or "backward" in k)]
             self._refs.extend((*P.values(), *B.values(), *M.values(), *(d[k] for k in okeys)))
             self._refs.extend(b._storage for b in B.values() if b is not None)
+            self.storages.update(id(b._storage) for b in B.values() if b is not None)
             self._add(f"module {path!r} ({type(m).__name__})",
                       _module_getter(d, keys, okeys, P, B, M, hooks), GUARD, keys, fast=False)
             tree.append((d, keys, okeys, P, B, M, hooks))
+            for h in hooks:  # the hooks' callables read state as ``fn`` does
+                for k, fn in list(h.items()):
+                    self._visit(fn, f"{path} hook {k}", depth + 1)
             for p in P.values():
                 self._param(p)
             self._class(type(m), path, depth)
@@ -661,11 +863,23 @@ class _Guards:
                 if c is not None:
                     stack.append((f"{path}.{k}", c))
         self._fast.append(_tree_getter(tree))
+        if not self._global_hooks:
+            self._global_hooks = True
+            # the global module hooks (register_module_forward_hook ...), if nn is loaded:
+            # looked up, not imported (nn is above this layer)
+            mh = sys.modules.get("clgrad.nn.module_hooks")
+            stores = [getattr(mh, n) for n in _GLOBAL_HOOKS if hasattr(mh, n)] if mh else []
+            if stores:
+                self._add("the global module hooks", lambda: tuple(map(tuple, stores)))
+                for h in stores:
+                    for k, fn in list(h.items()):
+                        self._visit(fn, f"global module hook {k}", depth + 1)
 
     def _param(self, p):
         if p is not None and id(p) not in self._pids:
             self._pids.add(id(p))
             self.params.append(p)
+            self.storages.add(id(p._storage))
 
     def _optimizer(self, opt, name, depth):
         d = opt.__dict__
@@ -729,12 +943,23 @@ class _Guards:
             keys = [k for k, v in d.items() if not k.startswith("__") and _plain(v)]
             if keys:
                 self._add(f"class {cls.__qualname__}", _attrs_getter(d, keys), GUARD, keys)
-            for v in d.values():
+            # the other attributes by identity (a method replaced: ``N.forward = ...``), the
+            # number of attributes (one added), and what they hold walked (``cfg = [2.0]``)
+            okeys = [k for k, v in d.items() if not _plain(v) and (
+                not k.startswith("__") or isinstance(v, types.FunctionType))]
+            self._refs.extend(d[k] for k in okeys)
+            ig = operator.itemgetter(*okeys, *okeys[:1]) if okeys else (lambda d: ())
+            self._add(f"class {cls.__qualname__} (methods and attributes that are objects)",
+                      lambda d=d, ig=ig: (len(d), tuple(map(id, ig(d)))))
+            for k in okeys:
+                v = d[k]
                 v = v.fget if isinstance(v, property) else v
-                if isinstance(v, (types.FunctionType, staticmethod, classmethod)):
-                    self._visit(getattr(v, "__func__", v), name, depth + 1)
+                v = getattr(v, "__func__", v) if isinstance(v, (staticmethod, classmethod)) else v
+                self._visit(v, f"{cls.__qualname__}.{k}", depth + 1)
 
 
+_GLOBAL_HOOKS = ("_global_forward_pre_hooks", "_global_forward_hooks",
+                 "_global_backward_pre_hooks", "_global_backward_hooks")
 _DYNAMIC = frozenset(("params", "lr"))  # param group entries not guarded (lr: read per replay)
 
 

@@ -77,6 +77,8 @@ REPLAY_BACKENDS = ("pyopencl", "ctypes", "command_buffer")
 # captures compile keeps per signature (torch._dynamo.config.recompile_limit); read at each call
 # by clgrad/_compile.py, which also binds ``compile`` and ``make_graphed_callables`` here
 RECOMPILE_LIMIT = 8
+# signatures compile keeps per compiled callable (torch._dynamo.config.cache_size_limit)
+SIGNATURE_LIMIT = 8
 
 _ACTIVE = [None]  # the graph capturing now (one at a time per process)
 

@@ -65,13 +65,16 @@ def seed_generator() -> np.random.Generator:
 def rng(generator, op: str) -> np.random.Generator:
     """The NumPy generator a random op draws from: the global one (None), or that of
     ``generator`` (a ``clgrad.Generator``, made by ``Generator().manual_seed(s)``).
-    Raises TypeError naming ``op`` for anything else."""
+    Raises TypeError naming ``op`` for anything else; inside a captured region, as
+    ``seed_generator``, for either (a draw from a generator would be baked in too)."""
     if generator is None:
         return seed_generator()
     g = getattr(generator, "_np", None)  # clgrad.Generator (clgrad/_generator.py, above here)
     if not isinstance(g, np.random.Generator):
         raise TypeError(f"{op}(): argument 'generator' must be torch.Generator, not "
                         f"{type(generator).__name__}")
+    if _capture._ACTIVE[0] is not None:
+        _capture.refuse_random()
     return g
 
 

@@ -4,6 +4,7 @@ refused, the body runs once per call, arguments changed in place reach the calle
 are fresh per call. The oracle is the eager run of the same function on a copy of the state,
 and hand-computed values."""
 import gc
+import random
 import warnings
 import weakref
 
@@ -799,3 +800,349 @@ def test_numpy_array_values_are_guarded():
             assert cf(x).numpy().tolist() == [5.0, 4.0]
     finally:
         MEAN[:] = [1.0, 2.0]
+
+
+# -- adversarial review (issue 37) ---------------------------------------------------------------
+def _five(cf, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [cf(x)[0].item() for _ in range(5)]
+
+
+@pytest.mark.parametrize("draw", [
+    lambda g: torch.randn(3, generator=g),
+    lambda g: torch.rand(3, generator=g),
+    lambda g: torch.randint(0, 1000000, (3,), generator=g).float(),
+    lambda g: torch.randperm(1000, generator=g)[:3].float(),
+    lambda g: torch.empty(3).normal_(generator=g),
+])
+def test_random_draw_from_generator_is_not_replayed(draw):
+    g = torch.Generator().manual_seed(0)
+    x = torch.zeros(3)
+    got = _five(_compiled(lambda x: x + draw(g)), x)
+    g.manual_seed(0)  # the oracle: the same draws made eagerly
+    want = [(x + draw(g))[0].item() for _ in range(5)]
+    assert got == want and len(set(got)) == 5
+
+
+_COUNTER = __import__("itertools").count()
+
+
+def _next_count(x):
+    return x * next(_COUNTER)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (lambda x: x * random.random()),
+    lambda: (lambda x: x * np.random.rand()),
+    lambda: (lambda x: x * torch.tensor(np.random.rand(3), dtype=torch.float32)),
+    lambda: _next_count,
+])
+def test_host_random_values_are_not_baked_in(make):
+    x = torch.ones(3)
+    got = _five(_compiled(make()), x)
+    assert len(set(got)) == 5  # eager: a new value per call (torch too)
+
+
+def test_host_random_refusal_names_the_cause():
+    cf = _compiled(lambda x: x * random.random())
+    x = torch.ones(2)
+    msgs = [m for _ in range(4) for m in _quiet(cf, x)[1]]
+    assert any("random" in m and "baked" in m for m in msgs)
+    assert cf._stats["replays"] == 0
+
+
+_W = None
+
+
+def _bump_and_add_w(x):
+    x.add_(1)
+    return x + _W
+
+
+def test_argument_sharing_memory_with_a_global_tensor():
+    global _W
+    try:
+        outs = []
+        for compiled in (False, True):  # eager is the oracle; by hand: W+1 doubled, +2 a call
+            _W = torch.ones(2)
+            f = _compiled(_bump_and_add_w) if compiled else _bump_and_add_w
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                outs.append([f(_W).tolist() for _ in range(4)])
+        assert outs[0] == [[4.0, 4.0], [6.0, 6.0], [8.0, 8.0], [10.0, 10.0]]
+        assert outs[1] == outs[0]
+    finally:
+        _W = None
+
+
+def test_argument_sharing_memory_with_a_parameter_after_capture():
+    m = nn.Linear(1, 1, bias=False)
+
+    def f(w, x):
+        with torch.no_grad():
+            w.mul_(2)
+            return m(x)
+
+    with torch.no_grad():
+        m.weight.fill_(1.0)
+    cf = _compiled(f)
+    x = torch.ones(1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):  # warm-up, capture, replay with a separate tensor
+            assert cf(torch.ones(1, 1), x).item() == 1.0
+        assert cf(m.weight, x).item() == 2.0  # the parameter itself: eager doubles it first
+        assert cf(m.weight, x).item() == 4.0
+        m2 = nn.Linear(1, 1, bias=False)
+        with torch.no_grad():
+            m2.weight.fill_(1.0)
+        m = m2  # a fresh closure value: captured again, then the argument is its weight
+        assert [cf(m.weight, x).item() for _ in range(4)] == [2.0, 4.0, 8.0, 16.0]
+
+
+def test_autocast_state_is_part_of_the_signature():
+    m = nn.Linear(3, 2)
+    cm = _compiled(m)
+    x = torch.ones(4, 3)
+    with torch.no_grad():
+        for _ in range(3):
+            assert cm(x).dtype == torch.float32
+        with torch.autocast("cpu", dtype=torch.float16):
+            want = m(x)
+            outs = [cm(x) for _ in range(3)]
+        assert want.dtype == torch.float16
+        for o in outs:
+            assert o.dtype == torch.float16
+            np.testing.assert_array_equal(o.numpy(), want.numpy())
+        assert cm(x).dtype == torch.float32
+
+
+def test_negative_zero_is_another_argument_and_global():
+    x = torch.ones(2)
+    cf = _compiled(lambda x, a: 1 / (x * a))
+    for _ in range(3):
+        assert cf(x, 0.0).tolist() == [np.inf, np.inf]
+    assert cf(x, -0.0).tolist() == [-np.inf, -np.inf]  # eager and torch: -inf
+    assert (1 / (x * -0.0)).tolist() == [-np.inf, -np.inf]
+    nan = float("nan")
+    for _ in range(4):  # another NaN object each call: one signature, replayed
+        assert np.isnan(cf(x, nan * 1.0).numpy()).all()
+    assert len(cf._entries) == 2 + 1 and cf._stats["replays"] >= 2
+    a = 0.0
+    cg = _compiled(lambda x: 1 / (x * a))
+    for _ in range(3):
+        assert cg(x).tolist() == [np.inf, np.inf]
+    a = -0.0
+    assert cg(x).tolist() == [-np.inf, -np.inf]
+
+
+def test_strides_are_part_of_the_signature():
+    cf = _compiled(lambda x: x.view(-1) * 1)
+    for _ in range(3):
+        assert cf(torch.ones(2, 3)).shape == (6,)
+    xt = torch.ones(3, 2).t()
+    with pytest.raises(RuntimeError):
+        xt.view(-1)  # the eager oracle
+    with pytest.raises(RuntimeError):
+        cf(xt)
+    cg = _compiled(lambda x: x * torch.tensor([[1.0], [2.0]]))  # a transposed input replays
+    xt = torch.arange(6.0).reshape(3, 2).t()
+    want = (xt * torch.tensor([[1.0], [2.0]])).tolist()
+    assert want == [[0.0, 2.0, 4.0], [2.0, 6.0, 10.0]]
+    for _ in range(4):
+        out = cg(xt)
+        assert out.tolist() == want
+    assert cg._stats["replays"] == 2
+
+
+class _Batch:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_signatures_are_bounded_and_do_not_keep_arguments_alive():
+    cf = _compiled(lambda b: b.x * 2)
+    refs, msgs = [], []
+    for i in range(50):
+        t = torch.full((3,), float(i))
+        refs.append(weakref.ref(t))
+        out, w = _quiet(cf, _Batch(t))
+        msgs += w
+        assert out.tolist() == [2.0 * i] * 3
+        del t, out
+    gc.collect()
+    assert len(cf._entries) <= capture.SIGNATURE_LIMIT
+    assert sum(r() is not None for r in refs) <= capture.SIGNATURE_LIMIT
+    assert sum("signature limit" in m for m in msgs) == 1
+
+
+def test_a_float_changing_every_call_stays_bounded_and_right():
+    cf = _compiled(lambda x, t: x * t)
+    x = torch.ones(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(50):
+            t = 1.0 - i / 50
+            assert cf(x, t).tolist() == (x * t).tolist() == [np.float32(t)] * 2
+    assert len(cf._entries) <= capture.SIGNATURE_LIMIT
+    with warnings.catch_warnings():  # a fixed value still gets captured and replayed
+        warnings.simplefilter("ignore")
+        for _ in range(4):
+            assert cf(x, 0.5).tolist() == [0.5, 0.5]
+    assert cf._stats["replays"] >= 1
+
+
+def test_outputs_keep_their_aliasing():
+    def f(x):
+        y = x * 2
+        return y, y, y.view(2, 1)
+
+    cf = _compiled(f)
+    for _ in range(4):
+        x = torch.tensor([1.0, 2.0])
+        a, b, c = cf(x)
+        assert a is b  # eager: the same tensor twice
+        a.add_(10)
+        assert b.tolist() == [12.0, 14.0] and c.tolist() == [[12.0], [14.0]]
+    assert cf._stats["replays"] == 2
+    p, q, r = cf(torch.tensor([3.0, 4.0]))  # a replay's outputs are fresh: earlier ones kept
+    assert a.tolist() == [12.0, 14.0] and p.tolist() == [6.0, 8.0] and r.shape == (2, 1)
+
+
+def _hooked_calls(m, change):
+    """The compiled and eager outputs of ``m`` on ones(1, 1) for three calls, ``change()``,
+    three calls."""
+    x = torch.ones(1, 1)
+    cm = _compiled(m)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        got = [cm(x).item() for _ in range(3)]
+        want = [m(x).item() for _ in range(3)]
+        assert cm._stats["replays"] == 1
+        change()
+        got += [cm(x).item() for _ in range(3)]
+        want += [m(x).item() for _ in range(3)]
+    return got, want
+
+
+def _unit():
+    m = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        m.weight.fill_(1.0)
+    return m
+
+
+def test_state_read_by_module_hooks_is_guarded():
+    m, s = _unit(), [2.0]
+    m.register_forward_hook(lambda mod, i, o: o * s[0])
+    got, want = _hooked_calls(m, lambda: s.__setitem__(0, 5.0))
+    assert got == want == [2.0] * 3 + [5.0] * 3
+
+    class Scale:
+        def __init__(self):
+            self.k = 3.0
+
+        def __call__(self, mod, i, o):
+            return o * self.k
+
+    m, h = _unit(), Scale()
+    m.register_forward_hook(h)
+    got, want = _hooked_calls(m, lambda: setattr(h, "k", 7.0))
+    assert got == want == [3.0] * 3 + [7.0] * 3
+
+    m, cfg = _unit(), {"add": 1.0}
+    m.register_forward_pre_hook(lambda mod, args, kwargs: ((args[0] + cfg["add"],), kwargs),
+                                with_kwargs=True)
+    got, want = _hooked_calls(m, lambda: cfg.__setitem__("add", 4.0))
+    assert got == want == [2.0] * 3 + [5.0] * 3
+
+
+def test_state_read_by_a_global_module_hook_is_guarded():
+    s = [2.0]
+    h = nn.modules.module.register_module_forward_hook(lambda mod, i, o: o * s[0])
+    try:
+        got, want = _hooked_calls(_unit(), lambda: s.__setitem__(0, 3.0))
+    finally:
+        h.remove()
+    assert got == want == [2.0] * 3 + [3.0] * 3
+
+
+def _before_after(f, change):
+    """Compiled and eager values of ``f(ones(1))``: three calls, ``change()``, two calls."""
+    x = torch.ones(1)
+    cf = _compiled(f)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        got = [cf(x).item() for _ in range(3)]
+        assert cf._stats["replays"] == 1
+        change()
+        got += [cf(x).item() for _ in range(2)]
+        want = f(x).item()
+    return got, want
+
+
+class _ClassCfg(nn.Module):
+    cfg = [2.0]
+
+    def forward(self, x):
+        return x * _ClassCfg.cfg[0]
+
+
+_CFGMOD = __import__("types").ModuleType("cfgmod_for_test")
+_CFGMOD.params = {"s": 2.0}
+
+
+def _read_cfgmod(x):
+    return x * _CFGMOD.params["s"]
+
+
+class _Slotted:
+    __slots__ = ("k",)
+
+    def __init__(self):
+        self.k = 2.0
+
+
+class _Patched(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_class_list_module_dict_slots_patched_method_defaults_are_guarded():
+    m = _ClassCfg()
+    got, want = _before_after(m, lambda: _ClassCfg.cfg.__setitem__(0, 7.0))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    try:
+        got, want = _before_after(_read_cfgmod, lambda: _CFGMOD.params.__setitem__("s", 7.0))
+    finally:
+        _CFGMOD.params["s"] = 2.0
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    o = _Slotted()
+    got, want = _before_after(lambda x: x * o.k, lambda: setattr(o, "k", 7.0))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    forward = _Patched.forward
+    try:
+        got, want = _before_after(_Patched(), lambda: setattr(
+            _Patched, "forward", lambda self, x: x * 7))
+    finally:
+        _Patched.forward = forward
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+
+    def kd(x, *, s=2.0):
+        return x * s
+
+    def dd(x, s=2.0):
+        return x * s
+    got, want = _before_after(kd, lambda: setattr(kd, "__kwdefaults__", {"s": 7.0}))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+    got, want = _before_after(dd, lambda: setattr(dd, "__defaults__", (7.0,)))
+    assert got == [2.0] * 3 + [7.0] * 2 and want == 7.0
+
+
+def test_strides_of_size_one_dims_do_not_refuse():
+    cf = _compiled(lambda x: x * 2)
+    a = torch.arange(3.0).reshape(3, 1).t()  # shape (1, 3), strides (1, 1)
+    for _ in range(4):
+        assert cf(a).tolist() == [[0.0, 2.0, 4.0]]
+    assert cf._stats["replays"] == 2

@@ -130,6 +130,13 @@ def autocast_dtype(device_type: str):
     return on.get(device_type) if on else None
 
 
+def autocast_state() -> tuple | None:
+    """This thread's autocast map as a hashable value, ``((device_type, dtype), ...)``, or
+    None when autocast is off (a key of ``compile``'s captures)."""
+    on = getattr(_state, "autocast", None)
+    return tuple(on.items()) if on else None
+
+
 def _set_autocast(on: dict | None) -> dict | None:
     """Replace this thread's autocast map {device_type: dtype} (None: off); return the old."""
     prev = getattr(_state, "autocast", None)
