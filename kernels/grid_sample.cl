@@ -13,8 +13,6 @@
 #include "geom.h"
 #include "atomic.h"
 
-#pragma OPENCL FP_CONTRACT OFF  // the reflection's a - trunc(a / s) * s as PyTorch rounds it
-
 inline long at4g(const view_t v, long n, long c, long y, long x) {
     return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];
 }
@@ -107,16 +105,16 @@ __kernel void grid_fwd(long total, ugeom_t g, __global T *out, __global const T 
         for (long c = 0; c < g.c; ++c) out[o + c * plane] = pix(x, vx, n, c, ny, nx, g.h, g.w);
         return;
     }
-    // PyTorch's weights: NaN where the coordinate is NaN or infinite ('zeros' padding)
+    // the weights are NaN where the coordinate is NaN or infinite ('zeros' padding), as
+    // PyTorch's; the pixels of such a point are out of bounds
     T fx = floor(ix), fy = floor(iy);
     long x0 = pixel(fx), y0 = pixel(fy);
-    T wst = ix - fx, e = (T)1 - wst, nth = iy - fy, s = (T)1 - nth;
-    T nw = s * e, ne = s * wst, sw = nth * e, se = nth * wst;
+    T e = (fx + (T)1) - ix, wst = ix - fx, s = (fy + (T)1) - iy, nth = iy - fy;
     for (long c = 0; c < g.c; ++c)
-        out[o + c * plane] = pix(x, vx, n, c, y0, x0, g.h, g.w) * nw +
-                             pix(x, vx, n, c, y0, x0 + 1, g.h, g.w) * ne +
-                             pix(x, vx, n, c, y0 + 1, x0, g.h, g.w) * sw +
-                             pix(x, vx, n, c, y0 + 1, x0 + 1, g.h, g.w) * se;
+        out[o + c * plane] = pix(x, vx, n, c, y0, x0, g.h, g.w) * e * s +
+                             pix(x, vx, n, c, y0, x0 + 1, g.h, g.w) * wst * s +
+                             pix(x, vx, n, c, y0 + 1, x0, g.h, g.w) * e * nth +
+                             pix(x, vx, n, c, y0 + 1, x0 + 1, g.h, g.w) * wst * nth;
 }
 
 // gx += the share of go at input pixel (y, x), when inside (gx contiguous (N, C, H, W)).
@@ -148,7 +146,7 @@ __kernel void grid_bwd(long total, ugeom_t g, __global T *gx, __global T *ggrid,
     }
     T fx = floor(ix), fy = floor(iy);
     long x0 = pixel(fx), y0 = pixel(fy);
-    T wst = ix - fx, e = (T)1 - wst, nth = iy - fy, s = (T)1 - nth;
+    T e = (fx + (T)1) - ix, wst = ix - fx, s = (fy + (T)1) - iy, nth = iy - fy;
     T gix = (T)0, giy = (T)0;
     for (long c = 0; c < g.c; ++c) {
         T go = gy[at4g(vgy, n, c, oy, ox)];
