@@ -27,10 +27,11 @@ inline T unnormalize(T coord, long size, int align, T *mult) {
     return ((coord + (T)1) * (T)size - (T)1) / (T)2;
 }
 
-// Clamp to [0, size - 1]; *g the derivative (0 at and beyond the bounds, as PyTorch).
+// Clamp to [0, size - 1], NaN to 0 (PyTorch's CPU clip_coordinates: clamp_min(0, in) keeps
+// the 0 where in is NaN); *g the derivative (0 at and beyond the bounds, as PyTorch).
 inline T clip_grad(T in, long size, T *g) {
     T hi = (T)(size - 1);
-    if (in <= (T)0) {
+    if (!(in > (T)0)) {
         *g = (T)0;
         return (T)0;
     }
@@ -42,47 +43,42 @@ inline T clip_grad(T in, long size, T *g) {
     return in;
 }
 
-// Reflect into [twice_low / 2, twice_high / 2]; *g the derivative (+1 or -1).
+// Reflect into [twice_low / 2, twice_high / 2]; *g the derivative (+1 or -1). PyTorch's CPU
+// reflect_coordinates (GridSamplerKernel.cpp): |in - low| folded by twice the span, so a
+// NaN or infinite coordinate gives NaN (then clip_grad's 0).
 inline T reflect_grad(T in, long twice_low, long twice_high, T *g) {
     if (twice_low == twice_high) {
         *g = (T)0;
         return (T)0;
     }
-    T lo = (T)twice_low / (T)2, span = (T)(twice_high - twice_low) / (T)2;
-    T sign = (T)1;
-    in = in - lo;
-    if (in < (T)0) {
-        sign = (T)-1;
-        in = -in;
-    }
-    T extra = fmod(in, span);
-    long flips = (long)floor(in / span);
-    if (flips % 2 == 0) {
-        *g = sign;
-        return extra + lo;
-    }
-    *g = -sign;
-    return span - extra + lo;
+    T lo = (T)twice_low / (T)2, twice_span = (T)(twice_high - twice_low);
+    T d = in - lo;
+    T a = fabs(d);
+    T extra = a - trunc(a / twice_span) * twice_span;
+    T reflected = twice_span - extra;
+    int flip = extra > reflected;
+    *g = (flip != (d < (T)0)) ? (T)-1 : (T)1;
+    return (flip ? reflected : extra) + lo;
 }
 
 // The source pixel coordinate of normalised coord along an axis of size pixels, with padding;
-// *mult its derivative. Non-finite or huge coordinates become -100 (out of bounds), as
-// PyTorch's safe_downgrade_to_int_range.
+// *mult its derivative. With 'zeros' a NaN or infinite coordinate stays so (its weights are
+// NaN, as PyTorch's); 'border' and 'reflection' clip it into the input (NaN to 0).
 inline T source(T coord, long size, int padding, int align, T *mult) {
-    T m, g1, g2;
+    T m, g1 = (T)1, g2 = (T)1;
     T c = unnormalize(coord, size, align, &m);
-    if (padding == 1) {
-        c = clip_grad(c, size, &g1);
-        m *= g1;
-    } else if (padding == 2) {
+    if (padding == 2)
         c = align ? reflect_grad(c, 0, 2 * (size - 1), &g1)
                   : reflect_grad(c, -1, 2 * size - 1, &g1);
-        c = clip_grad(c, size, &g2);
-        m *= g1 * g2;
-    }
-    if (!isfinite(c) || fabs(c) > (T)2147483647) c = (T)-100;
-    *mult = m;
+    if (padding != 0) c = clip_grad(c, size, &g2);
+    *mult = m * g1 * g2;
     return c;
+}
+
+// A pixel index from a whole-valued coordinate: out of bounds (-100) for a NaN, infinite or
+// huge one (PyTorch's safe_downgrade_to_int_range; its masks skip such pixels).
+inline long pixel(T v) {
+    return fabs(v) <= (T)2147483647 ? (long)v : -100;
 }
 
 inline int inside(long y, long x, long h, long w) {
@@ -105,12 +101,15 @@ __kernel void grid_fwd(long total, ugeom_t g, __global T *out, __global const T 
     T iy = source(grid[at4g(vg, n, oy, ox, 1)], g.h, padding, align, &my);
     long plane = g.oh * g.ow, o = n * g.c * plane + oy * g.ow + ox;
     if (mode == 1) {
-        long nx = (long)rint(ix), ny = (long)rint(iy);
+        long nx = pixel(rint(ix)), ny = pixel(rint(iy));
         for (long c = 0; c < g.c; ++c) out[o + c * plane] = pix(x, vx, n, c, ny, nx, g.h, g.w);
         return;
     }
-    long x0 = (long)floor(ix), y0 = (long)floor(iy);
-    T e = (T)(x0 + 1) - ix, wst = ix - (T)x0, s = (T)(y0 + 1) - iy, nth = iy - (T)y0;
+    // the weights are NaN where the coordinate is NaN or infinite ('zeros' padding), as
+    // PyTorch's; the pixels of such a point are out of bounds
+    T fx = floor(ix), fy = floor(iy);
+    long x0 = pixel(fx), y0 = pixel(fy);
+    T e = (fx + (T)1) - ix, wst = ix - fx, s = (fy + (T)1) - iy, nth = iy - fy;
     for (long c = 0; c < g.c; ++c)
         out[o + c * plane] = pix(x, vx, n, c, y0, x0, g.h, g.w) * e * s +
                              pix(x, vx, n, c, y0, x0 + 1, g.h, g.w) * wst * s +
@@ -136,7 +135,7 @@ __kernel void grid_bwd(long total, ugeom_t g, __global T *gx, __global T *ggrid,
     T ix = source(grid[at4g(vg, n, oy, ox, 0)], g.w, padding, align, &mx);
     T iy = source(grid[at4g(vg, n, oy, ox, 1)], g.h, padding, align, &my);
     if (mode == 1) {
-        long nx = (long)rint(ix), ny = (long)rint(iy);
+        long nx = pixel(rint(ix)), ny = pixel(rint(iy));
         for (long c = 0; c < g.c && want_x; ++c)
             add_at(gx, g, n, c, ny, nx, gy[at4g(vgy, n, c, oy, ox)]);
         if (want_grid) {
@@ -145,8 +144,9 @@ __kernel void grid_bwd(long total, ugeom_t g, __global T *gx, __global T *ggrid,
         }
         return;
     }
-    long x0 = (long)floor(ix), y0 = (long)floor(iy);
-    T e = (T)(x0 + 1) - ix, wst = ix - (T)x0, s = (T)(y0 + 1) - iy, nth = iy - (T)y0;
+    T fx = floor(ix), fy = floor(iy);
+    long x0 = pixel(fx), y0 = pixel(fy);
+    T e = (fx + (T)1) - ix, wst = ix - fx, s = (fy + (T)1) - iy, nth = iy - fy;
     T gix = (T)0, giy = (T)0;
     for (long c = 0; c < g.c; ++c) {
         T go = gy[at4g(vgy, n, c, oy, ox)];

@@ -619,3 +619,75 @@ def test_forked_child_refuses_a_used_gpu_device(monkeypatch):
     text, status = _in_fork(lambda: repr((c * 3 + clgrad.ones(3, device="cpu")).tolist()))
     assert status == 0 and text == "[4.0, 7.0, 10.0]", text
     assert issubclass(dev_mod.ForkedDeviceError, RuntimeError)  # PyTorch raises RuntimeError
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_refuses_before_querying_the_driver(monkeypatch):
+    """NVIDIA's driver answers every query of the parent's device in a forked child with
+    INVALID_DEVICE (a pyopencl LogicError): a new Device for it, discovery and the device
+    listing must raise ForkedDeviceError first (or turn the driver's refusal into one)."""
+    import pyopencl as cl
+    dev_mod = sys.modules["clgrad.runtime.device"]
+    disc = sys.modules["clgrad.runtime.discovery"]
+    x = clgrad.tensor([1.0, 2.0])
+    assert (x * 2).tolist() == [2.0, 4.0]
+    dev = x._storage.device
+    monkeypatch.setattr(dev_mod, "FORK_POISONED_KINDS", {"gpu", "cpu"})  # the test switch
+    poisoned = dev.cl_device.int_ptr
+
+    def refuse_queries():
+        """The driver's refusal, faked in the child: every query (get_info and the info
+        properties) of the parent's device and of every platform raises pyopencl's
+        LogicError; the handle (int_ptr) is no query."""
+        def refusing(cls, call, name, device_only):
+            def query(self, *args):
+                if not device_only or self.int_ptr == poisoned:
+                    raise cl.LogicError(f"clGet{cls.__name__}Info failed: INVALID_DEVICE")
+                return call(self, *args)
+            query.__name__ = name
+            return query
+        for cls, device_only in ((cl.Device, True), (cl.Platform, False)):
+            for name, attr in list(vars(cls).items()):
+                if name == "get_info":
+                    setattr(cls, name, refusing(cls, attr, name, device_only))
+                elif isinstance(attr, property) and name != "int_ptr":
+                    setattr(cls, name, property(refusing(cls, attr.fget, name, device_only)))
+
+    def child():
+        refuse_queries()
+        with pytest.raises(cl.LogicError):  # the fake works: a direct query is refused
+            dev.cl_device.name
+        tries = [("new device", lambda: Device(dev.cl_device, dev.platform_index,
+                                                dev.device_index)),
+                 ("listing", clgrad.runtime.devices)]
+        found = disc._FOUND[0]
+        lines = []
+        for what, call in tries + [("discovery", disc._discover),
+                                   ("get_device", lambda: get_device(
+                                       f"{dev.platform_index}:{dev.device_index}")),
+                                  ("another handle", lambda: Device(dev.cl_device, 0, 0))]:
+            if what == "another handle":  # a device the parent did not use: the driver's
+                vars(dev_mod).get("_FORKED_PTRS", {}).clear()  # refusal turns into the error
+            if what == "discovery":  # a child whose parent never listed: discovery afresh
+                disc._FOUND[0] = None
+                disc._DEVICES.clear()
+            try:
+                call()
+                lines.append(f"{what}: no error")
+            except dev_mod.ForkedDeviceError as e:
+                lines.append(f"{what}: ForkedDeviceError {e}")
+            except Exception as e:  # noqa: BLE001  (reported to the parent)
+                lines.append(f"{what}: {type(e).__name__} {e}")
+        disc._FOUND[0] = found
+        return "\n".join(lines)
+    text, status = _in_fork(child)
+    assert status == 0, text
+    lines = text.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["new device", "listing", "discovery",
+                                                  "get_device", "another handle"], text
+    for ln in lines:
+        assert "ForkedDeviceError cannot use the OpenCL GPU device in a forked process; use " \
+               "the spawn start method" in ln, text
+    assert f"device {dev.name!r} was used before os.fork()" in lines[0], text
+    assert "clGetDeviceInfo failed: INVALID_DEVICE" in lines[4], text
+    assert (x + 1).tolist() == [2.0, 3.0]  # the parent is untouched

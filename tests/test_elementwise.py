@@ -587,3 +587,41 @@ def test_float_int_of_a_tensor_that_is_not_one_element_raise_value_error(conv):
     torch = pytest.importorskip("torch")
     with pytest.raises(ValueError, match="only one element tensors"):
         conv(torch.ones(2))
+
+
+@pytest.mark.parametrize("call", [lambda t, x: x.abs(), lambda t, x: t.abs(x),
+                                  lambda t, x: x.abs_()])
+def test_abs_refuses_bool(call):
+    """PyTorch: NotImplementedError '"abs_cpu" not implemented for 'Bool'' (clgrad used to
+    return the input)."""
+    x = clgrad.tensor([True, False])
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        call(clgrad, x)
+    assert x.tolist() == [True, False]
+    assert call(clgrad, clgrad.tensor([-2, 3])).tolist() == [2, 3]
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        call(torch, torch.tensor([True, False]))
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum"])
+@pytest.mark.parametrize("call, message", [
+    (lambda t, f: getattr(t, f)(t.tensor([1., 2.]), 1.5), "argument 'other' (position 2)"),
+    (lambda t, f: getattr(t, f)(1.5, t.tensor([1., 2.])), "argument 'input' (position 1)"),
+    (lambda t, f: getattr(t.tensor([1., 2.]), f)(1.5), "argument 'other' (position 1)"),
+])
+def test_maximum_minimum_refuse_a_number(name, call, message):
+    """PyTorch's TypeError "maximum(): argument 'other' (position 2) must be Tensor, not
+    float" (clgrad used to broadcast the number; clamp is PyTorch's op for that)."""
+    want = f"{name}(): {message} must be Tensor, not float"
+    with pytest.raises(TypeError) as info:
+        call(clgrad, name)
+    assert str(info.value) == want
+    pick = np.maximum if name == "maximum" else np.minimum
+    np.testing.assert_array_equal(getattr(clgrad, name)(clgrad.tensor([1., 2.]),
+                                                        clgrad.tensor(1.5)).numpy(),
+                                  pick([1., 2.], 1.5))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError) as info:
+        call(torch, name)
+    assert str(info.value).startswith(want)

@@ -220,3 +220,48 @@ def test_deterministic_algorithms_flag():
         assert x.grad is not None
     finally:
         clgrad.use_deterministic_algorithms(False)
+
+
+NAN, INF = float("nan"), float("inf")
+# (x, y) points with a NaN or infinite coordinate; the input is 1..12 in a 3 x 4 image, y = 0
+# is row 1 (5 6 7 8) with and without align_corners
+NONFINITE = [(NAN, 0.0), (INF, 0.0), (-INF, 0.0), (NAN, NAN), (NAN, INF), (NAN, -INF),
+             (INF, -INF)]
+
+
+def nonfinite_by_hand(mode, padding):
+    """PyTorch's CPU kernel (GridSamplerKernel.cpp): 'zeros' keeps the coordinate, so the
+    bilinear weights are NaN (nearest: out of bounds, 0); 'border' clips NaN to 0 and an
+    infinity to the edge it points at; 'reflection' folds NaN and infinities to NaN, then 0."""
+    if padding == "zeros":
+        return [NAN if mode == "bilinear" else 0.0] * len(NONFINITE)
+    if padding == "border":  # (col, row): NaN -> 0, -inf -> 0, +inf -> the last
+        return [5.0, 8.0, 5.0, 1.0, 9.0, 1.0, 4.0]
+    return [5.0, 5.0, 5.0, 1.0, 1.0, 1.0, 1.0]  # reflection: NaN -> col / row 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode,padding,align", COMBOS)
+def test_nonfinite_grid_values_as_torch(mode, padding, align, dtype):
+    """A NaN or +-inf grid coordinate gives PyTorch's values (clgrad used to give 0 for every
+    padding): NaN for bilinear 'zeros', the clipped pixel for 'border' and 'reflection'."""
+    x = np.arange(1.0, 13.0).reshape(1, 1, 3, 4)
+    grid = np.array(NONFINITE).reshape(1, 1, len(NONFINITE), 2)
+    dt = getattr(clgrad, dtype)
+    out = F.grid_sample(clgrad.tensor(x, dtype=dt), clgrad.tensor(grid, dtype=dt), mode=mode,
+                        padding_mode=padding, align_corners=align).numpy().ravel()
+    np.testing.assert_array_equal(out, nonfinite_by_hand(mode, padding))
+    torch = pytest.importorskip("torch")
+    tdt = getattr(torch, dtype)
+    want = torch.nn.functional.grid_sample(torch.tensor(x, dtype=tdt),
+                                           torch.tensor(grid, dtype=tdt), mode=mode,
+                                           padding_mode=padding, align_corners=align)
+    np.testing.assert_array_equal(out, want.numpy().ravel())
+    # huge finite coordinates (reflection folds them with PyTorch's rounding)
+    big = np.array([(1e30, 0.25), (-1e30, 0.5), (0.25, 3e9), (7.3, -5.1)])
+    g = big.reshape(1, 1, 4, 2)
+    out = F.grid_sample(clgrad.tensor(x, dtype=dt), clgrad.tensor(g, dtype=dt), mode=mode,
+                        padding_mode=padding, align_corners=align).numpy()
+    want = torch.nn.functional.grid_sample(torch.tensor(x, dtype=tdt), torch.tensor(g, dtype=tdt),
+                                           mode=mode, padding_mode=padding, align_corners=align)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-6, atol=1e-6)

@@ -183,7 +183,7 @@ def test_setitem_with_index_tensor():
     x_np = np.zeros((5, 3))
     x = clgrad.tensor(x_np)
     v = x._version
-    x[clgrad.tensor([4, 0, -2])] = clgrad.tensor([[1.0, 2, 3]])
+    x[clgrad.tensor([4, 0, -2])] = clgrad.tensor([[1.0, 2, 3]], dtype=F64)  # torch: same dtype
     x_np[[4, 0, -2]] = [[1, 2, 3]]
     x[[1]] = 7.0
     x_np[[1]] = 7.0
@@ -523,7 +523,7 @@ def test_index_put_accumulate_adds_duplicates():
     assert x.index_put_((clgrad.tensor(idx),), clgrad.tensor(v), accumulate=True) is x
     np.add.at(x_np, idx, v)
     np.testing.assert_array_equal(x.numpy(), x_np)
-    y = clgrad.index_put(x, (clgrad.tensor([1]), None), clgrad.tensor(-1.0))
+    y = clgrad.index_put(x, (clgrad.tensor([1]), None), clgrad.tensor(-1.0, dtype=F64))
     x_np2 = x_np.copy()
     x_np2[1, :] = -1.0
     np.testing.assert_array_equal(y.numpy(), x_np2)
@@ -768,3 +768,73 @@ def test_cat_plans_follow_every_input_of_their_key():
             want = np.concatenate([a for a, _ in parts], dim)
             assert got.dtype is (F32 if want.dtype == np.float32 else F64)
             np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("scatter", lambda t, x, i, s: x.scatter(0, i, s)),
+    ("scatter_", lambda t, x, i, s: x.scatter_(0, i, s)),
+    ("scatter_add", lambda t, x, i, s: x.scatter_add(0, i, s)),
+    ("torch.scatter", lambda t, x, i, s: t.scatter(x, 0, i, s)),
+])
+def test_scatter_refuses_a_src_of_another_dtype(name, call):
+    """PyTorch's rule: a src tensor has self's dtype (an int64 self with a float src used to
+    be truncated, scatter_add added the float's bits); a number src is cast."""
+    x = clgrad.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Expected self.dtype to be equal to "
+                                           r"src.dtype"):
+        call(clgrad, x, clgrad.tensor([0, 1]), clgrad.tensor([1.5, 2.5]))
+    assert x.tolist() == [1, 2, 3]
+    assert x.scatter(0, clgrad.tensor([0, 1]), 2.5).tolist() == [2, 2, 3]  # truncated
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=r"scatter\(\): Expected self.dtype to be equal to "
+                                           r"src.dtype"):
+        call(torch, torch.tensor([1, 2, 3]), torch.tensor([0, 1]), torch.tensor([1.5, 2.5]))
+    assert torch.tensor([1, 2, 3]).scatter(0, torch.tensor([0, 1]), 2.5).tolist() == [2, 2, 3]
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, x, v: x.index_put_((t.tensor([0, 1]),), v),
+    lambda t, x, v: x.index_put((t.tensor([0, 1]),), v),
+    lambda t, x, v: x.index_put_((t.tensor([0, 1]),), v, accumulate=True),
+    lambda t, x, v: x.__setitem__(t.tensor([0, 1]), v),
+    lambda t, x, v: x.__setitem__([0, 1], v),
+    lambda t, x, v: x.__setitem__(t.tensor([True, False, True]), v),
+])
+@pytest.mark.parametrize("value", [[1.5, 2.5], [1, 2]])
+def test_index_put_refuses_a_value_tensor_of_another_dtype(call, value):
+    """PyTorch's "Index put requires the source and destination dtypes match" for a value
+    tensor (float or int32 into int64; before, clgrad wrote wrong values); numbers are cast."""
+    vdt = clgrad.int32 if value == [1, 2] else clgrad.float32
+    src = "Int" if vdt is clgrad.int32 else "Float"
+    x = clgrad.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match=f"Index put requires the source and destination "
+                                           f"dtypes match, got Long for the destination and "
+                                           f"{src} for the source"):
+        call(clgrad, x, clgrad.tensor(value, dtype=vdt))
+    assert x.tolist() == [1, 2, 3]
+    x[clgrad.tensor([0, 2])] = 2.5              # a number: truncated, as PyTorch
+    assert x.tolist() == [2, 2, 2]
+    torch = pytest.importorskip("torch")
+    tdt = torch.int32 if vdt is clgrad.int32 else torch.float32
+    with pytest.raises(RuntimeError, match=f"Index put requires the source and destination "
+                                           f"dtypes match, got Long for the destination and "
+                                           f"{src} for the source"):
+        call(torch, torch.tensor([1, 2, 3]), torch.tensor(value, dtype=tdt))
+
+
+def test_setitem_0dim_value_tensor_of_another_dtype():
+    """x[idx] = 0-dim float tensor raises as index_put_ (PyTorch); x[mask] = it is a masked
+    fill in PyTorch, which casts: both kept."""
+    x = clgrad.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination "
+                                           "dtypes match"):
+        x[clgrad.tensor([0, 1])] = clgrad.tensor(1.5)
+    x[clgrad.tensor([True, False, True])] = clgrad.tensor(1.5)
+    assert x.tolist() == [1, 2, 1]
+    torch = pytest.importorskip("torch")
+    y = torch.tensor([1, 2, 3])
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination "
+                                           "dtypes match"):
+        y[torch.tensor([0, 1])] = torch.tensor(1.5)
+    y[torch.tensor([True, False, True])] = torch.tensor(1.5)
+    assert x.tolist() == y.tolist()

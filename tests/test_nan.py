@@ -55,8 +55,9 @@ def test_maximum_minimum_nan_either_side(dtype, op, ref):
     a = np.array([NAN, 1.0, NAN, 2.0, -1.0])
     b = np.array([1.0, NAN, NAN, 3.0, -2.0])
     same(op(strided(a, dtype), strided(b, dtype)), ref(a, b))
-    same(op(strided(a, dtype), 1.0), ref(a, 1.0))            # tensor and number
-    same(op(1.0, strided(a, dtype)), ref(1.0, a))
+    one = clgrad.tensor(1.0, dtype=dtype)                     # (a number: TypeError, torch)
+    same(op(strided(a, dtype), one), ref(a, 1.0))             # tensor and 0-dim tensor
+    same(op(one, strided(a, dtype)), ref(1.0, a))
     same(op(clgrad.tensor(1.0, dtype=dtype), clgrad.tensor(NAN, dtype=dtype)), NAN)
 
 

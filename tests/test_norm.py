@@ -578,3 +578,40 @@ def test_batch_norm_split_over_work_groups(monkeypatch, nsplit, act):
         for got, ref in ((x.grad, gx), (w.grad, gw), (b.grad, gb)):
             np.testing.assert_allclose(got.numpy(), ref, rtol=1e-3,
                                        atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_tracking_turned_off_after_construction(training):
+    """track_running_stats = False after construction (PyTorch's _BatchNorm.forward): training
+    normalises with the batch statistics but leaves the buffers and the count alone; eval
+    still normalises with the buffers."""
+    rows = [[1., 2.], [3., 6.]]
+    bn = clgrad.nn.BatchNorm1d(2)
+    bn.track_running_stats = False
+    bn.train(training)
+    with clgrad.no_grad():
+        bn.running_mean.copy_(clgrad.tensor([1., -1.]))
+        bn.running_var.copy_(clgrad.tensor([4., 0.25]))
+    y = bn(clgrad.tensor(rows))
+    x = np.array(rows)
+    # hand-computed: batch mean (2, 4), biased var (1, 4) -> [[-1, -1], [1, 1]] (times the
+    # eps factor); eval: (x - running_mean) / sqrt(running_var + eps), e.g. (1 - 1) / 2 = 0
+    want = (np.array([[-1., -1.], [1., 1.]]) * np.sqrt(np.array([1., 4.]) /
+                                                       (np.array([1., 4.]) + 1e-5))
+            if training else (x - [1., -1.]) / np.sqrt(np.array([4., 0.25]) + 1e-5))
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(bn.running_mean.numpy(), [1., -1.])
+    np.testing.assert_array_equal(bn.running_var.numpy(), [4., 0.25])
+    assert bn.num_batches_tracked.item() == 0
+    torch = pytest.importorskip("torch")
+    tb = torch.nn.BatchNorm1d(2)
+    tb.track_running_stats = False
+    tb.train(training)
+    with torch.no_grad():
+        tb.running_mean.copy_(torch.tensor([1., -1.]))
+        tb.running_var.copy_(torch.tensor([4., 0.25]))
+    np.testing.assert_allclose(y.detach().numpy(), tb(torch.tensor(rows)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(bn.running_mean.numpy(), tb.running_mean.numpy())
+    np.testing.assert_array_equal(bn.running_var.numpy(), tb.running_var.numpy())
+    assert bn.num_batches_tracked.item() == tb.num_batches_tracked.item()

@@ -659,3 +659,17 @@ def test_prod_gradient_with_zeros_matches_torch():
             ref.sum().backward()
             np.testing.assert_allclose(x.grad.numpy(), r.grad.numpy(), rtol=1e-15,
                                        err_msg=f"dims {dims} keepdim {keep}")
+
+
+@pytest.mark.parametrize("call", [
+    lambda t, x: x.argmax(), lambda t, x: x.argmin(), lambda t, x: x.argmax(0),
+    lambda t, x: t.argmin(x, 0, keepdim=True), lambda t, x: t.argmax(x),
+])
+def test_argmax_argmin_refuse_bool(call):
+    """PyTorch: "argmax(): does not support bool input" (clgrad used to answer 0 and 1)."""
+    with pytest.raises(RuntimeError, match=r"arg(max|min)\(\): does not support bool input"):
+        call(clgrad, clgrad.tensor([True, False, True]))
+    assert call(clgrad, clgrad.tensor([1, 0, 1])).tolist() in (0, 1, [0], [1])  # ints: fine
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=r"arg(max|min)\(\): does not support bool input"):
+        call(torch, torch.tensor([True, False, True]))

@@ -34,7 +34,9 @@ class BatchNorm2d(Module):
     Train:   normalise with the batch mean and biased variance; update
              running = (1 - momentum) running + momentum batch_stat (the unbiased variance);
              ``momentum=None`` uses the cumulative average 1 / num_batches_tracked
-    Eval:    normalise with the running statistics (batch statistics if not tracked)
+    Eval:    normalise with the running statistics (batch statistics if they are None)
+    As PyTorch's, ``track_running_stats`` set to False after construction keeps the buffers:
+    training then neither updates them nor counts, and eval still normalises with them.
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -87,8 +89,8 @@ class BatchNorm2d(Module):
         self._check_input_dim(x)
         momentum = 0.0 if self.momentum is None else self.momentum
         count = None
-        if self.training and self.track_running_stats:
-            nbt = self.num_batches_tracked
+        nbt = self.num_batches_tracked
+        if self.training and self.track_running_stats and nbt is not None:
             if self.momentum is None or not _counts_in_launch(nbt, x):
                 with no_grad():
                     nbt.add_(1)  # one launch (ops/inplace.scalar_inplace)
@@ -96,9 +98,15 @@ class BatchNorm2d(Module):
                     momentum = 1.0 / float(nbt.item())
             else:
                 count = nbt  # num_batches_tracked += 1 in the forward's launch
-        use_batch_stats = self.training or not self.track_running_stats
-        return norm.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                               use_batch_stats, momentum, self.eps, count=count,
+        # As PyTorch's _BatchNorm.forward: batch statistics in training, and in eval when the
+        # buffers are None; the buffers are passed (and so updated in training) only in eval or
+        # when tracked, so a flag turned off after construction neither updates nor ignores them.
+        use_batch_stats = self.training or (self.running_mean is None and
+                                            self.running_var is None)
+        use_buffers = not self.training or self.track_running_stats
+        return norm.batch_norm(x, self.running_mean if use_buffers else None,
+                               self.running_var if use_buffers else None, self.weight,
+                               self.bias, use_batch_stats, momentum, self.eps, count=count,
                                activation=activation)
 
     def extra_repr(self):

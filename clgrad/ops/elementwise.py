@@ -609,15 +609,17 @@ def _minmax(kname, op, a, b):
                   saved=[t for t in _inputs(a, b) if t is not None])
 
 
-def maximum(a, b) -> Tensor:
+def maximum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise maximum with broadcasting; NaN in either operand gives NaN (PyTorch).
 
+    Both operands are tensors (the face raises PyTorch's TypeError for a number: use clamp);
+    internal callers may pass a number.
     Grad: ties send half the gradient to each side; at a NaN both sides get all of it.
     """
     return _minmax("maximum", "maximum", a, b)
 
 
-def minimum(a, b) -> Tensor:
+def minimum(a: Tensor, b: Tensor) -> Tensor:
     """Elementwise minimum with broadcasting; NaN propagates and ties split as maximum."""
     return _minmax("minimum", "minimum", a, b)
 
@@ -831,7 +833,13 @@ def neg(x: Tensor) -> Tensor:
 
 
 def abs(x: Tensor) -> Tensor:
-    """|x| elementwise; gradient sign(x) (0 at 0)."""
+    """|x| elementwise; gradient sign(x) (0 at 0).
+
+    Raises:  NotImplementedError for a bool tensor (PyTorch's message)
+    """
+    if x.dtype.is_bool:
+        kind = "cuda" if x._storage.device.kind == "gpu" else "cpu"
+        raise NotImplementedError(f"\"abs_{kind}\" not implemented for 'Bool'")
     out = _launch_unary("abs_op", x)
     return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x])
 

@@ -43,6 +43,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     and (v + 1)(H - 1) / 2 (-1 and 1 the centres of the corner pixels). Points outside the
     input read 0 ('zeros'), the nearest edge pixel ('border') or the input mirrored at its
     edges ('reflection'); 'bilinear' weighs the 4 neighbours, 'nearest' rounds half to even.
+    A NaN or infinite grid coordinate gives PyTorch's CPU results: NaN with 'bilinear' and
+    'zeros' (0 with 'nearest'); 'border' and 'reflection' clip it into the input (NaN to the
+    first pixel, an infinity with 'border' to the edge it points at).
     Shapes:  input (N, C, H, W), grid (N, OH, OW, 2) -> (N, C, OH, OW)
     Dtypes:  float32 or float64, the same for both
     Grad:    input (a scatter-add: the summation order of overlapping points may vary between

@@ -257,7 +257,11 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (PyTorch's scatter_add)."""
+    """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (PyTorch's scatter_add).
+
+    Raises:  RuntimeError when src's dtype is not x's (PyTorch's message)
+    """
+    _check_src_dtype(x, src)
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
     index = _check_index("scatter_add", index, x.shape[d], d)
     out = ew.clone(x)
@@ -273,7 +277,17 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 # -- scatter, roll, triangles, nonzero -----------------------------------------------------------
 
+def _check_src_dtype(x: Tensor, src):
+    """PyTorch's scatter/scatter_add rule: a src tensor has exactly x's dtype (no cast; a
+    number src is cast)."""
+    if isinstance(src, Tensor) and src.dtype is not x.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{dtypes.torch_name(x.dtype)} for self and "
+                           f"{dtypes.torch_name(src.dtype)} for src")
+
+
 def _scatter_checks(op, x: Tensor, d: int, index: Tensor, src):
+    _check_src_dtype(x, src)
     if index.numel() and index.ndim != x.ndim:
         raise RuntimeError(f"{op}: expected an index with as many dims as self ({x.ndim}), got "
                            f"{index.ndim}")
@@ -295,8 +309,9 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
     reduce:  None (assign; with repeated indices one write wins, unspecified which, as
              PyTorch) or 'add' (accumulate, like scatter_add); 'multiply' is not supported
     Grad:    x: g with the written positions zeroed ('add': g); src: g gathered at index
-    Raises:  RuntimeError for mismatched shapes, IndexError for an index out of range,
-             NotImplementedError for reduce='multiply', ValueError for another reduce
+    Raises:  RuntimeError for mismatched shapes or a src tensor of another dtype than x's,
+             IndexError for an index out of range, NotImplementedError for
+             reduce='multiply', ValueError for another reduce
     Kernels: kernels/index.cl :: scatter_dim / scatter_add_dim
     """
     if src is None and value is None:
@@ -316,7 +331,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
     if src is not None:
         same_device("scatter", x, src)
         part = src.detach()[tuple(slice(0, n) for n in index.shape)]
-        part = ew.contiguous(ew.to(part, x.dtype))
+        part = ew.contiguous(part)
     else:
         part = full((), value, x.dtype, x._storage.device).expand(index.shape)
     if index.numel():

@@ -256,8 +256,9 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     Grad (PyTorch's index_put backward): x gets the gradient with the written elements zeroed
     (unchanged with ``accumulate``), values the gradient gathered at the selection (summed
     back over broadcast dims). As for other in-place writes, x's grad_fn is rebased.
-    Raises: IndexError as advanced getitem; RuntimeError for a leaf that requires grad (grad
-    mode on) or an overlapping x.
+    Raises: IndexError as advanced getitem; RuntimeError for a values tensor of another dtype
+    than x's (PyTorch's message; numbers and arrays are cast to x's dtype), a leaf that
+    requires grad (grad mode on) or an overlapping x.
     Kernels: kernels/index.cl :: scatter_dim / scatter_add_dim (gather_dim in backward).
     """
     if isinstance(indices, (tuple, list)):
@@ -279,10 +280,14 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     except ValueError:
         raise RuntimeError(f"{op}: shape mismatch: value tensor of shape {tuple(values.shape)} "
                            f"cannot be broadcast to indexing result of shape {p.shape}") from None
+    if values.dtype is not x.dtype:  # PyTorch's rule (after the shape's): no cast of a tensor
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{dtypes.torch_name(x.dtype)} for the destination and "
+                           f"{dtypes.torch_name(values.dtype)} for the source.")
     inplace._check_inplace_target(op, x)
     root = x._base if x._base is not None else x
     grad_involved = autograd.is_grad_enabled() and (values.requires_grad or root.requires_grad)
-    vals = ew.to(values, x.dtype)
+    vals = values
     if vals._storage is x._storage:
         vals = ew.clone(vals)  # the write would overwrite what it reads
     vb = ew.expand_to(vals, p.shape)
@@ -346,7 +351,8 @@ def setitem(x: Tensor, key, value):
 
     Basic keys (ints, slices, None, Ellipsis) write through the view (autograd rebased as for
     copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
-    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch).
+    tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch), which
+    raises RuntimeError for a value tensor of another dtype than x's (numbers are cast).
     ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
     """
     if not views._needs_advanced(key):

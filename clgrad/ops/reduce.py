@@ -476,7 +476,8 @@ def argmax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
     A NaN counts as the maximum (the first NaN's index, as PyTorch).
     Raises:  IndexError for an empty ``dim`` or, with ``dim`` None, an empty tensor (PyTorch);
-             an empty tensor reduced over a non-empty dim gives an empty result.
+             an empty tensor reduced over a non-empty dim gives an empty result;
+             RuntimeError for a bool tensor (PyTorch's "argmax(): does not support bool input")
     """
     _check_arg(x, dim, "argmax")
     return _arg(x, dim, keepdim, "OP_MAX", "argmax")
@@ -489,6 +490,8 @@ def argmin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def _check_arg(x, dim, name):
+    if x.dtype.is_bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
     if dim is None:
         _check_numel(name, x, IndexRangeError)  # PyTorch 2: IndexError (was RuntimeError)
     elif x.ndim:

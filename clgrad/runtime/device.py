@@ -45,6 +45,7 @@ FORKED_MESSAGE = ("cannot use the OpenCL GPU device in a forked process; use the
 FORK_POISONED_KINDS = {"gpu"}  # the kinds of Device a forked child refuses (tests add "cpu")
 _LIVE: "weakref.WeakSet" = None  # every Device made in this process (set below the class)
 _FORKED_FROM = [None]  # in a forked child: the poisoned device names of the parent
+_FORKED_PTRS: dict = {}  # in a forked child: int_ptr of each poisoned cl.Device -> its name
 
 
 class ForkedDeviceError(DeviceError):
@@ -73,15 +74,37 @@ class _Forked:
 
 
 def _poison_after_fork():
-    """os.register_at_fork's after_in_child: the GPU devices of the parent refuse every use."""
+    """os.register_at_fork's after_in_child: the GPU devices of the parent refuse every use.
+    Their cl.Device handles are remembered (``int_ptr``, no driver call), so that a new Device
+    or discovery refuses them before any OpenCL query: NVIDIA's driver answers every query in
+    the child with INVALID_DEVICE."""
     names = []
     for dev in list(_LIVE):
         if dev.kind in FORK_POISONED_KINDS:
             forked = _Forked(dev.name)
             dev._capture, dev.queue, dev.context = forked, forked, forked
             names.append(dev.name)
+            _FORKED_PTRS[dev.cl_device.int_ptr] = dev.name
     if names:
         _FORKED_FROM[0] = names
+
+
+def refuse_forked(cl_device):
+    """Raise ForkedDeviceError if ``cl_device`` (a cl.Device) is one that the parent of this
+    forked child had used (of a kind in FORK_POISONED_KINDS). Asks the driver nothing: call it
+    before any query of the device."""
+    name = _FORKED_PTRS.get(cl_device.int_ptr) if _FORKED_PTRS else None
+    if name is not None:
+        _Forked(name)._raise()
+
+
+def raise_if_forked(err: Exception, what: str):
+    """In a forked child of a process that had used a GPU device (see FORK_POISONED_KINDS),
+    raise ForkedDeviceError from ``err``, an OpenCL error of ``what`` (the driver refusing the
+    parent's state, e.g. NVIDIA's INVALID_DEVICE); elsewhere return (the caller handles it)."""
+    if _FORKED_FROM[0]:
+        raise ForkedDeviceError(f"{FORKED_MESSAGE} (OpenCL refused {what} in a child forked "
+                                f"after devices {_FORKED_FROM[0]} were used: {err})") from err
 
 
 def kernel_dir() -> Path:
@@ -186,12 +209,17 @@ class Device:
 
     def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
                  index: int | None = None):
+        refuse_forked(cl_device)  # first: in a forked child the driver may refuse any query
         self.cl_device = cl_device
         self.platform_index = platform_index
         self.device_index = device_index
-        self.name = cl_device.name.strip()
-        self.platform = cl_device.platform.name.strip()
-        self.kind = _kind_of(cl_device)
+        try:
+            self.name = cl_device.name.strip()
+            self.platform = cl_device.platform.name.strip()
+            self.kind = _kind_of(cl_device)
+        except cl.Error as e:
+            raise_if_forked(e, "a query of the device")
+            raise
         if _FORKED_FROM[0] and self.kind in FORK_POISONED_KINDS:  # the driver is the parent's
             _Forked(self.name)._raise()
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)

@@ -21,7 +21,8 @@ from clgrad import _log
 from clgrad.errors import CPU_RUNTIME_HINT, DeviceError
 from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
-                                   _pyopencl_cache_dir, cache_dir)
+                                   _pyopencl_cache_dir, cache_dir, raise_if_forked,
+                                   refuse_forked)
 
 __all__ = ["devices", "default_device", "fastest_device", "set_default_device", "get_device",
            "synchronize", "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
@@ -261,18 +262,27 @@ def _discover() -> list:
             return _FOUND[0]
         _setup_icd_vendors()
         _clear_stale_cache_lock()
+        # In a child forked after the parent used a GPU, every OpenCL error here is the
+        # driver refusing the parent's state: ForkedDeviceError, not "no device found".
         try:
             platforms = cl.get_platforms()
-        except cl.Error:
+        except cl.Error as e:
+            raise_if_forked(e, "the platform list")
             platforms = []
         found, seen = [], set()
         for pi, p in enumerate(platforms):
             try:
                 devs = p.get_devices()
-            except cl.Error:
+            except cl.Error as e:
+                raise_if_forked(e, "a platform's device list")
                 continue
             for di, d in enumerate(devs):
-                c = _Candidate(pi, di, p, d)
+                refuse_forked(d)
+                try:
+                    c = _Candidate(pi, di, p, d)
+                except cl.Error as e:
+                    raise_if_forked(e, "a query of a device")
+                    raise
                 if c.key() in seen:  # the same ICD listed twice
                     continue
                 seen.add(c.key())
@@ -399,18 +409,26 @@ def devices() -> list[dict]:
     ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not). Each device that
     passes the tiny probe is also checked with the programs clgrad ships (``_check_programs``:
     the first time, seconds to minutes per device; cached).
+    Raises ForkedDeviceError in a forked child for a GPU device the parent had used (before
+    querying it), or when the driver refuses a query there.
     """
     rows = []
     found = _discover()
     for c in found:
+        refuse_forked(c.device)  # a GPU the parent of a forked child used: before any query
+    for c in found:
         _check_programs(c)
     for c in found:
         d = c.device
-        fp64, fp16 = _fp_support(d)
+        try:
+            fp64, fp16 = _fp_support(d)
+            units, mem = d.max_compute_units, d.global_mem_size
+        except cl.Error as e:
+            raise_if_forked(e, "a query of a device")
+            raise
         rows.append(dict(index=c.spec, platform=c.platform_name, name=c.name, type=c.kind,
-                         driver=c.driver, compute_units=d.max_compute_units,
-                         global_mem_bytes=d.global_mem_size, fp64=fp64, fp16=fp16,
-                         usable=bool(c.usable), reason=c.reason))
+                         driver=c.driver, compute_units=units, global_mem_bytes=mem,
+                         fp64=fp64, fp16=fp16, usable=bool(c.usable), reason=c.reason))
     return rows
 
 
@@ -448,7 +466,9 @@ def get_device(spec=None) -> Device:
     'P:D', 'intel', 'pocl', a device-name substring); or any object whose ``str()`` is one of
     those (``clgrad.device('cuda:0')``).
     Raises:  DeviceError if nothing matches (the message lists the devices found), or if the
-             device named failed its probe (the message has the reason).
+             device named failed its probe (the message has the reason); ForkedDeviceError
+             (a DeviceError) in a forked child for a GPU device the parent had used, or when
+             the driver refuses discovery there.
     """
     if spec is None:
         return default_device()
@@ -495,6 +515,7 @@ def _device_for(c) -> Device:
         with _LOCK:
             dev = _DEVICES.get(key)
             if dev is None:
+                refuse_forked(c.device)  # before the program check queries it
                 if not _check_programs(c):
                     raise DeviceError(f"device: {c.spec} {c.name!r} [{c.platform_name}] is not "
                                       f"usable: {c.reason}; {_instead(c)}")
