@@ -1,6 +1,7 @@
 """Shared test settings: hypothesis without deadlines (first calls compile kernels)."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("clgrad", deadline=None, max_examples=int(os.environ.get(
@@ -22,3 +23,13 @@ if os.environ.get("CLGRAD_TEST_AS_GPU"):
         return _kind(d)
 
     _rt_device._kind_of = _rt_discovery._kind_of = _as_gpu
+
+
+@pytest.fixture
+def programs(monkeypatch, tmp_path):
+    """For the tests/programs runners: programs import local_data from their folder and write
+    checkpoints into the cwd."""
+    from pathlib import Path
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "programs"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

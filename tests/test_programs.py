@@ -63,14 +63,6 @@ def load_program(name: str, framework: str = "clgrad") -> types.ModuleType:
     return module
 
 
-@pytest.fixture
-def programs(monkeypatch, tmp_path):
-    """Programs import local_data from their folder and write checkpoints into the cwd."""
-    monkeypatch.syspath_prepend(str(PROGRAMS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _torch():
     return pytest.importorskip("torch")
 

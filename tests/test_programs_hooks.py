@@ -12,13 +12,6 @@ from test_programs import PROGRAMS, load_program, rewrite_imports
 import clgrad
 
 
-@pytest.fixture
-def programs(monkeypatch, tmp_path):
-    monkeypatch.syspath_prepend(str(PROGRAMS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def test_feature_extraction_differs_from_pytorch_only_in_imports():
     source = (PROGRAMS / "feature_extraction.py").read_text()
     assert "clgrad" not in source

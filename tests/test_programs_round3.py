@@ -26,14 +26,6 @@ from test_programs import (
 import clgrad
 
 
-@pytest.fixture
-def programs(monkeypatch, tmp_path):
-    """Programs import local_data from their folder and write checkpoints into the cwd."""
-    monkeypatch.syspath_prepend(str(PROGRAMS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 NAMES = ("dcgan", "super_resolution", "fast_neural_style", "densenet", "resnext",
          "shufflenet_v2")
 

@@ -22,14 +22,6 @@ import clgrad
 NAMES = ("spatial_transformer", "char_lstm", "packed_sentiment")
 
 
-@pytest.fixture
-def programs(monkeypatch, tmp_path):
-    """Programs import local_data from their folder and write checkpoints into the cwd."""
-    monkeypatch.syspath_prepend(str(PROGRAMS))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def test_programs_differ_from_pytorch_only_in_imports():
     for name in NAMES:
         source = (PROGRAMS / f"{name}.py").read_text()
