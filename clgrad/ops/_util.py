@@ -147,6 +147,17 @@ def same_device(op: str, *tensors):
                                    f"at least two devices, {names}; move them with .to()")
 
 
+def launch_items(file: str, name: str, x, total: int, *args):
+    """Launch kernel ``name`` of ``kernels/<file>`` (built for x's dtype, on x's device) over
+    ``total`` work items in groups of LOCAL, passing ``np.int64(total)`` then ``args``;
+    nothing for total 0 (a kernel per output element: upsample, grid_sample)."""
+    if total == 0:
+        return
+    dev = x._storage.device
+    dev.launch(dev.kernel(file, name, defines_for(x.dtype)), (total,), (LOCAL,),
+               np.int64(total), *args)
+
+
 def defines_for(dtype: dtypes.DType) -> dict:
     """Defines selecting a kernel file's element type (a new dict: callers may add to it)."""
     return dict(defines_of(dtype))

@@ -17,7 +17,7 @@ import numpy as np
 from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.kernel_structs import UGEOM_T, longs
-from clgrad.ops._util import LOCAL, defines_for, empty, view_arg, zeros
+from clgrad.ops._util import launch_items, empty, view_arg, zeros
 from clgrad.ops.composite import _FLAGS
 from clgrad.ops.matmul import matmul
 from clgrad.ops.pool import _view4
@@ -138,11 +138,7 @@ def _check_deterministic():
 
 
 def _launch(name, x, total, *args):
-    if total == 0:
-        return
-    dev = x._storage.device
-    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
-               np.int64(total), *args)
+    launch_items(_FILE, name, x, total, *args)
 
 
 def _base_axis(steps: int, align: bool) -> np.ndarray:

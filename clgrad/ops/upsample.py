@@ -14,7 +14,7 @@ import numpy as np
 
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.autograd import record
-from clgrad.ops._util import LOCAL, defines_for, empty, scalar
+from clgrad.ops._util import launch_items, empty, scalar
 from clgrad.ops.pool import _view4, adaptive_avg_pool2d
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
@@ -127,8 +127,4 @@ def _resample(x, outs, coord, mode, align):
 
 
 def _launch(name, x, total, *args):
-    if total == 0:
-        return
-    dev = x._storage.device
-    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
-               np.int64(total), *args)
+    launch_items(_FILE, name, x, total, *args)
