@@ -327,10 +327,19 @@ def test_instance_norm_and_running_stats():
     rmn, rvn = m.running_mean.numpy(), m.running_var.numpy()
     np.testing.assert_allclose(ye, (x - rmn[:, None, None]) / np.sqrt(rvn[:, None, None] +
                                                                          1e-5), rtol=1e-10)
+    # PyTorch's InstanceNorm: momentum=None is momentum 0 (the running statistics stay put; no
+    # cumulative average as BatchNorm's) and num_batches_tracked never counts
     cum = clgrad.nn.InstanceNorm2d(2, momentum=None, track_running_stats=True).double()
     cum(clgrad.tensor(x))
-    cum(clgrad.tensor(2 * x))                        # cumulative average of the two batches
-    np.testing.assert_allclose(cum.running_mean.numpy(), 1.5 * x.mean((2, 3)).mean(0))
+    cum(clgrad.tensor(2 * x))
+    assert cum.running_mean.tolist() == [0.0, 0.0] and cum.running_var.tolist() == [1.0, 1.0]
+    assert int(cum.num_batches_tracked) == 0 and int(m.num_batches_tracked) == 0
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.InstanceNorm2d(2, track_running_stats=True).double()
+    tm(torch.tensor(x))
+    np.testing.assert_allclose(rmn, tm.running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(rvn, tm.running_var.numpy(), rtol=1e-12)
+    assert int(tm.num_batches_tracked) == 0
 
 
 def test_layer_norm_launches():

@@ -246,7 +246,8 @@ class InstanceNorm2d(Module):
                                       unexpected_keys, error_msgs)
 
     def forward(self, x):
-        """Normalise each (sample, channel) plane; running statistics as in BatchNorm2d.forward.
+        """Normalise each (sample, channel) plane; running statistics updated with ``momentum``
+        (None: kept as they are; num_batches_tracked never counts, as PyTorch's InstanceNorm).
 
         Shapes:  (N, C, H, W) -> same (InstanceNorm1d: (N, C, L));
                  see clgrad.nn.functional.instance_norm
@@ -257,12 +258,9 @@ class InstanceNorm2d(Module):
         if x.ndim != self._ndim:
             raise ValueError(f"{name}: expected {self._ndim}D input, got {x.ndim}D input of "
                              f"shape {tuple(x.shape)}")
+        # PyTorch's _InstanceNorm: momentum None means 0 (the running statistics stay as they
+        # are; no cumulative average, unlike BatchNorm), and num_batches_tracked never counts
         momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average, as BatchNorm2d
-                momentum = 1.0 / float(self.num_batches_tracked.item())
         use_input_stats = self.training or not self.track_running_stats
         return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                                use_input_stats, momentum, self.eps)
