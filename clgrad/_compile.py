@@ -417,6 +417,8 @@ class _Entry:
             return _map(self.outs, get)
 
     def run(self, tensors):
+        """Copy ``tensors`` (the call's tensor arguments) into the static inputs, replay the
+        graph, and copy the inputs the capture wrote in place back to the caller's tensors."""
         with no_grad():
             for s, a in zip(self.statics, tensors):
                 s.copy_(a)

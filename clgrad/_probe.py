@@ -65,10 +65,12 @@ def fp32_options(cl, device) -> list:
 
 
 def is_cpu(cl, device) -> bool:
+    """Whether pyopencl device ``device`` is of type CL_DEVICE_TYPE_CPU."""
     return bool(device.type & cl.device_type.CPU)
 
 
 def has_fp64(device) -> bool:
+    """Whether ``device`` has float64: cl_khr_fp64, or a double config (OpenCL 3.0 optional)."""
     return "cl_khr_fp64" in device.extensions or bool(getattr(device, "double_fp_config", 0))
 
 
@@ -190,6 +192,7 @@ def kernel_names(cl, prg) -> set:
 
 
 def describe(file: str, defines: dict) -> str:
+    """'kernels/<file> (K=V ...)': how the check's lines and reasons name a program."""
     return f"kernels/{file} ({' '.join(f'{k}={v}' for k, v in defines.items())})"
 
 

@@ -147,10 +147,12 @@ class AccumulateGrad:
         self.variable = variable
 
     def name(self) -> str:
+        """PyTorch's name of a leaf's accumulation node."""
         return "torch::autograd::AccumulateGrad"
 
     @property
     def metadata(self) -> dict:
+        """An empty dict (PyTorch's per-node metadata; a leaf's holds nothing)."""
         return {}
 
     def __repr__(self):

@@ -188,9 +188,10 @@ def _kind_of(d: cl.Device) -> str:
 
 
 def _fp_support(d: cl.Device) -> tuple:
-    """(float64, float16) support: the extensions, or a double config (OpenCL 3.0 optional)."""
-    ext = d.extensions
-    return "cl_khr_fp64" in ext or d.double_fp_config != 0, "cl_khr_fp16" in ext
+    """(float64, float16) support: the extensions, or a double config (OpenCL 3.0 optional;
+    _probe.has_fp64, which the device check uses too)."""
+    from clgrad._probe import has_fp64
+    return has_fp64(d), "cl_khr_fp16" in d.extensions
 
 
 class Device:
@@ -555,6 +556,24 @@ def _pyopencl_cache_dir() -> Path:
     return root / f"pyopencl-compiler-cache-v2-py{version}"
 
 
+_SOURCES_DIGEST: dict = {}  # kernel folder -> kernel_sources_digest(folder)
+
+
+def kernel_sources_digest(kdir: Path | None = None) -> str:
+    """A SHA-256 of every ``*.cl``/``*.h`` file (name and bytes) in ``kdir`` (default:
+    kernel_dir()), hex, once per process and folder: what a build marker or a cached verdict
+    about the kernels holds for."""
+    kdir = kdir or kernel_dir()
+    got = _SOURCES_DIGEST.get(kdir)
+    if got is None:
+        h = hashlib.sha256()
+        for f in sorted(kdir.iterdir()):
+            if f.suffix in (".cl", ".h"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        got = _SOURCES_DIGEST[kdir] = h.hexdigest()
+    return got
+
+
 def _first_build_notice(dev: Device, kdir: Path) -> bool:
     """One line on stderr (clgrad._log.notice) before the first build on a device that has
     never built this version of the kernels, with this Python and driver: the builds then take
@@ -568,9 +587,7 @@ def _first_build_notice(dev: Device, kdir: Path) -> bool:
                      dev.cl_device.driver_version, cl.VERSION_TEXT, sys.version,
                      " ".join(dev.build_options)):
             h.update(str(part).encode() + b"\0")
-        for f in sorted(kdir.iterdir()):
-            if f.suffix in (".cl", ".h"):
-                h.update(f.name.encode() + b"\0" + f.read_bytes())
+        h.update(kernel_sources_digest(kdir).encode())
         marker = cache_dir() / "built" / h.hexdigest()[:24]
         if marker.exists():
             return False

@@ -528,12 +528,9 @@ def _device_for(c) -> Device:
 def _kernels_digest() -> str:
     """A hash of the kernel sources (the program check's verdict holds for these only)."""
     if not _KERNELS_DIGEST:
-        from clgrad.runtime.device import kernel_dir
-        h = hashlib.sha256()
-        for f in sorted(kernel_dir().iterdir()):
-            if f.suffix in (".cl", ".h"):
-                h.update(f.name.encode() + b"\0" + f.read_bytes())
-        h.update((_PKG / "_probe.py").read_bytes())
+        from clgrad.runtime.device import kernel_sources_digest
+        h = hashlib.sha256(kernel_sources_digest().encode())
+        h.update((_PKG / "_probe.py").read_bytes())  # the check's table and method
         _KERNELS_DIGEST.append(h.hexdigest()[:16])
     return _KERNELS_DIGEST[0]
 
