@@ -316,6 +316,17 @@ def _run(lib, op, a, b):
     return out
 
 
+def _assert_values(got, want, case):
+    """clgrad's ``got`` equals torch's ``want``: exactly for integers and bool, within one
+    rounding of the dtype for floats (NaN where torch has NaN)."""
+    w, g = want.numpy(), got.numpy()
+    if want.dtype.is_floating_point:
+        tol = {"torch.float16": 2e-3, "torch.float32": 2e-6}.get(str(want.dtype), 1e-12)
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=case)
+    else:
+        np.testing.assert_array_equal(g, w, err_msg=case)
+
+
 @pytest.mark.parametrize("op", sorted(_OPS))
 def test_sweep_matches_torch(op):
     torch = pytest.importorskip("torch")
@@ -342,12 +353,7 @@ def test_sweep_matches_torch(op):
         if str(want.dtype) != "torch." + got.dtype.name:
             bad.append(f"{case}: dtype {got.dtype.name}, torch {want.dtype}")
             continue
-        w, g = want.numpy(), got.numpy()
-        if want.dtype.is_floating_point:
-            tol = {"torch.float16": 2e-3, "torch.float32": 2e-6}.get(str(want.dtype), 1e-12)
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=case)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=case)
+        _assert_values(got, want, case)
     assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} mismatches)"
     assert checked > 100
 
@@ -487,11 +493,6 @@ def test_inplace_sweep_matches_torch(op):
                 bad.append(f"{case}: torch {want!r:.90}, clgrad {got!r:.90}")
             continue
         checked += 1
-        w, g = want.numpy(), got.numpy()
-        if want.dtype.is_floating_point:
-            tol = {"torch.float16": 2e-3, "torch.float32": 2e-6}.get(str(want.dtype), 1e-12)
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=case)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=case)
+        _assert_values(got, want, case)
     assert not bad, "\n".join(bad[:40]) + f"\n({len(bad)} mismatches)"
     assert checked > 20
