@@ -10,4 +10,9 @@ typedef struct { long n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw; } geom
 // upsample.cl: input n, c, h, w; output oh, ow.
 typedef struct { long n, c, h, w, oh, ow; } ugeom_t;
 
+// The element (n, c, y, x) of a 4-D view (common.h's view_t: offset, then a stride per dim).
+inline long at4(const view_t v, long n, long c, long y, long x) {
+    return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];
+}
+
 #endif

@@ -13,10 +13,6 @@
 #include "geom.h"
 #include "atomic.h"
 
-inline long at4g(const view_t v, long n, long c, long y, long x) {
-    return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];
-}
-
 // [-1, 1] -> pixel coordinates; *mult = d(pixel) / d(normalised).
 inline T unnormalize(T coord, long size, int align, T *mult) {
     if (align) {
@@ -88,7 +84,7 @@ inline int inside(long y, long x, long h, long w) {
 // x[n, c, y, x] or 0 outside the input.
 inline T pix(__global const T *x, const view_t v, long n, long c, long y, long xx, long h,
              long w) {
-    return inside(y, xx, h, w) ? x[at4g(v, n, c, y, xx)] : (T)0;
+    return inside(y, xx, h, w) ? x[at4(v, n, c, y, xx)] : (T)0;
 }
 
 __kernel void grid_fwd(long total, ugeom_t g, __global T *out, __global const T *x, view_t vx,
@@ -97,8 +93,8 @@ __kernel void grid_fwd(long total, ugeom_t g, __global T *out, __global const T 
     if (i >= total) return;
     long ox = i % g.ow, t = i / g.ow, oy = t % g.oh, n = t / g.oh;
     T mx, my;
-    T ix = source(grid[at4g(vg, n, oy, ox, 0)], g.w, padding, align, &mx);
-    T iy = source(grid[at4g(vg, n, oy, ox, 1)], g.h, padding, align, &my);
+    T ix = source(grid[at4(vg, n, oy, ox, 0)], g.w, padding, align, &mx);
+    T iy = source(grid[at4(vg, n, oy, ox, 1)], g.h, padding, align, &my);
     long plane = g.oh * g.ow, o = n * g.c * plane + oy * g.ow + ox;
     if (mode == 1) {
         long nx = pixel(rint(ix)), ny = pixel(rint(iy));
@@ -132,12 +128,12 @@ __kernel void grid_bwd(long total, ugeom_t g, __global T *gx, __global T *ggrid,
     if (i >= total) return;
     long ox = i % g.ow, t = i / g.ow, oy = t % g.oh, n = t / g.oh;
     T mx, my;
-    T ix = source(grid[at4g(vg, n, oy, ox, 0)], g.w, padding, align, &mx);
-    T iy = source(grid[at4g(vg, n, oy, ox, 1)], g.h, padding, align, &my);
+    T ix = source(grid[at4(vg, n, oy, ox, 0)], g.w, padding, align, &mx);
+    T iy = source(grid[at4(vg, n, oy, ox, 1)], g.h, padding, align, &my);
     if (mode == 1) {
         long nx = pixel(rint(ix)), ny = pixel(rint(iy));
         for (long c = 0; c < g.c && want_x; ++c)
-            add_at(gx, g, n, c, ny, nx, gy[at4g(vgy, n, c, oy, ox)]);
+            add_at(gx, g, n, c, ny, nx, gy[at4(vgy, n, c, oy, ox)]);
         if (want_grid) {
             ggrid[2 * i] = (T)0;
             ggrid[2 * i + 1] = (T)0;
@@ -149,7 +145,7 @@ __kernel void grid_bwd(long total, ugeom_t g, __global T *gx, __global T *ggrid,
     T e = (fx + (T)1) - ix, wst = ix - fx, s = (fy + (T)1) - iy, nth = iy - fy;
     T gix = (T)0, giy = (T)0;
     for (long c = 0; c < g.c; ++c) {
-        T go = gy[at4g(vgy, n, c, oy, ox)];
+        T go = gy[at4(vgy, n, c, oy, ox)];
         if (want_x) {
             add_at(gx, g, n, c, y0, x0, e * s * go);
             add_at(gx, g, n, c, y0, x0 + 1, wst * s * go);

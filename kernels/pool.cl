@@ -11,10 +11,6 @@
 #include "common.h"
 #include "geom.h"
 
-inline long at4(const view_t v, long n, long c, long y, long x) {
-    return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];
-}
-
 // Max pooling is launched 3-D: dim 0 along a row (output columns for max_fwd, column groups
 // for max_bwd), dim 1 over the rows (oh, or y), dim 2 over the planes (n, c). No work item
 // divides a 64-bit value: a 1-D launch decomposing its index spent ~18 64-bit divisions per

@@ -10,10 +10,6 @@
 #include "common.h"
 #include "geom.h"
 
-inline long at4u(const view_t v, long n, long c, long y, long x) {
-    return v.off + n * v.s[0] + c * v.s[1] + y * v.s[2] + x * v.s[3];
-}
-
 // nearest: min(floor(dst * scale), in - 1); exact: min(floor((dst + 0.5) * scale), in - 1);
 // identity when the sizes agree, dst >> 1 when doubling (PyTorch's shortcuts).
 inline long near_src(long dst, long in, long out, float scale, int exact) {
@@ -29,7 +25,7 @@ __kernel void nearest_fwd(long total, ugeom_t g, __global T *out, __global const
     if (i >= total) return;
     long n, c, oy, ox;
     nchw_of(i, g.c, g.oh, g.ow, &n, &c, &oy, &ox);
-    out[i] = x[at4u(vx, n, c, near_src(oy, g.h, g.oh, sh, exact),
+    out[i] = x[at4(vx, n, c, near_src(oy, g.h, g.oh, sh, exact),
                     near_src(ox, g.w, g.ow, sw, exact))];
 }
 
@@ -53,7 +49,7 @@ __kernel void nearest_bwd(long total, ugeom_t g, __global T *gx, __global const 
     for (long oy = y0; oy < y1; ++oy) {
         if (near_src(oy, g.h, g.oh, sh, exact) != y) continue;
         for (long ox = x0; ox < x1; ++ox)
-            if (near_src(ox, g.w, g.ow, sw, exact) == xx) acc += gy[at4u(vg, n, c, oy, ox)];
+            if (near_src(ox, g.w, g.ow, sw, exact) == xx) acc += gy[at4(vg, n, c, oy, ox)];
     }
     gx[i] = acc;
 }
@@ -85,9 +81,9 @@ __kernel void linear_fwd(long total, ugeom_t g, __global T *out, __global const 
     T ly, lx;
     lin_src(oy, g.h, sh, align, &y0, &y1, &ly);
     lin_src(ox, g.w, sw, align, &x0, &x1, &lx);
-    out[i] = ((T)1 - ly) * (((T)1 - lx) * x[at4u(vx, n, c, y0, x0)] +
-                            lx * x[at4u(vx, n, c, y0, x1)]) +
-             ly * (((T)1 - lx) * x[at4u(vx, n, c, y1, x0)] + lx * x[at4u(vx, n, c, y1, x1)]);
+    out[i] = ((T)1 - ly) * (((T)1 - lx) * x[at4(vx, n, c, y0, x0)] +
+                            lx * x[at4(vx, n, c, y0, x1)]) +
+             ly * (((T)1 - lx) * x[at4(vx, n, c, y1, x0)] + lx * x[at4(vx, n, c, y1, x1)]);
 }
 
 // The outputs [lo, hi) whose source lies within one pixel of y (a superset, each weighed).
@@ -118,7 +114,7 @@ __kernel void linear_bwd(long total, ugeom_t g, __global T *gx, __global const T
         T row = 0;
         for (long ox = x0; ox < x1; ++ox) {
             T wx = lin_weight(ox, xx, g.w, sw, align);
-            if (wx != (T)0) row += wx * gy[at4u(vg, n, c, oy, ox)];
+            if (wx != (T)0) row += wx * gy[at4(vg, n, c, oy, ox)];
         }
         acc += wy * row;
     }

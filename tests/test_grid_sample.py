@@ -265,3 +265,21 @@ def test_nonfinite_grid_values_as_torch(mode, padding, align, dtype):
     want = torch.nn.functional.grid_sample(torch.tensor(x, dtype=tdt), torch.tensor(g, dtype=tdt),
                                            mode=mode, padding_mode=padding, align_corners=align)
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_output_is_freed_without_the_cycle_collector():
+    """The backward closure holds no reference to the output (it used out's buffer as a
+    placeholder: output -> node -> closure -> output kept every result until a gc run)."""
+    import gc
+    import weakref
+    x = clgrad.tensor(np.ones((1, 1, 3, 3), np.float32), requires_grad=True)
+    g = clgrad.zeros(1, 2, 2, 2, requires_grad=True)
+    gc.disable()
+    try:
+        y = F.grid_sample(x, g, align_corners=False)
+        assert y.tolist() == [[[[1.0, 1.0], [1.0, 1.0]]]]  # the centre of a ones image
+        r = weakref.ref(y)
+        del y
+        assert r() is None
+    finally:
+        gc.enable()

@@ -103,8 +103,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
              np.int32(bool(align_corners)))
     dev = input._storage.device
     out = empty((n, c, oh, ow), input.dtype, dev)
-    _launch("grid_fwd", input, n * oh * ow, geom, out._storage.buffer, input._storage.buffer,
-            _view4(input), grid._storage.buffer, view_arg(grid), *flags)
+    launch_items(_FILE, "grid_fwd", input, n * oh * ow, geom, out._storage.buffer,
+                 input._storage.buffer, _view4(input), grid._storage.buffer, view_arg(grid),
+                 *flags)
     want = (input.requires_grad, grid.requires_grad)
 
     def backward(gy):
@@ -112,11 +113,11 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
             _check_deterministic()
         gx = zeros(tuple(xs), input.dtype, dev) if want[0] else None
         gg = empty(tuple(gs), grid.dtype, dev) if want[1] else None
-        _launch("grid_bwd", input, n * oh * ow, geom,
-                (gx if want[0] else out)._storage.buffer,
-                (gg if want[1] else out)._storage.buffer, gy._storage.buffer, _view4(gy),
-                input._storage.buffer, _view4(input), grid._storage.buffer, view_arg(grid),
-                *flags, np.int32(want[0]), np.int32(want[1]))
+        launch_items(_FILE, "grid_bwd", input, n * oh * ow, geom,
+                     (gx if want[0] else gy)._storage.buffer,  # gy: an unwritten placeholder
+                     (gg if want[1] else gy)._storage.buffer, gy._storage.buffer, _view4(gy),
+                     input._storage.buffer, _view4(input), grid._storage.buffer, view_arg(grid),
+                     *flags, np.int32(want[0]), np.int32(want[1]))
         return gx, gg
     return record("grid_sample", out, (input, grid), backward, saved=[input, grid])
 
@@ -135,10 +136,6 @@ def _check_deterministic():
         warnings.warn(msg, stacklevel=2)
     else:
         raise RuntimeError(msg)
-
-
-def _launch(name, x, total, *args):
-    launch_items(_FILE, name, x, total, *args)
 
 
 def _base_axis(steps: int, align: bool) -> np.ndarray:
