@@ -336,8 +336,10 @@ def get_num_threads() -> int:
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """Stored. clgrad's reductions give the same results run to run on one device (no
-    atomics-order nondeterminism); grid_sample's input gradient sums with atomics, so its
-    backward raises under mode=True (warns with warn_only), as PyTorch's CUDA kernel."""
+    atomics-order nondeterminism). Ops that sum with atomics may differ in the last bits run to
+    run: grid_sample's input gradient (its backward raises under mode=True, warns with
+    warn_only, as PyTorch's CUDA kernel) and the floating scatter-adds of kernels/index.cl
+    (scatter_add, index_add, gather's backward), which this flag does not check yet."""
     _FLAGS["deterministic"], _FLAGS["warn_only"] = bool(mode), bool(warn_only)
 
 

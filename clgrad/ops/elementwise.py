@@ -516,7 +516,10 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         if value.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
-        if value.dtype is not x.dtype:  # PyTorch checks the value (one read of one element)
+        if value.dtype is not x.dtype and not x.dtype.is_bool and (
+                not x.dtype.is_floating_point or
+                (x.dtype is dtypes.float32 and value.dtype is dtypes.float64)):
+            # PyTorch checks that the value fits (one read of one element), where it can fail
             dtypes.check_fits("masked_fill", x.dtype, value.detach().item())
         value = to(value, x.dtype)
     elif _is_num(numpy_operand(value)):

@@ -384,9 +384,9 @@ def _write_out(op, out: Tensor, r: Tensor):
     if op in _OUT_EXACT and r.dtype is not out.dtype:
         raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got "
                            f"{out.dtype} instead")
-    if _kind(out.dtype) < _kind(r.dtype):
-        raise RuntimeError(f"{op}(): result type {r.dtype} can't be cast to the desired output "
-                           f"type {out.dtype}")
+    if not dtypes.can_cast(r.dtype, out.dtype):
+        raise RuntimeError(f"{op}(): result type {dtypes.torch_name(r.dtype)} can't be cast to "
+                           f"the desired output type {dtypes.torch_name(out.dtype)}")
     if tuple(out.shape) != tuple(r.shape):
         if out._base is not None:
             raise RuntimeError(f"{op}(): out is a view of shape {tuple(out.shape)}, the result "
@@ -398,8 +398,3 @@ def _write_out(op, out: Tensor, r: Tensor):
                           UserWarning, stacklevel=4)
         out._set_data(empty(tuple(r.shape), out.dtype, out._storage.device))
     copy_(out, r)
-
-
-def _kind(dt) -> int:
-    """0 bool, 1 integer, 2 floating: a result casts to an out of the same or a higher kind."""
-    return 0 if dt.is_bool else 2 if dt.is_floating_point else 1
