@@ -232,6 +232,8 @@ class _Replayed:
             self._entries[key] = guards.host_random
             return self._eager(guards.host_random, args, kwargs)
         if _shares(tensors, guards.storages):
+            if not self._entries.get(key):  # no capture to keep: refused for this signature
+                self._entries[key] = _SHARED  # (else every call would walk the guards again)
             return self._eager(_SHARED, args, kwargs)
         pre = guards.snapshot()
         pre_grads = [p._grad for p in guards.params]

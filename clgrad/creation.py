@@ -315,8 +315,10 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None,
             requires_grad=False) -> Tensor:
     """Integers uniform in [low, high) (``randint(high, size)`` as PyTorch); int64.
     Raises RuntimeError for low >= high (and, as PyTorch, for requires_grad on integers)."""
-    if high is None or (isinstance(high, (tuple, list)) and size == ()):
-        low, high, size = 0, low, (() if high is None else high)
+    if high is None:  # randint(high, size=...)
+        low, high = 0, low
+    elif isinstance(high, (tuple, list)) and size == ():  # randint(high, size) by position
+        low, high, size = 0, low, high
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64

@@ -165,3 +165,12 @@ def test_generator_argument_matches_pytorchs_signatures():
         assert sorted(t.randperm(5, generator=g).tolist()) == list(range(5))
         x = t.empty(2).normal_(generator=g)
         assert x.shape == (2,)
+
+
+def test_randint_high_only_with_size_by_keyword():
+    """torch.randint(5, size=(3,)): high alone, size by keyword (it gave a 0-dim tensor)."""
+    t = clgrad.randint(5, size=(3,))
+    assert tuple(t.shape) == (3,) and t.dtype == clgrad.int64
+    assert all(0 <= v < 5 for v in t.tolist())
+    assert tuple(clgrad.randint(5, (2, 2)).shape) == (2, 2)
+    assert tuple(clgrad.randint(5).shape) == ()
