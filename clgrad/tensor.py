@@ -130,8 +130,9 @@ class Storage:
         return self
 
     def adopt(self, shared: SharedHost):
-        """Use the buffer of ``shared`` (of at least ``nbytes``) from now on."""
-        self.buffer, self.shared = shared.buffer, shared
+        """Use the buffer of ``shared`` (of at least ``nbytes``) from now on. The host copy
+        (keep_host) is dropped: another process may write the memory without a version bump."""
+        self.buffer, self.shared, self.host = shared.buffer, shared, None
 
     def write(self, offset: int, values: np.ndarray):
         """Copy the host array ``values`` (of this dtype) to elements ``offset ..`` (blocking;

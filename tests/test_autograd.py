@@ -1187,3 +1187,14 @@ def test_grad_fn_next_functions_name_metadata():
 def test_grad_fn_graph_matches_pytorch():
     torch = pytest.importorskip("torch")
     assert _graph_walk(_graph_program(clgrad)[2]) == _graph_walk(_graph_program(torch)[2])
+
+
+def test_next_functions_give_one_accumulate_grad_per_leaf():
+    """Every edge to a leaf is the same AccumulateGrad object, as PyTorch's (graph walks, e.g.
+    torchviz-style drawings, dedupe nodes by id)."""
+    x = clgrad.ones(2, requires_grad=True)
+    y = x * 2 + x * 3
+    a, b = (n for n, _ in y.grad_fn.next_functions)
+    acc = a.next_functions[0][0]
+    assert acc is b.next_functions[0][0] and acc.variable is x
+    assert acc.name() == "torch::autograd::AccumulateGrad"

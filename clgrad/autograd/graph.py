@@ -140,7 +140,7 @@ class AccumulateGrad:
     AccumulateGrad): ``variable`` is the leaf; ``name()`` is 'torch::autograd::AccumulateGrad'
     as in PyTorch."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "__weakref__")
     next_functions = ()
 
     def __init__(self, variable):
@@ -166,7 +166,14 @@ def _next_pair(e):
         if e.slot is not None and len(e.next) == 1 and isinstance(e.next[0], Node):
             return e.next[0], e.slot
         return e, 0
-    return AccumulateGrad(e), 0
+    acc = _ACCUMULATE.get(id(e))  # one node per leaf, as PyTorch's (graph walks dedupe by id)
+    if acc is None:
+        acc = _ACCUMULATE[id(e)] = AccumulateGrad(e)
+    return acc, 0
+
+
+# id(leaf) -> its AccumulateGrad while that node lives (it holds the leaf: the id stays unique)
+_ACCUMULATE: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
 
 
 def _edge(t):

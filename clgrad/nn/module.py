@@ -657,10 +657,10 @@ def _copy_into(dst, src):
                          device=dst._storage.device)
     if src is dst:
         return
-    src = ew.to(src, dst.dtype)  # on src's device: it may lack dst's dtype's source width
     if src._storage.device is not dst._storage.device:  # map_location="cpu" on a GPU machine
-        src = ew.to_device(src, dst._storage.device)
-    ew.copy_raw(dst, src)
+        # cast on src's device first: dst's device may lack src's dtype (float64)
+        src = ew.to_device(ew.to(src, dst.dtype), dst._storage.device)
+    ew.copy_raw(dst, src)  # converts the dtype (one copy, no cast copy first)
     bump_version(dst)
 
 

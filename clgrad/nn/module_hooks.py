@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 from clgrad.autograd import is_grad_enabled
 from clgrad.autograd.function import Function
+from clgrad.creation import zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["register_module_forward_pre_hook", "register_module_forward_hook",
@@ -203,15 +204,17 @@ class _BackwardHook:
         return (tuple(out) if type(args) is tuple else type(args)(*out)), index
 
     def setup_input_hook(self, args):
-        like = [a.detach() for a in args if isinstance(a, Tensor)]
+        # shapes, dtypes and devices only: holding the inputs would keep their memory alive
+        # until backward (only the zeros for an input without a gradient need them)
+        like = [(a.shape, a.dtype, a._storage.device) for a in args if isinstance(a, Tensor)]
 
         def on_grad(grad_input):
             if self.grad_outputs is None:  # the gradient did not pass through the outputs
                 return grad_input
             # PyTorch's hook sees zeros for an input that got no gradient (the Function's
             # materialized gradients), None only for a non-tensor argument
-            grad_input = [t.new_zeros(t.shape) if g is None else g
-                          for g, t in zip(grad_input, like)]
+            grad_input = [zeros(shape, dtype=dt, device=dev) if g is None else g
+                          for g, (shape, dt, dev) in zip(grad_input, like)]
             res = self._pack(self.input_index, grad_input, self.n_inputs)
             for hook in self.user_hooks:
                 out = hook(self.module, res, self.grad_outputs)
