@@ -522,16 +522,18 @@ _hook_keys = itertools.count()
 
 
 class RemovableHandle:
-    """What register_hook and register_post_accumulate_grad_hook return: ``remove()``
-    unregisters the hook (idempotent; also on ``with`` exit)."""
+    """What register_hook, register_post_accumulate_grad_hook and the module hooks return:
+    ``remove()`` unregisters the hook (idempotent; also on ``with`` exit). ``id`` is its key;
+    ``extra`` are dicts keyed the same way (a module hook's with_kwargs/always_call marks:
+    PyTorch's extra_dict) that remove() clears too."""
 
-    def __init__(self, hooks: dict, key):
-        self._hooks = hooks
-        self._key = key
+    def __init__(self, hooks: dict, key, extra: tuple = ()):
+        self._hooks, self.id, self._extra = hooks, key, extra
 
     def remove(self):
         """Unregister the hook; calling it again (or after the tensor died) does nothing."""
-        self._hooks.pop(self._key, None)
+        for d in (self._hooks, *self._extra):
+            d.pop(self.id, None)
 
     def __enter__(self):
         return self

@@ -613,24 +613,12 @@ def _forget(module, name, keep=None):
         module._non_persistent.discard(name)
 
 
-def _hooks(module, store):
-    """The hooks OrderedDict ``store`` of ``module`` (created for modules built before hooks
-    existed, e.g. unpickled from an older file)."""
-    d = module.__dict__.get(store)
-    if d is None:
-        d = OrderedDict()
-        object.__setattr__(module, store, d)
-    return d
+_hooks = module_hooks.store  # the hooks OrderedDict of a module, made on first use
 
 
 def _register(module, store, hook):
-    from clgrad.autograd.graph import RemovableHandle, _hook_keys
-    if not callable(hook):
-        raise TypeError(f"{store[1:-1]}: expected a callable hook, got {type(hook).__name__}")
-    hooks = _hooks(module, store)
-    key = next(_hook_keys)
-    hooks[key] = hook
-    return RemovableHandle(hooks, key)
+    """Register ``hook`` in the module's OrderedDict ``store`` (state-dict hooks)."""
+    return module_hooks.register(module_hooks.store(module, store), hook, store[1:-1])
 
 
 def _store(module, name, dst, src, assign):

@@ -67,26 +67,7 @@ def register(hooks: OrderedDict, hook, op: str, prepend: bool = False, flags=())
         hooks.move_to_end(key, last=False)
     for f in flags:
         f[key] = True
-    return _Handle(hooks, key, flags) if flags else RemovableHandle(hooks, key)
-
-
-class _Handle:
-    """A RemovableHandle that also forgets the hook's with_kwargs/always_call marks."""
-
-    def __init__(self, hooks, key, flags):
-        self._hooks, self.id, self._flags = hooks, key, flags
-
-    def remove(self):
-        """Unregister the hook (idempotent)."""
-        for d in (self._hooks, *self._flags):
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
+    return RemovableHandle(hooks, key, tuple(flags))
 
 
 def has_hooks(module) -> bool:
