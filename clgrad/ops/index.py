@@ -160,13 +160,19 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in tensors], d)
 
 
-def _check_index(op, idx: Tensor, size: int, dim: int, negative: bool = False):
+def _check_index(op, idx: Tensor, size: int, dim: int, negative: bool = False, data=None):
     """Indices in [0, size) of dimension ``dim`` (named in the error), or in [-size, size) with
     ``negative`` (x[idx] and x[idx] = v, as PyTorch; index_select, gather and scatter_add raise
     for negative indices, as PyTorch). Checked on the host before any launch. Returns the index
-    as int64."""
+    as int64, on the device of ``data`` (the indexed tensor): an index on another device raises
+    RuntimeError as PyTorch's, except a CPU index for x[idx] and x[idx] = v (``negative``), which
+    PyTorch takes for a CUDA tensor and so does clgrad (the index is copied over)."""
     if idx.dtype.is_floating_point or idx.dtype.is_bool:
         raise TypeError(f"{op}: expected an integer index tensor, got {idx.dtype}")
+    if data is not None and idx._storage.device is not data._storage.device:
+        if not negative or idx._storage.device.type != "cpu":
+            same_device(op, data, idx)
+        idx = idx.to(data._storage.device)
     if idx.numel():
         host = idx.numpy()
         lo, hi = int(host.min()), int(host.max())
@@ -222,7 +228,7 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     if index.ndim > 1:
         raise IndexError(f"{op}: index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
-    index = _check_index(op, index.reshape(-1), x.shape[d], d, negative)
+    index = _check_index(op, index.reshape(-1), x.shape[d], d, negative, x)
     shape = list(x.shape)
     shape[d] = index.shape[0]
     out = empty(shape, x.dtype, x._storage.device)
@@ -249,7 +255,7 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
             raise RuntimeError(f"gather: Size does not match at dimension {i} expected index "
                                f"{tuple(index.shape)} to be smaller than self {tuple(x.shape)} "
                                f"apart from dimension {d}")
-    index = _check_index("gather", index, x.shape[d], d)
+    index = _check_index("gather", index, x.shape[d], d, data=x)
     out = empty(index.shape, x.dtype, x._storage.device)
     _gather_launch(x, d, index, out)
     return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
@@ -263,7 +269,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """
     _check_src_dtype(x, src)
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
-    index = _check_index("scatter_add", index, x.shape[d], d)
+    index = _check_index("scatter_add", index, x.shape[d], d, data=x)
     out = ew.clone(x)
     with no_grad():
         part = src[tuple(slice(0, n) for n in index.shape)]
@@ -298,7 +304,7 @@ def _scatter_checks(op, x: Tensor, d: int, index: Tensor, src):
         if isinstance(src, Tensor) and n > src.shape[i]:
             raise RuntimeError(f"{op}: expected index {tuple(index.shape)} to be no larger than "
                                f"src {tuple(src.shape)}")
-    return _check_index(op, index, x.shape[d], d)
+    return _check_index(op, index, x.shape[d], d, data=x)
 
 
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=None) -> Tensor:
@@ -462,7 +468,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
             raise ValueError(f"embedding: expected padding_idx in [{-v}, {v}), got "
                              f"{padding_idx}")
         padding_idx %= v
-    idx = _check_index("embedding", input.reshape(-1), v, 0)
+    idx = _check_index("embedding", input.reshape(-1), v, 0, data=weight)
     if idx.numel() and int(idx.numpy().min()) < 0:
         raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
                               f"[0, {v})")

@@ -64,9 +64,12 @@ def _is_basic(k) -> bool:
 
 
 def _host_index(op, k, x: Tensor):
-    """An advanced entry as (NumPy array, is_mask). Raises IndexError for other dtypes."""
+    """An advanced entry as (NumPy array, is_mask). Raises IndexError for other dtypes, and
+    RuntimeError for an index tensor on a device other than x's or the CPU (PyTorch takes a CPU
+    index for a CUDA tensor)."""
     if isinstance(k, Tensor):
-        same_device(op, k, x)
+        if k._storage.device.type != "cpu":
+            same_device(op, k, x)
         dt = k.dtype
         arr = k.numpy()
     else:
