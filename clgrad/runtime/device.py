@@ -40,18 +40,29 @@ class OutOfMemoryError(DeviceError, MemoryError):
     ``clgrad.cuda.OutOfMemoryError``."""
 
 
-FORKED_MESSAGE = ("cannot use the OpenCL GPU device in a forked process; use the spawn start "
+FORKED_MESSAGE = ("cannot use this OpenCL device in a forked process; use the spawn start "
                   "method")
 FORK_POISONED_KINDS = {"gpu"}  # the kinds of Device a forked child refuses (tests add "cpu")
+# ... and the devices of these platforms, whatever their kind: PoCL's CPU device runs kernels
+# on worker threads made at its first use, which a forked child does not have (its first
+# launch there waits forever; seen with PoCL 5.0 on a Xeon).
+FORK_POISONED_PLATFORMS = ("Portable Computing Language",)
+
+
+def _fork_poisoned(kind: str, platform: str) -> bool:
+    """Whether a forked child must refuse a device of ``kind`` on ``platform`` that its parent
+    had used (a GPU's driver state and PoCL's threads do not survive fork)."""
+    return kind in FORK_POISONED_KINDS or platform.startswith(FORK_POISONED_PLATFORMS)
 _LIVE: "weakref.WeakSet" = None  # every Device made in this process (set below the class)
 _FORKED_FROM = [None]  # in a forked child: the poisoned device names of the parent
 _FORKED_PTRS: dict = {}  # in a forked child: int_ptr of each poisoned cl.Device -> its name
 
 
 class ForkedDeviceError(DeviceError):
-    """An OpenCL GPU device that the parent process had used was used in a forked child
-    (PyTorch: "Cannot re-initialize CUDA in forked subprocess"). NVIDIA's OpenCL hangs there
-    forever; the spawn start method gives the child a fresh driver."""
+    """An OpenCL GPU device (or a PoCL device) that the parent process had used was used in a
+    forked child (PyTorch: "Cannot re-initialize CUDA in forked subprocess"). NVIDIA's OpenCL
+    and PoCL hang there forever; the spawn start method gives the child a fresh driver. Intel's
+    CPU runtime keeps working in a forked child."""
 
 
 class _Forked:
@@ -80,7 +91,7 @@ def _poison_after_fork():
     the child with INVALID_DEVICE."""
     names = []
     for dev in list(_LIVE):
-        if dev.kind in FORK_POISONED_KINDS:
+        if _fork_poisoned(dev.kind, dev.platform):
             forked = _Forked(dev.name)
             dev._capture, dev.queue, dev.context = forked, forked, forked
             names.append(dev.name)
@@ -221,7 +232,7 @@ class Device:
         except cl.Error as e:
             raise_if_forked(e, "a query of the device")
             raise
-        if _FORKED_FROM[0] and self.kind in FORK_POISONED_KINDS:  # the driver is the parent's
+        if _FORKED_FROM[0] and _fork_poisoned(self.kind, self.platform):  # the parent's driver
             _Forked(self.name)._raise()
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
         self.index = index
