@@ -236,7 +236,8 @@ def fit(args) -> dict:
         step_fn = _compile.compile(make_train_step(model, loss_fn, optimizer),
                                   mode="reduce-overhead")
     resumed_at = progress["epoch"]
-    board = _tensorboard(out_dir) if rank == 0 else None
+    # nothing to train (a resume past --epochs) writes nothing, TensorBoard events included
+    board = _tensorboard(out_dir) if rank == 0 and resumed_at < args.epochs else None
     for epoch in range(progress["epoch"] + 1, args.epochs + 1):
         # Per-epoch seeds: the shuffle order and dropout masks do not depend on earlier epochs.
         creation.manual_seed(args.seed * 100_003 + epoch + 7919 * rank)

@@ -264,8 +264,11 @@ def test_bad_options_are_one_line_naming_the_option(tmp_path, argv, phrase):
     assert phrase in str(err.value.code) and "\n" not in str(err.value.code)
 
 
-def test_resume_past_the_epochs_says_nothing_to_train(short_run, tmp_path, capsys):
+def test_resume_past_the_epochs_says_nothing_to_train(short_run, tmp_path, capsys,
+                                                     monkeypatch):
     out, summary = short_run
+    import clgrad.train as train_mod   # with tensorboard installed: no events file either
+    monkeypatch.setattr(train_mod, "_tensorboard", lambda d: pytest.fail("a SummaryWriter"))
     assert main(["--resume", str(out / "last.safetensors"), "--epochs", "1", "--out",
                  str(tmp_path), "--quiet"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
