@@ -33,3 +33,27 @@ def programs(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "programs"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+
+@pytest.fixture
+def cpu_default():
+    """The OpenCL CPU device as the default device for the test (autocast("cpu") applies to its
+    tensors); on a machine whose default is a GPU (CLGRAD_DEVICE=gpu) the test still runs on
+    the CPU device."""
+    import clgrad
+    from clgrad.runtime import discovery
+    prev = discovery._DEFAULT[0]
+    clgrad.set_default_device("cpu")
+    try:
+        yield clgrad.empty(0)._storage.device
+    finally:
+        discovery._DEFAULT[0] = prev
+
+
+@pytest.fixture
+def cpu_fp16(cpu_default):
+    """cpu_default, skipped where the CPU device lacks cl_khr_fp16 (PoCL): float16 tests."""
+    if not cpu_default.fp16:
+        pytest.skip(f"the CPU device {cpu_default.name!r} lacks cl_khr_fp16 (float16)")
+    return cpu_default

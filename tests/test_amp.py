@@ -31,7 +31,7 @@ def _close16(got, want, scale=None):
     assert np.all(np.abs(g - w) <= bound), np.max(np.abs(g - w) - bound)
 
 
-def test_matmul_family_runs_in_float16_under_autocast():
+def test_matmul_family_runs_in_float16_under_autocast(cpu_fp16):
     a = RNG.standard_normal((2, 5, 33))
     b = RNG.standard_normal((2, 33, 7))
     bias = RNG.standard_normal(7)
@@ -60,7 +60,7 @@ def test_matmul_family_runs_in_float16_under_autocast():
     assert (ta @ tb).dtype is F32  # off again after the block
 
 
-def test_autocast_gradients_and_losses():
+def test_autocast_gradients_and_losses(cpu_fp16):
     x = RNG.standard_normal((6, 10))
     w = RNG.standard_normal((4, 10)) * 0.3
     y = np.array([0, 3, 1, 2, 2, 0])
@@ -86,7 +86,7 @@ def test_autocast_gradients_and_losses():
     np.testing.assert_allclose(lin.bias.grad.numpy(), gl.sum(0), rtol=2e-2, atol=2e-3)
 
 
-def test_autocast_matches_torch_cpu_autocast():
+def test_autocast_matches_torch_cpu_autocast(cpu_fp16):
     torch = pytest.importorskip("torch")
     x = RNG.standard_normal((8, 16)).astype(np.float32)
     w = (RNG.standard_normal((5, 16)) * 0.2).astype(np.float32)
@@ -115,7 +115,7 @@ def test_autocast_matches_torch_cpu_autocast():
     np.testing.assert_allclose(got["gb"].numpy(), want["gb"].numpy(), rtol=1e-2, atol=1e-3)
 
 
-def test_autocast_switches_and_errors(monkeypatch):
+def test_autocast_switches_and_errors(cpu_fp16):
     a, b = clgrad.ones(2, 3), clgrad.ones(3, 2)
     with clgrad.autocast("cpu", dtype=F16):
         with clgrad.autocast("cpu", enabled=False):
@@ -141,8 +141,14 @@ def test_autocast_switches_and_errors(monkeypatch):
     assert any("Disabling autocast" in str(w.message) for w in caught)
     with pytest.raises(RuntimeError, match="device_type 'cpu' or 'cuda'"):
         clgrad.autocast("mps")
+
+
+def test_autocast_on_a_device_without_fp16_says_so(monkeypatch):
+    """Every device: float16 autocast on a device without cl_khr_fp16 raises, naming it."""
+    a, b = clgrad.ones(2, 3), clgrad.ones(3, 2)
     dev = a._storage.device
     monkeypatch.setattr(dev, "fp16", False)
-    with clgrad.autocast("cpu", dtype=F16):
+    kind = "cuda" if dev.type == "cuda" else "cpu"
+    with clgrad.autocast(kind, dtype=F16):
         with pytest.raises(RuntimeError, match="lacks cl_khr_fp16"):
             a @ b

@@ -1,7 +1,6 @@
 """load_caffe: prototxt + caffemodel files written here -> a clgrad Module whose forward equals
 the NumPy float64 forward of tests/caffe_reference.py; grouped convs stay grouped."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from clgrad.io.caffe_net import describe_net
 from clgrad.io.caffemodel import blobs_by_name, decode_caffemodel, encode_caffemodel
 from clgrad.io.prototxt import parse_prototxt
 from test_caffe_format import LEGACY_INPUT_DIM, MODERN_INPUT, SMALL, alexnet
+from subproc import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -294,7 +294,7 @@ def test_example_with_missing_files_is_one_usage_line(tmp_path):
     proto.write_text("name: 'x'\n")
     cmd = [sys.executable, str(ROOT / "examples" / "caffe_alexnet.py"), str(proto),
            str(tmp_path / "bvlc_alexnet.caffemodel"), str(tmp_path / "cat.jpg")]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = checkout_env()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.splitlines()[-1] == (

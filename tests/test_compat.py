@@ -222,7 +222,7 @@ def test_resize_as_torch():
         clgrad.zeros(2, requires_grad=True).resize_(3)
 
 
-def test_amp_runs_full_precision_like_a_disabled_scaler():
+def test_amp_runs_full_precision_like_a_disabled_scaler(cpu_default):
     clgrad.manual_seed(0)
     m = clgrad.nn.Linear(3, 1)
     w0 = m.weight.detach().numpy().copy()
@@ -343,7 +343,7 @@ def test_where_with_one_argument_is_nonzero_as_tuple():
     assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 
-def test_module_half_double_float_bfloat16():
+def test_module_half_double_float_bfloat16(cpu_fp16):
     m = clgrad.nn.Sequential(clgrad.nn.Linear(2, 3), clgrad.nn.BatchNorm1d(3))
     w = m[0].weight.detach().numpy().copy()
     assert m.half() is m and m[0].weight.dtype == clgrad.float16

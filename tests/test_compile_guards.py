@@ -926,7 +926,7 @@ def test_argument_sharing_memory_with_a_parameter_after_capture():
         assert [cf(m.weight, x).item() for _ in range(4)] == [2.0, 4.0, 8.0, 16.0]
 
 
-def test_autocast_state_is_part_of_the_signature():
+def test_autocast_state_is_part_of_the_signature(cpu_fp16):
     m = nn.Linear(3, 2)
     cm = _compiled(m)
     x = torch.ones(4, 3)

@@ -8,7 +8,6 @@ CLGRAD_TEST_AS_GPU (tests/conftest.py), which makes the runtime treat PoCL (or e
 as a GPU.
 """
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 import clgrad
+from subproc import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,14 +146,8 @@ def test_optimizer_state_moves_with_load_state_dict():
     assert buf.device.opencl is a and buf.tolist() == [1.0, 1.0]
 
 
-def _pythonpath() -> str:
-    """The checkout first, then the caller's PYTHONPATH (where pyopencl may live, as on the
-    GPU machine's wheel folder)."""
-    return os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-
-
 def _run(code, as_gpu):
-    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU=as_gpu)
+    env = checkout_env(CLGRAD_TEST_AS_GPU=as_gpu)
     env.pop("CLGRAD_DEVICE", None)
     pre = ("import os, sys\n"
            "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'].split(os.pathsep)[0], "
@@ -170,7 +164,7 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
     "cpu" another device: the two torch_format tests that failed on the H200, plus moves and
     autograd between them."""
     _two_devices()
-    env = dict(os.environ, PYTHONPATH=_pythonpath(), CLGRAD_TEST_AS_GPU="pocl",
+    env = checkout_env(CLGRAD_TEST_AS_GPU="pocl",
                CLGRAD_DEVICE="cuda")
     tests = ["tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_clgrad_model",
              "tests/test_torch_format.py::test_map_location_forms",

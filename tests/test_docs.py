@@ -1,13 +1,13 @@
 """Every Python code block of README.md and docs/*.md runs (issue 36), and so do the examples
 they point to; CI builds the API reference with warnings as errors (``make docs``)."""
 import importlib.util
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from subproc import checkout_env
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
@@ -24,7 +24,7 @@ def _blocks(lang=None):
 
 
 def _run(args, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))   # this checkout's clgrad, from any folder
+    env = checkout_env()   # this checkout's clgrad, from any folder
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path, env=env)
 

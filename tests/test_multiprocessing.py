@@ -19,6 +19,7 @@ import clgrad.multiprocessing as mp
 from clgrad.runtime.shared import check_shareable
 
 import mp_worker  # the children's functions (a spawned child imports them from tests/)
+from subproc import checkout_env
 
 TESTS = Path(__file__).resolve().parent
 
@@ -120,8 +121,7 @@ def test_hogwild_program_trains_one_shared_model_in_two_processes(tmp_path):
     local = (PROGRAMS / "local_data.py").read_text()
     (tmp_path / "local_data.py").write_text(local.replace(
         'Path(__file__).resolve().parents[2]', repr(str(TESTS.parent)).join(("Path(", ")"))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(TESTS.parent)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    env = checkout_env()
     r = subprocess.run([sys.executable, "mnist_hogwild.py", "--epochs", "1", "--train-size",
                         "256", "--test-size", "200", "--batch-size", "32", "--log-interval",
                         "1", "--lr", "0.1", "--num-processes", "2"],

@@ -161,6 +161,7 @@ def test_super_resolution_trains_and_psnr_rises(programs, capsys):
     assert re.search(r"Avg\. PSNR: [\d.]+ dB", out)
     # the PSNR printed is 10 log10(1 / mse) of the test set's MSE (one batch of 100)
     x, y = prog.get_set(False, 2, 100).tensors
+    x = x.to(next(model.parameters()).device)       # the program's: "cuda" where there is one
     psnr = []
     for i in (0, 50):       # testBatchSize 50: the mean of two batches' PSNR
         with clgrad.no_grad():
@@ -198,8 +199,10 @@ def test_super_resolution_checkpoint_saves_the_whole_module(programs, monkeypatc
         loaded = clgrad.load(str(programs / "model_epoch_1.pth"), weights_only=False)
     assert type(loaded) is prog.Net and loaded is not model
     x = clgrad.from_numpy(prog.get_set(False, 2, 4).tensors[0].numpy())
+    dev = next(model.parameters()).device           # the program's: "cuda" where there is one
+    loaded.to(dev)                                  # map_location=None: the default device
     with clgrad.no_grad():
-        np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+        np.testing.assert_array_equal(loaded(x.to(dev)).numpy(), model(x.to(dev)).numpy())
 
 
 def test_super_resolution_first_steps_match_pytorch(programs):

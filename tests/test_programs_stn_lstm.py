@@ -36,13 +36,16 @@ def test_spatial_transformer_trains(programs, capsys):
     prog = load_program("spatial_transformer")
     with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
         model, history, transformed = prog.main(
-            ["--epochs", "3", "--train-size", "512", "--test-size", "100", "--lr", "0.1",
+            ["--epochs", "5", "--train-size", "512", "--test-size", "100", "--lr", "0.1",
              "--batch-size", "32"])
     out = capsys.readouterr().out
-    first, last = history[0][0], history[-1][0]
-    assert np.mean(last) < np.mean(first) - 0.3       # clgrad 2.28 -> 1.87
+    # at lr 0.1 an epoch's mean loss is noisy (CPU: 2.30 2.22 1.88 2.02 1.83; on the H200 the
+    # third epoch's was 2.01): the last two epochs against the first
+    first = np.mean(history[0][0])
+    last = np.mean([np.mean(h[0]) for h in history[-2:]])
+    assert last < first - 0.3                         # clgrad (CPU) 2.30 -> 1.92
     test_loss, accuracy = history[-1][1]
-    assert test_loss < 1.8 and accuracy >= 0.35       # chance 0.1; clgrad 1.33, 0.55
+    assert test_loss < 1.5 and accuracy >= 0.5        # chance 2.30, 0.1; clgrad 1.01, 0.77
     assert "Test set: Average loss:" in out
     assert transformed.shape == (32, 1, 28, 28) and np.isfinite(transformed).all()
     # the localisation net learnt a transform: not the identity it started from any more
@@ -92,7 +95,7 @@ def test_char_lstm_trains(programs, capsys, args):
 
 
 @pytest.mark.parametrize("rnn_type", ["LSTM", "GRU"])
-def test_char_lstm_first_steps_match_pytorch(programs, rnn_type):
+def test_char_lstm_first_steps_match_pytorch(programs, rnn_type, cpu_default):
     """The program's train() step (truncated BPTT over two batches with the hidden state
     carried and detached, clip_grad_norm_, p.data.add_) in both frameworks on copied weights;
     without dropout (its masks differ)."""
@@ -152,7 +155,7 @@ def test_packed_sentiment_trains(programs, capsys):
     assert last[3] >= 0.75                                            # clgrad 0.94; chance 0.5
 
 
-def test_packed_sentiment_first_steps_match_pytorch(programs):
+def test_packed_sentiment_first_steps_match_pytorch(programs, cpu_default):
     """Two Adam steps of the program's model on one batch of unsorted lengths, in both
     frameworks on copied weights (eval mode: no dropout masks): losses, and the first step's
     gradients against PyTorch's float64 gradients."""

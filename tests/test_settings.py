@@ -1,6 +1,5 @@
 """clgrad.settings: every CLGRAD_* variable read in one place, the JSON cache layer, and
 clgrad.backends.flags (set backend settings for a block, restored on exit)."""
-import os
 import re
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import pytest
 
 import clgrad
 from clgrad import backends, settings
+from subproc import checkout_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,9 +141,7 @@ def test_cpu_vector_width_8_runs_the_avx2_kernels_right():
     weight gradient of dense, pointwise, depthwise (3x3, 5x5 stride 2) and grouped layers,
     under 'auto' and forced 'blocked', match NumPy's float64 im2col, float32 and float64; a
     bad value raises naming it."""
-    env = dict(os.environ, CLGRAD_CPU_VECTOR_WIDTH="8", CLGRAD_CONV_TUNE="on",
-               PYTHONPATH=os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
-                   "PYTHONPATH", "").split(os.pathsep) if p]))
+    env = checkout_env(CLGRAD_CPU_VECTOR_WIDTH="8", CLGRAD_CONV_TUNE="on")
     r = subprocess.run([sys.executable, "-c", _NARROW], env=env, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stdout + r.stderr
