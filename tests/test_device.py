@@ -621,7 +621,7 @@ def test_forked_child_refuses_a_used_gpu_device(monkeypatch):
     lines = text.splitlines()
     assert [ln.split(":")[0] for ln in lines] == [w for w, _ in _tries(x)]
     for ln in lines:
-        assert "cannot use this OpenCL device in a forked process; use the spawn start " \
+        assert "cannot use the OpenCL GPU device in a forked process; use the spawn start " \
                "method" in ln, ln
     monkeypatch.setattr(dev_mod, "FORK_POISONED_KINDS", {"gpu"})
     # the parent's device is untouched; a CPU device keeps working in a forked child, except
@@ -639,8 +639,9 @@ def test_forked_child_refuses_a_used_gpu_device(monkeypatch):
             return f"refused: {e}"
     text, status = _in_fork(child_cpu)
     if cdev.platform.startswith("Portable Computing Language"):
-        assert status == 0 and text.startswith("refused: cannot use this OpenCL device in a "
-                                               "forked process") and cdev.name in text, text
+        assert status == 0 and cdev.name in text, text
+        assert text.startswith("refused: cannot use the OpenCL CPU device of PoCL in a forked "
+                               "process; use the spawn start method"), text
     else:
         assert status == 0 and text == "[4.0, 7.0, 10.0]", text
     assert issubclass(dev_mod.ForkedDeviceError, RuntimeError)  # PyTorch raises RuntimeError
@@ -654,6 +655,13 @@ def test_fork_refuses_gpus_and_pocl_devices():
     assert poisoned("gpu", "NVIDIA CUDA") and poisoned("gpu", "Intel(R) OpenCL Graphics")
     assert poisoned("cpu", "Portable Computing Language")
     assert not poisoned("cpu", "Intel(R) OpenCL")
+    forked = sys.modules["clgrad.runtime.device"]._Forked
+    with pytest.raises(RuntimeError, match=r"^cannot use the OpenCL CPU device of PoCL in a "
+                       r"forked process; use the spawn start method \(device 'cpu-x'"):
+        forked("cpu-x", "cpu").queue
+    with pytest.raises(RuntimeError, match=r"^cannot use the OpenCL GPU device in a forked "
+                       r"process; use the spawn start method \(device 'H200'"):
+        forked("H200", "gpu").finish()
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -721,7 +729,7 @@ def test_forked_child_refuses_before_querying_the_driver(monkeypatch):
     assert [ln.split(":")[0] for ln in lines] == ["new device", "listing", "discovery",
                                                   "get_device", "another handle"], text
     for ln in lines:
-        assert "ForkedDeviceError cannot use this OpenCL device in a forked process; use " \
+        assert "ForkedDeviceError cannot use the OpenCL GPU device in a forked process; use " \
                "the spawn start method" in ln, text
     assert f"device {dev.name!r} was used before os.fork()" in lines[0], text
     assert "clGetDeviceInfo failed: INVALID_DEVICE" in lines[4], text

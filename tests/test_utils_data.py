@@ -422,7 +422,7 @@ def test_forked_worker_says_use_spawn_as_for_a_gpu_device():
     class TensorStream(IterableDataset):
         def __iter__(self):
             return iter([clgrad.ones(1)])
-    with pytest.raises(ForkedDeviceError, match="cannot use this OpenCL device in a forked "
+    with pytest.raises(ForkedDeviceError, match="cannot use the OpenCL GPU device in a forked "
                                                 "process; use the spawn start method"):
         list(DataLoader(TensorStream(), num_workers=1))
 

@@ -40,7 +40,7 @@ class OutOfMemoryError(DeviceError, MemoryError):
     ``clgrad.cuda.OutOfMemoryError``."""
 
 
-FORKED_MESSAGE = ("cannot use this OpenCL device in a forked process; use the spawn start "
+FORKED_MESSAGE = ("cannot use the OpenCL GPU device in a forked process; use the spawn start "
                   "method")
 FORK_POISONED_KINDS = {"gpu"}  # the kinds of Device a forked child refuses (tests add "cpu")
 # ... and the devices of these platforms, whatever their kind: PoCL's CPU device runs kernels
@@ -70,11 +70,13 @@ class _Forked:
     ``_capture`` hook (which alloc, launch, launch_split, copy and fill already consult, so the
     parent's hot path gains nothing): every use raises ForkedDeviceError."""
 
-    def __init__(self, name):
-        self._name = name
+    def __init__(self, name, kind="gpu"):
+        self._name, self._kind = name, kind
 
     def _raise(self, *args, **kwargs):
-        raise ForkedDeviceError(f"{FORKED_MESSAGE} (device {self._name!r} was used before "
+        what = FORKED_MESSAGE if self._kind in FORK_POISONED_KINDS else FORKED_MESSAGE.replace(
+            "GPU device", f"{self._kind.upper()} device of PoCL")
+        raise ForkedDeviceError(f"{what} (device {self._name!r} was used before "
                                 f"os.fork(); multiprocessing's 'fork' start method and "
                                 f"DataLoader workers fork too)")
 
@@ -92,10 +94,10 @@ def _poison_after_fork():
     names = []
     for dev in list(_LIVE):
         if _fork_poisoned(dev.kind, dev.platform):
-            forked = _Forked(dev.name)
+            forked = _Forked(dev.name, dev.kind)
             dev._capture, dev.queue, dev.context = forked, forked, forked
             names.append(dev.name)
-            _FORKED_PTRS[dev.cl_device.int_ptr] = dev.name
+            _FORKED_PTRS[dev.cl_device.int_ptr] = (dev.name, dev.kind)
     if names:
         _FORKED_FROM[0] = names
 
@@ -106,7 +108,7 @@ def refuse_forked(cl_device):
     before any query of the device."""
     name = _FORKED_PTRS.get(cl_device.int_ptr) if _FORKED_PTRS else None
     if name is not None:
-        _Forked(name)._raise()
+        _Forked(*name)._raise()
 
 
 def raise_if_forked(err: Exception, what: str):
@@ -233,7 +235,7 @@ class Device:
             raise_if_forked(e, "a query of the device")
             raise
         if _FORKED_FROM[0] and _fork_poisoned(self.kind, self.platform):  # the parent's driver
-            _Forked(self.name)._raise()
+            _Forked(self.name, self.kind)._raise()
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
         self.index = index
         self.fp64, self.fp16 = _fp_support(cl_device)
