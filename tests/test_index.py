@@ -1,6 +1,7 @@
 """cat, stack, split/chunk round trips, index_select, gather, scatter_add, advanced indexing and
 index writes, on strided inputs, against NumPy."""
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -838,3 +839,51 @@ def test_setitem_0dim_value_tensor_of_another_dtype():
         y[torch.tensor([0, 1])] = torch.tensor(1.5)
     y[torch.tensor([True, False, True])] = torch.tensor(1.5)
     assert x.tolist() == y.tolist()
+
+
+@pytest.fixture
+def deterministic():
+    clgrad.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        clgrad.use_deterministic_algorithms(False)
+
+
+def test_scatter_adds_are_deterministic_when_asked(deterministic, monkeypatch):
+    """use_deterministic_algorithms(True): the floating scatter-adds (scatter_add, index_add,
+    the backward of gather / index_select / embedding, gradients summed into overlapping
+    views) add in index order: bit-equal to NumPy's sequential float32 add.at, run to run."""
+    index_mod = sys.modules["clgrad.ops.index"]
+    calls, real = [], index_mod.add_at_host
+    monkeypatch.setattr(index_mod, "add_at_host", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(7)
+    src = rng.standard_normal((300, 3)).astype(np.float32) * 1e3
+    idx = rng.integers(0, 4, (300, 3))
+    want = np.zeros((4, 3), np.float32)
+    np.add.at(want, (idx, np.arange(3)[None, :]), src)     # float32, in index order
+    got = clgrad.zeros(4, 3).scatter_add(0, clgrad.tensor(idx), clgrad.tensor(src))
+    np.testing.assert_array_equal(got.numpy(), want)
+    rows = rng.integers(0, 5, 200)
+    vals = rng.standard_normal((200, 2)).astype(np.float32) * 1e3
+    want = np.zeros((5, 2), np.float32)
+    np.add.at(want, rows, vals)
+    got = clgrad.zeros(5, 2).index_add(0, clgrad.tensor(rows), clgrad.tensor(vals))
+    np.testing.assert_array_equal(got.numpy(), want)
+    w = clgrad.zeros(5, 2, requires_grad=True)          # embedding's backward: the same sum
+    (clgrad.nn.functional.embedding(clgrad.tensor(rows), w) * clgrad.tensor(vals)).sum() \
+        .backward()
+    np.testing.assert_array_equal(w.grad.numpy(), want)
+    x = clgrad.zeros(3, requires_grad=True)             # overlapping views' gradients
+    v = x.as_strided((4, 2), (0, 1))
+    g = rng.standard_normal((4, 2)).astype(np.float32)
+    v.backward(clgrad.tensor(g))
+    want = np.zeros(3, np.float32)
+    np.add.at(want, np.tile([0, 1], 4), g.reshape(-1))
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    assert len(calls) == 4       # every floating scatter-add above ran in index order
+    ints = clgrad.zeros(4, 3, dtype=clgrad.int64).scatter_add(
+        0, clgrad.tensor(idx), clgrad.tensor(idx))      # integers: the kernel (any order)
+    want = np.zeros((4, 3), np.int64)
+    np.add.at(want, (idx, np.arange(3)[None, :]), idx)
+    np.testing.assert_array_equal(ints.numpy(), want)

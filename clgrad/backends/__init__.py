@@ -37,6 +37,9 @@ conv_implicit_variant = "auto"
 conv_workspace_limit = 256 << 20
 last_conv_algorithm = None
 last_conv_algorithms = {}
+# torch.use_deterministic_algorithms(mode, warn_only=...)'s flags (set by clgrad.ops.composite,
+# read by the ops that sum with atomics: kernels/index.cl's scatter-adds, grid_sample)
+determinism = {"deterministic": False, "warn_only": False}
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from clgrad import dtypes, layout
+from clgrad import backends, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import linalg
@@ -321,7 +321,7 @@ def _assert(condition, message):
 
 
 _THREADS = [os.cpu_count() or 1]
-_FLAGS = {"deterministic": False, "warn_only": False, "matmul_precision": "highest"}
+_FLAGS = {"matmul_precision": "highest"}
 
 
 def set_num_threads(n: int) -> None:
@@ -335,17 +335,21 @@ def get_num_threads() -> int:
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Stored. clgrad's reductions give the same results run to run on one device (no
-    atomics-order nondeterminism). Ops that sum with atomics may differ in the last bits run to
-    run: grid_sample's input gradient (its backward raises under mode=True, warns with
-    warn_only, as PyTorch's CUDA kernel) and the floating scatter-adds of kernels/index.cl
-    (scatter_add, index_add, gather's backward), which this flag does not check yet."""
-    _FLAGS["deterministic"], _FLAGS["warn_only"] = bool(mode), bool(warn_only)
+    """PyTorch's switch for run-to-run identical results. clgrad's reductions are always
+    deterministic on one device (no atomics). The ops that sum with atomics, whose last bits
+    depend on the order the device runs them in, follow the flag: the floating scatter-adds of
+    kernels/index.cl (scatter_add, scatter(reduce='add'), index_add, the backward of gather,
+    index_select and embedding, and gradients summed into overlapping views) run on the host
+    in index order under mode=True (as PyTorch's CUDA kernels switch to a deterministic
+    algorithm; slower: a copy to the host and back); grid_sample's input gradient, which has
+    no deterministic version, raises RuntimeError under mode=True and warns with
+    warn_only=True, as PyTorch's CUDA grid_sampler_2d_backward."""
+    backends.determinism.update(deterministic=bool(mode), warn_only=bool(warn_only))
 
 
 def are_deterministic_algorithms_enabled() -> bool:
     """The flag given to use_deterministic_algorithms."""
-    return _FLAGS["deterministic"]
+    return backends.determinism["deterministic"]
 
 
 def set_float32_matmul_precision(precision: str) -> None:

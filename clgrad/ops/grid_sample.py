@@ -14,11 +14,10 @@ import warnings
 
 import numpy as np
 
-from clgrad import dtypes
+from clgrad import backends, dtypes
 from clgrad.autograd import record
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.ops._util import launch_items, empty, view_arg, zeros
-from clgrad.ops.composite import _FLAGS
 from clgrad.ops.matmul import matmul
 from clgrad.ops.pool import _view4
 from clgrad.runtime import pack
@@ -126,13 +125,13 @@ def _check_deterministic():
     """PyTorch's rule for an op without a deterministic implementation (its CUDA
     grid_sampler_2d_backward): raise under use_deterministic_algorithms(True), warn with
     warn_only=True. The input gradient's atomic adds sum in a varying order."""
-    if not _FLAGS["deterministic"]:
+    if not backends.determinism["deterministic"]:
         return
     msg = ("grid_sampler_2d_backward does not have a deterministic implementation, but you set "
            "'torch.use_deterministic_algorithms(True)'. You can turn off determinism just for "
            "this operation, or you can use the 'warn_only=True' option, if that's acceptable "
            "for your application.")
-    if _FLAGS["warn_only"]:
+    if backends.determinism["warn_only"]:
         warnings.warn(msg, stacklevel=2)
     else:
         raise RuntimeError(msg)

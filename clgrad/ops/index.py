@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import creation, dtypes, layout
+from clgrad import backends, creation, dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
@@ -194,11 +194,39 @@ def _gather_launch(x: Tensor, d: int, idx_view: Tensor, out: Tensor):
               (np.int64(sa), np.int64(x.shape[d])))
 
 
+def _view_offsets(t: Tensor) -> np.ndarray:
+    """The storage offset of every element of the view ``t`` (an int64 array of t's shape)."""
+    off = np.full(tuple(t.shape), t._offset, np.int64)
+    for k, (n, s) in enumerate(zip(t.shape, t._strides)):
+        off += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (t.ndim - k - 1))
+    return off
+
+
+def deterministic_add(g: Tensor) -> bool:
+    """Whether a scatter-add of ``g`` must run in a fixed order: use_deterministic_algorithms
+    is on and g is floating (integer atomic adds give the same sum in any order)."""
+    return g.dtype.is_floating_point and backends.determinism["deterministic"]
+
+
+def add_at_host(dst: Tensor, offsets: np.ndarray, g: Tensor):
+    """storage(dst)[offsets] += g, element by element in g's row-major order, on the host (the
+    deterministic scatter-add: NumPy's add.at): the storage is read, added into and written
+    back (offsets: int64, of a shape g broadcasts to)."""
+    st = dst._storage
+    whole = Tensor(st, (st.size,), (1,), 0).numpy()
+    np.add.at(whole, offsets.reshape(-1), np.broadcast_to(g.numpy(), offsets.shape).reshape(-1))
+    st.write(0, whole)
+
+
 def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
     z_st = list(z._strides)
     so = z_st[d]
     z_st[d] = 0
     zv = Tensor(z._storage, g.shape, z_st, z._offset)
+    if kname == "scatter_add_dim" and deterministic_add(g):
+        k = np.broadcast_to(idx_view.numpy(), tuple(g.shape)).astype(np.int64)
+        add_at_host(z, _view_offsets(zv) + np.where(k < 0, k + z.shape[d], k) * so, g)
+        return
     launch_1d("index.cl", kname, defines_for(g.dtype), zv, (g, idx_view),
               (np.int64(so), np.int64(z.shape[d])))
 

@@ -32,6 +32,7 @@ from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
                               full, launch_1d, same_device, scalar, zeros)
+from clgrad.ops import index
 from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
 from clgrad.tensor import Tensor
 
@@ -211,7 +212,11 @@ def fill_(self: Tensor, value) -> Tensor:
 
 
 def _add_into(dst: Tensor, g: Tensor):
-    """dst[view] += g elementwise, correct when dst's view overlaps itself."""
+    """dst[view] += g elementwise, correct when dst's view overlaps itself (atomic adds; on the
+    host in a fixed order under use_deterministic_algorithms, see ops/index.py)."""
+    if index.deterministic_add(g):
+        index.add_at_host(dst, index._view_offsets(dst), g)
+        return
     launch_1d("index.cl", "scatter_add", defines_for(g.dtype), dst, (g,))
 
 
