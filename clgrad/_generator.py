@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 
+from clgrad import creation
+
 __all__ = ["Generator", "default_rng_for"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default initial seed
@@ -61,14 +63,11 @@ class Generator:
         return f"<clgrad.Generator seed={self._seed}>"
 
 
-def default_rng_for(generator) -> np.random.Generator:
-    """The NumPy generator to draw from: ``generator``'s, or (None) a fresh one seeded from
-    clgrad's global generator, so that ``clgrad.manual_seed(s)`` fixes the draws (as PyTorch's
-    samplers seed themselves from the global generator when given none)."""
+def default_rng_for(generator, op: str = "sampler") -> np.random.Generator:
+    """The NumPy generator to draw from: ``generator``'s (checked as every random op checks
+    it: ``creation.rng``, TypeError naming ``op``), or (None) a fresh one seeded from clgrad's
+    global generator, so that ``clgrad.manual_seed(s)`` fixes the draws (as PyTorch's samplers
+    seed themselves from the global generator when given none)."""
     if generator is None:
-        from clgrad.creation import seed_generator
-        return np.random.default_rng(int(seed_generator().integers(0, 2**63)))
-    if not isinstance(generator, Generator):
-        raise TypeError(f"generator: expected a clgrad.Generator or None, got "
-                        f"{type(generator).__name__}")
-    return generator._np
+        return np.random.default_rng(int(creation.seed_generator().integers(0, 2**63)))
+    return creation.rng(generator, op)
