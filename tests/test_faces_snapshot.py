@@ -1,7 +1,7 @@
 """The public names of the faces do not change: ``dir(clgrad)``, ``clgrad.__all__``,
 ``clgrad.nn.functional``'s names and ``__all__``, and the public attributes of ``clgrad.Tensor``
 (methods, in-place variants, operators), each with its kind, ``inspect.signature``, ``__name__``,
-the first line of its docstring and the names bound to the same object, equal
+whether it checks its Tensor arguments and takes ``out=``, the first line of its docstring and the names bound to the same object, equal
 tests/data/faces_snapshot.json, written from the faces as they were before the op registry
 (issue 34). Regenerate only for a deliberate change of a public name:
 ``python tests/test_faces_snapshot.py`` (and say why in the commit)."""
@@ -38,6 +38,9 @@ def _describe(obj, name="") -> dict:
         except (TypeError, ValueError):
             out["signature"] = None
         out["name"] = getattr(obj, "__name__", None)
+        # the public-entry wrappers: PyTorch's argument TypeError, out=
+        out["checked"] = getattr(obj, "__wrapped_checks__", None) is not None
+        out["out"] = bool(getattr(obj, "__with_out__", False))
     elif isinstance(obj, type):
         out["name"] = obj.__qualname__
     if kind in ("function", "property", "type", "builtin_function_or_method"):
@@ -111,7 +114,8 @@ def test_the_snapshot_is_not_empty():
     t = data["clgrad.Tensor"]
     assert {"add", "add_", "__add__", "__radd__", "__iadd__", "T"} <= set(t)
     assert t["__iadd__"]["same_as"] == "__iadd__" and t["add_"]["same_as"] == "__iadd__"
-    assert t["add"]["signature"] == "(a, b, alpha=1) -> 'Tensor'"
+    assert t["add"]["signature"] == "(a, b, alpha=1) -> 'Tensor'" and t["add"]["checked"]
+    assert data["clgrad.dir"]["add"]["out"] and not t["__add__"]["checked"]
     assert data["clgrad.dir"]["float"]["repr"] == "clgrad.float32"
 
 
