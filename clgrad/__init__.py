@@ -159,4 +159,4 @@ def __getattr__(name):
 # -- last: out= where PyTorch has it (clgrad/ops/inplace.py), then the non-Tensor arguments of
 # every public op raise PyTorch's TypeError naming them
 _with_out(globals(), _registry.outs())
-_check_tensor_args(globals(), __name__)
+_check_tensor_args(globals(), __name__, torch_names=_registry.torch_names())

@@ -351,4 +351,5 @@ Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_gr
 __all__: list = []  # nothing to import from here: the methods live on Tensor
 METHODS = sorted(k for k in vars(Tensor) if not k.startswith("_") and k not in _TENSORS_OWN)
 
-_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)
+_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor,
+                   torch_names=registry.torch_names())

@@ -2,14 +2,15 @@
 
 For each row: every face it declares exists and is the row's function (or its public-entry
 wrapper: the argument check, out=), its in-place variants write the op's values into self and
-return self, its operators compute the op (reflected: operands swapped), its out= kind is
-PyTorch's; no name is declared twice. And every op taking a floating tensor has an entry in
-one of the oracle tables of the suite (``ORACLE_TABLES``: gradcheck cases and NumPy oracles),
-or a stated reason in ``NO_TABLE_ENTRY``.
+return self, its operators compute the op (reflected: operands swapped), its out= kind and
+argument names are PyTorch's; no name is declared twice. And every op taking a floating tensor
+has an entry in one of the oracle tables of the suite (``ORACLE_TABLES``: gradcheck cases and
+NumPy oracles), or a stated reason in ``NO_TABLE_ENTRY``.
 """
 import ast
 import inspect
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -185,6 +186,47 @@ def test_out_kinds_are_pytorchs():
                 assert getattr(m, name)(*args[name](m), out=out) is out
                 assert out.dtype == m.float32
                 np.testing.assert_allclose(out.numpy(), want[name])
+
+
+TORCH_NAMES = [pytest.param(row, p, n, id=f"{row.name}.{p}") for row in OPS if row.torch_names
+               for p, n in row.torch_names.items()]
+
+
+def _torch_parameter(torch, name, pos, args):
+    """PyTorch's name of parameter ``pos`` of torch.<name>: from its Python signature, else
+    from its TypeError for a NumPy array there ("argument 'mat2' (position 2)", or the first
+    overload listed by "invalid combination of arguments")."""
+    fn = getattr(torch, name)
+    try:
+        return list(inspect.signature(fn).parameters)[pos]
+    except (TypeError, ValueError):
+        pass
+    with pytest.raises(TypeError) as err:
+        fn(*args)
+    msg = str(err.value)
+    m = re.search(rf"argument '(\w+)' \(position {pos + 1}\)", msg)
+    if m:
+        return m.group(1)
+    overload = re.search(r"\* \(([^)]*)\)", msg).group(1).split(", ")
+    return overload[pos].split()[-1]
+
+
+@pytest.mark.parametrize("row, param, name", TORCH_NAMES)
+def test_torch_names_are_pytorchs_and_name_the_argument(row, param, name):
+    """A row's ``torch_names`` entry: clgrad.<op> and Tensor.<op> name the parameter as
+    PyTorch does in the argument check's TypeError, and it is torch.<op>'s name there."""
+    pos = list(inspect.signature(row.fn).parameters).index(param)
+    ones = [np.ones((1, 2, 2) if row.name == "bmm" else (2, 2))] * 2
+    args = [clgrad.tensor(v) for v in ones[:pos]] + [ones[pos]] + [1] * (pos == 0)
+    with pytest.raises(TypeError, match=rf"^{row.fn.__name__}\(\): argument '{name}' \(position "
+                       rf"{pos + 1}\) must be Tensor, not numpy\.ndarray$"):
+        getattr(clgrad, row.name)(*args)
+    if pos > 0 and row.faces & METHOD:  # x.mm(arr): position counted after self
+        with pytest.raises(TypeError, match=rf"argument '{name}' \(position {pos}\)"):
+            getattr(args[0], row.name)(*args[1:])
+    torch = pytest.importorskip("torch")
+    targs = [torch.tensor(v) for v in ones[:pos]] + [ones[pos]] + [1] * (pos == 0)
+    assert _torch_parameter(torch, row.name, pos, targs) == name
 
 
 # -- the oracle tables and what they cover ----------------------------------------------------

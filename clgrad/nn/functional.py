@@ -45,4 +45,4 @@ def __getattr__(name):
 
 
 # -- last: non-Tensor arguments of every public op raise PyTorch's TypeError naming them -------
-_check_tensor_args(globals(), __name__)
+_check_tensor_args(globals(), __name__, torch_names=_registry.torch_names())

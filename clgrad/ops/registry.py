@@ -23,6 +23,9 @@
   self as the input; ``x.true_divide`` is ``div``), also used by its in-place variant;
   ``functional``: nn.functional's own function where it differs (``loss.softmax``), or ``OWN``
   when clgrad/nn/functional.py defines it (a signature of its own: ``relu(input, inplace)``).
+- ``torch_names``: PyTorch's names of parameters where they differ from the argument check's
+  rule (x, a -> input; b -> other): ``{"b": "mat2"}`` makes ``mm(t, arr)`` raise "argument
+  'mat2' (position 2) must be Tensor", as PyTorch's (``torch_names()``, read at binding time).
 
 ``fn`` is the function that implements the op, imported normally, so a reader (or an editor's
 "go to definition") goes from the row to its definition. Type promotion is not a per-op fact
@@ -30,7 +33,8 @@ here: every op takes its dtype from ``dtypes.result_type`` inside its body.
 
 Generated from the table: ``face(TORCH)``/``face(FUNCTIONAL)`` (the module attributes
 ``clgrad/__init__.py`` and ``clgrad/nn/functional.py`` set), ``names(face)`` (their
-``__all__``'s op part), ``outs()`` (the names taking ``out=``), and Tensor's methods, in-place
+``__all__``'s op part), ``outs()`` (the names taking ``out=``), ``torch_names()`` (PyTorch's
+parameter names for the argument check), and Tensor's methods, in-place
 variants and operators (``methods()``, ``inplace_variants()``, ``operators()``, bound by
 ``clgrad/_tensor_methods.py``). ``tests/test_registry.py`` runs one test per row.
 
@@ -95,6 +99,7 @@ class Op(NamedTuple):
     out: str = ""
     method: Callable | None = None
     functional: Callable | str | None = None
+    torch_names: dict | None = None
 
     def names(self) -> tuple:
         """The row's name and its aliases."""
@@ -148,7 +153,7 @@ OPS = (
        augmented=OWN, out=CAST),
     Op("fmod", ew.fmod, TM, inplace=BINARY, out=CAST),
     Op("pow", ew.pow, TM, inplace=BINARY, operator="pow", reflected=True, augmented=ALIAS,
-       out=CAST),
+       out=CAST, torch_names={"b": "exponent"}),
     Op("maximum", ew.maximum, TM, inplace=BINARY, out=CAST),
     Op("minimum", ew.minimum, TM, inplace=BINARY, out=CAST),
     Op("atan2", ew.atan2, TM, aliases=("arctan2",), inplace=BINARY, out=CAST),
@@ -255,9 +260,9 @@ OPS = (
     Op("median", so.median, TM),
     # -- matmul, linalg -----------------------------------------------------------------------
     Op("matmul", mm.matmul, TM, operator="matmul", reflected=True, out=EXACT),
-    Op("mm", mm.mm, TM, out=EXACT),
-    Op("bmm", mm.bmm, TM, out=EXACT),
-    Op("dot", mm.dot, TM, out=EXACT),
+    Op("mm", mm.mm, TM, out=EXACT, torch_names={"b": "mat2"}),
+    Op("bmm", mm.bmm, TM, out=EXACT, torch_names={"b": "mat2"}),
+    Op("dot", mm.dot, TM, out=EXACT, torch_names={"b": "tensor"}),
     Op("einsum", es.einsum, TORCH),
     Op("addmm", cp.addmm, TM, inplace=BINARY, out=EXACT),
     Op("baddbmm", cp.baddbmm, TM, inplace=BINARY, out=EXACT),
@@ -285,7 +290,7 @@ OPS = (
     Op("squeeze", vw.squeeze, TM),
     Op("flatten", vw.flatten, TM | FUNCTIONAL),
     Op("unflatten", vw.unflatten, TM),
-    Op("split", vw.split, TM),
+    Op("split", vw.split, TM, torch_names={"x": "tensor"}),
     Op("chunk", vw.chunk, TM),
     Op("unbind", vw.unbind, TM),
     Op("unfold", vw.unfold, METHOD),
@@ -417,6 +422,13 @@ def inplace_variants() -> list:
     ``clip_`` from clamp's alias), kind BINARY or UNARY, over Tensor's function of the row."""
     return [(n + "_", _face_fn(row, METHOD), row.inplace) for row in OPS if row.inplace
             for n in row.names()]
+
+
+def torch_names() -> dict:
+    """``{(op, parameter): PyTorch's name}`` of the rows' ``torch_names`` (the argument
+    check's exceptions to its naming rule; ``op``: the implementing function's name)."""
+    return {(row.fn.__name__, p): n for row in OPS if row.torch_names
+            for p, n in row.torch_names.items()}
 
 
 def operators() -> list:
