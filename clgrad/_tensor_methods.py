@@ -139,7 +139,7 @@ for _name, _fn, _kind in registry.operators():
     else:  # an in-place wrapper of its own, named after the operator (__iand__)
         _method(_inplace_binary(_fn, _name), _name)
 
-# -- Tensor's own methods (no row: no op of that name on another face) ------------------------
+# -- properties (views as attributes) ---------------------------------------------------------
 Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
 
@@ -254,9 +254,6 @@ def _deepcopy(self, memo):
 Tensor.__deepcopy__ = _deepcopy
 
 
-# -- in-place variants with an argument order of their own (the generic ones: see above) ----
-Tensor.zero_ = lambda self: ip.fill_(self, 0)
-
 # -- type() ----------------------------------------------------------------------------------
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
@@ -282,7 +279,8 @@ def _type(self, dtype=None, non_blocking=False):
 
 Tensor.type = _type
 
-# -- more in-place variants -------------------------------------------------------------------
+# -- in-place variants of an argument order of their own (the generic ones: from the table) --
+Tensor.zero_ = lambda self: ip.fill_(self, 0)
 Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
