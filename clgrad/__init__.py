@@ -146,9 +146,8 @@ __all__ = [
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
-    # the ops (clgrad/ops/registry.py)
-    *_registry.names(_registry.TORCH),
 ]
+__all__ += _registry.names(_registry.TORCH)  # the ops (tools/griffe_registry.py: the API pages)
 
 
 def __getattr__(name):

@@ -378,3 +378,25 @@ def test_the_census_reads_the_tables():
     # NumPy's and torch's attributes are the oracles', not clgrad's
     assert _names_used(ast.parse("np.exp(x) + torch.tanh(y) - TF.relu(z)")) == {"add", "sub"}
     assert _names_used(ast.parse("operator.and_(a, b)[0]")) == {"bitwise_and", "getitem"}
+
+
+def test_the_api_pages_read_the_table_as_it_runs():
+    """tools/griffe_registry.py (the API reference's static reading of the table) finds every
+    row with the names, implementing function, faces and nn.functional function it has at run
+    time, so the pages list each op under the faces it is bound to."""
+    pytest.importorskip("griffe")
+    import importlib.util
+    path = TESTS.parent / "tools" / "griffe_registry.py"
+    spec = importlib.util.spec_from_file_location("griffe_registry", path)
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    static = ext.rows((TESTS.parent / "clgrad" / "ops" / "registry.py").read_text())
+    assert len(static) == len(OPS)
+    for (names, target, faces, functional), row in zip(static, OPS):
+        assert names == list(row.names())
+        assert target == f"{row.fn.__module__}.{row.fn.__name__}", row.name
+        assert faces == row.faces, row.name
+        want = "own" if row.functional == OWN else (
+            None if row.functional is None else
+            f"{row.functional.__module__}.{row.functional.__name__}")
+        assert functional == want, row.name
