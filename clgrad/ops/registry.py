@@ -34,9 +34,11 @@ here: every op takes its dtype from ``dtypes.result_type`` inside its body.
 Generated from the table: ``face(TORCH)``/``face(FUNCTIONAL)`` (the module attributes
 ``clgrad/__init__.py`` and ``clgrad/nn/functional.py`` set), ``names(face)`` (their
 ``__all__``'s op part), ``outs()`` (the names taking ``out=``), ``torch_names()`` (PyTorch's
-parameter names for the argument check), and Tensor's methods, in-place
-variants and operators (``methods()``, ``inplace_variants()``, ``operators()``, bound by
-``clgrad/_tensor_methods.py``). ``tests/test_registry.py`` runs one test per row.
+parameter names for the argument check), and Tensor's methods, in-place variants and
+operators (``methods()``, ``inplace_variants()``, ``operators()``, bound by
+``clgrad/_tensor_methods.py``). ``tests/test_registry.py`` runs one test per row; the API
+reference reads the rows statically (``tools/griffe_registry.py``): keep each row a plain
+``Op("name", module.function, FACES, ...)`` call.
 
 Adding an op: write it (forward, backward, kernel) in ``clgrad/ops/<family>.py``, add its row
 here in the family's block, its tests in ``tests/test_<family>.py`` (and a gradcheck case in
