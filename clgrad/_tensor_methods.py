@@ -30,6 +30,7 @@ from clgrad.tensor import Tensor
 
 _TENSORS_OWN = frozenset(vars(Tensor))  # what clgrad/tensor.py defines (not bound here)
 
+
 def _method(fn, name=None):
     setattr(Tensor, name or fn.__name__, fn)
 

@@ -1,10 +1,11 @@
 """The public names of the faces do not change: ``dir(clgrad)``, ``clgrad.__all__``,
 ``clgrad.nn.functional``'s names and ``__all__``, and the public attributes of ``clgrad.Tensor``
-(methods, in-place variants, operators), each with its kind, ``inspect.signature``, ``__name__``,
-whether it checks its Tensor arguments and takes ``out=``, the first line of its docstring and the names bound to the same object, equal
-tests/data/faces_snapshot.json, written from the faces as they were before the op registry
-(issue 34). Regenerate only for a deliberate change of a public name:
-``python tests/test_faces_snapshot.py`` (and say why in the commit)."""
+(methods, in-place variants, operators), each with its kind, ``inspect.signature``,
+``__name__``, whether it checks its Tensor arguments and takes ``out=``, the first line of its
+docstring and the names bound to the same object, equal tests/data/faces_snapshot.json,
+written from the faces as they were before the op registry (issue 34). Regenerate only for a
+deliberate change of a public name: ``python tests/test_faces_snapshot.py`` (and say why in
+the commit)."""
 import inspect
 import json
 import pathlib

@@ -318,7 +318,7 @@ OPS = (
     Op("nonzero", ix.nonzero, TM, out=EXACT),
     Op("argwhere", ix.argwhere, TM),
     Op("index_add", ix.index_add, TM),
-    Op("where", ix.where, TM, out=EXACT, method=lambda self, condition, other: ix.where(
+    Op("where", ix.where, TM, out=EXACT, method=lambda self, condition, other: ew.where(
         condition, self, other)),
     Op("masked_select", cp.masked_select, TM, out=CAST),
     Op("index_put", aix.index_put, TM),
