@@ -20,11 +20,14 @@ different from PyTorch", and the API reference (``make docs``: site/index.html).
 clgrad lacks raises AttributeError saying it is not implemented; ``clgrad.__all__`` lists the
 names it has.
 """
-# For contributors: one import block per op family below (the op, its backward and its kernel
-# live in clgrad/ops/<family>.py and kernels/<family>.cl), then the package's types and
-# subpackages, then ``__all__``, and last the argument check (every public op raises PyTorch's
-# TypeError for a non-Tensor where a Tensor is required). To add a name: import it in its
-# family's block and list it in ``__all__`` (``tests/test_faces.py`` checks both).
+# For contributors: the ops (the names of clgrad that are ops: add, sum, zeros ...) come from the
+# op table, clgrad/ops/registry.py (the op, its backward and its kernel live in
+# clgrad/ops/<family>.py and kernels/<family>.cl): to add one, add its row there. Here: the
+# package's types, settings functions and subpackages, one import block each; then the ops
+# (module attributes and ``__all__``'s op part, generated from the table); last out= and the
+# argument check (every public op raises PyTorch's TypeError for a non-Tensor where a Tensor is
+# required). To add a name that is not an op: import it in its block and list it in ``__all__``
+# (``tests/test_faces.py`` checks both).
 import sys as _sys
 
 # -- types, dtypes, devices -------------------------------------------------------------------
@@ -40,12 +43,8 @@ from clgrad._generator import Generator
 from clgrad.errors import DeviceError
 from clgrad._legacy import cpu_types as _cpu_types
 
-# -- creation and random ----------------------------------------------------------------------
-from clgrad.creation import (tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange,
-                             linspace, logspace, eye, rand, randn, randint, randperm, zeros_like,
-                             ones_like, full_like, empty_like, rand_like, randn_like,
-                             manual_seed, initial_seed, seed)
-from clgrad.ops.random import bernoulli, normal
+# -- random state -----------------------------------------------------------------------------
+from clgrad.creation import manual_seed, initial_seed, seed
 # torch.random is clgrad/_rng.py (not random.py: a script run from inside clgrad/, as the device
 # probe is, would otherwise import it in place of the standard library's random)
 from clgrad import _rng as random
@@ -56,42 +55,9 @@ from clgrad import autograd
 from clgrad.autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
                              inference_mode)
 
-# -- elementwise ------------------------------------------------------------------------------
-from clgrad.ops.elementwise import (add, sub, mul, div, pow, maximum, minimum, neg, abs, exp,
-                                    log, sqrt, rsqrt, tanh, sigmoid, relu, sin, cos, square,
-                                    reciprocal, sign, floor, ceil, round, eq, ne, lt, le, gt,
-                                    ge, logical_not, logical_and, logical_or, clamp,
-                                    clone, remainder, masked_fill, divide, true_divide,
-                                    floor_divide, fmod, bitwise_and, bitwise_or, bitwise_xor,
-                                    bitwise_not, bitwise_left_shift, bitwise_right_shift,
-                                    log1p, expm1, atan2, arctan2, result_type)
-from clgrad.ops.numeric import isnan, isinf, isfinite, nan_to_num, isclose, allclose, equal
-from clgrad.ops.composite import addcmul, addcdiv, lerp, logical_xor, erf
-
-# -- reduce, scan, sort -----------------------------------------------------------------------
-from clgrad.ops.reduce import (sum, mean, prod, max, min, amax, amin, argmax, argmin, var, std,
-                               logsumexp, count_nonzero, nansum, nanmean)
-from clgrad.ops.reduce import any, all  # noqa: A004
-from clgrad.ops.composite import var_mean, std_mean, softmax, log_softmax, norm
-from clgrad.ops.scan import cumsum, cumprod, cummax, cummin, diff
-from clgrad.ops.sort import sort, argsort, topk, unique, kthvalue, median
-
-# -- linalg -----------------------------------------------------------------------------------
-from clgrad.ops.matmul import matmul, mm, bmm, dot
-from clgrad.ops.einsum import einsum
-from clgrad.ops.composite import addmm, baddbmm, addmv, mv, outer, ger
-
-# -- views ------------------------------------------------------------------------------------
-from clgrad.ops.views import (narrow, select, reshape, permute, transpose, t, unsqueeze,
-                              squeeze, flatten, unflatten, split, chunk, unbind, as_strided,
-                              diagonal, movedim, flip)
-from clgrad.ops.composite import broadcast_tensors, meshgrid, tile, repeat_interleave
-
-# -- index ------------------------------------------------------------------------------------
-from clgrad.ops.index import (cat, stack, index_select, gather, scatter_add, scatter, roll,
-                              tril, triu, nonzero, argwhere, index_add, where)
-from clgrad.ops.indexing import index_put
-from clgrad.ops.composite import masked_select
+# -- the ops: the table (a row each in clgrad/ops/registry.py; the attributes are set below) ---
+from clgrad.ops import registry as _registry
+from clgrad.ops.elementwise import result_type
 
 # -- runtime flags (threads, determinism, matmul precision, torch._assert) --------------------
 from clgrad.ops.composite import _assert as _assert  # torch._assert (private, not in __all__)
@@ -119,9 +85,10 @@ from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops.inplace import with_out as _with_out
 from clgrad.errors import missing_attribute as _missing_attribute
 
-# -- PyTorch's aliases ------------------------------------------------------------------------
-clip = clamp
-concat = cat
+# -- the ops: their module attributes, from the table (out= and the check: last, below) -------
+globals().update(_registry.face(_registry.TORCH))
+
+# -- PyTorch's aliases of the dtypes ----------------------------------------------------------
 long = int64
 float = float32  # noqa: A001
 double = float64
@@ -167,39 +134,9 @@ __all__ = [
     "is_tensor", "numel",
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
     "CharTensor", "ByteTensor", "BoolTensor",
-    # creation and random
-    "tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange",
-    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like",
-    "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "manual_seed",
-    "initial_seed", "seed",
-    "bernoulli", "normal", "random", "get_rng_state", "set_rng_state",
-    # autograd
+    # random state, autograd
+    "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    # elementwise
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log", "sqrt",
-    "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor",
-    "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
-    "logical_or", "where", "clamp", "clip", "clone", "remainder", "masked_fill",
-    "divide", "true_divide", "floor_divide", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "log1p", "expm1", "atan2",
-    "arctan2",
-    "isnan", "isinf", "isfinite", "nan_to_num", "isclose", "allclose", "equal",
-    "addcmul", "addcdiv", "lerp", "logical_xor", "erf",
-    # reduce, scan, sort
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-    "softmax", "log_softmax", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
-    "nanmean", "var_mean", "std_mean",
-    "cumsum", "cumprod", "cummax", "cummin", "diff",
-    "sort", "argsort", "topk", "unique", "kthvalue", "median",
-    # linalg
-    "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
-    # views
-    "narrow", "select", "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze",
-    "flatten", "unflatten", "split", "chunk", "unbind", "as_strided", "diagonal", "movedim",
-    "flip", "broadcast_tensors", "meshgrid", "tile", "repeat_interleave",
-    # index
-    "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll",
-    "tril", "triu", "nonzero", "argwhere", "index_put", "index_add", "masked_select",
     # runtime flags
     "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
     "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
@@ -210,6 +147,7 @@ __all__ = [
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
 ]
+__all__ += _registry.names(_registry.TORCH)  # the ops (tools/griffe_registry.py: the API pages)
 
 
 def __getattr__(name):
@@ -219,5 +157,5 @@ def __getattr__(name):
 
 # -- last: out= where PyTorch has it (clgrad/ops/inplace.py), then the non-Tensor arguments of
 # every public op raise PyTorch's TypeError naming them
-_with_out(globals())
-_check_tensor_args(globals(), __name__)
+_with_out(globals(), _registry.outs())
+_check_tensor_args(globals(), __name__, torch_names=_registry.torch_names())

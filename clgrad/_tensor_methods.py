@@ -4,31 +4,31 @@ Imported by clgrad/__init__.py once the ops are loaded; clgrad/tensor.py imports
 it, so this module is where Tensor meets the ops (the one import cycle left: the ops import
 Tensor, and Tensor's methods call the ops).
 
-Layout: operators, then one block of methods per op family (elementwise, reduce/scan/sort,
-linalg, views, index, random), then conversions and the ``new_*`` constructors, then in-place
-variants; ``METHODS`` lists every method bound here, and the argument check runs last (a
-non-Tensor where a Tensor is required raises PyTorch's TypeError). To add a method: bind it in
-its family's block and list it in ``METHODS`` (``tests/test_faces.py`` checks both).
+Layout: the ops' methods, their generic in-place variants (``add_``, ``relu_``) and operators
+(``__add__``, ``__radd__``, ``__iadd__``) are generated from the op table,
+``clgrad/ops/registry.py`` (an op's row says which it has: nothing here names it); then
+Tensor's own methods: ``backward``, printing, device methods, ``to``/``type`` and the other
+conversions, the ``new_*`` constructors, the ``T``/``mT``/``data`` properties, and the in-place
+variants with an argument order of their own (``scatter_``, ``index_add_`` ...). ``METHODS``
+(generated) is every public method bound here; the argument check runs last over them (a
+non-Tensor where a Tensor is required raises PyTorch's TypeError). To add an op's method: give
+its registry row the METHOD face (``tests/test_registry.py`` checks every row).
 """
 from __future__ import annotations
 
 from clgrad import _device, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
-from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
-from clgrad.ops import indexing as aix
 from clgrad.ops import inplace as ip
-from clgrad.ops import matmul as mm
-from clgrad.ops import numeric as nu
-from clgrad.ops import random as rn
-from clgrad.ops import reduce as rd
+from clgrad.ops import registry
 from clgrad.ops import scan as sc
-from clgrad.ops import sort as so
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.runtime import Device
 from clgrad.tensor import Tensor
+
+_TENSORS_OWN = frozenset(vars(Tensor))  # what clgrad/tensor.py defines (not bound here)
 
 
 def _method(fn, name=None):
@@ -125,73 +125,24 @@ def _reflect(fn):
     return method
 
 
-for _name, _fn in {
-    "__add__": ew.add, "__sub__": ew.sub, "__mul__": ew.mul, "__truediv__": ew.div,
-    "__pow__": ew.pow, "__matmul__": mm.matmul, "__eq__": ew.eq, "__ne__": ew.ne,
-    "__lt__": ew.lt, "__le__": ew.le, "__gt__": ew.gt, "__ge__": ew.ge,
-}.items():
+# -- the ops' methods, in-place variants and operators: generated from clgrad/ops/registry.py -
+for _name, _fn in registry.methods().items():
     _method(_fn, _name)
-for _name, _fn in {"__radd__": ew.add, "__rsub__": ew.sub, "__rmul__": ew.mul,
-                   "__rtruediv__": ew.div, "__rpow__": ew.pow, "__rmatmul__": mm.matmul}.items():
-    _method(_reflect(_fn), _name)
-Tensor.__neg__ = ew.neg
-Tensor.__abs__ = ew.abs
-Tensor.__getitem__ = aix.getitem
-Tensor.__setitem__ = aix.setitem
+for _name, _fn, _kind in registry.inplace_variants():
+    _method((_inplace_binary if _kind == registry.BINARY else _inplace_unary)(_fn, _name), _name)
+for _name, _fn, _kind in registry.operators():
+    if _kind == "op":
+        _method(_fn, _name)
+    elif _kind == "reflected":
+        _method(_reflect(_fn), _name)
+    elif _kind == registry.ALIAS:  # x += y is x.add_(y): the in-place method itself
+        _method(getattr(Tensor, _fn), _name)
+    else:  # an in-place wrapper of its own, named after the operator (__iand__)
+        _method(_inplace_binary(_fn, _name), _name)
 
-
-# -- elementwise ------------------------------------------------------------------------------
-for _fn in (ew.add, ew.sub, ew.mul, ew.div, ew.pow, ew.maximum, ew.minimum, ew.neg, ew.abs,
-            ew.exp, ew.log, ew.sqrt, ew.rsqrt, ew.tanh, ew.sigmoid, ew.relu, ew.sin, ew.cos,
-            ew.square, ew.reciprocal, ew.sign, ew.floor, ew.ceil, ew.round, ew.eq, ew.ne,
-            ew.lt, ew.le, ew.gt, ew.ge, ew.logical_not, ew.logical_and, ew.logical_or,
-            ew.clamp, ew.contiguous, ew.clone, ew.remainder, ew.masked_fill, ip.copy_, ip.fill_,
-            nu.isnan, nu.isinf, nu.isfinite, nu.nan_to_num, nu.isclose, nu.allclose, nu.equal,
-            ew.log1p, ew.expm1, ew.atan2, cp.addcmul, cp.addcdiv, cp.lerp,
-            cp.logical_xor, cp.erf):
-    _method(_fn)
-Tensor.clip = ew.clamp
-_method(ew.atan2, "arctan2")
-Tensor.clamp_min = lambda self, m: ew.clamp(self, min=m)
-Tensor.clamp_max = lambda self, m: ew.clamp(self, max=m)
-Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
-
-# -- reduce, scan, sort -----------------------------------------------------------------------
-for _fn in (rd.sum, rd.mean, rd.prod, rd.max, rd.min, rd.amax, rd.amin, rd.argmax, rd.argmin,
-            rd.var, rd.std, cp.softmax, cp.log_softmax, rd.logsumexp, cp.norm, rd.any, rd.all,
-            rd.count_nonzero, rd.nansum, rd.nanmean, sc.cumsum, sc.cumprod, sc.cummax,
-            sc.cummin, sc.diff, so.sort, so.argsort, so.topk, so.unique, so.median, so.kthvalue):
-    _method(_fn)
-Tensor.msort = lambda self: so.sort(self, 0).values
-
-# -- linalg -----------------------------------------------------------------------------------
-for _fn in (mm.matmul, mm.mm, mm.bmm, mm.dot, cp.addmm, cp.baddbmm, cp.addmv, cp.mv, cp.outer):
-    _method(_fn)
-Tensor.ger = cp.outer
-
-# -- views ------------------------------------------------------------------------------------
-for _fn in (vw.narrow, vw.select, vw.view, vw.reshape, vw.permute, vw.transpose, vw.t,
-            vw.expand, vw.unsqueeze, vw.squeeze, vw.flatten, vw.unflatten, vw.split, vw.chunk,
-            vw.unbind, vw.unfold, vw.as_strided, vw.diagonal, vw.movedim, vw.flip, vw.repeat,
-            cp.tile, cp.repeat_interleave):
-    _method(_fn)
-Tensor.expand_as = lambda self, other: vw.expand(self, other.shape)
-Tensor.view_as = lambda self, other: vw.view(self, other.shape)
-Tensor.reshape_as = lambda self, other: vw.reshape(self, other.shape)
-Tensor.swapaxes = vw.transpose
+# -- properties (views as attributes) ---------------------------------------------------------
 Tensor.T = property(lambda self: vw.permute(self, *reversed(range(self.ndim))))
 Tensor.mT = property(lambda self: vw.transpose(self, -2, -1))
-Tensor.ravel = lambda self: vw.reshape(self, -1)
-
-# -- index ------------------------------------------------------------------------------------
-for _fn in (ix.index_select, ix.gather, ix.scatter_add, ix.scatter, ix.roll, ix.tril, ix.triu,
-            ix.nonzero, ix.argwhere, aix.index_put_, aix.index_put, ix.index_add,
-            cp.masked_select):
-    _method(_fn)
-
-# -- random -----------------------------------------------------------------------------------
-for _fn in (rn.normal_, rn.uniform_, rn.exponential_, rn.bernoulli_, rn.bernoulli):
-    _method(_fn)
 
 # -- conversions ------------------------------------------------------------------------------
 Tensor.to = _to
@@ -304,25 +255,6 @@ def _deepcopy(self, memo):
 Tensor.__deepcopy__ = _deepcopy
 
 
-# -- in-place variants ------------------------------------------------------------------------
-Tensor.zero_ = lambda self: ip.fill_(self, 0)
-for _name, _fn in {"add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div,
-                   "pow_": ew.pow, "maximum_": ew.maximum, "minimum_": ew.minimum}.items():
-    _method(_inplace_binary(_fn, _name), _name)
-for _name, _fn in {"clamp_": ew.clamp, "relu_": ew.relu, "neg_": ew.neg, "exp_": ew.exp,
-                   "log_": ew.log, "sqrt_": ew.sqrt, "abs_": ew.abs, "tanh_": ew.tanh,
-                   "sigmoid_": ew.sigmoid, "clip_": ew.clamp, "log1p_": ew.log1p,
-                   "expm1_": ew.expm1, "erf_": cp.erf}.items():
-    _method(_inplace_unary(_fn, _name), _name)
-for _name, _fn in {"atan2_": ew.atan2, "arctan2_": ew.atan2, "addcmul_": cp.addcmul,
-                   "addcdiv_": cp.addcdiv, "lerp_": cp.lerp, "addmm_": cp.addmm,
-                   "baddbmm_": cp.baddbmm, "logical_xor_": cp.logical_xor}.items():
-    _method(_inplace_binary(_fn, _name), _name)
-Tensor.__iadd__ = Tensor.add_
-Tensor.__isub__ = Tensor.sub_
-Tensor.__imul__ = Tensor.mul_
-Tensor.__itruediv__ = Tensor.div_
-
 # -- type() ----------------------------------------------------------------------------------
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
@@ -348,7 +280,8 @@ def _type(self, dtype=None, non_blocking=False):
 
 Tensor.type = _type
 
-# -- more in-place variants -------------------------------------------------------------------
+# -- in-place variants of an argument order of their own (the generic ones: from the table) --
+Tensor.zero_ = lambda self: ip.fill_(self, 0)
 Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
@@ -356,10 +289,6 @@ Tensor.scatter_add_ = lambda self, dim, index, src: ip.inplace(
     "scatter_add_", self, lambda s, i, v: ix.scatter_add(s, dim, i, v), index, src)
 Tensor.masked_fill_ = lambda self, mask, value: ip.inplace(
     "masked_fill_", self, lambda s, m, v: ew.masked_fill(s, m, v), mask, value)
-for _name, _fn in {"nan_to_num_": nu.nan_to_num,
-                   "tril_": ix.tril, "triu_": ix.triu, "clamp_min_": Tensor.clamp_min,
-                   "clamp_max_": Tensor.clamp_max}.items():
-    _method(_inplace_unary(_fn, _name), _name)
 Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
 
 
@@ -417,58 +346,9 @@ Tensor.register_hook = autograd.register_hook
 Tensor.register_post_accumulate_grad_hook = autograd.register_post_accumulate_grad_hook
 
 
-# -- integer arithmetic and bitwise ops: exact // % fmod, & | ^ ~ << >> ---------------------
-for _name, _fn in {"__and__": ew.bitwise_and, "__or__": ew.bitwise_or,
-                   "__xor__": ew.bitwise_xor, "__lshift__": ew.bitwise_left_shift,
-                   "__rshift__": ew.bitwise_right_shift, "__floordiv__": ew.floor_divide,
-                   "__mod__": ew.remainder}.items():
-    _method(_fn, _name)
-    _method(_reflect(_fn), "__r" + _name[2:])
-    _method(_inplace_binary(_fn, "__i" + _name[2:]), "__i" + _name[2:])
-for _fn in (ew.bitwise_and, ew.bitwise_or, ew.bitwise_xor, ew.bitwise_left_shift,
-            ew.bitwise_right_shift, ew.floor_divide, ew.remainder, ew.fmod, ew.divide):
-    _method(_fn)
-    _method(_inplace_binary(_fn, _fn.__name__ + "_"), _fn.__name__ + "_")
-Tensor.__invert__ = ew.bitwise_not
-Tensor.bitwise_not = ew.bitwise_not
-Tensor.bitwise_not_ = _inplace_unary(ew.bitwise_not, "bitwise_not_")
-Tensor.true_divide = ew.div
-Tensor.true_divide_ = _inplace_binary(ew.div, "true_divide_")
-Tensor.__ipow__ = Tensor.pow_
-
-
 # -- the methods bound here (sorted), then, last, the argument check --------------------------
 __all__: list = []  # nothing to import from here: the methods live on Tensor
-METHODS = ["abs", "abs_", "add", "add_", "addcdiv", "addcdiv_", "addcmul", "addcmul_", "addmm",
-           "addmm_", "addmv", "all", "allclose", "amax", "amin", "any", "arctan2", "arctan2_",
-           "argmax", "argmin", "argsort", "argwhere", "as_strided", "atan2", "atan2_", "backward",
-           "baddbmm", "baddbmm_", "bernoulli", "bernoulli_", "bfloat16", "bitwise_and",
-           "bitwise_and_",
-           "bitwise_left_shift", "bitwise_left_shift_", "bitwise_not", "bitwise_not_", "bitwise_or",
-           "bitwise_or_", "bitwise_right_shift", "bitwise_right_shift_", "bitwise_xor",
-           "bitwise_xor_", "bmm", "bool", "byte", "ceil", "char", "chunk", "clamp", "clamp_",
-           "clamp_max", "clamp_max_", "clamp_min", "clamp_min_", "clip", "clip_", "clone",
-           "contiguous", "copy_", "cos", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum",
-           "cumsum_", "data", "diagonal", "diff", "div", "div_", "divide", "divide_", "dot",
-           "double", "eq", "equal", "erf", "erf_", "exp", "exp_", "expand", "expand_as", "expm1",
-           "expm1_", "exponential_", "fill_", "flatten", "flip", "float", "floor", "floor_divide",
-           "floor_divide_", "fmod", "fmod_", "gather", "ge", "ger", "gt", "half", "index_add",
-           "index_add_", "index_put", "index_put_", "index_select", "int", "is_mps", "is_xpu",
-           "isclose", "isfinite", "isinf", "isnan", "kthvalue", "le", "lerp", "lerp_", "log",
-           "log1p", "log1p_", "log_", "log_softmax", "logical_and", "logical_not", "logical_or",
-           "logical_xor", "logical_xor_", "logsumexp", "long", "lt", "masked_fill", "masked_fill_",
-           "masked_select", "matmul", "max", "maximum", "maximum_", "mean", "median", "min",
-           "minimum", "minimum_", "mm", "movedim", "msort", "mT", "mul", "mul_", "mv", "nan_to_num",
-           "nan_to_num_", "nanmean", "nansum", "narrow", "ne", "neg", "neg_", "new_empty",
-           "new_full", "new_ones", "new_tensor", "new_zeros", "nonzero", "norm", "normal_", "outer",
-           "permute", "pow", "pow_", "prod", "ravel", "reciprocal", "register_hook",
-           "register_post_accumulate_grad_hook", "relu", "relu_", "remainder", "remainder_",
-           "repeat", "repeat_interleave", "reshape", "reshape_as", "resize_", "resize_as_", "roll",
-           "round", "rsqrt", "scatter", "scatter_", "scatter_add", "scatter_add_", "select",
-           "short", "sigmoid", "sigmoid_", "sign", "sin", "softmax", "sort", "split", "sqrt",
-           "sqrt_", "square", "squeeze", "std", "sub", "sub_", "sum", "swapaxes", "T", "t", "tanh",
-           "tanh_", "tile", "to", "topk", "transpose", "tril", "tril_", "triu", "triu_",
-           "true_divide", "true_divide_", "type", "type_as", "unbind", "unflatten", "unfold",
-           "uniform_", "unique", "unsqueeze", "var", "view", "view_as", "where", "zero_"]
+METHODS = sorted(k for k in vars(Tensor) if not k.startswith("_") and k not in _TENSORS_OWN)
 
-_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor)
+_check_tensor_args({k: getattr(Tensor, k) for k in METHODS}, __name__, method_of=Tensor,
+                   torch_names=registry.torch_names())

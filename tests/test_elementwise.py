@@ -45,6 +45,10 @@ BINARY = {
     "sub": (lambda a, b: a - b, np.subtract, ALL, "normal", None),
     "mul": (lambda a, b: a * b, np.multiply, ALL, "normal", None),
     "div": (lambda a, b: a / b, np.true_divide, ALL, "positive", "float"),
+    "divide": (clgrad.divide, np.true_divide, ALL, "positive", "float"),
+    "true_divide": (clgrad.true_divide, np.true_divide, ALL, "positive", "float"),
+    "true_divide_method": (lambda a, b: a.true_divide(b), np.true_divide, ALL, "positive",
+                           "float"),
     "floordiv": (lambda a, b: a // b, np.floor_divide, ALL, "positive", None),
     "pow": (lambda a, b: a ** b, np.power, FLOATS, "normal", None),
     "maximum": (clgrad.maximum, np.maximum, ALL, "normal", None),
@@ -158,6 +162,10 @@ UNARY = {
     "clamp": (lambda x: clgrad.clamp(x, -1, 1), lambda x: np.clip(x, -1, 1), ALL, "normal"),
     "clamp_min": (lambda x: x.clamp(min=0.25), lambda x: np.maximum(x, 0.25), FLOATS, "normal"),
     "clamp_max": (lambda x: x.clamp(max=-0.5), lambda x: np.minimum(x, -0.5), FLOATS, "normal"),
+    "clamp_min_method": (lambda x: x.clamp_min(0.25), lambda x: np.maximum(x, 0.25), FLOATS,
+                         "normal"),
+    "clamp_max_method": (lambda x: x.clamp_max(-0.5), lambda x: np.minimum(x, -0.5), FLOATS,
+                         "normal"),
     "logical_not": (clgrad.logical_not, np.logical_not, ALL, "normal"),
 }
 

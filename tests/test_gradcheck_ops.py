@@ -125,6 +125,7 @@ CASES = {
     "norm2": (lambda a: a.norm(), [(2, 3)]),
     "norm1_dim": (lambda a: a.norm(p=1, dim=1), [((2, 3), "distinct")]),
     "norm3": (lambda a: a.norm(p=3, dim=0), [((2, 3), "distinct")]),
+    "msort": (lambda a: a.msort(), [((3, 2), "distinct")]),
     # -- matmul on strided views --------------------------------------------------------------
     "matmul_t": (lambda a, b: a.t() @ b, [(4, 3), (4, 2)]),
     "matmul_views": (lambda a, b: a[:, ::2] @ b.transpose(0, 1), [(3, 4), (3, 2)]),
@@ -174,6 +175,8 @@ CASES = {
     "view_as": (lambda a: a.t()[:, :2].contiguous().view_as(clgrad.zeros(4)), [(2, 2)]),
     "reshape_copy": (lambda a: a.reshape(6), [(2, 3)]),
     "reshape_view": (lambda a: a.reshape(2, 1, 3, 1), [(2, 3)]),
+    "reshape_as": (lambda a: a.t().reshape_as(clgrad.zeros(6)), [(2, 3)]),
+    "ravel": (lambda a: a.t().ravel(), [(2, 3)]),
     "flatten": (lambda a: a.flatten(), [(2, 3, 2)]),
     "flatten_dims": (lambda a: a.flatten(1, 2), [(2, 3, 2)]),
     "unflatten": (lambda a: a.unflatten(1, (2, 2)), [(3, 4)]),

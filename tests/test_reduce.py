@@ -673,3 +673,25 @@ def test_argmax_argmin_refuse_bool(call):
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError, match=r"arg(max|min)\(\): does not support bool input"):
         call(torch, torch.tensor([True, False, True]))
+
+
+@pytest.mark.parametrize("name", ["any", "all"])
+@pytest.mark.parametrize("dtype", [clgrad.float32, clgrad.int64, clgrad.bool])
+def test_any_all_against_numpy(name, dtype):
+    """any/all over every dim, one dim or a tuple (keepdim too) of a strided view, as
+    np.any/np.all: bool results, rows all nonzero, all zero and mixed."""
+    rng = np.random.default_rng(34)
+    host = rng.integers(0, 3, size=(4, 6, 5)).astype(np.float64)
+    host[0], host[1] = 1.0, 0.0  # an all-nonzero and an all-zero slab
+    x = clgrad.tensor(host).to(dtype)[:, ::2].transpose(0, 2)  # (5, 3, 4), strided
+    v = host[:, ::2].transpose(2, 1, 0) != 0
+    fn = getattr(clgrad, name)
+    for dim in (None, 0, 2, -2, (0, 2)):
+        for keepdim in (False, True):
+            if dim is None:
+                got, want = getattr(x, name)(), getattr(np, name)(v)
+            else:
+                got = fn(x, dim, keepdim=keepdim)
+                want = getattr(np, name)(v, axis=dim, keepdims=keepdim)
+            assert got.dtype is clgrad.bool, (dim, keepdim)
+            np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{dim} {keepdim}")

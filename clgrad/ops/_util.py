@@ -324,22 +324,22 @@ _ABSENT = object()
 _OPTIONAL = frozenset({"Tensor | None", "None | Tensor", "Optional[Tensor]"})
 _NUMBER_OK = frozenset({"Tensor | float", "float | Tensor"})  # a Tensor or a Python number
 # PyTorch's names for clgrad's parameter names: the default rule (x, a -> input; b -> other;
-# cond -> condition; probs -> input) and, per op, where PyTorch names a parameter otherwise.
+# cond -> condition; probs -> input) and, per face and op, where PyTorch names a parameter
+# otherwise (the ops of the op table: their rows' ``torch_names``, passed in by the faces).
 _TORCH_NAME = {"x": "input", "a": "input", "b": "other", "cond": "condition", "probs": "input"}
-_TORCH_NAME_OF = {("mm", "b"): "mat2", ("bmm", "b"): "mat2", ("dot", "b"): "tensor",
-                  ("pow", "b"): "exponent", ("split", "x"): "tensor",
-                  ("clgrad.linalg", "vector_norm", "x"): "x",
+_TORCH_NAME_OF = {("clgrad.linalg", "vector_norm", "x"): "x",
                   ("clgrad.linalg", "matrix_norm", "x"): "A", ("clgrad.linalg", "norm", "x"): "A"}
 # Unannotated parameters of these names take a Tensor or a number (add(a, b), where(cond, a, b)).
 _TENSOR_OR_NUMBER = frozenset({"a", "b"})
 
 
-def tensor_params(fn, module: str = "") -> list:
+def tensor_params(fn, module: str = "", torch_names=None) -> list:
     """The checked parameters of a public op: ``[(position, PyTorch's name, kind)]``, kind
     'tensor' (a Tensor), 'optional' (a Tensor or None), 'number' (a Tensor or a number) or
     'tensors' (a sequence of Tensors). Read from the signature: parameters annotated ``Tensor``
     (``| None``, or a None default: optional), unannotated ``a``/``b`` or annotated
-    ``Tensor | float`` (number), ``tensors``."""
+    ``Tensor | float`` (number), ``tensors``. ``torch_names``: ``{(op, parameter): PyTorch's
+    name}`` where it is not the default rule's."""
     import inspect
     op = fn.__name__
     out = []
@@ -357,13 +357,13 @@ def tensor_params(fn, module: str = "") -> list:
         else:
             continue
         pos = i if p.kind != p.KEYWORD_ONLY else 1 << 30
-        torch_name = _TORCH_NAME_OF.get((module, op, name)) or _TORCH_NAME_OF.get(
+        torch_name = _TORCH_NAME_OF.get((module, op, name)) or (torch_names or {}).get(
             (op, name)) or _TORCH_NAME.get(name, name)
         out.append((pos, name, torch_name, kind))
     return out
 
 
-def check_tensor_args(namespace: dict, module: str, method_of=None):
+def check_tensor_args(namespace: dict, module: str, method_of=None, torch_names=None):
     """Make every op in a public namespace raise PyTorch's TypeError for a non-Tensor argument.
 
     ``namespace`` is the globals() of a public module (clgrad, clgrad.nn.functional,
@@ -373,8 +373,10 @@ def check_tensor_args(namespace: dict, module: str, method_of=None):
     ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray``. With
     ``method_of`` (a class), ``namespace`` is that class's method table: the first parameter
     is self, not checked, and positions count from the one after it (``x.add(arr)``: argument
-    'other' (position 1)). Internal calls go to the ops modules directly, so only the public
-    entry pays the check. Call it last in a face module, after every import.
+    'other' (position 1)). ``torch_names``: PyTorch's parameter names where they differ from
+    the rule, ``{(op, parameter): name}`` (``registry.torch_names()``). Internal calls go to
+    the ops modules directly, so only the public entry pays the check. Call it last in a face
+    module, after every import.
     """
     done = {}
     for key, fn in list(namespace.items()):
@@ -386,7 +388,7 @@ def check_tensor_args(namespace: dict, module: str, method_of=None):
                 fn.__module__ == module):
             continue
         if id(fn) not in done:
-            done[id(fn)] = _checked(fn, module, method_of is not None)
+            done[id(fn)] = _checked(fn, module, method_of is not None, torch_names)
         if method_of is not None:
             setattr(method_of, key, done[id(fn)])
         else:
@@ -398,12 +400,12 @@ def _type_name(v) -> str:
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _checked(fn, module, method=False):
+def _checked(fn, module, method=False, torch_names=None):
     import functools
     import numbers
     shift = 1 if method else 0
     checks = [(pos - shift, name, torch_name, kind) for pos, name, torch_name, kind
-              in tensor_params(fn, module) if not (method and pos == 0)]
+              in tensor_params(fn, module, torch_names) if not (method and pos == 0)]
     if not checks:
         return fn
     op = fn.__name__

@@ -285,30 +285,8 @@ def regenerate_view_grad_fn(v: Tensor):
 
 
 # -- out= (PyTorch's out argument on the public functions) ------------------------------------
-# The public functions that take out= in PyTorch (clgrad/__init__.py wraps those it has).
-OUT_OPS = (
-    # factories: out's dtype and device unless given
-    "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
-    "randint", "randperm", "normal", "bernoulli",
-    # elementwise
-    "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "pow", "maximum",
-    "minimum", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos",
-    "square", "reciprocal", "sign", "floor", "ceil", "round", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_not", "logical_and", "logical_or", "logical_xor", "where", "clamp", "clip",
-    "remainder", "fmod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "bitwise_left_shift", "bitwise_right_shift", "log1p", "expm1", "atan2", "arctan2",
-    "nan_to_num", "addcmul", "addcdiv", "lerp", "erf",
-    # reductions, scans, sorting
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
-    "logsumexp", "norm", "any", "all", "nanmean", "cumsum", "cumprod", "cummax", "cummin",
-    "diff", "sort", "topk", "kthvalue",
-    # matmul, index
-    "matmul", "mm", "bmm", "dot", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "cat",
-    "concat", "stack", "index_select", "gather", "tril", "triu", "nonzero", "masked_select")
-# Ops whose out must have the result's exact dtype (PyTorch checks these; the others cast).
-_OUT_EXACT = frozenset({"matmul", "mm", "bmm", "dot", "addmm", "baddbmm", "addmv", "mv",
-                        "outer", "ger", "clamp", "clip", "where", "argmax", "argmin",
-                        "nonzero"})
+# Which functions take it, and which require out's exact dtype, is said by their rows in
+# clgrad/ops/registry.py (``out=CAST``/``EXACT``); clgrad/__init__.py passes ``registry.outs()``.
 _RESIZE_WARNING = ("An output with one or more elements was resized since it had shape {}, "
                    "which does not match the required output shape {}. This behavior is "
                    "deprecated, and in a future PyTorch release outputs will not be resized "
@@ -316,13 +294,15 @@ _RESIZE_WARNING = ("An output with one or more elements was resized since it had
                    "resizing it, inplace, to zero elements with t.resize_(0).")
 
 
-def with_out(namespace: dict, names=OUT_OPS):
-    """Give each function of ``names`` in ``namespace`` (a face's globals) PyTorch's ``out=``
-    keyword (see ``_write_out``); without ``out`` the call is the function's own."""
+def with_out(namespace: dict, names: dict):
+    """Give each function of ``names`` (``{name: exact}``) in ``namespace`` (a face's globals)
+    PyTorch's ``out=`` keyword (see ``_write_out``; ``exact``: out must have the result's
+    dtype, as PyTorch checks for matmul-like ops, clamp, where, argmax; else the result is
+    cast into out); without ``out`` the call is the function's own."""
     import functools
     import inspect
     done = {}  # id(function) -> its wrapper: aliases (clip = clamp) stay one function
-    for name in names:
+    for name, exact in names.items():
         fn = namespace.get(name)
         if fn is None or getattr(fn, "__with_out__", False):
             continue
@@ -332,10 +312,11 @@ def with_out(namespace: dict, names=OUT_OPS):
         params = inspect.signature(fn).parameters
         defaults = tuple(p for p in ("dtype", "device") if p in params)
 
-        def wrapper(*args, out=None, _fn=fn, _name=name, _defaults=defaults, **kwargs):
+        def wrapper(*args, out=None, _fn=fn, _name=name, _defaults=defaults, _exact=exact,
+                    **kwargs):
             if out is None:
                 return _fn(*args, **kwargs)
-            return _call_with_out(_name, _fn, args, kwargs, out, _defaults)
+            return _call_with_out(_name, _fn, args, kwargs, out, _defaults, _exact)
         functools.update_wrapper(wrapper, fn)
         wrapper.__with_out__ = True
         namespace[name] = done[id(fn)] = wrapper
@@ -349,7 +330,7 @@ def _tensors_in(values):
             yield from (t for t in v if isinstance(t, Tensor))
 
 
-def _call_with_out(op, fn, args, kwargs, out, defaults):
+def _call_with_out(op, fn, args, kwargs, out, defaults, exact):
     """``fn(*args, **kwargs)`` written into ``out`` (a Tensor, or a tuple of them for ops with
     several results), as PyTorch: RuntimeError when grad mode is on and an argument or out
     requires grad; a factory or an op with a ``dtype`` argument computes in out's dtype (and a
@@ -376,17 +357,17 @@ def _call_with_out(op, fn, args, kwargs, out, defaults):
             raise TypeError(f"{op}(): expected out to be a tuple of {len(results)} Tensors, "
                             f"got {len(outs)}")
         for o, r in zip(outs, results):
-            _write_out(op, o, r)
+            _write_out(op, o, r, exact)
     if isinstance(result, tuple):
         return type(result)(*outs) if hasattr(result, "_fields") else outs
     return out
 
 
-def _write_out(op, out: Tensor, r: Tensor):
+def _write_out(op, out: Tensor, r: Tensor, exact: bool):
     if r._storage.device is not out._storage.device:
         raise RuntimeError(f"{op}(): Expected out tensor to have device {r.device}, but got "
                            f"{out.device} instead")
-    if op in _OUT_EXACT and r.dtype is not out.dtype:
+    if exact and r.dtype is not out.dtype:
         raise RuntimeError(f"{op}(): Expected out tensor to have dtype {r.dtype}, but got "
                            f"{out.dtype} instead")
     if not dtypes.can_cast(r.dtype, out.dtype):

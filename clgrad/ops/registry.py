@@ -1,0 +1,452 @@
+"""The op registry: one row per public op, from which the faces are generated (issue 34).
+
+``OPS`` is the one table. A row names an op once and says where it appears:
+
+- ``faces``: ``TORCH`` (``clgrad.<name>``, in ``clgrad.__all__``), ``FUNCTIONAL``
+  (``clgrad.nn.functional.<name>`` and its ``__all__``), ``METHOD`` (``Tensor.<name>``); or'ed.
+- ``aliases``: other names of the same function on each of the row's faces (``clip`` for
+  ``clamp``); an alias gets its own in-place variant too (``clip_``).
+- ``inplace``: ``BINARY`` or ``UNARY``: ``Tensor.<name>_`` (and ``<alias>_``) made by
+  ``_tensor_methods``' in-place wrappers (``ip.inplace``; BINARY: the second argument is a
+  tensor or number, ``x.add_(1)`` takes one launch; UNARY: no tensor argument after self,
+  ``x.relu_()`` writes in one launch where the op allows it).
+- ``operator``: Python's operator of the method, ``"add"`` -> ``Tensor.__add__`` (the op
+  itself, without the argument check: operators take what the op takes); ``reflected``:
+  ``__radd__`` (``fn(other, self)``); ``augmented``: ``__iadd__``, ``ALIAS`` (the in-place
+  method itself, ``x += y`` is ``x.add_(y)``) or ``OWN`` (an in-place wrapper named after the
+  operator, ``__iand__``, whose errors name it).
+- ``out``: ``CAST`` or ``EXACT``: ``clgrad.<name>`` takes PyTorch's ``out=``
+  (``inplace.with_out``; EXACT: out must have the result's dtype, as PyTorch checks for
+  matmul-like ops, clamp, where, argmax; CAST: the result is cast into out where
+  ``dtypes.can_cast`` allows).
+- ``method``: Tensor's own function where it differs from ``fn`` (``x.where(cond, y)`` takes
+  self as the input; ``x.true_divide`` is ``div``), also used by its in-place variant;
+  ``functional``: nn.functional's own function where it differs (``loss.softmax``), or ``OWN``
+  when clgrad/nn/functional.py defines it (a signature of its own: ``relu(input, inplace)``).
+- ``torch_names``: PyTorch's names of parameters where they differ from the argument check's
+  rule (x, a -> input; b -> other): ``{"b": "mat2"}`` makes ``mm(t, arr)`` raise "argument
+  'mat2' (position 2) must be Tensor", as PyTorch's (``torch_names()``, read at binding time).
+
+``fn`` is the function that implements the op, imported normally, so a reader (or an editor's
+"go to definition") goes from the row to its definition. Type promotion is not a per-op fact
+here: every op takes its dtype from ``dtypes.result_type`` inside its body.
+
+Generated from the table: ``face(TORCH)``/``face(FUNCTIONAL)`` (the module attributes
+``clgrad/__init__.py`` and ``clgrad/nn/functional.py`` set), ``names(face)`` (their
+``__all__``'s op part), ``outs()`` (the names taking ``out=``), ``torch_names()`` (PyTorch's
+parameter names for the argument check), and Tensor's methods, in-place variants and
+operators (``methods()``, ``inplace_variants()``, ``operators()``, bound by
+``clgrad/_tensor_methods.py``). ``tests/test_registry.py`` runs one test per row; the API
+reference reads the rows statically (``tools/griffe_registry.py``): keep each row a plain
+``Op("name", module.function, FACES, ...)`` call.
+
+Adding an op: write it (forward, backward, kernel) in ``clgrad/ops/<family>.py``, add its row
+here in the family's block, its tests in ``tests/test_<family>.py`` (and a gradcheck case in
+``tests/test_gradcheck_ops.py`` for a differentiable float op). Nothing else lists its name.
+
+Layer: above the op families (it imports them), below everything that binds the faces; no op
+module imports it.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from clgrad import creation as cr
+from clgrad.ops import activation as act
+from clgrad.ops import attention
+from clgrad.ops import composite as cp
+from clgrad.ops import conv
+from clgrad.ops import conv_transpose as convt
+from clgrad.ops import dropout as do
+from clgrad.ops import einsum as es
+from clgrad.ops import elementwise as ew
+from clgrad.ops import grid_sample as gs
+from clgrad.ops import index as ix
+from clgrad.ops import indexing as aix
+from clgrad.ops import inplace as ip
+from clgrad.ops import loss
+from clgrad.ops import matmul as mm
+from clgrad.ops import norm
+from clgrad.ops import numeric as nu
+from clgrad.ops import padding
+from clgrad.ops import pool
+from clgrad.ops import random as rn
+from clgrad.ops import reduce as rd
+from clgrad.ops import scan as sc
+from clgrad.ops import shuffle
+from clgrad.ops import sort as so
+from clgrad.ops import upsample
+from clgrad.ops import views as vw
+
+# faces
+TORCH, FUNCTIONAL, METHOD = 1, 2, 4
+TM = TORCH | METHOD
+# in-place kinds, augmented-operator kinds, out= kinds
+BINARY, UNARY = "binary", "unary"
+ALIAS, OWN = "alias", "own"
+CAST, EXACT = "cast", "exact"
+
+
+class Op(NamedTuple):
+    """One public op: its name, the function implementing it, and where it appears (see the
+    module's docstring for each field)."""
+    name: str
+    fn: Callable
+    faces: int
+    aliases: tuple = ()
+    inplace: str = ""
+    operator: str = ""
+    reflected: bool = False
+    augmented: str = ""
+    out: str = ""
+    method: Callable | None = None
+    functional: Callable | str | None = None
+    torch_names: dict | None = None
+
+    def names(self) -> tuple:
+        """The row's name and its aliases."""
+        return (self.name, *self.aliases)
+
+
+OPS = (
+    # -- creation (clgrad/creation.py; normal/bernoulli: ops/random.py) -----------------------
+    Op("tensor", cr.tensor, TORCH),
+    Op("as_tensor", cr.as_tensor, TORCH),
+    Op("from_numpy", cr.from_numpy, TORCH),
+    Op("empty", cr.empty, TORCH, out=CAST),
+    Op("zeros", cr.zeros, TORCH, out=CAST),
+    Op("ones", cr.ones, TORCH, out=CAST),
+    Op("full", cr.full, TORCH, out=CAST),
+    Op("arange", cr.arange, TORCH, out=CAST),
+    Op("linspace", cr.linspace, TORCH, out=CAST),
+    Op("logspace", cr.logspace, TORCH, out=CAST),
+    Op("eye", cr.eye, TORCH, out=CAST),
+    Op("rand", cr.rand, TORCH, out=CAST),
+    Op("randn", cr.randn, TORCH, out=CAST),
+    Op("randint", cr.randint, TORCH, out=CAST),
+    Op("randperm", cr.randperm, TORCH, out=CAST),
+    Op("zeros_like", cr.zeros_like, TORCH),
+    Op("ones_like", cr.ones_like, TORCH),
+    Op("full_like", cr.full_like, TORCH),
+    Op("empty_like", cr.empty_like, TORCH),
+    Op("rand_like", cr.rand_like, TORCH),
+    Op("randn_like", cr.randn_like, TORCH),
+    # -- random -------------------------------------------------------------------------------
+    Op("normal", rn.normal, TORCH, out=CAST),
+    Op("bernoulli", rn.bernoulli, TM, out=CAST),
+    Op("bernoulli_", rn.bernoulli_, METHOD),
+    Op("normal_", rn.normal_, METHOD),
+    Op("uniform_", rn.uniform_, METHOD),
+    Op("exponential_", rn.exponential_, METHOD),
+    # -- elementwise: arithmetic --------------------------------------------------------------
+    Op("add", ew.add, TM, inplace=BINARY, operator="add", reflected=True, augmented=ALIAS,
+       out=CAST),
+    Op("sub", ew.sub, TM, inplace=BINARY, operator="sub", reflected=True, augmented=ALIAS,
+       out=CAST),
+    Op("mul", ew.mul, TM, inplace=BINARY, operator="mul", reflected=True, augmented=ALIAS,
+       out=CAST),
+    Op("div", ew.div, TM, inplace=BINARY, operator="truediv", reflected=True, augmented=ALIAS,
+       out=CAST),
+    Op("divide", ew.divide, TM, inplace=BINARY, out=CAST),
+    Op("true_divide", ew.true_divide, TM, inplace=BINARY, out=CAST, method=ew.div),
+    Op("floor_divide", ew.floor_divide, TM, inplace=BINARY, operator="floordiv",
+       reflected=True, augmented=OWN, out=CAST),
+    Op("remainder", ew.remainder, TM, inplace=BINARY, operator="mod", reflected=True,
+       augmented=OWN, out=CAST),
+    Op("fmod", ew.fmod, TM, inplace=BINARY, out=CAST),
+    Op("pow", ew.pow, TM, inplace=BINARY, operator="pow", reflected=True, augmented=ALIAS,
+       out=CAST, torch_names={"b": "exponent"}),
+    Op("maximum", ew.maximum, TM, inplace=BINARY, out=CAST),
+    Op("minimum", ew.minimum, TM, inplace=BINARY, out=CAST),
+    Op("atan2", ew.atan2, TM, aliases=("arctan2",), inplace=BINARY, out=CAST),
+    Op("addcmul", cp.addcmul, TM, inplace=BINARY, out=CAST),
+    Op("addcdiv", cp.addcdiv, TM, inplace=BINARY, out=CAST),
+    Op("lerp", cp.lerp, TM, inplace=BINARY, out=CAST),
+    # -- elementwise: unary -------------------------------------------------------------------
+    Op("neg", ew.neg, TM, inplace=UNARY, operator="neg", out=CAST),
+    Op("abs", ew.abs, TM, inplace=UNARY, operator="abs", out=CAST),
+    Op("exp", ew.exp, TM, inplace=UNARY, out=CAST),
+    Op("log", ew.log, TM, inplace=UNARY, out=CAST),
+    Op("sqrt", ew.sqrt, TM, inplace=UNARY, out=CAST),
+    Op("rsqrt", ew.rsqrt, TM, out=CAST),
+    Op("tanh", ew.tanh, TM | FUNCTIONAL, inplace=UNARY, out=CAST),
+    Op("sigmoid", ew.sigmoid, TM | FUNCTIONAL, inplace=UNARY, out=CAST),
+    Op("relu", ew.relu, TM | FUNCTIONAL, inplace=UNARY, functional=OWN),
+    Op("sin", ew.sin, TM, out=CAST),
+    Op("cos", ew.cos, TM, out=CAST),
+    Op("square", ew.square, TM, out=CAST),
+    Op("reciprocal", ew.reciprocal, TM, out=CAST),
+    Op("sign", ew.sign, TM, out=CAST),
+    Op("floor", ew.floor, TM, out=CAST),
+    Op("ceil", ew.ceil, TM, out=CAST),
+    Op("round", ew.round, TM, out=CAST),
+    Op("log1p", ew.log1p, TM, inplace=UNARY, out=CAST),
+    Op("expm1", ew.expm1, TM, inplace=UNARY, out=CAST),
+    Op("erf", cp.erf, TM, inplace=UNARY, out=CAST),
+    Op("clamp", ew.clamp, TM, aliases=("clip",), inplace=UNARY, out=EXACT),
+    Op("clamp_min", ew.clamp, METHOD, inplace=UNARY,
+       method=lambda self, m: ew.clamp(self, min=m)),
+    Op("clamp_max", ew.clamp, METHOD, inplace=UNARY,
+       method=lambda self, m: ew.clamp(self, max=m)),
+    Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST),
+    # -- elementwise: comparisons, logic, bits ------------------------------------------------
+    Op("eq", ew.eq, TM, operator="eq", out=CAST),
+    Op("ne", ew.ne, TM, operator="ne", out=CAST),
+    Op("lt", ew.lt, TM, operator="lt", out=CAST),
+    Op("le", ew.le, TM, operator="le", out=CAST),
+    Op("gt", ew.gt, TM, operator="gt", out=CAST),
+    Op("ge", ew.ge, TM, operator="ge", out=CAST),
+    Op("logical_not", ew.logical_not, TM, out=CAST),
+    Op("logical_and", ew.logical_and, TM, out=CAST),
+    Op("logical_or", ew.logical_or, TM, out=CAST),
+    Op("logical_xor", cp.logical_xor, TM, inplace=BINARY, out=CAST),
+    Op("bitwise_and", ew.bitwise_and, TM, inplace=BINARY, operator="and", reflected=True,
+       augmented=OWN, out=CAST),
+    Op("bitwise_or", ew.bitwise_or, TM, inplace=BINARY, operator="or", reflected=True,
+       augmented=OWN, out=CAST),
+    Op("bitwise_xor", ew.bitwise_xor, TM, inplace=BINARY, operator="xor", reflected=True,
+       augmented=OWN, out=CAST),
+    Op("bitwise_not", ew.bitwise_not, TM, inplace=UNARY, operator="invert", out=CAST),
+    Op("bitwise_left_shift", ew.bitwise_left_shift, TM, inplace=BINARY, operator="lshift",
+       reflected=True, augmented=OWN, out=CAST),
+    Op("bitwise_right_shift", ew.bitwise_right_shift, TM, inplace=BINARY, operator="rshift",
+       reflected=True, augmented=OWN, out=CAST),
+    Op("isnan", nu.isnan, TM),
+    Op("isinf", nu.isinf, TM),
+    Op("isfinite", nu.isfinite, TM),
+    Op("isclose", nu.isclose, TM),
+    Op("allclose", nu.allclose, TM),
+    Op("equal", nu.equal, TM),
+    # -- elementwise: copies and fills --------------------------------------------------------
+    Op("clone", ew.clone, TM),
+    Op("contiguous", ew.contiguous, METHOD),
+    Op("copy_", ip.copy_, METHOD),
+    Op("fill_", ip.fill_, METHOD),
+    Op("masked_fill", ew.masked_fill, TM),
+    # -- reduce -------------------------------------------------------------------------------
+    Op("sum", rd.sum, TM, out=CAST),
+    Op("mean", rd.mean, TM, out=CAST),
+    Op("prod", rd.prod, TM, out=CAST),
+    Op("max", rd.max, TM, out=CAST),
+    Op("min", rd.min, TM, out=CAST),
+    Op("amax", rd.amax, TM, out=CAST),
+    Op("amin", rd.amin, TM, out=CAST),
+    Op("argmax", rd.argmax, TM, out=EXACT),
+    Op("argmin", rd.argmin, TM, out=EXACT),
+    Op("var", rd.var, TM, out=CAST),
+    Op("std", rd.std, TM, out=CAST),
+    Op("var_mean", cp.var_mean, TORCH),
+    Op("std_mean", cp.std_mean, TORCH),
+    Op("logsumexp", rd.logsumexp, TM, out=CAST),
+    Op("norm", cp.norm, TM, out=CAST),
+    Op("normalize", rd.normalize, FUNCTIONAL),
+    Op("count_nonzero", rd.count_nonzero, TM),
+    Op("any", rd.any, TM, out=CAST),
+    Op("all", rd.all, TM, out=CAST),
+    Op("nansum", rd.nansum, TM),
+    Op("nanmean", rd.nanmean, TM, out=CAST),
+    Op("softmax", cp.softmax, TM | FUNCTIONAL, functional=loss.softmax),
+    Op("log_softmax", cp.log_softmax, TM | FUNCTIONAL, functional=loss.log_softmax),
+    # -- scan, sort ---------------------------------------------------------------------------
+    Op("cumsum", sc.cumsum, TM, out=CAST),
+    Op("cumprod", sc.cumprod, TM, out=CAST),
+    Op("cummax", sc.cummax, TM, out=CAST),
+    Op("cummin", sc.cummin, TM, out=CAST),
+    Op("diff", sc.diff, TM, out=CAST),
+    Op("sort", so.sort, TM, out=CAST),
+    Op("msort", so.sort, METHOD, method=lambda self: so.sort(self, 0).values),
+    Op("argsort", so.argsort, TM),
+    Op("topk", so.topk, TM, out=CAST),
+    Op("unique", so.unique, TM),
+    Op("kthvalue", so.kthvalue, TM, out=CAST),
+    Op("median", so.median, TM),
+    # -- matmul, linalg -----------------------------------------------------------------------
+    Op("matmul", mm.matmul, TM, operator="matmul", reflected=True, out=EXACT),
+    Op("mm", mm.mm, TM, out=EXACT, torch_names={"b": "mat2"}),
+    Op("bmm", mm.bmm, TM, out=EXACT, torch_names={"b": "mat2"}),
+    Op("dot", mm.dot, TM, out=EXACT, torch_names={"b": "tensor"}),
+    Op("einsum", es.einsum, TORCH),
+    Op("addmm", cp.addmm, TM, inplace=BINARY, out=EXACT),
+    Op("baddbmm", cp.baddbmm, TM, inplace=BINARY, out=EXACT),
+    Op("addmv", cp.addmv, TM, out=EXACT),
+    Op("mv", cp.mv, TM, out=EXACT),
+    Op("outer", cp.outer, TM, aliases=("ger",), out=EXACT),
+    Op("linear", mm.linear, FUNCTIONAL),
+    # -- views --------------------------------------------------------------------------------
+    Op("narrow", vw.narrow, TM),
+    Op("select", vw.select, TM),
+    Op("view", vw.view, METHOD),
+    Op("view_as", vw.view, METHOD, method=lambda self, other: vw.view(self, other.shape)),
+    Op("reshape", vw.reshape, TM),
+    Op("reshape_as", vw.reshape, METHOD,
+       method=lambda self, other: vw.reshape(self, other.shape)),
+    Op("ravel", vw.reshape, METHOD, method=lambda self: vw.reshape(self, -1)),
+    Op("permute", vw.permute, TM),
+    Op("transpose", vw.transpose, TM),
+    Op("swapaxes", vw.transpose, METHOD),
+    Op("t", vw.t, TM),
+    Op("expand", vw.expand, METHOD),
+    Op("expand_as", vw.expand, METHOD,
+       method=lambda self, other: vw.expand(self, other.shape)),
+    Op("unsqueeze", vw.unsqueeze, TM),
+    Op("squeeze", vw.squeeze, TM),
+    Op("flatten", vw.flatten, TM | FUNCTIONAL),
+    Op("unflatten", vw.unflatten, TM),
+    Op("split", vw.split, TM, torch_names={"x": "tensor"}),
+    Op("chunk", vw.chunk, TM),
+    Op("unbind", vw.unbind, TM),
+    Op("unfold", vw.unfold, METHOD),
+    Op("as_strided", vw.as_strided, TM),
+    Op("diagonal", vw.diagonal, TM),
+    Op("movedim", vw.movedim, TM),
+    Op("flip", vw.flip, TM),
+    Op("repeat", vw.repeat, METHOD),
+    Op("tile", cp.tile, TM),
+    Op("repeat_interleave", cp.repeat_interleave, TM),
+    Op("broadcast_tensors", cp.broadcast_tensors, TORCH),
+    Op("meshgrid", cp.meshgrid, TORCH),
+    # -- index --------------------------------------------------------------------------------
+    Op("cat", ix.cat, TORCH, aliases=("concat",), out=CAST),
+    Op("stack", ix.stack, TORCH, out=CAST),
+    Op("index_select", ix.index_select, TM, out=CAST),
+    Op("gather", ix.gather, TM, out=CAST),
+    Op("scatter_add", ix.scatter_add, TM),
+    Op("scatter", ix.scatter, TM),
+    Op("roll", ix.roll, TM),
+    Op("tril", ix.tril, TM, inplace=UNARY, out=CAST),
+    Op("triu", ix.triu, TM, inplace=UNARY, out=CAST),
+    Op("nonzero", ix.nonzero, TM, out=EXACT),
+    Op("argwhere", ix.argwhere, TM),
+    Op("index_add", ix.index_add, TM),
+    Op("where", ix.where, TM, out=EXACT, method=lambda self, condition, other: ew.where(
+        condition, self, other)),
+    Op("masked_select", cp.masked_select, TM, out=CAST),
+    Op("index_put", aix.index_put, TM),
+    Op("index_put_", aix.index_put_, METHOD),
+    Op("getitem", aix.getitem, 0, operator="getitem"),
+    Op("setitem", aix.setitem, 0, operator="setitem"),
+    Op("embedding", ix.embedding, FUNCTIONAL),
+    Op("one_hot", ix.one_hot, FUNCTIONAL),
+    # -- conv ---------------------------------------------------------------------------------
+    Op("conv1d", convt.conv1d, FUNCTIONAL),
+    Op("conv2d", conv.conv2d, FUNCTIONAL, functional=OWN),
+    Op("conv_transpose1d", convt.conv_transpose1d, FUNCTIONAL),
+    Op("conv_transpose2d", convt.conv_transpose2d, FUNCTIONAL),
+    # -- pool and resampling ------------------------------------------------------------------
+    Op("max_pool1d", pool.max_pool1d, FUNCTIONAL),
+    Op("max_pool2d", pool.max_pool2d, FUNCTIONAL),
+    Op("avg_pool1d", pool.avg_pool1d, FUNCTIONAL),
+    Op("avg_pool2d", pool.avg_pool2d, FUNCTIONAL),
+    Op("adaptive_avg_pool1d", pool.adaptive_avg_pool1d, FUNCTIONAL),
+    Op("adaptive_avg_pool2d", pool.adaptive_avg_pool2d, FUNCTIONAL),
+    Op("adaptive_max_pool1d", pool.adaptive_max_pool1d, FUNCTIONAL),
+    Op("adaptive_max_pool2d", pool.adaptive_max_pool2d, FUNCTIONAL),
+    Op("interpolate", upsample.interpolate, FUNCTIONAL, aliases=("upsample",)),
+    Op("grid_sample", gs.grid_sample, FUNCTIONAL),
+    Op("affine_grid", gs.affine_grid, FUNCTIONAL),
+    # -- norm ---------------------------------------------------------------------------------
+    Op("batch_norm", norm.batch_norm, FUNCTIONAL),
+    Op("layer_norm", norm.layer_norm, FUNCTIONAL),
+    Op("group_norm", norm.group_norm, FUNCTIONAL),
+    Op("instance_norm", norm.instance_norm, FUNCTIONAL),
+    Op("local_response_norm", norm.local_response_norm, FUNCTIONAL),
+    # -- activation ---------------------------------------------------------------------------
+    Op("relu6", act.relu6, FUNCTIONAL),
+    Op("leaky_relu", act.leaky_relu, FUNCTIONAL),
+    Op("hardtanh", act.hardtanh, FUNCTIONAL),
+    Op("gelu", act.gelu, FUNCTIONAL),
+    Op("silu", act.silu, FUNCTIONAL),
+    Op("elu", act.elu, FUNCTIONAL),
+    Op("hardswish", act.hardswish, FUNCTIONAL),
+    Op("hardsigmoid", act.hardsigmoid, FUNCTIONAL),
+    Op("softplus", act.softplus, FUNCTIONAL),
+    Op("mish", act.mish, FUNCTIONAL),
+    Op("prelu", act.prelu, FUNCTIONAL),
+    Op("logsigmoid", act.logsigmoid, FUNCTIONAL),
+    # -- attention, dropout, padding, shuffles ------------------------------------------------
+    Op("scaled_dot_product_attention", attention.scaled_dot_product_attention, FUNCTIONAL),
+    Op("dropout", do.dropout, FUNCTIONAL),
+    Op("dropout1d", do.dropout1d, FUNCTIONAL),
+    Op("dropout2d", do.dropout2d, FUNCTIONAL),
+    Op("pad", padding.pad, FUNCTIONAL),
+    Op("pixel_shuffle", shuffle.pixel_shuffle, FUNCTIONAL),
+    Op("pixel_unshuffle", shuffle.pixel_unshuffle, FUNCTIONAL),
+    Op("channel_shuffle", shuffle.channel_shuffle, FUNCTIONAL,
+       aliases=("native_channel_shuffle",)),
+    # -- loss ---------------------------------------------------------------------------------
+    Op("cross_entropy", loss.cross_entropy, FUNCTIONAL),
+    Op("nll_loss", loss.nll_loss, FUNCTIONAL),
+    Op("mse_loss", loss.mse_loss, FUNCTIONAL),
+    Op("l1_loss", loss.l1_loss, FUNCTIONAL),
+    Op("smooth_l1_loss", loss.smooth_l1_loss, FUNCTIONAL),
+    Op("huber_loss", loss.huber_loss, FUNCTIONAL),
+    Op("binary_cross_entropy", loss.binary_cross_entropy, FUNCTIONAL),
+    Op("binary_cross_entropy_with_logits", loss.binary_cross_entropy_with_logits, FUNCTIONAL),
+    Op("kl_div", loss.kl_div, FUNCTIONAL),
+)
+
+
+def _face_fn(row: Op, face: int):
+    if face == METHOD:
+        return row.method or row.fn
+    if face == FUNCTIONAL and row.functional is not None:
+        return row.functional
+    return row.fn
+
+
+def face(which: int) -> dict:
+    """``{name: function}`` of a module face (``TORCH`` or ``FUNCTIONAL``), aliases included;
+    the names a face defines itself (``functional=OWN``) are left out (the face keeps its
+    own)."""
+    return {n: _face_fn(row, which) for row in OPS if row.faces & which
+            and not (which == FUNCTIONAL and row.functional == OWN) for n in row.names()}
+
+
+def names(which: int) -> list:
+    """The op names of a face, aliases included, in the table's order (``__all__``'s op
+    part)."""
+    return [n for row in OPS if row.faces & which for n in row.names()]
+
+
+def outs() -> dict:
+    """``{name: exact}`` of the clgrad face's ops that take ``out=`` (aliases included), in the
+    table's order; ``exact``: out must have the result's dtype."""
+    return {n: row.out == EXACT for row in OPS if row.out for n in row.names()}
+
+
+def methods() -> dict:
+    """``{name: function}`` of Tensor's methods from the table (aliases included)."""
+    return {n: _face_fn(row, METHOD) for row in OPS if row.faces & METHOD for n in row.names()}
+
+
+def inplace_variants() -> list:
+    """``[(name, function, kind)]``: Tensor's generic in-place variants (``add_`` from add,
+    ``clip_`` from clamp's alias), kind BINARY or UNARY, over Tensor's function of the row."""
+    return [(n + "_", _face_fn(row, METHOD), row.inplace) for row in OPS if row.inplace
+            for n in row.names()]
+
+
+def torch_names() -> dict:
+    """``{(op, parameter): PyTorch's name}`` of the rows' ``torch_names`` (the argument
+    check's exceptions to its naming rule; ``op``: the implementing function's name)."""
+    return {(row.fn.__name__, p): n for row in OPS if row.torch_names
+            for p, n in row.torch_names.items()}
+
+
+def operators() -> list:
+    """``[(dunder, function, kind)]`` of Tensor's operators: kind "op" (``__add__``: the
+    function), "reflected" (``__radd__``: the function with swapped operands), ALIAS
+    (``__iadd__``: the in-place method of the row, named here) or OWN (``__iand__``: an
+    in-place wrapper under the operator's name)."""
+    out = []
+    for row in OPS:
+        if not row.operator:
+            continue
+        out.append((f"__{row.operator}__", row.fn, "op"))
+        if row.reflected:
+            out.append((f"__r{row.operator}__", row.fn, "reflected"))
+        if row.augmented == ALIAS:
+            out.append((f"__i{row.operator}__", row.name + "_", ALIAS))
+        elif row.augmented == OWN:
+            out.append((f"__i{row.operator}__", row.fn, OWN))
+    return out
