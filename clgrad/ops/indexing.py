@@ -376,7 +376,7 @@ def setitem(x: Tensor, key, value):
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
             (not isinstance(value, Tensor) or value.numel() == 1):
         # x[mask] = scalar: a where() on the device, no host read of the mask
-        same_device("setitem", x, key)
+        one_device("setitem", (x, key, value))  # a 1-element value of one dim: no exemption
         v = value.reshape(()) if isinstance(value, Tensor) else \
             creation.tensor(value, dtype=x.dtype, device=x._storage.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))
