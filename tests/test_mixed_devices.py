@@ -558,3 +558,30 @@ def test_pack_padded_sequence_lengths_follow_pytorch(devices, monkeypatch):
     with pytest.raises(RuntimeError, match="'lengths' argument should be a 1D CPU int64 "
                                            "tensor, but got 1D .* Long tensor"):
         pack_padded_sequence(x, gpu_lengths)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf")])
+def test_clip_grad_norm_over_two_devices(devices, norm_type):
+    """PyTorch's clip_grad_norm_ takes gradients on several devices (norms per device, the
+    total on the first gradient's device): so does clgrad; values from NumPy and PyTorch."""
+    a, other = devices
+    gv = [np.array([3.0, -4.0], np.float32), np.array([[12.0], [-1.0]], np.float32)]
+    p = clgrad.nn.Parameter(clgrad.zeros(2))
+    q = clgrad.nn.Parameter(clgrad.zeros(2, 1, device=other))
+    p.grad, q.grad = clgrad.tensor(gv[0]), clgrad.tensor(gv[1], device=other)
+    total = clgrad.nn.utils.clip_grad_norm_([p, q], 5.0, norm_type)
+    flat = np.concatenate([g.ravel() for g in gv]).astype(np.float64)
+    want = np.abs(flat).max() if np.isinf(norm_type) else np.sqrt((flat ** 2).sum())
+    assert total.device.opencl is a
+    np.testing.assert_allclose(total.item(), want, rtol=1e-6)
+    coef = min(1.0, 5.0 / (want + 1e-6))
+    np.testing.assert_allclose(p.grad.numpy(), gv[0] * coef, rtol=1e-6)
+    np.testing.assert_allclose(q.grad.numpy(), gv[1] * coef, rtol=1e-6)
+    assert q.grad.device.opencl is other
+    torch = pytest.importorskip("torch")
+    tp = [torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(2, 1))]
+    for t, g in zip(tp, gv):
+        t.grad = torch.tensor(g)
+    t_total = torch.nn.utils.clip_grad_norm_(tp, 5.0, norm_type)
+    np.testing.assert_allclose(total.item(), t_total.item(), rtol=1e-6)
+    np.testing.assert_allclose(q.grad.numpy(), tp[1].grad.numpy(), rtol=1e-6)
