@@ -585,3 +585,24 @@ def test_clip_grad_norm_over_two_devices(devices, norm_type):
     t_total = torch.nn.utils.clip_grad_norm_(tp, 5.0, norm_type)
     np.testing.assert_allclose(total.item(), t_total.item(), rtol=1e-6)
     np.testing.assert_allclose(q.grad.numpy(), tp[1].grad.numpy(), rtol=1e-6)
+
+
+def test_only_a_cpu_zero_dim_tensor_joins(devices, monkeypatch):
+    """With the other device a GPU (its ``type`` says so): a 0-dim CPU tensor joins a GPU
+    tensor, as PyTorch (``gpu_x * cpu_two``), but a 0-dim GPU tensor does not join CPU
+    tensors (PyTorch raises too), and is refused before any launch."""
+    a, other = devices
+    monkeypatch.setattr(other, "type", "cuda")
+    g = clgrad.tensor([1.0, 2.0], device=other)
+    two = clgrad.tensor(2.0)
+    for y in (g * two, clgrad.where(g > 1, g, two), g.clamp(max=clgrad.tensor(1.5))):
+        assert y.device.opencl is other
+    np.testing.assert_array_equal((g * two).numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(clgrad.where(g > 1, g, two).numpy(), [2.0, 2.0])
+    x, g0, mask = clgrad.tensor([1.0, 2.0]), clgrad.tensor(2.0, device=other), bools(2)
+    launches = launch_count()
+    for call in (lambda: x * g0, lambda: clgrad.where(mask, x, g0), lambda: x.add_(g0),
+                 lambda: clgrad.mul(x, g0), lambda: x.clamp(max=g0)):
+        with pytest.raises(RuntimeError, match=MATCH):
+            call()
+    assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0
