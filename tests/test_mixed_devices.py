@@ -606,3 +606,28 @@ def test_only_a_cpu_zero_dim_tensor_joins(devices, monkeypatch):
         with pytest.raises(RuntimeError, match=MATCH):
             call()
     assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0
+
+
+def test_parameters_to_vector_and_back_with_two_devices(devices):
+    """PyTorch's _check_param_device: parameters on two devices raise TypeError (its
+    message), before anything is written; a vec of another device is copied over (clgrad
+    keeps parameters on their device). Values from NumPy and PyTorch."""
+    from clgrad.nn.utils import parameters_to_vector, vector_to_parameters
+    a, other = devices
+    p = clgrad.nn.Parameter(clgrad.tensor([1.0, 2.0]))
+    q = clgrad.nn.Parameter(clgrad.tensor([[3.0]], device=other))
+    msg = "Found two parameters on different devices, this is currently not supported"
+    with pytest.raises(TypeError, match=msg):
+        parameters_to_vector([p, q])
+    with pytest.raises(TypeError, match=msg):
+        vector_to_parameters(clgrad.zeros(3), [p, q])
+    assert p.tolist() == [1.0, 2.0] and q.tolist() == [[3.0]]
+    r = clgrad.nn.Parameter(clgrad.tensor([[0.0]]))
+    vector_to_parameters(clgrad.tensor([5.0, 6.0, 7.0], device=other), [p, r])
+    assert p.tolist() == [5.0, 6.0] and r.tolist() == [[7.0]] and p.device.opencl is a
+    np.testing.assert_array_equal(parameters_to_vector([p, r]).numpy(), [5.0, 6.0, 7.0])
+    torch = pytest.importorskip("torch")
+    tp, tr = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(1, 1))
+    torch.nn.utils.vector_to_parameters(torch.tensor([5.0, 6.0, 7.0]), [tp, tr])
+    np.testing.assert_array_equal(parameters_to_vector([p, r]).numpy(),
+                                  torch.nn.utils.parameters_to_vector([tp, tr]).detach().numpy())
