@@ -631,3 +631,25 @@ def test_parameters_to_vector_and_back_with_two_devices(devices):
     torch.nn.utils.vector_to_parameters(torch.tensor([5.0, 6.0, 7.0]), [tp, tr])
     np.testing.assert_array_equal(parameters_to_vector([p, r]).numpy(),
                                   torch.nn.utils.parameters_to_vector([tp, tr]).detach().numpy())
+
+
+def test_module_to_moves_gradients(devices):
+    """Module.to moves (and casts) each parameter's gradient with it, as PyTorch: an
+    optimizer step after model.to(device) finds them there (they were dropped)."""
+    a, other = devices
+    m = clgrad.nn.Linear(2, 1)
+    wv = m.weight.detach().numpy().astype(np.float64)
+    m(clgrad.tensor([[1.0, -2.0]])).sum().backward()
+    m.to(other)
+    assert m.weight.device.opencl is other and m.weight.grad.device.opencl is other
+    np.testing.assert_array_equal(m.weight.grad.numpy(), [[1.0, -2.0]])
+    clgrad.optim.SGD(m.parameters(), lr=0.5).step()
+    np.testing.assert_allclose(m.weight.detach().numpy(), wv - 0.5 * np.array([[1.0, -2.0]]),
+                               rtol=1e-6)
+    m.double()
+    assert m.weight.grad.dtype == clgrad.float64 and m.bias.grad.tolist() == [1.0]
+    torch = pytest.importorskip("torch")
+    t = torch.nn.Linear(2, 1)
+    t(torch.tensor([[1.0, -2.0]])).sum().backward()
+    t.double()
+    assert t.weight.grad.dtype == torch.float64 and t.bias.grad.tolist() == [1.0]
