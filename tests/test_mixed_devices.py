@@ -367,9 +367,10 @@ def test_two_devices_raise_before_any_launch(name, devices):
         moved = [_moved(t, other if j == i else t._storage.device) for j, t in enumerate(inputs)]
         before = [(t.numpy().copy(), t._version) for t in moved]
         launches = launch_count()
-        with pytest.raises(RuntimeError, match=match):
+        with pytest.raises(RuntimeError, match=match) as err:
             call(*moved)
         assert launch_count() == launches, f"{name}: input {i} on another device: a launch ran"
+        assert "reached it" not in str(err.value), f"{name}: only the launch layer caught it"
         for t, (v, version) in zip(moved, before):
             assert t._version == version and t.grad is None, (name, i)
             np.testing.assert_array_equal(t.numpy(), v)
