@@ -488,7 +488,8 @@ def test_every_multi_tensor_op_is_covered():
 def test_launch_names_the_kernel_a_foreign_buffer_reaches(devices):
     """The launch layer's safety net, for an op that missed its check: OpenCL's
     INVALID_MEM_OBJECT (a buffer of another context) becomes a RuntimeError naming the kernel,
-    on both launch paths (launch_1d's planned launch_split and Device.launch)."""
+    on every launch path (launch_1d's planned launch_split, Device.launch, a capture's
+    recording)."""
     from clgrad.ops import _util
     a, other = devices
     foreign = clgrad.tensor([1.0, 2.0, 3.0], device=other)
@@ -503,6 +504,11 @@ def test_launch_names_the_kernel_a_foreign_buffer_reaches(devices):
         _util._launch_args(a, fill, 3, foreign, (), (np.float32(7.0),))  # through launch()
     np.testing.assert_array_equal(out.numpy(), np.zeros(3, np.float32))
     np.testing.assert_array_equal(foreign.numpy(), np.array([1.0, 2.0, 3.0], np.float32))
+    g = clgrad.capture.CUDAGraph()  # a capture records the launch: the same message
+    with pytest.raises(RuntimeError, match=r"kernel 'copy' on .*another device reached it"):
+        with clgrad.capture.graph(g):
+            _util.launch_1d("copy.cl", "copy", {"S": "float", "D": "float"}, out, (foreign,))
+    np.testing.assert_array_equal(out.numpy(), np.zeros(3, np.float32))
     _util.launch_1d("copy.cl", "copy", {"S": "float", "D": "float"}, out, (foreign.to(a),))
     np.testing.assert_array_equal(out.numpy(), np.array([1.0, 2.0, 3.0], np.float32))
 
