@@ -25,6 +25,7 @@ from clgrad.ops import registry
 from clgrad.ops import scan as sc
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
+from clgrad.ops._util import one_device as _one_device
 from clgrad.runtime import Device
 from clgrad.tensor import Tensor
 
@@ -101,6 +102,8 @@ def _inplace_binary(fn, name):
     def method(self, other, *args, **kwargs):
         if not args and not kwargs and ip.scalar_inplace(name, self, other):
             return self  # self OP= number in one launch (see there)
+        if args or kwargs:  # lerp_'s weight, addcmul_'s tensor2: inplace checks self, other
+            _one_device(name, (self, other, *args), kwargs)
         return ip.inplace(name, self, lambda s, o: fn(s, o, *args, **kwargs), other)
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``: writes the result into self; returns self."
@@ -113,6 +116,8 @@ def _inplace_unary(fn, name):
             out = ip.output_inplace(name, self, fn)
             if out is not None:
                 return out
+        else:  # clamp_'s bounds
+            _one_device(name, (self, *args), kwargs)
         return ip.inplace(name, self, lambda s: fn(s, *args, **kwargs))
     method.__name__ = name
     method.__doc__ = f"In-place ``{fn.__name__}``; returns self."

@@ -431,12 +431,16 @@ class CUDAGraph:
             else:
                 other.append((i, a))
                 self._keep.append(a)
-        for i, a in other:
-            k.set_arg(i, a)
-        if mem:
-            k._set_arg_multi(tuple(mem))
-        if val:
-            k._set_arg_buf_multi(tuple(val))
+        try:
+            for i, a in other:
+                k.set_arg(i, a)
+            if mem:
+                k._set_arg_multi(tuple(mem))
+            if val:
+                k._set_arg_buf_multi(tuple(val))
+        except cl.Error as e:  # a tensor of another device: as Device.launch says it
+            dev._raise_foreign(k, e)
+            raise
         pend, self._pending = self._pending, None
         if pend is not None and len(pend[1]) <= len(args) and all(
                 a is b for a, b in zip(args[len(args) - len(pend[1]):], pend[1])):

@@ -324,14 +324,19 @@ class Tensor:
 
     @grad.setter
     def grad(self, value):
-        """Replace the gradient: None, or a Tensor of this shape (TypeError / RuntimeError
-        otherwise)."""
+        """Replace the gradient: None, or a Tensor of this shape on this tensor's device
+        (TypeError / RuntimeError otherwise, as PyTorch)."""
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: expected a Tensor or None, got {type(value).__name__}")
             if tuple(value.shape) != tuple(self.shape):
                 raise RuntimeError(f"grad: expected shape {tuple(self.shape)}, got "
                                    f"{tuple(value.shape)}")
+            if value._storage.device is not self._storage.device:
+                raise RuntimeError(f"grad: attempting to assign a gradient on device "
+                                   f"{value.device} to a tensor on device {self.device}. Please "
+                                   f"ensure that the gradient and the tensor are on the same "
+                                   f"device")
         self._grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":

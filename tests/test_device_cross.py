@@ -3,9 +3,10 @@ load_state_dict, tensor(t)), autograd through them, and machines whose default d
 or that have no CPU device at all.
 
 This machine has two OpenCL CPU devices (Intel's runtime, "cpu", and PoCL, "cpu:1"): the
-cross-device tests run for real on them. The GPU-machine cases run in a subprocess with
-CLGRAD_TEST_AS_GPU (tests/conftest.py), which makes the runtime treat PoCL (or every device)
-as a GPU.
+cross-device tests run for real on them; where PoCL does not work, on "cpu" and a second Device
+of its own context on the same OpenCL device (``_two_devices``). The GPU-machine cases run in
+a subprocess with CLGRAD_TEST_AS_GPU (tests/conftest.py), which makes the runtime treat PoCL
+(or every device) as a GPU.
 """
 import importlib.util
 import subprocess
@@ -21,14 +22,25 @@ from subproc import checkout_env
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _two_devices():
+_SECOND = []  # the stand-in second device, made once
+
+
+def _two_devices(pocl=False):
+    """("cpu", a second device): PoCL where it works, else (unless ``pocl``: the subprocess
+    tests that make PoCL a "GPU") a second Device of its own context on the same OpenCL device,
+    index 1, whose buffers are foreign to the first one's kernels as a GPU's are."""
     a = clgrad.runtime.get_device("cpu")
     try:
         b = clgrad.runtime.get_device("pocl")
     except clgrad.DeviceError:
-        pytest.skip("needs a second OpenCL device (PoCL)")
+        b = a
     if b is a:
-        pytest.skip("needs a second OpenCL device (PoCL)")
+        if pocl:
+            pytest.skip("needs a second OpenCL device (PoCL)")
+        if not _SECOND:
+            _SECOND.append(clgrad.runtime.Device(a.cl_device, a.platform_index, a.device_index,
+                                                 index=1))
+        b = _SECOND[0]
     return a, b
 
 
@@ -163,7 +175,7 @@ def test_gpu_default_machine_runs_cpu_checkpoints():
     """Default device a "GPU" (PoCL here; CLGRAD_DEVICE=cuda or set_default_device('cuda')),
     "cpu" another device: the two torch_format tests that failed on the H200, plus moves and
     autograd between them."""
-    _two_devices()
+    _two_devices(pocl=True)
     env = checkout_env(CLGRAD_TEST_AS_GPU="pocl",
                CLGRAD_DEVICE="cuda")
     tests = ["tests/test_torch_format.py::test_shipped_state_dict_loads_into_a_clgrad_model",
@@ -198,7 +210,7 @@ def test_gpu_machine_creates_on_cpu_as_pytorch():
     "cpu" as in PyTorch (dcgan/vae/mnist_forward_forward with device("cpu") failed on the
     H200), while "cuda", torch.cuda and torch.accelerator find the GPU and the training job's
     fastest_device takes it. No kernel runs on the "GPU"."""
-    _two_devices()
+    _two_devices(pocl=True)
     r = _run("import clgrad as torch\n"
              "from clgrad.utils.data import DataLoader, TensorDataset\n"
              "assert torch.default_device().kind == 'cpu'\n"

@@ -429,6 +429,9 @@ def _roots_and_grads(tensors, grad_tensors, op):
         if tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
+        if g._storage.device is not t._storage.device:  # PyTorch's validate_outputs
+            raise RuntimeError(f"{op}: invalid gradient at index {i} - expected device "
+                               f"{t.device} but got {g.device}")
         if g.dtype is not t.dtype:
             g = g.to(t.dtype)
         fn = t.grad_fn
@@ -441,10 +444,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Compute gradients of ``tensors`` w.r.t. the leaves and accumulate them into ``.grad``.
 
     ``grad_tensors``: one gradient per tensor, same shape; None is allowed only for tensors
-    with one element (implicit gradient 1). Raises RuntimeError when a tensor does not require
-    grad, on a second backward through freed Nodes, or on a saved tensor modified in place;
-    NotImplementedError (a RuntimeError) for ``create_graph=True`` (backward runs under
-    no_grad here: no higher-order gradients) and for ``inputs=`` (use autograd.grad).
+    with one element (implicit gradient 1), on the tensor's device. Raises RuntimeError when
+    a tensor does not require grad, a gradient is on another device, on a second backward
+    through freed Nodes, or on a saved tensor modified in place; NotImplementedError (a
+    RuntimeError) for ``create_graph=True`` (backward runs under no_grad here: no
+    higher-order gradients) and for ``inputs=`` (use autograd.grad).
     """
     _no_create_graph("backward", create_graph)
     if inputs is not None:

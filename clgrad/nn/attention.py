@@ -12,6 +12,7 @@ from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
 from clgrad.ops import loss
 from clgrad.ops import matmul as mm
+from clgrad.ops._util import same_device
 from clgrad.ops.attention import _apply_mask
 
 __all__ = ["MultiheadAttention"]
@@ -68,7 +69,11 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        """See the class docstring. Returns (attn_output, attn_weights or None)."""
+        """See the class docstring. Returns (attn_output, attn_weights or None).
+        Raises RuntimeError, before any launch, for tensors (masks and weights included) of
+        two devices."""
+        same_device("MultiheadAttention", query, key, value, self.in_proj_weight,
+                    key_padding_mask, attn_mask)
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = (t.unsqueeze(1) for t in (query, key, value))

@@ -521,7 +521,8 @@ class Module:
 
     # -- device and dtype -----------------------------------------------------------------------
     def _apply(self, fn):
-        """Replace every parameter's and buffer's data by ``fn(data)``, keeping the objects."""
+        """Replace every parameter's and buffer's data by ``fn(data)``, keeping the objects;
+        a gradient becomes ``fn(grad)`` (moved and cast with its tensor, as PyTorch's)."""
         for m in self.modules():
             for store in (m._parameters, m._buffers):
                 for name, t in store.items():
@@ -531,8 +532,9 @@ class Module:
                     if new is t or (new._storage is t._storage and new.shape == t.shape):
                         continue
                     new = ew.contiguous(new, force_copy=new._base is not None)
+                    g = t._grad
                     t._set_data(new)
-                    t._grad = None
+                    t._grad = None if g is None else fn(g)
         return self
 
     def to(self, *args, **kwargs):

@@ -10,7 +10,7 @@ from clgrad.nn import functional as F
 from clgrad.nn.module import Module, Parameter
 from clgrad.ops import elementwise as ew
 from clgrad.ops import norm
-from clgrad.ops._util import bump_version
+from clgrad.ops._util import bump_version, same_device
 from clgrad.tensor import Tensor
 
 __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
@@ -92,6 +92,7 @@ class BatchNorm2d(Module):
         nbt = self.num_batches_tracked
         if self.training and self.track_running_stats and nbt is not None:
             if self.momentum is None or not _counts_in_launch(nbt, x):
+                same_device(type(self).__name__, x, nbt)  # before counting the batch
                 with no_grad():
                     nbt.add_(1)  # one launch (ops/inplace.scalar_inplace)
                 if self.momentum is None:  # cumulative moving average: the count on the host

@@ -24,6 +24,7 @@ from clgrad.nn import init
 from clgrad.nn.module import Module, Parameter
 from clgrad.nn.utils.rnn import PackedSequence
 from clgrad.ops.index import cat, index_select, stack
+from clgrad.ops._util import same_device
 from clgrad.ops.matmul import linear
 from clgrad.tensor import Tensor
 
@@ -211,12 +212,16 @@ class RNNBase(Module):
                  PackedSequence, h_n like hx (LSTM: (h_n, c_n)))
         Dtypes:  input's dtype must be the weights' (ValueError)
         Raises:  ValueError for an input not 2-D or 3-D; RuntimeError for a wrong input size
-                 or hidden shape (PyTorch's messages)
+                 or hidden shape (PyTorch's messages), or for input, hx and the weights not
+                 all on one device
         """
         lstm = self.mode == "LSTM"
         name = {"LSTM": "LSTM", "GRU": "GRU"}.get(self.mode, "RNN")
         packed = isinstance(input, PackedSequence)
         unbatched = False
+        hxs = hx if isinstance(hx, (tuple, list)) else (hx,)
+        same_device(name, input.data if packed else input, *self._flat_weights,
+                    *(h for h in hxs if isinstance(h, Tensor)))  # before any launch
         if packed:
             data, sizes_t, sorted_idx, unsorted_idx = input
             sizes = [int(s) for s in sizes_t.tolist()]
@@ -394,6 +399,7 @@ class RNNCellBase(Module):
         if x.dtype != self.weight_ih.dtype:
             raise ValueError(f"{cls}: input dtype ({x.dtype}) does not match weight dtype "
                              f"({self.weight_ih.dtype})")
+        same_device(cls, x, self.weight_ih, *(s for s in states if isinstance(s, Tensor)))
         batched = x.ndim == 2
         x = x if batched else x.unsqueeze(0)
         out = []

@@ -147,6 +147,35 @@ def same_device(op: str, *tensors):
                                    f"at least two devices, {names}; move them with .to()")
 
 
+def one_device(op: str, args, kwargs=None):
+    """Raise ``same_device``'s RuntimeError, before anything runs, when the tensors of a call
+    (``args`` and the values of ``kwargs``) live on different devices. As PyTorch, a 0-dim
+    tensor on a CPU device may join tensors of another device (``gpu_x * cpu_two``: the
+    elementwise ops copy it over; ops that cannot take it check it themselves); ``out`` (or
+    each of a tuple of outs) is never exempt. The faces' argument check
+    (``check_tensor_args``) and ``inplace`` call it at every entry."""
+    dev = None
+    for t in _joined(args, kwargs):
+        if dev is None:
+            dev = t._storage.device
+        elif t._storage.device is not dev:
+            same_device(op, *_joined(args, kwargs))
+
+
+def _joined(args, kwargs):
+    """The tensors of a call that must share one device (see ``one_device``)."""
+    for v in args:
+        if isinstance(v, Tensor) and (v._shape or v._storage.device.type != "cpu"):
+            yield v
+    if kwargs:
+        for k, v in kwargs.items():
+            if k == "out":
+                yield from (o for o in (v if isinstance(v, (list, tuple)) else (v,))
+                            if isinstance(o, Tensor))
+            elif isinstance(v, Tensor) and (v._shape or v._storage.device.type != "cpu"):
+                yield v
+
+
 def launch_items(file: str, name: str, x, total: int, *args):
     """Launch kernel ``name`` of ``kernels/<file>`` (built for x's dtype, on x's device) over
     ``total`` work items in groups of LOCAL, passing ``np.int64(total)`` then ``args``;
@@ -329,6 +358,8 @@ _NUMBER_OK = frozenset({"Tensor | float", "float | Tensor"})  # a Tensor or a Py
 _TORCH_NAME = {"x": "input", "a": "input", "b": "other", "cond": "condition", "probs": "input"}
 _TORCH_NAME_OF = {("clgrad.linalg", "vector_norm", "x"): "x",
                   ("clgrad.linalg", "matrix_norm", "x"): "A", ("clgrad.linalg", "norm", "x"): "A"}
+# Public ops whose tensors may live on different devices: they compute nothing from them.
+_ANY_DEVICES = frozenset({"result_type"})
 # Unannotated parameters of these names take a Tensor or a number (add(a, b), where(cond, a, b)).
 _TENSOR_OR_NUMBER = frozenset({"a", "b"})
 
@@ -370,7 +401,8 @@ def check_tensor_args(namespace: dict, module: str, method_of=None, torch_names=
     clgrad.linalg); each function defined in clgrad.ops.*, clgrad.creation or ``module`` with
     checked parameters (see ``tensor_params``) is replaced there by a wrapper that checks
     them before the op runs and raises PyTorch's message with PyTorch's parameter name,
-    ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray``. With
+    ``relu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray``, and
+    PyTorch's RuntimeError for tensors of two devices (``one_device``). With
     ``method_of`` (a class), ``namespace`` is that class's method table: the first parameter
     is self, not checked, and positions count from the one after it (``x.add(arr)``: argument
     'other' (position 1)). ``torch_names``: PyTorch's parameter names where they differ from
@@ -409,6 +441,7 @@ def _checked(fn, module, method=False, torch_names=None):
     if not checks:
         return fn
     op = fn.__name__
+    any_device = op in _ANY_DEVICES
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -428,6 +461,8 @@ def _checked(fn, module, method=False, torch_names=None):
                 continue
             raise TypeError(f"{op}(): argument '{torch_name}'{where} must be Tensor, not "
                             f"{_type_name(v)}")
+        if not any_device:
+            one_device(op, args, kwargs)  # tensors of two devices: before anything runs
         return fn(*args, **kwargs)
     wrapper.__module__ = module  # pickle finds the wrapper under its public name
     wrapper.__wrapped_checks__ = checks

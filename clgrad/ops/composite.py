@@ -21,6 +21,7 @@ from clgrad.ops import linalg
 from clgrad.ops import loss
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
+from clgrad.ops._util import same_device
 from clgrad.tensor import Tensor
 
 __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
@@ -204,9 +205,11 @@ def broadcast_tensors(*tensors):
 def meshgrid(*tensors, indexing: str | None = None):
     """Coordinate grids from 1-D tensors: N tensors of shape (n1, ..., nN) ('ij', PyTorch's
     default) or with the first two dims swapped ('xy'); stride-0 views of the inputs.
-    Raises RuntimeError for a tensor that is not 0-D or 1-D, ValueError for another
+    Raises RuntimeError for a tensor that is not 0-D or 1-D or tensors of two devices (as
+    PyTorch), ValueError for another
     indexing, TypeError (PyTorch's message) for an argument that is not a Tensor."""
     tensors = _tensor_seq(tensors)
+    same_device("meshgrid", *tensors)
     indexing = indexing or "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: expected indexing 'ij' or 'xy', got {indexing!r}")
@@ -238,7 +241,8 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None) -> Tensor
     1-D tensor of one count per element); no dim: of the flattened input. A single tensor
     argument ``repeat_interleave(counts)`` gives arange(len(counts)) repeated by counts.
     Grad: input (summed back over the copies). Counts are read on the host.
-    Raises RuntimeError for negative counts or a count tensor of the wrong length; TypeError
+    Raises RuntimeError for negative counts, a count tensor of the wrong length or on another
+    device than input; TypeError
     (PyTorch's message) for an input that is not a Tensor ('repeats' in the one-argument form).
     """
     from clgrad import creation
@@ -254,6 +258,7 @@ def repeat_interleave(input, repeats=None, dim=None, output_size=None) -> Tensor
         counts = input.numpy().astype(np.int64).reshape(-1)
         idx = np.repeat(np.arange(counts.size), counts)
         return creation.tensor(idx, dtype=dtypes.int64, device=input.device)
+    same_device("repeat_interleave", input, repeats)  # PyTorch: index_select's check
     if dim is None:
         input, dim = input.reshape(-1), 0
     d = layout.wrap_dim(dim, input.ndim, "repeat_interleave")

@@ -15,7 +15,7 @@ from clgrad.autograd import record
 from clgrad.ops import conv as _conv
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
-from clgrad.ops._util import empty
+from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Problem, raw, v5
 from clgrad.tensor import Tensor
 
@@ -31,7 +31,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
              H' = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1
     Grad:    input (a conv2d of the output gradient), weight, bias.
     Raises:  RuntimeError for inconsistent shapes or groups, output_padding not smaller than
-             stride or dilation, or a non-positive output size; TypeError for non-tensors.
+             stride or dilation, a non-positive output size, or tensors of two devices;
+             TypeError for non-tensors.
     """
     for name, t in (("input", input), ("weight", weight)):
         if not isinstance(t, Tensor):
@@ -79,6 +80,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"conv_transpose2d: expected bias of shape ({cout},) and dtype "
                            f"{input.dtype}, got {getattr(bias, 'shape', bias)!r} "
                            f"{getattr(bias, 'dtype', '')}")
+    same_device("conv_transpose2d", input, weight, bias)  # _check's conv2d has no bias
     out = empty((x4.shape[0], cout, oh, ow), input.dtype, input._storage.device)
     empty_sum = out.numel() == 0 or x4.numel() == 0
     if not empty_sum:

@@ -17,7 +17,7 @@ from clgrad.autograd import record
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, full, launch_1d,
-                              same_device, scalar, zeros)
+                              one_device, same_device, scalar, zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -876,8 +876,9 @@ def where(cond: Tensor, a, b) -> Tensor:
     kind; where(c, 1, 0) is int64, where(c, 1.0, 0) float32); cond bool (or uint8, nonzero
     meaning True: PyTorch's deprecated form).
     Raises TypeError for a cond that is not a Tensor or an a/b neither Tensor nor number;
-    RuntimeError for a cond of another dtype (PyTorch's message), or a number that does not
-    fit the result dtype (int8 with 300).
+    RuntimeError for a cond of another dtype (PyTorch's message), a number that does not
+    fit the result dtype (int8 with 300), or tensors of two devices (a 0-dim one on a CPU
+    device joins the others', as PyTorch).
     """
     if not isinstance(cond, Tensor):
         raise TypeError(f"where: expected condition to be a Tensor, got {type(cond).__name__}")
@@ -889,11 +890,13 @@ def where(cond: Tensor, a, b) -> Tensor:
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"where: expected a Tensor or a number, got {type(v).__name__}")
     dt = dtypes.result_type(a, b)
-    dev = (a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond)._storage.device
-    a, b = (to(v, dt) if isinstance(v, Tensor) else _scalar_tensor("where", v, dt, dev)
-            for v in (a, b))
-    same_device("where", cond, a, b)
-    cond = to(cond, dtypes.bool_)
+    ts = [v for v in (a, b, cond) if isinstance(v, Tensor)]
+    one_device("where", ts)  # before any launch; a 0-dim tensor on a CPU device joins (torch)
+    dev = next((t._storage.device for t in ts if t._shape or t._storage.device.type != "cpu"),
+               ts[0]._storage.device)
+    a, b = (to_device(to(v, dt), dev) if isinstance(v, Tensor) else
+            _scalar_tensor("where", v, dt, dev) for v in (a, b))
+    cond = to(to_device(cond, dev), dtypes.bool_)
     shape = layout.broadcast_shapes(cond.shape, a.shape, b.shape, op="where")
     out = empty(shape, dt, a._storage.device)
     launch_1d(_FILE, "where_op", defines_for(dt), out,

@@ -293,9 +293,10 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (PyTorch's scatter_add).
 
-    Raises:  RuntimeError when src's dtype is not x's (PyTorch's message)
+    Raises:  RuntimeError when src's dtype is not x's (PyTorch's message) or src, index and x
+             are not all on one device
     """
-    _check_src_dtype(x, src)
+    _check_src_dtype(x, src, "scatter_add")
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
     index = _check_index("scatter_add", index, x.shape[d], d, data=x)
     out = ew.clone(x)
@@ -311,9 +312,11 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 # -- scatter, roll, triangles, nonzero -----------------------------------------------------------
 
-def _check_src_dtype(x: Tensor, src):
+def _check_src_dtype(x: Tensor, src, op: str = "scatter"):
     """PyTorch's scatter/scatter_add rule: a src tensor has exactly x's dtype (no cast; a
-    number src is cast)."""
+    number src is cast) and lives on x's device (RuntimeError otherwise)."""
+    if isinstance(src, Tensor):
+        same_device(op, x, src)
     if isinstance(src, Tensor) and src.dtype is not x.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
                            f"{dtypes.torch_name(x.dtype)} for self and "
@@ -321,7 +324,7 @@ def _check_src_dtype(x: Tensor, src):
 
 
 def _scatter_checks(op, x: Tensor, d: int, index: Tensor, src):
-    _check_src_dtype(x, src)
+    _check_src_dtype(x, src, op)
     if index.numel() and index.ndim != x.ndim:
         raise RuntimeError(f"{op}: expected an index with as many dims as self ({x.ndim}), got "
                            f"{index.ndim}")
@@ -546,7 +549,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1) -> Te
     Dtypes:  source must have x's dtype; index an integer type
     Grad:    x: g; source: alpha * g.index_select(dim, index) (repeated indices add up)
     Raises:  IndexError for an index outside [0, S[dim]) or of more than 1 dim, or a dim out of
-             range; RuntimeError for mismatched shapes or dtypes
+             range; RuntimeError for mismatched shapes or dtypes, or tensors of two devices
     Kernels: kernels/index.cl :: scatter_add_dim (via scatter_add)
     """
     for name, t in (("input", x), ("index", index), ("source", source)):
@@ -556,6 +559,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1) -> Te
     if index.ndim > 1:
         raise IndexError(f"index_add: index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
+    same_device("index_add", x, index, source)
     if source.dtype is not x.dtype:
         raise RuntimeError(f"index_add: self ({x.dtype}) and source ({source.dtype}) must have "
                            f"the same scalar type")

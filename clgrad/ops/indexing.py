@@ -16,7 +16,8 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace
 from clgrad.ops import views
 from clgrad.ops.views import _is_int_like
-from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, same_device
+from clgrad.ops._util import (bump_version, defines_for, empty, launch_1d, one_device,
+                              same_device)
 from clgrad.tensor import Tensor
 
 __all__ = ["getitem", "advanced_getitem", "setitem", "index_put_", "index_put"]
@@ -274,7 +275,9 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     p = _plan(x, key, op)
     if not isinstance(values, Tensor):
         values = creation.tensor(values, dtype=x.dtype, device=x._storage.device)
-    same_device(op, x, values)
+    one_device(op, (x, values))
+    if values._storage.device is not x._storage.device:
+        values = ew.to_device(values, x._storage.device)  # 0-dim on a CPU device: PyTorch's
     try:
         layout.broadcast_shapes(values.shape, p.shape, op=op)
         if values.ndim > len(p.shape) or any(v not in (1, s) for v, s in
@@ -346,6 +349,8 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
 
 def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """An out-of-place index_put_: a copy of ``x`` with ``values`` written (or added)."""
+    if isinstance(values, Tensor):
+        one_device("index_put", (x, values))  # before the clone
     return index_put_(ew.clone(x), indices, values, accumulate)
 
 
@@ -371,7 +376,7 @@ def setitem(x: Tensor, key, value):
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
             (not isinstance(value, Tensor) or value.numel() == 1):
         # x[mask] = scalar: a where() on the device, no host read of the mask
-        same_device("setitem", x, key)
+        one_device("setitem", (x, key, value))  # a 1-element value of one dim: no exemption
         v = value.reshape(()) if isinstance(value, Tensor) else \
             creation.tensor(value, dtype=x.dtype, device=x._storage.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))

@@ -31,7 +31,7 @@ from __future__ import annotations
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
-                              full, launch_1d, same_device, scalar, zeros)
+                              full, launch_1d, one_device, same_device, scalar, zeros)
 from clgrad.ops import index
 from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
 from clgrad.tensor import Tensor
@@ -97,8 +97,11 @@ def inplace(op: str, self: Tensor, fn, *others):
     Long" (PyTorch's) where ``dtypes.can_cast`` forbids it: floating into integer or bool,
     integer into bool (bool ``b += 1``, int ``x *= 2.5``, int ``x.clamp_(2.5)``).
     Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
-    that requires grad (what it is a function of was not recorded; PyTorch raises too).
+    that requires grad (what it is a function of was not recorded; PyTorch raises too), and
+    for tensors of two devices among self and ``others`` (``_util.one_device``: a 0-dim
+    operand on a CPU device may join, as PyTorch) before ``fn`` runs.
     """
+    one_device(op, (self, *others))  # before fn runs anything
     _check_inplace_target(op, self)
     root = self._base if self._base is not None else self
     grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
@@ -334,13 +337,16 @@ def _call_with_out(op, fn, args, kwargs, out, defaults, exact):
     """``fn(*args, **kwargs)`` written into ``out`` (a Tensor, or a tuple of them for ops with
     several results), as PyTorch: RuntimeError when grad mode is on and an argument or out
     requires grad; a factory or an op with a ``dtype`` argument computes in out's dtype (and a
-    factory on out's device); the result's dtype must be castable to out's (its exact dtype
-    for matmul-like ops, clamp, where, argmax); out is resized to the result's shape (with
-    PyTorch's deprecation warning when it had elements; a view cannot be resized). Returns
-    out (a namedtuple of outs for such results)."""
+    factory on out's device; other ops raise RuntimeError, before they run, for an out on
+    another device than their tensors); the result's dtype must be castable to out's (its
+    exact dtype for matmul-like ops, clamp, where, argmax); out is resized to the result's
+    shape (with PyTorch's deprecation warning when it had elements; a view cannot be
+    resized). Returns out (a namedtuple of outs for such results)."""
     outs = tuple(out) if isinstance(out, (list, tuple)) else (out,)
     if not all(isinstance(o, Tensor) for o in outs):
         raise TypeError(f"{op}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if "device" not in defaults:  # cat([a, b], out=o): outs on the inputs' device, checked first
+        one_device(op, (*_tensors_in(args), *_tensors_in(kwargs.values())), {"out": outs})
     if autograd.is_grad_enabled() and any(
             t.requires_grad for t in (*_tensors_in(args), *_tensors_in(kwargs.values()), *outs)):
         raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic "

@@ -12,7 +12,7 @@ from clgrad import capture as _capture
 from clgrad.autograd import enable_grad, no_grad
 from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import bump_version
+from clgrad.ops._util import bump_version, same_device
 from clgrad.tensor import Tensor
 
 __all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
@@ -113,10 +113,11 @@ class Optimizer:
                     g = p.grad
                     if g is None:
                         continue
-                    if g.dtype is not p.dtype or g._storage.device is not p._storage.device:
+                    if g._storage.device is not p._storage.device:
+                        same_device(f"{type(self).__name__}.step", p, g)
+                    if g.dtype is not p.dtype:
                         raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
-                                           f"dtype {p.dtype} on {p._storage.device.name}, got "
-                                           f"{g.dtype} on {g._storage.device.name}")
+                                           f"dtype {p.dtype}, got {g.dtype}")
                     todo.append((p, g))
                 if todo and (self._multi is True or (self._multi == "auto" and
                                                      todo[0][0]._storage.device.kind != "cpu")):

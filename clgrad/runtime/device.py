@@ -476,6 +476,9 @@ class Device:
         calls pyopencl's own generated invokers make): ``set_args`` costs ~20 µs per by-value
         argument on PoCL, these ~1 µs for all of them. Setting the arguments and enqueueing
         hold the device's lock: kernel objects are shared, so two threads must not interleave.
+        Raises:  RuntimeError naming the kernel when a buffer of another device's context
+                 reaches it (OpenCL's INVALID_MEM_OBJECT / INVALID_CONTEXT: an op without its
+                 device check); pyopencl's error for any other failure
         """
         if self._capture is not None and self._capture._launch(self, kernel, global_size,
                                                                local_size, args):
@@ -494,13 +497,17 @@ class Device:
             val = val[:]
             val[1::2] = val_of(args)
         with self._lock:
-            for i in other:
-                kernel.set_arg(i, args[i])
-            if mem_of is not None:
-                kernel._set_arg_multi(tuple(mem))
-            if val_of is not None:
-                kernel._set_arg_buf_multi(tuple(val))
-            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            try:  # no cost on success: the except only names a foreign buffer's kernel
+                for i in other:
+                    kernel.set_arg(i, args[i])
+                if mem_of is not None:
+                    kernel._set_arg_multi(tuple(mem))
+                if val_of is not None:
+                    kernel._set_arg_buf_multi(tuple(val))
+                _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            except cl.Error as e:
+                self._raise_foreign(kernel, e)
+                raise
             _LAUNCHES[0] += 1
 
     def launch_split(self, kernel: cl.Kernel, global_size, local_size, mem: tuple,
@@ -519,12 +526,35 @@ class Device:
             self.launch(kernel, global_size, local_size, *args)
             return
         with self._lock:
-            if mem:
-                kernel._set_arg_multi(mem)
-            if val:
-                kernel._set_arg_buf_multi(val)
-            _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            try:  # as in launch
+                if mem:
+                    kernel._set_arg_multi(mem)
+                if val:
+                    kernel._set_arg_buf_multi(val)
+                _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+            except cl.Error as e:
+                self._raise_foreign(kernel, e)
+                raise
             _LAUNCHES[0] += 1
+
+    def _raise_foreign(self, kernel: cl.Kernel, err: cl.Error):
+        """For a launch that failed with OpenCL's INVALID_MEM_OBJECT / INVALID_CONTEXT (a
+        buffer of another context, i.e. a tensor of another device, reached the kernel: an op
+        that missed its device check), raise a RuntimeError naming the kernel; return for other
+        errors (the caller re-raises them). Only the failure path pays for it."""
+        if getattr(err, "code", None) not in (cl.status_code.INVALID_MEM_OBJECT,
+                                              cl.status_code.INVALID_CONTEXT):
+            return
+        try:
+            name = kernel.function_name
+        except cl.Error:
+            name = "?"
+        raise RuntimeError(f"kernel {name!r} on {self.name!r}: expected all tensors on the "
+                           f"same device, but a tensor of another device reached it (OpenCL: "
+                           f"{err.routine} failed with {cl.status_code.to_string(err.code)}, "
+                           f"a buffer of another context); move tensors with .to() first "
+                           f"(the op that let it through lacks its device check: please "
+                           f"report it)") from err
 
     def copy(self, dst, src, **kwargs):
         """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued

@@ -26,26 +26,38 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     (the norm of the per-tensor norms; 'inf' the largest |g|) is at most ``max_norm``:
     g *= min(1, max_norm / (total + 1e-6)).
 
-    Returns: the total norm before clipping (a 0-dim tensor; 0 when no gradient exists).
+    Gradients may live on several devices (PyTorch's rule): each norm is computed on its
+    gradient's device, the total on the first gradient's, and the coefficient is copied to
+    each other device.
+
+    Returns: the total norm before clipping (a 0-dim tensor on the first gradient's device; 0
+             when no gradient exists).
     Raises:  RuntimeError with ``error_if_nonfinite`` when the total norm is nan or inf.
     """
     grads = _grads(parameters)
     norm_type = float(norm_type)
     if not grads:
         return zeros((), dtypes.float32, default_device())
+    first = grads[0]._storage.device
     with no_grad():
         if math.isinf(norm_type):
-            total = rd.amax(stack([rd.amax(ew.abs(g)) for g in grads]))
+            total = rd.amax(stack([ew.to_device(rd.amax(ew.abs(g)), first) for g in grads]))
         else:
-            total = cp.norm(stack([cp.norm(g, norm_type) for g in grads]), norm_type)
+            total = cp.norm(stack([ew.to_device(cp.norm(g, norm_type), first) for g in grads]),
+                            norm_type)
         if error_if_nonfinite and not math.isfinite(total.item()):
             raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for "
                                f"gradients from `parameters` is non-finite, so it cannot be "
                                f"clipped. To disable this error and scale the gradients by the "
                                f"non-finite norm anyway, set `error_if_nonfinite=False`")
         coef = ew.clamp(ew.div(float(max_norm), ew.add(total, 1e-6)), max=1.0)
+        coefs = {first: coef}  # per device
         for g in grads:
-            g.mul_(coef if coef.dtype is g.dtype else ew.to(coef, g.dtype))
+            dev = g._storage.device
+            c = coefs.get(dev)
+            if c is None:
+                c = coefs[dev] = ew.to_device(coef, dev)
+            g.mul_(c if c.dtype is g.dtype else ew.to(c, g.dtype))
     return total
 
 

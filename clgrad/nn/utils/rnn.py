@@ -73,6 +73,10 @@ def _host_lengths(lengths, op: str) -> np.ndarray:
         if lengths.dtype.is_floating_point or lengths.ndim != 1:
             raise TypeError(f"{op}: expected lengths as a 1-D int64 tensor or list of ints, got "
                             f"a {lengths.ndim}-D {lengths.dtype} tensor")
+        if lengths._storage.device.type != "cpu":  # PyTorch's rule, whatever input's device
+            raise RuntimeError(f"{op}: 'lengths' argument should be a 1D CPU int64 tensor, but "
+                               f"got {lengths.ndim}D {lengths.device} "
+                               f"{dtypes.torch_name(lengths.dtype)} tensor")
         return lengths.numpy().astype(np.int64)
     lens = np.asarray(lengths)
     if lens.ndim != 1 or (lens.size and lens.dtype.kind not in "iu"):
@@ -106,7 +110,8 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
              False sorts them (stable) and records the permutation.
     Grad:    input (one index_select of its rows).
     Raises:  RuntimeError for lengths not decreasing with enforce_sorted, a length <= 0 or
-             > T; ValueError for len(lengths) != B; TypeError for non-integer lengths.
+             > T, or a lengths tensor on a GPU (PyTorch: a CPU tensor, also for a GPU
+             input); ValueError for len(lengths) != B; TypeError for non-integer lengths.
     """
     op = "pack_padded_sequence"
     lens = _host_lengths(lengths, op)
