@@ -6,10 +6,13 @@ docstring and the names bound to the same object, equal tests/data/faces_snapsho
 written from the faces as they were before the op registry (issue 34). Regenerate only for a
 deliberate change of a public name: ``python tests/test_faces_snapshot.py`` (and say why in
 the commit)."""
+import functools
 import inspect
 import json
 import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -103,8 +106,27 @@ def _diff(want, got, path=""):
                                   "clgrad.nn.functional.__all__", "clgrad.Tensor"])
 def test_the_public_faces_equal_the_snapshot(part):
     want = json.loads(SNAPSHOT.read_text())[part]
-    got = json.loads(json.dumps(snapshot()[part]))  # tuples as lists, as stored
+    got = _fresh_snapshot()[part]
     assert _diff(want, got) == []
+
+
+@functools.lru_cache(maxsize=None)
+def _fresh_snapshot() -> dict:
+    """The faces as a fresh ``import clgrad`` shows them (a child Python: in this process, the
+    submodules other tests imported, clgrad.cli and clgrad.train, are attributes of clgrad)."""
+    from subproc import checkout_env
+    r = subprocess.run([sys.executable, __file__, "--json"], capture_output=True, text=True,
+                       env=checkout_env(), timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_fresh_faces_are_this_process_faces_before_other_imports():
+    """The child's faces are this process's, apart from submodules imported since."""
+    got = json.loads(json.dumps(snapshot()["clgrad.dir"]))
+    fresh = _fresh_snapshot()["clgrad.dir"]
+    extra = {k for k in set(got) - set(fresh) if got[k]["kind"] == "module"}
+    assert set(got) - extra == set(fresh)
 
 
 def test_the_snapshot_is_not_empty():
@@ -123,5 +145,8 @@ def test_the_snapshot_is_not_empty():
 if __name__ == "__main__":
     import sys
     sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # this checkout's clgrad
-    SNAPSHOT.write_text(json.dumps(snapshot(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {SNAPSHOT}")
+    if sys.argv[1:] == ["--json"]:  # what _fresh_snapshot reads
+        print(json.dumps(snapshot()))
+    else:
+        SNAPSHOT.write_text(json.dumps(snapshot(), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {SNAPSHOT}")
