@@ -28,6 +28,7 @@ names it has.
 # argument check (every public op raises PyTorch's TypeError for a non-Tensor where a Tensor is
 # required). To add a name that is not an op: import it in its block and list it in ``__all__``
 # (``tests/test_faces.py`` checks both).
+import builtins as _builtins  # bool, int: the names below rebind them (dtypes)
 import sys as _sys
 
 # -- types, dtypes, devices -------------------------------------------------------------------
@@ -112,12 +113,12 @@ BoolTensor = _cpu_types["BoolTensor"]
 __version__ = "0.2.0"
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     """True for clgrad Tensors."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> _builtins.int:
     """Number of elements of ``input``."""
     return input.numel()
 
