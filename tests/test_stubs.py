@@ -1,0 +1,182 @@
+"""The stubs of the faces, clgrad/__init__.pyi and clgrad/nn/functional.pyi (tools/gen_stubs.py):
+what static readers (mypy, pyright, editors) see of ``clgrad`` and ``clgrad.nn.functional``,
+whose ops are set at import time from the op table. The committed stubs are those the running
+modules give, and every name they bind is the object the module has under that name."""
+import __future__
+import ast
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.dtypes import DType
+from clgrad.ops import elementwise as ew
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import gen_stubs  # noqa: E402
+
+STUBS = {"clgrad/__init__.pyi": clgrad, "clgrad/nn/functional.pyi": F}
+# the attributes every module has; __getattr__ is kept out of the stubs on purpose
+MODULE_DUNDERS = {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__path__",
+                  "__file__", "__cached__", "__builtins__", "__all__", "__getattr__"}
+
+
+def _stub(path: str) -> ast.Module:
+    return ast.parse((ROOT / path).read_text())
+
+
+def _bindings(tree: ast.Module) -> dict:
+    """{public name: its statement} of a stub (``from M import N as A``, ``A: T``, ``def A``)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            out.update({a.asname: node for a in node.names if a.asname})
+        elif isinstance(node, ast.AnnAssign):
+            out[node.target.id] = node
+        elif isinstance(node, ast.FunctionDef):
+            out[node.name] = node
+    return out
+
+
+def _under_face_wrappers(obj):
+    """``obj`` and the objects under the faces' wrappers (the argument check, out=)."""
+    chain = [obj]
+    while getattr(obj, "__wrapped_checks__", None) is not None or \
+            getattr(obj, "__with_out__", False):
+        obj = obj.__wrapped__
+        chain.append(obj)
+    return chain
+
+
+def _imported(module: str, name: str):
+    mod = importlib.import_module(module)
+    if hasattr(mod, name):
+        return getattr(mod, name)
+    return importlib.import_module(f"{module}.{name}")  # a submodule not yet imported
+
+
+def test_the_committed_stubs_are_those_the_running_modules_give():
+    for path, text in gen_stubs.stubs().items():
+        assert (ROOT / path).read_text() == text, (
+            f"{path} differs from what the op table and the face give: run "
+            f"`python tools/gen_stubs.py` and commit it")
+
+
+def test_check_mode_names_a_stale_stub_and_the_command(monkeypatch, tmp_path, capsys):
+    """A new op row without regenerating: the face has a name the committed stub lacks."""
+    for path, mod in STUBS.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text((ROOT / path).read_text())
+    monkeypatch.setattr(gen_stubs, "ROOT", tmp_path)
+    assert gen_stubs.main(["--check"]) == 0
+    monkeypatch.setattr(F, "hypot_like", ew.atan2, raising=False)
+    monkeypatch.setattr(F, "__all__", [*F.__all__, "hypot_like"])
+    assert gen_stubs.main(["--check"]) == 1
+    err = capsys.readouterr().err
+    assert "clgrad/nn/functional.pyi differs" in err and "python tools/gen_stubs.py" in err
+    assert "+from clgrad.ops.elementwise import atan2 as hypot_like" in err
+    assert "clgrad/__init__.pyi" not in err
+    assert gen_stubs.main([]) == 0  # writes the stub in tmp_path
+    assert "import atan2 as hypot_like\n" in (tmp_path / "clgrad/nn/functional.pyi").read_text()
+
+
+def test_the_generator_refuses_a_name_it_cannot_write(monkeypatch):
+    """An incomplete stub would hide the name from type checkers: the generator raises."""
+    monkeypatch.setattr(clgrad, "lambda_value", lambda x: x, raising=False)
+    with pytest.raises(ValueError, match=r"lambda_value: cannot write <class 'function'>"):
+        gen_stubs.stubs()
+
+
+@pytest.mark.parametrize("path", STUBS)
+def test_every_import_of_a_stub_is_the_faces_object(path):
+    face = STUBS[path]
+    imports = 0
+    for node in _stub(path).body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            obj = _imported(node.module, alias.name)
+            if alias.asname is None:  # a private import for an annotation: a class
+                assert alias.name.startswith("_") and isinstance(obj, type), alias.name
+                continue
+            imports += 1
+            assert obj in _under_face_wrappers(getattr(face, alias.asname)), (
+                f"{path}: from {node.module} import {alias.name} as {alias.asname} is not "
+                f"{face.__name__}.{alias.asname}")
+    assert imports > 50
+
+
+@pytest.mark.parametrize("path", STUBS)
+def test_the_declarations_and_defs_of_a_stub_match_the_face(path):
+    face = STUBS[path]
+    tree = _stub(path)
+    namespace = {"builtins": __import__("builtins")}
+    for node in tree.body:  # the stub's names, as the declarations' annotations read them
+        if isinstance(node, ast.ImportFrom):
+            namespace.update({a.asname or a.name: _imported(node.module, a.name)
+                              for a in node.names})
+    for name, node in _bindings(tree).items():
+        if isinstance(node, ast.AnnAssign):
+            want = eval(ast.unparse(node.annotation), namespace)
+            assert isinstance(getattr(face, name), want), name
+        elif isinstance(node, ast.FunctionDef):
+            fn = _under_face_wrappers(getattr(face, name))[-1]
+            assert fn.__module__ == face.__name__, name
+            args = node.args
+            stub_params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            assert stub_params == list(inspect.signature(fn).parameters), name
+
+
+@pytest.mark.parametrize("path", STUBS)
+def test_a_stub_binds_every_public_name_of_the_face(path):
+    face = STUBS[path]
+    tree = _stub(path)
+    public = set(face.__all__) | {
+        k for k, v in vars(face).items()
+        if not isinstance(v, __future__._Feature) and (
+            not k.startswith("_") or k == "_assert" or
+            (k.startswith("__") and k not in MODULE_DUNDERS))}
+    assert set(_bindings(tree)) == public
+    stub_all = next(n.value for n in tree.body if isinstance(n, ast.Assign)
+                    and n.targets[0].id == "__all__")
+    assert ast.literal_eval(stub_all) == face.__all__
+
+
+def test_the_stubs_say_what_a_reader_needs():
+    """Hand-picked lines: an op, an alias, a submodule, a dtype, the face's own function."""
+    torch_stub = (ROOT / "clgrad/__init__.pyi").read_text().splitlines()
+    f_stub = (ROOT / "clgrad/nn/functional.pyi").read_text().splitlines()
+    for line in ("from clgrad.ops.elementwise import add as add",
+                 "from clgrad.ops.elementwise import clamp as clip",
+                 "from clgrad.ops.matmul import matmul as matmul",
+                 "from clgrad import nn as nn", "from clgrad import _rng as random",
+                 "from clgrad.dtypes import DType as dtype", "float32: dtype", "int: dtype",
+                 "__version__: str", "def is_tensor(obj) -> builtins.bool: ..."):
+        assert line in torch_stub, line
+    for line in ("from clgrad.ops.loss import cross_entropy as cross_entropy",
+                 "from clgrad.tensor import Tensor as Tensor",
+                 "def relu(input: Tensor, inplace: bool = ...): ..."):
+        assert line in f_stub, line
+    assert not any("__getattr__" in line for line in torch_stub + f_stub)
+    assert clgrad.add.__wrapped_checks__ is not None and ew.add in _under_face_wrappers(
+        clgrad.add)
+    assert isinstance(clgrad.float32, DType)
+
+
+def test_mypy_reads_the_ops_from_the_stubs(tmp_path):
+    """Where mypy is installed: user code over ``import clgrad as torch`` type-checks, and a name
+    clgrad lacks is reported."""
+    api = pytest.importorskip("mypy.api")
+    good = "import clgrad as torch\nimport clgrad.nn.functional as F\n" \
+           "y = torch.add(torch.ones(2), 1)\nz = F.relu(torch.matmul(y, y))\n"
+    out, err, status = api.run(["--follow-imports=silent", "--cache-dir", str(tmp_path),
+                                "-c", good])
+    assert status == 0, out + err
+    out, err, status = api.run(["--follow-imports=silent", "--cache-dir", str(tmp_path),
+                                "-c", "import clgrad as torch\ntorch.not_an_op(1)\n"])
+    assert status == 1 and 'has no attribute "not_an_op"' in out, out + err
