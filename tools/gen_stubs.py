@@ -120,7 +120,7 @@ class _Stub:
     def __init__(self, mod: types.ModuleType):
         self.mod = mod
         self.names = public_names(mod)
-        self.imports, self.private, self.values, self.defs = [], set(), [], []
+        self.private = set()  # the private imports annotations need
         # the classes the stub names publicly (for annotations): object id -> name
         self.classes = {}
         for name in sorted(self.names, key=lambda n: n != getattr(getattr(mod, n), "__name__",
@@ -196,29 +196,32 @@ class _Stub:
         tail = str(sig)[len(params):]
         return "\n".join([f"def {name}(", *(f"    {a}," for a in items), f"){tail}: ..."])
 
-    def add(self, name: str):
+    def statement(self, name: str) -> str:
+        """The stub's statement binding ``name``."""
         obj = getattr(self.mod, name)
         inner = unwrap_face(obj)
         at = origin(inner, self.mod.__name__)
         if at is not None:
             line = f"from {at[0]} import {at[1]} as {name}"
-            self.imports.append(line if len(line) <= WIDTH else
-                                f"from {at[0]} import (\n    {at[1]} as {name},\n)")
-        elif inspect.isfunction(inner) and inner.__module__ == self.mod.__name__:
-            self.defs.append(self.function(name, inner))
-        else:
-            self.values.append(f"{name}: {self.type_name(type(obj), name)}")
+            return line if len(line) <= WIDTH else \
+                f"from {at[0]} import (\n    {at[1]} as {name},\n)"
+        if inspect.isfunction(inner) and inner.__module__ == self.mod.__name__:
+            return self.function(name, inner)
+        return f"{name}: {self.type_name(type(obj), name)}"
 
     def text(self) -> str:
-        for name in self.names:
-            self.add(name)
+        """The stub: the private imports, the imports, the declarations and defs (each in the
+        face's order, ``__all__``'s: the API pages keep it), then ``__all__``."""
+        body = [self.statement(name) for name in self.names]
+        body = [s for s in body if s.startswith("from ")] + [""] + \
+            [s for s in body if not s.startswith("from ")]
         lines = [f"# The stub of {self.mod.__name__} for static readers (type checkers, editors),",
                  "# generated from the running module by tools/gen_stubs.py: do not edit. After a",
                  "# change of the op table (clgrad/ops/registry.py) or of the face, run",
                  f"# `{COMMAND}`."]
         lines += sorted(self.private, key=lambda line: (line.startswith("from"), line))
         lines += [""] if self.private else []
-        lines += sorted(self.imports) + [""] + sorted(self.values) + [""] + sorted(self.defs)
+        lines += body
         lines += ["", *_wrap("__all__ = [", [f'"{n}"' for n in self.mod.__all__], "]")]
         text = "\n".join(lines) + "\n"
         self.check(text)
