@@ -27,7 +27,8 @@ names it has.
 # (module attributes and ``__all__``'s op part, generated from the table); last out= and the
 # argument check (every public op raises PyTorch's TypeError for a non-Tensor where a Tensor is
 # required). To add a name that is not an op: import it in its block and list it in ``__all__``
-# (``tests/test_faces.py`` checks both).
+# (``tests/test_faces.py`` checks both). After either: ``python tools/gen_stubs.py`` (the stub
+# clgrad/__init__.pyi, what type checkers read; ``tests/test_stubs.py`` checks it).
 import builtins as _builtins  # bool, int: the names below rebind them (dtypes)
 import sys as _sys
 
