@@ -87,8 +87,16 @@ def test_check_mode_names_a_stale_stub_and_the_command(monkeypatch, tmp_path, ca
 
 def test_the_generator_refuses_a_name_it_cannot_write(monkeypatch):
     """An incomplete stub would hide the name from type checkers: the generator raises."""
-    monkeypatch.setattr(clgrad, "lambda_value", lambda x: x, raising=False)
-    with pytest.raises(ValueError, match=r"lambda_value: cannot write <class 'function'>"):
+    monkeypatch.setattr(clgrad, "made_here", lambda x: x, raising=False)
+    with pytest.raises(ValueError, match=r"^gen_stubs: clgrad\.made_here: <function .*lambda.* "
+                                         r"is not importable by its name from its __module__ "
+                                         r"\(test_stubs\)"):
+        gen_stubs.stubs()
+    monkeypatch.delattr(clgrad, "made_here")
+    class Local:
+        pass
+    monkeypatch.setattr(clgrad, "a_value", Local(), raising=False)
+    with pytest.raises(ValueError, match=r"^gen_stubs: a_value: cannot write <class '.*Local'>"):
         gen_stubs.stubs()
 
 
@@ -168,10 +176,11 @@ def test_the_stubs_say_what_a_reader_needs():
     assert isinstance(clgrad.float32, DType)
 
 
-def test_mypy_reads_the_ops_from_the_stubs(tmp_path):
+def test_mypy_reads_the_ops_from_the_stubs(tmp_path, monkeypatch):
     """Where mypy is installed: user code over ``import clgrad as torch`` type-checks, and a name
     clgrad lacks is reported."""
     api = pytest.importorskip("mypy.api")
+    monkeypatch.chdir(ROOT)  # mypy finds this checkout's clgrad
     good = "import clgrad as torch\nimport clgrad.nn.functional as F\n" \
            "y = torch.add(torch.ones(2), 1)\nz = F.relu(torch.matmul(y, y))\n"
     out, err, status = api.run(["--follow-imports=silent", "--cache-dir", str(tmp_path),

@@ -207,6 +207,11 @@ class _Stub:
                 f"from {at[0]} import (\n    {at[1]} as {name},\n)"
         if inspect.isfunction(inner) and inner.__module__ == self.mod.__name__:
             return self.function(name, inner)
+        if inspect.isfunction(inner):  # a class that is not: declared by its metaclass
+            raise ValueError(
+                f"gen_stubs: {self.mod.__name__}.{name}: {inner!r} is not importable by its "
+                f"name from its __module__ ({inner.__module__}): define it at module level "
+                f"there, or give it the __name__ it has there")
         return f"{name}: {self.type_name(type(obj), name)}"
 
     def text(self) -> str:
