@@ -10,8 +10,9 @@ package ships ``py.typed``, so a type checker would report ``clgrad.add`` as mis
 imports the faces and writes, for each, a stub with every public name of the running module:
 its ``__all__``, the other public attributes a user reaches (submodules such as
 ``clgrad.ops``, ``nn.functional.Tensor``), the dunders that are not every module's
-(``__version__``) and the private names that are PyTorch's API (``torch._assert``). Each name
-is, in this order of preference:
+(``__version__``) and the private names that are PyTorch's API (``torch._assert``); the names
+are read after the face's import in a new interpreter (``fresh_names``: a submodule imported
+later, ``clgrad.train``, is none of them). Each name is, in this order of preference:
 
 - an import from where its object is defined, ``from clgrad.ops.elementwise import add as
   add`` (a submodule: ``from clgrad import nn as nn``; an alias under its alias name). A face
@@ -33,13 +34,17 @@ import argparse
 import ast
 import builtins
 import difflib
+import functools
 import importlib
 import inspect
+import json
+import subprocess
 import sys
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+SOURCE = Path(__file__).resolve().parents[1]  # the checkout whose clgrad is read
+ROOT = SOURCE  # where the stubs are written and compared
 WIDTH = 100  # pyproject.toml [tool.ruff] line-length
 COMMAND = "python tools/gen_stubs.py"
 # face module -> its stub, relative to the repository root
@@ -47,8 +52,8 @@ STUBS = {"clgrad": "clgrad/__init__.pyi", "clgrad.nn.functional": "clgrad/nn/fun
 # private names of a face that are PyTorch's API (torch._assert): in its stub too
 PRIVATE_API = {"clgrad": ("_assert",)}
 # the attributes every module has (type checkers know them). ``__getattr__`` is left out on
-# purpose: the faces' raises AttributeError for every name, and declaring it would make a type
-# checker accept any name.
+# purpose: a face's raises AttributeError (a name clgrad lacks), and declaring it would make a
+# type checker accept any name.
 MODULE_DUNDERS = {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__path__",
                   "__file__", "__cached__", "__builtins__", "__all__", "__getattr__",
                   "__annotations__", "__dir__"}
@@ -62,7 +67,7 @@ def public_names(mod: types.ModuleType) -> list:
     module's; ``from __future__ import`` features are left out (not names of the API)."""
     names = list(mod.__all__)
     for name, value in vars(mod).items():
-        if name in names or isinstance(value, __future__._Feature):
+        if name in names or isinstance(value, type(__future__.annotations)):
             continue
         if name.startswith("__") and name.endswith("__"):
             if name not in MODULE_DUNDERS:
@@ -70,6 +75,22 @@ def public_names(mod: types.ModuleType) -> list:
         elif not name.startswith("_") or name in PRIVATE_API.get(mod.__name__, ()):
             names.append(name)
     return names
+
+
+@functools.lru_cache(maxsize=None)
+def fresh_names(face: str) -> tuple:
+    """``public_names`` of ``face`` just after its import in a new interpreter: a submodule
+    another import attached later (``import clgrad.train`` gives ``clgrad.train``) is no name
+    of the face, and the stubs do not depend on what ran before (one run per face and
+    process)."""
+    code = (f"import importlib, json, sys; sys.path[:0] = {[str(SOURCE), str(SOURCE / 'tools')]};"
+            f"import gen_stubs; print(json.dumps(gen_stubs.public_names("
+            f"importlib.import_module({face!r}))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=SOURCE, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"gen_stubs: importing {face} failed:\n{done.stderr}")
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
 
 
 def is_face_wrapper(obj) -> bool:
@@ -115,11 +136,11 @@ class _Text:
 
 
 class _Stub:
-    """The stub of one face: its lines, built name by name."""
+    """The stub of one face (``mod``, binding ``names``): its lines, built name by name."""
 
-    def __init__(self, mod: types.ModuleType):
+    def __init__(self, mod: types.ModuleType, names: list):
         self.mod = mod
-        self.names = public_names(mod)
+        self.names = list(names)
         self.private = set()  # the private imports annotations need
         # the classes the stub names publicly (for annotations): object id -> name
         self.classes = {}
@@ -256,12 +277,19 @@ def _wrap(head: str, items: list, tail: str) -> list:
             lines.append(line)
             line = "   "
         line += f" {item},"
-    return lines + [line, tail]
+    return lines + ([line] if items else []) + [tail]
+
+
+def stub_text(mod: types.ModuleType, names: list) -> str:
+    """The stub of the module ``mod`` binding ``names`` (ValueError for a name it cannot
+    write)."""
+    return _Stub(mod, names).text()
 
 
 def stubs() -> dict:
     """``{path relative to the repository root: text}`` of every face's stub."""
-    return {path: _Stub(importlib.import_module(face)).text() for face, path in STUBS.items()}
+    return {path: stub_text(importlib.import_module(face), fresh_names(face))
+            for face, path in STUBS.items()}
 
 
 def main(argv=None) -> int:
@@ -288,5 +316,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # the clgrad of this checkout
+    sys.path.insert(0, str(SOURCE))  # the clgrad of this checkout
     sys.exit(main())
