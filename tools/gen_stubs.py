@@ -228,7 +228,7 @@ class _Stub:
                 f"from {at[0]} import (\n    {at[1]} as {name},\n)"
         if inspect.isfunction(inner) and inner.__module__ == self.mod.__name__:
             return self.function(name, inner)
-        if inspect.isfunction(inner):  # a class that is not: declared by its metaclass
+        if inspect.isfunction(inner):  # (a class that is not, a legacy type: a declaration)
             raise ValueError(
                 f"gen_stubs: {self.mod.__name__}.{name}: {inner!r} is not importable by its "
                 f"name from its __module__ ({inner.__module__}): define it at module level "
