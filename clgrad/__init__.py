@@ -27,7 +27,9 @@ names it has.
 # (module attributes and ``__all__``'s op part, generated from the table); last out= and the
 # argument check (every public op raises PyTorch's TypeError for a non-Tensor where a Tensor is
 # required). To add a name that is not an op: import it in its block and list it in ``__all__``
-# (``tests/test_faces.py`` checks both).
+# (``tests/test_faces.py`` checks both). After either: ``python tools/gen_stubs.py`` (the stub
+# clgrad/__init__.pyi, what type checkers read; ``tests/test_stubs.py`` checks it).
+import builtins as _builtins  # bool, int: the names below rebind them (dtypes)
 import sys as _sys
 
 # -- types, dtypes, devices -------------------------------------------------------------------
@@ -112,12 +114,12 @@ BoolTensor = _cpu_types["BoolTensor"]
 __version__ = "0.2.0"
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj) -> _builtins.bool:
     """True for clgrad Tensors."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> _builtins.int:
     """Number of elements of ``input``."""
     return input.numel()
 

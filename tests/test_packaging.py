@@ -42,6 +42,8 @@ def test_wheel_contains_the_kernels(wheel):
         assert f"clgrad/kernels/{name}" in names, f"{name} missing from {wheel.name}"
     assert "clgrad/__init__.py" in names and "clgrad/ops/elementwise.py" in names
     assert "clgrad/py.typed" in names                 # PEP 561: the annotations are public
+    # the faces' stubs (tools/gen_stubs.py): what type checkers read of clgrad and F
+    assert {"clgrad/__init__.pyi", "clgrad/nn/functional.pyi"} <= names
     # the digits data and its BSD-3 notice ship; both licenses land in the metadata (PEP 639)
     assert {"clgrad/utils/data/_digits/digits.csv.gz",
             "clgrad/utils/data/_digits/LICENSE"} <= names

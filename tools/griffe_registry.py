@@ -74,8 +74,11 @@ class RegistryFaces(griffe.Extension):
                 for name in names:
                     known = mod.members.get(name)
                     # "own": the face defines it (griffe found it); a submodule of the same
-                    # name (clgrad.tensor) stays the module griffe resolves other names through
-                    if where != "own" and not (known is not None and known.is_module):
+                    # name (clgrad.tensor) stays the module griffe resolves other names through;
+                    # an alias (the import of the face's stub, clgrad/__init__.pyi) is replaced
+                    # unresolved (griffe cannot follow ``eq, ne, ... = (...)``)
+                    if where != "own" and not (known is not None and not known.is_alias
+                                               and known.is_module):
                         mod.set_member(name, griffe.Alias(name, where, parent=mod))
                     if name not in mod.exports:
                         mod.exports.append(name)

@@ -42,7 +42,9 @@ reference reads the rows statically (``tools/griffe_registry.py``): keep each ro
 
 Adding an op: write it (forward, backward, kernel) in ``clgrad/ops/<family>.py``, add its row
 here in the family's block, its tests in ``tests/test_<family>.py`` (and a gradcheck case in
-``tests/test_gradcheck_ops.py`` for a differentiable float op). Nothing else lists its name.
+``tests/test_gradcheck_ops.py`` for a differentiable float op). Nothing else lists its name by
+hand: ``python tools/gen_stubs.py`` then writes it into the faces' stubs (``clgrad/*.pyi``,
+what type checkers and editors read; ``tests/test_stubs.py`` checks they are up to date).
 
 Layer: above the op families (it imports them), below everything that binds the faces; no op
 module imports it.

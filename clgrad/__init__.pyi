@@ -1,0 +1,310 @@
+# The stub of clgrad for static readers (type checkers, editors),
+# generated from the running module by tools/gen_stubs.py: do not edit. After a
+# change of the op table (clgrad/ops/registry.py) or of the face, run
+# `python tools/gen_stubs.py`.
+import builtins
+from clgrad._legacy import _LegacyType
+
+from clgrad.tensor import Tensor as Tensor
+from clgrad.tensor import Size as Size
+from clgrad.dtypes import DType as dtype
+from clgrad._device import device as device
+from clgrad.runtime.device import Device as Device
+from clgrad._generator import Generator as Generator
+from clgrad.errors import DeviceError as DeviceError
+from clgrad.runtime.device import OutOfMemoryError as OutOfMemoryError
+from clgrad.dtypes import get_default_dtype as get_default_dtype
+from clgrad.dtypes import promote_types as promote_types
+from clgrad.dtypes import can_cast as can_cast
+from clgrad.ops.elementwise import result_type as result_type
+from clgrad.runtime.discovery import devices as devices
+from clgrad.runtime.discovery import default_device as default_device
+from clgrad.runtime.discovery import set_default_device as set_default_device
+from clgrad._device import get_default_device as get_default_device
+from clgrad.runtime.discovery import synchronize as synchronize
+from clgrad.tensor import memory_allocated as memory_allocated
+from clgrad.creation import manual_seed as manual_seed
+from clgrad.creation import initial_seed as initial_seed
+from clgrad.creation import seed as seed
+from clgrad import _rng as random
+from clgrad._rng import get_rng_state as get_rng_state
+from clgrad._rng import set_rng_state as set_rng_state
+from clgrad.autograd.grad_mode import no_grad as no_grad
+from clgrad.autograd.grad_mode import enable_grad as enable_grad
+from clgrad.autograd.grad_mode import set_grad_enabled as set_grad_enabled
+from clgrad.autograd.grad_mode import is_grad_enabled as is_grad_enabled
+from clgrad.autograd.grad_mode import inference_mode as inference_mode
+from clgrad.ops.composite import (
+    are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
+)
+from clgrad.ops.composite import get_float32_matmul_precision as get_float32_matmul_precision
+from clgrad.ops.composite import get_num_threads as get_num_threads
+from clgrad.ops.composite import set_float32_matmul_precision as set_float32_matmul_precision
+from clgrad.ops.composite import set_num_threads as set_num_threads
+from clgrad.ops.composite import use_deterministic_algorithms as use_deterministic_algorithms
+from clgrad._tensor_str import set_printoptions as set_printoptions
+from clgrad._tensor_str import get_printoptions as get_printoptions
+from clgrad._tensor_str import printoptions as printoptions
+from clgrad.io.serialization import save as save
+from clgrad.io.serialization import load as load
+from clgrad import autograd as autograd
+from clgrad import nn as nn
+from clgrad import optim as optim
+from clgrad import io as io
+from clgrad import linalg as linalg
+from clgrad import distributed as distributed
+from clgrad import cuda as cuda
+from clgrad import accelerator as accelerator
+from clgrad import backends as backends
+from clgrad import utils as utils
+from clgrad import serialization as serialization
+from clgrad import distributions as distributions
+from clgrad import fx as fx
+from clgrad import jit as jit
+from clgrad import amp as amp
+from clgrad import capture as capture
+from clgrad import multiprocessing as multiprocessing
+from clgrad.amp import autocast as autocast
+from clgrad._compile import compile as compile
+from clgrad.amp import is_autocast_enabled as is_autocast_enabled
+from clgrad.creation import tensor as tensor
+from clgrad.creation import as_tensor as as_tensor
+from clgrad.creation import from_numpy as from_numpy
+from clgrad.creation import empty as empty
+from clgrad.creation import zeros as zeros
+from clgrad.creation import ones as ones
+from clgrad.creation import full as full
+from clgrad.creation import arange as arange
+from clgrad.creation import linspace as linspace
+from clgrad.creation import logspace as logspace
+from clgrad.creation import eye as eye
+from clgrad.creation import rand as rand
+from clgrad.creation import randn as randn
+from clgrad.creation import randint as randint
+from clgrad.creation import randperm as randperm
+from clgrad.creation import zeros_like as zeros_like
+from clgrad.creation import ones_like as ones_like
+from clgrad.creation import full_like as full_like
+from clgrad.creation import empty_like as empty_like
+from clgrad.creation import rand_like as rand_like
+from clgrad.creation import randn_like as randn_like
+from clgrad.ops.random import normal as normal
+from clgrad.ops.random import bernoulli as bernoulli
+from clgrad.ops.elementwise import add as add
+from clgrad.ops.elementwise import sub as sub
+from clgrad.ops.elementwise import mul as mul
+from clgrad.ops.elementwise import div as div
+from clgrad.ops.elementwise import divide as divide
+from clgrad.ops.elementwise import true_divide as true_divide
+from clgrad.ops.elementwise import floor_divide as floor_divide
+from clgrad.ops.elementwise import remainder as remainder
+from clgrad.ops.elementwise import fmod as fmod
+from clgrad.ops.elementwise import pow as pow
+from clgrad.ops.elementwise import maximum as maximum
+from clgrad.ops.elementwise import minimum as minimum
+from clgrad.ops.elementwise import atan2 as atan2
+from clgrad.ops.elementwise import atan2 as arctan2
+from clgrad.ops.composite import addcmul as addcmul
+from clgrad.ops.composite import addcdiv as addcdiv
+from clgrad.ops.composite import lerp as lerp
+from clgrad.ops.elementwise import neg as neg
+from clgrad.ops.elementwise import abs as abs
+from clgrad.ops.elementwise import exp as exp
+from clgrad.ops.elementwise import log as log
+from clgrad.ops.elementwise import sqrt as sqrt
+from clgrad.ops.elementwise import rsqrt as rsqrt
+from clgrad.ops.elementwise import tanh as tanh
+from clgrad.ops.elementwise import sigmoid as sigmoid
+from clgrad.ops.elementwise import relu as relu
+from clgrad.ops.elementwise import sin as sin
+from clgrad.ops.elementwise import cos as cos
+from clgrad.ops.elementwise import square as square
+from clgrad.ops.elementwise import reciprocal as reciprocal
+from clgrad.ops.elementwise import sign as sign
+from clgrad.ops.elementwise import floor as floor
+from clgrad.ops.elementwise import ceil as ceil
+from clgrad.ops.elementwise import round as round
+from clgrad.ops.elementwise import log1p as log1p
+from clgrad.ops.elementwise import expm1 as expm1
+from clgrad.ops.composite import erf as erf
+from clgrad.ops.elementwise import clamp as clamp
+from clgrad.ops.elementwise import clamp as clip
+from clgrad.ops.numeric import nan_to_num as nan_to_num
+from clgrad.ops.elementwise import eq as eq
+from clgrad.ops.elementwise import ne as ne
+from clgrad.ops.elementwise import lt as lt
+from clgrad.ops.elementwise import le as le
+from clgrad.ops.elementwise import gt as gt
+from clgrad.ops.elementwise import ge as ge
+from clgrad.ops.elementwise import logical_not as logical_not
+from clgrad.ops.elementwise import logical_and as logical_and
+from clgrad.ops.elementwise import logical_or as logical_or
+from clgrad.ops.composite import logical_xor as logical_xor
+from clgrad.ops.elementwise import bitwise_and as bitwise_and
+from clgrad.ops.elementwise import bitwise_or as bitwise_or
+from clgrad.ops.elementwise import bitwise_xor as bitwise_xor
+from clgrad.ops.elementwise import bitwise_not as bitwise_not
+from clgrad.ops.elementwise import bitwise_left_shift as bitwise_left_shift
+from clgrad.ops.elementwise import bitwise_right_shift as bitwise_right_shift
+from clgrad.ops.numeric import isnan as isnan
+from clgrad.ops.numeric import isinf as isinf
+from clgrad.ops.numeric import isfinite as isfinite
+from clgrad.ops.numeric import isclose as isclose
+from clgrad.ops.numeric import allclose as allclose
+from clgrad.ops.numeric import equal as equal
+from clgrad.ops.elementwise import clone as clone
+from clgrad.ops.elementwise import masked_fill as masked_fill
+from clgrad.ops.reduce import sum as sum
+from clgrad.ops.reduce import mean as mean
+from clgrad.ops.reduce import prod as prod
+from clgrad.ops.reduce import max as max
+from clgrad.ops.reduce import min as min
+from clgrad.ops.reduce import amax as amax
+from clgrad.ops.reduce import amin as amin
+from clgrad.ops.reduce import argmax as argmax
+from clgrad.ops.reduce import argmin as argmin
+from clgrad.ops.reduce import var as var
+from clgrad.ops.reduce import std as std
+from clgrad.ops.composite import var_mean as var_mean
+from clgrad.ops.composite import std_mean as std_mean
+from clgrad.ops.reduce import logsumexp as logsumexp
+from clgrad.ops.composite import norm as norm
+from clgrad.ops.reduce import count_nonzero as count_nonzero
+from clgrad.ops.reduce import any as any
+from clgrad.ops.reduce import all as all
+from clgrad.ops.reduce import nansum as nansum
+from clgrad.ops.reduce import nanmean as nanmean
+from clgrad.ops.composite import softmax as softmax
+from clgrad.ops.composite import log_softmax as log_softmax
+from clgrad.ops.scan import cumsum as cumsum
+from clgrad.ops.scan import cumprod as cumprod
+from clgrad.ops.scan import cummax as cummax
+from clgrad.ops.scan import cummin as cummin
+from clgrad.ops.scan import diff as diff
+from clgrad.ops.sort import sort as sort
+from clgrad.ops.sort import argsort as argsort
+from clgrad.ops.sort import topk as topk
+from clgrad.ops.sort import unique as unique
+from clgrad.ops.sort import kthvalue as kthvalue
+from clgrad.ops.sort import median as median
+from clgrad.ops.matmul import matmul as matmul
+from clgrad.ops.matmul import mm as mm
+from clgrad.ops.matmul import bmm as bmm
+from clgrad.ops.matmul import dot as dot
+from clgrad.ops.einsum import einsum as einsum
+from clgrad.ops.composite import addmm as addmm
+from clgrad.ops.composite import baddbmm as baddbmm
+from clgrad.ops.composite import addmv as addmv
+from clgrad.ops.composite import mv as mv
+from clgrad.ops.composite import outer as outer
+from clgrad.ops.composite import outer as ger
+from clgrad.ops.views import narrow as narrow
+from clgrad.ops.views import select as select
+from clgrad.ops.views import reshape as reshape
+from clgrad.ops.views import permute as permute
+from clgrad.ops.views import transpose as transpose
+from clgrad.ops.views import t as t
+from clgrad.ops.views import unsqueeze as unsqueeze
+from clgrad.ops.views import squeeze as squeeze
+from clgrad.ops.views import flatten as flatten
+from clgrad.ops.views import unflatten as unflatten
+from clgrad.ops.views import split as split
+from clgrad.ops.views import chunk as chunk
+from clgrad.ops.views import unbind as unbind
+from clgrad.ops.views import as_strided as as_strided
+from clgrad.ops.views import diagonal as diagonal
+from clgrad.ops.views import movedim as movedim
+from clgrad.ops.views import flip as flip
+from clgrad.ops.composite import tile as tile
+from clgrad.ops.composite import repeat_interleave as repeat_interleave
+from clgrad.ops.composite import broadcast_tensors as broadcast_tensors
+from clgrad.ops.composite import meshgrid as meshgrid
+from clgrad.ops.index import cat as cat
+from clgrad.ops.index import cat as concat
+from clgrad.ops.index import stack as stack
+from clgrad.ops.index import index_select as index_select
+from clgrad.ops.index import gather as gather
+from clgrad.ops.index import scatter_add as scatter_add
+from clgrad.ops.index import scatter as scatter
+from clgrad.ops.index import roll as roll
+from clgrad.ops.index import tril as tril
+from clgrad.ops.index import triu as triu
+from clgrad.ops.index import nonzero as nonzero
+from clgrad.ops.index import argwhere as argwhere
+from clgrad.ops.index import index_add as index_add
+from clgrad.ops.index import where as where
+from clgrad.ops.composite import masked_select as masked_select
+from clgrad.ops.indexing import index_put as index_put
+from clgrad import dtypes as dtypes
+from clgrad import errors as errors
+from clgrad import settings as settings
+from clgrad import runtime as runtime
+from clgrad import layout as layout
+from clgrad import ops as ops
+from clgrad import kernel_structs as kernel_structs
+from clgrad import creation as creation
+from clgrad.ops.composite import _assert as _assert
+
+float16: dtype
+float32: dtype
+float64: dtype
+int8: dtype
+int16: dtype
+int32: dtype
+int64: dtype
+uint8: dtype
+bool: dtype
+half: dtype
+float: dtype
+double: dtype
+short: dtype
+int: dtype
+long: dtype
+def is_tensor(obj) -> builtins.bool: ...
+def numel(input: Tensor) -> builtins.int: ...
+FloatTensor: _LegacyType
+DoubleTensor: _LegacyType
+HalfTensor: _LegacyType
+LongTensor: _LegacyType
+IntTensor: _LegacyType
+ShortTensor: _LegacyType
+CharTensor: _LegacyType
+ByteTensor: _LegacyType
+BoolTensor: _LegacyType
+__version__: str
+
+__all__ = [
+    "Tensor", "Size", "dtype", "device", "Device", "Generator", "DeviceError", "OutOfMemoryError",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "half",
+    "float", "double", "short", "int", "long", "get_default_dtype", "promote_types", "can_cast",
+    "result_type", "devices", "default_device", "set_default_device", "get_default_device",
+    "synchronize", "memory_allocated", "is_tensor", "numel", "FloatTensor", "DoubleTensor",
+    "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+    "BoolTensor", "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state",
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
+    "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
+    "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",
+    "optim", "io", "linalg", "distributed", "cuda", "accelerator", "backends", "utils",
+    "serialization", "distributions", "fx", "jit", "amp", "capture", "multiprocessing", "autocast",
+    "compile", "is_autocast_enabled", "tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones",
+    "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
+    "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "normal",
+    "bernoulli", "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg",
+    "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square",
+    "reciprocal", "sign", "floor", "ceil", "round", "log1p", "expm1", "erf", "clamp", "clip",
+    "nan_to_num", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone",
+    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
+    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
+    "argsort", "topk", "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum",
+    "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "narrow", "select", "reshape", "permute",
+    "transpose", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind",
+    "as_strided", "diagonal", "movedim", "flip", "tile", "repeat_interleave", "broadcast_tensors",
+    "meshgrid", "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter",
+    "roll", "tril", "triu", "nonzero", "argwhere", "index_add", "where", "masked_select",
+    "index_put",
+]

@@ -1,0 +1,89 @@
+# The stub of clgrad.nn.functional for static readers (type checkers, editors),
+# generated from the running module by tools/gen_stubs.py: do not edit. After a
+# change of the op table (clgrad/ops/registry.py) or of the face, run
+# `python tools/gen_stubs.py`.
+from clgrad.ops.elementwise import tanh as tanh
+from clgrad.ops.elementwise import sigmoid as sigmoid
+from clgrad.ops.reduce import normalize as normalize
+from clgrad.ops.loss import softmax as softmax
+from clgrad.ops.loss import log_softmax as log_softmax
+from clgrad.ops.matmul import linear as linear
+from clgrad.ops.views import flatten as flatten
+from clgrad.ops.index import embedding as embedding
+from clgrad.ops.index import one_hot as one_hot
+from clgrad.ops.conv_transpose import conv1d as conv1d
+from clgrad.ops.conv_transpose import conv_transpose1d as conv_transpose1d
+from clgrad.ops.conv_transpose import conv_transpose2d as conv_transpose2d
+from clgrad.ops.pool import max_pool1d as max_pool1d
+from clgrad.ops.pool import max_pool2d as max_pool2d
+from clgrad.ops.pool import avg_pool1d as avg_pool1d
+from clgrad.ops.pool import avg_pool2d as avg_pool2d
+from clgrad.ops.pool import adaptive_avg_pool1d as adaptive_avg_pool1d
+from clgrad.ops.pool import adaptive_avg_pool2d as adaptive_avg_pool2d
+from clgrad.ops.pool import adaptive_max_pool1d as adaptive_max_pool1d
+from clgrad.ops.pool import adaptive_max_pool2d as adaptive_max_pool2d
+from clgrad.ops.upsample import interpolate as interpolate
+from clgrad.ops.upsample import interpolate as upsample
+from clgrad.ops.grid_sample import grid_sample as grid_sample
+from clgrad.ops.grid_sample import affine_grid as affine_grid
+from clgrad.ops.norm import batch_norm as batch_norm
+from clgrad.ops.norm import layer_norm as layer_norm
+from clgrad.ops.norm import group_norm as group_norm
+from clgrad.ops.norm import instance_norm as instance_norm
+from clgrad.ops.norm import local_response_norm as local_response_norm
+from clgrad.ops.activation import relu6 as relu6
+from clgrad.ops.activation import leaky_relu as leaky_relu
+from clgrad.ops.activation import hardtanh as hardtanh
+from clgrad.ops.activation import gelu as gelu
+from clgrad.ops.activation import silu as silu
+from clgrad.ops.activation import elu as elu
+from clgrad.ops.activation import hardswish as hardswish
+from clgrad.ops.activation import hardsigmoid as hardsigmoid
+from clgrad.ops.activation import softplus as softplus
+from clgrad.ops.activation import mish as mish
+from clgrad.ops.activation import prelu as prelu
+from clgrad.ops.activation import logsigmoid as logsigmoid
+from clgrad.ops.attention import scaled_dot_product_attention as scaled_dot_product_attention
+from clgrad.ops.dropout import dropout as dropout
+from clgrad.ops.dropout import dropout1d as dropout1d
+from clgrad.ops.dropout import dropout2d as dropout2d
+from clgrad.ops.padding import pad as pad
+from clgrad.ops.shuffle import pixel_shuffle as pixel_shuffle
+from clgrad.ops.shuffle import pixel_unshuffle as pixel_unshuffle
+from clgrad.ops.shuffle import channel_shuffle as channel_shuffle
+from clgrad.ops.shuffle import channel_shuffle as native_channel_shuffle
+from clgrad.ops.loss import cross_entropy as cross_entropy
+from clgrad.ops.loss import nll_loss as nll_loss
+from clgrad.ops.loss import mse_loss as mse_loss
+from clgrad.ops.loss import l1_loss as l1_loss
+from clgrad.ops.loss import smooth_l1_loss as smooth_l1_loss
+from clgrad.ops.loss import huber_loss as huber_loss
+from clgrad.ops.loss import binary_cross_entropy as binary_cross_entropy
+from clgrad.ops.loss import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
+from clgrad.ops.loss import kl_div as kl_div
+from clgrad.tensor import Tensor as Tensor
+
+def relu(input: Tensor, inplace: bool = ...): ...
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = ...,
+    stride=...,
+    padding=...,
+    dilation=...,
+    groups=...,
+): ...
+
+__all__ = [
+    "tanh", "sigmoid", "relu", "normalize", "softmax", "log_softmax", "linear", "flatten",
+    "embedding", "one_hot", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate", "upsample",
+    "grid_sample", "affine_grid", "batch_norm", "layer_norm", "group_norm", "instance_norm",
+    "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu", "silu", "elu", "hardswish",
+    "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "scaled_dot_product_attention",
+    "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div",
+]
