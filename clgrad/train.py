@@ -180,6 +180,17 @@ def fit(args) -> dict:
     Raises:  OptionError naming the option for bad input (a --resume checkpoint that does not
              fit, --data files, an --out folder that cannot be written, an unknown --device).
     """
+    # the job's device is the default while it runs (its tensors follow it); the caller's
+    # default comes back afterwards (main() may be called from a program or a test)
+    prev = runtime.discovery._DEFAULT[0]
+    try:
+        return _fit(args)
+    finally:
+        runtime.set_default_device(prev)
+
+
+def _fit(args) -> dict:
+    """fit's body: the job on the device it sets as the default."""
     progress_bar = _progress_bar_class(args.quiet)
     _log.expected_builds = _FIRST_RUN_BUILDS
     t0 = time.perf_counter()

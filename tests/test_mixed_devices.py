@@ -36,6 +36,15 @@ def devices():
     return a, Device(a.cl_device, a.platform_index, a.device_index, index=(a.index or 0) + 7)
 
 
+@pytest.fixture
+def cpu_devices(cpu_default):
+    """``devices`` made from the "cpu" device, which is also the default for the test (the
+    tests of what a 0-dim or index tensor on the CPU may join: on a machine whose default is a
+    GPU, CLGRAD_DEVICE=gpu, new tensors would be on the GPU)."""
+    a = cpu_default
+    return a, Device(a.cl_device, a.platform_index, a.device_index, index=(a.index or 0) + 7)
+
+
 _RNG = np.random.default_rng(0)
 
 
@@ -490,6 +499,9 @@ def test_launch_names_the_kernel_a_foreign_buffer_reaches(devices):
     INVALID_MEM_OBJECT (a buffer of another context) becomes a RuntimeError naming the kernel,
     on every launch path (launch_1d's planned launch_split, Device.launch, a capture's
     recording)."""
+    if devices[0].platform.startswith("Portable Computing Language"):
+        pytest.skip("PoCL runs a buffer of another context of its own device without error "
+                    "(host memory either way): nothing for the net to catch")
     from clgrad.ops import _util
     a, other = devices
     foreign = clgrad.tensor([1.0, 2.0, 3.0], device=other)
@@ -513,10 +525,10 @@ def test_launch_names_the_kernel_a_foreign_buffer_reaches(devices):
     np.testing.assert_array_equal(out.numpy(), np.array([1.0, 2.0, 3.0], np.float32))
 
 
-def test_zero_dim_cpu_values_and_cpu_indices_join(devices):
+def test_zero_dim_cpu_values_and_cpu_indices_join(cpu_devices):
     """What PyTorch allows stays allowed: a 0-dim CPU value for index_put_/masked_fill/where
     and a CPU index for index_put_ on a tensor of another device (values from NumPy)."""
-    a, other = devices
+    a, other = cpu_devices
     xv = np.arange(12, dtype=np.float32).reshape(3, 4)
     x = clgrad.tensor(xv, device=other)
     idx = clgrad.tensor([2, 0])                      # on the "cpu" device
@@ -533,10 +545,10 @@ def test_zero_dim_cpu_values_and_cpu_indices_join(devices):
     assert y.device.opencl is other and z.device.opencl is other
 
 
-def test_optimizer_step_names_both_devices(devices):
+def test_optimizer_step_names_both_devices(cpu_devices):
     """A gradient that reached another device than its parameter (not through ``.grad =``,
     which refuses it): the step raises before any update."""
-    a, other = devices
+    a, other = cpu_devices
     p = clgrad.nn.Parameter(clgrad.tensor([1.0, 2.0]))
     p._grad = clgrad.tensor([0.5, 0.5], device=other)
     launches = launch_count()
@@ -549,11 +561,11 @@ def test_optimizer_step_names_both_devices(devices):
         p.grad = clgrad.tensor([0.5, 0.5], device=other)
 
 
-def test_pack_padded_sequence_lengths_follow_pytorch(devices, monkeypatch):
+def test_pack_padded_sequence_lengths_follow_pytorch(cpu_devices, monkeypatch):
     """PyTorch takes ``lengths`` on the CPU only, whatever the input's device: CPU lengths
     work for an input of another device; lengths on a GPU raise its message."""
     from clgrad.nn.utils.rnn import pack_padded_sequence
-    a, other = devices
+    a, other = cpu_devices
     xv = np.arange(12, dtype=np.float32).reshape(3, 2, 2)  # (T, B, *)
     x = clgrad.tensor(xv, device=other)
     packed = pack_padded_sequence(x, clgrad.tensor([3, 2]))  # lengths on "cpu"
@@ -594,11 +606,11 @@ def test_clip_grad_norm_over_two_devices(devices, norm_type):
     np.testing.assert_allclose(q.grad.numpy(), tp[1].grad.numpy(), rtol=1e-6)
 
 
-def test_only_a_cpu_zero_dim_tensor_joins(devices, monkeypatch):
+def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
     """With the other device a GPU (its ``type`` says so): a 0-dim CPU tensor joins a GPU
     tensor, as PyTorch (``gpu_x * cpu_two``), but a 0-dim GPU tensor does not join CPU
     tensors (PyTorch raises too), and is refused before any launch."""
-    a, other = devices
+    a, other = cpu_devices
     monkeypatch.setattr(other, "type", "cuda")
     g = clgrad.tensor([1.0, 2.0], device=other)
     two = clgrad.tensor(2.0)

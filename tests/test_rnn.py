@@ -176,8 +176,8 @@ def test_packed_equals_each_sequence_alone():
 
 def test_pack_padded_layout_and_roundtrip():
     x = np.arange(4 * 3 * 2, dtype=np.float32).reshape(4, 3, 2)   # (T, B, *)
-    packed = pack_padded_sequence(clgrad.tensor(x), clgrad.tensor([2, 4, 1]),
-                                  enforce_sorted=False)
+    packed = pack_padded_sequence(clgrad.tensor(x), clgrad.tensor([2, 4, 1], device="cpu"),
+                                  enforce_sorted=False)   # lengths on the CPU, as PyTorch's
     assert packed.batch_sizes.tolist() == [3, 2, 1, 1]
     assert packed.sorted_indices.tolist() == [1, 0, 2]
     assert packed.unsorted_indices.tolist() == [1, 0, 2]
@@ -188,6 +188,7 @@ def test_pack_padded_layout_and_roundtrip():
     for b, n in enumerate([2, 4, 1]):
         want[:n, b] = x[:n, b]
     np.testing.assert_array_equal(padded.numpy(), want)
+    assert lens.device.type == "cpu" and lens.tolist() == [2, 4, 1]  # PyTorch's: on the CPU
     assert lens.tolist() == [2, 4, 1]
     bf = pack_padded_sequence(clgrad.tensor(x.transpose(1, 0, 2).copy()), [4, 2, 1],
                               batch_first=True)

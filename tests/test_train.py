@@ -413,3 +413,25 @@ def test_curves_have_integer_epoch_ticks_and_the_test_accuracy(tmp_path, monkeyp
     assert "test 0.875" in [t.get_text() for t in acc_ax.get_legend().get_texts()]
     real_close(fig)
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_job_gives_back_the_callers_default_device(tmp_path, monkeypatch):
+    """The job runs on the fastest device as the default (its tensors follow it) and gives the
+    caller's default back when it ends: a program or test calling main() keeps its own."""
+    from clgrad import runtime
+    mine = runtime.default_device()
+    fastest = runtime.Device(mine.cl_device, mine.platform_index, mine.device_index, index=7)
+    monkeypatch.setattr(runtime, "fastest_device", lambda: fastest)
+    defaults, real = [], runtime.set_default_device
+    monkeypatch.setattr(runtime, "set_default_device",
+                        lambda spec: defaults.append(spec) or real(spec))
+    args = argparse.Namespace(dataset="digits", data=None, epochs=1, batch_size=64, lr=3e-3,
+                              weight_decay=1e-4, device=None, out=str(tmp_path), resume=None,
+                              seed=0, quiet=True, val_fraction=0.1)
+    real(mine)
+    try:
+        summary = fit(args)
+        assert defaults[0] is fastest and summary["epoch"] == 1
+        assert runtime.default_device() is mine
+    finally:
+        real(None)

@@ -154,9 +154,9 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None):
     """Unpack a PackedSequence into a padded batch (PyTorch's pad_packed_sequence).
 
-    Shapes:  -> (padded (T, B, *) or (B, T, *) with batch_first, lengths int64 (B,)), in the
-             original order of the sequences (unsorted_indices); T = total_length or the
-             longest length.
+    Shapes:  -> (padded (T, B, *) or (B, T, *) with batch_first, lengths int64 (B,) on the
+             "cpu" device, as PyTorch's), in the original order of the sequences
+             (unsorted_indices); T = total_length or the longest length.
     Grad:    sequence.data (one index_select of its rows and a padding row).
     Raises:  ValueError when total_length < the longest length.
     """
@@ -182,7 +182,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     padded = index_select(cat([data, pad], 0), 0, _index(rows.reshape(-1), data.device))
     padded = padded.reshape(rows.shape + tuple(data.shape[1:]))
     return padded, creation.tensor(lens_sorted[perm].astype(np.int64), dtype=dtypes.int64,
-                                   device=data.device)
+                                   device="cpu")
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
