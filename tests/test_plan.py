@@ -1,0 +1,78 @@
+"""Launch plans (clgrad/ops/plan.py, issue 34): one Plan type, one structural key. A key that
+missed a dependency would reuse a plan made for another layout or setting: a silently wrong
+result. Each test changes one input of the key and checks a new plan and right values."""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import backends, settings
+from clgrad.ops import plan as plan_mod
+
+
+def _plans_of(dev, tag):
+    return {k for k in dev.plans if k and k[0] == tag}
+
+
+def test_key_holds_every_part_of_a_layout_and_the_settings_epoch(monkeypatch):
+    x = clgrad.arange(24, dtype=clgrad.float32).reshape(4, 6)
+    base = plan_mod.key("t", (x, 2.0), ("k",))
+    assert base == ("t", settings.epoch(), (4, 6), (6, 1), 0, clgrad.float32, float, "k")
+    assert plan_mod.key("t", (x.t(),), ("k",)) != plan_mod.key("t", (x,), ("k",))  # strides
+    assert plan_mod.key("t", (x[1:],),) != plan_mod.key("t", (x[:3],),)  # offset only
+    assert plan_mod.key("t", (x.double(),),) != plan_mod.key("t", (x,),)  # dtype
+    assert plan_mod.key("t", (x, 2),) != base[:-1]  # a raw argument's type
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")  # any setting: a new epoch
+    assert plan_mod.key("t", (x, 2.0), ("k",)) != base
+    e = settings.epoch()
+    monkeypatch.setattr(backends, "conv_algorithm", "direct")
+    assert settings.epoch() == e + 1
+
+
+def test_changed_offset_or_stride_gets_its_own_plan_and_right_values():
+    """Same shape and kernel, another offset or stride: another plan, NumPy's values."""
+    xn = np.arange(40, dtype=np.float32)
+    x = clgrad.from_numpy(xn)
+    dev = x._storage.device
+    for a, b, an, bn in ((x[2:12], x[0:10], xn[2:12], xn[0:10]),
+                         (x[0:10], x[5:15], xn[0:10], xn[5:15]),
+                         (x[0:20:2], x[1:11], xn[0:20:2], xn[1:11]),
+                         (x[0:10], x[5:15], xn[0:10], xn[5:15])):
+        np.testing.assert_array_equal((a + b).numpy(), an + bn)
+        np.testing.assert_array_equal((a * b).numpy(), an * bn)
+    # the flat launches (offsets (2, 0), (0, 5), (1,)...): one plan per layout
+    flat = {k for k in _plans_of(dev, "elementwise.cl") if k[2] == (10,) and "add" in k}
+    assert len(flat) >= 2
+
+
+def test_changed_setting_makes_a_new_plan(monkeypatch):
+    """A settings change (here an environment write) bumps the epoch: the same add is planned
+    again under the new epoch instead of reusing the old plan."""
+    a = clgrad.from_numpy(np.arange(7, dtype=np.float32))
+    b = clgrad.from_numpy(np.full(7, 0.5, np.float32))
+    dev = a._storage.device
+    np.testing.assert_array_equal((a + b).numpy(), np.arange(7) + 0.5)
+    before = {k for k in _plans_of(dev, "elementwise.cl") if k[1] == settings.epoch()}
+    assert before
+    monkeypatch.setenv("CLGRAD_CONV_DEBUG", "")
+    now = settings.epoch()
+    np.testing.assert_array_equal((a + b).numpy(), np.arange(7) + 0.5)
+    after = {k for k in _plans_of(dev, "elementwise.cl") if k[1] == now}
+    assert after and not (after & before)
+
+
+def test_plan_run_binds_buffers_and_values():
+    """Plan.run / run_with bind buffers and per-call values at their indices and enqueue."""
+    from clgrad.ops._util import _flat_plan, empty, scalar
+    a = clgrad.from_numpy(np.arange(5, dtype=np.float32))
+    dev = a._storage.device
+    out = empty((5,), clgrad.float32, dev)
+    p = _flat_plan(dev, "elementwise.cl", "mul_sb", {"T": "float", "IS_FLOAT": 1}, 5, out,
+                   (a, scalar(clgrad.float32, 0)), ())
+    assert p.mem[0::2] == [3, 5] and p.vals[0::2] == [7] and p.data == (None, 1)
+    assert p.gsize[0] % p.lsize[0] == 0 and p.gsize[0] >= 5
+    for v in (3.0, -2.0):
+        p.run_with(dev, [out._storage.buffer, a._storage.buffer],
+                   [scalar(clgrad.float32, v)])
+        np.testing.assert_array_equal(out.numpy(), np.arange(5) * v)
+    with pytest.raises(ValueError):  # a buffer more than the plan has places for
+        p.run(dev, out._storage.buffer, a._storage.buffer, a._storage.buffer)
