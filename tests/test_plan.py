@@ -62,11 +62,11 @@ def test_changed_setting_makes_a_new_plan(monkeypatch):
 
 def test_plan_run_binds_buffers_and_values():
     """Plan.run / run_with bind buffers and per-call values at their indices and enqueue."""
-    from clgrad.ops._util import _flat_plan, empty, scalar
+    from clgrad.ops._util import flat_plan, empty, scalar
     a = clgrad.from_numpy(np.arange(5, dtype=np.float32))
     dev = a._storage.device
     out = empty((5,), clgrad.float32, dev)
-    p = _flat_plan(dev, "elementwise.cl", "mul_sb", {"T": "float", "IS_FLOAT": 1}, 5, out,
+    p = flat_plan(dev, "elementwise.cl", "mul_sb", {"T": "float", "IS_FLOAT": 1}, 5, out,
                    (a, scalar(clgrad.float32, 0)), ())
     assert p.mem[0::2] == [3, 5] and p.vals[0::2] == [7] and p.data == (None, 1)
     assert p.gsize[0] % p.lsize[0] == 0 and p.gsize[0] >= 5
@@ -76,3 +76,52 @@ def test_plan_run_binds_buffers_and_values():
         np.testing.assert_array_equal(out.numpy(), np.arange(5) * v)
     with pytest.raises(ValueError):  # a buffer more than the plan has places for
         p.run(dev, out._storage.buffer, a._storage.buffer, a._storage.buffer)
+
+
+def test_add_fast_path_follows_every_change_of_signature():
+    """add's fast path (a cached plan: no promotion, broadcast or layout checks) is taken only
+    for the exact layouts and dtypes it was kept for: each variation below, run after a cached
+    same-shape float32 add, gives NumPy's values and dtype (float64 differences) and grads."""
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((6, 6)), rng.standard_normal((6, 6))
+    a32, b32 = (clgrad.from_numpy(v.astype(np.float32)) for v in (an, bn))
+    af, bf = an.astype(np.float32), bn.astype(np.float32)
+    for _ in range(3):  # cached
+        np.testing.assert_array_equal((a32 + b32).numpy(), af + bf)
+    cases = [
+        (a32, b32.t(), an.astype(np.float32) + bn.astype(np.float32).T),     # strides
+        (a32[1:], b32[:5], af[1:] + bf[:5]),                                 # offsets, shape
+        (a32, clgrad.from_numpy(bn), an.astype(np.float32) + bn),            # promotion
+        (a32, b32[0], an.astype(np.float32) + bn[0].astype(np.float32)),     # broadcast
+        (a32.int(), b32.int(), an.astype(np.float32).astype(np.int32) +
+         bn.astype(np.float32).astype(np.int32)),                            # dtype
+        (a32, 2, an.astype(np.float32) + 2),                                 # a number
+    ]
+    for _ in range(2):  # the second round: each case's own plan cached
+        for x, y, want in cases:
+            got = x + y
+            assert got.dtype == clgrad.from_numpy(np.asarray(want)).dtype
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+    # alpha is never the fast path: it scales
+    np.testing.assert_allclose(clgrad.add(a32, b32, alpha=2).numpy(), af + 2 * bf, rtol=1e-6)
+    # gradients through the fast path: the incoming gradient to both inputs
+    ag = clgrad.from_numpy(an.astype(np.float32)).requires_grad_()
+    bg = clgrad.from_numpy(bn.astype(np.float32)).requires_grad_()
+    g = rng.standard_normal((6, 6)).astype(np.float32)
+    for _ in range(3):
+        ag.grad = bg.grad = None
+        y = ag + bg
+        assert y.grad_fn is not None
+        y.backward(clgrad.from_numpy(g))
+        np.testing.assert_array_equal(ag.grad.numpy(), g)
+        np.testing.assert_array_equal(bg.grad.numpy(), g)
+
+
+def test_add_fast_path_checks_the_devices_and_keeps_errors():
+    """A cached signature with the second operand on another device is not a hit (the plan
+    lives in the first operand's device); shape errors keep their message."""
+    a = clgrad.ones(4)
+    for _ in range(3):
+        a + a
+    with pytest.raises((ValueError, RuntimeError), match="broadcast|size"):
+        a + clgrad.ones(3)

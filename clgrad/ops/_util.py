@@ -227,7 +227,7 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
         k = plan_key(file, (out, *operands, *extra), (name, *defines.items()))
         plan = dev.plans.get(k)
         if plan is None:
-            plan = dev.keep_plan(k, _flat_plan(dev, file, name, defines, n, out, operands,
+            plan = dev.keep_plan(k, flat_plan(dev, file, name, defines, n, out, operands,
                                                extra))
         kinds = plan.data
         if kinds is None:  # tensors only
@@ -270,7 +270,7 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)
 
 
-def _flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
+def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
     """The Plan of a flat launch_1d (see there): the layout's by-value arguments fixed, the
     buffers (out, the tensor operands, raw buffers) and raw by-value operands bound per call;
     ``data``: None for tensors only, else per operand None (a tensor) or its ``arg_kind``."""
