@@ -125,3 +125,48 @@ def test_add_fast_path_checks_the_devices_and_keeps_errors():
         a + a
     with pytest.raises((ValueError, RuntimeError), match="broadcast|size"):
         a + clgrad.ones(3)
+
+
+def _bn_ref(x, w, b, eps=1e-5):
+    mu = x.mean(axis=(0, 2, 3), keepdims=True)
+    var = x.var(axis=(0, 2, 3), keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w[None, :, None, None] + b[None, :, None, None]
+
+
+def test_batch_norm_on_a_cached_plan_with_and_without_grad():
+    """batch_norm's statistics go to the plan's scratch pair when no Node can read them: calls
+    without grad between calls with grad never change what backward reads (NumPy forward and
+    running statistics; bias gradient = sum of g; weight gradient against PyTorch)."""
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(1)
+    xn = rng.standard_normal((2, 3, 4, 5))
+    wn, bn_ = rng.standard_normal(3), rng.standard_normal(3)
+    gn = rng.standard_normal((2, 3, 4, 5))
+    f32 = np.float32
+    x = clgrad.from_numpy(xn.astype(f32))
+    x2 = clgrad.from_numpy((2 * xn + 1).astype(f32))
+    w = clgrad.from_numpy(wn.astype(f32)).requires_grad_()
+    b = clgrad.from_numpy(bn_.astype(f32)).requires_grad_()
+    rm, rv = clgrad.zeros(3), clgrad.ones(3)
+    y = F.batch_norm(x, rm, rv, w, b, training=True)  # saves its statistics
+    with clgrad.no_grad():
+        for _ in range(3):  # the same plan, the scratch pair: other statistics written there
+            y2 = F.batch_norm(x2, None, None, w.detach(), b.detach(), training=True)
+    np.testing.assert_allclose(y2.numpy(), _bn_ref(2 * xn + 1, wn, bn_), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y.numpy(), _bn_ref(xn, wn, bn_), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rm.numpy(), 0.1 * xn.mean(axis=(0, 2, 3)), rtol=1e-4,
+                               atol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), 0.9 + 0.1 * xn.var(axis=(0, 2, 3), ddof=1),
+                               rtol=1e-4)
+    y.backward(clgrad.from_numpy(gn.astype(f32)))
+    np.testing.assert_allclose(b.grad.numpy(), gn.sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-4)
+    xhat = _bn_ref(xn, np.ones(3), np.zeros(3))
+    np.testing.assert_allclose(w.grad.numpy(), (gn * xhat).sum(axis=(0, 2, 3)), rtol=1e-3,
+                               atol=1e-3)
+    torch = pytest.importorskip("torch")
+    tw = torch.tensor(wn.astype(f32), requires_grad=True)
+    tb = torch.tensor(bn_.astype(f32), requires_grad=True)
+    tx = torch.tensor(xn.astype(f32), requires_grad=True)
+    torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True).backward(
+        torch.tensor(gn.astype(f32)))
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -9,6 +9,8 @@ weight and bias gradients are then two reductions), lrn_fwd, lrn_bwd.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from clgrad import dtypes, layout
@@ -54,12 +56,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
-    if input.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), got "
-                           f"shape {tuple(input.shape)}")
     x = input
-    c = x.shape[1]
-    m = x.numel() // c if c else 0
+    shape = x._shape  # (the slots, not the properties: host time per call)
+    if len(shape) < 2:
+        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), got "
+                           f"shape {tuple(shape)}")
+    c = shape[1]
+    m = math.prod(shape) // c if c else 0
     xs, want = x._storage, (c,)
     for name, p in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -96,24 +99,33 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         cbuf, coff = count._storage.buffer, np.int64(count._offset)
     else:
         cbuf, coff = x._storage.buffer, np.int64(0)
-    y = empty(x.shape, x.dtype, x._storage.device)
-    mean = empty((c,), x.dtype, x._storage.device)      # saved: the statistics used, per channel
-    invstd = empty((c,), x.dtype, x._storage.device)
+    dev = xs.device
+    y = Tensor._empty(shape, xs.dtype, dev)
+    # The statistics (mean, invstd) are saved for backward; where no Node can read them (no
+    # operand requires grad, none is a view whose grad_fn may change) they go to the plan's
+    # scratch pair instead of two fresh allocations.
+    need = (x._requires_grad or x._base is not None or
+            (weight is not None and (weight._requires_grad or weight._base is not None)) or
+            (bias is not None and (bias._requires_grad or bias._base is not None)))
     if c and m:
         params = (weight, bias, running_mean, running_var)
-        dev = xs.device
         key = plan_key("bn_fwd", (x, *params), (momentum, eps, flags, coff, BN_SPLIT_FORCE))
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
                                                    coff))
+        part, stats = plan.data
+        if need:
+            mean = Tensor._empty(want, xs.dtype, dev)  # saved: the statistics used
+            invstd = Tensor._empty(want, xs.dtype, dev)
+        else:
+            mean, invstd = stats
         xb = xs.buffer
         bufs = (y._storage.buffer, xb, xb if weight is None else weight._storage.buffer,
                 xb if bias is None else bias._storage.buffer,
                 xb if running_mean is None else running_mean._storage.buffer,
                 xb if running_var is None else running_var._storage.buffer,
                 mean._storage.buffer, invstd._storage.buffer, cbuf)
-        part = plan.data
         if part is not None:  # S work-groups per channel: partial statistics first
             ws = empty((c * part.data * 3,), x.dtype, dev)
             part.run(dev, xb, ws._storage.buffer)
@@ -121,6 +133,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         plan.run(dev, *bufs)
         if update:  # written in place by the kernel: no graph, a new version
             bump_version(running_mean, running_var)
+    else:
+        mean, invstd = Tensor._empty(want, xs.dtype, dev), Tensor._empty(want, xs.dtype, dev)
     if count is not None:
         if c and m:  # counted by the launch above
             bump_version(count)
@@ -133,7 +147,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                 (_BN_GB if bias is not None and bias.requires_grad else 0))
         keep = _BN_TRAIN | _BN_W | _BN_B | act
         return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
-    saved = [x] + [p for p in (weight, bias if act else None) if p is not None]
+    saved = [x]
+    if weight is not None:
+        saved.append(weight)
+    if act and bias is not None:
+        saved.append(bias)
     return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
                   backward, saved=saved)
 
@@ -320,8 +338,10 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
 
 # Launch plans (ops/plan.py) of bn_fwd / bn_bwd, kept in the device's plans under plan.key of
 # every view, flags, momentum, eps and BN_SPLIT_FORCE: the kernel, its global and local sizes
-# and the by-value arguments; a launch then binds only the buffers. A split plan's ``data`` is
-# the plan of its partial-statistics launch (whose ``data`` is S). Building the arguments took
+# and the by-value arguments; a launch then binds only the buffers. A forward plan's ``data``
+# is (the plan of a split's partial-statistics launch (whose ``data`` is S) or None, a
+# scratch (mean, invstd) pair for calls whose statistics no Node saves); a backward plan's is
+# that partial plan or None. Building the arguments took
 # half of batch_norm's host time (~25 of ~55 µs per call on a Xeon), and the GPU's training
 # steps are host-bound.
 def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
@@ -333,14 +353,17 @@ def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
             23, coff)
     nsplit = _bn_nsplit(x, m, flags)
     mem_at = (3, 6, 9, 11, 13, 15, 17, 18, 22)
+    c, dev = x._shape[1], x._storage.device
+    stats = (empty((c,), x.dtype, dev), empty((c,), x.dtype, dev))  # scratch: see batch_norm
     if nsplit == 1:
         kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd", geom)
-        return Plan(kernel, gsize, lsize, val, mem_at)
+        return Plan(kernel, gsize, lsize, val, mem_at, data=(None, stats))
     kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd_split", geom, nsplit)
     pkernel = _bn_kernel(x, m, "bn_fwd_part", geom, nsplit)[0]
     pval = (0, np.int64(m), 1, nd, 2, sh, 4, vx, 5, sxc, 6, np.int64(nsplit))
     part = Plan(pkernel, gsize, lsize, pval, (3, 7), data=nsplit)
-    return Plan(kernel, gsize, lsize, (*val, 24, np.int64(nsplit)), (*mem_at, 25), data=part)
+    return Plan(kernel, gsize, lsize, (*val, 24, np.int64(nsplit)), (*mem_at, 25),
+                data=(part, stats))
 
 
 def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
