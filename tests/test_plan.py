@@ -170,3 +170,78 @@ def test_batch_norm_on_a_cached_plan_with_and_without_grad():
     torch.nn.functional.batch_norm(tx, None, None, tw, tb, training=True).backward(
         torch.tensor(gn.astype(f32)))
     np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _conv_ref(x, w, b, stride, pad):
+    """NumPy float64 conv2d (cross-correlation), groups 1."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, o, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y + (0 if b is None else b[None, :, None, None])
+
+
+def test_conv2d_fast_path_follows_layouts_arguments_and_settings(monkeypatch):
+    """conv2d on a cached signature replays its recorded launches; every change of an
+    operand's layout, an argument or a setting takes the general path (and its own plan):
+    NumPy float64 values throughout, and the algorithm reported is the one that ran."""
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(2)
+    xn = rng.standard_normal((2, 4, 9, 9))
+    wn = rng.standard_normal((5, 4, 3, 3))
+    bn_ = rng.standard_normal(5)
+    f32 = np.float32
+    x, w, b = (clgrad.from_numpy(v.astype(f32)) for v in (xn, wn, bn_))
+    xbig = clgrad.from_numpy(np.pad(xn, ((0, 0), (0, 0), (1, 0), (2, 0))).astype(f32))
+    xview = xbig[:, :, 1:, 2:]  # x's values at an offset, other strides
+    wt = clgrad.from_numpy(np.ascontiguousarray(wn.transpose(0, 2, 3, 1)).astype(f32)
+                           ).permute(0, 3, 1, 2)  # w's values, channels-last strides
+    cases = [((x, w, b), {"padding": 1}, (xn, wn, bn_, 1, 1)),
+             ((xview, w, b), {"padding": 1}, (xn, wn, bn_, 1, 1)),
+             ((x, wt, b), {"padding": 1}, (xn, wn, bn_, 1, 1)),
+             ((x, w, None), {"padding": 1}, (xn, wn, None, 1, 1)),
+             ((x, w, b), {"padding": 0}, (xn, wn, bn_, 1, 0)),
+             ((x, w, b), {"padding": 1, "stride": 2}, (xn, wn, bn_, 2, 1)),
+             ((x, w, b), {"padding": 1, "stride": (2, 2)}, (xn, wn, bn_, 2, 1))]
+    for _ in range(3):  # the first round records, the later ones replay
+        for args, kw, ref in cases:
+            np.testing.assert_allclose(F.conv2d(*args, **kw).numpy(), _conv_ref(*ref),
+                                       rtol=1e-4, atol=1e-4)
+    dev = x._storage.device
+    assert any(k[0] == "conv2d" for k in dev.plans if isinstance(k, tuple) and k)
+    for algo in ("direct", "implicit", "im2col"):  # a setting: a new epoch, a new choice
+        monkeypatch.setattr(backends, "conv_algorithm", algo)
+        for _ in range(3):
+            np.testing.assert_allclose(F.conv2d(x, w, b, padding=1).numpy(),
+                                       _conv_ref(xn, wn, bn_, 1, 1), rtol=1e-4, atol=1e-4)
+            assert backends.last_conv_algorithms["forward"] == algo
+    fast = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k and
+            k[0] == "conv2d" and k[1] == settings.epoch()]
+    assert not fast  # im2col allocates its workspace: never recorded, always the general path
+
+
+def test_record_launches_refuses_what_it_cannot_replay():
+    """record_launches gives Plans only for launches whose buffers are all given ones; an
+    allocation, a foreign buffer or two roles on one buffer give None (run still runs)."""
+    from clgrad.ops._util import copy_raw, empty
+    a = clgrad.from_numpy(np.arange(6, dtype=np.float32))
+    out = empty((6,), clgrad.float32, a._storage.device)
+    dev = a._storage.device
+    got = plan_mod.record_launches(dev, lambda: copy_raw(out, a),
+                                   (out._storage.buffer, a._storage.buffer))
+    assert got is not None and len(got) == 1 and got[0][1] == (0, 1)
+    np.testing.assert_array_equal(out.numpy(), np.arange(6))
+    b = clgrad.from_numpy(np.full(6, 7, np.float32))
+    got[0][0].run(dev, out._storage.buffer, b._storage.buffer)  # replayed on other buffers
+    np.testing.assert_array_equal(out.numpy(), np.full(6, 7))
+    assert plan_mod.record_launches(dev, lambda: copy_raw(out, a), (out._storage.buffer,)) \
+        is None  # a's buffer is not given
+    assert plan_mod.record_launches(dev, lambda: a + a, (a._storage.buffer,)) is None  # allocs
+    assert plan_mod.record_launches(dev, lambda: copy_raw(out, a),
+                                    (out._storage.buffer, out._storage.buffer)) is None
+    assert "_capture" not in dev.__dict__

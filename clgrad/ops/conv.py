@@ -68,6 +68,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
+from clgrad.ops.plan import key as plan_key, record_launches
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -95,6 +96,25 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
              conv_igemm_gpu.cl, conv_blocked_cpu.cl.
     """
+    ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
+    if ck is not None:  # the fast path of a cached signature: see _FAST
+        dev = input._storage.device
+        key = plan_key(_FAST, (input, weight, bias),
+                       (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+        fast = dev.plans.get(key)
+        if fast is not None:
+            plans, geo, shape, algo, debug, _ = fast
+            out = Tensor._empty(shape, input._storage.dtype, dev)
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            for plan, roles in plans:
+                plan.run(dev, *map(bufs.__getitem__, roles))
+            backends.last_conv_algorithm = algo
+            backends.last_conv_algorithms["forward"] = algo
+            if debug:
+                _debug_choice("forward", fast[5], algo)
+            return record("conv2d", out, (input, weight, bias),
+                          _backward(geo, False, input, weight, bias), saved=[input, weight])
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -103,10 +123,39 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     empty_sum = out.numel() == 0 or geo.c == 0  # nothing to convolve
     if not empty_sum:
         p = _forward_problem(geo, x4, weight, _as4(out), bias)
-        _run(*_choose("forward", p, weight), "forward", p, x4, weight, _as4(out), bias)
+        algo, plan = _choose("forward", p, weight)
+        o4 = _as4(out)
+
+        def run():
+            _run(algo, plan, "forward", p, x4, weight, o4, bias)
+        if ck is None:
+            run()
+        else:  # the launches as Plans, for the next call with this signature
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            plans = record_launches(dev, run, bufs)
+            if plans is not None:
+                dev.keep_plan(key, (plans, geo, out._shape, algo,
+                                    bool(settings.getenv("CLGRAD_CONV_DEBUG")), p))
     elif out.numel():
         alg.fill_bias(_as4(out), bias)
+    return record("conv2d", out, (input, weight, bias),
+                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
 
+
+# conv2d's fast path: dev.plans[plan.key(_FAST, (input, weight, bias), (_check_key, the
+# measured table's identity and size))] -> (the forward's launches as (Plan, roles) from
+# plan.record_launches, the checked geometry, the output shape, the algorithm, whether
+# CLGRAD_CONV_DEBUG is set, the problem). Everything the checks, the problem and _choose read
+# is in the key (layouts and dtypes of every operand, the arguments with their exact types,
+# the settings epoch: clgrad.backends and CLGRAD_*), so a hit skips them and only binds the
+# buffers and enqueues. Algorithms that allocate, copy or fill (im2col's workspace, a bias
+# fill) are never recorded and keep the general path.
+_FAST = "conv2d"
+
+
+def _backward(geo, empty_sum, input, weight, bias):
+    """conv2d's backward closure over its inputs and checked geometry."""
     def backward(grad):
         gi = gw = gb = None
         g4 = _as4(grad)
@@ -125,12 +174,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                 if gb is not None:
                     rd.sum_into(gb, g4, (0, 2, 3))
             else:
+                x4 = _as4(input)
                 p = geo._replace(x=v5(x4, geo.g))
                 _run(*_choose("grad_weight", p, weight), "grad_weight", p, x4, g4, gw, gb)
             gw = gw if weight.requires_grad else None
         return gi, gw, gb
-
-    return record("conv2d", out, (input, weight, bias), backward, saved=[input, weight])
+    return backward
 
 
 # -- argument checks --------------------------------------------------------------------------

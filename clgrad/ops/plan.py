@@ -16,9 +16,12 @@ be a silently wrong answer). The device is the dict the plan lives in.
 """
 from __future__ import annotations
 
+import threading
+
+from clgrad.runtime.device import Device, arg_kind
 from clgrad.settings import _EPOCH
 
-__all__ = ["Plan", "key", "cached"]
+__all__ = ["Plan", "key", "cached", "record_launches"]
 
 
 class Plan:
@@ -31,9 +34,10 @@ class Plan:
     indices of by-value arguments ``run_with`` binds per call; ``data``: anything the op keeps
     with the plan (the family's own facts, e.g. the dtype of a result)."""
 
-    __slots__ = ("kernel", "gsize", "lsize", "val", "mem", "vals", "data")
+    __slots__ = ("kernel", "gsize", "lsize", "val", "mem", "vals", "other", "data")
 
-    def __init__(self, kernel, gsize, lsize, val=(), mem_at=(), val_at=(), data=None):
+    def __init__(self, kernel, gsize, lsize, val=(), mem_at=(), val_at=(), data=None,
+                 other=()):
         gsize = tuple(gsize)
         if lsize is not None:
             lsize = tuple(lsize)
@@ -42,12 +46,13 @@ class Plan:
             tuple(val), data
         self.mem = _template(mem_at)
         self.vals = _template(val_at)
+        self.other = tuple(other)  # (index, value, ...) set with Kernel.set_arg (local memory)
 
     def run(self, dev, *buffers):
         """Bind ``buffers`` (one per ``mem_at`` index, in order) and enqueue on ``dev``."""
         mem = self.mem[:]
         mem[1::2] = buffers
-        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val)
+        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val, self.other)
 
     def run_with(self, dev, buffers, values):
         """``run`` with the per-call by-value arguments ``values`` (one per ``val_at`` index,
@@ -57,7 +62,7 @@ class Plan:
         val = self.vals[:]
         val[1::2] = values
         dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem),
-                         self.val + tuple(val))
+                         self.val + tuple(val), self.other)
 
     def __repr__(self):
         return (f"Plan({getattr(self.kernel, 'function_name', self.kernel)!r}, "
@@ -97,3 +102,72 @@ def cached(dev, k, make):
 
 
 _MISS = object()
+
+
+class _Recorder:
+    """A device's capture hook (runtime/device.py's ``_capture``) while record_launches runs:
+    it keeps the launches of its thread and lets every command run; an allocation, copy or
+    fill, or a launch from another thread, spoils the recording."""
+
+    def __init__(self):
+        self.thread = threading.get_ident()
+        self.launches, self.clean = [], True
+
+    def _launch(self, dev, kernel, gsize, lsize, args):
+        if threading.get_ident() != self.thread:
+            self.clean = False
+        else:
+            self.launches.append((kernel, gsize, lsize, args))
+        return False
+
+    def _alloc(self, dev, nbytes):
+        self.clean = False
+
+    def _copy(self, dev, *args):
+        self.clean = False
+        return False
+
+    _fill = _copy
+
+
+def record_launches(dev, run, buffers):
+    """Run ``run()`` (an op's launches on ``dev``) and return them as Plans: a list of
+    ``(plan, roles)``, where ``roles`` gives, per buffer argument of the plan, its index in
+    ``buffers`` (the operands' and results' buffers; None entries are skipped), so that the
+    next call binds ``plan.run(dev, *[its buffers[r] for r in roles])``. None when the launches
+    cannot be replayed so: ``run`` allocated, copied or filled (a workspace, a bias fill),
+    another thread launched meanwhile, a buffer argument is none of ``buffers`` or two of
+    ``buffers`` are one buffer, or a capture is running. ``run`` runs in any case."""
+    if Device._capture is not None or "_capture" in dev.__dict__:  # capturing, or forked
+        run()
+        return None
+    rec = _Recorder()
+    dev._capture = rec
+    try:
+        run()
+    finally:
+        del dev._capture
+    ids = {}
+    for i, b in enumerate(buffers):
+        if b is not None:
+            if id(b) in ids:
+                return None
+            ids[id(b)] = i
+    if not rec.clean:
+        return None
+    plans = []
+    for kernel, gsize, lsize, args in rec.launches:
+        val, other, mem_at, roles = [], [], [], []
+        for i, a in enumerate(args):
+            kind = arg_kind(a)
+            if kind == 0:
+                role = ids.get(id(a))
+                if role is None:
+                    return None
+                mem_at.append(i)
+                roles.append(role)
+            else:
+                (val if kind == 1 else other).extend((i, a))
+        plans.append((Plan(kernel, gsize, lsize, val, mem_at, data=tuple(roles),
+                           other=other), tuple(roles)))
+    return plans
