@@ -68,7 +68,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
-from clgrad.ops.plan import key as plan_key, record_launches
+from clgrad.ops.plan import cached as plan_cached, key as plan_key, record_launches
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -492,17 +492,14 @@ def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
         return planner(p, w.dtype, dev)
     # conv_algorithms' planners read only p, the dtype and the device (its compute units,
     # vector width, local memory and its kernels' own use of it): their plans are cached in
-    # the device's plans (a failed plan, None, too), keyed by the planner itself (the pass and
-    # the implicit variant pick it) and the local memory size as well.
-    key = ("conv", planner, p, w._storage.dtype, dev.local_mem_size)
-    plan = dev.plans.get(key, _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = dev.keep_plan(key, planner(p, w._storage.dtype, dev))
-    return plan
+    # the device's plans (a failed plan, None, too) under plan.key of the planner itself (the
+    # pass and the implicit variant pick it), the local memory size and the settings epoch
+    # (CLGRAD_CPU_VECTOR_WIDTH changes the vector width).
+    key = plan_key("conv", (), (planner, p, w._storage.dtype, dev.local_mem_size))
+    return plan_cached(dev, key, lambda: planner(p, w._storage.dtype, dev))
 
 
 _PLANNED = frozenset({"implicit", "depthwise", "pointwise", "direct"})  # conv_algorithms'
-_NO_PLAN = object()
 
 
 def _run(algo: str, plan, pass_name: str, p: Problem, a, b, c, d):
