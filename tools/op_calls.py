@@ -7,8 +7,9 @@ Each case runs 3 times (warm-up: kernels built, plans cached), then once under
 ``sys.setprofile``; what is counted is the profiler's 'call' events (Python frames; C calls are
 not counted) of that one call, the case's own lambda excluded, with its result dropped inside
 the counted region (so freeing a result counts, as it does in a loop). The backward cases make
-the forward outside the counted region and count ``y.backward(g)`` (the engine, the closure and
-the gradient accumulation). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000 float32;
+the forward outside the counted region, set the leaves' ``.grad`` to None (as
+``zero_grad()`` does) and count ``y.backward(g)`` (the engine, the closure and handing the
+gradients to the leaves). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000 float32;
 ``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias; ``batch_norm`` training
 on (2, 16, 8, 8) with weight, bias and running stats; ``linear`` (8, 64) x (32, 64) + bias.
 """
@@ -88,11 +89,26 @@ def cases():
 
 
 def _backward_count(make, grad, keep=None) -> int:
-    """'call' events of ``make().backward(grad)``'s backward alone (the forward uncounted),
-    after WARMUP forward + backward rounds."""
+    """'call' events of ``make().backward(grad)``'s backward alone (the forward uncounted, the
+    leaves' gradients None first), after WARMUP forward + backward rounds."""
+    import clgrad
     for _ in range(WARMUP):
         make().backward(grad)
     y = make()
+    leaves, stack, seen = [], [y.grad_fn], set()
+    while stack:  # the leaves the graph sends to (their .grad set to None, as zero_grad)
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _ in node.next_functions:
+            var = getattr(nxt, "variable", None)
+            if isinstance(var, clgrad.Tensor):
+                leaves.append(var)
+            else:
+                stack.append(nxt)
+    for t in leaves:
+        t.grad = None
     return _count(lambda: y.backward(grad), keep, warmup=0)
 
 
