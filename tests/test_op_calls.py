@@ -13,7 +13,7 @@ _spec.loader.exec_module(op_calls)
 
 # (forward, backward) calls at most, per case of tools/op_calls.py
 BUDGET = {  # issue 34's targets: a + b 12, batch_norm 20, conv2d 35 (before: 19, 33, 80)
-    "a + b": (10, 66),
+    "a + b": (11, 66),
     "a * 2": (30, 83),
     "relu": (22, 66),
     "conv2d": (15, 211),

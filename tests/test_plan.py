@@ -245,3 +245,40 @@ def test_record_launches_refuses_what_it_cannot_replay():
     assert plan_mod.record_launches(dev, lambda: copy_raw(out, a),
                                     (out._storage.buffer, out._storage.buffer)) is None
     assert "_capture" not in dev.__dict__
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_binary_fast_paths_values_grads_and_refusals(op):
+    """sub and mul take add's fast path too: on a cached signature the values, gradients
+    (NumPy: d(a-b) = (g, -g), d(a*b) = (g*b, g*a)) and errors stay the general path's."""
+    rng = np.random.default_rng(3)
+    an, bn, gn = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(3))
+    fn = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}[op]
+    want_ga = {"add": gn, "sub": gn, "mul": gn * bn}[op]
+    want_gb = {"add": gn, "sub": -gn, "mul": gn * an}[op]
+    for _ in range(3):  # the later rounds on the cached plan
+        a = clgrad.from_numpy(an).requires_grad_()
+        b = clgrad.from_numpy(bn).requires_grad_()
+        y = fn(a, b)
+        np.testing.assert_array_equal(y.numpy(), fn(an, bn))
+        y.backward(clgrad.from_numpy(gn))
+        np.testing.assert_allclose(a.grad.numpy(), want_ga, rtol=1e-6)
+        np.testing.assert_allclose(b.grad.numpy(), want_gb, rtol=1e-6)
+        with clgrad.no_grad():  # the same plan without a graph
+            np.testing.assert_array_equal(fn(a, b).numpy(), fn(an, bn))
+        # in-place writes into an operand after the call: backward sees the version change
+        if op == "mul":
+            a2 = clgrad.from_numpy(an).requires_grad_()
+            b2 = clgrad.from_numpy(bn)
+            y2 = a2 * b2
+            b2.add_(1)
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y2.backward(clgrad.from_numpy(gn))
+    t = clgrad.from_numpy(np.array([True, False]))
+    if op == "sub":
+        for _ in range(2):
+            with pytest.raises(RuntimeError, match="with two bool tensors is not supported"):
+                t - t
+    else:
+        np.testing.assert_array_equal(fn(t, t).numpy(), fn(np.array([True, False]),
+                                                            np.array([True, False])))

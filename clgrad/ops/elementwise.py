@@ -303,30 +303,39 @@ def add(a, b, alpha=1) -> Tensor:
     RuntimeError for a float alpha with an integer/bool result type or a bool alpha with a
     non-bool one (PyTorch's).
     """
+    key = None
     if type(alpha) is int and alpha == 1 and isinstance(a, Tensor) and isinstance(b, Tensor):
-        # The fast path of a cached signature: the plan's key fixes shapes, dtypes and layouts
-        # (it is kept only for same-shape, same-dtype dense operands, see _keep_flat), so a
-        # hit needs no promotion, broadcast or layout check: allocate, bind, enqueue, record.
-        dev = a._storage.device
-        key = plan_key(_ADD, (a, b))
-        plan = dev.plans.get(key) if b._storage.device is dev else None
-        if plan is not None:
-            out = Tensor._empty(a._shape, a._storage.dtype, dev)
-            plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
+        out, key = _cached_binary(_ADD, a, b)
+        if out is not None:
             return record("add", out, (a, b), _same_grads)
-        fast = a, b
-    else:
-        fast = None
+    given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
     out = _launch_binary("add", a, b, dt, shape)
-    if fast is not None:
-        _keep_flat(key, "add", fast, a, b, out)
+    if key is not None:
+        _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
     return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
 
 
-_ADD = (_FILE, "add")  # the plan tag of add's fast path
+# The plan tags of the binary ops' fast paths (their kernel file and name).
+_ADD, _SUB, _MUL = (_FILE, "add"), (_FILE, "sub"), (_FILE, "mul")
+
+
+def _cached_binary(tag, a, b):
+    """The fast path of a binary op on two Tensors with a cached signature: ``(out, key)``
+    with out computed when ``plan.key(tag, (a, b))`` holds a plan, else ``(None, key)``. The
+    key fixes shapes, dtypes and layouts, and the plan is kept only for same-shape, same-dtype
+    dense operands (_keep_flat), so a hit needs no promotion, broadcast or layout check: one
+    allocation, bind, enqueue."""
+    dev = a._storage.device
+    key = plan_key(tag, (a, b))
+    plan = dev.plans.get(key) if b._storage.device is dev else None
+    if plan is None:
+        return None, key
+    out = Tensor._empty(a._shape, a._storage.dtype, dev)
+    plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
+    return out, key
 
 
 def _same_grads(g):
@@ -334,15 +343,15 @@ def _same_grads(g):
     return g, g
 
 
-def _keep_flat(key, kname, given, a, b, out):
-    """Keep the flat plan of ``kname`` under ``key`` (the fast path's, over the operands
-    ``given``) when the general path ran it on them unchanged: no promotion, no broadcast,
-    every operand dense like the fresh ``out``, at least one element."""
+def _keep_flat(key, given, a, b, out):
+    """Keep the flat plan of ``key``'s kernel (its tag: file, name) under ``key`` when the
+    general path ran it on the operands ``given`` unchanged: no promotion, no broadcast, every
+    operand dense like the fresh ``out``, at least one element."""
     if (a is given[0] and b is given[1] and a._shape == b._shape == out._shape and
             a._strides == b._strides == out._strides and out.numel()):
         dev = out._storage.device
-        dev.keep_plan(key, flat_plan(dev, _FILE, kname, defines_of(out.dtype), out.numel(),
-                                      out, (a, b), ()))
+        dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
+                                     out.numel(), out, (a, b), ()))
 
 
 def _alpha_scaled(a, b, alpha):
@@ -391,18 +400,33 @@ def sub(a, b, alpha=1) -> Tensor:
     Raises RuntimeError when either operand is a bool tensor or a Python bool (PyTorch's:
     use ``^``/logical_xor or ``~``/logical_not).
     """
+    key = None  # (no plan is ever kept for bool operands: the general path refuses them)
+    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor) and isinstance(b, Tensor):
+        out, key = _cached_binary(_SUB, a, b)
+        if out is not None:
+            return record("sub", out, (a, b), lambda g: (g, neg(g)))
     _check_bool_sub(a, b)
+    given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     out = _launch_binary("sub", a, b, dt, shape)
+    if key is not None:
+        _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)
     return record("sub", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, neg(g)))
 
 
 def mul(a, b) -> Tensor:
     """Elementwise product with broadcasting. Grad: a, b."""
-    a, b, dt, shape = _prep("mul", a, b)
-    out = _launch_binary("mul", a, b, dt, shape)
+    out = key = None
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        out, key = _cached_binary(_MUL, a, b)
+    if out is None:
+        given = a, b
+        a, b, dt, shape = _prep("mul", a, b)
+        out = _launch_binary("mul", a, b, dt, shape)
+        if key is not None:
+            _keep_flat(key, given, a, b, out)
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
     ka, kb = (a if need_b else None), (b if need_a else None)  # only what backward reads
