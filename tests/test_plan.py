@@ -282,3 +282,31 @@ def test_binary_fast_paths_values_grads_and_refusals(op):
     else:
         np.testing.assert_array_equal(fn(t, t).numpy(), fn(np.array([True, False]),
                                                             np.array([True, False])))
+
+
+def test_conv2d_input_gradient_replayed_across_layouts():
+    """conv2d's input gradient replays its recorded launches on a cached signature (the
+    backward of a same-layout call); other strides, paddings or gradient layouts take the
+    general path. Values: float64 finite differences of the NumPy reference through R."""
+    import clgrad.nn.functional as F
+    rng = np.random.default_rng(4)
+    xn = rng.standard_normal((2, 3, 6, 6))
+    wn = rng.standard_normal((4, 3, 3, 3))
+    w = clgrad.from_numpy(wn)
+    for stride, pad in ((1, 1), (1, 0), (2, 1), (1, 1)):
+        y_shape = _conv_ref(xn, wn, None, stride, pad).shape
+        r = rng.standard_normal(y_shape)
+        # the vector-Jacobian product R^T J by central differences, every element of x
+        eps, want = 1e-6, np.zeros_like(xn)
+        for i in np.ndindex(xn.shape):
+            d = np.zeros_like(xn)
+            d[i] = eps
+            want[i] = ((_conv_ref(xn + d, wn, None, stride, pad) -
+                        _conv_ref(xn - d, wn, None, stride, pad)) * r).sum() / (2 * eps)
+        for rnd in range(3):  # the later rounds replay
+            x = clgrad.from_numpy(xn).requires_grad_()
+            g = clgrad.from_numpy(r) if rnd != 2 else \
+                clgrad.from_numpy(np.ascontiguousarray(r.transpose(0, 1, 3, 2))).transpose(2, 3)
+            F.conv2d(x, w, None, stride=stride, padding=pad).backward(g)
+            np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+            assert backends.last_conv_algorithms["grad_input"]

@@ -165,7 +165,7 @@ def _backward(geo, empty_sum, input, weight, bias):
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
-                _grad_input(geo, g4, weight, _as4(gi))
+                _grad_input_replayed(geo, grad, weight, gi)
         if weight.requires_grad or want_b:
             gw = empty(weight.shape, weight.dtype, weight._storage.device)
             gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
@@ -324,6 +324,33 @@ def _forward_problem(geo: Problem, x4, w, out4, bias) -> Problem:
     if bias is not None:
         p = p._replace(boff=bias._offset, bs=bias._strides[0], bias=1)
     return p
+
+
+def _grad_input_replayed(geo: Problem, grad, w, gi):
+    """_grad_input into the fresh ``gi``, replayed from its recorded launches (as conv2d's
+    forward, see _FAST) when this geometry, gradient and weight layout, measured table and
+    settings epoch ran before without allocating, copying or filling."""
+    dev = gi._storage.device
+    key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+    bufs = (grad._storage.buffer, w._storage.buffer, gi._storage.buffer)
+    hit = dev.plans.get(key)
+    if hit is not None:
+        plans, algo, debug = hit
+        for plan, roles in plans:
+            plan.run(dev, *map(bufs.__getitem__, roles))
+        backends.last_conv_algorithm = algo
+        backends.last_conv_algorithms["grad_input"] = algo
+        if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
+            _debug_choice("grad_input", debug, algo)
+        return
+    plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs)
+    if plans is not None:
+        debug = (_grad_input_problem(geo, _as4(grad), w, _as4(gi))
+                 if settings.getenv("CLGRAD_CONV_DEBUG") else None)
+        dev.keep_plan(key, (plans, backends.last_conv_algorithms["grad_input"], debug))
+
+
+_FAST_GI = "conv2d_grad_input"  # the tag of _grad_input_replayed's plans
 
 
 def _grad_input_problem(geo: Problem, g4, w, gi4) -> Problem:
