@@ -309,15 +309,15 @@ def split_dim(shape, dim: int, *stride_sets):
 def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The kernels take the
     bias too (a fused activation's derivative recomputes the forward's pre-activation)."""
-    c = x.shape[1]
-    new = empty if c and m else zeros           # no elements: zero gradients
-    gx = new(x.shape, x.dtype, x._storage.device) if flags & _BN_GX else None
-    gw = new((c,), x.dtype, x._storage.device) if flags & _BN_GW else None
-    gb = new((c,), x.dtype, x._storage.device) if flags & _BN_GB else None
+    shape, dt, dev = x._shape, x._storage.dtype, x._storage.device  # (slots: host time)
+    c = shape[1]
+    new = Tensor._empty if c and m else zeros   # no elements: zero gradients
+    gx = new(shape, dt, dev) if flags & _BN_GX else None
+    gw = new((c,), dt, dev) if flags & _BN_GW else None
+    gb = new((c,), dt, dev) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
         key = plan_key("bn_bwd", (x, gy, gx_or, weight, bias), (flags, BN_SPLIT_FORCE))
-        dev = x._storage.device
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags))
@@ -329,7 +329,7 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
                 mb if gb is None else gb._storage.buffer, bb)
         part = plan.data
         if part is not None:  # S work-groups per channel: partial sums first
-            ws = empty((c * part.data * 2,), x.dtype, dev)
+            ws = empty((c * part.data * 2,), dt, dev)
             part.run(dev, gyb, xb, wb, mb, invstd._storage.buffer, bb, ws._storage.buffer)
             bufs += (ws._storage.buffer,)
         plan.run(dev, *bufs)
