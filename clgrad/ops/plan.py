@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import threading
 
+import pyopencl as cl
+
 from clgrad.runtime.device import Device, arg_kind
 from clgrad.settings import _EPOCH
 
@@ -27,12 +29,15 @@ __all__ = ["Plan", "key", "cached", "record_launches"]
 class Plan:
     """One launch, all but its buffers fixed.
 
-    ``kernel``: a ``cl.Kernel``; ``gsize``/``lsize``: global and local sizes (tuples; the
-    global size is rounded up to the local size here; ``lsize`` None: the runtime picks);
-    ``val``: the fixed by-value arguments as a flat tuple ``(index, value, ...)``;
-    ``mem_at``: the argument indices of the buffers ``run`` binds, in order; ``val_at``: the
-    indices of by-value arguments ``run_with`` binds per call; ``data``: anything the op keeps
-    with the plan (the family's own facts, e.g. the dtype of a result)."""
+    ``kernel``: a ``cl.Kernel`` (the plan makes a kernel object of its own from it and sets
+    the fixed arguments there once: a call binds only its buffers and per-call values; None:
+    a plan that launches nothing itself, its ``data`` says what to do); ``gsize``/``lsize``:
+    global and local sizes (tuples; the global size is rounded up to the local size here;
+    ``lsize`` None: the runtime picks); ``val``: the fixed by-value arguments as a flat tuple
+    ``(index, value, ...)``; ``mem_at``: the argument indices of the buffers ``run`` binds, in
+    order; ``val_at``: the indices of by-value arguments ``run_with`` binds per call;
+    ``other``: ``(index, value, ...)`` of arguments set with ``Kernel.set_arg`` (local
+    memory); ``data``: anything the op keeps with the plan (the family's own facts)."""
 
     __slots__ = ("kernel", "gsize", "lsize", "val", "mem", "vals", "other", "data")
 
@@ -42,17 +47,29 @@ class Plan:
         if lsize is not None:
             lsize = tuple(lsize)
             gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
-        self.kernel, self.gsize, self.lsize, self.val, self.data = kernel, gsize, lsize, \
-            tuple(val), data
+        val, other = tuple(val), tuple(other)
+        if kernel is not None:  # a kernel object of its own, its fixed arguments set once
+            kernel = cl.Kernel(kernel.program, kernel.function_name)
+            if val:
+                kernel._set_arg_buf_multi(val)
+            for j in range(0, len(other), 2):
+                kernel.set_arg(other[j], other[j + 1])
+        self.kernel, self.gsize, self.lsize, self.val, self.data = kernel, gsize, lsize, val, \
+            data
         self.mem = _template(mem_at)
         self.vals = _template(val_at)
-        self.other = tuple(other)  # (index, value, ...) set with Kernel.set_arg (local memory)
+        self.other = other
 
     def run(self, dev, *buffers):
-        """Bind ``buffers`` (one per ``mem_at`` index, in order) and enqueue on ``dev``."""
+        """Bind ``buffers`` (one per ``mem_at`` index, in order) and enqueue on ``dev``: the
+        plan's kernel object holds its fixed arguments already (a capture gets them all)."""
         mem = self.mem[:]
         mem[1::2] = buffers
-        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val, self.other)
+        if dev._capture is None:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), ())
+        else:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val,
+                             self.other)
 
     def run_with(self, dev, buffers, values):
         """``run`` with the per-call by-value arguments ``values`` (one per ``val_at`` index,
@@ -61,8 +78,11 @@ class Plan:
         mem[1::2] = buffers
         val = self.vals[:]
         val[1::2] = values
-        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem),
-                         self.val + tuple(val), self.other)
+        if dev._capture is None:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), tuple(val))
+        else:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem),
+                             self.val + tuple(val), self.other)
 
     def __repr__(self):
         return (f"Plan({getattr(self.kernel, 'function_name', self.kernel)!r}, "
