@@ -437,9 +437,9 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
     can run p. Records it in backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
     dev = w._storage.device
-    key = (pass_name, p, w._storage.dtype, dev, want, backends.conv_implicit_variant,
-           conv_gpu.choice_epoch())
-    hit = _CHOSEN.get(key)
+    key = plan_key(_CHOICE, (), (pass_name, p, w._storage.dtype, want,
+                                 backends.conv_implicit_variant, *conv_gpu.choice_epoch()))
+    hit = dev.plans.get(key)
     if hit is not None:
         algo = hit[0]
         backends.last_conv_algorithm = algo
@@ -465,18 +465,16 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         _log_choice(pass_name, p, w, first, algo)
     if settings.getenv("CLGRAD_CONV_DEBUG"):
         _debug_choice(pass_name, p, algo)
-    if len(_CHOSEN) >= 4096:
-        _CHOSEN.clear()
-    _CHOSEN[key] = algo, plan
-    return algo, plan
+    return dev.keep_plan(key, (algo, plan))
 
 
-# (pass, problem, dtype, device, clgrad.backends' algorithm and implicit variant,
-# conv_gpu.choice_epoch()) -> (algorithm, plan): _choose's answer, kept. Everything the choice
-# reads is in the key: the problem with its views, the settings, and the state of the measured
-# choices (a new measurement, a cleared or replaced table, a changed CLGRAD_CONV_TUNE or vector
-# width give a new epoch). A cached answer saves ~40 µs of Python per conv pass on GPUs.
-_CHOSEN: dict = {}
+# _choose's answers, (algorithm, plan), in the device's plans under plan.key(_CHOICE, (),
+# (pass, problem, dtype, clgrad.backends' algorithm and implicit variant,
+# conv_gpu.choice_epoch())). Everything the choice reads is in the key: the problem with its
+# views, the settings (the epoch: clgrad.backends, CLGRAD_CONV_TUNE, the vector width), and
+# the state of the measured choices (a new measurement, a cleared or replaced table). A cached
+# answer saves ~40 µs of Python per conv pass on GPUs.
+_CHOICE = "conv_choice"
 
 
 def _debug_choice(pass_name: str, p: Problem, algo: str):
