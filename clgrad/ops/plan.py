@@ -3,8 +3,10 @@
 A ``Plan`` is one kernel launch with everything but its buffers fixed: the kernel object,
 the global and local sizes, the by-value arguments already packed (``(index, value, ...)``) and
 the argument positions of the buffers (and of by-value arguments given per call, such as a
-scale or a raw scalar operand). ``plan.run(dev, *buffers)`` binds the buffers and enqueues
-(``Device.launch_split``: one ``_set_arg_multi``, one ``_set_arg_buf_multi``, the enqueue).
+scale or a raw scalar operand). A plan makes a kernel object of its own and sets the fixed
+arguments there once; ``plan.run(dev, *buffers)`` binds the buffers and enqueues
+(``Device.launch_split``: one ``_set_arg_multi``, the enqueue; ``run_with`` also one
+``_set_arg_buf_multi`` of its per-call values).
 
 Plans are kept in the device's ``plans`` (``Device.keep_plan``) under a key made by one
 function, ``key(tag, parts, params)``, from what the kernel reads: per tensor its shape,
@@ -20,7 +22,7 @@ import threading
 
 import pyopencl as cl
 
-from clgrad.runtime.device import Device, arg_kind
+from clgrad.runtime.device import _LOCK, Device, arg_kind
 from clgrad.settings import _EPOCH
 
 __all__ = ["Plan", "key", "cached", "record_launches"]
@@ -49,11 +51,12 @@ class Plan:
             gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
         val, other = tuple(val), tuple(other)
         if kernel is not None:  # a kernel object of its own, its fixed arguments set once
-            kernel = cl.Kernel(kernel.program, kernel.function_name)
-            if val:
-                kernel._set_arg_buf_multi(val)
-            for j in range(0, len(other), 2):
-                kernel.set_arg(other[j], other[j + 1])
+            with _LOCK:  # (the devices' lock: driver calls never interleave, see Device)
+                kernel = cl.Kernel(kernel.program, kernel.function_name)
+                if val:
+                    kernel._set_arg_buf_multi(val)
+                for j in range(0, len(other), 2):
+                    kernel.set_arg(other[j], other[j + 1])
         self.kernel, self.gsize, self.lsize, self.val, self.data = kernel, gsize, lsize, val, \
             data
         self.mem = _template(mem_at)
