@@ -310,3 +310,39 @@ def test_conv2d_input_gradient_replayed_across_layouts():
             F.conv2d(x, w, None, stride=stride, padding=pad).backward(g)
             np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-6)
             assert backends.last_conv_algorithms["grad_input"]
+
+
+def test_tensor_number_fast_paths_follow_the_number_and_dtype():
+    """tensor OP number on a cached plan: the number's value is bound per call and its type
+    is in the key (an int after a float, a bool, a promotion to float): NumPy's values and
+    PyTorch's dtypes; gradients of a * 3, a + 1, a - 1; wrap-around of uint8 + 300."""
+    f = np.arange(6, dtype=np.float32) - 2.5
+    i = np.arange(6, dtype=np.int64) - 3
+    a, ai = clgrad.from_numpy(f), clgrad.from_numpy(i)
+    u = clgrad.from_numpy(np.array([10, 250], np.uint8))
+    for _ in range(3):  # cached from the second round on
+        for v in (2, 2.5, -1, True):
+            np.testing.assert_array_equal((a * v).numpy(), f * np.float32(v))
+            np.testing.assert_array_equal((a + v).numpy(), f + np.float32(v))
+            if v is True:  # PyTorch's sub_check: a Python bool is refused too
+                with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+                    a - v
+            else:
+                np.testing.assert_array_equal((a - v).numpy(), f - np.float32(v))
+        got = ai * 2
+        assert got.dtype == clgrad.int64
+        np.testing.assert_array_equal(got.numpy(), i * 2)
+        got = ai * 2.5  # promoted to the default float dtype: the general path
+        assert got.dtype == clgrad.float32
+        np.testing.assert_allclose(got.numpy(), i * 2.5)
+        np.testing.assert_array_equal((u + 300).numpy(), np.array([54, 38], np.uint8))
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+            clgrad.from_numpy(np.array([True])) - 1
+    for fn, want in ((lambda x: x * 3, 3.0), (lambda x: x + 1, 1.0), (lambda x: x - 1, 1.0)):
+        for _ in range(3):
+            x = clgrad.from_numpy(f).requires_grad_()
+            fn(x).backward(clgrad.ones(6))
+            np.testing.assert_array_equal(x.grad.numpy(), np.full(6, want, np.float32))
+    torch = pytest.importorskip("torch")
+    assert str((ai * 2.5).dtype).split(".")[-1] == str(
+        (torch.from_numpy(i) * 2.5).dtype).split(".")[-1]

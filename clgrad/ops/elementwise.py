@@ -19,7 +19,7 @@ from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, flat_plan, full,
                               launch_1d, same_device, scalar, zeros)
 from clgrad.ops.plan import key as plan_key
-from clgrad.tensor import Tensor
+from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
@@ -304,10 +304,12 @@ def add(a, b, alpha=1) -> Tensor:
     non-bool one (PyTorch's).
     """
     key = None
-    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor) and isinstance(b, Tensor):
-        out, key = _cached_binary(_ADD, a, b)
+    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor):
+        out, key = _cached_binary("add", a, b)
         if out is not None:
-            return record("add", out, (a, b), _same_grads)
+            if isinstance(b, Tensor):
+                return record("add", out, (a, b), _same_grads)
+            return record("add", out, (a, None), _first_grad)
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
@@ -318,23 +320,42 @@ def add(a, b, alpha=1) -> Tensor:
     return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
 
 
-# The plan tags of the binary ops' fast paths (their kernel file and name).
-_ADD, _SUB, _MUL = (_FILE, "add"), (_FILE, "sub"), (_FILE, "mul")
+# The plan tags of the binary ops' fast paths: (file, kernel) of tensor OP tensor and of
+# tensor OP number.
+_TAGS = {k: ((_FILE, k), (_FILE, k + "_sb")) for k in ("add", "sub", "mul")}
 
 
-def _cached_binary(tag, a, b):
-    """The fast path of a binary op on two Tensors with a cached signature: ``(out, key)``
-    with out computed when ``plan.key(tag, (a, b))`` holds a plan, else ``(None, key)``. The
-    key fixes shapes, dtypes and layouts, and the plan is kept only for same-shape, same-dtype
-    dense operands (_keep_flat), so a hit needs no promotion, broadcast or layout check: one
-    allocation, bind, enqueue."""
+def _cached_binary(kname, a, b):
+    """The fast path of ``a kname b`` (a a Tensor, b a Tensor or a Python number) on a cached
+    signature: ``(out, key)`` with out computed when ``plan.key(tag, (a, b))`` holds a plan,
+    else ``(None, key)`` (``(None, None)`` for another kind of b). The key fixes shapes,
+    dtypes, layouts and the number's type, and the plan is kept only for dense operands that
+    the general path ran unchanged (_keep_flat: no promotion, no broadcast), so a hit needs no
+    checks: one allocation, bind, enqueue. Operands that cannot have a plan (not dense, other
+    shapes) return ``(None, None)`` before any key is made."""
+    geo = _CONTIG.get(a._shape)
+    if geo is None or geo[1] != a._strides:  # not dense: never planned (cheap misses)
+        return None, None
     dev = a._storage.device
-    key = plan_key(tag, (a, b))
-    plan = dev.plans.get(key) if b._storage.device is dev else None
+    if isinstance(b, Tensor):
+        if b._strides != a._strides or b._shape != a._shape:
+            return None, None
+        key = plan_key(_TAGS[kname][0], (a, b))
+        plan = dev.plans.get(key) if b._storage.device is dev else None
+        if plan is None:
+            return None, key
+        out = Tensor._empty(a._shape, a._storage.dtype, dev)
+        plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
+        return out, key
+    if type(b) not in _PY_NUMBERS:
+        return None, None
+    key = plan_key(_TAGS[kname][1], (a, b))
+    plan = dev.plans.get(key)
     if plan is None:
         return None, key
-    out = Tensor._empty(a._shape, a._storage.dtype, dev)
-    plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
+    dt = a._storage.dtype
+    out = Tensor._empty(a._shape, dt, dev)
+    plan.run_with(dev, (out._storage.buffer, a._storage.buffer), (scalar(dt, b),))
     return out, key
 
 
@@ -343,15 +364,26 @@ def _same_grads(g):
     return g, g
 
 
+def _first_grad(g):
+    """The backward of tensor + number (or - number): the gradient to the tensor."""
+    return g, None
+
+
 def _keep_flat(key, given, a, b, out):
     """Keep the flat plan of ``key``'s kernel (its tag: file, name) under ``key`` when the
     general path ran it on the operands ``given`` unchanged: no promotion, no broadcast, every
-    operand dense like the fresh ``out``, at least one element."""
-    if (a is given[0] and b is given[1] and a._shape == b._shape == out._shape and
-            a._strides == b._strides == out._strides and out.numel()):
-        dev = out._storage.device
-        dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
-                                     out.numel(), out, (a, b), ()))
+    tensor operand dense like the fresh ``out``, at least one element."""
+    if (a is not given[0] or b is not given[1] or a._shape != out._shape or
+            a._strides != out._strides or not out.numel()):
+        return
+    if isinstance(b, Tensor):
+        if b._shape != out._shape or b._strides != out._strides:
+            return
+    else:
+        b = scalar(out.dtype, b)  # (a sample: the plan binds each call's value)
+    dev = out._storage.device
+    dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
+                                 out.numel(), out, (a, b), ()))
 
 
 def _alpha_scaled(a, b, alpha):
@@ -401,10 +433,12 @@ def sub(a, b, alpha=1) -> Tensor:
     use ``^``/logical_xor or ``~``/logical_not).
     """
     key = None  # (no plan is ever kept for bool operands: the general path refuses them)
-    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor) and isinstance(b, Tensor):
-        out, key = _cached_binary(_SUB, a, b)
+    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor):
+        out, key = _cached_binary("sub", a, b)
         if out is not None:
-            return record("sub", out, (a, b), lambda g: (g, neg(g)))
+            if isinstance(b, Tensor):
+                return record("sub", out, (a, b), lambda g: (g, neg(g)))
+            return record("sub", out, (a, None), _first_grad)
     _check_bool_sub(a, b)
     given = a, b
     b = _alpha_scaled(a, b, alpha)
@@ -419,8 +453,8 @@ def sub(a, b, alpha=1) -> Tensor:
 def mul(a, b) -> Tensor:
     """Elementwise product with broadcasting. Grad: a, b."""
     out = key = None
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        out, key = _cached_binary(_MUL, a, b)
+    if isinstance(a, Tensor):
+        out, key = _cached_binary("mul", a, b)
     if out is None:
         given = a, b
         a, b, dt, shape = _prep("mul", a, b)
