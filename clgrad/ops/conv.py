@@ -134,7 +134,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
                     None if bias is None else bias._storage.buffer)
             plans = record_launches(dev, run, bufs)
-            if plans is not None:
+            if plans is not None:  # (keyed again: _choose may have measured, a new table)
+                key = plan_key(_FAST, (input, weight, bias),
+                               (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
                 dev.keep_plan(key, (plans, geo, out._shape, algo,
                                     bool(settings.getenv("CLGRAD_CONV_DEBUG")), p))
     elif out.numel():
