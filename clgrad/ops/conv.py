@@ -346,7 +346,8 @@ def _grad_input_replayed(geo: Problem, grad, w, gi):
             _debug_choice("grad_input", debug, algo)
         return
     plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs)
-    if plans is not None:
+    if plans is not None:  # (keyed again: _choose may have measured, a new table)
+        key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
         debug = (_grad_input_problem(geo, _as4(grad), w, _as4(gi))
                  if settings.getenv("CLGRAD_CONV_DEBUG") else None)
         dev.keep_plan(key, (plans, backends.last_conv_algorithms["grad_input"], debug))
