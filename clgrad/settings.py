@@ -1,8 +1,13 @@
 """clgrad's settings and caches in one place (tinygrad's helpers.getenv is the model).
 
-Every ``CLGRAD_*`` environment variable is read here, through ``getenv``, when it is used
-(never frozen at import, so a test or a program may set it later); README "Settings" has the
-same table. Unknown names raise KeyError, so a typo in clgrad's code is found at once.
+Every ``CLGRAD_*`` environment variable is read here, through ``getenv``; README "Settings" has
+the same table. Unknown names raise KeyError, so a typo in clgrad's code is found at once.
+A value is parsed once and kept until a setting changes (never frozen at import: a test or a
+program may set it later): ``epoch()`` is a change counter, bumped by ``changed()``, which
+every setter calls (``os.environ[...] = ...`` / ``del`` / ``monkeypatch.setenv`` of a watched
+name, assignments to ``clgrad.backends``' settings, ``backends.flags``). Launch plans
+(clgrad/ops/plan.py) put the epoch in their keys, so a changed setting gives a new plan and a
+call on a cached plan reads nothing from the environment.
 
     variable            default   effect
     CLGRAD_DEVICE       (none)    the default device: cpu, gpu, cuda[:N], P:D or a name substring
@@ -36,7 +41,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["getenv", "SETTINGS", "cache_dir", "read_json", "write_json", "device_key"]
+__all__ = ["getenv", "SETTINGS", "cache_dir", "read_json", "write_json", "device_key",
+           "epoch", "changed"]
 
 SETTINGS = {  # name: default (see the table above)
     "CLGRAD_DEVICE": "", "CLGRAD_CACHE_DIR": "", "CLGRAD_PROBE": "1", "CLGRAD_GEMM_TILES": "",
@@ -47,12 +53,52 @@ SETTINGS = {  # name: default (see the table above)
 }
 
 
+# Variables outside SETTINGS that change what kernels are built (device_key, conv choices).
+WATCHED = frozenset(SETTINGS) | {"CL_CONFIG_CPU_TARGET_ARCH"}
+_EPOCH = [0]
+_VALUES: dict = {}  # name -> getenv's answer, until the next changed()
+
+
+def epoch() -> int:
+    """The settings' change counter: a cached plan keyed by it is never used after a change."""
+    return _EPOCH[0]
+
+
+def changed():
+    """Count a change of a setting (bump ``epoch()``) and forget the parsed values. Every
+    setter calls it; environment writes of the WATCHED names call it through os.environ."""
+    _EPOCH[0] += 1
+    _VALUES.clear()
+
+
 def getenv(name: str) -> str:
-    """The value of the clgrad environment variable ``name`` (its default when unset or empty).
+    """The value of the clgrad environment variable ``name`` (its default when unset or empty),
+    read once per ``epoch()``.
 
     Raises KeyError for a name not in SETTINGS."""
-    default = SETTINGS[name]
-    return os.environ.get(name) or default
+    got = _VALUES.get(name)
+    if got is None:
+        got = _VALUES[name] = os.environ.get(name) or SETTINGS[name]
+    return got
+
+
+class _WatchedEnviron(type(os.environ)):
+    """os.environ's own class with writes of the WATCHED names counted as setting changes
+    (``changed()``): os.environ keeps its data, methods and identity."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        if key in WATCHED:
+            changed()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        if key in WATCHED:
+            changed()
+
+
+if not isinstance(os.environ, _WatchedEnviron):
+    os.environ.__class__ = _WatchedEnviron
 
 
 def cache_dir() -> Path:

@@ -886,7 +886,7 @@ def test_pointwise_weight_gradient_transposed(monkeypatch, case, lanes):
     _close(got, ref, 1e-10)
     dev = clgrad.default_device()
     kinds = {v[0] for k, v in dev.plans.items() if isinstance(k, tuple) and k[0] == "pw_wgrad"
-             and k[1].c == c // g and k[1].h == h and k[1].w == w and k[-1] == 16}
+             and k[2].c == c // g and k[2].h == h and k[2].w == w and k[-1] == 16}
     assert kinds == {"xt"}
 
 
@@ -917,7 +917,7 @@ def test_pointwise_lanes_follow_the_device_vector_width(monkeypatch, width):
     got, ref = _run(*_data(n, c, h, w, o, c, 1, 1, seed=6), kind="contig")
     _close(got, ref, 1e-4)
     fwd = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k[0] == "pw_fwd"
-           and k[1].c == c and k[1].h == h]
+           and k[2].c == c and k[2].h == h]
     assert fwd and all(plan[1][0] == -(-n * h * w // (16 if width == 8 else 64))
                        for plan in fwd)
 
@@ -1002,12 +1002,17 @@ def test_cached_choice_follows_the_settings(monkeypatch):
     assert set(seen[1].values()) == set(seen[4].values()) == {"direct"}
     assert set(seen[3].values()) == {"implicit"}
     backends.conv_algorithm = "auto"
-    n = len(conv_mod._CHOSEN)
+    dev = clgrad.default_device()
+
+    def chosen():  # _choose's answers kept in the device's plans
+        return sum(1 for k in dev.plans if isinstance(k, tuple) and k and
+                   k[0] == conv_mod._CHOICE)
+    n = chosen()
     monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")  # a new epoch: chosen again, not reused
     got, ref = _run(x, w, b, padding=1)
     _close(got, ref, 1e-4)
-    assert len(conv_mod._CHOSEN) > n
-    monkeypatch.setattr(conv_gpu, "_TUNED", {})  # a replaced table: a new epoch too
-    m = len(conv_mod._CHOSEN)
+    assert chosen() > n
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})  # a replaced table: a new key too
+    m = chosen()
     _run(x, w, b, padding=1)
-    assert len(conv_mod._CHOSEN) > m
+    assert chosen() > m

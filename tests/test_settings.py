@@ -1,5 +1,6 @@
 """clgrad.settings: every CLGRAD_* variable read in one place, the JSON cache layer, and
 clgrad.backends.flags (set backend settings for a block, restored on exit)."""
+import os
 import re
 import subprocess
 import sys
@@ -149,3 +150,25 @@ def test_cpu_vector_width_8_runs_the_avx2_kernels_right():
     r = subprocess.run([sys.executable, "-c", "import clgrad; clgrad.default_device()"
                         ".vector_width"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "CLGRAD_CPU_VECTOR_WIDTH: expected 8 or 16, got '12'" in r.stderr
+
+
+def test_every_setter_bumps_the_epoch_and_getenv_follows(monkeypatch):
+    """settings.epoch() counts changes (the launch plans' keys hold it): environment writes of
+    clgrad's variables, assignments to clgrad.backends' settings and flags blocks bump it;
+    other writes do not; getenv's parsed value follows every change."""
+    e = settings.epoch()
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")
+    assert settings.epoch() == e + 1 and settings.getenv("CLGRAD_CONV_TUNE") == "off"
+    monkeypatch.delenv("CLGRAD_CONV_TUNE")
+    assert settings.epoch() == e + 2 and settings.getenv("CLGRAD_CONV_TUNE") == "auto"
+    os.environ["CL_CONFIG_CPU_TARGET_ARCH_NOT_WATCHED"] = "1"
+    del os.environ["CL_CONFIG_CPU_TARGET_ARCH_NOT_WATCHED"]
+    assert settings.epoch() == e + 2
+    monkeypatch.setattr(backends, "conv_algorithm", "direct")
+    assert settings.epoch() == e + 3
+    with backends.flags(conv_implicit_variant="cpu"):
+        assert settings.epoch() == e + 4
+    assert settings.epoch() == e + 5 and backends.conv_implicit_variant == "auto"
+    backends.last_conv_algorithm = "direct"  # a report, not a setting
+    assert settings.epoch() == e + 5
+    assert isinstance(os.environ, type(os.environ)) and os.environ.copy() == dict(os.environ)

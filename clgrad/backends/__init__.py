@@ -19,8 +19,13 @@ chunks over the batch to stay under it (one sample is the smallest chunk).
 works, as ``import torch.backends.cudnn``): PyTorch's backend flags, accepted and stored with
 no effect on clgrad; their ``is_available()`` is False.
 ``flags(**settings)``: set these for a ``with`` block, restored on exit.
+Every assignment of a setting here (``clgrad.backends.conv_algorithm = 'im2col'``) and every
+``flags`` block counts as a change of the settings (``clgrad.settings.changed()``): the launch
+plans keyed by ``settings.epoch()`` are then made again.
 """
 import contextlib
+import sys
+import types
 
 from clgrad import settings
 
@@ -55,9 +60,25 @@ def flags(**settings):
     saved = {name: here[name] for name in settings}
     try:
         here.update(settings)
+        _settings.changed()
         yield
     finally:
         here.update(saved)
+        _settings.changed()
+
+
+class _Backends(types.ModuleType):
+    """This module's class: an assignment of one of its settings bumps the settings epoch."""
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in _SETTINGS:
+            _settings.changed()
+
+
+_settings = settings
+_SETTINGS = frozenset({"conv_algorithm", "conv_implicit_variant", "conv_workspace_limit"})
+sys.modules[__name__].__class__ = _Backends
 
 
 from clgrad.backends import cuda, cudnn, mps  # noqa: E402  (PyTorch's submodules)

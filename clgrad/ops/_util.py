@@ -1,6 +1,7 @@
 """Helpers shared by the ops modules: argument packing, output allocation, 1-D launches."""
 from __future__ import annotations
 
+import operator
 import struct
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
 from clgrad._device import of_runtime
+from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.runtime.device import arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
@@ -21,6 +23,7 @@ _DEFINES: dict = {}
 _ONE_DIM = _INT(1)
 _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 _LOCAL = (LOCAL,)
+_BUFFER = operator.attrgetter("_storage.buffer")  # a tensor's buffer (a C call)
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -247,43 +250,29 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
             flat = False
     dev = out._storage.device
     if flat:  # the common case: every operand contiguous like the output, indexed as 1-D
-        # The plan (kernel, global size, the by-value arguments that depend only on the
-        # layout) is cached in the device's plans per everything it depends on: kernel,
-        # defines, n, and per operand its offset (a tensor) or type (a raw argument); buffers
-        # and raw values are set per call.
-        key = [file, name, n, out._offset, *defines.items()]
-        for o in operands:
-            key.append(o._offset if isinstance(o, Tensor) else type(o))
-        for e in extra:
-            key.append(type(e))
-        key = tuple(key)
-        plan = dev.plans.get(key)
+        # The plan (ops/plan.py: kernel, global size, the by-value arguments of the layout)
+        # per the operands' layouts (a raw operand: its type), kernel and defines; buffers and
+        # raw values are bound per call.
+        k = plan_key(file, (out, *operands, *extra), (name, *defines.items()))
+        plan = dev.plans.get(k)
         if plan is None:
-            plan = _flat_plan(key, dev, file, name, defines, n, out, operands, extra)
-        kernel, gsize, val, kinds = plan
-        mem = [3, out._storage.buffer]
-        i = 5
+            plan = dev.keep_plan(k, flat_plan(dev, file, name, defines, n, out, operands,
+                                               extra))
+        kinds = plan.data
         if kinds is None:  # tensors only
-            for o in operands:
-                mem += (i, o._storage.buffer)
-                i += 2
-        else:
-            val = list(val)
-            for o in (*operands, *extra):
-                if isinstance(o, Tensor):
-                    mem += (i, o._storage.buffer)
-                    i += 2
-                    continue
-                kind = kinds[i]
-                if kind == 1:
-                    val += (i, o)
-                elif kind == 0:
-                    mem += (i, o)
-                else:
-                    return _launch_args(dev, kernel, n, out, operands, extra)
-                i += 1
-            val = tuple(val)
-        dev.launch_split(kernel, gsize, _LOCAL, tuple(mem), val)
+            plan.run(dev, out._storage.buffer, *map(_BUFFER, operands))
+            return
+        mem, val = [out._storage.buffer], []
+        for o, kind in zip((*operands, *extra), kinds):
+            if kind is None:
+                mem.append(o._storage.buffer)
+            elif kind == 0:
+                mem.append(o)
+            elif kind == 1:
+                val.append(o)
+            else:
+                return _launch_args(dev, plan.kernel, n, out, operands, extra)
+        plan.run_with(dev, mem, val)
         return
     tens = [o for o in operands if isinstance(o, Tensor)]
     shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
@@ -310,25 +299,28 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)
 
 
-def _flat_plan(key, dev, file, name, defines, n, out, operands, extra):
-    """The cached plan of a flat launch_1d (see there): (kernel, global size, the by-value
-    arguments of the layout as ``(index, value, ...)``, None for tensors only, else
-    ``{index: arg_kind}`` of the raw arguments)."""
+def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
+    """The Plan of a flat launch_1d (see there): the layout's by-value arguments fixed, the
+    buffers (out, the tensor operands, raw buffers) and raw by-value operands bound per call;
+    ``data``: None for tensors only, else per operand None (a tensor) or its ``arg_kind``."""
     if file in _CONTIG_FILES:
         defines = dict(defines, CONTIG=1)
     val = [0, _LONG(n), 1, _ONE_DIM, 2, _SHAPE_T.pack(n, *_ZEROS[1:]), 4, _flat_view(out)]
-    kinds = None
+    mem_at, val_at, kinds = [3], [], []
     i = 5
     for o in (*operands, *extra):
         if isinstance(o, Tensor):
+            mem_at.append(i)
             val += (i + 1, _flat_view(o))
+            kinds.append(None)
             i += 2
         else:
-            kinds = kinds or {}
-            kinds[i] = _arg_kind(o)
+            kind = _arg_kind(o)
+            (mem_at if kind == 0 else val_at).append(i)
+            kinds.append(kind)
             i += 1
-    return dev.keep_plan(key, (dev.kernel(file, name, defines), (-(-n // LOCAL) * LOCAL,),
-                               tuple(val), kinds))
+    return Plan(dev.kernel(file, name, defines), (n,), _LOCAL, val, mem_at, val_at,
+                None if all(k is None for k in kinds) else tuple(kinds))
 
 
 def _launch_args(dev, kernel, n, out, operands, extra):

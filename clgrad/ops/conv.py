@@ -68,6 +68,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
+from clgrad.ops.plan import cached as plan_cached, key as plan_key, record_launches
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -95,6 +96,25 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
              conv_igemm_gpu.cl, conv_blocked_cpu.cl.
     """
+    ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
+    if ck is not None:  # the fast path of a cached signature: see _FAST
+        dev = input._storage.device
+        key = plan_key(_FAST, (input, weight, bias),
+                       (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+        fast = dev.plans.get(key)
+        if fast is not None:
+            plans, geo, shape, algo, debug, _ = fast
+            out = Tensor._empty(shape, input._storage.dtype, dev)
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            for plan, roles in plans:
+                plan.run(dev, *map(bufs.__getitem__, roles))
+            backends.last_conv_algorithm = algo
+            backends.last_conv_algorithms["forward"] = algo
+            if debug:
+                _debug_choice("forward", fast[5], algo)
+            return record("conv2d", out, (input, weight, bias),
+                          _backward(geo, False, input, weight, bias), saved=[input, weight])
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -103,10 +123,41 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     empty_sum = out.numel() == 0 or geo.c == 0  # nothing to convolve
     if not empty_sum:
         p = _forward_problem(geo, x4, weight, _as4(out), bias)
-        _run(*_choose("forward", p, weight), "forward", p, x4, weight, _as4(out), bias)
+        algo, plan = _choose("forward", p, weight)
+        o4 = _as4(out)
+
+        def run():
+            _run(algo, plan, "forward", p, x4, weight, o4, bias)
+        if ck is None:
+            run()
+        else:  # the launches as Plans, for the next call with this signature
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            plans = record_launches(dev, run, bufs)
+            if plans is not None:  # (keyed again: _choose may have measured, a new table)
+                key = plan_key(_FAST, (input, weight, bias),
+                               (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+                dev.keep_plan(key, (plans, geo, out._shape, algo,
+                                    bool(settings.getenv("CLGRAD_CONV_DEBUG")), p))
     elif out.numel():
         alg.fill_bias(_as4(out), bias)
+    return record("conv2d", out, (input, weight, bias),
+                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
 
+
+# conv2d's fast path: dev.plans[plan.key(_FAST, (input, weight, bias), (_check_key, the
+# measured table's identity and size))] -> (the forward's launches as (Plan, roles) from
+# plan.record_launches, the checked geometry, the output shape, the algorithm, whether
+# CLGRAD_CONV_DEBUG is set, the problem). Everything the checks, the problem and _choose read
+# is in the key (layouts and dtypes of every operand, the arguments with their exact types,
+# the settings epoch: clgrad.backends and CLGRAD_*), so a hit skips them and only binds the
+# buffers and enqueues. Algorithms that allocate, copy or fill (im2col's workspace, a bias
+# fill) are never recorded and keep the general path.
+_FAST = "conv2d"
+
+
+def _backward(geo, empty_sum, input, weight, bias):
+    """conv2d's backward closure over its inputs and checked geometry."""
     def backward(grad):
         gi = gw = gb = None
         g4 = _as4(grad)
@@ -116,7 +167,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
-                _grad_input(geo, g4, weight, _as4(gi))
+                _grad_input_replayed(geo, grad, weight, gi)
         if weight.requires_grad or want_b:
             gw = empty(weight.shape, weight.dtype, weight._storage.device)
             gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
@@ -125,12 +176,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                 if gb is not None:
                     rd.sum_into(gb, g4, (0, 2, 3))
             else:
+                x4 = _as4(input)
                 p = geo._replace(x=v5(x4, geo.g))
                 _run(*_choose("grad_weight", p, weight), "grad_weight", p, x4, g4, gw, gb)
             gw = gw if weight.requires_grad else None
         return gi, gw, gb
-
-    return record("conv2d", out, (input, weight, bias), backward, saved=[input, weight])
+    return backward
 
 
 # -- argument checks --------------------------------------------------------------------------
@@ -277,6 +328,34 @@ def _forward_problem(geo: Problem, x4, w, out4, bias) -> Problem:
     return p
 
 
+def _grad_input_replayed(geo: Problem, grad, w, gi):
+    """_grad_input into the fresh ``gi``, replayed from its recorded launches (as conv2d's
+    forward, see _FAST) when this geometry, gradient and weight layout, measured table and
+    settings epoch ran before without allocating, copying or filling."""
+    dev = gi._storage.device
+    key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+    bufs = (grad._storage.buffer, w._storage.buffer, gi._storage.buffer)
+    hit = dev.plans.get(key)
+    if hit is not None:
+        plans, algo, debug = hit
+        for plan, roles in plans:
+            plan.run(dev, *map(bufs.__getitem__, roles))
+        backends.last_conv_algorithm = algo
+        backends.last_conv_algorithms["grad_input"] = algo
+        if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
+            _debug_choice("grad_input", debug, algo)
+        return
+    plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs)
+    if plans is not None:  # (keyed again: _choose may have measured, a new table)
+        key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+        debug = (_grad_input_problem(geo, _as4(grad), w, _as4(gi))
+                 if settings.getenv("CLGRAD_CONV_DEBUG") else None)
+        dev.keep_plan(key, (plans, backends.last_conv_algorithms["grad_input"], debug))
+
+
+_FAST_GI = "conv2d_grad_input"  # the tag of _grad_input_replayed's plans
+
+
 def _grad_input_problem(geo: Problem, g4, w, gi4) -> Problem:
     """The input gradient as a forward problem over the output gradient (see module doc)."""
     so, sc, skh, skw = w._strides
@@ -361,9 +440,9 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
     can run p. Records it in backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
     dev = w._storage.device
-    key = (pass_name, p, w._storage.dtype, dev, want, backends.conv_implicit_variant,
-           conv_gpu.choice_epoch())
-    hit = _CHOSEN.get(key)
+    key = plan_key(_CHOICE, (), (pass_name, p, w._storage.dtype, want,
+                                 backends.conv_implicit_variant, *conv_gpu.choice_epoch()))
+    hit = dev.plans.get(key)
     if hit is not None:
         algo = hit[0]
         backends.last_conv_algorithm = algo
@@ -389,18 +468,16 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         _log_choice(pass_name, p, w, first, algo)
     if settings.getenv("CLGRAD_CONV_DEBUG"):
         _debug_choice(pass_name, p, algo)
-    if len(_CHOSEN) >= 4096:
-        _CHOSEN.clear()
-    _CHOSEN[key] = algo, plan
-    return algo, plan
+    return dev.keep_plan(key, (algo, plan))
 
 
-# (pass, problem, dtype, device, clgrad.backends' algorithm and implicit variant,
-# conv_gpu.choice_epoch()) -> (algorithm, plan): _choose's answer, kept. Everything the choice
-# reads is in the key: the problem with its views, the settings, and the state of the measured
-# choices (a new measurement, a cleared or replaced table, a changed CLGRAD_CONV_TUNE or vector
-# width give a new epoch). A cached answer saves ~40 µs of Python per conv pass on GPUs.
-_CHOSEN: dict = {}
+# _choose's answers, (algorithm, plan), in the device's plans under plan.key(_CHOICE, (),
+# (pass, problem, dtype, clgrad.backends' algorithm and implicit variant,
+# conv_gpu.choice_epoch())). Everything the choice reads is in the key: the problem with its
+# views, the settings (the epoch: clgrad.backends, CLGRAD_CONV_TUNE, the vector width), and
+# the state of the measured choices (a new measurement, a cleared or replaced table). A cached
+# answer saves ~40 µs of Python per conv pass on GPUs.
+_CHOICE = "conv_choice"
 
 
 def _debug_choice(pass_name: str, p: Problem, algo: str):
@@ -443,17 +520,14 @@ def _plan(algo: str, pass_name: str, p: Problem, w: Tensor):
         return planner(p, w.dtype, dev)
     # conv_algorithms' planners read only p, the dtype and the device (its compute units,
     # vector width, local memory and its kernels' own use of it): their plans are cached in
-    # the device's plans (a failed plan, None, too), keyed by the planner itself (the pass and
-    # the implicit variant pick it) and the local memory size as well.
-    key = ("conv", planner, p, w._storage.dtype, dev.local_mem_size)
-    plan = dev.plans.get(key, _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = dev.keep_plan(key, planner(p, w._storage.dtype, dev))
-    return plan
+    # the device's plans (a failed plan, None, too) under plan.key of the planner itself (the
+    # pass and the implicit variant pick it), the local memory size and the settings epoch
+    # (CLGRAD_CPU_VECTOR_WIDTH changes the vector width).
+    key = plan_key("conv", (), (planner, p, w._storage.dtype, dev.local_mem_size))
+    return plan_cached(dev, key, lambda: planner(p, w._storage.dtype, dev))
 
 
 _PLANNED = frozenset({"implicit", "depthwise", "pointwise", "direct"})  # conv_algorithms'
-_NO_PLAN = object()
 
 
 def _run(algo: str, plan, pass_name: str, p: Problem, a, b, c, d):

@@ -20,6 +20,7 @@ from clgrad import backends, dtypes, layout
 from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
+from clgrad.ops.plan import key as plan_key
 from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.ops.elementwise import contiguous
 from clgrad.ops.matmul import SPLIT_FILL, gemm
@@ -761,7 +762,7 @@ def _pw_dot(dev, plan, gw, g4, x):
 
 def _pw_fwd_plan(p: Problem, dt, dev, has_bias):
     """The forward problem's pw_gemm: y (O, (n, p)) = K (O, C) @ x (C, (n, p))."""
-    key = ("pw_fwd", p, dt, has_bias, PW_LANES)
+    key = plan_key("pw_fwd", (), (p, dt, has_bias, PW_LANES))  # (ops/plan.py: + settings)
     plan = dev.plans.get(key)
     if plan is None:
         hw = p.h * p.w
@@ -779,8 +780,8 @@ def _pw_wgrad_plan(p: Problem, dt, dev):
     (dot products along the pixels) where the pixels are contiguous vectors in x and g and
     there are at least PW_DOT_MIN of them (n * p), else as pw_gemm. p's y is the output
     gradient's view, its k the weight gradient's."""
-    key = ("pw_wgrad", p, dt, PW_LANES, PW_DOT_MIN, PW_DOT_CHUNK, PW_XT_PIXELS, PW_XT_KC,
-           PW_TP)
+    key = plan_key("pw_wgrad", (), (p, dt, PW_LANES, PW_DOT_MIN, PW_DOT_CHUNK, PW_XT_PIXELS,
+                                    PW_XT_KC, PW_TP))
     plan = dev.plans.get(key)
     if plan is None:
         hw = p.h * p.w

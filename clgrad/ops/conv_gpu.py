@@ -24,7 +24,6 @@ problems), and the weight gradient as a split-K GEMM over the pixels with partia
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -259,12 +258,11 @@ def forward_geometry(pass_name: str, p: Problem) -> Problem:
 
 
 def choice_epoch() -> tuple:
-    """What conv.py's cached choices depend on besides the problem and clgrad.backends: the
-    measured table (its identity and size: a new measurement, a clear or a replacement change
-    it) and the settings the measurement and its keys read."""
-    env = os.environ
-    return (id(_TUNED), len(_TUNED), env.get("CLGRAD_CONV_TUNE"),
-            env.get("CLGRAD_CPU_VECTOR_WIDTH"), env.get("CL_CONFIG_CPU_TARGET_ARCH"))
+    """What conv.py's cached choices depend on besides the problem, clgrad.backends and the
+    settings (CLGRAD_CONV_TUNE, the vector width, CL_CONFIG_CPU_TARGET_ARCH: counted by
+    ``settings.epoch()``, which plan.key holds): the measured table (its identity and size: a
+    new measurement, a clear or a replacement change it)."""
+    return id(_TUNED), len(_TUNED)
 
 
 def _key(dev, pass_name, geo: Problem, dtype) -> str:

@@ -16,9 +16,10 @@ from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, full, launch_1d,
-                              one_device, same_device, scalar, zeros)
-from clgrad.tensor import Tensor
+from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, flat_plan, full,
+                              launch_1d, one_device, same_device, scalar, zeros)
+from clgrad.ops.plan import key as plan_key
+from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
            "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal",
@@ -302,11 +303,87 @@ def add(a, b, alpha=1) -> Tensor:
     RuntimeError for a float alpha with an integer/bool result type or a bool alpha with a
     non-bool one (PyTorch's).
     """
+    key = None
+    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor):
+        out, key = _cached_binary("add", a, b)
+        if out is not None:
+            if isinstance(b, Tensor):
+                return record("add", out, (a, b), _same_grads)
+            return record("add", out, (a, None), _first_grad)
+    given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
     out = _launch_binary("add", a, b, dt, shape)
+    if key is not None:
+        _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
     return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
+
+
+# The plan tags of the binary ops' fast paths: (file, kernel) of tensor OP tensor and of
+# tensor OP number.
+_TAGS = {k: ((_FILE, k), (_FILE, k + "_sb")) for k in ("add", "sub", "mul")}
+
+
+def _cached_binary(kname, a, b):
+    """The fast path of ``a kname b`` (a a Tensor, b a Tensor or a Python number) on a cached
+    signature: ``(out, key)`` with out computed when ``plan.key(tag, (a, b))`` holds a plan,
+    else ``(None, key)`` (``(None, None)`` for another kind of b). The key fixes shapes,
+    dtypes, layouts and the number's type, and the plan is kept only for dense operands that
+    the general path ran unchanged (_keep_flat: no promotion, no broadcast), so a hit needs no
+    checks: one allocation, bind, enqueue. Operands that cannot have a plan (not dense, other
+    shapes) return ``(None, None)`` before any key is made."""
+    geo = _CONTIG.get(a._shape)
+    if geo is None or geo[1] != a._strides:  # not dense: never planned (cheap misses)
+        return None, None
+    dev = a._storage.device
+    if isinstance(b, Tensor):
+        if b._strides != a._strides or b._shape != a._shape:
+            return None, None
+        key = plan_key(_TAGS[kname][0], (a, b))
+        plan = dev.plans.get(key) if b._storage.device is dev else None
+        if plan is None:
+            return None, key
+        out = Tensor._empty(a._shape, a._storage.dtype, dev)
+        plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
+        return out, key
+    if type(b) not in _PY_NUMBERS:
+        return None, None
+    key = plan_key(_TAGS[kname][1], (a, b))
+    plan = dev.plans.get(key)
+    if plan is None:
+        return None, key
+    dt = a._storage.dtype
+    out = Tensor._empty(a._shape, dt, dev)
+    plan.run_with(dev, (out._storage.buffer, a._storage.buffer), (scalar(dt, b),))
+    return out, key
+
+
+def _same_grads(g):
+    """The backward of a same-shape add: the gradient to both inputs."""
+    return g, g
+
+
+def _first_grad(g):
+    """The backward of tensor + number (or - number): the gradient to the tensor."""
+    return g, None
+
+
+def _keep_flat(key, given, a, b, out):
+    """Keep the flat plan of ``key``'s kernel (its tag: file, name) under ``key`` when the
+    general path ran it on the operands ``given`` unchanged: no promotion, no broadcast, every
+    tensor operand dense like the fresh ``out``, at least one element."""
+    if (a is not given[0] or b is not given[1] or a._shape != out._shape or
+            a._strides != out._strides or not out.numel()):
+        return
+    if isinstance(b, Tensor):
+        if b._shape != out._shape or b._strides != out._strides:
+            return
+    else:
+        b = scalar(out.dtype, b)  # (a sample: the plan binds each call's value)
+    dev = out._storage.device
+    dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
+                                 out.numel(), out, (a, b), ()))
 
 
 def _alpha_scaled(a, b, alpha):
@@ -355,18 +432,35 @@ def sub(a, b, alpha=1) -> Tensor:
     Raises RuntimeError when either operand is a bool tensor or a Python bool (PyTorch's:
     use ``^``/logical_xor or ``~``/logical_not).
     """
+    key = None  # (no plan is ever kept for bool operands: the general path refuses them)
+    if type(alpha) is int and alpha == 1 and isinstance(a, Tensor):
+        out, key = _cached_binary("sub", a, b)
+        if out is not None:
+            if isinstance(b, Tensor):
+                return record("sub", out, (a, b), lambda g: (g, neg(g)))
+            return record("sub", out, (a, None), _first_grad)
     _check_bool_sub(a, b)
+    given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     out = _launch_binary("sub", a, b, dt, shape)
+    if key is not None:
+        _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)
     return record("sub", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, neg(g)))
 
 
 def mul(a, b) -> Tensor:
     """Elementwise product with broadcasting. Grad: a, b."""
-    a, b, dt, shape = _prep("mul", a, b)
-    out = _launch_binary("mul", a, b, dt, shape)
+    out = key = None
+    if isinstance(a, Tensor):
+        out, key = _cached_binary("mul", a, b)
+    if out is None:
+        given = a, b
+        a, b, dt, shape = _prep("mul", a, b)
+        out = _launch_binary("mul", a, b, dt, shape)
+        if key is not None:
+            _keep_flat(key, given, a, b, out)
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
     ka, kb = (a if need_b else None), (b if need_a else None)  # only what backward reads

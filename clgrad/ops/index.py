@@ -14,6 +14,7 @@ from clgrad import backends, creation, dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
+from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops._util import (copy_raw, defines_for, empty, full, launch_1d, same_device,
                                zeros)
 from clgrad.tensor import Tensor
@@ -95,25 +96,25 @@ def _cat_launch(out: Tensor, batch):
     """One launch of cat_elems (GPUs) or cat_runs (CPUs) for up to CAT_SLOTS (slice, input)
     pairs; the geometry (meta buffer) is planned once per layout, in the device's plans."""
     dev = out._storage.device
-    key = ("cat", out.dtype, tuple((dst._shape, dst._strides, dst._offset, src._strides,
-                                    src._offset, src.dtype) for dst, src in batch))
+    parts = []
+    for dst, src in batch:
+        parts += (dst, src)
+    key = plan_key("cat", parts)
     plan = dev.plans.get(key)
     if plan is None:
         plan = dev.keep_plan(key, _cat_plan(dev, out.dtype, batch))
-    kernel, gsize, lsize, val, meta = plan
     ob = out._storage.buffer
-    mem = [1, meta, 2, ob]
-    for k in range(CAT_SLOTS):
-        mem += (3 + k, batch[k][1]._storage.buffer if k < len(batch) else ob)
-    dev.launch_split(kernel, gsize, lsize, tuple(mem), val)
+    plan.run(dev, plan.data, ob, *[batch[k][1]._storage.buffer if k < len(batch) else ob
+                                   for k in range(CAT_SLOTS)])
 
 
 CAT_LOCAL = 256  # work-group size of cat_elems (GPUs)
 
 
-def _cat_plan(dev, dt, batch):
-    """(kernel, global size, local size, by-value arguments as (index, value), the meta
-    buffer) of _cat_launch: see kernels/copy.cl's cat."""
+def _cat_plan(dev, dt, batch) -> Plan:
+    """The Plan of _cat_launch (see kernels/copy.cl's cat): buffers meta, out and the
+    CAT_SLOTS inputs (out again in unused slots); ``data``: the meta buffer (the geometry of
+    every pair, made here once)."""
     import pyopencl as cl
     from clgrad.ops._util import MAXD, copy_run_geometry
     meta = np.zeros(CAT_SLOTS * _CAT_M + 1, np.int64)
@@ -142,8 +143,8 @@ def _cat_plan(dev, dt, batch):
     buf = cl.Buffer(dev.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
                     hostbuf=meta)
     name, local = ("cat_runs", 1) if dev.kind == "cpu" else ("cat_elems", CAT_LOCAL)
-    return (dev.kernel("copy.cl", name, defines), (-(-total // local) * local,), (local,),
-            (0, np.int64(total)), buf)
+    return Plan(dev.kernel("copy.cl", name, defines), (total,), (local,), (0, np.int64(total)),
+                tuple(range(1, 3 + CAT_SLOTS)), data=buf)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:

@@ -21,6 +21,7 @@ from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
+from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops._util import (MAXD, copy_raw, defines_for, empty, same_device, scalar, shape_arg,
                               view_arg)
 from clgrad.tensor import Tensor
@@ -111,22 +112,20 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     """
     dev = c._storage.device
     key = None
-    # The launch plan, in the device's plans per everything it depends on (dtypes, shapes,
-    # strides, offsets of c, a, b): (kernel, global and local size, the arguments that
-    # depend only on those, dtype, the tiles planned with); buffers and alpha/beta are set
-    # per call. Only with the device's own tiles (planned again when they were re-read).
+    # The launch plan (ops/plan.py), in the device's plans under plan.key of c, a, b (dtypes,
+    # shapes, strides, offsets) and ``split``: the kernel, sizes and the arguments that depend
+    # only on those; buffers and alpha/beta are bound per call. ``data``: (the tiles planned
+    # with, the number of K slices of a split plan or None). Only with the device's own tiles
+    # (planned again when they were re-read).
     if tiles_override is None:
-        key = ("gemm", c._storage.dtype, a._storage.dtype, b._storage.dtype, c._shape,
-               a._shape, b._shape, c._strides, a._strides, b._strides, c._offset, a._offset,
-               b._offset, split)
+        key = plan_key("gemm", (c, a, b), (split,))
         plan = dev.plans.get(key)
-        if plan is not None and plan[5] is tiles(dev):  # (tiles re-read: planned again)
-            if plan[0] == "split":
-                return _gemm_split_k(c, a, b, alpha, beta, plan[1])
-            kernel, gsize, lsize, fixed, dt, _ = plan
-            dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
-                       a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
-                       scalar(dt, alpha), scalar(dt, beta))
+        if plan is not None and plan.data[0] is tiles(dev):  # (tiles re-read: planned again)
+            if plan.data[1] is not None:
+                return _gemm_split_k(c, a, b, alpha, beta, plan.data[1])
+            dt = c._storage.dtype
+            plan.run_with(dev, (c._storage.buffer, a._storage.buffer, b._storage.buffer),
+                          (scalar(dt, alpha), scalar(dt, beta)))
             return c
     *batch, m, k = a.shape
     n = b.shape[-1]
@@ -165,7 +164,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             split is True)
         if splits > 1 or (split is True and splits == 1):
             if key is not None:
-                dev.keep_plan(key, ("split", splits, None, None, None, top))
+                dev.keep_plan(key, Plan(None, (), None, data=(top, splits)))
             return _gemm_split_k(c, a, b, alpha, beta, splits, tiles_override)
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
@@ -186,8 +185,13 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(c, cb), np.int64(c_rs), np.int64(c_cs)),
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
-    if key is not None:
-        dev.keep_plan(key, (kernel, gsize, lsize, fixed, c.dtype, top))
+    if key is not None:  # the arguments: fixed[0], c, fixed[1], a, fixed[2], b, fixed[3],
+        val = []            # alpha, beta
+        for i, v in enumerate((*fixed[0], None, *fixed[1], None, *fixed[2], None, *fixed[3])):
+            if v is not None:
+                val += (i, v)
+        dev.keep_plan(key, Plan(kernel, gsize, lsize, val, (6, 10, 14), (18, 19),
+                                data=(top, None)))
     dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
                a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
                scalar(c.dtype, alpha), scalar(c.dtype, beta))

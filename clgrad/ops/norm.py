@@ -9,11 +9,14 @@ weight and bias gradients are then two reductions), lrn_fwd, lrn_bwd.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import reduce as rd
+from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
                               fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
 from clgrad.tensor import Tensor
@@ -53,12 +56,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"batch_norm: expected a Tensor input, got {type(input).__name__}")
-    if input.ndim < 2:
-        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), got "
-                           f"shape {tuple(input.shape)}")
     x = input
-    c = x.shape[1]
-    m = x.numel() // c if c else 0
+    shape = x._shape  # (the slots, not the properties: host time per call)
+    if len(shape) < 2:
+        raise RuntimeError(f"batch_norm: expected an input of 2 or more dims (N, C, *), got "
+                           f"shape {tuple(shape)}")
+    c = shape[1]
+    m = math.prod(shape) // c if c else 0
     xs, want = x._storage, (c,)
     for name, p in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -95,33 +99,42 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         cbuf, coff = count._storage.buffer, np.int64(count._offset)
     else:
         cbuf, coff = x._storage.buffer, np.int64(0)
-    y = empty(x.shape, x.dtype, x._storage.device)
-    mean = empty((c,), x.dtype, x._storage.device)      # saved: the statistics used, per channel
-    invstd = empty((c,), x.dtype, x._storage.device)
+    dev = xs.device
+    y = Tensor._empty(shape, xs.dtype, dev)
+    # The statistics (mean, invstd) are saved for backward; where no Node can read them (no
+    # operand requires grad, none is a view whose grad_fn may change) they go to the plan's
+    # scratch pair instead of two fresh allocations.
+    need = (x._requires_grad or x._base is not None or
+            (weight is not None and (weight._requires_grad or weight._base is not None)) or
+            (bias is not None and (bias._requires_grad or bias._base is not None)))
     if c and m:
         params = (weight, bias, running_mean, running_var)
-        key = ("bn_fwd", x._shape, x._strides, x._offset, xs.dtype, momentum, eps, flags, coff,
-               BN_SPLIT_FORCE,
-               *[None if p is None else (p._offset, p._strides) for p in params])
-        plan = xs.device.plans.get(key)
+        key = plan_key("bn_fwd", (x, *params), (momentum, eps, flags, coff, BN_SPLIT_FORCE))
+        plan = dev.plans.get(key)
         if plan is None:
-            plan = xs.device.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
-                                                         coff))
-        kernel, gsize, lsize, val, part = plan
-        xb, dev = xs.buffer, xs.device
-        mem = (3, y._storage.buffer, 6, xb, 9, xb if weight is None else weight._storage.buffer,
-               11, xb if bias is None else bias._storage.buffer,
-               13, xb if running_mean is None else running_mean._storage.buffer,
-               15, xb if running_var is None else running_var._storage.buffer,
-               17, mean._storage.buffer, 18, invstd._storage.buffer, 22, cbuf)
+            plan = dev.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
+                                                   coff))
+        part, stats = plan.data
+        if need:
+            mean = Tensor._empty(want, xs.dtype, dev)  # saved: the statistics used
+            invstd = Tensor._empty(want, xs.dtype, dev)
+        else:
+            mean, invstd = stats
+        xb = xs.buffer
+        bufs = (y._storage.buffer, xb, xb if weight is None else weight._storage.buffer,
+                xb if bias is None else bias._storage.buffer,
+                xb if running_mean is None else running_mean._storage.buffer,
+                xb if running_var is None else running_var._storage.buffer,
+                mean._storage.buffer, invstd._storage.buffer, cbuf)
         if part is not None:  # S work-groups per channel: partial statistics first
-            pkernel, pval, nsplit = part
-            ws = empty((c * nsplit * 3,), x.dtype, dev)
-            dev.launch_split(pkernel, gsize, lsize, (3, xb, 7, ws._storage.buffer), pval)
-            mem += (25, ws._storage.buffer)
-        dev.launch_split(kernel, gsize, lsize, mem, val)
+            ws = empty((c * part.data * 3,), x.dtype, dev)
+            part.run(dev, xb, ws._storage.buffer)
+            bufs += (ws._storage.buffer,)
+        plan.run(dev, *bufs)
         if update:  # written in place by the kernel: no graph, a new version
             bump_version(running_mean, running_var)
+    else:
+        mean, invstd = Tensor._empty(want, xs.dtype, dev), Tensor._empty(want, xs.dtype, dev)
     if count is not None:
         if c and m:  # counted by the launch above
             bump_version(count)
@@ -134,7 +147,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                 (_BN_GB if bias is not None and bias.requires_grad else 0))
         keep = _BN_TRAIN | _BN_W | _BN_B | act
         return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
-    saved = [x] + [p for p in (weight, bias if act else None) if p is not None]
+    saved = [x]
+    if weight is not None:
+        saved.append(weight)
+    if act and bias is not None:
+        saved.append(bias)
     return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
                   backward, saved=saved)
 
@@ -292,43 +309,41 @@ def split_dim(shape, dim: int, *stride_sets):
 def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The kernels take the
     bias too (a fused activation's derivative recomputes the forward's pre-activation)."""
-    c = x.shape[1]
-    new = empty if c and m else zeros           # no elements: zero gradients
-    gx = new(x.shape, x.dtype, x._storage.device) if flags & _BN_GX else None
-    gw = new((c,), x.dtype, x._storage.device) if flags & _BN_GW else None
-    gb = new((c,), x.dtype, x._storage.device) if flags & _BN_GB else None
+    shape, dt, dev = x._shape, x._storage.dtype, x._storage.device  # (slots: host time)
+    c = shape[1]
+    new = Tensor._empty if c and m else zeros   # no elements: zero gradients
+    gx = new(shape, dt, dev) if flags & _BN_GX else None
+    gw = new((c,), dt, dev) if flags & _BN_GW else None
+    gb = new((c,), dt, dev) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
-        key = ("bn_bwd", x._shape, x._strides, x._offset, gy._strides, gy._offset,
-               gx_or._strides, gx_or._offset, x._storage.dtype, flags, BN_SPLIT_FORCE,
-               *[None if p is None else (p._offset, p._strides) for p in (weight, bias)])
-        dev = x._storage.device
+        key = plan_key("bn_bwd", (x, gy, gx_or, weight, bias), (flags, BN_SPLIT_FORCE))
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags))
-        kernel, gsize, lsize, val, part = plan
         xb, mb, gyb = x._storage.buffer, mean._storage.buffer, gy._storage.buffer
         wb = xb if weight is None else weight._storage.buffer
         bb = xb if bias is None else bias._storage.buffer
-        mem = (3, gx_or._storage.buffer, 6, gyb, 9, xb, 12, wb, 14, mb,
-               15, invstd._storage.buffer, 16, mb if gw is None else gw._storage.buffer,
-               17, mb if gb is None else gb._storage.buffer, 19, bb)
+        bufs = (gx_or._storage.buffer, gyb, xb, wb, mb, invstd._storage.buffer,
+                mb if gw is None else gw._storage.buffer,
+                mb if gb is None else gb._storage.buffer, bb)
+        part = plan.data
         if part is not None:  # S work-groups per channel: partial sums first
-            pkernel, pval, nsplit = part
-            ws = empty((c * nsplit * 2,), x.dtype, dev)
-            dev.launch_split(pkernel, gsize, lsize, (3, gyb, 6, xb, 9, wb, 11, mb,
-                                                     12, invstd._storage.buffer, 14, bb,
-                                                     17, ws._storage.buffer), pval)
-            mem += (22, ws._storage.buffer)
-        dev.launch_split(kernel, gsize, lsize, mem, val)
+            ws = empty((c * part.data * 2,), dt, dev)
+            part.run(dev, gyb, xb, wb, mb, invstd._storage.buffer, bb, ws._storage.buffer)
+            bufs += (ws._storage.buffer,)
+        plan.run(dev, *bufs)
     return gx, gw, gb
 
 
-# Launch plans of bn_fwd / bn_bwd, kept in the device's plans per everything they depend on
-# (shapes, strides and offsets of every view, dtype, flags, momentum, eps): the kernel, its
-# global and local sizes and the by-value arguments as (index, value, ...); a launch then sets
-# only the buffers. Building the arguments took half of batch_norm's host time (~25 of ~55 µs
-# per call on a Xeon), and the GPU's training steps are host-bound.
+# Launch plans (ops/plan.py) of bn_fwd / bn_bwd, kept in the device's plans under plan.key of
+# every view, flags, momentum, eps and BN_SPLIT_FORCE: the kernel, its global and local sizes
+# and the by-value arguments; a launch then binds only the buffers. A forward plan's ``data``
+# is (the plan of a split's partial-statistics launch (whose ``data`` is S) or None, a
+# scratch (mean, invstd) pair for calls whose statistics no Node saves); a backward plan's is
+# that partial plan or None. Building the arguments took
+# half of batch_norm's host time (~25 of ~55 µs per call on a Xeon), and the GPU's training
+# steps are host-bound.
 def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
     nd, sh, (vy, vx), (syc, sxc), geom = _channel_args(x.shape, y, x)
     val = [0, np.int64(m), 1, nd, 2, sh, 4, vy, 5, syc, 7, vx, 8, sxc]
@@ -337,12 +352,18 @@ def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
     val += (19, scalar(x.dtype, momentum), 20, scalar(x.dtype, eps), 21, np.int32(flags),
             23, coff)
     nsplit = _bn_nsplit(x, m, flags)
+    mem_at = (3, 6, 9, 11, 13, 15, 17, 18, 22)
+    c, dev = x._shape[1], x._storage.device
+    stats = (empty((c,), x.dtype, dev), empty((c,), x.dtype, dev))  # scratch: see batch_norm
     if nsplit == 1:
-        return (*_bn_kernel(x, m, "bn_fwd", geom), tuple(val), None)
+        kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd", geom)
+        return Plan(kernel, gsize, lsize, val, mem_at, data=(None, stats))
     kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd_split", geom, nsplit)
     pkernel = _bn_kernel(x, m, "bn_fwd_part", geom, nsplit)[0]
     pval = (0, np.int64(m), 1, nd, 2, sh, 4, vx, 5, sxc, 6, np.int64(nsplit))
-    return kernel, gsize, lsize, tuple(val) + (24, np.int64(nsplit)), (pkernel, pval, nsplit)
+    part = Plan(pkernel, gsize, lsize, pval, (3, 7), data=nsplit)
+    return Plan(kernel, gsize, lsize, (*val, 24, np.int64(nsplit)), (*mem_at, 25),
+                data=(part, stats))
 
 
 def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
@@ -351,13 +372,16 @@ def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
     val = (0, np.int64(m), 1, nd, 2, sh, 4, vgx, 5, sgxc, 7, vgy, 8, sgyc, 10, vx, 11, sxc,
            13, vw, 18, fl, 20, vb)
     nsplit = _bn_nsplit(x, m, flags)
+    mem_at = (3, 6, 9, 12, 14, 15, 16, 17, 19)
     if nsplit == 1:
-        return (*_bn_kernel(x, m, "bn_bwd", geom), val, None)
+        kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd", geom)
+        return Plan(kernel, gsize, lsize, val, mem_at)
     kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd_split", geom, nsplit)
     pkernel = _bn_kernel(x, m, "bn_bwd_part", geom, nsplit)[0]
     pval = (0, np.int64(m), 1, nd, 2, sh, 4, vgy, 5, sgyc, 7, vx, 8, sxc, 10, vw, 13, fl,
             15, vb, 16, np.int64(nsplit))
-    return kernel, gsize, lsize, val + (21, np.int64(nsplit)), (pkernel, pval, nsplit)
+    part = Plan(pkernel, gsize, lsize, pval, (3, 6, 9, 11, 12, 14, 17), data=nsplit)
+    return Plan(kernel, gsize, lsize, val + (21, np.int64(nsplit)), (*mem_at, 22), data=part)
 
 
 # GPU training batch norms of at least BN_SPLIT_MIN elements per channel run over S work-groups

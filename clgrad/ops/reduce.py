@@ -4,7 +4,7 @@ Kernels: kernels/reduce.cl :: reduce (OP_SUM, OP_PROD, OP_MAX, OP_MIN; ARG for i
 scatter_arg (the backward of max/min along a dim: the gradient goes to the index returned).
 Sums are Kahan-compensated per work item and then summed as a tree, so a float32 sum of
 62 500 copies of 1.23456 is 77160.0 to float32 precision. Forms (picked per layout and device
-in _reduce_plan; plans cached in the device's plans): ``reduce`` (a work-group, or a work item,
+in _reduce_plan; ops/plan.py Plans in the device's plans): ``reduce`` (a work-group, or a work item,
 per output), ``reduce_runs`` (CPU sums along rows of the innermost reduced dim) and
 ``reduce_cols`` (sums over dims strided wider than a run of neighbouring outputs, such as
 ``x.sum(0)`` or a Linear bias gradient: neighbouring work items read neighbouring outputs).
@@ -20,6 +20,7 @@ from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
+from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.tensor import Tensor
 
 __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
@@ -69,10 +70,9 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         out = empty(kept, out_dtype, dev)
     idx = empty(kept, dtypes.int64, dev) if arg else out
     if layout.numel(kept):
-        # the launch, in the device's plans per everything it depends on
-        key = ("reduce", x._shape, x._strides, x._offset, x.dtype, dims, op_define, out_dtype,
-               acc_cl, arg, out._strides, out._offset, COLS, COLS_VW, COLS_NV, COLS_ITEMS,
-               COLS_CB, COLS_GPU)
+        # the launch (ops/plan.py), in the device's plans per everything it depends on
+        key = plan_key(_FILE, (x, out), (dims, op_define, out_dtype, acc_cl, arg, COLS,
+                                         COLS_VW, COLS_NV, COLS_ITEMS, COLS_CB, COLS_GPU))
         plan = dev.plans.get(key)
         if plan is None:
             plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx)
@@ -80,12 +80,11 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
         if plan is _CONTIGUOUS:
             return _launch_reduce(ew.contiguous(x), dims, keepdim, op_define, out_dtype,
                                   acc_cl, scale, arg, out if given else None)
-        kernel, gsize, lsize, val, ix, iout, iidx, iscale = plan
-        mem = (ix, x._storage.buffer, iout, out._storage.buffer)
-        if iidx is not None:
-            mem += (iidx, idx._storage.buffer)
-        # ACC by value: its exact size (half: 2)
-        dev.launch_split(kernel, gsize, lsize, mem, val + (iscale, _CL_SCALAR[acc_cl](scale)))
+        # x, out and idx (out itself without ARG, where the kernel takes one); ACC by value,
+        # its exact size (half: 2)
+        plan.run_with(dev, (x._storage.buffer, out._storage.buffer, idx._storage.buffer)
+                      if len(plan.mem) == 6 else (x._storage.buffer, out._storage.buffer),
+                      (_CL_SCALAR[acc_cl](scale),))
     if given:
         return out
     out = out.view(final) if final != kept else out
@@ -99,19 +98,17 @@ _X, _OUT, _IDX, _SCALE = "x", "out", "idx", "scale"
 _CONTIGUOUS = "contiguous"  # the plan of a view with too many dims: made contiguous first
 
 
-def _split_plan(kernel, gsize, lsize, args):
-    """A _reduce_plan as Device.launch_split takes it: (kernel, global size rounded up to the
-    local size, the by-value arguments as (index, value, ...), and the indices of x, out, idx
-    (None without ARG) and scale)."""
+def _split_plan(kernel, gsize, lsize, args) -> Plan:
+    """A _reduce_plan as a Plan: the by-value arguments fixed, x, out (and idx with ARG)
+    bound per call, and the scale given per call."""
     val, at = [], {}
     for i, a in enumerate(args):
         if type(a) is str:
             at[a] = i
         else:
             val += (i, a)
-    gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
-    return (kernel, gsize, tuple(lsize), tuple(val), at[_X], at[_OUT], at.get(_IDX),
-            at[_SCALE])
+    mem_at = (at[_X], at[_OUT]) + ((at[_IDX],) if _IDX in at else ())
+    return Plan(kernel, gsize, lsize, val, mem_at, (at[_SCALE],))
 
 
 def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx):

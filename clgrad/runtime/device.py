@@ -511,22 +511,26 @@ class Device:
             _LAUNCHES[0] += 1
 
     def launch_split(self, kernel: cl.Kernel, global_size, local_size, mem: tuple,
-                     val: tuple):
+                     val: tuple, other: tuple = ()):
         """``launch`` with the arguments already sorted by kind, for callers that build them
         (clgrad/ops/_util.py's launch_1d): ``mem`` is the flat tuple ``(index, buffer, ...)``
-        of the buffer arguments, ``val`` ``(index, by-value argument, ...)`` of the rest
-        (bytes, NumPy scalars or arrays), together every argument index once. ``global_size``
-        must already be a multiple of ``local_size``. A capture (clgrad/capture.py) gets the
-        launch as ``launch`` would give it."""
+        of the buffer arguments, ``val`` ``(index, by-value argument, ...)`` of the by-value
+        ones (bytes, NumPy scalars or arrays), ``other`` likewise of any others (set with
+        ``Kernel.set_arg``: local memory), together every argument index once.
+        ``global_size`` must already be a multiple of ``local_size``. A capture
+        (clgrad/capture.py) gets the launch as ``launch`` would give it."""
         if self._capture is not None:
-            args = [None] * ((len(mem) + len(val)) // 2)
-            for pairs in (mem, val):
+            args = [None] * ((len(mem) + len(val) + len(other)) // 2)
+            for pairs in (mem, val, other):
                 for j in range(0, len(pairs), 2):
                     args[pairs[j]] = pairs[j + 1]
             self.launch(kernel, global_size, local_size, *args)
             return
         with self._lock:
             try:  # as in launch
+                if other:
+                    for j in range(0, len(other), 2):
+                        kernel.set_arg(other[j], other[j + 1])
                 if mem:
                     kernel._set_arg_multi(mem)
                 if val:

@@ -1,0 +1,196 @@
+"""Launch plans: one type for every op family's cached launches (issue 34).
+
+A ``Plan`` is one kernel launch with everything but its buffers fixed: the kernel object,
+the global and local sizes, the by-value arguments already packed (``(index, value, ...)``) and
+the argument positions of the buffers (and of by-value arguments given per call, such as a
+scale or a raw scalar operand). A plan makes a kernel object of its own and sets the fixed
+arguments there once; ``plan.run(dev, *buffers)`` binds the buffers and enqueues
+(``Device.launch_split``: one ``_set_arg_multi``, the enqueue; ``run_with`` also one
+``_set_arg_buf_multi`` of its per-call values).
+
+Plans are kept in the device's ``plans`` (``Device.keep_plan``) under a key made by one
+function, ``key(tag, parts, params)``, from what the kernel reads: per tensor its shape,
+strides, storage offset and dtype; per raw argument its type (the value is bound per call);
+the op's parameters (file, kernel, defines, flags, tuning constants); and
+``settings.epoch()``, the settings' change counter (clgrad/settings.py), so a changed setting
+or a changed layout can never reuse a plan made for another (a key missing a dependency would
+be a silently wrong answer). The device is the dict the plan lives in.
+"""
+from __future__ import annotations
+
+import threading
+
+import pyopencl as cl
+
+from clgrad.runtime.device import _LOCK, Device, arg_kind
+from clgrad.settings import _EPOCH
+
+__all__ = ["Plan", "key", "cached", "record_launches"]
+
+
+class Plan:
+    """One launch, all but its buffers fixed.
+
+    ``kernel``: a ``cl.Kernel`` (the plan makes a kernel object of its own from it and sets
+    the fixed arguments there once: a call binds only its buffers and per-call values; None:
+    a plan that launches nothing itself, its ``data`` says what to do); ``gsize``/``lsize``:
+    global and local sizes (tuples; the global size is rounded up to the local size here;
+    ``lsize`` None: the runtime picks); ``val``: the fixed by-value arguments as a flat tuple
+    ``(index, value, ...)``; ``mem_at``: the argument indices of the buffers ``run`` binds, in
+    order; ``val_at``: the indices of by-value arguments ``run_with`` binds per call;
+    ``other``: ``(index, value, ...)`` of arguments set with ``Kernel.set_arg`` (local
+    memory); ``data``: anything the op keeps with the plan (the family's own facts)."""
+
+    __slots__ = ("kernel", "gsize", "lsize", "val", "mem", "vals", "other", "data")
+
+    def __init__(self, kernel, gsize, lsize, val=(), mem_at=(), val_at=(), data=None,
+                 other=()):
+        gsize = tuple(gsize)
+        if lsize is not None:
+            lsize = tuple(lsize)
+            gsize = tuple(-(-g // lc) * lc for g, lc in zip(gsize, lsize))
+        val, other = tuple(val), tuple(other)
+        if kernel is not None:  # a kernel object of its own, its fixed arguments set once
+            with _LOCK:  # (the devices' lock: driver calls never interleave, see Device)
+                kernel = cl.Kernel(kernel.program, kernel.function_name)
+                if val:
+                    kernel._set_arg_buf_multi(val)
+                for j in range(0, len(other), 2):
+                    kernel.set_arg(other[j], other[j + 1])
+        self.kernel, self.gsize, self.lsize, self.val, self.data = kernel, gsize, lsize, val, \
+            data
+        self.mem = _template(mem_at)
+        self.vals = _template(val_at)
+        self.other = other
+
+    def run(self, dev, *buffers):
+        """Bind ``buffers`` (one per ``mem_at`` index, in order) and enqueue on ``dev``: the
+        plan's kernel object holds its fixed arguments already (a capture gets them all)."""
+        mem = self.mem[:]
+        mem[1::2] = buffers
+        if dev._capture is None:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), ())
+        else:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val,
+                             self.other)
+
+    def run_with(self, dev, buffers, values):
+        """``run`` with the per-call by-value arguments ``values`` (one per ``val_at`` index,
+        in order: NumPy scalars or bytes of the kernel's argument sizes)."""
+        mem = self.mem[:]
+        mem[1::2] = buffers
+        val = self.vals[:]
+        val[1::2] = values
+        if dev._capture is None:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), tuple(val))
+        else:
+            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem),
+                             self.val + tuple(val), self.other)
+
+    def __repr__(self):
+        return (f"Plan({getattr(self.kernel, 'function_name', self.kernel)!r}, "
+                f"global={self.gsize}, local={self.lsize}, buffers at {self.mem[0::2]})")
+
+
+def _template(at) -> list:
+    """``[at[0], None, at[1], None, ...]``: index/argument pairs with the arguments empty."""
+    t = [None] * (2 * len(at))
+    t[0::2] = at
+    return t
+
+
+def key(tag, parts=(), params=()) -> tuple:
+    """The structural key of a plan: ``(tag, settings epoch, *layouts, *params)``, where each
+    of ``parts`` (the kernel's operands) gives ``(shape, strides, offset, dtype)`` when it is a
+    tensor, ``None`` for None, and its type otherwise (a raw argument: bound per call).
+    ``tag``: the family's word (its kernel file, or a name); ``params``: whatever else the
+    launch depends on, hashable."""
+    k = [tag, _EPOCH[0]]
+    for t in parts:
+        try:
+            k += (t._shape, t._strides, t._offset, t._storage.dtype)
+        except AttributeError:
+            k.append(None if t is None else type(t))
+    k += params
+    return tuple(k)
+
+
+def cached(dev, k, make):
+    """The plan kept under key ``k`` in ``dev.plans``, made by ``make()`` (and kept) on a miss.
+    ``make`` may return None (a layout the family cannot plan): that is kept too."""
+    plan = dev.plans.get(k, _MISS)
+    if plan is _MISS:
+        plan = dev.keep_plan(k, make())
+    return plan
+
+
+_MISS = object()
+
+
+class _Recorder:
+    """A device's capture hook (runtime/device.py's ``_capture``) while record_launches runs:
+    it keeps the launches of its thread and lets every command run; an allocation, copy or
+    fill, or a launch from another thread, spoils the recording."""
+
+    def __init__(self):
+        self.thread = threading.get_ident()
+        self.launches, self.clean = [], True
+
+    def _launch(self, dev, kernel, gsize, lsize, args):
+        if threading.get_ident() != self.thread:
+            self.clean = False
+        else:
+            self.launches.append((kernel, gsize, lsize, args))
+        return False
+
+    def _alloc(self, dev, nbytes):
+        self.clean = False
+
+    def _copy(self, dev, *args):
+        self.clean = False
+        return False
+
+    _fill = _copy
+
+
+def record_launches(dev, run, buffers):
+    """Run ``run()`` (an op's launches on ``dev``) and return them as Plans: a list of
+    ``(plan, roles)``, where ``roles`` gives, per buffer argument of the plan, its index in
+    ``buffers`` (the operands' and results' buffers; None entries are skipped), so that the
+    next call binds ``plan.run(dev, *[its buffers[r] for r in roles])``. None when the launches
+    cannot be replayed so: ``run`` allocated, copied or filled (a workspace, a bias fill),
+    another thread launched meanwhile, a buffer argument is none of ``buffers`` or two of
+    ``buffers`` are one buffer, or a capture is running. ``run`` runs in any case."""
+    if Device._capture is not None or "_capture" in dev.__dict__:  # capturing, or forked
+        run()
+        return None
+    rec = _Recorder()
+    dev._capture = rec
+    try:
+        run()
+    finally:
+        del dev._capture
+    ids = {}
+    for i, b in enumerate(buffers):
+        if b is not None:
+            if id(b) in ids:
+                return None
+            ids[id(b)] = i
+    if not rec.clean:
+        return None
+    plans = []
+    for kernel, gsize, lsize, args in rec.launches:
+        val, other, mem_at, roles = [], [], [], []
+        for i, a in enumerate(args):
+            kind = arg_kind(a)
+            if kind == 0:
+                role = ids.get(id(a))
+                if role is None:
+                    return None
+                mem_at.append(i)
+                roles.append(role)
+            else:
+                (val if kind == 1 else other).extend((i, a))
+        plans.append((Plan(kernel, gsize, lsize, val, mem_at, data=tuple(roles),
+                           other=other), tuple(roles)))
+    return plans

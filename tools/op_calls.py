@@ -1,0 +1,144 @@
+"""Python function calls per op call on a cached signature (issue 34's host-overhead measure).
+
+    python tools/op_calls.py            # one row: op -> calls (forward, backward)
+    python tools/op_calls.py --list OP  # the calls of one case, in order (where to cut)
+
+Each case runs 3 times (warm-up: kernels built, plans cached), then once under
+``sys.setprofile``; what is counted is the profiler's 'call' events (Python frames; C calls are
+not counted) of that one call, the case's own lambda excluded, with its result dropped inside
+the counted region (so freeing a result counts, as it does in a loop). The backward cases make
+the forward outside the counted region, set the leaves' ``.grad`` to None (as
+``zero_grad()`` does) and count ``y.backward(g)`` (the engine, the closure and handing the
+gradients to the leaves). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000 float32;
+``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias; ``batch_norm`` training
+on (2, 16, 8, 8) with weight, bias and running stats; ``linear`` (8, 64) x (32, 64) + bias.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":  # run from a checkout: measure that checkout's clgrad
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WARMUP = 3
+
+
+def _count(fn, keep: list | None = None, warmup: int = WARMUP) -> int:
+    """'call' events of one ``fn()`` after ``warmup`` calls, ``fn``'s own frame excluded; the
+    names of the calls are appended to ``keep`` when given."""
+    for _ in range(warmup):
+        fn()
+    names = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            c = frame.f_code
+            names.append(f"{c.co_filename}:{c.co_firstlineno}:{c.co_name}")
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    if keep is not None:
+        keep.extend(names[1:])
+    return len(names) - 1
+
+
+def cases():
+    """{name: (forward callable, backward callable)}: the measured cases (module docstring)."""
+    import clgrad
+    import clgrad.nn.functional as F
+    clgrad.manual_seed(0)
+    a, b = clgrad.randn(1000), clgrad.randn(1000)
+    ag = clgrad.randn(1000, requires_grad=True)
+    x = clgrad.randn(2, 16, 8, 8)
+    xg = clgrad.randn(2, 16, 8, 8, requires_grad=True)
+    cw = clgrad.randn(16, 16, 3, 3, requires_grad=True)
+    cb = clgrad.randn(16, requires_grad=True)
+    w, bias = clgrad.randn(16, requires_grad=True), clgrad.randn(16, requires_grad=True)
+    rm, rv = clgrad.zeros(16), clgrad.ones(16)
+    li, lw, lb = clgrad.randn(8, 64), clgrad.randn(32, 64), clgrad.randn(32)
+    lig = clgrad.randn(8, 64, requires_grad=True)
+    g1000, gmap, glin = clgrad.randn(1000), clgrad.randn(2, 16, 8, 8), clgrad.randn(8, 32)
+    gone = clgrad.ones(())
+    with clgrad.no_grad():
+        cw_, cb_, w_, bias_ = cw.detach(), cb.detach(), w.detach(), bias.detach()
+
+    fwd = {
+        "a + b": lambda: a + b,
+        "a * 2": lambda: a * 2,
+        "relu": lambda: F.relu(a),
+        "conv2d": lambda: F.conv2d(x, cw_, cb_, padding=1),
+        "batch_norm": lambda: F.batch_norm(x, rm, rv, w_, bias_, training=True),
+        "linear": lambda: F.linear(li, lw, lb),
+        "sum": lambda: a.sum(),
+    }
+    bwd = {
+        "a + b": (lambda: ag + b, g1000),
+        "a * 2": (lambda: ag * 2, g1000),
+        "relu": (lambda: F.relu(ag), g1000),
+        "conv2d": (lambda: F.conv2d(xg, cw, cb, padding=1), gmap),
+        "batch_norm": (lambda: F.batch_norm(xg, rm, rv, w, bias, training=True), gmap),
+        "linear": (lambda: F.linear(lig, lw, lb), glin),
+        "sum": (lambda: ag.sum(), gone),
+    }
+    return fwd, bwd
+
+
+def _backward_count(make, grad, keep=None) -> int:
+    """'call' events of ``make().backward(grad)``'s backward alone (the forward uncounted, the
+    leaves' gradients None first), after WARMUP forward + backward rounds."""
+    import clgrad
+    for _ in range(WARMUP):
+        make().backward(grad)
+    y = make()
+    leaves, stack, seen = [], [y.grad_fn], set()
+    while stack:  # the leaves the graph sends to (their .grad set to None, as zero_grad)
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _ in node.next_functions:
+            var = getattr(nxt, "variable", None)
+            if isinstance(var, clgrad.Tensor):
+                leaves.append(var)
+            else:
+                stack.append(nxt)
+    for t in leaves:
+        t.grad = None
+    return _count(lambda: y.backward(grad), keep, warmup=0)
+
+
+def counts() -> dict:
+    """{case: (forward calls, backward calls)} for every case of ``cases()``."""
+    fwd, bwd = cases()
+    return {name: (_count(fwd[name]), _backward_count(*bwd[name])) for name in fwd}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--list", metavar="OP", help="list the calls of one case (forward and "
+                   "backward)")
+    args = p.parse_args(argv)
+    if args.list:
+        fwd, bwd = cases()
+        for what, n_calls in (("forward", lambda k: _count(fwd[args.list], k)),
+                              ("backward", lambda k: _backward_count(*bwd[args.list], k))):
+            names: list = []
+            n = n_calls(names)
+            print(f"{args.list} {what}: {n} calls")
+            for name in names:
+                print("   ", name.split("/clgrad/")[-1] if "/clgrad/" in name else name)
+        return
+    got = counts()
+    print("| op | forward calls | backward calls |")
+    print("|---|---|---|")
+    for name, (f, b) in got.items():
+        print(f"| `{name}` | {f} | {b} |")
+
+
+if __name__ == "__main__":
+    main()
