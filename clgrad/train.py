@@ -185,8 +185,9 @@ def fit(args) -> dict:
     prev = runtime.discovery._DEFAULT[0]
     try:
         return _fit(args)
-    finally:
-        runtime.set_default_device(prev)
+    finally:  # as it was, without a device query (a bad --out fails before any)
+        with runtime.discovery._LOCK:
+            runtime.discovery._DEFAULT[0] = prev
 
 
 def _fit(args) -> dict:
