@@ -158,11 +158,28 @@ def one_device(op: str, args, kwargs=None):
     each of a tuple of outs) is never exempt. The faces' argument check
     (``check_tensor_args``) and ``inplace`` call it at every entry."""
     dev = None
-    for t in _joined(args, kwargs):
-        if dev is None:
-            dev = t._storage.device
-        elif t._storage.device is not dev:
-            same_device(op, *_joined(args, kwargs))
+    for v in args:  # a plain loop: no Python call per argument (the hot path of every op)
+        if isinstance(v, Tensor):
+            d = v._storage.device
+            if d is not dev and (v._shape or d.type != "cpu"):
+                if dev is not None:
+                    same_device(op, *_joined(args, kwargs))
+                dev = d
+    if kwargs:
+        for k, v in kwargs.items():
+            if isinstance(v, Tensor):
+                d = v._storage.device
+                if d is not dev and (v._shape or d.type != "cpu" or k == "out"):
+                    if dev is not None:
+                        same_device(op, *_joined(args, kwargs))
+                    dev = d
+            elif k == "out" and isinstance(v, (list, tuple)):
+                for o in v:
+                    if isinstance(o, Tensor):
+                        if dev is None:
+                            dev = o._storage.device
+                        elif o._storage.device is not dev:
+                            same_device(op, *_joined(args, kwargs))
 
 
 def _joined(args, kwargs):

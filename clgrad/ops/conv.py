@@ -109,7 +109,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                     None if bias is None else bias._storage.buffer)
             for plan, roles in plans:
                 plan.run(dev, *map(bufs.__getitem__, roles))
-            backends.last_conv_algorithm = algo
+            if backends.last_conv_algorithm is not algo:  # a write to backends is a Python
+                backends.last_conv_algorithm = algo       # call (its settings' epoch)
             backends.last_conv_algorithms["forward"] = algo
             if debug:
                 _debug_choice("forward", fast[5], algo)
