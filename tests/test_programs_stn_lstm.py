@@ -36,17 +36,17 @@ def test_spatial_transformer_trains(programs, capsys):
     prog = load_program("spatial_transformer")
     with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
         model, history, transformed = prog.main(
-            ["--epochs", "5", "--train-size", "512", "--test-size", "100", "--lr", "0.05",
+            ["--epochs", "8", "--train-size", "512", "--test-size", "100", "--lr", "0.02",
              "--batch-size", "32"])
     out = capsys.readouterr().out
-    # lr 0.05: at 0.1 training is chaotic (CPU, seeds 1-4: final test loss 1.01, 1.44, 1.24,
-    # 2.13; the H200's rounding order gave 2.08), at 0.05 it is not (seeds 1-4: epoch means
-    # 2.29 -> 1.61-1.66, test loss 0.87-1.28, accuracy 0.62-0.81)
-    first = np.mean(history[0][0])
-    last = np.mean([np.mean(h[0]) for h in history[-2:]])
-    assert last < first - 0.3                         # clgrad (CPU, seed 1) 2.29 -> 1.71
+    # lr 0.02: a stable regime. At 0.1 training is chaotic (CPU, seeds 1-4: final test loss
+    # 1.01-2.13); at 0.05 the transform can blow up late (CPU seed 3 at epoch 8; the H200 run
+    # ended at chance, 2.30). At 0.02 every seed's epoch mean falls each epoch (CPU seeds 1-4:
+    # 2.30 -> 1.51-1.89, test loss 1.09-1.58, accuracy 0.63-0.80).
+    means = [np.mean(h[0]) for h in history]
+    assert means[-1] < means[0] - 0.3                 # clgrad (CPU, seed 1) 2.30 -> 1.89
     test_loss, accuracy = history[-1][1]
-    assert test_loss < 1.6 and accuracy >= 0.45       # chance 2.30, 0.1; clgrad 1.28, 0.63
+    assert test_loss < 1.9 and accuracy >= 0.45       # chance 2.30, 0.1; clgrad 1.58, 0.63
     assert "Test set: Average loss:" in out
     assert transformed.shape == (32, 1, 28, 28) and np.isfinite(transformed).all()
     # the localisation net learnt a transform: not the identity it started from any more
