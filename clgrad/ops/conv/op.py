@@ -15,7 +15,7 @@ input is read through its strides. The input gradient is the forward problem aga
 the weight view transposed and flipped (negative strides, still a view).
 
 Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; see ``_auto``;
-their planners and launchers: clgrad/ops/conv_algorithms.py):
+their planners and launchers: clgrad/ops/conv/algorithms.py):
   implicit   implicit GEMM, no workspace. CPUs: kernels/conv_igemm_cpu.cl, one work item per
              work-group staging an input window in local memory and running a 6 x 16
              register-blocked micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE).
@@ -42,7 +42,7 @@ their planners and launchers: clgrad/ops/conv_algorithms.py):
              a large weight pack each block in the forward work-group that uses it; a strided
              layer's input-gradient phases share one padded copy). Any device runs it; 'auto'
              picks it on CPUs where it measured faster than implicit.
-  depthwise_gpu, igemm_gpu  clgrad/ops/conv_gpu.py — GPU kernels (any device runs them):
+  depthwise_gpu, igemm_gpu  clgrad/ops/conv/gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
@@ -62,12 +62,12 @@ from clgrad import _log, backends
 from clgrad import settings
 from clgrad._args import _pair
 from clgrad.autograd import record
-from clgrad.ops import conv_algorithms as alg
-from clgrad.ops import conv_gpu
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
-from clgrad.ops.conv_problem import Plan, Problem, cdiv, raw, v5
+from clgrad.ops.conv import algorithms as alg
+from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv.problem import Plan, Problem, cdiv, raw, v5
 from clgrad.ops.plan import cached as plan_cached, key as plan_key, record_launches
 from clgrad.tensor import Tensor
 

@@ -1,6 +1,6 @@
 """The convolution problem of kernels/conv.h on the host: ``Problem`` (conv_t up to its tiling),
 ``Tiles`` (its tiling fields), ``Plan`` (what a planner chose) and the view helpers shared by
-clgrad/ops/conv.py (the op) and clgrad/ops/conv_algorithms.py (planners and launchers).
+clgrad/ops/conv/op.py (the op) and clgrad/ops/conv/algorithms.py (planners and launchers).
 """
 from __future__ import annotations
 

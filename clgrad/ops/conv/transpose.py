@@ -1,4 +1,4 @@
-"""Transposed 2-D convolution and the 1-D convolutions, built on clgrad/ops/conv.py.
+"""Transposed 2-D convolution and the 1-D convolutions, built on clgrad/ops/conv/op.py.
 
 conv_transpose2d IS the input gradient of a conv2d: its forward runs conv.py's input-gradient
 pass (the inserted-zero / phase decomposition and every conv algorithm), its input gradient
@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad.autograd import record
-from clgrad.ops import conv as _conv
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
-from clgrad.ops.conv_problem import Problem, raw, v5
+from clgrad.ops.conv import op as _conv
+from clgrad.ops.conv.problem import Problem, raw, v5
 from clgrad.tensor import Tensor
 
 __all__ = ["conv_transpose2d", "conv1d", "conv_transpose1d"]
