@@ -407,7 +407,8 @@ def conv_passes(x, w, g, stride, padding, groups) -> dict:
     passes run). Shared by bench/conv_layers.py, depthwise.py and pointwise.py."""
     from clgrad import backends
     from clgrad.ops._util import empty
-    from clgrad.ops.conv.op import _check, _choose, _forward_problem, _grad_input, _run, v5
+    from clgrad.ops.conv.choice import _choose, _grad_input, _run
+    from clgrad.ops.conv.problem import _check, _forward_problem, v5
     dev = x._storage.device
     y, gi, gw = (empty(tuple(t.shape), x.dtype, dev) for t in (g, x, w))
     geo = _check(x, w, None, stride, padding, 1, groups)

@@ -315,7 +315,7 @@ def _launches(groups, algo):
 def _depthwise_wgrad_direct(groups, algo):
     """Whether _launches(groups, algo)'s weight gradient ran the CPU depthwise kernel without
     batch splits."""
-    from clgrad.ops.conv.op import _check
+    from clgrad.ops.conv.problem import _check
     last = _launches(groups, algo)[2]["grad_weight"]
     x = clgrad.zeros((2, 32, 8, 8))
     p = _check(x, clgrad.zeros((64, 32 // groups, 3, 3)), None, 1, 1, 1, groups)
@@ -951,7 +951,7 @@ def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
     on non-contiguous inputs, with the kernels built for AVX2 (8 float lanes) and AVX-512
     (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback), the
     forward in the layout the case is for."""
-    from clgrad.ops.conv.op import _check
+    from clgrad.ops.conv.problem import _check
     from clgrad.runtime import Device
     if clgrad.default_device().kind != "cpu":
         pytest.skip("the CPU depthwise kernels build WIDE only on CPUs")
@@ -990,7 +990,7 @@ def test_cached_choice_follows_the_settings(monkeypatch):
     """_choose keeps its answer per problem and settings: the same conv run again after the
     algorithm setting, the measured table or CLGRAD_CONV_TUNE changed takes the new choice, and
     every pass (a cached one too) records what it ran; the values stay right throughout."""
-    from clgrad.ops.conv import op as conv_mod
+    from clgrad.ops.conv import choice as conv_mod
     x, w, b = _data(2, 4, 9, 9, 6, 4, 3, 3)
     seen = []
     for algo in ("auto", "direct", "auto", "implicit", "direct"):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import clgrad  # noqa: E402
 from clgrad import backends  # noqa: E402
 from clgrad.ops import conv as C  # noqa: E402
-from clgrad.ops.conv import gpu as conv_gpu, op as CH, op as P  # noqa: E402
+from clgrad.ops.conv import choice as CH, gpu as conv_gpu, problem as P  # noqa: E402
 from clgrad.ops.conv.problem import v5  # noqa: E402
 
 REPS = 20

@@ -326,7 +326,7 @@ def _plan_dw(p: Problem, dt, dev):
     """Tiles of whole maps where the window fits WINDOW_MAX (else fewer rows, then fewer
     columns); pure depthwise problems whose window fits run channels in lanes (_plan_cv), with
     zero insertion too (a strided layer's input gradient in one launch). Other problems with
-    zero insertion get an empty plan: op._grad_input runs them as phase problems without
+    zero insertion get an empty plan: choice._grad_input runs them as phase problems without
     insertion, each planned on its own."""
     cv = _plan_cv(p, dt, dev, False)
     if cv is not None:
