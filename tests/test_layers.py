@@ -197,7 +197,7 @@ def test_capture_recompile_limit_still_sets_the_limit(monkeypatch):
 
 
 # the packages issue 34 split a file into (a module per idea): their own contracts
-SPLIT_PACKAGES = ["ops.conv"]
+SPLIT_PACKAGES = ["ops.conv", "capture"]
 
 
 @pytest.mark.parametrize("package", SPLIT_PACKAGES)
