@@ -406,31 +406,31 @@ def conv_passes(x, w, g, stride, padding, groups) -> dict:
     "got": {pass: its result tensor}, "algos": {pass: the algorithm it ran} (filled as the
     passes run). Shared by bench/conv_layers.py, depthwise.py and pointwise.py."""
     from clgrad import backends
-    from clgrad.ops import conv as cv
     from clgrad.ops._util import empty
-    from clgrad.ops.conv_problem import v5
+    from clgrad.ops.conv.choice import _choose, _grad_input, _run
+    from clgrad.ops.conv.problem import _check, _forward_problem, v5
     dev = x._storage.device
     y, gi, gw = (empty(tuple(t.shape), x.dtype, dev) for t in (g, x, w))
-    geo = cv._check(x, w, None, stride, padding, 1, groups)
-    pf = cv._forward_problem(geo, x, w, y, None)
+    geo = _check(x, w, None, stride, padding, 1, groups)
+    pf = _forward_problem(geo, x, w, y, None)
     pw = geo._replace(x=v5(x, groups))
     algos = {}
 
     def fwd():
-        a, plan = cv._choose("forward", pf, w)
+        a, plan = _choose("forward", pf, w)
         algos["forward"] = a
-        cv._run(a, plan, "forward", pf, x, w, y, None)
+        _run(a, plan, "forward", pf, x, w, y, None)
         dev.synchronize()
 
     def dgrad():
-        cv._grad_input(geo, g, w, gi)
+        _grad_input(geo, g, w, gi)
         algos["grad_input"] = backends.last_conv_algorithms["grad_input"]
         dev.synchronize()
 
     def wgrad():
-        a, plan = cv._choose("grad_weight", pw, w)
+        a, plan = _choose("grad_weight", pw, w)
         algos["grad_weight"] = a
-        cv._run(a, plan, "grad_weight", pw, x, g, gw, None)
+        _run(a, plan, "grad_weight", pw, x, g, gw, None)
         dev.synchronize()
     return {"forward": fwd, "grad_input": dgrad, "grad_weight": wgrad,
             "got": {"forward": y, "grad_input": gi, "grad_weight": gw}, "algos": algos}

@@ -7,7 +7,7 @@ picks per pass and GFLOP/s.
     python bench/pointwise.py --batch 8 --threads 1 [--device intel|pocl] [--set layers|models]
 
 --ab adds the peer "before": the same passes through the batched gemm that CPUs ran before
-kernels/conv_pw_cpu.cl (conv_algorithms.PW_CPU off), timed in the same alternation.
+kernels/conv_pw_cpu.cl (conv.algorithms.PW_CPU off), timed in the same alternation.
 --set layers (default): a few distinct shapes per model (LAYERS). --set models: every 1x1
 conv of the four models with its count (MODEL_LAYERS, taken from the models by forward hooks
 on PyTorch's), and a per-model total of count x median per pass and framework.
@@ -54,7 +54,7 @@ def worker(args):
     import torch
     import clgrad
     from clgrad import backends
-    from clgrad.ops import conv_algorithms as alg
+    from clgrad.ops.conv import algorithms as alg
     torch.set_num_threads(args.threads)
     if args.algo:
         backends.conv_algorithm = args.algo

@@ -79,7 +79,7 @@ from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, is_autocast_enabled
-# compile(mode="reduce-overhead") replays captured kernels (clgrad/capture.py)
+# compile(mode="reduce-overhead") replays captured kernels (clgrad/capture/)
 from clgrad._compile import compile  # noqa: A004
 
 # -- the argument check, applied last (after __all__, below) ----------------------------------

@@ -1,8 +1,8 @@
 """``torch.compile(mode="reduce-overhead")`` and ``torch.cuda.make_graphed_callables``: calls
-replayed from captures (clgrad/capture.py records them; here each call is captured as it runs,
+replayed from captures (clgrad/capture/ records them; here each call is captured as it runs,
 ``CUDAGraph._run``), keyed by a signature of the arguments and guarded by the Python state the
 function can read: a replay happens only while every guard holds, else the call captures again
-(see ``compile``). Above the ops (it holds Tensors and runs under no_grad); capture.py, below
+(see ``compile``). Above the ops (it holds Tensors and runs under no_grad); clgrad/capture, below
 them, records launches and allocations only.
 """
 from __future__ import annotations
@@ -1043,5 +1043,5 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3,
     return out[0] if single else tuple(out)
 
 
-# clgrad.capture's names for these (capture.py, below the ops, cannot import them)
+# clgrad.capture's names for these (clgrad/capture, below the ops, cannot import them)
 capture.compile, capture.make_graphed_callables = compile, make_graphed_callables

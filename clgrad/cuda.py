@@ -148,7 +148,7 @@ from clgrad.runtime import OutOfMemoryError  # noqa: E402
 
 __all__ += ["OutOfMemoryError"]
 
-# -- helper h10 (issue 24): CUDA graphs (captured kernel sequences, clgrad/capture.py) --------
+# -- helper h10 (issue 24): CUDA graphs (captured kernel sequences, clgrad/capture/) --------
 from clgrad.capture import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402
                             is_current_stream_capturing)
 from clgrad._compile import make_graphed_callables  # noqa: E402

@@ -24,7 +24,7 @@ call on a cached plan reads nothing from the environment.
     CLGRAD_DEBUG        (none)    1: the "clgrad" logger's DEBUG lines (devices, probes, builds,
                                   conv choices) on stderr; 0/false/no/off: none
     CLGRAD_REPLAY       auto      how captured graphs enqueue: auto, pyopencl, ctypes,
-                                  command_buffer (clgrad/capture.py)
+                                  command_buffer (clgrad/capture/)
     CLGRAD_COMMAND_BUFFER 1       0: never use cl_khr_command_buffer
     CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
                                   (8: the AVX2 variants on an AVX-512 CPU)

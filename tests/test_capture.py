@@ -1,4 +1,4 @@
-"""Captured kernel sequences (clgrad/capture.py): replays equal the eager steps bit for bit,
+"""Captured kernel sequences (clgrad/capture/): replays equal the eager steps bit for bit,
 re-capture on new signatures, clear refusals, no memory growth. The oracle is the same model
 trained eagerly on the same batches (same kernels, same order: equal bits)."""
 import warnings
@@ -572,3 +572,28 @@ def _default_opt(name, params):
     if name == "adam":
         return torch.optim.Adam(params, lr=1e-2, weight_decay=1e-3)
     return torch.optim.AdamW(params, lr=1e-2)
+
+
+def test_capture_package_face_names_its_modules():
+    """clgrad.capture is a package (issue 34): recording (record.py) over the replay backends
+    (replay.py); its face keeps the public names and the private ones other modules use (the
+    same objects), and a capture through it replays the eager values."""
+    from clgrad import capture
+    from clgrad.capture import record, replay
+    assert set(capture.__all__) == {
+        "CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
+        "is_capturing", "is_current_stream_capturing", "replay_backends", "REPLAY_BACKENDS"}
+    assert capture._ACTIVE is record._ACTIVE and capture.refuse_random is record.refuse_random
+    assert capture.CUDAGraph is record.CUDAGraph and issubclass(capture.CUDAGraph, replay.Replay)
+    assert capture.replay_backends is replay.replay_backends
+    assert capture.REPLAY_BACKENDS == ("pyopencl", "ctypes", "command_buffer")
+    x = torch.ones(4)
+    g = capture.CUDAGraph()
+    with capture.graph(g):
+        y = x * 2 + 1
+    assert capture._ACTIVE[0] is None and g.num_kernels >= 1
+    x.copy_(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    for _ in range(12):  # past "auto"'s trial replays (1 + 3 per way that works)
+        g.replay()
+        assert y.numpy().tolist() == [3.0, 5.0, 7.0, 9.0]
+    assert g.replay_backend in capture.REPLAY_BACKENDS

@@ -14,9 +14,9 @@ import clgrad.backends as backends
 from clgrad.autograd import gradcheck
 from clgrad.runtime import launch_count
 from clgrad.ops._util import defines_for
-from clgrad.ops import conv_algorithms, conv_gpu
+from clgrad.ops.conv import algorithms as conv_algorithms, gpu as conv_gpu
 from clgrad.ops.conv import conv2d
-from clgrad.ops.conv_problem import Problem, Tiles
+from clgrad.ops.conv.problem import Problem, Tiles
 
 ALGOS = ("implicit", "depthwise", "direct", "im2col", "implicit:gpu", "pointwise",
          "depthwise_gpu", "igemm_gpu", "blocked:8", "blocked:16")  # blocked:<lanes>
@@ -315,7 +315,7 @@ def _launches(groups, algo):
 def _depthwise_wgrad_direct(groups, algo):
     """Whether _launches(groups, algo)'s weight gradient ran the CPU depthwise kernel without
     batch splits."""
-    from clgrad.ops.conv import _check
+    from clgrad.ops.conv.problem import _check
     last = _launches(groups, algo)[2]["grad_weight"]
     x = clgrad.zeros((2, 32, 8, 8))
     p = _check(x, clgrad.zeros((64, 32 // groups, 3, 3)), None, 1, 1, 1, groups)
@@ -694,8 +694,8 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     must fit: on the H200 a weight-gradient plan whose three buffers added to exactly the
     device's 48 KiB failed its launch with OUT_OF_RESOURCES. With the kernel's own use counted
     the planner shrinks its tiles or gives up, and conv2d falls back to another algorithm."""
-    from clgrad.ops import conv_algorithms as alg
-    from clgrad.ops.conv_problem import Problem
+    from clgrad.ops.conv import algorithms as alg
+    from clgrad.ops.conv.problem import Problem
     from clgrad.runtime import Device
     d0 = clgrad.default_device()
     dev = Device(d0.cl_device, d0.platform_index, d0.device_index)
@@ -951,7 +951,7 @@ def test_depthwise_cpu_kernels_vs_numpy(case, dtype, width, monkeypatch):
     on non-contiguous inputs, with the kernels built for AVX2 (8 float lanes) and AVX-512
     (16: WIDE) alike; every pass must have run the depthwise kernels (no fallback), the
     forward in the layout the case is for."""
-    from clgrad.ops.conv import _check
+    from clgrad.ops.conv.problem import _check
     from clgrad.runtime import Device
     if clgrad.default_device().kind != "cpu":
         pytest.skip("the CPU depthwise kernels build WIDE only on CPUs")
@@ -990,7 +990,7 @@ def test_cached_choice_follows_the_settings(monkeypatch):
     """_choose keeps its answer per problem and settings: the same conv run again after the
     algorithm setting, the measured table or CLGRAD_CONV_TUNE changed takes the new choice, and
     every pass (a cached one too) records what it ran; the values stay right throughout."""
-    from clgrad.ops import conv as conv_mod
+    from clgrad.ops.conv import choice as conv_mod
     x, w, b = _data(2, 4, 9, 9, 6, 4, 3, 3)
     seen = []
     for algo in ("auto", "direct", "auto", "implicit", "direct"):
@@ -1016,3 +1016,30 @@ def test_cached_choice_follows_the_settings(monkeypatch):
     m = chosen()
     _run(x, w, b, padding=1)
     assert chosen() > m
+
+
+def test_conv_package_face_names_its_modules_ops():
+    """clgrad.ops.conv is a package (issue 34: a module per kernel family and idea); its face
+    names the ops its modules define, and they compute through it: conv2d and
+    conv_transpose2d of a 2 x 2 ones kernel against hand-computed window sums (and PyTorch)."""
+    from clgrad.ops import conv
+    from clgrad.ops.conv import op, transpose
+    assert conv.conv2d is op.conv2d
+    assert (conv.conv_transpose2d, conv.conv1d, conv.conv_transpose1d) == (
+        transpose.conv_transpose2d, transpose.conv1d, transpose.conv_transpose1d)
+    a = np.arange(16.0).reshape(4, 4)
+    x = clgrad.tensor(a.reshape(1, 1, 4, 4))
+    w = clgrad.ones((1, 1, 2, 2), dtype=clgrad.float64)
+    want = a[:-1, :-1] + a[1:, :-1] + a[:-1, 1:] + a[1:, 1:]
+    np.testing.assert_array_equal(conv.conv2d(x, w).numpy()[0, 0], want)
+    want_t = np.zeros((5, 5))
+    for i in range(4):
+        for j in range(4):
+            want_t[i:i + 2, j:j + 2] += a[i, j]
+    np.testing.assert_array_equal(conv.conv_transpose2d(x, w).numpy()[0, 0], want_t)
+    torch = pytest.importorskip("torch")
+    tx, tw = torch.tensor(a.reshape(1, 1, 4, 4)), torch.ones((1, 1, 2, 2), dtype=torch.float64)
+    np.testing.assert_array_equal(conv.conv2d(x, w).numpy(),
+                                  torch.nn.functional.conv2d(tx, tw).numpy())
+    np.testing.assert_array_equal(conv.conv_transpose2d(x, w).numpy(),
+                                  torch.nn.functional.conv_transpose2d(tx, tw).numpy())

@@ -1,4 +1,4 @@
-"""The GPU kernels of clgrad/ops/conv_gpu.py (kernels/conv_dw_gpu.cl) on whatever device runs
+"""The GPU kernels of clgrad/ops/conv/gpu.py (kernels/conv_dw_gpu.cl) on whatever device runs
 the suite (the CPU runtimes too): forward, input and weight gradients against the float64
 NumPy reference of test_conv, every pass asserted to have run these kernels, over the tiles
 (outputs per work item, work-group sizes, splits) and the problem features they must cover:
@@ -8,8 +8,8 @@ import pytest
 
 import clgrad
 import clgrad.backends as backends
-from clgrad.ops import conv_gpu
-from clgrad.ops.conv_problem import Problem
+from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv.problem import Problem
 from test_conv import _close, _data, _run
 
 PASSES = {"forward", "grad_input", "grad_weight"}
@@ -121,12 +121,12 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("CLGRAD_CONV_DEBUG", "1")
     monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
     monkeypatch.setattr(conv_gpu, "_TUNED", {})
-    from clgrad.ops import conv as C
+    from clgrad.ops.conv import choice, problem as C
     x, w = clgrad.zeros((2, 4, 6, 6)), clgrad.zeros((6, 2, 3, 3))
     geo = C._check(x, w, None, 1, 1, 1, 2)
     p = C._forward_problem(geo, x, w, C._as4(clgrad.zeros((2, 6, 6, 6))), None)
     dev = clgrad.default_device()
-    algo = conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial)
+    algo = conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial)
     assert algo in conv_gpu.CANDIDATES["forward"]
     assert "measured {" in capsys.readouterr().err
     import json
@@ -134,10 +134,10 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     (entry,) = stored.values()
     assert entry["algo"] == algo and set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"])
     conv_gpu._TUNED.clear()  # read back from the file: no new measurement
-    assert conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial) == algo
+    assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) == algo
     assert "measured {" not in capsys.readouterr().err
     monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")
-    assert conv_gpu.measured("forward", p, dev, clgrad.float32, C._trial) is None
+    assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) is None
 
 
 @pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4)],
@@ -170,7 +170,7 @@ def test_64bit_offsets(monkeypatch):
 def test_forward_geometry_of_each_pass(kwargs):
     # the measurement cache keys every pass by the forward geometry: grad_input's problem
     # (input and output swapped, padding (k-1)*d - p, insertion = stride) maps back to it
-    from clgrad.ops import conv as C
+    from clgrad.ops.conv import problem as C
     x, w = clgrad.zeros((2, 4, 9, 11)), clgrad.zeros((6, 4 // kwargs["groups"], 3, 2))
     geo = C._check(x, w, None, kwargs["stride"], kwargs["padding"], kwargs["dilation"],
                    kwargs["groups"])
@@ -188,15 +188,16 @@ def test_measured_each_pass(monkeypatch, tmp_path):
     monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
     monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
     monkeypatch.setattr(conv_gpu, "_TUNED", {})
-    from clgrad.ops import conv as C
-    from clgrad.ops.conv_problem import v5
+    from clgrad.ops.conv import choice, problem as C
+    from clgrad.ops.conv.problem import v5
     x, w, y = clgrad.zeros((2, 4, 7, 8)), clgrad.zeros((6, 2, 3, 3)), clgrad.zeros((2, 6, 7, 8))
     geo = C._check(x, w, None, 1, 1, 1, 2)
     dev = clgrad.default_device()
     probs = {"forward": C._forward_problem(geo, x, w, y, None),
              "grad_input": C._grad_input_problem(geo, y, w, x),
              "grad_weight": geo._replace(x=v5(x, 2))}
-    got = {k: conv_gpu.measured(k, q, dev, clgrad.float32, C._trial) for k, q in probs.items()}
+    got = {k: conv_gpu.measured(k, q, dev, clgrad.float32, choice._trial)
+           for k, q in probs.items()}
     assert all(a in conv_gpu.CANDIDATES[k] for k, a in got.items()), got
     import json
     stored = json.loads(conv_gpu.tune_file().read_text())
@@ -211,4 +212,4 @@ def test_measured_each_pass(monkeypatch, tmp_path):
         assert key.endswith(geo_key) and set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"])
     strided = C._check(x, w, None, 2, 1, 1, 2)
     gi = C._grad_input_problem(strided, clgrad.zeros((2, 6, 4, 4)), w, x)
-    assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, C._trial) is None
+    assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, choice._trial) is None

@@ -5,7 +5,7 @@ import numpy as np
 import clgrad
 from clgrad import kernel_structs as ks
 from clgrad.ops import _util
-from clgrad.ops.conv_problem import _CONV_T, Problem, Tiles
+from clgrad.ops.conv.problem import _CONV_T, Problem, Tiles
 
 
 def test_every_mirror_has_the_devices_size():

@@ -194,3 +194,27 @@ def test_capture_recompile_limit_still_sets_the_limit(monkeypatch):
                 assert cm(x).numpy().tolist() == [float(i)]
     assert cm._stats["captures"] == 2
     assert sum("recompile limit (2," in str(msg.message) for msg in w) == 1
+
+
+# the packages issue 34 split a file into (a module per idea): their own contracts
+SPLIT_PACKAGES = ["ops.conv", "capture"]
+
+
+@pytest.mark.parametrize("package", SPLIT_PACKAGES)
+def test_split_package_modules_are_ordered_and_listed(package):
+    """A split package's contract in pyproject.toml lists every module of its folder (so
+    lint-imports stays exhaustive there), and no module imports one above it in that order or
+    the package's face (its __init__): checked here without import-linter."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c.get("containers") == [f"clgrad.{package}"]]
+    assert contract["exhaustive"] is True
+    order = [layer.strip() for layer in contract["layers"]]  # from the top
+    folder = ROOT / "clgrad" / package.replace(".", "/")
+    assert sorted(order) == sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    rank = {f"clgrad.{package}.{m}": len(order) - i for i, m in enumerate(order)}
+    _, edges = import_graph.graph(ROOT / "clgrad")
+    within = [(a, b) for a, b in edges if a in rank and b.startswith(f"clgrad.{package}")]
+    assert within  # the modules do import each other: the check below sees them
+    wrong = [(a, b) for a, b in within if b not in rank or rank[b] >= rank[a]]
+    assert wrong == []

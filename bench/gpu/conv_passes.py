@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import clgrad  # noqa: E402
 from clgrad import backends  # noqa: E402
 from clgrad.ops import conv as C  # noqa: E402
-from clgrad.ops import conv_gpu  # noqa: E402
-from clgrad.ops.conv_problem import v5  # noqa: E402
+from clgrad.ops.conv import choice as CH, gpu as conv_gpu, problem as P  # noqa: E402
+from clgrad.ops.conv.problem import v5  # noqa: E402
 
 REPS = 20
 FWD = [(1, 1, 128), (1, 4, 128), (2, 2, 128), (2, 4, 128), (2, 8, 128), (4, 1, 128),
@@ -144,8 +144,8 @@ def main():
     x, w, b, g4 = (clgrad.from_numpy(v) for v in (xn, wn, bn, gn))
     y, gi, gw, gb = clgrad.empty(n, o, oh, oh), clgrad.empty(n, c, h, h), \
         clgrad.empty(o, c // g, k, k), clgrad.empty(o)
-    geo = C._check(x, w, b, 1, pad, 1, g)
-    pf = C._forward_problem(geo, x, w, y, b)
+    geo = P._check(x, w, b, 1, pad, 1, g)
+    pf = P._forward_problem(geo, x, w, y, b)
     pw = geo._replace(x=v5(x, g))
     nb = 4 * (n * c * h * h + n * o * oh * oh)  # bytes at least: one input, one output
     flops = 2 * n * o * oh * oh * (c // g) * k * k
@@ -162,10 +162,10 @@ def main():
     refs = [t.detach().cpu().numpy() for t in (ty, tx.grad, tw.grad, tb.grad)]
     del tx, tw, tb, tg, ty
     def pass_run(pass_name, p, *operands):  # plan + launch, as conv2d does
-        return lambda algo: C._run(algo, C._plan(algo, pass_name, p, w), pass_name, p,
-                                   *operands)
+        return lambda algo: CH._run(algo, CH._plan(algo, pass_name, p, w), pass_name, p,
+                                    *operands)
     runs = {"forward": pass_run("forward", pf, x, w, y, b),
-            "grad_input": lambda algo: C._grad_input(geo, g4, w, gi, algo),
+            "grad_input": lambda algo: CH._grad_input(geo, g4, w, gi, algo),
             "grad_weight": pass_run("grad_weight", pw, x, g4, gw, gb)}
     outs = {"forward": lambda: [y], "grad_input": lambda: [gi], "grad_weight": lambda: [gw, gb]}
     refi = {"forward": [0], "grad_input": [1], "grad_weight": [2, 3]}

@@ -3,8 +3,8 @@
 ``conv_algorithm``: 'auto' (the default, or the ``CLGRAD_CONV_ALGO`` environment variable)
 picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise',
 'pointwise' (1 x 1 convs as one GEMM), 'depthwise_gpu' or 'igemm_gpu' (both
-clgrad/ops/conv_gpu.py) asks for one
-in every pass of every conv2d (see clgrad/ops/conv.py), which gives way to 'implicit', then
+clgrad/ops/conv/gpu.py) asks for one
+in every pass of every conv2d (see clgrad/ops/conv/), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
 (kernels/conv_igemm_cpu.cl: one work item per work-group, register-blocked vectors) or 'gpu'

@@ -1,6 +1,6 @@
 """Conv1d, ConvTranspose1d and ConvTranspose2d with PyTorch's arguments, parameter shapes,
 initialisation and reprs, and Conv2d.
-The math lives in clgrad/ops/conv_transpose.py (on top of clgrad/ops/conv.py)."""
+The math lives in clgrad/ops/conv/ (transpose.py, on top of conv2d: op.py)."""
 from __future__ import annotations
 
 from clgrad._args import _check_positive, _ntuple, _pair

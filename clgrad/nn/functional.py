@@ -22,7 +22,7 @@ from clgrad.errors import missing_attribute as _missing_attribute
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups=1):
     """2-D convolution (see clgrad.ops.conv.conv2d)."""
-    from clgrad.ops.conv import conv2d as _conv2d
+    from clgrad.ops.conv.op import conv2d as _conv2d  # a module: no _handle_fromlist call
     return _conv2d(input, weight, bias, stride, padding, dilation, groups)
 
 

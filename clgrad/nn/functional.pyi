@@ -11,9 +11,9 @@ from clgrad.ops.matmul import linear as linear
 from clgrad.ops.views import flatten as flatten
 from clgrad.ops.index import embedding as embedding
 from clgrad.ops.index import one_hot as one_hot
-from clgrad.ops.conv_transpose import conv1d as conv1d
-from clgrad.ops.conv_transpose import conv_transpose1d as conv_transpose1d
-from clgrad.ops.conv_transpose import conv_transpose2d as conv_transpose2d
+from clgrad.ops.conv.transpose import conv1d as conv1d
+from clgrad.ops.conv.transpose import conv_transpose1d as conv_transpose1d
+from clgrad.ops.conv.transpose import conv_transpose2d as conv_transpose2d
 from clgrad.ops.pool import max_pool1d as max_pool1d
 from clgrad.ops.pool import max_pool2d as max_pool2d
 from clgrad.ops.pool import avg_pool1d as avg_pool1d

@@ -44,7 +44,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
     seed = [0]
 
-    def fwd_args(commit):  # a new seed per eager call and per replay (clgrad/capture.py)
+    def fwd_args(commit):  # a new seed per eager call and per replay (clgrad/capture/)
         if commit:
             seed[0] = int(creation.seed_generator().integers(0, 2 ** 63))
         return (np.uint32(seed[0] & 0xFFFFFFFF), np.uint32(seed[0] >> 32)) + rest

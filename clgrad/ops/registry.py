@@ -57,8 +57,8 @@ from clgrad import creation as cr
 from clgrad.ops import activation as act
 from clgrad.ops import attention
 from clgrad.ops import composite as cp
-from clgrad.ops import conv
-from clgrad.ops import conv_transpose as convt
+from clgrad.ops.conv import op as conv
+from clgrad.ops.conv import transpose as convt
 from clgrad.ops import dropout as do
 from clgrad.ops import einsum as es
 from clgrad.ops import elementwise as ew

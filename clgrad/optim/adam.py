@@ -32,7 +32,7 @@ class Adam(Optimizer):
              maximize=False; foreach=True / fused=True (and the default, None, on GPUs): up
              to 8 contiguous parameters per launch (kernels/optim.cl :: adam_multi, not with
              amsgrad; the same bits as foreach=False's one launch per parameter);
-             capturable: accepted, no effect (every step can be captured: clgrad/capture.py
+             capturable: accepted, no effect (every step can be captured: clgrad/capture/
              re-reads lr and the step count per replay)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
@@ -116,7 +116,7 @@ class Adam(Optimizer):
             d["AMSGRAD"] = 1
             bufs += (state_buffer(state, "max_exp_avg_sq", p),)
 
-        def tail(commit):  # per eager step and per replay of a captured step (capture.py)
+        def tail(commit):  # per eager step and per replay of a captured step (clgrad/capture)
             t = state["step"] + 1
             if commit:
                 state["step"] = t

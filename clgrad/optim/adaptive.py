@@ -64,7 +64,7 @@ class Adagrad(Optimizer):
         self._init_state(p, group, state)
         dt, s = p.dtype, state["sum"]
 
-        def tail(commit):  # per eager step and per replay of a captured step (capture.py)
+        def tail(commit):  # per eager step and per replay of a captured step (clgrad/capture)
             t = state["step"] + 1
             if commit:
                 state["step"] = t

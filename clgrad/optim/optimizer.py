@@ -214,7 +214,7 @@ def check_nonnegative(name: str, **values):
 
 def check_execution_flags(name: str, differentiable: bool = False):
     """PyTorch's execution flags: ``capturable`` is accepted and changes nothing here (every
-    step is capturable, see clgrad/capture.py); ``foreach``/``fused`` pick the launches (see
+    step is capturable, see clgrad/capture/); ``foreach``/``fused`` pick the launches (see
     ``multi_default``); ``differentiable`` must be False. Raises NotImplementedError for
     differentiable=True."""
     if differentiable:

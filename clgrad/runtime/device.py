@@ -219,7 +219,7 @@ class Device:
     """
 
     _capture = None  # the clgrad.capture.CUDAGraph recording now: takes launches, allocations,
-    #                  copies and fills of its thread (the one hook; see clgrad/capture.py)
+    #                  copies and fills of its thread (the one hook; see clgrad/capture/record.py)
 
     def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
                  index: int | None = None):
@@ -518,7 +518,7 @@ class Device:
         ones (bytes, NumPy scalars or arrays), ``other`` likewise of any others (set with
         ``Kernel.set_arg``: local memory), together every argument index once.
         ``global_size`` must already be a multiple of ``local_size``. A capture
-        (clgrad/capture.py) gets the launch as ``launch`` would give it."""
+        (clgrad/capture/record.py) gets the launch as ``launch`` would give it."""
         if self._capture is not None:
             args = [None] * ((len(mem) + len(val) + len(other)) // 2)
             for pairs in (mem, val, other):

@@ -1,4 +1,4 @@
-"""Direct OpenCL calls through ctypes, for replaying captured graphs (clgrad/capture.py) with
+"""Direct OpenCL calls through ctypes, for replaying captured graphs (clgrad/capture/replay.py) with
 less host time per kernel than pyopencl's enqueue.
 
 - ``enqueue_fn()``: ``clEnqueueNDRangeKernel`` of the ICD loader pyopencl loaded (found in

@@ -1,8 +1,8 @@
-"""Transposed 2-D convolution and the 1-D convolutions, built on clgrad/ops/conv.py.
+"""Transposed 2-D convolution and the 1-D convolutions, built on conv2d's passes.
 
-conv_transpose2d IS the input gradient of a conv2d: its forward runs conv.py's input-gradient
+conv_transpose2d IS the input gradient of a conv2d: its forward runs conv2d's input-gradient
 pass (the inserted-zero / phase decomposition and every conv algorithm), its input gradient
-is conv.py's forward pass and its weight gradient conv.py's weight-gradient pass with the two
+is conv2d's forward pass and its weight gradient conv2d's weight-gradient pass with the two
 activations swapped. No kernel of its own, no copy of the weight.
 conv1d / conv_transpose1d view (N, C, L) as (N, C, 1, L) and the weight (O, C/G, k) as
 (O, C/G, 1, k): zero-copy views through the 2-D ops.
@@ -12,11 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad.autograd import record
-from clgrad.ops import conv as _conv
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
-from clgrad.ops.conv_problem import Problem, raw, v5
+from clgrad.ops.conv.choice import _choose, _grad_input, _run
+from clgrad.ops.conv.op import conv2d
+from clgrad.ops.conv.problem import (Problem, _as4, _check, _conv_pair, _forward_problem, raw,
+                                     v5)
 from clgrad.tensor import Tensor
 
 __all__ = ["conv_transpose2d", "conv1d", "conv_transpose1d"]
@@ -49,9 +51,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if not isinstance(g, int) or g < 1 or cin % g:
         raise RuntimeError(f"conv_transpose2d: expected groups >= 1 dividing the {cin} input "
                            f"channels, got groups={groups!r}")
-    s, p = _conv._conv_pair(stride, "stride"), _conv._conv_pair(padding, "padding")
-    d = _conv._conv_pair(dilation, "dilation")
-    op = _conv._conv_pair(output_padding, "output_padding")
+    s, p = _conv_pair(stride, "stride"), _conv_pair(padding, "padding")
+    d = _conv_pair(dilation, "dilation")
+    op = _conv_pair(output_padding, "output_padding")
     if min(s) < 1 or min(d) < 1 or min(p) < 0 or min(op) < 0:
         raise RuntimeError(f"conv_transpose2d: expected stride, dilation >= 1 and padding, "
                            f"output_padding >= 0, got stride={s}, dilation={d}, padding={p}, "
@@ -60,7 +62,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"conv_transpose2d: output padding must be smaller than either "
                            f"stride or dilation, got output_padding={op}, stride={s}, "
                            f"dilation={d}")
-    x4 = _conv._as4(input)
+    x4 = _as4(input)
     h, w = x4.shape[2:]
     kh, kw = weight.shape[2:]
     oh = (h - 1) * s[0] - 2 * p[0] + d[0] * (kh - 1) + op[0] + 1
@@ -74,7 +76,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     geo = Problem(n=x4.shape[0], g=g, c=cout // g, h=oh, w=ow, o=cin // g, oh=h, ow=w, kh=kh,
                   kw=kw, sh=s[0], sw=s[1], dh=d[0], dw=d[1], ph=p[0], pw=p[1])
     # dtypes, devices and shapes, as checked for the conv2d this transposes
-    _conv._check(raw(x4, (x4.shape[0], cout, oh, ow), (0,) * 4), weight, None, s, p, d, g)
+    _check(raw(x4, (x4.shape[0], cout, oh, ow), (0,) * 4), weight, None, s, p, d, g)
     if bias is not None and (not isinstance(bias, Tensor) or tuple(bias.shape) != (cout,) or
                              bias.dtype is not input.dtype):
         raise RuntimeError(f"conv_transpose2d: expected bias of shape ({cout},) and dtype "
@@ -84,31 +86,29 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     out = empty((x4.shape[0], cout, oh, ow), input.dtype, input._storage.device)
     empty_sum = out.numel() == 0 or x4.numel() == 0
     if not empty_sum:
-        _conv._grad_input(geo, x4, weight, out)
+        _grad_input(geo, x4, weight, out)
     elif out.numel():
         ew.fill_raw(out, 0)
     if bias is not None and out.numel():
         ew.axpby_(out, out, 1.0, bias.view(1, cout, 1, 1), 1.0)
 
     def backward(gy):
-        g4 = _conv._as4(gy)
+        g4 = _as4(gy)
         gi = gw = gb = None
         if input.requires_grad:
             gi = empty(input.shape, input.dtype, input._storage.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
-                q = _conv._forward_problem(geo, g4, weight, _conv._as4(gi), None)
-                _conv._run(*_conv._choose("forward", q, weight), "forward", q, g4, weight,
-                           _conv._as4(gi), None)
+                q = _forward_problem(geo, g4, weight, _as4(gi), None)
+                _run(*_choose("forward", q, weight), "forward", q, g4, weight, _as4(gi), None)
         if weight.requires_grad:
             gw = empty(weight.shape, weight.dtype, weight._storage.device)
             if empty_sum:
                 ew.fill_raw(gw, 0)
             else:
                 q = geo._replace(x=v5(g4, g))
-                _conv._run(*_conv._choose("grad_weight", q, weight), "grad_weight", q, g4, x4,
-                           gw, None)
+                _run(*_choose("grad_weight", q, weight), "grad_weight", q, g4, x4, gw, None)
         if bias is not None and bias.requires_grad:
             gb = rd.sum(g4, dim=(0, 2, 3))
         return gi, gw, gb
@@ -125,7 +125,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     'same' or 'valid'. conv2d over the unit-height views. Grad: input, weight, bias."""
     _check_1d("conv1d", input, weight)
     pad = padding if isinstance(padding, str) else (0, _one(padding, "padding"))
-    out = _conv.conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias,
                        (1, _one(stride, "stride")), pad, (1, _one(dilation, "dilation")), groups)
     return out.squeeze(-2)
 

@@ -1,5 +1,5 @@
-"""GPU convolution algorithms of clgrad/ops/conv.py (beside clgrad/ops/conv_algorithms.py,
-whose helpers they share; the op merges the two KERNELS tables): planners and launchers of
+"""GPU convolution algorithms of conv2d (beside clgrad/ops/conv/algorithms.py, whose helpers
+they share; clgrad/ops/conv/choice.py merges the two KERNELS tables): planners and launchers of
 kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
 ``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
 of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
@@ -18,9 +18,9 @@ group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
 ``CLGRAD_CONV_DWG="fvx=4,fvy=4,fwg=128,wvx=4,wwg=256,wsplit=1"`` (any subset) to benchmark.
 
 igemm_gpu — implicit GEMM like matmul.cl's GEMM_TILED (register tiles, double-buffered local
-memory), one launch over all groups: forward and input gradient (stride > 1: conv.py's phase
-problems), and the weight gradient as a split-K GEMM over the pixels with partial sums for
-``wgrad_reduce``. Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
+memory), one launch over all groups: forward and input gradient (stride > 1: problem.py's
+phase problems), and the weight gradient as a split-K GEMM over the pixels with partial sums
+for ``wgrad_reduce``. Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
 """
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ import pyopencl as cl
 from clgrad.kernel_structs import V5_T, longs
 from clgrad import settings
 from clgrad.ops._util import defines_for
-from clgrad.ops.conv_algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
+from clgrad.ops.conv.algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
                                         _workspace)
-from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, v5
+from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, v5
 from clgrad.runtime import cache_dir, pack
 
 __all__ = ["KERNELS", "few_channels_algorithm", "measured", "forward_geometry"]
@@ -220,7 +220,7 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 # batch 1 are 75-224 M; below 2^28 the shape rule's implicit GEMM ran them on 18-96 of the
 # H200's work-group slots, 2.4 ms of a 3.3 ms inference): the first time a (device +
 # driver, pass, dtype, problem) is seen, every candidate algorithm runs it on scratch operands
-# of the same shapes (conv.py's _trial: filled with 0.5, not zeros), the fastest is stored in
+# of the same shapes (choice._trial: filled with 0.5, not zeros), the fastest is stored in
 # <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
 # shape rules of conv._auto decide); =on: measure on any device (the tests use it on CPUs).
 CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit"),
@@ -249,7 +249,7 @@ def tune_file():
 
 def forward_geometry(pass_name: str, p: Problem) -> Problem:
     """The forward problem's geometry (views unset) of a pass's problem p: p itself but for
-    grad_input, whose problem (conv.py's _grad_input_problem) swaps input and output."""
+    grad_input, whose problem (problem._grad_input_problem) swaps input and output."""
     if pass_name != "grad_input":
         return Problem(*p[:16])
     return Problem(n=p.n, g=p.g, c=p.o, h=p.oh, w=p.ow, o=p.c, oh=p.h, ow=p.w, kh=p.kh,
@@ -258,7 +258,7 @@ def forward_geometry(pass_name: str, p: Problem) -> Problem:
 
 
 def choice_epoch() -> tuple:
-    """What conv.py's cached choices depend on besides the problem, clgrad.backends and the
+    """What choice.py's cached choices depend on besides the problem, clgrad.backends and the
     settings (CLGRAD_CONV_TUNE, the vector width, CL_CONFIG_CPU_TARGET_ARCH: counted by
     ``settings.epoch()``, which plan.key holds): the measured table (its identity and size: a
     new measurement, a clear or a replacement change it)."""
@@ -276,7 +276,7 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
     small problems, an input gradient with stride > 1, CLGRAD_CONV_TUNE=off). With
     ``candidates`` (CPUs: CPU_CANDIDATES) those are measured instead, on any device, from
     CPU_TUNE_MIN_MACS multiply-adds and for every stride.
-    ``trial(pass_name, geo, dtype, dev)`` (conv.py's _trial) gives run(algo) -> bool: one
+    ``trial(pass_name, geo, dtype, dev)`` (choice._trial) gives run(algo) -> bool: one
     pass of the forward geometry geo on scratch operands, False when algo cannot run it."""
     mode = settings.getenv("CLGRAD_CONV_TUNE")
     if mode == "off" or (mode != "on" and dev.kind != "gpu" and candidates is None):

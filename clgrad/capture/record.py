@@ -1,91 +1,31 @@
-"""Captured kernel sequences: record a region's kernels once, replay them with no Python per op
-(PyTorch's CUDA graphs, ``torch.cuda.graph``; tinygrad's TinyJit).
-
-Capture. Between ``CUDAGraph.capture_begin()`` and ``capture_end()`` (or inside ``with
-clgrad.cuda.graph(g):``) every op runs its Python as usual (checks, shapes, autograd), but
-nothing reaches the device: clgrad/runtime/device.py: ``Device.launch``, ``alloc``, ``copy`` and
-``fill`` hand their work to the capturing graph (the hook is ``Device._capture``). A launch is
-recorded as a kernel object of its own (a clone of the cached one) with its arguments set
-once; a host-to-device copy as a copy of a snapshot of the host array; a fill as a fill. As in
-PyTorch, the capture runs nothing: the first ``replay()`` does the work once.
-
-Memory. Allocations during capture come from the graph's private memory pool (PyTorch's
-graph pool): a tensor freed during capture gives its block back to that pool only, where a
-later allocation of the same capture may reuse it, exactly as the eager run would; the pool
-holds every block until ``reset()``. Buffers from outside the capture that a recorded kernel
-uses (parameters, static inputs) are kept alive by the graph. Replays allocate nothing.
-
-Replay. ``replay()`` enqueues the recorded commands in order on the device's in-order queue
-(asynchronously: reading a result waits for it). Same kernels, same arguments, same order:
-a replay gives bit for bit what the eager region gives on the same data. How the kernels are
-enqueued (``CUDAGraph.replay_backend``): "pyopencl" (pyopencl's enqueue, one Event object per
-kernel), "ctypes" (clEnqueueNDRangeKernel through ctypes with a NULL event, arguments prepared
-at capture end: clgrad/runtime/native.py) or "command_buffer" (``cl_khr_command_buffer`` where
-the device offers it: each run of kernels between a copy, a fill or a kernel with per-replay
-arguments is recorded into one command buffer at capture end and enqueued by one call).
-``CLGRAD_REPLAY`` forces one; by default ("auto") the ways that work on the device (checked
-once per device on a tiny kernel, ``replay_backends(device)``) are tried on the graph itself:
-after one warm-up replay, the next replays take turns (3 each), and the way with the least
-host time per replay is kept (pyopencl unless another takes < 90% of its time);
-``replay_backend`` is None until then. Every way enqueues the same kernels with the same
-arguments in the same order: the results are the same bits.
-
-Values that change between replays. Some kernel arguments are Python values that an eager
-step recomputes every time: the learning rate and Adam's bias corrections (from the step
-count), SGD's first-step flag, dropout's seed. Ops pass those through ``dynamic(fn)``:
-``fn(commit)`` returns the trailing by-value arguments of the next launch; eagerly it is called
-once with commit=True; under capture once with commit=False (placeholders, no side effect), and
-then once per replay with commit=True, just before that kernel is enqueued. So a replay draws
-dropout seeds from clgrad's generator in the order the eager step would, counts Adam's steps,
-and reads ``group['lr']`` as an LR scheduler left it.
-
-``compile(fn, mode="reduce-overhead")`` (clgrad/_compile.py, above the ops: its guards and
-replays hold Tensors) captures differently: its capture runs each command
-as it records it (``CUDAGraph._run``), so the capture call is an eager call, and what a
-graph capture refuses (below) only stops the recording there: the call carries on eagerly
-and ``fn`` runs once (see ``compile`` for its guards on Python state).
-
-Refused, at capture time, with ``CaptureError`` naming the op: reading a tensor on the host
-(``item``, ``tolist``, ``numpy``, printing, ``nonzero``, ``unique``, ``masked_select``, ``bool``
-of a tensor, BatchNorm with ``momentum=None`` ...), host-side random draws
-(``randn``/``rand``/``normal_``/``nn.init`` ...: they would be baked in and repeat), work on a
-second device, or a capture inside a capture. Inside a capture the class-index losses
-(``cross_entropy``, ``nll_loss``) skip their host-side target range check; an out-of-range
-target then gives a NaN loss and gradient instead of an IndexError.
-
-Threads: only the thread that began the capture records; other threads' work on the device
-runs eagerly, as usual.
+"""The recording of captured steps (see clgrad/capture/__init__.py): ``CUDAGraph`` (its
+capture: the hooks ``Device._capture`` calls for launches, allocations from the graph's private
+memory pool, copies and fills; its replay half is clgrad/capture/replay.py), ``graph``,
+``dynamic`` (by-value arguments recomputed per replay), ``paused``, ``CaptureError`` and the
+refusals (``refuse_random``, ``_op_name``).
 """
 from __future__ import annotations
 
 import functools
 import sys
 import threading
-import time
-import warnings
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.tools
 
+from clgrad.capture.replay import Replay
 from clgrad.runtime import device as runtime
 
 __all__ = ["CUDAGraph", "graph", "graph_pool_handle", "CaptureError", "dynamic", "paused",
-           "is_capturing", "is_current_stream_capturing", "replay_backends", "REPLAY_BACKENDS"]
-
-REPLAY_BACKENDS = ("pyopencl", "ctypes", "command_buffer")
-# captures compile keeps per signature (torch._dynamo.config.recompile_limit); read at each call
-# by clgrad/_compile.py, which also binds ``compile`` and ``make_graphed_callables`` here
-RECOMPILE_LIMIT = 8
-# signatures compile keeps per compiled callable (torch._dynamo.config.cache_size_limit)
-SIGNATURE_LIMIT = 8
+           "is_capturing", "is_current_stream_capturing", "refuse_random"]
 
 _ACTIVE = [None]  # the graph capturing now (one at a time per process)
 
 
 class CaptureError(RuntimeError):
-    """Something in a captured region that a replay could not redo (see the module docstring);
-    the capture is abandoned."""
+    """Something in a captured region that a replay could not redo (see clgrad.capture's
+    docstring); the capture is abandoned."""
 
 
 def is_capturing() -> bool:
@@ -158,14 +98,14 @@ def graph_pool_handle() -> _PoolHandle:
     return _PoolHandle()
 
 
-class CUDAGraph:
+class CUDAGraph(Replay):
     """``torch.cuda.CUDAGraph``: a recorded sequence of kernel launches, copies and fills.
 
     Methods: ``capture_begin(pool=None, capture_error_mode=...)``, ``capture_end()``,
              ``replay()``, ``reset()``, ``pool()``; clgrad adds ``num_kernels`` and
              ``num_commands``.
-    Raises:  CaptureError (see the module docstring); RuntimeError for replaying a graph that
-             was not captured, or capturing while another capture runs
+    Raises:  CaptureError (see clgrad.capture's docstring); RuntimeError for replaying a graph
+             that was not captured, or capturing while another capture runs
     Differences from PyTorch: works on every OpenCL device (CPU runtimes too); values passed
     through ``dynamic`` (learning rates, step counts, dropout seeds) are recomputed per replay,
     so optimizers need no ``capturable=True`` and LR schedulers work; optimizer state that a
@@ -196,7 +136,8 @@ class CUDAGraph:
 
     # -- capture --------------------------------------------------------------------------------
     def capture_begin(self, pool=None, capture_error_mode: str = "global"):
-        """Start recording the calling thread's device work (see the module docstring)."""
+        """Start recording the calling thread's device work (see clgrad.capture's
+        docstring)."""
         if _ACTIVE[0] is not None:
             raise RuntimeError("capture_begin: another graph is being captured; captures do "
                                "not nest")
@@ -219,94 +160,6 @@ class CUDAGraph:
         self._stop()
         self._plan()
         self._captured = True
-
-    def _plan(self, backend: str | None = None):
-        """Turn the recorded commands into the replay sequence for ``backend`` (default:
-        CLGRAD_REPLAY, else "auto": the first replays try each way that works on the device,
-        see the module docstring)."""
-        self._release_cbufs()
-        self._schedule, self._trials, self._times = [], None, {}
-        if self._dev is None:
-            self._seq, self.replay_backend = [], None
-            return
-        if backend is None:
-            from clgrad.settings import getenv
-            backend = getenv("CLGRAD_REPLAY")
-            if backend == "auto":
-                works = [b for b in REPLAY_BACKENDS
-                         if replay_backends(self._dev)["correct"].get(b)] or ["pyopencl"]
-                if len(works) > 1 and self._nkernels >= 2:
-                    self._trials = {b: self._build(b) for b in works}
-                    self._seq, self._enq, _ = self._trials[works[0]]
-                    self._cbufs = [cb for t in self._trials.values() for cb in t[2]]
-                    self._schedule = [(works[0], False)] + [
-                        (b, True) for _ in range(_TRIAL_ROUNDS) for b in works]
-                    self._times = {b: [] for b in works}
-                    self.replay_backend = None
-                    return
-                backend = works[0]
-        self._seq, self._enq, self._cbufs = self._build(backend)
-        self.replay_backend = backend
-
-    def _choose(self):
-        """After the trial replays: keep the way with the least host time per replay (the
-        command buffers of the others are released)."""
-        best = _fastest({b: sorted(t)[len(t) // 2] for b, t in self._times.items()})
-        self._seq, self._enq, self._cbufs = self._trials[best]
-        for b, (_, _, cbufs) in self._trials.items():
-            if b != best:
-                for cb in cbufs:
-                    cb.release()
-        self._trials, self.replay_backend = None, best
-
-    def _build(self, backend: str) -> tuple:
-        """(replay sequence, ctypes enqueue function, command buffers it made) of the recorded
-        commands for ``backend``."""
-        if backend not in REPLAY_BACKENDS:
-            raise ValueError(f"CUDAGraph: expected CLGRAD_REPLAY in {REPLAY_BACKENDS} or "
-                             f"'auto', got {backend!r}")
-        from clgrad.runtime import native
-        if backend != "pyopencl" and native.enqueue_fn() is None:
-            raise RuntimeError(f"CUDAGraph: replay backend {backend!r} needs the OpenCL ICD "
-                               f"loader through ctypes, which was not found")
-        if backend == "command_buffer":
-            ok, why = native.command_buffer_support(self._dev.cl_device)
-            if not ok:
-                raise RuntimeError(f"CUDAGraph: replay backend 'command_buffer': {why}")
-        seq, cb, cbufs = [], None, []
-        enq = native.enqueue_fn()
-        for c in self._cmds:
-            kind, q = c[0], self._dev.queue
-            if kind == "k" and backend == "command_buffer":
-                if cb is None:
-                    cb = native.CommandBuffer(q)
-                    cbufs.append(cb)
-                    seq.append((None, cb.enqueue))
-                cb.add(c[1], c[2], c[3])
-                continue
-            if cb is not None:
-                cb.finalize()
-                cb = None
-            if kind == "k":
-                k, g, l = c[1:]
-                if backend == "pyopencl":
-                    seq.append((None, functools.partial(runtime._enqueue, q, k, g, l, None,
-                                                        None, False, False)))
-                else:
-                    seq.append((native.kernel_args(q, k, g, l), None))
-            elif kind == "d":
-                seq.append((None, _dynamic_op(q, *c[1:], native_enq=None if
-                                              backend == "pyopencl" else enq)))
-            else:
-                seq.append((None, c[1]))
-        if cb is not None:
-            cb.finalize()
-        return seq, enq, cbufs
-
-    def _release_cbufs(self):
-        for cb in self._cbufs:
-            cb.release()
-        self._cbufs = []
 
     def _stop(self):
         _ACTIVE[0] = None
@@ -338,30 +191,7 @@ class CUDAGraph:
         dev = self._dev
         if dev is None:
             return
-        trial = None
-        if self._schedule:  # "auto": one of the first replays, trying one way
-            trial = self._schedule.pop(0)
-            self._seq, self._enq, _ = self._trials[trial[0]]
-            t0 = time.perf_counter()
-        enq = self._enq
-        with dev._lock:
-            for a, op in self._seq:
-                if a is None:
-                    op()
-                elif enq(*a):
-                    self._failed(a)
-            runtime._LAUNCHES[0] += self._nkernels
-        if trial is not None:
-            if trial[1]:
-                self._times[trial[0]].append(time.perf_counter() - t0)
-            if not self._schedule:
-                self._choose()
-
-    def _failed(self, args):
-        from clgrad.runtime import native
-        code = self._enq(*args)  # once more, for the status (0: a transient failure)
-        if code:
-            raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
+        self._replay(dev)
 
     def reset(self):
         """Forget the recorded commands and free the private pool's unused blocks."""
@@ -518,131 +348,6 @@ class CUDAGraph:
         return True
 
 
-def _dynamic_op(q, k, g, l, fn, start, native_enq=None):
-    """A replay step for a kernel whose trailing arguments ``fn(True)`` recomputes: they are
-    set, then the kernel is enqueued (through ``native_enq`` when given, else pyopencl)."""
-    if native_enq is None:
-        def enqueue():
-            runtime._enqueue(q, k, g, l, None, None, False, False)
-    else:
-        from clgrad.runtime import native
-        a = native.kernel_args(q, k, g, l)
-
-        def enqueue():
-            code = native_enq(*a)
-            if code:
-                raise native.NativeError("replay: clEnqueueNDRangeKernel", code)
-
-    def op():
-        k._set_arg_buf_multi(tuple(x for i, v in enumerate(fn(True)) for x in (start + i, v)))
-        enqueue()
-    return op
-
-
-_BACKENDS: dict = {}  # id(Device) -> replay_backends' answer
-_TRIAL_ROUNDS = 3     # "auto": timed trial replays per way
-_MARGIN = 0.9         # another way must take < 90% of pyopencl's host time to be chosen
-
-
-def _fastest(host: dict) -> str:
-    """The way of ``host`` (backend -> host seconds) to keep: the fastest, unless pyopencl
-    is among them and the fastest is not at least 1 - _MARGIN faster (within the noise: keep
-    the proven way)."""
-    best = min(host, key=host.get)
-    if best != "pyopencl" and "pyopencl" in host and host[best] > _MARGIN * host["pyopencl"]:
-        return "pyopencl"
-    return best
-
-
-_PROBE_SRC = "__kernel void clgrad_replay_probe(__global float* x) { x[get_global_id(0)] += 1.0f; }"
-
-
-def replay_backends(dev=None, kernels: int = 32, repeats: int = 9) -> dict:
-    """Which ways of replaying work on ``dev`` (a clgrad Device; default: the default
-    device), checked once per device and cached (graphs in "auto" mode try the working ways
-    on themselves, see the module docstring): {"best": name, "us_per_kernel": {name: µs}, "correct":
-    {name: bool}, "command_buffer": (available, reason)}. Each way enqueues ``kernels``
-    launches of a tiny kernel (x += 1 on 16 floats), ``repeats`` times, the ways interleaved;
-    the host time of the enqueues (median) per kernel is ``us_per_kernel``. A way counts only
-    if two runs of it alone give the right sum and raise nothing. "best" is the fastest correct
-    way, if it is at least 10% faster than "pyopencl" (else, and when nothing else works,
-    "pyopencl"). Costs a few ms, once per device and process."""
-    import numpy as np
-
-    from clgrad.runtime import native
-    if dev is None:
-        from clgrad.runtime import default_device
-        dev = default_device()
-    got = _BACKENDS.get(id(dev))
-    if got is not None and got["device"] is dev:
-        return got
-    q = dev.queue
-    with dev._lock:
-        with warnings.catch_warnings():  # a runtime's build log is no news here
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            prg = cl.Program(dev.context, _PROBE_SRC).build()
-        buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, 64)
-        ks = []
-        for _ in range(kernels):
-            k = cl.Kernel(prg, "clgrad_replay_probe")
-            k.set_arg(0, buf)
-            ks.append(k)
-        cb_ok = native.command_buffer_support(dev.cl_device)
-        enq = native.enqueue_fn()
-        runs, correct, cbufs = {}, {}, []
-
-        def pyopencl_run():
-            for k in ks:
-                runtime._enqueue(q, k, (16,), None, None, None, False, False)
-        runs["pyopencl"] = pyopencl_run
-        if enq is not None:
-            args = [native.kernel_args(q, k, (16,), None) for k in ks]
-
-            def ctypes_run():
-                for a in args:
-                    if enq(*a):
-                        raise native.NativeError("clEnqueueNDRangeKernel", enq(*a))
-            runs["ctypes"] = ctypes_run
-            if cb_ok[0]:
-                try:
-                    cbuf = native.CommandBuffer(q)
-                    cbufs.append(cbuf)
-                    for k in ks:
-                        cbuf.add(k, (16,), None)
-                    cbuf.finalize()
-                    runs["command_buffer"] = cbuf.enqueue
-                except (native.NativeError, RuntimeError):
-                    correct["command_buffer"] = False
-        out = np.empty(16, np.float32)
-        for name, run in list(runs.items()):  # each alone, twice: right result, no error
-            try:
-                cl.enqueue_fill_buffer(q, buf, np.float32(0), 0, 64)
-                run()
-                run()
-                cl.enqueue_copy(q, out, buf)
-                correct[name] = bool((out == 2 * kernels).all())
-            except (native.NativeError, cl.Error, RuntimeError):
-                correct[name] = False
-            if not correct[name]:
-                del runs[name]
-        ts = {name: [] for name in runs}
-        for _ in range(repeats):  # interleaved, so that a noisy moment hits every way
-            for name, run in runs.items():
-                q.finish()
-                t0 = time.perf_counter()
-                run()
-                ts[name].append(time.perf_counter() - t0)
-        q.finish()
-        for cbuf in cbufs:
-            cbuf.release()
-        us = {n: sorted(t)[len(t) // 2] * 1e6 / kernels for n, t in ts.items()}
-    ok = {n: t for n, t in us.items() if correct.get(n)}
-    best = _fastest(ok) if ok else "pyopencl"
-    got = _BACKENDS[id(dev)] = {"device": dev, "best": best, "us_per_kernel": us,
-                                "correct": correct, "command_buffer": cb_ok}
-    return got
-
-
 class graph:
     """``with clgrad.cuda.graph(g, pool=None, stream=None, capture_error_mode=...):`` captures
     the block into ``g`` (a CUDAGraph). On an exception the capture is abandoned and the
@@ -673,6 +378,11 @@ _NOT_OPS = frozenset(("__call__", "_call_impl", "_wrapped_call_impl", "forward",
                       "wrapped", "inner", "decorate_context"))
 
 
+def _in_capture(mod: str) -> bool:
+    """Whether module ``mod`` is clgrad.capture (the package or one of its modules)."""
+    return mod == "clgrad.capture" or mod.startswith("clgrad.capture.")
+
+
 def _op_name() -> str:
     """The outermost clgrad function on the stack below the first frame of user code: the op
     the user called (``item``, ``nonzero`` ...)."""
@@ -684,7 +394,7 @@ def _op_name() -> str:
             break
         code = f.f_code.co_name
         private = code.startswith("_") and not code.endswith("__")
-        if mod not in ("clgrad.runtime", "clgrad.capture") and not code.startswith(
+        if mod != "clgrad.runtime" and not _in_capture(mod) and not code.startswith(
                 "<") and code not in _NOT_OPS and not private:
             name = code
         f = f.f_back

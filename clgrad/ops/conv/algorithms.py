@@ -1,10 +1,10 @@
-"""The algorithms of conv2d (clgrad/ops/conv.py): per algorithm a planner (the tiles and
+"""The algorithms of conv2d (clgrad/ops/conv/op.py): per algorithm a planner (the tiles and
 local memory for a problem on a device, or None when it cannot run it) beside its launchers,
 in the order of the kernel files: kernels/conv_igemm_cpu.cl (implicit GEMM for CPUs, and the
 weight-gradient reduction), conv_gemm_gpu.cl (implicit GEMM for GPUs), conv_dw_cpu.cl,
 conv_direct_any.cl, conv_im2col_any.cl (+ clgrad.ops.matmul.gemm), and the pointwise 1 x 1 convs
 (kernels/conv_pw_cpu.cl on CPUs; one batched clgrad.ops.matmul.gemm elsewhere). The problem
-type and its packing: clgrad/ops/conv_problem.py (kernels/conv.h).
+type and its packing: clgrad/ops/conv/problem.py (kernels/conv.h).
 
 Launchers take ``(problem, plan, a, b, c, d)``: ``(x, w, y, bias)`` for the forward pass (and
 the input gradient, run as a forward problem), ``(x, g, gw, gb)`` for the weight gradient.
@@ -21,7 +21,7 @@ from clgrad import settings
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
 from clgrad.ops.plan import key as plan_key
-from clgrad.ops.conv_problem import Plan, Problem, Tiles, cdiv, raw, v5
+from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.ops.elementwise import contiguous
 from clgrad.ops.matmul import SPLIT_FILL, gemm
 from clgrad.ops.matmul import tiles as mm_tiles
@@ -326,8 +326,8 @@ def _plan_dw(p: Problem, dt, dev):
     """Tiles of whole maps where the window fits WINDOW_MAX (else fewer rows, then fewer
     columns); pure depthwise problems whose window fits run channels in lanes (_plan_cv), with
     zero insertion too (a strided layer's input gradient in one launch). Other problems with
-    zero insertion get an empty plan: conv.py runs them as phase problems without insertion,
-    each planned on its own."""
+    zero insertion get an empty plan: choice._grad_input runs them as phase problems without
+    insertion, each planned on its own."""
     cv = _plan_cv(p, dt, dev, False)
     if cv is not None:
         return cv

@@ -1,0 +1,20 @@
+"""Convolutions (PyTorch's ``conv2d``, ``conv_transpose2d``, ``conv1d``, ``conv_transpose1d``):
+one shared op over a batch of groups, its kernel families and its algorithm choice, a module
+each, from the bottom:
+
+  problem.py     the problem of kernels/conv.h (``Problem``, ``Tiles``, ``Plan``, views),
+                 conv2d's argument checks and the problems of its passes (stride phases)
+  algorithms.py  the CPU algorithms (and any device's): implicit GEMM, depthwise, direct,
+                 im2col, pointwise, blocked: per algorithm a planner beside its launchers
+  gpu.py         the GPU algorithms (depthwise_gpu, igemm_gpu) and 'auto''s measured choice
+  choice.py      the algorithm choice per pass and problem, the dispatch over both KERNELS
+                 tables, the input-gradient pass
+  op.py          ``conv2d``: checks, forward, backward, fast paths (the module doc tells the
+                 algorithms)
+  transpose.py   ``conv_transpose2d`` (conv2d's input-gradient pass), ``conv1d``,
+                 ``conv_transpose1d``
+"""
+from clgrad.ops.conv.op import conv2d
+from clgrad.ops.conv.transpose import conv1d, conv_transpose1d, conv_transpose2d
+
+__all__ = ["conv2d", "conv_transpose2d", "conv1d", "conv_transpose1d"]

@@ -1,0 +1,205 @@
+"""2-D convolution with PyTorch's semantics (groups, stride, padding, dilation), forward and
+backward, as one shared op over a batch of groups.
+
+The input is seen as (N, G, C/G, H, W), the weight as (G, O/G, C/G, kH, kW) and the output as
+(N, G, O/G, oH, oW): 5-D views (offset + strides) of the caller's tensors, so group g is the
+memory of ``input.narrow(1, g*C/G, C/G)``, ``weight.narrow(0, g*O/G, O/G)`` and
+``out.narrow(1, g*O/G, O/G)``. Every kernel takes the group as a launch dimension, so a pass is
+a fixed number of launches whatever ``groups`` is (implicit, depthwise, direct: one forward;
+backward one for the input gradient and two for the weight and bias gradients: partial sums
+over batch splits, then their sum written through the grouped view of the one weight
+gradient; the CPU depthwise kernels write the sums themselves, one launch, where there are
+groups enough to fill the device without batch splits). No parameter is copied; any strided
+input is read through its strides. The input gradient is the forward problem again
+(kernels/conv.h): the output gradient with stride-1 zeros inserted, padding (k-1)*d - p, and
+the weight view transposed and flipped (negative strides, still a view).
+
+Algorithms (``clgrad.backends.conv_algorithm`` or ``CLGRAD_CONV_ALGO``; the choice and the
+dispatch: clgrad/ops/conv/choice.py, ``_auto``; their planners and launchers:
+clgrad/ops/conv/algorithms.py):
+  implicit   implicit GEMM, no workspace. CPUs: kernels/conv_igemm_cpu.cl, one work item per
+             work-group staging an input window in local memory and running a 6 x 16
+             register-blocked micro-kernel (6 x 32 on AVX-512 devices: conv.h's WIDE).
+             GPUs: kernels/conv_gemm_gpu.cl, 16 x 16 work items sharing 64 x 64 tiles.
+  depthwise  kernels/conv_dw_cpu.cl — direct stencils for few channels per group
+             (C/G == 1, channel multiplier allowed): no GEMM. Pure depthwise maps up to
+             40x40 windows: VW channels in the lanes of a vector (maps transposed in
+             registers on the way in and out), a strided layer's input gradient in one
+             launch; others: vectors along the flattened output rows of a window staged
+             as stride phases.
+  direct     kernels/conv_direct_any.cl — one work item per output; any device, no local
+             memory.
+  pointwise  1 x 1 convs without padding (CPUs' choice), x (N, G, C, H*W) and
+             y (N, G, O, H*W) views: on CPUs kernels/conv_pw_cpu.cl, one GEMM per group
+             whose columns (forward, input gradient) or depth (weight gradient) run over
+             (sample, pixel), the bias added in the kernel; elsewhere one batched matmul.gemm
+             (the weight broadcast over samples) and a weight-gradient reduction. A stride
+             reads x subsampled; a strided layer's input gradient writes every s-th pixel of
+             a zeroed gradient in one pass; views whose pixels do not merge into one stride
+             are copied first (gathered, or written back).
+  blocked    kernels/conv_blocked_cpu.cl — vectors along output channels (16 on AVX-512, 8
+             on AVX2), the input broadcast, for small maps: a zero-padded copy of the input
+             and the weight (or output gradient) packed in channel blocks first (layers with
+             a large weight pack each block in the forward work-group that uses it; a strided
+             layer's input-gradient phases share one padded copy). Any device runs it; 'auto'
+             picks it on CPUs where it measured faster than implicit.
+  depthwise_gpu, igemm_gpu  clgrad/ops/conv/gpu.py — GPU kernels (any device runs them):
+             stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
+  im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
+             batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
+             batch dims, the weight broadcast over samples by a stride-0 view.
+An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
+(C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
+"""
+from __future__ import annotations
+
+from clgrad import backends
+from clgrad import settings
+from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
+from clgrad.ops import reduce as rd
+from clgrad.ops._util import empty
+from clgrad.ops.conv import algorithms as alg
+from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv.choice import _choose, _debug_choice, _grad_input, _run
+from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
+                                     _grad_input_problem, v5)
+from clgrad.ops.plan import key as plan_key, record_launches
+from clgrad.tensor import Tensor
+
+__all__ = ["conv2d"]
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """2-D cross-correlation of ``input`` with ``weight`` (PyTorch's ``conv2d``).
+
+    Shapes:  input (N, C, H, W) or unbatched (C, H, W); weight (O, C/groups, kH, kW);
+             bias (O,) -> (N, O, oH, oW) (or (O, oH, oW)) with
+             oH = (H + 2*pad_h - dil_h*(kH-1) - 1) // stride_h + 1, likewise oW.
+    Args:    stride, dilation: int or pair; padding: int, pair, 'valid' or 'same' (stride 1).
+    Dtypes:  float32, float64; all tensors alike.
+    Views:   any strided input, weight and bias (read through their strides); out is new.
+    Grad:    input, weight, bias.
+    Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
+             larger than the padded input, non-positive stride/dilation/groups, negative
+             padding, dtype or device mismatch; TypeError for non-tensors.
+    Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
+             conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
+             conv_igemm_gpu.cl, conv_blocked_cpu.cl.
+    """
+    ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
+    if ck is not None:  # the fast path of a cached signature: see _FAST
+        dev = input._storage.device
+        key = plan_key(_FAST, (input, weight, bias),
+                       (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+        fast = dev.plans.get(key)
+        if fast is not None:
+            plans, geo, shape, algo, debug, _ = fast
+            out = Tensor._empty(shape, input._storage.dtype, dev)
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            for plan, roles in plans:
+                plan.run(dev, *map(bufs.__getitem__, roles))
+            if backends.last_conv_algorithm is not algo:  # a write to backends is a Python
+                backends.last_conv_algorithm = algo       # call (its settings' epoch)
+            backends.last_conv_algorithms["forward"] = algo
+            if debug:
+                _debug_choice("forward", fast[5], algo)
+            return record("conv2d", out, (input, weight, bias),
+                          _backward(geo, False, input, weight, bias), saved=[input, weight])
+    geo = _check(input, weight, bias, stride, padding, dilation, groups)
+    n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
+    x4 = _as4(input)
+    out = empty((n, o, oh, ow) if input.ndim == 4 else (o, oh, ow), input.dtype,
+                input._storage.device)
+    empty_sum = out.numel() == 0 or geo.c == 0  # nothing to convolve
+    if not empty_sum:
+        p = _forward_problem(geo, x4, weight, _as4(out), bias)
+        algo, plan = _choose("forward", p, weight)
+        o4 = _as4(out)
+
+        def run():
+            _run(algo, plan, "forward", p, x4, weight, o4, bias)
+        if ck is None:
+            run()
+        else:  # the launches as Plans, for the next call with this signature
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            plans = record_launches(dev, run, bufs)
+            if plans is not None:  # (keyed again: _choose may have measured, a new table)
+                key = plan_key(_FAST, (input, weight, bias),
+                               (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+                dev.keep_plan(key, (plans, geo, out._shape, algo,
+                                    bool(settings.getenv("CLGRAD_CONV_DEBUG")), p))
+    elif out.numel():
+        alg.fill_bias(_as4(out), bias)
+    return record("conv2d", out, (input, weight, bias),
+                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
+
+
+# conv2d's fast path: dev.plans[plan.key(_FAST, (input, weight, bias), (_check_key, the
+# measured table's identity and size))] -> (the forward's launches as (Plan, roles) from
+# plan.record_launches, the checked geometry, the output shape, the algorithm, whether
+# CLGRAD_CONV_DEBUG is set, the problem). Everything the checks, the problem and _choose read
+# is in the key (layouts and dtypes of every operand, the arguments with their exact types,
+# the settings epoch: clgrad.backends and CLGRAD_*), so a hit skips them and only binds the
+# buffers and enqueues. Algorithms that allocate, copy or fill (im2col's workspace, a bias
+# fill) are never recorded and keep the general path.
+_FAST = "conv2d"
+
+
+def _backward(geo, empty_sum, input, weight, bias):
+    """conv2d's backward closure over its inputs and checked geometry."""
+    def backward(grad):
+        gi = gw = gb = None
+        g4 = _as4(grad)
+        want_b = bias is not None and bias.requires_grad
+        if input.requires_grad:
+            gi = empty(input.shape, input.dtype, input._storage.device)
+            if empty_sum:
+                ew.fill_raw(gi, 0)
+            else:
+                _grad_input_replayed(geo, grad, weight, gi)
+        if weight.requires_grad or want_b:
+            gw = empty(weight.shape, weight.dtype, weight._storage.device)
+            gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
+            if empty_sum:
+                ew.fill_raw(gw, 0)
+                if gb is not None:
+                    rd.sum_into(gb, g4, (0, 2, 3))
+            else:
+                x4 = _as4(input)
+                p = geo._replace(x=v5(x4, geo.g))
+                _run(*_choose("grad_weight", p, weight), "grad_weight", p, x4, g4, gw, gb)
+            gw = gw if weight.requires_grad else None
+        return gi, gw, gb
+    return backward
+
+
+def _grad_input_replayed(geo: Problem, grad, w, gi):
+    """_grad_input into the fresh ``gi``, replayed from its recorded launches (as conv2d's
+    forward, see _FAST) when this geometry, gradient and weight layout, measured table and
+    settings epoch ran before without allocating, copying or filling."""
+    dev = gi._storage.device
+    key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+    bufs = (grad._storage.buffer, w._storage.buffer, gi._storage.buffer)
+    hit = dev.plans.get(key)
+    if hit is not None:
+        plans, algo, debug = hit
+        for plan, roles in plans:
+            plan.run(dev, *map(bufs.__getitem__, roles))
+        backends.last_conv_algorithm = algo
+        backends.last_conv_algorithms["grad_input"] = algo
+        if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
+            _debug_choice("grad_input", debug, algo)
+        return
+    plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs)
+    if plans is not None:  # (keyed again: _choose may have measured, a new table)
+        key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+        debug = (_grad_input_problem(geo, _as4(grad), w, _as4(gi))
+                 if settings.getenv("CLGRAD_CONV_DEBUG") else None)
+        dev.keep_plan(key, (plans, backends.last_conv_algorithms["grad_input"], debug))
+
+
+_FAST_GI = "conv2d_grad_input"  # the tag of _grad_input_replayed's plans
