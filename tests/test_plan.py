@@ -346,3 +346,44 @@ def test_tensor_number_fast_paths_follow_the_number_and_dtype():
     torch = pytest.importorskip("torch")
     assert str((ai * 2.5).dtype).split(".")[-1] == str(
         (torch.from_numpy(i) * 2.5).dtype).split(".")[-1]
+
+
+def test_a_capture_in_another_thread_during_a_recording_keeps_its_launches():
+    """record_launches hooks the device (``dev._capture``, an instance attribute) while it
+    records; a graph captured meanwhile by another thread hooks the class (``Device._capture``).
+    The capturing thread's launches must still reach its graph, not the recorder (which ran
+    them eagerly, so the graph missed them and its replays computed nothing: stale outputs)."""
+    import threading
+    from clgrad.ops._util import copy_raw, empty
+    a = clgrad.from_numpy(np.arange(6, dtype=np.float32))
+    out = empty((6,), clgrad.float32, a._storage.device)
+    dev = a._storage.device
+    x = clgrad.from_numpy(np.ones(4, np.float32))
+    (x * 3).numpy()  # warm: mul's kernel built, no build inside the capture
+    g, started, captured, got = clgrad.cuda.CUDAGraph(), threading.Event(), threading.Event(), {}
+
+    def capture():
+        started.wait()
+        try:
+            with clgrad.cuda.graph(g):
+                got["y"] = x * 3
+        finally:
+            captured.set()
+
+    def run():  # the recorded op: another thread captures a graph while it records
+        started.set()
+        assert captured.wait(60)
+        copy_raw(out, a)
+    t = threading.Thread(target=capture)
+    t.start()
+    plans = plan_mod.record_launches(dev, run, (out._storage.buffer, a._storage.buffer))
+    t.join()
+    assert plans is None  # another thread's work spoils a recording (kept conservative)
+    np.testing.assert_array_equal(out.numpy(), np.arange(6))  # run ran
+    assert "_capture" not in dev.__dict__
+    for v in (2.0, -5.0):
+        with clgrad.no_grad():
+            x.copy_(clgrad.from_numpy(np.full(4, v, np.float32)))
+        g.replay()
+        np.testing.assert_array_equal(got["y"].numpy(), np.full(4, 3 * v))
+    assert g.num_kernels >= 1

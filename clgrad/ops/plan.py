@@ -130,27 +130,42 @@ _MISS = object()
 class _Recorder:
     """A device's capture hook (runtime/device.py's ``_capture``) while record_launches runs:
     it keeps the launches of its thread and lets every command run; an allocation, copy or
-    fill, or a launch from another thread, spoils the recording."""
+    fill, or a launch from another thread, spoils the recording. Another thread's commands go
+    on to the class's hook, ``Device._capture`` (a graph that thread may be capturing: this
+    instance attribute hides it from the device's methods meanwhile)."""
 
     def __init__(self):
         self.thread = threading.get_ident()
         self.launches, self.clean = [], True
 
     def _launch(self, dev, kernel, gsize, lsize, args):
-        if threading.get_ident() != self.thread:
-            self.clean = False
-        else:
+        if threading.get_ident() == self.thread:
             self.launches.append((kernel, gsize, lsize, args))
-        return False
+            return False
+        self.clean = False
+        outer = Device._capture
+        return outer is not None and outer._launch(dev, kernel, gsize, lsize, args)
 
     def _alloc(self, dev, nbytes):
         self.clean = False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return None
+        return outer._alloc(dev, nbytes)
 
     def _copy(self, dev, *args):
         self.clean = False
-        return False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return False
+        return outer._copy(dev, *args)
 
-    _fill = _copy
+    def _fill(self, dev, *args):
+        self.clean = False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return False
+        return outer._fill(dev, *args)
 
 
 def record_launches(dev, run, buffers):
