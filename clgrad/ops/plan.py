@@ -175,12 +175,16 @@ def record_launches(dev, run, buffers):
     next call binds ``plan.run(dev, *[its buffers[r] for r in roles])``. None when the launches
     cannot be replayed so: ``run`` allocated, copied or filled (a workspace, a bias fill),
     another thread launched meanwhile, a buffer argument is none of ``buffers`` or two of
-    ``buffers`` are one buffer, or a capture is running. ``run`` runs in any case."""
-    if Device._capture is not None or "_capture" in dev.__dict__:  # capturing, or forked
+    ``buffers`` are one buffer, or a capture or another recording on ``dev`` is running (the
+    other thread's launches then spoil it). ``run`` runs in any case."""
+    rec = _Recorder()
+    with _LOCK:  # (one step: two threads' first calls must not both hook the device)
+        busy = Device._capture is not None or "_capture" in dev.__dict__  # capturing, forked
+        if not busy:                                                       # or recording
+            dev._capture = rec
+    if busy:
         run()
         return None
-    rec = _Recorder()
-    dev._capture = rec
     try:
         run()
     finally:
