@@ -199,3 +199,26 @@ def test_bytes_environment_writes_bump_the_epoch_too():
             os.environ.pop(name, None)
         else:
             os.environ[name] = saved
+
+
+def test_reloading_backends_bumps_the_epoch(monkeypatch):
+    """importlib.reload(clgrad.backends) sets its settings again (conv_algorithm from
+    CLGRAD_CONV_ALGO) without an assignment through the module: it must count as a change,
+    or conv2d's fast path keeps running the algorithm of the plans made before (the report
+    says 'direct' where 'auto' is set). Values against NumPy (a 3 x 3 all-ones sum)."""
+    import importlib
+    monkeypatch.delenv("CLGRAD_CONV_ALGO", raising=False)
+    x, w = clgrad.ones(1, 8, 6, 5), clgrad.ones(8, 8, 3, 3)
+    try:
+        backends.conv_algorithm = "direct"
+        for _ in range(2):  # the second call: conv2d's fast path, recorded under 'direct'
+            clgrad.nn.functional.conv2d(x, w)
+        assert backends.last_conv_algorithm == "direct"
+        e = settings.epoch()
+        importlib.reload(backends)
+        assert backends.conv_algorithm == "auto" and settings.epoch() > e
+        y = clgrad.nn.functional.conv2d(x, w)
+        assert backends.last_conv_algorithm != "direct"
+        np.testing.assert_array_equal(y.numpy(), np.full((1, 8, 4, 3), 72.0))
+    finally:
+        importlib.reload(backends)
