@@ -5,7 +5,8 @@ the same table. Unknown names raise KeyError, so a typo in clgrad's code is foun
 A value is parsed once and kept until a setting changes (never frozen at import: a test or a
 program may set it later): ``epoch()`` is a change counter, bumped by ``changed()``, which
 every setter calls (``os.environ[...] = ...`` / ``del`` / ``monkeypatch.setenv`` of a watched
-name, assignments to ``clgrad.backends``' settings, ``backends.flags``). Launch plans
+name, the same through ``os.environb``, assignments to ``clgrad.backends``' settings,
+``backends.flags``). Launch plans
 (clgrad/ops/plan.py) put the epoch in their keys, so a changed setting gives a new plan and a
 call on a cached plan reads nothing from the environment.
 
@@ -82,23 +83,29 @@ def getenv(name: str) -> str:
     return got
 
 
+_WATCHED_BYTES = frozenset(os.fsencode(n) for n in WATCHED)  # os.environb's keys
+
+
 class _WatchedEnviron(type(os.environ)):
     """os.environ's own class with writes of the WATCHED names counted as setting changes
-    (``changed()``): os.environ keeps its data, methods and identity."""
+    (``changed()``): os.environ keeps its data, methods and identity. os.environb (the same
+    data, bytes keys) gets it too: a write there changes what os.environ reads."""
 
     def __setitem__(self, key, value):
         super().__setitem__(key, value)
-        if key in WATCHED:
+        if key in WATCHED or key in _WATCHED_BYTES:
             changed()
 
     def __delitem__(self, key):
         super().__delitem__(key)
-        if key in WATCHED:
+        if key in WATCHED or key in _WATCHED_BYTES:
             changed()
 
 
-if not isinstance(os.environ, _WatchedEnviron):
-    os.environ.__class__ = _WatchedEnviron
+for _env in (os.environ, getattr(os, "environb", None)):
+    if _env is not None and not isinstance(_env, _WatchedEnviron):
+        _env.__class__ = _WatchedEnviron
+del _env
 
 
 def cache_dir() -> Path:

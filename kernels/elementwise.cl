@@ -1,5 +1,6 @@
 // kernels/elementwise.cl — elementwise ops over strided views, one work item per element.
-// Defines: T element type; IS_FLOAT for floating types (enables the math ops).
+// Defines: T element type; IS_FLOAT for floating types (enables the math ops); IS_BOOL for
+// bool (T uchar holding 0 or 1).
 // Every kernel: (n, nd, shape, out, out view, operands with their views[, scalars]).
 // Scalar variants end in _sa (scalar is the first operand) or _sb (scalar is the second).
 #include "common.h"
@@ -47,7 +48,12 @@ UNARY(relu, x < (T)0 ? (T)0 : x)  // NaN (and -0) pass through, as PyTorch
 UNARY(sign_op, (T)((x > (T)0) - (x < (T)0)))
 UNARY(logical_not, (T)(x == (T)0))
 
-BINARY(add, x + y)
+#ifdef IS_BOOL
+#define ADD(x, y) (T)((x) || (y))  // bool: PyTorch's True + True is True (1), never the byte 2
+#else
+#define ADD(x, y) ((x) + (y))
+#endif
+BINARY(add, ADD(x, y))
 BINARY(sub, x - y)
 BINARY(mul, x * y)
 // NaN in either operand gives NaN (x is NaN: x; y is NaN: the comparison fails, so y).

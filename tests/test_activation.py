@@ -534,3 +534,23 @@ def test_pad_negative_amounts_gradcheck_and_errors():
         with pytest.raises(ValueError, match=match):
             F.pad(x, amounts, mode)
     assert tuple(F.pad(x, (0, -5), "circular").shape) == (1, 1, 0)  # PyTorch: empty too
+
+
+def test_relu_refuses_bool_on_every_face():
+    """relu of a bool tensor is refused as PyTorch refuses it (it ran, returning the input's
+    values), on every face: clgrad.relu, Tensor.relu/relu_, F.relu (inplace too), nn.ReLU;
+    integer tensors keep their dtype and values (NumPy: max(x, 0))."""
+    faces = (clgrad.relu, lambda t: t.relu(), lambda t: t.relu_(), F.relu,
+             lambda t: F.relu(t, inplace=True), clgrad.nn.ReLU(), clgrad.nn.ReLU(inplace=True))
+    for face in faces:
+        b = clgrad.tensor([True, False])
+        with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+            face(b)
+        assert b.tolist() == [True, False]
+        i = clgrad.tensor([-3, 0, 5], dtype=clgrad.int32)
+        got = face(i)
+        assert got.dtype == clgrad.int32
+        np.testing.assert_array_equal(got.numpy(), np.maximum(np.array([-3, 0, 5]), 0))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        torch.relu(torch.tensor([True, False]))

@@ -652,6 +652,10 @@ ERRORS = [  # (input, weight, bias, kwargs, exception, message pattern)
      r"groups=4, expected weight to be divisible by 4 at dimension 0.*\[6, 2, 3, 3\]"),
     (_t(2, 8, 8, 8), _t(4, 3, 3, 3), None, dict(groups=2), RuntimeError,
      r"to have 6 channels, but got 8 channels"),
+    (_t(2, 6, 8, 8), _t(0, 6, 3, 3), None, {}, RuntimeError,
+     r"groups=1, expected weight to be at least 1 at dimension 0.*\[0, 6, 3, 3\]"),
+    (_t(2, 6, 8, 8), _t(0, 3, 3, 3), None, dict(groups=2), RuntimeError,
+     r"groups=2, expected weight to be at least 2 at dimension 0.*\[0, 3, 3, 3\]"),
     (_t(2, 6, 8, 8), _t(4, 6, 3, 3), _t(5), {}, RuntimeError,
      r"bias to be 1-dimensional with 4 elements.*\[5\]"),
     (_t(2, 6, 2, 8), _t(4, 6, 3, 3), None, dict(dilation=(2, 1), padding=1), RuntimeError,
@@ -674,6 +678,18 @@ def test_errors_before_any_launch(x, w, b, kwargs, exc, msg):
     with pytest.raises(exc, match=msg):
         conv2d(x, w, b, **kwargs)
     assert launch_count() == before
+
+
+def test_no_output_channels_is_refused_as_pytorch():
+    """A weight with fewer output channels than groups (0 of them) is refused as PyTorch refuses
+    it, not answered with an empty (N, 0, oH, oW) tensor (the same call twice: the checks'
+    cache and the fast path must refuse it too)."""
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="expected weight to be at least 1 at dim"):
+            conv2d(_t(1, 1, 5, 5), _t(0, 1, 2, 2))
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="expected weight to be at least 1 at dim"):
+        torch.nn.functional.conv2d(torch.ones(1, 1, 5, 5), torch.ones(0, 1, 2, 2))
 
 
 def test_problem_packs_conv_t():

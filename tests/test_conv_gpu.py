@@ -4,6 +4,7 @@ NumPy reference of test_conv, every pass asserted to have run these kernels, ove
 (outputs per work item, work-group sizes, splits) and the problem features they must cover:
 channel multiplier, stride, dilation, asymmetric and over-large padding, strided views,
 float64."""
+import numpy as np
 import pytest
 
 import clgrad
@@ -213,3 +214,39 @@ def test_measured_each_pass(monkeypatch, tmp_path):
     strided = C._check(x, w, None, 2, 1, 1, 2)
     gi = C._grad_input_problem(strided, clgrad.zeros((2, 6, 4, 4)), w, x)
     assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, choice._trial) is None
+
+
+def test_measurement_inside_a_capture_runs_eagerly(monkeypatch, tmp_path):
+    """A conv2d whose algorithm is measured (conv_gpu.measured) first met inside a CUDAGraph
+    capture: the trial runs must run (and be timed) then, not be recorded into the graph,
+    which would replay them every time (20 kernels for the conv's 2) after timing only their
+    recording (a meaningless choice, stored in the tuning file). The graph holds the conv's
+    own launches and replays its values (NumPy: direct sums)."""
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "CPU_TUNE_MIN_MACS", 0)
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
+    monkeypatch.setattr(backends, "conv_algorithm", "auto")  # (this file's fixture sets one)
+    from clgrad.runtime import launch_count
+    rng = np.random.default_rng(11)
+    xn = rng.standard_normal((1, 16, 9, 7)).astype(np.float32)
+    wn = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    x, w = clgrad.tensor(xn), clgrad.tensor(wn)
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = clgrad.nn.functional.conv2d(x, w, padding=1)
+    assert [k for k in conv_gpu._TUNED if k != "_"]  # measured during the capture
+    (entry,) = [v for k, v in conv_gpu._TUNED.items() if k != "_"]
+    before = launch_count()
+    eager = clgrad.nn.functional.conv2d(x, w, padding=1)
+    assert g.num_kernels == launch_count() - before  # the conv's launches only
+    assert all(ms > 0 for ms in entry["ms"].values())
+    g.replay()
+    xp = np.pad(xn, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 16, 9, 7))
+    for i in range(3):
+        for j in range(3):
+            want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 9, j:j + 7], wn[:, :, i, j])
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(eager.numpy(), want, rtol=1e-4, atol=1e-4)

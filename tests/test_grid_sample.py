@@ -137,6 +137,29 @@ def test_affine_grid_base_cache_keys():
         np.testing.assert_allclose(got.numpy(), ref(h, w, align), rtol=1e-6, atol=1e-7)
 
 
+def test_affine_grid_base_first_made_inside_a_capture():
+    """The base grid first made inside a CUDAGraph capture: a capture runs nothing until its
+    replay, so a grid uploaded there and kept for later calls held garbage for the eager calls
+    after it (silently wrong grids). The eager call after the capture and the graph's replays
+    both give the grid (NumPy: base @ theta^T; PyTorch too when installed)."""
+    theta_n = RNG.standard_normal((1, 2, 3)).astype(np.float32)
+    size = (1, 1, 5, 7)  # sizes no other test uses: the grid is made in the capture
+    xs, ys = np.linspace(-1, 1, 7) * 6 / 7, np.linspace(-1, 1, 5) * 4 / 5
+    base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], 1.0), -1)
+    theta = clgrad.tensor(theta_n)
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        captured = F.affine_grid(theta, size, align_corners=False)
+    eager = F.affine_grid(clgrad.tensor(theta_n), size, align_corners=False)
+    np.testing.assert_allclose(eager.numpy(), np.einsum("hwk,njk->nhwj", base, theta_n),
+                               rtol=1e-5, atol=1e-6)
+    g.replay()
+    np.testing.assert_allclose(captured.numpy(), eager.numpy(), rtol=1e-6, atol=1e-7)
+    torch = pytest.importorskip("torch")
+    want = torch.nn.functional.affine_grid(torch.tensor(theta_n), size, align_corners=False)
+    np.testing.assert_allclose(eager.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_spatial_transformer_gradient_reaches_theta():
     theta = clgrad.tensor(RNG.standard_normal((2, 2, 3)) * 0.5, requires_grad=True)
     x = clgrad.tensor(RNG.standard_normal((2, 1, 5, 5)), requires_grad=True)

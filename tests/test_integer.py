@@ -432,3 +432,28 @@ def test_scalar_operands_wrap_as_torch():
     with pytest.raises(RuntimeError, match="without overflow"):
         u.clamp(max=300)
     np.testing.assert_array_equal(u.clamp(min=-1).numpy(), [255, 255])
+
+
+def test_bool_add_stays_zero_or_one():
+    """bool + bool is bool with PyTorch's and NumPy's values: True + True is True (logical
+    or), stored as 1, never the byte 2 (which printed as True but counted 2 in sum(), int()
+    and float(): silently wrong). Every face, the tensor-number forms, alpha=True, and the
+    later calls of a signature (the binary fast path's launch plans)."""
+    an = np.array([True, False, True, False])
+    bn = np.array([True, True, False, False])
+    want = np.add(an, bn)  # NumPy's bool add: logical or
+    assert want.dtype == np.bool_
+    for _ in range(3):
+        a, b = clgrad.tensor(an), clgrad.tensor(bn)
+        for got in (a + b, clgrad.add(a, b), a.add(b), clgrad.add(a, b, alpha=True),
+                    clgrad.add(a, b, out=clgrad.empty(4, dtype=clgrad.bool))):
+            assert got.dtype == clgrad.bool
+            np.testing.assert_array_equal(got.to(clgrad.int32).numpy(), want.astype(np.int32))
+            assert got.sum().item() == int(want.sum())
+        for got, w in ((a + True, np.add(an, True)), (True + a, np.add(True, an)),
+                       (a + a, np.add(an, an)), (a + False, an)):
+            assert got.dtype == clgrad.bool
+            np.testing.assert_array_equal(got.to(clgrad.int32).numpy(), w.astype(np.int32))
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(an) + torch.tensor(bn)
+    np.testing.assert_array_equal(t.int().numpy(), want.astype(np.int32))

@@ -624,3 +624,47 @@ def test_batch_norm_tracking_turned_off_after_construction(training):
     np.testing.assert_array_equal(bn.running_mean.numpy(), tb.running_mean.numpy())
     np.testing.assert_array_equal(bn.running_var.numpy(), tb.running_var.numpy())
     assert bn.num_batches_tracked.item() == tb.num_batches_tracked.item()
+
+
+def test_batch_norm_checks_momentum_eps_and_dtype():
+    """momentum/eps of another type, a negative eps (or eps <= 0 in training) and an integer
+    input are refused as PyTorch refuses them, never baked into a launch plan as NaN (a None
+    momentum once made the running statistics NaN, a None or negative eps the output). Number
+    types PyTorch takes (int, bool, NumPy scalars) give the float's result."""
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    for kw in (dict(momentum=None, training=True), dict(momentum=None, training=False),
+               dict(momentum="0.1", training=True), dict(eps=None), dict(eps=[1e-5])):
+        rm, rv = clgrad.zeros(3), clgrad.ones(3)
+        with pytest.raises(TypeError, match="momentum" if "momentum" in kw else "eps"):
+            F.batch_norm(clgrad.tensor(x), rm, rv, **kw)
+        np.testing.assert_array_equal(rm.numpy(), 0)  # nothing ran
+        np.testing.assert_array_equal(rv.numpy(), 1)
+    with pytest.raises(ValueError, match="eps must be non-negative, but got -1.0"):
+        F.batch_norm(clgrad.tensor(x), clgrad.zeros(3), clgrad.ones(3), eps=-1.0)
+    for eps in (-1.0, 0.0, 0):
+        with pytest.raises(ValueError, match=f"eps must be positive during training, but got "
+                                             f"{eps}"):
+            F.batch_norm(clgrad.tensor(x), None, None, training=True, eps=eps)
+    with pytest.raises(TypeError, match="floating point input, got clgrad.int32"):
+        F.batch_norm(clgrad.tensor(x).int(), None, None, training=True)
+    # eps 0 in eval is allowed; int, bool and NumPy momentum/eps are numbers like floats
+    rm0, rv0 = np.array([0.5, -1, 2]), np.array([1.5, 2, 0.25])
+    y = F.batch_norm(clgrad.tensor(x), clgrad.tensor(rm0.astype(np.float32)),
+                     clgrad.tensor(rv0.astype(np.float32)), eps=0.0)
+    np.testing.assert_allclose(y.numpy(), (x - rm0) / np.sqrt(rv0), rtol=1e-5, atol=1e-6)
+    for momentum, eps in ((1, np.float64(1e-5)), (True, np.float32(1e-5)), (np.float64(1), 1)):
+        rm, rv = clgrad.zeros(3), clgrad.ones(3)
+        y = F.batch_norm(clgrad.tensor(x), rm, rv, training=True, momentum=momentum, eps=eps)
+        xd = x.astype(np.float64)
+        want, wrm, wrv = ref_bn(xd, np.zeros(3), np.ones(3), None, None, True, 1.0, float(eps))
+        np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(rm.numpy(), xd.mean(0), rtol=1e-5, atol=1e-6)  # momentum 1
+        np.testing.assert_allclose(rv.numpy(), xd.var(0, ddof=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5, atol=1e-6)
+    torch = pytest.importorskip("torch")
+    for kw in (dict(momentum=None), dict(eps=-1.0), dict(eps=0.0, training=True)):
+        with pytest.raises((TypeError, ValueError)) as theirs:
+            torch.nn.functional.batch_norm(torch.tensor(x), torch.zeros(3), torch.ones(3), **kw)
+        with pytest.raises(theirs.type, match=str(theirs.value).split(", but")[0]
+                           if theirs.type is ValueError else "momentum"):
+            F.batch_norm(clgrad.tensor(x), clgrad.zeros(3), clgrad.ones(3), **kw)

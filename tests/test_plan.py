@@ -346,3 +346,92 @@ def test_tensor_number_fast_paths_follow_the_number_and_dtype():
     torch = pytest.importorskip("torch")
     assert str((ai * 2.5).dtype).split(".")[-1] == str(
         (torch.from_numpy(i) * 2.5).dtype).split(".")[-1]
+
+
+def test_a_capture_in_another_thread_during_a_recording_keeps_its_launches():
+    """record_launches hooks the device (``dev._capture``, an instance attribute) while it
+    records; a graph captured meanwhile by another thread hooks the class (``Device._capture``).
+    The capturing thread's launches must still reach its graph, not the recorder (which ran
+    them eagerly, so the graph missed them and its replays computed nothing: stale outputs)."""
+    import threading
+    from clgrad.ops._util import copy_raw, empty
+    a = clgrad.from_numpy(np.arange(6, dtype=np.float32))
+    out = empty((6,), clgrad.float32, a._storage.device)
+    dev = a._storage.device
+    x = clgrad.from_numpy(np.ones(4, np.float32))
+    (x * 3).numpy()  # warm: mul's kernel built, no build inside the capture
+    g, started, captured, got = clgrad.cuda.CUDAGraph(), threading.Event(), threading.Event(), {}
+
+    def capture():
+        started.wait()
+        try:
+            with clgrad.cuda.graph(g):
+                got["y"] = x * 3
+        finally:
+            captured.set()
+
+    def run():  # the recorded op: another thread captures a graph while it records
+        started.set()
+        assert captured.wait(60)
+        copy_raw(out, a)
+    t = threading.Thread(target=capture)
+    t.start()
+    plans = plan_mod.record_launches(dev, run, (out._storage.buffer, a._storage.buffer))
+    t.join()
+    assert plans is None  # another thread's work spoils a recording (kept conservative)
+    np.testing.assert_array_equal(out.numpy(), np.arange(6))  # run ran
+    assert "_capture" not in dev.__dict__
+    for v in (2.0, -5.0):
+        with clgrad.no_grad():
+            x.copy_(clgrad.from_numpy(np.full(4, v, np.float32)))
+        g.replay()
+        np.testing.assert_array_equal(got["y"].numpy(), np.full(4, 3 * v))
+    assert g.num_kernels >= 1
+
+
+def test_two_threads_recording_at_once_keep_no_wrong_recording(monkeypatch):
+    """Two threads entering record_launches together (two first calls of a signature): the
+    check for a recording already running and the hooking must be one step, else both hook the
+    device, one recorder sees nothing (a clean, empty recording: a replay that computes
+    nothing) and the second unhook fails (AttributeError). Forced here: both threads pass
+    the recorder's construction together, then both launch once both are in ``run``."""
+    import threading
+    from clgrad.ops._util import copy_raw, empty
+    dev = clgrad.zeros(1)._storage.device
+    made, running = threading.Barrier(2, timeout=20), threading.Barrier(2, timeout=20)
+
+    class Together(plan_mod._Recorder):
+        def __init__(self):
+            super().__init__()
+            made.wait()
+    monkeypatch.setattr(plan_mod, "_Recorder", Together)
+    got = {}
+
+    def one(i):
+        a = clgrad.from_numpy(np.arange(6, dtype=np.float32) * (i + 1))
+        out = empty((6,), clgrad.float32, dev)
+
+        def run():
+            running.wait()
+            copy_raw(out, a)
+        try:
+            got[i] = plan_mod.record_launches(dev, run, (out._storage.buffer,
+                                                          a._storage.buffer)), out
+        except Exception as e:  # noqa: BLE001  (reported below)
+            got[i] = e
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert "_capture" not in dev.__dict__
+    for i in range(2):
+        assert not isinstance(got[i], Exception), got[i]
+        plans, out = got[i]
+        np.testing.assert_array_equal(out.numpy(), np.arange(6) * (i + 1))  # run ran
+        if plans is not None:  # a recording kept must replay the op
+            assert len(plans) == 1
+            b = clgrad.from_numpy(np.full(6, 7, np.float32))
+            plans[0][0].run(dev, *[(out._storage.buffer, b._storage.buffer)[r]
+                                   for r in plans[0][1]])
+            np.testing.assert_array_equal(out.numpy(), np.full(6, 7))

@@ -172,3 +172,53 @@ def test_every_setter_bumps_the_epoch_and_getenv_follows(monkeypatch):
     backends.last_conv_algorithm = "direct"  # a report, not a setting
     assert settings.epoch() == e + 5
     assert isinstance(os.environ, type(os.environ)) and os.environ.copy() == dict(os.environ)
+
+
+def test_bytes_environment_writes_bump_the_epoch_too():
+    """os.environb shares os.environ's data: a write there of a clgrad variable changes what
+    os.environ (and getenv) reads, so it must bump the epoch too, or getenv keeps answering
+    the value parsed before (and launch plans keyed by the epoch stay)."""
+    if not hasattr(os, "environb"):
+        pytest.skip("no os.environb on this platform")
+    name = "CLGRAD_CONV_TUNE"
+    saved = os.environ.get(name)
+    try:
+        os.environ[name] = "on"
+        assert settings.getenv(name) == "on"  # parsed and kept
+        e = settings.epoch()
+        os.environb[name.encode()] = b"off"
+        assert os.environ[name] == "off"
+        assert settings.epoch() == e + 1 and settings.getenv(name) == "off"
+        del os.environb[name.encode()]
+        assert settings.epoch() == e + 2 and settings.getenv(name) == "auto"
+        os.environb[b"CLGRAD_NOT_A_SETTING"] = b"1"  # other names: no change
+        del os.environb[b"CLGRAD_NOT_A_SETTING"]
+        assert settings.epoch() == e + 2
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
+def test_reloading_backends_bumps_the_epoch(monkeypatch):
+    """importlib.reload(clgrad.backends) sets its settings again (conv_algorithm from
+    CLGRAD_CONV_ALGO) without an assignment through the module: it must count as a change,
+    or conv2d's fast path keeps running the algorithm of the plans made before (the report
+    says 'direct' where 'auto' is set). Values against NumPy (a 3 x 3 all-ones sum)."""
+    import importlib
+    monkeypatch.delenv("CLGRAD_CONV_ALGO", raising=False)
+    x, w = clgrad.ones(1, 8, 6, 5), clgrad.ones(8, 8, 3, 3)
+    try:
+        backends.conv_algorithm = "direct"
+        for _ in range(2):  # the second call: conv2d's fast path, recorded under 'direct'
+            clgrad.nn.functional.conv2d(x, w)
+        assert backends.last_conv_algorithm == "direct"
+        e = settings.epoch()
+        importlib.reload(backends)
+        assert backends.conv_algorithm == "auto" and settings.epoch() > e
+        y = clgrad.nn.functional.conv2d(x, w)
+        assert backends.last_conv_algorithm != "direct"
+        np.testing.assert_array_equal(y.numpy(), np.full((1, 8, 4, 3), 72.0))
+    finally:
+        importlib.reload(backends)

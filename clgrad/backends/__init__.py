@@ -79,6 +79,7 @@ class _Backends(types.ModuleType):
 _settings = settings
 _SETTINGS = frozenset({"conv_algorithm", "conv_implicit_variant", "conv_workspace_limit"})
 sys.modules[__name__].__class__ = _Backends
+_settings.changed()  # (importlib.reload sets every setting again, not through __setattr__)
 
 
 from clgrad.backends import cuda, cudnn, mps  # noqa: E402  (PyTorch's submodules)

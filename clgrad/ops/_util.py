@@ -223,6 +223,8 @@ def defines_of(dtype: dtypes.DType) -> dict:
         flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
         if flag:
             d[flag] = 1
+        if dtype.is_bool:  # (uchar like uint8: kernels that must keep 0/1 read it)
+            d["IS_BOOL"] = 1
         _DEFINES[dtype] = d
     return d
 

@@ -906,10 +906,16 @@ sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmo
 
 def relu(x: Tensor) -> Tensor:
     """max(x, 0) elementwise; NaN stays NaN. The gradient is 0 at x <= 0 and passes at NaN
-    (PyTorch's threshold_backward)."""
+    (PyTorch's threshold_backward). Dtypes: floating and integer, kept.
+
+    Raises RuntimeError for a bool tensor (PyTorch's "Boolean inputs not supported for
+    relu")."""
+    dt = x.dtype
+    if not dt.is_floating_point:
+        if dt.is_bool:
+            raise RuntimeError("Boolean inputs not supported for relu")
+        return _launch_unary("relu", x)
     out = _launch_unary("relu", x)
-    if not x.dtype.is_floating_point:
-        return out
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y])
 

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from clgrad import backends, dtypes
+from clgrad import backends, capture as _capture, dtypes
 from clgrad.autograd import record
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.ops._util import launch_items, empty, view_arg, zeros
@@ -197,6 +197,7 @@ def _base_grid(theta: Tensor, spatial: tuple, align: bool) -> Tensor:
         axes = [_base_axis(s, align) for s in reversed(spatial)]   # x, y (, z)
         mesh = np.meshgrid(*axes, indexing="ij")                    # dims (W, H(, D))
         rows = np.stack([m.transpose() for m in mesh] + [np.ones(spatial)], axis=-1)
-        base = dev.keep_plan(key, theta.new_tensor(
-            rows.reshape(1, -1, len(spatial) + 1).astype(theta.dtype.np)))
+        with _capture.paused():  # uploaded now, even in a capture (which runs nothing until
+            base = dev.keep_plan(key, theta.new_tensor(  # its replay): later calls read it
+                rows.reshape(1, -1, len(spatial) + 1).astype(theta.dtype.np)))
     return base

@@ -10,6 +10,7 @@ weight and bias gradients are then two reductions), lrn_fwd, lrn_bwd.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -43,8 +44,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     Shapes:  input (N, C, *), running_mean/running_var/weight/bias (C,) -> (N, C, *)
     Grad:    input, weight, bias (exact through the batch statistics in training)
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
-             eval; ValueError for one value per channel in training; TypeError for a dtype
-             mismatch.
+             eval; ValueError for one value per channel in training, eps < 0, or eps <= 0 in
+             training; TypeError for a dtype mismatch, a non-floating input, or a momentum or
+             eps that is not a real number (PyTorch's).
     activation: (clgrad's own, not PyTorch's) None, "relu", "relu6" or "silu": act(batch_norm(
              ...)) in the same launches (nn.Sequential fuses BatchNorm2d + ReLU / ReLU6 / SiLU
              with it): the backward multiplies the gradient by act' at the pre-activation,
@@ -70,6 +72,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                          p._storage.dtype is xs.dtype and p._shape == want):
             continue  # (what _check_param checks, read directly: the common case)
         _check_param("batch_norm", name, p, x)
+    if type(momentum) is not float or type(eps) is not float or not eps > 0.0 or \
+            not xs.dtype.is_floating_point:  # (the common case read directly, as above)
+        momentum, eps = _bn_scalars(x, training, momentum, eps)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("batch_norm: expected running_mean and running_var in eval mode "
                            "(training=False), got None")
@@ -519,6 +524,24 @@ def _channel_args(shape, *tensors):
 
 
 _CHANNEL_ARGS: dict = {}  # _channel_args per (shape, (strides, offset) of each tensor)
+
+
+def _bn_scalars(x, training, momentum, eps):
+    """batch_norm's momentum and eps as floats, checked as PyTorch checks them (a None or a
+    negative eps would otherwise reach the launch plan as NaN), and its input's dtype.
+
+    Raises TypeError for a non-floating input, or a momentum or eps that is not a real number
+    (int, float, bool, NumPy scalar); ValueError for eps < 0, or eps <= 0 in training."""
+    _check_float_tensor("batch_norm", x)
+    for name, v in (("momentum", momentum), ("eps", eps)):
+        if not isinstance(v, numbers.Real):
+            raise TypeError(f"batch_norm(): argument '{name}' must be float, not "
+                            f"{type(v).__name__}")
+    if training and eps <= 0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return float(momentum), float(eps)
 
 
 def _check_param(op, name, p, x):

@@ -130,27 +130,42 @@ _MISS = object()
 class _Recorder:
     """A device's capture hook (runtime/device.py's ``_capture``) while record_launches runs:
     it keeps the launches of its thread and lets every command run; an allocation, copy or
-    fill, or a launch from another thread, spoils the recording."""
+    fill, or a launch from another thread, spoils the recording. Another thread's commands go
+    on to the class's hook, ``Device._capture`` (a graph that thread may be capturing: this
+    instance attribute hides it from the device's methods meanwhile)."""
 
     def __init__(self):
         self.thread = threading.get_ident()
         self.launches, self.clean = [], True
 
     def _launch(self, dev, kernel, gsize, lsize, args):
-        if threading.get_ident() != self.thread:
-            self.clean = False
-        else:
+        if threading.get_ident() == self.thread:
             self.launches.append((kernel, gsize, lsize, args))
-        return False
+            return False
+        self.clean = False
+        outer = Device._capture
+        return outer is not None and outer._launch(dev, kernel, gsize, lsize, args)
 
     def _alloc(self, dev, nbytes):
         self.clean = False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return None
+        return outer._alloc(dev, nbytes)
 
     def _copy(self, dev, *args):
         self.clean = False
-        return False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return False
+        return outer._copy(dev, *args)
 
-    _fill = _copy
+    def _fill(self, dev, *args):
+        self.clean = False
+        outer = Device._capture
+        if outer is None or threading.get_ident() == self.thread:
+            return False
+        return outer._fill(dev, *args)
 
 
 def record_launches(dev, run, buffers):
@@ -160,12 +175,16 @@ def record_launches(dev, run, buffers):
     next call binds ``plan.run(dev, *[its buffers[r] for r in roles])``. None when the launches
     cannot be replayed so: ``run`` allocated, copied or filled (a workspace, a bias fill),
     another thread launched meanwhile, a buffer argument is none of ``buffers`` or two of
-    ``buffers`` are one buffer, or a capture is running. ``run`` runs in any case."""
-    if Device._capture is not None or "_capture" in dev.__dict__:  # capturing, or forked
+    ``buffers`` are one buffer, or a capture or another recording on ``dev`` is running (the
+    other thread's launches then spoil it). ``run`` runs in any case."""
+    rec = _Recorder()
+    with _LOCK:  # (one step: two threads' first calls must not both hook the device)
+        busy = Device._capture is not None or "_capture" in dev.__dict__  # capturing, forked
+        if not busy:                                                       # or recording
+            dev._capture = rec
+    if busy:
         run()
         return None
-    rec = _Recorder()
-    dev._capture = rec
     try:
         run()
     finally:

@@ -31,7 +31,7 @@ import time
 import pyopencl as cl
 
 from clgrad.kernel_structs import V5_T, longs
-from clgrad import settings
+from clgrad import capture as _capture, settings
 from clgrad.ops._util import defines_for
 from clgrad.ops.conv.algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
                                         _workspace)
@@ -297,17 +297,18 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
         hit = _TUNED.get(key)
         if hit is not None:
             return hit["algo"]
-        run, best = trial(pass_name, geo, dtype, dev), {}
-        for algo in candidates:
-            if run(algo):  # also compiles and warms up
-                best[algo] = float("inf")
-        dev.synchronize()
-        for _ in range(3):  # the candidates alternate: a burst of load hits them alike
-            for algo in best:
-                t0 = time.perf_counter()
-                run(algo)
-                dev.synchronize()
-                best[algo] = min(best[algo], time.perf_counter() - t0)
+        with _capture.paused():  # run and timed now, even in a capture (no part of its graph)
+            run, best = trial(pass_name, geo, dtype, dev), {}
+            for algo in candidates:
+                if run(algo):  # also compiles and warms up
+                    best[algo] = float("inf")
+            dev.synchronize()
+            for _ in range(3):  # the candidates alternate: a burst of load hits them alike
+                for algo in best:
+                    t0 = time.perf_counter()
+                    run(algo)
+                    dev.synchronize()
+                    best[algo] = min(best[algo], time.perf_counter() - t0)
         times = {algo: round(t * 1e3, 4) for algo, t in best.items()}
         if not times:
             return None

@@ -81,9 +81,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Dtypes:  float32, float64; all tensors alike.
     Views:   any strided input, weight and bias (read through their strides); out is new.
     Grad:    input, weight, bias.
-    Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, a kernel
-             larger than the padded input, non-positive stride/dilation/groups, negative
-             padding, dtype or device mismatch; TypeError for non-tensors.
+    Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, fewer
+             output channels than groups (none), a kernel larger than the padded input,
+             non-positive stride/dilation/groups, negative padding, dtype or device mismatch;
+             TypeError for non-tensors.
     Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
              conv_igemm_gpu.cl, conv_blocked_cpu.cl.

@@ -160,6 +160,9 @@ def _check_args(x, w, b, stride, padding, dilation, groups) -> Problem:
     if c % g:
         raise RuntimeError(f"conv2d: input has {c} channels, which is not divisible by "
                            f"groups={g} (input.shape={tuple(x.shape)})")
+    if o < g:
+        raise RuntimeError(f"conv2d: given groups={g}, expected weight to be at least {g} at "
+                           f"dimension 0, but got weight of size {list(w.shape)} instead")
     if o % g:
         raise RuntimeError(f"conv2d: given groups={g}, expected weight to be divisible by {g} "
                            f"at dimension 0, but got weight of size {list(w.shape)} instead")
