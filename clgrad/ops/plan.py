@@ -146,26 +146,23 @@ class _Recorder:
         outer = Device._capture
         return outer is not None and outer._launch(dev, kernel, gsize, lsize, args)
 
-    def _alloc(self, dev, nbytes):
+    def _other(self, what: str, dev, args, declined):
+        """An allocation, copy or fill (``what``: the hook's method): it spoils the recording;
+        another thread's goes on to ``Device._capture``; ``declined`` lets the device do it."""
         self.clean = False
         outer = Device._capture
         if outer is None or threading.get_ident() == self.thread:
-            return None
-        return outer._alloc(dev, nbytes)
+            return declined
+        return getattr(outer, what)(dev, *args)
+
+    def _alloc(self, dev, nbytes):
+        return self._other("_alloc", dev, (nbytes,), None)
 
     def _copy(self, dev, *args):
-        self.clean = False
-        outer = Device._capture
-        if outer is None or threading.get_ident() == self.thread:
-            return False
-        return outer._copy(dev, *args)
+        return self._other("_copy", dev, args, False)
 
     def _fill(self, dev, *args):
-        self.clean = False
-        outer = Device._capture
-        if outer is None or threading.get_ident() == self.thread:
-            return False
-        return outer._fill(dev, *args)
+        return self._other("_fill", dev, args, False)
 
 
 def record_launches(dev, run, buffers):
