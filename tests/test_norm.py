@@ -665,6 +665,7 @@ def test_batch_norm_checks_momentum_eps_and_dtype():
     for kw in (dict(momentum=None), dict(eps=-1.0), dict(eps=0.0, training=True)):
         with pytest.raises((TypeError, ValueError)) as theirs:
             torch.nn.functional.batch_norm(torch.tensor(x), torch.zeros(3), torch.ones(3), **kw)
-        with pytest.raises(theirs.type, match=str(theirs.value).split(", but")[0]
-                           if theirs.type is ValueError else "momentum"):
+        # the type as torch's; the wording differs between torch versions (2.11: "eps must be
+        # positive", 2.13: "non-negative"; the exact 2.13 messages are asserted above)
+        with pytest.raises(theirs.type, match="momentum" if "momentum" in kw else "eps"):
             F.batch_norm(clgrad.tensor(x), clgrad.zeros(3), clgrad.ones(3), **kw)
