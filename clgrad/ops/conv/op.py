@@ -98,9 +98,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         if fast is not None:
             plans, geo, shape, algo, debug, _ = fast
             out = Tensor._empty(shape, input._storage.dtype, dev)
-            replay(dev, plans, (input._storage.buffer, weight._storage.buffer,
-                                out._storage.buffer,
-                                None if bias is None else bias._storage.buffer))
+            bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                    None if bias is None else bias._storage.buffer)
+            if plans.scratch:  # workspaces: allocated per call
+                replay(dev, plans, bufs)
+            else:  # (replay's loop, without its call)
+                for plan, roles in plans:
+                    plan.run(dev, *map(bufs.__getitem__, roles))
             if backends.last_conv_algorithm is not algo:  # a write to backends is a Python
                 backends.last_conv_algorithm = algo       # call (its settings' epoch)
             backends.last_conv_algorithms["forward"] = algo
