@@ -293,12 +293,16 @@ def _run(roots, root_grads, retain_graph, targets=None):
     # leave its id to a new one, whose count then starts again (ids alone counted the new
     # gradient as shared, and the leaf copied it).
     deliveries = {}
-    for g in root_grads:
-        _deliver(deliveries, g._storage)
-        _deliver(deliveries, g._storage)  # the caller holds it: never kept without a copy
+    for g in root_grads:  # the caller holds it: never kept without a copy (send counts once)
+        _deliver(deliveries, g._storage, 2)
 
     def send(edge, g, slot=None):
-        _deliver(deliveries, g._storage)
+        st = g._storage  # (_deliver inline: one call less per edge)
+        entry = deliveries.get(id(st))
+        if entry is not None and entry[0]() is st:
+            entry[1] += 1
+        else:
+            deliveries[id(st)] = [weakref.ref(st), 1]
         key = id(edge)
         if type(edge) is Node:
             if edge.n_outputs is not None:  # from output `slot`'s Node
@@ -362,13 +366,13 @@ def _run(roots, root_grads, retain_graph, targets=None):
     return None
 
 
-def _deliver(deliveries: dict, storage):
-    """Count one more delivery of ``storage`` (see _run)."""
+def _deliver(deliveries: dict, storage, n: int = 1):
+    """Count ``n`` more deliveries of ``storage`` (see _run; its ``send`` counts inline)."""
     entry = deliveries.get(id(storage))
     if entry is not None and entry[0]() is storage:
-        entry[1] += 1
+        entry[1] += n
     else:
-        deliveries[id(storage)] = [weakref.ref(storage), 1]
+        deliveries[id(storage)] = [weakref.ref(storage), n]
 
 
 def _delivered(deliveries: dict, storage) -> int:
@@ -385,21 +389,16 @@ def _finish_leaf(leaf, g, owned, deliveries):
         if leaf._grad is None:  # a dense tensor of its own, never an alias
             fresh = hooked is g and (owned or _delivered(deliveries, g._storage) == 1)
             g = hooked
-            own = fresh and g._base is None and g._offset == 0 and _dense(g)
+            own = False
+            if fresh and g._base is None and g._offset == 0:  # dense over all its storage
+                geo = _CONTIG.get(g._shape)  # (the cached contiguous geometry: no call)
+                own = (geo[2] == g._storage.size if geo is not None and geo[1] == g._strides
+                       else g.is_contiguous() and g.numel() == g._storage.size)
             leaf._grad = g if own else g.contiguous(force_copy=True)
         else:
             leaf._grad.add_(hooked)
     for hook in tuple((leaf._post_acc_hooks or {}).values()):
         hook(leaf)
-
-
-def _dense(g) -> bool:
-    """g is row-major over all of its storage (the cached contiguous geometry of its shape
-    first: no call)."""
-    geo = _CONTIG.get(g._shape)
-    if geo is not None and geo[1] == g._strides:
-        return geo[2] == g._storage.size
-    return g.is_contiguous() and g.numel() == g._storage.size
 
 
 def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
