@@ -442,13 +442,13 @@ def _roots_and_grads(tensors, grad_tensors, op):
             g = t.new_ones(t.shape)
         elif not isinstance(g, Tensor):
             g = t.new_tensor(g)
-        if tuple(g.shape) != tuple(t.shape):
+        if g._shape != t._shape:  # (the slots: Size tuples)
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
         if g._storage.device is not t._storage.device:  # PyTorch's validate_outputs
             raise RuntimeError(f"{op}: invalid gradient at index {i} - expected device "
                                f"{t.device} but got {g.device}")
-        if g.dtype is not t.dtype:
+        if g._storage.dtype is not t._storage.dtype:
             g = g.to(t.dtype)
         fn = t.grad_fn
         roots.append(fn if fn is not None else t)

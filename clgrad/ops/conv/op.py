@@ -159,24 +159,27 @@ def _backward(geo, empty_sum, input, weight, bias):
     """conv2d's backward closure over its inputs and checked geometry."""
     def backward(grad):
         gi = gw = gb = None
-        g4 = _as4(grad)
         want_b = bias is not None and bias.requires_grad
         if input.requires_grad:
-            gi = empty(input.shape, input.dtype, input._storage.device)
+            st = input._storage  # (the slots: no property calls)
+            gi = Tensor._empty(input._shape, st.dtype, st.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
                 _grad_input_replayed(geo, grad, weight, gi)
-        if weight.requires_grad or want_b:
-            gw = empty(weight.shape, weight.dtype, weight._storage.device)
-            gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
+        want_w = weight.requires_grad
+        if want_w or want_b:
+            st = weight._storage
+            gw = Tensor._empty(weight._shape, st.dtype, st.device)
+            gb = (Tensor._empty(bias._shape, bias._storage.dtype, bias._storage.device)
+                  if want_b else None)
             if empty_sum:
                 ew.fill_raw(gw, 0)
                 if gb is not None:
-                    rd.sum_into(gb, g4, (0, 2, 3))
+                    rd.sum_into(gb, _as4(grad), (0, 2, 3))
             else:
                 _grad_weight_replayed(geo, input, grad, weight, gw, gb)
-            gw = gw if weight.requires_grad else None
+            gw = gw if want_w else None
         return gi, gw, gb
     return backward
 
@@ -228,7 +231,8 @@ def _replayed(dev, key, bufs, pass_name) -> bool:
         return False
     plans, algo, debug = hit
     replay(dev, plans, bufs)
-    backends.last_conv_algorithm = algo
+    if backends.last_conv_algorithm is not algo:  # a write to backends is a Python call
+        backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
     if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
         _debug_choice(pass_name, debug, algo)
