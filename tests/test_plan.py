@@ -323,6 +323,32 @@ def test_conv2d_blocked_passes_replay_with_workspaces(monkeypatch):
                                                  "grad_weight": "blocked"}
 
 
+def test_strided_launch_1d_plans_follow_layouts_and_never_fix_raw_values():
+    """launch_1d's strided launches (views: a gradient summed with a slice of cat's) keep a
+    Plan per layout of out and operands; every offset, stride and shape change gives its own,
+    new values are read through the buffers, and raw operands (numbers) are bound per call,
+    never planned: NumPy values throughout."""
+    from clgrad.ops import _util
+    rng = np.random.default_rng(11)
+    f32 = np.float32
+    dev = clgrad.zeros(1)._storage.device
+    for _ in range(3):  # the first round plans, the later ones replay (new values each)
+        bn = rng.standard_normal((4, 12, 5, 6)).astype(f32)
+        dn = rng.standard_normal((4, 6, 5, 6)).astype(f32)
+        big, d = clgrad.from_numpy(bn), clgrad.from_numpy(dn)
+        for sl in (slice(0, 6), slice(3, 9), slice(6, 12)):  # offsets
+            np.testing.assert_array_equal((big[:, sl] + d).numpy(), bn[:, sl] + dn)
+            np.testing.assert_array_equal((d - big[:, sl]).numpy(), dn - bn[:, sl])
+        np.testing.assert_array_equal((big[:, ::2] * d).numpy(), bn[:, ::2] * dn)  # strides
+        t = big.permute(0, 1, 3, 2)[:, 2:8]  # another stride order, other shape
+        np.testing.assert_array_equal((t + t).numpy(), 2 * bn.transpose(0, 1, 3, 2)[:, 2:8])
+        for c in (2.5, -1.0):  # a raw operand: its value bound per call
+            np.testing.assert_array_equal((big[:, 3:9] * c).numpy(), bn[:, 3:9] * f32(c))
+    strided = [k for k in dev.plans if isinstance(k, tuple) and len(k) > 2 and
+               _util._STRIDED in k and k[1] == settings.epoch()]
+    assert len(strided) >= 5
+
+
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])
 def test_binary_fast_paths_values_grads_and_refusals(op):
     """sub and mul take add's fast path too: on a cached signature the values, gradients
