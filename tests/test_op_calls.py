@@ -13,15 +13,25 @@ _spec.loader.exec_module(op_calls)
 
 # (forward, backward) calls at most, per case of tools/op_calls.py
 # relu, batch_norm and linear gained one call with the faces' device check (one_device)
+# backward (issue 34's remaining miss): the engine's per-node work cut and conv2d's weight
+# gradient replayed (before: a + b 66, relu 66, conv2d 171, batch_norm 98, linear 82; sum's
+# 410 was a kernel build the warm-up never reached: it now clears the leaves' grads too)
 BUDGET = {  # issue 34's targets: a + b 12, batch_norm 20, conv2d 35 (before: 19, 33, 80)
-    "a + b": (11, 66),
-    "a * 2": (18, 71),
-    "relu": (23, 66),
-    "conv2d": (15, 171),
-    "batch_norm": (13, 98),
-    "linear": (122, 82),
-    "sum": (42, 410),
+    "a + b": (11, 46),
+    "a * 2": (18, 47),
+    "relu": (23, 37),
+    "conv2d": (15, 62),
+    "batch_norm": (13, 54),
+    "linear": (122, 58),
+    "sum": (42, 74),
+    "a + b + sum": (53, 102),  # loss.backward(): the implicit 1, sum's backward, the op's
+    "relu + sum": (65, 96),
+    "conv2d + sum": (60, 136),
+    "batch_norm + sum": (58, 128),
+    "linear + sum": (165, 114),
 }
+# 6 parameters; before: sgd step 144 (24 per parameter), zero_grad 12 (the grad properties)
+OPTIMIZER_BUDGET = {"sgd step": 78, "zero_grad": 0}
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +45,12 @@ def test_calls_within_budget(counted, case):
     assert fwd > 0 and bwd > 0  # the profiler saw the op's Python frames
     assert fwd <= BUDGET[case][0], (case, fwd, bwd)
     assert bwd <= BUDGET[case][1], (case, fwd, bwd)
+
+
+@pytest.mark.parametrize("case", list(OPTIMIZER_BUDGET))
+def test_optimizer_calls_within_budget(case):
+    n = op_calls.optimizer_counts()[case]
+    assert n <= OPTIMIZER_BUDGET[case], (case, n)
 
 
 def test_count_sees_each_python_call():

@@ -222,7 +222,9 @@ def test_conv2d_fast_path_follows_layouts_arguments_and_settings(monkeypatch):
             assert backends.last_conv_algorithms["forward"] == algo
     fast = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k and
             k[0] == "conv2d" and k[1] == settings.epoch()]
-    assert not fast  # im2col allocates its workspace: never recorded, always the general path
+    # im2col allocates its workspace: recorded as a scratch buffer, allocated afresh per replay
+    # (the values above: the later rounds replayed)
+    assert len(fast) == 1 and fast[0][3] == "im2col" and fast[0][0].scratch
 
 
 def test_record_launches_refuses_what_it_cannot_replay():
@@ -245,6 +247,106 @@ def test_record_launches_refuses_what_it_cannot_replay():
     assert plan_mod.record_launches(dev, lambda: copy_raw(out, a),
                                     (out._storage.buffer, out._storage.buffer)) is None
     assert "_capture" not in dev.__dict__
+
+
+def test_record_launches_with_scratch_replays_workspaces_afresh():
+    """With scratch=True a run's own workspaces (allocated and dropped inside it) are recorded
+    as scratch roles past the given buffers; replay allocates them per call, gives their
+    bytes back, and computes on the new operands; a buffer that outlives the run (a result)
+    refuses."""
+    from clgrad.ops._util import copy_raw, empty
+    dev = clgrad.zeros(1)._storage.device
+    a = clgrad.from_numpy(np.arange(6, dtype=np.float32))
+    out = empty((6,), clgrad.float32, dev)
+
+    def run():  # a -> workspace -> out, the workspace dropped at the end
+        ws = empty((6,), clgrad.float32, dev)
+        copy_raw(ws, a)
+        copy_raw(out, ws)
+    got = plan_mod.record_launches(dev, run, (out._storage.buffer, a._storage.buffer),
+                                   scratch=True)
+    np.testing.assert_array_equal(out.numpy(), np.arange(6))
+    assert got is not None and got.scratch == (24,)
+    assert [roles for _, roles in got] == [(2, 1), (0, 2)]
+    assert plan_mod.record_launches(dev, run, (out._storage.buffer, a._storage.buffer)) \
+        is None  # without scratch an allocation refuses
+    b = clgrad.from_numpy(np.full(6, -3.5, np.float32))
+    held = dev.allocated
+    plan_mod.replay(dev, got, (out._storage.buffer, b._storage.buffer))
+    assert dev.allocated == held
+    np.testing.assert_array_equal(out.numpy(), np.full(6, -3.5, np.float32))
+    kept = []
+    assert plan_mod.record_launches(dev, lambda: kept.append(a + a), (a._storage.buffer,),
+                                    scratch=True) is None  # its result outlives the run
+    np.testing.assert_array_equal(kept[0].numpy(), 2 * np.arange(6))
+    assert "_capture" not in dev.__dict__
+
+
+def test_conv2d_blocked_passes_replay_with_workspaces(monkeypatch):
+    """The blocked algorithm pads and packs into workspaces: its forward, input gradient and
+    weight gradient are recorded with scratch buffers and replayed on later calls; values and
+    gradients stay NumPy's (float64 reference) on every call, also with new values."""
+    import clgrad.nn.functional as F
+    monkeypatch.setattr(backends, "conv_algorithm", "blocked")
+    rng = np.random.default_rng(5)
+    f32 = np.float32
+    wn, bn_ = rng.standard_normal((6, 4, 3, 3)), rng.standard_normal(6)
+    dev = clgrad.zeros(1)._storage.device
+    for i in range(4):  # the first call records, the later ones replay (new values each)
+        xn, gn = rng.standard_normal((2, 4, 7, 7)), rng.standard_normal((2, 6, 4, 4))
+        x = clgrad.from_numpy(xn.astype(f32)).requires_grad_()
+        w = clgrad.from_numpy(wn.astype(f32)).requires_grad_()
+        b = clgrad.from_numpy(bn_.astype(f32)).requires_grad_()
+        y = F.conv2d(x, w, b, stride=2, padding=1)
+        np.testing.assert_allclose(y.detach().numpy(), _conv_ref(xn, wn, bn_, 2, 1),
+                                   rtol=1e-4, atol=1e-4)
+        y.backward(clgrad.from_numpy(gn.astype(f32)))
+        # d/dw[o,c,i,j] = sum g[n,o,y,x] xp[n,c,2y+i,2x+j]; d/dx by finite-free adjoint
+        xp = np.pad(xn, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        gw = np.zeros_like(wn)
+        gx = np.zeros_like(xp)
+        for ki in range(3):
+            for kj in range(3):
+                patch = xp[:, :, ki:ki + 8:2, kj:kj + 8:2]
+                gw[:, :, ki, kj] = np.einsum("nohw,nchw->oc", gn, patch)
+                gx[:, :, ki:ki + 8:2, kj:kj + 8:2] += np.einsum("nohw,oc->nchw", gn,
+                                                                wn[:, :, ki, kj])
+        np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(x.grad.numpy(), gx[:, :, 1:-1, 1:-1], rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(b.grad.numpy(), gn.sum(axis=(0, 2, 3)), rtol=1e-4,
+                                   atol=1e-4)
+        for tag in ("conv2d", "conv2d_grad_input", "conv2d_grad_weight"):
+            kept = [v for k, v in dev.plans.items() if isinstance(k, tuple) and k and
+                    k[0] == tag and k[1] == settings.epoch()]
+            assert len(kept) == 1 and kept[0][0].scratch, tag
+        assert backends.last_conv_algorithms == {"forward": "blocked", "grad_input": "blocked",
+                                                 "grad_weight": "blocked"}
+
+
+def test_strided_launch_1d_plans_follow_layouts_and_never_fix_raw_values():
+    """launch_1d's strided launches (views: a gradient summed with a slice of cat's) keep a
+    Plan per layout of out and operands; every offset, stride and shape change gives its own,
+    new values are read through the buffers, and raw operands (numbers) are bound per call,
+    never planned: NumPy values throughout."""
+    from clgrad.ops import _util
+    rng = np.random.default_rng(11)
+    f32 = np.float32
+    dev = clgrad.zeros(1)._storage.device
+    for _ in range(3):  # the first round plans, the later ones replay (new values each)
+        bn = rng.standard_normal((4, 12, 5, 6)).astype(f32)
+        dn = rng.standard_normal((4, 6, 5, 6)).astype(f32)
+        big, d = clgrad.from_numpy(bn), clgrad.from_numpy(dn)
+        for sl in (slice(0, 6), slice(3, 9), slice(6, 12)):  # offsets
+            np.testing.assert_array_equal((big[:, sl] + d).numpy(), bn[:, sl] + dn)
+            np.testing.assert_array_equal((d - big[:, sl]).numpy(), dn - bn[:, sl])
+        np.testing.assert_array_equal((big[:, ::2] * d).numpy(), bn[:, ::2] * dn)  # strides
+        t = big.permute(0, 1, 3, 2)[:, 2:8]  # another stride order, other shape
+        np.testing.assert_array_equal((t + t).numpy(), 2 * bn.transpose(0, 1, 3, 2)[:, 2:8])
+        for c in (2.5, -1.0):  # a raw operand: its value bound per call
+            np.testing.assert_array_equal((big[:, 3:9] * c).numpy(), bn[:, 3:9] * f32(c))
+    strided = [k for k in dev.plans if isinstance(k, tuple) and len(k) > 2 and
+               _util._STRIDED in k and k[1] == settings.epoch()]
+    assert len(strided) >= 5
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul"])

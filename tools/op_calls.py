@@ -9,10 +9,15 @@ not counted) of that one call, the case's own lambda excluded, with its result d
 the counted region (so freeing a result counts, as it does in a loop), with the cyclic garbage
 collector off (its collections free other objects at random points). The backward cases make
 the forward outside the counted region, set the leaves' ``.grad`` to None (as
-``zero_grad()`` does) and count ``y.backward(g)`` (the engine, the closure and handing the
-gradients to the leaves). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000 float32;
-``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias; ``batch_norm`` training
-on (2, 16, 8, 8) with weight, bias and running stats; ``linear`` (8, 64) x (32, 64) + bias.
+``zero_grad()`` does; in the warm-up rounds too, so the counted round takes a warmed path)
+and count ``y.backward(g)`` (the engine, the closure and handing the gradients to the
+leaves); the ``+ sum`` cases count a loss's ``loss.backward()`` (the implicit gradient 1,
+the sum's backward, then the op's). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000
+float32; ``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias;
+``batch_norm`` training on (2, 16, 8, 8) with weight, bias and running stats; ``linear``
+(8, 64) x (32, 64) + bias. The optimizer rows (``--list`` takes them too) count one
+``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set) and one ``zero_grad()``
+over the 6 parameters of the conv2d, batch_norm and linear cases.
 """
 from __future__ import annotations
 
@@ -85,6 +90,11 @@ def cases():
         "batch_norm": lambda: F.batch_norm(x, rm, rv, w_, bias_, training=True),
         "linear": lambda: F.linear(li, lw, lb),
         "sum": lambda: a.sum(),
+        "a + b + sum": lambda: (a + b).sum(),
+        "relu + sum": lambda: F.relu(a).sum(),
+        "conv2d + sum": lambda: F.conv2d(x, cw_, cb_, padding=1).sum(),
+        "batch_norm + sum": lambda: F.batch_norm(x, rm, rv, w_, bias_, training=True).sum(),
+        "linear + sum": lambda: F.linear(li, lw, lb).sum(),
     }
     bwd = {
         "a + b": (lambda: ag + b, g1000),
@@ -94,19 +104,51 @@ def cases():
         "batch_norm": (lambda: F.batch_norm(xg, rm, rv, w, bias, training=True), gmap),
         "linear": (lambda: F.linear(lig, lw, lb), glin),
         "sum": (lambda: ag.sum(), gone),
+        "a + b + sum": (lambda: (ag + b).sum(), None),
+        "relu + sum": (lambda: F.relu(ag).sum(), None),
+        "conv2d + sum": (lambda: F.conv2d(xg, cw, cb, padding=1).sum(), None),
+        "batch_norm + sum": (lambda: F.batch_norm(xg, rm, rv, w, bias, training=True).sum(),
+                             None),
+        "linear + sum": (lambda: F.linear(lig, lw, lb).sum(), None),
     }
     return fwd, bwd
+
+
+def optimizer_cases():
+    """{name: (callable, prepare)}: one SGD step and one zero_grad over 6 parameters whose
+    gradients ``prepare()`` sets (uncounted)."""
+    import clgrad
+    clgrad.manual_seed(0)
+    params = [clgrad.randn(*s, requires_grad=True) for s in
+              ((16, 16, 3, 3), (16,), (16,), (16,), (32, 64), (32,))]
+    for p in params:
+        p.grad = clgrad.randn(*p.shape)
+    opt = clgrad.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
+    grads = [p.grad for p in params]
+
+    def prepare():
+        for p, g in zip(params, grads):
+            p.grad = g
+    return {"sgd step": (opt.step, prepare), "zero_grad": (opt.zero_grad, prepare)}
 
 
 def _backward_count(make, grad, keep=None) -> int:
     """'call' events of ``make().backward(grad)``'s backward alone (the forward uncounted, the
     leaves' gradients None first), after WARMUP forward + backward rounds."""
-    import clgrad
     for _ in range(WARMUP):
-        make().backward(grad)
+        y = make()
+        _clear_leaf_grads(y)
+        y.backward(grad)
     y = make()
-    leaves, stack, seen = [], [y.grad_fn], set()
-    while stack:  # the leaves the graph sends to (their .grad set to None, as zero_grad)
+    _clear_leaf_grads(y)
+    return _count(lambda: y.backward(grad), keep, warmup=0)
+
+
+def _clear_leaf_grads(y):
+    """Set ``.grad`` of the leaves y's graph sends to None (as ``zero_grad()``)."""
+    import clgrad
+    stack, seen = [y.grad_fn], set()
+    while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
@@ -114,12 +156,9 @@ def _backward_count(make, grad, keep=None) -> int:
         for nxt, _ in node.next_functions:
             var = getattr(nxt, "variable", None)
             if isinstance(var, clgrad.Tensor):
-                leaves.append(var)
+                var.grad = None
             else:
                 stack.append(nxt)
-    for t in leaves:
-        t.grad = None
-    return _count(lambda: y.backward(grad), keep, warmup=0)
 
 
 def counts() -> dict:
@@ -128,11 +167,31 @@ def counts() -> dict:
     return {name: (_count(fwd[name]), _backward_count(*bwd[name])) for name in fwd}
 
 
+def optimizer_counts() -> dict:
+    """{case: calls} for every case of ``optimizer_cases()``."""
+    return {name: _optimizer_count(*case) for name, case in optimizer_cases().items()}
+
+
+def _optimizer_count(fn, prepare, keep=None) -> int:
+    """'call' events of ``fn()`` after ``prepare()``, after WARMUP rounds of both."""
+    for _ in range(WARMUP):
+        prepare()
+        fn()
+    prepare()
+    return _count(fn, keep, warmup=0)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--list", metavar="OP", help="list the calls of one case (forward and "
                    "backward)")
     args = p.parse_args(argv)
+    if args.list in optimizer_cases():
+        names: list = []
+        print(f"{args.list}: {_optimizer_count(*optimizer_cases()[args.list], names)} calls")
+        for name in names:
+            print("   ", name.split("/clgrad/")[-1] if "/clgrad/" in name else name)
+        return
     if args.list:
         fwd, bwd = cases()
         for what, n_calls in (("forward", lambda k: _count(fwd[args.list], k)),
@@ -148,6 +207,9 @@ def main(argv=None):
     print("|---|---|---|")
     for name, (f, b) in got.items():
         print(f"| `{name}` | {f} | {b} |")
+    print("\n| optimizer | calls |\n|---|---|")
+    for name, n in optimizer_counts().items():
+        print(f"| `{name}` | {n} |")
 
 
 if __name__ == "__main__":

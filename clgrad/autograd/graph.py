@@ -4,13 +4,13 @@ See the package docstring (clgrad/autograd/__init__.py) for the memory and saved
 """
 from __future__ import annotations
 
-import collections
 import itertools
+import operator
 import threading
 import weakref
 
 from clgrad.autograd.grad_mode import _autocast_off, is_grad_enabled, no_grad
-from clgrad.tensor import Tensor
+from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
            "register_post_accumulate_grad_hook"]
@@ -220,39 +220,32 @@ def record(name: str, out, inputs, backward_fn, saved=()):
     return out
 
 
-def _check_saved(node):
-    for t, version in node.saved:
-        now = t._storage.version
-        if now != version:
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: a tensor of shape {tuple(t.shape)} saved by {node.name} is "
-                f"at version {now}; expected version {version} instead. Hint: do not write "
-                f"into it (or any view of its storage) before backward, or clone() it first")
+def _raise_modified(node, t, now, version):
+    """The RuntimeError of a saved tensor written in place since it was saved."""
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: a tensor of shape {tuple(t.shape)} saved by {node.name} is "
+        f"at version {now}; expected version {version} instead. Hint: do not write "
+        f"into it (or any view of its storage) before backward, or clone() it first")
 
 
 def _collect(roots):
     """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion)."""
     seen, stack, nodes = set(), [r for r in roots if isinstance(r, Node)], []
-    while stack:
+    while stack:  # (loops, not generators: no Python frame per node)
         n = stack.pop()
         if id(n) in seen:
             continue
         seen.add(id(n))
         nodes.append(n)
-        stack.extend(e for e in n.next if isinstance(e, Node) and id(e) not in seen)
-    nodes.sort(key=lambda n: -n.seq)
+        for e in n.next:
+            if type(e) is Node and id(e) not in seen:
+                stack.append(e)
+    nodes.sort(key=_SEQ, reverse=True)
     return nodes
 
 
-def _accumulate(store: dict, key, g, owned: dict):
-    prev = store.get(key)
-    if prev is None:
-        store[key] = g
-        owned[key] = False  # may alias a tensor someone else holds
-    else:
-        store[key] = prev + g
-        owned[key] = True  # a fresh tensor made by the engine
+_SEQ = operator.attrgetter("seq")
 
 
 def _apply(node, g, retain_graph):
@@ -262,7 +255,9 @@ def _apply(node, g, retain_graph):
             f"Trying to backward through the graph a second time (through {node.name}), but "
             f"the saved tensors have already been freed. Specify retain_graph=True on the first "
             f"backward() or autograd.grad() call.")
-    _check_saved(node)
+    for t, version in node.saved:  # the saved tensors unchanged since (their versions)
+        if t._storage.version != version:
+            _raise_modified(node, t, t._storage.version, version)
     grads = node.backward_fn(g)
     if not isinstance(grads, tuple):
         grads = (grads,)
@@ -274,11 +269,11 @@ def _apply(node, g, retain_graph):
         if edge is None or ig is None:
             continue
         shape, dtype = meta
-        if ig.shape != shape:
+        if ig._shape != shape:
             raise RuntimeError(f"{node.name} backward returned a gradient of shape "
                                f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
-        out.append((edge, ig if ig.dtype is dtype else ig.to(dtype)))
+        out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
     return out
@@ -298,20 +293,33 @@ def _run(roots, root_grads, retain_graph, targets=None):
     # leave its id to a new one, whose count then starts again (ids alone counted the new
     # gradient as shared, and the leaf copied it).
     deliveries = {}
-    for g in root_grads:
-        _deliver(deliveries, g._storage)
-        _deliver(deliveries, g._storage)  # the caller holds it: never kept without a copy
+    for g in root_grads:  # the caller holds it: never kept without a copy (send counts once)
+        _deliver(deliveries, g._storage, 2)
 
     def send(edge, g, slot=None):
-        _deliver(deliveries, g._storage)
-        if isinstance(edge, Node) and edge.n_outputs is not None:  # from output `slot`'s Node
-            grads = node_grads.setdefault(id(edge), [None] * edge.n_outputs)
-            grads[slot] = g if grads[slot] is None else grads[slot] + g
-        elif isinstance(edge, Node):
-            _accumulate(node_grads, id(edge), g, owned)
+        st = g._storage  # (_deliver inline: one call less per edge)
+        entry = deliveries.get(id(st))
+        if entry is not None and entry[0]() is st:
+            entry[1] += 1
         else:
-            _accumulate(leaf_grads, id(edge), g, owned)
-            leaves[id(edge)] = edge
+            deliveries[id(st)] = [weakref.ref(st), 1]
+        key = id(edge)
+        if type(edge) is Node:
+            if edge.n_outputs is not None:  # from output `slot`'s Node
+                grads = node_grads.setdefault(key, [None] * edge.n_outputs)
+                grads[slot] = g if grads[slot] is None else grads[slot] + g
+                return
+            store = node_grads
+        else:
+            store = leaf_grads
+            leaves[key] = edge
+        prev = store.get(key)
+        if prev is None:
+            store[key] = g
+            owned[key] = False  # may alias a tensor someone else holds
+        else:
+            store[key] = prev + g
+            owned[key] = True  # a fresh tensor made by the engine
 
     want = None if targets is None else {id(t) for t in targets}
     captured = {}
@@ -321,8 +329,13 @@ def _run(roots, root_grads, retain_graph, targets=None):
         nodes = _collect(roots)
         # Edges still to run into each leaf: a leaf's gradient is final (and its post-
         # accumulate-grad hooks run) as soon as the last Node sending to it has run.
-        pending = None if want is not None else collections.Counter(
-            id(e) for n in nodes for e in n.next if e is not None and not isinstance(e, Node))
+        pending = None
+        if want is None:
+            pending = {}
+            for n in nodes:
+                for e in n.next:
+                    if e is not None and type(e) is not Node:
+                        pending[id(e)] = pending.get(id(e), 0) + 1
         for node in nodes:
             g = node_grads.pop(id(node), None)
             if g is not None:
@@ -339,7 +352,7 @@ def _run(roots, root_grads, retain_graph, targets=None):
                     send(edge, ig, node.slot)
             if pending is not None:
                 for e in node.next:
-                    if e is None or isinstance(e, Node):
+                    if e is None or type(e) is Node:
                         continue
                     pending[id(e)] -= 1
                     if pending[id(e)] == 0 and id(e) in leaf_grads:
@@ -353,13 +366,13 @@ def _run(roots, root_grads, retain_graph, targets=None):
     return None
 
 
-def _deliver(deliveries: dict, storage):
-    """Count one more delivery of ``storage`` (see _run)."""
+def _deliver(deliveries: dict, storage, n: int = 1):
+    """Count ``n`` more deliveries of ``storage`` (see _run; its ``send`` counts inline)."""
     entry = deliveries.get(id(storage))
     if entry is not None and entry[0]() is storage:
-        entry[1] += 1
+        entry[1] += n
     else:
-        deliveries[id(storage)] = [weakref.ref(storage), 1]
+        deliveries[id(storage)] = [weakref.ref(storage), n]
 
 
 def _delivered(deliveries: dict, storage) -> int:
@@ -371,13 +384,16 @@ def _delivered(deliveries: dict, storage) -> int:
 def _finish_leaf(leaf, g, owned, deliveries):
     """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
     ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
-    hooked = _leaf_hooked(leaf, g)
+    hooked = _leaf_hooked(leaf, g) if _LEAF_HOOKS else g
     with _ACCUMULATE_LOCK:  # add_ reads then writes .grad: concurrent backwards would lose sums
         if leaf._grad is None:  # a dense tensor of its own, never an alias
             fresh = hooked is g and (owned or _delivered(deliveries, g._storage) == 1)
             g = hooked
-            own = fresh and g._base is None and g._offset == 0 and g.is_contiguous() \
-                and g.numel() == g._storage.size
+            own = False
+            if fresh and g._base is None and g._offset == 0:  # dense over all its storage
+                geo = _CONTIG.get(g._shape)  # (the cached contiguous geometry: no call)
+                own = (geo[2] == g._storage.size if geo is not None and geo[1] == g._strides
+                       else g.is_contiguous() and g.numel() == g._storage.size)
             leaf._grad = g if own else g.contiguous(force_copy=True)
         else:
             leaf._grad.add_(hooked)
@@ -426,13 +442,13 @@ def _roots_and_grads(tensors, grad_tensors, op):
             g = t.new_ones(t.shape)
         elif not isinstance(g, Tensor):
             g = t.new_tensor(g)
-        if tuple(g.shape) != tuple(t.shape):
+        if g._shape != t._shape:  # (the slots: Size tuples)
             raise RuntimeError(f"{op}: expected gradient of shape {tuple(t.shape)}, got "
                                f"{tuple(g.shape)}")
         if g._storage.device is not t._storage.device:  # PyTorch's validate_outputs
             raise RuntimeError(f"{op}: invalid gradient at index {i} - expected device "
                                f"{t.device} but got {g.device}")
-        if g.dtype is not t.dtype:
+        if g._storage.dtype is not t._storage.dtype:
             g = g.to(t.dtype)
         fn = t.grad_fn
         roots.append(fn if fn is not None else t)

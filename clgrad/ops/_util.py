@@ -294,6 +294,15 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
         plan.run_with(dev, mem, val)
         return
     tens = [o for o in operands if isinstance(o, Tensor)]
+    # Tensors only (no raw operand or extra argument, whose values a plan would fix): the
+    # strided launch is a Plan too, keyed as the flat one (the layouts decide flat or not)
+    planned = not extra and len(tens) == len(operands)
+    if planned:
+        k = plan_key(file, (out, *operands), (name, _STRIDED, *defines.items()))
+        plan = dev.plans.get(k)
+        if plan is not None:
+            plan.run(dev, out._storage.buffer, *map(_BUFFER, operands))
+            return
     shape, strides = layout.collapse(out._shape, ost, *[t._strides for t in tens])
     if len(shape) > MAXD:
         raise RuntimeError(f"{name}: tensors of more than {MAXD} non-mergeable dims are "
@@ -301,21 +310,34 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
     rows = len(shape) >= 2 and file in _ROWS_FILES  # see common.h's ROWS2D
     args = [_LONG(shape[-1] if rows else n), _INT(len(shape)), shape_arg(shape),
             out._storage.buffer, view_arg(out, strides[0])]
-    k = 1
+    k_ = 1
     for o in operands:
         if isinstance(o, Tensor):
-            args += (o._storage.buffer, view_arg(o, strides[k]))
-            k += 1
+            args += (o._storage.buffer, view_arg(o, strides[k_]))
+            k_ += 1
         else:
             args.append(o)
     args += extra
     if rows:
         inner = shape[-1]
-        w0, w1 = rows_group(inner, n // inner)
-        dev.launch(dev.kernel(file, name, dict(defines, ROWS2D=len(shape))),
-                   (inner, n // inner), (w0, w1), *args)
+        kernel = dev.kernel(file, name, dict(defines, ROWS2D=len(shape)))
+        gsize, lsize = (inner, n // inner), rows_group(inner, n // inner)
+    else:
+        kernel, gsize, lsize = dev.kernel(file, name, defines), (n,), (LOCAL,)
+    if not planned:
+        dev.launch(kernel, gsize, lsize, *args)
         return
-    dev.launch(dev.kernel(file, name, defines), (n,), (LOCAL,), *args)
+    val, mem_at = [], []
+    for i, a in enumerate(args):  # the buffers bound per call, the layout's arguments fixed
+        if _arg_kind(a) == 0:
+            mem_at.append(i)
+        else:
+            val += (i, a)
+    plan = dev.keep_plan(k, Plan(kernel, gsize, lsize, val, mem_at))
+    plan.run(dev, out._storage.buffer, *map(_BUFFER, operands))
+
+
+_STRIDED = "strided"  # launch_1d's plan key of a strided launch (params: after the kernel)
 
 
 def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:

@@ -895,8 +895,9 @@ arctan2 = atan2
 
 
 def _binary_grad(kname, g, y):
-    out = empty(g.shape, g.dtype, g._storage.device)
-    launch_1d(_FILE, kname, defines_for(g.dtype), out, (g, y))
+    st = g._storage  # (the slots, the shared defines: no property or copy calls)
+    out = Tensor._empty(g._shape, st.dtype, st.device)
+    launch_1d(_FILE, kname, defines_of(st.dtype), out, (g, y))
     return out
 
 

@@ -25,7 +25,7 @@ import pyopencl as cl
 from clgrad.runtime.device import _LOCK, Device, arg_kind
 from clgrad.settings import _EPOCH
 
-__all__ = ["Plan", "key", "cached", "record_launches"]
+__all__ = ["Plan", "key", "cached", "record_launches", "replay", "Recorded"]
 
 
 class Plan:
@@ -129,14 +129,18 @@ _MISS = object()
 
 class _Recorder:
     """A device's capture hook (runtime/device.py's ``_capture``) while record_launches runs:
-    it keeps the launches of its thread and lets every command run; an allocation, copy or
-    fill, or a launch from another thread, spoils the recording. Another thread's commands go
-    on to the class's hook, ``Device._capture`` (a graph that thread may be capturing: this
-    instance attribute hides it from the device's methods meanwhile)."""
+    it keeps the launches of its thread and lets every command run; a copy or fill, a launch
+    from another thread, or an allocation (unless ``scratch``), spoils the recording. With
+    ``scratch`` its thread's allocations are made here and kept (alive while recording, so no
+    id is reused) with their sizes. Another thread's commands go on to the class's hook,
+    ``Device._capture`` (a graph that thread may be capturing: this instance attribute hides
+    it from the device's methods meanwhile)."""
 
     def __init__(self):
         self.thread = threading.get_ident()
         self.launches, self.clean = [], True
+        self.scratch = None  # with scratch: [(buffer, nbytes)] of the run's allocations
+        self.inner = False  # while _alloc itself allocates through the device
 
     def _launch(self, dev, kernel, gsize, lsize, args):
         if threading.get_ident() == self.thread:
@@ -156,7 +160,17 @@ class _Recorder:
         return getattr(outer, what)(dev, *args)
 
     def _alloc(self, dev, nbytes):
-        return self._other("_alloc", dev, (nbytes,), None)
+        if self.scratch is None or threading.get_ident() != self.thread:
+            return self._other("_alloc", dev, (nbytes,), None)
+        if self.inner:
+            return None  # the allocation below: the device's own
+        self.inner = True
+        try:
+            buf = dev.alloc(nbytes)
+        finally:
+            self.inner = False
+        self.scratch.append((buf, nbytes))
+        return buf
 
     def _copy(self, dev, *args):
         return self._other("_copy", dev, args, False)
@@ -165,16 +179,30 @@ class _Recorder:
         return self._other("_fill", dev, args, False)
 
 
-def record_launches(dev, run, buffers):
-    """Run ``run()`` (an op's launches on ``dev``) and return them as Plans: a list of
-    ``(plan, roles)``, where ``roles`` gives, per buffer argument of the plan, its index in
-    ``buffers`` (the operands' and results' buffers; None entries are skipped), so that the
-    next call binds ``plan.run(dev, *[its buffers[r] for r in roles])``. None when the launches
-    cannot be replayed so: ``run`` allocated, copied or filled (a workspace, a bias fill),
-    another thread launched meanwhile, a buffer argument is none of ``buffers`` or two of
-    ``buffers`` are one buffer, or a capture or another recording on ``dev`` is running (the
-    other thread's launches then spoil it). ``run`` runs in any case."""
+class Recorded(list):
+    """What record_launches gives: a list of ``(plan, roles)``, and ``scratch``: the sizes in
+    bytes of the buffers the recorded run allocated for itself (workspaces), in order; role
+    ``len(buffers) + j`` is the j-th of them, allocated afresh by each ``replay``."""
+
+    __slots__ = ("scratch",)
+
+
+def record_launches(dev, run, buffers, scratch=False):
+    """Run ``run()`` (an op's launches on ``dev``) and return them as Plans: a ``Recorded``
+    list of ``(plan, roles)``, where ``roles`` gives, per buffer argument of the plan, its
+    index in ``buffers`` (the operands' and results' buffers; None entries are skipped), so
+    that the next call binds ``plan.run(dev, *[its buffers[r] for r in roles])`` (``replay``
+    does it). With ``scratch``, buffers that ``run`` allocates itself (workspaces that die
+    with it) are allowed: roles past ``buffers`` name them, and ``replay`` allocates them
+    again per call (their sizes in ``.scratch``). None when the launches cannot be replayed
+    so: ``run`` allocated (without ``scratch``, or a buffer that outlives it), copied or
+    filled (a bias fill), another
+    thread launched meanwhile, a buffer argument is none of ``buffers`` or of the scratch, or
+    two of ``buffers`` are one buffer, or a capture or another recording on ``dev`` is
+    running (the other thread's launches then spoil it). ``run`` runs in any case."""
     rec = _Recorder()
+    if scratch:
+        rec.scratch = []
     with _LOCK:  # (one step: two threads' first calls must not both hook the device)
         busy = Device._capture is not None or "_capture" in dev.__dict__  # capturing, forked
         if not busy:                                                       # or recording
@@ -182,10 +210,13 @@ def record_launches(dev, run, buffers):
     if busy:
         run()
         return None
+    held = dev.allocated
     try:
         run()
     finally:
         del dev._capture
+    if rec.scratch and dev.allocated != held:
+        return None  # a buffer it allocated outlives it (a result): no scratch
     ids = {}
     for i, b in enumerate(buffers):
         if b is not None:
@@ -194,7 +225,10 @@ def record_launches(dev, run, buffers):
             ids[id(b)] = i
     if not rec.clean:
         return None
-    plans = []
+    for j, (b, _) in enumerate(rec.scratch or ()):  # (held by rec: ids not reused)
+        ids[id(b)] = len(buffers) + j
+    plans = Recorded()
+    plans.scratch = tuple(n for _, n in rec.scratch or ())
     for kernel, gsize, lsize, args in rec.launches:
         val, other, mem_at, roles = [], [], [], []
         for i, a in enumerate(args):
@@ -210,3 +244,18 @@ def record_launches(dev, run, buffers):
         plans.append((Plan(kernel, gsize, lsize, val, mem_at, data=tuple(roles),
                            other=other), tuple(roles)))
     return plans
+
+
+def replay(dev, plans: Recorded, buffers: tuple):
+    """Run the launches of ``plans`` (from record_launches) on ``buffers`` (the same roles as
+    when recorded), their scratch buffers allocated for this call and given back after (the
+    in-order queue runs the launches before any later use of the memory)."""
+    scratch = plans.scratch
+    if scratch:
+        buffers += tuple(map(dev.alloc, scratch))
+    get = buffers.__getitem__
+    for plan, roles in plans:
+        plan.run(dev, *map(get, roles))
+    if scratch:
+        for n in scratch:
+            dev.free(n)

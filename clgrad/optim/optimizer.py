@@ -89,12 +89,12 @@ class Optimizer:
         """Reset every parameter's gradient: to None (default) or to zeros in place."""
         for g in self.param_groups:
             for p in g["params"]:
-                if p.grad is None:
+                if p._grad is None:  # (the slot: setting None needs none of the checks)
                     continue
                 if set_to_none:
-                    p.grad = None
+                    p._grad = None
                 else:
-                    ew.fill_raw(p.grad, 0)
+                    ew.fill_raw(p._grad, 0)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient.
@@ -110,12 +110,12 @@ class Optimizer:
             for group in self.param_groups:
                 todo = []
                 for p in group["params"]:
-                    g = p.grad
+                    g = p._grad  # (the slots, not the properties: a call less each)
                     if g is None:
                         continue
                     if g._storage.device is not p._storage.device:
                         same_device(f"{type(self).__name__}.step", p, g)
-                    if g.dtype is not p.dtype:
+                    if g._storage.dtype is not p._storage.dtype:
                         raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
                                            f"dtype {p.dtype}, got {g.dtype}")
                     todo.append((p, g))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import capture as _capture
-from clgrad.ops._util import bump_version, defines_for, empty, launch_1d, scalar
+from clgrad.ops._util import bump_version, defines_of, empty, launch_1d, scalar
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
                                     multi_chunks, multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
@@ -97,11 +97,13 @@ class SGD(Optimizer):
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         # The scalars come through capture.dynamic: read from the group at every eager step
         # and every replay of a captured step (an LR scheduler's changes take effect).
-        dt, d = p.dtype, defines_for(p.dtype)
+        dt = p._storage.dtype
+        d = defines_of(dt)  # (shared, unchanged: launch_1d copies what it adds to)
+        num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
 
         def common():
-            return (scalar(dt, group["lr"]), scalar(dt, group["weight_decay"]),
-                    scalar(dt, -1.0 if group.get("maximize") else 1.0))
+            return (num(group["lr"]), num(group["weight_decay"]),
+                    num(-1.0 if group.get("maximize") else 1.0))
         if group["momentum"] == 0:
             launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(lambda c: common()))
             return
@@ -116,7 +118,7 @@ class SGD(Optimizer):
             if commit:
                 first[0] = False
             lr, wd, gsign = common()
-            return (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
+            return (lr, num(group["momentum"]), num(group["dampening"]), wd,
                     np.int32(bool(group["nesterov"])), np.int32(f), gsign)
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
         bump_version(buf)

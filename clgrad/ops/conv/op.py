@@ -64,7 +64,7 @@ from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.choice import _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
                                      _grad_input_problem, v5)
-from clgrad.ops.plan import key as plan_key, record_launches
+from clgrad.ops.plan import key as plan_key, record_launches, replay
 from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
@@ -100,8 +100,11 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             out = Tensor._empty(shape, input._storage.dtype, dev)
             bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
                     None if bias is None else bias._storage.buffer)
-            for plan, roles in plans:
-                plan.run(dev, *map(bufs.__getitem__, roles))
+            if plans.scratch:  # workspaces: allocated per call
+                replay(dev, plans, bufs)
+            else:  # (replay's loop, without its call)
+                for plan, roles in plans:
+                    plan.run(dev, *map(bufs.__getitem__, roles))
             if backends.last_conv_algorithm is not algo:  # a write to backends is a Python
                 backends.last_conv_algorithm = algo       # call (its settings' epoch)
             backends.last_conv_algorithms["forward"] = algo
@@ -127,10 +130,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         else:  # the launches as Plans, for the next call with this signature
             bufs = (input._storage.buffer, weight._storage.buffer, out._storage.buffer,
                     None if bias is None else bias._storage.buffer)
-            plans = record_launches(dev, run, bufs)
-            if plans is not None:  # (keyed again: _choose may have measured, a new table)
-                key = plan_key(_FAST, (input, weight, bias),
-                               (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+            plans = record_launches(dev, run, bufs, scratch=True)
+            # kept unless _choose measured meanwhile (a new table: its trials were recorded)
+            if plans is not None and key == plan_key(_FAST, (input, weight, bias), (
+                    ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED))):
                 dev.keep_plan(key, (plans, geo, out._shape, algo,
                                     bool(settings.getenv("CLGRAD_CONV_DEBUG")), p))
     elif out.numel():
@@ -145,8 +148,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 # CLGRAD_CONV_DEBUG is set, the problem). Everything the checks, the problem and _choose read
 # is in the key (layouts and dtypes of every operand, the arguments with their exact types,
 # the settings epoch: clgrad.backends and CLGRAD_*), so a hit skips them and only binds the
-# buffers and enqueues. Algorithms that allocate, copy or fill (im2col's workspace, a bias
-# fill) are never recorded and keep the general path.
+# buffers and enqueues (plan.replay: workspaces the launches allocated, such as the blocked
+# algorithm's padded input and packed weight, are allocated afresh per call). Algorithms
+# that copy or fill (a bias fill, a gathered view) are never recorded and keep the general
+# path; nor is a call that measured algorithms (the trials would have been recorded).
 _FAST = "conv2d"
 
 
@@ -154,26 +159,27 @@ def _backward(geo, empty_sum, input, weight, bias):
     """conv2d's backward closure over its inputs and checked geometry."""
     def backward(grad):
         gi = gw = gb = None
-        g4 = _as4(grad)
         want_b = bias is not None and bias.requires_grad
         if input.requires_grad:
-            gi = empty(input.shape, input.dtype, input._storage.device)
+            st = input._storage  # (the slots: no property calls)
+            gi = Tensor._empty(input._shape, st.dtype, st.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
                 _grad_input_replayed(geo, grad, weight, gi)
-        if weight.requires_grad or want_b:
-            gw = empty(weight.shape, weight.dtype, weight._storage.device)
-            gb = empty(bias.shape, bias.dtype, bias._storage.device) if want_b else None
+        want_w = weight.requires_grad
+        if want_w or want_b:
+            st = weight._storage
+            gw = Tensor._empty(weight._shape, st.dtype, st.device)
+            gb = (Tensor._empty(bias._shape, bias._storage.dtype, bias._storage.device)
+                  if want_b else None)
             if empty_sum:
                 ew.fill_raw(gw, 0)
                 if gb is not None:
-                    rd.sum_into(gb, g4, (0, 2, 3))
+                    rd.sum_into(gb, _as4(grad), (0, 2, 3))
             else:
-                x4 = _as4(input)
-                p = geo._replace(x=v5(x4, geo.g))
-                _run(*_choose("grad_weight", p, weight), "grad_weight", p, x4, g4, gw, gb)
-            gw = gw if weight.requires_grad else None
+                _grad_weight_replayed(geo, input, grad, weight, gw, gb)
+            gw = gw if want_w else None
         return gi, gw, gb
     return backward
 
@@ -185,22 +191,60 @@ def _grad_input_replayed(geo: Problem, grad, w, gi):
     dev = gi._storage.device
     key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
     bufs = (grad._storage.buffer, w._storage.buffer, gi._storage.buffer)
-    hit = dev.plans.get(key)
-    if hit is not None:
-        plans, algo, debug = hit
-        for plan, roles in plans:
-            plan.run(dev, *map(bufs.__getitem__, roles))
-        backends.last_conv_algorithm = algo
-        backends.last_conv_algorithms["grad_input"] = algo
-        if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
-            _debug_choice("grad_input", debug, algo)
+    if _replayed(dev, key, bufs, "grad_input"):
         return
-    plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs)
-    if plans is not None:  # (keyed again: _choose may have measured, a new table)
-        key = plan_key(_FAST_GI, (grad, w), (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+    plans = record_launches(dev, lambda: _grad_input(geo, _as4(grad), w, _as4(gi)), bufs,
+                            scratch=True)
+    if plans is not None:
         debug = (_grad_input_problem(geo, _as4(grad), w, _as4(gi))
                  if settings.getenv("CLGRAD_CONV_DEBUG") else None)
-        dev.keep_plan(key, (plans, backends.last_conv_algorithms["grad_input"], debug))
+        _keep_replay(dev, key, (grad, w), geo, plans, "grad_input", debug)
+
+
+def _grad_weight_replayed(geo: Problem, input, grad, w, gw, gb):
+    """The weight (and bias) gradient into the fresh ``gw`` (and ``gb`` or None), replayed
+    from its recorded launches as _grad_input_replayed, keyed by the layouts of the input,
+    gradient, weight and both results, the geometry, measured table and settings epoch."""
+    dev = gw._storage.device
+    parts = (input, grad, w, gw, gb)
+    key = plan_key(_FAST_GW, parts, (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED)))
+    bufs = (input._storage.buffer, grad._storage.buffer, gw._storage.buffer,
+            None if gb is None else gb._storage.buffer)
+    if _replayed(dev, key, bufs, "grad_weight"):
+        return
+    x4, g4 = _as4(input), _as4(grad)
+    p = geo._replace(x=v5(x4, geo.g))
+    plans = record_launches(
+        dev, lambda: _run(*_choose("grad_weight", p, w), "grad_weight", p, x4, g4, gw, gb),
+        bufs, scratch=True)
+    if plans is not None:
+        _keep_replay(dev, key, parts, geo, plans, "grad_weight",
+                     p if settings.getenv("CLGRAD_CONV_DEBUG") else None)
+
+
+def _replayed(dev, key, bufs, pass_name) -> bool:
+    """Replay the pass kept under ``key`` (by _keep_replay) on ``bufs``, set
+    backends.last_conv_algorithm(s) and print CLGRAD_CONV_DEBUG's line as _choose does; False
+    when nothing is kept."""
+    hit = dev.plans.get(key)
+    if hit is None:
+        return False
+    plans, algo, debug = hit
+    replay(dev, plans, bufs)
+    if backends.last_conv_algorithm is not algo:  # a write to backends is a Python call
+        backends.last_conv_algorithm = algo
+    backends.last_conv_algorithms[pass_name] = algo
+    if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
+        _debug_choice(pass_name, debug, algo)
+    return True
+
+
+def _keep_replay(dev, key, parts, geo, plans, pass_name, debug):
+    """Keep a backward pass's recorded launches under ``key``, unless _choose measured while
+    they were recorded (a new table: its trial launches were recorded too)."""
+    if key == plan_key(key[0], parts, (geo, id(conv_gpu._TUNED), len(conv_gpu._TUNED))):
+        dev.keep_plan(key, (plans, backends.last_conv_algorithms[pass_name], debug))
 
 
 _FAST_GI = "conv2d_grad_input"  # the tag of _grad_input_replayed's plans
+_FAST_GW = "conv2d_grad_weight"  # the tag of _grad_weight_replayed's plans
