@@ -12,7 +12,8 @@
 // Defines: T; TSM TSN TSK WPTM WPTN (WPTM, WPTN multiples of 4); KH KW SH SW DH DW UH UW: the
 // problem's geometry (tap decoding by constants); I32: offsets inside one (n, g) slab of X,
 // and inside one group of K (of GO), fit an int; P32: so does the pixel count n*oh*ow; W_KC,
-// W_FLAT: how the forward reads weight tiles (below); WG_DIRECT: the weight gradient written
+// W_FLAT: how the forward reads weight tiles (below); TAPS_OUTER: the forward's depth
+// ordered taps outer, channels inner (below); WG_DIRECT: the weight gradient written
 // into gw and gb directly (split == 1), not into the workspace.
 // Launch igemm_gpu_fwd: global (ceil(n*oh*ow / TSN) * RTSN, ceil(o / TSM) * RTSM, g),
 //   local (RTSN, RTSM, 1).
@@ -68,6 +69,11 @@ typedef long IT;
 #if defined(W_KC) && !defined(W_FLAT)
 #define W_FLAT 1
 #endif
+#ifdef TAPS_OUTER  // the flat taps' stride: channels are the inner digit
+#define WUNIT p.k.s[2]
+#else
+#define WUNIT p.k.s[4]
+#endif
 #if defined(W_KC)
 #if TSK % 8 == 0
 #define KR 8
@@ -101,7 +107,7 @@ INL void load_w(T ra[LA], __global const T *Kg, const conv_t p, const wslots_t *
 #if defined(W_KC)
         ra[l] = ok ? Kg[ws->off[l] + k0] : (T)0;
 #elif defined(W_FLAT)
-        ra[l] = ok ? Kg[ws->off[l] + k0 * (IT)p.k.s[4]] : (T)0;
+        ra[l] = ok ? Kg[ws->off[l] + k0 * (IT)WUNIT] : (T)0;
 #else
         const int c = k / KHW, r = k - c * KHW, kh = r / KW, kw = r - kh * KW;
         ra[l] = ok ? Kg[ws->m[l] * (IT)p.k.s[1] + c * (IT)p.k.s[2] + kh * (IT)p.k.s[3] +
@@ -116,6 +122,36 @@ INL void store_w(__local T *As, const T ra[LA], const wslots_t *ws, int bm) {
     for (int l = 0; l < LA; ++l) As[ws->k[l] * PADM + ws->m[l] - bm] = ra[l];
 }
 
+#ifdef TAPS_OUTER
+// The window, taps outer: k = (kh*KW + kw)*C + c (the weight copied by the host in that
+// order, [g][kh][kw][c][rows], read as W_FLAT), C a multiple of TSK, so a tile lies in one
+// tap: its bounds check and row offset are computed once per tile, and element l of this
+// work item is channel c0 + tid / TSN + l*KSTEP: one multiply-add per element.
+typedef struct {
+    int c0, kb, kh, kw;  // the tile's first channel and tap; kb = tid / TSN
+} xtaps_t;
+
+INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const conv_t p,
+                xtaps_t *xt) {
+    const int y = y0 + xt->kh * DH, x = x0 + xt->kw * DW;
+    const bool ok = qok && y >= 0 && x >= 0 && y % UH == 0 && x % UW == 0 &&
+                    y / UH < (int)p.h && x / UW < (int)p.w;
+    const IT cs = (IT)p.x.s[2];
+    __global const T *xp = xq + (ok ? (y / UH) * (IT)p.x.s[3] + (x / UW) * (IT)p.x.s[4] : 0)
+                           + (xt->c0 + xt->kb) * cs;
+#pragma unroll
+    for (int l = 0; l < LB; ++l) rb[l] = ok ? xp[l * KSTEP * cs] : (T)0;
+    xt->c0 += TSK;  // the next tile: the next TSK channels, or the next tap's first
+    if (xt->c0 == (int)p.c) {
+        xt->c0 = 0;
+        xt->kw += 1;
+        if (xt->kw == KW) {
+            xt->kw = 0;
+            xt->kh += 1;
+        }
+    }
+}
+#else
 // The window: element l of this work item is tap k = k0 + tid / TSN + l*KSTEP at its pixel;
 // taps are kept as (c, kh, kw) digits, advanced by TSK per tile (no division per element).
 typedef struct {
@@ -140,6 +176,7 @@ INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const 
         xt->c[l] += DKC + cy;
     }
 }
+#endif
 
 INL void store_x(__local T *Bs, const T rb[LB], int tid) {
 #pragma unroll
@@ -169,10 +206,14 @@ void igemm_gpu_fwd(const conv_t p, __global const T *X, __global const T *K, __g
         ws.m[l] = bm + WM(e);
         ws.k[l] = WK(e);
 #ifdef W_FLAT
-        ws.off[l] = ws.m[l] * (IT)p.k.s[1] + ws.k[l] * (IT)p.k.s[4];
+        ws.off[l] = ws.m[l] * (IT)p.k.s[1] + ws.k[l] * (IT)WUNIT;
 #endif
     }
     xtaps_t xt;
+#ifdef TAPS_OUTER
+    xt.c0 = xt.kh = xt.kw = 0;
+    xt.kb = tid / TSN;
+#else
 #pragma unroll
     for (int l = 0; l < LB; ++l) {
         const int k = tid / TSN + l * KSTEP, c = k / KHW, r = k - c * KHW;
@@ -180,6 +221,7 @@ void igemm_gpu_fwd(const conv_t p, __global const T *X, __global const T *K, __g
         xt.kh[l] = r / KW;
         xt.kw[l] = r - (r / KW) * KW;
     }
+#endif
     T acc[WPTM][WPTN];
 #pragma unroll
     for (int i = 0; i < WPTM; ++i)

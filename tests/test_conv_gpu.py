@@ -276,48 +276,54 @@ def _spy_weight_reads(monkeypatch):
     """The defines of every igemm_gpu_fwd launch's weight reads, in order (a list)."""
     seen, real = [], conv_gpu._igemm_weight
 
-    def spy(p, w):
-        out = real(p, w)
+    def spy(p, w, tsk):
+        out = real(p, w, tsk)
         seen.append(("copy " if out[1] is not w else "") + ",".join(sorted(out[2])))
         return out
     monkeypatch.setattr(conv_gpu, "_igemm_weight", spy)
     return seen
 
 
-WREAD_CASES = [  # (N, C, H, W, O, (kH, kW), kwargs, weight view kind, dtype)
-    (2, 8, 9, 10, 70, (3, 3), dict(padding=1, groups=2), "contig", clgrad.float32),
+WREAD_CASES = [  # (N, C, H, W, O, (kH, kW), kwargs, weight view kind, dtype, what "auto" reads:
+    #             forward, input gradient (each phase))
+    (2, 8, 9, 10, 70, (3, 3), dict(padding=1, groups=2), "contig", clgrad.float32, "W_KC",
+     "copy W_FLAT"),
     (1, 6, 11, 9, 10, (3, 2), dict(stride=2, dilation=(2, 1), padding=(2, 1)), "transpose",
-     clgrad.float64),
+     clgrad.float64, "copy W_FLAT", "copy W_FLAT"),
     (2, 5, 8, 13, 12, (2, 3), dict(stride=(2, 1), padding=(0, 2), groups=1), "step",
-     clgrad.float32),
+     clgrad.float32, "copy W_FLAT", "copy TAPS_OUTER,W_FLAT"),  # input gradient: 12 channels
     (1, 12, 7, 9, 60, (3, 3), dict(dilation=(1, 2), padding=2, groups=3), "narrow",
-     clgrad.float32),
+     clgrad.float32, "W_KC", "copy W_FLAT"),
+    # channels a multiple of the depth (8 forward, 12 input gradient): taps outer
+    (2, 16, 7, 9, 72, (3, 3), dict(dilation=2, padding=2), "transpose", clgrad.float32,
+     "copy TAPS_OUTER,W_FLAT", "copy TAPS_OUTER,W_FLAT"),
+    (1, 32, 9, 8, 144, (3, 3), dict(stride=2, padding=1, groups=2), "contig", clgrad.float64,
+     "copy TAPS_OUTER,W_FLAT", "copy TAPS_OUTER,W_FLAT"),
 ]
-# what the forward and the (stride 1) input gradient read in "auto": the plain and narrowed
-# weights along the taps, the transposed and stepped views through a copy
-WREAD_AUTO = {"contig": "W_KC", "transpose": "copy W_FLAT", "step": "copy W_FLAT",
-              "narrow": "W_KC"}
 
 
-@pytest.mark.parametrize("mode", ("auto", "copy", "view"))
-@pytest.mark.parametrize("case", WREAD_CASES, ids=lambda c: f"{c[7]}-{c[8].name}")
+@pytest.mark.parametrize("mode", ("auto", "cmajor", "copy", "view"))
+@pytest.mark.parametrize("case", WREAD_CASES, ids=lambda c: f"{c[7]}-{c[4]}-{c[8].name}")
 def test_igemm_weight_reads(case, mode, monkeypatch):
-    # every weight-read path of igemm_gpu_fwd (forward, the input gradient's flipped view and
-    # its stride phases) against the float64 NumPy reference, on plain and strided weights
+    # every depth order and weight-read path of igemm_gpu_fwd (forward, the input gradient's
+    # flipped view and its stride phases) against the float64 NumPy reference, on plain and
+    # strided weights
     monkeypatch.setattr(conv_gpu, "_W_READ", mode)
     seen = _spy_weight_reads(monkeypatch)
     backends.conv_algorithm = "igemm_gpu"
-    n, c, h, w, o, k, kwargs, wkind, dt = case
+    n, c, h, w, o, k, kwargs, wkind, dt, auto_fwd, auto_gi = case
     x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), *k)
     got, ref = _run_wview(x, wt, b, wkind, dtype=dt, **kwargs)
     _close(got, ref, 1e-10 if dt is clgrad.float64 else 1e-4)
     assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
-    want = {"auto": WREAD_AUTO[wkind], "copy": "copy W_FLAT", "view": ""}[mode]
+    cmajor = auto_fwd if "TAPS" not in auto_fwd else "W_KC" if wkind == "contig" else \
+        "copy W_FLAT"
+    want = {"auto": auto_fwd, "cmajor": cmajor, "copy": "copy W_FLAT", "view": ""}[mode]
     assert seen[0] == want, seen  # the forward
-    if mode == "auto" and kwargs.get("stride", 1) == 1:
-        assert seen[1] == "copy W_FLAT", seen  # the input gradient's flipped weight
-    if mode != "view":
-        assert all(s.endswith("W_FLAT") or s == "W_KC" for s in seen), seen
+    if mode == "auto":
+        assert seen[1:] and all(s == auto_gi for s in seen[1:]), seen  # the input gradient
+    elif mode != "view":
+        assert all(s in ("W_KC", "copy W_FLAT") for s in seen), seen
 
 
 def test_igemm_weight_layouts():
@@ -329,18 +335,23 @@ def test_igemm_weight_layouts():
     x, w, y = clgrad.zeros((1, 4, 5, 5)), clgrad.tensor(wn), clgrad.zeros((1, 6, 3, 4))
     geo = C._check(x, w, None, 1, 0, 1, 2)
     pf = C._forward_problem(geo, x, w, y, None)
-    assert conv_gpu._igemm_weight(pf, w)[2] == {"W_KC": 1}
+    assert conv_gpu._igemm_weight(pf, w, 8)[2] == {"W_KC": 1}
     pi = C._grad_input_problem(geo, y, w, x)
-    q, buf, d = conv_gpu._igemm_weight(pi, w)
+    q, buf, d, _ = conv_gpu._igemm_weight(pi, w, 8)
     assert d == {"W_FLAT": 1} and buf is not w and q.k == (0, 18 * 2, 1, 6 * 2, 2 * 2, 2)
     # group g's weight of the input gradient: rows = input channels c, taps = (o, kh, kw)
     want = wn[:, :, ::-1, ::-1].reshape(2, 3, 2, 3, 2).transpose(0, 1, 3, 4, 2).reshape(2, 18, 2)
+    np.testing.assert_array_equal(buf.numpy(), want)
+    # taps outer where the channels are a multiple of the depth: [g][kh][kw][c][rows]
+    q, buf, d, _ = conv_gpu._igemm_weight(pf, w, 2)
+    assert d == {"TAPS_OUTER": 1, "W_FLAT": 1} and q.k == (0, 36, 1, 3, 2 * 2 * 3, 2 * 3)
+    want = wn.reshape(2, 3, 2, 3, 2).transpose(0, 3, 4, 2, 1).reshape(2, 12, 3)
     np.testing.assert_array_equal(buf.numpy(), want)
     # 1 x 1: the input gradient's transposed weight has unit row stride: no copy
     w1 = clgrad.tensor(wn[:, :, :1, :1].copy())
     geo1 = C._check(x, w1, None, 1, 0, 1, 2)
     p1 = C._grad_input_problem(geo1, clgrad.zeros((1, 6, 5, 5)), w1, x)
-    q1, b1, d1 = conv_gpu._igemm_weight(p1, w1)
+    q1, b1, d1, _ = conv_gpu._igemm_weight(p1, w1, 8)
     assert d1 == {"W_FLAT": 1} and b1 is w1 and q1.k[2] == 1 and q1.k[5] == 2  # taps: forward rows
 
 
@@ -379,3 +390,9 @@ def test_igemm_zero_insertion(mode, monkeypatch):
     x, wt, b = _data(1, 3, 7, 8, 5, 3, 3, 3)
     got, ref = _run(x, wt, b, dtype=clgrad.float64, stride=2, padding=1)
     _close(got, ref, 1e-10)
+    # 24 output channels: the input gradient's 24 channels are two tiles of depth 12
+    seen = _spy_weight_reads(monkeypatch)
+    x, wt, b = _data(2, 4, 9, 7, 24, 4, 3, 3)
+    got, ref = _run(x, wt, b, stride=2, padding=1, dilation=(1, 2))
+    _close(got, ref, 1e-4)
+    assert seen[1] == ("copy TAPS_OUTER,W_FLAT" if mode == "auto" else ""), seen

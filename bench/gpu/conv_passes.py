@@ -15,15 +15,15 @@ convolution's 2*N*O*oH*oW*(C/G)*kH*kW. Prints one line per measurement and write
 lines to DIR/conv_<case>.jsonl; the best tiles to DIR/best.txt (S3: CLGRAD_CONV_DWG's form)
 or DIR/best_igemm.txt (S2: CLGRAD_CONV_IGEMM's).
 
-R18: ResNet-18's distinct 3x3 convolutions at N=128 (no bias, padding 1), each pass with
-each GPU candidate algorithm of clgrad.ops.conv.gpu.CANDIDATES (plus 'winograd' where the
-algorithm registry has it), igemm_gpu's variants (igemm_gpu:copy and igemm_gpu:view, the
+R18: ResNet-18's distinct 3x3 convolutions at N=128 (no bias, padding 1), each pass with each
+GPU candidate algorithm of clgrad.ops.conv.gpu.CANDIDATES (plus 'winograd' where the algorithm
+registry has it), igemm_gpu's variants (igemm_gpu:cmajor, :copy and :view, the depth orders and
 weight reads of _W_READ; igemm_gpu:split1, the weight gradient without split-K) and with
---igemm-tiles every IGEMM tile (CLGRAD_CONV_IGEMM's form): ms, TFLOP/s and % of a PEAK
-TFLOP/s FP32 peak (the H200's), cuDNN's ms per pass (TF32 off) where torch has CUDA, a float64
-check of every (layer, pass, algorithm) at N=2 against a NumPy reference, and a summary: per
-layer and pass the fastest, and ResNet-18's 3x3 total (each layer times its count in the
-network) per algorithm against cuDNN. Writes DIR/conv_R18.jsonl.
+--igemm-tiles every IGEMM tile (CLGRAD_CONV_IGEMM's form): ms, TFLOP/s and % of a PEAK TFLOP/s
+FP32 peak (the H200's), cuDNN's ms per pass (TF32 off) where torch has CUDA, a float64 check of
+every (layer, pass, algorithm) at N=2 against a NumPy reference, and a summary: per layer and
+pass the fastest, and ResNet-18's 3x3 total (each layer times its count in the network) per
+algorithm against cuDNN. Writes DIR/conv_R18.jsonl.
 
     CLGRAD_DEVICE=gpu python bench/gpu/conv_passes.py --case R18 [--igemm-tiles] [--out DIR]
     python bench/gpu/conv_passes.py --case R18 --quick   # smoke on any device: tiny layers
@@ -286,7 +286,7 @@ def r18_variants(pass_name):
         out.append(("igemm_gpu:split1", "igemm_gpu",
                     lambda: setattr(conv_gpu, "_SPLIT_PIXELS", 1 << 62)))
     else:
-        for mode in ("copy", "view"):
+        for mode in ("cmajor", "copy", "view"):
             out.append((f"igemm_gpu:{mode}", "igemm_gpu",
                         lambda mode=mode: setattr(conv_gpu, "_W_READ", mode)))
     return out

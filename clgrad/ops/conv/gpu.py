@@ -170,16 +170,19 @@ def _igemm_defines(p: Problem, dt, t, ext) -> dict:
     return d
 
 
-# How igemm_gpu_fwd reads weight tiles (kernels/conv_igemm_gpu.cl, W_KC / W_FLAT): "auto"
-# reads a weight whose taps are contiguous per output channel (a plain forward weight) along
-# the taps (W_KC), one whose taps flatten with unit row stride along the rows (W_FLAT), and
-# copies any other view (the input gradient's flipped, transposed weight; its stride phases)
-# into a contiguous [g][taps][rows] buffer read along the rows (W_FLAT): one small extra launch
-# per call (weights are small: ResNet-18's largest is 9.4 MB) for coalesced reads without
-# a division per element, chosen over reading the flipped view itself, whose rows are KH*KW
-# apart and whose taps run backwards in runs of KH*KW only. "copy": copy every weight;
-# "view": read through the view, decoding (c, kh, kw) per element (the kernel before W_KC;
-# benchmarks, tests).
+# How igemm_gpu_fwd orders and reads its depth (kernels/conv_igemm_gpu.cl). "auto": where the
+# input channels are a multiple of the tile depth (every ResNet/VGG layer but the first), taps
+# outer and channels inner (TAPS_OUTER: a tile lies in one tap, so the window's bounds check
+# and row offset are per tile, not per element), the weight copied into [g][kh][kw][c][rows]
+# (read along the rows, W_FLAT): one small extra launch per call (weights are small: ResNet-18's
+# largest is 9.4 MB); otherwise as "cmajor". "cmajor": channels outer, taps inner (k =
+# c*kh*kw + i*kw + j); a weight whose taps are contiguous per output channel (a plain forward
+# weight) read along the taps (W_KC), one whose taps flatten with unit row stride along the
+# rows (W_FLAT), any other view (the input gradient's flipped, transposed weight; its stride
+# phases) copied into [g][taps][rows] and read as W_FLAT, chosen over reading the flipped view
+# itself, whose rows are KH*KW apart and whose taps run backwards in runs of KH*KW only.
+# "copy": "cmajor" with every weight copied; "view": read through the view, (c, kh, kw)
+# decoded per element (the kernel before W_KC). Benchmarks and tests set the others.
 _W_READ = "auto"
 
 
@@ -193,28 +196,35 @@ def _flat_unit(p: Problem):
     return None
 
 
-def _igemm_weight(p: Problem, w):
-    """(problem, weight tensor, defines) of igemm_gpu_fwd's weight reads (see _W_READ)."""
-    u = _flat_unit(p) if _W_READ == "auto" else None
-    if _W_READ == "view":
-        return p, w, {}
-    if u is not None and (u == 1 or p.k[2] == 1 or p.o == 1):
-        k = p.k[:5] + (u,)
-        return p._replace(k=k), w, {"W_KC": 1} if u == 1 else {"W_FLAT": 1}
+def _igemm_weight(p: Problem, w, tsk: int):
+    """(problem, weight tensor, defines, weight extent) of igemm_gpu_fwd's depth order and
+    weight reads (see _W_READ) for tiles of depth tsk; the extent bounds |offsets| in one
+    group of the weight (I32)."""
     kall, shape = p.c * p.kh * p.kw, (p.g, p.o, p.c, p.kh, p.kw)
+    if _W_READ == "view":
+        kv = p.k
+        return p, w, {}, (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(
+            kv, p.kh, p.kw)
+    if _W_READ == "auto" and p.c % tsk == 0:
+        kv = (0, kall * p.o, 1, p.o, p.kw * p.c * p.o, p.c * p.o)  # [g][kh][kw][c][rows]
+        d = {"TAPS_OUTER": 1, "W_FLAT": 1}
+    else:
+        u = _flat_unit(p) if _W_READ != "copy" else None
+        if u is not None and (u == 1 or p.k[2] == 1 or p.o == 1):
+            kv = p.k[:5] + (u,)
+            return p._replace(k=kv), w, {"W_KC": 1} if u == 1 else {"W_FLAT": 1}, (
+                (p.o - 1) * abs(kv[2]) + (kall - 1) * abs(u))
+        kv = (0, kall * p.o, 1, p.kh * p.kw * p.o, p.kw * p.o, p.o)  # [g][taps][rows]
+        d = {"W_FLAT": 1}
     buf = empty((p.g, kall, p.o), w.dtype, w._storage.device)
-    kv = (0, kall * p.o, 1, p.kh * p.kw * p.o, p.kw * p.o, p.o)
     copy_raw(raw(buf, shape, kv[1:], 0), raw(w, shape, p.k[1:], p.k[0]))
-    return p._replace(k=kv), buf, {"W_FLAT": 1}
+    return p._replace(k=kv), buf, d, kall * p.o
 
 
 def _igemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
     dev, dt, xv, t = x._storage.device, x.dtype, p.x, _igemm_tile(p)
-    p, w, wd = _igemm_weight(p, w)
-    kv = p.k
-    d = _igemm_defines(p, dt, t, [
-        (p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
-        (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(kv, p.kh, p.kw)])
+    p, w, wd, wext = _igemm_weight(p, w, t["TSK"])
+    d = _igemm_defines(p, dt, t, [(p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w), wext])
     d.update(wd)
     rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]
     dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_fwd", d),
