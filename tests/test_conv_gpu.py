@@ -396,3 +396,26 @@ def test_igemm_zero_insertion(mode, monkeypatch):
     got, ref = _run(x, wt, b, stride=2, padding=1, dilation=(1, 2))
     _close(got, ref, 1e-4)
     assert seen[1] == ("copy TAPS_OUTER,W_FLAT" if mode == "auto" else ""), seen
+
+
+def test_igemm_weight_copy_in_a_capture(monkeypatch):
+    # the forward's weight copy (TAPS_OUTER: 24 channels, depth 12) is recorded with the conv:
+    # a replay after an in-place weight update reads the new weight (NumPy: direct sums)
+    monkeypatch.setattr(backends, "conv_algorithm", "igemm_gpu")
+    seen = _spy_weight_reads(monkeypatch)
+    rng = np.random.default_rng(12)
+    xn = rng.standard_normal((2, 24, 6, 5)).astype(np.float32)
+    wn = rng.standard_normal((24, 24, 3, 3)).astype(np.float32)
+    x, w = clgrad.tensor(xn), clgrad.tensor(wn)
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = clgrad.nn.functional.conv2d(x, w, padding=1)
+    assert seen == ["copy TAPS_OUTER,W_FLAT"] and g.num_kernels == 2
+    w.copy_(clgrad.tensor(-2 * wn))
+    g.replay()
+    xp = np.pad(xn.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((2, 24, 6, 5))
+    for i in range(3):
+        for j in range(3):
+            want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 5], -2 * wn[:, :, i, j])
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
