@@ -14,7 +14,7 @@
 // and inside one group of K (of GO), fit an int; P32: so does the pixel count n*oh*ow; W_KC,
 // W_FLAT: how the forward reads weight tiles (below); TAPS_OUTER: the forward's depth
 // ordered taps outer, channels inner (below); WG_DIRECT: the weight gradient written
-// into gw and gb directly (split == 1), not into the workspace.
+// into gw and gb directly (split == 1), not into the workspace; XS1: X's column stride is 1.
 // Launch igemm_gpu_fwd: global (ceil(n*oh*ow / TSN) * RTSN, ceil(o / TSM) * RTSM, g),
 //   local (RTSN, RTSM, 1).
 // igemm_gpu_wgrad: per group, GW (o x (K+1)) = GO (o x pixels) @ col^T (pixels x (K+1)), the
@@ -45,6 +45,11 @@
 typedef int IT;
 #else
 typedef long IT;
+#endif
+#ifdef XS1  // X's columns are adjacent
+#define XS4 1
+#else
+#define XS4 ((IT)p.x.s[4])
 #endif
 #if NTHR % TSN != 0 || (TSM * TSK) % NTHR != 0 || (TSN * TSK) % NTHR != 0
 #error "tiles: the work-group size must divide TSM*TSK and TSN*TSK and be a multiple of TSN"
@@ -137,7 +142,7 @@ INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const 
     const bool ok = qok && y >= 0 && x >= 0 && y % UH == 0 && x % UW == 0 &&
                     y / UH < (int)p.h && x / UW < (int)p.w;
     const IT cs = (IT)p.x.s[2];
-    __global const T *xp = xq + (ok ? (y / UH) * (IT)p.x.s[3] + (x / UW) * (IT)p.x.s[4] : 0)
+    __global const T *xp = xq + (ok ? (y / UH) * (IT)p.x.s[3] + (x / UW) * XS4 : 0)
                            + (xt->c0 + xt->kb) * cs;
 #pragma unroll
     for (int l = 0; l < LB; ++l) rb[l] = ok ? xp[l * KSTEP * cs] : (T)0;
@@ -165,7 +170,7 @@ INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const 
         const int c = xt->c[l], y = y0 + xt->kh[l] * DH, x = x0 + xt->kw[l] * DW;
         const bool ok = qok && c < (int)p.c && y >= 0 && x >= 0 && y % UH == 0 &&
                         x % UW == 0 && y / UH < (int)p.h && x / UW < (int)p.w;
-        rb[l] = ok ? xq[c * (IT)p.x.s[2] + (y / UH) * (IT)p.x.s[3] + (x / UW) * (IT)p.x.s[4]]
+        rb[l] = ok ? xq[c * (IT)p.x.s[2] + (y / UH) * (IT)p.x.s[3] + (x / UW) * XS4]
                    : (T)0;
         // the next tile's tap: k + TSK, one carry at most per digit
         int kw = xt->kw[l] + DKW, cy = kw >= KW;
@@ -347,7 +352,7 @@ void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, 
                 const int y = y0 + tdy[l], x = x0 + tdx[l];
                 const bool ok = qok && tin[l] && y >= 0 && x >= 0 && y < (int)p.h &&
                                 x < (int)p.w;
-                rb[l] = ok ? xq[toff[l] + y * (IT)p.x.s[3] + x * (IT)p.x.s[4]]
+                rb[l] = ok ? xq[toff[l] + y * (IT)p.x.s[3] + x * XS4]
                            : (qok && tone[l]) ? (T)1 : (T)0;
             }
         }

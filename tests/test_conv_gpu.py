@@ -286,14 +286,14 @@ def _spy_weight_reads(monkeypatch):
 
 WREAD_CASES = [  # (N, C, H, W, O, (kH, kW), kwargs, weight view kind, dtype, what "auto" reads:
     #             forward, input gradient (each phase))
-    (2, 8, 9, 10, 70, (3, 3), dict(padding=1, groups=2), "contig", clgrad.float32, "W_KC",
-     "copy W_FLAT"),
+    (2, 8, 9, 10, 70, (3, 3), dict(padding=1, groups=2), "contig", clgrad.float32,
+     "copy W_FLAT", "copy W_FLAT"),
     (1, 6, 11, 9, 10, (3, 2), dict(stride=2, dilation=(2, 1), padding=(2, 1)), "transpose",
      clgrad.float64, "copy W_FLAT", "copy W_FLAT"),
     (2, 5, 8, 13, 12, (2, 3), dict(stride=(2, 1), padding=(0, 2), groups=1), "step",
      clgrad.float32, "copy W_FLAT", "copy TAPS_OUTER,W_FLAT"),  # input gradient: 12 channels
     (1, 12, 7, 9, 60, (3, 3), dict(dilation=(1, 2), padding=2, groups=3), "narrow",
-     clgrad.float32, "W_KC", "copy W_FLAT"),
+     clgrad.float32, "copy W_FLAT", "copy W_FLAT"),
     # channels a multiple of the depth (8 forward, 12 input gradient): taps outer
     (2, 16, 7, 9, 72, (3, 3), dict(dilation=2, padding=2), "transpose", clgrad.float32,
      "copy TAPS_OUTER,W_FLAT", "copy TAPS_OUTER,W_FLAT"),
@@ -316,8 +316,7 @@ def test_igemm_weight_reads(case, mode, monkeypatch):
     got, ref = _run_wview(x, wt, b, wkind, dtype=dt, **kwargs)
     _close(got, ref, 1e-10 if dt is clgrad.float64 else 1e-4)
     assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
-    cmajor = auto_fwd if "TAPS" not in auto_fwd else "W_KC" if wkind == "contig" else \
-        "copy W_FLAT"
+    cmajor = "W_KC" if wkind in ("contig", "narrow") else "copy W_FLAT"
     want = {"auto": auto_fwd, "cmajor": cmajor, "copy": "copy W_FLAT", "view": ""}[mode]
     assert seen[0] == want, seen  # the forward
     if mode == "auto":
@@ -326,10 +325,11 @@ def test_igemm_weight_reads(case, mode, monkeypatch):
         assert all(s in ("W_KC", "copy W_FLAT") for s in seen), seen
 
 
-def test_igemm_weight_layouts():
+def test_igemm_weight_layouts(monkeypatch):
     # which read each weight view gets, and the copy's contents: the flipped, transposed
     # weight of the input gradient as [g][c*kh*kw][rows] (NumPy: the same flip and transpose)
     from clgrad.ops.conv import problem as C
+    monkeypatch.setattr(conv_gpu, "_W_READ", "cmajor")
     rng = np.random.default_rng(3)
     wn = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
     x, w, y = clgrad.zeros((1, 4, 5, 5)), clgrad.tensor(wn), clgrad.zeros((1, 6, 3, 4))
@@ -342,12 +342,19 @@ def test_igemm_weight_layouts():
     # group g's weight of the input gradient: rows = input channels c, taps = (o, kh, kw)
     want = wn[:, :, ::-1, ::-1].reshape(2, 3, 2, 3, 2).transpose(0, 1, 3, 4, 2).reshape(2, 18, 2)
     np.testing.assert_array_equal(buf.numpy(), want)
-    # taps outer where the channels are a multiple of the depth: [g][kh][kw][c][rows]
+    # "auto": copied, taps outer where the channels are a multiple of the depth:
+    # [g][kh][kw][c][rows], else [g][c*kh*kw][rows]
+    monkeypatch.setattr(conv_gpu, "_W_READ", "auto")
+    q, buf, d, _ = conv_gpu._igemm_weight(pf, w, 4)
+    assert d == {"W_FLAT": 1} and buf is not w and q.k == (0, 36, 1, 3 * 6, 2 * 3, 3)
+    want = wn.reshape(2, 3, 12).transpose(0, 2, 1)
+    np.testing.assert_array_equal(buf.numpy(), want)
     q, buf, d, _ = conv_gpu._igemm_weight(pf, w, 2)
     assert d == {"TAPS_OUTER": 1, "W_FLAT": 1} and q.k == (0, 36, 1, 3, 2 * 2 * 3, 2 * 3)
     want = wn.reshape(2, 3, 2, 3, 2).transpose(0, 3, 4, 2, 1).reshape(2, 12, 3)
     np.testing.assert_array_equal(buf.numpy(), want)
-    # 1 x 1: the input gradient's transposed weight has unit row stride: no copy
+    # "cmajor", 1 x 1: the input gradient's transposed weight has unit row stride: no copy
+    monkeypatch.setattr(conv_gpu, "_W_READ", "cmajor")
     w1 = clgrad.tensor(wn[:, :, :1, :1].copy())
     geo1 = C._check(x, w1, None, 1, 0, 1, 2)
     p1 = C._grad_input_problem(geo1, clgrad.zeros((1, 6, 5, 5)), w1, x)
@@ -372,7 +379,7 @@ def test_igemm_wgrad_direct(direct, monkeypatch):
     assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
 
 
-@pytest.mark.parametrize("mode", ("auto", "view"))
+@pytest.mark.parametrize("mode", ("auto", "cmajor", "view"))
 def test_igemm_zero_insertion(mode, monkeypatch):
     # the input gradient of a strided conv run as one problem with zeros inserted (UH, UW > 1:
     # what transposed convolutions are), not as phases: the kernel's UH/UW path
@@ -395,7 +402,8 @@ def test_igemm_zero_insertion(mode, monkeypatch):
     x, wt, b = _data(2, 4, 9, 7, 24, 4, 3, 3)
     got, ref = _run(x, wt, b, stride=2, padding=1, dilation=(1, 2))
     _close(got, ref, 1e-4)
-    assert seen[1] == ("copy TAPS_OUTER,W_FLAT" if mode == "auto" else ""), seen
+    assert seen[1] == {"auto": "copy TAPS_OUTER,W_FLAT", "cmajor": "copy W_FLAT",
+                       "view": ""}[mode], seen
 
 
 def test_igemm_weight_copy_in_a_capture(monkeypatch):

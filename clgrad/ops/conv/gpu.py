@@ -20,7 +20,10 @@ group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
 igemm_gpu — implicit GEMM like matmul.cl's GEMM_TILED (register tiles, double-buffered local
 memory), one launch over all groups: forward and input gradient (stride > 1: problem.py's
 phase problems), and the weight gradient as a split-K GEMM over the pixels with partial sums
-for ``wgrad_reduce``. Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
+for ``wgrad_reduce`` (with one split, written into the gradients directly). The forward's depth
+order and weight reads: ``_W_READ`` (taps outer over a tap-major copy of the weight where the
+channels are a multiple of the tile depth, else coalesced reads of the weight or of a copy).
+Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
 """
 from __future__ import annotations
 
@@ -162,7 +165,7 @@ def _igemm_tile(p: Problem, wgrad=False) -> dict:
 
 def _igemm_defines(p: Problem, dt, t, ext) -> dict:
     """The kernel defines for tile t; ext: the largest in-slab offsets."""
-    d = _defines(p, dt, {}, **t)
+    d = _defines(p, dt, {"x": p.x}, **t)
     if max(ext) >= _INT_LIMIT:
         d.pop("I32", None)
     if p.n * p.oh * p.ow + t["TSN"] < _INT_LIMIT:
@@ -170,19 +173,21 @@ def _igemm_defines(p: Problem, dt, t, ext) -> dict:
     return d
 
 
-# How igemm_gpu_fwd orders and reads its depth (kernels/conv_igemm_gpu.cl). "auto": where the
-# input channels are a multiple of the tile depth (every ResNet/VGG layer but the first), taps
-# outer and channels inner (TAPS_OUTER: a tile lies in one tap, so the window's bounds check
-# and row offset are per tile, not per element), the weight copied into [g][kh][kw][c][rows]
-# (read along the rows, W_FLAT): one small extra launch per call (weights are small: ResNet-18's
-# largest is 9.4 MB); otherwise as "cmajor". "cmajor": channels outer, taps inner (k =
-# c*kh*kw + i*kw + j); a weight whose taps are contiguous per output channel (a plain forward
-# weight) read along the taps (W_KC), one whose taps flatten with unit row stride along the
-# rows (W_FLAT), any other view (the input gradient's flipped, transposed weight; its stride
-# phases) copied into [g][taps][rows] and read as W_FLAT, chosen over reading the flipped view
-# itself, whose rows are KH*KW apart and whose taps run backwards in runs of KH*KW only.
-# "copy": "cmajor" with every weight copied; "view": read through the view, (c, kh, kw)
-# decoded per element (the kernel before W_KC). Benchmarks and tests set the others.
+# How igemm_gpu_fwd orders and reads its depth (kernels/conv_igemm_gpu.cl). "auto": the
+# weight copied (one small extra launch per call: weights are small, ResNet-18's largest is
+# 9.4 MB; always, so the launch count does not depend on the problem) into the layout read
+# best, along its rows (W_FLAT, coalesced, stored to local memory without conflicts): where
+# the input channels are a multiple of the tile depth (every ResNet/VGG layer but the first)
+# [g][kh][kw][c][rows] with taps outer and channels inner (TAPS_OUTER: a tile lies in one tap,
+# so the window's bounds check and row offset are per tile, not per element), else
+# [g][c*kh*kw][rows] (channels outer, taps inner: k = c*kh*kw + i*kw + j). "cmajor": channels
+# outer and no copy where the view allows: a weight whose taps are contiguous per output
+# channel (a plain forward weight) read along the taps (W_KC), one whose taps flatten with
+# unit row stride along the rows (W_FLAT), any other view (the input gradient's flipped,
+# transposed weight, whose rows are KH*KW apart and whose taps run backwards in runs of KH*KW
+# only; its stride phases) copied as in "auto". "copy": channels outer, every weight copied;
+# "view": read through the view, (c, kh, kw) decoded per element (the kernel before W_KC).
+# Benchmarks (bench/gpu/conv_passes.py --case R18) and tests set the others.
 _W_READ = "auto"
 
 
@@ -209,7 +214,7 @@ def _igemm_weight(p: Problem, w, tsk: int):
         kv = (0, kall * p.o, 1, p.o, p.kw * p.c * p.o, p.c * p.o)  # [g][kh][kw][c][rows]
         d = {"TAPS_OUTER": 1, "W_FLAT": 1}
     else:
-        u = _flat_unit(p) if _W_READ != "copy" else None
+        u = _flat_unit(p) if _W_READ == "cmajor" else None
         if u is not None and (u == 1 or p.k[2] == 1 or p.o == 1):
             kv = p.k[:5] + (u,)
             return p._replace(k=kv), w, {"W_KC": 1} if u == 1 else {"W_FLAT": 1}, (
