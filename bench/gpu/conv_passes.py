@@ -409,7 +409,8 @@ def r18(args, meta):
                 b = min(rs, key=lambda r: r["ms"])
                 print(f"  {layer:22s} {pn:12s} {b['algo']:18s} {b['ms']:8.3f} ms "
                       f"{b['tflops']:6.2f} TFLOP/s {b['peak_pct']:5.1f}%" + (
-                          f"   cudnn {cu[0]['ms']:8.3f} ms" if cu else ""))
+                          f"   cudnn {cu[0]['ms']:8.3f} ms" if cu else "") + (
+                          f"   tiles {b['tiles']}" if b.get("tiles") else ""))
     print("\nResNet-18 3x3 total (ms, each layer times its count):")
     for label, per in sorted(total.items(), key=lambda kv: sum(kv[1].values())):
         print(f"  {label:18s} " + " ".join(f"{pn} {v:8.3f}" for pn, v in per.items()) +
