@@ -61,7 +61,9 @@ typedef long IT;
 #define DKW (TSK % KW)
 #define KSTEP (NTHR / TSN)  // window rows (taps) between a work item's loads of one tile
 
-// Weight tiles. The host picks how they are read (clgrad/ops/conv/gpu.py, _igemm_weight):
+// Weight tiles. The host picks how they are read (clgrad/ops/conv/gpu.py, _W_READ and
+// _igemm_weight; by default it copies every weight into a [g][taps][rows] layout read as
+// W_FLAT, taps outer or inner; W_KC and W_FLAT over the caller's own weight view are options):
 // W_KC: taps contiguous per row (a plain weight: k.s[4] == 1, k.s[3] == KW, k.s[2] == KH*KW):
 //   tap k of row m at m*s1 + k; read along k (runs of KR consecutive taps per row, so a warp
 //   reads 32/KR rows KR floats each, whole sectors), stored transposed into As[k][m]. With
