@@ -142,7 +142,8 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) is None
 
 
-@pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4)],
+@pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4),
+                                   (128, 128, 16, 8, 4)],
                          ids=lambda t: "x".join(map(str, t)))
 def test_igemm_tiles(tiles, monkeypatch):
     t = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"), tiles))
@@ -153,6 +154,12 @@ def test_igemm_tiles(tiles, monkeypatch):
     got, ref = _run(x, wt, b, padding=(1, 2), groups=2)
     _close(got, ref, 1e-4)
     assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+    # 48 channels either way, a multiple of every depth: taps outer, forward and input grad
+    seen = _spy_weight_reads(monkeypatch)
+    x, wt, b = _data(1, 48, 6, 7, 48, 48, 3, 3)
+    got, ref = _run(x, wt, b, padding=(2, 1), dilation=(2, 1))
+    _close(got, ref, 1e-4)
+    assert seen == ["copy TAPS_OUTER,W_FLAT"] * 2, seen
 
 
 def test_64bit_offsets(monkeypatch):
