@@ -11,7 +11,10 @@
 // Forward, and the input gradient as the forward problem on the flipped weight view (conv.h).
 // Defines: T; TSM TSN TSK WPTM WPTN (WPTM, WPTN multiples of 4); KH KW SH SW DH DW UH UW: the
 // problem's geometry (tap decoding by constants); I32: offsets inside one (n, g) slab of X,
-// and inside one group of K (of GO), fit an int; P32: so does the pixel count n*oh*ow.
+// and inside one group of K (of GO), fit an int; P32: so does the pixel count n*oh*ow; W_KC,
+// W_FLAT: how the forward reads weight tiles (below); TAPS_OUTER: the forward's depth
+// ordered taps outer, channels inner (below); WG_DIRECT: the weight gradient written
+// into gw and gb directly (split == 1), not into the workspace; XS1: X's column stride is 1.
 // Launch igemm_gpu_fwd: global (ceil(n*oh*ow / TSN) * RTSN, ceil(o / TSM) * RTSM, g),
 //   local (RTSN, RTSM, 1).
 // igemm_gpu_wgrad: per group, GW (o x (K+1)) = GO (o x pixels) @ col^T (pixels x (K+1)), the
@@ -43,52 +46,148 @@ typedef int IT;
 #else
 typedef long IT;
 #endif
+#ifdef XS1  // X's columns are adjacent
+#define XS4 1
+#else
+#define XS4 ((IT)p.x.s[4])
+#endif
 #if NTHR % TSN != 0 || (TSM * TSK) % NTHR != 0 || (TSN * TSK) % NTHR != 0
 #error "tiles: the work-group size must divide TSM*TSK and TSN*TSK and be a multiple of TSN"
 #endif
 
-// Weights of taps k0.. for rows bm..: element e = tid + l*NTHR is (k = e / TSM, m = e % TSM).
-INL void load_w(T ra[LA], __global const T *Kg, const conv_t p, int bm, int k0, int kall,
-                int tid) {
+// Tap step of one depth tile, as (c, kh, kw) digits: TSK = DKC*KH*KW + DKH*KW + DKW.
+#define DKC (TSK / KHW)
+#define DKH ((TSK % KHW) / KW)
+#define DKW (TSK % KW)
+#define KSTEP (NTHR / TSN)  // window rows (taps) between a work item's loads of one tile
+
+// Weight tiles. The host picks how they are read (clgrad/ops/conv/gpu.py, _W_READ and
+// _igemm_weight; by default it copies every weight into a [g][taps][rows] layout read as
+// W_FLAT, taps outer or inner; W_KC and W_FLAT over the caller's own weight view are options):
+// W_KC: taps contiguous per row (a plain weight: k.s[4] == 1, k.s[3] == KW, k.s[2] == KH*KW):
+//   tap k of row m at m*s1 + k; read along k (runs of KR consecutive taps per row, so a warp
+//   reads 32/KR rows KR floats each, whole sectors), stored transposed into As[k][m]. With
+//   PADM = 4 mod 32 (TSM a multiple of 32) the 32 stores of a warp hit 32 banks when KR = 8
+//   (banks 4*kr + m); TSK = 16 keeps KR = 8, so stores stay conflict-free there too.
+// W_FLAT (without W_KC): taps flatten (k.s[3] == KW*s4, k.s[2] == KH*KW*s4): tap k at
+//   m*s1 + k*s4; read along m (element e is (k = e / TSM, m = e % TSM)), coalesced where
+//   s1 == 1: the layout of the host's copy [g][k][o] of any other weight view.
+// neither: any view, (c, kh, kw) decoded per element and tile (what the kernel did before).
+#if defined(W_KC) && !defined(W_FLAT)
+#define W_FLAT 1
+#endif
+#ifdef TAPS_OUTER  // the flat taps' stride: channels are the inner digit
+#define WUNIT p.k.s[2]
+#else
+#define WUNIT p.k.s[4]
+#endif
+#if defined(W_KC)
+#if TSK % 8 == 0
+#define KR 8
+#elif TSK % 4 == 0
+#define KR 4
+#else
+#define KR 1
+#endif
+#define WM(e) ((e) / KR % TSM)
+#define WK(e) ((e) / (KR * TSM) * KR + (e) % KR)
+#else
+#define WM(e) ((e) % TSM)
+#define WK(e) ((e) / TSM)
+#endif
+
+// This work item's weight elements: row (bm + WM(e)) and tile-local tap WK(e) of e = tid +
+// l*NTHR, and (W_FLAT) their offsets at tile 0, computed once.
+typedef struct {
+    int m[LA], k[LA];
+#ifdef W_FLAT
+    IT off[LA];
+#endif
+} wslots_t;
+
+INL void load_w(T ra[LA], __global const T *Kg, const conv_t p, const wslots_t *ws, int k0,
+                int kall) {
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
-        const int e = tid + l * NTHR, k = k0 + e / TSM, m = bm + e % TSM;
+        const int k = k0 + ws->k[l];
+        const bool ok = ws->m[l] < (int)p.o && k < kall;
+#if defined(W_KC)
+        ra[l] = ok ? Kg[ws->off[l] + k0] : (T)0;
+#elif defined(W_FLAT)
+        ra[l] = ok ? Kg[ws->off[l] + k0 * (IT)WUNIT] : (T)0;
+#else
         const int c = k / KHW, r = k - c * KHW, kh = r / KW, kw = r - kh * KW;
-        ra[l] = (m < (int)p.o && k < kall)
-            ? Kg[m * (IT)p.k.s[1] + c * (IT)p.k.s[2] + kh * (IT)p.k.s[3] + kw * (IT)p.k.s[4]]
-            : (T)0;
+        ra[l] = ok ? Kg[ws->m[l] * (IT)p.k.s[1] + c * (IT)p.k.s[2] + kh * (IT)p.k.s[3] +
+                        kw * (IT)p.k.s[4]]
+                   : (T)0;
+#endif
     }
 }
 
-// Window of taps k0.. at this work item's pixel: element e is (k = e / TSN, n = tid % TSN).
+INL void store_w(__local T *As, const T ra[LA], const wslots_t *ws, int bm) {
+#pragma unroll
+    for (int l = 0; l < LA; ++l) As[ws->k[l] * PADM + ws->m[l] - bm] = ra[l];
+}
+
+#ifdef TAPS_OUTER
+// The window, taps outer: k = (kh*KW + kw)*C + c (the weight copied by the host in that
+// order, [g][kh][kw][c][rows], read as W_FLAT), C a multiple of TSK, so a tile lies in one
+// tap: its bounds check and row offset are computed once per tile, and element l of this
+// work item is channel c0 + tid / TSN + l*KSTEP: one multiply-add per element.
+typedef struct {
+    int c0, kb, kh, kw;  // the tile's first channel and tap; kb = tid / TSN
+} xtaps_t;
+
 INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const conv_t p,
-                int k0, int kall, int tid) {
+                xtaps_t *xt) {
+    const int y = y0 + xt->kh * DH, x = x0 + xt->kw * DW;
+    const bool ok = qok && y >= 0 && x >= 0 && y % UH == 0 && x % UW == 0 &&
+                    y / UH < (int)p.h && x / UW < (int)p.w;
+    const IT cs = (IT)p.x.s[2];
+    __global const T *xp = xq + (ok ? (y / UH) * (IT)p.x.s[3] + (x / UW) * XS4 : 0)
+                           + (xt->c0 + xt->kb) * cs;
+#pragma unroll
+    for (int l = 0; l < LB; ++l) rb[l] = ok ? xp[l * KSTEP * cs] : (T)0;
+    xt->c0 += TSK;  // the next tile: the next TSK channels, or the next tap's first
+    if (xt->c0 == (int)p.c) {
+        xt->c0 = 0;
+        xt->kw += 1;
+        if (xt->kw == KW) {
+            xt->kw = 0;
+            xt->kh += 1;
+        }
+    }
+}
+#else
+// The window: element l of this work item is tap k = k0 + tid / TSN + l*KSTEP at its pixel;
+// taps are kept as (c, kh, kw) digits, advanced by TSK per tile (no division per element).
+typedef struct {
+    int c[LB], kh[LB], kw[LB];
+} xtaps_t;
+
+INL void load_x(T rb[LB], __global const T *xq, bool qok, int y0, int x0, const conv_t p,
+                xtaps_t *xt) {
 #pragma unroll
     for (int l = 0; l < LB; ++l) {
-        const int k = k0 + (tid + l * NTHR) / TSN;
-        const int c = k / KHW, r = k - c * KHW, kh = r / KW, kw = r - kh * KW;
-        const int y = y0 + kh * DH, x = x0 + kw * DW;
-        const bool ok = qok && k < kall && y >= 0 && x >= 0 && y % UH == 0 && x % UW == 0 &&
-                        y / UH < (int)p.h && x / UW < (int)p.w;
-        rb[l] = ok ? xq[c * (IT)p.x.s[2] + (y / UH) * (IT)p.x.s[3] + (x / UW) * (IT)p.x.s[4]]
+        const int c = xt->c[l], y = y0 + xt->kh[l] * DH, x = x0 + xt->kw[l] * DW;
+        const bool ok = qok && c < (int)p.c && y >= 0 && x >= 0 && y % UH == 0 &&
+                        x % UW == 0 && y / UH < (int)p.h && x / UW < (int)p.w;
+        rb[l] = ok ? xq[c * (IT)p.x.s[2] + (y / UH) * (IT)p.x.s[3] + (x / UW) * XS4]
                    : (T)0;
+        // the next tile's tap: k + TSK, one carry at most per digit
+        int kw = xt->kw[l] + DKW, cy = kw >= KW;
+        xt->kw[l] = cy ? kw - KW : kw;
+        int kh = xt->kh[l] + DKH + cy;
+        cy = kh >= KH;
+        xt->kh[l] = cy ? kh - KH : kh;
+        xt->c[l] += DKC + cy;
     }
 }
-
-INL void store_w(__local T *As, const T ra[LA], int tid) {
-#pragma unroll
-    for (int l = 0; l < LA; ++l) {
-        const int e = tid + l * NTHR;
-        As[(e / TSM) * PADM + e % TSM] = ra[l];
-    }
-}
+#endif
 
 INL void store_x(__local T *Bs, const T rb[LB], int tid) {
 #pragma unroll
-    for (int l = 0; l < LB; ++l) {
-        const int e = tid + l * NTHR;
-        Bs[(e / TSN) * PADN + e % TSN] = rb[l];
-    }
+    for (int l = 0; l < LB; ++l) Bs[(tid / TSN + l * KSTEP) * PADN + tid % TSN] = rb[l];
 }
 
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
@@ -107,6 +206,29 @@ void igemm_gpu_fwd(const conv_t p, __global const T *X, __global const T *K, __g
     const int y0 = (int)(qr / p.ow) * SH - (int)p.ph, x0 = (int)(qr % p.ow) * SW - (int)p.pw;
     __global const T *xq = X + p.x.off + (qok ? qn : 0) * p.x.s[0] + g * p.x.s[1];
     __global const T *Kg = K + p.k.off + g * p.k.s[0];
+    wslots_t ws;
+#pragma unroll
+    for (int l = 0; l < LA; ++l) {
+        const int e = tid + l * NTHR;
+        ws.m[l] = bm + WM(e);
+        ws.k[l] = WK(e);
+#ifdef W_FLAT
+        ws.off[l] = ws.m[l] * (IT)p.k.s[1] + ws.k[l] * (IT)WUNIT;
+#endif
+    }
+    xtaps_t xt;
+#ifdef TAPS_OUTER
+    xt.c0 = xt.kh = xt.kw = 0;
+    xt.kb = tid / TSN;
+#else
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+        const int k = tid / TSN + l * KSTEP, c = k / KHW, r = k - c * KHW;
+        xt.c[l] = c;
+        xt.kh[l] = r / KW;
+        xt.kw[l] = r - (r / KW) * KW;
+    }
+#endif
     T acc[WPTM][WPTN];
 #pragma unroll
     for (int i = 0; i < WPTM; ++i)
@@ -114,23 +236,23 @@ void igemm_gpu_fwd(const conv_t p, __global const T *X, __global const T *K, __g
         for (int j = 0; j < WPTN; ++j) acc[i][j] = (T)0;
     T ra[LA], rb[LB];
     const int ntiles = (kall + TSK - 1) / TSK;
-    load_w(ra, Kg, p, bm, 0, kall, tid);
-    load_x(rb, xq, qok, y0, x0, p, 0, kall, tid);
-    store_w(As, ra, tid);
+    load_w(ra, Kg, p, &ws, 0, kall);
+    load_x(rb, xq, qok, y0, x0, p, &xt);
+    store_w(As, ra, &ws, bm);
     store_x(Bs, rb, tid);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int t = 0; t < ntiles; ++t) {
         const int cur = t & 1;
         const bool more = t + 1 < ntiles;
         if (more) {
-            load_w(ra, Kg, p, bm, (t + 1) * TSK, kall, tid);
-            load_x(rb, xq, qok, y0, x0, p, (t + 1) * TSK, kall, tid);
+            load_w(ra, Kg, p, &ws, (t + 1) * TSK, kall);
+            load_x(rb, xq, qok, y0, x0, p, &xt);
         }
         __local const T *as = As + cur * TSK * PADM + ty * 4;
         __local const T *bs = Bs + cur * TSK * PADN + tx * 4;
 #include "gemm_tile_step.h"
         if (more) {
-            store_w(As + (1 - cur) * TSK * PADM, ra, tid);
+            store_w(As + (1 - cur) * TSK * PADM, ra, &ws, bm);
             store_x(Bs + (1 - cur) * TSK * PADN, rb, tid);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -139,9 +261,14 @@ void igemm_gpu_fwd(const conv_t p, __global const T *X, __global const T *K, __g
     for (int j = 0; j < WPTN; ++j) {
         const long qq = bn + tx * 4 + (j / 4) * 4 * RTSN + (j % 4);
         if (qq >= npix) continue;
-        const long n = qq / plane, rr = qq - n * plane;
-        __global T *yq = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + (rr / p.ow) * p.y.s[3]
-                         + (rr % p.ow) * p.y.s[4];
+#ifdef P32  // 32-bit divisions (a 64-bit one costs ~70 instructions on GPUs)
+        const int n = (int)qq / (int)plane, rr = (int)qq - n * (int)plane;
+        const int oy = rr / (int)p.ow, ox = rr - oy * (int)p.ow;
+#else
+        const long n = qq / plane, rr = qq - n * plane, oy = rr / p.ow, ox = rr - oy * p.ow;
+#endif
+        __global T *yq = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + oy * p.y.s[3] +
+                         ox * p.y.s[4];
 #pragma unroll
         for (int i = 0; i < WPTM; ++i) {
             const int m = bm + ty * 4 + (i / 4) * 4 * RTSM + (i % 4);
@@ -167,7 +294,8 @@ INL void store_km(__local T *S, const T r[], int len, int pad, int tid) {
 
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
 void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t gv,
-                     __global T *ws) {
+                     __global T *ws, __global T *GW, v5_t gwv, __global T *GB, long gboff,
+                     long gbs, int want_b) {
     __local T As[2 * TSK * PADM] __attribute__((aligned(4 * sizeof(T))));
     __local T Bs[2 * TSK * PADN] __attribute__((aligned(4 * sizeof(T))));
     const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * RTSN + tx;
@@ -226,7 +354,7 @@ void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, 
                 const int y = y0 + tdy[l], x = x0 + tdx[l];
                 const bool ok = qok && tin[l] && y >= 0 && x >= 0 && y < (int)p.h &&
                                 x < (int)p.w;
-                rb[l] = ok ? xq[toff[l] + y * (IT)p.x.s[3] + x * (IT)p.x.s[4]]
+                rb[l] = ok ? xq[toff[l] + y * (IT)p.x.s[3] + x * XS4]
                            : (qok && tone[l]) ? (T)1 : (T)0;
             }
         }
@@ -241,7 +369,19 @@ void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, 
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+#ifdef WG_DIRECT
+    // one split: tap column k of row m straight into gw's grouped view, column kall into gb
+    __global T *w = GW + gwv.off + g * gwv.s[0];
+    long woff[WPTN];
+#pragma unroll
+    for (int j = 0; j < WPTN; ++j) {
+        const int k = MIN(bn + tx * 4 + (j / 4) * 4 * RTSN + (j % 4), kall - 1);
+        const int c = k / KHW, r = k - c * KHW, kh = r / KW, kw = r - kh * KW;
+        woff[j] = c * gwv.s[2] + kh * gwv.s[3] + kw * gwv.s[4];
+    }
+#else
     __global T *w = ws + (sp * p.g + g) * p.o * (kall + 1);
+#endif
 #pragma unroll
     for (int i = 0; i < WPTM; ++i) {
         const int m = bm + ty * 4 + (i / 4) * 4 * RTSM + (i % 4);
@@ -249,7 +389,14 @@ void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, 
 #pragma unroll
         for (int j = 0; j < WPTN; ++j) {
             const int k = bn + tx * 4 + (j / 4) * 4 * RTSN + (j % 4);
+#ifdef WG_DIRECT
+            if (k < kall)
+                w[m * gwv.s[1] + woff[j]] = acc[i][j];
+            else if (k == kall && want_b)
+                GB[gboff + (g * p.o + m) * gbs] = acc[i][j];
+#else
             if (k <= kall) w[(long)m * (kall + 1) + k] = acc[i][j];
+#endif
         }
     }
 }

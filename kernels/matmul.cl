@@ -14,6 +14,8 @@
 //   1 b_cs == 1 (4-vectors along n), 2 b_rs == 1 (4-vectors along k). The vector modes need the
 //   vector dim's size, the other strides and every offset to be multiples of 4 (the host
 //   checks): a 4-vector is then aligned and either wholly inside the matrix or wholly outside.
+//   EXACT: M, N, K are multiples of TSM, TSN, TSK (no bounds checks at all); I32: every offset
+//   inside one batch element's A, B (tile overhang included) fits an int (32-bit index math).
 //   Launch: global (ceil(N/TSN) * TSN/WPTN, ceil(M/TSM) * TSM/WPTM, batches),
 //   local (TSN/WPTN, TSM/WPTM, 1).
 //
@@ -58,17 +60,28 @@
 #if (A_LOAD != 0 && LA % 4 != 0) || (B_LOAD != 0 && LB % 4 != 0)
 #error "4-vector loads need TSM*TSK and TSN*TSK to be multiples of 4 * work-group size"
 #endif
+#ifdef EXACT
+#define INB(cond) 1  // every tile is whole
+#else
+#define INB(cond) (cond)
+#endif
+#ifdef I32
+typedef int IT;
+#else
+typedef long IT;
+#endif
 
 // Load this work item's share of the A tile at depth k0 into registers (zero outside A).
-inline void load_a(T ra[LA], __global const T *A, long oa, long a_rs, long a_cs, long M,
-                   long K, long bm, long k0, int tid) {
+// A: the batch element's A (its offset applied).
+inline void load_a(T ra[LA], __global const T *A, IT a_rs, IT a_cs, IT M, IT K, IT bm, IT k0,
+                   int tid) {
 #if A_LOAD == 1
 #pragma unroll
     for (int l = 0; l < LA / 4; ++l) {
         int e = tid + l * NTHR, m = e / (TSK / 4), k = (e % (TSK / 4)) * 4;
         T4 v = (T4)0;
-        if (bm + m < M && k0 + k < K)
-            v = *(__global const T4 *)(A + oa + (bm + m) * a_rs + k0 + k);
+        if (INB(bm + m < M && k0 + k < K))
+            v = *(__global const T4 *)(A + (bm + m) * a_rs + k0 + k);
         ra[4 * l] = v.s0; ra[4 * l + 1] = v.s1; ra[4 * l + 2] = v.s2; ra[4 * l + 3] = v.s3;
     }
 #elif A_LOAD == 2
@@ -76,15 +89,15 @@ inline void load_a(T ra[LA], __global const T *A, long oa, long a_rs, long a_cs,
     for (int l = 0; l < LA / 4; ++l) {
         int e = tid + l * NTHR, k = e / (TSM / 4), m = (e % (TSM / 4)) * 4;
         T4 v = (T4)0;
-        if (bm + m < M && k0 + k < K)
-            v = *(__global const T4 *)(A + oa + bm + m + (k0 + k) * a_cs);
+        if (INB(bm + m < M && k0 + k < K))
+            v = *(__global const T4 *)(A + bm + m + (k0 + k) * a_cs);
         ra[4 * l] = v.s0; ra[4 * l + 1] = v.s1; ra[4 * l + 2] = v.s2; ra[4 * l + 3] = v.s3;
     }
 #else
 #pragma unroll
     for (int l = 0; l < LA; ++l) {
         int e = tid + l * NTHR, k = e / TSM, m = e % TSM;
-        ra[l] = (bm + m < M && k0 + k < K) ? A[oa + (bm + m) * a_rs + (k0 + k) * a_cs] : (T)0;
+        ra[l] = INB(bm + m < M && k0 + k < K) ? A[(bm + m) * a_rs + (k0 + k) * a_cs] : (T)0;
     }
 #endif
 }
@@ -115,15 +128,15 @@ inline void store_a(__local T *As, const T ra[LA], int tid) {
 }
 
 // Load this work item's share of the B tile at depth k0 into registers (zero outside B).
-inline void load_b(T rb[LB], __global const T *B, long ob, long b_rs, long b_cs, long N,
-                   long K, long bn, long k0, int tid) {
+inline void load_b(T rb[LB], __global const T *B, IT b_rs, IT b_cs, IT N, IT K, IT bn, IT k0,
+                   int tid) {
 #if B_LOAD == 1
 #pragma unroll
     for (int l = 0; l < LB / 4; ++l) {
         int e = tid + l * NTHR, k = e / (TSN / 4), n = (e % (TSN / 4)) * 4;
         T4 v = (T4)0;
-        if (bn + n < N && k0 + k < K)
-            v = *(__global const T4 *)(B + ob + (k0 + k) * b_rs + bn + n);
+        if (INB(bn + n < N && k0 + k < K))
+            v = *(__global const T4 *)(B + (k0 + k) * b_rs + bn + n);
         rb[4 * l] = v.s0; rb[4 * l + 1] = v.s1; rb[4 * l + 2] = v.s2; rb[4 * l + 3] = v.s3;
     }
 #elif B_LOAD == 2
@@ -131,15 +144,15 @@ inline void load_b(T rb[LB], __global const T *B, long ob, long b_rs, long b_cs,
     for (int l = 0; l < LB / 4; ++l) {
         int e = tid + l * NTHR, n = e / (TSK / 4), k = (e % (TSK / 4)) * 4;
         T4 v = (T4)0;
-        if (bn + n < N && k0 + k < K)
-            v = *(__global const T4 *)(B + ob + k0 + k + (bn + n) * b_cs);
+        if (INB(bn + n < N && k0 + k < K))
+            v = *(__global const T4 *)(B + k0 + k + (bn + n) * b_cs);
         rb[4 * l] = v.s0; rb[4 * l + 1] = v.s1; rb[4 * l + 2] = v.s2; rb[4 * l + 3] = v.s3;
     }
 #else
 #pragma unroll
     for (int l = 0; l < LB; ++l) {
         int e = tid + l * NTHR, k = e / TSN, n = e % TSN;
-        rb[l] = (bn + n < N && k0 + k < K) ? B[ob + (k0 + k) * b_rs + (bn + n) * b_cs] : (T)0;
+        rb[l] = INB(bn + n < N && k0 + k < K) ? B[(k0 + k) * b_rs + (bn + n) * b_cs] : (T)0;
     }
 #endif
 }
@@ -189,8 +202,8 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
         T ra[LA], rb[LB];
         const long ntiles = (K + TSK - 1) / TSK;
         if (ntiles > 0) {
-            load_a(ra, A, oa, a_rs, a_cs, M, K, bm, 0, tid);
-            load_b(rb, B, ob, b_rs, b_cs, N, K, bn, 0, tid);
+            load_a(ra, A + oa, a_rs, a_cs, M, K, bm, 0, tid);
+            load_b(rb, B + ob, b_rs, b_cs, N, K, bn, 0, tid);
             store_a(As, ra, tid);
             store_b(Bs, rb, tid);
         }
@@ -198,8 +211,8 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
         for (long t = 0; t < ntiles; ++t) {
             const int cur = (int)(t & 1);
             if (t + 1 < ntiles) {
-                load_a(ra, A, oa, a_rs, a_cs, M, K, bm, (t + 1) * TSK, tid);
-                load_b(rb, B, ob, b_rs, b_cs, N, K, bn, (t + 1) * TSK, tid);
+                load_a(ra, A + oa, a_rs, a_cs, M, K, bm, (t + 1) * TSK, tid);
+                load_b(rb, B + ob, b_rs, b_cs, N, K, bn, (t + 1) * TSK, tid);
             }
             __local const T *as = As + cur * TSK * PADM + ty * 4;
             __local const T *bs = Bs + cur * TSK * PADN + tx * 4;
@@ -213,11 +226,11 @@ void gemm(long M, long N, long K, long nb, int nbd, shape_t bsh,
 #pragma unroll
         for (int i = 0; i < WPTM; ++i) {
             const long gm = bm + ty * 4 + (i / 4) * 4 * RTSM + (i % 4);
-            if (gm >= M) continue;
+            if (!INB(gm < M)) continue;
 #pragma unroll
             for (int j = 0; j < WPTN; ++j) {
                 const long gn = bn + tx * 4 + (j / 4) * 4 * RTSN + (j % 4);
-                if (gn >= N) continue;
+                if (!INB(gn < N)) continue;
                 __global T *c = C + oc + gm * c_rs + gn * c_cs;
                 ACC v = (ACC)alpha * acc[i][j];
                 *c = (T)(beta == (T)0 ? v : v + (ACC)beta * (ACC)*c);

@@ -11,6 +11,7 @@ import clgrad
 import clgrad.backends as backends
 from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.problem import Problem
+from clgrad.ops.conv.algorithms import _reduce
 from test_conv import _close, _data, _run
 
 PASSES = {"forward", "grad_input", "grad_weight"}
@@ -141,7 +142,8 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) is None
 
 
-@pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4)],
+@pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4),
+                                   (128, 128, 16, 8, 4)],
                          ids=lambda t: "x".join(map(str, t)))
 def test_igemm_tiles(tiles, monkeypatch):
     t = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"), tiles))
@@ -152,6 +154,12 @@ def test_igemm_tiles(tiles, monkeypatch):
     got, ref = _run(x, wt, b, padding=(1, 2), groups=2)
     _close(got, ref, 1e-4)
     assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+    # 48 channels either way, a multiple of every depth: taps outer, forward and input grad
+    seen = _spy_weight_reads(monkeypatch)
+    x, wt, b = _data(1, 48, 6, 7, 48, 48, 3, 3)
+    got, ref = _run(x, wt, b, padding=(2, 1), dilation=(2, 1))
+    _close(got, ref, 1e-4)
+    assert seen == ["copy TAPS_OUTER,W_FLAT"] * 2, seen
 
 
 def test_64bit_offsets(monkeypatch):
@@ -250,3 +258,179 @@ def test_measurement_inside_a_capture_runs_eagerly(monkeypatch, tmp_path):
             want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 9, j:j + 7], wn[:, :, i, j])
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(eager.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+# -- igemm_gpu's weight reads (W_KC, W_FLAT, the view), direct weight gradient, insertion ----
+def _run_wview(x_np, w_np, b_np, wkind, dtype=clgrad.float32, seed=0, **kw):
+    """_run with the weight as a view of kind ``wkind`` (test_conv._noncontig) and the
+    input contiguous: (y, gx, gw, gb) and the float64 reference."""
+    from test_conv import _noncontig, ref_conv
+    rng = np.random.default_rng(seed)
+    x = clgrad.tensor(x_np, dtype=dtype, requires_grad=True)
+    wbase, w = _noncontig(w_np, wkind, dtype)
+    b = clgrad.tensor(b_np, dtype=dtype, requires_grad=True)
+    y = clgrad.nn.functional.conv2d(x, w, b, **kw)
+    gout = rng.standard_normal(tuple(y.shape))
+    y.backward(clgrad.tensor(gout, dtype=dtype))
+    gw = wbase.grad.numpy()
+    gw = {"narrow": lambda g: g[:, 2:2 + w_np.shape[1]], "step": lambda g: g[..., ::2],
+          "transpose": lambda g: g.transpose(0, 1, 3, 2)}.get(wkind, lambda g: g)(gw)
+    got = (y.numpy(), x.grad.numpy(), gw, b.grad.numpy())
+    return got, ref_conv(x_np, w_np, b_np, gout, **kw)
+
+
+def _spy_weight_reads(monkeypatch):
+    """The defines of every igemm_gpu_fwd launch's weight reads, in order (a list)."""
+    seen, real = [], conv_gpu._igemm_weight
+
+    def spy(p, w, tsk):
+        out = real(p, w, tsk)
+        seen.append(("copy " if out[1] is not w else "") + ",".join(sorted(out[2])))
+        return out
+    monkeypatch.setattr(conv_gpu, "_igemm_weight", spy)
+    return seen
+
+
+WREAD_CASES = [  # (N, C, H, W, O, (kH, kW), kwargs, weight view kind, dtype, what "auto" reads:
+    #             forward, input gradient (each phase))
+    (2, 8, 9, 10, 70, (3, 3), dict(padding=1, groups=2), "contig", clgrad.float32,
+     "copy W_FLAT", "copy W_FLAT"),
+    (1, 6, 11, 9, 10, (3, 2), dict(stride=2, dilation=(2, 1), padding=(2, 1)), "transpose",
+     clgrad.float64, "copy W_FLAT", "copy W_FLAT"),
+    (2, 5, 8, 13, 12, (2, 3), dict(stride=(2, 1), padding=(0, 2), groups=1), "step",
+     clgrad.float32, "copy W_FLAT", "copy TAPS_OUTER,W_FLAT"),  # input gradient: 12 channels
+    (1, 12, 7, 9, 60, (3, 3), dict(dilation=(1, 2), padding=2, groups=3), "narrow",
+     clgrad.float32, "copy W_FLAT", "copy W_FLAT"),
+    # channels a multiple of the depth (8 forward, 12 input gradient): taps outer
+    (2, 16, 7, 9, 72, (3, 3), dict(dilation=2, padding=2), "transpose", clgrad.float32,
+     "copy TAPS_OUTER,W_FLAT", "copy TAPS_OUTER,W_FLAT"),
+    (1, 32, 9, 8, 144, (3, 3), dict(stride=2, padding=1, groups=2), "contig", clgrad.float64,
+     "copy TAPS_OUTER,W_FLAT", "copy TAPS_OUTER,W_FLAT"),
+]
+
+
+@pytest.mark.parametrize("mode", ("auto", "cmajor", "copy", "view"))
+@pytest.mark.parametrize("case", WREAD_CASES, ids=lambda c: f"{c[7]}-{c[4]}-{c[8].name}")
+def test_igemm_weight_reads(case, mode, monkeypatch):
+    # every depth order and weight-read path of igemm_gpu_fwd (forward, the input gradient's
+    # flipped view and its stride phases) against the float64 NumPy reference, on plain and
+    # strided weights
+    monkeypatch.setattr(conv_gpu, "_W_READ", mode)
+    seen = _spy_weight_reads(monkeypatch)
+    backends.conv_algorithm = "igemm_gpu"
+    n, c, h, w, o, k, kwargs, wkind, dt, auto_fwd, auto_gi = case
+    x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), *k)
+    got, ref = _run_wview(x, wt, b, wkind, dtype=dt, **kwargs)
+    _close(got, ref, 1e-10 if dt is clgrad.float64 else 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+    cmajor = "W_KC" if wkind in ("contig", "narrow") else "copy W_FLAT"
+    want = {"auto": auto_fwd, "cmajor": cmajor, "copy": "copy W_FLAT", "view": ""}[mode]
+    assert seen[0] == want, seen  # the forward
+    if mode == "auto":
+        assert seen[1:] and all(s == auto_gi for s in seen[1:]), seen  # the input gradient
+    elif mode != "view":
+        assert all(s in ("W_KC", "copy W_FLAT") for s in seen), seen
+
+
+def test_igemm_weight_layouts(monkeypatch):
+    # which read each weight view gets, and the copy's contents: the flipped, transposed
+    # weight of the input gradient as [g][c*kh*kw][rows] (NumPy: the same flip and transpose)
+    from clgrad.ops.conv import problem as C
+    monkeypatch.setattr(conv_gpu, "_W_READ", "cmajor")
+    rng = np.random.default_rng(3)
+    wn = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    x, w, y = clgrad.zeros((1, 4, 5, 5)), clgrad.tensor(wn), clgrad.zeros((1, 6, 3, 4))
+    geo = C._check(x, w, None, 1, 0, 1, 2)
+    pf = C._forward_problem(geo, x, w, y, None)
+    assert conv_gpu._igemm_weight(pf, w, 8)[2] == {"W_KC": 1}
+    pi = C._grad_input_problem(geo, y, w, x)
+    q, buf, d, _ = conv_gpu._igemm_weight(pi, w, 8)
+    assert d == {"W_FLAT": 1} and buf is not w and q.k == (0, 18 * 2, 1, 6 * 2, 2 * 2, 2)
+    # group g's weight of the input gradient: rows = input channels c, taps = (o, kh, kw)
+    want = wn[:, :, ::-1, ::-1].reshape(2, 3, 2, 3, 2).transpose(0, 1, 3, 4, 2).reshape(2, 18, 2)
+    np.testing.assert_array_equal(buf.numpy(), want)
+    # "auto": copied, taps outer where the channels are a multiple of the depth:
+    # [g][kh][kw][c][rows], else [g][c*kh*kw][rows]
+    monkeypatch.setattr(conv_gpu, "_W_READ", "auto")
+    q, buf, d, _ = conv_gpu._igemm_weight(pf, w, 4)
+    assert d == {"W_FLAT": 1} and buf is not w and q.k == (0, 36, 1, 3 * 6, 2 * 3, 3)
+    want = wn.reshape(2, 3, 12).transpose(0, 2, 1)
+    np.testing.assert_array_equal(buf.numpy(), want)
+    q, buf, d, _ = conv_gpu._igemm_weight(pf, w, 2)
+    assert d == {"TAPS_OUTER": 1, "W_FLAT": 1} and q.k == (0, 36, 1, 3, 2 * 2 * 3, 2 * 3)
+    want = wn.reshape(2, 3, 2, 3, 2).transpose(0, 3, 4, 2, 1).reshape(2, 12, 3)
+    np.testing.assert_array_equal(buf.numpy(), want)
+    # "cmajor", 1 x 1: the input gradient's transposed weight has unit row stride: no copy
+    monkeypatch.setattr(conv_gpu, "_W_READ", "cmajor")
+    w1 = clgrad.tensor(wn[:, :, :1, :1].copy())
+    geo1 = C._check(x, w1, None, 1, 0, 1, 2)
+    p1 = C._grad_input_problem(geo1, clgrad.zeros((1, 6, 5, 5)), w1, x)
+    q1, b1, d1, _ = conv_gpu._igemm_weight(p1, w1, 8)
+    assert d1 == {"W_FLAT": 1} and b1 is w1 and q1.k[2] == 1 and q1.k[5] == 2  # taps: forward rows
+
+
+@pytest.mark.parametrize("direct", (True, False), ids=("split1", "split"))
+def test_igemm_wgrad_direct(direct, monkeypatch):
+    # one split: the weight and bias gradients written by the GEMM itself, no reduce launch
+    calls = []
+    monkeypatch.setattr(conv_gpu, "_reduce", lambda *a: (calls.append(1), _reduce(*a)))
+    monkeypatch.setattr(conv_gpu, "_SPLIT_PIXELS", 1 << 40 if direct else 5)
+    backends.conv_algorithm = "igemm_gpu"
+    x, wt, b = _data(2, 6, 9, 8, 20, 3, 3, 3)
+    got, ref = _run(x, wt, b, kind="narrow", padding=1, groups=2)
+    _close(got, ref, 1e-4)
+    assert calls == ([] if direct else [1])
+    wb = _data(2, 6, 9, 8, 20, 3, 3, 3, bias=False)
+    got, ref = _run(*wb, kind="narrow", padding=(0, 1), dilation=2, groups=2)  # no bias
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"igemm_gpu"}
+
+
+@pytest.mark.parametrize("mode", ("auto", "cmajor", "view"))
+def test_igemm_zero_insertion(mode, monkeypatch):
+    # the input gradient of a strided conv run as one problem with zeros inserted (UH, UW > 1:
+    # what transposed convolutions are), not as phases: the kernel's UH/UW path
+    from clgrad.ops.conv import choice
+    from clgrad.ops.conv.problem import Plan
+    monkeypatch.setattr(conv_gpu, "_W_READ", mode)
+    fwd, wgrad = choice._KERNELS["igemm_gpu"]
+    monkeypatch.setitem(choice._KERNELS, "igemm_gpu",
+                        ((lambda p, dt, dev: Plan(inserts=p.uh * p.uw > 1), fwd[1]), wgrad))
+    backends.conv_algorithm = "igemm_gpu"
+    x, wt, b = _data(2, 4, 11, 10, 6, 2, 3, 2)
+    got, ref = _run(x, wt, b, kind="step", stride=(2, 3), padding=(1, 0), dilation=(1, 2),
+                    groups=2)
+    _close(got, ref, 1e-4)
+    x, wt, b = _data(1, 3, 7, 8, 5, 3, 3, 3)
+    got, ref = _run(x, wt, b, dtype=clgrad.float64, stride=2, padding=1)
+    _close(got, ref, 1e-10)
+    # 24 output channels: the input gradient's 24 channels are two tiles of depth 12
+    seen = _spy_weight_reads(monkeypatch)
+    x, wt, b = _data(2, 4, 9, 7, 24, 4, 3, 3)
+    got, ref = _run(x, wt, b, stride=2, padding=1, dilation=(1, 2))
+    _close(got, ref, 1e-4)
+    assert seen[1] == {"auto": "copy TAPS_OUTER,W_FLAT", "cmajor": "copy W_FLAT",
+                       "view": ""}[mode], seen
+
+
+def test_igemm_weight_copy_in_a_capture(monkeypatch):
+    # the forward's weight copy (TAPS_OUTER: 24 channels, depth 12) is recorded with the conv:
+    # a replay after an in-place weight update reads the new weight (NumPy: direct sums)
+    monkeypatch.setattr(backends, "conv_algorithm", "igemm_gpu")
+    seen = _spy_weight_reads(monkeypatch)
+    rng = np.random.default_rng(12)
+    xn = rng.standard_normal((2, 24, 6, 5)).astype(np.float32)
+    wn = rng.standard_normal((24, 24, 3, 3)).astype(np.float32)
+    x, w = clgrad.tensor(xn), clgrad.tensor(wn)
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = clgrad.nn.functional.conv2d(x, w, padding=1)
+    assert seen == ["copy TAPS_OUTER,W_FLAT"] and g.num_kernels == 2
+    w.copy_(clgrad.tensor(-2 * wn))
+    g.replay()
+    xp = np.pad(xn.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((2, 24, 6, 5))
+    for i in range(3):
+        for j in range(3):
+            want += np.einsum("nchw,oc->nohw", xp[:, :, i:i + 6, j:j + 5], -2 * wn[:, :, i, j])
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

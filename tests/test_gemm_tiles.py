@@ -15,14 +15,17 @@ import clgrad
 from clgrad.ops import matmul as mm
 
 CPU0, CPU1, CPU2, CPU3, CPU4, CPU5 = mm.CPU_CANDIDATES  # CPU3..5: 16-float vectors
-GPU0, GPU1, GPU2 = mm.GPU_CANDIDATES
+# GPU2: the small tiles (the last candidate); GPU3..GPU6: 128x64, 64x128, 128x128 of 8x4 per
+# work item, 256x128
+GPU0, GPU1, GPU3, GPU4, GPU5, GPU6, GPU2 = mm.GPU_CANDIDATES
 # (config, A layout, B layout, C layout): every config at least once; GEMM_TILED A_LOAD and
 # B_LOAD 0/1/2 and GEMM_CPU B_PACK 0/1/2 with and without C_VEC each at least once.
 CASES = [(CPU0, "c", "c", "c"), (CPU0, "t", "t", "s"), (CPU1, "s", "s", "c"),
          (CPU2, "c", "t", "s"), (CPU3, "c", "c", "c"), (CPU3, "t", "t", "s"),
          (CPU4, "s", "s", "c"), (CPU5, "c", "t", "s"),
          (GPU0, "c", "c", "c"), (GPU1, "t", "t", "c"), (GPU2, "s", "s", "s"),
-         (GPU2, "c", "t", "c")]
+         (GPU2, "c", "t", "c"), (GPU3, "c", "t", "s"), (GPU4, "t", "c", "c"),
+         (GPU5, "s", "c", "t"), (GPU6, "c", "c", "c")]
 
 
 def _case_id(case):
@@ -200,3 +203,31 @@ def test_split_argument(monkeypatch):
     mm.gemm(c, a, b, tiles_override=GPU2, split=False)
     assert calls == []
     assert_product(c, a_np, b_np)
+
+
+@pytest.mark.parametrize("cfg", mm.GPU_CANDIDATES, ids=lambda c: "x".join(
+    str(c[k]) for k in ("TSM", "TSN", "TSK", "WPTM", "WPTN")))
+@pytest.mark.parametrize("i32", (True, False), ids=("i32", "i64"))
+def test_whole_tiles(cfg, i32, monkeypatch):
+    """Sizes that are tile multiples run GEMM_TILED's EXACT variant (no bounds checks), with
+    32-bit offsets (I32) or, forced, 64-bit ones: every candidate against NumPy, batched."""
+    dev = clgrad.default_device()
+    seen, real = [], dev.kernel
+    monkeypatch.setattr(dev, "kernel", lambda f, k, d: seen.append(dict(d)) or real(f, k, d))
+    if not i32:
+        monkeypatch.setattr(mm, "_INT_LIMIT", 0)
+    rng = np.random.default_rng(7)
+    m, n, k = 2 * cfg["TSM"], cfg["TSN"], 3 * cfg["TSK"]
+    a_np, a = operand(rng, (m, k), "c" if i32 else "t", np.float32, batch=(2,))
+    b_np, b = operand(rng, (k, n), "t" if i32 else "s", np.float32, batch=(2,))
+    c0, c = operand(rng, (m, n), "c", np.float32, batch=(2,))
+    mm.gemm(c, a, b, 0.5, 2.0, tiles_override=cfg)
+    assert_product(c, a_np, b_np, 0.5, 2.0, c0)
+    assert seen and all(d.get("EXACT") == 1 and ("I32" in d) == i32 for d in seen), seen
+    seen.clear()
+    a_np, a = operand(rng, (m - 1, k), "c", np.float32)  # one row short: checked loads
+    b_np, b = operand(rng, (k, n), "c", np.float32)
+    _, c = operand(rng, (m - 1, n), "c", np.float32)
+    mm.gemm(c, a, b, tiles_override=cfg)
+    assert_product(c, a_np, b_np)
+    assert seen and all("EXACT" not in d for d in seen), seen

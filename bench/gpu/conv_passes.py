@@ -14,6 +14,19 @@ written; input gradient: gy read, gx written; weight gradient: x and gy read), T
 convolution's 2*N*O*oH*oW*(C/G)*kH*kW. Prints one line per measurement and writes them as JSON
 lines to DIR/conv_<case>.jsonl; the best tiles to DIR/best.txt (S3: CLGRAD_CONV_DWG's form)
 or DIR/best_igemm.txt (S2: CLGRAD_CONV_IGEMM's).
+
+R18: ResNet-18's distinct 3x3 convolutions at N=128 (no bias, padding 1), each pass with each
+GPU candidate algorithm of clgrad.ops.conv.gpu.CANDIDATES (plus 'winograd' where the algorithm
+registry has it), igemm_gpu's variants (igemm_gpu:cmajor, :copy and :view, the depth orders and
+weight reads of _W_READ; igemm_gpu:split1, the weight gradient without split-K) and with
+--igemm-tiles every IGEMM tile (CLGRAD_CONV_IGEMM's form): ms, TFLOP/s and % of a PEAK TFLOP/s
+FP32 peak (the H200's), cuDNN's ms per pass (TF32 off) where torch has CUDA, a float64 check of
+every (layer, pass, algorithm) at N=2 against a NumPy reference, and a summary: per layer and
+pass the fastest, and ResNet-18's 3x3 total (each layer times its count in the network) per
+algorithm against cuDNN. Writes DIR/conv_R18.jsonl.
+
+    CLGRAD_DEVICE=gpu python bench/gpu/conv_passes.py --case R18 [--igemm-tiles] [--out DIR]
+    python bench/gpu/conv_passes.py --case R18 --quick   # smoke on any device: tiny layers
 """
 import argparse
 import json
@@ -22,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import clgrad  # noqa: E402
@@ -38,7 +52,11 @@ WGRAD = [(1, 256, 1), (2, 256, 1), (4, 256, 1), (4, 256, 2), (4, 128, 1), (4, 12
          (4, 512, 1), (8, 256, 1), (8, 128, 2), (8, 64, 4), (4, 64, 4), (2, 128, 2)]
 IGEMM = [(128, 128, 8, 8, 8), (64, 128, 8, 4, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 4),
          (48, 64, 12, 4, 4),
-         (64, 64, 8, 4, 4), (64, 128, 16, 4, 8)]
+         (64, 64, 8, 4, 4), (64, 128, 16, 4, 8), (128, 64, 16, 8, 4), (128, 128, 16, 8, 4)]
+# ResNet-18's 3x3 convolutions: (C, H, O, stride, count in the network)
+R18 = [(64, 56, 64, 1, 4), (64, 56, 128, 2, 1), (128, 28, 128, 1, 3), (128, 28, 256, 2, 1),
+       (256, 14, 256, 1, 3), (256, 14, 512, 2, 1), (512, 7, 512, 1, 3)]
+PEAK = 67.0  # TFLOP/s, FP32, H200
 ROWS = []
 
 
@@ -85,6 +103,25 @@ def ref_np(x, w, b, gy, stride, padding, dilation, groups):
     return y, gxp[:, :, ph:ph + h, pw:pw + wd], gw, gy.sum((0, 2, 3))
 
 
+def ref_fast(x, w, gy, stride, padding):
+    """float64 y, gx, gw (groups 1, dilation 1) as one tensordot per tap."""
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    s, p = stride, padding
+    oh, ow = gy.shape[2:]
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    y, gxp, gw = np.zeros((n, o, oh, ow)), np.zeros_like(xp), np.zeros_like(w)
+    for i in range(kh):
+        for j in range(kw):
+            sl = (slice(None), slice(None), slice(i, i + s * (oh - 1) + 1, s),
+                  slice(j, j + s * (ow - 1) + 1, s))
+            win = xp[sl]
+            y += np.einsum("nchw,oc->nohw", win, w[:, :, i, j], optimize=True)
+            gw[:, :, i, j] = np.tensordot(gy, win, axes=([0, 2, 3], [0, 2, 3]))
+            gxp[sl] += np.einsum("oc,nohw->nchw", w[:, :, i, j], gy, optimize=True)
+    return y, gxp[:, :, p:p + h, p:p + wd], gw
+
+
 def relerr(a, r):
     return float(np.abs(a - r).max() / max(np.abs(r).max(), 1e-30))
 
@@ -118,9 +155,10 @@ def smoke():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="/tmp")
-    ap.add_argument("--case", default="S3", choices=("S3", "S2"))
+    ap.add_argument("--case", default="S3", choices=("S3", "S2", "R18"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-smoke", action="store_true")
+    ap.add_argument("--igemm-tiles", action="store_true", help="R18: every IGEMM tile too")
     args = ap.parse_args()
     dev = clgrad.default_device()
     d = dev.cl_device
@@ -128,6 +166,8 @@ def main():
                 driver=f"{d.driver_version.strip()} / {d.version.strip()}",
                 date=time.strftime("%Y-%m-%dT%H:%M:%S"))
     emit(case="_meta", **meta)
+    if args.case == "R18":
+        return r18(args, meta)
     fails = 0 if args.no_smoke else smoke()
     import torch
     torch.backends.cudnn.allow_tf32 = False
@@ -236,6 +276,164 @@ def main():
             f.write(json.dumps(dict(r, **meta)) + "\n")
 
 
+def r18_variants(pass_name):
+    """(label, algorithm, setup) of every GPU candidate and igemm_gpu variant of a pass;
+    setup() sets the variant's knobs (all reset first)."""
+    out = [(a, a, None) for a in conv_gpu.CANDIDATES[pass_name]]
+    if "winograd" in CH._KERNELS and "winograd" not in conv_gpu.CANDIDATES[pass_name]:
+        out.append(("winograd", "winograd", None))
+    if pass_name == "grad_weight":
+        out.append(("igemm_gpu:split1", "igemm_gpu",
+                    lambda: setattr(conv_gpu, "_SPLIT_PIXELS", 1 << 62)))
+    else:
+        for mode in ("cmajor", "copy", "view"):
+            out.append((f"igemm_gpu:{mode}", "igemm_gpu",
+                        lambda mode=mode: setattr(conv_gpu, "_W_READ", mode)))
+    return out
+
+
+def r18(args, meta):
+    """The R18 case (see the module doc)."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    cuda = torch is not None and torch.cuda.is_available()
+    if cuda:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    defaults = dict(_W_READ=conv_gpu._W_READ, _SPLIT_PIXELS=conv_gpu._SPLIT_PIXELS,
+                    _IGEMM={k: dict(v) for k, v in conv_gpu._IGEMM.items()})
+
+    def reset():
+        for k, v in defaults.items():
+            setattr(conv_gpu, k, dict(v) if k == "_IGEMM" else v)
+
+    layers, n, reps, nround = R18, 128, 8, 5
+    if args.quick:  # any device: tiny layers, few repetitions
+        layers, n, reps, nround = [(c // 8, max(h // 8, 4), o // 8, s, k)
+                                   for c, h, o, s, k in R18], 2, 2, 2
+    tiles = [None] + (IGEMM if args.igemm_tiles else [])
+    sync, rng = clgrad.synchronize, np.random.default_rng(0)
+    total = {}  # label -> {pass: ms x count}
+    fails = 0
+    for c, h, o, stride, count in layers:
+        name = f"C{c} H{h} O{o} s{stride}"
+        oh = (h + 2 - 3) // stride + 1
+        flops = 2 * n * o * oh * oh * c * 9
+
+        def operands(nb, dt, gen):
+            xn, gn = gen.standard_normal((nb, c, h, h)), gen.standard_normal((nb, o, oh, oh))
+            wn = gen.standard_normal((o, c, 3, 3)) / np.sqrt(c * 9)
+            x, w, g4 = (clgrad.tensor(v, dtype=dt) for v in (xn, wn, gn))
+            y, gi, gw = (clgrad.empty(*sh, dtype=dt) for sh in (
+                (nb, o, oh, oh), (nb, c, h, h), (o, c, 3, 3)))
+            geo = P._check(x, w, None, stride, 1, 1, 1)
+            pf = P._forward_problem(geo, x, w, y, None)
+            pw = geo._replace(x=v5(x, 1))
+
+            def run(pass_name, algo):  # False where algo cannot run the pass
+                if pass_name == "grad_input":
+                    return CH._grad_input(geo, g4, w, gi, algo)
+                p, ops = (pf, (x, w, y, None)) if pass_name == "forward" else \
+                    (pw, (x, g4, gw, None))
+                plan = CH._plan(algo, pass_name, p, w)
+                if plan is None:
+                    return False
+                CH._run(algo, plan, pass_name, p, *ops)
+                return True
+            outs = {"forward": y, "grad_input": gi, "grad_weight": gw}
+            return (xn, wn, gn), run, outs
+
+        # float64 check at N=2
+        (xn, wn, gn), run64, outs64 = operands(2, clgrad.float64, np.random.default_rng(1))
+        ref = dict(zip(("forward", "grad_input", "grad_weight"),
+                       ref_fast(xn, wn, gn, stride, 1)))
+        _, run, _ = operands(n, clgrad.float32, rng)
+        for pn in ("forward", "grad_input", "grad_weight"):
+            for label, algo, setup in r18_variants(pn):
+                for t in tiles if algo == "igemm_gpu" else [None]:
+                    reset()
+                    if t is not None:
+                        set_igemm(t)
+                    if setup:
+                        setup()
+                    try:
+                        if not run64(pn, algo):
+                            emit(case="R18", layer=name, pass_=pn, algo=label, ran=False)
+                            continue
+                        sync()
+                        err = relerr(outs64[pn].numpy(), ref[pn])
+                        run(pn, algo)
+                        sync()
+                        med, lo, hi = rounds(lambda: run(pn, algo), sync, reps=reps, n=nround)
+                    except (RuntimeError, ValueError, cl.Error) as e:  # reported, not fatal
+                        fails += 1
+                        emit(case="R18", layer=name, pass_=pn, algo=label, error=repr(e))
+                        continue
+                    ok = err < 1e-10
+                    fails += not ok
+                    tf = flops / med / 1e9
+                    emit(case="R18", layer=name, pass_=pn, algo=label, tiles=t, ms=med, min=lo,
+                         max=hi, tflops=tf, peak_pct=100 * tf / PEAK, err64=err, ok=ok)
+                    if t is None:
+                        total.setdefault(label, {}).setdefault(pn, 0.0)
+                        total[label][pn] += med * count
+        if cuda:
+            tx = torch.randn(n, c, h, h, device="cuda")
+            tw = torch.randn(o, c, 3, 3, device="cuda")
+            tg = torch.randn(n, o, oh, oh, device="cuda")
+            tf_, tgrad = torch.nn.functional, torch.nn.grad
+            with torch.no_grad():
+                tpass = {"forward": lambda: tf_.conv2d(tx, tw, stride=stride, padding=1),
+                         "grad_input": lambda: tgrad.conv2d_input(tx.shape, tw, tg,
+                                                                  stride=stride, padding=1),
+                         "grad_weight": lambda: tgrad.conv2d_weight(tx, tw.shape, tg,
+                                                                    stride=stride, padding=1)}
+                for pn, fn in tpass.items():
+                    med, lo, hi = rounds(fn, torch.cuda.synchronize, reps=reps, n=nround)
+                    tf = flops / med / 1e9
+                    emit(case="R18", layer=name, pass_=pn, algo="cudnn", ms=med, min=lo,
+                         max=hi, tflops=tf, peak_pct=100 * tf / PEAK)
+                    total.setdefault("cudnn", {}).setdefault(pn, 0.0)
+                    total["cudnn"][pn] += med * count
+    reset()
+    print(f"\nR18 at N={n}: per layer and pass, the fastest (ms, TFLOP/s, % of {PEAK:g})")
+    for layer in dict.fromkeys(r["layer"] for r in ROWS if r.get("case") == "R18"):
+        for pn in ("forward", "grad_input", "grad_weight"):
+            rs = [r for r in ROWS if r.get("layer") == layer and r.get("pass_") == pn
+                  and "ms" in r and r.get("ok", True) and r["algo"] != "cudnn"]
+            cu = [r for r in ROWS if r.get("layer") == layer and r.get("pass_") == pn
+                  and r["algo"] == "cudnn"]
+            if rs:
+                b = min(rs, key=lambda r: r["ms"])
+                print(f"  {layer:22s} {pn:12s} {b['algo']:18s} {b['ms']:8.3f} ms "
+                      f"{b['tflops']:6.2f} TFLOP/s {b['peak_pct']:5.1f}%" + (
+                          f"   cudnn {cu[0]['ms']:8.3f} ms" if cu else "") + (
+                          f"   tiles {b['tiles']}" if b.get("tiles") else ""))
+    print("\nResNet-18 3x3 total (ms, each layer times its count):")
+    for label, per in sorted(total.items(), key=lambda kv: sum(kv[1].values())):
+        print(f"  {label:18s} " + " ".join(f"{pn} {v:8.3f}" for pn, v in per.items()) +
+              f"  sum {sum(per.values()):8.3f}")
+    best = {}  # the fastest clgrad algorithm per (layer, pass), times the layer's count
+    counts = {f"C{c} H{h} O{o} s{s}": k for c, h, o, s, k in layers}
+    for r in ROWS:
+        if r.get("case") == "R18" and "ms" in r and r.get("ok") and r["algo"] != "cudnn":
+            key = (r["layer"], r["pass_"])
+            best[key] = min(best.get(key, 1e30), r["ms"])
+    per = {}
+    for (layer, pn), ms in best.items():
+        per[pn] = per.get(pn, 0.0) + ms * counts[layer]
+    print(f"  {'clgrad best':18s} " + " ".join(f"{pn} {v:8.3f}" for pn, v in per.items()) +
+          f"  sum {sum(per.values()):8.3f}")
+    print("failures (float64 errors over 1e-10, exceptions):", fails)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    with open(Path(args.out) / "conv_R18.jsonl", "w") as f:
+        for r in ROWS:
+            f.write(json.dumps(dict(r, **meta)) + "\n")
+    return fails
+
+
 def set_igemm(tiles):
     t = dict(zip(("TSM", "TSN", "TSK", "WPTM", "WPTN"), tiles))
     for key in conv_gpu._IGEMM:
@@ -243,4 +441,4 @@ def set_igemm(tiles):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(1 if main() else 0)

@@ -45,8 +45,17 @@ CPU_CANDIDATES = [CPU_TILES, {"MR": 4, "NV": 3, "MT": 48, "NT": 2, "KC": 256},
                   {"MR": 3, "NV": 1, "MT": 2, "NT": 3, "KC": 16}, CPU_TILES_16,
                   {"MR": 8, "NV": 2, "MT": 16, "NT": 1, "KC": 256, "VW": 16},
                   {"MR": 6, "NV": 2, "MT": 32, "NT": 1, "KC": 256, "VW": 16}]
+# The small tiles stay last (the tuner times the others: its problem fills any GPU).
+# 128x64 and 64x128 (256 work items, depth 16), 128x128 of 8x4 per work item (512 work items,
+# half the registers each), 256x128 of 16x8 (128 accumulators per work item, as cuBLAS's
+# large tiles): for big GPUs, none measured yet.
 GPU_CANDIDATES = [GPU_TILES["large"], {"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 8},
+                  {"TSM": 128, "TSN": 64, "TSK": 16, "WPTM": 8, "WPTN": 4},
+                  {"TSM": 64, "TSN": 128, "TSK": 16, "WPTM": 4, "WPTN": 8},
+                  {"TSM": 128, "TSN": 128, "TSK": 16, "WPTM": 8, "WPTN": 4},
+                  {"TSM": 256, "TSN": 128, "TSK": 8, "WPTM": 16, "WPTN": 8},
                   GPU_TILES["small"]]
+_INT_LIMIT = (1 << 31) - 1  # GEMM_TILED's I32: offsets below this in 32 bits
 _MAX_Z = 65535  # the batch launch dim is capped (CUDA grids); the kernel loops over the rest
 _TUNED: dict = {}  # Device -> tiles (read from tiles_file() once per device)
 
@@ -176,6 +185,12 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
                        2 if a_rs == 1 and _aligned(m, a_cs, *al) else 0)
         d["B_LOAD"] = (1 if b_cs == 1 and _aligned(n, b_rs, *bl) else
                        2 if b_rs == 1 and _aligned(k, b_cs, *bl) else 0)
+        tm, tn, tk = cfg["TSM"], cfg["TSN"], cfg["TSK"]
+        if m % tm == 0 and n % tn == 0 and k % tk == 0:
+            d["EXACT"] = 1  # whole tiles only: no bounds checks
+        if max((m + tm) * abs(a_rs) + (k + tk) * abs(a_cs),
+               (k + tk) * abs(b_rs) + (n + tn) * abs(b_cs)) < _INT_LIMIT:
+            d["I32"] = 1  # a batch element's offsets (tile overhang included) fit an int
         rn, rm = cfg["TSN"] // cfg["WPTN"], cfg["TSM"] // cfg["WPTM"]
         gsize = (cdiv(n, cfg["TSN"]) * rn, cdiv(m, cfg["TSM"]) * rm, min(nb, _MAX_Z))
         lsize = (rn, rm, 1)

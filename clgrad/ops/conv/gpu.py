@@ -20,7 +20,10 @@ group (C/G * O/G <= 16). Tiles: ``_CFG`` per device kind, or
 igemm_gpu — implicit GEMM like matmul.cl's GEMM_TILED (register tiles, double-buffered local
 memory), one launch over all groups: forward and input gradient (stride > 1: problem.py's
 phase problems), and the weight gradient as a split-K GEMM over the pixels with partial sums
-for ``wgrad_reduce``. Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
+for ``wgrad_reduce`` (with one split, written into the gradients directly). The forward's depth
+order and weight reads: ``_W_READ`` (taps outer over a tap-major copy of the weight where the
+channels are a multiple of the tile depth, else coalesced reads of the weight or of a copy).
+Tiles: ``_IGEMM`` by rows per group, or ``CLGRAD_CONV_IGEMM``.
 """
 from __future__ import annotations
 
@@ -28,14 +31,15 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pyopencl as cl
 
 from clgrad.kernel_structs import V5_T, longs
 from clgrad import capture as _capture, settings
-from clgrad.ops._util import defines_for
+from clgrad.ops._util import copy_raw, defines_for, empty
 from clgrad.ops.conv.algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
                                         _workspace)
-from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, v5
+from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.runtime import cache_dir, pack
 
 __all__ = ["KERNELS", "few_channels_algorithm", "measured", "forward_geometry"]
@@ -161,7 +165,7 @@ def _igemm_tile(p: Problem, wgrad=False) -> dict:
 
 def _igemm_defines(p: Problem, dt, t, ext) -> dict:
     """The kernel defines for tile t; ext: the largest in-slab offsets."""
-    d = _defines(p, dt, {}, **t)
+    d = _defines(p, dt, {"x": p.x}, **t)
     if max(ext) >= _INT_LIMIT:
         d.pop("I32", None)
     if p.n * p.oh * p.ow + t["TSN"] < _INT_LIMIT:
@@ -169,11 +173,64 @@ def _igemm_defines(p: Problem, dt, t, ext) -> dict:
     return d
 
 
+# How igemm_gpu_fwd orders and reads its depth (kernels/conv_igemm_gpu.cl). "auto": the
+# weight copied (one small extra launch per call: weights are small, ResNet-18's largest is
+# 9.4 MB; always, so the launch count does not depend on the problem) into the layout read
+# best, along its rows (W_FLAT, coalesced, stored to local memory without conflicts): where
+# the input channels are a multiple of the tile depth (every ResNet/VGG layer but the first)
+# [g][kh][kw][c][rows] with taps outer and channels inner (TAPS_OUTER: a tile lies in one tap,
+# so the window's bounds check and row offset are per tile, not per element), else
+# [g][c*kh*kw][rows] (channels outer, taps inner: k = c*kh*kw + i*kw + j). "cmajor": channels
+# outer and no copy where the view allows: a weight whose taps are contiguous per output
+# channel (a plain forward weight) read along the taps (W_KC), one whose taps flatten with
+# unit row stride along the rows (W_FLAT), any other view (the input gradient's flipped,
+# transposed weight, whose rows are KH*KW apart and whose taps run backwards in runs of KH*KW
+# only; its stride phases) copied as in "auto". "copy": channels outer, every weight copied;
+# "view": read through the view, (c, kh, kw) decoded per element (the kernel before W_KC).
+# Benchmarks (bench/gpu/conv_passes.py --case R18) and tests set the others.
+_W_READ = "auto"
+
+
+def _flat_unit(p: Problem):
+    """The stride u at which the weight view's taps flatten (tap k = c*kh*kw + i*kw + j at
+    k*u from its row), or None."""
+    s2, s3, s4 = p.k[3:]
+    u = s4 if p.kw > 1 else s3 if p.kh > 1 else s2 if p.c > 1 else 1
+    if (p.kh == 1 or s3 == p.kw * u) and (p.c == 1 or s2 == p.kh * p.kw * u):
+        return u
+    return None
+
+
+def _igemm_weight(p: Problem, w, tsk: int):
+    """(problem, weight tensor, defines, weight extent) of igemm_gpu_fwd's depth order and
+    weight reads (see _W_READ) for tiles of depth tsk; the extent bounds |offsets| in one
+    group of the weight (I32)."""
+    kall, shape = p.c * p.kh * p.kw, (p.g, p.o, p.c, p.kh, p.kw)
+    if _W_READ == "view":
+        kv = p.k
+        return p, w, {}, (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(
+            kv, p.kh, p.kw)
+    if _W_READ == "auto" and p.c % tsk == 0:
+        kv = (0, kall * p.o, 1, p.o, p.kw * p.c * p.o, p.c * p.o)  # [g][kh][kw][c][rows]
+        d = {"TAPS_OUTER": 1, "W_FLAT": 1}
+    else:
+        u = _flat_unit(p) if _W_READ == "cmajor" else None
+        if u is not None and (u == 1 or p.k[2] == 1 or p.o == 1):
+            kv = p.k[:5] + (u,)
+            return p._replace(k=kv), w, {"W_KC": 1} if u == 1 else {"W_FLAT": 1}, (
+                (p.o - 1) * abs(kv[2]) + (kall - 1) * abs(u))
+        kv = (0, kall * p.o, 1, p.kh * p.kw * p.o, p.kw * p.o, p.o)  # [g][taps][rows]
+        d = {"W_FLAT": 1}
+    buf = empty((p.g, kall, p.o), w.dtype, w._storage.device)
+    copy_raw(raw(buf, shape, kv[1:], 0), raw(w, shape, p.k[1:], p.k[0]))
+    return p._replace(k=kv), buf, d, kall * p.o
+
+
 def _igemm_fwd(p: Problem, plan: Plan, x, w, y, bias):
-    dev, dt, xv, kv, t = x._storage.device, x.dtype, p.x, p.k, _igemm_tile(p)
-    d = _igemm_defines(p, dt, t, [
-        (p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
-        (p.o - 1) * abs(kv[2]) + (p.c - 1) * abs(kv[3]) + _extent(kv, p.kh, p.kw)])
+    dev, dt, xv, t = x._storage.device, x.dtype, p.x, _igemm_tile(p)
+    p, w, wd, wext = _igemm_weight(p, w, t["TSK"])
+    d = _igemm_defines(p, dt, t, [(p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w), wext])
+    d.update(wd)
     rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]
     dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_fwd", d),
                (cdiv(p.n * p.oh * p.ow, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g),
@@ -191,17 +248,29 @@ def _plan_igemm_wgrad(p: Problem, dt, dev):
 
 
 def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    """The weight gradient; with one split written into gw and gb directly (WG_DIRECT), else
+    split partial sums in a workspace that _reduce sums."""
     dev, dt, xv, gv, t = x._storage.device, x.dtype, p.x, v5(g4, p.g), _igemm_tile(p, wgrad=True)
     d = _igemm_defines(p, dt, t, [(p.c - 1) * abs(xv[3]) + _extent(xv, p.h, p.w),
                                   (p.o - 1) * abs(gv[3]) + _extent(gv, p.oh, p.ow)])
     rtsm, rtsn = t["TSM"] // t["WPTM"], t["TSN"] // t["WPTN"]
     kall, split = p.c * p.kh * p.kw, plan.tiles.split
-    ws = _workspace(p, split, dt, dev)
+    so, sc, skh, skw = gw._strides
+    gwv = (gw._offset, so * p.o, so, sc, skh, skw)
+    if split == 1:
+        d["WG_DIRECT"] = 1
+        ws = gw
+    else:
+        ws = _workspace(p, split, dt, dev)
     dev.launch(dev.kernel("conv_igemm_gpu.cl", "igemm_gpu_wgrad", d),
                (cdiv(kall + 1, t["TSN"]) * rtsn, cdiv(p.o, t["TSM"]) * rtsm, p.g * split),
                (rtsn, rtsm, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
-               pack(gv, longs(V5_T)), ws._storage.buffer)
-    _reduce(p, plan.tiles, ws, gw, gb)
+               pack(gv, longs(V5_T)), ws._storage.buffer, gw._storage.buffer,
+               pack(gwv, longs(V5_T)), (gb if gb is not None else gw)._storage.buffer,
+               np.int64(gb._offset if gb is not None else 0),
+               np.int64(gb._strides[0] if gb is not None else 0), np.int32(gb is not None))
+    if split > 1:
+        _reduce(p, plan.tiles, ws, gw, gb)
 
 
 KERNELS = {"depthwise_gpu": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad)),
