@@ -34,7 +34,8 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps", "flags"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
-                   "depthwise_gpu", "igemm_gpu", "blocked")
+                   "depthwise_gpu", "igemm_gpu", "blocked", "winograd", "winograd:2",
+                   "winograd:4")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")
