@@ -20,47 +20,44 @@
 // work-group size: each kernel checks its index.
 #include "conv.h"
 
-#ifdef IS_DOUBLE
-#define LIT(x) x
-#else
-#define LIT(x) x##f
-#endif
+// Matrix entries are integers in T or quotients of them (no floating literal: exact in both
+// float and double builds, tests/test_kernel_sources.py).
+#define H ((T)1 / (T)2)
 
 #if WM == 2
 #define ALPHA 4
-#define BT_ROWS {{LIT(1.0), LIT(0.0), LIT(-1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(1.0), LIT(1.0), LIT(0.0)},  \
-                 {LIT(0.0), LIT(-1.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(1.0), LIT(0.0), LIT(-1.0)}}
-#define G_ROWS {{LIT(1.0), LIT(0.0), LIT(0.0)},  \
-                {LIT(0.5), LIT(0.5), LIT(0.5)},  \
-                {LIT(0.5), LIT(-0.5), LIT(0.5)}, \
-                {LIT(0.0), LIT(0.0), LIT(1.0)}}
-#define AT_ROWS {{LIT(1.0), LIT(1.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(1.0), LIT(-1.0), LIT(-1.0)}}
+#define BT_ROWS {{(T)1, (T)0, (T)-1, (T)0}, \
+                 {(T)0, (T)1, (T)1, (T)0},  \
+                 {(T)0, (T)-1, (T)1, (T)0}, \
+                 {(T)0, (T)1, (T)0, (T)-1}}
+#define G_ROWS {{(T)1, (T)0, (T)0},  \
+                {H, H, H},  \
+                {H, -H, H}, \
+                {(T)0, (T)0, (T)1}}
+#define AT_ROWS {{(T)1, (T)1, (T)1, (T)0}, \
+                 {(T)0, (T)1, (T)-1, (T)-1}}
 #elif WM == 4
 #define ALPHA 6
-#define BT_ROWS {{LIT(4.0), LIT(0.0), LIT(-5.0), LIT(0.0), LIT(1.0), LIT(0.0)},  \
-                 {LIT(0.0), LIT(-4.0), LIT(-4.0), LIT(1.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(4.0), LIT(-4.0), LIT(-1.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(-2.0), LIT(-1.0), LIT(2.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(2.0), LIT(-1.0), LIT(-2.0), LIT(1.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(4.0), LIT(0.0), LIT(-5.0), LIT(0.0), LIT(1.0)}}
-#define G_ROWS {{LIT(1.0) / LIT(4.0), LIT(0.0), LIT(0.0)},                       \
-                {LIT(-1.0) / LIT(6.0), LIT(-1.0) / LIT(6.0), LIT(-1.0) / LIT(6.0)}, \
-                {LIT(-1.0) / LIT(6.0), LIT(1.0) / LIT(6.0), LIT(-1.0) / LIT(6.0)},  \
-                {LIT(1.0) / LIT(24.0), LIT(1.0) / LIT(12.0), LIT(1.0) / LIT(6.0)},  \
-                {LIT(1.0) / LIT(24.0), LIT(-1.0) / LIT(12.0), LIT(1.0) / LIT(6.0)}, \
-                {LIT(0.0), LIT(0.0), LIT(1.0)}}
-#define AT_ROWS {{LIT(1.0), LIT(1.0), LIT(1.0), LIT(1.0), LIT(1.0), LIT(0.0)},   \
-                 {LIT(0.0), LIT(1.0), LIT(-1.0), LIT(2.0), LIT(-2.0), LIT(0.0)}, \
-                 {LIT(0.0), LIT(1.0), LIT(1.0), LIT(4.0), LIT(4.0), LIT(0.0)},   \
-                 {LIT(0.0), LIT(1.0), LIT(-1.0), LIT(8.0), LIT(-8.0), LIT(1.0)}}
+#define BT_ROWS {{(T)4, (T)0, (T)-5, (T)0, (T)1, (T)0},  \
+                 {(T)0, (T)-4, (T)-4, (T)1, (T)1, (T)0}, \
+                 {(T)0, (T)4, (T)-4, (T)-1, (T)1, (T)0}, \
+                 {(T)0, (T)-2, (T)-1, (T)2, (T)1, (T)0}, \
+                 {(T)0, (T)2, (T)-1, (T)-2, (T)1, (T)0}, \
+                 {(T)0, (T)4, (T)0, (T)-5, (T)0, (T)1}}
+#define G_ROWS {{(T)1 / (T)4, (T)0, (T)0},                       \
+                {(T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6}, \
+                {(T)-1 / (T)6, (T)1 / (T)6, (T)-1 / (T)6},  \
+                {(T)1 / (T)24, (T)1 / (T)12, (T)1 / (T)6},  \
+                {(T)1 / (T)24, (T)-1 / (T)12, (T)1 / (T)6}, \
+                {(T)0, (T)0, (T)1}}
+#define AT_ROWS {{(T)1, (T)1, (T)1, (T)1, (T)1, (T)0},   \
+                 {(T)0, (T)1, (T)-1, (T)2, (T)-2, (T)0}, \
+                 {(T)0, (T)1, (T)1, (T)4, (T)4, (T)0},   \
+                 {(T)0, (T)1, (T)-1, (T)8, (T)-8, (T)1}}
 #else
 #error "WM must be 2 or 4"
 #endif
 
-#define A2 (ALPHA * ALPHA)
 
 // Tiles along rows and columns of the output.
 #define TILES_H(p) (((p).oh + WM - 1) / WM)

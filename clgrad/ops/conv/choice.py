@@ -2,9 +2,9 @@
 pass ('forward', 'grad_input', 'grad_weight') and problem, ``_choose`` gives the algorithm
 (clgrad.backends' setting, or ``_auto``'s, from measurements: clgrad/ops/conv/gpu.py's
 ``measured``, whose trials run through ``_trial``) and its plan, cached in the device's plans;
-``_plan`` and ``_run`` dispatch over both KERNELS tables (clgrad/ops/conv/algorithms.py,
-clgrad/ops/conv/gpu.py); ``_grad_input`` runs the input-gradient pass (as one problem or as
-stride phases).
+``_plan`` and ``_run`` dispatch over the KERNELS tables (clgrad/ops/conv/algorithms.py,
+clgrad/ops/conv/gpu.py, clgrad/ops/conv/winograd.py); ``_grad_input`` runs the input-gradient
+pass (as one problem or as stride phases).
 """
 from __future__ import annotations
 
