@@ -59,9 +59,10 @@
 #endif
 
 
-// Tiles along rows and columns of the output.
-#define TILES_H(p) (((p).oh + WM - 1) / WM)
-#define TILES_W(p) (((p).ow + WM - 1) / WM)
+// Tiles along rows and columns of the output. The tile index t and its parts are ints (the
+// host takes no problem of 2^31 tiles or more): no 64-bit division per work item on GPUs.
+#define TILES_H(p) ((int)(((p).oh + WM - 1) / WM))
+#define TILES_W(p) ((int)(((p).ow + WM - 1) / WM))
 
 // U[a][g][o][c] = (G k G^T)[a], k = K[g, o, c] (3 x 3, read through the kernel view).
 __kernel void wino_weight(const conv_t p, __global const T *K, __global T *U) {
@@ -92,11 +93,13 @@ __kernel void wino_weight(const conv_t p, __global const T *K, __global T *U) {
 // V[a][g][c][t] = (B^T d B)[a], d the zero-padded alpha x alpha input tile of t.
 __kernel void wino_input(const conv_t p, __global const T *X, __global T *V) {
     const long t = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
-    const long th = TILES_H(p), tw = TILES_W(p), tiles = p.n * th * tw;
+    const int th = TILES_H(p), tw = TILES_W(p);
+    const long tiles = p.n * th * tw;
     if (t >= tiles || c >= p.c || g >= p.g) return;
     const T BT[ALPHA][ALPHA] = BT_ROWS;
-    const long n = t / (th * tw), r = t - n * th * tw, ty = r / tw, tx = r - ty * tw;
-    const long y0 = ty * WM - p.ph, x0 = tx * WM - p.pw;
+    const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
+              tx = r - ty * tw;
+    const long y0 = (long)ty * WM - p.ph, x0 = (long)tx * WM - p.pw;
     const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
     T d[ALPHA][ALPHA], s[ALPHA][ALPHA];
 #pragma unroll
@@ -135,7 +138,8 @@ __kernel void wino_input(const conv_t p, __global const T *X, __global T *V) {
 __kernel void wino_output(const conv_t p, __global const T *M, __global T *Y,
                           __global const T *B) {
     const long t = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
-    const long th = TILES_H(p), tw = TILES_W(p), tiles = p.n * th * tw;
+    const int th = TILES_H(p), tw = TILES_W(p);
+    const long tiles = p.n * th * tw;
     if (t >= tiles || o >= p.o || g >= p.g) return;
     const T AT[WM][ALPHA] = AT_ROWS;
     const long step = p.g * p.o * tiles;  // between transformed elements a
@@ -155,8 +159,9 @@ __kernel void wino_output(const conv_t p, __global const T *M, __global T *Y,
             s[i][j] = acc;
         }
     const T bias = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
-    const long n = t / (th * tw), r = t - n * th * tw, ty = r / tw, tx = r - ty * tw;
-    const long oy = ty * WM, ox = tx * WM;
+    const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
+              tx = r - ty * tw;
+    const long oy = (long)ty * WM, ox = (long)tx * WM;
     __global T *y = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + o * p.y.s[2];
 #pragma unroll
     for (int i = 0; i < WM; ++i) {

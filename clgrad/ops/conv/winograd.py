@@ -54,13 +54,15 @@ TILES = (2, 4)  # output tile sides m: F(m x m, 3 x 3)
 # with its own output gradient): 2.5x and 3x those
 ERROR_BOUND = {2: 1e-6, 4: 2e-5}
 _WG = 64  # work items along the tiles (or input channels) per work-group
+_INT_LIMIT = 1 << 31
 
 
 def takes(p: Problem) -> bool:
     """Whether the Winograd kernels run p: a 3 x 3 kernel, stride 1, dilation 1 and no zero
-    insertion (a strided layer's input gradient is not a stride-1 problem)."""
+    insertion (a strided layer's input gradient is not a stride-1 problem), fewer than 2^31
+    F(2x2) tiles (the kernels index tiles with ints)."""
     return (p.kh == 3 and p.kw == 3 and p.sh == 1 and p.sw == 1 and p.dh == 1 and p.dw == 1
-            and p.uh == 1 and p.uw == 1)
+            and p.uh == 1 and p.uw == 1 and p.n * cdiv(p.oh, 2) * cdiv(p.ow, 2) < _INT_LIMIT)
 
 
 def tile_side(p: Problem) -> int:
