@@ -240,3 +240,32 @@ def test_a_new_candidate_list_measures_again(monkeypatch, tmp_path):
     assert set(before) < set(after)  # the old entries stay, new keys were measured
     new = [e for k, e in after.items() if k not in before]
     assert sum("winograd:4" in e["ms"] for e in new) == 2  # forward and input gradient
+
+
+def test_captured_and_replayed():
+    """Inside a CUDAGraph capture the workspaces are the graph's allocations: the graph holds
+    the pass's 4 launches and a replay reads the input's new values."""
+    backends.conv_algorithm = "winograd:4"
+    rng = np.random.default_rng(1)
+    xn, wn = rng.standard_normal((2, 8, 9, 7)), rng.standard_normal((8, 8, 3, 3))
+    x, w = clgrad.tensor(xn), clgrad.tensor(wn)
+    conv2d(x, w, None, padding=1)  # builds the programs outside the capture
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = conv2d(x, w, None, padding=1)
+    assert g.num_kernels == 4
+    x.copy_(clgrad.tensor(2 * xn))
+    g.replay()
+    assert _rel(y.numpy(), ref_conv(2 * xn, wn, None, padding=1)) <= winograd.ERROR_BOUND[4]
+
+
+def test_takes():
+    from clgrad.ops.conv.problem import Problem
+    p = Problem(n=2, g=1, c=4, h=9, w=9, o=4, oh=9, ow=9, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1,
+                ph=1, pw=1)
+    assert winograd.takes(p)
+    for change in (dict(kh=5), dict(kw=1), dict(sh=2), dict(dw=2), dict(uh=2),
+                   dict(n=1 << 31)):  # 2^31 tiles and more: the kernels' tile index is an int
+        assert not winograd.takes(p._replace(**change)), change
+    assert not winograd.takes(p._replace(n=(1 << 31) // 25 + 1))  # 25 F(2x2) tiles a sample
+    assert winograd.takes(p._replace(n=(1 << 31) // 25))
