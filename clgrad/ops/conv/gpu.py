@@ -1,5 +1,5 @@
 """GPU convolution algorithms of conv2d (beside clgrad/ops/conv/algorithms.py, whose helpers
-they share; clgrad/ops/conv/choice.py merges the two KERNELS tables): planners and launchers of
+they share; clgrad/ops/conv/choice.py merges the KERNELS tables): planners and launchers of
 kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
 ``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
 of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
