@@ -269,3 +269,46 @@ def test_takes():
         assert not winograd.takes(p._replace(**change)), change
     assert not winograd.takes(p._replace(n=(1 << 31) // 25 + 1))  # 25 F(2x2) tiles a sample
     assert winograd.takes(p._replace(n=(1 << 31) // 25))
+
+
+def test_workspace_past_the_device_memory_raises_out_of_memory(monkeypatch):
+    """The workspaces come from the device allocator: past the device's memory, PyTorch's
+    OutOfMemoryError (clgrad.OutOfMemoryError), not a fallback."""
+    backends.conv_algorithm = "winograd:4"
+    x, w = clgrad.zeros((1, 16, 8, 8)), clgrad.zeros((16, 16, 3, 3))
+    dev = x._storage.device
+    # room for the 4 KiB output, not for U (36 x 16 x 16 floats: 36 KiB)
+    monkeypatch.setattr(dev, "total_memory", dev.allocated + (16 << 10))
+    with pytest.raises(clgrad.OutOfMemoryError, match="out of memory"):
+        conv2d(x, w, None, padding=1)
+    monkeypatch.undo()
+    assert np.all(conv2d(x, w, None, padding=1).numpy() == 0)
+
+
+@pytest.mark.parametrize("algo", TILES)
+def test_random_problems_match_implicit_float64(algo):
+    """Random geometries (hypothesis): Winograd and the implicit GEMM agree in float64."""
+    from hypothesis import given, settings as hsettings, strategies as st
+
+    @hsettings(max_examples=15, deadline=None)
+    @given(st.integers(1, 3), st.sampled_from([1, 2, 3]), st.integers(1, 4), st.integers(1, 3),
+           st.integers(1, 11), st.integers(1, 11), st.integers(0, 3), st.integers(0, 3),
+           st.booleans(), st.integers(0, 2**31 - 1))
+    def check(n, g, cg, og, h, w, ph, pw, bias, seed):
+        if h + 2 * ph < 3 or w + 2 * pw < 3:
+            return
+        rng = np.random.default_rng(seed)
+        xn, wn = rng.standard_normal((n, g * cg, h, w)), rng.standard_normal((g * og, cg, 3, 3))
+        bn = rng.standard_normal(g * og) if bias else None
+        got = {}
+        for a in (algo, "implicit"):
+            backends.conv_algorithm = a
+            x = clgrad.tensor(xn, requires_grad=True)
+            args = [clgrad.tensor(v) if v is not None else None for v in (wn, bn)]
+            y = conv2d(x, *args, padding=(ph, pw), groups=g)
+            y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float64))
+            got[a] = (y.numpy(), x.grad.numpy(), dict(backends.last_conv_algorithms))
+        assert got[algo][2]["forward"] == got[algo][2]["grad_input"] == algo
+        for i in (0, 1):
+            np.testing.assert_allclose(got[algo][i], got["implicit"][i], rtol=1e-10, atol=1e-10)
+    check()

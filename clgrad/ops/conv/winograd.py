@@ -46,7 +46,7 @@ from clgrad.ops.conv.algorithms import _bias_buffer
 from clgrad.ops.conv.problem import Plan, Problem, cdiv, raw
 from clgrad.ops.matmul import gemm
 
-__all__ = ["KERNELS", "TILES", "ERROR_BOUND", "takes"]
+__all__ = ["KERNELS", "TILES", "ERROR_BOUND", "takes", "tile_side"]
 
 TILES = (2, 4)  # output tile sides m: F(m x m, 3 x 3)
 # float32, per tile side: the largest max|y - y64| / max|y64| a pass of the module doc's
