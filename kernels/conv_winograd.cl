@@ -5,10 +5,11 @@
 //   Y = A^T [ (G g G^T) .* (B^T d B) ] A
 // with g the 3 x 3 filter and d the alpha x alpha input tile (alpha = m + 2) whose first
 // element sits at (tile row * m - ph, tile column * m - pw), zero outside the input. The
-// matrices are the paper's: F(2x2,3x3) from section 4.1 (interpolation points 0, 1, -1),
-// F(4x4,3x3) from section 4.2 (points 0, 1, -1, 2, -2; the same as andravin/wincnn writes for
-// them). Over channels the element-wise product becomes alpha^2 * groups GEMMs, one per
-// transformed element a = (i, j) and group:
+// matrices B^T, G, A^T are the ones the paper prints for F(2x2,3x3) (interpolation points 0,
+// 1, -1 and infinity) and F(4x4,3x3) (points 0, 1, -1, 2, -2 and infinity), the same as the
+// first author's generator andravin/wincnn writes for those points; checked against direct
+// sums (tests/test_conv_winograd.py, float64 to 1e-10). Over channels the element-wise
+// product becomes alpha^2 * groups GEMMs, one per transformed element a = (i, j) and group:
 //   M[a][g] (o x tiles) = U[a][g] (o x c) @ V[a][g] (c x tiles)
 // run by clgrad.ops.matmul.gemm (one batched launch) between the kernels here:
 //   wino_weight: U[a][g][o][c] = (G K[g,o,c] G^T)[a]       items (c, o, g)
