@@ -312,3 +312,18 @@ def test_random_problems_match_implicit_float64(algo):
         for i in (0, 1):
             np.testing.assert_allclose(got[algo][i], got["implicit"][i], rtol=1e-10, atol=1e-10)
     check()
+
+
+def test_unbatched_input():
+    """A (C, H, W) input (a stride-0 batch view inside conv2d), forward and input gradient."""
+    backends.conv_algorithm = "winograd:4"
+    rng = np.random.default_rng(0)
+    xn, wn = rng.standard_normal((3, 7, 6)), rng.standard_normal((5, 3, 3, 3))
+    x = clgrad.tensor(xn, requires_grad=True)
+    y = conv2d(x, clgrad.tensor(wn), None, padding=1)
+    gout = rng.standard_normal((5, 7, 6))
+    y.backward(clgrad.tensor(gout))
+    ref = ref_conv(xn[None], wn, None, gout[None], padding=1)
+    np.testing.assert_allclose(y.numpy(), ref[0][0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), ref[1][0], rtol=1e-10, atol=1e-10)
+    assert backends.last_conv_algorithms["grad_input"] == "winograd:4"
