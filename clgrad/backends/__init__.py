@@ -3,7 +3,9 @@
 ``conv_algorithm``: 'auto' (the default, or the ``CLGRAD_CONV_ALGO`` environment variable)
 picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise',
 'pointwise' (1 x 1 convs as one GEMM), 'depthwise_gpu' or 'igemm_gpu' (both
-clgrad/ops/conv/gpu.py) asks for one
+clgrad/ops/conv/gpu.py), 'blocked', 'winograd' (clgrad/ops/conv/winograd.py: 3 x 3 kernels,
+stride 1, dilation 1, forward and input gradient; 'winograd:2' / 'winograd:4' pin the output
+tile of F(2x2, 3x3) / F(4x4, 3x3), 'winograd' takes 4 where the output allows) asks for one
 in every pass of every conv2d (see clgrad/ops/conv/), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
@@ -34,7 +36,8 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
            "CONV_IMPLICIT_VARIANTS", "cudnn", "cuda", "mps", "flags"]
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
-                   "depthwise_gpu", "igemm_gpu", "blocked")
+                   "depthwise_gpu", "igemm_gpu", "blocked", "winograd", "winograd:2",
+                   "winograd:4")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")

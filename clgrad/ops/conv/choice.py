@@ -2,9 +2,9 @@
 pass ('forward', 'grad_input', 'grad_weight') and problem, ``_choose`` gives the algorithm
 (clgrad.backends' setting, or ``_auto``'s, from measurements: clgrad/ops/conv/gpu.py's
 ``measured``, whose trials run through ``_trial``) and its plan, cached in the device's plans;
-``_plan`` and ``_run`` dispatch over both KERNELS tables (clgrad/ops/conv/algorithms.py,
-clgrad/ops/conv/gpu.py); ``_grad_input`` runs the input-gradient pass (as one problem or as
-stride phases).
+``_plan`` and ``_run`` dispatch over the KERNELS tables (clgrad/ops/conv/algorithms.py,
+clgrad/ops/conv/gpu.py, clgrad/ops/conv/winograd.py); ``_grad_input`` runs the input-gradient
+pass (as one problem or as stride phases).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops._util import empty
 from clgrad.ops.conv import algorithms as alg
 from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv import winograd
 from clgrad.ops.conv.problem import (Plan, Problem, _forward_problem, _grad_input_problem,
                                      _phases, v5)
 from clgrad.ops.plan import cached as plan_cached, key as plan_key
@@ -26,7 +27,8 @@ from clgrad.tensor import Tensor
 
 FEW_PAIRS = 16          # C/G * O/G at most this: the stencil algorithms (see _auto)
 BIG_OUTPUTS = 8 << 20   # N * O * oH * oW at least this: im2col on GPUs (see _auto)
-_KERNELS = {**alg.KERNELS, **conv_gpu.KERNELS}  # algorithm: (forward, weight-gradient) kernels
+_KERNELS = {**alg.KERNELS, **conv_gpu.KERNELS,  # algorithm: (forward, weight-gradient) kernels
+            **winograd.KERNELS}
 
 
 def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:

@@ -1,5 +1,5 @@
 """GPU convolution algorithms of conv2d (beside clgrad/ops/conv/algorithms.py, whose helpers
-they share; clgrad/ops/conv/choice.py merges the two KERNELS tables): planners and launchers of
+they share; clgrad/ops/conv/choice.py merges the KERNELS tables): planners and launchers of
 kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
 ``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
 of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
@@ -292,8 +292,11 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 # of the same shapes (choice._trial: filled with 0.5, not zeros), the fastest is stored in
 # <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
 # shape rules of conv._auto decide); =on: measure on any device (the tests use it on CPUs).
-CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit"),
-              "grad_input": ("igemm_gpu", "im2col", "implicit"),
+# The Winograd variants (clgrad/ops/conv/winograd.py: 3 x 3, stride 1, dilation 1) run only
+# the forward and input-gradient problems they take; a trial skips the candidates whose
+# planner refuses the problem. A key holds its pass's candidates: a change measures again.
+CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"),
+              "grad_input": ("igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"),
               "grad_weight": ("igemm_gpu", "im2col", "implicit")}
 _TUNE_MIN_MACS = 1 << 24
 # CPUs (conv._auto): the implicit GEMM against the kernels blocked over output channels
@@ -334,9 +337,12 @@ def choice_epoch() -> tuple:
     return id(_TUNED), len(_TUNED)
 
 
-def _key(dev, pass_name, geo: Problem, dtype) -> str:
-    return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} " + " ".join(
-        f"{k}={v}" for k, v in zip(geo._fields[:16], geo)))
+def _key(dev, pass_name, geo: Problem, dtype, among=None) -> str:
+    """The measurement's key in the table; ``among``: the candidates measured, before the
+    geometry (GPUs: a new candidate list measures again)."""
+    return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} "
+            + ("" if among is None else f"[{','.join(among)}] ") + " ".join(
+                f"{k}={v}" for k, v in zip(geo._fields[:16], geo)))
 
 
 def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> str | None:
@@ -357,7 +363,8 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
     if macs < (_TUNE_MIN_MACS if candidates is None else CPU_TUNE_MIN_MACS):
         return None
     candidates = candidates or CANDIDATES[pass_name]
-    key = _key(dev, pass_name, geo, dtype) + ("" if candidates is CANDIDATES[pass_name] else
+    gpu = candidates is CANDIDATES[pass_name]
+    key = _key(dev, pass_name, geo, dtype, candidates if gpu else None) + ("" if gpu else
                                               " | " + ",".join(candidates)
                                               + f" v{CPU_TUNE_VERSION}")
     with _LOCK:

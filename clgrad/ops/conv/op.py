@@ -45,6 +45,10 @@ clgrad/ops/conv/algorithms.py):
              picks it on CPUs where it measured faster than implicit.
   depthwise_gpu, igemm_gpu  clgrad/ops/conv/gpu.py — GPU kernels (any device runs them):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
+  winograd   clgrad/ops/conv/winograd.py, kernels/conv_winograd.cl — F(2x2, 3x3) and
+             F(4x4, 3x3) (Lavin & Gray 2016) for 3 x 3, stride-1, undilated convs: forward and
+             input gradient ('winograd:2' / 'winograd:4' pin the tile; GPUs' 'auto' measures
+             both); transforms around one batched matmul.gemm.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
@@ -87,7 +91,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              TypeError for non-tensors.
     Kernels: kernels/conv_<algorithm>_<cpu|gpu|any>.cl: conv_igemm_cpu.cl, conv_gemm_gpu.cl,
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
-             conv_igemm_gpu.cl, conv_blocked_cpu.cl.
+             conv_igemm_gpu.cl, conv_blocked_cpu.cl, conv_winograd.cl.
     """
     ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
     if ck is not None:  # the fast path of a cached signature: see _FAST

@@ -1,0 +1,179 @@
+// kernels/conv_winograd.cl — Winograd convolution F(m x m, 3 x 3), m = 2 or 4 (WM), for 3 x 3
+// kernels, stride 1, dilation 1 (forward, and the input gradient as conv.h's forward problem
+// on the flipped weight view): Lavin & Gray, "Fast Algorithms for Convolutional Neural
+// Networks", CVPR 2016 (arXiv:1509.09308). An output tile Y (m x m) of one channel pair is
+//   Y = A^T [ (G g G^T) .* (B^T d B) ] A
+// with g the 3 x 3 filter and d the alpha x alpha input tile (alpha = m + 2) whose first
+// element sits at (tile row * m - ph, tile column * m - pw), zero outside the input. The
+// matrices B^T, G, A^T are the ones the paper prints for F(2x2,3x3) (interpolation points 0,
+// 1, -1 and infinity) and F(4x4,3x3) (points 0, 1, -1, 2, -2 and infinity), the same as the
+// first author's generator andravin/wincnn writes for those points; checked against direct
+// sums (tests/test_conv_winograd.py, float64 to 1e-10). Over channels the element-wise
+// product becomes alpha^2 * groups GEMMs, one per transformed element a = (i, j) and group:
+//   M[a][g] (o x tiles) = U[a][g] (o x c) @ V[a][g] (c x tiles)
+// run by clgrad.ops.matmul.gemm (one batched launch) between the kernels here:
+//   wino_weight: U[a][g][o][c] = (G K[g,o,c] G^T)[a]       items (c, o, g)
+//   wino_input:  V[a][g][c][t] = (B^T d B)[a]               items (tiles, c, g)
+//   wino_output: Y[n,g,o, tile] = A^T M[.][g][o][t] A (+ bias), through Y's view, the tile
+//                clipped at the output's edge              items (tiles, o, g)
+// t = (n * ceil(oh/m) + tile row) * ceil(ow/m) + tile column. Workspaces are contiguous.
+// Defines: T (float/double, IS_DOUBLE), WM (2 or 4). Launch sizes are rounded up to the
+// work-group size: each kernel checks its index.
+#include "conv.h"
+
+// Matrix entries are integers in T or quotients of them (no floating literal: exact in both
+// float and double builds, tests/test_kernel_sources.py).
+#define H ((T)1 / (T)2)
+
+#if WM == 2
+#define ALPHA 4
+#define BT_ROWS {{(T)1, (T)0, (T)-1, (T)0}, \
+                 {(T)0, (T)1, (T)1, (T)0},  \
+                 {(T)0, (T)-1, (T)1, (T)0}, \
+                 {(T)0, (T)1, (T)0, (T)-1}}
+#define G_ROWS {{(T)1, (T)0, (T)0},  \
+                {H, H, H},  \
+                {H, -H, H}, \
+                {(T)0, (T)0, (T)1}}
+#define AT_ROWS {{(T)1, (T)1, (T)1, (T)0}, \
+                 {(T)0, (T)1, (T)-1, (T)-1}}
+#elif WM == 4
+#define ALPHA 6
+#define BT_ROWS {{(T)4, (T)0, (T)-5, (T)0, (T)1, (T)0},  \
+                 {(T)0, (T)-4, (T)-4, (T)1, (T)1, (T)0}, \
+                 {(T)0, (T)4, (T)-4, (T)-1, (T)1, (T)0}, \
+                 {(T)0, (T)-2, (T)-1, (T)2, (T)1, (T)0}, \
+                 {(T)0, (T)2, (T)-1, (T)-2, (T)1, (T)0}, \
+                 {(T)0, (T)4, (T)0, (T)-5, (T)0, (T)1}}
+#define G_ROWS {{(T)1 / (T)4, (T)0, (T)0},                       \
+                {(T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6}, \
+                {(T)-1 / (T)6, (T)1 / (T)6, (T)-1 / (T)6},  \
+                {(T)1 / (T)24, (T)1 / (T)12, (T)1 / (T)6},  \
+                {(T)1 / (T)24, (T)-1 / (T)12, (T)1 / (T)6}, \
+                {(T)0, (T)0, (T)1}}
+#define AT_ROWS {{(T)1, (T)1, (T)1, (T)1, (T)1, (T)0},   \
+                 {(T)0, (T)1, (T)-1, (T)2, (T)-2, (T)0}, \
+                 {(T)0, (T)1, (T)1, (T)4, (T)4, (T)0},   \
+                 {(T)0, (T)1, (T)-1, (T)8, (T)-8, (T)1}}
+#else
+#error "WM must be 2 or 4"
+#endif
+
+
+// Tiles along rows and columns of the output. The tile index t and its parts are ints (the
+// host takes no problem of 2^31 tiles or more): no 64-bit division per work item on GPUs.
+#define TILES_H(p) ((int)(((p).oh + WM - 1) / WM))
+#define TILES_W(p) ((int)(((p).ow + WM - 1) / WM))
+
+// U[a][g][o][c] = (G k G^T)[a], k = K[g, o, c] (3 x 3, read through the kernel view).
+__kernel void wino_weight(const conv_t p, __global const T *K, __global T *U) {
+    const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
+    if (c >= p.c || o >= p.o || g >= p.g) return;
+    const T G[ALPHA][3] = G_ROWS;
+    const long kb = p.k.off + g * p.k.s[0] + o * p.k.s[1] + c * p.k.s[2];
+    T k[3][3], t[ALPHA][3];
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+#pragma unroll
+        for (int j = 0; j < 3; ++j) k[i][j] = K[kb + i * p.k.s[3] + j * p.k.s[4]];
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i)
+#pragma unroll
+        for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[0][j] + G[i][1] * k[1][j]
+                                              + G[i][2] * k[2][j];
+    const long step = p.g * p.o * p.c;  // between transformed elements a
+    __global T *u = U + (g * p.o + o) * p.c + c;
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i)
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j)
+            u[(i * ALPHA + j) * step] = t[i][0] * G[j][0] + t[i][1] * G[j][1]
+                                        + t[i][2] * G[j][2];
+}
+
+// V[a][g][c][t] = (B^T d B)[a], d the zero-padded alpha x alpha input tile of t.
+__kernel void wino_input(const conv_t p, __global const T *X, __global T *V) {
+    const long t = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
+    const int th = TILES_H(p), tw = TILES_W(p);
+    const long tiles = p.n * th * tw;
+    if (t >= tiles || c >= p.c || g >= p.g) return;
+    const T BT[ALPHA][ALPHA] = BT_ROWS;
+    const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
+              tx = r - ty * tw;
+    const long y0 = (long)ty * WM - p.ph, x0 = (long)tx * WM - p.pw;
+    const long xb = p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2];
+    T d[ALPHA][ALPHA], s[ALPHA][ALPHA];
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i) {
+        const long y = y0 + i;
+        const bool row = y >= 0 && y < p.h;
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j) {
+            const long x = x0 + j;
+            d[i][j] = row && x >= 0 && x < p.w ? X[xb + y * p.x.s[3] + x * p.x.s[4]] : (T)0;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i)  // s = B^T d
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int k = 0; k < ALPHA; ++k) acc += BT[i][k] * d[k][j];
+            s[i][j] = acc;
+        }
+    const long step = p.g * p.c * tiles;  // between transformed elements a
+    __global T *v = V + (g * p.c + c) * tiles + t;
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i)  // (s B)[i][j] = sum_k s[i][k] * BT[j][k]
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int k = 0; k < ALPHA; ++k) acc += s[i][k] * BT[j][k];
+            v[(i * ALPHA + j) * step] = acc;
+        }
+}
+
+// Y[n, g, o, tile] = A^T m A (+ bias), m[a] = M[a][g][o][t]; outputs past the edge are skipped.
+__kernel void wino_output(const conv_t p, __global const T *M, __global T *Y,
+                          __global const T *B) {
+    const long t = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
+    const int th = TILES_H(p), tw = TILES_W(p);
+    const long tiles = p.n * th * tw;
+    if (t >= tiles || o >= p.o || g >= p.g) return;
+    const T AT[WM][ALPHA] = AT_ROWS;
+    const long step = p.g * p.o * tiles;  // between transformed elements a
+    __global const T *mp = M + (g * p.o + o) * tiles + t;
+    T m[ALPHA][ALPHA], s[WM][ALPHA];
+#pragma unroll
+    for (int i = 0; i < ALPHA; ++i)
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j) m[i][j] = mp[(i * ALPHA + j) * step];
+#pragma unroll
+    for (int i = 0; i < WM; ++i)  // s = A^T m
+#pragma unroll
+        for (int j = 0; j < ALPHA; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int k = 0; k < ALPHA; ++k) acc += AT[i][k] * m[k][j];
+            s[i][j] = acc;
+        }
+    const T bias = p.bias ? B[p.boff + (g * p.o + o) * p.bs] : (T)0;
+    const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
+              tx = r - ty * tw;
+    const long oy = (long)ty * WM, ox = (long)tx * WM;
+    __global T *y = Y + p.y.off + n * p.y.s[0] + g * p.y.s[1] + o * p.y.s[2];
+#pragma unroll
+    for (int i = 0; i < WM; ++i) {
+        if (oy + i >= p.oh) break;
+#pragma unroll
+        for (int j = 0; j < WM; ++j) {  // (s A)[i][j] = sum_k s[i][k] * AT[j][k]
+            if (ox + j >= p.ow) break;
+            T acc = bias;
+#pragma unroll
+            for (int k = 0; k < ALPHA; ++k) acc += s[i][k] * AT[j][k];
+            y[(oy + i) * p.y.s[3] + (ox + j) * p.y.s[4]] = acc;
+        }
+    }
+}

@@ -1,0 +1,329 @@
+"""The Winograd convolution (clgrad/ops/conv/winograd.py, kernels/conv_winograd.cl) on whatever
+device runs the suite: forward and input gradient of F(2x2, 3x3) and F(4x4, 3x3) against the
+float64 NumPy reference of test_conv (and PyTorch where installed), within the error bounds
+measured for the module doc; every pass asserted to have run it (the weight gradient never
+does); the problems it does not take give way to implicit; 'auto''s measurement includes it
+on the problems it takes; 4 launches a pass whatever the group count."""
+import json
+
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.backends as backends
+from clgrad.ops.conv import conv2d, conv_transpose2d, gpu as conv_gpu, winograd
+from clgrad.runtime import launch_count
+from test_conv import _close, _data, _run, ref_conv
+
+TILES = ("winograd:2", "winograd:4")
+
+
+@pytest.fixture(autouse=True)
+def _restore():
+    with backends.flags(conv_algorithm=backends.conv_algorithm):
+        yield
+
+
+def _rel(a, r) -> float:
+    """max |a - r| / max |r|: the error measure of winograd.ERROR_BOUND."""
+    return float(np.abs(a - r).max() / max(np.abs(r).max(), 1e-300))
+
+
+def _check(got, ref, algo, bound):
+    """Output and input gradient within ``bound`` (relative to their max), the weight and
+    bias gradients (implicit's) within test_conv's tolerance, and the algorithms that ran."""
+    assert _rel(got[0], ref[0]) <= bound, ("output", _rel(got[0], ref[0]))
+    assert _rel(got[1], ref[1]) <= bound, ("grad_input", _rel(got[1], ref[1]))
+    _close((None, None) + got[2:], (None, None) + ref[2:], 1e-4)
+    last = backends.last_conv_algorithms
+    assert last["forward"] == last["grad_input"] == algo, last
+    assert not last["grad_weight"].startswith("winograd"), last
+
+
+CASES = [  # (N, C, H, W, O, kwargs, view kind, bias)
+    (1, 3, 8, 8, 4, dict(padding=1), "narrow", True),          # even sides, tiles exact (m=4)
+    (3, 4, 9, 11, 6, dict(padding=1), "contig", False),        # odd sides: clipped tiles
+    (2, 4, 7, 10, 8, dict(padding=0, groups=2), "transpose", True),
+    (1, 8, 12, 9, 8, dict(padding=2, groups=4), "step", False),
+    (3, 8, 6, 5, 4, dict(padding=(2, 1), groups=2), "narrow", True),
+    (2, 2, 5, 6, 3, dict(padding=3), "contig", True),  # input gradient: padding -1
+    (1, 2, 3, 3, 2, dict(padding=0), "narrow", True),  # 1 x 1 output: less than one tile
+    (3, 4, 4, 5, 2, dict(padding=0, groups=2), "step", True),  # 2 x 3: less than one F(4) tile
+]
+
+
+@pytest.mark.parametrize("algo", TILES)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[:5]}-{c[5]}-{c[6]}-bias{c[7]}")
+def test_passes_vs_numpy(case, algo):
+    n, c, h, w, o, kwargs, kind, bias = case
+    backends.conv_algorithm = algo
+    x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), 3, 3, bias=bias)
+    got, ref = _run(x, wt, b, kind=kind, **kwargs)
+    # these layers are smaller than the module doc's (fewer channels): its bounds hold
+    _check(got, ref, algo, winograd.ERROR_BOUND[int(algo[-1])])
+
+
+@pytest.mark.parametrize("algo", TILES)
+def test_float64(algo):
+    backends.conv_algorithm = algo
+    x, wt, b = _data(3, 4, 9, 10, 6, 2, 3, 3, seed=3)
+    got, ref = _run(x, wt, b, kind="transpose", dtype=clgrad.float64, padding=1, groups=2)
+    _check(got, ref, algo, 1e-10)
+    _close(got, ref, 1e-10)
+
+
+@pytest.mark.parametrize("algo", TILES)
+def test_resnet_layer_error_bound(algo):
+    """The error of a ResNet-like layer (64 channels, 28 x 28, He-initialised weights, batch
+    2, bias), as in the module doc; measured here (Intel's OpenCL CPU runtime): F(2x2) 4.0e-7
+    forward, 3.8e-7 input gradient; F(4x4) 6.0e-6, 6.5e-6 (the implicit GEMM: 8.7e-7 both).
+    winograd.ERROR_BOUND is 2.5-3x these (other devices sum the GEMM in another order)."""
+    backends.conv_algorithm = algo
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 64, 28, 28))
+    w = rng.standard_normal((64, 64, 3, 3)) * np.sqrt(2 / (9 * 64))
+    b = rng.standard_normal(64) * 0.1
+    got, ref = _run(x, w, b, kind="contig", padding=1)
+    _check(got, ref, algo, winograd.ERROR_BOUND[int(algo[-1])])
+
+
+def test_vs_torch_weight_view():
+    """A weight that is a strided view (every other input channel of a wider tensor), forward
+    and input gradient against PyTorch in float64; 'winograd' picks F(4x4) here (both output
+    sides >= 4) and F(2x2) for a 3-wide output."""
+    torch = pytest.importorskip("torch")
+    backends.conv_algorithm = "winograd"
+    rng = np.random.default_rng(5)
+    for h, w in ((9, 8), (6, 5)):
+        xn, wn = rng.standard_normal((2, 4, h, w)), rng.standard_normal((6, 4, 3, 3))
+        big = np.zeros((6, 8, 3, 3))
+        big[:, ::2] = wn
+        x = clgrad.tensor(xn, dtype=clgrad.float64, requires_grad=True)
+        wv = clgrad.tensor(big, dtype=clgrad.float64)[:, ::2]
+        y = conv2d(x, wv, None, padding=(0, 1))
+        gout = rng.standard_normal(tuple(y.shape))
+        y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
+        xt = torch.tensor(xn, requires_grad=True)
+        yt = torch.nn.functional.conv2d(xt, torch.tensor(wn), None, padding=(0, 1))
+        yt.backward(torch.tensor(gout))
+        np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
+        assert backends.last_conv_algorithms["forward"] == "winograd"
+        ref = ref_conv(xn, wn, None, gout, padding=(0, 1))  # torch-free: NumPy
+        np.testing.assert_allclose(y.numpy(), ref[0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(x.grad.numpy(), ref[1], rtol=1e-10, atol=1e-10)
+    from clgrad.ops.conv.problem import Problem
+    p = Problem(n=1, g=1, c=1, h=5, w=6, o=1, oh=5, ow=3, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1,
+                ph=1, pw=0)
+    assert winograd.tile_side(p) == 2 and winograd.tile_side(p._replace(ow=4)) == 4
+
+
+def test_conv_transpose2d():
+    """conv_transpose2d is conv2d's input-gradient pass: stride 1 runs Winograd too."""
+    backends.conv_algorithm = "winograd:4"
+    rng = np.random.default_rng(2)
+    xn, wn = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((4, 3, 3, 3))
+    y = conv_transpose2d(clgrad.tensor(xn, dtype=clgrad.float64),
+                         clgrad.tensor(wn, dtype=clgrad.float64), padding=1)
+    assert backends.last_conv_algorithm == "winograd:4"
+    # the transposed conv is the input gradient of a conv of weight wn (O=4 -> C=3)
+    _, gx, _, _ = ref_conv(np.zeros((2, 3, 7, 6)), wn, None, xn, padding=1)
+    np.testing.assert_allclose(y.numpy(), gx, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs", [dict(stride=2, padding=1), dict(dilation=2, padding=2),
+                                    dict(padding=2, k=5)], ids=("stride2", "dilation2", "5x5"))
+def test_problems_it_does_not_take_give_way(kwargs):
+    """As every restricted algorithm (depthwise_gpu, blocked ...): a forced 'winograd' gives
+    way to implicit where it cannot run the problem, in every pass; values right."""
+    k = kwargs.pop("k", 3)
+    for algo in ("winograd",) + TILES:
+        backends.conv_algorithm = algo
+        x, wt, b = _data(2, 4, 9, 9, 6, 4, k, k)
+        got, ref = _run(x, wt, b, **kwargs)
+        _close(got, ref, 1e-4)
+        assert set(backends.last_conv_algorithms.values()) == {"implicit"}, \
+            backends.last_conv_algorithms
+
+
+def test_unknown_setting_names_the_choices():
+    backends.conv_algorithm = "winograd:3"
+    with pytest.raises(ValueError, match=r"conv_algorithm in .*'winograd:4'.*got 'winograd:3'"):
+        conv2d(clgrad.zeros((1, 2, 5, 5)), clgrad.zeros((2, 2, 3, 3)))
+
+
+@pytest.mark.parametrize("algo", TILES)
+def test_four_launches_whatever_the_groups(algo):
+    backends.conv_algorithm = algo
+    rng = np.random.default_rng(0)
+    counts = {}
+    for g in (1, 2, 8):
+        x = clgrad.tensor(rng.standard_normal((2, 8, 9, 9)), requires_grad=True)
+        w = clgrad.tensor(rng.standard_normal((16, 8 // g, 3, 3)))
+        gout = clgrad.tensor(rng.standard_normal((2, 16, 9, 9)))
+        conv2d(x, w, None, padding=1, groups=g).backward(gout)  # builds the programs
+        x.grad = None  # (no accumulation into it below)
+        n0 = launch_count()
+        y = conv2d(x, w, None, padding=1, groups=g)
+        n1 = launch_count()
+        y.backward(gout)
+        counts[g] = (n1 - n0, launch_count() - n1)
+        assert backends.last_conv_algorithms["grad_input"] == algo
+    assert counts == {g: (4, 4) for g in (1, 2, 8)}, counts
+
+
+def test_a_second_call_is_the_same():
+    """Winograd allocates its workspaces per call: conv2d's recorded fast path refuses it and
+    the general path runs again, with the same values."""
+    backends.conv_algorithm = "winograd:4"
+    x, wt, b = _data(2, 4, 9, 10, 6, 4, 3, 3)
+    args = [clgrad.tensor(a) for a in (x, wt, b)]
+    y1 = conv2d(*args, padding=1).numpy()
+    y2 = conv2d(*args, padding=1).numpy()
+    np.testing.assert_array_equal(y1, y2)
+    assert _rel(y2, ref_conv(x, wt, b, padding=1)) <= winograd.ERROR_BOUND[4]
+
+
+# -- auto: measured on GPUs --------------------------------------------------------------------
+def _measure(monkeypatch, tmp_path, **kwargs):
+    from clgrad.ops.conv import choice, problem as C
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    x, w = clgrad.zeros((2, 4, 8, 9)), clgrad.zeros((6, 4, 3, 3))
+    geo = C._check(x, w, None, kwargs.get("stride", 1), 1, kwargs.get("dilation", 1), 1)
+    y = clgrad.zeros((2, 6, geo.oh, geo.ow))
+    probs = {"forward": C._forward_problem(geo, x, w, y, None),
+             "grad_input": C._grad_input_problem(geo, y, w, x),
+             "grad_weight": geo._replace(x=C.v5(x, 1))}
+    dev = clgrad.default_device()
+    return {k: conv_gpu.measured(k, q, dev, clgrad.float32, choice._trial)
+            for k, q in probs.items()}
+
+
+def _stored():
+    return {k: v for k, v in json.loads(conv_gpu.tune_file().read_text()).items()}
+
+
+def test_auto_measures_winograd_where_it_takes_the_problem(monkeypatch, tmp_path):
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    got = _measure(monkeypatch, tmp_path)
+    ms = {k.split(" | ")[-1].split(" ", 1)[0]: e["ms"] for k, e in _stored().items()}
+    assert set(ms["forward"]) == set(ms["grad_input"]) == {
+        "igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"}
+    assert set(ms["grad_weight"]) == {"igemm_gpu", "im2col", "implicit"}  # never winograd
+    assert got["grad_weight"] in ("igemm_gpu", "im2col", "implicit")
+    for pass_name, algo in got.items():
+        assert algo == min(ms[pass_name], key=ms[pass_name].get)
+    # a problem it does not take: not measured (a trial skips it)
+    conv_gpu._TUNED.clear()
+    conv_gpu.tune_file().unlink()
+    _measure(monkeypatch, tmp_path, dilation=2)
+    for entry in _stored().values():
+        assert not any(a.startswith("winograd") for a in entry["ms"]), entry
+
+
+def test_a_new_candidate_list_measures_again(monkeypatch, tmp_path):
+    """conv_algos.json keys hold the pass's candidates: a table measured before Winograd was a
+    candidate is not used once it is one."""
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    old = {k: tuple(a for a in v if not a.startswith("winograd"))
+           for k, v in conv_gpu.CANDIDATES.items()}
+    monkeypatch.setattr(conv_gpu, "CANDIDATES", old)
+    _measure(monkeypatch, tmp_path)
+    before = _stored()
+    assert all("winograd" not in json.dumps(e) for e in before.values())
+    monkeypatch.undo()  # the real candidates, and the table kept as it was written
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    _measure(monkeypatch, tmp_path)
+    after = _stored()
+    assert set(before) < set(after)  # the old entries stay, new keys were measured
+    new = [e for k, e in after.items() if k not in before]
+    assert sum("winograd:4" in e["ms"] for e in new) == 2  # forward and input gradient
+
+
+def test_captured_and_replayed():
+    """Inside a CUDAGraph capture the workspaces are the graph's allocations: the graph holds
+    the pass's 4 launches and a replay reads the input's new values."""
+    backends.conv_algorithm = "winograd:4"
+    rng = np.random.default_rng(1)
+    xn, wn = rng.standard_normal((2, 8, 9, 7)), rng.standard_normal((8, 8, 3, 3))
+    x, w = clgrad.tensor(xn), clgrad.tensor(wn)
+    conv2d(x, w, None, padding=1)  # builds the programs outside the capture
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = conv2d(x, w, None, padding=1)
+    assert g.num_kernels == 4
+    x.copy_(clgrad.tensor(2 * xn))
+    g.replay()
+    assert _rel(y.numpy(), ref_conv(2 * xn, wn, None, padding=1)) <= winograd.ERROR_BOUND[4]
+
+
+def test_takes():
+    from clgrad.ops.conv.problem import Problem
+    p = Problem(n=2, g=1, c=4, h=9, w=9, o=4, oh=9, ow=9, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1,
+                ph=1, pw=1)
+    assert winograd.takes(p)
+    for change in (dict(kh=5), dict(kw=1), dict(sh=2), dict(dw=2), dict(uh=2),
+                   dict(n=1 << 31)):  # 2^31 tiles and more: the kernels' tile index is an int
+        assert not winograd.takes(p._replace(**change)), change
+    assert not winograd.takes(p._replace(n=(1 << 31) // 25 + 1))  # 25 F(2x2) tiles a sample
+    assert winograd.takes(p._replace(n=(1 << 31) // 25))
+
+
+def test_workspace_past_the_device_memory_raises_out_of_memory(monkeypatch):
+    """The workspaces come from the device allocator: past the device's memory, PyTorch's
+    OutOfMemoryError (clgrad.OutOfMemoryError), not a fallback."""
+    backends.conv_algorithm = "winograd:4"
+    x, w = clgrad.zeros((1, 16, 8, 8)), clgrad.zeros((16, 16, 3, 3))
+    dev = x._storage.device
+    # room for the 4 KiB output, not for U (36 x 16 x 16 floats: 36 KiB)
+    monkeypatch.setattr(dev, "total_memory", dev.allocated + (16 << 10))
+    with pytest.raises(clgrad.OutOfMemoryError, match="out of memory"):
+        conv2d(x, w, None, padding=1)
+    monkeypatch.undo()
+    assert np.all(conv2d(x, w, None, padding=1).numpy() == 0)
+
+
+@pytest.mark.parametrize("algo", TILES)
+def test_random_problems_match_implicit_float64(algo):
+    """Random geometries (hypothesis): Winograd and the implicit GEMM agree in float64."""
+    from hypothesis import given, settings as hsettings, strategies as st
+
+    @hsettings(max_examples=15, deadline=None)
+    @given(st.integers(1, 3), st.sampled_from([1, 2, 3]), st.integers(1, 4), st.integers(1, 3),
+           st.integers(1, 11), st.integers(1, 11), st.integers(0, 3), st.integers(0, 3),
+           st.booleans(), st.integers(0, 2**31 - 1))
+    def check(n, g, cg, og, h, w, ph, pw, bias, seed):
+        if h + 2 * ph < 3 or w + 2 * pw < 3:
+            return
+        rng = np.random.default_rng(seed)
+        xn, wn = rng.standard_normal((n, g * cg, h, w)), rng.standard_normal((g * og, cg, 3, 3))
+        bn = rng.standard_normal(g * og) if bias else None
+        got = {}
+        for a in (algo, "implicit"):
+            backends.conv_algorithm = a
+            x = clgrad.tensor(xn, requires_grad=True)
+            args = [clgrad.tensor(v) if v is not None else None for v in (wn, bn)]
+            y = conv2d(x, *args, padding=(ph, pw), groups=g)
+            y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float64))
+            got[a] = (y.numpy(), x.grad.numpy(), dict(backends.last_conv_algorithms))
+        assert got[algo][2]["forward"] == got[algo][2]["grad_input"] == algo
+        for i in (0, 1):
+            np.testing.assert_allclose(got[algo][i], got["implicit"][i], rtol=1e-10, atol=1e-10)
+    check()
+
+
+def test_unbatched_input():
+    """A (C, H, W) input (a stride-0 batch view inside conv2d), forward and input gradient."""
+    backends.conv_algorithm = "winograd:4"
+    rng = np.random.default_rng(0)
+    xn, wn = rng.standard_normal((3, 7, 6)), rng.standard_normal((5, 3, 3, 3))
+    x = clgrad.tensor(xn, requires_grad=True)
+    y = conv2d(x, clgrad.tensor(wn), None, padding=1)
+    gout = rng.standard_normal((5, 7, 6))
+    y.backward(clgrad.tensor(gout))
+    ref = ref_conv(xn[None], wn, None, gout[None], padding=1)
+    np.testing.assert_allclose(y.numpy(), ref[0][0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), ref[1][0], rtol=1e-10, atol=1e-10)
+    assert backends.last_conv_algorithms["grad_input"] == "winograd:4"
