@@ -211,16 +211,18 @@ def test_measured_each_pass(monkeypatch, tmp_path):
     import json
     stored = json.loads(conv_gpu.tune_file().read_text())
     geo_key = " ".join(f"{k}={v}" for k, v in zip(geo._fields[:16], geo))
-    # a key is "<settings.device_key(dev)> | <pass> <dtype> <geometry>" (the device key has
-    # one more " | " part where CLGRAD_CPU_VECTOR_WIDTH / CL_CONFIG_CPU_TARGET_ARCH are set)
+    # a key is "<settings.device_key(dev)> | <pass> <dtype> <geometry> | <candidates>" (the
+    # device key has one more " | " part where CLGRAD_CPU_VECTOR_WIDTH /
+    # CL_CONFIG_CPU_TARGET_ARCH are set)
     from clgrad import settings
     head = settings.device_key(dev) + " | "
     assert all(k.startswith(head) for k in stored)
     assert {k[len(head):].split(" ", 1)[0]: e["algo"] for k, e in stored.items()} == got
     for key, entry in stored.items():  # each pass measured its own candidates (all take geo)
         pass_name = key[len(head):].split(" ", 1)[0]
-        assert key.endswith(geo_key) and set(entry["ms"]) == set(conv_gpu.CANDIDATES[pass_name])
-        assert f"[{','.join(conv_gpu.CANDIDATES[pass_name])}]" in key
+        cands = ",".join(conv_gpu.CANDIDATES[pass_name])
+        assert key.endswith(f"{geo_key} | {cands}")
+        assert set(entry["ms"]) == set(conv_gpu.CANDIDATES[pass_name])
     strided = C._check(x, w, None, 2, 1, 1, 2)
     gi = C._grad_input_problem(strided, clgrad.zeros((2, 6, 4, 4)), w, x)
     assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, choice._trial) is None

@@ -208,7 +208,8 @@ def _stored():
 def test_auto_measures_winograd_where_it_takes_the_problem(monkeypatch, tmp_path):
     monkeypatch.setattr(conv_gpu, "_TUNED", {})
     got = _measure(monkeypatch, tmp_path)
-    ms = {k.split(" | ")[-1].split(" ", 1)[0]: e["ms"] for k, e in _stored().items()}
+    # keys: "<device> | <pass> <dtype> <geometry> | <candidates>"
+    ms = {k.split(" | ")[-2].split(" ", 1)[0]: e["ms"] for k, e in _stored().items()}
     assert set(ms["forward"]) == set(ms["grad_input"]) == {
         "igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"}
     assert set(ms["grad_weight"]) == {"igemm_gpu", "im2col", "implicit"}  # never winograd

@@ -55,44 +55,28 @@ __kernel void mma_f16(__global const ushort *A, __global const ushort *B, __glob
     D[(g + 8) * 8 + 2 * t] = d2; D[(g + 8) * 8 + 2 * t + 1] = d3;
 }
 
-// throughput: ITERS x 4 independent mma chains per warp, operands from registers
-__kernel void mma_f16_loop(__global float *D, int iters) {
-    uint l = lane_id();
-    uint a0 = l * 0x3c003c00u, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, b0 = l, b1 = l + 7;
-    float d[16];
-    for (int i = 0; i < 16; ++i) d[i] = 0;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-            asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                         : "+f"(d[4 * c]), "+f"(d[4 * c + 1]), "+f"(d[4 * c + 2]),
-                           "+f"(d[4 * c + 3])
-                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    }
-    float s = 0;
-    for (int i = 0; i < 16; ++i) s += d[i];
-    D[get_global_id(0)] = s;
+// throughput: ITERS x 4 independent mma chains per warp, operands from registers; one kernel
+// per (name, instruction, A's bit pattern)
+#define MMA_LOOP(NAME, INSTR, ONE)                                                            \
+__kernel void NAME(__global float *D, int iters) {                                           \
+    uint l = lane_id();                                                                      \
+    uint a0 = l * ONE, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, b0 = l, b1 = l + 7;           \
+    float d[16];                                                                             \
+    for (int i = 0; i < 16; ++i) d[i] = 0;                                                   \
+    for (int it = 0; it < iters; ++it) {                                                     \
+        _Pragma("unroll")                                                                    \
+        for (int c = 0; c < 4; ++c)                                                          \
+            asm volatile(INSTR " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"     \
+                         : "+f"(d[4 * c]), "+f"(d[4 * c + 1]), "+f"(d[4 * c + 2]),          \
+                           "+f"(d[4 * c + 3])                                               \
+                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));           \
+    }                                                                                        \
+    float s = 0;                                                                             \
+    for (int i = 0; i < 16; ++i) s += d[i];                                                  \
+    D[get_global_id(0)] = s;                                                                 \
 }
-
-__kernel void mma_tf32_loop(__global float *D, int iters) {
-    uint l = lane_id();
-    uint a0 = l * 0x3f800000u, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, b0 = l, b1 = l + 7;
-    float d[16];
-    for (int i = 0; i < 16; ++i) d[i] = 0;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c)
-            asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                         : "+f"(d[4 * c]), "+f"(d[4 * c + 1]), "+f"(d[4 * c + 2]),
-                           "+f"(d[4 * c + 3])
-                         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    }
-    float s = 0;
-    for (int i = 0; i < 16; ++i) s += d[i];
-    D[get_global_id(0)] = s;
-}
+MMA_LOOP(mma_f16_loop, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 0x3c003c00u)
+MMA_LOOP(mma_tf32_loop, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 0x3f800000u)
 """
 
 

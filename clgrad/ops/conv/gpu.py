@@ -337,12 +337,11 @@ def choice_epoch() -> tuple:
     return id(_TUNED), len(_TUNED)
 
 
-def _key(dev, pass_name, geo: Problem, dtype, among=None) -> str:
-    """The measurement's key in the table; ``among``: the candidates measured, before the
-    geometry (GPUs: a new candidate list measures again)."""
-    return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} "
-            + ("" if among is None else f"[{','.join(among)}] ") + " ".join(
-                f"{k}={v}" for k, v in zip(geo._fields[:16], geo)))
+def _key(dev, pass_name, geo: Problem, dtype, candidates) -> str:
+    """The measurement's key in the table: device, pass, dtype, geometry and the candidates
+    measured (a changed list measures again; CPU keys also carry CPU_TUNE_VERSION)."""
+    return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} " + " ".join(
+        f"{k}={v}" for k, v in zip(geo._fields[:16], geo)) + " | " + ",".join(candidates))
 
 
 def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> str | None:
@@ -363,10 +362,8 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> 
     if macs < (_TUNE_MIN_MACS if candidates is None else CPU_TUNE_MIN_MACS):
         return None
     candidates = candidates or CANDIDATES[pass_name]
-    gpu = candidates is CANDIDATES[pass_name]
-    key = _key(dev, pass_name, geo, dtype, candidates if gpu else None) + ("" if gpu else
-                                              " | " + ",".join(candidates)
-                                              + f" v{CPU_TUNE_VERSION}")
+    key = _key(dev, pass_name, geo, dtype, candidates) + (
+        "" if candidates is CANDIDATES[pass_name] else f" v{CPU_TUNE_VERSION}")
     with _LOCK:
         if not _TUNED:
             _TUNED.update(settings.read_json(tune_file()) or {"_": {}})
