@@ -315,7 +315,8 @@ class GradScaler:
             else:
                 successful = self._growth_tracker + 1
                 if successful == self._growth_interval:
-                    grown = np.float32(self._scale * self._growth_factor)
+                    with np.errstate(over="ignore"):  # overflow to inf: not kept
+                        grown = np.float32(self._scale * self._growth_factor)
                     if np.isfinite(grown):
                         self._set_scale(grown)
                     successful = 0
