@@ -18,18 +18,32 @@ Differences from PyTorch, each a clear error or stated here:
   inputs' dtype (float32), where PyTorch's autocast gives float16. Elementwise ops and the
   rest of PyTorch's float32 list run in their inputs' dtypes.
 
-``GradScaler`` behaves as PyTorch's disabled scaler: ``scale(loss)`` returns loss,
-``step(optimizer)`` calls ``optimizer.step()``, ``unscale_`` and ``update`` do nothing,
-``get_scale()`` is 1.0 and ``state_dict()`` is empty (parameters and their gradients stay
-float32; a float16 gradient inside the graph can underflow as without a scaler).
+``GradScaler`` is PyTorch's dynamic loss scaler: ``scale(loss)`` multiplies by the scale (a
+float32 0-dim tensor on the loss's device), ``unscale_(optimizer)`` divides the gradients in
+place and checks them for inf/NaN on the device, ``step(optimizer)`` skips ``optimizer.step()``
+when one was found (one host read of that flag per step, as PyTorch's), ``update()`` backs the
+scale off after such a step and grows it after ``growth_interval`` finite steps in a row;
+``state_dict()`` has PyTorch's keys and plain Python values (a torch GradScaler's loads).
+As PyTorch's, ``GradScaler("cuda")`` (the default) without a GPU warns and is disabled:
+pass ``device="cpu"`` for the OpenCL CPU device. Gradients must be float32 (float16 ones
+raise ValueError, as PyTorch: keep the parameters float32 under autocast).
 """
 from __future__ import annotations
 
 import functools
+import math
 import warnings
+from collections import abc
 
-from clgrad import dtypes
-from clgrad.autograd import grad_mode
+import numpy as np
+
+from clgrad import dtypes, runtime
+from clgrad.autograd import grad_mode, no_grad
+from clgrad.ops import elementwise as ew
+from clgrad.ops import reduce as rd
+from clgrad.ops._util import full
+from clgrad.ops.index import stack
+from clgrad.tensor import Tensor
 
 __all__ = ["autocast", "GradScaler", "is_autocast_available", "custom_fwd", "custom_bwd",
            "is_autocast_enabled", "get_autocast_dtype"]
@@ -127,54 +141,300 @@ def custom_bwd(bwd=None, *, device_type="cuda"):
 
 
 class GradScaler:
-    """PyTorch's GradScaler as when disabled (see the module docstring): no scaling."""
+    """PyTorch's dynamic loss scaler (``torch.amp.GradScaler``; see the module docstring).
+
+    Args:    device 'cuda' (default) or 'cpu': as PyTorch, 'cuda' without an OpenCL GPU warns
+             and disables the scaler; init_scale (float, the first scale), growth_factor
+             (> 1), backoff_factor (in (0, 1)), growth_interval (int > 0: finite steps in a
+             row before the scale grows); enabled False makes every method a pass-through
+             (scale returns outputs, step calls optimizer.step, get_scale is 1.0,
+             state_dict is {}).
+    Raises:  ValueError naming growth_factor, backoff_factor or growth_interval when out of
+             range (checked when enabled, as PyTorch).
+    """
 
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0,
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         self._device = device
+        self._enabled = bool(enabled)
+        if self._enabled and device == "cuda" and not any(
+                r["type"] == "gpu" for r in runtime.devices()):
+            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available "
+                          "(no OpenCL GPU).  Disabling.", UserWarning, stacklevel=2)
+            self._enabled = False
+        if self._enabled:
+            _check_factors(growth_factor=growth_factor, backoff_factor=backoff_factor,
+                           growth_interval=growth_interval)
         self._init_scale, self._growth_factor = init_scale, growth_factor
         self._backoff_factor, self._growth_interval = backoff_factor, growth_interval
+        self._init_growth_tracker = 0
+        self._scale = None           # a Python float (float32-rounded) once scale() ran
+        self._growth_tracker = None  # an int once scale() ran
+        self._scale_on = {}          # runtime Device -> the scale as a float32 0-dim tensor
+        self._per_optimizer = {}     # id(optimizer) -> _OptState
 
+    # -- scaling -------------------------------------------------------------------------------
     def scale(self, outputs):
-        """``outputs`` unchanged (a tensor or a structure of tensors)."""
-        return outputs
+        """``outputs`` times the scale: a tensor, or a list/tuple/dict (nested) of tensors,
+        the same structure back (another iterable: a lazy map, as PyTorch). The scale is a
+        float32 0-dim tensor on each output's device (made on first use); the products are
+        recorded, so backward() gives scaled gradients. Disabled: ``outputs`` unchanged.
 
+        Raises:  ValueError for an output that is neither a tensor nor an iterable of them.
+        """
+        if not self._enabled:
+            return outputs
+        if self._scale is None:
+            self._scale = float(np.float32(self._init_scale))
+            self._growth_tracker = self._init_growth_tracker
+
+        def apply(v):
+            if isinstance(v, Tensor):
+                return ew.mul(v, self._scale_tensor(v._storage.device))
+            if isinstance(v, dict):
+                return type(v)((k, apply(x)) for k, x in v.items())
+            if isinstance(v, (list, tuple)):
+                return type(v)(apply(x) for x in v)
+            if isinstance(v, abc.Iterable) and not isinstance(v, (str, bytes)):
+                return map(apply, v)
+            raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+        return apply(outputs)
+
+    def _scale_tensor(self, dev):
+        t = self._scale_on.get(dev)
+        if t is None:
+            t = self._scale_on[dev] = full((), self._scale, dtypes.float32, dev)
+        return t
+
+    def _set_scale(self, value) -> None:
+        self._scale = float(np.float32(value))
+        self._scale_on = {}
+
+    def _check_started(self, funcname: str) -> None:
+        if self._scale is None:
+            raise AssertionError(f"Attempted {funcname} but _scale is None.  This may indicate "
+                                 f"your script did not use scaler.scale(loss or outputs) "
+                                 f"earlier in the iteration.")
+
+    # -- per optimizer -------------------------------------------------------------------------
     def unscale_(self, optimizer) -> None:
-        """Nothing to undo."""
+        """Divide (in place) every gradient of ``optimizer``'s parameters by the scale and
+        record, on the device, whether any of them holds an inf or NaN (read once, by step()
+        or update()). Once per optimizer between two update() calls. Disabled: nothing.
+
+        Gradients: float32 (or float64), any shapes, on one or several devices.
+        Raises:  RuntimeError when called twice for ``optimizer`` since the last update(), or
+                 after step(); ValueError for a float16 gradient ("Attempting to unscale FP16
+                 gradients.", as PyTorch); AssertionError before any scale() call.
+        """
+        if not self._enabled:
+            return
+        self._check_started("unscale_")
+        st = self._per_optimizer.setdefault(id(optimizer), _OptState())
+        if st.stage == _UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since "
+                               "the last update().")
+        if st.stage == _STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                 if p.grad is not None]
+        for g in grads:
+            if g.dtype is dtypes.float16:
+                raise ValueError("Attempting to unscale FP16 gradients.")
+        inv = float(np.float32(1.0 / self._scale))  # PyTorch's float32 reciprocal
+        with no_grad():
+            if grads:
+                first = grads[0]._storage.device
+                # 0 * g is 0 where g is finite and NaN where it is inf or NaN: the sum is NaN
+                # exactly when a gradient holds a non-finite value (no overflow possible).
+                # Checked before unscaling, as PyTorch.
+                nonfinite = [ew.to_device(rd.sum(ew.mul(g, 0.0), dtype=dtypes.float32), first)
+                             for g in grads]
+                st.found_inf = rd.sum(stack(nonfinite)) if len(nonfinite) > 1 else nonfinite[0]
+                for g in grads:
+                    g.mul_(inv)
+        st.stage = _UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
-        """``optimizer.step(*args, **kwargs)`` (no inf/NaN skipping: nothing was scaled)."""
-        return optimizer.step(*args, **kwargs)
+        """unscale_(optimizer) unless done, then ``optimizer.step(*args, **kwargs)`` and its
+        result, or None without stepping when a gradient held an inf or NaN (one host read of
+        that flag). Disabled: ``optimizer.step(*args, **kwargs)``.
+
+        Raises:  RuntimeError for a ``closure`` keyword (as PyTorch) and for a second step()
+                 since the last update(); AssertionError when ``optimizer`` has no gradient
+                 (no inf check was recorded) or before any scale() call.
+        """
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is "
+                               "enabled.")
+        self._check_started("step")
+        st = self._per_optimizer.setdefault(id(optimizer), _OptState())
+        if st.stage == _STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        if st.stage == _READY:
+            self.unscale_(optimizer)
+        if st.found_inf is None:
+            raise AssertionError("No inf checks were recorded for this optimizer.")
+        retval = None
+        if not st.found():
+            retval = optimizer.step(*args, **kwargs)
+        st.stage = _STEPPED
+        return retval
 
     def update(self, new_scale=None) -> None:
-        """Nothing to update."""
+        """Set the scale for the next iteration and forget the optimizers' state: with
+        ``new_scale`` (a float or a 1-element tensor) that value; else, when any optimizer
+        unscaled since the last update() found an inf/NaN, scale *= backoff_factor and the
+        growth tracker restarts; otherwise the tracker counts one more finite step and, at
+        growth_interval, scale *= growth_factor (kept when finite in float32) and it
+        restarts. Disabled: nothing.
 
+        Raises:  AssertionError before any scale() call, or (without new_scale) when no
+                 optimizer was unscaled since the last update(); ValueError for a
+                 ``new_scale`` tensor with more than one element.
+        """
+        if not self._enabled:
+            return
+        self._check_started("update")
+        if new_scale is not None:
+            if isinstance(new_scale, Tensor):
+                if new_scale.numel() != 1:
+                    raise ValueError(f"update: new_scale must be a float or a 1-element "
+                                     f"tensor, got a tensor of {new_scale.numel()} elements")
+                new_scale = new_scale.item()
+            self._set_scale(float(new_scale))
+        else:
+            states = [s for s in self._per_optimizer.values() if s.found_inf is not None]
+            if not states:
+                raise AssertionError("No inf checks were recorded prior to update.")
+            if any([s.found() for s in states]):
+                self._set_scale(self._scale * self._backoff_factor)
+                self._growth_tracker = 0
+            else:
+                successful = self._growth_tracker + 1
+                if successful == self._growth_interval:
+                    with np.errstate(over="ignore"):  # overflow to inf: not kept
+                        grown = np.float32(self._scale * self._growth_factor)
+                    if np.isfinite(grown):
+                        self._set_scale(grown)
+                    successful = 0
+                self._growth_tracker = successful
+        self._per_optimizer = {}
+
+    # -- getters, setters, state ---------------------------------------------------------------
     def get_scale(self) -> float:
-        """1.0, as a disabled scaler."""
-        return 1.0
+        """The current scale (init_scale before the first scale()); 1.0 when disabled."""
+        if not self._enabled:
+            return 1.0
+        return float(self._init_scale) if self._scale is None else self._scale
 
     def is_enabled(self) -> bool:
-        """False: no scaling happens."""
-        return False
+        """Whether the scaler scales (``enabled`` and, for 'cuda', an OpenCL GPU found)."""
+        return self._enabled
 
     def get_growth_factor(self) -> float:
-        """The value given (stored)."""
+        """The factor the scale grows by after growth_interval finite steps."""
         return self._growth_factor
 
+    def set_growth_factor(self, new_factor: float) -> None:
+        """Set growth_factor (> 1; ValueError otherwise)."""
+        _check_factors(growth_factor=new_factor)
+        self._growth_factor = new_factor
+
     def get_backoff_factor(self) -> float:
-        """The value given (stored)."""
+        """The factor the scale shrinks by after a step with an inf/NaN gradient."""
         return self._backoff_factor
 
+    def set_backoff_factor(self, new_factor: float) -> None:
+        """Set backoff_factor (in (0, 1); ValueError otherwise)."""
+        _check_factors(backoff_factor=new_factor)
+        self._backoff_factor = new_factor
+
     def get_growth_interval(self) -> int:
-        """The value given (stored)."""
+        """The number of finite steps in a row after which the scale grows."""
         return self._growth_interval
 
+    def set_growth_interval(self, new_interval: int) -> None:
+        """Set growth_interval (an int > 0; ValueError otherwise)."""
+        _check_factors(growth_interval=new_interval)
+        self._growth_interval = new_interval
+
+    def _get_growth_tracker(self) -> int:
+        if self._growth_tracker is None:
+            return self._init_growth_tracker
+        return self._growth_tracker
+
     def state_dict(self) -> dict:
-        """{} (a disabled scaler's state)."""
-        return {}
+        """PyTorch's keys with plain Python values: "scale" (float), "growth_factor",
+        "backoff_factor", "growth_interval", "_growth_tracker" (int); {} when disabled."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._get_growth_tracker()}
 
     def load_state_dict(self, state_dict) -> None:
-        """Accepted and ignored (there is no state)."""
+        """Load a state_dict() (also one saved by PyTorch's GradScaler). Ignored when
+        disabled.
+
+        Raises:  RuntimeError for an empty dict (saved by a disabled scaler), as PyTorch;
+                 KeyError for a missing key.
+        """
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved "
+                               "from a disabled instance of GradScaler.")
+        scale = state_dict["scale"]
+        scale = scale.item() if isinstance(scale, Tensor) else float(scale)
+        tracker = state_dict["_growth_tracker"]
+        tracker = int(tracker.item() if isinstance(tracker, Tensor) else tracker)
+        self._init_scale, self._init_growth_tracker = scale, tracker
+        self._growth_factor = state_dict["growth_factor"]
+        self._backoff_factor = state_dict["backoff_factor"]
+        self._growth_interval = state_dict["growth_interval"]
+        if self._scale is not None:
+            self._set_scale(scale)
+            self._growth_tracker = tracker
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_scale_on"], state["_per_optimizer"] = {}, {}
+        return state
+
+
+_READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+class _OptState:
+    """One optimizer's stage since the last update() and its found_inf flag (a 0-dim float32
+    tensor on the device, 0 or NaN; read once, on the host, by found())."""
+
+    def __init__(self):
+        self.stage, self.found_inf, self._found = _READY, None, None
+
+    def found(self) -> bool:
+        if self._found is None:
+            self._found = not math.isfinite(self.found_inf.item())
+        return self._found
+
+
+def _check_factors(**given) -> None:
+    """ValueError naming the argument when growth_factor <= 1, backoff_factor outside
+    (0, 1) or growth_interval not an int > 0."""
+    for name, v in given.items():
+        if name == "growth_interval":
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+            want = "an int > 0"
+        elif name == "growth_factor":
+            ok, want = isinstance(v, (int, float)) and v > 1.0, "> 1.0"
+        else:
+            ok, want = isinstance(v, (int, float)) and 0.0 < v < 1.0, "in (0, 1)"
+        if not ok:
+            raise ValueError(f"GradScaler: {name} must be {want}, got {v!r}")
 
 
 def _cuda_amp_module():
