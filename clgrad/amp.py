@@ -417,6 +417,7 @@ class _OptState:
         self.stage, self.found_inf, self._found = _READY, None, None
 
     def found(self) -> bool:
+        """Whether a gradient held an inf or NaN (the flag read to the host once, cached)."""
         if self._found is None:
             self._found = not math.isfinite(self.found_inf.item())
         return self._found
