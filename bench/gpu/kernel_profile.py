@@ -3,9 +3,10 @@ GPU, beside PyTorch CUDA's kernels (torch.profiler) for the same model, batch an
 
     CLGRAD_DEVICE=gpu python bench/gpu/kernel_profile.py --model densenet --batch 128
 
-clgrad: every launch is followed by a queue finish, and the time from the enqueue to the end of
-the finish, less the median of an empty finish, is the kernel's device time (plus the enqueue's
-own host time: small against kernels of a batch-128 step). Grouped by kernel name. PyTorch:
+clgrad: the device's queue is replaced, before the model is built, by one with
+CL_QUEUE_PROFILING_ENABLE, and the runtime's enqueue is wrapped to keep each launch's event:
+a kernel's device time is its event's end - start (OpenCL's own clock, no host round trip).
+Grouped by kernel name. PyTorch:
 torch.profiler's CUDA time per kernel name (self device time). Prints both tables (top rows,
 ms per step and share) and the wall time per step measured without the per-launch finishes.
 """
@@ -33,8 +34,23 @@ def _step_of(torch, model, x, y, opt):
 
 
 def clgrad_profile(name, batch, top):
+    import pyopencl as cl
+
     import clgrad
     from clgrad.runtime import device as rd
+    dev = clgrad.default_device()
+    dev.queue.finish()
+    dev.queue = cl.CommandQueue(dev.context, dev.cl_device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+    events = []
+    orig = rd._enqueue
+
+    def enqueue(queue, kernel, *a):
+        ev = orig(queue, kernel, *a)
+        if events is not None and ev is not None:
+            events.append((kernel.function_name, ev))
+        return ev
+    rd._enqueue = enqueue
     (c, h, w), classes = zoo_models.input_shape(name)
     rng = np.random.default_rng(0)
     x = clgrad.from_numpy(rng.standard_normal((batch, c, h, w), dtype=np.float32))
@@ -42,7 +58,7 @@ def clgrad_profile(name, batch, top):
     m = zoo_models.build(name, clgrad)
     opt = clgrad.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
     step = _step_of(clgrad, m, x, y, opt)
-    for _ in range(3):
+    for _ in range(4):
         step()
     clgrad.synchronize()
     t0 = time.perf_counter()
@@ -50,40 +66,20 @@ def clgrad_profile(name, batch, top):
         step()
     clgrad.synchronize()
     wall = (time.perf_counter() - t0) / 3
-    dev = clgrad.default_device()
-    q = dev.queue
-    empty = []
-    for _ in range(50):
-        t = time.perf_counter()
-        q.finish()
-        empty.append(time.perf_counter() - t)
-    base = float(np.median(empty))
+    events.clear()
+    step()
+    clgrad.synchronize()
+    rec, events = events, None
+    rd._enqueue = orig
     times = defaultdict(float)
     counts = defaultdict(int)
-    orig_launch, orig_split = rd.Device.launch, rd.Device.launch_split
-
-    def timed(orig):
-        def f(self, kernel, *a, **k):
-            self.queue.finish()
-            t = time.perf_counter()
-            r = orig(self, kernel, *a, **k)
-            self.queue.finish()
-            nm = kernel.function_name
-            times[nm] += max(time.perf_counter() - t - base, 0.0)
-            counts[nm] += 1
-            return r
-        return f
-    rd.Device.launch, rd.Device.launch_split = timed(orig_launch), timed(orig_split)
-    try:
-        step()
-        clgrad.synchronize()
-    finally:
-        rd.Device.launch, rd.Device.launch_split = orig_launch, orig_split
+    for nm, ev in rec:
+        times[nm] += (ev.profile.end - ev.profile.start) * 1e-9
+        counts[nm] += 1
     total = sum(times.values())
     print(f"\n## clgrad {name} batch {batch}: wall {wall * 1e3:.2f} ms/step, kernel sum "
-          f"{total * 1e3:.2f} ms over {sum(counts.values())} launches (empty finish "
-          f"{base * 1e6:.1f} us)")
-    print(f"| kernel | launches | ms | share |\n|---|---:|---:|---:|")
+          f"{total * 1e3:.2f} ms over {sum(counts.values())} launches")
+    print("| kernel | launches | ms | share |\n|---|---:|---:|---:|")
     for nm, t in sorted(times.items(), key=lambda kv: -kv[1])[:top]:
         print(f"| {nm} | {counts[nm]} | {t * 1e3:.3f} | {t / total:.1%} |")
 
@@ -122,7 +118,7 @@ def torch_profile(name, batch, top):
     total = sum(r[2] for r in rows)
     print(f"\n## PyTorch CUDA {name} batch {batch}: wall {wall * 1e3:.2f} ms/step, kernel sum "
           f"{total:.2f} ms")
-    print(f"| kernel | launches | ms | share |\n|---|---:|---:|---:|")
+    print("| kernel | launches | ms | share |\n|---|---:|---:|---:|")
     for k, n, t in sorted(rows, key=lambda r: -r[2])[:top]:
         print(f"| {k[:90]} | {n} | {t:.3f} | {t / total:.1%} |")
 
