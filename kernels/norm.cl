@@ -111,6 +111,73 @@ inline void group_welford(T *cnt, T *mean, T *m2, __local T *buf) {
 #define BN_GEOM int nd, shape_t sh, uint hw  // what BN_AT reads (hw: the inner dim's length)
 #define BN_HW(nd, sh, m) ((nd) == 2 ? (uint)(sh).n[1] : (uint)(m))
 
+#ifdef BN_VEC
+// Every view's offset, batch stride and channel stride and the inner length are multiples of 4
+// (norm.py's _bn_kernel, with BN_FAST), and so are the loops' bounds (m; the split kernels'
+// chunks are rounded up to 4): elements j..j+3 (j a multiple of 4) are contiguous and
+// 4-aligned, read and written as one T4. A work item takes every 4*WG-th group of 4.
+#ifdef IS_DOUBLE
+typedef double4 T4;
+#else
+typedef float4 T4;
+#endif
+#define BN_STEP (4 * WG)
+#define BN_FIRST(j0) ((j0) + 4 * get_local_id(0))
+#define LD4(p, i) (*(__global const T4 *)((p) + (i)))
+#define ST4(p, i) (*(__global T4 *)((p) + (i)))
+#define SUM4(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
+inline T4 bn_act4(T4 v, int flags) {
+    return (T4)(bn_act(v.s0, flags), bn_act(v.s1, flags), bn_act(v.s2, flags),
+                bn_act(v.s3, flags));
+}
+inline T4 bn_act_grad4(T4 gy, T4 v, int flags) {
+    return (T4)(bn_act_grad(gy.s0, v.s0, flags), bn_act_grad(gy.s1, v.s1, flags),
+                bn_act_grad(gy.s2, v.s2, flags), bn_act_grad(gy.s3, v.s3, flags));
+}
+
+// This work item's Welford state over its groups of 4 in [j0, j1): each group's mean and M2,
+// merged in by Chan et al.'s update (as group_welford).
+inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
+                       T *cnt, T *mu, T *q) {
+    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
+        T4 v = LD4(x, BN_AT(j, vx) + xc);
+        T m4 = SUM4(v) * (T)0.25;
+        T4 e = v - (T4)m4;
+        T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
+        *mu += d * f;
+        *q += SUM4(e * e) + d * d * *cnt * f;
+        *cnt = n;
+    }
+}
+
+inline void bn_apply(long j0, long j1, BN_GEOM, __global T *y, view_t vy, long yc,
+                     __global const T *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
+    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP)
+        ST4(y, BN_AT(j, vy) + yc) = bn_act4((LD4(x, BN_AT(j, vx) + xc) - (T4)mu) * scale + bc,
+                                            flags);
+}
+
+inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy, long gyc,
+                     __global const T *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
+                     int flags, T *sg, T *sgx) {
+    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
+        T4 xi = LD4(x, BN_AT(j, vx) + xc) - (T4)mu;
+        T4 g = bn_act_grad4(LD4(gy, BN_AT(j, vgy) + gyc), xi * fscale + fshift, flags);
+        *sg += SUM4(g);
+        *sgx += SUM4(g * xi) * is;
+    }
+}
+
+inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gxc,
+                  __global const T *gy, view_t vgy, long gyc, __global const T *x, view_t vx,
+                  long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
+    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
+        T4 xi = LD4(x, BN_AT(j, vx) + xc) - (T4)mu;
+        T4 g = bn_act_grad4(LD4(gy, BN_AT(j, vgy) + gyc), xi * fscale + fshift, flags);
+        ST4(gx, BN_AT(j, vgx) + gxc) = k * (g - a - xi * is * bq);
+    }
+}
+#else
 // This work item's Welford state over elements j0 + lid, j0 + lid + WG, ... < j1 of x.
 inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
                        T *cnt, T *mu, T *q) {
@@ -153,6 +220,8 @@ inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gx
         gx[BN_AT(j, vgx) + gxc] = k * (g - a - (xi - mu) * is * bq);
     }
 }
+
+#endif
 
 // The forward's scale/shift of channel c: weight * invstd and bias (1 and 0 when absent).
 #define BN_W_OF(c) ((flags & BN_W) ? w[vw.off + (c) * vw.s[0]] : (T)1)
@@ -234,10 +303,15 @@ void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
 // mean, M2; backward: sum g, sum g * xhat); *_split: group (c, s) merges channel c's S partial
 // states in order (every work item alike), then writes chunk s (and, in group s = 0, the
 // per-channel outputs).
+#ifdef BN_VEC
+#define BN_ROUND(n) (((n) + 3) & ~3L)  // chunks of whole groups of 4
+#else
+#define BN_ROUND(n) (n)
+#endif
 #define BN_CHUNK                                                     \
     const uint hw = BN_HW(nd, sh, m);                                \
     long c = get_group_id(0) / nsplit, s = get_group_id(0) % nsplit; \
-    long chunk = (m + nsplit - 1) / nsplit;                          \
+    long chunk = BN_ROUND((m + nsplit - 1) / nsplit);                \
     long j0 = s * chunk, j1 = min(m, j0 + chunk);                    \
     int lid = get_local_id(0);
 

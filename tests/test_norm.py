@@ -669,3 +669,42 @@ def test_batch_norm_checks_momentum_eps_and_dtype():
         # positive", 2.13: "non-negative"; the exact 2.13 messages are asserted above)
         with pytest.raises(theirs.type, match="momentum" if "momentum" in kw else "eps"):
             F.batch_norm(clgrad.tensor(x), clgrad.zeros(3), clgrad.ones(3), **kw)
+
+
+@pytest.mark.parametrize("nsplit", [None, 3, 7])
+@pytest.mark.parametrize("act", [None, "relu", "silu"])
+@pytest.mark.parametrize("layout", ["contiguous", "offset_4", "offset_1", "one_sample"])
+def test_batch_norm_vector_path(monkeypatch, nsplit, act, layout):
+    """The float4 loads of kernels/norm.cl (BN_VEC, GPUs: inner length, offsets, batch and
+    channel strides all multiples of 4; split chunks rounded up to groups of 4, so chunks may
+    be empty) and the scalar path beside it (offset_1: an offset of 1 element): output,
+    running and saved statistics and the three gradients against float64 NumPy."""
+    from clgrad.ops import norm
+    monkeypatch.setattr(norm, "BN_SPLIT_FORCE", nsplit)
+    n, c, h, w = (1, 3, 4, 12) if layout == "one_sample" else (3, 5, 4, 12)
+    lead = {"offset_4": 4, "offset_1": 1}.get(layout, 0)
+    flat = (2 + RNG.standard_normal(lead + n * c * h * w)).astype(np.float32)
+    flat[lead + 7] = 40.0  # an outlier in channel 0's first group of 4
+    base = clgrad.tensor(flat)
+    x = base[lead:].view(n, c, h, w).detach().requires_grad_()
+    assert x.storage_offset() == lead
+    xd = x.detach().numpy().astype(np.float64)
+    wt = clgrad.tensor(RNG.uniform(0.5, 1.5, c).astype(np.float32), requires_grad=True)
+    bt = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
+    rm, rv = clgrad.zeros(c), clgrad.ones(c)
+    y = F.batch_norm(x, rm, rv, wt, bt, training=True, momentum=0.3, activation=act)
+    wd, bd = wt.detach().numpy().astype(np.float64), bt.detach().numpy().astype(np.float64)
+    pre, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), wd, bd, True, 0.3, 1e-5)
+    sig = 1 / (1 + np.exp(-pre))
+    want = {None: pre, "relu": np.maximum(pre, 0), "silu": pre * sig}[act]
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5)
+    g = RNG.standard_normal(y.shape)
+    y.backward(clgrad.tensor(g.astype(np.float32)))
+    dact = {None: 1.0, "relu": pre > 0, "silu": sig * (1 + pre * (1 - sig))}[act]
+    axes = (0, 2, 3)
+    gx, gw, gb = ref_bn_grad(xd, g * dact, wd, xd.mean(axes), xd.var(axes), 1e-5, True)
+    for got, ref in ((x.grad, gx), (wt.grad, gw), (bt.grad, gb)):
+        np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4,
+                                   atol=1e-5 * max(1.0, float(np.abs(ref).max())))

@@ -509,14 +509,15 @@ def _check_affine(op, name, p, x, shape, context=""):
 
 def _channel_args(shape, *tensors):
     """(nd, shape_t, [view_t per tensor], [channel stride per tensor], (rest shape, [rest
-    strides])) for dim 1 of ``shape``; the rest dims collapsed across the tensors."""
+    strides], [offset per tensor], [channel stride per tensor])) for dim 1 of ``shape``; the
+    rest dims collapsed across the tensors."""
     key = (tuple(shape), *[(t._strides, t._offset) for t in tensors])
     got = _CHANNEL_ARGS.get(key)
     if got is None:
         rest, rest_st, ch = split_dim(key[0], 1, *[t._strides for t in tensors])
         views = tuple(view_arg(t, st) for t, st in zip(tensors, rest_st))
         got = (np.int32(len(rest)), shape_arg(rest), views, tuple(np.int64(s) for s in ch),
-               (rest, tuple(rest_st)))
+               (rest, tuple(rest_st), tuple(t._offset for t in tensors), tuple(ch)))
         if len(_CHANNEL_ARGS) >= 4096:
             _CHANNEL_ARGS.clear()
         _CHANNEL_ARGS[key] = got
@@ -556,13 +557,15 @@ def _vec(p, like):
 def _bn_kernel(x, m, name, geom, nsplit=1):
     """(kernel, global size, local size) of bn_fwd / bn_bwd: one work-group per channel on GPUs
     (wide groups: C groups alone do not fill them; BN_FAST where every view has at most 2 dims
-    besides the channel and unit inner stride); on CPUs the ``*_rows`` variants, one work item
-    per channel streaming its rows (UNIT when every view has an inner stride of 1; ``geom``:
-    rest shape and strides from _channel_args)."""
+    besides the channel and unit inner stride; BN_VEC besides where every view's offset, batch
+    stride and channel stride and the inner length are multiples of 4: float4/double4 loads and
+    stores, kernels/norm.cl); on CPUs the ``*_rows`` variants, one work item per channel
+    streaming its rows (UNIT when every view has an inner stride of 1; ``geom``: rest shape,
+    strides, offsets and channel strides from _channel_args)."""
     dev = x._storage.device
     d = defines_for(x.dtype)
     c = x.shape[1]
-    rest, rest_st = geom
+    rest, rest_st, offs, chans = geom
     unit = 1 <= len(rest) <= 2 and all(st[-1] == 1 for st in rest_st)
     if dev.kind == "cpu" and nsplit == 1:
         if unit:
@@ -573,6 +576,10 @@ def _bn_kernel(x, m, name, geom, nsplit=1):
     d["WG"] = wg
     if unit and m < 1 << 31:
         d["BN_FAST"] = 1  # 32-bit offsets, no division per dim (kernels/norm.cl)
+        if (x.dtype.cl in ("float", "double") and rest[-1] % 4 == 0
+                and all(v % 4 == 0 for v in (*offs, *chans))
+                and all(len(st) == 1 or st[0] % 4 == 0 for st in rest_st)):
+            d["BN_VEC"] = 1
     return dev.kernel(_FILE, name, d), (c * nsplit * wg,), (wg,)
 
 
