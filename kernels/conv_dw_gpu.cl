@@ -8,7 +8,10 @@
 // insertion of the problem (fully unrolled); VX, VY: outputs per work item along W and H;
 // wgrad also CG (= p.c: input channels per group) and WG (work-group size, a power of two).
 // Launch:
-//   dwg_fwd:   (ceil(oh/VY)*ceil(ow/VX) rounded up to the local size, g*o, n); any local size.
+//   dwg_fwd:   (ceil(oh/VY)*ceil(ow/VX)*g*o rounded up to the local size, n, 1); any local
+//              size. Work item i takes output tile i % tiles of plane (g, o) = i / tiles: the
+//              planes of small maps share work-groups (one plane per group left 15 of 16
+//              work items idle on 8 x 8 maps).
 //   dwg_wgrad: (WG, g*o, split), local (WG, 1, 1); partial sums ws[split][g][o][K+1]
 //              (K = c*kh*kw, column K the bias gradient), as igemm_wgrad (conv_igemm_cpu.cl),
 //              summed by wgrad_reduce; split s covers rows [s*R/split, (s+1)*R/split) of the
@@ -52,12 +55,13 @@ INL IT row_off(const conv_t p, int y) { return row_ok(p, y) ? (IT)(y / UH) * (IT
 
 __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, __global T *Y,
                       __global const T *B) {
-    const int nwx = ((int)p.ow + VX - 1) / VX;
-    const int i = (int)get_global_id(0);
-    if (i >= nwx * (((int)p.oh + VY - 1) / VY)) return;  // no barrier in this kernel
+    const int nwx = ((int)p.ow + VX - 1) / VX, items = nwx * (((int)p.oh + VY - 1) / VY);
+    const long gi = get_global_id(0);
+    if (gi >= (long)items * p.g * p.o) return;  // no barrier in this kernel
+    const int go = (int)(gi / items), i = (int)(gi - (long)go * items);
     const int by = i / nwx, oy0 = by * VY, ox0 = (i - by * nwx) * VX;
-    const int go = (int)get_global_id(1), g = go / (int)p.o, o = go - g * (int)p.o;
-    const long n = get_global_id(2);
+    const int g = go / (int)p.o, o = go - g * (int)p.o;
+    const long n = get_global_id(1);
     const T b = p.bias ? B[p.boff + go * p.bs] : (T)0;
     T acc[VY][VX];
 #pragma unroll

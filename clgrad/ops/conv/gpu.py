@@ -104,7 +104,7 @@ def _fwd(p: Problem, plan: Plan, x, w, y, bias):
     vx, vy, wg = cfg["fvx"], cfg["fvy"], cfg["fwg"]
     items = cdiv(p.oh, vy) * cdiv(p.ow, vx)
     d = _defines(p, dt, dict(x=p.x, y=p.y), VX=vx, VY=vy)
-    dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_fwd", d), (items, p.g * p.o, p.n),
+    dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_fwd", d), (items * p.g * p.o, p.n, 1),
                (wg, 1, 1), p.pack(plan.tiles), x._storage.buffer, w._storage.buffer,
                y._storage.buffer, _bias_buffer(bias, y))
 
