@@ -1,0 +1,110 @@
+"""Device-time bandwidth of the memory-bound kernels (issue 35's target: batch norm, pooling and
+elementwise kernels at >= 80 % of the measured copy bandwidth), from OpenCL profiling events.
+
+    CLGRAD_DEVICE=gpu python bench/gpu/bandwidth.py
+
+The device's queue is replaced by one with CL_QUEUE_PROFILING_ENABLE and the runtime's enqueue
+is wrapped to keep each launch's event (as bench/gpu/kernel_profile.py): an op's device time is
+the sum of its kernels' end - start, the best of 5 calls (host time, launches and gaps between
+kernels are not in it). Bytes: what the op must read and write at least (a + b: 3 tensors;
+batch norm training forward: x twice (statistics, then normalise) and y once; backward: gy and
+x twice, gx once). Reference: the driver's buffer copy (clEnqueueCopyBuffer) of 256 MiB and
+clgrad's own copy kernel (``clone``), both counted as read + write.
+"""
+import sys
+
+import numpy as np
+import pyopencl as cl
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad.runtime import device as rd
+
+
+def main():
+    dev = clgrad.default_device()
+    dev.queue.finish()
+    dev.queue = cl.CommandQueue(dev.context, dev.cl_device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+    events = []
+    orig = rd._enqueue
+
+    def enqueue(queue, kernel, *a):
+        ev = orig(queue, kernel, *a)
+        events.append(ev)
+        return ev
+    rd._enqueue = enqueue
+
+    def device_ms(fn, reps=5):
+        best = float("inf")
+        fn()
+        clgrad.synchronize()
+        for _ in range(reps):
+            events.clear()
+            fn()
+            clgrad.synchronize()
+            best = min(best, sum(e.profile.end - e.profile.start for e in events) * 1e-6)
+        return best
+
+    rng = np.random.default_rng(0)
+    n = 1 << 26  # 64 Mi floats, 256 MiB: far beyond the L2
+    a = clgrad.from_numpy(rng.standard_normal(n, dtype=np.float32))
+    b = clgrad.from_numpy(rng.standard_normal(n, dtype=np.float32))
+    nb = 4 * n
+    src = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, nb)
+    dst = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, nb)
+    ev = cl.enqueue_copy(dev.queue, dst, src)
+    ev.wait()
+    best = float("inf")
+    for _ in range(5):
+        ev = cl.enqueue_copy(dev.queue, dst, src)
+        ev.wait()
+        best = min(best, (ev.profile.end - ev.profile.start) * 1e-6)
+    ref = 2 * nb / best / 1e6
+    rows = [("driver copy (clEnqueueCopyBuffer)", best, 2 * nb)]
+    x4 = clgrad.from_numpy(rng.standard_normal((128, 128, 32, 32), dtype=np.float32))
+    g4 = clgrad.from_numpy(rng.standard_normal((128, 128, 32, 32), dtype=np.float32))
+    e4 = 4 * x4.numel()
+    w, bb = clgrad.ones(128), clgrad.zeros(128)
+    rm, rv = clgrad.zeros(128), clgrad.ones(128)
+    xp = clgrad.from_numpy(rng.standard_normal((128, 64, 64, 64), dtype=np.float32))
+    ep = 4 * xp.numel()
+    xr = x4.detach().requires_grad_()
+
+    def bn_fwd():
+        return F.batch_norm(x4, rm, rv, w, bb, training=True)
+
+    def bn_fwd_bwd():
+        y = F.batch_norm(xr, rm, rv, w, bb, training=True)
+        y.backward(g4)
+        xr.grad = None
+
+    def pool_bwd():
+        xq = xp.detach().requires_grad_()
+        F.max_pool2d(xq, 2).backward(gp)
+    gp = clgrad.from_numpy(rng.standard_normal((128, 64, 32, 32), dtype=np.float32))
+    cases = [
+        ("clone (copy kernel)", lambda: a.clone(), 2 * nb),
+        ("a + b", lambda: a + b, 3 * nb),
+        ("a * 2", lambda: a * 2, 2 * nb),
+        ("relu", lambda: F.relu(a), 2 * nb),
+        ("sum", lambda: a.sum(), nb),
+        ("batch_norm fwd (128,128,32,32)", bn_fwd, 3 * e4),
+        ("batch_norm fwd+bwd (128,128,32,32)", bn_fwd_bwd, 3 * e4 + 4 * e4),
+        ("max_pool2d 2x2 fwd (128,64,64,64)", lambda: F.max_pool2d(xp, 2), ep + ep // 4),
+        ("avg_pool2d 2x2 fwd (128,64,64,64)", lambda: F.avg_pool2d(xp, 2), ep + ep // 4),
+        ("max_pool2d 2x2 fwd+bwd", pool_bwd, (ep + ep // 4) + (ep // 4 + ep + ep // 4)),
+    ]
+    for name, fn, nbytes in cases:
+        rows.append((name, device_ms(fn), nbytes))
+    rd._enqueue = orig
+    print(f"{dev}: bandwidth from device time (profiling events); 100 % = driver copy "
+          f"{ref:.0f} GB/s")
+    print("| op | device ms | GB/s | % of copy |\n|---|---:|---:|---:|")
+    for name, ms, nbytes in rows:
+        gbs = nbytes / ms / 1e6
+        print(f"| {name} | {ms:.3f} | {gbs:.0f} | {gbs / ref:.0%} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
