@@ -117,6 +117,33 @@ def test_igemm_float64():
     _close(got, ref, 1e-10)
 
 
+def test_measured_1x1_includes_pointwise(monkeypatch, tmp_path):
+    """A 1 x 1 unpadded problem: 'auto' on GPUs measures the pointwise batched GEMM beside the
+    others in every pass, and its choice computes the conv (against float64 NumPy)."""
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    from clgrad.ops.conv import choice, problem as C
+    from clgrad.ops.conv.problem import v5
+    x, w, y = clgrad.zeros((2, 8, 5, 6)), clgrad.zeros((6, 8, 1, 1)), clgrad.zeros((2, 6, 5, 6))
+    geo = C._check(x, w, None, 1, 0, 1, 1)
+    dev = clgrad.default_device()
+    probs = {"forward": C._forward_problem(geo, x, w, y, None),
+             "grad_input": C._grad_input_problem(geo, y, w, x),
+             "grad_weight": geo._replace(x=v5(x, 1))}
+    for k, q in probs.items():
+        conv_gpu.measured(k, q, dev, clgrad.float32, choice._trial)
+    import json
+    stored = json.loads(conv_gpu.tune_file().read_text())
+    assert len(stored) == 3 and all("pointwise" in e["ms"] for e in stored.values())
+    backends.conv_algorithm = "pointwise"
+    x, wt, b = _data(2, 8, 5, 6, 6, 8, 1, 1)
+    got, ref = _run(x, wt, b, kind="narrow", dtype=clgrad.float32)
+    _close(got, ref, 1e-4)
+    assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
 def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CLGRAD_CONV_TUNE", "on")
@@ -134,7 +161,9 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     import json
     stored = json.loads(conv_gpu.tune_file().read_text())
     (entry,) = stored.values()
-    assert entry["algo"] == algo and set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"])
+    # every candidate whose planner takes the 3 x 3 problem (pointwise: 1 x 1 only)
+    assert entry["algo"] == algo
+    assert set(entry["ms"]) == set(conv_gpu.CANDIDATES["forward"]) - {"pointwise"}
     conv_gpu._TUNED.clear()  # read back from the file: no new measurement
     assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) == algo
     assert "measured {" not in capsys.readouterr().err
@@ -222,7 +251,7 @@ def test_measured_each_pass(monkeypatch, tmp_path):
         pass_name = key[len(head):].split(" ", 1)[0]
         cands = ",".join(conv_gpu.CANDIDATES[pass_name])
         assert key.endswith(f"{geo_key} | {cands}")
-        assert set(entry["ms"]) == set(conv_gpu.CANDIDATES[pass_name])
+        assert set(entry["ms"]) == set(conv_gpu.CANDIDATES[pass_name]) - {"pointwise"}
     strided = C._check(x, w, None, 2, 1, 1, 2)
     gi = C._grad_input_problem(strided, clgrad.zeros((2, 6, 4, 4)), w, x)
     assert conv_gpu.measured("grad_input", gi, dev, clgrad.float32, choice._trial) is None

@@ -295,9 +295,15 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 # The Winograd variants (clgrad/ops/conv/winograd.py: 3 x 3, stride 1, dilation 1) run only
 # the forward and input-gradient problems they take; a trial skips the candidates whose
 # planner refuses the problem. A key holds its pass's candidates: a change measures again.
-CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"),
-              "grad_input": ("igemm_gpu", "im2col", "implicit", "winograd:2", "winograd:4"),
-              "grad_weight": ("igemm_gpu", "im2col", "implicit")}
+# 'pointwise' (1 x 1 without padding: one batched gemm of the tuned GEMM_TILED kernel; its
+# planner refuses other problems) joined when the zoo's kernel profile at batch 128 had the
+# 1 x 1 layers on the older implicit kernel at ~1.4 TFLOP/s (DenseNet-BC: 8.6 ms of a 34 ms
+# step's kernels, bench/gpu/kernel_profile.py).
+CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit", "pointwise", "winograd:2",
+                          "winograd:4"),
+              "grad_input": ("igemm_gpu", "im2col", "implicit", "pointwise", "winograd:2",
+                             "winograd:4"),
+              "grad_weight": ("igemm_gpu", "im2col", "implicit", "pointwise")}
 _TUNE_MIN_MACS = 1 << 24
 # CPUs (conv._auto): the implicit GEMM against the kernels blocked over output channels
 # (kernels/conv_blocked_cpu.cl), measured from CPU_TUNE_MIN_MACS multiply-adds (a 3 x 3 conv
