@@ -6,7 +6,9 @@
 // ("inner") dims are walked by j. The input offset is off1(o, outer) + off1(j, inner).
 // Sums use Kahan compensation per work item, then a tree in local memory. WG == 1 (few
 // reduced elements): each work item computes one output alone (o = its global id; the host
-// launches work-groups of any size, the global size rounded up past no).
+// launches work-groups of any size, the global size rounded up past no). SPLIT (GPUs, few
+// outputs of many reduced elements): SPLIT work-groups per output write partial results,
+// which a second `reduce` launch over them (T = OUT = ACC) combines and scales.
 #include "common.h"
 
 #if defined(OP_SUM)
@@ -39,10 +41,17 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #ifdef MINMAX
     __local long ibuf[WG];
 #endif
-    long o = get_group_id(0);
     int lid = get_local_id(0);
+#ifdef SPLIT
+    // SPLIT work-groups per output (reduce.py's split): group (o, sp) reduces chunk sp of the
+    // reduced elements into out[group id] (ACC, unscaled); a second launch reduces the parts
+    long o = get_group_id(0) / SPLIT, sp = get_group_id(0) % SPLIT;
+    long chunk = (ni + SPLIT - 1) / SPLIT, j0 = sp * chunk, j1 = min(ni, j0 + chunk);
 #else
-    long o = get_global_id(0);
+    long o = get_group_id(0), j0 = 0, j1 = ni;
+#endif
+#else
+    long o = get_global_id(0), j0 = 0, j1 = ni;
     const int lid = 0;
     if (o >= no) return;
 #endif
@@ -54,7 +63,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #if defined(OP_SUM)
     ACC comp = 0;
 #endif
-    for (long j = lid; j < ni; j += WG) {
+    for (long j = j0 + lid; j < j1; j += WG) {
         ACC x = (ACC)a[base + off1(j, ndi, shi, va_inner)];
 #if defined(OP_SUM)
         ACC y = x - comp;
@@ -105,7 +114,11 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
+#ifdef SPLIT
+        out[get_group_id(0)] = (OUT)buf[0];
+#else
         out[off1(o, ndo, sho, vout)] = (OUT)(buf[0] * scale);
+#endif
 #ifdef ARG
         idx_out[off1(o, ndo, sho, vidx)] = ibuf[0];
 #endif

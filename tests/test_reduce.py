@@ -695,3 +695,48 @@ def test_any_all_against_numpy(name, dtype):
                 want = getattr(np, name)(v, axis=dim, keepdims=keepdim)
             assert got.dtype is clgrad.bool, (dim, keepdim)
             np.testing.assert_array_equal(got.numpy(), want, err_msg=f"{dim} {keepdim}")
+
+
+@pytest.mark.parametrize("nsplit", [2, 7, 64])
+@pytest.mark.parametrize("shape,dims", [((9000,), None), ((3, 5001), 1), ((2, 4000, 3), 1),
+                                        ((5, 4, 1201), (0, 2)), ((4, 3000), 0)])
+def test_split_reduction(monkeypatch, nsplit, shape, dims):
+    """Reductions over S work-groups per output (what GPUs take for few outputs of many
+    elements; forced here on any device): the parts into a workspace, then `reduce` over them.
+    sum, mean, prod, amax, amin of float32 and float64 against float64 NumPy, an int sum
+    exactly, a NaN anywhere propagates, a strided view and a strided `out` view."""
+    from clgrad.ops import reduce as R
+    monkeypatch.setattr(R, "SPLIT_FORCE", nsplit)
+    rng = np.random.default_rng(nsplit)
+    for dt in (np.float32, np.float64):
+        x = rng.standard_normal(shape).astype(dt)
+        t = clgrad.tensor(x)
+        tol = 1e-6 if dt is np.float32 else 1e-13
+        for op, ref in (("sum", np.sum), ("mean", np.mean), ("amax", np.max), ("amin", np.min)):
+            got = getattr(t, op)(dim=dims) if dims is not None else getattr(t, op)()
+            want = ref(x.astype(np.float64), axis=dims)
+            np.testing.assert_allclose(got.numpy(), want, rtol=tol,
+                                       atol=tol * max(1.0, float(np.abs(want).max())))
+        xp = (1 + 1e-3 * rng.standard_normal(shape)).astype(dt)
+        got = clgrad.tensor(xp).prod(dim=dims if isinstance(dims, int) else None)
+        want = np.prod(xp.astype(np.float64), axis=dims if isinstance(dims, int) else None)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-4 if dt is np.float32 else 1e-12)
+    xi = rng.integers(-1000, 1000, shape).astype(np.int32)
+    got = clgrad.tensor(xi).sum(dim=dims) if dims is not None else clgrad.tensor(xi).sum()
+    np.testing.assert_array_equal(got.numpy(), xi.astype(np.int64).sum(axis=dims))
+    xn = rng.standard_normal(shape).astype(np.float32)
+    xn.reshape(-1)[xn.size // 2 + 3] = np.nan
+    want = np.sum(xn.astype(np.float64), axis=dims)
+    for op in ("sum", "amax", "amin"):
+        got = getattr(clgrad.tensor(xn), op)(dim=dims) if dims is not None else \
+            getattr(clgrad.tensor(xn), op)()
+        np.testing.assert_array_equal(np.isnan(got.numpy()), np.isnan(want), err_msg=op)
+    # a strided view in, a strided out (sum_into: the scale, written through its view)
+    big = rng.standard_normal((3, 2 * 9000)).astype(np.float32)
+    v = clgrad.tensor(big)[:, ::2]
+    out_base = clgrad.zeros(6)
+    R.sum_into(out_base[::2], v, 1, scale=0.5)
+    np.testing.assert_allclose(out_base.numpy()[::2],  # float32: relative to the terms' sizes
+                               0.5 * big[:, ::2].astype(np.float64).sum(1), rtol=1e-5,
+                               atol=1e-6 * float(np.abs(big).sum(1).max()))
+    np.testing.assert_array_equal(out_base.numpy()[1::2], 0)

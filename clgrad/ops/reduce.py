@@ -11,6 +11,8 @@ per output), ``reduce_runs`` (CPU sums along rows of the innermost reduced dim) 
 """
 from __future__ import annotations
 
+import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -72,19 +74,29 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
     if layout.numel(kept):
         # the launch (ops/plan.py), in the device's plans per everything it depends on
         key = plan_key(_FILE, (x, out), (dims, op_define, out_dtype, acc_cl, arg, COLS,
-                                         COLS_VW, COLS_NV, COLS_ITEMS, COLS_CB, COLS_GPU))
+                                         COLS_VW, COLS_NV, COLS_ITEMS, COLS_CB, COLS_GPU,
+                                         SPLIT_FORCE, SPLIT_MIN))
         plan = dev.plans.get(key)
         if plan is None:
             plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx)
-            plan = dev.keep_plan(key, plan if plan is _CONTIGUOUS else _split_plan(*plan))
+            if plan is not _CONTIGUOUS:
+                plan = _split_plan(*plan) if len(plan) == 4 else _parts_plan(*plan)
+            plan = dev.keep_plan(key, plan)
         if plan is _CONTIGUOUS:
             return _launch_reduce(ew.contiguous(x), dims, keepdim, op_define, out_dtype,
                                   acc_cl, scale, arg, out if given else None)
+        if plan.kernel is None:  # split: the parts into a workspace, then the parts reduced
+            parts, combine, n_ws = plan.data
+            ws = empty((n_ws,), _ACC_DTYPE[acc_cl], dev)
+            parts.run(dev, x._storage.buffer, ws._storage.buffer, ws._storage.buffer)
+            combine.run_with(dev, (ws._storage.buffer, out._storage.buffer,
+                                   out._storage.buffer), (_CL_SCALAR[acc_cl](scale),))
+        else:
         # x, out and idx (out itself without ARG, where the kernel takes one); ACC by value,
         # its exact size (half: 2)
-        plan.run_with(dev, (x._storage.buffer, out._storage.buffer, idx._storage.buffer)
-                      if len(plan.mem) == 6 else (x._storage.buffer, out._storage.buffer),
-                      (_CL_SCALAR[acc_cl](scale),))
+            plan.run_with(dev, (x._storage.buffer, out._storage.buffer, idx._storage.buffer)
+                          if len(plan.mem) == 6 else (x._storage.buffer, out._storage.buffer),
+                          (_CL_SCALAR[acc_cl](scale),))
     if given:
         return out
     out = out.view(final) if final != kept else out
@@ -109,6 +121,44 @@ def _split_plan(kernel, gsize, lsize, args) -> Plan:
             val += (i, a)
     mem_at = (at[_X], at[_OUT]) + ((at[_IDX],) if _IDX in at else ())
     return Plan(kernel, gsize, lsize, val, mem_at, (at[_SCALE],))
+
+
+# GPUs: a reduction of few outputs over many elements (x.sum() of a large tensor: one
+# work-group per output left one compute unit busy, 20 GB/s on an H200) runs over S
+# work-groups per output (S chosen by _parts), partial results (ACC) in a workspace of
+# no * S, then `reduce` over the parts (two launches, a fixed order: deterministic). From
+# SPLIT_MIN reduced elements, for fewer than 2 work-groups per compute unit.
+SPLIT_MIN = 1 << 16
+SPLIT_MAX = 1024
+SPLIT_FORCE = None  # tests: S on any device, for every reduction _parts may split
+_ACC_DTYPE = {"float": dtypes.float32, "double": dtypes.float64, "long": dtypes.int64}
+
+
+def _parts(dev, no, ni, wg, arg, acc_cl) -> int:
+    """S, the work-groups per output of a split reduction (1: none). At least wg elements
+    and (S - 1)^2 < ni per chunk's count, so no chunk is empty (max/min start from an element
+    seen); about 4 work-groups per compute unit in all."""
+    if arg or acc_cl not in _ACC_DTYPE:
+        return 1
+    if SPLIT_FORCE is not None:
+        return builtins.max(1, builtins.min(SPLIT_FORCE, ni // wg, math.isqrt(ni)))
+    if dev.kind != "gpu" or ni < SPLIT_MIN or no >= 2 * dev.compute_units:
+        return 1
+    s = builtins.min(SPLIT_MAX, -(-4 * dev.compute_units // no), ni // (4 * wg),
+                     math.isqrt(ni))  # (the module's own min is the op)
+    return s if s > 1 else 1
+
+
+def _parts_plan(parts_args, combine_args, n_ws) -> Plan:
+    """The Plan of a split reduction (no kernel of its own): ``data`` = (the parts' Plan,
+    binding x and the workspace (twice: out and the unused idx_out); the combining Plan,
+    binding the workspace and out (twice, likewise), the scale per call; the workspace's
+    element count)."""
+    k1, g1, l1, a1 = parts_args
+    at = {a: i for i, a in enumerate(a1) if type(a) is str}
+    parts = Plan(k1, g1, l1, [v for i, a in enumerate(a1) if type(a) is not str
+                              for v in (i, a)], (at[_X], at[_OUT], at[_IDX]))
+    return Plan(None, (), None, data=(parts, _split_plan(*combine_args), n_ws))
 
 
 def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx):
@@ -154,6 +204,27 @@ def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx
                 (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, vout,
                  np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape), _X, vx_outer,
                  vx_inner, _SCALE))
+    nsplit = _parts(dev, no, ni, wg, arg, acc_cl) if wg > 1 else 1
+    if nsplit > 1:
+        # the parts: out = the workspace (ACC), idx_out unused (the workspace again), scale 1
+        d1 = dict(d, OUT=acc_cl, SPLIT=nsplit)
+        zero = np.zeros(MAXD + 1, dtype=np.int64)
+        parts = (dev.kernel(_FILE, "reduce", d1), (no * nsplit * wg,), (wg,),
+                 (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, zero,
+                  np.int64(ni), np.int32(len(i_shape)), shape_arg(i_shape), _X, vx_outer,
+                  vx_inner, _CL_SCALAR[acc_cl](1), _IDX, zero))
+        # the combination: the workspace (no outputs of nsplit parts, row-major over o_shape)
+        # reduced along its parts into out, scaled
+        d2 = dict(d, T=acc_cl, WG=32)
+        vws = np.zeros(MAXD + 1, dtype=np.int64)
+        vws[1:1 + len(o_shape)] = [st * nsplit for st in layout.contiguous_strides(o_shape)]
+        vws_inner = np.zeros(MAXD + 1, dtype=np.int64)
+        vws_inner[1] = 1
+        combine = (dev.kernel(_FILE, "reduce", d2), (no * 32,), (32,),
+                   (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, vout,
+                    np.int64(nsplit), np.int32(1), shape_arg((nsplit,)), _X, vws, vws_inner,
+                    _SCALE, _IDX, vidx))
+        return parts, combine, no * nsplit
     return (dev.kernel(_FILE, "reduce", d), (no * wg,) if wg > 1 else (no,),
             (wg if wg > 1 else SERIAL_WG,),
             (np.int64(no), np.int32(len(o_shape)), shape_arg(o_shape), _OUT, vout,
