@@ -8,7 +8,7 @@ is wrapped to keep each launch's event (as bench/gpu/kernel_profile.py): an op's
 the sum of its kernels' end - start, the best of 5 calls (host time, launches and gaps between
 kernels are not in it). Bytes: what the op must read and write at least (a + b: 3 tensors;
 batch norm training forward: x twice (statistics, then normalise) and y once; backward: gy and
-x twice, gx once). Reference: the driver's buffer copy (clEnqueueCopyBuffer) of 256 MiB and
+x twice, gx once; max pooling: its int64 indices too). Reference: the driver's buffer copy (clEnqueueCopyBuffer) of 256 MiB and
 clgrad's own copy kernel (``clone``), both counted as read + write.
 """
 import sys
@@ -91,9 +91,11 @@ def main():
         ("sum", lambda: a.sum(), nb),
         ("batch_norm fwd (128,128,32,32)", bn_fwd, 3 * e4),
         ("batch_norm fwd+bwd (128,128,32,32)", bn_fwd_bwd, 3 * e4 + 4 * e4),
-        ("max_pool2d 2x2 fwd (128,64,64,64)", lambda: F.max_pool2d(xp, 2), ep + ep // 4),
+        # max: x read, the output and its int64 indices (PyTorch's too) written
+        ("max_pool2d 2x2 fwd (128,64,64,64)", lambda: F.max_pool2d(xp, 2), ep + 3 * ep // 4),
         ("avg_pool2d 2x2 fwd (128,64,64,64)", lambda: F.avg_pool2d(xp, 2), ep + ep // 4),
-        ("max_pool2d 2x2 fwd+bwd", pool_bwd, (ep + ep // 4) + (ep // 4 + ep + ep // 4)),
+        # backward: gy and the indices read, gx written
+        ("max_pool2d 2x2 fwd+bwd", pool_bwd, (ep + 3 * ep // 4) + (3 * ep // 4 + ep)),
     ]
     for name, fn, nbytes in cases:
         rows.append((name, device_ms(fn), nbytes))
