@@ -7,12 +7,58 @@
 
 #define EW_HEAD long i = get_global_id(0); if (i >= n) return;
 
+#ifdef CONTIG
+// <name>_x4, in CONTIG builds (every operand contiguous like the output; GPUs take them:
+// clgrad/ops/_util.py flat_plan): work item g takes elements g, g + G, g + 2G, g + 3G (G the
+// global size, so each step is coalesced), all its loads issued before its stores: four
+// loads in flight per work item (one per item reached 63 % of the copy bandwidth on an
+// H200, bench/gpu/bandwidth.py). An operand may be the output itself (in-place ops): each
+// element is read before it is written, by the one work item that writes it.
+#define X4_IDX                                                                              \
+    const long G = get_global_size(0), i0 = get_global_id(0), i1 = i0 + G, i2 = i1 + G,    \
+               i3 = i2 + G;
+#define X4_LD(p, v, k) (i##k < n ? (p)[(v).off + i##k] : (T)0)
+#define X4_LD4(r, p, v) const T r##0 = X4_LD(p, v, 0), r##1 = X4_LD(p, v, 1),              \
+                                r##2 = X4_LD(p, v, 2), r##3 = X4_LD(p, v, 3);
+#define X4_PUT(k, expr) if (i##k < n) out[vo.off + i##k] = (expr);
+#define UNARY_X4(name, expr)                                                                \
+__kernel void name##_x4(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
+                        __global const T *a, view_t va) {                                  \
+    X4_IDX X4_LD4(xa, a, va)                                                                \
+    { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
+    { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
+}
+#define BINARY_OUT_X4(name, OUT, expr)                                                      \
+__kernel void name##_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
+                        __global const T *a, view_t va, __global const T *b, view_t vb) {  \
+    X4_IDX X4_LD4(xa, a, va) X4_LD4(yb, b, vb)                                              \
+    { T x = xa0; T y = yb0; X4_PUT(0, expr) } { T x = xa1; T y = yb1; X4_PUT(1, expr) }     \
+    { T x = xa2; T y = yb2; X4_PUT(2, expr) } { T x = xa3; T y = yb3; X4_PUT(3, expr) }     \
+}                                                                                           \
+__kernel void name##_sb_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
+                           __global const T *a, view_t va, T y) {                          \
+    X4_IDX X4_LD4(xa, a, va)                                                                \
+    { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
+    { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
+}                                                                                           \
+__kernel void name##_sa_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
+                           T x, __global const T *b, view_t vb) {                          \
+    X4_IDX X4_LD4(yb, b, vb)                                                                \
+    { T y = yb0; X4_PUT(0, expr) } { T y = yb1; X4_PUT(1, expr) }                           \
+    { T y = yb2; X4_PUT(2, expr) } { T y = yb3; X4_PUT(3, expr) }                           \
+}
+#else
+#define UNARY_X4(name, expr)
+#define BINARY_OUT_X4(name, OUT, expr)
+#endif
+
 #define UNARY(name, expr)                                                                   \
 __kernel void name(long n, int nd, shape_t sh, __global T *out, view_t vo,                 \
                    __global const T *a, view_t va) {                                       \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
     T x = a[oa]; out[oo] = (expr);                                                          \
-}
+}                                                                                           \
+UNARY_X4(name, expr)
 
 #define BINARY_OUT(name, OUT, expr)                                                         \
 __kernel void name(long n, int nd, shape_t sh, __global OUT *out, view_t vo,               \
@@ -29,7 +75,8 @@ __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo
                         T x, __global const T *b, view_t vb) {                             \
     EW_HEAD long oo, ob; off2(i, nd, sh, vo, vb, &oo, &ob);                                \
     T y = b[ob]; out[oo] = (expr);                                                          \
-}
+}                                                                                           \
+BINARY_OUT_X4(name, OUT, expr)
 
 #ifdef IS_FLOAT
 #define IS_NAN(v) isnan(v)

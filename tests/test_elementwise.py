@@ -633,3 +633,46 @@ def test_maximum_minimum_refuse_a_number(name, call, message):
     with pytest.raises(TypeError) as info:
         call(torch, name)
     assert str(info.value).startswith(want)
+
+
+def test_four_elements_per_work_item_on_gpus(monkeypatch):
+    """GPUs run large contiguous elementwise launches through kernels/elementwise.cl's
+    <name>_x4 forms (four elements per work item, all loads before the stores; _util.py
+    flat_plan). Forced here on the default device (posing as a GPU, every size): binary,
+    scalar-operand, comparison and unary ops, an in-place op (its operand is its output), sizes
+    around the multiples of 4 work items, against NumPy; the _x4 kernel really ran."""
+    from clgrad.ops import _util
+    dev = clgrad.default_device()
+    monkeypatch.setattr(_util, "X4_MIN", 1)
+    monkeypatch.setattr(dev, "kind", "gpu")
+    launched = []
+    real = dev.launch_split
+
+    def spy(kernel, *a, **k):
+        launched.append(kernel.function_name)
+        return real(kernel, *a, **k)
+    monkeypatch.setattr(dev, "launch_split", spy)
+    dev.plans.clear()
+    rng = np.random.default_rng(4)
+    try:
+        for n in (1, 3, 4, 5, 257, 1023, 4096 + 3):
+            for dt in (F32, F64, I64):
+                a = rng.standard_normal(n) * 8
+                b = rng.standard_normal(n) * 8
+                if dt is I64:
+                    a, b = np.round(a).astype(np.int64), np.round(b).astype(np.int64)
+                ta, tb = clgrad.tensor(a, dtype=dt), clgrad.tensor(b, dtype=dt)
+                a64, b64 = ref64(ta.numpy()), ref64(tb.numpy())
+                check(ta + tb, a64 + b64, dt, f"add {n} {dt}")
+                check(ta * 3, a64 * 3, dt, f"mul_sb {n} {dt}")
+                check(2 - tb, 2 - b64, dt, f"sub_sa {n} {dt}")
+                check(ta < tb, a64 < b64, BOOL, f"lt {n} {dt}")
+                check(clgrad.relu(ta), np.maximum(a64, 0), dt, f"relu {n} {dt}")
+                check(-ta, -a64, dt, f"neg {n} {dt}")
+                tc = ta.clone()
+                tc.mul_(tb)  # in place: the output is an operand
+                check(tc, a64 * b64, dt, f"mul_ {n} {dt}")
+        x4 = {k for k in launched if k.endswith("_x4")}
+        assert {"add_x4", "mul_sb_x4", "sub_sa_x4", "lt_x4", "relu_x4", "neg_x4", "mul_x4"} <= x4, x4
+    finally:
+        dev.plans.clear()

@@ -5,6 +5,7 @@ import operator
 import struct
 
 import numpy as np
+import pyopencl as cl
 
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
@@ -346,6 +347,10 @@ def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
     ``data``: None for tensors only, else per operand None (a tensor) or its ``arg_kind``."""
     if file in _CONTIG_FILES:
         defines = dict(defines, CONTIG=1)
+    gsize = n
+    if (dev.kind == "gpu" and n >= X4_MIN and file in _CONTIG_FILES
+            and name + "_x4" in _kernel_names(dev, file, defines)):
+        name, gsize = name + "_x4", -(-n // 4)  # (elementwise.cl: four elements per item)
     val = [0, _LONG(n), 1, _ONE_DIM, 2, _SHAPE_T.pack(n, *_ZEROS[1:]), 4, _flat_view(out)]
     mem_at, val_at, kinds = [3], [], []
     i = 5
@@ -360,8 +365,24 @@ def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
             (mem_at if kind == 0 else val_at).append(i)
             kinds.append(kind)
             i += 1
-    return Plan(dev.kernel(file, name, defines), (n,), _LOCAL, val, mem_at, val_at,
+    return Plan(dev.kernel(file, name, defines), (gsize,), _LOCAL, val, mem_at, val_at,
                 None if all(k is None for k in kinds) else tuple(kinds))
+
+
+# GPUs: flat launches of at least X4_MIN elements take the kernel's <name>_x4 form where its
+# file has one (kernels/elementwise.cl's UNARY / BINARY ops in CONTIG builds).
+X4_MIN = 1 << 16
+_NAMES: dict = {}  # (device, file, defines) -> the names of the kernels its program holds
+
+
+def _kernel_names(dev, file, defines) -> frozenset:
+    key = (dev, file, *defines.items())
+    got = _NAMES.get(key)
+    if got is None:
+        prg = dev.program(file, defines)
+        got = _NAMES[key] = frozenset(
+            n for n in prg.get_info(cl.program_info.KERNEL_NAMES).split(";") if n)
+    return got
 
 
 def _launch_args(dev, kernel, n, out, operands, extra):
