@@ -673,6 +673,7 @@ def test_four_elements_per_work_item_on_gpus(monkeypatch):
                 tc.mul_(tb)  # in place: the output is an operand
                 check(tc, a64 * b64, dt, f"mul_ {n} {dt}")
         x4 = {k for k in launched if k.endswith("_x4")}
-        assert {"add_x4", "mul_sb_x4", "sub_sa_x4", "lt_x4", "relu_x4", "neg_x4", "mul_x4"} <= x4, x4
+        assert {"add_x4", "mul_sb_x4", "sub_sa_x4", "lt_x4", "relu_x4", "neg_x4",
+                "mul_x4"} <= x4, x4
     finally:
         dev.plans.clear()

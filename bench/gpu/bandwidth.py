@@ -8,8 +8,9 @@ is wrapped to keep each launch's event (as bench/gpu/kernel_profile.py): an op's
 the sum of its kernels' end - start, the best of 5 calls (host time, launches and gaps between
 kernels are not in it). Bytes: what the op must read and write at least (a + b: 3 tensors;
 batch norm training forward: x twice (statistics, then normalise) and y once; backward: gy and
-x twice, gx once; max pooling: its int64 indices too). Reference: the driver's buffer copy (clEnqueueCopyBuffer) of 256 MiB and
-clgrad's own copy kernel (``clone``), both counted as read + write.
+x twice, gx once; max pooling: its int64 indices too). Reference: the driver's buffer copy
+(clEnqueueCopyBuffer) of 256 MiB and clgrad's own copy kernel (``clone``), both counted as read
++ write.
 """
 import sys
 
