@@ -285,9 +285,11 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 
 
 # -- auto by measurement ----------------------------------------------------------------------
-# GPUs, problems of at least _TUNE_MIN_MACS multiply-adds (2^24: AlexNet's convolutions at
-# batch 1 are 75-224 M; below 2^28 the shape rule's implicit GEMM ran them on 18-96 of the
-# H200's work-group slots, 2.4 ms of a 3.3 ms inference): the first time a (device +
+# GPUs, problems of at least _TUNE_MIN_MACS multiply-adds (2^20; 2^24 before: AlexNet's
+# convolutions at batch 1 are 75-224 M; below 2^28 the shape rule's implicit GEMM ran them on
+# 18-96 of the H200's work-group slots, 2.4 ms of a 3.3 ms inference; and EfficientNet-B0's
+# squeeze-excitation 1 x 1 convs on 1 x 1 maps at batch 128, 2-15 M each, went to that rule's
+# implicit kernel at ~90 us a launch: 6 ms of a 27 ms step's kernels): the first time a (device +
 # driver, pass, dtype, problem) is seen, every candidate algorithm runs it on scratch operands
 # of the same shapes (choice._trial: filled with 0.5, not zeros), the fastest is stored in
 # <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
@@ -304,7 +306,7 @@ CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit", "pointwise", "winog
               "grad_input": ("igemm_gpu", "im2col", "implicit", "pointwise", "winograd:2",
                              "winograd:4"),
               "grad_weight": ("igemm_gpu", "im2col", "implicit", "pointwise")}
-_TUNE_MIN_MACS = 1 << 24
+_TUNE_MIN_MACS = 1 << 20
 # CPUs (conv._auto): the implicit GEMM against the kernels blocked over output channels
 # (kernels/conv_blocked_cpu.cl), measured from CPU_TUNE_MIN_MACS multiply-adds (a 3 x 3 conv
 # of 512 channels on 2 x 2 maps at batch 8 has 2^26; one trial of it takes milliseconds), any
