@@ -99,6 +99,27 @@ __kernel void max_fwd_tiled(geom_t g, __global T *out, __global long *idx, __glo
     __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
     T best = px[y0 * vx.s[2] + x0 * vx.s[3]];
     long bi = y0 * g.w + x0;
+#ifdef TKH
+    // TKH x TKW (the window, kernel == stride, a define: pool.py sets it for small windows):
+    // every load of the window issued before the comparisons, in the same order as below
+    T v[TKH * TKW];
+#pragma unroll
+    for (int dy = 0; dy < TKH; ++dy)
+#pragma unroll
+        for (int dx = 0; dx < TKW; ++dx)
+            v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)
+                                   ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : best;
+#pragma unroll
+    for (int dy = 0; dy < TKH; ++dy)
+#pragma unroll
+        for (int dx = 0; dx < TKW; ++dx) {
+            T u = v[dy * TKW + dx];
+            if ((dy | dx) && y0 + dy < y1 && x0 + dx < x1 && (u > best || isnan(u))) {
+                best = u;
+                bi = (y0 + dy) * g.w + x0 + dx;
+            }
+        }
+#else
     for (long y = y0; y < y1; ++y) {
         for (long xx = x0; xx < x1; ++xx) {
             T v = px[y * vx.s[2] + xx * vx.s[3]];
@@ -108,6 +129,7 @@ __kernel void max_fwd_tiled(geom_t g, __global T *out, __global long *idx, __glo
             }
         }
     }
+#endif
     long o = ((long)plane * g.oh + oh) * g.ow + ow;
     out[o] = best;
     idx[o] = bi;

@@ -342,3 +342,30 @@ def test_pool1d_family():
     assert nn.AdaptiveMaxPool1d(2)(t).shape == (3, 2)
     with pytest.raises(RuntimeError, match="max_pool1d: expected a 2-D"):
         F.max_pool1d(clgrad.tensor(x[None]), 2)
+
+
+@pytest.mark.parametrize("k", [(2, 2), (3, 3), (2, 4), (4, 4)])
+@pytest.mark.parametrize("ceil", [False, True])
+def test_max_pool2d_tiled_small_windows_ties_and_nan(k, ceil):
+    """Windows that tile the input up to 4 x 4 (pool.cl's max_fwd_tiled with the window as
+    defines, every load before the comparisons): ties take the window's first element
+    (row-major), a NaN wins (the last NaN of a window holding several, as the loop over the
+    window in order gives), partial windows under ceil_mode; values and indices against
+    the element-by-element reference, the gradient where no NaN is."""
+    x = np.round(RNG.standard_normal((2, 3, 4 * k[0] + 1, 4 * k[1] + 3)) * 2) / 2  # many ties
+    x[0, 0, 0, 1] = np.nan
+    x[1, 2, k[0] - 1, k[1] - 1] = np.nan
+    x[1, 2, k[0] - 1, 0] = np.nan
+    out, idx = F.max_pool2d(strided(x), k, k, 0, 1, ceil_mode=ceil, return_indices=True)
+    want, widx = ref_max_pool(np.nan_to_num(x, nan=np.inf), k, k, (0, 0), (1, 1), ceil)
+    nan = np.isnan(x)
+    for a, b in zip(*np.nonzero(nan.any(axis=(2, 3)))):  # windows with a NaN: its last NaN
+        for i in range(want.shape[2]):
+            for j in range(want.shape[3]):
+                win = nan[a, b, i * k[0]:(i + 1) * k[0], j * k[1]:(j + 1) * k[1]]
+                if win.any():
+                    ys, xs = np.nonzero(win)
+                    want[a, b, i, j] = np.nan
+                    widx[a, b, i, j] = (i * k[0] + ys[-1]) * x.shape[3] + j * k[1] + xs[-1]
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(idx.numpy(), widx)

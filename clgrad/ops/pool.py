@@ -44,8 +44,11 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     idx = empty(out.shape, dtypes.int64, x._storage.device)
     n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
     tiled = _tiles_input(g)
+    # small tiling windows: the window's size as defines (its loads unrolled, pool.cl)
+    small = dict(TKH=kh, TKW=kw) if tiled and kh <= 4 and kw <= 4 else {}
     _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g,
-                 out._storage.buffer, idx._storage.buffer, x._storage.buffer, _view4(x))
+                 out._storage.buffer, idx._storage.buffer, x._storage.buffer, _view4(x),
+                 defines=small)
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x._storage.device)
@@ -273,14 +276,16 @@ def _tiles_input(g) -> bool:
 ROWS_LOCAL = (16, 4, 1)  # work-group of the 3-D pool kernels: 16 = Intel's CPU vector width
 
 
-def _launch_rows(name, x, size, *args):
-    """A 3-D launch over ``size`` = (along a row, rows, planes); planes must fit 32 bits."""
+def _launch_rows(name, x, size, *args, defines=None):
+    """A 3-D launch over ``size`` = (along a row, rows, planes); planes must fit 32 bits.
+    ``defines``: more defines of the kernel's build (max_fwd_tiled's TKH, TKW)."""
     if size[0] * size[1] * size[2] == 0:
         return
     if size[2] >= 2 ** 32:
         raise RuntimeError(f"{name}: expected fewer than 2**32 (N*C) planes, got {size[2]}")
     dev = x._storage.device
-    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), size, ROWS_LOCAL, *args)
+    d = dict(defines_for(x.dtype), **defines) if defines else defines_for(x.dtype)
+    dev.launch(dev.kernel(_FILE, name, d), size, ROWS_LOCAL, *args)
 
 
 def _launch(name, x, g, total, *args):
