@@ -114,7 +114,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             (bias is not None and (bias._requires_grad or bias._base is not None)))
     if c and m:
         params = (weight, bias, running_mean, running_var)
-        key = plan_key("bn_fwd", (x, *params), (momentum, eps, flags, coff, BN_SPLIT_FORCE))
+        key = plan_key("bn_fwd", (x, *params), (momentum, eps, flags, coff, BN_SPLIT_FORCE,
+                                                  BN_SPLIT_FILL, BN_SPLIT_WG))
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
@@ -322,7 +323,8 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     gb = new((c,), dt, dev) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
-        key = plan_key("bn_bwd", (x, gy, gx_or, weight, bias), (flags, BN_SPLIT_FORCE))
+        key = plan_key("bn_bwd", (x, gy, gx_or, weight, bias),
+                       (flags, BN_SPLIT_FORCE, BN_SPLIT_FILL, BN_SPLIT_WG))
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags))
@@ -397,6 +399,11 @@ def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
 BN_SPLIT_MIN = 1 << 16
 BN_SPLIT_MAX = 32
 BN_SPLIT_FORCE = None
+# GPUs, split batch norms: S = ceil(BN_SPLIT_FILL x compute units / C) groups per channel of
+# BN_SPLIT_WG work items (0: the wide groups of 1024, as unsplit ones). Both are in the plans'
+# keys; bench/gpu/bn_split.py measures the choices.
+BN_SPLIT_FILL = 2
+BN_SPLIT_WG = 0
 
 
 def _bn_nsplit(x, m, flags) -> int:
@@ -409,7 +416,8 @@ def _bn_nsplit(x, m, flags) -> int:
     c = x.shape[1]
     if dev.kind != "gpu" or m < BN_SPLIT_MIN:
         return 1
-    return max(1, min(BN_SPLIT_MAX, -(-2 * dev.compute_units // c), m // (4 * 1024)))
+    return max(1, min(BN_SPLIT_MAX, -(-BN_SPLIT_FILL * dev.compute_units // c),
+                      m // (4 * 1024)))
 
 
 def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape):
@@ -572,7 +580,7 @@ def _bn_kernel(x, m, name, geom, nsplit=1):
             d["UNIT"] = 1
         return dev.kernel(_FILE, name + "_rows", d), (c,), (1,)
     wide = 1024 if dev.kind == "gpu" and dev.max_work_group_size >= 1024 else 256
-    wg = 64 if m < 4096 * nsplit else wide
+    wg = 64 if m < 4096 * nsplit else BN_SPLIT_WG if nsplit > 1 and BN_SPLIT_WG else wide
     d["WG"] = wg
     if unit and m < 1 << 31:
         d["BN_FAST"] = 1  # 32-bit offsets, no division per dim (kernels/norm.cl)
