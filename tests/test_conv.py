@@ -564,6 +564,29 @@ def test_pointwise_runs_1x1(kind):
         assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
 
 
+@pytest.mark.parametrize("split", (False, True))
+@pytest.mark.parametrize("case", [  # (N, C, H, W, O, groups, stride)
+    (5, 12, 1, 1, 7, 1, 1),  # 1 x 1 maps (squeeze-excitation)
+    (4, 12, 1, 1, 8, 2, 1),  # grouped
+    (3, 8, 3, 3, 6, 1, 3),  # a stride that leaves 1 x 1 outputs
+], ids=lambda c: "x".join(map(str, c)))
+@pytest.mark.parametrize("kind", ("narrow", "transpose"))
+def test_pointwise_gemm_path_on_1x1_maps(monkeypatch, case, split, kind):
+    """The batched-GEMM pointwise path (GPUs; forced here with PW_CPU off) on 1 x 1 outputs:
+    one GEMM per group over the batch's rows (split along K where few tiles: forced both
+    ways), the weight gradient one GEMM of depth N; bias and no bias; float64 against
+    NumPy."""
+    n, c, h, w, o, g, s = case
+    monkeypatch.setattr(conv_algorithms, "PW_CPU", False)
+    monkeypatch.setattr(conv_algorithms, "_few_tiles", lambda tiles, dev: split)
+    _use("pointwise")
+    for bias in (True, False):
+        got, ref = _run(*_data(n, c, h, w, o, c // g, 1, 1, bias=bias, seed=11), kind=kind,
+                        dtype=clgrad.float64, groups=g, stride=s)
+        _close(got, ref, 1e-10)
+        assert set(backends.last_conv_algorithms.values()) == {"pointwise"}
+
+
 def test_weight_grad_is_one_tensor_and_accumulates():
     x, w, b = _data(2, 4, 6, 6, 4, 2, 3, 3)
     base = clgrad.tensor(np.concatenate([w, w]), requires_grad=True)

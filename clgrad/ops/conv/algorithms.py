@@ -608,12 +608,27 @@ def _pointwise_fwd(p: Problem, plan: Plan, x, w, y, bias):
     if dev.kind == "cpu" and PW_CPU:
         return _pw_launch(dev, _pw_fwd_plan(p, x.dtype, dev, bias is not None), y, w, x,
                           bias)
-    xv, yv = _pointwise_operands(p, x, y)
-    kv = raw(w, (p.n, p.g, p.o, p.c), (0,) + p.k[1:4], p.k[0])
     if bias is not None:
         fill_bias(raw(y, (p.n, p.g * p.o, p.oh, p.ow), (p.y[1], p.y[3], p.y[4], p.y[5]),
                       p.y[0]), bias)
-    gemm(yv, kv, xv, 1.0, 1.0 if bias is not None else 0.0, split=False)
+    beta = 1.0 if bias is not None else 0.0
+    if p.oh * p.ow == 1:  # 1 x 1 maps (squeeze-excitation): y[g] (N, O) = x[g] (N, C) @ K[g]^T
+        gemm(raw(y, (p.g, p.n, p.o), (p.y[2], p.y[1], p.y[3]), p.y[0]),
+             raw(x, (p.g, p.n, p.c), (p.x[2], p.x[1], p.x[3]), p.x[0]),
+             raw(w, (p.g, p.c, p.o), (p.k[1], p.k[3], p.k[2]), p.k[0]), 1.0, beta,
+             split=_few_tiles(p.g * cdiv(p.n, 64) * cdiv(p.o, 64), dev))
+        return
+    xv, yv = _pointwise_operands(p, x, y)
+    kv = raw(w, (p.n, p.g, p.o, p.c), (0,) + p.k[1:4], p.k[0])
+    gemm(yv, kv, xv, 1.0, beta, split=False)
+
+
+def _few_tiles(tiles: int, dev) -> bool:
+    """Whether a GPU GEMM of ``tiles`` 64 x 64 tiles is split along K (matmul.gemm
+    ``split=True``): fewer than half of SPLIT_FILL per compute unit (a deep GEMM on a
+    few work-groups runs its K loop's latency: EfficientNet-B0's squeeze-excitation 1 x 1
+    convs at batch 128, 6-24 tiles of depth up to 1152, ~90 us each on the H200)."""
+    return dev.kind == "gpu" and 2 * tiles < SPLIT_FILL * _units(dev)
 
 
 def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
@@ -642,6 +657,12 @@ def _pointwise_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
             _pw_launch(dev, gplan, gw, g4, xt, None)
         else:
             _pw_launch(dev, plan, gw, g4, x, None)
+    elif p.oh * p.ow == 1:  # 1 x 1 maps: gw[g] (O, C) = g[g]^T (O, N) @ x[g] (N, C), depth N
+        gv = v5(g4, p.g)
+        so, sc = gw._strides[:2]
+        gemm(raw(gw, (p.g, p.o, p.c), (so * p.o, so, sc), gw._offset),
+             raw(g4, (p.g, p.o, p.n), (gv[2], gv[3], gv[1]), gv[0]),
+             raw(x, (p.g, p.n, p.c), (p.x[2], p.x[1], p.x[3]), p.x[0]), split=False)
     else:
         gv = v5(g4, p.g)
         xv, gov = _pointwise_operands(p._replace(y=gv), x, g4)
