@@ -1,7 +1,8 @@
 // kernels/conv_winograd.cl — Winograd convolution F(m x m, 3 x 3), m = 2 or 4 (WM), for 3 x 3
 // kernels, stride 1, dilation 1 (forward, and the input gradient as conv.h's forward problem
-// on the flipped weight view): Lavin & Gray, "Fast Algorithms for Convolutional Neural
-// Networks", CVPR 2016 (arXiv:1509.09308). An output tile Y (m x m) of one channel pair is
+// on the flipped weight view), and the weight gradient F(3 x 3, m x m): Lavin & Gray, "Fast
+// Algorithms for Convolutional Neural Networks", CVPR 2016 (arXiv:1509.09308). An output tile
+// Y (m x m) of one channel pair is
 //   Y = A^T [ (G g G^T) .* (B^T d B) ] A
 // with g the 3 x 3 filter and d the alpha x alpha input tile (alpha = m + 2) whose first
 // element sits at (tile row * m - ph, tile column * m - pw), zero outside the input. The
@@ -13,10 +14,31 @@
 //   M[a][g] (o x tiles) = U[a][g] (o x c) @ V[a][g] (c x tiles)
 // run by clgrad.ops.matmul.gemm (one batched launch) between the kernels here:
 //   wino_weight: U[a][g][o][c] = (G K[g,o,c] G^T)[a]       items (c, o, g)
-//   wino_input:  V[a][g][c][t] = (B^T d B)[a]               items (tiles, c, g)
+//   wino_input:  V[a][g][c][t] = (B^T d B)[a]               items (ld, c, g)
 //   wino_output: Y[n,g,o, tile] = A^T M[.][g][o][t] A (+ bias), through Y's view, the tile
 //                clipped at the output's edge              items (tiles, o, g)
-// t = (n * ceil(oh/m) + tile row) * ceil(ow/m) + tile column. Workspaces are contiguous.
+// t = (n * ceil(oh/m) + tile row) * ceil(ow/m) + tile column. Workspaces are contiguous; V's
+// rows are ld >= tiles long (the weight gradient pads them; the tiles past the last are
+// written as zeros).
+//
+// The weight gradient dW[g,o,c] (3 x 3) = sum over n and the output tiles of the correlation
+// of the input tile d (alpha x alpha, the forward's) with the m x m tile e of dY: a 3 x 3
+// output of an m x m "filter", F(3 x 3, m x m) with the same points. In 1-D, F(m, 3) computes
+// y[i] = sum_{r<3, k} AT[i][k] G[k][r] BT[k][j] g[r] d[j] with sum_k AT[i][k] G[k][r] BT[k][j]
+// = [j == i + r]; dW[r] = sum_{i<m} e[i] d[i + r] is the same sum with the roles of i and r
+// exchanged, so F(3, m) has the input transform B^T again, the "filter" transform
+// G' = A (alpha x m: e's polynomial evaluated at the points) and the output transform
+// A'^T = G^T (3 x alpha: the interpolation, whose 1/2 (1/4, 1/6 ...) factors it carries):
+//   dW[g,o,c] = G^T [ sum_t (A e A^T)[a] * (B^T d B)[a] ] G  (the sum over tiles a GEMM)
+//   wino_dy:     E[a][g][o][t] = (A e A^T)[a] (e zero past dY's edge; 0 for t >= tiles)
+//                                                          items (ld, o, g)
+//   wino_input:  V[a][g][c][t] as above (ld = the same padded pitch)
+//   gemm:        W[s][a][g][o][c] = E[a][g][o][slice s] @ V[a][g][c][slice s]^T, the tiles cut
+//                into `splits` slices of equal depth (one batched launch)
+//   wino_wgrad:  dW[g,o,c] = G^T (sum_s W[s][.][g][o][c]) G through the kernel view p.k
+//                                                          items (c, o, g)
+// A's column 1 (the point 1) is all ones: E[(1, 1)][g][o][t] is the sum of the tile e, so the
+// bias gradient is the sum of that row (clgrad/ops/conv/winograd.py).
 // Defines: T (float/double, IS_DOUBLE), WM (2 or 4). Launch sizes are rounded up to the
 // work-group size: each kernel checks its index.
 #include "conv.h"
@@ -91,12 +113,19 @@ __kernel void wino_weight(const conv_t p, __global const T *K, __global T *U) {
                                         + t[i][2] * G[j][2];
 }
 
-// V[a][g][c][t] = (B^T d B)[a], d the zero-padded alpha x alpha input tile of t.
-__kernel void wino_input(const conv_t p, __global const T *X, __global T *V) {
+// V[a][g][c][t] = (B^T d B)[a], d the zero-padded alpha x alpha input tile of t; rows of ld
+// (>= tiles) elements, zeros past the last tile.
+__kernel void wino_input(const conv_t p, const long ld, __global const T *X, __global T *V) {
     const long t = get_global_id(0), c = get_global_id(1), g = get_global_id(2);
     const int th = TILES_H(p), tw = TILES_W(p);
     const long tiles = p.n * th * tw;
-    if (t >= tiles || c >= p.c || g >= p.g) return;
+    if (t >= ld || c >= p.c || g >= p.g) return;
+    const long step = p.g * p.c * ld;  // between transformed elements a
+    __global T *v = V + (g * p.c + c) * ld + t;
+    if (t >= tiles) {  // the padding of the weight gradient's slices
+        for (int a = 0; a < ALPHA * ALPHA; ++a) v[a * step] = (T)0;
+        return;
+    }
     const T BT[ALPHA][ALPHA] = BT_ROWS;
     const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
               tx = r - ty * tw;
@@ -122,8 +151,6 @@ __kernel void wino_input(const conv_t p, __global const T *X, __global T *V) {
             for (int k = 0; k < ALPHA; ++k) acc += BT[i][k] * d[k][j];
             s[i][j] = acc;
         }
-    const long step = p.g * p.c * tiles;  // between transformed elements a
-    __global T *v = V + (g * p.c + c) * tiles + t;
 #pragma unroll
     for (int i = 0; i < ALPHA; ++i)  // (s B)[i][j] = sum_k s[i][k] * BT[j][k]
 #pragma unroll
@@ -176,4 +203,91 @@ __kernel void wino_output(const conv_t p, __global const T *M, __global T *Y,
             y[(oy + i) * p.y.s[3] + (ox + j) * p.y.s[4]] = acc;
         }
     }
+}
+
+// E[a][g][o][t] = (A e A^T)[a], e the m x m tile t of dY (the view p.y), zero past its edge;
+// rows of ld (>= tiles) elements, zeros past the last tile.
+__kernel void wino_dy(const conv_t p, const long ld, __global const T *DY, __global T *E) {
+    const long t = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
+    const int th = TILES_H(p), tw = TILES_W(p);
+    const long tiles = p.n * th * tw;
+    if (t >= ld || o >= p.o || g >= p.g) return;
+    const long step = p.g * p.o * ld;  // between transformed elements a
+    __global T *ep = E + (g * p.o + o) * ld + t;
+    if (t >= tiles) {
+        for (int a = 0; a < ALPHA * ALPHA; ++a) ep[a * step] = (T)0;
+        return;
+    }
+    const T AT[WM][ALPHA] = AT_ROWS;
+    const int ti = (int)t, n = ti / (th * tw), r = ti - n * th * tw, ty = r / tw,
+              tx = r - ty * tw;
+    const long oy = (long)ty * WM, ox = (long)tx * WM;
+    __global const T *dy = DY + p.y.off + n * p.y.s[0] + g * p.y.s[1] + o * p.y.s[2];
+    T e[WM][WM], s[ALPHA][WM];
+#pragma unroll
+    for (int i = 0; i < WM; ++i) {
+        const bool row = oy + i < p.oh;
+#pragma unroll
+        for (int j = 0; j < WM; ++j)
+            e[i][j] = row && ox + j < p.ow ? dy[(oy + i) * p.y.s[3] + (ox + j) * p.y.s[4]]
+                                           : (T)0;
+    }
+#pragma unroll
+    for (int k = 0; k < ALPHA; ++k)  // s = A e: s[k][j] = sum_i AT[i][k] * e[i][j]
+#pragma unroll
+        for (int j = 0; j < WM; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int i = 0; i < WM; ++i) acc += AT[i][k] * e[i][j];
+            s[k][j] = acc;
+        }
+#pragma unroll
+    for (int k = 0; k < ALPHA; ++k)  // (s A^T)[k][l] = sum_j s[k][j] * AT[j][l]
+#pragma unroll
+        for (int l = 0; l < ALPHA; ++l) {
+            T acc = (T)0;
+#pragma unroll
+            for (int j = 0; j < WM; ++j) acc += s[k][j] * AT[j][l];
+            ep[(k * ALPHA + l) * step] = acc;
+        }
+}
+
+// dW[g, o, c] = G^T w G through the kernel view p.k (3 x 3), w[a] = the sum over the
+// `splits` slices s of W[s][a][g][o][c].
+__kernel void wino_wgrad(const conv_t p, const long splits, __global const T *W,
+                         __global T *DW) {
+    const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
+    if (c >= p.c || o >= p.o || g >= p.g) return;
+    const T G[ALPHA][3] = G_ROWS;
+    const long step = p.g * p.o * p.c, sstep = ALPHA * ALPHA * step;
+    __global const T *wp = W + (g * p.o + o) * p.c + c;
+    T w[ALPHA][ALPHA], s[3][ALPHA];
+#pragma unroll
+    for (int k = 0; k < ALPHA; ++k)
+#pragma unroll
+        for (int l = 0; l < ALPHA; ++l) {
+            __global const T *q = wp + (k * ALPHA + l) * step;
+            T acc = q[0];
+            for (long sl = 1; sl < splits; ++sl) acc += q[sl * sstep];
+            w[k][l] = acc;
+        }
+#pragma unroll
+    for (int r = 0; r < 3; ++r)  // s = G^T w: s[r][l] = sum_k G[k][r] * w[k][l]
+#pragma unroll
+        for (int l = 0; l < ALPHA; ++l) {
+            T acc = (T)0;
+#pragma unroll
+            for (int k = 0; k < ALPHA; ++k) acc += G[k][r] * w[k][l];
+            s[r][l] = acc;
+        }
+    __global T *dw = DW + p.k.off + g * p.k.s[0] + o * p.k.s[1] + c * p.k.s[2];
+#pragma unroll
+    for (int r = 0; r < 3; ++r)
+#pragma unroll
+        for (int q = 0; q < 3; ++q) {  // (s G)[r][q] = sum_l s[r][l] * G[l][q]
+            T acc = (T)0;
+#pragma unroll
+            for (int l = 0; l < ALPHA; ++l) acc += s[r][l] * G[l][q];
+            dw[r * p.k.s[3] + q * p.k.s[4]] = acc;
+        }
 }
