@@ -33,9 +33,10 @@
 //   wino_dy:     E[a][g][o][t] = (A e A^T)[a] (e zero past dY's edge; 0 for t >= tiles)
 //                                                          items (ld, o, g)
 //   wino_input:  V[a][g][c][t] as above (ld = the same padded pitch)
-//   gemm:        W[s][a][g][o][c] = E[a][g][o][slice s] @ V[a][g][c][slice s]^T, the tiles cut
-//                into `splits` slices of equal depth (one batched launch)
-//   wino_wgrad:  dW[g,o,c] = G^T (sum_s W[s][.][g][o][c]) G through the kernel view p.k
+//   gemm:        P[s][a][g][o][c] = E[a][g][o][slice s] @ V[a][g][c][slice s]^T, the tiles cut
+//                into `splits` slices of equal depth (one batched launch); their sum
+//                W[a][g][o][c] (reduce.cl, clgrad.ops.reduce.sum_into)
+//   wino_wgrad:  dW[g,o,c] = G^T W[.][g][o][c] G through the kernel view p.k
 //                                                          items (c, o, g)
 // A's column 1 (the point 1) is all ones: E[(1, 1)][g][o][t] is the sum of the tile e, so the
 // bias gradient is the sum of that row (clgrad/ops/conv/winograd.py).
@@ -252,25 +253,18 @@ __kernel void wino_dy(const conv_t p, const long ld, __global const T *DY, __glo
         }
 }
 
-// dW[g, o, c] = G^T w G through the kernel view p.k (3 x 3), w[a] = the sum over the
-// `splits` slices s of W[s][a][g][o][c].
-__kernel void wino_wgrad(const conv_t p, const long splits, __global const T *W,
-                         __global T *DW) {
+// dW[g, o, c] = G^T w G through the kernel view p.k (3 x 3), w[a] = W[a][g][o][c].
+__kernel void wino_wgrad(const conv_t p, __global const T *W, __global T *DW) {
     const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
     if (c >= p.c || o >= p.o || g >= p.g) return;
     const T G[ALPHA][3] = G_ROWS;
-    const long step = p.g * p.o * p.c, sstep = ALPHA * ALPHA * step;
+    const long step = p.g * p.o * p.c;  // between transformed elements a
     __global const T *wp = W + (g * p.o + o) * p.c + c;
     T w[ALPHA][ALPHA], s[3][ALPHA];
 #pragma unroll
     for (int k = 0; k < ALPHA; ++k)
 #pragma unroll
-        for (int l = 0; l < ALPHA; ++l) {
-            __global const T *q = wp + (k * ALPHA + l) * step;
-            T acc = q[0];
-            for (long sl = 1; sl < splits; ++sl) acc += q[sl * sstep];
-            w[k][l] = acc;
-        }
+        for (int l = 0; l < ALPHA; ++l) w[k][l] = wp[(k * ALPHA + l) * step];
 #pragma unroll
     for (int r = 0; r < 3; ++r)  // s = G^T w: s[r][l] = sum_k G[k][r] * w[k][l]
 #pragma unroll

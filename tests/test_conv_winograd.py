@@ -448,8 +448,8 @@ def test_wgrad_slices(algo, monkeypatch):
 
 @pytest.mark.parametrize("algo", TILES)
 def test_wgrad_launches_whatever_the_groups(algo):
-    """The weight gradient: 4 launches (dY and input transforms, GEMM, output transform), 5
-    with the bias gradient, whatever the group count."""
+    """The weight gradient: 5 launches (dY and input transforms, GEMM, the sum of its slices,
+    output transform), 6 with the bias gradient, whatever the group count."""
     backends.conv_algorithm = algo
     rng = np.random.default_rng(0)
     counts = {}
@@ -467,7 +467,7 @@ def test_wgrad_launches_whatever_the_groups(algo):
             y.backward(gout)
             counts[g, bias] = launch_count() - n0
             assert backends.last_conv_algorithms["grad_weight"] == algo
-    assert counts == {(g, b): 4 + b for g in (1, 2, 8) for b in (False, True)}, counts
+    assert counts == {(g, b): 5 + b for g in (1, 2, 8) for b in (False, True)}, counts
 
 
 def test_wgrad_vs_torch():

@@ -19,16 +19,17 @@ so conv2d's recorded fast path does not take it (it keeps the general path).
 The weight gradient dW[g,o,c] = sum over n and the m x m tiles e of dY of the 3 x 3
 correlation of the alpha x alpha input tile d (the forward's, same origin) with e: F(3x3, m x m)
 with the same points, whose matrices are the forward's transposed (kernels/conv_winograd.cl
-derives them): dW = G^T [sum_t (A e A^T) .* (B^T d B)] G. 4 launches (5 with a bias): the
+derives them): dW = G^T [sum_t (A e A^T) .* (B^T d B)] G. 5 launches (6 with a bias): the
 output-gradient transform E[alpha^2][G][O][ld] (wino_dy), the input transform
 V[alpha^2][G][C][ld] (wino_input, the forward's kernel), one batched GEMM
-W[s][a][g] (o x c) = E[a][g][slice s] @ V[a][g][slice s]^T over ``splits`` slices of the tiles
+P[s][a][g] (o x c) = E[a][g][slice s] @ V[a][g][slice s]^T over ``splits`` slices of the tiles
 (``wgrad_slices``: at most WGRAD_MAX_K tiles deep, for accuracy; more slices to fill the
-device; the rows padded with zero tiles to ld = splits x depth), and the output transform
-wino_wgrad, which sums the slices and writes dW through the weight gradient's view; the bias
-gradient is the row sum (reduce.sum_into, one launch) of E at the point (1, 1), each tile's
-sum. Workspaces: alpha^2 * G * (O + C) * ld + splits * alpha^2 * G * O * C elements, from the
-device allocator (OutOfMemoryError where they do not fit), allocated per call.
+device; the rows padded with zero tiles to ld = splits x depth), the slices' sum
+W[a][g][o][c] (reduce.sum_into), and the output transform wino_wgrad, which writes dW through
+the weight gradient's view; the bias gradient is the row sum (reduce.sum_into, one launch) of
+E at the point (1, 1), each tile's sum. Workspaces: alpha^2 * G * ((O + C) * ld + (splits +
+1) * O * C) elements, from the device allocator (OutOfMemoryError where they do not fit),
+allocated per call.
 
 Names (clgrad.backends.conv_algorithm): 'winograd:2' and 'winograd:4' pin the output tile
 m; 'winograd' takes m = 4 where both output sides are at least 4, else 2. On GPUs ``auto``
@@ -122,7 +123,9 @@ def _plan(p: Problem, dt, dev):
 # on the module doc's 64 x 56 x 56 layer 2.1e-6 with one slice of 1568 tiles, 6.2e-7 with 6
 # of 262, 4.2e-7 with 25 of 64), and more slices are cut, down to WGRAD_MIN_K tiles, until
 # about WGRAD_FILL work-groups of 64 x 64 outputs per compute unit run; a slice's depth is a
-# multiple of _K_STEP (whole GEMM tiles along K, aligned 4-vectors).
+# multiple of _K_STEP (whole GEMM tiles along K, aligned 4-vectors). The slices' partial sums
+# are summed by reduce.sum_into (reduce.cl's reduce_cols on GPUs: coalesced, Kahan-
+# compensated), with one slice too, so the launch count is fixed: 5, 6 with a bias.
 WGRAD_MAX_K = 512
 WGRAD_MIN_K = 128
 WGRAD_FILL = 4
@@ -169,17 +172,19 @@ def _run_wgrad(m: int, p: Problem, plan: Plan, x, g4, gw, gb):
     d = dict(defines_for(dt), WM=m)
     e = empty((a2, g, o, ld), dt, dev)
     v = empty((a2, g, c, ld), dt, dev)
-    w = empty((splits, a2, g, o, c), dt, dev)
+    part = empty((splits, a2, g, o, c), dt, dev)
+    w = empty((a2, g, o, c), dt, dev)
     dev.launch(dev.kernel("conv_winograd.cl", "wino_dy", d), (ld, o, g), (_WG, 1, 1), pk,
                np.int64(ld), g4._storage.buffer, e._storage.buffer)
     dev.launch(dev.kernel("conv_winograd.cl", "wino_input", d), (ld, c, g), (_WG, 1, 1), pk,
                np.int64(ld), x._storage.buffer, v._storage.buffer)
-    gemm(raw(w, (splits, a2 * g, o, c), (a2 * g * o * c, o * c, c, 1), 0),
+    gemm(raw(part, (splits, a2 * g, o, c), (a2 * g * o * c, o * c, c, 1), 0),
          raw(e, (splits, a2 * g, o, depth), (depth, o * ld, ld, 1), 0),
          raw(v, (splits, a2 * g, depth, c), (depth, c * ld, 1, ld), 0),
          tiles_override=_gemm_tiles(p, dev), split=False)
+    sum_into(w, part, 0)  # (with one slice too: the launch count does not depend on it)
     dev.launch(dev.kernel("conv_winograd.cl", "wino_wgrad", d), (c, o, g), (min(_WG, c), 1, 1),
-               pk, np.int64(splits), w._storage.buffer, gw._storage.buffer)
+               pk, w._storage.buffer, gw._storage.buffer)
     if gb is not None:  # E at the point (1, 1) is each dY tile's sum
         bs = gb._strides[0]
         sum_into(raw(gb, (g, o), (o * bs, bs), gb._offset),
