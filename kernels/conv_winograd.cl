@@ -40,16 +40,25 @@
 //                                                          items (c, o, g)
 // A's column 1 (the point 1) is all ones: E[(1, 1)][g][o][t] is the sum of the tile e, so the
 // bias gradient is the sum of that row (clgrad/ops/conv/winograd.py).
-// Defines: T (float/double, IS_DOUBLE), WM (2 or 4). Launch sizes are rounded up to the
-// work-group size: each kernel checks its index.
+// 5 x 5 kernels (KS = 5): the weight gradient F(5 x 5, 2 x 2) likewise, from F(2, 5) with the
+// points of F(4, 3) (alpha = 6, the same B^T; G and A^T of F(2, 5) in the table below, G's
+// scaling that of F(4, 3)'s): dW = G^T [sum_t (A e A^T) .* (B^T d B)] G, 5 x 5. The kernels
+// take any KS of the table (wino_weight and wino_output would run F(2x2, 5x5); the host runs
+// 5 x 5 kernels in the weight gradient only).
+// Defines: T (float/double, IS_DOUBLE), WM (2 or 4), KS (3, default, or 5 with WM = 2).
+// Launch sizes are rounded up to the work-group size: each kernel checks its index.
 #include "conv.h"
 
 // Matrix entries are integers in T or quotients of them (no floating literal: exact in both
 // float and double builds, tests/test_kernel_sources.py).
 #define H ((T)1 / (T)2)
 
-#if WM == 2
-#define ALPHA 4
+#ifndef KS
+#define KS 3
+#endif
+#define ALPHA (WM + KS - 1)
+
+#if WM == 2 && KS == 3
 #define BT_ROWS {{(T)1, (T)0, (T)-1, (T)0}, \
                  {(T)0, (T)1, (T)1, (T)0},  \
                  {(T)0, (T)-1, (T)1, (T)0}, \
@@ -60,14 +69,14 @@
                 {(T)0, (T)0, (T)1}}
 #define AT_ROWS {{(T)1, (T)1, (T)1, (T)0}, \
                  {(T)0, (T)1, (T)-1, (T)-1}}
-#elif WM == 4
-#define ALPHA 6
+#elif ALPHA == 6  // F(4, 3) and F(2, 5): points 0, 1, -1, 2, -2 and infinity
 #define BT_ROWS {{(T)4, (T)0, (T)-5, (T)0, (T)1, (T)0},  \
                  {(T)0, (T)-4, (T)-4, (T)1, (T)1, (T)0}, \
                  {(T)0, (T)4, (T)-4, (T)-1, (T)1, (T)0}, \
                  {(T)0, (T)-2, (T)-1, (T)2, (T)1, (T)0}, \
                  {(T)0, (T)2, (T)-1, (T)-2, (T)1, (T)0}, \
                  {(T)0, (T)4, (T)0, (T)-5, (T)0, (T)1}}
+#if WM == 4
 #define G_ROWS {{(T)1 / (T)4, (T)0, (T)0},                       \
                 {(T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6}, \
                 {(T)-1 / (T)6, (T)1 / (T)6, (T)-1 / (T)6},  \
@@ -78,8 +87,18 @@
                  {(T)0, (T)1, (T)-1, (T)2, (T)-2, (T)0}, \
                  {(T)0, (T)1, (T)1, (T)4, (T)4, (T)0},   \
                  {(T)0, (T)1, (T)-1, (T)8, (T)-8, (T)1}}
+#else  // F(2, 5): G[k][r] = p_k^r / prod_{j != k} (p_k - p_j) over the finite points
+#define G_ROWS {{(T)1 / (T)4, (T)0, (T)0, (T)0, (T)0},                                      \
+                {(T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6, (T)-1 / (T)6},    \
+                {(T)-1 / (T)6, (T)1 / (T)6, (T)-1 / (T)6, (T)1 / (T)6, (T)-1 / (T)6},      \
+                {(T)1 / (T)24, (T)1 / (T)12, (T)1 / (T)6, (T)1 / (T)3, (T)2 / (T)3},      \
+                {(T)1 / (T)24, (T)-1 / (T)12, (T)1 / (T)6, (T)-1 / (T)3, (T)2 / (T)3},    \
+                {(T)0, (T)0, (T)0, (T)0, (T)1}}
+#define AT_ROWS {{(T)1, (T)1, (T)1, (T)1, (T)1, (T)0}, \
+                 {(T)0, (T)1, (T)-1, (T)2, (T)-2, (T)1}}
+#endif
 #else
-#error "WM must be 2 or 4"
+#error "(WM, KS) must be (2, 3), (4, 3) or (2, 5)"
 #endif
 
 
@@ -88,30 +107,37 @@
 #define TILES_H(p) ((int)(((p).oh + WM - 1) / WM))
 #define TILES_W(p) ((int)(((p).ow + WM - 1) / WM))
 
-// U[a][g][o][c] = (G k G^T)[a], k = K[g, o, c] (3 x 3, read through the kernel view).
+// U[a][g][o][c] = (G k G^T)[a], k = K[g, o, c] (KS x KS, read through the kernel view).
 __kernel void wino_weight(const conv_t p, __global const T *K, __global T *U) {
     const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
     if (c >= p.c || o >= p.o || g >= p.g) return;
-    const T G[ALPHA][3] = G_ROWS;
+    const T G[ALPHA][KS] = G_ROWS;
     const long kb = p.k.off + g * p.k.s[0] + o * p.k.s[1] + c * p.k.s[2];
-    T k[3][3], t[ALPHA][3];
+    T k[KS][KS], t[ALPHA][KS];
 #pragma unroll
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < KS; ++i)
 #pragma unroll
-        for (int j = 0; j < 3; ++j) k[i][j] = K[kb + i * p.k.s[3] + j * p.k.s[4]];
+        for (int j = 0; j < KS; ++j) k[i][j] = K[kb + i * p.k.s[3] + j * p.k.s[4]];
 #pragma unroll
     for (int i = 0; i < ALPHA; ++i)
 #pragma unroll
-        for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * k[0][j] + G[i][1] * k[1][j]
-                                              + G[i][2] * k[2][j];
+        for (int j = 0; j < KS; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int r = 0; r < KS; ++r) acc += G[i][r] * k[r][j];
+            t[i][j] = acc;
+        }
     const long step = p.g * p.o * p.c;  // between transformed elements a
     __global T *u = U + (g * p.o + o) * p.c + c;
 #pragma unroll
     for (int i = 0; i < ALPHA; ++i)
 #pragma unroll
-        for (int j = 0; j < ALPHA; ++j)
-            u[(i * ALPHA + j) * step] = t[i][0] * G[j][0] + t[i][1] * G[j][1]
-                                        + t[i][2] * G[j][2];
+        for (int j = 0; j < ALPHA; ++j) {
+            T acc = (T)0;
+#pragma unroll
+            for (int r = 0; r < KS; ++r) acc += t[i][r] * G[j][r];
+            u[(i * ALPHA + j) * step] = acc;
+        }
 }
 
 // V[a][g][c][t] = (B^T d B)[a], d the zero-padded alpha x alpha input tile of t; rows of ld
@@ -253,20 +279,20 @@ __kernel void wino_dy(const conv_t p, const long ld, __global const T *DY, __glo
         }
 }
 
-// dW[g, o, c] = G^T w G through the kernel view p.k (3 x 3), w[a] = W[a][g][o][c].
+// dW[g, o, c] = G^T w G through the kernel view p.k (KS x KS), w[a] = W[a][g][o][c].
 __kernel void wino_wgrad(const conv_t p, __global const T *W, __global T *DW) {
     const long c = get_global_id(0), o = get_global_id(1), g = get_global_id(2);
     if (c >= p.c || o >= p.o || g >= p.g) return;
-    const T G[ALPHA][3] = G_ROWS;
+    const T G[ALPHA][KS] = G_ROWS;
     const long step = p.g * p.o * p.c;  // between transformed elements a
     __global const T *wp = W + (g * p.o + o) * p.c + c;
-    T w[ALPHA][ALPHA], s[3][ALPHA];
+    T w[ALPHA][ALPHA], s[KS][ALPHA];
 #pragma unroll
     for (int k = 0; k < ALPHA; ++k)
 #pragma unroll
         for (int l = 0; l < ALPHA; ++l) w[k][l] = wp[(k * ALPHA + l) * step];
 #pragma unroll
-    for (int r = 0; r < 3; ++r)  // s = G^T w: s[r][l] = sum_k G[k][r] * w[k][l]
+    for (int r = 0; r < KS; ++r)  // s = G^T w: s[r][l] = sum_k G[k][r] * w[k][l]
 #pragma unroll
         for (int l = 0; l < ALPHA; ++l) {
             T acc = (T)0;
@@ -276,9 +302,9 @@ __kernel void wino_wgrad(const conv_t p, __global const T *W, __global T *DW) {
         }
     __global T *dw = DW + p.k.off + g * p.k.s[0] + o * p.k.s[1] + c * p.k.s[2];
 #pragma unroll
-    for (int r = 0; r < 3; ++r)
+    for (int r = 0; r < KS; ++r)
 #pragma unroll
-        for (int q = 0; q < 3; ++q) {  // (s G)[r][q] = sum_l s[r][l] * G[l][q]
+        for (int q = 0; q < KS; ++q) {  // (s G)[r][q] = sum_l s[r][l] * G[l][q]
             T acc = (T)0;
 #pragma unroll
             for (int l = 0; l < ALPHA; ++l) acc += s[r][l] * G[l][q];

@@ -45,7 +45,7 @@ def _check(got, ref, algo, bound, wbound):
 
 def _bounds(algo):
     m = int(algo[-1])
-    return winograd.ERROR_BOUND[m], winograd.WGRAD_ERROR_BOUND[m]
+    return winograd.ERROR_BOUND[m], winograd.WGRAD_ERROR_BOUND[m, 3]
 
 
 CASES = [  # (N, C, H, W, O, kwargs, view kind, bias)
@@ -145,17 +145,23 @@ def test_conv_transpose2d():
 
 
 @pytest.mark.parametrize("kwargs", [dict(stride=2, padding=1), dict(dilation=2, padding=2),
-                                    dict(padding=2, k=5)], ids=("stride2", "dilation2", "5x5"))
+                                    dict(padding=2, k=5), dict(stride=2, padding=2, k=5)],
+                         ids=("stride2", "dilation2", "5x5", "5x5stride2"))
 def test_problems_it_does_not_take_give_way(kwargs):
     """As every restricted algorithm (depthwise_gpu, blocked ...): a forced 'winograd' gives
-    way to implicit where it cannot run the problem, in every pass; values right."""
+    way to implicit where it cannot run the problem, in every pass (a stride-1 5 x 5 conv: the
+    forward and input gradient; its weight gradient runs F(5x5, 2x2) but with 'winograd:4');
+    values right."""
     k = kwargs.pop("k", 3)
     for algo in ("winograd",) + TILES:
         backends.conv_algorithm = algo
         x, wt, b = _data(2, 4, 9, 9, 6, 4, k, k)
         got, ref = _run(x, wt, b, **kwargs)
         _close(got, ref, 1e-4)
-        assert set(backends.last_conv_algorithms.values()) == {"implicit"}, \
+        wgrad = algo if k == 5 and "stride" not in kwargs and algo != "winograd:4" else \
+            "implicit"
+        assert backends.last_conv_algorithms == {"forward": "implicit", "grad_input": "implicit",
+                                                 "grad_weight": wgrad}, \
             backends.last_conv_algorithms
 
 
@@ -346,30 +352,33 @@ def test_unbatched_input():
 
 
 # -- the weight gradient: F(3x3, 2x2) and F(3x3, 4x4) ----------------------------------------
-def _matrices(m: int):
-    """(B^T, G, A^T) of kernels/conv_winograd.cl for WM == m, read from the source."""
+def _matrices(m: int, k: int = 3):
+    """(B^T, G, A^T) of kernels/conv_winograd.cl for WM == m, KS == k, read from the source:
+    its #defines in order are (2, 3)'s three, alpha 6's B^T, (4, 3)'s G and A^T, (2, 5)'s."""
     src = (Path(__file__).resolve().parent.parent / "kernels" / "conv_winograd.cl").read_text()
-    block = src.split(f"#if WM == {m}" if m == 2 else f"#elif WM == {m}")[1].split("#el")[0]
 
-    def rows(name):
-        text = block.split(f"#define {name}")[1].split("\n#define")[0].replace("\\", "")
-        text = text.replace("(T)", "").replace("H", "(1/2)")
+    def rows(text):
+        text = text.split("\n#")[0].replace("\\", "").replace("(T)", "").replace("H", "(1/2)")
         return np.array(eval(text.replace("{", "[").replace("}", "]")), dtype=float)
-    return rows("BT_ROWS"), rows("G_ROWS"), rows("AT_ROWS")
+    bts, gs, ats = ([rows(t) for t in src.split(f"#define {name}")[1:]]
+                    for name in ("BT_ROWS", "G_ROWS", "AT_ROWS"))
+    i = {(2, 3): 0, (4, 3): 1, (2, 5): 2}[m, k]
+    return bts[min(i, 1)], gs[i], ats[i]
 
 
-@pytest.mark.parametrize("m", winograd.TILES)
-def test_wgrad_matrices_on_random_tiles(m):
-    """F(3x3, m x m) with the forward's points: input transform B^T, output-gradient transform
-    A (m x m -> alpha x alpha), output transform G^T (-> 3 x 3). On random float64 tiles it is
-    the 3 x 3 correlation of the alpha x alpha input tile d with the m x m tile e:
-    dW[r][s] = sum_{i,j} e[i][j] d[i+r][j+s] (and in 1-D the identity behind it)."""
-    bt, g, at = _matrices(m)
-    alpha = m + 2
-    assert bt.shape == (alpha, alpha) and g.shape == (alpha, 3) and at.shape == (m, alpha)
+@pytest.mark.parametrize("m, k", [(2, 3), (4, 3), (2, 5)])
+def test_wgrad_matrices_on_random_tiles(m, k):
+    """F(k x k, m x m) with the forward's points: input transform B^T, output-gradient
+    transform A (m x m -> alpha x alpha), output transform G^T (-> k x k). On random float64
+    tiles it is the k x k correlation of the alpha x alpha input tile d with the m x m tile e:
+    dW[r][s] = sum_{i,j} e[i][j] d[i+r][j+s] (and in 1-D the identity behind it); for k = 3 the
+    forward F(m, 3) too, y[i] = sum_r g[r] d[i+r]."""
+    bt, g, at = _matrices(m, k)
+    alpha = m + k - 1
+    assert bt.shape == (alpha, alpha) and g.shape == (alpha, k) and at.shape == (m, alpha)
     ident = np.einsum("rk,ki,kj->rij", g.T, at.T, bt)  # A'^T = G^T, G' = A
-    want = np.zeros((3, m, alpha))
-    for r in range(3):
+    want = np.zeros((k, m, alpha))
+    for r in range(k):
         for i in range(m):
             want[r, i, i + r] = 1
     np.testing.assert_allclose(ident, want, atol=1e-14)
@@ -377,8 +386,8 @@ def test_wgrad_matrices_on_random_tiles(m):
     for _ in range(20):
         d, e = rng.standard_normal((alpha, alpha)), rng.standard_normal((m, m))
         got = g.T @ ((at.T @ e @ at) * (bt @ d @ bt.T)) @ g
-        direct = np.array([[np.sum(e * d[r:r + m, s:s + m]) for s in range(3)]
-                           for r in range(3)])
+        direct = np.array([[np.sum(e * d[r:r + m, s:s + m]) for s in range(k)]
+                           for r in range(k)])
         np.testing.assert_allclose(got, direct, rtol=1e-12, atol=1e-12)
     assert np.allclose(at[:, 1], 1)  # point 1: E[(1, 1)] is the tile's sum (the bias gradient)
 
@@ -396,25 +405,25 @@ def _wgrad_direct(algo, xv, gv, gw, gb, padding, groups):
     return a
 
 
-@pytest.mark.parametrize("algo", TILES)
+@pytest.mark.parametrize("algo, k", [("winograd:2", 3), ("winograd:4", 3), ("winograd:2", 5)])
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
-def test_wgrad_strided_views(algo, dtype):
+def test_wgrad_strided_views(algo, k, dtype):
     """Input and output gradient as transposed / stepped views, the weight and bias gradients
     written through strided views of wider tensors (the elements between stay untouched)."""
     dt = getattr(clgrad, dtype)
     rng = np.random.default_rng(7)
-    n, c, h, w, o, g, pad = 3, 6, 9, 7, 4, 2, 1
+    n, c, h, w, o, g, pad = 3, 6, 9, 7, 4, 2, k // 2
     xn, gn = rng.standard_normal((n, c, h, w)), rng.standard_normal((n, o, h, w))
     xv = clgrad.tensor(xn.transpose(0, 1, 3, 2).copy(), dtype=dt).transpose(2, 3)
     big = np.zeros((n, o, h, 2 * w))
     big[..., ::2] = gn
     gv = clgrad.tensor(big, dtype=dt)[..., ::2]
-    gw_big = clgrad.full((o, c // g + 1, 3, 3), 7.0, dtype=dt)
+    gw_big = clgrad.full((o, c // g + 1, k, k), 7.0, dtype=dt)
     gb_big = clgrad.full((2 * o,), 7.0, dtype=dt)
     gw, gb = gw_big[:, 1:], gb_big[1::2]
     assert _wgrad_direct(algo, xv, gv, gw, gb, pad, g) == algo
-    _, _, rw, rb = ref_conv(xn, np.zeros((o, c // g, 3, 3)), None, gn, padding=pad, groups=g)
-    bound = winograd.WGRAD_ERROR_BOUND[int(algo[-1])] if dtype == "float32" else 1e-10
+    _, _, rw, rb = ref_conv(xn, np.zeros((o, c // g, k, k)), None, gn, padding=pad, groups=g)
+    bound = winograd.WGRAD_ERROR_BOUND[int(algo[-1]), k] if dtype == "float32" else 1e-10
     assert _rel(gw.numpy(), rw) <= bound and _rel(gb.numpy(), rb) <= bound
     assert np.all(gw_big.numpy()[:, 0] == 7) and np.all(gb_big.numpy()[::2] == 7)
 
@@ -470,15 +479,16 @@ def test_wgrad_launches_whatever_the_groups(algo):
     assert counts == {(g, b): 5 + b for g in (1, 2, 8) for b in (False, True)}, counts
 
 
-def test_wgrad_vs_torch():
+@pytest.mark.parametrize("k", (3, 5))
+def test_wgrad_vs_torch(k):
     """Weight and bias gradients against PyTorch in float64 (groups 2, padding 2, 5 x 9)."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(11)
-    xn, wn = rng.standard_normal((3, 4, 5, 9)), rng.standard_normal((6, 2, 3, 3))
-    bn, gn = rng.standard_normal(6), rng.standard_normal((3, 6, 7, 11))
+    xn, wn = rng.standard_normal((3, 4, 5, 9)), rng.standard_normal((6, 2, k, k))
+    bn, gn = rng.standard_normal(6), rng.standard_normal((3, 6, 10 - k, 14 - k))
     xt, wt, bt = (torch.tensor(v, requires_grad=True) for v in (xn, wn, bn))
     torch.nn.functional.conv2d(xt, wt, bt, padding=2, groups=2).backward(torch.tensor(gn))
-    for algo in TILES:
+    for algo in TILES if k == 3 else ("winograd:2",):
         backends.conv_algorithm = algo
         w, b = (clgrad.tensor(v, dtype=clgrad.float64, requires_grad=True) for v in (wn, bn))
         conv2d(clgrad.tensor(xn, dtype=clgrad.float64), w, b, padding=2, groups=2).backward(
@@ -502,3 +512,56 @@ def test_wgrad_workspace_past_the_device_memory_raises_out_of_memory(monkeypatch
     monkeypatch.undo()
     _wgrad_direct("winograd:2", x, g4, gw, None, 1, 1)
     assert np.all(gw.numpy() == 0)
+
+
+CASES5 = [  # (N, C, H, W, O, kwargs, view kind, bias): 5 x 5 kernels, F(5x5, 2x2)
+    (1, 3, 8, 8, 4, dict(padding=2), "narrow", True),
+    (3, 4, 9, 11, 6, dict(padding=1, groups=2), "transpose", False),  # odd sides, groups 2
+    (2, 8, 7, 7, 8, dict(padding=0, groups=4), "step", True),  # 3 x 3 output, groups 4
+    (1, 2, 5, 9, 3, dict(padding=(2, 0)), "contig", True),  # 5 x 9
+]
+
+
+@pytest.mark.parametrize("algo", ("winograd", "winograd:2"))
+@pytest.mark.parametrize("case", CASES5, ids=lambda c: f"{c[:5]}-{c[5]}-{c[6]}-bias{c[7]}")
+def test_wgrad_5x5_vs_numpy(case, algo):
+    """The weight and bias gradients of 5 x 5 stride-1 convs, float32 within the bound of
+    AlexNet's conv2 and float64 to 1e-10; the forward and input gradient run implicit."""
+    n, c, h, w, o, kwargs, kind, bias = case
+    backends.conv_algorithm = algo
+    x, wt, b = _data(n, c, h, w, o, c // kwargs.get("groups", 1), 5, 5, bias=bias)
+    for dtype, bound in ((clgrad.float32, winograd.WGRAD_ERROR_BOUND[2, 5]),
+                         (clgrad.float64, 1e-10)):
+        got, ref = _run(x, wt, b, kind=kind, dtype=dtype, seed=1, **kwargs)
+        _close(got[:2], ref[:2], 1e-4 if dtype is clgrad.float32 else 1e-10)
+        assert _rel(got[2], ref[2]) <= bound, _rel(got[2], ref[2])
+        if bias:
+            assert _rel(got[3], ref[3]) <= bound, _rel(got[3], ref[3])
+        assert backends.last_conv_algorithms == {
+            "forward": "implicit", "grad_input": "implicit", "grad_weight": algo}
+
+
+def test_wgrad_5x5_alexnet_conv2_error_bound():
+    """AlexNet's conv2 (96 -> 256 channels, groups 2, 27 x 27, padding 2) at batch 2, He
+    weights: F(5x5, 2x2)'s weight gradient measured 2.0e-5 (the module doc), the bound 3x."""
+    backends.conv_algorithm = "winograd:2"
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 96, 27, 27))
+    w = rng.standard_normal((256, 48, 5, 5)) * np.sqrt(2 / (25 * 48))
+    b = rng.standard_normal(256) * 0.1
+    got, ref = _run(x, w, b, kind="contig", seed=1, padding=2, groups=2)
+    assert backends.last_conv_algorithms["grad_weight"] == "winograd:2"
+    assert _rel(got[2], ref[2]) <= winograd.WGRAD_ERROR_BOUND[2, 5], _rel(got[2], ref[2])
+    assert _rel(got[3], ref[3]) <= winograd.WGRAD_ERROR_BOUND[2, 5], _rel(got[3], ref[3])
+
+
+def test_wgrad_tile():
+    from clgrad.ops.conv.problem import Problem
+    p = Problem(n=2, g=1, c=4, h=9, w=9, o=4, oh=9, ow=9, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1,
+                ph=1, pw=1)
+    assert [winograd.wgrad_tile(m, p) for m in (0, 2, 4)] == [4, 2, 4]
+    assert winograd.wgrad_tile(0, p._replace(ow=3)) == 2
+    p5 = p._replace(kh=5, kw=5, ph=2, pw=2)
+    assert [winograd.wgrad_tile(m, p5) for m in (0, 2, 4)] == [2, 2, None]
+    for change in (dict(kw=3), dict(kh=7, kw=7), dict(sh=2), dict(dh=2)):
+        assert winograd.wgrad_tile(2, p5._replace(**change)) is None, change

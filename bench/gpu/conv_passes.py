@@ -1,7 +1,8 @@
 """Convolution on the GPU pass by pass (forward, input gradient, weight gradient): S3 depthwise
 (N=128, C=256, 56x56, k3, p1, groups=C) with the tiles of depthwise_gpu (kernels/conv_dw_gpu.cl)
 against 'direct', or S2 AlexNet conv2 (N=128, C=96, 27x27, O=256, k5, p2, groups=2) with the
-tiles of igemm_gpu (kernels/conv_igemm_gpu.cl) against im2col and implicit; PyTorch/cuDNN
+tiles of igemm_gpu (kernels/conv_igemm_gpu.cl) against im2col, implicit and (the weight
+gradient) winograd:2's F(5x5, 2x2); PyTorch/cuDNN
 (TF32 off) per pass; a correctness smoke of depthwise_gpu against float64 references first.
 
     CLGRAD_DEVICE=gpu python bench/gpu/conv_passes.py [--case S3|S2] [--out DIR] [--quick]
@@ -243,9 +244,10 @@ def main():
         for tiles in wg_t:
             conv_gpu._CFG["gpu"].update(wvx=tiles[0], wwg=tiles[1], wsplit=tiles[2])
             keep("grad_weight", *one("grad_weight", algo, tiles), tiles)
-    for other in ("direct",) if s3 else ("im2col", "implicit"):
+    for other in ("direct",) if s3 else ("im2col", "implicit", "winograd:2"):
         for pn in runs:
-            one(pn, other, None)
+            if other != "winograd:2" or pn == "grad_weight":  # (F(5x5, 2x2): dW only)
+                one(pn, other, None)
     # PyTorch / cuDNN per pass (float32)
     tx, tw, tb, tg = (torch.from_numpy(v).to(tdev) for v in (xn, wn, bn, gn))
     tf, tgrad = torch.nn.functional, torch.nn.grad

@@ -73,6 +73,15 @@ another 5-10x less accurate, as the forward's F(4x4, 3x3) (its output transform 
 running them, tests/test_conv_winograd.py's layer) 1.5e-6 against F(3x3, 2x2)'s 9.6e-7.
 float64: below 2e-14. ``WGRAD_ERROR_BOUND``: the 64-channel 28 x 28 layer's errors times
 about 3.
+
+5 x 5 kernels (AlexNet's conv2, issue 35's S2): the weight gradient F(5x5, 2x2) (2.8x fewer
+multiplies than the direct sums; alpha = 6, the points of F(4x4, 3x3), the same kernels with
+KS = 5), stride 1, dilation 1, 'winograd' and 'winograd:2' ('winograd:4' gives way); the
+forward and input gradient give way to implicit. Error on conv2 (96 -> 256 channels, groups
+2, 27 x 27, padding 2, batch 2, He weights): 2.0e-5 against implicit's 1.5e-7 (its GPU
+kernels: 1.4e-6); float64 4e-14. Most of it is the GEMM's sequential sums (a float64
+accumulation of the same float32 products: 4e-6; slices of 64 tiles: 6e-6, of 128: 1.2e-5),
+the rest the transforms (the points +-1/2 instead of +-2: 1.6x worse in a NumPy model).
 """
 from __future__ import annotations
 
@@ -86,15 +95,17 @@ from clgrad.ops.matmul import gemm
 from clgrad.ops.reduce import sum_into
 
 __all__ = ["KERNELS", "TILES", "ERROR_BOUND", "WGRAD_ERROR_BOUND", "takes", "tile_side",
-           "wgrad_slices"]
+           "wgrad_slices", "wgrad_tile"]
 
 TILES = (2, 4)  # output tile sides m: F(m x m, 3 x 3)
 # float32, per tile side: the largest max|y - y64| / max|y64| a pass of the module doc's
 # 64-channel 28 x 28 layer may show (tests/test_conv_winograd.py measured 4.0e-7 and 6.5e-6
 # with its own output gradient): 2.5x and 3x those
 ERROR_BOUND = {2: 1e-6, 4: 2e-5}
-# the same for the weight and bias gradients (measured there: 9.6e-7 and 5.1e-6): about 3x
-WGRAD_ERROR_BOUND = {2: 3e-6, 4: 1.5e-5}
+# the same for the weight and bias gradients per (tile side, kernel size): F(3x3, m x m) on that
+# layer (measured there: 9.6e-7 and 5.1e-6), F(5x5, 2x2) on AlexNet's conv2 at batch 2
+# (2.0e-5): about 3x
+WGRAD_ERROR_BOUND = {(2, 3): 3e-6, (4, 3): 1.5e-5, (2, 5): 6e-5}
 _WG = 64  # work items along the tiles (or input channels) per work-group
 _INT_LIMIT = 1 << 31
 
@@ -132,10 +143,21 @@ WGRAD_FILL = 4
 _K_STEP = 64
 
 
+def wgrad_tile(m: int, p: Problem):
+    """The output-gradient tile side of the weight gradient for algorithm tile m (0:
+    'winograd'), or None where no kernel takes p: F(3x3, m x m) for 3 x 3 kernels (m as the
+    forward's), F(5x5, 2x2) for 5 x 5 ones (m = 2 only); stride 1, dilation 1, as ``takes``."""
+    if p.kh == p.kw == 3 and takes(p):
+        return m or tile_side(p)
+    if p.kh == p.kw == 5 and m in (0, 2) and takes(p._replace(kh=3, kw=3)):
+        return 2
+    return None
+
+
 def wgrad_slices(m: int, p: Problem, dev) -> tuple:
-    """(splits, depth of a slice) of the weight gradient's GEMM with F(3 x 3, m x m)."""
+    """(splits, depth of a slice) of the weight gradient's GEMM with dY tiles of m x m."""
     tiles = p.n * cdiv(p.oh, m) * cdiv(p.ow, m)
-    wgs = (m + 2) ** 2 * p.g * cdiv(p.o, 64) * cdiv(p.c, 64)
+    wgs = (m + p.kh - 1) ** 2 * p.g * cdiv(p.o, 64) * cdiv(p.c, 64)
     splits = max(1, cdiv(tiles, WGRAD_MAX_K),
                  min(cdiv(WGRAD_FILL * _units(dev), wgs), tiles // WGRAD_MIN_K))
     return splits, _up(cdiv(tiles, splits), _K_STEP)
@@ -143,9 +165,10 @@ def wgrad_slices(m: int, p: Problem, dev) -> tuple:
 
 def _wgrad_planner(m):
     def plan(p: Problem, dt, dev):
-        if not takes(p):
+        side = wgrad_tile(m, p)
+        if side is None:
             return None
-        splits, depth = wgrad_slices(m or tile_side(p), p, dev)
+        splits, depth = wgrad_slices(side, p, dev)
         return Plan(Tiles(split=splits)) if splits * depth < _INT_LIMIT else None
     return plan
 
@@ -161,15 +184,16 @@ def _gemm_tiles(p: Problem, dev):
 
 
 def _run_wgrad(m: int, p: Problem, plan: Plan, x, g4, gw, gb):
-    """The weight (and bias) gradient with F(3 x 3, m x m): x the input, g4 the output
-    gradient (both 4-D views), gw and gb (or None) the gradients' views."""
+    """The weight (and bias) gradient with F(k x k, m x m), k = p.kh: x the input, g4 the
+    output gradient (both 4-D views), gw and gb (or None) the gradients' views."""
     dev, dt = x._storage.device, x.dtype
-    a2, g, o, c, splits = (m + 2) ** 2, p.g, p.o, p.c, plan.tiles.split
+    alpha, g, o, c, splits = m + p.kh - 1, p.g, p.o, p.c, plan.tiles.split
+    a2 = alpha * alpha
     depth = _up(cdiv(p.n * cdiv(p.oh, m) * cdiv(p.ow, m), splits), _K_STEP)
     ld = splits * depth
     so, sc, skh, skw = gw._strides
     pk = p._replace(y=v5(g4, g), k=(gw._offset, so * o, so, sc, skh, skw)).pack()
-    d = dict(defines_for(dt), WM=m)
+    d = dict(defines_for(dt), WM=m, KS=p.kh)
     e = empty((a2, g, o, ld), dt, dev)
     v = empty((a2, g, c, ld), dt, dev)
     part = empty((splits, a2, g, o, c), dt, dev)
@@ -188,7 +212,7 @@ def _run_wgrad(m: int, p: Problem, plan: Plan, x, g4, gw, gb):
     if gb is not None:  # E at the point (1, 1) is each dY tile's sum
         bs = gb._strides[0]
         sum_into(raw(gb, (g, o), (o * bs, bs), gb._offset),
-                 raw(e, (g, o, ld), (o * ld, ld, 1), (m + 3) * g * o * ld), 2)
+                 raw(e, (g, o, ld), (o * ld, ld, 1), (alpha + 1) * g * o * ld), 2)
 
 
 def _run(m: int, p: Problem, x, w, y, bias):
@@ -221,7 +245,7 @@ def _launcher(m):
 
 def _wgrad_launcher(m):
     def launch(p: Problem, plan: Plan, x, g4, gw, gb):
-        _run_wgrad(m or tile_side(p), p, plan, x, g4, gw, gb)
+        _run_wgrad(wgrad_tile(m, p), p, plan, x, g4, gw, gb)
     launch.__name__ = f"_wino{m or ''}_wgrad"
     return launch
 
