@@ -565,3 +565,24 @@ def test_wgrad_tile():
     assert [winograd.wgrad_tile(m, p5) for m in (0, 2, 4)] == [2, 2, None]
     for change in (dict(kw=3), dict(kh=7, kw=7), dict(sh=2), dict(dh=2)):
         assert winograd.wgrad_tile(2, p5._replace(**change)) is None, change
+
+
+@pytest.mark.parametrize("k", (3, 5))
+def test_wgrad_a_second_call_is_the_same(k):
+    """conv2d's backward replays the weight gradient's recorded launches on a signature it ran
+    before (its workspaces allocated afresh per call): the same values, bit for bit."""
+    backends.conv_algorithm = "winograd:2"
+    x, wt, b = _data(2, 4, 9, 10, 6, 4, k, k)
+    gout = np.random.default_rng(1).standard_normal((2, 6, 12 - k, 13 - k))
+    grads = []
+    for _ in range(3):
+        w, bb = clgrad.tensor(wt, requires_grad=True), clgrad.tensor(b, requires_grad=True)
+        conv2d(clgrad.tensor(x), w, bb, padding=1).backward(clgrad.tensor(gout))
+        assert backends.last_conv_algorithms["grad_weight"] == "winograd:2"
+        grads.append((w.grad.numpy(), bb.grad.numpy()))
+    for gw, gb in grads[1:]:
+        np.testing.assert_array_equal(gw, grads[0][0])
+        np.testing.assert_array_equal(gb, grads[0][1])
+    _, _, rw, rb = ref_conv(x, wt, b, gout, padding=1)
+    assert _rel(grads[0][0], rw) <= winograd.WGRAD_ERROR_BOUND[2, k]
+    assert _rel(grads[0][1], rb) <= winograd.WGRAD_ERROR_BOUND[2, k]
