@@ -83,7 +83,7 @@ def clgrad_profile(name, batch, top):
     print(f"\n## clgrad {name} batch {batch}: wall {wall * 1e3:.2f} ms/step, kernel sum "
           f"{total * 1e3:.2f} ms over {sum(counts.values())} launches (empty finish "
           f"{base * 1e6:.1f} us)")
-    print(f"| kernel | launches | ms | share |\n|---|---:|---:|---:|")
+    print("| kernel | launches | ms | share |\n|---|---:|---:|---:|")
     for nm, t in sorted(times.items(), key=lambda kv: -kv[1])[:top]:
         print(f"| {nm} | {counts[nm]} | {t * 1e3:.3f} | {t / total:.1%} |")
 
@@ -122,7 +122,7 @@ def torch_profile(name, batch, top):
     total = sum(r[2] for r in rows)
     print(f"\n## PyTorch CUDA {name} batch {batch}: wall {wall * 1e3:.2f} ms/step, kernel sum "
           f"{total:.2f} ms")
-    print(f"| kernel | launches | ms | share |\n|---|---:|---:|---:|")
+    print("| kernel | launches | ms | share |\n|---|---:|---:|---:|")
     for k, n, t in sorted(rows, key=lambda r: -r[2])[:top]:
         print(f"| {k[:90]} | {n} | {t:.3f} | {t / total:.1%} |")
 
