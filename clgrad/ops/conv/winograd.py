@@ -69,8 +69,9 @@ The implicit GEMM's weight gradient (partial sums over batch splits, vector lane
 more accurate than F(3x3, 2x2), whose GEMM sums up to WGRAD_MAX_K transformed products in
 sequence (one slice of all 1568 tiles of the 64 x 56 x 56 layer: 2.1e-6); F(3x3, 4x4) is
 another 5-10x less accurate, as the forward's F(4x4, 3x3) (its output transform carries 1/24,
-1/6). On a GPU the implicit GEMM's advantage goes: igemm's GPU kernels (Intel's runtime
-running them, tests/test_conv_winograd.py's layer) 1.5e-6 against F(3x3, 2x2)'s 9.6e-7.
+1/6). The GPU kernels sum longer runs: igemm_gpu 6.6e-7 and 6.7e-7 on the first two layers,
+'implicit''s GPU kernels (kernels/conv_gemm_gpu.cl) 1.5e-6 on tests/test_conv_winograd.py's
+64-channel layer, where F(3x3, 2x2) has 9.6e-7 (Intel's runtime running them).
 float64: below 2e-14. ``WGRAD_ERROR_BOUND``: the 64-channel 28 x 28 layer's errors times
 about 3.
 
@@ -78,8 +79,9 @@ about 3.
 multiplies than the direct sums; alpha = 6, the points of F(4x4, 3x3), the same kernels with
 KS = 5), stride 1, dilation 1, 'winograd' and 'winograd:2' ('winograd:4' gives way); the
 forward and input gradient give way to implicit. Error on conv2 (96 -> 256 channels, groups
-2, 27 x 27, padding 2, batch 2, He weights): 2.0e-5 against implicit's 1.5e-7 (its GPU
-kernels: 1.4e-6); float64 4e-14. Most of it is the GEMM's sequential sums (a float64
+2, 27 x 27, padding 2, batch 2, He weights): 2.0e-5 (tests/test_conv_winograd.py; 2.5e-5
+with bench/conv_winograd_error.py's data) against implicit's 1.5e-7 (igemm_gpu 1.4e-6);
+float64 4e-14. Most of it is the GEMM's sequential sums (a float64
 accumulation of the same float32 products: 4e-6; slices of 64 tiles: 6e-6, of 128: 1.2e-5),
 the rest the transforms (the points +-1/2 instead of +-2: 1.6x worse in a NumPy model).
 """
