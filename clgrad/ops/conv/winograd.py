@@ -2,9 +2,9 @@
 Convolutional Neural Networks", CVPR 2016): F(2x2, 3x3) and F(4x4, 3x3), for 3 x 3 kernels,
 stride 1, dilation 1, any padding, any groups, float32 and float64; the forward pass and the
 input gradient (the forward problem on the flipped weight view, kernels/conv.h), and the
-weight gradient with F(3x3, 2x2) and F(3x3, 4x4) (below). A forced 'winograd' gives way to
-implicit where it cannot run the problem (stride > 1, dilation > 1, other kernel sizes), in
-every pass, as every restricted algorithm does.
+weight gradient with F(3x3, 2x2) and F(3x3, 4x4), and F(5x5, 2x2) for 5 x 5 kernels (below).
+A forced 'winograd' gives way to implicit where it cannot run the problem (stride > 1,
+dilation > 1, other kernel sizes), in every pass, as every restricted algorithm does.
 
 A pass is 4 launches whatever the group count: the weight transform U = G g G^T into
 U[alpha^2][G][O][C], the input transform V = B^T d B into V[alpha^2][G][C][tiles] (tiles =
@@ -81,9 +81,9 @@ KS = 5), stride 1, dilation 1, 'winograd' and 'winograd:2' ('winograd:4' gives w
 forward and input gradient give way to implicit. Error on conv2 (96 -> 256 channels, groups
 2, 27 x 27, padding 2, batch 2, He weights): 2.0e-5 (tests/test_conv_winograd.py; 2.5e-5
 with bench/conv_winograd_error.py's data) against implicit's 1.5e-7 (igemm_gpu 1.4e-6);
-float64 4e-14. Most of it is the GEMM's sequential sums (a float64
-accumulation of the same float32 products: 4e-6; slices of 64 tiles: 6e-6, of 128: 1.2e-5),
-the rest the transforms (the points +-1/2 instead of +-2: 1.6x worse in a NumPy model).
+float64 4e-14. Most of it is the GEMM's sequential sums (a float64 accumulation of the same
+float32 products: 4e-6; slices of 64 tiles: 6e-6, of 128: 1.2e-5), the rest the transforms
+(the points +-1/2 instead of +-2: 1.6x worse in a NumPy model).
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def _plan(p: Problem, dt, dev):
 
 # The weight gradient's GEMMs (o x c per transformed element and group) are small and deep
 # (the tiles): their depth is cut into `splits` slices of equal depth, a batch dim of the one
-# GEMM launch, which wino_wgrad sums (no extra launch). A slice sums at most WGRAD_MAX_K tiles
+# GEMM launch. A slice sums at most WGRAD_MAX_K tiles
 # (accuracy: the GEMM sums its depth in sequence, and the error of F(3x3, 2x2) grows with it:
 # on the module doc's 64 x 56 x 56 layer 2.1e-6 with one slice of 1568 tiles, 6.2e-7 with 6
 # of 262, 4.2e-7 with 25 of 64), and more slices are cut, down to WGRAD_MIN_K tiles, until
