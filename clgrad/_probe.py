@@ -138,7 +138,8 @@ def programs(cpu: bool, width: int, fp64: bool) -> list:
                 ("scan.cl", {"T": t, "ACC": t, "OP_SUM": 1}),
                 ("sort.cl", {**f, "KCAP": 8}), ("sort.cl", {**f, "SORT_P": 64, "WG": 32}),
                 ("conv_direct_any.cl", f), ("conv_im2col_any.cl", f),
-                ("conv_winograd.cl", {**f, "WM": 2}), ("conv_winograd.cl", {**f, "WM": 4})]
+                ("conv_winograd.cl", {**f, "WM": 2}), ("conv_winograd.cl", {**f, "WM": 4}),
+                ("conv_winograd.cl", {**f, "WM": 2, "KS": 5})]
         if cpu:
             out += [("conv_blocked_cpu.cl", {**f, "BW": w, "MB": 2, "PX": 8, "TK": 8}),
                     ("conv_blocked_cpu.cl", {**f, "BW": w, "MB": 1, "PX": 16, "TK": 16}),

@@ -1,7 +1,8 @@
 """Convolution on the GPU pass by pass (forward, input gradient, weight gradient): S3 depthwise
 (N=128, C=256, 56x56, k3, p1, groups=C) with the tiles of depthwise_gpu (kernels/conv_dw_gpu.cl)
 against 'direct', or S2 AlexNet conv2 (N=128, C=96, 27x27, O=256, k5, p2, groups=2) with the
-tiles of igemm_gpu (kernels/conv_igemm_gpu.cl) against im2col and implicit; PyTorch/cuDNN
+tiles of igemm_gpu (kernels/conv_igemm_gpu.cl) against im2col, implicit and (the weight
+gradient) winograd:2's F(5x5, 2x2); PyTorch/cuDNN
 (TF32 off) per pass; a correctness smoke of depthwise_gpu against float64 references first.
 
     CLGRAD_DEVICE=gpu python bench/gpu/conv_passes.py [--case S3|S2] [--out DIR] [--quick]
@@ -18,12 +19,15 @@ or DIR/best_igemm.txt (S2: CLGRAD_CONV_IGEMM's).
 R18: ResNet-18's distinct 3x3 convolutions at N=128 (no bias, padding 1), each pass with each
 GPU candidate algorithm of clgrad.ops.conv.gpu.CANDIDATES (plus 'winograd' where the algorithm
 registry has it), igemm_gpu's variants (igemm_gpu:cmajor, :copy and :view, the depth orders and
-weight reads of _W_READ; igemm_gpu:split1, the weight gradient without split-K) and with
+weight reads of _W_READ; igemm_gpu:split1, the weight gradient without split-K), the Winograd
+weight gradient's (winograd:M:k2048 / :k128, slices of at most 2048 / 128 tiles instead of
+winograd.WGRAD_MAX_K; winograd:M:small, the GEMM's small tiles on every layer) and with
 --igemm-tiles every IGEMM tile (CLGRAD_CONV_IGEMM's form): ms, TFLOP/s and % of a PEAK TFLOP/s
 FP32 peak (the H200's), cuDNN's ms per pass (TF32 off) where torch has CUDA, a float64 check of
-every (layer, pass, algorithm) at N=2 against a NumPy reference, and a summary: per layer and
-pass the fastest, and ResNet-18's 3x3 total (each layer times its count in the network) per
-algorithm against cuDNN. Writes DIR/conv_R18.jsonl.
+every (layer, pass, algorithm) at N=2 against a NumPy reference, where torch has CUDA the
+float32 error at N=128 against torch's float64 (err32: max|d - d64| / max|d64|), and a
+summary: per layer and pass the fastest, and ResNet-18's 3x3 total (each layer times its count
+in the network) per algorithm against cuDNN. Writes DIR/conv_R18.jsonl.
 
     CLGRAD_DEVICE=gpu python bench/gpu/conv_passes.py --case R18 [--igemm-tiles] [--out DIR]
     python bench/gpu/conv_passes.py --case R18 --quick   # smoke on any device: tiny layers
@@ -41,7 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import clgrad  # noqa: E402
 from clgrad import backends  # noqa: E402
 from clgrad.ops import conv as C  # noqa: E402
+from clgrad.ops import matmul  # noqa: E402
 from clgrad.ops.conv import choice as CH, gpu as conv_gpu, problem as P  # noqa: E402
+from clgrad.ops.conv import winograd  # noqa: E402
 from clgrad.ops.conv.problem import v5  # noqa: E402
 
 REPS = 20
@@ -238,9 +244,10 @@ def main():
         for tiles in wg_t:
             conv_gpu._CFG["gpu"].update(wvx=tiles[0], wwg=tiles[1], wsplit=tiles[2])
             keep("grad_weight", *one("grad_weight", algo, tiles), tiles)
-    for other in ("direct",) if s3 else ("im2col", "implicit"):
+    for other in ("direct",) if s3 else ("im2col", "implicit", "winograd:2"):
         for pn in runs:
-            one(pn, other, None)
+            if other != "winograd:2" or pn == "grad_weight":  # (F(5x5, 2x2): dW only)
+                one(pn, other, None)
     # PyTorch / cuDNN per pass (float32)
     tx, tw, tb, tg = (torch.from_numpy(v).to(tdev) for v in (xn, wn, bn, gn))
     tf, tgrad = torch.nn.functional, torch.nn.grad
@@ -285,6 +292,12 @@ def r18_variants(pass_name):
     if pass_name == "grad_weight":
         out.append(("igemm_gpu:split1", "igemm_gpu",
                     lambda: setattr(conv_gpu, "_SPLIT_PIXELS", 1 << 62)))
+        for m in winograd.TILES:
+            for k in (2048, 128):
+                out.append((f"winograd:{m}:k{k}", f"winograd:{m}",
+                            lambda k=k: setattr(winograd, "WGRAD_MAX_K", k)))
+            out.append((f"winograd:{m}:small", f"winograd:{m}", lambda: setattr(
+                winograd, "_gemm_tiles", lambda p, dev: matmul.tiles(dev).get("small"))))
     else:
         for mode in ("cmajor", "copy", "view"):
             out.append((f"igemm_gpu:{mode}", "igemm_gpu",
@@ -304,10 +317,13 @@ def r18(args, meta):
         torch.backends.cuda.matmul.allow_tf32 = False
     defaults = dict(_W_READ=conv_gpu._W_READ, _SPLIT_PIXELS=conv_gpu._SPLIT_PIXELS,
                     _IGEMM={k: dict(v) for k, v in conv_gpu._IGEMM.items()})
+    wdefaults = dict(WGRAD_MAX_K=winograd.WGRAD_MAX_K, _gemm_tiles=winograd._gemm_tiles)
 
     def reset():
         for k, v in defaults.items():
             setattr(conv_gpu, k, dict(v) if k == "_IGEMM" else v)
+        for k, v in wdefaults.items():
+            setattr(winograd, k, v)
 
     layers, n, reps, nround = R18, 128, 8, 5
     if args.quick:  # any device: tiny layers, few repetitions
@@ -349,7 +365,19 @@ def r18(args, meta):
         (xn, wn, gn), run64, outs64 = operands(2, clgrad.float64, np.random.default_rng(1))
         ref = dict(zip(("forward", "grad_input", "grad_weight"),
                        ref_fast(xn, wn, gn, stride, 1)))
-        _, run, _ = operands(n, clgrad.float32, rng)
+        (xn32, wn32, gn32), run, outs32 = operands(n, clgrad.float32, rng)
+        ref32 = {}
+        if cuda:  # float64 references of the float32 operands at N=128, on the GPU
+            tx, tw, tg = (torch.tensor(v, dtype=torch.float64, device="cuda").float().double()
+                          for v in (xn32, wn32, gn32))
+            tgrad = torch.nn.grad
+            ref32 = {"forward": torch.nn.functional.conv2d(tx, tw, stride=stride, padding=1),
+                     "grad_input": tgrad.conv2d_input(tx.shape, tw, tg, stride=stride,
+                                                      padding=1),
+                     "grad_weight": tgrad.conv2d_weight(tx, tw.shape, tg, stride=stride,
+                                                        padding=1)}
+            ref32 = {k: v.cpu().numpy() for k, v in ref32.items()}
+            del tx, tw, tg
         for pn in ("forward", "grad_input", "grad_weight"):
             for label, algo, setup in r18_variants(pn):
                 for t in tiles if algo == "igemm_gpu" else [None]:
@@ -366,6 +394,7 @@ def r18(args, meta):
                         err = relerr(outs64[pn].numpy(), ref[pn])
                         run(pn, algo)
                         sync()
+                        err32 = relerr(outs32[pn].numpy(), ref32[pn]) if ref32 else None
                         med, lo, hi = rounds(lambda: run(pn, algo), sync, reps=reps, n=nround)
                     except (RuntimeError, ValueError, cl.Error) as e:  # reported, not fatal
                         fails += 1
@@ -375,7 +404,8 @@ def r18(args, meta):
                     fails += not ok
                     tf = flops / med / 1e9
                     emit(case="R18", layer=name, pass_=pn, algo=label, tiles=t, ms=med, min=lo,
-                         max=hi, tflops=tf, peak_pct=100 * tf / PEAK, err64=err, ok=ok)
+                         max=hi, tflops=tf, peak_pct=100 * tf / PEAK, err64=err, err32=err32,
+                         ok=ok)
                     if t is None:
                         total.setdefault(label, {}).setdefault(pn, 0.0)
                         total[label][pn] += med * count
@@ -426,6 +456,11 @@ def r18(args, meta):
         per[pn] = per.get(pn, 0.0) + ms * counts[layer]
     print(f"  {'clgrad best':18s} " + " ".join(f"{pn} {v:8.3f}" for pn, v in per.items()) +
           f"  sum {sum(per.values()):8.3f}")
+    print("\nweight gradient per layer and algorithm: ms (err32: float32 at N, torch float64)")
+    for r in ROWS:
+        if r.get("case") == "R18" and r.get("pass_") == "grad_weight" and "ms" in r:
+            e32 = f"{r['err32']:.1e}" if r.get("err32") is not None else "-"
+            print(f"  {r['layer']:22s} {r['algo']:22s} {r['ms']:8.3f} ms  err32 {e32}")
     print("failures (float64 errors over 1e-10, exceptions):", fails)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     with open(Path(args.out) / "conv_R18.jsonl", "w") as f:

@@ -4,8 +4,9 @@
 picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise',
 'pointwise' (1 x 1 convs as one GEMM), 'depthwise_gpu' or 'igemm_gpu' (both
 clgrad/ops/conv/gpu.py), 'blocked', 'winograd' (clgrad/ops/conv/winograd.py: 3 x 3 kernels,
-stride 1, dilation 1, forward and input gradient; 'winograd:2' / 'winograd:4' pin the output
-tile of F(2x2, 3x3) / F(4x4, 3x3), 'winograd' takes 4 where the output allows) asks for one
+stride 1, dilation 1, every pass, and the weight gradient of 5 x 5 ones; 'winograd:2' /
+'winograd:4' pin the output tile of F(2x2, 3x3) / F(4x4, 3x3), 'winograd' takes 4 where the
+output allows) asks for one
 in every pass of every conv2d (see clgrad/ops/conv/), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'

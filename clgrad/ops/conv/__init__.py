@@ -8,7 +8,8 @@ each, from the bottom:
                  im2col, pointwise, blocked: per algorithm a planner beside its launchers
   gpu.py         the GPU algorithms (depthwise_gpu, igemm_gpu) and 'auto''s measured choice
   winograd.py    Winograd F(2x2, 3x3) and F(4x4, 3x3): 3 x 3 stride-1 forward and input
-                 gradient (kernels/conv_winograd.cl + matmul.gemm)
+                 gradient, F(3x3, 2x2) and F(3x3, 4x4) the weight gradient, F(5x5, 2x2)
+                 5 x 5 ones' (kernels/conv_winograd.cl + matmul.gemm)
   choice.py      the algorithm choice per pass and problem, the dispatch over both KERNELS
                  tables, the input-gradient pass
   op.py          ``conv2d``: checks, forward, backward, fast paths (the module doc tells the

@@ -295,8 +295,8 @@ def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:
 # <cache_dir>/conv_algos.json and used from then on. CLGRAD_CONV_TUNE=off: never measure (the
 # shape rules of conv._auto decide); =on: measure on any device (the tests use it on CPUs).
 # The Winograd variants (clgrad/ops/conv/winograd.py: 3 x 3, stride 1, dilation 1) run only
-# the forward and input-gradient problems they take; a trial skips the candidates whose
-# planner refuses the problem. A key holds its pass's candidates: a change measures again.
+# the problems they take, in every pass; a trial skips the candidates whose planner refuses
+# the problem. A key holds its pass's candidates: a change measures again.
 # 'pointwise' (1 x 1 without padding: one batched gemm of the tuned GEMM_TILED kernel; its
 # planner refuses other problems) joined when the zoo's kernel profile at batch 128 had the
 # 1 x 1 layers on the older implicit kernel at ~1.4 TFLOP/s (DenseNet-BC: 8.6 ms of a 34 ms
@@ -305,7 +305,8 @@ CANDIDATES = {"forward": ("igemm_gpu", "im2col", "implicit", "pointwise", "winog
                           "winograd:4"),
               "grad_input": ("igemm_gpu", "im2col", "implicit", "pointwise", "winograd:2",
                              "winograd:4"),
-              "grad_weight": ("igemm_gpu", "im2col", "implicit", "pointwise")}
+              "grad_weight": ("igemm_gpu", "im2col", "implicit", "pointwise", "winograd:2",
+                              "winograd:4")}
 _TUNE_MIN_MACS = 1 << 20
 # CPUs (conv._auto): the implicit GEMM against the kernels blocked over output channels
 # (kernels/conv_blocked_cpu.cl), measured from CPU_TUNE_MIN_MACS multiply-adds (a 3 x 3 conv

@@ -47,8 +47,9 @@ clgrad/ops/conv/algorithms.py):
              stencils for few channels per group; an implicit GEMM like matmul's GEMM_TILED.
   winograd   clgrad/ops/conv/winograd.py, kernels/conv_winograd.cl — F(2x2, 3x3) and
              F(4x4, 3x3) (Lavin & Gray 2016) for 3 x 3, stride-1, undilated convs: forward and
-             input gradient ('winograd:2' / 'winograd:4' pin the tile; GPUs' 'auto' measures
-             both); transforms around one batched matmul.gemm.
+             input gradient, and F(3x3, 2x2) / F(3x3, 4x4) the weight gradient, F(5x5, 2x2)
+             that of 5 x 5 kernels ('winograd:2' / 'winograd:4' pin the tile; GPUs' 'auto'
+             measures both); transforms around one batched matmul.gemm.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
              batch dims, the weight broadcast over samples by a stride-0 view.
