@@ -7,7 +7,7 @@ per channel (the split ones), from OpenCL profiling events (as bench/gpu/bandwid
 
 Prints per shape the device time (best of 5) of each setting and GB/s at 7 tensor passes
 (forward: x twice, y; backward: gy, x twice, gx), and checks each setting's output and
-gradient against the first setting's (float32, relative 1e-5).
+gradient against the first setting's (float32 sums in other orders: 1e-4 of the largest).
 """
 import sys
 
@@ -62,7 +62,8 @@ def main():
             got = (y.detach().numpy(), x.grad.numpy(), w.grad.numpy())
             if ref is None:
                 ref = got
-            elif not all(np.allclose(a, r, rtol=1e-5, atol=1e-5) for a, r in zip(got, ref)):
+            elif not all(np.allclose(a, r, rtol=1e-4, atol=1e-4 * np.abs(r).max())
+                         for a, r in zip(got, ref)):  # float32 sums in other orders
                 bad += 1
             best = float("inf")
             for _ in range(5):

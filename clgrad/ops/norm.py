@@ -401,9 +401,11 @@ BN_SPLIT_MAX = 32
 BN_SPLIT_FORCE = None
 # GPUs, split batch norms: S = ceil(BN_SPLIT_FILL x compute units / C) groups per channel of
 # BN_SPLIT_WG work items (0: the wide groups of 1024, as unsplit ones). Both are in the plans'
-# keys; bench/gpu/bn_split.py measures the choices.
-BN_SPLIT_FILL = 2
-BN_SPLIT_WG = 0
+# keys; bench/gpu/bn_split.py measures the choices. H200, fwd + bwd device time at batch 128,
+# 32 x 32 maps, C = 24..256 (bench/results/gpu/bn_split_h200_2026-12-04b.txt): (4, 256)
+# fastest on every shape, 0.052-0.322 ms against 0.065-0.329 for the former (2, 1024).
+BN_SPLIT_FILL = 4
+BN_SPLIT_WG = 256
 
 
 def _bn_nsplit(x, m, flags) -> int:
