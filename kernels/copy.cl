@@ -17,6 +17,28 @@ __kernel void copy(long n, int nd, shape_t sh, __global D *out, view_t vo,
 #endif
 }
 
+#ifdef CONTIG
+// copy_x4 (CONTIG builds; GPUs take it for large dense copies, clgrad/ops/_util.py flat_plan,
+// as elementwise.cl's _x4 forms): work item g copies elements g, g + G, g + 2G, g + 3G (G the
+// global size), its four loads issued before its stores.
+#ifdef D_IS_BOOL
+#define COPY_CONV(v) (((v) != (S)0) ? 1 : 0)
+#else
+#define COPY_CONV(v) ((D)(v))
+#endif
+__kernel void copy_x4(long n, int nd, shape_t sh, __global D *out, view_t vo,
+                      __global const S *a, view_t va) {
+    const long G = get_global_size(0), i0 = get_global_id(0), i1 = i0 + G, i2 = i1 + G,
+               i3 = i2 + G;
+    const S a0 = i0 < n ? a[va.off + i0] : (S)0, a1 = i1 < n ? a[va.off + i1] : (S)0,
+            a2 = i2 < n ? a[va.off + i2] : (S)0, a3 = i3 < n ? a[va.off + i3] : (S)0;
+    if (i0 < n) out[vo.off + i0] = COPY_CONV(a0);
+    if (i1 < n) out[vo.off + i1] = COPY_CONV(a1);
+    if (i2 < n) out[vo.off + i2] = COPY_CONV(a2);
+    if (i3 < n) out[vo.off + i3] = COPY_CONV(a3);
+}
+#endif
+
 // copy_runs: the copy for CPU devices, one work item per run of about `run` elements of a
 // collapsed strided geometry (RUNS dims, a define): the offset arithmetic (a division per dim)
 // is done once per row of the last dim instead of once per element, and with UNIT (both

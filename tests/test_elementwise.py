@@ -638,8 +638,9 @@ def test_maximum_minimum_refuse_a_number(name, call, message):
 def test_four_elements_per_work_item_on_gpus(monkeypatch):
     """GPUs run large contiguous elementwise launches through kernels/elementwise.cl's
     <name>_x4 forms (four elements per work item, all loads before the stores; _util.py
-    flat_plan). Forced here on the default device (posing as a GPU, every size): binary,
-    scalar-operand, comparison and unary ops, an in-place op (its operand is its output), sizes
+    flat_plan; copy.cl's copy_x4). Forced here on the default device (posing as a GPU, every
+    size): binary, scalar-operand, comparison and unary ops, copies and casts (to bool too), an
+    in-place op (its operand is its output), sizes
     around the multiples of 4 work items, against NumPy; the _x4 kernel really ran."""
     from clgrad.ops import _util
     dev = clgrad.default_device()
@@ -670,10 +671,14 @@ def test_four_elements_per_work_item_on_gpus(monkeypatch):
                 check(clgrad.relu(ta), np.maximum(a64, 0), dt, f"relu {n} {dt}")
                 check(-ta, -a64, dt, f"neg {n} {dt}")
                 tc = ta.clone()
+                check(tc, a64, dt, f"clone {n} {dt}")
+                check(ta.to(F32 if dt is not F32 else F64), a64, F32 if dt is not F32 else F64,
+                      f"cast {n} {dt}")
+                check(ta.to(BOOL), a64 != 0, BOOL, f"to bool {n} {dt}")
                 tc.mul_(tb)  # in place: the output is an operand
                 check(tc, a64 * b64, dt, f"mul_ {n} {dt}")
         x4 = {k for k in launched if k.endswith("_x4")}
         assert {"add_x4", "mul_sb_x4", "sub_sa_x4", "lt_x4", "relu_x4", "neg_x4",
-                "mul_x4"} <= x4, x4
+                "mul_x4", "copy_x4"} <= x4, x4
     finally:
         dev.plans.clear()
