@@ -194,8 +194,22 @@ __kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx,
     }
     __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
     T acc = 0;
+#ifdef TKH
+    // at most TKH x TKW elements (windows up to 4 x 4, a define: pool.py), loaded before the
+    // sum, which runs in the loop's order (row-major) as below
+    T v[TKH * TKW];
+#pragma unroll
+    for (int dy = 0; dy < TKH; ++dy)
+#pragma unroll
+        for (int dx = 0; dx < TKW; ++dx)
+            v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)
+                                   ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : (T)0;
+#pragma unroll
+    for (int k = 0; k < TKH * TKW; ++k) acc += v[k];
+#else
     for (long y = y0; y < y1; ++y)
         for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
+#endif
     out[o] = acc / div;
 }
 

@@ -83,8 +83,10 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
     n, c, h, w, oh, ow = (int(v) for v in g[:6])
     tiled = _tiles_input(g)  # (avg_pool2d's geometry has dilation 1)
+    kh, kw = int(g[6]), int(g[7])
     _launch_rows("avg_fwd", x, (ow, oh, n * c), g, out._storage.buffer, x._storage.buffer,
-                 _view4(x), div, inc)
+                 _view4(x), div, inc,
+                 defines=dict(TKH=kh, TKW=kw) if kh <= 4 and kw <= 4 else None)
 
     def backward(gy):
         gx = empty(x.shape, x.dtype, x._storage.device)
