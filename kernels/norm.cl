@@ -135,46 +135,80 @@ inline T4 bn_act_grad4(T4 gy, T4 v, int flags) {
                 bn_act_grad(gy.s2, v.s2, flags), bn_act_grad(gy.s3, v.s3, flags));
 }
 
+// The loops below take two groups of 4 a step (j and j + BN_STEP), both loaded before either
+// is used: two loads in flight per work item; the groups are used in the same order as one a
+// step would (the results are the same bits).
+#define BN_TWO(j, j1) const bool two = (j) + BN_STEP < (j1)
+
 // This work item's Welford state over its groups of 4 in [j0, j1): each group's mean and M2,
 // merged in by Chan et al.'s update (as group_welford).
+inline void bn_merge4(T4 v, T *cnt, T *mu, T *q) {
+    T m4 = SUM4(v) * (T)0.25;
+    T4 e = v - (T4)m4;
+    T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
+    *mu += d * f;
+    *q += SUM4(e * e) + d * d * *cnt * f;
+    *cnt = n;
+}
 inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
                        T *cnt, T *mu, T *q) {
-    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
-        T4 v = LD4(x, BN_AT(j, vx) + xc);
-        T m4 = SUM4(v) * (T)0.25;
-        T4 e = v - (T4)m4;
-        T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
-        *mu += d * f;
-        *q += SUM4(e * e) + d * d * *cnt * f;
-        *cnt = n;
+    for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
+        BN_TWO(j, j1);
+        T4 v0 = LD4(x, BN_AT(j, vx) + xc);
+        T4 v1 = two ? LD4(x, BN_AT(j + BN_STEP, vx) + xc) : (T4)0;
+        bn_merge4(v0, cnt, mu, q);
+        if (two) bn_merge4(v1, cnt, mu, q);
     }
 }
 
 inline void bn_apply(long j0, long j1, BN_GEOM, __global T *y, view_t vy, long yc,
                      __global const T *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
-    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP)
-        ST4(y, BN_AT(j, vy) + yc) = bn_act4((LD4(x, BN_AT(j, vx) + xc) - (T4)mu) * scale + bc,
-                                            flags);
+    for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
+        BN_TWO(j, j1);
+        T4 v0 = LD4(x, BN_AT(j, vx) + xc);
+        T4 v1 = two ? LD4(x, BN_AT(j + BN_STEP, vx) + xc) : (T4)0;
+        ST4(y, BN_AT(j, vy) + yc) = bn_act4((v0 - (T4)mu) * scale + bc, flags);
+        if (two) ST4(y, BN_AT(j + BN_STEP, vy) + yc) = bn_act4((v1 - (T4)mu) * scale + bc, flags);
+    }
 }
 
 inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy, long gyc,
                      __global const T *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
                      int flags, T *sg, T *sgx) {
-    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
-        T4 xi = LD4(x, BN_AT(j, vx) + xc) - (T4)mu;
-        T4 g = bn_act_grad4(LD4(gy, BN_AT(j, vgy) + gyc), xi * fscale + fshift, flags);
-        *sg += SUM4(g);
-        *sgx += SUM4(g * xi) * is;
+    for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
+        BN_TWO(j, j1);
+        T4 x0 = LD4(x, BN_AT(j, vx) + xc), g0 = LD4(gy, BN_AT(j, vgy) + gyc);
+        T4 x1 = two ? LD4(x, BN_AT(j + BN_STEP, vx) + xc) : (T4)0;
+        T4 g1 = two ? LD4(gy, BN_AT(j + BN_STEP, vgy) + gyc) : (T4)0;
+        x0 -= (T4)mu;
+        g0 = bn_act_grad4(g0, x0 * fscale + fshift, flags);
+        *sg += SUM4(g0);
+        *sgx += SUM4(g0 * x0) * is;
+        if (two) {
+            x1 -= (T4)mu;
+            g1 = bn_act_grad4(g1, x1 * fscale + fshift, flags);
+            *sg += SUM4(g1);
+            *sgx += SUM4(g1 * x1) * is;
+        }
     }
 }
 
 inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gxc,
                   __global const T *gy, view_t vgy, long gyc, __global const T *x, view_t vx,
                   long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
-    for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
-        T4 xi = LD4(x, BN_AT(j, vx) + xc) - (T4)mu;
-        T4 g = bn_act_grad4(LD4(gy, BN_AT(j, vgy) + gyc), xi * fscale + fshift, flags);
-        ST4(gx, BN_AT(j, vgx) + gxc) = k * (g - a - xi * is * bq);
+    for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
+        BN_TWO(j, j1);
+        T4 x0 = LD4(x, BN_AT(j, vx) + xc), g0 = LD4(gy, BN_AT(j, vgy) + gyc);
+        T4 x1 = two ? LD4(x, BN_AT(j + BN_STEP, vx) + xc) : (T4)0;
+        T4 g1 = two ? LD4(gy, BN_AT(j + BN_STEP, vgy) + gyc) : (T4)0;
+        x0 -= (T4)mu;
+        g0 = bn_act_grad4(g0, x0 * fscale + fshift, flags);
+        ST4(gx, BN_AT(j, vgx) + gxc) = k * (g0 - a - x0 * is * bq);
+        if (two) {
+            x1 -= (T4)mu;
+            g1 = bn_act_grad4(g1, x1 * fscale + fshift, flags);
+            ST4(gx, BN_AT(j + BN_STEP, vgx) + gxc) = k * (g1 - a - x1 * is * bq);
+        }
     }
 }
 #else
