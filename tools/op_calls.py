@@ -2,6 +2,11 @@
 
     python tools/op_calls.py            # one row: op -> calls (forward, backward)
     python tools/op_calls.py --list OP  # the calls of one case, in order (where to cut)
+    python tools/op_calls.py --json     # {case: [fwd, bwd] or calls, "device kind": k}
+
+``CLGRAD_TEST_AS_GPU=<platform substring> CLGRAD_DEVICE=gpu`` counts the GPU paths on a
+device that poses as a GPU (as tests/conftest.py: the runtime's device kind patched before
+the first device query), e.g. ``intel`` for Intel's CPU runtime.
 
 Each case runs 3 times (warm-up: kernels built, plans cached), then once under
 ``sys.setprofile``; what is counted is the profiler's 'call' events (Python frames; C calls are
@@ -22,6 +27,8 @@ over the 6 parameters of the conv2d, batch_norm and linear cases.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import gc
 import sys
 from pathlib import Path
@@ -30,6 +37,19 @@ if __name__ == "__main__":  # run from a checkout: measure that checkout's clgra
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WARMUP = 3
+
+
+def pose_as_gpu(which: str):
+    """Make the runtime treat the OpenCL devices whose "platform name version" contains
+    ``which`` (lower case; "*": every device) as GPUs, as tests/conftest.py does for
+    CLGRAD_TEST_AS_GPU. Call it before the first device query."""
+    from clgrad.runtime import device as rt_device
+    from clgrad.runtime import discovery as rt_discovery
+
+    def as_gpu(d, kind=rt_device._kind_of, which=which.lower()):
+        label = f"{d.platform.name} {d.platform.version}".lower()
+        return "gpu" if which == "*" or which in label else kind(d)
+    rt_device._kind_of = rt_discovery._kind_of = as_gpu
 
 
 def _count(fn, keep: list | None = None, warmup: int = WARMUP) -> int:
@@ -185,7 +205,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--list", metavar="OP", help="list the calls of one case (forward and "
                    "backward)")
+    p.add_argument("--json", action="store_true", help="print every count as one JSON object")
     args = p.parse_args(argv)
+    if os.environ.get("CLGRAD_TEST_AS_GPU"):
+        pose_as_gpu(os.environ["CLGRAD_TEST_AS_GPU"])
+    if args.json:
+        import clgrad
+        print(json.dumps({**counts(), **optimizer_counts(),
+                          "device kind": clgrad.default_device().kind}))
+        return
     if args.list in optimizer_cases():
         names: list = []
         print(f"{args.list}: {_optimizer_count(*optimizer_cases()[args.list], names)} calls")
