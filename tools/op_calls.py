@@ -21,8 +21,9 @@ the sum's backward, then the op's). Shapes: ``a + b``, ``a * 2``, ``relu``, ``su
 float32; ``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias;
 ``batch_norm`` training on (2, 16, 8, 8) with weight, bias and running stats; ``linear``
 (8, 64) x (32, 64) + bias. The optimizer rows (``--list`` takes them too) count one
-``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set) and one ``zero_grad()``
-over the 6 parameters of the conv2d, batch_norm and linear cases.
+``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set), one ``Adam.step()`` (weight
+decay 5e-4) and one ``zero_grad()`` over the 6 parameters of the conv2d, batch_norm and
+linear cases.
 """
 from __future__ import annotations
 
@@ -135,8 +136,8 @@ def cases():
 
 
 def optimizer_cases():
-    """{name: (callable, prepare)}: one SGD step and one zero_grad over 6 parameters whose
-    gradients ``prepare()`` sets (uncounted)."""
+    """{name: (callable, prepare)}: one SGD step, one Adam step and one zero_grad over 6
+    parameters whose gradients ``prepare()`` sets (uncounted)."""
     import clgrad
     clgrad.manual_seed(0)
     params = [clgrad.randn(*s, requires_grad=True) for s in
@@ -144,12 +145,14 @@ def optimizer_cases():
     for p in params:
         p.grad = clgrad.randn(*p.shape)
     opt = clgrad.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
+    adam = clgrad.optim.Adam(params, lr=1e-3, weight_decay=5e-4)
     grads = [p.grad for p in params]
 
     def prepare():
         for p, g in zip(params, grads):
             p.grad = g
-    return {"sgd step": (opt.step, prepare), "zero_grad": (opt.zero_grad, prepare)}
+    return {"sgd step": (opt.step, prepare), "adam step": (adam.step, prepare),
+            "zero_grad": (opt.zero_grad, prepare)}
 
 
 def _backward_count(make, grad, keep=None) -> int:
