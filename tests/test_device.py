@@ -734,3 +734,85 @@ def test_forked_child_refuses_before_querying_the_driver(monkeypatch):
     assert f"device {dev.name!r} was used before os.fork()" in lines[0], text
     assert "clGetDeviceInfo failed: INVALID_DEVICE" in lines[4], text
     assert (x + 1).tolist() == [2.0, 3.0]  # the parent is untouched
+
+
+# -- the eager enqueue: pyopencl's, or ctypes' clEnqueueNDRangeKernel with a NULL event -------
+def _train_steps(steps=3):
+    """Losses and parameters after ``steps`` SGD steps (momentum) of a small conv net in
+    float32: conv2d, batch_norm, relu, pooling, linear, cross_entropy, their backward."""
+    import clgrad.nn as nn
+    clgrad.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
+    opt = clgrad.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
+    rng = np.random.default_rng(0)
+    x = clgrad.tensor(rng.standard_normal((4, 3, 8, 8)).astype(np.float32))
+    y = clgrad.tensor(rng.integers(0, 5, 4))
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = clgrad.nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().numpy() for p in m.parameters()]
+
+
+def _native_or_skip():
+    from clgrad.runtime import native
+    if native.enqueue_fn() is None:
+        pytest.skip("no OpenCL ICD loader found for ctypes")
+
+
+def test_ctypes_enqueue_gives_pyopencls_bits_and_launch_counts(monkeypatch):
+    """CLGRAD_ENQUEUE=ctypes (NULL-event clEnqueueNDRangeKernel): a few training steps give
+    the bits and the launch count of pyopencl's enqueue, and a + b and a matmul NumPy's
+    values; the device takes the setting at the next launch after it changes, both ways."""
+    _native_or_skip()
+    dev = clgrad.default_device()
+    runs = {}
+    for way in ("pyopencl", "ctypes", "pyopencl"):
+        monkeypatch.setenv("CLGRAD_ENQUEUE", way)
+        before = device_mod.launch_count()
+        losses, params = _train_steps()
+        runs.setdefault(way, []).append((losses, params, device_mod.launch_count() - before))
+        assert (dev._native is not None) == (way == "ctypes")
+        rng = np.random.default_rng(1)
+        an, bn = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
+        a, b = clgrad.tensor(an), clgrad.tensor(bn)
+        np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal((a + a).numpy(), an + an)
+    (ref, *_), (got,) = runs["pyopencl"], runs["ctypes"]
+    assert got[0] == ref[0] and got[2] == ref[2] > 0
+    for p, q in zip(got[1], ref[1]):
+        np.testing.assert_array_equal(p, q)
+    assert all(np.isfinite(ref[0])) and ref[0][-1] < ref[0][0]
+
+
+def test_a_failed_ctypes_enqueue_raises_pyopencls_error(monkeypatch):
+    """An enqueue the runtime refuses (a work-group larger than the device allows) raises
+    pyopencl's exception through either way, and counts no launch."""
+    _native_or_skip()
+    from clgrad.ops import _util
+    dev = clgrad.default_device()
+    out = clgrad.zeros(4)
+    k = dev.kernel("elementwise.cl", "fill", defines_for(clgrad.float32))
+    big = (dev.max_work_group_size * 2,)
+    errors = []
+    for way in ("pyopencl", "ctypes"):
+        monkeypatch.setenv("CLGRAD_ENQUEUE", way)
+        before = device_mod.launch_count()
+        with pytest.raises(Exception) as e:
+            dev.launch(k, big, big, np.int64(4), np.int32(1), _util.shape_arg((4,)),
+                       out._storage.buffer, _util.view_arg(out), np.float32(3.0))
+        assert device_mod.launch_count() == before
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1] and "clEnqueueNDRangeKernel" in errors[0][1]
+    np.testing.assert_array_equal(out.numpy(), np.zeros(4, np.float32))
+
+
+def test_enqueue_setting_rejects_other_values(monkeypatch):
+    monkeypatch.setenv("CLGRAD_ENQUEUE", "cuda")
+    with pytest.raises(ValueError, match=r"CLGRAD_ENQUEUE: expected one of \('pyopencl', "
+                                         r"'ctypes'\), got 'cuda'"):
+        clgrad.ones(3) + 1

@@ -192,3 +192,80 @@ def test_float16_gemm_rounds_once_on_every_kernel(tiles):
     mm_mod.gemm(c, clgrad.tensor(a[0]).expand(3, 37, 700), clgrad.tensor(b), tiles_override=tiles)
     np.testing.assert_allclose(c.numpy().astype(np.float64), a[0].astype(np.float64) @ b,
                                rtol=2 ** -11, atol=1e-3)
+
+
+# -- linear's recorded launches (issue 34: its fast path on a cached signature) ---------------
+def _linear_operands(rng, xshape, dtype, strided):
+    """x of ``xshape`` (a transposed view at an offset when ``strided``), weight (3, 5) (a
+    transposed view when strided), bias (3,) (every other element of a longer one)."""
+    def t(a, view):
+        if not view:
+            return clgrad.tensor(a, dtype=dtype)
+        if a.ndim == 1:
+            return clgrad.tensor(np.stack([a, a]).T.reshape(-1), dtype=dtype)[::2]
+        big = np.zeros(a.shape[:-2] + (a.shape[-1] + 1, a.shape[-2]))
+        big[..., 1:, :] = np.swapaxes(a, -1, -2)
+        return clgrad.tensor(big, dtype=dtype)[..., 1:, :].transpose(-1, -2)
+    xn = rng.standard_normal(xshape)
+    wn, bn = rng.standard_normal((3, 5)), rng.standard_normal(3)
+    return (xn, wn, bn), (t(xn, strided and len(xshape) > 1), t(wn, strided), t(bn, strided))
+
+
+@pytest.mark.parametrize("xshape", [(5,), (4, 5), (2, 3, 5), (0, 5)])
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("strided", [False, True])
+def test_linear_replayed_gives_matmul_then_add_bits(xshape, dtype, strided):
+    """linear's second and third calls on one signature (its recorded launches, on new
+    tensors of the same layouts) give the bits of matmul(x, w.t()) + b, and NumPy's values;
+    without bias the bits of the matmul; a gradient flows as before."""
+    rng = np.random.default_rng(2)
+    F = clgrad.nn.functional
+    for rep in range(3):
+        (xn, wn, bn), (x, w, b) = _linear_operands(rng, xshape, dtype, strided)
+        want = np.matmul(xn, wn.T) + bn
+        got = F.linear(x, w, b)
+        ref = clgrad.matmul(x, w.t()) + b
+        assert got.shape == ref.shape == want.shape and got.dtype is dtype
+        np.testing.assert_array_equal(got.numpy(), ref.numpy(), err_msg=f"call {rep}")
+        tol = 1e-5 if dtype is F32 else 1e-13
+        np.testing.assert_allclose(got.numpy(), want, rtol=tol, atol=tol)
+        np.testing.assert_array_equal(F.linear(x, w).numpy(), clgrad.matmul(x, w.t()).numpy())
+    x = x.detach().requires_grad_()
+    F.linear(x, w, b).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(wn.sum(0), xshape), rtol=tol,
+                               atol=tol)
+
+
+def test_linear_replay_follows_the_layouts_and_keeps_the_general_paths_rules():
+    """A new layout of any operand takes a new recording (the values follow); a bias that
+    promotes (float64 to float32 operands) or broadcasts ((1,)) keeps matmul + add's result
+    (dtype and values); the recorded launches are the GEMM and the bias add."""
+    from clgrad.runtime import launch_count
+    rng = np.random.default_rng(3)
+    F = clgrad.nn.functional
+    xn, wn, bn = rng.standard_normal((4, 5)), rng.standard_normal((3, 5)), rng.standard_normal(3)
+    x, w, b = (clgrad.tensor(v, dtype=F32) for v in (xn, wn, bn))
+    F.linear(x, w, b)
+    before = launch_count()
+    F.linear(x, w, b)
+    n_replayed = launch_count() - before
+    before = launch_count()
+    clgrad.matmul(x, w.t()) + b
+    assert n_replayed == launch_count() - before
+    for xv, wv, bv in ((x, w, b), (x.t().contiguous().t(), w, b),
+                       (x, w.t().contiguous().t(), b), (x[1:], w, b), (x, w[1:], b[1:]),
+                       (x, w[:2], b[1:]), (x, w, clgrad.tensor(np.repeat(bn, 2))[::2])):
+        want = np.matmul(xv.numpy().astype(np.float64), wv.numpy().astype(np.float64).T)
+        want += bv.numpy()
+        for _ in range(2):
+            np.testing.assert_allclose(F.linear(xv, wv, bv).numpy(), want, rtol=1e-5,
+                                       atol=1e-5)
+    b64 = clgrad.tensor(bn, dtype=F64)
+    for _ in range(2):
+        got = F.linear(x, w, b64)
+        assert got.dtype is F64
+        np.testing.assert_array_equal(got.numpy(), (clgrad.matmul(x, w.t()) + b64).numpy())
+    b1 = clgrad.tensor(bn[:1], dtype=F32)
+    for _ in range(2):
+        np.testing.assert_array_equal(F.linear(x, w, b1).numpy(),
+                                      (clgrad.matmul(x, w.t()) + b1).numpy())

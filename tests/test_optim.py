@@ -673,3 +673,110 @@ def test_optimizer_state_round_trips_with_int_keys_and_old_str_keys_load(suffix,
         np.testing.assert_array_equal(q.numpy(), ref.numpy())
     with pytest.raises(ValueError, match="expected parameter indices"):
         opt.load_state_dict({"state": {"first": {}}, "param_groups": old["param_groups"]})
+
+
+# -- multi-tensor launches (foreach / fused): planned per layout (issue 34) --------------------
+_MULTI_CASES = [(optim.SGD, dict(lr=0.05, momentum=0.9, weight_decay=0.01, nesterov=True)),
+                (optim.SGD, dict(lr=0.05, weight_decay=0.01, maximize=True)),
+                (optim.SGD, dict(lr=0.05, momentum=0.8, dampening=0.3)),
+                (optim.Adam, dict(lr=0.01, weight_decay=0.1)),
+                (optim.AdamW, dict(lr=0.01, betas=(0.8, 0.95), weight_decay=0.05, maximize=True))]
+
+
+def _multi_params(device=None):
+    """Parameters that exercise every branch of the multi-tensor planner: 10 contiguous float32
+    ones (two launches of MULTI), two float64 ones (a launch of their own), a transposed one
+    and an empty one (the one-launch path) and a dense view at an offset of a bigger storage;
+    float values from a fixed seed."""
+    rng = np.random.default_rng(7)
+    shapes = [(3, 4), (5,), (257,), (1,), (2, 2, 2), (17,), (1025,), (6, 3), (9,), (3, 3, 3)]
+    vals = [rng.uniform(-1.5, 1.5, s) for s in shapes]
+    ps = [clgrad.tensor(v, dtype=clgrad.float32, device=device) for v in vals]
+    ps += [clgrad.tensor(rng.uniform(-1.5, 1.5, s), dtype=clgrad.float64, device=device)
+           for s in ((4, 5), (33,))]
+    ps.append(clgrad.tensor(rng.uniform(-1.5, 1.5, (4, 6)), dtype=clgrad.float32,
+                            device=device).t())
+    ps.append(clgrad.zeros(0, device=device))
+    base = clgrad.tensor(rng.uniform(-1.5, 1.5, 200), dtype=clgrad.float32, device=device)
+    ps.append(base[50:110].view(6, 10))
+    return [p.detach().requires_grad_() for p in ps]
+
+
+def _multi_grads(ps, step):
+    """Gradients of the current values (``_grad_fn``); at step 2 the first parameter gets none
+    (Adam's step counts then differ) and the second a dense view at an offset of a bigger
+    storage (another layout: another plan)."""
+    for i, p in enumerate(ps):
+        g = _grad_fn(p.detach().numpy().astype(np.float64))
+        if step == 2 and i == 0:
+            p.grad = None
+        elif step == 2 and i == 1:
+            big = clgrad.zeros(g.size + 3, dtype=p.dtype, device=p.device)
+            view = big[3:].view(p.shape)
+            view.copy_(clgrad.tensor(g, dtype=p.dtype, device=p.device))
+            p.grad = view
+        else:
+            p.grad = clgrad.tensor(g, dtype=p.dtype, device=p.device)
+
+
+def _state_arrays(opt, ps):
+    return [{k: v.numpy().copy() if isinstance(v, clgrad.Tensor) else v
+             for k, v in opt.state.get(p, {}).items()} for p in ps]
+
+
+@pytest.mark.parametrize("cls,kwargs", _MULTI_CASES,
+                         ids=[f"{c.__name__}-{i}" for i, (c, _) in enumerate(_MULTI_CASES)])
+def test_multi_tensor_steps_give_the_one_launch_bits(cls, kwargs):
+    """foreach=True (planned multi-tensor launches) against foreach=False (one launch per
+    parameter, checked against NumPy above): the same bits of every parameter and state
+    entry after each of 5 steps, over parameters of two dtypes, more than MULTI of them, some
+    the multi kernels cannot take, a step without one gradient and a gradient of another
+    layout; the float64 parameters also against the NumPy reference (they never skip)."""
+    runs = []
+    for foreach in (True, False):
+        ps = _multi_params()
+        opt = cls(ps, foreach=foreach, **kwargs)
+        trace = []
+        for step in range(5):
+            _multi_grads(ps, step)
+            opt.step()
+            trace.append(([p.detach().numpy().copy() for p in ps], _state_arrays(opt, ps)))
+        runs.append((ps, trace))
+    (ps, multi), (_, single) = runs
+    for step, ((pm, sm), (p1, s1)) in enumerate(zip(multi, single)):
+        for i, (a, b) in enumerate(zip(pm, p1)):
+            np.testing.assert_array_equal(a, b, err_msg=f"step {step}, parameter {i}")
+        for i, (a, b) in enumerate(zip(sm, s1)):
+            assert a.keys() == b.keys(), (step, i)
+            for k in a:
+                np.testing.assert_array_equal(a[k], b[k], err_msg=f"step {step}, {i}, {k}")
+    p0 = _multi_params()
+    ref = ref_sgd if cls is optim.SGD else (
+        lambda p, s, **kw: ref_adam(p, s, decoupled=cls is optim.AdamW, **kw))
+    for i in (10, 11):
+        want = ref(p0[i].detach().numpy(), 5, **kwargs)[-1]
+        np.testing.assert_allclose(multi[-1][0][i], want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("cls,kwargs", _MULTI_CASES[::3],
+                         ids=[c.__name__ for c, _ in _MULTI_CASES[::3]])
+def test_multi_tensor_launches_per_device(cls, kwargs):
+    """One group's parameters on two devices (a second Device of its own context): a launch
+    per device and dtype, and the one-launch bits on both."""
+    from clgrad.runtime import Device
+    d0 = clgrad.default_device()
+    other = Device(d0.cl_device, d0.platform_index, d0.device_index)
+    runs = []
+    for foreach in (True, False):
+        ps = _multi_params()[:3] + _multi_params(device=other)[:2]
+        opt = cls(ps, foreach=foreach, **kwargs)
+        for step in range(3):
+            _multi_grads(ps, 0)
+            before = launch_count()
+            opt.step()
+            launches = launch_count() - before
+        runs.append(([p.detach().numpy() for p in ps], launches))
+    (multi, n_multi), (single, n_single) = runs
+    assert (n_multi, n_single) == (2, 5)
+    for a, b in zip(multi, single):
+        np.testing.assert_array_equal(a, b)

@@ -2,6 +2,11 @@
 
     python tools/op_calls.py            # one row: op -> calls (forward, backward)
     python tools/op_calls.py --list OP  # the calls of one case, in order (where to cut)
+    python tools/op_calls.py --json     # {case: [fwd, bwd] or calls, "device kind": k}
+
+``CLGRAD_TEST_AS_GPU=<platform substring> CLGRAD_DEVICE=gpu`` counts the GPU paths on a
+device that poses as a GPU (as tests/conftest.py: the runtime's device kind patched before
+the first device query), e.g. ``intel`` for Intel's CPU runtime.
 
 Each case runs 3 times (warm-up: kernels built, plans cached), then once under
 ``sys.setprofile``; what is counted is the profiler's 'call' events (Python frames; C calls are
@@ -16,12 +21,15 @@ the sum's backward, then the op's). Shapes: ``a + b``, ``a * 2``, ``relu``, ``su
 float32; ``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias;
 ``batch_norm`` training on (2, 16, 8, 8) with weight, bias and running stats; ``linear``
 (8, 64) x (32, 64) + bias. The optimizer rows (``--list`` takes them too) count one
-``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set) and one ``zero_grad()``
-over the 6 parameters of the conv2d, batch_norm and linear cases.
+``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set), one ``Adam.step()`` (weight
+decay 5e-4) and one ``zero_grad()`` over the 6 parameters of the conv2d, batch_norm and
+linear cases.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import gc
 import sys
 from pathlib import Path
@@ -30,6 +38,19 @@ if __name__ == "__main__":  # run from a checkout: measure that checkout's clgra
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WARMUP = 3
+
+
+def pose_as_gpu(which: str):
+    """Make the runtime treat the OpenCL devices whose "platform name version" contains
+    ``which`` (lower case; "*": every device) as GPUs, as tests/conftest.py does for
+    CLGRAD_TEST_AS_GPU. Call it before the first device query."""
+    from clgrad.runtime import device as rt_device
+    from clgrad.runtime import discovery as rt_discovery
+
+    def as_gpu(d, kind=rt_device._kind_of, which=which.lower()):
+        label = f"{d.platform.name} {d.platform.version}".lower()
+        return "gpu" if which == "*" or which in label else kind(d)
+    rt_device._kind_of = rt_discovery._kind_of = as_gpu
 
 
 def _count(fn, keep: list | None = None, warmup: int = WARMUP) -> int:
@@ -115,8 +136,8 @@ def cases():
 
 
 def optimizer_cases():
-    """{name: (callable, prepare)}: one SGD step and one zero_grad over 6 parameters whose
-    gradients ``prepare()`` sets (uncounted)."""
+    """{name: (callable, prepare)}: one SGD step, one Adam step and one zero_grad over 6
+    parameters whose gradients ``prepare()`` sets (uncounted)."""
     import clgrad
     clgrad.manual_seed(0)
     params = [clgrad.randn(*s, requires_grad=True) for s in
@@ -124,12 +145,14 @@ def optimizer_cases():
     for p in params:
         p.grad = clgrad.randn(*p.shape)
     opt = clgrad.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
+    adam = clgrad.optim.Adam(params, lr=1e-3, weight_decay=5e-4)
     grads = [p.grad for p in params]
 
     def prepare():
         for p, g in zip(params, grads):
             p.grad = g
-    return {"sgd step": (opt.step, prepare), "zero_grad": (opt.zero_grad, prepare)}
+    return {"sgd step": (opt.step, prepare), "adam step": (adam.step, prepare),
+            "zero_grad": (opt.zero_grad, prepare)}
 
 
 def _backward_count(make, grad, keep=None) -> int:
@@ -185,7 +208,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--list", metavar="OP", help="list the calls of one case (forward and "
                    "backward)")
+    p.add_argument("--json", action="store_true", help="print every count as one JSON object")
     args = p.parse_args(argv)
+    if os.environ.get("CLGRAD_TEST_AS_GPU"):
+        pose_as_gpu(os.environ["CLGRAD_TEST_AS_GPU"])
+    if args.json:
+        import clgrad
+        print(json.dumps({**counts(), **optimizer_counts(),
+                          "device kind": clgrad.default_device().kind}))
+        return
     if args.list in optimizer_cases():
         names: list = []
         print(f"{args.list}: {_optimizer_count(*optimizer_cases()[args.list], names)} calls")

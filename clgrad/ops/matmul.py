@@ -21,8 +21,9 @@ from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
 from clgrad.autograd import no_grad, record
 from clgrad.ops import elementwise as ew
-from clgrad.ops.plan import Plan, key as plan_key
-from clgrad.ops._util import (MAXD, copy_raw, defines_for, empty, same_device, scalar, shape_arg,
+from clgrad.ops.plan import Plan, key as plan_key, record_launches, replay
+from clgrad.ops._util import (MAXD, copy_raw, defines_for, defines_of, empty, launch_1d,
+                              same_device, scalar, shape_arg,
                               view_arg)
 from clgrad.tensor import Tensor
 
@@ -388,8 +389,26 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias. Shapes: x (*, in), weight (out, in), bias (out,) -> (*, out).
     Under ``autocast`` (clgrad.amp) all three in float16, as PyTorch's.
-    Raises RuntimeError for mismatched shapes or dtypes (a float64 input to float32 weights)."""
+    Raises RuntimeError for mismatched shapes or dtypes (a float64 input to float32 weights).
+    Kernels: kernels/matmul.cl :: gemm (matmul's GEMM), then elementwise.cl :: add (the bias,
+    in place); on a cached signature their recorded launches (see _FAST)."""
     x, weight, bias = ew.autocast("linear", x, weight, bias)
+    dev = x._storage.device
+    key = plan_key(_FAST, (x, weight, bias))
+    fast = dev.plans.get(key)
+    if (fast is not None and fast[2] is _TUNED.get(dev) and weight._storage.device is dev and
+            (bias is None or bias._storage.device is dev)):
+        plans, shape = fast[0], fast[1]
+        out = Tensor._empty(shape, x._storage.dtype, dev)
+        bufs = (x._storage.buffer, weight._storage.buffer, out._storage.buffer,
+                None if bias is None else bias._storage.buffer)
+        if plans.scratch:  # workspaces (a split GEMM's partial sums): allocated per call
+            replay(dev, plans, bufs)
+        else:  # (replay's loop, without its call)
+            for plan, roles in plans:
+                plan.run(dev, *map(bufs.__getitem__, roles))
+        return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
+                      saved=[x, weight])
     if weight.ndim != 2:
         raise RuntimeError(f"linear: expected weight of shape (out, in), got "
                            f"{tuple(weight.shape)}")
@@ -402,15 +421,60 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{x.dtype} and weight {weight.dtype}: convert the input with "
                            f"input.to({weight.dtype}) (or the module with "
                            f".to({x.dtype}))")
-    # One autograd node: the weight gradient is computed as g^T @ x, already in weight's
-    # (out, in) layout. Through matmul's node on weight.t() it came out as x^T @ g, (in, out),
-    # and was then copied transposed into a contiguous .grad: for AlexNet's fc6 (4096 x 9216)
-    # that strided copy took longer than the GEMMs.
-    with no_grad():
-        out = matmul(x, weight.t())
-        if bias is not None:
-            out = ew.add(out, bias)
+    shape = x._shape[:-1] + weight._shape[:1]
+    if weight._storage.device is not dev or bias is not None and (
+            bias._storage.device is not dev or bias._storage.dtype is not x._storage.dtype or
+            bias._shape != shape[-1:]):
+        with no_grad():  # other devices (matmul's and add's checks), a promoting or a
+            out = matmul(x, weight.t())  # broadcasting bias: matmul, then add
+            if bias is not None:
+                out = ew.add(out, bias)
+        return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
+                      saved=[x, weight])
+    out = empty(shape, x.dtype, dev)
+    bufs = (x._storage.buffer, weight._storage.buffer, out._storage.buffer,
+            None if bias is None else bias._storage.buffer)
+    plans = record_launches(dev, lambda: _linear_into(out, x, weight, bias), bufs,
+                            scratch=True)
+    if plans is not None:
+        dev.keep_plan(key, (plans, out._shape, _TUNED.get(dev)))
+    return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
+                  saved=[x, weight])
 
+
+# linear's fast path: dev.plans[plan.key(_FAST, (x, weight, bias))] -> (the launches of
+# _linear_into as (Plan, roles) from plan.record_launches, the output shape, the GEMM tiles
+# they were planned with). The key fixes what the checks and the GEMM's plan read (layouts,
+# dtypes, the settings epoch); the tiles are compared by identity (re-read: planned again);
+# the devices are compared per call. A hit allocates the result, binds and enqueues.
+_FAST = "linear"
+
+
+def _linear_into(out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None):
+    """out = x @ weight.T (+ bias) into the fresh contiguous ``out`` (x.shape[:-1] + (out,)):
+    the GEMM matmul(x, weight.t()) makes (the same problem: the same bits), then add's kernel
+    over (out, bias broadcast), written into out."""
+    wt = weight.t()
+    with no_grad():
+        if x.ndim == 2:
+            gemm(out, x, wt)
+        elif x.ndim == 1:  # matmul's (1, in) @ (in, out) into a (1, out) result
+            n = weight._shape[0]
+            gemm(Tensor(out._storage, (1, n), (n, 1), 0), x.unsqueeze(0), wt)
+        else:
+            *batch, m, k = x._shape
+            gemm(out, x.expand(*batch, m, k), wt.expand(*batch, k, weight._shape[0]))
+        if bias is not None:
+            shp, st, off = layout.expand(bias._shape, bias._strides, bias._offset, out._shape)
+            launch_1d("elementwise.cl", "add", defines_of(out._storage.dtype), out,
+                      (out, Tensor(bias._storage, shp, st, off)))
+
+
+def _linear_backward(x: Tensor, weight: Tensor, bias: Tensor | None):
+    """linear's backward closure. The weight gradient is computed as g^T @ x, already in
+    weight's (out, in) layout (through matmul's node on weight.t() it came out as x^T @ g,
+    (in, out), and was then copied transposed into a contiguous .grad: for AlexNet's fc6
+    (4096 x 9216) that strided copy took longer than the GEMMs)."""
     def backward(g):
         gx = gw = gb = None
         if x.requires_grad:
@@ -422,4 +486,4 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if bias is not None and bias.requires_grad:
             gb = ew.sum_to(g, bias.shape)
         return gx, gw, gb
-    return record("linear", out, (x, weight, bias), backward, saved=[x, weight])
+    return backward

@@ -7,9 +7,9 @@ import numpy as np
 
 from clgrad import capture as _capture
 from clgrad.creation import zeros
-from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi, multi_chunks,
-                                    multi_default, multi_ok, state_buffer)
+from clgrad.ops._util import bump_version, defines_for, launch_1d
+from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi,
+                                    multi_default, state_buffer)
 from clgrad.tensor import Tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -65,29 +65,51 @@ class Adam(Optimizer):
     def _update_multi(self, todo, group):
         if group.get("amsgrad"):
             return todo
-        rest, ok = [], []
+        slots, states = [], []
         for p, g in todo:
-            state = self.state.setdefault(p, {})
-            self._init_state(p, state)
-            good = multi_ok(p, g, state["exp_avg"], state["exp_avg_sq"])
-            (ok if good else rest).append((p, g))
-        key = lambda pg: (pg[0].dtype, id(pg[0]._storage.device), self.state[pg[0]]["step"])  # noqa: E731
-        for chunk in multi_chunks(ok, key):
-            ps = [p for p, _ in chunk]
-            grads = {id(p): g for p, g in chunk}
-            states = [self.state[p] for p in ps]
-            dt = ps[0].dtype
+            state = self.state.get(p)
+            if not state:
+                state = self.state[p] = {}
+                self._init_state(p, state)
+            slots.append((p, g, state["exp_avg"], state["exp_avg_sq"]))
+            states.append(state)
+        step = states[0]["step"]
+        for state in states:
+            if state["step"] != step:  # parameters that skipped steps: one launch per count
+                return self._update_multi_steps(slots, states, group)
 
-            def tail(commit, states=states, dt=dt):  # as _update's, for all slots at once
-                t = states[0]["step"] + 1
+        def tail_of(idx, dt):  # as _update's, for all slots of a launch at once
+            def tail(commit):
+                t = states[idx[0]]["step"] + 1
                 if commit:
-                    for st in states:
-                        st["step"] = t
+                    for i in idx:
+                        states[i]["step"] = t
                 return self._scalars(group, dt, t)
-            launch_multi("adam_multi", ps,
-                         lambda p, grads=grads: (grads[id(p)], self.state[p]["exp_avg"],
-                                                 self.state[p]["exp_avg_sq"]), tail)
-            bump_version(*ps, *(st[k] for st in states for k in ("exp_avg", "exp_avg_sq")))
+            return tail
+        rest = []
+        for i in launch_multi("adam_multi", slots, tail_of):
+            rest.append(todo[i])
+        return rest
+
+    def _update_multi_steps(self, slots, states, group):
+        """_update_multi of parameters whose step counts differ: launch_multi per count."""
+        by_step: dict = {}
+        for i, state in enumerate(states):
+            by_step.setdefault(state["step"], []).append(i)
+        rest = []
+        for idx in by_step.values():
+            sts = [states[i] for i in idx]
+
+            def tail_of(j, dt, sts=sts):
+                def tail(commit):
+                    t = sts[j[0]]["step"] + 1
+                    if commit:
+                        for i in j:
+                            sts[i]["step"] = t
+                    return self._scalars(group, dt, t)
+                return tail
+            sub = [slots[i] for i in idx]
+            rest += [sub[i][:2] for i in launch_multi("adam_multi", sub, tail_of)]
         return rest
 
     def _scalars(self, group: dict, dt, t: int) -> tuple:
@@ -95,10 +117,10 @@ class Adam(Optimizer):
         betas, eps, weight decay, lr / (1 - beta1^t), sqrt(1 - beta2^t), decoupled, sign."""
         beta1, beta2 = group["betas"]
         lr = group["lr"]
-        return (tuple(scalar(dt, x) for x in (
-            lr, beta1, beta2, group["eps"], group["weight_decay"],
-            lr / (1 - beta1 ** t), math.sqrt(1 - beta2 ** t)))
-            + (np.int32(self._decoupled), scalar(dt, -1.0 if group.get("maximize") else 1.0)))
+        num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
+        return (num(lr), num(beta1), num(beta2), num(group["eps"]), num(group["weight_decay"]),
+                num(lr / (1 - beta1 ** t)), num(math.sqrt(1 - beta2 ** t)),
+                np.int32(self._decoupled), num(-1.0 if group.get("maximize") else 1.0))
 
     @staticmethod
     def _init_state(p, state):

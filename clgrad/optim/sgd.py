@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import capture as _capture
-from clgrad.ops._util import bump_version, defines_of, empty, launch_1d, scalar
+from clgrad.ops._util import bump_version, defines_of, empty, launch_1d
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
-                                    multi_chunks, multi_ok, multi_default, required)
+                                    multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -55,44 +55,52 @@ class SGD(Optimizer):
                                       maximize=bool(maximize)))
 
     def _update_multi(self, todo, group):
-        rest, ok = [], []
+        if group["momentum"] == 0:
+            def tail_of(idx, dt):
+                return lambda commit: self._scalars(group, dt)
+            rest = []
+            for i in launch_multi("sgd_multi", todo, tail_of):
+                rest.append(todo[i])
+            return rest
+        state, slots, first, rest = self.state, [], set(), []
         for p, g in todo:
-            (ok if multi_ok(p, g) else rest).append((p, g))
-        momentum = group["momentum"] != 0
-        for chunk in multi_chunks(ok, lambda pg: (pg[0].dtype, id(pg[0]._storage.device))):
-            ps = [p for p, _ in chunk]
-            grads = {id(p): g for p, g in chunk}
-            dt = ps[0].dtype
+            st = state.get(p)
+            if st is None:
+                st = state[p] = {}
+            buf = st.get("momentum_buffer")
+            if buf is None:  # a first step: the buffer made for the multi-tensor kernel only
+                if not multi_ok(p, g):
+                    rest.append((p, g))
+                    continue
+                with _capture.paused():
+                    buf = st["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
+                first.add(len(slots))
+            slots.append((p, g, buf))
+        if not slots:
+            return rest
 
-            def common(dt=dt):
-                return (scalar(dt, group["lr"]), scalar(dt, group["weight_decay"]),
-                        scalar(dt, -1.0 if group.get("maximize") else 1.0))
-            if not momentum:
-                launch_multi("sgd_multi", ps, lambda p, grads=grads: (grads[id(p)],),
-                             lambda c, common=common: common())
-                bump_version(*ps)
-                continue
-            first = []
-            for p in ps:
-                state = self.state.setdefault(p, {})
-                first.append(state.get("momentum_buffer") is None)
-                if first[-1]:
-                    with _capture.paused():
-                        state["momentum_buffer"] = empty(p.shape, p.dtype, p._storage.device)
-
-            def tail(commit, first=first, common=common, dt=dt):
-                flags = tuple(np.int32(f) for f in first) + (np.int32(0),) * (MULTI - len(first))
-                if commit:
-                    first[:] = [False] * len(first)
-                lr, wd, gsign = common()
-                return (lr, scalar(dt, group["momentum"]), scalar(dt, group["dampening"]), wd,
-                        np.int32(bool(group["nesterov"])), gsign) + flags
-            bufs = [self.state[p]["momentum_buffer"] for p in ps]
-            launch_multi("sgd_momentum_multi", ps,
-                         lambda p, grads=grads: (grads[id(p)],
-                                                 self.state[p]["momentum_buffer"]), tail)
-            bump_version(*ps, *bufs)
+        def tail_of(idx, dt):
+            def tail(commit):
+                flags = [np.int32(0)] * MULTI
+                if first:
+                    for k, i in enumerate(idx):
+                        flags[k] = np.int32(i in first)
+                    if commit:
+                        first.difference_update(idx)
+                lr, wd, gsign = self._scalars(group, dt)
+                return (lr, dt.np.type(group["momentum"]), dt.np.type(group["dampening"]), wd,
+                        np.int32(bool(group["nesterov"])), gsign, *flags)
+            return tail
+        for i in launch_multi("sgd_momentum_multi", slots, tail_of):
+            rest.append(slots[i][:2])
         return rest
+
+    @staticmethod
+    def _scalars(group: dict, dt) -> tuple:
+        """lr, weight decay and the gradient's sign (-1 to maximize) as kernel arguments."""
+        num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
+        return (num(group["lr"]), num(group["weight_decay"]),
+                num(-1.0 if group.get("maximize") else 1.0))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         # The scalars come through capture.dynamic: read from the group at every eager step

@@ -4,6 +4,7 @@ Nothing here knows about tensors or ops, nor how devices are found (clgrad/runti
 """
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import operator
 import os
@@ -20,6 +21,8 @@ import pyopencl.tools
 
 from clgrad import _log, settings
 from clgrad.errors import DeviceError
+from clgrad.runtime import native
+from clgrad.settings import _EPOCH
 from clgrad.settings import cache_dir  # noqa: F401  (runtime.cache_dir)
 
 __all__ = ["Device", "OutOfMemoryError", "ForkedDeviceError", "kernel_dir", "cache_dir",
@@ -139,6 +142,10 @@ _ARG_KIND: dict = {}  # argument type -> 0 buffer, 1 by value, 2 anything else (
 _SPLITS: dict = {}    # tuple of argument types -> how launch sorts them (_split_of)
 _enqueue = cl._cl.enqueue_nd_range_kernel  # positional: (queue, kernel, global, local,
 #                                            global_offset, wait_for, g_times_l, allow_empty)
+_ENQUEUES = ("pyopencl", "ctypes")  # CLGRAD_ENQUEUE's values (see Device._native_enqueue)
+_NO_EVENTS = ctypes.c_uint(0)
+_VOID_P = ctypes.c_void_p
+SIZES_MAX = 4096  # launches' ctypes arguments a Device keeps before dropping them all
 
 
 def arg_kind(a) -> int:
@@ -269,6 +276,10 @@ class Device:
         # conv's planners), each keyed by its own tuples (first item: the kernel file or the
         # module's tag); they live as long as the device. Stored through keep_plan.
         self.plans: dict = {}
+        # The eager enqueue (CLGRAD_ENQUEUE, read again after a settings change): None for
+        # pyopencl's, else (ctypes clEnqueueNDRangeKernel, queue handle, {(kernel, global,
+        # local): its arguments}) for the NULL-event one (_native_enqueue, _native_args).
+        self._native, self._native_epoch = None, -1
         _LIVE.add(self)
 
     def __repr__(self):
@@ -504,7 +515,20 @@ class Device:
                     kernel._set_arg_multi(tuple(mem))
                 if val_of is not None:
                     kernel._set_arg_buf_multi(tuple(val))
-                _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+                if self._native_epoch != _EPOCH[0]:
+                    self._native_enqueue()
+                native = self._native
+                if native is None:
+                    _enqueue(self.queue, kernel, global_size, local_size, None, None, False,
+                             False)
+                else:  # as launch_split's (the sizes as tuples: keys of the arguments)
+                    gs = tuple(global_size)
+                    ls = local_size if local_size is None else tuple(local_size)
+                    cargs = native[2].get((kernel, gs, ls))
+                    if cargs is None:
+                        cargs = self._native_args(kernel, gs, ls)
+                    if native[0](*cargs):
+                        _enqueue(self.queue, kernel, gs, ls, None, None, False, False)
             except cl.Error as e:
                 self._raise_foreign(kernel, e)
                 raise
@@ -517,7 +541,8 @@ class Device:
         of the buffer arguments, ``val`` ``(index, by-value argument, ...)`` of the by-value
         ones (bytes, NumPy scalars or arrays), ``other`` likewise of any others (set with
         ``Kernel.set_arg``: local memory), together every argument index once.
-        ``global_size`` must already be a multiple of ``local_size``. A capture
+        ``global_size`` (a tuple) must already be a multiple of ``local_size`` (a tuple, or
+        None). A capture
         (clgrad/capture/record.py) gets the launch as ``launch`` would give it."""
         if self._capture is not None:
             args = [None] * ((len(mem) + len(val) + len(other)) // 2)
@@ -535,11 +560,66 @@ class Device:
                     kernel._set_arg_multi(mem)
                 if val:
                     kernel._set_arg_buf_multi(val)
-                _enqueue(self.queue, kernel, global_size, local_size, None, None, False, False)
+                if self._native_epoch != _EPOCH[0]:
+                    self._native_enqueue()
+                native = self._native
+                if native is None:
+                    _enqueue(self.queue, kernel, global_size, local_size, None, None, False,
+                             False)
+                else:  # a NULL event; a failure enqueues again through pyopencl, whose
+                    #    exception the caller gets (a failed enqueue enqueued nothing)
+                    cargs = native[2].get((kernel, global_size, local_size))
+                    if cargs is None:
+                        cargs = self._native_args(kernel, global_size, local_size)
+                    if native[0](*cargs):
+                        _enqueue(self.queue, kernel, global_size, local_size, None, None,
+                                 False, False)
             except cl.Error as e:
                 self._raise_foreign(kernel, e)
                 raise
             _LAUNCHES[0] += 1
+
+    def _native_enqueue(self):
+        """Read CLGRAD_ENQUEUE (once per settings epoch; under the lock): "pyopencl" (the
+        default) enqueues eager launches with pyopencl's ``enqueue_nd_range_kernel``, which
+        makes a pyopencl Event per launch (an OpenCL event, released when the Python object
+        dies); "ctypes" calls ``clEnqueueNDRangeKernel`` of the ICD loader pyopencl loaded,
+        with a NULL event (no event is created: the API spec's clEnqueueNDRangeKernel), as a
+        captured graph's ctypes replay (clgrad/runtime/native.py), and falls back to
+        pyopencl's where no loader is found. A failed ctypes enqueue is made again through
+        pyopencl, for its exception (a failed enqueue enqueued nothing).
+
+        Nothing needs a launch's event: ``copy`` waits on its own, ``synchronize`` finishes
+        the in-order queue, a buffer the pool recycles is used by later commands of the same
+        queue, and one it releases while a launch still uses it lives on in the runtime until
+        that launch has run (OpenCL API spec, clReleaseMemObject: a memory object is deleted
+        only once its reference count is zero and the queued commands that use it have
+        finished; pyopencl's dropped Events never held the buffers either).
+
+        Raises:  ValueError for another CLGRAD_ENQUEUE value."""
+        way = settings.getenv("CLGRAD_ENQUEUE")
+        if way not in _ENQUEUES:
+            raise ValueError(f"CLGRAD_ENQUEUE: expected one of {_ENQUEUES}, got {way!r}")
+        fn = native.enqueue_fn() if way == "ctypes" else None
+        if fn is None:
+            self._native = None
+        elif self._native is None or self._native[0] is not fn:
+            self._native = (fn, _VOID_P(self.queue.int_ptr), {})
+        self._native_epoch = _EPOCH[0]
+
+    def _native_args(self, kernel: cl.Kernel, global_size: tuple, local_size) -> tuple:
+        """The arguments of the NULL-event ``clEnqueueNDRangeKernel`` (the queue, ``kernel``,
+        the ctypes size arrays), kept per (kernel, global_size, local_size) (the key holds the
+        kernel object: its handle is not reused while kept; all dropped at SIZES_MAX)."""
+        kept = self._native[2]
+        if len(kept) >= SIZES_MAX:
+            kept.clear()
+        got = kept[(kernel, global_size, local_size)] = (
+            self._native[1], _VOID_P(kernel.int_ptr), ctypes.c_uint(len(global_size)), None,
+            (ctypes.c_size_t * len(global_size))(*global_size),
+            None if local_size is None else (ctypes.c_size_t * len(local_size))(*local_size),
+            _NO_EVENTS, None, None)
+        return got
 
     def _raise_foreign(self, kernel: cl.Kernel, err: cl.Error):
         """For a launch that failed with OpenCL's INVALID_MEM_OBJECT / INVALID_CONTEXT (a
