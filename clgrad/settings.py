@@ -27,8 +27,9 @@ call on a cached plan reads nothing from the environment.
     CLGRAD_REPLAY       auto      how captured graphs enqueue: auto, pyopencl, ctypes,
                                   command_buffer (clgrad/capture/)
     CLGRAD_COMMAND_BUFFER 1       0: never use cl_khr_command_buffer
-    CLGRAD_ENQUEUE      pyopencl  how eager launches enqueue: pyopencl (an Event per launch),
-                                  ctypes (clEnqueueNDRangeKernel with a NULL event)
+    CLGRAD_ENQUEUE      auto      how eager launches enqueue: pyopencl (an Event per launch),
+                                  ctypes (clEnqueueNDRangeKernel with a NULL event), auto
+                                  (ctypes on GPUs, pyopencl on CPUs: measured faster there)
     CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
                                   (8: the AVX2 variants on an AVX-512 CPU)
 
@@ -52,7 +53,7 @@ SETTINGS = {  # name: default (see the table above)
     "CLGRAD_CONV_ALGO": "auto", "CLGRAD_CONV_TUNE": "auto", "CLGRAD_CONV_DEBUG": "",
     "CLGRAD_CONV_GTILE": "", "CLGRAD_CONV_DWG": "", "CLGRAD_CONV_IGEMM": "",
     "CLGRAD_DEBUG": "", "CLGRAD_REPLAY": "auto", "CLGRAD_COMMAND_BUFFER": "1",
-    "CLGRAD_ENQUEUE": "pyopencl",
+    "CLGRAD_ENQUEUE": "auto",
     "CLGRAD_CPU_VECTOR_WIDTH": "",
 }
 

@@ -813,6 +813,21 @@ def test_a_failed_ctypes_enqueue_raises_pyopencls_error(monkeypatch):
 
 def test_enqueue_setting_rejects_other_values(monkeypatch):
     monkeypatch.setenv("CLGRAD_ENQUEUE", "cuda")
-    with pytest.raises(ValueError, match=r"CLGRAD_ENQUEUE: expected one of \('pyopencl', "
-                                         r"'ctypes'\), got 'cuda'"):
+    with pytest.raises(ValueError, match=r"CLGRAD_ENQUEUE: expected one of \('auto', "
+                                         r"'pyopencl', 'ctypes'\), got 'cuda'"):
         clgrad.ones(3) + 1
+
+
+def test_enqueue_auto_is_ctypes_on_gpus_only(monkeypatch):
+    """CLGRAD_ENQUEUE=auto (the default): the NULL-event enqueue on GPU devices (measured
+    faster on the H200), pyopencl's on CPU devices (faster on Intel's CPU runtime)."""
+    _native_or_skip()
+    dev = clgrad.default_device()
+    monkeypatch.setenv("CLGRAD_ENQUEUE", "auto")
+    (clgrad.ones(3) + 1).numpy()
+    assert (dev._native is not None) == (dev.kind == "gpu")
+    monkeypatch.setattr(dev, "kind", "gpu" if dev.kind == "cpu" else "cpu")
+    monkeypatch.setenv("CLGRAD_ENQUEUE", "pyopencl")  # new settings epochs: read again
+    monkeypatch.setenv("CLGRAD_ENQUEUE", "auto")
+    np.testing.assert_array_equal((clgrad.ones(3) + 1).numpy(), np.full(3, 2, np.float32))
+    assert (dev._native is not None) == (dev.kind == "gpu")

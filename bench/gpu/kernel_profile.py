@@ -11,6 +11,7 @@ torch.profiler's CUDA time per kernel name (self device time). Prints both table
 ms per step and share) and the wall time per step measured without the per-launch finishes.
 """
 import argparse
+import os
 import sys
 import time
 from collections import defaultdict
@@ -18,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+# the queue is swapped for a profiling one: pyopencl's enqueue, whose events are kept
+os.environ["CLGRAD_ENQUEUE"] = "pyopencl"
 import numpy as np  # noqa: E402
 
 import zoo_models  # noqa: E402
