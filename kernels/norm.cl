@@ -85,7 +85,9 @@ inline void group_welford(T *cnt, T *mean, T *m2, __local T *buf) {
                 T n = na + nb, f = nb / n;
                 T d = buf[WG + lid + s] - buf[WG + lid];
                 buf[WG + lid] += d * f;
-                buf[2 * WG + lid] += buf[2 * WG + lid + s] + d * d * na * f;
+                // d * (d * na * f), not d * d * na * f: an empty state (na = 0) adds 0,
+                // where |d| > 1.8e19 (float) made inf * 0 = NaN
+                buf[2 * WG + lid] += buf[2 * WG + lid + s] + d * (d * na * f);
                 buf[lid] = n;
             }
         }
@@ -145,7 +147,7 @@ inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx
         T4 e = v - (T4)m4;
         T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
         *mu += d * f;
-        *q += SUM4(e * e) + d * d * *cnt * f;
+        *q += SUM4(e * e) + d * (d * *cnt * f);  // as group_welford
         *cnt = n;
     }
 }
@@ -347,7 +349,7 @@ void bn_fwd_split(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc
         if (nb > (T)0) {
             T tot = n + nb, f = nb / tot, d = p[1] - mu;
             mu += d * f;
-            q += p[2] + d * d * n * f;
+            q += p[2] + d * (d * n * f);  // as group_welford
             n = tot;
         }
     }
