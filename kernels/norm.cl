@@ -143,7 +143,7 @@ inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx
                        T *cnt, T *mu, T *q) {
     for (long j = BN_FIRST(j0); j < j1; j += BN_STEP) {
         T4 v = LD4(x, BN_AT(j, vx) + xc);
-        T m4 = SUM4(v) * (T)0.25f;
+        T m4 = SUM4(v * (T)0.25f);  // each lane scaled first: no overflow near float max
         T4 e = v - (T4)m4;
         T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
         *mu += d * f;

@@ -730,3 +730,26 @@ def test_batch_norm_welford_merge_of_a_huge_mean(monkeypatch, nsplit, layout):
     np.testing.assert_allclose(y.numpy(), pre, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5)
     np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-4)
+
+
+@pytest.mark.parametrize("nsplit", [None, 3])
+@pytest.mark.parametrize("value", [1e38, -3e38])
+def test_batch_norm_of_a_constant_channel_near_float_max(monkeypatch, nsplit, value):
+    """A constant float32 channel near the largest float: mean the value, variance 0,
+    output 0 (float64 NumPy's). The float4 path's group mean, (v0 + v1 + v2 + v3) / 4,
+    overflowed to inf above 8.5e37 (NaN outputs); each lane is now scaled first. (The CPU
+    devices' unsplit bn_fwd_rows sums x and x^2 in a first pass, which overflows here too:
+    not this test's path.)"""
+    from clgrad.ops import norm
+    monkeypatch.setattr(norm, "BN_SPLIT_FORCE", nsplit)
+    if nsplit is None and clgrad.empty(0)._storage.device.kind == "cpu":
+        pytest.skip("bn_fwd_rows (CPUs): its first pass's sums overflow near float max")
+    x = np.full((2, 2, 4, 8), value, np.float32)
+    x[:, 1] = RNG.standard_normal((2, 4, 8))
+    rm, rv = clgrad.zeros(2), clgrad.ones(2)
+    y = F.batch_norm(clgrad.tensor(x), rm, rv, training=True, momentum=1.0)
+    pre, wrm, wrv = ref_bn(x.astype(np.float64), np.zeros(2), np.ones(2), None, None, True,
+                           1.0, 1e-5)
+    np.testing.assert_allclose(y.numpy(), pre, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5, atol=1e-6)
