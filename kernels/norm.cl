@@ -85,7 +85,9 @@ inline void group_welford(T *cnt, T *mean, T *m2, __local T *buf) {
                 T n = na + nb, f = nb / n;
                 T d = buf[WG + lid + s] - buf[WG + lid];
                 buf[WG + lid] += d * f;
-                buf[2 * WG + lid] += buf[2 * WG + lid + s] + d * d * na * f;
+                // d * (d * na * f), not d * d * na * f: an empty state (na = 0) adds 0,
+                // where |d| > 1.8e19 (float) made inf * 0 = NaN
+                buf[2 * WG + lid] += buf[2 * WG + lid + s] + d * (d * na * f);
                 buf[lid] = n;
             }
         }
@@ -143,11 +145,11 @@ inline T4 bn_act_grad4(T4 gy, T4 v, int flags) {
 // This work item's Welford state over its groups of 4 in [j0, j1): each group's mean and M2,
 // merged in by Chan et al.'s update (as group_welford).
 inline void bn_merge4(T4 v, T *cnt, T *mu, T *q) {
-    T m4 = SUM4(v) * (T)0.25;
+    T m4 = SUM4(v * (T)0.25f);  // each lane scaled first: no overflow near float max
     T4 e = v - (T4)m4;
     T n = *cnt + (T)4, f = (T)4 / n, d = m4 - *mu;
     *mu += d * f;
-    *q += SUM4(e * e) + d * d * *cnt * f;
+    *q += SUM4(e * e) + d * (d * *cnt * f);  // as group_welford
     *cnt = n;
 }
 inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
@@ -381,7 +383,7 @@ void bn_fwd_split(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc
         if (nb > (T)0) {
             T tot = n + nb, f = nb / tot, d = p[1] - mu;
             mu += d * f;
-            q += p[2] + d * d * n * f;
+            q += p[2] + d * (d * n * f);  // as group_welford
             n = tot;
         }
     }

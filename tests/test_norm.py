@@ -708,3 +708,48 @@ def test_batch_norm_vector_path(monkeypatch, nsplit, act, layout):
     for got, ref in ((x.grad, gx), (wt.grad, gw), (bt.grad, gb)):
         np.testing.assert_allclose(got.numpy(), ref, rtol=1e-4,
                                    atol=1e-5 * max(1.0, float(np.abs(ref).max())))
+
+
+@pytest.mark.parametrize("nsplit", [None, 3])
+@pytest.mark.parametrize("layout", ["contiguous", "offset_1"])
+def test_batch_norm_welford_merge_of_a_huge_mean(monkeypatch, nsplit, layout):
+    """Chan et al.'s merge adds d^2 * na * nb / n; with an empty state (na = 0: the first
+    group of 4 of the float4 path, an idle work item, the first part of a split) and
+    |d| > 1.8e19, d * d * na overflowed to inf * 0 = NaN. float32 channels of mean 3e19 and
+    spread 1e18 (variance 1e36, finite) against float64 NumPy, every path."""
+    from clgrad.ops import norm
+    monkeypatch.setattr(norm, "BN_SPLIT_FORCE", nsplit)
+    n, c, h, w = 2, 3, 4, 8
+    lead = 1 if layout == "offset_1" else 0
+    flat = (3e19 + 1e18 * RNG.standard_normal(lead + n * c * h * w)).astype(np.float32)
+    x = clgrad.tensor(flat)[lead:].view(n, c, h, w)
+    xd = x.numpy().astype(np.float64)
+    rm, rv = clgrad.zeros(c), clgrad.ones(c)
+    y = F.batch_norm(x, rm, rv, training=True, momentum=1.0)
+    pre, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), None, None, True, 1.0, 1e-5)
+    np.testing.assert_allclose(y.numpy(), pre, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-4)
+
+
+@pytest.mark.parametrize("nsplit", [None, 3])
+@pytest.mark.parametrize("value", [1e38, -3e38])
+def test_batch_norm_of_a_constant_channel_near_float_max(monkeypatch, nsplit, value):
+    """A constant float32 channel near the largest float: mean the value, variance 0,
+    output 0 (float64 NumPy's). The float4 path's group mean, (v0 + v1 + v2 + v3) / 4,
+    overflowed to inf above 8.5e37 (NaN outputs); each lane is now scaled first. (The CPU
+    devices' unsplit bn_fwd_rows sums x and x^2 in a first pass, which overflows here too:
+    not this test's path.)"""
+    from clgrad.ops import norm
+    monkeypatch.setattr(norm, "BN_SPLIT_FORCE", nsplit)
+    if nsplit is None and clgrad.empty(0)._storage.device.kind == "cpu":
+        pytest.skip("bn_fwd_rows (CPUs): its first pass's sums overflow near float max")
+    x = np.full((2, 2, 4, 8), value, np.float32)
+    x[:, 1] = RNG.standard_normal((2, 4, 8))
+    rm, rv = clgrad.zeros(2), clgrad.ones(2)
+    y = F.batch_norm(clgrad.tensor(x), rm, rv, training=True, momentum=1.0)
+    pre, wrm, wrv = ref_bn(x.astype(np.float64), np.zeros(2), np.ones(2), None, None, True,
+                           1.0, 1e-5)
+    np.testing.assert_allclose(y.numpy(), pre, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5, atol=1e-6)

@@ -740,3 +740,39 @@ def test_split_reduction(monkeypatch, nsplit, shape, dims):
                                0.5 * big[:, ::2].astype(np.float64).sum(1), rtol=1e-5,
                                atol=1e-6 * float(np.abs(big).sum(1).max()))
     np.testing.assert_array_equal(out_base.numpy()[1::2], 0)
+
+
+@pytest.mark.parametrize("nsplit", [3, 64])
+def test_split_reduction_more_ops_dtypes_and_layouts(monkeypatch, nsplit):
+    """The split reduction (forced) beyond sum/mean/prod/amax/amin of floats: bool, uint8 and
+    int64 sums exactly, float16 sums (float32 parts), nansum with NaNs, var/std/logsumexp/norm,
+    keepdim over non-adjacent dims, a stride-0 (expanded) input and a transposed one, against
+    float64 NumPy."""
+    from clgrad.ops import reduce as R
+    monkeypatch.setattr(R, "SPLIT_FORCE", nsplit)
+    rng = np.random.default_rng(nsplit + 1)
+    shape, dims = (3, 700, 5, 7), (0, 1, 3)
+    for dt in (np.bool_, np.uint8, np.int64):
+        x = rng.integers(0, 2 if dt is np.bool_ else 100, shape).astype(dt)
+        got = clgrad.tensor(x).sum(dims, keepdim=True)
+        np.testing.assert_array_equal(got.numpy(), x.astype(np.int64).sum(dims, keepdims=True))
+        np.testing.assert_array_equal(clgrad.tensor(x).amax().numpy(), x.max())
+    xh = (1 + 0.01 * rng.standard_normal(shape)).astype(np.float16)
+    got = clgrad.tensor(xh).sum(dims).float().numpy()
+    np.testing.assert_allclose(got, xh.astype(np.float64).sum(dims), rtol=1e-3)
+    x = rng.standard_normal((40, 3000))
+    xn = x.copy()
+    xn[rng.random(x.shape) < 0.01] = np.nan
+    np.testing.assert_allclose(clgrad.tensor(xn).nansum(1).numpy(), np.nansum(xn, 1),
+                               rtol=1e-12)
+    for t, v in ((clgrad.tensor(x).t(), x.T), (clgrad.tensor(x)[3:4].expand(40, 3000),
+                                              np.broadcast_to(x[3:4], (40, 3000)))):
+        for d in (None, 0, 1):
+            np.testing.assert_allclose((t.var(d) if d is not None else t.var()).numpy(),
+                                       np.var(v, d, ddof=1), rtol=1e-11, atol=1e-13)
+            np.testing.assert_allclose((t.std(d) if d is not None else t.std()).numpy(),
+                                       np.std(v, d, ddof=1), rtol=1e-11, atol=1e-13)
+            np.testing.assert_allclose(t.norm(dim=d).numpy() if d is not None else
+                                       t.norm().numpy(), np.sqrt((v * v).sum(d)), rtol=1e-12)
+        np.testing.assert_allclose(t.logsumexp(1).numpy(), np.log(np.exp(v).sum(1)),
+                                   rtol=1e-12)
