@@ -12,43 +12,32 @@ x twice, gx once; max pooling: its int64 indices too). Reference: the driver's b
 (clEnqueueCopyBuffer) of 256 MiB and clgrad's own copy kernel (``clone``), both counted as read
 + write.
 """
-import os
 import sys
-
-# the queue is swapped for a profiling one: pyopencl's enqueue, whose events are kept
-os.environ["CLGRAD_ENQUEUE"] = "pyopencl"
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
 
 import clgrad
 import clgrad.nn.functional as F
-from clgrad.runtime import device as rd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import events  # noqa: E402  (sets CLGRAD_ENQUEUE=pyopencl: the profiling queue's events)
 
 
 def main():
     dev = clgrad.default_device()
-    dev.queue.finish()
-    dev.queue = cl.CommandQueue(dev.context, dev.cl_device,
-                                properties=cl.command_queue_properties.PROFILING_ENABLE)
-    events = []
-    orig = rd._enqueue
-
-    def enqueue(queue, kernel, *a):
-        ev = orig(queue, kernel, *a)
-        events.append(ev)
-        return ev
-    rd._enqueue = enqueue
+    rec = events.Recorder(dev)
 
     def device_ms(fn, reps=5):
         best = float("inf")
         fn()
         clgrad.synchronize()
         for _ in range(reps):
-            events.clear()
+            rec.clear()
             fn()
             clgrad.synchronize()
-            best = min(best, sum(e.profile.end - e.profile.start for e in events) * 1e-6)
+            best = min(best, rec.ms())
         return best
 
     rng = np.random.default_rng(0)
@@ -104,7 +93,7 @@ def main():
     ]
     for name, fn, nbytes in cases:
         rows.append((name, device_ms(fn), nbytes))
-    rd._enqueue = orig
+    rec.stop()
     print(f"{dev}: bandwidth from device time (profiling events); 100 % = driver copy "
           f"{ref:.0f} GB/s")
     print("| op | device ms | GB/s | % of copy |\n|---|---:|---:|---:|")

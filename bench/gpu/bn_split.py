@@ -9,19 +9,17 @@ Prints per shape the device time (best of 5) of each setting and GB/s at 7 tenso
 (forward: x twice, y; backward: gy, x twice, gx), and checks each setting's output and
 gradient against the first setting's (float32 sums in other orders: 1e-4 of the largest).
 """
-import os
 import sys
-
-# the queue is swapped for a profiling one: pyopencl's enqueue, whose events are kept
-os.environ["CLGRAD_ENQUEUE"] = "pyopencl"
+from pathlib import Path
 
 import numpy as np
-import pyopencl as cl
 
 import clgrad
 import clgrad.nn.functional as F
 from clgrad.ops import norm
-from clgrad.runtime import device as rd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import events  # noqa: E402  (sets CLGRAD_ENQUEUE=pyopencl: the profiling queue's events)
 
 SETTINGS = [(2, 0), (4, 0), (4, 256), (8, 256), (16, 256), (8, 512)]
 SHAPES = [(128, 24, 32, 32), (128, 48, 32, 32), (128, 64, 32, 32), (128, 96, 32, 32),
@@ -30,17 +28,7 @@ SHAPES = [(128, 24, 32, 32), (128, 48, 32, 32), (128, 64, 32, 32), (128, 96, 32,
 
 def main():
     dev = clgrad.default_device()
-    dev.queue.finish()
-    dev.queue = cl.CommandQueue(dev.context, dev.cl_device,
-                                properties=cl.command_queue_properties.PROFILING_ENABLE)
-    events = []
-    orig = rd._enqueue
-
-    def enqueue(queue, kernel, *a):
-        ev = orig(queue, kernel, *a)
-        events.append(ev)
-        return ev
-    rd._enqueue = enqueue
+    rec = events.Recorder(dev)
     rng = np.random.default_rng(0)
     print(f"{dev}: batch norm fwd+bwd device ms (GB/s at 7 passes) per (FILL, WG)")
     print("| shape | " + " | ".join(f"{f},{w or 1024}" for f, w in SETTINGS) + " |")
@@ -72,14 +60,14 @@ def main():
             best = float("inf")
             for _ in range(5):
                 clgrad.synchronize()
-                events.clear()
+                rec.clear()
                 step()
                 clgrad.synchronize()
-                best = min(best, sum(e.profile.end - e.profile.start for e in events) * 1e-6)
+                best = min(best, rec.ms())
             gbs = 7 * 4 * x.numel() / best / 1e6
             cells.append(f"{best:.3f} ({gbs:.0f})")
         print(f"| {shape} | " + " | ".join(cells) + " |")
-    rd._enqueue = orig
+    rec.stop()
     print(f"settings disagreeing with the first: {bad}")
     return 1 if bad else 0
 

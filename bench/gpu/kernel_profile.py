@@ -11,18 +11,15 @@ torch.profiler's CUDA time per kernel name (self device time). Prints both table
 ms per step and share) and the wall time per step measured without the per-launch finishes.
 """
 import argparse
-import os
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
-# the queue is swapped for a profiling one: pyopencl's enqueue, whose events are kept
-os.environ["CLGRAD_ENQUEUE"] = "pyopencl"
 import numpy as np  # noqa: E402
 
+import events  # noqa: E402  (sets CLGRAD_ENQUEUE=pyopencl: the profiling queue's events)
 import zoo_models  # noqa: E402
 
 
@@ -37,23 +34,9 @@ def _step_of(torch, model, x, y, opt):
 
 
 def clgrad_profile(name, batch, top):
-    import pyopencl as cl
-
     import clgrad
-    from clgrad.runtime import device as rd
     dev = clgrad.default_device()
-    dev.queue.finish()
-    dev.queue = cl.CommandQueue(dev.context, dev.cl_device,
-                                properties=cl.command_queue_properties.PROFILING_ENABLE)
-    events = []
-    orig = rd._enqueue
-
-    def enqueue(queue, kernel, *a):
-        ev = orig(queue, kernel, *a)
-        if events is not None and ev is not None:
-            events.append((kernel.function_name, ev))
-        return ev
-    rd._enqueue = enqueue
+    rec = events.Recorder(dev)
     (c, h, w), classes = zoo_models.input_shape(name)
     rng = np.random.default_rng(0)
     x = clgrad.from_numpy(rng.standard_normal((batch, c, h, w), dtype=np.float32))
@@ -69,16 +52,11 @@ def clgrad_profile(name, batch, top):
         step()
     clgrad.synchronize()
     wall = (time.perf_counter() - t0) / 3
-    events.clear()
+    rec.clear()
     step()
     clgrad.synchronize()
-    rec, events = events, None
-    rd._enqueue = orig
-    times = defaultdict(float)
-    counts = defaultdict(int)
-    for nm, ev in rec:
-        times[nm] += (ev.profile.end - ev.profile.start) * 1e-9
-        counts[nm] += 1
+    rec.stop()
+    times, counts = rec.per_kernel()
     total = sum(times.values())
     print(f"\n## clgrad {name} batch {batch}: wall {wall * 1e3:.2f} ms/step, kernel sum "
           f"{total * 1e3:.2f} ms over {sum(counts.values())} launches")
