@@ -22,7 +22,9 @@ It imports only pyopencl and NumPy, never the clgrad package (``clgrad.runtime.d
 
 Output: before each program ``{"index": "P:D", "building": "file (defines)"}`` (so the parent
 can name the program when the compiler takes the process down), then
-``{"index": "P:D", "usable": bool, "reason": str, "programs": int}``; the reason is one line.
+``{"index": "P:D", "usable": bool, "reason": str, "programs": int, "fp16": bool,
+"fp16_how": str}``; the reason is one line; ``fp16`` is ``probe_fp16``'s verdict (float16:
+listed, or a GPU compiler that runs half arithmetic right without listing it).
 The process ends with ``os._exit`` once its output is flushed: PoCL's teardown can abort
 ("still have references to IRs") after a failed build, which must not turn a verdict into a
 crash.
@@ -43,6 +45,26 @@ __kernel void probe(__global float *out, __global const float *x, const view_t v
     tile[l] = i < n ? x[v.offset + i * v.stride] : 0.0f;
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i < n) out[i] = sqrt(tile[l]) / 3.0f + tile[63 - l];
+}
+"""
+
+# float16 where the driver does not list cl_khr_fp16 (NVIDIA's OpenCL): its compiler may still
+# build ``half`` arithmetic under the extension's pragma (bench/gpu/fp16_probe.py: the H200's
+# does, and rounds as IEEE binary16). Each operation's result is checked against NumPy's
+# float16 (a float32 operation rounded once to half: correctly rounded for +, -, *, / of
+# halves, since float32 carries more than twice half's 11 bits), on normal numbers only.
+HALF_SOURCE = r"""
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+__kernel void half_probe(__global half *out, __global const half *a, __global const half *b,
+                         __global const float *f) {
+    size_t i = get_global_id(0);
+    half x = a[i], y = b[i];
+    out[6 * i] = x + y;
+    out[6 * i + 1] = x - y;
+    out[6 * i + 2] = x * y;
+    out[6 * i + 3] = x / y;
+    out[6 * i + 4] = (half)f[i];
+    out[6 * i + 5] = (half)((float)x * 0.5f);
 }
 """
 
@@ -253,6 +275,51 @@ def probe_one(cl, np, device) -> tuple:
     return True, "ok"
 
 
+def probe_fp16(cl, np, device, force: bool = False) -> tuple:
+    """(has float16, how): ``'listed'`` when the device lists cl_khr_fp16; else, on GPUs,
+    whether HALF_SOURCE builds and runs right on it (``'compiler'``, or the failure in one
+    line). Division may be off by one unit in the last place (cl_khr_fp16's bound); the rest
+    must be exact. ``force`` (tests): run the kernel whatever the device lists."""
+    if not force and "cl_khr_fp16" in device.extensions:
+        return True, "listed"
+    if not force and is_cpu(cl, device):  # PoCL rejects half variables; a failed build
+        return False, "cl_khr_fp16 not listed"  # can abort it at exit
+    try:
+        ctx = cl.Context([device])
+        _KEEP.append(ctx)
+        queue = cl.CommandQueue(ctx)
+        import warnings
+        with warnings.catch_warnings():  # the pragma of an unlisted extension: a warning
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(ctx, HALF_SOURCE).build()
+        _KEEP.append(prg)
+        n = 256
+        rng = np.random.default_rng(0)
+        sign = np.where(rng.random(n) < 0.5, -1, 1)
+        a = (sign * rng.uniform(0.5, 8.0, n)).astype(np.float16)
+        b = rng.uniform(0.25, 4.0, n).astype(np.float16)
+        f = rng.uniform(-100.0, 100.0, n).astype(np.float32)
+        mf = cl.mem_flags
+        bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=v) for v in (a, b, f)]
+        ob = cl.Buffer(ctx, mf.WRITE_ONLY, size=2 * 6 * n)
+        prg.half_probe(queue, (n,), None, ob, *bufs)
+        out = np.empty((n, 6), dtype=np.float16)
+        cl.enqueue_copy(queue, out, ob)
+        queue.finish()
+    except Exception as e:  # noqa: BLE001 — no float16 on this device
+        return False, "cl_khr_fp16 not listed; half arithmetic: " + _one_line(e)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    want = np.stack([a32 + b32, a32 - b32, a32 * b32, a32 / b32, f, a32 * 0.5],
+                    axis=1).astype(np.float16)
+    ulps = np.abs(out.view(np.int16).astype(np.int32) - want.view(np.int16).astype(np.int32))
+    ulps[:, 3] = np.maximum(ulps[:, 3] - 1, 0)  # division: 1 ulp allowed
+    if ulps.max() > 0 or not np.isfinite(out).all():
+        col = int(np.argmax(ulps.max(axis=0)))
+        return False, (f"cl_khr_fp16 not listed; half arithmetic wrong "
+                       f"({['+', '-', '*', '/', 'convert', 'scale'][col]})")
+    return True, "compiler"
+
+
 def probe_programs(cl, device, kdir: str, width: int, emit, threads: int = 0) -> tuple:
     """(usable, reason, count): build ``programs(...)`` on ``device`` in ``threads`` threads
     (0: one per core, at most 8; OpenCL builds run outside the GIL, so a 16-core host checks
@@ -327,11 +394,13 @@ def main(argv) -> int:
         pi, di = (int(s) for s in spec.split(":"))
         device = platforms[pi].get_devices()[di]
         usable, reason = probe_one(cl, np, device)
+        fp16, fp16_how = probe_fp16(cl, np, device) if usable else (False, "not usable")
         count = 0
         if usable and kdir:
             w = width or (device.native_vector_width_float if is_cpu(cl, device) else 1)
             usable, reason, count = probe_programs(cl, device, kdir, w, emit)
-        emit({"usable": usable, "reason": reason, "programs": count})
+        emit({"usable": usable, "reason": reason, "programs": count, "fp16": fp16,
+              "fp16_how": fp16_how})
     return 0
 
 

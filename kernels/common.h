@@ -8,6 +8,11 @@
 #ifdef CLGRAD_HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
+#ifdef CLGRAD_FP16_PRAGMA
+// half arithmetic on a GPU whose driver does not list cl_khr_fp16 but whose compiler runs it
+// right under the pragma (clgrad/_probe.py probe_fp16: NVIDIA's OpenCL)
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#endif
 
 #define MAXD 8
 

@@ -229,3 +229,62 @@ def test_a_device_failing_the_check_is_never_chosen_and_named_when_asked_for(tmp
                             env=dict(env, CLGRAD_DEVICE=spec))
     assert pinned.returncode != 0
     assert f"CLGRAD_DEVICE={spec!r}" in pinned.stderr and reason in pinned.stderr
+
+
+# -- float16 without cl_khr_fp16 (probe_fp16: NVIDIA's OpenCL) -------------------------------
+
+def _half_device():
+    """The first usable device that lists cl_khr_fp16 (Intel's CPU runtime), or skip."""
+    import pyopencl as cl
+    for c in discovery._discover():
+        if c.usable and "cl_khr_fp16" in c.device.extensions:
+            return c
+    pytest.skip("no usable device lists cl_khr_fp16")
+
+
+def test_probe_fp16_verdicts():
+    """Listed: True without a build. Forced on a device with half arithmetic, the kernel
+    runs and every result matches NumPy's float16 (the check that admits an unlisted GPU).
+    A CPU that does not list it is never built for (PoCL rejects half variables)."""
+    import numpy as np
+    import pyopencl as cl
+    c = _half_device()
+    assert _probe.probe_fp16(cl, np, c.device) == (True, "listed")
+    assert _probe.probe_fp16(cl, np, c.device, force=True) == (True, "compiler")
+    for d in discovery._discover():
+        if d.kind == "cpu" and "cl_khr_fp16" not in d.device.extensions:
+            ok, why = _probe.probe_fp16(cl, np, d.device)
+            assert not ok and "not listed" in why
+
+
+def test_probe_fp16_wrong_half_arithmetic_is_refused(monkeypatch):
+    """A compiler whose half results are off by one unit in an exact operation is refused,
+    naming the operation (the kernel's '+' made to round the wrong way)."""
+    import numpy as np
+    import pyopencl as cl
+    c = _half_device()
+    monkeypatch.setattr(_probe, "HALF_SOURCE", _probe.HALF_SOURCE.replace(
+        "out[6 * i] = x + y;", "out[6 * i] = as_half((short)(as_short(x + y) + 1));"))
+    ok, why = _probe.probe_fp16(cl, np, c.device, force=True)
+    assert not ok and "wrong (+)" in why, why
+
+
+def test_an_unlisted_probed_fp16_device_builds_half_kernels(monkeypatch):
+    """Device(fp16=True) on a device whose list lacks cl_khr_fp16 has float16 and builds with
+    CLGRAD_FP16_PRAGMA (kernels/common.h enables the extension): a float16 add and a sum
+    there match NumPy. Without the probe's verdict the device has no float16."""
+    import numpy as np
+    from clgrad.runtime import device as devmod
+    c = _half_device()
+    real = devmod._fp_support
+    monkeypatch.setattr(devmod, "_fp_support", lambda d: (real(d)[0], False))
+    plain = devmod.Device(c.device, c.pi, c.di)
+    assert not plain.fp16 and "-DCLGRAD_FP16_PRAGMA=1" not in plain.build_options
+    with pytest.raises(TypeError, match="float16: the device .* lacks cl_khr_fp16"):
+        clgrad.zeros(3, dtype=clgrad.float16, device=plain)
+    dev = devmod.Device(c.device, c.pi, c.di, fp16=True)
+    assert dev.fp16 and "-DCLGRAD_FP16_PRAGMA=1" in dev.build_options
+    a = np.linspace(-3, 3, 1000).astype(np.float16)
+    t = clgrad.tensor(a, device=dev)
+    np.testing.assert_array_equal((t + t).numpy(), a + a)
+    np.testing.assert_allclose(t.float().sum().item(), a.astype(np.float64).sum(), rtol=1e-6)

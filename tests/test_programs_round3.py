@@ -54,14 +54,15 @@ def _assert_same_state(tm, cm, rtol=1e-4, atol=1e-5):
                                    err_msg=k)
 
 
-def _assert_grads_match(cm, t64):
+def _assert_grads_match(cm, t64, where=""):
     g64 = {k: p.grad.numpy() for k, p in t64.named_parameters() if p.grad is not None}
     scale = max(np.abs(g).max() for g in g64.values())
     for k, p in cm.named_parameters():
         if not p.requires_grad:
             continue
         err = np.abs(p.grad.numpy() - g64[k]).max() / scale
-        assert err < 5e-5, f"grad {k}: error {err:.2e} of the largest gradient"
+        assert err < 5e-5, f"{where}grad {k}: error {err:.2e} of the largest gradient " \
+            f"(conv passes: {dict(clgrad.backends.last_conv_algorithms)})"
 
 
 # -- (1) DCGAN -------------------------------------------------------------------------------
@@ -294,7 +295,7 @@ def test_fast_neural_style_first_steps_match_pytorch(programs):
         t64T.load_state_dict({k: torch.from_numpy(v.numpy().astype(np.float64))
                               for k, v in cT.state_dict().items()})
         sum(terms(tp, torch, t64T, t64V, torch.float64)).backward()
-        _assert_grads_match(cT, t64T)
+        _assert_grads_match(cT, t64T, f"step {step}: ")
         topt.step()
         copt.step()
 

@@ -220,7 +220,10 @@ class Device:
     Attributes: ``name``, ``kind`` ('cpu' | 'gpu' | 'other'), ``type`` (PyTorch's word:
     'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
     GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
-    ``platform_index``, ``device_index``, ``fp64`` and ``fp16`` (extension support),
+    ``platform_index``, ``device_index``, ``fp64`` (extension support) and ``fp16``
+    (cl_khr_fp16 listed, or ``fp16`` True: the probe found a GPU compiler that runs half
+    arithmetic right without listing it, as NVIDIA's; its builds then enable the extension's
+    pragma, kernels/common.h's CLGRAD_FP16_PRAGMA),
     ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
     ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
     """
@@ -229,7 +232,7 @@ class Device:
     #                  copies and fills of its thread (the one hook; see clgrad/capture/record.py)
 
     def __init__(self, cl_device: cl.Device, platform_index: int, device_index: int,
-                 index: int | None = None):
+                 index: int | None = None, fp16: bool | None = None):
         refuse_forked(cl_device)  # first: in a forked child the driver may refuse any query
         self.cl_device = cl_device
         self.platform_index = platform_index
@@ -245,7 +248,8 @@ class Device:
             _Forked(self.name, self.kind)._raise()
         self.type = {"gpu": "cuda"}.get(self.kind, self.kind)
         self.index = index
-        self.fp64, self.fp16 = _fp_support(cl_device)
+        self.fp64, listed = _fp_support(cl_device)
+        self.fp16 = listed or bool(fp16)
         self.max_work_group_size = cl_device.max_work_group_size
         self.local_mem_size = cl_device.local_mem_size
         self.total_memory = int(cl_device.global_mem_size)
@@ -253,6 +257,8 @@ class Device:
         self.allocated = 0
         from clgrad._probe import build_options  # also what the program check builds with
         self.build_options = build_options(cl, cl_device)
+        if self.fp16 and not listed:
+            self.build_options.append("-DCLGRAD_FP16_PRAGMA=1")
         # The float vector width the program check (runtime/discovery.py) passed at, when it
         # capped it below the native one (PoCL 3.0 on AMD Zen 4: 8, not 16); None: native.
         self.max_vector_width = None

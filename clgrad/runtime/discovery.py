@@ -51,7 +51,8 @@ def _clear_stale_cache_lock():
 # Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
 CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
 
-_PROBE_VERSION = 2      # bump when the probe kernel changes, to re-probe every device
+_PROBE_VERSION = 3      # bump when the probe kernel changes, to re-probe every device
+#                         (3: float16 by probe_fp16)
 _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
 # The program check (_probe.py --kernels) builds ~70 programs: 10-30 s cold on Intel's runtime,
 # 1-3 min on PoCL (2 loaded cores); once per device, driver and version of the kernels.
@@ -77,6 +78,9 @@ class _Candidate:
         self.kind = _kind_of(device)
         self.driver = device.driver_version.strip()
         self.usable, self.reason = None, "not probed"
+        # float16 (the probe's probe_fp16): cl_khr_fp16 listed, or a GPU compiler that runs
+        # half arithmetic right without listing it (NVIDIA's OpenCL); None: not probed
+        self.fp16 = None
         self.index = None  # ordinal among usable devices of its kind, in preference order
         self.checked = False      # the program check (_check_programs) has passed
         self.vector_width = None  # the float vector width its kernels build at, when capped
@@ -316,6 +320,7 @@ def _probe(found):
         hit = cache.get(c.key())
         if isinstance(hit, dict) and isinstance(hit.get("usable"), bool):
             c.usable, c.reason = hit["usable"], str(hit.get("reason", ""))
+            c.fp16 = hit.get("fp16") if isinstance(hit.get("fp16"), bool) else None
         else:
             todo.append(c)
     for c in found:
@@ -335,7 +340,10 @@ def _probe(found):
             c.usable, c.reason = False, results.get("*", "the probe process gave no answer")
         else:
             c.usable, c.reason = bool(r["usable"]), str(r["reason"])
+            c.fp16 = r.get("fp16") if isinstance(r.get("fp16"), bool) else None
             cache[c.key()] = {"usable": c.usable, "reason": c.reason}
+            if c.fp16 is not None:
+                cache[c.key()].update(fp16=c.fp16, fp16_how=str(r.get("fp16_how", "")))
         _log.logger.debug("probe %s %s [%s]: %s (probed in %.1f s)", c.spec, c.name,
                           c.platform_name, "usable" if c.usable else c.reason,
                           time.perf_counter() - start)
@@ -422,6 +430,7 @@ def devices() -> list[dict]:
         d = c.device
         try:
             fp64, fp16 = _fp_support(d)
+            fp16 = fp16 or bool(c.fp16)
             units, mem = d.max_compute_units, d.global_mem_size
         except cl.Error as e:
             raise_if_forked(e, "a query of a device")
@@ -519,7 +528,7 @@ def _device_for(c) -> Device:
                 if not _check_programs(c):
                     raise DeviceError(f"device: {c.spec} {c.name!r} [{c.platform_name}] is not "
                                       f"usable: {c.reason}; {_instead(c)}")
-                dev = Device(c.device, c.pi, c.di, index=c.index)
+                dev = Device(c.device, c.pi, c.di, index=c.index, fp16=c.fp16)
                 dev.max_vector_width = c.vector_width
                 _DEVICES[key] = dev
     return dev
