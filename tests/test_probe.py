@@ -288,3 +288,19 @@ def test_an_unlisted_probed_fp16_device_builds_half_kernels(monkeypatch):
     t = clgrad.tensor(a, device=dev)
     np.testing.assert_array_equal((t + t).numpy(), a + a)
     np.testing.assert_allclose(t.float().sum().item(), a.astype(np.float64).sum(), rtol=1e-6)
+
+
+def test_clgrad_fp16_setting_gates_the_probed_verdict(monkeypatch):
+    """CLGRAD_FP16: 'listed' (default) ignores the probe's float16 verdict, 'probe' takes it,
+    anything else is a ValueError naming the variable."""
+    class C:
+        fp16 = True
+    monkeypatch.delenv("CLGRAD_FP16", raising=False)
+    assert discovery._probed_fp16(C()) is False
+    monkeypatch.setenv("CLGRAD_FP16", "probe")
+    assert discovery._probed_fp16(C()) is True
+    C.fp16 = None  # not probed (an older cache entry)
+    assert discovery._probed_fp16(C()) is False
+    monkeypatch.setenv("CLGRAD_FP16", "yes")
+    with pytest.raises(ValueError, match="CLGRAD_FP16: expected 'listed' or 'probe'"):
+        discovery._probed_fp16(C())

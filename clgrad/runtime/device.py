@@ -221,9 +221,9 @@ class Device:
     'cpu' | 'cuda' | 'other'; every OpenCL GPU is 'cuda', as PyTorch's ROCm build calls AMD
     GPUs), ``index`` (ordinal among usable devices of that type, or None), ``platform``,
     ``platform_index``, ``device_index``, ``fp64`` (extension support) and ``fp16``
-    (cl_khr_fp16 listed, or ``fp16`` True: the probe found a GPU compiler that runs half
-    arithmetic right without listing it, as NVIDIA's; its builds then enable the extension's
-    pragma, kernels/common.h's CLGRAD_FP16_PRAGMA),
+    (cl_khr_fp16 listed, or ``fp16`` True: with CLGRAD_FP16=probe, a GPU compiler the probe
+    found running half arithmetic right without listing it, as NVIDIA's; its builds then
+    enable the extension's pragma, kernels/common.h's CLGRAD_FP16_PRAGMA),
     ``max_work_group_size``, ``local_mem_size`` and ``total_memory`` (bytes),
     ``allocated`` (bytes held by live buffers), ``build_options`` (added to every build).
     """

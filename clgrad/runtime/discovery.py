@@ -430,7 +430,7 @@ def devices() -> list[dict]:
         d = c.device
         try:
             fp64, fp16 = _fp_support(d)
-            fp16 = fp16 or bool(c.fp16)
+            fp16 = fp16 or _probed_fp16(c)
             units, mem = d.max_compute_units, d.global_mem_size
         except cl.Error as e:
             raise_if_forked(e, "a query of a device")
@@ -439,6 +439,15 @@ def devices() -> list[dict]:
                          driver=c.driver, compute_units=units, global_mem_bytes=mem,
                          fp64=fp64, fp16=fp16, usable=bool(c.usable), reason=c.reason))
     return rows
+
+
+def _probed_fp16(c) -> bool:
+    """The probe's float16 verdict for ``c`` where CLGRAD_FP16=probe asks for it, else False
+    (float16 only where cl_khr_fp16 is listed: the default)."""
+    mode = settings.getenv("CLGRAD_FP16")
+    if mode not in ("listed", "probe"):
+        raise ValueError(f"CLGRAD_FP16: expected 'listed' or 'probe', got {mode!r}")
+    return mode == "probe" and bool(c.fp16)
 
 
 def runtime_notes() -> list[str]:
@@ -528,7 +537,7 @@ def _device_for(c) -> Device:
                 if not _check_programs(c):
                     raise DeviceError(f"device: {c.spec} {c.name!r} [{c.platform_name}] is not "
                                       f"usable: {c.reason}; {_instead(c)}")
-                dev = Device(c.device, c.pi, c.di, index=c.index, fp16=c.fp16)
+                dev = Device(c.device, c.pi, c.di, index=c.index, fp16=_probed_fp16(c))
                 dev.max_vector_width = c.vector_width
                 _DEVICES[key] = dev
     return dev
