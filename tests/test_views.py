@@ -686,3 +686,26 @@ def test_unbind_pieces_share_one_backward():
     loss.backward()
     np.testing.assert_allclose(leaf.grad.numpy(), np.ones((4, 3)))
     assert launch_count() - n0 == 5  # one select per piece took 10 (3 fills, 2 more adds)
+
+
+def test_contiguous_copies_replayed_per_layout_match_numpy():
+    """contiguous() records a layout's copy launches once and replays them (one allocation,
+    one enqueue): the second and third calls, on other data of the same layout, and a layout
+    that differs only in its offset or strides, all match NumPy; the result owns its storage."""
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        base = rng.standard_normal((6, 7, 5)).astype(np.float32)
+        t = clgrad.tensor(base)
+        cases = ((t.transpose(0, 2), np.swapaxes(base, 0, 2)), (t[1:5, ::2], base[1:5, ::2]),
+                 (t[2:, 3:].permute(2, 0, 1), base[2:, 3:].transpose(2, 0, 1)),
+                 (t[:1].expand(4, 7, 5), np.broadcast_to(base[:1], (4, 7, 5))),
+                 (t, base))
+        for view, want in cases:
+            got = view.contiguous() if not view.is_contiguous() else view.clone()
+            assert got.is_contiguous() and got.storage_offset() == 0
+            assert got._storage is not t._storage
+            np.testing.assert_array_equal(got.numpy(), want)
+    x = clgrad.tensor(rng.standard_normal((3, 4)).astype(np.float32), requires_grad=True)
+    (x.t().contiguous() * clgrad.arange(3.0)).sum().backward()  # its Node still records
+    np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(np.arange(3.0)[:, None],
+                                                                  (3, 4)))

@@ -9,7 +9,8 @@ import operator
 import threading
 import weakref
 
-from clgrad.autograd.grad_mode import _autocast_off, is_grad_enabled, no_grad
+from clgrad.autograd.grad_mode import is_grad_enabled
+from clgrad.autograd.grad_mode import _state as _GRAD_STATE
 from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
@@ -323,7 +324,11 @@ def _run(roots, root_grads, retain_graph, targets=None):
 
     want = None if targets is None else {id(t) for t in targets}
     captured = {}
-    with no_grad(), _autocast_off():
+    # no_grad and autocast off for the walk, set on the thread's state directly (the two
+    # context managers cost 10 Python calls a backward; grad_mode's no_grad/_autocast_off)
+    prev = (getattr(_GRAD_STATE, "enabled", True), getattr(_GRAD_STATE, "autocast", None))
+    _GRAD_STATE.enabled, _GRAD_STATE.autocast = False, None
+    try:
         for r, g in zip(roots, root_grads):
             send(r, g)
         nodes = _collect(roots)
@@ -363,6 +368,8 @@ def _run(roots, root_grads, retain_graph, targets=None):
             return captured
         for k, g in leaf_grads.items():  # leaves that were roots themselves
             _finish_leaf(leaves[k], g, owned[k], deliveries)
+    finally:
+        _GRAD_STATE.enabled, _GRAD_STATE.autocast = prev
     return None
 
 

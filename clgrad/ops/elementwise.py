@@ -19,6 +19,7 @@ from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, flat_plan, full,
                               launch_1d, one_device, same_device, scalar, zeros)
 from clgrad.ops.plan import key as plan_key
+from clgrad.ops.plan import record_launches, replay
 from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "neg", "abs", "exp", "log",
@@ -105,12 +106,29 @@ def to_device(x: Tensor, device) -> Tensor:
 
 
 def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
-    """``x`` if already contiguous (and not ``force_copy``), else a contiguous copy."""
+    """``x`` if already contiguous (and not ``force_copy``), else a contiguous copy.
+
+    The copy's launches are recorded once per layout (plan.key of ``x``: shape, strides,
+    offset, dtype) and replayed after: a leaf's gradient copy in every backward takes one
+    allocation and one enqueue (copy_raw's checks and planning ran at the recording)."""
     if not force_copy and x.is_contiguous():
         return x
-    out = empty(x.shape, x.dtype, x._storage.device)
-    copy_raw(out, x)
+    dev = x._storage.device
+    out = Tensor._empty(x._shape, x._storage.dtype, dev)
+    key = plan_key(_COPY_TAG, (x,))
+    plans = dev.plans.get(key)
+    if plans:
+        replay(dev, plans, (out._storage.buffer, x._storage.buffer))
+    elif plans is None and dev._capture is None:  # (a graph being captured: not recorded)
+        rec = record_launches(dev, lambda: copy_raw(out, x),
+                              (out._storage.buffer, x._storage.buffer))
+        dev.keep_plan(key, rec or False)  # False: this layout is copied by copy_raw
+    else:
+        copy_raw(out, x)
     return record("contiguous", out, (x,), lambda g: (g,))
+
+
+_COPY_TAG = ("copy.cl", "contiguous")  # contiguous's recorded launches (plan.key's tag)
 
 
 def clone(x: Tensor) -> Tensor:
