@@ -235,7 +235,6 @@ def test_a_device_failing_the_check_is_never_chosen_and_named_when_asked_for(tmp
 
 def _half_device():
     """The first usable device that lists cl_khr_fp16 (Intel's CPU runtime), or skip."""
-    import pyopencl as cl
     for c in discovery._discover():
         if c.usable and "cl_khr_fp16" in c.device.extensions:
             return c
