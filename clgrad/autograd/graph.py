@@ -232,7 +232,10 @@ def _raise_modified(node, t, now, version):
 
 def _collect(roots):
     """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion)."""
-    seen, stack, nodes = set(), [r for r in roots if isinstance(r, Node)], []
+    seen, stack, nodes = set(), [], []
+    for r in roots:  # (a loop, not a comprehension: no Python frame)
+        if type(r) is Node:
+            stack.append(r)
     while stack:  # (loops, not generators: no Python frame per node)
         n = stack.pop()
         if id(n) in seen:
@@ -438,7 +441,11 @@ def _roots_and_grads(tensors, grad_tensors, op):
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
-        if not t.requires_grad:
+        if t._base is None:  # (the slots: the properties re-derive a view's graph only)
+            rg, fn = t._requires_grad, t._grad_fn
+        else:
+            rg, fn = t.requires_grad, t.grad_fn
+        if not rg:
             raise RuntimeError(f"{op}: element {i} of tensors does not require grad and does "
                                f"not have a grad_fn")
         if g is None:
@@ -457,7 +464,6 @@ def _roots_and_grads(tensors, grad_tensors, op):
                                f"{t.device} but got {g.device}")
         if g._storage.dtype is not t._storage.dtype:
             g = g.to(t.dtype)
-        fn = t.grad_fn
         roots.append(fn if fn is not None else t)
         grads.append(g.detach())
     return roots, grads
@@ -473,7 +479,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     RuntimeError) for ``create_graph=True`` (backward runs under no_grad here: no
     higher-order gradients) and for ``inputs=`` (use autograd.grad).
     """
-    _no_create_graph("backward", create_graph)
+    if create_graph:
+        _no_create_graph("backward", create_graph)
     if inputs is not None:
         raise NotImplementedError("backward: inputs= is not supported; use "
                                   "clgrad.autograd.grad(outputs, inputs) instead")
