@@ -831,3 +831,79 @@ def test_enqueue_auto_is_ctypes_on_gpus_only(monkeypatch):
     monkeypatch.setenv("CLGRAD_ENQUEUE", "auto")
     np.testing.assert_array_equal((clgrad.ones(3) + 1).numpy(), np.full(3, 2, np.float32))
     assert (dev._native is not None) == (dev.kind == "gpu")
+
+
+def test_a_recording_that_starts_between_hook_reads_breaks_no_launch(monkeypatch):
+    """Another thread's plan.record_launches installs its hook on the device while this
+    thread is between a Plan's call and the enqueue: the launch must still get every argument
+    (a Plan used to read the hook itself, then Device.launch_split read it again and, finding
+    the recorder, rebuilt the arguments without the plan's fixed ones: IndexError). Simulated
+    deterministically: the device's hook is None at every read but launch_split's, which finds
+    another thread's recorder; then the same with threads for real, contiguous() recording new
+    layouts."""
+    import threading
+    from clgrad.ops import plan as plan_mod
+    from clgrad.runtime import device as devmod
+    a = clgrad.tensor(np.arange(64, dtype=np.float32))
+    (a * a + a).numpy()  # plans made
+    dev = a._storage.device
+    foreign = plan_mod._Recorder()
+    foreign.thread = -1  # another thread's recording
+    reads = []
+
+    class Flaky(type(dev)):
+        @property
+        def _capture(self):  # the recorder appears for launch_split's read only
+            caller = sys._getframe(1).f_code.co_name
+            reads.append(caller)
+            return foreign if caller == "launch_split" else None
+
+        @_capture.setter
+        def _capture(self, v):
+            pass
+
+    monkeypatch.setattr(dev, "__class__", Flaky)
+    try:
+        out = (a * a).numpy()
+    finally:
+        monkeypatch.undo()
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.float32) ** 2)
+    assert "launch_split" in reads  # launch_split found the recorder: all arguments given
+    assert type(dev) is devmod.Device
+
+    x = clgrad.tensor(np.arange(20000, dtype=np.float32))
+    errors, stop = [], [False]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def recorder():
+        try:
+            for i in range(400):  # a new storage offset each call: contiguous() records
+                got = x[i:i + 12].view(3, 4).t().contiguous().numpy()
+                if not np.array_equal(got, np.arange(i, i + 12, dtype=np.float32)
+                                      .reshape(3, 4).T):
+                    errors.append(("copy", i))
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+        stop[0] = True
+
+    def worker():
+        b = clgrad.ones(64)
+        try:
+            while not stop[0]:
+                if not np.array_equal((b * b + b).numpy(), np.full(64, 2, np.float32)):
+                    errors.append("add")
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    try:
+        threads = [threading.Thread(target=recorder)] + [threading.Thread(target=worker)
+                                                         for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+    finally:
+        sys.setswitchinterval(old)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []

@@ -65,14 +65,11 @@ class Plan:
 
     def run(self, dev, *buffers):
         """Bind ``buffers`` (one per ``mem_at`` index, in order) and enqueue on ``dev``: the
-        plan's kernel object holds its fixed arguments already (a capture gets them all)."""
+        plan's kernel object holds its fixed arguments already (a capture gets them all:
+        ``Device.launch_split``'s ``held``, which reads the capture hook once)."""
         mem = self.mem[:]
         mem[1::2] = buffers
-        if dev._capture is None:
-            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), ())
-        else:
-            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), self.val,
-                             self.other)
+        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), (), (), self)
 
     def run_with(self, dev, buffers, values):
         """``run`` with the per-call by-value arguments ``values`` (one per ``val_at`` index,
@@ -81,11 +78,7 @@ class Plan:
         mem[1::2] = buffers
         val = self.vals[:]
         val[1::2] = values
-        if dev._capture is None:
-            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), tuple(val))
-        else:
-            dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem),
-                             self.val + tuple(val), self.other)
+        dev.launch_split(self.kernel, self.gsize, self.lsize, tuple(mem), tuple(val), (), self)
 
     def __repr__(self):
         return (f"Plan({getattr(self.kernel, 'function_name', self.kernel)!r}, "

@@ -341,8 +341,9 @@ class Device:
                  or if the runtime itself refuses (the message has what was asked, what is in
                  use and what the device has).
         """
-        if self._capture is not None:
-            buf = self._capture._alloc(self, nbytes)
+        cap = self._capture  # (read once, as in launch)
+        if cap is not None:
+            buf = cap._alloc(self, nbytes)
             if buf is not None:
                 return buf
         if type(nbytes) is not int:
@@ -497,8 +498,8 @@ class Device:
                  reaches it (OpenCL's INVALID_MEM_OBJECT / INVALID_CONTEXT: an op without its
                  device check); pyopencl's error for any other failure
         """
-        if self._capture is not None and self._capture._launch(self, kernel, global_size,
-                                                               local_size, args):
+        cap = self._capture  # (read once: another thread's recording may end meanwhile)
+        if cap is not None and cap._launch(self, kernel, global_size, local_size, args):
             return
         if local_size is not None:
             global_size = [-(-g // l) * l for g, l in zip(global_size, local_size)]
@@ -541,18 +542,24 @@ class Device:
             _LAUNCHES[0] += 1
 
     def launch_split(self, kernel: cl.Kernel, global_size, local_size, mem: tuple,
-                     val: tuple, other: tuple = ()):
+                     val: tuple, other: tuple = (), held=None):
         """``launch`` with the arguments already sorted by kind, for callers that build them
         (clgrad/ops/_util.py's launch_1d): ``mem`` is the flat tuple ``(index, buffer, ...)``
         of the buffer arguments, ``val`` ``(index, by-value argument, ...)`` of the by-value
         ones (bytes, NumPy scalars or arrays), ``other`` likewise of any others (set with
-        ``Kernel.set_arg``: local memory), together every argument index once.
-        ``global_size`` (a tuple) must already be a multiple of ``local_size`` (a tuple, or
-        None). A capture
-        (clgrad/capture/record.py) gets the launch as ``launch`` would give it."""
+        ``Kernel.set_arg``: local memory), together every argument index once, except those
+        of ``held``: a Plan (clgrad/ops/plan.py) whose kernel object holds its fixed
+        arguments (``held.val``, ``held.other``), not set here. ``global_size`` (a tuple)
+        must already be a multiple of ``local_size`` (a tuple, or None). A capture
+        (clgrad/capture/record.py) or a recording (plan.record_launches) gets the launch as
+        ``launch`` would give it, every argument included. The hook is read once here: the
+        caller never decides which arguments to pass by reading it itself (another thread's
+        recording may start in between)."""
         if self._capture is not None:
-            args = [None] * ((len(mem) + len(val) + len(other)) // 2)
-            for pairs in (mem, val, other):
+            parts = (mem, val, other) if held is None else (mem, val, other, held.val,
+                                                             held.other)
+            args = [None] * (sum(map(len, parts)) // 2)
+            for pairs in parts:
                 for j in range(0, len(pairs), 2):
                     args[pairs[j]] = pairs[j + 1]
             self.launch(kernel, global_size, local_size, *args)
@@ -654,7 +661,8 @@ class Device:
     def copy(self, dst, src, **kwargs):
         """``cl.enqueue_copy(queue, dst, src, **kwargs)`` (host <-> device), blocking: enqueued
         under the lock like every launch, then waited for outside it."""
-        if self._capture is not None and self._capture._copy(self, dst, src, kwargs):
+        cap = self._capture  # (read once, as in launch)
+        if cap is not None and cap._copy(self, dst, src, kwargs):
             return
         with self._lock:
             ev = cl.enqueue_copy(self.queue, dst, src, is_blocking=False, **kwargs)
@@ -662,8 +670,8 @@ class Device:
 
     def fill(self, buffer, pattern: np.ndarray, offset: int, size: int):
         """``cl.enqueue_fill_buffer`` (bytes ``offset .. offset + size``), under the lock."""
-        if self._capture is not None and self._capture._fill(self, buffer, pattern, offset,
-                                                             size):
+        cap = self._capture  # (read once, as in launch)
+        if cap is not None and cap._fill(self, buffer, pattern, offset, size):
             return
         with self._lock:
             cl.enqueue_fill_buffer(self.queue, buffer, pattern, offset, size)
