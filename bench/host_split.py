@@ -9,12 +9,13 @@ runs 3 real SGD steps (kernels built, plans cached, conv choices measured), then
 runtime's eager enqueue (``clgrad.runtime.device._enqueue``, pyopencl's
 ``enqueue_nd_range_kernel``; ``CLGRAD_ENQUEUE=pyopencl`` is set here so that every launch goes
 through it) with a no-op and times ``--steps`` steps phase by phase: forward with the loss,
-backward, SGD step (momentum 0.9, weight decay) + ``zero_grad``. Every Python path runs as in
-a real step, argument setting included; no kernel runs, so the figure is the host's own cost per launch,
-free of the device and of the queue's backlog (the zoo's kernel/host split, which finishes the
-queue after every launch, mixes in the runtime's latency and the machine's load). Prints, per
-model, the best and median over the steps of µs per launch per phase and the launches per
-phase. The numbers are garbage after the stub (no kernel runs); nothing reads them.
+backward, SGD step (momentum 0.9, weight decay) + ``zero_grad``. Every Python path runs as in a
+real step, argument setting included; no kernel runs, so the figure is the host's own cost per
+launch, free of the device and of the queue's backlog (the zoo's kernel/host split, which
+finishes the queue after every launch, mixes in the runtime's latency and the machine's load).
+Prints, per model, the best and median over the steps of µs per launch per phase and the
+launches per phase. The numbers are garbage after the stub (no kernel runs); nothing reads
+them.
 """
 import argparse
 import os
