@@ -15,6 +15,7 @@ from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops.plan import Plan, key as plan_key
+from clgrad.ops.plan import record_launches, replay
 from clgrad.ops._util import (copy_raw, defines_for, empty, full, launch_1d, same_device,
                                zeros)
 from clgrad.tensor import Tensor
@@ -35,6 +36,9 @@ def cat(tensors, dim: int = 0) -> Tensor:
     Raises ValueError for an empty list, RuntimeError for mismatched shapes.
     """
     tensors = list(tensors)
+    out = _cat_cached(tensors, dim)
+    if out is not None:
+        return out
     if not tensors:
         raise ValueError("cat: expected a non-empty list of Tensors")
     for t in tensors:
@@ -56,17 +60,63 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                f"{tuple(t.shape)}")
     shape = list(ref.shape)
     shape[d] = sum(t.shape[d] for t in parts)
-    out = empty(shape, dt, ref._storage.device)
-    _cat_copy(out, parts, d)
+    dev = ref._storage.device
+    out = empty(shape, dt, dev)
+    steps = _cat_copy(out, parts, d)
     sizes = [t.shape[d] for t in parts]
+    if type(dim) is int and steps is not None and dev._capture is None:
+        idx = [i for i, t in enumerate(tensors) if any(t is p for p in parts)]
+        if len(idx) == len(parts):  # (each part once: no input given twice as one object)
+            dev.keep_plan(plan_key(_CAT_TAG, tensors, (dim,)),
+                          (out._shape, dt, tuple(idx), tuple(sizes), d, steps))
+    return record("cat", out, tuple(parts), _cat_backward(sizes, d))
 
+
+def _cat_backward(sizes, d):
+    """cat's backward: each input gets its slice of the gradient (a narrow view)."""
     def backward(g):
         grads, s = [], 0
         for n in sizes:
             grads.append(g.narrow(d, s, n))
             s += n
         return tuple(grads)
-    return record("cat", out, tuple(parts), backward)
+    return backward
+
+
+# cat's fast path: what the general path did for a signature, in the device's plans under
+# plan.key(_CAT_TAG, the inputs, (dim,)) (every input's shape, strides, offset and dtype; the
+# settings epoch): (output shape, dtype, the indices of the inputs taking part, their sizes
+# along d, d, the launches as steps: ("multi", cat Plan, input indices) or ("one", the
+# recorded launches of copy_raw, input index)). A hit checks only that every input is a Tensor
+# on the device, then allocates once and runs the steps.
+_CAT_TAG = ("copy.cl", "cat")
+
+
+def _cat_cached(tensors, dim):
+    """cat on a cached signature (see _CAT_TAG), or None (the general path runs)."""
+    if not tensors or type(dim) is not int:
+        return None
+    t0 = tensors[0]
+    if type(t0) is not Tensor:
+        return None
+    dev = t0._storage.device
+    for t in tensors:
+        if type(t) is not Tensor or t._storage.device is not dev:
+            return None
+    hit = dev.plans.get(plan_key(_CAT_TAG, tensors, (dim,)))
+    if not hit:
+        return None
+    shape, dt, idx, sizes, d, steps = hit
+    out = Tensor._empty(shape, dt, dev)
+    ob = out._storage.buffer
+    parts = [tensors[i] for i in idx]
+    for kind, plan, which in steps:
+        if kind == "multi":
+            plan.run(dev, plan.data, ob, *[parts[k]._storage.buffer if k is not None else ob
+                                           for k in which])
+        else:
+            replay(dev, plan, (ob, parts[which]._storage.buffer))
+    return record("cat", out, tuple(parts), _cat_backward(sizes, d))
 
 
 CAT_SLOTS = 8  # inputs per launch (kernels/copy.cl cat_elems / cat_runs): more take batches
@@ -75,26 +125,39 @@ _CAT_M = 34    # longs of a slot's geometry in the kernels' meta buffer
 
 def _cat_copy(out: Tensor, parts, d: int):
     """Copy ``parts`` into their slices of ``out`` along dim ``d``: CAT_SLOTS inputs a launch
-    (one input: copy_raw); inputs with no elements are skipped."""
+    (one input: copy_raw); inputs with no elements are skipped. Returns the launches as cat's
+    fast-path steps (see _CAT_TAG), or None where one cannot be replayed."""
     jobs, start = [], 0
-    for t in parts:
+    for j, t in enumerate(parts):
         n = t._shape[d]
         if t.numel():
             dst = Tensor(out._storage, t._shape, out._strides,
                          out._offset + start * out._strides[d])
-            jobs.append((dst, t))
+            jobs.append((dst, t, j))
         start += n
+    steps = []
     for i in range(0, len(jobs), CAT_SLOTS):
         batch = jobs[i:i + CAT_SLOTS]
         if len(batch) == 1:
-            copy_raw(*batch[0])
+            dst, src, j = batch[0]
+            rec = record_launches(dst._storage.device, lambda: copy_raw(dst, src),
+                                  (out._storage.buffer, src._storage.buffer))
+            if steps is not None and rec is not None and src._storage is not out._storage:
+                steps.append(("one", rec, j))
+            else:
+                steps = None
         else:
-            _cat_launch(out, batch)
+            plan = _cat_launch(out, [(dst, src) for dst, src, _ in batch])
+            if steps is not None:
+                steps.append(("multi", plan, tuple(j for _, _, j in batch) +
+                              (None,) * (CAT_SLOTS - len(batch))))
+    return tuple(steps) if steps is not None else None
 
 
-def _cat_launch(out: Tensor, batch):
+def _cat_launch(out: Tensor, batch) -> Plan:
     """One launch of cat_elems (GPUs) or cat_runs (CPUs) for up to CAT_SLOTS (slice, input)
-    pairs; the geometry (meta buffer) is planned once per layout, in the device's plans."""
+    pairs; the geometry (meta buffer) is planned once per layout, in the device's plans.
+    Returns the plan (cat's fast path runs it again)."""
     dev = out._storage.device
     parts = []
     for dst, src in batch:
@@ -106,6 +169,7 @@ def _cat_launch(out: Tensor, batch):
     ob = out._storage.buffer
     plan.run(dev, plan.data, ob, *[batch[k][1]._storage.buffer if k < len(batch) else ob
                                    for k in range(CAT_SLOTS)])
+    return plan
 
 
 CAT_LOCAL = 256  # work-group size of cat_elems (GPUs)
