@@ -52,9 +52,14 @@ def is_contiguous(shape, strides) -> bool:
 
 
 def wrap_dim(dim, ndim: int, op: str = "dim") -> int:
-    """A dim in ``[-ndim, ndim)`` as a non-negative index. Raises IndexError (PyTorch)."""
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"{op}: expected dim to be an int, got {type(dim).__name__}")
+    """A dim in ``[-ndim, ndim)`` as a non-negative index; a NumPy integer is taken as its
+    int (as PyTorch takes it). Raises TypeError for another type (bool included), IndexError
+    out of range (PyTorch's)."""
+    if type(dim) is not int:
+        if isinstance(dim, bool) or not (isinstance(dim, int) or (
+                isinstance(dim, numbers.Integral) and type(dim).__module__ == "numpy")):
+            raise TypeError(f"{op}: expected dim to be an int, got {type(dim).__name__}")
+        dim = int(dim)
     lo, hi = (-max(ndim, 1), max(ndim, 1) - 1)
     if dim < lo or dim > hi:
         raise IndexError(f"{op}: dimension out of range (expected to be in range of "

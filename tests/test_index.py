@@ -928,3 +928,20 @@ def test_cat_on_a_cached_signature_replays_and_matches_numpy():
         np.testing.assert_array_equal(got, np.concatenate([a.T, a.T[1:], a.T], 0))
         got = clgrad.stack([t, t * 2, t + 1], 1).numpy()
         np.testing.assert_array_equal(got, np.stack([a, a * 2, a + 1], 1))
+
+
+def test_cat_errors_and_a_numpy_dim_as_pytorch():
+    """A 0-dim input is PyTorch's RuntimeError naming its position (an IndexError from inside
+    before); a NumPy integer dim is taken (PyTorch takes it), a bool or float dim is not."""
+    a = clgrad.ones(2, 3)
+    for bad in ([clgrad.tensor(3.0), clgrad.tensor(3.0)], [clgrad.zeros(0), clgrad.tensor(3.0)]):
+        pos = 0 if bad[0].ndim == 0 else 1
+        with pytest.raises(RuntimeError, match=rf"zero-dimensional tensor \(at position {pos}\)"):
+            clgrad.cat(bad)
+    for d in (np.int64(1), np.int32(-1)):
+        np.testing.assert_array_equal(clgrad.cat([a, a * 2], d).numpy(),
+                                      np.concatenate([np.ones((2, 3)), np.full((2, 3), 2)], 1))
+    np.testing.assert_array_equal(a.sum(np.int64(0)).numpy(), np.full(3, 2.0))
+    for d in (True, 1.0, np.bool_(True)):
+        with pytest.raises(TypeError, match="expected dim to be an int"):
+            clgrad.cat([a, a], d)

@@ -33,7 +33,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
     take no copy. Any layouts; the inputs are copied up to 8 in one launch.
     Grad: each input gets its slice of the output's gradient (views, no launch).
 
-    Raises ValueError for an empty list, RuntimeError for mismatched shapes.
+    Raises ValueError for an empty list, RuntimeError for mismatched shapes or a 0-dim input
+    (PyTorch's), TypeError for a non-Tensor or a dim that is not an integer.
     """
     tensors = list(tensors)
     out = _cat_cached(tensors, dim)
@@ -45,6 +46,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
         if not isinstance(t, Tensor):
             raise TypeError(f"cat: expected Tensors, got {type(t).__name__}")
     same_device("cat", *tensors)
+    for i, t in enumerate(tensors):
+        if not t._shape:
+            raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be "
+                               f"concatenated")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour).
     parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
     ref = parts[0]
