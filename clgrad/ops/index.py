@@ -51,7 +51,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"cat: zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
     # PyTorch skips 1-D empty tensors in cat (legacy behaviour).
-    parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    idx = [i for i, t in enumerate(tensors) if not (t.ndim == 1 and t.shape[0] == 0)] or [0]
+    parts = [tensors[i] for i in idx]
     ref = parts[0]
     d = layout.wrap_dim(dim, ref.ndim, "cat")
     dt = ref.dtype
@@ -70,10 +71,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
     steps = _cat_copy(out, parts, d)
     sizes = [t.shape[d] for t in parts]
     if type(dim) is int and steps is not None and dev._capture is None:
-        idx = [i for i, t in enumerate(tensors) if any(t is p for p in parts)]
-        if len(idx) == len(parts):  # (each part once: no input given twice as one object)
-            dev.keep_plan(plan_key(_CAT_TAG, tensors, (dim,)),
-                          (out._shape, dt, tuple(idx), tuple(sizes), d, steps))
+        dev.keep_plan(plan_key(_CAT_TAG, tensors, (dim,)),
+                      (out._shape, dt, tuple(idx), tuple(sizes), d, steps))
     return record("cat", out, tuple(parts), _cat_backward(sizes, d))
 
 
@@ -145,12 +144,15 @@ def _cat_copy(out: Tensor, parts, d: int):
         batch = jobs[i:i + CAT_SLOTS]
         if len(batch) == 1:
             dst, src, j = batch[0]
+            if steps is None:  # (nothing to keep: no recording)
+                copy_raw(dst, src)
+                continue
             rec = record_launches(dst._storage.device, lambda: copy_raw(dst, src),
                                   (out._storage.buffer, src._storage.buffer))
-            if steps is not None and rec is not None and src._storage is not out._storage:
-                steps.append(("one", rec, j))
-            else:
+            if rec is None:
                 steps = None
+            else:
+                steps.append(("one", rec, j))
         else:
             plan = _cat_launch(out, [(dst, src) for dst, src, _ in batch])
             if steps is not None:
