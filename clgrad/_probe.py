@@ -68,6 +68,26 @@ __kernel void half_probe(__global half *out, __global const half *a, __global co
 }
 """
 
+# ... and its half built-ins: NVIDIA's compiler declares none of them (exp, isnan, vload8 of a
+# half are ambiguous or missing), so kernels/common.h includes kernels/half_builtins.h there,
+# whose overloads compute in float and round once to half. Built as the kernels are (-I, the
+# pragma define); exp and sqrt may be one unit in the last place off NumPy's float16 of the
+# float32 result (double rounding), isnan and fmax (NaN ignored) must be exact.
+HALF_BUILTINS_SOURCE = r"""
+#include "common.h"
+__kernel void half_builtins_probe(__global half *out, __global const half *a) {
+    size_t i = get_global_id(0);
+    half x = a[i];
+    out[3 * i] = exp(x);
+    out[3 * i + 1] = isnan(x) ? (half)1 : (half)0;
+    out[3 * i + 2] = sqrt(fabs(x));
+}
+__kernel void half_vec_probe(__global half *out, __global const half *a) {
+    size_t i = get_global_id(0);
+    vstore8(fmax(vload8(i, a), (half)0), i, out);
+}
+"""
+
 POCL = "Portable Computing Language"
 # Every context and program the probe makes stays referenced until os._exit: PoCL aborts the
 # process ("still have references to IRs - can't release LLVM context") when a context is
@@ -275,11 +295,13 @@ def probe_one(cl, np, device) -> tuple:
     return True, "ok"
 
 
-def probe_fp16(cl, np, device, force: bool = False) -> tuple:
+def probe_fp16(cl, np, device, force: bool = False, kdir: str | None = None) -> tuple:
     """(has float16, how): ``'listed'`` when the device lists cl_khr_fp16; else, on GPUs,
     whether HALF_SOURCE builds and runs right on it (``'compiler'``, or the failure in one
     line). Division may be off by one unit in the last place (cl_khr_fp16's bound); the rest
-    must be exact. ``force`` (tests): run the kernel whatever the device lists."""
+    must be exact. With ``kdir`` (the kernels folder), HALF_BUILTINS_SOURCE must also build
+    with the kernels' pragma define and match NumPy (half_builtins_probe). ``force`` (tests):
+    run the kernels whatever the device lists."""
     if not force and "cl_khr_fp16" in device.extensions:
         return True, "listed"
     if not force and is_cpu(cl, device):  # PoCL rejects half variables; a failed build
@@ -317,6 +339,53 @@ def probe_fp16(cl, np, device, force: bool = False) -> tuple:
         col = int(np.argmax(ulps.max(axis=0)))
         return False, (f"cl_khr_fp16 not listed; half arithmetic wrong "
                        f"({['+', '-', '*', '/', 'convert', 'scale'][col]})")
+    if kdir is not None:
+        return half_builtins_probe(cl, np, ctx, queue, device, kdir)
+    return True, "compiler"
+
+
+def half_builtins_probe(cl, np, ctx, queue, device, kdir: str) -> tuple:
+    """probe_fp16's second part: (True, 'compiler') when HALF_BUILTINS_SOURCE builds as the
+    kernels do (``-I kdir``, ``-DCLGRAD_FP16_PRAGMA=1``) and its exp, isnan, sqrt and vector
+    fmax of halves match NumPy; else (False, the failure in one line)."""
+    n = 256
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-4.0, 4.0, n).astype(np.float16)
+    a[::17] = np.nan
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(ctx, HALF_BUILTINS_SOURCE).build(
+                options=[f"-I{kdir}", "-DCLGRAD_FP16_PRAGMA=1"] + build_options(cl, device))
+        _KEEP.append(prg)
+        mf = cl.mem_flags
+        ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+        ob = cl.Buffer(ctx, mf.WRITE_ONLY, size=2 * 3 * n)
+        vb = cl.Buffer(ctx, mf.WRITE_ONLY, size=2 * n)
+        prg.half_builtins_probe(queue, (n,), None, ob, ab)
+        prg.half_vec_probe(queue, (n // 8,), None, vb, ab)
+        out = np.empty((n, 3), dtype=np.float16)
+        vec = np.empty(n, dtype=np.float16)
+        cl.enqueue_copy(queue, out, ob)
+        cl.enqueue_copy(queue, vec, vb)
+        queue.finish()
+    except Exception as e:  # noqa: BLE001 — the built-ins do not build or run here
+        return False, "cl_khr_fp16 not listed; half built-ins: " + _one_line(e)
+    a32 = a.astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        want = np.stack([np.exp(a32), np.isnan(a32), np.sqrt(np.abs(a32))],
+                        axis=1).astype(np.float16)
+    nan = np.isnan(a)
+    for col, name in ((0, "exp"), (2, "sqrt")):
+        got, exp_ = out[~nan, col], want[~nan, col]
+        ulps = np.abs(got.view(np.int16).astype(np.int32) - exp_.view(np.int16).astype(np.int32))
+        if ulps.max() > 1 or not np.isnan(out[nan, col]).all():
+            return False, f"cl_khr_fp16 not listed; half built-in wrong ({name})"
+    if not np.array_equal(out[:, 1], want[:, 1]):
+        return False, "cl_khr_fp16 not listed; half built-in wrong (isnan)"
+    if not np.array_equal(vec, np.fmax(a, np.float16(0))):
+        return False, "cl_khr_fp16 not listed; half built-in wrong (vload8/fmax/vstore8)"
     return True, "compiler"
 
 
@@ -377,11 +446,13 @@ def main(argv) -> int:
     import numpy as np
     import pyopencl as cl
     warnings.simplefilter("ignore", cl.CompilerWarning)  # a successful build's log: remarks
-    kdir, width, specs = None, None, []
+    kdir, hdir, width, specs = None, None, None, []
     args = iter(argv)
     for a in args:
         if a == "--kernels":
             kdir = next(args)
+        elif a == "--fp16-kernels":  # the kernels folder for probe_fp16's built-ins check
+            hdir = next(args)
         elif a == "--width":
             width = int(next(args))
         else:
@@ -394,7 +465,8 @@ def main(argv) -> int:
         pi, di = (int(s) for s in spec.split(":"))
         device = platforms[pi].get_devices()[di]
         usable, reason = probe_one(cl, np, device)
-        fp16, fp16_how = probe_fp16(cl, np, device) if usable else (False, "not usable")
+        fp16, fp16_how = (probe_fp16(cl, np, device, kdir=hdir or kdir) if usable
+                          else (False, "not usable"))
         count = 0
         if usable and kdir:
             w = width or (device.native_vector_width_float if is_cpu(cl, device) else 1)

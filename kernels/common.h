@@ -12,6 +12,10 @@
 // half arithmetic on a GPU whose driver does not list cl_khr_fp16 but whose compiler runs it
 // right under the pragma (clgrad/_probe.py probe_fp16: NVIDIA's OpenCL)
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#if !defined(cl_khr_fp16) || defined(CLGRAD_HALF_BUILTINS)
+// ... and whose compiler declares none of the extension's half built-ins (exp, isnan, vload8)
+#include "half_builtins.h"
+#endif
 #endif
 
 #define MAXD 8
