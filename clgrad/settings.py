@@ -30,10 +30,13 @@ call on a cached plan reads nothing from the environment.
     CLGRAD_ENQUEUE      auto      how eager launches enqueue: pyopencl (an Event per launch),
                                   ctypes (clEnqueueNDRangeKernel with a NULL event), auto
                                   (ctypes on GPUs, pyopencl on CPUs: measured faster there)
-    CLGRAD_FP16         listed    float16 on devices that list cl_khr_fp16; probe: also GPUs whose
-                                  compiler the device probe found running half arithmetic
-                                  right without listing it (NVIDIA's OpenCL; experimental:
-                                  36 float16 tests failed with it on the H200, 2026-12-04)
+    CLGRAD_FP16         probe     float16 on devices that list cl_khr_fp16 and on GPUs whose compiler
+                                  the device probe found running half arithmetic and the half
+                                  built-ins (kernels/half_builtins.h) right without listing it
+                                  (NVIDIA's OpenCL); listed: only where it is listed
+    CLGRAD_MMA          auto      tensor cores on NVIDIA (kernels/matmul_mma_nv.cl: float16 GEMMs, and
+                                  float32 ones with TF32 allowed) where the device passes
+                                  clgrad/ops/matmul.py's check; off: the FMA kernels only
     CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
                                   (8: the AVX2 variants on an AVX-512 CPU)
 
@@ -57,7 +60,7 @@ SETTINGS = {  # name: default (see the table above)
     "CLGRAD_CONV_ALGO": "auto", "CLGRAD_CONV_TUNE": "auto", "CLGRAD_CONV_DEBUG": "",
     "CLGRAD_CONV_GTILE": "", "CLGRAD_CONV_DWG": "", "CLGRAD_CONV_IGEMM": "",
     "CLGRAD_DEBUG": "", "CLGRAD_REPLAY": "auto", "CLGRAD_COMMAND_BUFFER": "1",
-    "CLGRAD_ENQUEUE": "auto", "CLGRAD_FP16": "listed",
+    "CLGRAD_ENQUEUE": "auto", "CLGRAD_FP16": "probe", "CLGRAD_MMA": "auto",
     "CLGRAD_CPU_VECTOR_WIDTH": "",
 }
 

@@ -51,8 +51,8 @@ def _clear_stale_cache_lock():
 # Intel's runtime runs the main job and the S4 training step faster than PoCL 3.0.
 CPU_RUNTIME_PREFERENCE = ("intel", "portable computing language")
 
-_PROBE_VERSION = 3      # bump when the probe kernel changes, to re-probe every device
-#                         (3: float16 by probe_fp16)
+_PROBE_VERSION = 4      # bump when the probe kernel changes, to re-probe every device
+#                         (3: float16 by probe_fp16; 4: its half built-ins check)
 _PROBE_TIMEOUT_S = 120  # a cold probe builds one program per device: seconds, never minutes
 # The program check (_probe.py --kernels) builds ~70 programs: 10-30 s cold on Intel's runtime,
 # 1-3 min on PoCL (2 loaded cores); once per device, driver and version of the kernels.
@@ -352,7 +352,8 @@ def _probe(found):
 
 def _run_probe(specs) -> dict:
     """{'P:D': {'usable', 'reason'}} from a child process; '*' holds a failure's reason."""
-    cmd = [sys.executable, str(_PKG / "_probe.py"), *specs]
+    from clgrad.runtime.device import kernel_dir
+    cmd = [sys.executable, str(_PKG / "_probe.py"), "--fp16-kernels", str(kernel_dir()), *specs]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S,
                            env=dict(os.environ), stdin=subprocess.DEVNULL)
@@ -442,8 +443,8 @@ def devices() -> list[dict]:
 
 
 def _probed_fp16(c) -> bool:
-    """The probe's float16 verdict for ``c`` where CLGRAD_FP16=probe asks for it, else False
-    (float16 only where cl_khr_fp16 is listed: the default)."""
+    """The probe's float16 verdict for ``c`` where CLGRAD_FP16=probe (the default) asks for
+    it, else False (CLGRAD_FP16=listed: float16 only where cl_khr_fp16 is listed)."""
     mode = settings.getenv("CLGRAD_FP16")
     if mode not in ("listed", "probe"):
         raise ValueError(f"CLGRAD_FP16: expected 'listed' or 'probe', got {mode!r}")
