@@ -128,6 +128,8 @@ def test_backends_flags():
     assert b.cudnn.benchmark and b.cudnn.deterministic and b.cudnn.enabled
     assert not b.cudnn.is_available() and not b.mps.is_available() and not b.mps.is_built()
     b.cuda.matmul.allow_tf32 = True
+    assert clgrad.get_float32_matmul_precision() == "high"  # one state, as PyTorch's
+    b.cuda.matmul.allow_tf32 = False  # (TF32 left on would change later float32 matmuls)
     b.cudnn.benchmark = b.cudnn.deterministic = False
 
 

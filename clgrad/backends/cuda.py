@@ -1,27 +1,77 @@
-"""``torch.backends.cuda``'s flags: accepted and stored, no effect on clgrad.
+"""``torch.backends.cuda``'s flags.
 
-``matmul.allow_tf32`` / ``matmul.allow_fp16_reduced_precision_reduction`` /
+``matmul.allow_tf32`` (and ``matmul.fp32_precision``, and ``clgrad.set_float32_matmul_precision``:
+one state, as in PyTorch, where ``allow_tf32`` is ``get_float32_matmul_precision() !=
+'highest'``): float32 matmul, mm, bmm and linear may run on NVIDIA's tensor cores in TF32 (10-bit
+mantissa, float32 sums; kernels/matmul_mma_nv.cl), where clgrad found the driver taking them
+(clgrad/ops/matmul.py ``mma_precision``). Off by default, as PyTorch's; elsewhere (other devices,
+convolutions) float32 GEMMs stay float32. A change counts as a change of the settings
+(``clgrad.settings.changed()``): launch plans made under the old value are not used again.
+``matmul.allow_fp16_reduced_precision_reduction`` /
 ``matmul.allow_bf16_reduced_precision_reduction`` and the scaled-dot-product-attention switches
-are attributes programs set; clgrad's GEMMs always accumulate in the tensors' own precision.
-``is_built()`` is False (clgrad has no CUDA build; ``clgrad.cuda`` maps PyTorch's CUDA device
-names onto OpenCL devices, see clgrad/cuda.py).
+are attributes programs set, stored with no effect (clgrad's float16 GEMMs always sum in
+float32). ``is_built()`` is False (clgrad has no CUDA build; ``clgrad.cuda`` maps PyTorch's CUDA
+device names onto OpenCL devices, see clgrad/cuda.py).
 """
+from clgrad import settings
+
 __all__ = ["matmul", "is_built", "preferred_linalg_library", "enable_flash_sdp",
            "enable_math_sdp", "enable_mem_efficient_sdp", "flash_sdp_enabled",
            "math_sdp_enabled", "mem_efficient_sdp_enabled"]
 
+PRECISIONS = ("highest", "high", "medium")
+# set_float32_matmul_precision's value, the one TF32 state (a list: hot paths read PRECISION[0]
+# without a call, clgrad/ops/matmul.py)
+PRECISION = ["highest"]
+
+
+def set_float32_precision(precision: str) -> None:
+    """Set the float32 matmul precision ('highest': float32; 'high' / 'medium': TF32 allowed).
+    Raises ValueError for another value."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
+                         f"'medium', got {precision!r}")
+    if precision != PRECISION[0]:
+        PRECISION[0] = precision
+        settings.changed()
+
+
+def float32_precision() -> str:
+    """The float32 matmul precision ('highest' unless set)."""
+    return PRECISION[0]
+
 
 class _MatmulFlags:
-    """``torch.backends.cuda.matmul``: flags stored with no effect."""
+    """``torch.backends.cuda.matmul``: ``allow_tf32`` and ``fp32_precision`` ('ieee' / 'tf32')
+    read and write the float32 matmul precision; the reduced-precision-reduction flags are
+    stored with no effect."""
 
     def __init__(self):
-        self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
-        self.fp32_precision = "ieee"
+
+    @property
+    def allow_tf32(self) -> bool:
+        return PRECISION[0] != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, value):
+        set_float32_precision("high" if value else "highest")
+
+    @property
+    def fp32_precision(self) -> str:
+        return "ieee" if PRECISION[0] == "highest" else "tf32"
+
+    @fp32_precision.setter
+    def fp32_precision(self, value):
+        if value not in ("ieee", "tf32", "none"):
+            raise ValueError(f"fp32_precision: expected 'ieee', 'tf32' or 'none', got "
+                             f"{value!r}")
+        set_float32_precision("high" if value == "tf32" else "highest")
 
     def __repr__(self):
-        return "<clgrad.backends.cuda.matmul: accepted flags, no effect>"
+        return (f"<clgrad.backends.cuda.matmul: allow_tf32={self.allow_tf32} (TF32 tensor "
+                f"cores on NVIDIA where found)>")
 
 
 matmul = _MatmulFlags()

@@ -326,7 +326,6 @@ def _assert(condition, message):
 
 
 _THREADS = [os.cpu_count() or 1]
-_FLAGS = {"matmul_precision": "highest"}
 
 
 def set_num_threads(n: int) -> None:
@@ -358,14 +357,15 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 
 def set_float32_matmul_precision(precision: str) -> None:
-    """Stored with no effect ('highest', 'high' or 'medium'; clgrad's float32 GEMMs always
-    accumulate in float32). Raises ValueError for another value."""
-    if precision not in ("highest", "high", "medium"):
-        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
-                         f"'medium', got {precision!r}")
-    _FLAGS["matmul_precision"] = precision
+    """PyTorch's float32 matmul precision: 'highest' (the default: float32 products and
+    sums), 'high' or 'medium' (TF32 allowed: float32 matmul, mm, bmm and linear run on NVIDIA's
+    tensor cores in TF32 where clgrad found them, kernels/matmul_mma_nv.cl; elsewhere float32).
+    One state with ``backends.cuda.matmul.allow_tf32``, as in PyTorch. Raises ValueError for
+    another value."""
+    backends.cuda.set_float32_precision(precision)
 
 
 def get_float32_matmul_precision() -> str:
-    """The value given to set_float32_matmul_precision ('highest' before)."""
-    return _FLAGS["matmul_precision"]
+    """The value given to set_float32_matmul_precision ('highest' before; 'high' after
+    ``backends.cuda.matmul.allow_tf32 = True``)."""
+    return backends.cuda.float32_precision()
