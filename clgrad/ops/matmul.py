@@ -5,6 +5,12 @@ header): GEMM_CPU (register-blocked, B packed into L1, no local memory) on CPU d
 GEMM_TILED (local-memory tiles, double-buffered, 4-vector loads where the layout allows) on
 GPUs. A transposed view is read through its strides: no copy is made of any operand.
 
+Tensor cores: on NVIDIA GPUs whose OpenCL compiler takes inline PTX ``mma.sync`` (checked once
+per device against NumPy, ``has_mma``), float16 GEMMs and, with TF32 allowed
+(``backends.cuda.matmul.allow_tf32`` / ``set_float32_matmul_precision('high')``), the float32
+GEMMs of matmul, mm, bmm and linear run kernels/matmul_mma_nv.cl :: gemm_mma (``mma_precision``;
+``CLGRAD_MMA=off`` turns it off).
+
 Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` below, unless
 ``bench/gemm.py --tune`` stored a winner for this device and driver in ``tiles_file()``
 (``CLGRAD_GEMM_TILES`` names another file; ``CLGRAD_GEMM_TILES=off`` ignores it).
@@ -15,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import dtypes, layout
+from clgrad import backends, dtypes, layout
 from clgrad import settings
 from clgrad.runtime import cache_dir
 from clgrad.layout import cdiv
@@ -105,7 +111,7 @@ def _same_form(stored, default) -> bool:
 
 
 def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=None,
-         split=None):
+         split=None, tf32=False):
     """c = alpha * a @ b + beta * c in one launch; no autograd.
 
     Shapes: a (*B, M, K), b (*B, K, N), c (*B, M, N) with the same batch dims *B (stride-0
@@ -121,22 +127,27 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     path on GEMM_TILED devices, with one slice where splitting does not pay (callers whose
     launch count must not depend on the problem's shape: the im2col convolution decides on the
     whole layer, so its launch count does not depend on groups).
+    ``tf32``: a float32 GEMM may run in TF32 on tensor cores (matmul's callers pass
+    ``allow_tf32()``; the convolutions' GEMMs stay float32). Tensor cores (``mma_precision``)
+    take float16 and those float32 GEMMs whatever their shape, unless ``tiles_override``.
     """
     dev = c._storage.device
     key = None
     # The launch plan (ops/plan.py), in the device's plans under plan.key of c, a, b (dtypes,
     # shapes, strides, offsets) and ``split``: the kernel, sizes and the arguments that depend
     # only on those; buffers and alpha/beta are bound per call. ``data``: (the tiles planned
-    # with, the number of K slices of a split plan or None). Only with the device's own tiles
+    # with, the number of K slices of a split plan or None, True for a tensor-core plan: its
+    # alpha and beta are float32 whatever the dtype). Only with the device's own tiles
     # (planned again when they were re-read).
     if tiles_override is None:
-        key = plan_key("gemm", (c, a, b), (split,))
+        key = plan_key("gemm", (c, a, b), (split, tf32))
         plan = dev.plans.get(key)
         if plan is not None and plan.data[0] is tiles(dev):  # (tiles re-read: planned again)
             if plan.data[1] is not None:
                 return _gemm_split_k(c, a, b, alpha, beta, plan.data[1])
             dt = c._storage.dtype
             plan.run_with(dev, (c._storage.buffer, a._storage.buffer, b._storage.buffer),
+                          (np.float32(alpha), np.float32(beta)) if plan.data[2] else
                           (scalar(dt, alpha), scalar(dt, beta)))
             return c
     *batch, m, k = a.shape
@@ -152,6 +163,18 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     if len(bshape) > MAXD:
         raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
     cfg = top = tiles_override or tiles(dev)
+    prec = None if tiles_override is not None else mma_precision(dev, c.dtype, tf32)
+    if prec is not None:
+        kernel, gsize, lsize = _mma_launch(dev, prec, m, n, k, min(nb, _MAX_Z),
+                                           (a._offset, *a._strides[-2:], *ab),
+                                           (b._offset, *b._strides[-2:], *bb))
+        fixed = ((np.int64(m), np.int64(n), np.int64(k), np.int64(nb),
+                  np.int32(len(bshape)), shape_arg(bshape)),
+                 (view_arg(c, cb), np.int64(c._strides[-2]), np.int64(c._strides[-1])),
+                 (view_arg(a, ab), np.int64(a._strides[-2]), np.int64(a._strides[-1])),
+                 (view_arg(b, bb), np.int64(b._strides[-2]), np.int64(b._strides[-1])))
+        return _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b,
+                            np.float32(alpha), np.float32(beta), top, True)
     if c.dtype is dtypes.float16 and "MR" in cfg:  # GEMM_CPU would round partial sums
         return _gemm_widened(c, a, b, alpha, beta, cfg)
     (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
@@ -176,7 +199,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             split is True)
         if splits > 1 or (split is True and splits == 1):
             if key is not None:
-                dev.keep_plan(key, Plan(None, (), None, data=(top, splits)))
+                dev.keep_plan(key, Plan(None, (), None, data=(top, splits, False)))
             return _gemm_split_k(c, a, b, alpha, beta, splits, tiles_override)
         d.update(GEMM_TILED=1, **cfg)
         if c.dtype is dtypes.float16:
@@ -203,17 +226,154 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(c, cb), np.int64(c_rs), np.int64(c_cs)),
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
+    return _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b,
+                        scalar(c.dtype, alpha), scalar(c.dtype, beta), top, False)
+
+
+def _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b, alpha, beta, top, mma):
+    """Keep the plan (under ``key``, unless None) and launch one gemm kernel: ``fixed`` are
+    its arguments but the buffers and alpha, beta (kernels/matmul.cl's and matmul_mma_nv.cl's
+    argument order; ``mma``: the latter's, alpha and beta float32)."""
     if key is not None:  # the arguments: fixed[0], c, fixed[1], a, fixed[2], b, fixed[3],
         val = []            # alpha, beta
         for i, v in enumerate((*fixed[0], None, *fixed[1], None, *fixed[2], None, *fixed[3])):
             if v is not None:
                 val += (i, v)
         dev.keep_plan(key, Plan(kernel, gsize, lsize, val, (6, 10, 14), (18, 19),
-                                data=(top, None)))
+                                data=(top, None, mma)))
     dev.launch(kernel, gsize, lsize, *fixed[0], c._storage.buffer, *fixed[1],
-               a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3],
-               scalar(c.dtype, alpha), scalar(c.dtype, beta))
+               a._storage.buffer, *fixed[2], b._storage.buffer, *fixed[3], alpha, beta)
     return c
+
+
+# -- tensor cores (kernels/matmul_mma_nv.cl) ------------------------------------------------------
+# Work-group tiles (kernels/matmul_mma_nv.cl: WARPS_M x WARPS_N warps of MT x NT mma tiles):
+# 128 x 128 (8 warps of 64 x 32) where they fill the GPU, else 64 x 64 (4 warps of 32 x 32).
+MMA_TILES = {"large": {"WARPS_M": 2, "WARPS_N": 4, "MT": 4, "NT": 4},
+             "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4}}
+MMA_BK = 32  # the kernel's tile depth
+_MMA: dict = {}  # Device -> has_mma's verdict
+
+
+_PRECISION = backends.cuda.PRECISION  # ["highest"] unless TF32 is allowed
+
+
+def allow_tf32() -> bool:
+    """Whether float32 matmuls may run in TF32 (backends.cuda.matmul.allow_tf32)."""
+    return _PRECISION[0] != "highest"
+
+
+def mma_precision(dev, dtype, tf32: bool) -> str | None:
+    """'f16' for a float16 GEMM, 'tf32' for a float32 one with ``tf32``, on a device where
+    ``has_mma`` (and CLGRAD_MMA is not 'off'); else None (the FMA kernels of kernels/matmul.cl).
+    Raises ValueError for a CLGRAD_MMA other than 'auto' or 'off'."""
+    if dtype is dtypes.float16:
+        prec = "f16"
+    elif tf32 and dtype is dtypes.float32:
+        prec = "tf32"
+    else:
+        return None
+    mode = settings.getenv("CLGRAD_MMA")
+    if mode not in ("auto", "off"):
+        raise ValueError(f"CLGRAD_MMA: expected 'auto' or 'off', got {mode!r}")
+    if dev.kind != "gpu" or mode == "off" or not has_mma(dev):
+        return None
+    return prec
+
+
+def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
+    """(kernel, global size, local size) of gemm_mma for an (m, k) @ (k, n) problem of ``nz``
+    batch launches; ``a_geo``, ``b_geo``: each operand's (offset, row stride, column stride,
+    *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
+    0 scalars along k, 2 scalars along m or n)."""
+    big = MMA_TILES["large"]
+    bm, bn = big["WARPS_M"] * big["MT"] * 16, big["WARPS_N"] * big["NT"] * 8
+    cfg = big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else MMA_TILES["small"]
+    bm, bn = cfg["WARPS_M"] * cfg["MT"] * 16, cfg["WARPS_N"] * cfg["NT"] * 8
+    vec = 8 if prec == "f16" else 4  # elements in 16 bytes
+    a_off, a_rs, a_cs, *a_bs = a_geo
+    b_off, b_rs, b_cs, *b_bs = b_geo
+    a_load = (1 if a_cs == 1 and all(v % vec == 0 for v in (k, a_off, a_rs, *a_bs)) else
+              2 if a_rs == 1 and a_cs != 1 else 0)
+    b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
+              0 if b_rs == 1 and b_cs != 1 else 2)
+    d = {"T": "half" if prec == "f16" else "float", "MMA_F16" if prec == "f16" else "MMA_TF32": 1,
+         **cfg, "A_LOAD": a_load, "B_LOAD": b_load}
+    if m % bm == 0 and n % bn == 0 and k % MMA_BK == 0:
+        d["EXACT"] = 1
+    nthr = cfg["WARPS_M"] * cfg["WARPS_N"] * 32
+    return (dev.kernel("matmul_mma_nv.cl", "gemm_mma", d), (cdiv(n, bn) * nthr, cdiv(m, bm), nz),
+            (nthr, 1, 1))
+
+
+def has_mma(dev) -> bool:
+    """Whether ``dev`` runs kernels/matmul_mma_nv.cl right: NVIDIA's OpenCL only (its compiler
+    passes inline PTX through; another compiler may fail the build in ways that end the
+    process), then once per device and process: a 72 x 40 @ 40 x 136 GEMM (edges, two K
+    tiles) in each precision on both tile configs and every tile loader (A and B row-major,
+    then both transposed) against NumPy in float64, through the device's queue directly
+    (never recorded into a capture). A failure warns once and keeps the FMA kernels."""
+    ok = _MMA.get(dev)
+    if ok is None:
+        ok = _MMA[dev] = "NVIDIA" in dev.platform and _check_mma(dev)
+    return ok
+
+
+def _check_mma(dev) -> bool:
+    import warnings
+    import pyopencl as cl
+    rng = np.random.default_rng(0)
+    m, k, n = 72, 40, 136
+    try:
+        with dev._lock:
+            for prec, npt, tol in (("f16", np.float16, 1e-3), ("tf32", np.float32, 2e-3)):
+                a = rng.standard_normal((m, k)).astype(npt)
+                b = rng.standard_normal((k, n)).astype(npt)
+                want = a.astype(np.float64) @ b.astype(np.float64)
+                for cfg, (a_load, b_load, trans) in zip(
+                        (*MMA_TILES.values(), *MMA_TILES.values()),
+                        ((1, 2, False), (0, 2, False), (2, 1, True), (2, 0, True))):
+                    d = {"T": "half" if prec == "f16" else "float",
+                         "MMA_F16" if prec == "f16" else "MMA_TF32": 1, **cfg,
+                         "A_LOAD": a_load, "B_LOAD": b_load}
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        kern = dev.kernel("matmul_mma_nv.cl", "gemm_mma", d)
+                    bm = cfg["WARPS_M"] * cfg["MT"] * 16
+                    bn = cfg["WARPS_N"] * cfg["NT"] * 8
+                    nthr = cfg["WARPS_M"] * cfg["WARPS_N"] * 32
+                    mf = cl.mem_flags
+                    # transposed: A stored (k, m) and B (n, k), read through their strides
+                    ah = np.ascontiguousarray(a.T) if trans else a
+                    bh = np.ascontiguousarray(b.T) if trans else b
+                    (a_rs, a_cs), (b_rs, b_cs) = ((1, m), (1, k)) if trans else ((k, 1), (n, 1))
+                    ab = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=ah)
+                    bb = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=bh)
+                    out = np.full((m, n), np.nan, npt)
+                    cb = cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
+                    one = (np.int64(1), np.int32(1), shape_arg((1,)))
+                    v0 = np.zeros(1 + MAXD, np.int64).tobytes()  # a view_t at offset 0
+                    kern(dev.queue, (cdiv(n, bn) * nthr, cdiv(m, bm), 1), (nthr, 1, 1),
+                         np.int64(m), np.int64(n), np.int64(k), *one,
+                         cb, v0, np.int64(n), np.int64(1),
+                         ab, v0, np.int64(a_rs), np.int64(a_cs),
+                         bb, v0, np.int64(b_rs), np.int64(b_cs),
+                         np.float32(1.0), np.float32(0.0))
+                    cl.enqueue_copy(dev.queue, out, cb)
+                    dev.queue.finish()
+                    # f16: exact products, float32 sums, one rounding to half at the store
+                    got = out.astype(np.float64)
+                    ref = want.astype(npt).astype(np.float64) if prec == "f16" else want
+                    err = np.abs(got - ref).max() / np.abs(want).max()
+                    if not np.isfinite(got).all() or err > tol:
+                        raise RuntimeError(f"{prec} GEMM off NumPy by {err:.2e} of the largest "
+                                           f"value ({d})")
+        return True
+    except Exception as e:  # noqa: BLE001 — any failure: keep the FMA kernels
+        warnings.warn(f"clgrad: tensor cores (inline PTX mma.sync, kernels/matmul_mma_nv.cl) not "
+                      f"used on {dev.name!r}: {' '.join(str(e).split())[:300]}", RuntimeWarning,
+                      stacklevel=3)
+        return False
 
 
 
@@ -334,14 +494,14 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim == 2 and b.ndim == 2:  # no batch dims: no broadcast views, out is the root
         ae, be = a, b
         out = empty((m, n), a.dtype, a._storage.device)
-        gemm(out, a, b)
+        gemm(out, a, b, tf32=_PRECISION[0] != "highest")
     else:
         batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
         ae = a2.expand(*batch, m, k)
         be = b2.expand(*batch, k, n)
         out = empty(batch + (m, n), a.dtype, a._storage.device)
         with no_grad():
-            gemm(out, ae, be)
+            gemm(out, ae, be, tf32=_PRECISION[0] != "highest")
         if a.ndim == 1:
             out = out.squeeze(-2)
         if b.ndim == 1:
@@ -455,15 +615,17 @@ def _linear_into(out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None):
     the GEMM matmul(x, weight.t()) makes (the same problem: the same bits), then add's kernel
     over (out, bias broadcast), written into out."""
     wt = weight.t()
+    tf32 = allow_tf32()
     with no_grad():
         if x.ndim == 2:
-            gemm(out, x, wt)
+            gemm(out, x, wt, tf32=tf32)
         elif x.ndim == 1:  # matmul's (1, in) @ (in, out) into a (1, out) result
             n = weight._shape[0]
-            gemm(Tensor(out._storage, (1, n), (n, 1), 0), x.unsqueeze(0), wt)
+            gemm(Tensor(out._storage, (1, n), (n, 1), 0), x.unsqueeze(0), wt, tf32=tf32)
         else:
             *batch, m, k = x._shape
-            gemm(out, x.expand(*batch, m, k), wt.expand(*batch, k, weight._shape[0]))
+            gemm(out, x.expand(*batch, m, k), wt.expand(*batch, k, weight._shape[0]),
+                 tf32=tf32)
         if bias is not None:
             shp, st, off = layout.expand(bias._shape, bias._strides, bias._offset, out._shape)
             launch_1d("elementwise.cl", "add", defines_of(out._storage.dtype), out,

@@ -1,0 +1,192 @@
+"""Tensor-core GEMMs (kernels/matmul_mma_nv.cl, issue 35 part 2) against float64 NumPy, and the
+TF32 switch they follow (PyTorch's: backends.cuda.matmul.allow_tf32 is
+get_float32_matmul_precision() != 'highest').
+
+The kernel tests run where clgrad/ops/matmul.py's has_mma passes (NVIDIA's OpenCL, sm_80 and
+newer: CLGRAD_DEVICE=gpu on the H200) and skip elsewhere; the switch's tests run everywhere.
+Layouts: every load order of A and B (k-fast and m/n-fast), views at offsets, broadcast batch
+dims; shapes on and off the tile edges (128 x 128 and 64 x 64 tiles, depth 32).
+"""
+import numpy as np
+import pytest
+
+import clgrad
+from clgrad import dtypes
+from clgrad.ops import matmul as mm
+
+
+@pytest.fixture
+def tf32_off():
+    yield
+    clgrad.set_float32_matmul_precision("highest")
+
+
+def test_tf32_flag_is_one_state_with_the_precision(tf32_off):
+    cuda = clgrad.backends.cuda
+    assert cuda.matmul.allow_tf32 is False and clgrad.get_float32_matmul_precision() == "highest"
+    cuda.matmul.allow_tf32 = True
+    assert clgrad.get_float32_matmul_precision() == "high" and mm.allow_tf32()
+    assert cuda.matmul.fp32_precision == "tf32"
+    clgrad.set_float32_matmul_precision("highest")
+    assert cuda.matmul.allow_tf32 is False and cuda.matmul.fp32_precision == "ieee"
+    clgrad.set_float32_matmul_precision("medium")
+    assert cuda.matmul.allow_tf32 is True
+    cuda.matmul.fp32_precision = "ieee"
+    assert clgrad.get_float32_matmul_precision() == "highest"
+    with pytest.raises(ValueError, match="fp32_precision: expected 'ieee', 'tf32'"):
+        cuda.matmul.fp32_precision = "fast"
+    with pytest.raises(ValueError, match="expected 'highest', 'high' or 'medium', got 'fast'"):
+        clgrad.set_float32_matmul_precision("fast")
+
+
+def test_tf32_flag_changes_the_settings_epoch(tf32_off):
+    """A cached GEMM plan made before the switch is not used after it (plan keys carry it)."""
+    e0 = clgrad.settings.epoch()
+    clgrad.backends.cuda.matmul.allow_tf32 = True
+    assert clgrad.settings.epoch() > e0
+    e1 = clgrad.settings.epoch()
+    clgrad.backends.cuda.matmul.allow_tf32 = True  # no change: no new epoch
+    assert clgrad.settings.epoch() == e1
+
+
+def _dev():
+    return clgrad.zeros(1)._storage.device
+
+
+def _need_mma(fp16=False):
+    dev = _dev()
+    if dev.kind != "gpu" or not mm.has_mma(dev):
+        pytest.skip("no tensor cores through OpenCL here (NVIDIA's driver, sm_80+)")
+    if fp16 and not dev.fp16:
+        pytest.skip("no float16 tensors on this device (NVIDIA: CLGRAD_FP16=probe)")
+    return dev
+
+
+def _operand(x, layout, rng):
+    """A clgrad view holding x: 'c' contiguous at an offset, 't' a transposed view (the other
+    load order), 's' a step-2 view of a wider buffer."""
+    r, c = x.shape
+    if layout == "c":
+        buf = np.zeros(r * c + 3, x.dtype)
+        buf[3:] = x.ravel()
+        return clgrad.tensor(buf)[3:].view(r, c)
+    if layout == "t":
+        return clgrad.tensor(np.ascontiguousarray(x.T)).t()
+    wide = rng.standard_normal((r, 2 * c)).astype(x.dtype)
+    wide[:, ::2] = x
+    return clgrad.tensor(wide)[:, ::2]
+
+
+SHAPES = [(1, 1, 1), (7, 33, 9), (128, 64, 128), (130, 70, 129), (256, 96, 384), (64, 1000, 72)]
+LAYOUTS = ["cc", "ct", "tc", "tt", "sc", "cs"]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layouts", LAYOUTS)
+def test_float16_matmul_on_tensor_cores(shape, layouts):
+    """float16: exact products summed in float32, rounded once to float16 (cuBLAS's, and the
+    FMA kernel's): within one float16 unit of the float64 product rounded to float16, plus
+    float32's summation error."""
+    _need_mma(fp16=True)
+    m, k, n = shape
+    rng = np.random.default_rng(m * 7 + k + n)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    got = (_operand(a, layouts[0], rng) @ _operand(b, layouts[1], rng)).numpy()
+    assert got.dtype == np.float16
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+    err = np.abs(got.astype(np.float64) - want)
+    assert (err <= ulp + 1e-6 * np.sqrt(k) * np.abs(want).max() + 1e-7).all(), err.max()
+
+
+@pytest.mark.parametrize("shape", SHAPES[1:], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layouts", ["cc", "tt", "sc"])
+def test_tf32_matmul_follows_the_switch(shape, layouts, tf32_off):
+    """float32 with TF32 allowed: operands rounded to 10-bit mantissas, float32 sums (relative
+    error about 2^-11 per product); with it off (the default), float32's own error, on the same
+    (cached) shapes."""
+    _need_mma()
+    m, k, n = shape
+    rng = np.random.default_rng(m + k * 3 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    ta, tb = _operand(a, layouts[0], rng), _operand(b, layouts[1], rng)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    scale = np.abs(a).max() * np.abs(b).max() * np.sqrt(k)
+    exact = (ta @ tb).numpy()
+    assert np.abs(exact - want).max() <= 1e-6 * scale
+    clgrad.backends.cuda.matmul.allow_tf32 = True
+    fast = (ta @ tb).numpy()
+    err = np.abs(fast - want).max()
+    assert err <= 2e-3 * scale
+    if k >= 33:  # TF32 really ran: its error is well above float32's
+        assert err > 1e-5 * scale
+    clgrad.backends.cuda.matmul.allow_tf32 = False
+    again = (ta @ tb).numpy()
+    assert np.abs(again - want).max() <= 1e-6 * scale
+
+
+def test_tf32_linear_and_batched_broadcast(tf32_off):
+    """linear (its recorded launches) and a broadcast batched matmul under TF32, against
+    float64; NaN in an operand gives NaN in its row."""
+    _need_mma()
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 50, 96)).astype(np.float32)
+    w = rng.standard_normal((40, 96)).astype(np.float32)
+    bias = rng.standard_normal(40).astype(np.float32)
+    clgrad.backends.cuda.matmul.allow_tf32 = True
+    want = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+    for _ in range(2):  # the second call replays the recorded plan
+        got = clgrad.nn.functional.linear(clgrad.tensor(x), clgrad.tensor(w),
+                                          clgrad.tensor(bias)).numpy()
+        assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+    b2 = rng.standard_normal((96, 17)).astype(np.float32)
+    got = (clgrad.tensor(x) @ clgrad.tensor(b2)).numpy()
+    want = x.astype(np.float64) @ b2.astype(np.float64)
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+    xn = x.copy()
+    xn[1, 7, 3] = np.nan
+    got = (clgrad.tensor(xn) @ clgrad.tensor(b2)).numpy()
+    assert np.isnan(got[1, 7]).all() and not np.isnan(np.delete(got[1], 7, axis=0)).any()
+
+
+def test_float16_gemm_alpha_beta_and_batches():
+    """gemm's alpha and beta (C read only when beta != 0) and a batch of views at offsets,
+    twice (the second call runs the kept plan)."""
+    dev = _need_mma(fp16=True)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((4, 65, 40)).astype(np.float16)
+    b = rng.standard_normal((4, 40, 70)).astype(np.float16)
+    c0 = rng.standard_normal((4, 65, 70)).astype(np.float16)
+    want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + 2.0 * c0
+    for _ in range(2):
+        c = clgrad.tensor(c0)
+        mm.gemm(c, clgrad.tensor(a), clgrad.tensor(b), alpha=0.5, beta=2.0)
+        assert np.abs(c.numpy().astype(np.float64) - want).max() <= 4e-3 * np.abs(want).max()
+    c = clgrad.tensor(np.full((4, 65, 70), np.nan, np.float16))
+    mm.gemm(c, clgrad.tensor(a), clgrad.tensor(b))  # beta == 0: C's NaNs never read
+    assert np.isfinite(c.numpy()).all()
+    assert mm.mma_precision(dev, dtypes.float16, False) == "f16"
+    assert mm.mma_precision(dev, dtypes.float32, False) is None
+
+
+def test_mma_off_setting_keeps_the_fma_kernels(monkeypatch, tf32_off):
+    """CLGRAD_MMA=off: TF32 allowed, and still float32's error (the FMA kernel ran)."""
+    _need_mma()
+    monkeypatch.setenv("CLGRAD_MMA", "off")
+    clgrad.backends.cuda.matmul.allow_tf32 = True
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((96, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 80)).astype(np.float32)
+    got = (clgrad.tensor(a) @ clgrad.tensor(b)).numpy()
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(got - want).max() <= 1e-5 * np.abs(want).max()
+
+
+def test_mma_setting_refuses_other_values(monkeypatch):
+    monkeypatch.setenv("CLGRAD_MMA", "on")
+    with pytest.raises(ValueError, match=r"CLGRAD_MMA: expected 'auto' or 'off', got 'on'"):
+        mm.mma_precision(_dev(), dtypes.float32, True)
+    assert mm.mma_precision(_dev(), dtypes.float64, True) is None  # (read only for a GEMM
+    #                                                                 tensor cores could take)
