@@ -133,12 +133,19 @@ def leaf_and_view(a):
     return leaf, lambda t: t.permute(*rev)
 
 
-def numeric_vjp(f, x, g, h=1e-6):
-    """sum(g * df/dx) by central differences of the NumPy reference ``f``."""
+def numeric_vjp(f, x, g, h=1e-6, points=2):
+    """sum(g * df/dx) by central differences of the NumPy reference ``f``: ``points`` 2 (error
+    about eps * |f| / h from rounding: 1e-9 for |f| ~ 5 at h = 1e-6) or 4 (the five-point
+    stencil (-f(x+2h) + 8 f(x+h) - 8 f(x-h) + f(x-2h)) / 12h, truncation O(h^4): with h = 1e-4
+    about 1e-11 from rounding, for smooth ``f`` only: it reads f within 2h of x)."""
     out = np.zeros_like(x)
     for i in np.ndindex(*x.shape):
-        xp, xm = x.copy(), x.copy()
-        xp[i] += h
-        xm[i] -= h
-        out[i] = ((f(xp) - f(xm)) * g).sum() / (2 * h)
+        def at(d):
+            xd = x.copy()
+            xd[i] += d
+            return f(xd)
+        if points == 4:
+            out[i] = ((8 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) * g).sum() / (12 * h)
+        else:
+            out[i] = ((at(h) - at(-h)) * g).sum() / (2 * h)
     return out
