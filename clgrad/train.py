@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clgrad import _compile, _log, autograd, creation, dtypes, runtime
+from clgrad import _compile, _log, amp, autograd, creation, dtypes, runtime
 from clgrad._generator import Generator
 from clgrad.io import serialization
 from clgrad import nn, optim
@@ -94,11 +94,29 @@ def mnist_net(num_classes: int = 10) -> nn.Sequential:
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.25), nn.Linear(128, num_classes))
 
 
-def make_train_step(model, loss_fn, optimizer):
+def make_train_step(model, loss_fn, optimizer, scaler=None):
     """``step(x, y) -> (loss, hits)``: forward, loss, zero_grad, backward, optimizer step; the
     loss detached and the batch's count of correct argmax predictions (int64, 0-dim), both on
     the device. Reads nothing on the host, so ``clgrad.compile(step, mode="reduce-overhead")``
-    can capture and replay it (``--compile``)."""
+    can capture and replay it (``--compile``). ``scaler`` (a clgrad.amp.GradScaler, ``--amp``):
+    the forward and the loss under ``autocast(float16)`` on the default device's type, the
+    backward of the scaled loss, then ``scaler.step`` and ``scaler.update`` (PyTorch's AMP
+    recipe; the scaler reads the host once a step for its inf/NaN check)."""
+    if scaler is not None:
+        device_type = runtime.default_device().type
+
+        def amp_step(x, y):
+            with amp.autocast(device_type, dtype=dtypes.float16):
+                out = model(x)
+                loss = loss_fn(out, y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            with autograd.no_grad():
+                return loss.detach().float(), (out.argmax(1) == y).sum()
+        return amp_step
+
     def train_step(x, y):
         out = model(x)
         loss = loss_fn(out, y)
@@ -111,13 +129,13 @@ def make_train_step(model, loss_fn, optimizer):
 
 
 def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int = 10,
-                step_fn=None):
+                step_fn=None, scaler=None):
     """One pass over ``loader``: forward, backward, step. Returns (loss, accuracy, images/s).
 
     Loss and hit counts accumulate on the device; the host reads them only every
     ``refresh_every`` steps to update ``bar`` (a tqdm bar counting images) and at the end.
-    ``step_fn``: the step to run (default ``make_train_step(model, loss_fn, optimizer)``; a
-    compiled one under ``--compile``).
+    ``step_fn``: the step to run (default ``make_train_step(model, loss_fn, optimizer,
+    scaler)``; a compiled one under ``--compile``).
     """
     model.train()
     device = runtime.default_device()
@@ -125,7 +143,7 @@ def train_epoch(model, loader, loss_fn, optimizer, bar=None, refresh_every: int 
     hits = creation.zeros((), dtype=dtypes.int64)
     seen = 0
     start = time.perf_counter()
-    step_fn = step_fn or make_train_step(model, loss_fn, optimizer)
+    step_fn = step_fn or make_train_step(model, loss_fn, optimizer, scaler)
     for step, (x, y) in enumerate(loader, 1):
         loss, batch_hits = step_fn(x, y)
         with autograd.no_grad():
@@ -227,9 +245,11 @@ def _fit(args) -> dict:
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs)
     progress = {"epoch": 0, "best_acc": -1.0, "best_epoch": 0,
                 "history": {k: [] for k in _HISTORY}}
+    scaler_state = None
     if args.resume:
         with _blame("--resume", args.resume):
-            progress = _resume(args.resume, net, optimizer, scheduler, args.epochs)
+            progress, scaler_state = _resume(args.resume, net, optimizer, scheduler,
+                                             args.epochs)
         if progress["epoch"] < args.epochs and scheduler.T_max != args.epochs:
             print(f"note: the checkpoint annealed over {scheduler.T_max} epochs; continuing "
                   f"over --epochs {args.epochs}")  # anneal over the new total, not the old one
@@ -239,7 +259,17 @@ def _fit(args) -> dict:
             scheduler._update_lr(scheduler.last_epoch)
 
     val_loader = DataLoader(val_set, batch_size=512)
-    step_fn = None
+    step_fn = scaler = None
+    if getattr(args, "amp", False):
+        with _blame("--amp", True):
+            if not device.fp16:
+                raise ValueError(f"the device {device.name!r} has no float16 (it lists no "
+                                 f"cl_khr_fp16 and the probe found none); train without "
+                                 f"--amp or pick another --device")
+        scaler = amp.GradScaler(device.type)
+        if scaler_state is not None:
+            with _blame("--resume", args.resume):
+                scaler.load_state_dict(scaler_state)
     if getattr(args, "compile", False):  # replay captured steps (clgrad/_compile.py)
         if world > 1:
             with _blame("--compile", True):
@@ -258,7 +288,7 @@ def _fit(args) -> dict:
                           unit="img", dynamic_ncols=True,
                           disable=args.quiet or rank != 0) as bar:
             tr_loss, tr_acc, ips = train_epoch(model, loader, loss_fn, optimizer, bar,
-                                               step_fn=step_fn)
+                                               step_fn=step_fn, scaler=scaler)
             if world > 1:
                 tr_loss, tr_acc, ips = _over_ranks(tr_loss, tr_acc, ips, world)
                 if rank != 0:  # only rank 0 evaluates and writes
@@ -278,6 +308,8 @@ def _fit(args) -> dict:
         state = {"model": net.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "progress": progress,
                  "config": {k: getattr(args, k) for k in _CONFIG}}
+        if scaler is not None:  # (a resume with --amp continues from its loss scale)
+            state["scaler"] = scaler.state_dict()
         with _blame("--out", args.out):
             if improved:
                 serialization.save(state, out_dir / "best.safetensors")
@@ -366,6 +398,9 @@ def build_parser(dataset: str | None = None, prog: str | None = None):
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--compile", action="store_true", help="capture the training step once and "
                    "replay its kernels (clgrad.compile(mode='reduce-overhead'))")
+    p.add_argument("--amp", action="store_true", help="mixed precision: the forward under "
+                   "autocast(float16) (linear layers in float16; convolutions stay float32 "
+                   "in clgrad) with a GradScaler; the device needs float16")
     return p
 
 
@@ -394,6 +429,9 @@ def main(argv=None, dataset: str | None = None, prog: str | None = None) -> int:
     if args.seed < 0:
         raise SystemExit(f"train: expected --seed to be a non-negative integer, got "
                          f"{args.seed}")
+    if args.amp and args.compile:
+        raise SystemExit("train: --amp with --compile: the GradScaler reads the host every "
+                         "step (its inf/NaN check), which a captured step cannot replay")
     if not 0 < args.val_fraction < 1:
         raise SystemExit(f"train: expected --val-fraction in (0, 1), got {args.val_fraction}")
     try:
@@ -414,8 +452,9 @@ _HISTORY = ("train_loss", "train_acc", "val_loss", "val_acc", "images_per_s")
 _CONFIG = ("dataset", "seed", "lr", "weight_decay", "batch_size", "epochs", "val_fraction")
 
 
-def _resume(path, model, optimizer, scheduler, epochs) -> dict:
-    """Load model, optimizer and scheduler state from a checkpoint; returns its progress."""
+def _resume(path, model, optimizer, scheduler, epochs) -> tuple:
+    """Load model, optimizer and scheduler state from a checkpoint; returns (its progress, its
+    GradScaler state: a dict where an --amp run wrote one, else None)."""
     ckpt = serialization.load(path)
     if not isinstance(ckpt, dict) or not {"model", "optimizer", "scheduler", "progress"} <= \
             set(ckpt):
@@ -425,11 +464,12 @@ def _resume(path, model, optimizer, scheduler, epochs) -> dict:
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
+    scaler = ckpt.get("scaler")  # an --amp run's GradScaler (None: not kept)
     done = progress["epoch"]
     rest = "" if done < epochs else (f": nothing to train with --epochs {epochs} (it counts "
                                      f"every epoch, the resumed ones included)")
     print(f"resumed from {path} after epoch {done}{rest}")
-    return progress
+    return progress, scaler if isinstance(scaler, dict) else None
 
 
 def _checked_progress(p) -> dict:
