@@ -67,7 +67,8 @@ inline uint lane_id(void) {
 // The tile loaders. An operand X is read as rows (A's m, B's n) by depth (k): element (r, c)
 // at X[r * xr + c * xk] (A: xr = a_rs, xk = a_cs; B: xr = b_cs, xk = b_rs), rows R, depth K.
 // Its tile (ROWS x BK, from row r0 and depth k0) goes through registers into local memory as
-// S[row * LDK + depth]. Three ways (the host picks per operand: A_LOAD, B_LOAD):
+// S[row * LDK + depth]. Three ways (the host picks per operand: A_LOAD, B_LOAD), and for B a
+// fourth (B_LOAD 3, below the loaders):
 //   1 VEC-vectors along k (xk == 1; K, xr, the offsets multiples of VEC: a vector is aligned
 //     and wholly inside or outside), 16 bytes a work item a load, 16-byte local stores;
 //   0 scalars, k fastest across a warp's work items (32 consecutive k of one row);
@@ -134,7 +135,32 @@ LOADER_VEC(a, BM)
 LOADER_SCALAR(a, BM, A_LOAD == 2)
 #define A_REGS E ra[BM * BK / NTHR]
 #endif
-#if B_LOAD == 1
+#if B_LOAD == 3
+// B_LOAD 3: VEC-vectors along n (b_cs == 1; N, b_rs, the offsets multiples of VEC), kept
+// [k][n] in local memory (row pitch LDN) and stored as they came. Fragment reads: TF32 lane
+// (g, t) reads k = t (+4), n = g: banks 8t + g, all different (LDN = BN + 8); f16 packs two
+// halves of rows k = 2t, 2t + 1 (two 16-bit reads, on words 68k + n / 2: banks 8t + n / 2, a
+// word shared by two lanes is one read).
+#define LDN (BN + 8)
+#define BS_SIZE (BK * LDN)
+inline void load_b(uint4 *rv, __global const TIN *X, long xr, long xk, long R, long K,
+                   long r0, long k0, int tid) {
+#pragma unroll
+    for (int e = 0; e < BN * BK / VEC / NTHR; ++e) {
+        const int v = tid + e * NTHR, cc = v / (BN / VEC), rr = (v % (BN / VEC)) * VEC;
+        const long r = r0 + rr, c = k0 + cc;
+        rv[e] = INSIDE(r, c) ? LOADV(X + c * xk + r) : (uint4)0;
+    }
+}
+inline void store_b(__local E *S, const uint4 *rv, int tid) {
+#pragma unroll
+    for (int e = 0; e < BN * BK / VEC / NTHR; ++e) {
+        const int v = tid + e * NTHR;
+        vstore4(rv[e], 0, (__local uint *)(S + (v / (BN / VEC)) * LDN + (v % (BN / VEC)) * VEC));
+    }
+}
+#define B_REGS uint4 rb[BN * BK / VEC / NTHR]
+#elif B_LOAD == 1
 LOADER_VEC(b, BN)
 #define B_REGS uint4 rb[BN * BK / VEC / NTHR]
 #else
@@ -153,7 +179,10 @@ void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
               __global const T *A, view_t va, long a_rs, long a_cs,
               __global const T *B, view_t vb, long b_rs, long b_cs, float alpha, float beta) {
     __local E As[BM * LDK] __attribute__((aligned(16)));
-    __local E Bs[BN * LDK] __attribute__((aligned(16)));
+#ifndef BS_SIZE
+#define BS_SIZE (BN * LDK)
+#endif
+    __local E Bs[BS_SIZE] __attribute__((aligned(16)));
     const int tid = get_local_id(0);
     const uint lane = lane_id(), g = lane >> 2, t = lane & 3;
     const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
@@ -207,7 +236,15 @@ void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
 #pragma unroll
                 for (int j = 0; j < NT; ++j) {
                     const int c0 = wn + j * 8 + g;
-#ifdef MMA_F16
+#if B_LOAD == 3 && defined(MMA_F16)
+                    bf[j][0] = (uint)Bs[(ks + 2 * t) * LDN + c0] |
+                               ((uint)Bs[(ks + 2 * t + 1) * LDN + c0] << 16);
+                    bf[j][1] = (uint)Bs[(ks + 2 * t + 8) * LDN + c0] |
+                               ((uint)Bs[(ks + 2 * t + 9) * LDN + c0] << 16);
+#elif B_LOAD == 3
+                    bf[j][0] = Bs[(ks + t) * LDN + c0];
+                    bf[j][1] = Bs[(ks + t + 4) * LDN + c0];
+#elif defined(MMA_F16)
                     bf[j][0] = PAIR(Bs, c0, ks + 2 * t);
                     bf[j][1] = PAIR(Bs, c0, ks + 2 * t + 8);
 #else

@@ -4,8 +4,9 @@ get_float32_matmul_precision() != 'highest').
 
 The kernel tests run where clgrad/ops/matmul.py's has_mma passes (NVIDIA's OpenCL, sm_80 and
 newer: CLGRAD_DEVICE=gpu on the H200) and skip elsewhere; the switch's tests run everywhere.
-Layouts: every load order of A and B (k-fast and m/n-fast), views at offsets, broadcast batch
-dims; shapes on and off the tile edges (128 x 128 and 64 x 64 tiles, depth 32).
+Layouts: every tile loader of A and B (16-byte vectors along k or n, scalars along k or m/n),
+views at offsets, broadcast batch dims; shapes on and off the tile edges (128 x 128 and
+64 x 64 tiles, depth 32).
 """
 import numpy as np
 import pytest
@@ -63,9 +64,12 @@ def _need_mma(fp16=False):
 
 
 def _operand(x, layout, rng):
-    """A clgrad view holding x: 'c' contiguous at an offset, 't' a transposed view (the other
-    load order), 's' a step-2 view of a wider buffer."""
+    """A clgrad view holding x: 'a' contiguous (16-byte vector loads where the sizes allow),
+    'c' contiguous at an offset of 3 (scalar loads), 't' a transposed view (the other load
+    order; vectors where aligned), 's' a step-2 view of a wider buffer."""
     r, c = x.shape
+    if layout == "a":
+        return clgrad.tensor(x)
     if layout == "c":
         buf = np.zeros(r * c + 3, x.dtype)
         buf[3:] = x.ravel()
@@ -78,7 +82,7 @@ def _operand(x, layout, rng):
 
 
 SHAPES = [(1, 1, 1), (7, 33, 9), (128, 64, 128), (130, 70, 129), (256, 96, 384), (64, 1000, 72)]
-LAYOUTS = ["cc", "ct", "tc", "tt", "sc", "cs"]
+LAYOUTS = ["aa", "at", "ta", "cc", "ct", "tc", "tt", "sc", "cs"]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -101,7 +105,7 @@ def test_float16_matmul_on_tensor_cores(shape, layouts):
 
 
 @pytest.mark.parametrize("shape", SHAPES[1:], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("layouts", ["cc", "tt", "sc"])
+@pytest.mark.parametrize("layouts", ["aa", "cc", "tt", "sc"])
 def test_tf32_matmul_follows_the_switch(shape, layouts, tf32_off):
     """float32 with TF32 allowed: operands rounded to 10-bit mantissas, float32 sums (relative
     error about 2^-11 per product); with it off (the default), float32's own error, on the same

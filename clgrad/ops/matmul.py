@@ -285,7 +285,7 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     """(kernel, global size, local size) of gemm_mma for an (m, k) @ (k, n) problem of ``nz``
     batch launches; ``a_geo``, ``b_geo``: each operand's (offset, row stride, column stride,
     *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
-    0 scalars along k, 2 scalars along m or n)."""
+    0 scalars along k, 2 scalars along m or n; B also 3, vectors along n)."""
     big = MMA_TILES["large"]
     bm, bn = big["WARPS_M"] * big["MT"] * 16, big["WARPS_N"] * big["NT"] * 8
     cfg = big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else MMA_TILES["small"]
@@ -296,6 +296,7 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     a_load = (1 if a_cs == 1 and all(v % vec == 0 for v in (k, a_off, a_rs, *a_bs)) else
               2 if a_rs == 1 and a_cs != 1 else 0)
     b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
+              3 if b_cs == 1 and all(v % vec == 0 for v in (n, b_off, b_rs, *b_bs)) else
               0 if b_rs == 1 and b_cs != 1 else 2)
     d = {"T": "half" if prec == "f16" else "float", "MMA_F16" if prec == "f16" else "MMA_TF32": 1,
          **cfg, "A_LOAD": a_load, "B_LOAD": b_load}
@@ -332,7 +333,7 @@ def _check_mma(dev) -> bool:
                 want = a.astype(np.float64) @ b.astype(np.float64)
                 for cfg, (a_load, b_load, trans) in zip(
                         (*MMA_TILES.values(), *MMA_TILES.values()),
-                        ((1, 2, False), (0, 2, False), (2, 1, True), (2, 0, True))):
+                        ((1, 3, False), (0, 2, False), (2, 1, True), (2, 0, True))):
                     d = {"T": "half" if prec == "f16" else "float",
                          "MMA_F16" if prec == "f16" else "MMA_TF32": 1, **cfg,
                          "A_LOAD": a_load, "B_LOAD": b_load}
