@@ -449,6 +449,5 @@ class Tensor:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    # Hashed by identity (as PyTorch's): object's own hash, a C slot, so a tensor as a dict key
-    # (an optimizer's state) costs no Python call; unique among live objects, as id() is.
-    __hash__ = object.__hash__
+    def __hash__(self):
+        return id(self)
