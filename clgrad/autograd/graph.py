@@ -9,7 +9,6 @@ import operator
 import threading
 import weakref
 
-from clgrad.autograd.grad_mode import is_grad_enabled
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
 from clgrad.tensor import _CONTIG, Tensor
 
@@ -208,13 +207,31 @@ def record(name: str, out, inputs, backward_fn, saved=()):
             return out
     except AttributeError:  # not a Tensor: _edge decides
         pass
-    if not is_grad_enabled():
+    if not getattr(_GRAD_STATE, "enabled", True):  # (is_grad_enabled, without its call)
         return out
-    edges = tuple([_edge(t) for t in inputs])
-    if all(e is None for e in edges):
+    # (loops, not comprehensions or generators: each of those is a Python frame per call)
+    edges, meta, live = [], [], False
+    for t in inputs:
+        if t is None:
+            edges.append(None)
+            meta.append(None)
+            continue
+        base = t._base  # (_edge, inline)
+        if base is not None and base._rebase != t._rebase_seen:
+            t._regenerate_grad_fn()  # bound by _tensor_methods: ops/inplace.py
+        if t._requires_grad:
+            fn = t._grad_fn
+            edges.append(fn if fn is not None else t)
+            live = True
+        else:
+            edges.append(None)
+        meta.append((t._shape, t._storage.dtype))
+    if not live:
         return out
-    meta = tuple([None if t is None else (t._shape, t._storage.dtype) for t in inputs])
-    node = Node(name, edges, backward_fn, tuple((t, t._storage.version) for t in saved), meta)
+    versions = []
+    for t in saved:
+        versions.append((t, t._storage.version))
+    node = Node(name, tuple(edges), backward_fn, tuple(versions), tuple(meta))
     node.out_ndim = len(out._shape)
     out._requires_grad = True
     out._grad_fn = node

@@ -40,6 +40,10 @@ _global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
 _global_forward_hooks_always_called: OrderedDict = OrderedDict()
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
+# The global hooks that make a call go through ``call`` (has_hooks; Module.__call__ reads them
+# inline with ``any``, a C call). The dicts are changed in place, never rebound.
+GLOBAL_CALL_HOOKS = (_global_forward_pre_hooks, _global_forward_hooks, _global_backward_hooks,
+                     _global_backward_pre_hooks)
 
 _STORES = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 _FLAGS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
@@ -73,8 +77,7 @@ def register(hooks: OrderedDict, hook, op: str, prepend: bool = False, flags=())
 def has_hooks(module) -> bool:
     """True when a call of ``module`` must go through ``call`` (own or global hooks)."""
     d = module.__dict__
-    return bool(_global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks or d.get("_forward_pre_hooks")
+    return bool(any(GLOBAL_CALL_HOOKS) or d.get("_forward_pre_hooks")
                 or d.get("_forward_hooks") or d.get("_backward_pre_hooks")
                 or d.get("_backward_hooks"))
 

@@ -2,6 +2,8 @@
 LayerNorm, GroupNorm, InstanceNorm1d/2d. The math and gradients live in clgrad/ops/norm.py."""
 from __future__ import annotations
 
+import math
+
 from clgrad import dtypes
 from clgrad._args import _check_positive
 from clgrad.autograd import no_grad
@@ -20,8 +22,9 @@ __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "Grou
 def _counts_in_launch(nbt, x) -> bool:
     """Whether batch_norm's forward launch can add 1 to ``nbt`` (a one-element int64 tensor on
     x's device: what a module's own num_batches_tracked is unless a user replaced it)."""
-    return (isinstance(nbt, Tensor) and isinstance(x, Tensor) and nbt.dtype is dtypes.int64
-            and nbt.numel() == 1 and nbt._storage.device is x._storage.device)
+    return (isinstance(nbt, Tensor) and isinstance(x, Tensor) and
+            nbt._storage.dtype is dtypes.int64 and math.prod(nbt._shape) == 1 and
+            nbt._storage.device is x._storage.device)  # (the slots: no property calls)
 
 
 class BatchNorm2d(Module):
@@ -69,7 +72,7 @@ class BatchNorm2d(Module):
                 bump_version(buf)
 
     def _check_input_dim(self, x: Tensor):
-        if x.ndim != 4:
+        if (len(x._shape) if isinstance(x, Tensor) else x.ndim) != 4:  # (the slot: a call less)
             raise ValueError(f"BatchNorm2d: expected 4D input (N, C, H, W), got "
                              f"{x.ndim}D input of shape {tuple(x.shape)}")
 

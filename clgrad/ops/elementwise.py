@@ -819,8 +819,9 @@ def bitwise_not(x: Tensor) -> Tensor:
 
 # -- unary ops --------------------------------------------------------------------------------
 def _launch_unary(kname, x, dtype=None):
-    out = empty(x.shape, x.dtype, x._storage.device)
-    launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,))
+    st = x._storage  # (the slots: no property calls)
+    out = Tensor._empty(x._shape, st.dtype, st.device)
+    launch_1d(_FILE, kname, defines_of(st.dtype), out, (x,))
     return out
 
 
@@ -929,7 +930,7 @@ def relu(x: Tensor) -> Tensor:
 
     Raises RuntimeError for a bool tensor (PyTorch's "Boolean inputs not supported for
     relu")."""
-    dt = x.dtype
+    dt = x._storage.dtype  # (the slot: a call less)
     if not dt.is_floating_point:
         if dt.is_bool:
             raise RuntimeError("Boolean inputs not supported for relu")

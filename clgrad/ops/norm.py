@@ -66,12 +66,14 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     c = shape[1]
     m = math.prod(shape) // c if c else 0
     xs, want = x._storage, (c,)
-    for name, p in (("running_mean", running_mean), ("running_var", running_var),
-                    ("weight", weight), ("bias", bias)):
-        if p is None or (isinstance(p, Tensor) and p._storage.device is xs.device and
-                         p._storage.dtype is xs.dtype and p._shape == want):
-            continue  # (what _check_param checks, read directly: the common case)
-        _check_param("batch_norm", name, p, x)
+    xdev, xdt = xs.device, xs.dtype
+    for p in (running_mean, running_var, weight, bias):  # (what _check_param checks, read
+        if p is not None and not (isinstance(p, Tensor) and  # directly: the common case)
+                                  p._storage.device is xdev and p._storage.dtype is xdt and
+                                  p._shape == want):
+            for name, p in (("running_mean", running_mean), ("running_var", running_var),
+                            ("weight", weight), ("bias", bias)):
+                _check_param("batch_norm", name, p, x)  # (the first that fails raises)
     if type(momentum) is not float or type(eps) is not float or not eps > 0.0 or \
             not xs.dtype.is_floating_point:  # (the common case read directly, as above)
         momentum, eps = _bn_scalars(x, training, momentum, eps)
@@ -92,8 +94,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
              (_BN_B if bias is not None else 0) | (_BN_UPDATE if update else 0) |
              act)
     if count is not None:
-        if not (isinstance(count, Tensor) and count.dtype is dtypes.int64 and
-                count.numel() == 1 and count._storage.device is xs.device and training):
+        if not (isinstance(count, Tensor) and count._storage.dtype is dtypes.int64 and
+                math.prod(count._shape) == 1 and count._storage.device is xs.device and
+                training):
             got = (f"{count.dtype} tensor of shape {tuple(count.shape)} on "
                    f"{count._storage.device.name}" if isinstance(count, Tensor)
                    else type(count).__name__)
@@ -148,9 +151,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             count.add_(1)
 
     def backward(gy):
-        want = ((_BN_GX if x.requires_grad else 0) |
-                (_BN_GW if weight is not None and weight.requires_grad else 0) |
-                (_BN_GB if bias is not None and bias.requires_grad else 0))
+        # (requires_grad read from the slot where no view's root may have been rebased)
+        want = ((_BN_GX if (x._requires_grad if x._base is None else x.requires_grad)
+                 else 0) |
+                (_BN_GW if weight is not None and (weight._requires_grad if weight._base is None
+                                                   else weight.requires_grad) else 0) |
+                (_BN_GB if bias is not None and (bias._requires_grad if bias._base is None
+                                                 else bias.requires_grad) else 0))
         keep = _BN_TRAIN | _BN_W | _BN_B | act
         return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
     saved = [x]

@@ -159,22 +159,26 @@ def view(x: Tensor, *shape) -> Tensor:
 
 def reshape(x: Tensor, *shape) -> Tensor:
     """A view when the strides allow (as ``view``), else a contiguous copy (PyTorch's rule)."""
-    shape = _infer_shape("reshape", _shape_args(shape), x.numel())
-    if layout.view_strides(tuple(x.shape), x._strides, shape) is not None:
-        return view(x, shape)
+    shape = _infer_shape("reshape", _shape_args(shape), layout.numel(x._shape))
+    in_shape = tuple(x._shape)
+    strides = layout.view_strides(in_shape, x._strides, shape)
+    if strides is not None:  # view's result, its checks made here once
+        return _view_op("view", x, shape, strides, x._offset,
+                        lambda g: (reshape(g, in_shape),))
     return view(ew.contiguous(x), shape)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one (a view when possible)."""
-    if x.ndim == 0:
+    xs = x._shape  # (the slot: no property calls)
+    nd = len(xs)
+    if nd == 0:
         return reshape(x, 1)
-    s = layout.wrap_dim(start_dim, x.ndim, "flatten")
-    e = layout.wrap_dim(end_dim, x.ndim, "flatten")
+    s = layout.wrap_dim(start_dim, nd, "flatten")
+    e = layout.wrap_dim(end_dim, nd, "flatten")
     if s > e:
         raise RuntimeError(f"flatten: start_dim ({s}) cannot come after end_dim ({e})")
-    shape = x.shape[:s] + (layout.numel(x.shape[s:e + 1]),) + x.shape[e + 1:]
-    return reshape(x, shape)
+    return reshape(x, (*xs[:s], layout.numel(xs[s:e + 1]), *xs[e + 1:]))
 
 
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:

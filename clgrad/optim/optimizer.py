@@ -12,7 +12,7 @@ from clgrad import capture as _capture
 from clgrad.autograd import enable_grad, no_grad
 from clgrad.creation import from_numpy
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import LOCAL, bump_version, defines_for, same_device
+from clgrad.ops._util import LOCAL, defines_for, same_device
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.tensor import Tensor
 
@@ -123,9 +123,13 @@ class Optimizer:
                 if todo and (self._multi is True or (self._multi == "auto" and
                                                      todo[0][0]._storage.device.kind != "cpu")):
                     todo = self._update_multi(todo, group)  # what the multi-tensor kernels take
+                state = self.state
                 for p, g in todo:
-                    self._update(p, g, group, self.state.setdefault(p, {}))
-                    bump_version(p)
+                    st = state.get(p)  # (not setdefault: no new dict per parameter and step)
+                    if st is None:
+                        st = state[p] = {}
+                    self._update(p, g, group, st)
+                    p._storage.version += 1  # (bump_version, inline: written in place)
         return loss
 
     _multi = False  # multi-tensor launches (foreach / fused), where a subclass has _update_multi

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import capture as _capture
-from clgrad.ops._util import bump_version, defines_of, empty, launch_1d
+from clgrad.ops._util import defines_of, empty, launch_1d
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
                                     multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
@@ -109,11 +109,10 @@ class SGD(Optimizer):
         d = defines_of(dt)  # (shared, unchanged: launch_1d copies what it adds to)
         num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
 
-        def common():
-            return (num(group["lr"]), num(group["weight_decay"]),
-                    num(-1.0 if group.get("maximize") else 1.0))
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(lambda c: common()))
+            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(
+                lambda c: (num(group["lr"]), num(group["weight_decay"]),
+                           num(-1.0 if group.get("maximize") else 1.0))))
             return
         buf = state.get("momentum_buffer")
         first = [buf is None]
@@ -125,8 +124,8 @@ class SGD(Optimizer):
             f = first[0]
             if commit:
                 first[0] = False
-            lr, wd, gsign = common()
-            return (lr, num(group["momentum"]), num(group["dampening"]), wd,
-                    np.int32(bool(group["nesterov"])), np.int32(f), gsign)
+            return (num(group["lr"]), num(group["momentum"]), num(group["dampening"]),
+                    num(group["weight_decay"]), np.int32(bool(group["nesterov"])), np.int32(f),
+                    num(-1.0 if group.get("maximize") else 1.0))
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
-        bump_version(buf)
+        buf._storage.version += 1  # (bump_version, inline)

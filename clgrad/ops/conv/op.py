@@ -74,6 +74,10 @@ from clgrad.tensor import Tensor
 
 __all__ = ["conv2d"]
 
+# clgrad.backends' namespace: last_conv_algorithm is no setting (its module's __setattr__, a
+# Python call, bumps the settings epoch only for settings), so it is written here directly
+_BACKENDS = vars(backends)
+
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
@@ -110,8 +114,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             else:  # (replay's loop, without its call)
                 for plan, roles in plans:
                     plan.run(dev, *map(bufs.__getitem__, roles))
-            if backends.last_conv_algorithm is not algo:  # a write to backends is a Python
-                backends.last_conv_algorithm = algo       # call (its settings' epoch)
+            _BACKENDS["last_conv_algorithm"] = algo  # (no setting: its __setattr__ skipped)
             backends.last_conv_algorithms["forward"] = algo
             if debug:
                 _debug_choice("forward", fast[5], algo)
@@ -164,15 +167,17 @@ def _backward(geo, empty_sum, input, weight, bias):
     """conv2d's backward closure over its inputs and checked geometry."""
     def backward(grad):
         gi = gw = gb = None
-        want_b = bias is not None and bias.requires_grad
-        if input.requires_grad:
+        # (requires_grad read from the slot where no view's root may have been rebased)
+        want_b = bias is not None and (bias._requires_grad if bias._base is None else
+                                       bias.requires_grad)
+        if input._requires_grad if input._base is None else input.requires_grad:
             st = input._storage  # (the slots: no property calls)
             gi = Tensor._empty(input._shape, st.dtype, st.device)
             if empty_sum:
                 ew.fill_raw(gi, 0)
             else:
                 _grad_input_replayed(geo, grad, weight, gi)
-        want_w = weight.requires_grad
+        want_w = weight._requires_grad if weight._base is None else weight.requires_grad
         if want_w or want_b:
             st = weight._storage
             gw = Tensor._empty(weight._shape, st.dtype, st.device)
@@ -236,8 +241,7 @@ def _replayed(dev, key, bufs, pass_name) -> bool:
         return False
     plans, algo, debug = hit
     replay(dev, plans, bufs)
-    if backends.last_conv_algorithm is not algo:  # a write to backends is a Python call
-        backends.last_conv_algorithm = algo
+    _BACKENDS["last_conv_algorithm"] = algo  # (no setting: its __setattr__ skipped)
     backends.last_conv_algorithms[pass_name] = algo
     if debug is not None:  # CLGRAD_CONV_DEBUG's line, as _choose prints it
         _debug_choice(pass_name, debug, algo)
