@@ -30,13 +30,14 @@ call on a cached plan reads nothing from the environment.
     CLGRAD_ENQUEUE      auto      how eager launches enqueue: pyopencl (an Event per launch),
                                   ctypes (clEnqueueNDRangeKernel with a NULL event), auto
                                   (ctypes on GPUs, pyopencl on CPUs: measured faster there)
-    CLGRAD_FP16         probe     float16 on devices that list cl_khr_fp16 and on GPUs whose compiler
-                                  the device probe found running half arithmetic and the half
-                                  built-ins (kernels/half_builtins.h) right without listing it
-                                  (NVIDIA's OpenCL); listed: only where it is listed
-    CLGRAD_MMA          auto      tensor cores on NVIDIA (kernels/matmul_mma_nv.cl: float16 GEMMs, and
-                                  float32 ones with TF32 allowed) where the device passes
-                                  clgrad/ops/matmul.py's check; off: the FMA kernels only
+    CLGRAD_FP16         probe     float16 on devices that list cl_khr_fp16 and on GPUs whose
+                                  compiler the device probe found running half arithmetic
+                                  and the half built-ins (kernels/half_builtins.h) right
+                                  without listing it (NVIDIA's OpenCL); listed: only where
+                                  it is listed
+    CLGRAD_MMA          auto      tensor cores on NVIDIA (kernels/matmul_mma_nv.cl: float16
+                                  GEMMs, and float32 ones with TF32 allowed) where the device
+                                  passes clgrad/ops/matmul.py's check; off: the FMA kernels
     CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
                                   (8: the AVX2 variants on an AVX-512 CPU)
 
