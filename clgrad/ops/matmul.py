@@ -614,20 +614,29 @@ _FAST = "linear"
 def _linear_into(out: Tensor, x: Tensor, weight: Tensor, bias: Tensor | None):
     """out = x @ weight.T (+ bias) into the fresh contiguous ``out`` (x.shape[:-1] + (out,)):
     the GEMM matmul(x, weight.t()) makes (the same problem: the same bits), then add's kernel
-    over (out, bias broadcast), written into out."""
+    over (out, bias broadcast), written into out. float16 with a bias: the bias is copied
+    into out first and the GEMM adds its float32 sum to it (beta = 1), rounding once."""
     wt = weight.t()
     tf32 = allow_tf32()
+    fused = bias is not None and out._storage.dtype is dtypes.float16
+    beta = 0.0
     with no_grad():
+        if fused:  # float16: the bias joins the GEMM's float32 sum (C = acc + 1 * bias, then
+            # one rounding, PyTorch's epilogue), not rounded, added and rounded again
+            shp, st, off = layout.expand(bias._shape, bias._strides, bias._offset, out._shape)
+            copy_raw(out, Tensor(bias._storage, shp, st, off))
+            beta = 1.0
         if x.ndim == 2:
-            gemm(out, x, wt, tf32=tf32)
+            gemm(out, x, wt, beta=beta, tf32=tf32)
         elif x.ndim == 1:  # matmul's (1, in) @ (in, out) into a (1, out) result
             n = weight._shape[0]
-            gemm(Tensor(out._storage, (1, n), (n, 1), 0), x.unsqueeze(0), wt, tf32=tf32)
+            gemm(Tensor(out._storage, (1, n), (n, 1), 0), x.unsqueeze(0), wt, beta=beta,
+                 tf32=tf32)
         else:
             *batch, m, k = x._shape
             gemm(out, x.expand(*batch, m, k), wt.expand(*batch, k, weight._shape[0]),
-                 tf32=tf32)
-        if bias is not None:
+                 beta=beta, tf32=tf32)
+        if bias is not None and not fused:
             shp, st, off = layout.expand(bias._shape, bias._strides, bias._offset, out._shape)
             launch_1d("elementwise.cl", "add", defines_of(out._storage.dtype), out,
                       (out, Tensor(bias._storage, shp, st, off)))
