@@ -241,7 +241,9 @@ class GradScaler:
         for g in grads:
             if g.dtype is dtypes.float16:
                 raise ValueError("Attempting to unscale FP16 gradients.")
-        inv = float(np.float32(1.0 / self._scale))  # PyTorch's float32 reciprocal
+        with np.errstate(divide="ignore", over="ignore"):  # PyTorch's float32 reciprocal
+            inv = float(np.float32(np.float64(1.0) / np.float64(self._scale)))  # (a scale
+            #   that underflowed to 0 or a subnormal gives inf, as PyTorch's; no exception)
         with no_grad():
             if grads:
                 first = grads[0]._storage.device

@@ -312,3 +312,22 @@ def test_cuda_scaler_without_gpu_warns_and_disables():
     with pytest.warns(UserWarning, match="CUDA is not available"):
         scaler = clgrad.amp.GradScaler()
     assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+
+
+def test_a_scale_that_underflowed_to_zero_skips_steps_without_raising():
+    """Every step overflowing halves the scale; past float32's smallest subnormal it is 0.
+    PyTorch's reciprocal is then inf (a float64 1/0 cast to float32): no ZeroDivisionError, no
+    overflow warning, the steps go on (clgrad raised ZeroDivisionError at 1 / 0)."""
+    import warnings
+    p = clgrad.nn.Parameter(clgrad.ones(3))
+    opt = clgrad.optim.SGD([p], lr=0.1)
+    scaler = clgrad.amp.GradScaler("cpu", init_scale=2.0 ** -148)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            opt.zero_grad()
+            scaler.scale((p * float("inf")).sum()).backward()
+            scaler.step(opt)
+            scaler.update()
+    assert scaler.get_scale() == 0.0
+    np.testing.assert_array_equal(p.detach().numpy(), np.ones(3))  # every step skipped
