@@ -29,13 +29,26 @@ def test_tf32_flag_is_one_state_with_the_precision(tf32_off):
     assert clgrad.get_float32_matmul_precision() == "high" and mm.allow_tf32()
     assert cuda.matmul.fp32_precision == "tf32"
     clgrad.set_float32_matmul_precision("highest")
-    assert cuda.matmul.allow_tf32 is False and cuda.matmul.fp32_precision == "ieee"
+    assert cuda.matmul.allow_tf32 is False and cuda.matmul.fp32_precision == "none"
     clgrad.set_float32_matmul_precision("medium")
     assert cuda.matmul.allow_tf32 is True
     cuda.matmul.fp32_precision = "ieee"
     assert clgrad.get_float32_matmul_precision() == "highest"
+    assert cuda.matmul.fp32_precision == "ieee"
+    cuda.matmul.fp32_precision = "none"
+    assert cuda.matmul.fp32_precision == "none" and not cuda.matmul.allow_tf32
     with pytest.raises(ValueError, match="fp32_precision: expected 'ieee', 'tf32'"):
         cuda.matmul.fp32_precision = "fast"
+    # PyTorch's: a bool only ("no" would be truthy), and no attribute stored by a typo
+    for bad in ("no", 1, None):
+        with pytest.raises(RuntimeError, match="set_allow_tf32_cublas expects a bool, but got"):
+            cuda.matmul.allow_tf32 = bad
+    assert cuda.matmul.allow_tf32 is False
+    with pytest.raises(AttributeError, match="Unknown attribute allow_tf23"):
+        cuda.matmul.allow_tf23 = True
+    cuda.matmul.allow_fp16_reduced_precision_reduction = False  # stored (no effect)
+    assert cuda.matmul.allow_fp16_reduced_precision_reduction is False
+    cuda.matmul.allow_fp16_reduced_precision_reduction = True
     with pytest.raises(ValueError, match="expected 'highest', 'high' or 'medium', got 'fast'"):
         clgrad.set_float32_matmul_precision("fast")
 
@@ -194,3 +207,38 @@ def test_mma_setting_refuses_other_values(monkeypatch):
         mm.mma_precision(_dev(), dtypes.float32, True)
     assert mm.mma_precision(_dev(), dtypes.float64, True) is None  # (read only for a GEMM
     #                                                                 tensor cores could take)
+
+
+def test_float16_bias_and_addmm_round_once():
+    """float16 linear with a bias, addmm, baddbmm, addmv: the product's float32 sum, alpha and
+    beta * input are rounded to float16 once (PyTorch's epilogue): 1 + 2^-11 + 2^-11 is
+    1 + 2^-10, where rounding the product first gives 1. On random data within a few float16
+    units of the float64 result rounded once (rounding twice was up to 838 off near 0)."""
+    dev = _dev()
+    if not dev.fp16:
+        pytest.skip("no float16 on this device")
+    F = clgrad.nn.functional
+    x = clgrad.tensor([[1.0, 2.0 ** -11]]).half()
+    w = clgrad.tensor([[1.0, 1.0]]).half()
+    b = clgrad.tensor([2.0 ** -11]).half()
+    want = 1 + 2.0 ** -10
+    assert F.linear(x, w, b).item() == want
+    assert clgrad.addmm(b, x, w.t()).item() == want
+    assert clgrad.baddbmm(b.view(1, 1, 1), x.view(1, 1, 2), w.t().reshape(1, 2, 1)).item() == want
+    assert clgrad.addmv(b, x, w[0]).item() == want
+    with clgrad.autocast(dev.type, dtype=clgrad.float16):
+        assert F.linear(x.float(), w.float(), b.float()).item() == want
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((130, 77)).astype(np.float16)
+    W = rng.standard_normal((131, 77)).astype(np.float16)
+    B = rng.standard_normal(131).astype(np.float16)
+    exact = X.astype(np.float64) @ W.T.astype(np.float64)
+    for got, ref in ((F.linear(clgrad.tensor(X), clgrad.tensor(W), clgrad.tensor(B)),
+                      exact + B),
+                     (clgrad.addmm(clgrad.tensor(B), clgrad.tensor(X), clgrad.tensor(W).t(),
+                                   beta=0.5, alpha=2), 0.5 * B.astype(np.float64) + 2 * exact)):
+        ref16 = ref.astype(np.float16).astype(np.float64)
+        ulp = np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64)
+        # float32's summation error over 77 products, in float16 units where it cancels
+        err = np.abs(got.numpy().astype(np.float64) - ref16)
+        assert (err <= ulp + 1e-6 * np.abs(exact).max()).all(), (err / ulp).max()

@@ -13,6 +13,8 @@ are attributes programs set, stored with no effect (clgrad's float16 GEMMs alway
 float32). ``is_built()`` is False (clgrad has no CUDA build; ``clgrad.cuda`` maps PyTorch's CUDA
 device names onto OpenCL devices, see clgrad/cuda.py).
 """
+import numpy as np
+
 from clgrad import settings
 
 __all__ = ["matmul", "is_built", "preferred_linalg_library", "enable_flash_sdp",
@@ -42,13 +44,23 @@ def float32_precision() -> str:
 
 
 class _MatmulFlags:
-    """``torch.backends.cuda.matmul``: ``allow_tf32`` and ``fp32_precision`` ('ieee' / 'tf32')
-    read and write the float32 matmul precision; the reduced-precision-reduction flags are
-    stored with no effect."""
+    """``torch.backends.cuda.matmul``: ``allow_tf32`` and ``fp32_precision`` ('none' until set,
+    'ieee' / 'tf32') read and write the float32 matmul precision; the reduced-precision-
+    reduction flags are stored with no effect. Another attribute name raises AttributeError,
+    as PyTorch's (a typo is not stored silently)."""
+
+    _NAMES = ("allow_tf32", "fp32_precision", "allow_fp16_reduced_precision_reduction",
+              "allow_bf16_reduced_precision_reduction")
 
     def __init__(self):
+        object.__setattr__(self, "_fp32_set", "none")  # fp32_precision's last value
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
+
+    def __setattr__(self, name, value):
+        if name not in self._NAMES:
+            raise AttributeError(f"Unknown attribute {name}")
+        object.__setattr__(self, name, value)
 
     @property
     def allow_tf32(self) -> bool:
@@ -56,17 +68,23 @@ class _MatmulFlags:
 
     @allow_tf32.setter
     def allow_tf32(self, value):
+        if not isinstance(value, (bool, np.bool_)):
+            raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
+                               f"{type(value).__name__}")
         set_float32_precision("high" if value else "highest")
 
     @property
     def fp32_precision(self) -> str:
-        return "ieee" if PRECISION[0] == "highest" else "tf32"
+        if PRECISION[0] != "highest":
+            return "tf32"
+        return "ieee" if self._fp32_set == "ieee" else "none"
 
     @fp32_precision.setter
     def fp32_precision(self, value):
         if value not in ("ieee", "tf32", "none"):
             raise ValueError(f"fp32_precision: expected 'ieee', 'tf32' or 'none', got "
                              f"{value!r}")
+        object.__setattr__(self, "_fp32_set", value)
         set_float32_precision("high" if value == "tf32" else "highest")
 
     def __repr__(self):
