@@ -107,6 +107,11 @@ def main(argv=None) -> int:
     except DeviceError as e:
         print(f"clgrad: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:  # a CLGRAD_* setting's value (clgrad/settings.py): one line
+        if not str(e).startswith("CLGRAD_"):
+            raise
+        print(f"clgrad: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

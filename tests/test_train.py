@@ -208,6 +208,15 @@ def test_cli_train_reports_bad_files_in_one_line(tmp_path):
         main(["--lr", "nan", "--quiet"])
 
 
+def test_cli_reports_a_bad_setting_in_one_line(monkeypatch, capsys):
+    """A CLGRAD_* variable with a bad value: `python -m clgrad devices` (or train) exits 2 with
+    the setting's one-line error, not a traceback."""
+    monkeypatch.setenv("CLGRAD_FP16", "bogus")
+    assert cli_main(["devices"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "clgrad: CLGRAD_FP16: expected 'listed' or 'probe', got 'bogus'"
+
+
 def test_validation_split_is_stratified_and_seeded():
     train, _ = digits_split()
     labels = train.arrays[1]
