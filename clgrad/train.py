@@ -14,7 +14,8 @@ installed, TensorBoard event files in OUT carry the same (``tensorboard --logdir
 test split is evaluated once, at the end, with the final model (its accuracy is added to the
 plot), so the choice of "best" never sees it.
 The run ends with one summary line: ``test accuracy: 0.9xx | best validation accuracy 0.9xx at
-epoch N (OUT/best.safetensors) | ... s | ... images/s | device: ...``.
+epoch N (OUT/best.safetensors) | ... s | ... images/s | device: ...`` (with ``--amp``:
+``... | mixed precision (float16 autocast, GradScaler)``).
 
 Bad input ends with one line naming the option (``train: --resume CKPT: ...``) and exit status
 1. ``--resume`` of a checkpoint that already reached ``--epochs`` (which counts every epoch,
@@ -336,11 +337,12 @@ def _fit(args) -> dict:
                    world_size=world)
     if rank == 0:
         procs = f" x {world} processes" if world > 1 else ""
+        amp_note = " | mixed precision (float16 autocast, GradScaler)" if scaler else ""
         print(f"test accuracy: {te_acc:.3f} | best validation accuracy "
               f"{summary['best_acc']:.3f} at epoch {summary['best_epoch']} "
               f"({out_dir / 'best.safetensors'}) | {summary['seconds']:.1f} s | "
               f"{summary['images_per_s']:.0f} images/s | device: {device.name} "
-              f"[{device.platform}] ({device.kind}){procs}")
+              f"[{device.platform}] ({device.kind}){procs}{amp_note}")
     return summary
 
 
