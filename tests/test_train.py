@@ -288,13 +288,15 @@ def test_amp_job_learns_keeps_its_scaler_and_resumes(tmp_path, capsys):
     assert acc >= 0.9, summary
     ckpt = clgrad.load(out / "last.safetensors")
     scale = ckpt["scaler"]["scale"]
-    assert scale > 1 and ckpt["scaler"]["_growth_tracker"] > 0  # (steps without inf/NaN)
+    assert scale > 1  # (a run of only skipped steps would have halved it to ~0)
     assert all(np.isfinite(v.numpy()).all() for v in ckpt["model"].values())
     assert main(["--amp", "--resume", str(out / "last.safetensors"), "--epochs", "3",
                  "--out", str(out), "--quiet"]) == 0
     again = clgrad.load(out / "last.safetensors")["scaler"]
-    # loaded, then counted on: a fresh scaler would count the third epoch's steps only
-    assert again["_growth_tracker"] > ckpt["scaler"]["_growth_tracker"], (again, ckpt["scaler"])
+    # loaded, then counted on: a fresh scaler would count the third epoch's steps only (unless
+    # a step overflowed there, which halves the scale and restarts the count)
+    assert (again["_growth_tracker"] > ckpt["scaler"]["_growth_tracker"] or
+            again["scale"] < scale), (again, ckpt["scaler"])
 
 
 def test_amp_refuses_compile_and_a_device_without_float16(tmp_path, monkeypatch):
