@@ -34,12 +34,14 @@
 #define BK 32
 
 #ifdef MMA_F16
+typedef ushort TIN;   // A and B read as bits
 typedef ushort E;     // a float16's bits
 #define LDK (BK + 8)  // 20 words a row: rows g = 0..7 start on banks 20g mod 32, 4 apart
 #define KSTEP 16
 #define ZERO ((E)0)
 #define TO_E(p, i) ((p)[i])
 #else
+typedef float TIN;
 typedef uint E;       // a TF32 value's bits (a float with its low 13 mantissa bits zero)
 #define LDK (BK + 4)  // rows g start on banks 4g: lanes (g, t) on 4g + t, all different
 #define KSTEP 8
@@ -50,12 +52,6 @@ inline uint to_tf32(float x) {
     return r;
 }
 #define TO_E(p, i) to_tf32((p)[i])
-#endif
-
-#ifdef MMA_F16
-typedef ushort TIN;   // A and B read as bits
-#else
-typedef float TIN;
 #endif
 
 inline uint lane_id(void) {

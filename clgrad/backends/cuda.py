@@ -64,10 +64,12 @@ class _MatmulFlags:
 
     @property
     def allow_tf32(self) -> bool:
+        """Whether float32 matmuls may run in TF32: the precision is not 'highest'."""
         return PRECISION[0] != "highest"
 
     @allow_tf32.setter
     def allow_tf32(self, value):
+        """True: precision 'high'; False: 'highest'. Raises RuntimeError for a non-bool."""
         if not isinstance(value, (bool, np.bool_)):
             raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
                                f"{type(value).__name__}")
@@ -75,12 +77,14 @@ class _MatmulFlags:
 
     @property
     def fp32_precision(self) -> str:
+        """'tf32' while TF32 is allowed, else 'ieee' if set so, else 'none'."""
         if PRECISION[0] != "highest":
             return "tf32"
         return "ieee" if self._fp32_set == "ieee" else "none"
 
     @fp32_precision.setter
     def fp32_precision(self, value):
+        """'tf32': precision 'high'; 'ieee' / 'none': 'highest'. Raises ValueError otherwise."""
         if value not in ("ieee", "tf32", "none"):
             raise ValueError(f"fp32_precision: expected 'ieee', 'tf32' or 'none', got "
                              f"{value!r}")

@@ -99,7 +99,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:
         if m.ndim != 2:
             raise RuntimeError(f"addmm: expected {name} to be a matrix, got {m.ndim}-D")
     input, mat1, mat2 = ew.autocast("addmm", input, mat1, mat2)  # all three (PyTorch's)
-    return _axpy(input, lambda dt: mm.mm(*_widen(dt, mat1, mat2)), beta, alpha)
+    return _axpy(input, mm.mm, (mat1, mat2), beta, alpha)
 
 
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> Tensor:
@@ -109,18 +109,12 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> T
         if m.ndim != 3:
             raise RuntimeError(f"baddbmm: expected {name} to be a 3-D tensor, got {m.ndim}-D")
     input, batch1, batch2 = ew.autocast("baddbmm", input, batch1, batch2)
-    return _axpy(input, lambda dt: mm.bmm(*_widen(dt, batch1, batch2)), beta, alpha)
+    return _axpy(input, mm.bmm, (batch1, batch2), beta, alpha)
 
 
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, beta=1, alpha=1) -> Tensor:
     """beta * input + alpha * (mat @ vec); mat (n, m), vec (m,)."""
-    return _axpy(input, lambda dt: mv(*_widen(dt, mat, vec)), beta, alpha)
-
-
-def _widen(dtype, *tensors):
-    """The tensors converted to ``dtype`` (float16's exact float32 values), or as they are
-    (None)."""
-    return tensors if dtype is None else tuple(t.to(dtype) for t in tensors)
+    return _axpy(input, mv, (mat, vec), beta, alpha)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
@@ -309,17 +303,16 @@ def erf(input: Tensor) -> Tensor:
                                                                  scale)),), saved=[x])
 
 
-def _axpy(input, prod, beta, alpha):
-    """beta * input + alpha * prod, input broadcast to prod's shape; beta = 0 ignores input's
-    values (PyTorch). ``prod``: a product, or a function of the dtype to compute it in
-    (float16: float32, so that the product's float32 sum, alpha * it and beta * input are
-    rounded to float16 once, as PyTorch's addmm epilogue, not the product first)."""
-    if callable(prod):
-        half = input.dtype is dtypes.float16
-        prod = prod(dtypes.float32 if half else None)
-        if half:
-            out = _axpy(input.to(dtypes.float32), prod, beta, alpha)
-            return out.to(dtypes.float16)
+def _axpy(input, product, operands, beta, alpha):
+    """beta * input + alpha * product(*operands), input broadcast to the product's shape;
+    beta = 0 ignores input's values (PyTorch). All float16: computed on float32 copies (exact)
+    and rounded to float16 once, as PyTorch's addmm epilogue (rounding the product first, then
+    the sum, was up to hundreds of float16 units off where the sum cancels)."""
+    if input.dtype is dtypes.float16 and all(t.dtype is dtypes.float16 for t in operands):
+        wide = [t.to(dtypes.float32) for t in operands]
+        out = _axpy(input.to(dtypes.float32), product, wide, beta, alpha)
+        return out.to(dtypes.float16)
+    prod = product(*operands)
     if layout.broadcast_shapes(input.shape, prod.shape, op="addmm") != tuple(prod.shape):
         raise RuntimeError(f"addmm: expected input of shape {tuple(input.shape)} to broadcast "
                            f"to the product's {tuple(prod.shape)}")

@@ -136,8 +136,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     # The launch plan (ops/plan.py), in the device's plans under plan.key of c, a, b (dtypes,
     # shapes, strides, offsets) and ``split``: the kernel, sizes and the arguments that depend
     # only on those; buffers and alpha/beta are bound per call. ``data``: (the tiles planned
-    # with, the number of K slices of a split plan or None, True for a tensor-core plan: its
-    # alpha and beta are float32 whatever the dtype). Only with the device's own tiles
+    # with, the number of K slices of a split plan or None, whether it is a tensor-core plan:
+    # its alpha and beta are float32 whatever the dtype). Only with the device's own tiles
     # (planned again when they were re-read).
     if tiles_override is None:
         key = plan_key("gemm", (c, a, b), (split, tf32))
@@ -163,21 +163,22 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     if len(bshape) > MAXD:
         raise RuntimeError(f"matmul: more than {MAXD} non-mergeable batch dims: {tuple(batch)}")
     cfg = top = tiles_override or tiles(dev)
+    (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
+    # the kernels' arguments but the buffers and alpha, beta (matmul.cl's and matmul_mma_nv.cl's)
+    fixed = ((np.int64(m), np.int64(n), np.int64(k), np.int64(nb), np.int32(len(bshape)),
+              shape_arg(bshape)),
+             (view_arg(c, cb), np.int64(c_rs), np.int64(c_cs)),
+             (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
+             (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
     prec = None if tiles_override is not None else mma_precision(dev, c.dtype, tf32)
     if prec is not None:
         kernel, gsize, lsize = _mma_launch(dev, prec, m, n, k, min(nb, _MAX_Z),
-                                           (a._offset, *a._strides[-2:], *ab),
-                                           (b._offset, *b._strides[-2:], *bb))
-        fixed = ((np.int64(m), np.int64(n), np.int64(k), np.int64(nb),
-                  np.int32(len(bshape)), shape_arg(bshape)),
-                 (view_arg(c, cb), np.int64(c._strides[-2]), np.int64(c._strides[-1])),
-                 (view_arg(a, ab), np.int64(a._strides[-2]), np.int64(a._strides[-1])),
-                 (view_arg(b, bb), np.int64(b._strides[-2]), np.int64(b._strides[-1])))
+                                           (a._offset, a_rs, a_cs, *ab),
+                                           (b._offset, b_rs, b_cs, *bb))
         return _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b,
                             np.float32(alpha), np.float32(beta), top, True)
     if c.dtype is dtypes.float16 and "MR" in cfg:  # GEMM_CPU would round partial sums
         return _gemm_widened(c, a, b, alpha, beta, cfg)
-    (c_rs, c_cs), (a_rs, a_cs), (b_rs, b_cs) = c._strides[-2:], a._strides[-2:], b._strides[-2:]
     d = defines_for(c.dtype)
     if "MR" in cfg:
         vw = cfg.get("VW", 8)  # floats per vector: half as many doubles
@@ -221,11 +222,6 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
         gsize = (cdiv(n, cfg["TSN"]) * rn, cdiv(m, cfg["TSM"]) * rm, min(nb, _MAX_Z))
         lsize = (rn, rm, 1)
     kernel = dev.kernel("matmul.cl", "gemm", d)
-    fixed = ((np.int64(m), np.int64(n), np.int64(k), np.int64(nb), np.int32(len(bshape)),
-              shape_arg(bshape)),
-             (view_arg(c, cb), np.int64(c_rs), np.int64(c_cs)),
-             (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
-             (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
     return _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b,
                         scalar(c.dtype, alpha), scalar(c.dtype, beta), top, False)
 
@@ -253,8 +249,6 @@ MMA_TILES = {"large": {"WARPS_M": 2, "WARPS_N": 4, "MT": 4, "NT": 4},
              "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4}}
 MMA_BK = 32  # the kernel's tile depth
 _MMA: dict = {}  # Device -> has_mma's verdict
-
-
 _PRECISION = backends.cuda.PRECISION  # ["highest"] unless TF32 is allowed
 
 
@@ -287,9 +281,9 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
     0 scalars along k, 2 scalars along m or n; B also 3, vectors along n)."""
     big = MMA_TILES["large"]
-    bm, bn = big["WARPS_M"] * big["MT"] * 16, big["WARPS_N"] * big["NT"] * 8
+    bm, bn, _ = _mma_tile(big)
     cfg = big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else MMA_TILES["small"]
-    bm, bn = cfg["WARPS_M"] * cfg["MT"] * 16, cfg["WARPS_N"] * cfg["NT"] * 8
+    bm, bn, _ = _mma_tile(cfg)
     vec = 8 if prec == "f16" else 4  # elements in 16 bytes
     a_off, a_rs, a_cs, *a_bs = a_geo
     b_off, b_rs, b_cs, *b_bs = b_geo
@@ -298,11 +292,25 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
               3 if b_cs == 1 and all(v % vec == 0 for v in (n, b_off, b_rs, *b_bs)) else
               0 if b_rs == 1 and b_cs != 1 else 2)
+    return _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz,
+                       m % bm == 0 and n % bn == 0 and k % MMA_BK == 0)
+
+
+def _mma_tile(cfg) -> tuple:
+    """(rows, columns, work items) of a work-group of the tile config ``cfg``."""
+    return (cfg["WARPS_M"] * cfg["MT"] * 16, cfg["WARPS_N"] * cfg["NT"] * 8,
+            cfg["WARPS_M"] * cfg["WARPS_N"] * 32)
+
+
+def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False):
+    """(kernel, global size, local size) of gemm_mma in precision ``prec`` ('f16', 'tf32')
+    with tiles ``cfg`` and tile loaders ``a_load``, ``b_load``, for an m x n output of ``nz``
+    batch launches; ``exact``: m, n, k multiples of the tile (no bounds checks)."""
     d = {"T": "half" if prec == "f16" else "float", "MMA_F16" if prec == "f16" else "MMA_TF32": 1,
          **cfg, "A_LOAD": a_load, "B_LOAD": b_load}
-    if m % bm == 0 and n % bn == 0 and k % MMA_BK == 0:
+    if exact:
         d["EXACT"] = 1
-    nthr = cfg["WARPS_M"] * cfg["WARPS_N"] * 32
+    bm, bn, nthr = _mma_tile(cfg)
     return (dev.kernel("matmul_mma_nv.cl", "gemm_mma", d), (cdiv(n, bn) * nthr, cdiv(m, bm), nz),
             (nthr, 1, 1))
 
@@ -334,15 +342,9 @@ def _check_mma(dev) -> bool:
                 for cfg, (a_load, b_load, trans) in zip(
                         (*MMA_TILES.values(), *MMA_TILES.values()),
                         ((1, 3, False), (0, 2, False), (2, 1, True), (2, 0, True))):
-                    d = {"T": "half" if prec == "f16" else "float",
-                         "MMA_F16" if prec == "f16" else "MMA_TF32": 1, **cfg,
-                         "A_LOAD": a_load, "B_LOAD": b_load}
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        kern = dev.kernel("matmul_mma_nv.cl", "gemm_mma", d)
-                    bm = cfg["WARPS_M"] * cfg["MT"] * 16
-                    bn = cfg["WARPS_N"] * cfg["NT"] * 8
-                    nthr = cfg["WARPS_M"] * cfg["WARPS_N"] * 32
+                        kern, gsize, lsize = _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, 1)
                     mf = cl.mem_flags
                     # transposed: A stored (k, m) and B (n, k), read through their strides
                     ah = np.ascontiguousarray(a.T) if trans else a
@@ -354,7 +356,7 @@ def _check_mma(dev) -> bool:
                     cb = cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
                     one = (np.int64(1), np.int32(1), shape_arg((1,)))
                     v0 = np.zeros(1 + MAXD, np.int64).tobytes()  # a view_t at offset 0
-                    kern(dev.queue, (cdiv(n, bn) * nthr, cdiv(m, bm), 1), (nthr, 1, 1),
+                    kern(dev.queue, gsize, lsize,
                          np.int64(m), np.int64(n), np.int64(k), *one,
                          cb, v0, np.int64(n), np.int64(1),
                          ab, v0, np.int64(a_rs), np.int64(a_cs),
@@ -368,7 +370,7 @@ def _check_mma(dev) -> bool:
                     err = np.abs(got - ref).max() / np.abs(want).max()
                     if not np.isfinite(got).all() or err > tol:
                         raise RuntimeError(f"{prec} GEMM off NumPy by {err:.2e} of the largest "
-                                           f"value ({d})")
+                                           f"value ({cfg}, loaders A {a_load}, B {b_load})")
         return True
     except Exception as e:  # noqa: BLE001 — any failure: keep the FMA kernels
         warnings.warn(f"clgrad: tensor cores (inline PTX mma.sync, kernels/matmul_mma_nv.cl) not "
@@ -492,17 +494,18 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if k != k2:
         raise RuntimeError(f"matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and "
                            f"{k2}x{n}); shapes {tuple(a.shape)} @ {tuple(b.shape)}")
+    tf32 = _PRECISION[0] != "highest"  # (allow_tf32(), without its call: a hot path)
     if a.ndim == 2 and b.ndim == 2:  # no batch dims: no broadcast views, out is the root
         ae, be = a, b
         out = empty((m, n), a.dtype, a._storage.device)
-        gemm(out, a, b, tf32=_PRECISION[0] != "highest")
+        gemm(out, a, b, tf32=tf32)
     else:
         batch = layout.broadcast_shapes(a2.shape[:-2], b2.shape[:-2], op="matmul")
         ae = a2.expand(*batch, m, k)
         be = b2.expand(*batch, k, n)
         out = empty(batch + (m, n), a.dtype, a._storage.device)
         with no_grad():
-            gemm(out, ae, be, tf32=_PRECISION[0] != "highest")
+            gemm(out, ae, be, tf32=tf32)
         if a.ndim == 1:
             out = out.squeeze(-2)
         if b.ndim == 1:
