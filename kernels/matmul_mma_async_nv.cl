@@ -1,0 +1,258 @@
+// kernels/matmul_mma_async_nv.cl — batched float16 GEMM on NVIDIA's tensor cores, pipelined:
+// C[b] = alpha * A[b] @ B[b] + beta * C[b], arguments as kernels/matmul_mma_nv.cl's gemm_mma
+// (alpha, beta float). Where that kernel moves tiles through registers and reads fragments
+// 32 bits at a time, this one copies them global -> local with cp.async (16 bytes a work item,
+// no registers, STAGES tiles in flight) and reads fragments with ldmatrix (four 8 x 8 matrices
+// a warp instruction). Built on NVIDIA's OpenCL only (sm_80 and newer), where
+// clgrad/ops/matmul.py's has_mma_async found it building and matching NumPy at first use.
+//
+// Precision: A, B float16 (read as their bits), products exact, summed in float32 (mma.sync
+// m16n8k16 .f32.f16.f16.f32), C rounded to float16 once at the store: as matmul_mma_nv.cl.
+//
+// Operand layouts (one define each): an operand X is read as rows (A's m, B's n) by depth k.
+//   A_KR 0: X contiguous along k (A's a_cs == 1; B's b_rs == 1): the tile kept [row][k],
+//           fragments by ldmatrix;
+//   A_KR 1: X contiguous along its rows (A's a_rs == 1; B's b_cs == 1): kept [k][row],
+//           fragments by ldmatrix.trans.
+//   (B_KR likewise.) The contiguous extent (K, or M / N), the row (or depth) stride, the
+//   offset and the batch strides are multiples of 8 elements (16 bytes): the host checks, and
+//   a 16-byte chunk is wholly inside or outside the operand (outside: cp.async fills zeros).
+// Local layouts, XOR-swizzled by 16-byte chunk so that the 8 rows of an ldmatrix matrix and
+// the 8 chunks of a copy phase fall on 8 different 4-bank groups:
+//   [row][k], BK = 32 halves (4 chunks) a row: chunk c of row r at chunk c ^ ((r >> 1) & 3);
+//   [k][row], ROWS halves (ROWS / 8 >= 8 chunks) a row: chunk c of row k at chunk c ^ (k & 7).
+// Tiling: WARPS_M x WARPS_N warps, each an (MT * 16) x (NT * 8) block of mma tiles (NT even:
+// one ldmatrix.x4 gives two n-tiles of B); BK = 32; STAGES local buffers of A's and B's tiles
+// (cp.async.wait_group keeps STAGES - 2 groups in flight while a tile is multiplied; one
+// barrier a tile). PTX ISA: "cp.async", "ldmatrix", "Matrix fragments for mma.m16n8k16".
+// Defines: WARPS_M WARPS_N MT NT STAGES WAIT (= STAGES - 2, a literal), GROUP_M (rows of
+// work-groups swept together, for L2), A_KR B_KR, EXACT (M, N,
+// K multiples of BM, BN, BK), SMEM_CVTA (the shared-window address of a __local pointer by
+// cvta.to.shared, where has_mma_async found the plain cast is not that address).
+// Launch: global (ceil(N / BN) * NTHR, ceil(M / BM), batches), local (NTHR, 1, 1).
+#include "common.h"
+
+// the shared-state-space address of a local pointer (what cp.async and ldmatrix take), in 64
+// bits; its low 32 bits are what the instructions below take
+inline ulong smem_addr64(__local const ushort *p) {
+#ifdef SMEM_CVTA
+    ulong s;
+    __asm__("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"((ulong)p));
+    return s;
+#else
+    return (ulong)p;
+#endif
+}
+#define smem_addr(p) ((uint)smem_addr64(p))
+
+// has_mma_async's first check, which reads and writes no local memory through the addresses:
+// out[0], out[1] = smem_addr of elements 0 and 1000 of a local array (a shared-window offset
+// is below the SM's shared memory size and the two are 2000 bytes apart).
+__kernel void smem_window(__global ulong *out) {
+    __local ushort probe[1024];
+    probe[get_local_id(0)] = 0;
+    out[0] = smem_addr64(probe);
+    out[1] = smem_addr64(probe + 1000);
+}
+
+#ifndef SMEM_PROBE
+#define NTHR (WARPS_M * WARPS_N * 32)
+#define BM (WARPS_M * MT * 16)
+#define BN (WARPS_N * NT * 8)
+#define BK 32
+#define A_SZ (BM * BK)  // halves of one stage's A tile
+#define B_SZ (BN * BK)
+#define STAGE_SZ (A_SZ + B_SZ)
+
+inline uint lane_id(void) {
+    uint l;
+    __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+
+inline void cp_async16(uint dst, __global const ushort *src, uint bytes) {
+    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                         :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+inline void cp_commit(void) { __asm__ __volatile__("cp.async.commit_group;" ::: "memory"); }
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+inline void cp_wait(void) { __asm__ __volatile__("cp.async.wait_group " STR(WAIT) ";" ::: "memory"); }
+inline void cp_wait_all(void) { __asm__ __volatile__("cp.async.wait_group 0;" ::: "memory"); }
+
+inline void ldsm4(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3) : "r"(addr) : "memory");
+}
+
+inline void ldsm4t(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
+    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                         : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3) : "r"(addr) : "memory");
+}
+
+// element offsets (halves) in a swizzled tile: (row r, depth k) of [row][k]; (k, r) of [k][row]
+#define IDX_RK(r, k) ((r) * BK + ((((k) >> 3) ^ (((r) >> 1) & 3)) << 3) + ((k) & 7))
+#define IDX_KR(ROWS, k, r) ((k) * (ROWS) + ((((r) >> 3) ^ ((k) & 7)) << 3) + ((r) & 7))
+
+#ifdef EXACT
+#define INSIDE(r, c) 1
+#else
+#define INSIDE(r, c) ((r) < R && (c) < K)
+#endif
+
+// Copy one ROWS x BK tile of X (rows from r0, depths from k0; element (r, c) at
+// X[r * xr + c * xk]) into the local tile at shared address s, as the layout KR says.
+#define COPY_TILE(NAME, ROWS, KR)                                                              \
+inline void copy_##NAME(uint s, __global const ushort *X, long xr, long xk, long R, long K,    \
+                        long r0, long k0, int tid) {                                           \
+    _Pragma("unroll")                                                                          \
+    for (int e = 0; e < ROWS * BK / 8 / NTHR; ++e) {                                           \
+        const int v = tid + e * NTHR;                                                          \
+        int rr, cc, idx;                                                                       \
+        if (KR) {                                                                              \
+            cc = v / (ROWS / 8);  rr = (v % (ROWS / 8)) * 8;                                   \
+            idx = IDX_KR(ROWS, cc, rr);                                                        \
+        } else {                                                                               \
+            rr = v / (BK / 8);  cc = (v % (BK / 8)) * 8;                                       \
+            idx = IDX_RK(rr, cc);                                                              \
+        }                                                                                      \
+        const long r = r0 + rr, c = k0 + cc;                                                   \
+        const int in = INSIDE(r, c);                                                           \
+        cp_async16(s + 2 * idx, in ? X + r * xr + c * xk : X, in ? 16 : 0);                   \
+    }                                                                                          \
+}
+COPY_TILE(a, BM, A_KR)
+COPY_TILE(b, BN, B_KR)
+
+// The A (MT 16 x 16 blocks) and B (NT 8-column blocks) fragments of depth step ks of the
+// tiles at shared addresses sa, sb, for the warp at (wm, wn); (a_r, a_k), (b_r, b_k): the
+// lane's ldmatrix row within a 16 x 16 block (PTX: lanes 8i..8i+7 address matrix i).
+inline void load_frags(uint sa, uint sb, int ks, int wm, int wn, int a_r, int a_k, int b_r,
+                       int b_k, uint af[MT][4], uint bf[NT][2]) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#if A_KR
+        const uint ad = sa + 2 * IDX_KR(BM, ks + a_k, wm + i * 16 + a_r);
+        ldsm4t(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
+#else
+        const uint ad = sa + 2 * IDX_RK(wm + i * 16 + a_r, ks + a_k);
+        ldsm4(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
+#endif
+    }
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+#if B_KR
+        const uint ad = sb + 2 * IDX_KR(BN, ks + b_k, wn + j * 8 + b_r);
+        ldsm4t(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
+#else
+        const uint ad = sb + 2 * IDX_RK(wn + j * 8 + b_r, ks + b_k);
+        ldsm4(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
+#endif
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
+void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
+                    __global T *C, view_t vc, long c_rs, long c_cs,
+                    __global const T *A, view_t va, long a_rs, long a_cs,
+                    __global const T *B, view_t vb, long b_rs, long b_cs,
+                    float alpha, float beta) {
+    __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
+    const uint sbase = smem_addr(smem);
+    const int tid = get_local_id(0);
+    const uint lane = lane_id(), g = lane >> 2, t = lane & 3;
+    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
+    // Work-groups run in id order (x fastest); GROUP_M rows of tiles at a time sweep the
+    // columns, so that the A rows and B columns of the work-groups in flight stay in L2
+    const long nx = get_num_groups(0), ny = get_num_groups(1);
+    const long id = get_group_id(1) * nx + get_group_id(0), first = id / (GROUP_M * nx) * GROUP_M;
+    const long gm = min(ny - first, (long)GROUP_M), in_group = id % (GROUP_M * nx);
+    const long bm = (first + in_group % gm) * BM, bn = in_group / gm * BN;
+    __global const ushort *Ai = (__global const ushort *)A;
+    __global const ushort *Bi = (__global const ushort *)B;
+#if A_KR
+    const int a_k = (lane & 7) + (lane >> 4) * 8, a_r = ((lane >> 3) & 1) * 8;
+#else
+    const int a_r = lane & 15, a_k = (lane >> 4) * 8;
+#endif
+#if B_KR
+    const int b_k = lane & 15, b_r = (lane >> 4) * 8;
+#else
+    const int b_r = (lane & 7) + (lane >> 4) * 8, b_k = ((lane >> 3) & 1) * 8;
+#endif
+    for (long bi = get_group_id(2); bi < nb; bi += get_num_groups(2)) {
+        long oc, oa, ob;
+        off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
+        __global const ushort *Ab = Ai + oa, *Bb = Bi + ob;
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+        const long ntiles = (K + BK - 1) / BK;
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < ntiles) {
+                const uint st = sbase + 2 * s * STAGE_SZ;
+                copy_a(st, Ab, a_rs, a_cs, M, K, bm, s * BK, tid);
+                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, s * BK, tid);
+            }
+            cp_commit();
+        }
+        for (long kt = 0; kt < ntiles; ++kt) {
+            cp_wait();                      // this work item's copies of tile kt are in
+            barrier(CLK_LOCAL_MEM_FENCE);   // everyone's are; tile kt - 1's readers are done
+            const long nk = kt + STAGES - 1;
+            if (nk < ntiles) {              // into the buffer tile kt - 1 used
+                const uint st = sbase + 2 * (uint)(nk % STAGES) * STAGE_SZ;
+                copy_a(st, Ab, a_rs, a_cs, M, K, bm, nk * BK, tid);
+                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, nk * BK, tid);
+            }
+            cp_commit();
+            const uint sa = sbase + 2 * (uint)(kt % STAGES) * STAGE_SZ, sb = sa + 2 * A_SZ;
+            uint af[2][MT][4], bf[2][NT][2];  // fragments of depth steps ks and ks + 16
+            load_frags(sa, sb, 0, wm, wn, a_r, a_k, b_r, b_k, af[0], bf[0]);
+#pragma unroll
+            for (int s = 0; s < BK / 16; ++s) {
+                if (s + 1 < BK / 16)  // the next step's fragments are read while this one runs
+                    load_frags(sa, sb, (s + 1) * 16, wm, wn, a_r, a_k, b_r, b_k, af[(s + 1) & 1],
+                               bf[(s + 1) & 1]);
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j)
+                        __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]),
+                                  "+f"(acc[i][j][3])
+                                : "r"(af[s & 1][i][0]), "r"(af[s & 1][i][1]),
+                                  "r"(af[s & 1][i][2]), "r"(af[s & 1][i][3]),
+                                  "r"(bf[s & 1][j][0]), "r"(bf[s & 1][j][1]));
+            }
+        }
+        cp_wait_all();
+        barrier(CLK_LOCAL_MEM_FENCE);  // the next batch element's copies reuse the buffers
+        // accumulator q of tile (i, j): row g (+8 for q >= 2), column 2t (+1 for odd q)
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const long r = bm + wm + i * 16 + g + (q >> 1) * 8;
+                    const long c = bn + wn + j * 8 + 2 * t + (q & 1);
+#ifndef EXACT
+                    if (r >= M || c >= N) continue;
+#endif
+                    const long o = oc + r * c_rs + c * c_cs;
+                    float v = alpha * acc[i][j][q];
+                    if (beta != 0.0f) v += beta * vload_half(o, C);
+                    vstore_half(v, o, C);
+                }
+    }
+}
+#endif  // SMEM_PROBE
