@@ -31,7 +31,6 @@ raise ValueError, as PyTorch: keep the parameters float32 under autocast).
 from __future__ import annotations
 
 import functools
-import math
 import warnings
 from collections import abc
 
@@ -42,6 +41,7 @@ from clgrad.autograd import grad_mode, no_grad
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import full
+from clgrad.ops.foreach import launch_multi
 from clgrad.ops.index import stack
 from clgrad.tensor import Tensor
 
@@ -246,16 +246,30 @@ class GradScaler:
             #   that underflowed to 0 or a subnormal gives inf, as PyTorch's; no exception)
         with no_grad():
             if grads:
-                first = grads[0]._storage.device
-                # 0 * g is 0 where g is finite and NaN where it is inf or NaN: the sum is NaN
-                # exactly when a gradient holds a non-finite value (no overflow possible).
-                # Checked before unscaling, as PyTorch.
-                nonfinite = [ew.to_device(rd.sum(ew.mul(g, 0.0), dtype=dtypes.float32), first)
-                             for g in grads]
-                st.found_inf = rd.sum(stack(nonfinite)) if len(nonfinite) > 1 else nonfinite[0]
-                for g in grads:
-                    g.mul_(inv)
+                st.found_inf = self._unscale_grads(grads, inv)
         st.stage = _UNSCALED
+
+    @staticmethod
+    def _unscale_grads(grads: list, inv: float) -> Tensor:
+        """Multiply ``grads`` by ``inv`` in place; the flag (a 0-dim float32 tensor on the
+        first gradient's device): nonzero (1 or NaN) when an element was inf or NaN before.
+        Contiguous gradients of one device: kernels/optim.cl :: unscale_multi, 8 a launch
+        (PyTorch's multi-tensor kernel); any others: 0 * g (0 where finite, NaN where not)
+        summed, then a multiply, per gradient."""
+        first = grads[0]._storage.device
+        flag = full((), 0.0, dtypes.float32, first)
+        rest = list(range(len(grads)))
+        if all(g._storage.device is first for g in grads):
+            rest = launch_multi("unscale_multi", [(g, flag) for g in grads],
+                                lambda idx, dt: lambda commit: (dt.np.type(inv),))
+        if rest:
+            nonfinite = [flag] + [ew.to_device(rd.sum(ew.mul(grads[i], 0.0),
+                                                      dtype=dtypes.float32), first)
+                                  for i in rest]
+            flag = rd.sum(stack(nonfinite))
+            for i in rest:
+                grads[i].mul_(inv)
+        return flag
 
     def step(self, optimizer, *args, **kwargs):
         """unscale_(optimizer) unless done, then ``optimizer.step(*args, **kwargs)`` and its
@@ -413,7 +427,7 @@ _READY, _UNSCALED, _STEPPED = 0, 1, 2
 
 class _OptState:
     """One optimizer's stage since the last update() and its found_inf flag (a 0-dim float32
-    tensor on the device, 0 or NaN; read once, on the host, by found())."""
+    tensor on the device, 0 or else 1 or NaN; read once, on the host, by found())."""
 
     def __init__(self):
         self.stage, self.found_inf, self._found = _READY, None, None
@@ -421,7 +435,7 @@ class _OptState:
     def found(self) -> bool:
         """Whether a gradient held an inf or NaN (the flag read to the host once, cached)."""
         if self._found is None:
-            self._found = not math.isfinite(self.found_inf.item())
+            self._found = self.found_inf.item() != 0.0  # (NaN != 0 too)
         return self._found
 
 

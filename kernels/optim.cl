@@ -237,3 +237,19 @@ __kernel void adam_multi(SLOTS8(ADAM_SLOT), T lr, T beta1, T beta2, T eps, T wei
     v[i] = vi;
     p[i] = x - step_size * mi / (sqrt(vi) / bc2_sqrt + eps);
 }
+
+// GradScaler.unscale_ (clgrad/amp.py; PyTorch's _amp_foreach_non_finite_check_and_unscale_):
+// each slot's gradient g is multiplied by inv (1 / scale, a float32 value) in place, and the
+// slot's flag f[0] (a float32 0-dim tensor, 0 before the launch; the same tensor in every
+// slot) is set to 1 where an element of g was inf or NaN before the multiply. Every writer
+// stores the same value, so the unordered stores need no atomics.
+#define UNSCALE_SLOT(k) long n##k, __global T *g##k, long og##k, __global float *f##k, long of##k
+#define UNSCALE_SET(k) g = g##k + og##k; f = f##k + of##k;
+__kernel void unscale_multi(SLOTS8(UNSCALE_SLOT), T inv) {
+    __global T *g;
+    __global float *f;
+    SLOT_PICK(UNSCALE_SET)
+    T x = g[i];
+    if (!isfinite(x)) f[0] = 1.0f;
+    g[i] = x * inv;
+}

@@ -331,3 +331,34 @@ def test_a_scale_that_underflowed_to_zero_skips_steps_without_raising():
             scaler.update()
     assert scaler.get_scale() == 0.0
     np.testing.assert_array_equal(p.detach().numpy(), np.ones(3))  # every step skipped
+
+
+@pytest.mark.parametrize("bad_at", [None, 0, 9, 10, 11])
+def test_unscale_of_many_grads_in_multi_tensor_launches(bad_at):
+    """unscale_ over 12 gradients: 9 contiguous float32 ones (two launches of
+    kernels/optim.cl :: unscale_multi, 8 a launch), a transposed view, a float64 one, and one
+    over the CPU devices' multi-tensor size limit (those three one at a time): every gradient
+    divided exactly (a power-of-two scale) against NumPy, and an inf (or NaN) in any one of
+    them, in either path, found; its version counter bumped once."""
+    rng = np.random.default_rng(3)
+    shapes = [(5,), (3, 4), (1,), (70,), (2, 2, 2), (33,), (8,), (9, 3), (4,)]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    arrays += [rng.standard_normal((6, 5)).astype(np.float32),
+               rng.standard_normal(7), rng.standard_normal(70000).astype(np.float32)]
+    if bad_at is not None:
+        arrays[bad_at].flat[1] = NAN if bad_at == 10 else INF
+    params = [clgrad.nn.Parameter(clgrad.tensor(np.zeros_like(a))) for a in arrays]
+    for p, a in zip(params, arrays):
+        p.grad = clgrad.tensor(a * 8.0)
+    params[9].grad = clgrad.tensor(np.ascontiguousarray((arrays[9] * 8.0).T)).t()
+    opt = clgrad.optim.SGD(params, lr=0.0)
+    scaler = clgrad.amp.GradScaler("cpu", init_scale=8.0)
+    scaler.scale(clgrad.tensor(1.0))
+    versions = [p.grad._version for p in params]
+    scaler.unscale_(opt)
+    for p, a, v in zip(params, arrays, versions):
+        np.testing.assert_array_equal(p.grad.numpy(), a)
+        assert p.grad._version == v + 1
+    scaler.step(opt)
+    scaler.update()  # backed off after a non-finite gradient, else kept (growth_interval 2000)
+    assert scaler.get_scale() == (4.0 if bad_at is not None else 8.0)
