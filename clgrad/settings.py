@@ -35,9 +35,10 @@ call on a cached plan reads nothing from the environment.
                                   and the half built-ins (kernels/half_builtins.h) right
                                   without listing it (NVIDIA's OpenCL); listed: only where
                                   it is listed
-    CLGRAD_MMA          auto      tensor cores on NVIDIA (kernels/matmul_mma_nv.cl: float16
+    CLGRAD_MMA          auto      tensor cores on NVIDIA (kernels/matmul_mma_nv.cl and, for
+                                  aligned float16 operands, matmul_mma_async_nv.cl: float16
                                   GEMMs, and float32 ones with TF32 allowed) where the device
-                                  passes clgrad/ops/matmul.py's check; off: the FMA kernels
+                                  passes clgrad/ops/matmul.py's checks; off: the FMA kernels
     CLGRAD_CPU_VECTOR_WIDTH (none) benchmarking/testing: 8 or 16, the CPU kernels' vector width
                                   (8: the AVX2 variants on an AVX-512 CPU)
 

@@ -242,3 +242,79 @@ def test_float16_bias_and_addmm_round_once():
         # float32's summation error over 77 products, in float16 units where it cancels
         err = np.abs(got.numpy().astype(np.float64) - ref16)
         assert (err <= ulp + 1e-6 * np.abs(exact).max()).all(), (err / ulp).max()
+
+
+def _need_async():
+    dev = _need_mma(fp16=True)
+    if not mm.has_mma_async(dev):
+        pytest.skip("no cp.async/ldmatrix kernel here (kernels/matmul_mma_async_nv.cl)")
+    return dev
+
+
+def _geo(t):
+    """(offset, row stride, column stride, *batch strides) of a clgrad operand."""
+    return (t._offset, *t._strides[-2:], *t._strides[:-2])
+
+
+@pytest.mark.parametrize("shape", [(8, 8, 8), (72, 40, 136), (256, 96, 384), (200, 520, 264),
+                                   (136, 1000, 64)], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("layouts", ["aa", "at", "ta", "tt"])
+def test_float16_pipelined_kernel_every_layout(shape, layouts):
+    """kernels/matmul_mma_async_nv.cl takes every float16 GEMM whose operands are 16-byte
+    aligned along k or along their rows (A and B each kept [row][k] or [k][row], fragments by
+    ldmatrix or ldmatrix.trans): checked to be the kernel that ran, and its result within one
+    float16 unit (+ float32 sums) of float64, on and off the 128 x 128 / 64 x 64 tile edges and
+    the depth-32 tile, in batches of views at an offset of 8 elements."""
+    dev = _need_async()
+    m, k, n = shape
+    rng = np.random.default_rng(m + 3 * k + 7 * n)
+    a = rng.standard_normal((3, m, k)).astype(np.float16)
+    b = rng.standard_normal((3, k, n)).astype(np.float16)
+
+    def operand(x, trans):
+        if trans:  # stored (batch, cols, rows), viewed back: contiguous along its rows
+            flat = np.concatenate([np.zeros(8, x.dtype), np.swapaxes(x, 1, 2).ravel()])
+            return clgrad.tensor(flat)[8:].view(x.shape[0], x.shape[2], x.shape[1]).transpose(1, 2)
+        flat = np.concatenate([np.zeros(8, x.dtype), x.ravel()])
+        return clgrad.tensor(flat)[8:].view(x.shape)
+
+    ta, tb = operand(a, layouts[0] == "t"), operand(b, layouts[1] == "t")
+    kern = mm._mma_launch(dev, "f16", m, n, k, 3, _geo(ta), _geo(tb))[0]
+    assert kern.function_name == "gemm_mma_async"
+    got = (ta @ tb).numpy().astype(np.float64)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+    err = np.abs(got - want)
+    assert (err <= ulp + 1e-6 * np.sqrt(k) * np.abs(want).max() + 1e-7).all(), err.max()
+
+
+def test_float16_pipelined_kernel_alpha_beta_nan_and_fallback():
+    """The pipelined kernel's epilogue (alpha, beta; C unread at beta == 0), NaN in one row of
+    A reaching only that row of C, and operands it cannot copy in 16-byte chunks (k = 41, a
+    view at an odd offset) taking kernels/matmul_mma_nv.cl, with the same result."""
+    dev = _need_async()
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((2, 96, 64)).astype(np.float16)
+    b = rng.standard_normal((2, 64, 160)).astype(np.float16)
+    c0 = rng.standard_normal((2, 96, 160)).astype(np.float16)
+    want = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + 2.0 * c0
+    for _ in range(2):  # the second call runs the kept plan
+        c = clgrad.tensor(c0)
+        mm.gemm(c, clgrad.tensor(a), clgrad.tensor(b), alpha=0.5, beta=2.0)
+        assert np.abs(c.numpy().astype(np.float64) - want).max() <= 4e-3 * np.abs(want).max()
+    c = clgrad.tensor(np.full((2, 96, 160), np.nan, np.float16))
+    mm.gemm(c, clgrad.tensor(a), clgrad.tensor(b))
+    assert np.isfinite(c.numpy()).all()
+    an = a.copy()
+    an[1, 5, 17] = np.nan
+    got = (clgrad.tensor(an) @ clgrad.tensor(b)).numpy()
+    assert np.isnan(got[1, 5]).all() and np.isfinite(np.delete(got[1], 5, axis=0)).all()
+    assert np.isfinite(got[0]).all()
+    a41 = rng.standard_normal((96, 41)).astype(np.float16)
+    b41 = rng.standard_normal((41, 160)).astype(np.float16)
+    ta, tb = clgrad.tensor(a41), clgrad.tensor(b41)
+    assert mm._mma_launch(dev, "f16", 96, 160, 41, 1, _geo(ta), _geo(tb))[0].function_name == \
+        "gemm_mma"
+    want = a41.astype(np.float64) @ b41.astype(np.float64)
+    got = (ta @ tb).numpy().astype(np.float64)
+    assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()

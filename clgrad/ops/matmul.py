@@ -9,7 +9,10 @@ Tensor cores: on NVIDIA GPUs whose OpenCL compiler takes inline PTX ``mma.sync``
 per device against NumPy, ``has_mma``), float16 GEMMs and, with TF32 allowed
 (``backends.cuda.matmul.allow_tf32`` / ``set_float32_matmul_precision('high')``), the float32
 GEMMs of matmul, mm, bmm and linear run kernels/matmul_mma_nv.cl :: gemm_mma (``mma_precision``;
-``CLGRAD_MMA=off`` turns it off).
+``CLGRAD_MMA=off`` turns it off). float16 GEMMs whose operands are 16-byte aligned along k or
+along their rows take kernels/matmul_mma_async_nv.cl :: gemm_mma_async instead (cp.async
+copies, STAGES tiles in flight, ldmatrix fragments; ``has_mma_async``): 2.9x gemm_mma at
+8192^3 on the H200 (bench/README.md).
 
 Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` below, unless
 ``bench/gemm.py --tune`` stored a winner for this device and driver in ``tiles_file()``
@@ -248,7 +251,13 @@ def _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b, alpha, beta, to
 MMA_TILES = {"large": {"WARPS_M": 2, "WARPS_N": 4, "MT": 4, "NT": 4},
              "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4}}
 MMA_BK = 32  # the kernel's tile depth
+# kernels/matmul_mma_async_nv.cl (float16, 16-byte aligned operands): STAGES tiles of A and B
+# in local memory (3 x 16 KiB for 128 x 128, NVIDIA's OpenCL gives a work-group 48 KiB).
+MMA_ASYNC_TILES = {
+    "large": {"WARPS_M": 2, "WARPS_N": 2, "MT": 4, "NT": 8, "STAGES": 3, "GROUP_M": 8},
+    "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4, "STAGES": 4, "GROUP_M": 8}}
 _MMA: dict = {}  # Device -> has_mma's verdict
+_MMA_ASYNC: dict = {}  # Device -> has_mma_async's: None (no), else the SMEM_CVTA define (0, 1)
 _PRECISION = backends.cuda.PRECISION  # ["highest"] unless TF32 is allowed
 
 
@@ -279,14 +288,20 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     """(kernel, global size, local size) of gemm_mma for an (m, k) @ (k, n) problem of ``nz``
     batch launches; ``a_geo``, ``b_geo``: each operand's (offset, row stride, column stride,
     *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
-    0 scalars along k, 2 scalars along m or n; B also 3, vectors along n)."""
-    big = MMA_TILES["large"]
-    bm, bn, _ = _mma_tile(big)
-    cfg = big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else MMA_TILES["small"]
-    bm, bn, _ = _mma_tile(cfg)
-    vec = 8 if prec == "f16" else 4  # elements in 16 bytes
+    0 scalars along k, 2 scalars along m or n; B also 3, vectors along n). float16 GEMMs whose
+    operands both travel in 16-byte chunks (``_async_layout``) take the pipelined kernel of
+    kernels/matmul_mma_async_nv.cl where ``has_mma_async``."""
     a_off, a_rs, a_cs, *a_bs = a_geo
     b_off, b_rs, b_cs, *b_bs = b_geo
+    if prec == "f16":
+        a_kr = _async_layout(m, k, a_off, a_rs, a_cs, a_bs)
+        b_kr = _async_layout(n, k, b_off, b_cs, b_rs, b_bs)
+        if a_kr is not None and b_kr is not None and has_mma_async(dev):
+            return _mma_async_kernel(dev, _mma_tiles(MMA_ASYNC_TILES, dev, m, n, nz), a_kr,
+                                     b_kr, m, n, k, nz)
+    cfg = _mma_tiles(MMA_TILES, dev, m, n, nz)
+    bm, bn, _ = _mma_tile(cfg)
+    vec = 8 if prec == "f16" else 4  # elements in 16 bytes
     a_load = (1 if a_cs == 1 and all(v % vec == 0 for v in (k, a_off, a_rs, *a_bs)) else
               2 if a_rs == 1 and a_cs != 1 else 0)
     b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
@@ -294,6 +309,26 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
               0 if b_rs == 1 and b_cs != 1 else 2)
     return _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz,
                        m % bm == 0 and n % bn == 0 and k % MMA_BK == 0)
+
+
+def _mma_tiles(table, dev, m, n, nz) -> dict:
+    """``table``'s large tiles where they make at least one work-group per compute unit for an
+    m x n output of ``nz`` batch launches, else its small ones."""
+    big = table["large"]
+    bm, bn, _ = _mma_tile(big)
+    return big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else table["small"]
+
+
+def _async_layout(rows, k, off, rs, ks, bs) -> int | None:
+    """How kernels/matmul_mma_async_nv.cl copies an operand of ``rows`` x ``k`` (element (r, c)
+    at off + r * rs + c * ks, batch strides ``bs``) in 16-byte chunks (8 halves): 0 along k
+    (ks == 1), 1 along its rows (rs == 1), each where the contiguous extent, the other stride,
+    the offset and the batch strides are multiples of 8 elements; None where neither holds."""
+    if ks == 1 and all(v % 8 == 0 for v in (k, off, rs, *bs)):
+        return 0
+    if rs == 1 and all(v % 8 == 0 for v in (rows, off, ks, *bs)):
+        return 1
+    return None
 
 
 def _mma_tile(cfg) -> tuple:
@@ -315,6 +350,21 @@ def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False):
             (nthr, 1, 1))
 
 
+def _mma_async_kernel(dev, cfg, a_kr, b_kr, m, n, k, nz, cvta=None):
+    """(kernel, global size, local size) of kernels/matmul_mma_async_nv.cl :: gemm_mma_async
+    with tiles ``cfg`` and operand layouts ``a_kr``, ``b_kr`` (``_async_layout``) for an
+    (m, k) @ (k, n) problem of ``nz`` batch launches; ``cvta``: the SMEM_CVTA define
+    (default: has_mma_async's verdict)."""
+    bm, bn, nthr = _mma_tile(cfg)
+    d = {"T": "half", **cfg, "WAIT": cfg["STAGES"] - 2, "A_KR": a_kr, "B_KR": b_kr}
+    if (_MMA_ASYNC.get(dev) if cvta is None else cvta):
+        d["SMEM_CVTA"] = 1
+    if m % bm == 0 and n % bn == 0 and k % MMA_BK == 0:
+        d["EXACT"] = 1
+    return (dev.kernel("matmul_mma_async_nv.cl", "gemm_mma_async", d),
+            (cdiv(n, bn) * nthr, cdiv(m, bm), nz), (nthr, 1, 1))
+
+
 def has_mma(dev) -> bool:
     """Whether ``dev`` runs kernels/matmul_mma_nv.cl right: NVIDIA's OpenCL only (its compiler
     passes inline PTX through; another compiler may fail the build in ways that end the
@@ -328,56 +378,114 @@ def has_mma(dev) -> bool:
     return ok
 
 
+def has_mma_async(dev) -> bool:
+    """Whether ``dev`` runs kernels/matmul_mma_async_nv.cl right: where ``has_mma``, then once
+    per device and process: the shared-window address of a local pointer (cp.async and
+    ldmatrix take it; OpenCL has no name for it) is the pointer's value or its
+    cvta.to.shared, checked by a kernel that only writes the two candidate addresses (a wrong
+    address never reaches a memory instruction); then a 72 x 40 @ 40 x 136 GEMM on both tile
+    configs and all four operand layouts against NumPy. A failure warns once and keeps
+    kernels/matmul_mma_nv.cl."""
+    if dev not in _MMA_ASYNC:
+        _MMA_ASYNC[dev] = _check_mma_async(dev) if has_mma(dev) else None
+    return _MMA_ASYNC[dev] is not None
+
+
 def _check_mma(dev) -> bool:
     import warnings
-    import pyopencl as cl
     rng = np.random.default_rng(0)
     m, k, n = 72, 40, 136
     try:
-        with dev._lock:
+        with dev._lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             for prec, npt, tol in (("f16", np.float16, 1e-3), ("tf32", np.float32, 2e-3)):
                 a = rng.standard_normal((m, k)).astype(npt)
                 b = rng.standard_normal((k, n)).astype(npt)
-                want = a.astype(np.float64) @ b.astype(np.float64)
                 for cfg, (a_load, b_load, trans) in zip(
                         (*MMA_TILES.values(), *MMA_TILES.values()),
                         ((1, 3, False), (0, 2, False), (2, 1, True), (2, 0, True))):
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        kern, gsize, lsize = _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, 1)
-                    mf = cl.mem_flags
-                    # transposed: A stored (k, m) and B (n, k), read through their strides
-                    ah = np.ascontiguousarray(a.T) if trans else a
-                    bh = np.ascontiguousarray(b.T) if trans else b
-                    (a_rs, a_cs), (b_rs, b_cs) = ((1, m), (1, k)) if trans else ((k, 1), (n, 1))
-                    ab = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=ah)
-                    bb = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=bh)
-                    out = np.full((m, n), np.nan, npt)
-                    cb = cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
-                    one = (np.int64(1), np.int32(1), shape_arg((1,)))
-                    v0 = np.zeros(1 + MAXD, np.int64).tobytes()  # a view_t at offset 0
-                    kern(dev.queue, gsize, lsize,
-                         np.int64(m), np.int64(n), np.int64(k), *one,
-                         cb, v0, np.int64(n), np.int64(1),
-                         ab, v0, np.int64(a_rs), np.int64(a_cs),
-                         bb, v0, np.int64(b_rs), np.int64(b_cs),
-                         np.float32(1.0), np.float32(0.0))
-                    cl.enqueue_copy(dev.queue, out, cb)
-                    dev.queue.finish()
-                    # f16: exact products, float32 sums, one rounding to half at the store
-                    got = out.astype(np.float64)
-                    ref = want.astype(npt).astype(np.float64) if prec == "f16" else want
-                    err = np.abs(got - ref).max() / np.abs(want).max()
-                    if not np.isfinite(got).all() or err > tol:
-                        raise RuntimeError(f"{prec} GEMM off NumPy by {err:.2e} of the largest "
-                                           f"value ({cfg}, loaders A {a_load}, B {b_load})")
+                    kern = _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, 1)
+                    _check_gemm(dev, kern, a, b, trans, trans, tol,
+                                f"{prec} ({cfg}, loaders A {a_load}, B {b_load})")
         return True
     except Exception as e:  # noqa: BLE001 — any failure: keep the FMA kernels
-        warnings.warn(f"clgrad: tensor cores (inline PTX mma.sync, kernels/matmul_mma_nv.cl) not "
-                      f"used on {dev.name!r}: {' '.join(str(e).split())[:300]}", RuntimeWarning,
-                      stacklevel=3)
+        _no_tensor_cores(dev, "kernels/matmul_mma_nv.cl", e)
         return False
 
+
+def _check_mma_async(dev) -> int | None:
+    import warnings
+    import pyopencl as cl
+    rng = np.random.default_rng(1)
+    m, k, n = 72, 40, 136
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    try:
+        with dev._lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for cvta in (0, 1):
+                d = {"SMEM_PROBE": 1, **({"SMEM_CVTA": 1} if cvta else {})}
+                out = np.zeros(2, np.uint64)
+                buf = cl.Buffer(dev.context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+                dev.kernel("matmul_mma_async_nv.cl", "smem_window", d)(
+                    dev.queue, (32,), (32,), buf)
+                cl.enqueue_copy(dev.queue, out, buf)
+                dev.queue.finish()
+                lo, hi = int(out[0]), int(out[1])
+                if lo < dev.local_mem_size and hi - lo == 2000:
+                    break
+            else:
+                raise RuntimeError(f"no shared-window address of a local pointer (the "
+                                   f"pointer gave {lo:#x}, {hi:#x})")
+            for cfg in MMA_ASYNC_TILES.values():
+                for a_kr in (0, 1):
+                    for b_kr in (0, 1):
+                        kern = _mma_async_kernel(dev, cfg, a_kr, b_kr, m, n, k, 1, cvta)
+                        _check_gemm(dev, kern, a, b, a_kr == 1, b_kr == 0, 1e-3,
+                                    f"f16 pipelined ({cfg}, layouts A {a_kr}, B {b_kr})")
+        return cvta
+    except Exception as e:  # noqa: BLE001 — any failure: keep kernels/matmul_mma_nv.cl
+        _no_tensor_cores(dev, "kernels/matmul_mma_async_nv.cl", e)
+        return None
+
+
+def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
+    """Run the GEMM kernel ``kern`` ((kernel, global, local) of gemm_mma's arguments) on the
+    device's queue directly for a @ b (``a_t``: A stored transposed, (k, m); ``b_t``: B stored
+    (n, k)) and compare with float64 NumPy (float16: exact products, float32 sums, one
+    rounding to half). Raises RuntimeError naming ``what`` when off by more than ``tol`` of
+    the largest value or not finite."""
+    import pyopencl as cl
+    kernel, gsize, lsize = kern
+    (m, k), n = a.shape, b.shape[1]
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    mf = cl.mem_flags
+    ah = np.ascontiguousarray(a.T) if a_t else a
+    bh = np.ascontiguousarray(b.T) if b_t else b
+    a_rs, a_cs = (1, m) if a_t else (k, 1)
+    b_rs, b_cs = (1, k) if b_t else (n, 1)
+    ab = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=ah)
+    bb = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=bh)
+    out = np.full((m, n), np.nan, a.dtype)
+    cb = cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
+    one = (np.int64(1), np.int32(1), shape_arg((1,)))
+    v0 = np.zeros(1 + MAXD, np.int64).tobytes()  # a view_t at offset 0
+    kernel(dev.queue, gsize, lsize, np.int64(m), np.int64(n), np.int64(k), *one,
+           cb, v0, np.int64(n), np.int64(1), ab, v0, np.int64(a_rs), np.int64(a_cs),
+           bb, v0, np.int64(b_rs), np.int64(b_cs), np.float32(1.0), np.float32(0.0))
+    cl.enqueue_copy(dev.queue, out, cb)
+    dev.queue.finish()
+    got = out.astype(np.float64)
+    ref = want.astype(a.dtype).astype(np.float64) if a.dtype == np.float16 else want
+    err = np.abs(got - ref).max() / np.abs(want).max()
+    if not np.isfinite(got).all() or err > tol:
+        raise RuntimeError(f"{what}: GEMM off NumPy by {err:.2e} of the largest value")
+
+
+def _no_tensor_cores(dev, file, e):
+    import warnings
+    warnings.warn(f"clgrad: tensor cores (inline PTX, {file}) not used on {dev.name!r}: "
+                  f"{' '.join(str(e).split())[:300]}", RuntimeWarning, stacklevel=4)
 
 
 # Split-K on GPUs: a GEMM of fewer tiles than SPLIT_FILL x compute units is split along K
