@@ -40,6 +40,13 @@ Dropout in eval mode) run 4 steps on the same batches, and their losses must be 
 (asserted). Then clgrad eager, clgrad replayed and PyTorch steps alternate. Every row has
 ``exec``: "eager" or "replayed" (PyTorch rows are eager); ``mode`` stays train/infer. AlexNet's
 inference is replayed too (``clgrad.compile`` of the forward under ``no_grad``).
+
+``--amp`` (issue 35, part 2) trains with PyTorch's mixed-precision recipe in both frameworks:
+the forward and loss under ``autocast(device_type, dtype=float16)``, then ``GradScaler``'s
+scale/backward/step/update (rows' ``mode`` is "train-amp"; no inference rows, no --compile).
+clgrad lowers the matmul family only (its convolutions stay float32, see clgrad/amp.py) where
+PyTorch's autocast also runs convolutions in float16 (cuDNN), so the first losses are compared
+at float16's tolerance (AMP_LOSS_RTOL).
 """
 from __future__ import annotations
 
@@ -62,6 +69,7 @@ import zoo_models  # noqa: E402
 DEFAULT_BATCHES = {"alexnet": [1, 16, 128]}  # every other model: 8 and 128
 LR, MOMENTUM, WEIGHT_DECAY = 0.01, 0.9, 5e-4
 LOSS_RTOL = 2e-3
+AMP_LOSS_RTOL = 2e-2  # float16 activations (PyTorch) against float32 ones (clgrad's convs)
 
 
 def parse(argv=None):
@@ -83,6 +91,9 @@ def parse(argv=None):
     p.add_argument("--compile", action="store_true",
                    help="also time clgrad's step replayed (clgrad.compile(mode="
                         "'reduce-overhead')); rows get exec=eager|replayed")
+    p.add_argument("--amp", action="store_true",
+                   help="train under autocast(float16) + GradScaler in both frameworks "
+                        "(mode 'train-amp'; issue 35 part 2)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 5 steps, 1 warm-up, batch 8 (AlexNet 16) unless --batch")
     p.add_argument("--out", default=None, help="JSON-lines file to append rows to")
@@ -97,6 +108,8 @@ def parse(argv=None):
     bad = [m for m in names if m not in zoo_models.MODELS]
     if bad:
         p.error(f"--models: unknown {bad}; expected some of {zoo_models.MODELS}")
+    if args.amp and args.compile:
+        p.error("--amp: not with --compile (GradScaler reads the host every step)")
     args.model_list = names
     return args
 
@@ -245,22 +258,32 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
     cdata = [(clgrad.from_numpy(x), clgrad.from_numpy(y)) for x, y in data]
     tF, cF = torch.nn.functional, clgrad.nn.functional
 
-    def stepper(model, opt, F, batches, sync):
+    def stepper(model, opt, F, batches, sync, fw):
         i = [0]
+        dev_type = "cuda" if tdev == "cuda" else "cpu"
+        scaler = fw.amp.GradScaler(dev_type) if args.amp else None
 
         def step():
             x, y = batches[i[0] % len(batches)]
             i[0] += 1
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
+            if scaler is None:
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+            else:
+                with fw.autocast(dev_type, dtype=fw.float16):
+                    loss = F.cross_entropy(model(x), y)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
             sync()
             return loss
         return step
 
-    tstep = stepper(tm, topt, tF, tdata, tsync)
-    cstep = stepper(cm, copt, cF, cdata, clgrad.synchronize)
+    tstep = stepper(tm, topt, tF, tdata, tsync, torch)
+    cstep = stepper(cm, copt, cF, cdata, clgrad.synchronize, clgrad)
+    mode, rtol = ("train-amp", AMP_LOSS_RTOL) if args.amp else ("train", LOSS_RTOL)
     tm.train()
     cm.train()
     _dropout_eval(tm, True, torch.nn)
@@ -269,7 +292,7 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
     _dropout_eval(tm, False, torch.nn)
     _dropout_eval(cm, False, clgrad.nn)
     print(f"{name} batch {batch}: first loss clgrad {cl_:.6f} PyTorch {tl:.6f}", flush=True)
-    assert abs(cl_ - tl) <= LOSS_RTOL * max(1.0, abs(tl)), \
+    assert abs(cl_ - tl) <= rtol * max(1.0, abs(tl)), \
         f"{name} batch {batch}: first losses differ: clgrad {cl_} PyTorch {tl}"
     fns = {"clgrad": cstep, "torch": tstep}
     if args.compile:
@@ -285,12 +308,12 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
                     launches=sum(r["launches"] for r in krows),
                     top_kernels=[dict(kernel=r["kernel"], launches=r["launches"],
                                       ms=round(r["ms"], 3)) for r in krows[:8]])
-    emit(meta, name, batch, "train", "clgrad", times["clgrad"], first_loss=cl_, **prof)
-    emit(meta, name, batch, "train", "torch", times["torch"], first_loss=tl)
+    emit(meta, name, batch, mode, "clgrad", times["clgrad"], first_loss=cl_, **prof)
+    emit(meta, name, batch, mode, "torch", times["torch"], first_loss=tl)
     c, t = statistics.median(times["clgrad"]), statistics.median(times["torch"])
     extra = f"; kernels {prof['kernel_ms']:.1f} ms, host {prof['host_ms']:.1f} ms, " \
         f"{prof['launches']:.0f} launches" if prof else ""
-    print(f"  train: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}"
+    print(f"  {mode}: clgrad {c * 1e3:.2f} ms, PyTorch {t * 1e3:.2f} ms, ratio {c / t:.2f}"
           + extra, flush=True)
     if args.compile:
         emit(meta, name, batch, "train", "clgrad", times["replayed"], exec="replayed",
@@ -298,7 +321,7 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
         r = statistics.median(times["replayed"])
         print(f"  train replayed: clgrad {r * 1e3:.2f} ms ({launches} kernels), PyTorch "
               f"{t * 1e3:.2f} ms, ratio {r / t:.2f}; eager/replayed {c / r:.2f}", flush=True)
-    if name == "alexnet" and not args.no_infer:
+    if name == "alexnet" and not args.no_infer and not args.amp:
         tm.eval()
         cm.eval()
         tx, cx = tdata[0][0], cdata[0][0]
