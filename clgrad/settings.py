@@ -70,7 +70,11 @@ SETTINGS = {  # name: default (see the table above)
 # Variables outside SETTINGS that change what kernels are built (device_key, conv choices).
 WATCHED = frozenset(SETTINGS) | {"CL_CONFIG_CPU_TARGET_ARCH"}
 _EPOCH = [0]
-_VALUES: dict = {}  # name -> getenv's answer, until the next changed()
+# getenv's answers since the last changed(): a dict that changed() replaces (never clears), so
+# that a reader that read the environment before a change can only store its stale value into
+# the dict of the epoch it began in, which no later getenv reads
+_VALUES: list = [{}]
+_CHANGE_LOCK = threading.Lock()  # changes from several threads each count
 
 
 def epoch() -> int:
@@ -80,9 +84,11 @@ def epoch() -> int:
 
 def changed():
     """Count a change of a setting (bump ``epoch()``) and forget the parsed values. Every
-    setter calls it; environment writes of the WATCHED names call it through os.environ."""
-    _EPOCH[0] += 1
-    _VALUES.clear()
+    setter calls it; environment writes of the WATCHED names call it through os.environ.
+    Thread-safe: two changes count two, and a getenv racing with it keeps no stale value."""
+    with _CHANGE_LOCK:
+        _VALUES[0] = {}
+        _EPOCH[0] += 1
 
 
 def getenv(name: str) -> str:
@@ -90,9 +96,10 @@ def getenv(name: str) -> str:
     read once per ``epoch()``.
 
     Raises KeyError for a name not in SETTINGS."""
-    got = _VALUES.get(name)
+    values = _VALUES[0]
+    got = values.get(name)
     if got is None:
-        got = _VALUES[name] = os.environ.get(name) or SETTINGS[name]
+        got = values[name] = os.environ.get(name) or SETTINGS[name]
     return got
 
 

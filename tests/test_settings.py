@@ -222,3 +222,38 @@ def test_reloading_backends_bumps_the_epoch(monkeypatch):
         np.testing.assert_array_equal(y.numpy(), np.full((1, 8, 4, 3), 72.0))
     finally:
         importlib.reload(backends)
+
+
+def test_changes_from_many_threads_each_count():
+    import threading
+    e0 = settings.epoch()
+
+    def bump():
+        for _ in range(2000):
+            settings.changed()
+    threads = [threading.Thread(target=bump) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert settings.epoch() == e0 + 8000
+
+
+def test_getenv_keeps_no_value_read_before_a_change(monkeypatch):
+    """A getenv that read the environment before another thread changed it (and called
+    changed()) may return the old value, but the next getenv reads the new one: the stale
+    value went into the finished epoch's cache."""
+    monkeypatch.setenv("CLGRAD_MMA", "auto")
+    assert settings.getenv("CLGRAD_MMA") == "auto"
+    settings.changed()
+    real = settings.os.environ
+
+    class Racing:
+        def get(self, name, default=None):
+            old = real.get(name, default)
+            real["CLGRAD_MMA"] = "off"  # the other thread's write (changed() through environ)
+            return old
+    monkeypatch.setattr(settings, "os", type("os", (), {"environ": Racing()}))
+    assert settings.getenv("CLGRAD_MMA") == "auto"  # read before the change
+    monkeypatch.setattr(settings, "os", __import__("os"))
+    assert settings.getenv("CLGRAD_MMA") == "off"
