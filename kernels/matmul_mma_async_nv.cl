@@ -103,10 +103,12 @@ inline void ldsm4t(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
 #endif
 
 // Copy one ROWS x BK tile of X (rows from r0, depths from k0; element (r, c) at
-// X[r * xr + c * xk]) into the local tile at shared address s, as the layout KR says.
+// X[r * xr + c * xk]) into the local tile at shared address s, as the layout KR says. kofs =
+// k0 * xk; the rest of a chunk's source offset and its local offset depend on the work item
+// only (the compiler keeps them out of the tile loop).
 #define COPY_TILE(NAME, ROWS, KR)                                                              \
 inline void copy_##NAME(uint s, __global const ushort *X, long xr, long xk, long R, long K,    \
-                        long r0, long k0, int tid) {                                           \
+                        long r0, long k0, long kofs, int tid) {                                \
     _Pragma("unroll")                                                                          \
     for (int e = 0; e < ROWS * BK / 8 / NTHR; ++e) {                                           \
         const int v = tid + e * NTHR;                                                          \
@@ -118,9 +120,9 @@ inline void copy_##NAME(uint s, __global const ushort *X, long xr, long xk, long
             rr = v / (BK / 8);  cc = (v % (BK / 8)) * 8;                                       \
             idx = IDX_RK(rr, cc);                                                              \
         }                                                                                      \
-        const long r = r0 + rr, c = k0 + cc;                                                   \
-        const int in = INSIDE(r, c);                                                           \
-        cp_async16(s + 2 * idx, in ? X + r * xr + c * xk : X, in ? 16 : 0);                   \
+        const long fixed = (r0 + rr) * xr + cc * xk;                                           \
+        const int in = INSIDE(r0 + rr, k0 + cc);                                               \
+        cp_async16(s + 2 * idx, in ? X + fixed + kofs : X, in ? 16 : 0);                       \
     }                                                                                          \
 }
 COPY_TILE(a, BM, A_KR)
@@ -198,22 +200,25 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < ntiles) {
                 const uint st = sbase + 2 * s * STAGE_SZ;
-                copy_a(st, Ab, a_rs, a_cs, M, K, bm, s * BK, tid);
-                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, s * BK, tid);
+                copy_a(st, Ab, a_rs, a_cs, M, K, bm, s * BK, s * BK * a_cs, tid);
+                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, s * BK, s * BK * b_rs, tid);
             }
             cp_commit();
         }
-        for (long kt = 0; kt < ntiles; ++kt) {
+        uint rd = 0, wr = STAGES - 1;  // the stages tile kt is read from, tile kt + STAGES - 1
+        for (long kt = 0; kt < ntiles; ++kt) {  // written to
             cp_wait();                      // this work item's copies of tile kt are in
             barrier(CLK_LOCAL_MEM_FENCE);   // everyone's are; tile kt - 1's readers are done
             const long nk = kt + STAGES - 1;
             if (nk < ntiles) {              // into the buffer tile kt - 1 used
-                const uint st = sbase + 2 * (uint)(nk % STAGES) * STAGE_SZ;
-                copy_a(st, Ab, a_rs, a_cs, M, K, bm, nk * BK, tid);
-                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, nk * BK, tid);
+                const uint st = sbase + 2 * wr * STAGE_SZ;
+                copy_a(st, Ab, a_rs, a_cs, M, K, bm, nk * BK, nk * BK * a_cs, tid);
+                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, nk * BK, nk * BK * b_rs, tid);
             }
             cp_commit();
-            const uint sa = sbase + 2 * (uint)(kt % STAGES) * STAGE_SZ, sb = sa + 2 * A_SZ;
+            const uint sa = sbase + 2 * rd * STAGE_SZ, sb = sa + 2 * A_SZ;
+            rd = rd == STAGES - 1 ? 0 : rd + 1;
+            wr = wr == STAGES - 1 ? 0 : wr + 1;
             uint af[2][MT][4], bf[2][NT][2];  // fragments of depth steps ks and ks + 16
             load_frags(sa, sb, 0, wm, wn, a_r, a_k, b_r, b_k, af[0], bf[0]);
 #pragma unroll
