@@ -56,6 +56,9 @@ __kernel void smem_window(__global ulong *out) {
 }
 
 #ifndef SMEM_PROBE
+#define MMA_F16 1  // (C is float16: mma_nv.h's store)
+#include "mma_nv.h"
+
 #define NTHR (WARPS_M * WARPS_N * 32)
 #define BM (WARPS_M * MT * 16)
 #define BN (WARPS_N * NT * 8)
@@ -63,12 +66,6 @@ __kernel void smem_window(__global ulong *out) {
 #define A_SZ (BM * BK)  // halves of one stage's A tile
 #define B_SZ (BN * BK)
 #define STAGE_SZ (A_SZ + B_SZ)
-
-inline uint lane_id(void) {
-    uint l;
-    __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(l));
-    return l;
-}
 
 inline void cp_async16(uint dst, __global const ushort *src, uint bytes) {
     __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
@@ -79,7 +76,9 @@ inline void cp_commit(void) { __asm__ __volatile__("cp.async.commit_group;" ::: 
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-inline void cp_wait(void) { __asm__ __volatile__("cp.async.wait_group " STR(WAIT) ";" ::: "memory"); }
+inline void cp_wait(void) {
+    __asm__ __volatile__("cp.async.wait_group " STR(WAIT) ";" ::: "memory");
+}
 inline void cp_wait_all(void) { __asm__ __volatile__("cp.async.wait_group 0;" ::: "memory"); }
 
 inline void ldsm4(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
@@ -189,12 +188,7 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
         off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
         __global const ushort *Ab = Ai + oa, *Bb = Bi + ob;
         float acc[MT][NT][4];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+        ZERO_ACC(acc)
         const long ntiles = (K + BK - 1) / BK;
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
@@ -241,23 +235,7 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
         }
         cp_wait_all();
         barrier(CLK_LOCAL_MEM_FENCE);  // the next batch element's copies reuse the buffers
-        // accumulator q of tile (i, j): row g (+8 for q >= 2), column 2t (+1 for odd q)
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const long r = bm + wm + i * 16 + g + (q >> 1) * 8;
-                    const long c = bn + wn + j * 8 + 2 * t + (q & 1);
-#ifndef EXACT
-                    if (r >= M || c >= N) continue;
-#endif
-                    const long o = oc + r * c_rs + c * c_cs;
-                    float v = alpha * acc[i][j][q];
-                    if (beta != 0.0f) v += beta * vload_half(o, C);
-                    vstore_half(v, o, C);
-                }
+        STORE_ACC(acc, C, oc, c_rs, c_cs, bm + wm, bn + wn, M, N, g, t, alpha, beta)
     }
 }
 #endif  // SMEM_PROBE

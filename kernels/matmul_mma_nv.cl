@@ -27,6 +27,7 @@
 // is read (the loaders below); EXACT: M, N, K multiples of BM, BN, BK (no bounds checks).
 // Launch: global (ceil(N / BN) * NTHR, ceil(M / BM), batches), local (NTHR, 1, 1).
 #include "common.h"
+#include "mma_nv.h"
 
 #define NTHR (WARPS_M * WARPS_N * 32)
 #define BM (WARPS_M * MT * 16)
@@ -53,12 +54,6 @@ inline uint to_tf32(float x) {
 }
 #define TO_E(p, i) to_tf32((p)[i])
 #endif
-
-inline uint lane_id(void) {
-    uint l;
-    __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(l));
-    return l;
-}
 
 // The tile loaders. An operand X is read as rows (A's m, B's n) by depth (k): element (r, c)
 // at X[r * xr + c * xk] (A: xr = a_rs, xk = a_cs; B: xr = b_cs, xk = b_rs), rows R, depth K.
@@ -189,12 +184,7 @@ void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
         long oc, oa, ob;
         off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
         float acc[MT][NT][4];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) acc[i][j][q] = 0.0f;
+        ZERO_ACC(acc)
         A_REGS;
         B_REGS;
         const long ntiles = (K + BK - 1) / BK;
@@ -264,27 +254,6 @@ void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
                                        "r"(af[i][3]), "r"(bf[j][0]), "r"(bf[j][1]));
             }
         }
-        // accumulator q of tile (i, j): row g (+8 for q >= 2), column 2t (+1 for odd q)
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const long r = bm + wm + i * 16 + g + (q >> 1) * 8;
-                    const long c = bn + wn + j * 8 + 2 * t + (q & 1);
-#ifndef EXACT
-                    if (r >= M || c >= N) continue;
-#endif
-                    const long o = oc + r * c_rs + c * c_cs;
-                    float v = alpha * acc[i][j][q];
-#ifdef MMA_F16
-                    if (beta != 0.0f) v += beta * vload_half(o, C);
-                    vstore_half(v, o, C);
-#else
-                    if (beta != 0.0f) v += beta * C[o];
-                    C[o] = v;
-#endif
-                }
+        STORE_ACC(acc, C, oc, c_rs, c_cs, bm + wm, bn + wn, M, N, g, t, alpha, beta)
     }
 }

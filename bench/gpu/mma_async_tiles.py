@@ -13,31 +13,18 @@ float64 NumPy on the 2048 case (max |C - C64| / max |C64|). A config the device 
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
+from gemm_mma import timed  # noqa: E402  (bench/gpu/gemm_mma.py: median of reps after 2 warm-ups)
 
 CONFIGS = [  # WARPS_M, WARPS_N, MT, NT, STAGES, GROUP_M
     (2, 2, 4, 8, 3, 1), (2, 2, 4, 8, 3, 8), (2, 2, 4, 8, 3, 16), (2, 2, 4, 8, 2, 8),
     (2, 4, 4, 8, 2, 8), (4, 2, 4, 8, 2, 8), (2, 4, 4, 4, 3, 8), (4, 2, 2, 8, 3, 8),
     (2, 2, 4, 4, 4, 8), (2, 2, 2, 8, 4, 8), (2, 2, 2, 4, 4, 8),
 ]
-
-
-def timed(fn, finish, reps):
-    for _ in range(2):
-        fn()
-    finish()
-    ts = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        finish()
-        ts.append(time.perf_counter() - t)
-    return sorted(ts)[len(ts) // 2]
 
 
 def report_build(dev, mm):

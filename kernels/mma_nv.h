@@ -1,0 +1,45 @@
+// kernels/mma_nv.h — what the tensor-core GEMMs (matmul_mma_nv.cl, matmul_mma_async_nv.cl;
+// NVIDIA's OpenCL only: inline PTX) share: the lane index, and the zeroing and the store of a
+// warp's accumulators. Needs T, MT, NT; MMA_F16 where C is float16; EXACT where no tile
+// overhangs C.
+
+inline uint lane_id(void) {
+    uint l;
+    __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(l));
+    return l;
+}
+
+// (macros, not functions: a compiler may leave a function taking the accumulator array
+// un-inlined, and the array then lives in local (stack) memory)
+#define ZERO_ACC(acc)                                                                          \
+    _Pragma("unroll") for (int i_ = 0; i_ < MT; ++i_)                                          \
+    _Pragma("unroll") for (int j_ = 0; j_ < NT; ++j_)                                          \
+    _Pragma("unroll") for (int q_ = 0; q_ < 4; ++q_) (acc)[i_][j_][q_] = 0.0f;
+
+#ifdef MMA_F16
+#define STORE1(C, o, v, beta)                                                                  \
+    { if ((beta) != 0.0f) v += (beta) * vload_half(o, C); vstore_half(v, o, C); }
+#else
+#define STORE1(C, o, v, beta) { if ((beta) != 0.0f) v += (beta) * (C)[o]; (C)[o] = v; }
+#endif
+#ifdef EXACT
+#define OVERHANG(r, c, M, N) 0
+#else
+#define OVERHANG(r, c, M, N) ((r) >= (M) || (c) >= (N))
+#endif
+
+// C[o] = alpha * acc + beta * C[o] for the warp's MT x NT mma tiles of 16 x 8 from row r0,
+// column c0 of C (o = oc + r * c_rs + c * c_cs; C read only where beta != 0; float16 C
+// rounded once, vstore_half's round to nearest even). Accumulator q of tile (i, j): row g
+// (+8 for q >= 2), column 2t (+1 for odd q), PTX's fragment layout of mma's D.
+#define STORE_ACC(acc, C, oc, c_rs, c_cs, r0, c0, M, N, g, t, alpha, beta)                     \
+    _Pragma("unroll") for (int i_ = 0; i_ < MT; ++i_)                                          \
+    _Pragma("unroll") for (int j_ = 0; j_ < NT; ++j_)                                          \
+    _Pragma("unroll") for (int q_ = 0; q_ < 4; ++q_) {                                         \
+        const long r_ = (r0) + i_ * 16 + (g) + (q_ >> 1) * 8;                                  \
+        const long c_ = (c0) + j_ * 8 + 2 * (t) + (q_ & 1);                                    \
+        if (OVERHANG(r_, c_, M, N)) continue;                                                  \
+        const long o_ = (oc) + r_ * (c_rs) + c_ * (c_cs);                                      \
+        float v_ = (alpha) * (acc)[i_][j_][q_];                                                \
+        STORE1(C, o_, v_, beta)                                                                \
+    }
