@@ -36,7 +36,7 @@ from collections import abc
 
 import numpy as np
 
-from clgrad import dtypes, runtime
+from clgrad import dtypes, layout, runtime
 from clgrad.autograd import grad_mode, no_grad
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
@@ -254,14 +254,19 @@ class GradScaler:
         """Multiply ``grads`` by ``inv`` in place; the flag (a 0-dim float32 tensor on the
         first gradient's device): nonzero (1 or NaN) when an element was inf or NaN before.
         Contiguous gradients of one device: kernels/optim.cl :: unscale_multi, 8 a launch
-        (PyTorch's multi-tensor kernel); any others: 0 * g (0 where finite, NaN where not)
-        summed, then a multiply, per gradient."""
+        (PyTorch's multi-tensor kernel); any others, and those sharing memory with an earlier
+        one (a launch would race on it), after them, one at a time: 0 * g (0 where finite, NaN
+        where not) summed, then a multiply, per gradient (a shared element is divided once per
+        gradient holding it, as PyTorch's CPU loop does)."""
         first = grads[0]._storage.device
         flag = full((), 0.0, dtypes.float32, first)
         rest = list(range(len(grads)))
         if all(g._storage.device is first for g in grads):
-            rest = launch_multi("unscale_multi", [(g, flag) for g in grads],
-                                lambda idx, dt: lambda commit: (dt.np.type(inv),))
+            shared = _overlapping(grads)  # (one launch would read and write them at once)
+            multi = [i for i in rest if i not in shared]
+            taken = launch_multi("unscale_multi", [(grads[i], flag) for i in multi],
+                                 lambda idx, dt: lambda commit: (dt.np.type(inv),))
+            rest = sorted([multi[j] for j in taken] + list(shared))
         if rest:
             nonfinite = [flag] + [ew.to_device(rd.sum(ew.mul(grads[i], 0.0),
                                                       dtype=dtypes.float32), first)
@@ -423,6 +428,26 @@ class GradScaler:
 
 
 _READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+
+def _overlapping(tensors: list) -> set:
+    """Indices of the tensors whose span of elements in their storage overlaps another's
+    (all but the lowest-starting of each overlapping run; spans sorted: O(n log n))."""
+    spans: dict = {}
+    for i, t in enumerate(tensors):
+        ext = layout.extent(t.shape, t._strides, t._offset)
+        if ext is not None:
+            spans.setdefault(id(t._storage), []).append((ext[0], ext[1] + 1, i))
+    out = set()
+    for lst in spans.values():
+        if len(lst) > 1:
+            lst.sort()
+            end = -1
+            for lo, hi, i in lst:
+                if lo < end:
+                    out.add(i)
+                end = max(end, hi)
+    return out
 
 
 class _OptState:

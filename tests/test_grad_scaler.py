@@ -362,3 +362,30 @@ def test_unscale_of_many_grads_in_multi_tensor_launches(bad_at):
     scaler.step(opt)
     scaler.update()  # backed off after a non-finite gradient, else kept (growth_interval 2000)
     assert scaler.get_scale() == (4.0 if bad_at is not None else 8.0)
+
+
+def test_unscale_of_gradients_sharing_memory_divides_once_per_gradient():
+    """Parameters whose .grad is one tensor (or overlapping views of one buffer) are unscaled
+    one after another, as PyTorch's CPU loop: an element is divided once per gradient holding
+    it, never raced on by one multi-tensor launch (that gave a mix of 1 and 32 here); disjoint
+    views of one flat buffer are divided once."""
+    g = clgrad.tensor(np.full(65536, 2.0 ** 40, np.float32))
+    ps = [clgrad.nn.Parameter(clgrad.zeros(65536)) for _ in range(8)]
+    for p in ps:
+        p.grad = g
+    opt = clgrad.optim.SGD(ps, lr=1.0)
+    scaler = clgrad.amp.GradScaler("cpu", init_scale=32.0)
+    scaler.scale(clgrad.tensor(1.0))
+    scaler.unscale_(opt)
+    np.testing.assert_array_equal(g.numpy(), np.full(65536, 2.0 ** 40 / 32.0 ** 8, np.float32))
+    flat = clgrad.tensor(np.arange(1.0, 41.0, dtype=np.float32) * 4)
+    qs = [clgrad.nn.Parameter(clgrad.zeros(10)) for _ in range(5)]
+    for i, q in enumerate(qs[:4]):
+        q.grad = flat[10 * i:10 * i + 10]  # disjoint
+    qs[4].grad = flat[5:15]                # overlaps the first two
+    scaler = clgrad.amp.GradScaler("cpu", init_scale=2.0)
+    scaler.scale(clgrad.tensor(1.0))
+    scaler.unscale_(clgrad.optim.SGD(qs, lr=1.0))
+    want = np.arange(1.0, 41.0, dtype=np.float32) * 2
+    want[5:15] /= 2
+    np.testing.assert_array_equal(flat.numpy(), want)
