@@ -154,7 +154,7 @@ def run_parent(args):
                     print("  " + line.rstrip(), flush=True)
         if proc.wait() != 0:
             print(f"# worker {threads}:{dev} exited with status {proc.returncode}", flush=True)
-    print(table(rows))
+    print(table([r for r in rows if "median_ms" in r]))  # (error rows have no times)
     print(f"# rows appended to {out}")
 
 
@@ -229,7 +229,8 @@ def run_worker(args):
             except Exception as e:  # noqa: BLE001  (report and go on with the next case)
                 print(f"!! {name} batch {batch}: {type(e).__name__}: {str(e)[:400]}",
                       flush=True)
-                row = dict(meta, model=name, batch=batch, mode="train", framework="clgrad",
+                row = dict(meta, model=name, batch=batch,
+                           mode="train-amp" if args.amp else "train", framework="clgrad",
                            exec="eager", error=f"{type(e).__name__}: {str(e)[:400]}")
                 print("@@ROW " + json.dumps(row), flush=True)
 
@@ -260,7 +261,9 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
 
     def stepper(model, opt, F, batches, sync, fw):
         i = [0]
-        dev_type = "cuda" if tdev == "cuda" else "cpu"
+        # each framework's own device type (clgrad's OpenCL GPU is 'cuda' whatever PyTorch's)
+        dev_type = (clgrad.default_device().type if fw is clgrad else
+                    "cuda" if tdev == "cuda" else "cpu")
         scaler = fw.amp.GradScaler(dev_type) if args.amp else None
 
         def step():
