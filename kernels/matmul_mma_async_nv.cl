@@ -66,6 +66,10 @@ __kernel void smem_window(__global ulong *out) {
 #define A_SZ (BM * BK)  // halves of one stage's A tile
 #define B_SZ (BN * BK)
 #define STAGE_SZ (A_SZ + B_SZ)
+#if BM < 64 || BN < 64 || (NT % 2) || (BM * BK / 8) % NTHR || (BN * BK / 8) % NTHR || STAGES < 2
+// (the [k][row] swizzle spans 8 chunks; ldmatrix.x4 reads two n-tiles; whole chunks per item)
+#error "gemm_mma_async: BM, BN >= 64, NT even, BM * 4 and BN * 4 multiples of NTHR, STAGES >= 2"
+#endif
 
 inline void cp_async16(uint dst, __global const ushort *src, uint bytes) {
     __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
