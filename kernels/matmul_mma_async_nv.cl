@@ -8,6 +8,8 @@
 //
 // Precision: A, B float16 (read as their bits), products exact, summed in float32 (mma.sync
 // m16n8k16 .f32.f16.f16.f32), C rounded to float16 once at the store: as matmul_mma_nv.cl.
+// With MMA_TF32 (T = float, TF32 allowed; both operands contiguous along k): A, B rounded to
+// TF32 (cvt.rna) as their fragments are read, m16n8k8 .tf32, float32 C: as matmul_mma_nv.cl.
 //
 // Operand layouts (one define each): an operand X is read as rows (A's m, B's n) by depth k.
 //   A_KR 0: X contiguous along k (A's a_cs == 1; B's b_rs == 1): the tile kept [row][k],
@@ -56,22 +58,50 @@ __kernel void smem_window(__global ulong *out) {
 }
 
 #ifndef SMEM_PROBE
+#ifdef MMA_TF32
+// TF32: A and B float (read as bits), each element rounded to TF32 (cvt.rna, as
+// matmul_mma_nv.cl) after ldmatrix; a 64-byte tile row holds BK = 16 floats, so the copies,
+// swizzles and ldmatrix addresses are the float16 kernel's, byte for byte (ldmatrix's 8 x 8
+// matrices of 16-bit elements are 8 x 4 of 32-bit ones: lane (g, t) gets row g, column t, the
+// m16n8k8 .tf32 fragment layout). Both operands k-contiguous ([row][k]; .trans has no 32-bit
+// form).
+typedef uint TIN;
+#define EV 4        // elements per 16-byte chunk
+#define KSTEP 8     // an mma's depth
+#if A_KR || B_KR
+#error "gemm_mma_async: TF32 takes operands contiguous along k only (A_KR = B_KR = 0)"
+#endif
+inline uint to_tf32(uint x) {
+    uint r;
+    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(as_float(x)));
+    return r;
+}
+#define TF32_ROUND(x) ((x) = to_tf32(x))
+#define MMA_INSTR "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+#else
+typedef ushort TIN;
+#define EV 8
+#define KSTEP 16
+#define TF32_ROUND(x)
+#define MMA_INSTR "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 #define MMA_F16 1  // (C is float16: mma_nv.h's store)
+#endif
 #include "mma_nv.h"
 
+#define ES (16 / EV)  // bytes an element
 #define NTHR (WARPS_M * WARPS_N * 32)
 #define BM (WARPS_M * MT * 16)
 #define BN (WARPS_N * NT * 8)
-#define BK 32
-#define A_SZ (BM * BK)  // halves of one stage's A tile
+#define BK (4 * EV)   // tile depth: 64 bytes a row
+#define A_SZ (BM * BK)  // elements of one stage's A tile
 #define B_SZ (BN * BK)
 #define STAGE_SZ (A_SZ + B_SZ)
-#if BM < 64 || BN < 64 || (NT % 2) || (BM * BK / 8) % NTHR || (BN * BK / 8) % NTHR || STAGES < 2
+#if BM < 64 || BN < 64 || (NT % 2) || (BM * 4) % NTHR || (BN * 4) % NTHR || STAGES < 2
 // (the [k][row] swizzle spans 8 chunks; ldmatrix.x4 reads two n-tiles; whole chunks per item)
 #error "gemm_mma_async: BM, BN >= 64, NT even, BM * 4 and BN * 4 multiples of NTHR, STAGES >= 2"
 #endif
 
-inline void cp_async16(uint dst, __global const ushort *src, uint bytes) {
+inline void cp_async16(uint dst, __global const TIN *src, uint bytes) {
     __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
                          :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
@@ -95,8 +125,9 @@ inline void ldsm4t(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
                          : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3) : "r"(addr) : "memory");
 }
 
-// element offsets (halves) in a swizzled tile: (row r, depth k) of [row][k]; (k, r) of [k][row]
-#define IDX_RK(r, k) ((r) * BK + ((((k) >> 3) ^ (((r) >> 1) & 3)) << 3) + ((k) & 7))
+// element offsets in a swizzled tile: (row r, depth k) of [row][k]; (k, r) of [k][row] (the
+// latter float16 only)
+#define IDX_RK(r, k) ((r) * BK + ((((k) / EV) ^ (((r) >> 1) & 3)) * EV) + ((k) % EV))
 #define IDX_KR(ROWS, k, r) ((k) * (ROWS) + ((((r) >> 3) ^ ((k) & 7)) << 3) + ((r) & 7))
 
 #ifdef EXACT
@@ -110,22 +141,22 @@ inline void ldsm4t(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
 // k0 * xk; the rest of a chunk's source offset and its local offset depend on the work item
 // only (the compiler keeps them out of the tile loop).
 #define COPY_TILE(NAME, ROWS, KR)                                                              \
-inline void copy_##NAME(uint s, __global const ushort *X, long xr, long xk, long R, long K,    \
+inline void copy_##NAME(uint s, __global const TIN *X, long xr, long xk, long R, long K,       \
                         long r0, long k0, long kofs, int tid) {                                \
     _Pragma("unroll")                                                                          \
-    for (int e = 0; e < ROWS * BK / 8 / NTHR; ++e) {                                           \
+    for (int e = 0; e < ROWS * BK / EV / NTHR; ++e) {                                          \
         const int v = tid + e * NTHR;                                                          \
         int rr, cc, idx;                                                                       \
         if (KR) {                                                                              \
             cc = v / (ROWS / 8);  rr = (v % (ROWS / 8)) * 8;                                   \
             idx = IDX_KR(ROWS, cc, rr);                                                        \
         } else {                                                                               \
-            rr = v / (BK / 8);  cc = (v % (BK / 8)) * 8;                                       \
+            rr = v / (BK / EV);  cc = (v % (BK / EV)) * EV;                                    \
             idx = IDX_RK(rr, cc);                                                              \
         }                                                                                      \
         const long fixed = (r0 + rr) * xr + cc * xk;                                           \
         const int in = INSIDE(r0 + rr, k0 + cc);                                               \
-        cp_async16(s + 2 * idx, in ? X + fixed + kofs : X, in ? 16 : 0);                       \
+        cp_async16(s + ES * idx, in ? X + fixed + kofs : X, in ? 16 : 0);                      \
     }                                                                                          \
 }
 COPY_TILE(a, BM, A_KR)
@@ -139,22 +170,25 @@ inline void load_frags(uint sa, uint sb, int ks, int wm, int wn, int a_r, int a_
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #if A_KR
-        const uint ad = sa + 2 * IDX_KR(BM, ks + a_k, wm + i * 16 + a_r);
+        const uint ad = sa + ES * IDX_KR(BM, ks + a_k, wm + i * 16 + a_r);
         ldsm4t(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
 #else
-        const uint ad = sa + 2 * IDX_RK(wm + i * 16 + a_r, ks + a_k);
+        const uint ad = sa + ES * IDX_RK(wm + i * 16 + a_r, ks + a_k);
         ldsm4(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
 #endif
+        TF32_ROUND(af[i][0]); TF32_ROUND(af[i][1]); TF32_ROUND(af[i][2]); TF32_ROUND(af[i][3]);
     }
 #pragma unroll
     for (int j = 0; j < NT; j += 2) {
 #if B_KR
-        const uint ad = sb + 2 * IDX_KR(BN, ks + b_k, wn + j * 8 + b_r);
+        const uint ad = sb + ES * IDX_KR(BN, ks + b_k, wn + j * 8 + b_r);
         ldsm4t(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
 #else
-        const uint ad = sb + 2 * IDX_RK(wn + j * 8 + b_r, ks + b_k);
+        const uint ad = sb + ES * IDX_RK(wn + j * 8 + b_r, ks + b_k);
         ldsm4(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
 #endif
+        TF32_ROUND(bf[j][0]); TF32_ROUND(bf[j][1]);
+        TF32_ROUND(bf[j + 1][0]); TF32_ROUND(bf[j + 1][1]);
     }
 }
 
@@ -164,7 +198,7 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
                     __global const T *A, view_t va, long a_rs, long a_cs,
                     __global const T *B, view_t vb, long b_rs, long b_cs,
                     float alpha, float beta) {
-    __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
+    __local ushort smem[STAGES * STAGE_SZ * ES / 2] __attribute__((aligned(128)));
     const uint sbase = smem_addr(smem);
     const int tid = get_local_id(0);
     const uint lane = lane_id(), g = lane >> 2, t = lane & 3;
@@ -175,31 +209,31 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
     const long id = get_group_id(1) * nx + get_group_id(0), first = id / (GROUP_M * nx) * GROUP_M;
     const long gm = min(ny - first, (long)GROUP_M), in_group = id % (GROUP_M * nx);
     const long bm = (first + in_group % gm) * BM, bn = in_group / gm * BN;
-    __global const ushort *Ai = (__global const ushort *)A;
-    __global const ushort *Bi = (__global const ushort *)B;
+    __global const TIN *Ai = (__global const TIN *)A;
+    __global const TIN *Bi = (__global const TIN *)B;
 #if A_KR
     const int a_k = (lane & 7) + (lane >> 4) * 8, a_r = ((lane >> 3) & 1) * 8;
 #else
-    const int a_r = lane & 15, a_k = (lane >> 4) * 8;
+    const int a_r = lane & 15, a_k = (lane >> 4) * EV;
 #endif
 #if B_KR
     const int b_k = lane & 15, b_r = (lane >> 4) * 8;
 #else
-    const int b_r = (lane & 7) + (lane >> 4) * 8, b_k = ((lane >> 3) & 1) * 8;
+    const int b_r = (lane & 7) + (lane >> 4) * 8, b_k = ((lane >> 3) & 1) * EV;
 #endif
     for (long bi = get_group_id(2); bi < nb; bi += get_num_groups(2)) {
         long oc, oa, ob;
         off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
-        __global const ushort *Ab = Ai + oa, *Bb = Bi + ob;
+        __global const TIN *Ab = Ai + oa, *Bb = Bi + ob;
         float acc[MT][NT][4];
         ZERO_ACC(acc)
         const long ntiles = (K + BK - 1) / BK;
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < ntiles) {
-                const uint st = sbase + 2 * s * STAGE_SZ;
+                const uint st = sbase + ES * s * STAGE_SZ;
                 copy_a(st, Ab, a_rs, a_cs, M, K, bm, s * BK, s * BK * a_cs, tid);
-                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, s * BK, s * BK * b_rs, tid);
+                copy_b(st + ES * A_SZ, Bb, b_cs, b_rs, N, K, bn, s * BK, s * BK * b_rs, tid);
             }
             cp_commit();
         }
@@ -209,27 +243,26 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
             barrier(CLK_LOCAL_MEM_FENCE);   // everyone's are; tile kt - 1's readers are done
             const long nk = kt + STAGES - 1;
             if (nk < ntiles) {              // into the buffer tile kt - 1 used
-                const uint st = sbase + 2 * wr * STAGE_SZ;
+                const uint st = sbase + ES * wr * STAGE_SZ;
                 copy_a(st, Ab, a_rs, a_cs, M, K, bm, nk * BK, nk * BK * a_cs, tid);
-                copy_b(st + 2 * A_SZ, Bb, b_cs, b_rs, N, K, bn, nk * BK, nk * BK * b_rs, tid);
+                copy_b(st + ES * A_SZ, Bb, b_cs, b_rs, N, K, bn, nk * BK, nk * BK * b_rs, tid);
             }
             cp_commit();
-            const uint sa = sbase + 2 * rd * STAGE_SZ, sb = sa + 2 * A_SZ;
+            const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
             rd = rd == STAGES - 1 ? 0 : rd + 1;
             wr = wr == STAGES - 1 ? 0 : wr + 1;
-            uint af[2][MT][4], bf[2][NT][2];  // fragments of depth steps ks and ks + 16
+            uint af[2][MT][4], bf[2][NT][2];  // fragments of two depth steps
             load_frags(sa, sb, 0, wm, wn, a_r, a_k, b_r, b_k, af[0], bf[0]);
 #pragma unroll
-            for (int s = 0; s < BK / 16; ++s) {
-                if (s + 1 < BK / 16)  // the next step's fragments are read while this one runs
-                    load_frags(sa, sb, (s + 1) * 16, wm, wn, a_r, a_k, b_r, b_k, af[(s + 1) & 1],
-                               bf[(s + 1) & 1]);
+            for (int s = 0; s < BK / KSTEP; ++s) {
+                if (s + 1 < BK / KSTEP)  // the next step's fragments are read while this one runs
+                    load_frags(sa, sb, (s + 1) * KSTEP, wm, wn, a_r, a_k, b_r, b_k,
+                               af[(s + 1) & 1], bf[(s + 1) & 1]);
 #pragma unroll
                 for (int i = 0; i < MT; ++i)
 #pragma unroll
                     for (int j = 0; j < NT; ++j)
-                        __asm__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                                "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                        __asm__(MMA_INSTR "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                                 : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]),
                                   "+f"(acc[i][j][3])
                                 : "r"(af[s & 1][i][0]), "r"(af[s & 1][i][1]),

@@ -318,3 +318,33 @@ def test_float16_pipelined_kernel_alpha_beta_nan_and_fallback():
     want = a41.astype(np.float64) @ b41.astype(np.float64)
     got = (ta @ tb).numpy().astype(np.float64)
     assert np.abs(got - want).max() <= 2e-3 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("shape", [(72, 40, 136), (256, 96, 384), (130, 1000, 64)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_tf32_pipelined_kernel_for_operands_along_k(shape, tf32_off):
+    """TF32 with both operands contiguous along k (linear's forward, x @ W^T) takes the
+    pipelined kernel (fragments rounded to TF32 after ldmatrix): within TF32's error bound of
+    float64 and above float32's (TF32 ran); B row-major keeps kernels/matmul_mma_nv.cl
+    (ldmatrix.trans has no 32-bit form), with the same bound."""
+    dev = _need_mma()
+    if not mm.has_mma_async(dev, "tf32"):
+        pytest.skip("no TF32 cp.async/ldmatrix kernel here")
+    m, k, n = shape
+    rng = np.random.default_rng(m + k + n)
+    x = rng.standard_normal((3, m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    tx, tw = clgrad.tensor(x), clgrad.tensor(w)
+    clgrad.backends.cuda.matmul.allow_tf32 = True
+    assert mm._mma_launch(dev, "tf32", m, n, k, 1, _geo(tx[0]), _geo(tw.t()))[0] \
+        .function_name == "gemm_mma_async"
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    scale = np.abs(x).max() * np.abs(w).max() * np.sqrt(k)
+    for _ in range(2):  # the second call replays linear's recorded launch
+        err = np.abs(clgrad.nn.functional.linear(tx, tw).numpy() - want).max()
+        assert 1e-5 * scale < err <= 2e-3 * scale
+    tb = clgrad.tensor(np.ascontiguousarray(w.T))
+    assert mm._mma_launch(dev, "tf32", m, n, k, 1, _geo(tx[0]), _geo(tb))[0] \
+        .function_name == "gemm_mma"
+    err = np.abs((tx @ tb).numpy() - want).max()
+    assert 1e-5 * scale < err <= 2e-3 * scale

@@ -73,7 +73,7 @@ def main():
     dev = clgrad.zeros(1)._storage.device
     print(f"{dev.name} [{dev.platform}]: local memory {dev.local_mem_size} B; has_mma "
           f"{mm.has_mma(dev)}, has_mma_async {mm.has_mma_async(dev)} (SMEM_CVTA "
-          f"{mm._MMA_ASYNC.get(dev)})", flush=True)
+          f"{mm._SMEM.get(dev)})", flush=True)
     report_build(dev, mm)
     try:
         import torch
@@ -107,7 +107,8 @@ def main():
                     else:
                         cfg = dict(zip(("WARPS_M", "WARPS_N", "MT", "NT", "STAGES",
                                         "GROUP_M"), cfgt))
-                        kern, gs, ls = mm._mma_async_kernel(dev, cfg, 0, b_kr, m, n, k, 1)
+                        kern, gs, ls = mm._mma_async_kernel(dev, "f16", cfg, 0, b_kr, m, n, k,
+                                                            1)
 
                     def run():
                         kern(dev.queue, gs, ls, np.int64(m), np.int64(n), np.int64(k), *one,

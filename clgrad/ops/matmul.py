@@ -10,8 +10,9 @@ per device against NumPy, ``has_mma``), float16 GEMMs and, with TF32 allowed
 (``backends.cuda.matmul.allow_tf32`` / ``set_float32_matmul_precision('high')``), the float32
 GEMMs of matmul, mm, bmm and linear run kernels/matmul_mma_nv.cl :: gemm_mma (``mma_precision``;
 ``CLGRAD_MMA=off`` turns it off). float16 GEMMs whose operands are 16-byte aligned along k or
-along their rows take kernels/matmul_mma_async_nv.cl :: gemm_mma_async instead (cp.async
-copies, STAGES tiles in flight, ldmatrix fragments; ``has_mma_async``): 2.9x gemm_mma at
+along their rows, and TF32 ones whose operands are both aligned along k (``linear``'s
+forward), take kernels/matmul_mma_async_nv.cl :: gemm_mma_async instead (cp.async copies,
+STAGES tiles in flight, ldmatrix fragments; ``has_mma_async``): float16 2.9x gemm_mma at
 8192^3 on the H200 (bench/README.md).
 
 Tile sizes: ``CPU_TILES`` (``CPU_TILES_16`` on AVX-512 devices) / ``GPU_TILES`` below, unless
@@ -257,7 +258,8 @@ MMA_ASYNC_TILES = {
     "large": {"WARPS_M": 2, "WARPS_N": 2, "MT": 4, "NT": 8, "STAGES": 3, "GROUP_M": 8},
     "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4, "STAGES": 4, "GROUP_M": 8}}
 _MMA: dict = {}  # Device -> has_mma's verdict
-_MMA_ASYNC: dict = {}  # Device -> has_mma_async's: None (no), else the SMEM_CVTA define (0, 1)
+_MMA_ASYNC: dict = {}  # (Device, precision) -> has_mma_async's verdict
+_SMEM: dict = {}  # Device -> the SMEM_CVTA define (0, 1) that gives shared-window addresses
 _PRECISION = backends.cuda.PRECISION  # ["highest"] unless TF32 is allowed
 
 
@@ -288,20 +290,20 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     """(kernel, global size, local size) of gemm_mma for an (m, k) @ (k, n) problem of ``nz``
     batch launches; ``a_geo``, ``b_geo``: each operand's (offset, row stride, column stride,
     *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
-    0 scalars along k, 2 scalars along m or n; B also 3, vectors along n). float16 GEMMs whose
-    operands both travel in 16-byte chunks (``_async_layout``) take the pipelined kernel of
-    kernels/matmul_mma_async_nv.cl where ``has_mma_async``."""
+    0 scalars along k, 2 scalars along m or n; B also 3, vectors along n). GEMMs whose
+    operands both travel in 16-byte chunks (``_async_layout``; for TF32, both along k) take the
+    pipelined kernel of kernels/matmul_mma_async_nv.cl where ``has_mma_async``."""
     a_off, a_rs, a_cs, *a_bs = a_geo
     b_off, b_rs, b_cs, *b_bs = b_geo
-    if prec == "f16":
-        a_kr = _async_layout(m, k, a_off, a_rs, a_cs, a_bs)
-        b_kr = _async_layout(n, k, b_off, b_cs, b_rs, b_bs)
-        if a_kr is not None and b_kr is not None and has_mma_async(dev):
-            return _mma_async_kernel(dev, _mma_tiles(MMA_ASYNC_TILES, dev, m, n, nz), a_kr,
-                                     b_kr, m, n, k, nz)
+    vec = 8 if prec == "f16" else 4  # elements in 16 bytes
+    a_kr = _async_layout(m, k, a_off, a_rs, a_cs, a_bs, vec)
+    b_kr = _async_layout(n, k, b_off, b_cs, b_rs, b_bs, vec)
+    if (a_kr is not None and b_kr is not None and (prec == "f16" or a_kr == b_kr == 0)
+            and has_mma_async(dev, prec)):
+        return _mma_async_kernel(dev, prec, _mma_tiles(MMA_ASYNC_TILES, dev, m, n, nz), a_kr,
+                                 b_kr, m, n, k, nz)
     cfg = _mma_tiles(MMA_TILES, dev, m, n, nz)
     bm, bn, _ = _mma_tile(cfg)
-    vec = 8 if prec == "f16" else 4  # elements in 16 bytes
     a_load = (1 if a_cs == 1 and all(v % vec == 0 for v in (k, a_off, a_rs, *a_bs)) else
               2 if a_rs == 1 and a_cs != 1 else 0)
     b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
@@ -319,14 +321,15 @@ def _mma_tiles(table, dev, m, n, nz) -> dict:
     return big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else table["small"]
 
 
-def _async_layout(rows, k, off, rs, ks, bs) -> int | None:
+def _async_layout(rows, k, off, rs, ks, bs, vec=8) -> int | None:
     """How kernels/matmul_mma_async_nv.cl copies an operand of ``rows`` x ``k`` (element (r, c)
-    at off + r * rs + c * ks, batch strides ``bs``) in 16-byte chunks (8 halves): 0 along k
-    (ks == 1), 1 along its rows (rs == 1), each where the contiguous extent, the other stride,
-    the offset and the batch strides are multiples of 8 elements; None where neither holds."""
-    if ks == 1 and all(v % 8 == 0 for v in (k, off, rs, *bs)):
+    at off + r * rs + c * ks, batch strides ``bs``) in 16-byte chunks of ``vec`` elements (8
+    halves, 4 floats): 0 along k (ks == 1), 1 along its rows (rs == 1), each where the
+    contiguous extent, the other stride, the offset and the batch strides are multiples of
+    ``vec``; None where neither holds."""
+    if ks == 1 and all(v % vec == 0 for v in (k, off, rs, *bs)):
         return 0
-    if rs == 1 and all(v % 8 == 0 for v in (rows, off, ks, *bs)):
+    if rs == 1 and all(v % vec == 0 for v in (rows, off, ks, *bs)):
         return 1
     return None
 
@@ -350,17 +353,20 @@ def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False):
             (nthr, 1, 1))
 
 
-def _mma_async_kernel(dev, cfg, a_kr, b_kr, m, n, k, nz, cvta=None):
+def _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, nz, cvta=None):
     """(kernel, global size, local size) of kernels/matmul_mma_async_nv.cl :: gemm_mma_async
-    with tiles ``cfg`` and operand layouts ``a_kr``, ``b_kr`` (``_async_layout``) for an
-    (m, k) @ (k, n) problem of ``nz`` batch launches; ``cvta``: the SMEM_CVTA define
-    (default: has_mma_async's verdict)."""
+    in precision ``prec`` ('f16', 'tf32') with tiles ``cfg`` and operand layouts ``a_kr``,
+    ``b_kr`` (``_async_layout``) for an (m, k) @ (k, n) problem of ``nz`` batch launches;
+    ``cvta``: the SMEM_CVTA define (default: the device's, found by has_mma_async)."""
     bm, bn, nthr = _mma_tile(cfg)
-    d = {"T": "half", **cfg, "WAIT": cfg["STAGES"] - 2, "A_KR": a_kr, "B_KR": b_kr}
-    if (_MMA_ASYNC.get(dev) if cvta is None else cvta):
+    d = {"T": "half" if prec == "f16" else "float", **cfg, "WAIT": cfg["STAGES"] - 2,
+         "A_KR": a_kr, "B_KR": b_kr}
+    if prec == "tf32":
+        d["MMA_TF32"] = 1
+    if (_SMEM.get(dev) if cvta is None else cvta):
         d["SMEM_CVTA"] = 1
-    if m % bm == 0 and n % bn == 0 and k % MMA_BK == 0:
-        d["EXACT"] = 1
+    if m % bm == 0 and n % bn == 0 and k % (MMA_BK if prec == "f16" else MMA_BK // 2) == 0:
+        d["EXACT"] = 1  # (a tile is 64 bytes deep: 32 halves, 16 floats)
     return (dev.kernel("matmul_mma_async_nv.cl", "gemm_mma_async", d),
             (cdiv(n, bn) * nthr, cdiv(m, bm), nz), (nthr, 1, 1))
 
@@ -378,17 +384,19 @@ def has_mma(dev) -> bool:
     return ok
 
 
-def has_mma_async(dev) -> bool:
-    """Whether ``dev`` runs kernels/matmul_mma_async_nv.cl right: where ``has_mma``, then once
-    per device and process: the shared-window address of a local pointer (cp.async and
-    ldmatrix take it; OpenCL has no name for it) is the pointer's value or its
-    cvta.to.shared, checked by a kernel that only writes the two candidate addresses (a wrong
-    address never reaches a memory instruction); then a 72 x 40 @ 40 x 136 GEMM on both tile
-    configs and all four operand layouts against NumPy. A failure warns once and keeps
+def has_mma_async(dev, prec: str = "f16") -> bool:
+    """Whether ``dev`` runs kernels/matmul_mma_async_nv.cl right in precision ``prec`` ('f16',
+    'tf32'): where ``has_mma``, then once per device and process: the shared-window address
+    of a local pointer (cp.async and ldmatrix take it; OpenCL has no name for it) is the
+    pointer's value or its cvta.to.shared, checked by a kernel that only writes the two
+    candidate addresses (a wrong address never reaches a memory instruction); then, once per
+    precision, a 72 x 40 @ 40 x 136 GEMM on both tile configs and every operand layout it
+    takes (float16 all four, TF32 both along k) against NumPy. A failure warns once and keeps
     kernels/matmul_mma_nv.cl."""
-    if dev not in _MMA_ASYNC:
-        _MMA_ASYNC[dev] = _check_mma_async(dev) if has_mma(dev) else None
-    return _MMA_ASYNC[dev] is not None
+    ok = _MMA_ASYNC.get((dev, prec))
+    if ok is None:
+        ok = _MMA_ASYNC[(dev, prec)] = has_mma(dev) and _check_mma_async(dev, prec)
+    return ok
 
 
 def _check_mma(dev) -> bool:
@@ -413,40 +421,48 @@ def _check_mma(dev) -> bool:
         return False
 
 
-def _check_mma_async(dev) -> int | None:
+def _check_mma_async(dev, prec: str) -> bool:
     import warnings
-    import pyopencl as cl
     rng = np.random.default_rng(1)
     m, k, n = 72, 40, 136
-    a = rng.standard_normal((m, k)).astype(np.float16)
-    b = rng.standard_normal((k, n)).astype(np.float16)
+    npt, tol = (np.float16, 1e-3) if prec == "f16" else (np.float32, 2e-3)
+    a = rng.standard_normal((m, k)).astype(npt)
+    b = rng.standard_normal((k, n)).astype(npt)
+    layouts = ((0, 0), (0, 1), (1, 0), (1, 1)) if prec == "f16" else ((0, 0),)
     try:
         with dev._lock, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for cvta in (0, 1):
-                d = {"SMEM_PROBE": 1, **({"SMEM_CVTA": 1} if cvta else {})}
-                out = np.zeros(2, np.uint64)
-                buf = cl.Buffer(dev.context, cl.mem_flags.WRITE_ONLY, out.nbytes)
-                dev.kernel("matmul_mma_async_nv.cl", "smem_window", d)(
-                    dev.queue, (32,), (32,), buf)
-                cl.enqueue_copy(dev.queue, out, buf)
-                dev.queue.finish()
-                lo, hi = int(out[0]), int(out[1])
-                if lo < dev.local_mem_size and hi - lo == 2000:
-                    break
-            else:
-                raise RuntimeError(f"no shared-window address of a local pointer (the "
-                                   f"pointer gave {lo:#x}, {hi:#x})")
+            if dev not in _SMEM:
+                _SMEM[dev] = _smem_window(dev)
             for cfg in MMA_ASYNC_TILES.values():
-                for a_kr in (0, 1):
-                    for b_kr in (0, 1):
-                        kern = _mma_async_kernel(dev, cfg, a_kr, b_kr, m, n, k, 1, cvta)
-                        _check_gemm(dev, kern, a, b, a_kr == 1, b_kr == 0, 1e-3,
-                                    f"f16 pipelined ({cfg}, layouts A {a_kr}, B {b_kr})")
-        return cvta
+                for a_kr, b_kr in layouts:
+                    kern = _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, 1)
+                    _check_gemm(dev, kern, a, b, a_kr == 1, b_kr == 0, tol,
+                                f"{prec} pipelined ({cfg}, layouts A {a_kr}, B {b_kr})")
+        return True
     except Exception as e:  # noqa: BLE001 — any failure: keep kernels/matmul_mma_nv.cl
-        _no_tensor_cores(dev, "kernels/matmul_mma_async_nv.cl", e)
-        return None
+        _no_tensor_cores(dev, f"kernels/matmul_mma_async_nv.cl, {prec}", e)
+        return False
+
+
+def _smem_window(dev) -> int:
+    """The SMEM_CVTA define (0: a local pointer's value, 1: its cvta.to.shared) under which
+    kernels/matmul_mma_async_nv.cl :: smem_window gives shared-window addresses (below the
+    local memory size, 2000 bytes apart for elements 0 and 1000). Raises RuntimeError where
+    neither does."""
+    import pyopencl as cl
+    for cvta in (0, 1):
+        d = {"SMEM_PROBE": 1, **({"SMEM_CVTA": 1} if cvta else {})}
+        out = np.zeros(2, np.uint64)
+        buf = cl.Buffer(dev.context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+        dev.kernel("matmul_mma_async_nv.cl", "smem_window", d)(dev.queue, (32,), (32,), buf)
+        cl.enqueue_copy(dev.queue, out, buf)
+        dev.queue.finish()
+        lo, hi = int(out[0]), int(out[1])
+        if lo < dev.local_mem_size and hi - lo == 2000:
+            return cvta
+    raise RuntimeError(f"no shared-window address of a local pointer (the pointer gave "
+                       f"{lo:#x}, {hi:#x})")
 
 
 def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
