@@ -780,3 +780,34 @@ def test_multi_tensor_launches_per_device(cls, kwargs):
     assert (n_multi, n_single) == (2, 5)
     for a, b in zip(multi, single):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sgd_momentum_follows_hyperparameters_changed_between_steps(dtype):
+    """The scalar arguments are converted once per dtype and values (optim/sgd.py): every
+    change of a group's value between steps, and ints, bools and NumPy floats for it, still
+    reach the kernel (NumPy's update, PyTorch's formula, step by step)."""
+    dev = clgrad.default_device()
+    if dtype == "float64" and not dev.fp64:
+        pytest.skip("no float64 on this device")
+    rng = np.random.default_rng(3)
+    pn = rng.standard_normal(7)
+    p = clgrad.tensor(pn, dtype=getattr(clgrad, dtype), requires_grad=True)
+    opt = clgrad.optim.SGD([p], lr=0.1, momentum=0.9)
+    group = opt.param_groups[0]
+    buf = None
+    steps = [dict(), dict(lr=0.05), dict(lr=1, momentum=0.5), dict(weight_decay=0.01),
+             dict(dampening=0.25), dict(nesterov=True, dampening=0), dict(maximize=True),
+             dict(lr=np.float64(0.02), maximize=False), dict(lr=0.1, momentum=True)]
+    for change in steps:
+        group.update(change)
+        gn = rng.standard_normal(7)
+        p.grad = clgrad.tensor(gn, dtype=p.dtype)
+        opt.step()
+        g = -gn if group["maximize"] else gn
+        d = g + group["weight_decay"] * pn
+        buf = d if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * d
+        d = d + group["momentum"] * buf if group["nesterov"] else buf
+        pn = pn - float(group["lr"]) * d
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(p.detach().numpy(), pn, rtol=tol, atol=tol)

@@ -537,3 +537,21 @@ def test_two_threads_recording_at_once_keep_no_wrong_recording(monkeypatch):
             plans[0][0].run(dev, *[(out._storage.buffer, b._storage.buffer)[r]
                                    for r in plans[0][1]])
             np.testing.assert_array_equal(out.numpy(), np.full(6, 7))
+
+
+def test_key_of_raw_arguments_is_their_type_and_objects_with_a_layout_are_read():
+    """Raw argument types are remembered (no exception per call) only where no instance can
+    carry a layout: an object with a ``__dict__`` is read afresh each time."""
+    x = clgrad.arange(6, dtype=clgrad.float32)
+    for _ in range(2):  # the second round takes the remembered types
+        assert plan_mod.key("t", (np.float32(1), np.int32(2), 3, None, x)) == (
+            "t", settings.epoch(), np.float32, np.int32, int, None, (6,), (1,), 0,
+            clgrad.float32)
+
+    class Loose:  # instances with a __dict__: one may have a layout, the next not
+        pass
+    bare, laid = Loose(), Loose()
+    laid._shape, laid._strides, laid._offset, laid._storage = (2,), (1,), 3, x._storage
+    assert plan_mod.key("t", (bare,))[2:] == (Loose,)
+    assert plan_mod.key("t", (laid,))[2:] == ((2,), (1,), 3, clgrad.float32)
+    assert plan_mod.key("t", (bare,))[2:] == (Loose,)

@@ -124,8 +124,26 @@ class SGD(Optimizer):
             f = first[0]
             if commit:
                 first[0] = False
-            return (num(group["lr"]), num(group["momentum"]), num(group["dampening"]),
-                    num(group["weight_decay"]), np.int32(bool(group["nesterov"])), np.int32(f),
-                    num(-1.0 if group.get("maximize") else 1.0))
+            # The scalars converted once per dtype and values (plain numbers only: a tensor's
+            # value may change under the same key), re-read from the group at every call.
+            h = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
+                 group["nesterov"], group.get("maximize"))
+            plain = _PLAIN.issuperset(map(type, h))
+            args = _ARGS.get((dt, h)) if plain else None
+            if args is None:
+                args = (num(h[0]), num(h[1]), num(h[2]), num(h[3]), np.int32(bool(h[4])),
+                        num(-1.0 if h[5] else 1.0))
+                if plain:
+                    if len(_ARGS) >= _ARGS_MAX:
+                        _ARGS.clear()
+                    _ARGS[dt, h] = args
+            return (*args[:5], _FIRST[f], args[5])
         launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
         buf._storage.version += 1  # (bump_version, inline)
+
+
+_ARGS: dict = {}  # (dtype, hyperparameters) -> sgd_momentum's scalars, but the first-step flag
+_ARGS_MAX = 256  # entries kept (an LR schedule makes one per learning rate): cleared past it
+_PLAIN = frozenset({float, int, bool})  # hyperparameter types whose value the key holds
+_FIRST = (np.int32(0), np.int32(1))
+
