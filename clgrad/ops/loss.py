@@ -21,6 +21,7 @@ from clgrad.ops import reduce as rd
 from clgrad.ops._util import (defines_for, empty, launch_1d, same_device, scalar, shape_arg,
                               view_arg)
 from clgrad.ops.norm import split_dim
+from clgrad.ops.plan import key as plan_key, run_recorded
 from clgrad.tensor import Tensor
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
@@ -30,6 +31,7 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
 _REDUCTIONS = ("mean", "sum", "none")
+_CE_FWD, _CE_BWD = ("loss.cl", "ce_fwd"), ("loss.cl", "ce_bwd")  # plan.key tags of _nll
 
 
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
@@ -278,40 +280,63 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
     dev, dt = x._storage.device, x.dtype
     nrows = target.numel()
     loss = empty(target.shape, dt, dev)                       # per position
-    wrow, rmax, rsum = (empty((nrows,), dt, dev) for _ in range(3))
-    w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None else \
-        (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
-    consts = (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
+    wrow, rmax, rsum = empty((nrows,), dt, dev), empty((nrows,), dt, dev), \
+        empty((nrows,), dt, dev)
     t_st = _with_dim(target._strides, cdim)
-    if nrows:
-        rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
-        _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
-                     np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
-                     *w, *consts, loss._storage.buffer, wrow._storage.buffer,
-                     rmax._storage.buffer, rsum._storage.buffer)
     mean = np.int32(reduction == "mean")
+
+    def args():  # (the launches' weight and constant arguments: made when recorded)
+        w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None \
+            else (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
+        return w, (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
     out, denom = loss, loss
     if reduction != "none":
         out, denom = empty((), dt, dev), empty((), dt, dev)
-        dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
-                   np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
-                   out._storage.buffer, denom._storage.buffer)
+
+    def forward():
+        w, consts = args()
+        if nrows:
+            rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
+            _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
+                         np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
+                         *w, *consts, loss._storage.buffer, wrow._storage.buffer,
+                         rmax._storage.buffer, rsum._storage.buffer)
+        if reduction != "none":
+            dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
+                       np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
+                       out._storage.buffer, denom._storage.buffer)
+    # The launches recorded once per signature and replayed after: every layout they read
+    # (input, target, weight) and every constant in the key (the device: the dict).
+    params = (int(ignore), eps, bool(logits), reduction)
+    wb = None if weight is None else weight._storage.buffer
+    run_recorded(dev, plan_key(_CE_FWD, (x, target, weight), params), forward, (
+        x._storage.buffer, target._storage.buffer, wb, loss._storage.buffer,
+        wrow._storage.buffer, rmax._storage.buffer, rsum._storage.buffer,
+        *((out._storage.buffer, denom._storage.buffer) if reduction != "none" else ())))
 
     def backward(gy):
         gx = empty(x.shape, dt, dev)
         if not gx.numel():
             return (gx,)
         wsum = rd.sum(weight) if weight is not None and eps and logits else gx
-        g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)   # one value
-        rest, (vx, vt, vg), (sxc, _, _) = _rows(x.shape, cdim, x, _Strided(target, t_st),
-                                                _Strided(g, _with_dim(g._strides, cdim)))
-        ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
-        dev.launch(dev.kernel(_FILE, "ce_bwd", _defines(x, 1)), (gx.numel(),), (256,),
-                   np.int64(gx.numel()), np.int64(nc), np.int64(ns), np.int32(len(rest)),
-                   shape_arg(rest), gx._storage.buffer, x._storage.buffer, vx, sxc,
-                   target._storage.buffer, vt, *w, gy._storage.buffer, vg,
-                   denom._storage.buffer, mean, rmax._storage.buffer, rsum._storage.buffer,
-                   wsum._storage.buffer, *consts)
+
+        def launch():
+            w, consts = args()
+            g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)  # one value
+            rest, (vx, vt, vg), (sxc, _, _) = _rows(x.shape, cdim, x, _Strided(target, t_st),
+                                                    _Strided(g, _with_dim(g._strides, cdim)))
+            ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
+            dev.launch(dev.kernel(_FILE, "ce_bwd", _defines(x, 1)), (gx.numel(),), (256,),
+                       np.int64(gx.numel()), np.int64(nc), np.int64(ns), np.int32(len(rest)),
+                       shape_arg(rest), gx._storage.buffer, x._storage.buffer, vx, sxc,
+                       target._storage.buffer, vt, *w, gy._storage.buffer, vg,
+                       denom._storage.buffer, mean, rmax._storage.buffer,
+                       rsum._storage.buffer, wsum._storage.buffer, *consts)
+        own = wsum is not gx  # (else gx's buffer stands in for it)
+        run_recorded(dev, plan_key(_CE_BWD, (x, target, weight, gy), (*params, own)), launch, (
+            gx._storage.buffer, x._storage.buffer, target._storage.buffer, wb,
+            gy._storage.buffer, denom._storage.buffer, rmax._storage.buffer,
+            rsum._storage.buffer, wsum._storage.buffer if own else None))
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
     return record(op, out, (x,), backward, saved=saved)

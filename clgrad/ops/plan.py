@@ -25,7 +25,7 @@ import pyopencl as cl
 from clgrad.runtime.device import _LOCK, Device, arg_kind
 from clgrad.settings import _EPOCH
 
-__all__ = ["Plan", "key", "cached", "record_launches", "replay", "Recorded"]
+__all__ = ["Plan", "key", "cached", "record_launches", "replay", "Recorded", "run_recorded"]
 
 
 class Plan:
@@ -267,3 +267,17 @@ def replay(dev, plans: Recorded, buffers: tuple):
     if scratch:
         for n in scratch:
             dev.free(n)
+
+
+def run_recorded(dev, k, run, buffers: tuple):
+    """Run an op's launches ``run()`` on ``dev`` over ``buffers`` (as record_launches) by
+    replaying those kept under key ``k``: recorded and kept on the first call (False kept
+    where they cannot be replayed: ``run()`` each time then), run as they are while a graph
+    is being captured (not recorded)."""
+    plans = dev.plans.get(k)
+    if plans:
+        replay(dev, plans, buffers)
+    elif plans is None and dev._capture is None:
+        dev.keep_plan(k, record_launches(dev, run, buffers) or False)
+    else:
+        run()
