@@ -341,6 +341,28 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
 _STRIDED = "strided"  # launch_1d's plan key of a strided launch (params: after the kernel)
 
 
+def launch_1d_kept(k, file: str, name: str, defines: dict, out: Tensor, operands, extra=()):
+    """``launch_1d(file, name, defines, out, operands, extra)`` for a caller that keys the
+    launch itself (the optimizers, once per parameter and step): ``k`` is its plan.key of
+    ``out`` and the tensor ``operands``, with whatever else fixes the launch (the kernel, the
+    defines and the types of the by-value ``extra`` arguments, e.g. through the dtype). A hit
+    binds the buffers and ``extra`` and enqueues; the first call runs launch_1d and keeps its
+    flat plan under ``k`` (False where launch_1d made none: a strided layout, or raw
+    arguments not all by value; launch_1d then runs each time)."""
+    dev = out._storage.device
+    plan = dev.plans.get(k)
+    if plan:
+        plan.run_with(dev, (out._storage.buffer, *map(_BUFFER, operands)), extra)
+        return
+    launch_1d(file, name, defines, out, operands, extra)
+    if plan is None:
+        flat = dev.plans.get(plan_key(file, (out, *operands, *extra), (name, *defines.items())))
+        n = len(operands)
+        ok = (flat is not None and flat.data is not None and
+              flat.data[:n] == (None,) * n and flat.data[n:] == (1,) * len(extra))
+        dev.keep_plan(k, flat if ok else False)
+
+
 def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:
     """The Plan of a flat launch_1d (see there): the layout's by-value arguments fixed, the
     buffers (out, the tensor operands, raw buffers) and raw by-value operands bound per call;

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import capture as _capture
-from clgrad.ops._util import defines_of, empty, launch_1d
+from clgrad.ops._util import defines_of, empty, launch_1d_kept
+from clgrad.ops.plan import key as plan_key
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
                                     multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
@@ -110,9 +111,10 @@ class SGD(Optimizer):
         num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
 
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(
-                lambda c: (num(group["lr"]), num(group["weight_decay"]),
-                           num(-1.0 if group.get("maximize") else 1.0))))
+            launch_1d_kept(plan_key(_SGD, (p, grad)), "optim.cl", "sgd", d, p, (grad,),
+                           _capture.dynamic(lambda c: (
+                               num(group["lr"]), num(group["weight_decay"]),
+                               num(-1.0 if group.get("maximize") else 1.0))))
             return
         buf = state.get("momentum_buffer")
         first = [buf is None]
@@ -138,10 +140,13 @@ class SGD(Optimizer):
                         _ARGS.clear()
                     _ARGS[dt, h] = args
             return (*args[:5], _FIRST[f], args[5])
-        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
+        # (the plan's key: the layouts; the dtype fixes the defines and the scalars' types)
+        launch_1d_kept(plan_key(_SGD_MOMENTUM, (p, grad, buf)), "optim.cl", "sgd_momentum", d,
+                       p, (grad, buf), _capture.dynamic(tail))
         buf._storage.version += 1  # (bump_version, inline)
 
 
+_SGD, _SGD_MOMENTUM = ("optim.cl", "sgd"), ("optim.cl", "sgd_momentum")  # plan.key tags
 _ARGS: dict = {}  # (dtype, hyperparameters) -> sgd_momentum's scalars, but the first-step flag
 _ARGS_MAX = 256  # entries kept (an LR schedule makes one per learning rate): cleared past it
 _PLAIN = frozenset({float, int, bool})  # hyperparameter types whose value the key holds
