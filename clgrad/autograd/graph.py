@@ -424,8 +424,10 @@ def _finish_leaf(leaf, g, owned, deliveries):
             leaf._grad = g if own else g.contiguous(force_copy=True)
         else:
             leaf._grad.add_(hooked)
-    for hook in tuple((leaf._post_acc_hooks or {}).values()):
-        hook(leaf)
+    hooks = leaf._post_acc_hooks
+    if hooks:
+        for hook in tuple(hooks.values()):
+            hook(leaf)
 
 
 def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:

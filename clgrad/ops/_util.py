@@ -10,10 +10,12 @@ import pyopencl as cl
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
 from clgrad._device import of_runtime
+from clgrad.ops import plan as _plan
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.runtime.device import arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
+_plan._TENSOR = Tensor  # (plan.key's common case, bound from above: plan imports no Tensor)
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
 _VIEW_T = struct.Struct(f"<{longs(VIEW_T)}q")    # view_t: offset, strides[MAXD]
 _SHAPE_T = struct.Struct(f"<{longs(SHAPE_T)}q")  # shape_t: n[MAXD]

@@ -100,10 +100,11 @@ def key(tag, parts=(), params=()) -> tuple:
     launch depends on, hashable."""
     k = [tag, _EPOCH[0]]
     for t in parts:
-        raw = _RAW.get(type(t), _MISS)  # (a raw type seen before: no exception raised)
-        if raw is not _MISS:
-            k.append(raw)
-            continue
+        if type(t) is not _TENSOR:  # (a raw type seen before: no exception raised)
+            raw = _RAW.get(type(t), _MISS)
+            if raw is not _MISS:
+                k.append(raw)
+                continue
         try:
             k += (t._shape, t._strides, t._offset, t._storage.dtype)
         except AttributeError:
@@ -133,6 +134,7 @@ def cached(dev, k, make):
 
 _MISS = object()
 _RAW: dict = {}  # type -> its key part, for types of raw arguments (see _raw)
+_TENSOR = None  # clgrad.Tensor, bound from above (ops/_util.py): key's common case, first
 
 
 class _Recorder:
