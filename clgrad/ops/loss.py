@@ -10,6 +10,7 @@ Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd,
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -274,14 +275,15 @@ def _softmax(op, x, dim, dtype, log_out):
 # -- cross entropy with class indices ---------------------------------------------------------
 def _nll(op, x, target, weight, ignore, reduction, eps, logits):
     """Class-index losses: one row launch (+ one summing launch) forward, one launch back."""
-    cdim = 0 if x.ndim == 1 else 1
-    nc = x.shape[cdim]
+    xshape = x._shape  # (the slots, not the properties: host time per call)
+    cdim = 0 if len(xshape) == 1 else 1
+    nc = xshape[cdim]
     target = _check_class_args(op, x, target, weight, nc, int(ignore))
-    dev, dt = x._storage.device, x.dtype
-    nrows = target.numel()
-    loss = empty(target.shape, dt, dev)                       # per position
-    wrow, rmax, rsum = empty((nrows,), dt, dev), empty((nrows,), dt, dev), \
-        empty((nrows,), dt, dev)
+    dev, dt = x._storage.device, x._storage.dtype
+    nrows = math.prod(target._shape)
+    loss = Tensor._empty(target._shape, dt, dev)              # per position
+    wrow, rmax, rsum = (Tensor._empty((nrows,), dt, dev), Tensor._empty((nrows,), dt, dev),
+                        Tensor._empty((nrows,), dt, dev))
     t_st = _with_dim(target._strides, cdim)
     mean = np.int32(reduction == "mean")
 
@@ -291,7 +293,7 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
         return w, (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
     out, denom = loss, loss
     if reduction != "none":
-        out, denom = empty((), dt, dev), empty((), dt, dev)
+        out, denom = Tensor._empty((), dt, dev), Tensor._empty((), dt, dev)
 
     def forward():
         w, consts = args()
@@ -315,8 +317,8 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
         *((out._storage.buffer, denom._storage.buffer) if reduction != "none" else ())))
 
     def backward(gy):
-        gx = empty(x.shape, dt, dev)
-        if not gx.numel():
+        gx = Tensor._empty(xshape, dt, dev)
+        if not math.prod(xshape):
             return (gx,)
         wsum = rd.sum(weight) if weight is not None and eps and logits else gx
 
@@ -401,15 +403,15 @@ def _check_common(op, x, target, reduction):
         raise TypeError(f"{op}: expected Tensors for input and target, got "
                         f"{type(x).__name__} and {type(target).__name__}")
     same_device(op, x, target)
-    if not x.dtype.is_floating_point:
+    if not x._storage.dtype.is_floating_point:  # (the slots: host time per call)
         raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
-    if x.ndim == 0:
+    if not x._shape:
         raise ValueError(f"{op}: expected an input of shape (C,), (N, C) or (N, C, d1, ...), "
                          f"got a 0-dim tensor")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
-    if target.dtype.is_bool:
+    if target._storage.dtype.is_bool:
         raise TypeError(f"{op}: expected integer class indices or float probabilities as "
                         f"target, got {target.dtype}")
 
@@ -419,16 +421,17 @@ def _host_values(t: Tensor) -> np.ndarray:
     keep_host; no device read, so no wait for the kernels queued before, e.g. the forward
     pass on a GPU), else read from the device."""
     flat = t._storage.host_values()
-    if flat is not None and t.is_contiguous():
-        return flat[t._offset:t._offset + t.numel()].reshape(tuple(t.shape))
+    if flat is not None and layout.is_contiguous(t._shape, t._strides):
+        return flat[t._offset:t._offset + math.prod(t._shape)].reshape(t._shape)
     return t.numpy()
 
 
 def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
     """Shapes, weight and the targets' range (read on the host, before any launch); returns
     the target as int64."""
-    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
-    if tuple(target.shape) != want:
+    xshape = x._shape  # (the slots, not the properties: host time per call)
+    want = () if len(xshape) == 1 else (xshape[0], *xshape[2:])
+    if tuple(target._shape) != want:
         raise ValueError(f"{op}: expected target of shape {want} for input of shape "
                          f"{tuple(x.shape)}, got {tuple(target.shape)}")
     if weight is not None:
@@ -438,15 +441,16 @@ def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
         if weight.dtype is not x.dtype:
             raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
         same_device(op, x, weight)
+    long_ = target._storage.dtype is dtypes.int64
     if _capture.is_capturing():  # no host read in a captured step: the kernels give NaN
-        return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
+        return target if long_ else ew.to(target, dtypes.int64)
     t = _host_values(target)
     bad = (t != ignore) & ((t < 0) | (t >= nc))
-    if bad.any():
+    if np.count_nonzero(bad):  # (a C call: ndarray.any() is a Python function of NumPy's)
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
         raise IndexError(f"{op}: target {int(t[pos])} is out of bounds: expected class "
                          f"indices in [0, {nc}) or ignore_index={ignore}; at position {pos}")
-    return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
+    return target if long_ else ew.to(target, dtypes.int64)
 
 
 def _defines(x, wg):
