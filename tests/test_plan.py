@@ -541,7 +541,8 @@ def test_two_threads_recording_at_once_keep_no_wrong_recording(monkeypatch):
 
 def test_key_of_raw_arguments_is_their_type_and_objects_with_a_layout_are_read():
     """Raw argument types are remembered (no exception per call) only where no instance can
-    carry a layout: an object with a ``__dict__`` is read afresh each time."""
+    carry a layout (static C types: numbers, NumPy scalars): an object of a class written in
+    Python, with a ``__dict__`` or a ``__getattr__``, is read afresh each time."""
     x = clgrad.arange(6, dtype=clgrad.float32)
     for _ in range(2):  # the second round takes the remembered types
         assert plan_mod.key("t", (np.float32(1), np.int32(2), 3, None, x)) == (
@@ -555,3 +556,16 @@ def test_key_of_raw_arguments_is_their_type_and_objects_with_a_layout_are_read()
     assert plan_mod.key("t", (bare,))[2:] == (Loose,)
     assert plan_mod.key("t", (laid,))[2:] == ((2,), (1,), 3, clgrad.float32)
     assert plan_mod.key("t", (bare,))[2:] == (Loose,)
+
+    class Slotted:  # no __dict__, but a class of Python's: its __getattr__ may give a layout
+        __slots__ = ("on",)
+
+        def __getattr__(self, name):
+            if self.on and name in ("_shape", "_strides", "_offset", "_storage"):
+                return {"_shape": (4,), "_strides": (2,), "_offset": 1,
+                        "_storage": x._storage}[name]
+            raise AttributeError(name)
+    off, on = Slotted(), Slotted()
+    off.on, on.on = False, True
+    assert plan_mod.key("t", (off,))[2:] == (Slotted,)
+    assert plan_mod.key("t", (on,))[2:] == ((4,), (2,), 1, clgrad.float32)

@@ -115,12 +115,17 @@ def key(tag, parts=(), params=()) -> tuple:
 
 def _raw(cls):
     """The key part of a raw argument of type ``cls`` (its type; None for None), kept in
-    ``_RAW`` when no instance of ``cls`` can have a ``_shape`` (no ``__dict__``, no such class
-    attribute): the next one costs a dict lookup, not a raised AttributeError (~0.5 us)."""
+    ``_RAW`` when no instance of ``cls`` can have a ``_shape``: a static (C) type, as the
+    built-in numbers, bytes and NumPy's scalars and arrays, with no ``__dict__`` and no such
+    attribute (a class written in Python may make one per instance: never kept). The next
+    one costs a dict lookup, not a raised AttributeError (~0.5 us)."""
     part = None if cls is type(None) else cls
-    if cls.__dictoffset__ == 0 and not hasattr(cls, "_shape"):
+    if not cls.__flags__ & _HEAPTYPE and cls.__dictoffset__ == 0 and not hasattr(cls, "_shape"):
         _RAW[cls] = part
     return part
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (class statements ...)
 
 
 def cached(dev, k, make):
