@@ -1,6 +1,8 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
+from operator import is_
+
 import numpy as np
 
 from clgrad import capture as _capture
@@ -126,19 +128,21 @@ class SGD(Optimizer):
             f = first[0]
             if commit:
                 first[0] = False
-            # The scalars converted once per dtype and values (plain numbers only: a tensor's
-            # value may change under the same key), re-read from the group at every call.
+            # The group's values, re-read at every call, converted again only when one is
+            # not the very object converted last time (identity: 0.0 == -0.0 to a dict, not
+            # to the kernel) or is no plain number (a tensor's value may change in place).
             h = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
                  group["nesterov"], group.get("maximize"))
-            plain = _PLAIN.issuperset(map(type, h))
-            args = _ARGS.get((dt, h)) if plain else None
-            if args is None:
-                args = (num(h[0]), num(h[1]), num(h[2]), num(h[3]), np.int32(bool(h[4])),
-                        num(-1.0 if h[5] else 1.0))
-                if plain:
-                    if len(_ARGS) >= _ARGS_MAX:
-                        _ARGS.clear()
-                    _ARGS[dt, h] = args
+            key = (id(group), dt)
+            last = _ARGS.get(key)
+            if last is None or not all(map(is_, h, last[0])) or \
+                    not _PLAIN.issuperset(map(type, h)):
+                last = (h, (num(h[0]), num(h[1]), num(h[2]), num(h[3]),
+                            np.int32(bool(h[4])), num(-1.0 if h[5] else 1.0)))
+                if len(_ARGS) >= _ARGS_MAX:
+                    _ARGS.clear()
+                _ARGS[key] = last
+            args = last[1]
             return (*args[:5], _FIRST[f], args[5])
         # (the plan's key: the layouts; the dtype fixes the defines and the scalars' types)
         launch_1d_kept(plan_key(_SGD_MOMENTUM, (p, grad, buf)), "optim.cl", "sgd_momentum", d,
@@ -147,8 +151,8 @@ class SGD(Optimizer):
 
 
 _SGD, _SGD_MOMENTUM = ("optim.cl", "sgd"), ("optim.cl", "sgd_momentum")  # plan.key tags
-_ARGS: dict = {}  # (dtype, hyperparameters) -> sgd_momentum's scalars, but the first-step flag
-_ARGS_MAX = 256  # entries kept (an LR schedule makes one per learning rate): cleared past it
+_ARGS: dict = {}  # (id of a group, dtype) -> (its values, sgd_momentum's scalars from them but
+_ARGS_MAX = 256  # the first-step flag); cleared past _ARGS_MAX entries
 _PLAIN = frozenset({float, int, bool})  # hyperparameter types whose value the key holds
 _FIRST = (np.int32(0), np.int32(1))
 
