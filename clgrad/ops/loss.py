@@ -309,7 +309,7 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
                        out._storage.buffer, denom._storage.buffer)
     # The launches recorded once per signature and replayed after: every layout they read
     # (input, target, weight) and every constant in the key (the device: the dict).
-    params = (int(ignore), eps, bool(logits), reduction)
+    params = (int(ignore), eps, math.copysign(1.0, eps), bool(logits), reduction)  # (-0.0)
     wb = None if weight is None else weight._storage.buffer
     run_recorded(dev, plan_key(_CE_FWD, (x, target, weight), params), forward, (
         x._storage.buffer, target._storage.buffer, wb, loss._storage.buffer,
