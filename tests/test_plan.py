@@ -386,6 +386,52 @@ def test_binary_fast_paths_values_grads_and_refusals(op):
                                                             np.array([True, False])))
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_binary_fast_paths_of_strided_operands_follow_each_layout(op):
+    """Two tensors of one shape in any layouts (views at offsets, transposed, stepped: the
+    engine's sum of a gradient and a view of another) take the binary fast path once the
+    general path ran them unchanged: each pair of layouts its own plan, NumPy's values and
+    gradients on every round; mixed dtypes (a promotion) keep the general path."""
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((6, 10)).astype(np.float32)
+    bt = clgrad.from_numpy(base)
+    fn = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}[op]
+    views = [(lambda t: t[:, 2:7], lambda n: n[:, 2:7]),        # offset, strides of (6, 10)
+             (lambda t: t[1:6, :5], lambda n: n[1:6, :5]),       # another offset
+             (lambda t: t[:5, ::2], lambda n: n[:5, ::2]),       # stepped
+             (lambda t: t.t()[:5, :5], lambda n: n.T[:5, :5])]   # transposed
+    dense = rng.standard_normal((5, 5)).astype(np.float32)
+    for _ in range(3):  # round 0 plans, later rounds hit
+        for (va, na) in views:
+            for (vb, nb) in views + [(lambda t: clgrad.from_numpy(dense), lambda n: dense)]:
+                a = va(bt)
+                a = a[:5] if a.shape[0] == 6 else a
+                b = vb(bt)
+                b = b[:5] if b.shape[0] == 6 else b
+                an, bn = na(base), nb(base)
+                an = an[:5] if an.shape[0] == 6 else an
+                bn = bn[:5] if bn.shape[0] == 6 else bn
+                np.testing.assert_array_equal(fn(a, b).numpy(), fn(an, bn))
+                np.testing.assert_array_equal(fn(b, a).numpy(), fn(bn, an))
+        x = clgrad.from_numpy(base[:5, :5].copy()).requires_grad_()
+        y = clgrad.from_numpy(base[1:, 5:].T.copy()).requires_grad_()
+        out = fn(x, y.t())  # a transposed view of a leaf: its gradient is transposed back
+        g = rng.standard_normal((5, 5)).astype(np.float32)
+        out.backward(clgrad.from_numpy(g))
+        xn, yn = base[:5, :5], base[1:, 5:]
+        want_x = {"add": g, "sub": g, "mul": g * yn}[op]
+        want_y = {"add": g, "sub": -g, "mul": g * xn}[op].T
+        np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-6)
+        np.testing.assert_allclose(y.grad.numpy(), want_y, rtol=1e-6)
+    if clgrad.default_device().fp64:  # same shape, other dtypes: promoted on every call
+        for _ in range(2):
+            d = clgrad.from_numpy(base.astype(np.float64))
+            got = fn(bt[:, 1:6], d[:, 1:6])
+            assert got.dtype == clgrad.float64
+            np.testing.assert_array_equal(got.numpy(), fn(base[:, 1:6].astype(np.float64),
+                                                          base[:, 1:6].astype(np.float64)))
+
+
 def test_conv2d_input_gradient_replayed_across_layouts():
     """conv2d's input gradient replays its recorded launches on a cached signature (the
     backward of a same-layout call); other strides, paddings or gradient layouts take the

@@ -296,7 +296,10 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
                 return _launch_args(dev, plan.kernel, n, out, operands, extra)
         plan.run_with(dev, mem, val)
         return
-    tens = [o for o in operands if isinstance(o, Tensor)]
+    tens = []  # (a loop, not a comprehension: no Python frame)
+    for o in operands:
+        if isinstance(o, Tensor):
+            tens.append(o)
     # Tensors only (no raw operand or extra argument, whose values a plan would fix): the
     # strided launch is a Plan too, keyed as the flat one (the layouts decide flat or not)
     planned = not extra and len(tens) == len(operands)
