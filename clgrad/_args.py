@@ -35,6 +35,21 @@ def _pair(op, name, v, minimum=None, *, allow_none=False, error=ValueError) -> t
     return _ntuple(op, name, v, 2, minimum, allow_none=allow_none, error=error)
 
 
+def plain_key(*vals):
+    """``vals`` as part of a cache key of argument checks, or None (no caching): each must be
+    None, an int, a str or a tuple of ints, exactly so (a bool, a NumPy int, a float or a
+    list is checked on every call: True equals 1 to a dict, not to the checks)."""
+    for v in vals:
+        t = type(v)
+        if t is tuple:
+            for e in v:
+                if type(e) is not int:
+                    return None
+        elif t is not int and t is not str and v is not None:
+            return None
+    return vals
+
+
 def _check_reduction(op, reduction):
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "

@@ -370,7 +370,14 @@ class Tensor:
         base = self._base
         if base is not None:
             base = Tensor(self._storage, base._shape, base._strides, base._offset)
-        return Tensor(self._storage, self._shape, self._strides, self._offset, base=base)
+            return Tensor(self._storage, self._shape, self._strides, self._offset, base=base)
+        t = _new(Tensor)  # a root's alias: its layout is already a Size and ints (no __init__)
+        t._storage, t._shape, t._strides, t._offset = (self._storage, self._shape,
+                                                       self._strides, self._offset)
+        t._requires_grad, t._grad, t._grad_fn, t._base = False, None, None, None
+        t._rebase = t._rebase_seen = 0
+        t._retains_grad, t._post_acc_hooks = False, None
+        return t
 
     def detach_(self) -> "Tensor":
         """Take this tensor out of the graph in place; it becomes a leaf. Raises RuntimeError

@@ -461,3 +461,63 @@ def test_cross_entropy_range_check_sees_every_write_to_the_targets(how):
         y = y[0:4]
     with pytest.raises(IndexError, match=r"target [57] is out of bounds"):
         F.cross_entropy(x[:len(y)], y)
+
+
+def test_cross_entropy_replayed_plans_follow_every_argument():
+    """_nll's launches are recorded once per signature and replayed (ops/plan.run_recorded):
+    a call of another shape, dtype, weight, ignore_index, label_smoothing, reduction or layout
+    gets its own, and a replayed plan computes NumPy's values on new data, forward and
+    backward (the gradient of a non-contiguous view too); a bad target still raises."""
+    dev = clgrad.default_device()
+    cases = [  # (shape, dtype, weighted, ignore, eps, reduction, transposed)
+        ((6, 5), "float64", False, -100, 0.0, "mean", False),
+        ((6, 5), "float64", False, -100, 0.0, "sum", False),
+        ((6, 5), "float64", True, -100, 0.0, "mean", False),
+        ((6, 5), "float64", False, 2, 0.0, "mean", False),
+        ((6, 5), "float64", False, -100, 0.2, "mean", False),
+        ((6, 5), "float64", True, 3, 0.1, "none", False),
+        ((6, 5), "float32", False, -100, 0.0, "mean", False),
+        ((6, 5), "float64", False, -100, 0.0, "mean", True),
+        ((4, 5), "float64", False, -100, 0.0, "mean", False),
+        ((3, 5, 2), "float64", True, 1, 0.05, "sum", False),
+    ]
+    rng = np.random.default_rng(11)
+    for rnd in range(3):  # round 0 records, rounds 1 and 2 replay (with new values)
+        for shape, dt, weighted, ignore, eps, reduction, transposed in cases:
+            if dt == "float64" and not dev.fp64:
+                continue
+            nc = shape[1]
+            tshape = (shape[0],) + shape[2:]
+            xn = rng.standard_normal(shape)
+            tn = rng.integers(0, nc, tshape)
+            tn.reshape(-1)[0] = ignore if ignore >= 0 else tn.reshape(-1)[0]
+            wn = rng.uniform(0.5, 2.0, nc) if weighted else None
+            want = ref_cross_entropy(xn, tn, wn, ignore, reduction, eps)
+            cdt = getattr(clgrad, dt)
+            if transposed:  # the input a transposed view
+                leaf = clgrad.tensor(xn.T.copy(), dtype=cdt, requires_grad=True)
+                x = leaf.t()
+            else:
+                leaf = x = clgrad.tensor(xn, dtype=cdt, requires_grad=True)
+            w = None if wn is None else clgrad.tensor(wn, dtype=cdt)
+            loss = F.cross_entropy(x, clgrad.tensor(tn), w, ignore, reduction, eps)
+            tol = 1e-12 if dt == "float64" else 2e-5
+            np.testing.assert_allclose(loss.numpy(), want, rtol=tol, atol=tol)
+            g = rng.standard_normal(np.shape(want))
+            loss.backward(clgrad.tensor(g, dtype=cdt))
+            want_gx = numeric_vjp(lambda a: ref_cross_entropy(a, tn, wn, ignore, reduction,
+                                                              eps), xn, g, h=1e-4, points=4)
+            gx = leaf.grad.numpy().T if transposed else leaf.grad.numpy()
+            np.testing.assert_allclose(gx, want_gx, rtol=1e-6 if dt == "float64" else 1e-3,
+                                       atol=1e-9 if dt == "float64" else 1e-4)
+            bad = tn.copy()
+            bad.reshape(-1)[-1] = nc  # out of range (never the ignore_index here)
+            if ignore != nc:
+                with pytest.raises(IndexError, match=f"target {nc} is out of bounds"):
+                    F.cross_entropy(x, clgrad.tensor(bad), w, ignore, reduction, eps)
+    # nll_loss shares the plans' code: its own key (no log-softmax) and NumPy's values
+    xn = ref_log_softmax(rng.standard_normal((6, 5)), 1)
+    tn = rng.integers(0, 5, 6)
+    for _ in range(2):
+        got = F.nll_loss(clgrad.tensor(xn), clgrad.tensor(tn)).item()
+        assert got == pytest.approx(-xn[np.arange(6), tn].mean(), rel=1e-12)

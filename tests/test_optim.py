@@ -780,3 +780,66 @@ def test_multi_tensor_launches_per_device(cls, kwargs):
     assert (n_multi, n_single) == (2, 5)
     for a, b in zip(multi, single):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sgd_momentum_follows_hyperparameters_changed_between_steps(dtype):
+    """The scalar arguments are converted once per dtype and values (optim/sgd.py): every
+    change of a group's value between steps, and ints, bools and NumPy floats for it, still
+    reach the kernel (NumPy's update, PyTorch's formula, step by step)."""
+    dev = clgrad.default_device()
+    if dtype == "float64" and not dev.fp64:
+        pytest.skip("no float64 on this device")
+    rng = np.random.default_rng(3)
+    pn = rng.standard_normal(7)
+    p = clgrad.tensor(pn, dtype=getattr(clgrad, dtype), requires_grad=True)
+    opt = clgrad.optim.SGD([p], lr=0.1, momentum=0.9)
+    group = opt.param_groups[0]
+    buf = None
+    steps = [dict(), dict(lr=0.05), dict(lr=1, momentum=0.5), dict(weight_decay=0.01),
+             dict(dampening=0.25), dict(nesterov=True, dampening=0), dict(maximize=True),
+             dict(lr=np.float64(0.02), maximize=False), dict(lr=0.1, momentum=True)]
+    for change in steps:
+        group.update(change)
+        gn = rng.standard_normal(7)
+        p.grad = clgrad.tensor(gn, dtype=p.dtype)
+        opt.step()
+        g = -gn if group["maximize"] else gn
+        d = g + group["weight_decay"] * pn
+        buf = d if buf is None else group["momentum"] * buf + (1 - group["dampening"]) * d
+        d = d + group["momentum"] * buf if group["nesterov"] else buf
+        pn = pn - float(group["lr"]) * d
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(p.detach().numpy(), pn, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("make,ref", [
+    (lambda ps: clgrad.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=0.01),
+     lambda p, n: ref_sgd(p, n, 0.05, 0.9, weight_decay=0.01)),
+    (lambda ps: clgrad.optim.SGD(ps, lr=0.05), lambda p, n: ref_sgd(p, n, 0.05)),
+    (lambda ps: clgrad.optim.Adam(ps, lr=0.01, weight_decay=0.01),
+     lambda p, n: ref_adam(p, n, 0.01, weight_decay=0.01)),
+    (lambda ps: clgrad.optim.Adam(ps, lr=0.01, amsgrad=True),
+     lambda p, n: ref_adam(p, n, 0.01, amsgrad=True)),
+])
+def test_kept_update_plans_follow_layouts_shapes_and_dtypes(make, ref):
+    """The per-parameter update launches are kept per layout (ops/_util.launch_1d_kept):
+    parameters of one shape and of others, float32 and float64, and gradients given
+    contiguous or as transposed views (the strided launch) all follow NumPy's update, step
+    after step (a plan reused with another layout would move the wrong elements)."""
+    dev = clgrad.default_device()
+    rng = np.random.default_rng(4)
+    dts = ("float32", "float64") if dev.fp64 else ("float32",)
+    starts = [(rng.standard_normal(s), dt) for dt in dts for s in ((3, 5), (3, 5), (5, 3), (7,))]
+    ps = [clgrad.tensor(a, dtype=getattr(clgrad, dt), requires_grad=True) for a, dt in starts]
+    opt = make(ps)
+    steps = 4
+    for k in range(steps):
+        for i, p in enumerate(ps):
+            gn = _grad_fn(p.detach().numpy().astype(np.float64))
+            g = clgrad.tensor(gn.T.copy() if (i + k) % 2 and gn.ndim == 2 else gn, dtype=p.dtype)
+            p.grad = g.t() if (i + k) % 2 and gn.ndim == 2 else g  # contiguous or transposed
+        opt.step()
+    for p, (a, dt) in zip(ps, starts):
+        tol = 1e-4 if dt == "float32" else 1e-10
+        np.testing.assert_allclose(p.detach().numpy(), ref(a, steps)[-1], rtol=tol, atol=tol)

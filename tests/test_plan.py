@@ -386,6 +386,52 @@ def test_binary_fast_paths_values_grads_and_refusals(op):
                                                             np.array([True, False])))
 
 
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_binary_fast_paths_of_strided_operands_follow_each_layout(op):
+    """Two tensors of one shape in any layouts (views at offsets, transposed, stepped: the
+    engine's sum of a gradient and a view of another) take the binary fast path once the
+    general path ran them unchanged: each pair of layouts its own plan, NumPy's values and
+    gradients on every round; mixed dtypes (a promotion) keep the general path."""
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((6, 10)).astype(np.float32)
+    bt = clgrad.from_numpy(base)
+    fn = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y}[op]
+    views = [(lambda t: t[:, 2:7], lambda n: n[:, 2:7]),        # offset, strides of (6, 10)
+             (lambda t: t[1:6, :5], lambda n: n[1:6, :5]),       # another offset
+             (lambda t: t[:5, ::2], lambda n: n[:5, ::2]),       # stepped
+             (lambda t: t.t()[:5, :5], lambda n: n.T[:5, :5])]   # transposed
+    dense = rng.standard_normal((5, 5)).astype(np.float32)
+    for _ in range(3):  # round 0 plans, later rounds hit
+        for (va, na) in views:
+            for (vb, nb) in views + [(lambda t: clgrad.from_numpy(dense), lambda n: dense)]:
+                a = va(bt)
+                a = a[:5] if a.shape[0] == 6 else a
+                b = vb(bt)
+                b = b[:5] if b.shape[0] == 6 else b
+                an, bn = na(base), nb(base)
+                an = an[:5] if an.shape[0] == 6 else an
+                bn = bn[:5] if bn.shape[0] == 6 else bn
+                np.testing.assert_array_equal(fn(a, b).numpy(), fn(an, bn))
+                np.testing.assert_array_equal(fn(b, a).numpy(), fn(bn, an))
+        x = clgrad.from_numpy(base[:5, :5].copy()).requires_grad_()
+        y = clgrad.from_numpy(base[1:, 5:].T.copy()).requires_grad_()
+        out = fn(x, y.t())  # a transposed view of a leaf: its gradient is transposed back
+        g = rng.standard_normal((5, 5)).astype(np.float32)
+        out.backward(clgrad.from_numpy(g))
+        xn, yn = base[:5, :5], base[1:, 5:]
+        want_x = {"add": g, "sub": g, "mul": g * yn}[op]
+        want_y = {"add": g, "sub": -g, "mul": g * xn}[op].T
+        np.testing.assert_allclose(x.grad.numpy(), want_x, rtol=1e-6)
+        np.testing.assert_allclose(y.grad.numpy(), want_y, rtol=1e-6)
+    if clgrad.default_device().fp64:  # same shape, other dtypes: promoted on every call
+        for _ in range(2):
+            d = clgrad.from_numpy(base.astype(np.float64))
+            got = fn(bt[:, 1:6], d[:, 1:6])
+            assert got.dtype == clgrad.float64
+            np.testing.assert_array_equal(got.numpy(), fn(base[:, 1:6].astype(np.float64),
+                                                          base[:, 1:6].astype(np.float64)))
+
+
 def test_conv2d_input_gradient_replayed_across_layouts():
     """conv2d's input gradient replays its recorded launches on a cached signature (the
     backward of a same-layout call); other strides, paddings or gradient layouts take the
@@ -537,3 +583,35 @@ def test_two_threads_recording_at_once_keep_no_wrong_recording(monkeypatch):
             plans[0][0].run(dev, *[(out._storage.buffer, b._storage.buffer)[r]
                                    for r in plans[0][1]])
             np.testing.assert_array_equal(out.numpy(), np.full(6, 7))
+
+
+def test_key_of_raw_arguments_is_their_type_and_objects_with_a_layout_are_read():
+    """Raw argument types are remembered (no exception per call) only where no instance can
+    carry a layout (static C types: numbers, NumPy scalars): an object of a class written in
+    Python, with a ``__dict__`` or a ``__getattr__``, is read afresh each time."""
+    x = clgrad.arange(6, dtype=clgrad.float32)
+    for _ in range(2):  # the second round takes the remembered types
+        assert plan_mod.key("t", (np.float32(1), np.int32(2), 3, None, x)) == (
+            "t", settings.epoch(), np.float32, np.int32, int, None, (6,), (1,), 0,
+            clgrad.float32)
+
+    class Loose:  # instances with a __dict__: one may have a layout, the next not
+        pass
+    bare, laid = Loose(), Loose()
+    laid._shape, laid._strides, laid._offset, laid._storage = (2,), (1,), 3, x._storage
+    assert plan_mod.key("t", (bare,))[2:] == (Loose,)
+    assert plan_mod.key("t", (laid,))[2:] == ((2,), (1,), 3, clgrad.float32)
+    assert plan_mod.key("t", (bare,))[2:] == (Loose,)
+
+    class Slotted:  # no __dict__, but a class of Python's: its __getattr__ may give a layout
+        __slots__ = ("on",)
+
+        def __getattr__(self, name):
+            if self.on and name in ("_shape", "_strides", "_offset", "_storage"):
+                return {"_shape": (4,), "_strides": (2,), "_offset": 1,
+                        "_storage": x._storage}[name]
+            raise AttributeError(name)
+    off, on = Slotted(), Slotted()
+    off.on, on.on = False, True
+    assert plan_mod.key("t", (off,))[2:] == (Slotted,)
+    assert plan_mod.key("t", (on,))[2:] == ((4,), (2,), 1, clgrad.float32)

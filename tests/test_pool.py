@@ -369,3 +369,41 @@ def test_max_pool2d_tiled_small_windows_ties_and_nan(k, ceil):
                     widx[a, b, i, j] = (i * k[0] + ys[-1]) * x.shape[3] + j * k[1] + xs[-1]
     np.testing.assert_array_equal(out.numpy(), want)
     np.testing.assert_array_equal(idx.numpy(), widx)
+
+
+def test_pool_checks_kept_per_signature_follow_every_argument():
+    """The poolings keep their checked geometry per signature (ops/pool.py _signature: exact
+    ints and tuples of ints only): calls that differ only in an argument's type (a bool, a
+    list, a NumPy int), its value, ceil_mode, the input's shape (batched or not) or dtype get
+    the checks and the geometry of their own, NumPy's values, and the same errors after a
+    kept signature as before one."""
+    xn = RNG.permutation(2 * 3 * 7 * 6).reshape(2, 3, 7, 6) * 0.5 - 9.0
+    x = clgrad.tensor(xn)
+    for _ in range(2):  # the second round takes the kept geometry
+        for k, s, ceil in ((2, None, False), ((2, 2), 2, False), (3, 2, True), ([3, 2], 1,
+                                                                                False),
+                           (np.int64(3), (2, 1), True), (1, 1, False)):
+            kk = tuple(int(e) for e in (k if isinstance(k, (list, tuple)) else (k, k)))
+            ss = kk if s is None else tuple(int(e) for e in (s if isinstance(s, tuple)
+                                                             else (s, s)))
+            want, _ = ref_max_pool(xn, kk, ss, (0, 0), (1, 1), ceil)
+            np.testing.assert_array_equal(F.max_pool2d(x, k, s, ceil_mode=ceil).numpy(), want)
+            np.testing.assert_array_equal(F.max_pool2d(x[0], k, s, ceil_mode=ceil).numpy(),
+                                          want[0])  # unbatched: the same numbers, (C, OH, OW)
+            want, _ = ref_avg_pool(xn, kk, ss, (0, 0), ceil, True, None)
+            np.testing.assert_allclose(F.avg_pool2d(x, k, s, ceil_mode=ceil).numpy(), want,
+                                       rtol=1e-12)
+            np.testing.assert_allclose(F.avg_pool2d(x.float(), k, s, ceil_mode=ceil).numpy(),
+                                       want, rtol=1e-5)
+        for bad in (True, (2, True), 0, (2, 0)):  # never taken for the kept (1, 1) or (2, 2)
+            with pytest.raises((TypeError, RuntimeError), match="max_pool2d"):
+                F.max_pool2d(x, bad)
+            with pytest.raises((TypeError, RuntimeError), match="avg_pool2d"):
+                F.avg_pool2d(x, bad)
+        with pytest.raises(RuntimeError, match="pad should be at most half"):
+            F.max_pool2d(x, 2, 2, 2)
+        for size, hw in ((1, (1, 1)), ((3, 2), (3, 2)), ([3, 2], (3, 2)), ((7, 6), (7, 6))):
+            np.testing.assert_allclose(F.adaptive_avg_pool2d(x, size).numpy(),
+                                       ref_adaptive(xn, *hw)[0], rtol=1e-12)
+        with pytest.raises(TypeError, match="adaptive_avg_pool2d"):
+            F.adaptive_avg_pool2d(x, True)

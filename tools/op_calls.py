@@ -20,7 +20,9 @@ leaves); the ``+ sum`` cases count a loss's ``loss.backward()`` (the implicit gr
 the sum's backward, then the op's). Shapes: ``a + b``, ``a * 2``, ``relu``, ``sum`` on 1000
 float32; ``conv2d`` 3x3, 16 -> 16 channels, 8x8, batch 2, padding 1, with bias;
 ``batch_norm`` training on (2, 16, 8, 8) with weight, bias and running stats; ``linear``
-(8, 64) x (32, 64) + bias. The optimizer rows (``--list`` takes them too) count one
+(8, 64) x (32, 64) + bias; ``cross_entropy`` (8, 10) logits and uploaded int64 targets,
+'mean' (its backward: ``loss.backward()``, the implicit 1). The optimizer rows (``--list``
+takes them too) count one
 ``SGD.step()`` (momentum 0.9, weight decay 5e-4, gradients set), one ``Adam.step()`` (weight
 decay 5e-4) and one ``zero_grad()`` over the 6 parameters of the conv2d, batch_norm and
 linear cases.
@@ -100,6 +102,8 @@ def cases():
     lig = clgrad.randn(8, 64, requires_grad=True)
     g1000, gmap, glin = clgrad.randn(1000), clgrad.randn(2, 16, 8, 8), clgrad.randn(8, 32)
     gone = clgrad.ones(())
+    lo, log_ = clgrad.randn(8, 10), clgrad.randn(8, 10, requires_grad=True)
+    tgt = clgrad.tensor([3, 1, 4, 1, 5, 9, 2, 6])  # (uploaded: its range checked on the host)
     with clgrad.no_grad():
         cw_, cb_, w_, bias_ = cw.detach(), cb.detach(), w.detach(), bias.detach()
 
@@ -116,6 +120,7 @@ def cases():
         "conv2d + sum": lambda: F.conv2d(x, cw_, cb_, padding=1).sum(),
         "batch_norm + sum": lambda: F.batch_norm(x, rm, rv, w_, bias_, training=True).sum(),
         "linear + sum": lambda: F.linear(li, lw, lb).sum(),
+        "cross_entropy": lambda: F.cross_entropy(lo, tgt),
     }
     bwd = {
         "a + b": (lambda: ag + b, g1000),
@@ -131,6 +136,7 @@ def cases():
         "batch_norm + sum": (lambda: F.batch_norm(xg, rm, rv, w, bias, training=True).sum(),
                              None),
         "linear + sum": (lambda: F.linear(lig, lw, lb).sum(), None),
+        "cross_entropy": (lambda: F.cross_entropy(log_, tgt), None),
     }
     return fwd, bwd
 

@@ -247,8 +247,10 @@ def _raise_modified(node, t, now, version):
         f"into it (or any view of its storage) before backward, or clone() it first")
 
 
-def _collect(roots):
-    """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion)."""
+def _collect(roots, pending=None):
+    """The Nodes reachable from ``roots``, latest first (an explicit stack, no recursion);
+    ``pending`` (a dict, when given) gets per leaf tensor (by id) the number of edges of
+    those Nodes into it."""
     seen, stack, nodes = set(), [], []
     for r in roots:  # (a loop, not a comprehension: no Python frame)
         if type(r) is Node:
@@ -260,8 +262,11 @@ def _collect(roots):
         seen.add(id(n))
         nodes.append(n)
         for e in n.next:
-            if type(e) is Node and id(e) not in seen:
-                stack.append(e)
+            if type(e) is Node:
+                if id(e) not in seen:
+                    stack.append(e)
+            elif e is not None and pending is not None:
+                pending[id(e)] = pending.get(id(e), 0) + 1
     nodes.sort(key=_SEQ, reverse=True)
     return nodes
 
@@ -351,16 +356,11 @@ def _run(roots, root_grads, retain_graph, targets=None):
     try:
         for r, g in zip(roots, root_grads):
             send(r, g)
-        nodes = _collect(roots)
-        # Edges still to run into each leaf: a leaf's gradient is final (and its post-
-        # accumulate-grad hooks run) as soon as the last Node sending to it has run.
-        pending = None
-        if want is None:
-            pending = {}
-            for n in nodes:
-                for e in n.next:
-                    if e is not None and type(e) is not Node:
-                        pending[id(e)] = pending.get(id(e), 0) + 1
+        # Edges still to run into each leaf (counted while collecting): a leaf's gradient is
+        # final (and its post-accumulate-grad hooks run) as soon as the last Node sending to
+        # it has run.
+        pending = {} if want is None else None
+        nodes = _collect(roots, pending)
         for node in nodes:
             g = node_grads.pop(id(node), None)
             if g is not None:
@@ -379,9 +379,11 @@ def _run(roots, root_grads, retain_graph, targets=None):
                 for e in node.next:
                     if e is None or type(e) is Node:
                         continue
-                    pending[id(e)] -= 1
-                    if pending[id(e)] == 0 and id(e) in leaf_grads:
-                        _finish_leaf(e, leaf_grads.pop(id(e)), owned[id(e)], deliveries)
+                    k = id(e)
+                    left = pending[k] - 1
+                    pending[k] = left
+                    if not left and k in leaf_grads:
+                        _finish_leaf(e, leaf_grads.pop(k), owned[k], deliveries)
         if want is not None:
             captured.update((k, _leaf_hooked(leaves[k], g)) for k, g in leaf_grads.items()
                             if k in want)
@@ -424,8 +426,10 @@ def _finish_leaf(leaf, g, owned, deliveries):
             leaf._grad = g if own else g.contiguous(force_copy=True)
         else:
             leaf._grad.add_(hooked)
-    for hook in tuple((leaf._post_acc_hooks or {}).values()):
-        hook(leaf)
+    hooks = leaf._post_acc_hooks
+    if hooks:
+        for hook in tuple(hooks.values()):
+            hook(leaf)
 
 
 def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:

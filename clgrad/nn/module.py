@@ -186,10 +186,16 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
-        d = self.__dict__
-        for store in ("_parameters", "_buffers", "_modules"):
-            if store in d and name in d[store]:
-                return d[store][name]
+        d = self.__dict__  # (the stores in turn, unrolled: ~170 calls per ResNet-18 forward)
+        store = d.get("_parameters")
+        if store is not None and name in store:
+            return store[name]
+        store = d.get("_buffers")
+        if store is not None and name in store:
+            return store[name]
+        store = d.get("_modules")
+        if store is not None and name in store:
+            return store[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):

@@ -10,10 +10,12 @@ import pyopencl as cl
 from clgrad.kernel_structs import MAXD, SHAPE_T, VIEW_T, longs
 from clgrad import dtypes, layout
 from clgrad._device import of_runtime
+from clgrad.ops import plan as _plan
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.runtime.device import arg_kind as _arg_kind
 from clgrad.tensor import _CONTIG, Tensor
 
+_plan._TENSOR = Tensor  # (plan.key's common case, bound from above: plan imports no Tensor)
 LOCAL = 256  # one work-group size for 1-D launches: PoCL compiles once per size
 _VIEW_T = struct.Struct(f"<{longs(VIEW_T)}q")    # view_t: offset, strides[MAXD]
 _SHAPE_T = struct.Struct(f"<{longs(SHAPE_T)}q")  # shape_t: n[MAXD]
@@ -294,7 +296,10 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
                 return _launch_args(dev, plan.kernel, n, out, operands, extra)
         plan.run_with(dev, mem, val)
         return
-    tens = [o for o in operands if isinstance(o, Tensor)]
+    tens = []  # (a loop, not a comprehension: no Python frame)
+    for o in operands:
+        if isinstance(o, Tensor):
+            tens.append(o)
     # Tensors only (no raw operand or extra argument, whose values a plan would fix): the
     # strided launch is a Plan too, keyed as the flat one (the layouts decide flat or not)
     planned = not extra and len(tens) == len(operands)
@@ -339,6 +344,28 @@ def launch_1d(file: str, name: str, defines: dict, out: Tensor, operands, extra=
 
 
 _STRIDED = "strided"  # launch_1d's plan key of a strided launch (params: after the kernel)
+
+
+def launch_1d_kept(k, file: str, name: str, defines: dict, out: Tensor, operands, extra=()):
+    """``launch_1d(file, name, defines, out, operands, extra)`` for a caller that keys the
+    launch itself (the optimizers, once per parameter and step): ``k`` is its plan.key of
+    ``out`` and the tensor ``operands``, with whatever else fixes the launch (the kernel, the
+    defines and the types of the by-value ``extra`` arguments, e.g. through the dtype). A hit
+    binds the buffers and ``extra`` and enqueues; the first call runs launch_1d and keeps its
+    flat plan under ``k`` (False where launch_1d made none: a strided layout, or raw
+    arguments not all by value; launch_1d then runs each time)."""
+    dev = out._storage.device
+    plan = dev.plans.get(k)
+    if plan:
+        plan.run_with(dev, (out._storage.buffer, *map(_BUFFER, operands)), extra)
+        return
+    launch_1d(file, name, defines, out, operands, extra)
+    if plan is None:
+        flat = dev.plans.get(plan_key(file, (out, *operands, *extra), (name, *defines.items())))
+        n = len(operands)
+        ok = (flat is not None and flat.data is not None and
+              flat.data[:n] == (None,) * n and flat.data[n:] == (1,) * len(extra))
+        dev.keep_plan(k, flat if ok else False)
 
 
 def flat_plan(dev, file, name, defines, n, out, operands, extra) -> Plan:

@@ -16,8 +16,9 @@ from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
-from clgrad.ops._util import (bump_version, defines_for, defines_of, empty, flat_plan, full,
-                              launch_1d, one_device, same_device, scalar, zeros)
+from clgrad.ops._util import (_STRIDED, bump_version, defines_for, defines_of, empty,
+                              flat_plan, full, launch_1d, one_device, same_device, scalar,
+                              zeros)
 from clgrad.ops.plan import key as plan_key
 from clgrad.ops.plan import record_launches, replay
 from clgrad.tensor import _CONTIG, Tensor
@@ -347,16 +348,14 @@ def _cached_binary(kname, a, b):
     """The fast path of ``a kname b`` (a a Tensor, b a Tensor or a Python number) on a cached
     signature: ``(out, key)`` with out computed when ``plan.key(tag, (a, b))`` holds a plan,
     else ``(None, key)`` (``(None, None)`` for another kind of b). The key fixes shapes,
-    dtypes, layouts and the number's type, and the plan is kept only for dense operands that
-    the general path ran unchanged (_keep_flat: no promotion, no broadcast), so a hit needs no
-    checks: one allocation, bind, enqueue. Operands that cannot have a plan (not dense, other
-    shapes) return ``(None, None)`` before any key is made."""
-    geo = _CONTIG.get(a._shape)
-    if geo is None or geo[1] != a._strides:  # not dense: never planned (cheap misses)
-        return None, None
+    dtypes, layouts and the number's type, and the plan is kept only for operands that the
+    general path ran unchanged (_keep_flat: no promotion, no broadcast; two tensors of one
+    shape in any layouts, or a dense tensor and a number), so a hit needs no checks: one
+    allocation, bind, enqueue. Operands that cannot have a plan (other shapes, a strided
+    tensor with a number) return ``(None, None)`` before any key is made."""
     dev = a._storage.device
-    if isinstance(b, Tensor):
-        if b._strides != a._strides or b._shape != a._shape:
+    if isinstance(b, Tensor):  # same shapes, any layouts (the engine's gradient sums of views)
+        if b._shape != a._shape:
             return None, None
         key = plan_key(_TAGS[kname][0], (a, b))
         plan = dev.plans.get(key) if b._storage.device is dev else None
@@ -365,8 +364,9 @@ def _cached_binary(kname, a, b):
         out = Tensor._empty(a._shape, a._storage.dtype, dev)
         plan.run(dev, out._storage.buffer, a._storage.buffer, b._storage.buffer)
         return out, key
-    if type(b) not in _PY_NUMBERS:
-        return None, None
+    geo = _CONTIG.get(a._shape)
+    if type(b) not in _PY_NUMBERS or geo is None or geo[1] != a._strides:
+        return None, None  # (a number with a strided tensor: never planned, cheap misses)
     key = plan_key(_TAGS[kname][1], (a, b))
     plan = dev.plans.get(key)
     if plan is None:
@@ -388,18 +388,27 @@ def _first_grad(g):
 
 
 def _keep_flat(key, given, a, b, out):
-    """Keep the flat plan of ``key``'s kernel (its tag: file, name) under ``key`` when the
-    general path ran it on the operands ``given`` unchanged: no promotion, no broadcast, every
-    tensor operand dense like the fresh ``out``, at least one element."""
+    """Keep the plan of ``key``'s kernel (its tag: file, name) under ``key`` when the general
+    path ran it on the operands ``given`` unchanged: no promotion, no broadcast, at least one
+    element; the flat plan where every operand is dense like the fresh ``out``, else (two
+    tensors) the strided plan launch_1d kept for their layouts."""
     if (a is not given[0] or b is not given[1] or a._shape != out._shape or
-            a._strides != out._strides or not out.numel()):
+            not out.numel()):
         return
+    dev = out._storage.device
     if isinstance(b, Tensor):
-        if b._shape != out._shape or b._strides != out._strides:
+        if b._shape != out._shape:
             return
+        if a._strides != out._strides or b._strides != out._strides:
+            strided = dev.plans.get(plan_key(_FILE, (out, a, b), (
+                key[0][1], _STRIDED, *defines_of(out._storage.dtype).items())))
+            if strided is not None:
+                dev.keep_plan(key, strided)
+            return
+    elif a._strides != out._strides:
+        return
     else:
         b = scalar(out.dtype, b)  # (a sample: the plan binds each call's value)
-    dev = out._storage.device
     dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
                                  out.numel(), out, (a, b), ()))
 

@@ -10,6 +10,7 @@ Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd,
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ from clgrad.ops import reduce as rd
 from clgrad.ops._util import (defines_for, empty, launch_1d, same_device, scalar, shape_arg,
                               view_arg)
 from clgrad.ops.norm import split_dim
+from clgrad.ops.plan import key as plan_key, run_recorded
 from clgrad.tensor import Tensor
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
@@ -30,6 +32,7 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
 _REDUCTIONS = ("mean", "sum", "none")
+_CE_FWD, _CE_BWD = ("loss.cl", "ce_fwd"), ("loss.cl", "ce_bwd")  # plan.key tags of _nll
 
 
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
@@ -272,46 +275,70 @@ def _softmax(op, x, dim, dtype, log_out):
 # -- cross entropy with class indices ---------------------------------------------------------
 def _nll(op, x, target, weight, ignore, reduction, eps, logits):
     """Class-index losses: one row launch (+ one summing launch) forward, one launch back."""
-    cdim = 0 if x.ndim == 1 else 1
-    nc = x.shape[cdim]
+    xshape = x._shape  # (the slots, not the properties: host time per call)
+    cdim = 0 if len(xshape) == 1 else 1
+    nc = xshape[cdim]
     target = _check_class_args(op, x, target, weight, nc, int(ignore))
-    dev, dt = x._storage.device, x.dtype
-    nrows = target.numel()
-    loss = empty(target.shape, dt, dev)                       # per position
-    wrow, rmax, rsum = (empty((nrows,), dt, dev) for _ in range(3))
-    w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None else \
-        (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
-    consts = (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
+    dev, dt = x._storage.device, x._storage.dtype
+    nrows = math.prod(target._shape)
+    loss = Tensor._empty(target._shape, dt, dev)              # per position
+    wrow, rmax, rsum = (Tensor._empty((nrows,), dt, dev), Tensor._empty((nrows,), dt, dev),
+                        Tensor._empty((nrows,), dt, dev))
     t_st = _with_dim(target._strides, cdim)
-    if nrows:
-        rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
-        _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
-                     np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
-                     *w, *consts, loss._storage.buffer, wrow._storage.buffer,
-                     rmax._storage.buffer, rsum._storage.buffer)
     mean = np.int32(reduction == "mean")
+
+    def args():  # (the launches' weight and constant arguments: made when recorded)
+        w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None \
+            else (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
+        return w, (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
     out, denom = loss, loss
     if reduction != "none":
-        out, denom = empty((), dt, dev), empty((), dt, dev)
-        dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
-                   np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
-                   out._storage.buffer, denom._storage.buffer)
+        out, denom = Tensor._empty((), dt, dev), Tensor._empty((), dt, dev)
+
+    def forward():
+        w, consts = args()
+        if nrows:
+            rest, (vx, vt), (sxc, _) = _rows(x.shape, cdim, x, _Strided(target, t_st))
+            _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
+                         np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
+                         *w, *consts, loss._storage.buffer, wrow._storage.buffer,
+                         rmax._storage.buffer, rsum._storage.buffer)
+        if reduction != "none":
+            dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
+                       np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
+                       out._storage.buffer, denom._storage.buffer)
+    # The launches recorded once per signature and replayed after: every layout they read
+    # (input, target, weight) and every constant in the key (the device: the dict).
+    params = (int(ignore), eps, math.copysign(1.0, eps), bool(logits), reduction)  # (-0.0)
+    wb = None if weight is None else weight._storage.buffer
+    run_recorded(dev, plan_key(_CE_FWD, (x, target, weight), params), forward, (
+        x._storage.buffer, target._storage.buffer, wb, loss._storage.buffer,
+        wrow._storage.buffer, rmax._storage.buffer, rsum._storage.buffer,
+        *((out._storage.buffer, denom._storage.buffer) if reduction != "none" else ())))
 
     def backward(gy):
-        gx = empty(x.shape, dt, dev)
-        if not gx.numel():
+        gx = Tensor._empty(xshape, dt, dev)
+        if not math.prod(xshape):
             return (gx,)
         wsum = rd.sum(weight) if weight is not None and eps and logits else gx
-        g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)   # one value
-        rest, (vx, vt, vg), (sxc, _, _) = _rows(x.shape, cdim, x, _Strided(target, t_st),
-                                                _Strided(g, _with_dim(g._strides, cdim)))
-        ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
-        dev.launch(dev.kernel(_FILE, "ce_bwd", _defines(x, 1)), (gx.numel(),), (256,),
-                   np.int64(gx.numel()), np.int64(nc), np.int64(ns), np.int32(len(rest)),
-                   shape_arg(rest), gx._storage.buffer, x._storage.buffer, vx, sxc,
-                   target._storage.buffer, vt, *w, gy._storage.buffer, vg,
-                   denom._storage.buffer, mean, rmax._storage.buffer, rsum._storage.buffer,
-                   wsum._storage.buffer, *consts)
+
+        def launch():
+            w, consts = args()
+            g = gy if reduction == "none" else _Strided(gy, (0,) * target.ndim)  # one value
+            rest, (vx, vt, vg), (sxc, _, _) = _rows(x.shape, cdim, x, _Strided(target, t_st),
+                                                    _Strided(g, _with_dim(g._strides, cdim)))
+            ns = layout.numel(x.shape[2:]) if x.ndim > 1 else 1
+            dev.launch(dev.kernel(_FILE, "ce_bwd", _defines(x, 1)), (gx.numel(),), (256,),
+                       np.int64(gx.numel()), np.int64(nc), np.int64(ns), np.int32(len(rest)),
+                       shape_arg(rest), gx._storage.buffer, x._storage.buffer, vx, sxc,
+                       target._storage.buffer, vt, *w, gy._storage.buffer, vg,
+                       denom._storage.buffer, mean, rmax._storage.buffer,
+                       rsum._storage.buffer, wsum._storage.buffer, *consts)
+        own = wsum is not gx  # (else gx's buffer stands in for it)
+        run_recorded(dev, plan_key(_CE_BWD, (x, target, weight, gy), (*params, own)), launch, (
+            gx._storage.buffer, x._storage.buffer, target._storage.buffer, wb,
+            gy._storage.buffer, denom._storage.buffer, rmax._storage.buffer,
+            rsum._storage.buffer, wsum._storage.buffer if own else None))
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
     return record(op, out, (x,), backward, saved=saved)
@@ -376,15 +403,15 @@ def _check_common(op, x, target, reduction):
         raise TypeError(f"{op}: expected Tensors for input and target, got "
                         f"{type(x).__name__} and {type(target).__name__}")
     same_device(op, x, target)
-    if not x.dtype.is_floating_point:
+    if not x._storage.dtype.is_floating_point:  # (the slots: host time per call)
         raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
-    if x.ndim == 0:
+    if not x._shape:
         raise ValueError(f"{op}: expected an input of shape (C,), (N, C) or (N, C, d1, ...), "
                          f"got a 0-dim tensor")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
-    if target.dtype.is_bool:
+    if target._storage.dtype.is_bool:
         raise TypeError(f"{op}: expected integer class indices or float probabilities as "
                         f"target, got {target.dtype}")
 
@@ -394,16 +421,17 @@ def _host_values(t: Tensor) -> np.ndarray:
     keep_host; no device read, so no wait for the kernels queued before, e.g. the forward
     pass on a GPU), else read from the device."""
     flat = t._storage.host_values()
-    if flat is not None and t.is_contiguous():
-        return flat[t._offset:t._offset + t.numel()].reshape(tuple(t.shape))
+    if flat is not None and layout.is_contiguous(t._shape, t._strides):
+        return flat[t._offset:t._offset + math.prod(t._shape)].reshape(t._shape)
     return t.numpy()
 
 
 def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
     """Shapes, weight and the targets' range (read on the host, before any launch); returns
     the target as int64."""
-    want = () if x.ndim == 1 else (x.shape[0],) + tuple(x.shape[2:])
-    if tuple(target.shape) != want:
+    xshape = x._shape  # (the slots, not the properties: host time per call)
+    want = () if len(xshape) == 1 else (xshape[0], *xshape[2:])
+    if tuple(target._shape) != want:
         raise ValueError(f"{op}: expected target of shape {want} for input of shape "
                          f"{tuple(x.shape)}, got {tuple(target.shape)}")
     if weight is not None:
@@ -413,15 +441,16 @@ def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
         if weight.dtype is not x.dtype:
             raise TypeError(f"{op}: expected weight of dtype {x.dtype}, got {weight.dtype}")
         same_device(op, x, weight)
+    long_ = target._storage.dtype is dtypes.int64
     if _capture.is_capturing():  # no host read in a captured step: the kernels give NaN
-        return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
+        return target if long_ else ew.to(target, dtypes.int64)
     t = _host_values(target)
     bad = (t != ignore) & ((t < 0) | (t >= nc))
-    if bad.any():
+    if np.count_nonzero(bad):  # (a C call: ndarray.any() is a Python function of NumPy's)
         pos = tuple(int(i) for i in np.argwhere(bad)[0])
         raise IndexError(f"{op}: target {int(t[pos])} is out of bounds: expected class "
                          f"indices in [0, {nc}) or ignore_index={ignore}; at position {pos}")
-    return target if target.dtype is dtypes.int64 else ew.to(target, dtypes.int64)
+    return target if long_ else ew.to(target, dtypes.int64)
 
 
 def _defines(x, wg):

@@ -140,13 +140,14 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             part.run(dev, xb, ws._storage.buffer)
             bufs += (ws._storage.buffer,)
         plan.run(dev, *bufs)
-        if update:  # written in place by the kernel: no graph, a new version
-            bump_version(running_mean, running_var)
+        if update:  # written in place by the kernel: no graph, a new version (inline bumps)
+            running_mean._storage.version += 1
+            running_var._storage.version += 1
     else:
         mean, invstd = Tensor._empty(want, xs.dtype, dev), Tensor._empty(want, xs.dtype, dev)
     if count is not None:
         if c and m:  # counted by the launch above
-            bump_version(count)
+            count._storage.version += 1
         else:
             count.add_(1)
 

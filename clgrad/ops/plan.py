@@ -25,7 +25,7 @@ import pyopencl as cl
 from clgrad.runtime.device import _LOCK, Device, arg_kind
 from clgrad.settings import _EPOCH
 
-__all__ = ["Plan", "key", "cached", "record_launches", "replay", "Recorded"]
+__all__ = ["Plan", "key", "cached", "record_launches", "replay", "Recorded", "run_recorded"]
 
 
 class Plan:
@@ -100,12 +100,32 @@ def key(tag, parts=(), params=()) -> tuple:
     launch depends on, hashable."""
     k = [tag, _EPOCH[0]]
     for t in parts:
+        if type(t) is not _TENSOR:  # (a raw type seen before: no exception raised)
+            raw = _RAW.get(type(t), _MISS)
+            if raw is not _MISS:
+                k.append(raw)
+                continue
         try:
             k += (t._shape, t._strides, t._offset, t._storage.dtype)
         except AttributeError:
-            k.append(None if t is None else type(t))
+            k.append(_raw(type(t)))
     k += params
     return tuple(k)
+
+
+def _raw(cls):
+    """The key part of a raw argument of type ``cls`` (its type; None for None), kept in
+    ``_RAW`` when no instance of ``cls`` can have a ``_shape``: a static (C) type, as the
+    built-in numbers, bytes and NumPy's scalars and arrays, with no ``__dict__`` and no such
+    attribute (a class written in Python may make one per instance: never kept). The next
+    one costs a dict lookup, not a raised AttributeError (~0.5 us)."""
+    part = None if cls is type(None) else cls
+    if not cls.__flags__ & _HEAPTYPE and cls.__dictoffset__ == 0 and not hasattr(cls, "_shape"):
+        _RAW[cls] = part
+    return part
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (class statements ...)
 
 
 def cached(dev, k, make):
@@ -118,6 +138,8 @@ def cached(dev, k, make):
 
 
 _MISS = object()
+_RAW: dict = {}  # type -> its key part, for types of raw arguments (see _raw)
+_TENSOR = None  # clgrad.Tensor, bound from above (ops/_util.py): key's common case, first
 
 
 class _Recorder:
@@ -252,3 +274,17 @@ def replay(dev, plans: Recorded, buffers: tuple):
     if scratch:
         for n in scratch:
             dev.free(n)
+
+
+def run_recorded(dev, k, run, buffers: tuple):
+    """Run an op's launches ``run()`` on ``dev`` over ``buffers`` (as record_launches) by
+    replaying those kept under key ``k``: recorded and kept on the first call (False kept
+    where they cannot be replayed: ``run()`` each time then), run as they are while a graph
+    is being captured (not recorded)."""
+    plans = dev.plans.get(k)
+    if plans:
+        replay(dev, plans, buffers)
+    elif plans is None and dev._capture is None:
+        dev.keep_plan(k, record_launches(dev, run, buffers) or False)
+    else:
+        run()

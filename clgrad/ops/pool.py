@@ -12,7 +12,7 @@ import numpy as np
 
 from clgrad.kernel_structs import GEOM_T, longs
 from clgrad import dtypes
-from clgrad._args import _pair
+from clgrad._args import _pair, plain_key
 from clgrad.autograd import record
 from clgrad.runtime import pack
 from clgrad.ops import elementwise as ew
@@ -37,13 +37,13 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     Raises:  RuntimeError for a bad rank, non-positive kernel/stride/dilation, negative
              padding, padding > kernel / 2, or an empty output; TypeError for non-float input.
     """
-    g, squeeze = _geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
-                           ceil_mode)
+    g, out_shape, v = _geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
+                                ceil_mode)
     x = input
-    out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
-    idx = empty(out.shape, dtypes.int64, x._storage.device)
-    n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g)
-    tiled = _tiles_input(g)
+    out = empty(out_shape, x._storage.dtype, x._storage.device)
+    idx = empty(out_shape, dtypes.int64, x._storage.device)
+    n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = v
+    tiled = _tiles_input(v)
     # small tiling windows: the window's size as defines (its loads unrolled, pool.cl)
     small = dict(TKH=kh, TKW=kw) if tiled and kh <= 4 and kw <= 4 else {}
     _launch_rows("max_fwd_tiled" if tiled else "max_fwd", x, (ow, oh, n * c), g,
@@ -76,14 +76,14 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     """
     if divisor_override is not None and int(divisor_override) == 0:
         raise RuntimeError("avg_pool2d: expected a non-zero divisor_override, got 0")
-    g, squeeze = _geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    g, out_shape, v = _geometry("avg_pool2d", input, kernel_size, stride, padding, 1,
+                                ceil_mode)
     x = input
     div = np.int64(0 if divisor_override is None else int(divisor_override))
-    inc = np.int32(1 if count_include_pad else 0)
-    out = empty(_out_shape(g, squeeze), x.dtype, x._storage.device)
-    n, c, h, w, oh, ow = (int(v) for v in g[:6])
-    tiled = _tiles_input(g)  # (avg_pool2d's geometry has dilation 1)
-    kh, kw = int(g[6]), int(g[7])
+    inc = _INC[bool(count_include_pad)]
+    out = empty(out_shape, x._storage.dtype, x._storage.device)
+    n, c, h, w, oh, ow, kh, kw = v[:8]
+    tiled = _tiles_input(v)  # (avg_pool2d's geometry has dilation 1)
     _launch_rows("avg_fwd", x, (ow, oh, n * c), g, out._storage.buffer, x._storage.buffer,
                  _view4(x), div, inc,
                  defines=dict(TKH=kh, TKW=kw) if kh <= 4 and kw <= 4 else None)
@@ -105,10 +105,10 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     for "same as the input"). Output (i, j) pools rows [floor(i H / OH), ceil((i+1) H / OH))
     and likewise for columns (PyTorch's windows). Grad: input.
     """
-    g, shape = _adaptive_geometry("adaptive_avg_pool2d", input, output_size)
+    g, shape, v = _adaptive_geometry("adaptive_avg_pool2d", input, output_size)
     x = input
-    n, c, h, w, oh, ow = (int(v) for v in g[:6])
-    out = empty(shape, x.dtype, x._storage.device)
+    n, c, h, w, oh, ow = v[:6]
+    out = empty(shape, x._storage.dtype, x._storage.device)
     _launch("adaptive_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer,
             _view4(x))
 
@@ -129,7 +129,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """Max over adaptive_avg_pool2d's windows (all output sizes, also larger than the input).
     Returns out, or (out, int64 indices y * W + x). Grad: input (to the first maximum)."""
-    g, shape = _adaptive_geometry("adaptive_max_pool2d", input, output_size)
+    g, shape, _ = _adaptive_geometry("adaptive_max_pool2d", input, output_size)
     x = input
     out = empty(shape, x.dtype, x._storage.device)
     idx = empty(shape, dtypes.int64, x._storage.device)
@@ -183,7 +183,18 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
 
 # -- helpers ----------------------------------------------------------------------------------
 def _adaptive_geometry(op, x, output_size):
-    """Checks; (packed geom_t, output shape) of an adaptive pooling."""
+    """Checks; (packed geom_t, output shape, geom_t's values as ints) of an adaptive pooling,
+    kept per signature (see _geometry)."""
+    key = _signature(op, x, True, output_size)
+    got = _GEOMETRY.get(key) if key is not None else None
+    if got is None:
+        got = _adaptive_checked(op, x, output_size)
+        if key is not None:
+            _keep(key, got)
+    return got
+
+
+def _adaptive_checked(op, x, output_size):
     _check_input(op, x)
     h, w = x.shape[-2:]
     size = _pair(op, "output_size", output_size, allow_none=True, error=TypeError)
@@ -191,8 +202,8 @@ def _adaptive_geometry(op, x, output_size):
     if oh < 0 or ow < 0:
         raise RuntimeError(f"{op}: expected output_size >= 0, got {size}")
     n, c = (x.shape[0], x.shape[1]) if x.ndim == 4 else (1, x.shape[0])
-    g = pack((n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1), longs(GEOM_T))
-    return g, ((n, c, oh, ow) if x.ndim == 4 else (c, oh, ow))
+    v = tuple(map(int, (n, c, h, w, oh, ow, 1, 1, 1, 1, 0, 0, 1, 1)))
+    return pack(v, longs(GEOM_T)), ((n, c, oh, ow) if x.ndim == 4 else (c, oh, ow)), v
 
 
 def _one(op, v):
@@ -230,8 +241,40 @@ def _out_size(size, k, s, p, d, ceil_mode):
     return out
 
 
+_GEOMETRY: dict = {}  # _signature -> what _geometry / _adaptive_geometry gave
+_GEOMETRY_MAX = 4096
+_INC = (np.int32(0), np.int32(1))  # avg_pool2d's count_include_pad argument
+
+
+def _signature(op, x, flag, *args):
+    """What the pooling checks read, as a key: the input's type, dtype and shape, a bool
+    ``flag`` (ceil_mode) and the size arguments (``plain_key``: exact ints and tuples of
+    them); None (checked on every call) for anything else."""
+    if type(flag) is not bool or not isinstance(x, Tensor) or plain_key(*args) is None:
+        return None
+    return (op, type(x), x._storage.dtype, x._shape, flag, *args)
+
+
+def _keep(key, got):
+    if len(_GEOMETRY) >= _GEOMETRY_MAX:
+        _GEOMETRY.clear()
+    _GEOMETRY[key] = got
+
+
 def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
-    """Checks and the packed geom_t; returns (geom, unbatched)."""
+    """Checks and the packed geom_t; returns (geom, output shape, geom's values as ints),
+    kept per argument signature (``_signature``: the checks read nothing else, so a kept
+    signature passed them; a call that raises keeps nothing)."""
+    key = _signature(op, x, ceil_mode, kernel_size, stride, padding, dilation)
+    got = _GEOMETRY.get(key) if key is not None else None
+    if got is None:
+        got = _checked(op, x, kernel_size, stride, padding, dilation, ceil_mode)
+        if key is not None:
+            _keep(key, got)
+    return got
+
+
+def _checked(op, x, kernel_size, stride, padding, dilation, ceil_mode):
     _check_input(op, x)
     k = _pair(op, "kernel_size", kernel_size, error=TypeError)
     s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
@@ -254,12 +297,8 @@ def _geometry(op, x, kernel_size, stride, padding, dilation, ceil_mode):
                            f"({c}x{oh}x{ow}) is too small (kernel_size={k}, stride={s}, "
                            f"padding={p}, dilation={d})")
     n = x.shape[0] if x.ndim == 4 else 1
-    return pack((n, c, h, w, oh, ow) + k + s + p + d, longs(GEOM_T)), x.ndim == 3
-
-
-def _out_shape(g, unbatched):
-    n, c, oh, ow = int(g[0]), int(g[1]), int(g[4]), int(g[5])
-    return (c, oh, ow) if unbatched else (n, c, oh, ow)
+    v = tuple(map(int, (n, c, h, w, oh, ow) + k + s + p + d))
+    return pack(v, longs(GEOM_T)), (v[1], v[4], v[5]) if x.ndim == 3 else v[:2] + v[4:6], v
 
 
 def _view4(t: Tensor) -> bytes:
@@ -268,10 +307,11 @@ def _view4(t: Tensor) -> bytes:
     return view_arg(t, st)
 
 
-def _tiles_input(g) -> bool:
-    """Whether the windows of geometry ``g`` tile the input (kernel == stride, no padding,
-    no dilation): each input element lies in at most one window (the *_tiled kernels)."""
-    kh, kw, sh, sw, ph, pw, dh, dw = (int(v) for v in g[6:14])
+def _tiles_input(v) -> bool:
+    """Whether the windows of geometry ``v`` (geom_t's values) tile the input (kernel ==
+    stride, no padding, no dilation): each input element lies in at most one window (the
+    *_tiled kernels)."""
+    kh, kw, sh, sw, ph, pw, dh, dw = v[6:14]
     return (kh, kw) == (sh, sw) and ph == pw == 0 and dh == dw == 1
 
 

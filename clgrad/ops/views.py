@@ -56,7 +56,9 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     Raises IndexError for a bad dim; IndexRangeError (an IndexError and a RuntimeError) when
     the range leaves the dim.
     """
-    shape, strides, offset = layout.narrow(x.shape, x._strides, x._offset, dim, start, length)
+    shape, strides, offset = layout.narrow(x._shape, x._strides, x._offset, dim, start, length)
+    if x._base is None and not x._requires_grad:  # no Node can come of it (record's fast exit):
+        return _alias(x, shape, strides, offset)   # no backward closure (cat's backward)
     return _view_op("narrow", x, shape, strides, offset,
                     _scatter_back(x, lambda z: narrow(z, dim, start, length)))
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from clgrad import capture as _capture
 from clgrad.creation import zeros
-from clgrad.ops._util import bump_version, defines_for, launch_1d
+from clgrad.ops._util import bump_version, defines_for, launch_1d_kept
+from clgrad.ops.plan import key as plan_key
 from clgrad.optim.optimizer import (Optimizer, check_execution_flags, launch_multi,
                                     multi_default, state_buffer)
 from clgrad.tensor import Tensor
@@ -143,8 +144,15 @@ class Adam(Optimizer):
             if commit:
                 state["step"] = t
             return self._scalars(group, dt, t)
-        launch_1d("optim.cl", "adam", d, p, bufs, _capture.dynamic(tail))
+        # (the plan's key: the layouts, amsgrad's buffer among them; the dtype fixes the
+        # defines and the scalars' types)
+        launch_1d_kept(plan_key(_ADAM, (p, *bufs)), "optim.cl", "adam", d, p, bufs,
+                       _capture.dynamic(tail))
         bump_version(*bufs[1:])
+
+
+
+_ADAM = ("optim.cl", "adam")  # _update's plan.key tag
 
 
 class AdamW(Adam):

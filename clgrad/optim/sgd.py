@@ -1,10 +1,13 @@
 """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay."""
 from __future__ import annotations
 
+from operator import is_
+
 import numpy as np
 
 from clgrad import capture as _capture
-from clgrad.ops._util import defines_of, empty, launch_1d
+from clgrad.ops._util import defines_of, empty, launch_1d_kept
+from clgrad.ops.plan import key as plan_key
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
                                     multi_ok, multi_default, required)
 from clgrad.tensor import Tensor
@@ -110,9 +113,10 @@ class SGD(Optimizer):
         num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
 
         if group["momentum"] == 0:
-            launch_1d("optim.cl", "sgd", d, p, (grad,), _capture.dynamic(
-                lambda c: (num(group["lr"]), num(group["weight_decay"]),
-                           num(-1.0 if group.get("maximize") else 1.0))))
+            launch_1d_kept(plan_key(_SGD, (p, grad)), "optim.cl", "sgd", d, p, (grad,),
+                           _capture.dynamic(lambda c: (
+                               num(group["lr"]), num(group["weight_decay"]),
+                               num(-1.0 if group.get("maximize") else 1.0))))
             return
         buf = state.get("momentum_buffer")
         first = [buf is None]
@@ -124,8 +128,31 @@ class SGD(Optimizer):
             f = first[0]
             if commit:
                 first[0] = False
-            return (num(group["lr"]), num(group["momentum"]), num(group["dampening"]),
-                    num(group["weight_decay"]), np.int32(bool(group["nesterov"])), np.int32(f),
-                    num(-1.0 if group.get("maximize") else 1.0))
-        launch_1d("optim.cl", "sgd_momentum", d, p, (grad, buf), _capture.dynamic(tail))
+            # The group's values, re-read at every call, converted again only when one is
+            # not the very object converted last time (identity: 0.0 == -0.0 to a dict, not
+            # to the kernel) or is no plain number (a tensor's value may change in place).
+            h = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
+                 group["nesterov"], group.get("maximize"))
+            key = (id(group), dt)
+            last = _ARGS.get(key)
+            if last is None or not all(map(is_, h, last[0])) or \
+                    not _PLAIN.issuperset(map(type, h)):
+                last = (h, (num(h[0]), num(h[1]), num(h[2]), num(h[3]),
+                            np.int32(bool(h[4])), num(-1.0 if h[5] else 1.0)))
+                if len(_ARGS) >= _ARGS_MAX:
+                    _ARGS.clear()
+                _ARGS[key] = last
+            args = last[1]
+            return (*args[:5], _FIRST[f], args[5])
+        # (the plan's key: the layouts; the dtype fixes the defines and the scalars' types)
+        launch_1d_kept(plan_key(_SGD_MOMENTUM, (p, grad, buf)), "optim.cl", "sgd_momentum", d,
+                       p, (grad, buf), _capture.dynamic(tail))
         buf._storage.version += 1  # (bump_version, inline)
+
+
+_SGD, _SGD_MOMENTUM = ("optim.cl", "sgd"), ("optim.cl", "sgd_momentum")  # plan.key tags
+_ARGS: dict = {}  # (id of a group, dtype) -> (its values, sgd_momentum's scalars from them but
+_ARGS_MAX = 256  # the first-step flag); cleared past _ARGS_MAX entries
+_PLAIN = frozenset({float, int, bool})  # hyperparameter types whose value the key holds
+_FIRST = (np.int32(0), np.int32(1))
+
