@@ -348,3 +348,20 @@ def test_tf32_pipelined_kernel_for_operands_along_k(shape, tf32_off):
         .function_name == "gemm_mma"
     err = np.abs((tx @ tb).numpy() - want).max()
     assert 1e-5 * scale < err <= 2e-3 * scale
+
+
+def test_reloading_backends_cuda_keeps_one_tf32_state(tf32_off):
+    """importlib.reload(clgrad.backends.cuda) resets TF32 to the default ('highest', as
+    reloading clgrad.backends resets its settings) in the one state matmul reads: before, the
+    reload made a new state, so the flags said False while matmul kept running TF32 and a
+    later switch never reached it."""
+    import importlib
+    cuda = clgrad.backends.cuda
+    cuda.matmul.allow_tf32 = True
+    assert mm.allow_tf32()
+    e = clgrad.settings.epoch()
+    cuda = importlib.reload(cuda)
+    assert cuda.matmul.allow_tf32 is False and not mm.allow_tf32()
+    assert clgrad.settings.epoch() > e
+    cuda.matmul.allow_tf32 = True
+    assert mm.allow_tf32() and clgrad.get_float32_matmul_precision() == "high"

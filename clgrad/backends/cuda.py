@@ -23,8 +23,12 @@ __all__ = ["matmul", "is_built", "preferred_linalg_library", "enable_flash_sdp",
 
 PRECISIONS = ("highest", "high", "medium")
 # set_float32_matmul_precision's value, the one TF32 state (a list: hot paths read PRECISION[0]
-# without a call, clgrad/ops/matmul.py)
-PRECISION = ["highest"]
+# without a call, clgrad/ops/matmul.py). One list for the process: importlib.reload of this
+# module sets it to the default again, as reloading clgrad.backends resets its settings, but
+# never replaces it (clgrad/ops/matmul.py holds it), and counts that as a settings change.
+PRECISION = globals().get("PRECISION") or [None]
+PRECISION[0] = "highest"
+settings.changed()
 
 
 def set_float32_precision(precision: str) -> None:
