@@ -49,8 +49,17 @@ def test_tf32_flag_is_one_state_with_the_precision(tf32_off):
     cuda.matmul.allow_fp16_reduced_precision_reduction = False  # stored (no effect)
     assert cuda.matmul.allow_fp16_reduced_precision_reduction is False
     cuda.matmul.allow_fp16_reduced_precision_reduction = True
-    with pytest.raises(ValueError, match="expected 'highest', 'high' or 'medium', got 'fast'"):
+    # PyTorch's: another value warns and changes nothing; upper case is matched lower-cased
+    clgrad.set_float32_matmul_precision("high")
+    with pytest.warns(UserWarning, match="fast is not one of 'highest', 'high', or 'medium'; "
+                                         "the currentsetFloat32MatmulPrecision call has no "
+                                         "effect"):
         clgrad.set_float32_matmul_precision("fast")
+    assert clgrad.get_float32_matmul_precision() == "high"
+    clgrad.set_float32_matmul_precision("HIGHEST")
+    assert clgrad.get_float32_matmul_precision() == "highest" and not cuda.matmul.allow_tf32
+    with pytest.raises(TypeError, match="argument 'precision' must be str, not int"):
+        clgrad.set_float32_matmul_precision(1)
 
 
 def test_tf32_flag_changes_the_settings_epoch(tf32_off):

@@ -32,13 +32,21 @@ settings.changed()
 
 
 def set_float32_precision(precision: str) -> None:
-    """Set the float32 matmul precision ('highest': float32; 'high' / 'medium': TF32 allowed).
-    Raises ValueError for another value."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"set_float32_matmul_precision: expected 'highest', 'high' or "
-                         f"'medium', got {precision!r}")
-    if precision != PRECISION[0]:
-        PRECISION[0] = precision
+    """Set the float32 matmul precision ('highest': float32; 'high' / 'medium': TF32 allowed;
+    matched as given, then lower-cased, as PyTorch). Another value warns (UserWarning,
+    PyTorch's text) and changes nothing, as PyTorch's. Raises TypeError for a non-str."""
+    if not isinstance(precision, str):
+        raise TypeError(f"set_float32_matmul_precision(): argument 'precision' must be str, "
+                        f"not {type(precision).__name__}")
+    p = precision if precision in PRECISIONS else precision.lower()
+    if p not in PRECISIONS:
+        import warnings
+        # (PyTorch's message, aten/src/ATen/Context.cpp, its missing space included)
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=3)
+        return
+    if p != PRECISION[0]:
+        PRECISION[0] = p
         settings.changed()
 
 

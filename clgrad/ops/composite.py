@@ -367,8 +367,8 @@ def set_float32_matmul_precision(precision: str) -> None:
     """PyTorch's float32 matmul precision: 'highest' (the default: float32 products and
     sums), 'high' or 'medium' (TF32 allowed: float32 matmul, mm, bmm and linear run on NVIDIA's
     tensor cores in TF32 where clgrad found them, kernels/matmul_mma_nv.cl; elsewhere float32).
-    One state with ``backends.cuda.matmul.allow_tf32``, as in PyTorch. Raises ValueError for
-    another value."""
+    One state with ``backends.cuda.matmul.allow_tf32``, as in PyTorch. Another value (after
+    lower-casing) warns and changes nothing, as PyTorch's. Raises TypeError for a non-str."""
     backends.cuda.set_float32_precision(precision)
 
 
