@@ -11,6 +11,7 @@ Kernels: kernels/loss.cl :: softmax_fwd, softmax_bwd, ce_fwd, ce_finish, ce_bwd,
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -278,7 +279,13 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
     xshape = x._shape  # (the slots, not the properties: host time per call)
     cdim = 0 if len(xshape) == 1 else 1
     nc = xshape[cdim]
-    target = _check_class_args(op, x, target, weight, nc, int(ignore))
+    if type(ignore) is not int:  # (PyTorch: an int argument; 1.5 is not truncated to 1)
+        try:
+            ignore = operator.index(ignore)
+        except TypeError:
+            raise TypeError(f"{op}(): argument 'ignore_index' must be int, not "
+                            f"{type(ignore).__name__}") from None
+    target = _check_class_args(op, x, target, weight, nc, ignore)
     dev, dt = x._storage.device, x._storage.dtype
     nrows = math.prod(target._shape)
     loss = Tensor._empty(target._shape, dt, dev)              # per position
@@ -309,7 +316,7 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
                        out._storage.buffer, denom._storage.buffer)
     # The launches recorded once per signature and replayed after: every layout they read
     # (input, target, weight) and every constant in the key (the device: the dict).
-    params = (int(ignore), eps, math.copysign(1.0, eps), bool(logits), reduction)  # (-0.0)
+    params = (ignore, eps, math.copysign(1.0, eps), bool(logits), reduction)  # (-0.0)
     wb = None if weight is None else weight._storage.buffer
     run_recorded(dev, plan_key(_CE_FWD, (x, target, weight), params), forward, (
         x._storage.buffer, target._storage.buffer, wb, loss._storage.buffer,
