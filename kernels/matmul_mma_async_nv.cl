@@ -71,19 +71,12 @@ typedef uint TIN;
 #if A_KR || B_KR
 #error "gemm_mma_async: TF32 takes operands contiguous along k only (A_KR = B_KR = 0)"
 #endif
-inline uint to_tf32(uint x) {
-    uint r;
-    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(as_float(x)));
-    return r;
-}
-#define TF32_ROUND(x) ((x) = to_tf32(x))
-#define MMA_INSTR "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+#define TF32_ROUND(x) ((x) = to_tf32(as_float(x)))  // (to_tf32, MMA_INSTR: mma_nv.h)
 #else
 typedef ushort TIN;
 #define EV 8
 #define KSTEP 16
 #define TF32_ROUND(x)
-#define MMA_INSTR "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 #define MMA_F16 1  // (C is float16: mma_nv.h's store)
 #endif
 #include "mma_nv.h"

@@ -47,11 +47,6 @@ typedef uint E;       // a TF32 value's bits (a float with its low 13 mantissa b
 #define LDK (BK + 4)  // rows g start on banks 4g: lanes (g, t) on 4g + t, all different
 #define KSTEP 8
 #define ZERO 0u
-inline uint to_tf32(float x) {
-    uint r;
-    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
 #define TO_E(p, i) to_tf32((p)[i])
 #endif
 
@@ -242,11 +237,7 @@ void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
                 for (int i = 0; i < MT; ++i)
 #pragma unroll
                     for (int j = 0; j < NT; ++j)
-#ifdef MMA_F16
-                        __asm__ __volatile__("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-#else
-                        __asm__ __volatile__("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-#endif
+                        __asm__ __volatile__(MMA_INSTR
                                      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                                      : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]),
                                        "+f"(acc[i][j][2]), "+f"(acc[i][j][3])

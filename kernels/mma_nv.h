@@ -1,7 +1,21 @@
 // kernels/mma_nv.h — what the tensor-core GEMMs (matmul_mma_nv.cl, matmul_mma_async_nv.cl;
-// NVIDIA's OpenCL only: inline PTX) share: the lane index, and the zeroing and the store of a
-// warp's accumulators. Needs T, MT, NT; MMA_F16 where C is float16; EXACT where no tile
+// NVIDIA's OpenCL only: inline PTX) share: the mma instruction, TF32 rounding, the lane
+// index, and the zeroing and the store of a warp's accumulators. Needs T, MT, NT; MMA_F16 where C is float16; EXACT where no tile
 // overhangs C.
+
+// the mma of one 16 x 8 tile: float16 m16n8k16 (MMA_F16) or TF32 m16n8k8, float32 sums
+#ifdef MMA_F16
+#define MMA_INSTR "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#else
+#define MMA_INSTR "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+#endif
+
+// x rounded to TF32 (10-bit mantissa; cvt.rna: to nearest, ties away), as its bits
+inline uint to_tf32(float x) {
+    uint r;
+    __asm__("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
 
 inline uint lane_id(void) {
     uint l;

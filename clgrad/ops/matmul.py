@@ -304,11 +304,9 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
                                  b_kr, m, n, k, nz)
     cfg = _mma_tiles(MMA_TILES, dev, m, n, nz)
     bm, bn, _ = _mma_tile(cfg)
-    a_load = (1 if a_cs == 1 and all(v % vec == 0 for v in (k, a_off, a_rs, *a_bs)) else
-              2 if a_rs == 1 and a_cs != 1 else 0)
-    b_load = (1 if b_rs == 1 and all(v % vec == 0 for v in (k, b_off, b_cs, *b_bs)) else
-              3 if b_cs == 1 and all(v % vec == 0 for v in (n, b_off, b_rs, *b_bs)) else
-              0 if b_rs == 1 and b_cs != 1 else 2)
+    # the same 16-byte chunks: A's along k are loader 1 (none along m); B's along k 1, along n 3
+    a_load = 1 if a_kr == 0 else 2 if a_rs == 1 and a_cs != 1 else 0
+    b_load = 1 if b_kr == 0 else 3 if b_kr == 1 else 0 if b_rs == 1 and b_cs != 1 else 2
     return _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz,
                        m % bm == 0 and n % bn == 0 and k % MMA_BK == 0)
 
@@ -400,48 +398,52 @@ def has_mma_async(dev, prec: str = "f16") -> bool:
 
 
 def _check_mma(dev) -> bool:
-    import warnings
-    rng = np.random.default_rng(0)
-    m, k, n = 72, 40, 136
-    try:
-        with dev._lock, warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for prec, npt, tol in (("f16", np.float16, 1e-3), ("tf32", np.float32, 2e-3)):
-                a = rng.standard_normal((m, k)).astype(npt)
-                b = rng.standard_normal((k, n)).astype(npt)
-                for cfg, (a_load, b_load, trans) in zip(
-                        (*MMA_TILES.values(), *MMA_TILES.values()),
-                        ((1, 3, False), (0, 2, False), (2, 1, True), (2, 0, True))):
-                    kern = _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, 1)
-                    _check_gemm(dev, kern, a, b, trans, trans, tol,
-                                f"{prec} ({cfg}, loaders A {a_load}, B {b_load})")
-        return True
-    except Exception as e:  # noqa: BLE001 — any failure: keep the FMA kernels
-        _no_tensor_cores(dev, "kernels/matmul_mma_nv.cl", e)
-        return False
+    def check():
+        rng = np.random.default_rng(0)
+        m, k, n = 72, 40, 136
+        for prec, npt, tol in (("f16", np.float16, 1e-3), ("tf32", np.float32, 2e-3)):
+            a = rng.standard_normal((m, k)).astype(npt)
+            b = rng.standard_normal((k, n)).astype(npt)
+            for cfg, (a_load, b_load, trans) in zip(
+                    (*MMA_TILES.values(), *MMA_TILES.values()),
+                    ((1, 3, False), (0, 2, False), (2, 1, True), (2, 0, True))):
+                kern = _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, 1)
+                _check_gemm(dev, kern, a, b, trans, trans, tol,
+                            f"{prec} ({cfg}, loaders A {a_load}, B {b_load})")
+    return _verified(dev, "kernels/matmul_mma_nv.cl", check)  # (else the FMA kernels)
 
 
 def _check_mma_async(dev, prec: str) -> bool:
+    def check():
+        rng = np.random.default_rng(1)
+        m, k, n = 72, 40, 136
+        npt, tol = (np.float16, 1e-3) if prec == "f16" else (np.float32, 2e-3)
+        a = rng.standard_normal((m, k)).astype(npt)
+        b = rng.standard_normal((k, n)).astype(npt)
+        if dev not in _SMEM:
+            _SMEM[dev] = _smem_window(dev)
+        for cfg in MMA_ASYNC_TILES.values():
+            for a_kr, b_kr in ((0, 0), (0, 1), (1, 0), (1, 1)) if prec == "f16" else ((0, 0),):
+                kern = _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, 1)
+                _check_gemm(dev, kern, a, b, a_kr == 1, b_kr == 0, tol,
+                            f"{prec} pipelined ({cfg}, layouts A {a_kr}, B {b_kr})")
+    # (else kernels/matmul_mma_nv.cl)
+    return _verified(dev, f"kernels/matmul_mma_async_nv.cl, {prec}", check)
+
+
+def _verified(dev, what: str, check) -> bool:
+    """Whether ``check()`` (kernel runs against NumPy, on the device's queue under its lock;
+    build warnings silenced) passes; any exception warns once, naming ``what``, and gives
+    False."""
     import warnings
-    rng = np.random.default_rng(1)
-    m, k, n = 72, 40, 136
-    npt, tol = (np.float16, 1e-3) if prec == "f16" else (np.float32, 2e-3)
-    a = rng.standard_normal((m, k)).astype(npt)
-    b = rng.standard_normal((k, n)).astype(npt)
-    layouts = ((0, 0), (0, 1), (1, 0), (1, 1)) if prec == "f16" else ((0, 0),)
     try:
         with dev._lock, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if dev not in _SMEM:
-                _SMEM[dev] = _smem_window(dev)
-            for cfg in MMA_ASYNC_TILES.values():
-                for a_kr, b_kr in layouts:
-                    kern = _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, 1)
-                    _check_gemm(dev, kern, a, b, a_kr == 1, b_kr == 0, tol,
-                                f"{prec} pipelined ({cfg}, layouts A {a_kr}, B {b_kr})")
+            check()
         return True
-    except Exception as e:  # noqa: BLE001 — any failure: keep kernels/matmul_mma_nv.cl
-        _no_tensor_cores(dev, f"kernels/matmul_mma_async_nv.cl, {prec}", e)
+    except Exception as e:  # noqa: BLE001 — any failure: keep the older kernels
+        warnings.warn(f"clgrad: tensor cores (inline PTX, {what}) not used on {dev.name!r}: "
+                      f"{' '.join(str(e).split())[:300]}", RuntimeWarning, stacklevel=4)
         return False
 
 
@@ -496,12 +498,6 @@ def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
     err = np.abs(got - ref).max() / np.abs(want).max()
     if not np.isfinite(got).all() or err > tol:
         raise RuntimeError(f"{what}: GEMM off NumPy by {err:.2e} of the largest value")
-
-
-def _no_tensor_cores(dev, file, e):
-    import warnings
-    warnings.warn(f"clgrad: tensor cores (inline PTX, {file}) not used on {dev.name!r}: "
-                  f"{' '.join(str(e).split())[:300]}", RuntimeWarning, stacklevel=4)
 
 
 # Split-K on GPUs: a GEMM of fewer tiles than SPLIT_FILL x compute units is split along K

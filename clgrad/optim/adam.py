@@ -151,7 +151,6 @@ class Adam(Optimizer):
         bump_version(*bufs[1:])
 
 
-
 _ADAM = ("optim.cl", "adam")  # _update's plan.key tag
 
 
