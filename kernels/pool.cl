@@ -1,5 +1,6 @@
 // kernels/pool.cl — 2-D pooling of (N, C, H, W) strided views; one work item per element.
-// Defines: T element type (float or double).
+// Defines: T element type (half, float or double); ACC the sums' type (default T; pool.py
+// sets float for half: PyTorch sums half windows in float).
 // Geometry: geom_t, by value: input N, C, H, W; output OH, OW; kernel kH, kW; stride sH, sW;
 // padding pH, pW; dilation dH, dW. A tensor argument is (data, view_t) whose view holds the
 // element offset and the strides of N, C, H, W (0 for N when the input is unbatched).
@@ -10,6 +11,10 @@
 // Launch: 1-D over the elements written, each kernel checks i < total.
 #include "common.h"
 #include "geom.h"
+
+#ifndef ACC
+#define ACC T
+#endif
 
 // Max pooling is launched 3-D: dim 0 along a row (output columns for max_fwd, column groups
 // for max_bwd), dim 1 over the rows (oh, or y), dim 2 over the planes (n, c). No work item
@@ -69,7 +74,7 @@ __kernel void max_bwd(long groups, geom_t g, __global T *gx, __global const T *g
         long xx = grp * g.sw - g.pw + j;
         if (xx < 0 || xx >= g.w) continue;
         long me = y * g.w + xx;
-        T acc = 0;
+        ACC acc = 0;
         for (long oh = oh_lo; oh <= oh_hi; ++oh) {
             long offh = num_h - oh * g.sh;
             if (g.dh != 1 && (uint)offh % (uint)g.dh) continue;
@@ -80,7 +85,7 @@ __kernel void max_bwd(long groups, geom_t g, __global T *gx, __global const T *g
                 if (pidx[oh * g.ow + ow] == me) acc += gy[gbase + oh * vgy.s[2] + ow * vgy.s[3]];
             }
         }
-        gx[row * g.w + xx] = acc;
+        gx[row * g.w + xx] = (T)acc;
     }
 }
 
@@ -158,7 +163,7 @@ __kernel void max_bwd_tiled(geom_t g, __global T *gx, __global const T *gy, view
 
 // The divisor of output (oh, ow) of an average pool, and its window clipped to the input.
 // PyTorch's rule: the padded window is clipped to [-pad, size + pad) for count_include_pad.
-inline T avg_window(const geom_t g, long oh, long ow, long divisor, int include_pad,
+inline ACC avg_window(const geom_t g, long oh, long ow, long divisor, int include_pad,
                     long *y0, long *y1, long *x0, long *x1) {
     long h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
     long h1 = min(h0 + g.kh, g.h + g.ph), w1 = min(w0 + g.kw, g.w + g.pw);
@@ -171,8 +176,8 @@ inline T avg_window(const geom_t g, long oh, long ow, long divisor, int include_
     *y1 = h1;
     *x0 = w0;
     *x1 = w1;
-    if (divisor != 0) return (T)divisor;
-    return (T)(include_pad ? pool : (h1 - h0) * (w1 - w0));
+    if (divisor != 0) return (ACC)divisor;
+    return (ACC)(include_pad ? pool : (h1 - h0) * (w1 - w0));
 }
 
 // divisor: divisor_override, or 0 for none; include_pad: count_include_pad.
@@ -187,13 +192,13 @@ __kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx,
     long c = plane - n * (uint)g.c;
     long o = ((long)plane * g.oh + oh) * g.ow + ow;
     long y0, y1, x0, x1;
-    T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
+    ACC div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
     if (y0 >= y1 || x0 >= x1) {
         out[o] = 0;
         return;
     }
     __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
-    T acc = 0;
+    ACC acc = 0;
 #ifdef TKH
     // at most TKH x TKW elements (windows up to 4 x 4, a define: pool.py), loaded before the
     // sum, which runs in the loop's order (row-major) as below
@@ -210,7 +215,7 @@ __kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx,
     for (long y = y0; y < y1; ++y)
         for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
 #endif
-    out[o] = acc / div;
+    out[o] = (T)(acc / div);
 }
 
 // Outputs whose window covers input row y: oh*s - p <= y <= oh*s - p + k - 1 (every value
@@ -233,15 +238,15 @@ __kernel void avg_bwd(geom_t g, __global T *gx, __global const T *gy, view_t vgy
     covering(y, g.kh, g.sh, g.ph, g.oh, &oh0, &oh1);
     covering(xx, g.kw, g.sw, g.pw, g.ow, &ow0, &ow1);
     __global const T *pg = gy + vgy.off + n * vgy.s[0] + c * vgy.s[1];
-    T acc = 0;
+    ACC acc = 0;
     for (long oh = oh0; oh <= oh1; ++oh) {
         for (long ow = ow0; ow <= ow1; ++ow) {
             long y0, y1, x0, x1;
-            T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
+            ACC div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
             acc += pg[oh * vgy.s[2] + ow * vgy.s[3]] / div;
         }
     }
-    gx[((long)plane * g.h + y) * g.w + xx] = acc;
+    gx[((long)plane * g.h + y) * g.w + xx] = (T)acc;
 }
 
 // avg_bwd for windows that tile the input (kernel == stride, no padding): each input element
@@ -255,8 +260,8 @@ __kernel void avg_bwd_tiled(geom_t g, __global T *gx, __global const T *gy, view
     uint n = plane / (uint)g.c;
     long c = plane - n * (uint)g.c;
     long y0, y1, x0, x1;
-    T div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
-    T gv = gy[vgy.off + n * vgy.s[0] + c * vgy.s[1] + oh * vgy.s[2] + ow * vgy.s[3]] / div;
+    ACC div = avg_window(g, oh, ow, divisor, include_pad, &y0, &y1, &x0, &x1);
+    T gv = (T)(gy[vgy.off + n * vgy.s[0] + c * vgy.s[1] + oh * vgy.s[2] + ow * vgy.s[3]] / div);
     __global T *px = gx + (long)plane * g.h * g.w;
     long ye = oh == g.oh - 1 ? g.h : y1;
     long xe = ow == g.ow - 1 ? g.w : x1;
@@ -278,10 +283,10 @@ __kernel void adaptive_fwd(long total, geom_t g, __global T *out, __global const
     long c = t % g.c, n = t / g.c;
     long y0 = astart(oh, g.h, g.oh), y1 = aend(oh, g.h, g.oh);
     long x0 = astart(ow, g.w, g.ow), x1 = aend(ow, g.w, g.ow);
-    T acc = 0;
+    ACC acc = 0;
     for (long y = y0; y < y1; ++y)
         for (long xx = x0; xx < x1; ++xx) acc += x[at4(vx, n, c, y, xx)];
-    out[i] = acc / (T)((y1 - y0) * (x1 - x0));
+    out[i] = (T)(acc / (ACC)((y1 - y0) * (x1 - x0)));
 }
 
 // Outputs covering y are oh in [floor(y * OH / H), ceil((y + 1) * OH / H) - 1]. Launched
@@ -298,15 +303,15 @@ __kernel void adaptive_bwd(geom_t g, __global T *gx, __global const T *gy, view_
     uint oh0 = ((uint)y * OH) / H, oh1 = ((uint)(y + 1) * OH + H - 1) / H;
     uint ow0 = ((uint)xx * OW) / W, ow1 = ((uint)(xx + 1) * OW + W - 1) / W;
     __global const T *pg = gy + vgy.off + n * vgy.s[0] + c * vgy.s[1];
-    T acc = 0;
+    ACC acc = 0;
     for (uint oh = oh0; oh < oh1; ++oh) {
         uint hn = ((oh + 1) * H + OH - 1) / OH - (oh * H) / OH;
         for (uint ow = ow0; ow < ow1; ++ow) {
             uint wn = ((ow + 1) * W + OW - 1) / OW - (ow * W) / OW;
-            acc += pg[oh * vgy.s[2] + ow * vgy.s[3]] / (T)(hn * wn);
+            acc += pg[oh * vgy.s[2] + ow * vgy.s[3]] / (ACC)(hn * wn);
         }
     }
-    gx[((long)plane * g.h + y) * g.w + xx] = acc;
+    gx[((long)plane * g.h + y) * g.w + xx] = (T)acc;
 }
 
 // Adaptive max over adaptive_fwd's windows; ties keep the first element, NaN wins (max_fwd).
@@ -342,9 +347,9 @@ __kernel void adaptive_max_bwd(long total, geom_t g, __global T *gx, __global co
     long oh0 = (y * g.oh) / g.h, oh1 = ((y + 1) * g.oh + g.h - 1) / g.h;
     long ow0 = (xx * g.ow) / g.w, ow1 = ((xx + 1) * g.ow + g.w - 1) / g.w;
     long me = y * g.w + xx, plane = (n * g.c + c) * g.oh;
-    T acc = 0;
+    ACC acc = 0;
     for (long oh = oh0; oh < oh1; ++oh)
         for (long ow = ow0; ow < ow1; ++ow)
             if (idx[(plane + oh) * g.ow + ow] == me) acc += gy[at4(vgy, n, c, oh, ow)];
-    gx[i] = acc;
+    gx[i] = (T)acc;
 }

@@ -407,3 +407,25 @@ def test_pool_checks_kept_per_signature_follow_every_argument():
                                        ref_adaptive(xn, *hw)[0], rtol=1e-12)
         with pytest.raises(TypeError, match="adaptive_avg_pool2d"):
             F.adaptive_avg_pool2d(x, True)
+
+
+@pytest.mark.parametrize("op", ("avg_pool2d", "adaptive_avg_pool2d"))
+def test_half_average_pools_sum_in_float(cpu_fp16, op):
+    """float16 windows are summed in float32 and rounded once (PyTorch's): a 32 x 32 window
+    of values in [1, 2) within one rounding (2^-11 relative) of the float64 mean, forward and
+    backward. Summed in float16 the forward was 1 % off (spacing 1 at the partial sums'
+    magnitude, 1024)."""
+    rng = np.random.default_rng(1)
+    x = (rng.random((2, 3, 32, 32)) + 1).astype(np.float16)
+    X = clgrad.tensor(x, requires_grad=True)
+    f = getattr(clgrad.nn.functional, op)
+    y = f(X, 32) if op == "avg_pool2d" else f(X, 1)
+    assert y.dtype is clgrad.float16
+    want = x.astype(np.float64).mean((2, 3), keepdims=True)
+    np.testing.assert_array_less(np.abs(y.numpy().astype(np.float64) - want),
+                                 2.0 ** -11 * want + 1e-12)
+    g = (rng.random((2, 3, 1, 1)) + 1).astype(np.float16)
+    y.backward(clgrad.tensor(g))
+    gw = np.broadcast_to(g.astype(np.float64) / 1024, x.shape)
+    np.testing.assert_array_less(np.abs(X.grad.numpy().astype(np.float64) - gw),
+                                 2.0 ** -11 * gw + 1e-12)

@@ -326,7 +326,7 @@ def _launch_rows(name, x, size, *args, defines=None):
     if size[2] >= 2 ** 32:
         raise RuntimeError(f"{name}: expected fewer than 2**32 (N*C) planes, got {size[2]}")
     dev = x._storage.device
-    d = dict(defines_for(x.dtype), **defines) if defines else defines_for(x.dtype)
+    d = dict(_defines(x.dtype), **defines) if defines else _defines(x.dtype)
     dev.launch(dev.kernel(_FILE, name, d), size, ROWS_LOCAL, *args)
 
 
@@ -334,5 +334,17 @@ def _launch(name, x, g, total, *args):
     if total == 0:
         return
     dev = x._storage.device
-    dev.launch(dev.kernel(_FILE, name, defines_for(x.dtype)), (total,), (LOCAL,),
+    dev.launch(dev.kernel(_FILE, name, _defines(x.dtype)), (total,), (LOCAL,),
                np.int64(total), g, *args)
+
+
+def _defines(dtype) -> dict:
+    """pool.cl's defines for dtype: half windows are summed in float (ACC), as PyTorch's."""
+    d = _DEFINES.get(dtype)
+    if d is None:
+        d = _DEFINES[dtype] = dict(defines_for(dtype), **(
+            {"ACC": "float"} if dtype is dtypes.float16 else {}))
+    return d
+
+
+_DEFINES: dict = {}  # dtype -> _defines' dict (shared: never modified)
