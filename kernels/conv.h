@@ -23,6 +23,7 @@
 #define CAT(a, b) CAT_(a, b)
 #endif
 
+#ifndef CONV_PROBLEM_ONLY  // (kernels that only move elements: conv_im2col_any.cl)
 // WIDE (set by the host on devices with 16-float native vectors, AVX-512): vectors twice as
 // long, so a micro-tile row is two zmm registers.
 #if defined(IS_DOUBLE) && defined(WIDE)
@@ -58,6 +59,7 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 // PoCL does not inline the min/max/clamp built-ins either: these are plain expressions.
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 #define INL inline __attribute__((always_inline))
 
 #define NR (2 * VW)  // output columns of a micro-tile: two vectors
@@ -77,6 +79,8 @@ typedef struct {
     // slab == 1: a row holds kw slabs of tw columns, slab kw holding the columns tap kw reads.
     long rows, rp, cp, kws, slab;
 } conv_t;
+
+#ifndef CONV_PROBLEM_ONLY
 
 // Output tile (th0, tw0) of work-group tile index t: row and column of its first output.
 INL void tile_origin(const conv_t p, long t, long *oh0, long *ow0) {
@@ -181,4 +185,5 @@ INL void put(__global T *y, V v0, V v1, int n, long ys) {
     }
 }
 
+#endif  // CONV_PROBLEM_ONLY
 #endif

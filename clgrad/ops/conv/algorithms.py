@@ -438,6 +438,12 @@ def _direct_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 
 # -- im2col + GEMM (kernels/conv_im2col_any.cl, clgrad.ops.matmul.gemm) ---------------------------
+MERGE_PIXELS = 256  # float16 output maps below this many pixels take merged GEMMs (_merged)
+# samples per im2col chunk at most: conv_im2col_any.cl's launch dimension 2 (65535 is the
+# smallest limit of a grid dimension on GPUs; the kernels' 32-bit index math stays below 2^31)
+IM2COL_CHUNK = 65535
+
+
 def kview(w: Tensor):
     """The weight as (G?, O, K) strides (so, sk) when (c, kh, kw) merge into one stride K."""
     o, c, kh, kw = w.shape
@@ -446,16 +452,48 @@ def kview(w: Tensor):
 
 
 def _chunks(p: Problem, per_sample_elems, dtype):
-    nc = max(1, min(p.n, backends.conv_workspace_limit //
+    """(n0, nc) sample chunks of at most backends.conv_workspace_limit bytes of workspace
+    (one sample at least) and at most IM2COL_CHUNK samples (a launch dimension)."""
+    nc = max(1, min(p.n, IM2COL_CHUNK, backends.conv_workspace_limit //
                     max(1, per_sample_elems * dtype.itemsize)))
     return [(n0, min(nc, p.n - n0)) for n0 in range(0, p.n, nc)]
 
 
+def _im2col_defines(dtype) -> dict:
+    """conv_im2col_any.cl's defines: col2im sums half columns in float (ACC)."""
+    d = defines_for(dtype)
+    if dtype is dtypes.float16:
+        d["ACC"] = "float"
+    return d
+
+
 def _im2col(p: Problem, x, n0, nc, col):
     dev = x._storage.device
-    dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", defines_for(x.dtype)), (col.numel(),),
-               (WG,), p.pack(), np.int64(n0), np.int64(nc), x._storage.buffer,
-               col._storage.buffer)
+    P = p.oh * p.ow
+    if max(P, p.h * p.w, p.g * p.c) >= 1 << 31:
+        raise RuntimeError(f"conv2d: im2col's 32-bit index math takes maps and channel counts "
+                           f"below 2**31, got {p.h}x{p.w} -> {p.oh}x{p.ow}, {p.g * p.c} "
+                           f"channels")
+    dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", _im2col_defines(x.dtype)),
+               (_up(P, WG), p.g * p.c, nc), (WG, 1, 1), p.pack(), np.int64(n0),
+               np.int64(nc), x._storage.buffer, col._storage.buffer)
+
+
+def _col2im(p: Problem, n0, nc, col, gi):
+    dev = gi._storage.device
+    dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", _im2col_defines(gi.dtype)),
+               (_up(p.h * p.w, WG), p.g * p.c, nc), (WG, 1, 1), p.pack(), np.int64(n0),
+               np.int64(nc), col._storage.buffer, gi._storage.buffer)
+
+
+def _merged(p: Problem, dtype) -> bool:
+    """Whether the im2col GEMMs of a float16 problem run over all the chunk's samples at once,
+    (G batches of O x K @ K x (nc * P)), through a (G, O, nc, P) copy of the output (or of
+    its gradient), rather than per sample (nc * G batches of K x P columns, writing NCHW
+    directly): when a sample's P output pixels are fewer than MERGE_PIXELS, where per-sample
+    GEMMs leave most of a tensor-core tile's 128 columns empty (ResNet-18's 4 x 4 maps: 16
+    of 128). float32 keeps the per-sample GEMMs its choices were measured with."""
+    return dtype is dtypes.float16 and p.oh * p.ow < MERGE_PIXELS
 
 
 def _gemm_operands(p: Problem, w, nc):
@@ -488,6 +526,8 @@ def _split_gemm(p: Problem, nc: int, pixels: int, dev) -> bool:
 
 def _im2col_fwd(p: Problem, x, w, y, bias):
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
+    if _merged(p, x.dtype):
+        return _im2col_fwd_merged(p, x, w, y, bias)
     if bias is not None:
         fill_bias(y, bias)
     for n0, nc in _chunks(p, G * K * P, x.dtype):
@@ -500,10 +540,56 @@ def _im2col_fwd(p: Problem, x, w, y, bias):
              split=_split_gemm(p, nc, P, x._storage.device))
 
 
+def _gcol(p: Problem, g4, n0, nc):
+    """The output (gradient) chunk of samples [n0, n0 + nc) of g4 (N, G * O, oH, oW) copied
+    into a fresh (G, O, nc, P) tensor: the GEMM operand whose columns run over (n, p)."""
+    G, O, P = p.g, p.o, p.oh * p.ow
+    gcol = empty((G, O, nc, P), g4.dtype, g4._storage.device)
+    copy_raw(raw(gcol, (nc, G, O, p.oh, p.ow), (P, O * nc * P, nc * P, p.ow, 1), 0),
+             raw(g4, (nc, G, O, p.oh, p.ow),
+                 (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
+                  g4._strides[3]), g4._offset + n0 * g4._strides[0]))
+    return gcol
+
+
+def _im2col_fwd_merged(p: Problem, x, w, y, bias):
+    """_im2col_fwd with merged GEMMs (see _merged): y's chunk (G, O, nc * P) = W[g] @ col[g]
+    (+ the bias, filled in first), then copied into y's (nc, G * O, oH, oW) view."""
+    K, P, G, O = p.c * p.kh * p.kw, p.oh * p.ow, p.g, p.o
+    dev = x._storage.device
+    so, sk = kview(w)
+    wv = raw(w, (G, O, K), (so * O, so, sk))
+    for n0, nc in _chunks(p, G * (K + O) * P, x.dtype):
+        col = empty((G, K, nc, P), x.dtype, dev)
+        _im2col(p, x, n0, nc, col)
+        yc = empty((G, O, nc, P), x.dtype, dev)
+        if bias is not None:
+            bs = bias._strides[0]
+            copy_raw(yc, raw(bias, (G, O, nc, P), (O * bs, bs, 0, 0), bias._offset))
+        gemm(raw(yc, (G, O, nc * P), (O * nc * P, nc * P, 1), 0), wv,
+             raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0), 1.0,
+             1.0 if bias is not None else 0.0, split=False)
+        copy_raw(raw(y, (nc, G, O, p.oh, p.ow),
+                     (y._strides[0], y._strides[1] * O, y._strides[1], y._strides[2],
+                      y._strides[3]), y._offset + n0 * y._strides[0]),
+                 raw(yc, (nc, G, O, p.oh, p.ow), (P, O * nc * P, nc * P, p.ow, 1), 0))
+
+
 def im2col_dgrad(p: Problem, g4, w, gi):
     """The input gradient: per chunk col = W^T g (GEMM), then col2im sums col into gi.
-    p: the forward problem, with y the (N, G, C/G, H, W) view of gi."""
+    p: the forward problem, with y the (N, G, C/G, H, W) view of gi. Merged (see _merged):
+    one GEMM over the chunk's samples from a (G, O, nc, P) copy of g."""
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
+    if _merged(p, g4.dtype):
+        so, sk = kview(w)
+        wt = raw(w, (G, K, p.o), (so * p.o, sk, so))
+        for n0, nc in _chunks(p, G * (K + p.o) * P, g4.dtype):
+            gcol = _gcol(p, g4, n0, nc)
+            col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
+            gemm(raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0), wt,
+                 raw(gcol, (G, p.o, nc * P), (p.o * nc * P, nc * P, 1), 0), split=False)
+            _col2im(p, n0, nc, col, gi)
+        return
     if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
         g4 = contiguous(g4)
     for n0, nc in _chunks(p, G * K * P, g4.dtype):
@@ -514,10 +600,7 @@ def im2col_dgrad(p: Problem, g4, w, gi):
                                        g4._strides[1], g4._strides[3]),
                  g4._offset + n0 * g4._strides[0])
         gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv, split=False)
-        dev = gi._storage.device
-        dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_for(gi.dtype)),
-                   (nc * G * p.c * p.h * p.w,), (WG,), p.pack(), np.int64(n0),
-                   np.int64(nc), col._storage.buffer, gi._storage.buffer)
+        _col2im(p, n0, nc, col, gi)
 
 
 def _im2col_wgrad(p: Problem, x, g4, gw, gb):
@@ -526,11 +609,7 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
     for i, (n0, nc) in enumerate(_chunks(p, G * (K + O) * P, x.dtype)):
         col = empty((G, K, nc, P), x.dtype, x._storage.device)
         _im2col(p, x, n0, nc, col)
-        gcol = empty((G, O, nc, P), x.dtype, x._storage.device)
-        copy_raw(raw(gcol, (nc, G, O, p.oh, p.ow), (P, O * nc * P, nc * P, p.ow, 1), 0),
-                 raw(g4, (nc, G, O, p.oh, p.ow),
-                     (g4._strides[0], g4._strides[1] * O, g4._strides[1], g4._strides[2],
-                      g4._strides[3]), g4._offset + n0 * g4._strides[0]))
+        gcol = _gcol(p, g4, n0, nc)
         gemm(gwv, raw(gcol, (G, O, nc * P), (O * nc * P, nc * P, 1), 0),
              raw(col, (G, nc * P, K), (K * nc * P, 1, nc * P), 0), 1.0, 1.0 if i else 0.0,
              split=False)

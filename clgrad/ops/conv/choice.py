@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from clgrad import _log, backends
+from clgrad import _log, backends, dtypes
 from clgrad import settings
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import empty
@@ -68,7 +68,9 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
 def _choose(pass_name: str, p: Problem, w: Tensor):
     """(algorithm, plan) for one pass ('forward', 'grad_input', 'grad_weight') of problem p:
     the algorithm set in clgrad.backends (or 'auto'), else the first of implicit, direct that
-    can run p. Records it in backends.last_conv_algorithm(s)."""
+    can run p; float16 always im2col (its GEMMs sum in float32: tensor cores on NVIDIA), the
+    one algorithm whose kernels move half values without summing them in half. Records it in
+    backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
     dev = w._storage.device
     key = plan_key(_CHOICE, (), (pass_name, p, w._storage.dtype, want,
@@ -88,11 +90,19 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
                          f"{backends.CONV_IMPLICIT_VARIANTS}, got "
                          f"{backends.conv_implicit_variant!r}")
-    first = _auto(pass_name, p, dev, w.dtype) if want == "auto" else want
-    for algo in (first, "implicit", "direct"):
+    if w._storage.dtype is dtypes.float16:  # the one algorithm with float16 kernels
+        algo = first = "im2col"
         plan = _plan(algo, pass_name, p, w)
-        if plan is not None:
-            break
+        if plan is None:  # (conv2d and conv_transpose2d pass a mergeable weight)
+            raise RuntimeError("conv2d: float16 runs im2col, which needs a weight whose "
+                               "(C/groups, kH, kW) merge into one stride; pass a contiguous "
+                               "weight")
+    else:
+        first = _auto(pass_name, p, dev, w.dtype) if want == "auto" else want
+        for algo in (first, "implicit", "direct"):
+            plan = _plan(algo, pass_name, p, w)
+            if plan is not None:
+                break
     backends.last_conv_algorithm = algo
     backends.last_conv_algorithms[pass_name] = algo
     if want == "auto" and _log.logger.isEnabledFor(logging.DEBUG):

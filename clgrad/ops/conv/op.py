@@ -58,15 +58,15 @@ An algorithm that cannot run a problem (local memory too small; for im2col, a we
 """
 from __future__ import annotations
 
-from clgrad import backends
+from clgrad import backends, dtypes
 from clgrad import settings
-from clgrad.autograd import record
+from clgrad.autograd import grad_mode, record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty
 from clgrad.ops.conv import algorithms as alg
 from clgrad.ops.conv import gpu as conv_gpu
-from clgrad.ops.conv.choice import _choose, _debug_choice, _grad_input, _run
+from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
                                      _grad_input_problem, v5)
 from clgrad.ops.plan import key as plan_key, record_launches, replay
@@ -87,7 +87,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              bias (O,) -> (N, O, oH, oW) (or (O, oH, oW)) with
              oH = (H + 2*pad_h - dil_h*(kH-1) - 1) // stride_h + 1, likewise oW.
     Args:    stride, dilation: int or pair; padding: int, pair, 'valid' or 'same' (stride 1).
-    Dtypes:  float32, float64; all tensors alike.
+    Dtypes:  float16, float32, float64; all tensors alike. float16 runs the im2col algorithm
+             whatever ``clgrad.backends.conv_algorithm`` says: its GEMMs sum the products in
+             float32 and round once (tensor cores on NVIDIA GPUs), as cuDNN's float16
+             convolutions; the input gradient's column sums (col2im) add at most kH * kW
+             float16 values in float32, a second rounding PyTorch's does not have. Few
+             channels per group (C/G * O/G <= 16: depthwise) run in float32 on float32 copies,
+             rounded to float16 once. Under ``autocast`` (clgrad.amp) input, weight and bias
+             are cast to float16 first, as PyTorch's.
     Views:   any strided input, weight and bias (read through their strides); out is new.
     Grad:    input, weight, bias.
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, fewer
@@ -98,6 +105,20 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              conv_dw_cpu.cl, conv_direct_any.cl, conv_im2col_any.cl, conv_dw_gpu.cl,
              conv_igemm_gpu.cl, conv_blocked_cpu.cl, conv_winograd.cl.
     """
+    if _AUTOCAST_STATE.autocast:  # (the common case, autocast off: one attribute read)
+        input, weight, bias = ew.autocast("conv2d", input, weight, bias)
+    if isinstance(input, Tensor) and input._storage.dtype is _HALF:
+        half = _half(input, weight, bias, stride, padding, dilation, groups)
+        if half is not None:
+            return half
+        if isinstance(weight, Tensor) and alg.kview(weight) is None:
+            weight = ew.contiguous(weight)  # (im2col's weight view)
+    return _conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d(input, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    """conv2d past autocast and the float16 routing: the checks, the cached fast path, the
+    algorithm's launches and the autograd record."""
     ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
     if ck is not None:  # the fast path of a cached signature: see _FAST
         dev = input._storage.device
@@ -148,6 +169,28 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         alg.fill_bias(_as4(out), bias)
     return record("conv2d", out, (input, weight, bias),
                   _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
+
+
+def _half(input, weight, bias, stride, padding, dilation, groups):
+    """conv2d of float16 tensors with few channel pairs per group (C/G * O/G <= FEW_PAIRS:
+    depthwise and the like, where im2col's GEMMs would be K x 1 products) as the float32
+    conv2d of float32 copies, rounded to float16 once (the casts are recorded, so the
+    gradients come back in float16); None for every other problem (and for arguments the
+    checks will refuse)."""
+    if not (isinstance(weight, Tensor) and weight.ndim == 4 and type(groups) is int and
+            groups > 0 and weight.shape[0] % groups == 0 and
+            weight.shape[1] * (weight.shape[0] // groups) <= FEW_PAIRS and
+            weight._storage.dtype is _HALF and
+            (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _HALF)):
+        return None
+    f32 = dtypes.float32
+    out = _conv2d(ew.to(input, f32), ew.to(weight, f32),
+                  None if bias is None else ew.to(bias, f32), stride, padding, dilation, groups)
+    return ew.to(out, _HALF)
+
+
+_HALF = dtypes.float16
+_AUTOCAST_STATE = grad_mode._state  # .autocast: the autocast stack (clgrad.amp), or None
 
 
 # conv2d's fast path: dev.plans[plan.key(_FAST, (input, weight, bias), (_check_key, the

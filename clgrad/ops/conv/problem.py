@@ -130,8 +130,12 @@ def _check_args(x, w, b, stride, padding, dilation, groups) -> Problem:
         if t is not None and t.dtype is not x.dtype:
             raise RuntimeError(f"conv2d: expected input and {name} of the same dtype, got input "
                                f"{x.dtype} and {name} {t.dtype}")
-    if x.dtype.name not in ("float32", "float64"):
-        raise RuntimeError(f"conv2d: expected float32 or float64 tensors, got {x.dtype}")
+    if x.dtype.name not in ("float16", "float32", "float64"):
+        raise RuntimeError(f"conv2d: expected float16, float32 or float64 tensors, got "
+                           f"{x.dtype}")
+    if x.dtype.name == "float16" and not x._storage.device.fp16:
+        raise RuntimeError(f"conv2d: float16 tensors need a device with cl_khr_fp16; "
+                           f"{x._storage.device.name!r} lacks it")
     if x.ndim not in (3, 4):
         raise RuntimeError(f"conv2d: expected 3-D (unbatched) or 4-D (batched) input, got "
                            f"input of size {list(x.shape)}")

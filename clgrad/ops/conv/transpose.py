@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
+from clgrad.ops.conv.algorithms import kview
 from clgrad.ops.conv.choice import _choose, _grad_input, _run
 from clgrad.ops.conv.op import conv2d
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _conv_pair, _forward_problem, raw,
@@ -31,6 +33,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     Shapes:  input (N, C_in, H, W) or (C_in, H, W); weight (C_in, C_out / groups, kH, kW);
              bias (C_out,) -> (N, C_out, H', W'),
              H' = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1
+    Dtypes:  as conv2d's (float16 runs im2col; under ``autocast`` the operands are cast to
+             float16 first, as PyTorch's).
     Grad:    input (a conv2d of the output gradient), weight, bias.
     Raises:  RuntimeError for inconsistent shapes or groups, output_padding not smaller than
              stride or dilation, a non-positive output size, or tensors of two devices;
@@ -43,6 +47,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     if input.ndim not in (3, 4) or weight.ndim != 4:
         raise RuntimeError(f"conv_transpose2d: expected a 3-D or 4-D input and a 4-D weight, "
                            f"got input {list(input.shape)} and weight {list(weight.shape)}")
+    input, weight, bias = ew.autocast("conv_transpose2d", input, weight, bias)
+    if input.dtype is dtypes.float16 and kview(weight) is None:
+        weight = ew.contiguous(weight)  # (float16 runs im2col: conv2d's docstring)
     g = int(groups) if isinstance(groups, (int, np.integer)) else groups
     cin = input.shape[-3]
     if weight.shape[0] != cin:

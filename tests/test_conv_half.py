@@ -1,0 +1,249 @@
+"""float16 convolutions (issue 35, part 2): conv2d, conv1d and conv_transpose2d in float16
+(im2col + GEMMs that sum in float32: tensor cores on NVIDIA; depthwise through float32), and
+their lowering under autocast, against float64 NumPy on the float16 operands.
+
+Error bounds (u = 2^-11, half of float16's spacing at 1; a = the same oracle on |operands|,
+the sum of the magnitudes of the terms):
+- output and weight gradient: one float32 sum of K terms rounded once to float16:
+  |got - ref| <= u |ref| + K 2^-23 a (float32's summation bound, Higham (2002) eq. 3.5,
+  doubled for the tensor cores' unspecified summation order);
+- input gradient: the column gradient (W^T g) is rounded to float16 before col2im adds the
+  at most kH * kW columns meeting a pixel in float32: one more rounding of each term,
+  u a more;
+- bias gradient: a float32 sum rounded once, as the output.
+"""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.backends as backends
+import clgrad.nn.functional as F
+from clgrad.runtime import default_device, launch_count
+
+from test_conv import ref_conv
+
+F16, F32 = clgrad.float16, clgrad.float32
+U = 2.0 ** -11
+
+
+@pytest.fixture
+def dev():
+    d = default_device()
+    if not d.fp16:
+        pytest.skip(f"the default device {d.name!r} lacks cl_khr_fp16 (float16)")
+    return d
+
+
+def _h(a):
+    """a rounded to float16, as float64."""
+    return np.asarray(a).astype(np.float16).astype(np.float64)
+
+
+def _check(got, ref, absref, k, extra=0.0, name=""):
+    got = np.asarray(got, np.float64)
+    bound = U * np.abs(ref) + (k * 2.0 ** -23 + extra) * absref + 1e-30
+    err = np.abs(got - ref)
+    assert np.all(err <= bound), (name, float(np.max(err - bound)), float(np.max(err)))
+
+
+def _conv_case(n, c, h, w, o, groups, k, stride=1, padding=0, dilation=1, bias=True, seed=0,
+               view=False):
+    rng = np.random.default_rng(seed)
+    x = _h(rng.standard_normal((n, c, h, w)))
+    wt = _h(rng.standard_normal((o, c // groups, k, k)) / np.sqrt(c // groups * k * k))
+    b = _h(rng.standard_normal(o)) if bias else None
+    if view:  # a strided input: the channels of a wider tensor, H and W transposed
+        big = np.zeros((n, c + 2, w, h), np.float16)
+        big[:, 1:1 + c] = x.transpose(0, 1, 3, 2)
+        base = clgrad.tensor(big, dtype=F16, requires_grad=True)
+        X = base.narrow(1, 1, c).transpose(2, 3)
+    else:
+        base = X = clgrad.tensor(x, dtype=F16, requires_grad=True)
+    W = clgrad.tensor(wt, dtype=F16, requires_grad=True)
+    B = clgrad.tensor(b, dtype=F16, requires_grad=True) if bias else None
+    kw = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    y = F.conv2d(X, W, B, **kw)
+    assert y.dtype is F16
+    gy = _h(rng.standard_normal(tuple(y.shape)))
+    y.backward(clgrad.tensor(gy, dtype=F16))
+    gx = base.grad.numpy()
+    if view:
+        gx = gx[:, 1:1 + c].transpose(0, 1, 3, 2)
+    ref = ref_conv(x, wt, b, gy, **kw)
+    absref = ref_conv(np.abs(x), np.abs(wt), None if b is None else np.abs(b), np.abs(gy),
+                      **kw)
+    kdepth = c // groups * k * k
+    _check(y.numpy(), ref[0], absref[0], kdepth, name="output")
+    _check(gx, ref[1], absref[1], o // groups, extra=U, name="grad_input")
+    npix = n * ref[0].shape[2] * ref[0].shape[3]
+    _check(W.grad.numpy(), ref[2], absref[2], npix, name="grad_weight")
+    assert base.grad.dtype is F16 and W.grad.dtype is F16
+    if bias:
+        _check(B.grad.numpy(), ref[3], absref[3], npix, name="grad_bias")
+    return backends.last_conv_algorithms.copy()
+
+
+CASES = {  # n, c, h, w, o, groups, k, stride, padding, dilation
+    "3x3 pad 1": (2, 8, 10, 10, 16, 1, 3, 1, 1, 1),
+    "strided grouped": (2, 8, 9, 9, 16, 2, 3, 2, 1, 1),
+    "dilated grouped": (3, 12, 7, 9, 24, 3, 3, 1, 2, 2),
+    "1x1": (2, 16, 6, 6, 24, 1, 1, 1, 0, 1),
+    "1x1 strided": (2, 16, 7, 7, 8, 1, 1, 2, 0, 1),
+    "5x5 stride 2 (AlexNet-like)": (2, 6, 17, 17, 10, 1, 5, 2, 2, 1),
+    "large maps (per-sample GEMMs)": (2, 8, 20, 20, 16, 2, 3, 1, 1, 1),
+    "first layer (C=3)": (2, 3, 16, 16, 8, 1, 3, 1, 1, 1),
+    "depthwise": (2, 8, 12, 12, 8, 8, 3, 1, 1, 1),
+    "depthwise stride 2, multiplier 2": (2, 8, 11, 11, 16, 8, 3, 2, 1, 1),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+@pytest.mark.parametrize("bias", (True, False))
+def test_half_conv_vs_numpy(dev, case, bias):
+    n, c, h, w, o, g, k, s, p, d = CASES[case]
+    algos = _conv_case(n, c, h, w, o, g, k, s, p, d, bias=bias)
+    want = "im2col" if c // g * (o // g) > 16 else None  # few pairs: float32 algorithms
+    if want:
+        assert set(algos.values()) == {want}, algos
+
+
+def test_half_conv_strided_input_and_twice(dev):
+    """A strided input view, and the same signature again (its recorded launches replayed)."""
+    for seed in (0, 1):
+        _conv_case(2, 8, 9, 11, 16, 2, 3, 1, 1, 1, seed=seed, view=True)
+
+
+def test_half_conv_merged_threshold_both_sides(dev, monkeypatch):
+    """Maps below MERGE_PIXELS run merged GEMMs through an output copy, others per-sample
+    GEMMs: the same case both ways."""
+    from clgrad.ops.conv import algorithms as alg
+    for merge in (1, 1 << 20):
+        monkeypatch.setattr(alg, "MERGE_PIXELS", merge)
+        _conv_case(2, 8, 6, 6, 16, 2, 3, 1, 1, 1, seed=merge)
+
+
+def test_half_conv_chunks(dev, monkeypatch):
+    """A workspace limit of one sample: every pass runs chunk by chunk (the weight
+    gradient's GEMMs add into it; each adds a rounding, bounded here by u a per chunk)."""
+    monkeypatch.setattr(backends, "conv_workspace_limit", 1)
+    rng = np.random.default_rng(5)
+    x = _h(rng.standard_normal((3, 8, 6, 6)))
+    wt = _h(rng.standard_normal((16, 8, 3, 3)) * 0.2)
+    X = clgrad.tensor(x, dtype=F16, requires_grad=True)
+    W = clgrad.tensor(wt, dtype=F16, requires_grad=True)
+    y = F.conv2d(X, W, padding=1)
+    gy = _h(rng.standard_normal(tuple(y.shape)))
+    y.backward(clgrad.tensor(gy, dtype=F16))
+    ref = ref_conv(x, wt, None, gy, padding=1)
+    absref = ref_conv(np.abs(x), np.abs(wt), None, np.abs(gy), padding=1)
+    _check(y.numpy(), ref[0], absref[0], 72, name="output")
+    _check(X.grad.numpy(), ref[1], absref[1], 16, extra=U, name="grad_input")
+    _check(W.grad.numpy(), ref[2], absref[2], 36, extra=3 * U, name="grad_weight")
+
+
+def test_half_conv_launch_count_independent_of_groups(dev):
+    def launches(groups):
+        rng = np.random.default_rng(0)
+        x = clgrad.tensor(rng.standard_normal((2, 32, 6, 6)), dtype=F16, requires_grad=True)
+        w = clgrad.tensor(rng.standard_normal((64, 32 // groups, 3, 3)) * 0.1, dtype=F16,
+                          requires_grad=True)
+        g = clgrad.tensor(rng.standard_normal((2, 64, 6, 6)), dtype=F16)
+        F.conv2d(x, w, padding=1, groups=groups).backward(g)  # builds the programs first
+        n0 = launch_count()
+        y = F.conv2d(x, w, padding=1, groups=groups)
+        n1 = launch_count()
+        y.backward(g)
+        return n1 - n0, launch_count() - n1
+    assert launches(1) == launches(2) == launches(4)
+
+
+def test_half_conv_non_mergeable_weight_and_nan(dev):
+    """A weight view whose (C, kH, kW) do not merge is copied (gradients reach the view's
+    base); NaN in the input gives NaN in the outputs it reaches only."""
+    rng = np.random.default_rng(3)
+    wbig = _h(rng.standard_normal((8, 4, 3, 3)) * 0.3)
+    base = clgrad.tensor(wbig.transpose(0, 1, 3, 2).copy(), dtype=F16, requires_grad=True)
+    w = base.transpose(2, 3)  # (kh, kw) swapped back: not one stride over (c, kh, kw)
+    x = _h(rng.standard_normal((1, 4, 5, 5)))
+    x[0, 1, 2, 2] = np.nan
+    X = clgrad.tensor(x, dtype=F16, requires_grad=True)
+    y = F.conv2d(X, w)
+    y.sum().backward()
+    out = y.numpy()
+    assert np.isnan(out).all()  # every 3x3 window of a 5x5 map holds the centre
+    assert base.grad.dtype is F16 and base.grad.shape == (8, 4, 3, 3)
+    assert np.isnan(base.grad.numpy()[:, 1]).any()
+    ref = ref_conv(np.nan_to_num(x), wbig, None)
+    x[0, 1, 2, 2] = 0
+    X2 = clgrad.tensor(x, dtype=F16)
+    _check(F.conv2d(X2, w).numpy(), ref, ref_conv(np.abs(x), np.abs(wbig), None), 36)
+
+
+def test_half_conv_errors(dev, monkeypatch):
+    x = clgrad.zeros(1, 2, 4, 4, dtype=F16)
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.conv2d(x, clgrad.zeros(2, 2, 3, 3))
+    with pytest.raises(RuntimeError, match="float16, float32 or float64"):
+        F.conv2d(clgrad.zeros(1, 2, 4, 4, dtype=clgrad.int32),
+                 clgrad.zeros(2, 2, 3, 3, dtype=clgrad.int32))
+    x, w = clgrad.zeros(1, 8, 4, 4, dtype=F16), clgrad.zeros(16, 8, 3, 3, dtype=F16)
+    monkeypatch.setattr(dev, "fp16", False)  # (tensors made before: the device says no now)
+    with pytest.raises(RuntimeError, match="lacks it"):
+        F.conv2d(x, w)
+
+
+# -- autocast -----------------------------------------------------------------------------------
+def _device_type(d):
+    return "cuda" if d.kind == "gpu" else "cpu"
+
+
+def test_autocast_lowers_conv2d_conv1d_conv_transpose(dev):
+    rng = np.random.default_rng(7)
+    conv = clgrad.nn.Conv2d(6, 12, 3, padding=1)
+    conv1 = clgrad.nn.Conv1d(6, 8, 3)
+    convt = clgrad.nn.ConvTranspose2d(6, 4, 3, stride=2)
+    x = clgrad.tensor(rng.standard_normal((2, 6, 7, 7)), dtype=F32, requires_grad=True)
+    x1 = clgrad.tensor(rng.standard_normal((2, 6, 9)), dtype=F32)
+    with clgrad.autocast(_device_type(dev), dtype=F16):
+        y = conv(x)
+        y1 = conv1(x1)
+        yt = convt(x)
+        f64 = F.conv2d(clgrad.zeros(1, 2, 3, 3, dtype=clgrad.float64),
+                       clgrad.zeros(1, 2, 3, 3, dtype=clgrad.float64))
+    assert y.dtype is F16 and y1.dtype is F16 and yt.dtype is F16 and f64.dtype is clgrad.float64
+    (y.float().sum() + y1.float().sum() + yt.float().sum()).backward()
+    for p in (conv.weight, conv.bias, conv1.weight, convt.weight, x):
+        assert p.grad is not None and p.grad.dtype is F32
+    # the values: float16-rounded operands, float32 sums, one rounding
+    xw, wh, bh = _h(x.detach().numpy()), _h(conv.weight.detach().numpy()), _h(
+        conv.bias.detach().numpy())
+    ref = ref_conv(xw, wh, bh, np.ones((2, 12, 7, 7)), padding=1)
+    absref = ref_conv(np.abs(xw), np.abs(wh), np.abs(bh), np.ones((2, 12, 7, 7)), padding=1)
+    _check(y.numpy(), ref[0], absref[0], 54, name="autocast output")
+    # the weight gradient: float16 (u a), then cast to float32 exactly
+    _check(conv.weight.grad.numpy(), ref[2], absref[2], 98, name="autocast grad_weight")
+    assert (F.conv2d(x, conv.weight, conv.bias, padding=1)).dtype is F32  # off after the block
+
+
+def test_autocast_conv_matches_torch(dev):
+    torch = pytest.importorskip("torch")
+    if dev.kind != "cpu":
+        pytest.skip("compares with torch's CPU autocast")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4, 8, 8)).astype(np.float32)
+    w = (rng.standard_normal((8, 4, 3, 3)) * 0.2).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    res = {}
+    for name, lib in (("clgrad", clgrad), ("torch", torch)):
+        tw = lib.tensor(w, requires_grad=True)
+        with lib.autocast("cpu", dtype=lib.float16):
+            y = lib.nn.functional.conv2d(lib.tensor(x), tw, lib.tensor(b), padding=1)
+        y.float().square().sum().backward()
+        res[name] = (y, tw.grad)
+    assert str(res["clgrad"][0].dtype).endswith("float16")
+    assert str(res["torch"][0].dtype).endswith("float16")
+    got, want = res["clgrad"][0].numpy().astype(np.float64), res["torch"][0].detach().numpy()
+    absref = ref_conv(np.abs(_h(x)), np.abs(_h(w)), np.abs(_h(b)))
+    assert np.all(np.abs(got - want) <= 2 * U * (np.abs(want) + absref))
+    np.testing.assert_allclose(res["clgrad"][1].numpy(), res["torch"][1].numpy(), rtol=1e-2,
+                               atol=1e-2)
