@@ -127,22 +127,23 @@ def path(request, monkeypatch):
 
 
 def make_input(layout):
-    """A float16 leaf (or a view of one) and its float64 values."""
-    if layout == "2d":
-        base = clgrad.tensor((RNG.standard_normal((9, 5)) * 3 + 2).astype(np.float16),
+    """(a float16 leaf, the input: the leaf or a view of it, the view as a function)."""
+    def leaf(shape, shift):
+        return clgrad.tensor((RNG.standard_normal(shape) * 3 + shift).astype(np.float16),
                              requires_grad=True)
-        return base, base
-    if layout == "contiguous":  # BN_VEC-eligible on the work-group path (inner length 12)
-        base = clgrad.tensor((RNG.standard_normal((3, 5, 4, 12)) * 3 + 2).astype(np.float16),
-                             requires_grad=True)
-        return base, base
-    # strided: every other channel of a transposed map, at an offset (no BN_FAST, no BN_VEC)
-    base = clgrad.tensor((RNG.standard_normal((3, 11, 7, 5)) * 3 - 1).astype(np.float16),
-                         requires_grad=True)
-    return base, base[:, 1::2].transpose(2, 3)
+    view = {"2d": lambda t: t, "contiguous": lambda t: t,
+            # element offset 1: BN_FAST's scalar loads on the work-group path, no BN_VEC
+            "offset_1": lambda t: t[1:].view(3, 5, 4, 12),
+            # every other channel of a transposed map: the general off1 indexing
+            "strided": lambda t: t[:, 1::2].transpose(2, 3)}[layout]
+    base = {"2d": lambda: leaf((9, 5), 2),
+            "contiguous": lambda: leaf((3, 5, 4, 12), 2),  # BN_VEC (inner length 12)
+            "offset_1": lambda: leaf((1 + 3 * 5 * 4 * 12,), 1),
+            "strided": lambda: leaf((3, 11, 7, 5), -1)}[layout]()
+    return base, view(base), view
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "strided", "2d"])
+@pytest.mark.parametrize("layout", ["contiguous", "offset_1", "strided", "2d"])
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
 @pytest.mark.parametrize("act", [None, "relu", "silu"])
@@ -150,7 +151,7 @@ def test_mixed_batch_norm_forward_backward(path, layout, training, affine, act):
     """Output (float16), running statistics (float32, updated with the momentum in training),
     grad_input (float16), grad_weight and grad_bias (float32) against the float64 oracle;
     without weight and bias the running statistics alone make the call mixed."""
-    leaf, x = make_input(layout)
+    leaf, x, view = make_input(layout)
     c = x.shape[1]
     xd = x.detach().numpy().astype(np.float64)
     rm0 = RNG.standard_normal(c).astype(np.float32)
@@ -179,10 +180,9 @@ def test_mixed_batch_norm_forward_backward(path, layout, training, affine, act):
     y.backward(clgrad.tensor(g16))
     gx, gmag, gw, gb, wmag = grads(xd, xh, invstd, wd, g16.astype(np.float64) * dact,
                                    training)
-    gxt = leaf.grad if x is leaf else None
-    if gxt is None:  # the view's grad, read from the leaf's through the same view
-        gxt = leaf.grad[:, 1::2].transpose(2, 3)
-    check_f16(gxt, gx, gmag, what)
+    check_f16(view(leaf.grad), gx, gmag, what)  # (the leaf's grad seen through the view)
+    if layout == "strided":
+        np.testing.assert_array_equal(leaf.grad.numpy()[:, 0::2], 0)
     if affine:
         check_f32(wt.grad, gw, wmag, what)
         check_f32(bt.grad, gb, wmag, what)
@@ -195,6 +195,8 @@ def test_mixed_batch_norm_forward_backward(path, layout, training, affine, act):
         assert all(split) if name == "split" else not any(split), built
         if layout == "contiguous":  # half4 loads: BN_VEC
             assert all("BN_VEC" in d for _, d in built), built
+        if layout == "offset_1":  # scalar half loads, 32-bit offsets
+            assert all("BN_FAST" in d and "BN_VEC" not in d for _, d in built), built
     elif clgrad.empty(0)._storage.device.kind == "cpu":
         assert all(rows), built
 
