@@ -16,7 +16,9 @@ Differences from PyTorch, each a clear error or stated here:
   cl_khr_fp16. Other dtypes (float32, float64) warn and disable autocast, as PyTorch's.
 - Convolutions are not lowered (clgrad has no float16 convolution): they run in their
   inputs' dtype (float32), where PyTorch's autocast gives float16. Elementwise ops and the
-  rest of PyTorch's float32 list run in their inputs' dtypes.
+  rest of PyTorch's float32 list run in their inputs' dtypes. As PyTorch's, batch_norm (a
+  float32 BatchNorm after a float16 op) takes a float16 input with float32 parameters and
+  running statistics: float32 statistics, a float16 output (ops/norm.py batch_norm).
 
 ``GradScaler`` is PyTorch's dynamic loss scaler: ``scale(loss)`` multiplies by the scale (a
 float32 0-dim tensor on the loss's device), ``unscale_(optimizer)`` divides the gradients in

@@ -7,7 +7,8 @@
 //   (row norm)                               sample's normalised dims; group_norm: (n, group);
 //                                            instance_norm is group_norm with C groups)
 // Defines: T element type (float or double); WG work-group size of the work-group kernels
-// (a power of two); UNIT (bn_*_rows: every view has unit inner stride).
+// (a power of two); UNIT (bn_*_rows: every view has unit inner stride); BN_HALF (batch norm
+// only, with T float: PyTorch's mixed batch norm, see below).
 // Geometry: the channel dim (dim 1) is split from the others. Element j of channel c of a
 // tensor is at off1(j, nd, sh, v) + c * sc, where sh holds the other dims (N, *spatial)
 // collapsed, v their strides (and the tensor's offset) and sc the channel stride.
@@ -15,6 +16,28 @@
 
 #ifndef WG  // the work-group kernels' size; the *_rows variants (work-groups of one) set none
 #define WG 64
+#endif
+
+// Batch norm's storage type S of x, y, gy and gx, read and written only through LD1/ST1 (one
+// element), LD4/ST4 (BN_VEC) and LD8/ST8 (the *_rows variants' vectors); everything else (the
+// parameters, running and saved statistics, gw, gb, the partial states, every accumulator and
+// the fused activation) is T. S is T, except with BN_HALF (norm.py: a float16 input with
+// float32 parameters, PyTorch's mixed batch norm): S is half and T float; the halves are read
+// and written with the core vload_half / vstore_half*_rte (round to nearest even), which need
+// no cl_khr_fp16 (NVIDIA's OpenCL lists none). vloada_half4 / vstorea_half4_rte need 8-byte
+// alignment: BN_VEC's conditions (offsets and strides multiples of 4 elements) give it.
+#ifdef BN_HALF
+#define S half
+#define LD1(p, i) vload_half((i), (p))
+#define ST1(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD8(p) vload_half8(0, (p))
+#define ST8(v, p) vstore_half8_rte((v), 0, (p))
+#else
+#define S T
+#define LD1(p, i) ((p)[i])
+#define ST1(p, i, v) ((p)[i] = (v))
+#define LD8(p) vload8(0, (p))
+#define ST8(v, p) vstore8((v), 0, (p))
 #endif
 
 // flags of bn_fwd / bn_bwd
@@ -125,8 +148,13 @@ typedef float4 T4;
 #endif
 #define BN_STEP (4 * WG)
 #define BN_FIRST(j0) ((j0) + 4 * get_local_id(0))
+#ifdef BN_HALF
+#define LD4(p, i) vloada_half4(0, (p) + (i))
+#define ST4(p, i, v) vstorea_half4_rte((v), 0, (p) + (i))
+#else
 #define LD4(p, i) (*(__global const T4 *)((p) + (i)))
-#define ST4(p, i) (*(__global T4 *)((p) + (i)))
+#define ST4(p, i, v) (*(__global T4 *)((p) + (i)) = (v))
+#endif
 #define SUM4(v) (((v).s0 + (v).s1) + ((v).s2 + (v).s3))
 inline T4 bn_act4(T4 v, int flags) {
     return (T4)(bn_act(v.s0, flags), bn_act(v.s1, flags), bn_act(v.s2, flags),
@@ -152,7 +180,7 @@ inline void bn_merge4(T4 v, T *cnt, T *mu, T *q) {
     *q += SUM4(e * e) + d * (d * *cnt * f);  // as group_welford
     *cnt = n;
 }
-inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
+inline void bn_welford(long j0, long j1, BN_GEOM, __global const S *x, view_t vx, long xc,
                        T *cnt, T *mu, T *q) {
     for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
         BN_TWO(j, j1);
@@ -163,19 +191,19 @@ inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx
     }
 }
 
-inline void bn_apply(long j0, long j1, BN_GEOM, __global T *y, view_t vy, long yc,
-                     __global const T *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
+inline void bn_apply(long j0, long j1, BN_GEOM, __global S *y, view_t vy, long yc,
+                     __global const S *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
     for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
         BN_TWO(j, j1);
         T4 v0 = LD4(x, BN_AT(j, vx) + xc);
         T4 v1 = two ? LD4(x, BN_AT(j + BN_STEP, vx) + xc) : (T4)0;
-        ST4(y, BN_AT(j, vy) + yc) = bn_act4((v0 - (T4)mu) * scale + bc, flags);
-        if (two) ST4(y, BN_AT(j + BN_STEP, vy) + yc) = bn_act4((v1 - (T4)mu) * scale + bc, flags);
+        ST4(y, BN_AT(j, vy) + yc, bn_act4((v0 - (T4)mu) * scale + bc, flags));
+        if (two) ST4(y, BN_AT(j + BN_STEP, vy) + yc, bn_act4((v1 - (T4)mu) * scale + bc, flags));
     }
 }
 
-inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy, long gyc,
-                     __global const T *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
+inline void bn_gsums(long j0, long j1, BN_GEOM, __global const S *gy, view_t vgy, long gyc,
+                     __global const S *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
                      int flags, T *sg, T *sgx) {
     for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
         BN_TWO(j, j1);
@@ -195,8 +223,8 @@ inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy
     }
 }
 
-inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gxc,
-                  __global const T *gy, view_t vgy, long gyc, __global const T *x, view_t vx,
+inline void bn_gx(long j0, long j1, BN_GEOM, __global S *gx, view_t vgx, long gxc,
+                  __global const S *gy, view_t vgy, long gyc, __global const S *x, view_t vx,
                   long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
     for (long j = BN_FIRST(j0); j < j1; j += 2 * BN_STEP) {
         BN_TWO(j, j1);
@@ -205,20 +233,20 @@ inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gx
         T4 g1 = two ? LD4(gy, BN_AT(j + BN_STEP, vgy) + gyc) : (T4)0;
         x0 -= (T4)mu;
         g0 = bn_act_grad4(g0, x0 * fscale + fshift, flags);
-        ST4(gx, BN_AT(j, vgx) + gxc) = k * (g0 - a - x0 * is * bq);
+        ST4(gx, BN_AT(j, vgx) + gxc, k * (g0 - a - x0 * is * bq));
         if (two) {
             x1 -= (T4)mu;
             g1 = bn_act_grad4(g1, x1 * fscale + fshift, flags);
-            ST4(gx, BN_AT(j + BN_STEP, vgx) + gxc) = k * (g1 - a - x1 * is * bq);
+            ST4(gx, BN_AT(j + BN_STEP, vgx) + gxc, k * (g1 - a - x1 * is * bq));
         }
     }
 }
 #else
 // This work item's Welford state over elements j0 + lid, j0 + lid + WG, ... < j1 of x.
-inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx, long xc,
+inline void bn_welford(long j0, long j1, BN_GEOM, __global const S *x, view_t vx, long xc,
                        T *cnt, T *mu, T *q) {
     for (long j = j0 + get_local_id(0); j < j1; j += WG) {
-        T v = x[BN_AT(j, vx) + xc];
+        T v = LD1(x, BN_AT(j, vx) + xc);
         *cnt += (T)1;
         T d = v - *mu;
         *mu += d / *cnt;
@@ -227,33 +255,33 @@ inline void bn_welford(long j0, long j1, BN_GEOM, __global const T *x, view_t vx
 }
 
 // y = act((x - mu) * scale + bc) over this work item's elements of [j0, j1).
-inline void bn_apply(long j0, long j1, BN_GEOM, __global T *y, view_t vy, long yc,
-                     __global const T *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
+inline void bn_apply(long j0, long j1, BN_GEOM, __global S *y, view_t vy, long yc,
+                     __global const S *x, view_t vx, long xc, T mu, T scale, T bc, int flags) {
     for (long j = j0 + get_local_id(0); j < j1; j += WG)
-        y[BN_AT(j, vy) + yc] = bn_act((x[BN_AT(j, vx) + xc] - mu) * scale + bc, flags);
+        ST1(y, BN_AT(j, vy) + yc, bn_act((LD1(x, BN_AT(j, vx) + xc) - mu) * scale + bc, flags));
 }
 
 // The backward's per-channel sums over this work item's elements of [j0, j1): sum g and
 // sum g * xhat, g = gy times act' at the pre-activation recomputed as the forward did.
-inline void bn_gsums(long j0, long j1, BN_GEOM, __global const T *gy, view_t vgy, long gyc,
-                     __global const T *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
+inline void bn_gsums(long j0, long j1, BN_GEOM, __global const S *gy, view_t vgy, long gyc,
+                     __global const S *x, view_t vx, long xc, T mu, T is, T fscale, T fshift,
                      int flags, T *sg, T *sgx) {
     for (long j = j0 + get_local_id(0); j < j1; j += WG) {
-        T xi = x[BN_AT(j, vx) + xc];
-        T g = bn_act_grad(gy[BN_AT(j, vgy) + gyc], (xi - mu) * fscale + fshift, flags);
+        T xi = LD1(x, BN_AT(j, vx) + xc);
+        T g = bn_act_grad(LD1(gy, BN_AT(j, vgy) + gyc), (xi - mu) * fscale + fshift, flags);
         *sg += g;
         *sgx += g * (xi - mu) * is;
     }
 }
 
 // gx = k * (g - a - xhat * bq) over this work item's elements of [j0, j1).
-inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gxc,
-                  __global const T *gy, view_t vgy, long gyc, __global const T *x, view_t vx,
+inline void bn_gx(long j0, long j1, BN_GEOM, __global S *gx, view_t vgx, long gxc,
+                  __global const S *gy, view_t vgy, long gyc, __global const S *x, view_t vx,
                   long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
     for (long j = j0 + get_local_id(0); j < j1; j += WG) {
-        T xi = x[BN_AT(j, vx) + xc];
-        T g = bn_act_grad(gy[BN_AT(j, vgy) + gyc], (xi - mu) * fscale + fshift, flags);
-        gx[BN_AT(j, vgx) + gxc] = k * (g - a - (xi - mu) * is * bq);
+        T xi = LD1(x, BN_AT(j, vx) + xc);
+        T g = bn_act_grad(LD1(gy, BN_AT(j, vgy) + gyc), (xi - mu) * fscale + fshift, flags);
+        ST1(gx, BN_AT(j, vgx) + gxc, k * (g - a - (xi - mu) * is * bq));
     }
 }
 
@@ -269,8 +297,8 @@ inline void bn_gx(long j0, long j1, BN_GEOM, __global T *gx, view_t vgx, long gx
 // running stats updated with the unbiased variance. mean_out/invstd_out are saved for
 // backward (also in eval, where they hold the running statistics).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
-            __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+void bn_fwd(long m, int nd, shape_t sh, __global S *y, view_t vy, long syc,
+            __global const S *x, view_t vx, long sxc, __global const T *w, view_t vw,
             __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
             view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
             int flags, __global long *count, long count_off) {
@@ -306,8 +334,8 @@ void bn_fwd(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
 // With xh = (x - mean) * invstd: gb = sum(g), gw = sum(g * xh), and
 // gx = w * invstd * (g - gb / m - xh * gw / m) in training, w * invstd * g in eval.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
-            __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
+void bn_bwd(long m, int nd, shape_t sh, __global S *gx, view_t vgx, long sgxc,
+            __global const S *gy, view_t vgy, long sgyc, __global const S *x, view_t vx,
             long sxc, __global const T *w, view_t vw, __global const T *mean,
             __global const T *invstd, __global T *gw, __global T *gb, int flags,
             __global const T *b, view_t vb) {
@@ -352,7 +380,7 @@ void bn_bwd(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
     int lid = get_local_id(0);
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_fwd_part(long m, int nd, shape_t sh, __global const T *x, view_t vx, long sxc,
+void bn_fwd_part(long m, int nd, shape_t sh, __global const S *x, view_t vx, long sxc,
                  long nsplit, __global T *part) {
     __local T buf[3 * WG];
     BN_CHUNK
@@ -368,8 +396,8 @@ void bn_fwd_part(long m, int nd, shape_t sh, __global const T *x, view_t vx, lon
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_fwd_split(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
-                  __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+void bn_fwd_split(long m, int nd, shape_t sh, __global S *y, view_t vy, long syc,
+                  __global const S *x, view_t vx, long sxc, __global const T *w, view_t vw,
                   __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
                   view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
                   int flags, __global long *count, long count_off, long nsplit,
@@ -402,8 +430,8 @@ void bn_fwd_split(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_bwd_part(long m, int nd, shape_t sh, __global const T *gy, view_t vgy, long sgyc,
-                 __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+void bn_bwd_part(long m, int nd, shape_t sh, __global const S *gy, view_t vgy, long sgyc,
+                 __global const S *x, view_t vx, long sxc, __global const T *w, view_t vw,
                  __global const T *mean, __global const T *invstd, int flags,
                  __global const T *b, view_t vb, long nsplit, __global T *part) {
     __local T buf[WG];
@@ -420,8 +448,8 @@ void bn_bwd_part(long m, int nd, shape_t sh, __global const T *gy, view_t vgy, l
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_bwd_split(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
-                  __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
+void bn_bwd_split(long m, int nd, shape_t sh, __global S *gx, view_t vgx, long sgxc,
+                  __global const S *gy, view_t vgy, long sgyc, __global const S *x, view_t vx,
                   long sxc, __global const T *w, view_t vw, __global const T *mean,
                   __global const T *invstd, __global T *gw, __global T *gb, int flags,
                   __global const T *b, view_t vb, long nsplit, __global const T *part) {
@@ -481,7 +509,7 @@ inline V8 bn_act_grad8(V8 g, V8 v, int flags) {
 inline T hsum8(V8 v) { return ((v.s0 + v.s1) + (v.s2 + v.s3)) + ((v.s4 + v.s5) + (v.s6 + v.s7)); }
 
 // Sums over the channel of d = x - mu and of d * d (one pass): *s1 and *s2.
-inline void rows_sums(__global const T *x, long xc, view_t vx, long m, int nd,
+inline void rows_sums(__global const S *x, long xc, view_t vx, long m, int nd,
                       const shape_t sh, T mu, T *s1, T *s2) {
     long outer = rows_outer(nd, sh), inner = rows_inner(m, nd, sh);
     T t1 = 0, t2 = 0;
@@ -490,15 +518,15 @@ inline void rows_sums(__global const T *x, long xc, view_t vx, long m, int nd,
         V8 a1 = (V8)0, a2 = (V8)0;
         T r1 = 0, r2 = 0;
         if (ROW_VECTORS && nd <= 2) {
-            __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
+            __global const S *px = x + row_off(o, 0, nd, sh, vx) + xc;
             for (; i + 8 <= inner; i += 8) {
-                V8 d = vload8(0, px + i) - (V8)mu;
+                V8 d = LD8(px + i) - (V8)mu;
                 a1 += d;
                 a2 += d * d;
             }
         }
         for (; i < inner; ++i) {
-            T d = x[row_off(o, i, nd, sh, vx) + xc] - mu;
+            T d = LD1(x, row_off(o, i, nd, sh, vx) + xc) - mu;
             r1 += d;
             r2 += d * d;
         }
@@ -510,8 +538,8 @@ inline void rows_sums(__global const T *x, long xc, view_t vx, long m, int nd,
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
-                 __global const T *x, view_t vx, long sxc, __global const T *w, view_t vw,
+void bn_fwd_rows(long m, int nd, shape_t sh, __global S *y, view_t vy, long syc,
+                 __global const S *x, view_t vx, long sxc, __global const T *w, view_t vw,
                  __global const T *b, view_t vb, __global T *rm, view_t vrm, __global T *rv,
                  view_t vrv, __global T *mean_out, __global T *invstd_out, T momentum, T eps,
                  int flags, __global long *count, long count_off) {
@@ -547,31 +575,31 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
     for (long o = 0; o < outer; ++o) {
         long i = 0;
         if (ROW_VECTORS && nd <= 2) {
-            __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
-            __global T *py = y + row_off(o, 0, nd, sh, vy) + yc;
+            __global const S *px = x + row_off(o, 0, nd, sh, vx) + xc;
+            __global S *py = y + row_off(o, 0, nd, sh, vy) + yc;
             if (flags & BN_RELU) {
                 for (; i + 8 <= inner; i += 8) {
-                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
-                    vstore8(RELU8(v), 0, py + i);
+                    V8 v = LD8(px + i) * (V8)scale + (V8)shift;
+                    ST8(RELU8(v), py + i);
                 }
             } else if (flags & BN_RELU6) {
                 for (; i + 8 <= inner; i += 8) {
-                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
-                    vstore8(RELU6_8(v), 0, py + i);
+                    V8 v = LD8(px + i) * (V8)scale + (V8)shift;
+                    ST8(RELU6_8(v), py + i);
                 }
             } else if (flags & BN_SILU) {
                 for (; i + 8 <= inner; i += 8) {
-                    V8 v = vload8(0, px + i) * (V8)scale + (V8)shift;
-                    vstore8(v * SIG8(v), 0, py + i);
+                    V8 v = LD8(px + i) * (V8)scale + (V8)shift;
+                    ST8(v * SIG8(v), py + i);
                 }
             } else {
                 for (; i + 8 <= inner; i += 8)
-                    vstore8(vload8(0, px + i) * (V8)scale + (V8)shift, 0, py + i);
+                    ST8(LD8(px + i) * (V8)scale + (V8)shift, py + i);
             }
         }
         for (; i < inner; ++i) {
-            T v = x[row_off(o, i, nd, sh, vx) + xc] * scale + shift;
-            y[row_off(o, i, nd, sh, vy) + yc] = bn_act(v, flags);
+            T v = LD1(x, row_off(o, i, nd, sh, vx) + xc) * scale + shift;
+            ST1(y, row_off(o, i, nd, sh, vy) + yc, bn_act(v, flags));
         }
     }
     mean_out[c] = mu;
@@ -579,8 +607,8 @@ void bn_fwd_rows(long m, int nd, shape_t sh, __global T *y, view_t vy, long syc,
 }
 
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sgxc,
-                 __global const T *gy, view_t vgy, long sgyc, __global const T *x, view_t vx,
+void bn_bwd_rows(long m, int nd, shape_t sh, __global S *gx, view_t vgx, long sgxc,
+                 __global const S *gy, view_t vgy, long sgyc, __global const S *x, view_t vx,
                  long sxc, __global const T *w, view_t vw, __global const T *mean,
                  __global const T *invstd, __global T *gw, __global T *gb, int flags,
                  __global const T *b, view_t vb) {
@@ -598,17 +626,18 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
         V8 ag = (V8)0, agx = (V8)0;
         T tg = 0, tgx = 0;
         if (ROW_VECTORS && nd <= 2) {
-            __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
-            __global const T *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
+            __global const S *px = x + row_off(o, 0, nd, sh, vx) + xc;
+            __global const S *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
             for (; i + 8 <= inner; i += 8) {
-                V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
+                V8 g = LD8(pg + i), xv8 = LD8(px + i);
                 if (relu) g = bn_act_grad8(g, xv8 * (V8)fscale + (V8)fshift, flags);
                 ag += g;
                 agx += g * (xv8 - (V8)mu);
             }
         }
         for (; i < inner; ++i) {
-            T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
+            T g = LD1(gy, row_off(o, i, nd, sh, vgy) + gyc);
+            T xi = LD1(x, row_off(o, i, nd, sh, vx) + xc);
             if (relu) g = bn_act_grad(g, xi * fscale + fshift, flags);
             tg += g;
             tgx += g * (xi - mu);
@@ -628,19 +657,20 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global T *gx, view_t vgx, long sg
     for (long o = 0; o < outer; ++o) {
         long i = 0;
         if (ROW_VECTORS && nd <= 2) {
-            __global const T *px = x + row_off(o, 0, nd, sh, vx) + xc;
-            __global const T *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
-            __global T *pgx = gx + row_off(o, 0, nd, sh, vgx) + gxc;
+            __global const S *px = x + row_off(o, 0, nd, sh, vx) + xc;
+            __global const S *pg = gy + row_off(o, 0, nd, sh, vgy) + gyc;
+            __global S *pgx = gx + row_off(o, 0, nd, sh, vgx) + gxc;
             for (; i + 8 <= inner; i += 8) {
-                V8 g = vload8(0, pg + i), xv8 = vload8(0, px + i);
+                V8 g = LD8(pg + i), xv8 = LD8(px + i);
                 if (relu) g = bn_act_grad8(g, xv8 * (V8)fscale + (V8)fshift, flags);
-                vstore8((V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0, 0, pgx + i);
+                ST8((V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0, pgx + i);
             }
         }
         for (; i < inner; ++i) {
-            T g = gy[row_off(o, i, nd, sh, vgy) + gyc], xi = x[row_off(o, i, nd, sh, vx) + xc];
+            T g = LD1(gy, row_off(o, i, nd, sh, vgy) + gyc);
+            T xi = LD1(x, row_off(o, i, nd, sh, vx) + xc);
             if (relu) g = bn_act_grad(g, xi * fscale + fshift, flags);
-            gx[row_off(o, i, nd, sh, vgx) + gxc] = k * g + (xi - mu) * kq + k0;
+            ST1(gx, row_off(o, i, nd, sh, vgx) + gxc, k * g + (xi - mu) * kq + k0);
         }
     }
 }

@@ -1,7 +1,7 @@
 """Training batch norm on the GPU, forward + backward, against PyTorch CUDA (cuDNN's batch
 norm), at the zoo's shapes (ResNet-18 / ResNeXt-29 stages at batch 128, one batch-8 shape).
 
-    CLGRAD_DEVICE=gpu python bench/gpu/batch_norm.py
+    CLGRAD_DEVICE=gpu python bench/gpu/batch_norm.py [--mixed]
 
 Per shape: F.batch_norm(x, running_mean, running_var, weight, bias, training=True) then
 backward of a fixed gradient, 20 steps back to back between two synchronisations (host clock),
@@ -9,7 +9,10 @@ the minimum of 5 such rounds, for each framework. "GB/s at 5 passes" counts x re
 y written, gy and x read once more by the backward (5 tensor-sized passes): a floor, not what
 either framework moves. At batch 8 a step is a few launches, so those rows measure host time.
 Results of 2026-12-02: bench/results/gpu/batch_norm_h200_2026-12-02.txt.
+--mixed: x, y, gy and gx float16 with float32 parameters and running statistics in both
+frameworks (PyTorch's mixed batch norm, what autocast gives; kernels/norm.cl's BN_HALF).
 """
+import sys
 import time
 
 import numpy as np
@@ -39,16 +42,18 @@ def timed(step, sync, reps=20, rounds=5):
 
 def main():
     torch.backends.cudnn.allow_tf32 = False
+    mixed = "--mixed" in sys.argv[1:]
+    dt, tdt = (clgrad.float16, torch.float16) if mixed else (clgrad.float32, torch.float32)
     for sh in SHAPES:
         c = sh[1]
-        x = clgrad.randn(*sh, requires_grad=True)
+        x = clgrad.randn(*sh).to(dt).requires_grad_()
         w, b = clgrad.ones(c, requires_grad=True), clgrad.zeros(c, requires_grad=True)
-        rm, rv, g = clgrad.zeros(c), clgrad.ones(c), clgrad.randn(*sh)
-        tx = torch.randn(*sh, device="cuda", requires_grad=True)
+        rm, rv, g = clgrad.zeros(c), clgrad.ones(c), clgrad.randn(*sh).to(dt)
+        tx = torch.randn(*sh, device="cuda", dtype=tdt, requires_grad=True)
         tw = torch.ones(c, device="cuda", requires_grad=True)
         tb = torch.zeros(c, device="cuda", requires_grad=True)
         trm, trv = torch.zeros(c, device="cuda"), torch.ones(c, device="cuda")
-        tg = torch.randn(*sh, device="cuda")
+        tg = torch.randn(*sh, device="cuda", dtype=tdt)
 
         def clgrad_step():
             F.batch_norm(x, rm, rv, w, b, True).backward(g)
@@ -57,7 +62,7 @@ def main():
             torch.nn.functional.batch_norm(tx, trm, trv, tw, tb, True).backward(tg)
         ours = timed(clgrad_step, clgrad.synchronize)
         theirs = timed(torch_step, torch.cuda.synchronize)
-        gb = 5 * np.prod(sh) * 4 / 1e9
+        gb = 5 * np.prod(sh) * (2 if mixed else 4) / 1e9
         print(f"{sh}: clgrad {ours:.3f} ms torch {theirs:.3f} ms ratio {ours / theirs:.2f} "
               f"({gb / ours * 1e3:.0f} GB/s at 5 passes)", flush=True)
 

@@ -31,6 +31,7 @@ _RN_W, _RN_B, _RN_GX, _RN_GXH = 1, 2, 4, 8
 _BN_RELU = 128
 _BN_COUNT = 256
 _BN_ACTS = {"relu": 128, "relu6": 512, "silu": 1024}  # norm.cl's BN_RELU, BN_RELU6, BN_SILU
+_F16 = dtypes.float16
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
@@ -42,6 +43,19 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     running_var (when given) are updated in place, with the unbiased variance:
     r = (1 - momentum) r + momentum * stat. Eval: the running statistics are used.
     Shapes:  input (N, C, *), running_mean/running_var/weight/bias (C,) -> (N, C, *)
+    Dtypes:  float32, float64, float16 (device permitting), with every given parameter and
+             running statistic of the input's dtype; or, PyTorch's mixed batch norm (what
+             autocast gives: a float16 convolution output into a float32 BatchNorm2d), a
+             float16 input with float32 ones (all of those given: PyTorch's test is the
+             first given in the order weight, bias, running_mean, running_var). The mixed
+             case computes in float32: the statistics, the normalisation and a fused
+             activation from the float16 values read as float32, the running statistics
+             updated in float32, the output rounded once to float16 (nearest even); in
+             backward grad_input is float16 (rounded once), grad_weight and grad_bias float32.
+             Its kernels are the same variants as float32's (GPUs: work-groups per channel,
+             BN_VEC, the split kernels; CPUs: the *_rows ones), reading and writing the
+             half storage with OpenCL's core vload_half / vstore_half (kernels/norm.cl's
+             BN_HALF). Any other mix raises TypeError (PyTorch: RuntimeError).
     Grad:    input, weight, bias (exact through the batch statistics in training)
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
              eval; ValueError for one value per channel in training, eps < 0, or eps <= 0 in
@@ -67,13 +81,15 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     m = math.prod(shape) // c if c else 0
     xs, want = x._storage, (c,)
     xdev, xdt = xs.device, xs.dtype
+    pdt = xdt if xdt is not _F16 else _bn_param_dtype(xdt, weight, bias, running_mean,
+                                                      running_var)  # (the compute dtype)
     for p in (running_mean, running_var, weight, bias):  # (what _check_param checks, read
         if p is not None and not (isinstance(p, Tensor) and  # directly: the common case)
-                                  p._storage.device is xdev and p._storage.dtype is xdt and
+                                  p._storage.device is xdev and p._storage.dtype is pdt and
                                   p._shape == want):
             for name, p in (("running_mean", running_mean), ("running_var", running_var),
                             ("weight", weight), ("bias", bias)):
-                _check_param("batch_norm", name, p, x)  # (the first that fails raises)
+                _check_param("batch_norm", name, p, x, pdt)  # (the first that fails raises)
     if type(momentum) is not float or type(eps) is not float or not eps > 0.0 or \
             not xs.dtype.is_floating_point:  # (the common case read directly, as above)
         momentum, eps = _bn_scalars(x, training, momentum, eps)
@@ -117,16 +133,17 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             (bias is not None and (bias._requires_grad or bias._base is not None)))
     if c and m:
         params = (weight, bias, running_mean, running_var)
+        # (pdt in the key although the parameters' dtypes are: the kernel's compute type)
         key = plan_key("bn_fwd", (x, *params), (momentum, eps, flags, coff, BN_SPLIT_FORCE,
-                                                  BN_SPLIT_FILL, BN_SPLIT_WG))
+                                                  BN_SPLIT_FILL, BN_SPLIT_WG, pdt))
         plan = dev.plans.get(key)
         if plan is None:
             plan = dev.keep_plan(key, _bn_fwd_plan(x, y, m, params, momentum, eps, flags,
-                                                   coff))
+                                                   coff, pdt))
         part, stats = plan.data
         if need:
-            mean = Tensor._empty(want, xs.dtype, dev)  # saved: the statistics used
-            invstd = Tensor._empty(want, xs.dtype, dev)
+            mean = Tensor._empty(want, pdt, dev)  # saved: the statistics used
+            invstd = Tensor._empty(want, pdt, dev)
         else:
             mean, invstd = stats
         xb = xs.buffer
@@ -136,7 +153,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                 xb if running_var is None else running_var._storage.buffer,
                 mean._storage.buffer, invstd._storage.buffer, cbuf)
         if part is not None:  # S work-groups per channel: partial statistics first
-            ws = empty((c * part.data * 3,), x.dtype, dev)
+            ws = empty((c * part.data * 3,), pdt, dev)
             part.run(dev, xb, ws._storage.buffer)
             bufs += (ws._storage.buffer,)
         plan.run(dev, *bufs)
@@ -144,7 +161,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             running_mean._storage.version += 1
             running_var._storage.version += 1
     else:
-        mean, invstd = Tensor._empty(want, xs.dtype, dev), Tensor._empty(want, xs.dtype, dev)
+        mean, invstd = Tensor._empty(want, pdt, dev), Tensor._empty(want, pdt, dev)
     if count is not None:
         if c and m:  # counted by the launch above
             count._storage.version += 1
@@ -322,20 +339,25 @@ def split_dim(shape, dim: int, *stride_sets):
 # -- helpers ----------------------------------------------------------------------------------
 def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
     """(gx, gw, gb), each None unless its _BN_G* flag is set; one launch. The kernels take the
-    bias too (a fused activation's derivative recomputes the forward's pre-activation)."""
+    bias too (a fused activation's derivative recomputes the forward's pre-activation). gx is
+    x's dtype; gw, gb and the kernels' compute type are the saved statistics' (float32 for a
+    float16 x with float32 parameters: batch_norm's mixed case)."""
     shape, dt, dev = x._shape, x._storage.dtype, x._storage.device  # (slots: host time)
+    pdt = mean._storage.dtype
     c = shape[1]
     new = Tensor._empty if c and m else zeros   # no elements: zero gradients
     gx = new(shape, dt, dev) if flags & _BN_GX else None
-    gw = new((c,), dt, dev) if flags & _BN_GW else None
-    gb = new((c,), dt, dev) if flags & _BN_GB else None
+    gw = new((c,), pdt, dev) if flags & _BN_GW else None
+    gb = new((c,), pdt, dev) if flags & _BN_GB else None
     if c and m:
         gx_or = gx if gx is not None else x     # never written without _BN_GX
+        # (pdt: without weight and bias nothing else in the key tells the mixed case from
+        # float16's)
         key = plan_key("bn_bwd", (x, gy, gx_or, weight, bias),
-                       (flags, BN_SPLIT_FORCE, BN_SPLIT_FILL, BN_SPLIT_WG))
+                       (flags, BN_SPLIT_FORCE, BN_SPLIT_FILL, BN_SPLIT_WG, pdt))
         plan = dev.plans.get(key)
         if plan is None:
-            plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags))
+            plan = dev.keep_plan(key, _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags, pdt))
         xb, mb, gyb = x._storage.buffer, mean._storage.buffer, gy._storage.buffer
         wb = xb if weight is None else weight._storage.buffer
         bb = xb if bias is None else bias._storage.buffer
@@ -344,7 +366,7 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
                 mb if gb is None else gb._storage.buffer, bb)
         part = plan.data
         if part is not None:  # S work-groups per channel: partial sums first
-            ws = empty((c * part.data * 2,), dt, dev)
+            ws = empty((c * part.data * 2,), pdt, dev)
             part.run(dev, gyb, xb, wb, mb, invstd._storage.buffer, bb, ws._storage.buffer)
             bufs += (ws._storage.buffer,)
         plan.run(dev, *bufs)
@@ -359,29 +381,28 @@ def _bn_backward(x, gy, weight, mean, invstd, m, flags, bias=None):
 # that partial plan or None. Building the arguments took
 # half of batch_norm's host time (~25 of ~55 µs per call on a Xeon), and the GPU's training
 # steps are host-bound.
-def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff):
+def _bn_fwd_plan(x, y, m, params, momentum, eps, flags, coff, pdt):
     nd, sh, (vy, vx), (syc, sxc), geom = _channel_args(x.shape, y, x)
     val = [0, np.int64(m), 1, nd, 2, sh, 4, vy, 5, syc, 7, vx, 8, sxc]
     for i, p in zip((10, 12, 14, 16), params):
         val += (i, _vec(p, x))
-    val += (19, scalar(x.dtype, momentum), 20, scalar(x.dtype, eps), 21, np.int32(flags),
-            23, coff)
+    val += (19, scalar(pdt, momentum), 20, scalar(pdt, eps), 21, np.int32(flags), 23, coff)
     nsplit = _bn_nsplit(x, m, flags)
     mem_at = (3, 6, 9, 11, 13, 15, 17, 18, 22)
     c, dev = x._shape[1], x._storage.device
-    stats = (empty((c,), x.dtype, dev), empty((c,), x.dtype, dev))  # scratch: see batch_norm
+    stats = (empty((c,), pdt, dev), empty((c,), pdt, dev))  # scratch: see batch_norm
     if nsplit == 1:
-        kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd", geom)
+        kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd", geom, pdt)
         return Plan(kernel, gsize, lsize, val, mem_at, data=(None, stats))
-    kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd_split", geom, nsplit)
-    pkernel = _bn_kernel(x, m, "bn_fwd_part", geom, nsplit)[0]
+    kernel, gsize, lsize = _bn_kernel(x, m, "bn_fwd_split", geom, pdt, nsplit)
+    pkernel = _bn_kernel(x, m, "bn_fwd_part", geom, pdt, nsplit)[0]
     pval = (0, np.int64(m), 1, nd, 2, sh, 4, vx, 5, sxc, 6, np.int64(nsplit))
     part = Plan(pkernel, gsize, lsize, pval, (3, 7), data=nsplit)
     return Plan(kernel, gsize, lsize, (*val, 24, np.int64(nsplit)), (*mem_at, 25),
                 data=(part, stats))
 
 
-def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
+def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags, pdt):
     nd, sh, (vgx, vgy, vx), (sgxc, sgyc, sxc), geom = _channel_args(x.shape, gx_or, gy, x)
     vw, vb, fl = _vec(weight, x), _vec(bias, x), np.int32(flags)
     val = (0, np.int64(m), 1, nd, 2, sh, 4, vgx, 5, sgxc, 7, vgy, 8, sgyc, 10, vx, 11, sxc,
@@ -389,10 +410,10 @@ def _bn_bwd_plan(x, gy, gx_or, m, weight, bias, flags):
     nsplit = _bn_nsplit(x, m, flags)
     mem_at = (3, 6, 9, 12, 14, 15, 16, 17, 19)
     if nsplit == 1:
-        kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd", geom)
+        kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd", geom, pdt)
         return Plan(kernel, gsize, lsize, val, mem_at)
-    kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd_split", geom, nsplit)
-    pkernel = _bn_kernel(x, m, "bn_bwd_part", geom, nsplit)[0]
+    kernel, gsize, lsize = _bn_kernel(x, m, "bn_bwd_split", geom, pdt, nsplit)
+    pkernel = _bn_kernel(x, m, "bn_bwd_part", geom, pdt, nsplit)[0]
     pval = (0, np.int64(m), 1, nd, 2, sh, 4, vgy, 5, sgyc, 7, vx, 8, sxc, 10, vw, 13, fl,
             15, vb, 16, np.int64(nsplit))
     part = Plan(pkernel, gsize, lsize, pval, (3, 6, 9, 11, 12, 14, 17), data=nsplit)
@@ -510,7 +531,7 @@ def _check_float_tensor(op, x):
         raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")
 
 
-def _check_affine(op, name, p, x, shape, context=""):
+def _check_affine(op, name, p, x, shape, context="", dtype=None):
     if p is None:
         return
     if not isinstance(p, Tensor):
@@ -520,7 +541,13 @@ def _check_affine(op, name, p, x, shape, context=""):
     if tuple(p.shape) != tuple(shape):
         raise RuntimeError(f"{op}: expected {name} of shape {tuple(shape)}{context}, got "
                            f"{tuple(p.shape)}")
-    if p.dtype is not x.dtype:
+    if dtype is not None and dtype is not x.dtype:  # batch_norm's mixed case
+        if p.dtype is not dtype:
+            raise TypeError(f"{op}: expected {name} of dtype {dtype}, got {p.dtype} (a "
+                            f"{x.dtype} input with {dtype} parameters, PyTorch's mixed "
+                            f"batch norm, takes {dtype} for every parameter and running "
+                            f"statistic)")
+    elif p.dtype is not x.dtype:
         raise TypeError(f"{op}: expected {name} of dtype {x.dtype} (the input's), got "
                         f"{p.dtype}")
 
@@ -563,8 +590,22 @@ def _bn_scalars(x, training, momentum, eps):
     return float(momentum), float(eps)
 
 
-def _check_param(op, name, p, x):
-    _check_affine(op, name, p, x, (x.shape[1],), f" for an input with {x.shape[1]} channels")
+def _check_param(op, name, p, x, dtype=None):
+    _check_affine(op, name, p, x, (x.shape[1],), f" for an input with {x.shape[1]} channels",
+                  dtype)
+
+
+def _bn_param_dtype(xdt, *params):
+    """The dtype of batch_norm's parameters and running statistics and of its computation:
+    float32 for a float16 input whose first given one (PyTorch's order: weight, bias,
+    running_mean, running_var) is float32 (PyTorch's mixed batch norm: then every given one
+    must be float32), else the input's dtype (every given one must have it)."""
+    for p in params:
+        if p is not None:
+            if xdt is _F16 and isinstance(p, Tensor) and p._storage.dtype is dtypes.float32:
+                return dtypes.float32
+            break
+    return xdt
 
 
 def _vec(p, like):
@@ -572,16 +613,20 @@ def _vec(p, like):
     return view_arg(p) if p is not None else view_arg(like, (0,) * like.ndim)
 
 
-def _bn_kernel(x, m, name, geom, nsplit=1):
+def _bn_kernel(x, m, name, geom, pdt, nsplit=1):
     """(kernel, global size, local size) of bn_fwd / bn_bwd: one work-group per channel on GPUs
     (wide groups: C groups alone do not fill them; BN_FAST where every view has at most 2 dims
     besides the channel and unit inner stride; BN_VEC besides where every view's offset, batch
     stride and channel stride and the inner length are multiples of 4: float4/double4 loads and
-    stores, kernels/norm.cl); on CPUs the ``*_rows`` variants, one work item per channel
-    streaming its rows (UNIT when every view has an inner stride of 1; ``geom``: rest shape,
-    strides, offsets and channel strides from _channel_args)."""
+    stores (half4 ones read and written as float4 in the mixed case), kernels/norm.cl); on CPUs
+    the ``*_rows`` variants, one work item per channel streaming its rows (UNIT when every view
+    has an inner stride of 1; ``geom``: rest shape, strides, offsets and channel strides from
+    _channel_args). ``pdt``: the compute dtype (the parameters'): x's, or float32 for a float16
+    x (batch_norm's mixed case: T float with BN_HALF, half storage; the same variants)."""
     dev = x._storage.device
-    d = defines_for(x.dtype)
+    d = defines_for(pdt)
+    if pdt is not x._storage.dtype:
+        d["BN_HALF"] = 1
     c = x.shape[1]
     rest, rest_st, offs, chans = geom
     unit = 1 <= len(rest) <= 2 and all(st[-1] == 1 for st in rest_st)
@@ -594,7 +639,7 @@ def _bn_kernel(x, m, name, geom, nsplit=1):
     d["WG"] = wg
     if unit and m < 1 << 31:
         d["BN_FAST"] = 1  # 32-bit offsets, no division per dim (kernels/norm.cl)
-        if (x.dtype.cl in ("float", "double") and rest[-1] % 4 == 0
+        if (pdt.cl in ("float", "double") and rest[-1] % 4 == 0
                 and all(v % 4 == 0 for v in (*offs, *chans))
                 and all(len(st) == 1 or st[0] % 4 == 0 for st in rest_st)):
             d["BN_VEC"] = 1
