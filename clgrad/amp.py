@@ -3,22 +3,24 @@
 ``autocast(device_type, dtype=float16)`` runs, on tensors of that device type ('cpu': the
 OpenCL CPU device, 'cuda': an OpenCL GPU), the ops of PyTorch's lower-precision list that
 clgrad has -- matmul, mm, bmm, linear, addmm, baddbmm (and what is built on matmul: einsum,
-attention, mv, outer) -- in float16: floating operands other than float64 are cast (the casts
-are recorded, so gradients reach the parameters in their own dtype), products are summed in
-float32 and rounded once, the result is float16, as PyTorch's. The losses of PyTorch's
-float32 list (cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss, huber_loss,
-binary_cross_entropy(_with_logits), kl_div) cast float16 inputs to float32. Backward runs
-with autocast off: each formula computes in its saved operands' dtypes.
+attention, mv, outer), conv1d, conv2d, conv_transpose1d/2d -- in float16: floating operands
+other than float64 are cast (the casts are recorded, so gradients reach the parameters in
+their own dtype), products are summed in float32 and rounded once, the result is float16, as
+PyTorch's (clgrad/ops/conv/op.py conv2d: float16 convolutions and their one extra rounding in
+the input gradient). The losses of PyTorch's float32 list (cross_entropy, nll_loss, mse_loss,
+l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits), kl_div) cast float16
+inputs to float32. Backward runs with autocast off: each formula computes in its saved
+operands' dtypes. As PyTorch's, batch_norm (a float32 BatchNorm after a float16 conv) takes a
+float16 input with float32 parameters and running statistics: float32 statistics, a float16
+output (ops/norm.py batch_norm); average pools sum float16 windows in float32.
 
 Differences from PyTorch, each a clear error or stated here:
 - autocast('cpu')'s default dtype is bfloat16, which clgrad does not have: an op of the list
   then raises RuntimeError (pass ``dtype=torch.float16``); so does float16 on a device without
   cl_khr_fp16. Other dtypes (float32, float64) warn and disable autocast, as PyTorch's.
-- Convolutions are not lowered (clgrad has no float16 convolution): they run in their
-  inputs' dtype (float32), where PyTorch's autocast gives float16. Elementwise ops and the
-  rest of PyTorch's float32 list run in their inputs' dtypes. As PyTorch's, batch_norm (a
-  float32 BatchNorm after a float16 op) takes a float16 input with float32 parameters and
-  running statistics: float32 statistics, a float16 output (ops/norm.py batch_norm).
+- The rest of PyTorch's float32 list (softmax, log_softmax, layer_norm, group_norm, sum,
+  exp, pow, ...) and the elementwise ops run in their inputs' dtypes: a float16 input stays
+  float16 there, where PyTorch's autocast computes and returns float32.
 
 ``GradScaler`` is PyTorch's dynamic loss scaler: ``scale(loss)`` multiplies by the scale (a
 float32 0-dim tensor on the loss's device), ``unscale_(optimizer)`` divides the gradients in

@@ -152,3 +152,33 @@ def test_autocast_on_a_device_without_fp16_says_so(monkeypatch):
     with clgrad.autocast(kind, dtype=F16):
         with pytest.raises(RuntimeError, match="lacks cl_khr_fp16"):
             a @ b
+
+
+def test_float32_list_norms_and_softmax_under_autocast(cpu_fp16):
+    """PyTorch's float32 list: layer_norm, group_norm, softmax and log_softmax of a float16
+    input under autocast compute and return float32 (a float16 conv feeding a float32
+    GroupNorm trains, as in PyTorch); an explicit softmax dtype wins."""
+    rng = np.random.default_rng(8)
+    conv = clgrad.nn.Conv2d(4, 8, 3, padding=1)
+    gn = clgrad.nn.GroupNorm(2, 8)
+    ln = clgrad.nn.LayerNorm(6)
+    x = clgrad.tensor(rng.standard_normal((2, 4, 6, 6)), dtype=F32)
+    with clgrad.autocast("cpu", dtype=F16):
+        h = conv(x)
+        g = gn(h)
+        l16 = ln(h)
+        sm = F.softmax(h, dim=1)
+        lsm = F.log_softmax(h, dim=1)
+        sm16 = F.softmax(h, dim=1, dtype=F16)
+    assert h.dtype is F16
+    assert g.dtype is F32 and l16.dtype is F32 and sm.dtype is F32 and lsm.dtype is F32
+    assert sm16.dtype is F16
+    hv = h.numpy().astype(np.float64)
+    e = np.exp(hv - hv.max(1, keepdims=True))
+    np.testing.assert_allclose(sm.numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    grp = hv.reshape(2, 2, -1)
+    want = ((grp - grp.mean(-1, keepdims=True)) / np.sqrt(grp.var(-1, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(g.detach().numpy(), want.reshape(hv.shape), rtol=1e-4,
+                               atol=1e-4)
+    (g.sum() + l16.sum() + lsm.sum()).backward()
+    assert conv.weight.grad.dtype is F32 and gn.weight.grad.dtype is F32

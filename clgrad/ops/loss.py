@@ -40,7 +40,9 @@ def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     """exp(x - logsumexp(x)) along ``dim``; safe for logits like 1e8; NaN propagates.
 
     ``dim=None`` takes PyTorch's legacy choice (0 for 0-, 1- and 3-dim inputs, else 1).
-    ``dtype`` casts the input first. Grad: input.
+    ``dtype`` casts the input first; without it, under ``autocast`` (clgrad.amp) a float16
+    input is cast to float32 (PyTorch's float32 list). float16 is computed in float32 and
+    rounded once. Grad: input.
     """
     return _softmax("softmax", input, dim, dtype, False)
 
@@ -243,6 +245,8 @@ def _softmax(op, x, dim, dtype, log_out):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
     if dtype is not None:
         x = ew.to(x, dtype)
+    else:  # autocast: PyTorch's float32 list (an explicit dtype wins, as there)
+        x, = ew.autocast(op, x, lower=False)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point input (or dtype=), got {x.dtype}")
     if x.ndim == 0:

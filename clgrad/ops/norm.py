@@ -16,6 +16,7 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
@@ -193,10 +194,13 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     (Ba, Kiros & Hinton 2016; PyTorch's F.layer_norm: biased variance).
 
     Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
+    Dtypes:  floating, all alike; under ``autocast`` (clgrad.amp) float16 operands are cast to
+             float32 first (PyTorch's float32 list): the result is float32.
     Grad:    input, weight, bias
     Raises:  RuntimeError when the trailing dims or the parameter shapes differ from
              normalized_shape; TypeError for a non-float input or a dtype mismatch.
     """
+    input, weight, bias = ew.autocast("layer_norm", input, weight, bias, lower=False)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
     _check_float_tensor("layer_norm", input)
@@ -221,10 +225,12 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
     spatial dims, then scale and shift per channel (Wu & He, ECCV 2018; biased variance).
 
     Shapes:  input (N, C, *) with C divisible by num_groups; weight, bias (C,) -> same
+    Dtypes:  as layer_norm's (float32 under ``autocast``, PyTorch's float32 list).
     Grad:    input, weight, bias
     Raises:  RuntimeError for C not divisible by num_groups, bad parameter shapes or fewer than
              2 dims; TypeError for a non-float input or a dtype mismatch.
     """
+    input, weight, bias = ew.autocast("group_norm", input, weight, bias, lower=False)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "
