@@ -77,7 +77,7 @@ typedef ushort TIN;
 #define EV 8
 #define KSTEP 16
 #define TF32_ROUND(x)
-#define MMA_F16 1  // (C is float16: mma_nv.h's store)
+#define MMA_F16 1  // (A and B float16: mma_nv.h's instruction and store)
 #endif
 #include "mma_nv.h"
 
@@ -187,7 +187,7 @@ inline void load_frags(uint sa, uint sb, int ks, int wm, int wn, int a_r, int a_
 
 __kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
 void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
-                    __global T *C, view_t vc, long c_rs, long c_cs,
+                    __global CT *C, view_t vc, long c_rs, long c_cs,
                     __global const T *A, view_t va, long a_rs, long a_cs,
                     __global const T *B, view_t vb, long b_rs, long b_cs,
                     float alpha, float beta) {

@@ -161,7 +161,7 @@ LOADER_SCALAR(b, BN, B_LOAD == 2)
 
 __kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
 void gemm_mma(long M, long N, long K, long nb, int nbd, shape_t bsh,
-              __global T *C, view_t vc, long c_rs, long c_cs,
+              __global CT *C, view_t vc, long c_rs, long c_cs,
               __global const T *A, view_t va, long a_rs, long a_cs,
               __global const T *B, view_t vb, long b_rs, long b_cs, float alpha, float beta) {
     __local E As[BM * LDK] __attribute__((aligned(16)));

@@ -1,7 +1,7 @@
 // kernels/mma_nv.h — what the tensor-core GEMMs (matmul_mma_nv.cl, matmul_mma_async_nv.cl;
 // NVIDIA's OpenCL only: inline PTX) share: the mma instruction, TF32 rounding, the lane
-// index, and the zeroing and the store of a warp's accumulators. Needs T, MT, NT; MMA_F16 where C is float16; EXACT where no tile
-// overhangs C.
+// index, and the zeroing and the store of a warp's accumulators. Needs T, MT, NT; MMA_F16
+// where A and B are float16 (C too, but with C_FLOAT); EXACT where no tile overhangs C.
 
 // the mma of one 16 x 8 tile: float16 m16n8k16 (MMA_F16) or TF32 m16n8k8, float32 sums
 #ifdef MMA_F16
@@ -30,10 +30,17 @@ inline uint lane_id(void) {
     _Pragma("unroll") for (int j_ = 0; j_ < NT; ++j_)                                          \
     _Pragma("unroll") for (int q_ = 0; q_ < 4; ++q_) (acc)[i_][j_][q_] = 0.0f;
 
-#ifdef MMA_F16
+// C's element type CT: T, or float with C_FLOAT (float16 A and B: conv2d's split-K partial
+// products, ops/conv/algorithms.py)
+#if defined(C_FLOAT)
+#define CT float
+#define STORE1(C, o, v, beta) { if ((beta) != 0.0f) v += (beta) * (C)[o]; (C)[o] = v; }
+#elif defined(MMA_F16)
+#define CT T
 #define STORE1(C, o, v, beta)                                                                  \
     { if ((beta) != 0.0f) v += (beta) * vload_half(o, C); vstore_half(v, o, C); }
 #else
+#define CT T
 #define STORE1(C, o, v, beta) { if ((beta) != 0.0f) v += (beta) * (C)[o]; (C)[o] = v; }
 #endif
 #ifdef EXACT

@@ -247,3 +247,33 @@ def test_autocast_conv_matches_torch(dev):
     assert np.all(np.abs(got - want) <= 2 * U * (np.abs(want) + absref))
     np.testing.assert_allclose(res["clgrad"][1].numpy(), res["torch"][1].numpy(), rtol=1e-2,
                                atol=1e-2)
+
+
+@pytest.mark.parametrize("n, hw, per_chunk", ((8, 8, None), (7, 6, 4)))
+def test_half_weight_gradient_split_k(dev, monkeypatch, n, hw, per_chunk):
+    """Tensor cores split the float16 weight gradient's depth (N * P) into slices whose
+    float32 partial sums one reduction adds and rounds once: the same bound as one GEMM.
+    With 4 samples a chunk, a batch of 7 on 6 x 6 maps runs chunks of depth 144 (2 slices)
+    and 108 (not a multiple of 2 * 8: added into slice 0). Elsewhere one GEMM per chunk,
+    each chunk after the first adding into the float16 result (one more rounding, u a)."""
+    from clgrad.ops.conv import algorithms as alg
+    from clgrad.ops.conv.problem import _check as conv_check
+    monkeypatch.setattr(alg, "WGRAD_SLICE_MIN", 8)
+    if per_chunk:
+        monkeypatch.setattr(backends, "conv_workspace_limit", per_chunk * (72 + 16) * hw * hw * 2)
+    rng = np.random.default_rng(9)
+    x = _h(rng.standard_normal((n, 8, hw, hw)))
+    wt = _h(rng.standard_normal((16, 8, 3, 3)) * 0.2)
+    X = clgrad.tensor(x, dtype=F16)
+    W = clgrad.tensor(wt, dtype=F16, requires_grad=True)
+    y = F.conv2d(X, W, padding=1)
+    gy = _h(rng.standard_normal(tuple(y.shape)))
+    y.backward(clgrad.tensor(gy, dtype=F16))
+    ref = ref_conv(x, wt, None, gy, padding=1)
+    absref = ref_conv(np.abs(x), np.abs(wt), None, np.abs(gy), padding=1)
+    split = dev.kind == "gpu" and alg.mma_precision(dev, F16, False) == "f16"
+    extra = U if per_chunk and not split else 0.0
+    _check(W.grad.numpy(), ref[2], absref[2], n * hw * hw, extra=extra, name="grad_weight")
+    if split:  # (the slices this test meant to run)
+        p = conv_check(X, W, None, 1, 1, 1, 1)
+        assert alg._wgrad_slices(p, (per_chunk or n) * hw * hw, dev) >= 2

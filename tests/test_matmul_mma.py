@@ -374,3 +374,34 @@ def test_reloading_backends_cuda_keeps_one_tf32_state(tf32_off):
     assert clgrad.settings.epoch() > e
     cuda.matmul.allow_tf32 = True
     assert mm.allow_tf32() and clgrad.get_float32_matmul_precision() == "high"
+
+
+@pytest.mark.parametrize("layouts", ["aa", "at", "cc", "tt"])
+def test_float16_gemm_into_float32(layouts):
+    """A float32 C of float16 A and B (C_FLOAT: the float16 convolutions' split-K partial
+    sums) keeps float32's sums unrounded: within float32's summation error of the float64
+    product, with beta reading the float32 C; both kernels (aligned: pipelined, 'c' at an
+    offset of 3: gemm_mma)."""
+    _need_mma(fp16=True)
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((130, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 72)).astype(np.float16)
+    c0 = rng.standard_normal((130, 72)).astype(np.float32)
+    want = a.astype(np.float64) @ b.astype(np.float64) + 0.5 * c0
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + np.abs(c0)
+    c = clgrad.tensor(c0)
+    mm.gemm(c, _operand(a, layouts[0], rng), _operand(b, layouts[1], rng), 1.0, 0.5)
+    assert c.dtype is clgrad.float32
+    err = np.abs(c.numpy().astype(np.float64) - want)
+    assert (err <= 2 * 96 * 2.0 ** -24 * mag).all(), (err / mag).max()
+
+
+def test_float16_gemm_into_float32_needs_tensor_cores():
+    """Without tensor cores a float32 C of float16 operands is refused, not computed in some
+    other precision."""
+    dev = _dev()
+    if dev.kind == "gpu" and mm.has_mma(dev) or not dev.fp16:
+        pytest.skip("tensor cores here (or no float16)")
+    a = clgrad.ones(4, 4, dtype=clgrad.float16)
+    with pytest.raises(RuntimeError, match="needs float16 operands on a device with tensor"):
+        mm.gemm(clgrad.zeros(4, 4), a, a)

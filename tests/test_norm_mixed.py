@@ -333,7 +333,8 @@ def test_batch_norm1d_under_autocast():
     PyTorch's AMP runs): float16 output, float32 running statistics and parameter grads."""
     lin, bn = nn.Linear(6, 5), nn.BatchNorm1d(5)
     x = clgrad.tensor(RNG.standard_normal((7, 6)).astype(np.float32))
-    with clgrad.autocast("cpu", dtype=clgrad.float16):
+    kind = "cuda" if x._storage.device.kind == "gpu" else "cpu"  # (the default device's)
+    with clgrad.autocast(kind, dtype=clgrad.float16):
         h = lin(x)
         y = bn(h)
     assert h.dtype is F16 and y.dtype is F16

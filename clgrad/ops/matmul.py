@@ -131,6 +131,9 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     path on GEMM_TILED devices, with one slice where splitting does not pay (callers whose
     launch count must not depend on the problem's shape: the im2col convolution decides on the
     whole layer, so its launch count does not depend on groups).
+    A float32 ``c`` of float16 ``a`` and ``b`` (float32 sums, not rounded to float16) runs
+    where float16 runs on tensor cores only (``mma_precision``; RuntimeError elsewhere): the
+    float16 convolutions' split-K partial sums (clgrad/ops/conv/algorithms.py).
     ``tf32``: a float32 GEMM may run in TF32 on tensor cores (matmul's callers pass
     ``allow_tf32()``; the convolutions' GEMMs stay float32). Tensor cores (``mma_precision``)
     take float16 and those float32 GEMMs whatever their shape, unless ``tiles_override``.
@@ -174,11 +177,19 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(c, cb), np.int64(c_rs), np.int64(c_cs)),
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
-    prec = None if tiles_override is not None else mma_precision(dev, c.dtype, tf32)
+    c_float = c._storage.dtype is not a._storage.dtype
+    if c_float:  # float32 sums of float16 products: tensor cores only (see the docstring)
+        if not (a.dtype is b.dtype is dtypes.float16 and c.dtype is dtypes.float32 and
+                tiles_override is None and mma_precision(dev, a.dtype, False) == "f16"):
+            raise RuntimeError(f"gemm: a {c.dtype} result of {a.dtype} @ {b.dtype} operands "
+                               f"needs float16 operands on a device with tensor cores")
+        prec = "f16"
+    else:
+        prec = None if tiles_override is not None else mma_precision(dev, c.dtype, tf32)
     if prec is not None:
         kernel, gsize, lsize = _mma_launch(dev, prec, m, n, k, min(nb, _MAX_Z),
                                            (a._offset, a_rs, a_cs, *ab),
-                                           (b._offset, b_rs, b_cs, *bb))
+                                           (b._offset, b_rs, b_cs, *bb), c_float)
         return _launch_gemm(dev, key, kernel, gsize, lsize, fixed, c, a, b,
                             np.float32(alpha), np.float32(beta), top, True)
     if c.dtype is dtypes.float16 and "MR" in cfg:  # GEMM_CPU would round partial sums
@@ -286,13 +297,14 @@ def mma_precision(dev, dtype, tf32: bool) -> str | None:
     return prec
 
 
-def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
+def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo, c_float=False):
     """(kernel, global size, local size) of gemm_mma for an (m, k) @ (k, n) problem of ``nz``
     batch launches; ``a_geo``, ``b_geo``: each operand's (offset, row stride, column stride,
     *batch strides), which pick its tile loader (kernels/matmul_mma_nv.cl: 1 vectors along k,
     0 scalars along k, 2 scalars along m or n; B also 3, vectors along n). GEMMs whose
     operands both travel in 16-byte chunks (``_async_layout``; for TF32, both along k) take the
-    pipelined kernel of kernels/matmul_mma_async_nv.cl where ``has_mma_async``."""
+    pipelined kernel of kernels/matmul_mma_async_nv.cl where ``has_mma_async``. ``c_float``:
+    float16 operands, a float32 C (kernels/mma_nv.h's C_FLOAT)."""
     a_off, a_rs, a_cs, *a_bs = a_geo
     b_off, b_rs, b_cs, *b_bs = b_geo
     vec = 8 if prec == "f16" else 4  # elements in 16 bytes
@@ -301,22 +313,26 @@ def _mma_launch(dev, prec, m, n, k, nz, a_geo, b_geo):
     if (a_kr is not None and b_kr is not None and (prec == "f16" or a_kr == b_kr == 0)
             and has_mma_async(dev, prec)):
         return _mma_async_kernel(dev, prec, _mma_tiles(MMA_ASYNC_TILES, dev, m, n, nz), a_kr,
-                                 b_kr, m, n, k, nz)
+                                 b_kr, m, n, k, nz, c_float=c_float)
     cfg = _mma_tiles(MMA_TILES, dev, m, n, nz)
     bm, bn, _ = _mma_tile(cfg)
     # the same 16-byte chunks: A's along k are loader 1 (none along m); B's along k 1, along n 3
     a_load = 1 if a_kr == 0 else 2 if a_rs == 1 and a_cs != 1 else 0
     b_load = 1 if b_kr == 0 else 3 if b_kr == 1 else 0 if b_rs == 1 and b_cs != 1 else 2
     return _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz,
-                       m % bm == 0 and n % bn == 0 and k % MMA_BK == 0)
+                       m % bm == 0 and n % bn == 0 and k % MMA_BK == 0, c_float)
 
 
 def _mma_tiles(table, dev, m, n, nz) -> dict:
     """``table``'s large tiles where they make at least one work-group per compute unit for an
-    m x n output of ``nz`` batch launches, else its small ones."""
-    big = table["large"]
+    m x n output of ``nz`` batch launches and m and n each exceed the small tile's, else its
+    small ones (a 64-row output filled half of each 128 x 128 tile: the float16 convolutions'
+    per-sample GEMMs of 64 output channels)."""
+    big, small = table["large"], table["small"]
     bm, bn, _ = _mma_tile(big)
-    return big if cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units else table["small"]
+    sm, sn, _ = _mma_tile(small)
+    return big if (m > sm and n > sn and
+                   cdiv(m, bm) * cdiv(n, bn) * nz >= dev.compute_units) else small
 
 
 def _async_layout(rows, k, off, rs, ks, bs, vec=8) -> int | None:
@@ -338,7 +354,7 @@ def _mma_tile(cfg) -> tuple:
             cfg["WARPS_M"] * cfg["WARPS_N"] * 32)
 
 
-def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False):
+def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False, c_float=False):
     """(kernel, global size, local size) of gemm_mma in precision ``prec`` ('f16', 'tf32')
     with tiles ``cfg`` and tile loaders ``a_load``, ``b_load``, for an m x n output of ``nz``
     batch launches; ``exact``: m, n, k multiples of the tile (no bounds checks)."""
@@ -346,12 +362,14 @@ def _mma_kernel(dev, prec, cfg, a_load, b_load, m, n, nz, exact=False):
          **cfg, "A_LOAD": a_load, "B_LOAD": b_load}
     if exact:
         d["EXACT"] = 1
+    if c_float:
+        d["C_FLOAT"] = 1
     bm, bn, nthr = _mma_tile(cfg)
     return (dev.kernel("matmul_mma_nv.cl", "gemm_mma", d), (cdiv(n, bn) * nthr, cdiv(m, bm), nz),
             (nthr, 1, 1))
 
 
-def _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, nz, cvta=None):
+def _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, nz, cvta=None, c_float=False):
     """(kernel, global size, local size) of kernels/matmul_mma_async_nv.cl :: gemm_mma_async
     in precision ``prec`` ('f16', 'tf32') with tiles ``cfg`` and operand layouts ``a_kr``,
     ``b_kr`` (``_async_layout``) for an (m, k) @ (k, n) problem of ``nz`` batch launches;
@@ -361,6 +379,8 @@ def _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, nz, cvta=None):
          "A_KR": a_kr, "B_KR": b_kr}
     if prec == "tf32":
         d["MMA_TF32"] = 1
+    if c_float:
+        d["C_FLOAT"] = 1
     if (_SMEM.get(dev) if cvta is None else cvta):
         d["SMEM_CVTA"] = 1
     if m % bm == 0 and n % bn == 0 and k % (MMA_BK if prec == "f16" else MMA_BK // 2) == 0:
