@@ -180,7 +180,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     c_float = c._storage.dtype is not a._storage.dtype
     if c_float:  # float32 sums of float16 products: tensor cores only (see the docstring)
         if not (a.dtype is b.dtype is dtypes.float16 and c.dtype is dtypes.float32 and
-                tiles_override is None and mma_precision(dev, a.dtype, False) == "f16"):
+                tiles_override is None and mma_precision(dev, a.dtype, False) == "f16" and
+                has_mma_f32out(dev)):
             raise RuntimeError(f"gemm: a {c.dtype} result of {a.dtype} @ {b.dtype} operands "
                                f"needs float16 operands on a device with tensor cores")
         prec = "f16"
@@ -270,6 +271,7 @@ MMA_ASYNC_TILES = {
     "small": {"WARPS_M": 2, "WARPS_N": 2, "MT": 2, "NT": 4, "STAGES": 4, "GROUP_M": 8}}
 _MMA: dict = {}  # Device -> has_mma's verdict
 _MMA_ASYNC: dict = {}  # (Device, precision) -> has_mma_async's verdict
+_MMA_F32OUT: dict = {}  # Device -> has_mma_f32out's verdict
 _SMEM: dict = {}  # Device -> the SMEM_CVTA define (0, 1) that gives shared-window addresses
 _PRECISION = backends.cuda.PRECISION  # ["highest"] unless TF32 is allowed
 
@@ -417,6 +419,35 @@ def has_mma_async(dev, prec: str = "f16") -> bool:
     return ok
 
 
+def has_mma_f32out(dev) -> bool:
+    """Whether ``dev`` runs the tensor-core GEMMs right with a float32 C of float16 A and B
+    (kernels/mma_nv.h's C_FLOAT: the float16 convolutions' split-K partial sums): where
+    ``has_mma``, once per device and process, a 72 x 40 @ 40 x 136 GEMM of both operands
+    along k (the layout those partial sums have) on both tile configs of both kernels against
+    NumPy. A failure warns once; the convolutions then do not split."""
+    ok = _MMA_F32OUT.get(dev)
+    if ok is None:
+        ok = _MMA_F32OUT[dev] = has_mma(dev) and _check_mma_f32out(dev)
+    return ok
+
+
+def _check_mma_f32out(dev) -> bool:
+    def check():
+        rng = np.random.default_rng(2)
+        m, k, n = 72, 40, 136
+        a = rng.standard_normal((m, k)).astype(np.float16)
+        b = rng.standard_normal((k, n)).astype(np.float16)
+        kernels = [_mma_kernel(dev, "f16", cfg, load, load, m, n, 1, c_float=True)
+                   for cfg in MMA_TILES.values() for load in (0, 1)]
+        if has_mma_async(dev, "f16"):
+            kernels += [_mma_async_kernel(dev, "f16", cfg, 0, 0, m, n, k, 1, c_float=True)
+                        for cfg in MMA_ASYNC_TILES.values()]
+        for i, kern in enumerate(kernels):
+            _check_gemm(dev, kern, a, b, False, True, 1e-5, f"float32 C, kernel {i}",
+                        c_dtype=np.float32)
+    return _verified(dev, "float32 C of float16 operands", check)
+
+
 def _check_mma(dev) -> bool:
     def check():
         rng = np.random.default_rng(0)
@@ -487,12 +518,12 @@ def _smem_window(dev) -> int:
                        f"{lo:#x}, {hi:#x})")
 
 
-def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
+def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what, c_dtype=None):
     """Run the GEMM kernel ``kern`` ((kernel, global, local) of gemm_mma's arguments) on the
     device's queue directly for a @ b (``a_t``: A stored transposed, (k, m); ``b_t``: B stored
     (n, k)) and compare with float64 NumPy (float16: exact products, float32 sums, one
-    rounding to half). Raises RuntimeError naming ``what`` when off by more than ``tol`` of
-    the largest value or not finite."""
+    rounding to half; ``c_dtype`` float32: a float32 C, not rounded). Raises RuntimeError
+    naming ``what`` when off by more than ``tol`` of the largest value or not finite."""
     import pyopencl as cl
     kernel, gsize, lsize = kern
     (m, k), n = a.shape, b.shape[1]
@@ -504,7 +535,7 @@ def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
     b_rs, b_cs = (1, k) if b_t else (n, 1)
     ab = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=ah)
     bb = cl.Buffer(dev.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=bh)
-    out = np.full((m, n), np.nan, a.dtype)
+    out = np.full((m, n), np.nan, c_dtype or a.dtype)
     cb = cl.Buffer(dev.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=out)
     one = (np.int64(1), np.int32(1), shape_arg((1,)))
     v0 = np.zeros(1 + MAXD, np.int64).tobytes()  # a view_t at offset 0
@@ -514,7 +545,7 @@ def _check_gemm(dev, kern, a, b, a_t, b_t, tol, what):
     cl.enqueue_copy(dev.queue, out, cb)
     dev.queue.finish()
     got = out.astype(np.float64)
-    ref = want.astype(a.dtype).astype(np.float64) if a.dtype == np.float16 else want
+    ref = want.astype(out.dtype).astype(np.float64) if out.dtype == np.float16 else want
     err = np.abs(got - ref).max() / np.abs(want).max()
     if not np.isfinite(got).all() or err > tol:
         raise RuntimeError(f"{what}: GEMM off NumPy by {err:.2e} of the largest value")

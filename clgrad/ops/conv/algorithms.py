@@ -23,7 +23,7 @@ from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
 from clgrad.ops.plan import key as plan_key
 from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.ops.elementwise import contiguous
-from clgrad.ops.matmul import SPLIT_FILL, gemm, mma_precision
+from clgrad.ops.matmul import SPLIT_FILL, gemm, has_mma_f32out, mma_precision
 from clgrad.ops.matmul import tiles as mm_tiles
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
@@ -612,7 +612,8 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
     dev = x._storage.device
     gwv = raw(gw, (G, O, K), (gw._strides[0] * O, gw._strides[0], 1))
     chunks = _chunks(p, G * (K + O) * P, x.dtype)
-    split = x.dtype is dtypes.float16 and mma_precision(dev, x.dtype, False) == "f16"
+    split = (x.dtype is dtypes.float16 and mma_precision(dev, x.dtype, False) == "f16" and
+             has_mma_f32out(dev))
     S = _wgrad_slices(p, chunks[0][1] * P, dev) if split else 1
     ws = empty((S, G, O, K), dtypes.float32, dev) if S > 1 else None
     for i, (n0, nc) in enumerate(chunks):
