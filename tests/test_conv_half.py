@@ -202,14 +202,25 @@ def test_autocast_lowers_conv2d_conv1d_conv_transpose(dev):
     conv = clgrad.nn.Conv2d(6, 12, 3, padding=1)
     conv1 = clgrad.nn.Conv1d(6, 8, 3)
     convt = clgrad.nn.ConvTranspose2d(6, 4, 3, stride=2)
+    dw = clgrad.nn.Conv2d(6, 6, 3, padding=1, groups=6)  # few pairs: float32 inside
     x = clgrad.tensor(rng.standard_normal((2, 6, 7, 7)), dtype=F32, requires_grad=True)
     x1 = clgrad.tensor(rng.standard_normal((2, 6, 9)), dtype=F32)
     with clgrad.autocast(_device_type(dev), dtype=F16):
         y = conv(x)
         y1 = conv1(x1)
         yt = convt(x)
+        yd = dw(x)
         f64 = F.conv2d(clgrad.zeros(1, 2, 3, 3, dtype=clgrad.float64),
                        clgrad.zeros(1, 2, 3, 3, dtype=clgrad.float64))
+    assert yd.dtype is F16
+    yd.float().sum().backward()
+    assert dw.weight.grad.dtype is F32 and x.grad.dtype is F32
+    xh, wd = _h(x.detach().numpy()), _h(dw.weight.detach().numpy())
+    bd = _h(dw.bias.detach().numpy())
+    refd = ref_conv(xh, wd, bd, padding=1, groups=6)
+    _check(yd.numpy(), refd, ref_conv(np.abs(xh), np.abs(wd), np.abs(bd), padding=1,
+                                      groups=6), 9, name="autocast depthwise")
+    x.grad = None
     assert y.dtype is F16 and y1.dtype is F16 and yt.dtype is F16 and f64.dtype is clgrad.float64
     (y.float().sum() + y1.float().sum() + yt.float().sum()).backward()
     for p in (conv.weight, conv.bias, conv1.weight, convt.weight, x):

@@ -52,7 +52,10 @@ clgrad/ops/conv/algorithms.py):
              measures both); transforms around one batched matmul.gemm.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
-             batch dims, the weight broadcast over samples by a stride-0 view.
+             batch dims, the weight broadcast over samples by a stride-0 view. float16's one
+             algorithm (conv2d's Dtypes): small maps run one GEMM over the chunk's samples
+             through a copy of the output (MERGE_PIXELS), and on tensor cores the weight
+             gradient's depth splits into float32 partial sums (_wgrad_slices).
 An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
 (C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
 """
@@ -113,12 +116,6 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             return half
         if isinstance(weight, Tensor) and alg.kview(weight) is None:
             weight = ew.contiguous(weight)  # (im2col's weight view)
-    return _conv2d(input, weight, bias, stride, padding, dilation, groups)
-
-
-def _conv2d(input, weight, bias, stride, padding, dilation, groups) -> Tensor:
-    """conv2d past autocast and the float16 routing: the checks, the cached fast path, the
-    algorithm's launches and the autograd record."""
     ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
     if ck is not None:  # the fast path of a cached signature: see _FAST
         dev = input._storage.device
@@ -184,8 +181,13 @@ def _half(input, weight, bias, stride, padding, dilation, groups):
             (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _HALF)):
         return None
     f32 = dtypes.float32
-    out = _conv2d(ew.to(input, f32), ew.to(weight, f32),
-                  None if bias is None else ew.to(bias, f32), stride, padding, dilation, groups)
+    state, _AUTOCAST_STATE.autocast = _AUTOCAST_STATE.autocast, None  # (float32 stays float32)
+    try:
+        out = conv2d(ew.to(input, f32), ew.to(weight, f32),
+                     None if bias is None else ew.to(bias, f32), stride, padding, dilation,
+                     groups)
+    finally:
+        _AUTOCAST_STATE.autocast = state
     return ew.to(out, _HALF)
 
 
