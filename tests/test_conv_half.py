@@ -126,8 +126,18 @@ def test_half_conv_chunks(dev, monkeypatch):
     """A workspace limit of one sample: every pass runs chunk by chunk (the weight
     gradient's GEMMs add into it; each adds a rounding, bounded here by u a per chunk)."""
     monkeypatch.setattr(backends, "conv_workspace_limit", 1)
-    rng = np.random.default_rng(5)
-    x = _h(rng.standard_normal((3, 8, 6, 6)))
+    y, X, W, ref, absref = _padded_3x3(5, 3, 6)
+    _check(y.numpy(), ref[0], absref[0], 72, name="output")
+    _check(X.grad.numpy(), ref[1], absref[1], 16, extra=U, name="grad_input")
+    # chunks 2 and 3 each add into the float16 result: two more roundings
+    _check(W.grad.numpy(), ref[2], absref[2], 36, extra=2 * U, name="grad_weight")
+
+
+def _padded_3x3(seed, n, hw):
+    """Forward and backward of a float16 8 -> 16 channel 3 x 3 conv (padding 1) of an
+    (n, 8, hw, hw) input: (y, X, W, the float64 reference, its magnitudes' reference)."""
+    rng = np.random.default_rng(seed)
+    x = _h(rng.standard_normal((n, 8, hw, hw)))
     wt = _h(rng.standard_normal((16, 8, 3, 3)) * 0.2)
     X = clgrad.tensor(x, dtype=F16, requires_grad=True)
     W = clgrad.tensor(wt, dtype=F16, requires_grad=True)
@@ -136,9 +146,7 @@ def test_half_conv_chunks(dev, monkeypatch):
     y.backward(clgrad.tensor(gy, dtype=F16))
     ref = ref_conv(x, wt, None, gy, padding=1)
     absref = ref_conv(np.abs(x), np.abs(wt), None, np.abs(gy), padding=1)
-    _check(y.numpy(), ref[0], absref[0], 72, name="output")
-    _check(X.grad.numpy(), ref[1], absref[1], 16, extra=U, name="grad_input")
-    _check(W.grad.numpy(), ref[2], absref[2], 36, extra=3 * U, name="grad_weight")
+    return y, X, W, ref, absref
 
 
 def test_half_conv_launch_count_independent_of_groups(dev):
@@ -272,16 +280,7 @@ def test_half_weight_gradient_split_k(dev, monkeypatch, n, hw, per_chunk):
     monkeypatch.setattr(alg, "WGRAD_SLICE_MIN", 8)
     if per_chunk:
         monkeypatch.setattr(backends, "conv_workspace_limit", per_chunk * (72 + 16) * hw * hw * 2)
-    rng = np.random.default_rng(9)
-    x = _h(rng.standard_normal((n, 8, hw, hw)))
-    wt = _h(rng.standard_normal((16, 8, 3, 3)) * 0.2)
-    X = clgrad.tensor(x, dtype=F16)
-    W = clgrad.tensor(wt, dtype=F16, requires_grad=True)
-    y = F.conv2d(X, W, padding=1)
-    gy = _h(rng.standard_normal(tuple(y.shape)))
-    y.backward(clgrad.tensor(gy, dtype=F16))
-    ref = ref_conv(x, wt, None, gy, padding=1)
-    absref = ref_conv(np.abs(x), np.abs(wt), None, np.abs(gy), padding=1)
+    _, X, W, ref, absref = _padded_3x3(9, n, hw)
     split = (dev.kind == "gpu" and alg.mma_precision(dev, F16, False) == "f16" and
              alg.has_mma_f32out(dev))
     extra = U if per_chunk and not split else 0.0
