@@ -288,3 +288,23 @@ def test_half_weight_gradient_split_k(dev, monkeypatch, n, hw, per_chunk):
     if split:  # (the slices this test meant to run)
         p = conv_check(X, W, None, 1, 1, 1, 1)
         assert alg._wgrad_slices(p, (per_chunk or n) * hw * hw, dev) >= 2
+
+
+@pytest.mark.parametrize("stride, groups, hw", ((1, 1, 5), (2, 2, 5), (2, 1, 17)))
+def test_half_conv_transpose_vs_numpy(dev, stride, groups, hw):
+    """conv_transpose2d of float16 is conv2d's input gradient (im2col's col2im path: maps
+    below and above MERGE_PIXELS): the reference is NumPy's input gradient of the conv2d it
+    transposes, one more rounding per column term (u a) as conv2d's input gradient."""
+    rng = np.random.default_rng(stride * 10 + hw)
+    n, cin, cout, k = 2, 8, 12, 3
+    x = _h(rng.standard_normal((n, cin, hw, hw)))
+    w = _h(rng.standard_normal((cin, cout // groups, k, k)) * 0.3)
+    y = F.conv_transpose2d(clgrad.tensor(x, dtype=F16), clgrad.tensor(w, dtype=F16),
+                           stride=stride, padding=1, groups=groups)
+    assert y.dtype is F16
+    ho = (hw - 1) * stride - 2 + k
+    z = np.zeros((n, cout, ho, ho))
+    ref = ref_conv(z, w, None, x, stride=stride, padding=1, groups=groups)[1]
+    absref = ref_conv(z, np.abs(w), None, np.abs(x), stride=stride, padding=1,
+                      groups=groups)[1]
+    _check(y.numpy(), ref, absref, cin // groups, extra=U, name="conv_transpose2d")
