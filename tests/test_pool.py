@@ -429,3 +429,16 @@ def test_half_average_pools_sum_in_float(cpu_fp16, op):
     gw = np.broadcast_to(g.astype(np.float64) / 1024, x.shape)
     np.testing.assert_array_less(np.abs(X.grad.numpy().astype(np.float64) - gw),
                                  2.0 ** -11 * gw + 1e-12)
+
+
+@pytest.mark.parametrize("hw", (45, 65, 256))
+def test_half_global_average_pool_gradient_large_maps(cpu_fp16, hw):
+    """adaptive_avg_pool2d(x, 1) of float16 maps of 2025, 4225 and 65536 pixels: the gradient
+    gy / (H*W) within one rounding. The divisor rounded to float16 made it inf past 65504
+    (every gradient 0) and 4224 for 4225."""
+    x = clgrad.ones(1, 2, hw, hw, dtype=clgrad.float16, requires_grad=True)
+    y = clgrad.nn.functional.adaptive_avg_pool2d(x, 1)
+    y.backward(clgrad.full((1, 2, 1, 1), 3.0, dtype=clgrad.float16))
+    want = 3.0 / (hw * hw)
+    got = x.grad.numpy().astype(np.float64)
+    assert np.all(np.abs(got - want) <= 2.0 ** -11 * want + 2.0 ** -25), (got.min(), want)

@@ -113,8 +113,11 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
             _view4(x))
 
     def backward(gy):
-        if oh == ow == 1 and h * w:  # global pooling: gy / (H*W) broadcast, an elementwise
-            # launch (adaptive_bwd took ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1)
+        if oh == ow == 1 and h * w and (x.dtype is not dtypes.float16 or h * w <= 2048):
+            # global pooling: gy / (H*W) broadcast, an elementwise launch (adaptive_bwd took
+            # ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1). float16 only where H*W
+            # is a float16 integer (at most 2048): the divisor is rounded to the dtype (past
+            # 65504 it was inf, every gradient 0); adaptive_bwd divides in float
             return (ew.div(gy.expand(x.shape), float(h * w)),)
         gx = empty(x.shape, x.dtype, x._storage.device)
         if h * w * oh * ow >= 2 ** 32:
