@@ -19,8 +19,9 @@ from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops.plan import Plan, key as plan_key
-from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, defines_for, empty,
-                              fill_raw, same_device, scalar, shape_arg, view_arg, zeros)
+from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, copy_raw,
+                              defines_for, empty, fill_raw, same_device, scalar, shape_arg,
+                              view_arg, zeros)
 from clgrad.tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "local_response_norm",
@@ -56,7 +57,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
              Its kernels are the same variants as float32's (GPUs: work-groups per channel,
              BN_VEC, the split kernels; CPUs: the *_rows ones), reading and writing the
              half storage with OpenCL's core vload_half / vstore_half (kernels/norm.cl's
-             BN_HALF). Any other mix raises TypeError (PyTorch: RuntimeError).
+             BN_HALF). A float16 input with no parameters computes the same way, and with
+             float16 ones on float32 copies of them (their gradients float16, the running
+             statistics written back rounded once): float16 sums of a channel overflow, as
+             PyTorch's float accumulation avoids. Any other mix raises TypeError (PyTorch:
+             RuntimeError).
     Grad:    input, weight, bias (exact through the batch statistics in training)
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
              eval; ValueError for one value per channel in training, eps < 0, or eps <= 0 in
@@ -84,6 +89,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     xdev, xdt = xs.device, xs.dtype
     pdt = xdt if xdt is not _F16 else _bn_param_dtype(xdt, weight, bias, running_mean,
                                                       running_var)  # (the compute dtype)
+    if pdt is _F16 and all(p is None or isinstance(p, Tensor) and p._storage.dtype is _F16
+                           for p in (running_mean, running_var, weight, bias)):
+        # float16 parameters: float32 copies (float16 statistics overflow)
+        return _bn_half_params(x, running_mean, running_var, weight, bias, training,
+                               momentum, eps, relu, count, activation)
     for p in (running_mean, running_var, weight, bias):  # (what _check_param checks, read
         if p is not None and not (isinstance(p, Tensor) and  # directly: the common case)
                                   p._storage.device is xdev and p._storage.dtype is pdt and
@@ -605,13 +615,37 @@ def _bn_param_dtype(xdt, *params):
     """The dtype of batch_norm's parameters and running statistics and of its computation:
     float32 for a float16 input whose first given one (PyTorch's order: weight, bias,
     running_mean, running_var) is float32 (PyTorch's mixed batch norm: then every given one
-    must be float32), else the input's dtype (every given one must have it)."""
+    must be float32) or that has none, else the input's dtype (every given one must have
+    it; a float16 input with float16 ones runs through _bn_half_params)."""
     for p in params:
         if p is not None:
             if xdt is _F16 and isinstance(p, Tensor) and p._storage.dtype is dtypes.float32:
                 return dtypes.float32
-            break
-    return xdt
+            return xdt
+    return dtypes.float32 if xdt is _F16 else xdt  # (none given: float16 computes in float32)
+
+
+def _bn_half_params(x, running_mean, running_var, weight, bias, training, momentum, eps,
+                    relu, count, activation):
+    """batch_norm of a float16 input with float16 parameters and running statistics, as
+    PyTorch computes it: in float32 (float16 sums of a channel's values overflow past 65504
+    and lose the mean: a channel of mean 3 over 32768 values gave NaN). The mixed batch norm
+    on float32 copies of the parameters (recorded casts: their gradients come back float16)
+    and of the running statistics (written back, rounded to float16, after a training
+    update). Parameters of another dtype are refused by the mixed case's checks."""
+    f32 = dtypes.float32
+
+    def as32(p):
+        return ew.to(p, f32) if isinstance(p, Tensor) and p._storage.dtype is _F16 else p
+    rm, rv = as32(running_mean), as32(running_var)
+    y = batch_norm(x, rm, rv, as32(weight), as32(bias), training, momentum, eps, relu, count,
+                   activation)
+    if training:
+        for buf, b32 in ((running_mean, rm), (running_var, rv)):
+            if isinstance(buf, Tensor) and b32 is not buf and rm is not None and rv is not None:
+                copy_raw(buf, b32)
+                buf._storage.version += 1
+    return y
 
 
 def _vec(p, like):
