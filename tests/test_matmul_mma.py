@@ -396,12 +396,21 @@ def test_float16_gemm_into_float32(layouts):
     assert (err <= 2 * 96 * 2.0 ** -24 * mag).all(), (err / mag).max()
 
 
-def test_float16_gemm_into_float32_needs_tensor_cores():
-    """Without tensor cores a float32 C of float16 operands is refused, not computed in some
-    other precision."""
-    dev = _dev()
-    if dev.kind == "gpu" and mm.has_mma(dev) or not dev.fp16:
-        pytest.skip("tensor cores here (or no float16)")
-    a = clgrad.ones(4, 4, dtype=clgrad.float16)
-    with pytest.raises(RuntimeError, match="needs float16 operands on a device with tensor"):
-        mm.gemm(clgrad.zeros(4, 4), a, a)
+def test_float16_gemm_into_float32_everywhere_and_other_mixes_refused():
+    """A float32 C of float16 operands on any device with float16 (tensor cores, or float32
+    copies of the operands): float32's sums, not rounded to float16, with a stride-0
+    (broadcast) operand; any other mix of dtypes raises RuntimeError."""
+    if not _dev().fp16:
+        pytest.skip("no float16 on this device")
+    rng = np.random.default_rng(22)
+    a = rng.standard_normal((3, 40, 24)).astype(np.float16)
+    b = rng.standard_normal((24, 36)).astype(np.float16)
+    c = clgrad.zeros(3, 40, 36)
+    mm.gemm(c, clgrad.tensor(a), clgrad.tensor(b).expand(3, 24, 36))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert c.dtype is clgrad.float32
+    assert (np.abs(c.numpy() - want) <= 2 * 24 * 2.0 ** -24 * mag).all()
+    with pytest.raises(RuntimeError, match="expected operands of the result's dtype"):
+        mm.gemm(clgrad.zeros(4, 4), clgrad.ones(4, 4, dtype=clgrad.float64),
+                clgrad.ones(4, 4, dtype=clgrad.float64))

@@ -131,9 +131,10 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     path on GEMM_TILED devices, with one slice where splitting does not pay (callers whose
     launch count must not depend on the problem's shape: the im2col convolution decides on the
     whole layer, so its launch count does not depend on groups).
-    A float32 ``c`` of float16 ``a`` and ``b`` (float32 sums, not rounded to float16) runs
-    where float16 runs on tensor cores only (``mma_precision``; RuntimeError elsewhere): the
-    float16 convolutions' split-K partial sums (clgrad/ops/conv/algorithms.py).
+    A float32 ``c`` of float16 ``a`` and ``b`` (float32 sums, not rounded to float16: the
+    float16 convolutions' weight-gradient partial sums, clgrad/ops/conv/algorithms.py) runs
+    on tensor cores where float16 does (``mma_precision``, ``has_mma_f32out``), elsewhere on
+    float32 copies of the operands; any other mix of dtypes raises RuntimeError.
     ``tf32``: a float32 GEMM may run in TF32 on tensor cores (matmul's callers pass
     ``allow_tf32()``; the convolutions' GEMMs stay float32). Tensor cores (``mma_precision``)
     take float16 and those float32 GEMMs whatever their shape, unless ``tiles_override``.
@@ -178,12 +179,15 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
              (view_arg(a, ab), np.int64(a_rs), np.int64(a_cs)),
              (view_arg(b, bb), np.int64(b_rs), np.int64(b_cs)))
     c_float = c._storage.dtype is not a._storage.dtype
-    if c_float:  # float32 sums of float16 products: tensor cores only (see the docstring)
-        if not (a.dtype is b.dtype is dtypes.float16 and c.dtype is dtypes.float32 and
-                tiles_override is None and mma_precision(dev, a.dtype, False) == "f16" and
+    if c_float:  # float32 sums of float16 products (see the docstring)
+        if not (a.dtype is b.dtype is dtypes.float16 and c.dtype is dtypes.float32):
+            raise RuntimeError(f"gemm: expected operands of the result's dtype, or float16 "
+                               f"ones for a float32 result, got {a.dtype} @ {b.dtype} into "
+                               f"{c.dtype}")
+        if not (tiles_override is None and mma_precision(dev, a.dtype, False) == "f16" and
                 has_mma_f32out(dev)):
-            raise RuntimeError(f"gemm: a {c.dtype} result of {a.dtype} @ {b.dtype} operands "
-                               f"needs float16 operands on a device with tensor cores")
+            with no_grad():  # float32 copies of the operands (stride-0 dims kept)
+                return gemm(c, _widened(a), _widened(b), alpha, beta, tiles_override, split)
         prec = "f16"
     else:
         prec = None if tiles_override is not None else mma_precision(dev, c.dtype, tf32)

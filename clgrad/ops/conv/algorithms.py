@@ -606,16 +606,19 @@ def im2col_dgrad(p: Problem, g4, w, gi):
 
 def _im2col_wgrad(p: Problem, x, g4, gw, gb):
     """gw[g] (O, K) = sum over the chunks of gcol[g] (O, nc * P) @ col[g]^T (nc * P, K): a
-    GEMM of depth N * P (the samples' pixels). float16 on tensor cores splits that depth into
-    slices (_wgrad_slices) whose float32 partial sums one reduction adds and rounds once."""
+    GEMM of depth N * P (the samples' pixels). float16 sums every chunk into one float32
+    workspace and rounds once at the end (rounding after each chunk lost the small sums of
+    large chunk partials: 423 ulps at 32 chunks); on tensor cores the depth also splits into
+    slices (_wgrad_slices), whose float32 partial sums the same reduction adds."""
     K, P, G, O = p.c * p.kh * p.kw, p.oh * p.ow, p.g, p.o
     dev = x._storage.device
     gwv = raw(gw, (G, O, K), (gw._strides[0] * O, gw._strides[0], 1))
     chunks = _chunks(p, G * (K + O) * P, x.dtype)
-    split = (x.dtype is dtypes.float16 and mma_precision(dev, x.dtype, False) == "f16" and
-             has_mma_f32out(dev))
+    half = x.dtype is dtypes.float16
+    split = half and mma_precision(dev, x.dtype, False) == "f16" and has_mma_f32out(dev)
     S = _wgrad_slices(p, chunks[0][1] * P, dev) if split else 1
-    ws = empty((S, G, O, K), dtypes.float32, dev) if S > 1 else None
+    ws = (empty((S, G, O, K), dtypes.float32, dev) if half and (S > 1 or len(chunks) > 1)
+          else None)
     for i, (n0, nc) in enumerate(chunks):
         col = empty((G, K, nc, P), x.dtype, dev)
         _im2col(p, x, n0, nc, col)
