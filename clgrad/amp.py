@@ -9,18 +9,21 @@ their own dtype), products are summed in float32 and rounded once, the result is
 PyTorch's (clgrad/ops/conv/op.py conv2d: float16 convolutions and their one extra rounding in
 the input gradient). The losses of PyTorch's float32 list (cross_entropy, nll_loss, mse_loss,
 l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits), kl_div) cast float16
-inputs to float32. Backward runs with autocast off: each formula computes in its saved
-operands' dtypes. As PyTorch's, batch_norm (a float32 BatchNorm after a float16 conv) takes a
-float16 input with float32 parameters and running statistics: float32 statistics, a float16
-output (ops/norm.py batch_norm); average pools sum float16 windows in float32.
+inputs to float32, and so do layer_norm, group_norm, softmax and log_softmax (their results
+are float32, under any autocast dtype, bfloat16 included). Backward runs with autocast off:
+each formula computes in its saved operands' dtypes. As PyTorch's, batch_norm (a float32
+BatchNorm after a float16 conv) takes a float16 input with float32 parameters and running
+statistics: float32 statistics, a float16 output (ops/norm.py batch_norm); a float16
+batch_norm and the average pools compute in float32 too.
 
 Differences from PyTorch, each a clear error or stated here:
-- autocast('cpu')'s default dtype is bfloat16, which clgrad does not have: an op of the list
-  then raises RuntimeError (pass ``dtype=torch.float16``); so does float16 on a device without
-  cl_khr_fp16. Other dtypes (float32, float64) warn and disable autocast, as PyTorch's.
-- The rest of PyTorch's float32 list (softmax, log_softmax, layer_norm, group_norm, sum,
-  exp, pow, ...) and the elementwise ops run in their inputs' dtypes: a float16 input stays
-  float16 there, where PyTorch's autocast computes and returns float32.
+- autocast('cpu')'s default dtype is bfloat16, which clgrad does not have: an op of the
+  lower-precision list then raises RuntimeError (pass ``dtype=torch.float16``); so does
+  float16 on a device without cl_khr_fp16. Other dtypes (float32, float64) warn and disable
+  autocast, as PyTorch's.
+- The rest of PyTorch's float32 list (sum, cumsum, exp, log, pow, norm, ...) and the
+  elementwise ops run in their inputs' dtypes: a float16 input stays float16 there, where
+  PyTorch's autocast computes and returns float32.
 
 ``GradScaler`` is PyTorch's dynamic loss scaler: ``scale(loss)`` multiplies by the scale (a
 float32 0-dim tensor on the loss's device), ``unscale_(optimizer)`` divides the gradients in

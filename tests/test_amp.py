@@ -134,6 +134,9 @@ def test_autocast_switches_and_errors(cpu_fp16):
         with pytest.raises(RuntimeError, match="bfloat16.*dtype=torch.float16"):
             a @ b
         assert (a * 2).dtype is F32  # ops off the list run as before
+        # the float32 list needs no bfloat16: it runs (PyTorch's casts float16 to float32)
+        assert F.softmax(a, 1).dtype is F32 and F.layer_norm(a, (3,)).dtype is F32
+        assert F.softmax(a.half(), 1).dtype is F32
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with clgrad.autocast("cpu", dtype=F32):

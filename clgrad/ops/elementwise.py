@@ -62,8 +62,9 @@ def autocast(op: str, *tensors, lower: bool = True):
     float16 tensors to float32. The casts are recorded (gradients flow back in the
     original dtypes). ``tensors`` unchanged when autocast is off; None entries stay None.
 
-    Raises:  RuntimeError when autocast's dtype is bfloat16 (autocast('cpu')'s default:
-             clgrad has no bfloat16), or float16 on a device without cl_khr_fp16.
+    Raises:  (``lower`` only: the float32 list needs neither) RuntimeError when autocast's
+             dtype is bfloat16 (autocast('cpu')'s default: clgrad has no bfloat16), or
+             float16 on a device without cl_khr_fp16.
     """
     if not getattr(autograd.grad_mode._state, "autocast", None):  # off: the common case
         return tensors
@@ -74,6 +75,9 @@ def autocast(op: str, *tensors, lower: bool = True):
     dt = autograd.grad_mode.autocast_dtype(dev.type)
     if dt is None:
         return tensors
+    if not lower:  # the float32 list: whatever autocast's dtype, float16 becomes float32
+        return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and
+                     t.dtype is dtypes.float16 else t for t in tensors)
     if dt == "bfloat16":
         raise RuntimeError(f"{op}: autocast(device_type={dev.type!r}) runs it in bfloat16 "
                            f"(its default dtype), which clgrad does not have; pass "
@@ -81,11 +85,8 @@ def autocast(op: str, *tensors, lower: bool = True):
     if not dev.fp16:
         raise RuntimeError(f"{op}: autocast to float16, but the device {dev.name!r} lacks "
                            f"cl_khr_fp16; use autocast(..., enabled=False) (float32)")
-    if lower:
-        return tuple(to(t, dt) if isinstance(t, Tensor) and t.dtype.is_floating_point and
-                     t.dtype is not dtypes.float64 else t for t in tensors)
-    return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and t.dtype is dtypes.float16
-                 else t for t in tensors)
+    return tuple(to(t, dt) if isinstance(t, Tensor) and t.dtype.is_floating_point and
+                 t.dtype is not dtypes.float64 else t for t in tensors)
 
 
 def to_device(x: Tensor, device) -> Tensor:

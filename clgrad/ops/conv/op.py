@@ -114,7 +114,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         half = _half(input, weight, bias, stride, padding, dilation, groups)
         if half is not None:
             return half
-        if isinstance(weight, Tensor) and alg.kview(weight) is None:
+        if isinstance(weight, Tensor) and weight.ndim == 4 and alg.kview(weight) is None:
             weight = ew.contiguous(weight)  # (im2col's weight view)
     ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
     if ck is not None:  # the fast path of a cached signature: see _FAST
