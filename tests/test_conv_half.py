@@ -26,6 +26,14 @@ F16, F32 = clgrad.float16, clgrad.float32
 U = 2.0 ** -11
 
 
+@pytest.fixture(autouse=True)
+def _im2col_everywhere(monkeypatch):
+    """float16 through im2col on every device (by default only tensor cores take it: see
+    test_half_conv_default_route_elsewhere_is_float32)."""
+    from clgrad.ops.conv import op
+    monkeypatch.setattr(op, "HALF_IM2COL", True)
+
+
 @pytest.fixture
 def dev():
     d = default_device()
@@ -325,3 +333,22 @@ def test_half_conv_transpose_vs_numpy(dev, stride, groups, hw):
     absref = ref_conv(z, np.abs(w), None, np.abs(x), stride=stride, padding=1,
                       groups=groups)[1]
     _check(y.numpy(), ref, absref, cin // groups, extra=U, name="conv_transpose2d")
+
+
+def test_half_conv_default_route_elsewhere_is_float32(dev, monkeypatch):
+    """Without tensor cores float16 convolutions (conv2d and conv_transpose2d) run float32's
+    kernels on float32 copies, rounded once: the same bound; with them, im2col."""
+    from clgrad.ops.conv import op
+    monkeypatch.setattr(op, "HALF_IM2COL", None)
+    tensor_cores = op.mma_precision(dev, F16, False) == "f16"
+    algos = _conv_case(2, 8, 10, 10, 16, 1, 3, 1, 1, 1)
+    assert (set(algos.values()) == {"im2col"}) == tensor_cores, algos
+    rng = np.random.default_rng(4)
+    x, w = _h(rng.standard_normal((2, 8, 5, 5))), _h(rng.standard_normal((8, 6, 3, 3)) * 0.3)
+    y = F.conv_transpose2d(clgrad.tensor(x, dtype=F16), clgrad.tensor(w, dtype=F16),
+                           stride=2, padding=1)
+    z = np.zeros((2, 6, 9, 9))
+    ref = ref_conv(z, w, None, x, stride=2, padding=1)[1]
+    absref = ref_conv(z, np.abs(w), None, np.abs(x), stride=2, padding=1)[1]
+    assert y.dtype is F16
+    _check(y.numpy(), ref, absref, 8, extra=U, name="conv_transpose2d")

@@ -72,6 +72,7 @@ from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
                                      _grad_input_problem, v5)
+from clgrad.ops.matmul import mma_precision
 from clgrad.ops.plan import key as plan_key, record_launches, replay
 from clgrad.tensor import Tensor
 
@@ -90,14 +91,15 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              bias (O,) -> (N, O, oH, oW) (or (O, oH, oW)) with
              oH = (H + 2*pad_h - dil_h*(kH-1) - 1) // stride_h + 1, likewise oW.
     Args:    stride, dilation: int or pair; padding: int, pair, 'valid' or 'same' (stride 1).
-    Dtypes:  float16, float32, float64; all tensors alike. float16 runs the im2col algorithm
-             whatever ``clgrad.backends.conv_algorithm`` says: its GEMMs sum the products in
-             float32 and round once (tensor cores on NVIDIA GPUs), as cuDNN's float16
+    Dtypes:  float16, float32, float64; all tensors alike. float16 on tensor cores
+             (NVIDIA) runs the im2col algorithm whatever ``clgrad.backends.conv_algorithm``
+             says: its GEMMs sum the products in float32 and round once, as cuDNN's float16
              convolutions; the input gradient's column sums (col2im) add at most kH * kW
-             float16 values in float32, a second rounding PyTorch's does not have. Few
-             channels per group (C/G * O/G <= 16: depthwise) run in float32 on float32 copies,
-             rounded to float16 once. Under ``autocast`` (clgrad.amp) input, weight and bias
-             are cast to float16 first, as PyTorch's.
+             float16 values in float32, a second rounding PyTorch's does not have. Elsewhere,
+             and for few channels per group (C/G * O/G <= 16: depthwise) everywhere, float16
+             runs in float32 on float32 copies, rounded to float16 once (half_via_float32).
+             Under ``autocast`` (clgrad.amp) input, weight and bias are cast to float16
+             first, as PyTorch's.
     Views:   any strided input, weight and bias (read through their strides); out is new.
     Grad:    input, weight, bias.
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, fewer
@@ -169,23 +171,45 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 def _half(input, weight, bias, stride, padding, dilation, groups):
-    """conv2d of float16 tensors with few channel pairs per group (C/G * O/G <= FEW_PAIRS:
-    depthwise and the like, where im2col's GEMMs would be K x 1 products) as the float32
-    conv2d of float32 copies, rounded to float16 once (the casts are recorded, so the
-    gradients come back in float16); None for every other problem (and for arguments the
-    checks will refuse)."""
+    """conv2d of float16 tensors as the float32 conv2d of float32 copies, rounded to float16
+    once (the casts are recorded, so the gradients come back in float16), where im2col's
+    float16 GEMMs do not pay (``half_via_float32``); None for every other problem (and for
+    arguments the checks will refuse)."""
     if not (isinstance(weight, Tensor) and weight.ndim == 4 and type(groups) is int and
             groups > 0 and weight.shape[0] % groups == 0 and
-            weight.shape[1] * (weight.shape[0] // groups) <= FEW_PAIRS and
             weight._storage.dtype is _HALF and
-            (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _HALF)):
+            (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _HALF) and
+            half_via_float32(input, weight.shape[1] * (weight.shape[0] // groups))):
         return None
+    return as_float32(conv2d, input, weight, bias, stride, padding, dilation, groups)
+
+
+def half_via_float32(input: Tensor, pairs: int) -> bool:
+    """Whether a float16 convolution of ``pairs`` channel pairs per group (C/G * O/G) on
+    input's device runs in float32 on float32 copies: few pairs (at most FEW_PAIRS:
+    depthwise and the like, where im2col's GEMMs would be K x 1 products), or a device whose
+    float16 GEMMs are not tensor cores (HALF_IM2COL None: the CPUs' and other GPUs' float16
+    GEMMs sum float32 copies or FMA tiles, and float32's convolution kernels are the measured
+    ones; the main job's --amp on Intel's CPU runtime: 6 000-7 000 images/s through im2col).
+    HALF_IM2COL True (tests) or False forces im2col or float32 where pairs are many."""
+    if pairs <= FEW_PAIRS:
+        return True
+    if HALF_IM2COL is not None:
+        return not HALF_IM2COL
+    return mma_precision(input._storage.device, _HALF, False) != "f16"
+
+
+HALF_IM2COL = None  # see half_via_float32
+
+
+def as_float32(op, input, weight, bias, *args):
+    """op(float32 copies of input, weight and bias, *args) rounded to float16 once, with
+    autocast off inside (float32 stays float32); the casts are recorded."""
     f32 = dtypes.float32
-    state, _AUTOCAST_STATE.autocast = _AUTOCAST_STATE.autocast, None  # (float32 stays float32)
+    state, _AUTOCAST_STATE.autocast = _AUTOCAST_STATE.autocast, None
     try:
-        out = conv2d(ew.to(input, f32), ew.to(weight, f32),
-                     None if bias is None else ew.to(bias, f32), stride, padding, dilation,
-                     groups)
+        out = op(ew.to(input, f32), ew.to(weight, f32),
+                 None if bias is None else ew.to(bias, f32), *args)
     finally:
         _AUTOCAST_STATE.autocast = state
     return ew.to(out, _HALF)

@@ -18,7 +18,7 @@ from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv.algorithms import kview
 from clgrad.ops.conv.choice import _choose, _grad_input, _run
-from clgrad.ops.conv.op import conv2d
+from clgrad.ops.conv.op import as_float32, conv2d, half_via_float32
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _conv_pair, _forward_problem, raw,
                                      v5)
 from clgrad.tensor import Tensor
@@ -48,8 +48,14 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"conv_transpose2d: expected a 3-D or 4-D input and a 4-D weight, "
                            f"got input {list(input.shape)} and weight {list(weight.shape)}")
     input, weight, bias = ew.autocast("conv_transpose2d", input, weight, bias)
-    if input.dtype is dtypes.float16 and kview(weight) is None:
-        weight = ew.contiguous(weight)  # (float16 runs im2col: conv2d's docstring)
+    if input.dtype is dtypes.float16 and weight.dtype is dtypes.float16 and (
+            bias is None or isinstance(bias, Tensor) and bias.dtype is dtypes.float16):
+        g0 = groups if isinstance(groups, int) and groups > 0 else 1
+        if half_via_float32(input, weight.shape[0] // g0 * weight.shape[1]):
+            return as_float32(conv_transpose2d, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation)
+        if kview(weight) is None:
+            weight = ew.contiguous(weight)  # (float16 runs im2col: conv2d's docstring)
     g = int(groups) if isinstance(groups, (int, np.integer)) else groups
     cin = input.shape[-3]
     if weight.shape[0] != cin:
