@@ -352,3 +352,25 @@ def test_half_conv_default_route_elsewhere_is_float32(dev, monkeypatch):
     absref = ref_conv(z, np.abs(w), None, np.abs(x), stride=2, padding=1)[1]
     assert y.dtype is F16
     _check(y.numpy(), ref, absref, 8, extra=U, name="conv_transpose2d")
+
+
+def test_half_weight_gradient_slices_on_any_device(dev, monkeypatch):
+    """The split-K slicing itself (the views of _im2col_wgrad's slices, S from
+    _wgrad_slices, a short chunk into slice 0) on any device: tensor cores pretended, so the
+    slices' float32 partial sums run through gemm's float32 copies where there are none.
+    Against NumPy, one rounding."""
+    from clgrad.ops.conv import algorithms as alg
+    monkeypatch.setattr(alg, "mma_precision", lambda *a: "f16")
+    monkeypatch.setattr(alg, "has_mma_f32out", lambda d: True)
+    monkeypatch.setattr(alg, "WGRAD_SLICE_MIN", 8)
+    monkeypatch.setattr(alg, "_units", lambda d: 64)  # slices enough for many units
+    seen = []
+    real = alg._wgrad_slices
+    monkeypatch.setattr(alg, "_wgrad_slices", lambda *a: seen.append(real(*a)) or seen[-1])
+    for n, hw, per_chunk in ((8, 8, None), (7, 6, 4)):
+        if per_chunk:
+            monkeypatch.setattr(backends, "conv_workspace_limit",
+                                per_chunk * (72 + 16) * hw * hw * 2)
+        _, X, W, ref, absref = _padded_3x3(n + hw, n, hw)
+        _check(W.grad.numpy(), ref[2], absref[2], n * hw * hw, name="grad_weight")
+    assert seen[0] >= 8 and seen[1] == 2, seen  # (512 deep: 64 slices wanted; 144: 2)
