@@ -28,7 +28,7 @@ __kernel void name##_x4(long n, int nd, shape_t sh, __global T *out, view_t vo, 
     { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
     { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
 }
-#define BINARY_OUT_X4(name, OUT, expr)                                                      \
+#define BINARY_OUT_X4(name, OUT, SY, expr)                                                  \
 __kernel void name##_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
                         __global const T *a, view_t va, __global const T *b, view_t vb) {  \
     X4_IDX X4_LD4(xa, a, va) X4_LD4(yb, b, vb)                                              \
@@ -36,20 +36,20 @@ __kernel void name##_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo
     { T x = xa2; T y = yb2; X4_PUT(2, expr) } { T x = xa3; T y = yb3; X4_PUT(3, expr) }     \
 }                                                                                           \
 __kernel void name##_sb_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
-                           __global const T *a, view_t va, T y) {                          \
-    X4_IDX X4_LD4(xa, a, va)                                                                \
+                           __global const T *a, view_t va, SCALAR_T ys) {                  \
+    X4_IDX X4_LD4(xa, a, va) const SY y = (SY)ys;                                           \
     { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
     { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
 }                                                                                           \
 __kernel void name##_sa_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
-                           T x, __global const T *b, view_t vb) {                          \
-    X4_IDX X4_LD4(yb, b, vb)                                                                \
+                           SCALAR_T xs, __global const T *b, view_t vb) {                  \
+    X4_IDX X4_LD4(yb, b, vb) const SY x = (SY)xs;                                           \
     { T y = yb0; X4_PUT(0, expr) } { T y = yb1; X4_PUT(1, expr) }                           \
     { T y = yb2; X4_PUT(2, expr) } { T y = yb3; X4_PUT(3, expr) }                           \
 }
 #else
 #define UNARY_X4(name, expr)
-#define BINARY_OUT_X4(name, OUT, expr)
+#define BINARY_OUT_X4(name, OUT, SY, expr)
 #endif
 
 #define UNARY(name, expr)                                                                   \
@@ -60,23 +60,31 @@ __kernel void name(long n, int nd, shape_t sh, __global T *out, view_t vo,      
 }                                                                                           \
 UNARY_X4(name, expr)
 
-#define BINARY_OUT(name, OUT, expr)                                                         \
+// The number of the _sa / _sb forms arrives as SCALAR_T (float for half: the host's
+// opscalar) and is used as SY: the arithmetic ops (ARITH) keep it (PyTorch's opmath: half
+// x / 70000. is 1.43e-05, not x / inf), every other op rounds it to T first, as before.
+#ifndef SCALAR_T
+#define SCALAR_T T
+#endif
+#define BINARY_OUT_S(name, OUT, SY, expr)                                                   \
 __kernel void name(long n, int nd, shape_t sh, __global OUT *out, view_t vo,               \
                    __global const T *a, view_t va, __global const T *b, view_t vb) {       \
     EW_HEAD long oo, oa, ob; off3(i, nd, sh, vo, va, vb, &oo, &oa, &ob);                   \
     T x = a[oa]; T y = b[ob]; out[oo] = (expr);                                             \
 }                                                                                           \
 __kernel void name##_sb(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
-                        __global const T *a, view_t va, T y) {                             \
+                        __global const T *a, view_t va, SCALAR_T ys) {                     \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
-    T x = a[oa]; out[oo] = (expr);                                                          \
+    const SY y = (SY)ys; T x = a[oa]; out[oo] = (OUT)(expr);                                \
 }                                                                                           \
 __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
-                        T x, __global const T *b, view_t vb) {                             \
+                        SCALAR_T xs, __global const T *b, view_t vb) {                     \
     EW_HEAD long oo, ob; off2(i, nd, sh, vo, vb, &oo, &ob);                                \
-    T y = b[ob]; out[oo] = (expr);                                                          \
+    const SY x = (SY)xs; T y = b[ob]; out[oo] = (OUT)(expr);                                \
 }                                                                                           \
-BINARY_OUT_X4(name, OUT, expr)
+BINARY_OUT_X4(name, OUT, SY, (OUT)(expr))
+#define BINARY_OUT(name, OUT, expr) BINARY_OUT_S(name, OUT, T, expr)
+#define ARITH(name, expr) BINARY_OUT_S(name, T, SCALAR_T, expr)
 
 #ifdef IS_FLOAT
 #define IS_NAN(v) isnan(v)
@@ -100,9 +108,9 @@ UNARY(logical_not, (T)(x == (T)0))
 #else
 #define ADD(x, y) ((x) + (y))
 #endif
-BINARY(add, ADD(x, y))
-BINARY(sub, x - y)
-BINARY(mul, x * y)
+ARITH(add, ADD(x, y))
+ARITH(sub, x - y)
+ARITH(mul, x * y)
 // NaN in either operand gives NaN (x is NaN: x; y is NaN: the comparison fails, so y).
 BINARY(maximum, x > y || IS_NAN(x) ? x : y)
 BINARY(minimum, x < y || IS_NAN(x) ? x : y)
@@ -134,7 +142,7 @@ UNARY(square, x * x)
 UNARY(log1p_op, log1p(x))  // accurate for |x| << 1 (OpenCL's log1p, <= 2 ulp)
 UNARY(expm1_op, expm1(x))
 UNARY(erf_op, erf(x))
-BINARY(div, x / y)
+ARITH(div, x / y)
 BINARY(pow_op, pow(x, y))
 BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), as PyTorch
 // Backward helpers: y is the saved input or output, x the incoming gradient.

@@ -682,3 +682,28 @@ def test_four_elements_per_work_item_on_gpus(monkeypatch):
                 "mul_x4", "copy_x4"} <= x4, x4
     finally:
         dev.plans.clear()
+
+
+def test_half_tensor_number_arithmetic_in_float(cpu_fp16):
+    """float16 with a Python number: add, sub, mul and div compute with the number in float32
+    and round once (PyTorch's opmath): x / 70000. is 1.43e-05 (a float16 divisor was inf,
+    every result 0) and x * 0.1 is float32's product rounded, in both operand orders, fresh,
+    in place and on a cached signature; comparisons still round the number to float16 first
+    (x == 1.0001 for x = 1, as PyTorch's)."""
+    v = np.array([1.0, 0.3, 3.0, 65504.0, -2.5, 1e-4], np.float16)
+    x = clgrad.tensor(v)
+    f = v.astype(np.float32)
+    for _ in range(2):  # the second: the kept plans
+        for got, want in (((x / 70000.), f / np.float32(70000)), ((x * 0.1), f * np.float32(0.1)),
+                          ((0.1 * x), np.float32(0.1) * f), ((x + 0.1), f + np.float32(0.1)),
+                          ((x - 0.3), f - np.float32(0.3)), ((1 / x), np.float32(1) / f),
+                          ((x * 2.0 ** 20), f * np.float32(2.0 ** 20))):
+            assert got.dtype is clgrad.float16
+            with np.errstate(over="ignore"):  # (65504 * 2^20: inf in both)
+                np.testing.assert_array_equal(got.numpy(), want.astype(np.float16))
+    y = clgrad.tensor(v)
+    y.mul_(0.1)
+    np.testing.assert_array_equal(y.numpy(), (f * np.float32(0.1)).astype(np.float16))
+    assert (clgrad.tensor(np.float16(1.0)) == 1.0001).item()  # 1.0001 rounds to 1
+    half_03 = clgrad.tensor(np.float16(0.3))  # 0.30004883 > 0.3, but not > half(0.3)
+    assert not (half_03 > 0.3).item()

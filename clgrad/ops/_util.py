@@ -129,8 +129,14 @@ def shape_arg(shape) -> bytes:
     return _SHAPE_T.pack(*shape, *_ZEROS[len(shape):])
 
 
-def scalar(dtype: dtypes.DType, value):
-    """A Python number as the NumPy scalar a kernel argument of ``dtype`` needs."""
+def scalar(dtype: dtypes.DType, value, opmath: bool = False):
+    """A Python number as the NumPy scalar a kernel argument of ``dtype`` needs. ``opmath``:
+    the number of a kernels/elementwise.cl tensor-number kernel (``*_sa``, ``*_sb``: its
+    SCALAR_T), float32 for float16, where add, sub, mul and div compute with it in float
+    (PyTorch's opmath: a float16 x / 70000. is 1.43e-05, where a float16 divisor would be
+    inf) and the other ops round it to float16 in the kernel."""
+    if opmath and dtype is dtypes.float16:
+        return np.float32(value)
     if dtype.is_bool:
         return np.uint8(bool(value))
     if dtype.itemsize < 8 and not dtype.is_floating_point and isinstance(value, (int, np.integer)):
@@ -223,6 +229,8 @@ def defines_of(dtype: dtypes.DType) -> dict:
         d = {"T": dtype.cl}
         if dtype.is_floating_point:
             d["IS_FLOAT"] = 1
+        if dtype is dtypes.float16:  # (elementwise.cl's tensor-number kernels: scalar's opmath)
+            d["SCALAR_T"] = "float"
         flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
         if flag:
             d[flag] = 1

@@ -278,9 +278,9 @@ def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         launch_1d(_FILE, kname, d, out, (_operand(a, shape), _operand(b, shape)))
     elif isinstance(a, Tensor):
-        launch_1d(_FILE, kname + "_sb", d, out, (_operand(a, shape), scalar(dt, b)))
+        launch_1d(_FILE, kname + "_sb", d, out, (_operand(a, shape), scalar(dt, b, True)))
     else:
-        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), _operand(b, shape)))
+        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a, True), _operand(b, shape)))
     return out
 
 
@@ -374,7 +374,7 @@ def _cached_binary(kname, a, b):
         return None, key
     dt = a._storage.dtype
     out = Tensor._empty(a._shape, dt, dev)
-    plan.run_with(dev, (out._storage.buffer, a._storage.buffer), (scalar(dt, b),))
+    plan.run_with(dev, (out._storage.buffer, a._storage.buffer), (scalar(dt, b, True),))
     return out, key
 
 
@@ -409,7 +409,7 @@ def _keep_flat(key, given, a, b, out):
     elif a._strides != out._strides:
         return
     else:
-        b = scalar(out.dtype, b)  # (a sample: the plan binds each call's value)
+        b = scalar(out.dtype, b, True)  # (a sample: the plan binds each call's value)
     dev.keep_plan(key, flat_plan(dev, key[0][0], key[0][1], defines_of(out.dtype),
                                  out.numel(), out, (a, b), ()))
 
@@ -612,7 +612,7 @@ def _divmod_op(kname, op, a, b, dt, shape):
         launch_1d(_FILE, kname, d, out, (expand_to(a, shape), expand_to(b, shape)),
                   (err._storage.buffer,))
     else:
-        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a), expand_to(b, shape)),
+        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a, True), expand_to(b, shape)),
                   (err._storage.buffer,))
     if out.numel() and err.item():
         raise IntegerZeroDivisionError(f"ZeroDivisionError: {op}: integer division by zero "

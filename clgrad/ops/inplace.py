@@ -178,7 +178,7 @@ def scalar_inplace(op: str, self: Tensor, value) -> bool:
         return False
     _check_inplace_target(op, self)
     launch_1d("elementwise.cl", kname, defines_of(self.dtype), self,
-              (self, scalar(self.dtype, value)))
+              (self, scalar(self.dtype, value, True)))
     bump_version(self)
     return True
 
