@@ -52,8 +52,8 @@ clgrad/ops/conv/algorithms.py):
              measures both); transforms around one batched matmul.gemm.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
-             batch dims, the weight broadcast over samples by a stride-0 view. float16's one
-             algorithm (conv2d's Dtypes): small maps run one GEMM over the chunk's samples
+             batch dims, the weight broadcast over samples by a stride-0 view. float16's algorithm
+             on tensor cores (conv2d's Dtypes): small maps run one GEMM over the chunk's samples
              through a copy of the output (MERGE_PIXELS), and on tensor cores the weight
              gradient's depth splits into float32 partial sums (_wgrad_slices).
 An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
@@ -190,8 +190,9 @@ def half_via_float32(input: Tensor, pairs: int) -> bool:
     depthwise and the like, where im2col's GEMMs would be K x 1 products), or a device whose
     float16 GEMMs are not tensor cores (HALF_IM2COL None: the CPUs' and other GPUs' float16
     GEMMs sum float32 copies or FMA tiles, and float32's convolution kernels are the measured
-    ones; the main job's --amp on Intel's CPU runtime: 6 000-7 000 images/s through im2col).
-    HALF_IM2COL True (tests) or False forces im2col or float32 where pairs are many."""
+    ones; the main job's --amp on Intel's CPU runtime: 5 100-6 300 images/s through im2col,
+    8 200-9 400 through float32's kernels). HALF_IM2COL True (tests) or False forces im2col
+    or float32 where pairs are many."""
     if pairs <= FEW_PAIRS:
         return True
     if HALF_IM2COL is not None:
