@@ -2,13 +2,14 @@
 // clgrad.ops.matmul.gemm): im2col gathers samples [n0, n0 + nc) of the problem of conv.h
 // (u = 1) into col[g][k][n - n0][oh*ow + ow] with k = (c, kh, kw); col2im sums such a column
 // gradient back into the input gradient (view y of (n, g, c, h, w)).
-// Defines: T element type; ACC col2im's accumulator type (default T: float for half, so a sum
-// of kh * kw column values is rounded once). Launch: 3-D, dim 0 over the pixels of one map
-// (padded to the work-group: each item checks its index), dim 1 over the channels of every
-// group (g * C/G + c), dim 2 over the chunk's samples (n - n0): a work item runs im2col's kh *
-// kw taps of one output pixel (rows k = (c, kh, kw) of col, nc * oH * oW apart), or col2im's
-// sum for one input pixel. Index math in 32 bits (conv_algorithms.py launches maps, channel
-// counts and chunks below 2^31 elements), two divisions per work item.
+// Defines: T element type; ACC col2im's accumulator type (default T; the host's defines_of
+// sets float for half, so a sum of kh * kw column values is rounded once). Launch: 3-D, dim 0
+// over the pixels of one map (padded to the work-group: each item checks its index), dim 1
+// over the channels of every group (g * C/G + c), dim 2 over the chunk's samples (n - n0): a
+// work item runs im2col's kh * kw taps of one output pixel (rows k = (c, kh, kw) of col,
+// nc * oH * oW apart), or col2im's sum for one input pixel. Index math in 32 bits
+// (conv_algorithms.py launches maps, channel counts and chunks below 2^31 elements), two
+// divisions per work item.
 #define CONV_PROBLEM_ONLY  // conv_t only: no float vectors (T may be half)
 #include "conv.h"
 

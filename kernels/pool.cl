@@ -1,6 +1,6 @@
 // kernels/pool.cl — 2-D pooling of (N, C, H, W) strided views; one work item per element.
-// Defines: T element type (half, float or double); ACC the sums' type (default T; pool.py
-// sets float for half: PyTorch sums half windows in float).
+// Defines: T element type (half, float or double); ACC the sums' type (default T; the host's
+// defines_of sets float for half: PyTorch sums half windows in float).
 // Geometry: geom_t, by value: input N, C, H, W; output OH, OW; kernel kH, kW; stride sH, sW;
 // padding pH, pW; dilation dH, dW. A tensor argument is (data, view_t) whose view holds the
 // element offset and the strides of N, C, H, W (0 for N when the input is unbatched).

@@ -229,8 +229,9 @@ def defines_of(dtype: dtypes.DType) -> dict:
         d = {"T": dtype.cl}
         if dtype.is_floating_point:
             d["IS_FLOAT"] = 1
-        if dtype is dtypes.float16:  # (elementwise.cl's tensor-number kernels: scalar's opmath)
-            d["SCALAR_T"] = "float"
+        if dtype is dtypes.float16:  # float16 sums in float (ACC: matmul.cl's GEMM_TILED,
+            d["ACC"] = "float"      # pool.cl, conv_im2col_any.cl's col2im), and computes with
+            d["SCALAR_T"] = "float"  # a number in float (elementwise.cl: scalar's opmath)
         flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
         if flag:
             d[flag] = 1

@@ -222,9 +222,7 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             if key is not None:
                 dev.keep_plan(key, Plan(None, (), None, data=(top, splits, False)))
             return _gemm_split_k(c, a, b, alpha, beta, splits, tiles_override)
-        d.update(GEMM_TILED=1, **cfg)
-        if c.dtype is dtypes.float16:
-            d["ACC"] = "float"  # products summed in float32, rounded once (PyTorch's)
+        d.update(GEMM_TILED=1, **cfg)  # (float16: ACC float from defines_for, one rounding)
         nthr = (cfg["TSM"] // cfg["WPTM"]) * (cfg["TSN"] // cfg["WPTN"])
         al = [a._offset, cfg["TSM"] * cfg["TSK"] // nthr] + list(ab)  # whole 4-vectors/item
         bl = [b._offset, cfg["TSN"] * cfg["TSK"] // nthr] + list(bb)

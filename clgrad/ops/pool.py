@@ -16,7 +16,7 @@ from clgrad._args import _pair, plain_key
 from clgrad.autograd import record
 from clgrad.runtime import pack
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import LOCAL, defines_for, empty, view_arg
+from clgrad.ops._util import LOCAL, defines_for, defines_of, empty, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
@@ -113,11 +113,9 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
             _view4(x))
 
     def backward(gy):
-        if oh == ow == 1 and h * w and (x.dtype is not dtypes.float16 or h * w <= 2048):
-            # global pooling: gy / (H*W) broadcast, an elementwise launch (adaptive_bwd took
-            # ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1). float16 only where H*W
-            # is a float16 integer (at most 2048): the divisor is rounded to the dtype (past
-            # 65504 it was inf, every gradient 0); adaptive_bwd divides in float
+        if oh == ow == 1 and h * w:  # global pooling: gy / (H*W) broadcast, an elementwise
+            # launch (adaptive_bwd took ~6 ms for 64x128x8x8 on Intel's CPU runtime, this ~1);
+            # float16 divides by the float32 H*W (the tensor-number kernels' opmath)
             return (ew.div(gy.expand(x.shape), float(h * w)),)
         gx = empty(x.shape, x.dtype, x._storage.device)
         if h * w * oh * ow >= 2 ** 32:
@@ -329,7 +327,7 @@ def _launch_rows(name, x, size, *args, defines=None):
     if size[2] >= 2 ** 32:
         raise RuntimeError(f"{name}: expected fewer than 2**32 (N*C) planes, got {size[2]}")
     dev = x._storage.device
-    d = dict(_defines(x.dtype), **defines) if defines else _defines(x.dtype)
+    d = dict(defines_for(x.dtype), **defines) if defines else defines_of(x.dtype)
     dev.launch(dev.kernel(_FILE, name, d), size, ROWS_LOCAL, *args)
 
 
@@ -337,17 +335,5 @@ def _launch(name, x, g, total, *args):
     if total == 0:
         return
     dev = x._storage.device
-    dev.launch(dev.kernel(_FILE, name, _defines(x.dtype)), (total,), (LOCAL,),
+    dev.launch(dev.kernel(_FILE, name, defines_of(x.dtype)), (total,), (LOCAL,),
                np.int64(total), g, *args)
-
-
-def _defines(dtype) -> dict:
-    """pool.cl's defines for dtype: half windows are summed in float (ACC), as PyTorch's."""
-    d = _DEFINES.get(dtype)
-    if d is None:
-        d = _DEFINES[dtype] = dict(defines_for(dtype), **(
-            {"ACC": "float"} if dtype is dtypes.float16 else {}))
-    return d
-
-
-_DEFINES: dict = {}  # dtype -> _defines' dict (shared: never modified)

@@ -19,7 +19,7 @@ from clgrad.kernel_structs import V5_T, longs
 from clgrad import backends, dtypes, layout
 from clgrad import settings
 from clgrad.ops import reduce as rd
-from clgrad.ops._util import copy_raw, defines_for, empty, fill_raw
+from clgrad.ops._util import copy_raw, defines_for, defines_of, empty, fill_raw
 from clgrad.ops.plan import key as plan_key
 from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.ops.elementwise import contiguous
@@ -460,14 +460,6 @@ def _chunks(p: Problem, per_sample_elems, dtype):
     return [(n0, min(nc, p.n - n0)) for n0 in range(0, p.n, nc)]
 
 
-def _im2col_defines(dtype) -> dict:
-    """conv_im2col_any.cl's defines: col2im sums half columns in float (ACC)."""
-    d = defines_for(dtype)
-    if dtype is dtypes.float16:
-        d["ACC"] = "float"
-    return d
-
-
 def _im2col(p: Problem, x, n0, nc, col):
     dev = x._storage.device
     P = p.oh * p.ow
@@ -475,14 +467,14 @@ def _im2col(p: Problem, x, n0, nc, col):
         raise RuntimeError(f"conv2d: im2col's 32-bit index math takes maps and channel counts "
                            f"below 2**31, got {p.h}x{p.w} -> {p.oh}x{p.ow}, {p.g * p.c} "
                            f"channels")
-    dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", _im2col_defines(x.dtype)),
+    dev.launch(dev.kernel("conv_im2col_any.cl", "im2col", defines_of(x.dtype)),
                (_up(P, WG), p.g * p.c, nc), (WG, 1, 1), p.pack(), np.int64(n0),
                np.int64(nc), x._storage.buffer, col._storage.buffer)
 
 
 def _col2im(p: Problem, n0, nc, col, gi):
     dev = gi._storage.device
-    dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", _im2col_defines(gi.dtype)),
+    dev.launch(dev.kernel("conv_im2col_any.cl", "col2im", defines_of(gi.dtype)),
                (_up(p.h * p.w, WG), p.g * p.c, nc), (WG, 1, 1), p.pack(), np.int64(n0),
                np.int64(nc), col._storage.buffer, gi._storage.buffer)
 
@@ -625,14 +617,10 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
         gcol = _gcol(p, g4, n0, nc)
         depth = nc * P
         s = S if depth % (S * 8) == 0 else 1  # (a short last chunk: into slice 0)
-        if ws is None:
-            gemm(gwv, raw(gcol, (G, O, depth), (O * depth, depth, 1), 0),
-                 raw(col, (G, depth, K), (K * depth, 1, depth), 0), 1.0, 1.0 if i else 0.0,
-                 split=False)
-            continue
         ks = depth // s
-        gemm(raw(ws, (s, G, O, K), (G * O * K, O * K, K, 1), 0),
-             raw(gcol, (s, G, O, ks), (ks, O * depth, depth, 1), 0),
+        c = (raw(gw, (1, G, O, K), (0, gwv._strides[0], gwv._strides[1], 1), gw._offset)
+             if ws is None else raw(ws, (s, G, O, K), (G * O * K, O * K, K, 1), 0))
+        gemm(c, raw(gcol, (s, G, O, ks), (ks, O * depth, depth, 1), 0),
              raw(col, (s, G, ks, K), (ks, K * depth, 1, depth), 0), 1.0,
              1.0 if i else 0.0, split=False)
     if ws is not None:
