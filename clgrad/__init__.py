@@ -35,6 +35,7 @@ import sys as _sys
 # -- types, dtypes, devices -------------------------------------------------------------------
 from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64, uint8, int8, int16
+from clgrad.dtypes import bfloat16, finfo, iinfo
 from clgrad.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
 from clgrad.dtypes import get_default_dtype, promote_types, can_cast
 from clgrad.runtime import Device, devices, default_device, set_default_device, synchronize
@@ -129,7 +130,7 @@ __all__ = [
     "Tensor", "Size", "dtype", "device", "Device", "Generator", "DeviceError",
     "OutOfMemoryError",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
-    "half", "float", "double", "short", "int", "long", "get_default_dtype", "promote_types",
+    "bfloat16", "finfo", "iinfo", "half", "float", "double", "short", "int", "long", "get_default_dtype", "promote_types",
     "can_cast", "result_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
     "memory_allocated",

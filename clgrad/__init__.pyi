@@ -13,6 +13,8 @@ from clgrad.runtime.device import Device as Device
 from clgrad._generator import Generator as Generator
 from clgrad.errors import DeviceError as DeviceError
 from clgrad.runtime.device import OutOfMemoryError as OutOfMemoryError
+from clgrad.dtypes import finfo as finfo
+from clgrad.dtypes import iinfo as iinfo
 from clgrad.dtypes import get_default_dtype as get_default_dtype
 from clgrad.dtypes import promote_types as promote_types
 from clgrad.dtypes import can_cast as can_cast
@@ -254,6 +256,7 @@ int32: dtype
 int64: dtype
 uint8: dtype
 bool: dtype
+bfloat16: dtype
 half: dtype
 float: dtype
 double: dtype
@@ -275,36 +278,36 @@ __version__: str
 
 __all__ = [
     "Tensor", "Size", "dtype", "device", "Device", "Generator", "DeviceError", "OutOfMemoryError",
-    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "half",
-    "float", "double", "short", "int", "long", "get_default_dtype", "promote_types", "can_cast",
-    "result_type", "devices", "default_device", "set_default_device", "get_default_device",
-    "synchronize", "memory_allocated", "is_tensor", "numel", "FloatTensor", "DoubleTensor",
-    "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
-    "BoolTensor", "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state",
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
-    "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
-    "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",
-    "optim", "io", "linalg", "distributed", "cuda", "accelerator", "backends", "utils",
-    "serialization", "distributions", "fx", "jit", "amp", "capture", "multiprocessing", "autocast",
-    "compile", "is_autocast_enabled", "tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones",
-    "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
-    "zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "normal",
-    "bernoulli", "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder",
-    "fmod", "pow", "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg",
-    "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square",
-    "reciprocal", "sign", "floor", "ceil", "round", "log1p", "expm1", "erf", "clamp", "clip",
-    "nan_to_num", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
-    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone",
-    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
-    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
-    "argsort", "topk", "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum",
-    "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "narrow", "select", "reshape", "permute",
-    "transpose", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind",
-    "as_strided", "diagonal", "movedim", "flip", "tile", "repeat_interleave", "broadcast_tensors",
-    "meshgrid", "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter",
-    "roll", "tril", "triu", "nonzero", "argwhere", "index_add", "where", "masked_select",
-    "index_put",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "bfloat16",
+    "finfo", "iinfo", "half", "float", "double", "short", "int", "long", "get_default_dtype",
+    "promote_types", "can_cast", "result_type", "devices", "default_device", "set_default_device",
+    "get_default_device", "synchronize", "memory_allocated", "is_tensor", "numel", "FloatTensor",
+    "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+    "ByteTensor", "BoolTensor", "manual_seed", "initial_seed", "seed", "random", "get_rng_state",
+    "set_rng_state", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+    "inference_mode", "are_deterministic_algorithms_enabled", "get_float32_matmul_precision",
+    "get_num_threads", "set_float32_matmul_precision", "set_num_threads",
+    "use_deterministic_algorithms", "set_printoptions", "get_printoptions", "printoptions", "save",
+    "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda", "accelerator",
+    "backends", "utils", "serialization", "distributions", "fx", "jit", "amp", "capture",
+    "multiprocessing", "autocast", "compile", "is_autocast_enabled", "tensor", "as_tensor",
+    "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand",
+    "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
+    "rand_like", "randn_like", "normal", "bernoulli", "add", "sub", "mul", "div", "divide",
+    "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum", "atan2",
+    "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh",
+    "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil", "round",
+    "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne", "lt", "le", "gt", "ge",
+    "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf",
+    "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
+    "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
+    "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
+    "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm",
+    "addmv", "mv", "outer", "ger", "narrow", "select", "reshape", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
+    "diagonal", "movedim", "flip", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid",
+    "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll", "tril",
+    "triu", "nonzero", "argwhere", "index_add", "where", "masked_select", "index_put",
 ]

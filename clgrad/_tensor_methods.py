@@ -212,14 +212,7 @@ Tensor.int = lambda self: ew.to(self, dtypes.int32)
 Tensor.bool = lambda self: ew.to(self, dtypes.bool_)
 Tensor.half = lambda self: ew.to(self, dtypes.float16)
 
-
-def _bfloat16(self):
-    """Not supported: clgrad has no bfloat16 dtype; raises TypeError (use ``half()``)."""
-    raise TypeError("bfloat16: clgrad has no bfloat16 dtype (its floating dtypes are float16, "
-                    "float32, float64); use .half() or .float()")
-
-
-Tensor.bfloat16 = _bfloat16
+Tensor.bfloat16 = lambda self: ew.to(self, dtypes.bfloat16)
 Tensor.byte = lambda self: ew.to(self, dtypes.uint8)
 Tensor.char = lambda self: ew.to(self, dtypes.int8)
 Tensor.short = lambda self: ew.to(self, dtypes.int16)

@@ -149,7 +149,7 @@ def _edges_on_device(t) -> np.ndarray:
     for d, n in enumerate(x.shape):
         if n > 2 * e:
             x = cat([x.narrow(d, 0, e), x.narrow(d, n - e, e)], d)
-    return x.numpy()
+    return x._values()
 
 
 def _cut(shape, summarize) -> bool:
@@ -195,7 +195,7 @@ def _values_str(t, indent: int) -> str:
     if t.numel() == 0:
         return "[]"
     summarize = t.numel() > PRINT_OPTS.threshold
-    a = _edges_on_device(t) if summarize else t.detach().numpy()
+    a = _edges_on_device(t) if summarize else t.detach()._values()
     fmt = _Formatter(a, t.dtype.is_floating_point)
     return _str_with(a, shape, indent, summarize, fmt)
 

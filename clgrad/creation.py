@@ -103,8 +103,11 @@ def _shape(size, op):
 
 
 def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=False):
-    with np.errstate(over="ignore"):  # float64 beyond float32's range is inf, as PyTorch
-        arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
+    if dtype is dtypes.bfloat16:  # its bits, rounded to nearest even (keeps 0-dim shapes)
+        arr = dtypes.to_bf16_bits(np.asarray(arr))
+    else:
+        with np.errstate(over="ignore"):  # float64 beyond float32's range is inf, as PyTorch
+            arr = np.asarray(arr).astype(dtype.np, order="C", copy=False)  # keeps 0-dim shapes
     t = Tensor._empty(arr.shape, dtype, device)
     if arr.size:
         device.copy(t._storage.buffer, arr)

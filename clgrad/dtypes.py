@@ -1,14 +1,20 @@
 """Element types: the PyTorch names, their NumPy dtype and their OpenCL C type.
 
-bool, uint8, int8, int16, int32, int64, float16, float32, float64, with PyTorch's promotion
+bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, with PyTorch's promotion
 rules in one place: ``promote`` (two dtypes, torch.promote_types), ``result_type`` (operands:
 tensors, 0-dim tensors, Python numbers; torch.result_type), which every binary/ternary op,
 comparison, where, clamp and in-place op dispatches through, ``scalar_dtype`` (its shortcut
 for a tensor and one number) and ``can_cast`` (the in-place rule, torch.can_cast). Integer
 arithmetic wraps around in the type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of
 integers are int64. Differences from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those
-widen to int64), no complex or bfloat16; ``Tensor.type()``-style legacy tensor classes
-(``ByteTensor``) are not provided.
+widen to int64), no complex; ``Tensor.type()``-style legacy tensor classes (``ByteTensor``)
+are not provided.
+
+bfloat16 (Google Brain's "brain floating point": float32's sign, 8-bit exponent and top 7
+mantissa bits) has no OpenCL C type and no NumPy one: its elements are stored as ``ushort``
+bits (``np`` is uint16) and converted to and from float32 by ``to_bf16_bits`` (round to
+nearest even, NaN kept a quiet NaN, as PyTorch's c10::BFloat16) and ``bf16_to_float32``
+(exact). Ops compute on it in float32 and round their result once (clgrad/ops/bf16.py).
 """
 from __future__ import annotations
 
@@ -17,22 +23,31 @@ import numpy as np
 __all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
            "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits",
            "check_array_fits", "result_type", "scalar_dtype", "promote_types", "can_cast",
-           "torch_name"]
+           "torch_name", "bfloat16", "to_bf16_bits", "bf16_to_float32", "finfo", "iinfo"]
 
 
 class DType:
-    """An element type. ``np`` is the NumPy dtype, ``cl`` the OpenCL C type used in kernels."""
+    """An element type. ``np`` is the NumPy dtype of the stored elements (bfloat16: uint16,
+    its bits), ``cl`` the OpenCL C type used in kernels (bfloat16: ``ushort``, which only
+    kernels built for it read: ``clgrad/runtime/device.py``'s program refuses the rest)."""
 
-    __slots__ = ("name", "np", "cl", "itemsize", "is_floating_point", "is_bool", "_rank")
+    __slots__ = ("name", "np", "cl", "itemsize", "is_floating_point", "is_bool", "is_signed",
+                 "_rank")
 
-    def __init__(self, name: str, np_dtype, cl_type: str, rank: int):
+    def __init__(self, name: str, np_dtype, cl_type: str, rank: int, floating: bool = False):
         self.name = name
         self.np = np.dtype(np_dtype)
         self.cl = cl_type
         self.itemsize = self.np.itemsize
-        self.is_floating_point = self.np.kind == "f"
+        self.is_floating_point = floating or self.np.kind == "f"
         self.is_bool = self.np.kind == "b"
+        self.is_signed = self.is_floating_point or self.np.kind == "i"
         self._rank = rank
+
+    @property
+    def is_complex(self) -> bool:
+        """False: clgrad has no complex dtypes (PyTorch's ``dtype.is_complex``)."""
+        return False
 
     def __repr__(self):
         return f"clgrad.{self.name}"
@@ -50,11 +65,13 @@ int16 = DType("int16", np.int16, "short", 2)
 int32 = DType("int32", np.int32, "int", 3)
 int64 = DType("int64", np.int64, "long", 4)
 float16 = DType("float16", np.float16, "half", 5)
+bfloat16 = DType("bfloat16", np.uint16, "ushort", 5, floating=True)  # (float16's rank)
 float32 = DType("float32", np.float32, "float", 6)
 float64 = DType("float64", np.float64, "double", 7)
 
-_ALL = {d.name: d for d in (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)}
-_BY_NP = {d.np: d for d in _ALL.values()}
+_ALL = {d.name: d for d in (bool_, uint8, int8, int16, int32, int64, float16, bfloat16,
+                            float32, float64)}
+_BY_NP = {d.np: d for d in _ALL.values() if d is not bfloat16}  # (uint16 arrays: not bits)
 _ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64, "half": float16,
             "short": int16, "byte": uint8, "char": int8}
 
@@ -96,10 +113,10 @@ def to_dtype(x) -> DType:
 
 def promote(a: DType, b: DType) -> DType:
     """Result type of a binary op on two tensors (PyTorch's promotion): bool < uint8, int8 <
-    int16 < int32 < int64 < float16 < float32 < float64, and uint8 with int8 gives int16 (the
-    smallest type holding both ranges)."""
-    if a._rank == b._rank and a is not b:  # uint8 and int8
-        return int16
+    int16 < int32 < int64 < float16, bfloat16 < float32 < float64; uint8 with int8 gives int16
+    and float16 with bfloat16 float32 (the smallest types holding both ranges)."""
+    if a._rank == b._rank and a is not b:  # uint8 and int8; float16 and bfloat16
+        return int16 if a._rank == 1 else float32
     return a if a._rank >= b._rank else b
 
 
@@ -239,9 +256,77 @@ def can_cast(from_: DType, to: DType) -> bool:
 
 _TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                 "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
-                "float64": "Double"}
+                "float64": "Double", "bfloat16": "BFloat16"}
 
 
 def torch_name(d: DType) -> str:
     """PyTorch's ScalarType name of ``d`` ('Float', 'Long' ...), as its error messages say."""
     return _TORCH_NAMES[d.name]
+
+
+def to_bf16_bits(values) -> np.ndarray:
+    """The bfloat16 bits (uint16) of ``values`` (any real array or number): rounded to float32
+    first (a float64 as PyTorch's conversion, through float), then to the nearest bfloat16,
+    ties to even; NaN stays NaN (quiet, its sign kept), beyond bfloat16's range is inf.
+    Source: the rounding of c10/util/BFloat16.h (round_to_nearest_even)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = np.array(values, dtype=np.float32, order="C")  # (a copy; 0-dim kept)
+    u = f.view(np.uint32)
+    bits = ((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    nan = np.isnan(f)
+    if nan.any():
+        bits = np.where(nan, (u >> np.uint32(16)) | np.uint32(0x40), bits)
+    return bits.astype(np.uint16)
+
+
+def bf16_to_float32(bits) -> np.ndarray:
+    """The float32 values of bfloat16 ``bits`` (uint16; exact: the bits are float32's top 16)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+class finfo:
+    """torch.finfo: machine limits of a floating dtype (``bits``, ``eps``, ``max``, ``min``,
+    ``tiny``/``smallest_normal``, ``resolution``, ``dtype``), floats as PyTorch's. Default:
+    float32. Raises TypeError for a dtype that is not floating."""
+
+    _BF16 = {"bits": 16, "eps": 0.0078125, "max": 3.3895313892515355e+38,
+             "min": -3.3895313892515355e+38, "tiny": 1.1754943508222875e-38,
+             "resolution": 0.01}  # (2^-7; (2 - 2^-7) * 2^127; 2^-126; 10^-2)
+
+    def __init__(self, type=None):
+        d = float32 if type is None else to_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError(f"finfo: expected a floating point dtype, got {d!r} (iinfo takes "
+                            f"integer ones)")
+        if d is bfloat16:
+            for k, v in self._BF16.items():
+                setattr(self, k, v)
+        else:
+            i = np.finfo(d.np)
+            self.bits, self.eps, self.max = int(i.bits), float(i.eps), float(i.max)
+            self.min, self.tiny = float(i.min), float(i.tiny)
+            self.resolution = float(i.resolution)
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: limits of an integer dtype (``bits``, ``min``, ``max``, ``dtype``).
+    Raises TypeError for a floating dtype or bool (as PyTorch)."""
+
+    def __init__(self, type):
+        d = to_dtype(type)
+        if d.is_floating_point or d.is_bool:
+            raise TypeError(f"iinfo: expected an integer dtype, got {d!r} (finfo takes "
+                            f"floating ones)")
+        i = np.iinfo(d.np)
+        self.bits, self.min, self.max = int(i.bits), int(i.min), int(i.max)
+        self.dtype = d.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -396,7 +396,15 @@ class Tensor:
 
     # -- host side ----------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A host copy as a NumPy array (blocks until the queue has produced the values)."""
+        """A host copy as a NumPy array (blocks until the queue has produced the values).
+        Raises:  TypeError for bfloat16, which NumPy lacks (as PyTorch; ``.float().numpy()``)"""
+        if self.dtype is dtypes.bfloat16:
+            raise TypeError("numpy: Got unsupported ScalarType BFloat16 (NumPy has no "
+                            "bfloat16); convert first: t.float().numpy()")
+        return self._host_bits()
+
+    def _host_bits(self) -> np.ndarray:
+        """numpy()'s copy of the stored elements, any dtype (bfloat16: its uint16 bits)."""
         src = self
         if not (self.is_contiguous()):
             src = self.contiguous()
@@ -406,16 +414,22 @@ class Tensor:
                                      src_offset=src._offset * self.dtype.itemsize)
         return out
 
+    def _values(self) -> np.ndarray:
+        """The values on the host: numpy(), and bfloat16's as float32 (exact)."""
+        if self.dtype is dtypes.bfloat16:
+            return dtypes.bf16_to_float32(self._host_bits())
+        return self.numpy()
+
     def tolist(self):
         """Nested Python lists (a number for 0-dim tensors)."""
-        return self.numpy().tolist()
+        return self._values().tolist()
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"item: a Tensor with {self.numel()} elements cannot be converted "
                                f"to Scalar")
-        return self.numpy().reshape(()).item()
+        return self._values().reshape(()).item()
 
     def _scalar_value(self):
         if self.numel() != 1:  # PyTorch's error for float()/int() (item() raises RuntimeError)

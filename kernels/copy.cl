@@ -1,8 +1,25 @@
 // kernels/copy.cl — copy between any two strided views, converting the element type.
-// Defines: S source type, D destination type, D_IS_BOOL when D holds bool (0/1); copy_runs
+// Defines: S source type, D destination type, D_IS_BOOL when D holds bool (0/1); S_BF16 /
+// D_BF16 when S / D is bfloat16 (ushort bits, kernels/bf16.h: a conversion between it and
+// another type goes through float; between two bfloat16 views the bits are copied); copy_runs
 // also RUNS (the rank of its collapsed geometry) and UNIT (both last-dim strides are 1).
 // Launch: 1-D; copy: one work item per element, copy_runs: see there. Each checks its bound.
 #include "common.h"
+#include "bf16.h"
+
+// CVT(v): the source element v (type S) as a D
+#if defined(S_BF16) && !defined(D_BF16)
+#define SRC_VAL(v) bf16_to_float(v)
+#else
+#define SRC_VAL(v) (v)
+#endif
+#if defined(D_BF16) && !defined(S_BF16)
+#define CVT(v) float_to_bf16((float)(v))
+#elif defined(D_IS_BOOL)
+#define CVT(v) ((SRC_VAL(v) != (S)0) ? 1 : 0)
+#else
+#define CVT(v) ((D)SRC_VAL(v))
+#endif
 
 __kernel void copy(long n, int nd, shape_t sh, __global D *out, view_t vo,
                    __global const S *a, view_t va) {
@@ -10,22 +27,14 @@ __kernel void copy(long n, int nd, shape_t sh, __global D *out, view_t vo,
     if (i >= n) return;
     long oo, oa;
     off2(i, nd, sh, vo, va, &oo, &oa);
-#ifdef D_IS_BOOL
-    out[oo] = (a[oa] != (S)0) ? 1 : 0;
-#else
-    out[oo] = (D)a[oa];
-#endif
+    out[oo] = CVT(a[oa]);
 }
 
 #ifdef CONTIG
 // copy_x4 (CONTIG builds; GPUs take it for large dense copies, clgrad/ops/_util.py flat_plan,
 // as elementwise.cl's _x4 forms): work item g copies elements g, g + G, g + 2G, g + 3G (G the
 // global size), its four loads issued before its stores.
-#ifdef D_IS_BOOL
-#define COPY_CONV(v) (((v) != (S)0) ? 1 : 0)
-#else
-#define COPY_CONV(v) ((D)(v))
-#endif
+#define COPY_CONV(v) CVT(v)
 __kernel void copy_x4(long n, int nd, shape_t sh, __global D *out, view_t vo,
                       __global const S *a, view_t va) {
     const long G = get_global_size(0), i0 = get_global_id(0), i1 = i0 + G, i2 = i1 + G,
@@ -58,7 +67,8 @@ __kernel void copy_x4(long n, int nd, shape_t sh, __global D *out, view_t vo,
 #else
 #define CONVERT_FROM(v, ST) ((D)(v))
 #endif
-#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER)
+#if !defined(D_IS_BOOL) && !defined(LOOP_VECTORIZER) && \
+    (defined(S_BF16) == defined(D_BF16))
 // 16 at a time by hand: Intel's CPU compiler vectorises across work items, not the loops
 // inside one (PoCL's does: LOOP_VECTORIZER, its scalar loop is faster)
 #define COPY_VEC16(o, s, j, len) \
@@ -83,7 +93,7 @@ inline void run_span(long w, long rows, long inner, long rpw, long run, long nru
 #endif
 
 #ifdef RUNS
-#define CONVERT(v) CONVERT_FROM(v, S)
+#define CONVERT(v) CVT(v)
 __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, long nrun,
                         shape_t sh, __global D *out, view_t vo, __global const S *a,
                         view_t va) {

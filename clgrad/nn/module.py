@@ -589,9 +589,8 @@ class Module:
         return self.to("float16")
 
     def bfloat16(self):
-        """Not supported: clgrad has no bfloat16 dtype; raises TypeError (use ``half()``)."""
-        raise TypeError(f"{type(self).__name__}.bfloat16: clgrad has no bfloat16 dtype (its "
-                        f"floating dtypes are float16, float32, float64); use .half() or .float()")
+        """Cast floating parameters and buffers to bfloat16. Returns self."""
+        return self.to("bfloat16")
 
     # -- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -653,8 +652,8 @@ def _copy_into(dst, src):
     """Copy ``src`` (a checked Tensor or ndarray of dst's shape) into ``dst``, cast to dst's
     dtype first (PyTorch's ``param.copy_(input_param)``)."""
     if isinstance(src, np.ndarray):
-        src = from_numpy(np.ascontiguousarray(src, dtype=dst.dtype.np),
-                         device=dst._storage.device)
+        host = np.float32 if dst.dtype.name == "bfloat16" else dst.dtype.np  # (np: its bits)
+        src = from_numpy(np.ascontiguousarray(src, dtype=host), device=dst._storage.device)
     if src is dst:
         return
     if src._storage.device is not dst._storage.device:  # map_location="cpu" on a GPU machine

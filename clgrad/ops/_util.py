@@ -57,6 +57,12 @@ def copy_raw(dst: Tensor, src: Tensor):
     d = {"S": src.dtype.cl, "D": dst.dtype.cl}
     if dst.dtype.is_bool:
         d["D_IS_BOOL"] = 1
+    if src.dtype is dtypes.bfloat16 or dst.dtype is dtypes.bfloat16:  # (kernels/bf16.h)
+        d["BF16"] = 1
+        if src.dtype is dtypes.bfloat16:
+            d["S_BF16"] = 1
+        if dst.dtype is dtypes.bfloat16:
+            d["D_BF16"] = 1
     dev = dst._storage.device
     if dev.kind == "cpu" and (dst._strides != src._strides or
                               not layout.is_contiguous(dst._shape, dst._strides)):
@@ -106,8 +112,15 @@ def _copy_runs(dev, defines, dst, src):
 def fill_raw(dst: Tensor, value):
     """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
     dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
+    if dst.dtype is dtypes.bfloat16:  # the value's bits, filled as ushort
+        launch_1d("elementwise.cl", "fill", _BF16_FILL, dst, (),
+                  (dtypes.to_bf16_bits(float(value))[()],))
+        return
     launch_1d("elementwise.cl", "fill", defines_for(dst.dtype), dst, (),
               (scalar(dst.dtype, value),))
+
+
+_BF16_FILL = {"T": "ushort", "BF16": 1}  # fill_raw's bfloat16 build: a pure store of bits
 
 
 def bump_version(*tensors: Tensor):

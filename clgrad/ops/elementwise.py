@@ -55,6 +55,42 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
+_BF16, _F32 = dtypes.bfloat16, dtypes.float32
+
+
+def _bf16_in(v):
+    if isinstance(v, Tensor):
+        return to(v, _F32) if v.dtype is _BF16 else v
+    if isinstance(v, (list, tuple)) and any(isinstance(e, Tensor) and e.dtype is _BF16
+                                            for e in v):
+        return type(v)(_bf16_in(e) for e in v)
+    return v
+
+
+def _bf16_out(v):
+    if isinstance(v, Tensor):
+        return to(v, _BF16) if v.dtype is _F32 else v
+    if isinstance(v, tuple):
+        items = [_bf16_out(e) for e in v]
+        return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
+    return v
+
+
+def via_float32(fn, *args, **kwargs):
+    """bfloat16's arithmetic (clgrad/dtypes.py): ``fn(*args, **kwargs)`` with every bfloat16
+    tensor argument (also inside a list or tuple argument) converted to float32 and every
+    float32 result (also inside a tuple result) converted to bfloat16, rounded once to nearest
+    even: PyTorch's bfloat16 ops compute in float ("opmath") and round their result, so the
+    values agree with theirs up to that one rounding. Integer and bool results (argmax,
+    comparisons) are kept. Both conversions are recorded (``to``), so gradients flow and
+    arrive in bfloat16. An op calls this where its result dtype is bfloat16; it costs two
+    conversion launches per bfloat16 operand and result (OpenCL C has no bfloat16 type)."""
+    args = [_bf16_in(a) for a in args]
+    for k, v in kwargs.items():
+        kwargs[k] = _bf16_in(v)
+    return _bf16_out(fn(*args, **kwargs))
+
+
 def autocast(op: str, *tensors, lower: bool = True):
     """The operands of an op on autocast's lists (clgrad.amp), cast as PyTorch's autocast
     does while it is on for the first tensor's device type: ``lower`` (matmul family): every
@@ -333,6 +369,8 @@ def add(a, b, alpha=1) -> Tensor:
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
+    if dt is _BF16:
+        return via_float32(add, *given, alpha=alpha)
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -471,6 +509,8 @@ def sub(a, b, alpha=1) -> Tensor:
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
+    if dt is _BF16:
+        return via_float32(sub, *given, alpha=alpha)
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -486,6 +526,8 @@ def mul(a, b) -> Tensor:
     if out is None:
         given = a, b
         a, b, dt, shape = _prep("mul", a, b)
+        if dt is _BF16:
+            return via_float32(mul, *given)
         out = _launch_binary("mul", a, b, dt, shape)
         if key is not None:
             _keep_flat(key, given, a, b, out)
@@ -517,7 +559,10 @@ def div(a, b, rounding_mode=None) -> Tensor:
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: expected rounding_mode None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
+    given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
+    if dt is _BF16:
+        return via_float32(div, *given, rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()

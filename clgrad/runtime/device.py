@@ -464,6 +464,12 @@ class Device:
 
     def _build(self, file: str, defines: dict) -> cl.Program:
         self._refuse_if_forked()
+        if "ushort" in defines.values() and "BF16" not in defines:
+            # bfloat16's storage type (clgrad/dtypes.py): a kernel that does not say it reads
+            # bfloat16 would compute on its bits as integers
+            raise TypeError(f"bfloat16: kernels/{file} has no bfloat16 build; the op computes "
+                            f"bfloat16 in float32 where clgrad supports it (README: dtypes); "
+                            f"convert first with .float()")
         kdir = kernel_dir()
         path = kdir / file
         src = path.read_text()
