@@ -72,8 +72,8 @@ def _to(self, *args, **kwargs):
     copy = kwargs.get("copy", flags[1] if len(flags) == 2 else False)
     for a in args:
         if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in (
-                "float32", "float64", "int32", "int64", "bool", "float16", "uint8", "int8",
-                "int16")):
+                "float32", "float64", "int32", "int64", "bool", "float16", "bfloat16", "uint8",
+                "int8", "int16")):
             dtype = a
         elif isinstance(a, (Device, str, torch_device, int)):
             device = a

@@ -7,7 +7,9 @@ attention, mv, outer), conv1d, conv2d, conv_transpose1d/2d -- in float16: floati
 other than float64 are cast (the casts are recorded, so gradients reach the parameters in
 their own dtype), products are summed in float32 and rounded once, the result is float16, as
 PyTorch's (clgrad/ops/conv/op.py conv2d: float16 convolutions and their one extra rounding in
-the input gradient). The losses of PyTorch's float32 list (cross_entropy, nll_loss, mse_loss,
+the input gradient). ``dtype=bfloat16`` (autocast('cpu')'s default) alike: bfloat16
+operands, float32 arithmetic (clgrad/ops/elementwise.py via_float32), a bfloat16 result
+rounded once. The losses of PyTorch's float32 list (cross_entropy, nll_loss, mse_loss,
 l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits), kl_div) cast float16
 inputs to float32, and so do layer_norm, group_norm, softmax and log_softmax (their results
 are float32, under any autocast dtype, bfloat16 included). Backward runs with autocast off:
@@ -17,10 +19,11 @@ statistics: float32 statistics, a float16 output (ops/norm.py batch_norm); a flo
 batch_norm and the average pools compute in float32 too.
 
 Differences from PyTorch, each a clear error or stated here:
-- autocast('cpu')'s default dtype is bfloat16, which clgrad does not have: an op of the
-  lower-precision list then raises RuntimeError (pass ``dtype=torch.float16``); so does
-  float16 on a device without cl_khr_fp16. Other dtypes (float32, float64) warn and disable
-  autocast, as PyTorch's.
+- float16 on a device without cl_khr_fp16 raises RuntimeError at an op of the
+  lower-precision list. Other dtypes (float32, float64) warn and disable autocast, as
+  PyTorch's.
+- bfloat16 has no OpenCL C type: its ops convert to float32 and back around float32 kernels
+  (two more launches per operand and result), so on clgrad bfloat16 saves memory, not time.
 - The rest of PyTorch's float32 list (sum, cumsum, exp, log, pow, norm, ...) and the
   elementwise ops run in their inputs' dtypes: a float16 input stays float16 there, where
   PyTorch's autocast computes and returns float32.
@@ -62,11 +65,11 @@ class autocast:  # noqa: N801  (PyTorch's name)
     """Context manager and decorator: the ops of autocast's list run in ``dtype`` on tensors
     of ``device_type`` ('cpu' or 'cuda') inside (see the module docstring).
 
-    Args:    device_type 'cpu' or 'cuda'; dtype float16 (default: float16 for 'cuda',
-             bfloat16 for 'cpu', as PyTorch); enabled False changes nothing;
+    Args:    device_type 'cpu' or 'cuda'; dtype float16 or bfloat16 (default: float16 for
+             'cuda', bfloat16 for 'cpu', as PyTorch); enabled False changes nothing;
              cache_enabled is accepted (clgrad casts each time).
-    Raises:  RuntimeError for another device_type; (at an op of the list) for bfloat16 or a
-             device without float16, see the module docstring.
+    Raises:  RuntimeError for another device_type; (at an op of the list) for float16 on a
+             device without it, see the module docstring.
     """
 
     def __init__(self, device_type: str = "cuda", dtype=None, enabled: bool = True,
@@ -76,16 +79,16 @@ class autocast:  # noqa: N801  (PyTorch's name)
                                f"{device_type!r}")
         self.device_type, self.fast_dtype = device_type, dtype
         self._enabled, self.cache_enabled = bool(enabled), cache_enabled
-        self._dtype = None  # what the ops see: float16, "bfloat16" (refused), None (off)
+        self._dtype = None  # what the ops see: float16, bfloat16, None (off)
         if self._enabled:
             if dtype is None:
-                self._dtype = dtypes.float16 if device_type == "cuda" else "bfloat16"
-            elif dtypes.to_dtype(dtype) is dtypes.float16:
-                self._dtype = dtypes.float16
+                self._dtype = _default_dtype(device_type)
+            elif dtypes.to_dtype(dtype) in (dtypes.float16, dtypes.bfloat16):
+                self._dtype = dtypes.to_dtype(dtype)
             else:
                 warnings.warn(f"In {device_type} autocast, but the target dtype "
-                              f"{dtypes.to_dtype(dtype)} is not supported (float16 is). "
-                              f"Disabling autocast.", UserWarning, stacklevel=2)
+                              f"{dtypes.to_dtype(dtype)} is not supported (float16 and "
+                              f"bfloat16 are). Disabling autocast.", UserWarning, stacklevel=2)
                 self._enabled = False
 
     def __enter__(self):
@@ -120,17 +123,15 @@ def is_autocast_enabled(device_type=None) -> bool:
     return grad_mode.autocast_dtype(device_type or "cuda") is not None
 
 
+def _default_dtype(device_type: str):
+    return dtypes.float16 if device_type == "cuda" else dtypes.bfloat16
+
+
 def get_autocast_dtype(device_type: str):
-    """The dtype autocast(device_type) runs its ops in now (float16), else the default
-    dtype PyTorch reports: float16 for 'cuda'; 'cpu' would be bfloat16, which clgrad does
-    not have (RuntimeError)."""
+    """The dtype autocast(device_type) runs its ops in now, else the default PyTorch
+    reports: float16 for 'cuda', bfloat16 for 'cpu'."""
     dt = grad_mode.autocast_dtype(device_type)
-    if dt is None:
-        dt = dtypes.float16 if device_type == "cuda" else "bfloat16"
-    if dt == "bfloat16":
-        raise RuntimeError("get_autocast_dtype: autocast('cpu')'s dtype is bfloat16, which "
-                           "clgrad does not have")
-    return dt
+    return _default_dtype(device_type) if dt is None else dt
 
 
 def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):

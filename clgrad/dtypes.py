@@ -1,14 +1,14 @@
 """Element types: the PyTorch names, their NumPy dtype and their OpenCL C type.
 
-bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, with PyTorch's promotion
-rules in one place: ``promote`` (two dtypes, torch.promote_types), ``result_type`` (operands:
-tensors, 0-dim tensors, Python numbers; torch.result_type), which every binary/ternary op,
-comparison, where, clamp and in-place op dispatches through, ``scalar_dtype`` (its shortcut
-for a tensor and one number) and ``can_cast`` (the in-place rule, torch.can_cast). Integer
-arithmetic wraps around in the type (uint8 200 + 100 is 44), as PyTorch and NumPy; sums of
-integers are int64. Differences from PyTorch: no uint16/uint32/uint64 (NumPy arrays of those
-widen to int64), no complex; ``Tensor.type()``-style legacy tensor classes (``ByteTensor``)
-are not provided.
+bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, with PyTorch's
+promotion rules in one place: ``promote`` (two dtypes, torch.promote_types),
+``result_type`` (operands: tensors, 0-dim tensors, Python numbers; torch.result_type), which
+every binary/ternary op, comparison, where, clamp and in-place op dispatches through,
+``scalar_dtype`` (its shortcut for a tensor and one number) and ``can_cast`` (the in-place
+rule, torch.can_cast). Integer arithmetic wraps around in the type (uint8 200 + 100 is 44),
+as PyTorch and NumPy; sums of integers are int64. Differences from PyTorch: no
+uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex; ``Tensor.type()``-
+style legacy tensor classes (``ByteTensor``) are not provided.
 
 bfloat16 (Google Brain's "brain floating point": float32's sign, 8-bit exponent and top 7
 mantissa bits) has no OpenCL C type and no NumPy one: its elements are stored as ``ushort``
@@ -23,7 +23,8 @@ import numpy as np
 __all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
            "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits",
            "check_array_fits", "result_type", "scalar_dtype", "promote_types", "can_cast",
-           "torch_name", "bfloat16", "to_bf16_bits", "bf16_to_float32", "finfo", "iinfo"]
+           "torch_name", "bfloat16", "to_bf16_bits", "bf16_to_float32", "host_np",
+           "to_storage", "finfo", "iinfo"]
 
 
 class DType:
@@ -277,6 +278,23 @@ def to_bf16_bits(values) -> np.ndarray:
     if nan.any():
         bits = np.where(nan, (u >> np.uint32(16)) | np.uint32(0x40), bits)
     return bits.astype(np.uint16)
+
+
+def host_np(d: DType) -> np.dtype:
+    """The NumPy dtype ``d``'s VALUES take on the host: ``d.np``, float32 for bfloat16 (whose
+    ``np`` is its stored bits)."""
+    return _F32_NP if d is bfloat16 else d.np
+
+
+def to_storage(values, d: DType) -> np.ndarray:
+    """``values`` (an array or number) as ``d``'s stored elements (``d.np``; bfloat16: its
+    bits, ``to_bf16_bits``), C-contiguous; casts as NumPy's astype."""
+    if d is bfloat16:
+        return to_bf16_bits(values)
+    return np.ascontiguousarray(np.asarray(values).astype(d.np, copy=False))
+
+
+_F32_NP = np.dtype(np.float32)
 
 
 def bf16_to_float32(bits) -> np.ndarray:

@@ -131,12 +131,16 @@ def test_autocast_switches_and_errors(cpu_fp16):
     with clgrad.autocast("cuda", dtype=F16):  # CPU-device tensors are not 'cuda' ones
         assert (a @ b).dtype is F32
     with clgrad.autocast("cpu"):  # PyTorch's default for 'cpu' is bfloat16
-        with pytest.raises(RuntimeError, match="bfloat16.*dtype=torch.float16"):
-            a @ b
+        y = a @ b
+        assert y.dtype is clgrad.bfloat16
+        # bfloat16 operands (rounded once each), float32 sums, the result rounded once
+        want = (a.bfloat16().float() @ b.bfloat16().float()).numpy()
+        np.testing.assert_allclose(y.float().numpy(), want, rtol=2 ** -8, atol=1e-6)
         assert (a * 2).dtype is F32  # ops off the list run as before
-        # the float32 list needs no bfloat16: it runs (PyTorch's casts float16 to float32)
+        # the float32 list: float32 results from any floating input
         assert F.softmax(a, 1).dtype is F32 and F.layer_norm(a, (3,)).dtype is F32
         assert F.softmax(a.half(), 1).dtype is F32
+        assert F.softmax(a.bfloat16(), 1).dtype is F32
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with clgrad.autocast("cpu", dtype=F32):

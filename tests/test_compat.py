@@ -352,7 +352,7 @@ def test_module_half_double_float_bfloat16(cpu_fp16):
     np.testing.assert_array_equal(m[0].weight.numpy(), w.astype(np.float16))
     assert m.double()[0].weight.dtype == clgrad.float64 and m.float()[0].bias.dtype == \
         clgrad.float32
-    with pytest.raises(TypeError, match="no bfloat16 dtype"):
-        m.bfloat16()
-    with pytest.raises(TypeError, match="no bfloat16 dtype"):
-        clgrad.ones(2).bfloat16()
+    assert m.bfloat16() is m and m[0].weight.dtype == clgrad.bfloat16
+    assert m[1].running_var.dtype == clgrad.bfloat16
+    assert m[1].num_batches_tracked.dtype == clgrad.int64
+    assert clgrad.ones(2).bfloat16().dtype == clgrad.bfloat16

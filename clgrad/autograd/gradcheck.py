@@ -77,5 +77,5 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
 def _poke(t, pos, value):
     # Writes one element of a checked input without touching its version (gradcheck only).
     off = t._offset + sum(i * st for i, st in zip(pos, t._strides))
-    t._storage.write(off, np.array(value, dtype=t.dtype.np))
+    t._storage.write(off, dtypes.to_storage(np.array(value), t.dtype))
 

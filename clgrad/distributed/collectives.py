@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import dtypes
 from clgrad.distributed.process_group import (ReduceOp, Work, _begin, _comm, _Keep, _mpi,
                                               _run, _wait)
 
@@ -365,13 +366,14 @@ def _uncode(name, c):
 
 
 def _wire(dtype):
-    """The host dtype a clgrad dtype travels as (float16 as float32: MPI has no half)."""
-    return np.dtype(np.float32) if dtype.name == "float16" else dtype.np
+    """The host dtype a clgrad dtype travels as (float16 and bfloat16 as float32: MPI has
+    neither)."""
+    return np.dtype(np.float32) if dtype.name in ("float16", "bfloat16") else dtype.np
 
 
 def _host(t):
     """A contiguous host copy of the view ``t`` in its wire dtype."""
-    a = t.detach().numpy()
+    a = t.detach()._values()
     return np.ascontiguousarray(a, dtype=_wire(t.dtype))
 
 
@@ -386,10 +388,10 @@ def _write(t, values):
     from clgrad.autograd import no_grad
     from clgrad.creation import tensor
     from clgrad.ops.inplace import write_into
-    values = np.ascontiguousarray(np.asarray(values).reshape(tuple(t.shape)), dtype=t.dtype.np)
+    values = np.asarray(values).reshape(tuple(t.shape))
     if t.is_contiguous():  # straight into the buffer at the view's offset
         if values.size:
-            t._storage.device.copy(t._storage.buffer, values,
+            t._storage.device.copy(t._storage.buffer, dtypes.to_storage(values, t.dtype),
                                    dst_offset=t._offset * t.dtype.itemsize)
         t._storage.version += 1
         return

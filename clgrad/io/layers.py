@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from clgrad import dtypes
 from clgrad.creation import from_numpy
 from clgrad.layout import cdiv
 from clgrad.nn import functional as F
@@ -145,8 +146,8 @@ class Pool2d(Module):
             counts = [_window_counts(hw[i], self.kernel[i], self.stride[i], pads[i],
                                      pads[i + 2], out[i], self.count_include_pad)
                       for i in (0, 1)]
-            grid = np.outer(*counts).astype(x.dtype.np)
-            self._counts[key] = from_numpy(grid, device=x._storage.device)
+            grid = np.outer(*counts).astype(dtypes.host_np(x.dtype))  # (bfloat16: float32)
+            self._counts[key] = ew.to(from_numpy(grid, device=x._storage.device), x.dtype)
         return self._counts[key]
 
     def extra_repr(self):

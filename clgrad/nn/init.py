@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from clgrad import dtypes
 from clgrad.creation import from_numpy, seed_generator
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
@@ -233,7 +234,8 @@ def _check_tensor(tensor, op):
 
 def _fill(tensor: Tensor, values: np.ndarray) -> Tensor:
     """Copy host ``values`` into ``tensor`` (any view) without autograd."""
-    ew.copy_raw(tensor, from_numpy(values.astype(tensor.dtype.np), device=tensor._storage.device))
+    host = values.astype(dtypes.host_np(tensor.dtype))  # (bfloat16: float32, converted below)
+    ew.copy_raw(tensor, from_numpy(host, device=tensor._storage.device))
     bump_version(tensor)
     return tensor
 

@@ -678,7 +678,7 @@ def _is_dtype(a):
     if isinstance(a, dtypes.DType):
         return True
     return isinstance(a, str) and a in ("float16", "float32", "float64", "half", "float",
-                                        "double")
+                                        "double", "bfloat16")
 
 
 def _indent(text: str) -> str:

@@ -88,19 +88,27 @@ def via_float32(fn, *args, **kwargs):
     args = [_bf16_in(a) for a in args]
     for k, v in kwargs.items():
         kwargs[k] = _bf16_in(v)
-    return _bf16_out(fn(*args, **kwargs))
+    mode = autograd.grad_mode
+    if not getattr(mode._state, "autocast", None):
+        return _bf16_out(fn(*args, **kwargs))
+    prev = mode._set_autocast(None)  # autocast chose bfloat16 already: the float32 op is
+    try:                             # this op's own arithmetic, not autocast's to lower again
+        out = fn(*args, **kwargs)
+    finally:
+        mode._set_autocast(prev)
+    return _bf16_out(out)
 
 
 def autocast(op: str, *tensors, lower: bool = True):
     """The operands of an op on autocast's lists (clgrad.amp), cast as PyTorch's autocast
     does while it is on for the first tensor's device type: ``lower`` (matmul family): every
-    floating tensor but float64 to autocast's dtype (float16); not ``lower`` (losses):
-    float16 tensors to float32. The casts are recorded (gradients flow back in the
-    original dtypes). ``tensors`` unchanged when autocast is off; None entries stay None.
+    floating tensor but float64 to autocast's dtype (float16 or bfloat16); not ``lower``
+    (losses, norms): float16 and bfloat16 tensors to float32. The casts are recorded
+    (gradients flow back in the original dtypes). ``tensors`` unchanged when autocast is off;
+    None entries stay None.
 
     Raises:  (``lower`` only: the float32 list needs neither) RuntimeError when autocast's
-             dtype is bfloat16 (autocast('cpu')'s default: clgrad has no bfloat16), or
-             float16 on a device without cl_khr_fp16.
+             dtype is float16 on a device without cl_khr_fp16.
     """
     if not getattr(autograd.grad_mode._state, "autocast", None):  # off: the common case
         return tensors
@@ -113,12 +121,8 @@ def autocast(op: str, *tensors, lower: bool = True):
         return tensors
     if not lower:  # the float32 list: whatever autocast's dtype, float16 becomes float32
         return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and
-                     t.dtype is dtypes.float16 else t for t in tensors)
-    if dt == "bfloat16":
-        raise RuntimeError(f"{op}: autocast(device_type={dev.type!r}) runs it in bfloat16 "
-                           f"(its default dtype), which clgrad does not have; pass "
-                           f"dtype=torch.float16, or enabled=False")
-    if not dev.fp16:
+                     (t.dtype is dtypes.float16 or t.dtype is _BF16) else t for t in tensors)
+    if dt is dtypes.float16 and not dev.fp16:
         raise RuntimeError(f"{op}: autocast to float16, but the device {dev.name!r} lacks "
                            f"cl_khr_fp16; use autocast(..., enabled=False) (float32)")
     return tuple(to(t, dt) if isinstance(t, Tensor) and t.dtype.is_floating_point and

@@ -17,6 +17,9 @@ from clgrad.ops._util import same_device
 from clgrad.ops.foreach import (MULTI, MULTI_CPU_MAX, launch_multi,  # noqa: F401
                                 multi_chunks, multi_ok)
 from clgrad.tensor import Tensor
+from clgrad import dtypes
+
+_BF16, _F32 = dtypes.bfloat16, dtypes.float32
 
 __all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
            "check_execution_flags", "MULTI", "multi_default", "multi_chunks", "launch_multi"]
@@ -111,7 +114,7 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                todo = []
+                todo, bf16 = [], None
                 for p in group["params"]:
                     g = p._grad  # (the slots, not the properties: a call less each)
                     if g is None:
@@ -121,7 +124,12 @@ class Optimizer:
                     if g._storage.dtype is not p._storage.dtype:
                         raise RuntimeError(f"{type(self).__name__}: expected a gradient of "
                                            f"dtype {p.dtype}, got {g.dtype}")
+                    if p._storage.dtype is _BF16:
+                        bf16 = [*(bf16 or ()), (p, g)]
+                        continue
                     todo.append((p, g))
+                if bf16:
+                    self._update_bf16(bf16, group)
                 if todo and (self._multi is True or (self._multi == "auto" and
                                                      todo[0][0]._storage.device.kind != "cpu")):
                     todo = self._update_multi(todo, group)  # what the multi-tensor kernels take
@@ -135,6 +143,27 @@ class Optimizer:
         return loss
 
     _multi = False  # multi-tensor launches (foreach / fused), where a subclass has _update_multi
+
+    def _update_bf16(self, todo: list, group: dict):
+        """``_update`` of bfloat16 parameters [(p, grad)] (no kernel reads bfloat16): on float32
+        copies of the parameter, its gradient and its state tensors, each written back rounded
+        to bfloat16 once (PyTorch's bfloat16 updates round after each op of the formula, so the
+        two may differ in the last bit). The state stays bfloat16, as PyTorch's."""
+        for p, g in todo:
+            st = self.state.setdefault(p, {})
+            st32 = {k: ew.to(v, _F32) if isinstance(v, Tensor) and v.dtype is _BF16 else v
+                    for k, v in st.items()}
+            p32 = ew.to(p, _F32)
+            self._update(p32, ew.to(g, _F32), group, st32)
+            ew.copy_raw(p, p32)
+            p._storage.version += 1
+            for k, v in st32.items():
+                old = st.get(k)
+                if isinstance(old, Tensor) and old.dtype is _BF16:
+                    ew.copy_raw(old, v)
+                else:  # made by this first update (float32, p32's dtype), or a number
+                    st[k] = ew.to(v, _BF16) if isinstance(v, Tensor) and v.dtype is _F32 \
+                        else v
 
     def _update_multi(self, todo: list, group: dict) -> list:
         """Update parameters of ``todo`` [(p, grad)] in multi-tensor launches; return the pairs
