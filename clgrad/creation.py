@@ -102,8 +102,18 @@ def _shape(size, op):
     return tuple(out)
 
 
-def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=False):
-    if dtype is dtypes.bfloat16:  # its bits, rounded to nearest even (keeps 0-dim shapes)
+def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=False,
+            bits=False):
+    """A tensor of dtype ``dtype`` holding ``arr``'s values (converted), or with ``bits=True``
+    holding ``arr``'s elements unchanged as the stored ones (an array of ``dtype.np``:
+    bfloat16's uint16 bits, as file formats store them; TypeError for another NumPy dtype)."""
+    if bits:
+        arr = np.asarray(arr)
+        if arr.dtype.newbyteorder("=") != np.dtype(dtype.np):
+            raise TypeError(f"_upload: expected the stored elements of {dtype.name} (NumPy "
+                            f"{np.dtype(dtype.np)}), got an array of {arr.dtype}")
+        arr = arr.astype(dtype.np, order="C", copy=False)  # native order, dense (0-dim kept)
+    elif dtype is dtypes.bfloat16:  # its bits, rounded to nearest even (keeps 0-dim shapes)
         arr = dtypes.to_bf16_bits(np.asarray(arr))
     else:
         with np.errstate(over="ignore"):  # float64 beyond float32's range is inf, as PyTorch

@@ -15,6 +15,9 @@ File layout (a valid safetensors file, readable by any safetensors tool):
                                                 as PyTorch numbers it), written as decimal str
                   {"list": [node, ...]}          a list (tuples: {"tuple": [...]})
                   {"tensor": name, "kind": k}   k = "clgrad" (a Tensor) or "numpy" (an ndarray);
+                                                a bfloat16 Tensor is safetensors dtype "BF16"
+                                                (its 2-byte elements, bit-exact) and loads back
+                                                as bfloat16;
                                                 a Tensor with requires_grad=True also has
                                                 "requires_grad": true (loads back requiring
                                                 grad, as torch.load of a .pt; safetensors has no
@@ -49,7 +52,8 @@ from pathlib import Path
 import numpy as np
 import safetensors.numpy
 
-from clgrad.creation import from_numpy
+from clgrad import dtypes
+from clgrad.creation import _device, _upload, from_numpy
 from clgrad.tensor import Tensor
 
 __all__ = ["save", "load"]
@@ -70,7 +74,8 @@ def save(obj, path):
                  floats, bools, str, None, NumPy scalars (stored as Python numbers), or
                  nested dicts / lists / tuples of these
              path: str or os.PathLike; its folder must exist; an existing file is replaced
-    Dtypes:  arrays of bool, int8..int64, uint8..uint64, float16, float32, float64
+    Dtypes:  arrays of bool, int8..int64, uint8..uint64, float16, float32, float64; Tensors of
+             these clgrad has and bfloat16 (written as safetensors "BF16", bit-exact)
     Raises:  TypeError naming the key path for an unsupported value, key or array dtype;
              ValueError if two key paths join to the same tensor name, or for containers
              nested more than _MAX_DEPTH (100) deep; FileNotFoundError if
@@ -80,17 +85,21 @@ def save(obj, path):
         raise TypeError(f"save: expected a dict, got {type(obj).__name__}")
     arrays = {}
     tree = _encode(obj, (), arrays)
-    crc = {name: _crc32(a) for name, (a, _) in arrays.items()}
+    crc = {name: _crc32(a) for name, (a, _, _) in arrays.items()}
     meta = {"clgrad": json.dumps({"version": _VERSION, "tree": tree, "crc32": crc})}
-    data = safetensors.numpy.save({name: a for name, (a, _) in arrays.items()}, metadata=meta)
+    data = safetensors.numpy.save({name: a for name, (a, _, _) in arrays.items()},
+                                  metadata=meta)
+    # safetensors.numpy has no bfloat16: its bits went as U16, retagged BF16 in the header
+    data = _retag(data, {name: "BF16" for name, (_, _, bf16) in arrays.items() if bf16})
     _atomic_write(Path(path), data)
 
 
 def load(path):
     """Read a checkpoint written by `save`.
 
-    Returns: the saved structure; Tensors come back as clgrad Tensors (`clgrad.from_numpy`),
-             NumPy arrays as NumPy arrays, tuples as tuples, other values as saved
+    Returns: the saved structure; Tensors come back as clgrad Tensors (`clgrad.from_numpy`;
+             "BF16" ones as bfloat16, bit-exact), NumPy arrays as NumPy arrays, tuples as
+             tuples, other values as saved
     Raises:  FileNotFoundError if path does not exist; ValueError naming the path if the file
              is not a clgrad checkpoint (e.g. a plain safetensors file) or is corrupt: a bad
              header, metadata nested too deep, or a tensor whose bytes do not match the CRC-32
@@ -101,13 +110,16 @@ def load(path):
         raise FileNotFoundError(f"load: expected a checkpoint file at {path}, got no such file")
     data = path.read_bytes()
     info = _read_info(data, path)
+    # safetensors.numpy cannot read BF16: read those tensors' bits as U16 (retagged)
+    bf16 = _tagged(data, "BF16")
+    data = _retag(data, dict.fromkeys(bf16, "U16"))
     try:
         arrays = safetensors.numpy.load(data)
     except Exception as e:  # SafetensorError and friends: the data section is corrupt
         raise ValueError(f"load: {path}: expected valid safetensors data, got {e}") from e
     _verify(_saved_crc(info), arrays, path)
     try:
-        return _decode(info["tree"], arrays)
+        return _decode(info["tree"], arrays, bf16)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"load: {path}: expected a consistent clgrad checkpoint, "
                          f"got a broken structure ({e!r})") from e
@@ -173,7 +185,8 @@ def _encode(value, keys, arrays):
         kind = "list" if isinstance(value, list) else "tuple"
         return {kind: [_encode(v, keys + (str(i),), arrays) for i, v in enumerate(value)]}
     if isinstance(value, Tensor):
-        node = _encode_array(value.detach().numpy(), "clgrad", keys, arrays)
+        bf16 = value.dtype is dtypes.bfloat16
+        node = _encode_array(value.detach()._host_bits(), "clgrad", keys, arrays, bf16)
         if value.requires_grad:
             node["requires_grad"] = True
         return node
@@ -203,7 +216,8 @@ def _encode_metadata(meta, where):
     return out
 
 
-def _encode_array(a, kind, keys, arrays):
+def _encode_array(a, kind, keys, arrays, bf16=False):
+    """The tree node of array leaf ``a`` (bf16: a bfloat16 Tensor's uint16 bits)."""
     where = ".".join(keys)
     if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8:
         raise TypeError(f"save: expected an array of bool, int or float (<= 64 bits) at key "
@@ -213,34 +227,67 @@ def _encode_array(a, kind, keys, arrays):
                          f"{where!r}; rename one of the keys")
     # safetensors wants dense little-endian bytes (np.ascontiguousarray would make 0-d 1-d).
     a = a.astype(a.dtype.newbyteorder("<"), order="C", copy=False)
-    arrays[where] = (a, keys)
+    arrays[where] = (a, keys, bf16)
     return {"tensor": where, "kind": kind}
 
 
-def _decode(node, arrays):
+def _decode(node, arrays, bf16=frozenset()):
     if "tensor" in node:
         a = arrays[node["tensor"]]
-        if node["kind"] != "clgrad":
+        if node["tensor"] in bf16:
+            if node["kind"] != "clgrad":
+                raise ValueError(f"tensor {node['tensor']!r} is BF16, which NumPy lacks, "
+                                 f"but is marked as an ndarray")
+            t = _upload(a, dtypes.bfloat16, _device(None), bits=True)
+        elif node["kind"] != "clgrad":
             return a
-        t = from_numpy(a)
+        else:
+            t = from_numpy(a)
         return t.requires_grad_(True) if node.get("requires_grad") is True else t
     meta = node.get("metadata")
     (tag, body), = ((k, v) for k, v in node.items() if k != "metadata")
     if tag == "dict" and meta is not None:
-        out = OrderedDict((k, _decode(v, arrays)) for k, v in body.items())
+        out = OrderedDict((k, _decode(v, arrays, bf16)) for k, v in body.items())
         out._metadata = OrderedDict((k, dict(v)) for k, v in meta.items())
         return out
     if tag == "dict":
-        return {k: _decode(v, arrays) for k, v in body.items()}
+        return {k: _decode(v, arrays, bf16) for k, v in body.items()}
     if tag == "intdict":
-        return {int(k): _decode(v, arrays) for k, v in body.items()}
+        return {int(k): _decode(v, arrays, bf16) for k, v in body.items()}
     if tag == "list":
-        return [_decode(v, arrays) for v in body]
+        return [_decode(v, arrays, bf16) for v in body]
     if tag == "tuple":
-        return tuple(_decode(v, arrays) for v in body)
+        return tuple(_decode(v, arrays, bf16) for v in body)
     if tag == "value":
         return body
     raise ValueError(f"unknown node tag {tag!r}")
+
+
+def _header(data):
+    """The safetensors JSON header of ``data`` (checked by _read_info first)."""
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8:8 + n]), n
+
+
+def _tagged(data, tag):
+    """The names of the tensors whose safetensors dtype is ``tag`` ("BF16")."""
+    header, _ = _header(data)
+    return {name: None for name, v in header.items()
+            if name != "__metadata__" and isinstance(v, dict) and v.get("dtype") == tag}
+
+
+def _retag(data, tags):
+    """``data`` with the header dtype of each tensor named in ``tags`` set to its value (the
+    header is re-padded with spaces to 8 bytes, as safetensors pads it; the offsets, relative
+    to the data section, stay valid)."""
+    if not tags:
+        return data
+    header, n = _header(data)
+    for name, tag in tags.items():
+        header[name]["dtype"] = tag
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n:]
 
 
 def _read_info(data, path):

@@ -13,8 +13,9 @@ ReshapeInput).
 
 Dtypes are kept: float32 and float64 initializers and inputs stay what the model says (float64
 needs a device with cl_khr_fp64, else load_onnx raises TypeError: nothing is narrowed to
-float32 silently); float16 initializers are widened to float32 (exact), as clgrad computes in
-float32 there.
+float32 silently); float16 and bfloat16 (TensorProto.BFLOAT16) initializers are widened to
+float32 (exact), as clgrad computes in float32 there; a NumPy array fed to a bfloat16 graph
+input is converted to float32.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Uses the ``onnx`` package, imported only when a function here is called
      "nodes": [{"op_type", "name", "inputs", "outputs",
                 "attrs",                   # the attributes as given, as Python values
                 "params"}],                # attrs with ONNX defaults filled in, per op type
-     "initializers": {name: np.ndarray},
+     "initializers": {name: np.ndarray},  # bfloat16 (TensorProto.BFLOAT16): float32, exact
      "inputs":  [{"name", "dtype", "shape"}],   # graph inputs that are not initializers
      "outputs": [{"name", "dtype", "shape"}]}   # shape: tuple of int, str (symbolic) or None
 """
@@ -93,7 +93,7 @@ def describe_model(model, *, allow_unsupported: bool = False) -> dict:
     opset = {imp.domain: imp.version for imp in model.opset_import}
     if not allow_unsupported:
         _check_supported(graph.node)
-    inits = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
+    inits = {t.name: _to_array(onnx, t) for t in graph.initializer}
     nodes = []
     for index, node in enumerate(graph.node):
         attrs = {a.name: _attr_value(onnx, a) for a in node.attribute}
@@ -162,7 +162,7 @@ def _attr_value(onnx, attr):
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, onnx.TensorProto):
-        return onnx.numpy_helper.to_array(value)
+        return _to_array(onnx, value)
     if isinstance(value, (list, tuple)):
         return [_plain(onnx, v) for v in value]
     return value
@@ -172,8 +172,17 @@ def _plain(onnx, value):
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, onnx.TensorProto):
-        return onnx.numpy_helper.to_array(value)
+        return _to_array(onnx, value)
     return value
+
+
+def _to_array(onnx, tensor):
+    """A TensorProto's values as a NumPy array; BFLOAT16 ones widened to float32 (exact: NumPy
+    has no bfloat16, and onnx gives ml_dtypes' or, in older versions, float32 values)."""
+    a = onnx.numpy_helper.to_array(tensor)
+    if tensor.data_type == onnx.TensorProto.BFLOAT16:
+        a = np.asarray(a).astype(np.float32)
+    return a
 
 
 def _value_info(onnx, info):
@@ -181,7 +190,8 @@ def _value_info(onnx, info):
     if not t.HasField("tensor_type"):
         return {"name": info.name, "dtype": None, "shape": None}
     tensor = t.tensor_type
-    dtype = (np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
+    dtype = ("float32" if tensor.elem_type == onnx.TensorProto.BFLOAT16 else  # (widened)
+             np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
              if tensor.elem_type else None)
     shape = None
     if tensor.HasField("shape"):

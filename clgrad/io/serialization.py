@@ -5,6 +5,8 @@ Writing: a path ending in ``.safetensors`` gets a clgrad safetensors checkpoint
 file object gets PyTorch's zip format (clgrad/io/torch_format.py), which real ``torch.load`` reads.
 Reading: by content, whatever the name: a zip (or legacy torch pickle) is read as PyTorch's
 format with the restricted unpickler, anything else as a clgrad safetensors checkpoint.
+bfloat16 tensors round-trip bit-exact in both (torch.BFloat16Storage records; safetensors
+dtype "BF16").
 """
 from __future__ import annotations
 

@@ -20,7 +20,9 @@ layout PyTorch cannot rebuild from a storage (a negative stride, as ``x[::-1]``)
 a contiguous copy of that tensor. NumPy arrays and scalars are pickled as NumPy pickles them
 (as torch.save does: they load back as arrays and scalars, never as Tensors; PyTorch's
 ``weights_only=True`` load refuses them, as it refuses those torch.save writes); clgrad
-dtypes and devices as torch's.
+dtypes and devices as torch's. Storage types are torch's for each dtype (float32:
+torch.FloatStorage, ...); a bfloat16 tensor's is torch.BFloat16Storage, its records the 2-byte
+little-endian bfloat16 elements, bit-exact (NaN payloads included), as torch.save writes them.
 Writing is atomic (clgrad/io/checkpoint.py's temporary file + fsync + rename).
 
 Reading: a restricted unpickler (never Python's default one) resolves only the globals in
@@ -38,9 +40,12 @@ dense tensor becomes that tensor (a compact copy of the part it covers), a stora
 several tensors or viewed with overlapping strides (``expand``) is uploaded once, at its own
 size, and the tensors are views of it. Storage records must hold exactly the bytes the pickle
 declares (a record that inflates beyond that is refused before it is read). Every malformed
-file raises ValueError naming the file. Storage dtypes: float16, float32, float64, int64,
-int32, int16, int8, uint8 and bool load as such; bfloat16 and complex raise TypeError. The
-legacy pre-1.6 (non-zip) format and TorchScript archives raise ValueError saying so.
+file raises ValueError naming the file. Storage dtypes: float16, bfloat16, float32, float64,
+int64, int32, int16, int8, uint8 and bool load as such, whether the persistent id names a
+storage class (torch.BFloat16Storage, ...) or a torch dtype (torch.bfloat16, ...); bfloat16
+elements load bit-exact (a big-endian file's byte-swapped, as float16's); complex raises
+TypeError. The legacy pre-1.6 (non-zip) format and TorchScript archives raise ValueError
+saying so.
 """
 from __future__ import annotations
 
@@ -66,17 +71,19 @@ from clgrad.errors import DeviceError
 __all__ = ["save", "to_bytes", "load", "is_torch_file"]
 
 _ALIGN = 64
-_STORAGES = {  # PyTorch storage class name -> NumPy dtype
-    "FloatStorage": "f4", "DoubleStorage": "f8", "HalfStorage": "f2", "LongStorage": "i8",
-    "IntStorage": "i4", "ShortStorage": "i2", "CharStorage": "i1", "ByteStorage": "u1",
-    "BoolStorage": "?", "UntypedStorage": "u1", "BFloat16Storage": None,
+_STORAGES = {  # PyTorch storage class name -> clgrad dtype name (None: no counterpart)
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+    "BoolStorage": "bool", "UntypedStorage": "uint8",
     "ComplexFloatStorage": None, "ComplexDoubleStorage": None,
 }
+_STORAGE_OF = {v: k for k, v in _STORAGES.items() if v and k != "UntypedStorage"}
 _TORCH_DTYPES = {  # torch.<name> dtype objects a pickle may name -> clgrad dtype name
     "float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
-    "float16": "float16", "half": "float16", "int64": "int64", "long": "int64",
-    "int32": "int32", "int": "int32", "bool": "bool", "int16": "int16", "short": "int16",
-    "int8": "int8", "uint8": "uint8",
+    "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64",
+    "long": "int64", "int32": "int32", "int": "int32", "bool": "bool", "int16": "int16",
+    "short": "int16", "int8": "int8", "uint8": "uint8",
 }
 _LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 
@@ -107,7 +114,9 @@ def save(obj, path):
 
 def to_bytes(obj, stem="archive") -> bytes:
     """The bytes of a torch zip checkpoint of ``obj`` whose records lie under ``stem/``."""
-    storages = {}  # id(clgrad Storage or host copy) -> (key, host array, the object)
+    # id(clgrad Storage or host copy) -> (key, host array of the stored elements (bfloat16:
+    # its uint16 bits), the object, the clgrad dtype)
+    storages = {}
     buf = io.BytesIO()
     try:
         _Writer(buf, storages).dump(obj)
@@ -122,7 +131,7 @@ def to_bytes(obj, stem="archive") -> bytes:
         _record(zf, f"{stem}/.format_version", b"1")
         _record(zf, f"{stem}/.storage_alignment", b"64")
         _record(zf, f"{stem}/byteorder", b"little")
-        for key, arr, _ in storages.values():
+        for key, arr, _, _ in storages.values():
             _record(zf, f"{stem}/data/{key}", arr.astype(arr.dtype.newbyteorder("<")).tobytes())
         _record(zf, f"{stem}/version", b"3\n")
     return out.getvalue()
@@ -220,19 +229,21 @@ class _Writer(pickle._Pickler):
         st, shape = value._storage, tuple(value.shape)
         strides, offset = tuple(value.stride()), value.storage_offset()
         if _representable(shape, strides, offset, st.size):
-            key = self._add(st, None)
+            key = self._add(st, None, st.dtype)
         else:  # a layout torch cannot rebuild from a storage: save a compact copy
-            a = np.ascontiguousarray(value.detach().numpy()).reshape(-1)
-            key, offset, strides = self._add(a, a), 0, layout.contiguous_strides(shape)
+            a = np.ascontiguousarray(value.detach()._host_bits()).reshape(-1)
+            key, offset = self._add(a, a, value.dtype), 0
+            strides = layout.contiguous_strides(shape)
         return _TensorRef(key, offset, shape, tuple(strides)), bool(value.requires_grad)
 
-    def _add(self, owner, host):
-        """The record key of storage ``owner`` (a clgrad Storage, or ``host`` itself)."""
+    def _add(self, owner, host, dtype):
+        """The record key of storage ``owner`` (a clgrad Storage, or ``host`` itself: the
+        stored elements) of clgrad dtype ``dtype``."""
         entry = self.storages.get(id(owner))
         if entry is None:
             if host is None:
-                host = Tensor(owner, (owner.size,), (1,), 0).numpy()
-            entry = self.storages[id(owner)] = (str(len(self.storages)), host, owner)
+                host = Tensor(owner, (owner.size,), (1,), 0)._host_bits()
+            entry = self.storages[id(owner)] = (str(len(self.storages)), host, owner, dtype)
         return entry[0]
 
     def persistent_id(self, obj):
@@ -241,10 +252,9 @@ class _Writer(pickle._Pickler):
         """
         if not isinstance(obj, _StorageId):
             return None
-        arr = next(a for k, a, _ in self.storages.values() if k == obj.key)
-        name = {v: k for k, v in _STORAGES.items() if v and k != "UntypedStorage"}[
-            arr.dtype.str[1:] if arr.dtype.kind != "b" else "?"]
-        return ("storage", _Global("torch", name), obj.key, "cpu", int(arr.size))
+        arr, dtype = next((a, d) for k, a, _, d in self.storages.values() if k == obj.key)
+        return ("storage", _Global("torch", _STORAGE_OF[dtype.name]), obj.key, "cpu",
+                int(arr.size))
 
 
 def _representable(shape, strides, offset, size):
@@ -467,20 +477,21 @@ class _Records:
         if isinstance(key, str) and key in self.by_key:
             return self.by_key[key]
         if isinstance(kind, tuple) and kind[0] == "storage":
-            code = _STORAGES[kind[1]]
-            if code is None:
+            name = _STORAGES[kind[1]]
+            if name is None:
                 raise _DtypeError(f"load: {self.path}: storage type torch.{kind[1]} has no "
-                                  f"clgrad dtype (bfloat16 and complex are not supported); "
-                                  f"convert it in PyTorch first (e.g. .float())")
-            dtype = np.dtype(code)
+                                  f"clgrad dtype (complex is not supported); convert it in "
+                                  f"PyTorch first (e.g. .real or torch.view_as_real)")
+            cdtype = dtypes.to_dtype(name)
         elif isinstance(kind, dtypes.DType):
-            dtype = np.dtype(kind.np)
+            cdtype = kind
         else:
             raise _LoadError(f"load: {self.path}: expected a storage type, got {kind!r:.80}")
         if not isinstance(numel, int) or isinstance(numel, bool) or numel < 0 or \
                 not isinstance(key, str) or not isinstance(location, str):
             raise _LoadError(f"load: {self.path}: expected a str key and location and an "
                              f"element count >= 0 in a storage id, got {pid!r:.80}")
+        dtype = np.dtype(cdtype.np)
         record = f"{self.prefix}data/{key}"
         try:
             info = self.zf.getinfo(record)
@@ -492,7 +503,7 @@ class _Records:
             raise _LoadError(f"load: {self.path}: storage {key} holds "
                              f"{info.file_size // dtype.itemsize} elements "
                              f"({info.file_size} bytes), expected {numel} ({nbytes} bytes)")
-        st = self.by_key[key] = _Storage(self, record, dtype, numel, location)
+        st = self.by_key[key] = _Storage(self, record, cdtype, numel, location)
         return st
 
     def device(self, location):
@@ -514,10 +525,13 @@ class _Records:
 
 
 class _Storage:
-    """One storage record: dtype, element count, location, uses; bytes read on demand."""
+    """One storage record: dtype, element count, location, uses; bytes read on demand.
+    ``cdtype`` is the clgrad dtype, ``dtype`` the NumPy dtype of its stored elements
+    (bfloat16: uint16, its bits, byte-swapped as float16 in a big-endian file)."""
 
-    def __init__(self, records, record, dtype, numel, location):
-        self.records, self.record, self.dtype, self.numel = records, record, dtype, numel
+    def __init__(self, records, record, cdtype, numel, location):
+        self.records, self.record, self.numel = records, record, numel
+        self.cdtype, self.dtype = cdtype, np.dtype(cdtype.np)
         self.location, self.uses, self.tensor, self._array, self.device = (location, 0, None,
                                                                            None, None)
 
@@ -658,16 +672,18 @@ class _Reader(pickle._Unpickler):
         span = 1 + sum((s - 1) * d for s, d in zip(size, stride)) if all(size) else 0
         if st.uses > 1 or n > span:  # shared or overlapping: views of the whole storage
             if st.tensor is None:
-                st.tensor = _upload(st.array(), st.device)
+                st.tensor = _upload(st.array(), st.cdtype, st.device)
             t = views.as_strided(st.tensor, size, stride, offset)
         else:
             arr = st.array()
             view = np.lib.stride_tricks.as_strided(
                 arr[offset:], size, tuple(d * arr.itemsize for d in stride))
-            t = _upload(np.ascontiguousarray(view) if view.ndim else np.array(view), st.device)
+            t = _upload(np.ascontiguousarray(view) if view.ndim else np.array(view),
+                        st.cdtype, st.device)
         return t.requires_grad_(True) if requires_grad else t
 
 
-def _upload(arr, device):
-    """A clgrad Tensor of host array ``arr`` (its dtype kept; see the module doc)."""
-    return creation.from_numpy(arr, device=device)
+def _upload(arr, dtype, device):
+    """A clgrad Tensor of dtype ``dtype`` whose stored elements are host array ``arr``'s
+    (bfloat16: ``arr`` holds its uint16 bits, kept bit-exact)."""
+    return creation._upload(arr, dtype, creation._device(device), bits=True)
