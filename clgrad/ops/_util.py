@@ -27,6 +27,7 @@ _ONE_DIM = _INT(1)
 _FLAT_VIEW_0 = _VIEW_T.pack(0, 1, *_ZEROS[1:])
 _LOCAL = (LOCAL,)
 _BUFFER = operator.attrgetter("_storage.buffer")  # a tensor's buffer (a C call)
+_BF16 = dtypes.bfloat16
 
 
 def empty(shape, dtype, device) -> Tensor:
@@ -54,14 +55,15 @@ def copy_raw(dst: Tensor, src: Tensor):
     otherwise, and for dense copies, the one-element-per-work-item copy through launch_1d."""
     same_device("copy_", dst, src)
     dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
-    d = {"S": src.dtype.cl, "D": dst.dtype.cl}
-    if dst.dtype.is_bool:
+    sdt, ddt = src._storage.dtype, dst._storage.dtype
+    d = {"S": sdt.cl, "D": ddt.cl}
+    if ddt.is_bool:
         d["D_IS_BOOL"] = 1
-    if src.dtype is dtypes.bfloat16 or dst.dtype is dtypes.bfloat16:  # (kernels/bf16.h)
+    if sdt is _BF16 or ddt is _BF16:  # (kernels/bf16.h)
         d["BF16"] = 1
-        if src.dtype is dtypes.bfloat16:
+        if sdt is _BF16:
             d["S_BF16"] = 1
-        if dst.dtype is dtypes.bfloat16:
+        if ddt is _BF16:
             d["D_BF16"] = 1
     dev = dst._storage.device
     if dev.kind == "cpu" and (dst._strides != src._strides or
@@ -112,7 +114,7 @@ def _copy_runs(dev, defines, dst, src):
 def fill_raw(dst: Tensor, value):
     """Write ``value`` into every element of the view ``dst``; no autograd, no version bump."""
     dst._storage.host = None  # written: a host copy (Storage.keep_host) is stale
-    if dst.dtype is dtypes.bfloat16:  # the value's bits, filled as ushort
+    if dst._storage.dtype is _BF16:  # the value's bits, filled as ushort
         launch_1d("elementwise.cl", "fill", _BF16_FILL, dst, (),
                   (dtypes.to_bf16_bits(float(value))[()],))
         return
