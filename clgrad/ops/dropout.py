@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import capture as _capture, creation, layout
+from clgrad import capture as _capture, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
@@ -39,6 +39,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if inplace:
         return ip.inplace("dropout_", input, lambda s: dropout(s, p, True))
+    if input.dtype is dtypes.bfloat16:  # masked and scaled in float32, rounded once
+        return ew.via_float32(dropout, input, p, True)
     x = input
     rest = (np.uint64(round(float(p) * 2.0 ** 32)),
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))
