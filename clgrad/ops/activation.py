@@ -3,7 +3,8 @@ hardswish, hardsigmoid, softplus, mish), prelu.
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
-Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT).
+Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT); bfloat16
+inputs run them in float32, the result rounded once (``elementwise.via_float32``).
 Dropout lives in clgrad/ops/dropout.py, pad in clgrad/ops/padding.py.
 """
 from __future__ import annotations

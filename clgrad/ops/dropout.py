@@ -30,6 +30,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     from clgrad's generator, so ``clgrad.manual_seed`` makes it reproducible. Element k
     (row-major) is kept when word k % 4 of philox(k // 4, seed) is >= p * 2^32.
     Grad:    input (the same mask and scale).
+    Dtypes:  floating; bfloat16 is masked and scaled in float32, rounded once (the mask of a
+             seed is float32's).
     Raises:  ValueError for p outside [0, 1].
     """
     if not 0.0 <= float(p) <= 1.0:

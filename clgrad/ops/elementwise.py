@@ -3,7 +3,8 @@
 Every op reads its operands through their strides (any view) and writes a fresh contiguous
 output (axpby_ excepted: optimizers). The in-place forms (``add_``, ``copy_`` ...) are
 clgrad/ops/inplace.py; the raw copy/fill (``copy_raw``, ``fill_raw``) clgrad/ops/_util.py.
-Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D).
+Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D). An op whose result
+dtype is bfloat16 computes in float32 and rounds its result once (``via_float32``).
 """
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ isfinite = _predicate("isfinite_", "isfinite", 1)
 
 def nan_to_num(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     """NaN -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
-    and lowest finite values, as PyTorch); other elements unchanged.
+    and lowest finite values, as PyTorch: bfloat16's own, ``dtypes.finfo``); other elements
+    unchanged.
 
     Shapes:  (*S) -> (*S), x's dtype (integer inputs: a copy)
     Grad:    passes where x is finite, 0 where a value was replaced (PyTorch)
