@@ -3,12 +3,14 @@ hardswish, hardsigmoid, softplus, mish), prelu.
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
-Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT).
+Kernels: kernels/activation.cl :: leaky_relu_fwd/bwd, <name>_fwd/<name>_bwd (ACT); bfloat16
+inputs run them in float32, the result rounded once (``elementwise.via_float32``).
 Dropout lives in clgrad/ops/dropout.py, pad in clgrad/ops/padding.py.
 """
 from __future__ import annotations
 
 
+from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
@@ -19,6 +21,7 @@ __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish"
            "softplus", "mish", "prelu", "logsigmoid"]
 
 _FILE = "activation.cl"
+_BF16 = dtypes.bfloat16
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
@@ -26,6 +29,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     _check_float("leaky_relu", input)
     if inplace:
         return ip.inplace("leaky_relu_", input, lambda s: leaky_relu(s, negative_slope))
+    if input.dtype is _BF16:
+        return ew.via_float32(leaky_relu, input, negative_slope)
     x = input
     slope = scalar(x.dtype, negative_slope)
     out = empty(x.shape, x.dtype, x._storage.device)
@@ -129,6 +134,8 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
             if out is not None:
                 return out
         return ip.inplace(op + "_", input, lambda s: _act(kname, s, False, p0, p1, op))
+    if input.dtype is _BF16:  # in float32, the result rounded once (ew.via_float32)
+        return ew.via_float32(_act, kname, input, False, p0, p1, op)
     x = input
     d = defines_for(x.dtype)
     args = (scalar(x.dtype, p0), scalar(x.dtype, p1))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from clgrad import capture as _capture, creation, layout
+from clgrad import capture as _capture, creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
@@ -30,6 +30,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
     from clgrad's generator, so ``clgrad.manual_seed`` makes it reproducible. Element k
     (row-major) is kept when word k % 4 of philox(k // 4, seed) is >= p * 2^32.
     Grad:    input (the same mask and scale).
+    Dtypes:  floating; bfloat16 is masked and scaled in float32, rounded once (the mask of a
+             seed is float32's).
     Raises:  ValueError for p outside [0, 1].
     """
     if not 0.0 <= float(p) <= 1.0:
@@ -39,6 +41,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return input
     if inplace:
         return ip.inplace("dropout_", input, lambda s: dropout(s, p, True))
+    if input.dtype is dtypes.bfloat16:  # masked and scaled in float32, rounded once
+        return ew.via_float32(dropout, input, p, True)
     x = input
     rest = (np.uint64(round(float(p) * 2.0 ** 32)),
             scalar(x.dtype, 0.0 if p == 1 else 1.0 / (1.0 - float(p))))

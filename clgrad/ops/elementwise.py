@@ -3,7 +3,8 @@
 Every op reads its operands through their strides (any view) and writes a fresh contiguous
 output (axpby_ excepted: optimizers). The in-place forms (``add_``, ``copy_`` ...) are
 clgrad/ops/inplace.py; the raw copy/fill (``copy_raw``, ``fill_raw``) clgrad/ops/_util.py.
-Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D).
+Kernels: kernels/elementwise.cl (T, IS_FLOAT), kernels/copy.cl (S, D). An op whose result
+dtype is bfloat16 computes in float32 and rounds its result once (``via_float32``).
 """
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ def to_device(x: Tensor, device) -> Tensor:
     src_dev = x._storage.device
     if device is src_dev:
         return x
-    values = x.detach().numpy()
+    values = x.detach()._host_bits()  # (bfloat16: its bits, which numpy() refuses)
     out = Tensor._empty(x.shape, x.dtype, device)
     if values.size:
         out._storage.write(0, values)
@@ -227,10 +228,14 @@ def numpy_operand(v):
 def _array_operands(op, a, b):
     """``tensor OP ndarray`` (either side): PyTorch computes it through NumPy, so the result
     has NumPy's result type of the two; here the array is uploaded to the tensor's device as
-    a tensor of that type and the tensor is cast to it (through ``to``: grads flow)."""
+    a tensor of that type and the tensor is cast to it (through ``to``: grads flow). A
+    bfloat16 tensor, which NumPy lacks, promotes with the array's dtype as PyTorch's."""
     t, arr = (a, b) if isinstance(a, Tensor) else (b, a)
     try:
-        dt = dtypes.from_numpy_dtype(np.result_type(t.dtype.np, arr.dtype))
+        if t.dtype is _BF16:  # (NumPy has no bfloat16, its np is the bits: PyTorch's promote)
+            dt = dtypes.promote(_BF16, dtypes.from_numpy_dtype(arr.dtype))
+        else:
+            dt = dtypes.from_numpy_dtype(np.result_type(t.dtype.np, arr.dtype))
     except (TypeError, ValueError, KeyError):
         raise TypeError(f"{op}: expected a NumPy array of a clgrad dtype, got {arr.dtype}") \
             from None
@@ -611,6 +616,8 @@ def remainder(a, b) -> Tensor:
     divisor; TypeError for bool tensors.
     """
     a, b, dt, shape = _prep("remainder", a, b)
+    if dt is _BF16:
+        return via_float32(remainder, a, b)
     out = _divmod_op("remainder_op", "remainder", a, b, dt, shape)
     return _record_mod("remainder", "floor", out, a, b)
 
@@ -622,6 +629,8 @@ def fmod(a, b) -> Tensor:
     Raises: as remainder.
     """
     a, b, dt, shape = _prep("fmod", a, b)
+    if dt is _BF16:
+        return via_float32(fmod, a, b)
     out = _divmod_op("fmod_op", "fmod", a, b, dt, shape)
     return _record_mod("fmod", "trunc", out, a, b)
 
@@ -718,6 +727,8 @@ def pow(a, b) -> Tensor:
     dtype; TypeError for a bool tensor exponent with a bool result type.
     """
     a, b, dt, shape = _prep("pow", a, b)
+    if dt is _BF16:
+        return via_float32(pow, a, b)
     if not dt.is_floating_point:
         return _int_pow(a, b, dt, shape)
     if _is_num(b) and b == 2:
@@ -769,6 +780,8 @@ def _int_pow(a, b, dt, shape):
 
 def _minmax(kname, op, a, b):
     a, b, dt, shape = _prep(op, a, b)
+    if dt is _BF16:
+        return via_float32(_minmax, kname, op, a, b)
     out = _launch_binary(kname, a, b, dt, shape)
 
     def backward(g):
@@ -801,6 +814,8 @@ def minimum(a: Tensor, b: Tensor) -> Tensor:
 def _compare(kname):
     def op(a, b) -> Tensor:
         a, b, dt, shape = _prep(kname, a, b)
+        if dt is _BF16:  # (bfloat16 to float32 is exact: the order is the same)
+            return via_float32(op, a, b)
         return _launch_binary(kname, a, b, dt, shape, out_dtype=dtypes.bool_)
     op.__name__ = kname
     op.__doc__ = f"Elementwise ``{kname}`` comparison with broadcasting; returns bool."
@@ -896,6 +911,8 @@ def _unary_float(kname, op, grad_of, uses="y"):
     out itself, a reference cycle) — only that one is kept and saved, the other is None."""
     def f(x: Tensor) -> Tensor:
         x = _float_in(op, x)
+        if x._storage.dtype is _BF16:
+            return via_float32(f, x)
         out = _launch_unary(kname, x)
         if uses == "x":
             return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x])
@@ -954,6 +971,8 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     Kernels: kernels/elementwise.cl :: atan2_op
     """
     a, b, dt, shape = _prep("atan2", input, other, floating=True)
+    if dt is _BF16:
+        return via_float32(atan2, a, b)
     out = _launch_binary("atan2_op", a, b, dt, shape)
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
@@ -994,6 +1013,8 @@ def relu(x: Tensor) -> Tensor:
         if dt.is_bool:
             raise RuntimeError("Boolean inputs not supported for relu")
         return _launch_unary("relu", x)
+    if dt is _BF16:
+        return via_float32(relu, x)
     out = _launch_unary("relu", x)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y])
@@ -1010,6 +1031,8 @@ def neg(x: Tensor) -> Tensor:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
+    if x._storage.dtype is _BF16:
+        return via_float32(neg, x)
     out = _launch_unary("neg", x)
     return record("neg", out, (x,), lambda g: (neg(g),))
 
@@ -1022,6 +1045,8 @@ def abs(x: Tensor) -> Tensor:
     if x.dtype.is_bool:
         kind = "cuda" if x._storage.device.kind == "gpu" else "cpu"
         raise NotImplementedError(f"\"abs_{kind}\" not implemented for 'Bool'")
+    if x._storage.dtype is _BF16:
+        return via_float32(abs, x)
     out = _launch_unary("abs_op", x)
     return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x])
 
@@ -1029,6 +1054,8 @@ def abs(x: Tensor) -> Tensor:
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 elementwise, of x's dtype. Grad: zero (PyTorch's SignBackward0), so a
     float input keeps its graph and receives zeros."""
+    if x._storage.dtype is _BF16:
+        return via_float32(sign, x)
     out = _launch_unary("sign_op", x)
     if not x.dtype.is_floating_point:
         return out
@@ -1037,6 +1064,8 @@ def sign(x: Tensor) -> Tensor:
 
 def _no_grad_float(kname, op):
     def f(x: Tensor) -> Tensor:
+        if x._storage.dtype is _BF16:
+            return via_float32(f, x)
         return _launch_unary(kname, _float_in(op, x)) if x.dtype.is_floating_point else x
     f.__name__ = op
     f.__doc__ = f"Elementwise {op} (no gradient: piecewise constant)."
@@ -1069,6 +1098,8 @@ def where(cond: Tensor, a, b) -> Tensor:
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"where: expected a Tensor or a number, got {type(v).__name__}")
     dt = dtypes.result_type(a, b)
+    if dt is _BF16:
+        return via_float32(where, cond, a, b)
     ts = [v for v in (a, b, cond) if isinstance(v, Tensor)]
     one_device("where", ts)  # before any launch; a 0-dim tensor on a CPU device joins (torch)
     dev = next((t._storage.device for t in ts if t._shape or t._storage.device.type != "cpu"),
@@ -1120,7 +1151,10 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
+    given = x
     x = to(x, dtypes.result_type(x, min, max))
+    if x._storage.dtype is _BF16:
+        return via_float32(clamp, given, min, max)
     if x.dtype.is_bool:
         raise TypeError("clamp: \"clamp\" not implemented for 'Bool' with number bounds "
                         f"(PyTorch's), got min={min!r}, max={max!r}; use tensor bounds")
@@ -1145,6 +1179,8 @@ def _clamp_tensors(x, lo, hi):
     PyTorch's clamp_backward / clamp_backward_min_max for the gradients."""
     dt = dtypes.result_type(x, lo, hi)
     x, lo, hi = (to(v, dt) if isinstance(v, Tensor) else v for v in (x, lo, hi))
+    if dt is _BF16:
+        return via_float32(_clamp_tensors, x, lo, hi)
     with autograd.no_grad():
         out = x
         if lo is not None:
@@ -1178,7 +1214,14 @@ def _i32(v):
 
 
 def axpby_(out: Tensor, a: Tensor, alpha, b: Tensor, beta):
-    """out = alpha*a + beta*b in one launch, written into ``out`` (no autograd; optimizers)."""
+    """out = alpha*a + beta*b in one launch, written into ``out`` (no autograd; optimizers).
+    A bfloat16 ``out`` is computed in float32 and rounded once into it."""
+    if out._storage.dtype is _BF16:
+        tmp = empty(out.shape, _F32, out._storage.device)
+        axpby_(tmp, to(a.detach(), _F32), alpha, to(b.detach(), _F32), beta)
+        copy_raw(out, tmp)
+        bump_version(out)
+        return out
     d = defines_for(out.dtype)
     launch_1d(_FILE, "axpby", d, out, (expand_to(a, out.shape), scalar(out.dtype, alpha),
                                        expand_to(b, out.shape), scalar(out.dtype, beta)))

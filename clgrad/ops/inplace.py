@@ -133,10 +133,12 @@ def output_inplace(op: str, self: Tensor, fn):
     likewise): no copy of self, no fresh result, no copy_slices. With autograd involved, self
     (a root) gets the op's Node over its old grad_fn, saving self at its new version, and its
     views pick it up (``_rebase``). Returns None, having done nothing, where it does not apply
-    (no ``in_place``, not a float tensor, or a view with autograd involved: ``inplace``
-    keeps the view rules); the caller then takes ``inplace``."""
+    (no ``in_place``, not a float tensor, a bfloat16 one: computed in float32, or a view
+    with autograd involved: ``inplace`` keeps the view rules); the caller then takes
+    ``inplace``."""
     spec = getattr(fn, "in_place", None)
-    if spec is None or not isinstance(self, Tensor) or not self.dtype.is_floating_point:
+    if spec is None or not isinstance(self, Tensor) or not self.dtype.is_floating_point or \
+            self._storage.dtype is dtypes.bfloat16:
         return None
     root = self._base if self._base is not None else self
     grad = autograd.is_grad_enabled() and root.requires_grad
@@ -168,10 +170,12 @@ def scalar_inplace(op: str, self: Tensor, value) -> bool:
     the same kernel and values as ``inplace``'s path, without the fresh result and its copy.
     Runs the target checks (overlap, leaf) and bumps the version as ``write_into`` does.
     Returns False, having done nothing, where it does not apply (the caller then takes
-    ``inplace``: a Python bool value too, so that sub_'s bool check runs)."""
+    ``inplace``: a Python bool value too, so that sub_'s bool check runs; a bfloat16 self,
+    computed in float32)."""
     kname = _SCALAR_KERNELS.get(op)
     if kname is None or type(value) not in (int, float) or self.dtype.is_bool or \
-            dtypes.scalar_dtype(self.dtype, value) is not self.dtype:
+            dtypes.scalar_dtype(self.dtype, value) is not self.dtype or \
+            self._storage.dtype is dtypes.bfloat16:
         return False
     root = self._base if self._base is not None else self
     if autograd.is_grad_enabled() and root.requires_grad:
@@ -279,9 +283,13 @@ def regenerate_view_grad_fn(v: Tensor):
     size = root._storage.size
 
     def backward(g):
+        wide = overlap and g.dtype is dtypes.bfloat16  # (its sums in float32, rounded once)
+        if wide:
+            g = to(g, dtypes.float32)
         buf = _storage_buffer(size, False, g)
         (_add_into if overlap else copy_raw)(_at(buf, v_geom), g)
-        return (contiguous(_at(buf, root_geom)),)
+        out = contiguous(_at(buf, root_geom))
+        return (to(out, dtypes.bfloat16) if wide else out,)
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
         record("as_strided", v, (root,), backward)

@@ -30,6 +30,8 @@ def _predicate(kname, op, int_value):
         if not x.dtype.is_floating_point:
             ew.fill_raw(out, int_value)
             return out
+        if x.dtype is dtypes.bfloat16:  # (its float32 values: exact)
+            x = ew.to(x.detach(), dtypes.float32)
         launch_1d(_FILE, kname, {"T": x.dtype.cl}, out, (x,))
         return out
     f.__name__ = op
@@ -45,7 +47,8 @@ isfinite = _predicate("isfinite_", "isfinite", 1)
 
 def nan_to_num(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     """NaN -> ``nan``, +inf -> ``posinf``, -inf -> ``neginf`` (default: the dtype's largest
-    and lowest finite values, as PyTorch); other elements unchanged.
+    and lowest finite values, as PyTorch: bfloat16's own, ``dtypes.finfo``); other elements
+    unchanged.
 
     Shapes:  (*S) -> (*S), x's dtype (integer inputs: a copy)
     Grad:    passes where x is finite, 0 where a value was replaced (PyTorch)
@@ -54,6 +57,10 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     _tensor_in("nan_to_num", x)
     if not x.dtype.is_floating_point:
         return ew.clone(x)
+    if x.dtype is dtypes.bfloat16:  # in float32, with bfloat16's limits
+        info = dtypes.finfo(x.dtype)
+        return ew.via_float32(nan_to_num, x, nan, info.max if posinf is None else posinf,
+                              info.min if neginf is None else neginf)
     info = np.finfo(x.dtype.np)
     vals = (nan, info.max if posinf is None else posinf, info.min if neginf is None else neginf)
     out = empty(x.shape, x.dtype, x._storage.device)
@@ -83,6 +90,8 @@ def isclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,
     same_device("isclose", a, b)
     if not dt.is_floating_point:
         dt = dtypes.float64 if a._storage.device.fp64 else dtypes.float32
+    elif dt is dtypes.bfloat16:  # compared in float32 (the values convert exactly)
+        dt = dtypes.float32
     shape = layout.broadcast_shapes(a.shape, b.shape, op="isclose")
     out = empty(shape, dtypes.bool_, a._storage.device)
     launch_1d(_FILE, "isclose_", {"T": dt.cl}, out,
