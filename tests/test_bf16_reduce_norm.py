@@ -321,8 +321,7 @@ def test_mse_bf16_with_float32_target_is_float32():
 
 
 # -- normalisation --------------------------------------------------------------------------
-XN = randn(4, 3, 4, 4, scale=2) + 1  # (N, C, H, W), bfloat16-exact (the shift is exact)
-XN = rb(XN)
+XN = rb(randn(4, 3, 4, 4, scale=2) + 1)  # (N, C, H, W), bfloat16-exact
 G3, B3 = rb(RNG.uniform(0.5, 1.5, 3)), rb(RNG.uniform(-0.5, 0.5, 3))
 EPS = 1e-5
 
@@ -371,7 +370,6 @@ def test_batch_norm_grad(pdt):
     F.batch_norm(x, None, None, w, b, training=True, eps=EPS).backward(bf(g))
     assert x.grad.dtype is BF and w.grad.dtype is pdt and b.grad.dtype is pdt
     ax = (0, 2, 3)
-    m = XN[0].size
     xhat = (XN - XN.mean(ax, keepdims=True)) / np.sqrt(XN.var(ax, keepdims=True) + EPS)
     istd = 1 / np.sqrt(XN.var(ax, keepdims=True) + EPS)
     gx = G3.reshape(1, -1, 1, 1) * istd * (g - g.mean(ax, keepdims=True) -
@@ -381,7 +379,6 @@ def test_batch_norm_grad(pdt):
     check(x.grad, gx)
     check(w.grad, (g * xhat).sum(ax), pdt, atol=ATOL)
     check(b.grad, g.sum(ax), pdt, atol=ATOL)
-    _ = m
 
 
 def test_batch_norm_module_bf16():

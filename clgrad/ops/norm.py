@@ -210,9 +210,10 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     (Ba, Kiros & Hinton 2016; PyTorch's F.layer_norm: biased variance).
 
     Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
-    Dtypes:  floating, all alike, or a bfloat16 input with float32 parameters (computed in
-             float32, the output rounded once to bfloat16); under ``autocast`` (clgrad.amp) float16 operands are cast to
-             float32 first (PyTorch's float32 list): the result is float32.
+    Dtypes:  floating, all alike; a bfloat16 input computes in float32 (the output rounded
+             once), its parameters bfloat16 or float32 (PyTorch's mixed case); under
+             ``autocast`` (clgrad.amp) float16 operands are cast to float32 first (PyTorch's
+             float32 list): the result is float32.
     Grad:    input, weight, bias
     Raises:  RuntimeError when the trailing dims or the parameter shapes differ from
              normalized_shape; TypeError for a non-float input or a dtype mismatch.

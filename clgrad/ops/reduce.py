@@ -588,8 +588,8 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
 
     Two passes (mean first), so large offsets do not cancel. float16 and bfloat16 are computed
-    in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf from a float16
-    sum of squares.
+    in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf
+    from a float16 sum of squares.
     """
     if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
         return ew.to(var(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
