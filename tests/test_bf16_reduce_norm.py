@@ -105,6 +105,8 @@ REDUCTIONS = {  # name: (input, clgrad op, float64 reference)
     "cummax": (X, lambda t: clgrad.cummax(t, 1)[0], lambda a: np.maximum.accumulate(a, 1)),
     "cummin": (X, lambda t: clgrad.cummin(t, 0)[0], lambda a: np.minimum.accumulate(a, 0)),
     "diff": (X, lambda t: clgrad.diff(t, dim=1), lambda a: np.diff(a, axis=1)),
+    "diff_2_prepend": (X, lambda t: clgrad.diff(t, 2, 0, prepend=t[:1]),
+                       lambda a: np.diff(a, 2, axis=0, prepend=a[:1])),
 }
 
 

@@ -169,6 +169,8 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Ten
                            "tensor")
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise RuntimeError(f"diff: expected order n to be a non-negative int, got {n!r}")
+    if x._storage.dtype is _BF16:  # (n differences in float32, rounded once)
+        return ew.via_float32(diff, x, n, dim, prepend, append)
     d = layout.wrap_dim(dim, x.ndim, "diff")
     parts = []
     for name, t in (("prepend", prepend), (None, x), ("append", append)):
