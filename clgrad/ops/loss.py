@@ -33,6 +33,8 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
 _REDUCTIONS = ("mean", "sum", "none")
+_BF16 = dtypes.bfloat16  # bfloat16 inputs: the loss computed in float32, rounded once
+#                          (ew.via_float32): OpenCL C has no bfloat16 type
 _CE_FWD, _CE_BWD = ("loss.cl", "ce_fwd"), ("loss.cl", "ce_bwd")  # plan.key tags of _nll
 
 
@@ -42,7 +44,7 @@ def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
     ``dim=None`` takes PyTorch's legacy choice (0 for 0-, 1- and 3-dim inputs, else 1).
     ``dtype`` casts the input first; without it, under ``autocast`` (clgrad.amp) a float16
     input is cast to float32 (PyTorch's float32 list). float16 is computed in float32 and
-    rounded once. Grad: input.
+    rounded once; so is bfloat16. Grad: input.
     """
     return _softmax("softmax", input, dim, dtype, False)
 
@@ -72,6 +74,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight=None, ignore_index: int 
     if not 0.0 <= float(label_smoothing) <= 1.0:
         raise ValueError(f"cross_entropy: expected label_smoothing in [0, 1], got "
                          f"{label_smoothing}")
+    if input._storage.dtype is _BF16:
+        return ew.via_float32(cross_entropy, input, target, weight, ignore_index, reduction,
+                              label_smoothing)
     if target.dtype.is_floating_point:
         return _soft_cross_entropy(input, target, weight, reduction, float(label_smoothing))
     return _nll("cross_entropy", input, target, weight, ignore_index, reduction,
@@ -87,6 +92,8 @@ def nll_loss(input: Tensor, target: Tensor, weight=None, ignore_index: int = -10
     """
     input, target, weight = ew.autocast("nll_loss", input, target, weight, lower=False)
     _check_common("nll_loss", input, target, reduction)
+    if input._storage.dtype is _BF16:
+        return ew.via_float32(nll_loss, input, target, weight, ignore_index, reduction)
     if target.dtype.is_floating_point:
         raise TypeError(f"nll_loss: expected integer class indices as target, got "
                         f"{target.dtype}")
@@ -101,6 +108,10 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         raise ValueError(f"mse_loss: expected reduction 'mean', 'sum' or 'none', got "
                          f"{reduction!r}")
     input, target = ew.autocast("mse_loss", input, target, lower=False)
+    if (isinstance(input, Tensor) and input._storage.dtype is _BF16 or isinstance(
+            target, Tensor) and target._storage.dtype is _BF16) and \
+            dtypes.result_type(input, target) is _BF16:  # (bfloat16 with float32: float32)
+        return ew.via_float32(mse_loss, input, target, reduction)
     d = ew.sub(input, target)
     sq = ew.mul(d, d)
     return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
@@ -111,6 +122,8 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """|input - target|, reduced ('mean', 'sum', 'none'); shapes broadcast.
     Grad: input and target (sign(x - t), 0 where equal)."""
     input, target = ew.autocast("l1_loss", input, target, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(l1_loss, input, target, reduction)
     _warn_broadcast("l1_loss", input, target)
     return _pointwise("l1_loss", "l1", input, target, reduction)
 
@@ -123,6 +136,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: expected beta >= 0, got {beta}")
     input, target = ew.autocast("smooth_l1_loss", input, target, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(smooth_l1_loss, input, target, reduction, beta)
     _warn_broadcast("smooth_l1_loss", input, target)
     return _pointwise("smooth_l1_loss", "smooth_l1", input, target, reduction, p0=beta)
 
@@ -135,6 +150,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if delta <= 0:
         raise ValueError(f"huber_loss: expected delta > 0, got {delta}")
     input, target = ew.autocast("huber_loss", input, target, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(huber_loss, input, target, reduction, delta)
     _warn_broadcast("huber_loss", input, target)
     return _pointwise("huber_loss", "huber", input, target, reduction, p0=delta)
 
@@ -147,6 +164,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight=None,
     to host read): it gives NaN. Raises ValueError when target's shape differs from input's."""
     input, target, weight = ew.autocast("binary_cross_entropy", input, target, weight,
                                         lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(binary_cross_entropy, input, target, weight, reduction)
     _same_shape("binary_cross_entropy", input, target)
     loss = _pointwise("binary_cross_entropy", "bce", input, target, "none")
     return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy")
@@ -161,6 +180,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
     op = "binary_cross_entropy_with_logits"
     input, target, weight, pos_weight = ew.autocast(op, input, target, weight, pos_weight,
                                                     lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(binary_cross_entropy_with_logits, input, target, weight,
+                              reduction, pos_weight)
     _same_shape(op, input, target)
     aux = None
     if pos_weight is not None:  # the log weight 1 + (p - 1) t, an operand of the kernel
@@ -179,6 +201,8 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
         raise ValueError(f"kl_div: expected reduction 'mean', 'batchmean', 'sum' or 'none', "
                          f"got {reduction!r}")
     input, target = ew.autocast("kl_div", input, target, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(kl_div, input, target, reduction, log_target)
     loss = _pointwise("kl_div", "kl_div_log" if log_target else "kl_div", input, target,
                       "none")
     if reduction == "batchmean":
@@ -251,9 +275,10 @@ def _softmax(op, x, dim, dtype, log_out):
         raise TypeError(f"{op}: expected a floating point input (or dtype=), got {x.dtype}")
     if x.ndim == 0:
         return _softmax(op, x.reshape(1), 0, None, log_out).reshape(())
-    if x.dtype is dtypes.float16:  # in float32, rounded once (PyTorch's): a float16 sum of
-        y32 = _softmax(op, ew.to(x, dtypes.float32), dim, None, log_out)  # exps overflows
-        return ew.to(y32, dtypes.float16)                                # past 65504
+    if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
+        # in float32, rounded once (PyTorch's): a float16 sum of exps overflows past 65504
+        y32 = _softmax(op, ew.to(x, dtypes.float32), dim, None, log_out)
+        return ew.to(y32, x.dtype)
     if dim is None:
         dim = 0 if x.ndim in (0, 1, 3) else 1
     d = layout.wrap_dim(dim, x.ndim, op)

@@ -34,6 +34,7 @@ _BN_RELU = 128
 _BN_COUNT = 256
 _BN_ACTS = {"relu": 128, "relu6": 512, "silu": 1024}  # norm.cl's BN_RELU, BN_RELU6, BN_SILU
 _F16 = dtypes.float16
+_BF16 = dtypes.bfloat16  # computed in float32 and rounded once (_bf16_stats, ew.via_float32)
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
@@ -60,8 +61,10 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
              BN_HALF). A float16 input with no parameters computes the same way, and with
              float16 ones on float32 copies of them (their gradients float16, the running
              statistics written back rounded once): float16 sums of a channel overflow, as
-             PyTorch's float accumulation avoids. Any other mix raises TypeError (PyTorch:
-             RuntimeError).
+             PyTorch's float accumulation avoids. bfloat16 likewise, with bfloat16 or (mixed)
+             float32 parameters and running statistics, on the input converted to float32
+             (_bf16_stats; the output rounded once). Any other mix raises TypeError
+             (PyTorch: RuntimeError).
     Grad:    input, weight, bias (exact through the batch statistics in training)
     Raises:  RuntimeError for a bad rank or parameter shape, or missing running statistics in
              eval; ValueError for one value per channel in training, eps < 0, or eps <= 0 in
@@ -87,6 +90,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     m = math.prod(shape) // c if c else 0
     xs, want = x._storage, (c,)
     xdev, xdt = xs.device, xs.dtype
+    if xdt is _BF16:
+        return _bf16_stats("batch_norm", batch_norm, x, running_mean, running_var, weight,
+                           bias, training, momentum, eps, relu, count, activation)
     pdt = xdt if xdt is not _F16 else _bn_param_dtype(xdt, weight, bias, running_mean,
                                                       running_var)  # (the compute dtype)
     if pdt is _F16 and all(p is None or isinstance(p, Tensor) and p._storage.dtype is _F16
@@ -204,13 +210,17 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     (Ba, Kiros & Hinton 2016; PyTorch's F.layer_norm: biased variance).
 
     Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
-    Dtypes:  floating, all alike; under ``autocast`` (clgrad.amp) float16 operands are cast to
-             float32 first (PyTorch's float32 list): the result is float32.
+    Dtypes:  floating, all alike; a bfloat16 input computes in float32 (the output rounded
+             once), its parameters bfloat16 or float32 (PyTorch's mixed case); under
+             ``autocast`` (clgrad.amp) float16 operands are cast to float32 first (PyTorch's
+             float32 list): the result is float32.
     Grad:    input, weight, bias
     Raises:  RuntimeError when the trailing dims or the parameter shapes differ from
              normalized_shape; TypeError for a non-float input or a dtype mismatch.
     """
     input, weight, bias = ew.autocast("layer_norm", input, weight, bias, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
     _check_float_tensor("layer_norm", input)
@@ -241,6 +251,8 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
              2 dims; TypeError for a non-float input or a dtype mismatch.
     """
     input, weight, bias = ew.autocast("group_norm", input, weight, bias, lower=False)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
+        return ew.via_float32(group_norm, input, num_groups, weight, bias, eps)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "
@@ -276,6 +288,9 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=Non
     if input.ndim < 3:
         raise RuntimeError(f"instance_norm: expected an input (N, C, *) with spatial dims, got "
                            f"shape {tuple(input.shape)}")
+    if input._storage.dtype is _BF16:
+        return _bf16_stats("instance_norm", instance_norm, input, running_mean, running_var,
+                           weight, bias, use_input_stats, momentum, eps)
     n, c = input.shape[:2]
     for name, p in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
@@ -315,6 +330,8 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     if not input.dtype.is_floating_point:
         raise TypeError(f"local_response_norm: expected a floating point input, got "
                         f"{input.dtype}")
+    if input._storage.dtype is _BF16:
+        return ew.via_float32(local_response_norm, input, size, alpha, beta, k)
     x = input
     nc = x.shape[1]
     ns = layout.numel(x.shape[2:])
@@ -646,6 +663,34 @@ def _bn_half_params(x, running_mean, running_var, weight, bias, training, moment
                 copy_raw(buf, b32)
                 buf._storage.version += 1
     return y
+
+
+def _bf16_stats(op, fn, x, running_mean, running_var, weight, bias, training, *rest):
+    """batch_norm / instance_norm (``fn``) of a bfloat16 input, as PyTorch computes it: in
+    float32, the output rounded once to bfloat16. The parameters and running statistics are
+    all bfloat16 or all float32 (PyTorch's mixed case), as the first given one in the order
+    weight, bias, running_mean, running_var; bfloat16 ones run as float32 copies (recorded
+    casts: their gradients come back bfloat16), the running statistics written back rounded
+    once after a training update; float32 ones are used (and updated) as they are.
+
+    Raises:  TypeError for a parameter of another dtype (see _check_affine)."""
+    f32 = dtypes.float32
+    given = [p for p in (weight, bias, running_mean, running_var) if p is not None]
+    pdt = f32 if given and isinstance(given[0], Tensor) and given[0].dtype is f32 else _BF16
+    for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                    ("running_var", running_var)):
+        _check_param(op, name, p, x, pdt)
+
+    def as32(p):
+        return ew.to(p, f32) if isinstance(p, Tensor) and p._storage.dtype is _BF16 else p
+    rm, rv = as32(running_mean), as32(running_var)
+    y = fn(ew.to(x, f32), rm, rv, as32(weight), as32(bias), training, *rest)
+    if training:
+        for buf, b32 in ((running_mean, rm), (running_var, rv)):
+            if b32 is not buf:
+                copy_raw(buf, b32)
+                bump_version(buf)
+    return ew.to(y, _BF16)
 
 
 def _vec(p, like):

@@ -29,6 +29,8 @@ __all__ = ["sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmi
            "std", "logsumexp", "normalize", "any", "all"]
 
 _FILE = "reduce.cl"
+_BF16 = dtypes.bfloat16  # computed in float32 and rounded once (ew.via_float32), before any
+#                          define or _CL_SCALAR is taken from its storage type (ushort)
 MinMax = namedtuple("MinMax", ["values", "indices"])
 # OpenCL C type -> the NumPy scalar type of its size, for by-value kernel arguments of type ACC
 # (a half passed as a 4-byte float is refused: clSetKernelArg INVALID_ARG_SIZE).
@@ -346,8 +348,10 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """
     if dtype is not None:
         x = ew.to(x, dtype)
-    dims = _dims(x, dim, "sum")
     out_dt = _reduced_dtype(x, dtype)
+    if out_dt is _BF16:
+        return ew.via_float32(sum, x, dim, keepdim)
+    dims = _dims(x, dim, "sum")
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
     return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),))
@@ -360,6 +364,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"mean: could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {x.dtype}")
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(mean, x, dim, keepdim)
     dims = _dims(x, dim, "mean")
     n = layout.numel([x.shape[d] for d in dims])
     scale = 1.0 / n if n else float("nan")
@@ -388,8 +394,10 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """
     if dtype is not None:
         x = ew.to(x, dtype)
-    dims = _dims(x, dim, "prod")
     out_dt = _reduced_dtype(x, dtype)
+    if out_dt is _BF16:
+        return ew.via_float32(prod, x, dim, keepdim)
+    dims = _dims(x, dim, "prod")
     out = _launch_reduce(x, dims, keepdim, "OP_PROD", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
 
@@ -496,6 +504,8 @@ def max(x: Tensor, dim=None, keepdim: bool = False):
     """
     if isinstance(dim, Tensor):
         return ew.maximum(x, dim)
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(max, x, dim, keepdim)
     return _minmax(x, dim, keepdim, "OP_MAX", "max")
 
 
@@ -503,6 +513,8 @@ def min(x: Tensor, dim=None, keepdim: bool = False):
     """Minimum; see max."""
     if isinstance(dim, Tensor):
         return ew.minimum(x, dim)
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(min, x, dim, keepdim)
     return _minmax(x, dim, keepdim, "OP_MIN", "min")
 
 
@@ -513,11 +525,15 @@ def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     maximum equals nothing, so its gradient is NaN.
     Raises:  RuntimeError for all dims of an empty tensor; IndexError for an empty ``dim``.
     """
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(amax, x, dim, keepdim)
     return _amaxmin(x, dim, keepdim, "OP_MAX", "amax")
 
 
 def amin(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Minimum values over ``dim``; see amax."""
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(amin, x, dim, keepdim)
     return _amaxmin(x, dim, keepdim, "OP_MIN", "amin")
 
 
@@ -531,6 +547,8 @@ def _amaxmin(x, dim, keepdim, op_define, name):
 
 
 def _arg(x, dim, keepdim, op_define, name):
+    if x._storage.dtype is _BF16:  # (the order is float32's: bfloat16 widens exactly)
+        x = ew.to(x, dtypes.float32)
     if dim is None:
         flat = x.reshape(-1)
         idx = _launch_reduce(flat, (0,), False, op_define, x.dtype, x.dtype.cl, arg=True)[1]
@@ -569,11 +587,11 @@ def _check_arg(x, dim, name):
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
 
-    Two passes (mean first), so large offsets do not cancel. float16 is computed in float32
-    and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf from a float16
-    sum of squares.
+    Two passes (mean first), so large offsets do not cancel. float16 and bfloat16 are computed
+    in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf
+    from a float16 sum of squares.
     """
-    if x.dtype is dtypes.float16:
+    if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
         return ew.to(var(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -586,14 +604,17 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
-    """Standard deviation: sqrt(var); float16 in float32, rounded once (as var)."""
-    if x.dtype is dtypes.float16:
+    """Standard deviation: sqrt(var); float16 and bfloat16 in float32, rounded once (as var)."""
+    if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
         return ew.to(std(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
 
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) over ``dim``, stable for large logits (the max is taken out first)."""
+    """log(sum(exp(x))) over ``dim``, stable for large logits (the max is taken out first).
+    bfloat16: in float32, rounded once."""
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(logsumexp, x, dim, keepdim)
     m = amax(x, dim, keepdim=True).detach()
     m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
     s = ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True))
@@ -603,11 +624,15 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where any element over ``dim`` (None: all) is nonzero; bool."""
+    if x._storage.dtype is _BF16:  # (bfloat16 -> float32 is exact: the same zeros)
+        x = ew.to(x, dtypes.float32)
     return ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0)
 
 
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """True where every element over ``dim`` (None: all) is nonzero; bool."""
+    if x._storage.dtype is _BF16:
+        x = ew.to(x, dtypes.float32)
     return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
 
 
@@ -616,6 +641,8 @@ __all__ += ["count_nonzero"]
 
 def count_nonzero(x: Tensor, dim=None) -> Tensor:
     """Number of nonzero elements over ``dim`` (int, tuple or None: all); int64."""
+    if x._storage.dtype is _BF16:
+        x = ew.to(x, dtypes.float32)
     return sum(ew.ne(x, 0), dim)
 
 
@@ -625,7 +652,10 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -
     zero vector's gradient finite (g / eps, as PyTorch's) instead of 0 * inf.
     float16: the norm is computed in float32 and rounded once (PyTorch's), so a row whose sum
     of squares overflows float16 is still normalised.
+    bfloat16: in float32, rounded once.
     Grad: input."""
+    if input._storage.dtype is _BF16:
+        return ew.via_float32(normalize, input, p, dim, eps)
     if p == float("inf"):
         return ew.div(input, ew.clamp(amax(ew.abs(input), dim, keepdim=True), min=eps))
     x = ew.to(input, dtypes.float32) if input.dtype is dtypes.float16 else input
@@ -649,6 +679,8 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         x = ew.to(x, dtype)
     if not x.dtype.is_floating_point:
         return sum(x, dim, keepdim, dtype)  # dtype given: the result is of it (int8 wraps)
+    if x.dtype is _BF16:
+        return ew.via_float32(nansum, x, dim, keepdim)
     from clgrad.autograd import no_grad
     keep = ew.eq(x, x)  # not NaN
     with no_grad():
@@ -677,6 +709,8 @@ def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"nanmean: expected input to have floating point dtype but got "
                            f"{x.dtype}")
+    if x.dtype is _BF16:
+        return ew.via_float32(nanmean, x, dim, keepdim)
     count = sum(ew.to(ew.eq(x, x), x.dtype), dim, keepdim)
     return ew.div(nansum(x, dim, keepdim), count)
 

@@ -16,6 +16,9 @@ from clgrad.tensor import Tensor
 
 __all__ = ["cumsum", "cumprod"]
 
+_BF16 = dtypes.bfloat16  # scanned in float32 and rounded once (ew.via_float32): before any
+#                          kernel is built for its storage type (ushort)
+
 
 def _prep(op, x, dim, dtype):
     if not isinstance(x, Tensor):
@@ -53,12 +56,15 @@ def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
     """Running sums along ``dim``: out[..., j, ...] = sum_{i <= j} x[..., i, ...].
 
     Shapes:  x (*S) -> (*S)
-    Dtypes:  floats keep theirs; integers and bool give int64 (PyTorch); ``dtype`` casts first
+    Dtypes:  floats keep theirs (bfloat16: summed in float32, rounded once per element);
+             integers and bool give int64 (PyTorch); ``dtype`` casts first
     Grad:    the reversed running sum of the gradient
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
     Kernels: kernels/scan.cl :: scan (OP_SUM; REVERSE for the backward), Kahan-compensated
     """
     src, d = _prep("cumsum", x, dim, dtype)
+    if src._storage.dtype is _BF16:
+        return ew.via_float32(cumsum, src, d)
     if src.ndim == 0:
         return ew.clone(src)
     out = _launch("scan", src, d, {"OP_SUM": 1})
@@ -77,6 +83,8 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
     Kernels: kernels/scan.cl :: scan (OP_PROD), cumprod_grad
     """
     src, d = _prep("cumprod", x, dim, dtype)
+    if src._storage.dtype is _BF16:
+        return ew.via_float32(cumprod, src, d)
     if src.ndim == 0:
         return ew.clone(src)
     out = _launch("scan", src, d, {"OP_PROD": 1})
@@ -111,6 +119,8 @@ def cummin(x: Tensor, dim: int):
 def _scan_arg(op, x, dim, cmp):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if x._storage.dtype is _BF16:  # (the values are bfloat16's: the round trip is exact)
+        return ew.via_float32(_scan_arg, op, x, dim, cmp)
     src = ew.to(x, dtypes.int32) if x.dtype.is_bool else x
     scalar = src.ndim == 0
     if scalar:
@@ -159,6 +169,8 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend=None, append=None) -> Ten
                            "tensor")
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
         raise RuntimeError(f"diff: expected order n to be a non-negative int, got {n!r}")
+    if x._storage.dtype is _BF16:  # (n differences in float32, rounded once)
+        return ew.via_float32(diff, x, n, dim, prepend, append)
     d = layout.wrap_dim(dim, x.ndim, "diff")
     parts = []
     for name, t in (("prepend", prepend), (None, x), ("append", append)):

@@ -12,12 +12,15 @@ import numpy as np
 
 from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
 __all__ = ["sort", "argsort", "topk", "unique"]
 
+_BF16 = dtypes.bfloat16  # ranked in float32 (exact, the same order): ew.via_float32, before
+#                          any kernel is built for its storage type (ushort)
 SortResult = namedtuple("sort", ["values", "indices"])
 TopkResult = namedtuple("topk", ["values", "indices"])
 
@@ -98,6 +101,8 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     Kernels: kernels/sort.cl :: sort_bitonic (rows up to 2048; longer rows: sort_rank, O(n^2)
              compares per row), then kernels/index.cl :: gather_dim
     """
+    if isinstance(x, Tensor) and x._storage.dtype is _BF16:
+        return ew.via_float32(sort, x, dim, descending, stable)
     src, d, scalar = _prep("sort", x, dim)
     idx = _rank_indices("sort", src, d, src.shape[d], descending)
     return SortResult(*_finish("sort", x, src, d, idx, scalar))
@@ -105,6 +110,8 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
 
 def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices that sort ``x`` along ``dim`` (see sort); int64, no gradient."""
+    if isinstance(x, Tensor) and x._storage.dtype is _BF16:
+        return argsort(ew.to(x, dtypes.float32), dim, descending, stable)
     src, d, scalar = _prep("argsort", x, dim)
     idx = _rank_indices("argsort", src, d, src.shape[d], descending)
     return idx.reshape(()) if scalar else idx
@@ -124,6 +131,8 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
              sort_bitonic / sort_rank (the whole row sorted, the first k written);
              kernels/index.cl :: gather_dim
     """
+    if isinstance(x, Tensor) and x._storage.dtype is _BF16:
+        return ew.via_float32(topk, x, k, dim, largest, sorted)
     src, d, scalar = _prep("topk", x, dim)
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
         raise TypeError(f"topk: expected an int k, got {type(k).__name__}")
@@ -148,6 +157,8 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     Returns: values, or a tuple ``(values[, inverse][, counts])``; inverse and counts int64
     Grad:    none (as PyTorch)
     """
+    if x._storage.dtype is _BF16:  # (no NumPy bfloat16: the values as float32)
+        return ew.via_float32(unique, x, sorted, return_inverse, return_counts, dim)
     host = x.numpy()
     axis = None if dim is None else layout.wrap_dim(dim, x.ndim, "unique")
     kw = {"equal_nan": False} if axis is None else {"axis": axis}
@@ -181,6 +192,8 @@ def median(x: Tensor, dim=None, keepdim: bool = False):
     Kernels: kernels/sort.cl (via sort), kernels/index.cl :: gather_dim
     """
     from clgrad.ops import reduce as rd
+    if isinstance(x, Tensor) and x._storage.dtype is _BF16:
+        return ew.via_float32(median, x, dim, keepdim)
     if dim is None:
         if x.numel() == 0:
             return creation.full((), float("nan"), dtype=x.dtype, device=x.device)
@@ -207,6 +220,8 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     Raises:  RuntimeError for k outside [1, S[dim]]; IndexError for a dim out of range
     Kernels: kernels/sort.cl (via sort), kernels/index.cl :: gather_dim
     """
+    if isinstance(x, Tensor) and x._storage.dtype is _BF16:
+        return ew.via_float32(kthvalue, x, k, dim, keepdim)
     src, d, _ = _prep("kthvalue", x, dim)
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
         raise TypeError(f"kthvalue: expected an int k, got {type(k).__name__}")
@@ -219,7 +234,6 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False):
 def _select(name, x, dim, k, keepdim, nan_first):
     """(values, indices) of the element of rank k (0-based, stable ascending order) along dim;
     with ``nan_first`` a row holding NaN gives its first NaN instead."""
-    from clgrad.ops import elementwise as ew
     from clgrad.ops import reduce as rd
     src, d, scalar = _prep(name, x, dim)
     idx = _rank_indices(name, src, d, src.shape[d], False).narrow(d, k, 1)
