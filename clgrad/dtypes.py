@@ -126,14 +126,17 @@ def check_fits(op: str, dtype: DType, value):
     ``overflows`` rule for fills, full(), tensor() literals, masked_fill and clamp bounds):
     an int fits a signed dtype within [min, max], an unsigned one within [-max, max] (a
     negative int wraps, uint8 -1 is 255); a float fits an integer dtype when finite and within
-    [min, max] (uint8 -1.0 and 255.5 do not), float32 unless finite beyond its range.
-    Arithmetic with a scalar wraps around instead (uint8 + 300 is uint8 + 44)."""
+    [min, max] (uint8 -1.0 and 255.5 do not), float32, float16 and bfloat16 unless finite
+    beyond the largest finite value (float16 65519.0 does not fit though it rounds to 65504:
+    c10's overflows compares with the maximum). PyTorch's full() checks float32 only, so
+    full(70000.0, float16) is inf there and here. Arithmetic with a scalar wraps around
+    instead (uint8 + 300 is uint8 + 44), and a float16 x + 70000.0 is inf."""
     if dtype.is_bool or isinstance(value, (bool, np.bool_)):
         return
     if isinstance(value, (float, np.floating)):
         if dtype.is_floating_point:
-            bad = dtype is float32 and np.isfinite(value) and \
-                abs(value) > float(np.finfo(np.float32).max)
+            top = _FLOAT_MAX.get(dtype.name) if dtype is float32 or op != "full" else None
+            bad = top is not None and np.isfinite(value) and abs(value) > top
         else:
             info = np.iinfo(dtype.np)
             bad = not np.isfinite(value) or not info.min <= value <= info.max
@@ -145,6 +148,11 @@ def check_fits(op: str, dtype: DType, value):
     if bad:
         raise RuntimeError(f"{op}: value cannot be converted to type {dtype.name} without "
                            f"overflow, got {value!r}")
+
+
+_FLOAT_MAX = {"float32": float(np.finfo(np.float32).max),
+              "float16": float(np.finfo(np.float16).max),
+              "bfloat16": 3.3895313892515355e+38}  # (2 - 2^-7) * 2^127
 
 
 def check_array_fits(op: str, dtype: DType, arr: np.ndarray):

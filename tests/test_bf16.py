@@ -240,3 +240,27 @@ def test_autocast_cpu_default_is_bfloat16():
     with clgrad.autocast("cpu"):
         assert clgrad.amp.is_autocast_enabled("cpu")
         assert clgrad.amp.get_autocast_dtype("cpu") is BF
+
+
+@pytest.mark.parametrize("dt,big", [("float32", 1e39), ("float16", 65519.0),
+                                    ("bfloat16", 3.3961e38)])
+def test_number_overflow_raises_as_pytorch(dt, big):
+    """c10's overflows: a finite number beyond the dtype's largest finite value raises in
+    fill_, masked_fill and clamp (values checked with PyTorch 2.14); full() checks float32
+    only (full(70000.0, float16) is inf there)."""
+    d = getattr(clgrad, dt)
+    if d is clgrad.float16 and not clgrad.default_device().fp16:
+        pytest.skip("no cl_khr_fp16")
+    x = clgrad.zeros(2, dtype=d)
+    m = clgrad.tensor([True, False])
+    for f in (lambda: x.clone().fill_(big), lambda: x.masked_fill(m, big),
+              lambda: x.clamp(max=big), lambda: x.clamp(min=-big)):
+        with pytest.raises(RuntimeError, match=f"type {dt} without overflow"):
+            f()
+    assert x.clone().fill_(float("inf")).tolist() == [float("inf")] * 2
+    if d is clgrad.float32:
+        with pytest.raises(RuntimeError, match="overflow"):
+            clgrad.full((1,), big)
+    else:
+        want = float(np.float16(big)) if d is clgrad.float16 else float(_round(big))
+        assert clgrad.full((1,), big, dtype=d).tolist() == [want]  # rounded, no error

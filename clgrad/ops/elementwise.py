@@ -379,7 +379,10 @@ def add(a, b, alpha=1) -> Tensor:
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
     if dt is _BF16:
-        return via_float32(add, *given, alpha=alpha)
+        # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
+        # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
+        return via_float32(add, a, b) if type(alpha) is int and alpha == 1 else \
+            via_float32(add, *given, alpha=alpha)
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -519,7 +522,10 @@ def sub(a, b, alpha=1) -> Tensor:
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
     if dt is _BF16:
-        return via_float32(sub, *given, alpha=alpha)
+        # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
+        # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
+        return via_float32(sub, a, b) if type(alpha) is int and alpha == 1 else \
+            via_float32(sub, *given, alpha=alpha)
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -536,7 +542,7 @@ def mul(a, b) -> Tensor:
         given = a, b
         a, b, dt, shape = _prep("mul", a, b)
         if dt is _BF16:
-            return via_float32(mul, *given)
+            return via_float32(mul, a, b)  # (the promoted operands, as add's)
         out = _launch_binary("mul", a, b, dt, shape)
         if key is not None:
             _keep_flat(key, given, a, b, out)
@@ -568,10 +574,9 @@ def div(a, b, rounding_mode=None) -> Tensor:
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: expected rounding_mode None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
-    given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
     if dt is _BF16:
-        return via_float32(div, *given, rounding_mode=rounding_mode)
+        return via_float32(div, a, b, rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()
@@ -1143,8 +1148,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     back); a 0-dim tensor bound lifts only the kind.
     Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
     x < min < max; a tensor max where x > max or max < min.
-    Raises ValueError when both bounds are None; RuntimeError for an int bound that does not
-    fit an integer result dtype (uint8 max=300); TypeError for a bool tensor with bool number
+    Raises ValueError when both bounds are None; RuntimeError for a number bound that does not
+    fit the result dtype (uint8 max=300, float16 max=70000.0: dtypes.check_fits); TypeError for a bool tensor with bool number
     bounds (PyTorch has no such kernel; tensor bounds work).
     """
     if min is None and max is None:
@@ -1153,14 +1158,14 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         return _clamp_tensors(x, min, max)
     given = x
     x = to(x, dtypes.result_type(x, min, max))
-    if x._storage.dtype is _BF16:
-        return via_float32(clamp, given, min, max)
     if x.dtype.is_bool:
         raise TypeError("clamp: \"clamp\" not implemented for 'Bool' with number bounds "
                         f"(PyTorch's), got min={min!r}, max={max!r}; use tensor bounds")
-    for v in (min, max):
-        if v is not None and not x.dtype.is_floating_point:
-            dtypes.check_fits("clamp", x.dtype, v)  # PyTorch: uint8 max=300 raises
+    for v in (min, max):  # PyTorch: uint8 max=300 raises, float16 max=70000.0 too
+        if v is not None:
+            dtypes.check_fits("clamp", x.dtype, v)
+    if x._storage.dtype is _BF16:
+        return via_float32(clamp, given, min, max)
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
