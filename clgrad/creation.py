@@ -153,7 +153,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
         dev = data._storage.device if device is None else _device(device)
         if dev is not data._storage.device:  # across devices: through the host
-            return _upload(data.numpy(), dt, dev, requires_grad)
+            host = data._values() if data.dtype is dtypes.bfloat16 else data.numpy()  # (exact)
+            return _upload(host, dt, dev, requires_grad)
         out = Tensor._empty(data.shape, dt, dev)
         copy_raw(out, data)
         return out.requires_grad_(requires_grad) if requires_grad else out
