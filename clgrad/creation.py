@@ -163,7 +163,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
         dev = data._storage.device if device is None else _device(device)
         if dev is not data._storage.device:  # across devices: through the host
-            return _upload(data.numpy(), dt, dev, requires_grad)
+            host = data._values() if data.dtype is dtypes.bfloat16 else data.numpy()  # (exact)
+            return _upload(host, dt, dev, requires_grad)
         out = Tensor._empty(data.shape, dt, dev)
         copy_raw(out, data)
         return out.requires_grad_(requires_grad) if requires_grad else out
@@ -313,7 +314,10 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
-    return _upload(rng(generator, "rand").random(_shape(size, "rand")), dt, _device(device),
+    u = rng(generator, "rand").random(_shape(size, "rand"))
+    if dt is dtypes.bfloat16:  # multiples of 2^-8 (rounded to nearest, u could give 1.0)
+        u = np.floor(u * 256.0) / 256.0
+    return _upload(u, dt, _device(device),
                    requires_grad)
 
 

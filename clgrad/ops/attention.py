@@ -16,6 +16,8 @@ from clgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
 
+_BF16 = dtypes.bfloat16
+
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False, scale=None,
@@ -37,6 +39,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal and attn_mask is not None:
         raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set "
                            "when is_causal=True")
+    if query.dtype is _BF16 and key.dtype is _BF16 and value.dtype is _BF16:
+        # in float32 on float32 copies, rounded once (PyTorch's math backend upcasts
+        # bfloat16 on CPUs alike); a float mask too
+        return ew.via_float32(scaled_dot_product_attention, query, key, value, attn_mask,
+                              dropout_p, is_causal, scale, enable_gqa)
     e = query.shape[-1]
     scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
     scores = ew.mul(mm.matmul(query, key.transpose(-2, -1)), scale)

@@ -29,6 +29,9 @@ __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "out
            "masked_select", "logical_xor", "erf", "softmax", "log_softmax", "norm"]
 
 
+_BF16 = dtypes.bfloat16
+
+
 def _in_result_type(op, *tensors):
     """The tensors cast to their ``dtypes.result_type`` (PyTorch's for its ternary ops: a
     0-dim operand lifts only the kind), and that dtype. Raises TypeError for a bool one."""
@@ -52,6 +55,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
     Raises TypeError for a bool result type (PyTorch has no bool kernel).
     """
     (input, tensor1, tensor2), dt = _in_result_type("addcmul", input, tensor1, tensor2)
+    if dt is _BF16:  # in float32, rounded once (PyTorch's opmath)
+        return ew.via_float32(addcmul, input, tensor1, tensor2, value)
     return ew.add(input, ew.mul(ew.mul(tensor1, tensor2), _value_in(dt, value)))
 
 
@@ -64,6 +69,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
         raise RuntimeError("addcdiv: integer division with addcdiv is no longer supported; "
                            "use torch.div")
     (input, tensor1, tensor2), dt = _in_result_type("addcdiv", input, tensor1, tensor2)
+    if dt is _BF16:
+        return ew.via_float32(addcdiv, input, tensor1, tensor2, value)
     return ew.add(input, ew.mul(ew.div(tensor1, tensor2), _value_in(dt, value)))
 
 
@@ -86,6 +93,9 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
         raise TypeError(f"lerp: \"lerp\" not implemented for '{dtypes.torch_name(dt)}' "
                         f"(expected a floating input or 0-dim weight, got {dt})")
     input, end = ew.to(input, dt), ew.to(end, dt)
+    if dt is _BF16:
+        return ew.via_float32(lerp, input, end, ew.to(weight, dt) if isinstance(
+            weight, Tensor) else weight)
     if isinstance(weight, Tensor):
         weight = ew.to(weight, dt)
     return ew.add(input, ew.mul(weight, ew.sub(end, input)))
@@ -296,6 +306,8 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 def erf(input: Tensor) -> Tensor:
     """The error function elementwise (integers give float32). Grad: 2/sqrt(pi) exp(-x^2).
     Kernels: kernels/elementwise.cl :: erf_op."""
+    if isinstance(input, Tensor) and input.dtype is _BF16:
+        return ew.via_float32(erf, input)
     x = ew._float_in("erf", input)
     out = ew._launch_unary("erf_op", x)
     scale = 2.0 / math.sqrt(math.pi)
@@ -308,10 +320,11 @@ def _axpy(input, product, operands, beta, alpha):
     beta = 0 ignores input's values (PyTorch). All float16: computed on float32 copies (exact)
     and rounded to float16 once, as PyTorch's addmm epilogue (rounding the product first, then
     the sum, was up to hundreds of float16 units off where the sum cancels)."""
-    if input.dtype is dtypes.float16 and all(t.dtype is dtypes.float16 for t in operands):
-        wide = [t.to(dtypes.float32) for t in operands]
+    dt = input.dtype
+    if (dt is dtypes.float16 or dt is _BF16) and all(t.dtype is dt for t in operands):
+        wide = [t.to(dtypes.float32) for t in operands]  # (bfloat16 likewise)
         out = _axpy(input.to(dtypes.float32), product, wide, beta, alpha)
-        return out.to(dtypes.float16)
+        return out.to(dt)
     prod = product(*operands)
     if layout.broadcast_shapes(input.shape, prod.shape, op="addmm") != tuple(prod.shape):
         raise RuntimeError(f"addmm: expected input of shape {tuple(input.shape)} to broadcast "

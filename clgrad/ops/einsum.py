@@ -7,11 +7,12 @@ contracted (in both, needed no more), left (A only) and right (B only); A is per
 (batch, left, contracted) and B to (batch, contracted, right), the groups are flattened, and
 one batched ``matmul`` gives (batch, left, right) — a broadcast ``mul`` when nothing is
 contracted. The result is summed over what the output lacks and permuted to its order.
-Gradients flow through those ops.
+Gradients flow through those ops. bfloat16 operands: the whole sum in float32 on float32
+copies, rounded once.
 """
 from __future__ import annotations
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.ops import elementwise as ew
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
@@ -19,6 +20,7 @@ from clgrad.tensor import Tensor
 
 __all__ = ["einsum"]
 
+_BF16 = dtypes.bfloat16
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -46,6 +48,8 @@ def einsum(equation, *operands) -> Tensor:
     for t in operands:
         if not isinstance(t, Tensor):
             raise TypeError(f"einsum: expected Tensor operands, got {type(t).__name__}")
+    if operands and all(t.dtype is _BF16 for t in operands):  # in float32, rounded once
+        return ew.via_float32(einsum, equation, *operands)
     terms, out_labels = _parse(equation, operands)
     sizes = _label_sizes(terms, operands)
     ops = [_prepare(t, labels, i) for i, (t, labels) in enumerate(zip(operands, terms))]

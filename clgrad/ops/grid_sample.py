@@ -16,6 +16,7 @@ import numpy as np
 
 from clgrad import backends, capture as _capture, dtypes
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.ops._util import launch_items, empty, view_arg, zeros
 from clgrad.ops.matmul import matmul
@@ -84,6 +85,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     if input.dtype != grid.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but "
                            f"input has {input.dtype} and grid has {grid.dtype}")
+    if input.dtype is dtypes.bfloat16:  # in float32 on float32 copies, rounded once
+        return ew.via_float32(grid_sample, input, grid, mode, padding_mode, align_corners)
     if input.dtype not in (dtypes.float32, dtypes.float64):
         raise TypeError(f"grid_sample: expected float32 or float64 input and grid, got "
                         f"{input.dtype}")
@@ -163,6 +166,8 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
         align_corners = False
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if theta.dtype is dtypes.bfloat16:  # in float32, rounded once (dtype.np is its bits:
+        return ew.via_float32(affine_grid, theta, size, align_corners)  # no base grid of it)
     size = tuple(int(s) for s in size)
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "

@@ -5,6 +5,8 @@ scatter_add, scatter, roll, tril/triu, nonzero/argwhere, embedding, one_hot. Adv
 Kernels: kernels/copy.cl (cat/stack: cat_elems / cat_runs copy up to 8 inputs into their
 slices of the output in one launch),
 kernels/index.cl (gather_dim, scatter_add_dim, scatter_dim).
+bfloat16: the moves (cat, gather_dim, scatter_dim) copy its bits; the scatter-adds run in
+float32 on float32 copies, rounded once (ew.via_float32).
 """
 from __future__ import annotations
 
@@ -16,11 +18,22 @@ from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops.plan import record_launches, replay
-from clgrad.ops._util import (copy_raw, defines_for, empty, full, launch_1d, same_device,
-                               zeros)
+from clgrad.ops._util import (copy_raw, defines_for, defines_of, empty, full, launch_1d,
+                               same_device, zeros)
 from clgrad.tensor import Tensor
 
 _NO = object()  # an argument not given (where(condition))
+_BF16, _F32 = dtypes.bfloat16, dtypes.float32
+# gather_dim and scatter_dim only move elements: on bfloat16's bits (ushort) they are exact,
+# so their bfloat16 build says BF16 (the check of clgrad/runtime/device.py); scatter_add_dim
+# adds, and bfloat16 adds in float32 (move_defines never serves it)
+_BF16_MOVE = {"T": "ushort", "BF16": 1}
+
+
+def move_defines(dtype) -> dict:
+    """The defines of index.cl's gather_dim / scatter_dim (element moves) for ``dtype``
+    (shared: never modify it)."""
+    return _BF16_MOVE if dtype is _BF16 else defines_of(dtype)
 
 __all__ = ["where", "cat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll",
            "tril", "triu", "nonzero", "argwhere", "embedding", "one_hot"]
@@ -56,8 +69,15 @@ def cat(tensors, dim: int = 0) -> Tensor:
     ref = parts[0]
     d = layout.wrap_dim(dim, ref.ndim, "cat")
     dt = ref.dtype
+    bf16 = False
     for t in tensors:  # skipped empty tensors take part in type promotion too (PyTorch)
         dt = dtypes.promote(dt, t.dtype)
+        bf16 = bf16 or t._storage.dtype is _BF16
+    if bf16 and any(t._storage.dtype is not dt for t in tensors):
+        # the kernels' plain C casts between slot and output types would read bfloat16's bits
+        # as a number (or write a number as bits): every input converted to dt first (copy.cl
+        # through float, recorded), then copied bit for bit
+        return cat([ew.to(t, dt) for t in tensors], dim)
     for t in parts[1:]:
         if t.ndim != ref.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, ref.shape))
                                      if i != d):
@@ -192,6 +212,8 @@ def _cat_plan(dev, dt, batch) -> Plan:
     defines = {"D": dt.cl, "S": dt.cl, "CAT_SLOTS": CAT_SLOTS}  # (S: the file's copy)
     if dt.is_bool:
         defines["D_IS_BOOL"] = 1
+    if dt is _BF16:  # every slot bfloat16 too (cat converts the others first): a bit copy
+        defines["BF16"] = 1
     total = 0
     for k in range(CAT_SLOTS):
         src_dt = batch[k][1].dtype if k < len(batch) else dt
@@ -262,7 +284,7 @@ def _gather_launch(x: Tensor, d: int, idx_view: Tensor, out: Tensor):
     sa = x_st[d]
     x_st[d] = 0
     xv = Tensor(x._storage, out.shape, x_st, x._offset)
-    launch_1d("index.cl", "gather_dim", defines_for(x.dtype), out, (xv, idx_view),
+    launch_1d("index.cl", "gather_dim", move_defines(x.dtype), out, (xv, idx_view),
               (np.int64(sa), np.int64(x.shape[d])))
 
 
@@ -299,7 +321,8 @@ def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
         k = np.broadcast_to(idx_view.numpy(), tuple(g.shape)).astype(np.int64)
         add_at_host(z, _view_offsets(zv) + np.where(k < 0, k + z.shape[d], k) * so, g)
         return
-    launch_1d("index.cl", kname, defines_for(g.dtype), zv, (g, idx_view),
+    launch_1d("index.cl", kname, move_defines(g.dtype) if kname == "scatter_dim" else
+              defines_for(g.dtype), zv, (g, idx_view),
               (np.int64(so), np.int64(z.shape[d])))
 
 
@@ -307,6 +330,8 @@ def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
     collect every gradient)."""
     def backward(g):
+        if g._storage.dtype is _BF16:  # the scatter-add in float32, rounded once
+            return (ew.to(backward(ew.to(g, _F32))[0], _BF16),)
         z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
         return (z,)
@@ -369,6 +394,8 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
              are not all on one device
     """
     _check_src_dtype(x, src, "scatter_add")
+    if x.dtype is _BF16:  # the sums in float32, rounded once
+        return ew.via_float32(scatter_add, x, dim, index, src)
     d = layout.wrap_dim(dim, x.ndim, "scatter_add")
     index = _check_index("scatter_add", index, x.shape[d], d, data=x)
     out = ew.clone(x)
@@ -434,6 +461,8 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
         raise ValueError(f"scatter: expected reduce None, 'add' or 'multiply', got {reduce!r}")
     d = layout.wrap_dim(dim, x.ndim, "scatter")
     index = _scatter_checks("scatter", x, d, index, src)
+    if reduce == "add" and x.dtype is _BF16:  # the sums in float32, rounded once
+        return ew.via_float32(scatter, x, dim, index, src, value, reduce)
     kname = "scatter_add_dim" if reduce == "add" else "scatter_dim"
     out = empty(x.shape, x.dtype, x._storage.device)
     ew.copy_raw(out, x)
@@ -519,7 +548,7 @@ def nonzero(x: Tensor, as_tuple: bool = False):
     """Indices of the nonzero elements in row-major order: an int64 tensor (N, ndim), or with
     ``as_tuple`` one 1-D int64 tensor per dim. Computed on the host (the size depends on the
     data: PyTorch's CUDA nonzero synchronises too)."""
-    host = x.numpy()
+    host = x._values()  # (bfloat16: its values; -0.0 is zero)
     idx = np.nonzero(host.reshape(1) if x.ndim == 0 else host)
     if as_tuple:
         return tuple(creation.tensor(i.astype(np.int64), device=x._storage.device) for i in idx)
@@ -635,6 +664,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1) -> Te
     if source.dtype is not x.dtype:
         raise RuntimeError(f"index_add: self ({x.dtype}) and source ({source.dtype}) must have "
                            f"the same scalar type")
+    if x.dtype is _BF16:  # alpha * source and the sums in float32, rounded once
+        return ew.via_float32(index_add, x, dim, index, source, alpha)
     xs, ss = (x.reshape(1), source.reshape(1)) if x.ndim == 0 else (x, source)
     if source.ndim == 0 and x.ndim:
         ss = source.reshape(1)

@@ -1,7 +1,8 @@
 """Advanced indexing: x[key] and x[key] = v with index tensors, lists, ranges, NumPy arrays or
 bool masks among ints, slices, None and Ellipsis; index_put_/index_put.
 
-Kernels: kernels/index.cl (gather_dim, scatter_add_dim, scatter_dim along one virtual dim).
+Kernels: kernels/index.cl (gather_dim, scatter_add_dim, scatter_dim along one virtual dim);
+bfloat16 gathers and scatters its bits (index.move_defines) and adds in float32.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from clgrad import creation, dtypes, layout
 from clgrad.autograd import is_grad_enabled, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
 from clgrad.ops import inplace
 from clgrad.ops import views
 from clgrad.ops.views import _is_int_like
@@ -21,6 +23,8 @@ from clgrad.ops._util import (bump_version, defines_for, empty, launch_1d, one_d
 from clgrad.tensor import Tensor
 
 __all__ = ["getitem", "advanced_getitem", "setitem", "index_put_", "index_put"]
+
+_BF16 = dtypes.bfloat16
 
 
 # -- advanced indexing ------------------------------------------------------------------------
@@ -72,7 +76,7 @@ def _host_index(op, k, x: Tensor):
         if k._storage.device.type != "cpu":
             same_device(op, k, x)
         dt = k.dtype
-        arr = k.numpy()
+        arr = k._values() if dt is _BF16 else k.numpy()  # (bfloat16: IndexError below)
     else:
         arr = np.asarray(range(k.start, k.stop, k.step) if isinstance(k, range) else k)
         if arr.dtype.kind == "f" and arr.size == 0:
@@ -230,7 +234,7 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
     out = empty(p.flat, y.dtype, y._storage.device)
     if out.numel():
         iv = _offsets_view(p.off, p.flat, p.bpos, y._storage.device)
-        launch_1d("index.cl", "gather_dim", defines_for(y.dtype), out, (p.view, iv),
+        launch_1d("index.cl", "gather_dim", ix.move_defines(y.dtype), out, (p.view, iv),
                   (np.int64(1), np.int64(0)))
     if y.requires_grad and is_grad_enabled():
         y_shape, flat, bpos = tuple(y.shape), p.flat, p.bpos
@@ -240,6 +244,8 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
         off_c = p.off if same else _contiguous_offsets(p)
 
         def backward(g):
+            if g._storage.dtype is _BF16:  # the scatter-add in float32, rounded once
+                return (ew.to(backward(ew.to(g, dtypes.float32))[0], _BF16),)
             z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
             if g.numel():
                 iv = _offsets_view(off_c, flat, bpos, g._storage.device)
@@ -303,15 +309,20 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
         iv = _offsets_view(p.off, p.flat, p.bpos, x._storage.device)
         if accumulate and x.dtype.itemsize < 4 and not x.dtype.is_bool:
             # the kernels' atomic add covers 32- and 64-bit types: add in an int32 copy of y
-            wide = ew.to(p.y, dtypes.int32)
+            # (a float32 one for float16 and bfloat16, rounded once)
+            wdt = dtypes.float32 if x.dtype.is_floating_point else dtypes.int32
+            wide = ew.to(p.y, wdt)
             wiv = _offsets_view(_contiguous_offsets(p), p.flat, p.bpos, x._storage.device)
-            launch_1d("index.cl", "scatter_add_dim", defines_for(dtypes.int32),
-                      _flat_view(wide, p), (ew.to(src, dtypes.int32), wiv),
+            launch_1d("index.cl", "scatter_add_dim", defines_for(wdt),
+                      _flat_view(wide, p), (ew.to(src, wdt), wiv),
                       (np.int64(1), np.int64(0)))
             ew.copy_raw(p.y, wide)
+        elif accumulate:
+            launch_1d("index.cl", "scatter_add_dim", defines_for(x.dtype), p.view, (src, iv),
+                      (np.int64(1), np.int64(0)))
         else:
-            launch_1d("index.cl", "scatter_add_dim" if accumulate else "scatter_dim",
-                      defines_for(x.dtype), p.view, (src, iv), (np.int64(1), np.int64(0)))
+            launch_1d("index.cl", "scatter_dim", ix.move_defines(x.dtype), p.view, (src, iv),
+                      (np.int64(1), np.int64(0)))
     bump_version(x)
     if grad_involved:
         _rebase_index_put(root, p, iv, vb, accumulate)
@@ -334,10 +345,10 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
         g_val = empty(flat, g.dtype, g._storage.device)
         region = inplace._at(buf, vgeom)
         if g_val.numel():
-            launch_1d("index.cl", "gather_dim", defines_for(g.dtype), g_val, (region, iv),
+            launch_1d("index.cl", "gather_dim", ix.move_defines(g.dtype), g_val, (region, iv),
                       (np.int64(1), np.int64(0)))
             if not accumulate:
-                launch_1d("index.cl", "scatter_dim", defines_for(g.dtype), region,
+                launch_1d("index.cl", "scatter_dim", ix.move_defines(g.dtype), region,
                           (ew._zeros_scalar(g).expand(flat), iv), (np.int64(1), np.int64(0)))
         return ew.contiguous(inplace._at(buf, root_geom)), g_val.reshape(v_shape)
     old = root._grad_fn

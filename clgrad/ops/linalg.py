@@ -28,8 +28,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
     ord:     p > 0: (sum |x|^p)^(1/p); inf: max |x|; -inf: min |x|; 0: the number of non-zeros;
              p < 0: (sum |x|^p)^(1/p) (unscaled).
     Shapes:  (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
-    Dtypes:  float16 (computed in float32, rounded once), float32, float64 (``dtype`` casts
-             the input first).
+    Dtypes:  float16 and bfloat16 (computed in float32, rounded once), float32, float64
+             (``dtype`` casts the input first).
     Grad:    p > 0: g sign(x) (|x| / norm)^(p-1), and 0 where the norm is 0 (PyTorch's; not
              nan at an all-zero input or row); inf/-inf: split evenly among the tied extremes;
              0: zero.
@@ -43,7 +43,8 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
                            f"input. Got {x.dtype}")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg.vector_norm: expected ord to be a number, got {ord!r}")
-    if x.dtype is dtypes.float16:  # in float32, rounded once (PyTorch's float accumulation)
+    if x.dtype is dtypes.float16 or x.dtype is dtypes.bfloat16:  # in float32, rounded once
+        # (PyTorch's float accumulation)
         return ew.to(vector_norm(ew.to(x, dtypes.float32), ord, dim, keepdim), x.dtype)
     dims = rd._dims(x, dim, "linalg.vector_norm")
     ord = float(ord)
@@ -82,6 +83,8 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, dtype
         raise ShapeError(f"linalg.matrix_norm: expected two distinct dims, got {dim!r}")
     if ord == "fro":
         return vector_norm(x, 2, (r, c), keepdim)
+    if x.dtype is dtypes.bfloat16:  # the sums in float32, rounded once
+        return ew.via_float32(matrix_norm, x, ord, dim, keepdim)
     if ord in (1, -1, _INF, -_INF) and not isinstance(ord, bool):
         inner, outer = (r, c) if abs(ord) == 1 else (c, r)   # 1: sum down each column
         sums = rd.sum(ew.abs(x), inner, keepdim=True)

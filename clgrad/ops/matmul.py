@@ -630,6 +630,9 @@ def _widened(t: Tensor) -> Tensor:
     return ew.to(base, dtypes.float32).expand(*t.shape)
 
 
+_BF16 = dtypes.bfloat16
+
+
 def _aligned(*values) -> bool:
     """True when every value is a multiple of 4 (4-vector loads stay aligned and whole)."""
     return all(v % 4 == 0 for v in values)
@@ -640,7 +643,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
     Shapes:  (*B1, M, K) @ (*B2, K, N) -> (broadcast(B1, B2), M, N); (K,) @ (K,) -> ().
     Dtypes:  equal dtypes (RuntimeError otherwise); under ``autocast`` (clgrad.amp) float16
-             operands and result (products summed in float32), as PyTorch's.
+             operands and result (products summed in float32), as PyTorch's. bfloat16: the
+             float32 product of float32 copies, rounded once (ew.via_float32).
     Raises:  RuntimeError on a K mismatch or a 0-dim operand; ValueError if batch dims do not
              broadcast.
     """
@@ -657,6 +661,8 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"matmul: expected m1 and m2 to have the same dtype, but got: "
                            f"{a.dtype} != {b.dtype}")
+    if a._storage.dtype is _BF16:  # summed in float32, rounded once (as PyTorch's)
+        return ew.via_float32(_matmul, a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"matmul: both arguments need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
@@ -758,6 +764,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                            f"{x.dtype} and weight {weight.dtype}: convert the input with "
                            f"input.to({weight.dtype}) (or the module with "
                            f".to({x.dtype}))")
+    if x._storage.dtype is _BF16:  # the GEMM and the bias in float32, rounded once
+        return ew.via_float32(linear, x, weight, bias)
     shape = x._shape[:-1] + weight._shape[:1]
     if weight._storage.device is not dev or bias is not None and (
             bias._storage.device is not dev or bias._storage.dtype is not x._storage.dtype or

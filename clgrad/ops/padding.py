@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import LOCAL, MAXD, defines_for, empty, scalar, shape_arg
@@ -17,6 +18,7 @@ __all__ = ["pad"]
 
 _FILE = "padding.cl"
 _MODES = {"constant": 0, "reflect": 1, "replicate": 2}
+_BF16 = dtypes.bfloat16
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
@@ -51,7 +53,10 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if mode != "constant":
         _check_nonconstant(mode, x, amounts, lo, hi)
     if mode == "circular":
-        return _pad_circular(x, lo, hi)
+        return _pad_circular(x, lo, hi)  # (cat: bfloat16's bits copied)
+    if x._storage.dtype is _BF16:  # pad_fwd/pad_bwd on float32 copies: the moves exact, value
+        # rounded to bfloat16, reflect's and replicate's gradient sums rounded once
+        return ew.via_float32(_pad, x, amounts, mode, value)
     oshape = tuple(n + a + b for n, a, b in zip(x.shape, lo, hi))
     if mode != "constant" and min(oshape, default=1) < 1:
         raise ValueError(f"pad: {mode} padding {amounts} gives an empty output {oshape} for "
@@ -93,6 +98,9 @@ def _pad_circular(x, lo, hi):
         parts += [x] + ([x.narrow(d, 0, right)] if right else [])
         x = ix.cat(parts, d)
     return x if padded else ew.clone(x)
+
+
+_pad = pad  # (inside pad, its name is the argument's)
 
 
 # -- helpers ----------------------------------------------------------------------------------

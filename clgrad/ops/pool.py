@@ -5,6 +5,8 @@ Every input may be any strided view; outputs are new and contiguous. Backward ke
 (one work item per input element), so gradients are deterministic and need no atomics.
 Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd(_tiled), adaptive_fwd/adaptive_bwd,
 adaptive_max_fwd/adaptive_max_bwd.
+bfloat16 pools in float32 on float32 copies, its result rounded once (ew.via_float32: exact
+for the max pools, PyTorch's float accumulation for the averages); indices stay int64.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool
            "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
 
 _FILE = "pool.cl"
+_BF16 = dtypes.bfloat16
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -40,6 +43,9 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     g, out_shape, v = _geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
                                 ceil_mode)
     x = input
+    if x._storage.dtype is _BF16:  # (see the module's docstring)
+        return ew.via_float32(max_pool2d, input, kernel_size, stride, padding, dilation,
+                              ceil_mode, return_indices)
     out = empty(out_shape, x._storage.dtype, x._storage.device)
     idx = empty(out_shape, dtypes.int64, x._storage.device)
     n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = v
@@ -79,6 +85,9 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     g, out_shape, v = _geometry("avg_pool2d", input, kernel_size, stride, padding, 1,
                                 ceil_mode)
     x = input
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(avg_pool2d, input, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override)
     div = np.int64(0 if divisor_override is None else int(divisor_override))
     inc = _INC[bool(count_include_pad)]
     out = empty(out_shape, x._storage.dtype, x._storage.device)
@@ -107,6 +116,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     """
     g, shape, v = _adaptive_geometry("adaptive_avg_pool2d", input, output_size)
     x = input
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(adaptive_avg_pool2d, input, output_size)
     n, c, h, w, oh, ow = v[:6]
     out = empty(shape, x._storage.dtype, x._storage.device)
     _launch("adaptive_fwd", x, g, out.numel(), out._storage.buffer, x._storage.buffer,
@@ -132,6 +143,8 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     Returns out, or (out, int64 indices y * W + x). Grad: input (to the first maximum)."""
     g, shape, _ = _adaptive_geometry("adaptive_max_pool2d", input, output_size)
     x = input
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(adaptive_max_pool2d, input, output_size, return_indices)
     out = empty(shape, x.dtype, x._storage.device)
     idx = empty(shape, dtypes.int64, x._storage.device)
     _launch("adaptive_max_fwd", x, g, out.numel(), out._storage.buffer, idx._storage.buffer,

@@ -11,6 +11,8 @@ region's old value gets no gradient).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from clgrad import dtypes, layout
 from clgrad.creation import rng, tensor
 from clgrad.ops import elementwise as ew
@@ -31,6 +33,13 @@ def _fill(x: Tensor, host) -> Tensor:
     return ip.copy_(x, tensor(host, dtype=x.dtype, device=x._storage.device))
 
 
+def bf16_unit(u):
+    """bfloat16's uniform [0, 1) samples from float64 ones ``u``: the multiples of 2^-8 below
+    1 (PyTorch's uniform of bfloat16: its 8 significant bits; rounding u itself to nearest
+    would give 1.0 for u >= 1 - 2^-9)."""
+    return np.floor(u * 256.0) / 256.0
+
+
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill ``x`` with samples of N(mean, std^2). Raises RuntimeError for std < 0."""
     _float_target("normal_", x)
@@ -48,6 +57,9 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, generator=None, **kw) ->
         raise TypeError(f"uniform_: unexpected keyword arguments {sorted(kw)}")
     if a > b:
         raise RuntimeError(f"uniform_: expected from <= to, got from={a} > to={b}")
+    if x.dtype is dtypes.bfloat16:  # PyTorch's: a + (b - a) u, u a bfloat16 unit sample
+        u = bf16_unit(rng(generator, "uniform_").random(tuple(x.shape)))
+        return _fill(x, (u * (b - a) + a).astype(np.float32))
     return _fill(x, rng(generator, "uniform_").uniform(a, b, tuple(x.shape)))
 
 
@@ -69,6 +81,8 @@ def bernoulli_(x: Tensor, p=0.5, generator=None) -> Tensor:
         raise RuntimeError(f"bernoulli_: expected 0 <= p <= 1, got {p}")
     u = tensor(rng(generator, "bernoulli_").random(tuple(x.shape)), dtype=_prob_dtype(p, x),
                device=x._storage.device)
+    if isinstance(p, Tensor) and p.dtype is dtypes.bfloat16:
+        p = ew.to(p, dtypes.float32)  # (exact)
     return ip.copy_(x, ew.to(ew.lt(u, p), x.dtype))
 
 
@@ -85,6 +99,8 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
     with a tensor mean and/or std (broadcast). No gradient flows to mean or std."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
+        if ref.dtype is dtypes.bfloat16:  # in float32, rounded once
+            return ew.via_float32(normal, mean, std, size, generator, dtype, device)
         shape = layout.broadcast_shapes(*[tuple(v.shape) for v in (mean, std)
                                           if isinstance(v, Tensor)], op="normal")
         z = tensor(rng(generator, "normal").standard_normal(shape), dtype=ref.dtype,
@@ -99,6 +115,9 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
 
 
 def _prob_dtype(p, x):
+    """The dtype bernoulli_ draws and compares in: p's or x's floating one, float32 for
+    bfloat16 (and for integer ones)."""
     if isinstance(p, Tensor) and p.dtype.is_floating_point:
-        return p.dtype
-    return x.dtype if x.dtype.is_floating_point else dtypes.float32
+        return p.dtype if p.dtype is not dtypes.bfloat16 else dtypes.float32
+    return x.dtype if x.dtype.is_floating_point and x.dtype is not dtypes.bfloat16 else \
+        dtypes.float32

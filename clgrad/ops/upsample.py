@@ -13,7 +13,9 @@ import math
 import numpy as np
 
 from clgrad.kernel_structs import UGEOM_T, longs
+from clgrad import dtypes
 from clgrad.autograd import record
+from clgrad.ops import elementwise as ew
 from clgrad.ops._util import launch_items, empty, scalar
 from clgrad.ops.pool import _view4, adaptive_avg_pool2d
 from clgrad.runtime import pack
@@ -61,6 +63,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                          "interpolating modes: linear | bilinear")
     if not input.dtype.is_floating_point:
         raise TypeError(f"interpolate: expected a floating point input, got {input.dtype}")
+    if input.dtype is dtypes.bfloat16:  # in float32 on a float32 copy, rounded once
+        return ew.via_float32(interpolate, input, size, scale_factor, mode, align_corners,
+                              recompute_scale_factor, antialias)
     ins = tuple(input.shape[2:])
     outs, scales = _sizes(ins, size, scale_factor, recompute_scale_factor)
     if mode == "area":

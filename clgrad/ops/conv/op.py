@@ -99,7 +99,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              and for few channels per group (C/G * O/G <= 16: depthwise) everywhere, float16
              runs in float32 on float32 copies, rounded to float16 once (half_via_float32).
              Under ``autocast`` (clgrad.amp) input, weight and bias are cast to float16
-             first, as PyTorch's.
+             first, as PyTorch's. bfloat16 runs in float32 on float32 copies, rounded once.
     Views:   any strided input, weight and bias (read through their strides); out is new.
     Grad:    input, weight, bias.
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, fewer
@@ -112,6 +112,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     """
     if _AUTOCAST_STATE.autocast:  # (the common case, autocast off: one attribute read)
         input, weight, bias = ew.autocast("conv2d", input, weight, bias)
+    if isinstance(input, Tensor) and input._storage.dtype is _BF16 and \
+            isinstance(weight, Tensor) and weight._storage.dtype is _BF16 and \
+            (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _BF16):
+        # bfloat16: the float32 convolution of float32 copies, rounded once (cuDNN's and
+        # PyTorch's CPU bfloat16 convolutions sum in float); other mixes: _check raises
+        return ew.via_float32(conv2d, input, weight, bias, stride, padding, dilation, groups)
     if isinstance(input, Tensor) and input._storage.dtype is _HALF:
         half = _half(input, weight, bias, stride, padding, dilation, groups)
         if half is not None:
@@ -216,7 +222,7 @@ def as_float32(op, input, weight, bias, *args):
     return ew.to(out, _HALF)
 
 
-_HALF = dtypes.float16
+_HALF, _BF16 = dtypes.float16, dtypes.bfloat16
 _AUTOCAST_STATE = grad_mode._state  # .autocast: the autocast stack (clgrad.amp), or None
 
 

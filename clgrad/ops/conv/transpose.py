@@ -48,6 +48,12 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError(f"conv_transpose2d: expected a 3-D or 4-D input and a 4-D weight, "
                            f"got input {list(input.shape)} and weight {list(weight.shape)}")
     input, weight, bias = ew.autocast("conv_transpose2d", input, weight, bias)
+    bf16 = dtypes.bfloat16
+    if input.dtype is bf16 and weight.dtype is bf16 and (
+            bias is None or isinstance(bias, Tensor) and bias.dtype is bf16):
+        # in float32 on float32 copies, rounded once (as conv2d's bfloat16)
+        return ew.via_float32(conv_transpose2d, input, weight, bias, stride, padding,
+                              output_padding, groups, dilation)
     if input.dtype is dtypes.float16 and weight.dtype is dtypes.float16 and (
             bias is None or isinstance(bias, Tensor) and bias.dtype is dtypes.float16):
         g0 = groups if isinstance(groups, int) and groups > 0 else 1
