@@ -398,7 +398,7 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A host copy as a NumPy array (blocks until the queue has produced the values).
         Raises:  TypeError for bfloat16, which NumPy lacks (as PyTorch; ``.float().numpy()``)"""
-        if self.dtype is dtypes.bfloat16:
+        if self._storage.dtype is dtypes.bfloat16:
             raise TypeError("numpy: Got unsupported ScalarType BFloat16 (NumPy has no "
                             "bfloat16); convert first: t.float().numpy()")
         return self._host_bits()

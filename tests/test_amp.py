@@ -130,11 +130,11 @@ def test_autocast_switches_and_errors(cpu_fp16):
     assert f(a, b).dtype is F16 and (a @ b).dtype is F32
     with clgrad.autocast("cuda", dtype=F16):  # CPU-device tensors are not 'cuda' ones
         assert (a @ b).dtype is F32
+    # bfloat16 operands (rounded once each), float32 sums, the result rounded once
+    want = (a.bfloat16().float() @ b.bfloat16().float()).numpy()
     with clgrad.autocast("cpu"):  # PyTorch's default for 'cpu' is bfloat16
         y = a @ b
         assert y.dtype is clgrad.bfloat16
-        # bfloat16 operands (rounded once each), float32 sums, the result rounded once
-        want = (a.bfloat16().float() @ b.bfloat16().float()).numpy()
         np.testing.assert_allclose(y.float().numpy(), want, rtol=2 ** -8, atol=1e-6)
         assert (a * 2).dtype is F32  # ops off the list run as before
         # the float32 list: float32 results from any floating input
