@@ -1149,8 +1149,9 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
     x < min < max; a tensor max where x > max or max < min.
     Raises ValueError when both bounds are None; RuntimeError for a number bound that does not
-    fit the result dtype (uint8 max=300, float16 max=70000.0: dtypes.check_fits); TypeError for a bool tensor with bool number
-    bounds (PyTorch has no such kernel; tensor bounds work).
+    fit the result dtype (uint8 max=300, float16 max=70000.0: dtypes.check_fits); TypeError
+    for a bool tensor with bool number bounds (PyTorch has no such kernel; tensor bounds
+    work).
     """
     if min is None and max is None:
         raise ValueError("clamp: expected at least one of min and max, got neither")
