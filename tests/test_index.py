@@ -945,3 +945,16 @@ def test_cat_errors_and_a_numpy_dim_as_pytorch():
     for d in (True, 1.0, np.bool_(True)):
         with pytest.raises(TypeError, match="expected dim to be an int"):
             clgrad.cat([a, a], d)
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_index_put_accumulate_16_bit_floats_adds_fractions(dt):
+    """index_put_(accumulate=True) of float16 added in an int32 copy before (0.5 + 0.25 was
+    0); float16 and bfloat16 now add in float32 (hand-computed sums, exact in both)."""
+    d = getattr(clgrad, dt)
+    if d is clgrad.float16 and not clgrad.default_device().fp16:
+        pytest.skip("no cl_khr_fp16")
+    x = clgrad.zeros(3, dtype=d)
+    x.index_put_((clgrad.tensor([0, 0, 1, 0]),),
+                 clgrad.tensor([0.5, 0.25, 1.5, -0.125], dtype=d), accumulate=True)
+    assert x.dtype is d and x.tolist() == [0.625, 1.5, 0.0]
