@@ -711,6 +711,11 @@ def test_no_reference_cycles_in_any_op_graph(no_gc):
         lambda: x.gather(1, clgrad.tensor([[0], [1], [2]])), lambda: x.norm(p=3),
         lambda: clgrad.cat([x, y.T]), lambda: x.unfold(1, 2, 1), lambda: x[::2, ::-1],
         lambda: x.as_strided((2, 2), (1, 1)), lambda: x.float(), lambda: x[:, None],
+        # bfloat16 (its ops through float32; its gathers' backward scatter-adds in float32)
+        lambda: x.bfloat16().exp(), lambda: x.bfloat16() @ y.bfloat16(),
+        lambda: x.bfloat16().gather(1, clgrad.tensor([[0], [1], [2]])),
+        lambda: x.bfloat16()[clgrad.tensor([0, 2])], lambda: x.bfloat16().softmax(1),
+        lambda: x.bfloat16().index_select(0, clgrad.tensor([1, 1])),
     ]
     m0 = clgrad.memory_allocated()
     for make in graphs:

@@ -329,12 +329,13 @@ def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
 def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
     collect every gradient)."""
-    def backward(g):
-        if g._storage.dtype is _BF16:  # the scatter-add in float32, rounded once
-            return (ew.to(backward(ew.to(g, _F32))[0], _BF16),)
+    def backward(g):  # (not calling itself: a closure over its own name is a cycle)
+        bf16 = g._storage.dtype is _BF16
+        if bf16:  # the scatter-add in float32, rounded once
+            g = ew.to(g, _F32)
         z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
-        return (z,)
+        return (ew.to(z, _BF16) if bf16 else z,)
     return backward
 
 
