@@ -44,9 +44,12 @@ inference is replayed too (``clgrad.compile`` of the forward under ``no_grad``).
 ``--amp`` (issue 35, part 2) trains with PyTorch's mixed-precision recipe in both frameworks:
 the forward and loss under ``autocast(device_type, dtype=float16)``, then ``GradScaler``'s
 scale/backward/step/update (rows' ``mode`` is "train-amp"; no inference rows, no --compile).
-clgrad lowers the matmul family only (its convolutions stay float32, see clgrad/amp.py) where
-PyTorch's autocast also runs convolutions in float16 (cuDNN), so the first losses are compared
-at float16's tolerance (AMP_LOSS_RTOL).
+Both lower the matmul family and the convolutions; their float16 kernels round differently,
+so the first losses are compared at float16's tolerance (AMP_LOSS_RTOL).
+``--amp-dtype bfloat16``: autocast to bfloat16 without a GradScaler (PyTorch's bfloat16
+recipe: its range is float32's), rows' ``mode`` "train-amp-bf16"; clgrad computes bfloat16
+ops in float32 with conversions around them (README: dtypes), PyTorch on CPUs with oneDNN's
+bfloat16 kernels.
 """
 from __future__ import annotations
 
@@ -94,6 +97,9 @@ def parse(argv=None):
     p.add_argument("--amp", action="store_true",
                    help="train under autocast(float16) + GradScaler in both frameworks "
                         "(mode 'train-amp'; issue 35 part 2)")
+    p.add_argument("--amp-dtype", default="float16", choices=("float16", "bfloat16"),
+                   help="--amp's autocast dtype (bfloat16: no GradScaler, mode "
+                        "'train-amp-bf16')")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 5 steps, 1 warm-up, batch 8 (AlexNet 16) unless --batch")
     p.add_argument("--out", default=None, help="JSON-lines file to append rows to")
@@ -196,6 +202,13 @@ def _table_line(k, ex, c, t) -> str:
             f"{prof('launches', '{:.0f}')} | {loss} |")
 
 
+def _mode(args) -> str:
+    """A row's mode: train, train-amp (float16), train-amp-bf16."""
+    if not args.amp:
+        return "train"
+    return "train-amp" if args.amp_dtype == "float16" else "train-amp-bf16"
+
+
 # -- worker -----------------------------------------------------------------------------------
 def run_worker(args):
     threads, dev = args.worker.split(":", 1)
@@ -230,7 +243,7 @@ def run_worker(args):
                 print(f"!! {name} batch {batch}: {type(e).__name__}: {str(e)[:400]}",
                       flush=True)
                 row = dict(meta, model=name, batch=batch,
-                           mode="train-amp" if args.amp else "train", framework="clgrad",
+                           mode=_mode(args), framework="clgrad",
                            exec="eager", error=f"{type(e).__name__}: {str(e)[:400]}")
                 print("@@ROW " + json.dumps(row), flush=True)
 
@@ -264,13 +277,19 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
         # each framework's own device type (clgrad's OpenCL GPU is 'cuda' whatever PyTorch's)
         dev_type = (clgrad.default_device().type if fw is clgrad else
                     "cuda" if tdev == "cuda" else "cpu")
-        scaler = fw.amp.GradScaler(dev_type) if args.amp else None
+        bf16 = args.amp and args.amp_dtype == "bfloat16"
+        scaler = fw.amp.GradScaler(dev_type) if args.amp and not bf16 else None
 
         def step():
             x, y = batches[i[0] % len(batches)]
             i[0] += 1
             opt.zero_grad()
-            if scaler is None:
+            if bf16:
+                with fw.autocast(dev_type, dtype=fw.bfloat16):
+                    loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+            elif scaler is None:
                 loss = F.cross_entropy(model(x), y)
                 loss.backward()
                 opt.step()
@@ -286,7 +305,9 @@ def one(args, name, batch, np, torch, clgrad, tdev, tsync, meta):
 
     tstep = stepper(tm, topt, tF, tdata, tsync, torch)
     cstep = stepper(cm, copt, cF, cdata, clgrad.synchronize, clgrad)
-    mode, rtol = ("train-amp", AMP_LOSS_RTOL) if args.amp else ("train", LOSS_RTOL)
+    mode, rtol = _mode(args), (AMP_LOSS_RTOL if args.amp else LOSS_RTOL)
+    if args.amp and args.amp_dtype == "bfloat16":
+        rtol = 8 * AMP_LOSS_RTOL  # bfloat16 keeps 8 bits where float16 keeps 11
     tm.train()
     cm.train()
     _dropout_eval(tm, True, torch.nn)
