@@ -11,8 +11,10 @@ the input gradient). ``dtype=bfloat16`` (autocast('cpu')'s default) alike: bfloa
 operands, float32 arithmetic (clgrad/ops/elementwise.py via_float32), a bfloat16 result
 rounded once. The losses of PyTorch's float32 list (cross_entropy, nll_loss, mse_loss,
 l1_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits), kl_div) cast float16
-inputs to float32, and so do layer_norm, group_norm, softmax and log_softmax (their results
-are float32, under any autocast dtype, bfloat16 included). Backward runs with autocast off:
+and bfloat16 inputs to float32 (their results are float32, under any autocast dtype), and so
+do layer_norm, group_norm, softmax and log_softmax under autocast('cuda') only: they are on
+PyTorch's CUDA float32 list, not on its CPU one (checked with PyTorch 2.14: under
+autocast('cpu') a bfloat16 softmax stays bfloat16). Backward runs with autocast off:
 each formula computes in its saved operands' dtypes. As PyTorch's, batch_norm (a float32
 BatchNorm after a float16 conv) takes a float16 input with float32 parameters and running
 statistics: float32 statistics, a float16 output (ops/norm.py batch_norm); a float16
@@ -265,16 +267,19 @@ class GradScaler:
         (PyTorch's multi-tensor kernel); any others, and those sharing memory with an earlier
         one (a launch would race on it), after them, one at a time: 0 * g (0 where finite, NaN
         where not) summed, then a multiply, per gradient (a shared element is divided once per
-        gradient holding it, as PyTorch's CPU loop does)."""
+        gradient holding it, as PyTorch's CPU loop does). bfloat16 gradients take the second
+        way (their multiply in float32, rounded once)."""
         first = grads[0]._storage.device
         flag = full((), 0.0, dtypes.float32, first)
         rest = list(range(len(grads)))
         if all(g._storage.device is first for g in grads):
             shared = _overlapping(grads)  # (one launch would read and write them at once)
-            multi = [i for i in rest if i not in shared]
+            multi = [i for i in rest if i not in shared and  # (bfloat16: no such kernel)
+                     grads[i]._storage.dtype is not dtypes.bfloat16]
             taken = launch_multi("unscale_multi", [(grads[i], flag) for i in multi],
-                                 lambda idx, dt: lambda commit: (dt.np.type(inv),))
-            rest = sorted([multi[j] for j in taken] + list(shared))
+                                 lambda idx, dt: lambda commit: (dt.np.type(inv),)) \
+                if multi else []
+            rest = sorted([multi[j] for j in taken] + [i for i in rest if i not in multi])
         if rest:
             nonfinite = [flag] + [ew.to_device(rd.sum(ew.mul(grads[i], 0.0),
                                                       dtype=dtypes.float32), first)

@@ -169,6 +169,14 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         copy_raw(out, data)
         return out.requires_grad_(requires_grad) if requires_grad else out
     dev = _device(device)
+    if isinstance(data, (list, tuple)) and data and all(isinstance(v, Tensor) for v in data):
+        # a sequence of tensors (tensor([t0, t1])): their values (bfloat16's too, which NumPy
+        # lacks) and, without a dtype, their promoted dtype (PyTorch's)
+        if dtype is None:
+            dtype = data[0].dtype
+            for v in data[1:]:
+                dtype = dtypes.promote(dtype, v.dtype)
+        data = np.stack([v.detach()._values() for v in data])
     try:
         arr = np.asarray(data)
     except ValueError as e:

@@ -14,7 +14,8 @@ bfloat16 (Google Brain's "brain floating point": float32's sign, 8-bit exponent 
 mantissa bits) has no OpenCL C type and no NumPy one: its elements are stored as ``ushort``
 bits (``np`` is uint16) and converted to and from float32 by ``to_bf16_bits`` (round to
 nearest even, NaN kept a quiet NaN, as PyTorch's c10::BFloat16) and ``bf16_to_float32``
-(exact). Ops compute on it in float32 and round their result once (clgrad/ops/bf16.py).
+(exact). Ops compute on it in float32 and round their result once (clgrad/ops/elementwise.py
+via_float32).
 """
 from __future__ import annotations
 

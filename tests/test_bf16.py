@@ -264,3 +264,75 @@ def test_number_overflow_raises_as_pytorch(dt, big):
     else:
         want = float(np.float16(big)) if d is clgrad.float16 else float(_round(big))
         assert clgrad.full((1,), big, dtype=d).tolist() == [want]  # rounded, no error
+
+
+def test_comparisons_take_the_number_in_bfloat16():
+    """PyTorch's comparisons take a Python number in the tensor's dtype: bfloat16 0.1 ==
+    0.1 (both round to 0.10009765625), 256 == 257 (257 rounds to 256, ties to even)."""
+    x = clgrad.tensor([0.1, 256.0, 1.0], dtype=BF)
+    assert (x == 0.1).tolist() == [True, False, False]
+    assert (x <= 0.1).tolist() == [True, False, False]
+    assert (x > 0.1).tolist() == [False, True, True]
+    assert (x == 257).tolist() == [False, True, False]
+    assert (x != 1.001).tolist() == [True, True, False]  # 1.001 rounds to 1.0
+    assert clgrad.where(x == 0.1, 1, 0).tolist() == [1, 0, 0]
+
+
+def test_scalars_are_opmath_tensors_with_dims_are_rounded():
+    """A 0-dim tensor or a number takes part in float32 (PyTorch's opmath scalar: 3 * 257 =
+    771 -> 772 in bfloat16, not 3 * 256); a tensor with dims is loaded as bfloat16 first
+    (257 -> 256). Hand-computed, checked with PyTorch 2.14."""
+    x = clgrad.tensor([0.5, 3.0, -1.609375], dtype=BF)
+    assert (x * clgrad.tensor(257.0)).tolist() == [128.0, 772.0, -414.0]
+    assert (x * clgrad.tensor(257.0, dtype=clgrad.float64)).tolist() == [128.0, 772.0, -414.0]
+    assert (x + clgrad.tensor([257, 1, 1])).tolist() == [256.0, 4.0, -0.609375]
+    assert (x / 3).tolist() == [0.1669921875, 1.0, -0.53515625]
+    assert (x * 2).dtype is BF and (x + clgrad.tensor(1.0)).dtype is BF
+
+
+def test_grad_scaler_unscales_bfloat16_gradients():
+    s = clgrad.amp.GradScaler("cpu")
+    p = clgrad.nn.Parameter(clgrad.ones(3, dtype=BF))
+    opt = clgrad.optim.SGD([p], lr=0.1)
+    s.scale((p * 2).sum()).backward()
+    s.step(opt)
+    s.update()
+    assert p.tolist() == [0.80078125] * 3 and s.get_scale() == 65536.0  # 0.8 in bfloat16
+    p.grad = None
+    s.scale((p * float("inf")).sum()).backward()
+    s.step(opt)  # skipped: an inf gradient
+    s.update()
+    assert p.tolist() == [0.80078125] * 3 and s.get_scale() == 32768.0
+
+
+def test_tensor_of_bfloat16_scalars_and_host_datasets():
+    t = clgrad.tensor([clgrad.tensor(1.1, dtype=BF), clgrad.tensor(2.2, dtype=BF)])
+    assert t.dtype is BF and t.tolist() == [1.1015625, 2.203125]
+    with pytest.raises(TypeError, match="bfloat16 data cannot be kept on the host"):
+        clgrad.utils.data.TensorDataset(clgrad.tensor([[1.1]], dtype=BF))
+
+
+@pytest.mark.parametrize("low", ["float16", "bfloat16"])
+def test_layer_and_group_norm_of_a_16_bit_input_with_float32_parameters(low):
+    """PyTorch's mixed type (what autocast('cpu') gives a float32 LayerNorm after a 16-bit
+    conv): computed in float32, the output in the input's dtype, float32 parameter grads."""
+    d = getattr(clgrad, low)
+    if d is clgrad.float16 and not clgrad.default_device().fp16:
+        pytest.skip("no cl_khr_fp16")
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((2, 4, 6)).astype(np.float32)
+    x = clgrad.tensor(xv).to(d)
+    xd = x.float().numpy().astype(np.float64)
+    w = clgrad.nn.Parameter(clgrad.tensor(rng.standard_normal(6).astype(np.float32)))
+    b = clgrad.nn.Parameter(clgrad.tensor(rng.standard_normal(6).astype(np.float32)))
+    y = clgrad.nn.functional.layer_norm(x, (6,), w, b)
+    mu, var = xd.mean(-1, keepdims=True), xd.var(-1, keepdims=True)
+    want = (xd - mu) / np.sqrt(var + 1e-5) * w.detach().numpy() + b.detach().numpy()
+    assert y.dtype is d
+    u = 2 ** -11 if d is clgrad.float16 else 2 ** -8  # one rounding of the result
+    np.testing.assert_allclose(y.float().numpy(), want, rtol=u, atol=u)
+    y.float().sum().backward()
+    assert w.grad.dtype is clgrad.float32 and b.grad.dtype is clgrad.float32
+    np.testing.assert_allclose(b.grad.numpy(), np.full(6, 8.0))
+    g = clgrad.nn.functional.group_norm(x, 2, clgrad.ones(4), clgrad.zeros(4))
+    assert g.dtype is d

@@ -100,13 +100,37 @@ def via_float32(fn, *args, **kwargs):
     return _bf16_out(out)
 
 
-def autocast(op: str, *tensors, lower: bool = True):
+def _opmath(given, prepped) -> tuple:
+    """The operands a bfloat16 binary op passes to via_float32: a tensor with dims (or a
+    NumPy array) as promoted, i.e. rounded to bfloat16 as PyTorch's kernels load it; a Python
+    number or a 0-dim tensor as given, taken in float32 (PyTorch's opmath scalar: bfloat16
+    x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add, sub, pow, fmod and
+    remainder round a Python number to bfloat16 first, its CUDA kernels do not: clgrad
+    follows the latter."""
+    out = []
+    for g, p in zip(given, prepped):
+        dims = isinstance(g, Tensor) and g._shape or isinstance(g, np.ndarray) and g.ndim
+        out.append(p if dims else g)
+    return tuple(out)
+
+
+def _bf16_number(v):
+    """A Python number rounded to bfloat16 (comparisons take the number in the tensor's
+    dtype, as PyTorch's: bfloat16 0.1 == 0.1 is True); anything else unchanged."""
+    if isinstance(v, (float, int, np.floating, np.integer)) and not isinstance(v, bool):
+        return float(dtypes.bf16_to_float32(dtypes.to_bf16_bits(float(v))))
+    return v
+
+
+def autocast(op: str, *tensors, lower: bool = True, cuda_only: bool = False):
     """The operands of an op on autocast's lists (clgrad.amp), cast as PyTorch's autocast
     does while it is on for the first tensor's device type: ``lower`` (matmul family): every
     floating tensor but float64 to autocast's dtype (float16 or bfloat16); not ``lower``
-    (losses, norms): float16 and bfloat16 tensors to float32. The casts are recorded
-    (gradients flow back in the original dtypes). ``tensors`` unchanged when autocast is off;
-    None entries stay None.
+    (losses, norms): float16 and bfloat16 tensors to float32. ``cuda_only``: an op on
+    PyTorch's CUDA float32 list but not on its CPU one (softmax, log_softmax, layer_norm,
+    group_norm): cast only under autocast('cuda'). The casts are recorded (gradients flow
+    back in the original dtypes). ``tensors`` unchanged when autocast is off; None entries
+    stay None.
 
     Raises:  (``lower`` only: the float32 list needs neither) RuntimeError when autocast's
              dtype is float16 on a device without cl_khr_fp16.
@@ -118,7 +142,7 @@ def autocast(op: str, *tensors, lower: bool = True):
         return tensors
     dev = first._storage.device
     dt = autograd.grad_mode.autocast_dtype(dev.type)
-    if dt is None:
+    if dt is None or cuda_only and dev.type != "cuda":
         return tensors
     if not lower:  # the float32 list: whatever autocast's dtype, float16 becomes float32
         return tuple(to(t, dtypes.float32) if isinstance(t, Tensor) and
@@ -381,8 +405,8 @@ def add(a, b, alpha=1) -> Tensor:
     if dt is _BF16:
         # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
         # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
-        return via_float32(add, a, b) if type(alpha) is int and alpha == 1 else \
-            via_float32(add, *given, alpha=alpha)
+        return via_float32(add, *_opmath(given, (a, b))) if type(alpha) is int and \
+            alpha == 1 else via_float32(add, *given, alpha=alpha)
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -524,8 +548,8 @@ def sub(a, b, alpha=1) -> Tensor:
     if dt is _BF16:
         # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
         # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
-        return via_float32(sub, a, b) if type(alpha) is int and alpha == 1 else \
-            via_float32(sub, *given, alpha=alpha)
+        return via_float32(sub, *_opmath(given, (a, b))) if type(alpha) is int and \
+            alpha == 1 else via_float32(sub, *given, alpha=alpha)
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -542,7 +566,7 @@ def mul(a, b) -> Tensor:
         given = a, b
         a, b, dt, shape = _prep("mul", a, b)
         if dt is _BF16:
-            return via_float32(mul, a, b)  # (the promoted operands, as add's)
+            return via_float32(mul, *_opmath(given, (a, b)))
         out = _launch_binary("mul", a, b, dt, shape)
         if key is not None:
             _keep_flat(key, given, a, b, out)
@@ -574,9 +598,10 @@ def div(a, b, rounding_mode=None) -> Tensor:
     if rounding_mode not in (None, "trunc", "floor"):
         raise ValueError(f"div: expected rounding_mode None, 'trunc' or 'floor', got "
                          f"{rounding_mode!r}")
+    given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
     if dt is _BF16:
-        return via_float32(div, a, b, rounding_mode=rounding_mode)
+        return via_float32(div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()
@@ -620,9 +645,10 @@ def remainder(a, b) -> Tensor:
     Raises: RuntimeError "ZeroDivisionError" (also a ZeroDivisionError) for an integer zero
     divisor; TypeError for bool tensors.
     """
+    given = a, b
     a, b, dt, shape = _prep("remainder", a, b)
     if dt is _BF16:
-        return via_float32(remainder, a, b)
+        return via_float32(remainder, *_opmath(given, (a, b)))
     out = _divmod_op("remainder_op", "remainder", a, b, dt, shape)
     return _record_mod("remainder", "floor", out, a, b)
 
@@ -633,9 +659,10 @@ def fmod(a, b) -> Tensor:
     Grad (float): d/da = 1, d/db = -trunc(a / b) (PyTorch's).
     Raises: as remainder.
     """
+    given = a, b
     a, b, dt, shape = _prep("fmod", a, b)
     if dt is _BF16:
-        return via_float32(fmod, a, b)
+        return via_float32(fmod, *_opmath(given, (a, b)))
     out = _divmod_op("fmod_op", "fmod", a, b, dt, shape)
     return _record_mod("fmod", "trunc", out, a, b)
 
@@ -731,9 +758,10 @@ def pow(a, b) -> Tensor:
     negative integer powers are not allowed.", PyTorch's) or to one that does not fit the
     dtype; TypeError for a bool tensor exponent with a bool result type.
     """
+    given = a, b
     a, b, dt, shape = _prep("pow", a, b)
     if dt is _BF16:
-        return via_float32(pow, a, b)
+        return via_float32(pow, *_opmath(given, (a, b)))
     if not dt.is_floating_point:
         return _int_pow(a, b, dt, shape)
     if _is_num(b) and b == 2:
@@ -784,9 +812,10 @@ def _int_pow(a, b, dt, shape):
 
 
 def _minmax(kname, op, a, b):
+    given = a, b
     a, b, dt, shape = _prep(op, a, b)
     if dt is _BF16:
-        return via_float32(_minmax, kname, op, a, b)
+        return via_float32(_minmax, kname, op, *_opmath(given, (a, b)))
     out = _launch_binary(kname, a, b, dt, shape)
 
     def backward(g):
@@ -820,7 +849,7 @@ def _compare(kname):
     def op(a, b) -> Tensor:
         a, b, dt, shape = _prep(kname, a, b)
         if dt is _BF16:  # (bfloat16 to float32 is exact: the order is the same)
-            return via_float32(op, a, b)
+            return via_float32(op, _bf16_number(a), _bf16_number(b))
         return _launch_binary(kname, a, b, dt, shape, out_dtype=dtypes.bool_)
     op.__name__ = kname
     op.__doc__ = f"Elementwise ``{kname}`` comparison with broadcasting; returns bool."
@@ -977,7 +1006,7 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     """
     a, b, dt, shape = _prep("atan2", input, other, floating=True)
     if dt is _BF16:
-        return via_float32(atan2, a, b)
+        return via_float32(atan2, *_opmath((input, other), (a, b)))
     out = _launch_binary("atan2_op", a, b, dt, shape)
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad

@@ -270,7 +270,7 @@ def _softmax(op, x, dim, dtype, log_out):
     if dtype is not None:
         x = ew.to(x, dtype)
     else:  # autocast: PyTorch's float32 list (an explicit dtype wins, as there)
-        x, = ew.autocast(op, x, lower=False)
+        x, = ew.autocast(op, x, lower=False, cuda_only=True)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point input (or dtype=), got {x.dtype}")
     if x.ndim == 0:

@@ -204,6 +204,14 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                   backward, saved=saved)
 
 
+def _half_mixed(input, weight, bias) -> bool:
+    """A float16 input with a float32 weight or bias: PyTorch's mixed-type layer/group norm
+    (computed in float32, the output float16, the parameters' gradients float32)."""
+    return (isinstance(input, Tensor) and input._storage.dtype is dtypes.float16 and
+            any(isinstance(p, Tensor) and p._storage.dtype is dtypes.float32
+                for p in (weight, bias)))
+
+
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
                eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
@@ -211,16 +219,22 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
 
     Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
     Dtypes:  floating, all alike; a bfloat16 input computes in float32 (the output rounded
-             once), its parameters bfloat16 or float32 (PyTorch's mixed case); under
-             ``autocast`` (clgrad.amp) float16 operands are cast to float32 first (PyTorch's
-             float32 list): the result is float32.
+             once), its parameters bfloat16 or float32 (PyTorch's mixed case), and so does a
+             float16 input with float32 parameters (its output float16, as PyTorch's CPU
+             layer_norm); under ``autocast('cuda')`` (clgrad.amp) float16 and bfloat16
+             operands are cast to float32 first (PyTorch's CUDA float32 list): the result is
+             float32.
     Grad:    input, weight, bias
     Raises:  RuntimeError when the trailing dims or the parameter shapes differ from
              normalized_shape; TypeError for a non-float input or a dtype mismatch.
     """
-    input, weight, bias = ew.autocast("layer_norm", input, weight, bias, lower=False)
+    input, weight, bias = ew.autocast("layer_norm", input, weight, bias, lower=False,
+                                      cuda_only=True)  # (PyTorch's CUDA float32 list)
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(layer_norm, input, normalized_shape, weight, bias, eps)
+    if _half_mixed(input, weight, bias):  # float16 input, float32 parameters (PyTorch's CPU
+        return ew.to(layer_norm(ew.to(input, dtypes.float32), normalized_shape, weight, bias,
+                                eps), dtypes.float16)  # mixed type: what autocast('cpu') gives)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
     _check_float_tensor("layer_norm", input)
@@ -245,14 +259,19 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
     spatial dims, then scale and shift per channel (Wu & He, ECCV 2018; biased variance).
 
     Shapes:  input (N, C, *) with C divisible by num_groups; weight, bias (C,) -> same
-    Dtypes:  as layer_norm's (float32 under ``autocast``, PyTorch's float32 list).
+    Dtypes:  as layer_norm's (float32 under ``autocast('cuda')``, PyTorch's CUDA float32
+             list).
     Grad:    input, weight, bias
     Raises:  RuntimeError for C not divisible by num_groups, bad parameter shapes or fewer than
              2 dims; TypeError for a non-float input or a dtype mismatch.
     """
-    input, weight, bias = ew.autocast("group_norm", input, weight, bias, lower=False)
+    input, weight, bias = ew.autocast("group_norm", input, weight, bias, lower=False,
+                                      cuda_only=True)  # (PyTorch's CUDA float32 list)
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(group_norm, input, num_groups, weight, bias, eps)
+    if _half_mixed(input, weight, bias):  # (as layer_norm's)
+        return ew.to(group_norm(ew.to(input, dtypes.float32), num_groups, weight, bias, eps),
+                     dtypes.float16)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "

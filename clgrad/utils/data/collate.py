@@ -117,6 +117,10 @@ def upload(data):
 def host_array(value, what):
     """A host NumPy array of a clgrad dtype for a Tensor, array or scalar (see module doc)."""
     if isinstance(value, Tensor):
+        if value.dtype.name == "bfloat16":
+            raise TypeError(f"{what}: bfloat16 data cannot be kept on the host (NumPy has no "
+                            f"bfloat16); keep the data float32 and convert each batch "
+                            f"(x.bfloat16()), or train under autocast")
         value = value.numpy()
     a = np.asarray(value)
     if a.dtype.type in _KEPT:
