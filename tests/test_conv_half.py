@@ -288,7 +288,7 @@ def test_autocast_conv_matches_torch(dev):
     assert str(res["clgrad"][0].dtype).endswith("float16")
     assert str(res["torch"][0].dtype).endswith("float16")
     got, want = res["clgrad"][0].numpy().astype(np.float64), res["torch"][0].detach().numpy()
-    absref = ref_conv(np.abs(_h(x)), np.abs(_h(w)), np.abs(_h(b)))
+    absref = ref_conv(np.abs(_h(x)), np.abs(_h(w)), np.abs(_h(b)), padding=1)
     assert np.all(np.abs(got - want) <= 2 * U * (np.abs(want) + absref))
     np.testing.assert_allclose(res["clgrad"][1].numpy(), res["torch"][1].numpy(), rtol=1e-2,
                                atol=1e-2)
