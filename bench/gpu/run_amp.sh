@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/gpu/run_amp.sh — mixed precision on the NVIDIA H200 machine in one command (issue 35,
-# part 2): the GPU-mode tests of the float16 paths, the float16 convolutions per layer against
+# part 2): the GPU-mode tests of the float16 and bfloat16 paths (bfloat16's against PyTorch's
+# too: tests/test_bf16_torch.py), the float16 convolutions per layer against
 # float32 and cuDNN (bench/gpu/conv_half.py, then its per-kernel profile), the mixed batch
 # norm against PyTorch's (bench/gpu/batch_norm.py --mixed), and the zoo at batch 128 under
 # autocast + GradScaler against PyTorch's (bench/zoo.py --amp). Run from the repository root
@@ -24,7 +25,8 @@ T0=$(date +%s)
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - T0) )); }
 
 timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_conv_half.py \
-    tests/test_norm_mixed.py tests/test_matmul_mma.py > "$OUT/pytest.txt" 2>&1
+    tests/test_norm_mixed.py tests/test_matmul_mma.py tests/test_bf16*.py \
+    > "$OUT/pytest.txt" 2>&1
 tail -3 "$OUT/pytest.txt"
 timeout 90 python3 bench/gpu/conv_half.py --profile > "$OUT/conv_half_profile.txt" 2>&1
 timeout 100 python3 bench/gpu/conv_half.py --out "$OUT/conv_half.jsonl" \
