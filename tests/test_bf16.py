@@ -288,6 +288,8 @@ def test_scalars_are_opmath_tensors_with_dims_are_rounded():
     assert (x + clgrad.tensor([257, 1, 1])).tolist() == [256.0, 4.0, -0.609375]
     assert (x / 3).tolist() == [0.1669921875, 1.0, -0.53515625]
     assert (x * 2).dtype is BF and (x + clgrad.tensor(1.0)).dtype is BF
+    w = x.detach().requires_grad_(True)
+    assert (w * 2).grad_fn.name() == "MulBackward0"  # the op's name, not the conversion's
 
 
 def test_grad_scaler_unscales_bfloat16_gradients():

@@ -70,7 +70,13 @@ def _bf16_in(v):
 
 def _bf16_out(v):
     if isinstance(v, Tensor):
-        return to(v, _BF16) if v.dtype is _F32 else v
+        if v.dtype is not _F32:
+            return v
+        out = to(v, _BF16)
+        node, inner = out._grad_fn, v._grad_fn
+        if node is not None and inner is not None:  # the op's name on the result's grad_fn
+            node._op = inner._op                    # ('MulBackward0', as PyTorch's)
+        return out
     if isinstance(v, tuple):
         items = [_bf16_out(e) for e in v]
         return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
