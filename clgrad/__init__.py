@@ -79,7 +79,7 @@ from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
-from clgrad.amp import autocast, is_autocast_enabled
+from clgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture/)
 from clgrad._compile import compile  # noqa: A004
 
@@ -149,6 +149,7 @@ __all__ = [
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
+    "get_autocast_dtype",
 ]
 __all__ += _registry.names(_registry.TORCH)  # the ops (tools/griffe_registry.py: the API pages)
 

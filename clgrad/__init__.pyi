@@ -69,6 +69,7 @@ from clgrad import multiprocessing as multiprocessing
 from clgrad.amp import autocast as autocast
 from clgrad._compile import compile as compile
 from clgrad.amp import is_autocast_enabled as is_autocast_enabled
+from clgrad.amp import get_autocast_dtype as get_autocast_dtype
 from clgrad.creation import tensor as tensor
 from clgrad.creation import as_tensor as as_tensor
 from clgrad.creation import from_numpy as from_numpy
@@ -290,15 +291,15 @@ __all__ = [
     "use_deterministic_algorithms", "set_printoptions", "get_printoptions", "printoptions", "save",
     "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda", "accelerator",
     "backends", "utils", "serialization", "distributions", "fx", "jit", "amp", "capture",
-    "multiprocessing", "autocast", "compile", "is_autocast_enabled", "tensor", "as_tensor",
-    "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand",
-    "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
-    "rand_like", "randn_like", "normal", "bernoulli", "add", "sub", "mul", "div", "divide",
-    "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum", "atan2",
-    "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh",
-    "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil", "round",
-    "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne", "lt", "le", "gt", "ge",
-    "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+    "multiprocessing", "autocast", "compile", "is_autocast_enabled", "get_autocast_dtype", "tensor",
+    "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace",
+    "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like",
+    "empty_like", "rand_like", "randn_like", "normal", "bernoulli", "add", "sub", "mul", "div",
+    "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
+    "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
+    "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
+    "round", "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne", "lt", "le", "gt",
+    "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf",
     "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
     "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",

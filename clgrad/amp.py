@@ -131,7 +131,14 @@ def _default_dtype(device_type: str):
 
 def get_autocast_dtype(device_type: str):
     """The dtype autocast(device_type) runs its ops in now, else the default PyTorch
-    reports: float16 for 'cuda', bfloat16 for 'cpu'."""
+    reports: float16 for 'cuda', bfloat16 for 'cpu'. Raises TypeError for a device_type
+    that is not a str (PyTorch's message), RuntimeError for another than 'cpu' or 'cuda'."""
+    if not isinstance(device_type, str):
+        raise TypeError(f"get_autocast_dtype(): argument 'device_type' (position 1) must be "
+                        f"str, not {type(device_type).__name__}")
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"get_autocast_dtype: expected device_type 'cpu' or 'cuda', got "
+                           f"{device_type!r}")
     dt = grad_mode.autocast_dtype(device_type)
     return _default_dtype(device_type) if dt is None else dt
 

@@ -338,3 +338,11 @@ def test_layer_and_group_norm_of_a_16_bit_input_with_float32_parameters(low):
     np.testing.assert_allclose(b.grad.numpy(), np.full(6, 8.0))
     g = clgrad.nn.functional.group_norm(x, 2, clgrad.ones(4), clgrad.zeros(4))
     assert g.dtype is d
+
+
+def test_get_autocast_dtype_checks_its_argument():
+    assert clgrad.get_autocast_dtype("cpu") is BF  # also on the package, as torch's
+    with pytest.raises(TypeError, match=r"argument 'device_type' \(position 1\) must be str"):
+        clgrad.get_autocast_dtype(np.ones(2))
+    with pytest.raises(RuntimeError, match="'cpu' or 'cuda'"):
+        clgrad.get_autocast_dtype("mps")
