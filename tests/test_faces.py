@@ -26,7 +26,8 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "is_grad_enabled", "are_deterministic_algorithms_enabled", "compile",
              "get_default_dtype", "get_float32_matmul_precision", "get_num_threads",
              "get_rng_state", "is_autocast_enabled", "get_autocast_dtype",
-             "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms", "set_printoptions",
+             "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
+             "set_printoptions",
              "get_printoptions", "printoptions", "promote_types", "can_cast"}
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
