@@ -45,7 +45,7 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
          "scaled_dot_product_attention": "query", "broadcast_tensors": "tensors",
          "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
-         "result_type": "tensor"}
+         "result_type": "tensor", "bilinear": "input1"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",
@@ -58,7 +58,8 @@ SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow":
           "nll_loss": "target", "mse_loss": "target", "l1_loss": "target",
           "smooth_l1_loss": "target", "huber_loss": "target", "binary_cross_entropy": "target",
           "binary_cross_entropy_with_logits": "target", "kl_div": "target", "atan2": "other",
-          "arctan2": "other", "scaled_dot_product_attention": "key", "grid_sample": "grid"}
+          "arctan2": "other", "scaled_dot_product_attention": "key", "grid_sample": "grid",
+          "bilinear": "input2"}
 # Tensor methods taking a Tensor argument: (PyTorch's name, position after self).
 METHOD_ARGS = {"add": ("other", 1), "sub": ("other", 1), "mul": ("other", 1),
                "div": ("other", 1), "maximum": ("other", 1), "minimum": ("other", 1),

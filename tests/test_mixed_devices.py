@@ -177,6 +177,8 @@ case("torch.einsum[list]", lambda: (r(2, 3), r(2, 3)),
      lambda a, b: clgrad.einsum("ij,ij->i", [a, b]))
 case("F.linear", lambda: (r(2, 3), r(4, 3), r(4)), F.linear)
 case("F.linear[no bias]", lambda: (r(2, 3), r(4, 3)), F.linear)
+case("F.bilinear", lambda: (r(2, 3), r(2, 4), r(5, 3, 4), r(5)), F.bilinear)
+case("F.bilinear[no bias]", lambda: (r(2, 3), r(2, 4), r(5, 3, 4)), F.bilinear)
 case("F.scaled_dot_product_attention", lambda: (r(1, 2, 3, 4), r(1, 2, 3, 4), r(1, 2, 3, 4)),
      F.scaled_dot_product_attention)
 case("F.scaled_dot_product_attention[mask]",

@@ -8,12 +8,15 @@ from clgrad.ops.reduce import normalize as normalize
 from clgrad.ops.loss import softmax as softmax
 from clgrad.ops.loss import log_softmax as log_softmax
 from clgrad.ops.matmul import linear as linear
+from clgrad.ops.composite import bilinear as bilinear
 from clgrad.ops.views import flatten as flatten
+from clgrad.ops.conv.fold import unfold as unfold
 from clgrad.ops.index import embedding as embedding
 from clgrad.ops.index import one_hot as one_hot
 from clgrad.ops.conv.transpose import conv1d as conv1d
 from clgrad.ops.conv.transpose import conv_transpose1d as conv_transpose1d
 from clgrad.ops.conv.transpose import conv_transpose2d as conv_transpose2d
+from clgrad.ops.conv.fold import fold as fold
 from clgrad.ops.pool import max_pool1d as max_pool1d
 from clgrad.ops.pool import max_pool2d as max_pool2d
 from clgrad.ops.pool import avg_pool1d as avg_pool1d
@@ -75,15 +78,15 @@ def conv2d(
 ): ...
 
 __all__ = [
-    "tanh", "sigmoid", "relu", "normalize", "softmax", "log_softmax", "linear", "flatten",
-    "embedding", "one_hot", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d",
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate", "upsample",
-    "grid_sample", "affine_grid", "batch_norm", "layer_norm", "group_norm", "instance_norm",
-    "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu", "silu", "elu", "hardswish",
-    "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "scaled_dot_product_attention",
-    "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle", "pixel_unshuffle",
-    "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
-    "kl_div",
+    "tanh", "sigmoid", "relu", "normalize", "softmax", "log_softmax", "linear", "bilinear",
+    "flatten", "unfold", "embedding", "one_hot", "conv1d", "conv2d", "conv_transpose1d",
+    "conv_transpose2d", "fold", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "interpolate", "upsample", "grid_sample", "affine_grid", "batch_norm", "layer_norm",
+    "group_norm", "instance_norm", "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu",
+    "silu", "elu", "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid",
+    "scaled_dot_product_attention", "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div",
 ]

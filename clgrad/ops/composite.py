@@ -25,8 +25,9 @@ from clgrad.ops._util import same_device
 from clgrad.tensor import Tensor
 
 __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
-           "var_mean", "std_mean", "broadcast_tensors", "meshgrid", "tile", "repeat_interleave",
-           "masked_select", "logical_xor", "erf", "softmax", "log_softmax", "norm"]
+           "bilinear", "var_mean", "std_mean", "broadcast_tensors", "meshgrid", "tile",
+           "repeat_interleave", "masked_select", "logical_xor", "erf", "softmax", "log_softmax",
+           "norm"]
 
 
 _BF16 = dtypes.bfloat16
@@ -146,6 +147,65 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
 
 
 ger = outer
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None
+             ) -> Tensor:
+    """The bilinear form y = x1^T A x2 + b (PyTorch's F.bilinear):
+    out[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o].
+
+    Shapes:  input1 (*, in1), input2 (*, in2) with the same leading dims (no broadcasting;
+             1-D inputs are one sample), weight (out, in1, in2), bias (out,) -> (*, out)
+    Dtypes:  one dtype for all (PyTorch's); bfloat16 through its parts (in float32)
+    Grad:    input1, input2, weight, bias (through matmul and bmm)
+    Raises:  RuntimeError for a weight not 3-D, feature sizes or leading dims that differ,
+             a bias not (out,), dtypes that differ; TypeError for a non-Tensor
+    How:     input2 @ weight.reshape(out in1, in2)^T (a view: no copy of the weight), then a
+             batched (out, in1) @ input1 product per sample
+    """
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"bilinear(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if bias is not None and not isinstance(bias, Tensor):
+        raise TypeError(f"bilinear(): argument 'bias' must be Tensor or None, not "
+                        f"{type(bias).__name__}")
+    same_device("bilinear", input1, input2, weight, bias)
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): expected weight of shape (out_features, "
+                           f"in1_features, in2_features), got {list(weight.shape)}")
+    if input1.ndim == 0 or input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} "
+                           f"and {input2.ndim}")
+    for d in range(input1.ndim - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: "
+                               f"got {input1.shape[d]} and {input2.shape[d]}")
+    o, in1, in2 = weight.shape
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {in2}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{list(bias.shape)} but expected [{o}]")
+    named = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        named.append(("bias", bias))
+    if len({t.dtype for _, t in named}) != 1:
+        raise RuntimeError("bilinear(): All tensors must have the same dtype, got " +
+                           ", ".join(f"{n}: {t.dtype}" for n, t in named))
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, in1)
+    x2 = input2.reshape(-1, in2)
+    b = x1.shape[0]
+    t = mm.matmul(x2, weight.reshape(o * in1, in2).t())  # (B, out in1): sum_j W[o,i,j] x2[j]
+    y = mm.bmm(t.reshape(b, o, in1), x1.unsqueeze(-1)).reshape(b, o)
+    if bias is not None:
+        y = ew.add(y, bias)
+    return y.reshape(*lead, o)
 
 
 def softmax(x: Tensor, dim: int, dtype=None) -> Tensor:

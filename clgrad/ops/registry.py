@@ -57,6 +57,7 @@ from clgrad import creation as cr
 from clgrad.ops import activation as act
 from clgrad.ops import attention
 from clgrad.ops import composite as cp
+from clgrad.ops.conv import fold as fo
 from clgrad.ops.conv import op as conv
 from clgrad.ops.conv import transpose as convt
 from clgrad.ops import dropout as do
@@ -274,6 +275,7 @@ OPS = (
     Op("mv", cp.mv, TM, out=EXACT),
     Op("outer", cp.outer, TM, aliases=("ger",), out=EXACT),
     Op("linear", mm.linear, FUNCTIONAL),
+    Op("bilinear", cp.bilinear, FUNCTIONAL),
     # -- views --------------------------------------------------------------------------------
     Op("narrow", vw.narrow, TM),
     Op("select", vw.select, TM),
@@ -297,7 +299,7 @@ OPS = (
     Op("split", vw.split, TM, torch_names={"x": "tensor"}),
     Op("chunk", vw.chunk, TM),
     Op("unbind", vw.unbind, TM),
-    Op("unfold", vw.unfold, METHOD),
+    Op("unfold", vw.unfold, METHOD | FUNCTIONAL, functional=fo.unfold),
     Op("as_strided", vw.as_strided, TM),
     Op("diagonal", vw.diagonal, TM),
     Op("movedim", vw.movedim, TM),
@@ -334,6 +336,7 @@ OPS = (
     Op("conv2d", conv.conv2d, FUNCTIONAL, functional=OWN),
     Op("conv_transpose1d", convt.conv_transpose1d, FUNCTIONAL),
     Op("conv_transpose2d", convt.conv_transpose2d, FUNCTIONAL),
+    Op("fold", fo.fold, FUNCTIONAL),
     # -- pool and resampling ------------------------------------------------------------------
     Op("max_pool1d", pool.max_pool1d, FUNCTIONAL),
     Op("max_pool2d", pool.max_pool2d, FUNCTIONAL),
