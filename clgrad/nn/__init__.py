@@ -6,7 +6,7 @@ from clgrad.nn import init  # noqa: F401
 from clgrad.nn.module import Module, Parameter  # noqa: F401
 from clgrad.nn.containers import (Identity, ModuleDict, ModuleList,  # noqa: F401
                                   ParameterDict, ParameterList, Sequential)
-from clgrad.nn.linear import Linear  # noqa: F401
+from clgrad.nn.linear import Bilinear, Linear  # noqa: F401
 from clgrad.nn.flatten import Flatten, Unflatten  # noqa: F401
 from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: F401
                                   LeakyReLU, LogSoftmax, Mish, PReLU, ReLU, ReLU6, Sigmoid,
@@ -35,8 +35,10 @@ from clgrad.nn.padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # n
                                ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from clgrad.nn.parallel import DataParallel  # noqa: F401,E402
 from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
-from clgrad.nn.transformer import (Transformer, TransformerEncoder,  # noqa: F401,E402
+from clgrad.nn.transformer import (Transformer, TransformerDecoder,  # noqa: F401,E402
+                                   TransformerDecoderLayer, TransformerEncoder,
                                    TransformerEncoderLayer)
+from clgrad.nn.fold import Fold, Unfold  # noqa: F401,E402
 from clgrad.nn import modules  # noqa: F401,E402  (torch.nn.modules.module hooks)
 
 # -- issue 33: recurrent layers ----------------------------------------------------------------

@@ -1,14 +1,18 @@
-"""Linear (PyTorch's torch.nn.Linear); the math lives in clgrad/ops/matmul.py."""
+"""Linear and Bilinear (PyTorch's torch.nn.Linear, torch.nn.Bilinear); the math lives in
+clgrad/ops/matmul.py (linear) and clgrad/ops/composite.py (bilinear)."""
 from __future__ import annotations
+
+import math
 
 from clgrad._args import _check_positive
 from clgrad.creation import empty
 from clgrad.nn import functional as F
+from clgrad.nn import init
 from clgrad.nn.init import _default_init
 from clgrad.nn.module import Module, Parameter
 from clgrad.tensor import Tensor
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "Bilinear"]
 
 
 class Linear(Module):
@@ -44,3 +48,40 @@ class Linear(Module):
         """'in_features=I, out_features=O, bias=B', as PyTorch's repr."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b (PyTorch's nn.Bilinear).
+
+    Shapes:  x1 (*, in1_features), x2 (*, in2_features) with the same leading dims ->
+             (*, out_features); weight (out, in1, in2), bias (out,)
+    Init:    weight and bias U(+-1/sqrt(in1_features)) (PyTorch's reset_parameters)
+    """
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        _check_positive("Bilinear", in1_features=in1_features, in2_features=in2_features,
+                        out_features=out_features)
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype,
+                                      device=device))
+        self.bias = Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's initialisation (see the class docstring)."""
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """x1^T A x2 + b; see clgrad.nn.functional.bilinear (shapes, errors)."""
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        """PyTorch's repr fields."""
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
