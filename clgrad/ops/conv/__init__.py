@@ -16,6 +16,8 @@ each, from the bottom:
                  algorithms)
   transpose.py   ``conv_transpose2d`` (conv2d's input-gradient pass), ``conv1d``,
                  ``conv_transpose1d``
+  fold.py        ``unfold`` and ``fold`` (F.unfold, F.fold: im2col and col2im over the im2col
+                 algorithm's kernels; not re-exported here, the op table imports the module)
 """
 from clgrad.ops.conv.op import conv2d
 from clgrad.ops.conv.transpose import conv1d, conv_transpose1d, conv_transpose2d
