@@ -238,6 +238,22 @@ from clgrad.ops.index import index_add as index_add
 from clgrad.ops.index import where as where
 from clgrad.ops.composite import masked_select as masked_select
 from clgrad.ops.indexing import index_put as index_put
+from clgrad.ops.activation import selu as selu
+from clgrad.ops.activation import selu_ as selu_
+from clgrad.ops.activation import celu as celu
+from clgrad.ops.activation import celu_ as celu_
+from clgrad.ops.activation import hardshrink as hardshrink
+from clgrad.ops.activation import threshold as threshold
+from clgrad.ops.activation import threshold_ as threshold_
+from clgrad.ops.activation import rrelu as rrelu
+from clgrad.ops.activation import rrelu_ as rrelu_
+from clgrad.ops.loss import margin_ranking_loss as margin_ranking_loss
+from clgrad.ops.loss import hinge_embedding_loss as hinge_embedding_loss
+from clgrad.ops.loss import cosine_embedding_loss as cosine_embedding_loss
+from clgrad.ops.loss import triplet_margin_loss as triplet_margin_loss
+from clgrad.ops.loss import poisson_nll_loss as poisson_nll_loss
+from clgrad.ops.loss import cosine_similarity as cosine_similarity
+from clgrad.ops.loss import pairwise_distance as pairwise_distance
 from clgrad import dtypes as dtypes
 from clgrad import errors as errors
 from clgrad import settings as settings
@@ -310,5 +326,8 @@ __all__ = [
     "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
     "diagonal", "movedim", "flip", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid",
     "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll", "tril",
-    "triu", "nonzero", "argwhere", "index_add", "where", "masked_select", "index_put",
+    "triu", "nonzero", "argwhere", "index_add", "where", "masked_select", "index_put", "selu",
+    "selu_", "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
 ]

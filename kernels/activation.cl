@@ -91,4 +91,17 @@ ACT(logsigmoid, (x < (T)0 ? x : (T)0) - log1p(exp(-fabs(x))),
 // mish: x tanh(softplus(x))
 ACT(mish, x * tanh(SOFTPLUS(x)),
     gy * (tanh(SOFTPLUS(x)) + x * SIG(x) * ((T)1 - tanh(SOFTPLUS(x)) * tanh(SOFTPLUS(x)))))
+// selu (alpha p0, scale p1) and celu (alpha p0): elu's forms (PyTorch's elu with scale and
+// input scale 1 / alpha); their gradients at 0 take the exp branch, as PyTorch's.
+ACT(selu, x > (T)0 ? p1 * x : p1 * p0 * expm1(x), x > (T)0 ? gy * p1 : gy * p1 * p0 * exp(x))
+ACT(celu, x > (T)0 ? x : p0 * expm1(x / p0), x > (T)0 ? gy : gy * exp(x / p0))
+// softsign: x / (1 + |x|); tanhshrink: x - tanh(x)
+ACT(softsign, x / ((T)1 + fabs(x)), gy / (((T)1 + fabs(x)) * ((T)1 + fabs(x))))
+ACT(tanhshrink, x - tanh(x), gy * tanh(x) * tanh(x))
+// softshrink / hardshrink (lambd p0): 0 on [-lambd, lambd] (NaN kept), gradient 0 there
+ACT(softshrink, x > p0 ? x - p0 : x < -p0 ? x + p0 : x * (T)0,
+    (x >= -p0 && x <= p0) ? (T)0 : gy)
+ACT(hardshrink, (x >= -p0 && x <= p0) ? (T)0 : x, (x >= -p0 && x <= p0) ? (T)0 : gy)
+// threshold (threshold p0, value p1): value where x <= threshold; gradient 0 there
+ACT(threshold, x <= p0 ? p1 : x, x <= p0 ? (T)0 : gy)
 #endif

@@ -45,7 +45,9 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
          "scaled_dot_product_attention": "query", "broadcast_tensors": "tensors",
          "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
-         "result_type": "tensor", "bilinear": "input1"}
+         "result_type": "tensor", "bilinear": "input1", "margin_ranking_loss": "input1",
+         "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor",
+         "cosine_similarity": "x1", "pairwise_distance": "x1", "gumbel_softmax": "logits"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

@@ -44,3 +44,12 @@ from clgrad.nn import modules  # noqa: F401,E402  (torch.nn.modules.module hooks
 # -- issue 33: recurrent layers ----------------------------------------------------------------
 from clgrad.nn.rnn import (GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase,  # noqa: F401,E402
                            RNNCell, RNNCellBase)
+
+# -- more activations, distances, margin and likelihood losses ------------------------------
+from clgrad.nn.activation import (CELU, GLU, RReLU, SELU, Hardshrink, Softmin,  # noqa: F401,E402
+                                  Softshrink, Softsign, Tanhshrink, Threshold)
+from clgrad.nn.distance import CosineSimilarity, PairwiseDistance  # noqa: F401,E402
+from clgrad.nn.loss import (CosineEmbeddingLoss, GaussianNLLLoss,  # noqa: F401,E402
+                            HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
+                            MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss,
+                            TripletMarginLoss)

@@ -240,3 +240,128 @@ class LogSigmoid(Module):
 
 
 __all__ += ["LogSigmoid"]
+
+
+# -- selu, celu, softsign, the shrinks, threshold, glu, softmin, rrelu -----------------------
+class SELU(_Inplace):
+    """scale (x if x > 0 else alpha (exp(x) - 1)), PyTorch's constants (F.selu)."""
+    _fn = F.selu
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, x):
+        """F.celu(x, alpha); x (*) -> same (written into x when ``inplace``)."""
+        return F.celu(x, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        """'alpha=A' (and ', inplace=True')."""
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, x):
+        """x / (1 + |x|); x (*) -> same. See clgrad.nn.functional.softsign."""
+        return F.softsign(x)
+
+
+class Tanhshrink(Module):
+    """x - tanh(x)."""
+
+    def forward(self, x):
+        """x - tanh(x); x (*) -> same. See clgrad.nn.functional.tanhshrink."""
+        return F.tanhshrink(x)
+
+
+class Softshrink(Module):
+    """x -+ lambd outside [-lambd, lambd], else 0."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        """F.softshrink(x, lambd); x (*) -> same. Raises RuntimeError for lambd < 0."""
+        return F.softshrink(x, self.lambd)
+
+    def extra_repr(self):
+        """The lambd, as PyTorch's repr."""
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    """x where |x| > lambd, else 0."""
+
+    def forward(self, x):
+        """F.hardshrink(x, lambd); x (*) -> same."""
+        return F.hardshrink(x, self.lambd)
+
+
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, x):
+        """F.threshold(x, threshold, value); x (*) -> same (into x when ``inplace``)."""
+        return F.threshold(x, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        """'threshold=T, value=V' (and ', inplace=True')."""
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    """a sigmoid(b) of the two halves of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        """F.glu(x, dim); (*, 2n, *) -> (*, n, *). Raises RuntimeError for an odd size."""
+        return F.glu(x, self.dim)
+
+    def extra_repr(self):
+        """'dim=D'."""
+        return f"dim={self.dim}"
+
+
+class Softmin(Softmax):
+    """softmax(-x) along ``dim``."""
+
+    def forward(self, x):
+        """softmax(-x) along ``dim``; x (*) -> same. See clgrad.nn.functional.softmin."""
+        return F.softmin(x, self.dim)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes ~ U(lower, upper) per element in training, the mean
+    slope (lower + upper) / 2 in eval."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x):
+        """F.rrelu(x, lower, upper, self.training); x (*) -> same (into x when ``inplace``)."""
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        """'lower=L, upper=U' (and ', inplace=True')."""
+        return f"lower={self.lower}, upper={self.upper}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+__all__ += ["SELU", "CELU", "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold",
+            "GLU", "Softmin", "RReLU"]

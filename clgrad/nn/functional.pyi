@@ -46,6 +46,21 @@ from clgrad.ops.activation import softplus as softplus
 from clgrad.ops.activation import mish as mish
 from clgrad.ops.activation import prelu as prelu
 from clgrad.ops.activation import logsigmoid as logsigmoid
+from clgrad.ops.activation import selu as selu
+from clgrad.ops.activation import selu_ as selu_
+from clgrad.ops.activation import celu as celu
+from clgrad.ops.activation import celu_ as celu_
+from clgrad.ops.activation import softsign as softsign
+from clgrad.ops.activation import tanhshrink as tanhshrink
+from clgrad.ops.activation import softshrink as softshrink
+from clgrad.ops.activation import hardshrink as hardshrink
+from clgrad.ops.activation import threshold as threshold
+from clgrad.ops.activation import threshold_ as threshold_
+from clgrad.ops.activation import rrelu as rrelu
+from clgrad.ops.activation import rrelu_ as rrelu_
+from clgrad.ops.activation import glu as glu
+from clgrad.ops.activation import softmin as softmin
+from clgrad.ops.activation import gumbel_softmax as gumbel_softmax
 from clgrad.ops.attention import scaled_dot_product_attention as scaled_dot_product_attention
 from clgrad.ops.dropout import dropout as dropout
 from clgrad.ops.dropout import dropout1d as dropout1d
@@ -64,6 +79,17 @@ from clgrad.ops.loss import huber_loss as huber_loss
 from clgrad.ops.loss import binary_cross_entropy as binary_cross_entropy
 from clgrad.ops.loss import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
 from clgrad.ops.loss import kl_div as kl_div
+from clgrad.ops.loss import margin_ranking_loss as margin_ranking_loss
+from clgrad.ops.loss import hinge_embedding_loss as hinge_embedding_loss
+from clgrad.ops.loss import soft_margin_loss as soft_margin_loss
+from clgrad.ops.loss import multilabel_soft_margin_loss as multilabel_soft_margin_loss
+from clgrad.ops.loss import cosine_embedding_loss as cosine_embedding_loss
+from clgrad.ops.loss import triplet_margin_loss as triplet_margin_loss
+from clgrad.ops.loss import poisson_nll_loss as poisson_nll_loss
+from clgrad.ops.loss import gaussian_nll_loss as gaussian_nll_loss
+from clgrad.ops.loss import multi_margin_loss as multi_margin_loss
+from clgrad.ops.loss import cosine_similarity as cosine_similarity
+from clgrad.ops.loss import pairwise_distance as pairwise_distance
 from clgrad.tensor import Tensor as Tensor
 
 def relu(input: Tensor, inplace: bool = ...): ...
@@ -84,9 +110,14 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "interpolate", "upsample", "grid_sample", "affine_grid", "batch_norm", "layer_norm",
     "group_norm", "instance_norm", "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu",
-    "silu", "elu", "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid",
+    "silu", "elu", "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "selu",
+    "selu_", "celu", "celu_", "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold",
+    "threshold_", "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax",
     "scaled_dot_product_attention", "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle",
     "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div",
+    "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
+    "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
+    "cosine_similarity", "pairwise_distance",
 ]

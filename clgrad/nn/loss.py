@@ -162,3 +162,145 @@ class KLDivLoss(Module):
     def forward(self, input, target):
         """KL divergence of log-probabilities ``input`` from ``target``. See F.kl_div."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+# -- margin, embedding, Poisson and Gaussian losses (PyTorch's names, arguments, defaults) ----
+class _Legacy(_Loss):
+    """A loss taking PyTorch's deprecated size_average / reduce before reduction."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(_legacy(type(self).__name__, size_average, reduce, reduction))
+
+
+def _legacy(op, size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    return "none" if reduce is False else "sum" if size_average is False else "mean"
+
+
+class MarginRankingLoss(_Legacy):
+    """max(0, -y (x1 - x2) + margin), reduced."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        """See clgrad.nn.functional.margin_ranking_loss."""
+        return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Legacy):
+    """x where y = 1, max(0, margin - x) where y = -1, reduced."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        """See clgrad.nn.functional.hinge_embedding_loss."""
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class SoftMarginLoss(_Legacy):
+    """log(1 + exp(-y x)), reduced."""
+
+    def forward(self, input, target):
+        """See clgrad.nn.functional.soft_margin_loss."""
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Legacy):
+    """Per-class binary logistic losses averaged over the classes, reduced."""
+
+    def __init__(self, weight: Tensor | None = None, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        """See clgrad.nn.functional.multilabel_soft_margin_loss."""
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(MarginRankingLoss):
+    """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1."""
+
+    def forward(self, input1, input2, target):
+        """See clgrad.nn.functional.cosine_embedding_loss."""
+        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                       reduction=self.reduction)
+
+
+class TripletMarginLoss(_Legacy):
+    """max(0, margin + d(a, p) - d(a, n)) with the p-norm distance, reduced."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        """See clgrad.nn.functional.triplet_margin_loss."""
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                     eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Legacy):
+    """Poisson negative log likelihood of (log) rates against counts."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        """See clgrad.nn.functional.poisson_nll_loss."""
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Gaussian negative log likelihood of means ``input`` and variances ``var``."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        """See clgrad.nn.functional.gaussian_nll_loss."""
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class MultiMarginLoss(_Legacy):
+    """Multi-class hinge loss: sum over i != y of max(0, margin - x[y] + x[i])^p / C."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                 size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError(f"MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        """See clgrad.nn.functional.multi_margin_loss."""
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)
+
+
+__all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+            "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+            "PoissonNLLLoss", "GaussianNLLLoss", "MultiMarginLoss"]

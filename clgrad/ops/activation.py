@@ -1,5 +1,6 @@
 """Activations: leaky_relu, the pointwise activations (hardtanh, relu6, gelu, silu, elu,
-hardswish, hardsigmoid, softplus, mish), prelu.
+hardswish, hardsigmoid, softplus, mish, selu, celu, softsign, tanhshrink, softshrink,
+hardshrink, threshold), prelu, rrelu, glu, softmin, gumbel_softmax.
 
 Inputs may be any strided view; outputs are new and contiguous (or the input itself, written
 in place, with ``inplace=True``).
@@ -10,15 +11,22 @@ Dropout lives in clgrad/ops/dropout.py, pad in clgrad/ops/padding.py.
 from __future__ import annotations
 
 
-from clgrad import dtypes
+import warnings
+
+from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
+from clgrad.ops import index as _index
+from clgrad.ops import random as _random
+from clgrad.ops import reduce as _reduce
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.ops._util import defines_for, empty, launch_1d, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
-           "softplus", "mish", "prelu", "logsigmoid"]
+           "softplus", "mish", "prelu", "logsigmoid", "selu", "selu_", "celu", "celu_",
+           "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold", "threshold_",
+           "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax"]
 
 _FILE = "activation.cl"
 _BF16 = dtypes.bfloat16
@@ -122,6 +130,173 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
                            f"got shape {tuple(weight.shape)}")
     w = weight.reshape(()) if nw == 1 else weight.reshape((c,) + (1,) * (input.ndim - 2))
     return ew.where(ew.gt(input, 0.0), input, ew.mul(w, input))
+
+
+# -- selu, celu, the shrinks, threshold (kernels/activation.cl ACT), rrelu, glu, softmin -------
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale (x if x > 0 else alpha (exp(x) - 1)), alpha = 1.6732632423543772848,
+    scale = 1.0507009873554804934 (Klambauer et al. 2017; PyTorch's torch.nn.SELU).
+
+    Shapes:  x (*) -> same (x itself, written in place, with ``inplace``)
+    Dtypes:  float16/32/64, bfloat16 (in float32, rounded once); TypeError otherwise
+    Grad:    scale where x > 0, else scale alpha exp(x)
+    Kernels: kernels/activation.cl :: selu_fwd/bwd
+    """
+    return _act("selu", input, inplace, _SELU_ALPHA, _SELU_SCALE)
+
+
+def selu_(input: Tensor) -> Tensor:
+    """selu written into ``input``, which is returned (torch.selu_)."""
+    return selu(input, inplace=True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1)) (Barron 2017; PyTorch's torch.nn.CELU).
+
+    Shapes:  x (*) -> same (x itself with ``inplace``)
+    Grad:    1 where x > 0, else exp(x / alpha)
+    Raises:  RuntimeError for alpha = 0 (PyTorch's "ZeroDivisionError"); TypeError for a
+             non-floating input
+    Kernels: kernels/activation.cl :: celu_fwd/bwd
+    """
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _act("celu", input, inplace, alpha)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """celu written into ``input``, which is returned (torch.celu_)."""
+    return celu(input, alpha, inplace=True)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|) (PyTorch's torch.nn.Softsign). Grad: 1 / (1 + |x|)^2.
+    Kernels: kernels/activation.cl :: softsign_fwd/bwd."""
+    return _act("softsign", input, False)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x) (PyTorch's torch.nn.Tanhshrink). Grad: tanh(x)^2.
+    Kernels: kernels/activation.cl :: tanhshrink_fwd/bwd."""
+    return _act("tanhshrink", input, False)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (PyTorch's
+    torch.nn.Softshrink). Grad: 1 outside [-lambd, lambd], 0 on it.
+    Raises RuntimeError for lambd < 0 (PyTorch's)."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
+                           f"{lambd}.")
+    return _act("softshrink", input, False, lambd)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0 (PyTorch's torch.nn.Hardshrink). Grad: 1 where |x| > lambd,
+    else 0. Kernels: kernels/activation.cl :: hardshrink_fwd/bwd."""
+    return _act("hardshrink", input, False, lambd)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value (PyTorch's torch.nn.Threshold; NaN stays NaN).
+
+    Grad:    1 where x > threshold, else 0 (of the input before an in-place write: PyTorch's
+             threshold_ reads its result instead, which differs where value > threshold)
+    Dtypes:  floating (TypeError for integers, which PyTorch takes)
+    Kernels: kernels/activation.cl :: threshold_fwd/bwd
+    """
+    return _act("threshold", input, inplace, threshold, value)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """threshold written into ``input``, which is returned (torch.threshold_)."""
+    return _act("threshold", input, True, threshold, value)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False, *, generator=None) -> Tensor:
+    """Randomized leaky ReLU (Xu et al. 2015; PyTorch's torch.nn.RReLU): in training, x where
+    x > 0, else a x with a ~ U(lower, upper) drawn per element from clgrad's RNG (or
+    ``generator``); in eval, leaky_relu with the mean slope (lower + upper) / 2.
+
+    Shapes:  x (*) -> same (x itself with ``inplace``)
+    Grad:    1 where x > 0, else the element's slope (a; the mean slope in eval)
+    Raises:  RuntimeError for lower > upper (training); TypeError for a non-floating input
+    """
+    _check_float("rrelu", input)
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2.0, inplace)
+    if lower > upper:
+        raise RuntimeError(f"rrelu: expected lower <= upper, got lower={lower} > "
+                           f"upper={upper}")
+    if inplace:
+        return ip.inplace("rrelu_", input, lambda s: rrelu(s, lower, upper, True,
+                                                         generator=generator))
+    a = _random.uniform_(creation.empty(input.shape, dtype=input.dtype,
+                                        device=input.device), lower, upper, generator)
+    slope = ew.where(ew.le(input, 0.0), a, 1.0)
+    return ew.mul(input, slope)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False, *, generator=None) -> Tensor:
+    """rrelu written into ``input``, which is returned (torch.rrelu_)."""
+    return rrelu(input, lower, upper, training, True, generator=generator)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a sigmoid(b), a and b the two halves of ``input`` along ``dim`` (Dauphin et al. 2016).
+
+    Shapes:  (*, 2n, *) -> (*, n, *)
+    Grad:    input (composed of narrow, sigmoid, mul)
+    Raises:  RuntimeError for a 0-dim input or an odd size along ``dim``; IndexError for dim
+    """
+    _check_float("glu", input)
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = layout.wrap_dim(dim, input.ndim, "glu")
+    n = input.shape[d]
+    if n % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {d} is size "
+                           f"{n}")
+    a, b = input.narrow(d, 0, n // 2), input.narrow(d, n // 2, n // 2)
+    return ew.mul(a, ew.sigmoid(b))
+
+
+def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim`` (``dim=None``: PyTorch's legacy choice, as softmax;
+    ``dtype`` casts the input first). Grad: input."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"softmin: expected a Tensor, got {type(input).__name__}")
+    x = input if dtype is None else ew.to(input, dtype)
+    return ew.neg(x).softmax(dim)  # (Tensor's method: ops/loss.py imports this module)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) along ``dim``, g ~ Gumbel(0, 1) drawn from clgrad's RNG
+    as -log(E), E ~ Exp(1) (Jang et al. 2016; PyTorch's). With ``hard``, the one-hot of the
+    argmax, with the soft sample's gradient (straight-through: y_hard - y.detach() + y).
+
+    Shapes:  logits (*) -> same
+    Grad:    logits
+    ``eps`` is deprecated and unused (a UserWarning when given, as PyTorch).
+    """
+    _check_float("gumbel_softmax", logits)
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    e = _random.exponential_(creation.empty(logits.shape, dtype=logits.dtype,
+                                            device=logits.device))
+    y = ew.div(ew.sub(logits, ew.log(e)), tau).softmax(dim)
+    if not hard:
+        return y
+    index = _reduce.argmax(y, dim, keepdim=True)
+    y_hard = _index.scatter(creation.zeros_like(logits), dim, index, value=1.0)
+    return ew.add(ew.sub(y_hard, y.detach()), y)
 
 
 def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):

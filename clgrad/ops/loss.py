@@ -1,5 +1,8 @@
 """Softmax, log_softmax and the losses built on them: cross_entropy, nll_loss, mse_loss; the
-pointwise losses l1, smooth_l1, huber, binary_cross_entropy (with logits), kl_div.
+pointwise losses l1, smooth_l1, huber, binary_cross_entropy (with logits), kl_div; the
+distances cosine_similarity and pairwise_distance and the losses composed of existing ops
+(margin_ranking, hinge_embedding, soft_margin, multilabel_soft_margin, cosine_embedding,
+triplet_margin, poisson_nll, gaussian_nll, multi_margin).
 
 softmax/log_softmax are one row kernel each direction (online log-sum-exp). cross_entropy with
 class indices is log_softmax + nll fused: one row kernel and one summing kernel forward, one
@@ -17,8 +20,11 @@ import warnings
 import numpy as np
 
 from clgrad import capture as _capture, creation, dtypes, layout
-from clgrad.autograd import record
+from clgrad.autograd import no_grad, record
+from clgrad.ops import activation as act
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
+from clgrad.ops import linalg
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import (defines_for, empty, launch_1d, same_device, scalar, shape_arg,
                               view_arg)
@@ -28,7 +34,10 @@ from clgrad.tensor import Tensor
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "kl_div"]
+           "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity",
+           "pairwise_distance", "margin_ranking_loss", "hinge_embedding_loss",
+           "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
+           "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss"]
 
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
@@ -261,6 +270,321 @@ def _same_shape(op, x, t):
     if isinstance(x, Tensor) and isinstance(t, Tensor) and tuple(x.shape) != tuple(t.shape):
         raise ValueError(f"{op}: expected target of the input's size {tuple(x.shape)}, got "
                          f"{tuple(t.shape)}")
+
+
+# -- distances (PyTorch's aten/src/ATen/native/Distance.cpp) ----------------------------------
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 x2) / (max(||x1||, eps) max(||x2||, eps)) along ``dim`` (PyTorch 2's formula:
+    each tensor divided by its norm clamped at eps, then the product summed).
+
+    Shapes:  x1, x2 broadcast together to (*S) -> S without ``dim``
+    Dtypes:  the promoted dtype, which must be floating (integer operands are converted)
+    Grad:    x1 and x2; the clamp of the norms is not differentiated (PyTorch clamps under
+             no_grad: the norm's own gradient is taken as if unclamped)
+    Raises:  RuntimeError when the promoted dtype is not floating; IndexError for ``dim``
+    """
+    dt = dtypes.result_type(x1, x2)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet "
+                           f"common dtype is {dt}")
+    x1, x2 = (v if v.dtype is dt else ew.to(v, dt) for v in (x1, x2))
+    shape = layout.broadcast_shapes(x1.shape, x2.shape, op="cosine_similarity")
+    x1, x2 = (v if tuple(v.shape) == shape else v.expand(shape) for v in (x1, x2))
+    d = layout.wrap_dim(dim, len(shape), "cosine_similarity")
+
+    def unit(v):
+        n = linalg.vector_norm(v, 2, d, True)
+        with no_grad():
+            lift = ew.sub(ew.clamp(n, min=eps), n)  # max(n, eps) - n, not differentiated
+        return ew.div(v, ew.add(n, lift))
+    return rd.sum(ew.mul(unit(x1), unit(x2)), d)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """||x1 - x2 + eps||_p along the last dim of the broadcast shape (PyTorch's).
+
+    Shapes:  x1, x2 broadcast together to (*S, D) -> S (S + (1,) with ``keepdim``)
+    Grad:    x1 and x2 (vector_norm's)
+    """
+    diff = ew.add(ew.sub(x1, x2), eps)
+    return linalg.vector_norm(diff, p, -1 if diff.ndim else None, keepdim)
+
+
+# -- losses composed of existing ops (PyTorch's aten/src/ATen/native/Loss.cpp formulas) -------
+def _legacy_reduction(op, size_average, reduce, reduction):
+    """PyTorch's deprecated size_average / reduce turned into a reduction (with its warning)."""
+    if size_average is None and reduce is None:
+        return _check_red(op, reduction)
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='sum' instead." if size_average is False and reduce is not False
+                  else "size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' instead." if reduce is not False else
+                  "size_average and reduce args will be deprecated, please use "
+                  "reduction='none' instead.", UserWarning, stacklevel=3)
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+def _check_red(op, reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: expected reduction 'mean', 'sum' or 'none', got "
+                         f"{reduction!r}")
+    return reduction
+
+
+def _tensors(op, **named):
+    for name, v in named.items():
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{op}: expected {name} to be a Tensor, got {type(v).__name__}")
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """max(0, -y (x1 - x2) + margin), reduced (PyTorch's torch.nn.MarginRankingLoss).
+
+    Shapes:  input1, input2, target of one number of dims, broadcast together
+    Grad:    input1, input2 (and target); at the kink the gradient passes (PyTorch's
+             clamp_min)
+    Raises:  RuntimeError when the numbers of dims differ; ValueError for reduction
+    """
+    red = _legacy_reduction("margin_ranking_loss", size_average, reduce, reduction)
+    _tensors("margin_ranking_loss", input1=input1, input2=input2, target=target)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {tuple(input1.shape)}, input2: "
+                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
+    loss = ew.clamp(ew.add(ew.mul(ew.neg(target), ew.sub(input1, input2)), margin), min=0)
+    return _reduce(loss, red, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average=None,
+                         reduce=None, reduction: str = "mean") -> Tensor:
+    """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's torch.nn.HingeEmbeddingLoss:
+    where(y != 1, max(0, margin - x), 0) + where(y != -1, x, 0)), reduced.
+
+    Shapes:  input (*), target (*) of +-1 (broadcast) -> () or (*) ('none')
+    Grad:    input
+    """
+    red = _legacy_reduction("hinge_embedding_loss", size_average, reduce, reduction)
+    _tensors("hinge_embedding_loss", input=input, target=target)
+    zeros = creation.zeros((), dtype=input.dtype, device=input.device)
+    margin_part = ew.where(ew.ne(target, 1), ew.clamp(ew.sub(margin, input), min=0), zeros)
+    self_part = ew.where(ew.ne(target, -1), input, zeros)
+    return _reduce(ew.add(margin_part, self_part), red, "hinge_embedding_loss")
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-y x)), reduced (PyTorch's torch.nn.SoftMarginLoss), computed stably as
+    -logsigmoid(y x) (PyTorch's log1p(exp(.)) overflows to inf past y x < -88 in float32).
+
+    Shapes:  input (*), target (*) (broadcast) -> () or (*) ('none')
+    Grad:    input and target: -y sigmoid(-y x) for the input
+    """
+    red = _legacy_reduction("soft_margin_loss", size_average, reduce, reduction)
+    _tensors("soft_margin_loss", input=input, target=target)
+    loss = ew.neg(act.logsigmoid(ew.mul(input, target)))
+    return _reduce(loss, red, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    """-(y logsigmoid(x) + (1 - y) logsigmoid(-x)), times ``weight`` (per class), averaged
+    over the last (class) dim, then reduced (PyTorch's torch.nn.MultiLabelSoftMarginLoss).
+
+    Shapes:  input (N, C) or (C,), target of 0/1 the same -> () or (N,) ('none')
+    Grad:    input, target and weight
+    """
+    red = _legacy_reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
+    _tensors("multilabel_soft_margin_loss", input=input, target=target)
+    loss = ew.neg(ew.add(ew.mul(target, act.logsigmoid(input)),
+                         ew.mul(ew.sub(1.0, target), act.logsigmoid(ew.neg(input)))))
+    if weight is not None:
+        loss = ew.mul(loss, weight)
+    cdim = input.ndim - 1
+    loss = ew.div(rd.sum(loss, cdim), float(input.shape[cdim]))
+    return _reduce(loss, red, "multilabel_soft_margin_loss")
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1 (0 elsewhere),
+    cos = sum(x1 x2) / sqrt((sum(x1^2) + 1e-12) (sum(x2^2) + 1e-12)) (PyTorch's
+    torch.nn.CosineEmbeddingLoss), reduced.
+
+    Shapes:  input1, input2 (N, D) with target (N,), or (D,) with a 0-dim target
+    Grad:    input1 and input2
+    Raises:  RuntimeError for other shapes (PyTorch's messages); ValueError for reduction
+    """
+    red = _legacy_reduction("cosine_embedding_loss", size_average, reduce, reduction)
+    _tensors("cosine_embedding_loss", input1=input1, input2=input2, target=target)
+    td = target.ndim
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    want = 2 if td == 1 else 1
+    if input1.ndim != want or input2.ndim != want:
+        raise RuntimeError(f"{td}D target tensor expects {want}D input tensors, but found "
+                           f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    prod = rd.sum(ew.mul(input1, input2), td)
+    mag1 = ew.add(rd.sum(ew.mul(input1, input1), td), 1e-12)
+    mag2 = ew.add(rd.sum(ew.mul(input2, input2), td), 1e-12)
+    cos = ew.div(prod, ew.sqrt(ew.mul(mag1, mag2)))
+    zeros = creation.zeros((), dtype=cos.dtype, device=cos.device)
+    pos = ew.where(ew.eq(target, 1), ew.sub(1.0, cos), zeros)
+    neg = ew.where(ew.eq(target, -1), ew.clamp(ew.sub(cos, margin), min=0), zeros)
+    return _reduce(ew.add(pos, neg), red, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(a, p) - d(a, n)), d = pairwise_distance(., ., p, eps); with ``swap``
+    d(a, n) is min(d(a, n), d(p, n)) (PyTorch's torch.nn.TripletMarginLoss), reduced.
+
+    Shapes:  anchor, positive, negative (N, D) or (D,), one number of dims -> () or (N,)
+    Grad:    anchor, positive and negative
+    Raises:  ValueError for margin <= 0 or reduction; RuntimeError when the numbers of dims
+             differ
+    """
+    red = _legacy_reduction("triplet_margin_loss", size_average, reduce, reduction)
+    _tensors("triplet_margin_loss", anchor=anchor, positive=positive, negative=negative)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, pd, nd = anchor.ndim, positive.ndim, negative.ndim
+    if not a == pd == nd:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {pd}D, "
+                           f"and negative {nd}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = ew.clamp(ew.sub(ew.add(d_pos, margin), d_neg), min=0)
+    return _reduce(loss, red, "triplet_margin_loss")
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average=None, eps: float = 1e-8, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """Poisson negative log likelihood (PyTorch's torch.nn.PoissonNLLLoss): exp(x) - y x
+    (``log_input``) or x - y log(x + eps); with ``full`` Stirling's term
+    y log y - y + log(2 pi y) / 2 added where y > 1. Reduced.
+
+    Shapes:  input (*), target (*) (broadcast) -> () or (*) ('none')
+    Grad:    input and target
+    """
+    red = _legacy_reduction("poisson_nll_loss", size_average, reduce, reduction)
+    _tensors("poisson_nll_loss", input=input, target=target)
+    if log_input:
+        loss = ew.sub(ew.exp(input), ew.mul(target, input))
+    else:
+        loss = ew.sub(input, ew.mul(target, ew.log(ew.add(input, eps))))
+    if full:
+        stirling = ew.add(ew.sub(ew.mul(target, ew.log(target)), target),
+                          ew.mul(ew.log(ew.mul(target, 2 * math.pi)), 0.5))
+        stirling = ew.where(ew.le(target, 1), creation.zeros(
+            (), dtype=stirling.dtype, device=stirling.device), stirling)
+        loss = ew.add(loss, stirling)
+    return _reduce(loss, red, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """(log(max(var, eps)) + (x - y)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2 with ``full``),
+    reduced (PyTorch's torch.nn.GaussianNLLLoss).
+
+    Shapes:  input (N, *) and target (broadcast); var of the input's shape, or one dim
+             short of it (a last dim of 1 added), or of its number of dims with exactly one
+             dim of size 1 where the input's differs; or a non-negative float
+    Grad:    input, target and var (the clamp at eps is not differentiated: PyTorch clamps
+             under no_grad)
+    Raises:  ValueError for a negative var (read on the host: a device-to-host read of var,
+             as PyTorch's check), a var of another size, or reduction
+    """
+    _tensors("gaussian_nll_loss", input=input, target=target)
+    if isinstance(var, (int, float)) and not isinstance(var, bool):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = creation.full(tuple(input.shape), float(var), dtype=input.dtype,
+                            device=input.device)
+    elif not isinstance(var, Tensor):
+        raise TypeError(f"gaussian_nll_loss: expected var to be a Tensor or a float, got "
+                        f"{type(var).__name__}")
+    elif not _capture.is_capturing() and bool(rd.any(ew.lt(var, 0)).item()):
+        raise ValueError("var has negative entry/entries")
+    xs, vs = tuple(input.shape), tuple(var.shape)
+    if vs != xs:
+        if xs[:-1] == vs:
+            var = var.unsqueeze(-1)
+        elif not (len(xs) == len(vs) and sum(v for x, v in zip(xs, vs) if x != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    with no_grad():
+        lift = ew.sub(ew.clamp(var, min=eps), var)  # max(var, eps) - var, not differentiated
+    var = ew.add(var, lift)
+    d = ew.sub(input, target)
+    loss = ew.mul(ew.add(ew.log(var), ew.div(ew.mul(d, d), var)), 0.5)
+    if full:
+        loss = ew.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """sum over i != y of w[y] max(0, margin - x[y] + x[i])^p / C per sample (PyTorch's
+    torch.nn.MultiMarginLoss), reduced.
+
+    Shapes:  input (N, C) or (C,); target (N,) / () int64 class indices -> () or (N,) / ()
+    Grad:    input (0 where a term is exactly 0, PyTorch's strict z > 0) and weight
+    Raises:  ValueError for p not 1 or 2, a weight that is not 1-D, or reduction;
+             RuntimeError for shapes; IndexError for a target outside [0, C) (read on the
+             host, as cross_entropy's)
+    """
+    red = _legacy_reduction("multi_margin_loss", size_average, reduce, reduction)
+    _tensors("multi_margin_loss", input=input, target=target)
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"multi_margin_loss: expected a floating point input, got "
+                        f"{input.dtype}")
+    if input.ndim not in (1, 2) or input.ndim == 2 and input.shape[1] == 0 or (
+            input.ndim == 1 and input.shape[0] == 0):
+        raise RuntimeError(f"multi_margin_loss: Expected non-empty vector or matrix with "
+                           f"optional 0-dim batch size, but got: {list(input.shape)}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    nc = x.shape[1]
+    t = target.reshape(-1) if target.ndim <= 1 else target
+    if target.ndim > 1 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size: "
+                           f"{list(target.shape)} for input of size: {list(input.shape)}")
+    if t.dtype.is_floating_point or t.dtype.is_bool:
+        raise RuntimeError(f"multi_margin_loss: expected target of dtype int64 (Long), got "
+                           f"{t.dtype}")
+    t = t if t.dtype is dtypes.int64 else ew.to(t, dtypes.int64)
+    if not _capture.is_capturing():
+        tv = _host_values(t)
+        if np.count_nonzero((tv < 0) | (tv >= nc)):
+            raise IndexError(f"multi_margin_loss: target out of range: expected class indices "
+                             f"in [0, {nc}), got {tv.tolist()}")
+    ti = t.unsqueeze(1)
+    z = ew.relu(ew.add(ew.sub(x, ix.gather(x, 1, ti)), margin))  # relu: strict z > 0
+    if p == 2:
+        z = ew.mul(z, z)
+    if weight is not None:
+        z = ew.mul(z, ix.gather(weight, 0, t).unsqueeze(1))
+    other = ew.ne(creation.arange(nc, device=x.device), ti)  # i != y
+    loss = ew.div(rd.sum(ew.mul(z, other), 1), float(nc))
+    if input.ndim == 1:
+        loss = loss.reshape(())
+    return _reduce(loss, red, "multi_margin_loss")
 
 
 # -- softmax ----------------------------------------------------------------------------------
