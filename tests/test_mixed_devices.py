@@ -270,6 +270,30 @@ case("F.cross_entropy", lambda: (r(4, 3, grad=True), ints(3, 4), pos(3)),
 case("F.cross_entropy[probabilities]", lambda: (r(4, 3), prob(4, 3)), F.cross_entropy)
 case("F.nll_loss", lambda: (r(4, 3), ints(3, 4), pos(3)), lambda x, t, w: F.nll_loss(x, t, w))
 
+
+def sign(*shape):
+    """float32 values of -1 and 1."""
+    return clgrad.tensor(_RNG.choice([-1.0, 1.0], shape).astype(np.float32))
+
+
+for _f in (F, clgrad):
+    _p = "F" if _f is F else "torch"
+    case(f"{_p}.margin_ranking_loss", lambda: (r(4), r(4), sign(4)), _f.margin_ranking_loss)
+    case(f"{_p}.hinge_embedding_loss", lambda: (r(4), sign(4)), _f.hinge_embedding_loss)
+    case(f"{_p}.cosine_embedding_loss", lambda: (r(4, 3), r(4, 3), sign(4)),
+         _f.cosine_embedding_loss)
+    case(f"{_p}.triplet_margin_loss", lambda: (r(4, 3), r(4, 3), r(4, 3)),
+         _f.triplet_margin_loss)
+    case(f"{_p}.poisson_nll_loss", lambda: (r(4, 3), pos(4, 3)), _f.poisson_nll_loss)
+    case(f"{_p}.cosine_similarity", lambda: (r(4, 3), r(4, 3)), _f.cosine_similarity)
+    case(f"{_p}.pairwise_distance", lambda: (r(4, 3), r(4, 3)), _f.pairwise_distance)
+case("F.soft_margin_loss", lambda: (r(4), sign(4)), F.soft_margin_loss)
+case("F.multilabel_soft_margin_loss", lambda: (r(4, 3), prob(4, 3).round(), pos(3)),
+     lambda x, t, w: F.multilabel_soft_margin_loss(x, t, w))
+case("F.multi_margin_loss", lambda: (r(4, 3), ints(3, 4), pos(3)),
+     lambda x, t, w: F.multi_margin_loss(x, t, weight=w))
+case("F.gaussian_nll_loss", lambda: (r(4, 3), r(4, 3), pos(4, 3)), F.gaussian_nll_loss)
+
 # -- sampling, padding, pooling with tensors ------------------------------------------------------
 case("F.grid_sample", lambda: (r(1, 2, 4, 4), r(1, 3, 3, 2)),
      lambda x, g: F.grid_sample(x, g, align_corners=False))
@@ -391,6 +415,10 @@ def test_two_devices_raise_before_any_launch(name, devices):
 # Ops that may take tensors of two devices, each with PyTorch's reason (or that compute nothing
 # from the tensors' data), named as in CASES.
 LEGAL = {
+    "F.threshold": "threshold and value are numbers (the name reads as a tensor's)",
+    "F.threshold_": "threshold and value are numbers (the name reads as a tensor's)",
+    "torch.threshold": "threshold and value are numbers (the name reads as a tensor's)",
+    "torch.threshold_": "threshold and value are numbers (the name reads as a tensor's)",
     "Tensor.copy_": "copies across devices, as PyTorch (tests/test_device_cross.py)",
     "Tensor.to": "moves to another device (tests/test_device_cross.py)",
     "Tensor.type_as": "a cast to the other's dtype (clgrad's type names are the CPU ones)",
