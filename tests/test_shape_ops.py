@@ -386,6 +386,21 @@ def test_cdist_matches_hand_formula(p):
         assert gradcheck(lambda x, y: clgrad.cdist(x, y, p), [leaf(3, 2), leaf(4, 2)])
 
 
+def test_cdist_gradients_at_zero_differences_and_ties():
+    """p < 1: 0 (not NaN) where a coordinate difference is 0; p = inf: sign(diff) at each tied
+    maximum (PyTorch's cdist backward, hand-computed here)."""
+    a = np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]])
+    b = np.array([[0.0, 1.0, 3.0], [1.0, 1.0, 1.0]])
+    x, y = T(a, grad=True), T(b, grad=True)
+    clgrad.cdist(x, y, 0.5).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all() and x.grad.numpy()[0, 1] == 0.0
+    np.testing.assert_allclose(x.grad.numpy()[:, 1], 0.0)
+    x, y = T(a, grad=True), T(b, grad=True)
+    clgrad.cdist(x, y, math.inf).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[-1, 0, 0], [0, 0, -1]])
+    np.testing.assert_allclose(y.grad.numpy(), [[0, 0, 2], [1, 0, -1]])
+
+
 @pytest.mark.parametrize("mode", ["use_mm_for_euclid_dist_if_necessary",
                                   "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"])
 def test_cdist_euclid_modes(mode):

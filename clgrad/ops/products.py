@@ -116,7 +116,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
              points; gradient 0 at distance 0) with 'use_mm_for_euclid_dist', or with the
              default when P > 25 or R > 25; 'donot_use_mm_for_euclid_dist' never.
     Dtypes:  floating, both the same (float16/bfloat16 computed in float32, rounded once).
-    Grad:    both inputs.
+    Grad:    both inputs; 0 at a zero difference for p < 1 (PyTorch's, not NaN); p = inf:
+             sign(diff) at every tied maximum (PyTorch's cdist backward).
     Raises:  RuntimeError for inputs of fewer than 2 dims, other column counts, a negative
              p, non-floating or mixed dtypes; ValueError for another compute_mode.
     """
@@ -155,6 +156,15 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         sq = ew.add(ew.add(n1, n2), ew.mul(cross, -2.0))
         return ew.sqrt(ew.clamp(sq, min=1e-30))
     diff = ew.sub(vw.unsqueeze(x1, -2), vw.unsqueeze(x2, -3))   # (*B, P, R, M)
+    if p == math.inf:  # PyTorch's gradient: sign(diff) at every tied maximum (not split)
+        a = ew.abs(diff)
+        top = rd.amax(a.detach(), -1, keepdim=True)
+        mask = ew.to(ew.eq(a.detach(), top), a.dtype)
+        return ew.add(top.squeeze(-1), rd.sum(ew.mul(ew.sub(a, a.detach()), mask), -1))
+    if 0 < p < 1:  # |d|^p with d = 0 taken as 0 and a zero gradient there (PyTorch's), not NaN
+        zero = ew.eq(diff, 0)
+        a = ew.abs(ew.where(zero, 1.0, diff))
+        return ew.pow(rd.sum(ew.where(zero, 0.0, ew.pow(a, float(p))), -1), 1.0 / p)
     return linalg.vector_norm(diff, float(p), -1)
 
 
