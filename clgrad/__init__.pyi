@@ -91,6 +91,8 @@ from clgrad.creation import full_like as full_like
 from clgrad.creation import empty_like as empty_like
 from clgrad.creation import rand_like as rand_like
 from clgrad.creation import randn_like as randn_like
+from clgrad.ops.shaping import tril_indices as tril_indices
+from clgrad.ops.shaping import triu_indices as triu_indices
 from clgrad.ops.random import normal as normal
 from clgrad.ops.random import bernoulli as bernoulli
 from clgrad.ops.elementwise import add as add
@@ -201,11 +203,24 @@ from clgrad.ops.composite import addmv as addmv
 from clgrad.ops.composite import mv as mv
 from clgrad.ops.composite import outer as outer
 from clgrad.ops.composite import outer as ger
+from clgrad.ops.products import trace as trace
+from clgrad.ops.products import kron as kron
+from clgrad.ops.products import tensordot as tensordot
+from clgrad.ops.products import cdist as cdist
+from clgrad.ops.products import dist as dist
+from clgrad.ops.products import renorm as renorm
+from clgrad.ops.products import addr as addr
+from clgrad.ops.products import addbmm as addbmm
+from clgrad.ops.products import chain_matmul as chain_matmul
+from clgrad.ops.products import matrix_power as matrix_power
 from clgrad.ops.views import narrow as narrow
 from clgrad.ops.views import select as select
 from clgrad.ops.views import reshape as reshape
 from clgrad.ops.views import permute as permute
 from clgrad.ops.views import transpose as transpose
+from clgrad.ops.shaping import swapaxes as swapaxes
+from clgrad.ops.shaping import swapdims as swapdims
+from clgrad.ops.shaping import broadcast_to as broadcast_to
 from clgrad.ops.views import t as t
 from clgrad.ops.views import unsqueeze as unsqueeze
 from clgrad.ops.views import squeeze as squeeze
@@ -217,7 +232,18 @@ from clgrad.ops.views import unbind as unbind
 from clgrad.ops.views import as_strided as as_strided
 from clgrad.ops.views import diagonal as diagonal
 from clgrad.ops.views import movedim as movedim
+from clgrad.ops.views import movedim as moveaxis
 from clgrad.ops.views import flip as flip
+from clgrad.ops.shaping import fliplr as fliplr
+from clgrad.ops.shaping import flipud as flipud
+from clgrad.ops.shaping import rot90 as rot90
+from clgrad.ops.shaping import atleast_1d as atleast_1d
+from clgrad.ops.shaping import atleast_2d as atleast_2d
+from clgrad.ops.shaping import atleast_3d as atleast_3d
+from clgrad.ops.shaping import hsplit as hsplit
+from clgrad.ops.shaping import vsplit as vsplit
+from clgrad.ops.shaping import dsplit as dsplit
+from clgrad.ops.shaping import diag_embed as diag_embed
 from clgrad.ops.composite import tile as tile
 from clgrad.ops.composite import repeat_interleave as repeat_interleave
 from clgrad.ops.composite import broadcast_tensors as broadcast_tensors
@@ -225,6 +251,14 @@ from clgrad.ops.composite import meshgrid as meshgrid
 from clgrad.ops.index import cat as cat
 from clgrad.ops.index import cat as concat
 from clgrad.ops.index import stack as stack
+from clgrad.ops.shaping import hstack as hstack
+from clgrad.ops.shaping import vstack as vstack
+from clgrad.ops.shaping import row_stack as row_stack
+from clgrad.ops.shaping import dstack as dstack
+from clgrad.ops.shaping import column_stack as column_stack
+from clgrad.ops.shaping import block_diag as block_diag
+from clgrad.ops.shaping import cartesian_prod as cartesian_prod
+from clgrad.ops.shaping import combinations as combinations
 from clgrad.ops.index import index_select as index_select
 from clgrad.ops.index import gather as gather
 from clgrad.ops.index import scatter_add as scatter_add
@@ -235,6 +269,9 @@ from clgrad.ops.index import triu as triu
 from clgrad.ops.index import nonzero as nonzero
 from clgrad.ops.index import argwhere as argwhere
 from clgrad.ops.index import index_add as index_add
+from clgrad.ops.shaping import index_fill as index_fill
+from clgrad.ops.shaping import take as take
+from clgrad.ops.shaping import take_along_dim as take_along_dim
 from clgrad.ops.index import where as where
 from clgrad.ops.composite import masked_select as masked_select
 from clgrad.ops.indexing import index_put as index_put
@@ -310,24 +347,29 @@ __all__ = [
     "multiprocessing", "autocast", "compile", "is_autocast_enabled", "get_autocast_dtype", "tensor",
     "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace",
     "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like",
-    "empty_like", "rand_like", "randn_like", "normal", "bernoulli", "add", "sub", "mul", "div",
-    "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
-    "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
-    "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
-    "round", "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne", "lt", "le", "gt",
-    "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "isnan", "isinf",
-    "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
-    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
-    "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
-    "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
-    "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm",
-    "addmv", "mv", "outer", "ger", "narrow", "select", "reshape", "permute", "transpose", "t",
-    "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
-    "diagonal", "movedim", "flip", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid",
-    "cat", "concat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll", "tril",
-    "triu", "nonzero", "argwhere", "index_add", "where", "masked_select", "index_put", "selu",
-    "selu_", "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_",
+    "empty_like", "rand_like", "randn_like", "tril_indices", "triu_indices", "normal", "bernoulli",
+    "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp",
+    "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign",
+    "floor", "ceil", "round", "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne",
+    "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone",
+    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
+    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
+    "argsort", "topk", "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum",
+    "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron", "tensordot", "cdist",
+    "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power", "narrow", "select",
+    "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to", "t", "unsqueeze",
+    "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided", "diagonal",
+    "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d", "atleast_2d",
+    "atleast_3d", "hsplit", "vsplit", "dsplit", "diag_embed", "tile", "repeat_interleave",
+    "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack", "vstack", "row_stack",
+    "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations", "index_select",
+    "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero", "argwhere", "index_add",
+    "index_fill", "take", "take_along_dim", "where", "masked_select", "index_put", "selu", "selu_",
+    "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_",
     "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
     "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
 ]

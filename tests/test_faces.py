@@ -28,7 +28,8 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "get_rng_state", "is_autocast_enabled", "get_autocast_dtype",
              "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
              "set_printoptions",
-             "get_printoptions", "printoptions", "promote_types", "can_cast"}
+             "get_printoptions", "printoptions", "promote_types", "can_cast", "tril_indices",
+             "triu_indices"}
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
@@ -39,7 +40,11 @@ DOC_DIFFERS = {"true_divide", "repeat_interleave", "result_type"}
 OWN_MESSAGE = {
     "broadcast_tensors": r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$",
     "meshgrid": r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$",
-    "set_rng_state": r"^expected a torch\.ByteTensor, but got numpy\.ndarray$"}
+    "set_rng_state": r"^expected a torch\.ByteTensor, but got numpy\.ndarray$",
+    **{n: rf"^{n}\(\) received an invalid combination of arguments - got \(numpy\.ndarray\)"
+       for n in ("atleast_1d", "atleast_2d", "atleast_3d")},
+    **{n: r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$"
+       for n in ("block_diag", "cartesian_prod", "chain_matmul")}}
 # PyTorch's name of the first Tensor argument where it is not 'input'.
 FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "tensors",
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
@@ -47,7 +52,11 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
          "result_type": "tensor", "bilinear": "input1", "margin_ranking_loss": "input1",
          "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor",
-         "cosine_similarity": "x1", "pairwise_distance": "x1", "gumbel_softmax": "logits"}
+         "cosine_similarity": "x1", "pairwise_distance": "x1", "gumbel_softmax": "logits",
+         "tensordot": "a", "cdist": "x1", "chain_matmul": "matrices",
+         **{n: "tensors" for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack",
+                                   "atleast_1d", "atleast_2d", "atleast_3d", "block_diag",
+                                   "cartesian_prod")}}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

@@ -342,7 +342,24 @@ _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test f
     "pixel_shuffle": "test_shuffle.py", "pixel_unshuffle": "test_shuffle.py",
     "channel_shuffle": "test_shuffle.py", "cross_entropy": "test_loss.py",
     "nll_loss": "test_loss.py", "mse_loss": "test_loss.py"}
-NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS}
+_SHAPE_OPS = {  # NumPy-style shape ops and products: values, views and gradients
+    "hstack": "test_shape_ops.py", "vstack": "test_shape_ops.py", "row_stack": "test_shape_ops.py",
+    "dstack": "test_shape_ops.py", "column_stack": "test_shape_ops.py",
+    "hsplit": "test_shape_ops.py", "vsplit": "test_shape_ops.py", "dsplit": "test_shape_ops.py",
+    "atleast_1d": "test_shape_ops.py", "atleast_2d": "test_shape_ops.py",
+    "atleast_3d": "test_shape_ops.py", "broadcast_to": "test_shape_ops.py",
+    "addr_": "test_shape_ops.py", "addbmm_": "test_shape_ops.py",
+    "swapdims": "test_shape_ops.py", "take": "test_shape_ops.py",
+    "take_along_dim": "test_shape_ops.py", "index_fill": "test_shape_ops.py",
+    "index_fill_": "test_shape_ops.py", "rot90": "test_shape_ops.py",
+    "fliplr": "test_shape_ops.py", "flipud": "test_shape_ops.py", "trace": "test_shape_ops.py",
+    "diag_embed": "test_shape_ops.py", "block_diag": "test_shape_ops.py",
+    "kron": "test_shape_ops.py", "tensordot": "test_shape_ops.py",
+    "cartesian_prod": "test_shape_ops.py", "combinations": "test_shape_ops.py",
+    "cdist": "test_shape_ops.py", "dist": "test_shape_ops.py", "renorm": "test_shape_ops.py",
+    "addr": "test_shape_ops.py", "addbmm": "test_shape_ops.py",
+    "chain_matmul": "test_shape_ops.py", "matrix_power": "test_shape_ops.py"}
+NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS, **_SHAPE_OPS}
 
 
 def test_every_float_op_has_an_oracle_table_entry_or_a_reason():

@@ -73,9 +73,11 @@ from clgrad.ops import norm
 from clgrad.ops import numeric as nu
 from clgrad.ops import padding
 from clgrad.ops import pool
+from clgrad.ops import products as pr
 from clgrad.ops import random as rn
 from clgrad.ops import reduce as rd
 from clgrad.ops import scan as sc
+from clgrad.ops import shaping as sh
 from clgrad.ops import shuffle
 from clgrad.ops import sort as so
 from clgrad.ops import upsample
@@ -134,6 +136,8 @@ OPS = (
     Op("empty_like", cr.empty_like, TORCH),
     Op("rand_like", cr.rand_like, TORCH),
     Op("randn_like", cr.randn_like, TORCH),
+    Op("tril_indices", sh.tril_indices, TORCH),
+    Op("triu_indices", sh.triu_indices, TORCH),
     # -- random -------------------------------------------------------------------------------
     Op("normal", rn.normal, TORCH, out=CAST),
     Op("bernoulli", rn.bernoulli, TM, out=CAST),
@@ -276,6 +280,18 @@ OPS = (
     Op("outer", cp.outer, TM, aliases=("ger",), out=EXACT),
     Op("linear", mm.linear, FUNCTIONAL),
     Op("bilinear", cp.bilinear, FUNCTIONAL),
+    Op("trace", pr.trace, TM),
+    Op("kron", pr.kron, TM, out=CAST),
+    Op("tensordot", pr.tensordot, TORCH, out=EXACT, torch_names={"a": "a", "b": "b"}),
+    Op("cdist", pr.cdist, TORCH),
+    Op("dist", pr.dist, TM),
+    Op("renorm", pr.renorm, TM),
+    Op("addr", pr.addr, TM, out=EXACT),
+    Op("addr_", pr.addr_, METHOD),
+    Op("addbmm", pr.addbmm, TM, out=EXACT),
+    Op("addbmm_", pr.addbmm_, METHOD),
+    Op("chain_matmul", pr.chain_matmul, TORCH),
+    Op("matrix_power", pr.matrix_power, TM, out=EXACT),
     # -- views --------------------------------------------------------------------------------
     Op("narrow", vw.narrow, TM),
     Op("select", vw.select, TM),
@@ -287,7 +303,9 @@ OPS = (
     Op("ravel", vw.reshape, METHOD, method=lambda self: vw.reshape(self, -1)),
     Op("permute", vw.permute, TM),
     Op("transpose", vw.transpose, TM),
-    Op("swapaxes", vw.transpose, METHOD),
+    Op("swapaxes", sh.swapaxes, TM),
+    Op("swapdims", sh.swapdims, TM),
+    Op("broadcast_to", sh.broadcast_to, TM),
     Op("t", vw.t, TM),
     Op("expand", vw.expand, METHOD),
     Op("expand_as", vw.expand, METHOD,
@@ -302,8 +320,18 @@ OPS = (
     Op("unfold", vw.unfold, METHOD | FUNCTIONAL, functional=fo.unfold),
     Op("as_strided", vw.as_strided, TM),
     Op("diagonal", vw.diagonal, TM),
-    Op("movedim", vw.movedim, TM),
+    Op("movedim", vw.movedim, TM, aliases=("moveaxis",)),
     Op("flip", vw.flip, TM),
+    Op("fliplr", sh.fliplr, TM),
+    Op("flipud", sh.flipud, TM),
+    Op("rot90", sh.rot90, TM),
+    Op("atleast_1d", sh.atleast_1d, TORCH),
+    Op("atleast_2d", sh.atleast_2d, TORCH),
+    Op("atleast_3d", sh.atleast_3d, TORCH),
+    Op("hsplit", sh.hsplit, TM),
+    Op("vsplit", sh.vsplit, TM),
+    Op("dsplit", sh.dsplit, TM),
+    Op("diag_embed", sh.diag_embed, TM),
     Op("repeat", vw.repeat, METHOD),
     Op("tile", cp.tile, TM),
     Op("repeat_interleave", cp.repeat_interleave, TM),
@@ -312,6 +340,14 @@ OPS = (
     # -- index --------------------------------------------------------------------------------
     Op("cat", ix.cat, TORCH, aliases=("concat",), out=CAST),
     Op("stack", ix.stack, TORCH, out=CAST),
+    Op("hstack", sh.hstack, TORCH, out=CAST),
+    Op("vstack", sh.vstack, TORCH, out=CAST),
+    Op("row_stack", sh.row_stack, TORCH, out=CAST),
+    Op("dstack", sh.dstack, TORCH, out=CAST),
+    Op("column_stack", sh.column_stack, TORCH, out=CAST),
+    Op("block_diag", sh.block_diag, TORCH),
+    Op("cartesian_prod", sh.cartesian_prod, TORCH),
+    Op("combinations", sh.combinations, TORCH),
     Op("index_select", ix.index_select, TM, out=CAST),
     Op("gather", ix.gather, TM, out=CAST),
     Op("scatter_add", ix.scatter_add, TM),
@@ -322,6 +358,10 @@ OPS = (
     Op("nonzero", ix.nonzero, TM, out=EXACT),
     Op("argwhere", ix.argwhere, TM),
     Op("index_add", ix.index_add, TM),
+    Op("index_fill", sh.index_fill, TM),
+    Op("index_fill_", sh.index_fill_, METHOD),
+    Op("take", sh.take, TM, out=CAST),
+    Op("take_along_dim", sh.take_along_dim, TM, out=CAST),
     Op("where", ix.where, TM, out=EXACT, method=lambda self, condition, other: ew.where(
         condition, self, other)),
     Op("masked_select", cp.masked_select, TM, out=CAST),
