@@ -258,6 +258,31 @@ case("torch.meshgrid", lambda: (r(2), r(3)),
 case("torch.repeat_interleave", lambda: (r(3), ints(3, 3)), clgrad.repeat_interleave)
 case("Tensor.repeat_interleave", lambda: (r(3), ints(3, 3)), lambda x, n: x.repeat_interleave(n))
 
+# -- shape helpers and products (clgrad/ops/shaping.py, products.py) ------------------------------
+case("torch.block_diag", lambda: (r(2, 3), r(1, 2)), clgrad.block_diag)
+case("torch.cartesian_prod", lambda: (r(2), r(3)), clgrad.cartesian_prod)
+case("torch.index_fill", lambda: (r(3, 4), ints(3, 2)), lambda x, i: clgrad.index_fill(x, 0, i, 1.0))
+case("Tensor.index_fill", lambda: (r(3, 4), ints(3, 2)), lambda x, i: x.index_fill(0, i, 1.0))
+case("Tensor.index_fill_", lambda: (r(3, 4), ints(3, 2)), lambda x, i: x.index_fill_(0, i, 1.0))
+case("torch.take", lambda: (r(3, 4), ints(12, 5)), clgrad.take)
+case("Tensor.take", lambda: (r(3, 4), ints(12, 5)), lambda x, i: x.take(i))
+case("torch.take_along_dim", lambda: (r(3, 4), ints(4, 3, 2)),
+     lambda x, i: clgrad.take_along_dim(x, i, 1))
+case("Tensor.take_along_dim", lambda: (r(3, 4), ints(4, 3, 2)),
+     lambda x, i: x.take_along_dim(i, 1))
+for _n in ("kron", "dist"):
+    case(f"torch.{_n}", lambda: (r(2, 3), r(2, 3)), getattr(clgrad, _n))
+    case(f"Tensor.{_n}", lambda: (r(2, 3), r(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+case("torch.tensordot", lambda: (r(2, 3), r(3, 4)), lambda a, b: clgrad.tensordot(a, b, 1))
+case("torch.cdist", lambda: (r(2, 3), r(4, 3)), clgrad.cdist)
+case("torch.addr", lambda: (r(2, 3), r(2), r(3)), clgrad.addr)
+case("Tensor.addr", lambda: (r(2, 3), r(2), r(3)), lambda c, a, b: c.addr(a, b))
+case("Tensor.addr_", lambda: (r(2, 3), r(2), r(3)), lambda c, a, b: c.addr_(a, b))
+case("torch.addbmm", lambda: (r(2, 4), r(3, 2, 3), r(3, 3, 4)), clgrad.addbmm)
+case("Tensor.addbmm", lambda: (r(2, 4), r(3, 2, 3), r(3, 3, 4)), lambda c, a, b: c.addbmm(a, b))
+case("Tensor.addbmm_", lambda: (r(2, 4), r(3, 2, 3), r(3, 3, 4)),
+     lambda c, a, b: c.addbmm_(a, b))
+
 # -- losses --------------------------------------------------------------------------------------
 for _n in ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div"]:
     case(f"F.{_n}", lambda: (r(2, 3, grad=True), r(2, 3)), getattr(F, _n))
@@ -415,6 +440,10 @@ def test_two_devices_raise_before_any_launch(name, devices):
 # Ops that may take tensors of two devices, each with PyTorch's reason (or that compute nothing
 # from the tensors' data), named as in CASES.
 LEGAL = {
+    "torch.moveaxis": "source and destination are dims (the names read as a tensor's)",
+    "Tensor.moveaxis": "source and destination are dims (the names read as a tensor's)",
+    **{f"torch.atleast_{k}d": "each tensor comes back on its own device: nothing is combined"
+       for k in (1, 2, 3)},
     "F.threshold": "threshold and value are numbers (the name reads as a tensor's)",
     "F.threshold_": "threshold and value are numbers (the name reads as a tensor's)",
     "torch.threshold": "threshold and value are numbers (the name reads as a tensor's)",
