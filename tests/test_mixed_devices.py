@@ -261,7 +261,8 @@ case("Tensor.repeat_interleave", lambda: (r(3), ints(3, 3)), lambda x, n: x.repe
 # -- shape helpers and products (clgrad/ops/shaping.py, products.py) ------------------------------
 case("torch.block_diag", lambda: (r(2, 3), r(1, 2)), clgrad.block_diag)
 case("torch.cartesian_prod", lambda: (r(2), r(3)), clgrad.cartesian_prod)
-case("torch.index_fill", lambda: (r(3, 4), ints(3, 2)), lambda x, i: clgrad.index_fill(x, 0, i, 1.0))
+case("torch.index_fill", lambda: (r(3, 4), ints(3, 2)),
+     lambda x, i: clgrad.index_fill(x, 0, i, 1.0))
 case("Tensor.index_fill", lambda: (r(3, 4), ints(3, 2)), lambda x, i: x.index_fill(0, i, 1.0))
 case("Tensor.index_fill_", lambda: (r(3, 4), ints(3, 2)), lambda x, i: x.index_fill_(0, i, 1.0))
 case("torch.take", lambda: (r(3, 4), ints(12, 5)), clgrad.take)
