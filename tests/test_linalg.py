@@ -104,3 +104,12 @@ def test_norm_errors():
         clgrad.linalg.vector_norm(clgrad.tensor([1, 2]))
     got = clgrad.linalg.vector_norm(clgrad.tensor([3, 4]), dtype=clgrad.float64)
     assert got.dtype == clgrad.float64 and got.item() == 5.0
+
+
+def test_vector_norm_below_one_has_zero_gradient_at_zeros():
+    """p < 1: d/dx_i of (sum |x|^p)^(1/p) is sign(x_i) |x_i|^(p-1) n^(1-p), whose 0 * inf at
+    x_i = 0 is 0 (PyTorch's), not NaN. Hand values for p = 0.5, x = [0, 1, 4]: n = 9,
+    grads 0, (1/1)^(-0.5)*... = sqrt(n)/sqrt(1) = 3, sqrt(9)/sqrt(4) = 1.5."""
+    x = clgrad.tensor([0.0, 1.0, 4.0], requires_grad=True)
+    clgrad.linalg.vector_norm(x, 0.5).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 3.0, 1.5], rtol=1e-6)

@@ -147,5 +147,7 @@ def _scaled_pnorm(x: Tensor, p: float, dims, keepdim):
         safe = ew.where(ew.eq(n, 0), 1.0, n)
         r = ew.div(x, safe) if p == 2 else ew.mul(ew.sign(x), ew.pow(ew.div(ew.abs(x), safe),
                                                                       p - 1))
+        if p < 1:  # 0 * |0|^(p-1) = 0 * inf: the gradient at a zero element is 0 (PyTorch's)
+            r = ew.where(ew.eq(x, 0), 0.0, r)
         return (ew.where(ew.eq(n, 0), 0.0, ew.mul(r, g)),)
     return record("vector_norm", out, (x,), backward, saved=[x, n])
