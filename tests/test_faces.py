@@ -45,7 +45,7 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
          "scaled_dot_product_attention": "query", "broadcast_tensors": "tensors",
          "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
-         "result_type": "tensor"}
+         "result_type": "tensor", "searchsorted": "sorted_sequence", "isin": "elements"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",
