@@ -95,6 +95,7 @@ from clgrad.ops.shaping import tril_indices as tril_indices
 from clgrad.ops.shaping import triu_indices as triu_indices
 from clgrad.ops.random import normal as normal
 from clgrad.ops.random import bernoulli as bernoulli
+from clgrad.ops.random import multinomial as multinomial
 from clgrad.ops.elementwise import add as add
 from clgrad.ops.elementwise import sub as sub
 from clgrad.ops.elementwise import mul as mul
@@ -112,6 +113,12 @@ from clgrad.ops.elementwise import atan2 as arctan2
 from clgrad.ops.composite import addcmul as addcmul
 from clgrad.ops.composite import addcdiv as addcdiv
 from clgrad.ops.composite import lerp as lerp
+from clgrad.ops.special import hypot as hypot
+from clgrad.ops.special import logaddexp as logaddexp
+from clgrad.ops.special import logaddexp2 as logaddexp2
+from clgrad.ops.special import xlogy as xlogy
+from clgrad.ops.special import copysign as copysign
+from clgrad.ops.special import float_power as float_power
 from clgrad.ops.elementwise import neg as neg
 from clgrad.ops.elementwise import abs as abs
 from clgrad.ops.elementwise import exp as exp
@@ -134,6 +141,17 @@ from clgrad.ops.elementwise import expm1 as expm1
 from clgrad.ops.composite import erf as erf
 from clgrad.ops.elementwise import clamp as clamp
 from clgrad.ops.elementwise import clamp as clip
+from clgrad.ops.special import clamp_min as clamp_min
+from clgrad.ops.special import clamp_max as clamp_max
+from clgrad.ops.special import erfinv as erfinv
+from clgrad.ops.special import erfc as erfc
+from clgrad.ops.special import lgamma as lgamma
+from clgrad.ops.special import digamma as digamma
+from clgrad.ops.special import trunc as trunc
+from clgrad.ops.special import trunc as fix
+from clgrad.ops.special import frac as frac
+from clgrad.ops.special import deg2rad as deg2rad
+from clgrad.ops.special import rad2deg as rad2deg
 from clgrad.ops.numeric import nan_to_num as nan_to_num
 from clgrad.ops.elementwise import eq as eq
 from clgrad.ops.elementwise import ne as ne
@@ -151,6 +169,9 @@ from clgrad.ops.elementwise import bitwise_xor as bitwise_xor
 from clgrad.ops.elementwise import bitwise_not as bitwise_not
 from clgrad.ops.elementwise import bitwise_left_shift as bitwise_left_shift
 from clgrad.ops.elementwise import bitwise_right_shift as bitwise_right_shift
+from clgrad.ops.special import signbit as signbit
+from clgrad.ops.special import is_floating_point as is_floating_point
+from clgrad.ops.special import is_nonzero as is_nonzero
 from clgrad.ops.numeric import isnan as isnan
 from clgrad.ops.numeric import isinf as isinf
 from clgrad.ops.numeric import isfinite as isfinite
@@ -190,6 +211,9 @@ from clgrad.ops.sort import sort as sort
 from clgrad.ops.sort import argsort as argsort
 from clgrad.ops.sort import topk as topk
 from clgrad.ops.sort import unique as unique
+from clgrad.ops.sort import searchsorted as searchsorted
+from clgrad.ops.sort import bucketize as bucketize
+from clgrad.ops.sort import isin as isin
 from clgrad.ops.sort import kthvalue as kthvalue
 from clgrad.ops.sort import median as median
 from clgrad.ops.matmul import matmul as matmul
@@ -348,28 +372,31 @@ __all__ = [
     "as_tensor", "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace",
     "eye", "rand", "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like",
     "empty_like", "rand_like", "randn_like", "tril_indices", "triu_indices", "normal", "bernoulli",
-    "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
-    "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "neg", "abs", "exp",
-    "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign",
-    "floor", "ceil", "round", "log1p", "expm1", "erf", "clamp", "clip", "nan_to_num", "eq", "ne",
-    "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone",
-    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
-    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
-    "argsort", "topk", "unique", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum",
-    "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron", "tensordot", "cdist",
-    "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power", "narrow", "select",
-    "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to", "t", "unsqueeze",
-    "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided", "diagonal",
-    "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d", "atleast_2d",
-    "atleast_3d", "hsplit", "vsplit", "dsplit", "diag_embed", "tile", "repeat_interleave",
-    "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack", "vstack", "row_stack",
-    "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations", "index_select",
-    "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero", "argwhere", "index_add",
-    "index_fill", "take", "take_along_dim", "where", "masked_select", "index_put", "selu", "selu_",
-    "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_",
-    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
-    "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
+    "multinomial", "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "pow", "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "hypot",
+    "logaddexp", "logaddexp2", "xlogy", "copysign", "float_power", "neg", "abs", "exp", "log",
+    "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign",
+    "floor", "ceil", "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max",
+    "erfinv", "erfc", "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg",
+    "nan_to_num", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or",
+    "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf",
+    "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
+    "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
+    "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
+    "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm",
+    "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron",
+    "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power",
+    "narrow", "select", "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to",
+    "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
+    "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d",
+    "atleast_2d", "atleast_3d", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
+    "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack",
+    "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations",
+    "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero",
+    "argwhere", "index_add", "index_fill", "take", "take_along_dim", "where", "masked_select",
+    "index_put", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu",
+    "rrelu_", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
 ]

@@ -145,6 +145,134 @@ UNARY(erf_op, erf(x))
 ARITH(div, x / y)
 BINARY(pow_op, pow(x, y))
 BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), as PyTorch
+// -- special functions (clgrad/ops/special.py) ---------------------------------------------
+// W: the type they compute in (float for half and float, double for double).
+// WC(v): the literal v in W (a float literal for float: no double constants on a device
+// without fp64); W_PI, W_2_SQRTPI, W_LOG2E: OpenCL's constants in W.
+#ifdef IS_DOUBLE
+#define W double
+#define WC(v) v
+#define W_PI M_PI
+#define W_2_SQRTPI M_2_SQRTPI
+#define W_LOG2E M_LOG2E
+#else
+#define W float
+#define WC(v) v##f
+#define W_PI M_PI_F
+#define W_2_SQRTPI M_2_SQRTPI_F
+#define W_LOG2E M_LOG2E_F
+#endif
+UNARY(erfc_op, erfc(x))
+UNARY(lgamma_op, lgamma(x))
+UNARY(trunc_op, trunc(x))
+UNARY(frac_op, x - trunc(x))
+BINARY(hypot_op, hypot(x, y))
+BINARY(copysign_op, copysign(x, y))
+// log(exp(x) + exp(y)) without overflow; equal infinities give themselves (PyTorch's)
+inline W logaddexp_w(W a, W b) {
+    if (isinf(a) && a == b) return a;
+    W m = fmax(a, b);
+    return isnan(a) || isnan(b) ? a + b : m + log1p(exp(-fabs(a - b)));
+}
+inline W logaddexp2_w(W a, W b) {
+    if (isinf(a) && a == b) return a;
+    W m = fmax(a, b);
+    return isnan(a) || isnan(b) ? a + b : m + log1p(exp2(-fabs(a - b))) * W_LOG2E;
+}
+BINARY(logaddexp_op, (T)logaddexp_w((W)x, (W)y))
+BINARY(logaddexp2_op, (T)logaddexp2_w((W)x, (W)y))
+// x * log(y), 0 where x is 0 unless y is NaN (PyTorch's xlogy)
+BINARY(xlogy_op, isnan(y) ? y : x == (T)0 ? (T)0 : x * log(y))
+// erfinv (no OpenCL built-in): Giles' single-precision approximation (M. Giles,
+// "Approximating the erfinv function", GPU Computing Gems Jade, 2011; relative error < 4e-7
+// for |y| < 1 - 2^-24), then refined: Halley steps on erf(x) = |y| (|y| <= 0.5; cubic), or,
+// in the tails, Newton steps on log(erfc(x)) = log(1 - |y|), where 1 - |y| is exact and erfc
+// keeps its relative accuracy (and the log form converges from the approximation's larger
+// error beyond float's range, up to 1 - |y| = 2^-53): one step for float (half computes in
+// float), four for double. What remains is the error of OpenCL's erf/erfc (<= 16 ulp, the
+// spec's bound), measured against a float64 reference in tests/test_special.py (float32
+// within 4 ulp, float64 within 1e-14 relative). |y| = 1 gives +-inf, |y| > 1 NaN.
+inline W erfinv_w(W y) {
+    W a = fabs(y);
+    if (!(a < WC(1.0))) return a == WC(1.0) ? copysign((W)INFINITY, y) : (W)NAN;
+    W t = WC(1.0) - a;
+    float w = -log((float)t * (float)(WC(1.0) + a)), p;
+    if (w < 5.0f) {
+        w -= 2.5f;
+        p = 2.81022636e-08f;
+        p = 3.43273939e-07f + p * w; p = -3.5233877e-06f + p * w;
+        p = -4.39150654e-06f + p * w; p = 0.00021858087f + p * w;
+        p = -0.00125372503f + p * w; p = -0.00417768164f + p * w;
+        p = 0.246640727f + p * w; p = 1.50140941f + p * w;
+    } else {
+        w = sqrt(w) - 3.0f;
+        p = -0.000200214257f;
+        p = 0.000100950558f + p * w; p = 0.00134934322f + p * w;
+        p = -0.00367342844f + p * w; p = 0.00573950773f + p * w;
+        p = -0.0076224613f + p * w; p = 0.00943887047f + p * w;
+        p = 1.00167406f + p * w; p = 2.83297682f + p * w;
+    }
+    W x = (W)p * a;
+#ifdef IS_DOUBLE
+    for (int k = 0; k < 4; ++k) {
+#else
+    {
+#endif
+        W d = W_2_SQRTPI * exp(-x * x);  // erf'(x)
+        if (a <= WC(0.5)) {
+            W f = erf(x) - a;
+            x -= f / (d + x * f);             // Halley: f'' = -2x f'
+        } else {
+            W e = erfc(x);                    // Newton on log(erfc(x)) = log(t): nearly
+            x += (log(e) - log(t)) * e / d;   // linear in the tail, far from the root too
+        }
+    }
+    return copysign(x, y);
+}
+UNARY(erfinv_op, (T)erfinv_w((W)x))
+// digamma and trigamma (PyTorch's calc_digamma / calc_trigamma, aten/src/ATen/native/Math.h):
+// reflection below 0 (digamma) or 0.5 (trigamma), the recurrence up to x >= 10 (6), then
+// the asymptotic series. digamma(+-0) is -+inf, a negative integer NaN (PyTorch's).
+inline W digamma_w(W x) {
+    if (x == WC(0.0)) return copysign((W)INFINITY, -x);
+    W result = WC(0.0);
+    if (x < WC(0.0)) {
+        if (x == trunc(x)) return (W)NAN;
+        result = -W_PI / tan(W_PI * (x - trunc(x)));  // tan of the fraction: accurate
+        x = WC(1.0) - x;
+    }
+    while (x < WC(10.0)) { result -= WC(1.0) / x; x += WC(1.0); }
+    if (x == WC(10.0)) return result + WC(2.25175258906672110764);
+    W y = WC(0.0);
+    if (x < WC(1.0e17)) {
+        W z = WC(1.0) / (x * x);
+        y = WC(8.33333333333333333333E-2);
+        y = y * z - WC(2.10927960927960927961E-2);
+        y = y * z + WC(7.57575757575757575758E-3);
+        y = y * z - WC(4.16666666666666666667E-3);
+        y = y * z + WC(3.96825396825396825397E-3);
+        y = y * z - WC(8.33333333333333333333E-3);
+        y = y * z + WC(8.33333333333333333333E-2);
+        y *= z;
+    }
+    return result + log(x) - WC(0.5) / x - y;
+}
+inline W trigamma_w(W x) {
+    W sign = WC(1.0), result = WC(0.0);
+    if (x < WC(0.5)) {
+        sign = WC(-1.0);
+        W sp = sinpi(x);
+        result -= W_PI * W_PI / (sp * sp);
+        x = WC(1.0) - x;
+    }
+    for (int i = 0; i < 6; ++i) { result += WC(1.0) / (x * x); x += WC(1.0); }
+    W ixx = WC(1.0) / (x * x);
+    W s = WC(1.0) / WC(6.0) - ixx * (WC(1.0) / WC(30.0) - ixx * (WC(1.0) / WC(42.0)));
+    result += (WC(1.0) + WC(1.0) / (WC(2.0) * x) + ixx * s) / x;
+    return sign * result;
+}
+UNARY(digamma_op, (T)digamma_w((W)x))
+UNARY(trigamma_op, (T)trigamma_w((W)x))
 // Backward helpers: y is the saved input or output, x the incoming gradient.
 BINARY(relu_grad, y <= (T)0 ? (T)0 : x)  // passes at a NaN output, as PyTorch's
 BINARY(sigmoid_grad, x * y * ((T)1 - y))
@@ -262,6 +390,17 @@ BINARY_DIV(trunc_divide, idiv_trunc(x, y))
 BINARY_DIV(remainder_op, irem_floor(x, y))
 BINARY_DIV(fmod_op, irem_trunc(x, y))
 #endif
+
+// signbit: a bool (uchar) result; floats read the sign bit (-0.0 and -NaN are set)
+__kernel void signbit_op(long n, int nd, shape_t sh, __global uchar *out, view_t vo,
+                         __global const T *a, view_t va) {
+    EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);
+#ifdef IS_FLOAT
+    out[oo] = signbit(a[oa]) ? 1 : 0;
+#else
+    out[oo] = a[oa] < (T)0 ? 1 : 0;
+#endif
+}
 
 // where(cond, a, b): cond is bool (uchar).
 __kernel void where_op(long n, int nd, shape_t sh, __global T *out, view_t vo,

@@ -121,3 +121,28 @@ __kernel void topk_insert(long rows, long n, long k, int ndo, shape_t sho,
     for (long j = 0; j < k; ++j) idx[bi + j * si] = at[j];
 }
 #endif
+
+// searchsorted (PyTorch's torch.searchsorted / bucketize): one work item per value, a binary
+// search of value i in row i / m of the sorted sequence (rows of n elements; row 0 for every
+// value when rows == 1); sequence, values and output contiguous from their offsets. The
+// comparisons are PyTorch's (cus_lower_bound / cus_upper_bound): left is the first j with
+// seq[j] >= v, right the first with seq[j] > v, so a NaN value gives n. OUT_T: long or int.
+#ifndef OUT_T
+#define OUT_T long
+#endif
+__kernel void searchsorted(long total, long m, long n, long rows,
+                           __global const T *seq, long so, __global const T *val, long vo,
+                           __global OUT_T *out, long oo, int right) {
+    long i = get_global_id(0);
+    if (i >= total) return;
+    long base = so + (rows == 1 ? 0 : (i / m) * n);
+    T v = val[vo + i];
+    long lo = 0, hi = n;
+    while (lo < hi) {
+        long mid = lo + ((hi - lo) >> 1);
+        T s = seq[base + mid];
+        if (right ? !(s > v) : !(s >= v)) lo = mid + 1;
+        else hi = mid;
+    }
+    out[oo + i] = (OUT_T)lo;
+}

@@ -56,7 +56,8 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "tensordot": "a", "cdist": "x1", "chain_matmul": "matrices",
          **{n: "tensors" for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack",
                                    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag",
-                                   "cartesian_prod")}}
+                                   "cartesian_prod")},
+         "searchsorted": "sorted_sequence", "isin": "elements"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

@@ -306,6 +306,7 @@ _RANDOM = {  # random draws: distribution and seed tests, no fixed values to tab
     "normal": "test_random.py", "bernoulli": "test_random.py", "bernoulli_": "test_random.py",
     "normal_": "test_random.py", "uniform_": "test_random.py",
     "exponential_": "test_random.py", "dropout": "test_activation.py",
+    "multinomial": "test_search.py",
     "dropout1d": "test_nn.py", "dropout2d": "test_nn.py"}
 _NO_GRADIENT = {  # bool or integer results
     "bitwise_not": "test_integer.py", "isnan": "test_numeric.py", "isinf": "test_numeric.py",
@@ -313,7 +314,9 @@ _NO_GRADIENT = {  # bool or integer results
     "equal": "test_numeric.py", "logical_xor": "test_composite.py", "argmax": "test_reduce.py",
     "argmin": "test_reduce.py", "count_nonzero": "test_index.py", "any": "test_reduce.py",
     "all": "test_reduce.py", "argsort": "test_sort.py", "nonzero": "test_index.py",
-    "argwhere": "test_index.py", "one_hot": "test_index.py"}
+    "argwhere": "test_index.py", "one_hot": "test_index.py", "signbit": "test_special.py",
+    "is_floating_point": "test_special.py", "is_nonzero": "test_special.py",
+    "bucketize": "test_search.py"}
 _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test functions
     "atan2": "test_round3_ops.py", "log1p": "test_round3_ops.py", "expm1": "test_round3_ops.py",
     "nan_to_num": "test_numeric.py", "masked_fill": "test_elementwise.py",
@@ -341,7 +344,14 @@ _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test f
     "scaled_dot_product_attention": "test_attention.py", "pad": "test_activation.py",
     "pixel_shuffle": "test_shuffle.py", "pixel_unshuffle": "test_shuffle.py",
     "channel_shuffle": "test_shuffle.py", "cross_entropy": "test_loss.py",
-    "nll_loss": "test_loss.py", "mse_loss": "test_loss.py"}
+    "nll_loss": "test_loss.py", "mse_loss": "test_loss.py",
+    # clgrad/ops/special.py: tests/test_special.py (NumPy, math, gradchecks, PyTorch)
+    "erfinv": "test_special.py", "erfc": "test_special.py", "lgamma": "test_special.py",
+    "digamma": "test_special.py", "trunc": "test_special.py", "frac": "test_special.py",
+    "deg2rad": "test_special.py", "rad2deg": "test_special.py", "hypot": "test_special.py",
+    "logaddexp": "test_special.py", "logaddexp2": "test_special.py", "xlogy": "test_special.py",
+    "copysign": "test_special.py", "float_power": "test_special.py",
+    "float_power_": "test_special.py"}
 _SHAPE_OPS = {  # NumPy-style shape ops and products: values, views and gradients
     "hstack": "test_shape_ops.py", "vstack": "test_shape_ops.py", "row_stack": "test_shape_ops.py",
     "dstack": "test_shape_ops.py", "column_stack": "test_shape_ops.py",

@@ -1,5 +1,5 @@
 """In-place random fills (PyTorch's Tensor.normal_/uniform_/exponential_/bernoulli_) and
-torch.bernoulli / torch.normal.
+torch.bernoulli / torch.normal / torch.multinomial.
 
 Samples come from clgrad's generator (``clgrad.manual_seed``; clgrad.creation) or the
 ``generator=`` given (a ``clgrad.Generator``), drawn on the
@@ -19,7 +19,8 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.tensor import Tensor
 
-__all__ = ["normal_", "uniform_", "exponential_", "bernoulli_", "bernoulli", "normal"]
+__all__ = ["normal_", "uniform_", "exponential_", "bernoulli_", "bernoulli", "normal",
+           "multinomial"]
 
 
 def _float_target(op, x):
@@ -121,3 +122,72 @@ def _prob_dtype(p, x):
         return p.dtype if p.dtype is not dtypes.bfloat16 else dtypes.float32
     return x.dtype if x.dtype.is_floating_point and x.dtype is not dtypes.bfloat16 else \
         dtypes.float32
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
+                generator=None) -> Tensor:
+    """Indices of categories drawn from each row of ``input``, a row of non-negative weights
+    (PyTorch's torch.multinomial; the weights need not sum to 1): with ``replacement`` each
+    draw is independent, with probability weight / row sum; without it each category is drawn
+    at most once, each draw from the categories not yet drawn, in proportion to their weights
+    (categories of weight 0 come only once the others are exhausted, as PyTorch's).
+
+    Sampled on the host: the weights are read back and the draws made in float64 from
+    clgrad's generator (``clgrad.manual_seed`` or ``generator=``), so a seed gives the same
+    indices on every device (not PyTorch's numbers). With replacement: the inverse of each
+    row's cumulative sums at uniform draws; without: the ``num_samples`` largest of
+    weight / E, E ~ Exp(1) (the exponential-clocks race, PyTorch's own algorithm).
+
+    Shapes:  input (C,) -> (num_samples,); (R, C) -> (R, num_samples). Result int64, on
+             input's device. No gradient.
+    Raises:  RuntimeError (PyTorch's messages) for an input not 1- or 2-dim, not floating,
+             a weight that is negative, inf or NaN, a row summing to 0, num_samples <= 0, or
+             num_samples > C without replacement; TypeError for a num_samples that is not an
+             int.
+    """
+    if not isinstance(input, Tensor):
+        raise TypeError(f"multinomial: expected a Tensor, got {type(input).__name__}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
+                        f"{type(num_samples).__name__}")
+    num_samples = int(num_samples)
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{dtypes.torch_name(input.dtype)}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    cats = input.shape[-1]
+    if not replacement and num_samples > cats:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if cats > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
+    w = input.detach().to(dtypes.float32 if input.dtype is dtypes.bfloat16 else
+                          input.dtype).numpy().astype(np.float64).reshape(-1, cats)
+    dev = input._storage.device
+    if w.shape[0] == 0:
+        return tensor(np.zeros((0, num_samples), np.int64), device=dev)
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    total = w.sum(axis=1)
+    if not (total > 0).all():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    g = rng(generator, "multinomial")
+    rows = w.shape[0]
+    if replacement:
+        cdf = np.cumsum(w, axis=1)
+        u = g.random((rows, num_samples)) * cdf[:, -1:]
+        idx = np.empty((rows, num_samples), np.int64)
+        for r in range(rows):  # first category whose cumulative sum exceeds u: never a zero one
+            idx[r] = np.searchsorted(cdf[r], u[r], side="right")
+        last = cats - 1 - np.argmax(w[:, ::-1] > 0, axis=1)  # (u rounding up to the total)
+        idx = np.minimum(idx, last[:, None])
+    else:
+        e = g.exponential(1.0, (rows, cats))
+        keys = np.where(w > 0, w / e, -e)  # zero weights: after every positive one, at random
+        idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples].astype(np.int64)
+    if input.ndim == 1:
+        idx = idx.reshape(num_samples)
+    return tensor(idx, dtype=dtypes.int64, device=dev)

@@ -80,6 +80,7 @@ from clgrad.ops import scan as sc
 from clgrad.ops import shaping as sh
 from clgrad.ops import shuffle
 from clgrad.ops import sort as so
+from clgrad.ops import special as sp
 from clgrad.ops import upsample
 from clgrad.ops import views as vw
 
@@ -145,6 +146,7 @@ OPS = (
     Op("normal_", rn.normal_, METHOD),
     Op("uniform_", rn.uniform_, METHOD),
     Op("exponential_", rn.exponential_, METHOD),
+    Op("multinomial", rn.multinomial, TM, out=CAST),
     # -- elementwise: arithmetic --------------------------------------------------------------
     Op("add", ew.add, TM, inplace=BINARY, operator="add", reflected=True, augmented=ALIAS,
        out=CAST),
@@ -169,6 +171,13 @@ OPS = (
     Op("addcmul", cp.addcmul, TM, inplace=BINARY, out=CAST),
     Op("addcdiv", cp.addcdiv, TM, inplace=BINARY, out=CAST),
     Op("lerp", cp.lerp, TM, inplace=BINARY, out=CAST),
+    Op("hypot", sp.hypot, TM, inplace=BINARY, out=CAST),
+    Op("logaddexp", sp.logaddexp, TM, out=CAST),
+    Op("logaddexp2", sp.logaddexp2, TM, out=CAST),
+    Op("xlogy", sp.xlogy, TM, inplace=BINARY, out=CAST),
+    Op("copysign", sp.copysign, TM, inplace=BINARY, out=CAST),
+    Op("float_power", sp.float_power, TM, out=CAST),
+    Op("float_power_", sp.float_power_, METHOD),
     # -- elementwise: unary -------------------------------------------------------------------
     Op("neg", ew.neg, TM, inplace=UNARY, operator="neg", out=CAST),
     Op("abs", ew.abs, TM, inplace=UNARY, operator="abs", out=CAST),
@@ -191,10 +200,16 @@ OPS = (
     Op("expm1", ew.expm1, TM, inplace=UNARY, out=CAST),
     Op("erf", cp.erf, TM, inplace=UNARY, out=CAST),
     Op("clamp", ew.clamp, TM, aliases=("clip",), inplace=UNARY, out=EXACT),
-    Op("clamp_min", ew.clamp, METHOD, inplace=UNARY,
-       method=lambda self, m: ew.clamp(self, min=m)),
-    Op("clamp_max", ew.clamp, METHOD, inplace=UNARY,
-       method=lambda self, m: ew.clamp(self, max=m)),
+    Op("clamp_min", sp.clamp_min, TM, inplace=UNARY, out=EXACT),
+    Op("clamp_max", sp.clamp_max, TM, inplace=UNARY, out=EXACT),
+    Op("erfinv", sp.erfinv, TM, inplace=UNARY, out=CAST),
+    Op("erfc", sp.erfc, TM, inplace=UNARY, out=CAST),
+    Op("lgamma", sp.lgamma, TM, inplace=UNARY, out=CAST),
+    Op("digamma", sp.digamma, TM, inplace=UNARY, out=CAST),
+    Op("trunc", sp.trunc, TM, aliases=("fix",), inplace=UNARY, out=CAST),
+    Op("frac", sp.frac, TM, inplace=UNARY, out=CAST),
+    Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST),
+    Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST),
     Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST),
     # -- elementwise: comparisons, logic, bits ------------------------------------------------
     Op("eq", ew.eq, TM, operator="eq", out=CAST),
@@ -218,6 +233,9 @@ OPS = (
        reflected=True, augmented=OWN, out=CAST),
     Op("bitwise_right_shift", ew.bitwise_right_shift, TM, inplace=BINARY, operator="rshift",
        reflected=True, augmented=OWN, out=CAST),
+    Op("signbit", sp.signbit, TM, out=CAST),
+    Op("is_floating_point", sp.is_floating_point, TORCH),
+    Op("is_nonzero", sp.is_nonzero, TM),
     Op("isnan", nu.isnan, TM),
     Op("isinf", nu.isinf, TM),
     Op("isfinite", nu.isfinite, TM),
@@ -265,6 +283,9 @@ OPS = (
     Op("argsort", so.argsort, TM),
     Op("topk", so.topk, TM, out=CAST),
     Op("unique", so.unique, TM),
+    Op("searchsorted", so.searchsorted, TORCH, out=EXACT),
+    Op("bucketize", so.bucketize, TORCH, out=EXACT),
+    Op("isin", so.isin, TORCH, out=EXACT),
     Op("kthvalue", so.kthvalue, TM, out=CAST),
     Op("median", so.median, TM),
     # -- matmul, linalg -----------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Sorting along a dim: sort, argsort, topk (kernels/sort.cl), and unique (on the host).
+"""Sorting along a dim: sort, argsort, topk (kernels/sort.cl), and unique (on the host); the
+binary searches in sorted sequences: searchsorted, bucketize, and isin over them.
 
 The kernel returns the permutation (int64 indices); the values are a gather of the input by
 those indices, so their gradient is the gather's: scattered back to where each value came
@@ -17,7 +18,7 @@ from clgrad.ops import index as ix
 from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
-__all__ = ["sort", "argsort", "topk", "unique"]
+__all__ = ["sort", "argsort", "topk", "unique", "searchsorted", "bucketize", "isin"]
 
 _BF16 = dtypes.bfloat16  # ranked in float32 (exact, the same order): ew.via_float32, before
 #                          any kernel is built for its storage type (ushort)
@@ -248,3 +249,148 @@ def _select(name, x, dim, k, keepdim, nan_first):
 
 
 __all__ += ["median", "kthvalue"]
+
+
+# -- binary searches: searchsorted, bucketize, isin -------------------------------------------
+_SS = "torch.searchsorted(): "
+
+
+def _shape_str(shape) -> str:
+    return "[" + ", ".join(str(n) for n in shape) + "]"
+
+
+def searchsorted(sorted_sequence: Tensor, input: Tensor | float, *, out_int32: bool = False,
+                 right: bool = False, side=None, sorter: Tensor | None = None) -> Tensor:
+    """The indices where ``input``'s values would be inserted into ``sorted_sequence`` (sorted
+    ascending along its last dim) to keep it sorted: PyTorch's torch.searchsorted, one binary
+    search per value on the device.
+
+    Shapes:  sorted_sequence (N,) with input of any shape (a number: a 0-dim result), or
+             sorted_sequence (*B, N) with input (*B, M): each row of input searched in the same
+             row of the sequence. The result has input's shape.
+    Side:    left (``right=False``, ``side='left'``): the first index i with seq[i] >= v;
+             right: the first with seq[i] > v. A NaN value gives N (PyTorch's comparisons).
+    sorter:  int64 indices of sorted_sequence's shape that sort it along its last dim
+             (argsort's): the sequence is read through them.
+    Dtypes:  the operands are compared in dtypes.result_type(sorted_sequence, input); the result
+             is int64, or int32 with ``out_int32``. No gradient.
+    Raises:  RuntimeError, with PyTorch's messages, for a 0-dim sequence, leading dims that do
+             not match, a scalar input with an N-dim sequence, a side other than 'left' or
+             'right' or opposite to ``right``, a sorter that is not int64, of another shape, or
+             with an index out of [0, N) (read back to check).
+    Kernels: kernels/sort.cl :: searchsorted
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"{_SS}side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError(f"{_SS}side and right can't be set to opposites, got side of "
+                               f"left while right was True")
+        right = side == "right"
+    seq = sorted_sequence
+    if seq.ndim == 0:
+        raise RuntimeError(f"{_SS}boundaries tensor should have positive dimension, but got 0 "
+                           f"dimension")
+    scalar_in = not isinstance(input, Tensor)
+    if scalar_in and seq.ndim > 1:
+        raise RuntimeError(f"{_SS}input value can be a scalar only when boundaries tensor "
+                           f"dimension is 1, but we got boundaries tensor dim({seq.ndim}) and "
+                           f"input value's dim(0) numel(1)")
+    if not scalar_in and seq.ndim > 1 and (input.ndim != seq.ndim or
+                                           input.shape[:-1] != seq.shape[:-1]):
+        raise RuntimeError(f"{_SS}boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must "
+                           f"match, but we got boundaries tensor {_shape_str(seq.shape)} and "
+                           f"input value tensor {_shape_str(input.shape)}")
+    if sorter is not None:
+        if sorter.dtype is not dtypes.int64:
+            raise RuntimeError(f"{_SS}sorter must be a tensor of long dtype but got dtype "
+                               f"{dtypes.torch_name(sorter.dtype)}")
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"{_SS}boundary and sorter must have the same size, but got "
+                               f"boundary tensor {_shape_str(seq.shape)}and got sorter tensor "
+                               f"{_shape_str(sorter.shape)}")
+        n = seq.shape[-1]
+        if sorter.numel() and (int(sorter.min().item()) < 0 or
+                               int(sorter.max().item()) >= n):
+            raise RuntimeError(f"{_SS}sorter index out of range")
+    dt = dtypes.result_type(seq, input)
+    if dt is _BF16:  # compared in float32 (exact): the int64 result is kept
+        seq, input = (ew.to(v, dtypes.float32) if isinstance(v, Tensor) else v
+                      for v in (seq, input))
+        dt = dtypes.float32
+    dev = seq._storage.device
+    seq = ew.to(seq.detach(), dt)
+    if sorter is not None:
+        seq = ix.gather(seq, -1, sorter)
+    values = ew.to(input.detach(), dt) if not scalar_in else creation.tensor(
+        input, dtype=dt, device=dev)
+    out_dt = dtypes.int32 if out_int32 else dtypes.int64
+    out = empty(values.shape, out_dt, dev)
+    total, n = values.numel(), seq.shape[-1]
+    if total == 0:
+        return out
+    if n == 0:
+        return creation.zeros(values.shape, dtype=out_dt, device=dev)
+    seq, values = ew.contiguous(seq), ew.contiguous(values)
+    rows = seq.numel() // n
+    m = values.shape[-1] if rows > 1 else total
+    defs = {**defines_for(dt), "OUT_T": "int" if out_int32 else "long"}
+    kern = dev.kernel("sort.cl", "searchsorted", defs)
+    dev.launch(kern, (total,), (64,), np.int64(total), np.int64(m), np.int64(n),
+               np.int64(rows), seq._storage.buffer, np.int64(seq._offset),
+               values._storage.buffer, np.int64(values._offset), out._storage.buffer,
+               np.int64(out._offset), np.int32(1 if right else 0))
+    return out
+
+
+def bucketize(input: Tensor | float, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False) -> Tensor:
+    """The index of the bucket of each value of ``input`` among the sorted 1-D
+    ``boundaries`` (PyTorch's torch.bucketize): ``searchsorted(boundaries, input,
+    right=right)``, so with right=False boundaries[i-1] < v <= boundaries[i], with right=True
+    boundaries[i-1] <= v < boundaries[i].
+
+    Shapes:  input any (a number: 0-dim), boundaries (N,); the result has input's shape.
+    Dtypes:  int64, or int32 with ``out_int32``. No gradient.
+    Raises:  RuntimeError for boundaries that are not 1-dim (PyTorch's message).
+    """
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def isin(elements: Tensor | float, test_elements: Tensor | float, *,
+         assume_unique: bool = False, invert: bool = False) -> Tensor:
+    """True where an element of ``elements`` occurs in ``test_elements`` (PyTorch's
+    torch.isin), or where it does not with ``invert``: test_elements is sorted on the device
+    and each element found by a binary search (searchsorted), O((N + M) log N). Equality is
+    ``==`` in dtypes.result_type of the two, so NaN is never found. ``assume_unique`` is
+    accepted (a hint: the result is the same either way).
+
+    Shapes:  elements any (a number: 0-dim), test_elements any (a number: one value); the
+             result has elements' shape, dtype bool. No gradient.
+    Raises:  TypeError when neither is a Tensor; RuntimeError for a bool operand (PyTorch's
+             "Unsupported input type encountered for isin(): Bool").
+    """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin(): expected elements or test_elements to be a Tensor, got "
+                        f"{type(elements).__name__} and {type(test_elements).__name__}")
+    for v in (elements, test_elements):
+        if isinstance(v, bool) or isinstance(v, Tensor) and v.dtype.is_bool:
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    dt = dtypes.result_type(elements, test_elements)
+    if dt is _BF16:
+        dt = dtypes.float32  # (exact: the same equalities)
+    dev = (elements if isinstance(elements, Tensor) else test_elements)._storage.device
+    el, te = (ew.to(v.detach(), dt) if isinstance(v, Tensor) else
+              creation.tensor(v, dtype=dt, device=dev) for v in (elements, test_elements))
+    te = te.reshape(-1)
+    if te.numel() == 0 or el.numel() == 0:
+        return creation.full(el.shape, bool(invert), dtype=dtypes.bool_, device=dev)
+    ordered = sort(te).values
+    idx = searchsorted(ordered, el).reshape(-1)
+    idx = ew.clamp(idx, max=te.numel() - 1)
+    found = ew.eq(ix.index_select(ordered, 0, idx).reshape(el.shape), el)
+    return ew.logical_not(found) if invert else found
