@@ -258,6 +258,22 @@ case("torch.meshgrid", lambda: (r(2), r(3)),
 case("torch.repeat_interleave", lambda: (r(3), ints(3, 3)), clgrad.repeat_interleave)
 case("Tensor.repeat_interleave", lambda: (r(3), ints(3, 3)), lambda x, n: x.repeat_interleave(n))
 
+# -- special functions, search (clgrad/ops/special.py, sort.py) ----------------------------------
+for _n in ("hypot", "logaddexp", "logaddexp2", "xlogy", "copysign"):
+    case(f"torch.{_n}", lambda: (pos(2, 3), pos(2, 3)), getattr(clgrad, _n))
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+for _n in ("hypot_", "xlogy_", "copysign_"):
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+for _n in ("clamp_min", "clamp_max"):
+    case(f"torch.{_n}", lambda: (r(2, 3), r(2, 3)), getattr(clgrad, _n))
+case("torch.float_power", lambda: (pos(2, 3), pos(2, 3)), clgrad.float_power)
+case("Tensor.float_power", lambda: (pos(2, 3), pos(2, 3)), lambda a, b: a.float_power(b))
+case("Tensor.float_power_", lambda: (pos(2, 3).double(), pos(2, 3)),
+     lambda a, b: a.float_power_(b))
+case("torch.searchsorted", lambda: (clgrad.arange(5.0), r(3)), clgrad.searchsorted)
+case("torch.bucketize", lambda: (r(3), clgrad.arange(5.0)), clgrad.bucketize)
+case("torch.isin", lambda: (r(3), r(4)), clgrad.isin)
+
 # -- shape helpers and products (clgrad/ops/shaping.py, products.py) ------------------------------
 case("torch.block_diag", lambda: (r(2, 3), r(1, 2)), clgrad.block_diag)
 case("torch.cartesian_prod", lambda: (r(2), r(3)), clgrad.cartesian_prod)
