@@ -707,3 +707,31 @@ def test_half_tensor_number_arithmetic_in_float(cpu_fp16):
     assert (clgrad.tensor(np.float16(1.0)) == 1.0001).item()  # 1.0001 rounds to 1
     half_03 = clgrad.tensor(np.float16(0.3))  # 0.30004883 > 0.3, but not > half(0.3)
     assert not (half_03 > 0.3).item()
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round"])
+def test_floor_ceil_round_copy_integers_and_record_a_zero_gradient(name):
+    """PyTorch's: an integer tensor gives a copy (writing into it leaves the input alone),
+    and a float result of a tensor requiring grad requires grad, with a zero gradient."""
+    x = clgrad.tensor([1, 2, 3])
+    y = getattr(clgrad, name)(x)
+    y += 1
+    assert x.tolist() == [1, 2, 3] and y.tolist() == [2, 3, 4]
+    f = clgrad.tensor([1.25, -2.5, 3.75], requires_grad=True)
+    z = getattr(f, name)()
+    assert z.requires_grad and z.grad_fn.name() == name.capitalize() + "Backward0"
+    (z * f).sum().backward()  # d/df (z * f) = z + f * 0
+    assert f.grad.tolist() == z.detach().tolist()
+
+
+def test_round_decimals_hand_values():
+    """round(x * 10^d) / 10^d with half to even (PyTorch's formula): -0.125 -> -12.5 -> -12."""
+    x = clgrad.tensor([1.2345, -0.125, 1234.5, 0.5])
+    np.testing.assert_allclose(clgrad.round(x, decimals=2).numpy(), [1.23, -0.12, 1234.5, 0.5],
+                               rtol=1e-6)
+    assert clgrad.round(clgrad.tensor([1250.0, 1351.0]), decimals=-2).tolist() == [1200.0, 1400.0]
+    assert x.round(decimals=1).dtype is clgrad.float32
+    with pytest.raises(RuntimeError, match="floating"):
+        clgrad.round(clgrad.tensor([1, 2]), decimals=1)
+    with pytest.raises(TypeError, match="decimals"):
+        clgrad.round(x, decimals=1.5)

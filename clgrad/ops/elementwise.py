@@ -1102,19 +1102,44 @@ def sign(x: Tensor) -> Tensor:
     return record("sign", out, (x,), lambda g: (zeros(g.shape, g.dtype, g._storage.device),))
 
 
-def _no_grad_float(kname, op):
+def _zero_grad(g):
+    return (zeros(g._shape, g._storage.dtype, g._storage.device),)
+
+
+def _piecewise_constant(kname, op):
     def f(x: Tensor) -> Tensor:
         if x._storage.dtype is _BF16:
             return via_float32(f, x)
-        return _launch_unary(kname, _float_in(op, x)) if x.dtype.is_floating_point else x
+        if not x.dtype.is_floating_point:
+            return clone(x)  # integers are their own floor: a copy, never x itself (PyTorch's)
+        return record(op, _launch_unary(kname, _float_in(op, x)), (x,), _zero_grad)
     f.__name__ = op
-    f.__doc__ = f"Elementwise {op} (no gradient: piecewise constant)."
+    f.__doc__ = (f"Elementwise {op}. Grad: zero (piecewise constant; recorded, as PyTorch's, "
+                 f"so a result of a tensor that requires grad requires grad too). An integer "
+                 f"or bool tensor gives a copy of itself.")
     return f
 
 
-floor = _no_grad_float("floor_op", "floor")
-ceil = _no_grad_float("ceil_op", "ceil")
-round = _no_grad_float("round_op", "round")
+floor = _piecewise_constant("floor_op", "floor")
+ceil = _piecewise_constant("ceil_op", "ceil")
+_round = _piecewise_constant("round_op", "round")
+
+
+def round(x: Tensor, decimals: int = 0) -> Tensor:
+    """Round half to even (PyTorch's torch.round); ``decimals``: to that many decimal
+    places, ``round(x * 10**decimals) / 10**decimals`` (PyTorch's formula; negative decimals
+    round to tens, hundreds ...). Grad: zero (recorded). An integer tensor gives a copy.
+    Raises TypeError for a non-int decimals; RuntimeError for decimals with an integer
+    tensor (PyTorch's round.decimals takes floating tensors)."""
+    if type(decimals) is not int:
+        raise TypeError(f"round(): argument 'decimals' must be int, not "
+                        f"{type(decimals).__name__}")
+    if decimals == 0:
+        return _round(x)
+    if isinstance(x, Tensor) and not x.dtype.is_floating_point:
+        raise RuntimeError(f"round: decimals={decimals} needs a floating tensor, got {x.dtype}")
+    scale = 10.0 ** decimals
+    return div(_round(mul(x, scale)), scale)
 
 
 def where(cond: Tensor, a, b) -> Tensor:
