@@ -23,9 +23,15 @@ _DOUBLE_ONLY = re.compile(r"^\s*#\s*(?:ifdef\s+(?:IS_DOUBLE|CLGRAD_HAS_FP64)\b|"
                           r"(?:el)?if\s+defined\s*\(?\s*(?:IS_DOUBLE|CLGRAD_HAS_FP64)\b)")
 
 
+# WC(v) (elementwise.cl's working-type constant): v##f in float builds, v in double ones
+_WC = re.compile(r"\bWC\(\s*[-+]?[\d.]+(?:[eE][+-]?\d+)?\s*\)")
+
+
 def unsuffixed_literals(text: str):
-    """(line number, literal) for each unsuffixed floating literal outside double-only code."""
+    """(line number, literal) for each unsuffixed floating literal outside double-only code
+    (a literal inside WC(...) gets its suffix from the macro)."""
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), text)
+    text = _WC.sub("WC()", text)
     found, stack = [], []               # stack: one "double only?" flag per open #if
     for no, line in enumerate(text.splitlines(), 1):
         directive = re.match(r"^\s*#\s*(\w+)", line)
@@ -71,3 +77,9 @@ def test_the_rule_itself():
     """
     assert [lit for _, lit in unsuffixed_literals(src)] == ["0.75", "1e-5", ".5"]
     assert len(SOURCES) > 10
+
+
+def test_the_literal_check_reads_wc_as_suffixed():
+    """WC(1.5) is 1.5f in float builds (elementwise.cl's macro): not flagged; a bare 1.5 is."""
+    assert unsuffixed_literals("x = WC(1.5) * y + WC(2.25E-2);") == []
+    assert unsuffixed_literals("x = WC(1.5) * 1.5;") == [(1, "1.5")]
