@@ -264,6 +264,7 @@ from clgrad.ops.shaping import rot90 as rot90
 from clgrad.ops.shaping import atleast_1d as atleast_1d
 from clgrad.ops.shaping import atleast_2d as atleast_2d
 from clgrad.ops.shaping import atleast_3d as atleast_3d
+from clgrad.ops.shaping import tensor_split as tensor_split
 from clgrad.ops.shaping import hsplit as hsplit
 from clgrad.ops.shaping import vsplit as vsplit
 from clgrad.ops.shaping import dsplit as dsplit
@@ -391,7 +392,7 @@ __all__ = [
     "narrow", "select", "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to",
     "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
     "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d",
-    "atleast_2d", "atleast_3d", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
+    "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
     "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack",
     "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations",
     "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero",

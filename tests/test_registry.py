@@ -355,6 +355,7 @@ _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test f
 _SHAPE_OPS = {  # NumPy-style shape ops and products: values, views and gradients
     "hstack": "test_shape_ops.py", "vstack": "test_shape_ops.py", "row_stack": "test_shape_ops.py",
     "dstack": "test_shape_ops.py", "column_stack": "test_shape_ops.py",
+    "tensor_split": "test_shape_ops.py",
     "hsplit": "test_shape_ops.py", "vsplit": "test_shape_ops.py", "dsplit": "test_shape_ops.py",
     "atleast_1d": "test_shape_ops.py", "atleast_2d": "test_shape_ops.py",
     "atleast_3d": "test_shape_ops.py", "broadcast_to": "test_shape_ops.py",

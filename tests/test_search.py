@@ -243,3 +243,15 @@ def test_multinomial_errors_match_torch():
         with pytest.raises(RuntimeError) as got:
             clgrad.multinomial(clgrad.tensor(args[0]), args[1])
         assert str(got.value) == str(want.value)
+
+
+def test_isin_with_nan_among_the_test_elements():
+    """NaN never equals anything, and a NaN among test_elements must not hide the others
+    (it sorts last; NumPy's isin is the oracle)."""
+    inf, nan = float("inf"), float("nan")
+    for el, te in (([1.0, 0.0, -0.0, 3.0, inf, nan], [nan, 0.0]),
+                   ([1.0, 0.0, 3.0, inf], [0.0, nan, inf]), ([2.0, nan], [nan, nan, 2.0])):
+        got = clgrad.isin(clgrad.tensor(el), clgrad.tensor(te))
+        np.testing.assert_array_equal(got.numpy(), np.isin(el, te))
+        inv = clgrad.isin(clgrad.tensor(el), clgrad.tensor(te), invert=True)
+        np.testing.assert_array_equal(inv.numpy(), ~np.isin(el, te))

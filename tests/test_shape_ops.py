@@ -617,3 +617,29 @@ def test_against_pytorch(name):
             assert o.grad is None or not o.grad.numpy().any()
         else:
             np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-9)
+
+
+def test_split_indices_count_negatives_from_the_end_and_tensor_split():
+    """Python slicing's bounds (PyTorch's tensor_split, which hsplit/vsplit/dsplit use):
+    hsplit(x, [-2]) is x[:, :-2], x[:, -2:]; an int n gives size % n pieces one longer."""
+    x = clgrad.arange(12.0).reshape(2, 6)
+    xn = np.arange(12.0).reshape(2, 6)
+    for idx in ([-2], [2, -1], [4, 2, 9], [-9, 3]):
+        got = [t.numpy() for t in clgrad.hsplit(x, idx)]
+        want = np.split(xn, [i + 6 if i < 0 else i for i in idx], axis=1) if min(idx) >= -6 \
+            else [xn[:, :0], xn[:, :3], xn[:, 3:]]
+        assert [g.shape for g in got] == [w.shape for w in want], idx
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    assert [tuple(t.shape) for t in clgrad.vsplit(x, [-1])] == [(1, 6), (1, 6)]
+    v = clgrad.arange(10.0)
+    assert [t.tolist() for t in clgrad.tensor_split(v, 3)] == \
+        [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]
+    assert [t.tolist() for t in v.tensor_split([2, -3])] == \
+        [[0.0, 1.0], [2.0, 3.0, 4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]
+    assert [len(t) for t in clgrad.tensor_split(v, clgrad.tensor([1, 5]))] == [1, 4, 5]
+    parts = clgrad.tensor_split(clgrad.zeros(2, 7), 4, dim=1)
+    assert [tuple(t.shape) for t in parts] == [(2, 2), (2, 2), (2, 2), (2, 1)]
+    assert all(p._storage is parts[0]._storage for p in parts)  # views
+    with pytest.raises(RuntimeError, match="larger than 0"):
+        clgrad.tensor_split(v, 0)

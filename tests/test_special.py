@@ -259,13 +259,14 @@ def test_binary_gradients():
                                                        clgrad.tensor(q, requires_grad=True)))
     assert gradcheck(lambda x, y: clgrad.copysign(x, y),
                      (clgrad.tensor(a, requires_grad=True), clgrad.tensor(b)))
-    # PyTorch's formulas at the edges: xlogy's input grad xlogy(x != 0, y) is 0 at x = 0;
-    # copysign's is 0 at input 0 and other's grad is zero
-    x = clgrad.tensor([0.0, 2.0], dtype=F64, requires_grad=True)
-    y = clgrad.tensor([0.0, 3.0], dtype=F64, requires_grad=True)
+    # PyTorch's formulas at the edges (2.14): xlogy's input grad is log(y), 0 where x = 0 and
+    # y <= 0 (at x = 0, y = 2 it is log 2); copysign's is 0 at input 0, other's grad zero
+    x = clgrad.tensor([0.0, 2.0, 0.0, 0.0], dtype=F64, requires_grad=True)
+    y = clgrad.tensor([0.0, 3.0, 2.0, -1.0], dtype=F64, requires_grad=True)
     clgrad.xlogy(x, y).sum().backward()
-    assert x.grad.numpy().tolist() == [0.0, math.log(3.0)]
+    assert x.grad.numpy().tolist() == [0.0, math.log(3.0), math.log(2.0), 0.0]
     assert np.isnan(y.grad.numpy()[0]) and y.grad.numpy()[1] == pytest.approx(2 / 3)
+    assert y.grad.numpy()[2:].tolist() == [0.0, 0.0]  # x / y with x = 0 (-0.0 == 0.0)
     u = clgrad.tensor([0.0, -2.0], dtype=F64, requires_grad=True)
     v = clgrad.tensor([-1.0, 1.0], dtype=F64, requires_grad=True)
     clgrad.copysign(u, v).sum().backward()

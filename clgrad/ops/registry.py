@@ -349,6 +349,7 @@ OPS = (
     Op("atleast_1d", sh.atleast_1d, TORCH),
     Op("atleast_2d", sh.atleast_2d, TORCH),
     Op("atleast_3d", sh.atleast_3d, TORCH),
+    Op("tensor_split", sh.tensor_split, TM),
     Op("hsplit", sh.hsplit, TM),
     Op("vsplit", sh.vsplit, TM),
     Op("dsplit", sh.dsplit, TM),

@@ -24,7 +24,8 @@ from clgrad.ops import views as vw
 from clgrad.ops._util import _type_name, same_device, zeros
 from clgrad.tensor import Tensor
 
-__all__ = ["hstack", "vstack", "row_stack", "dstack", "column_stack", "hsplit", "vsplit",
+__all__ = ["tensor_split",
+           "hstack", "vstack", "row_stack", "dstack", "column_stack", "hsplit", "vsplit",
            "dsplit", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_to", "swapaxes",
            "swapdims", "take", "take_along_dim", "index_fill", "index_fill_", "rot90", "fliplr",
            "flipud", "diag_embed", "block_diag", "cartesian_prod", "combinations",
@@ -151,14 +152,52 @@ def _split_at(op: str, x: Tensor, sections, dim: int, min_dims: int):
                                f"size of the dimension {size} is not divisible by the "
                                f"split_size {n}!")
         return vw.split(x, size // n, dim) if n > 1 else (vw.narrow(x, dim, 0, size),)
-    bounds = [0] + [min(max(int(i), 0), size) for i in sections] + [size]
+    # a negative index counts from the end, then each is clamped to the dim (tensor_split's,
+    # i.e. Python slicing's: hsplit(x, [-2]) is x[:, :-2], x[:, -2:])
+    bounds = [0] + [min(max(int(i) + size if int(i) < 0 else int(i), 0), size)
+                    for i in sections] + [size]
     return tuple(vw.narrow(x, dim, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
+
+
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0):
+    """Split along ``dim`` into ``n`` views (an int: the first ``size % n`` get one more
+    element, so any n >= 1 works) or at the given indices (a list, tuple or 1-D int64
+    tensor: pieces ``[0:i0], [i0:i1], ..., [ik:]``, a negative index counted from the end,
+    then clamped, as Python slicing). Views of ``input`` (PyTorch's torch.tensor_split).
+    Raises RuntimeError for n < 1 or a 0-D input; TypeError for another kind of argument."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = layout.wrap_dim(dim, input.ndim, "tensor_split")
+    size = input.shape[d]
+    sec = indices_or_sections
+    if isinstance(sec, Tensor):
+        if sec.dtype is not dtypes.int64 or sec.ndim > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"dtype of long and be 0-D or 1-D, got {sec.dtype} with "
+                               f"{sec.ndim} dims")
+        sec = int(sec.item()) if sec.ndim == 0 else [int(v) for v in sec.tolist()]
+    if isinstance(sec, bool) or not isinstance(sec, (int, np.integer, list, tuple)):
+        raise TypeError(f"tensor_split: expected indices_or_sections to be an int, a list of "
+                        f"ints or an int64 tensor, got {type(sec).__name__}")
+    if isinstance(sec, (int, np.integer)):
+        n = int(sec)
+        if n < 1:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        q, r = divmod(size, n)
+        bounds, at = [], 0
+        for k in range(n - 1):
+            at += q + (1 if k < r else 0)
+            bounds.append(at)
+        sec = bounds
+    return _split_at("tensor_split", input, list(sec), d, 1)
 
 
 def hsplit(input: Tensor, indices_or_sections):
     """Split along dim 1 (dim 0 for a 1-D tensor) into ``n`` equal views (an int, which must
     divide the dim) or at the given indices (a list: pieces ``[0:i0], [i0:i1], ..., [ik:]``,
-    clamped to the dim, as NumPy's). Views of ``input``.
+    a negative index counted from the end, then clamped to the dim, as PyTorch's
+    tensor_split). Views of ``input``.
     Raises RuntimeError for a 0-D input or an int that does not divide the dim."""
     return _split_at("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
 

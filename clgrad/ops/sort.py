@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import math
+
 import numpy as np
 
 from clgrad import creation, dtypes, layout
@@ -390,7 +392,12 @@ def isin(elements: Tensor | float, test_elements: Tensor | float, *,
     if te.numel() == 0 or el.numel() == 0:
         return creation.full(el.shape, bool(invert), dtype=dtypes.bool_, device=dev)
     ordered = sort(te).values
-    idx = searchsorted(ordered, el).reshape(-1)
+    keys = ordered
+    if dt.is_floating_point:
+        # NaNs sort last; as search keys they are +inf, so the keys stay ordered (a NaN key
+        # compares unordered and misleads the search); the equality below reads `ordered`
+        keys = ew.where(ew.ne(ordered, ordered), math.inf, ordered)
+    idx = searchsorted(keys, el).reshape(-1)
     idx = ew.clamp(idx, max=te.numel() - 1)
     found = ew.eq(ix.index_select(ordered, 0, idx).reshape(el.shape), el)
     return ew.logical_not(found) if invert else found

@@ -278,7 +278,8 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
     may be a number.
 
     Dtypes:  promoted as div: integers and bool give float32.
-    Grad:    input: g * xlogy(input != 0, other); other: g * input / other (PyTorch's).
+    Grad:    input: xlogy(g, other), 0 where input is 0 and other <= 0; other:
+             g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2).
     Kernels: kernels/elementwise.cl :: xlogy_op
     """
     r = _binary_float("xlogy", "xlogy_op", input, other, need_float=False)
@@ -289,7 +290,11 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
     def backward(g):
         ga = gb = None
         if _wants(a):
-            ga = ew.mul(g, xlogy(ew.to(ew.ne(a, 0), a.dtype), b))
+            ga = xlogy(g, b)
+            if isinstance(b, Tensor):
+                ga = ew.where(ew.logical_and(ew.eq(a, 0), ew.le(b, 0)), 0.0, ga)
+            elif b <= 0:
+                ga = ew.where(ew.eq(a, 0), 0.0, ga)
         if _wants(b):
             gb = ew.div(ew.mul(g, a), b)
         return ew._grads(a, b, ga, gb)
