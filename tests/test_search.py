@@ -255,3 +255,8 @@ def test_isin_with_nan_among_the_test_elements():
         np.testing.assert_array_equal(got.numpy(), np.isin(el, te))
         inv = clgrad.isin(clgrad.tensor(el), clgrad.tensor(te), invert=True)
         np.testing.assert_array_equal(inv.numpy(), ~np.isin(el, te))
+
+
+def test_multinomial_of_no_categories_says_so():
+    with pytest.raises(RuntimeError, match="at least one category"):
+        clgrad.multinomial(clgrad.tensor([]), 1, replacement=True)

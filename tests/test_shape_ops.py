@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import clgrad
+import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck
 from clgrad.errors import IndexRangeError
 
@@ -643,3 +644,26 @@ def test_split_indices_count_negatives_from_the_end_and_tensor_split():
     assert all(p._storage is parts[0]._storage for p in parts)  # views
     with pytest.raises(RuntimeError, match="larger than 0"):
         clgrad.tensor_split(v, 0)
+
+
+def test_piecewise_constant_results_require_grad_with_zero_gradients():
+    """p = 0 distances (counts) and matrix_power(A, 0) (the identity) are differentiable
+    with zero gradients, as PyTorch marks them; a loss through them alone backwards."""
+    x = clgrad.tensor([[1.0, 2.0], [0.0, 0.0]], requires_grad=True)
+    outs = [clgrad.cdist(x, x, p=0), clgrad.dist(x, x * 2, 0),
+            F.pairwise_distance(x, x.detach() + 1, p=0.0)]
+    assert all(o.requires_grad for o in outs)
+    assert outs[0].tolist() == [[0.0, 2.0], [2.0, 0.0]]
+    sum(o.sum() for o in outs).backward()
+    assert x.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    a = clgrad.tensor([[2.0, 1.0], [0.0, 3.0]], requires_grad=True)
+    e = clgrad.matrix_power(a, 0)
+    assert e.requires_grad and e.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    e.sum().backward()
+    assert a.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+def test_multi_margin_loss_keeps_a_one_element_target_dim():
+    x = clgrad.tensor([0.1, 0.5, 0.2])
+    assert tuple(F.multi_margin_loss(x, clgrad.tensor([1]), reduction="none").shape) == (1,)
+    assert tuple(F.multi_margin_loss(x, clgrad.tensor(1), reduction="none").shape) == ()

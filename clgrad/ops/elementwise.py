@@ -1106,6 +1106,16 @@ def _zero_grad(g):
     return (zeros(g._shape, g._storage.dtype, g._storage.device),)
 
 
+def record_zero_grad(name: str, out: Tensor, inputs) -> Tensor:
+    """``out`` recorded as ``name`` of ``inputs`` (tensors or None) with zero gradients: a
+    piecewise-constant op (a count, an identity power), whose result PyTorch marks
+    requires_grad when an input does, so a loss through it alone can backward."""
+    metas = [None if t is None else (t._shape, t._storage.dtype, t._storage.device)
+             for t in inputs]
+    return record(name, out, tuple(inputs),
+                  lambda g: tuple(None if m is None else zeros(*m) for m in metas))
+
+
 def _piecewise_constant(kname, op):
     def f(x: Tensor) -> Tensor:
         if x._storage.dtype is _BF16:

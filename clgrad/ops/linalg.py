@@ -52,8 +52,9 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, dtype=None) -
         return rd.amax(ew.abs(x), dims, keepdim)
     if ord == -_INF:
         return rd.amin(ew.abs(x), dims, keepdim)
-    if ord == 0:
-        return rd.sum(ew.to(ew.ne(x, 0), x.dtype), dims, keepdim).detach()
+    if ord == 0:  # a count: a zero gradient (recorded, as PyTorch's)
+        return ew.record_zero_grad("vector_norm", rd.sum(ew.to(ew.ne(x, 0), x.dtype), dims,
+                                                          keepdim).detach(), (x,))
     if ord == 1:
         return rd.sum(ew.abs(x), dims, keepdim)
     if ord < 0:

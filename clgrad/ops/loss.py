@@ -582,7 +582,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         z = ew.mul(z, ix.gather(weight, 0, t).unsqueeze(1))
     other = ew.ne(creation.arange(nc, device=x.device), ti)  # i != y
     loss = ew.div(rd.sum(ew.mul(z, other), 1), float(nc))
-    if input.ndim == 1:
+    if input.ndim == 1 and target.ndim == 0:  # (a (1,) target keeps its dim: PyTorch's)
         loss = loss.reshape(())
     return _reduce(loss, red, "multi_margin_loss")
 

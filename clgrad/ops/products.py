@@ -331,9 +331,10 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
         raise NotImplementedError(f"matrix_power: n={n} < 0 needs the inverse of the matrix "
                                   f"(torch.linalg.inv), which clgrad does not have; got n={n}")
     k = input.shape[-1]
-    if n == 0:
+    if n == 0:  # the identity: a zero gradient (recorded, as PyTorch's)
         eye = creation.eye(k, dtype=input.dtype, device=input.device)
-        return ew.contiguous(vw.expand(eye, tuple(input.shape)), force_copy=True)
+        return ew.record_zero_grad("matrix_power", ew.contiguous(
+            vw.expand(eye, tuple(input.shape)), force_copy=True), (input,))
     if n == 1:
         return ew.clone(input)
     result, base = None, input

@@ -159,6 +159,9 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False,
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     cats = input.shape[-1]
+    if cats == 0:
+        raise RuntimeError(f"multinomial: expected input with at least one category, got "
+                           f"shape {list(input.shape)}")
     if not replacement and num_samples > cats:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
