@@ -2,7 +2,7 @@
 AttributeError for a name clgrad lacks, and the text that says how to get a CPU device."""
 
 __all__ = ["DeviceError", "IndexRangeError", "ShapeError", "IntegerZeroDivisionError",
-           "missing_attribute", "CPU_RUNTIME_HINT"]
+           "LinAlgError", "missing_attribute", "CPU_RUNTIME_HINT"]
 
 # What to install when no OpenCL CPU device exists: the `cpu` extra (pyproject.toml), which a
 # lean `pip install clgrad` (for GPU machines) leaves out. Every message that suggests a CPU
@@ -34,6 +34,12 @@ class IntegerZeroDivisionError(RuntimeError, ZeroDivisionError):
     """An integer division or remainder by zero (``//``, ``%``, div with a rounding mode,
     fmod). PyTorch raises RuntimeError("ZeroDivisionError"); this class is both, and its
     message starts with "ZeroDivisionError"."""
+
+
+class LinAlgError(RuntimeError):
+    """A matrix a linear-algebra op cannot handle: singular (linalg.inv, linalg.solve), not
+    positive-definite (linalg.cholesky). PyTorch's torch.linalg.LinAlgError, a RuntimeError
+    subclass as there (clgrad.linalg.LinAlgError)."""
 
 
 def missing_attribute(module: str, name: str) -> AttributeError:

@@ -155,6 +155,8 @@ for _n in ["matmul", "mm"]:
     case(f"Tensor.{_n}", lambda: (r(2, 3), r(3, 4)), lambda a, b, _n=_n: getattr(a, _n)(b))
 case("torch.matmul[batched]", lambda: (r(2, 2, 3), r(3, 4)), clgrad.matmul)
 case("torch.bmm", lambda: (r(2, 2, 3), r(2, 3, 4)), clgrad.bmm)
+case("linalg.solve", lambda: (r(2, 3, 3), r(2, 3, 2)), clgrad.linalg.solve)
+case("linalg.lstsq", lambda: (r(2, 4, 3), r(2, 4, 2)), clgrad.linalg.lstsq)
 case("Tensor.bmm", lambda: (r(2, 2, 3), r(2, 3, 4)), lambda a, b: a.bmm(b))
 for _n in ["dot", "outer", "ger"]:
     case(f"torch.{_n}", lambda: (r(3), r(3)), getattr(clgrad, _n))

@@ -535,8 +535,8 @@ def test_matrix_power():
     assert eye.dtype == clgrad.int32 and eye.numpy().tolist() == [[1, 0], [0, 1]]
     ints = T(np.array([[1, 1], [1, 0]]), clgrad.int64)
     assert ints.matrix_power(10).numpy().tolist() == [[89, 55], [55, 34]]
-    with pytest.raises(NotImplementedError, match="inverse"):
-        clgrad.matrix_power(T(host), -1)
+    close(clgrad.matrix_power(T(host), -2), np.linalg.matrix_power(np.linalg.inv(host), 2),
+          1e-9)  # n < 0: through linalg.inv (tests/test_linalg_decomp.py)
     with pytest.raises(RuntimeError, match="square"):
         clgrad.matrix_power(T(np.ones((2, 3))), 2)
     with pytest.raises(TypeError, match="'n'"):

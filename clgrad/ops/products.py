@@ -15,6 +15,7 @@ import numpy as np
 
 from clgrad import creation, dtypes, layout
 from clgrad.ops import composite as cp
+from clgrad.ops import decomp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import linalg
 from clgrad.ops import matmul as mm
@@ -317,8 +318,8 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
     (matmul): n = 0 the identity (input's dtype, no gradient), n = 1 a copy.
     Grad: through the matmuls.
     Raises RuntimeError for an input that is not (*, k, k); TypeError for a non-int n;
-    NotImplementedError (a RuntimeError) for n < 0: it needs a matrix inverse, which clgrad
-    does not have (clgrad.linalg has only norms)."""
+    n < 0: the |n|-th power of linalg.inv(input) (computed on the host with NumPy's LAPACK;
+    LinAlgError, a RuntimeError, for a singular matrix)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
@@ -328,8 +329,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
                            f"they are {got}")
     n = int(n)
     if n < 0:
-        raise NotImplementedError(f"matrix_power: n={n} < 0 needs the inverse of the matrix "
-                                  f"(torch.linalg.inv), which clgrad does not have; got n={n}")
+        input, n = decomp.inv(input), -n
     k = input.shape[-1]
     if n == 0:  # the identity: a zero gradient (recorded, as PyTorch's)
         eye = creation.eye(k, dtype=input.dtype, device=input.device)

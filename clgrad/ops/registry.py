@@ -57,6 +57,7 @@ from clgrad import creation as cr
 from clgrad.ops import activation as act
 from clgrad.ops import attention
 from clgrad.ops import composite as cp
+from clgrad.ops import decomp as dc
 from clgrad.ops.conv import fold as fo
 from clgrad.ops.conv import op as conv
 from clgrad.ops.conv import transpose as convt
@@ -313,6 +314,10 @@ OPS = (
     Op("addbmm_", pr.addbmm_, METHOD),
     Op("chain_matmul", pr.chain_matmul, TORCH),
     Op("matrix_power", pr.matrix_power, TM, out=EXACT),
+    Op("inverse", dc.inv, TM, torch_names={"A": "input"}),
+    Op("det", dc.det, TM, torch_names={"A": "input"}),
+    Op("slogdet", dc.slogdet, TM, torch_names={"A": "input"}),
+    Op("logdet", dc.logdet, TM, torch_names={"A": "input"}),
     # -- views --------------------------------------------------------------------------------
     Op("narrow", vw.narrow, TM),
     Op("select", vw.select, TM),

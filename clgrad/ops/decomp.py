@@ -1,0 +1,548 @@
+"""Matrix decompositions and solvers (PyTorch's torch.linalg.inv, det, slogdet, solve, cholesky,
+qr, eigh, eigvalsh, svd, svdvals, pinv, matrix_rank, lstsq; torch.inverse, det, logdet ...).
+
+Every factorization is computed on the host with NumPy's LAPACK, in float64: the input is
+copied device -> host (one synchronisation), and the results are uploaded in the input's dtype
+(float32 or float64; float16 and bfloat16 raise, as PyTorch's CPU linalg does). Batched over
+the leading dims, as PyTorch. The gradients (autograd.record) follow PyTorch's formulas
+(torch/csrc/autograd/FunctionsManual.cpp); the simple ones (inv, det, slogdet, solve) run on
+the device with matmuls, the others (cholesky, eigh, svd, pinv) on the host. Where clgrad has
+no gradient (qr; svd's U and Vh) the backward raises NotImplementedError naming the op.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from clgrad import creation, dtypes
+from clgrad.autograd import no_grad, record
+from clgrad.errors import LinAlgError
+from clgrad.ops import elementwise as ew
+from clgrad.ops import matmul as mm
+from clgrad.ops._util import same_device
+from clgrad.tensor import Tensor
+
+__all__ = ["LinAlgError", "inv", "det", "slogdet", "logdet", "solve", "cholesky",
+           "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
+           "matrix_rank", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult",
+           "LstsqResult"]
+
+
+SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
+QRResult = namedtuple("qr", ["Q", "R"])
+EighResult = namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("svd", ["U", "S", "Vh"])
+LstsqResult = namedtuple("lstsq", ["solution", "residuals", "rank", "singular_values"])
+
+_LOW = {"float16": "Half", "bfloat16": "BFloat16"}
+
+
+# -- host transfer ----------------------------------------------------------------------------
+def _check(A, op: str, square: bool = True) -> None:
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.{op}(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{op}: The input tensor A must have at least 2 dimensions.")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{op}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.{op}: Expected a floating point or complex tensor as "
+                           f"input. Got {A.dtype}")
+    if A.dtype.name in _LOW:
+        raise RuntimeError(f"linalg.{op}: Low precision dtypes not supported. Got "
+                           f"{_LOW[A.dtype.name]} (convert first: A.float())")
+
+
+def _host(t: Tensor) -> np.ndarray:
+    """``t``'s values as a float64 NumPy array (a device -> host copy: one synchronisation)."""
+    return t.detach().numpy().astype(np.float64)
+
+
+def _up(arr, like: Tensor, dtype=None) -> Tensor:
+    """``arr`` uploaded to ``like``'s device in ``like``'s dtype (or ``dtype``)."""
+    return creation._upload(np.asarray(arr, order="C"), dtype or like.dtype,
+                            like._storage.device)
+
+
+def _mT(t: Tensor) -> Tensor:
+    return t.transpose(-2, -1)
+
+
+def _sum_to(arr: np.ndarray, shape) -> np.ndarray:
+    """``arr`` summed over the dims broadcasting added (a host gradient for ``shape``)."""
+    shape = tuple(shape)
+    lead = arr.ndim - len(shape)
+    if lead:
+        arr = arr.sum(axis=tuple(range(lead)))
+    dims = tuple(i for i, n in enumerate(shape) if n == 1 and arr.shape[i] != 1)
+    return arr.sum(axis=dims, keepdims=True) if dims else arr
+
+
+def _no_grad_fn(op: str, what: str):
+    def backward(g):
+        raise NotImplementedError(f"linalg.{op}: the gradient of {what} is not implemented in "
+                                  f"clgrad (its decomposition runs on the host with NumPy)")
+    return backward
+
+
+def _batch_prefix(shape, idx) -> str:
+    return f"(Batch element {idx}): " if len(shape) > 2 else ""
+
+
+# -- inverse, determinants --------------------------------------------------------------------
+def inv(A: Tensor) -> Tensor:
+    """The inverse of square matrices A (*, n, n) -> (*, n, n), computed on the host with
+    NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype (float32/64).
+
+    Grad:    -A^-T g A^-T (PyTorch's).
+    Raises:  LinAlgError (a RuntimeError) for a singular matrix; RuntimeError for a
+             non-square or non-floating input (float16/bfloat16 included, as PyTorch's CPU).
+    """
+    _check(A, "inv")
+    a = _host(A)
+    try:
+        ai = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        flat = a.reshape(-1, *a.shape[-2:])
+        bad = next(i for i, m in enumerate(flat) if _singular(m))
+        raise LinAlgError(f"linalg.inv: {_batch_prefix(a.shape, bad)}The input matrix is "
+                          f"singular, the inversion could not be completed") from None
+    out = _up(ai, A)
+    aiT = _mT(out.detach())
+
+    def backward(g):
+        return (ew.neg(mm.matmul(mm.matmul(aiT, g), aiT)),)
+    return record("linalg_inv", out, (A,), backward, saved=[aiT])
+
+
+def _singular(m: np.ndarray) -> bool:
+    try:
+        np.linalg.inv(m)
+        return False
+    except np.linalg.LinAlgError:
+        return True
+
+
+def _adjugate_T(a: np.ndarray) -> np.ndarray:
+    """adj(A)^T = det(A) A^-T, also for singular A (through the SVD)."""
+    if a.shape[-1] == 0:
+        return a.copy()
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    ones = np.ones(s.shape[:-1] + (1,))
+    pre = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    post = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    others = pre * post[..., :n]  # the product of the other singular values
+    sgn = np.linalg.det(u) * np.linalg.det(vh)
+    adj = np.swapaxes(vh, -1, -2) @ (others[..., :, None] * np.swapaxes(u, -1, -2))
+    return sgn[..., None, None] * np.swapaxes(adj, -1, -2)
+
+
+def det(A: Tensor) -> Tensor:
+    """The determinant of square matrices A (*, n, n) -> (*), computed on the host with NumPy's
+    LAPACK (float64, LU; one device -> host copy), returned in A's dtype (float32/float64).
+
+    Grad:    g adj(A)^T (= g det(A) A^-T; through an SVD on the host, so also at singular A).
+    Raises:  RuntimeError for a non-square or non-floating input (float16/bfloat16 included).
+    """
+    _check(A, "det")
+    a = _host(A)
+    out = _up(np.linalg.det(a), A)
+    dev = A._storage.device
+
+    def backward(g):
+        adjT = creation._upload(_adjugate_T(a), g.dtype, dev)
+        return (ew.mul(adjT, g.unsqueeze(-1).unsqueeze(-1)),)
+    return record("linalg_det", out, (A,), backward, saved=[A])
+
+
+def slogdet(A: Tensor):
+    """(sign, logabsdet) of square matrices A (*, n, n), each (*): det A = sign exp(logabsdet);
+    a singular matrix gives (0, -inf). Computed on the host with NumPy's LAPACK (float64; one
+    device -> host copy), returned in A's dtype (float32/float64), as a namedtuple.
+
+    Grad:    logabsdet: g A^-T (PyTorch's); sign: zero.
+    Raises:  RuntimeError for a non-square or non-floating input (float16/bfloat16 included).
+    """
+    _check(A, "slogdet")
+    a = _host(A)
+    s, ld = np.linalg.slogdet(a)
+    sign, logabs = _up(s, A), _up(ld, A)
+    sign = ew.record_zero_grad("linalg_slogdet", sign, (A,))
+    dev = A._storage.device
+
+    def backward(g):
+        with np.errstate(all="ignore"):
+            try:
+                aiT = np.swapaxes(np.linalg.inv(a), -1, -2)
+            except np.linalg.LinAlgError:  # singular: -inf's gradient is not finite
+                aiT = np.swapaxes(np.linalg.pinv(a), -1, -2) * np.inf
+        return (ew.mul(creation._upload(aiT, g.dtype, dev), g.unsqueeze(-1).unsqueeze(-1)),)
+    return SlogdetResult(sign, record("linalg_slogdet", logabs, (A,), backward, saved=[A]))
+
+
+def logdet(A: Tensor) -> Tensor:
+    """log det A of square matrices A (*, n, n) -> (*): nan where det A < 0, -inf where it is 0
+    (PyTorch's torch.logdet). Computed on the host with NumPy's LAPACK (through slogdet).
+
+    Grad:    g A^-T.
+    Raises:  as slogdet.
+    """
+    _check(A, "logdet")
+    sign, logabs = slogdet(A)
+    return ew.where(ew.lt(sign.detach(), 0), float("nan"), logabs)
+
+
+# -- solve ------------------------------------------------------------------------------------
+def _is_vector_rhs(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's linalg_solve_is_vector_rhs: B is (n,) or B's shape is A's without its last."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """The solution X of A X = B (``left``) or X A = B (not ``left``), A (*, n, n), B (*, n, k)
+    or a vector (n,) / (*, n) (PyTorch's rule: B.ndim == 1 or B.shape == A.shape[:-1]); batch
+    dims broadcast. Computed on the host with NumPy's LAPACK (float64, LU; one device -> host
+    copy), returned in the promoted dtype of A and B.
+
+    Grad:    gB = A^-T g (a host solve), gA = -gB X^T (PyTorch's linalg_solve backward).
+    Raises:  LinAlgError (a RuntimeError) for a singular A; RuntimeError for non-square A,
+             mismatched shapes, non-floating inputs or tensors on two devices.
+    """
+    _check(A, "solve")
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.solve(): argument 'B' must be Tensor, not {type(B).__name__}")
+    same_device("linalg.solve", A, B)
+    dt = dtypes.result_type(A, B)
+    if A.dtype is not dt:
+        A = ew.to(A, dt)
+    if B.dtype is not dt:
+        B = ew.to(B, dt)
+    _check(B if B.ndim >= 2 else B.unsqueeze(-1), "solve", square=False)
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        if B.ndim < 2:
+            raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                               "supported for left=False. In this case linalg.solve is "
+                               "equivalent to B / A.squeeze(-1)")
+        return _mT(solve(_mT(A), _mT(B)))
+    if _is_vector_rhs(A, B):
+        return solve(A, B.unsqueeze(-1)).squeeze(-1)
+    n = A.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = "
+                           f"B ({A.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    a, b = _host(A), _host(B)
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise RuntimeError(f"linalg.solve: the batch dims of A {tuple(A.shape)} and B "
+                           f"{tuple(B.shape)} do not broadcast") from None
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    try:
+        x = np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        flat = a.reshape(-1, n, n)
+        bad = next(i for i, m in enumerate(flat) if _singular(m))
+        raise LinAlgError(f"linalg.solve: {_batch_prefix(a.shape, bad)}The solver failed "
+                          f"because the input matrix is singular.") from None
+    out = _up(x, A)
+    ashape, bshape, dev = tuple(A.shape), tuple(B.shape), A._storage.device
+
+    def backward(g):
+        gb = np.linalg.solve(np.swapaxes(a, -1, -2), _host(g))
+        ga = -gb @ np.swapaxes(x, -1, -2)
+        return (creation._upload(np.asarray(_sum_to(ga, ashape), order="C"), g.dtype, dev),
+                creation._upload(np.asarray(_sum_to(gb, bshape), order="C"), g.dtype, dev))
+    return record("linalg_solve", out, (A, B), backward, saved=[A, B])
+
+
+# -- cholesky ---------------------------------------------------------------------------------
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The Cholesky factor of symmetric positive-definite matrices A (*, n, n): L lower with
+    A = L L^T (``upper``: U = L^T, A = U^T U). Only A's lower triangle is read. Computed on the
+    host with NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype.
+
+    Grad:    PyTorch's cholesky_backward (Murray 2016): L^-T Phi(L^T gL) L^-1 with Phi the
+             lower triangle, diagonal halved, symmetrized (a symmetric gradient; host).
+    Raises:  LinAlgError (a RuntimeError) for a matrix that is not positive-definite (naming
+             the order of the first leading minor that is not); RuntimeError for a non-square
+             or non-floating input.
+    """
+    _check(A, "cholesky")
+    a = _host(A)
+    try:
+        L = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        n = a.shape[-1]
+        flat = a.reshape(-1, n, n)
+        for i, m in enumerate(flat):
+            order = next((k for k in range(1, n + 1) if not _is_pd(m[:k, :k])), None)
+            if order is not None:
+                raise LinAlgError(
+                    f"linalg.cholesky: {_batch_prefix(a.shape, i)}The factorization could not "
+                    f"be completed because the input is not positive-definite (the leading "
+                    f"minor of order {order} is not positive-definite).") from None
+        raise
+    out = _up(np.swapaxes(L, -1, -2) if upper else L, A)
+    dev = A._storage.device
+
+    def backward(g):
+        gL = _host(g)
+        if upper:
+            gL = np.swapaxes(gL, -1, -2)
+        Lh = np.swapaxes(L, -1, -2)
+        phi = np.tril(Lh @ gL)
+        phi = 0.5 * (phi + np.swapaxes(np.tril(phi, -1), -1, -2))
+        ga = np.linalg.solve(Lh, phi)                       # L^-T phi
+        ga = np.swapaxes(np.linalg.solve(Lh, np.swapaxes(ga, -1, -2)), -1, -2)  # ... L^-1
+        return (creation._upload(np.asarray(ga, order="C"), g.dtype, dev),)
+    return record("linalg_cholesky", out, (A,), backward, saved=[A])
+
+
+def _is_pd(m: np.ndarray) -> bool:
+    try:
+        np.linalg.cholesky(m)
+        return True
+    except np.linalg.LinAlgError:
+        return False
+
+
+# -- qr ---------------------------------------------------------------------------------------
+def qr(A: Tensor, mode: str = "reduced"):
+    """The QR decomposition A = Q R of A (*, m, n), k = min(m, n): ``mode`` 'reduced' Q (*, m, k),
+    R (*, k, n); 'complete' Q (*, m, m), R (*, m, n); 'r' Q empty, R (*, k, n). Householder
+    (LAPACK geqrf, the signs PyTorch's CPU gives). Computed on the host with NumPy's LAPACK
+    (float64; one device -> host copy), returned in A's dtype, as a namedtuple (Q, R).
+
+    Grad:    not implemented: a backward through Q or R raises NotImplementedError.
+    Raises:  ValueError for another mode; RuntimeError for a non-floating input.
+    """
+    _check(A, "qr", square=False)
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr received unrecognized mode '{mode}' but expected one of "
+                         f"'reduced' (default), 'r', or 'complete'")
+    a = _host(A)
+    if mode == "r":
+        r = np.linalg.qr(a, mode="r") if a.size else np.zeros(
+            a.shape[:-2] + (min(a.shape[-2:]), a.shape[-1]))
+        q = np.zeros((0,))
+    else:
+        q, r = np.linalg.qr(a, mode=mode)
+    Q = record("linalg_qr", _up(q, A), (A,), _no_grad_fn("qr", "Q"))
+    R = record("linalg_qr", _up(r, A), (A,), _no_grad_fn("qr", "R"))
+    return QRResult(Q, R)
+
+
+# -- symmetric eigendecomposition -------------------------------------------------------------
+def _eigh_host(A: Tensor, UPLO, op):
+    _check(A, op)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"linalg.{op}: Expected UPLO argument to be 'L' or 'U', but got "
+                           f"{UPLO}")
+    return np.linalg.eigh(_host(A), UPLO=UPLO)
+
+
+def eigh(A: Tensor, UPLO: str = "L"):
+    """The eigenvalues (ascending, (*, n)) and orthonormal eigenvectors (columns, (*, n, n)) of
+    symmetric matrices A (*, n, n), only the ``UPLO`` ('L' or 'U') triangle read. Computed on
+    the host with NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype as
+    a namedtuple (eigenvalues, eigenvectors). Eigenvectors are unique only up to sign.
+
+    Grad:    PyTorch's linalg_eig_backward (Hermitian case, on the host):
+             V (diag(gw) + skew(V^T gV) / (w_j - w_i)) V^T; not finite for repeated
+             eigenvalues when the loss depends on the eigenvectors.
+    Raises:  RuntimeError for a non-square or non-floating input or another UPLO.
+    """
+    w, v = _eigh_host(A, UPLO, "eigh")
+    W, V = _up(w, A), _up(v, A)
+    dev = A._storage.device
+    # one node for both outputs: the eigenvectors' gradient needs both gradients at once, so
+    # the eigenvalues are a differentiable slice of a joint tensor (n + n*n values per matrix)
+    n = w.shape[-1]
+    joint = creation._upload(np.concatenate([w, v.reshape(v.shape[:-2] + (n * n,))], -1),
+                             A.dtype, dev)
+
+    def backward(g):
+        gg = _host(g)
+        gw, gv = gg[..., :n], gg[..., n:].reshape(v.shape)
+        vT = np.swapaxes(v, -1, -2)
+        inner = np.zeros(v.shape)
+        idx = np.arange(n)
+        inner[..., idx, idx] = gw
+        if np.any(gv):
+            k = vT @ gv
+            k = 0.5 * (k - np.swapaxes(k, -1, -2))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                e = w[..., None, :] - w[..., :, None]
+                f = k / e
+            f[..., idx, idx] = 0.0
+            inner = inner + f
+        return (creation._upload(np.asarray(v @ inner @ vT, order="C"), g.dtype, dev),)
+    joint = record("linalg_eigh", joint, (A,), backward, saved=[A])
+    if joint.requires_grad:
+        W = joint[..., :n]
+        V = joint[..., n:].reshape(tuple(v.shape))
+    return EighResult(W, V)
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """The eigenvalues (ascending, (*, n)) of symmetric matrices A (*, n, n), only the ``UPLO``
+    triangle read. Computed on the host with NumPy's LAPACK (float64; one device -> host copy),
+    returned in A's dtype.
+
+    Grad:    V diag(g) V^T (V the eigenvectors, kept on the device).
+    Raises:  RuntimeError for a non-square or non-floating input or another UPLO.
+    """
+    w, v = _eigh_host(A, UPLO, "eigvalsh")
+    out = _up(w, A)
+    V = _up(v, A)
+
+    def backward(g):
+        return (mm.matmul(ew.mul(V, g.unsqueeze(-2)), _mT(V)),)
+    return record("linalg_eigvalsh", out, (A,), backward, saved=[V])
+
+
+# -- singular value decomposition -------------------------------------------------------------
+def _svdvals_grad(A: Tensor, u: np.ndarray, vh: np.ndarray):
+    k = min(A.shape[-2:])
+    U, Vh = _up(u[..., :, :k], A), _up(vh[..., :k, :], A)
+
+    def backward(g):
+        return (mm.matmul(ew.mul(U, g.unsqueeze(-2)), Vh),)
+    return backward, [U, Vh]
+
+
+def svd(A: Tensor, full_matrices: bool = True):
+    """A = U diag(S) Vh of A (*, m, n), k = min(m, n): S (*, k) descending; ``full_matrices``
+    U (*, m, m), Vh (*, n, n), else U (*, m, k), Vh (*, k, n). Computed on the host with
+    NumPy's LAPACK (float64, gesdd; one device -> host copy), returned in A's dtype as a
+    namedtuple (U, S, Vh). Singular vectors are unique only up to sign.
+
+    Grad:    S: U diag(g) Vh; through U or Vh it is not implemented (NotImplementedError at
+             backward time, naming the op).
+    Raises:  RuntimeError for a non-floating input.
+    """
+    _check(A, "svd", square=False)
+    u, s, vh = np.linalg.svd(_host(A), full_matrices=full_matrices)
+    backward, saved = _svdvals_grad(A, u, vh)
+    S = record("linalg_svd", _up(s, A), (A,), backward, saved=saved)
+    U = record("linalg_svd", _up(u, A), (A,), _no_grad_fn("svd", "U"))
+    Vh = record("linalg_svd", _up(vh, A), (A,), _no_grad_fn("svd", "Vh"))
+    return SVDResult(U, S, Vh)
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values (*, min(m, n)), descending, of A (*, m, n). Computed on the host with
+    NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype.
+
+    Grad:    U diag(g) V^T (the singular vectors kept from the forward).
+    Raises:  RuntimeError for a non-floating input.
+    """
+    _check(A, "svdvals", square=False)
+    if not (A.requires_grad):
+        return _up(np.linalg.svd(_host(A), compute_uv=False), A)
+    u, s, vh = np.linalg.svd(_host(A), full_matrices=False)
+    backward, saved = _svdvals_grad(A, u, vh)
+    return record("linalg_svdvals", _up(s, A), (A,), backward, saved=saved)
+
+
+def _tol(s: np.ndarray, A: Tensor, atol, rtol, op) -> np.ndarray:
+    """PyTorch's tolerance: max(atol, rtol * s_max), rtol eps * max(m, n) when neither given
+    (eps of A's dtype), 0 when only atol is."""
+    for name, v in (("atol", atol), ("rtol", rtol)):
+        if isinstance(v, Tensor):
+            raise TypeError(f"linalg.{op}: clgrad takes {name} as a float, got a Tensor")
+    smax = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
+    if rtol is None:
+        rtol = (np.finfo(A.dtype.np).eps * max(A.shape[-2:])
+                if atol is None or atol == 0 else 0.0)
+    return np.maximum(0.0 if atol is None else atol, rtol * smax)
+
+
+def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The Moore-Penrose pseudo-inverse (*, n, m) of A (*, m, n): singular values below
+    max(atol, rtol * s_max) are treated as zero (PyTorch's defaults: rtol = eps * max(m, n)).
+    ``hermitian`` is accepted (the SVD is used either way). Computed on the host with NumPy's
+    LAPACK (float64; one device -> host copy), returned in A's dtype.
+
+    Grad:    PyTorch's pinv_backward (constant rank; host):
+             -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A), X = pinv(A).
+    Raises:  RuntimeError for a non-floating input; TypeError for tensor atol/rtol.
+    """
+    _check(A, "pinv", square=False)
+    a = _host(A)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    tol = _tol(s, A, atol, rtol, "pinv")
+    with np.errstate(divide="ignore"):
+        sinv = np.where(s > tol, 1.0 / np.where(s > tol, s, 1.0), 0.0)
+    x = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
+    out = _up(x, A)
+    dev = A._storage.device
+
+    def backward(g):
+        G = _host(g)
+        T = lambda m: np.swapaxes(m, -1, -2)  # noqa: E731
+        m_, n_ = a.shape[-2:]
+        ga = (-T(x) @ G @ T(x) + (np.eye(m_) - a @ x) @ T(G) @ x @ T(x)
+              + T(x) @ x @ T(G) @ (np.eye(n_) - x @ a))
+        return (creation._upload(np.asarray(ga, order="C"), g.dtype, dev),)
+    return record("linalg_pinv", out, (A,), backward, saved=[A])
+
+
+def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
+    """The numerical rank (*) int64 of A (*, m, n): the number of singular values above
+    max(atol, rtol * s_max) (PyTorch's defaults: rtol = eps * max(m, n)). Computed on the host
+    with NumPy's LAPACK (float64; one device -> host copy). No gradient (an integer).
+    Raises:  RuntimeError for a non-floating input; TypeError for tensor atol/rtol.
+    """
+    _check(A, "matrix_rank", square=False)
+    s = np.linalg.svd(_host(A), compute_uv=False)
+    tol = _tol(s, A, atol, rtol, "matrix_rank")
+    return _up((s > tol).sum(-1).astype(np.int64), A, dtypes.int64)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
+    """The least-squares solution X of min ||A X - B|| for A (*, m, n), B (*, m, k) (or a vector
+    (m,) / (*, m)), batch dims broadcast; a namedtuple (solution (*, n, k), residuals, rank,
+    singular_values) as PyTorch's: residuals (*, k) squared column residuals when m > n and
+    every A has full rank, else empty; rank (int64) for drivers other than 'gels';
+    singular_values for 'gelsd' and 'gelss', else empty. Computed on the host with NumPy's
+    LAPACK (float64, through pinv: an SVD; one device -> host copy), returned in A's dtype.
+
+    Grad:    through solution = pinv(A) B (the pinv and matmul gradients; constant rank).
+    Raises:  RuntimeError for mismatched shapes, non-floating inputs, tensors on two devices;
+             RuntimeError for another driver.
+    """
+    _check(A, "lstsq", square=False)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.lstsq(): argument 'B' must be Tensor, not {type(B).__name__}")
+    same_device("linalg.lstsq", A, B)
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           f"gelsy, gelsd, gelss), got {driver!r}")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {A.dtype} and other's dtype {B.dtype}")
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.ndim < 2 or Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2), "
+                           f"got A {tuple(A.shape)} and B {tuple(B.shape)}")
+    m, n = A.shape[-2:]
+    X = mm.matmul(pinv(A, rtol=rcond), Bm)
+    with no_grad():
+        s = np.linalg.svd(_host(A), compute_uv=False)
+        rank = (s > _tol(s, A, None, rcond, "lstsq")).sum(-1)
+        if m > n and np.all(rank == n):
+            resid = ((mm.matmul(A, X) - Bm) ** 2).sum(-2)
+            if vector:
+                resid = resid.squeeze(-1)
+        else:
+            resid = _up(np.zeros((0,)), A)
+    rank_t = (_up(np.zeros((0,)), A, dtypes.int64) if driver == "gels" else
+              _up(rank.astype(np.int64), A, dtypes.int64))
+    sv = (_up(s, A) if driver in ("gelsd", "gelss") else _up(np.zeros((0,)), A))
+    return LstsqResult(X.squeeze(-1) if vector else X, resid, rank_t, sv)
