@@ -147,8 +147,8 @@ def test_softmax_and_norm_faces_after_their_move():
     np.testing.assert_allclose(clgrad.norm(x, 1, dim=0).numpy(), np.abs(a).sum(0), rtol=1e-12)
     with pytest.raises(TypeError):
         clgrad.softmax(x)  # PyTorch: dim is required (F.softmax alone has a legacy default)
-    with pytest.raises(ValueError, match="norm: expected p to be a number or 'fro'"):
-        clgrad.norm(x, "nuc")
+    with pytest.raises(ValueError, match="norm: expected p to be a number, 'fro' or 'nuc'"):
+        clgrad.norm(x, "bad")
 
 
 def test_softmax_and_norm_faces_match_torch():

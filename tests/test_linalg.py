@@ -74,7 +74,7 @@ def test_norm_gradcheck(ord):
 
 def test_matrix_norms_match_numpy():
     m = A[0]
-    for ord in ["fro", 1, -1, INF, -INF]:
+    for ord in ["fro", 1, -1, INF, -INF, 2, -2, "nuc"]:
         got = clgrad.linalg.norm(strided(m), ord)
         np.testing.assert_allclose(got.numpy(), np.linalg.norm(m, ord), rtol=1e-12)
         got = clgrad.linalg.matrix_norm(strided(A), ord, dim=(2, 0), keepdim=True)
@@ -91,15 +91,12 @@ def test_matrix_norms_match_numpy():
 
 def test_norm_errors():
     m = clgrad.ones(2, 2)
-    for ord in (2, -2, "nuc"):
-        with pytest.raises(ValueError, match=f"ord={ord!r}"):
-            clgrad.linalg.norm(m, ord)
     with pytest.raises(ValueError, match="'bad'"):
         clgrad.linalg.matrix_norm(m, "bad")
     with pytest.raises(ValueError, match="1D or 2D"):
         clgrad.linalg.norm(clgrad.ones(2, 2, 2), 2)
-    with pytest.raises(ValueError, match="'nuc'"):
-        clgrad.norm(m, "nuc")
+    with pytest.raises(ValueError, match="'bad'"):
+        clgrad.norm(m, "bad")
     with pytest.raises(RuntimeError, match="floating point"):
         clgrad.linalg.vector_norm(clgrad.tensor([1, 2]))
     got = clgrad.linalg.vector_norm(clgrad.tensor([3, 4]), dtype=clgrad.float64)

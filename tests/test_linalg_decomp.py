@@ -338,3 +338,20 @@ def test_against_pytorch():
     with pytest.raises(LA.LinAlgError) as c:
         LA.cholesky(t64([[1.0, 2.0], [2.0, 1.0]]))
     assert str(c.value) == str(e.value)
+
+
+def test_spectral_and_nuclear_norms():
+    a = rand(2, 4, 3)
+    for ord in (2, -2, "nuc"):
+        want = np.linalg.norm(a, ord, axis=(-2, -1))
+        np.testing.assert_allclose(LA.matrix_norm(t64(a), ord).numpy(), want, rtol=1e-12)
+        got = LA.matrix_norm(t64(np.moveaxis(a, 0, -1)), ord, dim=(0, 1), keepdim=True)
+        assert got.shape == (1, 1, 2)
+        np.testing.assert_allclose(got.numpy().ravel(), want, rtol=1e-12)
+        check_grad(lambda A, ord=ord: LA.matrix_norm(A, ord), a)
+    np.testing.assert_allclose(clgrad.norm(t64(a[0]), "nuc").item(),
+                               np.linalg.norm(a[0], "nuc"), rtol=1e-12)
+    np.testing.assert_allclose(t64(a).norm("nuc", dim=(1, 2)).numpy(),
+                               np.linalg.norm(a, "nuc", axis=(1, 2)), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="2-tuple"):
+        clgrad.norm(t64(a), "nuc")

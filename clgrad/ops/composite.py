@@ -226,15 +226,23 @@ def log_softmax(x: Tensor, dim: int, dtype=None) -> Tensor:
 
 def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """torch.norm: the vector p-norm over ``dim`` (None: all elements); p a number or 'fro'
-    (the 2-norm of the elements over ``dim``). Scaled, so it overflows only when the norm
-    does; the gradient is 0 where the norm is 0. See clgrad.linalg.vector_norm.
+    (the 2-norm of the elements over ``dim``) or 'nuc' (the nuclear norm over the 2 dims
+    ``dim``, both of a 2-D input when None: linalg.matrix_norm). Scaled, so it overflows
+    only when the norm does; the gradient is 0 where the norm is 0. See
+    clgrad.linalg.vector_norm.
 
-    Raises:  ValueError for any other string p ('nuc' needs an SVD, which clgrad lacks).
+    Raises:  ValueError for any other string p; RuntimeError for 'nuc' with dim None and an
+             input that is not 2-D (PyTorch's).
     """
     if p == "fro" or p is None:
         p = 2
+    elif p == "nuc":
+        if dim is None and x.ndim != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(map(str, range(x.ndim)))}")
+        return linalg.matrix_norm(x, "nuc", (0, 1) if dim is None else dim, keepdim, dtype)
     elif isinstance(p, str):
-        raise ValueError(f"norm: expected p to be a number or 'fro', got {p!r}")
+        raise ValueError(f"norm: expected p to be a number, 'fro' or 'nuc', got {p!r}")
     return linalg.vector_norm(x, p, dim, keepdim, dtype)
 
 

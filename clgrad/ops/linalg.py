@@ -3,7 +3,8 @@
 Built on the reductions of clgrad/ops/reduce.py (no kernels of their own). The p-norms for
 p > 0 are computed scaled by the largest |x|, s (sum((|x| / s)^p))^(1/p), so they overflow only
 when the norm itself does: float32 ``vector_norm([1e20, 1e20])`` is 1.4142e20 (PyTorch: inf).
-Spectral and nuclear matrix norms need an SVD, which clgrad lacks: they raise ValueError.
+The spectral (ord 2, -2) and nuclear ('nuc') matrix norms reduce the singular values of
+clgrad/ops/decomp.py's svdvals (computed on the host with NumPy's LAPACK).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import math
 from clgrad import dtypes, layout
 from clgrad.autograd import no_grad, record
 from clgrad.errors import ShapeError
+from clgrad.ops import decomp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import full
@@ -66,10 +68,12 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, dtype
     """The matrix norm over the two dims ``dim`` of ``x`` (batched over the others).
 
     ord:     'fro' (sqrt of the sum of squares), 1 / -1 (max / min column sum of |x|),
-             inf / -inf (max / min row sum of |x|).
-    Raises:  ValueError for ord 2, -2 or 'nuc' (they need an SVD, which clgrad does not have)
-             or any other ord; ShapeError (a ValueError and RuntimeError) unless ``dim`` names
-             two distinct dims of an input of at least 2 dims.
+             inf / -inf (max / min row sum of |x|), 2 / -2 (largest / smallest singular
+             value), 'nuc' (their sum); the last three through linalg.svdvals (computed on the
+             host with NumPy's LAPACK; its gradient U diag(g) V^T).
+    Raises:  ValueError for any other ord; ShapeError (a ValueError and RuntimeError) unless
+             ``dim`` names two distinct dims of an input of at least 2 dims; RuntimeError for
+             a float16/bfloat16 input with ord 2, -2 or 'nuc' (as linalg.svdvals).
     """
     if dtype is not None:
         x = ew.to(x, dtype)
@@ -91,12 +95,17 @@ def matrix_norm(x: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, dtype
         sums = rd.sum(ew.abs(x), inner, keepdim=True)
         out = (rd.amax if ord > 0 else rd.amin)(sums, outer, keepdim=True)
         return out if keepdim else out.squeeze((r, c))
-    if ord in (2, -2, "nuc"):
-        raise ValueError(f"linalg.matrix_norm: ord={ord!r} (spectral/nuclear norm) needs a "
-                         f"singular value decomposition, which clgrad does not have; "
-                         f"supported ord: 'fro', 1, -1, inf, -inf")
-    raise ValueError(f"linalg.matrix_norm: expected ord 'fro', 1, -1, inf or -inf, got "
-                     f"{ord!r}")
+    if ord in (2, -2, "nuc") and not isinstance(ord, bool):
+        rest = [d for d in range(x.ndim) if d not in (r, c)]
+        sv = decomp.svdvals(x.permute(*rest, r, c))
+        out = (rd.sum(sv, -1) if ord == "nuc" else
+               (rd.amax if ord == 2 else rd.amin)(sv, -1))
+        if keepdim:
+            for d in sorted((r, c)):
+                out = out.unsqueeze(d)
+        return out
+    raise ValueError(f"linalg.matrix_norm: expected ord 'fro', 'nuc', 1, -1, 2, -2, inf or "
+                     f"-inf, got {ord!r}")
 
 
 def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
@@ -105,9 +114,9 @@ def norm(x: Tensor, ord=None, dim=None, keepdim: bool = False, dtype=None) -> Te
     ord None: the 2-norm of ``x`` flattened (dim None), or over ``dim`` (an int: vector,
     a 2-tuple: Frobenius). ord given: dim None needs a 1-D (vector norm) or 2-D (matrix norm)
     input; an int dim takes a vector norm, a 2-tuple a matrix norm (see matrix_norm).
-    Raises:  ValueError for a matrix ord clgrad does not compute (2, -2, 'nuc') or a string
-             ord with a vector; ShapeError (ValueError and RuntimeError) for ord with dim None
-             and an input that is not 1-D or 2-D.
+    Raises:  ValueError for an unknown ord or a string ord with a vector; ShapeError
+             (ValueError and RuntimeError) for ord with dim None and an input that is not
+             1-D or 2-D.
     """
     if isinstance(dim, int) or (isinstance(dim, (tuple, list)) and len(dim) == 1):
         if isinstance(ord, str):
