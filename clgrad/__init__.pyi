@@ -241,6 +241,10 @@ from clgrad.ops.decomp import inv as inverse
 from clgrad.ops.decomp import det as det
 from clgrad.ops.decomp import slogdet as slogdet
 from clgrad.ops.decomp import logdet as logdet
+from clgrad.ops.decomp import cholesky_solve as cholesky_solve
+from clgrad.ops.decomp import cholesky_inverse as cholesky_inverse
+from clgrad.ops.decomp import svd_legacy as svd
+from clgrad.ops.decomp import pinverse as pinverse
 from clgrad.ops.views import narrow as narrow
 from clgrad.ops.views import select as select
 from clgrad.ops.views import reshape as reshape
@@ -393,16 +397,16 @@ __all__ = [
     "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm",
     "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron",
     "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power",
-    "inverse", "det", "slogdet", "logdet", "narrow", "select", "reshape", "permute", "transpose",
-    "swapaxes", "swapdims", "broadcast_to", "t", "unsqueeze", "squeeze", "flatten", "unflatten",
-    "split", "chunk", "unbind", "as_strided", "diagonal", "movedim", "moveaxis", "flip", "fliplr",
-    "flipud", "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit",
-    "dsplit", "diag_embed", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid", "cat",
-    "concat", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "block_diag",
-    "cartesian_prod", "combinations", "index_select", "gather", "scatter_add", "scatter", "roll",
-    "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim",
-    "where", "masked_select", "index_put", "selu", "selu_", "celu", "celu_", "hardshrink",
-    "threshold", "threshold_", "rrelu", "rrelu_", "margin_ranking_loss", "hinge_embedding_loss",
-    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity",
-    "pairwise_distance",
+    "inverse", "det", "slogdet", "logdet", "cholesky_solve", "cholesky_inverse", "svd", "pinverse",
+    "narrow", "select", "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to",
+    "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
+    "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d",
+    "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
+    "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack",
+    "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations",
+    "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero",
+    "argwhere", "index_add", "index_fill", "take", "take_along_dim", "where", "masked_select",
+    "index_put", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu",
+    "rrelu_", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
 ]

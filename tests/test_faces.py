@@ -34,7 +34,8 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
 # result_type(tensor1, tensor2) in the docs, (tensor, other) in the parser.
-DOC_DIFFERS = {"true_divide", "repeat_interleave", "result_type"}
+DOC_DIFFERS = {"true_divide", "repeat_interleave", "result_type",
+               "cholesky_solve", "cholesky_inverse"}  # documented (B, L): checked as input(2)
 # Ops whose TypeError for a NumPy array as first argument is not the "argument ... must be"
 # form: PyTorch's own message (torch 2.x, checked against the installed torch below).
 OWN_MESSAGE = {

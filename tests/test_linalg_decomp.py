@@ -355,3 +355,72 @@ def test_spectral_and_nuclear_norms():
                                np.linalg.norm(a, "nuc", axis=(1, 2)), rtol=1e-12)
     with pytest.raises(RuntimeError, match="2-tuple"):
         clgrad.norm(t64(a), "nuc")
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(upper, left, unit):
+    a = wellcond(2, 4, 4) + rand(2, 4, 4)  # garbage in the other triangle: not read
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        tri = tri - np.diagonal(tri, 0, -2, -1)[..., None] * np.eye(4) + np.eye(4)
+    b = rand(2, 4, 3) if left else rand(2, 3, 4)
+    x = LA.solve_triangular(t64(a), t64(b), upper=upper, left=left, unitriangular=unit)
+    np.testing.assert_allclose(tri @ x.numpy() if left else x.numpy() @ tri, b, atol=1e-12)
+    A = t64(a, grad=True)
+    LA.solve_triangular(A, t64(b), upper=upper, left=left, unitriangular=unit).sum().backward()
+    g = A.grad.numpy()
+    keep = np.triu(np.ones((4, 4)), 1 if unit else 0) if upper else np.tril(np.ones((4, 4)),
+                                                                           -1 if unit else 0)
+    assert np.all(g[..., keep == 0] == 0)  # the gradient lies in the triangle read
+    check_grad(lambda A: LA.solve_triangular(A, t64(b), upper=upper, left=left,
+                                             unitriangular=unit), a)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse(upper):
+    s, b = spd(2, 4, 4), rand(2, 4, 2)
+    L = np.linalg.cholesky(s)
+    F = np.swapaxes(L, -1, -2) if upper else L
+    x = clgrad.cholesky_solve(t64(b), t64(F), upper)
+    np.testing.assert_allclose(x.numpy(), np.linalg.solve(s, b), rtol=1e-10)
+    np.testing.assert_allclose(t64(b).cholesky_solve(t64(F), upper).numpy(), x.numpy())
+    np.testing.assert_allclose(clgrad.cholesky_inverse(t64(F), upper).numpy(),
+                               np.linalg.inv(s), rtol=1e-10)
+    check_grad(lambda B: clgrad.cholesky_solve(B, t64(F), upper), b)
+    check_grad(lambda F: clgrad.cholesky_solve(t64(b), F, upper), F)
+
+
+def test_legacy_svd_pinverse():
+    a = rand(2, 5, 3)
+    U, S, V = clgrad.svd(t64(a))
+    assert type(clgrad.svd(t64(a))).__name__ == "svd"
+    np.testing.assert_allclose((U.numpy() * S.numpy()[..., None, :]) @ np.swapaxes(V.numpy(),
+                                                                               -1, -2), a,
+                               atol=1e-12)
+    U, S, V = t64(a).svd(some=False)
+    assert U.shape == (2, 5, 5) and V.shape == (2, 3, 3)
+    U, S, V = clgrad.svd(t64(a), compute_uv=False)
+    assert U.shape == (2, 5, 5) and not U.numpy().any() and V.shape == (2, 3, 3)
+    np.testing.assert_allclose(clgrad.pinverse(t64(a)).numpy(), np.linalg.pinv(a), rtol=1e-10)
+    np.testing.assert_allclose(t64(a).pinverse().numpy(), np.linalg.pinv(a), rtol=1e-10)
+
+
+def test_legacy_and_triangular_against_pytorch():
+    torch = pytest.importorskip("torch")
+    a, s, b = rand(2, 5, 3), spd(2, 4, 4), rand(2, 4, 2)
+    T = torch.tensor
+    L = np.linalg.cholesky(s)
+    pairs = [(clgrad.svd(t64(a)).S, torch.svd(T(a)).S),
+             (clgrad.pinverse(t64(a)), torch.pinverse(T(a))),
+             (clgrad.cholesky_solve(t64(b), t64(L)), torch.cholesky_solve(T(b), T(L))),
+             (clgrad.cholesky_inverse(t64(L[0])), torch.cholesky_inverse(T(L[0]))),
+             (LA.solve_triangular(t64(s), t64(b), upper=True),
+              torch.linalg.solve_triangular(T(s), T(b), upper=True))]
+    for got, want in pairs:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-12)
+    A, tA = t64(s, grad=True), T(s, requires_grad=True)
+    LA.solve_triangular(A, t64(b), upper=False).sum().backward()
+    torch.linalg.solve_triangular(tA, T(b), upper=False).sum().backward()
+    np.testing.assert_allclose(A.grad.numpy(), tA.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -157,6 +157,10 @@ case("torch.matmul[batched]", lambda: (r(2, 2, 3), r(3, 4)), clgrad.matmul)
 case("torch.bmm", lambda: (r(2, 2, 3), r(2, 3, 4)), clgrad.bmm)
 case("linalg.solve", lambda: (r(2, 3, 3), r(2, 3, 2)), clgrad.linalg.solve)
 case("linalg.lstsq", lambda: (r(2, 4, 3), r(2, 4, 2)), clgrad.linalg.lstsq)
+case("linalg.solve_triangular", lambda: (r(2, 3, 3), r(2, 3, 2)),
+     lambda a, b: clgrad.linalg.solve_triangular(a, b, upper=True))
+case("torch.cholesky_solve", lambda: (r(2, 3, 2), r(2, 3, 3)), clgrad.cholesky_solve)
+case("Tensor.cholesky_solve", lambda: (r(2, 3, 2), r(2, 3, 3)), lambda b, l: b.cholesky_solve(l))
 case("Tensor.bmm", lambda: (r(2, 2, 3), r(2, 3, 4)), lambda a, b: a.bmm(b))
 for _n in ["dot", "outer", "ger"]:
     case(f"torch.{_n}", lambda: (r(3), r(3)), getattr(clgrad, _n))

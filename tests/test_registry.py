@@ -376,7 +376,9 @@ _SHAPE_OPS = {  # NumPy-style shape ops and products: values, views and gradient
     "chain_matmul": "test_shape_ops.py", "matrix_power": "test_shape_ops.py"}
 _LINALG = {  # host (NumPy LAPACK) decompositions: NumPy oracles, finite-difference gradients
     "inverse": "test_linalg_decomp.py", "det": "test_linalg_decomp.py",
-    "slogdet": "test_linalg_decomp.py", "logdet": "test_linalg_decomp.py"}
+    "slogdet": "test_linalg_decomp.py", "logdet": "test_linalg_decomp.py",
+    "cholesky_solve": "test_linalg_decomp.py", "cholesky_inverse": "test_linalg_decomp.py",
+    "svd": "test_linalg_decomp.py", "pinverse": "test_linalg_decomp.py"}
 NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS, **_SHAPE_OPS, **_LINALG}
 
 

@@ -26,7 +26,8 @@ from clgrad.tensor import Tensor
 __all__ = ["LinAlgError", "inv", "det", "slogdet", "logdet", "solve", "cholesky",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
            "matrix_rank", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult",
-           "LstsqResult"]
+           "LstsqResult", "solve_triangular", "cholesky_solve", "cholesky_inverse",
+           "svd_legacy", "pinverse"]
 
 
 SlogdetResult = namedtuple("slogdet", ["sign", "logabsdet"])
@@ -546,3 +547,77 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
               _up(rank.astype(np.int64), A, dtypes.int64))
     sv = (_up(s, A) if driver in ("gelsd", "gelss") else _up(np.zeros((0,)), A))
     return LstsqResult(X.squeeze(-1) if vector else X, resid, rank_t, sv)
+
+
+# -- triangular and Cholesky solves; PyTorch's older names ------------------------------------
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
+    """The solution X of A X = B (``left``) or X A = B, A (*, n, n) triangular (only its
+    ``upper`` or lower triangle read; its diagonal taken as ones with ``unitriangular``),
+    B (*, n, k) (left) or (*, k, n); batch dims broadcast. Computed on the host with NumPy's
+    LAPACK (through linalg.solve on the triangle), returned in the promoted dtype.
+
+    Grad:    through linalg.solve and the triangle (gA lies in the triangle read).
+    Raises:  LinAlgError for a zero on the diagonal (PyTorch returns inf/nan there);
+             RuntimeError as linalg.solve; TypeError for a non-bool ``upper``.
+    """
+    if not isinstance(upper, bool):
+        raise TypeError(f"linalg.solve_triangular(): argument 'upper' must be bool, not "
+                        f"{type(upper).__name__}")
+    _check(A, "solve_triangular")
+    if not isinstance(B, Tensor) or B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
+    T = A.triu(1 if unitriangular else 0) if upper else A.tril(-1 if unitriangular else 0)
+    if unitriangular:
+        n = A.shape[-1]
+        T = ew.add(T, creation.eye(n, dtype=A.dtype, device=A.device))
+    return solve(T, B, left=left)
+
+
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
+    """PyTorch's torch.cholesky_solve(B, L, upper=False): the solution X of A X = B for
+    A = L L^T (L = ``input2`` lower, or U^T U with ``upper``), B (*, n, k). Two triangular
+    solves, computed on the host with NumPy's LAPACK.
+
+    Grad:    through the triangular solves (for both B and L).
+    Raises:  as linalg.solve_triangular.
+    """
+    L = input2
+    _check(L, "cholesky_solve")
+    if upper:
+        y = solve_triangular(_mT(L), input, upper=False)
+        return solve_triangular(L, y, upper=True)
+    y = solve_triangular(L, input, upper=False)
+    return solve_triangular(_mT(L), y, upper=True)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
+    """PyTorch's torch.cholesky_inverse(L, upper=False): (L L^T)^-1 (or (U^T U)^-1) of a
+    Cholesky factor (*, n, n). Computed on the host with NumPy's LAPACK (cholesky_solve of
+    the identity). Grad: through the solves."""
+    _check(L, "cholesky_inverse")
+    eye = creation.eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    return cholesky_solve(eye.expand(*L.shape), L, upper)
+
+
+LegacySVD = namedtuple("svd", ["U", "S", "V"])
+
+
+def svd_legacy(input: Tensor, some: bool = True, compute_uv: bool = True):
+    """PyTorch's torch.svd(input, some=True, compute_uv=True): (U, S, V) with V = Vh^T (not
+    Vh), reduced when ``some``; without ``compute_uv`` U and V are zeros (m, m) and (n, n).
+    Computed on the host with NumPy's LAPACK. Grad: S only (as linalg.svd)."""
+    U, S, Vh = svd(input, full_matrices=not some)
+    if not compute_uv:
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return LegacySVD(_up(np.zeros(batch + (m, m)), input), S,
+                         _up(np.zeros(batch + (n, n)), input))
+    return LegacySVD(U, S, _mT(Vh))
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
+    """PyTorch's torch.pinverse(input, rcond=1e-15): linalg.pinv with rtol=rcond. Computed on
+    the host with NumPy's LAPACK."""
+    return pinv(input, rtol=rcond)

@@ -318,6 +318,10 @@ OPS = (
     Op("det", dc.det, TM, torch_names={"A": "input"}),
     Op("slogdet", dc.slogdet, TM, torch_names={"A": "input"}),
     Op("logdet", dc.logdet, TM, torch_names={"A": "input"}),
+    Op("cholesky_solve", dc.cholesky_solve, TM),
+    Op("cholesky_inverse", dc.cholesky_inverse, TM, torch_names={"L": "input"}),
+    Op("svd", dc.svd_legacy, TM),
+    Op("pinverse", dc.pinverse, TM),
     # -- views --------------------------------------------------------------------------------
     Op("narrow", vw.narrow, TM),
     Op("select", vw.select, TM),
