@@ -665,32 +665,18 @@ def _bn_half_params(x, running_mean, running_var, weight, bias, training, moment
                     relu, count, activation):
     """batch_norm of a float16 input with float16 parameters and running statistics, as
     PyTorch computes it: in float32 (float16 sums of a channel's values overflow past 65504
-    and lose the mean: a channel of mean 3 over 32768 values gave NaN). The mixed batch norm
-    on float32 copies of the parameters (recorded casts: their gradients come back float16)
-    and of the running statistics (written back, rounded to float16, after a training
-    update). Parameters of another dtype are refused by the mixed case's checks."""
-    f32 = dtypes.float32
-
-    def as32(p):
-        return ew.to(p, f32) if isinstance(p, Tensor) and p._storage.dtype is _F16 else p
-    rm, rv = as32(running_mean), as32(running_var)
-    y = batch_norm(x, rm, rv, as32(weight), as32(bias), training, momentum, eps, relu, count,
-                   activation)
-    if training:
-        for buf, b32 in ((running_mean, rm), (running_var, rv)):
-            if isinstance(buf, Tensor) and b32 is not buf and rm is not None and rv is not None:
-                copy_raw(buf, b32)
-                buf._storage.version += 1
-    return y
+    and lose the mean: a channel of mean 3 over 32768 values gave NaN): the mixed batch norm
+    (float16 input, float32 parameters) through _on_float32_params. Parameters of another
+    dtype are refused by the mixed case's checks."""
+    return _on_float32_params(batch_norm, x, _F16, running_mean, running_var, weight, bias,
+                              training, momentum, eps, relu, count, activation)
 
 
 def _bf16_stats(op, fn, x, running_mean, running_var, weight, bias, training, *rest):
     """batch_norm / instance_norm (``fn``) of a bfloat16 input, as PyTorch computes it: in
     float32, the output rounded once to bfloat16. The parameters and running statistics are
     all bfloat16 or all float32 (PyTorch's mixed case), as the first given one in the order
-    weight, bias, running_mean, running_var; bfloat16 ones run as float32 copies (recorded
-    casts: their gradients come back bfloat16), the running statistics written back rounded
-    once after a training update; float32 ones are used (and updated) as they are.
+    weight, bias, running_mean, running_var (bfloat16 ones through _on_float32_params).
 
     Raises:  TypeError for a parameter of another dtype (see _check_affine)."""
     f32 = dtypes.float32
@@ -699,17 +685,27 @@ def _bf16_stats(op, fn, x, running_mean, running_var, weight, bias, training, *r
     for name, p in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):
         _check_param(op, name, p, x, pdt)
+    y = _on_float32_params(fn, ew.to(x, f32), _BF16, running_mean, running_var, weight, bias,
+                           training, *rest)
+    return ew.to(y, _BF16)
 
+
+def _on_float32_params(fn, x, low, running_mean, running_var, weight, bias, training, *rest):
+    """``fn(x, running_mean, running_var, weight, bias, training, *rest)`` with the parameters
+    and running statistics of dtype ``low`` (float16, bfloat16) as float32 copies: recorded
+    casts (their gradients come back in ``low``), the running statistics written back,
+    rounded once, after a training update. Others are used (and updated) as they are."""
     def as32(p):
-        return ew.to(p, f32) if isinstance(p, Tensor) and p._storage.dtype is _BF16 else p
+        return ew.to(p, dtypes.float32) if isinstance(p, Tensor) and p._storage.dtype is low \
+            else p
     rm, rv = as32(running_mean), as32(running_var)
-    y = fn(ew.to(x, f32), rm, rv, as32(weight), as32(bias), training, *rest)
+    y = fn(x, rm, rv, as32(weight), as32(bias), training, *rest)
     if training:
         for buf, b32 in ((running_mean, rm), (running_var, rv)):
             if b32 is not buf:
                 copy_raw(buf, b32)
                 bump_version(buf)
-    return ew.to(y, _BF16)
+    return y
 
 
 def _vec(p, like):
