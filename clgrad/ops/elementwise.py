@@ -1099,11 +1099,7 @@ def sign(x: Tensor) -> Tensor:
     out = _launch_unary("sign_op", x)
     if not x.dtype.is_floating_point:
         return out
-    return record("sign", out, (x,), lambda g: (zeros(g.shape, g.dtype, g._storage.device),))
-
-
-def _zero_grad(g):
-    return (zeros(g._shape, g._storage.dtype, g._storage.device),)
+    return record_zero_grad("sign", out, (x,))
 
 
 def record_zero_grad(name: str, out: Tensor, inputs) -> Tensor:
@@ -1122,7 +1118,7 @@ def _piecewise_constant(kname, op):
             return via_float32(f, x)
         if not x.dtype.is_floating_point:
             return clone(x)  # integers are their own floor: a copy, never x itself (PyTorch's)
-        return record(op, _launch_unary(kname, _float_in(op, x)), (x,), _zero_grad)
+        return record_zero_grad(op, _launch_unary(kname, _float_in(op, x)), (x,))
     f.__name__ = op
     f.__doc__ = (f"Elementwise {op}. Grad: zero (piecewise constant; recorded, as PyTorch's, "
                  f"so a result of a tensor that requires grad requires grad too). An integer "
