@@ -272,7 +272,7 @@ def _header(data):
 def _tagged(data, tag):
     """The names of the tensors whose safetensors dtype is ``tag`` ("BF16")."""
     header, _ = _header(data)
-    return {name: None for name, v in header.items()
+    return {name for name, v in header.items()
             if name != "__metadata__" and isinstance(v, dict) and v.get("dtype") == tag}
 
 
