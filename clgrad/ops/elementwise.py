@@ -1113,16 +1113,22 @@ def record_zero_grad(name: str, out: Tensor, inputs) -> Tensor:
 
 
 def _piecewise_constant(kname, op):
+    """floor, ceil, round, trunc: float results record a zero gradient (as PyTorch's, so a
+    result of a tensor that requires grad requires grad too); an integer tensor gives a copy
+    of itself; bool raises NotImplementedError (PyTorch's message)."""
     def f(x: Tensor) -> Tensor:
         if x._storage.dtype is _BF16:
             return via_float32(f, x)
         if not x.dtype.is_floating_point:
+            if x.dtype.is_bool:
+                kind = "cuda" if x._storage.device.kind == "gpu" else "cpu"
+                raise NotImplementedError(f'"{op}_vml_{kind}" not implemented for \'Bool\'')
             return clone(x)  # integers are their own floor: a copy, never x itself (PyTorch's)
         return record_zero_grad(op, _launch_unary(kname, _float_in(op, x)), (x,))
     f.__name__ = op
     f.__doc__ = (f"Elementwise {op}. Grad: zero (piecewise constant; recorded, as PyTorch's, "
                  f"so a result of a tensor that requires grad requires grad too). An integer "
-                 f"or bool tensor gives a copy of itself.")
+                 f"tensor gives a copy of itself; bool raises NotImplementedError (PyTorch's).")
     return f
 
 

@@ -101,25 +101,14 @@ digamma.__doc__ = """The digamma function d/dx log Gamma(x) elementwise (PyTorch
     """
 
 
-def trunc(input: Tensor) -> Tensor:
-    """x rounded toward zero elementwise (PyTorch's torch.trunc / torch.fix).
+trunc = _here(ew._piecewise_constant("trunc_op", "trunc"))
+trunc.__doc__ = """x rounded toward zero elementwise (PyTorch's torch.trunc / torch.fix).
 
     Dtypes:  kept; an integer tensor gives a copy (its values are whole).
     Grad:    zero (PyTorch's TruncBackward0): a float input keeps its graph.
-    Raises:  TypeError for a non-Tensor; NotImplementedError for bool (PyTorch's).
+    Raises:  NotImplementedError for bool (PyTorch's).
     Kernels: kernels/elementwise.cl :: trunc_op
     """
-    if not isinstance(input, Tensor):
-        raise TypeError(f"trunc: expected a Tensor, got {type(input).__name__}")
-    if input.dtype.is_bool:
-        _not_implemented("trunc_vml", input)
-    if not input.dtype.is_floating_point:
-        return ew.clone(input)
-    if input._storage.dtype is _BF16:
-        return ew.via_float32(trunc, input)
-    out = ew._launch_unary("trunc_op", input)
-    return ew.record_zero_grad("trunc", out, (input,))
-
 
 
 def frac(input: Tensor) -> Tensor:
