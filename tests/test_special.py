@@ -460,3 +460,12 @@ def test_binary_against_torch(name):
     getattr(torch, name)(pt, qt).sum().backward()
     np.testing.assert_allclose(pc.grad.numpy(), pt.grad.numpy(), rtol=1e-12)
     np.testing.assert_allclose(qc.grad.numpy(), qt.grad.numpy(), rtol=1e-12)
+
+
+def test_bfloat16_binary_ops_take_tensor_operands_as_bfloat16():
+    """bfloat16 with an integer tensor: the tensor is loaded as bfloat16 (257 -> 256, ties to
+    even), as every binary op's (PyTorch's); hand values: hypot(0.5, 256) rounds to 256,
+    0.5 * log(256) = 2.7726 rounds to 2.765625."""
+    x = clgrad.tensor([0.5, 3.0], dtype=clgrad.bfloat16)
+    assert clgrad.xlogy(x, clgrad.tensor([257, 3]))[0].item() == 2.765625
+    assert clgrad.hypot(x, clgrad.tensor([257, 1]).bfloat16())[0].item() == 256.0

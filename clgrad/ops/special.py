@@ -174,9 +174,10 @@ def clamp_max(input: Tensor, max) -> Tensor:
 # -- binary float functions ---------------------------------------------------------------------
 def _binary_float(op, kname, input, other, need_float=True):
     """(a, b, out) of a float binary kernel over input and other (tensors or numbers) promoted
-    as div (integers give float32), or None where the result is bfloat16 (the caller calls
-    via_float32). ``need_float``: integer tensors raise NotImplementedError (PyTorch's
-    logaddexp and hypot have no integer kernels)."""
+    as div (integers give float32); out is None where the result is bfloat16 (the caller
+    calls via_float32 with ``ew._opmath((input, other), (a, b))``). ``need_float``: integer
+    tensors raise NotImplementedError (PyTorch's logaddexp and hypot have no integer
+    kernels)."""
     if need_float:
         for v in (input, other):
             if isinstance(v, Tensor) and not v.dtype.is_floating_point:
@@ -185,7 +186,7 @@ def _binary_float(op, kname, input, other, need_float=True):
                     _not_implemented(op, v)
     a, b, dt, shape = ew._prep(op, input, other, floating=True)
     if dt is _BF16:
-        return None
+        return a, b, None
     return a, b, ew._launch_binary(kname, a, b, dt, shape)
 
 
@@ -204,10 +205,9 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
              shapes that do not broadcast.
     Kernels: kernels/elementwise.cl :: logaddexp_op
     """
-    r = _binary_float("logaddexp", "logaddexp_op", input, other)
-    if r is None:
-        return ew.via_float32(logaddexp, *ew._opmath((input, other), (input, other)))
-    a, b, out = r
+    a, b, out = _binary_float("logaddexp", "logaddexp_op", input, other)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(logaddexp, *ew._opmath((input, other), (a, b)))
 
     def backward(g):
         ga = ew.div(g, ew.add(ew.exp(ew.sub(b, a)), 1.0)) if _wants(a) else None
@@ -225,10 +225,9 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     Grad:    input: g / (1 + 2^(other - input)); other: g / (1 + 2^(input - other)).
     Kernels: kernels/elementwise.cl :: logaddexp2_op
     """
-    r = _binary_float("logaddexp2", "logaddexp2_op", input, other)
-    if r is None:
-        return ew.via_float32(logaddexp2, *ew._opmath((input, other), (input, other)))
-    a, b, out = r
+    a, b, out = _binary_float("logaddexp2", "logaddexp2_op", input, other)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(logaddexp2, *ew._opmath((input, other), (a, b)))
 
     def backward(g):
         ga = ew.div(g, ew.add(ew.pow(2.0, ew.sub(b, a)), 1.0)) if _wants(a) else None
@@ -247,10 +246,9 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
     Raises:  NotImplementedError for integer or bool tensors (PyTorch's).
     Kernels: kernels/elementwise.cl :: hypot_op (OpenCL's hypot)
     """
-    r = _binary_float("hypot", "hypot_op", input, other)
-    if r is None:
-        return ew.via_float32(hypot, *ew._opmath((input, other), (input, other)))
-    a, b, out = r
+    a, b, out = _binary_float("hypot", "hypot_op", input, other)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(hypot, *ew._opmath((input, other), (a, b)))
     y = out.detach()  # (not out: out -> Node -> closure -> out would be a cycle)
 
     def backward(g):
@@ -271,10 +269,9 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
              g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2).
     Kernels: kernels/elementwise.cl :: xlogy_op
     """
-    r = _binary_float("xlogy", "xlogy_op", input, other, need_float=False)
-    if r is None:
-        return ew.via_float32(xlogy, *ew._opmath((input, other), (input, other)))
-    a, b, out = r
+    a, b, out = _binary_float("xlogy", "xlogy_op", input, other, need_float=False)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(xlogy, *ew._opmath((input, other), (a, b)))
 
     def backward(g):
         ga = gb = None
@@ -299,10 +296,9 @@ def copysign(input: Tensor, other: Tensor | float) -> Tensor:
     Grad:    input: g * out / input, 0 where input is 0 (PyTorch's); other: zero.
     Kernels: kernels/elementwise.cl :: copysign_op (OpenCL's copysign)
     """
-    r = _binary_float("copysign", "copysign_op", input, other, need_float=False)
-    if r is None:
-        return ew.via_float32(copysign, *ew._opmath((input, other), (input, other)))
-    a, b, out = r
+    a, b, out = _binary_float("copysign", "copysign_op", input, other, need_float=False)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(copysign, *ew._opmath((input, other), (a, b)))
     y = out.detach()
 
     def backward(g):
