@@ -151,10 +151,9 @@ def det(A: Tensor) -> Tensor:
     _check(A, "det")
     a = _host(A)
     out = _up(np.linalg.det(a), A)
-    dev = A._storage.device
 
     def backward(g):
-        adjT = creation._upload(_adjugate_T(a), g.dtype, dev)
+        adjT = _up(_adjugate_T(a), g)
         return (ew.mul(adjT, g.unsqueeze(-1).unsqueeze(-1)),)
     return record("linalg_det", out, (A,), backward, saved=[A])
 
@@ -172,7 +171,6 @@ def slogdet(A: Tensor):
     s, ld = np.linalg.slogdet(a)
     sign, logabs = _up(s, A), _up(ld, A)
     sign = ew.record_zero_grad("linalg_slogdet", sign, (A,))
-    dev = A._storage.device
 
     def backward(g):
         with np.errstate(all="ignore"):
@@ -180,7 +178,7 @@ def slogdet(A: Tensor):
                 aiT = np.swapaxes(np.linalg.inv(a), -1, -2)
             except np.linalg.LinAlgError:  # singular: -inf's gradient is not finite
                 aiT = np.swapaxes(np.linalg.pinv(a), -1, -2) * np.inf
-        return (ew.mul(creation._upload(aiT, g.dtype, dev), g.unsqueeze(-1).unsqueeze(-1)),)
+        return (ew.mul(_up(aiT, g), g.unsqueeze(-1).unsqueeze(-1)),)
     return SlogdetResult(sign, record("linalg_slogdet", logabs, (A,), backward, saved=[A]))
 
 
@@ -250,13 +248,12 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         raise LinAlgError(f"linalg.solve: {_batch_prefix(a.shape, bad)}The solver failed "
                           f"because the input matrix is singular.") from None
     out = _up(x, A)
-    ashape, bshape, dev = tuple(A.shape), tuple(B.shape), A._storage.device
+    ashape, bshape = tuple(A.shape), tuple(B.shape)
 
     def backward(g):
         gb = np.linalg.solve(np.swapaxes(a, -1, -2), _host(g))
         ga = -gb @ np.swapaxes(x, -1, -2)
-        return (creation._upload(np.asarray(_sum_to(ga, ashape), order="C"), g.dtype, dev),
-                creation._upload(np.asarray(_sum_to(gb, bshape), order="C"), g.dtype, dev))
+        return _up(_sum_to(ga, ashape), g), _up(_sum_to(gb, bshape), g)
     return record("linalg_solve", out, (A, B), backward, saved=[A, B])
 
 
@@ -288,7 +285,6 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
                     f"minor of order {order} is not positive-definite).") from None
         raise
     out = _up(np.swapaxes(L, -1, -2) if upper else L, A)
-    dev = A._storage.device
 
     def backward(g):
         gL = _host(g)
@@ -299,7 +295,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         phi = 0.5 * (phi + np.swapaxes(np.tril(phi, -1), -1, -2))
         ga = np.linalg.solve(Lh, phi)                       # L^-T phi
         ga = np.swapaxes(np.linalg.solve(Lh, np.swapaxes(ga, -1, -2)), -1, -2)  # ... L^-1
-        return (creation._upload(np.asarray(ga, order="C"), g.dtype, dev),)
+        return (_up(ga, g),)
     return record("linalg_cholesky", out, (A,), backward, saved=[A])
 
 
@@ -359,12 +355,10 @@ def eigh(A: Tensor, UPLO: str = "L"):
     """
     w, v = _eigh_host(A, UPLO, "eigh")
     W, V = _up(w, A), _up(v, A)
-    dev = A._storage.device
     # one node for both outputs: the eigenvectors' gradient needs both gradients at once, so
     # the eigenvalues are a differentiable slice of a joint tensor (n + n*n values per matrix)
     n = w.shape[-1]
-    joint = creation._upload(np.concatenate([w, v.reshape(v.shape[:-2] + (n * n,))], -1),
-                             A.dtype, dev)
+    joint = _up(np.concatenate([w, v.reshape(v.shape[:-2] + (n * n,))], -1), A)
 
     def backward(g):
         gg = _host(g)
@@ -381,7 +375,7 @@ def eigh(A: Tensor, UPLO: str = "L"):
                 f = k / e
             f[..., idx, idx] = 0.0
             inner = inner + f
-        return (creation._upload(np.asarray(v @ inner @ vT, order="C"), g.dtype, dev),)
+        return (_up(v @ inner @ vT, g),)
     joint = record("linalg_eigh", joint, (A,), backward, saved=[A])
     if joint.requires_grad:
         W = joint[..., :n]
@@ -481,7 +475,6 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
         sinv = np.where(s > tol, 1.0 / np.where(s > tol, s, 1.0), 0.0)
     x = np.swapaxes(vh, -1, -2) @ (sinv[..., :, None] * np.swapaxes(u, -1, -2))
     out = _up(x, A)
-    dev = A._storage.device
 
     def backward(g):
         G = _host(g)
@@ -489,7 +482,7 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
         m_, n_ = a.shape[-2:]
         ga = (-T(x) @ G @ T(x) + (np.eye(m_) - a @ x) @ T(G) @ x @ T(x)
               + T(x) @ x @ T(G) @ (np.eye(n_) - x @ a))
-        return (creation._upload(np.asarray(ga, order="C"), g.dtype, dev),)
+        return (_up(ga, g),)
     return record("linalg_pinv", out, (A,), backward, saved=[A])
 
 
