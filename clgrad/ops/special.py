@@ -205,15 +205,21 @@ def logaddexp(input: Tensor, other: Tensor) -> Tensor:
              shapes that do not broadcast.
     Kernels: kernels/elementwise.cl :: logaddexp_op
     """
-    a, b, out = _binary_float("logaddexp", "logaddexp_op", input, other)
+    return _logaddexp("logaddexp", logaddexp, ew.exp, input, other)
+
+
+def _logaddexp(op, fn, power, input, other):
+    """logaddexp (``power`` e^t) or logaddexp2 (2^t): the kernel ``<op>_op``, and the gradient
+    g / (1 + power(other - input)) (input), g / (1 + power(input - other)) (other)."""
+    a, b, out = _binary_float(op, op + "_op", input, other)
     if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
-        return ew.via_float32(logaddexp, *ew._opmath((input, other), (a, b)))
+        return ew.via_float32(fn, *ew._opmath((input, other), (a, b)))
 
     def backward(g):
-        ga = ew.div(g, ew.add(ew.exp(ew.sub(b, a)), 1.0)) if _wants(a) else None
-        gb = ew.div(g, ew.add(ew.exp(ew.sub(a, b)), 1.0)) if _wants(b) else None
+        ga = ew.div(g, ew.add(power(ew.sub(b, a)), 1.0)) if _wants(a) else None
+        gb = ew.div(g, ew.add(power(ew.sub(a, b)), 1.0)) if _wants(b) else None
         return ew._grads(a, b, ga, gb)
-    return record("logaddexp", out, ew._inputs(a, b), backward,
+    return record(op, out, ew._inputs(a, b), backward,
                   saved=[t for t in ew._inputs(a, b) if t is not None])
 
 
@@ -225,16 +231,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     Grad:    input: g / (1 + 2^(other - input)); other: g / (1 + 2^(input - other)).
     Kernels: kernels/elementwise.cl :: logaddexp2_op
     """
-    a, b, out = _binary_float("logaddexp2", "logaddexp2_op", input, other)
-    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
-        return ew.via_float32(logaddexp2, *ew._opmath((input, other), (a, b)))
-
-    def backward(g):
-        ga = ew.div(g, ew.add(ew.pow(2.0, ew.sub(b, a)), 1.0)) if _wants(a) else None
-        gb = ew.div(g, ew.add(ew.pow(2.0, ew.sub(a, b)), 1.0)) if _wants(b) else None
-        return ew._grads(a, b, ga, gb)
-    return record("logaddexp2", out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+    return _logaddexp("logaddexp2", logaddexp2, lambda t: ew.pow(2.0, t), input, other)
 
 
 def hypot(input: Tensor, other: Tensor) -> Tensor:
