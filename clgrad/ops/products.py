@@ -162,10 +162,6 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         top = rd.amax(a.detach(), -1, keepdim=True)
         mask = ew.to(ew.eq(a.detach(), top), a.dtype)
         return ew.add(top.squeeze(-1), rd.sum(ew.mul(ew.sub(a, a.detach()), mask), -1))
-    if 0 < p < 1:  # |d|^p with d = 0 taken as 0 and a zero gradient there (PyTorch's), not NaN
-        zero = ew.eq(diff, 0)
-        a = ew.abs(ew.where(zero, 1.0, diff))
-        return ew.pow(rd.sum(ew.where(zero, 0.0, ew.pow(a, float(p))), -1), 1.0 / p)
     return linalg.vector_norm(diff, float(p), -1)
 
 
