@@ -59,26 +59,26 @@ def to(x: Tensor, dtype) -> Tensor:
 _BF16, _F32 = dtypes.bfloat16, dtypes.float32
 
 
-def _bf16_in(v):
+def _low_in(v, low):
     if isinstance(v, Tensor):
-        return to(v, _F32) if v.dtype is _BF16 else v
-    if isinstance(v, (list, tuple)) and any(isinstance(e, Tensor) and e.dtype is _BF16
+        return to(v, _F32) if v._storage.dtype is low else v
+    if isinstance(v, (list, tuple)) and any(isinstance(e, Tensor) and e._storage.dtype is low
                                             for e in v):
-        return type(v)(_bf16_in(e) for e in v)
+        return type(v)(_low_in(e, low) for e in v)
     return v
 
 
-def _bf16_out(v):
+def _low_out(v, low):
     if isinstance(v, Tensor):
-        if v.dtype is not _F32:
+        if v._storage.dtype is not _F32:
             return v
-        out = to(v, _BF16)
+        out = to(v, low)
         node, inner = out._grad_fn, v._grad_fn
         if node is not None and inner is not None:  # the op's name on the result's grad_fn
             node._op = inner._op                    # ('MulBackward0', as PyTorch's)
         return out
     if isinstance(v, tuple):
-        items = [_bf16_out(e) for e in v]
+        items = [_low_out(e, low) for e in v]
         return type(v)(*items) if hasattr(v, "_fields") else tuple(items)
     return v
 
@@ -92,18 +92,27 @@ def via_float32(fn, *args, **kwargs):
     comparisons) are kept. Both conversions are recorded (``to``), so gradients flow and
     arrive in bfloat16. An op calls this where its result dtype is bfloat16; it costs two
     conversion launches per bfloat16 operand and result (OpenCL C has no bfloat16 type)."""
-    args = [_bf16_in(a) for a in args]
+    return low_via_float32(_BF16, fn, *args, **kwargs)
+
+
+def low_via_float32(low, fn, *args, **kwargs):
+    """via_float32 for the 16-bit float dtype ``low`` (bfloat16 or float16): its tensors in
+    ``args`` as float32 copies, ``fn`` run with autocast off (autocast chose the dtype
+    already: the float32 op is the op's own arithmetic, not autocast's to lower again), its
+    float32 results rounded to ``low`` once. float16's users: the convolutions that run
+    float32's kernels (ops/conv/op.py half_via_float32) and the mixed layer/group norm."""
+    args = [_low_in(a, low) for a in args]
     for k, v in kwargs.items():
-        kwargs[k] = _bf16_in(v)
+        kwargs[k] = _low_in(v, low)
     mode = autograd.grad_mode
     if not getattr(mode._state, "autocast", None):
-        return _bf16_out(fn(*args, **kwargs))
-    prev = mode._set_autocast(None)  # autocast chose bfloat16 already: the float32 op is
-    try:                             # this op's own arithmetic, not autocast's to lower again
+        return _low_out(fn(*args, **kwargs), low)
+    prev = mode._set_autocast(None)
+    try:
         out = fn(*args, **kwargs)
     finally:
         mode._set_autocast(prev)
-    return _bf16_out(out)
+    return _low_out(out, low)
 
 
 def _opmath(given, prepped) -> tuple:

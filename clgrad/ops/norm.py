@@ -233,8 +233,8 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(layer_norm, input, normalized_shape, weight, bias, eps)
     if _half_mixed(input, weight, bias):  # float16 input, float32 parameters (PyTorch's CPU
-        return ew.to(layer_norm(ew.to(input, dtypes.float32), normalized_shape, weight, bias,
-                                eps), dtypes.float16)  # mixed type: what autocast('cpu') gives)
+        # mixed type: what autocast('cpu') gives)
+        return ew.low_via_float32(_F16, layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
     _check_float_tensor("layer_norm", input)
@@ -270,8 +270,7 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(group_norm, input, num_groups, weight, bias, eps)
     if _half_mixed(input, weight, bias):  # (as layer_norm's)
-        return ew.to(group_norm(ew.to(input, dtypes.float32), num_groups, weight, bias, eps),
-                     dtypes.float16)
+        return ew.low_via_float32(_F16, group_norm, input, num_groups, weight, bias, eps)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "

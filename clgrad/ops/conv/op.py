@@ -212,14 +212,7 @@ HALF_IM2COL = None  # see half_via_float32
 def as_float32(op, input, weight, bias, *args):
     """op(float32 copies of input, weight and bias, *args) rounded to float16 once, with
     autocast off inside (float32 stays float32); the casts are recorded."""
-    f32 = dtypes.float32
-    state, _AUTOCAST_STATE.autocast = _AUTOCAST_STATE.autocast, None
-    try:
-        out = op(ew.to(input, f32), ew.to(weight, f32),
-                 None if bias is None else ew.to(bias, f32), *args)
-    finally:
-        _AUTOCAST_STATE.autocast = state
-    return ew.to(out, _HALF)
+    return ew.low_via_float32(_HALF, op, input, weight, bias, *args)
 
 
 _HALF, _BF16 = dtypes.float16, dtypes.bfloat16
