@@ -74,6 +74,8 @@ def test_bfloat16_cnn_forward_backward_matches_pytorch(train):
 
 def test_autocast_cpu_step_matches_pytorch():
     """PyTorch's CPU autocast (bfloat16) over a float32 model, one SGD step."""
+    if clgrad.default_device().type != "cpu":  # (PyTorch's: it leaves other devices' ops)
+        pytest.skip("autocast('cpu') lowers CPU tensors only; the default device is a GPU")
     mc, mt, x, y = _pair(1)
     oc_, ot_ = (clgrad.optim.SGD(mc.parameters(), lr=0.1, momentum=0.9),
                 torch.optim.SGD(mt.parameters(), lr=0.1, momentum=0.9))

@@ -205,6 +205,34 @@ def test_split_argument(monkeypatch):
     assert_product(c, a_np, b_np)
 
 
+def test_split_path_one_slice_rounds_float16_once():
+    """The forced split path with one slice (the float16 im2col convolution's, its bias as
+    beta * c) rounds alpha * a @ b + beta * c to float16 once, as the unsplit GEMM: every
+    element within 2^-11 relative of the float64 value, plus float32's summation error. The
+    bias was once added after the product had been rounded (two roundings)."""
+    dev = clgrad.default_device()
+    if not dev.fp16:
+        pytest.skip(f"{dev.name!r} lacks cl_khr_fp16")
+    rng = np.random.default_rng(11)
+    m, k, n = 40, 36, 48
+    a_np = rng.standard_normal((m, k)).astype(np.float16)
+    b_np = rng.standard_normal((k, n)).astype(np.float16)
+    c0 = (rng.standard_normal((m, n)) * 4).astype(np.float16)
+    for alpha, beta in ((1.0, 1.0), (0.5, -2.0), (0.75, 0.0)):
+        c = clgrad.tensor(c0, dtype=clgrad.float16)
+        mm.gemm(c, clgrad.tensor(a_np, dtype=clgrad.float16),
+                clgrad.tensor(b_np, dtype=clgrad.float16), alpha, beta, tiles_override=GPU2,
+                split=True)
+        ref = (alpha * (a_np.astype(np.float64) @ b_np.astype(np.float64))
+               + beta * c0.astype(np.float64))
+        absref = (abs(alpha) * (np.abs(a_np.astype(np.float64)) @ np.abs(b_np.astype(
+            np.float64))) + abs(beta) * np.abs(c0.astype(np.float64)))
+        # one rounding (2^-11 relative) after float32 sums (k * 2^-24 of the absolute sum each)
+        bound = 2.0 ** -11 * np.abs(ref) + k * 2.0 ** -24 * absref
+        err = np.abs(c.numpy().astype(np.float64) - ref)
+        assert np.all(err <= bound), (alpha, beta, float(np.max(err / bound)))
+
+
 @pytest.mark.parametrize("cfg", mm.GPU_CANDIDATES, ids=lambda c: "x".join(
     str(c[k]) for k in ("TSM", "TSN", "TSK", "WPTM", "WPTN")))
 @pytest.mark.parametrize("i32", (True, False), ids=("i32", "i64"))

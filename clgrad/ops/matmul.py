@@ -589,7 +589,12 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     no copies) into a contiguous (splits, *B, M, N) workspace, then one reduction over the
     slices (reduce.sum_into, Kahan-compensated) straight into c, scaled by alpha (beta != 0:
     into a scratch tensor, then c = that + beta * c). The order of the additions differs from
-    the unsplit GEMM's (each slice's sum, then the slices)."""
+    the unsplit GEMM's (each slice's sum, then the slices).
+    One slice (``splits`` 1: a forced split path, and every float16 one) takes alpha and beta
+    inside its GEMM (c copied into the workspace first), so that the result is rounded once,
+    as the unsplit GEMM's: a float16 convolution's bias (beta * c) was added after the
+    product had been rounded to half, a second rounding. Its reduction is then an exact copy.
+    """
     from clgrad.ops import reduce
     *batch, m, k = a.shape
     n = b.shape[-1]
@@ -600,6 +605,12 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     dev = c._storage.device
     with no_grad():
         part = empty((splits, *batch, m, n), c.dtype, dev)
+        if splits == 1:
+            if beta != 0:
+                copy_raw(Tensor(part._storage, c.shape, part._strides[1:], 0), c)
+            gemm(part, a_s, b_s, alpha, beta, cfg, split=False)
+            reduce.sum_into(c, part, 0)
+            return c
         gemm(part, a_s, b_s, 1.0, 0.0, cfg, split=False)
         if beta == 0:
             reduce.sum_into(c, part, 0, alpha)
