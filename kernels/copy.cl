@@ -1,8 +1,11 @@
 // kernels/copy.cl — copy between any two strided views, converting the element type.
-// Defines: S source type, D destination type, D_IS_BOOL when D holds bool (0/1); S_BF16 /
-// D_BF16 when S / D is bfloat16 (ushort bits, kernels/bf16.h: a conversion between it and
-// another type goes through float; between two bfloat16 views the bits are copied); copy_runs
-// also RUNS (the rank of its collapsed geometry) and UNIT (both last-dim strides are 1).
+// Defines: S source type, D destination type, D_IS_BOOL when D holds bool (0/1);
+// D_VIA_LONG for a floating S into uchar (uint8 through int64, as PyTorch's
+// static_cast_with_inter_type: -2.5 gives 254 on every device, where NVIDIA's direct
+// conversion saturates to 0); S_BF16 / D_BF16 when S / D is bfloat16 (ushort bits,
+// kernels/bf16.h: a conversion between it and another type goes through float; between two
+// bfloat16 views the bits are copied); copy_runs also RUNS (the rank of its collapsed
+// geometry) and UNIT (both last-dim strides are 1).
 // Launch: 1-D; copy: one work item per element, copy_runs: see there. Each checks its bound.
 #include "common.h"
 #include "bf16.h"
@@ -17,6 +20,8 @@
 #define CVT(v) float_to_bf16((float)(v))
 #elif defined(D_IS_BOOL)
 #define CVT(v) ((SRC_VAL(v) != (S)0) ? 1 : 0)
+#elif defined(D_VIA_LONG)
+#define CVT(v) ((D)(long)SRC_VAL(v))
 #else
 #define CVT(v) ((D)SRC_VAL(v))
 #endif

@@ -108,6 +108,24 @@ def test_uint8_arithmetic_wraps_around_as_numpy():
     np.testing.assert_array_equal((a + 300).numpy(), (a_np.astype(np.int64) + 300) % 256)
 
 
+@pytest.mark.parametrize("src", ["float32", "float64", "float16", "bfloat16"])
+def test_float_to_uint8_goes_through_int64(src):
+    """A float converted to uint8 truncates to int64, then wraps (PyTorch's
+    static_cast_with_inter_type: torch gives 254 for -2.5 on CPU and CUDA alike), where a
+    direct C conversion of a negative float is undefined (NVIDIA's saturates to 0); NaN and
+    values beyond int64 stay undefined, as in PyTorch. Hand oracle: (trunc(x) mod 256)."""
+    dev = clgrad.default_device()
+    if (src == "float16" and not dev.fp16) or (src == "float64" and not dev.fp64):
+        pytest.skip(f"{dev.name!r} lacks {src}")
+    vals = [-2.5, -7.75, -1.0, -300.75, 300.25, 1.9, 255.0, -0.5, 0.0]
+    want = [254, 249, 255, 212, 44, 1, 255, 0, 0]
+    x = clgrad.tensor(vals, dtype=getattr(clgrad, src))
+    for got in (x.to(U8), x[::2].to(U8), x.byte()):  # dense, strided, the method
+        assert got.dtype is U8
+    np.testing.assert_array_equal(x.to(U8).numpy(), want)
+    np.testing.assert_array_equal(x[::2].to(U8).numpy(), want[::2])
+
+
 def test_mixed_promotion_in_ops():
     u = clgrad.tensor(np.array([250, 3], np.uint8))
     i8 = clgrad.tensor(np.array([-100, 100], np.int8))

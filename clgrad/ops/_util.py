@@ -59,6 +59,8 @@ def copy_raw(dst: Tensor, src: Tensor):
     d = {"S": sdt.cl, "D": ddt.cl}
     if ddt.is_bool:
         d["D_IS_BOOL"] = 1
+    elif ddt.cl == "uchar" and sdt.is_floating_point:  # uint8 through int64 (copy.cl)
+        d["D_VIA_LONG"] = 1
     if sdt is _BF16 or ddt is _BF16:  # (kernels/bf16.h)
         d["BF16"] = 1
         if sdt is _BF16:
