@@ -34,13 +34,13 @@ __kernel void leaky_relu_bwd(long n, int nd, shape_t sh, __global T *out, view_t
 __kernel void name##_fwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
                          __global const T *a, view_t va, T p0, T p1) {                     \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
-    T x = a[oa]; out[oo] = (FWD);                                                           \
+    OPM x = a[oa]; out[oo] = (FWD);                                                         \
 }                                                                                           \
 __kernel void name##_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
                          __global const T *g, view_t vg, __global const T *a, view_t va,  \
                          T p0, T p1) {                                                      \
     EW_HEAD long oo, og, oa; off3(i, nd, sh, vo, vg, va, &oo, &og, &oa);                   \
-    T x = a[oa]; T gy = g[og]; out[oo] = (DERIV);                                           \
+    OPM x = a[oa]; OPM gy = g[og]; out[oo] = (DERIV);                                       \
 }
 
 #define SIG(v) ((T)1 / ((T)1 + EXP_T(-(v))))
@@ -67,11 +67,11 @@ ACT(hardtanh, x < p0 ? p0 : x > p1 ? p1 : x, (x <= p0 || x >= p1) ? (T)0 : gy)
 ACT(gelu, x * (T)0.5f * ((T)1 + erf(x * SQRT1_2)),
     gy * ((T)0.5f * ((T)1 + erf(x * SQRT1_2)) + x * INV_SQRT_2PI * exp((T)-0.5f * x * x)))
 // gelu tanh: x / 2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
-ACT(gelu_tanh, (T)0.5f * x * ((T)1 + tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))),
-    gy * ((T)0.5f * ((T)1 + tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))) +
-          (T)0.5f * x * ((T)1 - tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x)) *
-                                tanh(SQRT2_PI * (x + (T)GELU_A * x * x * x))) *
-          SQRT2_PI * ((T)1 + (T)GELU_3A * x * x)))
+ACT(gelu_tanh, (T)0.5f * x * ((T)1 + tanh(SQRT2_PI * (x + (OPM)GELU_A * x * x * x))),
+    gy * ((T)0.5f * ((T)1 + tanh(SQRT2_PI * (x + (OPM)GELU_A * x * x * x))) +
+          (T)0.5f * x * ((T)1 - tanh(SQRT2_PI * (x + (OPM)GELU_A * x * x * x)) *
+                                tanh(SQRT2_PI * (x + (OPM)GELU_A * x * x * x))) *
+          SQRT2_PI * ((T)1 + (OPM)GELU_3A * x * x)))
 // silu: x sigmoid(x)
 ACT(silu, x * SIG(x), gy * SIG(x) * ((T)1 + x * ((T)1 - SIG(x))))
 // elu(alpha p0): x > 0 ? x : alpha (exp(x) - 1)

@@ -144,6 +144,13 @@ inline void off4(long i, int nd, const shape_t sh, const view_t a, const view_t 
 
 #endif  // CONTIG
 
+// OPM: the type the elementwise and activation kernels compute in (PyTorch's "opmath"):
+// float for half (clgrad/ops/_util.py defines_of), so that a float16 result is rounded once,
+// its intermediates neither rounded to half nor overflowing there; T for every other type.
+#ifndef OPM
+#define OPM T
+#endif
+
 // EXP_T(v): exp of a T (the kernel file's element type), for the sigmoid-like kernels. For
 // float and half with POLY_EXP (clgrad/runtime/device.py sets it for PoCL's CPU
 // device, whose exp is a scalar library call that stops the work-item loop from vectorising:
@@ -170,7 +177,7 @@ inline float poly_expf(float x) {
     float y = p * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
     return x != x ? x : y;
 }
-#define EXP_T(v) ((T)poly_expf((float)(v)))
+#define EXP_T(v) ((OPM)poly_expf((float)(v)))
 #else
 #define EXP_T(v) exp(v)
 #endif

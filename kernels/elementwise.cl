@@ -25,27 +25,29 @@
 __kernel void name##_x4(long n, int nd, shape_t sh, __global T *out, view_t vo,            \
                         __global const T *a, view_t va) {                                  \
     X4_IDX X4_LD4(xa, a, va)                                                                \
-    { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
-    { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
+    { OPM x = xa0; X4_PUT(0, expr) } { OPM x = xa1; X4_PUT(1, expr) }                       \
+    { OPM x = xa2; X4_PUT(2, expr) } { OPM x = xa3; X4_PUT(3, expr) }                       \
 }
 #define BINARY_OUT_X4(name, OUT, SY, expr)                                                  \
 __kernel void name##_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
                         __global const T *a, view_t va, __global const T *b, view_t vb) {  \
     X4_IDX X4_LD4(xa, a, va) X4_LD4(yb, b, vb)                                              \
-    { T x = xa0; T y = yb0; X4_PUT(0, expr) } { T x = xa1; T y = yb1; X4_PUT(1, expr) }     \
-    { T x = xa2; T y = yb2; X4_PUT(2, expr) } { T x = xa3; T y = yb3; X4_PUT(3, expr) }     \
+    { OPM x = xa0; OPM y = yb0; X4_PUT(0, expr) }                                           \
+    { OPM x = xa1; OPM y = yb1; X4_PUT(1, expr) }                                           \
+    { OPM x = xa2; OPM y = yb2; X4_PUT(2, expr) }                                           \
+    { OPM x = xa3; OPM y = yb3; X4_PUT(3, expr) }                                           \
 }                                                                                           \
 __kernel void name##_sb_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
                            __global const T *a, view_t va, SCALAR_T ys) {                  \
-    X4_IDX X4_LD4(xa, a, va) const SY y = (SY)ys;                                           \
-    { T x = xa0; X4_PUT(0, expr) } { T x = xa1; X4_PUT(1, expr) }                           \
-    { T x = xa2; X4_PUT(2, expr) } { T x = xa3; X4_PUT(3, expr) }                           \
+    X4_IDX X4_LD4(xa, a, va) const OPM y = (SY)ys;                                          \
+    { OPM x = xa0; X4_PUT(0, expr) } { OPM x = xa1; X4_PUT(1, expr) }                       \
+    { OPM x = xa2; X4_PUT(2, expr) } { OPM x = xa3; X4_PUT(3, expr) }                       \
 }                                                                                           \
 __kernel void name##_sa_x4(long n, int nd, shape_t sh, __global OUT *out, view_t vo,       \
                            SCALAR_T xs, __global const T *b, view_t vb) {                  \
-    X4_IDX X4_LD4(yb, b, vb) const SY x = (SY)xs;                                           \
-    { T y = yb0; X4_PUT(0, expr) } { T y = yb1; X4_PUT(1, expr) }                           \
-    { T y = yb2; X4_PUT(2, expr) } { T y = yb3; X4_PUT(3, expr) }                           \
+    X4_IDX X4_LD4(yb, b, vb) const OPM x = (SY)xs;                                          \
+    { OPM y = yb0; X4_PUT(0, expr) } { OPM y = yb1; X4_PUT(1, expr) }                       \
+    { OPM y = yb2; X4_PUT(2, expr) } { OPM y = yb3; X4_PUT(3, expr) }                       \
 }
 #else
 #define UNARY_X4(name, expr)
@@ -56,13 +58,15 @@ __kernel void name##_sa_x4(long n, int nd, shape_t sh, __global OUT *out, view_t
 __kernel void name(long n, int nd, shape_t sh, __global T *out, view_t vo,                 \
                    __global const T *a, view_t va) {                                       \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
-    T x = a[oa]; out[oo] = (expr);                                                          \
+    OPM x = a[oa]; out[oo] = (expr);                                                        \
 }                                                                                           \
 UNARY_X4(name, expr)
 
 // The number of the _sa / _sb forms arrives as SCALAR_T (float for half: the host's
 // opscalar) and is used as SY: the arithmetic ops (ARITH) keep it (PyTorch's opmath: half
 // x / 70000. is 1.43e-05, not x / inf), every other op rounds it to T first, as before.
+// Operands and numbers are computed with in OPM (kernels/common.h: float for half), the
+// result rounded to T once.
 #ifndef SCALAR_T
 #define SCALAR_T T
 #endif
@@ -70,17 +74,17 @@ UNARY_X4(name, expr)
 __kernel void name(long n, int nd, shape_t sh, __global OUT *out, view_t vo,               \
                    __global const T *a, view_t va, __global const T *b, view_t vb) {       \
     EW_HEAD long oo, oa, ob; off3(i, nd, sh, vo, va, vb, &oo, &oa, &ob);                   \
-    T x = a[oa]; T y = b[ob]; out[oo] = (expr);                                             \
+    OPM x = a[oa]; OPM y = b[ob]; out[oo] = (expr);                                         \
 }                                                                                           \
 __kernel void name##_sb(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
                         __global const T *a, view_t va, SCALAR_T ys) {                     \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
-    const SY y = (SY)ys; T x = a[oa]; out[oo] = (OUT)(expr);                                \
+    const OPM y = (SY)ys; OPM x = a[oa]; out[oo] = (OUT)(expr);                             \
 }                                                                                           \
 __kernel void name##_sa(long n, int nd, shape_t sh, __global OUT *out, view_t vo,          \
                         SCALAR_T xs, __global const T *b, view_t vb) {                     \
     EW_HEAD long oo, ob; off2(i, nd, sh, vo, vb, &oo, &ob);                                \
-    const SY x = (SY)xs; T y = b[ob]; out[oo] = (OUT)(expr);                                \
+    const OPM x = (SY)xs; OPM y = b[ob]; out[oo] = (OUT)(expr);                             \
 }                                                                                           \
 BINARY_OUT_X4(name, OUT, SY, (OUT)(expr))
 #define BINARY_OUT(name, OUT, expr) BINARY_OUT_S(name, OUT, T, expr)

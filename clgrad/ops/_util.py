@@ -249,6 +249,7 @@ def defines_of(dtype: dtypes.DType) -> dict:
         if dtype is dtypes.float16:  # float16 sums in float (ACC: matmul.cl's GEMM_TILED,
             d["ACC"] = "float"      # pool.cl, conv_im2col_any.cl's col2im), and computes with
             d["SCALAR_T"] = "float"  # a number in float (elementwise.cl: scalar's opmath)
+            d["OPM"] = "float"  # elementwise/activation.cl compute in float, round once
         flag = {"double": "IS_DOUBLE", "long": "IS_LONG", "int": "IS_INT"}.get(dtype.cl)
         if flag:
             d[flag] = 1

@@ -16,7 +16,7 @@ from clgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
 
-_BF16 = dtypes.bfloat16
+_BF16, _F16 = dtypes.bfloat16, dtypes.float16
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
@@ -39,11 +39,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if is_causal and attn_mask is not None:
         raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set "
                            "when is_causal=True")
-    if query.dtype is _BF16 and key.dtype is _BF16 and value.dtype is _BF16:
-        # in float32 on float32 copies, rounded once (PyTorch's math backend upcasts
-        # bfloat16 on CPUs alike); a float mask too
-        return ew.via_float32(scaled_dot_product_attention, query, key, value, attn_mask,
-                              dropout_p, is_causal, scale, enable_gqa)
+    low = query.dtype
+    if (low is _BF16 or low is _F16) and key.dtype is low and value.dtype is low:
+        # in float32 on float32 copies, rounded once (PyTorch's CPU kernels compute 16-bit
+        # attention in float: half scores lose their exp's accuracy); a float mask too
+        return ew.low_via_float32(low, scaled_dot_product_attention, query, key, value,
+                                  attn_mask, dropout_p, is_causal, scale, enable_gqa)
     e = query.shape[-1]
     scale = 1.0 / math.sqrt(e) if scale is None else float(scale)
     scores = ew.mul(mm.matmul(query, key.transpose(-2, -1)), scale)

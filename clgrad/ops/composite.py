@@ -30,7 +30,7 @@ __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "out
            "norm"]
 
 
-_BF16 = dtypes.bfloat16
+_BF16, _F16 = dtypes.bfloat16, dtypes.float16
 
 
 def _in_result_type(op, *tensors):
@@ -56,8 +56,8 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
     Raises TypeError for a bool result type (PyTorch has no bool kernel).
     """
     (input, tensor1, tensor2), dt = _in_result_type("addcmul", input, tensor1, tensor2)
-    if dt is _BF16:  # in float32, rounded once (PyTorch's opmath)
-        return ew.via_float32(addcmul, input, tensor1, tensor2, value)
+    if dt is _BF16 or dt is _F16:  # in float32, rounded once (PyTorch's opmath)
+        return ew.low_via_float32(dt, addcmul, input, tensor1, tensor2, value)
     return ew.add(input, ew.mul(ew.mul(tensor1, tensor2), _value_in(dt, value)))
 
 
@@ -70,8 +70,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
         raise RuntimeError("addcdiv: integer division with addcdiv is no longer supported; "
                            "use torch.div")
     (input, tensor1, tensor2), dt = _in_result_type("addcdiv", input, tensor1, tensor2)
-    if dt is _BF16:
-        return ew.via_float32(addcdiv, input, tensor1, tensor2, value)
+    if dt is _BF16 or dt is _F16:
+        return ew.low_via_float32(dt, addcdiv, input, tensor1, tensor2, value)
     return ew.add(input, ew.mul(ew.div(tensor1, tensor2), _value_in(dt, value)))
 
 
@@ -94,8 +94,8 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
         raise TypeError(f"lerp: \"lerp\" not implemented for '{dtypes.torch_name(dt)}' "
                         f"(expected a floating input or 0-dim weight, got {dt})")
     input, end = ew.to(input, dt), ew.to(end, dt)
-    if dt is _BF16:
-        return ew.via_float32(lerp, input, end, ew.to(weight, dt) if isinstance(
+    if dt is _BF16 or dt is _F16:  # in float32, rounded once (PyTorch's opmath)
+        return ew.low_via_float32(dt, lerp, input, end, ew.to(weight, dt) if isinstance(
             weight, Tensor) else weight)
     if isinstance(weight, Tensor):
         weight = ew.to(weight, dt)

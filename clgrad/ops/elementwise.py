@@ -56,7 +56,7 @@ def to(x: Tensor, dtype) -> Tensor:
     return record("to", out, (x,), lambda g: (to(g, src_dtype),))
 
 
-_BF16, _F32 = dtypes.bfloat16, dtypes.float32
+_BF16, _F16, _F32 = dtypes.bfloat16, dtypes.float16, dtypes.float32
 
 
 def _low_in(v, low):
@@ -422,6 +422,9 @@ def add(a, b, alpha=1) -> Tensor:
         # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
         return via_float32(add, *_opmath(given, (a, b))) if type(alpha) is int and \
             alpha == 1 else via_float32(add, *given, alpha=alpha)
+    if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
+        # alpha * b in float, not rounded to half before the add (PyTorch's opmath)
+        return low_via_float32(_F16, add, *given, alpha=alpha)
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -565,6 +568,9 @@ def sub(a, b, alpha=1) -> Tensor:
         # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
         return via_float32(sub, *_opmath(given, (a, b))) if type(alpha) is int and \
             alpha == 1 else via_float32(sub, *given, alpha=alpha)
+    if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
+        # alpha * b in float, not rounded to half before the sub (PyTorch's opmath)
+        return low_via_float32(_F16, sub, *given, alpha=alpha)
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)

@@ -712,7 +712,14 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
         if a.requires_grad:
             ga = ew.sum_to(matmul(g2, be.transpose(-1, -2)), a2.shape).reshape(a.shape)
         if b.requires_grad:
-            gb = ew.sum_to(matmul(ae.transpose(-1, -2), g2), b2.shape).reshape(b.shape)
+            if b2.ndim == 2 and a2.ndim > 2 and tuple(a2.shape) == tuple(ae.shape):
+                # a matrix b under a batch of a: one GEMM over the batch folded into its
+                # sum (float16: summed in float32 and rounded once, as PyTorch's, not each
+                # batch's product rounded and the rounded products summed)
+                gb = matmul(a2.reshape(-1, k).transpose(0, 1), g2.reshape(-1, n))
+            else:
+                gb = ew.sum_to(matmul(ae.transpose(-1, -2), g2), b2.shape)
+            gb = gb.reshape(b.shape)
         return ga, gb
     return record("matmul", out, (a, b), backward, saved=[a, b])
 

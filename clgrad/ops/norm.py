@@ -204,12 +204,11 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                   backward, saved=saved)
 
 
-def _half_mixed(input, weight, bias) -> bool:
-    """A float16 input with a float32 weight or bias: PyTorch's mixed-type layer/group norm
-    (computed in float32, the output float16, the parameters' gradients float32)."""
-    return (isinstance(input, Tensor) and input._storage.dtype is dtypes.float16 and
-            any(isinstance(p, Tensor) and p._storage.dtype is dtypes.float32
-                for p in (weight, bias)))
+def _half_in(input) -> bool:
+    """A float16 input of layer/group norm: computed in float32 on float32 copies and rounded
+    once, as PyTorch's CPU kernels (rn_fwd in half would sum and keep mean and rstd in half);
+    float32 parameters are PyTorch's mixed type (their gradients float32)."""
+    return isinstance(input, Tensor) and input._storage.dtype is dtypes.float16
 
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
@@ -220,8 +219,8 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     Shapes:  input (*, *normalized_shape); weight, bias normalized_shape -> input's shape
     Dtypes:  floating, all alike; a bfloat16 input computes in float32 (the output rounded
              once), its parameters bfloat16 or float32 (PyTorch's mixed case), and so does a
-             float16 input with float32 parameters (its output float16, as PyTorch's CPU
-             layer_norm); under ``autocast('cuda')`` (clgrad.amp) float16 and bfloat16
+             float16 input, its parameters float16 or float32 (its output float16, as
+             PyTorch's CPU layer_norm); under ``autocast('cuda')`` (clgrad.amp) float16 and bfloat16
              operands are cast to float32 first (PyTorch's CUDA float32 list): the result is
              float32.
     Grad:    input, weight, bias
@@ -232,8 +231,8 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
                                       cuda_only=True)  # (PyTorch's CUDA float32 list)
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(layer_norm, input, normalized_shape, weight, bias, eps)
-    if _half_mixed(input, weight, bias):  # float16 input, float32 parameters (PyTorch's CPU
-        # mixed type: what autocast('cpu') gives)
+    if _half_in(input):  # float16 input, float16 or float32 parameters (PyTorch's CPU
+        # mixed type: what autocast('cpu') gives): in float32, the output rounded once
         return ew.low_via_float32(_F16, layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
@@ -269,7 +268,7 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
                                       cuda_only=True)  # (PyTorch's CUDA float32 list)
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(group_norm, input, num_groups, weight, bias, eps)
-    if _half_mixed(input, weight, bias):  # (as layer_norm's)
+    if _half_in(input):  # (as layer_norm's)
         return ew.low_via_float32(_F16, group_norm, input, num_groups, weight, bias, eps)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
