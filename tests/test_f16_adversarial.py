@@ -135,10 +135,18 @@ def test_matmul_broadcast_weight_gradient_sums_in_float(fp16):
     _check(tb.grad, a2.T @ g2, terms=np.abs(a2).T @ np.abs(g2), k=16)
 
 
-@pytest.mark.xfail(strict=True, reason="a 0-dim float32 tensor operand is rounded to half "
-                   "(PyTorch keeps it in float as a number: opmath)")
-def test_mul_by_0dim_float32_tensor_keeps_it_in_float(fp16):
+def test_0dim_float32_tensor_operand_stays_in_float(fp16):
+    """PyTorch takes a 0-dim float32/float64 tensor as a number (in float, not rounded to
+    half first): x * tensor(1e5) is 5e4, not inf; the result float16, rounded once."""
     x = _t([0.5, -0.25])
-    got = x * clgrad.tensor(1e5)
-    assert got.dtype is clgrad.float16
-    _check(got, [5e4, -2.5e4])
+    w = clgrad.tensor(1e5)
+    for got, want in ((x * w, [5e4, -2.5e4]), (w * x, [5e4, -2.5e4]),
+                      (x / clgrad.tensor(1e-5), [5e4, -2.5e4]),
+                      (x + clgrad.tensor(3.0), [3.5, 2.75]),
+                      (clgrad.tensor(3.0) - x, [2.5, 3.25]),
+                      (x * clgrad.tensor(1e5, dtype=clgrad.float64), [5e4, -2.5e4])):
+        assert got.dtype is clgrad.float16
+        _check(got, want)
+    x.requires_grad_(True)
+    (x * w).sum().backward()  # the gradient of x is w = 1e5: beyond float16, inf as PyTorch
+    assert x.grad.dtype is clgrad.float16

@@ -129,6 +129,14 @@ def _opmath(given, prepped) -> tuple:
     return tuple(out)
 
 
+def _wide_0d(given) -> bool:
+    """A 0-dim float32/float64 tensor among a float16 op's operands: PyTorch takes it in float
+    as a number (its opmath scalar: float16 x * tensor(1e5) is 37728, not inf), so the op runs
+    through float32 copies (low_via_float32) and rounds once, instead of rounding it to half."""
+    return any(type(g) is Tensor and not g._shape and g._storage.dtype.itemsize >= 4 and
+               g._storage.dtype.is_floating_point for g in given)
+
+
 def _bf16_number(v):
     """A Python number rounded to bfloat16 (comparisons take the number in the tensor's
     dtype, as PyTorch's: bfloat16 0.1 == 0.1 is True); anything else unchanged."""
@@ -425,6 +433,8 @@ def add(a, b, alpha=1) -> Tensor:
     if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
         # alpha * b in float, not rounded to half before the add (PyTorch's opmath)
         return low_via_float32(_F16, add, *given, alpha=alpha)
+    if dt is _F16 and _wide_0d(given):
+        return low_via_float32(_F16, add, *_opmath(given, (a, b)))
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -571,6 +581,8 @@ def sub(a, b, alpha=1) -> Tensor:
     if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
         # alpha * b in float, not rounded to half before the sub (PyTorch's opmath)
         return low_via_float32(_F16, sub, *given, alpha=alpha)
+    if dt is _F16 and _wide_0d(given):
+        return low_via_float32(_F16, sub, *_opmath(given, (a, b)))
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -588,6 +600,8 @@ def mul(a, b) -> Tensor:
         a, b, dt, shape = _prep("mul", a, b)
         if dt is _BF16:
             return via_float32(mul, *_opmath(given, (a, b)))
+        if dt is _F16 and _wide_0d(given):
+            return low_via_float32(_F16, mul, *_opmath(given, (a, b)))
         out = _launch_binary("mul", a, b, dt, shape)
         if key is not None:
             _keep_flat(key, given, a, b, out)
@@ -623,6 +637,8 @@ def div(a, b, rounding_mode=None) -> Tensor:
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
     if dt is _BF16:
         return via_float32(div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
+    if dt is _F16 and rounding_mode is None and _wide_0d(given):
+        return low_via_float32(_F16, div, *_opmath(given, (a, b)))
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()
