@@ -166,14 +166,14 @@ BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), 
 #define W_2_SQRTPI M_2_SQRTPI_F
 #define W_LOG2E M_LOG2E_F
 #endif
-// Built-ins take W, never T: a driver that builds half under the pragma without listing
-// cl_khr_fp16 (NVIDIA's) declares no half overloads of them, so erfc(half) is ambiguous there.
-UNARY(erfc_op, (T)erfc((W)x))
-UNARY(lgamma_op, (T)lgamma((W)x))
-UNARY(trunc_op, (T)trunc((W)x))
-UNARY(frac_op, x - (T)trunc((W)x))
-BINARY(hypot_op, (T)hypot((W)x, (W)y))
-BINARY(copysign_op, (T)copysign((W)x, (W)y))
+// x and y are OPM (float for half), never half: NVIDIA's compiler has no half overloads of
+// erfc, lgamma or hypot (kernels/half_builtins.h lacks them; tools/nvidia_half_check.py).
+UNARY(erfc_op, erfc(x))
+UNARY(lgamma_op, lgamma(x))
+UNARY(trunc_op, trunc(x))
+UNARY(frac_op, x - trunc(x))
+BINARY(hypot_op, hypot(x, y))
+BINARY(copysign_op, copysign(x, y))
 // log(exp(x) + exp(y)) without overflow; equal infinities give themselves (PyTorch's)
 inline W logaddexp_w(W a, W b) {
     if (isinf(a) && a == b) return a;
@@ -188,7 +188,7 @@ inline W logaddexp2_w(W a, W b) {
 BINARY(logaddexp_op, (T)logaddexp_w((W)x, (W)y))
 BINARY(logaddexp2_op, (T)logaddexp2_w((W)x, (W)y))
 // x * log(y), 0 where x is 0 unless y is NaN (PyTorch's xlogy)
-BINARY(xlogy_op, isnan(y) ? y : x == (T)0 ? (T)0 : (T)((W)x * log((W)y)))
+BINARY(xlogy_op, isnan(y) ? y : x == (T)0 ? (OPM)0 : x * log(y))
 // erfinv (no OpenCL built-in): Giles' single-precision approximation (M. Giles,
 // "Approximating the erfinv function", GPU Computing Gems Jade, 2011; relative error < 4e-7
 // for |y| < 1 - 2^-24), then refined: Halley steps on erf(x) = |y| (|y| <= 0.5; cubic), or,
@@ -402,7 +402,7 @@ __kernel void signbit_op(long n, int nd, shape_t sh, __global uchar *out, view_t
                          __global const T *a, view_t va) {
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);
 #ifdef IS_FLOAT
-    out[oo] = signbit((W)a[oa]) ? 1 : 0;  // W: see erfc_op (a conversion keeps the sign)
+    out[oo] = signbit((OPM)a[oa]) ? 1 : 0;  // OPM: see erfc_op (a conversion keeps the sign)
 #else
     out[oo] = a[oa] < (T)0 ? 1 : 0;
 #endif

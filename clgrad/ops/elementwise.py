@@ -116,10 +116,10 @@ def low_via_float32(low, fn, *args, **kwargs):
 
 
 def _opmath(given, prepped) -> tuple:
-    """The operands a bfloat16 binary op passes to via_float32: a tensor with dims (or a
-    NumPy array) as promoted, i.e. rounded to bfloat16 as PyTorch's kernels load it; a Python
-    number or a 0-dim tensor as given, taken in float32 (PyTorch's opmath scalar: bfloat16
-    x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add, sub, pow, fmod and
+    """The operands a bfloat16 (or float16) binary op passes to low_via_float32: a tensor
+    with dims (or a NumPy array) as promoted, i.e. rounded to the low dtype as PyTorch's
+    kernels load it; a Python number or a 0-dim tensor as given, taken in float32 (PyTorch's
+    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add, sub, pow, fmod and
     remainder round a Python number to bfloat16 first, its CUDA kernels do not: clgrad
     follows the latter."""
     out = []
@@ -425,16 +425,14 @@ def add(a, b, alpha=1) -> Tensor:
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
-    if dt is _BF16:
-        # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
-        # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
-        return via_float32(add, *_opmath(given, (a, b))) if type(alpha) is int and \
-            alpha == 1 else via_float32(add, *given, alpha=alpha)
-    if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
-        # alpha * b in float, not rounded to half before the add (PyTorch's opmath)
-        return low_via_float32(_F16, add, *given, alpha=alpha)
-    if dt is _F16 and _wide_0d(given):
-        return low_via_float32(_F16, add, *_opmath(given, (a, b)))
+    one = type(alpha) is int and alpha == 1
+    if dt is _BF16 or dt is _F16 and (_wide_0d(given) or not one and type(given[1]) is Tensor):
+        # in float32, rounded once (PyTorch's opmath): bfloat16 always, float16 where a 0-dim
+        # float tensor or alpha * b would be rounded to half first. The promoted operands (a
+        # NumPy array or an integer tensor taken as the low dtype, as PyTorch); with an
+        # alpha, the given ones (alpha * b then sums in float32)
+        return low_via_float32(dt, add, *_opmath(given, (a, b))) if one else \
+            low_via_float32(dt, add, *given, alpha=alpha)
     out = _launch_binary("add", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -573,16 +571,14 @@ def sub(a, b, alpha=1) -> Tensor:
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("sub", a, b)
-    if dt is _BF16:
-        # the promoted operands (a NumPy array or an integer tensor taken as bfloat16, as
-        # PyTorch); with an alpha, the given ones (alpha * b then sums in float32)
-        return via_float32(sub, *_opmath(given, (a, b))) if type(alpha) is int and \
-            alpha == 1 else via_float32(sub, *given, alpha=alpha)
-    if dt is _F16 and isinstance(given[1], Tensor) and not (type(alpha) is int and alpha == 1):
-        # alpha * b in float, not rounded to half before the sub (PyTorch's opmath)
-        return low_via_float32(_F16, sub, *given, alpha=alpha)
-    if dt is _F16 and _wide_0d(given):
-        return low_via_float32(_F16, sub, *_opmath(given, (a, b)))
+    one = type(alpha) is int and alpha == 1
+    if dt is _BF16 or dt is _F16 and (_wide_0d(given) or not one and type(given[1]) is Tensor):
+        # in float32, rounded once (PyTorch's opmath): bfloat16 always, float16 where a 0-dim
+        # float tensor or alpha * b would be rounded to half first. The promoted operands (a
+        # NumPy array or an integer tensor taken as the low dtype, as PyTorch); with an
+        # alpha, the given ones (alpha * b then sums in float32)
+        return low_via_float32(dt, sub, *_opmath(given, (a, b))) if one else \
+            low_via_float32(dt, sub, *given, alpha=alpha)
     out = _launch_binary("sub", a, b, dt, shape)
     if key is not None:
         _keep_flat(key, given, a, b, out)
@@ -598,10 +594,8 @@ def mul(a, b) -> Tensor:
     if out is None:
         given = a, b
         a, b, dt, shape = _prep("mul", a, b)
-        if dt is _BF16:
-            return via_float32(mul, *_opmath(given, (a, b)))
-        if dt is _F16 and _wide_0d(given):
-            return low_via_float32(_F16, mul, *_opmath(given, (a, b)))
+        if dt is _BF16 or dt is _F16 and _wide_0d(given):  # (see add)
+            return low_via_float32(dt, mul, *_opmath(given, (a, b)))
         out = _launch_binary("mul", a, b, dt, shape)
         if key is not None:
             _keep_flat(key, given, a, b, out)
@@ -635,10 +629,8 @@ def div(a, b, rounding_mode=None) -> Tensor:
                          f"{rounding_mode!r}")
     given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
-    if dt is _BF16:
-        return via_float32(div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
-    if dt is _F16 and rounding_mode is None and _wide_0d(given):
-        return low_via_float32(_F16, div, *_opmath(given, (a, b)))
+    if dt is _BF16 or dt is _F16 and rounding_mode is None and _wide_0d(given):  # (see add)
+        return low_via_float32(dt, div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
         return _divmod_op(kname, f"div_{rounding_mode}", a, b, dt, shape).detach()

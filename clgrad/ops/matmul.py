@@ -593,7 +593,7 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     One slice (``splits`` 1: a forced split path, and every float16 one) takes alpha and beta
     inside its GEMM (c copied into the workspace first), so that the result is rounded once,
     as the unsplit GEMM's: a float16 convolution's bias (beta * c) was added after the
-    product had been rounded to half, a second rounding. Its reduction is then an exact copy.
+    product had been rounded to half, a second rounding. Its reduction is then a copy.
     """
     from clgrad.ops import reduce
     *batch, m, k = a.shape
@@ -606,10 +606,11 @@ def _gemm_split_k(c: Tensor, a: Tensor, b: Tensor, alpha, beta, splits: int, cfg
     with no_grad():
         part = empty((splits, *batch, m, n), c.dtype, dev)
         if splits == 1:
+            one = Tensor(part._storage, c.shape, part._strides[1:], 0)  # the slice, as c
             if beta != 0:
-                copy_raw(Tensor(part._storage, c.shape, part._strides[1:], 0), c)
+                copy_raw(one, c)
             gemm(part, a_s, b_s, alpha, beta, cfg, split=False)
-            reduce.sum_into(c, part, 0)
+            copy_raw(c, one)
             return c
         gemm(part, a_s, b_s, 1.0, 0.0, cfg, split=False)
         if beta == 0:

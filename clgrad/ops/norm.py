@@ -204,11 +204,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                   backward, saved=saved)
 
 
-def _half_in(input) -> bool:
-    """A float16 input of layer/group norm: computed in float32 on float32 copies and rounded
-    once, as PyTorch's CPU kernels (rn_fwd in half would sum and keep mean and rstd in half);
-    float32 parameters are PyTorch's mixed type (their gradients float32)."""
-    return isinstance(input, Tensor) and input._storage.dtype is dtypes.float16
+def _low_in(input):
+    """The 16-bit float dtype of a layer/group norm input (bfloat16 or float16), else None:
+    such an input computes in float32 on float32 copies, the output rounded once, as PyTorch's
+    CPU kernels (rn_fwd in half would sum and keep mean and rstd in half); float32 parameters
+    are PyTorch's mixed type (their gradients float32)."""
+    dt = input._storage.dtype if isinstance(input, Tensor) else None
+    return dt if dt is _BF16 or dt is _F16 else None
 
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
@@ -229,11 +231,10 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
     """
     input, weight, bias = ew.autocast("layer_norm", input, weight, bias, lower=False,
                                       cuda_only=True)  # (PyTorch's CUDA float32 list)
-    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
-        return ew.via_float32(layer_norm, input, normalized_shape, weight, bias, eps)
-    if _half_in(input):  # float16 input, float16 or float32 parameters (PyTorch's CPU
-        # mixed type: what autocast('cpu') gives): in float32, the output rounded once
-        return ew.low_via_float32(_F16, layer_norm, input, normalized_shape, weight, bias, eps)
+    low = _low_in(input)
+    if low is not None:  # 16-bit input, 16-bit or float32 parameters (PyTorch's CPU mixed
+        # type: what autocast('cpu') gives): in float32, the output rounded once
+        return ew.low_via_float32(low, layer_norm, input, normalized_shape, weight, bias, eps)
     ns = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else \
         tuple(normalized_shape)
     _check_float_tensor("layer_norm", input)
@@ -266,10 +267,9 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,
     """
     input, weight, bias = ew.autocast("group_norm", input, weight, bias, lower=False,
                                       cuda_only=True)  # (PyTorch's CUDA float32 list)
-    if isinstance(input, Tensor) and input._storage.dtype is _BF16:
-        return ew.via_float32(group_norm, input, num_groups, weight, bias, eps)
-    if _half_in(input):  # (as layer_norm's)
-        return ew.low_via_float32(_F16, group_norm, input, num_groups, weight, bias, eps)
+    low = _low_in(input)
+    if low is not None:  # (as layer_norm's)
+        return ew.low_via_float32(low, group_norm, input, num_groups, weight, bias, eps)
     _check_float_tensor("group_norm", input)
     if input.ndim < 2:
         raise RuntimeError(f"group_norm: expected an input of 2 or more dims (N, C, *), got "
