@@ -119,9 +119,9 @@ def _opmath(given, prepped) -> tuple:
     """The operands a bfloat16 (or float16) binary op passes to low_via_float32: a tensor
     with dims (or a NumPy array) as promoted, i.e. rounded to the low dtype as PyTorch's
     kernels load it; a Python number or a 0-dim tensor as given, taken in float32 (PyTorch's
-    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add, sub, pow, fmod and
-    remainder round a Python number to bfloat16 first, its CUDA kernels do not: clgrad
-    follows the latter."""
+    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add,
+    sub, pow, fmod and remainder round a Python number to bfloat16 first, its CUDA kernels do
+    not: clgrad follows the latter."""
     out = []
     for g, p in zip(given, prepped):
         dims = isinstance(g, Tensor) and g._shape or isinstance(g, np.ndarray) and g.ndim
