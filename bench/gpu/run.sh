@@ -22,10 +22,7 @@ step() { echo; echo "=== $1 (t=$(( $(date +%s) - T0 ))s)"; }
 main() {
 
 step "install wheels"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD
-mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+source bench/gpu/setup.sh  # wheels, PYTHONPATH, NVIDIA's ICD, GPU_CACHE
 export CLGRAD_DEVICE=${CLGRAD_DEVICE:-gpu}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
 python3 -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda,

@@ -16,10 +16,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/clgrad-amp}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD
-mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+source bench/gpu/setup.sh  # wheels, PYTHONPATH, NVIDIA's ICD, GPU_CACHE
 export CLGRAD_DEVICE=${CLGRAD_DEVICE:-gpu}
 T0=$(date +%s)
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - T0) )); }

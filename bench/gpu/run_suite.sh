@@ -13,10 +13,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/clgrad-suite}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl
-export PYTHONPATH=/tmp/site:$PWD HYPOTHESIS_STORAGE_DIRECTORY=/tmp/hyp
-mkdir -p /etc/OpenCL/vendors && echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd
+source bench/gpu/setup.sh  # wheels, PYTHONPATH, NVIDIA's ICD, GPU_CACHE
 run() {  # run NAME WORKERS [env ...]
     local name=$1 n=$2; shift 2
     env "$@" timeout -k 10 "${SUITE_S:-520}" python3 -m pytest -q -p no:cacheprovider \
