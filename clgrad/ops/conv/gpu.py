@@ -320,7 +320,11 @@ CPU_TUNE_MIN_MACS = 1 << 22
 # channels a group
 CPU_TUNE_VERSION = 2
 _TUNED: dict = {}  # file contents, loaded once
-_LOCK = threading.Lock()
+# Held while a measurement looks up, runs its trials and stores. Reentrant: a trial may run
+# ops that measure their own choices in the same thread (conv2d's float16 route, op.py
+# half_via_float32: its float32 route's conv2d measures the float32 algorithms of each pass
+# during its warm-up run), which then store their entries first; another thread waits.
+_LOCK = threading.RLock()
 
 
 def tune_file():
@@ -368,7 +372,7 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None, min
     CPU_TUNE_MIN_MACS, " v{CPU_TUNE_VERSION}").
     ``trial(pass_name, geo, dtype, dev)`` (choice._trial) gives run(candidate) -> bool: one
     pass of the forward geometry geo on scratch operands, False when the candidate cannot
-    run it. Trials run eagerly, even inside a capture."""
+    run it. Trials run eagerly, even inside a capture, and may measure again (see _LOCK)."""
     mode = settings.getenv("CLGRAD_CONV_TUNE")
     if mode == "off":
         return None
