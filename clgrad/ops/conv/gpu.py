@@ -317,7 +317,8 @@ CPU_CANDIDATES = ("implicit", "blocked")
 CPU_TUNE_MIN_MACS = 1 << 22
 # kept in the CPU measurements' keys (measured's tag): raised where a candidate's kernels
 # change (choices measured on older kernels are measured again); 2: blocked's tiles for few
-# channels a group
+# channels a group. float16 conv2d's route (im2col's float16 GEMMs or float32's kernels on
+# float32 copies) is measured through here too, on tensor cores: op.py half_via_float32.
 CPU_TUNE_VERSION = 2
 _TUNED: dict = {}  # file contents, loaded once
 # Held while a measurement looks up, runs its trials and stores. Reentrant: a trial may run
@@ -368,8 +369,8 @@ def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None, min
     gradient with stride > 1. With ``candidates``: the caller's own choice, measured on the
     devices it asks for and any stride, from ``min_macs`` multiply-adds (None:
     _TUNE_MIN_MACS), ``tag`` ending the key (a version: raised where a candidate changes, so
-    that older entries are measured again). The CPUs' caller: choice._auto (CPU_CANDIDATES,
-    CPU_TUNE_MIN_MACS, " v{CPU_TUNE_VERSION}").
+    that older entries are measured again). Callers: choice._auto (CPUs: CPU_CANDIDATES,
+    CPU_TUNE_MIN_MACS, " v{CPU_TUNE_VERSION}") and op.py half_via_float32 (float16's route).
     ``trial(pass_name, geo, dtype, dev)`` (choice._trial) gives run(candidate) -> bool: one
     pass of the forward geometry geo on scratch operands, False when the candidate cannot
     run it. Trials run eagerly, even inside a capture, and may measure again (see _LOCK)."""
