@@ -374,3 +374,232 @@ def test_half_weight_gradient_slices_on_any_device(dev, monkeypatch):
         _, X, W, ref, absref = _padded_3x3(n + hw, n, hw)
         _check(W.grad.numpy(), ref[2], absref[2], n * hw * hw, name="grad_weight")
     assert seen[0] >= 8 and seen[1] == 2, seen  # (512 deep: 64 slices wanted; 144: 2)
+
+
+# -- the measured route (half_via_float32 on tensor cores) -------------------------------------
+@pytest.fixture
+def route(dev, monkeypatch, tmp_path):
+    """float16 conv2d's route measured on this device: tensor cores pretended
+    (op.mma_precision), HALF_IM2COL None, every layer big enough (conv_gpu._TUNE_MIN_MACS 1),
+    a fresh table in a temporary cache folder. Returns a record of the run: ``trials``, the
+    (pass name, geometry) of each route trial begun; ``via32``, the calls of as_float32 (the
+    float32 route, also inside trials)."""
+    from types import SimpleNamespace
+    from clgrad.ops.conv import gpu as conv_gpu, op
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("CLGRAD_CONV_TUNE", raising=False)
+    monkeypatch.setattr(backends, "conv_algorithm", "auto")
+    monkeypatch.setattr(op, "HALF_IM2COL", None)
+    monkeypatch.setattr(op, "mma_precision", lambda *a: "f16")
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 1)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    seen = SimpleNamespace(trials=[], via32=0)
+    trial, as_float32 = op._route_trial, op.as_float32
+
+    def counted_trial(pass_name, geo, dtype, d):
+        seen.trials.append((pass_name, geo))
+        return trial(pass_name, geo, dtype, d)
+
+    def counted_as_float32(*args):
+        seen.via32 += 1
+        return as_float32(*args)
+    monkeypatch.setattr(op, "_route_trial", counted_trial)
+    monkeypatch.setattr(op, "as_float32", counted_as_float32)
+    return seen
+
+
+def _routes():
+    """The route entries of conv_algos.json: {key: {"algo": ..., "ms": {...}}}."""
+    import json
+    from clgrad.ops.conv import gpu as conv_gpu
+    path = conv_gpu.tune_file()
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    return {k: v for k, v in stored.items() if " | route" in k}
+
+
+ROUTE_LAYER = (2, 8, 10, 10, 16, 1, 3, 1, 1, 1)  # n, c, h, w, o, groups, k, stride, pad, dil
+
+
+def test_half_route_measured_once_stored_and_right(dev, route):
+    """The first call of a layer times conv2d's forward + backward through both routes and
+    stores the faster under a key naming the layer and both routes; the call's values (and
+    gradients) are right whichever route won, and so is the next call, which runs the stored
+    route without measuring again."""
+    from clgrad import settings
+    from clgrad.ops.conv import problem as C
+    _conv_case(*ROUTE_LAYER)
+    (key, entry), = _routes().items()
+    x = clgrad.zeros(2, 8, 10, 10, dtype=F16)
+    geo = C._check(x, clgrad.zeros(16, 8, 3, 3, dtype=F16), None, 1, 1, 1, 1)
+    geo_key = " ".join(f"{k}={v}" for k, v in zip(geo._fields[:16], geo))
+    assert key == (f"{settings.device_key(dev)} | route+bias float16 {geo_key} | "
+                   f"float16,float32")
+    assert set(entry["ms"]) == {"float16", "float32"}, entry
+    assert all(ms > 0 for ms in entry["ms"].values()), entry
+    assert entry["algo"] == min(entry["ms"], key=entry["ms"].get)
+    assert route.trials == [("route+bias", geo)]
+    via32 = route.via32
+    algos = _conv_case(*ROUTE_LAYER, seed=1)
+    assert route.trials == [("route+bias", geo)]  # not measured again
+    assert route.via32 - via32 == (entry["algo"] == "float32")
+    if entry["algo"] == "float16":
+        assert set(algos.values()) == {"im2col"}, algos
+
+
+def test_half_route_each_forced_matches_numpy(dev, route, monkeypatch):
+    """Either stored route (the table's entry replaced) computes the layer's output and its
+    input, weight and bias gradients within the float16 bounds, with no new measurement."""
+    from clgrad.ops.conv import gpu as conv_gpu
+    _conv_case(*ROUTE_LAYER, bias=True)
+    (key, entry), = _routes().items()
+    for i, want in enumerate(("float16", "float32", "float16")):
+        table = dict(conv_gpu._TUNED)  # (a new table: the kept answers are looked up again)
+        table[key] = {"algo": want, "ms": entry["ms"]}
+        monkeypatch.setattr(conv_gpu, "_TUNED", table)
+        via32 = route.via32
+        algos = _conv_case(*ROUTE_LAYER, bias=True, seed=10 + i)
+        assert route.via32 - via32 == (want == "float32"), want
+        if want == "float16":
+            assert set(algos.values()) == {"im2col"}, algos
+    assert len(route.trials) == 1
+
+
+def test_half_route_kept_per_signature(dev, route, monkeypatch):
+    """A layer seen before costs a lookup in the device's plans (conv_gpu.measured is not even
+    called). Every part of the key counts: another input shape, bias, stride, padding,
+    dilation or groups measures anew; the same geometry through other argument types, a
+    changed setting or a replaced table looks the stored route up again (no new trial)."""
+    from clgrad.ops.conv import gpu as conv_gpu
+    calls = []
+    measured = conv_gpu.measured
+    monkeypatch.setattr(conv_gpu, "measured", lambda name, *a, **k: calls.append(name) or
+                        measured(name, *a, **k))
+    rng = np.random.default_rng(2)
+    b = clgrad.tensor(rng.standard_normal(16), dtype=F16)
+
+    def conv(hw=10, bias=b, groups=1, **kw):
+        x = clgrad.tensor(rng.standard_normal((2, 8, hw, hw)), dtype=F16)
+        w = clgrad.tensor(rng.standard_normal((16, 8 // groups, 3, 3)) * 0.2, dtype=F16)
+        kw = dict(dict(stride=1, padding=1, dilation=1), **kw)
+        del calls[:]
+        y = F.conv2d(x, w, bias, groups=groups, **kw)
+        ref = ref_conv(_h(x.numpy()), _h(w.numpy()), None if bias is None else
+                       _h(bias.numpy()), groups=groups, **kw)
+        absref = ref_conv(np.abs(_h(x.numpy())), np.abs(_h(w.numpy())), None if bias is None
+                          else np.abs(_h(bias.numpy())), groups=groups, **kw)
+        _check(y.numpy(), ref, absref, 72 // groups)
+        return [c for c in calls if c.startswith("route")]
+    variants = [{}, dict(hw=12), dict(bias=None), dict(stride=2), dict(padding=2),
+                dict(dilation=2), dict(groups=2)]
+    for i, kw in enumerate(variants):
+        assert conv(**kw) == ["route" if "bias" in kw else "route+bias"], kw
+        assert len(route.trials) == i + 1, kw
+        assert conv(**kw) == [], kw  # kept
+    assert conv(padding=(1, 1), stride=(1, 1)) == ["route+bias"]  # other types: looked up
+    monkeypatch.setenv("CLGRAD_CONV_DEBUG", "")  # a setting changed (the epoch)
+    assert conv() == ["route+bias"]
+    monkeypatch.setattr(conv_gpu, "_TUNED", dict(conv_gpu._TUNED))  # a replaced table
+    assert conv() == ["route+bias"]
+    assert conv() == []
+    assert len(route.trials) == len(variants) and len(_routes()) == len(variants)
+
+
+def test_half_route_tune_off_forced_small_and_few_pairs_not_measured(dev, route, monkeypatch):
+    """CLGRAD_CONV_TUNE=off keeps tensor cores' default route (float16: im2col) unmeasured;
+    HALF_IM2COL still forces either route; a layer below conv_gpu._TUNE_MIN_MACS takes the
+    default, and one of few channel pairs (depthwise) float32, neither measured."""
+    from clgrad.ops.conv import gpu as conv_gpu, op
+    monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")
+    algos = _conv_case(*ROUTE_LAYER)
+    assert set(algos.values()) == {"im2col"} and route.via32 == 0, algos
+    monkeypatch.delenv("CLGRAD_CONV_TUNE")
+    monkeypatch.setattr(op, "HALF_IM2COL", False)
+    _conv_case(*ROUTE_LAYER, seed=1)
+    assert route.via32 == 1
+    monkeypatch.setattr(op, "HALF_IM2COL", True)
+    assert set(_conv_case(*ROUTE_LAYER, seed=2).values()) == {"im2col"}
+    monkeypatch.setattr(op, "HALF_IM2COL", None)
+    n, c, h, w, o, g, k = ROUTE_LAYER[:7]
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", n * o * h * w * c // g * k * k + 1)
+    algos = _conv_case(*ROUTE_LAYER, seed=3)
+    assert set(algos.values()) == {"im2col"} and route.via32 == 1, algos
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 1)
+    _conv_case(2, 8, 12, 12, 8, 8, 3, 1, 1, 1)  # depthwise: float32, unmeasured
+    assert route.via32 == 2
+    assert route.trials == [] and _routes() == {}
+
+
+def test_half_route_nested_float32_measurement(dev, route, monkeypatch):
+    """The float32 route's conv2d measures its own algorithms (each pass, conv_gpu.measured)
+    inside the route trial, which holds conv_gpu._LOCK: no deadlock (run in a thread, with a
+    time limit), and every entry stored. Under CLGRAD_TEST_AS_GPU the nested measurements
+    are the GPU ones."""
+    import threading
+    from clgrad.ops.conv import gpu as conv_gpu, op
+    monkeypatch.setattr(conv_gpu, "CPU_TUNE_MIN_MACS", 1)  # CPUs measure theirs too
+    calls, measured = [], conv_gpu.measured
+    monkeypatch.setattr(conv_gpu, "measured", lambda name, *a, **k: calls.append(
+        (name, op._TRIAL.route)) or measured(name, *a, **k))
+    done = []
+
+    def run():
+        try:
+            done.append(_conv_case(*ROUTE_LAYER))
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            done.append(e)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout=300)
+    assert not t.is_alive(), "deadlock: the route trial's nested measurement never returned"
+    assert not isinstance(done[0], BaseException), done[0]
+    import json
+    stored = json.loads(conv_gpu.tune_file().read_text())
+    passes = {" ".join(k.split(" | ")[-2].split()[:2])
+              for k in stored}
+    assert {"route+bias float16", "forward float32", "grad_input float32",
+            "grad_weight float32"} <= passes, passes
+    assert len(route.trials) == 1
+    # inside the trial's float32 run (the warm-up's), every pass
+    assert {(p, "float32") for p in ("forward", "grad_input", "grad_weight")} <= set(calls)
+
+
+def test_half_route_two_threads_measure_once(dev, route):
+    """Two threads' first calls of one layer: one measures (the other waits on the lock, then
+    reads its entry); the route forced inside the trial is that thread's only."""
+    import threading
+    barrier, got = threading.Barrier(2), []
+
+    def run(seed):
+        barrier.wait()
+        try:
+            got.append(_conv_case(*ROUTE_LAYER, seed=seed))
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            got.append(e)
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads)
+    assert not any(isinstance(g, BaseException) for g in got), got
+    assert len(route.trials) == 1 and len(_routes()) == 1
+
+
+def test_half_route_measured_inside_a_capture(dev, route):
+    """A float16 layer first met inside a CUDAGraph capture: its route trials run eagerly (not
+    recorded into the graph), which holds the conv's own launches and replays its values."""
+    rng = np.random.default_rng(5)
+    xn, wn = _h(rng.standard_normal((2, 8, 9, 9))), _h(rng.standard_normal((16, 8, 3, 3)) * .2)
+    x, w = clgrad.tensor(xn, dtype=F16), clgrad.tensor(wn, dtype=F16)
+    g = clgrad.cuda.CUDAGraph()
+    with clgrad.cuda.graph(g):
+        y = F.conv2d(x, w, padding=1)
+    assert len(route.trials) == 1
+    before = launch_count()
+    eager = F.conv2d(x, w, padding=1)
+    assert g.num_kernels == launch_count() - before  # the conv's launches only
+    g.replay()
+    ref = ref_conv(xn, wn, None, padding=1)
+    absref = ref_conv(np.abs(xn), np.abs(wn), None, padding=1)
+    _check(y.numpy(), ref, absref, 72, name="captured")
+    _check(eager.numpy(), ref, absref, 72, name="eager")

@@ -200,8 +200,9 @@ def _auto(pass_name, p: Problem, dev, dtype) -> str:
             return "pointwise"  # gives way to implicit where it cannot run p
         if few:
             return "depthwise"
-        return conv_gpu.measured(pass_name, p, dev, dtype, _trial,
-                                 conv_gpu.CPU_CANDIDATES) or "implicit"
+        return conv_gpu.measured(pass_name, p, dev, dtype, _trial, conv_gpu.CPU_CANDIDATES,
+                                 conv_gpu.CPU_TUNE_MIN_MACS,
+                                 f" v{conv_gpu.CPU_TUNE_VERSION}") or "implicit"
     if few:
         return conv_gpu.few_channels_algorithm(pass_name, p, dev)
     big = p.n * p.g * p.o * p.oh * p.ow >= BIG_OUTPUTS

@@ -315,11 +315,17 @@ _TUNE_MIN_MACS = 1 << 20
 # VGG-11's 3 x 3 convs on 16 x 16 maps and below 1.5-4x faster (bench/conv_layers.py).
 CPU_CANDIDATES = ("implicit", "blocked")
 CPU_TUNE_MIN_MACS = 1 << 22
-# kept in the CPU measurements' keys: raised where a candidate's kernels change (choices
-# measured on older kernels are measured again); 2: blocked's tiles for few channels a group
+# kept in the CPU measurements' keys (measured's tag): raised where a candidate's kernels
+# change (choices measured on older kernels are measured again); 2: blocked's tiles for few
+# channels a group. float16 conv2d's route (im2col's float16 GEMMs or float32's kernels on
+# float32 copies) is measured through here too, on tensor cores: op.py half_via_float32.
 CPU_TUNE_VERSION = 2
 _TUNED: dict = {}  # file contents, loaded once
-_LOCK = threading.Lock()
+# Held while a measurement looks up, runs its trials and stores. Reentrant: a trial may run
+# ops that measure their own choices in the same thread (conv2d's float16 route, op.py
+# half_via_float32: its float32 route's conv2d measures the float32 algorithms of each pass
+# during its warm-up run), which then store their entries first; another thread waits.
+_LOCK = threading.RLock()
 
 
 def tune_file():
@@ -348,31 +354,39 @@ def choice_epoch() -> tuple:
 
 def _key(dev, pass_name, geo: Problem, dtype, candidates) -> str:
     """The measurement's key in the table: device, pass, dtype, geometry and the candidates
-    measured (a changed list measures again; CPU keys also carry CPU_TUNE_VERSION)."""
+    measured (a changed list measures again; callers' own candidates add their tag)."""
     return (f"{settings.device_key(dev)} | {pass_name} {dtype.name} " + " ".join(
         f"{k}={v}" for k, v in zip(geo._fields[:16], geo)) + " | " + ",".join(candidates))
 
 
-def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None) -> str | None:
-    """The fastest of CANDIDATES[pass_name] on p, measured once per device, driver, pass,
-    dtype and problem and cached on disk; None where no measurement applies (not a GPU,
-    small problems, an input gradient with stride > 1, CLGRAD_CONV_TUNE=off). With
-    ``candidates`` (CPUs: CPU_CANDIDATES) those are measured instead, on any device, from
-    CPU_TUNE_MIN_MACS multiply-adds and for every stride.
-    ``trial(pass_name, geo, dtype, dev)`` (choice._trial) gives run(algo) -> bool: one
-    pass of the forward geometry geo on scratch operands, False when algo cannot run it."""
+def measured(pass_name: str, p: Problem, dev, dtype, trial, candidates=None, min_macs=None,
+             tag: str = "") -> str | None:
+    """The fastest of the candidates on p, measured once per device, driver, pass, dtype
+    and problem and cached on disk; None where no measurement applies (CLGRAD_CONV_TUNE=off,
+    small problems, ...).
+    Without ``candidates``: the algorithms of CANDIDATES[pass_name], on GPUs only (any
+    device with CLGRAD_CONV_TUNE=on), from _TUNE_MIN_MACS multiply-adds, never for an input
+    gradient with stride > 1. With ``candidates``: the caller's own choice, measured on the
+    devices it asks for and any stride, from ``min_macs`` multiply-adds (None:
+    _TUNE_MIN_MACS), ``tag`` ending the key (a version: raised where a candidate changes, so
+    that older entries are measured again). Callers: choice._auto (CPUs: CPU_CANDIDATES,
+    CPU_TUNE_MIN_MACS, " v{CPU_TUNE_VERSION}") and op.py half_via_float32 (float16's route).
+    ``trial(pass_name, geo, dtype, dev)`` (choice._trial) gives run(candidate) -> bool: one
+    pass of the forward geometry geo on scratch operands, False when the candidate cannot
+    run it. Trials run eagerly, even inside a capture, and may measure again (see _LOCK)."""
     mode = settings.getenv("CLGRAD_CONV_TUNE")
-    if mode == "off" or (mode != "on" and dev.kind != "gpu" and candidates is None):
+    if mode == "off":
         return None
-    if pass_name == "grad_input" and p.uh * p.uw > 1 and candidates is None:
-        return None
+    if candidates is None:
+        if (mode != "on" and dev.kind != "gpu") or (pass_name == "grad_input" and
+                                                      p.uh * p.uw > 1):
+            return None
+        candidates, min_macs, tag = CANDIDATES[pass_name], _TUNE_MIN_MACS, ""
     geo = forward_geometry(pass_name, p)
     macs = geo.n * geo.g * geo.o * geo.oh * geo.ow * geo.c * geo.kh * geo.kw
-    if macs < (_TUNE_MIN_MACS if candidates is None else CPU_TUNE_MIN_MACS):
+    if macs < (_TUNE_MIN_MACS if min_macs is None else min_macs):
         return None
-    candidates = candidates or CANDIDATES[pass_name]
-    key = _key(dev, pass_name, geo, dtype, candidates) + (
-        "" if candidates is CANDIDATES[pass_name] else f" v{CPU_TUNE_VERSION}")
+    key = _key(dev, pass_name, geo, dtype, candidates) + tag
     with _LOCK:
         if not _TUNED:
             _TUNED.update(settings.read_json(tune_file()) or {"_": {}})

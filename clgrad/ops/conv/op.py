@@ -52,14 +52,16 @@ clgrad/ops/conv/algorithms.py):
              measures both); transforms around one batched matmul.gemm.
   im2col     kernels/conv_im2col_any.cl + matmul.gemm — an im2col workspace chunked over the
              batch (at most ``backends.conv_workspace_limit`` bytes); groups and samples are GEMM
-             batch dims, the weight broadcast over samples by a stride-0 view. float16's algorithm
-             on tensor cores (conv2d's Dtypes): small maps run one GEMM over the chunk's samples
+             batch dims, the weight broadcast over samples by a stride-0 view. The float16 route's
+             algorithm (conv2d's Dtypes): small maps run one GEMM over the chunk's samples
              through a copy of the output (MERGE_PIXELS), and on tensor cores the weight
              gradient's depth splits into float32 partial sums (_wgrad_slices).
 An algorithm that cannot run a problem (local memory too small; for im2col, a weight whose
 (C/G, kH, kW) do not merge into one stride) gives way to implicit, then direct.
 """
 from __future__ import annotations
+
+import threading
 
 from clgrad import backends, dtypes
 from clgrad import settings
@@ -91,15 +93,18 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
              bias (O,) -> (N, O, oH, oW) (or (O, oH, oW)) with
              oH = (H + 2*pad_h - dil_h*(kH-1) - 1) // stride_h + 1, likewise oW.
     Args:    stride, dilation: int or pair; padding: int, pair, 'valid' or 'same' (stride 1).
-    Dtypes:  float16, float32, float64; all tensors alike. float16 on tensor cores
-             (NVIDIA) runs the im2col algorithm whatever ``clgrad.backends.conv_algorithm``
-             says: its GEMMs sum the products in float32 and round once, as cuDNN's float16
-             convolutions; the input gradient's column sums (col2im) add at most kH * kW
-             float16 values in float32, a second rounding PyTorch's does not have. Elsewhere,
-             and for few channels per group (C/G * O/G <= 16: depthwise) everywhere, float16
-             runs in float32 on float32 copies, rounded to float16 once (half_via_float32).
-             Under ``autocast`` (clgrad.amp) input, weight and bias are cast to float16
-             first, as PyTorch's. bfloat16 runs in float32 on float32 copies, rounded once.
+    Dtypes:  float16, float32, float64; all tensors alike. float16 takes one of two routes
+             (half_via_float32). Float16: the im2col algorithm whatever
+             ``clgrad.backends.conv_algorithm`` says; its GEMMs sum the products in float32
+             and round once, as cuDNN's float16 convolutions; the input gradient's column
+             sums (col2im) add at most kH * kW float16 values in float32, a second rounding
+             PyTorch's does not have. Float32: float32's kernels on float32 copies, rounded to
+             float16 once. On tensor cores (NVIDIA) a layer of at least 2^20 multiply-adds
+             runs the route measured faster for its shape (once, then cached with the
+             algorithm choices), smaller ones float16; elsewhere, and for few channels per
+             group (C/G * O/G <= 16: depthwise) everywhere, float32. Under ``autocast``
+             (clgrad.amp) input, weight and bias are cast to float16 first, as PyTorch's.
+             bfloat16 runs in float32 on float32 copies, rounded once.
     Views:   any strided input, weight and bias (read through their strides); out is new.
     Grad:    input, weight, bias.
     Raises:  RuntimeError for inconsistent shapes, channels not divisible by groups, fewer
@@ -118,13 +123,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         # bfloat16: the float32 convolution of float32 copies, rounded once (cuDNN's and
         # PyTorch's CPU bfloat16 convolutions sum in float); other mixes: _check raises
         return ew.via_float32(conv2d, input, weight, bias, stride, padding, dilation, groups)
+    ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
     if isinstance(input, Tensor) and input._storage.dtype is _HALF:
-        half = _half(input, weight, bias, stride, padding, dilation, groups)
+        half = _half(input, weight, bias, stride, padding, dilation, groups, ck)
         if half is not None:
             return half
         if isinstance(weight, Tensor) and weight.ndim == 4 and alg.kview(weight) is None:
-            weight = ew.contiguous(weight)  # (im2col's weight view)
-    ck = _check_key(input, weight, bias, stride, padding, dilation, groups)
+            weight = ew.contiguous(weight)  # (im2col's weight view; ck holds no layout)
     if ck is not None:  # the fast path of a cached signature: see _FAST
         dev = input._storage.device
         key = plan_key(_FAST, (input, weight, bias),
@@ -176,37 +181,126 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                   _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
 
 
-def _half(input, weight, bias, stride, padding, dilation, groups):
+def _half(input, weight, bias, stride, padding, dilation, groups, ck):
     """conv2d of float16 tensors as the float32 conv2d of float32 copies, rounded to float16
     once (the casts are recorded, so the gradients come back in float16), where im2col's
-    float16 GEMMs do not pay (``half_via_float32``); None for every other problem (and for
-    arguments the checks will refuse)."""
+    float16 GEMMs do not pay (``half_via_float32``; ck: conv2d's _check_key); None for every
+    other problem (and for arguments the checks will refuse)."""
     if not (isinstance(weight, Tensor) and weight.ndim == 4 and type(groups) is int and
             groups > 0 and weight.shape[0] % groups == 0 and
             weight._storage.dtype is _HALF and
             (bias is None or isinstance(bias, Tensor) and bias._storage.dtype is _HALF) and
-            half_via_float32(input, weight.shape[1] * (weight.shape[0] // groups))):
+            half_via_float32(input, weight.shape[1] * (weight.shape[0] // groups),
+                             (weight, bias, stride, padding, dilation, groups, ck))):
         return None
     return as_float32(conv2d, input, weight, bias, stride, padding, dilation, groups)
 
 
-def half_via_float32(input: Tensor, pairs: int) -> bool:
+def half_via_float32(input: Tensor, pairs: int, layer: tuple | None = None) -> bool:
     """Whether a float16 convolution of ``pairs`` channel pairs per group (C/G * O/G) on
-    input's device runs in float32 on float32 copies: few pairs (at most FEW_PAIRS:
-    depthwise and the like, where im2col's GEMMs would be K x 1 products), or a device whose
-    float16 GEMMs are not tensor cores (HALF_IM2COL None: the CPUs' and other GPUs' float16
-    GEMMs sum float32 copies or FMA tiles, and float32's convolution kernels are the measured
-    ones; the main job's --amp on Intel's CPU runtime: 5 100-6 300 images/s through im2col,
-    8 200-9 400 through float32's kernels). HALF_IM2COL True (tests) or False forces im2col
-    or float32 where pairs are many."""
+    input's device runs in float32 on float32 copies (the "float32" route) rather than
+    im2col's float16 GEMMs (the "float16" route), in this order:
+    - few pairs (at most FEW_PAIRS: depthwise and the like, where im2col's GEMMs would be
+      K x 1 products): float32;
+    - HALF_IM2COL True (tests) or False: float16 or float32;
+    - inside a route trial of this thread (_route_trial): the route it times;
+    - a device whose float16 GEMMs are not tensor cores (the CPUs' and other GPUs' float16
+      GEMMs sum float32 copies or FMA tiles, and float32's convolution kernels are the
+      measured ones; the main job's --amp on Intel's CPU runtime: 5 100-6 300 images/s
+      through im2col, 8 200-9 400 through float32's kernels): float32;
+    - tensor cores: float16, but a conv2d ``layer`` (its weight, bias, stride, padding,
+      dilation, groups and _check_key) of at least conv_gpu._TUNE_MIN_MACS multiply-adds has
+      its route measured, once per device, driver and layer (conv_gpu.measured, pass
+      'route' or 'route+bias', candidates ROUTES: conv2d's forward and backward through each;
+      kept in conv_algos.json; CLGRAD_CONV_TUNE=off: float16), the answer then kept per
+      argument signature in the device's plans (a dict lookup per call). On an H200 at
+      batch 128 (forward + backward ms, float32 against float16): ResNet-18's 64-channel
+      3 x 3 on 32 x 32 maps 0.567 / 1.976, 128 on 16 x 16 0.464 / 0.758, 256 on 8 x 8 0.488 /
+      0.404, AlexNet's 5 x 5 groups 2 1.884 / 0.956: neither route wins everywhere.
+    conv_transpose2d passes no layer: the rule (float16 on tensor cores), unmeasured."""
     if pairs <= FEW_PAIRS:
         return True
     if HALF_IM2COL is not None:
         return not HALF_IM2COL
-    return mma_precision(input._storage.device, _HALF, False) != "f16"
+    forced = _TRIAL.route
+    if forced is not None:
+        return forced == "float32"
+    if mma_precision(input._storage.device, _HALF, False) != "f16":
+        return True
+    if layer is None:
+        return False
+    ck = layer[6]
+    if ck is not None:  # (_measured_route's kept answer, looked up inline: every call)
+        hit = input._storage.device.plans.get(plan_key(_ROUTE, (), (
+            ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED))))
+        if hit is not None:
+            return hit
+    return _measured_route(input, *layer)
 
 
 HALF_IM2COL = None  # see half_via_float32
+ROUTES = ("float16", "float32")  # half_via_float32's measured routes (their names in the table)
+
+
+class _Trial(threading.local):
+    """The route a _route_trial runs in this thread (None: no trial)."""
+    route = None
+
+
+_TRIAL = _Trial()
+
+
+def _measured_route(input, weight, bias, stride, padding, dilation, groups, ck) -> bool:
+    """half_via_float32 of a conv2d layer on tensor cores: whether its measured route is
+    float32 (False below conv_gpu._TUNE_MIN_MACS or with CLGRAD_CONV_TUNE=off: float16). Kept
+    in the device's plans under plan.key(_ROUTE, (), (ck, *conv_gpu.choice_epoch())) where ck
+    (conv2d's _check_key: the operands' types, devices, dtypes and shapes, the arguments with
+    their exact types) is not None; the key's settings epoch and the measured table's identity
+    and size make a changed setting, a new measurement or a replaced table look again."""
+    dev = input._storage.device
+    geo = _check(input, weight, bias, stride, padding, dilation, groups)
+    via = conv_gpu.measured("route" if bias is None else "route+bias", geo, dev, _HALF,
+                            _route_trial, ROUTES, conv_gpu._TUNE_MIN_MACS) == "float32"
+    if ck is not None:  # (under the table's state after measuring)
+        dev.keep_plan(plan_key(_ROUTE, (), (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED))),
+                      via)
+    return via
+
+
+_ROUTE = "conv2d_half_route"  # the tag of _measured_route's answers in the device's plans
+
+
+def _route_trial(pass_name: str, geo: Problem, dtype, dev):
+    """run(route) -> True for conv_gpu.measured: conv2d's forward and backward of the layer
+    ``geo`` through ``route`` (half_via_float32 answers it in this thread meanwhile), with
+    grad mode on and autocast off, on fresh float16 operands of its shapes filled with 0.5
+    (not zeros): input (N, C, H, W), weight and, for pass_name 'route+bias', a bias, each
+    requiring grad (their gradients cleared first in every run, as after zero_grad), and an
+    output gradient. Nested measurements (the float32 route's algorithms, conv_gpu._LOCK)
+    happen in the first, warm-up run."""
+    n, g, c, o = geo.n, geo.g, geo.c, geo.o
+    x = empty((n, g * c, geo.h, geo.w), dtype, dev)
+    w = empty((g * o, c, geo.kh, geo.kw), dtype, dev)
+    b = empty((g * o,), dtype, dev) if pass_name == "route+bias" else None
+    gy = empty((n, g * o, geo.oh, geo.ow), dtype, dev)
+    leaves = [t for t in (x, w, b) if t is not None]
+    for t in (*leaves, gy):
+        ew.fill_raw(t, 0.5)
+    for t in leaves:
+        t.requires_grad_()
+    args = (x, w, b, (geo.sh, geo.sw), (geo.ph, geo.pw), (geo.dh, geo.dw), g)
+
+    def run(route):
+        prev, _TRIAL.route = _TRIAL.route, route
+        try:
+            with grad_mode.enable_grad(), grad_mode._autocast_off():
+                for t in leaves:
+                    t.grad = None
+                conv2d(*args).backward(gy)
+        finally:
+            _TRIAL.route = prev
+        return True
+    return run
 
 
 def as_float32(op, input, weight, bias, *args):

@@ -33,8 +33,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     Shapes:  input (N, C_in, H, W) or (C_in, H, W); weight (C_in, C_out / groups, kH, kW);
              bias (C_out,) -> (N, C_out, H', W'),
              H' = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1
-    Dtypes:  as conv2d's (float16 runs im2col; under ``autocast`` the operands are cast to
-             float16 first, as PyTorch's).
+    Dtypes:  as conv2d's, but float16's route is never measured: im2col on tensor cores,
+             else float32's kernels on float32 copies (half_via_float32's rule); under
+             ``autocast`` the operands are cast to float16 first, as PyTorch's.
     Grad:    input (a conv2d of the output gradient), weight, bias.
     Raises:  RuntimeError for inconsistent shapes or groups, output_padding not smaller than
              stride or dilation, a non-positive output size, or tensors of two devices;
