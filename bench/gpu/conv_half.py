@@ -1,5 +1,9 @@
 """float16 convolutions (im2col + tensor-core GEMMs) against float32 and cuDNN, per layer.
 
+float16 runs three ways: im2col's float16 GEMMs (f16), float32's kernels on float32 copies
+(f16via32), and conv2d's default (f16auto: on tensor cores the route measured per layer,
+conv.op.half_via_float32; its pick in the route column, 16 or 32).
+
 Layers at batch N (default 128, CIFAR-sized maps as the zoo's): ResNet-18's 3 x 3 convs, a
 ResNeXt-29 grouped 3 x 3 (groups 8) and 1 x 1, AlexNet-like conv2 (5 x 5, groups 2).
 Per layer and dtype: forward ms, and forward + backward ms (input and weight gradients), each
@@ -23,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import clgrad  # noqa: E402
 import clgrad.nn.functional as F  # noqa: E402
+from clgrad.ops.conv import op as conv_op  # noqa: E402
 from clgrad.runtime import default_device  # noqa: E402
 
 REPS = 10
@@ -145,11 +150,20 @@ def main():
         oh = (h + 2 * p - k) // s + 1
         flop = 2 * n * o * oh * oh * (c // g) * k * k
         row = dict(layer=name, n=n, err16=_check(c, h, o, k, s, p, g))
-        for dname, dt in (("f32", clgrad.float32), ("f16", clgrad.float16)):
+        # float16 through each route (conv_op.HALF_IM2COL forces one), then as conv2d runs
+        # it by default: on tensor cores the route measured for the layer (f16auto)
+        for dname, dt, force in (("f32", clgrad.float32, None), ("f16", clgrad.float16, True),
+                                 ("f16via32", clgrad.float16, False),
+                                 ("f16auto", clgrad.float16, None)):
+            conv_op.HALF_IM2COL = force
             for bw in (False, True):
                 ms = _median_ms(*_clgrad_case(n, c, h, o, k, s, p, g, dt, bw))
                 row[f"clgrad_{dname}_{'fb' if bw else 'f'}"] = round(ms, 4)
-        row["algo_f16"] = dict(clgrad.backends.last_conv_algorithms)
+            if force:
+                row["algo_f16"] = dict(clgrad.backends.last_conv_algorithms)
+        x16 = clgrad.empty((n, c, h, h), dtype=clgrad.float16)
+        row["route_f16auto"] = "float32" if conv_op.half_via_float32(
+            x16, (c // g) * (o // g)) else "float16"
         if torch is not None:
             for dname, dt in (("f32", torch.float32), ("f16", torch.float16)):
                 for bw in (False, True):
@@ -161,15 +175,17 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     print()
-    print(f"{'layer':34s} {'f32 f/fb':>15s} {'f16 f/fb':>15s} {'cudnn16 f/fb':>15s} "
-          f"{'f16/cudnn16 fb':>14s} {'err16':>8s}")
+    print(f"{'layer':34s} {'f32 f/fb':>15s} {'f16 im2col f/fb':>15s} {'f16 via32 f/fb':>15s} "
+          f"{'f16 auto f/fb':>15s} {'route':>7s} {'cudnn16 f/fb':>15s} "
+          f"{'auto/cudnn16 fb':>15s} {'err16':>8s}")
     for r in rows:
         t16 = (f"{r['torch_f16_f']:.3f}/{r['torch_f16_fb']:.3f}" if "torch_f16_f" in r else "-")
-        ratio = (f"{r['clgrad_f16_fb'] / r['torch_f16_fb']:.2f}x" if "torch_f16_fb" in r
+        ratio = (f"{r['clgrad_f16auto_fb'] / r['torch_f16_fb']:.2f}x" if "torch_f16_fb" in r
                  else "-")
-        print(f"{r['layer']:34s} {r['clgrad_f32_f']:.3f}/{r['clgrad_f32_fb']:.3f}"
-              f"{'':3s}{r['clgrad_f16_f']:.3f}/{r['clgrad_f16_fb']:.3f}{'':3s}{t16:>15s} "
-              f"{ratio:>14s} {r['err16']:.1e}")
+        cells = "".join(f"{r[f'clgrad_{d}_f']:.3f}/{r[f'clgrad_{d}_fb']:.3f}".rjust(15) + " "
+                        for d in ("f32", "f16", "f16via32", "f16auto"))
+        print(f"{r['layer']:34s} {cells}{r['route_f16auto'][-2:]:>7s} {t16:>15s} "
+              f"{ratio:>15s} {r['err16']:.1e}")
     if args.out:
         with open(args.out, "a") as f:
             for r in rows:
