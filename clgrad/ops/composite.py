@@ -372,8 +372,8 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 
 
 def erf(input: Tensor) -> Tensor:
-    """The error function elementwise (integers give float32). Grad: 2/sqrt(pi) exp(-x^2).
-    Kernels: kernels/elementwise.cl :: erf_op."""
+    """The error function elementwise (integers give the default dtype).
+    Grad: 2/sqrt(pi) exp(-x^2). Kernels: kernels/elementwise.cl :: erf_op."""
     if isinstance(input, Tensor) and input.dtype is _BF16:
         return ew.via_float32(erf, input)
     x = ew._float_in("erf", input)
