@@ -119,13 +119,19 @@ def _opmath(given, prepped) -> tuple:
     """The operands a bfloat16 (or float16) binary op passes to low_via_float32: a tensor
     with dims (or a NumPy array) as promoted, i.e. rounded to the low dtype as PyTorch's
     kernels load it; a Python number or a 0-dim tensor as given, taken in float32 (PyTorch's
-    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add,
-    sub, pow, fmod and remainder round a Python number to bfloat16 first, its CUDA kernels do
-    not: clgrad follows the latter."""
+    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768); a 0-dim integer or bool tensor
+    as a float32 copy (its value, exact below 2^24: else the op, seeing only integers and
+    numbers, would promote to the default dtype again, bfloat16 under
+    ``set_default_dtype(bfloat16)``). PyTorch's CPU kernels of add, sub, pow, fmod and
+    remainder round a Python number to bfloat16 first, its CUDA kernels do not: clgrad
+    follows the latter."""
     out = []
     for g, p in zip(given, prepped):
-        dims = isinstance(g, Tensor) and g._shape or isinstance(g, np.ndarray) and g.ndim
-        out.append(p if dims else g)
+        if isinstance(g, Tensor):
+            out.append(p if g._shape else g if g._storage.dtype.is_floating_point else
+                       to(g, _F32))
+        else:
+            out.append(p if isinstance(g, np.ndarray) and g.ndim else g)
     return tuple(out)
 
 
@@ -1198,7 +1204,10 @@ def where(cond: Tensor, a, b) -> Tensor:
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"where: expected a Tensor or a number, got {type(v).__name__}")
     dt = dtypes.result_type(a, b)
-    if dt is _BF16:
+    if dt is _BF16:  # a and b as bfloat16 (numbers too: on cond's device), then in float32:
+        a, b = (to(v, dt) if isinstance(v, Tensor) else  # (where of integers and numbers
+                _scalar_tensor("where", v, dt, cond._storage.device)  # promotes to it again)
+                for v in (a, b))
         return via_float32(where, cond, a, b)
     ts = [v for v in (a, b, cond) if isinstance(v, Tensor)]
     one_device("where", ts)  # before any launch; a 0-dim tensor on a CPU device joins (torch)
@@ -1252,7 +1261,6 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
-    given = x
     x = to(x, dtypes.result_type(x, min, max))
     if x.dtype.is_bool:
         raise TypeError("clamp: \"clamp\" not implemented for 'Bool' with number bounds "
@@ -1260,8 +1268,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     for v in (min, max):  # PyTorch: uint8 max=300 raises, float16 max=70000.0 too
         if v is not None:
             dtypes.check_fits("clamp", x.dtype, v)
-    if x._storage.dtype is _BF16:
-        return via_float32(clamp, given, min, max)
+    if x._storage.dtype is _BF16:  # (x as bfloat16: an integer given promotes to it again)
+        return via_float32(clamp, x, min, max)
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))
