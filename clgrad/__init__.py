@@ -37,7 +37,7 @@ from clgrad.dtypes import DType as dtype
 from clgrad.dtypes import float16, float32, float64, int32, int64, uint8, int8, int16
 from clgrad.dtypes import bfloat16, finfo, iinfo
 from clgrad.dtypes import bool_ as bool  # noqa: A001  (PyTorch's name)
-from clgrad.dtypes import get_default_dtype, promote_types, can_cast
+from clgrad.dtypes import get_default_dtype, set_default_dtype, promote_types, can_cast
 from clgrad.runtime import Device, devices, default_device, set_default_device, synchronize
 from clgrad.runtime import OutOfMemoryError
 from clgrad.tensor import Tensor, Size, memory_allocated
@@ -131,7 +131,7 @@ __all__ = [
     "OutOfMemoryError",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "bfloat16", "finfo", "iinfo", "half", "float", "double", "short", "int", "long",
-    "get_default_dtype", "promote_types", "can_cast", "result_type",
+    "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
     "memory_allocated",
     "is_tensor", "numel",

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from clgrad import capture
+from clgrad import capture, dtypes as _dtypes
 from clgrad.autograd import is_grad_enabled, no_grad
 from clgrad.autograd.grad_mode import autocast_state
 from clgrad.capture import _ACTIVE, CUDAGraph, is_capturing
@@ -39,7 +39,8 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     ``compile(fn, ...)`` or as a decorator ``@compile(mode=...)``.
 
     The replaying callable keys its captures on a signature: grad mode, the autocast state
-    (``torch.autocast``'s device types and dtypes), the default device,
+    (``torch.autocast``'s device types and dtypes), the default device, the default dtype
+    (``set_default_dtype``: what a factory without a dtype makes, what ints promote to),
     the keyword names, and the arguments, walked through lists, tuples (named too) and dicts:
     per tensor its shape, dtype, device, requires_grad, strides and whether its storage offset
     is 0, per other value its type and value (``f(x, 2)``, ``f(x, 2.0)`` and ``f(x, True)``
@@ -154,7 +155,7 @@ class _Replayed:
 
     def _key(self, args, kwargs) -> tuple:
         """(signature, the tensor arguments in walk order). The signature has grad mode, the
-        autocast state, the default device, the arguments' signatures and, when tensor
+        autocast state, the default device and dtype, the arguments' signatures and, when tensor
         arguments share memory, which do (the same tensor twice, or views of one storage)."""
         tensors: list = []
         sig = _sig((args, kwargs), tensors, Tensor)
@@ -164,8 +165,8 @@ class _Replayed:
             if len(set(st)) != len(st):
                 ids = list(map(id, tensors))
                 alias = tuple((st.index(x), ids.index(i)) for x, i in zip(st, ids))
-        return (is_grad_enabled(), autocast_state(), id(_discovery._DEFAULT[0]), alias,
-                sig), tensors
+        return (is_grad_enabled(), autocast_state(), id(_discovery._DEFAULT[0]),
+                _dtypes._DEFAULT[0], alias, sig), tensors
 
     def __call__(self, *args, **kwargs):
         if is_capturing():  # inside another capture (a compiled model in a compiled step)

@@ -5,8 +5,9 @@ A port of PyTorch's torch/_tensor_str.py (BSD licence) working on the host copy 
 nonzero finite magnitude is over 1e8, the smallest under 1e-4, or their ratio over 1000),
 integral floats printed as ``1.``, summaries with ``...`` past ``threshold`` elements
 (``edgeitems`` each side), lines wrapped at ``linewidth``, then the suffixes: ``device=`` for
-tensors off the CPU device, ``dtype=`` for dtypes other than float32/int64/bool (and for empty
-tensors), ``size=`` for empty tensors that are not 1-d, ``grad_fn=<...Backward0>`` with
+tensors off the CPU device, ``dtype=`` for dtypes other than the default dtype
+(``get_default_dtype()``), int64 and bool (for empty tensors: other than the default dtype),
+``size=`` for empty tensors that are not 1-d, ``grad_fn=<...Backward0>`` with
 PyTorch's node names, else ``requires_grad=True``.
 """
 from __future__ import annotations
@@ -223,11 +224,12 @@ def tensor_repr(t) -> str:
     dev = str(t.device)
     if dev != "cpu":
         suffixes.append(f"device='{dev}'")
-    default_dtype = t.dtype in (dtypes.float32, dtypes.int64, dtypes.bool_)
+    dflt = dtypes.get_default_dtype()  # (PyTorch's rule: relative to the current default)
+    default_dtype = t.dtype is dflt or t.dtype is dtypes.int64 or t.dtype is dtypes.bool_
     if t.numel() == 0:
         if t.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
-        if t.dtype is not dtypes.float32:
+        if t.dtype is not dflt:
             suffixes.append(f"dtype={t.dtype!r}")
         body = "[]"
     else:

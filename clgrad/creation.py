@@ -132,10 +132,10 @@ _KEPT_INTS = (np.uint8, np.int8, np.int16, np.int32, np.int64)
 
 def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
     if arr.dtype.kind == "f":
-        # Python floats become float32 (PyTorch's default); NumPy float arrays keep theirs.
+        # Python floats take the default dtype (PyTorch's); NumPy float arrays keep theirs.
         if isinstance(data, np.ndarray) or isinstance(data, np.floating):
             return dtypes.from_numpy_dtype(arr.dtype)
-        return dtypes.float32
+        return dtypes.get_default_dtype()
     if arr.dtype.kind == "b":
         return dtypes.bool_
     if arr.dtype.kind in "iu":
@@ -151,9 +151,11 @@ def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (number, nested lists, NumPy array or Tensor).
 
-    Dtype: ``dtype`` if given, else float32 for Python floats, int64 for ints, bool for bools,
-    the array's own dtype for NumPy arrays (and NumPy scalars) of a clgrad dtype (bool, uint8,
-    int8, int16, int32, int64, float16/32/64, as PyTorch); uint16, uint32 and uint64 widen to
+    Dtype: ``dtype`` if given, else the default dtype (``get_default_dtype()``, float32 unless
+    set) for Python floats, int64 for ints, bool for bools, the array's own dtype for NumPy
+    arrays (and NumPy scalars) of a clgrad dtype (bool, uint8, int8, int16, int32, int64,
+    float16/32/64, as PyTorch, whatever the default; a list of NumPy float scalars takes the
+    default, where PyTorch's takes theirs); uint16, uint32 and uint64 widen to
     int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
     OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data,
     RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
@@ -218,17 +220,19 @@ def from_numpy(arr: np.ndarray, device=None) -> Tensor:
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """An uninitialised tensor of ``size`` (float32 by default)."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    """An uninitialised tensor of ``size`` (the default dtype unless ``dtype``)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     t = Tensor._empty(_shape(size, "empty"), dt, _device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value)."""
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from the value).
+    Without ``dtype``: bool, int64, or for a float the default dtype (``get_default_dtype()``)."""
     if dtype is None:
         dtype = dtypes.bool_ if isinstance(fill_value, bool) else \
-            dtypes.int64 if isinstance(fill_value, (int, np.integer)) else dtypes.float32
+            dtypes.int64 if isinstance(fill_value, (int, np.integer)) else \
+            dtypes.get_default_dtype()
     dt = dtypes.to_dtype(dtype)
     dtypes.check_fits("full", dt, fill_value)
     shape = _shape((size,) if isinstance(size, int) else (tuple(size),), "full")
@@ -238,14 +242,14 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros (float32 by default)."""
-    return full(_shape(size, "zeros"), 0, dtype=dtype or dtypes.float32, device=device,
+    """A tensor of zeros (the default dtype unless ``dtype``)."""
+    return full(_shape(size, "zeros"), 0, dtype=dtype or dtypes.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones (float32 by default)."""
-    return full(_shape(size, "ones"), 1, dtype=dtype or dtypes.float32, device=device,
+    """A tensor of ones (the default dtype unless ``dtype``)."""
+    return full(_shape(size, "ones"), 1, dtype=dtype or dtypes.get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
@@ -279,7 +283,8 @@ def empty_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tenso
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 unless a bound is float."""
+    """Values from ``start`` to ``end`` (exclusive) by ``step`` (int64; floats: default dtype).
+    A float bound or step gives the default dtype (``get_default_dtype()``), as PyTorch's."""
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -289,7 +294,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
                            f"(start={start}, end={end}, step={step})")
     is_float = any(isinstance(v, float) for v in (start, end, step))
     dt = dtypes.to_dtype(dtype) if dtype is not None else \
-        (dtypes.float32 if is_float else dtypes.int64)
+        (dtypes.get_default_dtype() if is_float else dtypes.int64)
     n = int(np.ceil((end - start) / step))
     arr = start + step * np.arange(n, dtype=np.float64 if is_float else np.int64)
     return _upload(arr, dt, _device(device), requires_grad)
@@ -299,7 +304,7 @@ def linspace(start, end, steps: int, dtype=None, device=None, requires_grad=Fals
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _upload(np.linspace(start, end, steps), dt, _device(device), requires_grad)
 
 
@@ -308,20 +313,20 @@ def logspace(start, end, steps: int, base: float = 10.0, dtype=None, device=None
     """``steps`` values ``base ** v`` for v evenly spaced from ``start`` to ``end``."""
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _upload(np.logspace(start, end, steps, base=base), dt, _device(device),
                    requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (n, m)."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _upload(np.eye(n, m), dt, _device(device), requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``)."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     u = rng(generator, "rand").random(_shape(size, "rand"))
     if dt is dtypes.bfloat16:  # multiples of 2^-8 (rounded to nearest, u could give 1.0)
         u = np.floor(u * 256.0) / 256.0
@@ -331,7 +336,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) ->
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples (from ``generator``'s stream when given, see ``rng``)."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.float32
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     return _upload(rng(generator, "randn").standard_normal(_shape(size, "randn")), dt,
                    _device(device), requires_grad)
 

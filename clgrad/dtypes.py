@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DType", "float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
-           "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype", "check_fits",
+           "bool_", "from_numpy_dtype", "promote", "to_dtype", "get_default_dtype",
+           "set_default_dtype", "check_fits",
            "check_array_fits", "result_type", "scalar_dtype", "promote_types", "can_cast",
            "torch_name", "bfloat16", "to_bf16_bits", "bf16_to_float32", "host_np",
            "to_storage", "finfo", "iinfo"]
@@ -78,9 +79,43 @@ _ALIASES = {"float": float32, "double": float64, "int": int32, "long": int64, "h
             "short": int16, "byte": uint8, "char": int8}
 
 
+# The default floating dtype: one per process, shared by its threads (PyTorch's is global too,
+# not thread-local). A list so that ``set_default_dtype`` rebinds nothing.
+_DEFAULT = [float32]
+_DEFAULT_ALLOWED = (float32, float64, float16, bfloat16)
+
+
 def get_default_dtype() -> DType:
-    """The floating dtype of tensors made from Python floats (float32, as PyTorch)."""
-    return float32
+    """The default floating dtype: float32 until ``set_default_dtype`` changes it.
+
+    It is the dtype of tensors made from Python floats (``tensor(1.5)``), of the factories
+    called without a dtype (``zeros``, ``empty``, ``rand``, ``linspace``, ``arange(0.5)``,
+    ``full(s, 1.5)``, ``Tensor(2, 3)``), of nn layers' parameters and buffers, and of an
+    integer or bool operand promoted by a Python float, by true division or by a float
+    function (``result_type``: ``int_t * 1.5``, ``int_t / 2``, ``int_t.sqrt()``)."""
+    return _DEFAULT[0]
+
+
+def set_default_dtype(d: DType, /) -> None:
+    """torch.set_default_dtype: ``d`` becomes the default floating dtype of the process.
+
+    ``get_default_dtype()`` then returns it in every thread (PyTorch's is global, not
+    thread-local; a spawned process starts from float32). Unaffected: tensors that exist,
+    NumPy arrays' and NumPy scalars' own dtypes, the dtypes stored in checkpoints, the
+    integer default (int64), ``FloatTensor`` (float32) and ``Tensor.float()``.
+
+    Dtypes:  float32, float64, float16, bfloat16 (PyTorch's set; clgrad has no complex). The
+             device is not consulted here: float64 (cl_khr_fp64) and float16 (cl_khr_fp16)
+             are checked where a tensor is made, which raises TypeError on a device lacking
+             the extension.
+    Raises:  TypeError for any other dtype, or anything that is not a dtype (a string, a
+             NumPy dtype, ``float``), as PyTorch's."""
+    if not (isinstance(d, DType) and d in _DEFAULT_ALLOWED):  # (DType: == is identity)
+        got = repr(d) if isinstance(d, DType) else f"{type(d).__name__} {d!r}"
+        raise TypeError(f"set_default_dtype: expected argument 'd' to be a floating dtype "
+                        f"(float32, float64, float16, bfloat16), got {got}; only floating-point "
+                        f"types are supported as the default type")
+    _DEFAULT[0] = d
 
 
 def from_numpy_dtype(np_dtype) -> DType:
@@ -212,8 +247,9 @@ def result_type(*operands) -> DType:
     numbers. Within the highest category present the dtypes promote (``promote``); a lower
     category matters only when it is of a higher kind (bool < integer < floating), and then a
     0-dim tensor brings its own dtype, a Python number its kind's default (bool, int64,
-    float32 = get_default_dtype()). So uint8 [1, 2] + int64 tensor(300) is uint8, bool mask *
-    tensor(2) int64, int32 tensor * 2.5 float32, int32 tensor * float64 tensor(2.5) float64.
+    get_default_dtype(): float32 unless set). So uint8 [1, 2] + int64 tensor(300) is uint8,
+    bool mask * tensor(2) int64, int32 tensor * 2.5 float32 (the default), int32 tensor *
+    float64 tensor(2.5) float64.
 
     Operands: anything with a clgrad ``dtype`` and ``ndim`` (a Tensor), or a bool, int or
     float (NumPy scalars alike). Raises TypeError for anything else, and when there is none.
@@ -314,14 +350,14 @@ def bf16_to_float32(bits) -> np.ndarray:
 class finfo:
     """torch.finfo: machine limits of a floating dtype (``bits``, ``eps``, ``max``, ``min``,
     ``tiny``/``smallest_normal``, ``resolution``, ``dtype``), floats as PyTorch's. Default:
-    float32. Raises TypeError for a dtype that is not floating."""
+    ``get_default_dtype()``. Raises TypeError for a dtype that is not floating."""
 
     _BF16 = {"bits": 16, "eps": 0.0078125, "max": 3.3895313892515355e+38,
              "min": -3.3895313892515355e+38, "tiny": 1.1754943508222875e-38,
              "resolution": 0.01}  # (2^-7; (2 - 2^-7) * 2^127; 2^-126; 10^-2)
 
     def __init__(self, type=None):
-        d = float32 if type is None else to_dtype(type)
+        d = get_default_dtype() if type is None else to_dtype(type)
         if not d.is_floating_point:
             raise TypeError(f"finfo: expected a floating point dtype, got {d!r} (iinfo takes "
                             f"integer ones)")

@@ -1,9 +1,7 @@
 """Bernoulli distribution (PyTorch's torch.distributions.Bernoulli)."""
 from __future__ import annotations
 
-import numpy as np
-
-from clgrad import autograd
+from clgrad import autograd, dtypes
 from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution, as_param
 from clgrad.ops import elementwise as ew
@@ -32,7 +30,7 @@ class Bernoulli(Distribution):
         self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = as_param(probs)
-            eps = float(np.finfo(self.probs.dtype.np).eps)
+            eps = dtypes.finfo(self.probs.dtype).eps  # (bfloat16's too)
             p = ew.clamp(self.probs, eps, 1 - eps)
             self.logits = ew.sub(ew.log(p), ew.log1p(ew.neg(p)))
         else:

@@ -35,7 +35,7 @@ class Categorical(Distribution):
         self._given = "probs" if probs is not None else "logits"
         if probs is not None:
             self.probs = ew.div(probs, probs.sum(-1, keepdim=True))
-            eps = float(np.finfo(self.probs.dtype.np).eps)
+            eps = dtypes.finfo(self.probs.dtype).eps  # (bfloat16's too)
             self.logits = ew.log(ew.clamp(self.probs, eps, 1 - eps))  # PyTorch's clamp_probs
         else:
             self.logits = ew.sub(logits, logits.logsumexp(-1, keepdim=True))
@@ -75,7 +75,7 @@ class Categorical(Distribution):
     def sample(self, sample_shape=()):
         """int64 categories of ``sample_shape + batch_shape``, drawn on the host by inverse
         CDF from clgrad's generator (no gradient)."""
-        p = self.probs.detach().numpy().astype(np.float64).reshape(-1, self._num_events)
+        p = self.probs.detach()._values().astype(np.float64).reshape(-1, self._num_events)
         n = int(np.prod(tuple(sample_shape), dtype=np.int64))
         cdf = np.cumsum(p, axis=-1)
         cdf /= cdf[:, -1:]
@@ -97,7 +97,7 @@ class Categorical(Distribution):
     def entropy(self) -> Tensor:
         """-sum p log p over the categories (PyTorch's formula: logits clamped to the dtype's
         smallest value, so a zero probability adds nothing)."""
-        low = float(np.finfo(self.logits.dtype.np).min)
+        low = dtypes.finfo(self.logits.dtype).min
         return ew.neg(ew.mul(ew.clamp(self.logits, min=low), self.probs).sum(-1))
 
     def enumerate_support(self, expand: bool = True):

@@ -372,11 +372,11 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 
 
 def erf(input: Tensor) -> Tensor:
-    """The error function elementwise (integers give float32). Grad: 2/sqrt(pi) exp(-x^2).
-    Kernels: kernels/elementwise.cl :: erf_op."""
-    if isinstance(input, Tensor) and input.dtype is _BF16:
-        return ew.via_float32(erf, input)
+    """The error function elementwise (integers give the default dtype).
+    Grad: 2/sqrt(pi) exp(-x^2). Kernels: kernels/elementwise.cl :: erf_op."""
     x = ew._float_in("erf", input)
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(erf, x)
     out = ew._launch_unary("erf_op", x)
     scale = 2.0 / math.sqrt(math.pi)
     return record("erf", out, (x,), lambda g: (ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))),

@@ -119,13 +119,19 @@ def _opmath(given, prepped) -> tuple:
     """The operands a bfloat16 (or float16) binary op passes to low_via_float32: a tensor
     with dims (or a NumPy array) as promoted, i.e. rounded to the low dtype as PyTorch's
     kernels load it; a Python number or a 0-dim tensor as given, taken in float32 (PyTorch's
-    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768). PyTorch's CPU kernels of add,
-    sub, pow, fmod and remainder round a Python number to bfloat16 first, its CUDA kernels do
-    not: clgrad follows the latter."""
+    opmath scalar: bfloat16 x * tensor(257.) is 772, not 768); a 0-dim integer or bool tensor
+    as a float32 copy (its value, exact below 2^24: else the op, seeing only integers and
+    numbers, would promote to the default dtype again, bfloat16 under
+    ``set_default_dtype(bfloat16)``). PyTorch's CPU kernels of add, sub, pow, fmod and
+    remainder round a Python number to bfloat16 first, its CUDA kernels do not: clgrad
+    follows the latter."""
     out = []
     for g, p in zip(given, prepped):
-        dims = isinstance(g, Tensor) and g._shape or isinstance(g, np.ndarray) and g.ndim
-        out.append(p if dims else g)
+        if isinstance(g, Tensor):
+            out.append(p if g._shape else g if g._storage.dtype.is_floating_point else
+                       to(g, _F32))
+        else:
+            out.append(p if isinstance(g, np.ndarray) and g.ndim else g)
     return tuple(out)
 
 
@@ -614,7 +620,7 @@ def div(a, b, rounding_mode=None) -> Tensor:
     ('trunc') or toward -inf ('floor', Python's ``//``).
 
     Dtypes: dtypes.result_type of the operands; true division gives the default float dtype
-    (float32) for an integer or bool result type, the operands cast to it directly (uint8
+    (get_default_dtype) for an integer or bool result type, the operands cast to it directly (uint8
     [100, 200] / int64 tensor(350) is [0.286, 0.571], as PyTorch); the rounding modes keep the
     promoted dtype and compute integers exactly in integer arithmetic (wrapping: int32 MIN //
     -1 is MIN), floats as PyTorch (floor: from fmod, consistent with remainder).
@@ -965,7 +971,7 @@ def _launch_unary(kname, x, dtype=None):
 def _float_in(op, x):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
-    return x if x.dtype.is_floating_point else to(x, dtypes.float32)
+    return x if x.dtype.is_floating_point else to(x, dtypes.get_default_dtype())
 
 
 def _unary_float(kname, op, grad_of, uses="y"):
@@ -1010,13 +1016,13 @@ def square(x: Tensor) -> Tensor:
 log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x")
 log1p.__doc__ = """log(1 + x) elementwise, accurate for |x| << 1 (where log(1 + x) rounds to 0).
 
-    Dtypes: floats keep theirs, integers give float32 (PyTorch). Grad: g / (1 + x).
+    Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g / (1 + x).
     Kernels: kernels/elementwise.cl :: log1p_op (OpenCL's log1p)
     """
 expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)))
 expm1.__doc__ = """exp(x) - 1 elementwise, accurate for |x| << 1 (where exp(x) - 1 cancels).
 
-    Dtypes: floats keep theirs, integers give float32 (PyTorch). Grad: g * (out + 1).
+    Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g * (out + 1).
     Kernels: kernels/elementwise.cl :: expm1_op (OpenCL's expm1)
     """
 
@@ -1026,7 +1032,7 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
     with broadcasting (PyTorch's torch.atan2 / arctan2; NumPy's arctan2). Either may be a
     Python number (PyTorch requires Tensors).
 
-    Dtypes:  promoted as for div: integers give float32 (cast directly, see div)
+    Dtypes:  promoted as for div: integers give the default dtype (cast directly, see div)
     Grad:    input: g * other * r; other: g * -input * r with r = 1 / (input^2 + other^2),
              and r = 0 where input^2 + other^2 is 0 (so both are 0 at the origin: PyTorch's)
     Raises:  TypeError for an operand that is neither (PyTorch's message, from the public
@@ -1181,8 +1187,8 @@ def where(cond: Tensor, a, b) -> Tensor:
     """``a`` where ``cond`` else ``b``, with broadcasting of all three. Grad: a, b.
 
     Dtypes: ``dtypes.result_type(a, b)`` (PyTorch's: a 0-dim tensor or a number lifts only the
-    kind; where(c, 1, 0) is int64, where(c, 1.0, 0) float32); cond bool (or uint8, nonzero
-    meaning True: PyTorch's deprecated form).
+    kind; where(c, 1, 0) is int64, where(c, 1.0, 0) the default dtype, float32 unless set);
+    cond bool (or uint8, nonzero meaning True: PyTorch's deprecated form).
     Raises TypeError for a cond that is not a Tensor or an a/b neither Tensor nor number;
     RuntimeError for a cond of another dtype (PyTorch's message), a number that does not
     fit the result dtype (int8 with 300), or tensors of two devices (a 0-dim one on a CPU
@@ -1198,7 +1204,10 @@ def where(cond: Tensor, a, b) -> Tensor:
         if not isinstance(v, Tensor) and not _is_num(v):
             raise TypeError(f"where: expected a Tensor or a number, got {type(v).__name__}")
     dt = dtypes.result_type(a, b)
-    if dt is _BF16:
+    if dt is _BF16:  # a and b as bfloat16 (numbers too: on cond's device), then in float32:
+        a, b = (to(v, dt) if isinstance(v, Tensor) else  # (where of integers and numbers
+                _scalar_tensor("where", v, dt, cond._storage.device)  # promotes to it again)
+                for v in (a, b))
         return via_float32(where, cond, a, b)
     ts = [v for v in (a, b, cond) if isinstance(v, Tensor)]
     one_device("where", ts)  # before any launch; a 0-dim tensor on a CPU device joins (torch)
@@ -1239,8 +1248,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
 
     A NaN input, or a NaN bound, gives NaN (PyTorch); min > max gives max.
     Dtypes: ``dtypes.result_type(x, min, max)`` (PyTorch's): an integer x with a float bound
-    gives float32 (so ``clamp_`` of it raises, as any in-place op whose result cannot be cast
-    back); a 0-dim tensor bound lifts only the kind.
+    gives the default dtype (so ``clamp_`` of it raises, as any in-place op whose result
+    cannot be cast back); a 0-dim tensor bound lifts only the kind.
     Grad (PyTorch's clamp): x where min <= x <= max (so not at a NaN); a tensor min where
     x < min < max; a tensor max where x > max or max < min.
     Raises ValueError when both bounds are None; RuntimeError for a number bound that does not
@@ -1252,7 +1261,6 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         raise ValueError("clamp: expected at least one of min and max, got neither")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return _clamp_tensors(x, min, max)
-    given = x
     x = to(x, dtypes.result_type(x, min, max))
     if x.dtype.is_bool:
         raise TypeError("clamp: \"clamp\" not implemented for 'Bool' with number bounds "
@@ -1260,8 +1268,8 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
     for v in (min, max):  # PyTorch: uint8 max=300 raises, float16 max=70000.0 too
         if v is not None:
             dtypes.check_fits("clamp", x.dtype, v)
-    if x._storage.dtype is _BF16:
-        return via_float32(clamp, given, min, max)
+    if x._storage.dtype is _BF16:  # (x as bfloat16: an integer given promotes to it again)
+        return via_float32(clamp, x, min, max)
     lo = scalar(x.dtype, 0 if min is None else min)
     hi = scalar(x.dtype, 0 if max is None else max)
     flags = (lo, hi, _i32(min is not None), _i32(max is not None))

@@ -112,7 +112,7 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
     if size is None:
         raise TypeError("normal: expected a size when mean and std are numbers")
     return tensor(rng(generator, "normal").normal(mean, std, tuple(size)),
-                  dtype=dtype or dtypes.float32, device=device)
+                  dtype=dtype or dtypes.get_default_dtype(), device=device)
 
 
 def _prob_dtype(p, x):

@@ -5,7 +5,7 @@ is_nonzero.
 
 Formulas, special values and gradients are PyTorch's (its docs, and aten's
 ``derivatives.yaml``); integer and bool inputs of the float functions compute in the default
-float dtype (float32), as PyTorch's; bfloat16 computes in float32 and rounds once
+float dtype (``get_default_dtype()``), as PyTorch's; bfloat16 computes in float32 and rounds once
 (``ew.via_float32``).
 
 Kernels: kernels/elementwise.cl (``erfinv_op``, ``erfc_op``, ``lgamma_op``, ``digamma_op``,
@@ -56,7 +56,7 @@ erfinv = _here(ew._unary_float(
 erfinv.__doc__ = """The inverse error function elementwise: erf(erfinv(y)) = y on (-1, 1);
     erfinv(+-1) = +-inf, NaN outside [-1, 1] (PyTorch's torch.erfinv).
 
-    Shapes:  any, kept. Dtypes: floats keep theirs; integers and bool give float32.
+    Shapes:  any, kept. Dtypes: floats keep theirs; integers and bool give the default dtype.
     Grad:    g * sqrt(pi) / 2 * exp(erfinv(y)^2) (PyTorch's).
     Accuracy: OpenCL has no erfinv: Giles' approximation (M. Giles, "Approximating the
              erfinv function", GPU Computing Gems Jade Edition, 2011) refined by Halley
@@ -74,7 +74,7 @@ erfc = _here(ew._unary_float(
 erfc.__doc__ = """The complementary error function 1 - erf(x) elementwise, accurate where
     erf(x) is close to 1 (PyTorch's torch.erfc).
 
-    Dtypes:  floats keep theirs; integers and bool give float32.
+    Dtypes:  floats keep theirs; integers and bool give the default dtype.
     Grad:    -2 / sqrt(pi) * exp(-x^2) * g.
     Kernels: kernels/elementwise.cl :: erfc_op (OpenCL's erfc)
     """
@@ -83,7 +83,7 @@ lgamma = _here(ew._unary_float("lgamma_op", "lgamma", lambda g, x, y: ew.mul(g, 
 lgamma.__doc__ = """log|Gamma(x)| elementwise (PyTorch's torch.lgamma): inf at 0 and at the
     negative integers, inf at +-inf.
 
-    Dtypes:  floats keep theirs; integers and bool give float32.
+    Dtypes:  floats keep theirs; integers and bool give the default dtype.
     Grad:    g * digamma(x).
     Kernels: kernels/elementwise.cl :: lgamma_op (OpenCL's lgamma)
     """
@@ -93,7 +93,7 @@ digamma.__doc__ = """The digamma function d/dx log Gamma(x) elementwise (PyTorch
     torch.digamma / torch.special.digamma): -inf at +0, inf at -0, NaN at the negative
     integers (PyTorch >= 1.8).
 
-    Dtypes:  floats keep theirs; integers and bool give float32.
+    Dtypes:  floats keep theirs; integers and bool give the default dtype.
     Grad:    g * polygamma(1, x) (trigamma; its own gradient is not recorded: no second
              derivative).
     Kernels: kernels/elementwise.cl :: digamma_op, trigamma_op (PyTorch's calc_digamma and
@@ -150,13 +150,13 @@ def signbit(input: Tensor) -> Tensor:
 
 def deg2rad(input: Tensor) -> Tensor:
     """Degrees to radians, x * pi / 180 elementwise (PyTorch's torch.deg2rad).
-    Dtypes: floats keep theirs; integers and bool give float32. Grad: g * pi / 180."""
+    Dtypes: floats keep theirs; integers and bool give the default dtype. Grad: g * pi / 180."""
     return ew.mul(ew._float_in("deg2rad", input), math.pi / 180.0)
 
 
 def rad2deg(input: Tensor) -> Tensor:
     """Radians to degrees, x * 180 / pi elementwise (PyTorch's torch.rad2deg).
-    Dtypes: floats keep theirs; integers and bool give float32. Grad: g * 180 / pi."""
+    Dtypes: floats keep theirs; integers and bool give the default dtype. Grad: g * 180 / pi."""
     return ew.mul(ew._float_in("rad2deg", input), 180.0 / math.pi)
 
 
@@ -174,7 +174,7 @@ def clamp_max(input: Tensor, max) -> Tensor:
 # -- binary float functions ---------------------------------------------------------------------
 def _binary_float(op, kname, input, other, need_float=True):
     """(a, b, out) of a float binary kernel over input and other (tensors or numbers) promoted
-    as div (integers give float32); out is None where the result is bfloat16 (the caller
+    as div (integers give the default dtype); out is None where the result is bfloat16 (the caller
     calls via_float32 with ``ew._opmath((input, other), (a, b))``). ``need_float``: integer
     tensors raise NotImplementedError (PyTorch's logaddexp and hypot have no integer
     kernels)."""
@@ -261,7 +261,7 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
     other = 0), NaN where other is NaN (PyTorch's torch.xlogy / torch.special.xlogy). Either
     may be a number.
 
-    Dtypes:  promoted as div: integers and bool give float32.
+    Dtypes:  promoted as div: integers and bool give the default dtype.
     Grad:    input: xlogy(g, other), 0 where input is 0 and other <= 0; other:
              g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2).
     Kernels: kernels/elementwise.cl :: xlogy_op
@@ -289,7 +289,7 @@ def copysign(input: Tensor, other: Tensor | float) -> Tensor:
     """|input| with the sign of other elementwise, with broadcasting (PyTorch's
     torch.copysign): the sign bit counts, so -0.0 and a negative NaN give a negative result.
 
-    Dtypes:  promoted as div: integers and bool give float32.
+    Dtypes:  promoted as div: integers and bool give the default dtype.
     Grad:    input: g * out / input, 0 where input is 0 (PyTorch's); other: zero.
     Kernels: kernels/elementwise.cl :: copysign_op (OpenCL's copysign)
     """

@@ -37,7 +37,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     grads = _grads(parameters)
     norm_type = float(norm_type)
     if not grads:
-        return zeros((), dtypes.float32, default_device())
+        return zeros((), dtypes.get_default_dtype(), default_device())
     first = grads[0]._storage.device
     with no_grad():
         if math.isinf(norm_type):
