@@ -16,7 +16,7 @@ its registry row the METHOD face (``tests/test_registry.py`` checks every row).
 """
 from __future__ import annotations
 
-from clgrad import _device, _tensor_str, autograd, creation, dtypes
+from clgrad import _device, _legacy, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -262,10 +262,20 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 def _type(self, dtype=None, non_blocking=False):
     """``type()``: PyTorch's type string of the dtype, 'torch.FloatTensor' ... (always the
-    CPU spelling: clgrad has no separate CUDA tensor types). ``type(dtype)`` or
-    ``type('torch.LongTensor')`` (also 'torch.cuda.*'): ``to(dtype)``."""
+    CPU spelling: clgrad has no separate CUDA tensor types). ``type(dtype)``,
+    ``type('torch.LongTensor')`` (also 'torch.cuda.*') or ``type(clgrad.LongTensor)`` (a
+    legacy type, also ``clgrad.cuda.*``): ``to(dtype)``, on self's device (as the strings).
+
+    Raises:  ValueError for anything else, Python's ``float``/``int`` included (PyTorch's
+             "invalid type: 'float'")"""
     if dtype is None:
         return "torch." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, _legacy._LegacyType):
+        dtype = dtype.dtype
+    elif not isinstance(dtype, (dtypes.DType, str)):
+        name = getattr(dtype, "__name__", repr(dtype))
+        raise ValueError(f"invalid type: {name!r}; type() takes a clgrad dtype, a legacy "
+                         f"type (clgrad.FloatTensor) or its name ('torch.FloatTensor')")
     if isinstance(dtype, str) and dtype.startswith("torch."):
         names = {v: k for k, v in _TYPE_NAMES.items()}
         key = dtype.rsplit(".", 1)[-1]
