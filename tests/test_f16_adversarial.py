@@ -217,3 +217,92 @@ def test_div_divisor_gradient_rounds_once_in_float(fp16):
     (ta / tb).sum().backward()
     _check_ulp(tb.grad, -ab / bb ** 2, bits=8, emin=-126)
 
+
+_KINKS = _half([v * s for v in (0.1, 0.3, 0.7) for s in (-1, 1)])
+XK = np.concatenate([X, _KINKS, np.nextafter(_KINKS, _half(-1)), np.nextafter(_KINKS, _half(1))])
+_SELU_A, _SELU_S = 1.6732632423543772848, 1.0507009873554804934
+
+
+def _sp(v):
+    return np.maximum(v, 0) + np.log1p(np.exp(-np.abs(v)))
+
+
+# (name, f(t), forward(x), derivative(x)) in float64, each parameter the number given (not
+# rounded to half); the derivative's choices at the kinks are PyTorch's
+PARAM_ACTS = [
+    ("leaky_relu", lambda t: F.leaky_relu(t, 0.01), lambda x: np.where(x > 0, x, 0.01 * x),
+     lambda x: np.where(x > 0, 1, 0.01)),
+    ("leaky_relu_", lambda t: F.leaky_relu(t * 1, 0.3, inplace=True),
+     lambda x: np.where(x > 0, x, 0.3 * x), lambda x: np.where(x > 0, 1, 0.3)),
+    ("rrelu_eval", lambda t: F.rrelu(t, 0.1, 0.3), lambda x: np.where(x > 0, x, 0.2 * x),
+     lambda x: np.where(x > 0, 1, 0.2)),
+    ("elu", lambda t: F.elu(t, 0.3), lambda x: np.where(x > 0, x, 0.3 * np.expm1(x)),
+     lambda x: np.where(x > 0, 1, 0.3 * np.exp(x))),
+    ("elu_", lambda t: F.elu(t * 1, 1.7, inplace=True),
+     lambda x: np.where(x > 0, x, 1.7 * np.expm1(x)),
+     lambda x: np.where(x > 0, 1, 1.7 * np.exp(x))),
+    ("celu", lambda t: F.celu(t, 0.7), lambda x: np.where(x > 0, x, 0.7 * np.expm1(x / 0.7)),
+     lambda x: np.where(x > 0, 1, np.exp(x / 0.7))),
+    ("selu", F.selu, lambda x: _SELU_S * np.where(x > 0, x, _SELU_A * np.expm1(x)),
+     lambda x: _SELU_S * np.where(x > 0, 1, _SELU_A * np.exp(x))),
+    ("softplus", lambda t: F.softplus(t, 1.7, 5.0),
+     lambda x: np.where(1.7 * x > 5, x, _sp(1.7 * x) / 1.7),
+     lambda x: np.where(1.7 * x > 5, 1, _sig(1.7 * x))),
+    ("softplus_0.3", lambda t: F.softplus(t, 1.0, 0.3), lambda x: np.where(x > 0.3, x, _sp(x)),
+     lambda x: np.where(x > 0.3, 1, _sig(x))),
+    ("hardtanh", lambda t: F.hardtanh(t, -0.1, 0.7), lambda x: np.clip(x, -0.1, 0.7),
+     lambda x: np.where((x <= -0.1) | (x >= 0.7), 0, 1)),
+    ("hardtanh_", lambda t: F.hardtanh(t * 1, -0.1, 0.7, inplace=True),
+     lambda x: np.clip(x, -0.1, 0.7), lambda x: np.where((x <= -0.1) | (x >= 0.7), 0, 1)),
+    ("threshold", lambda t: F.threshold(t, 0.3, 0.1), lambda x: np.where(x > 0.3, x, 0.1),
+     lambda x: np.where(x > 0.3, 1, 0)),
+    ("threshold_", lambda t: F.threshold(t * 1, -0.1, 0.7, inplace=True),
+     lambda x: np.where(x > -0.1, x, 0.7), lambda x: np.where(x > -0.1, 1, 0)),
+    ("softshrink", lambda t: F.softshrink(t, 0.3),
+     lambda x: np.where(x > 0.3, x - 0.3, np.where(x < -0.3, x + 0.3, 0)),
+     lambda x: np.where(np.abs(x) <= 0.3, 0, 1)),
+    ("hardshrink", lambda t: F.hardshrink(t, 0.7), lambda x: np.where(np.abs(x) > 0.7, x, 0),
+     lambda x: np.where(np.abs(x) <= 0.7, 0, 1)),
+]
+
+
+@pytest.mark.parametrize("name, f, fwd, der", PARAM_ACTS, ids=[p[0] for p in PARAM_ACTS])
+def test_activation_parameters_in_float(fp16, name, f, fwd, der):
+    # the parameters were rounded to half: leaky_relu(x, 0.01) 0.92 ulp off, celu's gradient
+    # 5.6 ulp (exp(x / half(0.7))), softplus 2.7 ulp (beta x > threshold decided with
+    # half(1.7)); at the kinks the other branch (threshold(half(0.3), 0.3) gave the value;
+    # hardtanh's gradient at half(-0.1) > -0.1 was 0; softshrink(half(0.3) + ulp) 51 ulp)
+    x = XK.astype(np.float64)
+    g = _half(np.random.default_rng(6).uniform(0.5, 2, x.size) * np.where(x > 1, 1, -1))
+    t = _t(XK, grad=True)
+    y = f(t)
+    y.backward(_t(g))
+    _check_ulp(y, fwd(x))
+    _check_ulp(t.grad, g.astype(np.float64) * der(x))
+
+
+def test_activation_kinks_decided_as_pytorch_float16(fp16):
+    """PyTorch's float16 hardtanh, threshold and softplus compare with their parameters in
+    float (so do these now): the same branch, output and gradient at half(p) and its
+    neighbours. (softshrink and hardshrink compare with lambd rounded to half there, both on
+    CPU and CUDA; clgrad takes lambd in float as for the others and as its bfloat16 and float32
+    do: they differ from PyTorch's float16 at |x| = half(lambd) only.)"""
+    torch = pytest.importorskip("torch")
+    xs = np.concatenate([_KINKS, np.nextafter(_KINKS, _half(-1)), np.nextafter(_KINKS, _half(1))])
+    for p in (0.1, 0.3, 0.7):
+        for name, fn in (("hardtanh", lambda m, t: m.hardtanh(t, -p, p)),
+                         ("hardtanh_", lambda m, t: m.hardtanh(t * 1, -p, p, inplace=True)),
+                         ("threshold", lambda m, t: m.threshold(t, p, -5.0)),
+                         ("threshold_", lambda m, t: m.threshold(t * 1, -p, 5.0, inplace=True)),
+                         ("softplus", lambda m, t: m.softplus(t, 1.0, p))):
+            tt = torch.tensor(xs).requires_grad_(True)
+            yt = fn(torch.nn.functional, tt)
+            yt.sum().backward()
+            tc = _t(xs, grad=True)
+            yc = fn(F, tc)
+            yc.sum().backward()
+            for a, b, what in ((yc, yt, "output"), (tc.grad, tt.grad, "gradient")):
+                np.testing.assert_array_equal(a.detach().float().numpy(),
+                                              b.detach().float().numpy(),
+                                              err_msg=f"{name} p={p}: {what}")
+
