@@ -306,3 +306,107 @@ def test_activation_kinks_decided_as_pytorch_float16(fp16):
                                               b.detach().float().numpy(),
                                               err_msg=f"{name} p={p}: {what}")
 
+
+def _ce_ref(x, t, w, eps, ignore):
+    """Cross entropy of float64 logits (N, C): per-row losses, their gradients, the rows'
+    weights, and float32's error terms of both (k * 2^-24 of which the check allows)."""
+    n, c = x.shape
+    m = x.max(1, keepdims=True)
+    s = np.exp(x - m).sum(1, keepdims=True)
+    logp = x - m - np.log(s)
+    p = np.exp(logp)
+    valid = t != ignore
+    tt = np.where(valid, t, 0)
+    wt = w[tt] * valid
+    rows = np.arange(n)
+    loss = ((1 - eps) * wt * -logp[rows, tt] + eps / c * -(w * logp).sum(1) * valid)
+    hit = np.zeros_like(x)
+    hit[rows, tt] = (1 - eps) * wt
+    wall = w.sum()
+    grad = (p * ((1 - eps) * wt[:, None] + eps * wall / c) - hit - eps * w / c) * valid[:, None]
+    lterms = ((1 - eps) * wt * (np.abs(x[rows, tt]) + np.abs(m[:, 0]) + np.log(s[:, 0])) +
+              eps / c * (w * (np.abs(x) + np.abs(m) + np.log(s))).sum(1)) * valid
+    gterms = (p * ((1 - eps) * wt[:, None] + eps * wall / c) * (1 + np.abs(x) + np.abs(m)) +
+              hit + eps * w / c) * valid[:, None]
+    return loss, grad, wt, lterms, gterms
+
+
+def _nct_rows(a):
+    """(N, C, S) -> (N S, C): the class dim last, a row per position."""
+    return np.moveaxis(a, 1, -1).reshape(-1, a.shape[1])
+
+
+@pytest.mark.parametrize("shape", [(16, 10), (64, 100), (4, 7, 6)])
+def test_cross_entropy_float16_rounds_once(fp16, shape):
+    # ce_fwd/ce_bwd ran in half: the row's max, sum of exps, p = exp(x - m) / s and g / denom
+    # each rounded to half (the gradient up to 120 ulp off; PyTorch's float16 28: it rounds
+    # log_softmax's output, then computes its backward from that in float)
+    rng = np.random.default_rng(7)
+    nc = shape[1]
+    x = _half(rng.standard_normal(shape) * (8 if nc == 10 else 3))
+    tgt = rng.integers(0, nc, (shape[0],) + shape[2:])
+    tgt.flat[::5] = 3
+    w = _half(rng.uniform(0.2, 2, nc))
+    xr = _nct_rows(x.astype(np.float64)) if x.ndim == 3 else x.astype(np.float64)
+    for eps, weighted, ignore in ((0.0, False, -100), (0.1, False, -100), (0.0, True, -100),
+                                  (0.1, True, 3)):
+        w64 = w.astype(np.float64) if weighted else np.ones(nc)
+        loss, grad, wt, lterms, gterms = _ce_ref(xr, tgt.reshape(-1), w64, eps, ignore)
+        for red in ("mean", "sum", "none"):
+            gl = _half(rng.uniform(0.5, 2, tgt.shape)) if red == "none" else _half(1.5)
+            scale = np.asarray(gl, np.float64).reshape(-1)[:, None] * np.ones((1, nc))
+            ref, lt = loss.reshape(tgt.shape), lterms.reshape(tgt.shape)
+            if red != "none":
+                ref, lt = loss.sum(), lterms.sum()
+                if red == "mean":
+                    ref, lt, scale = ref / wt.sum(), lt / wt.sum(), scale / wt.sum()
+            tx = _t(x, grad=True)
+            out = F.cross_entropy(tx, clgrad.tensor(tgt), weight=_t(w) if weighted else None,
+                                  ignore_index=ignore, reduction=red, label_smoothing=eps)
+            out.backward(_t(gl))
+            assert out.dtype is clgrad.float16 and tx.grad.dtype is clgrad.float16
+            _check_ulp(out, ref, lt, k=64)
+            got = tx.grad if x.ndim == 2 else tx.grad.permute(0, 2, 1).reshape(-1, nc)
+            _check_ulp(got, scale * grad, np.abs(scale) * gterms, k=16)
+
+
+def test_nll_and_probability_targets_float16_round_once(fp16):
+    # nll_loss of half log-probabilities: 'mean' divided by a half sum of weights (gradient 2.2
+    # ulp); probability targets: log_softmax, the smoothing, the product and the sum each
+    # rounded to half (gradient 5.3 ulp with label_smoothing 0.1; PyTorch's 11); a mean over
+    # 70000 rows: the half sum of their weights was inf, the loss NaN
+    rng = np.random.default_rng(8)
+    n, nc = 64, 50
+    lp = _half(np.log(rng.dirichlet(np.ones(nc), n)))
+    tgt = rng.integers(0, nc, n)
+    w = _half(rng.uniform(0.2, 2, nc))
+    lp64, w64 = lp.astype(np.float64), w.astype(np.float64)
+    for red in ("mean", "sum", "none"):
+        per = -w64[tgt] * lp64[np.arange(n), tgt]
+        denom = w64[tgt].sum() if red == "mean" else 1.0
+        ref = per if red == "none" else per.sum() / denom
+        tx = _t(lp, grad=True)
+        out = F.nll_loss(tx, clgrad.tensor(tgt), weight=_t(w), reduction=red)
+        out.sum().backward()
+        _check_ulp(out, ref, k=64)
+        want = np.zeros((n, nc))
+        want[np.arange(n), tgt] = -w64[tgt] / denom
+        _check_ulp(tx.grad, want)
+    x = _half(rng.standard_normal((n, 20)) * 4)
+    q = _half(rng.dirichlet(np.ones(20), n))
+    x64, q64 = x.astype(np.float64), q.astype(np.float64)
+    logp = x64 - np.log(np.exp(x64).sum(1, keepdims=True))
+    for eps in (0.0, 0.1):
+        qq = q64 * (1 - eps) + eps / 20
+        tx = _t(x, grad=True)
+        out = F.cross_entropy(tx, _t(q), label_smoothing=eps)
+        out.backward()
+        assert out.dtype is clgrad.float16
+        _check_ulp(out, -(qq * logp).sum(1).mean(), k=64)
+        g = (np.exp(logp) * qq.sum(1, keepdims=True) - qq) / n
+        _check_ulp(tx.grad, g, terms=np.abs(g) + np.exp(logp) / n * (1 + np.abs(x64)), k=16)
+    x = _half(rng.standard_normal((70000, 3)))
+    tgt = rng.integers(0, 3, 70000)
+    x64 = x.astype(np.float64)
+    ref = (np.log(np.exp(x64).sum(1)) - x64[np.arange(70000), tgt]).mean()
+    _check_ulp(F.cross_entropy(_t(x), clgrad.tensor(tgt)), ref, terms=ref, k=512)
