@@ -1,5 +1,9 @@
 // kernels/activation.cl — leaky_relu and the pointwise activations (ACT).
-// Defines: T element type; IS_FLOAT for floating types.
+// Defines: T element type; IS_FLOAT for floating types; OPM the type they compute in
+// (kernels/common.h: float for half). Their scalar parameters arrive in OPM too (the host's
+// scalar(dtype, value, opmath=True)): a float16 result of leaky_relu(x, 0.01) is x times
+// 0.01 rounded once, not x times half(0.01) (0.92 ulp off), and its comparisons (threshold,
+// hardtanh, softplus's threshold) are with the number itself, as PyTorch's float16.
 // The kernels follow elementwise.cl's signature (n, nd, shape, out, view, operands with
 // views, scalars).
 // Launch: 1-D, global size rounded up to the work-group size; each kernel checks its bound.
@@ -9,22 +13,22 @@
 
 #ifdef IS_FLOAT
 __kernel void leaky_relu_fwd(long n, int nd, shape_t sh, __global T *out, view_t vo,
-                             __global const T *a, view_t va, T slope) {
+                             __global const T *a, view_t va, OPM slope) {
     EW_HEAD
     long oo, oa;
     off2(i, nd, sh, vo, va, &oo, &oa);
-    T x = a[oa];
-    out[oo] = x > (T)0 ? x : x * slope;
+    OPM x = a[oa];
+    out[oo] = x > (OPM)0 ? x : x * slope;
 }
 
 // gx = g where x > 0, else g * slope (x is the saved input).
 __kernel void leaky_relu_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,
                              __global const T *g, view_t vg, __global const T *a, view_t va,
-                             T slope) {
+                             OPM slope) {
     EW_HEAD
     long oo, og, oa;
     off3(i, nd, sh, vo, vg, va, &oo, &og, &oa);
-    out[oo] = a[oa] > (T)0 ? g[og] : g[og] * slope;
+    out[oo] = a[oa] > (T)0 ? (OPM)g[og] : (OPM)g[og] * slope;
 }
 
 // Pointwise activations: name_fwd(x) and name_bwd(g, x) -> g * f'(x), with the saved input x
@@ -32,13 +36,13 @@ __kernel void leaky_relu_bwd(long n, int nd, shape_t sh, __global T *out, view_t
 // PyTorch's (aten/src/ATen/native/Activation.cpp and cpu/Activation.cpp).
 #define ACT(name, FWD, DERIV)                                                               \
 __kernel void name##_fwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
-                         __global const T *a, view_t va, T p0, T p1) {                     \
+                         __global const T *a, view_t va, OPM p0, OPM p1) {                 \
     EW_HEAD long oo, oa; off2(i, nd, sh, vo, va, &oo, &oa);                                \
     OPM x = a[oa]; out[oo] = (FWD);                                                         \
 }                                                                                           \
 __kernel void name##_bwd(long n, int nd, shape_t sh, __global T *out, view_t vo,           \
                          __global const T *g, view_t vg, __global const T *a, view_t va,  \
-                         T p0, T p1) {                                                      \
+                         OPM p0, OPM p1) {                                                  \
     EW_HEAD long oo, og, oa; off3(i, nd, sh, vo, vg, va, &oo, &og, &oa);                   \
     OPM x = a[oa]; OPM gy = g[og]; out[oo] = (DERIV);                                       \
 }

@@ -147,6 +147,25 @@ UNARY(log1p_op, log1p(x))  // accurate for |x| << 1 (OpenCL's log1p, <= 2 ulp)
 UNARY(expm1_op, expm1(x))
 UNARY(erf_op, erf(x))
 ARITH(div, x / y)
+// The divisor's gradient of x / y, g the incoming gradient: -(g (x / y)) / y, in OPM and
+// rounded once. float16: neither the quotient nor g times it is rounded to half, nor
+// overflows there (6e4 / 100 with g = 200: g x / y is 1.2e5, inf in half; the gradient
+// -1200); in float and double the very roundings of div's own backward before (a / b, g
+// times it, over b). _sa: x a number (SCALAR_T, in OPM as div's).
+__kernel void div_grad_b(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                         __global const T *g, view_t vg, __global const T *a, view_t va,
+                         __global const T *b, view_t vb) {
+    EW_HEAD long oo, og, oa, ob; off4(i, nd, sh, vo, vg, va, vb, &oo, &og, &oa, &ob);
+    OPM y = b[ob];
+    out[oo] = -((OPM)g[og] * ((OPM)a[oa] / y)) / y;
+}
+__kernel void div_grad_b_sa(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                            __global const T *g, view_t vg, SCALAR_T xs,
+                            __global const T *b, view_t vb) {
+    EW_HEAD long oo, og, ob; off3(i, nd, sh, vo, vg, vb, &oo, &og, &ob);
+    OPM y = b[ob];
+    out[oo] = -((OPM)g[og] * ((OPM)xs / y)) / y;
+}
 BINARY(pow_op, pow(x, y))
 BINARY(atan2_op, atan2(x, y))  // the angle of (y=x, x=y): atan2(input, other), as PyTorch
 // -- special functions (clgrad/ops/special.py) ---------------------------------------------

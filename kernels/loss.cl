@@ -5,12 +5,23 @@
 // starts at off1(r, nd, sh, v) and steps by the dim's stride; sh holds the other dims
 // collapsed, v their strides and the tensor's offset.
 // Log-sum-exp is one pass (online max and rescaled sum), so logits like 1e8 are safe.
+// ACC: the type the row passes and the cross-entropy kernels compute and keep their row
+// statistics in (float for half: clgrad/ops/_util.py defines_of; T otherwise), so a float16
+// loss or gradient is rounded once. LOSS_T: ce_fwd's per-row losses (the host defines it as
+// float for a float16 loss that ce_finish reduces; T, the result itself, for 'none').
 #include "common.h"
+
+#ifndef ACC
+#define ACC T
+#endif
+#ifndef LOSS_T
+#define LOSS_T T
+#endif
 
 #if WG > 1
 #define REQD __attribute__((reqd_work_group_size(WG, 1, 1)))
 #define ROW_HEAD(nrows) long r = get_group_id(0); int lid = get_local_id(0);  \
-                        __local T buf_m[WG]; __local T buf_s[WG];
+                        __local ACC buf_m[WG]; __local ACC buf_s[WG];
 #define ROW_LSE(m, s) row_lse(&m, &s, buf_m, buf_s)
 #define ROW_SUM(v) v = row_sum(v, buf_s)
 #else
@@ -21,18 +32,18 @@
 #endif
 
 // Fold v into the running (max m, sum s of exp(x - m)). -inf adds nothing; NaN propagates.
-inline void lse_add(T v, T *m, T *s) {
+inline void lse_add(ACC v, ACC *m, ACC *s) {
     if (v > *m) {
-        *s = *s * exp(*m - v) + (T)1;
+        *s = *s * exp(*m - v) + (ACC)1;
         *m = v;
     } else if (*m > -INFINITY || isnan(v)) {
         *s += exp(v - *m);
     }
 }
 
-inline void lse_merge(T m2, T s2, T *m, T *s) {
-    if (s2 == (T)0) return;
-    if (*s == (T)0) {
+inline void lse_merge(ACC m2, ACC s2, ACC *m, ACC *s) {
+    if (s2 == (ACC)0) return;
+    if (*s == (ACC)0) {
         *m = m2;
         *s = s2;
     } else if (m2 > *m) {
@@ -44,7 +55,7 @@ inline void lse_merge(T m2, T s2, T *m, T *s) {
 }
 
 #if WG > 1
-inline T row_sum(T v, __local T *buf) {
+inline ACC row_sum(ACC v, __local ACC *buf) {
     int lid = get_local_id(0);
     buf[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -52,19 +63,19 @@ inline T row_sum(T v, __local T *buf) {
         if (lid < k) buf[lid] += buf[lid + k];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    T out = buf[0];
+    ACC out = buf[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return out;
 }
 
-inline void row_lse(T *m, T *s, __local T *bm, __local T *bs) {
+inline void row_lse(ACC *m, ACC *s, __local ACC *bm, __local ACC *bs) {
     int lid = get_local_id(0);
     bm[lid] = *m;
     bs[lid] = *s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = WG / 2; k > 0; k >>= 1) {
         if (lid < k) {
-            T mm = bm[lid], ss = bs[lid];
+            ACC mm = bm[lid], ss = bs[lid];
             lse_merge(bm[lid + k], bs[lid + k], &mm, &ss);
             bm[lid] = mm;
             bs[lid] = ss;
@@ -85,13 +96,13 @@ __kernel REQD void softmax_fwd(long nrows, int nd, shape_t sh, long len, __globa
     ROW_HEAD(nrows)
     long by, bx;
     off2(r, nd, sh, vy, vx, &by, &bx);
-    T m = -INFINITY, s = 0;
+    ACC m = -INFINITY, s = 0;
     for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sx], &m, &s);
     ROW_LSE(m, s);
     if (m == INFINITY) s = NAN;  // +inf - +inf is NaN: the whole row is NaN (PyTorch)
-    T logs = log(s);  // m + log(s) would round log(s) away when |m| >> 1 in float32
+    ACC logs = log(s);  // m + log(s) would round log(s) away when |m| >> 1 in float32
     for (long j = lid; j < len; j += WG) {
-        T v = x[bx + j * sx] - m;
+        ACC v = x[bx + j * sx] - m;
         y[by + j * sy] = log_out ? v - logs : exp(v) / s;
     }
 }
@@ -104,51 +115,52 @@ __kernel REQD void softmax_bwd(long nrows, int nd, shape_t sh, long len, __globa
     ROW_HEAD(nrows)
     long bgx, bgy, by;
     off3(r, nd, sh, vgx, vgy, vy, &bgx, &bgy, &by);
-    T dot = 0;
+    ACC dot = 0;
     for (long j = lid; j < len; j += WG) {
-        T g = gy[bgy + j * sgy];
+        ACC g = gy[bgy + j * sgy];
         dot += log_out ? g : g * y[by + j * sy];
     }
     ROW_SUM(dot);
     for (long j = lid; j < len; j += WG) {
-        T g = gy[bgy + j * sgy], yv = y[by + j * sy];
+        ACC g = gy[bgy + j * sgy], yv = y[by + j * sy];
         gx[bgx + j * sgx] = log_out ? g - exp(yv) * dot : yv * (g - dot);
     }
 }
 
 // Per row: loss_r = (1 - eps) w_t (lse - x_t) + eps / C * sum_c w_c (lse - x_c) and its
 // weight w_t, both 0 when t == ignore; lse - x = (m - x) + log(s) with m the row's max and
-// s = sum(exp(x - m)), which are saved for backward. logits == 0 (nll_loss): x holds
+// s = sum(exp(x - m)), which are saved for backward (in ACC). logits == 0 (nll_loss): x holds
 // log-probabilities, loss_r = -w_t x_t, no row pass.
 __kernel REQD void ce_fwd(long nrows, int nd, shape_t sh, long nc, __global const T *x,
                           view_t vx, long sxc, __global const long *tg, view_t vt,
-                          __global const T *w, view_t vw, int has_w, long ignore, T eps,
-                          int logits, __global T *loss, __global T *wrow,
-                          __global T *rmax, __global T *rsum) {
+                          __global const T *w, view_t vw, int has_w, long ignore, ACC eps,
+                          int logits, __global LOSS_T *loss, __global ACC *wrow,
+                          __global ACC *rmax, __global ACC *rsum) {
     ROW_HEAD(nrows)
     long bx, bt;
     off2(r, nd, sh, vx, vt, &bx, &bt);
     // Barriers stay outside branches (PoCL miscompiles barriers under uniform branches):
     // the passes a variant skips run over no elements.
-    T m = -INFINITY, s = 0, smooth = 0;
-    long len = logits ? nc : 0, slen = (logits && eps != (T)0) ? nc : 0;
+    ACC m = -INFINITY, s = 0, smooth = 0;
+    long len = logits ? nc : 0, slen = (logits && eps != (ACC)0) ? nc : 0;
     for (long j = lid; j < len; j += WG) lse_add(x[bx + j * sxc], &m, &s);
     ROW_LSE(m, s);
     if (m == INFINITY) s = NAN;  // a +inf logit: the row's log-probabilities are NaN (PyTorch)
-    T logs = logits ? log(s) : (T)0;
+    ACC logs = logits ? log(s) : (ACC)0;
     for (long j = lid; j < slen; j += WG)
-        smooth += (has_w ? w[vw.off + j * vw.s[0]] : (T)1) * ((m - x[bx + j * sxc]) + logs);
+        smooth += (has_w ? (ACC)w[vw.off + j * vw.s[0]] : (ACC)1) *
+                  ((m - x[bx + j * sxc]) + logs);
     ROW_SUM(smooth);
     if (lid != 0) return;
     long t = tg[bt];
-    T l = 0, wt = 0;
+    ACC l = 0, wt = 0;
     if (t != ignore && (t < 0 || t >= nc)) {  // only in captured steps (no host check): NaN
         l = NAN;
         wt = NAN;
     } else if (t != ignore) {
-        wt = has_w ? w[vw.off + t * vw.s[0]] : (T)1;
-        T xt = x[bx + t * sxc];
-        l = ((T)1 - eps) * wt * (logits ? (m - xt) + logs : -xt) + eps / (T)nc * smooth;
+        wt = has_w ? (ACC)w[vw.off + t * vw.s[0]] : (ACC)1;
+        ACC xt = x[bx + t * sxc];
+        l = ((ACC)1 - eps) * wt * (logits ? (m - xt) + logs : -xt) + eps / (ACC)nc * smooth;
     }
     loss[r] = l;
     wrow[r] = wt;
@@ -158,14 +170,15 @@ __kernel REQD void ce_fwd(long nrows, int nd, shape_t sh, long nc, __global cons
     }
 }
 
-// out = sum(loss) / sum(wrow) (mean) or sum(loss); denom = sum(wrow). One group of 256.
+// out = sum(loss) / sum(wrow) (mean) or sum(loss), summed in ACC and rounded once;
+// denom = sum(wrow), kept in ACC for backward. One group of 256.
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void ce_finish(long nrows, __global const T *loss, __global const T *wrow, int mean,
-               __global T *out, __global T *denom) {
-    __local T a[256];
-    __local T b[256];
+void ce_finish(long nrows, __global const LOSS_T *loss, __global const ACC *wrow, int mean,
+               __global T *out, __global ACC *denom) {
+    __local ACC a[256];
+    __local ACC b[256];
     int lid = get_local_id(0);
-    T sl = 0, sw = 0;
+    ACC sl = 0, sw = 0;
     for (long j = lid; j < nrows; j += 256) {
         sl += loss[j];
         sw += wrow[j];
@@ -190,13 +203,14 @@ void ce_finish(long nrows, __global const T *loss, __global const T *wrow, int m
 // With p = exp(x - m) / s (the row's saved max and sum), W = sum_c w_c and g the row's
 // upstream gradient (divided by denom for 'mean'):
 // gx_c = g (p_c ((1 - eps) w_t + eps W / C) - [c == t] (1 - eps) w_t - eps w_c / C);
-// nll (logits == 0): gx_c = -g w_t [c == t]. Rows with t == ignore get 0.
+// nll (logits == 0): gx_c = -g w_t [c == t]. Rows with t == ignore get 0. Computed in ACC
+// and rounded once (float16: neither p nor g / denom rounded to half on the way).
 __kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global T *gx,
                      __global const T *x, view_t vx, long sxc, __global const long *tg,
                      view_t vt, __global const T *w, view_t vw, int has_w,
-                     __global const T *gy, view_t vg, __global const T *denom, int mean,
-                     __global const T *rmax, __global const T *rsum,
-                     __global const T *wsum, long ignore, T eps,
+                     __global const T *gy, view_t vg, __global const ACC *denom, int mean,
+                     __global const ACC *rmax, __global const ACC *rsum,
+                     __global const ACC *wsum, long ignore, ACC eps,
                      int logits) {
     long i = get_global_id(0);
     if (i >= total) return;
@@ -213,18 +227,18 @@ __kernel void ce_bwd(long total, long nc, long ns, int nd, shape_t sh, __global 
         gx[i] = NAN;
         return;
     }
-    T g = gy[bg];
+    ACC g = gy[bg];
     if (mean) g /= denom[0];
-    T wt = has_w ? w[vw.off + t * vw.s[0]] : (T)1;
-    T hit = c == t ? ((T)1 - eps) * wt : (T)0;
+    ACC wt = has_w ? (ACC)w[vw.off + t * vw.s[0]] : (ACC)1;
+    ACC hit = c == t ? ((ACC)1 - eps) * wt : (ACC)0;
     if (!logits) {
         gx[i] = -g * hit;
         return;
     }
-    T wc = has_w ? w[vw.off + c * vw.s[0]] : (T)1;
-    T wall = (has_w && eps != (T)0) ? wsum[0] : (T)nc;
-    T p = exp(x[bx + c * sxc] - rmax[r]) / rsum[r];
-    gx[i] = g * (p * (((T)1 - eps) * wt + eps * wall / (T)nc) - hit - eps * wc / (T)nc);
+    ACC wc = has_w ? (ACC)w[vw.off + c * vw.s[0]] : (ACC)1;
+    ACC wall = (has_w && eps != (ACC)0) ? wsum[0] : (ACC)nc;
+    ACC p = exp(x[bx + c * sxc] - rmax[r]) / rsum[r];
+    gx[i] = g * (p * (((ACC)1 - eps) * wt + eps * wall / (ACC)nc) - hit - eps * wc / (ACC)nc);
 }
 
 // Pointwise losses over strided views (elementwise.cl's signature): name_fwd writes the loss

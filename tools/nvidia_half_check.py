@@ -35,6 +35,8 @@ BUILDS = [  # (file, defines): float16 builds as the hosts make them
     ("elementwise.cl", dict(_HALF, CONTIG=1)),
     ("activation.cl", _HALF),
     ("activation.cl", dict(_HALF, CONTIG=1)),
+    ("loss.cl", dict(_HALF, WG=1)),
+    ("loss.cl", dict(_HALF, WG=64, LOSS_T="float")),
     ("dropout.cl", _HALF),
     ("pool.cl", _HALF),
     ("norm.cl", _HALF),

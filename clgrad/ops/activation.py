@@ -11,7 +11,10 @@ Dropout lives in clgrad/ops/dropout.py, pad in clgrad/ops/padding.py.
 from __future__ import annotations
 
 
+import math
 import warnings
+
+import numpy as np
 
 from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
@@ -40,7 +43,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     if input.dtype is _BF16:
         return ew.via_float32(leaky_relu, input, negative_slope)
     x = input
-    slope = scalar(x.dtype, negative_slope)
+    slope = scalar(x.dtype, negative_slope, True)  # (in float for float16: kernels/activation.cl)
     out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, "leaky_relu_fwd", defines_for(x.dtype), out, (x,), (slope,))
 
@@ -188,6 +191,8 @@ def tanhshrink(input: Tensor) -> Tensor:
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (PyTorch's
     torch.nn.Softshrink). Grad: 1 outside [-lambd, lambd], 0 on it.
+    float16 takes lambd in float, as bfloat16 and float32 do (PyTorch's float16 rounds it to
+    half: softshrink(half(0.3), 0.3) is 4.9e-05 here, 0 there).
     Raises RuntimeError for lambd < 0 (PyTorch's)."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be "
@@ -197,7 +202,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0 (PyTorch's torch.nn.Hardshrink). Grad: 1 where |x| > lambd,
-    else 0. Kernels: kernels/activation.cl :: hardshrink_fwd/bwd."""
+    else 0. float16 compares with lambd in float (see softshrink).
+    Kernels: kernels/activation.cl :: hardshrink_fwd/bwd."""
     return _act("hardshrink", input, False, lambd)
 
 
@@ -304,7 +310,8 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
     op = op or kname
     _check_float(op, input)
     if inplace:
-        if kname == "hardtanh":  # its gradient reads the output alone: one launch into self
+        if kname == "hardtanh" and _bounds_kept(input.dtype, p0, p1):
+            # its gradient reads the output alone: one launch into self
             out = ip.output_inplace(op + "_", input, _HardtanhInPlace(p0, p1))
             if out is not None:
                 return out
@@ -313,7 +320,7 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
         return ew.via_float32(_act, kname, input, False, p0, p1, op)
     x = input
     d = defines_for(x.dtype)
-    args = (scalar(x.dtype, p0), scalar(x.dtype, p1))
+    args = (scalar(x.dtype, p0, True), scalar(x.dtype, p1, True))  # (OPM: activation.cl)
     out = empty(x.shape, x.dtype, x._storage.device)
     launch_1d(_FILE, kname + "_fwd", d, out, (x,), args)
 
@@ -334,7 +341,7 @@ class _HardtanhInPlace:
         self.p0, self.p1 = p0, p1
 
     def _args(self, dt):
-        return (scalar(dt, self.p0), scalar(dt, self.p1))
+        return (scalar(dt, self.p0, True), scalar(dt, self.p1, True))
 
     def _launch(self, out, x):
         launch_1d(_FILE, "hardtanh_fwd", defines_for(x.dtype), out, (x,), self._args(x.dtype))
@@ -346,6 +353,20 @@ class _HardtanhInPlace:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _bounds_kept(dt, p0, p1) -> bool:
+    """Whether hardtanh's output tells where its gradient is 0: float16 compares x with the
+    bounds in float (as PyTorch's), so a bound that half does not hold makes the output
+    ambiguous there (min -0.1: half(-0.1) > -0.1 is both x = half(-0.1), gradient 1, and a
+    clamped x < -0.1, gradient 0); ``inplace`` then saves the input instead."""
+    return dt is not dtypes.float16 or all(_in_half(p) for p in (p0, p1))
+
+
+def _in_half(v) -> bool:
+    """Whether the number ``v`` is a float16 value (infinities included)."""
+    v = float(v)
+    return math.isinf(v) or abs(v) <= 65504.0 and float(np.float16(v)) == v
+
+
 def _check_float(op, x):
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")

@@ -644,15 +644,32 @@ def div(a, b, rounding_mode=None) -> Tensor:
 
     need_a = isinstance(a, Tensor) and a.requires_grad
     need_b = isinstance(b, Tensor) and b.requires_grad
-    y = out.detach() if need_b else None  # not out: out -> Node -> closure -> out is a cycle
+    ka = a if need_b else None  # the dividend (as PyTorch's; not the quotient), if read
     sa, sb = _shape_of(a), _shape_of(b)
 
     def backward(g):
         ga = div(g, b) if need_a else None
-        gb = neg(div(mul(g, y), b)) if need_b else None
+        gb = _div_grad_b(g, ka, b, dt, shape) if need_b else None
         return _sum_back(sa, sb, ga, gb)
-    saved = ([b] if isinstance(b, Tensor) else []) + ([y] if need_b else [])
+    saved = [b] if isinstance(b, Tensor) else []
+    if isinstance(ka, Tensor):
+        saved.append(ka)
     return record("div", out, _inputs(a, b), backward, saved=saved)
+
+
+def _div_grad_b(g, a, b, dt, shape):
+    """The divisor's gradient of a / b: -g a / b^2 in one launch (kernels/elementwise.cl
+    div_grad_b: float16's intermediates in float, the result rounded once); ``a`` a tensor or
+    a number, ``b`` a tensor, both before broadcasting to ``shape``, g of that shape."""
+    gb = empty(shape, dt, g._storage.device)
+    g = _operand(g, shape)
+    if isinstance(a, Tensor):
+        launch_1d(_FILE, "div_grad_b", defines_of(dt), gb, (g, _operand(a, shape),
+                                                            _operand(b, shape)))
+    else:
+        launch_1d(_FILE, "div_grad_b_sa", defines_of(dt), gb, (g, scalar(dt, a, True),
+                                                               _operand(b, shape)))
+    return gb
 
 
 def divide(a, b, rounding_mode=None) -> Tensor:

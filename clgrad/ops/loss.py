@@ -45,6 +45,8 @@ _REDUCTIONS = ("mean", "sum", "none")
 _BF16 = dtypes.bfloat16  # bfloat16 inputs: the loss computed in float32, rounded once
 #                          (ew.via_float32): OpenCL C has no bfloat16 type
 _CE_FWD, _CE_BWD = ("loss.cl", "ce_fwd"), ("loss.cl", "ce_bwd")  # plan.key tags of _nll
+_F16, _F32 = dtypes.float16, dtypes.float32
+_LOSS_ACC = {"LOSS_T": "float"}  # a float16 loss reduced by ce_finish: its rows in float
 
 
 def softmax(input: Tensor, dim=None, dtype=None) -> Tensor:
@@ -87,6 +89,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight=None, ignore_index: int 
         return ew.via_float32(cross_entropy, input, target, weight, ignore_index, reduction,
                               label_smoothing)
     if target.dtype.is_floating_point:
+        if input._storage.dtype is _F16:  # composed of float16 ops, it rounded each to half
+            return ew.low_via_float32(_F16, _soft_cross_entropy, input, target, weight,
+                                      reduction, float(label_smoothing))
         return _soft_cross_entropy(input, target, weight, reduction, float(label_smoothing))
     return _nll("cross_entropy", input, target, weight, ignore_index, reduction,
                 float(label_smoothing), True)
@@ -640,20 +645,24 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
                             f"{type(ignore).__name__}") from None
     target = _check_class_args(op, x, target, weight, nc, ignore)
     dev, dt = x._storage.device, x._storage.dtype
+    # the row statistics, the sums and a reduced loss's rows in ACC (kernels/loss.cl: float
+    # for float16, so that its loss and gradient are rounded once), LOSS_T's define with them
+    acc = _F32 if dt is _F16 else dt
+    more = _LOSS_ACC if dt is _F16 and reduction != "none" else None
     nrows = math.prod(target._shape)
-    loss = Tensor._empty(target._shape, dt, dev)              # per position
-    wrow, rmax, rsum = (Tensor._empty((nrows,), dt, dev), Tensor._empty((nrows,), dt, dev),
-                        Tensor._empty((nrows,), dt, dev))
+    loss = Tensor._empty(target._shape, acc if more else dt, dev)  # per position
+    wrow, rmax, rsum = (Tensor._empty((nrows,), acc, dev), Tensor._empty((nrows,), acc, dev),
+                        Tensor._empty((nrows,), acc, dev))
     t_st = _with_dim(target._strides, cdim)
     mean = np.int32(reduction == "mean")
 
     def args():  # (the launches' weight and constant arguments: made when recorded)
         w = (weight._storage.buffer, view_arg(weight), np.int32(1)) if weight is not None \
             else (x._storage.buffer, view_arg(x, (0,)), np.int32(0))
-        return w, (np.int64(ignore), scalar(dt, eps), np.int32(1 if logits else 0))
+        return w, (np.int64(ignore), scalar(dt, eps, True), np.int32(1 if logits else 0))
     out, denom = loss, loss
     if reduction != "none":
-        out, denom = Tensor._empty((), dt, dev), Tensor._empty((), dt, dev)
+        out, denom = Tensor._empty((), dt, dev), Tensor._empty((), acc, dev)
 
     def forward():
         w, consts = args()
@@ -662,9 +671,9 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
             _launch_rows("ce_fwd", x, nrows, nc if logits else 1, len(rest), shape_arg(rest),
                          np.int64(nc), x._storage.buffer, vx, sxc, target._storage.buffer, vt,
                          *w, *consts, loss._storage.buffer, wrow._storage.buffer,
-                         rmax._storage.buffer, rsum._storage.buffer)
+                         rmax._storage.buffer, rsum._storage.buffer, more=more)
         if reduction != "none":
-            dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1)), (256,), (256,),
+            dev.launch(dev.kernel(_FILE, "ce_finish", _defines(x, 1, more)), (256,), (256,),
                        np.int64(nrows), loss._storage.buffer, wrow._storage.buffer, mean,
                        out._storage.buffer, denom._storage.buffer)
     # The launches recorded once per signature and replayed after: every layout they read
@@ -680,7 +689,9 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
         gx = Tensor._empty(xshape, dt, dev)
         if not math.prod(xshape):
             return (gx,)
-        wsum = rd.sum(weight) if weight is not None and eps and logits else gx
+        wsum = gx
+        if weight is not None and eps and logits:  # sum_c w_c, in ACC
+            wsum = rd.sum_into(Tensor._empty((), acc, dev), weight, 0)
 
         def launch():
             w, consts = args()
@@ -813,18 +824,21 @@ def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:
     return target if long_ else ew.to(target, dtypes.int64)
 
 
-def _defines(x, wg):
+def _defines(x, wg, more=None):
     d = defines_for(x.dtype)
     d["WG"] = wg
+    if more:
+        d.update(more)
     return d
 
 
-def _launch_rows(name, x, nrows, length, nd, *args):
-    """One work item per row for short rows, one work-group per row for long ones."""
+def _launch_rows(name, x, nrows, length, nd, *args, more=None):
+    """One work item per row for short rows, one work-group per row for long ones (``more``:
+    defines added to the kernel's)."""
     if nrows == 0:
         return
     wg = 1 if length <= _ROW_GROUP else _ROW_GROUP
     dev = x._storage.device
-    k = dev.kernel(_FILE, name, _defines(x, wg))
+    k = dev.kernel(_FILE, name, _defines(x, wg, more))
     gsize, lsize = ((nrows,), (64,)) if wg == 1 else ((nrows * wg,), (wg,))
     dev.launch(k, gsize, lsize, np.int64(nrows), np.int32(nd), *args)

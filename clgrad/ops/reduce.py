@@ -309,7 +309,8 @@ def _cols_plan(dev, d, o_shape, xo_st, x_off, vout, out_o, ni, i_shape, xi_st):
 
 def sum_into(out: Tensor, x: Tensor, dim, scale=1.0) -> Tensor:
     """``out = scale * x.sum(dim)`` written into the view ``out`` (x's shape without
-    ``dim``, an int or a tuple of non-negative ints; x's floating dtype), in one launch; no
+    ``dim``, an int or a tuple of non-negative ints; x's floating dtype, or float32 for a
+    float16 x: its sum kept in float, as cross entropy's sum of weights), in one launch; no
     autograd (internal: the split-K GEMM sums its slices straight into its result,
     clgrad/ops/matmul.py; a conv's bias gradient is g.sum((0, 2, 3)) into the bias's view)."""
     dims = (dim,) if isinstance(dim, int) else tuple(sorted(dim))
