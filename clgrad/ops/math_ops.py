@@ -263,7 +263,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
     spacing (subnormals included).
 
     Dtypes:  promoted, floats only.
-    Grad:    input: g; other: zero (PyTorch 2.14's, measured).
+    Grad:    input: g, but 0 where input == other; other: zero (PyTorch 2.14's, measured).
     Raises:  NotImplementedError for integer and bool results (PyTorch's).
     Kernels: kernels/elementwise.cl :: nextafter_op, nextafter_bf16 (bfloat16 on float32
              copies: its values are float32's)
@@ -279,6 +279,7 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
         out = ew._launch_binary("nextafter_op", a, b, dt, shape)
     sb = b._shape
 
-    def backward(g):
-        return ew._grads(a, b, g, zeros(sb, g._storage.dtype, g._storage.device))
-    return record("nextafter", out, (a, b), backward)
+    def backward(g):  # PyTorch 2.14's (measured): input g, 0 where input == other; other 0
+        ga = ew.where(ew.eq(a, b), 0.0, g) if _wants(a) else None
+        return ew._grads(a, b, ga, zeros(sb, g._storage.dtype, g._storage.device))
+    return record("nextafter", out, (a, b), backward, saved=[a, b])
