@@ -45,6 +45,7 @@ from clgrad._device import device, get_default_device
 from clgrad._generator import Generator
 from clgrad.errors import DeviceError
 from clgrad._legacy import cpu_types as _cpu_types
+from clgrad._legacy import set_default_tensor_type
 
 # -- random state -----------------------------------------------------------------------------
 from clgrad.creation import manual_seed, initial_seed, seed
@@ -132,6 +133,7 @@ __all__ = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "bfloat16", "finfo", "iinfo", "half", "float", "double", "short", "int", "long",
     "get_default_dtype", "set_default_dtype", "promote_types", "can_cast", "result_type",
+    "set_default_tensor_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
     "memory_allocated",
     "is_tensor", "numel",

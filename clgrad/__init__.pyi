@@ -20,6 +20,7 @@ from clgrad.dtypes import set_default_dtype as set_default_dtype
 from clgrad.dtypes import promote_types as promote_types
 from clgrad.dtypes import can_cast as can_cast
 from clgrad.ops.elementwise import result_type as result_type
+from clgrad._legacy import set_default_tensor_type as set_default_tensor_type
 from clgrad.runtime.discovery import devices as devices
 from clgrad.runtime.discovery import default_device as default_device
 from clgrad.runtime.discovery import set_default_device as set_default_device
@@ -323,6 +324,7 @@ from clgrad.ops.composite import broadcast_tensors as broadcast_tensors
 from clgrad.ops.composite import meshgrid as meshgrid
 from clgrad.ops.index import cat as cat
 from clgrad.ops.index import cat as concat
+from clgrad.ops.index import cat as concatenate
 from clgrad.ops.index import stack as stack
 from clgrad.ops.shaping import hstack as hstack
 from clgrad.ops.shaping import vstack as vstack
@@ -364,6 +366,52 @@ from clgrad.ops.loss import triplet_margin_loss as triplet_margin_loss
 from clgrad.ops.loss import poisson_nll_loss as poisson_nll_loss
 from clgrad.ops.loss import cosine_similarity as cosine_similarity
 from clgrad.ops.loss import pairwise_distance as pairwise_distance
+from clgrad.ops.stats import quantile as quantile
+from clgrad.ops.stats import nanquantile as nanquantile
+from clgrad.ops.stats import nanmedian as nanmedian
+from clgrad.ops.stats import mode as mode
+from clgrad.ops.stats import aminmax as aminmax
+from clgrad.ops.stats import bincount as bincount
+from clgrad.ops.stats import histc as histc
+from clgrad.ops.stats import cov as cov
+from clgrad.ops.stats import corrcoef as corrcoef
+from clgrad.ops.stats import trapezoid as trapezoid
+from clgrad.ops.stats import trapezoid as trapz
+from clgrad.ops.stats import cumulative_trapezoid as cumulative_trapezoid
+from clgrad.ops.scan import logcumsumexp as logcumsumexp
+from clgrad.ops.sort import unique_consecutive as unique_consecutive
+from clgrad.ops.scatters import scatter_reduce as scatter_reduce
+from clgrad.ops.scatters import index_copy as index_copy
+from clgrad.ops.scatters import masked_scatter as masked_scatter
+from clgrad.ops.scatters import diagonal_scatter as diagonal_scatter
+from clgrad.ops.scatters import select_scatter as select_scatter
+from clgrad.ops.scatters import slice_scatter as slice_scatter
+from clgrad.ops.scatters import put as put
+from clgrad.ops.products import cross as cross
+from clgrad.ops.products import inner as inner
+from clgrad.ops.products import vdot as vdot
+from clgrad.ops.products import vander as vander
+from clgrad.ops.shaping import diag as diag
+from clgrad.ops.shaping import diagflat as diagflat
+from clgrad.ops.shaping import split_with_sizes as split_with_sizes
+from clgrad.ops.shaping import ravel as ravel
+from clgrad.ops.shaping import broadcast_shapes as broadcast_shapes
+from clgrad.ops.shaping import fill as fill
+from clgrad.ops.special import frexp as frexp
+from clgrad.ops.special import is_complex as is_complex
+from clgrad.ops.special import is_signed as is_signed
+from clgrad.ops.special import is_same_size as is_same_size
+from clgrad.ops.special import is_inference as is_inference
+from clgrad.creation import range as range
+from clgrad.creation import scalar_tensor as scalar_tensor
+from clgrad.creation import empty_strided as empty_strided
+from clgrad.creation import randint_like as randint_like
+from clgrad.creation import asarray as asarray
+from clgrad.ops.windows import hann_window as hann_window
+from clgrad.ops.windows import hamming_window as hamming_window
+from clgrad.ops.windows import blackman_window as blackman_window
+from clgrad.ops.windows import bartlett_window as bartlett_window
+from clgrad.ops.windows import kaiser_window as kaiser_window
 from clgrad import dtypes as dtypes
 from clgrad import errors as errors
 from clgrad import settings as settings
@@ -407,51 +455,59 @@ __all__ = [
     "Tensor", "Size", "dtype", "device", "Device", "Generator", "DeviceError", "OutOfMemoryError",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "bfloat16",
     "finfo", "iinfo", "half", "float", "double", "short", "int", "long", "get_default_dtype",
-    "set_default_dtype", "promote_types", "can_cast", "result_type", "devices", "default_device",
-    "set_default_device", "get_default_device", "synchronize", "memory_allocated", "is_tensor",
-    "numel", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
-    "CharTensor", "ByteTensor", "BoolTensor", "manual_seed", "initial_seed", "seed", "random",
-    "get_rng_state", "set_rng_state", "no_grad", "enable_grad", "set_grad_enabled",
-    "is_grad_enabled", "inference_mode", "are_deterministic_algorithms_enabled",
-    "get_float32_matmul_precision", "get_num_threads", "set_float32_matmul_precision",
-    "set_num_threads", "use_deterministic_algorithms", "set_printoptions", "get_printoptions",
-    "printoptions", "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed",
-    "cuda", "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit",
-    "amp", "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
-    "get_autocast_dtype", "tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full",
-    "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like",
-    "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "tril_indices",
-    "triu_indices", "normal", "bernoulli", "multinomial", "add", "sub", "mul", "div", "divide",
-    "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum", "atan2",
-    "arctan2", "addcmul", "addcdiv", "lerp", "hypot", "logaddexp", "logaddexp2", "xlogy",
-    "copysign", "float_power", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
-    "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil", "round", "log1p",
-    "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc", "lgamma",
-    "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "nan_to_num", "tan", "asin", "arcsin",
-    "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh",
-    "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "logit", "i0", "positive", "fmax", "fmin",
-    "heaviside", "ldexp", "gcd", "lcm", "nextafter", "sgn", "negative", "absolute", "multiply",
-    "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "eq", "ne", "lt",
-    "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
-    "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf", "isfinite", "isclose",
-    "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod", "max", "min", "amax",
-    "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean", "logsumexp", "norm",
-    "count_nonzero", "any", "all", "nansum", "nanmean", "softmax", "log_softmax", "cumsum",
-    "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk", "unique", "searchsorted",
-    "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm", "dot", "einsum", "addmm",
-    "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron", "tensordot", "cdist", "dist",
-    "renorm", "addr", "addbmm", "chain_matmul", "matrix_power", "inverse", "det", "slogdet",
-    "logdet", "cholesky_solve", "cholesky_inverse", "svd", "pinverse", "narrow", "select",
-    "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to", "t", "unsqueeze",
-    "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided", "diagonal",
-    "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d", "atleast_2d",
-    "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
-    "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "stack", "hstack",
-    "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod", "combinations",
-    "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu", "nonzero",
-    "argwhere", "index_add", "index_fill", "take", "take_along_dim", "where", "masked_select",
-    "index_put", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold", "threshold_", "rrelu",
-    "rrelu_", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
-    "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
+    "set_default_dtype", "promote_types", "can_cast", "result_type", "set_default_tensor_type",
+    "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
+    "memory_allocated", "is_tensor", "numel", "FloatTensor", "DoubleTensor", "HalfTensor",
+    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+    "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state", "no_grad",
+    "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
+    "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
+    "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",
+    "optim", "io", "linalg", "distributed", "cuda", "accelerator", "backends", "utils",
+    "serialization", "distributions", "fx", "jit", "amp", "capture", "multiprocessing", "autocast",
+    "compile", "is_autocast_enabled", "get_autocast_dtype", "tensor", "as_tensor", "from_numpy",
+    "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
+    "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like",
+    "randn_like", "tril_indices", "triu_indices", "normal", "bernoulli", "multinomial", "add",
+    "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "hypot", "logaddexp",
+    "logaddexp2", "xlogy", "copysign", "float_power", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
+    "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
+    "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc",
+    "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "nan_to_num", "tan", "asin",
+    "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
+    "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "logit", "i0", "positive",
+    "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter", "sgn", "negative", "absolute",
+    "multiply", "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "eq",
+    "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf",
+    "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
+    "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
+    "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
+    "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm",
+    "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron",
+    "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power",
+    "inverse", "det", "slogdet", "logdet", "cholesky_solve", "cholesky_inverse", "svd", "pinverse",
+    "narrow", "select", "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to",
+    "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
+    "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d",
+    "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
+    "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "concatenate", "stack",
+    "hstack", "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod",
+    "combinations", "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu",
+    "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim", "where",
+    "masked_select", "index_put", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
+    "threshold_", "rrelu", "rrelu_", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity",
+    "pairwise_distance", "quantile", "nanquantile", "nanmedian", "mode", "aminmax", "bincount",
+    "histc", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "logcumsumexp",
+    "unique_consecutive", "scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter",
+    "select_scatter", "slice_scatter", "put", "cross", "inner", "vdot", "vander", "diag",
+    "diagflat", "split_with_sizes", "ravel", "broadcast_shapes", "fill", "frexp", "is_complex",
+    "is_signed", "is_same_size", "is_inference", "range", "scalar_tensor", "empty_strided",
+    "randint_like", "asarray", "hann_window", "hamming_window", "blackman_window",
+    "bartlett_window", "kaiser_window",
 ]

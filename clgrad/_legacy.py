@@ -15,7 +15,7 @@ from clgrad import dtypes
 from clgrad.autograd.variable import Variable  # noqa: F401  (exported here too)
 from clgrad.tensor import _LEGACY_INIT, Size, Tensor
 
-__all__ = ["Variable", "cpu_types", "cuda_types"]
+__all__ = ["Variable", "cpu_types", "cuda_types", "set_default_tensor_type"]
 
 _NAMES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
           "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
@@ -74,3 +74,28 @@ def _make(name, is_cuda):
 cpu_types = {n: _make(n, False) for n in _NAMES}
 _LEGACY_INIT[0] = _tensor_init
 cuda_types = {n: _make(n, True) for n in _NAMES}
+
+
+def set_default_tensor_type(t) -> None:
+    """torch.set_default_tensor_type (deprecated in PyTorch): ``FloatTensor``,
+    ``DoubleTensor``, ``HalfTensor``, ``BFloat16Tensor`` or their names ('torch.DoubleTensor')
+    set the default floating dtype (``dtypes.set_default_dtype``).
+
+    Raises:  TypeError for a CUDA type ('torch.cuda.FloatTensor', clgrad.cuda.FloatTensor):
+             PyTorch's also moves the default device to CUDA, which clgrad does with
+             ``set_default_device("cuda")`` and ``set_default_dtype`` instead; TypeError for a
+             non-floating type or anything else (as PyTorch's)."""
+    name = t if isinstance(t, str) else getattr(t, "__name__", None)
+    cuda = getattr(t, "is_cuda", False) if not isinstance(t, str) else t.startswith("torch.cuda.")
+    if cuda:
+        raise TypeError(f"set_default_tensor_type: a CUDA tensor type ({t!r}) would also make "
+                        f"CUDA the default device; clgrad does not tie the device to a type: "
+                        f"use clgrad.set_default_device('cuda') and clgrad.set_default_dtype()")
+    key = name.rsplit(".", 1)[-1] if isinstance(name, str) else None
+    dt = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64,
+          "HalfTensor": dtypes.float16, "BFloat16Tensor": dtypes.bfloat16}.get(key)
+    if dt is None:
+        raise TypeError(f"set_default_tensor_type: expected a floating tensor type "
+                        f"(FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor) or its name, "
+                        f"got {t!r}; only floating-point types are supported as the default type")
+    dtypes.set_default_dtype(dt)

@@ -16,13 +16,15 @@ its registry row the METHOD face (``tests/test_registry.py`` checks every row).
 """
 from __future__ import annotations
 
-from clgrad import _device, _tensor_str, autograd, creation, dtypes
+from clgrad import _device, _legacy, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import inplace as ip
 from clgrad.ops import registry
+from clgrad.ops import products as pr
 from clgrad.ops import scan as sc
+from clgrad.ops import scatters as sx
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops._util import one_device as _one_device
@@ -262,10 +264,20 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 def _type(self, dtype=None, non_blocking=False):
     """``type()``: PyTorch's type string of the dtype, 'torch.FloatTensor' ... (always the
-    CPU spelling: clgrad has no separate CUDA tensor types). ``type(dtype)`` or
-    ``type('torch.LongTensor')`` (also 'torch.cuda.*'): ``to(dtype)``."""
+    CPU spelling: clgrad has no separate CUDA tensor types). ``type(dtype)``,
+    ``type('torch.LongTensor')`` (also 'torch.cuda.*') or ``type(clgrad.LongTensor)`` (a
+    legacy type, also ``clgrad.cuda.*``): ``to(dtype)``, on self's device (as the strings).
+
+    Raises:  ValueError for anything else, Python's ``float``/``int`` included (PyTorch's
+             "invalid type: 'float'")"""
     if dtype is None:
         return "torch." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, _legacy._LegacyType):
+        dtype = dtype.dtype
+    elif not isinstance(dtype, (dtypes.DType, str)):
+        name = getattr(dtype, "__name__", repr(dtype))
+        raise ValueError(f"invalid type: {name!r}; type() takes a clgrad dtype, a legacy "
+                         f"type (clgrad.FloatTensor) or its name ('torch.FloatTensor')")
     if isinstance(dtype, str) and dtype.startswith("torch."):
         names = {v: k for k, v in _TYPE_NAMES.items()}
         key = dtype.rsplit(".", 1)[-1]
@@ -337,6 +349,81 @@ def _resize_(self, *sizes):
 
 Tensor.resize_ = _resize_
 Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
+
+
+# -- in-place variants of the misc-api ops (their own argument orders) ------------------------
+def _scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """In-place ``scatter_reduce``; returns self."""
+    return ip.inplace("scatter_reduce_", self, lambda s, v: sx.scatter_reduce(
+        s, dim, index, v, reduce, include_self=include_self), src)
+
+
+Tensor.scatter_reduce_ = _scatter_reduce_
+Tensor.index_copy_ = lambda self, dim, index, source: ip.inplace(
+    "index_copy_", self, lambda s, v: sx.index_copy(s, dim, index, v), source)
+Tensor.masked_scatter_ = lambda self, mask, source: ip.inplace(
+    "masked_scatter_", self, lambda s, m, v: sx.masked_scatter(s, m, v), mask, source)
+Tensor.renorm_ = lambda self, p, dim, maxnorm: ip.inplace(
+    "renorm_", self, lambda s: pr.renorm(s, p, dim, maxnorm))
+
+
+# -- small queries and identities of real tensors ---------------------------------------------
+Tensor.nelement = lambda self: self.numel()
+Tensor.ndimension = lambda self: self.ndim
+Tensor.nbytes = property(lambda self: self.numel() * self.dtype.itemsize,
+                         doc="The bytes of the elements (numel() * element size).")
+Tensor.itemsize = property(lambda self: self.dtype.itemsize, doc="Bytes per element.")
+Tensor.is_conj = lambda self: False  # no complex dtypes: nothing is ever conjugated lazily
+Tensor.is_neg = lambda self: False
+Tensor.resolve_conj = lambda self: self  # PyTorch returns self for real tensors
+Tensor.resolve_neg = lambda self: self
+Tensor.conj = lambda self: self
+
+
+def _legacy_new(self, *args, device=None):
+    """``x.new(...)``, PyTorch's legacy constructor of self's dtype and device: sizes ->
+    uninitialised, a sequence -> a copy cast to self's dtype, nothing -> shape (0,), a Tensor
+    of self's dtype -> an alias."""
+    return _legacy._construct("new", self.dtype, args,
+                              self._storage.device if device is None else device)
+
+
+Tensor.new = _legacy_new
+
+
+def _metadata_inplace(name, view_fn, keeps_contiguous):
+    """``x.t_()``, ``x.unsqueeze_(d)`` ...: self takes the layout of ``view_fn(self)``.
+
+    clgrad allows it where no graph can see the change: self does not require grad (a leaf
+    that does, under no_grad, as PyTorch). A root tensor must stay contiguous at offset 0
+    (clgrad's invariant: its views and kernels rely on it), so the transposing forms take
+    views only; squeeze_/unsqueeze_ keep a root contiguous and take both.
+    Raises RuntimeError otherwise, naming the reason and the out-of-place form."""
+    def method(self, *args):
+        if self.requires_grad and (self.grad_fn is not None or autograd.is_grad_enabled()):
+            raise RuntimeError(
+                f"{name}: changing the shape of a tensor that requires grad in place is not "
+                f"supported in clgrad (its graph Node would describe the old layout); use "
+                f"x = x.{name[:-1]}(...) instead")
+        new = view_fn(self.detach(), *args)
+        if self._base is None and not keeps_contiguous and not new.is_contiguous():
+            raise RuntimeError(
+                f"{name}: clgrad's root tensors keep a contiguous layout (their views and "
+                f"kernels rely on it), so a transposing in-place form applies to views only; "
+                f"use x = x.{name[:-1]}(...) instead")
+        self._shape, self._strides, self._offset = new._shape, new._strides, new._offset
+        return self
+    method.__name__ = name
+    method.__doc__ = f"In-place ``{name[:-1]}``: self takes the new layout; returns self."
+    return method
+
+
+Tensor.transpose_ = _metadata_inplace("transpose_", vw.transpose, False)
+Tensor.swapaxes_ = _metadata_inplace("swapaxes_", vw.transpose, False)
+Tensor.swapdims_ = _metadata_inplace("swapdims_", vw.transpose, False)
+Tensor.t_ = _metadata_inplace("t_", vw.t, False)
+Tensor.squeeze_ = _metadata_inplace("squeeze_", vw.squeeze, True)
+Tensor.unsqueeze_ = _metadata_inplace("unsqueeze_", vw.unsqueeze, True)
 
 
 # -- autograd ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 
 import numpy as np
 
@@ -374,3 +375,87 @@ def randn_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tenso
     """Standard normal samples with the shape (and by default dtype and device) of ``x``."""
     dt, dev = _like(x, dtype, device)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+# -- legacy and lesser factories: range, scalar_tensor, empty_strided, randint_like, asarray --
+def range(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Values from ``start`` to ``end`` INCLUSIVE by ``step`` (PyTorch's deprecated
+    torch.range; ``range(end)`` starts at 0); the default float dtype unless ``dtype``.
+    Warns (UserWarning) as PyTorch: use ``arange``, whose end is exclusive.
+    Raises:  RuntimeError for step 0 or a step of the wrong sign"""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("range: step must be nonzero")
+    if (end - start) / step < 0:
+        raise RuntimeError(f"range: upper bound and larger bound inconsistent with step sign "
+                           f"(start={start}, end={end}, step={step})")
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    n = int(np.floor((end - start) / step)) + 1
+    arr = start + step * np.arange(n, dtype=np.float64)
+    return _upload(arr, dt, _device(device), requires_grad)
+
+
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A 0-dim tensor holding the number ``s``, of the default float dtype unless ``dtype``
+    (PyTorch's torch.scalar_tensor: ``scalar_tensor(3)`` is float too)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return tensor(s, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor of ``size`` with the given ``stride`` (PyTorch's
+    torch.empty_strided): a view of a storage just large enough for the layout.
+    Raises:  RuntimeError when size and stride differ in length or a stride is negative"""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape, got "
+                           f"{len(size)} sizes and {len(stride)} strides")
+    if any(s < 0 for s in stride) or any(n < 0 for n in size):
+        raise RuntimeError(f"empty_strided: expected non-negative sizes and strides, got "
+                           f"size {size}, stride {stride}")
+    need = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    root = empty(need, dtype=dtype, device=device)
+    out = root.as_strided(size, stride)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def randint_like(x: Tensor, low=0, high=None, *, dtype=None, device=None,
+                 requires_grad=False) -> Tensor:
+    """Integers uniform in [low, high) with the shape (and by default dtype and device) of
+    ``x`` (PyTorch's torch.randint_like; ``randint_like(x, high)``)."""
+    if high is None:
+        low, high = 0, low
+    dt, dev = _like(x, dtype, device)
+    return randint(low, high, tuple(x.shape), dtype=dt, device=dev,
+                   requires_grad=requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
+    """``obj`` as a tensor (PyTorch's torch.asarray): a Tensor of that dtype and device is
+    returned itself unless ``copy=True``; anything else (sequences, NumPy arrays, numbers) is
+    copied to the device (clgrad cannot alias host memory, so ``copy=False`` of non-tensor
+    data raises ValueError)."""
+    if isinstance(obj, Tensor):
+        dt = obj.dtype if dtype is None else dtypes.to_dtype(dtype)
+        dev = obj._storage.device if device is None else _device(device)
+        if copy is not True and dt is obj.dtype and dev is obj._storage.device:
+            out = obj
+        elif copy is False:
+            raise ValueError("asarray: copy=False, but a copy is needed for the dtype or "
+                             "device asked for")
+        else:
+            out = obj.to(dev, dt, copy=True)
+    else:
+        if copy is False:
+            raise ValueError("asarray: copy=False of non-tensor data: clgrad's tensors live "
+                             "in device memory and cannot alias it")
+        out = tensor(obj, dtype=dtype, device=device)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+__all__ += ["range", "scalar_tensor", "empty_strided", "randint_like", "asarray"]

@@ -7,8 +7,8 @@ every binary/ternary op, comparison, where, clamp and in-place op dispatches thr
 ``scalar_dtype`` (its shortcut for a tensor and one number) and ``can_cast`` (the in-place
 rule, torch.can_cast). Integer arithmetic wraps around in the type (uint8 200 + 100 is 44),
 as PyTorch and NumPy; sums of integers are int64. Differences from PyTorch: no
-uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex; ``Tensor.type()``-
-style legacy tensor classes (``ByteTensor``) are not provided.
+uint16/uint32/uint64 (NumPy arrays of those widen to int64), no complex (``dtype=complex``
+raises TypeError). The legacy tensor types (``FloatTensor`` ...) are clgrad/_legacy.py's.
 
 bfloat16 (Google Brain's "brain floating point": float32's sign, 8-bit exponent and top 7
 mantissa bits) has no OpenCL C type and no NumPy one: its elements are stored as ``ushort``
@@ -128,15 +128,23 @@ def from_numpy_dtype(np_dtype) -> DType:
 
 
 def to_dtype(x) -> DType:
-    """Accept a DType, its name ('float32'), a NumPy dtype or the Python types float/int/bool."""
+    """Accept a DType, its name ('float32'), a NumPy dtype or the Python types float/int/bool.
+
+    The one parser of a dtype argument (factories, ``to``, ``new_*``, ``sum(dtype=)`` ...).
+    Python's types map as PyTorch's do, whatever the default dtype: ``float`` -> float64,
+    ``int`` -> int64, ``bool`` -> bool (``torch.zeros(2, dtype=float)`` is float64).
+    Raises:  TypeError for ``complex`` (clgrad has no complex dtypes) and anything else."""
     if isinstance(x, DType):
         return x
     if x is float:
-        return float32
+        return float64
     if x is int:
         return int64
     if x is bool:
         return bool_
+    if x is complex:
+        raise TypeError("dtype: expected a real dtype, got complex; clgrad has no complex "
+                        "dtypes (use float32 or float64 tensors for the real parts)")
     if isinstance(x, str):
         d = _ALL.get(x) or _ALIASES.get(x)
         if d is not None:

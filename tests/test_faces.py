@@ -30,7 +30,9 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
              "set_printoptions",
              "get_printoptions", "printoptions", "promote_types", "can_cast", "tril_indices",
-             "triu_indices"}
+             "triu_indices", "set_default_tensor_type", "broadcast_shapes", "range",
+             "scalar_tensor", "empty_strided", "asarray", "hann_window", "hamming_window",
+             "blackman_window", "bartlett_window", "kaiser_window"}
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
@@ -59,7 +61,8 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          **{n: "tensors" for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack",
                                    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag",
                                    "cartesian_prod")},
-         "searchsorted": "sorted_sequence", "isin": "elements"}
+         "searchsorted": "sorted_sequence", "isin": "elements", "concatenate": "tensors",
+         "trapezoid": "y", "trapz": "y", "cumulative_trapezoid": "y", "vander": "x"}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

@@ -471,6 +471,41 @@ def test_two_devices_raise_before_any_launch(name, devices):
             np.testing.assert_array_equal(t.numpy(), v)
 
 
+# -- misc-api: statistics, scatters, products (tests/test_misc_api.py) -------------------------
+_IX = lambda: clgrad.tensor([[0, 1, 0], [2, 2, 1]])  # noqa: E731
+for _p in ("torch", "Tensor"):
+    _f = (lambda n: getattr(clgrad, n)) if _p == "torch" else (
+        lambda n: lambda a, *rest: getattr(a, n)(*rest))
+    case(f"{_p}.bincount", lambda: (ints(4, 5), r(5)), _f("bincount"))
+    case(f"{_p}.cov", lambda: (r(2, 5), prob(5)), lambda x, w, _p=_p: (
+        clgrad.cov if _p == "torch" else clgrad.Tensor.cov)(x, aweights=w))
+    case(f"{_p}.cross", lambda: (r(4, 3), r(4, 3)), _f("cross"))
+    case(f"{_p}.inner", lambda: (r(2, 3), r(4, 3)), _f("inner"))
+    case(f"{_p}.vdot", lambda: (r(3), r(3)), _f("vdot"))
+    case(f"{_p}.diagonal_scatter", lambda: (r(3, 3), r(3)), _f("diagonal_scatter"))
+    case(f"{_p}.select_scatter", lambda: (r(3, 3), r(3)),
+         lambda a, b, _f=_f: _f("select_scatter")(a, b, 0, 1))
+    case(f"{_p}.slice_scatter", lambda: (r(3, 3), r(1, 3)),
+         lambda a, b, _f=_f: _f("slice_scatter")(a, b, 0, 0, 1))
+    case(f"{_p}.index_copy", lambda: (r(3, 3), ints(3, 2), r(3, 2)),
+         lambda a, i, b, _f=_f: _f("index_copy")(a, 1, i, b))
+    case(f"{_p}.masked_scatter", lambda: (r(3, 3), bools(3, 3), r(9)), _f("masked_scatter"))
+    case(f"{_p}.put", lambda: (r(3, 3), ints(9, 2), r(2)), _f("put"))
+    case(f"{_p}.scatter_reduce", lambda: (r(3, 3), _IX(), r(2, 3)),
+         lambda a, i, b, _f=_f: _f("scatter_reduce")(a, 0, i, b, "amax"))
+case("torch.trapezoid", lambda: (r(2, 4), r(4)), clgrad.trapezoid)
+case("torch.trapz", lambda: (r(2, 4), r(4)), clgrad.trapz)
+case("torch.cumulative_trapezoid", lambda: (r(2, 4), r(4)), clgrad.cumulative_trapezoid)
+case("linalg.cross", lambda: (r(4, 3), r(4, 3)), clgrad.linalg.cross)
+case("Tensor.index_copy_", lambda: (r(3, 3), ints(3, 2), r(3, 2)),
+     lambda a, i, b: a.index_copy_(1, i, b))
+case("Tensor.masked_scatter_", lambda: (r(3, 3), bools(3, 3), r(9)),
+     lambda a, m, b: a.masked_scatter_(m, b))
+case("Tensor.put_", lambda: (r(3, 3), ints(9, 2), r(2)), lambda a, i, b: a.put_(i, b))
+case("Tensor.scatter_reduce_", lambda: (r(3, 3), _IX(), r(2, 3)),
+     lambda a, i, b: a.scatter_reduce_(0, i, b, "sum"))
+
+
 # -- the op list -------------------------------------------------------------------------------
 # Ops that may take tensors of two devices, each with PyTorch's reason (or that compute nothing
 # from the tensors' data), named as in CASES.
@@ -519,6 +554,9 @@ LEGAL = {
     "Tensor.__rand__": "reflected operators: the forward operator's case covers them",
     "Tensor.__ror__": "reflected operators: the forward operator's case covers them",
     "Tensor.__rxor__": "reflected operators: the forward operator's case covers them",
+    "torch.histc": "min and max are numbers", "Tensor.histc": "min and max are numbers",
+    "torch.is_same_size": "reads the shapes only", "Tensor.is_same_size": "reads the shapes only",
+    "torch.fill": "value is a number or a 0-dim tensor (which may be on the CPU, as PyTorch)",
 }
 
 # Parameter names that take a tensor in some call of a public op (besides those annotated

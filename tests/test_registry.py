@@ -380,7 +380,15 @@ _LINALG = {  # host (NumPy LAPACK) decompositions: NumPy oracles, finite-differe
     "slogdet": "test_linalg_decomp.py", "logdet": "test_linalg_decomp.py",
     "cholesky_solve": "test_linalg_decomp.py", "cholesky_inverse": "test_linalg_decomp.py",
     "svd": "test_linalg_decomp.py", "pinverse": "test_linalg_decomp.py"}
-NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS, **_SHAPE_OPS, **_LINALG}
+_MISC_API = {name: "test_misc_api.py" for name in (  # statistics, scatters, products ...
+    "quantile", "nanquantile", "nanmedian", "mode", "aminmax", "bincount", "histc", "cov",
+    "corrcoef", "trapezoid", "cumulative_trapezoid", "logcumsumexp", "unique_consecutive",
+    "scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter", "select_scatter",
+    "slice_scatter", "put", "put_", "cross", "inner", "vdot", "vander", "diag", "diagflat",
+    "split_with_sizes", "sum_to_size", "fill", "frexp", "is_complex", "is_signed",
+    "is_same_size", "is_inference")}
+NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS, **_SHAPE_OPS, **_LINALG,
+                  **_MISC_API}
 
 
 def test_every_float_op_has_an_oracle_table_entry_or_a_reason():

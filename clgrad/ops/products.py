@@ -17,9 +17,11 @@ from clgrad import creation, dtypes, layout
 from clgrad.ops import composite as cp
 from clgrad.ops import decomp
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
 from clgrad.ops import linalg
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
+from clgrad.ops import scan as sc
 from clgrad.ops import views as vw
 from clgrad.ops._util import _type_name
 from clgrad.tensor import Tensor
@@ -341,3 +343,90 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
         if n:
             base = mm.matmul(base, base)
     return result
+
+
+# -- cross, inner, vdot, vander ---------------------------------------------------------------
+def cross(input: Tensor, other: Tensor, dim=None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (PyTorch's torch.cross; input and other
+    broadcast). ``dim=None`` takes the first dim of size 3 of the broadcast shape, as PyTorch
+    (which warns that this default is deprecated: give dim, or use linalg.cross, whose default
+    is -1).
+
+    Shapes:  input, other broadcasting to (*S) with S[dim] = 3 -> (*S)
+    Dtypes:  one dtype (ints too)
+    Grad:    input, other
+    Raises:  RuntimeError for another size along dim, no dim of size 3, or dtypes that differ
+    """
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"linalg.cross: expected input and other to have the same dtype, "
+                           f"but got {input.dtype} and {other.dtype}")
+    shape = tuple(layout.broadcast_shapes(input.shape, other.shape, op="cross"))
+    if dim is None:
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input, got shape {shape}")
+    d = layout.wrap_dim(dim, len(shape), "cross")
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
+                           f"{shape[d]}")
+    a, b = vw.expand(input, shape), vw.expand(other, shape)
+    a0, a1, a2 = (vw.select(a, d, i) for i in range(3))
+    b0, b1, b2 = (vw.select(b, d, i) for i in range(3))
+    parts = [ew.sub(ew.mul(a1, b2), ew.mul(a2, b1)), ew.sub(ew.mul(a2, b0), ew.mul(a0, b2)),
+             ew.sub(ew.mul(a0, b1), ew.mul(a1, b0))]
+    return ix.stack(parts, d)
+
+
+def linalg_cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
+    """torch.linalg.cross: ``cross`` with ``dim=-1`` by default (keyword only)."""
+    return cross(input, other, dim)
+
+
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    """Sums of products over the last dims (PyTorch's torch.inner, NumPy's np.inner); a 0-dim
+    operand multiplies instead. Shapes: (*A, n), (*B, n) -> (*A, *B). Grad: both."""
+    if input.ndim == 0 or other.ndim == 0:
+        return ew.mul(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    """The dot product of two 1-D tensors (PyTorch's torch.vdot; no conjugate: clgrad has no
+    complex dtypes). Raises RuntimeError for other shapes or dtypes that differ."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"vdot: expected both vectors to have same dtype, but found "
+                           f"{input.dtype} and {other.dtype}")
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    return mm.dot(input, other)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    """The Vandermonde matrix of the 1-D ``x`` (PyTorch's torch.vander, NumPy's np.vander):
+    columns x^(N-1), ..., x, 1 (``increasing``: 1, x, ..., x^(N-1)).
+
+    Shapes:  x (n,) -> (n, N), N = n by default
+    Dtypes:  floats keep theirs; integers and bool give int64 (PyTorch's)
+    Grad:    x (through cumprod)
+    Raises:  RuntimeError for x not 1-D or N < 0
+    """
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dims")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError(f"N must be non-negative, got {n}")
+    if not x.dtype.is_floating_point:
+        x = ew.to(x, dtypes.int64)
+    if n == 0:
+        return creation.zeros((x.shape[0], 0), dtype=x.dtype, device=x._storage.device)
+    ones = creation.ones((x.shape[0], 1), dtype=x.dtype, device=x._storage.device)
+    out = ix.cat([ones, vw.expand(vw.unsqueeze(x, 1), (x.shape[0], n - 1))], 1)
+    out = sc.cumprod(out, 1)
+    return out if increasing else vw.flip(out, (1,))
+
+
+__all__ += ["cross", "linalg_cross", "inner", "vdot", "vander"]

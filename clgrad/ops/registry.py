@@ -77,14 +77,17 @@ from clgrad.ops import padding
 from clgrad.ops import pool
 from clgrad.ops import products as pr
 from clgrad.ops import random as rn
+from clgrad.ops import scatters as sx
 from clgrad.ops import reduce as rd
 from clgrad.ops import scan as sc
 from clgrad.ops import shaping as sh
 from clgrad.ops import shuffle
 from clgrad.ops import sort as so
 from clgrad.ops import special as sp
+from clgrad.ops import stats as st
 from clgrad.ops import upsample
 from clgrad.ops import views as vw
+from clgrad.ops import windows as wn
 
 # faces
 TORCH, FUNCTIONAL, METHOD = 1, 2, 4
@@ -366,7 +369,6 @@ OPS = (
     Op("reshape", vw.reshape, TM),
     Op("reshape_as", vw.reshape, METHOD,
        method=lambda self, other: vw.reshape(self, other.shape)),
-    Op("ravel", vw.reshape, METHOD, method=lambda self: vw.reshape(self, -1)),
     Op("permute", vw.permute, TM),
     Op("transpose", vw.transpose, TM),
     Op("swapaxes", sh.swapaxes, TM),
@@ -405,7 +407,7 @@ OPS = (
     Op("broadcast_tensors", cp.broadcast_tensors, TORCH),
     Op("meshgrid", cp.meshgrid, TORCH),
     # -- index --------------------------------------------------------------------------------
-    Op("cat", ix.cat, TORCH, aliases=("concat",), out=CAST),
+    Op("cat", ix.cat, TORCH, aliases=("concat", "concatenate"), out=CAST),
     Op("stack", ix.stack, TORCH, out=CAST),
     Op("hstack", sh.hstack, TORCH, out=CAST),
     Op("vstack", sh.vstack, TORCH, out=CAST),
@@ -522,6 +524,55 @@ OPS = (
     # -- distance (clgrad/ops/loss.py) --------------------------------------------------------
     Op("cosine_similarity", loss.cosine_similarity, TORCH | FUNCTIONAL),
     Op("pairwise_distance", loss.pairwise_distance, TORCH | FUNCTIONAL),
+    # -- names real programs use (misc-api): statistics, scatters, products, shapes, ----------
+    # predicates, factories and windows (tests/test_misc_api.py)
+    Op("quantile", st.quantile, TM),
+    Op("nanquantile", st.nanquantile, TM),
+    Op("nanmedian", st.nanmedian, TM),
+    Op("mode", st.mode, TM),
+    Op("aminmax", st.aminmax, TM),
+    Op("bincount", st.bincount, TM),
+    Op("histc", st.histc, TM),
+    Op("cov", st.cov, TM),
+    Op("corrcoef", st.corrcoef, TM),
+    Op("trapezoid", st.trapezoid, TORCH, aliases=("trapz",)),
+    Op("cumulative_trapezoid", st.cumulative_trapezoid, TORCH),
+    Op("logcumsumexp", sc.logcumsumexp, TM),
+    Op("unique_consecutive", so.unique_consecutive, TM),
+    Op("scatter_reduce", sx.scatter_reduce, TM),
+    Op("index_copy", sx.index_copy, TM),
+    Op("masked_scatter", sx.masked_scatter, TM),
+    Op("diagonal_scatter", sx.diagonal_scatter, TM),
+    Op("select_scatter", sx.select_scatter, TM),
+    Op("slice_scatter", sx.slice_scatter, TM),
+    Op("put", sx.put, TM),
+    Op("put_", sx.put_, METHOD),
+    Op("cross", pr.cross, TM),
+    Op("inner", pr.inner, TM),
+    Op("vdot", pr.vdot, TM),
+    Op("vander", pr.vander, TORCH, torch_names={"x": "x"}),
+    Op("diag", sh.diag, TM),
+    Op("diagflat", sh.diagflat, TM),
+    Op("split_with_sizes", sh.split_with_sizes, TM),
+    Op("sum_to_size", sh.sum_to_size, METHOD),
+    Op("ravel", sh.ravel, TM),
+    Op("broadcast_shapes", sh.broadcast_shapes, TORCH),
+    Op("fill", sh.fill, TORCH),
+    Op("frexp", sp.frexp, TM),
+    Op("is_complex", sp.is_complex, TM),
+    Op("is_signed", sp.is_signed, TM),
+    Op("is_same_size", sp.is_same_size, TM),
+    Op("is_inference", sp.is_inference, TM),
+    Op("range", cr.range, TORCH),
+    Op("scalar_tensor", cr.scalar_tensor, TORCH),
+    Op("empty_strided", cr.empty_strided, TORCH),
+    Op("randint_like", cr.randint_like, TORCH),
+    Op("asarray", cr.asarray, TORCH),
+    Op("hann_window", wn.hann_window, TORCH),
+    Op("hamming_window", wn.hamming_window, TORCH),
+    Op("blackman_window", wn.blackman_window, TORCH),
+    Op("bartlett_window", wn.bartlett_window, TORCH),
+    Op("kaiser_window", wn.kaiser_window, TORCH),
 )
 
 

@@ -11,6 +11,9 @@ import numpy as np
 from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
+from clgrad.ops import special as sp
+from clgrad.ops import views as vw
 from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
 from clgrad.tensor import Tensor
 
@@ -203,3 +206,31 @@ def _diff_side(name, t, x, d):
 
 
 __all__ += ["cummax", "cummin", "diff"]
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(input), dim)) without overflow or underflow (PyTorch's
+    torch.logcumsumexp): a scan of ``logaddexp`` in log2(n) doubling steps (Hillis-Steele),
+    so each prefix is as accurate as logaddexp, whatever the range of the values.
+
+    Shapes:  (*S) -> (*S)
+    Dtypes:  floats (PyTorch's; integers raise)
+    Grad:    input (through logaddexp and the views)
+    Raises:  RuntimeError for an integer or bool input; IndexError for a dim out of range
+    Kernels: kernels/elementwise.cl :: logaddexp_op, copy.cl (cat)
+    """
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"logcumsumexp: expected a floating input, got {input.dtype} "
+                           f"(\"logcumsumexp_out_cpu\" not implemented for it in PyTorch)")
+    x = input if input.ndim else vw.reshape(input, 1)
+    d = layout.wrap_dim(dim, x.ndim, "logcumsumexp")
+    n, out, step = x.shape[d], x, 1
+    while step < n:
+        tail = sp.logaddexp(vw.narrow(out, d, step, n - step), vw.narrow(out, d, 0, n - step))
+        out = ix.cat([vw.narrow(out, d, 0, step), tail], d)
+        step *= 2
+    out = ew.clone(out) if out is x else out
+    return vw.reshape(out, ()) if input.ndim == 0 else out
+
+
+__all__ += ["logcumsumexp"]

@@ -22,7 +22,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import views as vw
 from clgrad.ops._util import _type_name, same_device, zeros
-from clgrad.tensor import Tensor
+from clgrad.tensor import Size, Tensor
 
 __all__ = ["tensor_split",
            "hstack", "vstack", "row_stack", "dstack", "column_stack", "hsplit", "vsplit",
@@ -500,3 +500,74 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
     """The (2, N) coordinates of the upper triangle (diagonal ``offset`` and above) of a
     ``row`` x ``col`` matrix, row by row. dtype int64 (default) or int32."""
     return _tri_indices("triu_indices", row, col, offset, dtype, device, False)
+
+
+# -- diag, diagflat, split_with_sizes, sum_to_size, ravel, broadcast_shapes -------------------
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    """PyTorch's torch.diag: a 1-D input -> the square matrix with it on the ``diagonal``-th
+    diagonal (zeros elsewhere); a 2-D input -> a copy of its ``diagonal``-th diagonal.
+    Grad: input. Raises RuntimeError for other ranks."""
+    if input.ndim == 1:
+        return diag_embed(input, diagonal)
+    if input.ndim == 2:
+        return ew.clone(vw.diagonal(input, diagonal))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """The square matrix with the flattened ``input`` on its ``offset``-th diagonal (PyTorch's
+    torch.diagflat). Grad: input."""
+    return diag_embed(vw.reshape(input, -1), offset)
+
+
+def split_with_sizes(input: Tensor, split_sizes, dim: int = 0):
+    """Views of consecutive pieces of the given sizes along ``dim`` (PyTorch's
+    torch.split_with_sizes). Raises RuntimeError when the sizes do not add up to the dim's."""
+    if isinstance(split_sizes, int) or not all(isinstance(s, (int, np.integer))
+                                               for s in split_sizes):
+        raise TypeError(f"split_with_sizes(): argument 'split_sizes' must be a sequence of "
+                        f"ints, got {split_sizes!r}")
+    return vw.split(input, list(split_sizes), dim)
+
+
+def sum_to_size(input: Tensor, *size) -> Tensor:
+    """``input`` summed to ``size``, which must be expandable to input's shape (PyTorch's
+    Tensor.sum_to_size). Grad: input. Raises RuntimeError for a size that is not."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    shape = tuple(int(s) for s in shape)
+    full = tuple(input.shape)
+    if len(shape) > len(full) or any(s not in (1, n) for s, n in zip(shape[::-1], full[::-1])):
+        raise RuntimeError(f"sum_to_size: size {list(shape)} is not expandable to size "
+                           f"{list(full)}")
+    return ew.sum_to(input, shape)
+
+
+def ravel(input: Tensor) -> Tensor:
+    """``input`` flattened to 1-D: a view where the layout allows, else a copy (PyTorch's
+    torch.ravel). Grad: input."""
+    return vw.reshape(input, -1)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of ``shapes`` broadcast to (PyTorch's torch.broadcast_shapes;
+    an int stands for a 1-D shape). Raises RuntimeError when they do not broadcast."""
+    norm = [(int(s),) if isinstance(s, (int, np.integer)) else tuple(int(n) for n in s)
+            for s in shapes]
+    return Size(layout.broadcast_shapes(*norm, op="broadcast_shapes"))
+
+
+__all__ += ["diag", "diagflat", "split_with_sizes", "sum_to_size", "ravel", "broadcast_shapes"]
+
+
+def fill(input: Tensor, value) -> Tensor:
+    """A tensor of input's shape, dtype and device filled with ``value`` (a number or a 0-dim
+    tensor; PyTorch's functional torch.fill): ``masked_fill`` with an all-True mask.
+    Grad: input zeros; a 0-dim tensor value: the sum of g (masked_fill's)."""
+    if isinstance(value, Tensor) and value.ndim:
+        raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor with "
+                           f"{value.ndim} dimensions.")
+    everywhere = creation.ones((), dtype=dtypes.bool_, device=input._storage.device)
+    return ew.masked_fill(input, everywhere, value)
+
+
+__all__ += ["fill"]

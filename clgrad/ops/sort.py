@@ -175,6 +175,49 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim=None):
+    """``x`` with each run of equal consecutive values (or slices along ``dim``) kept once
+    (PyTorch's torch.unique_consecutive), computed on the host as ``unique``.
+
+    NaN never equals NaN, so consecutive NaNs are kept each (PyTorch's rule).
+    Shapes:  dim None: x (*S) -> values (U,), inverse (*S), counts (U,); dim d: values (*S
+             with S[d] = U), inverse (S[d],), counts (U,)
+    Returns: values, or a tuple ``(values[, inverse][, counts])``; inverse and counts int64
+    Grad:    none (as PyTorch)
+    """
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(unique_consecutive, x, return_inverse, return_counts, dim)
+    host = x.numpy()
+    if dim is None:
+        rows = host.reshape(-1, 1)
+    else:
+        axis = layout.wrap_dim(dim, x.ndim, "unique_consecutive")
+        moved = np.moveaxis(host, axis, 0)
+        rows = moved.reshape(moved.shape[0], -1)
+    new = np.ones(len(rows), bool)
+    if len(rows) > 1:
+        new[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    starts = np.flatnonzero(new)
+    vals = rows[starts]
+    if dim is None:
+        vals = vals.reshape(-1)
+    else:
+        vals = np.moveaxis(vals.reshape((len(starts),) + moved.shape[1:]), 0, axis)
+    dev = x._storage.device
+    out = [creation.tensor(np.ascontiguousarray(vals), dtype=x.dtype, device=dev)]
+    if return_inverse:
+        inv = (np.cumsum(new) - 1).astype(np.int64)
+        out.append(creation.tensor(inv.reshape(host.shape) if dim is None else inv, device=dev))
+    if return_counts:
+        counts = np.diff(np.append(starts, len(rows))).astype(np.int64)
+        out.append(creation.tensor(counts, device=dev))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+__all__ += ["unique_consecutive"]
+
+
 # -- h4 (issue 22): median, kthvalue ----------------------------------------------------------
 MedianResult = namedtuple("median", ["values", "indices"])
 KthvalueResult = namedtuple("kthvalue", ["values", "indices"])

@@ -16,8 +16,11 @@ kernel's comment for the approximation and its error.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
-from clgrad import dtypes
+import numpy as np
+
+from clgrad import creation, dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
@@ -364,3 +367,55 @@ def is_nonzero(input: Tensor) -> bool:
     if n > 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
     return bool(input.detach().reshape(()).item() != 0)
+
+
+def is_complex(input: Tensor) -> bool:
+    """False: clgrad has no complex dtypes (PyTorch's torch.is_complex)."""
+    return input.dtype.is_complex
+
+
+def is_signed(input: Tensor) -> bool:
+    """Whether ``input``'s dtype is signed: floats and int8..int64, not uint8 or bool
+    (PyTorch's torch.is_signed)."""
+    return input.dtype.is_signed
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether two tensors have the same shape (PyTorch's torch.is_same_size)."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_inference(input: Tensor) -> bool:
+    """False: clgrad's ``inference_mode`` makes ordinary tensors, not inference tensors
+    (PyTorch's torch.is_inference is True only for tensors made inside it)."""
+    return False
+
+
+FrexpResult = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input: Tensor):
+    """``input`` as mantissa * 2 ** exponent, mantissa in (-1, -0.5] or [0.5, 1) (0, inf and
+    NaN: themselves, exponent 0) -> (mantissa, exponent) (PyTorch's torch.frexp, NumPy's
+    np.frexp, which computes it on the host).
+
+    Dtypes:  floats; mantissa of input's dtype, exponent int32
+    Grad:    input: g / 2 ** exponent through the mantissa (PyTorch's)
+    Raises:  TypeError for an integer or bool input
+    """
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"torch.frexp() only supports floating-point dtypes, got {input.dtype}")
+    host = input.detach().float().numpy() if input.dtype is dtypes.bfloat16 else \
+        input.detach().numpy()
+    m, e = np.frexp(host)
+    dev = input._storage.device
+    mant = creation.tensor(m, dtype=input.dtype, device=dev)
+    expo = creation.tensor(e.astype(np.int32), device=dev)
+    scale = creation.tensor(np.ldexp(1.0, -e.astype(np.int64)), dtype=input.dtype, device=dev)
+
+    def backward(g):
+        return (ew.mul(g, scale),)
+    return FrexpResult(record("frexp", mant, (input,), backward), expo)
+
+
+__all__ += ["is_complex", "is_signed", "is_same_size", "is_inference", "frexp"]

@@ -1,0 +1,277 @@
+"""Writes of one tensor's values into a copy of another at given places (PyTorch's names):
+scatter_reduce, index_copy, masked_scatter, diagonal_scatter, select_scatter, slice_scatter,
+put.
+
+Composed of other families' ops: the ``*_scatter`` ops write ``src`` into a view of a clone
+through ``inplace.write_into`` (its copy_slices Node gives the gradients: the clone's with the
+region zeroed, src's the region's), index_copy is a scatter, masked_scatter a gather and a
+where, put an index_copy / index_add of the flattened tensor. ``scatter_reduce`` computes its
+reductions (prod, mean, amax, amin need a per-target combine no kernel has) on the host in
+float64 or int64, and its backward by PyTorch's formulas.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from clgrad import creation, dtypes, layout
+from clgrad.autograd import record
+from clgrad.errors import IndexRangeError
+from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
+from clgrad.ops import inplace as ip
+from clgrad.ops import scan as sc
+from clgrad.ops import views as vw
+from clgrad.ops._util import same_device
+from clgrad.tensor import Tensor
+
+__all__ = ["scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter",
+           "select_scatter", "slice_scatter", "put", "put_"]
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``input`` where each target ``out[index[i][j]][j]`` (dim 0) combines, by
+    ``reduce`` ('sum', 'prod', 'mean', 'amax', 'amin'), the src values scattered to it and,
+    with ``include_self``, its own value (PyTorch's torch.scatter_reduce); targets no index
+    names keep input's value.
+
+    Shapes:  input (*S), index (*I) int64, src (*J) with I <= J everywhere and I <= S apart
+             from dim -> (*S)
+    Dtypes:  src of input's dtype; integer 'mean' rounds down (PyTorch's floor division)
+    Grad:    input and src (PyTorch's formulas): sum as scatter_add; mean divided by the
+             count; prod the product of the others (zeros handled); amax/amin split evenly
+             among the values equal to the result
+    Raises:  ValueError for another reduce; RuntimeError / IndexError as scatter
+    """
+    if reduce not in _REDUCES:
+        raise ValueError(f"scatter_reduce: expected reduce to be one of {_REDUCES}, got "
+                         f"{reduce!r}")
+    d = layout.wrap_dim(dim, input.ndim, "scatter_reduce")
+    index = ix._scatter_checks("scatter_reduce", input, d, index, src)
+    shape = tuple(input.shape)
+    tgt = _targets(index, shape, d)  # flat target of each index position
+    part = src.detach()[tuple(slice(0, n) for n in index.shape)]
+    calc = np.float64 if input.dtype.is_floating_point else np.int64
+    xs = input.detach().float().numpy() if input.dtype is dtypes.bfloat16 else \
+        input.detach().numpy()
+    ss = part.float().numpy() if part.dtype is dtypes.bfloat16 else part.numpy()
+    xs, ss = xs.astype(calc).ravel(), ss.astype(calc).ravel()
+    out, count = _reduce_host(reduce, xs, ss, tgt, include_self)
+    res = creation.tensor(out.reshape(shape), dtype=input.dtype, device=input._storage.device)
+    touched = np.zeros(xs.size, bool)
+    touched[tgt] = True
+
+    def backward(g):
+        gh = g.numpy().astype(np.float64).ravel()
+        gx, gs = _grads_host(reduce, xs, ss, tgt, out, count, touched, include_self, gh)
+        dev = g._storage.device
+        gx = creation.tensor(gx.reshape(shape), dtype=g.dtype, device=dev)
+        gsrc = np.zeros(tuple(src.shape))
+        gsrc[tuple(slice(0, n) for n in index.shape)] = gs.reshape(tuple(index.shape))
+        return gx, creation.tensor(gsrc, dtype=g.dtype, device=dev)
+    return record("scatter_reduce", res, (input, src), backward)
+
+
+def _targets(index: Tensor, shape, d) -> np.ndarray:
+    """The flat offset in a contiguous tensor of ``shape`` of each index position's target."""
+    ih = index.numpy().astype(np.int64)
+    coords = list(np.indices(ih.shape, dtype=np.int64))
+    if ih.ndim:
+        coords[d] = ih
+        return np.ravel_multi_index(tuple(c.ravel() for c in coords), shape)
+    return ih.reshape(1) if len(shape) else np.zeros(1, np.int64)
+
+
+def _reduce_host(reduce, xs, ss, tgt, include_self):
+    """The reduction's values (float64 or int64) and, for mean, each target's count."""
+    touched = np.zeros(xs.size, bool)
+    touched[tgt] = True
+    ident = {"sum": 0, "mean": 0, "prod": 1,
+             "amax": -np.inf if xs.dtype.kind == "f" else np.iinfo(np.int64).min,
+             "amin": np.inf if xs.dtype.kind == "f" else np.iinfo(np.int64).max}[reduce]
+    out = xs.copy() if include_self else np.where(touched, ident, xs).astype(xs.dtype)
+    ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.fmax,
+             "amin": np.fmin}[reduce]
+    if reduce in ("amax", "amin"):  # NaN wins (PyTorch's max/min propagate it)
+        nan = np.zeros(xs.size, bool)
+        if xs.dtype.kind == "f":
+            np.logical_or.at(nan, tgt, np.isnan(ss))
+            nan |= include_self & np.isnan(xs)
+        ufunc.at(out, tgt, ss)
+        out[nan] = np.nan
+        return out, None
+    ufunc.at(out, tgt, ss)
+    count = None
+    if reduce == "mean":
+        count = np.where(touched, 1 if include_self else 0, 1).astype(np.int64)
+        np.add.at(count, tgt, 1)
+        out = out / count if xs.dtype.kind == "f" else np.floor_divide(out, count)
+    return out, count
+
+
+def _grads_host(reduce, xs, ss, tgt, out, count, touched, include_self, g):
+    """(grad of input, grad of the used src positions), PyTorch's scatter_reduce backward."""
+    keep = include_self | ~touched  # input elements that took part in their result
+    if reduce == "sum":
+        return np.where(keep, g, 0.0), g[tgt]
+    if reduce == "mean":
+        share = g / count
+        return np.where(keep, share, 0.0), share[tgt]
+    if reduce == "prod":
+        # the product of the others: out / value where value != 0, else recomputed
+        zeros = np.zeros(xs.size, np.int64)
+        np.add.at(zeros, tgt, ss == 0)
+        zeros += keep & (xs == 0)
+        nz = np.where(keep & (xs != 0), xs, 1.0).astype(np.float64)
+        np.multiply.at(nz, tgt, np.where(ss != 0, ss, 1.0))  # product of the nonzero ones
+
+        def others(v, t):
+            z = zeros[t]
+            return np.where(v != 0, np.where(z == 0, out[t] / np.where(v != 0, v, 1), 0.0),
+                            np.where(z == 1, nz[t], 0.0))
+        idx = np.arange(xs.size)
+        return np.where(keep, g * others(xs, idx), 0.0), g[tgt] * others(ss, tgt)
+    # amax / amin: evenly among the values equal to the result
+    hit_x = keep & ((xs == out) | (np.isnan(xs) & np.isnan(out)))
+    hit_s = (ss == out[tgt]) | (np.isnan(ss) & np.isnan(out[tgt]))
+    n = hit_x.astype(np.float64)
+    np.add.at(n, tgt, hit_s)
+    share = g / np.maximum(n, 1)
+    return np.where(hit_x, share, 0.0), np.where(hit_s, share[tgt], 0.0)
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` with ``source.select(dim, i)`` written at ``index[i]`` along
+    ``dim`` (PyTorch's torch.index_copy; with repeated indices one write wins).
+
+    Shapes:  input (*S), index (L,) or 0-dim, source (*S with S[dim] = L)
+    Grad:    input: g with the written rows zeroed; source: g.index_select(dim, index)
+    Raises:  IndexError for an index out of range or of more than 1 dim; RuntimeError for
+             mismatched shapes or dtypes
+    """
+    if index.ndim > 1:
+        raise IndexError(f"index_copy(): Index should have dimension 1 or 0 (got "
+                         f"{index.ndim})")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy(): self and source expected to have the same dtype, "
+                           f"but got (self) {input.dtype} and (source) {source.dtype}")
+    xs = vw.reshape(input, 1) if input.ndim == 0 else input
+    ss = vw.reshape(source, 1) if source.ndim == 0 else source
+    d = layout.wrap_dim(dim, xs.ndim, "index_copy")
+    index = vw.reshape(index, -1)
+    if ss.ndim != xs.ndim or ss.shape[d] != index.shape[0] or any(
+            a != b for i, (a, b) in enumerate(zip(ss.shape, xs.shape)) if i != d):
+        raise RuntimeError(f"index_copy(): expected source of shape {tuple(xs.shape)} with "
+                           f"{index.shape[0]} (the index's length) along dim {d}, got "
+                           f"{tuple(source.shape)}")
+    strides = [0] * xs.ndim
+    strides[d] = index._strides[0]
+    idx = Tensor(index._storage, ss.shape, strides, index._offset)
+    out = ix.scatter(xs, d, idx, ss)
+    return vw.reshape(out, ()) if input.ndim == 0 else out
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """A copy of ``input`` where the elements ``mask`` marks (broadcast to input's shape) take
+    ``source``'s elements in row-major order (PyTorch's torch.masked_scatter).
+
+    Grad:    input: g where mask is False; source: g's masked elements, in order, at
+             source's first positions (zeros after)
+    Raises:  RuntimeError for a mask that is not bool, a source of another dtype or with
+             fewer elements than the mask's True count
+    """
+    if not mask.dtype.is_bool:
+        raise RuntimeError(f"masked_scatter_: expected BoolTensor for mask, got {mask.dtype}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes "
+                           f"but got {input.dtype} and {source.dtype}")
+    same_device("masked_scatter", input, mask, source)
+    shape = layout.broadcast_shapes(input.shape, mask.shape, op="masked_scatter")
+    x = vw.expand(input, shape) if tuple(shape) != tuple(input.shape) else input
+    m = vw.reshape(ew.contiguous(vw.expand(mask, shape)), -1)
+    pos = ew.sub(sc.cumsum(m, 0), 1)  # the source element of each True
+    need = int(pos[-1].item()) + 1 if pos.numel() else 0
+    if need > source.numel():
+        raise RuntimeError(f"masked_scatter: expected source to have at least as many "
+                           f"elements as the ones in mask ({need}), got {source.numel()}")
+    if source.numel() == 0:
+        return ew.clone(x)
+    take = ix.gather(vw.reshape(source, -1), 0, ew.clamp(pos, min=0))
+    return ew.where(vw.reshape(m, tuple(shape)), vw.reshape(take, tuple(shape)), x)
+
+
+def _scatter_into(op: str, input: Tensor, src: Tensor, region) -> Tensor:
+    """A clone of input with src written into ``region(clone)`` (a view): shapes must match;
+    src is cast to input's dtype (PyTorch's)."""
+    out = ew.clone(input)
+    view = region(out)
+    if tuple(view.shape) != tuple(src.shape):
+        raise RuntimeError(f"{op}(): expected src to have a size equal to the slice of self. "
+                           f"src size = {list(src.shape)}, slice size = {list(view.shape)}")
+    ip.write_into(view, src, op)
+    return out
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
+                     dim2: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written on ``input.diagonal(offset, dim1, dim2)``
+    (PyTorch's torch.diagonal_scatter). Grad: input (g off the diagonal), src (g's
+    diagonal)."""
+    return _scatter_into("diagonal_scatter", input, src,
+                         lambda t: vw.diagonal(t, offset, dim1, dim2))
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``input.select(dim, index)`` (PyTorch's
+    torch.select_scatter). Grad: input and src."""
+    return _scatter_into("select_scatter", input, src, lambda t: vw.select(t, dim, index))
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start=None, end=None,
+                  step: int = 1) -> Tensor:
+    """A copy of ``input`` with ``src`` written at ``input[start:end:step]`` along ``dim``
+    (PyTorch's torch.slice_scatter). Grad: input and src."""
+    def region(t):
+        d = layout.wrap_dim(dim, t.ndim, "slice_scatter")
+        key = (slice(None),) * d + (slice(start, end, step),)
+        return t[key]
+    return _scatter_into("slice_scatter", input, src, region)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``source``'s elements written (or added, ``accumulate``) at the
+    flat positions ``index`` names, as if input were 1-D (PyTorch's torch.put); negative
+    indices count from the end.
+
+    Shapes:  index and source of one number of elements
+    Grad:    input: g (zeroed at the written places unless accumulate); source: g at index
+    Raises:  IndexError for an index out of range; RuntimeError for a source of another
+             dtype or number of elements
+    """
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put(): self and source expected to have the same dtype, but got "
+                           f"{input.dtype} and {source.dtype}")
+    if index.numel() != source.numel():
+        raise RuntimeError(f"put(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    n = input.numel()
+    flat_i = vw.reshape(index, -1)
+    if flat_i.numel():
+        host = flat_i.numpy()
+        if host.min() < -n or host.max() >= n:
+            bad = host.min() if host.min() < -n else host.max()
+            raise IndexRangeError(f"put(): index {bad} out of range for tensor of size "
+                                  f"{tuple(input.shape)} ({n} elements)")
+        flat_i = ew.remainder(ew.to(flat_i, dtypes.int64), n) if host.min() < 0 else flat_i
+    flat = vw.reshape(input, -1)
+    src = vw.reshape(source, -1)
+    out = ix.index_add(flat, 0, flat_i, src) if accumulate else index_copy(flat, 0, flat_i, src)
+    return vw.reshape(out, tuple(input.shape))
+
+
+def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """In-place ``put``; returns input."""
+    return ip.inplace("put_", input, lambda s, v: put(s, index, v, accumulate), source)
