@@ -155,6 +155,45 @@ from clgrad.ops.special import frac as frac
 from clgrad.ops.special import deg2rad as deg2rad
 from clgrad.ops.special import rad2deg as rad2deg
 from clgrad.ops.numeric import nan_to_num as nan_to_num
+from clgrad.ops.math_ops import tan as tan
+from clgrad.ops.math_ops import asin as asin
+from clgrad.ops.math_ops import asin as arcsin
+from clgrad.ops.math_ops import acos as acos
+from clgrad.ops.math_ops import acos as arccos
+from clgrad.ops.math_ops import atan as atan
+from clgrad.ops.math_ops import atan as arctan
+from clgrad.ops.math_ops import sinh as sinh
+from clgrad.ops.math_ops import cosh as cosh
+from clgrad.ops.math_ops import asinh as asinh
+from clgrad.ops.math_ops import asinh as arcsinh
+from clgrad.ops.math_ops import acosh as acosh
+from clgrad.ops.math_ops import acosh as arccosh
+from clgrad.ops.math_ops import atanh as atanh
+from clgrad.ops.math_ops import atanh as arctanh
+from clgrad.ops.math_ops import log2 as log2
+from clgrad.ops.math_ops import log10 as log10
+from clgrad.ops.math_ops import exp2 as exp2
+from clgrad.ops.math_ops import sinc as sinc
+from clgrad.ops.math_ops import logit as logit
+from clgrad.ops.math_ops import i0 as i0
+from clgrad.ops.math_ops import positive as positive
+from clgrad.ops.math_ops import fmax as fmax
+from clgrad.ops.math_ops import fmin as fmin
+from clgrad.ops.math_ops import heaviside as heaviside
+from clgrad.ops.math_ops import ldexp as ldexp
+from clgrad.ops.math_ops import gcd as gcd
+from clgrad.ops.math_ops import lcm as lcm
+from clgrad.ops.math_ops import nextafter as nextafter
+from clgrad.ops.elementwise import sign as sgn
+from clgrad.ops.elementwise import neg as negative
+from clgrad.ops.elementwise import abs as absolute
+from clgrad.ops.elementwise import mul as multiply
+from clgrad.ops.elementwise import sub as subtract
+from clgrad.ops.elementwise import gt as greater
+from clgrad.ops.elementwise import ge as greater_equal
+from clgrad.ops.elementwise import lt as less
+from clgrad.ops.elementwise import le as less_equal
+from clgrad.ops.elementwise import ne as not_equal
 from clgrad.ops.elementwise import eq as eq
 from clgrad.ops.elementwise import ne as ne
 from clgrad.ops.elementwise import lt as lt
@@ -436,8 +475,12 @@ __all__ = [
     "logaddexp2", "xlogy", "copysign", "float_power", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
     "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
     "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc",
-    "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "nan_to_num", "eq", "ne",
-    "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "nan_to_num", "tan", "asin",
+    "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
+    "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "logit", "i0", "positive",
+    "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter", "sgn", "negative", "absolute",
+    "multiply", "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "eq",
+    "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf",
     "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",

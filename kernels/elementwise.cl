@@ -416,6 +416,133 @@ BINARY_DIV(remainder_op, irem_floor(x, y))
 BINARY_DIV(fmod_op, irem_trunc(x, y))
 #endif
 
+// -- math ops (clgrad/ops/math_ops.py) ----------------------------------------------------
+// fmax/fmin: NaN-ignoring (a NaN operand gives the other one; both NaN give NaN); a tie gives
+// x (PyTorch's: fmax(-0., 0.) is -0.). Integers and bool: max/min.
+BINARY(fmax_op, IS_NAN(y) || x >= y ? x : y)
+BINARY(fmin_op, IS_NAN(y) || x <= y ? x : y)
+// heaviside(x, values): 0 below 0 (and at NaN), values at +-0, 1 above (PyTorch's)
+BINARY(heaviside_op, x == (OPM)0 ? y : (OPM)(x > (OPM)0))
+#ifdef IS_FLOAT
+// x and y are OPM (float for half), never half (NVIDIA's half built-ins: see erfc_op).
+UNARY(tan_op, tan(x))
+UNARY(asin_op, asin(x))
+UNARY(acos_op, acos(x))
+UNARY(atan_op, atan(x))
+UNARY(sinh_op, sinh(x))
+UNARY(cosh_op, cosh(x))
+UNARY(asinh_op, asinh(x))
+UNARY(acosh_op, acosh(x))
+UNARY(atanh_op, atanh(x))
+UNARY(log2_op, log2(x))
+UNARY(log10_op, log10(x))
+UNARY(exp2_op, exp2(x))
+// sinc(x) = sin(pi x) / (pi x), 1 at 0. sinpi, not sin(pi * x) (PyTorch's): exact 0 at the
+// integers and no rounding of pi * x, which costs float32 all its digits near x = 1000.
+inline W sinc_w(W x) { return x == WC(0.0) ? WC(1.0) : sinpi(x) / (W_PI * x); }
+UNARY(sinc_op, (T)sinc_w((W)x))
+// d/dx sinc = (cos(pi x) - sinc(x)) / x, 0 at 0; near 0 (|pi x| < 0.1, where the difference
+// cancels) its series -z/3 (1 - z^2/10 + z^4/280 - z^6/15120 + z^8/1330560) pi, z = pi x.
+inline W sinc_grad_w(W x) {
+    W z = W_PI * x, z2 = z * z;
+    if (fabs(z) < WC(0.1))
+        return -z / WC(3.0) * W_PI * (WC(1.0) - z2 / WC(10.0) * (WC(1.0) - z2 / WC(28.0) *
+               (WC(1.0) - z2 / WC(54.0) * (WC(1.0) - z2 / WC(88.0)))));
+    return (cospi(x) - sinc_w(x)) / x;
+}
+BINARY(sinc_grad, (T)((W)x * sinc_grad_w((W)y)))  // x: the incoming gradient, y: the input
+// logit: log(x / (1 - x)), x first clamped to [eps, 1 - eps] where eps (y) >= 0 (PyTorch's;
+// eps < 0 stands for eps=None: no clamp, NaN outside [0, 1]). A NaN x stays NaN. From 0.25
+// on as log1p((2x - 1) / (1 - x)), 2x - 1 exact there: accurate near 0.5, where logit is
+// near 0 and log(x / (1 - x)) (PyTorch's) has an absolute error of W's epsilon.
+inline W logit_w(W x, W eps) {
+    if (eps >= WC(0.0)) x = x < eps ? eps : x > WC(1.0) - eps ? WC(1.0) - eps : x;
+    return x < WC(0.25) ? log(x / (WC(1.0) - x)) : log1p((x + x - WC(1.0)) / (WC(1.0) - x));
+}
+BINARY(logit_op, (T)logit_w((W)x, (W)y))
+// I0 and I1, the modified Bessel functions of the first kind (torch.i0; I1 = I0' for its
+// gradient), n = 0 or 1. Below |x| = I_BIG the power series (x/2)^n sum_k q^k / (k! (k+n)!),
+// q = x^2 / 4 (positive terms: no cancellation); above, the asymptotic series e^x /
+// sqrt(2 pi x) sum_k prod_{j<=k} ((2j-1)^2 - 4n^2) / (j 8x), whose smallest term there,
+// ~e^(-2x), is below W's epsilon. Each series: its length N found forward (terms until one
+// is negligible, or stops shrinking), then summed by Horner's rule from the last term (the
+// rounding errors of the small terms stay small). e^x is taken as e^(x/2) twice: results
+// near W's largest value do not overflow early (PyTorch's float32 i0 is inf from 89 on,
+// I0(91.9) = 3.4e38). +-inf gives NaN (PyTorch's and NumPy's i0).
+#ifdef IS_DOUBLE
+#define I_BIG 20.0
+#define I_EPS DBL_EPSILON
+#else
+#define I_BIG 10.0f
+#define I_EPS FLT_EPSILON
+#endif
+inline W bessel_i_w(W x, int n) {
+    W a = fabs(x), t = WC(1.0), s = WC(1.0);
+    int k = 1;
+    if (isinf(a)) return (W)NAN;
+    if (!(a >= I_BIG)) {  // (NaN here: NaN out)
+        W q = a * a * WC(0.25);
+        for (; k < 100 && t > s * I_EPS; ++k) {
+            t *= q / (W)(k * (k + n));
+            s += t;
+        }
+        for (s = WC(1.0); --k > 0;) s = WC(1.0) + s * (q / (W)(k * (k + n)));
+        s *= n ? a * WC(0.5) : WC(1.0);
+    } else {
+        W mu = (W)(4 * n * n), ea = WC(8.0) * a;
+        for (; k < 100; ++k) {
+            W m = (W)(2 * k - 1), tk = t * (m * m - mu) / ((W)k * ea);
+            if (fabs(tk) >= fabs(t) || fabs(tk) < s * I_EPS) break;
+            t = tk;
+            s += t;
+        }
+        for (s = WC(1.0); --k > 0;) {
+            W m = (W)(2 * k - 1);
+            s = WC(1.0) + s * ((m * m - mu) / ((W)k * ea));
+        }
+        W h = exp(a * WC(0.5));
+        s = h * (h * s / sqrt(WC(2.0) * W_PI * a));
+    }
+    return n && x < WC(0.0) ? -s : s;
+}
+UNARY(i0_op, (T)bessel_i_w((W)x, 0))
+UNARY(i1_op, (T)bessel_i_w((W)x, 1))
+// nextafter in a format of M fraction bits, least normal exponent EMIN and largest finite
+// value MAXV, for an x it holds (half: its values are floats; bfloat16: computed on float32
+// copies): one step of that format's spacing toward y, which is half as wide below a power of
+// two when moving toward zero; the smallest subnormal from 0; y when x == y (-0. and 0.).
+inline float nextafter_narrow(float x, float y, int M, int EMIN, float MAXV) {
+    if (isnan(x) || isnan(y)) return x + y;
+    if (x == y) return y;
+    if (isinf(x)) return copysign(MAXV, x);
+    if (x == 0.0f) return copysign(ldexp(1.0f, EMIN - M), y);
+    int e = ilogb(x);
+    if (fabs(x) == ldexp(1.0f, e) && (x > y) == (x > 0.0f)) e -= 1;
+    float s = ldexp(1.0f, max(e, EMIN) - M);
+    return x < y ? x + s : x - s;
+}
+#ifdef IS_DOUBLE
+BINARY(nextafter_op, nextafter(x, y))
+#else
+BINARY(nextafter_op, sizeof(T) == 2 ? nextafter_narrow(x, y, 10, -14, 65504.0f)
+                                    : nextafter((float)x, (float)y))
+#endif
+BINARY(nextafter_bf16, nextafter_narrow(x, y, 7, -126, 0x1.fep127f))
+#else
+// gcd and lcm of the magnitudes, in the unsigned UT (|MIN| fits; products wrap as PyTorch's)
+inline UT umag(T v) { return T_SIGNED && v < (T)0 ? (UT)0 - (UT)v : (UT)v; }
+inline UT ugcd(UT a, UT b) {
+    while (a != 0) { UT c = a; a = b % a; b = c; }
+    return b;
+}
+inline T ilcm(T x, T y) {
+    UT a = umag(x), b = umag(y), g = ugcd(a, b);
+    return g == 0 ? (T)0 : (T)(a / g * b);
+}
+BINARY(gcd_op, (T)ugcd(umag(x), umag(y)))
+BINARY(lcm_op, ilcm(x, y))
+#endif
+
 // signbit: a bool (uchar) result; floats read the sign bit (-0.0 and -NaN are set)
 __kernel void signbit_op(long n, int nd, shape_t sh, __global uchar *out, view_t vo,
                          __global const T *a, view_t va) {

@@ -276,6 +276,18 @@ case("torch.float_power", lambda: (pos(2, 3), pos(2, 3)), clgrad.float_power)
 case("Tensor.float_power", lambda: (pos(2, 3), pos(2, 3)), lambda a, b: a.float_power(b))
 case("Tensor.float_power_", lambda: (pos(2, 3).double(), pos(2, 3)),
      lambda a, b: a.float_power_(b))
+# -- math ops (clgrad/ops/math_ops.py) and PyTorch's other names of binary ops ----------------
+for _n in ("fmax", "fmin", "heaviside", "ldexp", "nextafter", "multiply", "subtract", "greater",
+           "greater_equal", "less", "less_equal", "not_equal"):
+    case(f"torch.{_n}", lambda: (pos(2, 3), pos(2, 3)), getattr(clgrad, _n))
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+for _n in ("heaviside_", "ldexp_", "nextafter_", "multiply_", "subtract_"):
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+for _n in ("gcd", "lcm"):
+    case(f"torch.{_n}", lambda: (ints(9, 2, 3), ints(9, 2, 3)), getattr(clgrad, _n))
+    for _m in (_n, _n + "_"):
+        case(f"Tensor.{_m}", lambda: (ints(9, 2, 3), ints(9, 2, 3)),
+             lambda a, b, _m=_m: getattr(a, _m)(b))
 case("torch.searchsorted", lambda: (clgrad.arange(5.0), r(3)), clgrad.searchsorted)
 case("torch.bucketize", lambda: (r(3), clgrad.arange(5.0)), clgrad.bucketize)
 case("torch.isin", lambda: (r(3), r(4)), clgrad.isin)

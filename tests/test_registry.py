@@ -244,7 +244,8 @@ ORACLE_TABLES = [("test_gradcheck_ops.py", "CASES", None), ("test_elementwise.py
                  ("test_integer.py", "_OURS", None), ("test_integer.py", "_TORCH_BINARY", None),
                  ("test_reduce.py", "REDUCE", None),
                  ("test_einsum.py", "CASES", "einsum"),
-                 ("test_activation_loss_more.py", "CASES", None)]
+                 ("test_activation_loss_more.py", "CASES", None),
+                 ("test_math_ops.py", "UNARY", None), ("test_math_ops.py", "BINARY", None)]
 _NOT_OURS = {"np", "math", "torch", "TF", "tnn"}  # attributes of the oracles, not of clgrad
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
            ast.MatMult: "matmul", ast.FloorDiv: "floor_divide", ast.Mod: "remainder",
@@ -320,7 +321,7 @@ _NO_GRADIENT = {  # bool or integer results
     "all": "test_reduce.py", "argsort": "test_sort.py", "nonzero": "test_index.py",
     "argwhere": "test_index.py", "one_hot": "test_index.py", "signbit": "test_special.py",
     "is_floating_point": "test_special.py", "is_nonzero": "test_special.py",
-    "bucketize": "test_search.py"}
+    "bucketize": "test_search.py", "gcd": "test_math_ops.py", "lcm": "test_math_ops.py"}
 _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test functions
     "atan2": "test_round3_ops.py", "log1p": "test_round3_ops.py", "expm1": "test_round3_ops.py",
     "nan_to_num": "test_numeric.py", "masked_fill": "test_elementwise.py",

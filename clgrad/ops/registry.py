@@ -69,6 +69,7 @@ from clgrad.ops import index as ix
 from clgrad.ops import indexing as aix
 from clgrad.ops import inplace as ip
 from clgrad.ops import loss
+from clgrad.ops import math_ops as mo
 from clgrad.ops import matmul as mm
 from clgrad.ops import norm
 from clgrad.ops import numeric as nu
@@ -215,6 +216,41 @@ OPS = (
     Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST),
     Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST),
     Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST),
+    # -- elementwise: math ops (clgrad/ops/math_ops.py), and PyTorch's other names of ops
+    # above (rows of their own, to keep this block whole)
+    Op("tan", mo.tan, TM, inplace=UNARY, out=CAST),
+    Op("asin", mo.asin, TM, aliases=("arcsin",), inplace=UNARY, out=CAST),
+    Op("acos", mo.acos, TM, aliases=("arccos",), inplace=UNARY, out=CAST),
+    Op("atan", mo.atan, TM, aliases=("arctan",), inplace=UNARY, out=CAST),
+    Op("sinh", mo.sinh, TM, inplace=UNARY, out=CAST),
+    Op("cosh", mo.cosh, TM, inplace=UNARY, out=CAST),
+    Op("asinh", mo.asinh, TM, aliases=("arcsinh",), inplace=UNARY, out=CAST),
+    Op("acosh", mo.acosh, TM, aliases=("arccosh",), inplace=UNARY, out=CAST),
+    Op("atanh", mo.atanh, TM, aliases=("arctanh",), inplace=UNARY, out=CAST),
+    Op("log2", mo.log2, TM, inplace=UNARY, out=CAST),
+    Op("log10", mo.log10, TM, inplace=UNARY, out=CAST),
+    Op("exp2", mo.exp2, TM, inplace=UNARY, out=CAST),
+    Op("sinc", mo.sinc, TM, inplace=UNARY, out=CAST),
+    Op("logit", mo.logit, TM, inplace=UNARY, out=CAST),
+    Op("i0", mo.i0, TM, inplace=UNARY, out=CAST),
+    Op("positive", mo.positive, TM),
+    Op("fmax", mo.fmax, TM, out=CAST),
+    Op("fmin", mo.fmin, TM, out=CAST),
+    Op("heaviside", mo.heaviside, TM, inplace=BINARY, out=CAST),
+    Op("ldexp", mo.ldexp, TM, inplace=BINARY, out=CAST),
+    Op("gcd", mo.gcd, TM, inplace=BINARY, out=CAST),
+    Op("lcm", mo.lcm, TM, inplace=BINARY, out=CAST),
+    Op("nextafter", mo.nextafter, TM, inplace=BINARY, out=CAST),
+    Op("sgn", ew.sign, TM, inplace=UNARY, out=CAST),
+    Op("negative", ew.neg, TM, inplace=UNARY, out=CAST),
+    Op("absolute", ew.abs, TM, inplace=UNARY, out=CAST),
+    Op("multiply", ew.mul, TM, inplace=BINARY, out=CAST),
+    Op("subtract", ew.sub, TM, inplace=BINARY, out=CAST),
+    Op("greater", ew.gt, TM, out=CAST),
+    Op("greater_equal", ew.ge, TM, out=CAST),
+    Op("less", ew.lt, TM, out=CAST),
+    Op("less_equal", ew.le, TM, out=CAST),
+    Op("not_equal", ew.ne, TM, out=CAST),
     # -- elementwise: comparisons, logic, bits ------------------------------------------------
     Op("eq", ew.eq, TM, operator="eq", out=CAST),
     Op("ne", ew.ne, TM, operator="ne", out=CAST),
