@@ -279,7 +279,6 @@ def _type(self, dtype=None, non_blocking=False):
 Tensor.type = _type
 
 # -- in-place variants of an argument order of their own (the generic ones: from the table) --
-Tensor.zero_ = lambda self: ip.fill_(self, 0)
 Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
@@ -288,6 +287,8 @@ Tensor.scatter_add_ = lambda self, dim, index, src: ip.inplace(
 Tensor.masked_fill_ = lambda self, mask, value: ip.inplace(
     "masked_fill_", self, lambda s, m, v: ew.masked_fill(s, m, v), mask, value)
 Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
+Tensor.cumprod_ = lambda self, dim, *, dtype=None: ip.inplace(
+    "cumprod_", self, lambda s: sc.cumprod(s, dim, dtype=dtype))
 
 
 def _index_add_(self, dim, index, source, alpha=1):
