@@ -220,6 +220,8 @@ from clgrad.ops.numeric import isclose as isclose
 from clgrad.ops.numeric import allclose as allclose
 from clgrad.ops.numeric import equal as equal
 from clgrad.ops.elementwise import clone as clone
+from clgrad.ops.inplace import fill_ as fill_
+from clgrad.ops.inplace import zero_ as zero_
 from clgrad.ops.elementwise import masked_fill as masked_fill
 from clgrad.ops.reduce import sum as sum
 from clgrad.ops.reduce import mean as mean
@@ -268,6 +270,7 @@ from clgrad.ops.composite import addmv as addmv
 from clgrad.ops.composite import mv as mv
 from clgrad.ops.composite import outer as outer
 from clgrad.ops.composite import outer as ger
+from clgrad.ops.composite import bilinear as bilinear
 from clgrad.ops.products import trace as trace
 from clgrad.ops.products import kron as kron
 from clgrad.ops.products import tensordot as tensordot
@@ -276,6 +279,7 @@ from clgrad.ops.products import dist as dist
 from clgrad.ops.products import renorm as renorm
 from clgrad.ops.products import addr as addr
 from clgrad.ops.products import addbmm as addbmm
+from clgrad.ops.products import addmv_ as addmv_
 from clgrad.ops.products import chain_matmul as chain_matmul
 from clgrad.ops.products import matrix_power as matrix_power
 from clgrad.ops.decomp import inv as inverse
@@ -350,6 +354,22 @@ from clgrad.ops.shaping import take_along_dim as take_along_dim
 from clgrad.ops.index import where as where
 from clgrad.ops.composite import masked_select as masked_select
 from clgrad.ops.indexing import index_put as index_put
+from clgrad.ops.indexing import index_put_ as index_put_
+from clgrad.ops.toplevel import embedding as embedding
+from clgrad.ops.conv.transpose import conv1d as conv1d
+from clgrad.ops.conv.op import conv2d as conv2d
+from clgrad.ops.conv.transpose import conv_transpose1d as conv_transpose1d
+from clgrad.ops.conv.transpose import conv_transpose2d as conv_transpose2d
+from clgrad.ops.toplevel import max_pool1d as max_pool1d
+from clgrad.ops.toplevel import max_pool2d as max_pool2d
+from clgrad.ops.pool import avg_pool1d as avg_pool1d
+from clgrad.ops.pool import adaptive_avg_pool1d as adaptive_avg_pool1d
+from clgrad.ops.toplevel import adaptive_max_pool1d as adaptive_max_pool1d
+from clgrad.ops.toplevel import batch_norm as batch_norm
+from clgrad.ops.toplevel import layer_norm as layer_norm
+from clgrad.ops.toplevel import group_norm as group_norm
+from clgrad.ops.toplevel import instance_norm as instance_norm
+from clgrad.ops.activation import prelu as prelu
 from clgrad.ops.activation import selu as selu
 from clgrad.ops.activation import selu_ as selu_
 from clgrad.ops.activation import celu as celu
@@ -359,6 +379,13 @@ from clgrad.ops.activation import threshold as threshold
 from clgrad.ops.activation import threshold_ as threshold_
 from clgrad.ops.activation import rrelu as rrelu
 from clgrad.ops.activation import rrelu_ as rrelu_
+from clgrad.ops.toplevel import dropout as dropout
+from clgrad.ops.shuffle import pixel_shuffle as pixel_shuffle
+from clgrad.ops.shuffle import pixel_unshuffle as pixel_unshuffle
+from clgrad.ops.shuffle import channel_shuffle as channel_shuffle
+from clgrad.ops.shuffle import channel_shuffle as native_channel_shuffle
+from clgrad.ops.toplevel import binary_cross_entropy_with_logits as binary_cross_entropy_with_logits
+from clgrad.ops.toplevel import kl_div as kl_div
 from clgrad.ops.loss import margin_ranking_loss as margin_ranking_loss
 from clgrad.ops.loss import hinge_embedding_loss as hinge_embedding_loss
 from clgrad.ops.loss import cosine_embedding_loss as cosine_embedding_loss
@@ -412,6 +439,14 @@ from clgrad.ops.windows import hamming_window as hamming_window
 from clgrad.ops.windows import blackman_window as blackman_window
 from clgrad.ops.windows import bartlett_window as bartlett_window
 from clgrad.ops.windows import kaiser_window as kaiser_window
+from clgrad.ops.toplevel import convolution as convolution
+from clgrad.ops.toplevel import max_pool1d_with_indices as max_pool1d_with_indices
+from clgrad.ops.toplevel import dropout_ as dropout_
+from clgrad.ops.dropout import feature_dropout as feature_dropout
+from clgrad.ops.dropout import feature_dropout_ as feature_dropout_
+from clgrad.ops.toplevel import constant_pad_nd as constant_pad_nd
+from clgrad.ops.toplevel import rsub as rsub
+from clgrad.ops.toplevel import detach_ as detach_
 from clgrad import dtypes as dtypes
 from clgrad import errors as errors
 from clgrad import settings as settings
@@ -449,6 +484,62 @@ ShortTensor: _LegacyType
 CharTensor: _LegacyType
 ByteTensor: _LegacyType
 BoolTensor: _LegacyType
+def xlogy_(input: Tensor, other: Tensor | builtins.float, *args, **kwargs) -> Tensor: ...
+def neg_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def abs_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def exp_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def log_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def sqrt_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def rsqrt_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def tanh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def sigmoid_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def relu_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def sin_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def cos_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def square_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def reciprocal_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def floor_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def ceil_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def round_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def log1p_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def expm1_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def erf_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def clamp_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def clip_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def clamp_min_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def clamp_max_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def erfc_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def trunc_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def fix_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def frac_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def deg2rad_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def rad2deg_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def nan_to_num_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def tan_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def asin_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arcsin_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def acos_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arccos_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def atan_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arctan_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def sinh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def cosh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def asinh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arcsinh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def acosh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arccosh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def atanh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def arctanh_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def log2_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def log10_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def exp2_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def sinc_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def logit_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def i0_(input: Tensor, *args, **kwargs) -> Tensor: ...
+def ldexp_(input: Tensor, other: Tensor | builtins.float, *args, **kwargs) -> Tensor: ...
+def gcd_(input: Tensor, other: Tensor | builtins.float, *args, **kwargs) -> Tensor: ...
+def lcm_(input: Tensor, other: Tensor | builtins.float, *args, **kwargs) -> Tensor: ...
+def negative_(input: Tensor, *args, **kwargs) -> Tensor: ...
 __version__: str
 
 __all__ = [
@@ -483,31 +574,42 @@ __all__ = [
     "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf",
-    "isfinite", "isclose", "allclose", "equal", "clone", "masked_fill", "sum", "mean", "prod",
-    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean", "std_mean",
-    "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
+    "isfinite", "isclose", "allclose", "equal", "clone", "fill_", "zero_", "masked_fill", "sum",
+    "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
+    "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
     "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
     "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm",
-    "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "trace", "kron",
-    "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "chain_matmul", "matrix_power",
-    "inverse", "det", "slogdet", "logdet", "cholesky_solve", "cholesky_inverse", "svd", "pinverse",
-    "narrow", "select", "reshape", "permute", "transpose", "swapaxes", "swapdims", "broadcast_to",
-    "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split", "chunk", "unbind", "as_strided",
-    "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud", "rot90", "atleast_1d",
-    "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit", "diag_embed", "tile",
-    "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat", "concatenate", "stack",
-    "hstack", "vstack", "row_stack", "dstack", "column_stack", "block_diag", "cartesian_prod",
-    "combinations", "index_select", "gather", "scatter_add", "scatter", "roll", "tril", "triu",
-    "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim", "where",
-    "masked_select", "index_put", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
-    "threshold_", "rrelu", "rrelu_", "margin_ranking_loss", "hinge_embedding_loss",
-    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity",
-    "pairwise_distance", "quantile", "nanquantile", "nanmedian", "mode", "aminmax", "bincount",
-    "histc", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "logcumsumexp",
-    "unique_consecutive", "scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter",
-    "select_scatter", "slice_scatter", "put", "cross", "inner", "vdot", "vander", "diag",
-    "diagflat", "split_with_sizes", "ravel", "broadcast_shapes", "fill", "frexp", "is_complex",
-    "is_signed", "is_same_size", "is_inference", "range", "scalar_tensor", "empty_strided",
-    "randint_like", "asarray", "hann_window", "hamming_window", "blackman_window",
-    "bartlett_window", "kaiser_window",
+    "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "bilinear", "trace", "kron",
+    "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "addmv_", "chain_matmul",
+    "matrix_power", "inverse", "det", "slogdet", "logdet", "cholesky_solve", "cholesky_inverse",
+    "svd", "pinverse", "narrow", "select", "reshape", "permute", "transpose", "swapaxes",
+    "swapdims", "broadcast_to", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
+    "chunk", "unbind", "as_strided", "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud",
+    "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "diag_embed", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat",
+    "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "block_diag",
+    "cartesian_prod", "combinations", "index_select", "gather", "scatter_add", "scatter", "roll",
+    "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim",
+    "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d", "conv2d",
+    "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "batch_norm", "layer_norm", "group_norm",
+    "instance_norm", "prelu", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
+    "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "binary_cross_entropy_with_logits", "kl_div",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "poisson_nll_loss", "cosine_similarity", "pairwise_distance", "quantile", "nanquantile",
+    "nanmedian", "mode", "aminmax", "bincount", "histc", "cov", "corrcoef", "trapezoid", "trapz",
+    "cumulative_trapezoid", "logcumsumexp", "unique_consecutive", "scatter_reduce", "index_copy",
+    "masked_scatter", "diagonal_scatter", "select_scatter", "slice_scatter", "put", "cross",
+    "inner", "vdot", "vander", "diag", "diagflat", "split_with_sizes", "ravel", "broadcast_shapes",
+    "fill", "frexp", "is_complex", "is_signed", "is_same_size", "is_inference", "range",
+    "scalar_tensor", "empty_strided", "randint_like", "asarray", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "kaiser_window", "convolution", "max_pool1d_with_indices",
+    "dropout_", "feature_dropout", "feature_dropout_", "constant_pad_nd", "rsub", "detach_",
+    "xlogy_", "neg_", "abs_", "exp_", "log_", "sqrt_", "rsqrt_", "tanh_", "sigmoid_", "relu_",
+    "sin_", "cos_", "square_", "reciprocal_", "floor_", "ceil_", "round_", "log1p_", "expm1_",
+    "erf_", "clamp_", "clip_", "clamp_min_", "clamp_max_", "erfc_", "trunc_", "fix_", "frac_",
+    "deg2rad_", "rad2deg_", "nan_to_num_", "tan_", "asin_", "arcsin_", "acos_", "arccos_", "atan_",
+    "arctan_", "sinh_", "cosh_", "asinh_", "arcsinh_", "acosh_", "arccosh_", "atanh_", "arctanh_",
+    "log2_", "log10_", "exp2_", "sinc_", "logit_", "i0_", "ldexp_", "gcd_", "lcm_", "negative_",
 ]

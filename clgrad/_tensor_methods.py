@@ -22,7 +22,6 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import inplace as ip
 from clgrad.ops import registry
-from clgrad.ops import products as pr
 from clgrad.ops import scan as sc
 from clgrad.ops import scatters as sx
 from clgrad.ops import views as vw
@@ -291,7 +290,6 @@ def _type(self, dtype=None, non_blocking=False):
 Tensor.type = _type
 
 # -- in-place variants of an argument order of their own (the generic ones: from the table) --
-Tensor.zero_ = lambda self: ip.fill_(self, 0)
 Tensor.scatter_ = lambda self, dim, index, src=None, value=None, reduce=None: ip.inplace(
     "scatter_", self, lambda s, i, v: ix.scatter(s, dim, i, v, reduce=reduce), index,
     value if src is None else src)
@@ -300,6 +298,8 @@ Tensor.scatter_add_ = lambda self, dim, index, src: ip.inplace(
 Tensor.masked_fill_ = lambda self, mask, value: ip.inplace(
     "masked_fill_", self, lambda s, m, v: ew.masked_fill(s, m, v), mask, value)
 Tensor.cumsum_ = lambda self, dim: ip.inplace("cumsum_", self, lambda s: sc.cumsum(s, dim))
+Tensor.cumprod_ = lambda self, dim, *, dtype=None: ip.inplace(
+    "cumprod_", self, lambda s: sc.cumprod(s, dim, dtype=dtype))
 
 
 def _index_add_(self, dim, index, source, alpha=1):
@@ -363,8 +363,6 @@ Tensor.index_copy_ = lambda self, dim, index, source: ip.inplace(
     "index_copy_", self, lambda s, v: sx.index_copy(s, dim, index, v), source)
 Tensor.masked_scatter_ = lambda self, mask, source: ip.inplace(
     "masked_scatter_", self, lambda s, m, v: sx.masked_scatter(s, m, v), mask, source)
-Tensor.renorm_ = lambda self, p, dim, maxnorm: ip.inplace(
-    "renorm_", self, lambda s: pr.renorm(s, p, dim, maxnorm))
 
 
 # -- small queries and identities of real tensors ---------------------------------------------

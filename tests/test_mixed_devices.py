@@ -445,6 +445,38 @@ case("nn.MultiheadAttention[query, key, value]",
 case("optim.SGD.step[grad]", lambda: (r(2, 3), r(2, 3)), _sgd_step, "on the same device")
 case("optim.Adam.step[grad]", lambda: (r(2, 3), r(2, 3)), _adam_step, "on the same device")
 
+# -- torch's top-level forms of nn.functional ops, in-place forms (tests/test_top_level_aliases) --
+for _n in ["eq_", "ne_", "lt_", "le_", "gt_", "ge_", "logical_and_", "logical_or_"]:
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+case("torch.xlogy_", lambda: (pos(2, 3), pos(2, 3)), clgrad.xlogy_)
+case("torch.ldexp_", lambda: (pos(2, 3), pos(2, 3)), clgrad.ldexp_)
+for _n in ("gcd_", "lcm_"):
+    case(f"torch.{_n}", lambda: (ints(9, 2, 3), ints(9, 2, 3)), getattr(clgrad, _n))
+case("Tensor.addmv_", lambda: (r(2), r(2, 3), r(3)), lambda c, a, b: c.addmv_(a, b))
+case("torch.addmv_", lambda: (r(2), r(2, 3), r(3)), clgrad.addmv_)
+case("torch.rsub", lambda: (r(2, 3), r(2, 3)), clgrad.rsub)
+case("torch.bilinear", lambda: (r(2, 3), r(2, 4), r(5, 3, 4), r(5)), clgrad.bilinear)
+case("torch.conv1d", lambda: (r(1, 2, 5), r(3, 2, 3), r(3)), clgrad.conv1d)
+case("torch.conv2d", lambda: (r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)), clgrad.conv2d)
+case("torch.conv_transpose1d", lambda: (r(1, 2, 5), r(2, 3, 3), r(3)), clgrad.conv_transpose1d)
+case("torch.conv_transpose2d", lambda: (r(1, 2, 5, 5), r(2, 3, 3, 3), r(3)),
+     clgrad.conv_transpose2d)
+case("torch.convolution", lambda: (r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)),
+     lambda x, w, b: clgrad.convolution(x, w, b, (1, 1), (0, 0), (1, 1), False, (0, 0), 1))
+case("torch.prelu", lambda: (r(2, 3, 4), r(3)), clgrad.prelu)
+case("torch.batch_norm", lambda: (r(4, 3), r(3), r(3), r(3), pos(3)),
+     lambda x, w, b, m, v: clgrad.batch_norm(x, w, b, m, v, True, 0.1, 1e-5, False))
+case("torch.instance_norm", lambda: (r(2, 3, 4), r(3), r(3)),
+     lambda x, w, b: clgrad.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, False))
+case("torch.layer_norm", lambda: (r(2, 3), r(3), r(3)),
+     lambda x, w, b: clgrad.layer_norm(x, (3,), w, b))
+case("torch.group_norm", lambda: (r(2, 4, 3), r(4), r(4)),
+     lambda x, w, b: clgrad.group_norm(x, 2, w, b))
+case("torch.embedding", lambda: (r(4, 5), ints(4, 2, 3)), clgrad.embedding)
+case("torch.binary_cross_entropy_with_logits", lambda: (r(2, 3), prob(2, 3), pos(2, 3), pos(3)),
+     clgrad.binary_cross_entropy_with_logits)
+case("torch.kl_div", lambda: (r(2, 3, grad=True), r(2, 3)), clgrad.kl_div)
+
 
 def _moved(t, dev):
     """A copy of ``t`` on ``dev``: a leaf, requiring grad where t does."""
@@ -544,6 +576,8 @@ LEGAL = {
     "Tensor.normal_": "mean and std are numbers (torch.normal takes tensors: CASES)",
     "Tensor.uniform_": "a and b are numbers",
     "Tensor.fill_": "value is a number or a 0-dim tensor, copied as copy_ copies",
+    "torch.fill_": "as Tensor.fill_", "torch.constant_pad_nd": "value is a number",
+    "torch.index_put_": "CPU indices, as PyTorch; values on another device raise (CASES)",
     "Tensor.__radd__": "reflected operators: the forward operator's case covers them",
     "Tensor.__rmul__": "reflected operators: the forward operator's case covers them",
     "Tensor.__rtruediv__": "reflected operators: the forward operator's case covers them",

@@ -56,7 +56,7 @@ def test_each_declared_face_is_the_rows_function(row):
     for n in row.names():
         if row.faces & TORCH:
             assert n in clgrad.__all__
-            assert _unwrapped(getattr(clgrad, n)) is row.fn, n
+            assert _unwrapped(getattr(clgrad, n)) is (row.torch or row.fn), n
         if row.faces & FUNCTIONAL:
             assert n in F.__all__
             got = F.__dict__[n]
@@ -69,6 +69,7 @@ def test_each_declared_face_is_the_rows_function(row):
         else:
             assert row.method is None
         if not row.faces & TORCH:
+            assert row.torch is None
             assert n not in clgrad.__all__ or getattr(clgrad, n) is not row.fn
     if row.out:
         assert row.faces & TORCH
@@ -387,8 +388,13 @@ _MISC_API = {name: "test_misc_api.py" for name in (  # statistics, scatters, pro
     "slice_scatter", "put", "put_", "cross", "inner", "vdot", "vander", "diag", "diagflat",
     "split_with_sizes", "sum_to_size", "fill", "frexp", "is_complex", "is_signed",
     "is_same_size", "is_inference")}
+_TOP_LEVEL = {  # torch's top-level forms (clgrad/ops/toplevel.py), matrix in-place forms: values
+    # against nn.functional / NumPy / PyTorch, in-place rules, gradients
+    **{n: "test_top_level_aliases.py" for n in (
+        "addmv_", "renorm_", "convolution", "max_pool1d_with_indices", "dropout_",
+        "feature_dropout", "feature_dropout_", "constant_pad_nd", "rsub", "detach_")}}
 NO_TABLE_ENTRY = {**_RANDOM, **_NO_GRADIENT, **_OWN_TESTS, **_SHAPE_OPS, **_LINALG,
-                  **_MISC_API}
+                  **_MISC_API, **_TOP_LEVEL}
 
 
 def test_every_float_op_has_an_oracle_table_entry_or_a_reason():
@@ -441,9 +447,10 @@ def test_the_api_pages_read_the_table_as_it_runs():
     assert len(static) == len(OPS)
     for (names, target, faces, functional), row in zip(static, OPS):
         assert names == list(row.names())
-        assert target == f"{row.fn.__module__}.{row.fn.__name__}", row.name
+        top = row.torch or row.fn
+        assert target == f"{top.__module__}.{top.__name__}", row.name
         assert faces == row.faces, row.name
+        f_fn = row.functional or (row.fn if row.torch else None)  # F's, beside torch=
         want = "own" if row.functional == OWN else (
-            None if row.functional is None else
-            f"{row.functional.__module__}.{row.functional.__name__}")
+            None if f_fn is None else f"{f_fn.__module__}.{f_fn.__name__}")
         assert functional == want, row.name

@@ -153,7 +153,8 @@ def test_the_declarations_and_defs_of_a_stub_match_the_face(path):
             fn = _under_face_wrappers(getattr(face, name))[-1]
             assert fn.__module__ == face.__name__, name
             args = node.args
-            stub_params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            stub_params = [a.arg for a in (*args.posonlyargs, *args.args, *filter(None, [
+                args.vararg]), *args.kwonlyargs, *filter(None, [args.kwarg]))]
             assert stub_params == list(inspect.signature(fn).parameters), name
 
 

@@ -5,8 +5,8 @@ clgrad/__init__.py and clgrad/nn/functional.py take their ops from the op table,
 clgrad/ops/registry.py, when they are imported (``globals().update(registry.face(...))``, ``__all__
 += registry.names(...)``), which static analysis cannot follow. This reads the table statically,
 as any reader can (the ``OPS`` rows of the source: name, the implementing function as
-``<module alias>.<name>``, faces, aliases, nn.functional's own function), and adds each op to
-its faces as an alias of its implementing function, exported: the API pages show
+``<module alias>.<name>``, faces, aliases, nn.functional's and clgrad's own functions), and adds
+each op to its faces as an alias of its implementing function, exported: the API pages show
 ``clgrad.add`` as the explicit imports made them show it before the table. Nothing of clgrad
 is imported (the docs build needs no OpenCL).
 """
@@ -39,7 +39,9 @@ def _target(node, modules: dict) -> str | None:
 
 
 def rows(source: str) -> list:
-    """``[(names, target, faces, functional target or "own" or None)]`` of the table's rows."""
+    """``[(names, target, faces, functional target or "own" or None)]`` of the table's rows;
+    ``target`` is the clgrad face's (the row's ``torch=`` function where it has one, else its
+    function; nn.functional's is the row's function)."""
     tree = ast.parse(source)
     modules = {a.asname or a.name: f"{n.module}.{a.name}" for n in tree.body
                if isinstance(n, ast.ImportFrom) for a in n.names}
@@ -53,8 +55,11 @@ def rows(source: str) -> list:
             names += [e.value for e in kw["aliases"].elts]
         functional = kw.get("functional")
         own = isinstance(functional, ast.Name) and functional.id == "OWN"
-        out.append((names, _target(call.args[1], modules), _faces(call.args[2]),
-                    "own" if own else _target(functional, modules)))
+        fn = _target(call.args[1], modules)
+        functional = "own" if own else _target(functional, modules)
+        if "torch" in kw:  # clgrad's own function: nn.functional keeps the row's
+            fn, functional = _target(kw["torch"], modules), functional or fn
+        out.append((names, fn, _faces(call.args[2]), functional))
     return out
 
 

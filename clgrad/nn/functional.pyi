@@ -102,6 +102,7 @@ def conv2d(
     dilation=...,
     groups=...,
 ): ...
+def relu_(input: Tensor, *args, **kwargs) -> Tensor: ...
 
 __all__ = [
     "tanh", "sigmoid", "relu", "normalize", "softmax", "log_softmax", "linear", "bilinear",
@@ -119,5 +120,5 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
     "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
-    "cosine_similarity", "pairwise_distance",
+    "cosine_similarity", "pairwise_distance", "relu_",
 ]

@@ -1,4 +1,5 @@
-"""Dropout: dropout (elementwise) and the channel dropouts dropout1d/dropout2d.
+"""Dropout: dropout (elementwise) and the channel dropouts dropout1d/dropout2d and
+feature_dropout (PyTorch's top-level ``torch.feature_dropout``: any rank from 2).
 
 Kernel: kernels/dropout.cl :: dropout (Philox4x32-10, one kernel for both directions: the mask
 is regenerated from the seed, never stored).
@@ -16,7 +17,7 @@ from clgrad.ops._util import view_arg
 from clgrad.ops.activation import _check_float
 from clgrad.tensor import Tensor
 
-__all__ = ["dropout", "dropout1d", "dropout2d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "feature_dropout", "feature_dropout_"]
 
 _FILE = "dropout.cl"
 
@@ -73,6 +74,27 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d)."""
     return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
+
+
+def feature_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.feature_dropout(input, p, train)``: zero whole channels (the (N, C) planes of
+    an input of 2 or more dims) with probability p, scale the rest by 1 / (1 - p); the input
+    itself when not training or p == 0. Grad: input.
+    Raises RuntimeError (PyTorch's) for p outside [0, 1] or an input of fewer than 2 dims."""
+    return _torch_feature_dropout(input, p, train, False)
+
+
+def feature_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.feature_dropout_``: feature_dropout written into ``input``; returns input."""
+    return _torch_feature_dropout(input, p, train, True)
+
+
+def _torch_feature_dropout(x, p, train, inplace):
+    if not 0.0 <= float(p) <= 1.0:  # PyTorch's top-level message (RuntimeError, not F's)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _feature_dropout("feature_dropout", x, p, train, inplace, (x.ndim, x.ndim))
 
 
 def _feature_dropout(op, x, p, training, inplace, ranks):

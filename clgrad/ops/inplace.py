@@ -37,7 +37,7 @@ from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to
 from clgrad.tensor import Tensor
 
 __all__ = ["write_into", "inplace", "output_inplace", "scalar_inplace", "copy_", "fill_",
-           "copy_slices",
+           "zero_", "module_form", "copy_slices",
            "regenerate_view_grad_fn"]
 
 
@@ -216,6 +216,36 @@ def fill_(self: Tensor, value) -> Tensor:
     fill_raw(self, value)
     bump_version(self)
     return self
+
+
+def zero_(input: Tensor) -> Tensor:
+    """Fill ``input`` with zeros; returns it."""
+    return fill_(input, 0)
+
+
+_MODULE_FORMS: dict = {}  # (face, name) -> function: one object per name, however often asked
+
+
+def module_form(name: str, binary: bool, face: str):
+    """PyTorch's module-level form of the in-place method ``name`` (``torch.abs_(input)`` is
+    ``input.abs_()``, ``torch.xlogy_(input, other)`` is ``input.xlogy_(other)``), for the face
+    module ``face`` (``clgrad``, ``clgrad.nn.functional``), which it names as its module: the
+    face's argument check then names ``input`` (and ``other``) as PyTorch. The method is looked
+    up on the tensor at call time (Tensor's in-place variants are bound above the ops)."""
+    fn = _MODULE_FORMS.get((face, name))
+    if fn is not None:
+        return fn
+    if binary:
+        def fn(input: Tensor, other: Tensor | float, *args, **kwargs) -> Tensor:
+            return getattr(input, name)(other, *args, **kwargs)
+    else:
+        def fn(input: Tensor, *args, **kwargs) -> Tensor:
+            return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = face
+    fn.__doc__ = f"``input.{name}(...)``: in place; returns input."
+    _MODULE_FORMS[(face, name)] = fn
+    return fn
 
 
 def _add_into(dst: Tensor, g: Tensor):

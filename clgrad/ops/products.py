@@ -18,6 +18,7 @@ from clgrad.ops import composite as cp
 from clgrad.ops import decomp
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
+from clgrad.ops import inplace as ip
 from clgrad.ops import linalg
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
@@ -26,8 +27,8 @@ from clgrad.ops import views as vw
 from clgrad.ops._util import _type_name
 from clgrad.tensor import Tensor
 
-__all__ = ["trace", "kron", "tensordot", "cdist", "dist", "renorm", "addr", "addr_", "addbmm",
-           "addbmm_", "chain_matmul", "matrix_power"]
+__all__ = ["trace", "kron", "tensordot", "cdist", "dist", "renorm", "renorm_", "addr", "addr_",
+           "addbmm", "addbmm_", "addmv_", "chain_matmul", "matrix_power"]
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 
@@ -202,6 +203,18 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
     factor = ew.where(ew.gt(norm, maxnorm),
                       ew.mul(ew.reciprocal(ew.add(norm, 1e-7)), float(maxnorm)), 1.0)
     return ew.mul(input, ew.to(factor, input.dtype))
+
+
+def renorm_(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """In-place renorm: writes ``renorm(input, p, dim, maxnorm)`` into ``input``; returns it
+    (autograd as for other in-place writes, clgrad/ops/inplace.py)."""
+    return ip.inplace("renorm_", input, lambda s: renorm(s, p, dim, maxnorm))
+
+
+def addmv_(input: Tensor, mat: Tensor, vec: Tensor, beta=1, alpha=1) -> Tensor:
+    """In-place addmv: writes ``beta * input + alpha * (mat @ vec)`` into ``input`` (of shape
+    (n,): it is not broadcast) and returns it."""
+    return ip.inplace("addmv_", input, lambda s, m, v: cp.addmv(s, m, v, beta, alpha), mat, vec)
 
 
 def _int_scalars(op: str, dt, beta, alpha):

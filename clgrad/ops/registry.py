@@ -10,6 +10,9 @@
   ``_tensor_methods``' in-place wrappers (``ip.inplace``; BINARY: the second argument is a
   tensor or number, ``x.add_(1)`` takes one launch; UNARY: no tensor argument after self,
   ``x.relu_()`` writes in one launch where the op allows it).
+- ``inplace_faces``: the module faces that hold the in-place form too, where PyTorch's do
+  (``TORCH``: ``torch.abs_(input)``; ``FUNCTIONAL``: ``F.relu_``): ``input.<name>_(...)``
+  under PyTorch's parameter names (``ip.module_form``).
 - ``operator``: Python's operator of the method, ``"add"`` -> ``Tensor.__add__`` (the op
   itself, without the argument check: operators take what the op takes); ``reflected``:
   ``__radd__`` (``fn(other, self)``); ``augmented``: ``__iadd__``, ``ALIAS`` (the in-place
@@ -22,7 +25,10 @@
 - ``method``: Tensor's own function where it differs from ``fn`` (``x.where(cond, y)`` takes
   self as the input; ``x.true_divide`` is ``div``), also used by its in-place variant;
   ``functional``: nn.functional's own function where it differs (``loss.softmax``), or ``OWN``
-  when clgrad/nn/functional.py defines it (a signature of its own: ``relu(input, inplace)``).
+  when clgrad/nn/functional.py defines it (a signature of its own: ``relu(input, inplace)``);
+  ``torch``: the clgrad face's own function where PyTorch's top-level signature differs from
+  nn.functional's (``torch.dropout(input, p, train)``, ``torch.embedding(weight, indices)``:
+  clgrad/ops/toplevel.py).
 - ``torch_names``: PyTorch's names of parameters where they differ from the argument check's
   rule (x, a -> input; b -> other): ``{"b": "mat2"}`` makes ``mm(t, arr)`` raise "argument
   'mat2' (position 2) must be Tensor", as PyTorch's (``torch_names()``, read at binding time).
@@ -85,6 +91,7 @@ from clgrad.ops import shuffle
 from clgrad.ops import sort as so
 from clgrad.ops import special as sp
 from clgrad.ops import stats as st
+from clgrad.ops import toplevel as tl
 from clgrad.ops import upsample
 from clgrad.ops import views as vw
 from clgrad.ops import windows as wn
@@ -113,6 +120,8 @@ class Op(NamedTuple):
     method: Callable | None = None
     functional: Callable | str | None = None
     torch_names: dict | None = None
+    torch: Callable | None = None
+    inplace_faces: int = 0
 
     def names(self) -> tuple:
         """The row's name and its aliases."""
@@ -179,70 +188,71 @@ OPS = (
     Op("hypot", sp.hypot, TM, inplace=BINARY, out=CAST),
     Op("logaddexp", sp.logaddexp, TM, out=CAST),
     Op("logaddexp2", sp.logaddexp2, TM, out=CAST),
-    Op("xlogy", sp.xlogy, TM, inplace=BINARY, out=CAST),
+    Op("xlogy", sp.xlogy, TM, inplace=BINARY, out=CAST, inplace_faces=TORCH),
     Op("copysign", sp.copysign, TM, inplace=BINARY, out=CAST),
     Op("float_power", sp.float_power, TM, out=CAST),
     Op("float_power_", sp.float_power_, METHOD),
     # -- elementwise: unary -------------------------------------------------------------------
-    Op("neg", ew.neg, TM, inplace=UNARY, operator="neg", out=CAST),
-    Op("abs", ew.abs, TM, inplace=UNARY, operator="abs", out=CAST),
-    Op("exp", ew.exp, TM, inplace=UNARY, out=CAST),
-    Op("log", ew.log, TM, inplace=UNARY, out=CAST),
-    Op("sqrt", ew.sqrt, TM, inplace=UNARY, out=CAST),
-    Op("rsqrt", ew.rsqrt, TM, out=CAST),
-    Op("tanh", ew.tanh, TM | FUNCTIONAL, inplace=UNARY, out=CAST),
-    Op("sigmoid", ew.sigmoid, TM | FUNCTIONAL, inplace=UNARY, out=CAST),
-    Op("relu", ew.relu, TM | FUNCTIONAL, inplace=UNARY, functional=OWN),
-    Op("sin", ew.sin, TM, out=CAST),
-    Op("cos", ew.cos, TM, out=CAST),
-    Op("square", ew.square, TM, out=CAST),
-    Op("reciprocal", ew.reciprocal, TM, out=CAST),
-    Op("sign", ew.sign, TM, out=CAST),
-    Op("floor", ew.floor, TM, inplace=UNARY, out=CAST),
-    Op("ceil", ew.ceil, TM, inplace=UNARY, out=CAST),
-    Op("round", ew.round, TM, inplace=UNARY, out=CAST),
-    Op("log1p", ew.log1p, TM, inplace=UNARY, out=CAST),
-    Op("expm1", ew.expm1, TM, inplace=UNARY, out=CAST),
-    Op("erf", cp.erf, TM, inplace=UNARY, out=CAST),
-    Op("clamp", ew.clamp, TM, aliases=("clip",), inplace=UNARY, out=EXACT),
-    Op("clamp_min", sp.clamp_min, TM, inplace=UNARY, out=EXACT),
-    Op("clamp_max", sp.clamp_max, TM, inplace=UNARY, out=EXACT),
+    Op("neg", ew.neg, TM, inplace=UNARY, operator="neg", out=CAST, inplace_faces=TORCH),
+    Op("abs", ew.abs, TM, inplace=UNARY, operator="abs", out=CAST, inplace_faces=TORCH),
+    Op("exp", ew.exp, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("log", ew.log, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("sqrt", ew.sqrt, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("rsqrt", ew.rsqrt, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("tanh", ew.tanh, TM | FUNCTIONAL, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("sigmoid", ew.sigmoid, TM | FUNCTIONAL, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("relu", ew.relu, TM | FUNCTIONAL, inplace=UNARY, functional=OWN,
+       inplace_faces=TORCH | FUNCTIONAL),
+    Op("sin", ew.sin, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("cos", ew.cos, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("square", ew.square, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("reciprocal", ew.reciprocal, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("sign", ew.sign, TM, inplace=UNARY, out=CAST),
+    Op("floor", ew.floor, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("ceil", ew.ceil, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("round", ew.round, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("log1p", ew.log1p, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("expm1", ew.expm1, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("erf", cp.erf, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("clamp", ew.clamp, TM, aliases=("clip",), inplace=UNARY, out=EXACT, inplace_faces=TORCH),
+    Op("clamp_min", sp.clamp_min, TM, inplace=UNARY, out=EXACT, inplace_faces=TORCH),
+    Op("clamp_max", sp.clamp_max, TM, inplace=UNARY, out=EXACT, inplace_faces=TORCH),
     Op("erfinv", sp.erfinv, TM, inplace=UNARY, out=CAST),
-    Op("erfc", sp.erfc, TM, inplace=UNARY, out=CAST),
+    Op("erfc", sp.erfc, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("lgamma", sp.lgamma, TM, inplace=UNARY, out=CAST),
     Op("digamma", sp.digamma, TM, inplace=UNARY, out=CAST),
-    Op("trunc", sp.trunc, TM, aliases=("fix",), inplace=UNARY, out=CAST),
-    Op("frac", sp.frac, TM, inplace=UNARY, out=CAST),
-    Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST),
-    Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST),
-    Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST),
+    Op("trunc", sp.trunc, TM, aliases=("fix",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("frac", sp.frac, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     # -- elementwise: math ops (clgrad/ops/math_ops.py), and PyTorch's other names of ops
     # above (rows of their own, to keep this block whole)
-    Op("tan", mo.tan, TM, inplace=UNARY, out=CAST),
-    Op("asin", mo.asin, TM, aliases=("arcsin",), inplace=UNARY, out=CAST),
-    Op("acos", mo.acos, TM, aliases=("arccos",), inplace=UNARY, out=CAST),
-    Op("atan", mo.atan, TM, aliases=("arctan",), inplace=UNARY, out=CAST),
-    Op("sinh", mo.sinh, TM, inplace=UNARY, out=CAST),
-    Op("cosh", mo.cosh, TM, inplace=UNARY, out=CAST),
-    Op("asinh", mo.asinh, TM, aliases=("arcsinh",), inplace=UNARY, out=CAST),
-    Op("acosh", mo.acosh, TM, aliases=("arccosh",), inplace=UNARY, out=CAST),
-    Op("atanh", mo.atanh, TM, aliases=("arctanh",), inplace=UNARY, out=CAST),
-    Op("log2", mo.log2, TM, inplace=UNARY, out=CAST),
-    Op("log10", mo.log10, TM, inplace=UNARY, out=CAST),
-    Op("exp2", mo.exp2, TM, inplace=UNARY, out=CAST),
-    Op("sinc", mo.sinc, TM, inplace=UNARY, out=CAST),
-    Op("logit", mo.logit, TM, inplace=UNARY, out=CAST),
-    Op("i0", mo.i0, TM, inplace=UNARY, out=CAST),
+    Op("tan", mo.tan, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("asin", mo.asin, TM, aliases=("arcsin",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("acos", mo.acos, TM, aliases=("arccos",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("atan", mo.atan, TM, aliases=("arctan",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("sinh", mo.sinh, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("cosh", mo.cosh, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("asinh", mo.asinh, TM, aliases=("arcsinh",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("acosh", mo.acosh, TM, aliases=("arccosh",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("atanh", mo.atanh, TM, aliases=("arctanh",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("log2", mo.log2, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("log10", mo.log10, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("exp2", mo.exp2, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("sinc", mo.sinc, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("logit", mo.logit, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("i0", mo.i0, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("positive", mo.positive, TM),
     Op("fmax", mo.fmax, TM, out=CAST),
     Op("fmin", mo.fmin, TM, out=CAST),
     Op("heaviside", mo.heaviside, TM, inplace=BINARY, out=CAST),
-    Op("ldexp", mo.ldexp, TM, inplace=BINARY, out=CAST),
-    Op("gcd", mo.gcd, TM, inplace=BINARY, out=CAST),
-    Op("lcm", mo.lcm, TM, inplace=BINARY, out=CAST),
+    Op("ldexp", mo.ldexp, TM, inplace=BINARY, out=CAST, inplace_faces=TORCH),
+    Op("gcd", mo.gcd, TM, inplace=BINARY, out=CAST, inplace_faces=TORCH),
+    Op("lcm", mo.lcm, TM, inplace=BINARY, out=CAST, inplace_faces=TORCH),
     Op("nextafter", mo.nextafter, TM, inplace=BINARY, out=CAST),
     Op("sgn", ew.sign, TM, inplace=UNARY, out=CAST),
-    Op("negative", ew.neg, TM, inplace=UNARY, out=CAST),
+    Op("negative", ew.neg, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("absolute", ew.abs, TM, inplace=UNARY, out=CAST),
     Op("multiply", ew.mul, TM, inplace=BINARY, out=CAST),
     Op("subtract", ew.sub, TM, inplace=BINARY, out=CAST),
@@ -252,15 +262,15 @@ OPS = (
     Op("less_equal", ew.le, TM, out=CAST),
     Op("not_equal", ew.ne, TM, out=CAST),
     # -- elementwise: comparisons, logic, bits ------------------------------------------------
-    Op("eq", ew.eq, TM, operator="eq", out=CAST),
-    Op("ne", ew.ne, TM, operator="ne", out=CAST),
-    Op("lt", ew.lt, TM, operator="lt", out=CAST),
-    Op("le", ew.le, TM, operator="le", out=CAST),
-    Op("gt", ew.gt, TM, operator="gt", out=CAST),
-    Op("ge", ew.ge, TM, operator="ge", out=CAST),
-    Op("logical_not", ew.logical_not, TM, out=CAST),
-    Op("logical_and", ew.logical_and, TM, out=CAST),
-    Op("logical_or", ew.logical_or, TM, out=CAST),
+    Op("eq", ew.eq, TM, inplace=BINARY, operator="eq", out=CAST),
+    Op("ne", ew.ne, TM, inplace=BINARY, operator="ne", out=CAST),
+    Op("lt", ew.lt, TM, inplace=BINARY, operator="lt", out=CAST),
+    Op("le", ew.le, TM, inplace=BINARY, operator="le", out=CAST),
+    Op("gt", ew.gt, TM, inplace=BINARY, operator="gt", out=CAST),
+    Op("ge", ew.ge, TM, inplace=BINARY, operator="ge", out=CAST),
+    Op("logical_not", ew.logical_not, TM, inplace=UNARY, out=CAST),
+    Op("logical_and", ew.logical_and, TM, inplace=BINARY, out=CAST),
+    Op("logical_or", ew.logical_or, TM, inplace=BINARY, out=CAST),
     Op("logical_xor", cp.logical_xor, TM, inplace=BINARY, out=CAST),
     Op("bitwise_and", ew.bitwise_and, TM, inplace=BINARY, operator="and", reflected=True,
        augmented=OWN, out=CAST),
@@ -286,7 +296,8 @@ OPS = (
     Op("clone", ew.clone, TM),
     Op("contiguous", ew.contiguous, METHOD),
     Op("copy_", ip.copy_, METHOD),
-    Op("fill_", ip.fill_, METHOD),
+    Op("fill_", ip.fill_, TM, torch_names={"self": "input"}),
+    Op("zero_", ip.zero_, TM),
     Op("masked_fill", ew.masked_fill, TM),
     # -- reduce -------------------------------------------------------------------------------
     Op("sum", rd.sum, TM, out=CAST),
@@ -340,7 +351,7 @@ OPS = (
     Op("mv", cp.mv, TM, out=EXACT),
     Op("outer", cp.outer, TM, aliases=("ger",), out=EXACT),
     Op("linear", mm.linear, FUNCTIONAL),
-    Op("bilinear", cp.bilinear, FUNCTIONAL),
+    Op("bilinear", cp.bilinear, TORCH | FUNCTIONAL),
     Op("trace", pr.trace, TM),
     Op("kron", pr.kron, TM, out=CAST),
     Op("tensordot", pr.tensordot, TORCH, out=EXACT, torch_names={"a": "a", "b": "b"}),
@@ -351,6 +362,8 @@ OPS = (
     Op("addr_", pr.addr_, METHOD),
     Op("addbmm", pr.addbmm, TM, out=EXACT),
     Op("addbmm_", pr.addbmm_, METHOD),
+    Op("addmv_", pr.addmv_, TM),
+    Op("renorm_", pr.renorm_, METHOD),
     Op("chain_matmul", pr.chain_matmul, TORCH),
     Op("matrix_power", pr.matrix_power, TM, out=EXACT),
     Op("inverse", dc.inv, TM, torch_names={"A": "input"}),
@@ -435,34 +448,35 @@ OPS = (
         condition, self, other)),
     Op("masked_select", cp.masked_select, TM, out=CAST),
     Op("index_put", aix.index_put, TM),
-    Op("index_put_", aix.index_put_, METHOD),
+    Op("index_put_", aix.index_put_, TM),
     Op("getitem", aix.getitem, 0, operator="getitem"),
     Op("setitem", aix.setitem, 0, operator="setitem"),
-    Op("embedding", ix.embedding, FUNCTIONAL),
+    Op("embedding", ix.embedding, TORCH | FUNCTIONAL, torch=tl.embedding),
     Op("one_hot", ix.one_hot, FUNCTIONAL),
     # -- conv ---------------------------------------------------------------------------------
-    Op("conv1d", convt.conv1d, FUNCTIONAL),
-    Op("conv2d", conv.conv2d, FUNCTIONAL, functional=OWN),
-    Op("conv_transpose1d", convt.conv_transpose1d, FUNCTIONAL),
-    Op("conv_transpose2d", convt.conv_transpose2d, FUNCTIONAL),
+    Op("conv1d", convt.conv1d, TORCH | FUNCTIONAL),
+    Op("conv2d", conv.conv2d, TORCH | FUNCTIONAL, functional=OWN),
+    Op("conv_transpose1d", convt.conv_transpose1d, TORCH | FUNCTIONAL),
+    Op("conv_transpose2d", convt.conv_transpose2d, TORCH | FUNCTIONAL),
     Op("fold", fo.fold, FUNCTIONAL),
     # -- pool and resampling ------------------------------------------------------------------
-    Op("max_pool1d", pool.max_pool1d, FUNCTIONAL),
-    Op("max_pool2d", pool.max_pool2d, FUNCTIONAL),
-    Op("avg_pool1d", pool.avg_pool1d, FUNCTIONAL),
+    Op("max_pool1d", pool.max_pool1d, TORCH | FUNCTIONAL, torch=tl.max_pool1d),
+    Op("max_pool2d", pool.max_pool2d, TORCH | FUNCTIONAL, torch=tl.max_pool2d),
+    Op("avg_pool1d", pool.avg_pool1d, TORCH | FUNCTIONAL),
     Op("avg_pool2d", pool.avg_pool2d, FUNCTIONAL),
-    Op("adaptive_avg_pool1d", pool.adaptive_avg_pool1d, FUNCTIONAL),
+    Op("adaptive_avg_pool1d", pool.adaptive_avg_pool1d, TORCH | FUNCTIONAL),
     Op("adaptive_avg_pool2d", pool.adaptive_avg_pool2d, FUNCTIONAL),
-    Op("adaptive_max_pool1d", pool.adaptive_max_pool1d, FUNCTIONAL),
+    Op("adaptive_max_pool1d", pool.adaptive_max_pool1d, TORCH | FUNCTIONAL,
+       torch=tl.adaptive_max_pool1d),
     Op("adaptive_max_pool2d", pool.adaptive_max_pool2d, FUNCTIONAL),
     Op("interpolate", upsample.interpolate, FUNCTIONAL, aliases=("upsample",)),
     Op("grid_sample", gs.grid_sample, FUNCTIONAL),
     Op("affine_grid", gs.affine_grid, FUNCTIONAL),
     # -- norm ---------------------------------------------------------------------------------
-    Op("batch_norm", norm.batch_norm, FUNCTIONAL),
-    Op("layer_norm", norm.layer_norm, FUNCTIONAL),
-    Op("group_norm", norm.group_norm, FUNCTIONAL),
-    Op("instance_norm", norm.instance_norm, FUNCTIONAL),
+    Op("batch_norm", norm.batch_norm, TORCH | FUNCTIONAL, torch=tl.batch_norm),
+    Op("layer_norm", norm.layer_norm, TORCH | FUNCTIONAL, torch=tl.layer_norm),
+    Op("group_norm", norm.group_norm, TORCH | FUNCTIONAL, torch=tl.group_norm),
+    Op("instance_norm", norm.instance_norm, TORCH | FUNCTIONAL, torch=tl.instance_norm),
     Op("local_response_norm", norm.local_response_norm, FUNCTIONAL),
     # -- activation ---------------------------------------------------------------------------
     Op("relu6", act.relu6, FUNCTIONAL),
@@ -475,7 +489,7 @@ OPS = (
     Op("hardsigmoid", act.hardsigmoid, FUNCTIONAL),
     Op("softplus", act.softplus, FUNCTIONAL),
     Op("mish", act.mish, FUNCTIONAL),
-    Op("prelu", act.prelu, FUNCTIONAL),
+    Op("prelu", act.prelu, TORCH | FUNCTIONAL),
     Op("logsigmoid", act.logsigmoid, FUNCTIONAL),
     Op("selu", act.selu, TORCH | FUNCTIONAL),
     Op("selu_", act.selu_, TORCH | FUNCTIONAL),
@@ -494,13 +508,13 @@ OPS = (
     Op("gumbel_softmax", act.gumbel_softmax, FUNCTIONAL),
     # -- attention, dropout, padding, shuffles ------------------------------------------------
     Op("scaled_dot_product_attention", attention.scaled_dot_product_attention, FUNCTIONAL),
-    Op("dropout", do.dropout, FUNCTIONAL),
+    Op("dropout", do.dropout, TORCH | FUNCTIONAL, torch=tl.dropout),
     Op("dropout1d", do.dropout1d, FUNCTIONAL),
     Op("dropout2d", do.dropout2d, FUNCTIONAL),
     Op("pad", padding.pad, FUNCTIONAL),
-    Op("pixel_shuffle", shuffle.pixel_shuffle, FUNCTIONAL),
-    Op("pixel_unshuffle", shuffle.pixel_unshuffle, FUNCTIONAL),
-    Op("channel_shuffle", shuffle.channel_shuffle, FUNCTIONAL,
+    Op("pixel_shuffle", shuffle.pixel_shuffle, TORCH | FUNCTIONAL),
+    Op("pixel_unshuffle", shuffle.pixel_unshuffle, TORCH | FUNCTIONAL),
+    Op("channel_shuffle", shuffle.channel_shuffle, TORCH | FUNCTIONAL,
        aliases=("native_channel_shuffle",)),
     # -- loss ---------------------------------------------------------------------------------
     Op("cross_entropy", loss.cross_entropy, FUNCTIONAL),
@@ -510,8 +524,9 @@ OPS = (
     Op("smooth_l1_loss", loss.smooth_l1_loss, FUNCTIONAL),
     Op("huber_loss", loss.huber_loss, FUNCTIONAL),
     Op("binary_cross_entropy", loss.binary_cross_entropy, FUNCTIONAL),
-    Op("binary_cross_entropy_with_logits", loss.binary_cross_entropy_with_logits, FUNCTIONAL),
-    Op("kl_div", loss.kl_div, FUNCTIONAL),
+    Op("binary_cross_entropy_with_logits", loss.binary_cross_entropy_with_logits,
+       TORCH | FUNCTIONAL, torch=tl.binary_cross_entropy_with_logits),
+    Op("kl_div", loss.kl_div, TORCH | FUNCTIONAL, torch=tl.kl_div),
     Op("margin_ranking_loss", loss.margin_ranking_loss, TORCH | FUNCTIONAL),
     Op("hinge_embedding_loss", loss.hinge_embedding_loss, TORCH | FUNCTIONAL),
     Op("soft_margin_loss", loss.soft_margin_loss, FUNCTIONAL),
@@ -573,6 +588,15 @@ OPS = (
     Op("blackman_window", wn.blackman_window, TORCH),
     Op("bartlett_window", wn.bartlett_window, TORCH),
     Op("kaiser_window", wn.kaiser_window, TORCH),
+    # -- torch's own top-level ops over nn.functional's (ATen signatures: ops/toplevel.py) ---
+    Op("convolution", tl.convolution, TORCH),
+    Op("max_pool1d_with_indices", tl.max_pool1d_with_indices, TORCH),
+    Op("dropout_", tl.dropout_, TORCH),
+    Op("feature_dropout", do.feature_dropout, TORCH),
+    Op("feature_dropout_", do.feature_dropout_, TORCH),
+    Op("constant_pad_nd", tl.constant_pad_nd, TORCH),
+    Op("rsub", tl.rsub, TORCH),
+    Op("detach_", tl.detach_, TORCH),
 )
 
 
@@ -581,21 +605,33 @@ def _face_fn(row: Op, face: int):
         return row.method or row.fn
     if face == FUNCTIONAL and row.functional is not None:
         return row.functional
+    if face == TORCH and row.torch is not None:
+        return row.torch
     return row.fn
+
+
+_FACE_MODULES = {TORCH: "clgrad", FUNCTIONAL: "clgrad.nn.functional"}
 
 
 def face(which: int) -> dict:
     """``{name: function}`` of a module face (``TORCH`` or ``FUNCTIONAL``), aliases included;
     the names a face defines itself (``functional=OWN``) are left out (the face keeps its
     own)."""
-    return {n: _face_fn(row, which) for row in OPS if row.faces & which
-            and not (which == FUNCTIONAL and row.functional == OWN) for n in row.names()}
+    ops = {n: _face_fn(row, which) for row in OPS if row.faces & which
+           and not (which == FUNCTIONAL and row.functional == OWN) for n in row.names()}
+    return {**ops, **{n: ip.module_form(n, row.inplace == BINARY, _FACE_MODULES[which])
+                      for row in OPS if row.inplace_faces & which for n in _inplace_names(row)}}
 
 
 def names(which: int) -> list:
     """The op names of a face, aliases included, in the table's order (``__all__``'s op
-    part)."""
-    return [n for row in OPS if row.faces & which for n in row.names()]
+    part), then its in-place forms (``inplace_faces``: ``abs_``)."""
+    return [n for row in OPS if row.faces & which for n in row.names()] + \
+        [n for row in OPS if row.inplace_faces & which for n in _inplace_names(row)]
+
+
+def _inplace_names(row: Op) -> list:
+    return [n + "_" for n in row.names()]
 
 
 def outs() -> dict:
