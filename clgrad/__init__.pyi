@@ -367,6 +367,7 @@ from clgrad.ops.pool import adaptive_avg_pool1d as adaptive_avg_pool1d
 from clgrad.ops.toplevel import adaptive_max_pool1d as adaptive_max_pool1d
 from clgrad.ops.toplevel import batch_norm as batch_norm
 from clgrad.ops.toplevel import layer_norm as layer_norm
+from clgrad.ops.norm import rms_norm as rms_norm
 from clgrad.ops.toplevel import group_norm as group_norm
 from clgrad.ops.toplevel import instance_norm as instance_norm
 from clgrad.ops.activation import prelu as prelu
@@ -592,9 +593,9 @@ __all__ = [
     "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim",
     "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d", "conv2d",
     "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "adaptive_avg_pool1d", "adaptive_max_pool1d", "batch_norm", "layer_norm", "group_norm",
-    "instance_norm", "prelu", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
-    "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle", "pixel_unshuffle",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "batch_norm", "layer_norm", "rms_norm",
+    "group_norm", "instance_norm", "prelu", "selu", "selu_", "celu", "celu_", "hardshrink",
+    "threshold", "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "native_channel_shuffle", "binary_cross_entropy_with_logits", "kl_div",
     "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
     "poisson_nll_loss", "cosine_similarity", "pairwise_distance", "quantile", "nanquantile",

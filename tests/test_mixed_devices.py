@@ -208,6 +208,7 @@ case("F.batch_norm[train, no stats]", lambda: (r(4, 3, 2), r(3), r(3)),
      lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True))
 case("F.layer_norm", lambda: (r(2, 3), r(3), r(3)), lambda x, w, b: F.layer_norm(x, (3,), w, b))
 case("F.group_norm", lambda: (r(2, 4, 3), r(4), r(4)), lambda x, w, b: F.group_norm(x, 2, w, b))
+case("F.rms_norm", lambda: (r(2, 3), r(3)), lambda x, w: F.rms_norm(x, (3,), w))
 case("F.instance_norm", lambda: (r(2, 3, 4), r(3), pos(3), r(3), r(3)),
      lambda x, m, v, w, b: F.instance_norm(x, m, v, w, b))
 
@@ -472,6 +473,7 @@ case("torch.layer_norm", lambda: (r(2, 3), r(3), r(3)),
      lambda x, w, b: clgrad.layer_norm(x, (3,), w, b))
 case("torch.group_norm", lambda: (r(2, 4, 3), r(4), r(4)),
      lambda x, w, b: clgrad.group_norm(x, 2, w, b))
+case("torch.rms_norm", lambda: (r(2, 3), r(3)), lambda x, w: clgrad.rms_norm(x, (3,), w))
 case("torch.embedding", lambda: (r(4, 5), ints(4, 2, 3)), clgrad.embedding)
 case("torch.binary_cross_entropy_with_logits", lambda: (r(2, 3), prob(2, 3), pos(2, 3), pos(3)),
      clgrad.binary_cross_entropy_with_logits)

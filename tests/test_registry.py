@@ -324,6 +324,7 @@ _NO_GRADIENT = {  # bool or integer results
     "is_floating_point": "test_special.py", "is_nonzero": "test_special.py",
     "bucketize": "test_search.py", "gcd": "test_math_ops.py", "lcm": "test_math_ops.py"}
 _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test functions
+    "rms_norm": "test_nn_gaps.py",
     "atan2": "test_round3_ops.py", "log1p": "test_round3_ops.py", "expm1": "test_round3_ops.py",
     "nan_to_num": "test_numeric.py", "masked_fill": "test_elementwise.py",
     "var_mean": "test_composite.py", "std_mean": "test_composite.py",

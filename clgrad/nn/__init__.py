@@ -13,7 +13,7 @@ from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  
                                   SiLU, Softmax, Softplus, Tanh)
 from clgrad.nn.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,  # noqa: F401
                                      InstanceNorm1d, InstanceNorm2d, LayerNorm,
-                                     LocalResponseNorm)
+                                     LocalResponseNorm, RMSNorm)
 from clgrad.nn.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss,  # noqa: F401
                             HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
 from clgrad.nn.dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
@@ -53,3 +53,12 @@ from clgrad.nn.loss import (CosineEmbeddingLoss, GaussianNLLLoss,  # noqa: F401,
                             HingeEmbeddingLoss, MarginRankingLoss, MultiLabelSoftMarginLoss,
                             MultiMarginLoss, PoissonNLLLoss, SoftMarginLoss,
                             TripletMarginLoss)
+
+# -- nn gaps: RMSNorm, lazy modules, Buffer, unpooling, alpha dropout, lp pools, losses ------
+from clgrad.nn import parameter  # noqa: F401,E402
+from clgrad.nn.module import Buffer  # noqa: F401,E402
+from clgrad.nn.linear import LazyLinear  # noqa: F401,E402
+from clgrad.nn.conv import (LazyConv1d, LazyConv2d, LazyConvTranspose1d,  # noqa: F401,E402
+                            LazyConvTranspose2d)
+from clgrad.nn.normalization import (LazyBatchNorm1d, LazyBatchNorm2d,  # noqa: F401,E402
+                                     LazyInstanceNorm1d, LazyInstanceNorm2d)

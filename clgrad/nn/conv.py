@@ -7,10 +7,13 @@ from clgrad._args import _check_positive, _ntuple, _pair
 from clgrad.creation import empty
 from clgrad.nn import functional as F
 from clgrad.nn.init import _default_init
-from clgrad.nn.module import Module, Parameter
+from clgrad.autograd import no_grad
+from clgrad.nn.lazy import LazyModuleMixin
+from clgrad.nn.module import Module, Parameter, UninitializedParameter, is_lazy
 from clgrad.tensor import Tensor
 
-__all__ = ["Conv2d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv2d", "Conv1d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d",
+           "LazyConvTranspose1d", "LazyConvTranspose2d"]
 
 
 class Conv2d(Module):
@@ -196,3 +199,99 @@ class ConvTranspose2d(_ConvNd):
 class ConvTranspose1d(ConvTranspose2d):
     """1-D transposed convolution of (N, C, L)."""
     _dims = 1
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """in_channels inferred from the first input (dim 1, or dim 0 unbatched), then the
+    weight and bias materialised and initialised as the eager class's (PyTorch's
+    _LazyConvXdMixin)."""
+
+    _spatial, _transposed = 2, False
+
+    def _lazy_params(self, bias, device, dtype):
+        self.in_channels = 0
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        """The eager class's, once materialised (nothing before)."""
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """in_channels from ``input``; materialise weight and bias; the eager init."""
+        if not self.has_uninitialized_params():
+            return
+        nb = self._spatial + 1
+        if input.ndim not in (nb, nb + 1):
+            raise RuntimeError(f"Expected {nb}D (unbatched) or {nb + 1}D (batched) input to "
+                               f"{type(self).__name__}, but got input of size: "
+                               f"{tuple(input.shape)}")
+        c = input.shape[1] if input.ndim == nb + 1 else input.shape[0]
+        if c % self.groups:
+            raise ValueError(f"{type(self).__name__}: in_channels must be divisible by "
+                             f"groups, got in_channels={c}, groups={self.groups}")
+        self.in_channels = c
+        g = self.groups
+        io = (c, self.out_channels // g) if self._transposed else (self.out_channels, c // g)
+        with no_grad():
+            self.weight.materialize(io + tuple(self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _sizes_from_params(self):
+        if not is_lazy(self.weight):
+            w = self.weight.shape
+            self.in_channels = w[0] if self._transposed else w[1] * self.groups
+
+
+class LazyConv1d(_LazyConvMixin, Conv1d):
+    """A Conv1d whose in_channels is inferred at the first call (PyTorch's nn.LazyConv1d)."""
+
+    cls_to_become, _spatial = Conv1d, 1
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+        self._lazy_params(bias, device, dtype)
+
+
+class LazyConv2d(_LazyConvMixin, Conv2d):
+    """A Conv2d whose in_channels is inferred at the first call (PyTorch's nn.LazyConv2d)."""
+
+    cls_to_become = Conv2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+        self._lazy_params(bias, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
+    """A ConvTranspose1d whose in_channels is inferred at the first call."""
+
+    cls_to_become, _spatial, _transposed = ConvTranspose1d, 1, True
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, output_padding,
+                         groups, bias, dilation, padding_mode, device, dtype)
+        self._lazy_params(bias, device, dtype)
+
+
+class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
+    """A ConvTranspose2d whose in_channels is inferred at the first call."""
+
+    cls_to_become, _transposed = ConvTranspose2d, True
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(groups, out_channels, kernel_size, stride, padding, output_padding,
+                         groups, bias, dilation, padding_mode, device, dtype)
+        self._lazy_params(bias, device, dtype)

@@ -31,6 +31,7 @@ from clgrad.ops.grid_sample import grid_sample as grid_sample
 from clgrad.ops.grid_sample import affine_grid as affine_grid
 from clgrad.ops.norm import batch_norm as batch_norm
 from clgrad.ops.norm import layer_norm as layer_norm
+from clgrad.ops.norm import rms_norm as rms_norm
 from clgrad.ops.norm import group_norm as group_norm
 from clgrad.ops.norm import instance_norm as instance_norm
 from clgrad.ops.norm import local_response_norm as local_response_norm
@@ -109,7 +110,7 @@ __all__ = [
     "flatten", "unfold", "embedding", "one_hot", "conv1d", "conv2d", "conv_transpose1d",
     "conv_transpose2d", "fold", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "interpolate", "upsample", "grid_sample", "affine_grid", "batch_norm", "layer_norm",
+    "interpolate", "upsample", "grid_sample", "affine_grid", "batch_norm", "layer_norm", "rms_norm",
     "group_norm", "instance_norm", "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu",
     "silu", "elu", "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "selu",
     "selu_", "celu", "celu_", "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold",

@@ -9,10 +9,12 @@ from clgrad.creation import empty
 from clgrad.nn import functional as F
 from clgrad.nn import init
 from clgrad.nn.init import _default_init
-from clgrad.nn.module import Module, Parameter
+from clgrad.autograd import no_grad
+from clgrad.nn.lazy import LazyModuleMixin
+from clgrad.nn.module import Module, Parameter, UninitializedParameter, is_lazy
 from clgrad.tensor import Tensor
 
-__all__ = ["Linear", "Bilinear"]
+__all__ = ["Linear", "Bilinear", "LazyLinear"]
 
 
 class Linear(Module):
@@ -85,3 +87,36 @@ class Bilinear(Module):
         """PyTorch's repr fields."""
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is inferred from the first input's last dim (PyTorch's
+    nn.LazyLinear; clgrad/nn/lazy.py): it then becomes a Linear, initialised as Linear."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(1, out_features, bias, device, dtype)  # (1: a placeholder)
+        self.in_features = 0
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        """Linear's, once materialised (nothing before)."""
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """in_features = input.shape[-1]; materialise weight and bias; Linear's init."""
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+
+    def _sizes_from_params(self):
+        if not is_lazy(self.weight):
+            self.in_features = self.weight.shape[1]

@@ -22,7 +22,7 @@ from clgrad.tensor import Tensor
 
 _GLOBAL_CALL_HOOKS = module_hooks.GLOBAL_CALL_HOOKS
 
-__all__ = ["Parameter", "Module"]
+__all__ = ["Parameter", "Module", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
 
 
 class Parameter(Tensor):
@@ -47,6 +47,111 @@ class Parameter(Tensor):
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """``self.x = nn.Buffer(t, persistent=True)`` registers ``t`` as a buffer of the module
+    (PyTorch 2.5's ``torch.nn.Buffer``): the module keeps a detached tensor sharing ``t``'s
+    storage (requires_grad as ``t``'s); ``persistent=False`` keeps it out of state_dict."""
+
+    __slots__ = ("persistent",)
+
+    def __init__(self, data: Tensor | None = None, *, persistent: bool = True):
+        if data is None:
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer: expected a Tensor, got {type(data).__name__}")
+        d = data.detach()
+        super().__init__(d._storage, d._shape, d._strides, d._offset, d._base)
+        self.persistent = bool(persistent)
+        if data.requires_grad:
+            self.requires_grad_(True)
+
+    def _plain(self) -> Tensor:
+        """The tensor a module registers: a plain Tensor over this one's storage."""
+        t = self.detach()
+        return t.requires_grad_(True) if self.requires_grad else t
+
+
+_LAZY_MSG = ("Can't access the shape of an uninitialized parameter or buffer. This error "
+             "usually happens in `load_state_dict` when trying to load an uninitialized "
+             "parameter into an initialized one. Call `forward` to initialize the parameters "
+             "before accessing their attributes.")
+
+
+class _Uninitialized:
+    """What UninitializedParameter and UninitializedBuffer share (PyTorch's
+    UninitializedTensorMixin): an empty storage that knows its dtype and device until
+    ``materialize(shape)`` gives it its shape and turns the object into ``cls_to_become``
+    (the same object: optimizers and modules holding it see the materialised tensor)."""
+
+    __slots__ = ()
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Allocate ``shape`` (uninitialised values) with this tensor's dtype and device
+        unless given, and become ``cls_to_become`` in place."""
+        shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        new = empty(shape, dtype=dtype or self._storage.dtype,
+                    device=device if device is not None else self._storage.device)
+        self._set_data(new)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(_LAZY_MSG)
+
+    def size(self, dim=None):
+        raise RuntimeError(_LAZY_MSG)
+
+    def numel(self):
+        raise ValueError(f"Attempted to use an uninitialized parameter in numel. This error "
+                         f"happens when you are using a `LazyModule` or explicitly "
+                         f"manipulating `{type(self).__name__}` objects. When using "
+                         f"LazyModules Call `forward` with a dummy batch to initialize the "
+                         f"parameters before calling torch functions")
+
+    dim = numel
+
+    @property
+    def ndim(self):
+        return self.numel()
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (type(self), (self.requires_grad,))
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A Parameter whose shape is not known yet (lazy modules): ``materialize(shape)`` makes
+    it a Parameter of that shape. Reading its shape raises RuntimeError, as PyTorch's."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        super().__init__(empty(0, dtype=dtype, device=device), requires_grad)
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape is not known yet (lazy modules' running statistics):
+    ``materialize(shape)`` makes it a Tensor of that shape."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        d = empty(0, dtype=dtype, device=device)
+        super().__init__(d._storage, d._shape, d._strides, d._offset)
+        if requires_grad:
+            self.requires_grad_(True)
+
+
+def is_lazy(t) -> bool:
+    """Whether ``t`` is an UninitializedParameter or UninitializedBuffer."""
+    return isinstance(t, _Uninitialized)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -166,7 +271,9 @@ class Module:
             raise AttributeError(f"{type(self).__name__}: cannot assign {name!r} before "
                                  f"Module.__init__() call")
         params, buffers, modules = self._parameters, self._buffers, self._modules
-        if isinstance(value, (Parameter, Module)):
+        if isinstance(value, Buffer):
+            self.register_buffer(name, value._plain(), persistent=value.persistent)
+        elif isinstance(value, (Parameter, Module)):
             store = params if isinstance(value, Parameter) else modules
             _forget(self, name, keep=store)  # a re-assigned name keeps its place (PyTorch)
             store[name] = value
@@ -224,6 +331,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"register_buffer: expected a Tensor or None for {name!r}, got "
                             f"{type(tensor).__name__}")
+        if isinstance(tensor, Buffer):
+            tensor = tensor._plain()
         _forget(self, name, keep=self._buffers)
         self._buffers[name] = tensor
         if not persistent:
@@ -539,7 +648,7 @@ class Module:
                     if t is None:
                         continue
                     new = fn(t.detach())
-                    if new is t or (new._storage is t._storage and new.shape == t.shape):
+                    if new is t or (new._storage is t._storage and new._shape == t._shape):
                         continue
                     new = ew.contiguous(new, force_copy=new._base is not None)
                     g = t._grad

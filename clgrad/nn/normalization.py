@@ -9,14 +9,17 @@ from clgrad._args import _check_positive
 from clgrad.autograd import no_grad
 from clgrad.creation import ones, zeros
 from clgrad.nn import functional as F
-from clgrad.nn.module import Module, Parameter
+from clgrad.nn.lazy import LazyModuleMixin
+from clgrad.nn.module import (Module, Parameter, UninitializedBuffer, UninitializedParameter,
+                              is_lazy)
 from clgrad.ops import elementwise as ew
 from clgrad.ops import norm
 from clgrad.ops._util import bump_version, same_device
 from clgrad.tensor import Tensor
 
 __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
-           "InstanceNorm1d", "InstanceNorm2d"]
+           "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d"]
 
 
 def _counts_in_launch(nbt, x) -> bool:
@@ -182,6 +185,41 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims (Zhang &
+    Sennrich 2019): x / sqrt(mean(x^2) + eps) * weight.
+
+    Params:  weight = 1 of shape normalized_shape when ``elementwise_affine``
+    eps:     None means the float32 machine epsilon (float64's for float64 inputs), as
+             PyTorch's
+    """
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        ns = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.normalized_shape, self.eps = ns, eps
+        self.elementwise_affine = elementwise_affine
+        self.weight = Parameter(ones(ns, dtype=dtype, device=device)) if elementwise_affine \
+            else None
+
+    def reset_parameters(self):
+        """weight = 1."""
+        if self.weight is not None:
+            ew.fill_raw(self.weight, 1)
+            bump_version(self.weight)
+
+    def forward(self, x):
+        """Shapes:  (*, *normalized_shape) -> same; see clgrad.nn.functional.rms_norm"""
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        """'normalized_shape, eps=E, elementwise_affine=B', as PyTorch's repr."""
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
 class GroupNorm(Module):
     """Normalise ``num_groups`` groups of channels per sample; affine per channel."""
 
@@ -296,3 +334,75 @@ def _norm_state(m, op, num_features, eps, momentum, affine, track_running_stats,
         m.register_buffer("num_batches_tracked", zeros((), dtype=dtypes.int64, device=device))
     else:
         m.running_mean = m.running_var = m.num_batches_tracked = None
+
+
+class _LazyNormMixin(LazyModuleMixin):
+    """num_features inferred from the first input's dim 1; weight, bias, running_mean and
+    running_var materialised then and initialised as the eager class's (PyTorch's
+    _LazyNormBase; its defaults affine=True, track_running_stats=True for the instance
+    norms too)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__(1, eps, momentum, affine, track_running_stats, device, dtype)
+        self.num_features = 0
+        kw = dict(device=device, dtype=dtype)
+        if affine:
+            self.weight = UninitializedParameter(**kw)
+            self.bias = UninitializedParameter(**kw)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(**kw)
+            self.running_var = UninitializedBuffer(**kw)
+
+    def reset_parameters(self):
+        """weight 1, bias 0, running_mean 0, running_var 1, num_batches_tracked 0 (once
+        materialised)."""
+        if self.has_uninitialized_params() or self.num_features == 0:
+            return
+        for t, v in ((self.weight, 1), (self.bias, 0), (self.running_mean, 0),
+                     (self.running_var, 1), (self.num_batches_tracked, 0)):
+            if t is not None:
+                ew.fill_raw(t, v)
+                bump_version(t)
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """num_features = input.shape[1]; materialise; the eager init."""
+        if not self.has_uninitialized_params():
+            return
+        if input.ndim < 2:
+            raise ValueError(f"{type(self).__name__}: expected an input with a channel dim "
+                             f"(N, C, *), got shape {tuple(input.shape)}")
+        self.num_features = c = input.shape[1]
+        with no_grad():
+            for t in (self.weight, self.bias, self.running_mean, self.running_var):
+                if t is not None and is_lazy(t):
+                    t.materialize((c,))
+            self.reset_parameters()
+
+    def _sizes_from_params(self):
+        for t in (self.weight, self.running_mean):
+            if t is not None and not is_lazy(t):
+                self.num_features = t.shape[0]
+                return
+
+
+class LazyBatchNorm1d(_LazyNormMixin, BatchNorm1d):
+    """A BatchNorm1d whose num_features is inferred at the first call."""
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormMixin, BatchNorm2d):
+    """A BatchNorm2d whose num_features is inferred at the first call."""
+    cls_to_become = BatchNorm2d
+
+
+class LazyInstanceNorm1d(_LazyNormMixin, InstanceNorm1d):
+    """An InstanceNorm1d whose num_features is inferred at the first call (defaults
+    affine=True, track_running_stats=True, as PyTorch's LazyInstanceNorm1d)."""
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormMixin, InstanceNorm2d):
+    """An InstanceNorm2d whose num_features is inferred at the first call (defaults
+    affine=True, track_running_stats=True, as PyTorch's LazyInstanceNorm2d)."""
+    cls_to_become = InstanceNorm2d

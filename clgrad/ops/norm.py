@@ -24,8 +24,8 @@ from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, copy_r
                               view_arg, zeros)
 from clgrad.tensor import Tensor
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "local_response_norm",
-           "split_dim"]
+__all__ = ["batch_norm", "layer_norm", "rms_norm", "group_norm", "instance_norm",
+           "local_response_norm", "split_dim"]
 
 _FILE = "norm.cl"
 _BN_TRAIN, _BN_W, _BN_B, _BN_UPDATE, _BN_GX, _BN_GW, _BN_GB = 1, 2, 4, 8, 16, 32, 64
@@ -251,6 +251,43 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None,
         return t._strides[:nr], t._strides[nr:]
     return _row_norm("layer_norm", input, input.shape[:nr], ns, split, weight, bias, eps,
                      (1, 0, 1), (layout.numel(input.shape[:nr]), m, 1))
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the last len(normalized_shape) dims (Zhang &
+    Sennrich 2019; PyTorch's F.rms_norm, composed as its decomposition).
+
+    Shapes:  input (*, *normalized_shape); weight normalized_shape -> input's shape
+    Dtypes:  floating; 16-bit inputs compute in float32 (the weight multiplied there too),
+             the result cast to the input's dtype. eps None: the float32 machine epsilon
+             (float64's for a float64 input), as PyTorch's.
+    Grad:    input, weight
+    Raises:  RuntimeError when the trailing dims or the weight's shape differ from
+             normalized_shape; TypeError for a non-float input.
+    """
+    ns = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else \
+        tuple(int(n) for n in normalized_shape)
+    _check_float_tensor("rms_norm", input)
+    k = len(ns)
+    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != ns:
+        raise RuntimeError(f"rms_norm: given normalized_shape={list(ns)}, expected input "
+                           f"with shape [*, {', '.join(map(str, ns))}], got input of size "
+                           f"{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != ns:
+        raise RuntimeError(f"rms_norm: expected weight of shape normalized_shape={list(ns)}, "
+                           f"got weight of shape {list(weight.shape)}")
+    dt = input.dtype
+    comp = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
+    if eps is None:
+        eps = float(np.finfo(np.float64 if comp is dtypes.float64 else np.float32).eps)
+    x = input if dt is comp else ew.to(input, comp)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    y = ew.mul(x, ew.rsqrt(ew.add(rd.mean(ew.mul(x, x), dims, keepdim=True), eps))) if k \
+        else ew.mul(x, ew.rsqrt(ew.add(ew.mul(x, x), eps)))
+    if weight is not None:
+        y = ew.mul(y, weight)
+    return y if y.dtype is dt else ew.to(y, dt)
 
 
 def group_norm(input: Tensor, num_groups: int, weight=None, bias=None,

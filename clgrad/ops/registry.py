@@ -475,6 +475,7 @@ OPS = (
     # -- norm ---------------------------------------------------------------------------------
     Op("batch_norm", norm.batch_norm, TORCH | FUNCTIONAL, torch=tl.batch_norm),
     Op("layer_norm", norm.layer_norm, TORCH | FUNCTIONAL, torch=tl.layer_norm),
+    Op("rms_norm", norm.rms_norm, TORCH | FUNCTIONAL),
     Op("group_norm", norm.group_norm, TORCH | FUNCTIONAL, torch=tl.group_norm),
     Op("instance_norm", norm.instance_norm, TORCH | FUNCTIONAL, torch=tl.instance_norm),
     Op("local_response_norm", norm.local_response_norm, FUNCTIONAL),
