@@ -209,6 +209,10 @@ case("F.batch_norm[train, no stats]", lambda: (r(4, 3, 2), r(3), r(3)),
 case("F.layer_norm", lambda: (r(2, 3), r(3), r(3)), lambda x, w, b: F.layer_norm(x, (3,), w, b))
 case("F.group_norm", lambda: (r(2, 4, 3), r(4), r(4)), lambda x, w, b: F.group_norm(x, 2, w, b))
 case("F.rms_norm", lambda: (r(2, 3), r(3)), lambda x, w: F.rms_norm(x, (3,), w))
+case("F.max_unpool2d", lambda: (r(1, 1, 2, 2), clgrad.zeros(1, 1, 2, 2, dtype=clgrad.int64)),
+     lambda x, i: F.max_unpool2d(x, i, 2))
+case("F.max_unpool1d", lambda: (r(1, 1, 2), clgrad.zeros(1, 1, 2, dtype=clgrad.int64)),
+     lambda x, i: F.max_unpool1d(x, i, 2))
 case("F.instance_norm", lambda: (r(2, 3, 4), r(3), pos(3), r(3), r(3)),
      lambda x, m, v, w, b: F.instance_norm(x, m, v, w, b))
 

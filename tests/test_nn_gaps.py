@@ -251,3 +251,96 @@ def test_lazy_against_torch():
         m(clgrad.zeros(shape))
         assert type(m).__name__ == type(tm).__name__
         assert list(m.state_dict()) == list(tm.state_dict())
+
+
+# -- pooling with indices, unpooling, in-place activations, deprecated aliases ------------------
+def test_with_indices_forms():
+    x = clgrad.tensor(RNG.standard_normal((2, 3, 6, 6)).astype(np.float32))
+    for f, g, args in ((F.max_pool2d_with_indices, F.max_pool2d, (2,)),
+                       (F.adaptive_max_pool2d_with_indices, F.adaptive_max_pool2d, (3,))):
+        v, i = f(x, *args)
+        v2, i2 = g(x, *args, return_indices=True)
+        np.testing.assert_array_equal(v.numpy(), v2.numpy())
+        np.testing.assert_array_equal(i.numpy(), i2.numpy())
+    x1 = x[:, :, 0]
+    v, i = F.max_pool1d_with_indices(x1, 2)
+    assert i.dtype == clgrad.int64 and v.shape == (2, 3, 3)
+    v, i = F.adaptive_max_pool1d_with_indices(x1, 2)
+    np.testing.assert_array_equal(v.numpy(), x1.numpy().reshape(2, 3, 2, 3).max(-1))
+
+
+def _unpool_np(v, i, out_shape):
+    out = np.zeros(v.shape[:-2] + (int(np.prod(out_shape)),))
+    flat_v, flat_i = v.reshape(v.shape[:-2] + (-1,)), i.reshape(i.shape[:-2] + (-1,))
+    np.put_along_axis(out, flat_i, flat_v, axis=-1)
+    return out.reshape(v.shape[:-2] + tuple(out_shape))
+
+
+def test_max_unpool2d_values_and_grad():
+    x = clgrad.tensor(RNG.permutation(2 * 3 * 36).reshape(2, 3, 6, 6).astype(np.float64))
+    v, i = F.max_pool2d(x, 2, return_indices=True)
+    u = F.max_unpool2d(v, i, 2)
+    np.testing.assert_array_equal(u.numpy(), _unpool_np(v.numpy(), i.numpy(), (6, 6)))
+    assert F.max_unpool2d(v, i, 2, output_size=(7, 7)).shape == (2, 3, 7, 7)
+    assert F.max_unpool2d(v[0], i[0], 2).shape == (3, 6, 6)  # unbatched
+    leaf = v.detach().requires_grad_(True)
+    assert gradcheck(lambda t: F.max_unpool2d(t, i, (2, 2), stride=2), (leaf,))
+    m = nn.MaxUnpool2d(2)
+    assert repr(m) == "MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))"
+    np.testing.assert_array_equal(m(v, i).numpy(), u.numpy())
+
+
+def test_max_unpool1d_and_errors():
+    x = clgrad.tensor(RNG.standard_normal((2, 3, 8)))
+    v, i = F.max_pool1d(x, 2, return_indices=True)
+    u = F.max_unpool1d(v, i, 2)
+    ref = _unpool_np(v.numpy()[..., None, :], i.numpy()[..., None, :], (1, 8))[..., 0, :]
+    np.testing.assert_array_equal(u.numpy(), ref)
+    assert repr(nn.MaxUnpool1d(3, 2, 1)) == \
+        "MaxUnpool1d(kernel_size=(3,), stride=(2,), padding=(1,))"
+    assert nn.MaxUnpool1d(2)(v, i, output_size=[2, 3, 9]).shape == (2, 3, 9)
+    with pytest.raises(RuntimeError, match="invalid max index"):
+        F.max_unpool1d(v, i * 10, 2)
+    with pytest.raises(RuntimeError, match="shape"):
+        F.max_unpool1d(v, i[..., :1], 2)
+
+
+def test_inplace_activations_and_aliases():
+    a = RNG.standard_normal(7)
+    for f, ref, kw in ((F.elu_, F.elu, {"alpha": 0.5}), (F.leaky_relu_, F.leaky_relu, {}),
+                       (F.hardtanh_, F.hardtanh, {"min_val": -0.5, "max_val": 0.5})):
+        x = clgrad.tensor(a)
+        assert f(x, **kw) is x
+        np.testing.assert_allclose(x.numpy(), ref(clgrad.tensor(a), **kw).numpy())
+    x = clgrad.tensor(RNG.standard_normal((1, 2, 3, 3)))
+    with pytest.warns(UserWarning, match="deprecated"):
+        got = F.upsample_bilinear(x, scale_factor=2)
+    np.testing.assert_allclose(got.numpy(), F.interpolate(
+        x, scale_factor=2, mode="bilinear", align_corners=True).numpy())
+    with pytest.warns(UserWarning, match="deprecated"):
+        got = F.upsample_nearest(x, size=(5, 5))
+    np.testing.assert_allclose(got.numpy(), F.interpolate(x, size=(5, 5)).numpy())
+
+
+def test_softmax2d_and_nllloss2d():
+    x = RNG.standard_normal((2, 3, 4, 5))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(nn.Softmax2d()(clgrad.tensor(x)).numpy(),
+                               e / e.sum(1, keepdims=True), rtol=1e-12)
+    assert repr(nn.Softmax2d()) == "Softmax2d()"
+    with pytest.raises(ValueError, match="3D or 4D"):
+        nn.Softmax2d()(clgrad.ones(2, 3))
+    assert issubclass(nn.NLLLoss2d, nn.NLLLoss) and repr(nn.NLLLoss2d()) == "NLLLoss2d()"
+    logp = F.log_softmax(clgrad.tensor(x), 1)
+    t = clgrad.tensor(RNG.integers(0, 3, (2, 4, 5)))
+    np.testing.assert_allclose(nn.NLLLoss2d()(logp, t).numpy(), F.nll_loss(logp, t).numpy())
+
+
+def test_unpool_against_torch():
+    torch = pytest.importorskip("torch")
+    x = RNG.standard_normal((2, 3, 7, 7))
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x), 3, 2, 1, return_indices=True)
+    ref = torch.nn.functional.max_unpool2d(tv, ti, 3, 2, 1, output_size=(7, 7)).numpy()
+    v, i = F.max_pool2d(clgrad.tensor(x), 3, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    np.testing.assert_array_equal(F.max_unpool2d(v, i, 3, 2, 1, output_size=(7, 7)).numpy(), ref)

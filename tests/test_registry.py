@@ -325,6 +325,16 @@ _NO_GRADIENT = {  # bool or integer results
     "bucketize": "test_search.py", "gcd": "test_math_ops.py", "lcm": "test_math_ops.py"}
 _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test functions
     "rms_norm": "test_nn_gaps.py",
+    "max_pool2d_with_indices": "test_nn_gaps.py",
+    "adaptive_max_pool1d_with_indices": "test_nn_gaps.py",
+    "adaptive_max_pool2d_with_indices": "test_nn_gaps.py",
+    "max_unpool1d": "test_nn_gaps.py",
+    "max_unpool2d": "test_nn_gaps.py",
+    "upsample_nearest": "test_nn_gaps.py",
+    "upsample_bilinear": "test_nn_gaps.py",
+    "elu_": "test_nn_gaps.py",
+    "leaky_relu_": "test_nn_gaps.py",
+    "hardtanh_": "test_nn_gaps.py",
     "atan2": "test_round3_ops.py", "log1p": "test_round3_ops.py", "expm1": "test_round3_ops.py",
     "nan_to_num": "test_numeric.py", "masked_fill": "test_elementwise.py",
     "var_mean": "test_composite.py", "std_mean": "test_composite.py",

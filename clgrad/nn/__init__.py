@@ -62,3 +62,6 @@ from clgrad.nn.conv import (LazyConv1d, LazyConv2d, LazyConvTranspose1d,  # noqa
                             LazyConvTranspose2d)
 from clgrad.nn.normalization import (LazyBatchNorm1d, LazyBatchNorm2d,  # noqa: F401,E402
                                      LazyInstanceNorm1d, LazyInstanceNorm2d)
+from clgrad.nn.pooling import MaxUnpool1d, MaxUnpool2d  # noqa: F401,E402
+from clgrad.nn.activation import Softmax2d  # noqa: F401,E402
+from clgrad.nn.loss import NLLLoss2d  # noqa: F401,E402

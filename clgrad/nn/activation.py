@@ -365,3 +365,17 @@ class RReLU(Module):
 
 __all__ += ["SELU", "CELU", "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold",
             "GLU", "Softmin", "RReLU"]
+
+
+class Softmax2d(Module):
+    """softmax over the channels of (N, C, H, W) or (C, H, W) inputs (dim -3)."""
+
+    def forward(self, x):
+        """softmax(x, dim=-3). Raises ValueError for an input that is not 3-D or 4-D."""
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {x.ndim}D "
+                             f"instead")
+        return F.softmax(x, -3)
+
+
+__all__ += ["Softmax2d"]

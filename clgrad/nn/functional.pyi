@@ -25,8 +25,16 @@ from clgrad.ops.pool import adaptive_avg_pool1d as adaptive_avg_pool1d
 from clgrad.ops.pool import adaptive_avg_pool2d as adaptive_avg_pool2d
 from clgrad.ops.pool import adaptive_max_pool1d as adaptive_max_pool1d
 from clgrad.ops.pool import adaptive_max_pool2d as adaptive_max_pool2d
+from clgrad.ops.pool import max_pool1d_with_indices as max_pool1d_with_indices
+from clgrad.ops.pool import max_pool2d_with_indices as max_pool2d_with_indices
+from clgrad.ops.pool import adaptive_max_pool1d_with_indices as adaptive_max_pool1d_with_indices
+from clgrad.ops.pool import adaptive_max_pool2d_with_indices as adaptive_max_pool2d_with_indices
+from clgrad.ops.pool import max_unpool1d as max_unpool1d
+from clgrad.ops.pool import max_unpool2d as max_unpool2d
 from clgrad.ops.upsample import interpolate as interpolate
 from clgrad.ops.upsample import interpolate as upsample
+from clgrad.ops.upsample import upsample_nearest as upsample_nearest
+from clgrad.ops.upsample import upsample_bilinear as upsample_bilinear
 from clgrad.ops.grid_sample import grid_sample as grid_sample
 from clgrad.ops.grid_sample import affine_grid as affine_grid
 from clgrad.ops.norm import batch_norm as batch_norm
@@ -41,6 +49,9 @@ from clgrad.ops.activation import hardtanh as hardtanh
 from clgrad.ops.activation import gelu as gelu
 from clgrad.ops.activation import silu as silu
 from clgrad.ops.activation import elu as elu
+from clgrad.ops.activation import elu_ as elu_
+from clgrad.ops.activation import leaky_relu_ as leaky_relu_
+from clgrad.ops.activation import hardtanh_ as hardtanh_
 from clgrad.ops.activation import hardswish as hardswish
 from clgrad.ops.activation import hardsigmoid as hardsigmoid
 from clgrad.ops.activation import softplus as softplus
@@ -110,16 +121,19 @@ __all__ = [
     "flatten", "unfold", "embedding", "one_hot", "conv1d", "conv2d", "conv_transpose1d",
     "conv_transpose2d", "fold", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "interpolate", "upsample", "grid_sample", "affine_grid", "batch_norm", "layer_norm", "rms_norm",
-    "group_norm", "instance_norm", "local_response_norm", "relu6", "leaky_relu", "hardtanh", "gelu",
-    "silu", "elu", "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "selu",
-    "selu_", "celu", "celu_", "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold",
-    "threshold_", "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax",
-    "scaled_dot_product_attention", "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle",
-    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss",
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
-    "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
-    "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
-    "cosine_similarity", "pairwise_distance", "relu_",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices", "max_unpool1d", "max_unpool2d", "interpolate", "upsample",
+    "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid", "batch_norm",
+    "layer_norm", "rms_norm", "group_norm", "instance_norm", "local_response_norm", "relu6",
+    "leaky_relu", "hardtanh", "gelu", "silu", "elu", "elu_", "leaky_relu_", "hardtanh_",
+    "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "selu", "selu_", "celu",
+    "celu_", "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold", "threshold_",
+    "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax", "scaled_dot_product_attention",
+    "dropout", "dropout1d", "dropout2d", "pad", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss", "cosine_similarity",
+    "pairwise_distance", "relu_",
 ]

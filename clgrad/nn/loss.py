@@ -304,3 +304,10 @@ class MultiMarginLoss(_Legacy):
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
             "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
             "PoissonNLLLoss", "GaussianNLLLoss", "MultiMarginLoss"]
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name of NLLLoss for (N, C, H, W) inputs: NLLLoss itself."""
+
+
+__all__ += ["NLLLoss2d"]

@@ -2,6 +2,7 @@
 2-D; the math lives in clgrad/ops/pool.py."""
 from __future__ import annotations
 
+from clgrad._args import _ntuple
 from clgrad.nn import functional as F
 from clgrad.nn.module import Module
 
@@ -174,3 +175,39 @@ class AdaptiveMaxPool2d(_Adaptive):
                  see clgrad.nn.functional.adaptive_max_pool2d
         """
         return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    """max_pool's partial inverse: values put back at their indices, zeros elsewhere."""
+
+    _n = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        self.kernel_size = _ntuple(name, "kernel_size", kernel_size, n, 1)
+        self.stride = self.kernel_size if stride is None else \
+            _ntuple(name, "stride", stride, n, 1)
+        self.padding = _ntuple(name, "padding", padding, n, 0)
+
+    def forward(self, input, indices, output_size=None):
+        """See clgrad.nn.functional.max_unpool2d / max_unpool1d (shapes, errors)."""
+        fn = F.max_unpool2d if self._n == 2 else F.max_unpool1d
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        """'kernel_size=K, stride=S, padding=P', as PyTorch's repr."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool2d (SegNet): (N, C, h, w) values and indices ->
+    (N, C, H, W)."""
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """The partial inverse of MaxPool1d: (N, C, l) values and indices -> (N, C, L)."""
+    _n = 1
+
+
+__all__ += ["MaxUnpool1d", "MaxUnpool2d"]

@@ -29,7 +29,8 @@ from clgrad.tensor import Tensor
 __all__ = ["leaky_relu", "hardtanh", "relu6", "gelu", "silu", "elu", "hardswish", "hardsigmoid",
            "softplus", "mish", "prelu", "logsigmoid", "selu", "selu_", "celu", "celu_",
            "softsign", "tanhshrink", "softshrink", "hardshrink", "threshold", "threshold_",
-           "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax"]
+           "rrelu", "rrelu_", "glu", "softmin", "gumbel_softmax", "elu_", "leaky_relu_",
+           "hardtanh_"]
 
 _FILE = "activation.cl"
 _BF16 = dtypes.bfloat16
@@ -86,6 +87,21 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha (exp(x) - 1) (Clevert et al. 2015)."""
     return _act("elu", input, inplace, alpha)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """elu written into ``input``, which is returned (F.elu_)."""
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """leaky_relu written into ``input``, which is returned (F.leaky_relu_)."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """hardtanh written into ``input``, which is returned (F.hardtanh_)."""
+    return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:

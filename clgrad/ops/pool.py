@@ -18,11 +18,15 @@ from clgrad._args import _pair, plain_key
 from clgrad.autograd import record
 from clgrad.runtime import pack
 from clgrad.ops import elementwise as ew
-from clgrad.ops._util import LOCAL, defines_for, defines_of, empty, view_arg
+from clgrad.ops import index as ix
+from clgrad.ops._util import LOCAL, defines_for, defines_of, empty, view_arg, zeros
 from clgrad.tensor import Tensor
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-           "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d"]
+           "max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+           "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "max_unpool1d", "max_unpool2d"]
 
 _FILE = "pool.cl"
 _BF16 = dtypes.bfloat16
@@ -196,6 +200,98 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """F.max_pool1d_with_indices: (values, int64 indices along L), whatever
+    ``return_indices`` says (PyTorch's)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """F.max_pool2d_with_indices: (values, int64 indices y * W + x per plane)."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size,
+                                     return_indices: bool = False):
+    """F.adaptive_max_pool1d_with_indices: (values, indices), always."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size,
+                                     return_indices: bool = False):
+    """F.adaptive_max_pool2d_with_indices: (values, indices), always."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d (SegNet): zeros with each input value put at its
+    index (y * W + x per plane) of the (N, C, H, W) output.
+
+    Shapes:  input and indices (N, C, h, w) or (C, h, w) -> (N, C, H, W) / (C, H, W),
+             H = (h - 1) stride - 2 padding + kernel_size unless ``output_size`` ((H, W), or
+             with the leading dims)
+    Grad:    input (the output's gradient gathered at the indices)
+    Raises:  RuntimeError for indices of another shape, or an index outside the output
+    """
+    return _unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                   output_size)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """max_unpool2d's 1-D form: (N, C, l) or (C, l) -> (N, C, L),
+    L = (l - 1) stride - 2 padding + kernel_size unless ``output_size``."""
+    return _unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                   output_size)
+
+
+def _unpool(op, n, x, indices, kernel_size, stride, padding, output_size):
+    if x.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}: expected a {n + 1}D or {n + 2}D input, got shape "
+                           f"{list(x.shape)}")
+    if not isinstance(indices, Tensor) or tuple(indices.shape) != tuple(x.shape):
+        got = list(indices.shape) if isinstance(indices, Tensor) else type(indices).__name__
+        raise RuntimeError(f"{op}: expected indices of the input's shape {list(x.shape)}, "
+                           f"got {got}")
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}: expected int64 indices, got {indices.dtype}")
+    k = _ntuple_of(op, "kernel_size", kernel_size, n)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _ntuple_of(op, "stride", stride, n)
+    p = _ntuple_of(op, "padding", padding, n)
+    spatial = tuple(x.shape[-n:])
+    if output_size is None:
+        out = tuple((i - 1) * s_ - 2 * p_ + k_ for i, s_, p_, k_ in zip(spatial, s, p, k))
+    else:
+        out = tuple(int(v) for v in output_size)[-n:]
+        if len(out) != n:
+            raise ValueError(f"{op}: expected output_size of {n} or {n + 2} elements, got "
+                             f"{output_size}")
+    lead = tuple(x.shape[:-n])
+    m = int(np.prod(out))
+    flat = ew.contiguous(x).reshape(lead + (-1,))
+    idx = ew.contiguous(indices).reshape(lead + (-1,))
+    base = zeros(lead + (m,), x.dtype, x._storage.device)
+    try:
+        y = ix.scatter(base, -1, idx, flat)
+    except IndexError as e:
+        raise RuntimeError(f"{op}: found an invalid max index (output volumes are of size "
+                           f"{'x'.join(map(str, out))})") from e
+    return y.reshape(lead + out)
+
+
+def _ntuple_of(op, name, v, n):
+    t = (v,) * n if isinstance(v, (int, np.integer)) else tuple(v)
+    if len(t) == 1 and n > 1:
+        t = t * n
+    if len(t) != n or not all(isinstance(e, (int, np.integer)) for e in t):
+        raise ValueError(f"{op}: expected {name} an int or {n} ints, got {v!r}")
+    return tuple(int(e) for e in t)
+
+
 def _adaptive_geometry(op, x, output_size):
     """Checks; (packed geom_t, output shape, geom_t's values as ints) of an adaptive pooling,
     kept per signature (see _geometry)."""

@@ -9,6 +9,7 @@ gathers: deterministic, no atomics).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from clgrad.ops.pool import _view4, adaptive_avg_pool2d
 from clgrad.runtime import pack
 from clgrad.tensor import Tensor
 
-__all__ = ["interpolate"]
+__all__ = ["upsample_nearest", "upsample_bilinear", "interpolate"]
 
 _FILE = "upsample.cl"
 _MODES = {"nearest": 2, "nearest-exact": 2, "linear": 1, "bilinear": 2, "area": 2}
@@ -133,3 +134,17 @@ def _resample(x, outs, coord, mode, align):
 
 def _launch(name, x, total, *args):
     launch_items(_FILE, name, x, total, *args)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated F.upsample_nearest: interpolate(mode='nearest') (with PyTorch's warning)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Deprecated F.upsample_bilinear: interpolate(mode='bilinear', align_corners=True)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
