@@ -432,3 +432,238 @@ def test_param_groups_use_their_own_hyperparameters():
     opt.step()
     np.testing.assert_array_equal(a.numpy(), [0.9, -1.9])
     np.testing.assert_array_equal(b.numpy(), [0.0, 3.5])
+
+
+# -- CyclicLR -----------------------------------------------------------------------------------
+def _cyclic_hand(n, base, top, up, down, scale):
+    """Hand form of Smith's triangle: cycle c, position x in [0, 1) of the cycle."""
+    total = up + down
+    c = n // total + 1
+    k = n % total
+    s = k / up if k <= up else (total - k) / down
+    return base + (top - base) * s * scale(c, n)
+
+
+CYCLIC = [
+    (dict(mode="triangular"), lambda c, n: 1.0),
+    (dict(mode="triangular2"), lambda c, n: 1 / 2 ** (c - 1)),
+    (dict(mode="exp_range", gamma=0.9), lambda c, n: 0.9 ** n),
+]
+
+
+@pytest.mark.parametrize("kwargs,scale", CYCLIC, ids=[c[0]["mode"] for c in CYCLIC])
+def test_cyclic_lr_matches_the_hand_formula(kwargs, scale):
+    p = clgrad.zeros(2, requires_grad=True)
+    opt = optim.SGD([p], lr=1.0, momentum=0.9)
+    sched = optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, step_size_up=3, step_size_down=5,
+                                        **kwargs)
+    for n in range(20):
+        assert opt.param_groups[0]["lr"] == pytest.approx(
+            _cyclic_hand(n, 0.1, 1.0, 3, 5, scale), rel=1e-12)
+        mom = 0.9 - (0.9 - 0.8) * (_cyclic_hand(n, 0.0, 1.0, 3, 5, scale))
+        assert opt.param_groups[0]["momentum"] == pytest.approx(mom, rel=1e-12)
+        opt.step()
+        sched.step()
+
+
+def _torch_pair_opt(torch, cls_name, kwargs, groups=2):
+    ps = [clgrad.zeros(2, requires_grad=True) for _ in range(groups)]
+    tps = [torch.zeros(2, requires_grad=True) for _ in range(groups)]
+    opt = getattr(optim, cls_name)([{"params": [p]} for p in ps], **kwargs)
+    topt = getattr(torch.optim, cls_name)([{"params": [p]} for p in tps], **kwargs)
+    return opt, topt
+
+
+@pytest.mark.parametrize("opt_name,opt_kwargs", [("SGD", dict(lr=0.1, momentum=0.9)),
+                                                 ("Adam", dict(lr=0.1)),
+                                                 ("NAdam", dict(lr=0.1))])
+@pytest.mark.parametrize("kwargs", [
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=4),
+    dict(base_lr=[0.01, 0.02], max_lr=[0.1, 0.3], step_size_up=3, step_size_down=6,
+         mode="triangular2", base_momentum=[0.7, 0.75], max_momentum=0.95),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range", gamma=0.95),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=2, scale_fn=lambda x: 0.5 ** x,
+         scale_mode="iterations"),
+    dict(base_lr=0.01, max_lr=0.1, step_size_up=2, scale_fn=lambda x: 1 / x,
+         cycle_momentum=False),
+], ids=["triangular", "triangular2_groups", "exp_range", "scale_fn_iterations",
+        "scale_fn_cycle_no_momentum"])
+def test_cyclic_lr_matches_torch(opt_name, opt_kwargs, kwargs):
+    torch = pytest.importorskip("torch")
+    opt, topt = _torch_pair_opt(torch, opt_name, opt_kwargs)
+    s = optim.lr_scheduler.CyclicLR(opt, **kwargs)
+    ts = torch.optim.lr_scheduler.CyclicLR(topt, **kwargs)
+    for _ in range(25):
+        assert s.get_last_lr() == ts.get_last_lr()
+        for g, tg in zip(opt.param_groups, topt.param_groups):
+            assert g["lr"] == tg["lr"]
+            if "momentum" in tg:
+                assert g["momentum"] == tg["momentum"]
+            else:
+                assert tuple(g["betas"]) == tuple(tg["betas"])
+        opt.step()
+        topt.step()
+        s.step()
+        ts.step()
+
+
+def test_cyclic_lr_errors_and_state_dict_resume():
+    p = clgrad.zeros(2, requires_grad=True)
+    with pytest.raises(ValueError, match="mode is invalid and scale_fn is None"):
+        optim.lr_scheduler.CyclicLR(optim.SGD([p], lr=0.1), 0.01, 0.1, mode="sine")
+    with pytest.raises(ValueError, match="optimizer must support momentum or beta1"):
+        optim.lr_scheduler.CyclicLR(optim.Rprop([p]), 0.01, 0.1)
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    s = optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=3, mode="triangular2")
+    for _ in range(5):
+        s.step()
+    sd = s.state_dict()
+    lrs = [s.step() or s.get_last_lr() for _ in range(6)]
+    opt2 = optim.SGD([clgrad.zeros(2, requires_grad=True)], lr=0.1, momentum=0.9)
+    s2 = optim.lr_scheduler.CyclicLR(opt2, 0.01, 0.1, step_size_up=3, mode="triangular2")
+    s2.load_state_dict(sd)
+    assert [s2.step() or s2.get_last_lr() for _ in range(6)] == lrs
+
+
+def test_every_torch_scheduler_exists():
+    torch = pytest.importorskip("torch")
+    from torch.optim import lr_scheduler as tls
+    names = [n for n in dir(tls) if n[0].isupper() and isinstance(getattr(tls, n), type) and
+             issubclass(getattr(tls, n), tls.LRScheduler)]
+    missing = [n for n in names if not hasattr(optim.lr_scheduler, n)]
+    assert not missing
+    # every optimizer class (Muon aside: not in this task)
+    assert not [n for n in torch.optim.__all__ if n[0].isupper() and not hasattr(optim, n)
+                and n != "Muon"]
+
+
+# -- swa_utils ----------------------------------------------------------------------------------
+def _nets(torch):
+    """A clgrad and a torch Linear+BatchNorm1d+Linear with the same weights."""
+    rng = np.random.default_rng(7)
+    w1, b1, w2, b2 = (rng.standard_normal(s) for s in [(4, 3), (4,), (2, 4), (2,)])
+    net = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.BatchNorm1d(4),
+                               clgrad.nn.Linear(4, 2))
+    tnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4),
+                               torch.nn.Linear(4, 2))
+    for m, tm in [(net, tnet)]:
+        with clgrad.no_grad(), torch.no_grad():
+            for a, ta, v in zip([m[0].weight, m[0].bias, m[2].weight, m[2].bias],
+                                [tm[0].weight, tm[0].bias, tm[2].weight, tm[2].bias],
+                                [w1, b1, w2, b2]):
+                a.copy_(clgrad.tensor(v.astype(np.float32)))
+                ta.copy_(torch.tensor(v.astype(np.float32)))
+    return net, tnet
+
+
+def _perturb(net, tnet, torch, k):
+    with clgrad.no_grad(), torch.no_grad():
+        for p, tp in zip(net.parameters(), tnet.parameters()):
+            d = np.full(tuple(tp.shape), 0.1 * (k + 1), dtype=np.float32)
+            p.add_(clgrad.tensor(d))
+            tp.add_(torch.tensor(d))
+        for b, tb in zip(net.buffers(), tnet.buffers()):
+            if tb.dtype.is_floating_point:
+                b.add_(clgrad.tensor(np.full(tuple(tb.shape), 0.5 * k, dtype=np.float32)))
+                tb.add_(torch.full(tuple(tb.shape), 0.5 * k))
+
+
+@pytest.mark.parametrize("how", ["swa", "ema_multi", "ema_avg_fn", "ema_multi_buffers"])
+def test_averaged_model_matches_torch(how):
+    torch = pytest.importorskip("torch")
+    from torch.optim import swa_utils as tsu
+    from clgrad.optim import swa_utils as csu
+    net, tnet = _nets(torch)
+    kw = {"swa": ({}, {}),
+          "ema_multi": (dict(multi_avg_fn=csu.get_ema_multi_avg_fn(0.9)),
+                        dict(multi_avg_fn=tsu.get_ema_multi_avg_fn(0.9))),
+          "ema_avg_fn": (dict(avg_fn=csu.get_ema_avg_fn(0.8)),
+                         dict(avg_fn=tsu.get_ema_avg_fn(0.8))),
+          # (not the SWA multi fn with buffers: torch's raises on num_batches_tracked)
+          "ema_multi_buffers": (dict(multi_avg_fn=csu.get_ema_multi_avg_fn(0.7),
+                                     use_buffers=True),
+                                dict(multi_avg_fn=tsu.get_ema_multi_avg_fn(0.7),
+                                     use_buffers=True))}[how]
+    avg, tavg = csu.AveragedModel(net, **kw[0]), tsu.AveragedModel(tnet, **kw[1])
+    for k in range(4):
+        _perturb(net, tnet, torch, k)
+        avg.update_parameters(net)
+        tavg.update_parameters(tnet)
+    assert int(avg.n_averaged.item()) == int(tavg.n_averaged) == 4
+    sd, tsd = avg.state_dict(), tavg.state_dict()
+    assert list(sd) == list(tsd)
+    for k, v in tsd.items():
+        np.testing.assert_allclose(sd[k].numpy(), v.numpy(), rtol=1e-6, atol=1e-6, err_msg=k)
+    x = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
+    avg.eval()
+    tavg.eval()
+    np.testing.assert_allclose(avg(clgrad.tensor(x)).detach().numpy(),
+                               tavg(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_averaged_model_swa_is_the_mean_without_torch():
+    from clgrad.optim import swa_utils as csu
+    net = clgrad.nn.Linear(2, 1)
+    avg = csu.AveragedModel(net)
+    seen = []
+    for k in range(5):
+        with clgrad.no_grad():
+            net.weight.copy_(clgrad.tensor([[float(k), 2.0 * k]]))
+        seen.append(net.weight.numpy().copy())
+        avg.update_parameters(net)
+    np.testing.assert_allclose(avg.module.weight.numpy(), np.mean(seen, axis=0), rtol=1e-6)
+    with pytest.raises(ValueError):
+        csu.AveragedModel(net, avg_fn=csu.get_swa_avg_fn(),
+                          multi_avg_fn=csu.get_swa_multi_avg_fn())
+    with pytest.raises(ValueError, match="Invalid decay value 1.5"):
+        csu.get_ema_multi_avg_fn(1.5)
+
+
+def test_update_bn_matches_torch():
+    torch = pytest.importorskip("torch")
+    from torch.optim import swa_utils as tsu
+    from clgrad.optim import swa_utils as csu
+    net, tnet = _nets(torch)
+    rng = np.random.default_rng(3)
+    batches = [rng.standard_normal((6, 3)).astype(np.float32) for _ in range(4)]
+    net.eval()
+    tnet.eval()
+    csu.update_bn([(clgrad.tensor(b), 0) for b in batches], net)
+    tsu.update_bn([(torch.tensor(b), 0) for b in batches], tnet)
+    assert not net.training and net[1].momentum == tnet[1].momentum == 0.1
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(getattr(net[1], name).numpy(),
+                                   getattr(tnet[1], name).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs", [dict(swa_lr=0.05, anneal_epochs=4),
+                                    dict(swa_lr=[0.05, 0.2], anneal_epochs=3,
+                                         anneal_strategy="linear"),
+                                    dict(swa_lr=0.05, anneal_epochs=0)])
+def test_swalr_matches_torch(kwargs):
+    torch = pytest.importorskip("torch")
+    from torch.optim import swa_utils as tsu
+    from clgrad.optim import swa_utils as csu
+    opt, topt = _torch_pair_opt(torch, "SGD", dict(lr=0.5))
+    s, ts = csu.SWALR(opt, **kwargs), tsu.SWALR(topt, **kwargs)
+    for _ in range(8):
+        assert s.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        opt.step()
+        topt.step()
+        s.step()
+        ts.step()
+
+
+def test_swalr_hand_values_and_errors():
+    from clgrad.optim import swa_utils as csu
+    opt = optim.SGD([clgrad.zeros(1, requires_grad=True)], lr=1.0)
+    s = csu.SWALR(opt, swa_lr=0.0, anneal_epochs=2, anneal_strategy="linear")
+    got = [s.get_last_lr()[0]]
+    for _ in range(3):
+        s.step()
+        got.append(s.get_last_lr()[0])
+    assert got == pytest.approx([1.0, 0.5, 0.0, 0.0])
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear'"):
+        csu.SWALR(opt, 0.1, anneal_strategy="exp")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
+        csu.SWALR(opt, 0.1, anneal_epochs=-1)

@@ -10,9 +10,10 @@
     LBFGS                     quasi-Newton steps (a closure), optional strong-Wolfe line search
     SparseAdam                refused (clgrad has no sparse gradients; use Adam)
     lr_scheduler              StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
-                              ReduceLROnPlateau, ... (see clgrad/optim/lr_scheduler.py)
+                              ReduceLROnPlateau, CyclicLR, ... (see clgrad/optim/lr_scheduler.py)
+    swa_utils                 AveragedModel (SWA, EMA), SWALR, update_bn
 """
-from clgrad.optim import lr_scheduler
+from clgrad.optim import lr_scheduler, swa_utils
 from clgrad.optim.adafactor import Adafactor
 from clgrad.optim.adam import Adam, AdamW
 from clgrad.optim.adam_variants import Adamax, NAdam, RAdam
@@ -24,4 +25,4 @@ from clgrad.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "LBFGS",
            "SparseAdam", "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor",
-           "lr_scheduler"]
+           "lr_scheduler", "swa_utils"]
