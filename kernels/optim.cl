@@ -1,7 +1,7 @@
 // kernels/optim.cl — fused optimizer updates, in place: one launch per parameter per step, or
 // per eight contiguous parameters (the *_multi kernels at the end, the default).
 // Defines: T element type (a float type); variants: AMSGRAD (adam), CENTERED and MOMENTUM
-// (rmsprop), each adding one state operand.
+// (rmsprop), each adding one state operand. nadam, radam, adamax, rprop and asgd: none.
 // Launch: 1-D over the parameter's elements (dims collapsed by clgrad.ops._util.launch_1d);
 // every tensor argument is (data, view_t) with its own strides, so any strided view works.
 // The update equations are PyTorch's (torch.optim.SGD / Adam / AdamW, single-tensor path);
@@ -157,6 +157,125 @@ __kernel void rmsprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
 #else
     p[op] = x - lr * gr / avg;
 #endif
+}
+
+// torch.lerp's two forms (the one it picks by the weight), so a moment matches its bits.
+inline T lerp_t(T a, T b, T w) {
+    return w < (T)0.5f ? a + w * (b - a) : b - (b - a) * ((T)1 - w);
+}
+
+// NAdam (T. Dozat, "Incorporating Nesterov Momentum into Adam", ICLR 2016 workshop), PyTorch's
+// form; the host computes decay = 1 - lr wd (decoupled) or 1, l2 = wd (not decoupled) or 0,
+// bc2 = 1 - beta2^t, c_grad = -lr (1 - mu_t) / (1 - prod mu), c_avg = -lr mu_{t+1} /
+// (1 - prod mu mu_{t+1}):
+//   p *= decay;  g += l2 * p
+//   m = lerp(m, g, 1 - beta1);  v = beta2 v + (1 - beta2) g g;  d = sqrt(v / bc2) + eps
+//   p += c_grad * (g / d);  p += c_avg * (m / d)
+__kernel void nadam(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                    __global const T *g, view_t vg, __global T *m, view_t vm,
+                    __global T *v, view_t vv, T decay, T l2, T beta1, T beta2, T bc2,
+                    T c_grad, T c_avg, T eps, T gsign) {
+    OPT_HEAD
+    long op, og, om, ov;
+    off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov);
+    T x = p[op] * decay;
+    T gr = gsign * g[og] + l2 * x;
+    T mi = lerp_t(m[om], gr, (T)1 - beta1);
+    m[om] = mi;
+    T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr;
+    v[ov] = vi;
+    T d = sqrt(vi / bc2) + eps;
+    x = x + c_grad * (gr / d);
+    p[op] = x + c_avg * (mi / d);
+}
+
+// RAdam (L. Liu et al., "On the Variance of the Adaptive Learning Rate and Beyond", ICLR
+// 2020), PyTorch's form; the host computes decay / l2 as nadam's, bc1 = 1 - beta1^t,
+// bc2_sqrt = sqrt(1 - beta2^t), rect (the variance rectification term) and rectify (rho_t > 5):
+//   p *= decay;  g += l2 * p
+//   m = lerp(m, g, 1 - beta1);  v = beta2 v + (1 - beta2) g g
+//   rectify: p -= m / bc1 * lr * (bc2_sqrt / (sqrt(v) + eps)) * rect
+//   else:    p -= m / bc1 * lr
+__kernel void radam(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                    __global const T *g, view_t vg, __global T *m, view_t vm,
+                    __global T *v, view_t vv, T decay, T l2, T beta1, T beta2, T lr, T bc1,
+                    T bc2_sqrt, T rect, T eps, T gsign, int rectify) {
+    OPT_HEAD
+    long op, og, om, ov;
+    off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov);
+    T x = p[op] * decay;
+    T gr = gsign * g[og] + l2 * x;
+    T mi = lerp_t(m[om], gr, (T)1 - beta1);
+    m[om] = mi;
+    T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr;
+    v[ov] = vi;
+    T u = mi / bc1 * lr;
+    if (rectify) u = u * (bc2_sqrt / (sqrt(vi) + eps)) * rect;
+    p[op] = x - u;
+}
+
+// Adamax (Kingma & Ba 2015, section 7.1), PyTorch's form; clr = lr / (1 - beta1^t):
+//   g += wd * p;  m = lerp(m, g, 1 - beta1)
+//   u = maximum(beta2 u, |g| + eps)  (NaN wins, as torch.maximum);  p += -clr * (m / u)
+__kernel void adamax(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                     __global const T *g, view_t vg, __global T *m, view_t vm,
+                     __global T *u, view_t vu, T beta1, T beta2, T eps, T weight_decay,
+                     T clr, T gsign) {
+    OPT_HEAD
+    long op, og, om, ou;
+    off4(i, nd, sh, vp, vg, vm, vu, &op, &og, &om, &ou);
+    T x = p[op];
+    T gr = gsign * g[og] + weight_decay * x;
+    T mi = lerp_t(m[om], gr, (T)1 - beta1);
+    m[om] = mi;
+    T a = u[ou] * beta2, b = fabs(gr) + eps;
+    T ui = (isnan(a) || a >= b) ? a : b;
+    u[ou] = ui;
+    p[op] = x + (-clr) * (mi / ui);
+}
+
+// Rprop (M. Riedmiller and H. Braun, "A Direct Adaptive Method for Faster Backpropagation
+// Learning: The RPROP Algorithm", ICNN 1993), PyTorch's form:
+//   s = sign(g * prev);  f = etaplus (s > 0), etaminus (s < 0), 1 (s == 0)
+//   step = clamp(step * f, step_min, step_max)     (NaN stays NaN, as torch.clamp)
+//   g = 0 where f == etaminus;  p -= sign(g) * step;  prev = g
+// (OpenCL's sign(NaN) is 0, as torch.sign's.)
+__kernel void rprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                    __global const T *g, view_t vg, __global T *prev, view_t vr,
+                    __global T *step, view_t vs, T etaminus, T etaplus, T step_min,
+                    T step_max, T gsign) {
+    OPT_HEAD
+    long op, og, opv, os;
+    off4(i, nd, sh, vp, vg, vr, vs, &op, &og, &opv, &os);
+    T gr = gsign * g[og];
+    T s = sign(gr * prev[opv]);
+    T f = s > (T)0 ? etaplus : (s < (T)0 ? etaminus : (s == (T)0 ? (T)1 : s));
+    T st = step[os] * f;
+    st = st < step_min ? step_min : (st > step_max ? step_max : st);
+    step[os] = st;
+    if (f == etaminus) gr = (T)0;
+    p[op] = p[op] + (T)(-1) * sign(gr) * st;
+    prev[opv] = gr;
+}
+
+// ASGD (B. T. Polyak and A. B. Juditsky, "Acceleration of Stochastic Approximation by
+// Averaging", SIAM J. Control Optim. 1992), PyTorch's form; eta and mu are this step's
+// (computed on the host from the previous step count):
+//   g += wd * p;  p *= 1 - lambd * eta;  p += -eta * g
+//   ax = mu != 1 ? ax + (p - ax) * mu : p
+__kernel void asgd(long n, int nd, shape_t sh, __global T *p, view_t vp,
+                   __global const T *g, view_t vg, __global T *ax, view_t va,
+                   T decay, T eta, T weight_decay, T mu, T gsign, int average) {
+    OPT_HEAD
+    long op, og, oa;
+    off3(i, nd, sh, vp, vg, va, &op, &og, &oa);
+    T x = p[op];
+    T gr = gsign * g[og] + weight_decay * x;
+    x = x * decay;
+    x = x + (-eta) * gr;
+    p[op] = x;
+    T a = ax[oa];
+    ax[oa] = average ? a + (x - a) * mu : x;
 }
 
 // Multi-tensor updates (foreach / fused, the default): up to MULTI = 8 parameters per launch.

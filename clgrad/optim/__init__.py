@@ -4,17 +4,25 @@
     SGD                       momentum, dampening, Nesterov, weight decay, maximize
     Adam, AdamW               L2-in-gradient vs decoupled weight decay, amsgrad, maximize
     Adagrad, Adadelta, RMSprop  per-element step sizes from running gradient statistics
+    NAdam, RAdam, Adamax      Adam with Nesterov momentum / rectified variance / infinity norm
+    Rprop, ASGD               sign-based steps; SGD with a running average of the iterates
+    Adafactor                 factored second moments (PyTorch 2.5+'s form)
     LBFGS                     quasi-Newton steps (a closure), optional strong-Wolfe line search
     SparseAdam                refused (clgrad has no sparse gradients; use Adam)
     lr_scheduler              StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
-                              ReduceLROnPlateau, ... (see clgrad/optim/lr_scheduler.py)
+                              ReduceLROnPlateau, CyclicLR, ... (see clgrad/optim/lr_scheduler.py)
+    swa_utils                 AveragedModel (SWA, EMA), SWALR, update_bn
 """
-from clgrad.optim import lr_scheduler
+from clgrad.optim import lr_scheduler, swa_utils
+from clgrad.optim.adafactor import Adafactor
 from clgrad.optim.adam import Adam, AdamW
+from clgrad.optim.adam_variants import Adamax, NAdam, RAdam
 from clgrad.optim.adaptive import Adadelta, Adagrad, RMSprop
 from clgrad.optim.lbfgs import LBFGS, SparseAdam
 from clgrad.optim.optimizer import Optimizer
+from clgrad.optim.rprop_asgd import ASGD, Rprop
 from clgrad.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "LBFGS",
-           "SparseAdam", "lr_scheduler"]
+           "SparseAdam", "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor",
+           "lr_scheduler", "swa_utils"]

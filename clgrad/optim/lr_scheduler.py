@@ -26,7 +26,8 @@ from clgrad.optim.optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "PolynomialLR", "CosineAnnealingLR", "SequentialLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+           "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR",
+           "CyclicLR"]
 
 
 def _check_optimizer(name, optimizer):
@@ -729,3 +730,98 @@ class OneCycleLR(LRScheduler):
                     break
                 start = ph["end_step"]
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (L. N. Smith, "Cyclical Learning Rates for Training Neural
+    Networks", WACV 2017), stepped once per batch, PyTorch's form: with n = last_epoch,
+    cycle = floor(1 + n / (up + down)), x = 1 + n / (up + down) - cycle and r = up / (up + down),
+
+        s = x / r if x <= r else (x - 1) / (r - 1)         (0 -> 1 -> 0 over a cycle)
+        lr = base_lr + (max_lr - base_lr) * s * scale(cycle or n)
+        momentum = max_momentum - (max_momentum - base_momentum) * s * scale(cycle or n)
+
+    scale: 'triangular' 1; 'triangular2' 1 / 2^(cycle - 1); 'exp_range' gamma^n (of n);
+    a custom ``scale_fn`` of the cycle (scale_mode='cycle') or of n ('iterations').
+    With ``cycle_momentum`` the groups' ``momentum`` (or Adam's beta1) moves inversely.
+
+    Args:    optimizer, base_lr, max_lr (one or one per group), step_size_up=2000,
+             step_size_down=None (= up), mode='triangular', gamma=1.0, scale_fn=None,
+             scale_mode='cycle', cycle_momentum=True, base_momentum=0.8, max_momentum=0.9,
+             last_epoch=-1
+    Raises:  ValueError for an unknown mode without scale_fn, or cycle_momentum with an
+             optimizer that has neither momentum nor betas (PyTorch's messages)
+    Note:    ``state_dict`` leaves out a custom scale_fn (a function does not save); pass it
+             to the constructor again before ``load_state_dict``.
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down=None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn=None, scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1):
+        name = "CyclicLR"
+        _check_optimizer(name, optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group(name, "base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group(name, "max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        if scale_fn is None:
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group(name, "base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group(name, "max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for hi, lo, group in zip(self.max_momentums, self.base_momentums,
+                                         optimizer.param_groups):
+                    self._set_momentum(group, hi)
+                    group["max_momentum"], group["base_momentum"] = hi, lo
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    _set_momentum = OneCycleLR._set_momentum
+
+    def scale_fn(self, x) -> float:
+        """The scaling policy at x (the cycle number or the iteration, per scale_mode)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        """Each group's lr at batch last_epoch; with ``cycle_momentum`` it also writes each
+        group's momentum (or beta1), as PyTorch's."""
+        n = self.last_epoch
+        cycle = math.floor(1 + n / self.total_size)
+        x = 1.0 + n / self.total_size - cycle
+        s = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else n)
+        lrs = [lo + (hi - lo) * s * scale for lo, hi in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for lo, hi, group in zip(self.base_momentums, self.max_momentums,
+                                     self.optimizer.param_groups):
+                self._set_momentum(group, hi - (hi - lo) * s * scale)
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As LRScheduler's, without a custom scale_fn."""
+        return {k: v for k, v in super().state_dict().items() if k != "_scale_fn_custom"}
+

@@ -21,7 +21,7 @@ from clgrad import dtypes
 
 _BF16, _F32 = dtypes.bfloat16, dtypes.float32
 
-__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer",
+__all__ = ["Optimizer", "required", "check_nonnegative", "state_buffer", "scalar_state",
            "check_execution_flags", "MULTI", "multi_default", "multi_chunks", "launch_multi"]
 
 
@@ -142,6 +142,7 @@ class Optimizer:
                     p._storage.version += 1  # (bump_version, inline: written in place)
         return loss
 
+    _float_state: tuple = ()  # state keys kept as Python floats (PyTorch: 0-d tensors)
     _multi = False  # multi-tensor launches (foreach / fused), where a subclass has _update_multi
 
     def _update_bf16(self, todo: list, group: dict):
@@ -197,7 +198,8 @@ class Optimizer:
         """Restore hyperparameters and per-parameter state saved by ``state_dict``.
 
         State tensors are copied (cast to each parameter's dtype and device), never aliased.
-        A ``step`` saved as a one-element tensor or array (PyTorch's) becomes an int.
+        A ``step`` saved as a one-element tensor or array (PyTorch's) becomes an int, the
+        scalars a subclass names in ``_float_state`` (NAdam's ``mu_product``) floats.
         Raises ValueError when the number of groups or the group sizes differ.
         """
         name = type(self).__name__
@@ -227,8 +229,9 @@ class Optimizer:
             for idx, p in zip(saved["params"], own["params"]):
                 s = saved_state.get(int(idx))
                 if s is not None:
-                    self.state[p] = {k: _step_count(v) if k == "step" else _copy_state(v, p)
-                                     for k, v in s.items()}
+                    self.state[p] = {k: _step_count(v) if k == "step" else
+                                     _host_float(v) if k in self._float_state else
+                                     _copy_state(v, p) for k, v in s.items()}
             own.update({k: v for k, v in saved.items() if k != "params"})
             if isinstance(own.get("betas"), list):
                 own["betas"] = tuple(own["betas"])
@@ -282,10 +285,26 @@ def state_buffer(state: dict, key: str, p: Tensor, fill=0.0) -> Tensor:
     return buf
 
 
+def scalar_state(value: float) -> float:
+    """``value`` rounded as PyTorch's per-parameter scalar state holds it (a 0-d tensor of
+    float64 when the default dtype is float64, else float32): NAdam's mu_product, ASGD's eta
+    and mu, so that trajectories match PyTorch's to the last bit."""
+    if dtypes.get_default_dtype() is dtypes.float64:
+        return float(value)
+    return float(np.float32(value))
+
+
 def _step_count(value):
     """A saved step count as an int (PyTorch keeps it as a float tensor)."""
     if isinstance(value, (Tensor, np.ndarray)):
         return int(value.item())
+    return value
+
+
+def _host_float(value):
+    """A saved per-parameter scalar (NAdam's mu_product, ASGD's eta and mu) as a float."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        return float(value.item())
     return value
 
 

@@ -7,12 +7,14 @@ MNIST/Fashion-MNIST and CIFAR-10 return TensorDatasets (``clgrad.utils.data.data
 from clgrad.utils.data.collate import default_collate, default_convert
 from clgrad.utils.data.dataloader import DataLoader, WorkerInfo, get_worker_info
 from clgrad.utils.data.dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset,
-                                       Subset, TensorDataset, random_split)
+                                       StackDataset, Subset, TensorDataset,
+                                       random_split)
 from clgrad.utils.data.sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                                        SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["DataLoader", "Dataset", "IterableDataset", "TensorDataset", "Subset",
-           "ConcatDataset", "ChainDataset", "random_split", "Sampler", "SequentialSampler",
+           "ConcatDataset", "StackDataset", "ChainDataset", "random_split", "Sampler",
+           "SequentialSampler",
            "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
            "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
 

@@ -19,7 +19,7 @@ from clgrad._generator import default_rng_for
 from clgrad.utils.data.collate import _STATE, HostArray, contiguous, host_array
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split"]
+           "StackDataset", "ChainDataset", "random_split"]
 
 
 class Dataset:
@@ -155,6 +155,54 @@ class ConcatDataset(Dataset):
             raise IndexError(f"ConcatDataset: index {index} is out of range for {n} samples")
         start = self.cumulative_sizes[k - 1] if k else 0
         return self.datasets[k][index - start]
+
+
+class StackDataset(Dataset):
+    """Samples of several datasets of one length side by side: ``StackDataset(a, b)[i]`` is
+    ``(a[i], b[i])``, ``StackDataset(x=a, y=b)[i]`` is ``{'x': a[i], 'y': b[i]}`` (PyTorch's
+    torch.utils.data.StackDataset). ``__getitems__`` batches through the datasets' own
+    ``__getitems__`` where they have one.
+
+    Raises:  ValueError (PyTorch's messages) for no dataset, both positional and keyword
+             datasets, datasets of different lengths, or a nested ``__getitems__`` returning
+             the wrong number of samples
+    """
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        datasets = list(args or kwargs.values())
+        self._length = len(datasets[0])
+        if any(self._length != len(d) for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list):
+        named = isinstance(self.datasets, dict)
+        columns = {}
+        for k, d in (self.datasets.items() if named else enumerate(self.datasets)):
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+                columns[k] = list(items)
+            else:
+                columns[k] = [d[i] for i in indices]
+        if named:
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
+    def __len__(self):
+        return self._length
 
 
 class ChainDataset(IterableDataset):
