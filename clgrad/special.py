@@ -11,7 +11,9 @@ Not provided (``AttributeError``, as any missing name): airy_ai, bessel_j0, bess
 bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
 modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
 spherical_bessel_j0, gammainc, gammaincc, and the orthogonal polynomials
-(chebyshev_polynomial_t/u/v/w, shifted_chebyshev_polynomial_t/u/v/w, hermite_polynomial_h,
+(chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v,
+chebyshev_polynomial_w, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, hermite_polynomial_h,
 hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p).
 """
 from clgrad.errors import missing_attribute as _missing_attribute

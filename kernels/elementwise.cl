@@ -256,8 +256,10 @@ inline W erfinv_w(W y) {
 }
 UNARY(erfinv_op, (T)erfinv_w((W)x))
 // digamma and trigamma (PyTorch's calc_digamma / calc_trigamma, aten/src/ATen/native/Math.h):
-// reflection below 0 (digamma) or 0.5 (trigamma), the recurrence up to x >= 10 (6), then
-// the asymptotic series. digamma(+-0) is -+inf, a negative integer NaN (PyTorch's).
+// reflection below 0 (digamma) or 0.5 (trigamma), the recurrence up to x >= 10, then the
+// asymptotic series. digamma(+-0) is -+inf, a negative integer NaN (PyTorch's). trigamma's
+// series runs to B_14 from 10 on (PyTorch's: 6 recurrence steps and 3 terms, 5e-10 relative
+// error: trigamma(1) = 1.6449340676 for pi^2 / 6 = 1.6449340668).
 inline W digamma_w(W x) {
     if (x == WC(0.0)) return copysign((W)INFINITY, -x);
     W result = WC(0.0);
@@ -290,9 +292,15 @@ inline W trigamma_w(W x) {
         result -= W_PI * W_PI / (sp * sp);
         x = WC(1.0) - x;
     }
-    for (int i = 0; i < 6; ++i) { result += WC(1.0) / (x * x); x += WC(1.0); }
-    W ixx = WC(1.0) / (x * x);
-    W s = WC(1.0) / WC(6.0) - ixx * (WC(1.0) / WC(30.0) - ixx * (WC(1.0) / WC(42.0)));
+    while (x < WC(10.0)) { result += WC(1.0) / (x * x); x += WC(1.0); }
+    W ixx = WC(1.0) / (x * x);  // the asymptotic series to B_14 (next term < 1e-16 relative)
+    W s = WC(7.0) / WC(6.0);
+    s = WC(-691.0) / WC(2730.0) + ixx * s;
+    s = WC(5.0) / WC(66.0) + ixx * s;
+    s = WC(-1.0) / WC(30.0) + ixx * s;
+    s = WC(1.0) / WC(42.0) + ixx * s;
+    s = WC(-1.0) / WC(30.0) + ixx * s;
+    s = WC(1.0) / WC(6.0) + ixx * s;
     result += (WC(1.0) + WC(1.0) / (WC(2.0) * x) + ixx * s) / x;
     return sign * result;
 }
@@ -531,11 +539,12 @@ inline W entr_w(W x) {
 UNARY(entr_op, (T)entr_w((W)x))
 // x * log1p(y), 0 where x is 0 unless y is NaN (PyTorch's xlog1py)
 BINARY(xlog1py_op, isnan(y) ? y : x == (T)0 ? (OPM)0 : x * log1p(y))
-// e^(x^2) exactly as e^h (1 + l), h + l = x^2 (fma: l is x*x's rounding error), so that the
-// relative error does not grow with x^2 (as e^(fl(x*x)) does: 7e-14 at x = 26 in double)
-inline W exp_square(W x) {
-    W h = x * x, l = fma(x, x, -h), e = exp(h);
-    return e + e * l;
+// e^(c x^2) as e^(c h) (1 + c l), h + l = x^2 (fma: l is x*x's rounding error; e^(c h) itself
+// where it is inf or 0), so that the relative error does not grow with x^2 (as e^(fl(x*x))
+// does: 7e-14 at x = 26 in double); c = 1 or -1/2
+inline W exp_square(W x, W c) {
+    W h = x * x, e = exp(c * h);
+    return isinf(e) || e == WC(0.0) ? e : e + e * (c * fma(x, x, -h));
 }
 // erfcx(x) = e^(x^2) erfc(x) for x >= 0: below ERFCX_CF e^(x^2) erfc(x) (both accurate,
 // erfc far from underflow); from there the continued fraction erfc(x) = e^(-x^2) / sqrt(pi) /
@@ -543,31 +552,34 @@ inline W exp_square(W x) {
 // truncation error measured below W's epsilon at ERFCX_CF; finite for every x, 1 / (x sqrt pi)
 // for large x). Below 0: 2 e^(x^2) - erfcx(-x), inf where e^(x^2) overflows (PyTorch's).
 inline W erfcx_pos(W x) {
-    if (x < ERFCX_CF) return exp_square(x) * erfc(x);
+    if (x < ERFCX_CF) return exp_square(x, WC(1.0)) * erfc(x);
     W f = x;
     for (int k = ERFCX_N; k >= 1; --k) f = x + (W)k * WC(0.5) / f;
     return WC(1.0) / (sqrt(W_PI) * f);
 }
 inline W erfcx_w(W x) {
     if (isnan(x)) return x;
-    return x < WC(0.0) ? WC(2.0) * exp_square(x) - erfcx_pos(-x) : erfcx_pos(x);
+    return x < WC(0.0) ? WC(2.0) * exp_square(x, WC(1.0)) - erfcx_pos(-x) : erfcx_pos(x);
 }
 UNARY(erfcx_op, (T)erfcx_w((W)x))
-// ndtr(x) = (1 + erf(x / sqrt 2)) / 2: through erfc of |x / sqrt 2| beyond 1 / sqrt 2, so
-// the left tail keeps its relative accuracy (Cephes' ndtr, PyTorch's)
+// ndtr(x) = (1 + erf(x / sqrt 2)) / 2: through erfc of |x / sqrt 2| beyond 1 / sqrt 2 (Cephes'
+// ndtr, PyTorch's), and below -1 as erfcx(-x / sqrt 2) e^(-x^2 / 2) / 2 with x^2 kept exactly:
+// erfc(fl(x / sqrt 2)) is off by x^2 ulp in the left tail (2e-14 at x = -11.5 in double)
 inline W ndtr_w(W x) {
     W t = x * W_SQRT1_2, z = fabs(t);
+    if (x < WC(-1.0)) return isinf(x) ? WC(0.0) : WC(0.5) * erfcx_w(-t) * exp_square(x, WC(-0.5));
     if (z < W_SQRT1_2) return WC(0.5) + WC(0.5) * erf(t);
     W y = WC(0.5) * erfc(z);
     return t > WC(0.0) ? WC(1.0) - y : y;
 }
 UNARY(ndtr_op, (T)ndtr_w((W)x))
 // log(ndtr(x)): below -1 log(erfcx(-x / sqrt 2) / 2) - x^2 / 2, finite far into the left tail
-// (log_ndtr(-40) = -804.6; PyTorch's form), else log1p(-erfc(x / sqrt 2) / 2)
+// (log_ndtr(-40) = -804.6; PyTorch's form); up to 0 log(ndtr(x)); above, log1p(-ndtr(-x))
+// (PyTorch's log1p(-erfc(x / sqrt 2) / 2) is off by x^2 ulp where erfc's argument is rounded:
+// 35 ulp at x = 5.8 in float32)
 inline W log_ndtr_w(W x) {
-    W t = x * W_SQRT1_2;
-    if (x < WC(-1.0)) return log(erfcx_w(-t) * WC(0.5)) - x * x * WC(0.5);
-    return log1p(-erfc(t) * WC(0.5));
+    if (x < WC(-1.0)) return log(erfcx_w(-x * W_SQRT1_2) * WC(0.5)) - x * x * WC(0.5);
+    return x <= WC(0.0) ? log(ndtr_w(x)) : log1p(-ndtr_w(-x));
 }
 UNARY(log_ndtr_op, (T)log_ndtr_w((W)x))
 // ndtri, the inverse of ndtr: Cephes' ndtri (S. L. Moshier, Cephes Math Library 2.8, 2000;

@@ -543,6 +543,8 @@ LEGAL = {
     "F.pad": "value is a number",
     "Tensor.normal_": "mean and std are numbers (torch.normal takes tensors: CASES)",
     "Tensor.uniform_": "a and b are numbers",
+    "Tensor.polygamma_": "n is an int (the in-place wrapper's 'other' reads as a tensor's)",
+    "Tensor.mvlgamma_": "p is an int (the in-place wrapper's 'other' reads as a tensor's)",
     "Tensor.fill_": "value is a number or a 0-dim tensor, copied as copy_ copies",
     "Tensor.__radd__": "reflected operators: the forward operator's case covers them",
     "Tensor.__rmul__": "reflected operators: the forward operator's case covers them",

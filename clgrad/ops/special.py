@@ -617,8 +617,9 @@ def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
     def backward(g):
         if _wants(a):
             raise RuntimeError("the derivative for 'zeta' is not implemented.")
+        s1 = ew.add(a, 1.0) if isinstance(a, Tensor) else a + 1.0
         return ew._grads(a, b, None, ew.mul(ew.mul(g, ew.neg(a) if isinstance(a, Tensor)
-                                                   else -a), zeta(ew.add(a, 1.0), b)))
+                                                   else -a), zeta(s1, b)))
     return record("zeta", out, ew._inputs(a, b), backward,
                   saved=[t for t in ew._inputs(a, b) if t is not None])
 
