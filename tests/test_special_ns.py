@@ -92,6 +92,7 @@ _B2K = [Fraction(1, 6), Fraction(-1, 30), Fraction(1, 42), Fraction(-1, 30), Fra
 
 def _zeta(s, q):
     """The Hurwitz zeta function: 40 terms, then Euler-Maclaurin with B_2 .. B_16 (q > 0)."""
+    s, q = float(s), float(q)  # (np.vectorize passes NumPy ints: their products wrap)
     if q <= 0:  # (s an integer here) the terms with q + k <= 0, then q + m > 0
         m = math.ceil(-q) + 1
         return sum((q + k) ** -s for k in range(m)) + _zeta(s, q + m)

@@ -1,7 +1,8 @@
 """Elementwise special functions and small math ops (PyTorch's names): erfinv, erfc, lgamma,
 digamma, logaddexp, logaddexp2, hypot, xlogy, trunc/fix, frac, signbit, copysign,
 deg2rad, rad2deg, clamp_min, clamp_max, float_power, and the predicates is_floating_point and
-is_nonzero.
+is_nonzero; and torch.special's own functions (the face: clgrad/special.py): entr, erfcx,
+ndtr, log_ndtr, ndtri, i0e, i1, i1e, xlog1py, zeta, polygamma, mvlgamma.
 
 Formulas, special values and gradients are PyTorch's (its docs, and aten's
 ``derivatives.yaml``); integer and bool inputs of the float functions compute in the default
@@ -10,7 +11,9 @@ float dtype (``get_default_dtype()``), as PyTorch's; bfloat16 computes in float3
 
 Kernels: kernels/elementwise.cl (``erfinv_op``, ``erfc_op``, ``lgamma_op``, ``digamma_op``,
 ``trigamma_op``, ``trunc_op``, ``frac_op``, ``signbit_op``, ``hypot_op``, ``copysign_op``,
-``logaddexp_op``, ``logaddexp2_op``, ``xlogy_op``); erfinv has no OpenCL built-in: see its
+``logaddexp_op``, ``logaddexp2_op``, ``xlogy_op``; torch.special's: ``entr_op``,
+``erfcx_op``, ``ndtr_op``, ``log_ndtr_op``, ``ndtri_op``, ``i0e_op``, ``i1e_op``, ``i1_op``,
+``xlog1py_op``, ``zeta_op``, ``polygamma_op``); erfinv has no OpenCL built-in: see its
 kernel's comment for the approximation and its error.
 """
 from __future__ import annotations
