@@ -79,6 +79,7 @@ from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
 # -- serialization and subpackages (``import clgrad as torch`` gives torch.nn, torch.optim...) -
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
+from clgrad import special
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture/)
@@ -148,7 +149,7 @@ __all__ = [
     # printing
     "set_printoptions", "get_printoptions", "printoptions",
     # serialization and subpackages
-    "save", "load", "autograd", "nn", "optim", "io", "linalg", "distributed", "cuda",
+    "save", "load", "autograd", "nn", "optim", "io", "linalg", "special", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
     "get_autocast_dtype",

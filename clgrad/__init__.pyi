@@ -56,6 +56,7 @@ from clgrad import nn as nn
 from clgrad import optim as optim
 from clgrad import io as io
 from clgrad import linalg as linalg
+from clgrad import special as special
 from clgrad import distributed as distributed
 from clgrad import cuda as cuda
 from clgrad import accelerator as accelerator
@@ -154,6 +155,8 @@ from clgrad.ops.special import trunc as fix
 from clgrad.ops.special import frac as frac
 from clgrad.ops.special import deg2rad as deg2rad
 from clgrad.ops.special import rad2deg as rad2deg
+from clgrad.ops.special import polygamma as polygamma
+from clgrad.ops.special import mvlgamma as mvlgamma
 from clgrad.ops.numeric import nan_to_num as nan_to_num
 from clgrad.ops.math_ops import tan as tan
 from clgrad.ops.math_ops import asin as asin
@@ -556,7 +559,7 @@ __all__ = [
     "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
     "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
     "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",
-    "optim", "io", "linalg", "distributed", "cuda", "accelerator", "backends", "utils",
+    "optim", "io", "linalg", "special", "distributed", "cuda", "accelerator", "backends", "utils",
     "serialization", "distributions", "fx", "jit", "amp", "capture", "multiprocessing", "autocast",
     "compile", "is_autocast_enabled", "get_autocast_dtype", "tensor", "as_tensor", "from_numpy",
     "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
@@ -567,32 +570,32 @@ __all__ = [
     "logaddexp2", "xlogy", "copysign", "float_power", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
     "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
     "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc",
-    "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "nan_to_num", "tan", "asin",
-    "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh", "asinh", "arcsinh", "acosh",
-    "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc", "logit", "i0", "positive",
-    "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter", "sgn", "negative", "absolute",
-    "multiply", "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal", "eq",
-    "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
-    "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero", "isnan", "isinf",
-    "isfinite", "isclose", "allclose", "equal", "clone", "fill_", "zero_", "masked_fill", "sum",
-    "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "var_mean",
-    "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum", "nanmean", "softmax",
-    "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort", "argsort", "topk",
-    "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median", "matmul", "mm", "bmm",
-    "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger", "bilinear", "trace", "kron",
-    "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "addmv_", "chain_matmul",
-    "matrix_power", "inverse", "det", "slogdet", "logdet", "cholesky_solve", "cholesky_inverse",
-    "svd", "pinverse", "narrow", "select", "reshape", "permute", "transpose", "swapaxes",
-    "swapdims", "broadcast_to", "t", "unsqueeze", "squeeze", "flatten", "unflatten", "split",
-    "chunk", "unbind", "as_strided", "diagonal", "movedim", "moveaxis", "flip", "fliplr", "flipud",
-    "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit", "dsplit",
-    "diag_embed", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid", "cat", "concat",
-    "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack", "block_diag",
-    "cartesian_prod", "combinations", "index_select", "gather", "scatter_add", "scatter", "roll",
-    "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take", "take_along_dim",
-    "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d", "conv2d",
-    "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
+    "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "polygamma", "mvlgamma",
+    "nan_to_num", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh",
+    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc",
+    "logit", "i0", "positive", "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter",
+    "sgn", "negative", "absolute", "multiply", "subtract", "greater", "greater_equal", "less",
+    "less_equal", "not_equal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
+    "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero",
+    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone", "fill_", "zero_",
+    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
+    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
+    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
+    "argsort", "topk", "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median",
+    "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
+    "bilinear", "trace", "kron", "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "addmv_",
+    "chain_matmul", "matrix_power", "inverse", "det", "slogdet", "logdet", "cholesky_solve",
+    "cholesky_inverse", "svd", "pinverse", "narrow", "select", "reshape", "permute", "transpose",
+    "swapaxes", "swapdims", "broadcast_to", "t", "unsqueeze", "squeeze", "flatten", "unflatten",
+    "split", "chunk", "unbind", "as_strided", "diagonal", "movedim", "moveaxis", "flip", "fliplr",
+    "flipud", "rot90", "atleast_1d", "atleast_2d", "atleast_3d", "tensor_split", "hsplit", "vsplit",
+    "dsplit", "diag_embed", "tile", "repeat_interleave", "broadcast_tensors", "meshgrid", "cat",
+    "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
+    "block_diag", "cartesian_prod", "combinations", "index_select", "gather", "scatter_add",
+    "scatter", "roll", "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take",
+    "take_along_dim", "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d",
+    "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "max_pool1d_with_indices", "batch_norm",
     "layer_norm", "rms_norm", "group_norm", "instance_norm", "prelu", "selu", "selu_", "celu",
     "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle",

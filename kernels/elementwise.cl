@@ -256,8 +256,10 @@ inline W erfinv_w(W y) {
 }
 UNARY(erfinv_op, (T)erfinv_w((W)x))
 // digamma and trigamma (PyTorch's calc_digamma / calc_trigamma, aten/src/ATen/native/Math.h):
-// reflection below 0 (digamma) or 0.5 (trigamma), the recurrence up to x >= 10 (6), then
-// the asymptotic series. digamma(+-0) is -+inf, a negative integer NaN (PyTorch's).
+// reflection below 0 (digamma) or 0.5 (trigamma), the recurrence up to x >= 10, then the
+// asymptotic series. digamma(+-0) is -+inf, a negative integer NaN (PyTorch's). trigamma's
+// series runs to B_14 from 10 on (PyTorch's: 6 recurrence steps and 3 terms, 5e-10 relative
+// error: trigamma(1) = 1.6449340676 for pi^2 / 6 = 1.6449340668).
 inline W digamma_w(W x) {
     if (x == WC(0.0)) return copysign((W)INFINITY, -x);
     W result = WC(0.0);
@@ -290,9 +292,15 @@ inline W trigamma_w(W x) {
         result -= W_PI * W_PI / (sp * sp);
         x = WC(1.0) - x;
     }
-    for (int i = 0; i < 6; ++i) { result += WC(1.0) / (x * x); x += WC(1.0); }
-    W ixx = WC(1.0) / (x * x);
-    W s = WC(1.0) / WC(6.0) - ixx * (WC(1.0) / WC(30.0) - ixx * (WC(1.0) / WC(42.0)));
+    while (x < WC(10.0)) { result += WC(1.0) / (x * x); x += WC(1.0); }
+    W ixx = WC(1.0) / (x * x);  // the asymptotic series to B_14 (next term < 1e-16 relative)
+    W s = WC(7.0) / WC(6.0);
+    s = WC(-691.0) / WC(2730.0) + ixx * s;
+    s = WC(5.0) / WC(66.0) + ixx * s;
+    s = WC(-1.0) / WC(30.0) + ixx * s;
+    s = WC(1.0) / WC(42.0) + ixx * s;
+    s = WC(-1.0) / WC(30.0) + ixx * s;
+    s = WC(1.0) / WC(6.0) + ixx * s;
     result += (WC(1.0) + WC(1.0) / (WC(2.0) * x) + ixx * s) / x;
     return sign * result;
 }
@@ -468,7 +476,9 @@ BINARY(logit_op, (T)logit_w((W)x, (W)y))
 // is negligible, or stops shrinking), then summed by Horner's rule from the last term (the
 // rounding errors of the small terms stay small). e^x is taken as e^(x/2) twice: results
 // near W's largest value do not overflow early (PyTorch's float32 i0 is inf from 89 on,
-// I0(91.9) = 3.4e38). +-inf gives NaN (PyTorch's and NumPy's i0).
+// I0(91.9) = 3.4e38). +-inf gives NaN (PyTorch's and NumPy's i0). ``scaled``: e^-|x| I_n(x)
+// (torch.special.i0e / i1e): the series times e^-|x|, the asymptotic series without e^|x|
+// (finite for every x: 0 at +-inf, as PyTorch's).
 #ifdef IS_DOUBLE
 #define I_BIG 20.0
 #define I_EPS DBL_EPSILON
@@ -476,10 +486,10 @@ BINARY(logit_op, (T)logit_w((W)x, (W)y))
 #define I_BIG 10.0f
 #define I_EPS FLT_EPSILON
 #endif
-inline W bessel_i_w(W x, int n) {
+inline W bessel_i_w(W x, int n, int scaled) {
     W a = fabs(x), t = WC(1.0), s = WC(1.0);
     int k = 1;
-    if (isinf(a)) return (W)NAN;
+    if (isinf(a)) return scaled ? copysign(WC(0.0), n ? x : WC(1.0)) : (W)NAN;
     if (!(a >= I_BIG)) {  // (NaN here: NaN out)
         W q = a * a * WC(0.25);
         for (; k < 100 && t > s * I_EPS; ++k) {
@@ -488,6 +498,7 @@ inline W bessel_i_w(W x, int n) {
         }
         for (s = WC(1.0); --k > 0;) s = WC(1.0) + s * (q / (W)(k * (k + n)));
         s *= n ? a * WC(0.5) : WC(1.0);
+        if (scaled) s *= exp(-a);
     } else {
         W mu = (W)(4 * n * n), ea = WC(8.0) * a;
         for (; k < 100; ++k) {
@@ -500,13 +511,193 @@ inline W bessel_i_w(W x, int n) {
             W m = (W)(2 * k - 1);
             s = WC(1.0) + s * ((m * m - mu) / ((W)k * ea));
         }
-        W h = exp(a * WC(0.5));
+        W h = scaled ? WC(1.0) : exp(a * WC(0.5));
         s = h * (h * s / sqrt(WC(2.0) * W_PI * a));
     }
     return n && x < WC(0.0) ? -s : s;
 }
-UNARY(i0_op, (T)bessel_i_w((W)x, 0))
-UNARY(i1_op, (T)bessel_i_w((W)x, 1))
+UNARY(i0_op, (T)bessel_i_w((W)x, 0, 0))
+UNARY(i1_op, (T)bessel_i_w((W)x, 1, 0))
+UNARY(i0e_op, (T)bessel_i_w((W)x, 0, 1))
+UNARY(i1e_op, (T)bessel_i_w((W)x, 1, 1))
+// -- torch.special's own functions (clgrad/ops/special.py) ---------------------------------
+#ifdef IS_DOUBLE
+#define W_SQRT1_2 M_SQRT1_2
+#define W_EPS DBL_EPSILON
+#define ERFCX_CF 4.0   // from here on erfcx's continued fraction, ERFCX_N terms (< 1 ulp)
+#define ERFCX_N 24
+#else
+#define W_SQRT1_2 M_SQRT1_2_F
+#define W_EPS FLT_EPSILON
+#define ERFCX_CF 2.0f
+#define ERFCX_N 16
+#endif
+// entr: -x log x, 0 at 0, -inf below 0, NaN at NaN (PyTorch's)
+inline W entr_w(W x) {
+    return x > WC(0.0) ? -x * log(x) : x == WC(0.0) ? WC(0.0) : isnan(x) ? x : (W)(-INFINITY);
+}
+UNARY(entr_op, (T)entr_w((W)x))
+// x * log1p(y), 0 where x is 0 unless y is NaN (PyTorch's xlog1py)
+BINARY(xlog1py_op, isnan(y) ? y : x == (T)0 ? (OPM)0 : x * log1p(y))
+// e^(c x^2) as e^(c h) (1 + c l), h + l = x^2 (fma: l is x*x's rounding error; e^(c h) itself
+// where it is inf or 0), so that the relative error does not grow with x^2 (as e^(fl(x*x))
+// does: 7e-14 at x = 26 in double); c = 1 or -1/2
+inline W exp_square(W x, W c) {
+    W h = x * x, e = exp(c * h);
+    return isinf(e) || e == WC(0.0) ? e : e + e * (c * fma(x, x, -h));
+}
+// erfcx(x) = e^(x^2) erfc(x) for x >= 0: below ERFCX_CF e^(x^2) erfc(x) (both accurate,
+// erfc far from underflow); from there the continued fraction erfc(x) = e^(-x^2) / sqrt(pi) /
+// (x + (1/2) / (x + (2/2) / (x + (3/2) / ...))) of ERFCX_N terms, summed from the last (its
+// truncation error measured below W's epsilon at ERFCX_CF; finite for every x, 1 / (x sqrt pi)
+// for large x). Below 0: 2 e^(x^2) - erfcx(-x), inf where e^(x^2) overflows (PyTorch's).
+inline W erfcx_pos(W x) {
+    if (x < ERFCX_CF) return exp_square(x, WC(1.0)) * erfc(x);
+    W f = x;
+    for (int k = ERFCX_N; k >= 1; --k) f = x + (W)k * WC(0.5) / f;
+    return WC(1.0) / (sqrt(W_PI) * f);
+}
+inline W erfcx_w(W x) {
+    if (isnan(x)) return x;
+    return x < WC(0.0) ? WC(2.0) * exp_square(x, WC(1.0)) - erfcx_pos(-x) : erfcx_pos(x);
+}
+UNARY(erfcx_op, (T)erfcx_w((W)x))
+// ndtr(x) = (1 + erf(x / sqrt 2)) / 2: through erfc of |x / sqrt 2| beyond 1 / sqrt 2 (Cephes'
+// ndtr, PyTorch's), and below -1 as erfcx(-x / sqrt 2) e^(-x^2 / 2) / 2 with x^2 kept exactly:
+// erfc(fl(x / sqrt 2)) is off by x^2 ulp in the left tail (2e-14 at x = -11.5 in double)
+inline W ndtr_w(W x) {
+    W t = x * W_SQRT1_2, z = fabs(t);
+    if (x < WC(-1.0)) return isinf(x) ? WC(0.0) : WC(0.5) * erfcx_w(-t) * exp_square(x, WC(-0.5));
+    if (z < W_SQRT1_2) return WC(0.5) + WC(0.5) * erf(t);
+    W y = WC(0.5) * erfc(z);
+    return t > WC(0.0) ? WC(1.0) - y : y;
+}
+UNARY(ndtr_op, (T)ndtr_w((W)x))
+// log(ndtr(x)): below -1 log(erfcx(-x / sqrt 2) / 2) - x^2 / 2, finite far into the left tail
+// (log_ndtr(-40) = -804.6; PyTorch's form); up to 0 log(ndtr(x)); above, log1p(-ndtr(-x))
+// (PyTorch's log1p(-erfc(x / sqrt 2) / 2) is off by x^2 ulp where erfc's argument is rounded:
+// 35 ulp at x = 5.8 in float32)
+inline W log_ndtr_w(W x) {
+    if (x < WC(-1.0)) return log(erfcx_w(-x * W_SQRT1_2) * WC(0.5)) - x * x * WC(0.5);
+    return x <= WC(0.0) ? log(ndtr_w(x)) : log1p(-ndtr_w(-x));
+}
+UNARY(log_ndtr_op, (T)log_ndtr_w((W)x))
+// ndtri, the inverse of ndtr: Cephes' ndtri (S. L. Moshier, Cephes Math Library 2.8, 2000;
+// PyTorch's calc_ndtri): for |p - 1/2| <= 1/2 - e^-2 a rational function of (p - 1/2)^2; in
+// the tails, z = sqrt(-2 log p) (p or 1 - p: both exact there), x = z - log(z) / z - R(1/z)
+// with one rational function for z < 8 and one up to z = 64 (p down to 1e-890): relative
+// error 4.6e-16 in double over [3e-308, 0.135] (Cephes' table), accurate for tiny p in float
+// too. ndtri(0) = -inf, ndtri(1) = inf, NaN outside [0, 1].
+inline W ndtri_poly(W x, __private const W *c, int n) {
+    W r = c[0];
+    for (int i = 1; i <= n; ++i) r = r * x + c[i];
+    return r;
+}
+inline W ndtri_w(W p) {
+    const W P0[5] = {WC(-5.99633501014107895267E1), WC(9.80010754185999661536E1),
+                     WC(-5.66762857469070293439E1), WC(1.39312609387279679503E1),
+                     WC(-1.23916583867381258016E0)};
+    const W Q0[9] = {WC(1.0), WC(1.95448858338141759834E0), WC(4.67627912898881538453E0),
+                     WC(8.63602421390890590575E1), WC(-2.25462687854119370527E2),
+                     WC(2.00260212380060660359E2), WC(-8.20372256168333339912E1),
+                     WC(1.59056225126211695515E1), WC(-1.18331621121330003142E0)};
+    const W P1[9] = {WC(4.05544892305962419923E0), WC(3.15251094599893866154E1),
+                     WC(5.71628192246421288162E1), WC(4.40805073893200834700E1),
+                     WC(1.46849561928858024014E1), WC(2.18663306850790267539E0),
+                     WC(-1.40256079171354495875E-1), WC(-3.50424626827848203418E-2),
+                     WC(-8.57456785154685413611E-4)};
+    const W Q1[9] = {WC(1.0), WC(1.57799883256466749731E1), WC(4.53907635128879210584E1),
+                     WC(4.13172038254672030440E1), WC(1.50425385692907503408E1),
+                     WC(2.50464946208309415979E0), WC(-1.42182922854787788574E-1),
+                     WC(-3.80806407691578277194E-2), WC(-9.33259480895457427372E-4)};
+    const W P2[9] = {WC(3.23774891776946035970E0), WC(6.91522889068984211695E0),
+                     WC(3.93881025292474443415E0), WC(1.33303460815807542389E0),
+                     WC(2.01485389549179081538E-1), WC(1.23716634817820021358E-2),
+                     WC(3.01581553508235416007E-4), WC(2.65806974686737550832E-6),
+                     WC(6.23974539184983293730E-9)};
+    const W Q2[9] = {WC(1.0), WC(6.02427039364742014255E0), WC(3.67983563856160859403E0),
+                     WC(1.37702099489081330271E0), WC(2.16236993594496635890E-1),
+                     WC(1.34204006088543189037E-2), WC(3.28014464682127739104E-4),
+                     WC(2.89247864745380683936E-6), WC(6.79019408009981274425E-9)};
+    const W E2 = WC(0.13533528323661269189);  // e^-2
+    if (p == WC(0.0)) return (W)(-INFINITY);
+    if (p == WC(1.0)) return (W)INFINITY;
+    if (!(p > WC(0.0) && p < WC(1.0))) return (W)NAN;
+    int lower = 1;
+    W y = p;
+    if (y > WC(1.0) - E2) { y = WC(1.0) - y; lower = 0; }
+    if (y > E2) {
+        y -= WC(0.5);
+        W y2 = y * y;
+        return (y + y * (y2 * ndtri_poly(y2, P0, 4) / ndtri_poly(y2, Q0, 8))) *
+               WC(2.50662827463100050242E0);
+    }
+    W z = sqrt(WC(-2.0) * log(y)), r = WC(1.0) / z;
+    W x1 = z < WC(8.0) ? r * ndtri_poly(r, P1, 8) / ndtri_poly(r, Q1, 8)
+                       : r * ndtri_poly(r, P2, 8) / ndtri_poly(r, Q2, 8);
+    W x = z - log(z) / z - x1;
+    return lower ? -x : x;
+}
+UNARY(ndtri_op, (T)ndtri_w((W)x))
+// The Hurwitz zeta function zeta(x, q) = sum_k (q + k)^-x: Cephes' zeta (PyTorch's): inf at
+// x = 1, NaN below; at q <= 0 inf where q is an integer, NaN unless x is; else the direct sum
+// until the terms fall below W's epsilon (at least 9 terms, and q + k > 9), then the
+// Euler-Maclaurin tail with up to 12 Bernoulli terms (A[i] = (2i + 2)! / B_(2i+2)). q = +inf
+// gives 0, and x = +inf 0 for q > 1, 1 at q = 1, inf for 0 < q < 1 (PyTorch's: NaN).
+inline W zeta_w(W x, W q) {
+    const W A[12] = {WC(12.0), WC(-720.0), WC(30240.0), WC(-1209600.0), WC(47900160.0),
+                     WC(-1.8924375803183791606e9), WC(7.47242496e10),
+                     WC(-2.950130727918164224e12), WC(1.1646782814350067249e14),
+                     WC(-4.5979787224074726105e15), WC(1.8152105401943546773e17),
+                     WC(-7.1661652561756670113e18)};
+    const W eps = W_EPS * WC(0.5);
+    if (x == WC(1.0)) return (W)INFINITY;
+    if (!(x >= WC(1.0))) return (W)NAN;  // (and NaN x)
+    if (q <= WC(0.0)) {
+        if (q == floor(q)) return (W)INFINITY;
+        if (x != floor(x)) return (W)NAN;
+    }
+    if (isinf(q)) return WC(0.0);
+    if (isinf(x)) return q > WC(1.0) ? WC(0.0) : q == WC(1.0) ? WC(1.0) : (W)INFINITY;
+    W s = pow(q, -x), a = q, b = WC(0.0);
+    int i = 0;
+    while (i < 9 || a <= WC(9.0)) {
+        i += 1;
+        a += WC(1.0);
+        b = pow(a, -x);
+        s += b;
+        if (-eps * s < b && b < eps * s) return s;
+    }
+    W w = a, k = WC(0.0), t;
+    s += b * w / (x - WC(1.0));
+    s -= WC(0.5) * b;
+    a = WC(1.0);
+    for (int j = 0; j < 12; ++j) {
+        a *= x + k;
+        b /= w;
+        t = a * b / A[j];
+        s = s + t;
+        if (fabs(t / s) < eps) return s;
+        k += WC(1.0);
+        a *= x + k;
+        b /= w;
+        k += WC(1.0);
+    }
+    return s;
+}
+BINARY(zeta_op, (T)zeta_w((W)x, (W)y))
+// polygamma(n, y) (x holds n, a whole number): digamma and trigamma for n = 0, 1, else
+// (-1)^(n+1) n! zeta(n + 1, y) (PyTorch's calc_polygamma; n! as a product, not
+// exp(lgamma(n + 1)): exact in W up to 22! in double); 0 at y = +inf (PyTorch's: NaN).
+inline W polygamma_w(int n, W x) {
+    if (n == 0) return digamma_w(x);
+    if (n == 1) return trigamma_w(x);
+    if (isinf(x) && x > WC(0.0)) return WC(0.0);
+    W f = WC(1.0);
+    for (int k = 2; k <= n && f < (W)INFINITY; ++k) f *= (W)k;
+    return ((n & 1) ? f : -f) * zeta_w((W)(n + 1), x);
+}
+BINARY(polygamma_op, (T)polygamma_w((int)x, (W)y))
 // nextafter in a format of M fraction bits, least normal exponent EMIN and largest finite
 // value MAXV, for an x it holds (half: its values are floats; bfloat16: computed on float32
 // copies): one step of that format's spacing toward y, which is half as wide below a power of

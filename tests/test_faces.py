@@ -48,7 +48,11 @@ OWN_MESSAGE = {
     **{n: rf"^{n}\(\) received an invalid combination of arguments - got \(numpy\.ndarray\)"
        for n in ("atleast_1d", "atleast_2d", "atleast_3d")},
     **{n: r"^expected Tensor as element 0 in argument 0, but got numpy\.ndarray$"
-       for n in ("block_diag", "cartesian_prod", "chain_matmul")}}
+       for n in ("block_diag", "cartesian_prod", "chain_matmul")},
+    "polygamma": r"^polygamma\(\): argument 'n' \(position 1\) must be int, not numpy\.ndarray$"}
+# The arguments after the array where the op needs more to reach its check (PyTorch's torch
+# checks polygamma's n before it misses input).
+AFTER_ARRAY = {"polygamma": (clgrad.ones(2),)}
 # PyTorch's name of the first Tensor argument where it is not 'input'.
 FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "tensors",
          "stack": "tensors", "one_hot": "tensor", "numel": "input", "repeat_interleave": "repeats",
@@ -62,7 +66,8 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
                                    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag",
                                    "cartesian_prod")},
          "searchsorted": "sorted_sequence", "isin": "elements", "concatenate": "tensors",
-         "trapezoid": "y", "trapz": "y", "cumulative_trapezoid": "y", "vander": "x"}
+         "trapezoid": "y", "trapz": "y", "cumulative_trapezoid": "y", "vander": "x",
+         "polygamma": "n"}
 # The clgrad face's (torch.<name>'s) first and second Tensor arguments where they are not
 # nn.functional's (ATen's signature: torch.embedding(weight, indices)).
 TORCH_FACE = {"embedding": ("weight", "indices")}
@@ -135,7 +140,7 @@ def test_a_numpy_array_for_the_first_tensor_raises_pytorchs_type_error(mod, name
     arg = _first(mod, name)
     what = "tuple of Tensors" if arg == "tensors" else "Tensor"
     with pytest.raises(TypeError, match=OWN_MESSAGE.get(name) or _message(fn, arg, 1, what)):
-        fn(np.ones((2, 3)))
+        fn(np.ones((2, 3)), *AFTER_ARRAY.get(name, ()))
 
 
 @pytest.mark.parametrize("mod, name", [p for p in _public_functions()

@@ -581,6 +581,8 @@ LEGAL = {
     "F.pad": "value is a number",
     "Tensor.normal_": "mean and std are numbers (torch.normal takes tensors: CASES)",
     "Tensor.uniform_": "a and b are numbers",
+    "Tensor.polygamma_": "n is an int (the in-place wrapper's 'other' reads as a tensor's)",
+    "Tensor.mvlgamma_": "p is an int (the in-place wrapper's 'other' reads as a tensor's)",
     "Tensor.fill_": "value is a number or a 0-dim tensor, copied as copy_ copies",
     "torch.fill_": "as Tensor.fill_", "torch.constant_pad_nd": "value is a number",
     "torch.index_put_": "CPU indices, as PyTorch; values on another device raise (CASES)",

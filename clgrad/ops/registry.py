@@ -225,6 +225,9 @@ OPS = (
     Op("frac", sp.frac, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    # torch.special's functions PyTorch has at the top level too (x.polygamma(n): self first)
+    Op("polygamma", sp.polygamma, TM, inplace=BINARY, out=CAST, method=sp._polygamma_method),
+    Op("mvlgamma", sp.mvlgamma, TM, inplace=BINARY, out=CAST),
     Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     # -- elementwise: math ops (clgrad/ops/math_ops.py), and PyTorch's other names of ops
     # above (rows of their own, to keep this block whole)

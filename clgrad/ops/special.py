@@ -1,7 +1,8 @@
 """Elementwise special functions and small math ops (PyTorch's names): erfinv, erfc, lgamma,
 digamma, logaddexp, logaddexp2, hypot, xlogy, trunc/fix, frac, signbit, copysign,
 deg2rad, rad2deg, clamp_min, clamp_max, float_power, and the predicates is_floating_point and
-is_nonzero.
+is_nonzero; and torch.special's own functions (the face: clgrad/special.py): entr, erfcx,
+ndtr, log_ndtr, ndtri, i0e, i1, i1e, xlog1py, zeta, polygamma, mvlgamma.
 
 Formulas, special values and gradients are PyTorch's (its docs, and aten's
 ``derivatives.yaml``); integer and bool inputs of the float functions compute in the default
@@ -10,7 +11,9 @@ float dtype (``get_default_dtype()``), as PyTorch's; bfloat16 computes in float3
 
 Kernels: kernels/elementwise.cl (``erfinv_op``, ``erfc_op``, ``lgamma_op``, ``digamma_op``,
 ``trigamma_op``, ``trunc_op``, ``frac_op``, ``signbit_op``, ``hypot_op``, ``copysign_op``,
-``logaddexp_op``, ``logaddexp2_op``, ``xlogy_op``); erfinv has no OpenCL built-in: see its
+``logaddexp_op``, ``logaddexp2_op``, ``xlogy_op``; torch.special's: ``entr_op``,
+``erfcx_op``, ``ndtr_op``, ``log_ndtr_op``, ``ndtri_op``, ``i0e_op``, ``i1e_op``, ``i1_op``,
+``xlog1py_op``, ``zeta_op``, ``polygamma_op``); erfinv has no OpenCL built-in: see its
 kernel's comment for the approximation and its error.
 """
 from __future__ import annotations
@@ -24,6 +27,8 @@ from clgrad import creation, dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
+from clgrad.ops import reduce as rd
+from clgrad.ops import views as vw
 from clgrad.ops._util import defines_of, empty, launch_1d, zeros
 from clgrad.tensor import Tensor
 
@@ -419,3 +424,263 @@ def frexp(input: Tensor):
 
 
 __all__ += ["is_complex", "is_signed", "is_same_size", "is_inference", "frexp"]
+
+
+# -- torch.special's own functions (the face: clgrad/special.py) -------------------------------
+# Values, special values, dtypes and gradients are PyTorch 2.14's, checked by experiment
+# (tests/test_special_ns.py): integer and bool inputs compute in the default float dtype;
+# float16 computes in float and rounds once; bfloat16 through float32 copies; erfcx,
+# log_ndtr, ndtri and zeta have no float16 or bfloat16 kernels (PyTorch's NotImplementedError).
+_F16 = dtypes.float16
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+def _full_float(op: str, input) -> Tensor:
+    """input as a float tensor (integers and bool: the default dtype); NotImplementedError for
+    float16 and bfloat16 (the functions PyTorch has no 16-bit kernels of)."""
+    x = ew._float_in(op, input)
+    if x._storage.dtype in (_F16, _BF16):
+        _not_implemented(op, x)
+    return x
+
+
+def _unary_xy(kname: str, op: str, grad_of, low: bool = True):
+    """A unary float op whose gradient ``grad_of(g, x, y)`` reads the input x and the output
+    y; ``low``: float16 and bfloat16 allowed (else NotImplementedError, as PyTorch's)."""
+    def f(input: Tensor) -> Tensor:
+        x = ew._float_in(op, input) if low else _full_float(op, input)
+        if x._storage.dtype is _BF16:
+            return ew.via_float32(f, x)
+        out = ew._launch_unary(kname, x)
+        y = out.detach()  # (not out: out -> Node -> closure -> out would be a cycle)
+        return record(op, out, (x,), lambda g: (grad_of(g, x, y),), saved=[x, y])
+    f.__name__ = f.__qualname__ = op
+    f.__module__ = __name__
+    return f
+
+
+def _int_arg(op: str, name: str, pos: int, v):
+    """PyTorch's TypeError for an int parameter given something else."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return
+    t = type(v)
+    what = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    raise TypeError(f"{op}(): argument '{name}' (position {pos}) must be int, not {what}")
+
+
+def _at_zero(x, value, elsewhere):
+    """``elsewhere``, but ``value`` where |x| <= x's epsilon (PyTorch's i1_backward: the limit
+    at 0 instead of 0 / 0)."""
+    return ew.where(ew.le(ew.abs(x), dtypes.finfo(x.dtype).eps), value, elsewhere)
+
+
+entr = _unary_xy("entr_op", "entr",
+                 lambda g, x, y: ew.mul(g, ew.neg(ew.add(ew.log(x), 1.0))))
+entr.__doc__ = """The entropy term -x log x elementwise (PyTorch's torch.special.entr): 0 at 0,
+    -inf below 0, NaN at NaN.
+
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    -(1 + log x) g (PyTorch's): +inf at 0, NaN below 0.
+    Kernels: kernels/elementwise.cl :: entr_op
+    """
+erfcx = _unary_xy("erfcx_op", "erfcx", lambda g, x, y: ew.mul(
+    g, ew.sub(ew.mul(ew.mul(x, y), 2.0), 2.0 / math.sqrt(math.pi))), low=False)
+erfcx.__doc__ = """The scaled complementary error function exp(x^2) erfc(x) elementwise
+    (PyTorch's torch.special.erfcx): finite for every x >= 0 (1 / (x sqrt(pi)) for large x),
+    inf where exp(x^2) overflows for x < 0.
+
+    Accuracy: exp(x^2) erfc(x) with x^2 kept exactly (fma) below 4 (float: 2), a continued
+              fraction above; 2 exp(x^2) - erfcx(-x) below 0 (kernels/elementwise.cl's comment;
+              measured in tests/test_special_ns.py).
+    Dtypes:  float32, float64; integers and bool give the default dtype.
+    Grad:    (2 x erfcx(x) - 2 / sqrt(pi)) g (PyTorch's).
+    Raises:  NotImplementedError for float16 and bfloat16 (PyTorch's).
+    Kernels: kernels/elementwise.cl :: erfcx_op
+    """
+ndtr = _unary_xy("ndtr_op", "ndtr", lambda g, x, y: ew.mul(
+    g, ew.mul(ew.exp(ew.mul(ew.mul(x, x), -0.5)), 1.0 / _SQRT_2PI)))
+ndtr.__doc__ = """The standard normal CDF (1 + erf(x / sqrt 2)) / 2 elementwise (PyTorch's
+    torch.special.ndtr), through erfc in the tails (relative accuracy in the left tail).
+
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    exp(-x^2 / 2) / sqrt(2 pi) g.
+    Kernels: kernels/elementwise.cl :: ndtr_op
+    """
+log_ndtr = _unary_xy("log_ndtr_op", "log_ndtr", lambda g, x, y: ew.div(
+    ew.mul(g, math.sqrt(2.0 / math.pi)), erfcx(ew.mul(x, -math.sqrt(0.5)))), low=False)
+log_ndtr.__doc__ = """log(ndtr(x)) elementwise, accurate in both tails (PyTorch's
+    torch.special.log_ndtr): below -1 log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 (finite where ndtr
+    underflows: log_ndtr(-40) = -804.6 in float32 too), else log1p(-erfc(x / sqrt 2) / 2).
+
+    Dtypes:  float32, float64; integers and bool give the default dtype.
+    Grad:    the Mills ratio phi(x) / ndtr(x) g, as sqrt(2 / pi) / erfcx(-x / sqrt 2) g: the
+             same value as PyTorch's exp(-(log_ndtr(x) + x^2 / 2)) / sqrt(2 pi) without its
+             cancellation in the left tail.
+    Raises:  NotImplementedError for float16 and bfloat16 (PyTorch's).
+    Kernels: kernels/elementwise.cl :: log_ndtr_op, erfcx_op
+    """
+ndtri = _unary_xy("ndtri_op", "ndtri", lambda g, x, y: ew.mul(
+    g, ew.mul(ew.exp(ew.mul(ew.mul(y, y), 0.5)), _SQRT_2PI)), low=False)
+ndtri.__doc__ = """The inverse of ndtr elementwise (PyTorch's torch.special.ndtri): -inf at 0,
+    inf at 1, NaN outside [0, 1]; accurate for tiny p (ndtri(1e-30) = -11.464).
+
+    Accuracy: Cephes' ndtri (rational approximations in p - 1/2 and in 1 / sqrt(-2 log p)),
+              not through erfinv(2p - 1) (which loses tiny p): measured against a float64
+              inversion of ndtr in tests/test_special_ns.py.
+    Dtypes:  float32, float64; integers and bool give the default dtype.
+    Grad:    sqrt(2 pi) exp(ndtri(p)^2 / 2) g (PyTorch's).
+    Raises:  NotImplementedError for float16 and bfloat16 (PyTorch's).
+    Kernels: kernels/elementwise.cl :: ndtri_op
+    """
+i0e = _unary_xy("i0e_op", "i0e", lambda g, x, y: ew.mul(
+    g, ew.sub(ew._launch_unary("i1e_op", x), ew.mul(ew.sign(x), y))))
+i0e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I0(x)
+    elementwise (PyTorch's torch.special.i0e): 0 at +-inf.
+
+    Accuracy: i0's series and asymptotic expansion, scaled (the latter without exp(|x|)):
+              finite for every x.
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    (i1e(x) - sgn(x) i0e(x)) g (PyTorch's).
+    Kernels: kernels/elementwise.cl :: i0e_op, i1e_op
+    """
+i1 = _unary_xy("i1_op", "i1", lambda g, x, y: ew.mul(g, _at_zero(
+    x, 0.5, ew.sub(ew._launch_unary("i0_op", x), ew.div(y, x)))))
+i1.__doc__ = """The modified Bessel function of the first kind of order 1, I1(x), elementwise
+    (PyTorch's torch.special.i1): NaN at +-inf (PyTorch's).
+
+    Accuracy: i0's series and asymptotic expansion (kernels/elementwise.cl).
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    (i0(x) - i1(x) / x) g, 0.5 g where |x| <= eps (PyTorch's i1_backward).
+    Kernels: kernels/elementwise.cl :: i1_op, i0_op
+    """
+i1e = _unary_xy("i1e_op", "i1e", lambda g, x, y: ew.mul(g, _at_zero(x, 0.5, ew.sub(
+    ew._launch_unary("i0e_op", x), ew.mul(y, ew.add(ew.sign(x), ew.reciprocal(x)))))))
+i1e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I1(x)
+    elementwise (PyTorch's torch.special.i1e): +-0 at +-inf.
+
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    (i0e(x) - i1e(x) (sgn(x) + 1 / x)) g, 0.5 g where |x| <= eps (PyTorch's).
+    Kernels: kernels/elementwise.cl :: i1e_op, i0e_op
+    """
+
+
+def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """input * log1p(other) elementwise, with broadcasting, 0 where input is 0 (also at
+    other = -1), NaN where other is NaN (PyTorch's torch.special.xlog1py). Either may be a
+    number (not both).
+
+    Dtypes:  promoted as div: integers and bool give the default dtype.
+    Grad:    input: xlog1py(g, other), 0 where input is 0 and other <= -1; other:
+             g * input / (other + 1) (PyTorch's derivatives.yaml).
+    Kernels: kernels/elementwise.cl :: xlog1py_op
+    """
+    a, b, out = _binary_float("xlog1py", "xlog1py_op", input, other, need_float=False)
+    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
+        return ew.via_float32(xlog1py, *ew._opmath((input, other), (a, b)))
+
+    def backward(g):
+        ga = gb = None
+        if _wants(a):
+            ga = xlog1py(g, b)
+            if isinstance(b, Tensor):
+                ga = ew.where(ew.logical_and(ew.eq(a, 0), ew.le(b, -1)), 0.0, ga)
+            elif b <= -1:
+                ga = ew.where(ew.eq(a, 0), 0.0, ga)
+        if _wants(b):
+            gb = ew.div(ew.mul(g, a), ew.add(b, 1.0))
+        return ew._grads(a, b, ga, gb)
+    return record("xlog1py", out, ew._inputs(a, b), backward,
+                  saved=[t for t in ew._inputs(a, b) if t is not None])
+
+
+def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
+    """The Hurwitz zeta function sum_k (other + k)^-input elementwise, with broadcasting
+    (PyTorch's torch.special.zeta; zeta(x, 1) is Riemann's). Either may be a number (not
+    both). inf at input = 1, NaN below; at other <= 0 inf where other is an integer, NaN
+    unless input is one; 0 at other = +inf (PyTorch's: NaN).
+
+    Accuracy: Cephes' zeta: the direct sum, then the Euler-Maclaurin tail (12 Bernoulli
+              terms), in the input's dtype (PyTorch's CPU computes float32 in float64).
+    Dtypes:  promoted as div: integers and bool give the default dtype.
+    Grad:    other: -input zeta(input + 1, other) g; input: none (backward raises
+             RuntimeError, PyTorch's "the derivative for 'zeta' is not implemented.").
+    Raises:  NotImplementedError for float16 and bfloat16 (PyTorch's).
+    Kernels: kernels/elementwise.cl :: zeta_op
+    """
+    a, b, dt, shape = ew._prep("zeta", input, other, floating=True)
+    if dt in (_F16, _BF16):
+        _not_implemented("zeta", a if isinstance(a, Tensor) else b)
+    out = ew._launch_binary("zeta_op", a, b, dt, shape)
+
+    def backward(g):
+        if _wants(a):
+            raise RuntimeError("the derivative for 'zeta' is not implemented.")
+        s1 = ew.add(a, 1.0) if isinstance(a, Tensor) else a + 1.0
+        return ew._grads(a, b, None, ew.mul(ew.mul(g, ew.neg(a) if isinstance(a, Tensor)
+                                                   else -a), zeta(s1, b)))
+    return record("zeta", out, ew._inputs(a, b), backward,
+                  saved=[t for t in ew._inputs(a, b) if t is not None])
+
+
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """The n-th derivative of digamma elementwise (PyTorch's torch.polygamma /
+    torch.special.polygamma): digamma for n = 0, trigamma for n = 1, else
+    (-1)^(n+1) n! zeta(n + 1, x). inf or NaN at the poles (0 and the negative integers),
+    0 at +inf (PyTorch's n >= 2: NaN).
+
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
+             dtype.
+    Grad:    polygamma(n + 1, x) g.
+    Raises:  TypeError for a non-int n (PyTorch's "argument 'n' (position 1) must be int");
+             RuntimeError for n < 0 (PyTorch's message).
+    Kernels: kernels/elementwise.cl :: polygamma_op (digamma_w, trigamma_w, zeta_w)
+    """
+    _int_arg("polygamma", "n", 1, n)
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    x = ew._float_in("polygamma", input)
+    if x._storage.dtype is _BF16:
+        return ew.via_float32(polygamma, n, x)
+    out = ew._launch_binary("polygamma_op", int(n), x, x._storage.dtype, x._shape)
+    return record("polygamma", out, (x,), lambda g: (ew.mul(g, polygamma(n + 1, x)),),
+                  saved=[x])
+
+
+def _polygamma_method(self: Tensor, n: int) -> Tensor:
+    """polygamma(n, self): Tensor.polygamma(n) (PyTorch's: self is the input, n first in the
+    function)."""
+    return polygamma(n, self)
+
+
+_polygamma_method.__name__ = "polygamma"  # (Tensor.polygamma_'s docstring names it)
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension p elementwise (PyTorch's
+    torch.mvlgamma / torch.special.multigammaln): sum_{j<p} lgamma(x - j/2) +
+    p (p - 1) / 4 log(pi). As PyTorch 2.14, no check of x > (p - 1) / 2 (it would sync):
+    below it the sum of lgamma's values (inf at its poles).
+
+    Dtypes:  floats keep theirs (float16 and bfloat16 too); integers give the default dtype.
+    Grad:    sum_j digamma(x - j/2) g (through lgamma and the sum).
+    Raises:  TypeError for a non-int p; RuntimeError for p < 1 and for a bool tensor
+             (PyTorch's messages).
+    """
+    _int_arg("mvlgamma", "p", 2, p)
+    if isinstance(input, Tensor) and input.dtype.is_bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    x = ew._float_in("mvlgamma", input)
+    offsets = creation.arange(p, dtype=x.dtype, device=x._storage.device)
+    args = ew.add(vw.unsqueeze(x, -1), ew.mul(offsets, -0.5))
+    return ew.add(rd.sum(lgamma(args), -1), p * (p - 1) / 4.0 * math.log(math.pi))
+
+
+__all__ += ["entr", "erfcx", "ndtr", "log_ndtr", "ndtri", "i0e", "i1", "i1e", "xlog1py", "zeta",
+            "polygamma", "mvlgamma"]
