@@ -444,6 +444,11 @@ from clgrad.ops.windows import hamming_window as hamming_window
 from clgrad.ops.windows import blackman_window as blackman_window
 from clgrad.ops.windows import bartlett_window as bartlett_window
 from clgrad.ops.windows import kaiser_window as kaiser_window
+from clgrad.ops.toplevel import alpha_dropout as alpha_dropout
+from clgrad.ops.toplevel import alpha_dropout_ as alpha_dropout_
+from clgrad.ops.toplevel import feature_alpha_dropout as feature_alpha_dropout
+from clgrad.ops.toplevel import feature_alpha_dropout_ as feature_alpha_dropout_
+from clgrad.ops.products import pdist as pdist
 from clgrad.ops.toplevel import convolution as convolution
 from clgrad.ops.toplevel import dropout_ as dropout_
 from clgrad.ops.dropout import feature_dropout as feature_dropout
@@ -609,7 +614,8 @@ __all__ = [
     "diagflat", "split_with_sizes", "ravel", "broadcast_shapes", "fill", "frexp", "is_complex",
     "is_signed", "is_same_size", "is_inference", "range", "scalar_tensor", "empty_strided",
     "randint_like", "asarray", "hann_window", "hamming_window", "blackman_window",
-    "bartlett_window", "kaiser_window", "convolution", "dropout_", "feature_dropout",
+    "bartlett_window", "kaiser_window", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
+    "feature_alpha_dropout_", "pdist", "convolution", "dropout_", "feature_dropout",
     "feature_dropout_", "constant_pad_nd", "rsub", "detach_", "xlogy_", "neg_", "abs_", "exp_",
     "log_", "sqrt_", "rsqrt_", "tanh_", "sigmoid_", "relu_", "sin_", "cos_", "square_",
     "reciprocal_", "floor_", "ceil_", "round_", "log1p_", "expm1_", "erf_", "clamp_", "clip_",

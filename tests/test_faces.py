@@ -60,6 +60,7 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "meshgrid": "tensors", "set_rng_state": "new_state", "affine_grid": "theta",
          "result_type": "tensor", "bilinear": "input1", "margin_ranking_loss": "input1",
          "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor",
+         "triplet_margin_with_distance_loss": "anchor",
          "cosine_similarity": "x1", "pairwise_distance": "x1", "gumbel_softmax": "logits",
          "tensordot": "a", "cdist": "x1", "chain_matmul": "matrices",
          **{n: "tensors" for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack",

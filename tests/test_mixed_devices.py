@@ -358,6 +358,13 @@ case("F.multilabel_soft_margin_loss", lambda: (r(4, 3), prob(4, 3).round(), pos(
 case("F.multi_margin_loss", lambda: (r(4, 3), ints(3, 4), pos(3)),
      lambda x, t, w: F.multi_margin_loss(x, t, weight=w))
 case("F.gaussian_nll_loss", lambda: (r(4, 3), r(4, 3), pos(4, 3)), F.gaussian_nll_loss)
+case("F.multilabel_margin_loss", lambda: (r(4, 3), ints(3, 4, 3)), F.multilabel_margin_loss)
+case("F.triplet_margin_with_distance_loss", lambda: (r(4, 3), r(4, 3), r(4, 3)),
+     F.triplet_margin_with_distance_loss)
+case("F.embedding_bag", lambda: (ints(4, 6), r(4, 5), clgrad.tensor([0, 2, 2])),
+     F.embedding_bag)
+case("F.embedding_bag[per_sample_weights]", lambda: (ints(4, 2, 3), r(4, 5), r(2, 3)),
+     lambda i, w, s: F.embedding_bag(i, w, mode="sum", per_sample_weights=s))
 
 # -- sampling, padding, pooling with tensors ------------------------------------------------------
 case("F.grid_sample", lambda: (r(1, 2, 4, 4), r(1, 3, 3, 2)),

@@ -65,3 +65,8 @@ from clgrad.nn.normalization import (LazyBatchNorm1d, LazyBatchNorm2d,  # noqa: 
 from clgrad.nn.pooling import MaxUnpool1d, MaxUnpool2d  # noqa: F401,E402
 from clgrad.nn.activation import Softmax2d  # noqa: F401,E402
 from clgrad.nn.loss import NLLLoss2d  # noqa: F401,E402
+from clgrad.nn.dropout import AlphaDropout, FeatureAlphaDropout  # noqa: F401,E402
+from clgrad.nn.pooling import LPPool1d, LPPool2d  # noqa: F401,E402
+from clgrad.nn.loss import (MultiLabelMarginLoss,  # noqa: F401,E402
+                            TripletMarginWithDistanceLoss)
+from clgrad.nn.sparse import EmbeddingBag  # noqa: F401,E402

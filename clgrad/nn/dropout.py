@@ -50,3 +50,30 @@ class Dropout1d(Dropout):
         Shapes:  (N, C, L) or (C, L) -> same; see clgrad.nn.functional.dropout1d
         """
         return F.dropout1d(x, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    """SELU's dropout (Klambauer et al., 2017): in training, elements dropped with
+    probability ``p`` are set to SELU's saturation, then all are mapped by a x + b keeping a
+    zero-mean, unit-variance input's mean and variance; the identity in eval mode."""
+
+    def forward(self, x):
+        """Alpha dropout in training mode, ``x`` itself in eval mode.
+
+        Shapes:  (*) -> same; see clgrad.nn.functional.alpha_dropout
+        """
+        return F.alpha_dropout(x, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(Dropout):
+    """AlphaDropout of whole channels ((N, C) planes of an input of 2 or more dims)."""
+
+    def forward(self, x):
+        """Channel alpha dropout in training mode, ``x`` itself in eval mode.
+
+        Shapes:  (N, C, *) -> same; see clgrad.nn.functional.feature_alpha_dropout
+        """
+        return F.feature_alpha_dropout(x, self.p, self.training, self.inplace)
+
+
+__all__ += ["AlphaDropout", "FeatureAlphaDropout"]

@@ -102,6 +102,14 @@ from clgrad.ops.loss import gaussian_nll_loss as gaussian_nll_loss
 from clgrad.ops.loss import multi_margin_loss as multi_margin_loss
 from clgrad.ops.loss import cosine_similarity as cosine_similarity
 from clgrad.ops.loss import pairwise_distance as pairwise_distance
+from clgrad.ops.dropout import alpha_dropout as alpha_dropout
+from clgrad.ops.dropout import feature_alpha_dropout as feature_alpha_dropout
+from clgrad.ops.pool import lp_pool1d as lp_pool1d
+from clgrad.ops.pool import lp_pool2d as lp_pool2d
+from clgrad.ops.products import pdist as pdist
+from clgrad.ops.loss import multilabel_margin_loss as multilabel_margin_loss
+from clgrad.ops.loss import triplet_margin_with_distance_loss as triplet_margin_with_distance_loss
+from clgrad.ops.scatters import embedding_bag as embedding_bag
 from clgrad.tensor import Tensor as Tensor
 
 def relu(input: Tensor, inplace: bool = ...): ...
@@ -135,5 +143,7 @@ __all__ = [
     "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
     "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss", "cosine_similarity",
-    "pairwise_distance", "relu_",
+    "pairwise_distance", "alpha_dropout", "feature_alpha_dropout", "lp_pool1d", "lp_pool2d",
+    "pdist", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "embedding_bag",
+    "relu_",
 ]

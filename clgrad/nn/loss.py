@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from clgrad._args import _check_reduction
 from clgrad.nn import functional as F
+from clgrad.nn.distance import PairwiseDistance
 from clgrad.nn.module import Module
 from clgrad.tensor import Tensor
 
@@ -311,3 +312,36 @@ class NLLLoss2d(NLLLoss):
 
 
 __all__ += ["NLLLoss2d"]
+
+
+class MultiLabelMarginLoss(_Legacy):
+    """Multi-label hinge loss: target classes (listed up to the first -1) against the others,
+    sum of max(0, 1 - (x[j] - x[i])) / C per sample, reduced."""
+
+    def forward(self, input, target):
+        """See clgrad.nn.functional.multilabel_margin_loss."""
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)) with any distance ``distance_function`` (a
+    PairwiseDistance() child module when none is given, as PyTorch's), reduced."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = distance_function if distance_function is not None \
+            else PairwiseDistance()
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor, positive, negative):
+        """See clgrad.nn.functional.triplet_margin_with_distance_loss."""
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+__all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]

@@ -177,6 +177,41 @@ class AdaptiveMaxPool2d(_Adaptive):
         return F.adaptive_max_pool2d(x, self.output_size, self.return_indices)
 
 
+class _LPPoolNd(Module):
+    """Power-average pooling: (sum over each window of x^p)^(1/p), p = norm_type."""
+
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def extra_repr(self):
+        """'norm_type=P, kernel_size=K, stride=S, ceil_mode=B', as PyTorch's repr."""
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input):
+        """See clgrad.nn.functional.lp_pool2d."""
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling of (N, C, L) or (C, L)."""
+
+    def forward(self, input):
+        """See clgrad.nn.functional.lp_pool1d."""
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride,
+                           self.ceil_mode)
+
+
+__all__ += ["LPPool1d", "LPPool2d"]
+
+
 class _MaxUnpoolNd(Module):
     """max_pool's partial inverse: values put back at their indices, zeros elsewhere."""
 

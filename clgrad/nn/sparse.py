@@ -68,3 +68,84 @@ class Embedding(Module):
         """'num_embeddings, embedding_dim' (and ', padding_idx=P'), as PyTorch's repr."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of rows of ``weight`` (num_embeddings, embedding_dim),
+    initialised N(0, 1) (the row ``padding_idx`` 0), without the per-element embeddings
+    being returned (see F.embedding_bag). scale_grad_by_freq and sparse raise
+    NotImplementedError."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight=None, include_last_offset: bool = False,
+                 padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        _check_positive("EmbeddingBag", num_embeddings=num_embeddings,
+                        embedding_dim=embedding_dim)
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not "
+                                      "supported by clgrad")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError("padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, sparse
+        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
+        if _weight is None:
+            self.weight = Parameter(empty(num_embeddings, embedding_dim, dtype=dtype,
+                                          device=device))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ValueError("Shape of weight does not match num_embeddings and "
+                                 "embedding_dim")
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self):
+        """weight ~ N(0, 1), the padding row 0."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                init.zeros_(self.weight[self.padding_idx])
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
+                        norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        mode: str = "mean", sparse: bool = False,
+                        include_last_offset: bool = False, padding_idx=None):
+        """An EmbeddingBag holding ``embeddings`` (V, D); frozen unless ``freeze=False``."""
+        if embeddings.ndim != 2:
+            raise ValueError("Embeddings parameter is expected to be 2-dimensional")
+        bag = cls(*embeddings.shape, _weight=embeddings, max_norm=max_norm,
+                  norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq, mode=mode,
+                  sparse=sparse, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        """(B, D) bags of rows; see clgrad.nn.functional.embedding_bag (shapes, errors)."""
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        """PyTorch's: 'V, D' then the non-default max_norm, norm_type, then mode and
+        padding_idx."""
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx!r}"
+        return s
+
+
+__all__ += ["EmbeddingBag"]

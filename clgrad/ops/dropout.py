@@ -1,5 +1,6 @@
 """Dropout: dropout (elementwise) and the channel dropouts dropout1d/dropout2d and
-feature_dropout (PyTorch's top-level ``torch.feature_dropout``: any rank from 2).
+feature_dropout (PyTorch's top-level ``torch.feature_dropout``: any rank from 2); SELU's
+alpha_dropout and feature_alpha_dropout (composed: dropout's mask, then one affine map).
 
 Kernel: kernels/dropout.cl :: dropout (Philox4x32-10, one kernel for both directions: the mask
 is regenerated from the seed, never stored).
@@ -17,7 +18,8 @@ from clgrad.ops._util import view_arg
 from clgrad.ops.activation import _check_float
 from clgrad.tensor import Tensor
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "feature_dropout", "feature_dropout_"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "feature_dropout", "feature_dropout_",
+           "alpha_dropout", "feature_alpha_dropout"]
 
 _FILE = "dropout.cl"
 
@@ -113,6 +115,66 @@ def _feature_dropout(op, x, p, training, inplace, ranks):
     if inplace:
         return ip.inplace(op + "_", x, lambda s: ew.mul(s, mask))
     return ew.mul(x, mask)
+
+
+# -- alpha dropout (Klambauer et al., "Self-Normalizing Neural Networks", 2017) --------------
+_SELU_SAT = 1.7580993408473766  # -alpha': SELU's negative saturation is -scale * alpha
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """SELU's dropout: each element is dropped with probability p, set to SELU's saturation
+    alpha' = -1.7580993408473766, then all are mapped by a x + b so that a zero-mean,
+    unit-variance input keeps its mean and variance: a = ((1 - p)(1 + p alpha'^2))^-1/2,
+    b = -a alpha' p (PyTorch's ATen formula: out = a x + b where kept, a alpha' + b where
+    dropped). The input itself when not training, p == 0 or empty; zeros (x * 0) when p == 1.
+
+    The mask is dropout()'s (Philox, see dropout): reproducible under clgrad.manual_seed.
+    Grad:    input (a where kept, 0 where dropped).
+    Raises:  ValueError for p outside [0, 1] (F's; torch.alpha_dropout raises RuntimeError).
+    """
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return _alpha("alpha_dropout", input, p, training, inplace, False)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels: the (N, C) planes of an input of 2 or more dims are
+    kept or set to alpha' together (one mask entry per (n, c)), then a x + b as alpha_dropout.
+    Grad:    input.
+    Raises:  ValueError for p outside [0, 1]; RuntimeError (PyTorch's) for fewer than 2 dims
+             when training.
+    """
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    return _alpha("feature_alpha_dropout", input, p, training, inplace, True)
+
+
+def _alpha(op, x, p, train, inplace, feature):
+    _check_float(op, x)
+    if p == 0 or not train or x.numel() == 0:
+        return x
+    if feature and x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:  # ATen's input * 0: zeros, a zero gradient
+        zero = creation.zeros((), dtype=x.dtype, device=x._storage.device)
+        if inplace:
+            return ip.inplace(op + "_", x, lambda s: ew.mul(s, zero))
+        return ew.mul(x, zero)
+    p = float(p)
+    a = 1.0 / ((_SELU_SAT * _SELU_SAT * p + 1.0) * (1.0 - p)) ** 0.5
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if feature else tuple(x.shape)
+    ones = creation.ones(shape, dtype=x.dtype, device=x._storage.device)
+    keep = ew.to(ew.ne(dropout(ones, p, True), 0), x.dtype)  # 1 kept, 0 dropped
+    scale = ew.mul(keep, a)
+    shift = ew.add(ew.mul(keep, _SELU_SAT * a), _SELU_SAT * a * (p - 1.0))  # b - a alpha' (1-k)
+
+    def apply(s):
+        return ew.add(ew.mul(s, scale), shift)
+    if inplace:
+        return ip.inplace(op + "_", x, apply)
+    return apply(x)
 
 
 # -- helpers ----------------------------------------------------------------------------------

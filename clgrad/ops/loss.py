@@ -26,6 +26,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import linalg
 from clgrad.ops import reduce as rd
+from clgrad.ops import scan as sc
 from clgrad.ops._util import (defines_for, empty, launch_1d, same_device, scalar, shape_arg,
                               view_arg)
 from clgrad.ops.norm import split_dim
@@ -37,7 +38,8 @@ __all__ = ["softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity",
            "pairwise_distance", "margin_ranking_loss", "hinge_embedding_loss",
            "soft_margin_loss", "multilabel_soft_margin_loss", "cosine_embedding_loss",
-           "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss"]
+           "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss",
+           "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
 
 _FILE = "loss.cl"
 _ROW_GROUP = 64    # work items per row when rows are long; one work item per row otherwise
@@ -590,6 +592,84 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if input.ndim == 1 and target.ndim == 0:  # (a (1,) target keeps its dim: PyTorch's)
         loss = loss.reshape(())
     return _reduce(loss, red, "multi_margin_loss")
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """sum over target classes j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C
+    per sample (PyTorch's torch.nn.MultiLabelMarginLoss); the target classes of a sample are
+    its target's entries up to the first -1 (a class listed twice counts twice, as ATen's
+    loop), reduced.
+
+    Shapes:  input (N, C) or (C,) (or 0-dim); target int64 of the input's shape -> () or
+             (N,) / () ('none')
+    Grad:    input (0 where a term is exactly 0, PyTorch's strict z > 0)
+    Raises:  RuntimeError for shapes, a target not int64, or a target entry outside
+             [-1, C) (read on the host, as multi_margin_loss's); ValueError for reduction
+    """
+    red = _legacy_reduction("multilabel_margin_loss", size_average, reduce, reduction)
+    _tensors("multilabel_margin_loss", input=input, target=target)
+    if input.ndim > 2 or input.ndim == 2 and input.shape[1] == 0 or (
+            input.ndim == 1 and input.shape[0] == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{dtypes.torch_name(target.dtype)}")
+    x = input.reshape(-1, max(input.shape[-1], 1) if input.ndim else 1)
+    t = target.reshape(x.shape)
+    nc = x.shape[1]
+    if not _capture.is_capturing() and t.numel():
+        tv = _host_values(t)
+        if np.count_nonzero((tv < -1) | (tv >= nc)):
+            raise RuntimeError("argument #2 'target' is out of range")
+    # the targets before the first -1: a prefix mask; cnt[n, j] = how often class j is listed
+    valid = ew.eq(sc.cumsum(ew.to(ew.lt(t, 0), dtypes.int64), 1), 0)
+    classes = creation.arange(nc, device=x.device)
+    listed = ew.logical_and(ew.eq(t.unsqueeze(2), classes), valid.unsqueeze(2))  # (N, k, j)
+    cnt = rd.sum(ew.to(listed, x.dtype), 1)                                       # (N, C)
+    other = ew.to(ew.eq(cnt, 0), x.dtype)                                         # i not listed
+    z = ew.relu(ew.add(ew.sub(x.unsqueeze(1), x.unsqueeze(2)), 1.0))  # [n, j, i]: 1 - xj + xi
+    terms = ew.mul(ew.mul(z, cnt.unsqueeze(2)), other.unsqueeze(1))
+    loss = ew.div(rd.sum(terms, (1, 2)), float(nc))
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, red, "multilabel_margin_loss")
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(a, p) - d(a, n)) with any distance ``d`` (default pairwise_distance);
+    with ``swap`` d(a, n) is min(d(a, n), d(p, n)) (PyTorch's
+    torch.nn.TripletMarginWithDistanceLoss), reduced.
+
+    Shapes:  anchor, positive, negative of one number of dims, what d takes -> d's shape
+             reduced
+    Grad:    anchor, positive and negative (through d)
+    Raises:  ValueError for reduction or margin <= 0; RuntimeError when the numbers of dims
+             differ
+    """
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _tensors("triplet_margin_with_distance_loss", anchor=anchor, positive=positive,
+             negative=negative)
+    a, pd, nd = anchor.ndim, positive.ndim, negative.ndim
+    if not a == pd == nd:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {pd}D, "
+                           f"and negative {nd}D inputs")
+    d = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = ew.minimum(d_neg, d(positive, negative))
+    loss = ew.clamp(ew.sub(ew.add(d_pos, margin), d_neg), min=0)
+    return _reduce(loss, reduction, "triplet_margin_with_distance_loss")
 
 
 # -- softmax ----------------------------------------------------------------------------------

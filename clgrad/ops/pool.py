@@ -186,6 +186,46 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
                       count_include_pad).squeeze(-2)
 
 
+# -- power-average pooling (composed: avg_pool of x^p, PyTorch's formula) --------------------
+def lp_pool2d(input: Tensor, norm_type, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """(sum over each window of x^p)^(1/p), p = ``norm_type`` (PyTorch's F.lp_pool2d:
+    (sign(s) relu(|s|) kH kW)^(1/p) with s = avg_pool2d(x^p), no padding); p = inf is
+    max_pool2d(|x|), -inf -max_pool2d(-|x|).
+
+    Shapes:  (N, C, H, W) or (C, H, W) -> pooled as avg_pool2d (stride defaults to kernel)
+    Grad:    input; 0 where a window's sum is 0 (relu's mask); NaN for negative x and a
+             fractional p (x^p), as PyTorch
+    Raises:  ValueError for norm_type 0; avg_pool2d's errors
+    """
+    kh, kw = _pair("lp_pool2d", "kernel_size", kernel_size, 1)
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, kh * kw, avg_pool2d,
+                    max_pool2d)
+
+
+def lp_pool1d(input: Tensor, norm_type, kernel_size, stride=None,
+              ceil_mode: bool = False) -> Tensor:
+    """(sum over each window of x^p)^(1/p) of (N, C, L) or (C, L) (see lp_pool2d)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode,
+                    _one("lp_pool1d", kernel_size), avg_pool1d, max_pool1d)
+
+
+def _lp_pool(x, p, kernel_size, stride, ceil_mode, numel, avg, mx):
+    if isinstance(p, (int, float)) and not isinstance(p, bool):
+        if p == 0:
+            raise ValueError(f"norm_type must be a non-zero value, but got {p}")
+        if p == float("inf"):
+            return mx(ew.abs(x), kernel_size, stride, 0, 1, ceil_mode)
+        if p == -float("inf"):
+            return ew.neg(mx(ew.neg(ew.abs(x)), kernel_size, stride, 0, 1, ceil_mode))
+    s = avg(ew.pow(x, p), kernel_size, stride, 0, ceil_mode)
+    s = ew.mul(ew.mul(ew.sign(s), ew.relu(ew.abs(s))), float(numel))
+    return ew.pow(s, 1.0 / p)
+
+
+__all__ += ["lp_pool1d", "lp_pool2d"]
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """Adaptive average of (N, C, L) or (C, L) to ``output_size`` along L."""
     return adaptive_avg_pool2d(_unit_height("adaptive_avg_pool1d", input),

@@ -159,13 +159,47 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         cross = mm.matmul(x1, vw.transpose(x2, -1, -2))          # (*B, P, R)
         sq = ew.add(ew.add(n1, n2), ew.mul(cross, -2.0))
         return ew.sqrt(ew.clamp(sq, min=1e-30))
-    diff = ew.sub(vw.unsqueeze(x1, -2), vw.unsqueeze(x2, -3))   # (*B, P, R, M)
+    return _pnorm(ew.sub(vw.unsqueeze(x1, -2), vw.unsqueeze(x2, -3)), p)  # (*B, P, R, M)
+
+
+def _pnorm(diff, p):
+    """The p-norm of ``diff`` over its last dim, with cdist/pdist's gradients."""
     if p == math.inf:  # PyTorch's gradient: sign(diff) at every tied maximum (not split)
         a = ew.abs(diff)
         top = rd.amax(a.detach(), -1, keepdim=True)
         mask = ew.to(ew.eq(a.detach(), top), a.dtype)
         return ew.add(top.squeeze(-1), rd.sum(ew.mul(ew.sub(a, a.detach()), mask), -1))
     return linalg.vector_norm(diff, float(p), -1)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distances between the rows of ``input``, pair by pair: the upper triangle
+    (above the diagonal) of cdist(input, input), row-major ((0, 1), (0, 2), ..., (1, 2) ...).
+
+    Shapes:  input (N, M) -> (N (N - 1) / 2,)
+    p:       as cdist (0, 1, 2, inf, any p >= 0), computed from the pairs' differences
+    Grad:    input (cdist's conventions: 0 at a zero difference, inf: every tied maximum)
+    Raises:  RuntimeError for an input not 2-D, not floating, or a negative p
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.number)):
+        raise TypeError(f"pdist: expected p to be a number, got {type(p).__name__}")
+    if not p >= 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    if input.dtype in _HALF:
+        return ew.to(pdist(ew.to(input, dtypes.float32), p), input.dtype)
+    n = input.shape[0]
+    i, j = np.triu_indices(n, 1)
+    dev = input.device
+    rows = [ix.index_select(input, 0, creation.tensor(k, dtype=dtypes.int64, device=dev))
+            for k in (i, j)]
+    return _pnorm(ew.sub(*rows), p)
+
+
+__all__ += ["pdist"]
 
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:

@@ -604,6 +604,18 @@ OPS = (
     Op("blackman_window", wn.blackman_window, TORCH),
     Op("bartlett_window", wn.bartlett_window, TORCH),
     Op("kaiser_window", wn.kaiser_window, TORCH),
+    # -- nn gaps 2 (tests/test_nn_gaps2.py): alpha dropout, LP pools, pdist, losses, bags ----
+    Op("alpha_dropout", do.alpha_dropout, TORCH | FUNCTIONAL, torch=tl.alpha_dropout),
+    Op("alpha_dropout_", tl.alpha_dropout_, TORCH),
+    Op("feature_alpha_dropout", do.feature_alpha_dropout, TORCH | FUNCTIONAL,
+       torch=tl.feature_alpha_dropout),
+    Op("feature_alpha_dropout_", tl.feature_alpha_dropout_, TORCH),
+    Op("lp_pool1d", pool.lp_pool1d, FUNCTIONAL),
+    Op("lp_pool2d", pool.lp_pool2d, FUNCTIONAL),
+    Op("pdist", pr.pdist, TORCH | FUNCTIONAL),
+    Op("multilabel_margin_loss", loss.multilabel_margin_loss, FUNCTIONAL),
+    Op("triplet_margin_with_distance_loss", loss.triplet_margin_with_distance_loss, FUNCTIONAL),
+    Op("embedding_bag", sx.embedding_bag, FUNCTIONAL),
     # -- torch's own top-level ops over nn.functional's (ATen signatures: ops/toplevel.py) ---
     Op("convolution", tl.convolution, TORCH),
     Op("dropout_", tl.dropout_, TORCH),

@@ -14,11 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import creation, dtypes, layout
-from clgrad.autograd import record
+from clgrad.autograd import no_grad, record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import inplace as ip
+from clgrad.ops import linalg
 from clgrad.ops import scan as sc
 from clgrad.ops import views as vw
 from clgrad.ops._util import same_device
@@ -275,3 +276,136 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """In-place ``put``; returns input."""
     return ip.inplace("put_", input, lambda s, v: put(s, index, v, accumulate), source)
+
+
+# -- embedding_bag: sums, means or maxima of bags of embedding rows (a segment reduction) ---
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The sum, mean or max of each bag of rows of ``weight`` (PyTorch's F.embedding_bag),
+    without the (*, D) intermediate of embedding + reduce being kept per bag: the rows are
+    gathered once (embedding), then index_add'ed ('sum', 'mean') or scatter_reduce'd ('max')
+    into their bags.
+
+    Shapes:  input (B, L) int (B bags of L), or (n,) with offsets (B,) int (bag b starts at
+             offsets[b]; with ``include_last_offset`` offsets is (B + 1,) and its last entry
+             ends the last bag); weight (V, D) -> (B, D)
+    Bags:    an empty bag gives zeros; indices equal to ``padding_idx`` are skipped (a mean
+             divides by the bag's other entries); per_sample_weights (input's shape) scales
+             each row ('sum' only)
+    max_norm: rows used whose norm_type-norm exceeds max_norm are rescaled in place to
+             max_norm / (norm + 1e-7) first, under no_grad (PyTorch's embedding_renorm_)
+    Grad:    weight (and per_sample_weights); 'max': split evenly among tied maxima
+             (scatter_reduce's; PyTorch gives it to one of them)
+    Raises:  ValueError for shapes, mode, padding_idx and per_sample_weights' shape as
+             PyTorch's F; NotImplementedError for per_sample_weights outside 'sum', for
+             scale_grad_by_freq and sparse; RuntimeError for offsets[0] != 0, decreasing
+             offsets or an index outside [0, V) (host reads of input and offsets)
+    """
+    if weight.dtype in (dtypes.int64, dtypes.int32) and input.dtype.is_floating_point:
+        weight, input = input, weight  # PyTorch's old argument order (it warns)
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)})"
+                         f" is not None, then it must have the same shape as the input "
+                         f"({tuple(input.shape)})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    v = weight.shape[0]
+    if padding_idx is not None:
+        if not -v <= padding_idx < v:
+            raise ValueError("padding_idx must be within the number of embeddings")
+        padding_idx %= v
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+        b, length = input.shape
+        starts, ends = np.arange(b) * length, np.arange(1, b + 1) * length
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        off = offsets.numpy().astype(np.int64)
+        if off.size and off[0] != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{off[0]}")
+        if np.any(np.diff(off) < 0) or (off.size and off[-1] > input.shape[0]):
+            raise RuntimeError(f"embedding_bag: expected offsets non-decreasing and at most the "
+                               f"input's length {input.shape[0]}, got {off.tolist()}")
+        if include_last_offset:
+            starts, ends = off[:-1], off[1:]
+        else:
+            starts, ends = off, np.append(off[1:], input.shape[0])
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported by clgrad")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  f"GitHub.")
+    idx = input.reshape(-1).numpy().astype(np.int64)
+    bad = np.flatnonzero((idx < 0) | (idx >= v))
+    if bad.size:
+        raise IndexRangeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not "
+                              f"in the valid range [0, {v})")
+    nb, dev = len(starts), weight.device
+    pos = np.arange(idx.size)
+    bag = np.searchsorted(starts, pos, side="right") - 1  # the last bag starting at or before
+    keep = (bag >= 0) & (pos < ends[np.maximum(bag, 0)] if nb else False)
+    if padding_idx is not None:
+        keep &= idx != padding_idx
+    kept = np.flatnonzero(keep)
+    if max_norm is not None:
+        _renorm_rows(weight, np.unique(idx[kept]), max_norm, norm_type)
+
+    def long(a):
+        return creation.tensor(np.ascontiguousarray(a, dtype=np.int64), dtype=dtypes.int64,
+                               device=dev)
+    bags = long(bag[kept])
+    rows = ix.embedding(long(idx[kept]), weight)                       # (K, D)
+    if per_sample_weights is not None:
+        psw = ix.index_select(per_sample_weights.reshape(-1), 0, long(kept))
+        rows = ew.mul(rows, psw.unsqueeze(1))
+    out = creation.zeros((nb, weight.shape[1]), dtype=weight.dtype, device=dev)
+    if mode == "max":
+        where = vw.expand(bags.unsqueeze(1), tuple(rows.shape))
+        return scatter_reduce(out, 0, where, rows, "amax", include_self=False)
+    out = ix.index_add(out, 0, bags, rows)
+    if mode == "mean":
+        count = np.maximum(np.bincount(bag[kept], minlength=nb), 1)
+        out = ew.div(out, creation.tensor(count.reshape(-1, 1), dtype=weight.dtype,
+                                          device=dev))
+    return out
+
+
+def _renorm_rows(weight, ids, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: rows ``ids`` of norm above max_norm scaled in place to
+    max_norm / (norm + 1e-7), not recorded by autograd."""
+    if not ids.size:
+        return
+    with no_grad():
+        at = creation.tensor(ids, dtype=dtypes.int64, device=weight.device)
+        rows = ix.index_select(weight, 0, at)
+        norm = linalg.vector_norm(rows, norm_type, 1, True)
+        scale = ew.where(ew.gt(norm, max_norm), ew.div(max_norm, ew.add(norm, 1e-7)), 1.0)
+        new = ew.mul(rows, scale)
+        ip.inplace("embedding_renorm_", weight, lambda w: index_copy(w, 0, at, new))
+
+
+__all__ += ["embedding_bag"]

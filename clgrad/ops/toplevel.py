@@ -27,7 +27,8 @@ from clgrad.ops.conv import transpose as convt
 from clgrad.tensor import Tensor
 
 __all__ = ["convolution", "max_pool1d", "max_pool2d", "max_pool1d_with_indices",
-           "adaptive_max_pool1d", "dropout", "dropout_", "batch_norm", "instance_norm",
+           "adaptive_max_pool1d", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_",
+           "feature_alpha_dropout", "feature_alpha_dropout_", "batch_norm", "instance_norm",
            "layer_norm", "group_norm", "embedding", "binary_cross_entropy_with_logits",
            "kl_div", "constant_pad_nd", "rsub", "detach_"]
 
@@ -103,6 +104,30 @@ def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
     """``torch.dropout_``: dropout written into ``input``; returns input."""
     _check_p(p)
     return do.dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.alpha_dropout(input, p, train)``: F.alpha_dropout, ``train`` required."""
+    _check_p(p)
+    return do.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.alpha_dropout_``: alpha_dropout written into ``input``; returns input."""
+    _check_p(p)
+    return do.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.feature_alpha_dropout(input, p, train)``: F.feature_alpha_dropout."""
+    _check_p(p)
+    return do.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """``torch.feature_alpha_dropout_``: feature_alpha_dropout written into ``input``."""
+    _check_p(p)
+    return do.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 # -- normalization ----------------------------------------------------------------------------
