@@ -65,3 +65,7 @@ from clgrad.nn.normalization import (LazyBatchNorm1d, LazyBatchNorm2d,  # noqa: 
 from clgrad.nn.pooling import MaxUnpool1d, MaxUnpool2d  # noqa: F401,E402
 from clgrad.nn.activation import Softmax2d  # noqa: F401,E402
 from clgrad.nn.loss import NLLLoss2d  # noqa: F401,E402
+from clgrad.nn.three_d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d,  # noqa: F401,E402
+                               BatchNorm3d, CircularPad3d, ConstantPad3d, Conv3d,
+                               ConvTranspose3d, Dropout3d, InstanceNorm3d, MaxPool3d,
+                               ReflectionPad3d, ReplicationPad3d, ZeroPad3d)
