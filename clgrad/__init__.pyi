@@ -369,6 +369,9 @@ from clgrad.ops.pool import avg_pool1d as avg_pool1d
 from clgrad.ops.pool import adaptive_avg_pool1d as adaptive_avg_pool1d
 from clgrad.ops.toplevel import adaptive_max_pool1d as adaptive_max_pool1d
 from clgrad.ops.toplevel import max_pool1d_with_indices as max_pool1d_with_indices
+from clgrad.ops.three_d import conv3d as conv3d
+from clgrad.ops.three_d import conv_transpose3d as conv_transpose3d
+from clgrad.ops.three_d import torch_max_pool3d as max_pool3d
 from clgrad.ops.toplevel import batch_norm as batch_norm
 from clgrad.ops.toplevel import layer_norm as layer_norm
 from clgrad.ops.norm import rms_norm as rms_norm
@@ -601,25 +604,25 @@ __all__ = [
     "scatter", "roll", "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take",
     "take_along_dim", "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d",
     "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "adaptive_avg_pool1d", "adaptive_max_pool1d", "max_pool1d_with_indices", "batch_norm",
-    "layer_norm", "rms_norm", "group_norm", "instance_norm", "prelu", "selu", "selu_", "celu",
-    "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle",
-    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
-    "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
-    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity",
-    "pairwise_distance", "quantile", "nanquantile", "nanmedian", "mode", "aminmax", "bincount",
-    "histc", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "logcumsumexp",
-    "unique_consecutive", "scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter",
-    "select_scatter", "slice_scatter", "put", "cross", "inner", "vdot", "vander", "diag",
-    "diagflat", "split_with_sizes", "ravel", "broadcast_shapes", "fill", "frexp", "is_complex",
-    "is_signed", "is_same_size", "is_inference", "range", "scalar_tensor", "empty_strided",
-    "randint_like", "asarray", "hann_window", "hamming_window", "blackman_window",
-    "bartlett_window", "kaiser_window", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
-    "feature_alpha_dropout_", "pdist", "convolution", "dropout_", "feature_dropout",
-    "feature_dropout_", "constant_pad_nd", "rsub", "detach_", "xlogy_", "neg_", "abs_", "exp_",
-    "log_", "sqrt_", "rsqrt_", "tanh_", "sigmoid_", "relu_", "sin_", "cos_", "square_",
-    "reciprocal_", "floor_", "ceil_", "round_", "log1p_", "expm1_", "erf_", "clamp_", "clip_",
-    "clamp_min_", "clamp_max_", "erfc_", "trunc_", "fix_", "frac_", "deg2rad_", "rad2deg_",
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d",
+    "conv_transpose3d", "max_pool3d", "batch_norm", "layer_norm", "rms_norm", "group_norm",
+    "instance_norm", "prelu", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
+    "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "native_channel_shuffle", "binary_cross_entropy_with_logits", "kl_div",
+    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "poisson_nll_loss", "cosine_similarity", "pairwise_distance", "quantile", "nanquantile",
+    "nanmedian", "mode", "aminmax", "bincount", "histc", "cov", "corrcoef", "trapezoid", "trapz",
+    "cumulative_trapezoid", "logcumsumexp", "unique_consecutive", "scatter_reduce", "index_copy",
+    "masked_scatter", "diagonal_scatter", "select_scatter", "slice_scatter", "put", "cross",
+    "inner", "vdot", "vander", "diag", "diagflat", "split_with_sizes", "ravel", "broadcast_shapes",
+    "fill", "frexp", "is_complex", "is_signed", "is_same_size", "is_inference", "range",
+    "scalar_tensor", "empty_strided", "randint_like", "asarray", "hann_window", "hamming_window",
+    "blackman_window", "bartlett_window", "kaiser_window", "alpha_dropout", "alpha_dropout_",
+    "feature_alpha_dropout", "feature_alpha_dropout_", "pdist", "convolution", "dropout_",
+    "feature_dropout", "feature_dropout_", "constant_pad_nd", "rsub", "detach_", "xlogy_", "neg_",
+    "abs_", "exp_", "log_", "sqrt_", "rsqrt_", "tanh_", "sigmoid_", "relu_", "sin_", "cos_",
+    "square_", "reciprocal_", "floor_", "ceil_", "round_", "log1p_", "expm1_", "erf_", "clamp_",
+    "clip_", "clamp_min_", "clamp_max_", "erfc_", "trunc_", "fix_", "frac_", "deg2rad_", "rad2deg_",
     "nan_to_num_", "tan_", "asin_", "arcsin_", "acos_", "arccos_", "atan_", "arctan_", "sinh_",
     "cosh_", "asinh_", "arcsinh_", "acosh_", "arccosh_", "atanh_", "arctanh_", "log2_", "log10_",
     "exp2_", "sinc_", "logit_", "i0_", "ldexp_", "gcd_", "lcm_", "negative_",

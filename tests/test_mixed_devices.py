@@ -197,6 +197,12 @@ case("F.conv2d", lambda: (r(1, 2, 5, 5), r(3, 2, 3, 3), r(3)), F.conv2d)
 case("F.conv2d[no bias]", lambda: (r(1, 2, 5, 5), r(3, 2, 3, 3)), F.conv2d)
 case("F.conv_transpose1d", lambda: (r(1, 2, 5), r(2, 3, 3), r(3)), F.conv_transpose1d)
 case("F.conv_transpose2d", lambda: (r(1, 2, 5, 5), r(2, 3, 3, 3), r(3)), F.conv_transpose2d)
+case("F.conv3d", lambda: (r(1, 2, 4, 5, 5), r(3, 2, 2, 3, 3), r(3)), F.conv3d)
+case("F.conv_transpose3d", lambda: (r(1, 2, 3, 5, 5), r(2, 3, 2, 3, 3), r(3)),
+     F.conv_transpose3d)
+case("torch.conv3d", lambda: (r(1, 2, 4, 5, 5), r(3, 2, 2, 3, 3), r(3)), clgrad.conv3d)
+case("torch.conv_transpose3d", lambda: (r(1, 2, 3, 5, 5), r(2, 3, 2, 3, 3), r(3)),
+     clgrad.conv_transpose3d)
 case("F.prelu", lambda: (r(2, 3, 4), r(3)), F.prelu)
 
 # -- normalization -------------------------------------------------------------------------------

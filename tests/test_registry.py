@@ -317,7 +317,7 @@ _RANDOM = {  # random draws: distribution and seed tests, no fixed values to tab
     "normal_": "test_random.py", "uniform_": "test_random.py",
     "exponential_": "test_random.py", "dropout": "test_activation.py",
     "multinomial": "test_search.py",
-    "dropout1d": "test_nn.py", "dropout2d": "test_nn.py"}
+    "dropout1d": "test_nn.py", "dropout2d": "test_nn.py", "dropout3d": "test_three_d.py"}
 _NO_GRADIENT = {  # bool or integer results
     "bitwise_not": "test_integer.py", "isnan": "test_numeric.py", "isinf": "test_numeric.py",
     "isfinite": "test_numeric.py", "isclose": "test_numeric.py", "allclose": "test_numeric.py",
@@ -329,6 +329,12 @@ _NO_GRADIENT = {  # bool or integer results
     "bucketize": "test_search.py", "gcd": "test_math_ops.py", "lcm": "test_math_ops.py"}
 _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test functions
     "rms_norm": "test_nn_gaps.py",
+    # the 3-D family: values against PyTorch / a float64 loop, finite-difference gradients
+    "conv3d": "test_three_d.py", "conv_transpose3d": "test_three_d.py",
+    "max_pool3d": "test_three_d.py", "max_pool3d_with_indices": "test_three_d.py",
+    "avg_pool3d": "test_three_d.py", "adaptive_avg_pool3d": "test_three_d.py",
+    "adaptive_max_pool3d": "test_three_d.py",
+    "adaptive_max_pool3d_with_indices": "test_three_d.py",
     "max_pool2d_with_indices": "test_nn_gaps.py",
     "adaptive_max_pool1d_with_indices": "test_nn_gaps.py",
     "adaptive_max_pool2d_with_indices": "test_nn_gaps.py",

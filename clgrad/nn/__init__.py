@@ -70,3 +70,7 @@ from clgrad.nn.pooling import LPPool1d, LPPool2d  # noqa: F401,E402
 from clgrad.nn.loss import (MultiLabelMarginLoss,  # noqa: F401,E402
                             TripletMarginWithDistanceLoss)
 from clgrad.nn.sparse import EmbeddingBag  # noqa: F401,E402
+from clgrad.nn.three_d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d,  # noqa: F401,E402
+                               BatchNorm3d, CircularPad3d, ConstantPad3d, Conv3d,
+                               ConvTranspose3d, Dropout3d, InstanceNorm3d, MaxPool3d,
+                               ReflectionPad3d, ReplicationPad3d, ZeroPad3d)

@@ -35,6 +35,15 @@ from clgrad.ops.upsample import interpolate as interpolate
 from clgrad.ops.upsample import interpolate as upsample
 from clgrad.ops.upsample import upsample_nearest as upsample_nearest
 from clgrad.ops.upsample import upsample_bilinear as upsample_bilinear
+from clgrad.ops.three_d import conv3d as conv3d
+from clgrad.ops.three_d import conv_transpose3d as conv_transpose3d
+from clgrad.ops.three_d import max_pool3d as max_pool3d
+from clgrad.ops.three_d import max_pool3d_with_indices as max_pool3d_with_indices
+from clgrad.ops.three_d import avg_pool3d as avg_pool3d
+from clgrad.ops.three_d import adaptive_avg_pool3d as adaptive_avg_pool3d
+from clgrad.ops.three_d import adaptive_max_pool3d as adaptive_max_pool3d
+from clgrad.ops.three_d import adaptive_max_pool3d_with_indices as adaptive_max_pool3d_with_indices
+from clgrad.ops.three_d import dropout3d as dropout3d
 from clgrad.ops.grid_sample import grid_sample as grid_sample
 from clgrad.ops.grid_sample import affine_grid as affine_grid
 from clgrad.ops.norm import batch_norm as batch_norm
@@ -131,7 +140,9 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
     "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices", "max_unpool1d", "max_unpool2d", "interpolate", "upsample",
-    "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid", "batch_norm",
+    "upsample_nearest", "upsample_bilinear", "conv3d", "conv_transpose3d", "max_pool3d",
+    "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices", "dropout3d", "grid_sample", "affine_grid", "batch_norm",
     "layer_norm", "rms_norm", "group_norm", "instance_norm", "local_response_norm", "relu6",
     "leaky_relu", "hardtanh", "gelu", "silu", "elu", "elu_", "leaky_relu_", "hardtanh_",
     "hardswish", "hardsigmoid", "softplus", "mish", "prelu", "logsigmoid", "selu", "selu_", "celu",

@@ -29,7 +29,8 @@ class Upsample(Module):
         """'scale_factor=F, mode=M' (or 'size=S, mode=M'), as PyTorch's repr."""
         what = (f"scale_factor={float(self.scale_factor)}"
                 if self.scale_factor is not None and not isinstance(self.scale_factor, tuple)
-                else f"scale_factor={self.scale_factor}" if self.scale_factor is not None
+                else f"scale_factor={tuple(float(f) for f in self.scale_factor)}"
+                if self.scale_factor is not None
                 else f"size={self.size}")
         return f"{what}, mode={self.mode!r}"
 

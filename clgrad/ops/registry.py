@@ -91,6 +91,7 @@ from clgrad.ops import shuffle
 from clgrad.ops import sort as so
 from clgrad.ops import special as sp
 from clgrad.ops import stats as st
+from clgrad.ops import three_d as td
 from clgrad.ops import toplevel as tl
 from clgrad.ops import upsample
 from clgrad.ops import views as vw
@@ -482,6 +483,16 @@ OPS = (
     Op("interpolate", upsample.interpolate, FUNCTIONAL, aliases=("upsample",)),
     Op("upsample_nearest", upsample.upsample_nearest, FUNCTIONAL),
     Op("upsample_bilinear", upsample.upsample_bilinear, FUNCTIONAL),
+    # -- the 3-D family (clgrad/ops/three_d.py: compositions of the 2-D ops) ----------------
+    Op("conv3d", td.conv3d, TORCH | FUNCTIONAL),
+    Op("conv_transpose3d", td.conv_transpose3d, TORCH | FUNCTIONAL),
+    Op("max_pool3d", td.max_pool3d, TORCH | FUNCTIONAL, torch=td.torch_max_pool3d),
+    Op("max_pool3d_with_indices", td.max_pool3d_with_indices, FUNCTIONAL),
+    Op("avg_pool3d", td.avg_pool3d, FUNCTIONAL),
+    Op("adaptive_avg_pool3d", td.adaptive_avg_pool3d, FUNCTIONAL),
+    Op("adaptive_max_pool3d", td.adaptive_max_pool3d, FUNCTIONAL),
+    Op("adaptive_max_pool3d_with_indices", td.adaptive_max_pool3d_with_indices, FUNCTIONAL),
+    Op("dropout3d", td.dropout3d, FUNCTIONAL),
     Op("grid_sample", gs.grid_sample, FUNCTIONAL),
     Op("affine_grid", gs.affine_grid, FUNCTIONAL),
     # -- norm ---------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from clgrad.tensor import Tensor
 __all__ = ["upsample_nearest", "upsample_bilinear", "interpolate"]
 
 _FILE = "upsample.cl"
-_MODES = {"nearest": 2, "nearest-exact": 2, "linear": 1, "bilinear": 2, "area": 2}
+_MODES = {"nearest": 2, "nearest-exact": 2, "linear": 1, "bilinear": 2, "trilinear": 3,
+          "area": 2}
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
@@ -34,7 +35,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     """Resize the spatial dims of ``input`` (PyTorch's F.interpolate).
 
     Shapes:  (N, C, L) for 'nearest', 'nearest-exact', 'linear', 'area';
-             (N, C, H, W) for 'nearest', 'nearest-exact', 'bilinear', 'area'.
+             (N, C, H, W) for 'nearest', 'nearest-exact', 'bilinear', 'area';
+             (N, C, D, H, W) for 'nearest', 'nearest-exact', 'trilinear', 'area': the 2-D
+             resampling of the (N, C*D, H, W) frames, then of the (N, C, D, OH*OW) view of the
+             result along D alone (the modes are separable; 2 launches, grad through both).
     Size:    ``size`` (int or tuple) or ``scale_factor`` (float or tuple): out =
              floor(in * scale_factor). Source coordinates use 1 / scale_factor when given
              (unless ``recompute_scale_factor``), else in / out; with ``align_corners``
@@ -42,23 +46,23 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     Grad:    input.
     Raises:  ValueError for both or neither of size and scale_factor, a bad rank for the
              mode, align_corners with a non-linear mode, non-positive sizes or scales;
-             NotImplementedError for 'bicubic', 'trilinear' and antialias.
+             NotImplementedError for 'bicubic' and antialias.
     """
     if not isinstance(input, Tensor):
         raise TypeError(f"interpolate: expected a Tensor, got {type(input).__name__}")
-    if mode in ("bicubic", "trilinear") or antialias:
+    if mode == "bicubic" or antialias:
         raise NotImplementedError(f"interpolate: mode {mode!r} (antialias={antialias}) is not "
                                   f"supported by clgrad")
     if mode not in _MODES:
         raise ValueError(f"interpolate: expected mode 'nearest', 'nearest-exact', 'linear', "
-                         f"'bilinear' or 'area', got {mode!r}")
+                         f"'bilinear', 'trilinear' or 'area', got {mode!r}")
     dims = input.ndim - 2
-    if dims not in (1, 2) or (mode == "linear" and dims != 1) or \
-            (mode == "bilinear" and dims != 2):
-        raise ValueError(f"interpolate: mode {mode!r} expects a "
-                         f"{'3' if mode == 'linear' else '4' if mode == 'bilinear' else '3 or 4'}"
-                         f"-D input, got shape {tuple(input.shape)}")
-    linear = mode in ("linear", "bilinear")
+    if dims not in (1, 2, 3) or (mode == "linear" and dims != 1) or \
+            (mode == "bilinear" and dims != 2) or (mode == "trilinear" and dims != 3):
+        want = {"linear": "3", "bilinear": "4", "trilinear": "5"}.get(mode, "3, 4 or 5")
+        raise ValueError(f"interpolate: mode {mode!r} expects a {want}-D input, got shape "
+                         f"{tuple(input.shape)}")
+    linear = mode in ("linear", "bilinear", "trilinear")
     if align_corners is not None and not linear:
         raise ValueError("interpolate: align_corners option can only be set with the "
                          "interpolating modes: linear | bilinear")
@@ -69,6 +73,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
                               recompute_scale_factor, antialias)
     ins = tuple(input.shape[2:])
     outs, scales = _sizes(ins, size, scale_factor, recompute_scale_factor)
+    if dims == 3:
+        return _interpolate_5d(input, outs, scales, mode, bool(align_corners))
     if mode == "area":
         x4 = input if dims == 2 else input.unsqueeze(-2)
         out = adaptive_avg_pool2d(x4, outs if dims == 2 else (1, outs[0]))
@@ -80,6 +86,22 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
              zip(ins, outs, scales)]
     out = _resample(x4, outs, coord, mode, bool(align_corners))
     return out if dims == 2 else out.squeeze(-2)
+
+
+def _interpolate_5d(x, outs, scales, mode, align):
+    """(N, C, D, H, W): the frames resampled in H, W, then the (N, C, D, OH*OW) view in D
+    (its second dim kept: scale 1, an identity in every mode)."""
+    n, c, d, h, w = x.shape
+    od, oh, ow = outs
+    frames = x.reshape(n, c * d, h, w)
+    if mode == "area":
+        y = adaptive_avg_pool2d(frames, (oh, ow)).view(n, c, d, oh * ow)
+        return adaptive_avg_pool2d(y, (od, oh * ow)).view(n, c, od, oh, ow)
+    linear = mode == "trilinear"
+    mode2 = "bilinear" if linear else mode
+    coord = [_coord_scale(i, o, s, linear, align) for i, o, s in zip((d, h, w), outs, scales)]
+    y = _resample(frames, (oh, ow), coord[1:], mode2, align).view(n, c, d, oh * ow)
+    return _resample(y, (od, oh * ow), (coord[0], 1.0), mode2, align).view(n, c, od, oh, ow)
 
 
 def _sizes(ins, size, scale_factor, recompute):
