@@ -239,7 +239,9 @@ __kernel void adamax(long n, int nd, shape_t sh, __global T *p, view_t vp,
 //   s = sign(g * prev);  f = etaplus (s > 0), etaminus (s < 0), 1 (s == 0)
 //   step = clamp(step * f, step_min, step_max)     (NaN stays NaN, as torch.clamp)
 //   g = 0 where f == etaminus;  p -= sign(g) * step;  prev = g
-// (OpenCL's sign(NaN) is 0, as torch.sign's.)
+// SIGN_T: sign with NaN -> 0, as torch.sign's (OpenCL's sign has no half overload on NVIDIA:
+// tools/nvidia_half_check.py).
+#define SIGN_T(x) ((x) > (T)0 ? (T)1 : ((x) < (T)0 ? (T)(-1) : (T)0))
 __kernel void rprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
                     __global const T *g, view_t vg, __global T *prev, view_t vr,
                     __global T *step, view_t vs, T etaminus, T etaplus, T step_min,
@@ -248,13 +250,13 @@ __kernel void rprop(long n, int nd, shape_t sh, __global T *p, view_t vp,
     long op, og, opv, os;
     off4(i, nd, sh, vp, vg, vr, vs, &op, &og, &opv, &os);
     T gr = gsign * g[og];
-    T s = sign(gr * prev[opv]);
+    T s = SIGN_T(gr * prev[opv]);
     T f = s > (T)0 ? etaplus : (s < (T)0 ? etaminus : (s == (T)0 ? (T)1 : s));
     T st = step[os] * f;
     st = st < step_min ? step_min : (st > step_max ? step_max : st);
     step[os] = st;
     if (f == etaminus) gr = (T)0;
-    p[op] = p[op] + (T)(-1) * sign(gr) * st;
+    p[op] = p[op] + (T)(-1) * SIGN_T(gr) * st;
     prev[opv] = gr;
 }
 
