@@ -546,13 +546,26 @@ def _checked(fn, module, method=False, torch_names=None):
     shift = 1 if method else 0
     checks = [(pos - shift, name, torch_name, kind) for pos, name, torch_name, kind
               in tensor_params(fn, module, torch_names) if not (method and pos == 0)]
-    if not checks:
+    import inspect
+    params = inspect.signature(fn).parameters
+    # PyTorch's argument parser takes NumPy's names for dim and keepdim (x.sum(axis=1,
+    # keepdims=True), d2l.ai's style) in every op that has them (here: every method, and
+    # every function taking a tensor, so checked)
+    numpy_names = tuple((a, b) for a, b in (("axis", "dim"), ("keepdims", "keepdim"))
+                        if b in params and a not in params)
+    if not checks and not (method and numpy_names):
         return fn
     op = fn.__name__
     any_device = op in _ANY_DEVICES
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if kwargs and numpy_names:
+            for a, b in numpy_names:
+                if a in kwargs:
+                    if b in kwargs:
+                        raise TypeError(f"{op}(): got both '{b}' and its alias '{a}'")
+                    kwargs[b] = kwargs.pop(a)
         n = len(args) - shift
         for pos, name, torch_name, kind in checks:
             v = args[pos + shift] if pos < n else kwargs.get(name, _ABSENT)
