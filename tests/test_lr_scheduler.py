@@ -363,3 +363,27 @@ def test_multistep_state_dict_milestones_are_what_torch_indexes():
     s2 = ls.MultiStepLR(_opt(), [2], 0.5)
     s2.load_state_dict(s.state_dict())
     _check(_run(s2, 7)[1:], [[v] for v in (0.05, 0.05, 0.0125, 0.0125, 0.0125, 0.00625, 0.00625)])
+
+
+def test_steplr_and_cosine_take_a_whole_float_period_as_pytorch():
+    """The nn.Transformer tutorial's StepLR(optimizer, 1.0, gamma=0.95): PyTorch checks
+    nothing; its lrs with 2.0 and 4.0 (PyTorch 2.14's values)."""
+    p = [clgrad.nn.Parameter(clgrad.zeros(1))]
+    opt = clgrad.optim.SGD(p, lr=1.0)
+    s = clgrad.optim.lr_scheduler.StepLR(opt, 2.0, gamma=0.5)
+    lrs = []
+    for _ in range(5):
+        opt.step()
+        s.step()
+        lrs.append(s.get_last_lr()[0])
+    assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25]
+    opt = clgrad.optim.SGD(p, lr=1.0)
+    s = clgrad.optim.lr_scheduler.CosineAnnealingLR(opt, 4.0)
+    lrs = []
+    for _ in range(3):
+        opt.step()
+        s.step()
+        lrs.append(s.get_last_lr()[0])
+    assert lrs == pytest.approx([0.8535533905932737, 0.5, 0.14644660940672627], rel=1e-12)
+    with pytest.raises(ValueError, match="positive int"):
+        clgrad.optim.lr_scheduler.StepLR(opt, 1.5)

@@ -777,3 +777,28 @@ def test_split_reduction_more_ops_dtypes_and_layouts(monkeypatch, nsplit):
                                        t.norm().numpy(), np.sqrt((v * v).sum(d)), rtol=1e-12)
         np.testing.assert_allclose(t.logsumexp(1).numpy(), np.log(np.exp(v).sum(1)),
                                    rtol=1e-12)
+
+
+def test_numpy_names_axis_and_keepdims_as_pytorch():
+    """PyTorch's argument parser takes axis= for dim= and keepdims= for keepdim=: clgrad's
+    functions do (torch.sum(X, axis=1, keepdims=True)), and the Tensor methods that check
+    arguments; x.argmax(axis=1) does not yet (see the xfail below)."""
+    a = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]], np.float32)
+    x = clgrad.tensor(a)
+    assert clgrad.argmax(x, axis=1).tolist() == [1, 0]
+    np.testing.assert_array_equal(clgrad.sum(x, axis=1, keepdims=True).numpy(),
+                                  a.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(clgrad.mean(x, axis=0).numpy(), a.mean(axis=0))
+    np.testing.assert_array_equal(clgrad.max(x, axis=0).values.numpy(), a.max(axis=0))
+    assert clgrad.cat([x, x], axis=0).shape == (4, 3)
+    np.testing.assert_allclose(clgrad.softmax(x, axis=1).sum(1).numpy(), [1, 1], rtol=1e-6)
+    with pytest.raises(TypeError, match="alias"):
+        clgrad.sum(x, dim=0, axis=1)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError,
+                   reason="Tensor methods that check no argument are the ops themselves")
+def test_numpy_names_on_unchecked_tensor_methods():
+    x = clgrad.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]])
+    assert x.argmax(axis=1).tolist() == [1, 0]
+    assert x.sum(axis=0, keepdims=True).tolist() == [[8.0, 5.0, 3.0]]

@@ -540,12 +540,28 @@ def _type_name(v) -> str:
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
+def _numpy_names(op, numpy_names, kwargs):
+    for a, b in numpy_names:
+        if a in kwargs:
+            if b in kwargs:
+                raise TypeError(f"{op}(): got both '{b}' and its alias '{a}'")
+            kwargs[b] = kwargs.pop(a)
+
+
 def _checked(fn, module, method=False, torch_names=None):
     import functools
     import numbers
     shift = 1 if method else 0
     checks = [(pos - shift, name, torch_name, kind) for pos, name, torch_name, kind
               in tensor_params(fn, module, torch_names) if not (method and pos == 0)]
+    import inspect
+    params = inspect.signature(fn).parameters
+    # PyTorch's argument parser takes NumPy's names for dim and keepdim (x.sum(axis=1,
+    # keepdims=True), d2l.ai's style) in every op that has them; here only in the checked
+    # functions (a Tensor method checking nothing, x.argmax, has no wrapper to rename them in,
+    # and adding one costs every internal x.sum(dim) a call)
+    numpy_names = tuple((a, b) for a, b in (("axis", "dim"), ("keepdims", "keepdim"))
+                        if b in params and a not in params)
     if not checks:
         return fn
     op = fn.__name__
@@ -553,6 +569,8 @@ def _checked(fn, module, method=False, torch_names=None):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if kwargs and numpy_names:
+            _numpy_names(op, numpy_names, kwargs)
         n = len(args) - shift
         for pos, name, torch_name, kind in checks:
             v = args[pos + shift] if pos < n else kwargs.get(name, _ABSENT)

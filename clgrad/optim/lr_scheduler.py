@@ -35,7 +35,11 @@ def _check_optimizer(name, optimizer):
         raise TypeError(f"{name}: expected an Optimizer, got {type(optimizer).__name__}")
 
 
-def _positive_int(name, what, v):
+def _positive_int(name, what, v, whole_float=False):
+    """``v`` must be an int >= 1; ``whole_float``: or a float of such a value (PyTorch's StepLR
+    and CosineAnnealingLR check nothing; its tutorial passes ``StepLR(optimizer, 1.0)``)."""
+    if whole_float and isinstance(v, float) and v.is_integer() and v >= 1:
+        return
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise ValueError(f"{name}: expected {what} to be a positive int, got {v!r}")
 
@@ -207,7 +211,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1):
-        _positive_int("StepLR", "step_size", step_size)
+        _positive_int("StepLR", "step_size", step_size, whole_float=True)
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
@@ -357,7 +361,7 @@ class CosineAnnealingLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0,
                  last_epoch: int = -1):
-        _positive_int("CosineAnnealingLR", "T_max", T_max)
+        _positive_int("CosineAnnealingLR", "T_max", T_max, whole_float=True)
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
