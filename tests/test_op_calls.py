@@ -34,6 +34,9 @@ _spec.loader.exec_module(op_calls)
 # (23, 23), conv2d (15, 48), batch_norm (13, 40), relu + sum (65, 75), conv2d + sum 124)
 # Then (host36) a root's detach() without Tensor.__init__ (relu 18 -> 17 forward; every
 # backward one less: the engine detaches the root gradient), batch_norm's count bumped inline.
+# Then x.sum() one more forward: the reductions' Tensor methods take NumPy's axis=/keepdims=
+# (PyTorch's parser does; d2l.ai's programs write y_hat.argmax(axis=1)) through a renaming
+# wrapper (ops/_util.py _NUMPY_STYLE).
 BUDGET = {  # issue 34's targets: a + b 12, batch_norm 20, conv2d 35 (before: 19, 33, 80)
     "a + b": (11, 22),
     "a * 2": (18, 32),
@@ -42,12 +45,12 @@ BUDGET = {  # issue 34's targets: a + b 12, batch_norm 20, conv2d 35 (before: 19
     "batch_norm": (12, 36),
     "linear": (16, 43),  # its recorded launches replayed (before: 108, the t() view,
     #                     matmul's and add's general paths)
-    "sum": (42, 43),
-    "a + b + sum": (53, 71),  # loss.backward(): the implicit 1, sum's backward, the op's
-    "relu + sum": (59, 73),
-    "conv2d + sum": (60, 120),
-    "batch_norm + sum": (57, 112),
-    "linear + sum": (59, 101),
+    "sum": (43, 43),
+    "a + b + sum": (54, 71),  # loss.backward(): the implicit 1, sum's backward, the op's
+    "relu + sum": (60, 73),
+    "conv2d + sum": (61, 120),
+    "batch_norm + sum": (58, 112),
+    "linear + sum": (60, 101),
     "cross_entropy": (54, 52),  # its launches replayed, slots read (before: 113, 95)
 }
 # 6 parameters; before: sgd step 144 (24 per parameter), zero_grad 12 (the grad properties).

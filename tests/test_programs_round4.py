@@ -42,11 +42,7 @@ def test_round4_programs_differ_from_pytorch_only_in_imports():
 
 # -- d2l.ai ----------------------------------------------------------------------------------
 
-_D2L_AXIS = pytest.mark.xfail(strict=True, raises=TypeError, reason="d2l's accuracy() calls "
-                              "y_hat.argmax(axis=1): Tensor methods lack PyTorch's axis= alias")
 
-
-@_D2L_AXIS
 def test_d2l_lenet_runs(programs, capsys):
     prog = load_program("d2l_lenet")
     (w, b), mlp, lenet, test_acc = prog.main(num_epochs=1, n=100)
@@ -57,7 +53,6 @@ def test_d2l_lenet_runs(programs, capsys):
     assert all(np.isfinite(loss) for loss, _ in mlp + lenet) and 0 <= test_acc <= 1
 
 
-@_D2L_AXIS
 def test_d2l_lenet_matches_pytorch():
     torch, tp, cp = _both("d2l_lenet")
     X, y = tp.fashion_like(40)

@@ -782,7 +782,7 @@ def test_split_reduction_more_ops_dtypes_and_layouts(monkeypatch, nsplit):
 def test_numpy_names_axis_and_keepdims_as_pytorch():
     """PyTorch's argument parser takes axis= for dim= and keepdims= for keepdim=: clgrad's
     functions do (torch.sum(X, axis=1, keepdims=True)), and the Tensor methods that check
-    arguments; x.argmax(axis=1) does not yet (see the xfail below)."""
+    arguments."""
     a = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]], np.float32)
     x = clgrad.tensor(a)
     assert clgrad.argmax(x, axis=1).tolist() == [1, 0]
@@ -796,9 +796,15 @@ def test_numpy_names_axis_and_keepdims_as_pytorch():
         clgrad.sum(x, dim=0, axis=1)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="Tensor methods that check no argument are the ops themselves")
 def test_numpy_names_on_unchecked_tensor_methods():
-    x = clgrad.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]])
+    """The reductions' Tensor methods (d2l.ai's y_hat.argmax(axis=1)) against NumPy."""
+    a = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]], np.float32)
+    x = clgrad.tensor(a)
     assert x.argmax(axis=1).tolist() == [1, 0]
     assert x.sum(axis=0, keepdims=True).tolist() == [[8.0, 5.0, 3.0]]
+    np.testing.assert_allclose(x.mean(axis=1, keepdims=True).numpy(),
+                               a.mean(axis=1, keepdims=True))
+    np.testing.assert_array_equal(x.max(axis=1).values.numpy(), a.max(axis=1))
+    np.testing.assert_array_equal(x.amin(axis=0).numpy(), a.min(axis=0))
+    with pytest.raises(TypeError, match="alias"):
+        x.sum(dim=0, axis=1)

@@ -548,6 +548,14 @@ def _numpy_names(op, numpy_names, kwargs):
             kwargs[b] = kwargs.pop(a)
 
 
+# the reductions whose Tensor methods take NumPy's axis=/keepdims= (see _checked)
+_NUMPY_STYLE = frozenset((
+    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "amax", "amin", "aminmax",
+    "std", "var", "all", "any", "logsumexp", "norm", "median", "nanmedian", "nansum",
+    "nanmean", "cumsum", "cumprod", "count_nonzero", "softmax", "log_softmax", "mode",
+    "quantile", "nanquantile", "std_mean", "var_mean"))
+
+
 def _checked(fn, module, method=False, torch_names=None):
     import functools
     import numbers
@@ -557,13 +565,24 @@ def _checked(fn, module, method=False, torch_names=None):
     import inspect
     params = inspect.signature(fn).parameters
     # PyTorch's argument parser takes NumPy's names for dim and keepdim (x.sum(axis=1,
-    # keepdims=True), d2l.ai's style) in every op that has them; here only in the checked
-    # functions (a Tensor method checking nothing, x.argmax, has no wrapper to rename them in,
-    # and adding one costs every internal x.sum(dim) a call)
+    # keepdims=True), d2l.ai's style) in every op that has them
     numpy_names = tuple((a, b) for a, b in (("axis", "dim"), ("keepdims", "keepdim"))
                         if b in params and a not in params)
     if not checks:
-        return fn
+        if not (method and numpy_names and fn.__name__ in _NUMPY_STYLE):
+            return fn
+        # a reduction's Tensor method checking nothing (x.argmax(axis=1), x.sum(axis=0,
+        # keepdims=True): NumPy's spelling, d2l.ai's): renames only. Not every method with a
+        # dim (x.unsqueeze): internal code calls those, and each wrapper is a Python call more
+        # per op (tests/test_op_calls)
+
+        @functools.wraps(fn)
+        def renaming(*args, **kwargs):
+            if kwargs:
+                _numpy_names(fn.__name__, numpy_names, kwargs)
+            return fn(*args, **kwargs)
+        renaming.__module__ = module
+        return renaming
     op = fn.__name__
     any_device = op in _ANY_DEVICES
 
