@@ -10,8 +10,9 @@ __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "MaxPool1d", "AvgPool1
            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
 
 
-class MaxPool2d(Module):
-    """Max over kH x kW windows; ``stride`` defaults to ``kernel_size``."""
+class _MaxPoolNd(Module):
+    """MaxPool1d/2d/3d's arguments and repr (PyTorch's); ``stride`` defaults to
+    ``kernel_size``. Subclasses give forward."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
                  return_indices: bool = False, ceil_mode: bool = False):
@@ -19,6 +20,31 @@ class MaxPool2d(Module):
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def extra_repr(self):
+        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class _AvgPoolNd(Module):
+    """AvgPool1d/2d/3d's arguments and repr (PyTorch's); ``stride`` defaults to
+    ``kernel_size``. Subclasses give forward."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def extra_repr(self):
+        """kernel_size, stride and padding, as PyTorch's repr."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max over kH x kW windows; ``stride`` defaults to ``kernel_size``."""
 
     def forward(self, x):
         """Window maxima of ``x``.
@@ -30,21 +56,9 @@ class MaxPool2d(Module):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
-    def extra_repr(self):
-        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
-
-class AvgPool2d(Module):
+class AvgPool2d(_AvgPoolNd):
     """Mean over kH x kW windows; ``stride`` defaults to ``kernel_size``."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override=None):
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x):
         """Window means of ``x``.
@@ -55,17 +69,25 @@ class AvgPool2d(Module):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
+
+class _Adaptive(Module):
+    """The adaptive pools' output_size (and return_indices) and repr; subclasses give
+    forward."""
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
     def extra_repr(self):
-        """kernel_size, stride and padding, as PyTorch's repr."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        """'output_size=S'."""
+        return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(_Adaptive):
     """Average pooling to a fixed ``output_size`` (an int or (H, W); None keeps that dim)."""
 
     def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
+        super().__init__(output_size)
 
     def forward(self, x):
         """Means over PyTorch's adaptive windows.
@@ -75,21 +97,9 @@ class AdaptiveAvgPool2d(Module):
         """
         return F.adaptive_avg_pool2d(x, self.output_size)
 
-    def extra_repr(self):
-        """'output_size=S'."""
-        return f"output_size={self.output_size}"
 
-
-class MaxPool1d(Module):
+class MaxPool1d(_MaxPoolNd):
     """Max over windows along L; ``stride`` defaults to ``kernel_size``."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
-                 return_indices: bool = False, ceil_mode: bool = False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x):
         """Window maxima along L.
@@ -100,22 +110,13 @@ class MaxPool1d(Module):
         return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
 
-    def extra_repr(self):
-        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
-
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """Mean over windows along L; ``stride`` defaults to ``kernel_size``."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = (padding, ceil_mode,
-                                                                count_include_pad)
+                 count_include_pad: bool = True):  # (PyTorch's has no divisor_override)
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
 
     def forward(self, x):
         """Window means along L.
@@ -124,20 +125,6 @@ class AvgPool1d(Module):
         """
         return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
-
-    def extra_repr(self):
-        """kernel_size, stride and padding, as PyTorch's repr."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class _Adaptive(Module):
-    def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
-
-    def extra_repr(self):
-        """'output_size=S'."""
-        return f"output_size={self.output_size}"
 
 
 class AdaptiveAvgPool1d(_Adaptive):

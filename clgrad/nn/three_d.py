@@ -7,8 +7,8 @@ from __future__ import annotations
 from clgrad.nn import functional as F
 from clgrad.nn.conv import _ConvNd
 from clgrad.nn.dropout import Dropout
-from clgrad.nn.module import Module
 from clgrad.nn.normalization import BatchNorm2d, InstanceNorm2d
+from clgrad.nn.pooling import _Adaptive, _AvgPoolNd, _MaxPoolNd
 from clgrad.nn.padding import ConstantPad1d, ZeroPad1d, _Pad
 from clgrad.tensor import Tensor
 
@@ -94,15 +94,8 @@ class ConvTranspose3d(_ConvNd):
                                   self.output_padding, self.groups, self.dilation)
 
 
-class MaxPool3d(Module):
+class MaxPool3d(_MaxPoolNd):
     """Max over kD x kH x kW windows; ``stride`` defaults to ``kernel_size``."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
-                 return_indices: bool = False, ceil_mode: bool = False):
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x):
         """(N, C, D, H, W) or (C, D, H, W) -> pooled; with ``return_indices`` also the int64
@@ -110,54 +103,29 @@ class MaxPool3d(Module):
         return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
-    def extra_repr(self):
-        """kernel_size, stride, padding, dilation and ceil_mode, as PyTorch's repr."""
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
-
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """Mean over kD x kH x kW windows; ``stride`` defaults to ``kernel_size``."""
-
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override=None):
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, x):
         """(N, C, D, H, W) or (C, D, H, W) -> window means; see F.avg_pool3d."""
         return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self):
-        """kernel_size, stride and padding, as PyTorch's repr."""
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_Adaptive):
     """Adaptive mean pooling to ``output_size`` (an int or a triple; None keeps a dim)."""
 
     def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
+        super().__init__(output_size)
 
     def forward(self, x):
         """(N, C, D, H, W) or (C, D, H, W) -> (..., OD, OH, OW); see F.adaptive_avg_pool3d."""
         return F.adaptive_avg_pool3d(x, self.output_size)
 
-    def extra_repr(self):
-        """'output_size=...', as PyTorch's repr."""
-        return f"output_size={self.output_size}"
 
-
-class AdaptiveMaxPool3d(AdaptiveAvgPool3d):
+class AdaptiveMaxPool3d(_Adaptive):
     """Adaptive max pooling to ``output_size``; indices with ``return_indices``."""
-
-    def __init__(self, output_size, return_indices: bool = False):
-        super().__init__(output_size)
-        self.return_indices = return_indices
 
     def forward(self, x):
         """(N, C, D, H, W) or (C, D, H, W) -> (..., OD, OH, OW) (and flat D*H*W indices);
