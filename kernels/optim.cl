@@ -164,6 +164,19 @@ inline T lerp_t(T a, T b, T w) {
     return w < (T)0.5f ? a + w * (b - a) : b - (b - a) * ((T)1 - w);
 }
 
+// NAdam's and RAdam's shared first half: x = p * decay, gr = the (L2-decayed) gradient, and
+// the moments m and v updated in place as mi and vi (Adam's).
+#define DECAYED_MOMENTS \
+    OPT_HEAD \
+    long op, og, om, ov; \
+    off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov); \
+    T x = p[op] * decay; \
+    T gr = gsign * g[og] + l2 * x; \
+    T mi = lerp_t(m[om], gr, (T)1 - beta1); \
+    m[om] = mi; \
+    T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr; \
+    v[ov] = vi;
+
 // NAdam (T. Dozat, "Incorporating Nesterov Momentum into Adam", ICLR 2016 workshop), PyTorch's
 // form; the host computes decay = 1 - lr wd (decoupled) or 1, l2 = wd (not decoupled) or 0,
 // bc2 = 1 - beta2^t, c_grad = -lr (1 - mu_t) / (1 - prod mu), c_avg = -lr mu_{t+1} /
@@ -175,15 +188,7 @@ __kernel void nadam(long n, int nd, shape_t sh, __global T *p, view_t vp,
                     __global const T *g, view_t vg, __global T *m, view_t vm,
                     __global T *v, view_t vv, T decay, T l2, T beta1, T beta2, T bc2,
                     T c_grad, T c_avg, T eps, T gsign) {
-    OPT_HEAD
-    long op, og, om, ov;
-    off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov);
-    T x = p[op] * decay;
-    T gr = gsign * g[og] + l2 * x;
-    T mi = lerp_t(m[om], gr, (T)1 - beta1);
-    m[om] = mi;
-    T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr;
-    v[ov] = vi;
+    DECAYED_MOMENTS
     T d = sqrt(vi / bc2) + eps;
     x = x + c_grad * (gr / d);
     p[op] = x + c_avg * (mi / d);
@@ -200,15 +205,7 @@ __kernel void radam(long n, int nd, shape_t sh, __global T *p, view_t vp,
                     __global const T *g, view_t vg, __global T *m, view_t vm,
                     __global T *v, view_t vv, T decay, T l2, T beta1, T beta2, T lr, T bc1,
                     T bc2_sqrt, T rect, T eps, T gsign, int rectify) {
-    OPT_HEAD
-    long op, og, om, ov;
-    off4(i, nd, sh, vp, vg, vm, vv, &op, &og, &om, &ov);
-    T x = p[op] * decay;
-    T gr = gsign * g[og] + l2 * x;
-    T mi = lerp_t(m[om], gr, (T)1 - beta1);
-    m[om] = mi;
-    T vi = beta2 * v[ov] + ((T)1 - beta2) * gr * gr;
-    v[ov] = vi;
+    DECAYED_MOMENTS
     T u = mi / bc1 * lr;
     if (rectify) u = u * (bc2_sqrt / (sqrt(vi) + eps)) * rect;
     p[op] = x - u;
