@@ -274,22 +274,29 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
              g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2).
     Kernels: kernels/elementwise.cl :: xlogy_op
     """
-    a, b, out = _binary_float("xlogy", "xlogy_op", input, other, need_float=False)
+    return _xlog(xlogy, "xlogy", input, other, 0)
+
+
+def _xlog(fn, name: str, input, other, pole: int) -> Tensor:
+    """xlogy (pole 0) and xlog1py (pole -1): input * log(other - pole) by the kernel
+    ``<name>_op``, with PyTorch's gradients: input's is fn(g, other), 0 where input is 0
+    and other <= pole; other's is g * input / (other - pole)."""
+    a, b, out = _binary_float(name, name + "_op", input, other, need_float=False)
     if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
-        return ew.via_float32(xlogy, *ew._opmath((input, other), (a, b)))
+        return ew.via_float32(fn, *ew._opmath((input, other), (a, b)))
 
     def backward(g):
         ga = gb = None
         if _wants(a):
-            ga = xlogy(g, b)
+            ga = fn(g, b)
             if isinstance(b, Tensor):
-                ga = ew.where(ew.logical_and(ew.eq(a, 0), ew.le(b, 0)), 0.0, ga)
-            elif b <= 0:
+                ga = ew.where(ew.logical_and(ew.eq(a, 0), ew.le(b, pole)), 0.0, ga)
+            elif b <= pole:
                 ga = ew.where(ew.eq(a, 0), 0.0, ga)
         if _wants(b):
-            gb = ew.div(ew.mul(g, a), b)
+            gb = ew.div(ew.mul(g, a), ew.sub(b, pole) if pole else b)
         return ew._grads(a, b, ga, gb)
-    return record("xlogy", out, ew._inputs(a, b), backward,
+    return record(name, out, ew._inputs(a, b), backward,
                   saved=[t for t in ew._inputs(a, b) if t is not None])
 
 
@@ -579,23 +586,7 @@ def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
              g * input / (other + 1) (PyTorch's derivatives.yaml).
     Kernels: kernels/elementwise.cl :: xlog1py_op
     """
-    a, b, out = _binary_float("xlog1py", "xlog1py_op", input, other, need_float=False)
-    if out is None:  # bfloat16: a tensor with dims taken as bfloat16, a number in float32
-        return ew.via_float32(xlog1py, *ew._opmath((input, other), (a, b)))
-
-    def backward(g):
-        ga = gb = None
-        if _wants(a):
-            ga = xlog1py(g, b)
-            if isinstance(b, Tensor):
-                ga = ew.where(ew.logical_and(ew.eq(a, 0), ew.le(b, -1)), 0.0, ga)
-            elif b <= -1:
-                ga = ew.where(ew.eq(a, 0), 0.0, ga)
-        if _wants(b):
-            gb = ew.div(ew.mul(g, a), ew.add(b, 1.0))
-        return ew._grads(a, b, ga, gb)
-    return record("xlog1py", out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+    return _xlog(xlog1py, "xlog1py", input, other, -1)
 
 
 def zeta(input: Tensor | float, other: Tensor | float) -> Tensor:
