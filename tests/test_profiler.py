@@ -429,3 +429,70 @@ def test_autograd_profiler_face():
     with ap.profile(use_cuda=True) as dev:
         clgrad.exp(x)
     assert dev.function_events[0].device_time_total >= dev.function_events[0].cpu_time_total
+
+
+def _names_data(torch):
+    a = torch.tensor(np.arange(9, dtype=np.float32).reshape(3, 3) / 9)
+    i = torch.tensor(np.array([1, 2, 3], np.int64))
+    return a, a + 1, i, i + 1
+
+
+# (the call, the top-level event names PyTorch 2.14's profiler gives it: written out by hand
+# from its output)
+NAME_CASES = [
+    (lambda t, F, a, b, i, j: a + b, ["aten::add"]),
+    (lambda t, F, a, b, i, j: 2 + a, ["aten::add"]),
+    (lambda t, F, a, b, i, j: 2 - a, ["aten::rsub"]),
+    (lambda t, F, a, b, i, j: i & j, ["aten::__and__"]),
+    (lambda t, F, a, b, i, j: 2 & i, ["aten::bitwise_and"]),
+    (lambda t, F, a, b, i, j: i.__iand__(j), ["aten::__iand__"]),
+    (lambda t, F, a, b, i, j: i << j, ["aten::__lshift__"]),
+    (lambda t, F, a, b, i, j: a.__iadd__(b), ["aten::add_"]),
+    (lambda t, F, a, b, i, j: a @ b, ["aten::matmul"]),
+    (lambda t, F, a, b, i, j: -a, ["aten::neg"]),
+    (lambda t, F, a, b, i, j: abs(a), ["aten::abs"]),
+    (lambda t, F, a, b, i, j: a ** 2, ["aten::pow"]),
+    (lambda t, F, a, b, i, j: a // b, ["aten::floor_divide"]),
+    (lambda t, F, a, b, i, j: a % b, ["aten::remainder"]),
+    (lambda t, F, a, b, i, j: a == b, ["aten::eq"]),
+    (lambda t, F, a, b, i, j: ~i, ["aten::bitwise_not"]),
+    (lambda t, F, a, b, i, j: a.mul_(1), ["aten::mul_"]),
+    (lambda t, F, a, b, i, j: t.multiply(a, b), ["aten::multiply"]),
+    (lambda t, F, a, b, i, j: t.clip(a, 0, 1), ["aten::clip"]),
+    (lambda t, F, a, b, i, j: a.sum(), ["aten::sum"]),
+    (lambda t, F, a, b, i, j: a.view(9), ["aten::view"]),
+    (lambda t, F, a, b, i, j: a.t(), ["aten::t"]),
+    (lambda t, F, a, b, i, j: F.linear(a, b), ["aten::linear"]),
+    (lambda t, F, a, b, i, j: F.relu(a), ["aten::relu"]),
+    (lambda t, F, a, b, i, j: F.relu(a, inplace=True), ["aten::relu_"]),
+    (lambda t, F, a, b, i, j: F.softmax(a, 1), ["aten::softmax"]),
+    (lambda t, F, a, b, i, j: F.log_softmax(a, 1), ["aten::log_softmax"]),
+    (lambda t, F, a, b, i, j: F.gelu(a), ["aten::gelu"]),
+    (lambda t, F, a, b, i, j: F.layer_norm(a, (3,)), ["aten::layer_norm"]),
+    (lambda t, F, a, b, i, j: F.cross_entropy(a, i - 1),
+     ["aten::sub", "aten::cross_entropy_loss"]),
+    (lambda t, F, a, b, i, j: F.nll_loss(a, i - 1), ["aten::sub", "aten::nll_loss_nd"]),
+    (lambda t, F, a, b, i, j: t.flatten(a), ["aten::flatten"]),
+    (lambda t, F, a, b, i, j: F.embedding(i - 1, a), ["aten::sub", "aten::embedding"]),
+]
+
+
+def _top_names(prof_cls, torch, F, fn):
+    args = _names_data(torch)
+    with prof_cls() as prof:
+        fn(torch, F, *args)
+    return [e.name for e in prof.events() if e.cpu_parent is None]
+
+
+@pytest.mark.parametrize("case", range(len(NAME_CASES)))
+def test_event_names(case):
+    fn, expected = NAME_CASES[case]
+    assert _top_names(profile, clgrad, F, fn) == expected
+
+
+@pytest.mark.parametrize("case", range(len(NAME_CASES)))
+def test_event_names_match_pytorch(case):
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as tF
+    fn, expected = NAME_CASES[case]
+    assert _top_names(torch.profiler.profile, torch, tF, fn) == expected
