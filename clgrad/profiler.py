@@ -51,6 +51,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import NamedTuple
 
 from clgrad import runtime
 from clgrad.autograd import graph as _graph
@@ -173,9 +174,20 @@ def _format_time_share(time_us, total_us):
     return f"{time_us * 100.0 / total_us:.2f}%"
 
 
+class _Interval(NamedTuple):
+    """An event's start and end, microseconds (PyTorch's profiler_util.Interval)."""
+    start: float
+    end: float
+
+    def elapsed_us(self) -> float:
+        """end - start."""
+        return self.end - self.start
+
+
 class FunctionEvent:
-    """One recorded call: ``name`` (= ``key``), ``thread``, ``start_us``/``end_us`` (host
-    microseconds since the profile started), ``cpu_time_total`` and ``self_cpu_time_total``
+    """One recorded call: ``name`` (= ``key``; a step's is "ProfilerStep*", its
+    ``trace_name`` "ProfilerStep#N"), ``thread``, ``time_range`` (``.start``, ``.end``: host
+    microseconds, ``elapsed_us()``), ``cpu_time_total`` and ``self_cpu_time_total``
     (us), ``device_time_total``/``self_device_time_total`` (us; 0 without CUDA activity),
     ``input_shapes`` (a list per argument: a tensor's shape, a list of shapes for a list of
     tensors, [] for anything else; empty unless ``record_shapes``), ``cpu_parent`` and
@@ -225,6 +237,11 @@ class FunctionEvent:
 
     cpu_time = cpu_time_total
     device_time = device_time_total
+
+    @property
+    def time_range(self) -> _Interval:
+        """PyTorch's ``time_range``: start and end in microseconds (perf_counter's clock)."""
+        return _Interval(self.start_ns / 1e3, self.end_ns / 1e3)
 
     def __repr__(self):
         return (f"<FunctionEvent id={self.id} name={self.name} cpu_time_total="

@@ -4,6 +4,7 @@ nesting's self/total times, the schedule's actions against PyTorch's documented 
 restored after a profile, and (where PyTorch 2.14 is importable) the same programs' op names
 and counts against PyTorch's profiler. The recipe program (tests/programs/profiler_recipe.py)
 runs under clgrad and, where torch is importable, under PyTorch for the same top-level ops."""
+import contextlib
 import gzip
 import json
 import time
@@ -111,6 +112,9 @@ def test_nested_record_function_times():
             time.sleep(0.01)
     ev = {e.name: e for e in prof.events()}
     outer, inner = ev["outer"], ev["inner"]
+    assert outer.time_range.start <= inner.time_range.start <= inner.time_range.end \
+        <= outer.time_range.end
+    assert inner.time_range.elapsed_us() == pytest.approx(inner.cpu_time_total)
     assert inner.cpu_parent is outer and ev["aten::relu"].cpu_parent is inner
     assert ev["aten::mm"].cpu_parent is outer
     assert inner.cpu_time_total >= 20000 and outer.cpu_time_total >= 30000  # us, the sleeps
@@ -386,6 +390,13 @@ def _inference_tops(prof):
                    if e.cpu_parent is not None and e.cpu_parent.name == "model_inference")
 
 
+def test_recipe_program_differs_from_pytorch_only_in_imports():
+    from test_programs import PROGRAMS, rewrite_imports
+    source = (PROGRAMS / "profiler_recipe.py").read_text()
+    assert "clgrad" not in source
+    rewrite_imports(source)
+
+
 def test_recipe_program_runs(programs, capsys):
     prog = load_program("profiler_recipe")
     prof, traces = prog.main(str(programs / "trace.json"))
@@ -397,6 +408,10 @@ def test_recipe_program_runs(programs, capsys):
     trace = json.loads((programs / "trace.json").read_text())["traceEvents"]
     assert sum(e["name"] == "aten::conv2d" for e in trace) == 2
     assert [(s, {a.key: a.count for a in k}["ProfilerStep*"]) for s, k in traces] == [(4, 2)]
+    step_trace = json.loads((programs / "test_trace_4.json").read_text())["traceEvents"]
+    assert sorted(e["name"] for e in step_trace if e["name"].startswith("ProfilerStep")) == \
+        ["ProfilerStep#2", "ProfilerStep#3"]
+    assert sum(e["name"] == "aten::conv2d" for e in step_trace) == 4
 
 
 def test_recipe_program_matches_pytorch(programs, capsys):
@@ -496,3 +511,30 @@ def test_event_names_match_pytorch(case):
     import torch.nn.functional as tF
     fn, expected = NAME_CASES[case]
     assert _top_names(torch.profiler.profile, torch, tF, fn) == expected
+
+
+def _train(recorded: bool) -> list:
+    clgrad.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                      nn.Linear(64, 3))
+    opt = clgrad.optim.Adam(m.parameters(), lr=1e-2)
+    x = clgrad.tensor(np.random.RandomState(0).randn(8, 1, 6, 6).astype(np.float32))
+    y = clgrad.tensor(np.arange(8) % 3)
+    losses = []
+    with profile(schedule=schedule(wait=1, warmup=1, active=2)) if recorded else \
+            contextlib.nullcontext() as p:
+        for _ in range(5):
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            if p is not None:
+                p.step()
+    return losses
+
+
+def test_a_profiled_training_loop_computes_the_same_numbers():
+    plain, recorded = _train(False), _train(True)
+    assert plain == recorded  # bit-equal: the wrappers only time the same calls
+    assert plain[-1] < plain[0]
