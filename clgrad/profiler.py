@@ -480,14 +480,14 @@ def _shape_of(v):
     return []
 
 
-def _tensor_devices(values, into: set):
+def _tensor_devices(values, into: set, depth: int = 3):
+    """``into`` plus the devices of the tensors in ``values`` (lists and tuples searched
+    ``depth`` levels deep: an op's tuple result, the engine's (edge, gradient) pairs)."""
     for v in values:
         if isinstance(v, Tensor):
             into.add(v._storage.device)
-        elif isinstance(v, (list, tuple)):
-            for t in v:
-                if isinstance(t, Tensor):
-                    into.add(t._storage.device)
+        elif depth > 1 and isinstance(v, (list, tuple)):
+            _tensor_devices(v, into, depth - 1)
     return into
 
 
@@ -523,8 +523,7 @@ class _Session:
         end = time.perf_counter_ns()
         sync_end = end
         if ev._devices is not None:
-            devices = _tensor_devices(result if isinstance(result, tuple) else (result,),
-                                      ev._devices)
+            devices = _tensor_devices((result,), ev._devices)
             for d in devices or (runtime.default_device(),):
                 d.synchronize()
             sync_end = time.perf_counter_ns()
@@ -600,7 +599,7 @@ def _apply_wrapper(apply):
             result = apply(node, g, *rest)
             return result
         finally:
-            s.pop(ev, tuple(ig for _, ig in result) if result else None)
+            s.pop(ev, result)
     return recorded
 
 

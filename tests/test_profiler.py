@@ -346,6 +346,12 @@ def test_device_activity_times():
     ops = [e for e in prof.events()]
     assert all(e.device_time_total >= e.cpu_time_total - 1e-3 for e in ops)
     assert all(e.self_device_time_total >= -1e-3 for e in ops)
+    a, b = _backward_program(clgrad)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as bprof:
+        (a * b).sum().backward()
+    node = next(e for e in bprof.events() if e.name.endswith("MulBackward0"))
+    assert node.device_time_total >= node.cpu_time_total - 1e-3
+    np.testing.assert_allclose(a.grad.numpy(), [4, 5, 6])
     text = prof.key_averages().table(sort_by="cuda_time_total")
     assert "Self CUDA" in text and "CUDA total" in text and "Self CUDA time total" in text
     with profile() as prof:
