@@ -32,8 +32,10 @@ of its tensors' devices at its entry and after it returns, and its device time
 (``device_time_total``, the table's "CUDA" columns) is the span from the entry until its
 kernels finished: an upper bound of the op's kernel time that includes the host's launch
 work. That synchronizing changes the program's timing (as ``CUDA_LAUNCH_BLOCKING=1``
-would). Without CUDA in ``activities`` nothing is synchronized and the CPU times are the
-host's launch times only (the kernels run asynchronously, as with PyTorch's CUDA).
+would), and a nested op's wait for its kernels counts as that op's time in its parent's
+accounting (the parent's self time excludes it). Without CUDA in ``activities`` nothing is
+synchronized and the CPU times are the host's launch times only (the kernels run
+asynchronously, as with PyTorch's CUDA).
 
 Not supported: ``profile_memory=True``, ``with_flops=True``, ``with_modules=True``,
 ``export_stacks`` and ``group_by_stack_n`` raise NotImplementedError; ``with_stack=True``
