@@ -468,6 +468,7 @@ from clgrad import ops as ops
 from clgrad import kernel_structs as kernel_structs
 from clgrad import creation as creation
 from clgrad.ops.composite import _assert as _assert
+from clgrad import profiler as profiler
 
 float16: dtype
 float32: dtype
