@@ -80,7 +80,7 @@ from clgrad._tensor_str import set_printoptions, get_printoptions, printoptions
 from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
 from clgrad import special
-from clgrad import profiler  # noqa: F401  (torch.profiler: clgrad/profiler.py)
+from clgrad import profiler  # noqa: F401  (torch.profiler: clgrad/profiler/)
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 from clgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture/)
