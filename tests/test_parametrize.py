@@ -131,6 +131,16 @@ def test_chained_parametrizations_and_right_inverse_by_assignment():
     np.testing.assert_allclose(_np(layer.weight), X)
 
 
+def test_assigning_a_parameter_to_a_parametrized_name_raises():
+    layer = _lin()
+    P.register_parametrization(layer, "weight", Double())
+    with pytest.raises(KeyError, match="attribute 'weight' already exists"):
+        layer.weight = nn.Parameter(clgrad.zeros(3, 3))
+    assert list(layer.state_dict()) == ["bias", "parametrizations.weight.original"]
+    layer.weight = clgrad.ones(3, 3)  # a plain tensor goes through right_inverse
+    np.testing.assert_array_equal(_np(layer.parametrizations.weight.original), 0.5)
+
+
 def test_right_inverse_missing_and_shape_checks():
     layer = _lin()
     P.register_parametrization(layer, "weight", Symmetric())
@@ -421,6 +431,28 @@ def test_legacy_spectral_norm_keys_metadata_and_remove():
     assert not lin._state_dict_hooks and not lin._load_state_dict_pre_hooks
     with pytest.raises(ValueError, match="spectral_norm of 'weight' not found"):
         nn.utils.remove_spectral_norm(lin)
+
+
+def test_legacy_spectral_norm_loads_a_version_0_checkpoint():
+    from collections import OrderedDict
+    clgrad.manual_seed(11)
+    lin = nn.utils.spectral_norm(nn.Linear(5, 4).double())
+    rng = np.random.default_rng(0)
+    W_orig = rng.standard_normal((4, 5))
+    u = rng.standard_normal(4)
+    u /= np.linalg.norm(u)
+    sigma = 2.5
+    # PyTorch < 1.0's layout: weight (W_orig / sigma), weight_orig, weight_u; no weight_v
+    sd = OrderedDict(bias=clgrad.zeros(4, dtype=clgrad.float64),
+                     weight_orig=clgrad.tensor(W_orig), weight_u=clgrad.tensor(u),
+                     weight=clgrad.tensor(W_orig / sigma))
+    sd._metadata = {"": {"version": 1}}  # no "spectral_norm" entry: version None
+    lin.load_state_dict(sd)
+    v = _np(lin.weight_v)
+    np.testing.assert_allclose(u @ W_orig @ v, sigma, rtol=1e-10)  # u . W v = sigma
+    lin.eval()
+    lin(clgrad.zeros(1, 5, dtype=clgrad.float64))
+    np.testing.assert_allclose(_np(lin.weight), W_orig / sigma, rtol=1e-10)
 
 
 # -- orthogonal ------------------------------------------------------------------------------
