@@ -334,6 +334,18 @@ def test_legacy_weight_norm_checkpoint_loads_into_the_parametrization():
     np.testing.assert_allclose(new(x).detach().numpy(), old(x).detach().numpy(), rtol=1e-6)
 
 
+def test_nan_in_gives_nan_out():
+    lin = PZ.weight_norm(_lin())
+    with clgrad.no_grad():
+        lin.parametrizations.weight.original1[1, 2] = float("nan")
+    w = _np(lin.weight)
+    assert np.isnan(w[1]).all() and np.isfinite(w[[0, 2]]).all()  # the NaN row's norm
+    sn = PZ.spectral_norm(_lin())
+    with clgrad.no_grad():
+        sn.parametrizations.weight.original[0, 0] = float("nan")
+    assert np.isnan(_np(sn.weight)).all()  # sigma is NaN
+
+
 # -- spectral_norm ---------------------------------------------------------------------------
 
 def _power(W, u, v, n):

@@ -73,6 +73,18 @@ def test_importance_scores_and_ties_prefer_the_lowest_index():
         prune.l1_unstructured(nn.Linear(4, 2), "weight", 1, importance_scores=clgrad.ones(3))
 
 
+def test_nan_importance_counts_as_largest_and_nan_weights_stay_nan():
+    lin = nn.Linear(4, 2)
+    w = np.array([[0.5, np.nan, -0.1, 0.3], [0.2, -0.7, np.nan, 0.05]], np.float32)
+    with clgrad.no_grad():
+        lin.weight.copy_(clgrad.tensor(w))
+    prune.l1_unstructured(lin, "weight", amount=3)  # the 3 smallest |w|; NaN kept (PyTorch)
+    np.testing.assert_array_equal(_np(lin.weight_mask), [[1, 1, 0, 1], [0, 1, 1, 0]])
+    out = _np(lin.weight)
+    assert np.isnan(out[0, 1]) and np.isnan(out[1, 2])
+    assert (out == 0).sum() == 3
+
+
 def _ln_norms(w, n, dim):
     axes = tuple(a for a in range(w.ndim) if a != dim % w.ndim)
     moved = np.moveaxis(w, dim, 0).reshape(w.shape[dim], -1)
