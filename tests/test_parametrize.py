@@ -565,6 +565,30 @@ def test_state_dicts_load_both_ways_with_pytorch(kind):
                                cm(clgrad.tensor(x)).detach().numpy(), rtol=1e-12)
 
 
+def test_checkpoint_files_load_both_ways_with_pytorch(tmp_path):
+    torch = _torch()
+
+    def net(lib, utils):
+        m = lib.nn.Sequential(lib.nn.Conv1d(2, 4, 3), lib.nn.Flatten(), lib.nn.Linear(12, 3))
+        utils.parametrizations.weight_norm(m[0])
+        utils.parametrizations.spectral_norm(m[2])
+        return m
+
+    tm, cm = net(torch, torch.nn.utils), net(clgrad, nn.utils)
+    torch.save(tm.state_dict(), tmp_path / "t.pt")
+    cm.load_state_dict(clgrad.load(tmp_path / "t.pt"))
+    x = np.linspace(-1, 1, 20, dtype=np.float32).reshape(2, 2, 5)
+    tm.eval(), cm.eval()
+    np.testing.assert_allclose(cm(clgrad.tensor(x)).detach().numpy(),
+                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    with clgrad.no_grad():
+        cm[2].parametrizations.weight.original.mul_(-2.0)
+    clgrad.save(cm.state_dict(), tmp_path / "c.pt")
+    tm.load_state_dict(torch.load(tmp_path / "c.pt"))
+    np.testing.assert_allclose(tm(torch.tensor(x)).detach().numpy(),
+                               cm(clgrad.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_parametrize_values_match_pytorch():
     torch = _torch()
     import torch.nn.utils.parametrize as TP
