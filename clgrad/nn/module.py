@@ -275,6 +275,10 @@ class Module:
             self.register_buffer(name, value._plain(), persistent=value.persistent)
         elif isinstance(value, (Parameter, Module)):
             store = params if isinstance(value, Parameter) else modules
+            if store is params and name not in params and \
+                    isinstance(getattr(type(self), name, None), property):
+                # a parametrized tensor (nn.utils.parametrize): PyTorch's register_parameter
+                raise KeyError(f"attribute '{name}' already exists")
             _forget(self, name, keep=store)  # a re-assigned name keeps its place (PyTorch)
             store[name] = value
         elif name in params or name in modules:
