@@ -25,7 +25,7 @@ import functools
 
 from clgrad.autograd import graph as _graph
 from clgrad.autograd.grad_mode import enable_grad, is_grad_enabled
-from clgrad.creation import eye, zeros_like
+from clgrad.creation import zeros_like
 from clgrad.func._pytree import tree_flatten, tree_map, tree_unflatten
 from clgrad.func._vmap import RandomGuard, check_randomness
 from clgrad.ops.index import stack
@@ -248,9 +248,8 @@ class _Vjp:
         per_output = []
         for o in self.flat_out:
             n = o.numel()
-            basis = eye(n, dtype=o.dtype, device=o.device)
-            rows = [_autograd_grad([o], self.fresh, [basis[i].view(o.shape)], True,
-                                   self.connected) for i in range(n)]
+            rows = [_autograd_grad([o], self.fresh, [_unit(o, i)], True, self.connected)
+                    for i in range(n)]
             jacs = []
             for j, x in enumerate(self.fresh):
                 shape = tuple(o.shape) + tuple(x.shape)
@@ -302,6 +301,14 @@ def _autograd_grad(outputs, inputs, grad_outputs, retain_graph, create_graph):
                       None if grad_outputs is None else [g for _, g in pairs],
                       retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
     return [zeros_like(x) if g is None else g for g, x in zip(got, inputs)]
+
+
+def _unit(o, i):
+    """The i-th standard basis tensor of o's shape and dtype (a row of the identity, made
+    per row: an n x n identity for n outputs would be n^2 memory)."""
+    e = o.new_zeros(o.numel())
+    e[i] = 1
+    return e.view(o.shape)
 
 
 def _fresh(x, outer: bool):
