@@ -668,6 +668,10 @@ def test_grad_of_grad_and_through_tracked_parameters():
     (gx,) = fn(v)
     gx.sum().backward()
     np.testing.assert_allclose(v.grad.numpy(), 3 * np.array([0.7, -0.3]) ** 2)
+    with clgrad.no_grad():  # no grad mode at the call: no graph (PyTorch's create_graph=None)
+        (gx,) = fn(v)
+    assert not gx.requires_grad
+    np.testing.assert_allclose(gx.numpy(), 3 * np.array([0.7, -0.3]) ** 2)
 
 
 @needs_create_graph

@@ -78,8 +78,10 @@ def vjp(func, *primals, has_aux: bool = False):
     ``vjp_fn(cotangents, retain_graph=True, create_graph=None)``: ``cotangents`` has the
     structure of ``output`` (each tensor of its output's shape); returns a tuple with, per
     primal, the tree ``sum_k cotangent_k^T d output_k / d primal`` (zeros where the output
-    does not depend on it). It may be called several times. ``create_graph=None``: see the
-    module docstring (PyTorch's default, grad mode, would ask for a graph on every call).
+    does not depend on it). It may be called several times. ``create_graph=None``: a graph
+    when grad mode is on at the call and something outside can differentiate the result (the
+    output depends on a tracked tensor, or a cotangent requires grad; module docstring).
+    PyTorch's None means grad mode alone, which here would ask for a graph on every call.
 
     Raises: RuntimeError for outputs that are not all floating tensors (or an empty output),
             cotangents of another structure than the output, a bad has_aux output; ValueError
@@ -237,9 +239,9 @@ class _Vjp:
                 got = tuple(c.shape) if isinstance(c, Tensor) else type(c)
                 raise RuntimeError(f"{self.api}: cotangent {i} must be a Tensor of its "
                                    f"output's shape {tuple(o.shape)}, got {got}")
-        if create_graph is None:
-            create_graph = self.connected or (is_grad_enabled() and
-                                              any(c.requires_grad for c in cotangents))
+        if create_graph is None:  # (PyTorch: grad mode, which would always ask for one)
+            create_graph = is_grad_enabled() and (
+                self.connected or any(c.requires_grad for c in cotangents))
         return _autograd_grad(self.flat_out, self.fresh, cotangents, retain_graph,
                               create_graph)
 
@@ -264,7 +266,8 @@ class _Vjp:
         with enable_grad():
             g = _autograd_grad(self.flat_out, self.fresh, dummies, True, True)
         used = [(gi, t) for gi, t in zip(g, tangents) if gi.requires_grad]
-        create = self.connected or (is_grad_enabled() and any(t.requires_grad for t in tangents))
+        create = is_grad_enabled() and (self.connected or
+                                        any(t.requires_grad for t in tangents))
         if not used:
             out = [None] * len(dummies)
         else:
