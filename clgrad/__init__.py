@@ -82,6 +82,9 @@ from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backen
 from clgrad import special
 from clgrad import profiler  # noqa: F401  (torch.profiler: clgrad/profiler/)
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
+# torch.func's transforms (vmap is a loop: clgrad/func/_vmap.py)
+from clgrad import func
+from clgrad.func import vmap
 from clgrad.amp import autocast, get_autocast_dtype, is_autocast_enabled
 # compile(mode="reduce-overhead") replays captured kernels (clgrad/capture/)
 from clgrad._compile import compile  # noqa: A004
@@ -153,7 +156,7 @@ __all__ = [
     "save", "load", "autograd", "nn", "optim", "io", "linalg", "special", "distributed", "cuda",
     "accelerator", "backends", "utils", "serialization", "distributions", "fx", "jit", "amp",
     "capture", "multiprocessing", "autocast", "compile", "is_autocast_enabled",
-    "get_autocast_dtype",
+    "get_autocast_dtype", "func", "vmap",
 ]
 __all__ += _registry.names(_registry.TORCH)  # the ops (tools/griffe_registry.py: the API pages)
 

@@ -73,6 +73,8 @@ from clgrad.amp import autocast as autocast
 from clgrad._compile import compile as compile
 from clgrad.amp import is_autocast_enabled as is_autocast_enabled
 from clgrad.amp import get_autocast_dtype as get_autocast_dtype
+from clgrad import func as func
+from clgrad.func._vmap import vmap as vmap
 from clgrad.creation import tensor as tensor
 from clgrad.creation import as_tensor as as_tensor
 from clgrad.creation import from_numpy as from_numpy
@@ -570,11 +572,11 @@ __all__ = [
     "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",
     "optim", "io", "linalg", "special", "distributed", "cuda", "accelerator", "backends", "utils",
     "serialization", "distributions", "fx", "jit", "amp", "capture", "multiprocessing", "autocast",
-    "compile", "is_autocast_enabled", "get_autocast_dtype", "tensor", "as_tensor", "from_numpy",
-    "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn",
-    "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like", "rand_like",
-    "randn_like", "tril_indices", "triu_indices", "normal", "bernoulli", "multinomial", "add",
-    "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+    "compile", "is_autocast_enabled", "get_autocast_dtype", "func", "vmap", "tensor", "as_tensor",
+    "from_numpy", "empty", "zeros", "ones", "full", "arange", "linspace", "logspace", "eye", "rand",
+    "randn", "randint", "randperm", "zeros_like", "ones_like", "full_like", "empty_like",
+    "rand_like", "randn_like", "tril_indices", "triu_indices", "normal", "bernoulli", "multinomial",
+    "add", "sub", "mul", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow",
     "maximum", "minimum", "atan2", "arctan2", "addcmul", "addcdiv", "lerp", "hypot", "logaddexp",
     "logaddexp2", "xlogy", "copysign", "float_power", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
     "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",

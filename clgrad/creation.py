@@ -24,6 +24,10 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "full"
 
 _RNG = [np.random.default_rng(0)]
 _SEED = [0]  # the seed _RNG[0] started from (clgrad's default start is 0)
+# How often a random op drew from an explicit clgrad.Generator (``rng`` below): vmap's
+# randomness='error'/'same' (clgrad/func/_vmap.py) see such draws by this count, and those
+# from the global generator by its state.
+EXPLICIT_DRAWS = [0]
 
 
 def manual_seed(seed: int):
@@ -76,6 +80,7 @@ def rng(generator, op: str) -> np.random.Generator:
                         f"{type(generator).__name__}")
     if _capture._ACTIVE[0] is not None:
         _capture.refuse_random()
+    EXPLICIT_DRAWS[0] += 1
     return g
 
 

@@ -32,7 +32,8 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
              "get_printoptions", "printoptions", "promote_types", "can_cast", "tril_indices",
              "triu_indices", "set_default_tensor_type", "broadcast_shapes", "range",
              "scalar_tensor", "empty_strided", "asarray", "hann_window", "hamming_window",
-             "blackman_window", "bartlett_window", "kaiser_window"}
+             "blackman_window", "bartlett_window", "kaiser_window",
+             "vmap"}  # vmap takes a function (torch.vmap too)
 # torch's docstring names other arguments than its argument parser (whose TypeError a user sees:
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
