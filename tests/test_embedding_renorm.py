@@ -256,3 +256,13 @@ def test_embedding_max_norm_against_torch(dtype):
         ulp = 4 * np.finfo(dtype).eps
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=ulp)
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=ulp)
+
+
+def test_sparse_raises_before_any_renormalisation():
+    w = np.full((4, 2), 3.0)
+    wt = clgrad.tensor(w)
+    with pytest.raises(NotImplementedError, match="sparse=True"):
+        F.embedding(clgrad.tensor([0, 1]), wt, max_norm=1.0, sparse=True)
+    with pytest.raises(NotImplementedError, match="sparse=True"):
+        F.embedding_bag(clgrad.tensor([[0, 1]]), wt, max_norm=1.0, sparse=True, mode="sum")
+    np.testing.assert_array_equal(wt.numpy(), w)                 # untouched

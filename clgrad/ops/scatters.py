@@ -295,7 +295,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     Raises:  IndexError for an index outside [0, V); ValueError for padding_idx outside
              [-V, V); NotImplementedError for ``sparse=True`` (clgrad has no sparse tensors)
     """
-    if max_norm is not None:
+    if max_norm is not None and not sparse:  # (sparse raises below, before any write)
         same_device("embedding", weight, input)
         ix.embedding_weight("embedding", weight, padding_idx, ValueError)
         embedding_renorm_(weight, input, max_norm, norm_type)
@@ -404,6 +404,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
+    no_sparse(sparse)
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
@@ -417,7 +418,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if per_sample_weights is not None:
         per_sample_weights = per_sample_weights.reshape(-1)
     return _bags(weight, idx, starts, _MODES[mode], per_sample_weights, padding_idx,
-                 scale_grad_by_freq, sparse)[0]
+                 scale_grad_by_freq)[0]
 
 
 def _bag_starts(offsets: Tensor, n: int, include_last_offset: bool) -> np.ndarray:
@@ -439,15 +440,19 @@ def _bag_starts(offsets: Tensor, n: int, include_last_offset: bool) -> np.ndarra
     return off[:-1] if include_last_offset else off
 
 
+def no_sparse(sparse: bool):
+    """NotImplementedError for embedding_bag's sparse=True (checked before any write)."""
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse=True asks for a sparse gradient, and "
+                                  "clgrad has no sparse tensors; use sparse=False")
+
+
 def _bags(weight: Tensor, idx: np.ndarray, starts: np.ndarray, mode: int, psw, padding_idx,
-          scale_grad_by_freq: bool, sparse: bool):
+          scale_grad_by_freq: bool):
     """The bag reduction behind F.embedding_bag and torch.embedding_bag: ``idx`` (n,) int64
     on the host, bag b = positions [starts[b], starts[b + 1]) (the last to n). Returns the
     output (B, D) and, as int64 host arrays, each position's bag (offset2bag), each bag's
     count of non-padding entries and (mode 2) the row each maximum came from (B, D)."""
-    if sparse:
-        raise NotImplementedError("embedding_bag: sparse=True asks for a sparse gradient, and "
-                                  "clgrad has no sparse tensors; use sparse=False")
     v, dev = weight.shape[0], weight.device
     bad = np.flatnonzero((idx < 0) | (idx >= v))
     if bad.size:

@@ -205,6 +205,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     if mode not in (0, 1, 2):
         raise RuntimeError(f"embedding_bag: `mode` must be sum, mean, or max (0, 1 or 2), "
                            f"got {mode!r}")
+    sx.no_sparse(sparse)
     for name, t in (("indices", indices), ("offsets", offsets)):
         if not isinstance(t, Tensor) or t.ndim != 1:
             raise RuntimeError(f"embedding_bag: expected {name} to be a 1-D Tensor, got "
@@ -222,7 +223,7 @@ def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
     idx = indices.numpy().astype(np.int64)
     starts = sx._bag_starts(offsets, idx.size, include_last_offset)
     out, bag, sizes, argmax = sx._bags(weight, idx, starts, mode, per_sample_weights,
-                                       padding_idx, scale_grad_by_freq, sparse)
+                                       padding_idx, scale_grad_by_freq)
     dev, it = weight.device, indices.dtype
 
     def ints(a):
