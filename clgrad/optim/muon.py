@@ -38,7 +38,11 @@ class Muon(Optimizer):
     Dtypes:  the Newton-Schulz iteration runs in bfloat16, as PyTorch's (its matmuls summed in
              float32 and rounded once, as PyTorch's CPU); the momentum buffer and the
              parameter keep their dtype, so a float64 parameter follows PyTorch's float64
-             trajectory up to the bfloat16 roundings both make at the same points
+             trajectory up to the bfloat16 roundings both make at the same points (on large
+             matrices the float32 sums' order, PyTorch's BLAS vs clgrad's GEMM, flips one
+             now and then, which the iteration amplifies); a bfloat16 parameter is updated
+             in float32 and rounded once, as by every clgrad optimizer (PyTorch rounds after
+             each op: a bfloat16 unit apart at times)
     State:   ``momentum_buffer`` per parameter (PyTorch's key; no ``step``)
     Ops:     composed of tensor ops (lerp, norm, matmul, addmm): 3 GEMMs per NS step
     Raises:  ValueError (PyTorch's messages) for lr, momentum or weight_decay < 0, another
