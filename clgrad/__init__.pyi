@@ -361,6 +361,7 @@ from clgrad.ops.composite import masked_select as masked_select
 from clgrad.ops.indexing import index_put as index_put
 from clgrad.ops.indexing import index_put_ as index_put_
 from clgrad.ops.toplevel import embedding as embedding
+from clgrad.ops.scatters import embedding_renorm_ as embedding_renorm_
 from clgrad.ops.conv.transpose import conv1d as conv1d
 from clgrad.ops.conv.op import conv2d as conv2d
 from clgrad.ops.conv.transpose import conv_transpose1d as conv_transpose1d
@@ -454,6 +455,7 @@ from clgrad.ops.toplevel import alpha_dropout_ as alpha_dropout_
 from clgrad.ops.toplevel import feature_alpha_dropout as feature_alpha_dropout
 from clgrad.ops.toplevel import feature_alpha_dropout_ as feature_alpha_dropout_
 from clgrad.ops.products import pdist as pdist
+from clgrad.ops.toplevel import embedding_bag as embedding_bag
 from clgrad.ops.toplevel import convolution as convolution
 from clgrad.ops.toplevel import dropout_ as dropout_
 from clgrad.ops.dropout import feature_dropout as feature_dropout
@@ -605,23 +607,24 @@ __all__ = [
     "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
     "block_diag", "cartesian_prod", "combinations", "index_select", "gather", "scatter_add",
     "scatter", "roll", "tril", "triu", "nonzero", "argwhere", "index_add", "index_fill", "take",
-    "take_along_dim", "where", "masked_select", "index_put", "index_put_", "embedding", "conv1d",
-    "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d", "avg_pool1d",
-    "adaptive_avg_pool1d", "adaptive_max_pool1d", "max_pool1d_with_indices", "conv3d",
-    "conv_transpose3d", "max_pool3d", "batch_norm", "layer_norm", "rms_norm", "group_norm",
-    "instance_norm", "prelu", "selu", "selu_", "celu", "celu_", "hardshrink", "threshold",
-    "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle", "pixel_unshuffle",
-    "channel_shuffle", "native_channel_shuffle", "binary_cross_entropy_with_logits", "kl_div",
-    "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "triplet_margin_loss",
-    "poisson_nll_loss", "cosine_similarity", "pairwise_distance", "quantile", "nanquantile",
-    "nanmedian", "mode", "aminmax", "bincount", "histc", "cov", "corrcoef", "trapezoid", "trapz",
-    "cumulative_trapezoid", "logcumsumexp", "unique_consecutive", "scatter_reduce", "index_copy",
-    "masked_scatter", "diagonal_scatter", "select_scatter", "slice_scatter", "put", "cross",
-    "inner", "vdot", "vander", "diag", "diagflat", "split_with_sizes", "ravel", "broadcast_shapes",
-    "fill", "frexp", "is_complex", "is_signed", "is_same_size", "is_inference", "range",
-    "scalar_tensor", "empty_strided", "randint_like", "asarray", "hann_window", "hamming_window",
-    "blackman_window", "bartlett_window", "kaiser_window", "alpha_dropout", "alpha_dropout_",
-    "feature_alpha_dropout", "feature_alpha_dropout_", "pdist", "convolution", "dropout_",
+    "take_along_dim", "where", "masked_select", "index_put", "index_put_", "embedding",
+    "embedding_renorm_", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d",
+    "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
+    "max_pool1d_with_indices", "conv3d", "conv_transpose3d", "max_pool3d", "batch_norm",
+    "layer_norm", "rms_norm", "group_norm", "instance_norm", "prelu", "selu", "selu_", "celu",
+    "celu_", "hardshrink", "threshold", "threshold_", "rrelu", "rrelu_", "dropout", "pixel_shuffle",
+    "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+    "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss", "cosine_similarity",
+    "pairwise_distance", "quantile", "nanquantile", "nanmedian", "mode", "aminmax", "bincount",
+    "histc", "cov", "corrcoef", "trapezoid", "trapz", "cumulative_trapezoid", "logcumsumexp",
+    "unique_consecutive", "scatter_reduce", "index_copy", "masked_scatter", "diagonal_scatter",
+    "select_scatter", "slice_scatter", "put", "cross", "inner", "vdot", "vander", "diag",
+    "diagflat", "split_with_sizes", "ravel", "broadcast_shapes", "fill", "frexp", "is_complex",
+    "is_signed", "is_same_size", "is_inference", "range", "scalar_tensor", "empty_strided",
+    "randint_like", "asarray", "hann_window", "hamming_window", "blackman_window",
+    "bartlett_window", "kaiser_window", "alpha_dropout", "alpha_dropout_", "feature_alpha_dropout",
+    "feature_alpha_dropout_", "pdist", "embedding_bag", "convolution", "dropout_",
     "feature_dropout", "feature_dropout_", "constant_pad_nd", "rsub", "detach_", "xlogy_", "neg_",
     "abs_", "exp_", "log_", "sqrt_", "rsqrt_", "tanh_", "sigmoid_", "relu_", "sin_", "cos_",
     "square_", "reciprocal_", "floor_", "ceil_", "round_", "log1p_", "expm1_", "erf_", "clamp_",

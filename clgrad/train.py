@@ -9,7 +9,7 @@ training data with a tqdm bar (loss, accuracy, images/s), then an evaluation of 
 split. ``OUT/last.safetensors`` (model + optimizer + scheduler + epoch + history) is written
 every epoch and ``OUT/best.safetensors`` whenever the validation accuracy improves, both
 atomically (clgrad.save); ``OUT/metrics.csv`` holds one row per epoch (train and validation
-loss and accuracy, images/s) and ``OUT/curves.png`` plots them; with the tensorboard package
+loss and accuracy, images/s) and ``OUT/curves.png`` plots them; with the tensorboardX package
 installed, TensorBoard event files in OUT carry the same (``tensorboard --logdir runs``). The
 test split is evaluated once, at the end, with the final model (its accuracy is added to the
 plot), so the choice of "best" never sees it.
@@ -593,10 +593,10 @@ _BOARD_TAGS = {"train_loss": "train/loss", "train_acc": "train/acc", "val_loss":
 
 
 def _tensorboard(out_dir: Path):
-    """A SummaryWriter on ``out_dir`` when the tensorboard package (needed only to view the
-    files) is installed, else None."""
+    """A SummaryWriter on ``out_dir`` when tensorboardX (which clgrad.utils.tensorboard
+    writes through) is installed, else None."""
     import importlib.util
-    if importlib.util.find_spec("tensorboard") is None:
+    if importlib.util.find_spec("tensorboardX") is None:
         return None
     from clgrad.utils.tensorboard import SummaryWriter
     return SummaryWriter(out_dir)

@@ -72,7 +72,7 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "polygamma": "n"}
 # The clgrad face's (torch.<name>'s) first and second Tensor arguments where they are not
 # nn.functional's (ATen's signature: torch.embedding(weight, indices)).
-TORCH_FACE = {"embedding": ("weight", "indices")}
+TORCH_FACE = {"embedding": ("weight", "indices"), "embedding_bag": ("weight", "indices")}
 # A second Tensor argument: (name in PyTorch, position) for ops that take two.
 SECOND = {"add": "other", "sub": "other", "mul": "other", "div": "other", "pow": "exponent",
           "maximum": "other", "minimum": "other", "eq": "other", "ne": "other", "lt": "other",

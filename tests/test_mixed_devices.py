@@ -492,6 +492,12 @@ case("torch.group_norm", lambda: (r(2, 4, 3), r(4), r(4)),
      lambda x, w, b: clgrad.group_norm(x, 2, w, b))
 case("torch.rms_norm", lambda: (r(2, 3), r(3)), lambda x, w: clgrad.rms_norm(x, (3,), w))
 case("torch.embedding", lambda: (r(4, 5), ints(4, 2, 3)), clgrad.embedding)
+case("torch.embedding_bag", lambda: (r(4, 5), ints(4, 6), clgrad.tensor([0, 2, 2]), r(6)),
+     lambda w, i, o, s: clgrad.embedding_bag(w, i, o, False, 0, False, s))
+case("torch.embedding_renorm_", lambda: (r(4, 5), ints(4, 2, 3)),
+     lambda w, i: clgrad.embedding_renorm_(w, i, 0.5, 2.0))
+case("F.embedding[max_norm]", lambda: (ints(4, 2, 3), r(4, 5)),
+     lambda i, w: F.embedding(i, w, max_norm=0.5))
 case("torch.binary_cross_entropy_with_logits", lambda: (r(2, 3), prob(2, 3), pos(2, 3), pos(3)),
      clgrad.binary_cross_entropy_with_logits)
 case("torch.kl_div", lambda: (r(2, 3, grad=True), r(2, 3)), clgrad.kl_div)

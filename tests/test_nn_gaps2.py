@@ -342,10 +342,14 @@ def test_embedding_bag_offsets_values_and_gradient(mode):
     np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-15)
     assert gradcheck(lambda t: F.embedding_bag(it, t, ot, mode=mode),
                      (clgrad.tensor(w, requires_grad=True),))
-    # include_last_offset: the last offset ends the last bag
-    got = F.embedding_bag(it, clgrad.tensor(w), clgrad.tensor([0, 4, 4, 6]), mode=mode,
+    # include_last_offset: the last offset ends the last bag, and must be the input's length
+    # (PyTorch's CPU result otherwise depends on the dtype: clgrad raises)
+    got = F.embedding_bag(it[:6], clgrad.tensor(w), clgrad.tensor([0, 4, 4, 6]), mode=mode,
                           include_last_offset=True).numpy()
     np.testing.assert_allclose(got, _bags_np(idx, w, [0, 4, 4], [4, 4, 6], mode), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="include_last_offset=True expects the last offset"):
+        F.embedding_bag(it, clgrad.tensor(w), clgrad.tensor([0, 4, 4, 6]), mode=mode,
+                        include_last_offset=True)
 
 
 def test_embedding_bag_2d_padding_and_per_sample_weights():

@@ -354,7 +354,7 @@ _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test f
     "pdist": "test_nn_gaps2.py",
     "multilabel_margin_loss": "test_nn_gaps2.py",
     "triplet_margin_with_distance_loss": "test_nn_gaps2.py",
-    "embedding_bag": "test_nn_gaps2.py",
+    "embedding_bag": "test_nn_gaps2.py", "embedding_renorm_": "test_embedding_renorm.py",
     "atan2": "test_round3_ops.py", "log1p": "test_round3_ops.py", "expm1": "test_round3_ops.py",
     "nan_to_num": "test_numeric.py", "masked_fill": "test_elementwise.py",
     "var_mean": "test_composite.py", "std_mean": "test_composite.py",

@@ -11,7 +11,7 @@ from clgrad.ops.matmul import linear as linear
 from clgrad.ops.composite import bilinear as bilinear
 from clgrad.ops.views import flatten as flatten
 from clgrad.ops.conv.fold import unfold as unfold
-from clgrad.ops.index import embedding as embedding
+from clgrad.ops.scatters import embedding as embedding
 from clgrad.ops.index import one_hot as one_hot
 from clgrad.ops.conv.transpose import conv1d as conv1d
 from clgrad.ops.conv.transpose import conv_transpose1d as conv_transpose1d

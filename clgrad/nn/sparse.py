@@ -13,8 +13,10 @@ __all__ = ["Embedding"]
 
 class Embedding(Module):
     """Rows of ``weight`` (num_embeddings, embedding_dim), initialised N(0, 1); the row
-    ``padding_idx`` starts at 0 and gets no gradient. max_norm, scale_grad_by_freq and
-    sparse raise NotImplementedError (see F.embedding)."""
+    ``padding_idx`` starts at 0 and gets no gradient. ``max_norm``: the rows an input names
+    whose ``norm_type``-norm exceeds it are rescaled IN PLACE in ``weight`` before the lookup
+    (PyTorch's); ``scale_grad_by_freq`` divides each row's gradient by its count in the
+    batch; ``sparse=True`` raises NotImplementedError (no sparse tensors; see F.embedding)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None,
                  max_norm=None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
@@ -22,9 +24,9 @@ class Embedding(Module):
                  dtype=None):
         super().__init__()
         _check_positive("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
-        if max_norm is not None or scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are "
-                                      "not supported by clgrad")
+        if sparse:
+            raise NotImplementedError("Embedding: sparse=True asks for sparse gradients, and "
+                                      "clgrad has no sparse tensors; use sparse=False")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"Embedding: expected padding_idx in [{-num_embeddings}, "
@@ -62,19 +64,23 @@ class Embedding(Module):
         Shapes:  input (*) int -> (*, embedding_dim); see clgrad.nn.functional.embedding
         Raises:  IndexError for an index outside [0, num_embeddings)
         """
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
-        """'num_embeddings, embedding_dim' (and ', padding_idx=P'), as PyTorch's repr."""
+        """PyTorch's: 'num_embeddings, embedding_dim' then the non-default padding_idx,
+        max_norm, norm_type, scale_grad_by_freq and sparse."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
-        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s + _norm_repr(self)
 
 
 class EmbeddingBag(Module):
     """Sums, means or maxima of bags of rows of ``weight`` (num_embeddings, embedding_dim),
     initialised N(0, 1) (the row ``padding_idx`` 0), without the per-element embeddings
-    being returned (see F.embedding_bag). scale_grad_by_freq and sparse raise
-    NotImplementedError."""
+    being returned (see F.embedding_bag). ``sparse=True`` raises NotImplementedError (no
+    sparse tensors)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None,
                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
@@ -83,9 +89,9 @@ class EmbeddingBag(Module):
         super().__init__()
         _check_positive("EmbeddingBag", num_embeddings=num_embeddings,
                         embedding_dim=embedding_dim)
-        if scale_grad_by_freq or sparse:
-            raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not "
-                                      "supported by clgrad")
+        if sparse:
+            raise NotImplementedError("EmbeddingBag: sparse=True asks for sparse gradients, "
+                                      "and clgrad has no sparse tensors; use sparse=False")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError("padding_idx must be within num_embeddings")
@@ -135,13 +141,7 @@ class EmbeddingBag(Module):
     def extra_repr(self):
         """PyTorch's: 'V, D' then the non-default max_norm, norm_type, then mode and
         padding_idx."""
-        s = f"{self.num_embeddings}, {self.embedding_dim}"
-        if self.max_norm is not None:
-            s += f", max_norm={self.max_norm!r}"
-        if self.norm_type != 2:
-            s += f", norm_type={self.norm_type!r}"
-        if self.scale_grad_by_freq is not False:
-            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}" + _norm_repr(self)
         s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx!r}"
@@ -149,3 +149,16 @@ class EmbeddingBag(Module):
 
 
 __all__ += ["EmbeddingBag"]
+
+
+def _norm_repr(m) -> str:
+    """The non-default max_norm, norm_type and scale_grad_by_freq of an Embedding or
+    EmbeddingBag, as PyTorch's reprs list them."""
+    s = ""
+    if m.max_norm is not None:
+        s += f", max_norm={m.max_norm!r}"
+    if m.norm_type != 2:
+        s += f", norm_type={m.norm_type!r}"
+    if m.scale_grad_by_freq is not False:
+        s += f", scale_grad_by_freq={m.scale_grad_by_freq!r}"
+    return s

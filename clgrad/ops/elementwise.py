@@ -527,6 +527,7 @@ def _alpha_scaled(a, b, alpha):
         return b
     alpha = numpy_operand(alpha)
     a, b = numpy_operand(a), numpy_operand(b)
+    dt = None
     if all(isinstance(v, Tensor) or _is_num(v) for v in (a, b)):
         dt = dtypes.result_type(a, b)
         if isinstance(alpha, bool) and not dt.is_bool:
@@ -540,7 +541,10 @@ def _alpha_scaled(a, b, alpha):
             alpha = bool(alpha)
     if alpha == 1:
         return b
-    if not _is_num(b):
+    if not _is_num(b):  # in the result type: float64 + alpha * bfloat16 is not rounded to
+        if dt is not None and dt is not b.dtype and dt.is_floating_point and \
+                dt is not _BF16 and dt is not _F16:  # bfloat16 first (PyTorch's)
+            b = to(b, dt)
         return mul(b, alpha)
     return bool(b * alpha) if isinstance(b, bool) and isinstance(alpha, bool) else b * alpha
 

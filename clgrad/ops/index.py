@@ -36,7 +36,8 @@ def move_defines(dtype) -> dict:
     return _BF16_MOVE if dtype is _BF16 else defines_of(dtype)
 
 __all__ = ["where", "cat", "stack", "index_select", "gather", "scatter_add", "scatter", "roll",
-           "tril", "triu", "nonzero", "argwhere", "embedding", "one_hot"]
+           "tril", "triu", "nonzero", "argwhere", "embedding_rows", "embedding_weight",
+           "one_hot"]
 
 
 def cat(tensors, dim: int = 0) -> Tensor:
@@ -577,30 +578,25 @@ def argwhere(x: Tensor) -> Tensor:
 
 
 # -- embedding and one_hot (the CNN layer set, issue 13) --------------------------------------
-def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
-              norm_type: float = 2.0, scale_grad_by_freq: bool = False,
-              sparse: bool = False) -> Tensor:
-    """Rows of ``weight`` picked by the integer ``input`` (PyTorch's F.embedding).
+def embedding_rows(input: Tensor, weight: Tensor, padding_idx=None,
+                   scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input``: the lookup of PyTorch's F.embedding
+    without its max_norm (scatters.embedding renormalises first, then calls this).
 
     Shapes:  input (*) int, weight (V, D) -> (*, D)
     Grad:    weight: the output gradient scatter-added into its rows (repeated indices add
-             up); the row ``padding_idx`` gets no gradient.
-    Raises:  IndexError for an index outside [0, V); NotImplementedError for max_norm,
-             scale_grad_by_freq and sparse (not supported: PyTorch's renormalisation writes
-             the weight in place, and clgrad has no sparse gradients).
+             up); the row ``padding_idx`` gets no gradient; with ``scale_grad_by_freq`` the
+             gradient of each position is divided by how often its index occurs in ``input``
+             (PyTorch's embedding_dense_backward).
+    Raises:  IndexError for an index outside [0, V); NotImplementedError for ``sparse=True``
+             (clgrad has no sparse tensors, so no sparse gradient).
     """
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported by clgrad")
-    if not isinstance(weight, Tensor) or weight.ndim != 2:
-        raise RuntimeError(f"embedding: expected a 2-D weight (num_embeddings, embedding_dim), "
-                           f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    if sparse:
+        raise NotImplementedError("embedding: sparse=True asks for a sparse gradient, and "
+                                  "clgrad has no sparse tensors; use sparse=False (a dense "
+                                  "gradient of the same values)")
+    padding_idx = embedding_weight("embedding", weight, padding_idx, ValueError)
     v = weight.shape[0]
-    if padding_idx is not None:
-        if not -v <= padding_idx < v:
-            raise ValueError(f"embedding: expected padding_idx in [{-v}, {v}), got "
-                             f"{padding_idx}")
-        padding_idx %= v
     idx = _check_index("embedding", input.reshape(-1), v, 0, data=weight)
     if idx.numel() and int(idx.numpy().min()) < 0:
         raise IndexRangeError(f"embedding: index {int(idx.numpy().min())} is out of range "
@@ -609,14 +605,35 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
     iv = Tensor(idx._storage, out.shape, (idx._strides[0], 0), idx._offset)
     _gather_launch(weight, 0, iv, out)
     scatter = _gather_backward(tuple(weight.shape), 0, iv)
+    if scale_grad_by_freq and idx.numel():  # 1 / count of each position's index
+        host = idx.numpy()
+        inv = 1.0 / np.bincount(host, minlength=v)[host]
+        freq = creation.tensor(inv.reshape(-1, 1), dtype=_F32 if weight.dtype is _BF16 else
+                               weight.dtype, device=weight._storage.device)
 
     def backward(g):
+        if scale_grad_by_freq and idx.numel():
+            g = ew.mul(ew.to(g, freq.dtype), freq)
         (gw,) = scatter(g)
+        if gw.dtype is not weight.dtype:
+            gw = ew.to(gw, weight.dtype)
         if padding_idx is not None:
             ew.fill_raw(gw[padding_idx], 0)
         return (gw,)
     out = record("embedding", out, (weight,), backward, saved=[idx])
     return out.view(tuple(input.shape) + (weight.shape[1],))
+
+
+def embedding_weight(op: str, weight, padding_idx, error=RuntimeError):
+    """Check that ``weight`` is a 2-D Tensor (RuntimeError otherwise) and ``padding_idx`` None
+    or in [-V, V) (``error`` otherwise); returns padding_idx wrapped into [0, V)."""
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise RuntimeError(f"{op}: expected a 2-D weight (num_embeddings, embedding_dim), "
+                           f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    v = weight.shape[0]
+    if padding_idx is not None and not -v <= padding_idx < v:
+        raise error(f"{op}: expected padding_idx in [{-v}, {v}), got {padding_idx}")
+    return None if padding_idx is None else padding_idx % v
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -455,7 +455,8 @@ OPS = (
     Op("index_put_", aix.index_put_, TM),
     Op("getitem", aix.getitem, 0, operator="getitem"),
     Op("setitem", aix.setitem, 0, operator="setitem"),
-    Op("embedding", ix.embedding, TORCH | FUNCTIONAL, torch=tl.embedding),
+    Op("embedding", sx.embedding, TORCH | FUNCTIONAL, torch=tl.embedding),
+    Op("embedding_renorm_", sx.embedding_renorm_, TORCH),
     Op("one_hot", ix.one_hot, FUNCTIONAL),
     # -- conv ---------------------------------------------------------------------------------
     Op("conv1d", convt.conv1d, TORCH | FUNCTIONAL),
@@ -626,7 +627,7 @@ OPS = (
     Op("pdist", pr.pdist, TORCH | FUNCTIONAL),
     Op("multilabel_margin_loss", loss.multilabel_margin_loss, FUNCTIONAL),
     Op("triplet_margin_with_distance_loss", loss.triplet_margin_with_distance_loss, FUNCTIONAL),
-    Op("embedding_bag", sx.embedding_bag, FUNCTIONAL),
+    Op("embedding_bag", sx.embedding_bag, TORCH | FUNCTIONAL, torch=tl.embedding_bag),
     # -- torch's own top-level ops over nn.functional's (ATen signatures: ops/toplevel.py) ---
     Op("convolution", tl.convolution, TORCH),
     Op("dropout_", tl.dropout_, TORCH),

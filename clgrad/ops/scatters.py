@@ -278,7 +278,65 @@ def put_(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False)
     return ip.inplace("put_", input, lambda s, v: put(s, index, v, accumulate), source)
 
 
-# -- embedding_bag: sums, means or maxima of bags of embedding rows (a segment reduction) ---
+# -- embedding with max_norm, embedding_renorm_, embedding_bag -------------------------------
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input`` (PyTorch's F.embedding).
+
+    Shapes:  input (*) int, weight (V, D) -> (*, D)
+    max_norm: first, under no_grad, every row that ``input`` names whose ``norm_type``-norm
+             exceeds max_norm is scaled IN PLACE in ``weight`` by max_norm / (norm + 1e-7),
+             each distinct row once (embedding_renorm_, PyTorch's F.embedding); the padding
+             row too, as PyTorch's
+    Grad:    weight: the output gradient scatter-added into its rows (repeated indices add
+             up); the row ``padding_idx`` gets none; ``scale_grad_by_freq`` divides each
+             position's gradient by the count of its index in ``input`` (index.embedding_rows)
+    Raises:  IndexError for an index outside [0, V); ValueError for padding_idx outside
+             [-V, V); NotImplementedError for ``sparse=True`` (clgrad has no sparse tensors)
+    """
+    if max_norm is not None and not sparse:  # (sparse raises below, before any write)
+        same_device("embedding", weight, input)
+        ix.embedding_weight("embedding", weight, padding_idx, ValueError)
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    return ix.embedding_rows(input, weight, padding_idx, scale_grad_by_freq, sparse)
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,
+                      norm_type: float) -> Tensor:
+    """PyTorch's torch.embedding_renorm_: each distinct row r of ``input`` (V, D) named in
+    ``indices`` whose ``norm_type``-norm exceeds ``max_norm`` is scaled in place by
+    max_norm / (norm + 1e-7) (the scale in float64, as PyTorch's CPU kernel); a NaN norm
+    leaves its row as it is (NaN > max_norm is false, as PyTorch). Not recorded by autograd
+    (it runs under no_grad). Returns ``input``.
+
+    Raises:  IndexError for an index outside [0, V); RuntimeError for a weight that is not 2-D
+    """
+    ix.embedding_weight("embedding_renorm_", input, None)
+    v = input.shape[0]
+    ids = ix._check_index("embedding_renorm_", indices.reshape(-1), v, 0, data=input)
+    ids = np.unique(ids.numpy()) if ids.numel() else np.zeros(0, np.int64)
+    if not ids.size:
+        return input
+    with no_grad():
+        at = creation.tensor(ids, dtype=dtypes.int64, device=input.device)
+        rows = ix.index_select(input, 0, at)
+        norm = linalg.vector_norm(rows, norm_type, 1).double().numpy()
+        big = norm > max_norm
+        if not big.any():
+            return input
+        scale = np.where(big, max_norm / (np.where(big, norm, 0.0) + 1e-7), 1.0)
+        sc = creation.tensor(scale.reshape(-1, 1), dtype=dtypes.float32 if input.dtype in
+                             (dtypes.bfloat16, dtypes.float16) else input.dtype,
+                             device=input.device)
+        new = ew.to(ew.mul(rows, sc), input.dtype)
+        ip.inplace("embedding_renorm_", input, lambda w: index_copy(w, 0, at, new))
+    return input
+
+
+_MODES = {"sum": 0, "mean": 1, "max": 2}
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                   max_norm: float | None = None, norm_type: float = 2,
                   scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
@@ -286,26 +344,32 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
                   padding_idx: int | None = None) -> Tensor:
     """The sum, mean or max of each bag of rows of ``weight`` (PyTorch's F.embedding_bag),
     without the (*, D) intermediate of embedding + reduce being kept per bag: the rows are
-    gathered once (embedding), then index_add'ed ('sum', 'mean') or scatter_reduce'd ('max')
-    into their bags.
+    gathered once (embedding), then index_add'ed into their bags ('sum', 'mean'); 'max'
+    gathers each bag's maximum element (its index found on the host).
 
     Shapes:  input (B, L) int (B bags of L), or (n,) with offsets (B,) int (bag b starts at
              offsets[b]; with ``include_last_offset`` offsets is (B + 1,) and its last entry
-             ends the last bag); weight (V, D) -> (B, D)
+             must be n, as PyTorch documents: CSR); weight (V, D) -> (B, D)
     Bags:    an empty bag gives zeros; indices equal to ``padding_idx`` are skipped (a mean
              divides by the bag's other entries); per_sample_weights (input's shape) scales
              each row ('sum' only)
-    max_norm: rows used whose norm_type-norm exceeds max_norm are rescaled in place to
-             max_norm / (norm + 1e-7) first, under no_grad (PyTorch's embedding_renorm_)
-    Grad:    weight (and per_sample_weights); 'max': split evenly among tied maxima
-             (scatter_reduce's; PyTorch gives it to one of them)
+    max_norm: every row ``input`` names (padding and all) whose norm_type-norm exceeds
+             max_norm is rescaled in place first (embedding_renorm_, as PyTorch's F)
+    Grad:    weight (and per_sample_weights); 'max': to the element picked (the first of
+             tied maxima, as PyTorch's CPU kernel); ``scale_grad_by_freq`` divides by the
+             count of each index in ``input``
+    NaN:     'max' of a bag column holding a NaN is NaN (the first NaN is picked). PyTorch's
+             CPU kernel keeps a NaN only where it comes first in the bag (a > comparison);
+             clgrad propagates it wherever it is (never a silently finite maximum)
     Raises:  ValueError for shapes, mode, padding_idx and per_sample_weights' shape as
-             PyTorch's F; NotImplementedError for per_sample_weights outside 'sum', for
-             scale_grad_by_freq and sparse; RuntimeError for offsets[0] != 0, decreasing
-             offsets or an index outside [0, V) (host reads of input and offsets)
+             PyTorch's F; NotImplementedError for per_sample_weights outside 'sum' and for
+             sparse; RuntimeError for offsets[0] != 0, decreasing offsets, a last offset
+             other than n with include_last_offset (PyTorch's CPU result then depends on the
+             dtype) or an index outside [0, V) (host reads of input and offsets)
     """
     if weight.dtype in (dtypes.int64, dtypes.int32) and input.dtype.is_floating_point:
         weight, input = input, weight  # PyTorch's old argument order (it warns)
+    same_device("embedding_bag", weight, input, offsets, per_sample_weights)
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)})"
                          f" is not None, then it must have the same shape as the input "
@@ -323,89 +387,131 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
                              f"is a mini-batch of fixed length sequences. However, found "
                              f"offsets of type {type(offsets)}")
-        b, length = input.shape
-        starts, ends = np.arange(b) * length, np.arange(1, b + 1) * length
+        starts = np.arange(input.shape[0], dtype=np.int64) * input.shape[1]
+        include_last_offset = False
     elif input.ndim == 1:
         if offsets is None:
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        off = offsets.numpy().astype(np.int64)
-        if off.size and off[0] != 0:
-            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
-                               f"mini-batch has to start from position 0. However, got "
-                               f"{off[0]}")
-        if np.any(np.diff(off) < 0) or (off.size and off[-1] > input.shape[0]):
-            raise RuntimeError(f"embedding_bag: expected offsets non-decreasing and at most the "
-                               f"input's length {input.shape[0]}, got {off.tolist()}")
-        if include_last_offset:
-            starts, ends = off[:-1], off[1:]
-        else:
-            starts, ends = off, np.append(off[1:], input.shape[0])
+        starts = None
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.ndim}")
-    if mode not in ("sum", "mean", "max"):
+    if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if mode == "max" and scale_grad_by_freq:
         raise ValueError("max mode does not support scaling the gradient by the frequency")
     if mode == "max" and sparse:
         raise ValueError("max mode does not support sparse weights")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
-                                  "supported by clgrad")
+    no_sparse(sparse)
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' "
                                   f"(got mode='{mode}'). Please open a feature request on "
                                   f"GitHub.")
     idx = input.reshape(-1).numpy().astype(np.int64)
+    if starts is None:
+        starts = _bag_starts(offsets, idx.size, include_last_offset)
+    if per_sample_weights is not None:
+        per_sample_weights = per_sample_weights.reshape(-1)
+    return _bags(weight, idx, starts, _MODES[mode], per_sample_weights, padding_idx,
+                 scale_grad_by_freq)[0]
+
+
+def _bag_starts(offsets: Tensor, n: int, include_last_offset: bool) -> np.ndarray:
+    """The bags' first positions: ``offsets`` (its last entry dropped with
+    include_last_offset), checked as PyTorch's: offsets[0] == 0, non-decreasing, <= n."""
+    off = offsets.numpy().astype(np.int64)
+    if off.size and off[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                           f"mini-batch has to start from position 0. However, got "
+                           f"{off[0]}")
+    if np.any(np.diff(off) < 0) or (off.size and off[-1] > n):
+        raise RuntimeError(f"embedding_bag: expected offsets non-decreasing and at most the "
+                           f"input's length {n}, got {off.tolist()}")
+    if include_last_offset and off.size and off[-1] != n:
+        raise RuntimeError(f"embedding_bag: include_last_offset=True expects the last offset "
+                           f"to be the input's length {n} (CSR), got {off[-1]}; PyTorch's CPU "
+                           f"result then depends on the dtype (float32 drops the trailing "
+                           f"indices, float64 adds them to the last bag)")
+    return off[:-1] if include_last_offset else off
+
+
+def no_sparse(sparse: bool):
+    """NotImplementedError for embedding_bag's sparse=True (checked before any write)."""
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse=True asks for a sparse gradient, and "
+                                  "clgrad has no sparse tensors; use sparse=False")
+
+
+def _bags(weight: Tensor, idx: np.ndarray, starts: np.ndarray, mode: int, psw, padding_idx,
+          scale_grad_by_freq: bool):
+    """The bag reduction behind F.embedding_bag and torch.embedding_bag: ``idx`` (n,) int64
+    on the host, bag b = positions [starts[b], starts[b + 1]) (the last to n). Returns the
+    output (B, D) and, as int64 host arrays, each position's bag (offset2bag), each bag's
+    count of non-padding entries and (mode 2) the row each maximum came from (B, D)."""
+    v, dev = weight.shape[0], weight.device
     bad = np.flatnonzero((idx < 0) | (idx >= v))
     if bad.size:
         raise IndexRangeError(f"Index {bad[0]} of input takes value {idx[bad[0]]} which is not "
                               f"in the valid range [0, {v})")
-    nb, dev = len(starts), weight.device
-    pos = np.arange(idx.size)
-    bag = np.searchsorted(starts, pos, side="right") - 1  # the last bag starting at or before
-    keep = (bag >= 0) & (pos < ends[np.maximum(bag, 0)] if nb else False)
+    nb = len(starts)
+    bag = np.searchsorted(starts, np.arange(idx.size), side="right") - 1  # last bag starting
+    keep = bag >= 0                                                       # at or before
     if padding_idx is not None:
         keep &= idx != padding_idx
     kept = np.flatnonzero(keep)
-    if max_norm is not None:
-        _renorm_rows(weight, np.unique(idx[kept]), max_norm, norm_type)
+    sizes = np.bincount(bag[kept], minlength=nb).astype(np.int64)
 
     def long(a):
         return creation.tensor(np.ascontiguousarray(a, dtype=np.int64), dtype=dtypes.int64,
                                device=dev)
-    bags = long(bag[kept])
-    rows = ix.embedding(long(idx[kept]), weight)                       # (K, D)
-    if per_sample_weights is not None:
-        psw = ix.index_select(per_sample_weights.reshape(-1), 0, long(kept))
-        rows = ew.mul(rows, psw.unsqueeze(1))
+    if mode == 2:
+        out, argmax = _bag_max(weight, idx[kept], bag[kept], nb)
+        return out, bag, sizes, argmax
+    if scale_grad_by_freq:  # the count over all of input (padding rows get no gradient)
+        rows = ix.embedding_rows(long(idx), weight, scale_grad_by_freq=True)
+        rows = ix.index_select(rows, 0, long(kept))
+    else:
+        rows = ix.embedding_rows(long(idx[kept]), weight)              # (K, D)
+    if psw is not None:
+        rows = ew.mul(rows, ix.index_select(psw, 0, long(kept)).unsqueeze(1))
     out = creation.zeros((nb, weight.shape[1]), dtype=weight.dtype, device=dev)
-    if mode == "max":
-        where = vw.expand(bags.unsqueeze(1), tuple(rows.shape))
-        return scatter_reduce(out, 0, where, rows, "amax", include_self=False)
-    out = ix.index_add(out, 0, bags, rows)
-    if mode == "mean":
-        count = np.maximum(np.bincount(bag[kept], minlength=nb), 1)
-        out = ew.div(out, creation.tensor(count.reshape(-1, 1), dtype=weight.dtype,
-                                          device=dev))
-    return out
+    out = ix.index_add(out, 0, long(bag[kept]), rows)
+    if mode == 1:
+        out = ew.div(out, creation.tensor(np.maximum(sizes, 1).reshape(-1, 1),
+                                          dtype=weight.dtype, device=dev))
+    return out, bag, sizes, None
 
 
-def _renorm_rows(weight, ids, max_norm, norm_type):
-    """PyTorch's embedding_renorm_: rows ``ids`` of norm above max_norm scaled in place to
-    max_norm / (norm + 1e-7), not recorded by autograd."""
-    if not ids.size:
-        return
-    with no_grad():
-        at = creation.tensor(ids, dtype=dtypes.int64, device=weight.device)
-        rows = ix.index_select(weight, 0, at)
-        norm = linalg.vector_norm(rows, norm_type, 1, True)
-        scale = ew.where(ew.gt(norm, max_norm), ew.div(max_norm, ew.add(norm, 1e-7)), 1.0)
-        new = ew.mul(rows, scale)
-        ip.inplace("embedding_renorm_", weight, lambda w: index_copy(w, 0, at, new))
+def _bag_max(weight: Tensor, rows: np.ndarray, bags: np.ndarray, nb: int):
+    """Each bag's column maxima: the row of each (found on the host: the first of tied
+    maxima, the first NaN where the column has one) and the elements gathered from weight
+    (so the gradient reaches exactly them); an empty bag gives 0 and row 0."""
+    d = weight.shape[1]
+    w = weight.detach()
+    host = (w.float() if w.dtype is dtypes.bfloat16 else w).numpy()
+    vals = host[rows].T                                                    # (D, K)
+    pos = np.broadcast_to(np.arange(rows.size), vals.shape)
+    nan = np.isnan(vals)
+    order = np.lexsort((-pos, np.where(nan, 0, vals), nan,
+                        np.broadcast_to(bags, vals.shape)), axis=-1)       # bag, NaN, value, -pos
+    argmax = np.zeros((nb, d), np.int64)
+    last = np.flatnonzero(np.append(np.diff(bags[order[0]]) != 0, True)) if vals.size else []
+    for c in range(d if vals.size else 0):  # (bag is the first key: the groups are alike)
+        win = order[c][last]                       # the winner: the last of each bag's group
+        argmax[bags[win], c] = rows[win]
+    flat = argmax * d + np.arange(d)
+    dev = weight.device
+    out = ix.index_select(weight.reshape(-1), 0, creation.tensor(
+        flat.reshape(-1), dtype=dtypes.int64, device=dev)).reshape(nb, d)
+    empty = np.bincount(bags, minlength=nb) == 0
+    if empty.any():
+        out = ew.where(creation.tensor(~empty.reshape(-1, 1), device=dev), out, 0.0)
+    return out, argmax
 
 
-__all__ += ["embedding_bag"]
+__all__ += ["embedding", "embedding_renorm_", "embedding_bag"]

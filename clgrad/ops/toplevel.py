@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
+from clgrad import creation, dtypes
 from clgrad.ops import dropout as do
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -22,6 +25,8 @@ from clgrad.ops import loss
 from clgrad.ops import norm
 from clgrad.ops import padding
 from clgrad.ops import pool
+from clgrad.ops import scatters as sx
+from clgrad.ops._util import same_device
 from clgrad.ops.conv import op as conv
 from clgrad.ops.conv import transpose as convt
 from clgrad.tensor import Tensor
@@ -29,8 +34,10 @@ from clgrad.tensor import Tensor
 __all__ = ["convolution", "max_pool1d", "max_pool2d", "max_pool1d_with_indices",
            "adaptive_max_pool1d", "dropout", "dropout_", "alpha_dropout", "alpha_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "batch_norm", "instance_norm",
-           "layer_norm", "group_norm", "embedding", "binary_cross_entropy_with_logits",
-           "kl_div", "constant_pad_nd", "rsub", "detach_"]
+           "layer_norm", "group_norm", "embedding", "embedding_bag",
+           "binary_cross_entropy_with_logits", "kl_div", "constant_pad_nd", "rsub", "detach_"]
+
+_FAST_DTYPES = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 
 # ATen's reduction enum (torch.nn._reduction: 0 none, 1 mean, 2 sum)
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -170,8 +177,66 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     """``torch.embedding(weight, indices, ...)``: F.embedding with the tensors in ATen's order;
     a negative ``padding_idx`` means none (F.embedding turns its own negative index into a
     row before it calls this in PyTorch)."""
-    return ix.embedding(indices, weight, None if padding_idx < 0 else padding_idx,
-                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    return ix.embedding_rows(indices, weight, None if padding_idx < 0 else padding_idx,
+                             scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_bag(weight: Tensor, indices: Tensor, offsets: Tensor,
+                  scale_grad_by_freq: bool = False, mode: int = 0, sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None):
+    """``torch.embedding_bag``: ATen's form of F.embedding_bag (``mode`` 0 sum, 1 mean,
+    2 max; 1-D ``indices`` and ``offsets`` required; a negative ``padding_idx`` counts from
+    the end, -1 is row V - 1 as in ATen; None: no padding). Returns PyTorch's 4-tuple
+    ``(output, offset2bag, bag_size, max_indices)``, the last three of indices' dtype, with
+    the values of PyTorch's CPU kernel:
+
+    - output (B, D): as F.embedding_bag (B = len(offsets), less one with include_last_offset)
+    - offset2bag (n,): each position's bag; empty (0,) where PyTorch's CPU takes its fast
+      path (mode 0, a float32/float16/bfloat16 weight of unit column stride, no padding_idx)
+    - bag_size (B,): each bag's non-padding count (zeros in mode 0, then of len(offsets)
+      entries unless include_last_offset and weight.requires_grad, as PyTorch's)
+    - max_indices: mode 2 (B, D) the row each maximum came from (0 for an empty bag);
+      mode 1 bag_size again; mode 0 zeros like bag_size
+
+    Raises:  RuntimeError for a mode outside 0..2, indices that are not 1-D, and the errors
+             of F.embedding_bag; NotImplementedError for sparse=True.
+    """
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"embedding_bag: `mode` must be sum, mean, or max (0, 1 or 2), "
+                           f"got {mode!r}")
+    sx.no_sparse(sparse)
+    for name, t in (("indices", indices), ("offsets", offsets)):
+        if not isinstance(t, Tensor) or t.ndim != 1:
+            raise RuntimeError(f"embedding_bag: expected {name} to be a 1-D Tensor, got "
+                               f"{getattr(t, 'shape', type(t).__name__)}")
+    padding_idx = ix.embedding_weight("embedding_bag", weight, padding_idx)
+    if mode == 2 and scale_grad_by_freq:
+        raise RuntimeError("embedding_bag: max mode does not support scaling the gradient by "
+                           "the frequency")
+    if per_sample_weights is not None and (mode != 0 or tuple(per_sample_weights.shape) !=
+                                           tuple(indices.shape)):
+        raise RuntimeError(f"embedding_bag: per_sample_weights expected mode 0 (sum) and the "
+                           f"shape of indices {tuple(indices.shape)}, got mode {mode} and "
+                           f"shape {tuple(per_sample_weights.shape)}")
+    same_device("embedding_bag", weight, indices, offsets, per_sample_weights)
+    idx = indices.numpy().astype(np.int64)
+    starts = sx._bag_starts(offsets, idx.size, include_last_offset)
+    out, bag, sizes, argmax = sx._bags(weight, idx, starts, mode, per_sample_weights,
+                                       padding_idx, scale_grad_by_freq)
+    dev, it = weight.device, indices.dtype
+
+    def ints(a):
+        return ew.to(creation.tensor(np.ascontiguousarray(a, np.int64), device=dev), it)
+    fast = (mode == 0 and padding_idx is None and weight.dtype in _FAST_DTYPES and
+            weight.stride(1) == 1 and (per_sample_weights is None or
+                                       per_sample_weights.stride(0) == 1))
+    offset2bag = ints(np.zeros(0) if fast else bag)
+    if mode == 0:
+        n = len(offsets) if include_last_offset and not weight.requires_grad else len(starts)
+        zeros = np.zeros(n, np.int64)
+        return out, offset2bag, ints(zeros), ints(zeros)
+    return out, offset2bag, ints(sizes), ints(sizes if mode == 1 else argmax)
 
 
 def _reduction(op, reduction, pos):

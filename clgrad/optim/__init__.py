@@ -7,6 +7,7 @@
     NAdam, RAdam, Adamax      Adam with Nesterov momentum / rectified variance / infinity norm
     Rprop, ASGD               sign-based steps; SGD with a running average of the iterates
     Adafactor                 factored second moments (PyTorch 2.5+'s form)
+    Muon                      momentum orthogonalised by Newton-Schulz (2-D parameters; 2.9+)
     LBFGS                     quasi-Newton steps (a closure), optional strong-Wolfe line search
     SparseAdam                refused (clgrad has no sparse gradients; use Adam)
     lr_scheduler              StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, OneCycleLR,
@@ -19,10 +20,11 @@ from clgrad.optim.adam import Adam, AdamW
 from clgrad.optim.adam_variants import Adamax, NAdam, RAdam
 from clgrad.optim.adaptive import Adadelta, Adagrad, RMSprop
 from clgrad.optim.lbfgs import LBFGS, SparseAdam
+from clgrad.optim.muon import Muon
 from clgrad.optim.optimizer import Optimizer
 from clgrad.optim.rprop_asgd import ASGD, Rprop
 from clgrad.optim.sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "LBFGS",
-           "SparseAdam", "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor",
+           "SparseAdam", "NAdam", "RAdam", "Adamax", "Rprop", "ASGD", "Adafactor", "Muon",
            "lr_scheduler", "swa_utils"]

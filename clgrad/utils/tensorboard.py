@@ -1,158 +1,86 @@
-"""``torch.utils.tensorboard``'s ``SummaryWriter``: TensorBoard event files, written without
-TensorBoard or TensorFlow installed (``pip install tensorboard`` only to view them:
-``tensorboard --logdir runs``).
+"""``torch.utils.tensorboard``'s ``SummaryWriter`` over tensorboardX (``pip install
+tensorboardX``, or ``pip install 'clgrad[tensorboard]'``; ``pip install tensorboard`` only to
+view the files: ``tensorboard --logdir runs``).
 
     from clgrad.utils.tensorboard import SummaryWriter
     with SummaryWriter("runs/exp1") as w:
         for step in range(100):
             w.add_scalar("loss/train", loss, step)
 
-Supported, with PyTorch's names and arguments: ``add_scalar``, ``add_scalars``,
-``add_histogram``, ``add_text``, ``flush``, ``close``, ``get_logdir``; other ``add_*``
-methods (images, graphs, embeddings ...) raise AttributeError saying they are not implemented.
+tensorboardX keeps PyTorch's ``SummaryWriter`` API (the same methods, arguments and event
+files); this module hands it NumPy: every clgrad Tensor (a Parameter too, one that requires
+grad too) among a method's arguments, also inside a list, tuple or dict, is copied to the host
+first (bfloat16 as float32, which NumPy can hold). What cannot be handed on raises:
+``add_graph`` (NotImplementedError: clgrad has no tracer to record a model's graph with).
 
-Format: a file ``events.out.tfevents.<time>.<host>.<pid>.<n>`` of TFRecords (length, masked
-CRC-32C of the length, an ``Event`` protocol buffer, masked CRC-32C of it), the first record
-``file_version: "brain.Event:2"``; scalars as ``simple_value`` (float32), as PyTorch writes them.
-The protocol buffers are encoded by hand (tensorflow/core/util/event.proto, summary.proto).
+Raises ImportError naming ``pip install tensorboardX`` when tensorboardX is missing (when the
+writer is made, as PyTorch's module raises when tensorboard is missing).
 """
 from __future__ import annotations
 
+import importlib
 import os
-import socket
-import struct
 import time
-from datetime import datetime
-from pathlib import Path
 
-import numpy as np
-
-from clgrad.io.caffemodel import _len_field, _varint_field
+from clgrad import dtypes
+from clgrad.tensor import Tensor
 
 __all__ = ["SummaryWriter"]
 
-_FIXED64, _FIXED32 = 1, 5
+_INSTALL = ("clgrad.utils.tensorboard.SummaryWriter writes through tensorboardX, which is not "
+            "installed: pip install tensorboardX (or pip install 'clgrad[tensorboard]')")
 
 
-def _double_field(number: int, value: float) -> bytes:
-    return bytes([number << 3 | _FIXED64]) + struct.pack("<d", float(value))
+def _host(value):
+    """``value`` with every clgrad Tensor in it (in lists, tuples and dict values too) as a
+    NumPy array (detached; bfloat16 as float32); anything else unchanged."""
+    if isinstance(value, Tensor):
+        t = value.detach()
+        return (t.float() if t.dtype is dtypes.bfloat16 else t).numpy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_host(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _host(v) for k, v in value.items()}
+    return value
 
 
-def _float_field(number: int, value: float) -> bytes:
-    return bytes([number << 3 | _FIXED32]) + struct.pack("<f", float(value))
-
-
-def _packed_doubles(number: int, values) -> bytes:
-    return _len_field(number, np.asarray(values, "<f8").tobytes())
-
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli), the checksum of TFRecords; crc32c(b"123456789") == 0xE3069283."""
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def _masked(data: bytes) -> bytes:
-    c = crc32c(data)
-    return struct.pack("<I", (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
-
-
-def _record(event: bytes) -> bytes:
-    """One TFRecord: length, masked CRC of the length, the data, masked CRC of the data."""
-    header = struct.pack("<Q", len(event))
-    return header + _masked(header) + event + _masked(event)
-
-
-def _event(wall_time: float, step: int | None = None, summary: bytes | None = None,
-           file_version: str | None = None) -> bytes:
-    """An ``Event``: wall_time 1 (double), step 2 (int64), file_version 3, summary 5."""
-    out = _double_field(1, wall_time)
-    if step is not None:
-        out += _varint_field(2, step)
-    if file_version is not None:
-        out += _len_field(3, file_version.encode())
-    if summary is not None:
-        out += _len_field(5, summary)
-    return out
-
-
-def _number(name: str, value) -> float:
-    """A Python/NumPy number or a one-element Tensor/array as float; TypeError otherwise."""
-    if isinstance(value, (bool, int, float, np.integer, np.floating)):
-        return float(value)
-    numel = getattr(value, "numel", None)
-    size = numel() if callable(numel) else getattr(value, "size", None)
-    if size == 1 and hasattr(value, "item"):
-        return float(value.item())
-    raise TypeError(f"{name}: expected a number or a one-element tensor, got "
-                    f"{type(value).__name__}{tuple(getattr(value, 'shape', ()))}")
-
-
-class _EventFile:
-    """One event file in ``folder``, its first record the file version."""
-
-    _count = 0
-
-    def __init__(self, folder: Path, suffix: str = ""):
-        folder.mkdir(parents=True, exist_ok=True)
-        _EventFile._count += 1
-        now = time.time()
-        name = (f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}."
-                f"{_EventFile._count}{suffix}")
-        self.path = folder / name
-        self._file = open(self.path, "wb")
-        self.write(_event(now, file_version="brain.Event:2"))
-
-    def write(self, event: bytes):
-        self._file.write(_record(event))
-
-    def flush(self):
-        if not self._file.closed:
-            self._file.flush()
-
-    def close(self):
-        if not self._file.closed:
-            self._file.close()
+def _scalar(name: str, value):
+    """A Python/NumPy number, or a one-element Tensor or array as a float; TypeError naming
+    ``name`` otherwise (tensorboardX would fail on it with a bare assertion)."""
+    value = _host(value)
+    size = getattr(value, "size", 1)
+    if isinstance(value, (str, bytes)) or size != 1:
+        raise TypeError(f"{name}: expected a number or a one-element tensor, got "
+                        f"{type(value).__name__}{tuple(getattr(value, 'shape', ()))}")
+    return float(value.item() if hasattr(value, "item") else value)
 
 
 class SummaryWriter:
-    """PyTorch's ``SummaryWriter``: writes TensorBoard event files into ``log_dir``.
+    """PyTorch's ``SummaryWriter``: TensorBoard event files in ``log_dir``, written by
+    tensorboardX's ``SummaryWriter`` (the ``writer`` attribute).
 
-    Args:    log_dir (default ``runs/<date>_<time>_<host><comment>``, as PyTorch), comment,
-             purge_step (accepted, unused), max_queue and flush_secs (the file is flushed
-             after every ``max_queue`` events or ``flush_secs`` seconds, and on
-             ``flush``/``close``), filename_suffix.
-    Values:  Python or NumPy numbers, or one-element clgrad Tensors (read with ``.item()``).
-    Raises:  TypeError naming the argument for anything else; ValueError for an empty
-             histogram; AttributeError for ``add_*`` methods clgrad does not implement.
+    Args:    log_dir (default ``runs/<date>_<time>_<host><comment>``, as PyTorch),
+             comment, purge_step, max_queue, flush_secs, filename_suffix: PyTorch's, passed on
+    Methods: every ``add_*`` of PyTorch's (add_scalar, add_scalars, add_histogram, add_image
+             (CHW by default), add_images (NCHW), add_text, add_embedding, add_pr_curve,
+             add_hparams, add_mesh, add_video, add_audio, add_figure, add_custom_scalars ...),
+             ``flush``, ``close``, ``get_logdir``; clgrad Tensors converted to NumPy first
+    Raises:  ImportError (naming ``pip install tensorboardX``) when tensorboardX is missing;
+             TypeError for a scalar value that is not one number; NotImplementedError for
+             ``add_graph``; tensorboardX's errors otherwise
     """
 
     def __init__(self, log_dir=None, comment: str = "", purge_step=None, max_queue: int = 10,
                  flush_secs: float = 120, filename_suffix: str = ""):
-        if log_dir is None:
-            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
-            log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
-        self.log_dir = str(log_dir)
-        self.max_queue, self.flush_secs = int(max_queue), float(flush_secs)
-        self._suffix = filename_suffix
-        self._file = _EventFile(Path(self.log_dir), filename_suffix)
-        self._scalar_files: dict = {}
-        self._pending, self._flushed = 0, time.time()
+        try:
+            tbx = importlib.import_module("tensorboardX")
+        except ImportError as e:
+            raise ImportError(_INSTALL) from e
+        self._queue = dict(max_queue=max_queue, flush_secs=flush_secs,
+                           filename_suffix=filename_suffix)
+        self.writer = tbx.SummaryWriter(logdir=None if log_dir is None else str(log_dir),
+                                        comment=comment, purge_step=purge_step, **self._queue)
+        self.log_dir = self.writer.logdir
 
     def get_logdir(self) -> str:
         """The folder the event files go to."""
@@ -160,77 +88,49 @@ class SummaryWriter:
 
     def add_scalar(self, tag: str, scalar_value, global_step=None, walltime=None,
                    new_style: bool = False, double_precision: bool = False):
-        """One scalar (float32 ``simple_value``) at ``global_step``."""
-        value = _float_field(2, _number("add_scalar(): scalar_value", scalar_value))
-        self._add(self._file, _len_field(1, _len_field(1, str(tag).encode()) + value),
-                  global_step, walltime)
+        """One scalar (float32 ``simple_value``) at ``global_step``: a number or a one-element
+        Tensor (0-dim included). ``new_style``/``double_precision`` (PyTorch's tensor-valued,
+        float64 form) raise NotImplementedError: tensorboardX writes the float32 form only."""
+        if new_style or double_precision:
+            raise NotImplementedError("SummaryWriter.add_scalar: new_style and "
+                                      "double_precision are not available through "
+                                      "tensorboardX (it writes float32 simple_value scalars)")
+        self.writer.add_scalar(tag, _scalar("add_scalar(): scalar_value", scalar_value),
+                               _host(global_step), walltime)
 
     def add_scalars(self, main_tag: str, tag_scalar_dict: dict, global_step=None,
                     walltime=None):
-        """Several scalars in one chart: each key of ``tag_scalar_dict`` goes to its own
-        event file in ``log_dir/<main_tag>_<key>``, under the tag ``main_tag`` (PyTorch's)."""
+        """Several scalars in one chart: each key's value goes to its own run
+        ``log_dir/<main_tag>_<key>`` under the tag ``main_tag`` (PyTorch's layout)."""
         if not isinstance(tag_scalar_dict, dict):
             raise TypeError(f"add_scalars(): tag_scalar_dict: expected a dict of tag -> number, "
                             f"got {type(tag_scalar_dict).__name__}")
+        summary = importlib.import_module("tensorboardX.summary")
+        file_writer = importlib.import_module("tensorboardX.writer").FileWriter
         walltime = time.time() if walltime is None else walltime
+        runs = self.writer.all_writers  # (tensorboardX's: flushed and closed with the writer)
         for key, v in tag_scalar_dict.items():
-            folder = Path(self.log_dir, f"{main_tag.replace('/', '_')}_{key}")
-            f = self._scalar_files.get(folder)
-            if f is None:
-                f = self._scalar_files[folder] = _EventFile(folder, self._suffix)
-            value = _float_field(2, _number(f"add_scalars(): tag_scalar_dict[{key!r}]", v))
-            self._add(f, _len_field(1, _len_field(1, str(main_tag).encode()) + value),
-                      global_step, walltime)
+            value = _scalar(f"add_scalars(): tag_scalar_dict[{key!r}]", v)
+            folder = os.path.join(self.log_dir, f"{main_tag.replace('/', '_')}_{key}")
+            if folder not in runs:  # PyTorch's layout (tensorboardX's own: main_tag/key)
+                runs[folder] = file_writer(logdir=folder, **self._queue)
+            runs[folder].add_summary(summary.scalar(main_tag, value), _host(global_step),
+                                     walltime)
 
-    def add_histogram(self, tag: str, values, global_step=None, bins="tensorflow",
-                      walltime=None, max_bins=None):
-        """A histogram of ``values`` (a Tensor or array). ``bins``: NumPy's (an int, a
-        sequence of edges or a rule name); 'tensorflow' (PyTorch's default) uses NumPy's
-        'auto' rule here, so the buckets can differ from PyTorch's (the counts are exact)."""
-        a = values.numpy() if hasattr(values, "numpy") else np.asarray(values)
-        a = np.asarray(a, np.float64).reshape(-1)
-        if a.size == 0:
-            raise ValueError("add_histogram(): values: expected at least one value, got none")
-        counts, edges = np.histogram(a, bins="auto" if bins == "tensorflow" else bins)
-        nz = np.flatnonzero(counts)  # as PyTorch: drop the empty buckets at both ends
-        lo, hi = (nz[0], nz[-1] + 1) if nz.size else (0, len(counts))
-        histo = (_double_field(1, a.min()) + _double_field(2, a.max()) +
-                 _double_field(3, a.size) + _double_field(4, a.sum()) +
-                 _double_field(5, np.dot(a, a)) + _packed_doubles(6, edges[1:][lo:hi]) +
-                 _packed_doubles(7, counts[lo:hi]))
-        self._add(self._file, _len_field(1, _len_field(1, str(tag).encode()) +
-                                         _len_field(5, histo)), global_step, walltime)
-
-    def add_text(self, tag: str, text_string: str, global_step=None, walltime=None):
-        """Text (Markdown) under ``<tag>/text_summary``, for TensorBoard's text plugin."""
-        if not isinstance(text_string, str):
-            raise TypeError(f"add_text(): text_string: expected a str, got "
-                            f"{type(text_string).__name__}")
-        meta = _len_field(1, _len_field(1, b"text") + _len_field(2, b""))  # plugin_data
-        tensor = (_varint_field(1, 7) +                       # dtype DT_STRING
-                  _len_field(2, _len_field(2, _varint_field(1, 1))) +   # shape [1]
-                  _len_field(8, text_string.encode()))         # string_val
-        value = (_len_field(1, f"{tag}/text_summary".encode()) + _len_field(9, meta) +
-                 _len_field(8, tensor))
-        self._add(self._file, _len_field(1, value), global_step, walltime)
-
-    def _add(self, f: _EventFile, summary: bytes, global_step, walltime):
-        step = None if global_step is None else int(_number("global_step", global_step))
-        f.write(_event(time.time() if walltime is None else float(walltime), step, summary))
-        self._pending += 1
-        if self._pending >= self.max_queue or time.time() - self._flushed >= self.flush_secs:
-            self.flush()
+    def add_graph(self, model, input_to_model=None, verbose: bool = False, *args, **kwargs):
+        """Not available: PyTorch's records the graph with its JIT tracer, which clgrad lacks.
+        Raises NotImplementedError."""
+        raise NotImplementedError("SummaryWriter.add_graph: clgrad has no tracer to record a "
+                                  "model's graph with (PyTorch's uses torch.jit.trace); log "
+                                  "an ONNX export with add_onnx_graph(path) instead")
 
     def flush(self):
         """Write what was added to disk."""
-        for f in (self._file, *self._scalar_files.values()):
-            f.flush()
-        self._pending, self._flushed = 0, time.time()
+        self.writer.flush()
 
     def close(self):
         """Flush and close the event files."""
-        for f in (self._file, *self._scalar_files.values()):
-            f.close()
+        self.writer.close()
 
     def __enter__(self):
         return self
@@ -239,7 +139,15 @@ class SummaryWriter:
         self.close()
 
     def __getattr__(self, name):
-        if name.startswith("add_"):
-            raise AttributeError(f"SummaryWriter.{name} is not implemented in clgrad (it has "
-                                 f"add_scalar, add_scalars, add_histogram and add_text)")
-        raise AttributeError(f"'SummaryWriter' object has no attribute {name!r}")
+        """tensorboardX's method ``name``, its clgrad Tensor arguments as NumPy arrays."""
+        if name == "writer":  # (not made: __init__ raised)
+            raise AttributeError(name)
+        method = getattr(self.writer, name)
+        if not name.startswith("add_") or not callable(method):
+            return method
+
+        def call(*args, **kwargs):
+            return method(*_host(args), **_host(kwargs))
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = method.__doc__
+        return call
