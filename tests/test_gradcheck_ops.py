@@ -133,6 +133,9 @@ CASES = {
     "matmul_batch_expand": (lambda a, b: a.expand(2, 3, 4) @ b, [(1, 3, 4), (2, 4, 2)]),
     "matmul_vec_mat": (lambda a, b: a @ b, [(4,), (4, 3)]),
     "matmul_mat_vec": (lambda a, b: clgrad.matmul(a, b), [(3, 4), (4,)]),
+    # scaling and squaring: entries in [-2, 2] give 1-norms above theta_13 (squarings run)
+    "matrix_exp": (lambda a: clgrad.linalg.matrix_exp(a), [(2, 4, 4)]),
+    "orgqr": (lambda a, t: clgrad.orgqr(a, t), [(2, 5, 3), (2, 2)]),
     "dot": (lambda a, b: clgrad.dot(a, b), [(5,), (5,)]),
     "mm": (lambda a, b: clgrad.mm(a, b.T), [(2, 3), (4, 3)]),
     "bmm": (lambda a, b: clgrad.bmm(a, b.mT), [(2, 2, 3), (2, 4, 3)]),

@@ -159,6 +159,10 @@ case("linalg.solve", lambda: (r(2, 3, 3), r(2, 3, 2)), clgrad.linalg.solve)
 case("linalg.lstsq", lambda: (r(2, 4, 3), r(2, 4, 2)), clgrad.linalg.lstsq)
 case("linalg.solve_triangular", lambda: (r(2, 3, 3), r(2, 3, 2)),
      lambda a, b: clgrad.linalg.solve_triangular(a, b, upper=True))
+case("linalg.householder_product", lambda: (r(2, 4, 3), r(2, 2)),
+     clgrad.linalg.householder_product)
+case("torch.orgqr", lambda: (r(2, 4, 3), r(2, 2)), clgrad.orgqr)
+case("Tensor.orgqr", lambda: (r(2, 4, 3), r(2, 2)), lambda a, t: a.orgqr(t))
 case("torch.cholesky_solve", lambda: (r(2, 3, 2), r(2, 3, 3)), clgrad.cholesky_solve)
 case("Tensor.cholesky_solve", lambda: (r(2, 3, 2), r(2, 3, 3)), lambda b, l: b.cholesky_solve(l))
 case("Tensor.bmm", lambda: (r(2, 2, 3), r(2, 3, 4)), lambda a, b: a.bmm(b))

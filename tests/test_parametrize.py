@@ -494,11 +494,8 @@ def test_orthogonal_cayley_is_orthogonal_and_trains(shape):
     assert "parametrizations.weight.0.base" in lin.state_dict()
 
 
-def test_orthogonal_maps_clgrad_lacks_raise():
-    for shape, m in (((4, 4), None), ((4, 3), None), ((4, 4), "matrix_exp"),
-                     ((4, 3), "householder")):
-        with pytest.raises(NotImplementedError, match="orthogonal_map='cayley'"):
-            PZ.orthogonal(nn.Linear(shape[1], shape[0]), orthogonal_map=m)
+def test_orthogonal_bad_arguments_raise():
+    """(matrix_exp, householder and the default map: tests/test_matrix_exp.py)"""
     with pytest.raises(ValueError, match='orthogonal_map has to be one of'):
         PZ.orthogonal(nn.Linear(3, 3), orthogonal_map="qr")
     with pytest.raises(ValueError, match="Got a tensor of 1 dimensions"):

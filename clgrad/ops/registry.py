@@ -74,6 +74,7 @@ from clgrad.ops import grid_sample as gs
 from clgrad.ops import index as ix
 from clgrad.ops import indexing as aix
 from clgrad.ops import inplace as ip
+from clgrad.ops import linalg as la
 from clgrad.ops import loss
 from clgrad.ops import math_ops as mo
 from clgrad.ops import matmul as mm
@@ -370,6 +371,8 @@ OPS = (
     Op("renorm_", pr.renorm_, METHOD),
     Op("chain_matmul", pr.chain_matmul, TORCH),
     Op("matrix_power", pr.matrix_power, TM, out=EXACT),
+    Op("matrix_exp", la.matrix_exp, TM, torch_names={"A": "input"}),
+    Op("orgqr", la.householder_product, TM, torch_names={"A": "input"}),
     Op("inverse", dc.inv, TM, torch_names={"A": "input"}),
     Op("det", dc.det, TM, torch_names={"A": "input"}),
     Op("slogdet", dc.slogdet, TM, torch_names={"A": "input"}),

@@ -9,7 +9,7 @@ from enum import Enum, auto
 import numpy as np
 
 from clgrad.autograd import no_grad
-from clgrad.creation import eye, zeros_like
+from clgrad.creation import eye, tensor, zeros_like
 from clgrad.nn.conv import ConvTranspose1d, ConvTranspose2d
 from clgrad.nn.module import Module
 from clgrad.nn.three_d import ConvTranspose3d
@@ -17,7 +17,7 @@ from clgrad.nn.utils import parametrize
 from clgrad.ops import decomp
 from clgrad.ops.composite import mv
 from clgrad.ops.index import cat
-from clgrad.ops.linalg import vector_norm
+from clgrad.ops.linalg import householder_product, matrix_exp, vector_norm
 from clgrad.ops.products import vdot
 from clgrad.ops.reduce import normalize
 from clgrad.tensor import Tensor
@@ -172,10 +172,6 @@ class _OrthMaps(Enum):
     householder = auto()
 
 
-_MISSING_MAPS = {_OrthMaps.matrix_exp: "torch.matrix_exp",
-                 _OrthMaps.householder: "torch.linalg.householder_product"}
-
-
 def _is_orthogonal(Q) -> bool:
     """PyTorch's test: allclose(Q^T Q, I, atol=10 n eps(dtype)) (rtol 1e-5)."""
     n, k = Q.shape[-2], Q.shape[-1]
@@ -191,10 +187,28 @@ def _make_orthogonal(A):
     return Q * R.diagonal(dim1=-2, dim2=-1).sign().unsqueeze(-2)
 
 
+def _geqrf(Q: Tensor):
+    """LAPACK geqrf of Q (*, n, k), n >= k, as PyTorch's torch.geqrf: (the Householder vectors
+    below the diagonal and R on and above it, tau (*, k)); on the host with NumPy's
+    ``qr(mode="raw")`` (which returns the transpose), one matrix at a time."""
+    q = Q.detach().numpy().astype(np.float64)
+    flat = q.reshape((-1,) + q.shape[-2:])
+    raws = [np.linalg.qr(m, mode="raw") for m in flat]
+    a = np.stack([h.T for h, _ in raws]).reshape(q.shape)
+    tau = np.stack([t for _, t in raws]).reshape(q.shape[:-2] + (q.shape[-1],))
+    return _like(a, Q), _like(tau, Q)
+
+
+def _like(arr: np.ndarray, like: Tensor) -> Tensor:
+    return tensor(np.ascontiguousarray(arr), dtype=like.dtype, device=like.device)
+
+
 class _Orthogonal(Module):
-    """Q orthogonal from an unconstrained matrix: the Cayley map (I + A/2)(I - A/2)^-1 of the
-    skew-symmetric A = X.tril() - X.tril()^T (PyTorch's); with ``use_trivialization`` Q is
-    ``base @ Q`` with the buffer ``base`` set by right_inverse."""
+    """Q orthogonal from an unconstrained matrix X (PyTorch's maps): "matrix_exp" exp(A) and
+    "cayley" (I + A/2)(I - A/2)^-1 of the skew-symmetric A = X.tril() - X.tril()^T (X padded
+    with zeros to n x n), "householder" householder_product(X.tril(-1), tau = 2 / (1 + |v|^2))
+    with the columns' signs from X's diagonal; with ``use_trivialization`` Q is ``base @ Q``
+    with the buffer ``base`` set by right_inverse."""
 
     def __init__(self, weight, orthogonal_map: _OrthMaps, *, use_trivialization=True):
         super().__init__()
@@ -209,14 +223,24 @@ class _Orthogonal(Module):
         if transposed:
             X = X.mT
             n, k = k, n
-        X = X.tril()
-        if n != k:
-            X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
-        A = X - X.mT
-        Id = eye(n, dtype=A.dtype, device=A.device)
-        Q = decomp.solve(Id - 0.5 * A, Id + 0.5 * A)
-        if n != k:
-            Q = Q[..., :k]
+        if self.orthogonal_map == _OrthMaps.householder:
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = householder_product(A, tau)
+            # the diagonal of X holds the columns' signs (+-1), not differentiated (PyTorch's)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        else:
+            X = X.tril()
+            if n != k:
+                X = cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mT
+            if self.orthogonal_map == _OrthMaps.matrix_exp:
+                Q = matrix_exp(A)
+            else:
+                Id = eye(n, dtype=A.dtype, device=A.device)
+                Q = decomp.solve(Id - 0.5 * A, Id + 0.5 * A)
+            if n != k:
+                Q = Q[..., :k]
         if hasattr(self, "base"):
             Q = self.base @ Q
         if transposed:
@@ -235,9 +259,16 @@ class _Orthogonal(Module):
                 Q = Q.mT
                 n, k = k, n
             if not hasattr(self, "base"):
-                raise NotImplementedError("It is not possible to assign to the matrix "
-                                          "exponential or the Cayley parametrizations when "
-                                          "use_trivialization=False.")
+                if self.orthogonal_map != _OrthMaps.householder:
+                    raise NotImplementedError("It is not possible to assign to the matrix "
+                                              "exponential or the Cayley parametrizations "
+                                              "when use_trivialization=False.")
+                # householder: X from the QR of Q, diag(R) > 0 (PyTorch's): the diagonal
+                # holds the signs, flipped where LAPACK skipped a reflection (tau == 0)
+                A, tau = _geqrf(Q)
+                d = A.diagonal(dim1=-2, dim2=-1)
+                d.copy_(d.sign() * (1.0 - 2.0 * (tau == 0.0).to(A.dtype)))
+                return A.mT if transpose else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
             else:
@@ -256,21 +287,20 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
     ``use_trivialization`` (default) the buffer ``parametrizations.<name>.0.base`` holds the
     initial orthogonal matrix (the weight if orthogonal, else its QR's Q with diag(R) >= 0).
 
-    Deliberately different from PyTorch: only ``orthogonal_map="cayley"`` is available;
-    clgrad has no matrix_exp and no householder_product, so "matrix_exp" and "householder"
-    (PyTorch's defaults: matrix_exp for square weights, householder otherwise) raise; pass
-    ``orthogonal_map="cayley"``. Cayley with ``use_trivialization=False`` cannot be assigned
-    to (PyTorch's NotImplementedError).
+    ``orthogonal_map``: "matrix_exp" (linalg.matrix_exp of a skew-symmetric matrix), "cayley"
+    or "householder" (linalg.householder_product); None (default): "matrix_exp" for a square
+    weight, "householder" otherwise (PyTorch's). "matrix_exp" and "cayley" with
+    ``use_trivialization=False`` cannot be assigned to (PyTorch's NotImplementedError);
+    "householder" then stores the QR's Householder vectors of the assigned matrix (geqrf on
+    the host with NumPy's LAPACK).
     Returns: module.
-    Raises:  ValueError for a missing tensor, fewer than 2 dims or an unknown map;
-             NotImplementedError for "matrix_exp", "householder" and the default map"""
+    Raises:  ValueError for a missing tensor, fewer than 2 dims or an unknown map"""
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
     if weight.ndim < 2:
         raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of "
                          f"{weight.ndim} dimensions.")
-    given = orthogonal_map
     if orthogonal_map is None:
         orthogonal_map = "matrix_exp" if weight.shape[-2] == weight.shape[-1] \
             else "householder"
@@ -279,12 +309,6 @@ def orthogonal(module: Module, name: str = "weight", orthogonal_map: str | None 
     if orth_enum is None:
         raise ValueError(f'orthogonal_map has to be one of "matrix_exp", "cayley", '
                          f'"householder". Got: {orthogonal_map}')
-    if orth_enum in _MISSING_MAPS:
-        how = "the default map for this shape is" if given is None else "got"
-        raise NotImplementedError(
-            f"orthogonal: orthogonal_map={orthogonal_map!r} needs "
-            f"{_MISSING_MAPS[orth_enum]}, which clgrad lacks ({how} {orthogonal_map!r}); "
-            f"expected orthogonal_map='cayley'")
     orth = _Orthogonal(weight, orth_enum, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module
