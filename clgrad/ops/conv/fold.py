@@ -186,7 +186,7 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
 
     def backward(g):
         return (fold(g, (h, w), k, d, p, s),)
-    return record("unfold", out, (input,), backward)
+    return record("unfold", out, (input,), backward, double=True)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -237,4 +237,4 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
     def backward(g):
         return (unfold(g, k, d, p, s),)
-    return record("fold", out, (input,), backward)
+    return record("fold", out, (input,), backward, double=True)

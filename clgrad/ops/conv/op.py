@@ -66,10 +66,13 @@ import threading
 from clgrad import backends, dtypes
 from clgrad import settings
 from clgrad.autograd import grad_mode, record
+from clgrad.autograd.graph import recomputed
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty
+from clgrad.ops import matmul as mm
 from clgrad.ops.conv import algorithms as alg
+from clgrad.ops.conv import fold
 from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
@@ -150,7 +153,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             if debug:
                 _debug_choice("forward", fast[5], algo)
             return record("conv2d", out, (input, weight, bias),
-                          _backward(geo, False, input, weight, bias), saved=[input, weight])
+                          _backward(geo, False, input, weight, bias), saved=[input, weight],
+                          double=recomputed(_composed(geo), (input, weight, bias)))
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -178,7 +182,32 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     elif out.numel():
         alg.fill_bias(_as4(out), bias)
     return record("conv2d", out, (input, weight, bias),
-                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
+                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight],
+                  double=recomputed(_composed(geo), (input, weight, bias)))
+
+
+def _composed(geo: Problem):
+    """conv2d of the checked geometry ``geo`` as unfold (im2col) and a batched matmul, ops
+    whose backward is differentiable: what create_graph differentiates (Node.double through
+    autograd.graph.recomputed; the first-order gradients stay the kernels'). Raises
+    RuntimeError for a padding unfold cannot express (padding='same' with an even kernel
+    pads one side more)."""
+    def forward(x, w, b):
+        x4 = x if x.ndim == 4 else x.unsqueeze(0)
+        n, g, o = x4.shape[0], geo.g, geo.o * geo.g
+        cols = fold.unfold(x4, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw),
+                           (geo.sh, geo.sw))  # (N, C kh kw, L)
+        if cols.shape[-1] != geo.oh * geo.ow:
+            raise RuntimeError(f"create_graph: conv2d's backward is not differentiable in "
+                               f"clgrad for this padding (an output of {geo.oh}x{geo.ow}, "
+                               f"asymmetric padding); pad the input explicitly instead")
+        cols = cols.reshape(n, g, -1, cols.shape[-1])
+        out = mm.matmul(w.reshape(g, geo.o, -1).unsqueeze(0), cols)  # (N, G, O/G, L)
+        out = out.reshape(n, o, geo.oh, geo.ow)
+        if b is not None:
+            out = ew.add(out, b.reshape(1, o, 1, 1))
+        return out if x.ndim == 4 else out.squeeze(0)
+    return forward
 
 
 def _half(input, weight, bias, stride, padding, dilation, groups, ck):
