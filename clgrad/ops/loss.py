@@ -799,8 +799,8 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
             rsum._storage.buffer, wsum._storage.buffer if own else None))
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
-    return record(op, out, (x,), backward, saved=saved, double=recomputed(
-        _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim), (x,)))
+    return record(op, out, (x,), backward, saved=saved, double=lambda g, node: recomputed(
+        _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim), (x,))(g, node))
 
 
 def _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim):

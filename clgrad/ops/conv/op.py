@@ -154,7 +154,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                 _debug_choice("forward", fast[5], algo)
             return record("conv2d", out, (input, weight, bias),
                           _backward(geo, False, input, weight, bias), saved=[input, weight],
-                          double=recomputed(_composed(geo), (input, weight, bias)))
+                          double=lambda g, node: recomputed(  # (made when needed)
+                              _composed(geo), (input, weight, bias))(g, node))
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -183,7 +184,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         alg.fill_bias(_as4(out), bias)
     return record("conv2d", out, (input, weight, bias),
                   _backward(geo, empty_sum, input, weight, bias), saved=[input, weight],
-                  double=recomputed(_composed(geo), (input, weight, bias)))
+                  double=lambda g, node: recomputed(  # (made when needed)
+                      _composed(geo), (input, weight, bias))(g, node))
 
 
 def _composed(geo: Problem):
