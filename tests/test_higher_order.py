@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import clgrad
-import clgrad.nn as nn
 import clgrad.nn.functional as F
 from clgrad.autograd import functional as AF
 
@@ -220,14 +219,23 @@ def test_second_derivative_of_spatial_cross_entropy():
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(padding=1, dilation=2),
-                                dict(groups=2, padding="same")])
+                                dict(groups=2, padding="same"), dict(padding="same", k=2),
+                                dict(stride=(2, 1), padding=(0, 1), k=(2, 3), unbatched=True)])
 def test_second_derivative_of_conv2d(kw):
+    kw = dict(kw)
+    k, unbatched = kw.pop("k", 3), kw.pop("unbatched", False)
+    k = (k, k) if isinstance(k, int) else k
+
     def fn(x, w, b):
-        return F.conv2d(x, w, b, **kw).tanh()
+        return F.conv2d(x[0] if unbatched else x, w, b, **kw).tanh()
     cin = 2
-    x = _rand((1, cin, 4, 4), 13) * 0.5
-    w = _rand((2, cin // kw.get("groups", 1), 3, 3), 14) * 0.5
+    x = _rand((1, cin, 4, 5), 13) * 0.5
+    w = _rand((2, cin // kw.get("groups", 1)) + k, 14) * 0.5
     check_second(fn, x, w, _rand(2, 15), atol=1e-6)
+
+
+def test_second_derivative_of_constant_pad():
+    check_second(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 3, _rand((2, 2), 18))
 
 
 def test_backward_of_a_non_differentiable_op_raises_naming_it():

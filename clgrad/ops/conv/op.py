@@ -71,8 +71,8 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty
 from clgrad.ops import matmul as mm
+from clgrad.ops import padding
 from clgrad.ops.conv import algorithms as alg
-from clgrad.ops.conv import fold
 from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
@@ -189,22 +189,28 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
 
 
 def _composed(geo: Problem):
-    """conv2d of the checked geometry ``geo`` as unfold (im2col) and a batched matmul, ops
-    whose backward is differentiable: what create_graph differentiates (Node.double through
-    autograd.graph.recomputed; the first-order gradients stay the kernels'). Raises
-    RuntimeError for a padding unfold cannot express (padding='same' with an even kernel
-    pads one side more)."""
+    """conv2d of the checked geometry ``geo`` as ops whose backward is differentiable: the
+    padded input's strided slice per kernel tap times that tap's weights (a batched matmul
+    per tap, summed). What create_graph differentiates (Node.double through
+    autograd.graph.recomputed); the first-order gradients stay the kernels'."""
     def forward(x, w, b):
         x4 = x if x.ndim == 4 else x.unsqueeze(0)
-        n, g, o = x4.shape[0], geo.g, geo.o * geo.g
-        cols = fold.unfold(x4, (geo.kh, geo.kw), (geo.dh, geo.dw), (geo.ph, geo.pw),
-                           (geo.sh, geo.sw))  # (N, C kh kw, L)
-        if cols.shape[-1] != geo.oh * geo.ow:
-            raise RuntimeError(f"create_graph: conv2d's backward is not differentiable in "
-                               f"clgrad for this padding (an output of {geo.oh}x{geo.ow}, "
-                               f"asymmetric padding); pad the input explicitly instead")
-        cols = cols.reshape(n, g, -1, cols.shape[-1])
-        out = mm.matmul(w.reshape(g, geo.o, -1).unsqueeze(0), cols)  # (N, G, O/G, L)
+        n, g, o, cg = x4.shape[0], geo.g, geo.o * geo.g, geo.c
+        # the right and bottom padding the taps reach (padding='same' with an even kernel
+        # pads one more there, as PyTorch's)
+        rh = max(geo.dh * (geo.kh - 1) + geo.sh * (geo.oh - 1) + 1 - geo.h - geo.ph, 0)
+        rw = max(geo.dw * (geo.kw - 1) + geo.sw * (geo.ow - 1) + 1 - geo.w - geo.pw, 0)
+        xp = padding.pad(x4, (geo.pw, rw, geo.ph, rh)) if geo.ph or geo.pw or rh or rw else x4
+        wg = w.reshape(g, geo.o, cg, geo.kh * geo.kw)
+        out = None
+        for i in range(geo.kh):
+            for j in range(geo.kw):
+                top, left = i * geo.dh, j * geo.dw
+                patch = xp[:, :, top:top + geo.sh * (geo.oh - 1) + 1:geo.sh,
+                           left:left + geo.sw * (geo.ow - 1) + 1:geo.sw]  # (N, C, oH, oW)
+                patch = patch.reshape(n, g, cg, geo.oh * geo.ow)
+                term = mm.matmul(wg[:, :, :, i * geo.kw + j].unsqueeze(0), patch)
+                out = term if out is None else ew.add(out, term)  # (N, G, O/G, L)
         out = out.reshape(n, o, geo.oh, geo.ow)
         if b is not None:
             out = ew.add(out, b.reshape(1, o, 1, 1))
