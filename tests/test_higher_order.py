@@ -234,6 +234,26 @@ def test_second_derivative_of_conv2d(kw):
     check_second(fn, x, w, _rand(2, 15), atol=1e-6)
 
 
+def test_second_derivative_of_layer_norm():
+    check_second(lambda x, w, b: F.layer_norm(x, (2, 3), w, b, eps=1e-3).tanh(),
+                 _rand((2, 2, 3), 19), _rand((2, 3), 20), _rand((2, 3), 21))
+    check_second(lambda x: F.layer_norm(x, (3,)) * x, _rand((2, 3), 22))
+
+
+def test_second_derivative_through_dropout():
+    # the mask is random, so by hand: y = m x (m: 0 or 2), d2/dx2 sum(y^2 x) = 6 m^2 x
+    clgrad.manual_seed(3)
+    xv = np.linspace(0.5, 2.0, 16)
+    x = clgrad.tensor(xv, requires_grad=True)
+    y = F.dropout(x, 0.5)
+    m = y.detach().numpy() / xv
+    assert set(np.round(m, 12)) == {0.0, 2.0}
+    g, = clgrad.autograd.grad((y * y * x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), 3 * m ** 2 * xv ** 2)
+    h, = clgrad.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), 6 * m ** 2 * xv)
+
+
 def test_second_derivative_of_constant_pad():
     check_second(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 3, _rand((2, 2), 18))
 

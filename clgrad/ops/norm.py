@@ -16,6 +16,7 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
+from clgrad.autograd.graph import recomputed
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops.plan import Plan, key as plan_key
@@ -582,7 +583,26 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
         gb = rd.sum(gy.reshape(red_shape), (0, 2)) if want_b else None
         return gx, gw, gb
     saved = [x] + ([w1] if w1 is not None else [])
-    return record(op, y, (x, w1, b1), backward, saved=saved)
+    double = None  # (create_graph: layer_norm's recomputed; group and instance norms raise)
+    if op == "layer_norm":
+        def double(g, node):
+            return recomputed(_layer_norm_composed(tuple(eshape), eps), (x, w1, b1))(g, node)
+    return record(op, y, (x, w1, b1), backward, saved=saved, double=double)
+
+
+def _layer_norm_composed(ns, eps):
+    """layer_norm over the trailing dims ``ns`` as ops whose backward is differentiable:
+    (x - mean) / sqrt(var + eps) * weight + bias (biased variance), for create_graph
+    (Node.double through autograd.graph.recomputed; the first-order gradients stay rn_bwd's).
+    """
+    def forward(x, w, b):
+        dims = tuple(range(x.ndim - len(ns), x.ndim))
+        xc = ew.sub(x, rd.mean(x, dims, keepdim=True))
+        y = ew.div(xc, ew.sqrt(ew.add(rd.mean(ew.mul(xc, xc), dims, keepdim=True), eps)))
+        if w is not None:
+            y = ew.mul(y, w.reshape(ns))
+        return y if b is None else ew.add(y, b.reshape(ns))
+    return forward
 
 
 def _row_args(x, rshape, eshape, split, *others):
