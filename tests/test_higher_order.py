@@ -254,6 +254,32 @@ def test_second_derivative_through_dropout():
     np.testing.assert_allclose(h.numpy(), 6 * m ** 2 * xv)
 
 
+def test_second_derivative_through_in_place_ops():
+    def fn(x):
+        h1 = x * 2.0
+        h1.exp_()
+        h2 = x * 1.0
+        F.leaky_relu(h2, 0.2, inplace=True)  # (through a copy and a whole write)
+        h3 = x * 1.0
+        h3.relu_()
+        h4 = x * 1.0
+        F.hardtanh(h4, -0.5, 0.5, inplace=True)
+        h5 = x * 1.0
+        h5.mul_(x)
+        return h1 * h2 + h3 * x + h4 * x + h5.sigmoid()
+    check_second(fn, np.array([-1.3, -0.8, 0.3, 0.9, 1.7]))
+
+
+def test_write_into_a_region_raises_under_create_graph():
+    x = clgrad.tensor([0.5, 1.0, 2.0], dtype=F64, requires_grad=True)
+    h = x * x
+    h[0] = x[1] * 3.0
+    with pytest.raises(RuntimeError, match="backward of 'copy_slices'"):
+        clgrad.autograd.grad(h.sum(), x, create_graph=True)
+    g, = clgrad.autograd.grad(h.sum(), x)
+    np.testing.assert_allclose(g.numpy(), [0.0, 2.0 + 3.0, 4.0])
+
+
 def test_second_derivative_of_constant_pad():
     check_second(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 3, _rand((2, 2), 18))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
+import warnings
 import weakref
 
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
@@ -608,11 +609,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
     ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
-    does not require grad, or that the walk does not reach (unless ``allow_unused``: None).
+    does not require grad, or that the walk does not reach (unless ``allow_unused``: None;
+    ``materialize_grads``: zeros, and allow_unused defaults to it, as PyTorch's).
+    ``only_inputs`` is PyTorch's deprecated, ignored argument (False warns, as there);
+    ``is_grads_batched=True`` raises NotImplementedError (it needs vmap).
 
     ``create_graph=True`` (PyTorch's): the gradients are computed by recorded ops, so they
     carry a graph to differentiate again (``grad_outputs`` that require grad stay in it:
@@ -620,6 +624,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     a path to ``inputs`` run; one whose backward is not differentiable in clgrad raises
     RuntimeError naming its op, never a gradient silently without its graph.
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not supported (clgrad has no "
+                                  "vmap); call grad once per row of grad_outputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
     if retain_graph is None:
         retain_graph = create_graph
     retain_graph = bool(retain_graph)
@@ -650,6 +666,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = []
     for t in inputs:
         g = got.get(id(t))
+        if g is None and materialize_grads:
+            g = t.new_zeros(t.shape)
         if g is None and not allow_unused:
             raise RuntimeError("grad: one of the differentiated Tensors appears to not have "
                                "been used in the graph; set allow_unused=True if this is the "

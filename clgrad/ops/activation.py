@@ -389,8 +389,11 @@ class _HardtanhInPlace:
     where x <= p0, y >= p1 where x >= p1, NaN where x is NaN)."""
 
     def __init__(self, p0, p1):
-        self.in_place = (self._launch, self._grad)
+        self.in_place = (self._launch, self._grad, self._double)
         self.p0, self.p1 = p0, p1
+
+    def _double(self, g, y):  # (create_graph: the same mask by recording ops)
+        return _ACT_GRADS["hardtanh"](g, y, self.p0, self.p1)
 
     def _args(self, dt):
         return (scalar(dt, self.p0, True), scalar(dt, self.p1, True))

@@ -1021,7 +1021,7 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
     f.__name__ = op
     if uses == "y":  # the gradient reads the output only: op_ may write into self at once
         f.in_place = (lambda out, x: launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,)),
-                      lambda g, y: grad_of(g, None, y))
+                      lambda g, y: grad_of(g, None, y), again)
     return f
 
 
@@ -1127,7 +1127,8 @@ def relu(x: Tensor) -> Tensor:
 
 # relu_ writes into self at once (its gradient reads the output: clgrad.ops.inplace)
 relu.in_place = (lambda out, x: launch_1d(_FILE, "relu", defines_of(x.dtype), out, (x,)),
-                 lambda g, y: _binary_grad("relu_grad", g, y))
+                 lambda g, y: _binary_grad("relu_grad", g, y),
+                 lambda g, y: where(le(y, 0), 0.0, g))
 
 
 def neg(x: Tensor) -> Tensor:
