@@ -558,3 +558,34 @@ def test_maml_inner_step_gradient():
     w2 = clgrad.tensor(w0, requires_grad=True)
     outer(w2, False).backward()
     np.testing.assert_allclose(w2.grad.numpy(), d_fast, rtol=1e-10)
+
+
+MATH = {
+    "tan": (lambda x: x.tan(), (-1.0, 1.0)),
+    "asin_acos": (lambda x: x.asin() * x.acos(), (-0.8, 0.8)),
+    "atan": (lambda x: x.atan(), None),
+    "sinh_cosh": (lambda x: x.sinh() * x.cosh(), None),
+    "asinh": (lambda x: x.asinh(), None),
+    "acosh": (lambda x: x.acosh(), (1.2, 3.0)),
+    "atanh": (lambda x: x.atanh(), (-0.8, 0.8)),
+    "log2_log10": (lambda x: x.log2() * x.log10(), (0.5, 2.0)),
+    "exp2": (lambda x: x.exp2(), None),
+}
+
+
+@pytest.mark.parametrize("name", list(MATH))
+def test_second_derivative_of_math_ops(name):
+    fn, bounds = MATH[name]
+    x = np.array([-1.3, -0.8, 0.3, 0.9, 1.7]) if bounds is None else _rand(5, 2, *bounds)
+    check_second(fn, x)
+
+
+def test_ops_with_a_raw_kernel_gradient_raise_under_create_graph():
+    # sinc's and i0's gradients are kernels of their own: not differentiable again (yet)
+    x = clgrad.tensor([0.3, 0.7], dtype=F64, requires_grad=True)
+    for op, name in ((clgrad.sinc, "sinc"), (clgrad.i0, "i0"), (clgrad.digamma, "digamma")):
+        with pytest.raises(RuntimeError, match=f"backward of '{name}'"):
+            clgrad.autograd.grad(op(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="backward of 'max_pool2d'"):
+        clgrad.autograd.grad(F.max_pool2d(x.reshape(1, 1, 1, 2), (1, 2)).sum(), x,
+                             create_graph=True)

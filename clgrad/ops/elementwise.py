@@ -1004,8 +1004,10 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
     """An op on floats; ``grad_of(g, x, y)`` gives the input gradient, reading the input
     (``uses`` 'x') or the output ('y', passed as ``out.detach()``: the closure must not hold
     out itself, a reference cycle) — only that one is kept and saved, the other is None.
-    ``double`` (create_graph): None when grad_of is made of recording ops, else
-    ``double(g, y)`` such a gradient ('y' only); the output comes re-attached to its Node."""
+    ``double`` (create_graph, Node.double): None (the default) when grad_of is not
+    differentiable (a raw kernel: create_graph through it raises), True when it is made of
+    recording ops, or ``double(g, y)`` such a gradient ('y' only); 'y' ops get the output
+    re-attached to its Node (graph.output_of)."""
     def f(x: Tensor) -> Tensor:
         x = _float_in(op, x)
         if x._storage.dtype is _BF16:
@@ -1013,11 +1015,12 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
         out = _launch_unary(kname, x)
         if uses == "x":
             return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x],
-                          double=True)
+                          double=double)
         y = out.detach()
         return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y],
-                      double=lambda g, node: (again(g, output_of(node, y)),))
-    again = double or (lambda g, y: grad_of(g, None, y))
+                      double=None if again is None else
+                      lambda g, node: (again(g, output_of(node, y)),))
+    again = (lambda g, y: grad_of(g, None, y)) if double is True else double
     f.__name__ = op
     if uses == "y":  # the gradient reads the output only: op_ may write into self at once
         f.in_place = (lambda out, x: launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,)),
@@ -1025,14 +1028,16 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
     return f
 
 
-exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y))
-log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x")
-sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
-rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
-sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
-cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
-reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
-_square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
+exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y), double=True)
+log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x", double=True)
+sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)), double=True)
+rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)), double=True)
+sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x", double=True)
+cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x", double=True)
+reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))),
+                          double=True)
+_square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x",
+                             double=True)
 
 
 def square(x: Tensor) -> Tensor:
@@ -1045,14 +1050,15 @@ def square(x: Tensor) -> Tensor:
 
 
 erf = _unary_float("erf_op", "erf", lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))),
-                                                                 2.0 / math.sqrt(math.pi))), "x")
-log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x")
+                                                                 2.0 / math.sqrt(math.pi))),
+                   "x", double=True)
+log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x", double=True)
 log1p.__doc__ = """log(1 + x) elementwise, accurate for |x| << 1 (where log(1 + x) rounds to 0).
 
     Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g / (1 + x).
     Kernels: kernels/elementwise.cl :: log1p_op (OpenCL's log1p)
     """
-expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)))
+expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), double=True)
 expm1.__doc__ = """exp(x) - 1 elementwise, accurate for |x| << 1 (where exp(x) - 1 cancels).
 
     Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g * (out + 1).

@@ -154,7 +154,7 @@ def output_inplace(op: str, self: Tensor, fn):
         y = self.detach()
         old = self._grad_fn
         record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y],
-               double=lambda g, node: (again(g, output_of(node, y)),))
+               double=None if again is None else lambda g, node: (again(g, output_of(node, y)),))
         self._rebase += 1
         if self._retains_grad and old is not None and old.retained is not None:
             old.retained, self._grad_fn.retained = None, old.retained
