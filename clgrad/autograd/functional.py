@@ -95,6 +95,17 @@ def _check_v(v, like, arg, fn):
     return vs
 
 
+def _input_v(v, inputs, fn):
+    """``v`` checked against ``inputs`` (jvp, vhp, hvp); None only for one single-element
+    input (then 1)."""
+    if v is not None:
+        return _check_v(v, inputs, "v", fn)
+    if len(inputs) != 1 or inputs[0].numel() != 1:
+        raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                           "function is a single Tensor with a single element.")
+    return (inputs[0].new_ones(inputs[0].shape),)
+
+
 def _result(is_tuple, ts):
     return ts if is_tuple else ts[0]
 
@@ -132,28 +143,11 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """
     in_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
     inputs = _prepare(inputs, create_graph)
-    if v is None:
-        if len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                               "function is a single Tensor with a single element.")
-        vs = (inputs[0].new_ones(inputs[0].shape),)
-    else:
-        vs = _check_v(v, inputs, "v", "jvp")
+    vs = _input_v(v, inputs, "jvp")
     out_tuple, outs = _call(func, inputs, "jvp")
     us = tuple(o.new_zeros(o.shape).requires_grad_(True) for o in outs)
     g = _grads(outs, inputs, us, True, strict, "jvp")
-    live = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-    got = (grad([a for a, _ in live], us, [b for _, b in live], create_graph=create_graph,
-                allow_unused=True) if live else (None,) * len(us))
-    res = []
-    for i, (u, r) in enumerate(zip(us, got)):
-        if r is None:
-            if strict:
-                raise RuntimeError(f"The output of the user-provided function given to jvp is "
-                                   f"independent of input {i}. This is not allowed in strict "
-                                   f"mode.")
-            r = u.new_zeros(u.shape)
-        res.append(r)
+    res = _grads(g, us, vs, create_graph, strict, "jvp", kind="vjp")
     return _result(out_tuple, _finish(outs, create_graph)), _result(out_tuple,
                                                                    _finish(res, create_graph))
 
@@ -260,13 +254,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
 def _hessian_product(fn, func, inputs, v, create_graph, strict):
     in_tuple, inputs = _as_tuple(inputs, "inputs", fn)
     inputs = _prepare(inputs, create_graph)
-    if v is None:
-        if len(inputs) != 1 or inputs[0].numel() != 1:
-            raise RuntimeError("The vector v can only be None if the input to the user-provided "
-                               "function is a single Tensor with a single element.")
-        vs = (inputs[0].new_ones(inputs[0].shape),)
-    else:
-        vs = _check_v(v, inputs, "v", fn)
+    vs = _input_v(v, inputs, fn)
     out_tuple, outs = _call(func, inputs, fn)
     if out_tuple or outs[0].numel() != 1:
         raise RuntimeError(f"The function given to {fn} should return a single Tensor with a "
