@@ -188,29 +188,29 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                       _composed(geo), (input, weight, bias))(g, node))
 
 
+# fold.unfold (im2col as an op), registered by clgrad/ops/conv/fold.py when it is imported
+# (the conv package's __init__ imports it): the conv package's layers put fold above op, so
+# op cannot import it. conv2d's create_graph path (_composed) reads it.
+_UNFOLD: list = []
+
+
 def _composed(geo: Problem):
     """conv2d of the checked geometry ``geo`` as ops whose backward is differentiable: the
-    padded input's strided slice per kernel tap times that tap's weights (a batched matmul
-    per tap, summed). What create_graph differentiates (Node.double through
-    autograd.graph.recomputed); the first-order gradients stay the kernels'."""
+    input padded (constant pad), unfolded (im2col, whose backward is fold and fold's unfold)
+    and multiplied by the weights per group (a batched matmul). What create_graph
+    differentiates (Node.double through autograd.graph.recomputed); the first-order
+    gradients stay the kernels'."""
     def forward(x, w, b):
         x4 = x if x.ndim == 4 else x.unsqueeze(0)
-        n, g, o, cg = x4.shape[0], geo.g, geo.o * geo.g, geo.c
+        n, g, o = x4.shape[0], geo.g, geo.o * geo.g
         # the right and bottom padding the taps reach (padding='same' with an even kernel
         # pads one more there, as PyTorch's)
         rh = max(geo.dh * (geo.kh - 1) + geo.sh * (geo.oh - 1) + 1 - geo.h - geo.ph, 0)
         rw = max(geo.dw * (geo.kw - 1) + geo.sw * (geo.ow - 1) + 1 - geo.w - geo.pw, 0)
         xp = padding.pad(x4, (geo.pw, rw, geo.ph, rh)) if geo.ph or geo.pw or rh or rw else x4
-        wg = w.reshape(g, geo.o, cg, geo.kh * geo.kw)
-        out = None
-        for i in range(geo.kh):
-            for j in range(geo.kw):
-                top, left = i * geo.dh, j * geo.dw
-                patch = xp[:, :, top:top + geo.sh * (geo.oh - 1) + 1:geo.sh,
-                           left:left + geo.sw * (geo.ow - 1) + 1:geo.sw]  # (N, C, oH, oW)
-                patch = patch.reshape(n, g, cg, geo.oh * geo.ow)
-                term = mm.matmul(wg[:, :, :, i * geo.kw + j].unsqueeze(0), patch)
-                out = term if out is None else ew.add(out, term)  # (N, G, O/G, L)
+        cols = _UNFOLD[0](xp, (geo.kh, geo.kw), (geo.dh, geo.dw), 0, (geo.sh, geo.sw))
+        cols = cols.reshape(n, g, -1, geo.oh * geo.ow)  # (N, G, C/G kh kw, L)
+        out = mm.matmul(w.reshape(g, geo.o, -1).unsqueeze(0), cols)  # (N, G, O/G, L)
         out = out.reshape(n, o, geo.oh, geo.ow)
         if b is not None:
             out = ew.add(out, b.reshape(1, o, 1, 1))
