@@ -280,6 +280,15 @@ def test_write_into_a_region_raises_under_create_graph():
     np.testing.assert_allclose(g.numpy(), [0.0, 2.0 + 3.0, 4.0])
 
 
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=2, stride=1, ceil_mode=True)])
+def test_second_derivative_of_pools(kw):
+    x = np.random.default_rng(23).permutation(20).reshape(1, 1, 4, 5) * 0.1 + 0.05  # no ties
+    check_second(lambda t: F.max_pool2d(t, **kw) ** 2 * F.max_pool2d(t * t, **kw), x)
+    check_second(lambda t: F.avg_pool2d(t, **kw) ** 3, x)
+    check_second(lambda t: F.avg_pool2d(t.sin(), count_include_pad=False, **kw) ** 2, x)
+
+
 def test_second_derivative_of_constant_pad():
     check_second(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 3, _rand((2, 2), 18))
 
@@ -586,6 +595,11 @@ def test_ops_with_a_raw_kernel_gradient_raise_under_create_graph():
     for op, name in ((clgrad.sinc, "sinc"), (clgrad.i0, "i0"), (clgrad.digamma, "digamma")):
         with pytest.raises(RuntimeError, match=f"backward of '{name}'"):
             clgrad.autograd.grad(op(x).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="backward of 'max_pool2d'"):
-        clgrad.autograd.grad(F.max_pool2d(x.reshape(1, 1, 1, 2), (1, 2)).sum(), x,
+    with pytest.raises(RuntimeError, match="backward of 'adaptive_max_pool2d'"):
+        clgrad.autograd.grad(F.adaptive_max_pool2d(x.reshape(1, 1, 1, 2), 1).sum(), x,
                              create_graph=True)
+    # max_pool2d's is differentiable: d2/dx2 max(x^2) is 2 at the argmax
+    y = F.max_pool2d((x * x).reshape(1, 1, 1, 2), (1, 2)).sum()
+    g, = clgrad.autograd.grad(y, x, create_graph=True)
+    h, = clgrad.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(h.numpy(), [0.0, 2.0])
