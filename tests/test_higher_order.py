@@ -289,6 +289,17 @@ def test_second_derivative_of_pools(kw):
     check_second(lambda t: F.avg_pool2d(t.sin(), count_include_pad=False, **kw) ** 2, x)
 
 
+@pytest.mark.parametrize("activation", [None, "relu", "relu6", "silu"])
+def test_second_derivative_of_batch_norm(activation):
+    from clgrad.ops import norm
+    rm, rv = clgrad.tensor(_rand(3, 24)), clgrad.tensor(_rand(3, 25, 0.5, 2.0))
+    for training in (True, False):
+        check_second(lambda x, w, b: norm.batch_norm(
+            x, rm.clone(), rv.clone(), w, b, training=training, eps=1e-3,
+            activation=activation) ** 2, _rand((4, 3, 2), 26) * 3.0, _rand(3, 27),
+            _rand(3, 28), atol=2e-6)
+
+
 def test_second_derivative_of_constant_pad():
     check_second(lambda x: F.pad(x, (1, 2, 0, 1), value=0.5) ** 3, _rand((2, 2), 18))
 
