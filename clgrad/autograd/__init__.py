@@ -35,6 +35,10 @@ PyTorch, while ``y = x.sin(); y.narrow(0, 1, 1).mul_(2)`` rebases.
 
 In-place writes and how they rebase the graph: clgrad/ops/inplace.py.
 
+Higher-order gradients: ``create_graph=True`` runs each Node's differentiable backward
+(``Node.double``) with grad mode on; a Node without one raises (graph.py ``_apply``);
+``functional`` holds jacobian/hessian/vjp/jvp/vhp/hvp on top of it.
+
 Layering: this module imports only tensor, layout and dtypes, never clgrad.ops; the tensors it
 makes (implicit gradients, gradcheck's weights) come from Tensor's bound methods.
 """
@@ -44,12 +48,13 @@ from clgrad.autograd.graph import (
     Node, RemovableHandle, backward, grad, record, register_hook,
     register_post_accumulate_grad_hook)
 from clgrad.autograd.function import Function, FunctionCtx, once_differentiable
-from clgrad.autograd.gradcheck import gradcheck
+from clgrad.autograd.gradcheck import gradcheck, gradgradcheck
+from clgrad.autograd import functional
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
            "register_hook", "RemovableHandle", "once_differentiable",
-           "register_post_accumulate_grad_hook"]
+           "register_post_accumulate_grad_hook", "gradgradcheck", "functional"]
 
 
 from clgrad.autograd.variable import Variable  # noqa: E402,F401  (the pre-0.4 name)

@@ -60,8 +60,9 @@ class FunctionCtx:
 
 
 def once_differentiable(fn):
-    """PyTorch's decorator for a backward that is not itself differentiable: every clgrad
-    backward runs under no_grad, so this returns ``fn`` unchanged."""
+    """PyTorch's decorator for a backward that is not itself differentiable: a Function's
+    backward is never differentiated again in clgrad (create_graph=True through it raises
+    RuntimeError naming the Function), so this returns ``fn`` unchanged."""
     return fn
 
 
@@ -75,7 +76,8 @@ class Function:
     plus ``setup_context(ctx, inputs, output)`` -- works too. One Node is recorded on the tape
     (one per output more when there are several differentiable outputs); it saves what
     ``ctx.save_for_backward`` got. Not supported: double backward (backward runs under
-    no_grad), ``ctx.mark_dirty``, ``vmap``/``jvp``.
+    no_grad; ``create_graph=True`` through the Function raises RuntimeError naming it, where
+    PyTorch differentiates the backward's ops), ``ctx.mark_dirty``, ``vmap``/``jvp``.
     Raises: RuntimeError in backward when it returns the wrong number of gradients, a gradient
     for a non-tensor argument, or one of the wrong shape.
     """

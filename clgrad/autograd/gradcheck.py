@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import dtypes, layout
-from clgrad.autograd.grad_mode import no_grad
+from clgrad.autograd.grad_mode import enable_grad, no_grad
 from clgrad.autograd.graph import grad
 from clgrad.tensor import Tensor
 
-__all__ = ["gradcheck"]
+__all__ = ["gradcheck", "gradgradcheck"]
 
 
 # -- gradcheck --------------------------------------------------------------------------------
@@ -72,6 +72,42 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True) 
                 raise RuntimeError(msg)
             return False
     return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True) -> bool:
+    """Check second derivatives (PyTorch's gradgradcheck): gradcheck of the function
+    ``(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs, grad_outputs,
+    create_graph=True)``, i.e. the derivatives of the first-order gradients w.r.t. the inputs
+    and the ``grad_outputs`` against float64 central differences of those gradients.
+
+    ``grad_outputs``: one float64 tensor per output (None: fixed random ones, requiring grad,
+    as PyTorch's). The checked inputs must be float64 and require grad (see gradcheck).
+    Raises RuntimeError (or returns False) as gradcheck; RuntimeError naming an op whose
+    backward is not differentiable in clgrad."""
+    inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+    n = len(inputs)
+    if grad_outputs is None:
+        with enable_grad():
+            out = func(*inputs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        rng = np.random.default_rng(4321)
+        grad_outputs = tuple(o.new_tensor(rng.standard_normal(o.shape)).requires_grad_(True)
+                             for o in outs)
+    else:
+        grad_outputs = tuple(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else \
+            (grad_outputs,)
+
+    def first(*args):
+        ins, gos = args[:n], args[n:]
+        with enable_grad():
+            out = func(*ins)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            diff = [t for t in ins if isinstance(t, Tensor) and t.requires_grad]
+            gs = grad(outs, diff, gos, create_graph=True, allow_unused=True)
+        return tuple(t.new_zeros(t.shape) if g is None else g for g, t in zip(gs, diff))
+    return gradcheck(first, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
 
 
 def _poke(t, pos, value):

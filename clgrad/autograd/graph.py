@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import operator
 import threading
+import warnings
 import weakref
 
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
 from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
-           "register_post_accumulate_grad_hook"]
+           "register_post_accumulate_grad_hook", "output_of", "recomputed"]
 
 # Held while a backward adds into a .grad (a leaf's, or a retain_grad() tensor's): several
 # threads may run backward into one shared leaf at once, and each accumulation is a read of
@@ -33,12 +34,17 @@ class Node:
     (tensor, storage version at save time). ``retained`` is a weakref to the output when it
     called ``retain_grad()``. ``out_ndim``: the output's dims (PyTorch's name of reductions).
 
+    ``double``: how the backward is differentiated again (``create_graph=True``): None -- it
+    is not (the engine raises rather than return a gradient without its graph), True --
+    ``backward_fn`` itself computes with recording ops, or a callable ``double(g, node)``, a
+    backward of recording ops (``output_of(node, y)`` re-attaches the saved output ``y``).
+
     PyTorch's face: ``name()`` ('MulBackward0'; ``name`` also compares equal to clgrad's own
     op name, 'mul'), ``next_functions`` ((node, input_nr) pairs), ``metadata`` (a dict).
     """
 
     __slots__ = ("seq", "_op", "next", "backward_fn", "saved", "retained", "input_meta",
-                 "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "__weakref__")
+                 "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "double", "__weakref__")
 
     def __init__(self, name, next_edges, backward_fn, saved, input_meta):
         self.seq = next(_seq)
@@ -53,6 +59,7 @@ class Node:
         self.slot = None       # the output of such a Function this Node stands for
         self.out_ndim = 0
         self._metadata = None
+        self.double = None     # see the class docstring (create_graph)
 
     def __repr__(self):
         return f"<{self._op}Backward seq={self.seq}>"
@@ -190,13 +197,17 @@ def _edge(t):
     return fn if fn is not None else t
 
 
-def record(name: str, out, inputs, backward_fn, saved=()):
+def record(name: str, out, inputs, backward_fn, saved=(), double=None):
     """Attach a Node to ``out`` when grad mode is on and any input requires grad.
 
     ``inputs``: tensors (or None); ``backward_fn(grad_out) -> tuple`` with one entry per
     input, each of that input's shape; ``saved``: the tensors whose values backward reads
     (their versions are checked). ``backward_fn`` must not capture ``out`` itself (capture
-    ``out.detach()``): that would be a reference cycle. Returns ``out``.
+    ``out.detach()``): that would be a reference cycle. ``double``: the Node's ``double``
+    (see Node): True when ``backward_fn`` is built of recording ops, a callable
+    ``double(g, node)`` for a differentiable alternative, None (the default) when the
+    backward cannot be differentiated again (``create_graph=True`` then raises). Returns
+    ``out``.
     """
     try:  # the fast exit: no input needs a gradient (what _edge tells, without properties)
         for t in inputs:
@@ -233,9 +244,36 @@ def record(name: str, out, inputs, backward_fn, saved=()):
         versions.append((t, t._storage.version))
     node = Node(name, tuple(edges), backward_fn, tuple(versions), tuple(meta))
     node.out_ndim = len(out._shape)
+    node.double = double
     out._requires_grad = True
     out._grad_fn = node
     return out
+
+
+def output_of(node, y):
+    """The op's output for a differentiable backward (Node.double): ``y``, the output saved
+    as ``out.detach()`` (a closure must not hold ``out``: a reference cycle), as a tensor of
+    ``node`` again, so a second derivative through it flows back into the op (PyTorch's
+    SavedVariable of an output, unpacked with its grad_fn). Made per call, kept by nobody."""
+    t = Tensor(y._storage, y._shape, y._strides, y._offset)
+    t._requires_grad = True
+    t._grad_fn = node
+    return t
+
+
+def recomputed(forward, inputs):
+    """A Node.double that differentiates a recomputation: ``forward(*inputs)`` (the op's
+    function written with ops whose backward is differentiable; None for an input without
+    gradient passes as None) is run again with grad mode on and differentiated with
+    ``grad(..., create_graph=True)``, so the gradients carry a graph through ``inputs`` (the
+    op's own inputs). For fused kernels (conv2d, the class-index losses, the norms): their
+    first-order gradients stay the kernels'; only create_graph pays the recomputation."""
+    def double(g, node):
+        want = [t for t in inputs if t is not None and t.requires_grad]
+        out = forward(*inputs)
+        got = iter(grad(out, want, g, create_graph=True, allow_unused=True))
+        return tuple(next(got) if t is not None and t.requires_grad else None for t in inputs)
+    return double
 
 
 def _raise_modified(node, t, now, version):
@@ -274,8 +312,10 @@ def _collect(roots, pending=None):
 _SEQ = operator.attrgetter("seq")
 
 
-def _apply(node, g, retain_graph):
-    """Run one Node: [(edge, gradient)] for the inputs that need one."""
+def _apply(node, g, retain_graph, create_graph=False):
+    """Run one Node: [(edge, gradient)] for the inputs that need one. ``create_graph``: the
+    Node's differentiable backward (Node.double), run with grad mode on by the caller;
+    RuntimeError for a Node without one."""
     if node.backward_fn is None:
         raise RuntimeError(
             f"Trying to backward through the graph a second time (through {node.name}), but "
@@ -284,7 +324,17 @@ def _apply(node, g, retain_graph):
     for t, version in node.saved:  # the saved tensors unchanged since (their versions)
         if t._storage.version != version:
             _raise_modified(node, t, t._storage.version, version)
-    grads = node.backward_fn(g)
+    if create_graph:
+        double = node.double
+        if double is None:
+            raise RuntimeError(
+                f"create_graph: the backward of {str(node.name)!r} ({node.name()}) is not "
+                f"differentiable in clgrad yet, so the gradient through it would have no graph "
+                f"of its own (README: 'Deliberately different from PyTorch' lists the ops "
+                f"whose backward is); compute this gradient without create_graph=True")
+        grads = node.backward_fn(g) if double is True else double(g, node)
+    else:
+        grads = node.backward_fn(g)
     if not isinstance(grads, tuple):
         grads = (grads,)
     if len(grads) != len(node.next):
@@ -302,15 +352,19 @@ def _apply(node, g, retain_graph):
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
+        node.double = None
     return out
 
 
-def _run(roots, root_grads, retain_graph, targets=None):
+def _run(roots, root_grads, retain_graph, targets=None, create_graph=False):
     """Walk the tape from ``roots`` (Nodes or leaf tensors), seeded with ``root_grads``.
 
     Without ``targets``: gradients accumulate into the leaves' ``.grad`` (and into tensors
     that called retain_grad()); returns None. With ``targets``: returns {id(t): gradient} for
-    those tensors and touches no ``.grad``.
+    those tensors and touches no ``.grad``. ``create_graph``: the walk runs with grad mode on
+    and each Node's differentiable backward (Node.double), so the gradients carry a graph of
+    their own; with ``targets``, only the Nodes on a path to a target run (PyTorch's), so a
+    Node whose backward is not differentiable raises only where its gradient is needed.
     """
     node_grads, leaf_grads, leaves, owned = {}, {}, {}, {}
     # How often each storage was handed along an edge: a leaf may keep a gradient without a
@@ -352,7 +406,7 @@ def _run(roots, root_grads, retain_graph, targets=None):
     # no_grad and autocast off for the walk, set on the thread's state directly (the two
     # context managers cost 10 Python calls a backward; grad_mode's no_grad/_autocast_off)
     prev = (getattr(_GRAD_STATE, "enabled", True), getattr(_GRAD_STATE, "autocast", None))
-    _GRAD_STATE.enabled, _GRAD_STATE.autocast = False, None
+    _GRAD_STATE.enabled, _GRAD_STATE.autocast = bool(create_graph), None
     try:
         for r, g in zip(roots, root_grads):
             send(r, g)
@@ -361,8 +415,14 @@ def _run(roots, root_grads, retain_graph, targets=None):
         # it has run.
         pending = {} if want is None else None
         nodes = _collect(roots, pending)
+        lead = _leading(nodes, want) if create_graph and want is not None else None
         for node in nodes:
             g = node_grads.pop(id(node), None)
+            if lead is not None and g is not None and id(node) not in lead:
+                t = node.retained() if node.retained is not None else None
+                if t is not None and id(t) in want:
+                    captured[id(t)] = _call_hooks(node.hooks, g) if node.hooks else g
+                continue  # leads to no target: not run (its backward may not be differentiable)
             if g is not None:
                 if node.hooks:
                     g = _call_hooks(node.hooks, g)
@@ -373,7 +433,7 @@ def _run(roots, root_grads, retain_graph, targets=None):
                                    t._grad + g)
                 elif t is not None and id(t) in want:
                     captured[id(t)] = g
-                for edge, ig in _apply(node, g, retain_graph):
+                for edge, ig in _apply(node, g, retain_graph, create_graph):
                     send(edge, ig, node.slot)
             if pending is not None:
                 for e in node.next:
@@ -383,16 +443,39 @@ def _run(roots, root_grads, retain_graph, targets=None):
                     left = pending[k] - 1
                     pending[k] = left
                     if not left and k in leaf_grads:
-                        _finish_leaf(e, leaf_grads.pop(k), owned[k], deliveries)
+                        _finish_leaf(e, leaf_grads.pop(k), owned[k], deliveries, create_graph)
         if want is not None:
             captured.update((k, _leaf_hooked(leaves[k], g)) for k, g in leaf_grads.items()
                             if k in want)
             return captured
         for k, g in leaf_grads.items():  # leaves that were roots themselves
-            _finish_leaf(leaves[k], g, owned[k], deliveries)
+            _finish_leaf(leaves[k], g, owned[k], deliveries, create_graph)
     finally:
         _GRAD_STATE.enabled, _GRAD_STATE.autocast = prev
     return None
+
+
+def _leading(nodes, want) -> set:
+    """The ids of the Nodes among ``nodes`` (latest first, as _collect gives them) whose
+    backward leads to a target of ``want`` (ids of tensors): a target leaf among its edges,
+    or an edge into a Node that leads to one or that is a target's grad_fn."""
+    lead = set()
+    for node in reversed(nodes):  # inputs' Nodes before their consumers'
+        for e in node.next:
+            if e is None:
+                continue
+            if type(e) is Node:
+                if id(e) in lead:
+                    break
+                t = e.retained() if e.retained is not None else None
+                if t is not None and id(t) in want:
+                    break
+            elif id(e) in want:
+                break
+        else:
+            continue
+        lead.add(id(node))
+    return lead
 
 
 def _deliver(deliveries: dict, storage, n: int = 1):
@@ -410,12 +493,16 @@ def _delivered(deliveries: dict, storage) -> int:
     return entry[1] if entry is not None and entry[0]() is storage else 0
 
 
-def _finish_leaf(leaf, g, owned, deliveries):
+def _finish_leaf(leaf, g, owned, deliveries, create_graph=False):
     """Accumulate the final gradient ``g`` (after the leaf's register_hook hooks) into
-    ``leaf.grad``, then run the leaf's post-accumulate-grad hooks."""
+    ``leaf.grad``, then run the leaf's post-accumulate-grad hooks. ``create_graph``: ``.grad``
+    keeps g's graph (a recorded copy; a sum out of place, as PyTorch's AccumulateGrad)."""
     hooked = _leaf_hooked(leaf, g) if _LEAF_HOOKS else g
     with _ACCUMULATE_LOCK:  # add_ reads then writes .grad: concurrent backwards would lose sums
-        if leaf._grad is None:  # a dense tensor of its own, never an alias
+        if create_graph:
+            leaf._grad = (hooked.contiguous(force_copy=True) if leaf._grad is None else
+                          leaf._grad + hooked)
+        elif leaf._grad is None:  # a dense tensor of its own, never an alias
             fresh = hooked is g and (owned or _delivered(deliveries, g._storage) == 1)
             g = hooked
             own = False
@@ -454,7 +541,7 @@ def register_post_accumulate_grad_hook(tensor, hook) -> RemovableHandle:
     return RemovableHandle(tensor._post_acc_hooks, key)
 
 
-def _roots_and_grads(tensors, grad_tensors, op):
+def _roots_and_grads(tensors, grad_tensors, op, create_graph=False):
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(f"{op}: got {len(tensors)} tensors and {len(grad_tensors)} "
                            f"gradients")
@@ -486,7 +573,7 @@ def _roots_and_grads(tensors, grad_tensors, op):
         if g._storage.dtype is not t._storage.dtype:
             g = g.to(t.dtype)
         roots.append(fn if fn is not None else t)
-        grads.append(g.detach())
+        grads.append(g if create_graph else g.detach())  # (create_graph: g's graph is kept)
     return roots, grads
 
 
@@ -497,11 +584,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     with one element (implicit gradient 1), on the tensor's device. Raises RuntimeError when
     a tensor does not require grad, a gradient is on another device, on a second backward
     through freed Nodes, or on a saved tensor modified in place; NotImplementedError (a
-    RuntimeError) for ``create_graph=True`` (backward runs under no_grad here: no
-    higher-order gradients) and for ``inputs=`` (use autograd.grad).
+    RuntimeError) for ``inputs=`` (use autograd.grad).
+
+    ``create_graph=True`` (PyTorch's): the backward itself is recorded, so each ``.grad`` it
+    accumulates carries a graph (a ``grad_fn``) to differentiate again; ``retain_graph``
+    defaults to ``create_graph``. Raises RuntimeError naming the op when the backward of a
+    Node on the way is not differentiable in clgrad (README lists the ones that are).
     """
-    if create_graph:
-        _no_create_graph("backward", create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
     if inputs is not None:
         raise NotImplementedError("backward: inputs= is not supported; use "
                                   "clgrad.autograd.grad(outputs, inputs) instead")
@@ -513,26 +604,40 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             grad_tensors = (None,) * len(tensors)
         elif isinstance(grad_tensors, Tensor):
             grad_tensors = (grad_tensors,)
-    roots, grads = _roots_and_grads(tensors, tuple(grad_tensors), "backward")
-    _run(roots, grads, bool(retain_graph))
-
-
-def _no_create_graph(op, create_graph):
-    if create_graph:
-        raise NotImplementedError(f"{op}: create_graph=True is not supported: clgrad runs "
-                                  f"backward under no_grad, so gradients have no graph of "
-                                  f"their own (no higher-order derivatives)")
+    roots, grads = _roots_and_grads(tensors, tuple(grad_tensors), "backward", create_graph)
+    _run(roots, grads, bool(retain_graph), create_graph=bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of ``outputs`` w.r.t. ``inputs``, returned (not accumulated into ``.grad``).
 
     ``inputs`` may be leaves or intermediate tensors. Raises RuntimeError for an input that
-    does not require grad, or that the walk does not reach (unless ``allow_unused``: None);
-    NotImplementedError (a RuntimeError) for ``create_graph=True``.
+    does not require grad, or that the walk does not reach (unless ``allow_unused``: None;
+    ``materialize_grads``: zeros, and allow_unused defaults to it, as PyTorch's).
+    ``only_inputs`` is PyTorch's deprecated, ignored argument (False warns, as there);
+    ``is_grads_batched=True`` raises NotImplementedError (it needs vmap).
+
+    ``create_graph=True`` (PyTorch's): the gradients are computed by recorded ops, so they
+    carry a graph to differentiate again (``grad_outputs`` that require grad stay in it:
+    the double-vjp trick); ``retain_graph`` defaults to ``create_graph``. Only the Nodes on
+    a path to ``inputs`` run; one whose backward is not differentiable in clgrad raises
+    RuntimeError naming its op, never a gradient silently without its graph.
     """
-    _no_create_graph("grad", create_graph)
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to "
+                      "True). To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        raise NotImplementedError("grad: is_grads_batched=True is not supported (clgrad has no "
+                                  "vmap); call grad once per row of grad_outputs")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
+    if retain_graph is None:
+        retain_graph = create_graph
     retain_graph = bool(retain_graph)
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
@@ -545,7 +650,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise TypeError(f"grad: expected Tensors as inputs, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(f"grad: input {i} does not require grad")
-    roots, grads = _roots_and_grads(outputs, tuple(grad_outputs), "grad")
+    roots, grads = _roots_and_grads(outputs, tuple(grad_outputs), "grad", create_graph)
     handles = []
     for t in inputs:  # intermediate tensors: their gradient is captured at their Node
         fn = t.grad_fn
@@ -553,13 +658,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             fn.retained = weakref.ref(t)
             handles.append(fn)
     try:
-        got = _run(roots, grads, retain_graph, targets=inputs)
+        got = _run(roots, grads, retain_graph, targets=inputs,
+                   create_graph=bool(create_graph))
     finally:
         for fn in handles:
             fn.retained = None
     result = []
     for t in inputs:
         g = got.get(id(t))
+        if g is None and materialize_grads:
+            g = t.new_zeros(t.shape)
         if g is None and not allow_unused:
             raise RuntimeError("grad: one of the differentiated Tensors appears to not have "
                                "been used in the graph; set allow_unused=True if this is the "

@@ -52,7 +52,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
-    return record("leaky_relu", out, (x,), backward, saved=[x])
+    return record("leaky_relu", out, (x,), backward, saved=[x],
+                  double=lambda g, node: (ew.where(ew.gt(x, 0), g, ew.mul(g, negative_slope)),))
 
 
 # -- pointwise activations: one kernel each direction (kernels/activation.cl ACT) -------------
@@ -344,7 +345,42 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
         gx = empty(x.shape, x.dtype, x._storage.device)
         launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
         return (gx,)
-    return record(op, out, (x,), backward, saved=[x])
+    grad_of = _ACT_GRADS.get(kname)
+    return record(op, out, (x,), backward, saved=[x], double=None if grad_of is None else
+                  lambda g, node: (grad_of(g, x, p0, p1),))
+
+
+def _sig_grad(g, x, p0, p1):
+    """silu's gradient g s (1 + x (1 - s)), s = sigmoid(x)."""
+    s = ew.sigmoid(x)
+    return ew.mul(g, ew.mul(s, ew.add(ew.mul(x, ew.sub(1.0, s)), 1.0)))
+
+
+def _gelu_grad(g, x, p0, p1):
+    """gelu's (exact) gradient g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x / sqrt 2)) / 2."""
+    cdf = ew.mul(ew.add(ew.erf(ew.mul(x, math.sqrt(0.5))), 1.0), 0.5)
+    pdf = ew.mul(ew.exp(ew.mul(ew.mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
+    return ew.mul(g, ew.add(cdf, ew.mul(x, pdf)))
+
+
+# The differentiable backward (Node.double, create_graph) of the ACT kernels, as recording
+# ops: g * f'(x) from the formulas of kernels/activation.cl's <name>_bwd (the same masks).
+# An activation not here raises under create_graph (gelu's tanh form, mish, hardswish ...).
+_ACT_GRADS = {
+    "hardtanh": lambda g, x, p0, p1: ew.where(ew.logical_or(ew.le(x, p0), ew.ge(x, p1)),
+                                              0.0, g),
+    "gelu": _gelu_grad,
+    "silu": _sig_grad,
+    "elu": lambda g, x, p0, p1: ew.where(ew.gt(x, 0), g, ew.mul(g, ew.mul(ew.exp(x), p0))),
+    "softplus": lambda g, x, p0, p1: ew.where(ew.gt(ew.mul(x, p0), p1), g,
+                                              ew.mul(g, ew.sigmoid(ew.mul(x, p0)))),
+    "selu": lambda g, x, p0, p1: ew.where(ew.gt(x, 0), ew.mul(g, p1),
+                                          ew.mul(g, ew.mul(ew.exp(x), p0 * p1))),
+    "celu": lambda g, x, p0, p1: ew.where(ew.gt(x, 0), g, ew.mul(g, ew.exp(ew.div(x, p0)))),
+    "logsigmoid": lambda g, x, p0, p1: ew.mul(g, ew.sigmoid(ew.neg(x))),
+    "softsign": lambda g, x, p0, p1: ew.div(g, ew.square(ew.add(ew.abs(x), 1.0))),
+    "tanhshrink": lambda g, x, p0, p1: ew.mul(g, ew.square(ew.tanh(x))),
+}
 
 
 class _HardtanhInPlace:
@@ -353,8 +389,11 @@ class _HardtanhInPlace:
     where x <= p0, y >= p1 where x >= p1, NaN where x is NaN)."""
 
     def __init__(self, p0, p1):
-        self.in_place = (self._launch, self._grad)
+        self.in_place = (self._launch, self._grad, self._double)
         self.p0, self.p1 = p0, p1
+
+    def _double(self, g, y):  # (create_graph: the same mask by recording ops)
+        return _ACT_GRADS["hardtanh"](g, y, self.p0, self.p1)
 
     def _args(self, dt):
         return (scalar(dt, self.p0, True), scalar(dt, self.p1, True))

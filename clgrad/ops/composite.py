@@ -9,13 +9,11 @@ Kernels: none of their own, except erf (kernels/elementwise.cl :: erf_op).
 """
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
 
 from clgrad import backends, dtypes, layout
-from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import linalg
 from clgrad.ops import loss
@@ -374,13 +372,7 @@ def logical_xor(input: Tensor, other: Tensor) -> Tensor:
 def erf(input: Tensor) -> Tensor:
     """The error function elementwise (integers give the default dtype).
     Grad: 2/sqrt(pi) exp(-x^2). Kernels: kernels/elementwise.cl :: erf_op."""
-    x = ew._float_in("erf", input)
-    if x._storage.dtype is _BF16:
-        return ew.via_float32(erf, x)
-    out = ew._launch_unary("erf_op", x)
-    scale = 2.0 / math.sqrt(math.pi)
-    return record("erf", out, (x,), lambda g: (ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))),
-                                                                 scale)),), saved=[x])
+    return ew.erf(input)
 
 
 def _axpy(input, product, operands, beta, alpha):

@@ -60,7 +60,15 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,
         return (np.uint32(seed[0] & 0xFFFFFFFF), np.uint32(seed[0] >> 32)) + rest
 
     out = _dropout_raw(x, fwd_args)
-    return record("dropout", out, (x,), lambda g: (_dropout_raw(g, bwd_args),))
+    return record("dropout", out, (x,), lambda g: (_dropout_raw(g, bwd_args),),
+                  double=lambda g, node: (_masked(g, bwd_args),))
+
+
+def _masked(g, bwd_args):
+    """dropout's backward recorded (create_graph): the forward's mask and scale applied to g,
+    linear in g, so its own backward is the same again."""
+    return record("dropout", _dropout_raw(g, bwd_args), (g,),
+                  lambda gg: (_masked(gg, bwd_args),), double=True)
 
 
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,

@@ -15,6 +15,7 @@ import numpy as np
 
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
+from clgrad.autograd.graph import output_of
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (_STRIDED, bump_version, defines_for, defines_of, empty,
@@ -53,7 +54,7 @@ def to(x: Tensor, dtype) -> Tensor:
     if not dtype.is_floating_point:
         return out
     src_dtype = x.dtype
-    return record("to", out, (x,), lambda g: (to(g, src_dtype),))
+    return record("to", out, (x,), lambda g: (to(g, src_dtype),), double=True)
 
 
 _BF16, _F16, _F32 = dtypes.bfloat16, dtypes.float16, dtypes.float32
@@ -198,7 +199,7 @@ def to_device(x: Tensor, device) -> Tensor:
         out._storage.keep_host(values)
     if not x.dtype.is_floating_point:
         return out
-    return record("to", out, (x,), lambda g: (to_device(g, src_dev),))
+    return record("to", out, (x,), lambda g: (to_device(g, src_dev),), double=True)
 
 
 def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
@@ -221,7 +222,7 @@ def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
         dev.keep_plan(key, rec or False)  # False: this layout is copied by copy_raw
     else:
         copy_raw(out, x)
-    return record("contiguous", out, (x,), lambda g: (g,))
+    return record("contiguous", out, (x,), lambda g: (g,), double=True)
 
 
 _COPY_TAG = ("copy.cl", "contiguous")  # contiguous's recorded launches (plan.key's tag)
@@ -426,8 +427,8 @@ def add(a, b, alpha=1) -> Tensor:
         out, key = _cached_binary("add", a, b)
         if out is not None:
             if isinstance(b, Tensor):
-                return record("add", out, (a, b), _same_grads)
-            return record("add", out, (a, None), _first_grad)
+                return record("add", out, (a, b), _same_grads, double=True)
+            return record("add", out, (a, None), _first_grad, double=True)
     given = a, b
     b = _alpha_scaled(a, b, alpha)
     a, b, dt, shape = _prep("add", a, b)
@@ -443,7 +444,7 @@ def add(a, b, alpha=1) -> Tensor:
     if key is not None:
         _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)  # the closure keeps shapes, not the operands
-    return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g))
+    return record("add", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, g), double=True)
 
 
 # The plan tags of the binary ops' fast paths: (file, kernel) of tensor OP tensor and of
@@ -575,8 +576,8 @@ def sub(a, b, alpha=1) -> Tensor:
         out, key = _cached_binary("sub", a, b)
         if out is not None:
             if isinstance(b, Tensor):
-                return record("sub", out, (a, b), lambda g: (g, neg(g)))
-            return record("sub", out, (a, None), _first_grad)
+                return record("sub", out, (a, b), lambda g: (g, neg(g)), double=True)
+            return record("sub", out, (a, None), _first_grad, double=True)
     _check_bool_sub(a, b)
     given = a, b
     b = _alpha_scaled(a, b, alpha)
@@ -593,7 +594,8 @@ def sub(a, b, alpha=1) -> Tensor:
     if key is not None:
         _keep_flat(key, given, a, b, out)
     sa, sb = _shape_of(a), _shape_of(b)
-    return record("sub", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, neg(g)))
+    return record("sub", out, _inputs(a, b), lambda g: _sum_back(sa, sb, g, neg(g)),
+                  double=True)
 
 
 def mul(a, b) -> Tensor:
@@ -616,7 +618,7 @@ def mul(a, b) -> Tensor:
 
     def backward(g):
         return _sum_back(sa, sb, mul(g, kb) if need_a else None, mul(g, ka) if need_b else None)
-    return record("mul", out, _inputs(a, b), backward, saved=_needed(a, b))
+    return record("mul", out, _inputs(a, b), backward, saved=_needed(a, b), double=True)
 
 
 def div(a, b, rounding_mode=None) -> Tensor:
@@ -655,10 +657,15 @@ def div(a, b, rounding_mode=None) -> Tensor:
         ga = div(g, b) if need_a else None
         gb = _div_grad_b(g, ka, b, dt, shape) if need_b else None
         return _sum_back(sa, sb, ga, gb)
+
+    def double(g, node):  # -g a / b^2 of recording ops (create_graph)
+        ga = div(g, b) if need_a else None
+        gb = neg(div(mul(g, ka), mul(b, b))) if need_b else None
+        return _sum_back(sa, sb, ga, gb)
     saved = [b] if isinstance(b, Tensor) else []
     if isinstance(ka, Tensor):
         saved.append(ka)
-    return record("div", out, _inputs(a, b), backward, saved=saved)
+    return record("div", out, _inputs(a, b), backward, saved=saved, double=double)
 
 
 def _div_grad_b(g, a, b, dt, shape):
@@ -733,7 +740,7 @@ def _record_mod(op, rounding, out, a, b):
         gb = neg(mul(g, div(a, b, rounding_mode=rounding))) if need_b else None
         return _sum_back(sa, sb, g, gb)
     saved = [t for t in _inputs(a, b) if t is not None] if need_b else []
-    return record(op, out, _inputs(a, b), backward, saved=saved)
+    return record(op, out, _inputs(a, b), backward, saved=saved, double=True)
 
 
 def _divmod_op(kname, op, a, b, dt, shape):
@@ -822,11 +829,12 @@ def pow(a, b) -> Tensor:
         return _int_pow(a, b, dt, shape)
     if _is_num(b) and b == 2:
         out = _launch_unary("square", a)
-        return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a])
+        return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a],
+                      double=True)
     out = _launch_binary("pow_op", a, b, dt, shape)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
-    def backward(g):
+    def backward(g, y=y):  # (create_graph: y, the output, re-attached to its Node)
         # PyTorch's masked formulas (pow_backward_self / pow_backward_exponent): the base gets
         # 0 where the exponent is 0 (not b * a^(b-1) = 0 * inf at a = 0), the exponent gets 0
         # where the base is 0 and the exponent >= 0 (not y * log 0 = 0 * -inf).
@@ -848,7 +856,8 @@ def pow(a, b) -> Tensor:
                 gb = mul(mul(g, y), math.log(a) if a > 0 else math.nan)
         return _grads(a, b, ga, gb)
     saved = [t for t in _inputs(a, b) if t is not None] + [y]
-    return record("pow", out, _inputs(a, b), backward, saved=saved)
+    return record("pow", out, _inputs(a, b), backward, saved=saved,
+                  double=lambda g, node: backward(g, output_of(node, y)))
 
 
 def _int_pow(a, b, dt, shape):
@@ -883,7 +892,7 @@ def _minmax(kname, op, a, b):
         wb = sub(sub(1.0, to(lose_b(a, b), dt)), half_tie)
         return _grads(a, b, mul(g, wa), mul(g, wb))
     return record(op, out, _inputs(a, b), backward,
-                  saved=[t for t in _inputs(a, b) if t is not None])
+                  saved=[t for t in _inputs(a, b) if t is not None], double=True)
 
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:
@@ -995,34 +1004,44 @@ def _float_in(op, x):
     return x if x.dtype.is_floating_point else to(x, dtypes.get_default_dtype())
 
 
-def _unary_float(kname, op, grad_of, uses="y"):
+def _unary_float(kname, op, grad_of, uses="y", double=None):
     """An op on floats; ``grad_of(g, x, y)`` gives the input gradient, reading the input
     (``uses`` 'x') or the output ('y', passed as ``out.detach()``: the closure must not hold
-    out itself, a reference cycle) — only that one is kept and saved, the other is None."""
+    out itself, a reference cycle) — only that one is kept and saved, the other is None.
+    ``double`` (create_graph, Node.double): None (the default) when grad_of is not
+    differentiable (a raw kernel: create_graph through it raises), True when it is made of
+    recording ops, or ``double(g, y)`` such a gradient ('y' only); 'y' ops get the output
+    re-attached to its Node (graph.output_of)."""
     def f(x: Tensor) -> Tensor:
         x = _float_in(op, x)
         if x._storage.dtype is _BF16:
             return via_float32(f, x)
         out = _launch_unary(kname, x)
         if uses == "x":
-            return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x])
+            return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x],
+                          double=double)
         y = out.detach()
-        return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y])
+        return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y],
+                      double=None if again is None else
+                      lambda g, node: (again(g, output_of(node, y)),))
+    again = (lambda g, y: grad_of(g, None, y)) if double is True else double
     f.__name__ = op
     if uses == "y":  # the gradient reads the output only: op_ may write into self at once
         f.in_place = (lambda out, x: launch_1d(_FILE, kname, defines_of(x.dtype), out, (x,)),
-                      lambda g, y: grad_of(g, None, y))
+                      lambda g, y: grad_of(g, None, y), again)
     return f
 
 
-exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y))
-log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x")
-sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)))
-rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)))
-sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x")
-cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x")
-reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))))
-_square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x")
+exp = _unary_float("exp_op", "exp", lambda g, x, y: mul(g, y), double=True)
+log = _unary_float("log_op", "log", lambda g, x, y: div(g, x), "x", double=True)
+sqrt = _unary_float("sqrt_op", "sqrt", lambda g, x, y: div(g, mul(y, 2.0)), double=True)
+rsqrt = _unary_float("rsqrt_op", "rsqrt", lambda g, x, y: mul(g, mul(pow(y, 3), -0.5)), double=True)
+sin = _unary_float("sin_op", "sin", lambda g, x, y: mul(g, cos(x)), "x", double=True)
+cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x", double=True)
+reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))),
+                          double=True)
+_square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x",
+                             double=True)
 
 
 def square(x: Tensor) -> Tensor:
@@ -1034,13 +1053,16 @@ def square(x: Tensor) -> Tensor:
     return _square_float(x)
 
 
-log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x")
+erf = _unary_float("erf_op", "erf", lambda g, x, y: mul(g, mul(exp(neg(mul(x, x))),
+                                                                 2.0 / math.sqrt(math.pi))),
+                   "x", double=True)
+log1p = _unary_float("log1p_op", "log1p", lambda g, x, y: div(g, add(x, 1.0)), "x", double=True)
 log1p.__doc__ = """log(1 + x) elementwise, accurate for |x| << 1 (where log(1 + x) rounds to 0).
 
     Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g / (1 + x).
     Kernels: kernels/elementwise.cl :: log1p_op (OpenCL's log1p)
     """
-expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)))
+expm1 = _unary_float("expm1_op", "expm1", lambda g, x, y: mul(g, add(y, 1.0)), double=True)
 expm1.__doc__ = """exp(x) - 1 elementwise, accurate for |x| << 1 (where exp(x) - 1 cancels).
 
     Dtypes: floats keep theirs, integers give the default dtype (PyTorch). Grad: g * (out + 1).
@@ -1075,7 +1097,7 @@ def atan2(input: Tensor | float, other: Tensor | float) -> Tensor:
         gb = mul(mul(g, neg(a)), recip) if need_b else None
         return _sum_back(sa, sb, ga, gb)
     return record("atan2", out, _inputs(a, b), backward,
-                  saved=[t for t in _inputs(a, b) if t is not None])
+                  saved=[t for t in _inputs(a, b) if t is not None], double=True)
 
 
 arctan2 = atan2
@@ -1088,8 +1110,10 @@ def _binary_grad(kname, g, y):
     return out
 
 
-tanh = _unary_float("tanh_op", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y))
-sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmoid_grad", g, y))
+tanh = _unary_float("tanh_op", "tanh", lambda g, x, y: _binary_grad("tanh_grad", g, y),
+                    double=lambda g, y: mul(g, sub(1.0, mul(y, y))))
+sigmoid = _unary_float("sigmoid", "sigmoid", lambda g, x, y: _binary_grad("sigmoid_grad", g, y),
+                       double=lambda g, y: mul(g, mul(y, sub(1.0, y))))
 
 
 def relu(x: Tensor) -> Tensor:
@@ -1107,12 +1131,14 @@ def relu(x: Tensor) -> Tensor:
         return via_float32(relu, x)
     out = _launch_unary("relu", x)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
-    return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y])
+    return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
+                  double=lambda g, node: (where(le(y, 0), 0.0, g),))
 
 
 # relu_ writes into self at once (its gradient reads the output: clgrad.ops.inplace)
 relu.in_place = (lambda out, x: launch_1d(_FILE, "relu", defines_of(x.dtype), out, (x,)),
-                 lambda g, y: _binary_grad("relu_grad", g, y))
+                 lambda g, y: _binary_grad("relu_grad", g, y),
+                 lambda g, y: where(le(y, 0), 0.0, g))
 
 
 def neg(x: Tensor) -> Tensor:
@@ -1124,7 +1150,7 @@ def neg(x: Tensor) -> Tensor:
     if x._storage.dtype is _BF16:
         return via_float32(neg, x)
     out = _launch_unary("neg", x)
-    return record("neg", out, (x,), lambda g: (neg(g),))
+    return record("neg", out, (x,), lambda g: (neg(g),), double=True)
 
 
 def abs(x: Tensor) -> Tensor:
@@ -1138,7 +1164,7 @@ def abs(x: Tensor) -> Tensor:
     if x._storage.dtype is _BF16:
         return via_float32(abs, x)
     out = _launch_unary("abs_op", x)
-    return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x])
+    return record("abs", out, (x,), lambda g: (mul(g, sign(x)),), saved=[x], double=True)
 
 
 def sign(x: Tensor) -> Tensor:
@@ -1159,7 +1185,7 @@ def record_zero_grad(name: str, out: Tensor, inputs) -> Tensor:
     metas = [None if t is None else (t._shape, t._storage.dtype, t._storage.device)
              for t in inputs]
     return record(name, out, tuple(inputs),
-                  lambda g: tuple(None if m is None else zeros(*m) for m in metas))
+                  lambda g: tuple(None if m is None else zeros(*m) for m in metas), double=True)
 
 
 def _piecewise_constant(kname, op):
@@ -1249,7 +1275,7 @@ def where(cond: Tensor, a, b) -> Tensor:
         z = full((), 0, g.dtype, g._storage.device)
         return (None,) + _sum_back(sa, sb, where(cond, g, z) if sa is not None else None,
                                    where(cond, z, g) if sb is not None else None)
-    return record("where", out, (None, a, b), backward, saved=[cond])
+    return record("where", out, (None, a, b), backward, saved=[cond], double=True)
 
 
 def _zeros_scalar(like: Tensor) -> Tensor:
@@ -1301,7 +1327,13 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:
         gi = empty(g.shape, g.dtype, g._storage.device)
         launch_1d(_FILE, "clamp_grad", defines_for(g.dtype), gi, (g, x), flags)
         return (gi,)
-    return record("clamp", out, (x,), backward, saved=[x])
+
+    def double(g, node):  # g where min <= x <= max (not at a NaN): recording ops
+        inside = ge(x, min) if min is not None else None
+        if max is not None:
+            inside = le(x, max) if inside is None else logical_and(inside, le(x, max))
+        return (where(inside, g, 0.0),)
+    return record("clamp", out, (x,), backward, saved=[x], double=double)
 
 
 def _clamp_tensors(x, lo, hi):
@@ -1335,7 +1367,7 @@ def _clamp_tensors(x, lo, hi):
         return gx, glo, ghi
     saved = [v for v in (x, lo, hi) if isinstance(v, Tensor)]
     return record("clamp", out, tuple(v if isinstance(v, Tensor) else None
-                                      for v in (x, lo, hi)), backward, saved=saved)
+                                      for v in (x, lo, hi)), backward, saved=saved, double=True)
 
 
 def _i32(v):

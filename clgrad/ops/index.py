@@ -94,7 +94,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if type(dim) is int and steps is not None and dev._capture is None:
         dev.keep_plan(plan_key(_CAT_TAG, tensors, (dim,)),
                       (out._shape, dt, tuple(idx), tuple(sizes), d, steps))
-    return record("cat", out, tuple(parts), _cat_backward(sizes, d))
+    return record("cat", out, tuple(parts), _cat_backward(sizes, d), double=True)
 
 
 def _cat_backward(sizes, d):
@@ -141,7 +141,7 @@ def _cat_cached(tensors, dim):
                                            for k in which])
         else:
             replay(dev, plan, (ob, parts[which]._storage.buffer))
-    return record("cat", out, tuple(parts), _cat_backward(sizes, d))
+    return record("cat", out, tuple(parts), _cat_backward(sizes, d), double=True)
 
 
 CAT_SLOTS = 8  # inputs per launch (kernels/copy.cl cat_elems / cat_runs): more take batches

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
+from clgrad.autograd.graph import output_of
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
                               full, launch_1d, one_device, same_device, scalar, zeros)
 from clgrad.ops import index
@@ -128,7 +129,8 @@ def inplace(op: str, self: Tensor, fn, *others):
 
 def output_inplace(op: str, self: Tensor, fn):
     """``self = fn(self)`` in one launch written straight into self, for the unary ops whose
-    gradient reads their output only (``fn.in_place = (launch(out, x), grad_of(g, y))``:
+    gradient reads their output only (``fn.in_place = (launch(out, x), grad_of(g, y),
+    again(g, y))``, again: grad_of of recording ops for create_graph):
     relu, hardtanh / relu6, exp, sqrt, tanh, sigmoid ...; PyTorch's relu_ saves its result
     likewise): no copy of self, no fresh result, no copy_slices. With autograd involved, self
     (a root) gets the op's Node over its old grad_fn, saving self at its new version, and its
@@ -145,13 +147,14 @@ def output_inplace(op: str, self: Tensor, fn):
     if grad and root is not self:
         return None
     _check_inplace_target(op, self)
-    launch, grad_of = spec
+    launch, grad_of, again = spec  # again(g, y): grad_of of recording ops (create_graph)
     launch(self, self)  # elementwise: each element read and written at its own index
     bump_version(self)
     if grad:
         y = self.detach()
         old = self._grad_fn
-        record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y])
+        record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y],
+               double=None if again is None else lambda g, node: (again(g, output_of(node, y)),))
         self._rebase += 1
         if self._retains_grad and old is not None and old.retained is not None:
             old.retained, self._grad_fn.retained = None, old.retained
@@ -294,7 +297,9 @@ def copy_slices(root: Tensor, v: Tensor, value: Tensor):
         fill_raw(region, 0)
         return contiguous(_at(buf, root_geom)), g_value
     old = root._grad_fn
-    record("copy_" if whole else "copy_slices", root, (root, value), backward)
+    # (create_graph: a whole write passes g on, recorded as is; a region's raw buffers not)
+    record("copy_" if whole else "copy_slices", root, (root, value), backward,
+           double=True if whole else None)
     root._rebase += 1
     if root._retains_grad and old is not None and old.retained is not None:
         old.retained, root._grad_fn.retained = None, old.retained

@@ -18,6 +18,7 @@ import numpy as np
 
 from clgrad import creation, dtypes, layout
 from clgrad.autograd import no_grad, record
+from clgrad.autograd.graph import output_of
 from clgrad.errors import ShapeError
 from clgrad.ops import decomp
 from clgrad.ops import elementwise as ew
@@ -312,9 +313,10 @@ def _scaled_pnorm(x: Tensor, p: float, dims, keepdim):
         q = ew.div(a, s)
         acc = rd.sum(ew.mul(q, q) if p == 2 else ew.pow(q, p), dims, keepdim=keepdim)
         out = ew.mul(ew.sqrt(acc) if p == 2 else ew.pow(acc, 1.0 / p), s.reshape(final))
-    n = out.detach().reshape(kept)  # the closure must not hold its own output
+    y = out.detach()  # the closure must not hold its own output
+    n = y.reshape(kept)
 
-    def backward(g):
+    def backward(g, n=n):  # (create_graph: n, the output, re-attached to its Node)
         g = g.reshape(kept)
         safe = ew.where(ew.eq(n, 0), 1.0, n)
         r = ew.div(x, safe) if p == 2 else ew.mul(ew.sign(x), ew.pow(ew.div(ew.abs(x), safe),
@@ -322,4 +324,5 @@ def _scaled_pnorm(x: Tensor, p: float, dims, keepdim):
         if p < 1:  # 0 * |0|^(p-1) = 0 * inf: the gradient at a zero element is 0 (PyTorch's)
             r = ew.where(ew.eq(x, 0), 0.0, r)
         return (ew.where(ew.eq(n, 0), 0.0, ew.mul(r, g)),)
-    return record("vector_norm", out, (x,), backward, saved=[x, n])
+    return record("vector_norm", out, (x,), backward, saved=[x, n],
+                  double=lambda g, node: backward(g, output_of(node, y).reshape(kept)))

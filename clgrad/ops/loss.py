@@ -21,6 +21,7 @@ import numpy as np
 
 from clgrad import capture as _capture, creation, dtypes, layout
 from clgrad.autograd import no_grad, record
+from clgrad.autograd.graph import output_of, recomputed
 from clgrad.ops import activation as act
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -708,7 +709,13 @@ def _softmax(op, x, dim, dtype, log_out):
                      np.int64(length), gx._storage.buffer, vgx, sgx, gy._storage.buffer, vgy,
                      sgy, yd._storage.buffer, vy2, sy2, flag)
         return (gx,)
-    return record(op, y, (x,), backward, saved=[yd])
+
+    def double(gy, node):  # create_graph: the same formulas of recording ops
+        yy = output_of(node, yd)
+        if log_out:  # gy - exp(y) sum(gy)
+            return (ew.sub(gy, ew.mul(ew.exp(yy), rd.sum(gy, d, keepdim=True))),)
+        return (ew.mul(yy, ew.sub(gy, rd.sum(ew.mul(gy, yy), d, keepdim=True))),)
+    return record(op, y, (x,), backward, saved=[yd], double=double)
 
 
 # -- cross entropy with class indices ---------------------------------------------------------
@@ -792,7 +799,36 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
             rsum._storage.buffer, wsum._storage.buffer if own else None))
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
-    return record(op, out, (x,), backward, saved=saved)
+    return record(op, out, (x,), backward, saved=saved, double=lambda g, node: recomputed(
+        _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim), (x,))(g, node))
+
+
+def _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim):
+    """The class-index loss of ``target`` as ops whose backward is differentiable (one-hot
+    masks, log_softmax, sums): what create_graph differentiates (Node.double through
+    autograd.graph.recomputed). Raises RuntimeError for label_smoothing (not differentiable
+    twice in clgrad yet)."""
+    def forward(x):
+        if eps:
+            raise RuntimeError(f"create_graph: the backward of {op!r} with label_smoothing is "
+                               f"not differentiable in clgrad yet")
+        logp = _softmax("log_softmax", x, cdim, None, True) if logits else x
+        nc = x.shape[cdim]
+        classes = creation.arange(nc, device=x.device).reshape(
+            tuple(nc if i == cdim else 1 for i in range(x.ndim)))
+        t = target.unsqueeze(cdim)
+        hot = ew.to(ew.eq(t, classes), x.dtype)  # (N, C, ...): 1 at the target class
+        if weight is not None:
+            hot = ew.mul(hot, weight.reshape(tuple(nc if i == cdim else 1
+                                                   for i in range(x.ndim))))
+        hot = ew.mul(hot, ew.to(ew.ne(t, ignore), x.dtype))  # ignored positions: 0
+        loss = ew.neg(rd.sum(ew.mul(hot, logp), cdim))  # per position, weighted
+        if reduction == "none":
+            return loss
+        if reduction == "sum":
+            return rd.sum(loss)
+        return ew.div(rd.sum(loss), rd.sum(hot))  # the weighted mean
+    return forward
 
 
 def _soft_cross_entropy(x, target, weight, reduction, eps):

@@ -44,54 +44,60 @@ def _not_implemented(op: str, dt, x: Tensor):
 
 
 # -- unary float functions: ew._unary_float(kernel, name, grad(g, x, y), reads) ----------------
+def _twice(kname, op, grad_of, uses="y"):
+    """ew._unary_float of a ``grad_of`` made of recording ops: differentiable again
+    (create_graph, Node.double)."""
+    return ew._unary_float(kname, op, grad_of, uses, double=True)
+
+
 def _one_minus_square(x):
     return ew.sub(1.0, ew.mul(x, x))
 
 
-tan = _here(ew._unary_float("tan_op", "tan",
-                            lambda g, x, y: ew.mul(g, ew.add(ew.mul(y, y), 1.0))), """\
+tan = _here(_twice("tan_op", "tan",
+                   lambda g, x, y: ew.mul(g, ew.add(ew.mul(y, y), 1.0))), """\
 tan(x) elementwise (PyTorch's torch.tan). Grad: g * (1 + out^2).
     Dtypes: floats keep theirs; integers and bool give the default dtype (as every unary
     function here but positive). Kernels: kernels/elementwise.cl :: tan_op""")
-asin = _here(ew._unary_float("asin_op", "asin",
-                             lambda g, x, y: ew.mul(g, ew.rsqrt(_one_minus_square(x))), "x"), """\
+asin = _here(_twice("asin_op", "asin",
+                    lambda g, x, y: ew.mul(g, ew.rsqrt(_one_minus_square(x))), "x"), """\
 arcsin(x) elementwise, NaN outside [-1, 1] (PyTorch's torch.asin / arcsin).
     Grad: g / sqrt(1 - x^2). Kernels: kernels/elementwise.cl :: asin_op""")
-acos = _here(ew._unary_float(
+acos = _here(_twice(
     "acos_op", "acos", lambda g, x, y: ew.neg(ew.mul(g, ew.rsqrt(_one_minus_square(x)))), "x"),
     """arccos(x) elementwise, NaN outside [-1, 1] (PyTorch's torch.acos / arccos).
     Grad: -g / sqrt(1 - x^2). Kernels: kernels/elementwise.cl :: acos_op""")
-atan = _here(ew._unary_float(
+atan = _here(_twice(
     "atan_op", "atan", lambda g, x, y: ew.div(g, ew.add(ew.mul(x, x), 1.0)), "x"), """\
 arctan(x) elementwise, +-pi/2 at +-inf (PyTorch's torch.atan / arctan).
     Grad: g / (1 + x^2). Kernels: kernels/elementwise.cl :: atan_op""")
-sinh = _here(ew._unary_float("sinh_op", "sinh", lambda g, x, y: ew.mul(g, cosh(x)), "x"), """\
+sinh = _here(_twice("sinh_op", "sinh", lambda g, x, y: ew.mul(g, cosh(x)), "x"), """\
 sinh(x) elementwise (PyTorch's torch.sinh). Grad: g * cosh(x).
     Kernels: kernels/elementwise.cl :: sinh_op""")
-cosh = _here(ew._unary_float("cosh_op", "cosh", lambda g, x, y: ew.mul(g, sinh(x)), "x"), """\
+cosh = _here(_twice("cosh_op", "cosh", lambda g, x, y: ew.mul(g, sinh(x)), "x"), """\
 cosh(x) elementwise (PyTorch's torch.cosh). Grad: g * sinh(x).
     Kernels: kernels/elementwise.cl :: cosh_op""")
-asinh = _here(ew._unary_float(
+asinh = _here(_twice(
     "asinh_op", "asinh", lambda g, x, y: ew.mul(g, ew.rsqrt(ew.add(ew.mul(x, x), 1.0))), "x"),
     """arsinh(x) elementwise (PyTorch's torch.asinh / arcsinh). Grad: g / sqrt(x^2 + 1).
     Kernels: kernels/elementwise.cl :: asinh_op""")
-acosh = _here(ew._unary_float(
+acosh = _here(_twice(
     "acosh_op", "acosh", lambda g, x, y: ew.mul(g, ew.rsqrt(ew.sub(ew.mul(x, x), 1.0))), "x"),
     """arcosh(x) elementwise, NaN below 1 (PyTorch's torch.acosh / arccosh).
     Grad: g / sqrt(x^2 - 1). Kernels: kernels/elementwise.cl :: acosh_op""")
-atanh = _here(ew._unary_float(
+atanh = _here(_twice(
     "atanh_op", "atanh", lambda g, x, y: ew.div(g, _one_minus_square(x)), "x"), """\
 artanh(x) elementwise: +-inf at +-1, NaN outside [-1, 1] (PyTorch's torch.atanh / arctanh).
     Grad: g / (1 - x^2). Kernels: kernels/elementwise.cl :: atanh_op""")
-log2 = _here(ew._unary_float(
+log2 = _here(_twice(
     "log2_op", "log2", lambda g, x, y: ew.div(g, ew.mul(x, _LN2)), "x"), """\
 log2(x) elementwise: -inf at 0, NaN below (PyTorch's torch.log2). Grad: g / (x ln 2).
     Kernels: kernels/elementwise.cl :: log2_op""")
-log10 = _here(ew._unary_float(
+log10 = _here(_twice(
     "log10_op", "log10", lambda g, x, y: ew.div(g, ew.mul(x, _LN10)), "x"), """\
 log10(x) elementwise: -inf at 0, NaN below (PyTorch's torch.log10). Grad: g / (x ln 10).
     Kernels: kernels/elementwise.cl :: log10_op""")
-exp2 = _here(ew._unary_float(
+exp2 = _here(_twice(
     "exp2_op", "exp2", lambda g, x, y: ew.mul(g, ew.mul(y, _LN2))), """\
 2^x elementwise (PyTorch's torch.exp2 / special.exp2). Grad: g * out * ln 2.
     Kernels: kernels/elementwise.cl :: exp2_op""")

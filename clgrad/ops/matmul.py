@@ -722,7 +722,7 @@ def _matmul(a: Tensor, b: Tensor) -> Tensor:
                 gb = ew.sum_to(matmul(ae.transpose(-1, -2), g2), b2.shape)
             gb = gb.reshape(b.shape)
         return ga, gb
-    return record("matmul", out, (a, b), backward, saved=[a, b])
+    return record("matmul", out, (a, b), backward, saved=[a, b], double=True)
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
@@ -770,7 +770,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             for plan, roles in plans:
                 plan.run(dev, *map(bufs.__getitem__, roles))
         return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
-                      saved=[x, weight])
+                      saved=[x, weight], double=True)
     if weight.ndim != 2:
         raise RuntimeError(f"linear: expected weight of shape (out, in), got "
                            f"{tuple(weight.shape)}")
@@ -794,7 +794,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             if bias is not None:
                 out = ew.add(out, bias)
         return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
-                      saved=[x, weight])
+                      saved=[x, weight], double=True)
     out = empty(shape, x.dtype, dev)
     bufs = (x._storage.buffer, weight._storage.buffer, out._storage.buffer,
             None if bias is None else bias._storage.buffer)
@@ -803,7 +803,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if plans is not None:
         dev.keep_plan(key, (plans, out._shape, _TUNED.get(dev)))
     return record("linear", out, (x, weight, bias), _linear_backward(x, weight, bias),
-                  saved=[x, weight])
+                  saved=[x, weight], double=True)
 
 
 # linear's fast path: dev.plans[plan.key(_FAST, (x, weight, bias))] -> (the launches of

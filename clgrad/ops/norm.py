@@ -16,6 +16,8 @@ import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad.autograd import record
+from clgrad.autograd.graph import recomputed
+from clgrad.ops import activation as act_ops
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops.plan import Plan, key as plan_key
@@ -200,8 +202,39 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         saved.append(weight)
     if act and bias is not None:
         saved.append(bias)
+    def double(gy, node):  # create_graph: the batch norm recomputed of recording ops
+        stats = None if training else (mean, invstd)
+        return recomputed(_batch_norm_composed(stats, eps, activation if act else None),
+                          (x, weight, bias))(gy, node)
     return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
-                  backward, saved=saved)
+                  backward, saved=saved, double=double)
+
+
+def _batch_norm_composed(stats, eps, activation):
+    """batch_norm as ops whose backward is differentiable, for create_graph (Node.double
+    through autograd.graph.recomputed; the first-order gradients stay bn_bwd's): training
+    (``stats`` None) normalizes by the batch's mean and biased variance over every dim but
+    1, eval by the saved (mean, invstd) of the running statistics (constants); then weight,
+    bias and the fused activation (relu, relu6, silu)."""
+    def forward(x, w, b):
+        bshape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        if stats is None:
+            dims = (0,) + tuple(range(2, x.ndim))
+            xc = ew.sub(x, rd.mean(x, dims, keepdim=True))
+            y = ew.div(xc, ew.sqrt(ew.add(rd.mean(ew.mul(xc, xc), dims, keepdim=True), eps)))
+        else:
+            mean, invstd = (ew.to(t.detach(), x.dtype).reshape(bshape) for t in stats)
+            y = ew.mul(ew.sub(x, mean), invstd)
+        if w is not None:
+            y = ew.mul(y, w.reshape(bshape))
+        if b is not None:
+            y = ew.add(y, b.reshape(bshape))
+        if activation == "relu":
+            return ew.relu(y)
+        if activation == "relu6":
+            return act_ops.hardtanh(y, 0.0, 6.0)
+        return act_ops.silu(y) if activation == "silu" else y
+    return forward
 
 
 def _low_in(input):
@@ -582,7 +615,26 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
         gb = rd.sum(gy.reshape(red_shape), (0, 2)) if want_b else None
         return gx, gw, gb
     saved = [x] + ([w1] if w1 is not None else [])
-    return record(op, y, (x, w1, b1), backward, saved=saved)
+    double = None  # (create_graph: layer_norm's recomputed; group and instance norms raise)
+    if op == "layer_norm":
+        def double(g, node):
+            return recomputed(_layer_norm_composed(tuple(eshape), eps), (x, w1, b1))(g, node)
+    return record(op, y, (x, w1, b1), backward, saved=saved, double=double)
+
+
+def _layer_norm_composed(ns, eps):
+    """layer_norm over the trailing dims ``ns`` as ops whose backward is differentiable:
+    (x - mean) / sqrt(var + eps) * weight + bias (biased variance), for create_graph
+    (Node.double through autograd.graph.recomputed; the first-order gradients stay rn_bwd's).
+    """
+    def forward(x, w, b):
+        dims = tuple(range(x.ndim - len(ns), x.ndim))
+        xc = ew.sub(x, rd.mean(x, dims, keepdim=True))
+        y = ew.div(xc, ew.sqrt(ew.add(rd.mean(ew.mul(xc, xc), dims, keepdim=True), eps)))
+        if w is not None:
+            y = ew.mul(y, w.reshape(ns))
+        return y if b is None else ew.add(y, b.reshape(ns))
+    return forward
 
 
 def _row_args(x, rshape, eshape, split, *others):

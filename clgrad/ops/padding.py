@@ -78,7 +78,14 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
         _launch_pad("pad_bwd", x, gx.numel(), x.ndim, shape_arg(x.shape), gx._storage.buffer,
                     g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
         return (gx,)
-    return record("pad", out, (x,), backward)
+    double = None  # (create_graph: constant padding's backward is a slice, recorded)
+    if mode == "constant" and min(lo + hi) >= 0:
+        def double(g, node):
+            for d, (a, n) in enumerate(zip(lo, x.shape)):
+                if a or n != g.shape[d]:
+                    g = g.narrow(d, a, n)
+            return (ew.contiguous(g),)  # (a dense gradient, as the kernel's and PyTorch's)
+    return record("pad", out, (x,), backward, double=double)
 
 
 def _pad_circular(x, lo, hi):

@@ -71,8 +71,18 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                          gx._storage.buffer, gy._storage.buffer, _view4(gy),
                          idx._storage.buffer)
         return (gx,)
-    out = record("max_pool2d", out, (x,), backward, saved=[idx])
+
+    def double(gy, node):  # create_graph: gx recorded, its own backward a gather at idx
+        return (record("max_pool2d_backward", backward(gy)[0], (gy,),
+                       lambda ggx: (_at_argmax(ggx, idx),)),)
+    out = record("max_pool2d", out, (x,), backward, saved=[idx], double=double)
     return (out, idx) if return_indices else out
+
+
+def _at_argmax(t: Tensor, idx: Tensor) -> Tensor:
+    """``t`` (the input's shape) read at the pool's argmax indices ``idx`` (flat per (H, W)
+    plane): max_pool2d's backward's adjoint, recorded (a gather)."""
+    return ix.gather(t.flatten(-2), -1, idx.flatten(-2)).reshape(idx.shape)
 
 
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -110,7 +120,12 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
             _launch_rows("avg_bwd", x, (w, h, n * c), g, gx._storage.buffer,
                          gy._storage.buffer, _view4(gy), div, inc)
         return (gx,)
-    return record("avg_pool2d", out, (x,), backward)
+
+    def double(gy, node):  # create_graph: gx recorded; avg_bwd's adjoint is avg_fwd
+        return (record("avg_pool2d_backward", backward(gy)[0], (gy,), lambda ggx: (avg_pool2d(
+            ggx, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),),
+            double=True),)
+    return record("avg_pool2d", out, (x,), backward, double=double)
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:

@@ -355,7 +355,8 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     dims = _dims(x, dim, "sum")
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", out_dt, _acc_for(x.dtype))
     x_shape = tuple(x.shape)
-    return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),))
+    return record("sum", out, (x,), lambda g: (_expand_back(g, x_shape, dims, keepdim),),
+                  double=True)
 
 
 def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
@@ -373,7 +374,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", x.dtype, _acc_for(x.dtype), scale)
     x_shape = tuple(x.shape)
     return record("mean", out, (x,),
-                  lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),))
+                  lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),),
+                  double=True)
 
 
 def _reduced_dtype(x: Tensor, dtype) -> dtypes.DType:

@@ -34,19 +34,26 @@ def _alias(x: Tensor, shape, strides, offset) -> Tensor:
 
 
 def _scatter_back(x: Tensor, view_fn):
-    """Backward of a non-overlapping view: g lands in view_fn(zeros of x's shape)."""
+    """Backward of a non-overlapping view: g lands in view_fn(zeros of x's shape). Its
+    ``double`` attribute is the same, recorded (create_graph): the scattered gradient's own
+    backward is the view again."""
     shape = tuple(x.shape)  # the closure keeps the shape, not x (and so not x's buffer)
 
     def backward(g):
         z = zeros(shape, g.dtype, g._storage.device)
         ew.copy_raw(view_fn(z), g)
         return (z,)
+    backward.double = lambda g, node: (record(f"{node.name}_backward", backward(g)[0], (g,),
+                                              lambda gz: (view_fn(gz),), double=True),)
     return backward
 
 
-def _view_op(name, x, shape, strides, offset, backward):
+def _view_op(name, x, shape, strides, offset, backward, double=True):
+    """``x``'s alias of the given geometry, recorded as ``name`` with ``backward``; its
+    ``double`` (create_graph): True (backward is made of recording ops: the reshapes,
+    permutes and expand) unless backward carries its own (the scattering views)."""
     out = _alias(x, shape, strides, offset)
-    return record(name, out, (x,), backward)
+    return record(name, out, (x,), backward, double=getattr(backward, "double", double))
 
 
 # -- slicing ----------------------------------------------------------------------------------
@@ -314,16 +321,40 @@ def _record_pieces(x: Tensor, pieces, name: str, geometry):
             if g is not None and g.numel():
                 ew.copy_raw(Tensor(z._storage, *geometry(z, i), base=z), g)
         return (z,)
+
+    def double(grads, node):  # create_graph: z recorded, its backward the pieces again
+        def pieces_of(gz):
+            return tuple(None if g is None else Tensor(gz._storage, *geometry(gz, i))
+                         for i, g in enumerate(grads))
+        return (record(f"{name}_backward", backward(grads)[0], tuple(grads), pieces_of,
+                       double=lambda gz, _: tuple(
+                           None if g is None else _piece(gz, geometry, i)
+                           for i, g in enumerate(grads))),)
     central = Node(name, (edge,), backward, (), ((shape, x._storage.dtype),))
     central.n_outputs = len(pieces)
+    central.double = double
     for slot, o in enumerate(pieces):  # one Node per piece routes its gradient to its slot
         node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
         node.slot = slot
+        node.double = True
         o._requires_grad, o._grad_fn = True, node
 
 
 def _pass(g):
     return (g,)
+
+
+def _piece(z, geometry, i):
+    """Piece ``i`` of ``z`` (``geometry(z, i)``) as a recorded view of it (create_graph)."""
+    shape, strides, offset = geometry(z, i)
+    return _view_op("as_strided", z, shape, strides, offset,
+                    lambda g: (_scatter_piece(g, z.shape, geometry, i),), double=None)
+
+
+def _scatter_piece(g, shape, geometry, i):
+    z = zeros(tuple(shape), g.dtype, g._storage.device)
+    ew.copy_raw(Tensor(z._storage, *geometry(z, i)), g)
+    return z
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0):
@@ -359,6 +390,7 @@ def _scatter_add_back(x: Tensor, view_fn, overlap: bool):
         z = zeros(shape, g.dtype, g._storage.device)
         _add_into(view_fn(z), g)
         return (z,)
+    backward.double = None  # (create_graph: not differentiable, the engine raises)
     return backward
 
 
@@ -388,7 +420,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
         target = _at(z, (size, stride, off))
         (_add_into if overlap else ew.copy_raw)(target, g)
         return (ew.contiguous(_at(z, x_geom)),)
-    return _view_op("as_strided", x, size, stride, off, backward)
+    return _view_op("as_strided", x, size, stride, off, backward, double=None)
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

@@ -17,8 +17,10 @@ each, from the bottom:
   transpose.py   ``conv_transpose2d`` (conv2d's input-gradient pass), ``conv1d``,
                  ``conv_transpose1d``
   fold.py        ``unfold`` and ``fold`` (F.unfold, F.fold: im2col and col2im over the im2col
-                 algorithm's kernels; not re-exported here, the op table imports the module)
+                 algorithm's kernels; imported here, as it registers unfold for conv2d's
+                 create_graph path, but not re-exported: the op table imports the module)
 """
+from clgrad.ops.conv import fold as _fold  # noqa: F401 (registers unfold with op.py)
 from clgrad.ops.conv.op import conv2d
 from clgrad.ops.conv.transpose import conv1d, conv_transpose1d, conv_transpose2d
 

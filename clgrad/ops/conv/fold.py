@@ -21,6 +21,7 @@ from clgrad import dtypes
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import copy_raw, defines_of, empty
+from clgrad.ops.conv import op as _op
 from clgrad.ops.conv.algorithms import WG, _up
 from clgrad.ops.conv.problem import Problem, raw
 from clgrad.tensor import Tensor
@@ -186,7 +187,10 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
 
     def backward(g):
         return (fold(g, (h, w), k, d, p, s),)
-    return record("unfold", out, (input,), backward)
+    return record("unfold", out, (input,), backward, double=True)
+
+
+_op._UNFOLD.append(unfold)  # conv2d's create_graph path (ops/conv/op.py _composed)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
@@ -237,4 +241,4 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
 
     def backward(g):
         return (unfold(g, k, d, p, s),)
-    return record("fold", out, (input,), backward)
+    return record("fold", out, (input,), backward, double=True)

@@ -66,9 +66,12 @@ import threading
 from clgrad import backends, dtypes
 from clgrad import settings
 from clgrad.autograd import grad_mode, record
+from clgrad.autograd.graph import recomputed
 from clgrad.ops import elementwise as ew
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty
+from clgrad.ops import matmul as mm
+from clgrad.ops import padding
 from clgrad.ops.conv import algorithms as alg
 from clgrad.ops.conv import gpu as conv_gpu
 from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
@@ -150,7 +153,9 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
             if debug:
                 _debug_choice("forward", fast[5], algo)
             return record("conv2d", out, (input, weight, bias),
-                          _backward(geo, False, input, weight, bias), saved=[input, weight])
+                          _backward(geo, False, input, weight, bias), saved=[input, weight],
+                          double=lambda g, node: recomputed(  # (made when needed)
+                              _composed(geo), (input, weight, bias))(g, node))
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -178,7 +183,39 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     elif out.numel():
         alg.fill_bias(_as4(out), bias)
     return record("conv2d", out, (input, weight, bias),
-                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight])
+                  _backward(geo, empty_sum, input, weight, bias), saved=[input, weight],
+                  double=lambda g, node: recomputed(  # (made when needed)
+                      _composed(geo), (input, weight, bias))(g, node))
+
+
+# fold.unfold (im2col as an op), registered by clgrad/ops/conv/fold.py when it is imported
+# (the conv package's __init__ imports it): the conv package's layers put fold above op, so
+# op cannot import it. conv2d's create_graph path (_composed) reads it.
+_UNFOLD: list = []
+
+
+def _composed(geo: Problem):
+    """conv2d of the checked geometry ``geo`` as ops whose backward is differentiable: the
+    input padded (constant pad), unfolded (im2col, whose backward is fold and fold's unfold)
+    and multiplied by the weights per group (a batched matmul). What create_graph
+    differentiates (Node.double through autograd.graph.recomputed); the first-order
+    gradients stay the kernels'."""
+    def forward(x, w, b):
+        x4 = x if x.ndim == 4 else x.unsqueeze(0)
+        n, g, o = x4.shape[0], geo.g, geo.o * geo.g
+        # the right and bottom padding the taps reach (padding='same' with an even kernel
+        # pads one more there, as PyTorch's)
+        rh = max(geo.dh * (geo.kh - 1) + geo.sh * (geo.oh - 1) + 1 - geo.h - geo.ph, 0)
+        rw = max(geo.dw * (geo.kw - 1) + geo.sw * (geo.ow - 1) + 1 - geo.w - geo.pw, 0)
+        xp = padding.pad(x4, (geo.pw, rw, geo.ph, rh)) if geo.ph or geo.pw or rh or rw else x4
+        cols = _UNFOLD[0](xp, (geo.kh, geo.kw), (geo.dh, geo.dw), 0, (geo.sh, geo.sw))
+        cols = cols.reshape(n, g, -1, geo.oh * geo.ow)  # (N, G, C/G kh kw, L)
+        out = mm.matmul(w.reshape(g, geo.o, -1).unsqueeze(0), cols)  # (N, G, O/G, L)
+        out = out.reshape(n, o, geo.oh, geo.ow)
+        if b is not None:
+            out = ew.add(out, b.reshape(1, o, 1, 1))
+        return out if x.ndim == 4 else out.squeeze(0)
+    return forward
 
 
 def _half(input, weight, bias, stride, padding, dilation, groups, ck):
