@@ -68,6 +68,17 @@ def test_complex_dtype_is_a_clear_error():
         clgrad.ones(2).to(complex)
 
 
+def test_legacy_types_take_a_range_as_pytorch():
+    # pygcn's utils.load_data: idx_train = torch.LongTensor(range(140))
+    idx = clgrad.LongTensor(range(0, 10, 3))
+    assert idx.dtype is clgrad.int64 and idx.tolist() == [0, 3, 6, 9]
+    assert clgrad.FloatTensor(range(3)).tolist() == [0.0, 1.0, 2.0]
+    assert clgrad.Tensor(range(2, 4)).dtype is clgrad.float32
+    assert clgrad.LongTensor(range(0)).tolist() == []
+    with pytest.raises(TypeError, match="got \\('str',\\)"):
+        clgrad.LongTensor("abc")
+
+
 def test_type_takes_legacy_types_and_refuses_python_types():
     x = clgrad.arange(3.0)[::2]
     assert x.type(clgrad.DoubleTensor).dtype is clgrad.float64
