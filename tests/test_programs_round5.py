@@ -358,3 +358,177 @@ def test_knowledge_distillation_matches_pytorch(capsys):
         res.append(r)
     capsys.readouterr()
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
+
+
+# -- FGSM ------------------------------------------------------------------------------------
+
+def test_fgsm_attack_lowers_accuracy(capsys):
+    model, last_loss, accuracies, examples = load_program("fgsm").main()
+    out = capsys.readouterr().out
+    assert out.count("Epsilon: ") == 7 and "Test Accuracy = 30 / 30 = 1.0" in out
+    # the blobs are learned (clgrad: 1.0 at eps 0), and the attack costs accuracy as eps
+    # grows (measured 1.0, 1.0, 1.0, 1.0, 0.9, 0.87, 0.73)
+    assert accuracies[0] == 1.0 and accuracies[-1] < accuracies[0]
+    assert all(b <= a + 0.1 for a, b in zip(accuracies, accuracies[1:]))
+    assert len(examples[0]) == 5 and all(ex.shape == (12, 12) for _, _, ex in examples[0])
+    assert not model.training
+
+
+def test_fgsm_attack_values():
+    prog = load_program("fgsm")
+    image = clgrad.tensor([[[[0.0, 0.5], [0.98, 0.2]]]])
+    grad = clgrad.tensor([[[[-1e-3, 2.0], [0.5, 0.0]]]])
+    out = prog.fgsm_attack(image, 0.05, grad)
+    np.testing.assert_allclose(out.numpy(), [[[[0.0, 0.55], [1.0, 0.2]]]], rtol=1e-6)
+    x = clgrad.tensor([[[[1.0]]]])
+    assert prog.denorm(x).item() == pytest.approx(0.3081 + 0.1307)
+    # data.grad.data after a backward through the model: the gradient of nll_loss
+    clgrad.manual_seed(0)
+    model = prog.Net()
+    model.eval()
+    data = clgrad.randn(1, 1, 12, 12)
+    data.requires_grad = True
+    loss = clgrad.nn.functional.nll_loss(model(data), clgrad.tensor([3]))
+    model.zero_grad()
+    loss.backward()
+    g = data.grad.data
+    assert g.shape == (1, 1, 12, 12) and g.grad_fn is None and not g.requires_grad
+    # a float64 central difference on one pixel
+    d = data.detach().double()
+    m64 = prog.Net()
+    m64.load_state_dict(model.state_dict())
+    m64.double().eval()
+    e = clgrad.zeros(1, 1, 12, 12, dtype=clgrad.float64)
+    e[0, 0, 5, 6] = 1e-4
+
+    def f(x):
+        return clgrad.nn.functional.nll_loss(m64(x), clgrad.tensor([3])).item()
+    assert g[0, 0, 5, 6].item() == pytest.approx((f(d + e) - f(d - e)) / 2e-4, rel=1e-3,
+                                                 abs=1e-6)
+
+
+def test_fgsm_matches_pytorch(capsys):
+    torch, tp, cp = _both("fgsm")
+    clgrad.manual_seed(0)
+    tm, cm = tp.Net(), cp.Net()
+    cp.pretrain(cm, cp.DataLoader(cp.digits(60, 0), batch_size=20), 1)   # decisive logits
+    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in cm.state_dict().items()})
+    xs, ys = cp.digits(12, 1).tensors
+    res = []
+    for p, m in ((tp, tm), (cp, cm)):
+        m.eval()
+        data = zip(p.torch.tensor(xs.numpy()), p.torch.tensor(ys.numpy()))
+        loader = [(x[None], y[None]) for x, y in data]
+        accs = [p.test(m, "cpu", loader, eps)[0] for eps in p.epsilons]
+        _, ex = p.test(m, "cpu", loader, 0.3)
+        res.append((accs, [e[2] for e in ex]))
+    capsys.readouterr()
+    assert res[1][0] == res[0][0]           # clgrad 0.83, 0.83, 0.75, 0.75, 0.67, 0.33, 0.25
+    assert res[1][0][0] > res[1][0][-1] and len(res[1][1]) == 5
+    for a, b in zip(res[1][1], res[0][1]):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+# -- Forward-Forward -------------------------------------------------------------------------
+
+def test_forward_forward_learns(capsys):
+    net, losses, train_error, test_error = load_program("mnist_forward_forward").main([])
+    out = capsys.readouterr().out
+    assert out.count("training layer: ") == 2 and "test error:" in out
+    assert all(ls[-1] < ls[0] for ls in losses)
+    # chance error is 0.9; 200 epochs per layer give clgrad 0.31 / 0.30 (train / test),
+    # PyTorch 0.41 / 0.40 from its own initial weights (both 0.9 after 120 epochs)
+    assert train_error < 0.6 and test_error < 0.6
+
+
+def test_forward_forward_overlay_and_goodness():
+    prog = load_program("mnist_forward_forward")
+    x = clgrad.arange(24.0).view(2, 12)
+    ov = prog.overlay_y_on_x(x, clgrad.tensor([3, 7]))
+    ref = np.arange(24.0).reshape(2, 12)
+    ref[:, :10] = 0
+    ref[0, 3] = ref[1, 7] = 23.0
+    np.testing.assert_array_equal(ov.numpy(), ref)
+    np.testing.assert_array_equal(x.numpy(), np.arange(24.0).reshape(2, 12))  # a clone
+    ov = prog.overlay_y_on_x(x, 5)                    # predict() passes a Python int label
+    assert ov[:, 5].tolist() == [23.0, 23.0] and ov[:, :5].abs().sum().item() == 0
+    # Layer.forward normalises rows and applies relu(x W^T + b)
+    prog.main(["--epochs", "0", "--train_size", "10", "--test_size", "10"])
+    layer = prog.Layer(12, 3)
+    xs = np.arange(24.0).reshape(2, 12) - 5
+    ref = xs / (np.linalg.norm(xs, axis=1, keepdims=True) + 1e-4) @ _np(layer.weight).T \
+        + _np(layer.bias)
+    np.testing.assert_allclose(layer(clgrad.tensor(xs, dtype=clgrad.float32)).detach().numpy(),
+                               np.maximum(ref, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_forward_forward_matches_pytorch(capsys):
+    torch, tp, cp = _both("mnist_forward_forward")
+    argv = ["--epochs", "30", "--train_size", "40", "--test_size", "10"]
+    tp.main(argv[:1] + ["0"] + argv[2:])            # sets the programs' args and device
+    cp.main(argv[:1] + ["0"] + argv[2:])
+    tp.args.epochs = cp.args.epochs = 30
+    tnet, cnet = tp.Net([100, 20, 20]), cp.Net([100, 20, 20])
+    for t, c in zip(tnet.layers, cnet.layers):
+        _copy(t, c)
+    res = []
+    x, y = cp.synthetic_mnist(40, 0)
+    y_neg = (y + 1 + clgrad.arange(40) % 9) % 10
+    assert not (y_neg == y).any()
+    for p, net in ((tp, tnet), (cp, cnet)):
+        px, py, pn = (p.torch.tensor(t.numpy()) for t in (x, y, y_neg))
+        losses = net.train(p.overlay_y_on_x(px, py), p.overlay_y_on_x(px, pn))
+        res.append((losses, net.predict(px).tolist()))
+    capsys.readouterr()
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-5)
+    assert res[1][1] == res[0][1]
+
+
+# -- GCN -------------------------------------------------------------------------------------
+
+def test_gcn_classifies_the_communities(capsys):
+    model, history, (loss_test, acc_test) = load_program("gcn").main()
+    out = capsys.readouterr().out
+    assert "GCN(\n  (gc1): GraphConvolution (20 -> 16)\n  (gc2): GraphConvolution (16 -> 2)" \
+        in out and out.count("Epoch: ") == 60 and "Optimization Finished!" in out
+    assert history[-1][0] < 0.5 * history[0][0] and history[-1][1] < history[0][1]
+    assert acc_test >= 0.85                           # chance 0.5; measured 0.95
+
+
+def test_gcn_forward_and_data_values():
+    prog = load_program("gcn")
+    adj, features, labels, idx_train, idx_val, idx_test = prog.load_data()
+    assert idx_train.dtype is clgrad.int64 and idx_train[:3].tolist() == [0, 3, 6]
+    a = adj.numpy()
+    np.testing.assert_allclose(a.sum(1), np.ones(60), rtol=1e-6)   # row-normalised (+I)
+    assert a[59, 59] == 1.0 and a[59, :59].sum() == 0               # the isolated node
+    assert labels.tolist() == [0] * 30 + [1] * 30
+    clgrad.manual_seed(3)
+    model = prog.GCN(20, 8, 2, dropout=0.5)
+    stdv = 1 / math.sqrt(8)
+    assert model.gc1.weight.abs().max().item() <= stdv
+    model.eval()
+    out = model(features, adj)
+    h = np.maximum(a @ (_np(features) @ _np(model.gc1.weight)) + _np(model.gc1.bias), 0)
+    z = a @ (h @ _np(model.gc2.weight)) + _np(model.gc2.bias)
+    z = z - z.max(1, keepdims=True)
+    ref = z - np.log(np.exp(z).sum(1, keepdims=True))
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-5, atol=1e-6)
+    acc = prog.accuracy(out, labels)
+    assert acc.dtype is clgrad.float64
+    assert acc.item() == pytest.approx(np.mean(ref.argmax(1) == labels.numpy()))
+
+
+def test_gcn_matches_pytorch(capsys):
+    torch, tp, cp = _both("gcn")
+    tm, cm = tp.GCN(20, 16, 2, 0.0), cp.GCN(20, 16, 2, 0.0)
+    _copy(tm, cm)
+    res = []
+    for p, m in ((tp, tm), (cp, cm)):
+        adj, features, labels, idx_train, idx_val, idx_test = p.load_data()
+        opt = p.optim.Adam(m.parameters(), lr=0.01, weight_decay=5e-4)
+        r = [v for e in range(10) for v in p.train(e, m, opt, features, adj, labels,
+                                                   idx_train, idx_val)]
+        res.append(r + list(p.test(m, features, adj, labels, idx_test)))
+    capsys.readouterr()
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
