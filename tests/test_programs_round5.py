@@ -532,3 +532,131 @@ def test_gcn_matches_pytorch(capsys):
         res.append(r + list(p.test(m, features, adj, labels, idx_test)))
     capsys.readouterr()
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
+
+
+# -- Writing Custom Datasets, DataLoaders and Transforms -------------------------------------
+
+def test_custom_dataset_loaders(programs, capsys):
+    # torch.from_numpy in ToTensor makes clgrad tensors, which forked workers cannot (OpenCL
+    # does not survive fork): num_workers=2 loads in the main process and says so
+    with pytest.warns(RuntimeWarning, match="forked worker processes cannot"):
+        r = load_program("custom_dataset").main()
+    out = capsys.readouterr().out
+    assert "Rescale (16, 16, 3)" in out and "RandomCrop (12, 12, 3)" in out
+    assert r["shapes"] == [(20, 24, 3), (22, 25, 3), (24, 26, 3), (26, 27, 3)]
+    # 10 samples in batches of 4: 4, 4, 2; dicts collated per key; the same with 2 workers
+    for workers in (0, 2):
+        assert r["batches"][workers] == [((4, 3, 12, 12), (4, 3, 2), clgrad.uint8,
+                                          clgrad.float64)] * 2 + \
+            [((2, 3, 12, 12), (2, 3, 2), clgrad.uint8, clgrad.float64)]
+    assert r["n_drop"] == (3, 3)                       # drop_last: 10 // 3
+    fixed, ds = r["fixed"], r["dataset"]
+    # Rescale((16, 16)) scales the landmarks by (16 / w, 16 / h): sample 2 is 24 x 26
+    raw = ds[2]["landmarks"]
+    np.testing.assert_allclose(fixed[2]["landmarks"].numpy(), raw * [16 / 26, 16 / 24])
+    img = fixed[2]["image"].numpy()
+    np.testing.assert_array_equal(img, ds[2]["image"][np.arange(16) * 24 // 16][
+        :, np.arange(16) * 26 // 16].transpose(2, 0, 1))
+    first_x = [float(fixed[i]["landmarks"][0, 0]) for i in range(10)]
+    assert r["sub_seen"] == sorted(first_x[i] for i in (0, 2, 4, 6))
+    # weights 0 for samples 0-4: only samples 5-9 are drawn
+    for b in r["weighted"]:
+        assert tuple(b.shape) == (5, 3, 2)
+        for row in b[:, 0, 0].tolist():
+            assert row in first_x[5:]
+    assert r["variable"][0] == ([(3, 20, 24), (3, 22, 25), (3, 24, 26), (3, 26, 27)], (4, 3, 2))
+    assert r["split"] == (7, 3, list(range(10)))
+    # a tensor index is turned into an int by the dataset (torch.is_tensor(idx))
+    np.testing.assert_array_equal(ds[clgrad.tensor(3)]["image"], ds[3]["image"])
+
+
+def test_custom_dataset_matches_pytorch(programs, capsys):
+    torch, tp, cp = _both("custom_dataset")
+    rt = tp.main(root_dir="t_faces")
+    with pytest.warns(RuntimeWarning, match="forked worker processes cannot"):
+        rc = cp.main(root_dir="c_faces")
+    capsys.readouterr()
+    for key in ("shapes", "n_drop", "variable", "split"):
+        assert rc[key] == rt[key], key
+    for workers in (0, 2):
+        assert [b[:2] for b in rc["batches"][workers]] == [b[:2] for b in rt["batches"][workers]]
+    assert rc["sub_seen"] == pytest.approx(rt["sub_seen"])
+    np.random.seed(5)
+    a = rt["transformed"][4]
+    np.random.seed(5)
+    b = rc["transformed"][4]                           # the same np.random crop
+    np.testing.assert_array_equal(b["image"].numpy(), a["image"].numpy())
+    np.testing.assert_array_equal(b["landmarks"].numpy(), a["landmarks"].numpy())
+
+
+# -- siamese_network -------------------------------------------------------------------------
+
+def test_siamese_network_learns_pairs(programs, capsys):
+    prog = load_program("siamese_network")
+    model, history, results = prog.main(["--save-model"])
+    out = capsys.readouterr().out
+    assert out.count("Test set: Average loss:") == 3
+    # chance is 50% (half the pairs match); measured 0.475, 0.65, 0.79 over 3 epochs
+    assert results[-1][1] >= 0.65 and results[-1][0] < results[0][0]
+    assert np.mean(history[-5:]) < np.mean(history[:5])
+    state = clgrad.load("siamese_network.pt")
+    assert set(state) == set(model.state_dict()) and "resnet.0.weight" in state
+    assert model.fc_in_features == 16 and len(model.resnet) == 7    # fc dropped
+
+
+def test_siamese_pairs_and_init():
+    import random
+    prog = load_program("siamese_network")
+    random.seed(0)
+    ds = prog.APP_MATCHER("../data", train=True)
+    assert ds.dataset.data.shape == (200, 1, 12, 12) and ds.dataset.data.dtype is clgrad.uint8
+    assert len(ds) == 200 and list(ds.grouped_examples[3][:3]) == [3, 13, 23]
+    labels = ds.dataset.targets.tolist()
+    data = ds.dataset.data.float()
+    for index in range(6):
+        a, b, target = ds[index]
+        assert a.dtype is clgrad.float32 and a.shape == (1, 12, 12)
+        assert target.shape == () and target.item() == float(index % 2 == 0)
+        # which examples were drawn: find them in the data
+        ia = [i for i in range(200) if bool((data[i] == a).all())]
+        ib = [i for i in range(200) if bool((data[i] == b).all())]
+        assert len(ia) == len(ib) == 1 and ia != ib
+        assert (labels[ia[0]] == labels[ib[0]]) == (index % 2 == 0)
+    clgrad.manual_seed(0)
+    net = prog.SiameseNetwork()
+    for m in net.fc:
+        if isinstance(m, clgrad.nn.Linear):
+            assert m.bias.tolist() == pytest.approx([0.01] * m.out_features)
+            bound = math.sqrt(6 / (m.in_features + m.out_features))    # xavier_uniform_
+            assert m.weight.abs().max().item() <= bound
+    net.eval()
+    x1, x2 = clgrad.rand(2, 1, 12, 12) * 255, clgrad.rand(2, 1, 12, 12) * 255
+    p = net(x1, x2)
+    assert p.shape == (2, 1) and bool(((p > 0) & (p < 1)).all())
+    np.testing.assert_allclose(net.forward_once(x1).numpy(),
+                               net.resnet(x1).view(2, -1).numpy())
+
+
+def test_siamese_network_matches_pytorch(capsys):
+    import argparse
+    import random
+    torch, tp, cp = _both("siamese_network")
+    tm, cm = tp.SiameseNetwork(), cp.SiameseNetwork()
+    _copy(tm, cm)
+    args = argparse.Namespace(log_interval=100, dry_run=False)
+    res = []
+    for p, m in ((tp, tm), (cp, cm)):
+        p.MNIST_SIZE = 60
+        random.seed(3)
+        train = p.APP_MATCHER("", train=True)
+        test = p.APP_MATCHER("", train=False)
+        if p is tp:                                    # clgrad's synthetic images in both
+            for ds, train_flag in ((train, True), (test, False)):
+                ref = cp.SyntheticMNIST(train_flag, n=60)
+                ds.dataset.data = torch.tensor(ref.data.numpy()).unsqueeze(1)
+        opt = p.optim.Adadelta(m.parameters(), lr=1.0)
+        r = p.train(args, m, "cpu", p.torch.utils.data.DataLoader(train, batch_size=20), opt, 1)
+        r += list(p.test(m, "cpu", p.torch.utils.data.DataLoader(test, batch_size=30)))
+        res.append(r)
+    capsys.readouterr()
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
