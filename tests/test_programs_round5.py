@@ -3,7 +3,9 @@
 tests/programs/ gains pytorch/examples' time_sequence_prediction (LSTMCell in float64 with
 LBFGS), regression (poly features, smooth_l1_loss, manual SGD on .data), word_language_model
 (LSTM/GRU/RNN with tied weights, repackage_hidden, clip_grad_norm_, torch.save of the whole
-model), siamese_network (BCELoss on image pairs) and mnist_forward_forward; the tutorials
+model), siamese_network (BCELoss on image pairs), mnist_forward_forward, gat (graph
+attention on a dense adjacency) and reinforcement_learning's REINFORCE and actor-critic on a
+CartPole written out (reinforce_cartpole.py); the tutorials
 "Translation with a Sequence to Sequence Network and Attention" (seq2seq_translation.py),
 "Knowledge Distillation" (knowledge_distillation.py), "Adversarial Example Generation"
 (fgsm.py) and "Writing Custom Datasets, DataLoaders and Transforms" (custom_dataset.py); and
@@ -25,7 +27,7 @@ import clgrad
 
 NAMES = ("time_sequence_prediction", "regression", "word_language_model",
          "seq2seq_translation", "knowledge_distillation", "fgsm", "mnist_forward_forward",
-         "gcn", "custom_dataset", "siamese_network")
+         "gcn", "custom_dataset", "siamese_network", "reinforce_cartpole", "gat")
 
 
 def _copy(tm, cm):
@@ -779,3 +781,64 @@ def test_reinforce_and_actor_critic_match_pytorch():
             r = [v for v in r if not isinstance(v, int)]
         res.append(r)
     np.testing.assert_allclose(res[1], res[0], rtol=1e-4)
+
+
+# -- GAT -------------------------------------------------------------------------------------
+
+def test_gat_learns_the_communities(capsys):
+    net, history, (loss_test, acc_test), _ = load_program("gat").main([])
+    out = capsys.readouterr().out
+    assert out.count("Epoch: ") == 3 and "Test set results:" in out
+    assert history[-1][1] < history[0][1] and history[-1][3] < history[0][3]
+    assert acc_test >= 0.7                            # chance 1/3; measured 0.83
+
+
+def _gat_layer_numpy(layer, h, adj):
+    n, heads, hid = h.shape[0], layer.n_heads, layer.n_hidden
+    ht = (h @ _np(layer.W)).reshape(n, heads, hid).transpose(1, 0, 2)    # (H, N, hid)
+    a = _np(layer.a)
+    e = ht @ a[:, :hid, :] + (ht @ a[:, hid:, :]).transpose(0, 2, 1)    # (H, N, N)
+    e = np.where(e > 0, e, 0.2 * e)
+    e = np.where(adj > 0, e, -9e16)
+    att = np.exp(e - e.max(-1, keepdims=True))
+    att /= att.sum(-1, keepdims=True)
+    hp = att @ ht
+    return hp.transpose(1, 0, 2).reshape(n, heads * hid) if layer.concat else hp.mean(0)
+
+
+@pytest.mark.parametrize("concat", [False, True])
+def test_gat_forward_values(concat):
+    prog = load_program("gat")
+    features, labels, adj = prog.load_cora()
+    a = adj.numpy()
+    assert (a == a.T).all() and set(np.unique(a)) <= {0.0, 1.0} and a.trace() == 0
+    clgrad.manual_seed(5)
+    net = prog.GAT(30, 8, 4, 3, concat=concat, dropout=0.4)
+    assert tuple(net.gat1.W.shape) == ((30, 8) if concat else (30, 32))
+    assert tuple(net.gat1.a.shape) == ((4, 4, 1) if concat else (4, 16, 1))
+    net.eval()
+    out = net(features, adj)
+    h1 = _gat_layer_numpy(net.gat1, _np(features), a)
+    h1 = np.where(h1 > 0, h1, np.expm1(np.minimum(h1, 0)))                # elu
+    z = _gat_layer_numpy(net.gat2, h1, a)
+    z = z - z.max(1, keepdims=True)
+    ref = z - np.log(np.exp(z).sum(1, keepdims=True))
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_gat_matches_pytorch(capsys):
+    torch, tp, cp = _both("gat")
+    tm, cm = tp.GAT(30, 16, 4, 3, dropout=0.0), cp.GAT(30, 16, 4, 3, dropout=0.0)
+    _copy(tm, cm)
+    res = []
+    idx = np.random.RandomState(0).permutation(90)
+    for p, m in ((tp, tm), (cp, cm)):
+        features, labels, adj = p.load_cora()
+        ix = p.torch.tensor(idx)
+        opt = p.torch.optim.Adam(m.parameters(), lr=0.005, weight_decay=5e-4)
+        crit = p.nn.NLLLoss()
+        r = [v for e in range(8) for v in p.train_iter(e, m, opt, crit, (features, adj),
+                                                       labels, ix[45:], ix[30:45])]
+        res.append(r + list(p.test(m, crit, (features, adj), labels, ix[:30])))
+    capsys.readouterr()
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
