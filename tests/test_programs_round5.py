@@ -194,9 +194,9 @@ def test_word_language_model_pieces():
     assert all(t.grad_fn is None and not t.requires_grad for t in r)
     assert r[0].tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match="nhid must be equal to emsize"):
-        prog.RNNModel("LSTM", 10, 4, 6, 1, tie_weights=True)
+        prog.RNNModel("LSTM", 10, 4, 6, 1, dropout=0.0, tie_weights=True)
     with pytest.raises(ValueError, match="An invalid option"):
-        prog.RNNModel("CNN", 10, 4, 4, 1)
+        prog.RNNModel("CNN", 10, 4, 4, 1, dropout=0.0)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"])
