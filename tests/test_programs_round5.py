@@ -25,7 +25,7 @@ from test_programs import PROGRAMS, _torch, load_program, rewrite_imports
 
 import clgrad
 
-NAMES = ("time_sequence_prediction", "regression", "word_language_model",
+NAMES = ("time_sequence_prediction", "regression", "word_language_model", "bilstm_crf",
          "seq2seq_translation", "knowledge_distillation", "fgsm", "mnist_forward_forward",
          "gcn", "custom_dataset", "siamese_network", "reinforce_cartpole", "gat")
 
@@ -842,3 +842,80 @@ def test_gat_matches_pytorch(capsys):
         res.append(r + list(p.test(m, crit, (features, adj), labels, ix[:30])))
     capsys.readouterr()
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
+
+
+# -- Bi-LSTM CRF tutorial --------------------------------------------------------------------
+
+def test_bilstm_crf_trains(capsys):
+    prog = load_program("bilstm_crf")
+    model, before, after, losses, _ = prog.main(epochs=30)
+    out = capsys.readouterr().out
+    assert out.count("(tensor(") == 2
+    assert len(after[1]) == 11 and all(t in (0, 1, 2) for t in after[1])
+    # the negative log-likelihood of each sentence falls (measured 9.9 / 6.8 -> 4.1 / 2.6)
+    assert losses[-2] < 0.6 * losses[0] and losses[-1] < 0.6 * losses[1]
+    assert all(v > 0 for v in losses)                # log Z exceeds any one path's score
+
+
+def _paths(n, tags=3):
+    return np.array(np.meshgrid(*[np.arange(tags)] * n, indexing="ij")).reshape(n, -1).T
+
+
+def test_bilstm_crf_forward_alg_and_viterbi_by_enumeration():
+    # log Z = logsumexp over every tag path of start->t1 + sum emit + trans + t_n->stop;
+    # Viterbi's path and score are the maximum of the same sums (tags B, I, O only: START and
+    # STOP are masked by -10000 and never win)
+    prog = load_program("bilstm_crf")
+    clgrad.manual_seed(4)
+    tag_to_ix = {"B": 0, "I": 1, "O": 2, prog.START_TAG: 3, prog.STOP_TAG: 4}
+    model = prog.BiLSTM_CRF(6, tag_to_ix, 5, 4)
+    trans = _np(model.transitions)
+    assert (trans[3, :] == -10000).all() and (trans[:, 4] == -10000).all()
+    feats = clgrad.randn(5, 5)
+    f = _np(feats)
+    paths = _paths(5)
+    scores = (trans[paths[:, 0], 3] + f[np.arange(5), paths].sum(1)
+              + trans[paths[:, 1:], paths[:, :-1]].sum(1) + trans[4, paths[:, -1]])
+    log_z = scores.max() + np.log(np.exp(scores - scores.max()).sum())
+    assert model._forward_alg(feats).item() == pytest.approx(log_z, rel=1e-5)
+    score, path = model._viterbi_decode(feats)
+    assert path == paths[scores.argmax()].tolist()
+    assert score.item() == pytest.approx(scores.max(), rel=1e-5)
+    tags = clgrad.tensor([2, 0, 1, 1, 2])
+    gold = model._score_sentence(feats, tags)
+    assert gold.shape == (1,)
+    assert gold.item() == pytest.approx(scores[np.flatnonzero((paths == [2, 0, 1, 1, 2])
+                                                              .all(1))[0]], rel=1e-5)
+    assert prog.log_sum_exp(clgrad.tensor([[1.0, 2.0, 3.0]])).item() == pytest.approx(
+        np.log(np.exp([1.0, 2.0, 3.0]).sum()), rel=1e-6)
+
+
+def test_bilstm_crf_matches_pytorch():
+    torch, tp, cp = _both("bilstm_crf")
+    tag_to_ix = {"B": 0, "I": 1, "O": 2, "<START>": 3, "<STOP>": 4}
+    tm = tp.BiLSTM_CRF(17, tag_to_ix, 5, 4)
+    cm = cp.BiLSTM_CRF(17, tag_to_ix, 5, 4)
+    _copy(tm, cm)
+    h0 = np.linspace(-1, 1, 4, dtype=np.float32).reshape(2, 1, 2)
+    res = []
+    for p, m in ((tp, tm), (cp, cm)):
+        m.init_hidden = lambda p=p: (p.torch.tensor(h0), p.torch.tensor(-h0))   # no RNG
+        opt = p.optim.SGD(m.parameters(), lr=0.01, weight_decay=1e-4)
+        words = {}
+        for sentence, _ in p.training_data:
+            for w in sentence:
+                words.setdefault(w, len(words))
+        r = []
+        for _ in range(3):
+            for sentence, tags in p.training_data:
+                m.zero_grad()
+                loss = m.neg_log_likelihood(p.prepare_sequence(sentence, words),
+                                            p.torch.tensor([tag_to_ix[t] for t in tags]))
+                loss.backward()
+                opt.step()
+                r.append(loss.item())
+        with p.torch.no_grad():
+            score, path = m(p.prepare_sequence(p.training_data[1][0], words))
+        res.append((r + [score.item()], path))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-5)
+    assert res[1][1] == res[0][1]
