@@ -8,7 +8,8 @@ attention on a dense adjacency) and reinforcement_learning's REINFORCE and actor
 CartPole written out (reinforce_cartpole.py); the tutorials
 "Translation with a Sequence to Sequence Network and Attention" (seq2seq_translation.py),
 "Knowledge Distillation" (knowledge_distillation.py), "Adversarial Example Generation"
-(fgsm.py) and "Writing Custom Datasets, DataLoaders and Transforms" (custom_dataset.py); and
+(fgsm.py), "Writing Custom Datasets, DataLoaders and Transforms" (custom_dataset.py), the
+Bi-LSTM CRF (bilstm_crf.py) and "Neural Transfer Using PyTorch" (neural_style.py); and
 Kipf's pygcn with a dense adjacency (gcn.py). Each runs under clgrad with only its imports
 rewritten. The main assertions need no PyTorch: a float64 NumPy re-computation of a forward
 pass or loss, hand-known values, or the program's own learning check against chance; where
