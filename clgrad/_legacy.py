@@ -38,15 +38,17 @@ class _LegacyType(type):
 
 
 def _construct(name, dtype, args, device):
-    """A legacy constructor's tensor: sizes (ints or one Size) -> uninitialised, a sequence or
-    array -> a copy of the data, a Tensor -> an alias (detached), nothing -> shape (0,)."""
+    """A legacy constructor's tensor: sizes (ints or one Size) -> uninitialised, a sequence
+    (list, tuple, range: pygcn's ``LongTensor(range(140))``) or array -> a copy of the data, a
+    Tensor -> an alias (detached), nothing -> shape (0,)."""
     from clgrad import creation
     if len(args) == 1 and isinstance(args[0], Tensor):
         return args[0].detach()
     sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
     if all(isinstance(a, int) and not isinstance(a, bool) for a in sizes):
         return creation.empty(sizes or (0,), dtype=dtype, device=device)
-    if len(args) == 1 and (isinstance(args[0], (list, tuple)) or hasattr(args[0], "__array__")):
+    if len(args) == 1 and (isinstance(args[0], (list, tuple, range))
+                           or hasattr(args[0], "__array__")):
         return creation.tensor(args[0], dtype=dtype, device=device)
     raise TypeError(f"{name}: expected sizes (ints), a sequence or a Tensor, got "
                     f"{tuple(type(a).__name__ for a in args)}")

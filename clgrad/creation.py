@@ -91,7 +91,15 @@ def _device(device) -> Device:
     return resolve(device)
 
 
-def _shape(size, op):
+def _shape(size, op, keyword=None):
+    """The shape given as ints, one sequence or a Size (PyTorch's ``*size``); ``keyword``: the
+    ``size=`` keyword's value (``torch.empty(size=(2, 3))``), which excludes positional sizes.
+    Raises TypeError for a non-int size or both forms, RuntimeError for a negative size."""
+    if keyword is not None:
+        if size:
+            raise TypeError(f"{op}: expected the size either positionally or as size=, got "
+                            f"both {tuple(size)!r} and size={keyword!r}")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
@@ -225,10 +233,13 @@ def from_numpy(arr: np.ndarray, device=None) -> Tensor:
     return _upload(arr, dtypes.from_numpy_dtype(arr.dtype), _device(device))
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """An uninitialised tensor of ``size`` (the default dtype unless ``dtype``)."""
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor of ``size`` (the default dtype unless ``dtype``).
+
+    The size: ints, one sequence or a Size as ``sizes``, or the ``size=`` keyword (PyTorch's
+    ``torch.empty(size=(2, 3))``), not both (TypeError)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    t = Tensor._empty(_shape(size, "empty"), dt, _device(device))
+    t = Tensor._empty(_shape(sizes, "empty", size), dt, _device(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -247,16 +258,20 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     return t.requires_grad_(True) if requires_grad else t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros (the default dtype unless ``dtype``)."""
-    return full(_shape(size, "zeros"), 0, dtype=dtype or dtypes.get_default_dtype(), device=device,
-                requires_grad=requires_grad)
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros (the default dtype unless ``dtype``).
+
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
+    return full(_shape(sizes, "zeros", size), 0, dtype=dtype or dtypes.get_default_dtype(),
+                device=device, requires_grad=requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones (the default dtype unless ``dtype``)."""
-    return full(_shape(size, "ones"), 1, dtype=dtype or dtypes.get_default_dtype(), device=device,
-                requires_grad=requires_grad)
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones (the default dtype unless ``dtype``).
+
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
+    return full(_shape(sizes, "ones", size), 1, dtype=dtype or dtypes.get_default_dtype(),
+                device=device, requires_grad=requires_grad)
 
 
 def _like(x: Tensor, dtype, device):
@@ -330,20 +345,26 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
     return _upload(np.eye(n, m), dt, _device(device), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``)."""
+def rand(*sizes, size=None, generator=None, dtype=None, device=None,
+         requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``).
+
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    u = rng(generator, "rand").random(_shape(size, "rand"))
+    u = rng(generator, "rand").random(_shape(sizes, "rand", size))
     if dt is dtypes.bfloat16:  # multiples of 2^-8 (rounded to nearest, u could give 1.0)
         u = np.floor(u * 256.0) / 256.0
     return _upload(u, dt, _device(device),
                    requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples (from ``generator``'s stream when given, see ``rng``)."""
+def randn(*sizes, size=None, generator=None, dtype=None, device=None,
+          requires_grad=False) -> Tensor:
+    """Standard normal samples (from ``generator``'s stream when given, see ``rng``).
+
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _upload(rng(generator, "randn").standard_normal(_shape(size, "randn")), dt,
+    return _upload(rng(generator, "randn").standard_normal(_shape(sizes, "randn", size)), dt,
                    _device(device), requires_grad)
 
 

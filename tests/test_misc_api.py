@@ -68,6 +68,36 @@ def test_complex_dtype_is_a_clear_error():
         clgrad.ones(2).to(complex)
 
 
+def test_factories_take_the_size_keyword():
+    # pytorch/examples gat: nn.Parameter(torch.empty(size=(in_features, n_hidden * n_heads)))
+    assert tuple(clgrad.empty(size=(2, 3)).shape) == (2, 3)
+    assert clgrad.zeros(size=[2, 1]).tolist() == [[0.0], [0.0]]
+    assert clgrad.ones(size=3, dtype=clgrad.int64).tolist() == [1, 1, 1]
+    assert tuple(clgrad.ones(size=clgrad.Size([1, 2])).shape) == (1, 2)
+    for fn in (clgrad.rand, clgrad.randn):
+        clgrad.manual_seed(7)
+        a = fn(size=(2, 3))
+        clgrad.manual_seed(7)
+        b = fn(2, 3)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert tuple(clgrad.empty(size=()).shape) == ()
+    with pytest.raises(TypeError, match="either positionally or as size=, got both"):
+        clgrad.zeros(2, size=(3,))
+    with pytest.raises(TypeError, match="expected a sequence of ints as size"):
+        clgrad.empty(size=(2.5,))
+
+
+def test_legacy_types_take_a_range_as_pytorch():
+    # pygcn's utils.load_data: idx_train = torch.LongTensor(range(140))
+    idx = clgrad.LongTensor(range(0, 10, 3))
+    assert idx.dtype is clgrad.int64 and idx.tolist() == [0, 3, 6, 9]
+    assert clgrad.FloatTensor(range(3)).tolist() == [0.0, 1.0, 2.0]
+    assert clgrad.Tensor(range(2, 4)).dtype is clgrad.float32
+    assert clgrad.LongTensor(range(0)).tolist() == []
+    with pytest.raises(TypeError, match="got \\('str',\\)"):
+        clgrad.LongTensor("abc")
+
+
 def test_type_takes_legacy_types_and_refuses_python_types():
     x = clgrad.arange(3.0)[::2]
     assert x.type(clgrad.DoubleTensor).dtype is clgrad.float64
