@@ -5,6 +5,7 @@ Random tensors are drawn on the host from one NumPy PCG64 generator, seeded by
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 import os
 import warnings
@@ -142,6 +143,7 @@ def _upload(arr: np.ndarray, dtype: dtypes.DType, device: Device, requires_grad=
 
 
 _KEPT_INTS = (np.uint8, np.int8, np.int16, np.int32, np.int64)
+_KEPT_NP = {np.dtype(t) for t in (np.bool_, *_KEPT_INTS, np.float16, np.float32, np.float64)}
 
 
 def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
@@ -162,14 +164,78 @@ def _infer_dtype(arr: np.ndarray, data) -> dtypes.DType:
                     f"{arr.dtype}")
 
 
+def _sequence_dtype(data) -> dtypes.DType | None:
+    """The dtype PyTorch infers for a nested list/tuple holding NumPy scalars (or arrays): each
+    element's own type (a NumPy scalar's dtype, the default dtype for a Python float, int64 for
+    an int, bool), promoted pairwise (torch/csrc/utils/tensor_new.cpp infer_scalar_type with
+    promoteTypes: ``[np.int32(1), 2.5]`` float32, ``[np.float16(1), 2]`` float16). None when
+    the sequence holds no NumPy value (the plain rules apply) or something else (a Tensor).
+    The element types are gathered a nesting level at a time (``set(map(type, ...))``: the
+    leaves are not visited in Python)."""
+    kinds, level = set(), [data]
+    while level:
+        found = set(map(type, itertools.chain.from_iterable(level)))
+        if list in found or tuple in found:
+            level = [v for v in itertools.chain.from_iterable(level) if type(v) in _NESTED]
+            found -= _NESTED
+        else:
+            level = ()
+        kinds |= found
+    if not any(issubclass(k, (np.generic, np.ndarray)) for k in kinds):
+        return None
+    dt = None
+    for k in kinds:
+        if k is float:
+            e = dtypes.get_default_dtype()
+        elif k is int:
+            e = dtypes.int64
+        elif k is bool:
+            e = dtypes.bool_
+        elif issubclass(k, np.generic):
+            d = np.dtype(k)
+            e = (dtypes.from_numpy_dtype(d) if d in _KEPT_NP else
+                 dtypes.int64 if d.kind in "iu" else None)
+        elif k is np.ndarray:  # each array's own dtype (rare: walked in Python)
+            e = _arrays_dtype(data)
+        else:
+            e = None
+        if e is None:
+            return None  # (a Tensor, complex...: the plain path decides or raises)
+        dt = e if dt is None else dtypes.promote(dt, e)
+    return dt
+
+
+_NESTED = {list, tuple}
+
+
+def _arrays_dtype(data) -> dtypes.DType | None:
+    """The promoted dtype of the NumPy arrays in nested ``data`` (see _sequence_dtype)."""
+    dt = None
+    for v in data:
+        if isinstance(v, np.ndarray):
+            d = v.dtype
+            e = (dtypes.from_numpy_dtype(d) if d in _KEPT_NP else
+                 dtypes.int64 if d.kind in "iu" else None)
+        elif type(v) in _NESTED:
+            e = _arrays_dtype(v)
+        else:
+            continue
+        if e is None:
+            return None
+        dt = e if dt is None else dtypes.promote(dt, e)
+    return dt
+
+
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A new tensor holding a copy of ``data`` (number, nested lists, NumPy array or Tensor).
 
     Dtype: ``dtype`` if given, else the default dtype (``get_default_dtype()``, float32 unless
     set) for Python floats, int64 for ints, bool for bools, the array's own dtype for NumPy
     arrays (and NumPy scalars) of a clgrad dtype (bool, uint8, int8, int16, int32, int64,
-    float16/32/64, as PyTorch, whatever the default; a list of NumPy float scalars takes the
-    default, where PyTorch's takes theirs); uint16, uint32 and uint64 widen to
+    float16/32/64, as PyTorch, whatever the default); a nested list holding NumPy scalars
+    the promotion of its elements' own types, as PyTorch (``[np.float64(1), 2.0]`` float64,
+    ``[np.int32(1)]`` int32, ``[np.int32(1), 2.5]`` the default float); uint16, uint32 and
+    uint64 widen to
     int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
     OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data,
     RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
@@ -206,7 +272,12 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         bad = next((type(v).__name__ for v in np.ravel(arr)
                     if not isinstance(v, numbers.Number)), "object")
         raise TypeError(f"tensor: expected numbers, got {bad}")
-    dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(arr, data)
+    if dtype is not None:
+        dt = dtypes.to_dtype(dtype)
+    elif isinstance(data, (list, tuple)) and arr.dtype.kind in "biuf":
+        dt = _sequence_dtype(data) or _infer_dtype(arr, data)
+    else:
+        dt = _infer_dtype(arr, data)
     if dtype is not None and not isinstance(data, (np.ndarray, np.generic)):
         dtypes.check_array_fits("tensor", dt, arr)  # Python literals: PyTorch's overflow check
     if requires_grad and not dt.is_floating_point:

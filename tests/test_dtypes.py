@@ -184,3 +184,26 @@ def test_promotion_matches_pytorch_for_every_pair():
             want = torch.promote_types(getattr(torch, a), getattr(torch, b))
             assert dtypes.promote(dtypes.to_dtype(a), dtypes.to_dtype(b)).name == \
                 str(want).split(".")[1], (a, b)
+
+
+@pytest.mark.parametrize("data, expected", [
+    ([np.float64(1.0), 2.0], "float64"),       # the scalar's own dtype, not the default
+    ([np.float32(1.0), 2.0], "float32"),
+    ([1, np.float64(2.0)], "float64"),
+    ([np.int32(1)], "int32"),
+    ([np.int32(1), 2], "int64"),                # int32 with a Python int (int64)
+    ([np.int32(1), 2.5], "float32"),            # with a Python float: the default dtype
+    ([np.float16(1.0), 2], "float16"),          # float16 outranks int64
+    ([np.int8(1), np.uint8(2)], "int16"),       # the smallest type holding both
+    ([[np.int16(1)], [np.int16(2)]], "int16"),  # nested
+    ([np.bool_(True), False], "bool"),
+    ([np.float32(1.5), np.int64(2)], "float32"),
+    ([1.0, 2.0], "float32"),                    # no NumPy value: the plain rules
+])
+def test_a_list_of_numpy_scalars_promotes_their_own_dtypes(data, expected):
+    # PyTorch's infer_scalar_type over the elements with promoteTypes (torch 2.14 gives each
+    # of these dtypes); before, every NumPy float scalar in a list took the default dtype
+    t = clgrad.tensor(data)
+    assert t.dtype is getattr(clgrad, expected)
+    np.testing.assert_array_equal(t.numpy().astype(np.float64),
+                                  np.asarray(data, dtype=np.float64))
