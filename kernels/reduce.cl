@@ -9,7 +9,16 @@
 // launches work-groups of any size, the global size rounded up past no). SPLIT (GPUs, few
 // outputs of many reduced elements): SPLIT work-groups per output write partial results,
 // which a second `reduce` launch over them (T = OUT = ACC) combines and scales.
+// DIV_SCALE: the result is divided by `scale` instead of multiplied (mean: the sum divided
+// by the count, correctly rounded as PyTorch's CPU mean, sum then div_; times 1/n was one
+// ulp off at times).
 #include "common.h"
+
+#ifdef DIV_SCALE
+#define SCALED(a) ((a) / scale)
+#else
+#define SCALED(a) ((a) * scale)
+#endif
 
 #if defined(OP_SUM)
 #define INIT ((ACC)0)
@@ -84,7 +93,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #endif
     }
 #if WG == 1
-    out[off1(o, ndo, sho, vout)] = (OUT)(acc * scale);
+    out[off1(o, ndo, sho, vout)] = (OUT)SCALED(acc);
 #ifdef ARG
     idx_out[off1(o, ndo, sho, vidx)] = best;
 #endif
@@ -117,7 +126,7 @@ void reduce(long no, int ndo, shape_t sho, __global OUT *out, view_t vout,
 #ifdef SPLIT
         out[get_group_id(0)] = (OUT)buf[0];
 #else
-        out[off1(o, ndo, sho, vout)] = (OUT)(buf[0] * scale);
+        out[off1(o, ndo, sho, vout)] = (OUT)SCALED(buf[0]);
 #endif
 #ifdef ARG
         idx_out[off1(o, ndo, sho, vidx)] = ibuf[0];
@@ -191,7 +200,7 @@ __kernel void reduce_runs(long no, int ndo, shape_t sho, __global OUT *out, view
     acc -= comp;
     ACC total = (((acc.s0 + acc.s1) + (acc.s2 + acc.s3)) + ((acc.s4 + acc.s5) +
                  (acc.s6 + acc.s7))) + (sacc - scomp);
-    out[off1(o, ndo, sho, vout)] = (OUT)(total * scale);
+    out[off1(o, ndo, sho, vout)] = (OUT)SCALED(total);
 }
 #endif
 
@@ -336,18 +345,18 @@ inline void cols_tail(__global OUT *out, long po, long os, __global const T *a, 
 #endif
             }
         }
-        out[po + i * os] = (OUT)((acc - comp) * scale);
+        out[po + i * os] = (OUT)SCALED(acc - comp);
     }
 }
 #endif
 
-// out[po + (i0 .. i0 + NB - 1) * os] = acc * scale (outputs up to L)
+// out[po + (i0 .. i0 + NB - 1) * os] = SCALED(acc) (outputs up to L)
 __attribute__((always_inline)) inline void cols_store(__global OUT *out, long po, long os,
                                                       AV *acc, ACC scale, long i0, long L,
                                                       int full) {
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
-        AV y = acc[v] * scale;
+        AV y = SCALED(acc[v]);
 #if defined(OVEC) && VW > 1
         if (full) {
             STOREO(y, out + po + i0 + v * VW);

@@ -808,3 +808,17 @@ def test_numpy_names_on_unchecked_tensor_methods():
     np.testing.assert_array_equal(x.amin(axis=0).numpy(), a.min(axis=0))
     with pytest.raises(TypeError, match="alias"):
         x.sum(dim=0, axis=1)
+
+
+def test_mean_is_the_sum_divided_by_the_count():
+    # PyTorch's CPU mean (sum, then div_ by n) and NumPy's: 20 ones among 200 zeros give
+    # float32(0.1) exactly; times float32(1/200) gave 0.099999994 (one ulp low)
+    a = np.zeros(200, np.float32)
+    a[:20] = 1
+    assert clgrad.tensor(a).mean().item() == float(np.float32(0.1))
+    # per row: the float32 sum of the row divided by 7, correctly rounded (small integers:
+    # the sums are exact, so the quotient is the only rounding)
+    x = np.random.RandomState(3).randint(-50, 50, size=(64, 7)).astype(np.float32)
+    expect = (x.sum(1, dtype=np.float64) / 7).astype(np.float32)
+    np.testing.assert_array_equal(clgrad.tensor(x).mean(1).numpy(), expect)
+    np.testing.assert_array_equal(clgrad.tensor(x.T.copy()).mean(0).numpy(), expect)

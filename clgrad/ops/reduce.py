@@ -64,9 +64,10 @@ def _split(x_shape, strides, dims):
 
 
 def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale=1.0,
-                   arg=False, out=None):
-    """The reduction of x over ``dims`` (times ``scale``) into a fresh tensor, or into the
-    view ``out`` of the kept shape (the reduced dims as 1s) when given."""
+                   arg=False, out=None, divide=False):
+    """The reduction of x over ``dims`` (times ``scale``, or divided by it with ``divide``)
+    into a fresh tensor, or into the view ``out`` of the kept shape (the reduced dims as 1s)
+    when given."""
     kept, final = _out_shapes(x, dims, keepdim)
     dev = x._storage.device
     given = out is not None
@@ -75,18 +76,19 @@ def _launch_reduce(x: Tensor, dims, keepdim, op_define, out_dtype, acc_cl, scale
     idx = empty(kept, dtypes.int64, dev) if arg else out
     if layout.numel(kept):
         # the launch (ops/plan.py), in the device's plans per everything it depends on
-        key = plan_key(_FILE, (x, out), (dims, op_define, out_dtype, acc_cl, arg, COLS,
+        key = plan_key(_FILE, (x, out), (dims, op_define, divide, out_dtype, acc_cl, arg, COLS,
                                          COLS_VW, COLS_NV, COLS_ITEMS, COLS_CB, COLS_GPU,
                                          SPLIT_FORCE, SPLIT_MIN))
         plan = dev.plans.get(key)
         if plan is None:
-            plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx)
+            plan = _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx,
+                                divide)
             if plan is not _CONTIGUOUS:
                 plan = _split_plan(*plan) if len(plan) == 4 else _parts_plan(*plan)
             plan = dev.keep_plan(key, plan)
         if plan is _CONTIGUOUS:
             return _launch_reduce(ew.contiguous(x), dims, keepdim, op_define, out_dtype,
-                                  acc_cl, scale, arg, out if given else None)
+                                  acc_cl, scale, arg, out if given else None, divide)
         if plan.kernel is None:  # split: the parts into a workspace, then the parts reduced
             parts, combine, n_ws = plan.data
             ws = empty((n_ws,), _ACC_DTYPE[acc_cl], dev)
@@ -163,7 +165,8 @@ def _parts_plan(parts_args, combine_args, n_ws) -> Plan:
     return Plan(None, (), None, data=(parts, _split_plan(*combine_args), n_ws))
 
 
-def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx):
+def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx,
+                 divide=False):
     """(kernel, global size, local size, arguments with _X/_OUT/_IDX/_SCALE in the operands'
     places) of a reduction of x over dims into out (and idx: ARG), or _CONTIGUOUS."""
     no, ni = layout.numel(kept), layout.numel([x.shape[d] for d in dims])
@@ -179,6 +182,8 @@ def _reduce_plan(dev, x, dims, kept, op_define, out_dtype, acc_cl, arg, out, idx
     d = {"T": x.dtype.cl, "ACC": acc_cl, "OUT": out_dtype.cl, op_define: 1, "WG": wg}
     if arg:
         d["ARG"] = 1
+    if divide:
+        d["DIV_SCALE"] = 1
     if acc_cl in ("float", "double", "half"):
         d["ACC_FLOAT"] = 1
     vx_outer = view_arg(x, xo_st)
@@ -370,8 +375,10 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         return ew.via_float32(mean, x, dim, keepdim)
     dims = _dims(x, dim, "mean")
     n = layout.numel([x.shape[d] for d in dims])
+    # the sum divided by n in the kernel (PyTorch's CPU mean; n = 0: 0 / 0, nan)
+    out = _launch_reduce(x, dims, keepdim, "OP_SUM", x.dtype, _acc_for(x.dtype), n,
+                         divide=True)
     scale = 1.0 / n if n else float("nan")
-    out = _launch_reduce(x, dims, keepdim, "OP_SUM", x.dtype, _acc_for(x.dtype), scale)
     x_shape = tuple(x.shape)
     return record("mean", out, (x,),
                   lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),),
