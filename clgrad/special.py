@@ -3,9 +3,9 @@
 Functions clgrad has at the top level too (the same functions, the same signatures): digamma
 (and its alias psi), erf, erfc, erfinv, exp2, expm1, expit (sigmoid), gammaln (lgamma), i0,
 log1p, log_softmax, softmax, logit, logsumexp, round, sinc, xlogy, polygamma, multigammaln
-(mvlgamma). torch.special's own (clgrad/ops/special.py): entr, erfcx, i0e, i1, i1e, log_ndtr,
-ndtr, ndtri, xlog1py, zeta. Every function but softmax and log_softmax takes PyTorch's
-``out=``.
+(mvlgamma). torch.special's own: entr, xlog1py (clgrad/ops/special.py), erfcx, log_ndtr, ndtr,
+ndtri (clgrad/ops/erf.py), i0e, i1, i1e (clgrad/ops/bessel.py), zeta (clgrad/ops/gamma.py).
+Every function but softmax and log_softmax takes PyTorch's ``out=``.
 
 Not provided (``AttributeError``, as any missing name): airy_ai, bessel_j0, bessel_j1,
 bessel_y0, bessel_y1, modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
@@ -24,11 +24,13 @@ from clgrad.ops.elementwise import sigmoid as expit
 from clgrad.ops.inplace import with_out as _with_out
 from clgrad.ops.math_ops import exp2, i0, logit, sinc
 from clgrad.ops.reduce import logsumexp
-from clgrad.ops.special import (digamma, entr, erfc, erfcx, erfinv, i0e, i1, i1e, log_ndtr,
-                                ndtr, ndtri, polygamma, xlog1py, xlogy, zeta)
-from clgrad.ops.special import digamma as psi
-from clgrad.ops.special import lgamma as gammaln
-from clgrad.ops.special import mvlgamma as multigammaln
+from clgrad.ops.bessel import i0e, i1, i1e
+from clgrad.ops.erf import erfc, erfcx, erfinv, log_ndtr, ndtr, ndtri
+from clgrad.ops.gamma import digamma, polygamma, zeta
+from clgrad.ops.gamma import digamma as psi
+from clgrad.ops.gamma import lgamma as gammaln
+from clgrad.ops.gamma import mvlgamma as multigammaln
+from clgrad.ops.special import entr, xlog1py, xlogy
 
 __all__ = ["digamma", "psi", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit",
            "expm1", "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax",
