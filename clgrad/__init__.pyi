@@ -157,6 +157,8 @@ from clgrad.ops.special import deg2rad as deg2rad
 from clgrad.ops.special import rad2deg as rad2deg
 from clgrad.ops.gamma import polygamma as polygamma
 from clgrad.ops.gamma import mvlgamma as mvlgamma
+from clgrad.ops.gamma import igamma as igamma
+from clgrad.ops.gamma import igammac as igammac
 from clgrad.ops.numeric import nan_to_num as nan_to_num
 from clgrad.ops.math_ops import tan as tan
 from clgrad.ops.math_ops import asin as asin
@@ -579,18 +581,18 @@ __all__ = [
     "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
     "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc",
     "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "polygamma", "mvlgamma",
-    "nan_to_num", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh",
-    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc",
-    "logit", "i0", "positive", "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter",
-    "sgn", "negative", "absolute", "multiply", "subtract", "greater", "greater_equal", "less",
-    "less_equal", "not_equal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
-    "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "bitwise_left_shift", "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero",
-    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone", "fill_", "zero_",
-    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
-    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
-    "argsort", "topk", "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median",
+    "igamma", "igammac", "nan_to_num", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
+    "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10",
+    "exp2", "sinc", "logit", "i0", "positive", "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm",
+    "nextafter", "sgn", "negative", "absolute", "multiply", "subtract", "greater", "greater_equal",
+    "less", "less_equal", "not_equal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "signbit", "is_floating_point",
+    "is_nonzero", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone", "fill_",
+    "zero_", "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
+    "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all",
+    "nansum", "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff",
+    "sort", "argsort", "topk", "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median",
     "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
     "bilinear", "trace", "kron", "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "addmv_",
     "chain_matmul", "matrix_power", "inverse", "det", "slogdet", "logdet", "cholesky_solve",

@@ -232,6 +232,8 @@ OPS = (
     # torch.special's functions PyTorch has at the top level too (x.polygamma(n): self first)
     Op("polygamma", gm.polygamma, TM, inplace=BINARY, out=CAST, method=gm._polygamma_method),
     Op("mvlgamma", gm.mvlgamma, TM, inplace=BINARY, out=CAST),
+    Op("igamma", gm.igamma, TM, inplace=BINARY, out=CAST),
+    Op("igammac", gm.igammac, TM, inplace=BINARY, out=CAST),
     Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     # -- elementwise: math ops (clgrad/ops/math_ops.py), and PyTorch's other names of ops
     # above (rows of their own, to keep this block whole)

@@ -327,15 +327,16 @@ def _full_float(op: str, input) -> Tensor:
     return x
 
 
-def _unary_xy(module: str, kname: str, op: str, grad_of, low: bool = True):
+def _unary_xy(module: str, kname: str, op: str, grad_of, low: bool = True,
+              file: str = _FILE):
     """A unary float op of ``module`` whose gradient ``grad_of(g, x, y)`` reads the input x
     and the output y; ``low``: float16 and bfloat16 allowed (else NotImplementedError, as
-    PyTorch's)."""
+    PyTorch's); ``file``: the kernel file of ``kname``."""
     def f(input: Tensor) -> Tensor:
         x = ew._float_in(op, input) if low else _full_float(op, input)
         if x._storage.dtype is _BF16:
             return ew.via_float32(f, x)
-        out = ew._launch_unary(kname, x)
+        out = ew._launch_unary(kname, x, file=file)
         y = out.detach()  # (not out: out -> Node -> closure -> out would be a cycle)
         return record(op, out, (x,), lambda g: (grad_of(g, x, y),), saved=[x, y])
     f.__name__ = f.__qualname__ = op
