@@ -66,15 +66,14 @@ i1e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I1(
 _FILE = "bessel.cl"
 
 
-def _bessel(op: str, grad_of, kname: str = ""):
-    return _unary_xy(__name__, kname or op + "_op", op, grad_of, low=False, file=_FILE)
+def _bessel(op: str, grad_of):
+    """The op of kernels/bessel.cl's ``<op>_op``, its gradient ``grad_of(g, x, y)``."""
+    return _unary_xy(__name__, op + "_op", op, grad_of, low=False, file=_FILE)
 
 
-def _no_derivative(what: str):
-    """A backward that raises NotImplementedError: ``what`` is not implemented."""
-    def grad_of(g, x, y):
-        raise NotImplementedError(f"{what} is not implemented.")
-    return grad_of
+def _airy_backward(g, x, y):
+    """airy_ai's: Ai' is not implemented (PyTorch records no derivative)."""
+    raise NotImplementedError("the derivative for 'airy_ai' is not implemented.")
 
 
 bessel_j0 = _bessel("bessel_j0", lambda g, x, y: ew.mul(g, ew.neg(bessel_j1(x))))
@@ -96,7 +95,7 @@ scaled_modified_bessel_k1 = _bessel("scaled_modified_bessel_k1", lambda g, x, y:
     g, ew.sub(ew.sub(y, scaled_modified_bessel_k0(x)), ew.div(y, x))))
 spherical_bessel_j0 = _bessel("spherical_bessel_j0", lambda g, x, y: ew.mul(
     g, ew.neg(ew._launch_unary("spherical_bessel_j1_op", x, file=_FILE))))
-airy_ai = _bessel("airy_ai", _no_derivative("the derivative for 'airy_ai'"))
+airy_ai = _bessel("airy_ai", _airy_backward)
 
 bessel_j0.__doc__ = """The Bessel function of the first kind of order 0, J0(x), elementwise
     (PyTorch's torch.special.bessel_j0; DLMF 10.2.2); NaN at +-inf (PyTorch's).
