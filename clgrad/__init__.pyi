@@ -148,17 +148,19 @@ from clgrad.ops.elementwise import clamp as clamp
 from clgrad.ops.elementwise import clamp as clip
 from clgrad.ops.special import clamp_min as clamp_min
 from clgrad.ops.special import clamp_max as clamp_max
-from clgrad.ops.special import erfinv as erfinv
-from clgrad.ops.special import erfc as erfc
-from clgrad.ops.special import lgamma as lgamma
-from clgrad.ops.special import digamma as digamma
+from clgrad.ops.erf import erfinv as erfinv
+from clgrad.ops.erf import erfc as erfc
+from clgrad.ops.gamma import lgamma as lgamma
+from clgrad.ops.gamma import digamma as digamma
 from clgrad.ops.special import trunc as trunc
 from clgrad.ops.special import trunc as fix
 from clgrad.ops.special import frac as frac
 from clgrad.ops.special import deg2rad as deg2rad
 from clgrad.ops.special import rad2deg as rad2deg
-from clgrad.ops.special import polygamma as polygamma
-from clgrad.ops.special import mvlgamma as mvlgamma
+from clgrad.ops.gamma import polygamma as polygamma
+from clgrad.ops.gamma import mvlgamma as mvlgamma
+from clgrad.ops.gamma import igamma as igamma
+from clgrad.ops.gamma import igammac as igammac
 from clgrad.ops.numeric import nan_to_num as nan_to_num
 from clgrad.ops.math_ops import tan as tan
 from clgrad.ops.math_ops import asin as asin
@@ -215,9 +217,9 @@ from clgrad.ops.elementwise import bitwise_xor as bitwise_xor
 from clgrad.ops.elementwise import bitwise_not as bitwise_not
 from clgrad.ops.elementwise import bitwise_left_shift as bitwise_left_shift
 from clgrad.ops.elementwise import bitwise_right_shift as bitwise_right_shift
-from clgrad.ops.special import signbit as signbit
-from clgrad.ops.special import is_floating_point as is_floating_point
-from clgrad.ops.special import is_nonzero as is_nonzero
+from clgrad.ops.predicates import signbit as signbit
+from clgrad.ops.predicates import is_floating_point as is_floating_point
+from clgrad.ops.predicates import is_nonzero as is_nonzero
 from clgrad.ops.numeric import isnan as isnan
 from clgrad.ops.numeric import isinf as isinf
 from clgrad.ops.numeric import isfinite as isfinite
@@ -438,10 +440,10 @@ from clgrad.ops.shaping import ravel as ravel
 from clgrad.ops.shaping import broadcast_shapes as broadcast_shapes
 from clgrad.ops.shaping import fill as fill
 from clgrad.ops.special import frexp as frexp
-from clgrad.ops.special import is_complex as is_complex
-from clgrad.ops.special import is_signed as is_signed
-from clgrad.ops.special import is_same_size as is_same_size
-from clgrad.ops.special import is_inference as is_inference
+from clgrad.ops.predicates import is_complex as is_complex
+from clgrad.ops.predicates import is_signed as is_signed
+from clgrad.ops.predicates import is_same_size as is_same_size
+from clgrad.ops.predicates import is_inference as is_inference
 from clgrad.creation import range as range
 from clgrad.creation import scalar_tensor as scalar_tensor
 from clgrad.creation import empty_strided as empty_strided
@@ -586,18 +588,18 @@ __all__ = [
     "tanh", "sigmoid", "relu", "sin", "cos", "square", "reciprocal", "sign", "floor", "ceil",
     "round", "log1p", "expm1", "erf", "clamp", "clip", "clamp_min", "clamp_max", "erfinv", "erfc",
     "lgamma", "digamma", "trunc", "fix", "frac", "deg2rad", "rad2deg", "polygamma", "mvlgamma",
-    "nan_to_num", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh",
-    "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10", "exp2", "sinc",
-    "logit", "i0", "positive", "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm", "nextafter",
-    "sgn", "negative", "absolute", "multiply", "subtract", "greater", "greater_equal", "less",
-    "less_equal", "not_equal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and",
-    "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-    "bitwise_left_shift", "bitwise_right_shift", "signbit", "is_floating_point", "is_nonzero",
-    "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone", "fill_", "zero_",
-    "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var",
-    "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all", "nansum",
-    "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff", "sort",
-    "argsort", "topk", "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median",
+    "igamma", "igammac", "nan_to_num", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan",
+    "sinh", "cosh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "log2", "log10",
+    "exp2", "sinc", "logit", "i0", "positive", "fmax", "fmin", "heaviside", "ldexp", "gcd", "lcm",
+    "nextafter", "sgn", "negative", "absolute", "multiply", "subtract", "greater", "greater_equal",
+    "less", "less_equal", "not_equal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "signbit", "is_floating_point",
+    "is_nonzero", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "clone", "fill_",
+    "zero_", "masked_fill", "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
+    "var", "std", "var_mean", "std_mean", "logsumexp", "norm", "count_nonzero", "any", "all",
+    "nansum", "nanmean", "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "diff",
+    "sort", "argsort", "topk", "unique", "searchsorted", "bucketize", "isin", "kthvalue", "median",
     "matmul", "mm", "bmm", "dot", "einsum", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
     "bilinear", "trace", "kron", "tensordot", "cdist", "dist", "renorm", "addr", "addbmm", "addmv_",
     "chain_matmul", "matrix_power", "matrix_exp", "orgqr", "inverse", "det", "slogdet", "logdet",

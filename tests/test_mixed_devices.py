@@ -287,6 +287,11 @@ for _n in ("hypot_", "xlogy_", "copysign_"):
     case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
 for _n in ("clamp_min", "clamp_max"):
     case(f"torch.{_n}", lambda: (r(2, 3), r(2, 3)), getattr(clgrad, _n))
+for _n in ("igamma", "igammac"):  # (clgrad/ops/gamma.py)
+    case(f"torch.{_n}", lambda: (pos(2, 3), pos(2, 3)), getattr(clgrad, _n))
+    case(f"Tensor.{_n}", lambda: (pos(2, 3), pos(2, 3)), lambda a, b, _n=_n: getattr(a, _n)(b))
+    case(f"Tensor.{_n}_", lambda: (pos(2, 3), pos(2, 3)),
+         lambda a, b, _n=_n: getattr(a, _n + "_")(b))
 case("torch.float_power", lambda: (pos(2, 3), pos(2, 3)), clgrad.float_power)
 case("Tensor.float_power", lambda: (pos(2, 3), pos(2, 3)), lambda a, b: a.float_power(b))
 case("Tensor.float_power_", lambda: (pos(2, 3).double(), pos(2, 3)),

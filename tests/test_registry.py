@@ -388,7 +388,8 @@ _OWN_TESTS = {  # values (NumPy or PyTorch) and gradients in the family's test f
     "deg2rad": "test_special.py", "rad2deg": "test_special.py", "hypot": "test_special.py",
     "logaddexp": "test_special.py", "logaddexp2": "test_special.py", "xlogy": "test_special.py",
     "copysign": "test_special.py", "float_power": "test_special.py",
-    "float_power_": "test_special.py", "mvlgamma": "test_special_ns.py"}
+    "float_power_": "test_special.py", "mvlgamma": "test_special_ns.py",
+    "igamma": "test_special_families.py", "igammac": "test_special_families.py"}
 _SHAPE_OPS = {  # NumPy-style shape ops and products: values, views and gradients
     "hstack": "test_shape_ops.py", "vstack": "test_shape_ops.py", "row_stack": "test_shape_ops.py",
     "dstack": "test_shape_ops.py", "column_stack": "test_shape_ops.py",

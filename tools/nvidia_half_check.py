@@ -34,6 +34,7 @@ BUILDS = [  # (file, defines): float16 builds as the hosts make them
     ("elementwise.cl", _HALF),
     ("elementwise.cl", dict(_HALF, CONTIG=1)),
     ("activation.cl", _HALF),
+    ("gamma.cl", _HALF),  # (torch.igamma's float16; bessel.cl and polynomial.cl have none)
     ("activation.cl", dict(_HALF, CONTIG=1)),
     ("loss.cl", dict(_HALF, WG=1)),
     ("loss.cl", dict(_HALF, WG=64, LOSS_T="float")),

@@ -370,16 +370,18 @@ def _floating(dt, floating):
     return dtypes.get_default_dtype() if floating and not dt.is_floating_point else dt
 
 
-def _launch_binary(kname, a, b, dt, shape, out_dtype=None):
+def _launch_binary(kname, a, b, dt, shape, out_dtype=None, file=_FILE):
+    """The BINARY kernel ``kname`` of ``file`` (elementwise.cl, or a family's file that
+    includes it) over a and b (tensors or numbers: its _sa / _sb forms) -> a new tensor."""
     dev = a._storage.device if isinstance(a, Tensor) else b._storage.device
     out = empty(shape, out_dtype or dt, dev)
     d = defines_of(dt)
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        launch_1d(_FILE, kname, d, out, (_operand(a, shape), _operand(b, shape)))
+        launch_1d(file, kname, d, out, (_operand(a, shape), _operand(b, shape)))
     elif isinstance(a, Tensor):
-        launch_1d(_FILE, kname + "_sb", d, out, (_operand(a, shape), scalar(dt, b, True)))
+        launch_1d(file, kname + "_sb", d, out, (_operand(a, shape), scalar(dt, b, True)))
     else:
-        launch_1d(_FILE, kname + "_sa", d, out, (scalar(dt, a, True), _operand(b, shape)))
+        launch_1d(file, kname + "_sa", d, out, (scalar(dt, a, True), _operand(b, shape)))
     return out
 
 
@@ -991,10 +993,10 @@ def bitwise_not(x: Tensor) -> Tensor:
 
 
 # -- unary ops --------------------------------------------------------------------------------
-def _launch_unary(kname, x, dtype=None):
+def _launch_unary(kname, x, dtype=None, file=_FILE):
     st = x._storage  # (the slots: no property calls)
     out = Tensor._empty(x._shape, st.dtype, st.device)
-    launch_1d(_FILE, kname, defines_of(st.dtype), out, (x,))
+    launch_1d(file, kname, defines_of(st.dtype), out, (x,))
     return out
 
 

@@ -70,6 +70,8 @@ from clgrad.ops.conv import transpose as convt
 from clgrad.ops import dropout as do
 from clgrad.ops import einsum as es
 from clgrad.ops import elementwise as ew
+from clgrad.ops import erf
+from clgrad.ops import gamma as gm
 from clgrad.ops import grid_sample as gs
 from clgrad.ops import index as ix
 from clgrad.ops import indexing as aix
@@ -82,6 +84,7 @@ from clgrad.ops import norm
 from clgrad.ops import numeric as nu
 from clgrad.ops import padding
 from clgrad.ops import pool
+from clgrad.ops import predicates as pd
 from clgrad.ops import products as pr
 from clgrad.ops import random as rn
 from clgrad.ops import scatters as sx
@@ -219,17 +222,19 @@ OPS = (
     Op("clamp", ew.clamp, TM, aliases=("clip",), inplace=UNARY, out=EXACT, inplace_faces=TORCH),
     Op("clamp_min", sp.clamp_min, TM, inplace=UNARY, out=EXACT, inplace_faces=TORCH),
     Op("clamp_max", sp.clamp_max, TM, inplace=UNARY, out=EXACT, inplace_faces=TORCH),
-    Op("erfinv", sp.erfinv, TM, inplace=UNARY, out=CAST),
-    Op("erfc", sp.erfc, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
-    Op("lgamma", sp.lgamma, TM, inplace=UNARY, out=CAST),
-    Op("digamma", sp.digamma, TM, inplace=UNARY, out=CAST),
+    Op("erfinv", erf.erfinv, TM, inplace=UNARY, out=CAST),
+    Op("erfc", erf.erfc, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
+    Op("lgamma", gm.lgamma, TM, inplace=UNARY, out=CAST),
+    Op("digamma", gm.digamma, TM, inplace=UNARY, out=CAST),
     Op("trunc", sp.trunc, TM, aliases=("fix",), inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("frac", sp.frac, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("deg2rad", sp.deg2rad, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     Op("rad2deg", sp.rad2deg, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     # torch.special's functions PyTorch has at the top level too (x.polygamma(n): self first)
-    Op("polygamma", sp.polygamma, TM, inplace=BINARY, out=CAST, method=sp._polygamma_method),
-    Op("mvlgamma", sp.mvlgamma, TM, inplace=BINARY, out=CAST),
+    Op("polygamma", gm.polygamma, TM, inplace=BINARY, out=CAST, method=gm._polygamma_method),
+    Op("mvlgamma", gm.mvlgamma, TM, inplace=BINARY, out=CAST),
+    Op("igamma", gm.igamma, TM, inplace=BINARY, out=CAST),
+    Op("igammac", gm.igammac, TM, inplace=BINARY, out=CAST),
     Op("nan_to_num", nu.nan_to_num, TM, inplace=UNARY, out=CAST, inplace_faces=TORCH),
     # -- elementwise: math ops (clgrad/ops/math_ops.py), and PyTorch's other names of ops
     # above (rows of their own, to keep this block whole)
@@ -288,9 +293,9 @@ OPS = (
        reflected=True, augmented=OWN, out=CAST),
     Op("bitwise_right_shift", ew.bitwise_right_shift, TM, inplace=BINARY, operator="rshift",
        reflected=True, augmented=OWN, out=CAST),
-    Op("signbit", sp.signbit, TM, out=CAST),
-    Op("is_floating_point", sp.is_floating_point, TORCH),
-    Op("is_nonzero", sp.is_nonzero, TM),
+    Op("signbit", pd.signbit, TM, out=CAST),
+    Op("is_floating_point", pd.is_floating_point, TORCH),
+    Op("is_nonzero", pd.is_nonzero, TM),
     Op("isnan", nu.isnan, TM),
     Op("isinf", nu.isinf, TM),
     Op("isfinite", nu.isfinite, TM),
@@ -605,10 +610,10 @@ OPS = (
     Op("broadcast_shapes", sh.broadcast_shapes, TORCH),
     Op("fill", sh.fill, TORCH),
     Op("frexp", sp.frexp, TM),
-    Op("is_complex", sp.is_complex, TM),
-    Op("is_signed", sp.is_signed, TM),
-    Op("is_same_size", sp.is_same_size, TM),
-    Op("is_inference", sp.is_inference, TM),
+    Op("is_complex", pd.is_complex, TM),
+    Op("is_signed", pd.is_signed, TM),
+    Op("is_same_size", pd.is_same_size, TM),
+    Op("is_inference", pd.is_inference, TM),
     Op("range", cr.range, TORCH),
     Op("scalar_tensor", cr.scalar_tensor, TORCH),
     Op("empty_strided", cr.empty_strided, TORCH),
