@@ -136,11 +136,13 @@ def _opmath(given, prepped) -> tuple:
 
 
 def _wide_0d(given) -> bool:
-    """A 0-dim float32/float64 tensor among a float16 op's operands: PyTorch takes it in float
-    as a number (its opmath scalar: float16 x * tensor(1e5) is 37728, not inf), so the op runs
-    through float32 copies (low_via_float32) and rounds once, instead of rounding it to half."""
-    return any(type(g) is Tensor and not g._shape and g._storage.dtype.itemsize >= 4 and
-               g._storage.dtype.is_floating_point for g in given)
+    """A 0-dim float32/float64 or int16/32/64 tensor among a float16 op's operands: PyTorch
+    takes it in float as a number (its opmath scalar: float16 x * tensor(1e5) is 37728, not
+    inf; float16 x / tensor(100000) is x * 1e-5, not x / inf = 0), so the op runs through
+    float32 copies (low_via_float32) and rounds once, instead of rounding it to half (bool,
+    uint8 and int8 values are exact in half: they keep the half kernel)."""
+    return any(type(g) is Tensor and not g._shape and g._storage.dtype.itemsize >= 4 - (
+        not g._storage.dtype.is_floating_point) * 2 for g in given)
 
 
 def _bf16_number(v):
