@@ -46,3 +46,27 @@ def test_half_divided_by_0dim_int_tensor_as_torch(fp16):
     got = clgrad.tensor(x, dtype=clgrad.float16) / clgrad.tensor(100000)
     want = torch.tensor(x, dtype=torch.float16) / torch.tensor(100000)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_half_rounding_division_by_a_number_takes_it_in_float(fp16):
+    # the half kernel rounded 0.1 to half (0.09998) first: 1.5 // 0.1 was 15, Python's 14
+    vals = [1.5, 3.0, 100.0, -2.25, 0.7]
+    x = clgrad.tensor(vals, dtype=clgrad.float16)
+    h = [float(np.float16(v)) for v in vals]
+    for b in (0.1, clgrad.tensor(0.1), clgrad.tensor(0.1, dtype=clgrad.float64)):
+        got = (x // b).numpy()
+        np.testing.assert_array_equal(got, np.array([v // 0.1 for v in h], np.float16))
+    got = clgrad.div(x, 0.3, rounding_mode="trunc").numpy()
+    np.testing.assert_array_equal(got, np.array([np.trunc(v / 0.3) for v in h], np.float16))
+    assert got[0] == 5.0 and got[1] == 10.0  # (0.3 as half, 0.30005: 4 and 9)
+    got = (7.0 // clgrad.tensor([0.1, -0.3], dtype=clgrad.float16)).numpy()
+    np.testing.assert_array_equal(got, np.array([7.0 // float(np.float16(0.1)),
+                                                 7.0 // float(np.float16(-0.3))], np.float16))
+
+
+@needs_torch
+def test_half_floor_division_by_a_number_as_torch(fp16):
+    x = [1.5, 3.0, 100.0, -2.25, 0.7]
+    got = clgrad.tensor(x, dtype=clgrad.float16) // 0.1
+    want = torch.tensor(x, dtype=torch.float16) // 0.1
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

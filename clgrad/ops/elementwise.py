@@ -637,7 +637,10 @@ def div(a, b, rounding_mode=None) -> Tensor:
                          f"{rounding_mode!r}")
     given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
-    if dt is _BF16 or dt is _F16 and rounding_mode is None and _wide_0d(given):  # (see add)
+    if dt is _BF16 or dt is _F16 and (_wide_0d(given) or rounding_mode is not None and any(
+            not isinstance(g, Tensor) for g in given)):  # (see add)
+        # float16's rounding modes with a number too: the half kernels round it to half
+        # first (1.5 // 0.1 was 15 from 0.09998; Python's and PyTorch's 14)
         return low_via_float32(dt, div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"
