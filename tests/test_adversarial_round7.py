@@ -70,3 +70,14 @@ def test_half_floor_division_by_a_number_as_torch(fp16):
     got = clgrad.tensor(x, dtype=clgrad.float16) // 0.1
     want = torch.tensor(x, dtype=torch.float16) // 0.1
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.flip((0, 0)), lambda x: x.flip((1, -1)),
+                                lambda x: x[None].squeeze((0, 0)),
+                                lambda x: x.sum((1, -1))])
+def test_a_dim_named_twice_raises(fn):
+    # flip((1, -1)) flipped dim 1 once, squeeze((0, 0)) squeezed once: PyTorch raises
+    x = clgrad.arange(6.0).reshape(2, 3)
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        fn(x)
+    np.testing.assert_array_equal(x.flip((0, -1)).numpy(), np.arange(6.0).reshape(2, 3)[::-1, ::-1])

@@ -45,10 +45,7 @@ def _dims(x: Tensor, dim, op: str):
     dd = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)  # wrap_dim checks types
     if not dd:
         return tuple(range(x.ndim))
-    dd = tuple(layout.wrap_dim(d, x.ndim, op) for d in dd)
-    if len(set(dd)) != len(dd):
-        raise RuntimeError(f"{op}: dim {dd} appears multiple times in the list of dims")
-    return tuple(sorted(dd))
+    return tuple(sorted(layout.wrap_dims(dd, x.ndim, op)))
 
 
 def _out_shapes(x, dims, keepdim):

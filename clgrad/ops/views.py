@@ -406,8 +406,8 @@ def flip(x: Tensor, dims) -> Tensor:
     """
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     key = [slice(None)] * x.ndim
-    for d in dims:
-        key[layout.wrap_dim(d, x.ndim, "flip")] = slice(None, None, -1)
+    for d in layout.wrap_dims(dims, x.ndim, "flip"):
+        key[d] = slice(None, None, -1)
     return ew.contiguous(getitem(x, tuple(key)), force_copy=True)
 
 
