@@ -72,6 +72,14 @@ def test_half_floor_division_by_a_number_as_torch(fp16):
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+def test_chunk_of_an_empty_dim_gives_chunks_empty_views():
+    # it gave one empty chunk; ATen's chunk gives `chunks` of them
+    parts = clgrad.zeros(2, 0).chunk(3, 1)
+    assert len(parts) == 3 and all(tuple(p.shape) == (2, 0) for p in parts)
+    assert len(clgrad.arange(0.0).chunk(1)) == 1
+    assert [p.numel() for p in clgrad.arange(5.0).chunk(3)] == [2, 2, 1]
+
+
 @pytest.mark.parametrize("fn", [lambda x: x.flip((0, 0)), lambda x: x.flip((1, -1)),
                                 lambda x: x[None].squeeze((0, 0)),
                                 lambda x: x.sum((1, -1))])
