@@ -89,3 +89,19 @@ def test_a_dim_named_twice_raises(fn):
     with pytest.raises(RuntimeError, match="appears multiple times"):
         fn(x)
     np.testing.assert_array_equal(x.flip((0, -1)).numpy(), np.arange(6.0).reshape(2, 3)[::-1, ::-1])
+
+
+@pytest.mark.parametrize("fn", ["var", "std"])
+def test_var_without_degrees_of_freedom_is_inf_where_values_spread(fn):
+    # var([1, 2], correction=2) was nan: PyTorch divides by max(0, n - correction) = 0, and
+    # 0.5 / 0 is inf; one element (0 / 0) stays nan
+    x = clgrad.tensor([[1.0, 2.0], [3.0, 3.0]])
+    got = getattr(x, fn)(dim=1, correction=2).numpy()
+    assert got[0] == np.inf and np.isnan(got[1])
+    got = getattr(clgrad.tensor([1.0, 2.0, 4.0]), fn)(correction=5).item()
+    assert got == np.inf
+    assert np.isnan(getattr(clgrad.tensor([5.0]), fn)().item())
+    v, _ = getattr(clgrad, fn + "_mean")(clgrad.tensor([1.0, 2.0]), correction=2)
+    assert v.item() == np.inf
+    want = np.var([1.0, 2.0, 4.0], ddof=1)
+    np.testing.assert_allclose(clgrad.tensor([1.0, 2.0, 4.0]).var().item(), want, rtol=1e-6)

@@ -584,6 +584,8 @@ def _check_arg(x, dim, name):
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
+    Where n <= correction the divisor is 0 (PyTorch's max(0, n - correction)): inf, or nan
+    where the sum is 0 (a single element with correction 1).
 
     Two passes (mean first), so large offsets do not cancel. float16 and bfloat16 are computed
     in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf
@@ -598,7 +600,9 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
     centered = ew.sub(x, mean(x, dims, keepdim=True))
     ss = sum(ew.mul(centered, centered), dims, keepdim=keepdim)
     denom = n - correction
-    return ew.mul(ss, 1.0 / denom if denom > 0 else float("nan"))
+    # no degrees of freedom left (n <= correction): ss / 0 as PyTorch's max(0, n - correction),
+    # inf where the values spread, nan where they do not (one element)
+    return ew.mul(ss, 1.0 / denom) if denom > 0 else ew.div(ss, 0.0)
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
