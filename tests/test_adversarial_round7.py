@@ -105,3 +105,14 @@ def test_var_without_degrees_of_freedom_is_inf_where_values_spread(fn):
     assert v.item() == np.inf
     want = np.var([1.0, 2.0, 4.0], ddof=1)
     np.testing.assert_allclose(clgrad.tensor([1.0, 2.0, 4.0]).var().item(), want, rtol=1e-6)
+
+
+def test_all_any_of_uint8_are_uint8():
+    # they gave bool; PyTorch's all/any keep uint8 for a uint8 input (1/0)
+    x = clgrad.tensor([[1, 0], [2, 3]], dtype=clgrad.uint8)
+    for got, want in [(x.all(), 0), (clgrad.all(x), 0), (x.any(), 1)]:
+        assert got.dtype is clgrad.uint8 and got.item() == want
+    got = x.all(1, keepdim=True)
+    assert got.dtype is clgrad.uint8 and got.numpy().tolist() == [[0], [1]]
+    assert x.any(0).numpy().tolist() == [1, 1]
+    assert clgrad.tensor([1, 0], dtype=clgrad.int8).all().dtype is clgrad.bool

@@ -625,17 +625,24 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where any element over ``dim`` (None: all) is nonzero; bool."""
+    """True where any element over ``dim`` (None: all) is nonzero; bool (uint8 for a uint8
+    ``x``: 1/0, as PyTorch's)."""
     if x._storage.dtype is _BF16:  # (bfloat16 -> float32 is exact: the same zeros)
         x = ew.to(x, dtypes.float32)
-    return ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0)
+    return _bool_as(x, ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0))
 
 
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element over ``dim`` (None: all) is nonzero; bool."""
+    """True where every element over ``dim`` (None: all) is nonzero; bool (uint8 for a uint8
+    ``x``, as any)."""
     if x._storage.dtype is _BF16:
         x = ew.to(x, dtypes.float32)
-    return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
+    return _bool_as(x, ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0))
+
+
+def _bool_as(x, out):
+    """all/any's bool result, as uint8 for a uint8 ``x`` (PyTorch keeps that legacy dtype)."""
+    return ew.to(out, dtypes.uint8) if x._storage.dtype is dtypes.uint8 else out
 
 
 __all__ += ["count_nonzero"]
