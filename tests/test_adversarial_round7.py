@@ -116,3 +116,15 @@ def test_all_any_of_uint8_are_uint8():
     assert got.dtype is clgrad.uint8 and got.numpy().tolist() == [[0], [1]]
     assert x.any(0).numpy().tolist() == [1, 1]
     assert clgrad.tensor([1, 0], dtype=clgrad.int8).all().dtype is clgrad.bool
+
+
+def test_logsumexp_over_an_empty_dim_is_minus_inf():
+    # amax of nothing raised; the sum of no exponentials is 0, its log -inf (PyTorch's)
+    x = clgrad.zeros(0, 3)
+    got = clgrad.logsumexp(x, 0)
+    assert tuple(got.shape) == (3,) and (got.numpy() == -np.inf).all()
+    assert tuple(clgrad.logsumexp(x, 1).shape) == (0,)
+    assert clgrad.logsumexp(x, (0, 1)).item() == -np.inf
+    assert tuple(clgrad.logsumexp(x, 0, keepdim=True).shape) == (1, 3)
+    np.testing.assert_allclose(clgrad.logsumexp(clgrad.tensor([[1.0, 2.0]]), 1).numpy(),
+                               [np.log(np.e + np.e ** 2)], rtol=1e-6)

@@ -614,14 +614,17 @@ def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim``, stable for large logits (the max is taken out first).
-    bfloat16: in float32, rounded once."""
+    bfloat16: in float32, rounded once. An empty ``dim`` gives log(0) = -inf (PyTorch's)."""
     if x._storage.dtype is _BF16:
         return ew.via_float32(logsumexp, x, dim, keepdim)
-    m = amax(x, dim, keepdim=True).detach()
-    m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
-    s = ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True))
-    out = ew.add(s, m)
-    return out if keepdim else out.squeeze(_dims(x, dim, "logsumexp"))
+    dims = _dims(x, dim, "logsumexp")
+    if not layout.numel([x.shape[d] for d in dims]):  # (amax of nothing raises)
+        out = ew.log(sum(ew.exp(x), dim, keepdim=True))
+    else:
+        m = amax(x, dim, keepdim=True).detach()
+        m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
+        out = ew.add(ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True)), m)
+    return out if keepdim else out.squeeze(dims)
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
