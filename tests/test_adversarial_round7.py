@@ -128,3 +128,27 @@ def test_logsumexp_over_an_empty_dim_is_minus_inf():
     assert tuple(clgrad.logsumexp(x, 0, keepdim=True).shape) == (1, 3)
     np.testing.assert_allclose(clgrad.logsumexp(clgrad.tensor([[1.0, 2.0]]), 1).numpy(),
                                [np.log(np.e + np.e ** 2)], rtol=1e-6)
+
+
+def test_setitem_drops_a_values_leading_unit_dims():
+    # x[0] = v[None] raised (copy_ saw (1, 1, 3, 4) for a (3, 4) target); PyTorch drops the
+    # value's leading size-1 dims first
+    x = clgrad.zeros(2, 3, 4)
+    x[0] = clgrad.arange(12.0).reshape(1, 1, 3, 4)
+    want = np.zeros((2, 3, 4))
+    want[0] = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(x.numpy(), want)
+    x[:, 1] = np.full((1, 2, 4), 7.0)  # (a NumPy value too)
+    want[:, 1] = 7.0
+    np.testing.assert_array_equal(x.numpy(), want)
+    x[clgrad.tensor([1, 0]), 2] = clgrad.tensor([[[-1.0], [-2.0]]])  # (advanced keys too)
+    want[[1, 0], 2] = [[-1.0], [-2.0]]
+    np.testing.assert_array_equal(x.numpy(), want)
+    with pytest.raises(RuntimeError):
+        x[0] = clgrad.zeros(2, 3, 4)  # (a leading dim of 2 still does not fit)
+    # the gradient flows to the value
+    v = clgrad.ones(1, 4, requires_grad=True)
+    y = clgrad.zeros(2, 4)
+    y[1] = v * 3
+    y.sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), np.full((1, 4), 3.0))

@@ -373,16 +373,20 @@ def setitem(x: Tensor, key, value):
     copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
     tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch), which
     raises RuntimeError for a value tensor of another dtype than x's (numbers are cast).
-    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
+    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back. A value's leading
+    size-1 dims are dropped first, as PyTorch's (``x[0] = y[None]`` with y of x[0]'s shape).
     """
+    if not isinstance(value, (Tensor, int, float, bool)):
+        value = creation.tensor(value, dtype=x.dtype, device=x._storage.device)
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+        lead = next((i for i, s in enumerate(value.shape) if s != 1), value.ndim)
+        value = value.reshape(tuple(value.shape[lead:]))
     if not views._needs_advanced(key):
         target = views.getitem(x, key)
         if isinstance(value, Tensor):
             inplace.copy_(target, value)
-        elif isinstance(value, (int, float, bool)):
-            inplace.fill_(target, value)
         else:
-            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x._storage.device))
+            inplace.fill_(target, value)
         return
     if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
