@@ -152,3 +152,16 @@ def test_setitem_drops_a_values_leading_unit_dims():
     y[1] = v * 3
     y.sum().backward()
     np.testing.assert_array_equal(v.grad.numpy(), np.full((1, 4), 3.0))
+
+
+def test_flip_of_a_0dim_tensor_is_a_copy():
+    # raised IndexError ("list assignment index out of range"); PyTorch returns a copy
+    x = clgrad.tensor(3.0)
+    for dims in (0, -1, (0,)):
+        y = x.flip(dims)
+        assert y.shape == () and y.item() == 3.0
+        y.add_(1)
+        assert x.item() == 3.0
+    with pytest.raises(IndexError):
+        x.flip(1)
+

@@ -410,7 +410,8 @@ def flip(x: Tensor, dims) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     key = [slice(None)] * x.ndim
     for d in layout.wrap_dims(dims, x.ndim, "flip"):
-        key[d] = slice(None, None, -1)
+        if x.ndim:  # (a 0-dim x: dim 0 or -1 names no axis; a copy, as PyTorch's)
+            key[d] = slice(None, None, -1)
     return ew.contiguous(getitem(x, tuple(key)), force_copy=True)
 
 
