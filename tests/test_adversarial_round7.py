@@ -165,3 +165,9 @@ def test_flip_of_a_0dim_tensor_is_a_copy():
     with pytest.raises(IndexError):
         x.flip(1)
 
+
+def test_view_dtype_raises_a_clear_type_error():
+    # view(dtype) died inside the shape parser (int() of a DType); it says what it is now
+    with pytest.raises(TypeError, match=r"view\(dtype\).*\.to\(int32\)"):
+        clgrad.arange(3.0).view(clgrad.int32)
+    assert clgrad.arange(6.0).view(2, 3).shape == (2, 3)

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import empty, zeros
@@ -148,8 +148,14 @@ def _shape_args(shape):
 def view(x: Tensor, *shape) -> Tensor:
     """The same elements with a new shape, without a copy (PyTorch's stride rule).
 
-    Raises RuntimeError when the strides do not allow it (use reshape) or the size differs.
+    Raises RuntimeError when the strides do not allow it (use reshape) or the size differs;
+    TypeError for ``view(dtype)`` (PyTorch's reinterpretation of the bits as another dtype:
+    clgrad's storage has one dtype; ``.to(dtype)`` converts the values).
     """
+    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        raise TypeError(f"view: viewing the bits of a {x.dtype.name} tensor as {shape[0].name} "
+                        f"(view(dtype)) is not supported in clgrad; .to({shape[0].name}) "
+                        f"converts the values instead")
     shape = _infer_shape("view", _shape_args(shape), x.numel())
     strides = layout.view_strides(tuple(x.shape), x._strides, shape)
     if strides is None:
