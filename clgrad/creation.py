@@ -325,9 +325,20 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
     return _upload(np.eye(n, m), dt, _device(device), requires_grad)
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``)."""
+def _float_dtype(dtype, op: str):
+    """The floating dtype a sampler draws in (the default one for None). Raises TypeError for
+    an integer or bool dtype (PyTorch's samplers raise: rounding [0, 1) samples gave zeros)."""
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if not dt.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point dtype, got {dt.name} (randint draws "
+                        f"integers)")
+    return dt
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``).
+    Raises TypeError for an integer or bool dtype (as rand_like of an integer tensor)."""
+    dt = _float_dtype(dtype, "rand")
     u = rng(generator, "rand").random(_shape(size, "rand"))
     if dt is dtypes.bfloat16:  # multiples of 2^-8 (rounded to nearest, u could give 1.0)
         u = np.floor(u * 256.0) / 256.0
@@ -336,8 +347,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False) ->
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples (from ``generator``'s stream when given, see ``rng``)."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    """Standard normal samples (from ``generator``'s stream when given, see ``rng``).
+    Raises TypeError for an integer or bool dtype (as randn_like of an integer tensor)."""
+    dt = _float_dtype(dtype, "randn")
     return _upload(rng(generator, "randn").standard_normal(_shape(size, "randn")), dt,
                    _device(device), requires_grad)
 

@@ -171,3 +171,16 @@ def test_view_dtype_raises_a_clear_type_error():
     with pytest.raises(TypeError, match=r"view\(dtype\).*\.to\(int32\)"):
         clgrad.arange(3.0).view(clgrad.int32)
     assert clgrad.arange(6.0).view(2, 3).shape == (2, 3)
+
+
+@pytest.mark.parametrize("fn", [lambda: clgrad.rand(3, dtype=clgrad.int64),
+                                lambda: clgrad.randn(3, dtype=clgrad.int32),
+                                lambda: clgrad.rand_like(clgrad.zeros(3, dtype=clgrad.int64)),
+                                lambda: clgrad.randn_like(clgrad.zeros(3, dtype=clgrad.bool)),
+                                lambda: clgrad.normal(0.0, 1.0, (3,), dtype=clgrad.int64)])
+def test_float_samplers_refuse_integer_dtypes(fn):
+    # they rounded the float samples into the integer dtype: zeros (PyTorch raises)
+    with pytest.raises(TypeError, match="expected a floating point dtype"):
+        fn()
+    assert clgrad.rand(3).dtype is clgrad.float32
+    assert clgrad.randn(2, dtype=clgrad.float64).dtype is clgrad.float64
