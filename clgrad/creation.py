@@ -158,7 +158,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     float16/32/64, as PyTorch, whatever the default; a list of NumPy float scalars takes the
     default, where PyTorch's takes theirs); uint16, uint32 and uint64 widen to
     int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
-    OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data,
+    OverflowError). A list of tensors takes each as a number (one element each, any ndim).
+    Raises ValueError for ragged nested lists or a list holding a tensor of more than one
+    element (PyTorch's; stack joins tensors), TypeError for non-numeric data,
     RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
     dtypes.check_fits: uint8 256 or 255.5 raise, -1 wraps to 255).
     """
@@ -173,13 +175,20 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         return out.requires_grad_(requires_grad) if requires_grad else out
     dev = _device(device)
     if isinstance(data, (list, tuple)) and data and all(isinstance(v, Tensor) for v in data):
-        # a sequence of tensors (tensor([t0, t1])): their values (bfloat16's too, which NumPy
-        # lacks) and, without a dtype, their promoted dtype (PyTorch's)
+        # a sequence of tensors (tensor([t0, t1])): each one element, taken as a number (of
+        # any ndim: tensor([tensor([1.]), tensor([2.])]) has shape (2,)), as PyTorch's;
+        # their values (bfloat16's too, which NumPy lacks) and, without a dtype, their
+        # promoted dtype (PyTorch's)
+        big = next((v for v in data if v.numel() != 1), None)
+        if big is not None:
+            raise ValueError(f"tensor: only one element tensors can be converted to Python "
+                             f"scalars, got an element of shape {tuple(big.shape)} (to join "
+                             f"tensors, use stack or cat)")
         if dtype is None:
             dtype = data[0].dtype
             for v in data[1:]:
                 dtype = dtypes.promote(dtype, v.dtype)
-        data = np.stack([v.detach()._values() for v in data])
+        data = np.stack([v.detach()._values().reshape(()) for v in data])
     try:
         arr = np.asarray(data)
     except ValueError as e:

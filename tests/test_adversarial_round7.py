@@ -184,3 +184,15 @@ def test_float_samplers_refuse_integer_dtypes(fn):
         fn()
     assert clgrad.rand(3).dtype is clgrad.float32
     assert clgrad.randn(2, dtype=clgrad.float64).dtype is clgrad.float64
+
+
+def test_tensor_of_a_list_of_tensors_takes_each_as_a_number():
+    # tensor([tensor([1.]), tensor([2.])]) had shape (2, 1) (stacked), PyTorch's (2,): a
+    # later broadcast against (2,) then made a (2, 2) result; 2-element tensors stacked
+    # silently where PyTorch raises
+    t = clgrad.tensor([clgrad.tensor([1.0]), clgrad.tensor([[2.0]]), clgrad.tensor(3)])
+    assert tuple(t.shape) == (3,) and t.dtype is clgrad.float32
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="only one element tensors"):
+        clgrad.tensor([clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])])
+    assert clgrad.tensor([clgrad.tensor(1), clgrad.tensor(2)]).dtype is clgrad.int64
