@@ -196,3 +196,53 @@ def test_tensor_of_a_list_of_tensors_takes_each_as_a_number():
     with pytest.raises(ValueError, match="only one element tensors"):
         clgrad.tensor([clgrad.tensor([1.0, 2.0]), clgrad.tensor([3.0, 4.0])])
     assert clgrad.tensor([clgrad.tensor(1), clgrad.tensor(2)]).dtype is clgrad.int64
+
+
+def _sdpa_ref(q, k, v, keep):
+    """float64 attention with PyTorch's _safe_softmax: a row with no kept key gives 0."""
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    s = np.where(keep, s, -np.inf)
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        if keep[i].any():
+            w = np.exp(s[i] - s[i].max())
+            out[i] = (w / w.sum()) @ v
+    return out
+
+
+def test_sdpa_fully_masked_row_gives_zeros_not_nan():
+    # a query whose every key is masked gave NaN (softmax of all -inf); PyTorch's SDPA
+    # (since 2.5) gives 0 there and no gradient, so padded queries do not poison a loss
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((3, 4)) for _ in range(3))
+    keep = np.array([[False, False, False], [True, False, True], [True, True, True]])
+    F = clgrad.nn.functional
+    for mask in (clgrad.tensor(keep), clgrad.tensor(np.where(keep, 0.0, -np.inf))):
+        qt = clgrad.tensor(q, requires_grad=True)
+        got = F.scaled_dot_product_attention(qt, clgrad.tensor(k), clgrad.tensor(v),
+                                             attn_mask=mask)
+        np.testing.assert_allclose(got.detach().numpy(), _sdpa_ref(q, k, v, keep), atol=1e-5)
+        got.sum().backward()
+        g = qt.grad.numpy()
+        assert np.isfinite(g).all() and (g[0] == 0).all()
+    # a NaN score still gives NaN
+    qn = clgrad.tensor(np.array([[np.nan, 1.0, 0.0, 0.0]]))
+    got = F.scaled_dot_product_attention(qn, clgrad.tensor(k), clgrad.tensor(v),
+                                         attn_mask=clgrad.tensor([[True, False, True]]))
+    assert np.isnan(got.numpy()).all()
+
+
+def test_mha_fully_masked_row_as_torch_by_need_weights():
+    # PyTorch's MultiheadAttention: need_weights=False runs SDPA (zeros before out_proj),
+    # need_weights=True its own softmax (NaN)
+    clgrad.manual_seed(0)
+    a = clgrad.nn.MultiheadAttention(4, 2, batch_first=True)
+    x = clgrad.tensor(np.random.default_rng(1).standard_normal((1, 3, 4)), dtype=clgrad.float32)
+    mask = clgrad.tensor([[True, True, True], [False, True, False], [False, False, False]])
+    out, _ = a(x, x, x, attn_mask=mask, need_weights=False)
+    np.testing.assert_allclose(out.detach().numpy()[0, 0], a.out_proj.bias.detach().numpy(),
+                               atol=1e-6)
+    assert np.isfinite(out.detach().numpy()).all()
+    out, _ = a(x, x, x, attn_mask=mask)
+    assert np.isnan(out.detach().numpy()[0, 0]).all()
+    assert np.isfinite(out.detach().numpy()[0, 1:]).all()
