@@ -246,3 +246,15 @@ def test_mha_fully_masked_row_as_torch_by_need_weights():
     out, _ = a(x, x, x, attn_mask=mask)
     assert np.isnan(out.detach().numpy()[0, 0]).all()
     assert np.isfinite(out.detach().numpy()[0, 1:]).all()
+
+
+def test_unique_dim_of_half_orders_nan_slices_as_float32(fp16):
+    # NumPy's slice order put the float16 row [3, nan] before [3, 1]; float32's (and
+    # PyTorch's) puts NaN last, as in each other dtype
+    a = np.array([[3, 1], [1, -0.0], [3, np.nan], [0, np.nan], [3, 2]])
+    vals, inv, counts = clgrad.unique(clgrad.tensor(a, dtype=clgrad.float16), dim=0,
+                                      return_inverse=True, return_counts=True)
+    assert vals.dtype is clgrad.float16
+    want = np.array([[0, np.nan], [1, 0], [3, 1], [3, 2], [3, np.nan]])
+    np.testing.assert_array_equal(vals.numpy(), want.astype(np.float16))
+    assert inv.numpy().tolist() == [2, 1, 4, 0, 3] and counts.numpy().tolist() == [1] * 5
