@@ -258,3 +258,50 @@ def test_unique_dim_of_half_orders_nan_slices_as_float32(fp16):
     want = np.array([[0, np.nan], [1, 0], [3, 1], [3, 2], [3, np.nan]])
     np.testing.assert_array_equal(vals.numpy(), want.astype(np.float16))
     assert inv.numpy().tolist() == [2, 1, 4, 0, 3] and counts.numpy().tolist() == [1] * 5
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int16"])
+def test_small_int_scatter_adds_wrap_not_or(name):
+    # int8/uint8/int16 took the atomic add's bool branch (a logical or): 100 + 100 + 100
+    # was 1, PyTorch's (wrapping) 44 for 8 bits
+    dt = getattr(clgrad, name)
+    npdt = np.dtype(name)
+
+    def want(v):
+        return np.array(v, np.int64).astype(npdt)  # (two's complement wrap, as PyTorch)
+    got = clgrad.tensor([100], dtype=dt).scatter_add(0, clgrad.tensor([0, 0]),
+                                                     clgrad.tensor([100, 100], dtype=dt))
+    np.testing.assert_array_equal(got.numpy(), want([300]))
+    got = clgrad.tensor([1, 2, 3, 4], dtype=dt).index_add(
+        0, clgrad.tensor([0, 0, 3]), clgrad.tensor([100, 100, 5], dtype=dt))
+    np.testing.assert_array_equal(got.numpy(), want([201, 2, 3, 9]))
+    got = clgrad.tensor([1, 2], dtype=dt).scatter(0, clgrad.tensor([0, 0]),
+                                                  clgrad.tensor([3, 4], dtype=dt), reduce="add")
+    np.testing.assert_array_equal(got.numpy(), want([8, 2]))
+
+
+def test_half_scatter_adds_finish_and_sum(fp16):
+    # float16's atomic add ran a 4-byte compare-and-swap on a 2-byte element: it never
+    # succeeded, so every float16 scatter-add (x[idx] backward, index_select's, gather's,
+    # embedding's, scatter_add, index_add) hung
+    h = clgrad.float16
+    got = clgrad.tensor([100.0, 1, 2, 3], dtype=h).scatter_add(
+        0, clgrad.tensor([0, 0, 3]), clgrad.tensor([100.0, 0.5, 7], dtype=h))
+    np.testing.assert_array_equal(got.numpy(), np.array([200.5, 1, 2, 10], np.float16))
+    grads = {
+        "index": lambda x: x[clgrad.tensor([0, 0, 1])],
+        "index_select": lambda x: x.index_select(0, clgrad.tensor([0, 0, 1])),
+        "gather": lambda x: x.gather(0, clgrad.tensor([0, 0, 1])),
+        "unfold": lambda x: x.unfold(0, 2, 1),
+        "as_strided": lambda x: x.as_strided((3, 2), (1, 1)),
+    }
+    want = {"index": [2, 1, 0, 0], "index_select": [2, 1, 0, 0], "gather": [2, 1, 0, 0],
+            "unfold": [1, 2, 2, 1], "as_strided": [1, 2, 2, 1]}
+    for name, fn in grads.items():
+        x = clgrad.tensor([1.0, 2, 3, 4], dtype=h, requires_grad=True)
+        fn(x).sum().backward()
+        assert x.grad.dtype is h
+        np.testing.assert_array_equal(x.grad.numpy(), np.array(want[name], np.float16), name)
+    w = clgrad.ones(3, 2, dtype=h, requires_grad=True)
+    clgrad.nn.functional.embedding(clgrad.tensor([0, 0, 2]), w).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[2, 2], [0, 0], [1, 1]])

@@ -244,15 +244,16 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
         off_c = p.off if same else _contiguous_offsets(p)
 
         def backward(g):  # (not calling itself: a closure over its own name is a cycle)
-            bf16 = g._storage.dtype is _BF16
-            if bf16:  # the scatter-add in float32, rounded once
-                g = ew.to(g, dtypes.float32)
+            low = g._storage.dtype
+            wdt = ix.wide_add_dtype(low)
+            if wdt is not None:  # bfloat16, float16: the scatter-add in float32, rounded once
+                g = ew.to(g, wdt)
             z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
             if g.numel():
                 iv = _offsets_view(off_c, flat, bpos, g._storage.device)
                 launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
                           (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
-            return (ew.to(z, _BF16) if bf16 else z,)
+            return (ew.to(z, low) if wdt is not None else z,)
         out = record("index", out, (y,), backward)
     return out.view(p.shape) if p.shape != p.flat else out
 
