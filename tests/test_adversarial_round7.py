@@ -305,3 +305,17 @@ def test_half_scatter_adds_finish_and_sum(fp16):
     w = clgrad.ones(3, 2, dtype=h, requires_grad=True)
     clgrad.nn.functional.embedding(clgrad.tensor([0, 0, 2]), w).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [[2, 2], [0, 0], [1, 1]])
+
+
+@pytest.mark.parametrize("reduce,include_self,want", [
+    ("amax", True, [7, 5]), ("amin", True, [1, 2]), ("amax", False, [7, 2]),
+    ("amin", False, [3, 2])])
+def test_scatter_reduce_amax_amin_of_integers(reduce, include_self, want):
+    # ValueError "cannot convert float NaN to integer": the NaN fill ran for integers too
+    got = clgrad.tensor([1, 5]).scatter_reduce(0, clgrad.tensor([0, 0, 1]),
+                                                clgrad.tensor([3, 7, 2]), reduce,
+                                                include_self=include_self)
+    assert got.dtype is clgrad.int64 and got.numpy().tolist() == want
+    nan = clgrad.tensor([1.0, 5.0]).scatter_reduce(0, clgrad.tensor([0]),
+                                                   clgrad.tensor([np.nan]), reduce)
+    assert np.isnan(nan.numpy()[0]) and nan.numpy()[1] == 5.0
