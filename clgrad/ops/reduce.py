@@ -628,16 +628,18 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where any element over ``dim`` (None: all) is nonzero; bool (uint8 for a uint8
-    ``x``: 1/0, as PyTorch's)."""
+    """True where any element over ``dim`` (None: all) is nonzero; bool.
+
+    A uint8 ``x`` gives uint8 (1/0), as PyTorch's."""
     if x._storage.dtype is _BF16:  # (bfloat16 -> float32 is exact: the same zeros)
         x = ew.to(x, dtypes.float32)
     return _bool_as(x, ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0))
 
 
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element over ``dim`` (None: all) is nonzero; bool (uint8 for a uint8
-    ``x``, as any)."""
+    """True where every element over ``dim`` (None: all) is nonzero; bool.
+
+    A uint8 ``x`` gives uint8 (1/0), as PyTorch's."""
     if x._storage.dtype is _BF16:
         x = ew.to(x, dtypes.float32)
     return _bool_as(x, ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0))

@@ -333,8 +333,9 @@ def _pass(g):
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0):
-    """``chunks`` views along ``dim`` of size ceil(size/chunks) (the last may be smaller);
-    a dim of size 0 gives ``chunks`` empty views (ATen's chunk)."""
+    """``chunks`` views along ``dim`` of size ceil(size/chunks) (the last may be smaller).
+
+    A dim of size 0 gives ``chunks`` empty views (ATen's chunk)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = layout.wrap_dim(dim, x.ndim, "chunk")
