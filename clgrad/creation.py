@@ -237,7 +237,9 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     ``[np.int32(1)]`` int32, ``[np.int32(1), 2.5]`` the default float); uint16, uint32 and
     uint64 widen to
     int64 — PyTorch keeps them, but clgrad has no such dtypes (uint64 values >= 2**63 raise
-    OverflowError). Raises ValueError for ragged nested lists, TypeError for non-numeric data,
+    OverflowError). A list of tensors takes each as a number (one element each, any ndim).
+    Raises ValueError for ragged nested lists or a list holding a tensor of more than one
+    element (PyTorch's; stack joins tensors), TypeError for non-numeric data,
     RuntimeError for Python numbers that do not fit an integer ``dtype`` (PyTorch's rule,
     dtypes.check_fits: uint8 256 or 255.5 raise, -1 wraps to 255).
     """
@@ -252,13 +254,20 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         return out.requires_grad_(requires_grad) if requires_grad else out
     dev = _device(device)
     if isinstance(data, (list, tuple)) and data and all(isinstance(v, Tensor) for v in data):
-        # a sequence of tensors (tensor([t0, t1])): their values (bfloat16's too, which NumPy
-        # lacks) and, without a dtype, their promoted dtype (PyTorch's)
+        # a sequence of tensors (tensor([t0, t1])): each one element, taken as a number (of
+        # any ndim: tensor([tensor([1.]), tensor([2.])]) has shape (2,)), as PyTorch's;
+        # their values (bfloat16's too, which NumPy lacks) and, without a dtype, their
+        # promoted dtype (PyTorch's)
+        big = next((v for v in data if v.numel() != 1), None)
+        if big is not None:
+            raise ValueError(f"tensor: only one element tensors can be converted to Python "
+                             f"scalars, got an element of shape {tuple(big.shape)} (to join "
+                             f"tensors, use stack or cat)")
         if dtype is None:
             dtype = data[0].dtype
             for v in data[1:]:
                 dtype = dtypes.promote(dtype, v.dtype)
-        data = np.stack([v.detach()._values() for v in data])
+        data = np.stack([v.detach()._values().reshape(()) for v in data])
     try:
         arr = np.asarray(data)
     except ValueError as e:
@@ -416,12 +425,23 @@ def eye(n: int, m: int | None = None, dtype=None, device=None, requires_grad=Fal
     return _upload(np.eye(n, m), dt, _device(device), requires_grad)
 
 
+def _float_dtype(dtype, op: str):
+    """The floating dtype a sampler draws in (the default one for None). Raises TypeError for
+    an integer or bool dtype (PyTorch's samplers raise: rounding [0, 1) samples gave zeros)."""
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if not dt.is_floating_point:
+        raise TypeError(f"{op}: expected a floating point dtype, got {dt.name} (randint draws "
+                        f"integers)")
+    return dt
+
+
 def rand(*sizes, size=None, generator=None, dtype=None, device=None,
          requires_grad=False) -> Tensor:
     """Uniform [0, 1) samples (from ``generator``'s stream when given, see ``rng``).
 
-    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``. Raises TypeError for an
+    integer or bool dtype (as rand_like of an integer tensor)."""
+    dt = _float_dtype(dtype, "rand")
     u = rng(generator, "rand").random(_shape(sizes, "rand", size))
     if dt is dtypes.bfloat16:  # multiples of 2^-8 (rounded to nearest, u could give 1.0)
         u = np.floor(u * 256.0) / 256.0
@@ -433,8 +453,9 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
           requires_grad=False) -> Tensor:
     """Standard normal samples (from ``generator``'s stream when given, see ``rng``).
 
-    The size: ``sizes`` or the ``size=`` keyword, as ``empty``."""
-    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    The size: ``sizes`` or the ``size=`` keyword, as ``empty``. Raises TypeError for an
+    integer or bool dtype (as randn_like of an integer tensor)."""
+    dt = _float_dtype(dtype, "randn")
     return _upload(rng(generator, "randn").standard_normal(_shape(sizes, "randn", size)), dt,
                    _device(device), requires_grad)
 

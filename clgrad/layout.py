@@ -67,6 +67,15 @@ def wrap_dim(dim, ndim: int, op: str = "dim") -> int:
     return dim + ndim if dim < 0 else dim
 
 
+def wrap_dims(dims, ndim: int, op: str = "dim") -> tuple:
+    """Each of ``dims`` (a sequence) wrapped by wrap_dim, in their order. Raises as wrap_dim,
+    and RuntimeError for a dim named twice (``flip((1, -1))``, PyTorch's)."""
+    dd = tuple(wrap_dim(d, ndim, op) for d in dims)
+    if len(set(dd)) != len(dd):
+        raise RuntimeError(f"{op}: dim {dd} appears multiple times in the list of dims")
+    return dd
+
+
 def broadcast_shapes(*shapes, op: str = "broadcast") -> tuple:
     """NumPy broadcasting of ``shapes``. Raises ShapeError (a ValueError and a RuntimeError)
     naming both shapes."""
@@ -283,7 +292,7 @@ def squeeze(shape, strides, offset, dim=None):
         dims = {i for i, s in enumerate(shape) if s == 1}
     else:
         dd = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {wrap_dim(d, len(shape), "squeeze") for d in dd} if shape else set()
+        dims = set(wrap_dims(dd, len(shape), "squeeze")) if shape else set()
         dims = {d for d in dims if shape[d] == 1}
     return (tuple(s for i, s in enumerate(shape) if i not in dims),
             tuple(s for i, s in enumerate(strides) if i not in dims), offset)

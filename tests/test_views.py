@@ -272,7 +272,8 @@ def draw_op(data, shape, storage_size):
                     lambda t: t.unbind(d)[i])
         if name == "chunk":
             chunks = data.draw(st.integers(1, 4))
-            bounds = _piece_bounds(n, max(-(-n // chunks), 1))
+            # (an empty dim: `chunks` empty pieces, as ATen's chunk)
+            bounds = _piece_bounds(n, max(-(-n // chunks), 1)) if n else [(0, 0)] * chunks
             i = data.draw(st.integers(0, len(bounds) - 1))
             s0, ln = bounds[i]
 

@@ -13,7 +13,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import loss
 from clgrad.ops import matmul as mm
 from clgrad.ops._util import same_device
-from clgrad.ops.attention import _apply_mask
+from clgrad.ops.attention import _apply_mask, safe_softmax
 
 __all__ = ["MultiheadAttention"]
 
@@ -29,7 +29,8 @@ class MultiheadAttention(Module):
     average_attn_weights=True, is_causal=False) -> (output, weights or None): masks follow
     nn.MultiheadAttention (bool True = NOT attended; float masks are added); weights are
     averaged over heads unless average_attn_weights=False; dropout on the weights in
-    training mode.
+    training mode. A query row with every key masked gives NaN with need_weights=True and
+    zeros (before out_proj) with need_weights=False, as PyTorch (whose latter path is SDPA).
     Not supported (NotImplementedError): kdim/vdim other than embed_dim, add_bias_kv,
     add_zero_attn.
     Raises:  ValueError when embed_dim is not divisible by num_heads
@@ -100,7 +101,12 @@ class MultiheadAttention(Module):
             s4 = scores.reshape(N, H, L, S)
             kpm = key_padding_mask.reshape(N, 1, 1, S)
             scores = _apply_mask(s4, kpm, keep_true=False).reshape(N * H, L, S)
-        weights = loss.softmax(scores, -1)
+        if not need_weights and (attn_mask is not None or key_padding_mask is not None):
+            # PyTorch runs SDPA here: a fully masked query row gives zeros (and only the out
+            # projection's bias), where the need_weights path's softmax gives NaN
+            weights = safe_softmax(scores)
+        else:
+            weights = loss.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights_d = dr.dropout(weights, self.dropout, True)
         else:

@@ -12,6 +12,7 @@ from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
 from clgrad.ops import loss
 from clgrad.ops import matmul as mm
+from clgrad.ops import reduce as rd
 from clgrad.tensor import Tensor
 
 __all__ = ["scaled_dot_product_attention"]
@@ -29,7 +30,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
              broadcast
     Mask:    bool: True takes part (False -> -inf); float: added to the scores; is_causal:
              position i attends to j <= i (top-left aligned, as PyTorch). A row with every
-             position masked gives NaN, as PyTorch's math backend
+             position masked (every score -inf) gives zeros and no gradient, as PyTorch's
+             SDPA since 2.5 (its _safe_softmax; plain softmax gives NaN there); a NaN score
+             still gives NaN
     Grad:    query, key, value (and a float mask)
     Raises:  RuntimeError for is_causal together with attn_mask (PyTorch's rule),
              NotImplementedError for enable_gqa
@@ -51,12 +54,24 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     L, S = query.shape[-2], key.shape[-2]
     if is_causal:
         attn_mask = creation.ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
-    if attn_mask is not None:
-        scores = _apply_mask(scores, attn_mask, keep_true=True)
-    weights = loss.softmax(scores, -1)
+    if attn_mask is not None:  # (a causal mask leaves every row position 0)
+        weights = safe_softmax(_apply_mask(scores, attn_mask, keep_true=True))
+    else:
+        weights = loss.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dr.dropout(weights, dropout_p, True)
     return mm.matmul(weights, value)
+
+
+def safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last dim, with 0 where a row's every score is -inf (a fully masked
+    query attends to nothing: PyTorch's _safe_softmax, behind its SDPA since 2.5) instead of
+    softmax's NaN; such rows pass no gradient. A row holding a NaN stays NaN (amax keeps it).
+    Shapes: (*, S) -> (*, S); S = 0 gives the empty softmax."""
+    if not scores.shape[-1]:
+        return loss.softmax(scores, -1)
+    dead = ew.eq(rd.amax(scores.detach(), -1, keepdim=True), float("-inf"))
+    return ew.where(dead, 0.0, loss.softmax(ew.where(dead, 0.0, scores), -1))
 
 
 def _apply_mask(scores, mask, keep_true):

@@ -137,11 +137,13 @@ def _opmath(given, prepped) -> tuple:
 
 
 def _wide_0d(given) -> bool:
-    """A 0-dim float32/float64 tensor among a float16 op's operands: PyTorch takes it in float
-    as a number (its opmath scalar: float16 x * tensor(1e5) is 37728, not inf), so the op runs
-    through float32 copies (low_via_float32) and rounds once, instead of rounding it to half."""
-    return any(type(g) is Tensor and not g._shape and g._storage.dtype.itemsize >= 4 and
-               g._storage.dtype.is_floating_point for g in given)
+    """A 0-dim float32/float64 or int16/32/64 tensor among a float16 op's operands: PyTorch
+    takes it in float as a number (its opmath scalar: float16 x * tensor(1e5) is 37728, not
+    inf; float16 x / tensor(100000) is x * 1e-5, not x / inf = 0), so the op runs through
+    float32 copies (low_via_float32) and rounds once, instead of rounding it to half (bool,
+    uint8 and int8 values are exact in half: they keep the half kernel)."""
+    return any(type(g) is Tensor and not g._shape and g._storage.dtype.itemsize >= 4 - (
+        not g._storage.dtype.is_floating_point) * 2 for g in given)
 
 
 def _bf16_number(v):
@@ -643,7 +645,10 @@ def div(a, b, rounding_mode=None) -> Tensor:
                          f"{rounding_mode!r}")
     given = a, b
     a, b, dt, shape = _prep("div", a, b, floating=rounding_mode is None)
-    if dt is _BF16 or dt is _F16 and rounding_mode is None and _wide_0d(given):  # (see add)
+    if dt is _BF16 or dt is _F16 and (_wide_0d(given) or rounding_mode is not None and any(
+            not isinstance(g, Tensor) for g in given)):  # (see add)
+        # float16's rounding modes with a number too: the half kernels round it to half
+        # first (1.5 // 0.1 was 15 from 0.09998; Python's and PyTorch's 14)
         return low_via_float32(dt, div, *_opmath(given, (a, b)), rounding_mode=rounding_mode)
     if rounding_mode is not None:
         kname = "floor_divide" if rounding_mode == "floor" else "trunc_divide"

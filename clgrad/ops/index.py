@@ -313,7 +313,37 @@ def add_at_host(dst: Tensor, offsets: np.ndarray, g: Tensor):
     st.write(0, whole)
 
 
+def wide_add_dtype(dt: dtypes.DType):
+    """The dtype a scatter-add into ``dt`` must run in, or None where dt's own kernel serves:
+    kernels/atomic.h's atomic add covers 32- and 64-bit types and bool (a logical or) only
+    (float16's 4-byte compare-and-swap on a 2-byte element never succeeded: a hang; int8,
+    uint8 and int16 took the bool branch: 1s). float16 (and bfloat16) add in float32,
+    rounded once; int8, uint8 and int16 in int32, wrapped back into dt as PyTorch's sums."""
+    if dt.is_bool or dt.itemsize >= 4:
+        return None
+    return dtypes.float32 if dt.is_floating_point else dtypes.int32
+
+
+def widened_add(z: Tensor, g: Tensor, add) -> bool:
+    """Run ``add(z, g)`` (a scatter-add of g into the view z) in wide_add_dtype(z.dtype) when
+    the kernel cannot add in z's dtype: on a wide copy of z's whole storage, through z's
+    geometry there (so a view that overlaps itself still collects every term), copied back.
+    False (nothing done) when z's own dtype serves."""
+    wdt = wide_add_dtype(z._storage.dtype)
+    if wdt is None:
+        return False
+    flat = Tensor(z._storage, (z._storage.size,), (1,), 0)
+    with no_grad():
+        wide = ew.to(flat, wdt)
+        add(Tensor(wide._storage, tuple(z.shape), z._strides, z._offset), ew.to(g, wdt))
+        copy_raw(flat, wide)
+    return True
+
+
 def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
+    if kname == "scatter_add_dim" and widened_add(
+            z, g, lambda zw, gw: _scatter_launch(kname, zw, d, idx_view, gw)):
+        return
     z_st = list(z._strides)
     so = z_st[d]
     z_st[d] = 0

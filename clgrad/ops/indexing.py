@@ -244,15 +244,16 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
         off_c = p.off if same else _contiguous_offsets(p)
 
         def backward(g):  # (not calling itself: a closure over its own name is a cycle)
-            bf16 = g._storage.dtype is _BF16
-            if bf16:  # the scatter-add in float32, rounded once
-                g = ew.to(g, dtypes.float32)
+            low = g._storage.dtype
+            wdt = ix.wide_add_dtype(low)
+            if wdt is not None:  # bfloat16, float16: the scatter-add in float32, rounded once
+                g = ew.to(g, wdt)
             z = ew._zeros_scalar(g).expand(y_shape).contiguous(force_copy=True)
             if g.numel():
                 iv = _offsets_view(off_c, flat, bpos, g._storage.device)
                 launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
                           (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
-            return (ew.to(z, _BF16) if bf16 else z,)
+            return (ew.to(z, low) if wdt is not None else z,)
         out = record("index", out, (y,), backward)
     return out.view(p.shape) if p.shape != p.flat else out
 
@@ -373,16 +374,20 @@ def setitem(x: Tensor, key, value):
     copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
     tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch), which
     raises RuntimeError for a value tensor of another dtype than x's (numbers are cast).
-    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back.
+    ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back. A value's leading
+    size-1 dims are dropped first, as PyTorch's (``x[0] = y[None]`` with y of x[0]'s shape).
     """
+    if not isinstance(value, (Tensor, int, float, bool)):
+        value = creation.tensor(value, dtype=x.dtype, device=x._storage.device)
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+        lead = next((i for i, s in enumerate(value.shape) if s != 1), value.ndim)
+        value = value.reshape(tuple(value.shape[lead:]))
     if not views._needs_advanced(key):
         target = views.getitem(x, key)
         if isinstance(value, Tensor):
             inplace.copy_(target, value)
-        elif isinstance(value, (int, float, bool)):
-            inplace.fill_(target, value)
         else:
-            inplace.copy_(target, creation.tensor(value, dtype=x.dtype, device=x._storage.device))
+            inplace.fill_(target, value)
         return
     if isinstance(key, Tensor) and key.dtype.is_bool and key.ndim and \
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \

@@ -254,6 +254,8 @@ def module_form(name: str, binary: bool, face: str):
 def _add_into(dst: Tensor, g: Tensor):
     """dst[view] += g elementwise, correct when dst's view overlaps itself (atomic adds; on the
     host in a fixed order under use_deterministic_algorithms, see ops/index.py)."""
+    if index.widened_add(dst, g, _add_into):  # (float16, int8, uint8, int16: in 32 bits)
+        return
     if index.deterministic_add(g):
         index.add_at_host(dst, index._view_offsets(dst), g)
         return

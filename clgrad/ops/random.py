@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from clgrad import dtypes, layout
-from clgrad.creation import rng, tensor
+from clgrad.creation import _float_dtype, rng, tensor
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.tensor import Tensor
@@ -111,8 +111,9 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
         return ew.add(ew.mul(z, s), m)
     if size is None:
         raise TypeError("normal: expected a size when mean and std are numbers")
-    return tensor(rng(generator, "normal").normal(mean, std, tuple(size)),
-                  dtype=dtype or dtypes.get_default_dtype(), device=device)
+    dt = _float_dtype(dtype, "normal")  # (an integer dtype raises, as PyTorch)
+    return tensor(rng(generator, "normal").normal(mean, std, tuple(size)), dtype=dt,
+                  device=device)
 
 
 def _prob_dtype(p, x):

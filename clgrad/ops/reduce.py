@@ -45,10 +45,7 @@ def _dims(x: Tensor, dim, op: str):
     dd = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)  # wrap_dim checks types
     if not dd:
         return tuple(range(x.ndim))
-    dd = tuple(layout.wrap_dim(d, x.ndim, op) for d in dd)
-    if len(set(dd)) != len(dd):
-        raise RuntimeError(f"{op}: dim {dd} appears multiple times in the list of dims")
-    return tuple(sorted(dd))
+    return tuple(sorted(layout.wrap_dims(dd, x.ndim, op)))
 
 
 def _out_shapes(x, dims, keepdim):
@@ -596,6 +593,8 @@ def _check_arg(x, dim, name):
 
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
+    Where n <= correction the divisor is 0 (PyTorch's max(0, n - correction)): inf, or nan
+    where the sum is 0 (a single element with correction 1).
 
     Two passes (mean first), so large offsets do not cancel. float16 and bfloat16 are computed
     in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf
@@ -610,7 +609,9 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
     centered = ew.sub(x, mean(x, dims, keepdim=True))
     ss = sum(ew.mul(centered, centered), dims, keepdim=keepdim)
     denom = n - correction
-    return ew.mul(ss, 1.0 / denom if denom > 0 else float("nan"))
+    # no degrees of freedom left (n <= correction): ss / 0 as PyTorch's max(0, n - correction),
+    # inf where the values spread, nan where they do not (one element)
+    return ew.mul(ss, 1.0 / denom) if denom > 0 else ew.div(ss, 0.0)
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
@@ -622,28 +623,40 @@ def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
 def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) over ``dim``, stable for large logits (the max is taken out first).
-    bfloat16: in float32, rounded once."""
+    bfloat16: in float32, rounded once. An empty ``dim`` gives log(0) = -inf (PyTorch's)."""
     if x._storage.dtype is _BF16:
         return ew.via_float32(logsumexp, x, dim, keepdim)
-    m = amax(x, dim, keepdim=True).detach()
-    m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
-    s = ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True))
-    out = ew.add(s, m)
-    return out if keepdim else out.squeeze(_dims(x, dim, "logsumexp"))
+    dims = _dims(x, dim, "logsumexp")
+    if not layout.numel([x.shape[d] for d in dims]):  # (amax of nothing raises)
+        out = ew.log(sum(ew.exp(x), dim, keepdim=True))
+    else:
+        m = amax(x, dim, keepdim=True).detach()
+        m = ew.where(ew.eq(ew.abs(m), float("inf")), 0.0, m)
+        out = ew.add(ew.log(sum(ew.exp(ew.sub(x, m)), dim, keepdim=True)), m)
+    return out if keepdim else out.squeeze(dims)
 
 
 def any(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where any element over ``dim`` (None: all) is nonzero; bool."""
+    """True where any element over ``dim`` (None: all) is nonzero; bool.
+
+    A uint8 ``x`` gives uint8 (1/0), as PyTorch's."""
     if x._storage.dtype is _BF16:  # (bfloat16 -> float32 is exact: the same zeros)
         x = ew.to(x, dtypes.float32)
-    return ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0)
+    return _bool_as(x, ew.gt(sum(ew.ne(x, 0), dim, keepdim), 0))
 
 
 def all(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """True where every element over ``dim`` (None: all) is nonzero; bool."""
+    """True where every element over ``dim`` (None: all) is nonzero; bool.
+
+    A uint8 ``x`` gives uint8 (1/0), as PyTorch's."""
     if x._storage.dtype is _BF16:
         x = ew.to(x, dtypes.float32)
-    return ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0)
+    return _bool_as(x, ew.eq(sum(ew.eq(x, 0), dim, keepdim), 0))
+
+
+def _bool_as(x, out):
+    """all/any's bool result, as uint8 for a uint8 ``x`` (PyTorch keeps that legacy dtype)."""
+    return ew.to(out, dtypes.uint8) if x._storage.dtype is dtypes.uint8 else out
 
 
 __all__ += ["count_nonzero"]

@@ -96,12 +96,12 @@ def _reduce_host(reduce, xs, ss, tgt, include_self):
     ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.fmax,
              "amin": np.fmin}[reduce]
     if reduce in ("amax", "amin"):  # NaN wins (PyTorch's max/min propagate it)
-        nan = np.zeros(xs.size, bool)
-        if xs.dtype.kind == "f":
+        ufunc.at(out, tgt, ss)
+        if xs.dtype.kind == "f":  # (integers have no NaN: NumPy refuses even an empty fill)
+            nan = np.zeros(xs.size, bool)
             np.logical_or.at(nan, tgt, np.isnan(ss))
             nan |= include_self & np.isnan(xs)
-        ufunc.at(out, tgt, ss)
-        out[nan] = np.nan
+            out[nan] = np.nan
         return out, None
     ufunc.at(out, tgt, ss)
     count = None

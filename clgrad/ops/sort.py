@@ -162,6 +162,11 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
     """
     if x._storage.dtype is _BF16:  # (no NumPy bfloat16: the values as float32)
         return ew.via_float32(unique, x, sorted, return_inverse, return_counts, dim)
+    if dim is not None and x._storage.dtype is dtypes.float16:
+        # (NumPy's slice order for float16 puts a NaN slice before larger numbers, its
+        # float32 order after them, as PyTorch's: the values as float32, exactly)
+        return ew.low_via_float32(dtypes.float16, unique, x, sorted, return_inverse,
+                                  return_counts, dim)
     host = x.numpy()
     axis = None if dim is None else layout.wrap_dim(dim, x.ndim, "unique")
     kw = {"equal_nan": False} if axis is None else {"axis": axis}

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from clgrad import layout
+from clgrad import dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import empty, zeros
@@ -155,8 +155,14 @@ def _shape_args(shape):
 def view(x: Tensor, *shape) -> Tensor:
     """The same elements with a new shape, without a copy (PyTorch's stride rule).
 
-    Raises RuntimeError when the strides do not allow it (use reshape) or the size differs.
+    Raises RuntimeError when the strides do not allow it (use reshape) or the size differs;
+    TypeError for ``view(dtype)`` (PyTorch's reinterpretation of the bits as another dtype:
+    clgrad's storage has one dtype; ``.to(dtype)`` converts the values).
     """
+    if len(shape) == 1 and isinstance(shape[0], dtypes.DType):
+        raise TypeError(f"view: viewing the bits of a {x.dtype.name} tensor as {shape[0].name} "
+                        f"(view(dtype)) is not supported in clgrad; .to({shape[0].name}) "
+                        f"converts the values instead")
     shape = _infer_shape("view", _shape_args(shape), x.numel())
     strides = layout.view_strides(tuple(x.shape), x._strides, shape)
     if strides is None:
@@ -358,11 +364,15 @@ def _scatter_piece(g, shape, geometry, i):
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0):
-    """``chunks`` views along ``dim`` of size ceil(size/chunks) (the last may be smaller)."""
+    """``chunks`` views along ``dim`` of size ceil(size/chunks) (the last may be smaller).
+
+    A dim of size 0 gives ``chunks`` empty views (ATen's chunk)."""
     if chunks <= 0:
         raise RuntimeError(f"chunk: chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = layout.wrap_dim(dim, x.ndim, "chunk")
     size = x.shape[d]
+    if size == 0:
+        return split(x, [0] * chunks, d)
     step = max(layout.cdiv(size, chunks), 1)
     return split(x, step, d)
 
@@ -438,8 +448,9 @@ def flip(x: Tensor, dims) -> Tensor:
     """
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     key = [slice(None)] * x.ndim
-    for d in dims:
-        key[layout.wrap_dim(d, x.ndim, "flip")] = slice(None, None, -1)
+    for d in layout.wrap_dims(dims, x.ndim, "flip"):
+        if x.ndim:  # (a 0-dim x: dim 0 or -1 names no axis; a copy, as PyTorch's)
+            key[d] = slice(None, None, -1)
     return ew.contiguous(getitem(x, tuple(key)), force_copy=True)
 
 
