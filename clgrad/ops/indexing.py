@@ -379,7 +379,10 @@ def setitem(x: Tensor, key, value):
     """
     if not isinstance(value, (Tensor, int, float, bool)):
         value = creation.tensor(value, dtype=x.dtype, device=x._storage.device)
-    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1 and \
+            value._storage.device is x._storage.device:
+        # (a value on another device keeps its dims: the device check below raises for it,
+        # where a 0-dim one would join as a number)
         lead = next((i for i, s in enumerate(value.shape) if s != 1), value.ndim)
         value = value.reshape(tuple(value.shape[lead:]))
     if not views._needs_advanced(key):
