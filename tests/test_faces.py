@@ -38,8 +38,9 @@ NO_TENSOR = {"tensor", "as_tensor", "from_numpy", "empty", "zeros", "ones", "ful
 # true_divide(dividend, divisor) in the docs, 'input'/'other' in the error): the error wins.
 # repeat_interleave(input, repeats...) in the docs; its one-argument form names 'repeats'.
 # result_type(tensor1, tensor2) in the docs, (tensor, other) in the parser.
+# documented (B, L; matrix_exp's A) but parsed as input: checked by their messages instead
 DOC_DIFFERS = {"true_divide", "repeat_interleave", "result_type",
-               "cholesky_solve", "cholesky_inverse"}  # documented (B, L): checked as input(2)
+               "cholesky_solve", "cholesky_inverse", "matrix_exp"}
 # Ops whose TypeError for a NumPy array as first argument is not the "argument ... must be"
 # form: PyTorch's own message (torch 2.x, checked against the installed torch below).
 OWN_MESSAGE = {
