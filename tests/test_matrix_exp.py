@@ -160,6 +160,8 @@ def test_matrix_exp_nan_and_inf_give_nan_for_their_matrix_only():
 def test_matrix_exp_low_precision_computes_in_float32():
     a = _RNG.standard_normal((3, 3)) * 0.5
     for dt, tol in ((clgrad.float16, 2e-3), (clgrad.bfloat16, 1e-2)):  # ~ 2 ulps near 1
+        if dt is clgrad.float16 and not clgrad.default_device().fp16:
+            continue  # (this device has no float16)
         out = clgrad.linalg.matrix_exp(_t(a, dt))
         assert out.dtype is dt
         ref = expm_ref(_np(_t(a, dt).float()))  # the rounded input's exp

@@ -51,6 +51,8 @@ def test_rms_norm_dtypes_and_eps():
     ref = x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) +
                       np.finfo(np.float32).eps)
     np.testing.assert_allclose(got.numpy(), ref, rtol=1e-5)
+    if not clgrad.default_device().fp16:
+        return  # (this device has no float16)
     h = clgrad.tensor(x * 1e3, dtype=clgrad.float16)  # in float32, cast back once
     out = F.rms_norm(h, (6,), clgrad.ones(6))
     assert out.dtype == clgrad.float16

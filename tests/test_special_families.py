@@ -215,6 +215,8 @@ def test_bessel_float32_ulp_dtypes_and_no_half(name, ref, dom, tol64, ulp32, osc
     assert ints.dtype is F32
     np.testing.assert_allclose(ints.numpy(), ref(np.array([1.0, 2.0, 3.0])), rtol=1e-6)
     for dt, word in ((F16, "Half"), (BF16, "BFloat16")):
+        if dt is F16 and not clgrad.default_device().fp16:
+            continue  # (this device has no float16)
         with pytest.raises(NotImplementedError, match=f'"{name}_(cpu|cuda)" not implemented '
                                                       f"for '{word}'"):
             fn(clgrad.tensor([0.5], dtype=dt))
@@ -344,6 +346,8 @@ def test_incomplete_gamma_faces_dtypes_and_errors():
     with pytest.raises(TypeError, match=r"argument 'input' \(position 1\) must be Tensor"):
         S.gammainc(2.0, a)
     for dt in (F16, BF16):  # computed in float, rounded once (PyTorch's too)
+        if dt is F16 and not clgrad.default_device().fp16:
+            continue  # (this device has no float16)
         got = clgrad.igamma(a.to(dt), x.to(dt))
         assert got.dtype is dt
         np.testing.assert_allclose(got.float().numpy(), want, rtol=8e-3)
@@ -426,6 +430,8 @@ def test_polynomial_arguments_and_conventions(name):
     assert fn(clgrad.tensor([1, 2]), clgrad.tensor([2, 3])).dtype is F32
     assert math.isnan(fn(clgrad.tensor([NAN]), 3).item())
     for dt, word in ((F16, "Half"), (BF16, "BFloat16")):
+        if dt is F16 and not clgrad.default_device().fp16:
+            continue  # (this device has no float16)
         with pytest.raises(NotImplementedError, match=f"'{word}'"):
             fn(clgrad.tensor([0.5], dtype=dt), 2)
     with pytest.raises(TypeError):

@@ -185,9 +185,10 @@ def test_unary_float32_ulp_and_float16(name, ref, dom, rtol, ulp32):
     ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
     assert np.max(np.abs(got.numpy() - want) / ulp) <= ulp32
     if name not in LOW:
-        with pytest.raises(NotImplementedError, match=f'"{name}_(cpu|cuda)" not implemented '
-                                                      f"for 'Half'"):
-            fn(clgrad.tensor([0.5], dtype=F16))
+        if clgrad.default_device().fp16:
+            with pytest.raises(NotImplementedError, match=f'"{name}_(cpu|cuda)" not '
+                                                          f"implemented for 'Half'"):
+                fn(clgrad.tensor([0.5], dtype=F16))
         with pytest.raises(NotImplementedError, match="'BFloat16'"):
             fn(clgrad.tensor([0.5], dtype=BF16))
         return
@@ -425,6 +426,8 @@ def test_zeta_gradient_and_errors():
     with pytest.raises(RuntimeError, match="the derivative for 'zeta' is not implemented"):
         out.sum().backward()
     for dt in (F16, BF16):
+        if dt is F16 and not clgrad.default_device().fp16:
+            continue  # (this device has no float16)
         with pytest.raises(NotImplementedError, match='"zeta_(cpu|cuda)" not implemented'):
             S.zeta(clgrad.tensor([2.0], dtype=dt), clgrad.tensor([1.0], dtype=dt))
     with pytest.raises(TypeError):
