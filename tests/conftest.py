@@ -52,6 +52,17 @@ def cpu_default():
 
 
 @pytest.fixture
+def fp16():
+    """The default device (a GPU under CLGRAD_DEVICE=gpu), skipped without float16 (PoCL's CPU
+    device lacks cl_khr_fp16)."""
+    import clgrad
+    dev = clgrad.empty(0)._storage.device
+    if not dev.fp16:
+        pytest.skip(f"the device {dev.name!r} lacks cl_khr_fp16 (float16)")
+    return dev
+
+
+@pytest.fixture
 def cpu_fp16(cpu_default):
     """cpu_default, skipped where the CPU device lacks cl_khr_fp16 (PoCL): float16 tests."""
     if not cpu_default.fp16:

@@ -15,15 +15,6 @@ except ImportError:  # CI has no torch: the NumPy/hand oracles still run
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not importable")
 
 
-@pytest.fixture
-def fp16():
-    """The default device, skipped without float16."""
-    dev = clgrad.empty(0)._storage.device
-    if not dev.fp16:
-        pytest.skip(f"the device {dev.name!r} lacks cl_khr_fp16 (float16)")
-    return dev
-
-
 def test_half_divided_by_0dim_int_tensor_takes_it_as_a_number(fp16):
     # tensor(100000) was rounded to half (inf) first: x / inf gave 0 instead of x * 1e-5
     x = clgrad.tensor([1.5, -2.25, 60000.0], dtype=clgrad.float16)

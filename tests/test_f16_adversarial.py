@@ -14,15 +14,6 @@ import clgrad.nn.functional as F
 EPS16, EPS32 = 2.0 ** -11, 2.0 ** -24
 
 
-@pytest.fixture
-def fp16():
-    """The default device (a GPU under CLGRAD_DEVICE=gpu), skipped without float16."""
-    dev = clgrad.empty(0)._storage.device
-    if not dev.fp16:
-        pytest.skip(f"the device {dev.name!r} lacks cl_khr_fp16 (float16)")
-    return dev
-
-
 def _half(a):
     return np.asarray(a, np.float16)
 

@@ -63,6 +63,19 @@ def load_program(name: str, framework: str = "clgrad") -> types.ModuleType:
     return module
 
 
+def copy_state(tm, cm) -> None:
+    """Load a PyTorch module's state into the clgrad module ``cm`` (the same weights)."""
+    cm.load_state_dict({k: clgrad.tensor(v.detach().numpy()) for k, v in
+                        tm.state_dict().items()})
+
+
+def load_both(name: str):
+    """(torch seeded 0, the program under PyTorch, the program under clgrad)."""
+    torch = _torch()
+    torch.manual_seed(0)
+    return torch, load_program(name, "torch"), load_program(name)
+
+
 def _torch():
     return pytest.importorskip("torch")
 

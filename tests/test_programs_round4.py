@@ -13,23 +13,12 @@ hundreds).
 """
 import numpy as np
 import pytest
-from test_programs import _torch, load_program
+from test_programs import load_program
+from test_programs import copy_state as _copy, load_both as _both
 
-import clgrad
 
 NAMES = ("d2l_lenet", "polynomial_fit", "transformer_lm", "vae", "tiny_gan", "names_lstm",
          "checkpoint_resume")
-
-
-def _copy(tm, cm):
-    cm.load_state_dict({k: clgrad.tensor(v.detach().numpy()) for k, v in
-                        tm.state_dict().items()})
-
-
-def _both(name):
-    torch = _torch()
-    torch.manual_seed(0)
-    return torch, load_program(name, "torch"), load_program(name)
 
 
 def test_round4_programs_differ_from_pytorch_only_in_imports():

@@ -22,24 +22,14 @@ import sys
 
 import numpy as np
 import pytest
-from test_programs import PROGRAMS, _torch, load_program, rewrite_imports
+from test_programs import PROGRAMS, load_program, rewrite_imports
+from test_programs import copy_state as _copy, load_both as _both
 
 import clgrad
 
 NAMES = ("time_sequence_prediction", "regression", "word_language_model", "bilstm_crf",
          "seq2seq_translation", "knowledge_distillation", "fgsm", "mnist_forward_forward",
          "gcn", "custom_dataset", "siamese_network", "reinforce_cartpole", "gat", "neural_style")
-
-
-def _copy(tm, cm):
-    cm.load_state_dict({k: clgrad.tensor(v.detach().numpy()) for k, v in
-                        tm.state_dict().items()})
-
-
-def _both(name):
-    torch = _torch()
-    torch.manual_seed(0)
-    return torch, load_program(name, "torch"), load_program(name)
 
 
 def _np(t):
