@@ -96,6 +96,9 @@ UNARY = {
     "tanhshrink": (lambda x: F.tanhshrink(x), None),
     "hardtanh": (lambda x: F.hardtanh(x, -0.5, 0.5) * x, None),
     "clamp": (lambda x: x.clamp(-0.5, 0.5) * x, None),
+    "erfinv": (lambda x: clgrad.erfinv(x), (-0.9, 0.9)),
+    "erfc": (lambda x: clgrad.erfc(x), None),
+    "lgamma": (lambda x: clgrad.lgamma(x), (0.5, 3.0)),
 }
 
 

@@ -19,7 +19,8 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 erfinv = _here(__name__, ew._unary_float(
     "erfinv_op", "erfinv",
-    lambda g, x, y: ew.mul(g, ew.mul(ew.exp(ew.mul(y, y)), math.sqrt(math.pi) / 2))))
+    lambda g, x, y: ew.mul(g, ew.mul(ew.exp(ew.mul(y, y)), math.sqrt(math.pi) / 2)),
+    double=True))  # (recording ops: differentiable again, create_graph)
 erfinv.__doc__ = """The inverse error function elementwise: erf(erfinv(y)) = y on (-1, 1);
     erfinv(+-1) = +-inf, NaN outside [-1, 1] (PyTorch's torch.erfinv).
 
@@ -37,7 +38,7 @@ erfinv.__doc__ = """The inverse error function elementwise: erf(erfinv(y)) = y o
 erfc = _here(__name__, ew._unary_float(
     "erfc_op", "erfc",
     lambda g, x, y: ew.mul(g, ew.mul(ew.exp(ew.neg(ew.mul(x, x))), -2.0 / math.sqrt(math.pi))),
-    "x"))
+    "x", double=True))
 erfc.__doc__ = """The complementary error function 1 - erf(x) elementwise, accurate where
     erf(x) is close to 1 (PyTorch's torch.erfc).
 

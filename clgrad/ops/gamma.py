@@ -27,7 +27,8 @@ def _trigamma(x: Tensor) -> Tensor:
 
 
 lgamma = _here(__name__, ew._unary_float(
-    "lgamma_op", "lgamma", lambda g, x, y: ew.mul(g, digamma(x)), "x"))
+    "lgamma_op", "lgamma", lambda g, x, y: ew.mul(g, digamma(x)), "x", double=True))
+# (lgamma's second derivative is digamma's first, trigamma: a third raises at digamma)
 lgamma.__doc__ = """log|Gamma(x)| elementwise (PyTorch's torch.lgamma): inf at 0 and at the
     negative integers, inf at +-inf.
 
