@@ -110,12 +110,7 @@ class EmbeddingBag(Module):
                                  "embedding_dim")
             self.weight = Parameter(_weight)
 
-    def reset_parameters(self):
-        """weight ~ N(0, 1), the padding row 0."""
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with no_grad():
-                init.zeros_(self.weight[self.padding_idx])
+    reset_parameters = Embedding.reset_parameters  # (weight ~ N(0, 1), the padding row 0)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, max_norm=None,
