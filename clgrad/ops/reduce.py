@@ -375,10 +375,9 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     # the sum divided by n in the kernel (PyTorch's CPU mean; n = 0: 0 / 0, nan)
     out = _launch_reduce(x, dims, keepdim, "OP_SUM", x.dtype, _acc_for(x.dtype), n,
                          divide=True)
-    scale = 1.0 / n if n else float("nan")
     x_shape = tuple(x.shape)
-    return record("mean", out, (x,),
-                  lambda g: (_expand_back(ew.mul(g, scale), x_shape, dims, keepdim),),
+    return record("mean", out, (x,),  # (backward g / n, as the forward and PyTorch's)
+                  lambda g: (_expand_back(ew.div(g, n), x_shape, dims, keepdim),),
                   double=True)
 
 
