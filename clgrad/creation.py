@@ -192,9 +192,7 @@ def _sequence_dtype(data) -> dtypes.DType | None:
         elif k is bool:
             e = dtypes.bool_
         elif issubclass(k, np.generic):
-            d = np.dtype(k)
-            e = (dtypes.from_numpy_dtype(d) if d in _KEPT_NP else
-                 dtypes.int64 if d.kind in "iu" else None)
+            e = _np_element_dtype(np.dtype(k))
         elif k is np.ndarray:  # each array's own dtype (rare: walked in Python)
             e = _arrays_dtype(data)
         else:
@@ -208,14 +206,19 @@ def _sequence_dtype(data) -> dtypes.DType | None:
 _NESTED = {list, tuple}
 
 
+def _np_element_dtype(d: np.dtype) -> dtypes.DType | None:
+    """A NumPy element's dtype in clgrad: its own, int64 for the unsigned ints clgrad lacks
+    (uint16/32/64), None for the rest (complex, object...)."""
+    return (dtypes.from_numpy_dtype(d) if d in _KEPT_NP else
+            dtypes.int64 if d.kind in "iu" else None)
+
+
 def _arrays_dtype(data) -> dtypes.DType | None:
     """The promoted dtype of the NumPy arrays in nested ``data`` (see _sequence_dtype)."""
     dt = None
     for v in data:
         if isinstance(v, np.ndarray):
-            d = v.dtype
-            e = (dtypes.from_numpy_dtype(d) if d in _KEPT_NP else
-                 dtypes.int64 if d.kind in "iu" else None)
+            e = _np_element_dtype(v.dtype)
         elif type(v) in _NESTED:
             e = _arrays_dtype(v)
         else:
