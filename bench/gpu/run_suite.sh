@@ -9,7 +9,8 @@
 #
 # Files in $OUT: suite_unset.txt, suite_gpu.txt (pytest -v: a line per test as it ends, so a
 # run stopped by its time limit still names its failures; then the summary).
-# SUITE_S: the time limit of each half (default 520 s). TESTS: the test files (default tests/;
+# SUITE_S: the time limit of each half (default 520 s). MODES: the halves to run (default
+# "unset gpu"; "gpu" alone gives GPU mode all 15 workers). TESTS: the test files (default tests/;
 # 2026-12-05 a cold H100 ran half the suite's 8700 tests in 470 s: the first use of each kernel
 # is built by NVIDIA's compiler, so run it in two calls, e.g. TESTS="$(ls tests/test_[a-l]*.py)"
 # then TESTS="$(ls tests/test_[m-z]*.py)", or with GPU_CACHE carried from an earlier call).
@@ -26,6 +27,10 @@ run() {  # run NAME WORKERS [env ...]
         "$(grep -c ' FAILED ' "$OUT/suite_$name.txt") failed; $(tail -1 "$OUT/suite_$name.txt")"
     grep ' FAILED \| ERROR ' "$OUT/suite_$name.txt" | sed 's/.*\(FAILED\|ERROR\) /  /' | head -40
 }
-run unset 9 -u CLGRAD_DEVICE &
-run gpu 6 CLGRAD_DEVICE=gpu &
+case "${MODES:-unset gpu}" in
+    "unset gpu") run unset 9 -u CLGRAD_DEVICE & run gpu 6 CLGRAD_DEVICE=gpu & ;;
+    gpu) run gpu 15 CLGRAD_DEVICE=gpu & ;;
+    unset) run unset 15 -u CLGRAD_DEVICE & ;;
+    *) echo "MODES: expected 'unset gpu', 'gpu' or 'unset', got '$MODES'" >&2; exit 2 ;;
+esac
 wait
