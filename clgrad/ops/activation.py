@@ -111,7 +111,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)."""
+    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3). Differentiable twice
+    (create_graph), where PyTorch 2.13 raises (no derivative of hardsigmoid_backward)."""
     return _act("hardsigmoid", input, inplace)
 
 
@@ -363,10 +364,42 @@ def _gelu_grad(g, x, p0, p1):
     return ew.mul(g, ew.add(cdf, ew.mul(x, pdf)))
 
 
+def _gelu_tanh_grad(g, x, p0, p1):
+    """gelu's tanh form's gradient g (1 + t + x (1 - t^2) k (1 + 3 A x^2)) / 2,
+    t = tanh(k (x + A x^3)), k = sqrt(2 / pi), A = 0.044715 (PyTorch's gelu_backward)."""
+    k = math.sqrt(2.0 / math.pi)
+    x2 = ew.mul(x, x)
+    t = ew.tanh(ew.mul(ew.mul(x, ew.add(ew.mul(x2, 0.044715), 1.0)), k))
+    dt = ew.mul(ew.sub(1.0, ew.mul(t, t)), ew.mul(ew.add(ew.mul(x2, 3 * 0.044715), 1.0), k))
+    return ew.mul(g, ew.mul(ew.add(ew.add(t, 1.0), ew.mul(x, dt)), 0.5))
+
+
+def _mish_grad(g, x, p0, p1):
+    """mish's gradient g (tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)), sp = softplus(x)
+    (PyTorch's infinitely_differentiable_mish_backward: softplus with threshold 20)."""
+    t = ew.tanh(softplus(x))
+    return ew.mul(g, ew.add(t, ew.mul(ew.mul(x, ew.sigmoid(x)), ew.sub(1.0, ew.mul(t, t)))))
+
+
+def _zero_on(mask, g):
+    """g where ``mask`` is false, else 0 (a kink's gradient as a recording op)."""
+    return ew.where(mask, 0.0, g)
+
+
 # The differentiable backward (Node.double, create_graph) of the ACT kernels, as recording
-# ops: g * f'(x) from the formulas of kernels/activation.cl's <name>_bwd (the same masks).
-# An activation not here raises under create_graph (gelu's tanh form, mish, hardswish ...).
+# ops: g * f'(x) from the formulas of kernels/activation.cl's <name>_bwd (the same masks,
+# the same NaN choices: a comparison with NaN is false). An activation not here would raise
+# under create_graph.
 _ACT_GRADS = {
+    "gelu_tanh": _gelu_tanh_grad,
+    "mish": _mish_grad,
+    "hardswish": lambda g, x, p0, p1: _zero_on(ew.le(x, -3.0), ew.where(
+        ew.lt(x, 3.0), ew.mul(g, ew.add(ew.div(x, 3.0), 0.5)), g)),
+    "hardsigmoid": lambda g, x, p0, p1: ew.where(
+        ew.logical_and(ew.gt(x, -3.0), ew.lt(x, 3.0)), ew.div(g, 6.0), 0.0),
+    "threshold": lambda g, x, p0, p1: _zero_on(ew.le(x, p0), g),
+    "softshrink": lambda g, x, p0, p1: _zero_on(ew.logical_and(ew.ge(x, -p0), ew.le(x, p0)), g),
+    "hardshrink": lambda g, x, p0, p1: _zero_on(ew.logical_and(ew.ge(x, -p0), ew.le(x, p0)), g),
     "hardtanh": lambda g, x, p0, p1: ew.where(ew.logical_or(ew.le(x, p0), ew.ge(x, p1)),
                                               0.0, g),
     "gelu": _gelu_grad,

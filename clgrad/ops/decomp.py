@@ -17,6 +17,7 @@ import numpy as np
 
 from clgrad import creation, dtypes
 from clgrad.autograd import no_grad, record
+from clgrad.autograd.graph import output_of
 from clgrad.errors import LinAlgError
 from clgrad.ops import elementwise as ew
 from clgrad.ops import matmul as mm
@@ -206,7 +207,9 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     dims broadcast. Computed on the host with NumPy's LAPACK (float64, LU; one device -> host
     copy), returned in the promoted dtype of A and B.
 
-    Grad:    gB = A^-T g (a host solve), gA = -gB X^T (PyTorch's linalg_solve backward).
+    Grad:    gB = A^-T g (a host solve), gA = -gB X^T (PyTorch's linalg_solve backward);
+             under create_graph the same of recording ops (solve, matmul): differentiable
+             again.
     Raises:  LinAlgError (a RuntimeError) for a singular A; RuntimeError for non-square A,
              mismatched shapes, non-floating inputs or tensors on two devices.
     """
@@ -254,7 +257,13 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         gb = np.linalg.solve(np.swapaxes(a, -1, -2), _host(g))
         ga = -gb @ np.swapaxes(x, -1, -2)
         return _up(_sum_to(ga, ashape), g), _up(_sum_to(gb, bshape), g)
-    return record("linalg_solve", out, (A, B), backward, saved=[A, B])
+    y = out.detach()  # (the closure must not hold out itself: a reference cycle)
+
+    def double(g, node):  # create_graph: the same formulas of recording ops (solve, matmul)
+        gb = solve(_mT(A), g)
+        ga = ew.neg(mm.matmul(gb, _mT(output_of(node, y))))
+        return ew.sum_to(ga, ashape), ew.sum_to(gb, bshape)
+    return record("linalg_solve", out, (A, B), backward, saved=[A, B], double=double)
 
 
 # -- cholesky ---------------------------------------------------------------------------------

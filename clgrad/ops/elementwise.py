@@ -1017,8 +1017,8 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
     out itself, a reference cycle) — only that one is kept and saved, the other is None.
     ``double`` (create_graph, Node.double): None (the default) when grad_of is not
     differentiable (a raw kernel: create_graph through it raises), True when it is made of
-    recording ops, or ``double(g, y)`` such a gradient ('y' only); 'y' ops get the output
-    re-attached to its Node (graph.output_of)."""
+    recording ops, or ``double(g, v)`` such a gradient, v the input ('x') or the output ('y',
+    re-attached to its Node: graph.output_of)."""
     def f(x: Tensor) -> Tensor:
         x = _float_in(op, x)
         if x._storage.dtype is _BF16:
@@ -1026,7 +1026,8 @@ def _unary_float(kname, op, grad_of, uses="y", double=None):
         out = _launch_unary(kname, x)
         if uses == "x":
             return record(op, out, (x,), lambda g: (grad_of(g, x, None),), saved=[x],
-                          double=double)
+                          double=double if double is None or double is True else
+                          lambda g, node: (double(g, x),))
         y = out.detach()
         return record(op, out, (x,), lambda g: (grad_of(g, None, y),), saved=[y],
                       double=None if again is None else

@@ -28,7 +28,7 @@ def _trigamma(x: Tensor) -> Tensor:
 
 lgamma = _here(__name__, ew._unary_float(
     "lgamma_op", "lgamma", lambda g, x, y: ew.mul(g, digamma(x)), "x", double=True))
-# (lgamma's second derivative is digamma's first, trigamma: a third raises at digamma)
+# (lgamma's second derivative is digamma's first, polygamma(1, x) under create_graph)
 lgamma.__doc__ = """log|Gamma(x)| elementwise (PyTorch's torch.lgamma): inf at 0 and at the
     negative integers, inf at +-inf.
 
@@ -37,14 +37,15 @@ lgamma.__doc__ = """log|Gamma(x)| elementwise (PyTorch's torch.lgamma): inf at 0
     Kernels: kernels/elementwise.cl :: lgamma_op (OpenCL's lgamma)
     """
 digamma = _here(__name__, ew._unary_float("digamma_op", "digamma",
-                                lambda g, x, y: ew.mul(g, _trigamma(x)), "x"))
+                                lambda g, x, y: ew.mul(g, _trigamma(x)), "x",
+                                double=lambda g, x: ew.mul(g, polygamma(1, x))))
 digamma.__doc__ = """The digamma function d/dx log Gamma(x) elementwise (PyTorch's
     torch.digamma / torch.special.digamma): -inf at +0, inf at -0, NaN at the negative
     integers (PyTorch >= 1.8).
 
     Dtypes:  floats keep theirs; integers and bool give the default dtype.
-    Grad:    g * polygamma(1, x) (trigamma; its own gradient is not recorded: no second
-             derivative).
+    Grad:    g * polygamma(1, x) (trigamma's kernel; under create_graph polygamma(1, x),
+             whose own gradient is polygamma(2, x) g: differentiable again).
     Kernels: kernels/elementwise.cl :: digamma_op, trigamma_op (PyTorch's calc_digamma and
              calc_trigamma: reflection, recurrence, asymptotic series)
     """
@@ -100,7 +101,7 @@ def polygamma(n: int, input: Tensor) -> Tensor:
         return ew.via_float32(polygamma, n, x)
     out = ew._launch_binary("polygamma_op", int(n), x, x._storage.dtype, x._shape)
     return record("polygamma", out, (x,), lambda g: (ew.mul(g, polygamma(n + 1, x)),),
-                  saved=[x])
+                  saved=[x], double=True)
 
 
 def _polygamma_method(self: Tensor, n: int) -> Tensor:

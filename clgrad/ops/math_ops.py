@@ -176,7 +176,7 @@ def _fminmax(kname, op, fn, input, other):
         return ew._grads(a, b, None if wa is None else ew.mul(g, wa),
                          None if wb is None else ew.mul(g, wb))
     return record(op, out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+                  saved=[t for t in ew._inputs(a, b) if t is not None], double=True)
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:

@@ -19,6 +19,8 @@ from clgrad.autograd import record
 from clgrad.autograd.graph import recomputed
 from clgrad.ops import activation as act_ops
 from clgrad.ops import elementwise as ew
+from clgrad.ops import padding as pd
+from clgrad.ops import pool
 from clgrad.ops import reduce as rd
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.ops._util import (_VIEW_T, _ZEROS, LOCAL, MAXD, bump_version, copy_raw,
@@ -440,7 +442,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
                     gx._storage.buffer, gy._storage.buffer, vg, sgc, x._storage.buffer, vx2,
                     sxc2, yd._storage.buffer, scale._storage.buffer, *consts)
         return (gx,)
-    return record("local_response_norm", y, (x,), backward, saved=[x, yd])
+
+    def double(gy, node):  # create_graph: the norm recomputed of recording ops
+        return recomputed(_lrn_composed(int(size), alpha, beta, k), (x,))(gy, node)
+    return record("local_response_norm", y, (x,), backward, saved=[x, yd], double=double)
 
 
 def split_dim(shape, dim: int, *stride_sets):
@@ -615,10 +620,11 @@ def _row_norm(op, x, rshape, eshape, split, weight, bias, eps, affine, red_shape
         gb = rd.sum(gy.reshape(red_shape), (0, 2)) if want_b else None
         return gx, gw, gb
     saved = [x] + ([w1] if w1 is not None else [])
-    double = None  # (create_graph: layer_norm's recomputed; group and instance norms raise)
-    if op == "layer_norm":
-        def double(g, node):
-            return recomputed(_layer_norm_composed(tuple(eshape), eps), (x, w1, b1))(g, node)
+
+    def double(g, node):  # create_graph: the norm recomputed of recording ops
+        composed = _layer_norm_composed(tuple(eshape), eps) if op == "layer_norm" else \
+            _group_norm_composed(affine[0], eps)
+        return recomputed(composed, (x, w1, b1))(g, node)
     return record(op, y, (x, w1, b1), backward, saved=saved, double=double)
 
 
@@ -634,6 +640,38 @@ def _layer_norm_composed(ns, eps):
         if w is not None:
             y = ew.mul(y, w.reshape(ns))
         return y if b is None else ew.add(y, b.reshape(ns))
+    return forward
+
+
+def _group_norm_composed(ng, eps):
+    """group_norm of ``ng`` groups as ops whose backward is differentiable: each sample's
+    group of channels (N, ng, C/ng * spatial) normalized by its mean and biased variance, then
+    the per-channel weight and bias, for create_graph (Node.double through
+    autograd.graph.recomputed; the first-order gradients stay rn_bwd's)."""
+    def forward(x, w, b):
+        n, c = x.shape[:2]
+        bshape = (1, c) + (1,) * (x.ndim - 2)
+        xg = x.reshape(n, ng, c // ng * layout.numel(x.shape[2:]))
+        xc = ew.sub(xg, rd.mean(xg, 2, keepdim=True))
+        y = ew.div(xc, ew.sqrt(ew.add(rd.mean(ew.mul(xc, xc), 2, keepdim=True), eps)))
+        y = y.reshape(x.shape)
+        if w is not None:
+            y = ew.mul(y, w.reshape(bshape))
+        return y if b is None else ew.add(y, b.reshape(bshape))
+    return forward
+
+
+def _lrn_composed(size, alpha, beta, k):
+    """local_response_norm as ops whose backward is differentiable (PyTorch's own
+    composition): the squares' channel windows averaged by avg_pool2d over the (N, 1, C, S)
+    view zero-padded along C, then x / (k + alpha avg)^beta; for create_graph (Node.double
+    through autograd.graph.recomputed; the first-order gradient stays lrn_bwd's)."""
+    def forward(x):
+        n, c = x.shape[:2]
+        sq = ew.mul(x, x).reshape(n, 1, c, layout.numel(x.shape[2:]))
+        sq = pd.pad(sq, (0, 0, size // 2, (size - 1) // 2))
+        avg = pool.avg_pool2d(sq, (size, 1), 1).reshape(x.shape)
+        return ew.div(x, ew.pow(ew.add(ew.mul(avg, alpha), k), beta))
     return forward
 
 

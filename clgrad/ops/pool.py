@@ -154,7 +154,11 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
         _launch_rows("adaptive_bwd", x, (w, h, n * c), g, gx._storage.buffer,
                      gy._storage.buffer, _view4(gy))
         return (gx,)
-    return record("adaptive_avg_pool2d", out, (x,), backward)
+
+    def double(gy, node):  # create_graph: gx recorded; adaptive_bwd's adjoint is the forward
+        return (record("adaptive_avg_pool2d_backward", backward(gy)[0], (gy,),
+                       lambda ggx: (adaptive_avg_pool2d(ggx, (oh, ow)),), double=True),)
+    return record("adaptive_avg_pool2d", out, (x,), backward, double=double)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -174,7 +178,11 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
         _launch("adaptive_max_bwd", x, g, gx.numel(), gx._storage.buffer, gy._storage.buffer,
                 _view4(gy), idx._storage.buffer)
         return (gx,)
-    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx])
+
+    def double(gy, node):  # create_graph: gx recorded, its own backward a gather at idx
+        return (record("adaptive_max_pool2d_backward", backward(gy)[0], (gy,),
+                       lambda ggx: (_at_argmax(ggx, idx),)),)
+    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx], double=double)
     return (out, idx) if return_indices else out
 
 

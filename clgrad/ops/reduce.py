@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from clgrad import dtypes, layout
+from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
@@ -435,8 +435,24 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
         z = zeros(x_shape, g.dtype, g._storage.device)
         _scatter_arg(z, dims, keepdim, g, idx)
         return (z,)
-    vals = record(name, vals, (x,), backward, saved=[idx])  # idx is returned to the caller
+
+    def double(g, node):  # create_graph: the scatter as a mask of recording ops
+        return (_at_index(g, idx, x_shape, dims[0], keepdim),)
+    vals = record(name, vals, (x,), backward, saved=[idx],  # idx is returned to the caller
+                  double=double)
     return MinMax(vals, idx)
+
+
+def _at_index(g: Tensor, idx: Tensor, x_shape, d: int, keepdim: bool) -> Tensor:
+    """g (the reduced shape) placed at ``idx`` along dim ``d`` of zeros of ``x_shape``, by
+    recording ops: where(arange == idx, g, 0) (max(dim)'s backward, differentiable in g)."""
+    if not x_shape:  # a 0-dim x: its one element is the maximum
+        return g.reshape(())
+    if not keepdim:
+        g, idx = g.unsqueeze(d), idx.unsqueeze(d)
+    pos = creation.arange(x_shape[d], device=g._storage.device)
+    pos = pos.reshape((x_shape[d],) + (1,) * (len(x_shape) - 1 - d))
+    return ew.where(ew.eq(pos, idx), g.expand(x_shape), 0.0)
 
 
 def _check_numel(name, x, error):
@@ -470,7 +486,9 @@ def _record_even(name, x, vals, dims, keepdim, nan_hits):
         hit = ew.to(hit, g.dtype)
         share = ew.div(g, sum(hit, dims, keepdim=keepdim))
         return (ew.mul(_expand_back(share, x_shape, dims, keepdim), hit),)
-    return record(name, vals, (x,), backward, saved=[x, y])
+    # (create_graph: backward is recording ops; the mask is constant, so the second
+    # derivative in x is 0 and the gradient's own gradient in g is the same split)
+    return record(name, vals, (x,), backward, saved=[x, y], double=True)
 
 
 def _scatter_arg(z: Tensor, dims, keepdim, g: Tensor, idx: Tensor):

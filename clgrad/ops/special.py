@@ -153,7 +153,7 @@ def _logaddexp(op, fn, power, input, other):
         gb = ew.div(g, ew.add(power(ew.sub(a, b)), 1.0)) if _wants(b) else None
         return ew._grads(a, b, ga, gb)
     return record(op, out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+                  saved=[t for t in ew._inputs(a, b) if t is not None], double=True)
 
 
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:

@@ -400,7 +400,9 @@ def _scatter_add_back(x: Tensor, view_fn, overlap: bool):
         z = zeros(shape, g.dtype, g._storage.device)
         _add_into(view_fn(z), g)
         return (z,)
-    backward.double = None  # (create_graph: not differentiable, the engine raises)
+    # create_graph: the scatter-added gradient recorded; its adjoint is the view again
+    backward.double = lambda g, node: (record(f"{node.name}_backward", backward(g)[0], (g,),
+                                              lambda gz: (view_fn(gz),), double=True),)
     return backward
 
 

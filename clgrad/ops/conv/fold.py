@@ -242,3 +242,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=
     def backward(g):
         return (unfold(g, k, d, p, s),)
     return record("fold", out, (input,), backward, double=True)
+
+
+_op._FOLD.append(fold)  # conv_transpose2d's create_graph path (ops/conv/transpose.py)

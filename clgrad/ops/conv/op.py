@@ -188,10 +188,12 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                       _composed(geo), (input, weight, bias))(g, node))
 
 
-# fold.unfold (im2col as an op), registered by clgrad/ops/conv/fold.py when it is imported
-# (the conv package's __init__ imports it): the conv package's layers put fold above op, so
-# op cannot import it. conv2d's create_graph path (_composed) reads it.
+# fold.unfold (im2col as an op) and fold.fold (col2im), registered by clgrad/ops/conv/fold.py
+# when it is imported (the conv package's __init__ imports it): the conv package's layers put
+# fold above op (and beside transpose), so neither imports it. conv2d's create_graph path
+# (_composed) reads _UNFOLD, conv_transpose2d's _FOLD.
 _UNFOLD: list = []
+_FOLD: list = []
 
 
 def _composed(geo: Problem):

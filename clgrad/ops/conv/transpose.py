@@ -13,12 +13,15 @@ import numpy as np
 
 from clgrad import dtypes
 from clgrad.autograd import record
+from clgrad.autograd.graph import recomputed
 from clgrad.ops import elementwise as ew
+from clgrad.ops import matmul as mm
+from clgrad.ops import padding
 from clgrad.ops import reduce as rd
 from clgrad.ops._util import empty, same_device
 from clgrad.ops.conv.algorithms import kview
 from clgrad.ops.conv.choice import _choose, _grad_input, _run
-from clgrad.ops.conv.op import as_float32, conv2d, half_via_float32
+from clgrad.ops.conv.op import _FOLD, as_float32, conv2d, half_via_float32
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _conv_pair, _forward_problem, raw,
                                      v5)
 from clgrad.tensor import Tensor
@@ -36,7 +39,8 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     Dtypes:  as conv2d's, but float16's route is never measured: im2col on tensor cores,
              else float32's kernels on float32 copies (half_via_float32's rule); under
              ``autocast`` the operands are cast to float16 first, as PyTorch's.
-    Grad:    input (a conv2d of the output gradient), weight, bias.
+    Grad:    input (a conv2d of the output gradient), weight, bias; differentiable again
+             (create_graph: a matmul and fold composition, recomputed).
     Raises:  RuntimeError for inconsistent shapes or groups, output_padding not smaller than
              stride or dilation, a non-positive output size, or tensors of two devices;
              TypeError for non-tensors.
@@ -134,8 +138,34 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         return gi, gw, gb
 
     out = record("conv_transpose2d", out, (input, weight, bias), backward,
-                 saved=[input, weight])
+                 saved=[input, weight], double=lambda gy, node: recomputed(  # (made when
+                     _composed(g, s, p, d, op, oh, ow), (input, weight, bias))(gy, node))  # needed)
     return out if input.ndim == 4 else out.view(out.shape[1:])
+
+
+def _composed(groups, s, p, d, op, oh, ow):
+    """conv_transpose2d of the checked geometry as ops whose backward is differentiable: per
+    group the weight's transpose times the input (a batched matmul) gives the columns
+    (N, C_out kh kw, H W), summed into the (H - 1) s + d (k - 1) + 1 frame by fold (col2im,
+    whose backward is unfold and unfold's fold), then cropped by the padding and extended by
+    output_padding (narrow, constant pad). What create_graph differentiates (Node.double
+    through autograd.graph.recomputed); the first-order gradients stay conv2d's passes.
+    Gives the 4-D output (the recorded one, before an unbatched input's view)."""
+    def forward(x, w, b):
+        x4 = x if x.ndim == 4 else x.unsqueeze(0)
+        n, cin, h, wd = x4.shape
+        kh, kw = w.shape[2:]
+        cout = w.shape[1] * groups
+        wt = w.reshape(groups, cin // groups, -1).transpose(-1, -2).unsqueeze(0)
+        cols = mm.matmul(wt, x4.reshape(n, groups, cin // groups, h * wd))
+        full = ((h - 1) * s[0] + d[0] * (kh - 1) + 1, (wd - 1) * s[1] + d[1] * (kw - 1) + 1)
+        y = _FOLD[0](cols.reshape(n, cout * kh * kw, h * wd), full, (kh, kw), d, 0, s)
+        keep = [max(0, min(o, f - pi)) for o, f, pi in zip((oh, ow), full, p)]
+        y = y.narrow(2, min(p[0], full[0]), keep[0]).narrow(3, min(p[1], full[1]), keep[1])
+        if keep != [oh, ow]:  # output_padding beyond the frame: zeros
+            y = padding.pad(y, (0, ow - keep[1], 0, oh - keep[0]))
+        return y if b is None else ew.add(y, b.reshape(1, cout, 1, 1))
+    return forward
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
