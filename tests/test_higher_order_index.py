@@ -57,6 +57,12 @@ GATHERS = {
     "embedding": (lambda w: F.embedding(_long([[1, 4], [1, 0]]), w) ** 2, (5, 3)),
     "embedding_padding": (lambda w: F.embedding(_long([[1, 4, 2], [1, 0, 2]]), w,
                                                 padding_idx=2).tanh(), (5, 3)),
+    "embedding_bag_sum": (lambda w: F.embedding_bag(_long([1, 2, 4, 1, 4, 3]), w,
+                                                    _long([0, 3, 4])) ** 2, (5, 3)),
+    "embedding_bag_mean_max": (lambda w: F.embedding_bag(_long([1, 2, 4, 1]), w, _long([0, 3]),
+                                                         mode="mean") ** 2 *
+                               F.embedding_bag(_long([[0, 4], [2, 2]]), w, mode="max"),
+                               (5, 3)),
     "sort": (lambda x: x.sort(1)[0] ** 2 * x, (4, 3)),
     "topk": (lambda x: x.topk(2, 0)[0] ** 3, (4, 3)),
     "cummax": (lambda x: x.cummax(1)[0] ** 2, (4, 3)),
@@ -139,6 +145,13 @@ def _view_then_write(x, v):
     return row ** 2 * h.sum(0)
 
 
+def _expanded_view_then_write(x, v):
+    h = x * 1.0
+    e = h[0].expand(3, 3)  # an overlapping view: its regenerated gradient adds up
+    h[1] = v[0] * 2.0
+    return e ** 2 * h[1]
+
+
 def _in_place_through_view(x, v):
     h = x * 1.0
     h[1:3].mul_(v[:2])
@@ -163,6 +176,7 @@ WRITES = {
         (_long([0, 0, 3]), _long([1, 1, 2])), v[0] * 2.0, accumulate=True) ** 2,
     "index_put": lambda x, v: clgrad.index_put(x, (_long([0, 2, 3]),), v[:1] * 2.0) ** 2,
     "view_then_write": _view_then_write,
+    "expanded_view_then_write": _expanded_view_then_write,
     "in_place_through_view": _in_place_through_view,
 }
 
