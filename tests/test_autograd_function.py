@@ -1,5 +1,5 @@
-"""User-defined autograd Functions, tensor hooks, inference_mode and create_graph's refusal of
-a Function (clgrad/autograd/), against hand values and float64 finite differences."""
+"""User-defined autograd Functions, tensor hooks, inference_mode and create_graph through a
+Function (clgrad/autograd/), against hand values and float64 finite differences."""
 import gc
 
 import numpy as np
@@ -199,7 +199,10 @@ def test_function_graph_is_freed_without_cycles():
 
 def test_once_differentiable_import_path():
     from clgrad.autograd.function import FunctionCtx, once_differentiable
-    assert once_differentiable(len) is len and FunctionCtx is clgrad.autograd.FunctionCtx
+    assert once_differentiable is clgrad.autograd.function.once_differentiable
+    assert FunctionCtx is clgrad.autograd.FunctionCtx
+    wrapped = once_differentiable(MyExp.backward)
+    assert wrapped.__name__ == "backward" and wrapped.__wrapped__ is MyExp.backward
 
 
 def test_function_against_pytorch():
@@ -279,18 +282,16 @@ def test_inference_mode_context_and_decorators():
         assert clgrad.is_grad_enabled() and not double(x).requires_grad
 
 
-def test_create_graph_through_a_function_raises_clearly():
-    # a Function's backward saved its output detached: differentiating it again would drop
-    # that path, so create_graph refuses it (naming the Function) instead of a wrong answer
+def test_create_graph_through_a_function_differentiates_its_backward():
+    # PyTorch's double backward of a Function: its backward runs with grad mode on, the saved
+    # output re-attached to the Function's node, so d2/dx2 exp(x) = exp(x) flows through
+    # both the saved output and the gradient (tests/test_higher_order_index.py has more)
     x = leaf(2)
     y = MyExp.apply(x).sum()
-    with pytest.raises(RuntimeError, match="backward of 'MyExp'.*not differentiable"):
-        clgrad.autograd.grad(y, x, create_graph=True)
-    with pytest.raises(RuntimeError, match="backward of 'MyExp'"):
-        y.backward(create_graph=True)
-    y.backward()  # (the graph was retained: create_graph's default retain_graph)
-    np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()))
-    z = (x * x).sum()  # recorded ops: create_graph works (tests/test_higher_order.py)
-    g, = clgrad.autograd.grad(z, x, create_graph=True)
+    g, = clgrad.autograd.grad(y, x, create_graph=True)
     assert g.grad_fn is not None
-    np.testing.assert_allclose(g.detach().numpy(), 2 * x.detach().numpy())
+    h, = clgrad.autograd.grad(g.sum(), x, retain_graph=True)
+    np.testing.assert_allclose(h.numpy(), np.exp(x.detach().numpy()))
+    y.backward(create_graph=True)
+    assert x.grad.grad_fn is not None
+    np.testing.assert_allclose(x.grad.detach().numpy(), np.exp(x.detach().numpy()))

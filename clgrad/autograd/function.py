@@ -1,8 +1,10 @@
 """User-defined ops: Function, FunctionCtx, once_differentiable (torch.autograd.function)."""
 from __future__ import annotations
 
+import functools
+
 from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
-from clgrad.autograd.graph import Node, _edge
+from clgrad.autograd.graph import Node, _edge, output_of
 from clgrad.tensor import Tensor
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -60,10 +62,47 @@ class FunctionCtx:
 
 
 def once_differentiable(fn):
-    """PyTorch's decorator for a backward that is not itself differentiable: a Function's
-    backward is never differentiated again in clgrad (create_graph=True through it raises
-    RuntimeError naming the Function), so this returns ``fn`` unchanged."""
-    return fn
+    """PyTorch's decorator for a backward that is not itself differentiable (torch.autograd.
+    function.once_differentiable): the decorated backward runs under no_grad; under
+    create_graph, when a gradient it got requires grad, each gradient it returns carries a
+    ``DelayedError`` node instead of a graph, so differentiating it again raises RuntimeError
+    "trying to differentiate twice a function that was marked with @once_differentiable"
+    (only then: a first-order use of those gradients works)."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not is_grad_enabled() or not any(isinstance(a, Tensor) and a.requires_grad
+                                            for a in args):
+            return outputs
+        if not isinstance(outputs, tuple):
+            return _delayed_error(outputs)
+        return tuple(_delayed_error(o) for o in outputs)
+    return wrapper
+
+
+_TWICE = ("trying to differentiate twice a function that was marked with "
+          "@once_differentiable")
+
+
+def _raise_twice(*_):
+    raise RuntimeError(_TWICE)
+
+
+def _delayed_error(t):
+    """``t`` (a gradient a once_differentiable backward returned) as a new alias whose
+    grad_fn raises RuntimeError when it is differentiated (PyTorch's DelayedError node, over
+    a detached stand-in leaf)."""
+    if not isinstance(t, Tensor):
+        return t
+    stand_in = t.detach()
+    stand_in._requires_grad = True
+    node = Node("DelayedError", (stand_in,), _raise_twice, (),
+                ((tuple(t.shape), t._storage.dtype),))
+    node.double = _raise_twice
+    out = t.detach()
+    out._requires_grad, out._grad_fn = True, node
+    return out
 
 
 class Function:
@@ -75,9 +114,13 @@ class Function:
     (None for non-tensors and for inputs needing none). The newer style -- ``forward(*args)``
     plus ``setup_context(ctx, inputs, output)`` -- works too. One Node is recorded on the tape
     (one per output more when there are several differentiable outputs); it saves what
-    ``ctx.save_for_backward`` got. Not supported: double backward (backward runs under
-    no_grad; ``create_graph=True`` through the Function raises RuntimeError naming it, where
-    PyTorch differentiates the backward's ops), ``ctx.mark_dirty``, ``vmap``/``jvp``.
+    ``ctx.save_for_backward`` got. Double backward as PyTorch's: under ``create_graph=True``
+    backward runs with grad mode on, so the ops it calls are recorded and its gradients are
+    differentiable again (as far as those ops are); ``ctx.saved_tensors`` then gives the
+    saved inputs as they are and the saved outputs re-attached to the Function's node
+    (PyTorch's SavedVariable), so second derivatives flow through both; a backward marked
+    ``@once_differentiable`` raises when differentiated again. Not supported:
+    ``ctx.mark_dirty``, ``vmap``/``jvp``.
     Raises: RuntimeError in backward when it returns the wrong number of gradients, a gradient
     for a non-tensor argument, or one of the wrong shape.
     """
@@ -98,8 +141,8 @@ class Function:
 
         Gets one gradient per output (zeros, or None with ctx.set_materialize_grads(False), for
         outputs that got none); returns one per forward argument (None for non-Tensors). Runs
-        under no_grad, so double backward is not supported (unlike PyTorch). Raises
-        NotImplementedError when not overridden.
+        under no_grad, or with grad mode on under ``create_graph=True`` (its ops recorded: a
+        double backward, as PyTorch). Raises NotImplementedError when not overridden.
         """
         raise NotImplementedError("Function.backward: subclasses must define backward")
 
@@ -147,8 +190,9 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
     name = cls.__name__
     pos = {i: k for k, i in enumerate(orig_ids)}
     # Saving an output must not hold the output itself (out -> Node -> ctx -> out is a cycle)
+    originals = ctx.to_save
     saved = tuple(t if t is None or id(t) not in pos else outs[pos[id(t)]].detach()
-                  for t in ctx.to_save)
+                  for t in originals)
     ctx._saved, ctx.to_save = saved, ()
     meta = [(tuple(o.shape), o.dtype, o._storage.device, o.detach())
             if isinstance(o, Tensor) else None
@@ -182,19 +226,55 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
             out.append(r)
         return tuple(out)
 
+    # create_graph: backward runs with grad mode on (the engine's), its ops recorded; the
+    # saved outputs (held detached) are handed to it re-attached to their output's node, so
+    # second derivatives flow back through the Function too (PyTorch's SavedVariable)
+    saved_slots = []  # per saved tensor: the slot of the differentiable output it is, or None
+    for t in originals:  # (a loop, not a generator: no Python frame per apply)
+        k = None if t is None else pos.get(id(t))
+        saved_slots.append(diff.index(k) if k in diff else None)
+
+    def double(grads, node):
+        if any(s is not None for s in saved_slots):
+            ctx._saved = tuple(t if s is None else _saved_output(node, s, t, len(diff) == 1)
+                               for t, s in zip(saved, saved_slots))
+        try:
+            return backward_fn([grads] if len(diff) == 1 else grads)
+        finally:
+            ctx._saved = saved
+
     saved_v = tuple((t, t._storage.version) for t in saved if t is not None)
     if len(diff) == 1:
         o = outs[diff[0]]
         node = Node(name, tuple(_edge(t) for t in inputs), lambda g: backward_fn([g]), saved_v,
                     tuple((tuple(t.shape), t.dtype) for t in inputs))
+        node.double = double
         o._requires_grad, o._grad_fn = True, node
         return
     central = Node(name, tuple(_edge(t) for t in inputs), backward_fn, saved_v,
                    tuple((tuple(t.shape), t.dtype) for t in inputs))
     central.n_outputs = len(diff)
+    central.double = double
     for slot, k in enumerate(diff):  # one Node per output routes its gradient to its slot
         o = outs[k]
-        node = Node(name, (central,), lambda g: (g,), (), ((tuple(o.shape), o.dtype),))
+        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
         node.slot = slot
+        node.double = True
         o._requires_grad, o._grad_fn = True, node
+
+
+def _pass(g):
+    return (g,)
+
+
+def _saved_output(node, slot, y, single):
+    """The saved output ``y`` (held detached) as a tensor of the Function's graph again, for
+    its backward under create_graph: of ``node`` itself (one differentiable output), or of a
+    new routing node into output ``slot`` of the central ``node`` (several)."""
+    if not single:
+        route = Node(node._op, (node,), _pass, (), ((tuple(y.shape), y._storage.dtype),))
+        route.slot = slot
+        route.double = True
+        node = route
+    return output_of(node, y)
 

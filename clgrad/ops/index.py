@@ -291,9 +291,15 @@ def _gather_launch(x: Tensor, d: int, idx_view: Tensor, out: Tensor):
 
 def _view_offsets(t: Tensor) -> np.ndarray:
     """The storage offset of every element of the view ``t`` (an int64 array of t's shape)."""
-    off = np.full(tuple(t.shape), t._offset, np.int64)
-    for k, (n, s) in enumerate(zip(t.shape, t._strides)):
-        off += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (t.ndim - k - 1))
+    return geometry_offsets(tuple(t.shape), t._strides, t._offset)
+
+
+def geometry_offsets(shape, strides, offset: int) -> np.ndarray:
+    """The storage offset of every element of a view of geometry (shape, strides, offset),
+    an int64 array of that shape."""
+    off = np.full(tuple(shape), offset, np.int64)
+    for k, (n, s) in enumerate(zip(shape, strides)):
+        off += (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - k - 1))
     return off
 
 
@@ -359,7 +365,9 @@ def _scatter_launch(kname, z: Tensor, d: int, idx_view: Tensor, g: Tensor):
 
 def _gather_backward(x_shape, d: int, idx_view: Tensor):
     """Backward of a gather along d: scatter-add g into zeros of x's shape (repeated indices
-    collect every gradient)."""
+    collect every gradient). Raw launches: the gather's Node.double (create_graph) is
+    ``lambda g, node: (scatter_add_rec(x_shape, d, idx_view, g),)``, written at each record
+    (a lambda made there costs no call on the first-order path)."""
     def backward(g):  # (not calling itself: a closure over its own name is a cycle)
         bf16 = g._storage.dtype is _BF16
         if bf16:  # the scatter-add in float32, rounded once
@@ -368,6 +376,26 @@ def _gather_backward(x_shape, d: int, idx_view: Tensor):
         _scatter_launch("scatter_add_dim", z, d, idx_view, ew.contiguous(g))
         return (ew.to(z, _BF16) if bf16 else z,)
     return backward
+
+
+def gather_rec(x: Tensor, d: int, idx_view: Tensor) -> Tensor:
+    """``x`` gathered along ``d`` at ``idx_view`` (int64, in range, of the result's shape, no
+    larger than x off ``d``): one launch, no checks, recorded with the scatter-add backward
+    and its differentiable form (gather's own path without the host read of the index)."""
+    out = empty(idx_view.shape, x.dtype, x._storage.device)
+    if out.numel():
+        _gather_launch(x, d, idx_view, out)
+    shape = tuple(x.shape)
+    return record("gather", out, (x,), _gather_backward(shape, d, idx_view),
+                  double=lambda g, node: (scatter_add_rec(shape, d, idx_view, g),))
+
+
+def scatter_add_rec(x_shape, d: int, idx_view: Tensor, g: Tensor) -> Tensor:
+    """zeros(x_shape) with ``g`` scatter-added at ``idx_view`` along ``d`` (the backward of a
+    gather), recorded: its backward is gather_rec of the gradient, so it is differentiable
+    again (create_graph) w.r.t. ``g``."""
+    (z,) = _gather_backward(x_shape, d, idx_view)(g.detach())
+    return record("scatter_add", z, (g,), lambda gg: (gather_rec(gg, d, idx_view),), double=True)
 
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -393,8 +421,9 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     istr[d] = index._strides[0]
     iv = Tensor(index._storage, shape, istr, index._offset)
     _gather_launch(x, d, iv, out)
-    return record("index_select", out, (x,), _gather_backward(tuple(x.shape), d, iv),
-                  saved=[index])
+    shape = tuple(x.shape)
+    return record("index_select", out, (x,), _gather_backward(shape, d, iv), saved=[index],
+                  double=lambda g, node: (scatter_add_rec(shape, d, iv, g),))
 
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -415,13 +444,15 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     index = _check_index("gather", index, x.shape[d], d, data=x)
     out = empty(index.shape, x.dtype, x._storage.device)
     _gather_launch(x, d, index, out)
-    return record("gather", out, (x,), _gather_backward(tuple(x.shape), d, index),
-                  saved=[index])
+    shape = tuple(x.shape)
+    return record("gather", out, (x,), _gather_backward(shape, d, index), saved=[index],
+                  double=lambda g, node: (scatter_add_rec(shape, d, index, g),))
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with ``src`` added at ``index`` along ``dim`` (PyTorch's scatter_add).
 
+    Grad:    x: g; src: g gathered at index (differentiable again, create_graph)
     Raises:  RuntimeError when src's dtype is not x's (PyTorch's message) or src, index and x
              are not all on one device
     """
@@ -435,10 +466,10 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
         part = src[tuple(slice(0, n) for n in index.shape)]
         _scatter_launch("scatter_add_dim", out, d, index, ew.contiguous(part))
 
-    def backward(g):
-        return g, (gather(g, d, index) if src.requires_grad else None)
+    def backward(g):  # (recorded ops: differentiable again, create_graph)
+        return g, (gather_rec(g, d, index) if src.requires_grad else None)
     return record("scatter_add", Tensor(out._storage, out.shape, out._strides, 0), (x, src),
-                  backward, saved=[index])
+                  backward, saved=[index], double=True)
 
 
 # -- scatter, roll, triangles, nonzero -----------------------------------------------------------
@@ -477,6 +508,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
     reduce:  None (assign; with repeated indices one write wins, unspecified which, as
              PyTorch) or 'add' (accumulate, like scatter_add); 'multiply' is not supported
     Grad:    x: g with the written positions zeroed ('add': g); src: g gathered at index
+             (both differentiable again, create_graph)
     Raises:  RuntimeError for mismatched shapes or a src tensor of another dtype than x's,
              IndexError for an index out of range, NotImplementedError for
              reduce='multiply', ValueError for another reduce
@@ -523,7 +555,32 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, value=None, reduce=Non
                 ew.copy_raw(full[tuple(slice(0, n) for n in index.shape)], gs)
                 gs = full
         return gx, gs
-    return record("scatter", out, (x, src), backward, saved=[index])
+
+    def double(g, node):  # create_graph: the same gradients of recorded ops
+        gs = None
+        if src is not None and src.requires_grad:
+            gs = _zero_extend(gather_rec(g, d, index), tuple(src.shape))
+        return (g if reduce is not None else _zeroed_at(g, d, index)), gs
+    return record("scatter", out, (x, src), backward, saved=[index], double=double)
+
+
+def _zeroed_at(g: Tensor, d: int, index: Tensor) -> Tensor:
+    """``g`` with the positions ``index`` names along ``d`` zeroed (scatter's gradient of
+    self), recorded: a projection, so its backward is itself (create_graph)."""
+    gx = ew.clone(g.detach())
+    if index.numel():
+        _scatter_launch("scatter_dim", gx, d, index, ew._zeros_scalar(g).expand(index.shape))
+    return record("scatter", gx, (g,), lambda gg: (_zeroed_at(gg, d, index),), double=True)
+
+
+def _zero_extend(t: Tensor, shape) -> Tensor:
+    """``t`` followed by zeros up to ``shape`` in each dim (recorded: cat)."""
+    for i, n in enumerate(shape):
+        if t.shape[i] < n:
+            pad = list(t.shape)
+            pad[i] = n - t.shape[i]
+            t = cat([t, zeros(pad, t.dtype, t._storage.device)], i)
+    return t
 
 
 def roll(x: Tensor, shifts, dims=None) -> Tensor:
@@ -617,7 +674,7 @@ def embedding_rows(input: Tensor, weight: Tensor, padding_idx=None,
     Grad:    weight: the output gradient scatter-added into its rows (repeated indices add
              up); the row ``padding_idx`` gets no gradient; with ``scale_grad_by_freq`` the
              gradient of each position is divided by how often its index occurs in ``input``
-             (PyTorch's embedding_dense_backward).
+             (PyTorch's embedding_dense_backward); differentiable again (create_graph).
     Raises:  IndexError for an index outside [0, V); NotImplementedError for ``sparse=True``
              (clgrad has no sparse tensors, so no sparse gradient).
     """
@@ -650,7 +707,19 @@ def embedding_rows(input: Tensor, weight: Tensor, padding_idx=None,
         if padding_idx is not None:
             ew.fill_raw(gw[padding_idx], 0)
         return (gw,)
-    out = record("embedding", out, (weight,), backward, saved=[idx])
+
+    def double(g, node):  # create_graph: backward's steps as recorded ops
+        if scale_grad_by_freq and idx.numel():
+            g = ew.mul(ew.to(g, freq.dtype), freq)
+        gw = scatter_add_rec(tuple(weight.shape), 0, iv, g)
+        if gw.dtype is not weight.dtype:
+            gw = ew.to(gw, weight.dtype)
+        if padding_idx is not None:  # the padding row gets no gradient
+            keep = np.arange(v) != padding_idx
+            gw = ew.where(creation.tensor(keep.reshape(-1, 1), device=gw._storage.device),
+                          gw, ew._zeros_scalar(gw))
+        return (gw,)
+    out = record("embedding", out, (weight,), backward, saved=[idx], double=double)
     return out.view(tuple(input.shape) + (weight.shape[1],))
 
 

@@ -198,6 +198,21 @@ def _contiguous_offsets(p: _Plan) -> np.ndarray:
     return off
 
 
+def _element_offsets(off_c: np.ndarray, flat, bpos: int, y_shape, rest) -> np.ndarray:
+    """The offset in a contiguous tensor of ``y_shape`` of every element of the gathered
+    shape ``flat`` (int64, of that shape): ``off_c`` (_contiguous_offsets) along the gathered
+    dim ``bpos``, the kept dims ``rest`` at their contiguous strides."""
+    cs = layout.contiguous_strides(tuple(y_shape))
+    strides = [cs[d] for d in rest]
+    strides.insert(bpos, None)
+    at = np.zeros(flat, np.int64)
+    for k, (n, st) in enumerate(zip(flat, strides)):
+        shape = [1] * len(flat)
+        shape[k] = n
+        at += (off_c if st is None else np.arange(n, dtype=np.int64) * st).reshape(shape)
+    return at
+
+
 def _flat_view(t: Tensor, p: _Plan) -> Tensor:
     """The plan's storage view for ``t``, a tensor of y's shape: t's strides along the kept
     dims, 0 along the gathered one (each element adds its offset from _contiguous_offsets
@@ -223,7 +238,8 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
 
     Shapes: see above; e.g. x (N, C), x[range(N), target (N,)] -> (N,).
     Dtypes:  indices int32/int64/uint8 (mask)/bool (mask); Python/NumPy integer sequences.
-    Grad:    scatter-added into x's shape (repeated indices collect every gradient).
+    Grad:    scatter-added into x's shape (repeated indices collect every gradient);
+             differentiable again (create_graph: a recorded scatter-add over y's elements).
     Raises:  IndexError (IndexRangeError) for an index out of range, a mask of the wrong shape,
              index arrays that do not broadcast, float/int8/int16 indices; all before any
              launch.
@@ -254,7 +270,13 @@ def advanced_getitem(x: Tensor, key) -> Tensor:
                 launch_1d("index.cl", "scatter_add_dim", defines_for(g.dtype), _flat_view(z, zp),
                           (ew.contiguous(g).reshape(flat), iv), (np.int64(1), np.int64(0)))
             return (ew.to(z, low) if wdt is not None else z,)
-        out = record("index", out, (y,), backward)
+
+        def double(g, node):  # create_graph: a recorded scatter-add over y's flat elements
+            at = _element_offsets(off_c, flat, bpos, y_shape, zp.rest)
+            idx = creation.tensor(at.reshape(-1), dtype=dtypes.int64, device=g._storage.device)
+            n = int(np.prod(y_shape, dtype=np.int64))
+            return (ix.scatter_add_rec((n,), 0, idx, g.reshape(-1)).reshape(y_shape),)
+        out = record("index", out, (y,), backward, double=double)
     return out.view(p.shape) if p.shape != p.flat else out
 
 
@@ -267,7 +289,8 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     which, as in PyTorch).
     Grad (PyTorch's index_put backward): x gets the gradient with the written elements zeroed
     (unchanged with ``accumulate``), values the gradient gathered at the selection (summed
-    back over broadcast dims). As for other in-place writes, x's grad_fn is rebased.
+    back over broadcast dims), differentiable again (create_graph). As for other in-place
+    writes, x's grad_fn is rebased.
     Raises: IndexError as advanced getitem; RuntimeError for a values tensor of another dtype
     than x's (PyTorch's message; numbers and arrays are cast to x's dtype), a leaf that
     requires grad (grad mode on) or an overlapping x.
@@ -353,8 +376,15 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
                 launch_1d("index.cl", "scatter_dim", ix.move_defines(g.dtype), region,
                           (ew._zeros_scalar(g).expand(flat), iv), (np.int64(1), np.int64(0)))
         return ew.contiguous(inplace._at(buf, root_geom)), g_val.reshape(v_shape)
+
+    def double(g, node):  # create_graph: the same gradients of recorded ops
+        at = ix.geometry_offsets(*vgeom)  # the selection's storage offsets (flat's shape)
+        at += off.reshape([-1 if k == bpos else 1 for k in range(len(flat))])
+        gr, gv = inplace.region_grads(g, root_geom, size, at, not accumulate, "index_put")
+        return gr, gv.reshape(v_shape)
+    off, bpos = p.off, p.bpos  # (not p: it holds a view of root, a reference cycle)
     old = root._grad_fn
-    record("index_put", root, (root, vb), backward)
+    record("index_put", root, (root, vb), backward, double=double)
     root._rebase += 1
     if root._retains_grad and old is not None and old.retained is not None:
         old.retained, root._grad_fn.retained = None, old.retained

@@ -20,13 +20,15 @@ root take ``output_inplace``: one launch into self, the op's own Node over the o
 reads self (mul_, div_, pow_, log_ ...) are exact (PyTorch saves the original self too).
 Raise RuntimeError at the write: a leaf that requires grad, or any view of one, with grad mode
 on (optimizer updates go under ``no_grad()``); a target whose elements overlap (expand,
-overlapping unfold/as_strided); ``t[index_tensor] = v`` with autograd involved; ``op_``
-through a view created under ``no_grad()`` of a tensor that requires grad (its history is
-unknown); ``detach_()`` of a view that requires grad.
+overlapping unfold/as_strided); ``op_`` through a view created under ``no_grad()`` of a
+tensor that requires grad (its history is unknown); ``detach_()`` of a view that requires
+grad. The copy_slices, index_put and as_strided Nodes are differentiable again (create_graph:
+region_grads below).
 Raise RuntimeError at backward: a saved tensor written in place (clgrad/autograd/).
 """
 from __future__ import annotations
 
+import numpy as np
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
@@ -34,7 +36,8 @@ from clgrad.autograd.graph import output_of
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
                               full, launch_1d, one_device, same_device, scalar, zeros)
 from clgrad.ops import index
-from clgrad.ops.elementwise import _is_num, clone, contiguous, expand_to, to, to_device
+from clgrad.ops.elementwise import (_is_num, _zeros_scalar, clone, contiguous, expand_to, to,
+                                    to_device, where)
 from clgrad.tensor import Tensor
 
 __all__ = ["write_into", "inplace", "output_inplace", "scalar_inplace", "copy_", "fill_",
@@ -283,7 +286,8 @@ def _storage_buffer(size: int, covered: bool, like: Tensor) -> Tensor:
 def copy_slices(root: Tensor, v: Tensor, value: Tensor):
     """Rebase ``root``'s graph after ``value`` (of v's shape) was written into ``v``: root
     itself or a view of it. Root's new grad_fn sends its gradient to the root as it was, with
-    v's region zeroed, and v's region to ``value``. A retain_grad() on root moves along."""
+    v's region zeroed, and v's region to ``value``. A retain_grad() on root moves along.
+    Differentiable again (create_graph: ``region_grads``, a recorded gather and where)."""
     root_geom, v_geom = _geometry(root), _geometry(v)
     whole = v is root
     size = root._storage.size
@@ -298,10 +302,13 @@ def copy_slices(root: Tensor, v: Tensor, value: Tensor):
         g_value = clone(region)
         fill_raw(region, 0)
         return contiguous(_at(buf, root_geom)), g_value
+    def double(g, node):  # create_graph: the same gradients of recorded ops
+        return region_grads(g, root_geom, size, index.geometry_offsets(*v_geom), True,
+                            "copy_slices")
     old = root._grad_fn
-    # (create_graph: a whole write passes g on, recorded as is; a region's raw buffers not)
+    # (create_graph: a whole write passes g on, recorded as is)
     record("copy_" if whole else "copy_slices", root, (root, value), backward,
-           double=True if whole else None)
+           double=True if whole else double)
     root._rebase += 1
     if root._retains_grad and old is not None and old.retained is not None:
         old.retained, root._grad_fn.retained = None, old.retained
@@ -310,7 +317,8 @@ def copy_slices(root: Tensor, v: Tensor, value: Tensor):
 def regenerate_view_grad_fn(v: Tensor):
     """Give the view ``v`` a grad_fn from its root's current one (after the root was written
     in place): as_strided of the root, so its gradient is scattered (added, where v overlaps
-    itself) into the root's geometry."""
+    itself) into the root's geometry; differentiable again (create_graph: a recorded
+    scatter-add into the root's elements)."""
     root = v._base
     v._rebase_seen = root._rebase
     v._grad_fn = None
@@ -327,9 +335,46 @@ def regenerate_view_grad_fn(v: Tensor):
         (_add_into if overlap else copy_raw)(_at(buf, v_geom), g)
         out = contiguous(_at(buf, root_geom))
         return (to(out, dtypes.bfloat16) if wide else out,)
+
+    def double(g, node):  # create_graph: a recorded scatter-add into root's elements
+        at = positions(root_geom, size, index.geometry_offsets(*v_geom), "as_strided")
+        idx = creation.tensor(at.reshape(-1), dtype=dtypes.int64, device=g._storage.device)
+        n = layout.numel(root_geom[0])
+        return (index.scatter_add_rec((n,), 0, idx, g.reshape(-1)).reshape(root_geom[0]),)
     from clgrad.autograd import enable_grad
     with enable_grad():  # the view's grad_fn must exist even if first asked for in no_grad
-        record("as_strided", v, (root,), backward)
+        record("as_strided", v, (root,), backward, double=double)
+
+
+def positions(root_geom, size: int, offsets: np.ndarray, op: str) -> np.ndarray:
+    """The row-major position among the root's elements (geometry ``root_geom``, in a storage
+    of ``size`` elements) of each storage offset of ``offsets`` (int64, any shape): the
+    gathers and scatters of a region write's differentiable backward (create_graph). Raises
+    RuntimeError naming ``op`` for an offset outside the root's elements (a view reaching
+    past its base through as_strided)."""
+    pos = np.full(size, -1, np.int64)
+    pos[index.geometry_offsets(*root_geom).reshape(-1)] = np.arange(layout.numel(root_geom[0]))
+    at = pos[offsets]
+    if at.size and at.min() < 0:
+        raise RuntimeError(f"create_graph: the backward of {op!r} through a view that reaches "
+                           f"storage outside its base's elements is not differentiable in "
+                           f"clgrad; compute this gradient without create_graph=True")
+    return at
+
+
+def region_grads(g: Tensor, root_geom, size: int, offsets: np.ndarray, zero: bool, op: str):
+    """A region write's gradients as recorded ops (create_graph): (``g``, the root's gradient,
+    with the region zeroed when ``zero``; g read at the region, of offsets' shape).
+    ``offsets``: the storage offsets of the region's elements (see ``positions``)."""
+    at = positions(root_geom, size, offsets, op)
+    idx = creation.tensor(at.reshape(-1), dtype=dtypes.int64, device=g._storage.device)
+    g_region = index.gather_rec(g.reshape(-1), 0, idx).reshape(offsets.shape)
+    if zero:
+        mask = np.zeros(layout.numel(root_geom[0]), bool)
+        mask[at.reshape(-1)] = True
+        g = where(creation.tensor(mask.reshape(root_geom[0]), device=g._storage.device),
+                  _zeros_scalar(g), g)
+    return g, g_region
 
 
 # -- out= (PyTorch's out argument on the public functions) ------------------------------------

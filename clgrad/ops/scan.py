@@ -8,13 +8,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from clgrad import dtypes, layout
+from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import special as sp
 from clgrad.ops import views as vw
-from clgrad.ops._util import defines_for, empty, row_geometry, shape_arg, view_arg
+from clgrad.ops._util import (defines_for, empty, full, row_geometry, shape_arg,
+                              view_arg)
 from clgrad.tensor import Tensor
 
 __all__ = ["cumsum", "cumprod"]
@@ -61,7 +62,7 @@ def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
     Shapes:  x (*S) -> (*S)
     Dtypes:  floats keep theirs (bfloat16: summed in float32, rounded once per element);
              integers and bool give int64 (PyTorch); ``dtype`` casts first
-    Grad:    the reversed running sum of the gradient
+    Grad:    the reversed running sum of the gradient (differentiable again, create_graph)
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
     Kernels: kernels/scan.cl :: scan (OP_SUM; REVERSE for the backward), Kahan-compensated
     """
@@ -72,7 +73,15 @@ def cumsum(x: Tensor, dim: int, dtype=None) -> Tensor:
         return ew.clone(src)
     out = _launch("scan", src, d, {"OP_SUM": 1})
     return record("cumsum", out, (src,),
-                  lambda g: (_launch("scan", g, d, {"OP_SUM": 1, "REVERSE": 1}),))
+                  lambda g: (_launch("scan", g, d, {"OP_SUM": 1, "REVERSE": 1}),),
+                  double=lambda g, node: (_reverse_cumsum(g, d),))
+
+
+def _reverse_cumsum(g: Tensor, d: int) -> Tensor:
+    """The running sums of ``g`` along ``d`` from the end (cumsum's gradient), recorded: its
+    backward is cumsum, so it is differentiable again (create_graph)."""
+    out = _launch("scan", g.detach(), d, {"OP_SUM": 1, "REVERSE": 1})
+    return record("cumsum", out, (g,), lambda gg: (cumsum(gg, d),), double=True)
 
 
 def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
@@ -81,7 +90,8 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
     Shapes:  x (*S) -> (*S)
     Dtypes:  floats keep theirs; integers and bool give int64 (PyTorch); ``dtype`` casts first
     Grad:    grad[i] = sum_{j >= i} g[j] * prod_{k <= j, k != i} x[k], computed without
-             division, so exact where x holds zeros (as PyTorch's)
+             division, so exact where x holds zeros (as PyTorch's); differentiable again
+             (create_graph: _cumprod_grad, of recorded ops, n times x's memory)
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
     Kernels: kernels/scan.cl :: scan (OP_PROD), cumprod_grad
     """
@@ -92,7 +102,28 @@ def cumprod(x: Tensor, dim: int, dtype=None) -> Tensor:
         return ew.clone(src)
     out = _launch("scan", src, d, {"OP_PROD": 1})
     return record("cumprod", out, (src,),
-                  lambda g: (_launch("cumprod_grad", src, d, {}, g),), saved=[src])
+                  lambda g: (_launch("cumprod_grad", src, d, {}, g),), saved=[src],
+                  double=lambda g, node: (_cumprod_grad(src, d, g),))
+
+
+def _cumprod_grad(x: Tensor, d: int, g: Tensor) -> Tensor:
+    """cumprod's gradient of recorded ops (create_graph), exact where x holds zeros:
+    grad[i] = prod_{k<i} x[k] * sum_{j>=i} g[j] prod_{i<k<=j} x[k], the inner products
+    as the cumprod of an (n, n) matrix per row (x with the entries k <= i set to 1), masked
+    to j >= i. Memory: n times x's."""
+    n = x.shape[d]
+    if x.numel() == 0:
+        return ew.clone(g)
+    xt, gt = vw.movedim(x, d, -1), vw.movedim(g, d, -1)
+    dev = x._storage.device
+    k = np.arange(n)
+    upto = creation.tensor(k[None, :] <= k[:, None], device=dev)        # (i, k): k <= i
+    after = creation.tensor(k[None, :] >= k[:, None], device=dev)       # (i, j): j >= i
+    inner = cumprod(ew.where(upto, 1.0, vw.unsqueeze(xt, -2)), -1)      # prod_{i<k<=j} x[k]
+    inner = ew.mul(ew.where(after, inner, 0.0), vw.unsqueeze(gt, -2)).sum(-1)
+    ones = full(tuple(xt.shape[:-1]) + (1,), 1, xt.dtype, dev)
+    before = cumprod(ix.cat([ones, vw.narrow(xt, -1, 0, n - 1)], -1), -1)  # prod_{k<i} x[k]
+    return vw.movedim(ew.mul(before, inner), -1, d)
 
 
 # -- h4 (issue 22): cummax, cummin, diff -------------------------------------------------------
@@ -145,8 +176,9 @@ def _scan_arg(op, x, dim, cmp):
                    np.int64(src._strides[d]))
     if src.dtype.is_floating_point:
         from clgrad.ops import index as ix
-        vals = record(op, vals, (src,), ix._gather_backward(tuple(src.shape), d, idx),
-                      saved=[idx])
+        shape = tuple(src.shape)
+        vals = record(op, vals, (src,), ix._gather_backward(shape, d, idx), saved=[idx],
+                      double=lambda g, node: (ix.scatter_add_rec(shape, d, idx, g),))
     if x.dtype.is_bool:
         vals = ew.to(vals, dtypes.bool_)
     if scalar:

@@ -69,7 +69,9 @@ def _gathered(name: str, x: Tensor, d: int, idx: Tensor) -> Tensor:
     """x gathered along d by the (in-range, kernel-made) idx, with the gather's backward."""
     out = empty(idx.shape, x.dtype, x._storage.device)
     ix._gather_launch(x, d, idx, out)
-    return record(name, out, (x,), ix._gather_backward(tuple(x.shape), d, idx), saved=[idx])
+    shape = tuple(x.shape)
+    return record(name, out, (x,), ix._gather_backward(shape, d, idx), saved=[idx],
+                  double=lambda g, node: (ix.scatter_add_rec(shape, d, idx, g),))
 
 
 def _finish(name, x, src, d, idx, scalar):
