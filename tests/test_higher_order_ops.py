@@ -14,14 +14,7 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 
-F64 = clgrad.float64
-
-
-def _rand(shape, seed, lo=None, hi=None):
-    rng = np.random.default_rng(seed)
-    if lo is not None:
-        return rng.uniform(lo, hi, shape)
-    return rng.standard_normal(shape)
+from test_higher_order import F64, _rand
 
 
 def _spd(n, seed):
