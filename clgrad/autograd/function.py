@@ -76,8 +76,8 @@ def once_differentiable(fn):
                                             for a in args):
             return outputs
         if not isinstance(outputs, tuple):
-            return _delayed_error(outputs)
-        return tuple(_delayed_error(o) for o in outputs)
+            return delayed_error(outputs, _TWICE)
+        return tuple(delayed_error(o, _TWICE) for o in outputs)
     return wrapper
 
 
@@ -85,21 +85,21 @@ _TWICE = ("trying to differentiate twice a function that was marked with "
           "@once_differentiable")
 
 
-def _raise_twice(*_):
-    raise RuntimeError(_TWICE)
-
-
-def _delayed_error(t):
-    """``t`` (a gradient a once_differentiable backward returned) as a new alias whose
-    grad_fn raises RuntimeError when it is differentiated (PyTorch's DelayedError node, over
-    a detached stand-in leaf)."""
+def delayed_error(t, message: str):
+    """``t`` (a gradient computed under create_graph) as a new alias whose grad_fn raises
+    RuntimeError(``message``) when it is differentiated (PyTorch's DelayedError node, over a
+    detached stand-in leaf): once_differentiable's gradients, and those ops give whose
+    derivative PyTorch does not define either (scatter_reduce's prod with several zeros)."""
     if not isinstance(t, Tensor):
         return t
+
+    def fail(*_):
+        raise RuntimeError(message)
     stand_in = t.detach()
     stand_in._requires_grad = True
-    node = Node("DelayedError", (stand_in,), _raise_twice, (),
+    node = Node("DelayedError", (stand_in,), fail, (),
                 ((tuple(t.shape), t._storage.dtype),))
-    node.double = _raise_twice
+    node.double = fail
     out = t.detach()
     out._requires_grad, out._grad_fn = True, node
     return out

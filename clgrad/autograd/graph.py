@@ -252,10 +252,19 @@ def record(name: str, out, inputs, backward_fn, saved=(), double=None):
 
 def output_of(node, y):
     """The op's output for a differentiable backward (Node.double): ``y``, the output saved
-    as ``out.detach()`` (a closure must not hold ``out``: a reference cycle), as a tensor of
-    ``node`` again, so a second derivative through it flows back into the op (PyTorch's
-    SavedVariable of an output, unpacked with its grad_fn). Made per call, kept by nobody."""
-    t = Tensor(y._storage, y._shape, y._strides, y._offset)
+    as ``out.detach()`` (a closure must not hold ``out``: a reference cycle) or as its
+    ``(storage, shape, strides, offset, storage version)`` (slot reads: no call on the
+    first-order path; RuntimeError here when the output was written in place since), as a
+    tensor of ``node`` again, so a second derivative through it flows back into the op
+    (PyTorch's SavedVariable of an output, unpacked with its grad_fn). Made per call, kept
+    by nobody."""
+    if type(y) is tuple:
+        storage, shape, strides, offset, version = y
+        t = Tensor(storage, shape, strides, offset)
+        if storage.version != version:
+            _raise_modified(node, t, storage.version, version)
+    else:
+        t = Tensor(y._storage, y._shape, y._strides, y._offset)
     t._requires_grad = True
     t._grad_fn = node
     return t

@@ -28,7 +28,8 @@ from clgrad.ops.special import _unary_xy, _at_zero
 __all__ = ["i0e", "i1", "i1e"]
 
 i0e = _unary_xy(__name__, "i0e_op", "i0e", lambda g, x, y: ew.mul(
-    g, ew.sub(ew._launch_unary("i1e_op", x), ew.mul(ew.sign(x), y))))
+    g, ew.sub(ew._launch_unary("i1e_op", x), ew.mul(ew.sign(x), y))),
+    double=lambda g, x, y: ew.mul(g, ew.sub(i1e(x), ew.mul(ew.sign(x), y))))
 i0e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I0(x)
     elementwise (PyTorch's torch.special.i0e): 0 at +-inf.
 
@@ -36,28 +37,35 @@ i0e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I0(
               finite for every x.
     Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
              dtype.
-    Grad:    (i1e(x) - sgn(x) i0e(x)) g (PyTorch's).
+    Grad:    (i1e(x) - sgn(x) i0e(x)) g (PyTorch's); differentiable again (create_graph:
+             i1e recorded, the output re-attached).
     Kernels: kernels/elementwise.cl :: i0e_op, i1e_op
     """
 i1 = _unary_xy(__name__, "i1_op", "i1", lambda g, x, y: ew.mul(g, _at_zero(
-    x, 0.5, ew.sub(ew._launch_unary("i0_op", x), ew.div(y, x)))))
+    x, 0.5, ew.sub(ew._launch_unary("i0_op", x), ew.div(y, x)))),
+    double=lambda g, x, y: ew.mul(g, _at_zero(x, 0.5, ew.sub(modified_bessel_i0(x),
+                                                              ew.div(y, x)))))
 i1.__doc__ = """The modified Bessel function of the first kind of order 1, I1(x), elementwise
     (PyTorch's torch.special.i1): NaN at +-inf (PyTorch's).
 
     Accuracy: i0's series and asymptotic expansion (kernels/elementwise.cl).
     Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
              dtype.
-    Grad:    (i0(x) - i1(x) / x) g, 0.5 g where |x| <= eps (PyTorch's i1_backward).
+    Grad:    (i0(x) - i1(x) / x) g, 0.5 g where |x| <= eps (PyTorch's i1_backward);
+             differentiable again (create_graph: I0 recorded, the output re-attached).
     Kernels: kernels/elementwise.cl :: i1_op, i0_op
     """
 i1e = _unary_xy(__name__, "i1e_op", "i1e", lambda g, x, y: ew.mul(g, _at_zero(x, 0.5, ew.sub(
-    ew._launch_unary("i0e_op", x), ew.mul(y, ew.add(ew.sign(x), ew.reciprocal(x)))))))
+    ew._launch_unary("i0e_op", x), ew.mul(y, ew.add(ew.sign(x), ew.reciprocal(x)))))),
+    double=lambda g, x, y: ew.mul(g, _at_zero(x, 0.5, ew.sub(
+        i0e(x), ew.mul(y, ew.add(ew.sign(x), ew.reciprocal(x)))))))
 i1e.__doc__ = """The exponentially scaled modified Bessel function exp(-|x|) I1(x)
     elementwise (PyTorch's torch.special.i1e): +-0 at +-inf.
 
     Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
              dtype.
-    Grad:    (i0e(x) - i1e(x) (sgn(x) + 1 / x)) g, 0.5 g where |x| <= eps (PyTorch's).
+    Grad:    (i0e(x) - i1e(x) (sgn(x) + 1 / x)) g, 0.5 g where |x| <= eps (PyTorch's);
+             differentiable again (create_graph: i0e recorded, the output re-attached).
     Kernels: kernels/elementwise.cl :: i1e_op, i0e_op
     """
 
@@ -82,9 +90,9 @@ bessel_j1 = _bessel("bessel_j1", lambda g, x, y: ew.mul(
 bessel_y0 = _bessel("bessel_y0", lambda g, x, y: ew.mul(g, ew.neg(bessel_y1(x))))
 bessel_y1 = _bessel("bessel_y1", lambda g, x, y: ew.mul(g, ew.sub(bessel_y0(x), ew.div(y, x))))
 modified_bessel_i0 = _unary_xy(__name__, "i0_op", "modified_bessel_i0", lambda g, x, y: ew.mul(
-    g, modified_bessel_i1(x)), low=False)
+    g, modified_bessel_i1(x)), low=False, double=True)
 modified_bessel_i1 = _unary_xy(__name__, "i1_op", "modified_bessel_i1", lambda g, x, y: ew.mul(
-    g, _at_zero(x, 0.5, ew.sub(modified_bessel_i0(x), ew.div(y, x)))), low=False)
+    g, _at_zero(x, 0.5, ew.sub(modified_bessel_i0(x), ew.div(y, x)))), low=False, double=True)
 modified_bessel_k0 = _bessel("modified_bessel_k0", lambda g, x, y: ew.mul(
     g, ew.neg(modified_bessel_k1(x))))
 modified_bessel_k1 = _bessel("modified_bessel_k1", lambda g, x, y: ew.mul(

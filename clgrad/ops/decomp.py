@@ -20,6 +20,7 @@ from clgrad.autograd import no_grad, record
 from clgrad.autograd.graph import output_of
 from clgrad.errors import LinAlgError
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
 from clgrad.ops import matmul as mm
 from clgrad.ops._util import same_device
 from clgrad.tensor import Tensor
@@ -98,7 +99,8 @@ def inv(A: Tensor) -> Tensor:
     """The inverse of square matrices A (*, n, n) -> (*, n, n), computed on the host with
     NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype (float32/64).
 
-    Grad:    -A^-T g A^-T (PyTorch's).
+    Grad:    -A^-T g A^-T (PyTorch's); differentiable again (create_graph: the same of
+             recorded matmuls, A^-1 the output re-attached).
     Raises:  LinAlgError (a RuntimeError) for a singular matrix; RuntimeError for a
              non-square or non-floating input (float16/bfloat16 included, as PyTorch's CPU).
     """
@@ -112,11 +114,16 @@ def inv(A: Tensor) -> Tensor:
         raise LinAlgError(f"linalg.inv: {_batch_prefix(a.shape, bad)}The input matrix is "
                           f"singular, the inversion could not be completed") from None
     out = _up(ai, A)
-    aiT = _mT(out.detach())
+    y = out.detach()  # (the closure must not hold out itself: a reference cycle)
+    aiT = _mT(y)
 
     def backward(g):
         return (ew.neg(mm.matmul(mm.matmul(aiT, g), aiT)),)
-    return record("linalg_inv", out, (A,), backward, saved=[aiT])
+
+    def double(g, node):  # create_graph: A^-1 re-attached to this node
+        ti = _mT(output_of(node, y))
+        return (ew.neg(mm.matmul(mm.matmul(ti, g), ti)),)
+    return record("linalg_inv", out, (A,), backward, saved=[aiT], double=double)
 
 
 def _singular(m: np.ndarray) -> bool:
@@ -146,7 +153,10 @@ def det(A: Tensor) -> Tensor:
     """The determinant of square matrices A (*, n, n) -> (*), computed on the host with NumPy's
     LAPACK (float64, LU; one device -> host copy), returned in A's dtype (float32/float64).
 
-    Grad:    g adj(A)^T (= g det(A) A^-T; through an SVD on the host, so also at singular A).
+    Grad:    g adj(A)^T (= g det(A) A^-T; through an SVD on the host, so also at singular A);
+             differentiable again (create_graph) at invertible A: g det(A) A^-T of recorded
+             ops (det the output re-attached, A^-1 by inv); at a singular A that raises
+             RuntimeError (PyTorch differentiates its SVD formula there).
     Raises:  RuntimeError for a non-square or non-floating input (float16/bfloat16 included).
     """
     _check(A, "det")
@@ -156,7 +166,25 @@ def det(A: Tensor) -> Tensor:
     def backward(g):
         adjT = _up(_adjugate_T(a), g)
         return (ew.mul(adjT, g.unsqueeze(-1).unsqueeze(-1)),)
-    return record("linalg_det", out, (A,), backward, saved=[A])
+    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+
+    def double(g, node):  # create_graph: g det(A) A^-T of recorded ops
+        d = ew.mul(output_of(node, y), g).unsqueeze(-1).unsqueeze(-1)
+        return (ew.mul(_mT(_inv_for_double(A, a, "det")), d),)
+    return record("linalg_det", out, (A,), backward, saved=[A], double=double)
+
+
+def _inv_for_double(A: Tensor, a: np.ndarray, op: str) -> Tensor:
+    """inv(A), recorded, for a create_graph gradient of ``op`` (``a``: A's host values);
+    RuntimeError naming ``op`` and the batch element for a singular matrix (the formula
+    through A^-1 does not hold there)."""
+    flat = a.reshape(-1, *a.shape[-2:])
+    bad = next((i for i, m in enumerate(flat) if _singular(m)), None)
+    if bad is not None:
+        raise RuntimeError(f"linalg.{op}: {_batch_prefix(a.shape, bad)}the second derivative "
+                           f"(create_graph=True) at a singular matrix is not supported in "
+                           f"clgrad: its formula goes through the inverse")
+    return inv(A)
 
 
 def slogdet(A: Tensor):
@@ -164,7 +192,8 @@ def slogdet(A: Tensor):
     a singular matrix gives (0, -inf). Computed on the host with NumPy's LAPACK (float64; one
     device -> host copy), returned in A's dtype (float32/float64), as a namedtuple.
 
-    Grad:    logabsdet: g A^-T (PyTorch's); sign: zero.
+    Grad:    logabsdet: g A^-T (PyTorch's); sign: zero. Differentiable again (create_graph:
+             A^-T by inv, recorded; RuntimeError at a singular A).
     Raises:  RuntimeError for a non-square or non-floating input (float16/bfloat16 included).
     """
     _check(A, "slogdet")
@@ -180,7 +209,11 @@ def slogdet(A: Tensor):
             except np.linalg.LinAlgError:  # singular: -inf's gradient is not finite
                 aiT = np.swapaxes(np.linalg.pinv(a), -1, -2) * np.inf
         return (ew.mul(_up(aiT, g), g.unsqueeze(-1).unsqueeze(-1)),)
-    return SlogdetResult(sign, record("linalg_slogdet", logabs, (A,), backward, saved=[A]))
+
+    def double(g, node):  # create_graph: g A^-T of recorded ops
+        return (ew.mul(_mT(_inv_for_double(A, a, "slogdet")), g.unsqueeze(-1).unsqueeze(-1)),)
+    return SlogdetResult(sign, record("linalg_slogdet", logabs, (A,), backward, saved=[A],
+                                      double=double))
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -273,7 +306,9 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     host with NumPy's LAPACK (float64; one device -> host copy), returned in A's dtype.
 
     Grad:    PyTorch's cholesky_backward (Murray 2016): L^-T Phi(L^T gL) L^-1 with Phi the
-             lower triangle, diagonal halved, symmetrized (a symmetric gradient; host).
+             lower triangle, diagonal halved, symmetrized (a symmetric gradient; host);
+             differentiable again (create_graph: the same of recorded ops, L re-attached,
+             the triangular solves by linalg.solve).
     Raises:  LinAlgError (a RuntimeError) for a matrix that is not positive-definite (naming
              the order of the first leading minor that is not); RuntimeError for a non-square
              or non-floating input.
@@ -305,7 +340,17 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         ga = np.linalg.solve(Lh, phi)                       # L^-T phi
         ga = np.swapaxes(np.linalg.solve(Lh, np.swapaxes(ga, -1, -2)), -1, -2)  # ... L^-1
         return (_up(ga, g),)
-    return record("linalg_cholesky", out, (A,), backward, saved=[A])
+    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+
+    def double(g, node):  # create_graph: PyTorch's cholesky_backward of recorded ops
+        L, gL = output_of(node, y), g
+        if upper:
+            L, gL = _mT(L), _mT(gL)
+        phi = ix.tril(mm.matmul(_mT(L), gL))
+        phi = ew.mul(ew.add(phi, _mT(ix.tril(phi, -1))), 0.5)
+        ga = solve(_mT(L), phi)                             # L^-T phi
+        return (_mT(solve(_mT(L), _mT(ga))),)               # ... L^-1
+    return record("linalg_cholesky", out, (A,), backward, saved=[A], double=double)
 
 
 def _is_pd(m: np.ndarray) -> bool:
@@ -359,7 +404,9 @@ def eigh(A: Tensor, UPLO: str = "L"):
 
     Grad:    PyTorch's linalg_eig_backward (Hermitian case, on the host):
              V (diag(gw) + skew(V^T gV) / (w_j - w_i)) V^T; not finite for repeated
-             eigenvalues when the loss depends on the eigenvectors.
+             eigenvalues when the loss depends on the eigenvectors. Differentiable again
+             (create_graph: the same of recorded ops, w and V re-attached; at repeated
+             eigenvalues, as PyTorch's, not finite).
     Raises:  RuntimeError for a non-square or non-floating input or another UPLO.
     """
     w, v = _eigh_host(A, UPLO, "eigh")
@@ -385,7 +432,22 @@ def eigh(A: Tensor, UPLO: str = "L"):
             f[..., idx, idx] = 0.0
             inner = inner + f
         return (_up(v @ inner @ vT, g),)
-    joint = record("linalg_eigh", joint, (A,), backward, saved=[A])
+    y = joint._storage, joint._shape, joint._strides, joint._offset, joint._storage.version
+
+    def double(g, node):  # create_graph: the same formula of recorded ops
+        j = output_of(node, y)
+        W, V = j[..., :n], j[..., n:].reshape(tuple(v.shape))
+        gv = g[..., n:].reshape(tuple(v.shape))
+        eye = creation.eye(n, dtype=dtypes.bool_, device=g._storage.device)
+        inner = ew.where(eye, g[..., :n].unsqueeze(-2), 0.0)  # diag(gw)
+        repeated = bool(np.any(np.diff(w, axis=-1) == 0))
+        if not repeated or np.any(_host(gv)):  # (gV = 0 at repeated eigenvalues: skipped,
+            k = mm.matmul(_mT(V), gv)          # as the first order's and PyTorch's)
+            k = ew.mul(ew.sub(k, _mT(k)), 0.5)
+            e = ew.sub(W.unsqueeze(-2), W.unsqueeze(-1))  # w_j - w_i
+            inner = ew.add(inner, ew.where(eye, 0.0, ew.div(k, ew.where(eye, 1.0, e))))
+        return (mm.matmul(mm.matmul(V, inner), _mT(V)),)
+    joint = record("linalg_eigh", joint, (A,), backward, saved=[A], double=double)
     if joint.requires_grad:
         W = joint[..., :n]
         V = joint[..., n:].reshape(tuple(v.shape))
@@ -397,7 +459,8 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     triangle read. Computed on the host with NumPy's LAPACK (float64; one device -> host copy),
     returned in A's dtype.
 
-    Grad:    V diag(g) V^T (V the eigenvectors, kept on the device).
+    Grad:    V diag(g) V^T (V the eigenvectors, kept on the device); differentiable again
+             (create_graph: V of eigh(A), recorded, so its derivative in A flows).
     Raises:  RuntimeError for a non-square or non-floating input or another UPLO.
     """
     w, v = _eigh_host(A, UPLO, "eigvalsh")
@@ -406,7 +469,11 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
 
     def backward(g):
         return (mm.matmul(ew.mul(V, g.unsqueeze(-2)), _mT(V)),)
-    return record("linalg_eigvalsh", out, (A,), backward, saved=[V])
+
+    def double(g, node):  # create_graph: the eigenvectors of eigh(A), recorded
+        Vr = eigh(A, UPLO).eigenvectors
+        return (mm.matmul(ew.mul(Vr, g.unsqueeze(-2)), _mT(Vr)),)
+    return record("linalg_eigvalsh", out, (A,), backward, saved=[V], double=double)
 
 
 # -- singular value decomposition -------------------------------------------------------------
@@ -473,7 +540,8 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     LAPACK (float64; one device -> host copy), returned in A's dtype.
 
     Grad:    PyTorch's pinv_backward (constant rank; host):
-             -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A), X = pinv(A).
+             -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A), X = pinv(A);
+             differentiable again (create_graph: the same of recorded matmuls, X re-attached).
     Raises:  RuntimeError for a non-floating input; TypeError for tensor atol/rtol.
     """
     _check(A, "pinv", square=False)
@@ -492,7 +560,21 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
         ga = (-T(x) @ G @ T(x) + (np.eye(m_) - a @ x) @ T(G) @ x @ T(x)
               + T(x) @ x @ T(G) @ (np.eye(n_) - x @ a))
         return (_up(ga, g),)
-    return record("linalg_pinv", out, (A,), backward, saved=[A])
+    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+
+    def double(g, node):  # create_graph: PyTorch's pinv_backward of recorded ops
+        X, dev = output_of(node, y), g._storage.device
+        m_, n_ = A.shape[-2:]
+        im = creation.eye(m_, dtype=g.dtype, device=dev)
+        i_n = creation.eye(n_, dtype=g.dtype, device=dev)
+        gT = _mT(g)
+        ga = ew.neg(mm.matmul(mm.matmul(_mT(X), g), _mT(X)))
+        ga = ew.add(ga, mm.matmul(mm.matmul(ew.sub(im, mm.matmul(A, X)), gT),
+                                  mm.matmul(X, _mT(X))))
+        ga = ew.add(ga, mm.matmul(mm.matmul(_mT(X), X),
+                                  mm.matmul(gT, ew.sub(i_n, mm.matmul(X, A)))))
+        return (ga,)
+    return record("linalg_pinv", out, (A,), backward, saved=[A], double=double)
 
 
 def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:

@@ -47,7 +47,7 @@ erfc.__doc__ = """The complementary error function 1 - erf(x) elementwise, accur
     Kernels: kernels/elementwise.cl :: erfc_op (OpenCL's erfc)
     """
 erfcx = _unary_xy(__name__, "erfcx_op", "erfcx", lambda g, x, y: ew.mul(
-    g, ew.sub(ew.mul(ew.mul(x, y), 2.0), 2.0 / math.sqrt(math.pi))), low=False)
+    g, ew.sub(ew.mul(ew.mul(x, y), 2.0), 2.0 / math.sqrt(math.pi))), low=False, double=True)
 erfcx.__doc__ = """The scaled complementary error function exp(x^2) erfc(x) elementwise
     (PyTorch's torch.special.erfcx): finite for every x >= 0 (1 / (x sqrt(pi)) for large x),
     inf where exp(x^2) overflows for x < 0.
@@ -71,7 +71,8 @@ ndtr.__doc__ = """The standard normal CDF (1 + erf(x / sqrt 2)) / 2 elementwise 
     Kernels: kernels/elementwise.cl :: ndtr_op
     """
 log_ndtr = _unary_xy(__name__, "log_ndtr_op", "log_ndtr", lambda g, x, y: ew.div(
-    ew.mul(g, math.sqrt(2.0 / math.pi)), erfcx(ew.mul(x, -math.sqrt(0.5)))), low=False)
+    ew.mul(g, math.sqrt(2.0 / math.pi)), erfcx(ew.mul(x, -math.sqrt(0.5)))), low=False,
+    double=True)
 log_ndtr.__doc__ = """log(ndtr(x)) elementwise, accurate in both tails (PyTorch's
     torch.special.log_ndtr): below -1 log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 (finite where ndtr
     underflows: log_ndtr(-40) = -804.6 in float32 too), else log1p(-erfc(x / sqrt 2) / 2).
@@ -84,7 +85,7 @@ log_ndtr.__doc__ = """log(ndtr(x)) elementwise, accurate in both tails (PyTorch'
     Kernels: kernels/elementwise.cl :: log_ndtr_op, erfcx_op
     """
 ndtri = _unary_xy(__name__, "ndtri_op", "ndtri", lambda g, x, y: ew.mul(
-    g, ew.mul(ew.exp(ew.mul(ew.mul(y, y), 0.5)), _SQRT_2PI)), low=False)
+    g, ew.mul(ew.exp(ew.mul(ew.mul(y, y), 0.5)), _SQRT_2PI)), low=False, double=True)
 ndtri.__doc__ = """The inverse of ndtr elementwise (PyTorch's torch.special.ndtri): -inf at 0,
     inf at 1, NaN outside [0, 1]; accurate for tiny p (ndtri(1e-30) = -11.464).
 

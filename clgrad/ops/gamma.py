@@ -192,8 +192,8 @@ def _igamma(op: str, fn, input, other) -> Tensor:
             raise NotImplementedError(f"the derivative for '{op}: input' is not implemented.")
         d = ew.mul(g, ew.exp(ew.sub(ew.sub(ew.mul(ew.sub(a, 1.0), ew.log(b)), b), lgamma(a))))
         return ew._grads(a, b, None, d if op == "igamma" else ew.neg(d))
-    return record(op, out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+    return record(op, out, ew._inputs(a, b), backward,  # (double: recording ops)
+                  saved=[t for t in ew._inputs(a, b) if t is not None], double=True)
 
 
 __all__ += ["igamma", "igammac"]

@@ -16,9 +16,11 @@ import numpy as np
 
 from clgrad import backends, capture as _capture, dtypes
 from clgrad.autograd import record
+from clgrad.autograd.graph import recomputed
 from clgrad.ops import elementwise as ew
 from clgrad.kernel_structs import UGEOM_T, longs
 from clgrad.ops._util import launch_items, empty, view_arg, zeros
+from clgrad.ops.index import gather
 from clgrad.ops.matmul import matmul
 from clgrad.ops.pool import _view4
 from clgrad.runtime import pack
@@ -51,7 +53,9 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     Grad:    input (a scatter-add: the summation order of overlapping points may vary between
              runs, so backward raises RuntimeError under use_deterministic_algorithms(True),
              or warns with warn_only, as PyTorch's CUDA kernel) and grid (0 for 'nearest', as
-             PyTorch).
+             PyTorch). Differentiable again (create_graph: the sampling recomputed of
+             recorded ops, _sample_recorded, and differentiated; the kernel's derivatives,
+             0 at and beyond the border, NaN coordinates as the kernel's).
     Raises:  ValueError for an unknown mode or padding_mode; NotImplementedError for
              'bicubic' and 5-D (volumetric) inputs; RuntimeError for mismatched shapes,
              dtypes or devices (PyTorch's grid_sampler() messages); TypeError for other dtypes.
@@ -121,7 +125,86 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                      input._storage.buffer, _view4(input), grid._storage.buffer, view_arg(grid),
                      *flags, np.int32(want[0]), np.int32(want[1]))
         return gx, gg
-    return record("grid_sample", out, (input, grid), backward, saved=[input, grid])
+    return record("grid_sample", out, (input, grid), backward, saved=[input, grid],
+                  double=lambda g, node: _double(g, input, grid, mode, padding_mode,
+                                                 bool(align_corners)))
+
+
+def _double(g, input, grid, mode, padding, align):
+    """grid_sample's gradients with a graph (create_graph): the sampling recomputed by
+    _sample_recorded and differentiated; 'nearest' gives grid a recorded zero gradient (the
+    kernel's 0, still depending on g as PyTorch's)."""
+    gx, gg = recomputed(lambda x, gr: _sample_recorded(x, gr, mode, padding, align),
+                        (input, grid))(g, None)
+    if gg is None and grid.requires_grad:
+        gg = ew.record_zero_grad("grid_sample_backward",
+                                 zeros(tuple(grid.shape), grid.dtype, grid._storage.device), (g,))
+    return gx, gg
+
+
+def _sample_recorded(x: Tensor, grid: Tensor, mode: str, padding: str, align: bool) -> Tensor:
+    """grid_sample of recorded ops (its create_graph path): the source coordinates of the
+    grid (kernels/grid_sample.cl's source(): unnormalize, reflect, clip, with the kernel's
+    derivatives: the fold's sign, 0 at and beyond the border), the pixels' indices and
+    masks on the host from their values, the neighbours read by a gather."""
+    n, c, h, w = x.shape
+    p = grid.shape[1] * grid.shape[2]
+    ix = _source(grid[..., 0], w, padding, align)
+    iy = _source(grid[..., 1], h, padding, align)
+    flat = x.reshape(n, c, h * w)
+
+    def read(yy, xx):  # x at integer pixels (host arrays (N, OH, OW)), 0 outside, (N, C, P)
+        ok = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+        at = np.where(ok, np.clip(yy, 0, h - 1) * w + np.clip(xx, 0, w - 1), 0)
+        idx = grid.new_tensor(at.reshape(n, 1, p), dtype=dtypes.int64).expand(n, c, p)
+        # (a where, not a product with the mask: a NaN weight then reaches no input pixel
+        # outside, as the kernel's, and still makes the output and the grid's gradient NaN)
+        ok = grid.new_tensor(ok.reshape(n, 1, p), dtype=dtypes.bool_)
+        return ew.where(ok, gather(flat, 2, idx), 0.0)
+    hx, hy = ix.detach().numpy(), iy.detach().numpy()
+    with np.errstate(invalid="ignore"):
+        if mode == "nearest":
+            out = read(_pixel(np.rint(hy)), _pixel(np.rint(hx)))
+            return out.reshape(n, c, grid.shape[1], grid.shape[2])
+        fx, fy = np.floor(hx), np.floor(hy)
+    x0, y0 = _pixel(fx), _pixel(fy)
+    wx = ew.sub(ix, grid.new_tensor(fx)).reshape(n, 1, p)  # the weights of x0 + 1, y0 + 1
+    wy = ew.sub(iy, grid.new_tensor(fy)).reshape(n, 1, p)
+    ex, ey = ew.sub(1.0, wx), ew.sub(1.0, wy)
+    out = ew.add(ew.add(ew.mul(read(y0, x0), ew.mul(ex, ey)),
+                        ew.mul(read(y0, x0 + 1), ew.mul(wx, ey))),
+                 ew.add(ew.mul(read(y0 + 1, x0), ew.mul(ex, wy)),
+                        ew.mul(read(y0 + 1, x0 + 1), ew.mul(wx, wy))))
+    return out.reshape(n, c, grid.shape[1], grid.shape[2])
+
+
+def _pixel(v: np.ndarray) -> np.ndarray:
+    """Whole-valued coordinates as int64 pixels, -100 (outside) for NaN, infinite or huge
+    ones (the kernel's pixel())."""
+    ok = np.abs(v) <= 2147483647
+    return np.where(ok, np.where(ok, v, 0), -100).astype(np.int64)
+
+
+def _source(coord: Tensor, size: int, padding: str, align: bool) -> Tensor:
+    """The pixel coordinate of normalised ``coord`` along an axis of ``size`` pixels with
+    ``padding``, of recorded ops (the kernel's source(), its derivatives included)."""
+    if align:
+        c = ew.mul(ew.add(coord, 1.0), (size - 1) / 2)
+    else:
+        c = ew.div(ew.sub(ew.mul(ew.add(coord, 1.0), float(size)), 1.0), 2.0)
+    if padding == "reflection":
+        lo, span = (0.0, 2.0 * (size - 1)) if align else (-0.5, 2.0 * size)
+        if span == 0:  # one pixel: the kernel's 0 (its derivative 0)
+            return zeros(tuple(c.shape), c.dtype, c._storage.device)
+        d = ew.sub(c, lo)
+        a = ew.abs(d)
+        folds = ew.mul(ew.floor(ew.div(a.detach(), span)), span)  # (constant)
+        extra = ew.sub(a, folds)
+        reflected = ew.sub(span, extra)
+        c = ew.add(ew.where(ew.gt(extra.detach(), reflected.detach()), reflected, extra), lo)
+    if padding != "zeros":  # clip to [0, size - 1]: NaN to 0, derivative 0 at the bounds
+        c = ew.where(ew.gt(c, 0.0), ew.where(ew.lt(c, size - 1.0), c, size - 1.0), 0.0)
+    return c
 
 
 def _check_deterministic():

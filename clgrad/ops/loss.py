@@ -49,6 +49,8 @@ _BF16 = dtypes.bfloat16  # bfloat16 inputs: the loss computed in float32, rounde
 #                          (ew.via_float32): OpenCL C has no bfloat16 type
 _CE_FWD, _CE_BWD = ("loss.cl", "ce_fwd"), ("loss.cl", "ce_bwd")  # plan.key tags of _nll
 _F16, _F32 = dtypes.float16, dtypes.float32
+# binary_cross_entropy's floor of x (1 - x) in its gradient: loss.cl's BCE_EPS, (T)1e-12f
+_BCE_EPS = float(np.float32(1e-12))
 _LOSS_ACC = {"LOSS_T": "float"}  # a float16 loss reduced by ce_finish: its rows in float
 
 
@@ -258,8 +260,52 @@ def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
                 launch_1d(_FILE, kname + "_bwd", d, gv, (g,) + ops, (c, np.int32(k)))
             grads.append(gv)
         return tuple(grads)
-    loss = record(op, out, ops, backward, saved=list(ops))
+
+    def double(g, node):  # create_graph: the kernels' formulas of recorded ops
+        want = tuple(v.requires_grad for v in ops)
+        return tuple(None if d is None else ew.mul(g, d)
+                     for d in _loss_derivatives(kname, *ops, p0, want))
+    loss = record(op, out, ops, backward, saved=list(ops), double=double)
     return _reduce(loss, reduction, op)
+
+
+def _loss_derivatives(kname, x, t, a, p0, want):
+    """d loss / d(x, t, a) of the pointwise loss ``kname`` (None where ``want`` is False) of
+    recorded ops, so differentiable again (create_graph): kernels/loss.cl's POINTWISE_LOSS
+    formulas and clamps (PyTorch's: Loss.cpp, BinaryCrossEntropy.cpp)."""
+    dx = dt = da = None
+    if kname in ("l1", "smooth_l1", "huber"):
+        d = ew.sub(x, t)
+        if kname == "huber":
+            dx = ew.clamp(d, -p0, p0)
+        elif kname == "l1" or p0 == 0:  # (smooth_l1 with beta 0 is l1)
+            dx = ew.sign(d)
+        else:
+            dx = ew.where(ew.lt(ew.abs(d), p0), ew.div(d, p0), ew.sign(d))
+        dt = ew.neg(dx) if want[1] else None
+        return dx if want[0] else None, dt, None
+    if kname == "bce":
+        if want[0]:
+            dx = ew.div(ew.sub(x, t), ew.clamp(ew.mul(ew.sub(1.0, x), x), min=_BCE_EPS))
+        if want[1]:
+            dt = ew.sub(_log100(ew.sub(1.0, x)), _log100(x))
+    elif kname == "bce_logits":  # a: the log weight 1 + (pos_weight - 1) t
+        if want[0]:
+            dx = ew.sub(ew.sub(1.0, t), ew.mul(a, ew.sigmoid(ew.neg(x))))
+        dt = ew.neg(x) if want[1] else None
+        da = ew.neg(act.logsigmoid(x)) if want[2] else None  # log(1 + exp(-x))
+    elif kname == "kl_div":
+        dx = ew.neg(t) if want[0] else None
+        dt = ew.sub(ew.add(ew.log(t), 1.0), x) if want[1] else None
+    else:  # kl_div_log
+        dx = ew.neg(ew.exp(t)) if want[0] else None
+        dt = ew.mul(ew.exp(t), ew.add(ew.sub(t, x), 1.0)) if want[1] else None
+    return dx, dt, da
+
+
+def _log100(v):
+    """log(v) clamped below at -100 (binary_cross_entropy's, PyTorch's), NaN kept."""
+    return ew.clamp(ew.log(v), min=-100.0)
 
 
 def _reduce(loss, reduction, op):

@@ -19,6 +19,7 @@ import math
 
 from clgrad import dtypes
 from clgrad.autograd import record
+from clgrad.ops import bessel
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import zeros
 from clgrad.tensor import Tensor
@@ -102,24 +103,39 @@ exp2 = _here(_twice(
 2^x elementwise (PyTorch's torch.exp2 / special.exp2). Grad: g * out * ln 2.
     Kernels: kernels/elementwise.cl :: exp2_op""")
 sinc = _here(ew._unary_float(
-    "sinc_op", "sinc", lambda g, x, y: ew._binary_grad("sinc_grad", g, x), "x"), """\
+    "sinc_op", "sinc", lambda g, x, y: ew._binary_grad("sinc_grad", g, x), "x",
+    double=lambda g, x: ew.mul(g, _sinc_derivative(x))), """\
 The normalized sinc, sin(pi x) / (pi x), 1 at 0 (PyTorch's torch.sinc / special.sinc).
 
     Accuracy: computed with sinpi, so exactly 0 at the integers and accurate at large |x|;
               PyTorch's sin(pi * x) / (pi * x) rounds pi * x first (float32 sinc(1) is
               -2.8e-8 there, and sinc(1000.5) off by 50 %), NaN where pi * x overflows.
-    Grad:     g * (cos(pi x) - sinc(x)) / x, 0 at 0 (PyTorch's), by its series near 0.
+    Grad:     g * (cos(pi x) - sinc(x)) / x, 0 at 0 (PyTorch's), by its series near 0;
+              differentiable again (create_graph: PyTorch's formula of recorded ops,
+              (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at 0, so its derivative is 0 there
+              as PyTorch's, not sinc''(0) = -pi^2 / 3).
     Kernels:  kernels/elementwise.cl :: sinc_op, sinc_grad""")
 i0 = _here(ew._unary_float(
-    "i0_op", "i0", lambda g, x, y: ew.mul(g, ew._launch_unary("i1_op", x)), "x"), """\
+    "i0_op", "i0", lambda g, x, y: ew.mul(g, ew._launch_unary("i1_op", x)), "x",
+    double=lambda g, x: ew.mul(g, bessel.i1(x))), """\
 The modified Bessel function of the first kind of order 0, I0(x), elementwise (PyTorch's
     torch.i0 / special.i0; NumPy's numpy.i0). +-inf gives NaN (PyTorch's and NumPy's).
 
     Accuracy: series and asymptotic expansion (kernels/elementwise.cl's comment): float64
               within 1e-14 relative, float32 a few ulp (tests/test_math_ops.py); finite up
               to I0's overflow (float32: 91.9; PyTorch's float32 is inf from 89).
-    Grad:     g * I1(x) (PyTorch's).
+    Grad:     g * I1(x) (PyTorch's); differentiable again (create_graph: special.i1).
     Kernels:  kernels/elementwise.cl :: i0_op, i1_op""")
+
+
+def _sinc_derivative(x: Tensor) -> Tensor:
+    """sinc'(x) of recorded ops, PyTorch's sinc_backward: (pi x cos(pi x) - sin(pi x)) /
+    (pi x^2), 0 where x is 0 (create_graph)."""
+    zero = ew.eq(x, 0)
+    xs = ew.where(zero, 1.0, x)
+    px = ew.mul(xs, math.pi)
+    d = ew.div(ew.sub(ew.mul(px, ew.cos(px)), ew.sin(px)), ew.mul(px, xs))
+    return ew.where(zero, 0.0, d)
 
 
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
@@ -143,7 +159,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
         if eps is None:
             return (ew.where(ew.logical_or(ew.lt(x, 0.0), ew.gt(x, 1.0)), math.nan, ga),)
         return (ew.where(ew.logical_or(ew.lt(x, e), ew.gt(x, 1.0 - e)), 0.0, ga),)
-    return record("logit", out, (x,), backward, saved=[x])
+    return record("logit", out, (x,), backward, saved=[x], double=True)
 
 
 def positive(input: Tensor) -> Tensor:

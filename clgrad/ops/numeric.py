@@ -67,8 +67,9 @@ def nan_to_num(x: Tensor, nan: float = 0.0, posinf=None, neginf=None) -> Tensor:
     launch_1d(_FILE, "nan_to_num_", {"T": x.dtype.cl}, out, (x,),
               tuple(scalar(x.dtype, v) for v in vals))
     finite = isfinite(x) if x.requires_grad else None
-    return record("nan_to_num", out, (x,),
-                  lambda g: (ew.where(finite, g, ew._zeros_scalar(g)),), saved=[finite])
+    return record("nan_to_num", out, (x,),  # (double: where, recording)
+                  lambda g: (ew.where(finite, g, ew._zeros_scalar(g)),), saved=[finite],
+                  double=True)
 
 
 def isclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,

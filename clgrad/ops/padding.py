@@ -33,7 +33,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     what is left.
     Shapes:  (*S) -> each padded dim n becomes n + left + right (>= 1 for reflect and
              replicate, >= 0 otherwise).
-    Grad:    input (each output position's gradient goes to the element it copied).
+    Grad:    input (each output position's gradient goes to the element it copied);
+             differentiable again (create_graph: the backward's gather recorded, its backward
+             the padding with zeros, both linear, so every order flows).
     Raises:  ValueError for an odd or too long pad, a bad mode, or amounts out of range (an
              output size below those bounds included).
     """
@@ -73,19 +75,57 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     if not x.dtype.is_floating_point:
         return out
 
-    def backward(g):
+    def backward(g):  # (_pad_bwd inline: no call more on the first-order path)
         gx = empty(x.shape, x.dtype, x._storage.device)
         _launch_pad("pad_bwd", x, gx.numel(), x.ndim, shape_arg(x.shape), gx._storage.buffer,
                     g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
         return (gx,)
-    double = None  # (create_graph: constant padding's backward is a slice, recorded)
-    if mode == "constant" and min(lo + hi) >= 0:
+    if mode == "constant" and min(lo + hi) >= 0:  # (create_graph: the backward is a slice)
         def double(g, node):
             for d, (a, n) in enumerate(zip(lo, x.shape)):
                 if a or n != g.shape[d]:
                     g = g.narrow(d, a, n)
             return (ew.contiguous(g),)  # (a dense gradient, as the kernel's and PyTorch's)
+    else:  # reflect, replicate, a crop: the backward's kernel recorded, its adjoint pad_fwd
+        def double(g, node):
+            return (_pad_bwd_rec(g, tuple(x.shape), oshape, tuple(lo), m),)
     return record("pad", out, (x,), backward, double=double)
+
+
+def _pad_fwd(x: Tensor, oshape, lo, m, value=0) -> Tensor:
+    """pad_fwd's output of shape ``oshape`` (``lo`` the amounts before each dim, ``m`` the
+    mode's number), unrecorded (pad's own forward, inline there)."""
+    out = empty(oshape, x.dtype, x._storage.device)
+    _launch_pad("pad_fwd", x, out.numel(), len(oshape), shape_arg(oshape), out._storage.buffer,
+                x._storage.buffer, view_arg(x), shape_arg(x.shape), shape_arg(lo), m,
+                scalar(x.dtype, value))
+    return out
+
+
+def _pad_bwd(g: Tensor, x_shape, oshape, lo, m) -> Tensor:
+    """pad_bwd: per input element of ``x_shape``, the sum of ``g`` (``oshape``) over the
+    output positions that read it; unrecorded (pad's own backward, inline there)."""
+    gx = empty(x_shape, g.dtype, g._storage.device)
+    _launch_pad("pad_bwd", g, gx.numel(), len(x_shape), shape_arg(x_shape), gx._storage.buffer,
+                g._storage.buffer, view_arg(g), shape_arg(oshape), shape_arg(lo), m)
+    return gx
+
+
+def _pad_bwd_rec(g: Tensor, x_shape, oshape, lo, m) -> Tensor:
+    """_pad_bwd recorded (create_graph): linear in ``g``, its backward is the padding again
+    (pad_fwd with 0 as the constant), itself recorded with this as its backward, so every
+    order of derivative flows."""
+    geom = (x_shape, oshape, lo, m)
+    return record("pad_backward", _pad_bwd(g.detach(), *geom), (g,),
+                  lambda gg: (_pad_fwd_rec(gg, *geom),), double=True)
+
+
+def _pad_fwd_rec(gg: Tensor, x_shape, oshape, lo, m) -> Tensor:
+    """The padding (pad_fwd, constant 0) of ``gg`` (``x_shape``), recorded with _pad_bwd_rec
+    as its backward (create_graph)."""
+    geom = (x_shape, oshape, lo, m)
+    return record("pad", _pad_fwd(gg.detach(), oshape, lo, m), (gg,),
+                  lambda g: (_pad_bwd_rec(g, *geom),), double=True)
 
 
 def _pad_circular(x, lo, hi):

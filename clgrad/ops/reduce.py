@@ -21,6 +21,9 @@ from clgrad import creation, dtypes, layout
 from clgrad.autograd import record
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
+from clgrad.ops import index as ix
+from clgrad.ops import scan as sc
+from clgrad.ops import views as vw
 from clgrad.ops._util import MAXD, empty, shape_arg, view_arg, zeros
 from clgrad.ops.plan import Plan, key as plan_key
 from clgrad.tensor import Tensor
@@ -396,7 +399,9 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     Shapes:  (*S) -> S without the reduced dims (kept as 1 with ``keepdim``).
     Grad:    per reduced group, without dividing by zero (PyTorch's values): no zero in the
              group: out / x; exactly one zero: the product of the others at the zero and 0
-             elsewhere; two or more zeros: 0 everywhere.
+             elsewhere; two or more zeros: 0 everywhere. Differentiable again (create_graph:
+             _prod_others, the products of the others by exclusive cumprods from both ends,
+             exact through zeros, as PyTorch's prod_safe_zeros_backward).
     """
     if dtype is not None:
         x = ew.to(x, dtype)
@@ -415,7 +420,33 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
         at_one_zero = ew.where(ew.logical_and(zero, ew.eq(zeros, 1)), others, 0.0)
         local = ew.where(ew.eq(zeros, 0), ew.div(others, safe), at_one_zero)
         return (ew.mul(_expand_back(g, x_shape, dims, keepdim), local),)
-    return record("prod", out, (x,), backward, saved=[x])
+
+    def double(g, node):  # create_graph: of recorded ops, exact through zeros
+        return (ew.mul(_expand_back(g, x_shape, dims, keepdim), _prod_others(x, dims)),)
+    return record("prod", out, (x,), backward, saved=[x], double=double)
+
+
+def _prod_others(x: Tensor, dims) -> Tensor:
+    """Per element of ``x``, the product of the other elements of its group (the ``dims``
+    reduced by prod), of recorded ops without a division: the exclusive cumprod from the
+    front times the one from the back of the group flattened (PyTorch's
+    prod_safe_zeros_backward), so exact and differentiable again through zeros."""
+    if x.numel() == 0:
+        return ew.mul(x, 0.0)
+    keep = [d for d in range(x.ndim) if d not in dims]
+    order = keep + list(dims)
+    xt = x.permute(order) if order != list(range(x.ndim)) else x
+    lead = tuple(xt.shape[:len(keep)])
+    n = layout.numel([x.shape[d] for d in dims])
+    flat = xt.reshape(lead + (n,))
+    ones = creation.ones(lead + (1,), dtype=x.dtype, device=x._storage.device)
+
+    def exclusive(v):  # [1, v0, v0 v1, ...]: the product of the elements before each
+        return sc.cumprod(ix.cat([ones, v.narrow(-1, 0, n - 1)], -1), -1)
+    others = ew.mul(exclusive(flat), vw.flip(exclusive(vw.flip(flat, -1)), -1))
+    others = others.reshape(tuple(xt.shape))
+    return others.permute(tuple(order.index(d) for d in range(x.ndim))) if xt is not x \
+        else others
 
 
 def _minmax(x: Tensor, dim, keepdim, op_define, name):
@@ -710,7 +741,8 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     ``dtype`` when given).
 
     Shapes:  as sum
-    Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite)
+    Grad:    g * (x is not NaN): 0 at the NaN elements (NaN there if g is infinite);
+             differentiable again (recording ops)
     Raises:  IndexError for a dim out of range; TypeError for a non-tensor
     """
     if not isinstance(x, Tensor):
@@ -729,7 +761,7 @@ def nansum(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
     def backward(g):  # g * (x is not NaN), as PyTorch: an infinite g gives NaN at a NaN x
         return (ew.mul(_expand_back(g, x_shape, dims, keepdim), ew.to(keep, g.dtype)),)
-    return record("nansum", out, (x,), backward, saved=[keep])
+    return record("nansum", out, (x,), backward, saved=[keep], double=True)
 
 
 def nanmean(x: Tensor, dim=None, keepdim: bool = False, dtype=None) -> Tensor:

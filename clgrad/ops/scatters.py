@@ -15,6 +15,8 @@ import numpy as np
 
 from clgrad import creation, dtypes, layout
 from clgrad.autograd import no_grad, record
+from clgrad.autograd.function import delayed_error
+from clgrad.autograd.graph import output_of
 from clgrad.errors import IndexRangeError
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
@@ -43,7 +45,10 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     Dtypes:  src of input's dtype; integer 'mean' rounds down (PyTorch's floor division)
     Grad:    input and src (PyTorch's formulas): sum as scatter_add; mean divided by the
              count; prod the product of the others (zeros handled); amax/amin split evenly
-             among the values equal to the result
+             among the values equal to the result. Differentiable again (create_graph: the
+             same of recorded ops, PyTorch's scatter_reduce_backward; prod through
+             scatter_reduce itself; as PyTorch's, src's gradient where two or more src zeros
+             meet at one target raises RuntimeError when differentiated again)
     Raises:  ValueError for another reduce; RuntimeError / IndexError as scatter
     """
     if reduce not in _REDUCES:
@@ -72,7 +77,18 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         gsrc = np.zeros(tuple(src.shape))
         gsrc[tuple(slice(0, n) for n in index.shape)] = gs.reshape(tuple(index.shape))
         return gx, creation.tensor(gsrc, dtype=g.dtype, device=dev)
-    return record("scatter_reduce", res, (input, src), backward)
+    y = res._storage, res._shape, res._strides, res._offset, res._storage.version  # (no call)
+    versions = (input._storage.version, src._storage.version)
+
+    def double(g, node):  # create_graph: PyTorch's formulas of recorded ops
+        if reduce == "prod" and versions != (input._storage.version, src._storage.version):
+            raise RuntimeError("one of the variables needed for gradient computation has been "
+                               "modified by an inplace operation: scatter_reduce's input or "
+                               "src, read again by its create_graph gradient (prod)")
+        host = (xs, ss, tgt, out, touched)
+        return _grads_recorded(g, input, src, index, d, reduce, include_self,
+                               output_of(node, y), host)
+    return record("scatter_reduce", res, (input, src), backward, double=double)
 
 
 def _targets(index: Tensor, shape, d) -> np.ndarray:
@@ -141,6 +157,63 @@ def _grads_host(reduce, xs, ss, tgt, out, count, touched, include_self, g):
     np.add.at(n, tgt, hit_s)
     share = g / np.maximum(n, 1)
     return np.where(hit_x, share, 0.0), np.where(hit_s, share[tgt], 0.0)
+
+
+_PROD_ZEROS = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+               "are scattered to the same position. This case is not supported.")
+
+
+def _grads_recorded(g, input, src, index, d, reduce, include_self, res, host):
+    """scatter_reduce's (grad of input, grad of src) of recorded ops (create_graph), PyTorch's
+    scatter_reduce_backward: the masks and counts are the forward's (host values), prod's
+    products of the others come of scatter_reduce itself (so every order flows)."""
+    xs, ss, tgt, out, touched = host
+    shape, dev = tuple(input.shape), g._storage.device
+    keep = include_self | ~touched  # input elements that took part in their result
+
+    def up(arr, shp=shape):  # a host mask or count on the device
+        return creation.tensor(arr.reshape(shp), device=dev)
+    ishape = tuple(index.shape)
+    gx = gs = None
+    if reduce in ("sum", "mean", "amax", "amin"):
+        if reduce in ("sum", "mean"):
+            hit_x, hit_s, n = keep, None, None
+            if reduce == "mean":
+                n = np.where(touched, 1 if include_self else 0, 1).astype(np.float64)
+                np.add.at(n, tgt, 1)
+        else:  # evenly among the values equal to the result (NaN equal to NaN)
+            hit_x = keep & ((xs == out) | (np.isnan(xs) & np.isnan(out)))
+            hit_s = (ss == out[tgt]) | (np.isnan(ss) & np.isnan(out[tgt]))
+            n = hit_x.astype(np.float64)
+            np.add.at(n, tgt, hit_s)
+            n = np.maximum(n, 1)
+        share = g if n is None else ew.div(g, up(n).to(g.dtype))
+        if input.requires_grad:
+            gx = ew.where(up(hit_x), share, 0.0)
+        if src.requires_grad:
+            gs = ix.gather(share, d, index)
+            if hit_s is not None:
+                gs = ew.where(up(hit_s, ishape), gs, 0.0)
+    else:  # prod: the product of the others, zeros handled (masked to 1 where they are)
+        if input.requires_grad:
+            masked = ew.where(up(xs == 0), 1.0, input)
+            others = scatter_reduce(masked, d, index, src, "prod", include_self=include_self)
+            gx = ew.where(up(keep), ew.div(ew.mul(g, others), masked), 0.0)
+        if src.requires_grad:
+            part = src[tuple(slice(0, k) for k in ishape)]
+            zeros = np.zeros(xs.size, np.int64)
+            np.add.at(zeros, tgt, ss == 0)
+            single = up((ss == 0) & (zeros[tgt] == 1), ishape)
+            others = scatter_reduce(input, d, index, ew.where(single, 1.0, part), "prod",
+                                    include_self=include_self)
+            gs = ew.where(single, ix.gather(ew.mul(g, others), d, index),
+                          ew.div(ix.gather(ew.mul(g, res), d, index),
+                                 ew.where(up(ss == 0, ishape), 1.0, part)))
+            if np.any(zeros > 1):  # PyTorch's DelayedError: no derivative of that
+                gs = delayed_error(gs, _PROD_ZEROS)
+    if gs is not None and ishape != tuple(src.shape):
+        gs = ix._zero_extend(gs, tuple(src.shape))
+    return gx, gs
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:

@@ -396,8 +396,9 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     out = zeros(shape, input.dtype, input._storage.device)
     ew.copy_raw(vw.diagonal(out, offset, d1, d2), src)
     in_shape = tuple(input.shape)
-    return record("diag_embed", out, (input,),
-                  lambda g: (vw.reshape(vw.diagonal(g, offset, d1, d2), in_shape),))
+    return record("diag_embed", out, (input,),  # (double: the backward is recorded views)
+                  lambda g: (vw.reshape(vw.diagonal(g, offset, d1, d2), in_shape),),
+                  double=True)
 
 
 def block_diag(*tensors) -> Tensor:

@@ -26,6 +26,7 @@ import numpy as np
 
 from clgrad import creation, dtypes
 from clgrad.autograd import record
+from clgrad.autograd.graph import output_of
 from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.ops._util import zeros
@@ -78,7 +79,7 @@ def frac(input: Tensor) -> Tensor:
     if input._storage.dtype is _BF16:
         return ew.via_float32(frac, input)
     out = ew._launch_unary("frac_op", input)
-    return record("frac", out, (input,), lambda g: (g,))
+    return record("frac", out, (input,), lambda g: (g,), double=True)
 
 
 def deg2rad(input: Tensor) -> Tensor:
@@ -181,12 +182,13 @@ def hypot(input: Tensor, other: Tensor) -> Tensor:
         return ew.via_float32(hypot, *ew._opmath((input, other), (a, b)))
     y = out.detach()  # (not out: out -> Node -> closure -> out would be a cycle)
 
-    def backward(g):
+    def backward(g, y=y):  # (y: the output, re-attached to the node under create_graph)
         ga = ew.div(ew.mul(g, a), y) if _wants(a) else None
         gb = ew.div(ew.mul(g, b), y) if _wants(b) else None
         return ew._grads(a, b, ga, gb)
     return record("hypot", out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None] + [y])
+                  saved=[t for t in ew._inputs(a, b) if t is not None] + [y],
+                  double=lambda g, node: backward(g, output_of(node, y)))
 
 
 def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
@@ -196,7 +198,8 @@ def xlogy(input: Tensor | float, other: Tensor | float) -> Tensor:
 
     Dtypes:  promoted as div: integers and bool give the default dtype.
     Grad:    input: xlogy(g, other), 0 where input is 0 and other <= 0; other:
-             g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2).
+             g * input / other (PyTorch 2.14's: d/dinput at input 0, other 2 is log 2);
+             differentiable again (create_graph).
     Kernels: kernels/elementwise.cl :: xlogy_op
     """
     return _xlog(xlogy, "xlogy", input, other, 0)
@@ -221,8 +224,8 @@ def _xlog(fn, name: str, input, other, pole: int) -> Tensor:
         if _wants(b):
             gb = ew.div(ew.mul(g, a), ew.sub(b, pole) if pole else b)
         return ew._grads(a, b, ga, gb)
-    return record(name, out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None])
+    return record(name, out, ew._inputs(a, b), backward,  # (double: recording ops, fn too)
+                  saved=[t for t in ew._inputs(a, b) if t is not None], double=True)
 
 
 def copysign(input: Tensor, other: Tensor | float) -> Tensor:
@@ -238,7 +241,7 @@ def copysign(input: Tensor, other: Tensor | float) -> Tensor:
         return ew.via_float32(copysign, *ew._opmath((input, other), (a, b)))
     y = out.detach()
 
-    def backward(g):
+    def backward(g, y=y):  # (y: the output, re-attached to the node under create_graph)
         ga = gb = None
         if _wants(a):
             ga = ew.where(ew.eq(a, 0), 0.0, ew.mul(g, ew.div(y, a)))
@@ -246,7 +249,8 @@ def copysign(input: Tensor, other: Tensor | float) -> Tensor:
             gb = zeros(b.shape, b.dtype, b._storage.device)
         return ew._grads(a, b, ga, gb)
     return record("copysign", out, ew._inputs(a, b), backward,
-                  saved=[t for t in ew._inputs(a, b) if t is not None] + [y])
+                  saved=[t for t in ew._inputs(a, b) if t is not None] + [y],
+                  double=lambda g, node: backward(g, output_of(node, y)))
 
 
 def float_power(input: Tensor | float, exponent: Tensor | float) -> Tensor:
@@ -328,17 +332,23 @@ def _full_float(op: str, input) -> Tensor:
 
 
 def _unary_xy(module: str, kname: str, op: str, grad_of, low: bool = True,
-              file: str = _FILE):
+              file: str = _FILE, double=None):
     """A unary float op of ``module`` whose gradient ``grad_of(g, x, y)`` reads the input x
     and the output y; ``low``: float16 and bfloat16 allowed (else NotImplementedError, as
-    PyTorch's); ``file``: the kernel file of ``kname``."""
+    PyTorch's); ``file``: the kernel file of ``kname``. ``double`` (create_graph, Node.double):
+    None (create_graph through it raises), or ``double(g, x, y)`` the gradient of recording
+    ops, y the output re-attached to its Node (graph.output_of); True: grad_of is that."""
+    again = grad_of if double is True else double
+
     def f(input: Tensor) -> Tensor:
         x = ew._float_in(op, input) if low else _full_float(op, input)
         if x._storage.dtype is _BF16:
             return ew.via_float32(f, x)
         out = ew._launch_unary(kname, x, file=file)
         y = out.detach()  # (not out: out -> Node -> closure -> out would be a cycle)
-        return record(op, out, (x,), lambda g: (grad_of(g, x, y),), saved=[x, y])
+        return record(op, out, (x,), lambda g: (grad_of(g, x, y),), saved=[x, y],
+                      double=None if again is None else
+                      lambda g, node: (again(g, x, output_of(node, y)),))
     f.__name__ = f.__qualname__ = op
     f.__module__ = module
     return f
@@ -360,13 +370,13 @@ def _at_zero(x, value, elsewhere):
 
 
 entr = _unary_xy(__name__, "entr_op", "entr",
-                 lambda g, x, y: ew.mul(g, ew.neg(ew.add(ew.log(x), 1.0))))
+                 lambda g, x, y: ew.mul(g, ew.neg(ew.add(ew.log(x), 1.0))), double=True)
 entr.__doc__ = """The entropy term -x log x elementwise (PyTorch's torch.special.entr): 0 at 0,
     -inf below 0, NaN at NaN.
 
     Dtypes:  floats keep theirs (float16 and bfloat16 too); integers and bool give the default
              dtype.
-    Grad:    -(1 + log x) g (PyTorch's): +inf at 0, NaN below 0.
+    Grad:    -(1 + log x) g (PyTorch's): +inf at 0, NaN below 0; differentiable again.
     Kernels: kernels/elementwise.cl :: entr_op
     """
 
@@ -378,7 +388,7 @@ def xlog1py(input: Tensor | float, other: Tensor | float) -> Tensor:
 
     Dtypes:  promoted as div: integers and bool give the default dtype.
     Grad:    input: xlog1py(g, other), 0 where input is 0 and other <= -1; other:
-             g * input / (other + 1) (PyTorch's derivatives.yaml).
+             g * input / (other + 1) (PyTorch's derivatives.yaml); differentiable again.
     Kernels: kernels/elementwise.cl :: xlog1py_op
     """
     return _xlog(xlog1py, "xlog1py", input, other, -1)

@@ -43,7 +43,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
              floor(in * scale_factor). Source coordinates use 1 / scale_factor when given
              (unless ``recompute_scale_factor``), else in / out; with ``align_corners``
              (linear modes) (in - 1) / (out - 1), the corner pixels aligned.
-    Grad:    input.
+    Grad:    input; differentiable again (create_graph: the backward's gather recorded, its
+             backward the resampling, both linear, so every order flows).
     Raises:  ValueError for both or neither of size and scale_factor, a bad rank for the
              mode, align_corners with a non-linear mode, non-positive sizes or scales;
              NotImplementedError for 'bicubic' and antialias.
@@ -151,7 +152,34 @@ def _resample(x, outs, coord, mode, align):
         _launch(name + "_bwd", x, gx.numel(), g, gx._storage.buffer, gy._storage.buffer,
                 _view4(gy), *args)
         return (gx,)
-    return record("interpolate", out, (x,), backward)
+    plan = (name, g, x._shape, (n, c) + tuple(outs), args)  # (slots: no call)
+    return record("interpolate", out, (x,), backward,
+                  double=lambda gy, node: (_backward_rec(gy, plan),))
+
+
+def _run(t: Tensor, plan, forward: bool) -> Tensor:
+    """The resampling (``forward``) or its adjoint, the backward's gather, of ``t`` by the
+    kernels of ``plan`` = (name, geometry, input shape, output shape, scalar args);
+    unrecorded (_resample's own launches, inline there)."""
+    name, g, in_shape, out_shape, args = plan
+    res = empty(out_shape if forward else in_shape, t.dtype, t._storage.device)
+    _launch(name + ("_fwd" if forward else "_bwd"), t, res.numel(), g, res._storage.buffer,
+            t._storage.buffer, _view4(t), *args)
+    return res
+
+
+def _backward_rec(gy: Tensor, plan) -> Tensor:
+    """interpolate's backward of ``gy`` recorded (create_graph): linear in gy, its backward
+    is the resampling again, recorded with this as its own, so every order flows."""
+    return record("interpolate_backward", _run(gy.detach(), plan, False), (gy,),
+                  lambda gg: (_forward_rec(gg, plan),), double=True)
+
+
+def _forward_rec(gx: Tensor, plan) -> Tensor:
+    """The resampling of ``gx`` (the input's shape), recorded with _backward_rec as its
+    backward (create_graph)."""
+    return record("interpolate", _run(gx.detach(), plan, True), (gx,),
+                  lambda gy: (_backward_rec(gy, plan),), double=True)
 
 
 def _launch(name, x, total, *args):

@@ -351,10 +351,16 @@ def _pass(g):
 
 
 def _piece(z, geometry, i):
-    """Piece ``i`` of ``z`` (``geometry(z, i)``) as a recorded view of it (create_graph)."""
+    """Piece ``i`` of ``z`` (``geometry(z, i)``) as a recorded view of it (create_graph), its
+    backward the scatter into zeros, recorded again under create_graph (every order flows)."""
     shape, strides, offset = geometry(z, i)
+    zshape = tuple(z.shape)
+
+    def scattered(g, node):
+        return (record("as_strided_backward", _scatter_piece(g.detach(), zshape, geometry, i),
+                       (g,), lambda gz: (_piece(gz, geometry, i),), double=True),)
     return _view_op("as_strided", z, shape, strides, offset,
-                    lambda g: (_scatter_piece(g, z.shape, geometry, i),), double=None)
+                    lambda g: (_scatter_piece(g, zshape, geometry, i),), double=scattered)
 
 
 def _scatter_piece(g, shape, geometry, i):
@@ -420,7 +426,8 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
 
     Raises RuntimeError when the view would reach outside the storage. Grad: scatter-added
     into the storage geometry, then read back through x's own layout, so elements reached by
-    several view elements collect every gradient.
+    several view elements collect every gradient; differentiable again (create_graph: that
+    recorded, its backward the same with the two geometries swapped).
     """
     size, stride, off = layout.as_strided(x._storage.size, x._offset, size, stride,
                                           storage_offset)
@@ -432,7 +439,20 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
         target = _at(z, (size, stride, off))
         (_add_into if overlap else ew.copy_raw)(target, g)
         return (ew.contiguous(_at(z, x_geom)),)
-    return _view_op("as_strided", x, size, stride, off, backward, double=None)
+    n = x._storage.size
+    return _view_op("as_strided", x, size, stride, off, backward,
+                    double=lambda g, node: (_restrided(g, (size, stride, off), x_geom, n),))
+
+
+def _restrided(g: Tensor, src, dst, n: int) -> Tensor:
+    """``g`` (laid out as the geometry ``src`` in a storage of ``n`` elements) added into
+    zeros of that storage and read back through the geometry ``dst`` (a new tensor),
+    recorded (create_graph): linear in g, its backward the same with src and dst swapped
+    (scatter-add and gather are each other's adjoints), so every order flows."""
+    z = zeros(n, g.dtype, g._storage.device)
+    (_add_into if layout.has_overlap(src[0], src[1]) else ew.copy_raw)(_at(z, src), g.detach())
+    return record("as_strided_backward", ew.contiguous(_at(z, dst)), (g,),
+                  lambda gg: (_restrided(gg, dst, src, n),), double=True)
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
