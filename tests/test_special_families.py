@@ -285,7 +285,9 @@ def _gamma_grid(rng, n):
 def test_incomplete_gamma_values(name, ref):
     """float64 within 3e-13 relative of the reference (whose own error, math.lgamma's
     rounding times the exponent, is about that where the result is far below 1); float32
-    within 192 ulp (the prefactor's exponent is rounded in float)."""
+    within 32 ulp: the prefactor's exponent (up to ~a / 2) is taken in double on a device
+    with fp64, as this test's float64 half needs (in float it gave 257 ulp at a = 160 on
+    Intel's AVX2 runtime); 6 ulp for P and 16 for Q measured on Intel's and PoCL's."""
     fn = getattr(S, name)
     rng = np.random.default_rng(7)
     a, x = _gamma_grid(rng, 1500)
@@ -298,7 +300,7 @@ def test_incomplete_gamma_values(name, ref):
     got = fn(clgrad.tensor(a32), clgrad.tensor(x32)).numpy()
     keep = want > 1e-37
     ulp = np.spacing(want[keep].astype(np.float32)).astype(np.float64)
-    assert np.max(np.abs(got[keep] - want[keep]) / ulp) <= 192
+    assert np.max(np.abs(got[keep] - want[keep]) / ulp) <= 32
     # views and broadcasting: a (3, 1) view against x (4,)
     av, xv = np.array([[0.5], [2.0], [30.0]]), np.array([0.1, 1.0, 3.0, 40.0])
     got = fn(strided(np.repeat(av, 2, 1))[:, :1], clgrad.tensor(xv)).numpy()
