@@ -23,13 +23,14 @@ _DOUBLE_ONLY = re.compile(r"^\s*#\s*(?:ifdef\s+(?:IS_DOUBLE|CLGRAD_HAS_FP64)\b|"
                           r"(?:el)?if\s+defined\s*\(?\s*(?:IS_DOUBLE|CLGRAD_HAS_FP64)\b)")
 
 
-# WC(v) (elementwise.cl's working-type constant): v##f in float builds, v in double ones
-_WC = re.compile(r"\bWC\(\s*[-+]?[\d.]+(?:[eE][+-]?\d+)?\s*\)")
+# WC(v) (elementwise.cl's working-type constant): v##f in float builds, v in double ones;
+# GFC(v) (gamma.cl's prefactor constant): WC(v) where the device lacks fp64, else a double
+_WC = re.compile(r"\b(?:WC|GFC)\(\s*[-+]?[\d.]+(?:[eE][+-]?\d+)?\s*\)")
 
 
 def unsuffixed_literals(text: str):
     """(line number, literal) for each unsuffixed floating literal outside double-only code
-    (a literal inside WC(...) gets its suffix from the macro)."""
+    (a literal inside WC(...) or GFC(...) gets its suffix from the macro)."""
     text = _COMMENTS.sub(lambda m: "\n" * m.group().count("\n"), text)
     text = _WC.sub("WC()", text)
     found, stack = [], []               # stack: one "double only?" flag per open #if
@@ -83,3 +84,4 @@ def test_the_literal_check_reads_wc_as_suffixed():
     """WC(1.5) is 1.5f in float builds (elementwise.cl's macro): not flagged; a bare 1.5 is."""
     assert unsuffixed_literals("x = WC(1.5) * y + WC(2.25E-2);") == []
     assert unsuffixed_literals("x = WC(1.5) * 1.5;") == [(1, "1.5")]
+    assert unsuffixed_literals("x = GFC(0.5) * y;") == []
