@@ -153,7 +153,7 @@ def check(x, wt, b, gy, F, pad, g, xn, wn, bn, gn, gpu):
     y_ref, saved = np_conv(xn[sl].astype(np.float64), wn.astype(np.float64),
                            bn.astype(np.float64), pad, g)
     refs = (y_ref,) + np_conv_backward(gn[sl].astype(np.float64), saved)
-    got = (y.numpy()[sl], x.grad.numpy()[sl], wt.grad.numpy(), b.grad.numpy())
+    got = (y.detach().numpy()[sl], x.grad.numpy()[sl], wt.grad.numpy(), b.grad.numpy())
     if sl != slice(None):
         got, refs = got[:2], refs[:2]
     return float(max(np.abs(a - r).max() / max(np.abs(r).max(), 1e-30)

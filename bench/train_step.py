@@ -139,7 +139,7 @@ def worker(args, w: common.Worker):
         loss = fn()
         first[k] = time.perf_counter() - t
         losses[k] = float(loss.detach().cpu().numpy() if k.startswith("torch") else
-                          loss.numpy())
+                          loss.detach().numpy())
     print("first step s:", {k: round(v, 2) for k, v in first.items()}, "loss:", losses,
           flush=True)
     times = common.measure(fns, args.reps, warmup=2, budget=args.budget)

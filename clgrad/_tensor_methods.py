@@ -28,7 +28,7 @@ from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops._util import one_device as _one_device
 from clgrad.runtime import Device
-from clgrad.tensor import Tensor
+from clgrad.tensor import _GRAD_ENABLED, Tensor
 
 _TENSORS_OWN = frozenset(vars(Tensor))  # what clgrad/tensor.py defines (not bound here)
 
@@ -47,6 +47,7 @@ def _backward(self, gradient=None, retain_graph=None, create_graph=False, inputs
 
 
 Tensor.backward = _backward
+_GRAD_ENABLED[0] = autograd.is_grad_enabled  # numpy()'s requires-grad check (PyTorch's)
 Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_grad/grad_fn
 Tensor.__repr__ = _tensor_str.tensor_repr  # PyTorch's layout (set_printoptions)
 Tensor.__format__ = _tensor_str.tensor_format

@@ -250,7 +250,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         dt = dtypes.to_dtype(dtype) if dtype is not None else data.dtype
         dev = data._storage.device if device is None else _device(device)
         if dev is not data._storage.device:  # across devices: through the host
-            host = data._values() if data.dtype is dtypes.bfloat16 else data.numpy()  # (exact)
+            host = data._values()  # (bfloat16 as float32: exact; no grad check: a copy)
             return _upload(host, dt, dev, requires_grad)
         out = Tensor._empty(data.shape, dt, dev)
         copy_raw(out, data)

@@ -49,6 +49,9 @@ _CONTIG_MAX = 4096
 _new = object.__new__
 _NO = object()            # Tensor(): no argument there (the legacy constructor's forms)
 _LEGACY_INIT = [None]     # torch.Tensor(...)'s legacy forms, set by clgrad/_legacy.py
+_GRAD_ENABLED = [lambda: True]  # autograd's is_grad_enabled, set by clgrad/_tensor_methods.py
+_NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. Use "
+                        "tensor.detach().numpy() instead.")  # PyTorch's message, word for word
 
 
 def _contig_geometry(shape: tuple) -> tuple:
@@ -395,9 +398,18 @@ class Tensor:
             new._storage, new._shape, new._strides, new._offset)
 
     # -- host side ----------------------------------------------------------------------------
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
         """A host copy as a NumPy array (blocks until the queue has produced the values).
-        Raises:  TypeError for bfloat16, which NumPy lacks (as PyTorch; ``.float().numpy()``)"""
+
+        ``force=True`` skips the requires-grad check (PyTorch's ``force``, which detaches).
+        Differs from PyTorch: always a copy, never a view of the tensor's memory (an OpenCL
+        buffer is not host memory), with or without ``force``.
+        Raises:  RuntimeError for a tensor that requires grad while grad mode is on (not under
+                 ``no_grad()``, as PyTorch), unless ``force``; PyTorch's message, which says to
+                 use ``tensor.detach().numpy()``; TypeError for bfloat16, which NumPy lacks
+                 (as PyTorch; ``.float().numpy()``)"""
+        if not force and self.requires_grad and _GRAD_ENABLED[0]():
+            raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         if self._storage.dtype is dtypes.bfloat16:
             raise TypeError("numpy: Got unsupported ScalarType BFloat16 (NumPy has no "
                             "bfloat16); convert first: t.float().numpy()")
@@ -415,10 +427,11 @@ class Tensor:
         return out
 
     def _values(self) -> np.ndarray:
-        """The values on the host: numpy(), and bfloat16's as float32 (exact)."""
+        """The values on the host: numpy()'s copy without its requires-grad check (clgrad's
+        own reads: tolist, item, printing), and bfloat16's as float32 (exact)."""
         if self.dtype is dtypes.bfloat16:
             return dtypes.bf16_to_float32(self._host_bits())
-        return self.numpy()
+        return self._host_bits()
 
     def tolist(self):
         """Nested Python lists (a number for 0-dim tensors)."""
@@ -467,6 +480,8 @@ class Tensor:
         return (self[i] for i in range(self._shape[0]))
 
     def __array__(self, dtype=None, copy=None):
+        """``np.asarray(t)``/``np.array(t)``: ``numpy()``'s copy (its RuntimeError for a tensor
+        that requires grad, as PyTorch), cast to ``dtype`` if given."""
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 

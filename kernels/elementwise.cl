@@ -755,6 +755,37 @@ __kernel void where_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
     out[oo] = c[oc] ? a[oa] : b[ob];
 }
 
+#ifdef IS_FLOAT
+// lerp(a, b, w) from the nearer end (PyTorch's, aten/src/ATen/native/Lerp.h; its vectorised CPU
+// kernel, cpu/LerpKernel.cpp lerp_vec, and nvcc compute each branch as one fused multiply-add):
+// |w| < 0.5 ? a + w (b - a) : b - (b - a)(1 - w), each rounded once (fma), so lerp(a, b, 1) is
+// b exactly and the result agrees with PyTorch's bits. In OPM (float for half).
+inline OPM lerp_f(OPM a, OPM b, OPM w) {
+    const OPM d = b - a;
+    return fabs(w) < (OPM)0.5f ? fma(w, d, a) : fma(w - (OPM)1, d, b);
+}
+
+// lerp with a tensor weight w (broadcast like a and b).
+__kernel void lerp_op(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                      __global const T *a, view_t va, __global const T *b, view_t vb,
+                      __global const T *w, view_t vw) {
+    EW_HEAD
+    long oo, oa, ob, ow;
+    off4(i, nd, sh, vo, va, vb, vw, &oo, &oa, &ob, &ow);
+    out[oo] = (T)lerp_f((OPM)a[oa], (OPM)b[ob], (OPM)w[ow]);
+}
+
+// lerp with a number weight (SCALAR_T: float for half, as the _sb kernels' numbers).
+__kernel void lerp_sw(long n, int nd, shape_t sh, __global T *out, view_t vo,
+                      __global const T *a, view_t va, __global const T *b, view_t vb,
+                      SCALAR_T w) {
+    EW_HEAD
+    long oo, oa, ob;
+    off3(i, nd, sh, vo, va, vb, &oo, &oa, &ob);
+    out[oo] = (T)lerp_f((OPM)a[oa], (OPM)b[ob], (OPM)w);
+}
+#endif
+
 // clamp(x, lo, hi) with scalar bounds, used where the flags say; a NaN input or bound gives
 // NaN (PyTorch).
 __kernel void clamp_op(long n, int nd, shape_t sh, __global T *out, view_t vo,

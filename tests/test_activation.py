@@ -22,7 +22,7 @@ def test_leaky_relu_forward_backward(slope):
     x[0, 0, :2] = 0.0                                   # at 0 the gradient is the slope's
     leaf, view = leaf_and_view(x)
     y = F.leaky_relu(view(leaf), slope)
-    np.testing.assert_array_equal(y.numpy(), np.where(x > 0, x, slope * x))
+    np.testing.assert_array_equal(y.detach().numpy(), np.where(x > 0, x, slope * x))
     g = RNG.standard_normal(x.shape)
     y.backward(strided(g))
     np.testing.assert_array_equal(view(leaf.grad).numpy(), np.where(x > 0, g, slope * g))
@@ -87,7 +87,7 @@ def test_dropout_mask_scale_and_gradient():
     clgrad.manual_seed(123)
     y = F.dropout(view(leaf), 0.3)
     keep = ref_dropout_keep(123, x.shape, 0.3)
-    np.testing.assert_allclose(y.numpy(), np.where(keep, x / 0.7, 0.0), rtol=1e-15)
+    np.testing.assert_allclose(y.detach().numpy(), np.where(keep, x / 0.7, 0.0), rtol=1e-15)
     g = RNG.standard_normal(x.shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), np.where(keep, g / 0.7, 0.0),
@@ -121,7 +121,7 @@ def test_dropout_edges():
     leaf = clgrad.tensor(RNG.standard_normal(6), requires_grad=True)
     y = F.dropout(leaf, 1.0)
     y.sum().backward()
-    assert not y.numpy().any() and not leaf.grad.numpy().any()
+    assert not y.detach().numpy().any() and not leaf.grad.numpy().any()
     for p in (-0.1, 1.5):
         with pytest.raises(ValueError, match="probability"):
             F.dropout(x, p)
@@ -174,7 +174,7 @@ def test_pad_forward_backward(shape, amounts, mode, value):
     want = ref_pad(x, amounts, mode, value)
     leaf, view = leaf_and_view(x)
     y = F.pad(view(leaf), amounts, mode, value)
-    np.testing.assert_array_equal(y.numpy(), want)
+    np.testing.assert_array_equal(y.detach().numpy(), want)
     g = RNG.standard_normal(want.shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), ref_pad_grad(shape, amounts, mode, g),
@@ -267,7 +267,7 @@ def test_pointwise_activation_forward_backward(name, fn, ref):
     x[0, 0, :] = [-30.0, 30.0, 0.3, -2.0]                    # saturated tails
     leaf, view = leaf_and_view(x)
     y = fn(view(leaf))
-    np.testing.assert_allclose(y.numpy(), ref(x), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(y.detach().numpy(), ref(x), rtol=1e-12, atol=1e-13)
     g = RNG.standard_normal(x.shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(ref, x, g),
@@ -298,7 +298,7 @@ def test_silu_float32_matches_torch_over_the_whole_range():
         s64 = 1 / (1 + np.exp(-x64))
         want_y = x64 * s64
         want_g = g * s64 * (1 + x64 * (1 - s64))
-    for got, ref, want in ((y.numpy(), xt.detach().numpy(), want_y),
+    for got, ref, want in ((y.detach().numpy(), xt.detach().numpy(), want_y),
                            (xc.grad.numpy(), xt.grad.numpy(), want_g)):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
         fin = np.isfinite(ref)
@@ -327,9 +327,9 @@ def test_prelu_and_modules():
     wt = clgrad.tensor(w, requires_grad=True)
     assert gradcheck(lambda a, b: F.prelu(view(a), b), [leaf, wt])
     y = F.prelu(view(leaf), wt)
-    np.testing.assert_allclose(y.numpy(), np.where(x > 0, x, w[:, None] * x))
+    np.testing.assert_allclose(y.detach().numpy(), np.where(x > 0, x, w[:, None] * x))
     m = clgrad.nn.PReLU(3)
-    assert m.weight.shape == (3,) and m.weight.numpy().tolist() == [0.25] * 3
+    assert m.weight.shape == (3,) and m.weight.detach().numpy().tolist() == [0.25] * 3
     with pytest.raises(RuntimeError, match="prelu: expected weight"):
         F.prelu(view(leaf), clgrad.ones(2, dtype=clgrad.float64))
     t = clgrad.tensor(x)
@@ -358,7 +358,7 @@ def test_activations_match_pytorch_float32():
     for name in names:
         a, b = clgrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         ya, yb = getattr(F, name)(a), getattr(torch.nn.functional, name)(b)
-        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=2e-6, atol=2e-6,
+        np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=2e-6, atol=2e-6,
                                    err_msg=name)
         (ya * ya).sum().backward()
         (yb * yb).sum().backward()
@@ -507,7 +507,7 @@ def test_pad_negative_amounts_crop(shape, amounts, mode):
     leaf, view = leaf_and_view(x)
     y = F.pad(view(leaf), amounts, mode)
     sel = _ref_pad_map(x, amounts, mode)
-    np.testing.assert_array_equal(y.numpy(), x[sel])
+    np.testing.assert_array_equal(y.detach().numpy(), x[sel])
     g = RNG.standard_normal(y.shape)
     y.backward(clgrad.tensor(g, dtype=clgrad.float64))
     gx = np.zeros_like(x)
@@ -516,7 +516,7 @@ def test_pad_negative_amounts_crop(shape, amounts, mode):
     torch = pytest.importorskip("torch")
     t = torch.tensor(x, requires_grad=True)
     ref = torch.nn.functional.pad(t, amounts, mode=mode)
-    np.testing.assert_array_equal(y.numpy(), ref.detach().numpy())
+    np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
     ref.backward(torch.tensor(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), t.grad.numpy(), rtol=1e-13, atol=1e-14)
 

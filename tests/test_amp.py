@@ -25,7 +25,7 @@ def _close16(got, want, scale=None):
     magnitude of the rounded terms; default |want|): a float32 and a float64 sum may round
     the product to neighbouring float16 values, and a bias added afterwards keeps that
     difference at the product's magnitude."""
-    g = got.numpy().astype(np.float64)
+    g = got.detach().numpy().astype(np.float64)
     w = np.asarray(want, np.float64)
     bound = EPS16 * (np.abs(w) if scale is None else scale)
     assert np.all(np.abs(g - w) <= bound), np.max(np.abs(g - w) - bound)
@@ -191,10 +191,11 @@ def test_float32_list_norms_and_softmax_under_autocast(cpu_fp16, monkeypatch, ki
     assert g.dtype is want_dt and l16.dtype is want_dt and sm.dtype is want_dt
     assert lsm.dtype is want_dt and sm16.dtype is F16
     g, sm = g.float(), sm.float()
-    hv = h.numpy().astype(np.float64)
+    hv = h.detach().numpy().astype(np.float64)
     e = np.exp(hv - hv.max(1, keepdims=True))
     tol = 1e-5 if kind == "cuda" else 2 ** -11  # (a float16 result: rounded once)
-    np.testing.assert_allclose(sm.numpy(), e / e.sum(1, keepdims=True), rtol=tol, atol=1e-7)
+    np.testing.assert_allclose(sm.detach().numpy(), e / e.sum(1, keepdims=True), rtol=tol,
+                               atol=1e-7)
     grp = hv.reshape(2, 2, -1)
     want = ((grp - grp.mean(-1, keepdims=True)) / np.sqrt(grp.var(-1, keepdims=True) + 1e-5))
     np.testing.assert_allclose(g.detach().numpy(), want.reshape(hv.shape), rtol=1e-4 + tol,

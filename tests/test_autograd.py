@@ -31,7 +31,7 @@ def rand_leaf(*shape, lo=-2.0, hi=2.0):
 
 
 def close(t, expected, **kw):
-    np.testing.assert_allclose(t.numpy(), expected, rtol=1e-10, atol=1e-12, **kw)
+    np.testing.assert_allclose(t.detach().numpy(), expected, rtol=1e-10, atol=1e-12, **kw)
 
 
 @pytest.fixture
@@ -969,7 +969,8 @@ def test_post_accumulate_grad_hook_sees_the_final_grad_before_backward_ends():
     # A leaf used twice: one call, after both contributions; accumulation across backwards.
     seen.clear()
     (w1 * w1).sum().backward()
-    np.testing.assert_allclose(seen[0][1], 3.0 * np.array([1.0, 2.0, 3.0]) + 2 * w1.numpy())
+    np.testing.assert_allclose(seen[0][1],
+                               3.0 * np.array([1.0, 2.0, 3.0]) + 2 * w1.detach().numpy())
     h1.remove()
     h1.remove()
     seen.clear()

@@ -332,7 +332,7 @@ def test_layer_and_group_norm_of_a_16_bit_input_with_float32_parameters(low):
     want = (xd - mu) / np.sqrt(var + 1e-5) * w.detach().numpy() + b.detach().numpy()
     assert y.dtype is d
     u = 2 ** -11 if d is clgrad.float16 else 2 ** -8  # one rounding of the result
-    np.testing.assert_allclose(y.float().numpy(), want, rtol=u, atol=u)
+    np.testing.assert_allclose(y.float().detach().numpy(), want, rtol=u, atol=u)
     y.float().sum().backward()
     assert w.grad.dtype is clgrad.float32 and b.grad.dtype is clgrad.float32
     np.testing.assert_allclose(b.grad.numpy(), np.full(6, 8.0))

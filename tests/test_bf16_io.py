@@ -168,7 +168,7 @@ def test_bf16_state_dict_round_trips_and_loads_into_float32_model(tmp_path, name
     wide.load_state_dict(got)
     assert wide[0].weight.dtype is clgrad.float32
     want = dtypes.bf16_to_float32(model[0].weight._host_bits())
-    assert wide[0].weight.numpy().tobytes() == want.tobytes()  # converted exactly
+    assert wide[0].weight.detach().numpy().tobytes() == want.tobytes()  # converted exactly
     assert wide[1].num_batches_tracked.dtype is clgrad.int64
 
 

@@ -67,7 +67,7 @@ def assert_matches_reference(proto, model, inputs, rtol=1e-4):
     assert set(got) == set(want)
     for name, value in got.items():
         scale = np.abs(want[name]).max() + 1e-12
-        np.testing.assert_allclose(value.numpy(), want[name], rtol=rtol, atol=rtol * scale,
+        np.testing.assert_allclose(value.detach().numpy(), want[name], rtol=rtol, atol=rtol * scale,
                                    err_msg=f"blob {name}")
     return net
 
@@ -88,7 +88,7 @@ def test_alexnet_matches_reference_with_native_groups(tmp_path, v1):
         assert isinstance(conv, clgrad.nn.Conv2d) and conv.groups == groups
         want = next(b["blobs"][0] for b in blobs if b["name"] == name)
         assert tuple(conv.weight.shape) == want.shape  # (C_out, C_in / group, k, k): not dense
-        np.testing.assert_array_equal(conv.weight.numpy(), want)
+        np.testing.assert_array_equal(conv.weight.detach().numpy(), want)
     assert net.output_names == ["prob"] and net.input_names == ["data"]
     assert list(net.state_dict())[:4] == ["conv1.weight", "conv1.bias", "conv2.weight",
                                           "conv2.bias"]
@@ -102,7 +102,7 @@ def test_prototxt_alone_gives_a_default_initialized_net(tmp_path):
     proto.write_text(alexnet(dims=SMALL))
     net = load_caffe(proto)
     assert tuple(net.conv2.weight.shape) == (SMALL["c2"], SMALL["c1"] // 2, 5, 5)
-    prob = net(np.zeros((1, 3, SMALL["size"], SMALL["size"]), np.float32)).numpy()
+    prob = net(np.zeros((1, 3, SMALL["size"], SMALL["size"]), np.float32)).detach().numpy()
     np.testing.assert_allclose(prob.sum(axis=1), 1.0, rtol=1e-5)
 
 

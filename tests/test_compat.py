@@ -112,7 +112,7 @@ def test_data_parallel_forwards_and_prefixes_state_dict_like_torch():
                                                     torch.nn.Linear(4, 2)))
     assert list(dp.state_dict()) == list(ref.state_dict())
     x = clgrad.randn(5, 3)
-    np.testing.assert_array_equal(dp(x).numpy(), inner(x).numpy())
+    np.testing.assert_array_equal(dp(x).detach().numpy(), inner(x).detach().numpy())
     dp(x).sum().backward()
     assert all(p.grad is not None for p in inner.parameters())
     assert [n for n, _ in dp.named_parameters()] == [n for n, _ in ref.named_parameters()]
@@ -122,10 +122,10 @@ def test_data_parallel_forwards_and_prefixes_state_dict_like_torch():
     dp2 = clgrad.nn.DataParallel(clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(),
                                                       clgrad.nn.Linear(4, 2)))
     dp2.load_state_dict(sd)
-    np.testing.assert_array_equal(dp2(x).numpy(), dp(x).numpy())
+    np.testing.assert_array_equal(dp2(x).detach().numpy(), dp(x).detach().numpy())
     bare = clgrad.nn.Sequential(clgrad.nn.Linear(3, 4), clgrad.nn.ReLU(), clgrad.nn.Linear(4, 2))
     bare.load_state_dict({k[len("module."):]: v for k, v in sd.items()})
-    np.testing.assert_array_equal(bare(x).numpy(), dp(x).numpy())
+    np.testing.assert_array_equal(bare(x).detach().numpy(), dp(x).detach().numpy())
     assert clgrad.nn.parallel.DataParallel is clgrad.nn.DataParallel
     with pytest.raises(TypeError):
         clgrad.nn.DataParallel(lambda v: v)
@@ -273,7 +273,7 @@ def test_factories_take_requires_grad():
              "zeros_like": (clgrad.zeros_like(x, requires_grad=True), np.zeros((2, 3)))}
     for name, (t, want) in cases.items():
         assert t.requires_grad and t.is_leaf and t.dtype == clgrad.float32, name
-        np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(t.detach().numpy(), want, rtol=1e-6, err_msg=name)
     assert clgrad.empty_like(x, requires_grad=True).requires_grad
     assert clgrad.randn_like(x, requires_grad=True).requires_grad
     e = clgrad.eye(2, requires_grad=True)
@@ -349,7 +349,7 @@ def test_module_half_double_float_bfloat16(cpu_fp16):
     assert m.half() is m and m[0].weight.dtype == clgrad.float16
     assert m[1].running_mean.dtype == clgrad.float16
     assert m[1].num_batches_tracked.dtype == clgrad.int64  # integers keep their dtype
-    np.testing.assert_array_equal(m[0].weight.numpy(), w.astype(np.float16))
+    np.testing.assert_array_equal(m[0].weight.detach().numpy(), w.astype(np.float16))
     assert m.double()[0].weight.dtype == clgrad.float64 and m.float()[0].bias.dtype == \
         clgrad.float32
     assert m.bfloat16() is m and m[0].weight.dtype == clgrad.bfloat16

@@ -138,7 +138,7 @@ def _run(x_np, w_np, b_np, kind="narrow", dtype=clgrad.float32, seed=0, **kw):
         gx = gx.transpose(0, 1, 3, 2)
     elif kind == "step":
         gx = gx[..., ::2]
-    got = (y.numpy(), gx, w.grad.numpy(), None if b is None else b.grad.numpy())
+    got = (y.detach().numpy(), gx, w.grad.numpy(), None if b is None else b.grad.numpy())
     ref = ref_conv(x_np, w_np, b_np, gout, **kw)
     return got, ref
 
@@ -217,7 +217,7 @@ def test_unbatched():
     xt = clgrad.tensor(x[0], requires_grad=True)
     y = conv2d(xt, clgrad.tensor(w), clgrad.tensor(b), padding=1, groups=2)
     assert tuple(y.shape) == (6, 6, 7)
-    np.testing.assert_allclose(y.numpy(), ref_conv(x, w, b, padding=1, groups=2)[0],
+    np.testing.assert_allclose(y.detach().numpy(), ref_conv(x, w, b, padding=1, groups=2)[0],
                                rtol=1e-4, atol=1e-4)
     y.sum().backward()
     assert tuple(xt.grad.shape) == (4, 6, 7)
@@ -464,7 +464,7 @@ def test_blocked_pack_kernels(monkeypatch, lanes, by_taps):
         gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
         y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
         ry, rgx, rgw, _ = ref_conv(x, w, None, gout, stride=stride, padding=1)
-        np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(y.detach().numpy(), ry, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(xt.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(wb.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
         np.testing.assert_array_equal(wb.grad.numpy()[:, 1::2], 0)
@@ -618,7 +618,7 @@ def test_empty_batch_and_channels():
     x = clgrad.zeros((2, 0, 5, 5), dtype=clgrad.float64, requires_grad=True)
     w0 = clgrad.zeros((6, 0, 3, 3), dtype=clgrad.float64, requires_grad=True)
     y = conv2d(x, w0, b)  # no input channel: the bias alone
-    np.testing.assert_array_equal(y.numpy(), np.broadcast_to(np.arange(6.0)[:, None, None],
+    np.testing.assert_array_equal(y.detach().numpy(), np.broadcast_to(np.arange(6.0)[:, None, None],
                                                               (2, 6, 3, 3)))
 
 
@@ -765,7 +765,7 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     y = conv2d(xt, wt, padding=1, groups=4)        # no depthwise plan fits: a fallback runs
     y.backward(clgrad.tensor(g, dtype=clgrad.float32, device=dev))
     want, gx, gw, _ = ref_conv(x, w, np.zeros(32), g, padding=1, groups=4)
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xt.grad.numpy(), gx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(wt.grad.numpy(), gw, rtol=1e-4, atol=1e-4)
     assert backends.last_conv_algorithms["grad_weight"] != "depthwise"
@@ -844,7 +844,7 @@ def test_pointwise_weight_gradient_both_kernels(monkeypatch, dot_min, lanes):
     gout = np.random.default_rng(1).standard_normal(tuple(y.shape))
     y.backward(clgrad.tensor(gout, dtype=clgrad.float64))
     ry, rgx, rgw, rgb = ref_conv(x_np, w_np, b_np, gout, groups=2)
-    np.testing.assert_allclose(y.numpy(), ry, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(y.detach().numpy(), ry, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(x.grad.numpy(), rgx, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(wbig.grad.numpy()[:, ::2], rgw, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(wbig.grad.numpy()[:, 1::2], 0)

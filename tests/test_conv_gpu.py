@@ -308,7 +308,7 @@ def _run_wview(x_np, w_np, b_np, wkind, dtype=clgrad.float32, seed=0, **kw):
     gw = wbase.grad.numpy()
     gw = {"narrow": lambda g: g[:, 2:2 + w_np.shape[1]], "step": lambda g: g[..., ::2],
           "transpose": lambda g: g.transpose(0, 1, 3, 2)}.get(wkind, lambda g: g)(gw)
-    got = (y.numpy(), x.grad.numpy(), gw, b.grad.numpy())
+    got = (y.detach().numpy(), x.grad.numpy(), gw, b.grad.numpy())
     return got, ref_conv(x_np, w_np, b_np, gout, **kw)
 
 

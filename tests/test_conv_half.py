@@ -81,7 +81,7 @@ def _conv_case(n, c, h, w, o, groups, k, stride=1, padding=0, dilation=1, bias=T
     absref = ref_conv(np.abs(x), np.abs(wt), None if b is None else np.abs(b), np.abs(gy),
                       **kw)
     kdepth = c // groups * k * k
-    _check(y.numpy(), ref[0], absref[0], kdepth, name="output")
+    _check(y.detach().numpy(), ref[0], absref[0], kdepth, name="output")
     _check(gx, ref[1], absref[1], o // groups, extra=U, name="grad_input")
     npix = n * ref[0].shape[2] * ref[0].shape[3]
     _check(W.grad.numpy(), ref[2], absref[2], npix, name="grad_weight")
@@ -135,7 +135,7 @@ def test_half_conv_chunks(dev, monkeypatch):
     gradient's GEMMs add into it; each adds a rounding, bounded here by u a per chunk)."""
     monkeypatch.setattr(backends, "conv_workspace_limit", 1)
     y, X, W, ref, absref = _padded_3x3(5, 3, 6)
-    _check(y.numpy(), ref[0], absref[0], 72, name="output")
+    _check(y.detach().numpy(), ref[0], absref[0], 72, name="output")
     _check(X.grad.numpy(), ref[1], absref[1], 16, extra=U, name="grad_input")
     # the chunks' sums add in one float32 workspace: one rounding, as one chunk
     _check(W.grad.numpy(), ref[2], absref[2], 3 * 36, name="grad_weight")
@@ -201,14 +201,14 @@ def test_half_conv_non_mergeable_weight_and_nan(dev):
     X = clgrad.tensor(x, dtype=F16, requires_grad=True)
     y = F.conv2d(X, w)
     y.sum().backward()
-    out = y.numpy()
+    out = y.detach().numpy()
     assert np.isnan(out).all()  # every 3x3 window of a 5x5 map holds the centre
     assert base.grad.dtype is F16 and base.grad.shape == (8, 4, 3, 3)
     assert np.isnan(base.grad.numpy()[:, 1]).any()
     ref = ref_conv(np.nan_to_num(x), wbig, None)
     x[0, 1, 2, 2] = 0
     X2 = clgrad.tensor(x, dtype=F16)
-    _check(F.conv2d(X2, w).numpy(), ref, ref_conv(np.abs(x), np.abs(wbig), None), 36)
+    _check(F.conv2d(X2, w).detach().numpy(), ref, ref_conv(np.abs(x), np.abs(wbig), None), 36)
 
 
 def test_half_conv_errors(dev, monkeypatch):
@@ -252,7 +252,7 @@ def test_autocast_lowers_conv2d_conv1d_conv_transpose(dev):
     xh, wd = _h(x.detach().numpy()), _h(dw.weight.detach().numpy())
     bd = _h(dw.bias.detach().numpy())
     refd = ref_conv(xh, wd, bd, padding=1, groups=6)
-    _check(yd.numpy(), refd, ref_conv(np.abs(xh), np.abs(wd), np.abs(bd), padding=1,
+    _check(yd.detach().numpy(), refd, ref_conv(np.abs(xh), np.abs(wd), np.abs(bd), padding=1,
                                       groups=6), 9, name="autocast depthwise")
     x.grad = None
     assert y.dtype is F16 and y1.dtype is F16 and yt.dtype is F16 and f64.dtype is clgrad.float64
@@ -264,7 +264,7 @@ def test_autocast_lowers_conv2d_conv1d_conv_transpose(dev):
         conv.bias.detach().numpy())
     ref = ref_conv(xw, wh, bh, np.ones((2, 12, 7, 7)), padding=1)
     absref = ref_conv(np.abs(xw), np.abs(wh), np.abs(bh), np.ones((2, 12, 7, 7)), padding=1)
-    _check(y.numpy(), ref[0], absref[0], 54, name="autocast output")
+    _check(y.detach().numpy(), ref[0], absref[0], 54, name="autocast output")
     # the weight gradient: float16 (u a), then cast to float32 exactly
     _check(conv.weight.grad.numpy(), ref[2], absref[2], 98, name="autocast grad_weight")
     assert (F.conv2d(x, conv.weight, conv.bias, padding=1)).dtype is F32  # off after the block
@@ -287,7 +287,8 @@ def test_autocast_conv_matches_torch(dev):
         res[name] = (y, tw.grad)
     assert str(res["clgrad"][0].dtype).endswith("float16")
     assert str(res["torch"][0].dtype).endswith("float16")
-    got, want = res["clgrad"][0].numpy().astype(np.float64), res["torch"][0].detach().numpy()
+    got = res["clgrad"][0].detach().numpy().astype(np.float64)
+    want = res["torch"][0].detach().numpy()
     absref = ref_conv(np.abs(_h(x)), np.abs(_h(w)), np.abs(_h(b)), padding=1)
     assert np.all(np.abs(got - want) <= 2 * U * (np.abs(want) + absref))
     np.testing.assert_allclose(res["clgrad"][1].numpy(), res["torch"][1].numpy(), rtol=1e-2,

@@ -69,7 +69,7 @@ def test_conv_transpose2d_matches_scatter_reference(case, algo):
     y = F.conv_transpose2d(vx(lx), vw(lw), bt, s, p, op, g, d)
     ref = ref_conv_transpose(x, w, b, s, p, op, g, d)
     assert y.shape == ref.shape
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-10, atol=1e-10)
     gy = RNG.standard_normal(ref.shape)
     y.backward(strided(gy))
     f = lambda a: ref_conv_transpose(a, w, b, s, p, op, g, d)          # noqa: E731
@@ -111,7 +111,7 @@ def test_conv1d_and_transpose1d():
         for k in range(3):
             ref[:, o] += np.einsum("ncl,c->nl", xp[:, gi * 2:gi * 2 + 2, 2 * k:2 * k + 7:2],
                                    w[o, :, k])
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12)
     assert gradcheck(lambda a, c, e: F.conv1d(vx(a), c, e, 2, 1, 2, 2), [lx, wt, bt])
     assert F.conv1d(vx(lx), wt, None, padding="same", groups=2).shape == (2, 6, 9)
     n0 = launch_count()                               # the unit-height views copy nothing:
@@ -122,9 +122,9 @@ def test_conv1d_and_transpose1d():
     wt2 = clgrad.tensor(RNG.standard_normal((4, 3, 3)), requires_grad=True)
     assert gradcheck(lambda a, c: F.conv_transpose1d(vx(a), c, None, 2, 1, 1, 2), [lx, wt2])
     yt = F.conv_transpose1d(vx(lx), wt2, stride=2, padding=1, output_padding=1, groups=2)
-    ref_t = ref_conv_transpose(x[:, :, None], wt2.numpy()[:, :, None], None, (1, 2), (0, 1),
-                               (0, 1), 2, (1, 1))[:, :, 0]
-    np.testing.assert_allclose(yt.numpy(), ref_t, rtol=1e-12)
+    ref_t = ref_conv_transpose(x[:, :, None], wt2.detach().numpy()[:, :, None], None, (1, 2),
+                               (0, 1), (0, 1), 2, (1, 1))[:, :, 0]
+    np.testing.assert_allclose(yt.detach().numpy(), ref_t, rtol=1e-12)
 
 
 def test_conv_modules():
@@ -138,7 +138,7 @@ def test_conv_modules():
     assert ct(clgrad.randn(1, 4, 5, 5)).shape == (1, 6, 10, 10)
     assert nn.ConvTranspose1d(2, 3, 4, stride=2)(clgrad.randn(1, 2, 5)).shape == (1, 3, 12)
     bound = 1 / np.sqrt(3 * 9)                        # fan_in of the (C_in, C_out/G, k, k) weight
-    assert np.abs(ct.weight.numpy()).max() <= bound + 1e-7
+    assert np.abs(ct.weight.detach().numpy()).max() <= bound + 1e-7
 
 
 def test_conv_transpose2d_matches_pytorch_float32():
@@ -149,7 +149,7 @@ def test_conv_transpose2d_matches_pytorch_float32():
     ta, tc = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
     y = F.conv_transpose2d(a, c, None, 2, 1, 1, 3)
     ty = torch.nn.functional.conv_transpose2d(ta, tc, None, 2, 1, 1, 3)
-    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
     (y * y).sum().backward()
     (ty * ty).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-4)

@@ -119,11 +119,11 @@ def test_vs_torch_weight_view():
         xt = torch.tensor(xn, requires_grad=True)
         yt = torch.nn.functional.conv2d(xt, torch.tensor(wn), None, padding=(0, 1))
         yt.backward(torch.tensor(gout))
-        np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
         assert backends.last_conv_algorithms["forward"] == "winograd"
         ref = ref_conv(xn, wn, None, gout, padding=(0, 1))  # torch-free: NumPy
-        np.testing.assert_allclose(y.numpy(), ref[0], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(y.detach().numpy(), ref[0], rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(x.grad.numpy(), ref[1], rtol=1e-10, atol=1e-10)
     from clgrad.ops.conv.problem import Problem
     p = Problem(n=1, g=1, c=1, h=5, w=6, o=1, oh=5, ow=3, kh=3, kw=3, sh=1, sw=1, dh=1, dw=1,
@@ -328,7 +328,7 @@ def test_random_problems_match_implicit_float64(algo):
                     for v in (wn, bn)]
             y = conv2d(x, *args, padding=(ph, pw), groups=g)
             y.backward(clgrad.tensor(gn))
-            got[a] = (y.numpy(), x.grad.numpy(), args[0].grad.numpy(),
+            got[a] = (y.detach().numpy(), x.grad.numpy(), args[0].grad.numpy(),
                       args[1].grad.numpy() if bias else 0.0, dict(backends.last_conv_algorithms))
         assert set(got[algo][4].values()) == {algo}, got[algo][4]
         for i in (0, 1, 2, 3):
@@ -346,7 +346,7 @@ def test_unbatched_input():
     gout = rng.standard_normal((5, 7, 6))
     y.backward(clgrad.tensor(gout))
     ref = ref_conv(xn[None], wn, None, gout[None], padding=1)
-    np.testing.assert_allclose(y.numpy(), ref[0][0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(y.detach().numpy(), ref[0][0], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(x.grad.numpy(), ref[1][0], rtol=1e-10, atol=1e-10)
     assert backends.last_conv_algorithms["grad_input"] == "winograd:4"
 

@@ -186,7 +186,7 @@ def test_conv_plans_per_algorithm_dtype_and_local_memory():
                 wt = torch.tensor(w, dtype=dt, requires_grad=True)
                 y = torch.nn.functional.conv2d(xt, wt, padding=1, groups=2)
                 y.backward(torch.tensor(g, dtype=dt))
-                np.testing.assert_allclose(y.numpy(), want, rtol=tol, atol=tol)
+                np.testing.assert_allclose(y.detach().numpy(), want, rtol=tol, atol=tol)
                 np.testing.assert_allclose(wt.grad.numpy(), gw_want, rtol=tol, atol=tol)
         local = dev.local_mem_size
         dev.local_mem_size = 1024  # too little for most plans: others (or fallbacks) run

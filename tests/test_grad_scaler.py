@@ -253,8 +253,8 @@ def test_scale_structures_and_autograd():
     out = scaler.scale({"x": [a, (a * 2.0, h)], "y": a.sum()})
     assert isinstance(out, dict) and isinstance(out["x"], list) and isinstance(out["x"][1],
                                                                                 tuple)
-    np.testing.assert_array_equal(out["x"][0].numpy(), [4.0, 8.0])
-    np.testing.assert_array_equal(out["x"][1][0].numpy(), [8.0, 16.0])
+    np.testing.assert_array_equal(out["x"][0].detach().numpy(), [4.0, 8.0])
+    np.testing.assert_array_equal(out["x"][1][0].detach().numpy(), [8.0, 16.0])
     assert out["x"][1][1].dtype is h.dtype  # a 0-dim float32 scale keeps the dtype
     np.testing.assert_array_equal(out["x"][1][1].numpy(), [4.0, 12.0])
     assert out["y"].item() == 12.0

@@ -58,7 +58,7 @@ def test_softmax_forward_backward(shape, dim, log):
         F.softmax, lambda a, d: np.exp(ref_log_softmax(a, d)))
     leaf, view = leaf_and_view(x)
     y = fn(view(leaf), dim)
-    np.testing.assert_allclose(y.numpy(), ref(x, dim), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(y.detach().numpy(), ref(x, dim), rtol=1e-12, atol=1e-15)
     g = RNG.standard_normal(shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(), numeric_vjp(lambda a: ref(a, dim), x, g),
@@ -119,7 +119,7 @@ def test_cross_entropy_forward_backward(shape, weighted, n_ignored, reduction, e
     loss = F.cross_entropy(view(leaf), tt, None if w is None else strided(w), 7, reduction,
                            eps)
     assert tuple(loss.shape) == np.shape(want)
-    np.testing.assert_allclose(loss.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(loss.detach().numpy(), want, rtol=1e-12)
     g = RNG.standard_normal(np.shape(want))
     loss.backward(strided(g))
     # (the five-point stencil: two-point differences at h = 1e-6 are off by ~1e-9 from
@@ -201,7 +201,7 @@ def test_cross_entropy_float32_large_logits():
     x = np.array([[1e4, 0.0, -1e4], [1e8, 1e8, 1e8]], dtype=np.float32)
     xt = strided(x, clgrad.float32).requires_grad_()
     got = F.cross_entropy(xt, clgrad.tensor([1, 2]), reduction="none")
-    np.testing.assert_allclose(got.numpy(), [1e4, np.log(3)], rtol=1e-6)
+    np.testing.assert_allclose(got.detach().numpy(), [1e4, np.log(3)], rtol=1e-6)
     got.sum().backward()
     np.testing.assert_allclose(xt.grad.numpy(), [[1, -1, 0], [1 / 3, 1 / 3, -2 / 3]],
                                rtol=1e-6, atol=1e-30)
@@ -229,7 +229,7 @@ def test_nll_loss_forward_backward(reduction):
     want = ref_reduce(*ref_nll_rows(logp, t, w, -100, 0.0), reduction)
     leaf, view = leaf_and_view(logp)
     out = F.nll_loss(view(leaf), clgrad.tensor(t), strided(w), reduction=reduction)
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
     g = RNG.standard_normal(np.shape(want))
     out.backward(strided(g))
     want_gx = numeric_vjp(lambda a: ref_reduce(*ref_nll_rows(a, t, w, -100, 0.0), reduction),
@@ -256,7 +256,7 @@ def test_mse_loss(reduction):
     out = F.mse_loss(va(la), vb(lb), reduction)
     d = a - b
     want = {"mean": (d * d).mean(), "sum": (d * d).sum(), "none": d * d}[reduction]
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12)
     g = RNG.standard_normal(np.shape(want))
     out.backward(strided(g))
     scale = {"mean": 2 * g / d.size, "sum": 2 * g, "none": 2 * g}[reduction]
@@ -309,7 +309,7 @@ def test_pointwise_loss_forward_backward(name, fn, ref, domain):
     lt, vt = leaf_and_view(t)
     for r, red in (("none", lambda v: v), ("sum", np.sum), ("mean", np.mean)):
         out = fn(vx(lx), vt(lt), r)
-        np.testing.assert_allclose(out.numpy(), red(ref(x, t)), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out.detach().numpy(), red(ref(x, t)), rtol=1e-12, atol=1e-14)
     g = RNG.standard_normal(x.shape)
     fn(vx(lx), vt(lt), "none").backward(strided(g))
     np.testing.assert_allclose(vx(lx.grad).numpy(), numeric_vjp(lambda a: ref(a, t), x, g),
@@ -322,7 +322,8 @@ def test_bce_clamps_weights_and_pos_weight():
     x = clgrad.tensor([0.0, 1.0, 0.5], dtype=clgrad.float64, requires_grad=True)
     t = clgrad.tensor([1.0, 1.0, 0.0], dtype=clgrad.float64)
     loss = F.binary_cross_entropy(x, t, reduction="none")
-    np.testing.assert_allclose(loss.numpy(), [100.0, 0.0, np.log(2)])   # log clamped at -100
+    np.testing.assert_allclose(loss.detach().numpy(),
+                               [100.0, 0.0, np.log(2)])   # log clamped at -100
     loss.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [-1e12, 0.0, 2.0])        # / max(x(1-x), 1e-12)
     xs, ts = RNG.standard_normal((4, 3)), (RNG.random((4, 3)) < 0.5).astype(float)
@@ -518,7 +519,7 @@ def test_cross_entropy_replayed_plans_follow_every_argument():
             w = None if wn is None else clgrad.tensor(wn, dtype=cdt)
             loss = F.cross_entropy(x, clgrad.tensor(tn), w, ignore, reduction, eps)
             tol = 1e-12 if dt == "float64" else 2e-5
-            np.testing.assert_allclose(loss.numpy(), want, rtol=tol, atol=tol)
+            np.testing.assert_allclose(loss.detach().numpy(), want, rtol=tol, atol=tol)
             g = rng.standard_normal(np.shape(want))
             loss.backward(clgrad.tensor(g, dtype=cdt))
             want_gx = numeric_vjp(lambda a: ref_cross_entropy(a, tn, wn, ignore, reduction,

@@ -104,8 +104,9 @@ def test_linear_dtype_mismatch_names_linear_and_the_fix():
     with pytest.raises(RuntimeError, match=r"^linear: "):
         F.linear(x, lin.weight)
     out = lin(x.float())                                     # the fix works
-    want = np.ones((4, 3)) @ lin.weight.numpy().astype(np.float64).T + lin.bias.numpy()
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    want = (np.ones((4, 3)) @ lin.weight.detach().numpy().astype(np.float64).T +
+            lin.bias.detach().numpy())
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-6)
     e = _torch_error(lambda torch: torch.nn.Linear(3, 2)(torch.ones(4, 3, dtype=torch.float64)))
     assert isinstance(e, RuntimeError)
 

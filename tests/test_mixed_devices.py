@@ -526,7 +526,7 @@ def test_two_devices_raise_before_any_launch(name, devices):
     call(*[_moved(t, inputs[0]._storage.device) for t in inputs])  # one device: it runs
     for i in (i for i in range(len(inputs)) if i not in cpu_ok):
         moved = [_moved(t, other if j == i else t._storage.device) for j, t in enumerate(inputs)]
-        before = [(t.numpy().copy(), t._version) for t in moved]
+        before = [(t.detach().numpy().copy(), t._version) for t in moved]
         launches = launch_count()
         with pytest.raises(RuntimeError, match=match) as err:
             call(*moved)
@@ -534,7 +534,7 @@ def test_two_devices_raise_before_any_launch(name, devices):
         assert "reached it" not in str(err.value), f"{name}: only the launch layer caught it"
         for t, (v, version) in zip(moved, before):
             assert t._version == version and t.grad is None, (name, i)
-            np.testing.assert_array_equal(t.numpy(), v)
+            np.testing.assert_array_equal(t.detach().numpy(), v)
 
 
 # -- misc-api: statistics, scatters, products (tests/test_misc_api.py) -------------------------
@@ -846,11 +846,11 @@ def test_parameters_to_vector_and_back_with_two_devices(devices):
     r = clgrad.nn.Parameter(clgrad.tensor([[0.0]]))
     vector_to_parameters(clgrad.tensor([5.0, 6.0, 7.0], device=other), [p, r])
     assert p.tolist() == [5.0, 6.0] and r.tolist() == [[7.0]] and p.device.opencl is a
-    np.testing.assert_array_equal(parameters_to_vector([p, r]).numpy(), [5.0, 6.0, 7.0])
+    np.testing.assert_array_equal(parameters_to_vector([p, r]).detach().numpy(), [5.0, 6.0, 7.0])
     torch = pytest.importorskip("torch")
     tp, tr = torch.nn.Parameter(torch.zeros(2)), torch.nn.Parameter(torch.zeros(1, 1))
     torch.nn.utils.vector_to_parameters(torch.tensor([5.0, 6.0, 7.0]), [tp, tr])
-    np.testing.assert_array_equal(parameters_to_vector([p, r]).numpy(),
+    np.testing.assert_array_equal(parameters_to_vector([p, r]).detach().numpy(),
                                   torch.nn.utils.parameters_to_vector([tp, tr]).detach().numpy())
 
 

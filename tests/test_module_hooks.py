@@ -121,7 +121,7 @@ def test_hooked_batchnorm_relu_pair_is_not_fused():
     seq = clgrad.nn.Sequential(clgrad.nn.BatchNorm2d(2), clgrad.nn.ReLU())
     seq[0].register_forward_hook(lambda m, a, o: seen.append(o.detach().numpy().copy()))
     x = clgrad.tensor(np.arange(16.0, dtype=np.float32).reshape(1, 2, 2, 4) - 8)
-    out = seq(x).numpy()
+    out = seq(x).detach().numpy()
     xn = x.numpy()
     mean, var = xn.mean((0, 2, 3), keepdims=True), xn.var((0, 2, 3), keepdims=True)
     np.testing.assert_allclose(seen[0], (xn - mean) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-6)

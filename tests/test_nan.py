@@ -18,7 +18,7 @@ X = np.array([[NAN, -1.0, 2.0], [0.5, NAN, -3.0]])
 
 def same(got, want):
     """Values equal (to float32 rounding) with NaN exactly where NaN is wanted."""
-    np.testing.assert_allclose(np.asarray(got.numpy(), np.float64), np.asarray(want),
+    np.testing.assert_allclose(np.asarray(got.detach().numpy(), np.float64), np.asarray(want),
                                rtol=1e-6, atol=0, equal_nan=True)
 
 

@@ -126,14 +126,14 @@ def test_state_dict_round_trip_through_a_checkpoint(tmp_path):
     assert b[0].bn.num_batches_tracked.item() == 1
     x = clgrad.randn(3, 2, 5, 5)
     a.eval(), b.eval()
-    np.testing.assert_array_equal(a(x).numpy(), b(x).numpy())
+    np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
 
 
 def test_load_state_dict_accepts_numpy_arrays():
     lin = nn.Linear(3, 2)
     w = np.arange(6, dtype=np.float32).reshape(2, 3)
     lin.load_state_dict({"weight": w, "bias": np.zeros(2, np.float32)})
-    np.testing.assert_array_equal(lin.weight.numpy(), w)
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), w)
 
 
 def _sd(**changes):
@@ -156,12 +156,12 @@ def _sd(**changes):
 ])
 def test_load_state_dict_errors_name_the_key_and_copy_nothing(sd, match):
     lin = nn.Linear(3, 2)
-    before = lin.weight.numpy().copy()
+    before = lin.weight.detach().numpy().copy()
     if "weight" in sd and tuple(sd["weight"].shape) == (2, 3):
         sd["weight"] = clgrad.full((2, 3), 7.0)
     with pytest.raises(RuntimeError, match=match):
         lin.load_state_dict(sd)
-    np.testing.assert_array_equal(lin.weight.numpy(), before)
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), before)
 
 
 def test_load_state_dict_casts_to_the_model_dtypes():
@@ -171,8 +171,8 @@ def test_load_state_dict_casts_to_the_model_dtypes():
     lin.load_state_dict({"weight": clgrad.tensor(w64, dtype=clgrad.float64).t().t(),
                          "bias": b64})  # a float64 tensor and a float64 ndarray
     assert lin.weight.dtype is clgrad.float32 and lin.bias.dtype is clgrad.float32
-    np.testing.assert_array_equal(lin.weight.numpy(), w64.astype(np.float32))
-    np.testing.assert_array_equal(lin.bias.numpy(), b64.astype(np.float32))
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), w64.astype(np.float32))
+    np.testing.assert_array_equal(lin.bias.detach().numpy(), b64.astype(np.float32))
     bn = nn.BatchNorm1d(2)  # an int64 buffer from a float value, floats from int64
     bn.load_state_dict({"weight": clgrad.tensor([2, 3]), "bias": clgrad.zeros(2),
                         "running_mean": clgrad.zeros(2, dtype=clgrad.float64),
@@ -188,7 +188,7 @@ def test_load_state_dict_casts_to_the_model_dtypes():
     lin = nn.Linear(3, 2)
     lin.load_state_dict({"weight": clgrad.tensor(w64, dtype=clgrad.float64), "bias": b64})
     assert ref.weight.dtype == torch.float32
-    np.testing.assert_array_equal(lin.weight.numpy(), ref.weight.detach().numpy())
+    np.testing.assert_array_equal(lin.weight.detach().numpy(), ref.weight.detach().numpy())
 
 
 def test_load_state_dict_non_strict_reports_keys():
@@ -196,7 +196,7 @@ def test_load_state_dict_non_strict_reports_keys():
     res = lin.load_state_dict({"weight": clgrad.ones(2, 3), "other": clgrad.ones(1)},
                               strict=False)
     assert res.missing_keys == ["bias"] and res.unexpected_keys == ["other"]
-    assert lin.weight.numpy().tolist() == [[1.0] * 3] * 2
+    assert lin.weight.detach().numpy().tolist() == [[1.0] * 3] * 2
 
 
 # -- layers against NumPy ---------------------------------------------------------------------
@@ -222,8 +222,9 @@ def test_conv2d_layer_matches_numpy(groups):
     assert conv.weight.shape == (12, 6 // groups, 3, 3) and conv.weight.dtype is clgrad.float64
     x = np.random.default_rng(0).standard_normal((2, 6, 5, 4))
     out = conv(clgrad.tensor(x))
-    np.testing.assert_allclose(out.numpy(), _conv_ref(x, conv.weight.numpy(),
-                                                      conv.bias.numpy(), 1, groups), atol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), _conv_ref(x, conv.weight.detach().numpy(),
+                                                      conv.bias.detach().numpy(), 1, groups),
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -245,18 +246,19 @@ def test_default_init_is_pytorchs(make, fan_in):
     clgrad.manual_seed(0)
     layer = make()
     bound = 1 / math.sqrt(fan_in)  # kaiming_uniform_(a=sqrt(5)) and the bias rule agree
-    for t in (layer.weight.numpy(), layer.bias.numpy()):
+    for t in (layer.weight.detach().numpy(), layer.bias.detach().numpy()):
         assert np.abs(t).max() <= bound
         assert np.abs(t).max() > 0.95 * bound
-    w = layer.weight.numpy()
+    w = layer.weight.detach().numpy()
     assert abs(w.std() - bound / math.sqrt(3)) < 0.03 * bound
 
 
 def test_linear_matches_numpy():
     lin = nn.Linear(5, 3).double()
     x = np.random.default_rng(1).standard_normal((4, 5))
-    np.testing.assert_allclose(lin(clgrad.tensor(x)).numpy(),
-                               x @ lin.weight.numpy().T + lin.bias.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(lin(clgrad.tensor(x)).detach().numpy(),
+                               x @ lin.weight.detach().numpy().T + lin.bias.detach().numpy(),
+                               rtol=1e-12)
     assert nn.Linear(5, 3, bias=False).bias is None
 
 
@@ -273,7 +275,7 @@ def test_batchnorm2d_running_statistics():
     rm, rv = np.zeros(3), np.ones(3)
     n = 4 * 5 * 5
     for x in xs:
-        out = bn(clgrad.tensor(x)).numpy()
+        out = bn(clgrad.tensor(x)).detach().numpy()
         mean, var, want = _bn_ref(x)
         np.testing.assert_allclose(out, want, atol=1e-10)  # batch statistics in training
         rm = 0.8 * rm + 0.2 * mean
@@ -284,7 +286,7 @@ def test_batchnorm2d_running_statistics():
     bn.eval()
     x = rng.normal(0.0, 1.0, (2, 3, 4, 4))
     want = (x - rm[None, :, None, None]) / np.sqrt(rv[None, :, None, None] + 1e-5)
-    np.testing.assert_allclose(bn(clgrad.tensor(x)).numpy(), want, atol=1e-10)
+    np.testing.assert_allclose(bn(clgrad.tensor(x)).detach().numpy(), want, atol=1e-10)
     assert bn.num_batches_tracked.item() == 3  # eval leaves the statistics alone
 
 
@@ -361,7 +363,7 @@ def test_sequential_and_module_list_item_assignment_and_deletion():
     assert [n for n, _ in seq.named_parameters()] == ["1.weight", "1.bias", "2.weight",
                                                       "2.bias"]
     x = clgrad.tensor(np.arange(4.0, dtype=np.float32).reshape(2, 2))
-    np.testing.assert_allclose(seq(x).numpy(), c(d(a(x))).numpy())
+    np.testing.assert_allclose(seq(x).detach().numpy(), c(d(a(x))).detach().numpy())
     del seq[0]
     assert list(seq._modules) == ["0", "1"] and list(seq) == [d, c]
     del seq[:1]
@@ -466,7 +468,7 @@ def test_dropout2d_drops_whole_channels():
     x = np.arange(1.0, 1 + 8 * 16 * 2 * 3).reshape(8, 16, 2, 3)
     leaf = clgrad.tensor(x, requires_grad=True)
     y = F.dropout2d(leaf, 0.25, True)
-    out = y.numpy()
+    out = y.detach().numpy()
     kept = (out != 0).all(axis=(2, 3))
     assert ((out == 0).all(axis=(2, 3)) | kept).all()                  # all or nothing
     np.testing.assert_allclose(out[kept], x[kept] / 0.75)
@@ -544,12 +546,12 @@ def test_parameter_data_assignment():
     new = clgrad.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))
     lin.weight.data = new
     assert lin.weight is w and w.requires_grad and w.is_leaf
-    np.testing.assert_array_equal(w.numpy(), np.arange(6).reshape(3, 2))
+    np.testing.assert_array_equal(w.detach().numpy(), np.arange(6).reshape(3, 2))
     new.add_(1)                                      # shared storage, as in PyTorch
-    np.testing.assert_array_equal(w.numpy(), np.arange(1, 7).reshape(3, 2))
+    np.testing.assert_array_equal(w.detach().numpy(), np.arange(1, 7).reshape(3, 2))
     base = clgrad.tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
     w.data = base[:, 1:4].t()                        # a view: copied
-    np.testing.assert_array_equal(w.numpy(), np.arange(8).reshape(2, 4)[:, 1:4].T)
+    np.testing.assert_array_equal(w.detach().numpy(), np.arange(8).reshape(2, 4)[:, 1:4].T)
     x = clgrad.tensor(np.array([[1.0, 2.0]], np.float32))
     lin(x).sum().backward()                          # grad of the new values
     np.testing.assert_array_equal(w.grad.numpy(), np.ones((3, 1)) * [[1.0, 2.0]])

@@ -281,7 +281,8 @@ def test_triplet_margin_with_distance_loss():
         return np.linalg.norm(u - v + 1e-6, axis=-1)
     ref = np.maximum(1.0 + d(an, pn) - d(an, nn_), 0)
     np.testing.assert_allclose(
-        F.triplet_margin_with_distance_loss(a, p, n, reduction="none").numpy(), ref, rtol=1e-12)
+        F.triplet_margin_with_distance_loss(a, p, n, reduction="none").detach().numpy(), ref,
+        rtol=1e-12)
     # a custom distance, margin, swap
     def l1(u, v):
         return (u - v).abs().sum(-1)

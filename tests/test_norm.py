@@ -65,7 +65,7 @@ def test_batch_norm_forward_backward(shape, training):
     leaf, view = leaf_and_view(x)
     wt, bt = strided(w).requires_grad_(), strided(b).requires_grad_()
     y = F.batch_norm(view(leaf), rm_t, rv_t, wt, bt, training, 0.3, 1e-4)
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rm_t.numpy(), want_rm, rtol=1e-12)   # written through the view
     np.testing.assert_allclose(rv_t.numpy(), want_rv, rtol=1e-12)
 
@@ -153,7 +153,7 @@ def test_local_response_norm(shape, size, beta):
     want = ref_lrn(x, size, alpha, beta, k)
     leaf, view = leaf_and_view(x)
     y = F.local_response_norm(view(leaf), size, alpha, beta, k)
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-12)
     g = RNG.standard_normal(shape)
     y.backward(strided(g))
     want_gx = numeric_vjp(lambda a: ref_lrn(a, size, alpha, beta, k), x, g)
@@ -228,15 +228,15 @@ def test_batch_norm_big_channels_outlier_and_layouts(layout):
     bs = clgrad.tensor(RNG.standard_normal(c).astype(np.float32), requires_grad=True)
     rm, rv = clgrad.zeros(c), clgrad.ones(c)
     y = F.batch_norm(x, rm, rv, wt, bs, training=True, momentum=0.5)
-    want, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), wt.numpy().astype(np.float64),
-                            bs.numpy().astype(np.float64), True, 0.5, 1e-5)
-    np.testing.assert_allclose(y.numpy(), want, rtol=1e-3, atol=1e-3)
+    want, wrm, wrv = ref_bn(xd, np.zeros(c), np.ones(c), wt.detach().numpy().astype(np.float64),
+                            bs.detach().numpy().astype(np.float64), True, 0.5, 1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), want, rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-5)
     np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-3)
     g = RNG.standard_normal(y.shape).astype(np.float32)
     y.backward(clgrad.tensor(g))
     axes = (0, 2, 3)
-    gx, gw, gb = ref_bn_grad(xd, g.astype(np.float64), wt.numpy().astype(np.float64),
+    gx, gw, gb = ref_bn_grad(xd, g.astype(np.float64), wt.detach().numpy().astype(np.float64),
                              xd.mean(axes), xd.var(axes), 1e-5, True)
     for got, ref in ((x.grad, gx), (wt.grad, gw), (bs.grad, gb)):
         np.testing.assert_allclose(got.numpy(), ref, rtol=1e-3,
@@ -272,7 +272,7 @@ def test_layer_norm_forward_backward(shape, k):
     wt, bt = strided(w), strided(b)
     wl, bl = (clgrad.tensor(v, requires_grad=True) for v in (w, b))
     y = F.layer_norm(view(leaf), ns, wl, bl)
-    np.testing.assert_allclose(y.numpy(), ref_ln(x, w, b, k), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ref_ln(x, w, b, k), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(F.layer_norm(strided(x), ns, wt, bt).numpy(),
                                ref_ln(x, w, b, k), rtol=1e-10, atol=1e-12)
     g = RNG.standard_normal(shape)
@@ -292,7 +292,7 @@ def test_group_norm_forward_backward(shape, groups):
     leaf, view = leaf_and_view(x)
     wl, bl = (clgrad.tensor(v, requires_grad=True) for v in (w, b))
     y = F.group_norm(view(leaf), groups, wl, bl)
-    np.testing.assert_allclose(y.numpy(), ref_gn(x, groups, w, b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ref_gn(x, groups, w, b), rtol=1e-10, atol=1e-12)
     g = RNG.standard_normal(shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(),
@@ -314,7 +314,7 @@ def test_instance_norm_and_running_stats():
     rv = strided(np.array([1.0, 2.0]))
     y = F.instance_norm(view(leaf), rm, rv, w, None, True, 0.2)
     ref = ref_rows(x, (2, 3), 1e-5) * np.array([0.5, -1.5])[:, None, None]
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rm.numpy(), 0.8 * np.array([0.1, 0.2]) +
                                0.2 * x.mean((2, 3)).mean(0), rtol=1e-12)
     np.testing.assert_allclose(rv.numpy(), 0.8 * np.array([1.0, 2.0]) +
@@ -323,7 +323,7 @@ def test_instance_norm_and_running_stats():
     m = clgrad.nn.InstanceNorm2d(2, track_running_stats=True).double()
     m(view(leaf))
     m.eval()
-    ye = m(view(leaf)).numpy()
+    ye = m(view(leaf)).detach().numpy()
     rmn, rvn = m.running_mean.numpy(), m.running_var.numpy()
     np.testing.assert_allclose(ye, (x - rmn[:, None, None]) / np.sqrt(rvn[:, None, None] +
                                                                          1e-5), rtol=1e-10)
@@ -362,16 +362,16 @@ def test_norm_modules():
     x = RNG.standard_normal((4, 3, 5))
     t = clgrad.tensor(x)
     bn = nn.BatchNorm1d(3).double()
-    np.testing.assert_allclose(bn(t).numpy(), ref_rows(x, (0, 2), 1e-5), rtol=1e-10)
-    np.testing.assert_allclose(bn(t[:, :, 0]).numpy(), ref_rows(x[:, :, 0], 0, 1e-5),
+    np.testing.assert_allclose(bn(t).detach().numpy(), ref_rows(x, (0, 2), 1e-5), rtol=1e-10)
+    np.testing.assert_allclose(bn(t[:, :, 0]).detach().numpy(), ref_rows(x[:, :, 0], 0, 1e-5),
                                rtol=1e-10)
     with pytest.raises(ValueError, match="BatchNorm1d: expected 2D or 3D"):
         bn(t[None])
     ln = nn.LayerNorm(5, bias=False).double()
     assert ln.bias is None and ln.weight.shape == (5,)
-    np.testing.assert_allclose(ln(t).numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
+    np.testing.assert_allclose(ln(t).detach().numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
     gn = nn.GroupNorm(3, 3).double()
-    np.testing.assert_allclose(gn(t).numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
+    np.testing.assert_allclose(gn(t).detach().numpy(), ref_rows(x, 2, 1e-5), rtol=1e-10)
     assert [n for n, _ in gn.named_parameters()] == ["weight", "bias"]
     inn = nn.InstanceNorm1d(3)
     assert list(inn.parameters()) == [] and "running_mean" not in inn.state_dict()
@@ -390,7 +390,7 @@ def test_layer_group_norm_match_pytorch_float32():
         a = clgrad.tensor(x, requires_grad=True)
         b = torch.tensor(x, requires_grad=True)
         ya, yb = ours(a), theirs(b)
-        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-5, atol=1e-5)
         (ya * ya * clgrad.tensor(x)).sum().backward()
         (yb * yb * torch.tensor(x)).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-4, atol=1e-4)
@@ -406,7 +406,7 @@ def test_batch_norm_float32_tiny_maps_offset_data():
     xt = clgrad.tensor(x, requires_grad=True)
     rv = clgrad.ones(4)
     y = F.batch_norm(xt, clgrad.zeros(4), rv, training=True, momentum=1.0)
-    np.testing.assert_allclose(y.numpy(), ref, atol=5e-4)          # measured 5e-5
+    np.testing.assert_allclose(y.detach().numpy(), ref, atol=5e-4)          # measured 5e-5
     np.testing.assert_allclose(rv.numpy(), xd.var((0, 2, 3), ddof=1), rtol=1e-3)
     y.backward(clgrad.tensor(g))
     gd = g.astype(np.float64)
@@ -450,7 +450,7 @@ def test_batch_norm_activation_fused(act, kind, training, affine):
     wt, bt = [None if p is None else strided(p).requires_grad_() for p in (w, b)]
     kw = dict(relu=True) if act == "relu" else dict(activation=act)
     y = F.batch_norm(view(leaf), rm_t, rv_t, wt, bt, training, 0.3, 1e-4, **kw)
-    np.testing.assert_allclose(y.numpy(), fwd(pre), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), fwd(pre), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(rm_t.numpy(), want_rm, rtol=1e-12)
     if act == "relu6" and affine:
         assert (pre > 6).any() and (pre < 0).any()
@@ -507,15 +507,15 @@ def test_sequential_fuses_batch_norm_and_activation(act_name):
         y = nn.Sequential(bn, act)(xt) if fused else act(bn(xt))
         n1 = launch_count()
         y.backward(clgrad.tensor(np.cos(np.arange(y.numel())).reshape(y.shape)))
-        outs.append((y.numpy(), xt.grad.numpy(), bn.weight.grad.numpy(), bn.bias.grad.numpy(),
-                     bn.running_var.numpy(), n1 - n0, launch_count() - n1))
+        outs.append((y.detach().numpy(), xt.grad.numpy(), bn.weight.grad.numpy(),
+                     bn.bias.grad.numpy(), bn.running_var.numpy(), n1 - n0, launch_count() - n1))
     for a, b in zip(outs[0][:5], outs[1][:5]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     assert outs[0][5] == outs[1][5] - 1 and outs[0][6] <= outs[1][6] - 1
     bn, act = nn.BatchNorm2d(3).double(), getattr(nn, act_name)()
     act.forward = lambda t: t * 2  # replaced on the instance: Sequential calls it
     y = nn.Sequential(bn.eval(), act)(clgrad.tensor(x))
-    np.testing.assert_allclose(y.numpy(), 2 * x / np.sqrt(1 + 1e-5), rtol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), 2 * x / np.sqrt(1 + 1e-5), rtol=1e-12)
 
 
 def test_batch_norm_launch_plans_follow_every_argument():

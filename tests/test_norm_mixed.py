@@ -412,7 +412,7 @@ def test_float16_batch_norm_computes_in_float32(params):
         np.testing.assert_allclose(rm.numpy(), 0.5 * mu, rtol=2.0 ** -10)
         n = x.size / 2
         np.testing.assert_allclose(rv.numpy(), 0.5 + 0.5 * var * n / (n - 1), rtol=2.0 ** -10)
-    got = y.numpy().astype(np.float64)
+    got = y.detach().numpy().astype(np.float64)
     assert y.dtype is F16 and np.isfinite(got).all()
     # one rounding of a value computed in float32 from float32 statistics (their error: a
     # float32 Welford pass over 32768 values, within 1e-5 of the normalised values here)

@@ -66,7 +66,7 @@ def check(path, feeds, atol=1e-4):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert tuple(g.shape) == w.shape
-        np.testing.assert_allclose(g.numpy(), w, rtol=1e-4, atol=atol)
+        np.testing.assert_allclose(g.detach().numpy(), w, rtol=1e-4, atol=atol)
     return net
 
 

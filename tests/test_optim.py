@@ -160,9 +160,9 @@ def test_trajectory_matches_numpy(name, cls, kwargs, ref):
     opt = cls([p], **kwargs)
     expected = ref(p0, STEPS, **kwargs)
     for step in range(STEPS):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
         opt.step()
-        np.testing.assert_allclose(p.numpy(), expected[step], rtol=1e-12, atol=1e-13,
+        np.testing.assert_allclose(p.detach().numpy(), expected[step], rtol=1e-12, atol=1e-13,
                                    err_msg=f"{name}, step {step + 1}")
 
 
@@ -187,7 +187,7 @@ def test_nan_gradient_gives_nan_parameter(name, cls, kwargs, ref):
     opt.step()
     p.grad = clgrad.tensor([0.1, 0.2, 0.2, 0.3], dtype=clgrad.float64)
     opt.step()  # state that saw the NaN keeps it (PyTorch: nothing skips or clamps)
-    got = p.numpy()
+    got = p.detach().numpy()
     assert np.isnan(got[1]) and np.isfinite(got[[0, 2, 3]]).all(), got
 
 
@@ -198,11 +198,11 @@ def test_trajectory_matches_torch(name, cls, kwargs, ref):
     p, tp = _strided_leaf(p0), torch.tensor(p0, requires_grad=True)
     opt, topt = cls([p], **kwargs), getattr(torch.optim, cls.__name__)([tp], **kwargs)
     for _ in range(STEPS):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
         tp.grad = torch.tensor(_grad_fn(tp.detach().numpy()))
         opt.step()
         topt.step()
-    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
 
 
 def test_adam_l2_and_adamw_decay_differ():
@@ -214,9 +214,9 @@ def test_adam_l2_and_adamw_decay_differ():
         p = clgrad.tensor(p0, dtype=clgrad.float64, requires_grad=True)
         opt = cls([p], lr=0.01, weight_decay=0.5)
         for _ in range(3):
-            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+            p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
             opt.step()
-        np.testing.assert_allclose(p.numpy(), want, rtol=1e-12)
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=[c[0] for c in CASES])
@@ -225,9 +225,9 @@ def test_float32_trajectory_stays_near_the_float64_reference(name, cls, kwargs, 
     p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
     opt = cls([p], **kwargs)
     for _ in range(4):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy().astype(np.float64)).astype(np.float32))
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy().astype(np.float64)).astype(np.float32))
         opt.step()
-    np.testing.assert_allclose(p.numpy(), ref(p0, 4, **kwargs)[-1], rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(p.detach().numpy(), ref(p0, 4, **kwargs)[-1], rtol=1e-4, atol=2e-5)
 
 
 def test_float32_update_matches_float64_reference():
@@ -235,9 +235,10 @@ def test_float32_update_matches_float64_reference():
     p = clgrad.tensor(p0.astype(np.float32), requires_grad=True)
     opt = optim.Adam([p], lr=0.01)
     for _ in range(4):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy().astype(np.float64)).astype(np.float32))
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy().astype(np.float64)).astype(np.float32))
         opt.step()
-    np.testing.assert_allclose(p.numpy(), ref_adam(p0, 4, lr=0.01)[-1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(p.detach().numpy(), ref_adam(p0, 4, lr=0.01)[-1], rtol=1e-4,
+                               atol=1e-5)
 
 
 _GPU = clgrad.default_device().kind != "cpu"
@@ -269,7 +270,7 @@ def test_launches_per_step(cls, kwargs, launches):
 def _steps(opt, params, n):
     for _ in range(n):
         for p in params:
-            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+            p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
         opt.step()
 
 
@@ -281,8 +282,9 @@ def test_param_groups_use_their_own_hyperparameters():
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     assert opt.param_groups[0]["momentum"] == 0
     _steps(opt, (a, b), 3)
-    np.testing.assert_allclose(a.numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
-    np.testing.assert_allclose(b.numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1], rtol=1e-12)
+    np.testing.assert_allclose(a.detach().numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
+    np.testing.assert_allclose(b.detach().numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1],
+                               rtol=1e-12)
 
 
 def test_step_skips_parameters_without_grad_and_zero_grad():
@@ -326,7 +328,7 @@ def test_state_dict_round_trip_through_a_checkpoint(tmp_path, cls, kwargs):
 
     def run(param, optimizer, steps):
         for _ in range(steps):
-            param.grad = clgrad.tensor(_grad_fn(param.numpy()), dtype=clgrad.float64)
+            param.grad = clgrad.tensor(_grad_fn(param.detach().numpy()), dtype=clgrad.float64)
             optimizer.step()
     run(p, opt, 3)
     clgrad.save({"p": p.detach(), "opt": opt.state_dict()}, tmp_path / "ckpt.safetensors")
@@ -337,7 +339,7 @@ def test_state_dict_round_trip_through_a_checkpoint(tmp_path, cls, kwargs):
     assert opt2.param_groups[0]["lr"] == kwargs["lr"]
     run(p, opt, 2)
     run(q, opt2, 2)
-    np.testing.assert_array_equal(q.numpy(), p.numpy())
+    np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
 
 
 def test_state_keys_are_pytorchs():
@@ -372,8 +374,8 @@ def test_add_param_group_uses_defaults_and_its_own_values():
         opt.add_param_group({"params": b, **kw})
         assert opt.param_groups[1]["lr"] == 0.1
         _steps(opt, (a, b), 3)
-        np.testing.assert_allclose(a.numpy(), ref(a0, 3, lr=0.1)[-1], rtol=1e-12)
-        np.testing.assert_allclose(b.numpy(), ref(b0, 3, lr=0.1, **kw)[-1], rtol=1e-12)
+        np.testing.assert_allclose(a.detach().numpy(), ref(a0, 3, lr=0.1)[-1], rtol=1e-12)
+        np.testing.assert_allclose(b.detach().numpy(), ref(b0, 3, lr=0.1, **kw)[-1], rtol=1e-12)
         with pytest.raises(ValueError, match="more than one"):
             opt.add_param_group({"params": [a]})
 
@@ -490,13 +492,13 @@ def test_load_state_dict_takes_a_step_saved_as_a_tensor():
     _steps(opt, (p,), 2)
     sd = opt.state_dict()
     sd["state"][0]["step"] = clgrad.tensor(2.0)
-    q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+    q = clgrad.tensor(p.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
     opt2 = optim.Adam([q], lr=0.1)
     opt2.load_state_dict(sd)
     assert opt2.state[q]["step"] == 2
     _steps(opt, (p,), 1)
     _steps(opt2, (q,), 1)
-    np.testing.assert_array_equal(q.numpy(), p.numpy())
+    np.testing.assert_array_equal(q.detach().numpy(), p.detach().numpy())
 
 
 def test_custom_scheduler_on_the_old_base_name():
@@ -530,7 +532,7 @@ def test_resume_from_a_torch_optimizer_state_dict(name, cls, kwargs, ref):
     opt.load_state_dict(host)
     torch_steps(3)
     _steps(opt, (p,), 3)
-    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=1e-12, atol=1e-13)
 
 
 # -- optimizer kernels on the CONTIG build (issue 23, helper h8) -------------------------------
@@ -598,7 +600,7 @@ def test_torch_loads_a_clgrad_optimizer_state_dict(name, cls, kwargs, via, tmp_p
                "param_groups": sd["param_groups"]}
     with torch.no_grad():
         for t, c in zip(tps, cps):
-            t.copy_(torch.tensor(c.numpy()))
+            t.copy_(torch.tensor(c.detach().numpy()))
     topt.load_state_dict(tsd)
     assert len(topt.state) == 2
     for t, c in zip(tps, cps):
@@ -611,7 +613,7 @@ def test_torch_loads_a_clgrad_optimizer_state_dict(name, cls, kwargs, via, tmp_p
     _steps(opt, cps, 3)
     _torch_steps(torch, topt, tps, 3)
     for t, c in zip(tps, cps):
-        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name,cls,kwargs", _TORCH_CASES, ids=[c[0] for c in _TORCH_CASES])
@@ -640,7 +642,7 @@ def test_clgrad_loads_a_torch_saved_optimizer_state_dict(name, cls, kwargs, tmp_
     _steps(opt, cps, 3)
     _torch_steps(torch, topt, tps, 3)
     for t, c in zip(tps, cps):
-        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
     _, _, tps2, topt2 = _pair(torch, cls, kwargs)  # the clgrad file back into torch
     topt2.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
     for t2 in tps2:
@@ -659,18 +661,18 @@ def test_optimizer_state_round_trips_with_int_keys_and_old_str_keys_load(suffix,
     new = clgrad.load(tmp_path / f"new{suffix}")["opt"]
     assert list(new["state"]) == [0]
     for f in ("new", "old"):
-        q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+        q = clgrad.tensor(p.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
         opt2 = optim.Adam([q], lr=0.1)
         opt2.load_state_dict(clgrad.load(tmp_path / f"{f}{suffix}")["opt"])
         assert opt2.state[q]["step"] == 2
         np.testing.assert_array_equal(opt2.state[q]["exp_avg"].numpy(),
                                       opt.state[p]["exp_avg"].numpy())
         _steps(opt2, (q,), 1)
-        ref = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+        ref = clgrad.tensor(p.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
         opt3 = optim.Adam([ref], lr=0.1)
         opt3.load_state_dict(opt.state_dict())
         _steps(opt3, (ref,), 1)
-        np.testing.assert_array_equal(q.numpy(), ref.numpy())
+        np.testing.assert_array_equal(q.detach().numpy(), ref.detach().numpy())
     with pytest.raises(ValueError, match="expected parameter indices"):
         opt.load_state_dict({"state": {"first": {}}, "param_groups": old["param_groups"]})
 

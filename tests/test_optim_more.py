@@ -189,9 +189,9 @@ def test_trajectory_matches_numpy(name, cls, kwargs, ref):
     opt = cls([p], **kwargs)
     expected = ref(p0, STEPS, **kwargs)
     for step in range(STEPS):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
         opt.step()
-        np.testing.assert_allclose(p.numpy(), expected[step], rtol=1e-12, atol=1e-13,
+        np.testing.assert_allclose(p.detach().numpy(), expected[step], rtol=1e-12, atol=1e-13,
                                    err_msg=f"{name}, step {step + 1}")
 
 
@@ -204,9 +204,9 @@ def test_trajectory_of_a_vector_and_a_3d_parameter_matches_numpy(name, cls, kwar
         p = clgrad.tensor(p0, dtype=clgrad.float64, requires_grad=True)
         opt = cls([p], **kwargs)
         for _ in range(STEPS):
-            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+            p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
             opt.step()
-        np.testing.assert_allclose(p.numpy(), ref(p0, STEPS, **kwargs)[-1], rtol=1e-12,
+        np.testing.assert_allclose(p.detach().numpy(), ref(p0, STEPS, **kwargs)[-1], rtol=1e-12,
                                    atol=1e-13, err_msg=f"{name} {shape}")
 
 
@@ -230,7 +230,7 @@ def test_asgd_average_matches_numpy(kwargs):
     opt = optim.ASGD([p], **kwargs)
     expected = ref_asgd(p0, STEPS, averages=True, **kwargs)
     for step in range(STEPS):
-        p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=clgrad.float64)
+        p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=clgrad.float64)
         opt.step()
         np.testing.assert_allclose(opt.state[p]["ax"].numpy(), expected[step], rtol=1e-12,
                                    atol=1e-13)
@@ -254,7 +254,7 @@ def test_trajectory_matches_torch(name, cls, kwargs, ref, dtype, atol):
         opt.step()
         topt.step()
     for p, tp in zip(ps, tps):
-        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=0, atol=atol)
+        np.testing.assert_allclose(p.detach().numpy(), tp.detach().numpy(), rtol=0, atol=atol)
         for k, tv in topt.state[tp].items():
             v = opt.state[p][k]
             if isinstance(v, clgrad.Tensor):
@@ -272,7 +272,7 @@ def test_nan_gradient(name, cls, kwargs, ref):
     opt = cls([p], **kwargs)
     p.grad = clgrad.tensor([0.1, float("nan"), 0.2, 0.3], dtype=clgrad.float64)
     opt.step()
-    got = p.numpy()
+    got = p.detach().numpy()
     if cls is optim.Rprop:
         assert got[1] == -0.5 and np.isfinite(got).all()
     else:
@@ -283,7 +283,7 @@ def test_nan_gradient(name, cls, kwargs, ref):
 def _steps(opt, ps, n):
     for _ in range(n):
         for p in ps:
-            p.grad = clgrad.tensor(_grad_fn(p.numpy()), dtype=p.dtype)
+            p.grad = clgrad.tensor(_grad_fn(p.detach().numpy()), dtype=p.dtype)
         opt.step()
 
 
@@ -323,14 +323,14 @@ def test_torch_loads_a_clgrad_checkpoint(name, cls, kwargs, ref, tmp_path):
     clgrad.save(opt.state_dict(), tmp_path / "c.pt")
     with torch.no_grad():
         for t, c in zip(tps, cps):
-            t.copy_(torch.tensor(c.numpy()))
+            t.copy_(torch.tensor(c.detach().numpy()))
     topt.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
     for t, c in zip(tps, cps):
         assert float(topt.state[t]["step"]) == 3
     _steps(opt, cps, 3)
     _torch_steps(torch, topt, tps, 3)
     for t, c in zip(tps, cps):
-        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=IDS)
@@ -358,7 +358,7 @@ def test_clgrad_loads_a_torch_checkpoint(name, cls, kwargs, ref, tmp_path):
     _steps(opt, cps, 3)
     _torch_steps(torch, topt, tps, 3)
     for t, c in zip(tps, cps):
-        np.testing.assert_allclose(c.numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(c.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("name,cls,kwargs,ref", CASES, ids=IDS)
@@ -368,13 +368,13 @@ def test_state_dict_round_trip_resumes_the_trajectory(name, cls, kwargs, ref, tm
     opt = cls([p], **kwargs)
     _steps(opt, (p,), 3)
     clgrad.save(opt.state_dict(), tmp_path / "o.pt")
-    q = clgrad.tensor(p.numpy(), dtype=clgrad.float64, requires_grad=True)
+    q = clgrad.tensor(p.detach().numpy(), dtype=clgrad.float64, requires_grad=True)
     opt2 = cls([q], **kwargs)
     opt2.load_state_dict(clgrad.load(tmp_path / "o.pt"))
     _steps(opt, (p,), 3)
     _steps(opt2, (q,), 3)
-    np.testing.assert_array_equal(p.numpy(), q.numpy())
-    np.testing.assert_allclose(p.numpy(), ref(p0, 6, **kwargs)[-1], rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    np.testing.assert_allclose(p.detach().numpy(), ref(p0, 6, **kwargs)[-1], rtol=1e-12, atol=1e-13)
 
 
 # -- hyperparameter checks ----------------------------------------------------------------------
@@ -430,8 +430,8 @@ def test_param_groups_use_their_own_hyperparameters():
     a.grad = clgrad.tensor([1.0, -1.0], dtype=clgrad.float64)
     b.grad = clgrad.tensor([1.0, -1.0], dtype=clgrad.float64)
     opt.step()
-    np.testing.assert_array_equal(a.numpy(), [0.9, -1.9])
-    np.testing.assert_array_equal(b.numpy(), [0.0, 3.5])
+    np.testing.assert_array_equal(a.detach().numpy(), [0.9, -1.9])
+    np.testing.assert_array_equal(b.detach().numpy(), [0.0, 3.5])
 
 
 # -- CyclicLR -----------------------------------------------------------------------------------
@@ -609,9 +609,9 @@ def test_averaged_model_swa_is_the_mean_without_torch():
     for k in range(5):
         with clgrad.no_grad():
             net.weight.copy_(clgrad.tensor([[float(k), 2.0 * k]]))
-        seen.append(net.weight.numpy().copy())
+        seen.append(net.weight.detach().numpy().copy())
         avg.update_parameters(net)
-    np.testing.assert_allclose(avg.module.weight.numpy(), np.mean(seen, axis=0), rtol=1e-6)
+    np.testing.assert_allclose(avg.module.weight.detach().numpy(), np.mean(seen, axis=0), rtol=1e-6)
     with pytest.raises(ValueError):
         csu.AveragedModel(net, avg_fn=csu.get_swa_avg_fn(),
                           multi_avg_fn=csu.get_swa_multi_avg_fn())

@@ -260,7 +260,7 @@ def test_adaptive_avg_pool2d(shape, size, want_hw):
     leaf, view = leaf_and_view(x)
     out = F.adaptive_avg_pool2d(view(leaf), size)
     assert tuple(out.shape) == shape[:-2] + want_hw
-    np.testing.assert_allclose(out.numpy().reshape(want.shape), want, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy().reshape(want.shape), want, rtol=1e-12)
     out.backward(strided(g4.reshape(out.shape)))
     np.testing.assert_allclose(view(leaf.grad).numpy().reshape(x4.shape), want_gx, rtol=1e-12)
 
@@ -291,12 +291,12 @@ def test_adaptive_max_and_avg_pool2d_all_sizes(hw, size):
     leaf, view = leaf_and_view(x)
     oh, ow = (hw[0] if size[0] is None else size[0]), size[1]
     y, idx = F.adaptive_max_pool2d(view(leaf), size, return_indices=True)
-    np.testing.assert_array_equal(y.numpy(), ref_adaptive_reduce(x, oh, ow, np.max))
+    np.testing.assert_array_equal(y.detach().numpy(), ref_adaptive_reduce(x, oh, ow, np.max))
     np.testing.assert_array_equal(F.adaptive_avg_pool2d(strided(x), size).numpy().round(12),
                                   ref_adaptive_reduce(x, oh, ow, np.mean).round(12))
     flat = x.reshape(2, 3, -1)
     np.testing.assert_array_equal(np.take_along_axis(flat, idx.numpy().reshape(2, 3, -1), 2),
-                                  y.numpy().reshape(2, 3, -1))
+                                  y.detach().numpy().reshape(2, 3, -1))
     g = RNG.standard_normal(y.shape)
     y.backward(strided(g))
     np.testing.assert_allclose(view(leaf.grad).numpy(),
@@ -321,18 +321,18 @@ def test_pool1d_family():
     leaf, view = leaf_and_view(x)
     y, idx = F.max_pool1d(view(leaf), 3, 2, 1, return_indices=True)
     ref, ridx = ref_max_pool(x[:, :, None], (1, 3), (1, 2), (0, 1), (1, 1), False)
-    np.testing.assert_array_equal(y.numpy(), ref[:, :, 0])
+    np.testing.assert_array_equal(y.detach().numpy(), ref[:, :, 0])
     np.testing.assert_array_equal(idx.numpy(), ridx[:, :, 0])
     assert gradcheck(lambda t: F.max_pool1d(view(t), 3, 2, 1, 2, ceil_mode=True), [leaf])
     a = F.avg_pool1d(view(leaf), 4, 3, 2, count_include_pad=False)
     xp = np.pad(x, ((0, 0), (0, 0), (2, 2)), constant_values=np.nan)
     want = np.stack([np.nanmean(xp[..., 3 * i:3 * i + 4], -1) for i in range(4)], -1)
-    np.testing.assert_allclose(a.numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(a.detach().numpy(), want, rtol=1e-12)
     assert gradcheck(lambda t: F.avg_pool1d(view(t), 4, 3, 2), [leaf])
-    np.testing.assert_allclose(F.adaptive_avg_pool1d(view(leaf), 4).numpy(),
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(view(leaf), 4).detach().numpy(),
                                ref_adaptive_reduce(x[:, :, None], 1, 4, np.mean)[:, :, 0],
                                rtol=1e-12)
-    np.testing.assert_array_equal(F.adaptive_max_pool1d(view(leaf), 4).numpy(),
+    np.testing.assert_array_equal(F.adaptive_max_pool1d(view(leaf), 4).detach().numpy(),
                                   ref_adaptive_reduce(x[:, :, None], 1, 4, np.max)[:, :, 0])
     assert gradcheck(lambda t: F.adaptive_avg_pool1d(view(t), 4), [leaf])
     nn = clgrad.nn
@@ -422,7 +422,7 @@ def test_half_average_pools_sum_in_float(cpu_fp16, op):
     y = f(X, 32) if op == "avg_pool2d" else f(X, 1)
     assert y.dtype is clgrad.float16
     want = x.astype(np.float64).mean((2, 3), keepdims=True)
-    np.testing.assert_array_less(np.abs(y.numpy().astype(np.float64) - want),
+    np.testing.assert_array_less(np.abs(y.detach().numpy().astype(np.float64) - want),
                                  2.0 ** -11 * want + 1e-12)
     g = (rng.random((2, 3, 1, 1)) + 1).astype(np.float16)
     y.backward(clgrad.tensor(g))

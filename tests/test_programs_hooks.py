@@ -31,7 +31,7 @@ def _cam_numpy(model, x):
     win = r.reshape(n, c, hh // 2, 2, ww // 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(
         n, c, hh // 2, ww // 2, 4)
     first_max = np.eye(4)[win.argmax(-1)]            # the max-pool's chosen element
-    g_pool = model.fc.weight.numpy().astype(np.float64)[k].reshape(n, c, hh // 2, ww // 2)
+    g_pool = model.fc.weight.detach().numpy().astype(np.float64)[k].reshape(n, c, hh // 2, ww // 2)
     g = (first_max * g_pool[..., None]).reshape(n, c, hh // 2, ww // 2, 2, 2).transpose(
         0, 1, 2, 4, 3, 5).reshape(n, c, hh, ww) * (a > 0)
     cam = np.maximum((g.mean((2, 3), keepdims=True) * a).sum(1), 0)

@@ -98,10 +98,10 @@ def test_dcgan_weights_init_by_class_name(programs):
     clgrad.manual_seed(0)
     netG = prog.Generator(1)
     netG.apply(prog.weights_init)
-    conv = netG.main[0].weight.numpy()
+    conv = netG.main[0].weight.detach().numpy()
     bn = netG.main[1]
     assert abs(conv.mean()) < 0.01 and 0.015 < conv.std() < 0.025
-    assert abs(bn.weight.numpy().mean() - 1) < 0.02 and not bn.bias.numpy().any()
+    assert abs(bn.weight.detach().numpy().mean() - 1) < 0.02 and not bn.bias.detach().numpy().any()
 
 
 def test_dcgan_first_steps_match_pytorch(programs):
@@ -174,9 +174,9 @@ def test_super_resolution_trains_and_psnr_rises(programs, capsys):
 def test_super_resolution_init_is_orthogonal_with_relu_gain(programs):
     prog = load_program("super_resolution")
     net = prog.Net(3, channels=(16, 16, 8))
-    w = net.conv2.weight.numpy().reshape(16, -1)          # 16 rows of 144: orthonormal rows
+    w = net.conv2.weight.detach().numpy().reshape(16, -1)  # 16 rows of 144: orthonormal rows
     np.testing.assert_allclose(w @ w.T, 2.0 * np.eye(16), atol=1e-5)   # gain sqrt(2)
-    w4 = net.conv4.weight.numpy().reshape(9, -1)
+    w4 = net.conv4.weight.detach().numpy().reshape(9, -1)
     np.testing.assert_allclose(w4 @ w4.T, np.eye(9), atol=1e-5)
     assert tuple(net(clgrad.zeros(2, 1, 5, 5)).shape) == (2, 1, 15, 15)
 

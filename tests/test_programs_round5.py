@@ -626,8 +626,8 @@ def test_siamese_pairs_and_init():
     x1, x2 = clgrad.rand(2, 1, 12, 12) * 255, clgrad.rand(2, 1, 12, 12) * 255
     p = net(x1, x2)
     assert p.shape == (2, 1) and bool(((p > 0) & (p < 1)).all())
-    np.testing.assert_allclose(net.forward_once(x1).numpy(),
-                               net.resnet(x1).view(2, -1).numpy())
+    np.testing.assert_allclose(net.forward_once(x1).detach().numpy(),
+                               net.resnet(x1).view(2, -1).detach().numpy())
 
 
 def test_siamese_network_matches_pytorch(capsys):

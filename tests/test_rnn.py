@@ -76,11 +76,11 @@ def test_two_layer_bidirectional_values_match_numpy(cls):
         layer_in = np.concatenate([of, ob[::-1]], axis=2)
         hs += [hf, hb]
         cs += [cf, cb]
-    np.testing.assert_allclose(out.numpy(), layer_in, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.detach().numpy(), layer_in, rtol=1e-5, atol=1e-5)
     if cls == "LSTM":
         hn, cn = hn
-        np.testing.assert_allclose(cn.numpy(), np.stack(cs), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(hn.numpy(), np.stack(hs), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(cn.detach().numpy(), np.stack(cs), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(hn.detach().numpy(), np.stack(hs), rtol=1e-5, atol=1e-5)
 
 
 def test_lstm_cell_step_by_hand():
@@ -96,8 +96,8 @@ def test_lstm_cell_step_by_hand():
     c = clgrad.tensor([[-1.0]], dtype=clgrad.float64)
     h1, c1 = cell(x, (h, c))
     i, f, g, o = sig(1 + 0.25 + 0.1), sig(2 - 0.5 + 0.2), np.tanh(3 + 1 - 0.3), sig(-0.5)
-    np.testing.assert_allclose(c1.numpy(), [[f * -1.0 + i * g]], rtol=1e-8)
-    np.testing.assert_allclose(h1.numpy(), [[o * np.tanh(f * -1.0 + i * g)]], rtol=1e-8)
+    np.testing.assert_allclose(c1.detach().numpy(), [[f * -1.0 + i * g]], rtol=1e-8)
+    np.testing.assert_allclose(h1.detach().numpy(), [[o * np.tanh(f * -1.0 + i * g)]], rtol=1e-8)
 
 
 @pytest.mark.parametrize("cls", ["RNNCell", "GRUCell"])
@@ -108,14 +108,15 @@ def test_cells_match_numpy_and_unbatched(cls):
     h = RNG.standard_normal((2, 4)).astype(np.float32)
     mode = "GRU" if cls == "GRUCell" else "RNN_TANH"
     _, ref, _ = np_layer(mode, x[None].astype(np.float64), h, None, host_params(cell))
-    np.testing.assert_allclose(cell(clgrad.tensor(x), clgrad.tensor(h)).numpy(), ref,
+    np.testing.assert_allclose(cell(clgrad.tensor(x), clgrad.tensor(h)).detach().numpy(), ref,
                                rtol=1e-5, atol=1e-6)
     one = cell(clgrad.tensor(x[1]), clgrad.tensor(h[1]))
     assert tuple(one.shape) == (4,)
-    np.testing.assert_allclose(one.numpy(), ref[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(one.detach().numpy(), ref[1], rtol=1e-5, atol=1e-6)
     _, zero_h, _ = np_layer(mode, x[None].astype(np.float64), np.zeros((2, 4)), None,
                             host_params(cell))
-    np.testing.assert_allclose(cell(clgrad.tensor(x)).numpy(), zero_h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cell(clgrad.tensor(x)).detach().numpy(), zero_h, rtol=1e-5,
+                               atol=1e-6)
 
 
 @pytest.mark.parametrize("cls,kw", [("LSTM", {"proj_size": 1, "bidirectional": True}),
@@ -166,10 +167,11 @@ def test_packed_equals_each_sequence_alone():
     assert tuple(padded.shape) == (4, 5, 8)
     for b, s in enumerate(seqs):
         alone, h_alone = m(s)          # unbatched
-        np.testing.assert_allclose(padded[b, :lens[b]].numpy(), alone.numpy(), rtol=1e-5,
-                                   atol=1e-6)
-        assert np.all(padded[b, lens[b]:].numpy() == 0)
-        np.testing.assert_allclose(hn[:, b].numpy(), h_alone.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(padded[b, :lens[b]].detach().numpy(), alone.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+        assert np.all(padded[b, lens[b]:].detach().numpy() == 0)
+        np.testing.assert_allclose(hn[:, b].detach().numpy(), h_alone.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
 
 
 # -- packing utilities against hand-built layouts -------------------------------------------
@@ -233,14 +235,14 @@ def test_pad_sequence_sides_and_unpad():
     b = np.array([[4.0]], dtype=np.float32)
     seqs = [clgrad.tensor(a, requires_grad=True), clgrad.tensor(b, requires_grad=True)]
     right = pad_sequence(seqs, batch_first=True, padding_value=9.0)
-    np.testing.assert_array_equal(right.numpy()[..., 0], [[1, 2, 3], [4, 9, 9]])
+    np.testing.assert_array_equal(right.detach().numpy()[..., 0], [[1, 2, 3], [4, 9, 9]])
     left = pad_sequence(seqs, padding_side="left")
-    np.testing.assert_array_equal(left.numpy()[..., 0], [[1, 0], [2, 0], [3, 4]])
+    np.testing.assert_array_equal(left.detach().numpy()[..., 0], [[1, 0], [2, 0], [3, 4]])
     (left * clgrad.tensor([[[1.0], [10.0]]] * 3)).sum().backward()
     np.testing.assert_array_equal(seqs[0].grad.numpy()[:, 0], [1, 1, 1])
     np.testing.assert_array_equal(seqs[1].grad.numpy()[:, 0], [10])
     parts = unpad_sequence(right, [3, 1], batch_first=True)
-    np.testing.assert_array_equal(parts[1].numpy(), b)
+    np.testing.assert_array_equal(parts[1].detach().numpy(), b)
     parts = unpack_sequence(pack_sequence(seqs, enforce_sorted=False))
     np.testing.assert_array_equal(parts[0].detach().numpy(), a)
 
@@ -328,12 +330,12 @@ def test_dropout_between_layers():
     out_train, _ = m(x)
     p = host_params(m)
     zero_out, _, _ = np_layer("RNN_TANH", np.zeros((4, 1, 3)), np.zeros((1, 3)), None, p, "_l1")
-    np.testing.assert_allclose(out_train.numpy(), zero_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out_train.detach().numpy(), zero_out, rtol=1e-5, atol=1e-6)
     m.eval()
     first, _, _ = np_layer("RNN_TANH", x.numpy().astype(np.float64), np.zeros((1, 3)), None, p,
                            "_l0")
     second, _, _ = np_layer("RNN_TANH", first, np.zeros((1, 3)), None, p, "_l1")
-    np.testing.assert_allclose(m(x)[0].numpy(), second, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(m(x)[0].detach().numpy(), second, rtol=1e-5, atol=1e-6)
 
 
 # -- PyTorch on copied weights ----------------------------------------------------------------
@@ -458,7 +460,7 @@ def test_unbatched_lstm_matches_torch():
     co, (ch, cc) = cm(clgrad.tensor(x), (clgrad.tensor(h0), clgrad.tensor(c0)))
     for a, b in ((co, to), (ch, th), (cc, tc)):
         assert tuple(a.shape) == tuple(b.shape)
-        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_cells_match_torch():
@@ -494,7 +496,7 @@ def test_state_dict_loads_into_torch():
     tm = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
     tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in cm.state_dict().items()})
     x = RNG.standard_normal((5, 2, 3)).astype(np.float32)
-    np.testing.assert_allclose(cm(clgrad.tensor(x))[0].numpy(),
+    np.testing.assert_allclose(cm(clgrad.tensor(x))[0].detach().numpy(),
                                tm(torch.tensor(x))[0].detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
@@ -521,7 +523,7 @@ def test_state_dict_files_load_both_ways(tmp_path):
         tm, cm = getattr(torch.nn, cls)(3, 4, **kw), getattr(nn, cls)(3, 4, **kw)
         torch.save(tm.state_dict(), tmp_path / "t.pt")
         cm.load_state_dict(clgrad.load(str(tmp_path / "t.pt"), weights_only=True))
-        np.testing.assert_allclose(cm(clgrad.tensor(x))[0].numpy(),
+        np.testing.assert_allclose(cm(clgrad.tensor(x))[0].detach().numpy(),
                                    tm(torch.tensor(x))[0].detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
         clgrad.manual_seed(6)
@@ -529,4 +531,4 @@ def test_state_dict_files_load_both_ways(tmp_path):
         clgrad.save(cm2.state_dict(), str(tmp_path / "c.pt"))
         tm.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
         np.testing.assert_allclose(tm(torch.tensor(x))[0].detach().numpy(),
-                                   cm2(clgrad.tensor(x))[0].numpy(), rtol=1e-5, atol=1e-6)
+                                   cm2(clgrad.tensor(x))[0].detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -299,7 +299,7 @@ def test_adaptive_pools_3d():
 def test_batch_and_instance_norm_3d():
     x = RNG.standard_normal((3, 2, 3, 4, 2))
     bn = nn.BatchNorm3d(2).double()
-    y = bn(t64(x)).numpy()
+    y = bn(t64(x)).detach().numpy()
     m, v = x.mean(axis=(0, 2, 3, 4)), x.var(axis=(0, 2, 3, 4))
     np.testing.assert_allclose(y, (x - m[:, None, None, None]) /
                                np.sqrt(v[:, None, None, None] + 1e-5), rtol=1e-10, atol=1e-10)

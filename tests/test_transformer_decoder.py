@@ -186,7 +186,8 @@ def test_shapes_batch_first_and_unbatched(batch_first):
     assert tuple(out.shape) == tuple(tgt.shape)
     un = m(src[0] if batch_first else src[:, 0], tgt[0] if batch_first else tgt[:, 0])
     assert tuple(un.shape) == (4, 8)
-    np.testing.assert_allclose(un.numpy(), (out[0] if batch_first else out[:, 0]).numpy(),
+    np.testing.assert_allclose(un.detach().numpy(),
+                               (out[0] if batch_first else out[:, 0]).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
     layer = nn.TransformerDecoderLayer(8, 2, 16, batch_first=batch_first)
     mem = m.encoder(src)

@@ -78,7 +78,7 @@ def test_interpolate_2d(hw, kw, mode, align):
     y = F.interpolate(view(leaf), mode=mode, align_corners=align, **kw)
     ref = ref_interp(x, outs, scales, mode, align)
     assert y.shape == ref.shape
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12, atol=1e-14)
     g = RNG.standard_normal(ref.shape)
     y.backward(strided(g))
     f = lambda a: ref_interp(a, outs, scales, mode, align)  # noqa: E731 (linear in a: exact)
@@ -91,9 +91,9 @@ def test_interpolate_1d_area_gradcheck_and_errors():
     leaf, view = leaf_and_view(x)
     y = F.interpolate(view(leaf), size=12, mode="linear", align_corners=True)
     ref = np.einsum("ol,ncl->nco", lin_matrix(12, 7, 6 / 11, True), x)
-    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12)
+    np.testing.assert_allclose(y.detach().numpy(), ref, rtol=1e-12)
     assert gradcheck(lambda t: F.interpolate(view(t), scale_factor=1.5, mode="linear"), [leaf])
-    np.testing.assert_array_equal(F.interpolate(view(leaf), size=3).numpy(),
+    np.testing.assert_array_equal(F.interpolate(view(leaf), size=3).detach().numpy(),
                                   x[:, :, near_index(3, 7, 7 / 3, False)])
     a = F.interpolate(clgrad.tensor(x[:, :, None]), size=(1, 3), mode="area")
     np.testing.assert_allclose(a.numpy()[:, :, 0], np.stack(
@@ -129,7 +129,7 @@ def test_interpolate_matches_pytorch_float32():
                dict(scale_factor=2.5, mode="nearest-exact")):
         a, b = clgrad.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
         ya, yb = F.interpolate(a, **kw), torch.nn.functional.interpolate(b, **kw)
-        np.testing.assert_allclose(ya.numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(ya.detach().numpy(), yb.detach().numpy(), rtol=1e-6, atol=1e-6)
         g = RNG.standard_normal(yb.shape).astype(np.float32)
         ya.backward(clgrad.tensor(g))
         yb.backward(torch.tensor(g))

@@ -46,7 +46,8 @@ def main():
                 x.grad = wt.grad = None
                 F.conv2d(x, wt, padding=pad, groups=g).sum().backward()
             both = timed(step)
-            got = (F.conv2d(x, wt, padding=pad, groups=g).numpy()[:2], x.grad.numpy()[:2])
+            got = (F.conv2d(x, wt, padding=pad, groups=g).detach().numpy()[:2],
+                   x.grad.numpy()[:2])
             if ref is None:
                 ref = got
             err = max(float(np.abs(a - b).max() / (np.abs(b).max() + 1e-30))

@@ -149,7 +149,7 @@ def smoke():
             gy = rng.standard_normal(tuple(y.shape))
             y.backward(clgrad.tensor(gy, dtype=dt))
             ref = ref_np(x, wt, b, gy, s, p, d, c)
-            got = (y.numpy(), xt.grad.numpy(), wtt.grad.numpy(), bt.grad.numpy())
+            got = (y.detach().numpy(), xt.grad.numpy(), wtt.grad.numpy(), bt.grad.numpy())
             err = max(relerr(a, r) for a, r in zip(got, ref))
             ok = err <= tol and set(backends.last_conv_algorithms.values()) == {"depthwise_gpu"}
             fails += not ok

@@ -60,7 +60,8 @@ def gemm_checks(rng):
     b = clgrad.from_numpy(bn).requires_grad_()
     y = a @ b
     y.backward(clgrad.ones_like(y))
-    check("batched matmul (stride-0 batch of b)", y.numpy(), an.astype(np.float64) @ bn, 1e-5)
+    check("batched matmul (stride-0 batch of b)", y.detach().numpy(), an.astype(np.float64) @ bn,
+          1e-5)
     check("matmul grad a", a.grad.numpy(), np.ones((3, 70, 33)) @ bn.T.astype(np.float64), 1e-5)
     check("matmul grad b", b.grad.numpy(),
           np.einsum("bmk,bmn->kn", an.astype(np.float64), np.ones((3, 70, 33))), 1e-5)
@@ -83,7 +84,7 @@ def conv_checks(rng):
         yr, saved = np_conv(xn, wn, bn, pad, g)
         gx, gw, gb = np_conv_backward(gn, saved)
         tag = f"conv2d N={n} C={c} {h}x{h} O={o} k={k} groups={g}"
-        check(tag + " y", y.numpy(), yr, 1e-4)
+        check(tag + " y", y.detach().numpy(), yr, 1e-4)
         check(tag + " dx", x.grad.numpy(), gx, 1e-4)
         check(tag + " dw", w.grad.numpy(), gw, 1e-4)
         check(tag + " db", b.grad.numpy(), gb, 1e-4)

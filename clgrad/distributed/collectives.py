@@ -438,7 +438,7 @@ def _flat_host(tensors):
     """The tensors (one dtype, one device, any views) concatenated on the device and read
     to the host in one transfer: a 1-d NumPy array."""
     from clgrad.ops.index import cat
-    return cat([t.reshape(-1) for t in tensors]).numpy()
+    return cat([t.detach().reshape(-1) for t in tensors]).numpy()
 
 
 def _unflat_host(values, tensors, skip=()):

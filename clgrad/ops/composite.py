@@ -5,10 +5,12 @@ linalg families' kernels, with PyTorch's torch.* signatures), shape helpers (bro
 meshgrid, tile, repeat_interleave), masked_select, logical_xor, erf, and the small torch.*
 functions programs call for their side effects (_assert, thread and determinism flags).
 
-Kernels: none of their own, except erf (kernels/elementwise.cl :: erf_op).
+Kernels: none of their own, except lerp's (kernels/elementwise.cl :: lerp_op, lerp_sw; erf is
+elementwise.cl :: erf_op, through ops/elementwise.py).
 """
 from __future__ import annotations
 
+import numbers
 import os
 
 import numpy as np
@@ -19,7 +21,8 @@ from clgrad.ops import linalg
 from clgrad.ops import loss
 from clgrad.ops import matmul as mm
 from clgrad.ops import reduce as rd
-from clgrad.ops._util import same_device
+from clgrad.autograd import record
+from clgrad.ops._util import defines_for, empty, launch_1d, same_device, scalar
 from clgrad.tensor import Tensor
 
 __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "outer", "ger",
@@ -29,6 +32,7 @@ __all__ = ["addcmul", "addcdiv", "lerp", "addmm", "baddbmm", "addmv", "mv", "out
 
 
 _BF16, _F16 = dtypes.bfloat16, dtypes.float16
+_EW_FILE = "elementwise.cl"
 
 
 def _in_result_type(op, *tensors):
@@ -74,15 +78,27 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, value=1) -> Tensor:
 
 
 def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
-    """input + weight * (end - input); weight a number or a tensor (broadcast).
-    Grad: input (1 - weight), end (weight), a tensor weight (end - input).
+    """input + weight * (end - input) from the nearer end, weight a number or a tensor.
 
+    PyTorch's two-sided formula (aten/src/ATen/native/Lerp.h): |weight| < 0.5 ? input +
+    weight * (end - input) : end - (end - input) * (1 - weight), each branch one fused
+    multiply-add (rounded once, as PyTorch's vectorised CPU kernel, cpu/LerpKernel.cpp, and its
+    CUDA kernel compute it), so lerp(a, b, 1) is b exactly and the bits agree with PyTorch's.
+    Shapes: input, end and a tensor weight broadcast together -> out (new, contiguous).
+    Grad (PyTorch's derivatives.yaml): input grad * (1 - weight), end grad * weight, a tensor
+    weight grad * (end - input), each summed back to its operand's shape.
     Dtypes (PyTorch's): end, and a weight tensor with dims, of input's dtype; a 0-dim weight
     tensor then joins ``dtypes.result_type`` (int input and end with a float64 0-dim weight
-    give float64), a number weight does not; the result type must be floating.
+    give float64), a number weight does not; the result type must be floating; float16 and
+    bfloat16 compute in float32 and round once (PyTorch's opmath).
+    Kernels: kernels/elementwise.cl :: lerp_op (tensor weight), lerp_sw (number weight).
     Raises RuntimeError for an end or weight of another dtype; TypeError for an integer or
-    bool result type.
+    bool result type, or a weight neither a number nor a Tensor.
     """
+    weight = ew.numpy_operand(weight)
+    if not isinstance(weight, (Tensor, numbers.Real)):
+        raise TypeError(f"lerp: expected weight to be a real number or a Tensor, got "
+                        f"{type(weight).__name__}")
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and (t.ndim or name == "end") and t.dtype is not input.dtype:
             raise RuntimeError(f"lerp: expected dtype {input.dtype} for `{name}` but got dtype "
@@ -92,12 +108,41 @@ def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
         raise TypeError(f"lerp: \"lerp\" not implemented for '{dtypes.torch_name(dt)}' "
                         f"(expected a floating input or 0-dim weight, got {dt})")
     input, end = ew.to(input, dt), ew.to(end, dt)
-    if dt is _BF16 or dt is _F16:  # in float32, rounded once (PyTorch's opmath)
-        return ew.low_via_float32(dt, lerp, input, end, ew.to(weight, dt) if isinstance(
-            weight, Tensor) else weight)
     if isinstance(weight, Tensor):
         weight = ew.to(weight, dt)
-    return ew.add(input, ew.mul(weight, ew.sub(end, input)))
+    if dt is _BF16 or dt is _F16:  # in float32, rounded once (PyTorch's opmath)
+        return ew.low_via_float32(dt, lerp, input, end, weight)
+    ts = (input, end, weight) if isinstance(weight, Tensor) else (input, end)
+    # a 0-dim operand on a CPU device joins the others' device (PyTorch's rule)
+    dev = next((t._storage.device for t in ts if t._shape or t._storage.device.type != "cpu"),
+               input._storage.device)
+    ts = tuple(ew.to_device(t, dev) for t in ts)
+    shape = layout.broadcast_shapes(*(t.shape for t in ts), op="lerp")
+    out = empty(shape, dt, dev)
+    operands = tuple(ew._operand(t, shape) for t in ts)
+    input, end = ts[0], ts[1]
+    sa = tuple(input.shape) if input.requires_grad else None  # shapes, not the operands
+    sb = tuple(end.shape) if end.requires_grad else None
+    if len(ts) == 2:  # a number weight
+        w = float(weight)
+        launch_1d(_EW_FILE, "lerp_sw", defines_for(dt), out, operands,
+                  (scalar(dt, w, opmath=True),))
+
+        def backward(g):  # (1 - w in double, as PyTorch's grad * (1 - weight.toDouble()))
+            return (ew.sum_to(ew.mul(g, 1.0 - w), sa) if sa is not None else None,
+                    ew.sum_to(ew.mul(g, w), sb) if sb is not None else None)
+        return record("lerp", out, (input, end), backward, double=True)
+    weight = ts[2]
+    launch_1d(_EW_FILE, "lerp_op", defines_for(dt), out, operands)
+    sw = tuple(weight.shape) if weight.requires_grad else None
+
+    def backward_t(g):
+        return (ew.sum_to(ew.mul(g, ew.sub(1.0, weight)), sa) if sa is not None else None,
+                ew.sum_to(ew.mul(g, weight), sb) if sb is not None else None,
+                ew.sum_to(ew.mul(g, ew.sub(end, input)), sw) if sw is not None else None)
+    saved = ([weight] if sa is not None or sb is not None else []) + (
+        [input, end] if sw is not None else [])
+    return record("lerp", out, (input, end, weight), backward_t, saved=saved, double=True)
 
 
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, beta=1, alpha=1) -> Tensor:

@@ -315,7 +315,8 @@ def add_at_host(dst: Tensor, offsets: np.ndarray, g: Tensor):
     back (offsets: int64, of a shape g broadcasts to)."""
     st = dst._storage
     whole = Tensor(st, (st.size,), (1,), 0).numpy()
-    np.add.at(whole, offsets.reshape(-1), np.broadcast_to(g.numpy(), offsets.shape).reshape(-1))
+    gh = g.detach().numpy()
+    np.add.at(whole, offsets.reshape(-1), np.broadcast_to(gh, offsets.shape).reshape(-1))
     st.write(0, whole)
 
 

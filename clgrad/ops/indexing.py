@@ -76,7 +76,7 @@ def _host_index(op, k, x: Tensor):
         if k._storage.device.type != "cpu":
             same_device(op, k, x)
         dt = k.dtype
-        arr = k._values() if dt is _BF16 else k.numpy()  # (bfloat16: IndexError below)
+        arr = k._values()  # (bfloat16 as float32; a float index: IndexError below)
     else:
         arr = np.asarray(range(k.start, k.stop, k.step) if isinstance(k, range) else k)
         if arr.dtype.kind == "f" and arr.size == 0:

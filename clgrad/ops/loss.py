@@ -956,7 +956,7 @@ def _host_values(t: Tensor) -> np.ndarray:
     flat = t._storage.host_values()
     if flat is not None and layout.is_contiguous(t._shape, t._strides):
         return flat[t._offset:t._offset + math.prod(t._shape)].reshape(t._shape)
-    return t.numpy()
+    return t.detach().numpy()
 
 
 def _check_class_args(op, x, target, weight, nc, ignore) -> Tensor:

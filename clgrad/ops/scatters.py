@@ -70,7 +70,7 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     touched[tgt] = True
 
     def backward(g):
-        gh = g.numpy().astype(np.float64).ravel()
+        gh = g.detach().numpy().astype(np.float64).ravel()
         gx, gs = _grads_host(reduce, xs, ss, tgt, out, count, touched, include_self, gh)
         dev = g._storage.device
         gx = creation.tensor(gx.reshape(shape), dtype=g.dtype, device=dev)

@@ -169,7 +169,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,
         # float32 order after them, as PyTorch's: the values as float32, exactly)
         return ew.low_via_float32(dtypes.float16, unique, x, sorted, return_inverse,
                                   return_counts, dim)
-    host = x.numpy()
+    host = x.detach().numpy()
     axis = None if dim is None else layout.wrap_dim(dim, x.ndim, "unique")
     kw = {"equal_nan": False} if axis is None else {"axis": axis}
     vals, inv, counts = np.unique(host, return_inverse=True, return_counts=True, **kw)
@@ -195,7 +195,7 @@ def unique_consecutive(x: Tensor, return_inverse: bool = False, return_counts: b
     """
     if x._storage.dtype is _BF16:
         return ew.via_float32(unique_consecutive, x, return_inverse, return_counts, dim)
-    host = x.numpy()
+    host = x.detach().numpy()
     if dim is None:
         rows = host.reshape(-1, 1)
     else:

@@ -29,8 +29,8 @@ class Muon(Optimizer):
     X = X / max(||X||_F, eps), then k times: G = X X^T; X = a X + (b G + c G G) X; PyTorch's
     ``AdjustLR``: 'original' (None) lr * sqrt(max(1, A / B)); 'match_rms_adamw' (Moonshot,
     "Muon is Scalable for LLM Training", 2025) lr * 0.2 * sqrt(max(A, B));
-    'spectral_unclamped' lr * sqrt(A / B). lerp is PyTorch's two-sided form (weight < 0.5:
-    s + w (e - s); else e - (e - s)(1 - w)).
+    'spectral_unclamped' lr * sqrt(A / B). lerp is torch.lerp (clgrad.lerp: PyTorch's
+    two-sided form, |w| < 0.5: s + w (e - s), else e - (e - s)(1 - w), each rounded once).
 
     Args:    params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
              ns_coefficients=(3.4445, -4.775, 2.0315), eps=1e-7, ns_steps=5,
@@ -82,8 +82,8 @@ class Muon(Optimizer):
         buf = state.get("momentum_buffer")
         if buf is None:
             buf = state["momentum_buffer"] = grad.new_zeros(tuple(grad.shape))
-        buf.copy_(_lerp(buf, grad, 1 - momentum))
-        update = _lerp(grad, buf, momentum) if group["nesterov"] else buf
+        buf.lerp_(grad, 1 - momentum)
+        update = grad.lerp(buf, momentum) if group["nesterov"] else buf
         update = zeropower_via_newtonschulz(update, group["ns_coefficients"],
                                             group["ns_steps"], group["eps"])
         p.mul_(1 - lr * group["weight_decay"])
@@ -131,15 +131,6 @@ def adjust_lr(lr: float, adjust_lr_fn: str | None, shape) -> float:
     else:
         ratio = 1.0
     return lr * ratio
-
-
-def _lerp(start: Tensor, end: Tensor, weight: float) -> Tensor:
-    """PyTorch's lerp for a number weight (aten/src/ATen/native/Lerp.h): start + w (end -
-    start) for w < 0.5, end - (end - start)(1 - w) otherwise (exact at w = 0 and 1)."""
-    diff = end - start
-    if abs(weight) < 0.5:
-        return start + diff * weight
-    return end - diff * (1 - weight)
 
 
 def _size(p: Tensor) -> str:

@@ -121,7 +121,7 @@ def host_array(value, what):
             raise TypeError(f"{what}: bfloat16 data cannot be kept on the host (NumPy has no "
                             f"bfloat16); keep the data float32 and convert each batch "
                             f"(x.bfloat16()), or train under autocast")
-        value = value.numpy()
+        value = value.detach().numpy()
     a = np.asarray(value)
     if a.dtype.type in _KEPT:
         return a

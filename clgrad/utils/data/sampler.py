@@ -116,7 +116,9 @@ class WeightedRandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise TypeError(f"WeightedRandomSampler: expected replacement to be a bool, got "
                             f"{replacement!r}")
-        w = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, np.float64)
+        if hasattr(weights, "detach"):  # a Tensor (one that requires grad too, as PyTorch)
+            weights = weights.detach().numpy()
+        w = np.asarray(weights, np.float64)
         if w.ndim != 1 or not np.all(w >= 0) or not w.sum() > 0:
             raise ValueError(f"WeightedRandomSampler: expected a 1-d sequence of non-negative "
                              f"weights with a positive sum, got shape {w.shape}")
