@@ -1192,6 +1192,30 @@ def test_grad_fn_next_functions_name_metadata():
                                                                     ("SplitBackward0", 1)]
 
 
+def test_grad_fn_repr_is_pytorchs():
+    """print(z.grad_fn), as the autograd tutorial does: '<AddBackward0 object at 0x...>'; a
+    custom Function's node is named after its module, as PyTorch's
+    '<torch.autograd.function.MyFnBackward object at 0x...>'."""
+    class Twice(clgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = clgrad.ones(3, requires_grad=True)
+    z = x * 2 + 1
+    assert repr(z.grad_fn) == f"<AddBackward0 object at {hex(id(z.grad_fn))}>"
+    assert repr(z.sum().grad_fn).startswith("<SumBackward0 object at 0x")
+    y = Twice.apply(x)
+    assert repr(y.grad_fn) == (f"<clgrad.autograd.function.TwiceBackward object at "
+                               f"{hex(id(y.grad_fn))}>")
+    acc = z.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert repr(acc) == f"<AccumulateGrad object at {hex(id(acc))}>"
+
+
 def test_grad_fn_graph_matches_pytorch():
     torch = pytest.importorskip("torch")
     assert _graph_walk(_graph_program(clgrad)[2]) == _graph_walk(_graph_program(torch)[2])

@@ -62,7 +62,11 @@ class Node:
         self.double = None     # see the class docstring (create_graph)
 
     def __repr__(self):
-        return f"<{self._op}Backward seq={self.seq}>"
+        # PyTorch's: '<MulBackward0 object at 0x7f...>'; a custom Function's node class lives
+        # in torch.autograd.function ('<torch.autograd.function.MyFnBackward object at ...>')
+        name = grad_fn_name(self, self.out_ndim)
+        where = "clgrad.autograd.function." if self._op[:1].isupper() else ""
+        return f"<{where}{name} object at {hex(id(self))}>"
 
     @property
     def name(self) -> str:
