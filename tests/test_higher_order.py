@@ -516,6 +516,25 @@ def test_gradcheck_takes_pytorchs_keywords():
         clgrad.autograd.gradcheck(lambda a: a * 2, (x,), masked=True)
 
 
+def test_forward_ad_names_raise_and_point_at_jvp():
+    """The forward-mode AD tutorial's first lines: clgrad has no dual tensors, so each name
+    raises NotImplementedError naming func.jvp, which gives the tutorial's jvp."""
+    import clgrad.autograd.forward_ad as fwAD
+    primal, tangent = clgrad.tensor(_rand((3, 3), 19)), clgrad.tensor(_rand((3, 3), 20))
+    with pytest.raises(NotImplementedError, match="dual_level: clgrad has no forward-mode AD"):
+        with fwAD.dual_level():
+            pass
+    for name, args in (("make_dual", (primal, tangent)), ("unpack_dual", (primal,)),
+                       ("enter_dual_level", ()), ("exit_dual_level", ())):
+        with pytest.raises(NotImplementedError, match=f"{name}: .*clgrad.func.jvp"):
+            getattr(fwAD, name)(*args)
+    assert fwAD.UnpackedDualTensor(1, 2).tangent == 2
+    plain = clgrad.tensor(_rand((3, 3), 21))
+    _, jvp = clgrad.func.jvp(lambda x, y: x ** 2 + y ** 2, (primal, plain),
+                             (tangent, clgrad.zeros(3, 3, dtype=clgrad.float64)))
+    np.testing.assert_allclose(jvp.numpy(), 2 * primal.numpy() * tangent.numpy(), rtol=1e-12)
+
+
 @pytest.fixture
 def torch():
     return pytest.importorskip("torch")
