@@ -522,6 +522,51 @@ def test_saved_tensors_hooks_matches_pytorch(capsys):
     np.testing.assert_allclose(res[1], res[0], rtol=1e-5)
 
 
+# -- Model ensembling -------------------------------------------------------------------------
+
+def _simple_mlp_np(m, x):
+    h = x.reshape(len(x), -1)
+    for k, fc in enumerate((m.fc1, m.fc2, m.fc3)):
+        h = h @ _np(fc.weight).T + _np(fc.bias)
+        if k < 2:
+            h = np.maximum(h, 0)
+    return h
+
+
+def test_model_ensembling(capsys):
+    prog = load_program("model_ensembling")
+    (models, data, targets, params, buffers, loop1, loop2, vmap1, vmap2,
+     base) = prog.main("cpu", num_models=3, batches=4, batch_size=8)
+    assert capsys.readouterr().out == "[3, 3, 3, 3, 3, 3]\n"
+    # the stateless copy lives on the meta device: parameters without data
+    assert all(p.is_meta for p in base.parameters()) and str(base.fc1.weight.device) == "meta"
+    assert list(params) == [n for n, _ in models[0].named_parameters()] and buffers == {}
+    for name, stacked in params.items():
+        assert stacked.shape == (3,) + tuple(dict(models[0].named_parameters())[name].shape)
+        assert stacked.is_leaf and stacked.requires_grad
+        for k, m in enumerate(models):
+            np.testing.assert_array_equal(stacked[k].detach().numpy(),
+                                          dict(m.named_parameters())[name].detach().numpy())
+    assert data.shape == (4, 8, 1, 28, 28) and targets.shape == (32,)
+    for k, m in enumerate(models):
+        want1 = _simple_mlp_np(m, _np(data[k]))
+        want2 = _simple_mlp_np(m, _np(data[0]))
+        np.testing.assert_allclose(loop1[k].detach().numpy(), want1, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(vmap1[k].detach().numpy(), want1, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(loop2[k].detach().numpy(), want2, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(vmap2[k].detach().numpy(), want2, rtol=1e-4, atol=1e-5)
+
+
+def test_model_ensembling_timings(capsys):
+    load_program("model_ensembling").main("cpu", num_models=2, batches=2, batch_size=2,
+                                          time_it=True)
+    out = capsys.readouterr().out
+    for what in ("without", "with"):
+        assert re.search(rf"Predictions {what} vmap <clgrad.utils.benchmark.Measurement "
+                         rf"object at 0x[0-9a-f]+>\n.*\n  [\d.]+ [mu]?s\n  1 measurement, 100 "
+                         rf"runs , 1 thread", out), what
+
+
 # -- Neural Tangent Kernels -------------------------------------------------------------------
 
 def _jacobian_rows(net, x):
