@@ -41,17 +41,18 @@ from clgrad.errors import CPU_RUNTIME_HINT
 __all__ = ["device", "resolve", "of_runtime", "get_default_device"]
 
 _TYPES = ("cpu", "cuda")
-_OTHER_TORCH_TYPES = ("mps", "xpu", "meta", "hip", "xla", "mkldnn", "ipu", "hpu", "mtia",
+_OTHER_TORCH_TYPES = ("mps", "xpu", "hip", "xla", "mkldnn", "ipu", "hpu", "mtia",
                       "privateuseone", "vulkan", "opengl", "opencl", "ideep", "fpga", "ve",
                       "lazy", "maia")
 _SPEC = re.compile(r"([a-z_]+)(?::(\d+))?")
+_RUNTIME_DEVICES = (runtime.Device, runtime.MetaDevice)  # what Tensor._storage.device holds
 # the index "cuda" without an index means (clgrad.cuda.current_device/set_device read and set it)
 _CURRENT_GPU = [0]
 
 
 class _DeviceType(type):
     def __instancecheck__(cls, obj):  # a runtime Device (device.opencl) passes as one too
-        return type.__instancecheck__(cls, obj) or isinstance(obj, runtime.Device)
+        return type.__instancecheck__(cls, obj) or isinstance(obj, _RUNTIME_DEVICES)
 
 
 class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
@@ -60,14 +61,16 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
     Forms:   device("cuda"), device("cuda:1"), device("cuda", 0), device(type="cuda", index=0),
              device("cpu"), device(0) (= "cuda:0"), device(another_device), device(x.device),
              and clgrad's own specs "gpu" (= "cuda"), "P:D" or a device-name substring, which
-             are looked up among the OpenCL devices at once
-    Attrs:   ``type`` 'cpu' | 'cuda' ('other' for an OpenCL accelerator named by a clgrad spec),
+             are looked up among the OpenCL devices at once; device("meta"): tensors without
+             data (clgrad/runtime/meta.py)
+    Attrs:   ``type`` 'cpu' | 'cuda' | 'meta' ('other' for an OpenCL accelerator named by a
+             clgrad spec),
              ``index`` int or None (None: the current device of that type)
     Compare: equal to a device, a runtime Device or a string of the same type and index
              (``device("cuda") != device("cuda:0")``, as in PyTorch); hashable
     Context: ``with device(...):`` makes it the default device inside the block
     Raises:  ValueError for a malformed string, a negative index, or a PyTorch type with no
-             OpenCL meaning here ("mps", "xpu", "meta", ...); TypeError for other arguments;
+             OpenCL meaning here ("mps", "xpu", ...); TypeError for other arguments;
              DeviceError for a clgrad spec that matches no device
     """
 
@@ -75,7 +78,7 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
 
     def __init__(self, type=None, index=None):  # noqa: A002  (PyTorch's keyword)
         self._rt = None  # the runtime Device, when known (a tensor's device, device(x.device))
-        if isinstance(type, runtime.Device):
+        if isinstance(type, _RUNTIME_DEVICES):
             self._rt = type
             type, index = _of_runtime(type)
         elif isinstance(type, device):
@@ -129,7 +132,7 @@ class device(metaclass=_DeviceType):  # noqa: N801  (PyTorch's name)
         return self._type if self._index is None else f"{self._type}:{self._index}"
 
     def __eq__(self, other):
-        if isinstance(other, (str, runtime.Device)):
+        if isinstance(other, (str,) + _RUNTIME_DEVICES):
             try:
                 other = device(other)
             except (ValueError, TypeError, runtime.DeviceError):
@@ -163,13 +166,15 @@ def resolve(spec) -> runtime.Device:
     """
     if spec is None:
         return runtime.default_device()
-    if isinstance(spec, runtime.Device):
+    if isinstance(spec, _RUNTIME_DEVICES):
         return spec
     if isinstance(spec, device) and spec._rt is not None:
         return spec._rt
     if isinstance(spec, str) and not _SPEC.fullmatch(spec.strip().lower()):
         return runtime.get_device(spec)  # "P:D" and other clgrad specs
     d = device(spec)
+    if d.type == "meta":
+        return runtime.META
     if d.type == "cuda":
         return runtime.get_device(f"cuda:{_CURRENT_GPU[0] if d.index is None else d.index}")
     if d.type == "cpu":
@@ -236,6 +241,8 @@ def _parse(spec: str):
     m = _SPEC.fullmatch(s)
     if m and m[1] in _TYPES:
         return m[1], None if m[2] is None else int(m[2])
+    if s == "meta":  # tensors without data (clgrad/runtime/meta.py)
+        return "meta", None
     if m and m[1] == "gpu" and m[2] is None:
         return "cuda", None
     if m and m[1] in _OTHER_TORCH_TYPES:

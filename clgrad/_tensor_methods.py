@@ -56,6 +56,9 @@ Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
                           doc="True when the tensor is on an OpenCL GPU.")
 Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",
                          doc="True when the tensor is on an OpenCL CPU device.")
+Tensor.is_meta = property(lambda self: self._storage.device.type == "meta",
+                          doc="True for a tensor on the 'meta' device (no data; "
+                              "clgrad/runtime/meta.py).")
 
 
 def _to(self, *args, **kwargs):
@@ -237,8 +240,11 @@ def _deepcopy(self, memo):
     st = memo.get(id(self._storage))
     if st is None:
         whole = Tensor(self._storage, (self._storage.size,), (1,), 0)
-        with autograd.no_grad():
-            st = ew.contiguous(whole, force_copy=True)._storage
+        if self.is_meta:  # nothing to copy: a new storage without data
+            st = Tensor._empty(whole.shape, self.dtype, self._storage.device)._storage
+        else:
+            with autograd.no_grad():
+                st = ew.contiguous(whole, force_copy=True)._storage
         memo[id(self._storage)] = st
         copy._keep_alive(self._storage, memo)  # its id must not be reused during this copy
     base = copy.deepcopy(self._base, memo) if self._base is not None else None

@@ -226,7 +226,12 @@ def tensor_repr(t) -> str:
         suffixes.append(f"device='{dev}'")
     dflt = dtypes.get_default_dtype()  # (PyTorch's rule: relative to the current default)
     default_dtype = t.dtype is dflt or t.dtype is dtypes.int64 or t.dtype is dtypes.bool_
-    if t.numel() == 0:
+    if dev == "meta":  # no data to print (clgrad/runtime/meta.py): PyTorch's form
+        suffixes.append(f"size={tuple(t.shape)}")
+        if t.dtype is not dflt:
+            suffixes.append(f"dtype={t.dtype!r}")
+        body = "..."
+    elif t.numel() == 0:
         if t.ndim != 1:
             suffixes.append(f"size={tuple(t.shape)}")
         if t.dtype is not dflt:

@@ -93,6 +93,8 @@ class Storage:
         if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
             raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")
         self.buffer = device.alloc(nbytes)
+        if self.buffer is None:  # the meta device (clgrad/runtime/meta.py): no memory
+            nbytes = 0
         self.nbytes = nbytes  # set only once allocated: __del__ gives back what was counted
         _ALLOCATED[0] += nbytes
 

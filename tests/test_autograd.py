@@ -1193,6 +1193,64 @@ def test_grad_fn_next_functions_name_metadata():
                                                                     ("SplitBackward0", 1)]
 
 
+def test_grad_fn_repr_is_pytorchs():
+    """print(z.grad_fn), as the autograd tutorial does: '<AddBackward0 object at 0x...>'; a
+    custom Function's node is named after its module, as PyTorch's
+    '<torch.autograd.function.MyFnBackward object at 0x...>'."""
+    class Twice(clgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = clgrad.ones(3, requires_grad=True)
+    z = x * 2 + 1
+    assert repr(z.grad_fn) == f"<AddBackward0 object at {hex(id(z.grad_fn))}>"
+    assert repr(z.sum().grad_fn).startswith("<SumBackward0 object at 0x")
+    y = Twice.apply(x)
+    assert repr(y.grad_fn) == (f"<clgrad.autograd.function.TwiceBackward object at "
+                               f"{hex(id(y.grad_fn))}>")
+    acc = z.grad_fn.next_functions[0][0].next_functions[0][0]
+    assert repr(acc) == f"<AccumulateGrad object at {hex(id(acc))}>"
+
+
+LOSS_NODES = ["binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "mse_loss",
+              "soft_margin_loss", "binary_cross_entropy"]
+
+
+def _loss_node_names(lib):
+    x = lib.tensor([0.3, -1.2, 2.0], requires_grad=True)
+    t = lib.tensor([0.0, 1.0, 1.0])
+    F = lib.nn.functional
+    return [(n, red, getattr(F, n)(x.sigmoid() if n == "binary_cross_entropy" else x, t,
+                                   reduction=red).grad_fn.name())
+            for n in LOSS_NODES for red in ("mean", "sum", "none")]
+
+
+def test_single_op_losses_name_their_grad_fn_as_pytorch():
+    """PyTorch computes these losses as one op: their grad_fn is 'MseLossBackward0' ...
+    whatever the reduction (the autograd tutorial prints BCE-with-logits' grad_fn)."""
+    camel = {"binary_cross_entropy_with_logits": "BinaryCrossEntropyWithLogits",
+             "smooth_l1_loss": "SmoothL1Loss", "huber_loss": "HuberLoss", "mse_loss": "MseLoss",
+             "soft_margin_loss": "SoftMarginLoss", "binary_cross_entropy": "BinaryCrossEntropy"}
+    for n, red, got in _loss_node_names(clgrad):
+        assert got == camel[n] + "Backward0", (n, red)
+    # the gradient is unchanged: BCE with logits' is sigmoid(x) - t, over 3 for 'mean'
+    x = clgrad.tensor([0.3, -1.2, 2.0], requires_grad=True)
+    clgrad.nn.functional.binary_cross_entropy_with_logits(
+        x, clgrad.tensor([0.0, 1.0, 1.0])).backward()
+    np.testing.assert_allclose(x.grad.numpy(), (1 / (1 + np.exp(-np.array([0.3, -1.2, 2.0])))
+                                                - [0, 1, 1]) / 3, rtol=1e-6)
+
+
+def test_single_op_loss_names_match_pytorch():
+    torch = pytest.importorskip("torch")
+    assert _loss_node_names(clgrad) == _loss_node_names(torch)
+
+
 def test_grad_fn_graph_matches_pytorch():
     torch = pytest.importorskip("torch")
     assert _graph_walk(_graph_program(clgrad)[2]) == _graph_walk(_graph_program(torch)[2])

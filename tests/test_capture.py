@@ -414,6 +414,30 @@ def test_compiled_module_keeps_attributes_and_replays():
             assert cl(x).numpy().tobytes() == lin(x).numpy().tobytes()
 
 
+def test_module_compile_in_place():
+    """PyTorch's Module.compile(): the module itself replays (mode='reduce-overhead'), its
+    forward hook captured too, its state_dict as it was; other modes run eagerly."""
+    torch.manual_seed(3)
+    lin = nn.Linear(3, 2)
+    ref = nn.Linear(3, 2)
+    ref.load_state_dict(lin.state_dict())
+    lin.register_forward_hook(lambda m, a, out: out * 2)
+    assert lin.compile(mode="reduce-overhead") is None
+    assert list(lin.state_dict()) == ["weight", "bias"] and lin.in_features == 3
+    with torch.no_grad():
+        for s in range(4):
+            x = torch.randn(5, 3)
+            assert lin(x).numpy().tobytes() == (ref(x) * 2).numpy().tobytes()
+    assert lin._compiled_call_impl._stats == {"eager": 1, "captures": 1, "replays": 2}
+    lin2 = nn.Linear(3, 2)
+    lin2.compile()  # the default mode: eager, with autograd
+    y = lin2(torch.ones(1, 3))
+    assert y.grad_fn is not None
+    np.testing.assert_allclose(y.detach().numpy(),
+                               (lin2.weight.sum(1) + lin2.bias).detach().numpy()[None],
+                               rtol=1e-6)
+
+
 def test_replay_inside_a_capture_is_refused():
     x = torch.ones(4)
     g = torch.cuda.CUDAGraph()

@@ -452,6 +452,89 @@ def test_gradgradcheck():
     assert clgrad.autograd.gradcheck(lambda a, b: F.gelu(b @ a).softmax(0), (x, w))
 
 
+def test_gradcheck_takes_pytorchs_keywords():
+    """PyTorch's gradcheck/gradgradcheck keywords (tutorials pass fast_mode, nondet_tol,
+    check_undefined_grad ...): each accepted with its effect, or a clear error."""
+    from clgrad.autograd.gradcheck import GradcheckError
+    x = clgrad.tensor(_rand((2, 3), 18), requires_grad=True)
+    kw = dict(fast_mode=True, nondet_tol=0.0, check_undefined_grad=True,
+              check_grad_dtypes=True, check_batched_grad=True)
+    assert clgrad.autograd.gradcheck(lambda a: (a * a).tanh(), (x,), **kw)
+    assert clgrad.autograd.gradgradcheck(lambda a: (a * a).tanh(), (x,), **kw,
+                                         gen_non_contig_grad_outputs=True)
+
+    class Wrong(clgrad.autograd.Function):  # backward off by a factor 1.5
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            a, = ctx.saved_tensors
+            return 3 * a * g
+    with pytest.raises(GradcheckError, match="analytic") as e:
+        clgrad.autograd.gradcheck(Wrong.apply, (x,), fast_mode=True)
+    assert isinstance(e.value, RuntimeError)
+    assert not clgrad.autograd.gradcheck(Wrong.apply, (x,), raise_exception=False)
+    # check_backward_ad=False compares nothing (PyTorch then checks forward AD only)
+    assert clgrad.autograd.gradcheck(Wrong.apply, (x,), check_backward_ad=False)
+    assert clgrad.autograd.gradgradcheck(Wrong.apply, (x,), check_rev_over_rev=False)
+
+    calls = [0]
+
+    class Drifting(clgrad.autograd.Function):  # a backward that differs on each call
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            calls[0] += 1
+            return g * (2 + 1e-7 * calls[0])
+    with pytest.raises(GradcheckError, match="Backward is not reentrant"):
+        clgrad.autograd.gradcheck(Drifting.apply, (x,))
+    assert clgrad.autograd.gradcheck(Drifting.apply, (x,), nondet_tol=1e-5)
+
+    class Float32Grad(clgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).float()
+    # the engine casts a gradient to its input's dtype (as PyTorch's validate_outputs)
+    assert clgrad.autograd.gradcheck(Float32Grad.apply, (x,), atol=1e-4,
+                                     check_grad_dtypes=True)
+    for kw in ({"check_forward_ad": True}, {"check_batched_forward_grad": True}):
+        with pytest.raises(NotImplementedError, match="forward-mode AD"):
+            clgrad.autograd.gradcheck(lambda a: a * 2, (x,), **kw)
+    with pytest.raises(NotImplementedError, match="forward-mode AD"):
+        clgrad.autograd.gradgradcheck(lambda a: a * 2, (x,), check_fwd_over_rev=True)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        clgrad.autograd.gradcheck(lambda a: a * 2, (x,), masked=True)
+
+
+def test_forward_ad_names_raise_and_point_at_jvp():
+    """The forward-mode AD tutorial's first lines: clgrad has no dual tensors, so each name
+    raises NotImplementedError naming func.jvp, which gives the tutorial's jvp."""
+    import clgrad.autograd.forward_ad as fwAD
+    primal, tangent = clgrad.tensor(_rand((3, 3), 19)), clgrad.tensor(_rand((3, 3), 20))
+    with pytest.raises(NotImplementedError, match="dual_level: clgrad has no forward-mode AD"):
+        with fwAD.dual_level():
+            pass
+    for name, args in (("make_dual", (primal, tangent)), ("unpack_dual", (primal,)),
+                       ("enter_dual_level", ()), ("exit_dual_level", ())):
+        with pytest.raises(NotImplementedError, match=f"{name}: .*clgrad.func.jvp"):
+            getattr(fwAD, name)(*args)
+    assert fwAD.UnpackedDualTensor(1, 2).tangent == 2
+    plain = clgrad.tensor(_rand((3, 3), 21))
+    _, jvp = clgrad.func.jvp(lambda x, y: x ** 2 + y ** 2, (primal, plain),
+                             (tangent, clgrad.zeros(3, 3, dtype=clgrad.float64)))
+    np.testing.assert_allclose(jvp.numpy(), 2 * primal.numpy() * tangent.numpy(), rtol=1e-12)
+
+
 @pytest.fixture
 def torch():
     return pytest.importorskip("torch")

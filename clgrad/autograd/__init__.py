@@ -49,12 +49,13 @@ from clgrad.autograd.graph import (
     register_post_accumulate_grad_hook)
 from clgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from clgrad.autograd.gradcheck import gradcheck, gradgradcheck
-from clgrad.autograd import functional
+from clgrad.autograd import forward_ad, functional
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
            "register_hook", "RemovableHandle", "once_differentiable",
-           "register_post_accumulate_grad_hook", "gradgradcheck", "functional"]
+           "register_post_accumulate_grad_hook", "gradgradcheck", "functional",
+           "forward_ad"]
 
 
 from clgrad.autograd.variable import Variable  # noqa: E402,F401  (the pre-0.4 name)

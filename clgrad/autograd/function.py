@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 
+from clgrad.autograd import saved_hooks
 from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from clgrad.autograd.graph import Node, _edge, output_of
 from clgrad.tensor import Tensor
@@ -22,6 +23,7 @@ class FunctionCtx:
         self.materialize_grads = True
         self._non_differentiable = set()
         self._saved = None
+        self._packed = None  # (hooks, packed values) under saved_tensors_hooks
 
     def save_for_backward(self, *tensors):
         """Keep tensors (or None) for backward; their versions are checked there, so writing
@@ -35,10 +37,14 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        """The tensors given to save_for_backward (inside backward)."""
+        """The tensors given to save_for_backward (inside backward); saved under
+        ``saved_tensors_hooks``, what ``unpack_hook`` returns for each, on each access (as
+        PyTorch's)."""
         if self._saved is None:
             raise RuntimeError("saved_tensors: only available in backward (and not after the "
                                "graph was freed by a backward without retain_graph)")
+        if self._packed is not None:
+            return saved_hooks.unpack_all(self._packed[0], self._packed[1], self._saved)
         return self._saved
 
     def mark_non_differentiable(self, *outputs):
@@ -194,6 +200,10 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
     saved = tuple(t if t is None or id(t) not in pos else outs[pos[id(t)]].detach()
                   for t in originals)
     ctx._saved, ctx.to_save = saved, ()
+    if saved_hooks.ACTIVE[0] and saved:  # saved_tensors_hooks: pack now, unpack in backward
+        hooks = saved_hooks.current()
+        if hooks is not None:
+            ctx._packed = (hooks, saved_hooks.pack_all(hooks, saved))
     meta = [(tuple(o.shape), o.dtype, o._storage.device, o.detach())
             if isinstance(o, Tensor) else None
             for o in outs]
@@ -235,13 +245,17 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
         saved_slots.append(diff.index(k) if k in diff else None)
 
     def double(grads, node):
-        if any(s is not None for s in saved_slots):
-            ctx._saved = tuple(t if s is None else _saved_output(node, s, t, len(diff) == 1)
-                               for t, s in zip(saved, saved_slots))
+        packed = ctx._packed  # under saved_tensors_hooks: the unpacked values, re-attached
+        base = saved if packed is None else saved_hooks.unpack_all(packed[0], packed[1], saved)
+        if packed is not None or any(s is not None for s in saved_slots):
+            ctx._saved = tuple(_reattached(t, o) if s is None else
+                               _saved_output(node, s, t, len(diff) == 1)
+                               for t, o, s in zip(base, originals, saved_slots))
+        ctx._packed = None
         try:
             return backward_fn([grads] if len(diff) == 1 else grads)
         finally:
-            ctx._saved = saved
+            ctx._saved, ctx._packed = saved, packed
 
     saved_v = tuple((t, t._storage.version) for t in saved if t is not None)
     if len(diff) == 1:
@@ -265,6 +279,19 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
 
 def _pass(g):
     return (g,)
+
+
+def _reattached(u, t):
+    """The saved input ``t`` as ``unpack_hook`` gave it back (``u``), for a backward under
+    create_graph: an alias of ``u`` whose gradient flows to ``t``, as PyTorch's SavedVariable
+    re-attaches an unpacked input to the input's graph; ``u`` itself where nothing flows."""
+    if u is t or t is None or not t.requires_grad:
+        return u
+    node = Node("alias", (_edge(t),), _pass, (), ((tuple(t.shape), t.dtype),))
+    node.double = True
+    out = Tensor(u._storage, u._shape, u._strides, u._offset)
+    out._requires_grad, out._grad_fn = True, node
+    return out
 
 
 def _saved_output(node, slot, y, single):

@@ -10,11 +10,15 @@ import threading
 import warnings
 import weakref
 
+from clgrad.autograd import saved_hooks
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
+from clgrad.autograd.saved_hooks import (  # torch.autograd.graph's names
+    disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks)
 from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
-           "register_post_accumulate_grad_hook", "output_of", "recomputed"]
+           "register_post_accumulate_grad_hook", "output_of", "recomputed",
+           "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks"]
 
 # Held while a backward adds into a .grad (a leaf's, or a retain_grad() tensor's): several
 # threads may run backward into one shared leaf at once, and each accumulation is a read of
@@ -44,7 +48,8 @@ class Node:
     """
 
     __slots__ = ("seq", "_op", "next", "backward_fn", "saved", "retained", "input_meta",
-                 "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "double", "__weakref__")
+                 "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "double", "packed",
+                 "__weakref__")
 
     def __init__(self, name, next_edges, backward_fn, saved, input_meta):
         self.seq = next(_seq)
@@ -60,9 +65,14 @@ class Node:
         self.out_ndim = 0
         self._metadata = None
         self.double = None     # see the class docstring (create_graph)
+        self.packed = None     # (hooks, what pack_hook gave per saved tensor): saved_hooks.py
 
     def __repr__(self):
-        return f"<{self._op}Backward seq={self.seq}>"
+        # PyTorch's: '<MulBackward0 object at 0x7f...>'; a custom Function's node class lives
+        # in torch.autograd.function ('<torch.autograd.function.MyFnBackward object at ...>')
+        name = grad_fn_name(self, self.out_ndim)
+        where = "clgrad.autograd.function." if self._op[:1].isupper() else ""
+        return f"<{where}{name} object at {hex(id(self))}>"
 
     @property
     def name(self) -> str:
@@ -245,6 +255,10 @@ def record(name: str, out, inputs, backward_fn, saved=(), double=None):
     node = Node(name, tuple(edges), backward_fn, tuple(versions), tuple(meta))
     node.out_ndim = len(out._shape)
     node.double = double
+    if saved_hooks.ACTIVE[0] and versions:  # saved_tensors_hooks (clgrad/autograd/saved_hooks)
+        hooks = saved_hooks.current()
+        if hooks is not None:
+            node.packed = (hooks, saved_hooks.pack_all(hooks, saved))
     out._requires_grad = True
     out._grad_fn = node
     return out
@@ -333,6 +347,9 @@ def _apply(node, g, retain_graph, create_graph=False):
     for t, version in node.saved:  # the saved tensors unchanged since (their versions)
         if t._storage.version != version:
             _raise_modified(node, t, t._storage.version, version)
+    if node.packed is not None:  # unpack_hook runs, its results checked (saved_hooks.py)
+        hooks, packed = node.packed
+        saved_hooks.unpack_all(hooks, packed, [t for t, _ in node.saved])
     if create_graph:
         double = node.double
         if double is None:
@@ -361,7 +378,7 @@ def _apply(node, g, retain_graph, create_graph=False):
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
-        node.double = None
+        node.double = node.packed = None
     return out
 
 

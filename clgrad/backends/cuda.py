@@ -8,10 +8,12 @@ mantissa, float32 sums; kernels/matmul_mma_nv.cl), where clgrad found the driver
 convolutions) float32 GEMMs stay float32. A change counts as a change of the settings
 (``clgrad.settings.changed()``): launch plans made under the old value are not used again.
 ``matmul.allow_fp16_reduced_precision_reduction`` /
-``matmul.allow_bf16_reduced_precision_reduction`` and the scaled-dot-product-attention switches
-are attributes programs set, stored with no effect (clgrad's float16 GEMMs always sum in
-float32). ``is_built()`` is False (clgrad has no CUDA build; ``clgrad.cuda`` maps PyTorch's CUDA
-device names onto OpenCL devices, see clgrad/cuda.py).
+``matmul.allow_bf16_reduced_precision_reduction`` are attributes programs set, stored with no
+effect (clgrad's float16 GEMMs always sum in float32). The scaled-dot-product-attention
+switches (``enable_math_sdp`` ...) are PyTorch's: clgrad's one backend is math, so with it off
+F.scaled_dot_product_attention raises RuntimeError (clgrad/nn/attention). ``is_built()`` is
+False (clgrad has no CUDA build; ``clgrad.cuda`` maps PyTorch's CUDA device names onto OpenCL
+devices, see clgrad/cuda.py).
 """
 import numpy as np
 
@@ -19,7 +21,8 @@ from clgrad import settings
 
 __all__ = ["matmul", "is_built", "preferred_linalg_library", "enable_flash_sdp",
            "enable_math_sdp", "enable_mem_efficient_sdp", "flash_sdp_enabled",
-           "math_sdp_enabled", "mem_efficient_sdp_enabled"]
+           "math_sdp_enabled", "mem_efficient_sdp_enabled", "enable_cudnn_sdp",
+           "cudnn_sdp_enabled"]
 
 PRECISIONS = ("highest", "high", "medium")
 # set_float32_matmul_precision's value, the one TF32 state (a list: hot paths read PRECISION[0]
@@ -109,7 +112,10 @@ class _MatmulFlags:
 
 
 matmul = _MatmulFlags()
-_SDP = {"flash": True, "math": True, "mem_efficient": True}
+# the scaled-dot-product-attention switches (torch.nn.attention.sdpa_kernel sets them too):
+# clgrad's one backend is math, so F.scaled_dot_product_attention raises while it is off
+_SDP = {"flash": True, "math": True, "mem_efficient": True, "cudnn": True,
+        "overrideable": True}
 
 
 def is_built() -> bool:
@@ -123,30 +129,42 @@ def preferred_linalg_library(backend=None):
 
 
 def enable_flash_sdp(enabled: bool):
-    """Stored with no effect."""
+    """Allow this backend or not (clgrad has none but math: stored, no effect alone)."""
     _SDP["flash"] = bool(enabled)
 
 
 def enable_math_sdp(enabled: bool):
-    """Stored with no effect."""
+    """Allow the math backend or not: clgrad's only one, so while it is off
+    F.scaled_dot_product_attention raises RuntimeError, as PyTorch's when no allowed backend
+    can run."""
     _SDP["math"] = bool(enabled)
 
 
 def enable_mem_efficient_sdp(enabled: bool):
-    """Stored with no effect."""
+    """Allow this backend or not (clgrad has none but math: stored, no effect alone)."""
     _SDP["mem_efficient"] = bool(enabled)
 
 
 def flash_sdp_enabled() -> bool:
-    """The stored flag (no effect)."""
+    """Whether this backend is allowed."""
     return _SDP["flash"]
 
 
 def math_sdp_enabled() -> bool:
-    """The stored flag (no effect)."""
+    """Whether the math backend is allowed."""
     return _SDP["math"]
 
 
 def mem_efficient_sdp_enabled() -> bool:
-    """The stored flag (no effect)."""
+    """Whether this backend is allowed."""
     return _SDP["mem_efficient"]
+
+
+def enable_cudnn_sdp(enabled: bool):
+    """Allow this backend or not (clgrad has none but math: stored, no effect alone)."""
+    _SDP["cudnn"] = bool(enabled)
+
+
+def cudnn_sdp_enabled() -> bool:
+    """Whether this backend is allowed."""
+    return _SDP["cudnn"]

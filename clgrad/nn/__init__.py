@@ -34,7 +34,7 @@ from clgrad.nn.padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # n
                                ConstantPad2d, ReflectionPad1d, ReflectionPad2d,
                                ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from clgrad.nn.parallel import DataParallel  # noqa: F401,E402
-from clgrad.nn.attention import MultiheadAttention  # noqa: F401,E402
+from clgrad.nn.multihead import MultiheadAttention  # noqa: F401,E402
 from clgrad.nn.transformer import (Transformer, TransformerDecoder,  # noqa: F401,E402
                                    TransformerDecoderLayer, TransformerEncoder,
                                    TransformerEncoderLayer)

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from clgrad._compile import compile as _compile
 from clgrad.autograd import no_grad
 from clgrad.creation import empty, from_numpy
 from clgrad.nn import module_hooks
@@ -204,10 +205,30 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         d = self.__dict__  # (module_hooks.has_hooks, inline: one Python call per module call)
+        compiled = d.get("_compiled_call_impl")
+        if compiled is not None:
+            return compiled(*args, **kwargs)
         if any(_GLOBAL_CALL_HOOKS) or d.get("_forward_pre_hooks") or d.get("_forward_hooks") \
                 or d.get("_backward_pre_hooks") or d.get("_backward_hooks"):
             return module_hooks.call(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """A call without the compiled wrapper (PyTorch's name): forward with its hooks."""
+        d = self.__dict__
+        if any(_GLOBAL_CALL_HOOKS) or d.get("_forward_pre_hooks") or d.get("_forward_hooks") \
+                or d.get("_backward_pre_hooks") or d.get("_backward_hooks"):
+            return module_hooks.call(self, args, kwargs)
+        return self.forward(*args, **kwargs)
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's call in place (PyTorch's ``Module.compile``): later calls
+        go through ``clgrad.compile(self._call_impl, *args, **kwargs)``, so
+        ``mode="reduce-overhead"`` replays captured kernels and any other mode runs eagerly
+        (clgrad/_compile.py). The module itself, its ``state_dict`` and its parameters stay
+        as they were (``torch.compile(module)`` returns a wrapper instead). Returns None."""
+        object.__setattr__(self, "_compiled_call_impl", _compile(self._call_impl, *args,
+                                                                 **kwargs))
 
     # -- call hooks (PyTorch's; run by module_hooks.call) --------------------------------------
     # Until a hook is registered (module_hooks.store gives the instance its own OrderedDict),

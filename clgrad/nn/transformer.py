@@ -15,7 +15,7 @@ import copy
 from clgrad import creation
 from clgrad.nn import init
 from clgrad.nn import functional as F
-from clgrad.nn.attention import MultiheadAttention
+from clgrad.nn.multihead import MultiheadAttention
 from clgrad.nn.containers import ModuleList
 from clgrad.nn.dropout import Dropout
 from clgrad.nn.linear import Linear

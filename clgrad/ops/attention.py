@@ -6,8 +6,10 @@ O(L * S) per head, as PyTorch's math backend.
 from __future__ import annotations
 
 import math
+import warnings
 
 from clgrad import creation, dtypes
+from clgrad.backends import cuda as _backends_cuda
 from clgrad.ops import dropout as dr
 from clgrad.ops import elementwise as ew
 from clgrad.ops import loss
@@ -34,9 +36,21 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
              SDPA since 2.5 (its _safe_softmax; plain softmax gives NaN there); a NaN score
              still gives NaN
     Grad:    query, key, value (and a float mask)
-    Raises:  RuntimeError for is_causal together with attn_mask (PyTorch's rule),
-             NotImplementedError for enable_gqa
+    Layout:  for a 4-D query without dropout, out's dims lie in memory in the order of the
+             query's strides (PyTorch's fused kernels, its CPU default, allocate it so);
+             otherwise (PyTorch's CPU math path) contiguous
+    Backend: PyTorch's math backend, clgrad's only one; while it is switched off
+             (torch.nn.attention.sdpa_kernel, torch.backends.cuda.enable_math_sdp) a
+             warning says why and RuntimeError is raised, as PyTorch's "No available kernel"
+    Raises:  RuntimeError for is_causal together with attn_mask (PyTorch's rule) and for a
+             disabled math backend, NotImplementedError for enable_gqa
     """
+    if not _backends_cuda._SDP["math"]:
+        warnings.warn("scaled_dot_product_attention: clgrad implements only the math "
+                      "backend (SDPBackend.MATH), which is not among the allowed backends "
+                      "(torch.nn.attention.sdpa_kernel / torch.backends.cuda.enable_math_sdp)",
+                      stacklevel=2)
+        raise RuntimeError("No available kernel. Aborting execution.")
     if enable_gqa:
         raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
     if is_causal and attn_mask is not None:
@@ -60,7 +74,25 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         weights = loss.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dr.dropout(weights, dropout_p, True)
-    return mm.matmul(weights, value)
+    out = mm.matmul(weights, value)
+    return out if dropout_p > 0.0 else _in_query_layout(out, query)
+
+
+def _in_query_layout(out: Tensor, query: Tensor) -> Tensor:
+    """``out`` (4-D) laid out in memory with its dims in the order of the query's strides
+    (dense),
+    as PyTorch's fused CPU and CUDA kernels allocate it (``empty_like(query)``): heads split
+    from (B, L, H*E) and transposed to (B, H, L, E) give an output whose
+    ``transpose(1, 2).view(B, L, H * E)`` needs no copy, and programs rely on it. One copy,
+    recorded; a contiguous query leaves ``out`` as it is."""
+    if query.ndim != 4 or query.is_contiguous() or out.shape[:-1] != query.shape[:-1]:
+        return out  # (PyTorch's fused kernels take 4-D inputs; others run its math path)
+    strides = query.stride()
+    order = sorted(range(query.ndim), key=lambda d: -strides[d])  # outermost first (stable)
+    if order == list(range(query.ndim)):
+        return out
+    inverse = [order.index(d) for d in range(query.ndim)]
+    return ew.contiguous(out.permute(order)).permute(inverse)
 
 
 def safe_softmax(scores: Tensor) -> Tensor:

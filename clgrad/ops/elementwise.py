@@ -188,17 +188,20 @@ def autocast(op: str, *tensors, lower: bool = True, cuda_only: bool = False):
 
 def to_device(x: Tensor, device) -> Tensor:
     """A contiguous copy of ``x`` on ``device`` (a ``clgrad.runtime.Device``), through the
-    host; ``x`` itself when it is already there. Recorded as PyTorch's ``ToCopyBackward0``:
-    the gradient is copied back to x's device, so autograd flows across devices.
+    host; ``x`` itself when it is already there; on the meta device, a tensor of x's shape
+    and dtype without data (from it: NotImplementedError, it has none). Recorded as
+    PyTorch's ``ToCopyBackward0``: the gradient is copied back to x's device, so autograd
+    flows across devices.
     """
     src_dev = x._storage.device
     if device is src_dev:
         return x
-    values = x.detach()._host_bits()  # (bfloat16: its bits, which numpy() refuses)
     out = Tensor._empty(x.shape, x.dtype, device)
-    if values.size:
-        out._storage.write(0, values)
-        out._storage.keep_host(values)
+    if device.type != "meta":  # (to the meta device: shape and dtype only, nothing copied)
+        values = x.detach()._host_bits()  # (bfloat16: its bits, which numpy() refuses)
+        if values.size:
+            out._storage.write(0, values)
+            out._storage.keep_host(values)
     if not x.dtype.is_floating_point:
         return out
     return record("to", out, (x,), lambda g: (to_device(g, src_dev),), double=True)

@@ -133,7 +133,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         return ew.via_float32(mse_loss, input, target, reduction)
     d = ew.sub(input, target)
     sq = ew.mul(d, d)
-    return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
+    return _one_node("mse_loss", sq if reduction == "none" else rd.mean(sq)
+                     if reduction == "mean" else rd.sum(sq))
 
 
 # -- pointwise losses: one kernel for the loss, one per gradient, then the reduction ----------
@@ -158,7 +159,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(smooth_l1_loss, input, target, reduction, beta)
     _warn_broadcast("smooth_l1_loss", input, target)
-    return _pointwise("smooth_l1_loss", "smooth_l1", input, target, reduction, p0=beta)
+    return _one_node("smooth_l1_loss", _pointwise("smooth_l1_loss", "smooth_l1", input,
+                                                  target, reduction, p0=beta))
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
@@ -172,7 +174,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     if isinstance(input, Tensor) and input._storage.dtype is _BF16:
         return ew.via_float32(huber_loss, input, target, reduction, delta)
     _warn_broadcast("huber_loss", input, target)
-    return _pointwise("huber_loss", "huber", input, target, reduction, p0=delta)
+    return _one_node("huber_loss", _pointwise("huber_loss", "huber", input, target,
+                                              reduction, p0=delta))
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight=None,
@@ -187,7 +190,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight=None,
         return ew.via_float32(binary_cross_entropy, input, target, weight, reduction)
     _same_shape("binary_cross_entropy", input, target)
     loss = _pointwise("binary_cross_entropy", "bce", input, target, "none")
-    return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy")
+    return _one_node("binary_cross_entropy",
+                     _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy"))
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
@@ -207,7 +211,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight=None,
     if pos_weight is not None:  # the log weight 1 + (p - 1) t, an operand of the kernel
         aux = ew.add(ew.mul(ew.sub(pos_weight, 1.0), target), 1.0)
     loss = _pointwise(op, "bce_logits", input, target, "none", aux=aux)
-    return _reduce(_weighted(loss, weight), reduction, op)
+    return _one_node(op, _reduce(_weighted(loss, weight), reduction, op))
 
 
 def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
@@ -314,6 +318,16 @@ def _reduce(loss, reduction, op):
                          f"{reduction!r}")
     return loss if reduction == "none" else rd.mean(loss) if reduction == "mean" else \
         rd.sum(loss)
+
+
+def _one_node(op, out):
+    """``out`` with its grad_fn named ``op``: PyTorch computes this loss as one op, so its
+    grad_fn prints as 'BinaryCrossEntropyWithLogitsBackward0' (a tutorial prints it); clgrad's
+    last node (a reduction, a weighting) gets that name. Only the name changes."""
+    node = out._grad_fn if isinstance(out, Tensor) else None
+    if node is not None:
+        node._op = op
+    return out
 
 
 def _weighted(loss, weight):
@@ -440,7 +454,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     red = _legacy_reduction("soft_margin_loss", size_average, reduce, reduction)
     _tensors("soft_margin_loss", input=input, target=target)
     loss = ew.neg(act.logsigmoid(ew.mul(input, target)))
-    return _reduce(loss, red, "soft_margin_loss")
+    return _one_node("soft_margin_loss", _reduce(loss, red, "soft_margin_loss"))
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,

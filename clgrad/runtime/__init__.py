@@ -53,6 +53,7 @@ in another needs the usual synchronisation between those threads.
 from clgrad.errors import DeviceError  # noqa: F401  (runtime.DeviceError)
 from clgrad.runtime.device import (  # noqa: F401  (private names: tests and cuda.py use them)
     Device, ForkedDeviceError, OutOfMemoryError, cache_dir, kernel_dir, launch_count, pack)
+from clgrad.runtime.meta import META, MetaDevice, meta_error  # noqa: F401
 from clgrad.runtime.discovery import (  # noqa: F401
     CPU_RUNTIME_PREFERENCE, STALE_LOCK_S, _DEFAULT, _DEVICES, _clear_stale_cache_lock,
     default_device, devices, fastest_device, get_device, runtime_notes, set_default_device,

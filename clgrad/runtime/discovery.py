@@ -23,6 +23,7 @@ from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
                                    _pyopencl_cache_dir, cache_dir, raise_if_forked,
                                    refuse_forked)
+from clgrad.runtime.meta import MetaDevice
 
 __all__ = ["devices", "default_device", "fastest_device", "set_default_device", "get_device",
            "synchronize", "runtime_notes", "CPU_RUNTIME_PREFERENCE"]
@@ -491,7 +492,7 @@ def get_device(spec=None) -> Device:
     """
     if spec is None:
         return default_device()
-    if isinstance(spec, Device):
+    if isinstance(spec, (Device, MetaDevice)):
         return spec
     found = _discover()
     if not found:

@@ -1,5 +1,6 @@
-"""nn.MultiheadAttention (PyTorch's names, parameters, state_dict keys and defaults); the
-attention itself is clgrad/ops/attention.py."""
+"""nn.MultiheadAttention (PyTorch's names, parameters, state_dict keys and defaults; in
+PyTorch it lives in torch.nn.modules.activation); the attention itself is
+clgrad/ops/attention.py."""
 from __future__ import annotations
 
 import math
