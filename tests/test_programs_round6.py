@@ -846,7 +846,7 @@ def test_sdpa_tutorial_module_and_biases(capsys):
                                                     dtype=clgrad.float32)
     # eval(): no dropout and is_causal=False (the tutorial's forward)
     want = _csa_numpy(model, _np(x), causal=False)
-    np.testing.assert_allclose(compiled.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled.detach().numpy(), want, rtol=1e-5, atol=1e-6)
     model.train()
     model.dropout = 0.0
     model.resid_dropout.p = 0.0
@@ -861,9 +861,9 @@ def test_sdpa_tutorial_module_and_biases(capsys):
         s = _np(q) @ _np(k).transpose(0, 1, 3, 2) / np.sqrt(8)
         s = np.where(mask.numpy(), s, -np.inf)
         w = np.exp(s - s.max(-1, keepdims=True))
-        np.testing.assert_allclose(got.numpy(), (w / w.sum(-1, keepdims=True)) @ _np(v),
+        np.testing.assert_allclose(got.detach().numpy(), (w / w.sum(-1, keepdims=True)) @ _np(v),
                                    rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(out_compiled.numpy(), out_up.numpy())
+    np.testing.assert_array_equal(out_compiled.detach().numpy(), out_up.detach().numpy())
 
 
 def test_sdpa_causal_self_attention_matches_pytorch():
