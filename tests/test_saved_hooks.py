@@ -208,3 +208,23 @@ def test_errors():
             saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
     with saved_tensors_hooks(lambda t: t, lambda t: t):  # enabled again
         pass
+
+
+def test_disable_inside_open_hooks_raises():
+    # PyTorch: entering disable_saved_tensors_hooks while a hooks context is open raises
+    # the message (the open hooks would otherwise keep packing inside it)
+    log = []
+    with saved_tensors_hooks(*_logging_hooks(log)):
+        with pytest.raises(RuntimeError, match="no hooks here"):
+            with disable_saved_tensors_hooks("no hooks here"):
+                pass
+        with pytest.raises(RuntimeError, match="again"):  # nothing was left disabled
+            with disable_saved_tensors_hooks("again"):
+                pass
+        x = clgrad.ones(2, requires_grad=True)
+        (x * x).sum().backward()  # the open hooks still pack
+    assert [k for k, _ in log] == ["pack", "pack", "unpack", "unpack"]
+    with saved_tensors_hooks(lambda t: t, lambda t: t):  # not left disabled
+        pass
+    with disable_saved_tensors_hooks("fine without open hooks"):
+        pass

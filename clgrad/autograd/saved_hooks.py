@@ -135,7 +135,12 @@ class save_on_cpu(saved_tensors_hooks):
 @contextlib.contextmanager
 def disable_saved_tensors_hooks(error_message: str):
     """Context manager under which entering ``saved_tensors_hooks`` (or ``save_on_cpu``)
-    raises RuntimeError(error_message) (PyTorch's); the previous state comes back after."""
+    raises RuntimeError(error_message) (PyTorch's); the previous state comes back after.
+
+    Raises: RuntimeError(error_message) on entry while a ``saved_tensors_hooks`` context is
+            open on this thread (PyTorch's), which would otherwise stay in effect."""
+    if getattr(_STATE, "stack", None):
+        raise RuntimeError(error_message)
     previous = getattr(_STATE, "disabled", None)
     _STATE.disabled = error_message
     try:
