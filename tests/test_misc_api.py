@@ -371,6 +371,22 @@ def test_scatter_reduce_torch_gradients_with_ties_and_zeros():
         _same(sc.grad, st.grad)
 
 
+def test_scatter_reduce_amax_ties_without_self_split_among_src():
+    # include_self=False: the output is the max of the src values alone, so tied src values
+    # share the gradient 1/n each (hand numbers; PyTorch 2.13 also counts input's own value
+    # when it equals the result and gives 1/(n+1): documented difference)
+    for reduce in ("amax", "amin"):
+        x = clgrad.tensor([[1.0, 5.0, 2.0, 3.0]], requires_grad=True)
+        src = clgrad.tensor([[1.0, 1.0, 2.0, 2.0, 0.0, 3.0]], requires_grad=True)
+        idx = clgrad.tensor([[0, 0, 2, 2, 1, 3]])
+        y = clgrad.scatter_reduce(x, 1, idx, src, reduce, include_self=False)
+        _same(y, np.array([[1.0, 0.0, 2.0, 3.0]], np.float32))
+        gx, gs = clgrad.autograd.grad((y * clgrad.tensor([[1.0, 2.0, 3.0, 4.0]])).sum(),
+                                      [x, src])
+        _same(gx, np.zeros((1, 4), np.float32))
+        _same(gs, np.array([[0.5, 0.5, 1.5, 1.5, 2.0, 4.0]], np.float32))
+
+
 def test_scatter_reduce_integer_mean_and_method():
     x = clgrad.tensor([1, 2, 3, 4])
     got = x.scatter_reduce(0, clgrad.tensor([0, 1, 0, 1, 2, 1]),

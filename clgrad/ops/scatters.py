@@ -45,7 +45,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     Dtypes:  src of input's dtype; integer 'mean' rounds down (PyTorch's floor division)
     Grad:    input and src (PyTorch's formulas): sum as scatter_add; mean divided by the
              count; prod the product of the others (zeros handled); amax/amin split evenly
-             among the values equal to the result. Differentiable again (create_graph: the
+             among the values equal to the result (deliberately different from PyTorch
+             2.13 with include_self=False: PyTorch also counts input's own value when it
+             equals the result, so the src ties there get 1/(n+1) each and part of the
+             gradient is lost; clgrad gives each 1/n, the derivative of what was
+             computed). Differentiable again (create_graph: the
              same of recorded ops, PyTorch's scatter_reduce_backward; prod through
              scatter_reduce itself; as PyTorch's, src's gradient where two or more src zeros
              meet at one target raises RuntimeError when differentiated again)
