@@ -200,6 +200,32 @@ def test_quantile_nan_rows_and_torch():
             want.item()
 
 
+def test_quantile_ranks_in_input_dtype():
+    # the rank q * (n - 1) is computed in input's dtype, as PyTorch: float32 0.1 * 5 rounds
+    # to 0.5 exactly, so 'nearest' (half to even) picks rank 0; float64 q gives 0.5000000075
+    x = np.arange(1.0, 7.0, dtype=np.float32)
+    assert clgrad.quantile(clgrad.tensor(x), 0.1, interpolation="nearest").item() == 1.0
+    assert clgrad.quantile(clgrad.tensor(x), 0.7, interpolation="nearest").item() == 5.0
+    # 'linear' weight from the float32 rank: bits of NumPy's float32 formula, PyTorch's too
+    a = np.random.default_rng(3).standard_normal((3, 4)).astype(np.float32)
+    got = clgrad.quantile(clgrad.tensor(a), 0.4, dim=1).numpy()
+    rank = np.float32(0.4) * np.float32(3)
+    lo, frac = int(np.floor(rank)), np.float32(rank - np.floor(rank))
+    srt = np.sort(a, 1)
+    np.testing.assert_allclose(got, srt[:, lo] + frac * (srt[:, lo + 1] - srt[:, lo]),
+                               rtol=2e-7)
+    torch = pytest.importorskip("torch")
+    for q in (0.1, 0.4, 0.425, 0.7):
+        for how in ("nearest", "linear", "midpoint"):
+            want = torch.quantile(torch.tensor(a), q, dim=1, interpolation=how).numpy()
+            np.testing.assert_array_equal(
+                clgrad.quantile(clgrad.tensor(a), q, dim=1, interpolation=how).numpy(), want)
+            want = torch.nanquantile(torch.tensor(a), q, dim=1, interpolation=how).numpy()
+            np.testing.assert_array_equal(
+                clgrad.nanquantile(clgrad.tensor(a), q, dim=1, interpolation=how).numpy(),
+                want)
+
+
 def test_quantile_errors():
     with pytest.raises(RuntimeError, match="non-empty"):
         clgrad.quantile(clgrad.zeros(0), 0.5)

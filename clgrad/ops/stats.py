@@ -84,17 +84,21 @@ def _quantile(op, x, q, dim, keepdim, interpolation, ignore_nan):
         elif x.ndim:
             del shape[d]
     srt = so.sort(src, -1).values  # NaN last
-    # the ranks on the host, in float64 from q rounded to input's dtype (PyTorch's numbers:
-    # round half to even of 0.1f * 5 > 0.5 picks rank 1)
+    # the ranks on the host: q rounded to input's dtype times the last index, in input's
+    # dtype (PyTorch's numbers: float32 0.1f * 5 rounds to 0.5, nearest picks rank 0)
+    def _in(v):  # the rank's product in input's dtype, as PyTorch's (float32: 0.1f * 5 is 0.5)
+        return np.asarray(v, dtype=x.dtype.np)
+
     with no_grad():
         nan = ew.ne(srt.detach(), srt.detach())
         lead = tuple(srt.shape[:-1])
         if ignore_nan:
             count = rd.sum(ew.logical_not(nan), -1).numpy().astype(np.float64)[..., None]
-            ranks = np.maximum(qh * (count - 1), 0)
+            ranks = np.maximum(_in(qh) * _in(count - 1), 0).astype(np.float64)
         else:
             last = srt.shape[-1] - 1
-            ranks = np.broadcast_to(qh * last, lead + (qh.size,)).copy()
+            ranks = np.broadcast_to((_in(qh) * _in(last)).astype(np.float64),
+                                    lead + (qh.size,)).copy()
             ranks[rd.any(nan, -1).numpy()] = last
     rnd = {"lower": np.floor, "higher": np.ceil, "nearest": np.rint}.get(interpolation)
     ranks = rnd(ranks) if rnd is not None else ranks
