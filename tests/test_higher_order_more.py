@@ -18,15 +18,9 @@ import pytest
 
 import clgrad
 import clgrad.nn.functional as F
+from test_higher_order import F64, _rand
+from test_higher_order_ops import _hvp, _inputs
 
-F64 = clgrad.float64
-
-
-def _rand(shape, seed, lo=None, hi=None):
-    rng = np.random.default_rng(seed)
-    if lo is not None:
-        return rng.uniform(lo, hi, shape)
-    return rng.standard_normal(shape)
 
 
 def _spd(n, seed):
@@ -276,10 +270,6 @@ CASES.update(GRID_CASES)
 ALL = {**CASES, **CLGRAD_ONLY}
 
 
-def _inputs(lib, arrays):
-    return [lib.tensor(np.asarray(a, np.float64), requires_grad=True) for a in arrays]
-
-
 @pytest.mark.parametrize("name", list(ALL))
 def test_gradgradcheck(name):
     fn, arrays = ALL[name]
@@ -347,19 +337,6 @@ def test_create_graph_gradient_is_the_first_order_one_at_the_edges(name):
     for i, (a, b) in enumerate(zip(plain, again)):
         np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-12, atol=1e-13,
                                    err_msg=f"{name} input {i}")
-
-
-def _hvp(lib, fnn, fn, arrays, seed=99):
-    """d/dx of sum_i <v_i, d<w, fn(x)>/dx_i>: a Hessian-vector product (w, v fixed random),
-    one create_graph backward then one plain backward; NumPy arrays, zeros where unused."""
-    xs = _inputs(lib, arrays)
-    out = fn(lib, fnn, *xs)
-    rng = np.random.default_rng(seed)
-    w = lib.tensor(rng.standard_normal(tuple(out.shape)))
-    gs = lib.autograd.grad((out * w).sum(), xs, create_graph=True)
-    s = sum((g * lib.tensor(rng.standard_normal(tuple(g.shape)))).sum() for g in gs)
-    hv = lib.autograd.grad(s, xs, allow_unused=True)
-    return [np.zeros(a.shape) if h is None else h.detach().numpy() for h, a in zip(hv, arrays)]
 
 
 @pytest.fixture

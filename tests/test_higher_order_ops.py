@@ -95,7 +95,7 @@ CASES = {
 
 
 def _inputs(lib, arrays):
-    return [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in arrays]
+    return [lib.tensor(np.asarray(a, np.float64), requires_grad=True) for a in arrays]
 
 
 @pytest.mark.parametrize("name", list(CASES))
