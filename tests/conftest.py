@@ -35,6 +35,24 @@ def programs(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def pickled_programs(programs):
+    """Programs registered in sys.modules, so that torch.save(model) pickles their classes
+    by name (as a script's __main__ classes are)."""
+    import sys
+
+    from test_programs import load_program
+    added = []
+
+    def load(name, framework="clgrad"):
+        prog = load_program(name, framework)
+        sys.modules[prog.__name__] = prog
+        added.append(prog.__name__)
+        return prog
+    yield load
+    for name in added:
+        sys.modules.pop(name, None)
+
 
 @pytest.fixture
 def cpu_default():

@@ -19,7 +19,7 @@ import pytest
 import clgrad
 import clgrad.nn.functional as F
 from test_higher_order import F64, _rand
-from test_higher_order_ops import _hvp, _inputs
+from test_higher_order_ops import _hvp, _inputs, check_directional_fd
 
 
 
@@ -467,23 +467,7 @@ def _run_program(lib, critic):
 def test_gradient_penalty_program_matches_finite_differences():
     clgrad.manual_seed(4)
     critic = _critic(clgrad)
-    params = list(critic.parameters())
-    _run_program(clgrad, critic).backward()
-    grads = [p.grad.numpy().copy() for p in params]
-    base = [p.detach().numpy().copy() for p in params]
-    rng = np.random.default_rng(12)
-    eps = 1e-5
-    for _ in range(2):  # along random directions of every parameter at once
-        u = [rng.standard_normal(b.shape) for b in base]
-        vals = []
-        for sign in (1, -1):
-            with clgrad.no_grad():
-                for p, b, d in zip(params, base, u):
-                    p.copy_(clgrad.tensor(b + sign * eps * d))
-            vals.append(_run_program(clgrad, critic).item())
-        numeric = (vals[0] - vals[1]) / (2 * eps)
-        analytic = sum(float((g * d).sum()) for g, d in zip(grads, u))
-        np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+    check_directional_fd(list(critic.parameters()), lambda: _run_program(clgrad, critic))
 
 
 def test_gradient_penalty_program_matches_pytorch(torch):

@@ -256,29 +256,34 @@ def _loss_of(critic, gen):
     return _penalty_loss(clgrad, critic, gen, clgrad.tensor(real), zt, clgrad.tensor(alpha))
 
 
-def test_gradient_penalty_program_matches_finite_differences():
-    critic, gen = _models(clgrad, 3)
-    params = list(critic.parameters()) + list(gen.parameters())
-    loss = _loss_of(critic, gen)
-    loss.backward()
+def check_directional_fd(params, loss_fn, seed=12, eps=1e-5, rtol=1e-6):
+    """The parameters' gradients of ``loss_fn()`` (one backward) against central float64 finite
+    differences along two random directions of every parameter at once; the parameters are
+    restored afterwards."""
+    loss_fn().backward()
     grads = [p.grad.numpy().copy() for p in params]
     base = [p.detach().numpy().copy() for p in params]
-    rng = np.random.default_rng(12)
-    eps = 1e-5
-    for _ in range(2):  # along random directions of every parameter at once
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
         u = [rng.standard_normal(b.shape) for b in base]
         vals = []
         for sign in (1, -1):
             with clgrad.no_grad():
                 for p, b, d in zip(params, base, u):
                     p.copy_(clgrad.tensor(b + sign * eps * d))
-            vals.append(_loss_of(critic, gen).item())
+            vals.append(loss_fn().item())
         numeric = (vals[0] - vals[1]) / (2 * eps)
         analytic = sum(float((g * d).sum()) for g, d in zip(grads, u))
-        np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+        np.testing.assert_allclose(analytic, numeric, rtol=rtol)
     with clgrad.no_grad():
         for p, b in zip(params, base):
             p.copy_(clgrad.tensor(b))
+
+
+def test_gradient_penalty_program_matches_finite_differences():
+    critic, gen = _models(clgrad, 3)
+    params = list(critic.parameters()) + list(gen.parameters())
+    check_directional_fd(params, lambda: _loss_of(critic, gen))
 
 
 def test_gradient_penalty_program_matches_pytorch(torch):

@@ -18,7 +18,6 @@ weights on the same data, and the losses must agree (1e-5 relative in float32, 1
 float64).
 """
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -136,22 +135,6 @@ def test_regression_features_and_step():
 
 
 # -- word_language_model ---------------------------------------------------------------------
-
-@pytest.fixture
-def pickled_programs(programs):
-    """Programs registered in sys.modules, so that torch.save(model) pickles their classes
-    by name (as a script's __main__ classes are)."""
-    added = []
-
-    def load(name, framework="clgrad"):
-        prog = load_program(name, framework)
-        sys.modules[prog.__name__] = prog
-        added.append(prog.__name__)
-        return prog
-    yield load
-    for name in added:
-        sys.modules.pop(name, None)
-
 
 def test_word_language_model_trains_saves_and_reloads(pickled_programs, capsys):
     prog = pickled_programs("word_language_model")

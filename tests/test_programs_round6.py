@@ -25,7 +25,6 @@ import math
 import os
 import pickle
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -252,22 +251,6 @@ def test_optimization_tutorial_matches_pytorch(programs, capsys):
 
 
 # -- Learn the Basics: Save and Load the Model ------------------------------------------------
-
-@pytest.fixture
-def pickled_programs(programs):
-    """Programs registered in sys.modules, so that torch.save(model) pickles their classes
-    by name (as a script's __main__ classes are)."""
-    added = []
-
-    def load(name, framework="clgrad"):
-        prog = load_program(name, framework)
-        sys.modules[prog.__name__] = prog
-        added.append(prog.__name__)
-        return prog
-    yield load
-    for name in added:
-        sys.modules.pop(name, None)
-
 
 def _saveloadrun(pickled_programs):
     """The tutorial's main(). Its last line, torch.load('model.pth', weights_only=False),
