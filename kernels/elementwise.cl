@@ -447,7 +447,13 @@ UNARY(log10_op, log10(x))
 UNARY(exp2_op, exp2(x))
 // sinc(x) = sin(pi x) / (pi x), 1 at 0. sinpi, not sin(pi * x) (PyTorch's): exact 0 at the
 // integers and no rounding of pi * x, which costs float32 all its digits near x = 1000.
-inline W sinc_w(W x) { return x == WC(0.0) ? WC(1.0) : sinpi(x) / (W_PI * x); }
+// +0 at the nonzero integers whatever sign the runtime's sinpi gives its zero (PoCL's sinpi(1)
+// is -0 on AMD Zen 3, where IEEE 754's sinPi(+n) is +0).
+inline W sinc_w(W x) {
+    if (x == WC(0.0)) return WC(1.0);
+    W s = sinpi(x);
+    return s == WC(0.0) ? WC(0.0) : s / (W_PI * x);
+}
 UNARY(sinc_op, (T)sinc_w((W)x))
 // d/dx sinc = (cos(pi x) - sinc(x)) / x, 0 at 0; near 0 (|pi x| < 0.1, where the difference
 // cancels) its series -z/3 (1 - z^2/10 + z^4/280 - z^6/15120 + z^8/1330560) pi, z = pi x.

@@ -233,7 +233,11 @@ def test_bessel_special_values():
               "scaled_modified_bessel_k1"):
         assert v[n][0] == INF and math.isnan(v[n][1]) and v[n][2] == 0.0, n
     assert v["modified_bessel_i0"][0] == 1.0 and v["modified_bessel_i1"][0] == 0.0
-    assert list(v["spherical_bessel_j0"][:4]) == [1.0, math.sin(1.0), 0.0, 0.0]
+    j0 = v["spherical_bessel_j0"]
+    assert list(j0[[0, 2, 3]]) == [1.0, 0.0, 0.0]
+    # sin(-1) / -1: the runtime's double sin, within OpenCL's 4-ulp bound for it (PoCL on AMD
+    # Zen 3 is 1 ulp below the correctly rounded sin(1))
+    assert abs(j0[1] - math.sin(1.0)) <= 4 * math.ulp(math.sin(1.0))
     assert math.isnan(v["airy_ai"][2]) and math.isnan(v["airy_ai"][3])
     # J, Y at +-inf: NaN (PyTorch's: cos(inf)); NaN in, NaN out everywhere
     for n, row in v.items():
