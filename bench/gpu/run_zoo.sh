@@ -8,8 +8,8 @@
 #
 # ZOO_S: the time limit of each of the two runs (default 270 s); MODELS (default all);
 # MODES (default "f32 amp"). With GPU_CACHE (bench/gpu/setup.sh) the kernel caches and
-# the measured conv choices are packed into $OUT/gl.tgz for the next call's carry.
-# Files in $OUT: zoo_f32.txt/.jsonl, zoo_amp.txt/.jsonl, conv_algos.json, gl.tgz.
+# the measured conv choices are packed into $OUT/gl.tgz.* for the next call's carry.
+# Files in $OUT: zoo_f32.txt/.jsonl, zoo_amp.txt/.jsonl, conv_algos.json, gl.tgz.aa ...
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/clgrad-zoo}

@@ -7,7 +7,7 @@
 #     pyopencl's binaries and clgrad's cache (XDG_CACHE_HOME: measured conv choices, probes) and
 #     NVIDIA's JIT cache (CUDA_CACHE_PATH). Each call gets a fresh machine; carrying the folder
 #     back (`run`'s carry) saves the first-use builds, minutes on a zoo run. gpu_cache_out packs
-#     it into $OUT/gl.tgz.
+#     it into $OUT/gl.tgz.aa, .ab ...
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD HYPOTHESIS_STORAGE_DIRECTORY=/tmp/hyp
@@ -17,6 +17,8 @@ if [ -n "${GPU_CACHE:-}" ]; then
     export XDG_CACHE_HOME=$PWD/$GPU_CACHE/xdg CUDA_CACHE_PATH=$PWD/$GPU_CACHE/nv \
         CUDA_CACHE_MAXSIZE=1073741824
 fi
-gpu_cache_out() {  # pack GPU_CACHE into $OUT/gl.tgz (unpack it into the checkout to carry it)
-    [ -n "${GPU_CACHE:-}" ] && tar -czf "$OUT/gl.tgz" "$GPU_CACHE" && du -sh "$OUT/gl.tgz"
+gpu_cache_out() {  # pack GPU_CACHE into $OUT/gl.tgz.aa, .ab ... (15 MiB pieces: a file back
+    # from $OUT is at most 16 MiB); here: cat gl.tgz.* | tar -xz, then carry the folder
+    [ -n "${GPU_CACHE:-}" ] || return 0
+    tar -cz "$GPU_CACHE" | split -b 15M - "$OUT/gl.tgz." && du -ch "$OUT"/gl.tgz.* | tail -1
 }
