@@ -536,7 +536,7 @@ class Tensor:
                 bool(self.requires_grad), type(self))
         if extra is None and not slots:
             return (_rebuild_tensor, args)
-        return (_rebuild_tensor, args, (extra, slots or None))
+        return (_rebuild_tensor, args, (extra, slots))
 
 
 _TENSOR_SLOTS = frozenset(Tensor.__slots__)
