@@ -512,7 +512,8 @@ class Tensor:
         return id(self)
 
     def __reduce_ex__(self, protocol):
-        """Pickle (``pickle.dumps``, ``copy.copy``, multiprocessing's plain-pickle users):
+        """Pickle in clgrad's own format (``pickle.dumps``, ``copy.copy``, joblib).
+
         (_rebuild_tensor, (storage, offset, shape, strides, requires_grad, type)) and the
         attributes a subclass adds (``__dict__`` and its own slots), as PyTorch keeps them.
 
