@@ -3,6 +3,7 @@
 A Storage is one OpenCL buffer with a dtype, an element count and a version counter that all
 its views share. A Tensor is a Storage plus shape, strides and an element offset
 (``storage_offset``). View ops change only those numbers (see clgrad/ops/views.py).
+Both pickle (``pickle.dumps``, ``copy.copy``) in clgrad's own format: see Tensor.__reduce_ex__.
 This module imports nothing above it: the methods and operators that compute (``add``,
 ``backward``, ``contiguous`` ...), ``repr``/``format`` (clgrad/_tensor_str.py) and ``cuda``/``cpu``
 are bound by clgrad/_tensor_methods.py when clgrad is imported.
@@ -14,8 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import copyreg
+import pickle
+
 from clgrad import dtypes, layout
-from clgrad._device import of_runtime
+from clgrad._device import of_runtime, resolve
+from clgrad.errors import DeviceError
 from clgrad.runtime import Device, default_device
 from clgrad.runtime.shared import SharedHost
 
@@ -144,6 +149,22 @@ class Storage:
         no version bump: callers that change what a tensor holds bump it themselves)."""
         self.device.copy(self.buffer, np.ascontiguousarray(values),
                          dst_offset=offset * self.dtype.itemsize)
+
+    def __reduce_ex__(self, protocol):
+        """Pickle: (_rebuild_storage, (dtype name, device, size, elements)), the elements
+        little-endian and bit-exact (bfloat16 as its bits), read from the device once per
+        pickle (pickle's memo: the tensors of one storage in one pickle share it again when
+        loaded); protocol 5 passes them as a PickleBuffer (out-of-band where the pickler has
+        a buffer_callback). No elements for the meta device."""
+        data = None
+        if self.buffer is not None:  # the meta device has no memory
+            data = np.empty(self.size, self.dtype.np)
+            if self.size:
+                self.device.copy(data, self.buffer)
+            data = data.astype(data.dtype.newbyteorder("<"), copy=False)
+            data = pickle.PickleBuffer(data) if protocol >= 5 else data.tobytes()
+        return (_rebuild_storage, (self.dtype.name, str(of_runtime(self.device)), self.size,
+                                   data))
 
 
 class Tensor:
@@ -489,3 +510,70 @@ class Tensor:
 
     def __hash__(self):
         return id(self)
+
+    def __reduce_ex__(self, protocol):
+        """Pickle in clgrad's own format (``pickle.dumps``, ``copy.copy``, joblib).
+
+        (_rebuild_tensor, (storage, offset, shape, strides, requires_grad, type)) and the
+        attributes a subclass adds (``__dict__`` and its own slots), as PyTorch keeps them.
+
+        The storage pickles itself (Storage.__reduce_ex__: all its elements, bit-exact, on the
+        same device kind), once per pickle, so views pickled together come back as views of
+        one new storage (PyTorch 2.13's pickle gives each its own copy; its torch.save and
+        deepcopy share, as clgrad does here). ``requires_grad`` and the class (Parameter,
+        Buffer, subclasses) are kept; ``.grad``, ``grad_fn`` and hooks are not (PyTorch's
+        rules): a non-leaf that requires grad comes back a leaf that requires grad, as in
+        PyTorch (``copy.deepcopy`` of it raises instead). ``copy.copy`` gives a tensor sharing
+        the storage, as PyTorch's.
+        Format: clgrad's own; PyTorch's unpickler cannot read it nor clgrad PyTorch's (use
+        ``torch.save``/``torch.load`` to exchange tensors). Unpickling a tensor of a GPU where
+        the process has none raises DeviceError (a RuntimeError). ``clgrad.load`` never
+        accepts these globals (it runs no pickle code but its allow-list).
+        """
+        extra = getattr(self, "__dict__", None) or None
+        slots = {k: getattr(self, k) for k in copyreg._slotnames(type(self))
+                 if k not in _TENSOR_SLOTS and hasattr(self, k)}
+        args = (self._storage, self._offset, tuple(self._shape), self._strides,
+                bool(self.requires_grad), type(self))
+        if extra is None and not slots:
+            return (_rebuild_tensor, args)
+        return (_rebuild_tensor, args, (extra, slots))
+
+
+_TENSOR_SLOTS = frozenset(Tensor.__slots__)
+
+
+def _rebuild_storage(dtype_name: str, device: str, size: int, data) -> Storage:
+    """The Storage that Storage.__reduce_ex__ described: ``size`` elements of ``dtype_name``
+    on ``device`` ('cpu', 'cpu:1', 'cuda:0', 'meta'; 'cpu' is the default CPU device), from
+    the little-endian bytes ``data`` (None on the meta device).
+    Raises:  DeviceError (a RuntimeError) when this process has no such device"""
+    dtype = dtypes.to_dtype(dtype_name)
+    try:
+        dev = resolve(device)
+    except DeviceError as e:
+        raise DeviceError(f"pickle: cannot unpickle a tensor that was on device {device!r}: "
+                          f"{e}; move it to an available device (t.cpu()) before pickling"
+                          ) from e
+    st = Storage(size, dtype, dev)
+    if data is not None and size:
+        values = np.frombuffer(data, dtype.np.newbyteorder("<"), size)
+        st.write(0, values.astype(dtype.np, copy=False))
+    return st
+
+
+def _rebuild_tensor(storage: Storage, offset: int, shape, strides, requires_grad: bool,
+                    cls=Tensor) -> Tensor:
+    """The tensor that Tensor.__reduce_ex__ described, over ``storage``: a root when it
+    covers the whole storage contiguously, else a view of a fresh root over the storage (as
+    ``detach()`` makes); ``requires_grad`` set on the leaf it is."""
+    t = _new(cls)
+    if offset == 0 and layout.numel(shape) == storage.size and \
+            layout.is_contiguous(shape, strides):
+        Tensor.__init__(t, storage, shape, strides, 0)
+    else:
+        root = Tensor(storage, (storage.size,), (1,), 0)
+        Tensor.__init__(t, storage, shape, strides, offset, base=root)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t

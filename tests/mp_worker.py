@@ -37,3 +37,8 @@ def touch_in_fork(x, report):
         report.put("no error")
     except Exception as e:  # noqa: BLE001  (reported to the parent)
         report.put(f"{type(e).__name__}: {e}")
+
+
+def scaled(t, factor):
+    """A new tensor: ``t * factor`` (a Pool task of tests/test_pickle_tensor.py)."""
+    return t * factor

@@ -27,7 +27,9 @@ Only tensors on CPU devices can be shared: a GPU buffer cannot be mapped by anot
 (OpenCL has no inter-process memory handles, unlike CUDA's IPC), so sending one raises
 RuntimeError; move it to 'cpu' (or send ``t.numpy()``) first. A non-leaf tensor that requires
 grad raises too (autograd does not cross processes, PyTorch's rule); send ``t.detach()``.
-Gradients are not sent (``.grad`` stays in the process that made it).
+Gradients are not sent (``.grad`` stays in the process that made it). Python's plain
+``pickle`` (a file, joblib) copies the elements instead of sharing them (Tensor.__reduce_ex__
+in clgrad/tensor.py), as do Tensor subclasses other than Parameter on a Queue.
 
 Sharing strategies: only 'file_descriptor' (the descriptor of the shared memory is passed
 to the receiver; nothing is left in /dev/shm), as PyTorch's default on Linux.
