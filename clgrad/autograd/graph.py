@@ -131,8 +131,9 @@ def grad_fn_name(node, out_ndim=0) -> str:
     if name[:1].isupper():  # an autograd.Function subclass
         return f"{name}Backward"
     base = _TORCH_NAMES.get(name)
-    if base is None and name.endswith("_backward") and name[:-9] in _TORCH_NAMES:
-        base = _TORCH_NAMES[name[:-9]] + "Backward"  # a link (_linked): 'MaxPool2D...Backward'
+    if base is None and name.endswith("_backward"):  # a link (_linked): PyTorch's backward op
+        inner = _LINK_NAMES.get(name[:-9]) or _TORCH_NAMES.get(name[:-9])
+        base = None if inner is None else inner + "Backward"
     if base is None:
         base = "".join(w[:1].upper() + w[1:] for w in name.split("_") if w)
     # PyTorch's overloads: the reduction over dims is sum/mean "Backward1" (over all: 0),
@@ -142,6 +143,9 @@ def grad_fn_name(node, out_ndim=0) -> str:
     if name in ("max", "min"):
         return f"{base}Backward{0 if out_ndim else 1}"
     return f"{base}Backward{'1' if name == 'clamp' else '0'}"
+
+
+_LINK_NAMES = {"relu": "Threshold"}  # relu's backward is threshold_backward in PyTorch
 
 
 class _NodeName(str):
