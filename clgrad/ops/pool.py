@@ -185,7 +185,8 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     def double(gy, node):  # create_graph: gx recorded, its own backward a gather at idx
         return (record("adaptive_max_pool2d_backward", backward(gy)[0], (gy,),
                        lambda ggx: (_at_argmax(ggx, idx),)),)
-    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx], double=(double, _LINK_X, True))
+    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx],
+                 double=(double, _LINK_X, True))
     return (out, idx) if return_indices else out
 
 
