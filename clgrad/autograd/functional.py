@@ -213,6 +213,11 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     gradient (taken with create_graph); for inputs i, j a tensor of shape
     ``in_i.shape + in_j.shape``, nested as a tuple of tuples when ``inputs`` is a tuple.
 
+    ``strict=True``: RuntimeError (PyTorch's messages) where the gradient does not require
+    grad (a linear function) or an entry of it is independent of an input; a gradient through
+    a piecewise-linear op (relu, max_pool2d ...) requires grad as PyTorch's
+    (autograd.graph._linked), so its Hessian is zeros there, strict or not.
+
     Raises:  RuntimeError when func's output has more than one element (PyTorch's message),
              or as jacobian.
     """
@@ -228,6 +233,14 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
     def gradient(*inp):  # the gradient, kept differentiable (a tuple for tuple inputs)
         g = jacobian(scalar, inp, create_graph=True, strict=strict)
+        for i, gi in enumerate(g if strict else ()):  # (PyTorch's _check_requires_grad)
+            if not gi.requires_grad:
+                raise RuntimeError(
+                    f"While computing the hessian, found that the jacobian of the "
+                    f"user-provided function with respect to input {i} is independent of the "
+                    f"input. This is not allowed in strict mode. You should ensure that your "
+                    f"function is twice differentiable and that the jacobian depends on the "
+                    f"inputs (this would be violated by a linear function for example).")
         return g if in_tuple else g[0]
     return jacobian(gradient, ins if in_tuple else ins[0], create_graph=create_graph,
                     strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)

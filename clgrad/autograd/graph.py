@@ -42,6 +42,10 @@ class Node:
     is not (the engine raises rather than return a gradient without its graph), True --
     ``backward_fn`` itself computes with recording ops, or a callable ``double(g, node)``, a
     backward of recording ops (``output_of(node, y)`` re-attaches the saved output ``y``).
+    Either may come as ``(double, links, zeros)``: the gradients it gives are *linked* to the
+    inputs numbered in ``links`` (see ``_linked``: PyTorch's formula of a piecewise-linear
+    op reads its input or output, so its gradient requires grad and a second derivative
+    through it is zeros -- ``zeros`` True -- or no gradient at all -- False).
 
     PyTorch's face: ``name()`` ('MulBackward0'; ``name`` also compares equal to clgrad's own
     op name, 'mul'), ``next_functions`` ((node, input_nr) pairs), ``metadata`` (a dict).
@@ -127,6 +131,9 @@ def grad_fn_name(node, out_ndim=0) -> str:
     if name[:1].isupper():  # an autograd.Function subclass
         return f"{name}Backward"
     base = _TORCH_NAMES.get(name)
+    if base is None and name.endswith("_backward"):  # a link (_linked): PyTorch's backward op
+        inner = _LINK_NAMES.get(name[:-9]) or _TORCH_NAMES.get(name[:-9])
+        base = None if inner is None else inner + "Backward"
     if base is None:
         base = "".join(w[:1].upper() + w[1:] for w in name.split("_") if w)
     # PyTorch's overloads: the reduction over dims is sum/mean "Backward1" (over all: 0),
@@ -136,6 +143,9 @@ def grad_fn_name(node, out_ndim=0) -> str:
     if name in ("max", "min"):
         return f"{base}Backward{0 if out_ndim else 1}"
     return f"{base}Backward{'1' if name == 'clamp' else '0'}"
+
+
+_LINK_NAMES = {"relu": "Threshold"}  # relu's backward is threshold_backward in PyTorch
 
 
 class _NodeName(str):
@@ -352,6 +362,9 @@ def _apply(node, g, retain_graph, create_graph=False):
         saved_hooks.unpack_all(hooks, packed, [t for t, _ in node.saved])
     if create_graph:
         double = node.double
+        links = None
+        if type(double) is tuple:  # (double, links, zeros): see Node
+            double, links, zeros = double
         if double is None:
             raise RuntimeError(
                 f"create_graph: the backward of {str(node.name)!r} ({node.name()}) is not "
@@ -359,6 +372,8 @@ def _apply(node, g, retain_graph, create_graph=False):
                 f"of its own (README: 'Deliberately different from PyTorch' lists the ops "
                 f"whose backward is); compute this gradient without create_graph=True")
         grads = node.backward_fn(g) if double is True else double(g, node)
+        if links is not None:
+            grads = _linked(node, grads if isinstance(grads, tuple) else (grads,), links, zeros)
     else:
         grads = node.backward_fn(g)
     if not isinstance(grads, tuple):
@@ -380,6 +395,48 @@ def _apply(node, g, retain_graph, create_graph=False):
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
         node.double = node.packed = None
     return out
+
+
+def _linked(node, grads, links, zeros):
+    """``grads`` (node's create_graph gradients) each returned as itself (an alias: same
+    storage and geometry, no launch) under a *link* Node whose edges are the gradient's own
+    graph and node's inputs numbered in ``links`` that require grad. PyTorch's backward of a
+    piecewise-linear op (threshold_backward(grad, result, 0), max_pool2d_with_indices_backward
+    (grad, self, ...), convolution_backward(grad, input, weight, ...)) takes its input or
+    output, so the gradient requires grad even where its values do not depend on them, and
+    differentiating it again gives zeros for them (or, ``zeros`` False, no gradient: PyTorch's
+    undefined one, as convolution's and grid_sample's). The link's backward passes the
+    gradient to the gradient's own graph unchanged and new zeros (or None) to those inputs.
+    Called under create_graph only: a first-order backward never gets here."""
+    edges, metas = [], []
+    for i in links:
+        e = node.next[i]
+        if e is not None:
+            edges.append(e)
+            metas.append(node.input_meta[i])
+    if not edges:
+        return grads
+    metas = tuple(metas)
+
+    def backward_fn(g):
+        if not zeros:
+            return (g,) + (None,) * len(metas)
+        return (g,) + tuple(g.new_zeros(shape, dtype=dtype) for shape, dtype in metas)
+
+    out = []
+    for ig in grads:
+        if ig is None:
+            out.append(None)
+            continue
+        link = Node(f"{node._op}_backward", (_edge(ig), *edges), backward_fn, (),
+                    ((ig._shape, ig._storage.dtype),) + metas)
+        link.out_ndim = len(ig._shape)
+        link.double = True  # (g passed on as is; the zeros are constants)
+        t = Tensor(ig._storage, ig._shape, ig._strides, ig._offset)
+        t._requires_grad = True
+        t._grad_fn = link
+        out.append(t)
+    return tuple(out)
 
 
 def _run(roots, root_grads, retain_graph, targets=None, create_graph=False):

@@ -53,7 +53,8 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
         launch_1d(_FILE, "leaky_relu_bwd", defines_for(x.dtype), gx, (g, x), (slope,))
         return (gx,)
     return record("leaky_relu", out, (x,), backward, saved=[x],
-                  double=lambda g, node: (ew.where(ew.gt(x, 0), g, ew.mul(g, negative_slope)),))
+                  double=(lambda g, node: (ew.where(ew.gt(x, 0), g, ew.mul(g, negative_slope)),),
+                          _LINK_X, True))
 
 
 # -- pointwise activations: one kernel each direction (kernels/activation.cl ACT) -------------
@@ -347,8 +348,9 @@ def _act(kname, input, inplace, p0=0.0, p1=0.0, op=None):
         launch_1d(_FILE, kname + "_bwd", d, gx, (g, x), args)
         return (gx,)
     grad_of = _ACT_GRADS.get(kname)
-    return record(op, out, (x,), backward, saved=[x], double=None if grad_of is None else
-                  lambda g, node: (grad_of(g, x, p0, p1),))
+    double = None if grad_of is None else lambda g, node: (grad_of(g, x, p0, p1),)
+    return record(op, out, (x,), backward, saved=[x],
+                  double=(double, _LINK_X, True) if kname in _LINKED else double)
 
 
 def _sig_grad(g, x, p0, p1):
@@ -416,13 +418,21 @@ _ACT_GRADS = {
 }
 
 
+# The piecewise-linear ones: their gradient's values do not depend on x, but PyTorch's formula
+# (threshold_backward(grad, self, t), hardtanh_backward(grad, self, ...)) reads x, so under
+# create_graph the gradient requires grad and a second derivative gives zeros for x
+# (autograd.graph._linked); the others' gradients depend on x anyway.
+_LINKED = frozenset(("threshold", "softshrink", "hardshrink", "hardtanh", "hardsigmoid"))
+_LINK_X = (0,)  # (Node.double's links: input 0)
+
+
 class _HardtanhInPlace:
     """hardtanh(min p0, max p1)'s ``in_place`` spec (clgrad.ops.inplace.output_inplace): its
     gradient g where p0 < x < p1 reads the same from the output y = clamp(x) (y <= p0 exactly
     where x <= p0, y >= p1 where x >= p1, NaN where x is NaN)."""
 
     def __init__(self, p0, p1):
-        self.in_place = (self._launch, self._grad, self._double)
+        self.in_place = (self._launch, self._grad, self._double, True)  # True: linked
         self.p0, self.p1 = p0, p1
 
     def _double(self, g, y):  # (create_graph: the same mask by recording ops)

@@ -58,6 +58,7 @@ def to(x: Tensor, dtype) -> Tensor:
 
 
 _BF16, _F16, _F32 = dtypes.bfloat16, dtypes.float16, dtypes.float32
+_LINK_X = (0,)  # Node.double links (autograd.graph._linked): input 0
 
 
 def _low_in(v, low):
@@ -1143,13 +1144,13 @@ def relu(x: Tensor) -> Tensor:
     out = _launch_unary("relu", x)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
-                  double=lambda g, node: (where(le(y, 0), 0.0, g),))
+                  double=(lambda g, node: (where(le(y, 0), 0.0, g),), _LINK_X, True))
 
 
 # relu_ writes into self at once (its gradient reads the output: clgrad.ops.inplace)
 relu.in_place = (lambda out, x: launch_1d(_FILE, "relu", defines_of(x.dtype), out, (x,)),
                  lambda g, y: _binary_grad("relu_grad", g, y),
-                 lambda g, y: where(le(y, 0), 0.0, g))
+                 lambda g, y: where(le(y, 0), 0.0, g), True)  # True: linked (as relu)
 
 
 def neg(x: Tensor) -> Tensor:

@@ -126,8 +126,14 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
                      *flags, np.int32(want[0]), np.int32(want[1]))
         return gx, gg
     return record("grid_sample", out, (input, grid), backward, saved=[input, grid],
-                  double=lambda g, node: _double(g, input, grid, mode, padding_mode,
-                                                 bool(align_corners)))
+                  double=(lambda g, node: _double(g, input, grid, mode, padding_mode,
+                                                  bool(align_corners)), _LINK_BOTH, False))
+
+
+# Node.double links (autograd.graph._linked): PyTorch's grid_sampler_2d_backward reads input
+# and grid, so the create_graph gradients require grad; differentiated again, they give no
+# gradient (None, PyTorch's undefined one) along those links
+_LINK_BOTH = (0, 1)
 
 
 def _double(g, input, grid, mode, padding, align):

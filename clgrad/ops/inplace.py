@@ -150,14 +150,17 @@ def output_inplace(op: str, self: Tensor, fn):
     if grad and root is not self:
         return None
     _check_inplace_target(op, self)
-    launch, grad_of, again = spec  # again(g, y): grad_of of recording ops (create_graph)
+    # again(g, y): grad_of of recording ops (create_graph); linked: a piecewise-linear op's
+    # create_graph gradient linked to self's old value (autograd.graph._linked)
+    launch, grad_of, again, *linked = spec
     launch(self, self)  # elementwise: each element read and written at its own index
     bump_version(self)
     if grad:
         y = self.detach()
         old = self._grad_fn
+        double = None if again is None else lambda g, node: (again(g, output_of(node, y)),)
         record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y],
-               double=None if again is None else lambda g, node: (again(g, output_of(node, y)),))
+               double=(double, (0,), True) if linked and double is not None else double)
         self._rebase += 1
         if self._retains_grad and old is not None and old.retained is not None:
             old.retained, self._grad_fn.retained = None, old.retained

@@ -859,8 +859,11 @@ def _nll(op, x, target, weight, ignore, reduction, eps, logits):
             rsum._storage.buffer, wsum._storage.buffer if own else None))
         return (gx,)
     saved = [x, target] + ([weight] if weight is not None else [])
-    return record(op, out, (x,), backward, saved=saved, double=lambda g, node: recomputed(
-        _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim), (x,))(g, node))
+    double = lambda g, node: recomputed(  # noqa: E731 (made when needed)
+        _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim), (x,))(g, node)
+    # nll_loss: PyTorch's nll_loss_backward reads the input (linked: autograd.graph._linked)
+    return record(op, out, (x,), backward, saved=saved,
+                  double=double if logits else (double, (0,), True))
 
 
 def _nll_composed(op, target, weight, ignore, reduction, eps, logits, cdim):

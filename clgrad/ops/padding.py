@@ -89,7 +89,9 @@ def pad(input: Tensor, pad, mode: str = "constant", value=0) -> Tensor:
     else:  # reflect, replicate, a crop: the backward's kernel recorded, its adjoint pad_fwd
         def double(g, node):
             return (_pad_bwd_rec(g, tuple(x.shape), oshape, tuple(lo), m),)
-    return record("pad", out, (x,), backward, double=double)
+    # reflect, replicate: PyTorch's backward reads the input (linked: autograd.graph._linked)
+    return record("pad", out, (x,), backward,
+                  double=double if mode == "constant" else (double, (0,), True))
 
 
 def _pad_fwd(x: Tensor, oshape, lo, m, value=0) -> Tensor:

@@ -30,6 +30,9 @@ __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool
 
 _FILE = "pool.cl"
 _BF16 = dtypes.bfloat16
+# Node.double links (autograd.graph._linked): PyTorch's pool backwards read the input, so
+# a create_graph gradient requires grad and differentiates to zeros for it
+_LINK_X = (0,)
 
 
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
@@ -75,7 +78,7 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
     def double(gy, node):  # create_graph: gx recorded, its own backward a gather at idx
         return (record("max_pool2d_backward", backward(gy)[0], (gy,),
                        lambda ggx: (_at_argmax(ggx, idx),)),)
-    out = record("max_pool2d", out, (x,), backward, saved=[idx], double=double)
+    out = record("max_pool2d", out, (x,), backward, saved=[idx], double=(double, _LINK_X, True))
     return (out, idx) if return_indices else out
 
 
@@ -125,7 +128,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
         return (record("avg_pool2d_backward", backward(gy)[0], (gy,), lambda ggx: (avg_pool2d(
             ggx, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),),
             double=True),)
-    return record("avg_pool2d", out, (x,), backward, double=double)
+    return record("avg_pool2d", out, (x,), backward, double=(double, _LINK_X, True))
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
@@ -158,7 +161,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     def double(gy, node):  # create_graph: gx recorded; adaptive_bwd's adjoint is the forward
         return (record("adaptive_avg_pool2d_backward", backward(gy)[0], (gy,),
                        lambda ggx: (adaptive_avg_pool2d(ggx, (oh, ow)),), double=True),)
-    return record("adaptive_avg_pool2d", out, (x,), backward, double=double)
+    return record("adaptive_avg_pool2d", out, (x,), backward, double=(double, _LINK_X, True))
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
@@ -182,7 +185,8 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     def double(gy, node):  # create_graph: gx recorded, its own backward a gather at idx
         return (record("adaptive_max_pool2d_backward", backward(gy)[0], (gy,),
                        lambda ggx: (_at_argmax(ggx, idx),)),)
-    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx], double=double)
+    out = record("adaptive_max_pool2d", out, (x,), backward, saved=[idx],
+                 double=(double, _LINK_X, True))
     return (out, idx) if return_indices else out
 
 

@@ -154,8 +154,8 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
                 _debug_choice("forward", fast[5], algo)
             return record("conv2d", out, (input, weight, bias),
                           _backward(geo, False, input, weight, bias), saved=[input, weight],
-                          double=lambda g, node: recomputed(  # (made when needed)
-                              _composed(geo), (input, weight, bias))(g, node))
+                          double=(lambda g, node: recomputed(  # (made when needed)
+                              _composed(geo), (input, weight, bias))(g, node), _LINK, False))
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     n, o, oh, ow = geo.n, geo.o * geo.g, geo.oh, geo.ow
     x4 = _as4(input)
@@ -184,8 +184,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
         alg.fill_bias(_as4(out), bias)
     return record("conv2d", out, (input, weight, bias),
                   _backward(geo, empty_sum, input, weight, bias), saved=[input, weight],
-                  double=lambda g, node: recomputed(  # (made when needed)
-                      _composed(geo), (input, weight, bias))(g, node))
+                  double=(lambda g, node: recomputed(  # (made when needed)
+                      _composed(geo), (input, weight, bias))(g, node), _LINK, False))
+
+
+# Node.double links (autograd.graph._linked): PyTorch's convolution_backward reads input and
+# weight, so a create_graph gradient requires grad (a constant weight's too) and, where its
+# values do not depend on them, differentiates to no gradient (None, PyTorch's undefined one)
+_LINK = (0, 1)
 
 
 # fold.unfold (im2col as an op) and fold.fold (col2im), registered by clgrad/ops/conv/fold.py

@@ -138,8 +138,9 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         return gi, gw, gb
 
     out = record("conv_transpose2d", out, (input, weight, bias), backward,
-                 saved=[input, weight], double=lambda gy, node: recomputed(  # (made when
-                     _composed(g, s, p, d, op, oh, ow), (input, weight, bias))(gy, node))  # needed)
+                 saved=[input, weight], double=(lambda gy, node: recomputed(  # (made when
+                     _composed(g, s, p, d, op, oh, ow), (input, weight, bias))(gy, node),  # needed)
+                                                  (0, 1), False))  # linked as conv2d's
     return out if input.ndim == 4 else out.view(out.shape[1:])
 
 
