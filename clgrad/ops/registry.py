@@ -63,6 +63,7 @@ from clgrad import creation as cr
 from clgrad.ops import activation as act
 from clgrad.ops import attention
 from clgrad.ops import composite as cp
+from clgrad.ops import ctc_loss as ctc
 from clgrad.ops import decomp as dc
 from clgrad.ops.conv import fold as fo
 from clgrad.ops.conv import op as conv
@@ -572,6 +573,7 @@ OPS = (
     Op("poisson_nll_loss", loss.poisson_nll_loss, TORCH | FUNCTIONAL),
     Op("gaussian_nll_loss", loss.gaussian_nll_loss, FUNCTIONAL),
     Op("multi_margin_loss", loss.multi_margin_loss, FUNCTIONAL),
+    Op("ctc_loss", ctc.ctc_loss, FUNCTIONAL),
     # -- distance (clgrad/ops/loss.py) --------------------------------------------------------
     Op("cosine_similarity", loss.cosine_similarity, TORCH | FUNCTIONAL),
     Op("pairwise_distance", loss.pairwise_distance, TORCH | FUNCTIONAL),
