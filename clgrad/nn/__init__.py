@@ -74,3 +74,4 @@ from clgrad.nn.three_d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, 
                                BatchNorm3d, CircularPad3d, ConstantPad3d, Conv3d,
                                ConvTranspose3d, Dropout3d, InstanceNorm3d, MaxPool3d,
                                ReflectionPad3d, ReplicationPad3d, ZeroPad3d)
+from clgrad.nn.loss import CTCLoss  # noqa: F401,E402

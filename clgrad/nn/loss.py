@@ -345,3 +345,20 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 __all__ += ["MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
+
+
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss (Graves et al. 2006) of log-probabilities
+    (T, N, C) against unaligned targets; see clgrad.nn.functional.ctc_loss."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        """See clgrad.nn.functional.ctc_loss (shapes, reductions, the gradient)."""
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)
+
+
+__all__ += ["CTCLoss"]
