@@ -19,6 +19,7 @@ import clgrad
 import clgrad.nn as nn
 import clgrad.nn.functional as F
 from clgrad.autograd import gradcheck
+from clgrad.ops import ctc_loss as ctc_mod
 
 f64, f32 = clgrad.float64, clgrad.float32
 RNG = np.random.default_rng(11)
@@ -128,6 +129,26 @@ def test_reductions_padded_and_concatenated(dtype, tol, reduction):
     mod = nn.CTCLoss(reduction=reduction)(_t(lp, dtype), _t(cat, clgrad.int64), tuple(il),
                                           tuple(tl))
     np.testing.assert_allclose(mod.numpy(), want, rtol=tol)
+
+
+@pytest.mark.parametrize("group", [4, 64])
+def test_several_work_items_per_sample(monkeypatch, group):
+    """The GPU's layout (a work-group per sample, barriers between time steps) on any device:
+    4 work items each walk several extended positions (2 S + 1 = 17); 64 leave some idle."""
+    monkeypatch.setattr(ctc_mod, "_CPU_GROUP", group)
+    monkeypatch.setattr(ctc_mod, "_GPU_GROUP", group)
+    tm, n, c, s = 20, 3, 5, 8
+    lp = _random_lp(tm, n, c)
+    tg, il, tl = _targets(n, s, c), [20, 15, 9], [8, 4, 0]
+    x = _t(lp, grad=True)
+    out = F.ctc_loss(x, _t(tg, clgrad.int64), il, tl, reduction="sum")
+    np.testing.assert_allclose(out.item(), np_ctc(lp, tg, il, tl, reduction="sum"), rtol=1e-12)
+    out.backward()
+    monkeypatch.setattr(ctc_mod, "_CPU_GROUP", 1)
+    monkeypatch.setattr(ctc_mod, "_GPU_GROUP", 1)
+    y = _t(lp, grad=True)
+    F.ctc_loss(y, _t(tg, clgrad.int64), il, tl, reduction="sum").backward()
+    np.testing.assert_allclose(x.grad.numpy(), y.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
 def test_unbatched_input():
@@ -381,13 +402,13 @@ def test_training_a_bilstm_with_ctc_decreases_the_loss_and_decodes():
     xs, tgs = clgrad.tensor(x), clgrad.tensor(tg)
     lengths = (tm,) * n, (s,) * n
     losses = []
-    for _ in range(60):
+    for _ in range(40):
         opt.zero_grad()
         loss = crit(net(xs), tgs, *lengths)
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses[-1] < 0.2 * losses[0], losses[::10]
+    assert losses[-1] < 0.1 * losses[0], losses[::10]
     xv, tv = _synthetic(n, tm, c, s, rng)  # fresh sequences: greedy decoding
     with clgrad.no_grad():
         best = net(clgrad.tensor(xv)).numpy().argmax(2)   # (T, N)

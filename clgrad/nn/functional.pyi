@@ -109,6 +109,7 @@ from clgrad.ops.loss import triplet_margin_loss as triplet_margin_loss
 from clgrad.ops.loss import poisson_nll_loss as poisson_nll_loss
 from clgrad.ops.loss import gaussian_nll_loss as gaussian_nll_loss
 from clgrad.ops.loss import multi_margin_loss as multi_margin_loss
+from clgrad.ops.ctc_loss import ctc_loss as ctc_loss
 from clgrad.ops.loss import cosine_similarity as cosine_similarity
 from clgrad.ops.loss import pairwise_distance as pairwise_distance
 from clgrad.ops.dropout import alpha_dropout as alpha_dropout
@@ -153,7 +154,7 @@ __all__ = [
     "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
     "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
-    "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss", "cosine_similarity",
+    "poisson_nll_loss", "gaussian_nll_loss", "multi_margin_loss", "ctc_loss", "cosine_similarity",
     "pairwise_distance", "alpha_dropout", "feature_alpha_dropout", "lp_pool1d", "lp_pool2d",
     "pdist", "multilabel_margin_loss", "triplet_margin_with_distance_loss", "embedding_bag",
     "relu_",

@@ -26,7 +26,8 @@ __all__ = ["ctc_loss"]
 
 _FILE = "ctc_loss.cl"
 _REDUCTIONS = ("mean", "sum", "none")
-_GPU_GROUP = 128  # work items per sample on a GPU; a CPU device walks a sample in one
+_GPU_GROUP = 128  # work items per sample on a GPU (each walks s = lid, lid + 128, ...)
+_CPU_GROUP = 1    # on a CPU device one work item walks a sample (tests set others)
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
@@ -111,7 +112,7 @@ def _nll(lp, ext, il, tl, zero_inf):
     alpha = empty((tm, n, sp), x.dtype, dev)
     nll = empty((n,), x.dtype, dev)
     d = defines_for(x.dtype)
-    ls = 1 if dev.kind == "cpu" else _GPU_GROUP
+    ls = _CPU_GROUP if dev.kind == "cpu" else _GPU_GROUP
     head = (np.int64(n), np.int64(tm), np.int64(c), np.int64(sp), x._storage.buffer,
             np.int64(x._offset), ext_d._storage.buffer, il_d._storage.buffer,
             tl_d._storage.buffer)
