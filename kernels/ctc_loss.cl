@@ -101,7 +101,8 @@ __kernel void ctc_grad(long total, long N, long C, long SP, __global const T *lp
     __global const long *e = ext + n * SP;
     long sn = 2 * tl[n] + 1;
     T m = -INFINITY, acc = (T)0;  // log-sum-exp of alpha + beta over s with l'_s = c
-    for (long s = 0; s < sn; ++s) {
+    // blank sits at the even places, the labels (never blank: checked) at the odd ones
+    for (long s = c == e[0] ? 0 : 1; s < sn; s += 2) {
         if (e[s] != c) continue;
         T v = AT(alpha, t, s) + AT(beta, t, s);
         if (v > m) {
