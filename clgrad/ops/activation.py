@@ -140,7 +140,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x where x > 0, else weight * x, weight (1,) or (C,) along dim 1 of an input (N, C, *).
-    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight.
+    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight; under create_graph
+    the input's gradient requires grad even with a constant weight (linked), as PyTorch's.
     Raises RuntimeError when weight has neither 1 element nor one per channel."""
     _check_float("prelu", input)
     if not isinstance(weight, Tensor):
