@@ -245,3 +245,151 @@ def test_first_order_never_links(monkeypatch):
     g2.sum().backward()
     # relu's link (the last backward) gives x zeros; the conv's link gives none
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((2, 3, 6, 6)))
+
+
+# -- composed and batch-norm ops, pow's Hessian, hvp(strict) ----------------------------------
+_W3 = [0.2, 0.3, 0.4]
+
+
+def _bn(T, F, x, weight=False, act=False):
+    y = F.batch_norm(x, T.tensor([0.1, -0.2, 0.3], dtype=T.float64),
+                     T.tensor([0.5, 1.5, 0.8], dtype=T.float64),
+                     T.tensor(_W3, dtype=T.float64) if weight else None,
+                     T.tensor(_W3, dtype=T.float64) if weight else None, training=False)
+    return T.relu(y) if act else y
+
+
+# name -> (fn(lib, F, x), x's shape, (g.requires_grad, second)), as CASES
+MORE = {
+    "prelu_const": (lambda T, F, x: F.prelu(x, T.tensor(_W3, dtype=T.float64)), (4, 3, 5),
+                    (True, "zeros")),
+    "prelu_one": (lambda T, F, x: F.prelu(x, T.tensor([0.25], dtype=T.float64)), (4, 3),
+                  (True, "zeros")),
+    "rrelu_train": (lambda T, F, x: F.rrelu(x, training=True), (4, 6), (True, "zeros")),
+    "batch_norm_eval": (lambda T, F, x: _bn(T, F, x), (4, 3, 5), (True, "none")),
+    "batch_norm_eval_affine": (lambda T, F, x: _bn(T, F, x, weight=True), (4, 3, 5),
+                               (True, "none")),
+    "batch_norm_eval_relu": (lambda T, F, x: _bn(T, F, x, act=True), (4, 3, 5),
+                             (True, "zeros")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_composed_ops_link_their_input(name):
+    fn, shape, (requires, second) = MORE[name]
+    rg, got, g = _second(clgrad, fn, shape, 11)
+    assert rg is requires and g.grad_fn is not None
+    if second == "none":
+        assert got is None
+    else:
+        assert got.dtype == F64 and np.array_equal(got.numpy(), np.zeros(shape))
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_composed_ops_link_their_input_as_pytorch(name):
+    torch = pytest.importorskip("torch")
+    fn, shape, (requires, second) = MORE[name]
+    rg, got, _ = _second(torch, fn, shape, 11)
+    assert rg is requires
+    assert got is None if second == "none" else np.array_equal(got.numpy(), np.zeros(shape))
+
+
+def test_prelu_weight_gradient_still_flows():
+    # with a weight that requires grad: zeros for x, d/dw <g, u> = sum of u where x <= 0
+    x = clgrad.tensor([[1.0, -2.0], [-0.5, 3.0]], dtype=F64, requires_grad=True)
+    w = clgrad.tensor([0.25, 0.5], dtype=F64, requires_grad=True)
+    g, = clgrad.autograd.grad(F.prelu(x, w).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(g.detach().numpy(), [[1.0, 0.5], [0.25, 1.0]])
+    u = clgrad.tensor([[3.0, 5.0], [7.0, 11.0]], dtype=F64)
+    hx, hw = clgrad.autograd.grad((g * u).sum(), (x, w))
+    np.testing.assert_array_equal(hx.numpy(), np.zeros((2, 2)))
+    np.testing.assert_array_equal(hw.numpy(), [7.0, 5.0])
+
+
+def test_batch_norm_eval_with_a_weight_gives_x_none_and_w_its_gradient():
+    x = clgrad.tensor(_rand((4, 3, 5), 12), dtype=F64, requires_grad=True)
+    w = clgrad.tensor(_W3, dtype=F64, requires_grad=True)
+    rm = clgrad.tensor([0.1, -0.2, 0.3], dtype=F64)
+    rv = clgrad.tensor([0.5, 1.5, 0.8], dtype=F64)
+    g, = clgrad.autograd.grad(F.batch_norm(x, rm, rv, w, training=False).sum(), x,
+                              create_graph=True)
+    hx, hw = clgrad.autograd.grad(g.sum(), (x, w), allow_unused=True)
+    assert hx is None
+    # d/dw sum(w / sqrt(rv + eps)) over N * L = 20 elements per channel
+    np.testing.assert_allclose(hw.numpy(), 20 / np.sqrt(np.array([0.5, 1.5, 0.8]) + 1e-5),
+                               rtol=1e-13)
+
+
+@pytest.mark.parametrize("f", ["pow", "square"])
+def test_hessian_of_a_square_requires_grad_and_differentiates_to_zeros(f):
+    sq = (lambda t: t ** 2) if f == "pow" else clgrad.square
+    x = clgrad.tensor([1.0, -2.0, 3.0], dtype=F64, requires_grad=True)
+    h = clgrad.autograd.functional.hessian(lambda t: sq(t).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(h.detach().numpy(), 2 * np.eye(3))
+    assert h.requires_grad
+    d, = clgrad.autograd.grad(h.sum(), x)
+    np.testing.assert_array_equal(d.numpy(), np.zeros(3))
+    # the first-order gradient is unchanged: 2x
+    g, = clgrad.autograd.grad(sq(x).sum(), x)
+    np.testing.assert_array_equal(g.numpy(), [2.0, -4.0, 6.0])
+
+
+def test_hessian_of_a_square_as_pytorch():
+    torch = pytest.importorskip("torch")
+    for lib in (clgrad, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        h = lib.autograd.functional.hessian(lambda t: (t ** 2).sum(), x, create_graph=True)
+        assert h.requires_grad
+        d, = lib.autograd.grad(h.sum(), x)
+        np.testing.assert_array_equal(d.numpy(), np.zeros(3))
+
+
+_HVP_INDEPENDENT = "hessian of the user-provided function is independent of entry 0"
+
+
+@pytest.mark.parametrize("lib_name", ["clgrad", "torch"])
+def test_hvp_strict_raises_for_piecewise_linear_functions(lib_name):
+    lib = clgrad if lib_name == "clgrad" else pytest.importorskip("torch")
+    Fl = lib.nn.functional
+    hvp = lib.autograd.functional.hvp
+    x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64)
+    v = lib.tensor([0.5, 1.0, -2.0], dtype=lib.float64)
+    for f in (lambda t: lib.relu(t).sum(), lambda t: Fl.max_pool1d(t.view(1, 1, 3), 2).sum()):
+        with pytest.raises(RuntimeError, match=_HVP_INDEPENDENT):
+            hvp(f, x, v, strict=True)
+        _, r = hvp(f, x, v)  # non-strict: zeros
+        np.testing.assert_array_equal(r.numpy(), np.zeros(3))
+    with pytest.raises(RuntimeError, match="jacobian of the user-provided function with "
+                                           "respect to input 0 is independent"):
+        hvp(lambda t: (t * 2).sum(), x, v, strict=True)
+    # H v of sum(relu(t) t^2) = 6 t v where t > 0 (hand-derived), strict or not
+    for strict in (False, True):
+        _, r = hvp(lambda t: (lib.relu(t) * t * t).sum(), x, v, strict=strict)
+        np.testing.assert_array_equal(r.numpy(), [3.0, 0.0, -36.0])
+    _, r = hvp(lambda t: (t ** 3).sum(), x, v, strict=True, create_graph=True)
+    assert r.requires_grad
+    np.testing.assert_array_equal(r.detach().numpy(), [3.0, -12.0, -36.0])
+
+
+def test_first_order_never_links_composed_ops(monkeypatch):
+    calls = []
+    orig = graph._linked
+
+    def spy(*a):
+        calls.append(a[0].name)
+        return orig(*a)
+    monkeypatch.setattr(graph, "_linked", spy)
+    x = clgrad.tensor(_rand((4, 3, 5), 40), dtype=F64, requires_grad=True)
+    w = clgrad.tensor(_W3, dtype=F64)
+
+    def program():
+        y = _bn(clgrad, F, F.prelu(x, w), weight=True)
+        return (F.rrelu(y, training=True) ** 2).sum()
+    clgrad.manual_seed(3)
+    program().backward()
+    g1 = x.grad.numpy().copy()
+    assert calls == []
+    clgrad.manual_seed(3)
+    g2, = clgrad.autograd.grad(program(), x, create_graph=True)
+    assert sorted(set(calls)) == ["batch_norm", "mul", "where"]
+    np.testing.assert_allclose(g2.detach().numpy(), g1, rtol=1e-12, atol=1e-14)

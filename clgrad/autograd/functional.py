@@ -14,7 +14,8 @@ same values by the same loop, as clgrad has no vmap or forward-mode AD), hessian
 jacobian of the gradient (create_graph), jvp is the double-vjp trick (PyTorch's: a vjp with
 a dummy ``u`` that requires grad, then the vjp of that, linear in u, at ``v``), vhp a vjp of
 the gradient, and hvp = vhp (the Hessian of a twice continuously differentiable function is
-symmetric; PyTorch computes hvp through a double-backward trick instead, with equal values).
+symmetric; PyTorch computes hvp through a double-backward trick instead, with equal values;
+``hvp(strict=True)`` takes that trick, so its strict checks are PyTorch's).
 Raises RuntimeError naming the op where the second derivative needs a backward that clgrad
 cannot differentiate (see autograd.grad's create_graph).
 """
@@ -258,10 +259,66 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v): the Hessian-vector product of the scalar function ``func``;
     equal to vhp (H is symmetric: see the module docstring for how PyTorch computes it).
+    ``strict=True`` takes PyTorch's double-backward trick instead (_hvp_strict), so that it
+    raises where PyTorch's does: where H v does not depend on the trick's dummy gradient (a
+    piecewise-linear function: relu, max_pool2d ..., whose Hessian is zeros).
 
-    Raises:  as vhp.
+    Raises:  as vhp; under ``strict``, RuntimeError with PyTorch's messages (an output that
+             does not require grad, a gradient independent of an input, a Hessian
+             independent of the dummy gradient).
     """
+    if strict:
+        return _hvp_strict(func, inputs, v, create_graph)
     return _hessian_product("hvp", func, inputs, v, create_graph, strict)
+
+
+def _hvp_strict(func, inputs, v, create_graph):
+    """hvp(strict=True) as PyTorch's: the gradient j (create_graph), then the vjp of j at a
+    dummy u (zeros that require grad), linear in u, then the vjp of that w.r.t. u at ``v``:
+    H^T v = H v; each stage checked as PyTorch's _check_requires_grad / _fill_in_zeros."""
+    in_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
+    inputs = _prepare(inputs, create_graph)
+    vs = _input_v(v, inputs, "hvp")
+    out_tuple, outs = _call(func, inputs, "hvp")
+    if not outs[0].requires_grad:
+        raise RuntimeError("Output 0 of the user-provided function does not require gradients. "
+                           "The outputs must be computed in a differentiable manner from the "
+                           "input when running in strict mode.")
+    if out_tuple or outs[0].numel() != 1:
+        raise RuntimeError("The function given to hvp should return a single Tensor with a "
+                           "single element")
+    out = outs[0]
+    with enable_grad():
+        jac = grad(out, inputs, retain_graph=True, create_graph=True, allow_unused=True)
+        for i, j in enumerate(jac):
+            if j is None:
+                raise RuntimeError(f"The output of the user-provided function is independent "
+                                   f"of input {i}. This is not allowed in strict mode.")
+            if not j.requires_grad:
+                raise RuntimeError(
+                    f"While computing the hessian, found that the jacobian of the "
+                    f"user-provided function with respect to input {i} is independent of the "
+                    f"input. This is not allowed in strict mode. You should ensure that your "
+                    f"function is twice differentiable and that the jacobian depends on the "
+                    f"inputs (this would be violated by a linear function for example).")
+        dummy = tuple(t.new_zeros(t.shape).requires_grad_(True) for t in inputs)
+        back = grad(jac, inputs, dummy, retain_graph=True, create_graph=True,
+                    allow_unused=True)
+    pairs = [(b, w) for b, w in zip(back, vs) if b is not None and b.requires_grad]
+    got = (grad([b for b, _ in pairs], dummy, [w for _, w in pairs], retain_graph=True,
+                create_graph=create_graph, allow_unused=True) if pairs else
+           (None,) * len(inputs))
+    for i, g in enumerate(got):
+        if g is None:
+            raise RuntimeError(
+                f"The hessian of the user-provided function is independent of entry {i} in "
+                f"the grad_jacobian. This is not allowed in strict mode as it prevents from "
+                f"using the double backward trick to replace forward mode AD.")
+        if create_graph and not g.requires_grad:
+            raise RuntimeError(f"The hessian of the user-provided function is independent of "
+                               f"input {i}. This is not allowed in strict mode when "
+                               f"create_graph=True.")
+    return _finish((out,), create_graph)[0], _result(in_tuple, _finish(got, create_graph))
 
 
 def _hessian_product(fn, func, inputs, v, create_graph, strict):

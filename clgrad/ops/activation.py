@@ -140,7 +140,8 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x where x > 0, else weight * x, weight (1,) or (C,) along dim 1 of an input (N, C, *).
-    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight.
+    Grad: input (weight where x <= 0, PyTorch's choice at 0) and weight; under create_graph
+    the input's gradient requires grad even with a constant weight (linked), as PyTorch's.
     Raises RuntimeError when weight has neither 1 element nor one per channel."""
     _check_float("prelu", input)
     if not isinstance(weight, Tensor):
@@ -151,7 +152,11 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
         raise RuntimeError(f"prelu: expected weight of 1 element or {c} (the input's dim 1), "
                            f"got shape {tuple(weight.shape)}")
     w = weight.reshape(()) if nw == 1 else weight.reshape((c,) + (1,) * (input.ndim - 2))
-    return ew.where(ew.gt(input, 0.0), input, ew.mul(w, input))
+    out = ew.where(ew.gt(input, 0.0), input, ew.mul(w, input))
+    node = out._grad_fn  # (a slot read: nothing more on a first-order path)
+    if node is not None and node._op == "where":  # (bfloat16's last Node is its cast)
+        node.double = (True, _LINK_WHERE_A, True)  # linked to the input (see _LINK_WHERE_A)
+    return out
 
 
 # -- selu, celu, the shrinks, threshold (kernels/activation.cl ACT), rrelu, glu, softmin -------
@@ -264,7 +269,11 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     a = _random.uniform_(creation.empty(input.shape, dtype=input.dtype,
                                         device=input.device), lower, upper, generator)
     slope = ew.where(ew.le(input, 0.0), a, 1.0)
-    return ew.mul(input, slope)
+    out = ew.mul(input, slope)
+    node = out._grad_fn  # (PyTorch's rrelu_with_noise_backward reads the input: linked)
+    if node is not None and node._op == "mul":  # (bfloat16's last Node is its cast)
+        node.double = (node.double, _LINK_X, True)
+    return out
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
@@ -424,6 +433,9 @@ _ACT_GRADS = {
 # (autograd.graph._linked); the others' gradients depend on x anyway.
 _LINKED = frozenset(("threshold", "softshrink", "hardshrink", "hardtanh", "hardsigmoid"))
 _LINK_X = (0,)  # (Node.double's links: input 0)
+# prelu, composed as where(x > 0, x, w x): PyTorch's _prelu_kernel_backward(grad, self, weight)
+# reads the input, so the gradients of where's Node (inputs: cond, x, w x) are linked to x
+_LINK_WHERE_A = (1,)
 
 
 class _HardtanhInPlace:

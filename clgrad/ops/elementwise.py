@@ -841,7 +841,7 @@ def pow(a, b) -> Tensor:
     if _is_num(b) and b == 2:
         out = _launch_unary("square", a)
         return record("pow", out, (a,), lambda g: (mul(g, mul(a, 2.0)),), saved=[a],
-                      double=True)
+                      double=lambda g, node: (mul(g, mul(_pow1(a), 2.0)),))
     out = _launch_binary("pow_op", a, b, dt, shape)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
 
@@ -869,6 +869,15 @@ def pow(a, b) -> Tensor:
     saved = [t for t in _inputs(a, b) if t is not None] + [y]
     return record("pow", out, _inputs(a, b), backward, saved=saved,
                   double=lambda g, node: backward(g, output_of(node, y)))
+
+
+def _pow1(a: Tensor) -> Tensor:
+    """``a ** 1`` as PyTorch's pow_backward forms the gradient of ``a ** 2`` (grad * 2 *
+    a.pow(1)), for create_graph (Node.double): a's values (an alias: no launch) under a "pow"
+    Node whose gradient g * a.pow(0) reads a, so a Hessian of ``a ** 2`` requires grad under
+    create_graph and differentiates to zeros (pow(a, 0)'s gradient), as PyTorch's."""
+    out = Tensor(a._storage, a._shape, a._strides, a._offset)
+    return record("pow", out, (a,), lambda g: (mul(g, pow(a, 0.0)),), saved=[a], double=True)
 
 
 def _int_pow(a, b, dt, shape):
@@ -1053,7 +1062,7 @@ cos = _unary_float("cos_op", "cos", lambda g, x, y: neg(mul(g, sin(x))), "x", do
 reciprocal = _unary_float("reciprocal", "reciprocal", lambda g, x, y: neg(mul(g, mul(y, y))),
                           double=True)
 _square_float = _unary_float("square", "square", lambda g, x, y: mul(g, mul(x, 2.0)), "x",
-                             double=True)
+                             double=lambda g, x: mul(g, mul(_pow1(x), 2.0)))  # (see _pow1)
 
 
 def square(x: Tensor) -> Tensor:

@@ -596,7 +596,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
         lift = ew.sub(ew.clamp(var, min=eps), var)  # max(var, eps) - var, not differentiated
     var = ew.add(var, lift)
     d = ew.sub(input, target)
-    loss = ew.mul(ew.add(ew.log(var), ew.div(ew.mul(d, d), var)), 0.5)
+    loss = ew.mul(ew.add(ew.log(var), ew.div(ew.square(d), var)), 0.5)
     if full:
         loss = ew.add(loss, 0.5 * math.log(2 * math.pi))
     return _reduce(loss, reduction, "gaussian_nll_loss")

@@ -38,6 +38,7 @@ _BN_RELU = 128
 _BN_COUNT = 256
 _BN_ACTS = {"relu": 128, "relu6": 512, "silu": 1024}  # norm.cl's BN_RELU, BN_RELU6, BN_SILU
 _F16 = dtypes.float16
+_LINK_X = (0,)  # Node.double links (autograd.graph._linked): input 0
 _BF16 = dtypes.bfloat16  # computed in float32 and rounded once (_bf16_stats, ew.via_float32)
 
 
@@ -208,8 +209,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         stats = None if training else (mean, invstd)
         return recomputed(_batch_norm_composed(stats, eps, activation if act else None),
                           (x, weight, bias))(gy, node)
+    # eval: PyTorch's native_batch_norm_backward reads the input, so the gradient is linked
+    # to it (autograd.graph._linked), its second derivative there undefined (None), as
+    # PyTorch's batchnorm_double_backward gives in eval (zeros with a fused activation: the
+    # activation's own link in PyTorch's unfused pair); training's depends on x anyway
     return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
-                  backward, saved=saved, double=double)
+                  backward, saved=saved,
+                  double=double if training else (double, _LINK_X, act != 0))
 
 
 def _batch_norm_composed(stats, eps, activation):
