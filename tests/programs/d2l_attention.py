@@ -250,10 +250,10 @@ def copy_task(n, vocab_size=12, num_steps=8, seed=0):
     return X, valid_lens, Y
 
 
-def main(epochs=60, lr=0.005):
+def main(epochs=60, lr=0.005, n=64):
     torch.manual_seed(0)
     vocab_size = 12
-    X, valid_lens, Y = copy_task(64, vocab_size)
+    X, valid_lens, Y = copy_task(n, vocab_size)
     net = Tagger(vocab_size)
     net(X[:2], valid_lens[:2])  # materialise the lazy layers
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
