@@ -100,7 +100,7 @@ def channel_dropout(op, x, p, training, inplace, spatial):
             f"warning, please use dropout instead. Note that {op} exists to provide "
             f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
             f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
-            f"{spatial + 2}D inputs).", UserWarning, stacklevel=3)
+            f"{spatial + 2}D inputs).", UserWarning, stacklevel=4)
     elif spatial == 2 and x.ndim == 3:
         warnings.warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
@@ -108,7 +108,7 @@ def channel_dropout(op, x, p, training, inplace, spatial):
             "is the channel dim. This behavior will change in a future release to interpret "
             "the input as one without a batch dimension, i.e. shape (C, H, W). To maintain "
             "the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
-            UserWarning, stacklevel=3)
+            UserWarning, stacklevel=4)
     if not training or p == 0 or x.numel() == 0:
         return x
     if spatial == 3 and x.ndim != 5:  # PyTorch's dropout3d: unbatched, whatever the rank

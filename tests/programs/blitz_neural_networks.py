@@ -88,10 +88,8 @@ def main(steps=5):
     print(loss.grad_fn)  # MSELoss
     print(loss.grad_fn.next_functions[0][0])  # Linear
     print(loss.grad_fn.next_functions[0][0].next_functions[0][0])  # ReLU
-    seen["grad_fn_names"] = [type(loss.grad_fn).__name__,
-                             type(loss.grad_fn.next_functions[0][0]).__name__,
-                             type(loss.grad_fn.next_functions[0][0]
-                                  .next_functions[0][0]).__name__]
+    seen["grad_fns"] = [loss.grad_fn, loss.grad_fn.next_functions[0][0],
+                        loss.grad_fn.next_functions[0][0].next_functions[0][0]]
 
     # Backprop
     net.zero_grad()     # zeroes the gradient buffers of all parameters
