@@ -176,10 +176,12 @@ def test_mnist_rnn_matches_pytorch(programs):
     x = np.random.default_rng(0).standard_normal((5, 1, 28, 28)).astype(np.float32)
     tm.eval()
     cm.eval()
-    with torch.no_grad():
-        want = tm(torch.tensor(x)).numpy()
-    np.testing.assert_allclose(cm(clgrad.tensor(x)).detach().numpy(), want, rtol=1e-4,
-                               atol=1e-5)
+    with warnings.catch_warnings():  # both warn of Dropout2d's 2-D input, in eval mode too
+        warnings.simplefilter("ignore", UserWarning)
+        with torch.no_grad():
+            want = tm(torch.tensor(x)).numpy()
+        got = cm(clgrad.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 # -- d2l.ai from scratch ----------------------------------------------------------------------
@@ -375,3 +377,215 @@ def test_data_utilities_match_pytorch(programs):
               "batch_sampler", "batch_sampler_shapes", "stream", "padded"):
         assert c[k] == t[k], k
     # (the split's indices differ: clgrad's generator is not PyTorch's Mersenne Twister)
+
+
+# -- ConvTranspose2d autoencoder and U-Net ----------------------------------------------------
+
+def test_conv_autoencoder_denoises(programs):
+    model, history = load_program("unet_autoencoder").train_autoencoder(epochs=6)
+    assert history[-1] < 0.6 * history[0]
+    out = model(clgrad.zeros(2, 1, 16, 16))
+    assert out.shape == (2, 1, 16, 16) and (0 < out.detach().numpy()).all()
+
+
+def test_unet_parts_and_dice(programs):
+    prog = load_program("unet_autoencoder")
+    clgrad.manual_seed(0)
+    for bilinear in (False, True):   # 15x15: Up pads the upsampled map by diffX/diffY
+        assert prog.UNet(1, 2, bilinear)(clgrad.zeros(2, 1, 15, 15)).shape == (2, 2, 15, 15)
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(size=(2, 3, 5, 5)), (rng.uniform(size=(2, 3, 5, 5)) > 0.5) * 1.0
+    inter = 2 * (a * b).sum((-1, -2))
+    sets = a.sum((-1, -2)) + b.sum((-1, -2))
+    want = ((inter + 1e-6) / (sets + 1e-6)).mean()
+    got = prog.multiclass_dice_coeff(clgrad.tensor(a), clgrad.tensor(b)).item()
+    assert got == pytest.approx(want, rel=1e-12)
+    got = prog.dice_loss(clgrad.tensor(a), clgrad.tensor(b), multiclass=True).item()
+    inter, sets = 2 * (a * b).sum(), a.sum() + b.sum()  # reduce_batch_first: one ratio
+    assert got == pytest.approx(1 - (inter + 1e-6) / (sets + 1e-6), rel=1e-12)
+    # an empty mask against an empty prediction: sets_sum 0 -> torch.where picks inter
+    z = clgrad.zeros(1, 4, 4)
+    assert prog.dice_coeff(z, z).item() == 1.0
+
+
+def test_unet_trains(programs):
+    model, history = load_program("unet_autoencoder").train_unet(epochs=3)
+    assert history[-1][0] < 0.6 * history[0][0]
+    assert all(0 <= score <= 1 for _, score in history)
+
+
+@pytest.mark.parametrize("bilinear", [False, True])
+def test_unet_matches_pytorch(programs, bilinear):
+    """In float64 (in float32, MaxPool2d's near-ties between equal pixels of the digits may
+    route a gradient to another element than PyTorch's)."""
+    torch, tp, cp = _both("unet_autoencoder")
+    tm, cm = tp.UNet(1, 2, bilinear).double(), cp.UNet(1, 2, bilinear).double()
+    _copy(tm, cm)
+    x, masks = cp.segmentation_data(True, 4)
+    x = x.double()
+    losses = []
+    for fw, prog, m, xx, mm in ((torch, tp, tm, torch.tensor(x.numpy()),
+                                 torch.tensor(masks.numpy())), (clgrad, cp, cm, x, masks)):
+        F = fw.nn.functional
+        masks_pred = m(xx)
+        loss = F.cross_entropy(masks_pred, mm) + prog.dice_loss(
+            F.softmax(masks_pred, dim=1).float(),
+            F.one_hot(mm, 2).permute(0, 3, 1, 2).float(), multiclass=True)
+        loss.backward()
+        losses.append(loss.item())
+    assert losses[1] == pytest.approx(losses[0], rel=1e-6)  # (the Dice part in float32)
+    for (k, a), (_, b) in zip(tm.named_parameters(), cm.named_parameters()):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-5, atol=1e-9,
+                                   err_msg=k)
+
+
+# -- autocast(bfloat16), GradScaler and gradient accumulation ---------------------------------
+
+def test_amp_and_gradient_accumulation():
+    prog = load_program("amp_accumulation")
+    net, losses, dtypes = prog.train_autocast(epochs=3)
+    assert dtypes == {clgrad.bfloat16, clgrad.float32}
+    assert all(p.dtype is clgrad.float32 for p in net.parameters())
+    _, losses32, dtypes32 = prog.train_autocast(epochs=3, use_amp=False)
+    assert dtypes32 == {clgrad.float32}
+    assert losses[-1] < losses[0] and losses32[-1] < losses32[0]
+    np.testing.assert_allclose(losses, losses32, rtol=2e-2)  # bfloat16: 8 bits of mantissa
+    # 4 micro-batches of 8 with loss / 4 give the one-batch gradient, clipped the same
+    x, y = prog.make_data(32)
+    results = []
+    for steps in (4, 1):
+        clgrad.manual_seed(1)
+        results.append(prog.accumulate(prog.make_model(), x, y, steps, max_norm=0.2))
+    (ga, na), (gb, nb) = results
+    assert na[0].item() == pytest.approx(nb[0].item(), rel=1e-6) and na[0].item() > 0.2
+    for a, b in zip(ga, gb):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-8)
+    total = math.sqrt(sum(float((g.numpy().astype(np.float64) ** 2).sum()) for g in ga))
+    assert total == pytest.approx(0.2, rel=1e-5)    # clip_grad_norm_ to max_norm
+
+
+# -- SWA and EMA ------------------------------------------------------------------------------
+
+def test_swa_and_ema():
+    clgrad.manual_seed(0)
+    model, swa, ema, snapshots, lrs, results, loader = load_program("swa_ema").main(
+        epochs=9, swa_start=5)
+    assert swa.n_averaged.item() == 3 == len(snapshots) and ema.n_averaged.item() == 72
+    # the SWA weights: the mean of the snapshots taken after each SWA epoch
+    for k, p in enumerate(swa.module.parameters()):
+        want = np.mean([s[k].numpy().astype(np.float64) for s in snapshots], axis=0)
+        np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-5, atol=1e-7)
+    # update_bn: BatchNorm's running mean is the average of the batches' means (momentum=None)
+    xs = [x.numpy().astype(np.float64) for x, _ in loader]
+    lin = swa.module[0]
+    h = [x @ _np(lin.weight).T + _np(lin.bias) for x in xs]
+    bn = swa.module[1]
+    np.testing.assert_allclose(bn.running_mean.numpy(), np.mean([a.mean(0) for a in h], 0),
+                               rtol=1e-4, atol=1e-6)
+    assert bn.momentum == 0.1 and bn.num_batches_tracked.item() == len(xs)
+    # the EMA model's buffers are averaged too (use_buffers=True)
+    assert not np.array_equal(ema.module[1].running_mean.numpy(),
+                              model[1].running_mean.numpy())
+    # CosineAnnealingLR(T_max=100) until swa_start, then SWALR towards 0.05
+    for epoch in range(6):
+        assert lrs[epoch] == pytest.approx(0.05 * (1 + math.cos(math.pi * (epoch + 1) / 100)))
+    assert 0.05 < lrs[-1] < lrs[5]
+    for name, (loss, acc) in results.items():
+        assert acc >= 0.85, name    # chance 0.5
+
+
+def test_swalr_matches_pytorch():
+    torch, tp, cp = _both("swa_ema")
+    out = []
+    for fw in (torch, clgrad):
+        opt = fw.optim.SGD([fw.nn.Parameter(fw.zeros(2))], lr=0.1)
+        sched = fw.optim.swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=4)
+        lrs = []
+        for _ in range(6):
+            opt.step()
+            sched.step()
+            lrs.append(opt.param_groups[0]["lr"])
+        out.append(lrs)
+    assert out[1] == pytest.approx(out[0], rel=1e-12)
+
+
+# -- exact resume from a checkpoint -----------------------------------------------------------
+
+def test_resume_training_is_exact(programs):
+    r = load_program("resume_training").main(epochs=4, stop_at=2)
+    assert r["resumed_losses"] == r["full_losses"]
+    for k, v in r["full_state"].items():
+        np.testing.assert_array_equal(r["resumed_state"][k].numpy(), v.numpy(), err_msg=k)
+    assert r["lr_end"][0] == r["lr_end"][1]
+    ck = r["checkpoint"]
+    assert ck["epoch"] == 2 and set(ck["optimizer_state_dict"]) == {"state", "param_groups"}
+    assert ck["scheduler_state_dict"]["last_epoch"] == 12    # 2 epochs of 6 batches
+    group = ck["optimizer_state_dict"]["param_groups"][0]
+    assert group["amsgrad"] is True and group["weight_decay"] == 0.05
+    assert "max_exp_avg_sq" in ck["optimizer_state_dict"]["state"][0]
+
+
+def test_resume_checkpoint_loads_in_pytorch(programs):
+    torch, tp, cp = _both("resume_training")
+    r = cp.main(epochs=2, stop_at=1)
+    ck = torch.load("checkpoint.tar", weights_only=False)
+    model, optimizer, scheduler = tp.build(2, 6)
+    model.load_state_dict(ck["model_state_dict"])
+    optimizer.load_state_dict(ck["optimizer_state_dict"])
+    scheduler.load_state_dict(ck["scheduler_state_dict"])
+    assert scheduler.last_epoch == 6
+    st = optimizer.state_dict()["state"][0]
+    assert float(st["step"]) == 6.0
+    np.testing.assert_array_equal(
+        st["exp_avg"].numpy(), r["checkpoint"]["optimizer_state_dict"]["state"][0]["exp_avg"]
+        .numpy())
+
+
+# -- packed bidirectional GRU -----------------------------------------------------------------
+
+def test_gru_packed_learns():
+    model, losses, accuracy, fields = load_program("gru_packed").main(epochs=6, n_train=96,
+                                                                      n_test=64)
+    assert losses[-1] < 0.7 * losses[0] and accuracy >= 0.7    # chance 0.5
+    assert fields == {"data": [1, 4, 6, 2, 5, 3], "batch_sizes": [3, 2, 1],
+                      "sorted_indices": [1, 0, 2], "unsorted_indices": [1, 0, 2],
+                      "unpacked": ([[4, 5, -1], [1, 2, 3], [6, -1, -1]], [2, 3, 1])}
+
+
+def test_gru_packed_matches_pytorch():
+    torch, tp, cp = _both("gru_packed")
+    tm, cm = tp.GRUClassifier(), cp.GRUClassifier()
+    _copy(tm, cm)
+    text, lengths, labels = cp.collate_fn([cp.MajorityDataset(5, seed=3)[i] for i in range(5)])
+    tt, tl = torch.tensor(text.numpy()), torch.tensor(lengths.numpy())
+    lt = torch.nn.functional.cross_entropy(tm(tt, tl), torch.tensor(labels.numpy()))
+    lc = clgrad.nn.functional.cross_entropy(cm(text, lengths), labels)
+    lt.backward()
+    lc.backward()
+    assert lc.item() == pytest.approx(lt.item(), rel=1e-5)
+    for (k, a), (_, b) in zip(tm.named_parameters(), cm.named_parameters()):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-3, atol=1e-6,
+                                   err_msg=k)
+
+
+# -- PPO with a Normal policy -----------------------------------------------------------------
+
+def test_ppo_gaussian_learns():
+    prog = load_program("ppo_gaussian")
+    clgrad.manual_seed(0)
+    agent = prog.Agent()
+    x = clgrad.tensor([[0.5], [-1.0]])
+    a = clgrad.tensor([[0.2], [0.1]])
+    _, logp, entropy, value = agent.get_action_and_value(x, a)
+    mu = _np(agent.actor_mean(x))[:, 0]
+    s = math.exp(agent.actor_logstd.item())
+    np.testing.assert_allclose(logp.detach().numpy(), -(a.numpy()[:, 0] - mu) ** 2 / (2 * s * s)
+                               - math.log(s) - 0.5 * math.log(2 * math.pi), rtol=1e-5)
+    np.testing.assert_allclose(entropy.detach().numpy(),
+                               [0.5 + 0.5 * math.log(2 * math.pi) + math.log(s)] * 2, rtol=1e-6)
+    assert value.shape == (2, 1)
+    agent, rewards, stats = prog.main(num_iterations=8)
+    assert np.mean(rewards[-3:]) > 0.5 * np.mean(rewards[:2])   # rewards are negative
+    assert all(np.isfinite(v) for st in stats for v in st.values())
+    assert stats[-1]["lr"] == pytest.approx(3e-3 / 8)
+    assert 0 <= stats[-1]["clipfrac"] <= 1 and stats[-1]["approx_kl"] < 0.1

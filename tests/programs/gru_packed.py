@@ -5,8 +5,8 @@
 # PackedSequence, the final hidden states joined by torch.cat((hidden[-2, :, :],
 # hidden[-1, :, :]), dim=1), pad_packed_sequence back to (output, lengths) for a masked
 # mean-pool, pack_sequence of a list of tensors, PackedSequence fields (data, batch_sizes,
-# sorted_indices, unsorted_indices). The task: is a digit sequence's sum odd? (here the
-# parity of the count of 1s), lengths 2..9.
+# sorted_indices, unsorted_indices). The task: are there more 1s than 2s in a sequence of
+# 1s and 2s of length 2..9?
 import torch
 import torch.nn as nn
 from torch.nn.utils.rnn import (pack_padded_sequence, pack_sequence, pad_packed_sequence,
@@ -14,12 +14,12 @@ from torch.nn.utils.rnn import (pack_padded_sequence, pack_sequence, pad_packed_
 from torch.utils.data import DataLoader, Dataset
 
 
-class ParityDataset(Dataset):
+class MajorityDataset(Dataset):
     def __init__(self, n, seed=0):
         g = torch.Generator().manual_seed(seed)
         lengths = torch.randint(2, 10, (n,), generator=g)
         self.seqs = [torch.randint(1, 3, (int(l),), generator=g) for l in lengths]
-        self.labels = [int((s == 1).sum()) % 2 for s in self.seqs]
+        self.labels = [int((s == 1).sum() > (s == 2).sum()) for s in self.seqs]
 
     def __len__(self):
         return len(self.seqs)
@@ -64,9 +64,9 @@ class GRUClassifier(nn.Module):
 
 def main(epochs=25, batch_size=16, n_train=192, n_test=96):
     torch.manual_seed(0)
-    train_loader = DataLoader(ParityDataset(n_train), batch_size=batch_size, shuffle=True,
+    train_loader = DataLoader(MajorityDataset(n_train), batch_size=batch_size, shuffle=True,
                               collate_fn=collate_fn)
-    test_loader = DataLoader(ParityDataset(n_test, seed=1), batch_size=32, collate_fn=collate_fn)
+    test_loader = DataLoader(MajorityDataset(n_test, seed=1), batch_size=32, collate_fn=collate_fn)
     model = GRUClassifier()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     criterion = nn.CrossEntropyLoss()
