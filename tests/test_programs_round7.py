@@ -12,7 +12,9 @@ Dice loss (unet_autoencoder.py), bfloat16 autocast with GradScaler and gradient 
 (amp_accumulation.py), SWA and EMA with torch.optim.swa_utils (swa_ema.py), an exact resume
 from a checkpoint of model, AdamW, OneCycleLR and RNG states (resume_training.py), a packed
 bidirectional GRU (gru_packed.py) and CleanRL-style PPO with a Normal policy
-(ppo_gaussian.py). Each runs under clgrad with only its imports rewritten, at small sizes.
+(ppo_gaussian.py), and d2l.ai's modern CNN blocks (VGG, NiN, Inception, Residual,
+DenseBlock with Lazy layers) with "Learning PyTorch with Examples"' DynamicNet
+(d2l_modern_cnn.py). Each runs under clgrad with only its imports rewritten, at small sizes.
 
 The assertions need no PyTorch: float64 NumPy re-computations (softmax, masked softmax,
 positional encodings, batch norm, Dice, the SWA mean, update_bn's statistics), exact
@@ -39,7 +41,8 @@ import clgrad
 
 NAMES = ("blitz_neural_networks", "vision_transformer", "mnist_rnn", "d2l_from_scratch",
          "d2l_attention", "transfer_learning", "data_utilities", "unet_autoencoder",
-         "amp_accumulation", "swa_ema", "resume_training", "gru_packed", "ppo_gaussian")
+         "amp_accumulation", "swa_ema", "resume_training", "gru_packed", "ppo_gaussian",
+         "d2l_modern_cnn")
 
 
 def _np(t):
@@ -589,3 +592,71 @@ def test_ppo_gaussian_learns():
     assert all(np.isfinite(v) for st in stats for v in st.values())
     assert stats[-1]["lr"] == pytest.approx(3e-3 / 8)
     assert 0 <= stats[-1]["clipfrac"] <= 1 and stats[-1]["approx_kl"] < 0.1
+
+
+# -- d2l.ai chapter 8: modern CNN blocks; DynamicNet --------------------------------------------
+
+def test_d2l_modern_cnn_blocks(capsys):
+    prog = load_program("d2l_modern_cnn")
+    clgrad.manual_seed(0)
+    assert prog.Inception(2, (3, 4), (1, 5), 6)(clgrad.randn(2, 3, 8, 8)).shape == (2, 17, 8, 8)
+    assert prog.Residual(6, use_1x1conv=True, strides=2)(clgrad.randn(4, 3, 6, 6)).shape == \
+        (4, 6, 3, 3)
+    blk = prog.DenseBlock(2, 10)
+    Y = blk(clgrad.randn(4, 3, 8, 8))
+    assert Y.shape == (4, 23, 8, 8)
+    assert prog.transition_block(10)(Y).shape == (4, 10, 4, 4)
+    net, shapes, losses, accuracy = prog.main(epochs=3)
+    out = capsys.readouterr().out
+    assert shapes["vgg"] == [("Sequential", (1, 8, 8, 8)), ("Sequential", (1, 16, 4, 4))]
+    assert [s for _, s in shapes["nin"]] == [(1, 8, 16, 16), (1, 8, 7, 7), (1, 8, 7, 7),
+                                             (1, 4, 7, 7), (1, 4, 1, 1), (1, 4)]
+    assert "Flatten output shape:\t clgrad.Size([1, 4])" in out
+    assert np.mean(losses[-4:]) < 0.6 * np.mean(losses[:4])
+    # the lazy layers took their shapes from the first batch
+    assert net[-1].weight.shape == (4, 16) and net[-3].num_features == 16
+
+
+def test_d2l_modern_cnn_matches_pytorch():
+    torch, tp, cp = _both("d2l_modern_cnn")
+    X, y = cp.stripes(4, size=12)
+    tX, ty = torch.tensor(X.numpy()), torch.tensor(y.numpy())
+    tm, cm = tp.small_net().double(), cp.small_net().double()
+    tm(tX[:2].double())
+    cm(X[:2].double())
+    _copy(tm, cm)
+    lt = torch.nn.functional.cross_entropy(tm(tX.double()), ty)
+    lc = clgrad.nn.functional.cross_entropy(cm(X.double()), y)
+    lt.backward()
+    lc.backward()
+    assert lc.item() == pytest.approx(lt.item(), rel=1e-10)
+    for (k, a), (_, b) in zip(tm.named_parameters(), cm.named_parameters()):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-7, atol=1e-12,
+                                   err_msg=k)
+    tm.eval()
+    cm.eval()   # the running statistics the batch above updated, in both
+    with torch.no_grad():
+        want = tm(tX.double()).numpy()
+    np.testing.assert_allclose(cm(X.double()).detach().numpy(), want, rtol=1e-9, atol=1e-12)
+
+
+def test_dynamic_net(capsys):
+    import random
+    prog = load_program("d2l_modern_cnn")
+    clgrad.manual_seed(0)
+    model = prog.DynamicNet()
+    x = clgrad.linspace(-1, 1, 7)
+    random.seed(5)
+    top = random.randint(4, 6)
+    random.seed(5)
+    model(x).sum().backward()
+    xs = np.linspace(-1, 1, 7)
+    # e is shared by every power the loop added (4 .. top - 1): its gradient sums them
+    want_e = sum((xs ** p).sum() for p in range(4, top))
+    assert model.e.grad.item() == pytest.approx(want_e, rel=1e-5, abs=1e-7)
+    assert model.d.grad.item() == pytest.approx((xs ** 3).sum(), abs=1e-6)
+    random.seed(0)
+    clgrad.manual_seed(0)
+    model, losses = prog.dynamic_net(steps=400)
+    assert losses[-1] < losses[0] / 100
+    assert capsys.readouterr().out.startswith("Result: y = ")
