@@ -14,7 +14,9 @@ from a checkpoint of model, AdamW, OneCycleLR and RNG states (resume_training.py
 bidirectional GRU (gru_packed.py) and CleanRL-style PPO with a Normal policy
 (ppo_gaussian.py), and d2l.ai's modern CNN blocks (VGG, NiN, Inception, Residual,
 DenseBlock with Lazy layers) with "Learning PyTorch with Examples"' DynamicNet
-(d2l_modern_cnn.py). Each runs under clgrad with only its imports rewritten, at small sizes.
+(d2l_modern_cnn.py), and the "Language Translation with nn.Transformer" tutorial on a
+toy reversal task (translation_transformer.py). Each runs under clgrad with only its
+imports rewritten, at small sizes.
 
 The assertions need no PyTorch: float64 NumPy re-computations (softmax, masked softmax,
 positional encodings, batch norm, Dice, the SWA mean, update_bn's statistics), exact
@@ -26,7 +28,8 @@ Gaps found and fixed in clgrad on the way (each with its own test): mse_loss's g
 chain of mul/sub nodes (the blitz walks next_functions to the model: tests/test_loss.py);
 nn.Dropout2d of a 2-D input raised (PyTorch warns and drops: tests/test_nn.py); torch.normal
 had no requires_grad (tests/test_random.py); RMSprop/Adagrad/Adadelta refused foreach=
-(tests/test_optim.py).
+(tests/test_optim.py); MultiheadAttention did not warn of a bool key_padding_mask with a
+float attn_mask as PyTorch does (tests/test_attention.py).
 """
 import math
 import re
@@ -42,7 +45,7 @@ import clgrad
 NAMES = ("blitz_neural_networks", "vision_transformer", "mnist_rnn", "d2l_from_scratch",
          "d2l_attention", "transfer_learning", "data_utilities", "unet_autoencoder",
          "amp_accumulation", "swa_ema", "resume_training", "gru_packed", "ppo_gaussian",
-         "d2l_modern_cnn")
+         "d2l_modern_cnn", "translation_transformer")
 
 
 def _np(t):
@@ -660,3 +663,47 @@ def test_dynamic_net(capsys):
     model, losses = prog.dynamic_net(steps=400)
     assert losses[-1] < losses[0] / 100
     assert capsys.readouterr().out.startswith("Result: y = ")
+
+
+# -- Language Translation with nn.Transformer -------------------------------------------------
+
+def test_translation_transformer_learns(capsys):
+    prog = load_program("translation_transformer")
+    src, tgt = prog.collate_fn([([5, 6], [6, 5]), ([7], [7])])
+    assert src.tolist() == [[2, 2], [5, 7], [6, 3], [3, 1]]   # (seq, batch), PAD_IDX = 1
+    masks = prog.create_mask(src, tgt[:-1, :])
+    np.testing.assert_array_equal(masks[1].numpy(), np.triu(np.full((3, 3), -np.inf), 1))
+    assert masks[0].dtype is clgrad.bool and not masks[0].numpy().any()
+    assert masks[2].tolist() == [[False, False, False, False], [False, False, False, True]]
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask"):
+        model, history, translations = prog.main(num_epochs=5, n_train=64)
+    out = capsys.readouterr().out
+    assert "Epoch: 5, Train loss:" in out
+    assert history[-1][0] < 0.75 * history[0][0] and history[-1][1] < history[0][1]
+    for src, out_tokens in translations:     # greedy_decode stops at EOS or max_len
+        assert len(out_tokens) <= len(src) + 4 and all(0 <= t < 12 for t in out_tokens)
+
+
+def test_translation_transformer_matches_pytorch():
+    torch, tp, cp = _both("translation_transformer")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # nested tensors, mismatched masks
+        tm, cm = tp.build(dropout=0.0), cp.build(dropout=0.0)
+        _copy(tm, cm)
+        pairs = cp.reverse_pairs(5)
+        got = []
+        for fw, prog, m in ((torch, tp, tm), (clgrad, cp, cm)):
+            src, tgt = prog.collate_fn(pairs)
+            masks = prog.create_mask(src, tgt[:-1, :])
+            logits = m(src, tgt[:-1, :], *masks, masks[2])
+            loss = fw.nn.CrossEntropyLoss(ignore_index=prog.PAD_IDX)(
+                logits.reshape(-1, logits.shape[-1]), tgt[1:, :].reshape(-1))
+            loss.backward()
+            got.append((loss.item(), logits.detach().numpy(), prog.translate(m, [5, 6, 7])))
+    (lt, zt, trt), (lc, zc, trc) = got
+    assert lc == pytest.approx(lt, rel=1e-5)
+    np.testing.assert_allclose(zc, zt, rtol=1e-4, atol=1e-5)
+    for (k, a), (_, b) in zip(tm.named_parameters(), cm.named_parameters()):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-3, atol=1e-6,
+                                   err_msg=k)
+    assert trc == trt
