@@ -1,5 +1,7 @@
 """F.scaled_dot_product_attention and nn.MultiheadAttention (issue 22) against PyTorch:
 outputs, attention weights and gradients, masks, batch_first, unbatched, state_dict keys."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -94,6 +96,29 @@ def test_multihead_attention_matches_torch(batch_first, masks):
             _close(pc.grad, pt.grad, rtol=1e-9, atol=1e-12)
         mc.zero_grad()
         mt.zero_grad()
+
+
+def test_multihead_attention_mismatched_mask_types_warn():
+    """PyTorch's _canonical_mask: a bool key_padding_mask with a float attn_mask (the
+    "Language Translation with nn.Transformer" tutorial's decoder) warns, and both still
+    apply (a float -inf masks as True does)."""
+    mc, mt = _pair_mha(bias=False)
+    x = RNG.standard_normal((3, 2, 8))
+    causal = np.triu(np.full((3, 3), -np.inf), 1)
+    pad = np.array([[False, False, True], [False, False, False]])
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and "
+                      "attn_mask is deprecated. Use same type for both instead."):
+        oc, wc = mc(*(clgrad.tensor(x),) * 3, key_padding_mask=clgrad.tensor(pad),
+                    attn_mask=clgrad.tensor(causal))
+    with pytest.warns(UserWarning, match="Support for mismatched"):
+        ot, wt = mt(*(torch.tensor(x),) * 3, key_padding_mask=torch.tensor(pad),
+                    attn_mask=torch.tensor(causal))
+    _close(oc, ot, rtol=1e-10, atol=1e-12)
+    _close(wc, wt, rtol=1e-10, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the same dtype: no warning
+        mc(*(clgrad.tensor(x),) * 3, key_padding_mask=clgrad.tensor(pad),
+           attn_mask=clgrad.tensor(causal == -np.inf))
 
 
 def test_multihead_attention_unbatched_self_attention_and_errors():

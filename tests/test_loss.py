@@ -264,6 +264,33 @@ def test_mse_loss(reduction):
     np.testing.assert_allclose(vb(lb.grad).numpy(), -scale * d, rtol=1e-12)
 
 
+def test_mse_loss_is_one_node_on_input_and_target():
+    """PyTorch's MseLossBackward0 has the edges (input, target): the "Neural Networks" blitz
+    walks loss.grad_fn.next_functions[0][0] to the last Linear (clgrad's was a mul node)."""
+    w = clgrad.tensor(RNG.standard_normal((4, 3)), requires_grad=True)
+    x = clgrad.tensor(RNG.standard_normal((5, 4)))
+    t = clgrad.tensor(RNG.standard_normal((5, 3)))
+    y = x @ w
+    loss = F.mse_loss(y, t)
+    assert loss.grad_fn.name() == "MseLossBackward0"
+    (first, k), (second, _) = loss.grad_fn.next_functions
+    assert first is y.grad_fn and k == 0 and second is None
+    # a target that requires grad gets its AccumulateGrad; broadcasting sums to its shape
+    tb = clgrad.tensor(RNG.standard_normal(3), requires_grad=True)
+    with pytest.warns(UserWarning, match="target size"):
+        loss = F.mse_loss(y, tb, reduction="sum")
+    assert loss.grad_fn.next_functions[1][0].variable is tb
+    loss.backward()
+    d = y.detach().numpy() - tb.detach().numpy()
+    np.testing.assert_allclose(tb.grad.numpy(), -2 * d.sum(0), rtol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy().T @ (2 * d), rtol=1e-12)
+    # create_graph: the second derivative d2/dy2 of mean((y - t)^2) is 2 / n
+    yl = clgrad.tensor(RNG.standard_normal((2, 3)), requires_grad=True)
+    (g,) = clgrad.autograd.grad(F.mse_loss(yl, t[:2]), yl, create_graph=True)
+    (h,) = clgrad.autograd.grad(g.sum(), yl)
+    np.testing.assert_allclose(h.numpy(), np.full((2, 3), 2 / 6), rtol=1e-12)
+
+
 # -- pointwise losses (POINTWISE_LOSS kernels) ------------------------------------------------
 def _np_sp_neg(x):
     return np.logaddexp(0, -x)

@@ -482,8 +482,38 @@ def test_dropout2d_drops_whole_channels():
     m.eval()
     t = clgrad.tensor(x)
     assert m(t) is t
-    with pytest.raises(ValueError, match="dropout2d: expected a 3-D or 4-D"):
-        F.dropout2d(clgrad.tensor(x[0, 0]), 0.5)
+    with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input, but "
+                       "received a 4D input"):
+        F.dropout1d(leaf, 0.5)
+
+
+def test_dropout2d_other_ranks_warn_and_drop_the_first_two_dims():
+    """PyTorch 2.13's F.dropout2d: a rank other than 3 or 4 is deprecated (UserWarning) but
+    still drops the (N, C) planes -- examples/mnist_rnn applies nn.Dropout2d to (batch,
+    features); dropout3d reads a rank other than 5 as unbatched."""
+    import clgrad.nn.functional as F
+    clgrad.manual_seed(0)
+    x = np.arange(1.0, 1 + 64 * 32).reshape(64, 32)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d, which is "
+                      "deprecated"):
+        y = clgrad.nn.Dropout2d(0.25)(clgrad.tensor(x)).numpy()
+    kept = y != 0       # (64, 32): each element is its own (N, C) plane
+    np.testing.assert_allclose(y[kept], x[kept] / 0.75)
+    assert 0.65 < kept.mean() < 0.85
+    with pytest.warns(UserWarning, match="Received a 5-D input to dropout2d"):
+        z = F.dropout2d(clgrad.ones(4, 8, 2, 3, 2), 0.5).numpy().reshape(4, 8, -1)
+    assert ((z == 0).all(-1) | (z == 2.0).all(-1)).all() and 0 < (z == 0).mean() < 1
+    with pytest.warns(UserWarning, match="interpreted as shape \\(N, C, L\\)"):
+        F.dropout2d(clgrad.ones(2, 3, 4), 0.5)
+    with pytest.warns(UserWarning, match="Received a 1-D input"):
+        one = clgrad.ones(3)
+        assert F.dropout2d(one, 0.5, training=False) is one
+        with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 "
+                           "dimensions in the input"):
+            F.dropout2d(one, 0.5)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout3d"):
+        w = F.dropout3d(clgrad.ones(40, 3), 0.5).numpy()   # unbatched: (C=40, 3)
+    assert ((w == 0).all(-1) | (w == 2.0).all(-1)).all() and 0 < (w == 0).mean() < 1
 
 
 def test_module_dict_parameter_list_dict_unflatten():

@@ -845,3 +845,32 @@ def test_kept_update_plans_follow_layouts_shapes_and_dtypes(make, ref):
     for p, (a, dt) in zip(ps, starts):
         tol = 1e-4 if dt == "float32" else 1e-10
         np.testing.assert_allclose(p.detach().numpy(), ref(a, steps)[-1], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name, kwargs, keys", [
+    ("RMSprop", dict(foreach=True, capturable=False),
+     {"alpha", "capturable", "centered", "differentiable", "eps", "foreach", "lr", "maximize",
+      "momentum", "weight_decay"}),
+    ("Adagrad", dict(foreach=True, fused=None),
+     {"differentiable", "eps", "foreach", "fused", "initial_accumulator_value", "lr",
+      "lr_decay", "maximize", "weight_decay"}),
+    ("Adadelta", dict(foreach=True, capturable=False),
+     {"capturable", "differentiable", "eps", "foreach", "lr", "maximize", "rho",
+      "weight_decay"}),
+])
+def test_adaptive_optimizers_take_pytorchs_execution_flags(name, kwargs, keys):
+    """milesial's U-Net: optim.RMSprop(..., foreach=True) (a TypeError in clgrad before);
+    the flags join the defaults as PyTorch's and change no value."""
+    g = np.random.default_rng(0).standard_normal(5)
+    out = []
+    for kw in ({}, kwargs):
+        p = clgrad.nn.Parameter(clgrad.tensor(np.linspace(-1.0, 1.0, 5)))
+        opt = getattr(clgrad.optim, name)([p], lr=0.1, **kw)
+        assert set(opt.defaults) == keys
+        for _ in range(3):
+            p.grad = clgrad.tensor(g)
+            opt.step()
+        out.append(p.detach().numpy())
+    np.testing.assert_array_equal(out[0], out[1])
+    with pytest.raises(NotImplementedError, match=f"{name}: differentiable=True"):
+        getattr(clgrad.optim, name)([p], differentiable=True)

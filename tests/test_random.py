@@ -95,6 +95,19 @@ def test_normal_with_tensor_arguments_and_errors():
         clgrad.empty(2).normal_(generator=object())
 
 
+def test_normal_with_requires_grad_is_a_leaf():
+    """d2l's init_params: torch.normal(0, 1, size=(n, 1), requires_grad=True) (clgrad's
+    normal had no requires_grad)."""
+    clgrad.manual_seed(3)
+    w = clgrad.normal(0, 0.01, size=(4, 3), requires_grad=True)
+    assert w.is_leaf and w.requires_grad and w.grad_fn is None and w.dtype is clgrad.float32
+    (w * 2).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((4, 3), 2.0))
+    assert not clgrad.normal(0, 1, size=(2,)).requires_grad
+    with pytest.raises(TypeError, match="requires_grad"):
+        clgrad.normal(clgrad.zeros(2), 1.0, requires_grad=True)
+
+
 def test_initial_seed_and_seed():
     clgrad.manual_seed(123)
     assert clgrad.initial_seed() == 123

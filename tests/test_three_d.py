@@ -324,8 +324,8 @@ def test_dropout3d():
     assert ((y1 == 0).all(-1) | (y1 == 2.0).all(-1)).all()
     m = nn.Dropout3d(0.5).eval()
     assert m(x) is x
-    with pytest.raises(ValueError):
-        F.dropout3d(clgrad.ones(2, 3), 0.5)
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout3d"):
+        F.dropout3d(clgrad.ones(2, 3), 0.5)  # deprecated, read as unbatched (PyTorch's)
 
 
 def test_pad_layers_3d():

@@ -4,6 +4,7 @@ clgrad/ops/attention.py."""
 from __future__ import annotations
 
 import math
+import warnings
 
 from clgrad import creation, dtypes
 from clgrad.nn import init
@@ -34,6 +35,8 @@ class MultiheadAttention(Module):
     zeros (before out_proj) with need_weights=False, as PyTorch (whose latter path is SDPA).
     Not supported (NotImplementedError): kdim/vdim other than embed_dim, add_bias_kv,
     add_zero_attn.
+    A key_padding_mask and attn_mask of different dtypes (the translation tutorial's bool
+    padding mask with a float causal mask) warn as PyTorch's ("Support for mismatched ...").
     Raises:  ValueError when embed_dim is not divisible by num_heads
     """
 
@@ -76,6 +79,11 @@ class MultiheadAttention(Module):
         two devices."""
         same_device("MultiheadAttention", query, key, value, self.in_proj_weight,
                     key_padding_mask, attn_mask)
+        if key_padding_mask is not None and attn_mask is not None and \
+                key_padding_mask.dtype is not attn_mask.dtype:  # PyTorch's _canonical_mask
+            warnings.warn("Support for mismatched key_padding_mask and attn_mask is "
+                          "deprecated. Use same type for both instead.", UserWarning,
+                          stacklevel=2)
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = (t.unsqueeze(1) for t in (query, key, value))

@@ -7,6 +7,8 @@ is regenerated from the seed, never stored).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from clgrad import capture as _capture, creation, dtypes, layout
@@ -76,13 +78,58 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
     """Channel dropout (Tompson et al., CVPR 2015): zero whole channels of (N, C, H, W) with
     probability p, scale the rest by 1 / (1 - p); a 3-D input is (N, C, L), as PyTorch 2
     reads it. The mask (N, C, 1, 1) is dropout() of ones, then one broadcast multiply.
-    Grad: input. Raises ValueError for p outside [0, 1] or an input not 3-D or 4-D."""
-    return _feature_dropout("dropout2d", input, p, training, inplace, (3, 4))
+    Other ranks, as PyTorch's: a UserWarning (deprecated), then the first two dims are
+    (N, C) (PyTorch's examples mnist_rnn applies Dropout2d to (batch, features)).
+    Grad: input. Raises ValueError for p outside [0, 1]; RuntimeError (PyTorch's) for an
+    input of fewer than 2 dims when it would drop."""
+    return channel_dropout("dropout2d", input, p, training, inplace, 2)
+
+
+def channel_dropout(op, x, p, training, inplace, spatial):
+    """F.dropout2d / F.dropout3d (``spatial`` 2 or 3) as PyTorch 2.13 runs them: a rank
+    other than spatial + 1 or + 2 warns that it is deprecated and still drops the (N, C)
+    planes of the first two dims; dropout3d takes a rank other than 5 as unbatched (one
+    leading dim added); dropout2d warns that a 3-D input is read as (N, C, L)."""
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"{op}: expected a probability p in [0, 1], got {p}")
+    _check_float(op, x)
+    if x.ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{op}: Received a {x.ndim}-D input to {op}, which is deprecated and will result "
+            f"in an error in a future release. To retain the behavior and silence this "
+            f"warning, please use dropout instead. Note that {op} exists to provide "
+            f"channel-wise dropout on inputs with {spatial} spatial dimensions, a channel "
+            f"dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+            f"{spatial + 2}D inputs).", UserWarning, stacklevel=4)
+    elif spatial == 2 and x.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret "
+            "the input as one without a batch dimension, i.e. shape (C, H, W). To maintain "
+            "the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=4)
+    if not training or p == 0 or x.numel() == 0:
+        return x
+    if spatial == 3 and x.ndim != 5:  # PyTorch's dropout3d: unbatched, whatever the rank
+        x1 = x.unsqueeze(0)
+        out = _feature_dropout(op, x1, p, training, inplace, (x1.ndim, x1.ndim))
+        return x if inplace else out.squeeze(0)
+    if x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    return _feature_dropout(op, x, p, training, inplace, (x.ndim, x.ndim))
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
-    """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d)."""
+    """Channel dropout of (N, C, L) or unbatched (C, L) (see dropout2d).
+    Raises RuntimeError (PyTorch's) for another rank."""
+    if isinstance(input, Tensor) and input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note "
+            f"that dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            f"dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            f"inputs).")
     return _feature_dropout("dropout1d", input, p, training, inplace, (2, 3))
 
 

@@ -131,10 +131,36 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
             target, Tensor) and target._storage.dtype is _BF16) and \
             dtypes.result_type(input, target) is _BF16:  # (bfloat16 with float32: float32)
         return ew.via_float32(mse_loss, input, target, reduction)
-    d = ew.sub(input, target)
-    sq = ew.mul(d, d)
-    return _one_node("mse_loss", sq if reduction == "none" else rd.mean(sq)
-                     if reduction == "mean" else rd.sum(sq))
+    if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
+        return _mse_composed(reduction)(input, target)
+    return _mse(input, target, reduction)
+
+
+def _mse_composed(reduction):
+    def forward(input, target):
+        d = ew.sub(input, target)
+        sq = ew.mul(d, d)
+        return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else \
+            rd.sum(sq)
+    return forward
+
+
+def _mse(input, target, reduction):
+    """mse_loss as one Node whose edges are (input, target), as PyTorch's MseLossBackward0
+    (the "Neural Networks" blitz walks ``loss.grad_fn.next_functions[0][0]`` to the model's
+    last layer); its gradient 2 (x - t) g (/ n for 'mean'), summed to each operand's shape."""
+    composed = _mse_composed(reduction)
+    with no_grad():
+        d = ew.sub(input, target)
+        out = composed(input, target)
+
+    def backward(g):
+        n = d.numel() if reduction == "mean" else 1
+        gd = ew.mul(d, ew.mul(g, 2.0 / n) if n else g)
+        return (ew.sum_to(gd, input.shape) if input.requires_grad else None,
+                ew.neg(ew.sum_to(gd, target.shape)) if target.requires_grad else None)
+    return record("mse_loss", out, (input, target), backward, saved=[input, target],
+                  double=lambda g, node: recomputed(composed, (input, target))(g, node))
 
 
 # -- pointwise losses: one kernel for the loss, one per gradient, then the reduction ----------

@@ -95,10 +95,17 @@ def bernoulli(probs: Tensor, p=None, generator=None) -> Tensor:
     return bernoulli_(out, probs.detach() if p is None else p, generator)
 
 
-def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) -> Tensor:
-    """Samples of N(mean, std^2): ``normal(mean: float, std: float, size)``, or elementwise
-    with a tensor mean and/or std (broadcast). No gradient flows to mean or std."""
+def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None,
+           requires_grad=False) -> Tensor:
+    """Samples of N(mean, std^2): ``normal(mean: float, std: float, size)`` (a leaf that
+    requires grad with ``requires_grad=True``, as d2l's ``init_params`` makes its weights),
+    or elementwise with a tensor mean and/or std (broadcast). No gradient flows to mean or
+    std. Raises TypeError for requires_grad with a tensor mean or std (PyTorch's overloads
+    take it only with a size)."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if requires_grad:
+            raise TypeError("normal: requires_grad is an argument of normal(mean: float, "
+                            "std: float, size) only, not of a tensor mean or std")
         ref = mean if isinstance(mean, Tensor) else std
         if ref.dtype is dtypes.bfloat16:  # in float32, rounded once
             return ew.via_float32(normal, mean, std, size, generator, dtype, device)
@@ -113,7 +120,7 @@ def normal(mean, std=1.0, size=None, generator=None, dtype=None, device=None) ->
         raise TypeError("normal: expected a size when mean and std are numbers")
     dt = _float_dtype(dtype, "normal")  # (an integer dtype raises, as PyTorch)
     return tensor(rng(generator, "normal").normal(mean, std, tuple(size)), dtype=dt,
-                  device=device)
+                  device=device, requires_grad=requires_grad)
 
 
 def _prob_dtype(p, x):

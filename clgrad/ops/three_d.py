@@ -261,12 +261,10 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices:
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """Channel dropout of (N, C, D, H, W) or unbatched (C, D, H, W): whole channels zeroed
-    with probability p, the rest scaled by 1 / (1 - p) (see dropout2d). Grad: input.
-    Raises ValueError for p outside [0, 1] or an input not 4-D or 5-D (PyTorch warns)."""
-    if isinstance(input, Tensor) and input.ndim == 4:
-        out = do._feature_dropout("dropout3d", input.unsqueeze(0), p, training, inplace, (4, 5))
-        return input if inplace or out is input else out.squeeze(0)
-    return do._feature_dropout("dropout3d", input, p, training, inplace, (4, 5))
+    with probability p, the rest scaled by 1 / (1 - p) (see dropout2d). Other ranks, as
+    PyTorch's: a UserWarning (deprecated), then read as unbatched. Grad: input.
+    Raises ValueError for p outside [0, 1]."""
+    return do.channel_dropout("dropout3d", input, p, training, inplace, 3)
 
 
 def _triple(op, name, v):

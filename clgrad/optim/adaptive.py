@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clgrad import capture as _capture
 from clgrad.ops._util import bump_version, defines_for, launch_1d, scalar
-from clgrad.optim.optimizer import Optimizer, check_nonnegative, state_buffer
+from clgrad.optim.optimizer import (Optimizer, check_execution_flags, check_nonnegative,
+                                    state_buffer)
 from clgrad.tensor import Tensor
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop"]
@@ -34,7 +35,8 @@ class Adagrad(Optimizer):
         p = p - clr * g / (sqrt(sum) + eps)
 
     Args:    params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-             eps=1e-10, maximize=False
+             eps=1e-10, foreach=None, maximize=False; foreach, fused: accepted (one launch
+             per parameter); differentiable must be False
     State:   ``step`` (int), ``sum``; made for every parameter at construction, as PyTorch
              does (and for parameters of groups added later, at their first step)
     Kernels: kernels/optim.cl :: adagrad (one launch per parameter per step)
@@ -43,13 +45,15 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
-                 initial_accumulator_value: float = 0, eps: float = 1e-10,
-                 maximize: bool = False):
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *,
+                 maximize: bool = False, differentiable: bool = False, fused=None):
+        check_execution_flags("Adagrad", differentiable=differentiable)
         check_nonnegative("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                           initial_accumulator_value=initial_accumulator_value, eps=eps)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=bool(maximize)))
+                                      eps=eps, foreach=foreach, maximize=bool(maximize),
+                                      differentiable=differentiable, fused=fused))
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group, self.state.setdefault(p, {}))
@@ -86,19 +90,24 @@ class Adadelta(Optimizer):
         acc = rho * acc + (1 - rho) * delta^2
         p = p - lr * delta
 
-    Args:    params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, maximize=False
+    Args:    params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None,
+             maximize=False; foreach, capturable: accepted (one launch per parameter);
+             differentiable must be False
     State:   ``step`` (int), ``square_avg`` (sq), ``acc_delta`` (acc)
     Kernels: kernels/optim.cl :: adadelta (one launch per parameter per step)
     Raises:  ValueError for a negative lr, eps or weight_decay, or rho outside [0, 1]
     """
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0, maximize: bool = False):
+                 weight_decay: float = 0, foreach=None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False):
+        check_execution_flags("Adadelta", differentiable=differentiable)
         check_nonnegative("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Adadelta: expected rho in [0, 1], got {rho}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=bool(maximize)))
+                                      foreach=foreach, capturable=capturable,
+                                      maximize=bool(maximize), differentiable=differentiable))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         sq, acc = state_buffer(state, "square_avg", p), state_buffer(state, "acc_delta", p)
@@ -124,7 +133,9 @@ class RMSprop(Optimizer):
         else:          p = p - lr * g / avg
 
     Args:    params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-             centered=False, maximize=False
+             centered=False, capturable=False, foreach=None, maximize=False; foreach,
+             capturable: accepted (one launch per parameter, as milesial's U-Net's
+             RMSprop(..., foreach=True)); differentiable must be False
     State:   ``step`` (int), ``square_avg`` (sq), ``momentum_buffer`` (when momentum > 0),
              ``grad_avg`` (ga, when centered)
     Kernels: kernels/optim.cl :: rmsprop (CENTERED, MOMENTUM) (one launch per parameter per
@@ -134,12 +145,15 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False,
-                 maximize: bool = False):
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):
+        check_execution_flags("RMSprop", differentiable=differentiable)
         check_nonnegative("RMSprop", lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                           momentum=momentum)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=bool(centered),
-                                      maximize=bool(maximize)))
+                                      capturable=capturable, foreach=foreach,
+                                      maximize=bool(maximize), differentiable=differentiable))
 
     def _update(self, p: Tensor, grad: Tensor, group: dict, state: dict):
         dt, d = p.dtype, defines_for(p.dtype)
