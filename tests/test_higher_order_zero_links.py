@@ -222,7 +222,9 @@ def test_hessian_strict_as_pytorch():
             lib.autograd.functional.hessian(lambda t: (t * 2).sum(), x, strict=True)
 
 
-def test_first_order_never_links(monkeypatch):
+@pytest.fixture
+def link_calls(monkeypatch):
+    """The names of the nodes graph._linked is called for while the test runs (a spy)."""
     calls = []
     orig = graph._linked
 
@@ -230,6 +232,11 @@ def test_first_order_never_links(monkeypatch):
         calls.append(a[0].name)
         return orig(*a)
     monkeypatch.setattr(graph, "_linked", spy)
+    return calls
+
+
+def test_first_order_never_links(link_calls):
+    calls = link_calls
     x = clgrad.tensor(_rand((2, 3, 6, 6), 30), dtype=F64, requires_grad=True)
 
     def program():
@@ -371,14 +378,8 @@ def test_hvp_strict_raises_for_piecewise_linear_functions(lib_name):
     np.testing.assert_array_equal(r.detach().numpy(), [3.0, -12.0, -36.0])
 
 
-def test_first_order_never_links_composed_ops(monkeypatch):
-    calls = []
-    orig = graph._linked
-
-    def spy(*a):
-        calls.append(a[0].name)
-        return orig(*a)
-    monkeypatch.setattr(graph, "_linked", spy)
+def test_first_order_never_links_composed_ops(link_calls):
+    calls = link_calls
     x = clgrad.tensor(_rand((4, 3, 5), 40), dtype=F64, requires_grad=True)
     w = clgrad.tensor(_W3, dtype=F64)
 
