@@ -138,11 +138,14 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def _mse_composed(reduction):
     def forward(input, target):
-        d = ew.sub(input, target)
-        sq = ew.mul(d, d)
-        return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else \
-            rd.sum(sq)
+        return _mse_of(ew.sub(input, target), reduction)
     return forward
+
+
+def _mse_of(d, reduction):
+    """The loss from the difference d = input - target."""
+    sq = ew.mul(d, d)
+    return sq if reduction == "none" else rd.mean(sq) if reduction == "mean" else rd.sum(sq)
 
 
 def _mse(input, target, reduction):
@@ -152,7 +155,7 @@ def _mse(input, target, reduction):
     composed = _mse_composed(reduction)
     with no_grad():
         d = ew.sub(input, target)
-        out = composed(input, target)
+        out = _mse_of(d, reduction)
 
     def backward(g):
         n = d.numel() if reduction == "mean" else 1
