@@ -596,6 +596,8 @@ LEGAL = {
                           "(tests/test_index.py); any other index raises",
     "Tensor.__setitem__": "a CPU index and basic-indexing values (copy_) from another device, "
                           "as PyTorch; advanced values on another device raise (CASES)",
+    "F.ctc_loss": "targets and lengths are read on the host, from any device (PyTorch takes "
+                  "them on the CPU for CUDA log_probs): test_ctc_loss_reads_targets_anywhere",
     "Tensor.index_put": "CPU indices, as PyTorch; values on another device raise (CASES)",
     "Tensor.index_put_": "CPU indices, as PyTorch; values on another device raise (CASES)",
     "torch.index_put": "CPU indices, as PyTorch; values on another device raise (CASES)",
@@ -681,6 +683,23 @@ def _takes_two_tensors(name, fn) -> bool:
         if p.name in _SEQUENCE or p.name in _TENSORISH or "Tensor" in ann:
             count += 1
     return count >= 2
+
+
+def test_ctc_loss_reads_targets_anywhere(devices):
+    """ctc_loss's targets and lengths on another device than log_probs: the same loss and
+    gradient as on one device (they are read on the host; PyTorch takes CPU ones)."""
+    a, other = devices
+    lp = F.log_softmax(clgrad.tensor(_RNG.standard_normal((6, 2, 4)).astype(np.float32)), -1)
+    tg, il, tl = ints(3, 2, 3) + 1, clgrad.tensor([6, 5]), clgrad.tensor([3, 2])
+    results = []
+    for dev in (a, other):
+        x = lp.detach().requires_grad_()
+        loss = F.ctc_loss(x, *(t.to(dev) for t in (tg, il, tl)), reduction="sum")
+        loss.backward()
+        assert loss._storage.device is a
+        results.append((loss.item(), x.grad.numpy()))
+    assert results[0][0] == results[1][0] and np.isfinite(results[0][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
 def test_every_multi_tensor_op_is_covered():

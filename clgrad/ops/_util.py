@@ -466,8 +466,10 @@ _NUMBER_OK = frozenset({"Tensor | float", "float | Tensor"})  # a Tensor or a Py
 _TORCH_NAME = {"x": "input", "a": "input", "b": "other", "cond": "condition", "probs": "input"}
 _TORCH_NAME_OF = {("clgrad.linalg", "vector_norm", "x"): "x",
                   ("clgrad.linalg", "matrix_norm", "x"): "A", ("clgrad.linalg", "norm", "x"): "A"}
-# Public ops whose tensors may live on different devices: they compute nothing from them.
-_ANY_DEVICES = frozenset({"result_type"})
+# Public ops whose tensors may live on different devices: they compute nothing from them, or
+# (ctc_loss's targets and lengths, which PyTorch takes on the CPU for CUDA log_probs) read
+# all but one of them on the host.
+_ANY_DEVICES = frozenset({"result_type", "ctc_loss"})
 # Unannotated parameters of these names take a Tensor or a number (add(a, b), where(cond, a, b)).
 _TENSOR_OR_NUMBER = frozenset({"a", "b"})
 

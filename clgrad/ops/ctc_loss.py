@@ -58,6 +58,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
              against PyTorch 2.13: its grad minus float64 finite differences of its loss is
              exp(log_probs) * g). Through log_softmax (the usual use) the gradient is exact.
              Not differentiable again (create_graph raises, as PyTorch's).
+    Devices: targets and the length tensors are read on the host, so they may live on any
+             device (PyTorch takes CPU ones with CUDA log_probs); the result is on
+             log_probs' device.
     Raises:  RuntimeError for shapes, lengths (negative, an input length above T, a target
              length above S, sums that differ from the concatenated targets' size), blank
              outside [0, C), target labels outside [0, C) or equal to blank (PyTorch's CPU
