@@ -64,7 +64,7 @@ FIRST = {"where": "condition", "split": "tensor", "cat": "tensors", "concat": "t
          "cosine_embedding_loss": "input1", "triplet_margin_loss": "anchor",
          "triplet_margin_with_distance_loss": "anchor",
          "cosine_similarity": "x1", "pairwise_distance": "x1", "gumbel_softmax": "logits",
-         "tensordot": "a", "cdist": "x1", "chain_matmul": "matrices",
+         "tensordot": "a", "cdist": "x1", "chain_matmul": "matrices", "ctc_loss": "log_probs",
          **{n: "tensors" for n in ("hstack", "vstack", "row_stack", "dstack", "column_stack",
                                    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag",
                                    "cartesian_prod")},
