@@ -178,7 +178,7 @@ def programs(cpu: bool, width: int, fp64: bool) -> list:
                 ("optim.cl", {**f, "MOMENTUM": 1, "CONTIG": 1}), ("dropout.cl", f),
                 ("upsample.cl", f), ("grid_sample.cl", f), ("numeric.cl", {"T": t}),
                 ("scan.cl", {"T": t, "ACC": t, "OP_SUM": 1}),
-                ("bessel.cl", f), ("gamma.cl", f), ("polynomial.cl", f),
+                ("bessel.cl", f), ("gamma.cl", f), ("polynomial.cl", f), ("ctc_loss.cl", f),
                 ("sort.cl", {**f, "KCAP": 8}), ("sort.cl", {**f, "SORT_P": 64, "WG": 32}),
                 ("conv_direct_any.cl", f), ("conv_im2col_any.cl", f),
                 ("conv_winograd.cl", {**f, "WM": 2}), ("conv_winograd.cl", {**f, "WM": 4}),
