@@ -13,10 +13,10 @@ storage; every view keeps ``_base`` pointing at its root.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import copyreg
 import pickle
+
+import numpy as np
 
 from clgrad import dtypes, layout
 from clgrad._device import of_runtime, resolve

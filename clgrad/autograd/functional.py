@@ -236,12 +236,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         g = jacobian(scalar, inp, create_graph=True, strict=strict)
         for i, gi in enumerate(g if strict else ()):  # (PyTorch's _check_requires_grad)
             if not gi.requires_grad:
-                raise RuntimeError(
-                    f"While computing the hessian, found that the jacobian of the "
-                    f"user-provided function with respect to input {i} is independent of the "
-                    f"input. This is not allowed in strict mode. You should ensure that your "
-                    f"function is twice differentiable and that the jacobian depends on the "
-                    f"inputs (this would be violated by a linear function for example).")
+                raise _jacobian_independent(i)
         return g if in_tuple else g[0]
     return jacobian(gradient, ins if in_tuple else ins[0], create_graph=create_graph,
                     strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
@@ -272,6 +267,17 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     return _hessian_product("hvp", func, inputs, v, create_graph, strict)
 
 
+def _jacobian_independent(i: int) -> RuntimeError:
+    """PyTorch's strict-mode error of hessian/hvp for a gradient that does not require grad
+    (a linear function)."""
+    return RuntimeError(
+        f"While computing the hessian, found that the jacobian of the user-provided function "
+        f"with respect to input {i} is independent of the input. This is not allowed in "
+        f"strict mode. You should ensure that your function is twice differentiable and that "
+        f"the jacobian depends on the inputs (this would be violated by a linear function for "
+        f"example).")
+
+
 def _hvp_strict(func, inputs, v, create_graph):
     """hvp(strict=True) as PyTorch's: the gradient j (create_graph), then the vjp of j at a
     dummy u (zeros that require grad), linear in u, then the vjp of that w.r.t. u at ``v``:
@@ -295,12 +301,7 @@ def _hvp_strict(func, inputs, v, create_graph):
                 raise RuntimeError(f"The output of the user-provided function is independent "
                                    f"of input {i}. This is not allowed in strict mode.")
             if not j.requires_grad:
-                raise RuntimeError(
-                    f"While computing the hessian, found that the jacobian of the "
-                    f"user-provided function with respect to input {i} is independent of the "
-                    f"input. This is not allowed in strict mode. You should ensure that your "
-                    f"function is twice differentiable and that the jacobian depends on the "
-                    f"inputs (this would be violated by a linear function for example).")
+                raise _jacobian_independent(i)
         dummy = tuple(t.new_zeros(t.shape).requires_grad_(True) for t in inputs)
         back = grad(jac, inputs, dummy, retain_graph=True, create_graph=True,
                     allow_unused=True)

@@ -131,9 +131,8 @@ def _nll(lp, ext, il, tl, zero_inf):
         grad = empty((tm, n, c), x.dtype, dev)
         total = tm * n * c
         dev.launch(dev.kernel(_FILE, "ctc_grad", d), (total,), (64,), np.int64(total),
-                   np.int64(n), np.int64(c), np.int64(sp), x._storage.buffer,
-                   np.int64(x._offset), ext_d._storage.buffer, il_d._storage.buffer,
-                   tl_d._storage.buffer, alpha._storage.buffer, beta._storage.buffer,
+                   np.int64(n), np.int64(c), np.int64(sp), *head[4:], alpha._storage.buffer,
+                   beta._storage.buffer,
                    nll._storage.buffer, g._storage.buffer, np.int64(g._offset),
                    np.int32(zero_inf), grad._storage.buffer)
         return (grad,)

@@ -132,7 +132,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
             dtypes.result_type(input, target) is _BF16:  # (bfloat16 with float32: float32)
         return ew.via_float32(mse_loss, input, target, reduction)
     if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
-        return _mse_composed(reduction)(input, target)
+        return _mse_of(ew.sub(input, target), reduction)
     return _mse(input, target, reduction)
 
 
@@ -152,7 +152,6 @@ def _mse(input, target, reduction):
     """mse_loss as one Node whose edges are (input, target), as PyTorch's MseLossBackward0
     (the "Neural Networks" blitz walks ``loss.grad_fn.next_functions[0][0]`` to the model's
     last layer); its gradient 2 (x - t) g (/ n for 'mean'), summed to each operand's shape."""
-    composed = _mse_composed(reduction)
     with no_grad():
         d = ew.sub(input, target)
         out = _mse_of(d, reduction)
@@ -163,7 +162,8 @@ def _mse(input, target, reduction):
         return (ew.sum_to(gd, input.shape) if input.requires_grad else None,
                 ew.neg(ew.sum_to(gd, target.shape)) if target.requires_grad else None)
     return record("mse_loss", out, (input, target), backward, saved=[input, target],
-                  double=lambda g, node: recomputed(composed, (input, target))(g, node))
+                  double=lambda g, node: recomputed(_mse_composed(reduction),
+                                                    (input, target))(g, node))
 
 
 # -- pointwise losses: one kernel for the loss, one per gradient, then the reduction ----------

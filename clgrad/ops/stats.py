@@ -86,7 +86,7 @@ def _quantile(op, x, q, dim, keepdim, interpolation, ignore_nan):
     srt = so.sort(src, -1).values  # NaN last
     # the ranks on the host: q rounded to input's dtype times the last index, in input's
     # dtype (PyTorch's numbers: float32 0.1f * 5 rounds to 0.5, nearest picks rank 0)
-    def _in(v):  # the rank's product in input's dtype, as PyTorch's (float32: 0.1f * 5 is 0.5)
+    def _in(v):
         return np.asarray(v, dtype=x.dtype.np)
 
     with no_grad():
