@@ -5,6 +5,7 @@ restored after a profile, and (where PyTorch 2.14 is importable) the same progra
 and counts against PyTorch's profiler. The recipe program (tests/programs/profiler_recipe.py)
 runs under clgrad and, where torch is importable, under PyTorch for the same top-level ops."""
 import contextlib
+import functools
 import gzip
 import json
 import time
@@ -181,6 +182,13 @@ def test_schedule_rejects_bad_arguments():
         schedule(wait=1, warmup=0, active=1)
 
 
+def _torch_cpu_profile(torch):
+    """PyTorch's profiler of host ops only: on a machine with CUDA its default also records
+    CUDA runtime events (cudaDeviceSynchronize, CUPTI's buffer requests) at the top level."""
+    return functools.partial(torch.profiler.profile,
+                             activities=[torch.profiler.ProfilerActivity.CPU])
+
+
 def _step_loop(torch, prof_cls, sched, steps=8):
     x = torch.ones(2, 2)
     seen = []
@@ -211,7 +219,7 @@ def test_profile_steps_match_pytorch():
     for kw in (dict(wait=1, warmup=1, active=3, repeat=1), dict(wait=1, warmup=1, active=2,
                                                                 repeat=2)):
         ours = _step_loop(clgrad, profile, schedule(**kw))
-        theirs = _step_loop(torch, torch.profiler.profile, torch.profiler.schedule(**kw))
+        theirs = _step_loop(torch, _torch_cpu_profile(torch), torch.profiler.schedule(**kw))
         assert ours == theirs, kw
 
 
@@ -516,7 +524,7 @@ def test_event_names_match_pytorch(case):
     torch = pytest.importorskip("torch")
     import torch.nn.functional as tF
     fn, expected = NAME_CASES[case]
-    assert _top_names(torch.profiler.profile, torch, tF, fn) == expected
+    assert _top_names(_torch_cpu_profile(torch), torch, tF, fn) == expected
 
 
 def _train(recorded: bool) -> list:

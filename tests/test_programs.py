@@ -59,7 +59,24 @@ def load_program(name: str, framework: str = "clgrad") -> types.ModuleType:
         source = rewrite_imports(source)
     module = types.ModuleType(f"program_{name}_{framework}")
     module.__file__ = str(path)
-    exec(compile(source, str(path), "exec"), module.__dict__)
+    # A program's import-time `DEVICE = "cuda" if torch.cuda.is_available() else "cpu"` picks
+    # the CPU here, for the PyTorch reference (on a machine with CUDA it would run on the GPU,
+    # with TF32 convolutions and tensors that .numpy() refuses) and for clgrad unless the
+    # default device is a GPU (CLGRAD_DEVICE=gpu: the programs' GPU paths): the tests feed
+    # both the CPU tensors they make themselves
+    if framework == "clgrad":
+        lib = clgrad
+        hide = clgrad.default_device().kind == "cpu"
+    else:
+        import torch as lib
+        hide = True
+    real = lib.cuda.is_available
+    if hide:
+        lib.cuda.is_available = lambda: False
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    finally:
+        lib.cuda.is_available = real
     return module
 
 

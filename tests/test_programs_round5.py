@@ -440,8 +440,9 @@ def test_forward_forward_overlay_and_goodness():
 
 def test_forward_forward_matches_pytorch(capsys):
     torch, tp, cp = _both("mnist_forward_forward")
-    argv = ["--epochs", "30", "--train_size", "40", "--test_size", "10"]
-    tp.main(argv[:1] + ["0"] + argv[2:])            # sets the programs' args and device
+    argv = ["--epochs", "30", "--train_size", "40", "--test_size", "10", "--no_cuda"]
+    tp.main(argv[:1] + ["0"] + argv[2:])            # sets the programs' args and device (the
+    # CPU: the tensors below are the CPU's)
     cp.main(argv[:1] + ["0"] + argv[2:])
     tp.args.epochs = cp.args.epochs = 30
     tnet, cnet = tp.Net([100, 20, 20]), cp.Net([100, 20, 20])

@@ -119,7 +119,7 @@ def _vit_args(prog, **kw):
     return argparse.Namespace(**a)
 
 
-def test_vision_transformer_parts(programs):
+def test_vision_transformer_parts(programs, cpu_default):
     prog = load_program("vision_transformer")
     x = np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8)
     patches = prog.PatchExtractor(4)(clgrad.tensor(x)).numpy()
@@ -144,7 +144,7 @@ def test_vision_transformer_trains(programs, capsys):
         assert abs(train_loss - math.log(10)) < 0.6 and 0 <= val_acc <= 1
 
 
-def test_vision_transformer_matches_pytorch(programs):
+def test_vision_transformer_matches_pytorch(programs, cpu_default):
     torch, tp, cp = _both("vision_transformer")
     tm, cm = tp.ViT(_vit_args(tp)), cp.ViT(_vit_args(cp))
     _copy(tm, cm)
@@ -447,7 +447,7 @@ def test_unet_matches_pytorch(programs, bilinear):
 
 # -- autocast(bfloat16), GradScaler and gradient accumulation ---------------------------------
 
-def test_amp_and_gradient_accumulation():
+def test_amp_and_gradient_accumulation(cpu_default):
     prog = load_program("amp_accumulation")
     net, losses, dtypes = prog.train_autocast(epochs=3)
     assert dtypes == {clgrad.bfloat16, clgrad.float32}
@@ -549,7 +549,7 @@ def test_resume_checkpoint_loads_in_pytorch(programs):
 
 # -- packed bidirectional GRU -----------------------------------------------------------------
 
-def test_gru_packed_learns():
+def test_gru_packed_learns(cpu_default):
     model, losses, accuracy, fields = load_program("gru_packed").main(epochs=6, n_train=96,
                                                                       n_test=64)
     assert losses[-1] < 0.7 * losses[0] and accuracy >= 0.7    # chance 0.5
@@ -558,7 +558,7 @@ def test_gru_packed_learns():
                       "unpacked": ([[4, 5, -1], [1, 2, 3], [6, -1, -1]], [2, 3, 1])}
 
 
-def test_gru_packed_matches_pytorch():
+def test_gru_packed_matches_pytorch(cpu_default):
     torch, tp, cp = _both("gru_packed")
     tm, cm = tp.GRUClassifier(), cp.GRUClassifier()
     _copy(tm, cm)
