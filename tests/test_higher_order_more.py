@@ -356,7 +356,12 @@ def test_hessian_vector_products_match_pytorch(name, torch):
         with pytest.raises((RuntimeError, NotImplementedError), match=TORCH_RAISES[name]):
             _hvp(torch, torch.nn.functional, fn, arrays)
         return
-    theirs = _hvp(torch, torch.nn.functional, fn, arrays)
+    try:
+        theirs = _hvp(torch, torch.nn.functional, fn, arrays)
+    except RuntimeError as e:  # PyTorch 2.11 (the GPU machine's); 2.13 has it
+        if "grid_sampler_2d_backward is not implemented" not in str(e):
+            raise
+        pytest.skip(f"PyTorch {torch.__version__} has no double backward of grid_sample")
     for i, (a, b) in enumerate(zip(ours, theirs)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10, err_msg=f"{name} input {i}")
 

@@ -129,8 +129,12 @@ def test_second_derivative_as_pytorch(name):
     torch = pytest.importorskip("torch")
     fn, shape, (requires, second) = CASES[name]
     rg, got, _ = _second(torch, fn, shape, 7)
-    assert rg is requires  # the hard-coded expectation is PyTorch's
-    if second == "raise":
+    assert rg is requires  # the hard-coded expectation is PyTorch's (2.13)
+    if name == "grid_sample" and isinstance(got, RuntimeError):
+        # PyTorch 2.11 (the GPU machine's) raised here; 2.13 gives no gradient, as clgrad
+        assert "grid_sampler_2d_backward is not implemented" in str(got)
+        assert tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13)
+    elif second == "raise":
         assert isinstance(got, RuntimeError)
     elif second == "none":
         assert got is None

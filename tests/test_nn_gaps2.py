@@ -161,7 +161,10 @@ def test_lp_pool_reprs_against_torch():
         assert repr(nn.LPPool2d(*args, **kw)) == repr(torch.nn.LPPool2d(*args, **kw))
     assert repr(nn.LPPool1d(2, 3)) == repr(torch.nn.LPPool1d(2, 3))
     x = np.abs(RNG.standard_normal((2, 2, 5, 7)))
+    old = tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13)
     for p in (2, 1.5, -float("inf")):
+        if p < 0 and old:  # PyTorch 2.11's pow formula gave 1 here; 2.13's, clgrad's: the min
+            continue
         np.testing.assert_allclose(
             F.lp_pool2d(clgrad.tensor(x), p, 2, ceil_mode=True).numpy(),
             torch.nn.functional.lp_pool2d(torch.tensor(x), p, 2, ceil_mode=True).numpy(),

@@ -207,7 +207,12 @@ def test_trajectory_matches_torch(dtype, kw):
         grads = [rng.standard_normal(shape).astype(dtype) for _ in range(6)]
         got = _run(p0, grads, dtype=getattr(clgrad, dtype), **kw)[0]
         t = torch.tensor(p0, requires_grad=True)
-        topt = torch.optim.Muon([t], **kw)
+        try:
+            topt = torch.optim.Muon([t], **kw)
+        except ValueError as e:  # PyTorch 2.11 and 2.13 refuse "spectral_unclamped"
+            if "is not supported" not in str(e):
+                raise
+            pytest.skip(f"PyTorch {torch.__version__}: {e}")
         for g, mine in zip(grads, got):
             t.grad = torch.tensor(g)
             topt.step()

@@ -285,10 +285,14 @@ def test_masks_match_pytorch(how):
             p.ln_structured(m, "weight", amount=0.5, n=2, dim=0)
         elif how == "ln_inf_dim1":
             p.ln_structured(m, "weight", amount=1, n=float("inf"), dim=1)
-        elif how == "ln_fro":
-            p.ln_structured(m, "weight", amount=2, n="fro", dim=-1)
-        elif how == "ln_nuc":
-            p.ln_structured(m, "weight", amount=2, n="nuc", dim=0)
+        elif how in ("ln_fro", "ln_nuc"):
+            try:
+                p.ln_structured(m, "weight", amount=2, n=how[3:], dim=-1 if how == "ln_fro"
+                                else 0)
+            except RuntimeError as e:  # PyTorch 2.11 and 2.13 refuse a 3-dim "fro"/"nuc"
+                if p is not tprune or "dim must be a 2-tuple" not in str(e):
+                    raise
+                pytest.skip(f"PyTorch {torch.__version__}: {e}")
         elif how == "iterative":
             p.l1_unstructured(m, "weight", amount=0.3)
             p.ln_structured(m, "weight", amount=2, n=1, dim=0)
