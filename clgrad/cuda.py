@@ -155,3 +155,103 @@ from clgrad._compile import make_graphed_callables  # noqa: E402
 
 __all__ += ["CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing",
             "make_graphed_callables"]
+
+# -- a GPU user's first hour: the capability checks scripts make before choosing a dtype ----
+__all__ += ["is_bf16_supported", "get_device_capability", "device", "nvtx"]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """True where an OpenCL GPU exists: clgrad computes bfloat16 on every device (16-bit
+    storage, float32 arithmetic where the device has no native type), so autocast to
+    bfloat16 works on every GPU. False without a GPU (PyTorch's answer without CUDA).
+
+    Differs from PyTorch: ``including_emulation=False`` asks for native bfloat16 arithmetic,
+    which clgrad never uses, so it gives False; PyTorch gives True on NVIDIA compute
+    capability 8.0 and later.
+    """
+    if not is_available():
+        return False
+    return bool(including_emulation)
+
+
+def get_device_capability(device=None) -> tuple:
+    """(major, minor): the CUDA compute capability of NVIDIA GPU ``device`` (default: the
+    current one), from NVIDIA's OpenCL extension cl_nv_device_attribute_query; e.g. (9, 0) on
+    an H100 or H200.
+
+    Raises:  RuntimeError for a GPU that is not NVIDIA's (a compute capability is NVIDIA's
+             numbering; PyTorch on ROCm reports its own), or whose driver lacks the extension;
+             DeviceError if there is no such GPU.
+    """
+    dev = _gpu(device)
+    cl_dev = dev.cl_device
+    if "cl_nv_device_attribute_query" not in cl_dev.extensions:
+        raise RuntimeError(f"get_device_capability: the GPU {dev.name!r} ({dev.platform}) "
+                           "reports no CUDA compute capability (it is NVIDIA's numbering, "
+                           "read through cl_nv_device_attribute_query)")
+    return (int(cl_dev.compute_capability_major_nv), int(cl_dev.compute_capability_minor_nv))
+
+
+class device:
+    """Context manager making GPU ``device`` (an int, "cuda:N" or a device) what "cuda" means
+    inside the block, as PyTorch's ``torch.cuda.device``; the previous one is restored on
+    exit. ``device(None)`` or a negative int changes nothing (PyTorch's).
+
+    Raises:  ValueError for a CPU device; DeviceError if there is no such GPU (on entry)
+    """
+
+    def __init__(self, device):
+        self.idx = device
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = _CURRENT_GPU[0]
+        if self.idx is None or (isinstance(self.idx, int) and self.idx < 0):
+            return self
+        set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        _CURRENT_GPU[0] = self.prev
+        return False
+
+
+class _Nvtx:
+    """``torch.cuda.nvtx``: range_push/range_pop/mark/range accepted, recording nothing
+    (NVTX annotates NVIDIA's profilers, which do not see OpenCL kernels; clgrad's own
+    ``clgrad.profiler.record_function`` names ranges in its traces)."""
+
+    def __init__(self):
+        self._depth = 0
+
+    def range_push(self, msg: str) -> int:
+        """Accepted; returns the depth of the pushed range (0-based), as NVTX does."""
+        self._depth += 1
+        return self._depth - 1
+
+    def range_pop(self) -> int:
+        """Accepted; returns the depth of the popped range, or -1 when none was pushed."""
+        if self._depth == 0:
+            return -1
+        self._depth -= 1
+        return self._depth
+
+    def mark(self, msg: str) -> None:
+        """Accepted, does nothing."""
+
+    def range(self, msg: str, *args, **kwargs):
+        """Context manager and decorator: range_push on entry, range_pop on exit."""
+        import contextlib
+        nv = self
+
+        @contextlib.contextmanager
+        def _range():
+            nv.range_push(msg)
+            try:
+                yield
+            finally:
+                nv.range_pop()
+        return _range()
+
+
+nvtx = _Nvtx()
