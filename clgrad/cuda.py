@@ -4,16 +4,27 @@
 numbered in the order ``clgrad.devices()`` lists them. Accepted for compatibility and doing
 nothing, as documented per function: ``manual_seed``/``manual_seed_all``/``seed`` (clgrad draws
 every random number on the host from the one generator ``clgrad.manual_seed`` seeds, so the
-numbers are the same on every device).
+numbers are the same on every device). Streams and events (``Stream``, ``Event``,
+``current_stream``, ``stream`` ...): clgrad/_streams.py; every stream of a device is its one
+in-order queue. Not here: ``memory_reserved`` and ``max_memory_reserved`` (nothing keeps a
+high-water mark of the bytes clgrad's memory pools hold, and a graph capture's private pools
+are apart from the devices' ones: no figure here would be the one PyTorch gives).
 """
 from __future__ import annotations
 
 from clgrad import runtime
 from clgrad._device import _CURRENT_GPU, device as _dev, resolve
+from clgrad._streams import (Event, Stream, StreamContext, current_stream, default_stream,
+                             set_stream, stream)
+from clgrad.tensor import max_memory_allocated as _peak, memory_allocated as _total, \
+    reset_peak_memory_allocated as _reset_peak
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
-           "get_device_properties", "empty_cache", "memory_allocated", "is_initialized"]
+           "get_device_properties", "empty_cache", "memory_allocated", "is_initialized",
+           "max_memory_allocated", "reset_peak_memory_stats",
+           "Event", "Stream", "StreamContext", "stream", "current_stream", "default_stream",
+           "set_stream"]
 
 
 def is_available() -> bool:
@@ -116,10 +127,28 @@ def memory_allocated(device=None) -> int:
     Differs from PyTorch, which counts the given (default: current) GPU only; ``device`` is
     accepted and checked (DeviceError if it names no device) but does not filter.
     """
-    from clgrad.tensor import memory_allocated as _total
     if device is not None:
         _gpu(device)
     return _total()
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most bytes live tensor storages held at once (``memory_allocated``'s count, all
+    devices together: the same difference from PyTorch) since the process started or the
+    last ``reset_peak_memory_stats``: a high-water mark updated at every storage allocation.
+    ``device`` is accepted and checked but does not filter.
+    """
+    if device is not None:
+        _gpu(device)
+    return _peak()
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Restart ``max_memory_allocated`` from the bytes held now (for all devices: one count;
+    ``device`` is accepted and checked)."""
+    if device is not None:
+        _gpu(device)
+    _reset_peak()
 
 
 # -- h4 (issue 22): legacy CUDA tensor types (torch.cuda.FloatTensor ...) ----------------------

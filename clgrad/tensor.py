@@ -27,11 +27,23 @@ from clgrad.runtime.shared import SharedHost
 __all__ = ["Storage", "Tensor", "Size", "memory_allocated"]
 
 _ALLOCATED = [0]
+_PEAK = [0]  # the most _ALLOCATED has been since the start or reset_peak_memory_allocated
 
 
 def memory_allocated() -> int:
     """Bytes of device memory held by live storages (all devices)."""
     return _ALLOCATED[0]
+
+
+def max_memory_allocated() -> int:
+    """The most bytes live storages held at once (all devices), since the process started or
+    the last ``reset_peak_memory_allocated``."""
+    return _PEAK[0]
+
+
+def reset_peak_memory_allocated() -> None:
+    """Restart ``max_memory_allocated`` from ``memory_allocated()``."""
+    _PEAK[0] = _ALLOCATED[0]
 
 
 class Size(tuple):
@@ -101,7 +113,9 @@ class Storage:
         if self.buffer is None:  # the meta device (clgrad/runtime/meta.py): no memory
             nbytes = 0
         self.nbytes = nbytes  # set only once allocated: __del__ gives back what was counted
-        _ALLOCATED[0] += nbytes
+        held = _ALLOCATED[0] = _ALLOCATED[0] + nbytes
+        if held > _PEAK[0]:
+            _PEAK[0] = held
 
     def __del__(self):
         try:
