@@ -139,6 +139,15 @@ class Stream:
         return f"<clgrad.cuda.Stream device={self.device} stream_id={self.stream_id}>"
 
 
+def _stream_arg(op: str, stream):
+    """``stream``, or ``current_stream()`` for None. Raises TypeError for another type."""
+    if stream is None:
+        return current_stream()
+    if not isinstance(stream, Stream):
+        raise TypeError(f"{op}: expected a clgrad.cuda.Stream, got {type(stream).__name__}")
+    return stream
+
+
 class Event:
     """``torch.cuda.Event(enable_timing=False, blocking=False, interprocess=False,
     external=False)``: a marker on a GPU's queue (clgrad/runtime/markers.py), made when
@@ -183,11 +192,7 @@ class Event:
                  RuntimeError if the event was recorded on another device before (PyTorch's
                  "Event device ... does not match recording stream's device ..."); CaptureError
                  (a RuntimeError) inside a graph capture, where nothing reaches the device"""
-        if stream is None:
-            stream = current_stream()
-        elif not isinstance(stream, Stream):
-            raise TypeError(f"Event.record: expected a clgrad.cuda.Stream, got "
-                            f"{type(stream).__name__}")
+        stream = _stream_arg("Event.record", stream)
         if self._marker is not None and self._marker.device is not stream._dev:
             raise RuntimeError(f"Event device {self.device} does not match recording "
                                f"stream's device {stream.device}.")
@@ -217,11 +222,7 @@ class Event:
 
         Raises:  DeviceError without an OpenCL GPU (no current stream); TypeError if
                  ``stream`` is not a Stream"""
-        if stream is None:
-            stream = current_stream()
-        elif not isinstance(stream, Stream):
-            raise TypeError(f"Event.wait: expected a clgrad.cuda.Stream, got "
-                            f"{type(stream).__name__}")
+        stream = _stream_arg("Event.wait", stream)
         if self._marker is not None and self._marker.device is not stream._dev:
             self._marker.wait()
 

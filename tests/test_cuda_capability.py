@@ -3,31 +3,15 @@ the cuda.device context manager and nvtx, as the scripts GPU users copy call the
 picks bfloat16 by is_bf16_supported). Without an OpenCL GPU here, the GPU answers run in a
 subprocess where PoCL poses as one (CLGRAD_TEST_AS_GPU, tests/conftest.py); on an NVIDIA GPU
 the capability is compared with PyTorch's where PyTorch has CUDA."""
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from subproc import checkout_env
+from subproc import run_as_gpu
 
 import clgrad
 from clgrad.runtime import DeviceError
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def _as_gpu(code):
-    env = checkout_env(CLGRAD_TEST_AS_GPU="pocl")
-    env.pop("CLGRAD_DEVICE", None)
-    pre = ("import os, sys\n"
-           "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'].split(os.pathsep)[0], "
-           "'tests'))\n"
-           "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n"
-           "import clgrad as torch\n")
-    r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
-                       env=env, timeout=600, cwd=ROOT)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout
+    return run_as_gpu("import clgrad as torch\n" + code).stdout
 
 
 def _has_gpu():

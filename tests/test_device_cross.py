@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import clgrad
-from subproc import checkout_env
+from subproc import checkout_env, run_as_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,16 +159,7 @@ def test_optimizer_state_moves_with_load_state_dict():
 
 
 def _run(code, as_gpu):
-    env = checkout_env(CLGRAD_TEST_AS_GPU=as_gpu)
-    env.pop("CLGRAD_DEVICE", None)
-    pre = ("import os, sys\n"
-           "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'].split(os.pathsep)[0], "
-           "'tests'))\n"
-           "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n")
-    r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
-                       env=env, timeout=600, cwd=ROOT)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r
+    return run_as_gpu(code, as_gpu)
 
 
 def test_gpu_default_machine_runs_cpu_checkpoints():
