@@ -266,6 +266,35 @@ def _cuda(self, device=None, non_blocking=False):
     return self.to(device)
 
 
+def _pin_memory(self, device=None):
+    """``Tensor.pin_memory()``: a copy marked pinned (``is_pinned()`` True), or self when
+    already pinned, as PyTorch's. Nothing is page-locked: a "cpu" tensor lives in an OpenCL
+    CPU device's buffer and ``.to("cuda", non_blocking=True)`` copies it through the host
+    either way (the copy is enqueued in order on the GPU's queue, so no synchronization is
+    needed before using it there). ``device`` (deprecated in PyTorch) is accepted and ignored.
+
+    Raises:  RuntimeError for a tensor on a GPU ("cannot pin ...: only dense CPU tensors can be
+             pinned", PyTorch's), and when no OpenCL GPU exists (PyTorch without CUDA: "Cannot
+             access accelerator device when none is available.")
+    """
+    if self._storage.device.type != "cpu":
+        raise RuntimeError(f"pin_memory: cannot pin a tensor on {self.device}: only dense CPU "
+                           f"tensors can be pinned")
+    if not any(r["type"] == "gpu" for r in runtime.devices()):
+        raise RuntimeError("pin_memory: Cannot access accelerator device when none is "
+                           "available (no OpenCL GPU).")
+    if self._storage.pinned:
+        return self
+    out = self.clone()
+    out._storage.pinned = True
+    return out
+
+
+def _is_pinned(self, device=None) -> bool:
+    """True for a tensor made by ``pin_memory()`` (and its views), as PyTorch's."""
+    return self._storage.pinned
+
+
 def _cpu(self):
     """A copy on the (first) OpenCL CPU device; self when already there. Recorded by
     autograd as ``to``. Where no OpenCL CPU device exists, self (see the module docstring)."""

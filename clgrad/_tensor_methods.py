@@ -52,6 +52,7 @@ Tensor._regenerate_grad_fn = ip.regenerate_view_grad_fn  # the hook of requires_
 Tensor.__repr__ = _tensor_str.tensor_repr  # PyTorch's layout (set_printoptions)
 Tensor.__format__ = _tensor_str.tensor_format
 Tensor.cuda, Tensor.cpu, Tensor.get_device = _device._cuda, _device._cpu, _device._get_device
+Tensor.pin_memory, Tensor.is_pinned = _device._pin_memory, _device._is_pinned
 Tensor.is_cuda = property(lambda self: self._storage.device.type == "cuda",
                           doc="True when the tensor is on an OpenCL GPU.")
 Tensor.is_cpu = property(lambda self: self._storage.device.type == "cpu",

@@ -91,7 +91,7 @@ class Storage:
     """
 
     __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "host", "shared",
-                 "__weakref__")
+                 "pinned", "__weakref__")
 
     def __init__(self, size: int, dtype: dtypes.DType, device: Device):
         if dtype is dtypes.float64 and not device.fp64:
@@ -106,6 +106,7 @@ class Storage:
         self.version = 0
         self.host = None  # (version, values): see keep_host
         self.shared = None  # the SharedHost once shared between processes: see share_
+        self.pinned = False  # made by Tensor.pin_memory (clgrad/_device.py)
         nbytes = self.size * dtype.itemsize
         if nbytes > device.max_alloc:  # one buffer past CL_DEVICE_MAX_MEM_ALLOC_SIZE
             raise device.out_of_memory(nbytes, f"a tensor of {self.size} {dtype.name} elements")

@@ -273,3 +273,36 @@ def test_zero_dim_cpu_tensor_joins_another_device():
     with pytest.raises(RuntimeError, match=r"same device, but found at least two devices, "
                                            rf"cpu \(.*\) and {clgrad.device(b)} \("):
         clgrad.ones(2, device=a) + clgrad.ones(2, device=b)
+
+
+def test_pin_memory():
+    """Tensor.pin_memory as PyTorch's: a pinned copy of a CPU tensor (is_pinned), self when
+    already pinned, refused for a GPU tensor and where no GPU exists (PyTorch without CUDA:
+    "Cannot access accelerator device when none is available.")."""
+    x = clgrad.arange(4.0)
+    assert x.is_pinned() is False
+    if not clgrad.cuda.is_available():
+        with pytest.raises(RuntimeError, match="Cannot access accelerator device"):
+            x.pin_memory()
+    _two_devices(pocl=True)
+    r = _run("import clgrad as torch\n"
+             "x = torch.arange(6.0).view(2, 3)[:, 1:]\n"
+             "p = x.pin_memory()\n"
+             "assert p is not x and p.is_pinned() and not x.is_pinned()\n"
+             "assert p.pin_memory() is p and p[0].is_pinned()\n"
+             "assert p.device == x.device == torch.device('cpu') and p.tolist() == x.tolist()\n"
+             "p.add_(10)\n"
+             "assert x.tolist() == [[1.0, 2.0], [4.0, 5.0]], x.tolist()  # a copy, as PyTorch\n"
+             "g = p.to('cuda', non_blocking=True)\n"
+             "assert g.device == torch.device('cuda:0') and not g.is_pinned()\n"
+             "assert g.tolist() == [[11.0, 12.0], [14.0, 15.0]]\n"
+             "try:\n"
+             "    g.pin_memory()\n"
+             "except RuntimeError as e:\n"
+             "    print('GPU', e)\n"
+             "w = torch.ones(3, requires_grad=True)\n"
+             "(w.pin_memory() * 2).sum().backward()\n"
+             "assert w.grad.tolist() == [2.0, 2.0, 2.0]\n"
+             "print('ok')\n", "pocl")
+    assert "GPU pin_memory: cannot pin a tensor on cuda:0: only dense CPU tensors" in r.stdout
+    assert r.stdout.strip().endswith("ok")
