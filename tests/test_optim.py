@@ -857,6 +857,12 @@ def test_kept_update_plans_follow_layouts_shapes_and_dtypes(make, ref):
     ("Adadelta", dict(foreach=True, capturable=False),
      {"capturable", "differentiable", "eps", "foreach", "lr", "maximize", "rho",
       "weight_decay"}),
+    # nanoGPT: AdamW(..., fused=True) on CUDA; PyTorch's keys less decoupled_weight_decay
+    ("Adam", dict(fused=True), {"amsgrad", "betas", "capturable", "differentiable", "eps",
+                                "foreach", "fused", "lr", "maximize", "weight_decay"}),
+    ("AdamW", dict(foreach=False, fused=None),
+     {"amsgrad", "betas", "capturable", "differentiable", "eps", "foreach", "fused", "lr",
+      "maximize", "weight_decay"}),
 ])
 def test_adaptive_optimizers_take_pytorchs_execution_flags(name, kwargs, keys):
     """milesial's U-Net: optim.RMSprop(..., foreach=True) (a TypeError in clgrad before);
@@ -866,7 +872,8 @@ def test_adaptive_optimizers_take_pytorchs_execution_flags(name, kwargs, keys):
     for kw in ({}, kwargs):
         p = clgrad.nn.Parameter(clgrad.tensor(np.linspace(-1.0, 1.0, 5)))
         opt = getattr(clgrad.optim, name)([p], lr=0.1, **kw)
-        assert set(opt.defaults) == keys
+        assert set(opt.defaults) == keys == set(opt.param_groups[0]) - {"params"}
+        assert all(opt.defaults[k] == v for k, v in kw.items())
         for _ in range(3):
             p.grad = clgrad.tensor(g)
             opt.step()

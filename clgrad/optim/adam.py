@@ -34,7 +34,8 @@ class Adam(Optimizer):
              to 8 contiguous parameters per launch (kernels/optim.cl :: adam_multi, not with
              amsgrad; the same bits as foreach=False's one launch per parameter);
              capturable: accepted, no effect (every step can be captured: clgrad/capture/
-             re-reads lr and the step count per replay)
+             re-reads lr and the step count per replay); the four flags join ``defaults``
+             and every param group, as PyTorch's (``optimizer.defaults["fused"]``)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
     Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
@@ -61,7 +62,9 @@ class Adam(Optimizer):
         if weight_decay < 0.0:
             raise ValueError(f"{name}: expected weight_decay >= 0, got {weight_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      amsgrad=bool(amsgrad), maximize=bool(maximize)))
+                                      amsgrad=bool(amsgrad), maximize=bool(maximize),
+                                      foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused))
 
     def _update_multi(self, todo, group):
         if group.get("amsgrad"):
