@@ -857,12 +857,13 @@ def test_kept_update_plans_follow_layouts_shapes_and_dtypes(make, ref):
     ("Adadelta", dict(foreach=True, capturable=False),
      {"capturable", "differentiable", "eps", "foreach", "lr", "maximize", "rho",
       "weight_decay"}),
-    # nanoGPT: AdamW(..., fused=True) on CUDA; PyTorch's keys less decoupled_weight_decay
-    ("Adam", dict(fused=True), {"amsgrad", "betas", "capturable", "differentiable", "eps",
-                                "foreach", "fused", "lr", "maximize", "weight_decay"}),
+    # nanoGPT: AdamW(..., fused=True) on CUDA; PyTorch 2.13's keys
+    ("Adam", dict(fused=True), {"amsgrad", "betas", "capturable", "decoupled_weight_decay",
+                                "differentiable", "eps", "foreach", "fused", "lr", "maximize",
+                                "weight_decay"}),
     ("AdamW", dict(foreach=False, fused=None),
-     {"amsgrad", "betas", "capturable", "differentiable", "eps", "foreach", "fused", "lr",
-      "maximize", "weight_decay"}),
+     {"amsgrad", "betas", "capturable", "decoupled_weight_decay", "differentiable", "eps",
+      "foreach", "fused", "lr", "maximize", "weight_decay"}),
 ])
 def test_adaptive_optimizers_take_pytorchs_execution_flags(name, kwargs, keys):
     """milesial's U-Net: optim.RMSprop(..., foreach=True) (a TypeError in clgrad before);
@@ -881,3 +882,45 @@ def test_adaptive_optimizers_take_pytorchs_execution_flags(name, kwargs, keys):
     np.testing.assert_array_equal(out[0], out[1])
     with pytest.raises(NotImplementedError, match=f"{name}: differentiable=True"):
         getattr(clgrad.optim, name)([p], differentiable=True)
+
+
+def test_adam_decoupled_weight_decay_is_adamw():
+    """PyTorch 2.13's Adam(decoupled_weight_decay=True) is AdamW (its AdamW's defaults carry
+    the flag True): the same bits as AdamW; False keeps the L2 penalty (by hand below); a
+    param group's own value counts, as a loaded PyTorch state dict sets it."""
+    g = np.random.default_rng(1).standard_normal((3, 6))
+    x0 = np.linspace(-1.0, 2.0, 6)
+
+    def run(cls, **kw):
+        p = clgrad.nn.Parameter(clgrad.tensor(x0))
+        opt = cls([p], lr=0.1, weight_decay=0.5, **kw)
+        for row in g:
+            p.grad = clgrad.tensor(row)
+            opt.step()
+        return p.detach().numpy(), opt
+
+    adamw, opt_w = run(clgrad.optim.AdamW)
+    dec, opt_d = run(clgrad.optim.Adam, decoupled_weight_decay=True)
+    l2, opt_l = run(clgrad.optim.Adam)
+    np.testing.assert_array_equal(dec, adamw)
+    assert opt_w.defaults["decoupled_weight_decay"] is True
+    assert opt_d.defaults["decoupled_weight_decay"] is True
+    assert opt_l.defaults["decoupled_weight_decay"] is False
+    # by hand, float64: one step of each from x0 with g[0] (m, v from zero, t = 1)
+    p = clgrad.nn.Parameter(clgrad.tensor(x0))
+    opt = clgrad.optim.Adam([p], lr=0.1, weight_decay=0.5)
+    opt.param_groups[0]["decoupled_weight_decay"] = True        # as load_state_dict sets it
+    p.grad = clgrad.tensor(g[0])
+    opt.step()
+    y = x0 * (1 - 0.1 * 0.5)
+    m, v = 0.1 * g[0], 0.001 * g[0] ** 2
+    want = y - 0.1 / 0.1 * m / (np.sqrt(v) / np.sqrt(0.001) + 1e-8)
+    np.testing.assert_allclose(p.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(l2, adamw)
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(x0, requires_grad=True)
+    topt = torch.optim.Adam([t], lr=0.1, weight_decay=0.5, decoupled_weight_decay=True)
+    for row in g:
+        t.grad = torch.tensor(row)
+        topt.step()
+    np.testing.assert_allclose(dec, t.detach().numpy(), rtol=1e-12, atol=1e-14)

@@ -35,7 +35,9 @@ class Adam(Optimizer):
              amsgrad; the same bits as foreach=False's one launch per parameter);
              capturable: accepted, no effect (every step can be captured: clgrad/capture/
              re-reads lr and the step count per replay); the four flags join ``defaults``
-             and every param group, as PyTorch's (``optimizer.defaults["fused"]``)
+             and every param group, as PyTorch's (``optimizer.defaults["fused"]``);
+             decoupled_weight_decay=True: AdamW's update (PyTorch 2.13's flag; a param
+             group's own value counts, so PyTorch's state dicts load with it)
     State:   ``step`` (int), ``exp_avg`` (m), ``exp_avg_sq`` (v), with amsgrad
              ``max_exp_avg_sq`` (vmax), per parameter
     Kernels: kernels/optim.cl :: adam (AMSGRAD) (one launch per parameter per step; the bias
@@ -48,7 +50,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, maximize: bool = False, *,
                  foreach=None, capturable: bool = False, differentiable: bool = False,
-                 fused=None):
+                 fused=None, decoupled_weight_decay: bool = False):
         name = type(self).__name__
         check_execution_flags(name, differentiable=differentiable)
         self._multi = multi_default(foreach, fused)
@@ -64,7 +66,8 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=bool(amsgrad), maximize=bool(maximize),
                                       foreach=foreach, capturable=capturable,
-                                      differentiable=differentiable, fused=fused))
+                                      differentiable=differentiable, fused=fused,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay)))
 
     def _update_multi(self, todo, group):
         if group.get("amsgrad"):
@@ -124,7 +127,8 @@ class Adam(Optimizer):
         num = dt.np.type  # scalar()'s answer for floating dtypes (every parameter's)
         return (num(lr), num(beta1), num(beta2), num(group["eps"]), num(group["weight_decay"]),
                 num(lr / (1 - beta1 ** t)), num(math.sqrt(1 - beta2 ** t)),
-                np.int32(self._decoupled), num(-1.0 if group.get("maximize") else 1.0))
+                np.int32(group.get("decoupled_weight_decay", self._decoupled)),
+                num(-1.0 if group.get("maximize") else 1.0))
 
     @staticmethod
     def _init_state(p, state):
@@ -176,4 +180,5 @@ class AdamW(Adam):
                  fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize, foreach=foreach, fused=fused,
-                         differentiable=differentiable)
+                         capturable=capturable, differentiable=differentiable,
+                         decoupled_weight_decay=True)
