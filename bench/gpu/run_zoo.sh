@@ -8,8 +8,8 @@
 #
 # ZOO_S: the time limit of each of the two runs (default 270 s); MODELS (default all);
 # MODES (default "f32 amp"). With GPU_CACHE (bench/gpu/setup.sh) the kernel caches and
-# the measured conv choices are packed into $OUT/gl.tgz.* for the next call's carry.
-# Files in $OUT: zoo_f32.txt/.jsonl, zoo_amp.txt/.jsonl, conv_algos.json, gl.tgz.aa ...
+# the measured conv choices are packed into $OUT/gl.txz.* for the next call's carry.
+# Files in $OUT (at most 8 come back): zoo_f32.txt/.jsonl, zoo_amp.txt/.jsonl, gl.txz.aa ...
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/clgrad-zoo}
@@ -24,5 +24,4 @@ for mode in ${MODES:-f32 amp}; do
     echo "$mode: exit $? in $(( $(date +%s) - T )) s"
     grep -E "batch 128|train|rror" "$OUT/zoo_$mode.txt"
 done
-cp "${XDG_CACHE_HOME:-$HOME/.cache}/clgrad/conv_algos.json" "$OUT/" 2>/dev/null
 gpu_cache_out
