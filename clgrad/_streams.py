@@ -112,9 +112,7 @@ class Stream:
         the same device already so (one in-order queue); on another device the host waits.
 
         Raises:  TypeError if ``stream`` is not a Stream"""
-        if not isinstance(stream, Stream):
-            raise TypeError(f"wait_stream: expected a clgrad.cuda.Stream, got "
-                            f"{type(stream).__name__}")
+        _as_stream("wait_stream", stream)
         if stream._dev is not self._dev:
             self.wait_event(stream.record_event())
 
@@ -139,13 +137,16 @@ class Stream:
         return f"<clgrad.cuda.Stream device={self.device} stream_id={self.stream_id}>"
 
 
-def _stream_arg(op: str, stream):
-    """``stream``, or ``current_stream()`` for None. Raises TypeError for another type."""
-    if stream is None:
-        return current_stream()
+def _as_stream(op: str, stream) -> Stream:
+    """``stream`` itself. Raises TypeError if it is not a Stream."""
     if not isinstance(stream, Stream):
         raise TypeError(f"{op}: expected a clgrad.cuda.Stream, got {type(stream).__name__}")
     return stream
+
+
+def _stream_arg(op: str, stream):
+    """``stream``, or ``current_stream()`` for None. Raises TypeError for another type."""
+    return current_stream() if stream is None else _as_stream(op, stream)
 
 
 class Event:
@@ -292,9 +293,7 @@ def set_stream(stream: Stream | None) -> None:
     Raises:  TypeError if ``stream`` is not a Stream"""
     if stream is None:
         return
-    if not isinstance(stream, Stream):
-        raise TypeError(f"set_stream: expected a clgrad.cuda.Stream, got "
-                        f"{type(stream).__name__}")
+    _as_stream("set_stream", stream)
     if not hasattr(_LOCAL, "current"):
         _LOCAL.current = weakref.WeakKeyDictionary()
     _LOCAL.current[stream._dev] = stream

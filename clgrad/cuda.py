@@ -13,9 +13,9 @@ are apart from the devices' ones: no figure here would be the one PyTorch gives)
 from __future__ import annotations
 
 from clgrad import runtime
-from clgrad._device import _CURRENT_GPU, device as _dev, resolve
-from clgrad._streams import (Event, Stream, StreamContext, current_stream, default_stream,
-                             set_stream, stream)
+from clgrad._device import _CURRENT_GPU, device as _dev
+from clgrad._streams import (Event, Stream, StreamContext, _gpu_of, current_stream,
+                             default_stream, set_stream, stream)
 from clgrad.tensor import max_memory_allocated as _peak, memory_allocated as _total, \
     reset_peak_memory_allocated as _reset_peak
 
@@ -60,22 +60,14 @@ def set_device(device) -> None:
     _CURRENT_GPU[0] = index
 
 
-def _gpu(device):
-    if device is None:
-        return resolve("cuda")
-    if isinstance(device, int) and not isinstance(device, bool):
-        return resolve(_dev("cuda", device))
-    return resolve(device)
-
-
 def synchronize(device=None) -> None:
     """Wait until every command queued on GPU ``device`` (default: the current one) finished."""
-    _gpu(device).synchronize()
+    _gpu_of(device, "synchronize").synchronize()
 
 
 def get_device_name(device=None) -> str:
     """The OpenCL name of GPU ``device`` (default: the current one)."""
-    return _gpu(device).name
+    return _gpu_of(device, "get_device_name").name
 
 
 class _Properties:
@@ -93,7 +85,7 @@ class _Properties:
 
 def get_device_properties(device=None):
     """``name``, ``total_memory`` (bytes) and ``multi_processor_count`` (compute units)."""
-    return _Properties(_gpu(device))
+    return _Properties(_gpu_of(device, "get_device_properties"))
 
 
 def manual_seed(seed: int) -> None:
@@ -128,7 +120,7 @@ def memory_allocated(device=None) -> int:
     accepted and checked (DeviceError if it names no device) but does not filter.
     """
     if device is not None:
-        _gpu(device)
+        _gpu_of(device, "memory_allocated")
     return _total()
 
 
@@ -139,7 +131,7 @@ def max_memory_allocated(device=None) -> int:
     ``device`` is accepted and checked but does not filter.
     """
     if device is not None:
-        _gpu(device)
+        _gpu_of(device, "max_memory_allocated")
     return _peak()
 
 
@@ -147,7 +139,7 @@ def reset_peak_memory_stats(device=None) -> None:
     """Restart ``max_memory_allocated`` from the bytes held now (for all devices: one count;
     ``device`` is accepted and checked)."""
     if device is not None:
-        _gpu(device)
+        _gpu_of(device, "reset_peak_memory_stats")
     _reset_peak()
 
 
@@ -210,9 +202,9 @@ def get_device_capability(device=None) -> tuple:
 
     Raises:  RuntimeError for a GPU that is not NVIDIA's (a compute capability is NVIDIA's
              numbering; PyTorch on ROCm reports its own), or whose driver lacks the extension;
-             DeviceError if there is no such GPU.
+             ValueError for a CPU device; DeviceError if there is no such GPU.
     """
-    dev = _gpu(device)
+    dev = _gpu_of(device, "get_device_capability")
     cl_dev = dev.cl_device
     if "cl_nv_device_attribute_query" not in cl_dev.extensions:
         raise RuntimeError(f"get_device_capability: the GPU {dev.name!r} ({dev.platform}) "

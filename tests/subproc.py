@@ -15,16 +15,19 @@ def checkout_env(**extra) -> dict:
     return dict(os.environ, PYTHONPATH=path, **extra)
 
 
-def run_as_gpu(code: str, as_gpu: str = "pocl") -> subprocess.CompletedProcess:
+def run_as_gpu(code: str, as_gpu: str = "pocl", timeout: int = 600,
+               **extra) -> subprocess.CompletedProcess:
     """Run ``code`` in a child Python whose runtime treats the devices of platform ``as_gpu``
-    as GPUs (CLGRAD_TEST_AS_GPU, tests/conftest.py), CLGRAD_DEVICE unset; asserts exit 0."""
+    as GPUs (CLGRAD_TEST_AS_GPU, tests/conftest.py), with the variables ``extra`` set
+    (CLGRAD_DEVICE unset unless among them); asserts exit 0."""
     env = checkout_env(CLGRAD_TEST_AS_GPU=as_gpu)
     env.pop("CLGRAD_DEVICE", None)
+    env.update(extra)
     pre = ("import os, sys\n"
            "sys.path.insert(0, os.path.join(os.environ['PYTHONPATH'].split(os.pathsep)[0], "
            "'tests'))\n"
            "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n")
     r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
-                       env=env, timeout=600, cwd=ROOT)
+                       env=env, timeout=timeout, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     return r

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import clgrad
-from subproc import checkout_env
+from subproc import checkout_env, run_as_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,16 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(code: str, as_gpu: str = "pocl", timeout: int = 600, **env) -> str:
     """Run ``code`` in a child Python with CLGRAD_TEST_AS_GPU=as_gpu and "cuda" the default
     device; it must print "ok" last."""
-    e = checkout_env(CLGRAD_TEST_AS_GPU=as_gpu, CLGRAD_DEVICE="cuda", **env)
-    pre = ("import os, sys, time\n"
-           f"sys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-           "import conftest  # noqa: F401  (CLGRAD_TEST_AS_GPU)\n"
-           "import numpy as np\n"
-           "import pytest\n"
-           "import clgrad as torch\n")
-    r = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
-                       env=e, timeout=timeout, cwd=ROOT)
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+    pre = "import time\nimport numpy as np\nimport pytest\nimport clgrad as torch\n"
+    r = run_as_gpu(pre + code, as_gpu, timeout, CLGRAD_DEVICE="cuda", **env)
+    assert r.stdout.strip().endswith("ok"), r.stdout + r.stderr
     return r.stdout
 
 
