@@ -95,6 +95,50 @@ POCL = "Portable Computing Language"
 _KEEP: list = []
 
 
+# pyopencl's binary cache serialises its reads and writes with a lock file in the cache folder
+# (created with O_EXCL, removed after one read or write: milliseconds). A process killed while
+# holding it (SIGKILL, MPI_Abort ending the other ranks, the OOM killer, a timeout) leaves the
+# file behind, and every later build in every process then waits 60 s for it, warns, and builds
+# without the cache: a training job under mpiexec started just after an aborted one took minutes
+# per rank. A lock older than STALE_LOCK_S is therefore taken to be dead and removed before
+# each build.
+STALE_LOCK_S = 15
+
+
+def pyopencl_cache_dir() -> str:
+    """The folder where pyopencl caches compiled programs (its own rule, for this Python)."""
+    import platformdirs
+    cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
+    root = (os.path.join(cache, "pyopencl") if cache
+            else platformdirs.user_cache_dir("pyopencl", "pyopencl"))
+    version = ".".join(str(i) for i in sys.version_info)
+    return os.path.join(root, f"pyopencl-compiler-cache-v2-py{version}")
+
+
+def settle_cache_lock(wait_s: float = STALE_LOCK_S + 1.0) -> bool:
+    """Before a build through pyopencl's binary cache: wait up to ``wait_s`` seconds while the
+    cache's lock file is young (another process reading or writing), and remove it once it is
+    older than STALE_LOCK_S seconds (its holder died). True when a dead lock was removed.
+    Never raises: a folder that cannot be read leaves the decision to pyopencl."""
+    import time
+    lock = os.path.join(pyopencl_cache_dir(), "lock")
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            age = time.time() - os.stat(lock).st_mtime
+        except OSError:          # no lock (the usual case), or no cache folder yet
+            return False
+        if age > STALE_LOCK_S:
+            try:
+                os.unlink(lock)
+            except OSError:
+                return False
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def fp32_options(cl, device) -> list:
     """Build options that make float32 division and sqrt correctly rounded where the device
     advertises CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT (OpenCL 1.2+, section 5.8.4.3)."""
@@ -250,6 +294,7 @@ def check_program(cl, ctx, device, kdir: str, file: str, defines: dict) -> str:
     opts += build_options(cl, device)
     prg = cl.Program(ctx, src)
     _KEEP.append(prg)
+    settle_cache_lock()
     prg = prg.build(options=opts)  # through pyopencl's binary cache
     _KEEP.append(prg)
     built = kernel_names(cl, prg)

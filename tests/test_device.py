@@ -415,6 +415,72 @@ def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
     assert r.returncode == 0 and lock.exists()
 
 
+def _lock_in(cache) -> Path:
+    version = ".".join(str(i) for i in sys.version_info)
+    lock = cache / "pyopencl" / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    return lock
+
+
+def _age(path, seconds):
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_settle_cache_lock_removes_a_dead_lock_and_waits_out_a_live_one(tmp_path, monkeypatch):
+    """pyopencl holds its cache lock for one read or write; settle_cache_lock (called before
+    every build) removes a lock older than STALE_LOCK_S, waits while a young one is held, and
+    removes one that goes stale while it waits."""
+    import threading
+    from clgrad._probe import STALE_LOCK_S, settle_cache_lock
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lock = _lock_in(tmp_path)
+    assert settle_cache_lock() is False                 # no lock: returns at once
+    lock.write_text("")
+    _age(lock, STALE_LOCK_S + 5)                         # its holder died long ago
+    assert settle_cache_lock() is True and not lock.exists()
+    lock.write_text("")                                  # a live holder, done after 0.3 s
+    threading.Timer(0.3, lock.unlink).start()
+    t0 = time.monotonic()
+    assert settle_cache_lock() is False
+    assert 0.2 < time.monotonic() - t0 < 5 and not lock.exists()
+    lock.write_text("")                                  # its holder dies while we wait
+    _age(lock, STALE_LOCK_S - 0.5)
+    t0 = time.monotonic()
+    assert settle_cache_lock() is True and not lock.exists()
+    assert 0.3 < time.monotonic() - t0 < 5
+    lock.write_text("")                                  # discovery's check does not wait
+    assert settle_cache_lock(wait_s=0.0) is False and lock.exists()
+
+
+def test_a_lock_left_by_a_process_killed_mid_run_does_not_stall_later_builds(tmp_path):
+    """CI, stop 52: an MPI job's aborted rank left pyopencl's lock behind seconds before the
+    next job started; discovery's check (locks older than STALE_LOCK_S) spared it, and every
+    build of the next job waited 60 s. Each build now checks again: a process whose device is
+    already up builds new kernels without the wait once the lock is STALE_LOCK_S old."""
+    cache = tmp_path / "xdg"
+    lock = _lock_in(cache)
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), CLGRAD_CACHE_DIR=str(tmp_path / "c"),
+               CLGRAD_PROBE="0")
+    code = ("import os, time, clgrad\n"
+            "from clgrad._probe import STALE_LOCK_S\n"
+            "x = clgrad.ones(3)\n"                      # discovery has run: no lock then
+            f"open({str(lock)!r}, 'w').close()\n"
+            "t = time.time() - STALE_LOCK_S - 1\n"
+            f"os.utime({str(lock)!r}, (t, t))\n"         # left by a killed process
+            "t0 = time.monotonic()\n"
+            "print(clgrad.softmax(x * 2, 0).sum().item(), clgrad.exp(x).sum().item())\n"
+            "print('build s', time.monotonic() - t0)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    total, exps = (float(v) for v in r.stdout.split()[:2])
+    assert total == pytest.approx(1.0) and exps == pytest.approx(3 * np.e, rel=1e-6)
+    assert float(r.stdout.split()[-1]) < 50, r.stdout     # no 60 s wait on any build
+    assert "cache lock" not in r.stderr, r.stderr
+    assert not lock.exists()
+
+
 def test_first_use_by_several_threads_computing_at_once_does_not_crash():
     """(helper h2) N threads, released together by a barrier, each make their first tensor on
     the default device and compute with kernels not built yet (matmul, sum, softmax, exp,

@@ -199,6 +199,8 @@ def replay_backends(dev=None, kernels: int = 32, repeats: int = 9) -> dict:
     if got is not None and got["device"] is dev:
         return got
     q = dev.queue
+    from clgrad._probe import settle_cache_lock
+    settle_cache_lock()  # a dead process's pyopencl cache lock: Device._build says why
     with dev._lock:
         with warnings.catch_warnings():  # a runtime's build log is no news here
             warnings.simplefilter("ignore", cl.CompilerWarning)

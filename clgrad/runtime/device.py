@@ -477,6 +477,8 @@ class Device:
         opts += self.build_options
         if not self._programs and _first_build_notice(self, kdir):  # first build, first run
             self._first_run_builds = _log.BuildProgress()
+        from clgrad._probe import settle_cache_lock
+        settle_cache_lock()  # a dead process's cache lock would cost every build 60 s
         start = time.perf_counter()
         try:
             with warnings.catch_warnings():  # a successful build's log is only remarks
@@ -700,12 +702,8 @@ def pack(values, length: int = 8) -> np.ndarray:
 
 def _pyopencl_cache_dir() -> Path:
     """The folder where pyopencl caches compiled programs (its own rule, for this Python)."""
-    import platformdirs
-    cache = os.environ.get("XDG_CACHE_HOME") if sys.platform == "darwin" else None
-    root = Path(cache, "pyopencl") if cache else Path(
-        platformdirs.user_cache_dir("pyopencl", "pyopencl"))
-    version = ".".join(str(i) for i in sys.version_info)
-    return root / f"pyopencl-compiler-cache-v2-py{version}"
+    from clgrad._probe import pyopencl_cache_dir
+    return Path(pyopencl_cache_dir())
 
 
 _SOURCES_DIGEST: dict = {}  # kernel folder -> kernel_sources_digest(folder)

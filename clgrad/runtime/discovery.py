@@ -18,6 +18,7 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad import _log
+from clgrad._probe import STALE_LOCK_S, settle_cache_lock  # noqa: F401  (runtime.STALE_LOCK_S)
 from clgrad.errors import CPU_RUNTIME_HINT, DeviceError
 from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
@@ -30,22 +31,15 @@ __all__ = ["devices", "default_device", "fastest_device", "set_default_device", 
 
 _PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder (holds _probe.py)
 
-STALE_LOCK_S = 120  # pyopencl holds its cache lock for one cache read or write: milliseconds
 _log.configure()    # CLGRAD_DEBUG=1: the "clgrad" logger's DEBUG lines on stderr
 
 
-def _clear_stale_cache_lock():
-    """Remove pyopencl's binary-cache lock file when it is older than STALE_LOCK_S seconds.
+def _clear_stale_cache_lock() -> bool:
+    """Remove pyopencl's binary-cache lock file when it is older than STALE_LOCK_S seconds
+    (clgrad/_probe.py says why), without waiting. Called once per process by device discovery,
+    before the probes; each build then checks again (``Device._build``)."""
+    return settle_cache_lock(wait_s=0.0)
 
-    A process killed while holding it (SIGKILL, the OOM killer, a timeout) leaves the file
-    behind, and every later build in every process then waits 60 s for it before building
-    without the cache. Called once per process by device discovery, before the probes."""
-    try:
-        lock = _pyopencl_cache_dir() / "lock"
-        if lock.exists() and time.time() - lock.stat().st_mtime > STALE_LOCK_S:
-            lock.unlink()
-    except (OSError, ImportError):
-        pass
 
 # Which CPU runtime the default device comes from when several work: the first match wins
 # (a substring of the platform name). bench/results/cpu_runtimes.md has the measurements:
