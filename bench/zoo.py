@@ -46,6 +46,9 @@ the forward and loss under ``autocast(device_type, dtype=float16)``, then ``Grad
 scale/backward/step/update (rows' ``mode`` is "train-amp"; no inference rows, no --compile).
 Both lower the matmul family and the convolutions; their float16 kernels round differently,
 so the first losses are compared at float16's tolerance (AMP_LOSS_RTOL).
+``ZOO_HALF_DEPTHWISE=0`` (environment): float16 depthwise layers on GPUs take the float32
+route (float32 copies and casts) instead of depthwise_gpu's float16 kernels: the "before" of
+stop 53's change; rows carry ``half_depthwise``.
 ``--amp-dtype bfloat16``: autocast to bfloat16 without a GradScaler (PyTorch's bfloat16
 recipe: its range is float32's), rows' ``mode`` "train-amp-bf16"; clgrad computes bfloat16
 ops in float32 with conversions around them (README: dtypes), PyTorch on CPUs with oneDNN's
@@ -226,8 +229,12 @@ def run_worker(args):
         tdev = "cpu"
         tsync = lambda: None  # noqa: E731
     cdev = clgrad.default_device()
+    if os.environ.get("ZOO_HALF_DEPTHWISE") == "0":  # the float32 route's casts (before/after)
+        from clgrad.ops.conv import gpu as conv_gpu
+        conv_gpu.HALF_DEPTHWISE = False
     date = datetime.datetime.now().isoformat(timespec="seconds")
     meta = dict(bench="zoo", threads=threads if gpu else int(threads), clgrad_device=dev,
+                half_depthwise=os.environ.get("ZOO_HALF_DEPTHWISE") != "0",
                 device=cdev.name, platform=cdev.platform,
                 driver=cdev.cl_device.driver_version, date=date, host=platform.node(),
                 torch=torch.__version__, torch_device=(torch.cuda.get_device_name(0)

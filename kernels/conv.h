@@ -23,7 +23,10 @@
 #define CAT(a, b) CAT_(a, b)
 #endif
 
-#ifndef CONV_PROBLEM_ONLY  // (kernels that only move elements: conv_im2col_any.cl)
+// The vector helpers below are for float and double: kernels that only move elements
+// (conv_im2col_any.cl) set CONV_PROBLEM_ONLY, and float16 builds (IS_HALF, set by the host:
+// depthwise_gpu, wgrad_reduce) sum in ACC = float without vectors.
+#if !defined(CONV_PROBLEM_ONLY) && !defined(IS_HALF)
 // WIDE (set by the host on devices with 16-float native vectors, AVX-512): vectors twice as
 // long, so a micro-tile row is two zmm registers.
 #if defined(IS_DOUBLE) && defined(WIDE)
@@ -55,11 +58,11 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 #endif
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
+#endif
 
 // PoCL does not inline the min/max/clamp built-ins either: these are plain expressions.
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
-#endif
 #define INL inline __attribute__((always_inline))
 
 #define NR (2 * VW)  // output columns of a micro-tile: two vectors
@@ -80,7 +83,7 @@ typedef struct {
     long rows, rp, cp, kws, slab;
 } conv_t;
 
-#ifndef CONV_PROBLEM_ONLY
+#if !defined(CONV_PROBLEM_ONLY) && !defined(IS_HALF)
 
 // Output tile (th0, tw0) of work-group tile index t: row and column of its first output.
 INL void tile_origin(const conv_t p, long t, long *oh0, long *ow0) {
@@ -185,5 +188,5 @@ INL void put(__global T *y, V v0, V v1, int n, long ys) {
     }
 }
 
-#endif  // CONV_PROBLEM_ONLY
+#endif  // CONV_PROBLEM_ONLY, IS_HALF
 #endif

@@ -4,7 +4,11 @@
 // which the caches serve; each work item keeps its taps, an input row segment and its outputs
 // in registers. The input gradient of a depthwise conv (O/G == 1 after the transpose, see
 // conv.h) is the same forward kernel on the flipped weight view.
-// Defines: T element type; KH, KW, SH, SW, DH, DW, UH, UW: kernel, stride, dilation and
+// Defines: T element type (ACC, the registers' type, float where T is half: defines_of gives
+// it; the halves are read, summed in float and rounded once at the store, the float32
+// kernel's arithmetic on values that float32 holds exactly, so a float16 result equals the
+// float32 kernel's on float32 copies rounded to half; the weight gradient's partial sums ws
+// and the local tree are ACC); KH, KW, SH, SW, DH, DW, UH, UW: kernel, stride, dilation and
 // insertion of the problem (fully unrolled); VX, VY: outputs per work item along W and H;
 // wgrad also CG (= p.c: input channels per group) and WG (work-group size, a power of two).
 // Launch:
@@ -17,6 +21,10 @@
 //              summed by wgrad_reduce; split s covers rows [s*R/split, (s+1)*R/split) of the
 //              R = n*oh output rows. local red[WG].
 #include "conv.h"
+
+#ifndef ACC
+#define ACC T
+#endif
 
 #define NCX ((VX - 1) * SW + (KW - 1) * DW + 1)  // input columns a work item reads per row
 #define NRY ((VY - 1) * SH + (KH - 1) * DH + 1)  // input rows it reads (forward)
@@ -62,8 +70,8 @@ __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, 
     const int by = i / nwx, oy0 = by * VY, ox0 = (i - by * nwx) * VX;
     const int g = go / (int)p.o, o = go - g * (int)p.o;
     const long n = get_global_id(1);
-    const T b = p.bias ? B[p.boff + go * p.bs] : (T)0;
-    T acc[VY][VX];
+    const ACC b = p.bias ? (ACC)B[p.boff + go * p.bs] : (ACC)0;
+    ACC acc[VY][VX];
 #pragma unroll
     for (int q = 0; q < VY; ++q)
 #pragma unroll
@@ -82,12 +90,12 @@ __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, 
     __global const T *kn = K + p.k.off + g * p.k.s[0] + o * p.k.s[1];
     for (int c = 0; c < (int)p.c; ++c) {
         __global const T *xc = xn + c * p.x.s[2], *kc = kn + c * p.k.s[2];
-        T w[KH][KW];
+        ACC w[KH][KW];
 #pragma unroll
         for (int kh = 0; kh < KH; ++kh)
 #pragma unroll
             for (int kw = 0; kw < KW; ++kw)
-                w[kh][kw] = kc[kh * (IT)p.k.s[3] + kw * (IT)p.k.s[4]];
+                w[kh][kw] = (ACC)kc[kh * (IT)p.k.s[3] + kw * (IT)p.k.s[4]];
 #pragma unroll
         for (int r = 0; r < NRY; ++r) {
             bool used = false;  // does any (output row q, tap kh) read input row r? (constant)
@@ -97,9 +105,9 @@ __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, 
                 for (int kh = 0; kh < KH; ++kh) used = used || q * SH + kh * DH == r;
             if (!used) continue;
             __global const T *xr = xc + rows[r];
-            T v[NCX];
+            ACC v[NCX];
 #pragma unroll
-            for (int j = 0; j < NCX; ++j) v[j] = (rok[r] && ok[j]) ? xr[cols[j]] : (T)0;
+            for (int j = 0; j < NCX; ++j) v[j] = (rok[r] && ok[j]) ? (ACC)xr[cols[j]] : (ACC)0;
 #pragma unroll
             for (int q = 0; q < VY; ++q)
 #pragma unroll
@@ -124,7 +132,7 @@ __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, 
 #pragma unroll
         for (int j = 0; j < VX; ++j)
             if (oy0 + q < (int)p.oh && ox0 + j < (int)p.ow)
-                yp[(oy0 + q) * (IT)p.y.s[3] + (ox0 + j) * ys4] = acc[q][j];
+                yp[(oy0 + q) * (IT)p.y.s[3] + (ox0 + j) * ys4] = (T)acc[q][j];
 }
 
 #ifdef CG
@@ -135,7 +143,7 @@ __kernel void dwg_fwd(const conv_t p, __global const T *X, __global const T *K, 
 // at a time in registers; then a tree in local memory reduces the work items' sums.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void dwg_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t gv,
-               __global T *ws, __local T *red) {
+               __global ACC *ws, __local ACC *red) {
     const int lid = (int)get_local_id(0);
     const int go = (int)get_group_id(1), g = go / (int)p.o, o = go - g * (int)p.o;
     const long sp = get_group_id(2);
@@ -146,9 +154,9 @@ void dwg_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t g
 #else
     const IT gs4 = (IT)gv.s[4];
 #endif
-    T acc[NT + 1];
+    ACC acc[NT + 1];
 #pragma unroll
-    for (int t = 0; t <= NT; ++t) acc[t] = (T)0;
+    for (int t = 0; t <= NT; ++t) acc[t] = (ACC)0;
     // work item lid takes column block lid % cstep of rows r0 + lid / cstep, stepping `per`
     // rows (a row of column blocks per step when nwx > WG)
     const int per = MAX(1, WG / nwx), cstep = nwx > WG ? WG : nwx;
@@ -168,10 +176,10 @@ void dwg_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t g
             }
             for (int wx = lid % cstep; wx < nwx; wx += cstep) {
                 const int ox0 = wx * VX;
-                T gq[VX];
+                ACC gq[VX];
 #pragma unroll
                 for (int j = 0; j < VX; ++j) {
-                    gq[j] = ox0 + j < (int)p.ow ? gp[(ox0 + j) * gs4] : (T)0;
+                    gq[j] = ox0 + j < (int)p.ow ? (ACC)gp[(ox0 + j) * gs4] : (ACC)0;
                     acc[NT] += gq[j];
                 }
                 IT cols[NCX];
@@ -183,10 +191,10 @@ void dwg_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t g
 #pragma unroll
                     for (int kh = 0; kh < KH; ++kh) {
                         __global const T *xr = xc + rows[kh];
-                        T v[NCX];
+                        ACC v[NCX];
 #pragma unroll
                         for (int j = 0; j < NCX; ++j)
-                            v[j] = (rok[kh] && ok[j]) ? xr[cols[j]] : (T)0;
+                            v[j] = (rok[kh] && ok[j]) ? (ACC)xr[cols[j]] : (ACC)0;
 #pragma unroll
                         for (int kw = 0; kw < KW; ++kw)
 #pragma unroll
@@ -203,7 +211,7 @@ void dwg_wgrad(const conv_t p, __global const T *X, __global const T *GO, v5_t g
             }
         }
     }
-    __global T *dst = ws + (sp * p.g * p.o + go) * (NT + 1);
+    __global ACC *dst = ws + (sp * p.g * p.o + go) * (NT + 1);
 #pragma unroll
     for (int t = 0; t <= NT; ++t) {
         red[lid] = acc[t];

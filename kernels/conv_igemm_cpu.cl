@@ -13,6 +13,8 @@
 //                 conv_gemm_gpu.cl, conv_gpu.py).
 #include "conv.h"
 
+#ifndef IS_HALF  // (float16 builds hold only wgrad_reduce: conv.h)
+
 // One micro-tile: rows (output channels) i0..i0+5 (or +3) times NR output columns, as two
 // vectors per row. Weights are read through their view: row pointers w0..w5 (clamped to the
 // last real row) and the per-tap offset table woff; the window through koff.
@@ -188,13 +190,20 @@ void igemm_wgrad(const conv_t p, long cr, __global const T *X, __global const T 
     }
 }
 
+#endif  // IS_HALF
+
 // Sum the split partial sums ws[split][g][o][K+1] into the weight gradient (view gw of
 // (g, o, c, kh, kw)) and the bias gradient (offset boff, stride bs). 2-D launch: dim 0 is
 // k in [0, K], dim 1 strides over the g*o rows (at most 65535 rows per launch row, for GPU
 // grids). No 64-bit division per element (the 1-D form took 8 of them and ran slower than
 // the weight-gradient GEMM it follows, h8 2026-12-01): one 32-bit division per row, and the
-// (c, kh, kw) split only where gw is not dense over (c, kh, kw).
-__kernel void wgrad_reduce(const conv_t p, __global const T *ws, __global T *GW, v5_t gw,
+// (c, kh, kw) split only where gw is not dense over (c, kh, kw). WS: the partial sums' type
+// (default T; float for float16 gradients, whose kernels sum in float: the sum is rounded to
+// T once, at the store).
+#ifndef WS
+#define WS T
+#endif
+__kernel void wgrad_reduce(const conv_t p, __global const WS *ws, __global T *GW, v5_t gw,
                            __global T *GB, long boff, long bs, int want_w, int want_b) {
     const long kall = p.c * p.kh * p.kw, rows = p.g * p.o, per = rows * (kall + 1);
     const long k = get_global_id(0);
@@ -202,10 +211,10 @@ __kernel void wgrad_reduce(const conv_t p, __global const T *ws, __global T *GW,
     const int dense = gw.s[4] == 1 && gw.s[3] == p.kw && gw.s[2] == p.kh * p.kw;
     for (long go = get_global_id(1); go < rows; go += get_global_size(1)) {
         const long i = go * (kall + 1) + k;
-        T s = (T)0;
+        WS s = (WS)0;
         for (long sp = 0; sp < p.split; ++sp) s += ws[sp * per + i];
         if (k == kall) {
-            if (want_b) GB[boff + go * bs] = s;
+            if (want_b) GB[boff + go * bs] = (T)s;
             continue;
         }
         if (!want_w) continue;
@@ -217,7 +226,7 @@ __kernel void wgrad_reduce(const conv_t p, __global const T *ws, __global T *GW,
             const long khw = p.kh * p.kw, c = k / khw, r = k - c * khw, kh = r / p.kw;
             off += c * gw.s[2] + kh * gw.s[3] + (r - kh * p.kw) * gw.s[4];
         }
-        GW[off] = s;
+        GW[off] = (T)s;
     }
 }
 

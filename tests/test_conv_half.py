@@ -508,7 +508,8 @@ def test_half_route_kept_per_signature(dev, route, monkeypatch):
 def test_half_route_tune_off_forced_small_and_few_pairs_not_measured(dev, route, monkeypatch):
     """CLGRAD_CONV_TUNE=off keeps tensor cores' default route (float16: im2col) unmeasured;
     HALF_IM2COL still forces either route; a layer below conv_gpu._TUNE_MIN_MACS takes the
-    default, and one of few channel pairs (depthwise) float32, neither measured."""
+    default, and one of few channel pairs (depthwise) float32 on CPUs and depthwise_gpu's
+    float16 kernels on GPUs, neither measured."""
     from clgrad.ops.conv import gpu as conv_gpu, op
     monkeypatch.setenv("CLGRAD_CONV_TUNE", "off")
     algos = _conv_case(*ROUTE_LAYER)
@@ -525,8 +526,11 @@ def test_half_route_tune_off_forced_small_and_few_pairs_not_measured(dev, route,
     algos = _conv_case(*ROUTE_LAYER, seed=3)
     assert set(algos.values()) == {"im2col"} and route.via32 == 1, algos
     monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 1)
-    _conv_case(2, 8, 12, 12, 8, 8, 3, 1, 1, 1)  # depthwise: float32, unmeasured
-    assert route.via32 == 2
+    algos = _conv_case(2, 8, 12, 12, 8, 8, 3, 1, 1, 1)  # depthwise: unmeasured
+    if dev.kind == "gpu":
+        assert set(algos.values()) == {"depthwise_gpu"} and route.via32 == 1, algos
+    else:
+        assert route.via32 == 2
     assert route.trials == [] and _routes() == {}
 
 
@@ -604,3 +608,104 @@ def test_half_route_measured_inside_a_capture(dev, route):
     absref = ref_conv(np.abs(xn), np.abs(wn), None, padding=1)
     _check(y.numpy(), ref, absref, 72, name="captured")
     _check(eager.numpy(), ref, absref, 72, name="eager")
+
+
+# -- float16 depthwise on GPUs: depthwise_gpu's kernels read and write half ------------------
+def _intel_fp16() -> bool:
+    """Whether Intel's CPU runtime (with cl_khr_fp16) is here to pose as a GPU in a child."""
+    from clgrad.runtime import devices
+    return any("intel" in d["platform"].lower() and d["fp16"] and d["usable"]
+               for d in devices())
+
+
+_DW_CHILD = r'''
+import json
+import numpy as np
+import clgrad, clgrad.backends as backends
+import clgrad.nn.functional as F
+from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.runtime import launch_count
+dev = clgrad.default_device()
+assert dev.kind == "gpu" and dev.fp16, (dev.name, dev.kind)
+cases = json.loads(CASES)
+out = []
+for (n, c, h, w, groups, o, k, s, p, d, bias) in cases:
+    rng = np.random.default_rng(n * 100 + c + k)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float16)
+    wt = (rng.standard_normal((o, c // groups, k, k)) * 0.3).astype(np.float16)
+    b = rng.standard_normal(o).astype(np.float16) if bias else None
+    gy = None
+    res = {}
+    for route in (True, False):
+        conv_gpu.HALF_DEPTHWISE = route
+        xs = clgrad.tensor(x, requires_grad=True)
+        ws = clgrad.tensor(wt, requires_grad=True)
+        bs = clgrad.tensor(b, requires_grad=True) if bias else None
+        y = F.conv2d(xs, ws, bs, stride=s, padding=p, dilation=d, groups=groups)  # (warm)
+        if gy is None:
+            gy = rng.standard_normal(y.shape).astype(np.float16)
+        y.backward(clgrad.tensor(gy))
+        for t in (xs, ws, bs):
+            if t is not None:
+                t.grad = None
+        clgrad.synchronize()
+        before = launch_count()
+        y = F.conv2d(xs, ws, bs, stride=s, padding=p, dilation=d, groups=groups)
+        y.backward(clgrad.tensor(gy))
+        launches = launch_count() - before
+        res[route] = dict(
+            launches=launches, algos=dict(backends.last_conv_algorithms),
+            dtypes=[str(t.dtype) for t in (y, xs.grad, ws.grad)],
+            vals=[t.detach().numpy().astype(np.float64).tolist()
+                  for t in (y, xs.grad, ws.grad) + ((bs.grad,) if bias else ())])
+    out.append(dict(x=x.astype(np.float64).tolist(), w=wt.astype(np.float64).tolist(),
+                    b=None if b is None else b.astype(np.float64).tolist(),
+                    gy=gy.astype(np.float64).tolist(), new=res[True], old=res[False]))
+print("RESULT" + json.dumps(out))
+'''
+
+# (n, c, h, w, groups, o, k, stride, padding, dilation, bias): depthwise, a channel
+# multiplier of 2, two channels per group, a strided 7 x 7 (the input gradient in phases)
+_DW_CASES = [(2, 8, 9, 11, 8, 8, 3, 1, 1, 1, True), (3, 6, 16, 16, 6, 12, 5, 2, 2, 1, False),
+             (2, 4, 12, 10, 2, 4, 3, 2, 1, 2, True), (2, 8, 21, 20, 8, 8, 7, 3, 3, 1, True)]
+
+
+@pytest.mark.skipif(not _intel_fp16(), reason="needs Intel's CPU runtime (float16) to pose "
+                    "as a GPU")
+def test_half_depthwise_on_gpus_reads_and_writes_half_without_casts():
+    """On a GPU (Intel's CPU runtime posing as one: the same kernels and choices) a float16
+    conv2d with few channel pairs per group runs depthwise_gpu's kernels on the float16
+    tensors in every pass: values bit for bit those of the float32 route (float32 copies,
+    rounded once: HALF_DEPTHWISE False), within float16's bound of float64 NumPy, in 6
+    launches fewer (8 with a bias: the casts of input, weight, bias and output, and of the
+    four gradients)."""
+    import json
+
+    from subproc import run_as_gpu
+    r = run_as_gpu(_DW_CHILD.replace("CASES", repr(json.dumps(_DW_CASES))), as_gpu="intel",
+                   CLGRAD_DEVICE="gpu")
+    got = json.loads(r.stdout.split("RESULT", 1)[1])
+    for case, g in zip(_DW_CASES, got):
+        n, c, h, w, groups, o, k, s, p, d, bias = case
+        new, old = g["new"], g["old"]
+        assert set(new["algos"].values()) == {"depthwise_gpu"}, (case, new["algos"])
+        assert new["dtypes"] == ["clgrad.float16"] * 3, new["dtypes"]
+        for a, b in zip(new["vals"], old["vals"]):
+            np.testing.assert_array_equal(np.array(a), np.array(b), err_msg=str(case))
+        assert old["launches"] - new["launches"] == (8 if bias else 6), (
+            case, old["launches"], new["launches"])
+        x, wt, gy = (np.array(g[key]) for key in ("x", "w", "gy"))
+        b = np.array(g["b"]) if bias else None
+        kw = dict(stride=s, padding=p, dilation=d, groups=groups)
+        ref = ref_conv(x, wt, b, gy, **kw)
+        absref = ref_conv(np.abs(x), np.abs(wt), None if b is None else np.abs(b),
+                          np.abs(gy), **kw)
+        taps = c // groups * k * k
+        vals = [np.array(v) for v in new["vals"]]
+        _check(vals[0], ref[0], absref[0], taps, name=f"{case} output")
+        _check(vals[1], ref[1], absref[1], o // groups * k * k, name=f"{case} input grad")
+        _check(vals[2], ref[2], absref[2], n * gy.shape[2] * gy.shape[3],
+               name=f"{case} weight grad")
+        if bias:
+            _check(vals[3], ref[3], absref[3], n * gy.shape[2] * gy.shape[3],
+                   name=f"{case} bias grad")

@@ -152,14 +152,17 @@ def _workspace(p: Problem, split, dtype, dev):
 
 
 def _reduce(p: Problem, tiles: Tiles, ws, gw, gb):
-    """Sum the split partial sums ws into gw (through its grouped view) and gb."""
-    dev, dt = ws._storage.device, ws.dtype
+    """Sum the split partial sums ws into gw (through its grouped view) and gb; a float32 ws
+    of float16 gradients (depthwise_gpu's) is summed in float32 and rounded once."""
+    dev, dt = ws._storage.device, gw.dtype
     so, sc, skh, skw = gw._strides
     gv = pack((gw._offset, so * p.o, so, sc, skh, skw), longs(V5_T))
     k1, rows = p.c * p.kh * p.kw + 1, min(p.g * p.o, 65535)
     bbuf = gb._storage.buffer if gb is not None else gw._storage.buffer
     boff, bs = (gb._offset, gb._strides[0]) if gb is not None else (0, 0)
-    dev.launch(dev.kernel("conv_igemm_cpu.cl", "wgrad_reduce", defines_for(dt)), (k1, rows),
+    d = (defines_for(dt) if ws.dtype is dt else
+         dict(defines_for(dt), WS=ws.dtype.cl, IS_HALF=1))  # (float16's: conv.h)
+    dev.launch(dev.kernel("conv_igemm_cpu.cl", "wgrad_reduce", d), (k1, rows),
                (WG, 1),
                p.pack(tiles), ws._storage.buffer, gw._storage.buffer, gv, bbuf,
                np.int64(boff), np.int64(bs), np.int32(1), np.int32(gb is not None))

@@ -68,8 +68,9 @@ def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
 def _choose(pass_name: str, p: Problem, w: Tensor):
     """(algorithm, plan) for one pass ('forward', 'grad_input', 'grad_weight') of problem p:
     the algorithm set in clgrad.backends (or 'auto'), else the first of implicit, direct that
-    can run p; float16 always im2col (its GEMMs sum in float32: tensor cores on NVIDIA), the
-    one algorithm whose kernels move half values without summing them in half. Records it in
+    can run p; float16 im2col (its GEMMs sum in float32: tensor cores on NVIDIA), or under
+    'auto' on GPUs depthwise_gpu for few pairs (its kernels sum in float32): the algorithms
+    whose kernels move half values without summing them in half. Records it in
     backends.last_conv_algorithm(s)."""
     want = backends.conv_algorithm
     dev = w._storage.device
@@ -90,8 +91,11 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         raise ValueError(f"conv2d: expected clgrad.backends.conv_implicit_variant in "
                          f"{backends.CONV_IMPLICIT_VARIANTS}, got "
                          f"{backends.conv_implicit_variant!r}")
-    if w._storage.dtype is dtypes.float16:  # the one algorithm with float16 kernels
+    if w._storage.dtype is dtypes.float16:  # kernels that sum half values in float32
         algo = first = "im2col"
+        if want == "auto" and dev.kind == "gpu" and p.c * p.o <= FEW_PAIRS and \
+                conv_gpu.few_channels_algorithm(pass_name, p, dev) == "depthwise_gpu":
+            algo = first = "depthwise_gpu"  # (its planners take what that function says)
         plan = _plan(algo, pass_name, p, w)
         if plan is None:  # (conv2d and conv_transpose2d pass a mergeable weight)
             raise RuntimeError("conv2d: float16 runs im2col, which needs a weight whose "

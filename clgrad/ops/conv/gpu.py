@@ -3,7 +3,7 @@ they share; clgrad/ops/conv/choice.py merges the KERNELS tables): planners and l
 kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
 ``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
 of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
-float64, and runs on any OpenCL device (the tests run them on the CPU runtimes); they pay on
+float64 (depthwise_gpu float16 too: halves read, summed in float32, rounded once), and runs on any OpenCL device (the tests run them on the CPU runtimes); they pay on
 GPUs (numbers: bench/README.md, H200 section of issue 15).
 
 depthwise_gpu — few channels per group. Forward (and the input gradient, the forward problem
@@ -35,14 +35,15 @@ import numpy as np
 import pyopencl as cl
 
 from clgrad.kernel_structs import V5_T, longs
-from clgrad import capture as _capture, settings
+from clgrad import backends, capture as _capture, dtypes, settings
 from clgrad.ops._util import copy_raw, defines_for, empty
 from clgrad.ops.conv.algorithms import (SPLIT_GROUPS, _bias_buffer, _no_plan, _reduce, _units,
                                         _workspace)
 from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
 from clgrad.runtime import cache_dir, pack
 
-__all__ = ["KERNELS", "few_channels_algorithm", "measured", "forward_geometry"]
+__all__ = ["KERNELS", "few_channels_algorithm", "half_depthwise", "measured",
+           "forward_geometry"]
 
 # fvx, fvy, fwg: outputs per work item along W and H, work-group size (forward);
 # wvx, wwg: the same for the weight gradient; wsplit: work-groups per (g, o) and per
@@ -74,6 +75,8 @@ def _defines(p: Problem, dt, views, **extra) -> dict:
     the views named in ``views``: x, y, g) and I32 when every plane's offsets fit an int."""
     d = dict(defines_for(dt), KH=p.kh, KW=p.kw, SH=p.sh, SW=p.sw, DH=p.dh, DW=p.dw, UH=p.uh,
              UW=p.uw)
+    if dt is dtypes.float16:
+        d["IS_HALF"] = 1  # (conv.h: no float vectors)
     ext = [_extent(p.x, p.h, p.w), _extent(p.k, p.kh, p.kw)]
     for name, v in views.items():
         if v[5] == 1:
@@ -129,13 +132,16 @@ def _plan_wgrad(p: Problem, dt, dev):
 def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
     vx, wg, gv = _cfg(dev)["wvx"], _wgrad_wg(dev), v5(g4, p.g)
-    ws = _workspace(p, t.split, dt, dev)
+    ws = _workspace(p, t.split, _ACC.get(dt, dt), dev)  # (float16: float32 partial sums)
     dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
                           _defines(p, dt, dict(x=p.x, g=gv), VX=vx, VY=1, CG=p.c, WG=wg)),
                (wg, p.g * p.o, t.split), (wg, 1, 1), p.pack(t), x._storage.buffer,
                g4._storage.buffer, pack(gv, longs(V5_T)), ws._storage.buffer,
-               cl.LocalMemory(wg * dt.itemsize))
+               cl.LocalMemory(wg * ws.dtype.itemsize))
     _reduce(p, t, ws, gw, gb)
+
+
+_ACC = {dtypes.float16: dtypes.float32}  # the kernels' register type where it is not T's
 
 
 # -- implicit GEMM (kernels/conv_igemm_gpu.cl) ------------------------------------------------
@@ -275,6 +281,20 @@ def _igemm_wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 KERNELS = {"depthwise_gpu": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad)),
            "igemm_gpu": ((_no_plan, _igemm_fwd), (_plan_igemm_wgrad, _igemm_wgrad))}
+
+
+HALF_DEPTHWISE = True  # False: float16 depthwise layers on GPUs take the float32 route (benches)
+
+
+def half_depthwise(dev, weight) -> bool:
+    """Whether a float16 conv2d of few channel pairs per group with ``weight`` (O, C/G, kH,
+    kW) runs depthwise_gpu's kernels on float16 operands (op.half_via_float32's "float16"
+    route; choice._choose then picks depthwise_gpu for every pass): on GPUs, under
+    conv_algorithm 'auto', where the weight gradient's kernel takes the taps (C/G * kH * kW
+    at most _MAX_TAPS; the forward's and the input gradient's take any few-pairs problem)."""
+    _, c, kh, kw = weight.shape
+    return (HALF_DEPTHWISE and dev.kind == "gpu" and backends.conv_algorithm == "auto" and
+            c * kh * kw <= _MAX_TAPS)
 
 
 def few_channels_algorithm(pass_name: str, p: Problem, dev) -> str:

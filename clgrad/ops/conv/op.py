@@ -246,7 +246,11 @@ def half_via_float32(input: Tensor, pairs: int, layer: tuple | None = None) -> b
     input's device runs in float32 on float32 copies (the "float32" route) rather than
     im2col's float16 GEMMs (the "float16" route), in this order:
     - few pairs (at most FEW_PAIRS: depthwise and the like, where im2col's GEMMs would be
-      K x 1 products): float32;
+      K x 1 products): float16 for a conv2d ``layer`` on a GPU under conv_algorithm 'auto'
+      whose depthwise_gpu kernels take every pass (conv_gpu.half_depthwise: they read and
+      write float16 and sum in float32, so the values are the float32 route's, without its
+      casts: 6 launches and two float32 copies of the layer's input and output a step),
+      else float32 (CPUs: float32's stencils are the vectorised ones);
     - HALF_IM2COL True (tests) or False: float16 or float32;
     - inside a route trial of this thread (_route_trial): the route it times;
     - a device whose float16 GEMMs are not tensor cores (the CPUs' and other GPUs' float16
@@ -264,7 +268,7 @@ def half_via_float32(input: Tensor, pairs: int, layer: tuple | None = None) -> b
       0.404, AlexNet's 5 x 5 groups 2 1.884 / 0.956: neither route wins everywhere.
     conv_transpose2d passes no layer: the rule (float16 on tensor cores), unmeasured."""
     if pairs <= FEW_PAIRS:
-        return True
+        return layer is None or not conv_gpu.half_depthwise(input._storage.device, layer[0])
     if HALF_IM2COL is not None:
         return not HALF_IM2COL
     forced = _TRIAL.route
