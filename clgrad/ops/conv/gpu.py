@@ -3,8 +3,9 @@ they share; clgrad/ops/conv/choice.py merges the KERNELS tables): planners and l
 kernels/conv_dw_gpu.cl (``depthwise_gpu``) and kernels/conv_igemm_gpu.cl (``igemm_gpu``), and
 ``auto``'s choice by measurement on GPUs (``measured``). Every kernel takes the conv_t problem
 of kernels/conv.h (buffers + element offsets + strides of the 5-D group views), float32 and
-float64 (depthwise_gpu float16 too: halves read, summed in float32, rounded once), and runs on any OpenCL device (the tests run them on the CPU runtimes); they pay on
-GPUs (numbers: bench/README.md, H200 section of issue 15).
+float64 (depthwise_gpu float16 too: halves read, summed in float32, rounded once), and runs
+on any OpenCL device (the tests run them on the CPU runtimes); they pay on GPUs (numbers:
+bench/README.md, H200 section of issue 15).
 
 depthwise_gpu — few channels per group. Forward (and the input gradient, the forward problem
 on the flipped weight view: conv.h): one work item per VY x VX outputs of one (n, g, o) plane,
