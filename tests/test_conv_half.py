@@ -709,3 +709,63 @@ def test_half_depthwise_on_gpus_reads_and_writes_half_without_casts():
         if bias:
             _check(vals[3], ref[3], absref[3], n * gy.shape[2] * gy.shape[3],
                    name=f"{case} bias grad")
+
+
+# (n, c, h, w, o, groups, k, padding, bias, view, launches saved a step): a dense 1 x 1 on
+# maps of at least MERGE_PIXELS pixels (per-sample GEMMs), with a view input whose pixels do
+# not merge, on 1 x 1 maps (squeeze-excitation: merged GEMMs whose columns are the samples),
+# grouped, at batch 1, a 3 x 3 on 1 x 1 maps and at batch 1 (only the gradient's copies go),
+# and 8 x 8 maps at batch 4 (nothing merges: as before)
+_DENSE = [(2, 16, 16, 16, 24, 1, 1, 0, True, False, 2), (3, 8, 20, 20, 12, 2, 1, 0, False, True, 1),
+          (8, 16, 1, 1, 24, 1, 1, 0, True, False, 6), (8, 24, 1, 1, 16, 2, 1, 0, False, False, 6),
+          (1, 16, 8, 8, 32, 1, 1, 0, True, False, 6), (1, 16, 8, 8, 32, 1, 3, 1, True, False, 3),
+          (6, 16, 1, 1, 8, 1, 3, 1, True, False, 3), (4, 16, 8, 8, 32, 1, 1, 0, True, False, 0)]
+
+
+@pytest.mark.parametrize("case", _DENSE)
+def test_half_gemms_read_and_write_the_tensors_where_columns_merge(dev, monkeypatch, case):
+    """float16 im2col's GEMMs read x and g and write y and gi themselves, without im2col's,
+    col2im's and the merged GEMMs' copies, where a copy would only move the elements: a dense
+    1 x 1 conv (no stride, padding or zero insertion) on large maps (per-sample GEMMs), and
+    merged GEMMs whose samples and pixels merge into one stride (1 x 1 maps, batch 1). The
+    same values bit for bit as with the copies, the launches saved that the case names, and
+    within the bound of float64 NumPy."""
+    from clgrad.ops.conv import algorithms as alg
+    n, c, h, w, o, g, k, pad, bias, view, saved = case
+    rng = np.random.default_rng(sum(case[:7]))
+    x = _h(rng.standard_normal((n, c, h, w + 3 * view)))
+    wt = _h(rng.standard_normal((o, c // g, k, k)) * 0.3)
+    b = _h(rng.standard_normal(o)) if bias else None
+    gy = _h(rng.standard_normal((n, o, h, w)))
+    dense, runs = alg._dense_1x1, alg._runs
+    got = {}
+    for on in (True, False):
+        monkeypatch.setattr(alg, "_dense_1x1", dense if on else (lambda p, v: None))
+        monkeypatch.setattr(alg, "_runs", runs if on else (lambda *a: None))
+        dev.plans.clear()  # (replayed launches were recorded with the other rule)
+        xs = clgrad.tensor(x, dtype=F16, requires_grad=True)
+        ws = clgrad.tensor(wt, dtype=F16, requires_grad=True)
+        bs = clgrad.tensor(b, dtype=F16, requires_grad=True) if bias else None
+        for _ in range(2):  # the second step replays what the first recorded
+            for t in (xs, ws, bs):
+                if t is not None:
+                    t.grad = None
+            before = launch_count()
+            y = F.conv2d(xs[..., :w], ws, bs, padding=pad, groups=g)
+            y.backward(clgrad.tensor(gy, dtype=F16))
+            launches = launch_count() - before
+        assert set(backends.last_conv_algorithms.values()) == {"im2col"}
+        got[on] = launches, [t.detach().numpy() for t in (y, xs.grad, ws.grad) +
+                             ((bs.grad,) if bias else ())]
+    assert got[False][0] - got[True][0] == saved, (got[True][0], got[False][0])
+    for a, b_ in zip(got[True][1], got[False][1]):
+        np.testing.assert_array_equal(a, b_)
+    kw = dict(padding=pad, groups=g)
+    ref = ref_conv(x[..., :w], wt, b, gy, **kw)
+    absref = ref_conv(np.abs(x[..., :w]), np.abs(wt), None if b is None else np.abs(b),
+                      np.abs(gy), **kw)
+    y, gx, gw = got[True][1][:3]
+    _check(y, ref[0], absref[0], c // g * k * k, name="output")
+    _check(gx[..., :w], ref[1], absref[1], o // g * k * k, extra=U if k > 1 else 0.0,
+           name="input gradient")
+    _check(gw, ref[2], absref[2], n * h * w, name="weight gradient")

@@ -520,18 +520,53 @@ def _split_gemm(p: Problem, nc: int, pixels: int, dev) -> bool:
     return 2 * tiles < SPLIT_FILL * dev.compute_units
 
 
+def _dense_1x1(p: Problem, v) -> int | None:
+    """The merged pixel stride of the 5-D view v (p.x, or p.y: the input gradient's) where p
+    is a 1 x 1 conv without stride, padding, dilation's effect or zero insertion: im2col's
+    columns are then that view's own pixels, and the GEMM reads (or writes) it directly;
+    None otherwise."""
+    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
+        return None
+    return _pixels(v, p.h, p.w)
+
+
+def _sample_chunks(n: int):
+    """(n0, nc) chunks of at most IM2COL_CHUNK samples (a launch dimension), no workspace."""
+    return [(n0, min(IM2COL_CHUNK, n - n0)) for n0 in range(0, n, IM2COL_CHUNK)]
+
+
+def _runs(v, nc: int, h: int, w: int) -> int | None:
+    """The one stride of the (nc samples, h, w pixels) of the 5-D view v (offset, s0..s4),
+    or None where they do not merge: a merged GEMM's columns run over (n, p), so where they
+    merge (1 x 1 maps, one sample) its operand is the view itself, not a (G, ., nc, P) copy."""
+    st = layout.view_strides((nc, h, w), (v[1], v[4], v[5]), (nc * h * w,))
+    return None if st is None else st[0]
+
+
+def _merged_view(t: Tensor, v, g: int, rows: int, n0: int, nc: int, h: int, w: int):
+    """The (g, rows, nc * h * w) view of the 5-D view v of t's samples [n0, n0 + nc), or
+    None where its samples and pixels do not merge (_runs)."""
+    r = _runs(v, nc, h, w)
+    return None if r is None else raw(t, (g, rows, nc * h * w), (v[2], v[3], r),
+                                      v[0] + n0 * v[1])
+
+
 def _im2col_fwd(p: Problem, x, w, y, bias):
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
     if _merged(p, x.dtype):
         return _im2col_fwd_merged(p, x, w, y, bias)
     if bias is not None:
         fill_bias(y, bias)
-    for n0, nc in _chunks(p, G * K * P, x.dtype):
-        col = empty((G, K, nc, P), x.dtype, x._storage.device)
-        _im2col(p, x, n0, nc, col)
+    pix = _dense_1x1(p, p.x)
+    for n0, nc in _chunks(p, G * K * P, x.dtype) if pix is None else _sample_chunks(p.n):
+        if pix is None:
+            col = empty((G, K, nc, P), x.dtype, x._storage.device)
+            _im2col(p, x, n0, nc, col)
+            cv = raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
+        else:  # a dense 1 x 1: the columns are x's pixels (no im2col launch, no workspace)
+            cv = raw(x, (nc, G, K, P), (p.x[1], p.x[2], p.x[3], pix), p.x[0] + n0 * p.x[1])
         yv = raw(y, (nc, G, p.o, P), (y._strides[0], y._strides[1] * p.o,
                                       y._strides[1], 1), y._offset + n0 * y._strides[0])
-        cv = raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0)
         gemm(yv, _gemm_operands(p, w, nc), cv, 1.0, 1.0 if bias is not None else 0.0,
              split=_split_gemm(p, nc, P, x._storage.device))
 
@@ -550,21 +585,34 @@ def _gcol(p: Problem, g4, n0, nc):
 
 def _im2col_fwd_merged(p: Problem, x, w, y, bias):
     """_im2col_fwd with merged GEMMs (see _merged): y's chunk (G, O, nc * P) = W[g] @ col[g]
-    (+ the bias, filled in first), then copied into y's (nc, G * O, oH, oW) view."""
+    (+ the bias, filled in first), then copied into y's (nc, G * O, oH, oW) view. Where
+    samples and pixels merge (_runs: 1 x 1 maps, one sample) the GEMM writes y itself, and
+    a dense 1 x 1 (_dense_1x1) reads x itself for col."""
     K, P, G, O = p.c * p.kh * p.kw, p.oh * p.ow, p.g, p.o
     dev = x._storage.device
     so, sk = kview(w)
     wv = raw(w, (G, O, K), (so * O, so, sk))
+    yv5, dense = v5(y, G), _dense_1x1(p, p.x) is not None
+    beta = 1.0 if bias is not None else 0.0
     for n0, nc in _chunks(p, G * (K + O) * P, x.dtype):
-        col = empty((G, K, nc, P), x.dtype, dev)
-        _im2col(p, x, n0, nc, col)
+        cm = _merged_view(x, p.x, G, K, n0, nc, p.h, p.w) if dense else None
+        if cm is None:
+            col = empty((G, K, nc, P), x.dtype, dev)
+            _im2col(p, x, n0, nc, col)
+            cm = raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0)
+        ym = _merged_view(y, yv5, G, O, n0, nc, p.oh, p.ow)
+        if ym is not None:
+            if bias is not None:
+                fill_bias(raw(y, (nc, G * O, p.oh, p.ow), y._strides,
+                              y._offset + n0 * y._strides[0]), bias)
+            gemm(ym, wv, cm, 1.0, beta, split=False)
+            continue
         yc = empty((G, O, nc, P), x.dtype, dev)
         if bias is not None:
             bs = bias._strides[0]
             copy_raw(yc, raw(bias, (G, O, nc, P), (O * bs, bs, 0, 0), bias._offset))
-        gemm(raw(yc, (G, O, nc * P), (O * nc * P, nc * P, 1), 0), wv,
-             raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0), 1.0,
-             1.0 if bias is not None else 0.0, split=False)
+        gemm(raw(yc, (G, O, nc * P), (O * nc * P, nc * P, 1), 0), wv, cm, 1.0, beta,
+             split=False)
         copy_raw(raw(y, (nc, G, O, p.oh, p.ow),
                      (y._strides[0], y._strides[1] * O, y._strides[1], y._strides[2],
                       y._strides[3]), y._offset + n0 * y._strides[0]),
@@ -574,27 +622,39 @@ def _im2col_fwd_merged(p: Problem, x, w, y, bias):
 def im2col_dgrad(p: Problem, g4, w, gi):
     """The input gradient: per chunk col = W^T g (GEMM), then col2im sums col into gi.
     p: the forward problem, with y the (N, G, C/G, H, W) view of gi. Merged (see _merged):
-    one GEMM over the chunk's samples from a (G, O, nc, P) copy of g."""
+    one GEMM over the chunk's samples from a (G, O, nc, P) copy of g. A dense 1 x 1
+    (_dense_1x1) writes W^T g into gi itself: col2im would copy it there."""
     K, P, G = p.c * p.kh * p.kw, p.oh * p.ow, p.g
     if _merged(p, g4.dtype):
         so, sk = kview(w)
         wt = raw(w, (G, K, p.o), (so * p.o, sk, so))
+        gv5, dense = v5(g4, G), _dense_1x1(p, p.y) is not None
         for n0, nc in _chunks(p, G * (K + p.o) * P, g4.dtype):
-            gcol = _gcol(p, g4, n0, nc)
+            gm = _merged_view(g4, gv5, G, p.o, n0, nc, p.oh, p.ow)  # (_runs: g itself)
+            if gm is None:
+                gm = raw(_gcol(p, g4, n0, nc), (G, p.o, nc * P), (p.o * nc * P, nc * P, 1), 0)
+            im = _merged_view(gi, p.y, G, K, n0, nc, p.h, p.w) if dense else None
+            if im is not None:  # a dense 1 x 1 whose samples and pixels merge: gi itself
+                gemm(im, wt, gm, split=False)
+                continue
             col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
-            gemm(raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0), wt,
-                 raw(gcol, (G, p.o, nc * P), (p.o * nc * P, nc * P, 1), 0), split=False)
+            gemm(raw(col, (G, K, nc * P), (K * nc * P, nc * P, 1), 0), wt, gm, split=False)
             _col2im(p, n0, nc, col, gi)
         return
     if layout.view_strides(tuple(g4.shape[2:]), g4._strides[2:], (P,)) is None:
         g4 = contiguous(g4)
-    for n0, nc in _chunks(p, G * K * P, g4.dtype):
-        col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
+    pix = _dense_1x1(p, p.y)
+    for n0, nc in _chunks(p, G * K * P, g4.dtype) if pix is None else _sample_chunks(p.n):
         a = _gemm_operands(p, w, nc)
         at = raw(a, (nc, G, K, p.o), (0, a._strides[1], a._strides[3], a._strides[2]))
         gv = raw(g4, (nc, G, p.o, P), (g4._strides[0], g4._strides[1] * p.o,
                                        g4._strides[1], g4._strides[3]),
                  g4._offset + n0 * g4._strides[0])
+        if pix is not None:  # a dense 1 x 1: W^T g is gi itself (no col2im, no workspace)
+            gemm(raw(gi, (nc, G, K, P), (p.y[1], p.y[2], p.y[3], pix), p.y[0] + n0 * p.y[1]),
+                 at, gv, split=False)
+            continue
+        col = empty((G, K, nc, P), g4.dtype, g4._storage.device)
         gemm(raw(col, (nc, G, K, P), (P, K * nc * P, nc * P, 1), 0), at, gv, split=False)
         _col2im(p, n0, nc, col, gi)
 
@@ -614,17 +674,26 @@ def _im2col_wgrad(p: Problem, x, g4, gw, gb):
     S = _wgrad_slices(p, chunks[0][1] * P, dev) if split else 1
     ws = (empty((S, G, O, K), dtypes.float32, dev) if half and (S > 1 or len(chunks) > 1)
           else None)
+    gv5, dense = v5(g4, G), _dense_1x1(p, p.x) is not None
     for i, (n0, nc) in enumerate(chunks):
-        col = empty((G, K, nc, P), x.dtype, dev)
-        _im2col(p, x, n0, nc, col)
-        gcol = _gcol(p, g4, n0, nc)
         depth = nc * P
         s = S if depth % (S * 8) == 0 else 1  # (a short last chunk: into slice 0)
         ks = depth // s
+        # the operands over the depth (n, p) in s slices: g and x themselves where their
+        # samples and pixels merge (_runs; x for a dense 1 x 1 only), else copies
+        xm = _merged_view(x, p.x, G, K, n0, nc, p.h, p.w) if dense else None
+        if xm is None:
+            col = empty((G, K, nc, P), x.dtype, dev)
+            _im2col(p, x, n0, nc, col)
+            xm = raw(col, (G, K, depth), (K * depth, depth, 1), 0)
+        gm = _merged_view(g4, gv5, G, O, n0, nc, p.oh, p.ow)
+        if gm is None:
+            gm = raw(_gcol(p, g4, n0, nc), (G, O, depth), (O * depth, depth, 1), 0)
+        (xg, xk, xd), (gg, go, gd) = xm._strides, gm._strides
         c = (raw(gw, (1, G, O, K), (0, gwv._strides[0], gwv._strides[1], 1), gw._offset)
              if ws is None else raw(ws, (s, G, O, K), (G * O * K, O * K, K, 1), 0))
-        gemm(c, raw(gcol, (s, G, O, ks), (ks, O * depth, depth, 1), 0),
-             raw(col, (s, G, ks, K), (ks, K * depth, 1, depth), 0), 1.0,
+        gemm(c, raw(gm, (s, G, O, ks), (ks * gd, gg, go, gd), gm._offset),
+             raw(xm, (s, G, ks, K), (ks * xd, xg, xd, xk), xm._offset), 1.0,
              1.0 if i else 0.0, split=False)
     if ws is not None:
         rd.sum_into(gwv, ws, 0)
