@@ -47,8 +47,8 @@ scale/backward/step/update (rows' ``mode`` is "train-amp"; no inference rows, no
 Both lower the matmul family and the convolutions; their float16 kernels round differently,
 so the first losses are compared at float16's tolerance (AMP_LOSS_RTOL).
 ``ZOO_HALF_DEPTHWISE=0`` (environment): float16 depthwise layers on GPUs take the float32
-route (float32 copies and casts) instead of depthwise_gpu's float16 kernels: the "before" of
-stop 53's change; rows carry ``half_depthwise``.
+route (float32 copies and casts) instead of depthwise_gpu's float16 kernels (the route before
+2026-12-05f); rows carry ``half_depthwise``.
 ``--amp-dtype bfloat16``: autocast to bfloat16 without a GradScaler (PyTorch's bfloat16
 recipe: its range is float32's), rows' ``mode`` "train-amp-bf16"; clgrad computes bfloat16
 ops in float32 with conversions around them (README: dtypes), PyTorch on CPUs with oneDNN's
