@@ -336,6 +336,51 @@ def test_half_conv_transpose_vs_numpy(dev, stride, groups, hw):
     _check(y.numpy(), ref, absref, cin // groups, extra=U, name="conv_transpose2d")
 
 
+@pytest.mark.parametrize("n, hw", ((1, 3), (2, 3), (1, 17), (2, 17)))
+def test_half_conv_transpose_1x1_with_output_padding(dev, n, hw):
+    """A 1 x 1 conv_transpose2d at stride 1 with output_padding 1 (< dilation 2): its output
+    is one row and column larger than its input, so im2col's GEMMs may not take the tensors
+    as their columns (a dense 1 x 1 has equal maps; review of 9b27320). Output, input and
+    weight gradients against NumPy: one float32 sum rounded once; the added row and column
+    are the bias alone."""
+    rng = np.random.default_rng(n * 100 + hw)
+    cin, cout, g = 8, 6, 2
+    C, O = cin // g, cout // g
+    x = _h(rng.standard_normal((n, cin, hw, hw)))
+    w = _h(rng.standard_normal((cin, O, 1, 1)) * 0.3)
+    b = _h(rng.standard_normal(cout))
+    gy = _h(rng.standard_normal((n, cout, hw + 1, hw + 1)))
+    xs = clgrad.tensor(x, dtype=F16, requires_grad=True)
+    ws = clgrad.tensor(w, dtype=F16, requires_grad=True)
+    y = F.conv_transpose2d(xs, ws, clgrad.tensor(b, dtype=F16), stride=1, padding=0,
+                           output_padding=1, groups=g, dilation=2)
+    y.backward(clgrad.tensor(gy, dtype=F16))
+    wm = w[:, :, 0, 0]
+
+    def per_group(f):
+        return np.concatenate([f(i) for i in range(g)], axis=1)
+    core = per_group(lambda i: np.einsum("nchw,co->nohw", x[:, i * C:(i + 1) * C],
+                                         wm[i * C:(i + 1) * C]))
+    acore = per_group(lambda i: np.einsum("nchw,co->nohw", np.abs(x[:, i * C:(i + 1) * C]),
+                                          np.abs(wm[i * C:(i + 1) * C])))
+    ref = np.broadcast_to(b[None, :, None, None], gy.shape).copy()
+    ref[:, :, :hw, :hw] += core
+    absref = np.broadcast_to(np.abs(b)[None, :, None, None], gy.shape).copy()
+    absref[:, :, :hw, :hw] += acore
+    _check(y.detach().numpy(), ref, absref, C + 1, name="output")
+    g_in = gy[:, :, :hw, :hw]
+    gx = per_group(lambda i: np.einsum("nohw,co->nchw", g_in[:, i * O:(i + 1) * O],
+                                       wm[i * C:(i + 1) * C]))
+    agx = per_group(lambda i: np.einsum("nohw,co->nchw", np.abs(g_in[:, i * O:(i + 1) * O]),
+                                        np.abs(wm[i * C:(i + 1) * C])))
+    _check(xs.grad.numpy(), gx, agx, O, name="input gradient")
+    gw = np.concatenate([np.einsum("nchw,nohw->co", x[:, i * C:(i + 1) * C],
+                                   g_in[:, i * O:(i + 1) * O]) for i in range(g)])
+    agw = np.concatenate([np.einsum("nchw,nohw->co", np.abs(x[:, i * C:(i + 1) * C]),
+                                    np.abs(g_in[:, i * O:(i + 1) * O])) for i in range(g)])
+    _check(ws.grad.numpy()[:, :, 0, 0], gw, agw, n * hw * hw, name="weight gradient")
+
+
 def test_half_conv_default_route_elsewhere_is_float32(dev, monkeypatch):
     """Without tensor cores float16 convolutions (conv2d and conv_transpose2d) run float32's
     kernels on float32 copies, rounded once: the same bound; with them, im2col."""

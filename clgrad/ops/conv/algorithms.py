@@ -485,7 +485,8 @@ def _col2im(p: Problem, n0, nc, col, gi):
 def _merged(p: Problem, dtype) -> bool:
     """Whether the im2col GEMMs of a float16 problem run over all the chunk's samples at once,
     (G batches of O x K @ K x (nc * P)), through a (G, O, nc, P) copy of the output (or of
-    its gradient), rather than per sample (nc * G batches of K x P columns, writing NCHW
+    its gradient; the tensor itself where its samples and pixels merge: _runs), rather than
+    per sample (nc * G batches of K x P columns, writing NCHW
     directly): when a sample's P output pixels are fewer than MERGE_PIXELS, where per-sample
     GEMMs leave most of a tensor-core tile's 128 columns empty (ResNet-18's 4 x 4 maps: 16
     of 128). float32 keeps the per-sample GEMMs its choices were measured with."""
@@ -522,10 +523,12 @@ def _split_gemm(p: Problem, nc: int, pixels: int, dev) -> bool:
 
 def _dense_1x1(p: Problem, v) -> int | None:
     """The merged pixel stride of the 5-D view v (p.x, or p.y: the input gradient's) where p
-    is a 1 x 1 conv without stride, padding, dilation's effect or zero insertion: im2col's
-    columns are then that view's own pixels, and the GEMM reads (or writes) it directly;
-    None otherwise."""
-    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1):
+    is a 1 x 1 conv without stride, padding or zero insertion whose output map is its input
+    map (conv_transpose2d's output_padding makes the input larger: H = oH + output_padding
+    at stride 1): im2col's columns are then that view's own pixels, and the GEMM reads (or
+    writes) it directly; None otherwise."""
+    if (p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.uh, p.uw) != (1, 1, 1, 1, 0, 0, 1, 1) or \
+            (p.h, p.w) != (p.oh, p.ow):
         return None
     return _pixels(v, p.h, p.w)
 
@@ -727,10 +730,33 @@ def _plan_pointwise(p: Problem, dt, dev):
     """Plan(inserts=True) when p is a 1 x 1 conv without padding: y[n, g] (O, P) = K[g] (O, C)
     @ x[n, g] (C, P) with P = H * W, one launch. A stride reads x subsampled, a zero insertion
     (a strided layer's input gradient) writes y subsampled and the rest of y zero (see
-    _pw_dense); views whose pixels do not merge into one stride go through a contiguous copy."""
-    if (p.kh, p.kw, p.ph, p.pw) != (1, 1, 0, 0):
+    _pw_dense); views whose pixels do not merge into one stride go through a contiguous copy.
+    None also where the maps do not pair up so (_pw_fits)."""
+    if (p.kh, p.kw, p.ph, p.pw) != (1, 1, 0, 0) or not _pw_fits(p):
         return None
     return Plan(inserts=True)
+
+
+def _pw_fits(p: Problem) -> bool:
+    """Whether the 1 x 1 problem p's output map is the one its input map gives, per axis:
+    without stride or insertion oH = H; a stride s reads rows 0, s, ... (oH - 1) s, which
+    must lie below H; a zero insertion u writes rows 0, u, ... (H - 1) u, below oH (rows
+    past them are zeroed). conv_transpose2d's output_padding (at least the stride, possible
+    with dilation > 1) makes H larger than a conv of oH rows needs: such problems are
+    refused, as the pointwise GEMM would write H x W pixels into oH x oW (memory past the
+    output, found in review of 9b27320)."""
+    for h, oh, s, u in ((p.h, p.oh, p.sh, p.uh), (p.w, p.ow, p.sw, p.uw)):
+        if u > 1 and s > 1:
+            return False
+        if u > 1:
+            if (h - 1) * u >= oh:
+                return False
+        elif s > 1:
+            if (oh - 1) * s >= h:
+                return False
+        elif h != oh:
+            return False
+    return True
 
 
 def _pw_dense(p: Problem) -> Problem:

@@ -98,14 +98,17 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     Args:    stride, dilation: int or pair; padding: int, pair, 'valid' or 'same' (stride 1).
     Dtypes:  float16, float32, float64; all tensors alike. float16 takes one of two routes
              (half_via_float32). Float16: the im2col algorithm whatever
-             ``clgrad.backends.conv_algorithm`` says; its GEMMs sum the products in float32
-             and round once, as cuDNN's float16 convolutions; the input gradient's column
-             sums (col2im) add at most kH * kW float16 values in float32, a second rounding
-             PyTorch's does not have. Float32: float32's kernels on float32 copies, rounded to
-             float16 once. On tensor cores (NVIDIA) a layer of at least 2^20 multiply-adds
-             runs the route measured faster for its shape (once, then cached with the
-             algorithm choices), smaller ones float16; elsewhere, and for few channels per
-             group (C/G * O/G <= 16: depthwise) everywhere, float32. Under ``autocast``
+             ``clgrad.backends.conv_algorithm`` says (few channels per group on GPUs under
+             'auto': depthwise_gpu's kernels, which sum in float32 and round once); its
+             GEMMs sum the products in float32 and round once, as cuDNN's float16
+             convolutions; the input gradient's column sums (col2im) add at most kH * kW
+             float16 values in float32, a second rounding PyTorch's does not have.
+             Float32: float32's kernels on float32 copies, rounded to float16 once. On
+             tensor cores (NVIDIA) a layer of at least 2^20 multiply-adds runs the route
+             measured faster for its shape (once, then cached with the algorithm choices),
+             smaller ones float16; few channels per group (C/G * O/G <= 16: depthwise)
+             float16 on GPUs under 'auto' (conv_gpu.half_depthwise), float32 on CPUs;
+             elsewhere float32. Under ``autocast``
              (clgrad.amp) input, weight and bias are cast to float16 first, as PyTorch's.
              bfloat16 runs in float32 on float32 copies, rounded once.
     Views:   any strided input, weight and bias (read through their strides); out is new.
