@@ -119,21 +119,45 @@ def settle_cache_lock(wait_s: float = STALE_LOCK_S + 1.0) -> bool:
     """Before a build through pyopencl's binary cache: wait up to ``wait_s`` seconds while the
     cache's lock file is young (another process reading or writing), and remove it once it is
     older than STALE_LOCK_S seconds (its holder died). True when a dead lock was removed.
-    Never raises: a folder that cannot be read leaves the decision to pyopencl."""
+    Never raises: a folder that cannot be read leaves the decision to pyopencl; nothing is
+    done under PYOPENCL_NO_CACHE (no cache, no lock).
+
+    Several processes may find the same dead lock: each renames it to a name of its own
+    first (one rename wins), and a file that is not the one it judged (same inode and
+    modification time: a live holder's lock made meanwhile) is linked back, never deleted."""
     import time
-    lock = os.path.join(pyopencl_cache_dir(), "lock")
+    if os.environ.get("PYOPENCL_NO_CACHE"):
+        return False
+    try:
+        lock = os.path.join(pyopencl_cache_dir(), "lock")
+    except Exception:  # noqa: BLE001 -- (platformdirs missing: pyopencl decides)
+        return False
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            age = time.time() - os.stat(lock).st_mtime
+            st = os.stat(lock)
         except OSError:          # no lock (the usual case), or no cache folder yet
             return False
-        if age > STALE_LOCK_S:
+        if time.time() - st.st_mtime > STALE_LOCK_S:
+            mine = f"{lock}.stale-{os.getpid()}-{time.monotonic_ns()}"
             try:
-                os.unlink(lock)
-            except OSError:
+                os.rename(lock, mine)
+            except OSError:      # another process took it first
                 return False
-            return True
+            try:
+                got = os.stat(mine)
+                if (got.st_ino, got.st_mtime) != (st.st_ino, st.st_mtime):
+                    try:         # a live lock made between the stat and the rename
+                        os.link(mine, lock)
+                    except OSError:
+                        pass
+                    return False
+                return True
+            finally:
+                try:
+                    os.unlink(mine)
+                except OSError:
+                    pass
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

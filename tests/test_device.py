@@ -453,6 +453,41 @@ def test_settle_cache_lock_removes_a_dead_lock_and_waits_out_a_live_one(tmp_path
     assert settle_cache_lock(wait_s=0.0) is False and lock.exists()
 
 
+def test_settle_cache_lock_never_deletes_a_live_lock_made_meanwhile(tmp_path, monkeypatch):
+    """Between settle_cache_lock's look at a dead lock and its removal, another process may
+    remove that lock and a live holder make a new one: the new one (another inode, a fresh
+    time) is put back, not deleted; a dead lock that another process renamed first is left
+    to it; and under PYOPENCL_NO_CACHE nothing is touched."""
+    from clgrad import _probe
+    from clgrad._probe import STALE_LOCK_S, settle_cache_lock
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    lock = _lock_in(tmp_path)
+    lock.write_text("")
+    _age(lock, STALE_LOCK_S + 5)
+    real_rename = os.rename
+
+    def swapped(src, dst):  # the dead lock goes, a live holder's comes, then our rename
+        os.unlink(src)
+        with open(src, "x"):
+            pass
+        real_rename(src, dst)
+    monkeypatch.setattr(_probe.os, "rename", swapped)
+    assert settle_cache_lock() is False
+    assert lock.exists() and time.time() - lock.stat().st_mtime < STALE_LOCK_S
+    assert sorted(p.name for p in lock.parent.iterdir()) == ["lock"]  # nothing left behind
+
+    def lost(src, dst):  # another process renamed it first
+        raise FileNotFoundError(src)
+    monkeypatch.setattr(_probe.os, "rename", lost)
+    _age(lock, STALE_LOCK_S + 5)
+    assert settle_cache_lock() is False and lock.exists()
+    monkeypatch.setattr(_probe.os, "rename", real_rename)
+    monkeypatch.setenv("PYOPENCL_NO_CACHE", "1")
+    assert settle_cache_lock() is False and lock.exists()
+    monkeypatch.delenv("PYOPENCL_NO_CACHE")
+    assert settle_cache_lock() is True and not lock.exists()
+
+
 def test_a_lock_left_by_a_process_killed_mid_run_does_not_stall_later_builds(tmp_path):
     """CI, stop 52: an MPI job's aborted rank left pyopencl's lock behind seconds before the
     next job started; discovery's check (locks older than STALE_LOCK_S) spared it, and every
