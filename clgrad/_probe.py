@@ -126,8 +126,9 @@ def settle_cache_lock(wait_s: float = STALE_LOCK_S + 1.0) -> bool:
     first (one rename wins), and a file that is not the one it judged (same inode and
     modification time: a live holder's lock made meanwhile) is linked back, never deleted."""
     import time
-    if os.environ.get("PYOPENCL_NO_CACHE"):
-        return False
+    if os.environ.get("PYOPENCL_NO_CACHE", "").strip().lower() in ("1", "true", "yes", "on",
+                                                                   "y", "t"):
+        return False  # (pyopencl's strtobool: "0" and "false" keep its cache)
     try:
         lock = os.path.join(pyopencl_cache_dir(), "lock")
     except Exception:  # noqa: BLE001 -- (platformdirs missing: pyopencl decides)
