@@ -101,7 +101,8 @@ _KEEP: list = []
 # file behind, and every later build in every process then waits 60 s for it, warns, and builds
 # without the cache: a training job under mpiexec started just after an aborted one took minutes
 # per rank. A lock older than STALE_LOCK_S is therefore taken to be dead and removed before
-# each build.
+# each build: Device._build, capture's replay probe, and here before the probes and before
+# each program of the check.
 STALE_LOCK_S = 15
 
 
@@ -529,6 +530,7 @@ def main(argv) -> int:
         else:
             specs.append(a)
     platforms = cl.get_platforms()
+    settle_cache_lock()  # (the probes' builds go through pyopencl's cache too)
 
     for spec in specs:
         def emit(row, spec=spec):

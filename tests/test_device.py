@@ -389,13 +389,15 @@ def test_allocations_past_the_device_memory_raise_out_of_memory():
 
 def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
     """A process killed while holding pyopencl's cache lock leaves the file behind; every later
-    build would wait 60 s for it. A fresh process removes a lock older than STALE_LOCK_S."""
+    build would wait 60 s for it. A fresh process's first build removes a lock older than
+    STALE_LOCK_S."""
     cache = tmp_path / "xdg"
     version = ".".join(str(i) for i in sys.version_info)
     lock = cache / "pyopencl" / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
     lock.parent.mkdir(parents=True)
     lock.write_text("")
-    old = time.time() - device_mod.STALE_LOCK_S - 10
+    from clgrad._probe import STALE_LOCK_S, settle_cache_lock
+    old = time.time() - STALE_LOCK_S - 10
     os.utime(lock, (old, old))
     # CLGRAD_PROBE=0: the device's program check would build ~70 programs into the empty
     # cache first (tens of seconds); the lock is cleared before any probe either way
@@ -408,9 +410,9 @@ def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
     assert r.stdout.split()[-1] == "6.0" and not lock.exists()
     assert time.time() - t0 < 55            # no 60 s wait for the lock
     lock.write_text("")                     # a fresh lock (a build under way) is left alone
-    device_mod._clear_stale_cache_lock()    # this process's own cache folder: untouched
-    r = subprocess.run([sys.executable, "-c", "import clgrad.runtime as r; "
-                        "r._clear_stale_cache_lock()"], capture_output=True, text=True,
+    settle_cache_lock(wait_s=0.0)           # this process's own cache folder: untouched
+    r = subprocess.run([sys.executable, "-c", "from clgrad._probe import settle_cache_lock; "
+                        "settle_cache_lock(wait_s=0.0)"], capture_output=True, text=True,
                        env=env, timeout=600)
     assert r.returncode == 0 and lock.exists()
 

@@ -55,9 +55,8 @@ from clgrad.runtime.device import (  # noqa: F401  (private names: tests and cud
     Device, ForkedDeviceError, OutOfMemoryError, cache_dir, kernel_dir, launch_count, pack)
 from clgrad.runtime.meta import META, MetaDevice, meta_error  # noqa: F401
 from clgrad.runtime.discovery import (  # noqa: F401
-    CPU_RUNTIME_PREFERENCE, STALE_LOCK_S, _DEFAULT, _DEVICES, _clear_stale_cache_lock,
-    default_device, devices, fastest_device, get_device, runtime_notes, set_default_device,
-    synchronize)
+    CPU_RUNTIME_PREFERENCE, _DEFAULT, _DEVICES, default_device, devices, fastest_device,
+    get_device, runtime_notes, set_default_device, synchronize)
 
 __all__ = ["Device", "devices", "default_device", "fastest_device", "set_default_device",
            "get_device", "synchronize", "kernel_dir", "launch_count", "cache_dir",

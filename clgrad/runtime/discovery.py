@@ -18,7 +18,6 @@ import pyopencl as cl
 import pyopencl.tools
 
 from clgrad import _log
-from clgrad._probe import STALE_LOCK_S, settle_cache_lock  # noqa: F401  (runtime.STALE_LOCK_S)
 from clgrad.errors import CPU_RUNTIME_HINT, DeviceError
 from clgrad import settings
 from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
@@ -32,13 +31,6 @@ __all__ = ["devices", "default_device", "fastest_device", "set_default_device", 
 _PKG = Path(__file__).resolve().parent.parent  # the clgrad package folder (holds _probe.py)
 
 _log.configure()    # CLGRAD_DEBUG=1: the "clgrad" logger's DEBUG lines on stderr
-
-
-def _clear_stale_cache_lock() -> bool:
-    """Remove pyopencl's binary-cache lock file when it is older than STALE_LOCK_S seconds
-    (clgrad/_probe.py says why), without waiting. Called once per process by device discovery,
-    before the probes; each build then checks again (``Device._build``)."""
-    return settle_cache_lock(wait_s=0.0)
 
 
 # Which CPU runtime the default device comes from when several work: the first match wins
@@ -260,7 +252,6 @@ def _discover() -> list:
         if _FOUND[0] is not None:
             return _FOUND[0]
         _setup_icd_vendors()
-        _clear_stale_cache_lock()
         # In a child forked after the parent used a GPU, every OpenCL error here is the
         # driver refusing the parent's state: ForkedDeviceError, not "no device found".
         try:

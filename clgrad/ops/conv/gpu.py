@@ -133,16 +133,13 @@ def _plan_wgrad(p: Problem, dt, dev):
 def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
     dev, dt, t = x._storage.device, x.dtype, plan.tiles
     vx, wg, gv = _cfg(dev)["wvx"], _wgrad_wg(dev), v5(g4, p.g)
-    ws = _workspace(p, t.split, _ACC.get(dt, dt), dev)  # (float16: float32 partial sums)
+    ws = _workspace(p, t.split, dtypes.float32 if dt is dtypes.float16 else dt, dev)  # (sums)
     dev.launch(dev.kernel("conv_dw_gpu.cl", "dwg_wgrad",
                           _defines(p, dt, dict(x=p.x, g=gv), VX=vx, VY=1, CG=p.c, WG=wg)),
                (wg, p.g * p.o, t.split), (wg, 1, 1), p.pack(t), x._storage.buffer,
                g4._storage.buffer, pack(gv, longs(V5_T)), ws._storage.buffer,
                cl.LocalMemory(wg * ws.dtype.itemsize))
     _reduce(p, t, ws, gw, gb)
-
-
-_ACC = {dtypes.float16: dtypes.float32}  # the kernels' register type where it is not T's
 
 
 # -- implicit GEMM (kernels/conv_igemm_gpu.cl) ------------------------------------------------
