@@ -391,14 +391,11 @@ def test_a_stale_pyopencl_cache_lock_is_removed(tmp_path):
     """A process killed while holding pyopencl's cache lock leaves the file behind; every later
     build would wait 60 s for it. A fresh process's first build removes a lock older than
     STALE_LOCK_S."""
-    cache = tmp_path / "xdg"
-    version = ".".join(str(i) for i in sys.version_info)
-    lock = cache / "pyopencl" / f"pyopencl-compiler-cache-v2-py{version}" / "lock"
-    lock.parent.mkdir(parents=True)
-    lock.write_text("")
     from clgrad._probe import STALE_LOCK_S, settle_cache_lock
-    old = time.time() - STALE_LOCK_S - 10
-    os.utime(lock, (old, old))
+    cache = tmp_path / "xdg"
+    lock = _lock_in(cache)
+    lock.write_text("")
+    _age(lock, STALE_LOCK_S + 10)
     # CLGRAD_PROBE=0: the device's program check would build ~70 programs into the empty
     # cache first (tens of seconds); the lock is cleared before any probe either way
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), CLGRAD_CACHE_DIR=str(tmp_path / "c"),
