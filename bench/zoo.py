@@ -48,7 +48,9 @@ Both lower the matmul family and the convolutions; their float16 kernels round d
 so the first losses are compared at float16's tolerance (AMP_LOSS_RTOL).
 ``ZOO_HALF_DEPTHWISE=0`` (environment): float16 depthwise layers on GPUs take the float32
 route (float32 copies and casts) instead of depthwise_gpu's float16 kernels (the route before
-2026-12-05f); rows carry ``half_depthwise``.
+2026-12-05f); rows carry ``half_depthwise``. ``ZOO_ABSORB=0``: every autograd Node runs its
+own backward (clgrad.autograd.graph.ABSORB off: relu's backward not taken by a preceding
+batch norm's, the route before 2026-12-06); rows carry ``absorb``.
 ``--amp-dtype bfloat16``: autocast to bfloat16 without a GradScaler (PyTorch's bfloat16
 recipe: its range is float32's), rows' ``mode`` "train-amp-bf16"; clgrad computes bfloat16
 ops in float32 with conversions around them (README: dtypes), PyTorch on CPUs with oneDNN's
@@ -232,9 +234,13 @@ def run_worker(args):
     if os.environ.get("ZOO_HALF_DEPTHWISE") == "0":  # the float32 route's casts (before/after)
         from clgrad.ops.conv import gpu as conv_gpu
         conv_gpu.HALF_DEPTHWISE = False
+    if os.environ.get("ZOO_ABSORB") == "0":  # relu's backward apart from batch norm's
+        from clgrad.autograd import graph
+        graph.ABSORB = False
     date = datetime.datetime.now().isoformat(timespec="seconds")
     meta = dict(bench="zoo", threads=threads if gpu else int(threads), clgrad_device=dev,
                 half_depthwise=os.environ.get("ZOO_HALF_DEPTHWISE") != "0",
+                absorb=os.environ.get("ZOO_ABSORB") != "0",
                 device=cdev.name, platform=cdev.platform,
                 driver=cdev.cl_device.driver_version, date=date, host=platform.node(),
                 torch=torch.__version__, torch_device=(torch.cuda.get_device_name(0)

@@ -492,12 +492,14 @@ def test_batch_norm_activation_nan_and_bad_name():
 def test_sequential_fuses_batch_norm_and_activation(act_name):
     """Sequential(BatchNorm2d, act) gives the values and gradients of the two modules run one
     after the other, in one fused op (one launch fewer each way); a module whose forward was
-    replaced on the instance is not fused."""
+    replaced on the instance is not fused. The two apart with the engine's absorb (ReLU's
+    backward run in batch norm's, autograd.graph._absorb): the same, one launch fewer back."""
     import clgrad.nn as nn
+    from clgrad.autograd import graph
     from clgrad.runtime import launch_count
     x = RNG.standard_normal((4, 3, 5, 6)) * 3
     outs = []
-    for fused in (True, False):
+    for fused, absorb in ((True, False), (False, False), (False, True)):
         bn, act = nn.BatchNorm2d(3).double(), getattr(nn, act_name)()
         with clgrad.no_grad():
             bn.weight.copy_(clgrad.tensor([0.5, 1.0, 8.0]))
@@ -506,12 +508,19 @@ def test_sequential_fuses_batch_norm_and_activation(act_name):
         n0 = launch_count()
         y = nn.Sequential(bn, act)(xt) if fused else act(bn(xt))
         n1 = launch_count()
-        y.backward(clgrad.tensor(np.cos(np.arange(y.numel())).reshape(y.shape)))
+        graph.ABSORB = absorb
+        try:
+            y.backward(clgrad.tensor(np.cos(np.arange(y.numel())).reshape(y.shape)))
+        finally:
+            graph.ABSORB = True
         outs.append((y.detach().numpy(), xt.grad.numpy(), bn.weight.grad.numpy(),
                      bn.bias.grad.numpy(), bn.running_var.numpy(), n1 - n0, launch_count() - n1))
     for a, b in zip(outs[0][:5], outs[1][:5]):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     assert outs[0][5] == outs[1][5] - 1 and outs[0][6] <= outs[1][6] - 1
+    for a, b in zip(outs[2][:5], outs[1][:5]):  # absorbed: bit for bit
+        np.testing.assert_array_equal(a, b)
+    assert outs[2][6] == outs[1][6] - (act_name == "ReLU")  # (only relu is absorbed)
     bn, act = nn.BatchNorm2d(3).double(), getattr(nn, act_name)()
     act.forward = lambda t: t * 2  # replaced on the instance: Sequential calls it
     y = nn.Sequential(bn.eval(), act)(clgrad.tensor(x))

@@ -26,6 +26,7 @@ __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHand
 # accumulations are short, and a leaf may be reached through views and aliases alike.
 _ACCUMULATE_LOCK = threading.RLock()
 _seq = itertools.count()
+ABSORB = True  # False: every Node runs its own backward (no _absorb; tests and benches A/B)
 
 
 # -- the tape ---------------------------------------------------------------------------------
@@ -53,7 +54,7 @@ class Node:
 
     __slots__ = ("seq", "_op", "next", "backward_fn", "saved", "retained", "input_meta",
                  "hooks", "n_outputs", "slot", "out_ndim", "_metadata", "double", "packed",
-                 "__weakref__")
+                 "fuse", "__weakref__")
 
     def __init__(self, name, next_edges, backward_fn, saved, input_meta):
         self.seq = next(_seq)
@@ -70,6 +71,7 @@ class Node:
         self._metadata = None
         self.double = None     # see the class docstring (create_graph)
         self.packed = None     # (hooks, what pack_hook gave per saved tensor): saved_hooks.py
+        self.fuse = None       # see _absorb: an activation's name, or a producer's fused backward
 
     def __repr__(self):
         # PyTorch's: '<MulBackward0 object at 0x7f...>'; a custom Function's node class lives
@@ -376,6 +378,16 @@ def _apply(node, g, retain_graph, create_graph=False):
             grads = _linked(node, grads if isinstance(grads, tuple) else (grads,), links, zeros)
     else:
         grads = node.backward_fn(g)
+    out = _edge_grads(node, grads)
+    if not retain_graph and node.saved:
+        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
+        node.double = node.packed = node.fuse = None
+    return out
+
+
+def _edge_grads(node, grads):
+    """[(edge, gradient)] of ``grads`` (what node's backward returned) for the inputs that
+    need one, each checked against its input's shape and cast to its dtype."""
     if not isinstance(grads, tuple):
         grads = (grads,)
     if len(grads) != len(node.next):
@@ -391,9 +403,41 @@ def _apply(node, g, retain_graph, create_graph=False):
                                f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
-    if not retain_graph and node.saved:
-        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
-        node.double = node.packed = None
+    return out
+
+
+def _absorb(node, g, retain_graph, node_grads):
+    """Run ``node`` (an activation whose ``fuse`` names it, e.g. relu's "relu") together with
+    the Node of its input when that Node can apply the activation's derivative itself
+    (``fuse`` a callable ``fuse(g, name)`` giving its own backward's gradients, or None where
+    it cannot now: batch norm's, whose kernel recomputes the pre-activation from its input).
+    One launch instead of two, the same values bit for bit (the activation's gradient is its
+    output's mask, and the fused kernel's mask is the same test on the same pre-activation).
+
+    Only where the activation's gradient is the producer's whole gradient and nobody sees it:
+    the producer's output is the activation's input itself (consecutive Nodes, one edge),
+    no other Node has sent it a gradient (its other consumers are later Nodes, run before,
+    so they would have), and it has no hooks, no retain_grad, no saved-tensor hooks.
+    Returns [(edge, gradient)] of the producer's inputs, the producer then left without
+    gradient (so not run); None where it does not apply (the caller runs ``node`` itself)."""
+    prod = node.next[0] if len(node.next) == 1 else None
+    if (type(prod) is not Node or prod.seq != node.seq - 1 or id(prod) in node_grads or
+            not callable(prod.fuse) or prod.hooks or prod.retained is not None or
+            prod.packed is not None or node.packed is not None or
+            prod.n_outputs is not None or node.n_outputs is not None or
+            node.backward_fn is None or prod.backward_fn is None):
+        return None
+    for n in (node, prod):  # the checks _apply makes, for both
+        for t, version in n.saved:
+            if t._storage.version != version:
+                _raise_modified(n, t, t._storage.version, version)
+    grads = prod.fuse(g, node.fuse)
+    if grads is None:
+        return None
+    out = _edge_grads(prod, grads)
+    if not retain_graph:
+        for n in (node, prod):
+            n.backward_fn, n.saved, n.double, n.packed, n.fuse = None, (), None, None, None
     return out
 
 
@@ -516,8 +560,16 @@ def _run(roots, root_grads, retain_graph, targets=None, create_graph=False):
                                    t._grad + g)
                 elif t is not None and id(t) in want:
                     captured[id(t)] = g
-                for edge, ig in _apply(node, g, retain_graph, create_graph):
-                    send(edge, ig, node.slot)
+                fused = None
+                if type(node.fuse) is str and ABSORB and not create_graph:  # (_absorb)
+                    fused = _absorb(node, g, retain_graph, node_grads)
+                if fused is not None:
+                    slot = node.next[0].slot
+                    for edge, ig in fused:
+                        send(edge, ig, slot)
+                else:
+                    for edge, ig in _apply(node, g, retain_graph, create_graph):
+                        send(edge, ig, node.slot)
             if pending is not None:
                 for e in node.next:
                     if e is None or type(e) is Node:

@@ -1152,8 +1152,11 @@ def relu(x: Tensor) -> Tensor:
         return via_float32(relu, x)
     out = _launch_unary("relu", x)
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
-    return record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
-                  double=(lambda g, node: (where(le(y, 0), 0.0, g),), _LINK_X, True))
+    record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
+           double=(lambda g, node: (where(le(y, 0), 0.0, g),), _LINK_X, True))
+    if out._grad_fn is not None:  # a batch norm's backward may take relu's (graph._absorb)
+        out._grad_fn.fuse = "relu"
+    return out
 
 
 # relu_ writes into self at once (its gradient reads the output: clgrad.ops.inplace)

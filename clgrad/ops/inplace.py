@@ -161,6 +161,8 @@ def output_inplace(op: str, self: Tensor, fn):
         double = None if again is None else lambda g, node: (again(g, output_of(node, y)),)
         record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y],
                double=(double, (0,), True) if linked and double is not None else double)
+        if op == "relu_":  # as relu's: a batch norm's backward may take it (graph._absorb)
+            self._grad_fn.fuse = "relu"
         self._rebase += 1
         if self._retains_grad and old is not None and old.retained is not None:
             old.retained, self._grad_fn.retained = None, old.retained

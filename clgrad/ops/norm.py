@@ -78,8 +78,13 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     activation: (clgrad's own, not PyTorch's) None, "relu", "relu6" or "silu": act(batch_norm(
              ...)) in the same launches (nn.Sequential fuses BatchNorm2d + ReLU / ReLU6 / SiLU
              with it): the backward multiplies the gradient by act' at the pre-activation,
-             recomputed from x, with relu's / hardtanh(0, 6)'s / silu's choices at the kinks.
-             ``relu=True`` is activation="relu". Raises ValueError for another name.
+             recomputed from x, with relu's / hardtanh(0, 6)'s / silu's choices at the kinks
+             (relu's in the mixed float16 case: where the pre-activation rounds to +0 in
+             float16, as relu of the float16 output). ``relu=True`` is activation="relu".
+             Raises ValueError for another name. Without it, ``relu(batch_norm(...))``
+             written apart (F.relu, nn.ReLU, in place or not) has its backward run inside
+             this one's launch by the engine where relu's gradient is all this output gets
+             (clgrad.autograd.graph._absorb): the same values, one launch less.
     count:   (clgrad's own) a one-element int64 tensor on the input's device (BatchNorm's
              num_batches_tracked) that the forward launch adds 1 to, in training: the module
              counts without a launch of its own. Anything else is refused (TypeError).
@@ -190,8 +195,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         else:
             count.add_(1)
 
-    def backward(gy):
+    def backward(gy, fused=0):
         # (requires_grad read from the slot where no view's root may have been rebased)
+        # fused: an activation's flag (_BN_ACTS) applied here, see fuse below
         want = ((_BN_GX if (x._requires_grad if x._base is None else x.requires_grad)
                  else 0) |
                 (_BN_GW if weight is not None and (weight._requires_grad if weight._base is None
@@ -199,7 +205,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                 (_BN_GB if bias is not None and (bias._requires_grad if bias._base is None
                                                  else bias.requires_grad) else 0))
         keep = _BN_TRAIN | _BN_W | _BN_B | act
-        return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want, bias)
+        return _bn_backward(x, gy, weight, mean, invstd, m, (flags & keep) | want | fused,
+                            bias)
     saved = [x]
     if weight is not None:
         saved.append(weight)
@@ -213,9 +220,26 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
     # to it (autograd.graph._linked), its second derivative there undefined (None), as
     # PyTorch's batchnorm_double_backward gives in eval (zeros with a fused activation: the
     # activation's own link in PyTorch's unfused pair); training's depends on x anyway
-    return record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
-                  backward, saved=saved,
-                  double=double if training else (double, _LINK_X, act != 0))
+    record(f"batch_norm_{activation}" if act else "batch_norm", y, (x, weight, bias),
+           backward, saved=saved, double=double if training else (double, _LINK_X, act != 0))
+    node = y._grad_fn
+    if node is not None and not act:
+        # relu(batch_norm(x)) written apart (F.relu(self.bn(x)), torchvision's in-place ReLU):
+        # the engine may run relu's backward inside this one (autograd.graph._absorb), where
+        # relu's gradient is all this output gets. The kernel masks gy where the pre-activation
+        # it recomputes from x (saved) and the bias (checked unchanged here) is <= 0 (mixed
+        # float16: <= 2^-25, what rounds to +0), as relu_grad does at relu's output: the same
+        # values.
+        bst = bias._storage if bias is not None else None  # (the storage itself: .data =
+        bver = bst.version if bst is not None else 0      # swaps in one at version 0 too)
+
+        def fuse(gy, name):
+            if name != "relu" or (bst is not None and (bias._storage is not bst or
+                                                       bst.version != bver)):
+                return None
+            return backward(gy, _BN_RELU)
+        node.fuse = fuse
+    return y
 
 
 def _batch_norm_composed(stats, eps, activation):
