@@ -57,6 +57,18 @@
                       // long), by channel 0's first work item: the module's count in the
                       // same launch
 
+// relu's gradient passes where relu's output is > 0 (elementwise.cl's relu_grad), relu6's
+// where it is strictly inside (0, 6). That output is act(v), except with BN_HALF, where the
+// separate op reads v rounded to half (nearest even): v <= 2^-25 rounds to +0 and
+// v >= 6 - 2^-9 to 6, so the fused masks cut there (bit for bit as batch norm then the
+// activation, with autocast's float16 output between them).
+#ifdef BN_HALF
+#define RELU_CUT 0x1p-25f
+#define RELU6_TOP 5.998046875f
+#else
+#define RELU_CUT 0
+#define RELU6_TOP 6
+#endif
 // relu as elementwise.cl's (NaN and -0 pass), on a vector and on a scalar
 #define RELU8(v) select((v), (V8)0, (v) < (V8)0)
 #define RELU1(v) ((v) < (T)0 ? (T)0 : (v))
@@ -72,8 +84,8 @@ inline T bn_act(T v, int flags) {
     return v;
 }
 inline T bn_act_grad(T gy, T v, int flags) {
-    if (flags & BN_RELU) return v <= (T)0 ? (T)0 : gy;
-    if (flags & BN_RELU6) return (v <= (T)0 || v >= (T)6) ? (T)0 : gy;
+    if (flags & BN_RELU) return v <= (T)RELU_CUT ? (T)0 : gy;
+    if (flags & BN_RELU6) return (v <= (T)RELU_CUT || v >= (T)RELU6_TOP) ? (T)0 : gy;
     if (flags & BN_SILU) return gy * SIG1(v) * ((T)1 + v * ((T)1 - SIG1(v)));
     return gy;
 }
@@ -233,11 +245,12 @@ inline void bn_gx(long j0, long j1, BN_GEOM, __global S *gx, view_t vgx, long gx
         T4 g1 = two ? LD4(gy, BN_AT(j + BN_STEP, vgy) + gyc) : (T4)0;
         x0 -= (T4)mu;
         g0 = bn_act_grad4(g0, x0 * fscale + fshift, flags);
-        ST4(gx, BN_AT(j, vgx) + gxc, k * (g0 - a - x0 * is * bq));
+        ST4(gx, BN_AT(j, vgx) + gxc, (flags & BN_TRAIN) ? k * (g0 - a - x0 * is * bq) : k * g0);
         if (two) {
             x1 -= (T4)mu;
             g1 = bn_act_grad4(g1, x1 * fscale + fshift, flags);
-            ST4(gx, BN_AT(j + BN_STEP, vgx) + gxc, k * (g1 - a - x1 * is * bq));
+            ST4(gx, BN_AT(j + BN_STEP, vgx) + gxc,
+                (flags & BN_TRAIN) ? k * (g1 - a - x1 * is * bq) : k * g1);
         }
     }
 }
@@ -274,14 +287,16 @@ inline void bn_gsums(long j0, long j1, BN_GEOM, __global const S *gy, view_t vgy
     }
 }
 
-// gx = k * (g - a - xhat * bq) over this work item's elements of [j0, j1).
+// gx = k * (g - a - xhat * bq) over this work item's elements of [j0, j1); in eval (a and bq
+// 0) k * g, not reading x there: a NaN input gives a finite gradient, as PyTorch's.
 inline void bn_gx(long j0, long j1, BN_GEOM, __global S *gx, view_t vgx, long gxc,
                   __global const S *gy, view_t vgy, long gyc, __global const S *x, view_t vx,
                   long xc, T mu, T is, T fscale, T fshift, T k, T a, T bq, int flags) {
     for (long j = j0 + get_local_id(0); j < j1; j += WG) {
         T xi = LD1(x, BN_AT(j, vx) + xc);
         T g = bn_act_grad(LD1(gy, BN_AT(j, vgy) + gyc), (xi - mu) * fscale + fshift, flags);
-        ST1(gx, BN_AT(j, vgx) + gxc, k * (g - a - (xi - mu) * is * bq));
+        ST1(gx, BN_AT(j, vgx) + gxc, (flags & BN_TRAIN) ? k * (g - a - (xi - mu) * is * bq)
+                                                        : k * g);
     }
 }
 
@@ -497,8 +512,9 @@ inline long row_off(long o, long i, int nd, const shape_t sh, const view_t v) {
 #define SIG8(v) ((V8)1 / ((V8)1 + exp(-(v))))
 // gy times the activation's derivative at v, on vectors (bn_act_grad)
 inline V8 bn_act_grad8(V8 g, V8 v, int flags) {
-    if (flags & BN_RELU) return select(g, (V8)0, v <= (V8)0);
-    if (flags & BN_RELU6) return select(g, (V8)0, (v <= (V8)0) | (v >= (V8)6));
+    if (flags & BN_RELU) return select(g, (V8)0, v <= (V8)RELU_CUT);
+    if (flags & BN_RELU6)
+        return select(g, (V8)0, (v <= (V8)RELU_CUT) | (v >= (V8)RELU6_TOP));
     if (flags & BN_SILU) {
         V8 sg = SIG8(v);
         return g * sg * ((V8)1 + v * ((V8)1 - sg));
@@ -663,14 +679,16 @@ void bn_bwd_rows(long m, int nd, shape_t sh, __global S *gx, view_t vgx, long sg
             for (; i + 8 <= inner; i += 8) {
                 V8 g = LD8(pg + i), xv8 = LD8(px + i);
                 if (relu) g = bn_act_grad8(g, xv8 * (V8)fscale + (V8)fshift, flags);
-                ST8((V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0, pgx + i);
+                ST8(train ? (V8)k * g + (xv8 - (V8)mu) * (V8)kq + (V8)k0 : (V8)k * g,
+                    pgx + i);
             }
         }
         for (; i < inner; ++i) {
             T g = LD1(gy, row_off(o, i, nd, sh, vgy) + gyc);
             T xi = LD1(x, row_off(o, i, nd, sh, vx) + xc);
             if (relu) g = bn_act_grad(g, xi * fscale + fshift, flags);
-            ST1(gx, row_off(o, i, nd, sh, vgx) + gxc, k * g + (xi - mu) * kq + k0);
+            ST1(gx, row_off(o, i, nd, sh, vgx) + gxc,
+                train ? k * g + (xi - mu) * kq + k0 : k * g);  // (eval: x not read, bn_gx)
         }
     }
 }

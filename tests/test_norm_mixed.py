@@ -332,6 +332,48 @@ def test_batch_norm2d_float32_module_on_a_float16_input(path, act):
     assert bn.num_batches_tracked.item() == 3
 
 
+@pytest.mark.parametrize("act", ["ReLU", "ReLU6"])
+@pytest.mark.parametrize("route", ["sequential", "absorbed"])
+def test_fused_masks_cut_where_the_float16_output_rounds_to_a_bound(path, act, route):
+    """The fused activation's gradient mask is the separate activation's, bit for bit: that
+    one reads the float16 output, so a pre-activation v in (0, 2^-25] (rounds to +0) gets no
+    gradient, nor, for ReLU6, one in [6 - 2^-9, 6) (rounds to 6). Every float16 input near
+    the bounds times weights that move v across them; eval with invstd exactly 1, so v is
+    float32(x * w), and the mask's oracle is act's derivative at float16(v). Routes:
+    nn.Sequential's fused op, and the two ops written apart with the engine's absorb
+    (autograd.graph._absorb); both against the oracle and the two ops' own backward."""
+    from clgrad.autograd import graph
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    xs = bits[np.isfinite(bits) & ((np.abs(bits) < 1e-5) | ((bits > 5.5) & (bits < 6.6)) |
+                                   ((bits > 11.5) & (bits < 12.5)))]
+    ws = np.array([1, 1 - 2 ** -20, 1 + 2 ** -20, 0.5, 0.75, 0.99951171875], np.float32)
+    x16 = np.broadcast_to(xs, (2, ws.size, xs.size)).reshape(2, ws.size, xs.size, 1).copy()
+    v = (x16.astype(np.float64) * ws.reshape(1, -1, 1, 1)).astype(np.float32)
+    z = v.astype(np.float16)  # the separate activation's input
+    want = (z > 0) & (z < 6) if act == "ReLU6" else z > 0
+
+    def run(fused, absorb):
+        bn = nn.BatchNorm2d(ws.size, eps=2 ** -10).eval()  # running_var + eps == 1 exactly
+        with clgrad.no_grad():
+            bn.weight.copy_(clgrad.tensor(ws))
+            bn.running_var.fill_(1 - 2 ** -10)
+        x = clgrad.tensor(x16, requires_grad=True)
+        a = getattr(nn, act)()
+        y = nn.Sequential(bn, a)(x) if fused else a(bn(x))
+        graph.ABSORB = absorb
+        try:
+            y.backward(clgrad.ones_like(y))
+        finally:
+            graph.ABSORB = True
+        return x.grad.numpy(), bn.weight.grad.numpy()
+    got = run(route == "sequential", route == "absorbed")
+    apart = run(False, False)
+    np.testing.assert_array_equal(got[0] != 0, want)
+    np.testing.assert_array_equal(apart[0] != 0, want)
+    np.testing.assert_array_equal(got[0], apart[0])
+    np.testing.assert_array_equal(got[1], apart[1])
+
+
 def test_batch_norm1d_under_autocast():
     """autocast's float16 linear output into a float32 BatchNorm1d (2-D, the mixed batch norm
     PyTorch's AMP runs): float16 output, float32 running statistics and parameter grads."""
