@@ -984,3 +984,28 @@ def test_two_layer_net_sgd_steps_identical():
     for p, (k, v) in zip(got, [(k, v) for k, v in init.items() if "running" not in k and
                                "num_batches" not in k]):
         assert not np.array_equal(p, v), k  # the steps moved every parameter
+
+
+# -- profiler ---------------------------------------------------------------------------------
+def test_profiler_records_both_backward_nodes_and_restores_absorb():
+    """Under clgrad.profiler.profile each Node's backward is its own event, as PyTorch's: the
+    absorption is off while recording (ReluBackward0 and the batch norm's Node both appear) and
+    back on after."""
+    from collections import Counter
+
+    from clgrad.profiler import profile
+    bn, x, g = _setup()
+    xt = clgrad.tensor(x, requires_grad=True)
+    z = F.relu(bn(xt))
+    with profile() as prof:
+        z.backward(clgrad.tensor(g))
+    names = Counter(e.name for e in prof.events())
+    assert names["autograd::engine::evaluate_function: ReluBackward0"] == 1
+    bn_events = [n for n in names if n.startswith("autograd::engine::evaluate_function: ")
+                 and "BatchNorm" in n]
+    assert len(bn_events) == 1 and names[bn_events[0]] == 1, names
+    assert graph.ABSORB is True
+    with absorbing(False):
+        ref = clgrad.tensor(x, requires_grad=True)
+        F.relu(bn(ref)).backward(clgrad.tensor(g))
+    np.testing.assert_array_equal(xt.grad.numpy(), ref.grad.numpy())

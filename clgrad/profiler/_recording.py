@@ -237,6 +237,9 @@ def _patch():
     if apply is not None:
         saved.append((_graph, "_apply", apply))
         _graph._apply = _apply_wrapper(apply)
+        # each Node's backward its own event: no relu backward run inside batch norm's
+        saved.append((_graph, "ABSORB", _graph.ABSORB))
+        _graph.ABSORB = False
     return saved
 
 
