@@ -1009,3 +1009,91 @@ def test_profiler_records_both_backward_nodes_and_restores_absorb():
         ref = clgrad.tensor(x, requires_grad=True)
         F.relu(bn(ref)).backward(clgrad.tensor(g))
     np.testing.assert_array_equal(xt.grad.numpy(), ref.grad.numpy())
+
+
+# -- the batch norm's output, its inputs or the gradient not as relu's mask assumes ---------------
+def _zero_channel_1(module, inputs, out):
+    with clgrad.no_grad():  # a pruning / ablation hook: a write autograd does not record
+        out[:, 1] = 0
+
+
+@pytest.mark.parametrize("edit", ["forward_hook", "data_add_", "detach_sub_then_relu_",
+                                  "data_assigned"])
+def test_output_written_outside_autograd_before_relu_is_not_absorbed(edit):
+    """relu ran on the edited values, so its mask is theirs (PyTorch's, which saves relu's
+    result): the batch norm's recomputed pre-activation would not be. Its version (or
+    storage) differs from the one its Node recorded: not absorbed, and the gradients are the
+    two Nodes' (channel 1 zeroed: no gradient through it at all)."""
+    bn, x, g = _setup()
+
+    def fwd(bn, x):
+        if edit == "forward_hook":
+            handle = bn.register_forward_hook(_zero_channel_1)
+            try:
+                return nn.ReLU()(bn(x))
+            finally:
+                handle.remove()
+        y = bn(x)
+        if edit == "data_add_":
+            y.data[:, 1].mul_(0.0)
+        elif edit == "data_assigned":
+            v = np_of(y)
+            v[:, 1] = 0
+            y.data = clgrad.tensor(v)
+        else:
+            y.detach()[:, 1].mul_(0.0)
+            return F.relu_(y)
+        return F.relu(y)
+    (gx, gw, gb, z), n_on, n_off = both(bn_relu_case(bn, x, g, fwd))
+    assert n_on == n_off
+    assert (z[:, 1] == 0).all()
+    assert gb[1] == 0 and gw[1] == 0 and not gx[:, 1].any()
+
+
+@pytest.mark.parametrize("which", ["weight", "input"])
+def test_data_assigned_to_weight_or_input_after_forward_is_not_absorbed(which):
+    """weight.data = / x.data = after the forward (a new storage at the same version, so the
+    saved-tensor check passes): batch norm's backward reads the new values, as without the
+    absorption, but relu's mask stays the forward's: not absorbed, the two Nodes' values."""
+    x0 = f32(RNG.standard_normal((4, 3, 5, 5)))
+    g0 = f32(RNG.standard_normal(x0.shape))
+    w0, b0 = f32([0.5, -1.0, 2.0]), f32([0.1, 0.2, -0.3])
+
+    def case():
+        w = clgrad.tensor(w0, requires_grad=True)  # version 0, as the storage swapped in
+        b = clgrad.tensor(b0, requires_grad=True)
+        leaf = clgrad.tensor(x0, requires_grad=True)
+        x = leaf * 1.0
+        z = F.relu(F.batch_norm(x, None, None, w, b, training=True))
+        if which == "weight":
+            w.data = clgrad.tensor(-w0)
+        else:
+            x.data = clgrad.tensor(-x0)
+        _, n = launches(lambda: z.backward(clgrad.tensor(g0)))
+        return n, [np_of(leaf.grad), np_of(w.grad), np_of(b.grad)]
+    _, n_on, n_off = both(case)
+    assert n_on == n_off
+
+
+@pytest.mark.parametrize("grad", ["sum", "mean_hw", "permuted"])
+def test_gradient_not_dense_is_not_absorbed(grad):
+    """relu_grad hands batch norm a fresh dense gradient; relu's own gradient may be a
+    stride-0 one (sum, mean) or another layout, with which the kernel sums in another order
+    (last bits): not absorbed, the two Nodes' values bit for bit."""
+    bn, x, g = _setup((4, 3, 6, 6))
+
+    def case():
+        xt = clgrad.tensor(x, requires_grad=True)
+        bn.weight.grad = bn.bias.grad = None
+        z = F.relu(bn(xt))
+        if grad == "sum":
+            loss = z.sum()
+        elif grad == "mean_hw":
+            loss = (z.mean((2, 3)) * clgrad.tensor(g[:, :, 0, 0])).sum()
+        else:
+            loss = (z.permute(0, 2, 3, 1).contiguous() *
+                    clgrad.tensor(np.ascontiguousarray(g.transpose(0, 2, 3, 1)))).sum()
+        _, n = launches(lambda: loss.backward())
+        return n, [np_of(xt.grad), np_of(bn.weight.grad), np_of(bn.bias.grad)]
+    _, n_on, n_off = both(case)
+    assert n_on == n_off

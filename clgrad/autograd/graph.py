@@ -406,6 +406,19 @@ def _edge_grads(node, grads):
     return out
 
 
+def absorbable(t) -> bool:
+    """Whether an activation of ``t`` may have its backward absorbed (``_absorb``): t is the
+    output of a Node whose ``fuse`` recorded it (``fuse.out``: its storage and version then),
+    itself (no view) and unchanged since (no write, recorded or not: ``y.data.add_``,
+    ``no_grad`` writes and forward hooks' edits bump the version; ``.data =`` swaps the
+    storage), so the pre-activation the producer recomputes is the activation's input."""
+    fn = t._grad_fn
+    if fn is None or t._base is not None:
+        return False
+    out = getattr(fn.fuse, "out", None)
+    return out is not None and out[0] is t._storage and out[1] == t._storage.version
+
+
 def _absorb(node, g, retain_graph, node_grads):
     """Run ``node`` (an activation whose ``fuse`` names it, e.g. relu's "relu") together with
     the Node of its input when that Node can apply the activation's derivative itself

@@ -15,7 +15,7 @@ import numpy as np
 
 from clgrad import autograd, dtypes, layout
 from clgrad.autograd import record
-from clgrad.autograd.graph import output_of
+from clgrad.autograd.graph import absorbable, output_of
 from clgrad.errors import IntegerZeroDivisionError
 from clgrad.ops._util import copy_raw, fill_raw  # noqa: F401 (moved to _util)
 from clgrad.ops._util import (_STRIDED, bump_version, defines_for, defines_of, empty,
@@ -1154,8 +1154,8 @@ def relu(x: Tensor) -> Tensor:
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
            double=(lambda g, node: (where(le(y, 0), 0.0, g),), _LINK_X, True))
-    if out._grad_fn is not None:  # a batch norm's backward may take relu's (graph._absorb)
-        out._grad_fn.fuse = "relu"
+    if out._grad_fn is not None and absorbable(x):  # a batch norm's backward may take
+        out._grad_fn.fuse = "relu"                   # relu's (autograd.graph._absorb)
     return out
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from clgrad import autograd, creation, dtypes, layout
 from clgrad.autograd import record
-from clgrad.autograd.graph import output_of
+from clgrad.autograd.graph import absorbable, output_of
 from clgrad.ops._util import (bump_version, copy_raw, defines_for, defines_of, empty, fill_raw,
                               full, launch_1d, one_device, same_device, scalar, zeros)
 from clgrad.ops import index
@@ -153,6 +153,7 @@ def output_inplace(op: str, self: Tensor, fn):
     # again(g, y): grad_of of recording ops (create_graph); linked: a piecewise-linear op's
     # create_graph gradient linked to self's old value (autograd.graph._linked)
     launch, grad_of, again, *linked = spec
+    absorb = grad and op == "relu_" and absorbable(self)  # (before the write's bump)
     launch(self, self)  # elementwise: each element read and written at its own index
     bump_version(self)
     if grad:
@@ -161,8 +162,8 @@ def output_inplace(op: str, self: Tensor, fn):
         double = None if again is None else lambda g, node: (again(g, output_of(node, y)),)
         record(op, self, (self,), lambda g: (grad_of(g, y),), saved=[y],
                double=(double, (0,), True) if linked and double is not None else double)
-        if op == "relu_":  # as relu's: a batch norm's backward may take it (graph._absorb)
-            self._grad_fn.fuse = "relu"
+        if absorb and self._grad_fn is not old:  # as relu's: a batch norm's backward may
+            self._grad_fn.fuse = "relu"          # take it (autograd.graph._absorb)
         self._rebase += 1
         if self._retains_grad and old is not None and old.retained is not None:
             old.retained, self._grad_fn.retained = None, old.retained

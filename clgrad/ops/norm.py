@@ -230,14 +230,20 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         # it recomputes from x (saved) and the bias (checked unchanged here) is <= 0 (mixed
         # float16: <= 2^-25, what rounds to +0), as relu_grad does at relu's output: the same
         # values.
-        bst = bias._storage if bias is not None else None  # (the storage itself: .data =
-        bver = bst.version if bst is not None else 0      # swaps in one at version 0 too)
+        # The storages themselves: .data = swaps in one (at version 0, maybe the same), and
+        # x's and weight's versions are checked as saved tensors, bias's here.
+        xst, wst = xs, weight._storage if weight is not None else None
+        bst = bias._storage if bias is not None else None
+        bver = bst.version if bst is not None else 0
 
         def fuse(gy, name):
-            if name != "relu" or (bst is not None and (bias._storage is not bst or
-                                                       bst.version != bver)):
-                return None
-            return backward(gy, _BN_RELU)
+            if (name != "relu" or x._storage is not xst or
+                    (wst is not None and weight._storage is not wst) or
+                    (bst is not None and (bias._storage is not bst or bst.version != bver)) or
+                    gy._offset or not gy.is_contiguous()):
+                return None  # (gy: relu_grad's output is a fresh contiguous one; the kernel's
+            return backward(gy, _BN_RELU)  # sums follow the layout, so the same one only)
+        fuse.out = (y._storage, y._storage.version)  # graph.absorbable: relu's input is y
         node.fuse = fuse
     return y
 
