@@ -1097,3 +1097,25 @@ def test_gradient_not_dense_is_not_absorbed(grad):
         return n, [np_of(xt.grad), np_of(bn.weight.grad), np_of(bn.bias.grad)]
     _, n_on, n_off = both(case)
     assert n_on == n_off
+
+
+def test_batch_norm_output_freed_after_relu_and_still_absorbed():
+    """The Node keeps only a weak reference to its output's storage (graph.absorbable): in
+    F.relu(bn(x)) the batch norm's output is freed once relu has read it, as without the
+    absorption (relu saves its own output), and the backward is still absorbed."""
+    import weakref
+    bn, x, g = _setup()
+    for on in (True, False):
+        with absorbing(on):
+            xt = clgrad.tensor(x, requires_grad=True)
+            bn.weight.grad = bn.bias.grad = None
+            y = bn(xt)
+            held = weakref.ref(y._storage)
+            z = F.relu(y)
+            del y
+            assert held() is None
+            _, n = launches(lambda: z.backward(clgrad.tensor(g)))
+            if on:
+                n_on, gx_on = n, np_of(xt.grad)
+    assert n_on == n - 1
+    np.testing.assert_array_equal(gx_on, np_of(xt.grad))

@@ -347,10 +347,11 @@ def _collect(roots, pending=None):
 _SEQ = operator.attrgetter("seq")
 
 
-def _apply(node, g, retain_graph, create_graph=False):
+def _apply(node, g, retain_graph, create_graph=False, fused=None):
     """Run one Node: [(edge, gradient)] for the inputs that need one. ``create_graph``: the
     Node's differentiable backward (Node.double), run with grad mode on by the caller;
-    RuntimeError for a Node without one."""
+    RuntimeError for a Node without one. ``fused``: the gradients node's backward would give,
+    already computed (``_absorb``)."""
     if node.backward_fn is None:
         raise RuntimeError(
             f"Trying to backward through the graph a second time (through {node.name}), but "
@@ -362,7 +363,9 @@ def _apply(node, g, retain_graph, create_graph=False):
     if node.packed is not None:  # unpack_hook runs, its results checked (saved_hooks.py)
         hooks, packed = node.packed
         saved_hooks.unpack_all(hooks, packed, [t for t, _ in node.saved])
-    if create_graph:
+    if fused is not None:
+        grads = fused
+    elif create_graph:
         double = node.double
         links = None
         if type(double) is tuple:  # (double, links, zeros): see Node
@@ -378,16 +381,6 @@ def _apply(node, g, retain_graph, create_graph=False):
             grads = _linked(node, grads if isinstance(grads, tuple) else (grads,), links, zeros)
     else:
         grads = node.backward_fn(g)
-    out = _edge_grads(node, grads)
-    if not retain_graph and node.saved:
-        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
-        node.double = node.packed = node.fuse = None
-    return out
-
-
-def _edge_grads(node, grads):
-    """[(edge, gradient)] of ``grads`` (what node's backward returned) for the inputs that
-    need one, each checked against its input's shape and cast to its dtype."""
     if not isinstance(grads, tuple):
         grads = (grads,)
     if len(grads) != len(node.next):
@@ -403,12 +396,16 @@ def _edge_grads(node, grads):
                                f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
+    if not retain_graph and node.saved:
+        node.backward_fn, node.saved = None, ()  # frees the saved buffers now
+        node.double = node.packed = node.fuse = None
     return out
 
 
 def absorbable(t) -> bool:
     """Whether an activation of ``t`` may have its backward absorbed (``_absorb``): t is the
-    output of a Node whose ``fuse`` recorded it (``fuse.out``: its storage and version then),
+    output of a Node whose ``fuse`` recorded it (``fuse.out``: a weak reference to its
+    storage, and its version then),
     itself (no view) and unchanged since (no write, recorded or not: ``y.data.add_``,
     ``no_grad`` writes and forward hooks' edits bump the version; ``.data =`` swaps the
     storage), so the pre-activation the producer recomputes is the activation's input."""
@@ -416,7 +413,7 @@ def absorbable(t) -> bool:
     if fn is None or t._base is not None:
         return False
     out = getattr(fn.fuse, "out", None)
-    return out is not None and out[0] is t._storage and out[1] == t._storage.version
+    return out is not None and out[0]() is t._storage and out[1] == t._storage.version
 
 
 def _absorb(node, g, retain_graph, node_grads):
@@ -447,11 +444,9 @@ def _absorb(node, g, retain_graph, node_grads):
     grads = prod.fuse(g, node.fuse)
     if grads is None:
         return None
-    out = _edge_grads(prod, grads)
-    if not retain_graph:
-        for n in (node, prod):
-            n.backward_fn, n.saved, n.double, n.packed, n.fuse = None, (), None, None, None
-    return out
+    if not retain_graph:  # (prod's: _apply's)
+        node.backward_fn, node.saved, node.double, node.packed = None, (), None, None
+    return _apply(prod, g, retain_graph, False, grads if type(grads) is tuple else (grads,))
 
 
 def _linked(node, grads, links, zeros):

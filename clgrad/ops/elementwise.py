@@ -1154,8 +1154,9 @@ def relu(x: Tensor) -> Tensor:
     y = out.detach()  # not out: out -> Node -> closure -> out would be a reference cycle
     record("relu", out, (x,), lambda g: (_binary_grad("relu_grad", g, y),), saved=[y],
            double=(lambda g, node: (where(le(y, 0), 0.0, g),), _LINK_X, True))
-    if out._grad_fn is not None and absorbable(x):  # a batch norm's backward may take
-        out._grad_fn.fuse = "relu"                   # relu's (autograd.graph._absorb)
+    fn = x._grad_fn  # (the call only where x's Node has a fuse: a batch norm's)
+    if fn is not None and fn.fuse is not None and out._grad_fn is not None and absorbable(x):
+        out._grad_fn.fuse = "relu"  # a batch norm's backward may take relu's (graph._absorb)
     return out
 
 

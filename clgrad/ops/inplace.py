@@ -153,7 +153,9 @@ def output_inplace(op: str, self: Tensor, fn):
     # again(g, y): grad_of of recording ops (create_graph); linked: a piecewise-linear op's
     # create_graph gradient linked to self's old value (autograd.graph._linked)
     launch, grad_of, again, *linked = spec
-    absorb = grad and op == "relu_" and absorbable(self)  # (before the write's bump)
+    fn = self._grad_fn  # (before the write's bump; called only where self's Node has a fuse)
+    absorb = grad and op == "relu_" and fn is not None and fn.fuse is not None and \
+        absorbable(self)
     launch(self, self)  # elementwise: each element read and written at its own index
     bump_version(self)
     if grad:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 
 import numpy as np
 
@@ -243,7 +244,9 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
                     gy._offset or not gy.is_contiguous()):
                 return None  # (gy: relu_grad's output is a fresh contiguous one; the kernel's
             return backward(gy, _BN_RELU)  # sums follow the layout, so the same one only)
-        fuse.out = (y._storage, y._storage.version)  # graph.absorbable: relu's input is y
+        # graph.absorbable: relu's input is y unchanged (a weak reference: y's storage is
+        # freed when y is, as without it)
+        fuse.out = (weakref.ref(y._storage), y._storage.version)
         node.fuse = fuse
     return y
 
