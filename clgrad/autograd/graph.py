@@ -405,8 +405,8 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
 def absorbable(t) -> bool:
     """Whether an activation of ``t`` may have its backward absorbed (``_absorb``): t is the
     output of a Node whose ``fuse`` recorded it (``fuse.out``: a weak reference to its
-    storage, and its version then),
-    itself (no view) and unchanged since (no write, recorded or not: ``y.data.add_``,
+    storage, and its version then), itself (no view) and unchanged since (no write, recorded
+    or not: ``y.data.add_``,
     ``no_grad`` writes and forward hooks' edits bump the version; ``.data =`` swaps the
     storage), so the pre-activation the producer recomputes is the activation's input."""
     fn = t._grad_fn
@@ -437,16 +437,15 @@ def _absorb(node, g, retain_graph, node_grads):
             prod.n_outputs is not None or node.n_outputs is not None or
             node.backward_fn is None or prod.backward_fn is None):
         return None
-    for n in (node, prod):  # the checks _apply makes, for both
-        for t, version in n.saved:
-            if t._storage.version != version:
-                _raise_modified(n, t, t._storage.version, version)
+    for t, version in node.saved:  # _apply's check of node's (prod's: _apply's own)
+        if t._storage.version != version:
+            _raise_modified(node, t, t._storage.version, version)
     grads = prod.fuse(g, node.fuse)
     if grads is None:
         return None
     if not retain_graph:  # (prod's: _apply's)
         node.backward_fn, node.saved, node.double, node.packed = None, (), None, None
-    return _apply(prod, g, retain_graph, False, grads if type(grads) is tuple else (grads,))
+    return _apply(prod, g, retain_graph, False, grads)
 
 
 def _linked(node, grads, links, zeros):
