@@ -829,8 +829,10 @@ def test_clip_grad_norm_over_two_devices(devices, norm_type):
 
 def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
     """With the other device a GPU (its ``type`` says so): a 0-dim CPU tensor joins a GPU
-    tensor, as PyTorch (``gpu_x * cpu_two``), but a 0-dim GPU tensor does not join CPU
-    tensors (PyTorch raises too), and is refused before any launch."""
+    tensor, as PyTorch (``gpu_x * cpu_two``), a 0-dim GPU tensor too (nanoGPT's
+    ``losses['val'] < best_val_loss``, the second loaded with map_location='cuda'), but a 0-dim
+    GPU tensor does not join CPU tensors of one dim or more nor write into a CPU tensor
+    (PyTorch raises too), and is refused before any launch."""
     a, other = cpu_devices
     monkeypatch.setattr(other, "type", "cuda")
     g = clgrad.tensor([1.0, 2.0], device=other)
@@ -840,12 +842,20 @@ def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
     np.testing.assert_array_equal((g * two).numpy(), [2.0, 4.0])
     np.testing.assert_array_equal(clgrad.where(g > 1, g, two).numpy(), [2.0, 2.0])
     x, g0, mask = clgrad.tensor([1.0, 2.0]), clgrad.tensor(2.0, device=other), bools(2)
+    three = clgrad.tensor(3.0, requires_grad=True)
+    for y, want in ((two < g0, False), (g0 <= two, True), (three * g0, 6.0), (g0 - three, -1.0),
+                    (clgrad.maximum(three, g0), 3.0), (g0.clone().mul_(three), 6.0)):
+        assert y.device.opencl is other and y.shape == () and y.item() == want
+    (three * g0).backward()
+    assert three.grad.device.opencl is a and three.grad.item() == 2.0
     launches = launch_count()
     for call in (lambda: x * g0, lambda: clgrad.where(mask, x, g0), lambda: x.add_(g0),
-                 lambda: clgrad.mul(x, g0), lambda: x.clamp(max=g0)):
+                 lambda: clgrad.mul(x, g0), lambda: x.clamp(max=g0),
+                 lambda: two.add_(g0), lambda: clgrad.stack([two, g0])):
         with pytest.raises(RuntimeError, match=MATCH):
             call()
     assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0
+    assert two.item() == 2.0 and two._version == 0
 
 
 def test_parameters_to_vector_and_back_with_two_devices(devices):

@@ -306,14 +306,16 @@ def _array_operands(op, a, b):
 
 
 def _cpu_scalar_along(a: Tensor, b: Tensor):
-    """PyTorch lets a 0-dim CPU tensor join a tensor on another device (``gpu_x * cpu_two``):
-    such an operand is copied to the other's device (recorded, so grads flow back)."""
+    """PyTorch lets a 0-dim CPU tensor join a tensor on another device (``gpu_x * cpu_two``,
+    and a 0-dim GPU one: nanoGPT's ``losses['val'] < best_val_loss`` after a resume with
+    map_location='cuda'): such an operand is copied to the other's device (recorded, so grads
+    flow back). Two CPU devices (PoCL and Intel's) are not joined: PyTorch has one CPU."""
     da, db = a._storage.device, b._storage.device
     if da is db:
         return a, b
-    if a.ndim == 0 and da.type == "cpu" and b.ndim > 0:
+    if a.ndim == 0 and da.type == "cpu" and (b.ndim > 0 or db.type != "cpu"):
         return to_device(a, db), b
-    if b.ndim == 0 and db.type == "cpu" and a.ndim > 0:
+    if b.ndim == 0 and db.type == "cpu" and (a.ndim > 0 or da.type != "cpu"):
         return a, to_device(b, da)
     return a, b
 

@@ -103,9 +103,9 @@ def inplace(op: str, self: Tensor, fn, *others):
     Raises RuntimeError, with autograd involved, for a view taken under no_grad() of a tensor
     that requires grad (what it is a function of was not recorded; PyTorch raises too), and
     for tensors of two devices among self and ``others`` (``_util.one_device``: a 0-dim
-    operand on a CPU device may join, as PyTorch) before ``fn`` runs.
+    operand on a CPU device may join, as PyTorch, but self may not) before ``fn`` runs.
     """
-    one_device(op, (self, *others))  # before fn runs anything
+    one_device(op, others, {"out": self})  # before fn runs; self, written, is never exempt
     _check_inplace_target(op, self)
     root = self._base if self._base is not None else self
     grad_involved = autograd.is_grad_enabled() and (root.requires_grad or any(
