@@ -273,11 +273,17 @@ def _pin_memory(self, device=None):
     either way (the copy is enqueued in order on the GPU's queue, so no synchronization is
     needed before using it there). ``device`` (deprecated in PyTorch) is accepted and ignored.
 
+    Where no usable OpenCL CPU device exists, "cpu" names the default device (a GPU): its
+    tensors are the "cpu" tensors of such a machine (``torch.from_numpy``'s, nanoGPT's batches
+    before ``.pin_memory().to(device, non_blocking=True)``), so they are pinned as above
+    (PyTorch would raise for a tensor made on the GPU; here the two cannot be told apart).
+
     Raises:  RuntimeError for a tensor on a GPU ("cannot pin ...: only dense CPU tensors can be
              pinned", PyTorch's), and when no OpenCL GPU exists (PyTorch without CUDA: "Cannot
              access accelerator device when none is available.")
     """
-    if self._storage.device.type != "cpu":
+    if self._storage.device.type != "cpu" and (
+            _has_cpu_device() or self._storage.device is not runtime.default_device()):
         raise RuntimeError(f"pin_memory: cannot pin a tensor on {self.device}: only dense CPU "
                            f"tensors can be pinned")
     if not any(r["type"] == "gpu" for r in runtime.devices()):

@@ -231,8 +231,8 @@ def test_gpu_machine_creates_on_cpu_as_pytorch():
 
 def test_machine_without_cpu_device():
     """Every OpenCL device a GPU: "cpu" names the default device (one warning), and .cpu(),
-    .numpy(), .tolist(), .item(), print and map_location="cpu" keep working; the tensor
-    reports where it really is."""
+    .numpy(), .tolist(), .item(), print, map_location="cpu" and pin_memory keep working; the
+    tensor reports where it really is."""
     r = _run("import warnings, io, clgrad as torch\n"
              "x = torch.arange(4.0, requires_grad=True)\n"
              "assert str(x.device) == 'cuda:0'\n"
@@ -257,6 +257,14 @@ def test_machine_without_cpu_device():
              "import pytest\n"
              "with pytest.raises(torch.DeviceError):\n"
              "    torch.zeros(1, device='cpu:1')\n"
+             "import numpy as np  # nanoGPT's batch: from_numpy, pinned, moved non_blocking\n"
+             "b = torch.from_numpy(np.arange(6, dtype=np.int64).reshape(2, 3))\n"
+             "p = b.pin_memory()\n"
+             "assert p.is_pinned() and not b.is_pinned() and p is not b\n"
+             "g = p.to('cuda', non_blocking=True)\n"
+             "assert g.device == b.device and g.tolist() == [[0, 1, 2], [3, 4, 5]]\n"
+             "p.add_(1)\n"
+             "assert b.tolist() == [[0, 1, 2], [3, 4, 5]]  # a copy, as PyTorch\n"
              "print('ok')\n", "*")
     assert r.stdout.strip().endswith("ok")
 
