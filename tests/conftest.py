@@ -12,6 +12,9 @@ settings.load_profile("clgrad")
 # OpenCL devices as GPUs, so that the paths of a machine whose default device is a GPU ("cpu"
 # tensors on another device than new ones, map_location="cpu", no CPU device at all) run here.
 # Set before the first device query; tests start it in a subprocess (tests/test_device_cross.py).
+# A real GPU of another platform (NVIDIA's on the GPU machine) becomes an "other" device, last
+# in every choice: "cuda" is the posed device there as on CI, and "cpu" names it where the
+# posed platform was the only CPU device (the GPU machine's PoCL from pyopencl's wheel).
 if os.environ.get("CLGRAD_TEST_AS_GPU"):
     from clgrad.runtime import device as _rt_device
     from clgrad.runtime import discovery as _rt_discovery
@@ -20,7 +23,8 @@ if os.environ.get("CLGRAD_TEST_AS_GPU"):
         label = f"{d.platform.name} {d.platform.version}".lower()  # as CLGRAD_DEVICE matches
         if _which == "*" or _which in label:
             return "gpu"
-        return _kind(d)
+        kind = _kind(d)
+        return "other" if kind == "gpu" else kind
 
     _rt_device._kind_of = _rt_discovery._kind_of = _as_gpu
 

@@ -62,7 +62,7 @@ def _lr(it, lr=1e-2, min_lr=1e-3, warmup=5, decay=40):   # nanoGPT's schedule, b
 
 def test_nanogpt_trains_samples_and_resumes(programs, capsys):
     prog = load_program("nanogpt_char")
-    r = prog.main(max_iters=40, eval_interval=20)
+    r = prog.main(max_iters=40, eval_interval=20, device="cpu")  # (the GPU path: posed, below)
     out = capsys.readouterr().out
     h, V = r["history"], r["vocab_size"]
     assert r["device"] == "cpu" and r["dtype"] == "float32" and not r["used_fused"]
@@ -91,7 +91,7 @@ def test_nanogpt_trains_samples_and_resumes(programs, capsys):
     saved = ckpt["optimizer"]
     assert [g["weight_decay"] for g in saved["param_groups"]] == [0.1, 0.0]
     # resumed: the same iteration, and the optimizer state of the file on the same params
-    r2 = prog.main(init_from="resume", max_iters=44, eval_interval=1000)
+    r2 = prog.main(init_from="resume", max_iters=44, eval_interval=1000, device="cpu")
     res = r2["resumed"]
     assert res["iter_num"] == 40 and float(res["best_val_loss"]) == float(ckpt["best_val_loss"])
     assert len(res["state"]) == len(saved["state"]) == 28
