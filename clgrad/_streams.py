@@ -44,8 +44,8 @@ def _gpu_of(dev, what: str):
         return resolve("cuda")
     if isinstance(dev, int) and not isinstance(dev, bool):
         dev = _torch_device("cuda", dev)
-    rt = resolve(dev)
-    if rt.type != "cuda":
+    rt = resolve(dev)  # ("cpu" names a GPU where no OpenCL CPU device exists: refused too)
+    if rt.type != "cuda" or _torch_device(dev).type == "cpu":
         raise ValueError(f"{what}: expected a cuda device (an OpenCL GPU), but got: "
                          f"{of_runtime(rt)}")
     return rt
