@@ -749,7 +749,7 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     dev.local_mem_size = need + dev.kernel_local_mem("conv_dw_cpu.cl", "dw_wgrad",
                                                      {"T": "float", "IS_FLOAT": 1})
     assert alg._plan_dw_wgrad(p, clgrad.float32, dev).local == plan.local  # fits exactly
-    monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: 4096)
+    monkeypatch.setitem(vars(dev), "kernel_local_mem", lambda *kernel: 4096)
     smaller = alg._plan_dw_wgrad(p, clgrad.float32, dev)
     assert smaller is None or 4096 + sum(alg._up(b, alg.LOCAL_ALIGN)
                                          for b in smaller.local) <= dev.local_mem_size
@@ -761,7 +761,7 @@ def test_depthwise_plans_count_the_kernels_own_local_memory(monkeypatch):
     xt = clgrad.tensor(x, dtype=clgrad.float32, device=dev, requires_grad=True)
     wt = clgrad.tensor(w, dtype=clgrad.float32, device=dev, requires_grad=True)
     _use("depthwise")
-    monkeypatch.setattr(dev, "kernel_local_mem", lambda *kernel: dev.local_mem_size)
+    monkeypatch.setitem(vars(dev), "kernel_local_mem", lambda *kernel: dev.local_mem_size)
     y = conv2d(xt, wt, padding=1, groups=4)        # no depthwise plan fits: a fallback runs
     y.backward(clgrad.tensor(g, dtype=clgrad.float32, device=dev))
     want, gx, gw, _ = ref_conv(x, w, np.zeros(32), g, padding=1, groups=4)

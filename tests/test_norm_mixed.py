@@ -120,7 +120,7 @@ def path(request, monkeypatch):
         if name.startswith("bn_"):
             built.append((name, dict(defines or {})))
         return real(file, name, defines)
-    monkeypatch.setattr(dev, "kernel", spy)
+    monkeypatch.setitem(vars(dev), "kernel", spy)
     dev.plans.clear()  # (plans do not key the device's kind: none made as another kind)
     yield request.param, built
     dev.plans.clear()
