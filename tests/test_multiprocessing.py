@@ -141,7 +141,7 @@ def test_a_runtime_that_copies_host_pointer_buffers_refuses_to_share(monkeypatch
     x = clgrad.ones(3)
     dev = x._storage.device
     monkeypatch.delitem(shared._ZERO_COPY, dev, raising=False)
-    monkeypatch.setitem(vars(dev), "fill", lambda *args: None)  # device writes do not reach the host
+    monkeypatch.setitem(vars(dev), "fill", lambda *args: None)  # device writes miss the host
     with pytest.raises(RuntimeError, match="USE_HOST_PTR buffers in memory of its own"):
         x.share_memory_()
     assert not x.is_shared() and x.tolist() == [1.0, 1.0, 1.0]
