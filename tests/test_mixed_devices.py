@@ -268,7 +268,7 @@ case("Tensor.masked_fill[value tensor]", lambda: (r(2, 3), bools(2, 3), r(1)),
 case("torch.masked_select", lambda: (r(2, 3), bools(2, 3)), clgrad.masked_select)
 case("Tensor.masked_select", lambda: (r(2, 3), bools(2, 3)), lambda x, m: x.masked_select(m))
 case("Tensor.__setitem__[mask]", lambda: (r(2, 3), bools(2, 3), r(1)),
-     lambda x, m, v: x.__setitem__(m, v))
+     lambda x, m, v: x.__setitem__(m, v), cpu_ok=(1,))  # a CPU mask: PyTorch moves it
 case("Tensor.__setitem__[slice, tensor value]", lambda: (r(2, 3), r(3)),
      lambda x, v: x.__setitem__((slice(None), [0, 2, 1]), v))
 case("torch.cat", lambda: (r(2, 3), r(1, 3)), lambda a, b: clgrad.cat([a, b]))
@@ -764,6 +764,15 @@ def test_zero_dim_cpu_values_and_cpu_indices_join(cpu_devices):
     z = clgrad.where(m, x, clgrad.tensor(0.5))
     np.testing.assert_array_equal(z.numpy(), np.where(xv > 5, want, 0.5))
     assert y.device.opencl is other and z.device.opencl is other
+    cm = clgrad.tensor(xv > 5)  # a CPU mask: x[mask] = number or 0-dim value (PyTorch moves it)
+    x[cm] = 4.0
+    want[xv > 5] = 4.0
+    np.testing.assert_array_equal(x.numpy(), want)
+    x[cm[:, 0]] = clgrad.tensor(-3.0)  # a mask of the first dim
+    want[(xv > 5)[:, 0]] = -3.0
+    np.testing.assert_array_equal(x.numpy(), want)
+    np.testing.assert_array_equal(x[cm].numpy(), want[xv > 5])
+    assert x.device.opencl is other and cm.device.opencl is a
 
 
 def test_optimizer_step_names_both_devices(cpu_devices):
@@ -851,7 +860,8 @@ def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
     launches = launch_count()
     for call in (lambda: x * g0, lambda: clgrad.where(mask, x, g0), lambda: x.add_(g0),
                  lambda: clgrad.mul(x, g0), lambda: x.clamp(max=g0),
-                 lambda: two.add_(g0), lambda: clgrad.stack([two, g0])):
+                 lambda: two.add_(g0), lambda: clgrad.stack([two, g0]),
+                 lambda: x.__setitem__(clgrad.tensor([True, False], device=other), 1.0)):
         with pytest.raises(RuntimeError, match=MATCH):
             call()
     assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0

@@ -426,6 +426,8 @@ def setitem(x: Tensor, key, value):
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
             (not isinstance(value, Tensor) or value.numel() == 1):
         # x[mask] = scalar: a where() on the device, no host read of the mask
+        if key._storage.device is not x._storage.device and key._storage.device.type == "cpu":
+            key = ew.to_device(key, x._storage.device)  # as PyTorch: CPU indices move to x's
         one_device("setitem", (x, key, value))  # a 1-element value of one dim: no exemption
         v = value.reshape(()) if isinstance(value, Tensor) else \
             creation.tensor(value, dtype=x.dtype, device=x._storage.device)
