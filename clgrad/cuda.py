@@ -6,9 +6,11 @@ nothing, as documented per function: ``manual_seed``/``manual_seed_all``/``seed`
 every random number on the host from the one generator ``clgrad.manual_seed`` seeds, so the
 numbers are the same on every device). Streams and events (``Stream``, ``Event``,
 ``current_stream``, ``stream`` ...): clgrad/_streams.py; every stream of a device is its one
-in-order queue. Not here: ``memory_reserved`` and ``max_memory_reserved`` (nothing keeps a
-high-water mark of the bytes clgrad's memory pools hold, and a graph capture's private pools
-are apart from the devices' ones: no figure here would be the one PyTorch gives).
+in-order queue. Not here: ``memory_reserved``, ``max_memory_reserved``, ``memory_stats``,
+``memory_summary`` (nothing keeps a count of the bytes clgrad's memory pools hold, and a
+graph capture's private pools are apart from the devices' ones: no figure here would be the
+one PyTorch gives), ``mem_get_info`` (OpenCL has no free-memory query) and the NVML ones
+(``utilization``, ``temperature`` ...): using one raises AttributeError saying why.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from clgrad.tensor import max_memory_allocated as _peak, memory_allocated as _to
 __all__ = ["is_available", "device_count", "current_device", "set_device", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
            "get_device_properties", "empty_cache", "memory_allocated", "is_initialized",
-           "max_memory_allocated", "reset_peak_memory_stats",
+           "max_memory_allocated", "reset_peak_memory_stats", "reset_max_memory_allocated",
            "Event", "Stream", "StreamContext", "stream", "current_stream", "default_stream",
            "set_stream"]
 
@@ -141,6 +143,43 @@ def reset_peak_memory_stats(device=None) -> None:
     if device is not None:
         _gpu_of(device, "reset_peak_memory_stats")
     _reset_peak()
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    """``reset_peak_memory_stats`` (PyTorch's deprecated name for it, which warns; here too).
+    """
+    import warnings
+    warnings.warn("torch.cuda.reset_max_memory_allocated now calls "
+                  "torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.",
+                  FutureWarning, stacklevel=2)
+    reset_peak_memory_stats(device)
+
+
+_POOL_BYTES = ("clgrad keeps no count of the bytes its memory pools hold (and a graph "
+               "capture's private pools are apart from the devices' ones), so no figure here "
+               "would be PyTorch's; memory_allocated() and max_memory_allocated() give the live "
+               "tensors' bytes")
+_NVML = "it needs NVIDIA's NVML or CUDA IPC, which OpenCL does not expose"
+_WHY_NOT = {  # torch.cuda names without a meaning here: why (module __getattr__ below)
+    "memory_reserved": _POOL_BYTES, "max_memory_reserved": _POOL_BYTES,
+    "memory_cached": _POOL_BYTES, "max_memory_cached": _POOL_BYTES,
+    "memory_stats": _POOL_BYTES, "memory_summary": _POOL_BYTES,
+    "memory_snapshot": _POOL_BYTES, "reset_max_memory_cached": _POOL_BYTES,
+    "mem_get_info": "OpenCL has no query of a device's free memory (NVIDIA's driver offers "
+                    "none); get_device_properties(d).total_memory gives its size",
+    "ipc_collect": _NVML, "list_gpu_processes": _NVML, "utilization": _NVML,
+    "temperature": _NVML, "power_draw": _NVML, "clock_rate": _NVML,
+    "memory_usage": _NVML,
+}
+
+
+def __getattr__(name):
+    """AttributeError (so ``hasattr`` is False, as for any missing name) that says why, for
+    torch.cuda's names that cannot mean the same on OpenCL (``_WHY_NOT``)."""
+    why = _WHY_NOT.get(name)
+    if why is None:
+        raise AttributeError(f"module 'clgrad.cuda' has no attribute {name!r}")
+    raise AttributeError(f"torch.cuda.{name} is not available in clgrad: {why}")
 
 
 # -- h4 (issue 22): legacy CUDA tensor types (torch.cuda.FloatTensor ...) ----------------------

@@ -120,6 +120,28 @@ def test_cuda_functions_that_are_accepted():
     assert clgrad.cuda.memory_allocated() == held
 
 
+def test_cuda_names_without_a_meaning_here_say_why():
+    """torch.cuda's pool, free-memory and NVML queries raise AttributeError (hasattr False, as
+    for a missing name) saying why; other missing names keep Python's message. The deprecated
+    reset_max_memory_allocated resets the peak, with PyTorch's FutureWarning."""
+    for name, why in [("memory_reserved", "memory pools"), ("max_memory_reserved", "pools"),
+                      ("memory_stats", "pools"), ("memory_summary", "max_memory_allocated"),
+                      ("mem_get_info", "free memory"), ("utilization", "NVML")]:
+        assert not hasattr(clgrad.cuda, name)
+        with pytest.raises(AttributeError, match=f"torch.cuda.{name} is not available in "
+                                                 f"clgrad: .*{why}"):
+            getattr(clgrad.cuda, name)
+    with pytest.raises(AttributeError, match="module 'clgrad.cuda' has no attribute 'nope'"):
+        clgrad.cuda.nope  # noqa: B018
+    x = clgrad.zeros(1000)
+    peak = clgrad.cuda.max_memory_allocated()
+    del x
+    assert clgrad.cuda.max_memory_allocated() == peak
+    with pytest.warns(FutureWarning, match="reset_peak_memory_stats"):
+        clgrad.cuda.reset_max_memory_allocated()
+    assert clgrad.cuda.max_memory_allocated() == clgrad.cuda.memory_allocated() < peak
+
+
 def test_backends_flags():
     b = clgrad.backends
     assert b.conv_algorithm in b.CONV_ALGORITHMS  # the existing settings are kept
