@@ -81,6 +81,8 @@ from clgrad.io import save, load
 from clgrad import nn, optim, io, linalg, distributed, cuda, accelerator, backends, utils
 from clgrad import special
 from clgrad import profiler  # noqa: F401  (torch.profiler: clgrad/profiler/)
+from clgrad import version  # noqa: F401  (torch.version: cuda and hip None)
+from clgrad.version import __version__  # noqa: F401
 from clgrad import serialization, distributions, fx, jit, amp, capture, multiprocessing
 # torch.func's transforms (vmap is a loop: clgrad/func/_vmap.py)
 from clgrad import func
@@ -118,7 +120,6 @@ CharTensor = _cpu_types["CharTensor"]
 ByteTensor = _cpu_types["ByteTensor"]
 BoolTensor = _cpu_types["BoolTensor"]
 
-__version__ = "0.2.0"
 
 
 def is_tensor(obj) -> _builtins.bool:

@@ -477,6 +477,7 @@ from clgrad import kernel_structs as kernel_structs
 from clgrad import creation as creation
 from clgrad.ops.composite import _assert as _assert
 from clgrad import profiler as profiler
+from clgrad import version as version
 
 float16: dtype
 float32: dtype

@@ -24,7 +24,7 @@ from clgrad.tensor import max_memory_allocated as _peak, memory_allocated as _to
 __all__ = ["is_available", "device_count", "current_device", "set_device", "manual_seed",
            "manual_seed_all", "seed", "seed_all", "synchronize", "get_device_name",
            "get_device_properties", "empty_cache", "memory_allocated", "is_initialized",
-           "max_memory_allocated", "reset_peak_memory_stats", "reset_max_memory_allocated",
+           "max_memory_allocated", "reset_peak_memory_stats", "reset_max_memory_allocated", "init",
            "Event", "Stream", "StreamContext", "stream", "current_stream", "default_stream",
            "set_stream"]
 
@@ -145,6 +145,13 @@ def reset_peak_memory_stats(device=None) -> None:
     _reset_peak()
 
 
+def init() -> None:
+    """``torch.cuda.init()``: find and check the OpenCL GPUs now (clgrad does it at first use
+    anyway). Raises:  DeviceError when there is no usable OpenCL GPU (PyTorch raises when CUDA
+    is unavailable)."""
+    _gpu_of(None, "init")
+
+
 def reset_max_memory_allocated(device=None) -> None:
     """``reset_peak_memory_stats`` (PyTorch's deprecated name for it, which warns; here too).
     """
@@ -170,6 +177,10 @@ _WHY_NOT = {  # torch.cuda names without a meaning here: why (module __getattr__
     "ipc_collect": _NVML, "list_gpu_processes": _NVML, "utilization": _NVML,
     "temperature": _NVML, "power_draw": _NVML, "clock_rate": _NVML,
     "memory_usage": _NVML,
+    "get_arch_list": "clgrad builds its OpenCL kernels at run time for each device's driver: "
+                     "there is no list of architectures it was compiled for",
+    "get_gencode_flags": "clgrad builds its OpenCL kernels at run time for each device's "
+                         "driver: there are no gencode flags",
 }
 
 

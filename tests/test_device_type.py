@@ -142,6 +142,21 @@ def test_cuda_names_without_a_meaning_here_say_why():
     assert clgrad.cuda.max_memory_allocated() == clgrad.cuda.memory_allocated() < peak
 
 
+def test_version_names_no_cuda_toolkit():
+    """torch.version: clgrad's version; cuda and hip None (no toolkit: kernels are built at run
+    time for the OpenCL driver), as in a CPU-only PyTorch."""
+    import clgrad.version as v
+    assert clgrad.version is v and v.__version__ == clgrad.__version__
+    assert v.cuda is None and v.hip is None and v.debug is False
+    with pytest.raises(AttributeError, match="no list of architectures"):
+        clgrad.cuda.get_arch_list()
+    if clgrad.cuda.is_available():
+        assert clgrad.cuda.init() is None
+    else:
+        with pytest.raises(clgrad.DeviceError):
+            clgrad.cuda.init()
+
+
 def test_backends_flags():
     b = clgrad.backends
     assert b.conv_algorithm in b.CONV_ALGORITHMS  # the existing settings are kept
