@@ -857,15 +857,53 @@ def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
         assert y.device.opencl is other and y.shape == () and y.item() == want
     (three * g0).backward()
     assert three.grad.device.opencl is a and three.grad.item() == 2.0
+    # ops that compute the joined operand's gradient on the output's device (clamp, mse_loss:
+    # their backward runs where the output is): the engine moves a 0-dim gradient back to its
+    # input's device, as PyTorch's (validate_outputs), so .grad accumulates and SGD steps
+    w = clgrad.tensor(0.75, requires_grad=True)
+    clgrad.clamp(w, min=clgrad.tensor(0.25, device=other)).backward()
+    clgrad.nn.functional.mse_loss(w, clgrad.tensor(0.25, device=other)).backward()
+    assert w.grad.device.opencl is a and w.grad.item() == 1.0 + 2 * 0.5
+    clgrad.optim.SGD([w], lr=0.5).step()
+    assert w.item() == 0.75 - 0.5 * 2.0
+    lo = clgrad.tensor(0.5, requires_grad=True)
+    clgrad.clamp(g0.detach().requires_grad_(), min=lo).backward()
+    assert lo.grad.device.opencl is a and lo.grad.item() == 0.0
+    z = clgrad.tensor(0.75, requires_grad=True)
+    (gz,) = clgrad.autograd.grad(clgrad.clamp(z, min=g0 * 0) ** 2, z, create_graph=True)
+    gz.backward()  # d/dz (2 z): through the move, recorded
+    assert gz.device.opencl is a and gz.item() == 1.5 and z.grad.item() == 2.0
     launches = launch_count()
     for call in (lambda: x * g0, lambda: clgrad.where(mask, x, g0), lambda: x.add_(g0),
                  lambda: clgrad.mul(x, g0), lambda: x.clamp(max=g0),
                  lambda: two.add_(g0), lambda: clgrad.stack([two, g0]),
+                 lambda: clgrad.equal(two, g0), lambda: clgrad.equal(x, g0),
                  lambda: x.__setitem__(clgrad.tensor([True, False], device=other), 1.0)):
         with pytest.raises(RuntimeError, match=MATCH):
             call()
     assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0
     assert two.item() == 2.0 and two._version == 0
+
+
+def test_a_gradient_on_another_device_than_its_input_raises(cpu_devices):
+    """A Function whose backward returns an input's gradient of one dim or more on another
+    device: PyTorch's "invalid gradient ... expected device" RuntimeError (a 0-dim one is
+    moved, test_only_a_cpu_zero_dim_tensor_joins)."""
+    a, other = cpu_devices
+
+    class Elsewhere(clgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).to(other)
+    x = clgrad.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="invalid gradient - expected device cpu but got "
+                                           "cpu:7"):
+        Elsewhere.apply(x).sum().backward()
+    assert x.grad is None
 
 
 def test_parameters_to_vector_and_back_with_two_devices(devices):

@@ -261,12 +261,12 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
     if len(diff) == 1:
         o = outs[diff[0]]
         node = Node(name, tuple(_edge(t) for t in inputs), lambda g: backward_fn([g]), saved_v,
-                    tuple((tuple(t.shape), t.dtype) for t in inputs))
+                    tuple((tuple(t.shape), t.dtype, t._storage.device) for t in inputs))
         node.double = double
         o._requires_grad, o._grad_fn = True, node
         return
     central = Node(name, tuple(_edge(t) for t in inputs), backward_fn, saved_v,
-                   tuple((tuple(t.shape), t.dtype) for t in inputs))
+                   tuple((tuple(t.shape), t.dtype, t._storage.device) for t in inputs))
     central.n_outputs = len(diff)
     central.double = double
     for slot, k in enumerate(diff):  # one Node per output routes its gradient to its slot

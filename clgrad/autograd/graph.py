@@ -258,7 +258,7 @@ def record(name: str, out, inputs, backward_fn, saved=(), double=None):
             live = True
         else:
             edges.append(None)
-        meta.append((t._shape, t._storage.dtype))
+        meta.append((t._shape, t._storage.dtype, t._storage.device))
     if not live:
         return out
     versions = []
@@ -390,16 +390,36 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
     for edge, ig, meta in zip(node.next, grads, node.input_meta):
         if edge is None or ig is None:
             continue
-        shape, dtype = meta
+        shape, dtype = meta[0], meta[1]
         if ig._shape != shape:
             raise RuntimeError(f"{node.name} backward returned a gradient of shape "
                                f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
+        if len(meta) > 2 and ig._storage.device is not meta[2]:
+            ig = _to_input_device(node, ig, meta[2])
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
         node.double = node.packed = node.fuse = None
     return out
+
+
+def _to_input_device(node, ig, device):
+    """A gradient ``ig`` that reached another device than its input's (``device``, recorded
+    in the Node's input_meta): a 0-dim one is moved there (recorded under create_graph), as
+    PyTorch's engine does (validate_outputs: a 0-dim CPU tensor joins another device's op, so
+    the op's backward computes its gradient on that device); any other raises PyTorch's
+    "invalid gradient" RuntimeError."""
+    if ig._shape:
+        raise RuntimeError(f"{node.name}: invalid gradient - expected device "
+                           f"{_device_name(device)} but got {_device_name(ig._storage.device)}")
+    return ig.to(device)
+
+
+def _device_name(device) -> str:
+    """PyTorch's name of a runtime Device ("cpu", "cuda:0")."""
+    from clgrad._device import of_runtime
+    return str(of_runtime(device))
 
 
 def absorbable(t) -> bool:
@@ -472,7 +492,7 @@ def _linked(node, grads, links, zeros):
     def backward_fn(g):
         if not zeros:
             return (g,) + (None,) * len(metas)
-        return (g,) + tuple(g.new_zeros(shape, dtype=dtype) for shape, dtype in metas)
+        return (g,) + tuple(g.new_zeros(m[0], dtype=m[1]) for m in metas)
 
     out = []
     for ig in grads:
@@ -480,7 +500,7 @@ def _linked(node, grads, links, zeros):
             out.append(None)
             continue
         link = Node(f"{node._op}_backward", (_edge(ig), *edges), backward_fn, (),
-                    ((ig._shape, ig._storage.dtype),) + metas)
+                    ((ig._shape, ig._storage.dtype, ig._storage.device),) + metas)
         link.out_ndim = len(ig._shape)
         link.double = True  # (g passed on as is; the zeros are constants)
         t = Tensor(ig._storage, ig._shape, ig._strides, ig._offset)
