@@ -45,9 +45,10 @@ def _gpu_of(dev, what: str):
     if isinstance(dev, int) and not isinstance(dev, bool):
         dev = _torch_device("cuda", dev)
     rt = resolve(dev)  # ("cpu" names a GPU where no OpenCL CPU device exists: refused too)
-    if rt.type != "cuda" or _torch_device(dev).type == "cpu":
+    asked = _torch_device(dev)
+    if rt.type != "cuda" or asked.type == "cpu":
         raise ValueError(f"{what}: expected a cuda device (an OpenCL GPU), but got: "
-                         f"{of_runtime(rt)}")
+                         f"{asked if asked.type == 'cpu' else of_runtime(rt)}")
     return rt
 
 

@@ -427,6 +427,7 @@ def setitem(x: Tensor, key, value):
             (not isinstance(value, Tensor) or value.numel() == 1):
         # x[mask] = scalar: a where() on the device, no host read of the mask
         if key._storage.device is not x._storage.device and key._storage.device.type == "cpu":
+            one_device("setitem", (x, value))  # (before the mask's copy)
             key = ew.to_device(key, x._storage.device)  # as PyTorch: CPU indices move to x's
         one_device("setitem", (x, key, value))  # a 1-element value of one dim: no exemption
         v = value.reshape(()) if isinstance(value, Tensor) else \

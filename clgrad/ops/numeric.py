@@ -109,9 +109,14 @@ def allclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,
 
 
 def equal(a: Tensor, b: Tensor) -> bool:
-    """True when a and b have the same shape and equal elements (NaN != NaN)."""
+    """True when a and b have the same shape and equal elements (NaN != NaN).
+
+    Raises:  RuntimeError for tensors on two devices ("expected all tensors on the same
+             device"; PyTorch: "Cannot compare two tensors on different devices"), 0-dim ones
+             too (no CPU-scalar join here, as PyTorch)."""
     _tensor_in("equal", a)
     _tensor_in("equal", b)
+    same_device("equal", a, b)
     if tuple(a.shape) != tuple(b.shape):
         return False
     from clgrad.ops.reduce import all as all_
