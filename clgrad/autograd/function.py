@@ -104,7 +104,7 @@ def delayed_error(t, message: str):
     stand_in = t.detach()
     stand_in._requires_grad = True
     node = Node("DelayedError", (stand_in,), fail, (),
-                ((tuple(t.shape), t._storage.dtype),))
+                ((tuple(t.shape), t._storage.dtype, t._storage.device),))
     node.double = fail
     out = t.detach()
     out._requires_grad, out._grad_fn = True, node
@@ -271,7 +271,7 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
     central.double = double
     for slot, k in enumerate(diff):  # one Node per output routes its gradient to its slot
         o = outs[k]
-        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
+        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype, o._storage.device),))
         node.slot = slot
         node.double = True
         o._requires_grad, o._grad_fn = True, node
@@ -287,7 +287,7 @@ def _reattached(u, t):
     re-attaches an unpacked input to the input's graph; ``u`` itself where nothing flows."""
     if u is t or t is None or not t.requires_grad:
         return u
-    node = Node("alias", (_edge(t),), _pass, (), ((tuple(t.shape), t.dtype),))
+    node = Node("alias", (_edge(t),), _pass, (), ((tuple(t.shape), t.dtype, t._storage.device),))
     node.double = True
     out = Tensor(u._storage, u._shape, u._strides, u._offset)
     out._requires_grad, out._grad_fn = True, node
@@ -299,7 +299,8 @@ def _saved_output(node, slot, y, single):
     its backward under create_graph: of ``node`` itself (one differentiable output), or of a
     new routing node into output ``slot`` of the central ``node`` (several)."""
     if not single:
-        route = Node(node._op, (node,), _pass, (), ((tuple(y.shape), y._storage.dtype),))
+        route = Node(node._op, (node,), _pass, (),
+                     ((tuple(y.shape), y._storage.dtype, y._storage.device),))
         route.slot = slot
         route.double = True
         node = route

@@ -14,6 +14,7 @@ from clgrad.autograd import saved_hooks
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
 from clgrad.autograd.saved_hooks import (  # torch.autograd.graph's names
     disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks)
+from clgrad._device import of_runtime
 from clgrad.tensor import _CONTIG, Tensor
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
@@ -63,7 +64,7 @@ class Node:
         self.backward_fn = backward_fn
         self.saved = saved
         self.retained = None
-        self.input_meta = input_meta
+        self.input_meta = input_meta  # per input: (shape, dtype, its runtime Device) or None
         self.hooks = None      # {key: hook} registered on the output tensor (register_hook)
         self.n_outputs = None  # a Function with several outputs: gradients arrive as a list
         self.slot = None       # the output of such a Function this Node stands for
@@ -390,13 +391,13 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
     for edge, ig, meta in zip(node.next, grads, node.input_meta):
         if edge is None or ig is None:
             continue
-        shape, dtype = meta[0], meta[1]
+        shape, dtype, device = meta
         if ig._shape != shape:
             raise RuntimeError(f"{node.name} backward returned a gradient of shape "
                                f"{tuple(ig.shape)} for an input of shape {tuple(shape)} (internal "
                                f"error)")
-        if len(meta) > 2 and ig._storage.device is not meta[2]:
-            ig = _to_input_device(node, ig, meta[2])
+        if ig._storage.device is not device:
+            ig = _to_input_device(node, ig, device)
         out.append((edge, ig if ig._storage.dtype is dtype else ig.to(dtype)))
     if not retain_graph and node.saved:
         node.backward_fn, node.saved = None, ()  # frees the saved buffers now
@@ -412,14 +413,8 @@ def _to_input_device(node, ig, device):
     "invalid gradient" RuntimeError."""
     if ig._shape:
         raise RuntimeError(f"{node.name}: invalid gradient - expected device "
-                           f"{_device_name(device)} but got {_device_name(ig._storage.device)}")
+                           f"{of_runtime(device)} but got {of_runtime(ig._storage.device)}")
     return ig.to(device)
-
-
-def _device_name(device) -> str:
-    """PyTorch's name of a runtime Device ("cpu", "cuda:0")."""
-    from clgrad._device import of_runtime
-    return str(of_runtime(device))
 
 
 def absorbable(t) -> bool:

@@ -336,11 +336,11 @@ def _record_pieces(x: Tensor, pieces, name: str, geometry):
                        double=lambda gz, _: tuple(
                            None if g is None else _piece(gz, geometry, i)
                            for i, g in enumerate(grads))),)
-    central = Node(name, (edge,), backward, (), ((shape, x._storage.dtype),))
+    central = Node(name, (edge,), backward, (), ((shape, x._storage.dtype, x._storage.device),))
     central.n_outputs = len(pieces)
     central.double = double
     for slot, o in enumerate(pieces):  # one Node per piece routes its gradient to its slot
-        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype),))
+        node = Node(name, (central,), _pass, (), ((tuple(o.shape), o.dtype, o._storage.device),))
         node.slot = slot
         node.double = True
         o._requires_grad, o._grad_fn = True, node

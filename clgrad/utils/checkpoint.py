@@ -95,7 +95,8 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None,
         for slot, k in enumerate(diff):
             o = outs[k]
             node = Node("Checkpoint", (central,), lambda g: (g,), (), ((tuple(o.shape),
-                                                                         o.dtype),))
+                                                                         o.dtype,
+                                                                         o._storage.device),))
             node.slot = slot
             o._requires_grad, o._grad_fn = True, node
     return outs[0] if single else tuple(outs)
@@ -156,7 +157,7 @@ def _boundary(outs, start):
         if fn is not None and fn.seq > start:
             stack.append(fn)
         else:  # an output made outside the segment (an argument returned as is)
-            add(fn if fn is not None else o, (tuple(o.shape), o.dtype))
+            add(fn if fn is not None else o, (tuple(o.shape), o.dtype, o._storage.device))
     while stack:
         n = stack.pop()
         if id(n) in seen:
