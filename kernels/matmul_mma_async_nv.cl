@@ -34,29 +34,6 @@
 // Launch: global (ceil(N / BN) * NTHR, ceil(M / BM), batches), local (NTHR, 1, 1).
 #include "common.h"
 
-// the shared-state-space address of a local pointer (what cp.async and ldmatrix take), in 64
-// bits; its low 32 bits are what the instructions below take
-inline ulong smem_addr64(__local const ushort *p) {
-#ifdef SMEM_CVTA
-    ulong s;
-    __asm__("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"((ulong)p));
-    return s;
-#else
-    return (ulong)p;
-#endif
-}
-#define smem_addr(p) ((uint)smem_addr64(p))
-
-// has_mma_async's first check, which reads and writes no local memory through the addresses:
-// out[0], out[1] = smem_addr of elements 0 and 1000 of a local array (a shared-window offset
-// is below the SM's shared memory size and the two are 2000 bytes apart).
-__kernel void smem_window(__global ulong *out) {
-    __local ushort probe[1024];
-    probe[get_local_id(0)] = 0;
-    out[0] = smem_addr64(probe);
-    out[1] = smem_addr64(probe + 1000);
-}
-
 #ifndef SMEM_PROBE
 #ifdef MMA_TF32
 // TF32: A and B float (read as bits), each element rounded to TF32 (cvt.rna, as
@@ -93,35 +70,18 @@ typedef ushort TIN;
 // (the [k][row] swizzle spans 8 chunks; ldmatrix.x4 reads two n-tiles; whole chunks per item)
 #error "gemm_mma_async: BM, BN >= 64, NT even, BM * 4 and BN * 4 multiples of NTHR, STAGES >= 2"
 #endif
+#endif  // SMEM_PROBE
+#include "mma_async_nv.h"  // cp.async, ldmatrix, swizzles, load_frags, MMA_TILE
 
-inline void cp_async16(uint dst, __global const TIN *src, uint bytes) {
-    __asm__ __volatile__("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                         :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+// has_mma_async's first check, which reads and writes no local memory through the addresses:
+// out[0], out[1] = smem_addr of elements 0 and 1000 of a local array (a shared-window offset
+// is below the SM's shared memory size and the two are 2000 bytes apart).
+__kernel void smem_window(__global ulong *out) {
+    __local ushort probe[1024];
+    probe[get_local_id(0)] = 0;
+    out[0] = smem_addr64(probe);
+    out[1] = smem_addr64(probe + 1000);
 }
-
-inline void cp_commit(void) { __asm__ __volatile__("cp.async.commit_group;" ::: "memory"); }
-
-#define STR_(x) #x
-#define STR(x) STR_(x)
-inline void cp_wait(void) {
-    __asm__ __volatile__("cp.async.wait_group " STR(WAIT) ";" ::: "memory");
-}
-inline void cp_wait_all(void) { __asm__ __volatile__("cp.async.wait_group 0;" ::: "memory"); }
-
-inline void ldsm4(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                         : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3) : "r"(addr) : "memory");
-}
-
-inline void ldsm4t(uint addr, uint *r0, uint *r1, uint *r2, uint *r3) {
-    __asm__ __volatile__("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                         : "=r"(*r0), "=r"(*r1), "=r"(*r2), "=r"(*r3) : "r"(addr) : "memory");
-}
-
-// element offsets in a swizzled tile: (row r, depth k) of [row][k]; (k, r) of [k][row] (the
-// latter float16 only)
-#define IDX_RK(r, k) ((r) * BK + ((((k) / EV) ^ (((r) >> 1) & 3)) * EV) + ((k) % EV))
-#define IDX_KR(ROWS, k, r) ((k) * (ROWS) + ((((r) >> 3) ^ ((k) & 7)) << 3) + ((r) & 7))
 
 #ifdef EXACT
 #define INSIDE(r, c) 1
@@ -155,36 +115,6 @@ inline void copy_##NAME(uint s, __global const TIN *X, long xr, long xk, long R,
 COPY_TILE(a, BM, A_KR)
 COPY_TILE(b, BN, B_KR)
 
-// The A (MT 16 x 16 blocks) and B (NT 8-column blocks) fragments of depth step ks of the
-// tiles at shared addresses sa, sb, for the warp at (wm, wn); (a_r, a_k), (b_r, b_k): the
-// lane's ldmatrix row within a 16 x 16 block (PTX: lanes 8i..8i+7 address matrix i).
-inline void load_frags(uint sa, uint sb, int ks, int wm, int wn, int a_r, int a_k, int b_r,
-                       int b_k, uint af[MT][4], uint bf[NT][2]) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-#if A_KR
-        const uint ad = sa + ES * IDX_KR(BM, ks + a_k, wm + i * 16 + a_r);
-        ldsm4t(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
-#else
-        const uint ad = sa + ES * IDX_RK(wm + i * 16 + a_r, ks + a_k);
-        ldsm4(ad, &af[i][0], &af[i][1], &af[i][2], &af[i][3]);
-#endif
-        TF32_ROUND(af[i][0]); TF32_ROUND(af[i][1]); TF32_ROUND(af[i][2]); TF32_ROUND(af[i][3]);
-    }
-#pragma unroll
-    for (int j = 0; j < NT; j += 2) {
-#if B_KR
-        const uint ad = sb + ES * IDX_KR(BN, ks + b_k, wn + j * 8 + b_r);
-        ldsm4t(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
-#else
-        const uint ad = sb + ES * IDX_RK(wn + j * 8 + b_r, ks + b_k);
-        ldsm4(ad, &bf[j][0], &bf[j][1], &bf[j + 1][0], &bf[j + 1][1]);
-#endif
-        TF32_ROUND(bf[j][0]); TF32_ROUND(bf[j][1]);
-        TF32_ROUND(bf[j + 1][0]); TF32_ROUND(bf[j + 1][1]);
-    }
-}
-
 __kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
 void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
                     __global CT *C, view_t vc, long c_rs, long c_cs,
@@ -204,16 +134,8 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
     const long bm = (first + in_group % gm) * BM, bn = in_group / gm * BN;
     __global const TIN *Ai = (__global const TIN *)A;
     __global const TIN *Bi = (__global const TIN *)B;
-#if A_KR
-    const int a_k = (lane & 7) + (lane >> 4) * 8, a_r = ((lane >> 3) & 1) * 8;
-#else
-    const int a_r = lane & 15, a_k = (lane >> 4) * EV;
-#endif
-#if B_KR
-    const int b_k = lane & 15, b_r = (lane >> 4) * 8;
-#else
-    const int b_r = (lane & 7) + (lane >> 4) * 8, b_k = ((lane >> 3) & 1) * EV;
-#endif
+    A_LANE(lane, a_r, a_k);
+    B_LANE(lane, b_r, b_k);
     for (long bi = get_group_id(2); bi < nb; bi += get_num_groups(2)) {
         long oc, oa, ob;
         off3(bi, nbd, bsh, vc, va, vb, &oc, &oa, &ob);
@@ -244,24 +166,7 @@ void gemm_mma_async(long M, long N, long K, long nb, int nbd, shape_t bsh,
             const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
             rd = rd == STAGES - 1 ? 0 : rd + 1;
             wr = wr == STAGES - 1 ? 0 : wr + 1;
-            uint af[2][MT][4], bf[2][NT][2];  // fragments of two depth steps
-            load_frags(sa, sb, 0, wm, wn, a_r, a_k, b_r, b_k, af[0], bf[0]);
-#pragma unroll
-            for (int s = 0; s < BK / KSTEP; ++s) {
-                if (s + 1 < BK / KSTEP)  // the next step's fragments are read while this one runs
-                    load_frags(sa, sb, (s + 1) * KSTEP, wm, wn, a_r, a_k, b_r, b_k,
-                               af[(s + 1) & 1], bf[(s + 1) & 1]);
-#pragma unroll
-                for (int i = 0; i < MT; ++i)
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        __asm__(MMA_INSTR "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                                : "+f"(acc[i][j][0]), "+f"(acc[i][j][1]), "+f"(acc[i][j][2]),
-                                  "+f"(acc[i][j][3])
-                                : "r"(af[s & 1][i][0]), "r"(af[s & 1][i][1]),
-                                  "r"(af[s & 1][i][2]), "r"(af[s & 1][i][3]),
-                                  "r"(bf[s & 1][j][0]), "r"(bf[s & 1][j][1]));
-            }
+            MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)  // (mma_async_nv.h)
         }
         cp_wait_all();
         barrier(CLK_LOCAL_MEM_FENCE);  // the next batch element's copies reuse the buffers

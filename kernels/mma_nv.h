@@ -10,6 +10,7 @@
 #define MMA_INSTR "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
 #endif
 
+#ifndef MMA_EMULATE  // (mma_async_nv.h: the emulation of the float16 kernels, without PTX)
 // x rounded to TF32 (10-bit mantissa; cvt.rna: to nearest, ties away), as its bits
 inline uint to_tf32(float x) {
     uint r;
@@ -22,6 +23,7 @@ inline uint lane_id(void) {
     __asm__ __volatile__("mov.u32 %0, %%laneid;" : "=r"(l));
     return l;
 }
+#endif
 
 // (macros, not functions: a compiler may leave a function taking the accumulator array
 // un-inlined, and the array then lives in local (stack) memory)
