@@ -6,7 +6,8 @@ picks per pass by shape and device; 'implicit', 'im2col', 'direct', 'depthwise',
 clgrad/ops/conv/gpu.py), 'blocked', 'winograd' (clgrad/ops/conv/winograd.py: 3 x 3 kernels,
 stride 1, dilation 1, every pass, and the weight gradient of 5 x 5 ones; 'winograd:2' /
 'winograd:4' pin the output tile of F(2x2, 3x3) / F(4x4, 3x3), 'winograd' takes 4 where the
-output allows) asks for one
+output allows), 'igemm_mma' (clgrad/ops/conv/mma.py: the float16 forward and input gradient
+on NVIDIA's tensor cores; float16 weight gradients stay im2col's) asks for one
 in every pass of every conv2d (see clgrad/ops/conv/), which gives way to 'implicit', then
 'direct', only where it cannot run a problem (local memory too small, say).
 ``conv_implicit_variant``: the kernels 'implicit' runs: 'auto' (by device kind), 'cpu'
@@ -38,7 +39,7 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
                    "depthwise_gpu", "igemm_gpu", "blocked", "winograd", "winograd:2",
-                   "winograd:4")
+                   "winograd:4", "igemm_mma")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")

@@ -421,6 +421,13 @@ def has_mma_async(dev, prec: str = "f16") -> bool:
     return ok
 
 
+def smem_defines(dev) -> dict:
+    """The defines giving kernels/mma_async_nv.h's shared-window addresses on ``dev`` where
+    ``has_mma_async(dev)`` (SMEM_CVTA or none): for the other pipelined tensor-core kernels
+    (kernels/conv_igemm_mma_nv.cl)."""
+    return {"SMEM_CVTA": 1} if _SMEM.get(dev) else {}
+
+
 def has_mma_f32out(dev) -> bool:
     """Whether ``dev`` runs the tensor-core GEMMs right with a float32 C of float16 A and B
     (kernels/mma_nv.h's C_FLOAT: the float16 convolutions' split-K partial sums): where

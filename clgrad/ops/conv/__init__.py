@@ -7,6 +7,8 @@ each, from the bottom:
   algorithms.py  the CPU algorithms (and any device's): implicit GEMM, depthwise, direct,
                  im2col, pointwise, blocked: per algorithm a planner beside its launchers
   gpu.py         the GPU algorithms (depthwise_gpu, igemm_gpu) and 'auto''s measured choice
+  mma.py         igemm_mma: float16 forward and input gradient as one implicit GEMM on
+                 NVIDIA's tensor cores (inline PTX; an emulated build for the tests)
   winograd.py    Winograd F(2x2, 3x3) and F(4x4, 3x3): 3 x 3 stride-1 forward and input
                  gradient, F(3x3, 2x2) and F(3x3, 4x4) the weight gradient, F(5x5, 2x2)
                  5 x 5 ones' (kernels/conv_winograd.cl + matmul.gemm)

@@ -19,6 +19,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops._util import empty
 from clgrad.ops.conv import algorithms as alg
 from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv import mma
 from clgrad.ops.conv import winograd
 from clgrad.ops.conv.problem import (Plan, Problem, _forward_problem, _grad_input_problem,
                                      _phases, v5)
@@ -28,7 +29,7 @@ from clgrad.tensor import Tensor
 FEW_PAIRS = 16          # C/G * O/G at most this: the stencil algorithms (see _auto)
 BIG_OUTPUTS = 8 << 20   # N * O * oH * oW at least this: im2col on GPUs (see _auto)
 _KERNELS = {**alg.KERNELS, **conv_gpu.KERNELS,  # algorithm: (forward, weight-gradient) kernels
-            **winograd.KERNELS}
+            **winograd.KERNELS, **mma.KERNELS}
 
 
 def _grad_input(geo: Problem, g4, w, gi4, algo=None) -> bool:
@@ -96,7 +97,13 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         if want == "auto" and dev.kind == "gpu" and p.c * p.o <= FEW_PAIRS and \
                 conv_gpu.few_channels_algorithm(pass_name, p, dev) == "depthwise_gpu":
             algo = first = "depthwise_gpu"  # (its planners take what that function says)
+        elif pass_name != "grad_weight" and (want == "igemm_mma" or want == "auto" and
+                                             mma.available(dev)):
+            algo = first = _half_tensor_cores(pass_name, p, w, want)
         plan = _plan(algo, pass_name, p, w)
+        if plan is None and algo == "igemm_mma":
+            algo = "im2col"
+            plan = _plan(algo, pass_name, p, w)
         if plan is None:  # (conv2d and conv_transpose2d pass a mergeable weight)
             raise RuntimeError("conv2d: float16 runs im2col, which needs a weight whose "
                                "(C/groups, kH, kW) merge into one stride; pass a contiguous "
@@ -114,6 +121,21 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
     if settings.getenv("CLGRAD_CONV_DEBUG"):
         _debug_choice(pass_name, p, algo)
     return dev.keep_plan(key, (algo, plan))
+
+
+def _half_tensor_cores(pass_name: str, p: Problem, w: Tensor, want: str) -> str:
+    """The float16 forward's or input gradient's algorithm where igemm_mma may run (mma.py):
+    clgrad.backends' 'igemm_mma', or under 'auto' the faster of igemm_mma and im2col on this
+    problem, measured once per device, driver and problem (conv_gpu.measured, any stride;
+    from conv_gpu._TUNE_MIN_MACS multiply-adds, igemm_mma below that: one launch, no
+    workspace); CLGRAD_CONV_TUNE=off: igemm_mma."""
+    if want == "igemm_mma":
+        return want
+    return conv_gpu.measured(pass_name, p, w._storage.device, dtypes.float16, _trial,
+                             HALF_CANDIDATES, None, f" v{mma.VERSION}") or "igemm_mma"
+
+
+HALF_CANDIDATES = ("igemm_mma", "im2col")  # _half_tensor_cores's measured candidates
 
 
 # _choose's answers, (algorithm, plan), in the device's plans under plan.key(_CHOICE, (),

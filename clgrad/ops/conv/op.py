@@ -74,6 +74,7 @@ from clgrad.ops import matmul as mm
 from clgrad.ops import padding
 from clgrad.ops.conv import algorithms as alg
 from clgrad.ops.conv import gpu as conv_gpu
+from clgrad.ops.conv import mma
 from clgrad.ops.conv.choice import FEW_PAIRS, _choose, _debug_choice, _grad_input, _run
 from clgrad.ops.conv.problem import (Problem, _as4, _check, _check_key, _forward_problem,
                                      _grad_input_problem, v5)
@@ -312,7 +313,8 @@ def _measured_route(input, weight, bias, stride, padding, dilation, groups, ck) 
     dev = input._storage.device
     geo = _check(input, weight, bias, stride, padding, dilation, groups)
     via = conv_gpu.measured("route" if bias is None else "route+bias", geo, dev, _HALF,
-                            _route_trial, ROUTES, conv_gpu._TUNE_MIN_MACS) == "float32"
+                            _route_trial, ROUTES, conv_gpu._TUNE_MIN_MACS,
+                            f" mma{mma.VERSION}" if mma.available(dev) else "") == "float32"
     if ck is not None:  # (under the table's state after measuring)
         dev.keep_plan(plan_key(_ROUTE, (), (ck, id(conv_gpu._TUNED), len(conv_gpu._TUNED))),
                       via)

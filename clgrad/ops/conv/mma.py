@@ -1,0 +1,230 @@
+"""igemm_mma — float16 implicit-GEMM convolution on NVIDIA's tensor cores (planner and launcher
+of kernels/conv_igemm_mma_nv.cl, beside clgrad/ops/conv/gpu.py's float32 kernels).
+
+The forward pass and the input gradient (conv.h's forward problem on the output gradient with
+zero insertion: one launch however large the stride) of a float16 conv2d as one launch over
+all groups: Y[g] (O/G x N*oH*oW) = W[g] (O/G x C/G*kH*kW) @ col[g], the im2col matrix gathered
+into local memory on the fly (no workspace, no col2im, no layout copies of the output), the
+weight tiles copied by cp.async, the products summed in float32 by mma.sync (inline PTX), the
+output rounded to float16 once. Where the float16 convolutions ran im2col + the pipelined GEMM +
+col2im before (ResNeXt-29's AMP step on an H200: 17 ms of 24.7 ms of kernels in those and their
+layout copies; bench/README.md, 2026-12-06b).
+
+Which devices: NVIDIA's OpenCL where the pipelined GEMM runs (matmul.has_mma_async, float16),
+then once per device and process three problems (groups and a bias; taps not a multiple of 8;
+zero insertion on a flipped weight view) against float64 NumPy (``available``); a failure warns
+and the float16 convolutions keep im2col. ``EMULATE`` (tests) builds the kernel without PTX
+(kernels/mma_async_nv.h's MMA_EMULATE: the same tiles, swizzles, gathers and stores; the mma,
+cp.async and ldmatrix as plain loops) so that any OpenCL device checks its index math.
+
+The weight gradient stays im2col's (its GEMM depth is the batch's pixels, split-K on tensor
+cores: clgrad/ops/conv/algorithms.py). ``auto`` measures this against im2col per pass and
+problem (choice.py).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl as cl
+
+from clgrad import capture as _capture, dtypes, layout
+from clgrad.ops._util import copy_raw, empty
+from clgrad.ops.conv.algorithms import _bias_buffer
+from clgrad.ops.conv.gpu import _INT_LIMIT, _defines, _extent
+from clgrad.ops.conv.problem import Plan, Problem, cdiv, raw, v5
+from clgrad.ops.matmul import has_mma_async, smem_defines
+from clgrad.tensor import Tensor
+
+__all__ = ["KERNELS", "available", "TILES"]
+
+# Tiles (kernels/conv_igemm_mma_nv.cl): WARPS_M x WARPS_N warps of MT 16-row by NT 8-column mma
+# tiles, STAGES weight tiles in flight. "large" (128 x 128, 256 work items) for more than 64
+# output channels a group, "mid" (64 x 128, 128 items) for fewer, "small" (64 x 64) where mid's
+# work-groups would not fill the compute units.
+TILES = {"large": dict(WARPS_M=2, WARPS_N=4, MT=4, NT=4, STAGES=3),
+         "mid": dict(WARPS_M=1, WARPS_N=4, MT=4, NT=4, STAGES=3),
+         "small": dict(WARPS_M=2, WARPS_N=2, MT=2, NT=4, STAGES=3)}
+VERSION = 1  # in the measured choices' keys (choice.py): raised where the kernel changes
+EMULATE = False  # tests: build kernels/conv_igemm_mma_nv.cl without PTX (any device)
+_OK: dict = {}   # Device -> available's verdict
+
+
+def _rows_cols(t: dict) -> tuple:
+    """(rows, columns, work items) of a work-group of tiles t."""
+    return t["WARPS_M"] * t["MT"] * 16, t["WARPS_N"] * t["NT"] * 8, t["WARPS_M"] * t["WARPS_N"] * 32
+
+
+def _tile(p: Problem, dev) -> dict:
+    if p.o > 64:
+        return TILES["large"]
+    bm, bn, _ = _rows_cols(TILES["mid"])
+    wgs = cdiv(p.o, bm) * cdiv(p.n * p.oh * p.ow, bn) * p.g
+    return TILES["mid"] if wgs >= 2 * dev.compute_units else TILES["small"]
+
+
+def available(dev) -> bool:
+    """Whether float16 convolutions on ``dev`` may run igemm_mma: EMULATE, or NVIDIA's OpenCL
+    with the pipelined float16 GEMM (matmul.has_mma_async) whose build of this kernel matches
+    float64 NumPy on three problems, once per device and process (a failure warns once)."""
+    ok = _OK.get(dev)
+    if ok is None:
+        ok = _OK[dev] = EMULATE or ("NVIDIA" in dev.platform and has_mma_async(dev, "f16")
+                                    and _self_check(dev))
+    return ok
+
+
+def _plan_fwd(p: Problem, dt, dev):
+    """Plan(inserts=True) for float16 problems on devices where ``available``: zero
+    insertion runs in the kernel (a strided layer's input gradient in one launch); None
+    otherwise, and where the pixel count or taps exceed 32-bit counters."""
+    if dt is not dtypes.float16 or not available(dev):
+        return None
+    if p.n * p.oh * p.ow >= _INT_LIMIT or p.c * p.kh * p.kw >= _INT_LIMIT:
+        return None
+    return Plan(inserts=True)
+
+
+def _no_wgrad(p: Problem, dt, dev):
+    return None  # (the weight gradient: im2col's split-K GEMM)
+
+
+def _weight(p: Problem, w: Tensor):
+    """(problem, weight tensor) whose weight view has its taps contiguous along (c, kh, kw)
+    and its row stride, group stride and offset multiples of 8 halves (cp.async's 16-byte
+    chunks): the caller's weight where it is so (a contiguous forward weight whose taps are a
+    multiple of 8), else a copy [g][o][taps padded to 8] (the input gradient's flipped,
+    transposed view; taps not a multiple of 8)."""
+    kall = p.c * p.kh * p.kw
+    off, s0, s1 = p.k[:3]
+    flat = layout.view_strides((p.c, p.kh, p.kw), p.k[3:], (kall,))
+    if (flat is not None and (flat[0] == 1 or kall == 1) and s1 % 8 == 0 and off % 8 == 0
+            and (p.g == 1 or s0 % 8 == 0)):
+        return p._replace(k=(off, s0, s1, p.kh * p.kw, p.kw, 1)), w
+    kp = cdiv(kall, 8) * 8
+    shape = (p.g, p.o, p.c, p.kh, p.kw)
+    buf = empty((p.g, p.o, kp), w.dtype, w._storage.device)
+    kv = (0, p.o * kp, kp, p.kh * p.kw, p.kw, 1)
+    copy_raw(raw(buf, shape, kv[1:], 0), raw(w, shape, p.k[1:], p.k[0]))
+    return p._replace(k=kv), buf
+
+
+def _kernel(p: Problem, dev, t: dict):
+    d = _defines(p, dtypes.float16, {"x": p.x}, **t, WAIT=t["STAGES"] - 2)
+    d.pop("I32", None)
+    if (p.c - 1) * abs(p.x[3]) + _extent(p.x, p.h, p.w) < _INT_LIMIT:
+        d["I32"] = 1
+    _, bn, _ = _rows_cols(t)
+    if p.n * p.oh * p.ow + bn < _INT_LIMIT:
+        d["P32"] = 1
+    if EMULATE:
+        d["MMA_EMULATE"] = 1
+    else:
+        d.update(smem_defines(dev))
+    return dev.kernel("conv_igemm_mma_nv.cl", "igemm_mma_fwd", d)
+
+
+def _fwd(p: Problem, plan: Plan, x, w, y, bias):
+    """Launch igemm_mma_fwd: y (the problem's Y view) = conv.h's problem p of x and w (+ bias)."""
+    dev = x._storage.device
+    t = _tile(p, dev)
+    p, w = _weight(p, w)
+    bm, bn, nthr = _rows_cols(t)
+    dev.launch(_kernel(p, dev, t), (cdiv(p.n * p.oh * p.ow, bn) * nthr, cdiv(p.o, bm), p.g),
+               (nthr, 1, 1), p.pack(), x._storage.buffer, w._storage.buffer,
+               y._storage.buffer, _bias_buffer(bias, y))
+
+
+KERNELS = {"igemm_mma": ((_plan_fwd, _fwd), (_no_wgrad, None))}
+
+
+# -- the self-check ---------------------------------------------------------------------------
+def reference(p: Problem, x: np.ndarray, k: np.ndarray, bias=None) -> np.ndarray:
+    """conv.h's problem p in float64 NumPy: x (n, g, c, h, w), k (g, o, c, kh, kw), bias (g*o,)
+    or None -> y (n, g, o, oh, ow), with zero insertion (uh, uw) and padding."""
+    x, k = x.astype(np.float64), k.astype(np.float64)
+    hv, wv = (p.h - 1) * p.uh + 1, (p.w - 1) * p.uw + 1
+    xv = np.zeros((p.n, p.g, p.c, hv, wv))
+    xv[..., ::p.uh, ::p.uw] = x
+    y = np.zeros((p.n, p.g, p.o, p.oh, p.ow))
+    for i in range(p.kh):
+        for j in range(p.kw):
+            rows = np.arange(p.oh) * p.sh - p.ph + i * p.dh
+            cols = np.arange(p.ow) * p.sw - p.pw + j * p.dw
+            rin, cin = (rows >= 0) & (rows < hv), (cols >= 0) & (cols < wv)
+            win = np.zeros((p.n, p.g, p.c, p.oh, p.ow))
+            win[..., rin[:, None] & cin[None, :]] = xv[..., rows[rin][:, None],
+                                                        cols[cin][None, :]].reshape(
+                p.n, p.g, p.c, -1)
+            y += np.einsum("ngchw,goc->ngohw", win, k[:, :, :, i, j])
+    if bias is not None:
+        y += bias.astype(np.float64).reshape(1, p.g, p.o, 1, 1)
+    return y
+
+
+def _put(dev, arr: np.ndarray) -> Tensor:
+    t = empty(arr.shape, dtypes.float16, dev)
+    cl.enqueue_copy(dev.queue, t._storage.buffer, np.ascontiguousarray(arr, np.float16))
+    return t
+
+
+def _get(dev, t: Tensor) -> np.ndarray:
+    out = np.empty(t.shape, np.float16)
+    cl.enqueue_copy(dev.queue, out, t._storage.buffer)
+    return out
+
+
+# the self-check's problems: (n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh,
+# uw, bias, flipped weight view)
+_CHECKS = ((2, 2, 16, 7, 9, 40, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, True, False),
+           (3, 1, 5, 6, 11, 72, 3, 5, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, False, False),
+           (2, 1, 24, 5, 6, 16, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, False, True))
+
+
+def check_problem(dev, case, rng) -> float:
+    """Run one of _CHECKS on dev; the largest error in units of the float16 rounding of the
+    output (|y - ref| / (2**-10 * (|ref| + the sum of |products|)))."""
+    (n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh, uw, with_bias,
+     flipped) = case
+    p = Problem(n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh, uw)
+    xa = rng.standard_normal((n, g * c, h, w)).astype(np.float16)
+    ka = rng.standard_normal((g, o, c, kh, kw)).astype(np.float16)
+    x = _put(dev, xa)
+    y = empty((n, g * o, oh, ow), dtypes.float16, dev)
+    if flipped:  # stored (g, c, o, kh, kw) and read flipped and transposed, as the input
+        kt = _put(dev, ka.transpose(0, 2, 1, 3, 4)[:, :, :, ::-1, ::-1].copy())  # gradient
+        kv = ((kh - 1) * kw + (kw - 1), c * o * kh * kw, kh * kw, o * kh * kw, -kw, -1)
+    else:
+        kt = _put(dev, ka)
+        kv = (0, o * c * kh * kw, c * kh * kw, kh * kw, kw, 1)
+    b = _put(dev, rng.standard_normal(g * o).astype(np.float16)) if with_bias else None
+    p = p._replace(x=v5(x, g), k=kv, y=v5(y, g))
+    if b is not None:
+        p = p._replace(boff=0, bs=1, bias=1)
+    _fwd(p, Plan(inserts=True), x, kt, y, b)
+    got = _get(dev, y).astype(np.float64).reshape(n, g, o, oh, ow)
+    bias_np = _get(dev, b) if b is not None else None
+    ref = reference(p, xa.reshape(n, g, c, h, w), ka, bias_np)
+    mag = reference(p, np.abs(xa.reshape(n, g, c, h, w)), np.abs(ka),
+                    None if bias_np is None else np.abs(bias_np))
+    return float(np.max(np.abs(got - ref) / (2.0 ** -10 * (mag + 1e-3))))
+
+
+def _self_check(dev) -> bool:
+    """_CHECKS on dev's queue (outside any capture): float16 outputs within 2 roundings of
+    float64 (products exact, float32 sums, one rounding to float16); False and a warning on
+    any failure or build error."""
+    try:
+        with _capture.paused(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rng = np.random.default_rng(3)
+            for case in _CHECKS:
+                err = check_problem(dev, case, rng)
+                if not err <= 2.0:
+                    raise RuntimeError(f"problem {case[:18]}: error {err:.3g} roundings")
+        return True
+    except Exception as e:  # noqa: BLE001 — any failure: keep im2col
+        warnings.warn(f"clgrad: float16 convolutions on tensor cores (inline PTX, "
+                      f"kernels/conv_igemm_mma_nv.cl) not used on {dev.name!r}: "
+                      f"{' '.join(str(e).split())[:300]}", RuntimeWarning, stacklevel=3)
+        return False

@@ -1,0 +1,198 @@
+// kernels/conv_igemm_mma_nv.cl — float16 implicit-GEMM convolution on NVIDIA's tensor cores
+// (inline PTX: mma.sync m16n8k16, cp.async, ldmatrix; built where clgrad/ops/conv/mma.py's
+// available() found it matching NumPy), on the problem of conv.h: per group g, Y[g] (o x
+// pixels) = K[g] (o x K) @ col[g] (K x pixels), K = c*kh*kw taps in (c, kh, kw) order, pixels
+// the (n, oh, ow) of the whole batch; the im2col matrix is gathered on the fly, never stored.
+// Forward, and the input gradient as the forward problem with zero insertion (U > 1) on a
+// copy of the flipped, transposed weight (clgrad/ops/conv/mma.py).
+//
+// Precision: X and K float16 (read as bits), products exact, summed in float32 by the tensor
+// cores; the bias added in float32 and Y rounded to float16 once (vstore_half: to nearest
+// even): im2col's float16 GEMMs (matmul_mma_async_nv.cl) sum the same way.
+//
+// Operands: the weight rows (o) are read by cp.async in 16-byte chunks (STAGES tiles in
+// flight), so its taps are contiguous (unit stride along k), and its row stride, group stride
+// and offset are multiples of 8 halves (the host copies any other view); a chunk past K reads
+// only the taps before K and zero-fills the rest (cp.async's src-size). The window (B: K x
+// pixels) is gathered through registers: work item tid stages pixel column tid % BN and taps
+// tid / BN + l * GSTEP of each BK-deep tile (the (c, kh, kw) digits walk by GSTEP, no
+// division in the loop), loaded while the tensor cores multiply the current tile and stored
+// to local memory after it; zero where a tap falls in the padding, on an inserted zero or past
+// K. Local tiles and fragment reads: matmul_mma_async_nv.cl's ([row][k] swizzled for the
+// weight, read by ldmatrix; [k][pixel] swizzled for the window, read by ldmatrix.trans).
+// Tiling: WARPS_M x WARPS_N warps, each (MT * 16) x (NT * 8) outputs; BK = 32 taps a tile.
+// Defines: T (half), KH KW SH SW DH DW UH UW, WARPS_M WARPS_N MT NT STAGES WAIT (STAGES - 2),
+// I32 (offsets in one (n, g) slab of X fit an int), P32 (n*oh*ow + BN fits an int),
+// SMEM_CVTA (as matmul_mma_async_nv.cl), MMA_EMULATE (mma_async_nv.h: no PTX, the tests).
+// Launch igemm_mma_fwd: global (ceil(n*oh*ow / BN) * NTHR, ceil(o / BM), g), local (NTHR, 1, 1).
+#include "conv.h"
+
+typedef ushort TIN;
+#define EV 8          // halves a 16-byte chunk
+#define ES 2          // bytes a half
+#define KSTEP 16      // an mma's depth
+#define TF32_ROUND(x)
+#define MMA_F16 1
+#include "mma_nv.h"
+
+#define NTHR (WARPS_M * WARPS_N * 32)
+#define BM (WARPS_M * MT * 16)
+#define BN (WARPS_N * NT * 8)
+#define BK 32
+#define A_KR 0        // the weight tile kept [row][k]
+#define B_KR 1        // the window tile kept [k][pixel]
+#define A_SZ (BM * BK)
+#define B_SZ (BN * BK)
+#define STAGE_SZ (A_SZ + B_SZ)
+#define SMEM smem     // (mma_async_nv.h's emulation reads the kernel's local array by name)
+#include "mma_async_nv.h"
+
+#define KHW (KH * KW)
+#define GSTEP (NTHR / BN)        // taps between a work item's staged elements of one tile
+#define LB (BK / GSTEP)          // window elements a work item stages per tile
+#define LA (BM * BK / EV / NTHR) // weight chunks a work item copies per tile
+#if BM < 64 || BN < 64 || (NT % 2) || NTHR % BN || BK % GSTEP || (BM * BK / EV) % NTHR || \
+    STAGES < 2
+#error "igemm_mma: BM, BN >= 64, NT even, NTHR a multiple of BN, whole chunks per item"
+#endif
+// GSTEP as (c, kh, kw) digits: one carry at most per digit and step
+#define GC (GSTEP / KHW)
+#define GH ((GSTEP % KHW) / KW)
+#define GW (GSTEP % KW)
+#ifdef I32
+typedef int IT;
+#else
+typedef long IT;
+#endif
+
+// Copy the weight tile of rows bm.., taps k0.. (row r at A[r * lda], taps contiguous) into the
+// local [row][k] tile at shared address s: LA chunks of 8 taps per work item.
+INL void copy_w(__local ushort *smem, uint s, __global const TIN *A, long lda, int M, int K,
+                int bm, int k0, int tid) {
+#pragma unroll
+    for (int e = 0; e < LA; ++e) {
+        const int v = tid + e * NTHR, rr = v / (BK / EV), cc = (v % (BK / EV)) * EV;
+        const int k = k0 + cc, left = K - k;
+        const bool in = bm + rr < M && left > 0;
+        CP_ASYNC16(s + ES * IDX_RK(rr, cc), in ? A + (bm + rr) * lda + k : A,
+                   in ? (left >= EV ? 16 : 2 * left) : 0);
+    }
+}
+
+// The window: this work item's LB taps of the next tile at its pixel (y0, x0: the window's
+// origin in Xv's rows and columns; xq: its sample and group in X), the digits (c, kh, kw) of
+// its first tap walked by GSTEP per element (so by BK per tile).
+INL void gather(TIN rb[LB], __global const TIN *xq, bool qok, int y0, int x0, const conv_t p,
+                int *c, int *kh, int *kw) {
+    const IT cs = (IT)p.x.s[2], hs = (IT)p.x.s[3], ws = (IT)p.x.s[4];
+#pragma unroll
+    for (int l = 0; l < LB; ++l) {
+        const int y = y0 + *kh * DH, x = x0 + *kw * DW;
+        const bool ok = qok && *c < (int)p.c && y >= 0 && x >= 0 && y % UH == 0 &&
+                        x % UW == 0 && y / UH < (int)p.h && x / UW < (int)p.w;
+        rb[l] = ok ? xq[*c * cs + (y / UH) * hs + (x / UW) * ws] : (TIN)0;
+        int w2 = *kw + GW, cy = w2 >= KW;
+        *kw = cy ? w2 - KW : w2;
+        int h2 = *kh + GH + cy;
+        cy = h2 >= KH;
+        *kh = cy ? h2 - KH : h2;
+        *c += GC + cy;
+    }
+}
+
+INL void store_window(__local ushort *smem, int stage, const TIN rb[LB], int jc, int kb) {
+    __local ushort *bs = smem + stage * STAGE_SZ + A_SZ;
+#pragma unroll
+    for (int l = 0; l < LB; ++l) bs[IDX_KR(BN, kb + l * GSTEP, jc)] = rb[l];
+}
+
+__kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
+void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw,
+                   __global half *Y, __global const half *Bias) {
+    __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
+    const uint sbase = smem_addr(smem);
+    const int tid = get_local_id(0);
+    const uint lane = lane_of(tid), g8 = lane >> 2, t4 = lane & 3;
+    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
+    A_LANE(lane, a_r, a_k);
+    B_LANE(lane, b_r, b_k);
+    const long grp = get_group_id(2), bn = (long)get_group_id(0) * BN;
+    const int bm = (int)get_group_id(1) * BM, M = (int)p.o, kall = (int)(p.c * KHW);
+    const long plane = p.oh * p.ow, npix = p.n * plane;
+    // this work item's staged pixel and first tap
+    const int jc = tid % BN, kb = tid / BN;
+    const long q = bn + jc;
+    const bool qok = q < npix;
+#ifdef P32
+    const int qn = qok ? (int)q / (int)plane : 0, qr = qok ? (int)q - qn * (int)plane : 0;
+    const int y0 = qr / (int)p.ow * SH - (int)p.ph, x0 = qr % (int)p.ow * SW - (int)p.pw;
+#else
+    const long qn = qok ? q / plane : 0, qr = qok ? q - qn * plane : 0;
+    const int y0 = (int)(qr / p.ow) * SH - (int)p.ph, x0 = (int)(qr % p.ow) * SW - (int)p.pw;
+#endif
+    __global const TIN *xq = X + p.x.off + qn * p.x.s[0] + grp * p.x.s[1];
+    __global const TIN *Ag = Kw + p.k.off + grp * p.k.s[0];
+    const long lda = p.k.s[1];
+    int dc = kb / KHW, dh = (kb % KHW) / KW, dw = kb % KW;
+    float acc[MT][NT][4];
+    ZERO_ACC(acc)
+    const int ntiles = (kall + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) copy_w(smem, sbase + ES * s * STAGE_SZ, Ag, lda, M, kall, bm, s * BK, tid);
+        cp_commit();
+    }
+    TIN rb[LB];
+    gather(rb, xq, qok, y0, x0, p, &dc, &dh, &dw);
+    store_window(smem, 0, rb, jc, kb);
+    // stages: tile kt is read from rd, tile kt + 1's window written to bw, tile kt + STAGES -
+    // 1's weight to wr (each stage's last readers are done by the barrier before the writes)
+    int rd = 0, bw = 1 % STAGES, wr = STAGES - 1;
+    for (int kt = 0; kt < ntiles; ++kt) {
+        cp_wait();                      // this work item's weight copies of tile kt are in
+        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's, and the window; tile kt - 1 was read
+        const int nk = kt + STAGES - 1;
+        if (nk < ntiles) copy_w(smem, sbase + ES * wr * STAGE_SZ, Ag, lda, M, kall, bm, nk * BK, tid);
+        cp_commit();
+        const bool more = kt + 1 < ntiles;
+        if (more) gather(rb, xq, qok, y0, x0, p, &dc, &dh, &dw);  // in flight meanwhile
+        const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
+        MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
+        if (more) store_window(smem, bw, rb, jc, kb);
+        rd = rd == STAGES - 1 ? 0 : rd + 1;
+        bw = bw == STAGES - 1 ? 0 : bw + 1;
+        wr = wr == STAGES - 1 ? 0 : wr + 1;
+    }
+    cp_wait_all();
+    // Y: accumulator q of tile (i, j) is row g8 (+8 for q >= 2), column 2 t4 (+1 for odd q)
+    long yo[NT][2];
+    bool yin[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const long c = bn + wn + j * 8 + 2 * t4 + e;
+#ifdef P32
+            const int n = (int)c / (int)plane, r = (int)c - n * (int)plane;
+            const int oy = r / (int)p.ow, ox = r - oy * (int)p.ow;
+#else
+            const long n = c / plane, r = c - n * plane, oy = r / p.ow, ox = r - oy * p.ow;
+#endif
+            yin[j][e] = c < npix;
+            yo[j][e] = p.y.off + n * p.y.s[0] + grp * p.y.s[1] + oy * p.y.s[3] + ox * p.y.s[4];
+        }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = bm + wm + i * 16 + g8 + h * 8;
+            if (m >= M) continue;
+            const float b = p.bias ? vload_half(p.boff + (grp * p.o + m) * p.bs, Bias) : 0.0f;
+            const long mo = m * p.y.s[2];
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (yin[j][e]) vstore_half(acc[i][j][2 * h + e] + b, yo[j][e] + mo, Y);
+        }
+}

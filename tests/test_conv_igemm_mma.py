@@ -1,0 +1,181 @@
+"""igemm_mma (clgrad/ops/conv/mma.py, kernels/conv_igemm_mma_nv.cl): float16 implicit-GEMM
+convolution on tensor cores, against float64 NumPy.
+
+On any device the kernel runs emulated (mma.EMULATE: kernels/mma_async_nv.h's MMA_EMULATE, the
+same tiles, swizzles, gathers and stores with plain loops for mma.sync, cp.async and ldmatrix);
+on a device where ``mma.available`` holds without emulation (NVIDIA's OpenCL), the real kernel
+runs the same tests.
+"""
+import numpy as np
+import pytest
+
+import clgrad
+import clgrad.nn.functional as F
+from clgrad import backends
+from clgrad.ops.conv import mma
+from clgrad.ops.conv import op as conv_op
+from clgrad.runtime import launch_count
+
+DEV = clgrad.zeros(1)._storage.device
+MODES = ["emulated"] + (["tensor cores"] if DEV.kind == "gpu" and "NVIDIA" in DEV.platform
+                        else [])
+
+
+@pytest.fixture(params=MODES)
+def mode(request, monkeypatch):
+    """The kernel as this mode builds it; the float16 convolutions on their float16 route
+    (conv_op.HALF_IM2COL) with conv_algorithm 'igemm_mma'."""
+    emulate = request.param == "emulated"
+    monkeypatch.setattr(mma, "EMULATE", emulate)
+    monkeypatch.setattr(mma, "_OK", {})
+    if not emulate and not mma.available(DEV):
+        pytest.fail("the tensor-core kernel failed its self-check on this NVIDIA device")
+    monkeypatch.setattr(conv_op, "HALF_IM2COL", True)
+    monkeypatch.setattr(backends, "conv_algorithm", "igemm_mma")
+    return request.param
+
+
+# (n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh, uw, bias, flipped weight)
+CASES = list(mma._CHECKS) + [
+    (2, 3, 8, 9, 8, 8, 5, 4, 3, 3, 2, 2, 2, 2, 2, 1, 1, 1, True, False),   # dilation, groups
+    (1, 1, 40, 4, 4, 136, 4, 4, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, True, False),  # 1 x 1, 2 M tiles
+    (2, 1, 3, 12, 12, 20, 6, 6, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1, False, False),  # taps 75
+    (1, 2, 9, 3, 5, 12, 7, 9, 3, 3, 1, 1, 1, 1, 0, 0, 3, 2, True, True),    # insertion 3, 2
+]
+
+
+@pytest.mark.parametrize("tile", sorted(mma.TILES))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:10])))
+def test_kernel_matches_float64(mode, monkeypatch, tile, case):
+    """Every tile on every problem: within 2 float16 roundings of the float64 result (the
+    products exact, float32 sums, one rounding), padding, insertion, groups and the bias
+    included; weights read in place and through the kernel's copy."""
+    monkeypatch.setattr(mma, "_tile", lambda p, dev: mma.TILES[tile])
+    err = mma.check_problem(DEV, case, np.random.default_rng(7))
+    assert err <= 2.0, err
+
+
+def _np_conv(x, w, b, stride, padding, dilation, groups):
+    """conv2d in float64 NumPy: x (N, C, H, W), w (O, C/G, kH, kW)."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    s, p, d = stride, padding, dilation
+    oh = (h + 2 * p - d * (kh - 1) - 1) // s + 1
+    ow = (wd + 2 * p - d * (kw - 1) - 1) // s + 1
+    xp = np.zeros((n, c, h + 2 * p, wd + 2 * p))
+    xp[:, :, p:p + h, p:p + wd] = x
+    y = np.zeros((n, o, oh, ow))
+    og = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                win = xs[:, :, i * d:i * d + s * (oh - 1) + 1:s, j * d:j * d + s * (ow - 1) + 1:s]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", win,
+                                                       w[g * og:(g + 1) * og, :, i, j])
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1)
+    return y
+
+
+def _np_grad_input(gy, w, xshape, stride, padding, dilation, groups):
+    """The input gradient of _np_conv for output gradient gy, in float64."""
+    n, c, h, wd = xshape
+    o, cg, kh, kw = w.shape
+    s, p, d = stride, padding, dilation
+    oh, ow = gy.shape[2:]
+    gxp = np.zeros((n, c, h + 2 * p + s * kh * d, wd + 2 * p + s * kw * d))
+    og = o // groups
+    for g in range(groups):
+        for i in range(kh):
+            for j in range(kw):
+                contrib = np.einsum("nohw,oc->nchw", gy[:, g * og:(g + 1) * og],
+                                    w[g * og:(g + 1) * og, :, i, j])
+                gxp[:, g * cg:(g + 1) * cg, i * d:i * d + s * (oh - 1) + 1:s,
+                    j * d:j * d + s * (ow - 1) + 1:s] += contrib
+    return gxp[:, :, p:p + h, p:p + wd]
+
+
+LAYERS = [  # (n, c, h, o, k, stride, padding, dilation, groups)
+    (2, 16, 9, 24, 3, 1, 1, 1, 1),
+    (2, 16, 10, 32, 3, 2, 1, 1, 2),
+    (3, 24, 6, 16, 1, 2, 0, 1, 1),
+    (2, 3, 11, 8, 5, 2, 2, 1, 1),
+    (2, 8, 8, 8, 3, 1, 2, 2, 1),
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: "-".join(map(str, l)))
+def test_conv2d_forward_and_input_gradient(mode, layer):
+    """F.conv2d in float16 through igemm_mma (forward, and the input gradient as one problem
+    with zero insertion) against float64 NumPy of the same float16 values; the weight
+    gradient stays im2col's."""
+    n, c, h, o, k, s, p, d, g = layer
+    rng = np.random.default_rng(11)
+    xa = rng.standard_normal((n, c, h, h)).astype(np.float16)
+    wa = rng.standard_normal((o, c // g, k, k)).astype(np.float16)
+    ba = rng.standard_normal(o).astype(np.float16)
+    x = clgrad.tensor(xa, requires_grad=True)
+    w = clgrad.tensor(wa, requires_grad=True)
+    y = F.conv2d(x, w, clgrad.tensor(ba), stride=s, padding=p, dilation=d, groups=g)
+    gy = rng.standard_normal(tuple(y.shape)).astype(np.float16)
+    y.backward(clgrad.tensor(gy))
+    assert backends.last_conv_algorithms["forward"] == "igemm_mma"
+    assert backends.last_conv_algorithms["grad_input"] == "igemm_mma"
+    f64 = [a.astype(np.float64) for a in (xa, wa, ba, gy)]
+    ref_y = _np_conv(f64[0], f64[1], f64[2], s, p, d, g)
+    ref_gx = _np_grad_input(f64[3], f64[1], xa.shape, s, p, d, g)
+    mag_y = _np_conv(np.abs(f64[0]), np.abs(f64[1]), np.abs(f64[2]), s, p, d, g)
+    mag_gx = _np_grad_input(np.abs(f64[3]), np.abs(f64[1]), xa.shape, s, p, d, g)
+    for got, ref, mag in ((y, ref_y, mag_y), (x.grad, ref_gx, mag_gx)):
+        assert got.dtype == clgrad.float16
+        err = np.abs(got.detach().numpy().astype(np.float64) - ref)
+        assert np.all(err <= 2.0 ** -10 * (mag + 1e-3)), float(np.max(err / (mag + 1e-3)))
+
+
+def test_nan_in_gives_nan_out_where_its_window_reaches(mode):
+    """A NaN input pixel makes exactly the outputs whose windows hold it NaN; the padding's
+    zeros never meet it (the gather reads no value outside the map)."""
+    xa = np.ones((1, 8, 6, 6), np.float16)
+    xa[0, 3, 2, 4] = np.nan
+    y = F.conv2d(clgrad.tensor(xa), clgrad.ones((8, 8, 3, 3), dtype=clgrad.float16),
+                 padding=1).numpy()
+    want = np.zeros((6, 6), bool)
+    want[1:4, 3:6] = True
+    for o in range(8):
+        assert np.array_equal(np.isnan(y[0, o]), want)
+
+
+def test_launches_do_not_depend_on_groups(mode):
+    """One launch over all groups: the forward's launch count is the same for groups 1 and 4
+    (the weight is read in place: no copy launch), and so is the backward's."""
+    counts = []
+    for g in (1, 4):
+        x = clgrad.ones((2, 32, 8, 8), dtype=clgrad.float16, requires_grad=True)
+        w = clgrad.ones((32, 32 // g, 3, 3), dtype=clgrad.float16, requires_grad=True)
+        F.conv2d(x, w, padding=1, groups=g).sum().backward()  # (warm: plans, builds)
+        n0 = launch_count()
+        y = F.conv2d(x, w, padding=1, groups=g)
+        n1 = launch_count()
+        y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float16))
+        counts.append((n1 - n0, launch_count() - n1))
+        assert np.all(y.detach().numpy() == (32 // g) * _inside_taps())
+    assert counts[0] == counts[1] and counts[0][0] == 1, counts
+
+
+def _inside_taps():
+    """How many of a 3 x 3 window's taps lie inside an 8 x 8 map padded by 1, per pixel."""
+    r = np.array([2] + [3] * 6 + [2])
+    return r[:, None] * r[None, :]
+
+
+def test_transposed_weight_view_is_copied_not_misread(mode):
+    """A weight view whose taps are not contiguous (a permuted tensor) gives the same result
+    as its contiguous copy (the kernel reads a copy in its own layout)."""
+    rng = np.random.default_rng(5)
+    xa = rng.standard_normal((2, 16, 7, 7)).astype(np.float16)
+    wt = clgrad.tensor(rng.standard_normal((16, 3, 3, 24)).astype(np.float16)).permute(3, 0, 1, 2)
+    x = clgrad.tensor(xa)
+    a = F.conv2d(x, wt, padding=1).numpy()
+    b = F.conv2d(x, wt.contiguous(), padding=1).numpy()
+    assert np.array_equal(a, b)
