@@ -1,8 +1,10 @@
 """float16 convolutions (im2col + tensor-core GEMMs) against float32 and cuDNN, per layer.
 
-float16 runs three ways: im2col's float16 GEMMs (f16), float32's kernels on float32 copies
-(f16via32), and conv2d's default (f16auto: on tensor cores the route measured per layer,
-conv.op.half_via_float32; its pick in the route column, 16 or 32).
+float16 runs four ways: im2col's float16 GEMMs (f16), the tensor-core implicit GEMM for the
+forward and input gradient (f16mma: clgrad/ops/conv/mma.py; im2col's weight gradient),
+float32's kernels on float32 copies (f16via32), and conv2d's default (f16auto: on tensor cores
+the route measured per layer, conv.op.half_via_float32; its pick in the route column, 16 or
+32).
 
 Layers at batch N (default 128, CIFAR-sized maps as the zoo's): ResNet-18's 3 x 3 convs, a
 ResNeXt-29 grouped 3 x 3 (groups 8) and 1 x 1, AlexNet-like conv2 (5 x 5, groups 2).
@@ -152,15 +154,21 @@ def main():
         row = dict(layer=name, n=n, err16=_check(c, h, o, k, s, p, g))
         # float16 through each route (conv_op.HALF_IM2COL forces one), then as conv2d runs
         # it by default: on tensor cores the route measured for the layer (f16auto)
-        for dname, dt, force in (("f32", clgrad.float32, None), ("f16", clgrad.float16, True),
-                                 ("f16via32", clgrad.float16, False),
-                                 ("f16auto", clgrad.float16, None)):
+        for dname, dt, force, algo in (("f32", clgrad.float32, None, "auto"),
+                                       ("f16", clgrad.float16, True, "im2col"),
+                                       ("f16mma", clgrad.float16, True, "igemm_mma"),
+                                       ("f16via32", clgrad.float16, False, "auto"),
+                                       ("f16auto", clgrad.float16, None, "auto")):
             conv_op.HALF_IM2COL = force
-            for bw in (False, True):
-                ms = _median_ms(*_clgrad_case(n, c, h, o, k, s, p, g, dt, bw))
-                row[f"clgrad_{dname}_{'fb' if bw else 'f'}"] = round(ms, 4)
+            clgrad.backends.conv_algorithm = algo
+            try:
+                for bw in (False, True):
+                    ms = _median_ms(*_clgrad_case(n, c, h, o, k, s, p, g, dt, bw))
+                    row[f"clgrad_{dname}_{'fb' if bw else 'f'}"] = round(ms, 4)
+            finally:
+                clgrad.backends.conv_algorithm = "auto"
             if force:
-                row["algo_f16"] = dict(clgrad.backends.last_conv_algorithms)
+                row[f"algo_{dname}"] = dict(clgrad.backends.last_conv_algorithms)
         x16 = clgrad.empty((n, c, h, h), dtype=clgrad.float16)
         row["route_f16auto"] = "float32" if conv_op.half_via_float32(
             x16, (c // g) * (o // g)) else "float16"
@@ -175,7 +183,8 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     print()
-    print(f"{'layer':34s} {'f32 f/fb':>15s} {'f16 im2col f/fb':>15s} {'f16 via32 f/fb':>15s} "
+    print(f"{'layer':34s} {'f32 f/fb':>15s} {'f16 im2col f/fb':>15s} {'f16 mma f/fb':>15s} "
+          f"{'f16 via32 f/fb':>15s} "
           f"{'f16 auto f/fb':>15s} {'route':>7s} {'cudnn16 f/fb':>15s} "
           f"{'auto/cudnn16 fb':>15s} {'err16':>8s}")
     for r in rows:
@@ -183,7 +192,7 @@ def main():
         ratio = (f"{r['clgrad_f16auto_fb'] / r['torch_f16_fb']:.2f}x" if "torch_f16_fb" in r
                  else "-")
         cells = "".join(f"{r[f'clgrad_{d}_f']:.3f}/{r[f'clgrad_{d}_fb']:.3f}".rjust(15) + " "
-                        for d in ("f32", "f16", "f16via32", "f16auto"))
+                        for d in ("f32", "f16", "f16mma", "f16via32", "f16auto"))
         print(f"{r['layer']:34s} {cells}{r['route_f16auto'][-2:]:>7s} {t16:>15s} "
               f"{ratio:>15s} {r['err16']:.1e}")
     if args.out:
