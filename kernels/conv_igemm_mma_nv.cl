@@ -196,3 +196,102 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
                     if (yin[j][e]) vstore_half(acc[i][j][2 * h + e] + b, yo[j][e] + mo, Y);
         }
 }
+
+// The weight gradient: per group g, GW[g] (o x (K+1)) = GO[g] (o x pixels) @ col[g]^T (pixels
+// x (K+1)), column K all ones (the bias gradient), the depth (the batch's pixels) split:
+// split sp sums pixels [sp * QS, (sp + 1) * QS) into ws[sp][g][o][K+1] in float32 (QS a
+// multiple of BK; wgrad_reduce of conv_igemm_cpu.cl sums the splits and rounds once). Both
+// tiles are gathered through registers (two local stages: the next tile's loads in flight
+// while this one is multiplied): work item tid stages depth (pixel) tid % BK of every tile,
+// so a warp reads 32 consecutive pixels of one row (output channel, or tap) at a time; its
+// rows are tid / BK + l * (NTHR / BK), decoded into (c, kh, kw) per tile (division by
+// constants). Launch igemm_mma_wgrad: global (ceil((K+1) / BN) * NTHR, ceil(o / BM), g *
+// split), local (NTHR, 1, 1).
+#define RSTEP (NTHR / BK)          // rows between a work item's staged elements
+#define WA (BM / RSTEP)            // output-gradient elements a work item stages per tile
+#define WB (BN / RSTEP)            // window elements
+#if NTHR % BK || BM % RSTEP || BN % RSTEP
+#error "igemm_mma_wgrad: NTHR a multiple of BK, BM and BN multiples of NTHR / BK"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
+void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *GO, v5_t gv,
+                     __global float *ws, long qs) {
+    __local ushort smem[2 * STAGE_SZ] __attribute__((aligned(128)));
+    const uint sbase = smem_addr(smem);
+    const int tid = get_local_id(0);
+    const uint lane = lane_of(tid), g8 = lane >> 2, t4 = lane & 3;
+    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
+    A_LANE(lane, a_r, a_k);
+    B_LANE(lane, b_r, b_k);
+    const long grp = get_group_id(2) % p.g, sp = get_group_id(2) / p.g;
+    const int bn = (int)get_group_id(0) * BN, bm = (int)get_group_id(1) * BM, M = (int)p.o;
+    const int kall = (int)(p.c * KHW);
+    const long plane = p.oh * p.ow, npix = p.n * plane;
+    const long q0 = sp * qs, q1 = min(npix, q0 + qs);
+    const int kq = tid % BK, r0 = tid / BK;
+    __global const TIN *Xg = X + p.x.off + grp * p.x.s[1];
+    __global const TIN *Gg = GO + gv.off + grp * gv.s[1];
+    const IT cs = (IT)p.x.s[2], hs = (IT)p.x.s[3], xs = (IT)p.x.s[4];
+    float acc[MT][NT][4];
+    ZERO_ACC(acc)
+    TIN ra[WA], rb[WB];
+    const int ntiles = (int)((q1 - q0 + BK - 1) / BK);
+    for (int kt = -1; kt < ntiles; ++kt) {
+        if (kt + 1 < ntiles) {  // tile kt + 1's loads, in flight while tile kt is multiplied
+            const long q = q0 + (long)(kt + 1) * BK + kq;
+            const bool qok = q < q1;
+#ifdef P32
+            const int n = qok ? (int)q / (int)plane : 0, rr = qok ? (int)q - n * (int)plane : 0;
+            const int oy = rr / (int)p.ow, ox = rr - oy * (int)p.ow;
+#else
+            const long n = qok ? q / plane : 0, rr = qok ? q - n * plane : 0;
+            const int oy = (int)(rr / p.ow), ox = (int)(rr - (long)oy * p.ow);
+#endif
+            __global const TIN *gq = Gg + n * gv.s[0] + oy * gv.s[3] + ox * gv.s[4];
+#pragma unroll
+            for (int l = 0; l < WA; ++l) {
+                const int m = bm + r0 + l * RSTEP;
+                ra[l] = qok && m < M ? gq[m * gv.s[2]] : (TIN)0;
+            }
+            __global const TIN *xq = Xg + n * p.x.s[0];
+            const int y0 = oy * SH - (int)p.ph, x0 = ox * SW - (int)p.pw;
+#pragma unroll
+            for (int l = 0; l < WB; ++l) {
+                const int k = bn + r0 + l * RSTEP, c = k / KHW, r = k - c * KHW;
+                const int kh = r / KW, y = y0 + kh * DH, x = x0 + (r - kh * KW) * DW;
+                const bool ok = qok && k < kall && y >= 0 && x >= 0 && y < (int)p.h &&
+                                x < (int)p.w;
+                rb[l] = ok ? xq[c * cs + y * hs + x * xs]
+                           : qok && k == kall ? (TIN)0x3c00 : (TIN)0;  // (1.0 in float16)
+            }
+        }
+        if (kt >= 0) {
+            const uint sa = sbase + ES * (kt & 1) * STAGE_SZ, sb = sa + ES * A_SZ;
+            MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
+        }
+        if (kt + 1 < ntiles) {
+            __local ushort *as = smem + ((kt + 1) & 1) * STAGE_SZ, *bs = as + A_SZ;
+#pragma unroll
+            for (int l = 0; l < WA; ++l) as[IDX_RK(r0 + l * RSTEP, kq)] = ra[l];
+#pragma unroll
+            for (int l = 0; l < WB; ++l) bs[IDX_KR(BN, kq, r0 + l * RSTEP)] = rb[l];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    __global float *w = ws + (sp * p.g + grp) * p.o * (kall + 1);
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = bm + wm + i * 16 + g8 + h * 8;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int k = bn + wn + j * 8 + 2 * t4 + e;
+                    if (k <= kall) w[(long)m * (kall + 1) + k] = acc[i][j][2 * h + e];
+                }
+        }
+}

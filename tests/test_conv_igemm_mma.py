@@ -96,6 +96,26 @@ def _np_grad_input(gy, w, xshape, stride, padding, dilation, groups):
     return gxp[:, :, p:p + h, p:p + wd]
 
 
+def _np_grad_weight(gy, x, wshape, stride, padding, dilation, groups):
+    """The weight gradient of _np_conv for output gradient gy, in float64."""
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = wshape
+    s, p, d = stride, padding, dilation
+    oh, ow = gy.shape[2:]
+    xp = np.zeros((n, c, h + 2 * p, wd + 2 * p))
+    xp[:, :, p:p + h, p:p + wd] = x
+    gw = np.zeros(wshape)
+    og = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                win = xs[:, :, i * d:i * d + s * (oh - 1) + 1:s, j * d:j * d + s * (ow - 1) + 1:s]
+                gw[g * og:(g + 1) * og, :, i, j] = np.einsum(
+                    "nohw,nchw->oc", gy[:, g * og:(g + 1) * og], win)
+    return gw
+
+
 LAYERS = [  # (n, c, h, o, k, stride, padding, dilation, groups)
     (2, 16, 9, 24, 3, 1, 1, 1, 1),
     (2, 16, 10, 32, 3, 2, 1, 1, 2),
@@ -106,10 +126,11 @@ LAYERS = [  # (n, c, h, o, k, stride, padding, dilation, groups)
 
 
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda l: "-".join(map(str, l)))
-def test_conv2d_forward_and_input_gradient(mode, layer):
-    """F.conv2d in float16 through igemm_mma (forward, and the input gradient as one problem
-    with zero insertion) against float64 NumPy of the same float16 values; the weight
-    gradient stays im2col's."""
+def test_conv2d_every_pass(mode, layer):
+    """F.conv2d in float16 through igemm_mma (forward; input gradient as one problem with
+    zero insertion; weight and bias gradients from float32 split sums) against float64
+    NumPy of the same float16 values: within 2 float16 roundings of the sum of the
+    products' magnitudes."""
     n, c, h, o, k, s, p, d, g = layer
     rng = np.random.default_rng(11)
     xa = rng.standard_normal((n, c, h, h)).astype(np.float16)
@@ -117,17 +138,22 @@ def test_conv2d_forward_and_input_gradient(mode, layer):
     ba = rng.standard_normal(o).astype(np.float16)
     x = clgrad.tensor(xa, requires_grad=True)
     w = clgrad.tensor(wa, requires_grad=True)
-    y = F.conv2d(x, w, clgrad.tensor(ba), stride=s, padding=p, dilation=d, groups=g)
+    b = clgrad.tensor(ba, requires_grad=True)
+    y = F.conv2d(x, w, b, stride=s, padding=p, dilation=d, groups=g)
     gy = rng.standard_normal(tuple(y.shape)).astype(np.float16)
     y.backward(clgrad.tensor(gy))
-    assert backends.last_conv_algorithms["forward"] == "igemm_mma"
-    assert backends.last_conv_algorithms["grad_input"] == "igemm_mma"
-    f64 = [a.astype(np.float64) for a in (xa, wa, ba, gy)]
-    ref_y = _np_conv(f64[0], f64[1], f64[2], s, p, d, g)
-    ref_gx = _np_grad_input(f64[3], f64[1], xa.shape, s, p, d, g)
-    mag_y = _np_conv(np.abs(f64[0]), np.abs(f64[1]), np.abs(f64[2]), s, p, d, g)
-    mag_gx = _np_grad_input(np.abs(f64[3]), np.abs(f64[1]), xa.shape, s, p, d, g)
-    for got, ref, mag in ((y, ref_y, mag_y), (x.grad, ref_gx, mag_gx)):
+    assert backends.last_conv_algorithms == dict.fromkeys(
+        ("forward", "grad_input", "grad_weight"), "igemm_mma")
+    x64, w64, b64, g64 = [a.astype(np.float64) for a in (xa, wa, ba, gy)]
+    ax, aw, ag = np.abs(x64), np.abs(w64), np.abs(g64)
+    checks = (
+        (y, _np_conv(x64, w64, b64, s, p, d, g), _np_conv(ax, aw, np.abs(b64), s, p, d, g)),
+        (x.grad, _np_grad_input(g64, w64, xa.shape, s, p, d, g),
+         _np_grad_input(ag, aw, xa.shape, s, p, d, g)),
+        (w.grad, _np_grad_weight(g64, x64, wa.shape, s, p, d, g),
+         _np_grad_weight(ag, ax, wa.shape, s, p, d, g)),
+        (b.grad, g64.sum(axis=(0, 2, 3)), ag.sum(axis=(0, 2, 3))))
+    for got, ref, mag in checks:
         assert got.dtype == clgrad.float16
         err = np.abs(got.detach().numpy().astype(np.float64) - ref)
         assert np.all(err <= 2.0 ** -10 * (mag + 1e-3)), float(np.max(err / (mag + 1e-3)))

@@ -97,8 +97,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         if want == "auto" and dev.kind == "gpu" and p.c * p.o <= FEW_PAIRS and \
                 conv_gpu.few_channels_algorithm(pass_name, p, dev) == "depthwise_gpu":
             algo = first = "depthwise_gpu"  # (its planners take what that function says)
-        elif pass_name != "grad_weight" and (want == "igemm_mma" or want == "auto" and
-                                             mma.available(dev)):
+        elif want == "igemm_mma" or want == "auto" and mma.available(dev):
             algo = first = _half_tensor_cores(pass_name, p, w, want)
         plan = _plan(algo, pass_name, p, w)
         if plan is None and algo == "igemm_mma":
@@ -124,7 +123,7 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
 
 
 def _half_tensor_cores(pass_name: str, p: Problem, w: Tensor, want: str) -> str:
-    """The float16 forward's or input gradient's algorithm where igemm_mma may run (mma.py):
+    """A float16 pass's algorithm where igemm_mma may run (mma.py):
     clgrad.backends' 'igemm_mma', or under 'auto' the faster of igemm_mma and im2col on this
     problem, measured once per device, driver and problem (conv_gpu.measured, any stride;
     from conv_gpu._TUNE_MIN_MACS multiply-adds, igemm_mma below that: one launch, no

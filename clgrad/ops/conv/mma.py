@@ -1,14 +1,16 @@
 """igemm_mma — float16 implicit-GEMM convolution on NVIDIA's tensor cores (planner and launcher
 of kernels/conv_igemm_mma_nv.cl, beside clgrad/ops/conv/gpu.py's float32 kernels).
 
-The forward pass and the input gradient (conv.h's forward problem on the output gradient with
-zero insertion: one launch however large the stride) of a float16 conv2d as one launch over
-all groups: Y[g] (O/G x N*oH*oW) = W[g] (O/G x C/G*kH*kW) @ col[g], the im2col matrix gathered
-into local memory on the fly (no workspace, no col2im, no layout copies of the output), the
-weight tiles copied by cp.async, the products summed in float32 by mma.sync (inline PTX), the
-output rounded to float16 once. Where the float16 convolutions ran im2col + the pipelined GEMM +
-col2im before (ResNeXt-29's AMP step on an H200: 17 ms of 24.7 ms of kernels in those and their
-layout copies; bench/README.md, 2026-12-06b).
+Every pass of a float16 conv2d as one launch over all groups. Forward and input gradient
+(conv.h's forward problem on the output gradient with zero insertion: one launch however
+large the stride): Y[g] (O/G x N*oH*oW) = W[g] (O/G x C/G*kH*kW) @ col[g], the im2col matrix
+gathered into local memory on the fly (no workspace, no col2im, no layout copies of the
+output), the weight tiles copied by cp.async, the products summed in float32 by mma.sync
+(inline PTX), the output rounded to float16 once. Weight gradient: GW[g] (O/G x C/G*kH*kW + 1,
+the last column the bias gradient's) = GO[g] @ col[g]^T over the batch's pixels, split into
+slices summed in float32 (algorithms._reduce, one rounding). Where the float16 convolutions
+ran im2col + the pipelined GEMM + col2im before (ResNeXt-29's AMP step on an H200: 17 ms of
+24.7 ms of kernels in those and their layout copies; bench/README.md, 2026-12-06b).
 
 Which devices: NVIDIA's OpenCL where the pipelined GEMM runs (matmul.has_mma_async, float16),
 then once per device and process three problems (groups and a bias; taps not a multiple of 8;
@@ -17,9 +19,7 @@ and the float16 convolutions keep im2col. ``EMULATE`` (tests) builds the kernel 
 (kernels/mma_async_nv.h's MMA_EMULATE: the same tiles, swizzles, gathers and stores; the mma,
 cp.async and ldmatrix as plain loops) so that any OpenCL device checks its index math.
 
-The weight gradient stays im2col's (its GEMM depth is the batch's pixels, split-K on tensor
-cores: clgrad/ops/conv/algorithms.py). ``auto`` measures this against im2col per pass and
-problem (choice.py).
+``auto`` measures this against im2col per pass and problem (choice.py).
 """
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ import pyopencl as cl
 
 from clgrad import capture as _capture, dtypes, layout
 from clgrad.ops._util import copy_raw, empty
-from clgrad.ops.conv.algorithms import _bias_buffer
+from clgrad.kernel_structs import V5_T, longs
+from clgrad.ops.conv.algorithms import _bias_buffer, _reduce, _workspace
 from clgrad.ops.conv.gpu import _INT_LIMIT, _defines, _extent
-from clgrad.ops.conv.problem import Plan, Problem, cdiv, raw, v5
+from clgrad.ops.conv.problem import Plan, Problem, Tiles, cdiv, raw, v5
+from clgrad.runtime import pack
 from clgrad.ops.matmul import has_mma_async, smem_defines
 from clgrad.tensor import Tensor
 
@@ -85,8 +87,45 @@ def _plan_fwd(p: Problem, dt, dev):
     return Plan(inserts=True)
 
 
-def _no_wgrad(p: Problem, dt, dev):
-    return None  # (the weight gradient: im2col's split-K GEMM)
+def _wgrad_split(p: Problem, dev, t: dict) -> tuple:
+    """(splits, pixels a split) of the weight gradient's depth (the batch's N * oH * oW
+    pixels): enough work-groups for WGRAD_FILL per compute unit, each split at least
+    WGRAD_MIN_PIXELS pixels, a multiple of the tile depth (32); the splits then as many as
+    that leaves."""
+    bm, bn, _ = _rows_cols(t)
+    npix = p.n * p.oh * p.ow
+    wgs = cdiv(p.c * p.kh * p.kw + 1, bn) * cdiv(p.o, bm) * p.g
+    want = max(1, min(cdiv(WGRAD_FILL * dev.compute_units, wgs), npix // WGRAD_MIN_PIXELS))
+    qs = cdiv(cdiv(npix, want), 32) * 32
+    return cdiv(npix, qs), qs
+
+
+WGRAD_FILL = 2          # work-groups per compute unit the weight gradient's splits aim at
+WGRAD_MIN_PIXELS = 1024  # the fewest pixels a split sums
+
+
+def _plan_wgrad(p: Problem, dt, dev):
+    """The weight gradient's plan (its splits in Tiles.split) for float16 problems on devices
+    where ``available``; None otherwise (and for zero insertion: never a weight gradient's)."""
+    if _plan_fwd(p, dt, dev) is None or p.uh * p.uw != 1:
+        return None
+    return Plan(Tiles(split=_wgrad_split(p, dev, _tile(p, dev))[0]))
+
+
+def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
+    """Launch igemm_mma_wgrad (float32 partial sums of each split, bias column included) and
+    sum the splits into gw and gb (algorithms._reduce: float32 sums, one rounding)."""
+    dev = x._storage.device
+    t = _tile(p, dev)
+    split, qs = _wgrad_split(p, dev, t)
+    bm, bn, nthr = _rows_cols(t)
+    gv = v5(g4, p.g)
+    ws = _workspace(p, split, dtypes.float32, dev)
+    dev.launch(_kernel(p, dev, t, "igemm_mma_wgrad", gv),
+               (cdiv(p.c * p.kh * p.kw + 1, bn) * nthr, cdiv(p.o, bm), p.g * split),
+               (nthr, 1, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
+               pack(gv, longs(V5_T)), ws._storage.buffer, np.int64(qs))
+    _reduce(p, plan.tiles._replace(split=split), ws, gw, gb)
 
 
 def _weight(p: Problem, w: Tensor):
@@ -109,10 +148,15 @@ def _weight(p: Problem, w: Tensor):
     return p._replace(k=kv), buf
 
 
-def _kernel(p: Problem, dev, t: dict):
+def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None):
+    """The kernel ``name`` for problem p and tiles t (gv: the weight gradient's view of the
+    output gradient, whose in-sample offsets I32 bounds too)."""
     d = _defines(p, dtypes.float16, {"x": p.x}, **t, WAIT=t["STAGES"] - 2)
     d.pop("I32", None)
-    if (p.c - 1) * abs(p.x[3]) + _extent(p.x, p.h, p.w) < _INT_LIMIT:
+    ext = (p.c - 1) * abs(p.x[3]) + _extent(p.x, p.h, p.w)
+    if gv is not None:
+        ext = max(ext, (p.o - 1) * abs(gv[3]) + _extent(gv, p.oh, p.ow))
+    if ext < _INT_LIMIT:
         d["I32"] = 1
     _, bn, _ = _rows_cols(t)
     if p.n * p.oh * p.ow + bn < _INT_LIMIT:
@@ -121,7 +165,7 @@ def _kernel(p: Problem, dev, t: dict):
         d["MMA_EMULATE"] = 1
     else:
         d.update(smem_defines(dev))
-    return dev.kernel("conv_igemm_mma_nv.cl", "igemm_mma_fwd", d)
+    return dev.kernel("conv_igemm_mma_nv.cl", name, d)
 
 
 def _fwd(p: Problem, plan: Plan, x, w, y, bias):
@@ -135,7 +179,7 @@ def _fwd(p: Problem, plan: Plan, x, w, y, bias):
                y._storage.buffer, _bias_buffer(bias, y))
 
 
-KERNELS = {"igemm_mma": ((_plan_fwd, _fwd), (_no_wgrad, None))}
+KERNELS = {"igemm_mma": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad))}
 
 
 # -- the self-check ---------------------------------------------------------------------------
