@@ -83,6 +83,8 @@ __kernel void smem_window(__global ulong *out) {
     out[1] = smem_addr64(probe + 1000);
 }
 
+#ifndef SMEM_PROBE
+
 #ifdef EXACT
 #define INSIDE(r, c) 1
 #else
