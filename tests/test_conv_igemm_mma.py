@@ -205,3 +205,66 @@ def test_transposed_weight_view_is_copied_not_misread(mode):
     a = F.conv2d(x, wt, padding=1).numpy()
     b = F.conv2d(x, wt.contiguous(), padding=1).numpy()
     assert np.array_equal(a, b)
+
+
+def test_where_it_cannot_run_conv2d_gives_way(monkeypatch):
+    """conv_algorithm 'igemm_mma' where the kernel is not available (a device without tensor
+    cores, not emulated): float16 passes run im2col, float32 ones implicit, both right."""
+    monkeypatch.setattr(mma, "EMULATE", False)
+    monkeypatch.setattr(mma, "_OK", {DEV: False})
+    monkeypatch.setattr(conv_op, "HALF_IM2COL", True)
+    monkeypatch.setattr(backends, "conv_algorithm", "igemm_mma")
+    rng = np.random.default_rng(2)
+    xa = rng.standard_normal((2, 8, 6, 6)).astype(np.float16)
+    wa = rng.standard_normal((16, 8, 3, 3)).astype(np.float16)
+    ref = _np_conv(xa.astype(np.float64), wa.astype(np.float64), None, 1, 1, 1, 1)
+    mag = _np_conv(np.abs(xa).astype(np.float64), np.abs(wa).astype(np.float64), None, 1, 1, 1, 1)
+    y16 = F.conv2d(clgrad.tensor(xa), clgrad.tensor(wa), padding=1)
+    assert backends.last_conv_algorithms["forward"] == "im2col"
+    assert np.all(np.abs(y16.numpy().astype(np.float64) - ref) <= 2.0 ** -10 * (mag + 1e-3))
+    y32 = F.conv2d(clgrad.tensor(xa.astype(np.float32)), clgrad.tensor(wa.astype(np.float32)),
+                   padding=1)
+    assert backends.last_conv_algorithms["forward"] == "implicit"
+    assert np.allclose(y32.numpy(), ref, rtol=1e-5, atol=1e-5 * np.max(mag))
+
+
+def test_self_check_refuses_a_wrong_kernel(monkeypatch):
+    """available() runs its problems against NumPy and refuses (with a warning naming the
+    kernel) a build whose results are wrong: here the emulated kernel built for a dilation
+    one larger than the problem's (its taps read the wrong pixels)."""
+    monkeypatch.setattr(mma, "EMULATE", True)
+    monkeypatch.setattr(mma, "_OK", {})
+    real = mma._kernel
+
+    def wrong(p, dev, t, name="igemm_mma_fwd", gv=None):
+        return real(p._replace(dw=p.dw + 1), dev, t, name, gv)
+    monkeypatch.setattr(mma, "_kernel", wrong)
+    with pytest.warns(RuntimeWarning, match="conv_igemm_mma_nv.cl"):
+        assert mma.available(DEV) is False
+
+
+def test_auto_measures_it_against_im2col_per_pass(mode, monkeypatch, tmp_path):
+    """Under 'auto' where igemm_mma is available, each float16 pass measures igemm_mma
+    against im2col once (conv_gpu.measured, keyed with mma.VERSION) and runs the faster; the
+    result stays right (float64 NumPy)."""
+    from clgrad.ops.conv import gpu as conv_gpu
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    monkeypatch.setattr(backends, "conv_algorithm", "auto")
+    rng = np.random.default_rng(4)
+    xa = rng.standard_normal((2, 16, 6, 6)).astype(np.float16)
+    wa = rng.standard_normal((24, 16, 3, 3)).astype(np.float16)
+    x = clgrad.tensor(xa, requires_grad=True)
+    y = F.conv2d(x, clgrad.tensor(wa, requires_grad=True), padding=1)
+    y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float16))
+    entries = {k.split(" float16 ")[0].rsplit(" ", 1)[1]: v  # (the pass, from the key)
+               for k, v in conv_gpu._TUNED.items() if k.endswith(f" v{mma.VERSION}")}
+    assert set(entries) == {"forward", "grad_input", "grad_weight"}
+    for e in entries.values():
+        assert set(e["ms"]) == {"igemm_mma", "im2col"} and e["algo"] in e["ms"]
+    assert backends.last_conv_algorithms == {k: e["algo"] for k, e in entries.items()}
+    x64, w64 = xa.astype(np.float64), wa.astype(np.float64)
+    mag = _np_conv(np.abs(x64), np.abs(w64), None, 1, 1, 1, 1)
+    err = np.abs(y.detach().numpy().astype(np.float64) - _np_conv(x64, w64, None, 1, 1, 1, 1))
+    assert np.all(err <= 2.0 ** -10 * (mag + 1e-3))

@@ -66,13 +66,14 @@ def _tile(p: Problem, dev) -> dict:
 
 
 def available(dev) -> bool:
-    """Whether float16 convolutions on ``dev`` may run igemm_mma: EMULATE, or NVIDIA's OpenCL
-    with the pipelined float16 GEMM (matmul.has_mma_async) whose build of this kernel matches
-    float64 NumPy on three problems, once per device and process (a failure warns once)."""
+    """Whether float16 convolutions on ``dev`` may run igemm_mma: NVIDIA's OpenCL with the
+    pipelined float16 GEMM (matmul.has_mma_async), or any device under EMULATE, whose build of
+    this kernel matches float64 NumPy on _CHECKS (``_self_check``), once per device and
+    process (a failure warns once)."""
     ok = _OK.get(dev)
     if ok is None:
-        ok = _OK[dev] = EMULATE or ("NVIDIA" in dev.platform and has_mma_async(dev, "f16")
-                                    and _self_check(dev))
+        ok = _OK[dev] = (EMULATE or "NVIDIA" in dev.platform and
+                         has_mma_async(dev, "f16")) and _self_check(dev)
     return ok
 
 
@@ -254,10 +255,56 @@ def check_problem(dev, case, rng) -> float:
     return float(np.max(np.abs(got - ref) / (2.0 ** -10 * (mag + 1e-3))))
 
 
+def reference_wgrad(p: Problem, x: np.ndarray, go: np.ndarray) -> np.ndarray:
+    """The weight gradient of conv.h's problem p (no insertion) in float64 NumPy: x (n, g, c,
+    h, w), go (n, g, o, oh, ow) -> (g, o, c*kh*kw + 1), the last column the bias gradient."""
+    x, go = x.astype(np.float64), go.astype(np.float64)
+    xp = np.zeros((p.n, p.g, p.c, p.h + 2 * abs(p.ph) + p.kh * p.dh + p.sh * p.oh,
+                   p.w + 2 * abs(p.pw) + p.kw * p.dw + p.sw * p.ow))
+    xp[..., abs(p.ph):abs(p.ph) + p.h, abs(p.pw):abs(p.pw) + p.w] = x
+    out = np.zeros((p.g, p.o, p.c, p.kh, p.kw))
+    for i in range(p.kh):
+        for j in range(p.kw):
+            r0, c0 = abs(p.ph) - p.ph + i * p.dh, abs(p.pw) - p.pw + j * p.dw
+            win = xp[..., r0:r0 + p.sh * (p.oh - 1) + 1:p.sh, c0:c0 + p.sw * (p.ow - 1) + 1:p.sw]
+            out[..., i, j] = np.einsum("ngohw,ngchw->goc", go, win)
+    return np.concatenate([out.reshape(p.g, p.o, -1), go.sum(axis=(0, 3, 4))[..., None]], -1)
+
+
+def check_wgrad(dev, case, rng) -> float:
+    """The weight gradient (and bias column) of one of _CHECKS without insertion on dev, its
+    float32 split sums before the reduction: the largest error in float32 roundings of the
+    sum of the products' magnitudes."""
+    n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw = case[:16]
+    p = Problem(n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
+    xa = rng.standard_normal((n, g * c, h, w)).astype(np.float16)
+    ga = rng.standard_normal((n, g * o, oh, ow)).astype(np.float16)
+    x, go = _put(dev, xa), _put(dev, ga)
+    p = p._replace(x=v5(x, g))
+    t = _tile(p, dev)
+    split, qs = _wgrad_split(p, dev, t)
+    bm, bn, nthr = _rows_cols(t)
+    gv = v5(go, g)
+    ws = _workspace(p, split, dtypes.float32, dev)
+    dev.launch(_kernel(p, dev, t, "igemm_mma_wgrad", gv),
+               (cdiv(c * kh * kw + 1, bn) * nthr, cdiv(o, bm), g * split), (nthr, 1, 1),
+               p.pack(), x._storage.buffer, go._storage.buffer, pack(gv, longs(V5_T)),
+               ws._storage.buffer, np.int64(qs))
+    got = np.empty(ws.shape, np.float32)
+    cl.enqueue_copy(dev.queue, got, ws._storage.buffer)
+    got = got.astype(np.float64).sum(axis=0)
+    x5, g5 = xa.reshape(n, g, c, h, w), ga.reshape(n, g, o, oh, ow)
+    ref = reference_wgrad(p, x5, g5)
+    mag = reference_wgrad(p, np.abs(x5), np.abs(g5))
+    return float(np.max(np.abs(got - ref) / (2.0 ** -23 * n * oh * ow * (mag + 1e-3))))
+
+
 def _self_check(dev) -> bool:
     """_CHECKS on dev's queue (outside any capture): float16 outputs within 2 roundings of
-    float64 (products exact, float32 sums, one rounding to float16); False and a warning on
-    any failure or build error."""
+    float64 (products exact, float32 sums, one rounding to float16), and the weight gradients
+    of those without insertion, whose float32 split sums stay within the float32 bound of
+    their depth (n * oH * oW roundings of the magnitudes' sum); False and a warning on any
+    failure or build error."""
     try:
         with _capture.paused(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -266,6 +313,11 @@ def _self_check(dev) -> bool:
                 err = check_problem(dev, case, rng)
                 if not err <= 2.0:
                     raise RuntimeError(f"problem {case[:18]}: error {err:.3g} roundings")
+                if case[16] * case[17] == 1:
+                    err = check_wgrad(dev, case, rng)
+                    if not err <= 1.0:
+                        raise RuntimeError(f"weight gradient of {case[:16]}: error {err:.3g} "
+                                           f"float32 roundings of its depth")
         return True
     except Exception as e:  # noqa: BLE001 — any failure: keep im2col
         warnings.warn(f"clgrad: float16 convolutions on tensor cores (inline PTX, "
