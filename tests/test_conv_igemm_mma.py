@@ -17,6 +17,8 @@ from clgrad.ops.conv import op as conv_op
 from clgrad.runtime import launch_count
 
 DEV = clgrad.zeros(1)._storage.device
+pytestmark = pytest.mark.skipif(not DEV.fp16, reason=f"the default device {DEV.name!r} lacks "
+                                "cl_khr_fp16 (float16)")
 MODES = ["emulated"] + (["tensor cores"] if DEV.kind == "gpu" and "NVIDIA" in DEV.platform
                         else [])
 
