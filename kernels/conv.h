@@ -67,6 +67,19 @@ typedef T VU __attribute__((ext_vector_type(VW), aligned(sizeof(T))));
 
 #define NR (2 * VW)  // output columns of a micro-tile: two vectors
 
+// The pixel q (< n * oh * ow, plane = oh * ow) as its sample n and output row and column oy,
+// ox, declared here: 32-bit divisions where P32 says the pixel count fits an int (a 64-bit
+// division costs ~70 instructions on GPUs).
+#ifdef P32
+#define PIXEL_OF(q, plane, ow, n, oy, ox)                                                      \
+    const int n = (int)(q) / (int)(plane), n##_r = (int)(q) - n * (int)(plane),                \
+              oy = n##_r / (int)(ow), ox = n##_r - oy * (int)(ow)
+#else
+#define PIXEL_OF(q, plane, ow, n, oy, ox)                                                      \
+    const long n = (q) / (plane), n##_r = (q) - n * (plane);                                   \
+    const int oy = (int)(n##_r / (ow)), ox = (int)(n##_r - (long)oy * (ow))
+#endif
+
 typedef struct { long off, s[5]; } v5_t;
 
 typedef struct {

@@ -333,13 +333,7 @@ void igemm_gpu_wgrad(const conv_t p, __global const T *X, __global const T *GO, 
         // loads of tile t + 1 (in flight while tile t is used)
         const long q = q0 + (long)(t + 1) * TSK + kq;
         const bool qok = q < q1;
-#ifdef P32  // n*oh*ow < 2^31: 32-bit divisions (a 64-bit one costs ~70 instructions here)
-        const int n = qok ? (int)q / (int)plane : 0, rr = qok ? (int)q - n * (int)plane : 0;
-        const int oy = rr / (int)p.ow, ox = rr - oy * (int)p.ow;
-#else
-        const long n = qok ? q / plane : 0, rr = qok ? q - n * plane : 0;
-        const int oy = (int)(rr / p.ow), ox = (int)(rr - (long)oy * p.ow);
-#endif
+        PIXEL_OF(qok ? q : 0, plane, p.ow, n, oy, ox);
         if (t + 1 < ntiles) {
             __global const T *gq = Gg + n * gv.s[0] + oy * (IT)gv.s[3] + ox * (IT)gv.s[4];
 #pragma unroll

@@ -65,6 +65,18 @@ typedef int IT;
 typedef long IT;
 #endif
 
+// What both kernels start with: the shared address of their local array, the work item,
+// its lane (g8, t4: mma's fragment row and column pair), its warp's rows wm and columns wn of
+// the work-group's tile, and its ldmatrix rows and depths (a_r, a_k, b_r, b_k)
+#define WARP_SETUP(smem)                                                                       \
+    const uint sbase = smem_addr(smem);                                                        \
+    const int tid = get_local_id(0);                                                           \
+    const uint lane = lane_of(tid), g8 = lane >> 2, t4 = lane & 3;                             \
+    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16),                              \
+              wn = (warp % WARPS_N) * (NT * 8);                                                \
+    A_LANE(lane, a_r, a_k);                                                                    \
+    B_LANE(lane, b_r, b_k)
+
 // Copy the weight tile of rows bm.., taps k0.. (row r at A[r * lda], taps contiguous) into the
 // local [row][k] tile at shared address s: LA chunks of 8 taps per work item.
 INL void copy_w(__local ushort *smem, uint s, __global const TIN *A, long lda, int M, int K,
@@ -110,12 +122,7 @@ __kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
 void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw,
                    __global half *Y, __global const half *Bias) {
     __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
-    const uint sbase = smem_addr(smem);
-    const int tid = get_local_id(0);
-    const uint lane = lane_of(tid), g8 = lane >> 2, t4 = lane & 3;
-    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
-    A_LANE(lane, a_r, a_k);
-    B_LANE(lane, b_r, b_k);
+    WARP_SETUP(smem);
     const long grp = get_group_id(2), bn = (long)get_group_id(0) * BN;
     const int bm = (int)get_group_id(1) * BM, M = (int)p.o, kall = (int)(p.c * KHW);
     const long plane = p.oh * p.ow, npix = p.n * plane;
@@ -123,13 +130,8 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
     const int jc = tid % BN, kb = tid / BN;
     const long q = bn + jc;
     const bool qok = q < npix;
-#ifdef P32
-    const int qn = qok ? (int)q / (int)plane : 0, qr = qok ? (int)q - qn * (int)plane : 0;
-    const int y0 = qr / (int)p.ow * SH - (int)p.ph, x0 = qr % (int)p.ow * SW - (int)p.pw;
-#else
-    const long qn = qok ? q / plane : 0, qr = qok ? q - qn * plane : 0;
-    const int y0 = (int)(qr / p.ow) * SH - (int)p.ph, x0 = (int)(qr % p.ow) * SW - (int)p.pw;
-#endif
+    PIXEL_OF(qok ? q : 0, plane, p.ow, qn, qy, qx);
+    const int y0 = qy * SH - (int)p.ph, x0 = qx * SW - (int)p.pw;
     __global const TIN *xq = X + p.x.off + qn * p.x.s[0] + grp * p.x.s[1];
     __global const TIN *Ag = Kw + p.k.off + grp * p.k.s[0];
     const long lda = p.k.s[1];
@@ -172,12 +174,7 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const long c = bn + wn + j * 8 + 2 * t4 + e;
-#ifdef P32
-            const int n = (int)c / (int)plane, r = (int)c - n * (int)plane;
-            const int oy = r / (int)p.ow, ox = r - oy * (int)p.ow;
-#else
-            const long n = c / plane, r = c - n * plane, oy = r / p.ow, ox = r - oy * p.ow;
-#endif
+            PIXEL_OF(c, plane, p.ow, n, oy, ox);
             yin[j][e] = c < npix;
             yo[j][e] = p.y.off + n * p.y.s[0] + grp * p.y.s[1] + oy * p.y.s[3] + ox * p.y.s[4];
         }
@@ -218,12 +215,7 @@ __kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
 void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *GO, v5_t gv,
                      __global float *ws, long qs) {
     __local ushort smem[2 * STAGE_SZ] __attribute__((aligned(128)));
-    const uint sbase = smem_addr(smem);
-    const int tid = get_local_id(0);
-    const uint lane = lane_of(tid), g8 = lane >> 2, t4 = lane & 3;
-    const int warp = tid >> 5, wm = (warp / WARPS_N) * (MT * 16), wn = (warp % WARPS_N) * (NT * 8);
-    A_LANE(lane, a_r, a_k);
-    B_LANE(lane, b_r, b_k);
+    WARP_SETUP(smem);
     const long grp = get_group_id(2) % p.g, sp = get_group_id(2) / p.g;
     const int bn = (int)get_group_id(0) * BN, bm = (int)get_group_id(1) * BM, M = (int)p.o;
     const int kall = (int)(p.c * KHW);
@@ -241,13 +233,7 @@ void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *
         if (kt + 1 < ntiles) {  // tile kt + 1's loads, in flight while tile kt is multiplied
             const long q = q0 + (long)(kt + 1) * BK + kq;
             const bool qok = q < q1;
-#ifdef P32
-            const int n = qok ? (int)q / (int)plane : 0, rr = qok ? (int)q - n * (int)plane : 0;
-            const int oy = rr / (int)p.ow, ox = rr - oy * (int)p.ow;
-#else
-            const long n = qok ? q / plane : 0, rr = qok ? q - n * plane : 0;
-            const int oy = (int)(rr / p.ow), ox = (int)(rr - (long)oy * p.ow);
-#endif
+            PIXEL_OF(qok ? q : 0, plane, p.ow, n, oy, ox);
             __global const TIN *gq = Gg + n * gv.s[0] + oy * gv.s[3] + ox * gv.s[4];
 #pragma unroll
             for (int l = 0; l < WA; ++l) {

@@ -57,27 +57,27 @@ def test_kernel_matches_float64(mode, monkeypatch, tile, case):
     assert err <= 2.0, err
 
 
-def _np_conv(x, w, b, stride, padding, dilation, groups):
-    """conv2d in float64 NumPy: x (N, C, H, W), w (O, C/G, kH, kW)."""
+def _windows(x, kh, kw, s, p, d):
+    """(i, j, window): x (N, C, H, W) zero-padded by p, and per tap (i, j) its (N, C, oH, oW)
+    strided window (stride s, dilation d)."""
     n, c, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    s, p, d = stride, padding, dilation
-    oh = (h + 2 * p - d * (kh - 1) - 1) // s + 1
-    ow = (wd + 2 * p - d * (kw - 1) - 1) // s + 1
+    oh, ow = (h + 2 * p - d * (kh - 1) - 1) // s + 1, (wd + 2 * p - d * (kw - 1) - 1) // s + 1
     xp = np.zeros((n, c, h + 2 * p, wd + 2 * p))
     xp[:, :, p:p + h, p:p + wd] = x
-    y = np.zeros((n, o, oh, ow))
-    og = o // groups
-    for g in range(groups):
-        xs = xp[:, g * cg:(g + 1) * cg]
-        for i in range(kh):
-            for j in range(kw):
-                win = xs[:, :, i * d:i * d + s * (oh - 1) + 1:s, j * d:j * d + s * (ow - 1) + 1:s]
-                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", win,
-                                                       w[g * og:(g + 1) * og, :, i, j])
-    if b is not None:
-        y += b.reshape(1, -1, 1, 1)
-    return y
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, xp[:, :, i * d:i * d + s * (oh - 1) + 1:s, j * d:j * d + s * (ow - 1) + 1:s]
+
+
+def _np_conv(x, w, b, stride, padding, dilation, groups):
+    """conv2d in float64 NumPy: x (N, C, H, W), w (O, C/G, kH, kW)."""
+    o, cg, kh, kw = w.shape
+    og, y = o // groups, 0.0
+    for i, j, win in _windows(x, kh, kw, stride, padding, dilation):
+        y = y + np.concatenate([np.einsum("nchw,oc->nohw", win[:, g * cg:(g + 1) * cg],
+                                          w[g * og:(g + 1) * og, :, i, j])
+                                for g in range(groups)], axis=1)
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
 
 
 def _np_grad_input(gy, w, xshape, stride, padding, dilation, groups):
@@ -100,21 +100,12 @@ def _np_grad_input(gy, w, xshape, stride, padding, dilation, groups):
 
 def _np_grad_weight(gy, x, wshape, stride, padding, dilation, groups):
     """The weight gradient of _np_conv for output gradient gy, in float64."""
-    n, c, h, wd = x.shape
     o, cg, kh, kw = wshape
-    s, p, d = stride, padding, dilation
-    oh, ow = gy.shape[2:]
-    xp = np.zeros((n, c, h + 2 * p, wd + 2 * p))
-    xp[:, :, p:p + h, p:p + wd] = x
-    gw = np.zeros(wshape)
-    og = o // groups
-    for g in range(groups):
-        xs = xp[:, g * cg:(g + 1) * cg]
-        for i in range(kh):
-            for j in range(kw):
-                win = xs[:, :, i * d:i * d + s * (oh - 1) + 1:s, j * d:j * d + s * (ow - 1) + 1:s]
-                gw[g * og:(g + 1) * og, :, i, j] = np.einsum(
-                    "nohw,nchw->oc", gy[:, g * og:(g + 1) * og], win)
+    og, gw = o // groups, np.zeros(wshape)
+    for i, j, win in _windows(x, kh, kw, stride, padding, dilation):
+        for g in range(groups):
+            gw[g * og:(g + 1) * og, :, i, j] = np.einsum(
+                "nohw,nchw->oc", gy[:, g * og:(g + 1) * og], win[:, g * cg:(g + 1) * cg])
     return gw
 
 
