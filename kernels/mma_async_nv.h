@@ -13,8 +13,9 @@
 // Shared addresses are byte offsets into the kernel's local array SMEM (a name the including
 // kernel defines), cp.async a plain copy with the same zero fill, and MMA_TILE sums the products
 // of the swizzled tiles in float32 per accumulator, at the rows and columns mma's D fragment
-// gives each lane: every index the real kernel computes is exercised, only the instructions
-// differ.
+// gives each lane: the tiles, swizzles, gathers, copies' bounds and stores are exercised; the
+// lanes' ldmatrix addresses (A_LANE, B_LANE, load_frags), cp.async's alignment and its wait
+// counts are not (they are the pipelined GEMM's, checked on NVIDIA's devices only).
 
 #ifdef MMA_EMULATE
 #define smem_addr64(p) ((ulong)0)

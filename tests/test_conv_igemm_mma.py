@@ -204,7 +204,7 @@ def test_where_it_cannot_run_conv2d_gives_way(monkeypatch):
     """conv_algorithm 'igemm_mma' where the kernel is not available (a device without tensor
     cores, not emulated): float16 passes run im2col, float32 ones implicit, both right."""
     monkeypatch.setattr(mma, "EMULATE", False)
-    monkeypatch.setattr(mma, "_OK", {DEV: False})
+    monkeypatch.setattr(mma, "_OK", {(DEV, False): False})
     monkeypatch.setattr(conv_op, "HALF_IM2COL", True)
     monkeypatch.setattr(backends, "conv_algorithm", "igemm_mma")
     rng = np.random.default_rng(2)
@@ -219,6 +219,22 @@ def test_where_it_cannot_run_conv2d_gives_way(monkeypatch):
                    padding=1)
     assert backends.last_conv_algorithms["forward"] == "implicit"
     assert np.allclose(y32.numpy(), ref, rtol=1e-5, atol=1e-5 * np.max(mag))
+
+
+def test_self_check_covers_every_tile(monkeypatch):
+    """available() runs each of its problems on every tile configuration (the one a device
+    picks for a layer need not be the one it picks for a small check)."""
+    monkeypatch.setattr(mma, "EMULATE", True)
+    monkeypatch.setattr(mma, "_OK", {})
+    seen = set()
+    real = mma._kernel
+
+    def spy(p, dev, t, *args):
+        seen.add(tuple(sorted(t.items())))
+        return real(p, dev, t, *args)
+    monkeypatch.setattr(mma, "_kernel", spy)
+    assert mma.available(DEV) is True
+    assert seen == {tuple(sorted(t.items())) for t in mma.TILES.values()}
 
 
 def test_self_check_refuses_a_wrong_kernel(monkeypatch):

@@ -49,7 +49,7 @@ TILES = {"large": dict(WARPS_M=2, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "small": dict(WARPS_M=2, WARPS_N=2, MT=2, NT=4, STAGES=3)}
 VERSION = 1  # in the measured choices' keys (choice.py): raised where the kernel changes
 EMULATE = False  # tests: build kernels/conv_igemm_mma_nv.cl without PTX (any device)
-_OK: dict = {}   # Device -> available's verdict
+_OK: dict = {}   # (Device, EMULATE) -> available's verdict
 
 
 def _rows_cols(t: dict) -> tuple:
@@ -70,10 +70,10 @@ def available(dev) -> bool:
     pipelined float16 GEMM (matmul.has_mma_async), or any device under EMULATE, whose build of
     this kernel matches float64 NumPy on _CHECKS (``_self_check``), once per device and
     process (a failure warns once)."""
-    ok = _OK.get(dev)
+    ok = _OK.get((dev, EMULATE))
     if ok is None:
-        ok = _OK[dev] = (EMULATE or "NVIDIA" in dev.platform and
-                         has_mma_async(dev, "f16")) and _self_check(dev)
+        ok = _OK[(dev, EMULATE)] = (EMULATE or "NVIDIA" in dev.platform and
+                                    has_mma_async(dev, "f16")) and _self_check(dev)
     return ok
 
 
@@ -169,10 +169,11 @@ def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None):
     return dev.kernel("conv_igemm_mma_nv.cl", name, d)
 
 
-def _fwd(p: Problem, plan: Plan, x, w, y, bias):
-    """Launch igemm_mma_fwd: y (the problem's Y view) = conv.h's problem p of x and w (+ bias)."""
+def _fwd(p: Problem, plan: Plan, x, w, y, bias, t: dict | None = None):
+    """Launch igemm_mma_fwd: y (the problem's Y view) = conv.h's problem p of x and w (+ bias),
+    with tiles t (default: _tile's)."""
     dev = x._storage.device
-    t = _tile(p, dev)
+    t = t or _tile(p, dev)
     p, w = _weight(p, w)
     bm, bn, nthr = _rows_cols(t)
     dev.launch(_kernel(p, dev, t), (cdiv(p.n * p.oh * p.ow, bn) * nthr, cdiv(p.o, bm), p.g),
@@ -226,9 +227,10 @@ _CHECKS = ((2, 2, 16, 7, 9, 40, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, True, False)
            (2, 1, 24, 5, 6, 16, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, False, True))
 
 
-def check_problem(dev, case, rng) -> float:
-    """Run one of _CHECKS on dev; the largest error in units of the float16 rounding of the
-    output (|y - ref| / (2**-10 * (|ref| + the sum of |products|)))."""
+def check_problem(dev, case, rng, t: dict | None = None) -> float:
+    """Run one of _CHECKS on dev with tiles t (default: _tile's); the largest error in units
+    of the float16 rounding of the output (|y - ref| / (2**-10 * (the sum of |products| +
+    |bias|)))."""
     (n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh, uw, with_bias,
      flipped) = case
     p = Problem(n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw, uh, uw)
@@ -246,7 +248,7 @@ def check_problem(dev, case, rng) -> float:
     p = p._replace(x=v5(x, g), k=kv, y=v5(y, g))
     if b is not None:
         p = p._replace(boff=0, bs=1, bias=1)
-    _fwd(p, Plan(inserts=True), x, kt, y, b)
+    _fwd(p, Plan(inserts=True), x, kt, y, b, t)
     got = _get(dev, y).astype(np.float64).reshape(n, g, o, oh, ow)
     bias_np = _get(dev, b) if b is not None else None
     ref = reference(p, xa.reshape(n, g, c, h, w), ka, bias_np)
@@ -271,17 +273,17 @@ def reference_wgrad(p: Problem, x: np.ndarray, go: np.ndarray) -> np.ndarray:
     return np.concatenate([out.reshape(p.g, p.o, -1), go.sum(axis=(0, 3, 4))[..., None]], -1)
 
 
-def check_wgrad(dev, case, rng) -> float:
-    """The weight gradient (and bias column) of one of _CHECKS without insertion on dev, its
-    float32 split sums before the reduction: the largest error in float32 roundings of the
-    sum of the products' magnitudes."""
+def check_wgrad(dev, case, rng, t: dict | None = None) -> float:
+    """The weight gradient (and bias column) of one of _CHECKS without insertion on dev with
+    tiles t (default: _tile's), its float32 split sums before the reduction: the largest
+    error in float32 roundings of the sum of the products' magnitudes."""
     n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw = case[:16]
     p = Problem(n, g, c, h, w, o, oh, ow, kh, kw, sh, sw, dh, dw, ph, pw)
     xa = rng.standard_normal((n, g * c, h, w)).astype(np.float16)
     ga = rng.standard_normal((n, g * o, oh, ow)).astype(np.float16)
     x, go = _put(dev, xa), _put(dev, ga)
     p = p._replace(x=v5(x, g))
-    t = _tile(p, dev)
+    t = t or _tile(p, dev)
     split, qs = _wgrad_split(p, dev, t)
     bm, bn, nthr = _rows_cols(t)
     gv = v5(go, g)
@@ -300,7 +302,8 @@ def check_wgrad(dev, case, rng) -> float:
 
 
 def _self_check(dev) -> bool:
-    """_CHECKS on dev's queue (outside any capture): float16 outputs within 2 roundings of
+    """_CHECKS on dev's queue (outside any capture), each on every tile of TILES: float16
+    outputs within 2 roundings of
     float64 (products exact, float32 sums, one rounding to float16), and the weight gradients
     of those without insertion, whose float32 split sums stay within the float32 bound of
     their depth (n * oH * oW roundings of the magnitudes' sum); False and a warning on any
@@ -309,15 +312,16 @@ def _self_check(dev) -> bool:
         with _capture.paused(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rng = np.random.default_rng(3)
-            for case in _CHECKS:
-                err = check_problem(dev, case, rng)
+            for case, name in ((c, n) for c in _CHECKS for n in TILES):
+                err = check_problem(dev, case, rng, TILES[name])
                 if not err <= 2.0:
-                    raise RuntimeError(f"problem {case[:18]}: error {err:.3g} roundings")
+                    raise RuntimeError(f"problem {case[:18]}, tiles {name}: error {err:.3g} "
+                                       f"roundings")
                 if case[16] * case[17] == 1:
-                    err = check_wgrad(dev, case, rng)
+                    err = check_wgrad(dev, case, rng, TILES[name])
                     if not err <= 1.0:
-                        raise RuntimeError(f"weight gradient of {case[:16]}: error {err:.3g} "
-                                           f"float32 roundings of its depth")
+                        raise RuntimeError(f"weight gradient of {case[:16]}, tiles {name}: "
+                                           f"error {err:.3g} float32 roundings of its depth")
         return True
     except Exception as e:  # noqa: BLE001 — any failure: keep im2col
         warnings.warn(f"clgrad: float16 convolutions on tensor cores (inline PTX, "
