@@ -385,8 +385,7 @@ def _mma_async_kernel(dev, prec, cfg, a_kr, b_kr, m, n, k, nz, cvta=None, c_floa
         d["MMA_TF32"] = 1
     if c_float:
         d["C_FLOAT"] = 1
-    if (_SMEM.get(dev) if cvta is None else cvta):
-        d["SMEM_CVTA"] = 1
+    d.update(smem_defines(dev) if cvta is None else {"SMEM_CVTA": 1} if cvta else {})
     if m % bm == 0 and n % bn == 0 and k % (MMA_BK if prec == "f16" else MMA_BK // 2) == 0:
         d["EXACT"] = 1  # (a tile is 64 bytes deep: 32 halves, 16 floats)
     return (dev.kernel("matmul_mma_async_nv.cl", "gemm_mma_async", d),

@@ -114,19 +114,26 @@ def _plan_wgrad(p: Problem, dt, dev):
 
 
 def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    """Launch igemm_mma_wgrad (float32 partial sums of each split, bias column included) and
-    sum the splits into gw and gb (algorithms._reduce: float32 sums, one rounding)."""
+    """The weight gradient: _wgrad_partial's split sums, summed into gw and gb
+    (algorithms._reduce: float32 sums, one rounding)."""
+    ws = _wgrad_partial(p, x, g4)
+    _reduce(p, plan.tiles._replace(split=ws.shape[0]), ws, gw, gb)
+
+
+def _wgrad_partial(p: Problem, x, g4, t: dict | None = None):
+    """Launch igemm_mma_wgrad with tiles t (default: _tile's): the float32 partial sums of
+    each split, bias column included, as a fresh (split, G, O/G, C/G*kH*kW + 1) tensor."""
     dev = x._storage.device
-    t = _tile(p, dev)
+    t = t or _tile(p, dev)
     split, qs = _wgrad_split(p, dev, t)
     bm, bn, nthr = _rows_cols(t)
     gv = v5(g4, p.g)
     ws = _workspace(p, split, dtypes.float32, dev)
     dev.launch(_kernel(p, dev, t, "igemm_mma_wgrad", gv),
                (cdiv(p.c * p.kh * p.kw + 1, bn) * nthr, cdiv(p.o, bm), p.g * split),
-               (nthr, 1, 1), p.pack(plan.tiles), x._storage.buffer, g4._storage.buffer,
+               (nthr, 1, 1), p.pack(), x._storage.buffer, g4._storage.buffer,
                pack(gv, longs(V5_T)), ws._storage.buffer, np.int64(qs))
-    _reduce(p, plan.tiles._replace(split=split), ws, gw, gb)
+    return ws
 
 
 def _weight(p: Problem, w: Tensor):
@@ -282,16 +289,7 @@ def check_wgrad(dev, case, rng, t: dict | None = None) -> float:
     xa = rng.standard_normal((n, g * c, h, w)).astype(np.float16)
     ga = rng.standard_normal((n, g * o, oh, ow)).astype(np.float16)
     x, go = _put(dev, xa), _put(dev, ga)
-    p = p._replace(x=v5(x, g))
-    t = t or _tile(p, dev)
-    split, qs = _wgrad_split(p, dev, t)
-    bm, bn, nthr = _rows_cols(t)
-    gv = v5(go, g)
-    ws = _workspace(p, split, dtypes.float32, dev)
-    dev.launch(_kernel(p, dev, t, "igemm_mma_wgrad", gv),
-               (cdiv(c * kh * kw + 1, bn) * nthr, cdiv(o, bm), g * split), (nthr, 1, 1),
-               p.pack(), x._storage.buffer, go._storage.buffer, pack(gv, longs(V5_T)),
-               ws._storage.buffer, np.int64(qs))
+    ws = _wgrad_partial(p._replace(x=v5(x, g)), x, go, t)
     got = np.empty(ws.shape, np.float32)
     cl.enqueue_copy(dev.queue, got, ws._storage.buffer)
     got = got.astype(np.float64).sum(axis=0)
@@ -303,11 +301,10 @@ def check_wgrad(dev, case, rng, t: dict | None = None) -> float:
 
 def _self_check(dev) -> bool:
     """_CHECKS on dev's queue (outside any capture), each on every tile of TILES: float16
-    outputs within 2 roundings of
-    float64 (products exact, float32 sums, one rounding to float16), and the weight gradients
-    of those without insertion, whose float32 split sums stay within the float32 bound of
-    their depth (n * oH * oW roundings of the magnitudes' sum); False and a warning on any
-    failure or build error."""
+    outputs within 2 roundings of float64 (products exact, float32 sums, one rounding to
+    float16), and the weight gradients of those without insertion, whose float32 split sums
+    stay within the float32 bound of their depth (n * oH * oW roundings of the magnitudes'
+    sum); False and a warning on any failure or build error."""
     try:
         with _capture.paused(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
