@@ -21,9 +21,12 @@
 // K. Local tiles and fragment reads: matmul_mma_async_nv.cl's ([row][k] swizzled for the
 // weight, read by ldmatrix; [k][pixel] swizzled for the window, read by ldmatrix.trans).
 // Tiling: WARPS_M x WARPS_N warps, each (MT * 16) x (NT * 8) outputs; BK = 32 taps a tile.
+// NHWC (where C, the channels a group, is a multiple of 8): the forward problem instead on an
+// NHWC copy of X made by to_nhwc, both tiles by cp.async, the taps in (kh, kw, c) order
+// (igemm_mma_fwd_nhwc, at the end; this build has no weight-gradient kernel).
 // Defines: T (half), KH KW SH SW DH DW UH UW, WARPS_M WARPS_N MT NT STAGES WAIT (STAGES - 2),
 // I32 (offsets in one (n, g) slab of X fit an int), P32 (n*oh*ow + BN fits an int),
-// SMEM_CVTA (as matmul_mma_async_nv.cl), MMA_EMULATE (mma_async_nv.h: no PTX, the tests).
+// SMEM_CVTA (as matmul_mma_async_nv.cl), MMA_EMULATE (mma_async_nv.h: no PTX, the tests), NHWC.
 // Launch igemm_mma_fwd: global (ceil(n*oh*ow / BN) * NTHR, ceil(o / BM), g), local (NTHR, 1, 1).
 #include "conv.h"
 
@@ -40,7 +43,11 @@ typedef ushort TIN;
 #define BN (WARPS_N * NT * 8)
 #define BK 32
 #define A_KR 0        // the weight tile kept [row][k]
+#ifdef NHWC
+#define B_KR 0        // the window tile kept [pixel][k]: a tap's channels contiguous in NHWC
+#else
 #define B_KR 1        // the window tile kept [k][pixel]
+#endif
 #define A_SZ (BM * BK)
 #define B_SZ (BN * BK)
 #define STAGE_SZ (A_SZ + B_SZ)
@@ -91,6 +98,41 @@ INL void copy_w(__local ushort *smem, uint s, __global const TIN *A, long lda, i
     }
 }
 
+// Y (p.y) = acc + the bias, rounded to float16 once, for the work-group's tile at (bm, bn)
+// and the warp's at (wm, wn): accumulator q of mma tile (i, j) is row g8 (+8 for q >= 2),
+// column 2 t4 (+1 for odd q)
+INL void store_y(const conv_t p, __global half *Y, __global const half *Bias,
+                 float acc[MT][NT][4], long grp, long bn, int bm, int wm, int wn, uint g8,
+                 uint t4) {
+    const long plane = p.oh * p.ow, npix = p.n * plane;
+    long yo[NT][2];
+    bool yin[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const long c = bn + wn + j * 8 + 2 * t4 + e;
+            PIXEL_OF(c, plane, p.ow, n, oy, ox);
+            yin[j][e] = c < npix;
+            yo[j][e] = p.y.off + n * p.y.s[0] + grp * p.y.s[1] + oy * p.y.s[3] + ox * p.y.s[4];
+        }
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = bm + wm + i * 16 + g8 + h * 8;
+            if (m >= (int)p.o) continue;
+            const float b = p.bias ? vload_half(p.boff + (grp * p.o + m) * p.bs, Bias) : 0.0f;
+            const long mo = m * p.y.s[2];
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (yin[j][e]) vstore_half(acc[i][j][2 * h + e] + b, yo[j][e] + mo, Y);
+        }
+}
+
+#ifndef NHWC
 // The window: this work item's LB taps of the next tile at its pixel (y0, x0: the window's
 // origin in Xv's rows and columns; xq: its sample and group in X), the digits (c, kh, kw) of
 // its first tap walked by GSTEP per element (so by BK per tile).
@@ -166,32 +208,7 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
         wr = wr == STAGES - 1 ? 0 : wr + 1;
     }
     cp_wait_all();
-    // Y: accumulator q of tile (i, j) is row g8 (+8 for q >= 2), column 2 t4 (+1 for odd q)
-    long yo[NT][2];
-    bool yin[NT][2];
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const long c = bn + wn + j * 8 + 2 * t4 + e;
-            PIXEL_OF(c, plane, p.ow, n, oy, ox);
-            yin[j][e] = c < npix;
-            yo[j][e] = p.y.off + n * p.y.s[0] + grp * p.y.s[1] + oy * p.y.s[3] + ox * p.y.s[4];
-        }
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int m = bm + wm + i * 16 + g8 + h * 8;
-            if (m >= M) continue;
-            const float b = p.bias ? vload_half(p.boff + (grp * p.o + m) * p.bs, Bias) : 0.0f;
-            const long mo = m * p.y.s[2];
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    if (yin[j][e]) vstore_half(acc[i][j][2 * h + e] + b, yo[j][e] + mo, Y);
-        }
+    store_y(p, Y, Bias, acc, grp, bn, bm, wm, wn, g8, t4);
 }
 
 // The weight gradient: per group g, GW[g] (o x (K+1)) = GO[g] (o x pixels) @ col[g]^T (pixels
@@ -281,3 +298,118 @@ void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *
                 }
         }
 }
+
+#else  // NHWC
+// The forward problem (conv.h's, zero insertion included) on an NHWC copy of X (to_nhwc
+// below): Xh[((n * H + y) * W + x) * G*C + g * C + c], C (channels a group) a multiple of 8,
+// the taps in (kh, kw, c) order, so a chunk of 8 taps is 8 channels of one window position:
+// both tiles come in by cp.async (STAGES in flight), the window's chunk zero-filled where its
+// position falls in the padding, on an inserted zero or past K. The weight rows hold their
+// taps in the same (kh, kw, c) order (clgrad/ops/conv/mma.py copies them so). Launch
+// igemm_mma_fwd_nhwc as igemm_mma_fwd.
+#define CB (BK / EV)             // chunks a pixel's taps of one tile
+#define LC (BN * CB / NTHR)      // window chunks a work item copies per tile
+#if (BN * CB) % NTHR
+#error "igemm_mma_fwd_nhwc: whole window chunks per work item"
+#endif
+
+// Copy the window chunks of taps k.. (this work item's depth in the tile at shared address s)
+// of its LC pixels (base: their sample's and group's offset in Xh; y0, x0: their window's
+// origin in Xv's rows and columns, y0 far below 0 for a pixel past the batch).
+INL void copy_x(__local ushort *smem, uint s, __global const TIN *Xh, const conv_t p,
+                const long base[LC], const int y0[LC], const int x0[LC], int k, int kall,
+                int tid) {
+    const int C = (int)p.c, tap = k / C, c = k - tap * C, kh = tap / KW, kw = tap - kh * KW;
+    const long gc = p.g * p.c;
+#pragma unroll
+    for (int e = 0; e < LC; ++e) {
+        const int v = tid + e * NTHR, y = y0[e] + kh * DH, x = x0[e] + kw * DW;
+        const bool ok = k < kall && y >= 0 && x >= 0 && y % UH == 0 && x % UW == 0 &&
+                        y / UH < (int)p.h && x / UW < (int)p.w;
+        CP_ASYNC16(s + ES * IDX_RK(v / CB, (v % CB) * EV),
+                   ok ? Xh + base[e] + ((long)(y / UH) * p.w + x / UW) * gc + c : Xh,
+                   ok ? 16 : 0);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
+void igemm_mma_fwd_nhwc(const conv_t p, __global const TIN *Xh, __global const TIN *Kw,
+                        __global half *Y, __global const half *Bias) {
+    __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
+    WARP_SETUP(smem);
+    const long grp = get_group_id(2), bn = (long)get_group_id(0) * BN;
+    const int bm = (int)get_group_id(1) * BM, M = (int)p.o, kall = (int)(p.c * KHW);
+    const long plane = p.oh * p.ow, npix = p.n * plane;
+    const int kc = (tid % CB) * EV;  // this work item's depth in every tile
+    long base[LC];
+    int y0[LC], x0[LC];
+#pragma unroll
+    for (int e = 0; e < LC; ++e) {
+        const long q = bn + (tid + e * NTHR) / CB;
+        const bool qok = q < npix;
+        PIXEL_OF(qok ? q : 0, plane, p.ow, qn, qy, qx);
+        base[e] = qn * p.h * p.w * p.g * p.c + grp * p.c;
+        y0[e] = qok ? qy * SH - (int)p.ph : -0x40000000;
+        x0[e] = qx * SW - (int)p.pw;
+    }
+    __global const TIN *Ag = Kw + p.k.off + grp * p.k.s[0];
+    const long lda = p.k.s[1];
+    float acc[MT][NT][4];
+    ZERO_ACC(acc)
+    const int ntiles = (kall + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) {
+            copy_w(smem, sbase + ES * s * STAGE_SZ, Ag, lda, M, kall, bm, s * BK, tid);
+            copy_x(smem, sbase + ES * (s * STAGE_SZ + A_SZ), Xh, p, base, y0, x0, s * BK + kc,
+                   kall, tid);
+        }
+        cp_commit();
+    }
+    // stages: tile kt is read from rd, tile kt + STAGES - 1 written to wr (its last readers,
+    // tile kt - 1's, are done by the barrier before the copies)
+    int rd = 0, wr = STAGES - 1;
+    for (int kt = 0; kt < ntiles; ++kt) {
+        cp_wait();                      // this work item's copies of tile kt are in
+        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's; tile kt - 1 was read
+        const int nk = kt + STAGES - 1;
+        if (nk < ntiles) {
+            copy_w(smem, sbase + ES * wr * STAGE_SZ, Ag, lda, M, kall, bm, nk * BK, tid);
+            copy_x(smem, sbase + ES * (wr * STAGE_SZ + A_SZ), Xh, p, base, y0, x0,
+                   nk * BK + kc, kall, tid);
+        }
+        cp_commit();
+        const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
+        MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
+        rd = rd == STAGES - 1 ? 0 : rd + 1;
+        wr = wr == STAGES - 1 ? 0 : wr + 1;
+    }
+    cp_wait_all();
+    store_y(p, Y, Bias, acc, grp, bn, bm, wm, wn, g8, t4);
+}
+
+// Xh (NHWC, contiguous: (n, h, w, g * c)) = X (conv.h's view p.x: n, g, c, h, w) through a
+// local tile of 32 channels x 32 pixels of a sample, so that both the reads (along the
+// pixels) and the writes (along the channels) of a warp are 32 neighbours.
+// Launch to_nhwc: global (ceil(h * w / 32) * 32, ceil(g * c / 32) * 8, n), local (32, 8, 1).
+__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
+void to_nhwc(const conv_t p, __global const TIN *X, __global TIN *Xh) {
+    __local TIN t[32][33];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const long n = get_group_id(2), hw = p.h * p.w, gc = p.g * p.c;
+    const long p0 = (long)get_group_id(0) * 32, c0 = (long)get_group_id(1) * 32;
+    for (int r = ly; r < 32; r += 8) {
+        const long ch = c0 + r, px = p0 + lx;
+        if (ch < gc && px < hw) {
+            const long g = ch / p.c, c = ch - g * p.c, y = px / p.w, x = px - y * p.w;
+            t[r][lx] = X[p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2] + y * p.x.s[3] +
+                         x * p.x.s[4]];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = ly; r < 32; r += 8) {
+        const long px = p0 + r, ch = c0 + lx;
+        if (ch < gc && px < hw) Xh[(n * hw + px) * gc + ch] = t[lx][r];
+    }
+}
+#endif  // NHWC

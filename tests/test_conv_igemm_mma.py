@@ -57,6 +57,19 @@ def test_kernel_matches_float64(mode, monkeypatch, tile, case):
     assert err <= 2.0, err
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] % 8 == 0][:3],
+                         ids=lambda c: "x".join(map(str, c[:10])))
+def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
+    """Problems whose channels a group are a multiple of 8 run igemm_mma_fwd_nhwc (an NHWC
+    copy of X read by cp.async) unless mma.NHWC is off; the window gather runs them right
+    too (within 2 float16 roundings of float64), and so does NHWC on the mid tile."""
+    for nhwc in (True, False):
+        monkeypatch.setattr(mma, "NHWC", nhwc)
+        assert mma._nhwc(mma.Problem(*case[:18])) is nhwc
+        err = mma.check_problem(DEV, case, np.random.default_rng(9), mma.TILES["mid"])
+        assert err <= 2.0, (nhwc, err)
+
+
 def _windows(x, kh, kw, s, p, d):
     """(i, j, window): x (N, C, H, W) zero-padded by p, and per tap (i, j) its (N, C, oH, oW)
     strided window (stride s, dilation d)."""
@@ -165,9 +178,13 @@ def test_nan_in_gives_nan_out_where_its_window_reaches(mode):
         assert np.array_equal(np.isnan(y[0, o]), want)
 
 
-def test_launches_do_not_depend_on_groups(mode):
-    """One launch over all groups: the forward's launch count is the same for groups 1 and 4
-    (the weight is read in place: no copy launch), and so is the backward's."""
+@pytest.mark.parametrize("nhwc", [True, False], ids=["nhwc", "gather"])
+def test_launches_do_not_depend_on_groups(mode, monkeypatch, nhwc):
+    """One launch over all groups: the forward's launch count is the same for groups 1 and 4,
+    and so is the backward's. Gathering the window: the weight is read in place, one launch
+    in all; NHWC: to_nhwc's copy of the input, the weight's copy into (kh, kw, c) order and
+    the kernel."""
+    monkeypatch.setattr(mma, "NHWC", nhwc)
     counts = []
     for g in (1, 4):
         x = clgrad.ones((2, 32, 8, 8), dtype=clgrad.float16, requires_grad=True)
@@ -179,7 +196,7 @@ def test_launches_do_not_depend_on_groups(mode):
         y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float16))
         counts.append((n1 - n0, launch_count() - n1))
         assert np.all(y.detach().numpy() == (32 // g) * _inside_taps())
-    assert counts[0] == counts[1] and counts[0][0] == 1, counts
+    assert counts[0] == counts[1] and counts[0][0] == (3 if nhwc else 1), counts
 
 
 def _inside_taps():

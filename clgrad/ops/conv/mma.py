@@ -47,9 +47,13 @@ __all__ = ["KERNELS", "available", "TILES"]
 TILES = {"large": dict(WARPS_M=2, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "mid": dict(WARPS_M=1, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "small": dict(WARPS_M=2, WARPS_N=2, MT=2, NT=4, STAGES=3)}
-VERSION = 1  # in the measured choices' keys (choice.py): raised where the kernel changes
+VERSION = 2  # in the measured choices' keys (choice.py): raised where the kernel changes
 EMULATE = False  # tests: build kernels/conv_igemm_mma_nv.cl without PTX (any device)
-_OK: dict = {}   # (Device, EMULATE) -> available's verdict
+# The forward and input gradient of problems whose channels a group are a multiple of 8 read
+# an NHWC copy of X (to_nhwc: one launch) by cp.async, 8 channels of a window position a
+# chunk, instead of gathering the window element by element (igemm_mma_fwd_nhwc)
+NHWC = True
+_OK: dict = {}   # (Device, EMULATE, NHWC) -> available's verdict
 
 
 def _rows_cols(t: dict) -> tuple:
@@ -70,9 +74,9 @@ def available(dev) -> bool:
     pipelined float16 GEMM (matmul.has_mma_async), or any device under EMULATE, whose build of
     this kernel matches float64 NumPy on _CHECKS (``_self_check``), once per device and
     process (a failure warns once)."""
-    ok = _OK.get((dev, EMULATE))
+    ok = _OK.get((dev, EMULATE, NHWC))
     if ok is None:
-        ok = _OK[(dev, EMULATE)] = (EMULATE or "NVIDIA" in dev.platform and
+        ok = _OK[(dev, EMULATE, NHWC)] = (EMULATE or "NVIDIA" in dev.platform and
                                     has_mma_async(dev, "f16")) and _self_check(dev)
     return ok
 
@@ -136,22 +140,33 @@ def _wgrad_partial(p: Problem, x, g4, t: dict | None = None):
     return ws
 
 
-def _weight(p: Problem, w: Tensor):
-    """(problem, weight tensor) whose weight view has its taps contiguous along (c, kh, kw)
-    and its row stride, group stride and offset multiples of 8 halves (cp.async's 16-byte
-    chunks): the caller's weight where it is so (a contiguous forward weight whose taps are a
-    multiple of 8), else a copy [g][o][taps padded to 8] (the input gradient's flipped,
-    transposed view; taps not a multiple of 8)."""
+def _nhwc(p: Problem) -> bool:
+    """Whether the forward problem p runs igemm_mma_fwd_nhwc (NHWC, channels a group a
+    multiple of 8)."""
+    return NHWC and p.c % 8 == 0
+
+
+def _weight(p: Problem, w: Tensor, nhwc: bool = False):
+    """(problem, weight tensor) whose weight view has its taps contiguous in the kernel's
+    order ((c, kh, kw); (kh, kw, c) for ``nhwc``) and its row stride, group stride and
+    offset multiples of 8 halves (cp.async's 16-byte chunks): the caller's weight where it is
+    so (a contiguous forward weight whose taps are a multiple of 8 and, for ``nhwc``, a 1 x 1
+    kernel), else a copy [g][o][taps padded to 8] (the input gradient's flipped, transposed
+    view; taps not a multiple of 8)."""
     kall = p.c * p.kh * p.kw
     off, s0, s1 = p.k[:3]
-    flat = layout.view_strides((p.c, p.kh, p.kw), p.k[3:], (kall,))
+    order = (1, 2, 0) if nhwc else (0, 1, 2)  # the kernel's tap digits among (c, kh, kw)
+    taps = (1, p.kw * p.c, p.c) if nhwc else (p.kh * p.kw, p.kw, 1)  # their strides there
+    dims = (p.c, p.kh, p.kw)
+    flat = layout.view_strides(tuple(dims[i] for i in order), tuple(p.k[3 + i] for i in order),
+                               (kall,))
     if (flat is not None and (flat[0] == 1 or kall == 1) and s1 % 8 == 0 and off % 8 == 0
             and (p.g == 1 or s0 % 8 == 0)):
-        return p._replace(k=(off, s0, s1, p.kh * p.kw, p.kw, 1)), w
+        return p._replace(k=(off, s0, s1, *taps)), w
     kp = cdiv(kall, 8) * 8
     shape = (p.g, p.o, p.c, p.kh, p.kw)
     buf = empty((p.g, p.o, kp), w.dtype, w._storage.device)
-    kv = (0, p.o * kp, kp, p.kh * p.kw, p.kw, 1)
+    kv = (0, p.o * kp, kp, *taps)
     copy_raw(raw(buf, shape, kv[1:], 0), raw(w, shape, p.k[1:], p.k[0]))
     return p._replace(k=kv), buf
 
@@ -169,6 +184,8 @@ def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None):
     _, bn, _ = _rows_cols(t)
     if p.n * p.oh * p.ow + bn < _INT_LIMIT:
         d["P32"] = 1
+    if name in ("igemm_mma_fwd_nhwc", "to_nhwc"):
+        d["NHWC"] = 1
     if EMULATE:
         d["MMA_EMULATE"] = 1
     else:
@@ -181,9 +198,17 @@ def _fwd(p: Problem, plan: Plan, x, w, y, bias, t: dict | None = None):
     with tiles t (default: _tile's)."""
     dev = x._storage.device
     t = t or _tile(p, dev)
-    p, w = _weight(p, w)
+    nhwc = _nhwc(p)
+    p, w = _weight(p, w, nhwc)
     bm, bn, nthr = _rows_cols(t)
-    dev.launch(_kernel(p, dev, t), (cdiv(p.n * p.oh * p.ow, bn) * nthr, cdiv(p.o, bm), p.g),
+    name = "igemm_mma_fwd"
+    if nhwc:
+        name, xh = "igemm_mma_fwd_nhwc", empty((p.n, p.h, p.w, p.g * p.c), x.dtype, dev)
+        dev.launch(_kernel(p, dev, t, "to_nhwc"),
+                   (cdiv(p.h * p.w, 32) * 32, cdiv(p.g * p.c, 32) * 8, p.n), (32, 8, 1),
+                   p.pack(), x._storage.buffer, xh._storage.buffer)
+        x = xh
+    dev.launch(_kernel(p, dev, t, name), (cdiv(p.n * p.oh * p.ow, bn) * nthr, cdiv(p.o, bm), p.g),
                (nthr, 1, 1), p.pack(), x._storage.buffer, w._storage.buffer,
                y._storage.buffer, _bias_buffer(bias, y))
 
