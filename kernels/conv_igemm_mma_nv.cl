@@ -21,9 +21,10 @@
 // K. Local tiles and fragment reads: matmul_mma_async_nv.cl's ([row][k] swizzled for the
 // weight, read by ldmatrix; [k][pixel] swizzled for the window, read by ldmatrix.trans).
 // Tiling: WARPS_M x WARPS_N warps, each (MT * 16) x (NT * 8) outputs; BK = 32 taps a tile.
-// NHWC (where C, the channels a group, is a multiple of 8): the forward problem instead on an
-// NHWC copy of X made by to_nhwc, both tiles by cp.async, the taps in (kh, kw, c) order
-// (igemm_mma_fwd_nhwc, at the end; this build has no weight-gradient kernel).
+// Where C (the channels a group) is a multiple of 8, on an NHWC copy of X made by to_nhwc,
+// both tiles by cp.async, the taps in (kh, kw, c) order: the forward problem in the build
+// with NHWC defined (igemm_mma_fwd_nhwc, at the end; that build has no weight gradient), the
+// weight gradient in the other (igemm_mma_wgrad_nhwc).
 // Defines: T (half), KH KW SH SW DH DW UH UW, WARPS_M WARPS_N MT NT STAGES WAIT (STAGES - 2),
 // I32 (offsets in one (n, g) slab of X fit an int), P32 (n*oh*ow + BN fits an int),
 // SMEM_CVTA (as matmul_mma_async_nv.cl), MMA_EMULATE (mma_async_nv.h: no PTX, the tests), NHWC.
@@ -132,6 +133,30 @@ INL void store_y(const conv_t p, __global half *Y, __global const half *Bias,
         }
 }
 
+// Xh (NHWC, contiguous: (n, h, w, g * c)) = X (conv.h's view p.x: n, g, c, h, w) through a
+// local tile of 32 channels x 32 pixels of a sample, so that both the reads (along the
+// pixels) and the writes (along the channels) of a warp are 32 neighbours.
+// Launch to_nhwc: global (ceil(h * w / 32) * 32, ceil(g * c / 32) * 8, n), local (32, 8, 1).
+__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
+void to_nhwc(const conv_t p, __global const TIN *X, __global TIN *Xh) {
+    __local TIN t[32][33];
+    const int lx = get_local_id(0), ly = get_local_id(1);
+    const long n = get_group_id(2), hw = p.h * p.w, gc = p.g * p.c;
+    const long p0 = (long)get_group_id(0) * 32, c0 = (long)get_group_id(1) * 32;
+    for (int r = ly; r < 32; r += 8) {
+        const long ch = c0 + r, px = p0 + lx;
+        if (ch < gc && px < hw) {
+            const long g = ch / p.c, c = ch - g * p.c, y = px / p.w, x = px - y * p.w;
+            t[r][lx] = X[p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2] + y * p.x.s[3] +
+                         x * p.x.s[4]];
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int r = ly; r < 32; r += 8) {
+        const long px = p0 + r, ch = c0 + lx;
+        if (ch < gc && px < hw) Xh[(n * hw + px) * gc + ch] = t[lx][r];
+    }
+}
 #ifndef NHWC
 // The window: this work item's LB taps of the next tile at its pixel (y0, x0: the window's
 // origin in Xv's rows and columns; xq: its sample and group in X), the digits (c, kh, kw) of
@@ -299,6 +324,131 @@ void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *
         }
 }
 
+// The weight gradient on the NHWC copy of X (to_nhwc; C a multiple of 8) and an output
+// gradient whose (oh, ow) planes are contiguous, their size, offset and strides multiples of
+// 8 (clgrad/ops/conv/mma.py checks): both tiles by cp.async, STAGES in flight. The output
+// gradient's tile [o][pixel] in chunks of 8 pixels of a plane; the window's [pixel][k] in
+// chunks of 8 channels of one tap (taps in (kh, kw, c) order), zero-filled where the tap
+// falls in the padding, the bias column's chunk stored as (1, 0, ..., 0). The depth (pixels)
+// split and ws as igemm_mma_wgrad's, ws in (c, kh, kw) order. Launch igemm_mma_wgrad_nhwc as
+// igemm_mma_wgrad.
+#define WCB (BN / EV)            // chunks of a window row (one pixel's BN taps)
+#define LW (BK * WCB / NTHR)     // window chunks a work item copies per tile
+#if (BK * WCB) % NTHR || NTHR % WCB
+#error "igemm_mma_wgrad_nhwc: whole window chunks per work item, one column chunk each"
+#endif
+#ifdef P32
+#define SAMPLE_OF(q, plane) ((int)(q) / (int)(plane))
+#else
+#define SAMPLE_OF(q, plane) ((q) / (plane))
+#endif
+
+// Copy the output gradient's tile of rows bm.., pixels q.. (< q1) into the stage at shared
+// address s: LA chunks of 8 pixels per work item.
+INL void copy_go(__local ushort *smem, uint s, __global const TIN *Gg, const v5_t gv, long plane,
+                 int M, int bm, long q, long q1, int tid) {
+#pragma unroll
+    for (int e = 0; e < LA; ++e) {
+        const int v = tid + e * NTHR, rr = v / (BK / EV), cc = (v % (BK / EV)) * EV;
+        const long qq = q + cc;
+        const bool in = bm + rr < M && qq < q1;
+        const long n = SAMPLE_OF(in ? qq : 0, plane);
+        CP_ASYNC16(s + ES * IDX_RK(rr, cc),
+                   in ? Gg + n * gv.s[0] + (bm + rr) * gv.s[2] + (qq - n * plane) : Gg,
+                   in ? 16 : 0);
+    }
+}
+
+// Copy the window's tile of pixels q.. (< q1) at this work item's taps (kh, kw, c..c+7; the
+// chunk at cc of the tile's columns; kin: below K, kone: the bias column) into the stage whose
+// window tile starts at element so of smem (shared address sbase + ES * so).
+INL void copy_xw(__local ushort *smem, uint sbase, int so, __global const TIN *Xg,
+                 const conv_t p, long plane, long q, long q1, int cc, int kh, int kw, int c,
+                 bool kin, bool kone, int tid) {
+    const long gc = p.g * p.c;
+#pragma unroll
+    for (int e = 0; e < LW; ++e) {
+        const int d = (tid + e * NTHR) / WCB, at = so + IDX_KR(BN, d, cc);
+        const long qq = q + d;
+        const bool qok = qq < q1;
+        PIXEL_OF(qok ? qq : 0, plane, p.ow, n, oy, ox);
+        const int y = oy * SH - (int)p.ph + kh * DH, x = ox * SW - (int)p.pw + kw * DW;
+        const bool ok = qok && kin && y >= 0 && x >= 0 && y < (int)p.h && x < (int)p.w;
+        if (kone) {
+#pragma unroll
+            for (int i = 0; i < EV; ++i) smem[at + i] = i == 0 && qok ? (ushort)0x3c00 : 0;
+        } else {
+            CP_ASYNC16(sbase + ES * at,
+                       ok ? Xg + ((n * p.h + y) * p.w + x) * gc + c : Xg, ok ? 16 : 0);
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(NTHR, 1, 1)))
+void igemm_mma_wgrad_nhwc(const conv_t p, __global const TIN *Xh, __global const TIN *GO,
+                          v5_t gv, __global float *ws, long qs) {
+    __local ushort smem[STAGES * STAGE_SZ] __attribute__((aligned(128)));
+    WARP_SETUP(smem);
+    const long grp = get_group_id(2) % p.g, sp = get_group_id(2) / p.g;
+    const int bn = (int)get_group_id(0) * BN, bm = (int)get_group_id(1) * BM, M = (int)p.o;
+    const int C = (int)p.c, kall = C * KHW;
+    const long plane = p.oh * p.ow, npix = p.n * plane;
+    const long q0 = sp * qs, q1 = min(npix, q0 + qs);
+    __global const TIN *Gg = GO + gv.off + grp * gv.s[1];
+    __global const TIN *Xg = Xh + grp * p.c;
+    // this work item's window chunk: the taps k.. (kh, kw, c..c+7) at column cc of the tile
+    const int cc = (tid % WCB) * EV, k = bn + cc, tap = k / C, c = k - tap * C;
+    const int kh = tap / KW, kw = tap - kh * KW;
+    const bool kin = k < kall, kone = k == kall;
+    float acc[MT][NT][4];
+    ZERO_ACC(acc)
+    const int ntiles = (int)((q1 - q0 + BK - 1) / BK);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < ntiles) {
+            copy_go(smem, sbase + ES * s * STAGE_SZ, Gg, gv, plane, M, bm, q0 + s * BK, q1, tid);
+            copy_xw(smem, sbase, s * STAGE_SZ + A_SZ, Xg, p, plane, q0 + s * BK, q1, cc, kh, kw,
+                    c, kin, kone, tid);
+        }
+        cp_commit();
+    }
+    int rd = 0, wr = STAGES - 1;
+    for (int kt = 0; kt < ntiles; ++kt) {
+        cp_wait();                      // this work item's copies of tile kt are in
+        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's; tile kt - 1 was read
+        const int nk = kt + STAGES - 1;
+        if (nk < ntiles) {
+            const long q = q0 + (long)nk * BK;
+            copy_go(smem, sbase + ES * wr * STAGE_SZ, Gg, gv, plane, M, bm, q, q1, tid);
+            copy_xw(smem, sbase, wr * STAGE_SZ + A_SZ, Xg, p, plane, q, q1, cc, kh, kw, c, kin,
+                    kone, tid);
+        }
+        cp_commit();
+        const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
+        MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
+        rd = rd == STAGES - 1 ? 0 : rd + 1;
+        wr = wr == STAGES - 1 ? 0 : wr + 1;
+    }
+    cp_wait_all();
+    __global float *w = ws + (sp * p.g + grp) * p.o * (kall + 1);
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = bm + wm + i * 16 + g8 + h * 8;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int kk = bn + wn + j * 8 + 2 * t4 + e, tp = kk / C;
+                    if (kk <= kall)  // (c, kh, kw) = c * KHW + tap; the bias column last
+                        w[(long)m * (kall + 1) + (kk == kall ? kall : (kk - tp * C) * KHW + tp)] =
+                            acc[i][j][2 * h + e];
+                }
+        }
+}
+
 #else  // NHWC
 // The forward problem (conv.h's, zero insertion included) on an NHWC copy of X (to_nhwc
 // below): Xh[((n * H + y) * W + x) * G*C + g * C + c], C (channels a group) a multiple of 8,
@@ -386,30 +536,5 @@ void igemm_mma_fwd_nhwc(const conv_t p, __global const TIN *Xh, __global const T
     }
     cp_wait_all();
     store_y(p, Y, Bias, acc, grp, bn, bm, wm, wn, g8, t4);
-}
-
-// Xh (NHWC, contiguous: (n, h, w, g * c)) = X (conv.h's view p.x: n, g, c, h, w) through a
-// local tile of 32 channels x 32 pixels of a sample, so that both the reads (along the
-// pixels) and the writes (along the channels) of a warp are 32 neighbours.
-// Launch to_nhwc: global (ceil(h * w / 32) * 32, ceil(g * c / 32) * 8, n), local (32, 8, 1).
-__kernel __attribute__((reqd_work_group_size(32, 8, 1)))
-void to_nhwc(const conv_t p, __global const TIN *X, __global TIN *Xh) {
-    __local TIN t[32][33];
-    const int lx = get_local_id(0), ly = get_local_id(1);
-    const long n = get_group_id(2), hw = p.h * p.w, gc = p.g * p.c;
-    const long p0 = (long)get_group_id(0) * 32, c0 = (long)get_group_id(1) * 32;
-    for (int r = ly; r < 32; r += 8) {
-        const long ch = c0 + r, px = p0 + lx;
-        if (ch < gc && px < hw) {
-            const long g = ch / p.c, c = ch - g * p.c, y = px / p.w, x = px - y * p.w;
-            t[r][lx] = X[p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2] + y * p.x.s[3] +
-                         x * p.x.s[4]];
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int r = ly; r < 32; r += 8) {
-        const long px = p0 + r, ch = c0 + lx;
-        if (ch < gc && px < hw) Xh[(n * hw + px) * gc + ch] = t[lx][r];
-    }
 }
 #endif  // NHWC

@@ -60,14 +60,30 @@ def test_kernel_matches_float64(mode, monkeypatch, tile, case):
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] % 8 == 0][:3],
                          ids=lambda c: "x".join(map(str, c[:10])))
 def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
-    """Problems whose channels a group are a multiple of 8 run igemm_mma_fwd_nhwc (an NHWC
-    copy of X read by cp.async) unless mma.NHWC is off; the window gather runs them right
-    too (within 2 float16 roundings of float64), and so does NHWC on the mid tile."""
+    """Problems whose channels a group are a multiple of 8 run on to_nhwc's NHWC copy of X
+    (igemm_mma_fwd_nhwc; igemm_mma_wgrad_nhwc where the output gradient's planes come in
+    16-byte chunks) unless mma.NHWC is off; both ways within 2 float16 roundings of float64
+    (the forward) and within the float32 bound of the depth (the weight gradient's split
+    sums), on the mid tile."""
+    real, names = mma._kernel, []
+
+    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
+        names.append(name)
+        return real(p, dev, t, name, *args, **kw)
+    monkeypatch.setattr(mma, "_kernel", spy)
+    chunked = case[6] * case[7] % 8 == 0 and case[16] * case[17] == 1
     for nhwc in (True, False):
         monkeypatch.setattr(mma, "NHWC", nhwc)
-        assert mma._nhwc(mma.Problem(*case[:18])) is nhwc
+        names.clear()
         err = mma.check_problem(DEV, case, np.random.default_rng(9), mma.TILES["mid"])
         assert err <= 2.0, (nhwc, err)
+        if case[16] * case[17] == 1:
+            err = mma.check_wgrad(DEV, case, np.random.default_rng(9), mma.TILES["mid"])
+            assert err <= 1.0, (nhwc, err)
+        want = (["to_nhwc", "igemm_mma_fwd_nhwc"] if nhwc else ["igemm_mma_fwd"]) + (
+            [] if case[16] * case[17] != 1 else
+            ["to_nhwc", "igemm_mma_wgrad_nhwc"] if nhwc and chunked else ["igemm_mma_wgrad"])
+        assert names == want, (nhwc, names)
 
 
 def _windows(x, kh, kw, s, p, d):
@@ -128,6 +144,7 @@ LAYERS = [  # (n, c, h, o, k, stride, padding, dilation, groups)
     (3, 24, 6, 16, 1, 2, 0, 1, 1),
     (2, 3, 11, 8, 5, 2, 2, 1, 1),
     (2, 8, 8, 8, 3, 1, 2, 2, 1),
+    (2, 16, 8, 32, 3, 1, 1, 1, 2),
 ]
 
 
@@ -246,9 +263,9 @@ def test_self_check_covers_every_tile(monkeypatch):
     seen = set()
     real = mma._kernel
 
-    def spy(p, dev, t, *args):
+    def spy(p, dev, t, *args, **kw):
         seen.add(tuple(sorted(t.items())))
-        return real(p, dev, t, *args)
+        return real(p, dev, t, *args, **kw)
     monkeypatch.setattr(mma, "_kernel", spy)
     assert mma.available(DEV) is True
     assert seen == {tuple(sorted(t.items())) for t in mma.TILES.values()}
@@ -262,11 +279,12 @@ def test_self_check_refuses_a_wrong_kernel(monkeypatch):
     monkeypatch.setattr(mma, "_OK", {})
     real = mma._kernel
 
-    def wrong(p, dev, t, name="igemm_mma_fwd", gv=None):
-        return real(p._replace(dw=p.dw + 1), dev, t, name, gv)
+    def wrong(p, dev, t, name="igemm_mma_fwd", gv=None, nhwc_build=None):
+        return real(p._replace(dw=p.dw + 1), dev, t, name, gv, nhwc_build)
     monkeypatch.setattr(mma, "_kernel", wrong)
-    with pytest.warns(RuntimeWarning, match="conv_igemm_mma_nv.cl"):
+    with pytest.warns(RuntimeWarning, match="conv_igemm_mma_nv.cl") as warned:
         assert mma.available(DEV) is False
+    assert "roundings" in str(warned[0].message)  # (a wrong result, not a failed call)
 
 
 def test_auto_measures_it_against_im2col_per_pass(mode, monkeypatch, tmp_path):

@@ -8,13 +8,17 @@ gathered into local memory on the fly (no workspace, no col2im, no layout copies
 output), the weight tiles copied by cp.async, the products summed in float32 by mma.sync
 (inline PTX), the output rounded to float16 once. Weight gradient: GW[g] (O/G x C/G*kH*kW + 1,
 the last column the bias gradient's) = GO[g] @ col[g]^T over the batch's pixels, split into
-slices summed in float32 (algorithms._reduce, one rounding). Where the float16 convolutions
+slices summed in float32 (algorithms._reduce, one rounding). Where the channels a group are
+a multiple of 8 (``NHWC``), the passes read an NHWC copy of X (to_nhwc, one launch) by
+cp.async instead, 8 channels of one window position a 16-byte chunk, the taps in (kh, kw, c)
+order (the forward's weight copied into it). Where the float16 convolutions
 ran im2col + the pipelined GEMM + col2im before (ResNeXt-29's AMP step on an H200: 17 ms of
 24.7 ms of kernels in those and their layout copies; bench/README.md, 2026-12-06b).
 
 Which devices: NVIDIA's OpenCL where the pipelined GEMM runs (matmul.has_mma_async, float16),
-then once per device and process three problems (groups and a bias; taps not a multiple of 8;
-zero insertion on a flipped weight view) against float64 NumPy (``available``); a failure warns
+then once per device and process four problems (groups and a bias; taps not a multiple of 8;
+zero insertion on a flipped weight view; NHWC's forward and weight gradient with groups)
+and their weight gradients against float64 NumPy (``available``); a failure warns
 and the float16 convolutions keep im2col. ``EMULATE`` (tests) builds the kernel without PTX
 (kernels/mma_async_nv.h's MMA_EMULATE: the same tiles, swizzles, gathers and stores; the mma,
 cp.async and ldmatrix as plain loops) so that any OpenCL device checks its index math.
@@ -125,15 +129,20 @@ def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
 
 
 def _wgrad_partial(p: Problem, x, g4, t: dict | None = None):
-    """Launch igemm_mma_wgrad with tiles t (default: _tile's): the float32 partial sums of
-    each split, bias column included, as a fresh (split, G, O/G, C/G*kH*kW + 1) tensor."""
+    """Launch igemm_mma_wgrad (igemm_mma_wgrad_nhwc on to_nhwc's copy of x where _nhwc and
+    the output gradient's planes allow) with tiles t (default: _tile's): the float32 partial
+    sums of each split, bias column included, as a fresh (split, G, O/G, C/G*kH*kW + 1)
+    tensor."""
     dev = x._storage.device
     t = t or _tile(p, dev)
     split, qs = _wgrad_split(p, dev, t)
     bm, bn, nthr = _rows_cols(t)
     gv = v5(g4, p.g)
     ws = _workspace(p, split, dtypes.float32, dev)
-    dev.launch(_kernel(p, dev, t, "igemm_mma_wgrad", gv),
+    name = "igemm_mma_wgrad"
+    if _nhwc(p) and _planes_in_chunks(p, gv):
+        name, x = "igemm_mma_wgrad_nhwc", _to_nhwc(p, dev, t, x, False)
+    dev.launch(_kernel(p, dev, t, name, gv),
                (cdiv(p.c * p.kh * p.kw + 1, bn) * nthr, cdiv(p.o, bm), p.g * split),
                (nthr, 1, 1), p.pack(), x._storage.buffer, g4._storage.buffer,
                pack(gv, longs(V5_T)), ws._storage.buffer, np.int64(qs))
@@ -144,6 +153,26 @@ def _nhwc(p: Problem) -> bool:
     """Whether the forward problem p runs igemm_mma_fwd_nhwc (NHWC, channels a group a
     multiple of 8)."""
     return NHWC and p.c % 8 == 0
+
+
+def _planes_in_chunks(p: Problem, gv: tuple) -> bool:
+    """Whether the output gradient's view gv (off, n, g, o, oh, ow strides) has contiguous
+    (oh, ow) planes read in 16-byte chunks by igemm_mma_wgrad_nhwc: the plane, the offset
+    and the sample, group and channel strides multiples of 8 halves."""
+    off, sn, sg, so, sh, sw = gv
+    plane = p.oh * p.ow
+    return (plane % 8 == 0 and (sw == 1 or p.ow == 1) and (sh == p.ow or p.oh == 1)
+            and all(v % 8 == 0 for v in (off, sn, so) + ((sg,) if p.g > 1 else ())))
+
+
+def _to_nhwc(p: Problem, dev, t: dict, x, nhwc_build: bool):
+    """to_nhwc's fresh (N, H, W, G*C) copy of x (the problem's X view), launched from the
+    build the next kernel comes from (``nhwc_build``: igemm_mma_fwd_nhwc's)."""
+    xh = empty((p.n, p.h, p.w, p.g * p.c), x.dtype, dev)
+    dev.launch(_kernel(p, dev, t, "to_nhwc", nhwc_build=nhwc_build),
+               (cdiv(p.h * p.w, 32) * 32, cdiv(p.g * p.c, 32) * 8, p.n), (32, 8, 1),
+               p.pack(), x._storage.buffer, xh._storage.buffer)
+    return xh
 
 
 def _weight(p: Problem, w: Tensor, nhwc: bool = False):
@@ -171,9 +200,11 @@ def _weight(p: Problem, w: Tensor, nhwc: bool = False):
     return p._replace(k=kv), buf
 
 
-def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None):
+def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None,
+            nhwc_build: bool | None = None):
     """The kernel ``name`` for problem p and tiles t (gv: the weight gradient's view of the
-    output gradient, whose in-sample offsets I32 bounds too)."""
+    output gradient, whose in-sample offsets I32 bounds too), from the build with NHWC
+    defined where ``nhwc_build`` (default: for igemm_mma_fwd_nhwc)."""
     d = _defines(p, dtypes.float16, {"x": p.x}, **t, WAIT=t["STAGES"] - 2)
     d.pop("I32", None)
     ext = (p.c - 1) * abs(p.x[3]) + _extent(p.x, p.h, p.w)
@@ -184,7 +215,7 @@ def _kernel(p: Problem, dev, t: dict, name: str = "igemm_mma_fwd", gv=None):
     _, bn, _ = _rows_cols(t)
     if p.n * p.oh * p.ow + bn < _INT_LIMIT:
         d["P32"] = 1
-    if name in ("igemm_mma_fwd_nhwc", "to_nhwc"):
+    if name == "igemm_mma_fwd_nhwc" if nhwc_build is None else nhwc_build:
         d["NHWC"] = 1
     if EMULATE:
         d["MMA_EMULATE"] = 1
@@ -203,11 +234,7 @@ def _fwd(p: Problem, plan: Plan, x, w, y, bias, t: dict | None = None):
     bm, bn, nthr = _rows_cols(t)
     name = "igemm_mma_fwd"
     if nhwc:
-        name, xh = "igemm_mma_fwd_nhwc", empty((p.n, p.h, p.w, p.g * p.c), x.dtype, dev)
-        dev.launch(_kernel(p, dev, t, "to_nhwc"),
-                   (cdiv(p.h * p.w, 32) * 32, cdiv(p.g * p.c, 32) * 8, p.n), (32, 8, 1),
-                   p.pack(), x._storage.buffer, xh._storage.buffer)
-        x = xh
+        name, x = "igemm_mma_fwd_nhwc", _to_nhwc(p, dev, t, x, True)
     dev.launch(_kernel(p, dev, t, name), (cdiv(p.n * p.oh * p.ow, bn) * nthr, cdiv(p.o, bm), p.g),
                (nthr, 1, 1), p.pack(), x._storage.buffer, w._storage.buffer,
                y._storage.buffer, _bias_buffer(bias, y))
@@ -256,7 +283,8 @@ def _get(dev, t: Tensor) -> np.ndarray:
 # uw, bias, flipped weight view)
 _CHECKS = ((2, 2, 16, 7, 9, 40, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, True, False),
            (3, 1, 5, 6, 11, 72, 3, 5, 3, 3, 2, 2, 1, 1, 1, 0, 1, 1, False, False),
-           (2, 1, 24, 5, 6, 16, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, False, True))
+           (2, 1, 24, 5, 6, 16, 10, 12, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, False, True),
+           (2, 2, 8, 8, 8, 24, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, True, False))
 
 
 def check_problem(dev, case, rng, t: dict | None = None) -> float:
