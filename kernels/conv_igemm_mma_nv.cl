@@ -135,28 +135,31 @@ INL void store_y(const conv_t p, __global half *Y, __global const half *Bias,
 
 // Xh (NHWC, contiguous: (n, h, w, g * c)) = X (conv.h's view p.x: n, g, c, h, w) through a
 // local tile of 32 channels x 32 pixels of a sample, so that both the reads (along the
-// pixels) and the writes (along the channels) of a warp are 32 neighbours.
+// pixels) and the writes (along the channels) of a warp are 32 neighbours; h * w and g * c
+// fit an int (32-bit divisions: a 64-bit one costs ~70 instructions on GPUs).
 // Launch to_nhwc: global (ceil(h * w / 32) * 32, ceil(g * c / 32) * 8, n), local (32, 8, 1).
 __kernel __attribute__((reqd_work_group_size(32, 8, 1)))
 void to_nhwc(const conv_t p, __global const TIN *X, __global TIN *Xh) {
     __local TIN t[32][33];
     const int lx = get_local_id(0), ly = get_local_id(1);
-    const long n = get_group_id(2), hw = p.h * p.w, gc = p.g * p.c;
-    const long p0 = (long)get_group_id(0) * 32, c0 = (long)get_group_id(1) * 32;
-    for (int r = ly; r < 32; r += 8) {
-        const long ch = c0 + r, px = p0 + lx;
-        if (ch < gc && px < hw) {
-            const long g = ch / p.c, c = ch - g * p.c, y = px / p.w, x = px - y * p.w;
-            t[r][lx] = X[p.x.off + n * p.x.s[0] + g * p.x.s[1] + c * p.x.s[2] + y * p.x.s[3] +
-                         x * p.x.s[4]];
+    const int hw = (int)(p.h * p.w), gc = (int)(p.g * p.c), C = (int)p.c, W = (int)p.w;
+    const int p0 = get_group_id(0) * 32, c0 = get_group_id(1) * 32;
+    const long n = get_group_id(2);
+    const int px = p0 + lx, y = px / W;  // this work item's pixel of the reads
+    __global const TIN *xs = X + p.x.off + n * p.x.s[0] + y * p.x.s[3] + (px - y * W) * p.x.s[4];
+    if (px < hw) {
+        for (int r = ly; r < 32 && c0 + r < gc; r += 8) {
+            const int ch = c0 + r, g = ch / C;
+            t[r][lx] = xs[g * p.x.s[1] + (ch - g * C) * p.x.s[2]];
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int r = ly; r < 32; r += 8) {
-        const long px = p0 + r, ch = c0 + lx;
-        if (ch < gc && px < hw) Xh[(n * hw + px) * gc + ch] = t[lx][r];
+    if (c0 + lx < gc) {
+        __global TIN *o = Xh + (n * hw + p0) * gc + c0 + lx;
+        for (int r = ly; r < 32 && p0 + r < hw; r += 8) o[(long)r * gc] = t[lx][r];
     }
 }
+
 #ifndef NHWC
 // The window: this work item's LB taps of the next tile at its pixel (y0, x0: the window's
 // origin in Xv's rows and columns; xq: its sample and group in X), the digits (c, kh, kw) of

@@ -255,6 +255,21 @@ def test_where_it_cannot_run_conv2d_gives_way(monkeypatch):
     assert np.allclose(y32.numpy(), ref, rtol=1e-5, atol=1e-5 * np.max(mag))
 
 
+def test_nhwc_copy_of_a_strided_view(mode):
+    """to_nhwc reads the caller's view through its strides and offset: a channel slice of a
+    tensor whose H and W are swapped gives the same result as its contiguous copy, with
+    more than one 32 x 32 tile of channels and pixels (edges included)."""
+    rng = np.random.default_rng(8)
+    base = clgrad.tensor(rng.standard_normal((2, 56, 9, 7)).astype(np.float16))
+    xv = base.transpose(2, 3)[:, 8:48]  # (2, 40, 7, 9), channels from 8
+    w = clgrad.tensor(rng.standard_normal((16, 40, 3, 3)).astype(np.float16))
+    assert mma._nhwc(mma.Problem(2, 1, 40, 7, 9, 16, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1))
+    a = F.conv2d(xv, w, padding=1).numpy()
+    b = F.conv2d(xv.contiguous(), w, padding=1).numpy()
+    assert backends.last_conv_algorithms["forward"] == "igemm_mma"
+    assert np.array_equal(a, b)
+
+
 def test_self_check_covers_every_tile(monkeypatch):
     """available() runs each of its problems on every tile configuration (the one a device
     picks for a layer need not be the one it picks for a small check)."""

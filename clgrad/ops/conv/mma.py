@@ -152,7 +152,7 @@ def _wgrad_partial(p: Problem, x, g4, t: dict | None = None):
 def _nhwc(p: Problem) -> bool:
     """Whether the forward problem p runs igemm_mma_fwd_nhwc (NHWC, channels a group a
     multiple of 8)."""
-    return NHWC and p.c % 8 == 0
+    return NHWC and p.c % 8 == 0 and p.h * p.w < _INT_LIMIT and p.g * p.c < _INT_LIMIT
 
 
 def _planes_in_chunks(p: Problem, gv: tuple) -> bool:
