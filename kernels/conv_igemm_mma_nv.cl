@@ -249,6 +249,29 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
 // rows are tid / BK + l * (NTHR / BK), decoded into (c, kh, kw) per tile (division by
 // constants). Launch igemm_mma_wgrad: global (ceil((K+1) / BN) * NTHR, ceil(o / BM), g *
 // split), local (NTHR, 1, 1).
+// A weight gradient's float32 split sums w[o][k] (K + 1 columns, the bias column last) =
+// acc, for the work-group's tile at (bm, bn) and the warp's at (wm, wn); the tile's columns
+// are taps in (c, kh, kw) order, or with C > 0 in (kh, kw, c) order (C channels), stored in
+// (c, kh, kw) order all the same.
+INL void store_ws(__global float *w, float acc[MT][NT][4], int bm, int bn, int wm, int wn,
+                  uint g8, uint t4, int M, int kall, int C) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = bm + wm + i * 16 + g8 + h * 8;
+            if (m >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int k = bn + wn + j * 8 + 2 * t4 + e, tp = C > 0 ? k / C : 0;
+                    const int at = C == 0 || k == kall ? k : (k - tp * C) * KHW + tp;
+                    if (k <= kall) w[(long)m * (kall + 1) + at] = acc[i][j][2 * h + e];
+                }
+        }
+}
+
 #define RSTEP (NTHR / BK)          // rows between a work item's staged elements
 #define WA (BM / RSTEP)            // output-gradient elements a work item stages per tile
 #define WB (BN / RSTEP)            // window elements
@@ -310,21 +333,7 @@ void igemm_mma_wgrad(const conv_t p, __global const TIN *X, __global const TIN *
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    __global float *w = ws + (sp * p.g + grp) * p.o * (kall + 1);
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int m = bm + wm + i * 16 + g8 + h * 8;
-            if (m >= M) continue;
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int k = bn + wn + j * 8 + 2 * t4 + e;
-                    if (k <= kall) w[(long)m * (kall + 1) + k] = acc[i][j][2 * h + e];
-                }
-        }
+    store_ws(ws + (sp * p.g + grp) * p.o * (kall + 1), acc, bm, bn, wm, wn, g8, t4, M, kall, 0);
 }
 
 // The weight gradient on the NHWC copy of X (to_nhwc; C a multiple of 8) and an output
@@ -433,23 +442,7 @@ void igemm_mma_wgrad_nhwc(const conv_t p, __global const TIN *Xh, __global const
         wr = wr == STAGES - 1 ? 0 : wr + 1;
     }
     cp_wait_all();
-    __global float *w = ws + (sp * p.g + grp) * p.o * (kall + 1);
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int m = bm + wm + i * 16 + g8 + h * 8;
-            if (m >= M) continue;
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int kk = bn + wn + j * 8 + 2 * t4 + e, tp = kk / C;
-                    if (kk <= kall)  // (c, kh, kw) = c * KHW + tap; the bias column last
-                        w[(long)m * (kall + 1) + (kk == kall ? kall : (kk - tp * C) * KHW + tp)] =
-                            acc[i][j][2 * h + e];
-                }
-        }
+    store_ws(ws + (sp * p.g + grp) * p.o * (kall + 1), acc, bm, bn, wm, wn, g8, t4, M, kall, C);
 }
 
 #else  // NHWC
