@@ -53,9 +53,10 @@ TILES = {"large": dict(WARPS_M=2, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "small": dict(WARPS_M=2, WARPS_N=2, MT=2, NT=4, STAGES=3)}
 VERSION = 2  # in the measured choices' keys (choice.py): raised where the kernel changes
 EMULATE = False  # tests: build kernels/conv_igemm_mma_nv.cl without PTX (any device)
-# The forward and input gradient of problems whose channels a group are a multiple of 8 read
-# an NHWC copy of X (to_nhwc: one launch) by cp.async, 8 channels of a window position a
-# chunk, instead of gathering the window element by element (igemm_mma_fwd_nhwc)
+# Every pass of problems whose channels a group are a multiple of 8 reads an NHWC copy of X
+# (to_nhwc: one launch) by cp.async, 8 channels of a window position a chunk, instead of
+# gathering the window element by element (igemm_mma_fwd_nhwc; igemm_mma_wgrad_nhwc where the
+# output gradient's planes come in 16-byte chunks, _planes_in_chunks)
 NHWC = True
 _OK: dict = {}   # (Device, EMULATE, NHWC) -> available's verdict
 
