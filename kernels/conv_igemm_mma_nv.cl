@@ -133,6 +133,30 @@ INL void store_y(const conv_t p, __global half *Y, __global const half *Bias,
         }
 }
 
+// The cp.async pipeline of the NHWC kernels, whose tiles both come in by cp.async: tiles
+// 0 .. ntiles - 1 multiplied into acc with STAGES - 1 tiles in flight; COPY(st, t) issues
+// tile t's copies into stage st. Tile kt is read from stage rd while tile kt + STAGES - 1 is
+// written to stage wr (its last readers, tile kt - 1's, are done by the barrier before).
+#define CP_PIPELINE(ntiles, COPY, acc)                                                         \
+    {                                                                                          \
+        _Pragma("unroll") for (int s_ = 0; s_ < STAGES - 1; ++s_) {                            \
+            if (s_ < (ntiles)) COPY(s_, s_);                                                   \
+            cp_commit();                                                                       \
+        }                                                                                      \
+        int rd_ = 0, wr_ = STAGES - 1;                                                         \
+        for (int kt_ = 0; kt_ < (ntiles); ++kt_) {                                             \
+            cp_wait();                     /* this work item's copies of tile kt_ are in */    \
+            barrier(CLK_LOCAL_MEM_FENCE);  /* everyone's; tile kt_ - 1 was read */             \
+            if (kt_ + STAGES - 1 < (ntiles)) COPY(wr_, kt_ + STAGES - 1);                      \
+            cp_commit();                                                                       \
+            const uint sa_ = sbase + ES * rd_ * STAGE_SZ, sb_ = sa_ + ES * A_SZ;               \
+            MMA_TILE(sa_, sb_, wm, wn, a_r, a_k, b_r, b_k, acc)                                \
+            rd_ = rd_ == STAGES - 1 ? 0 : rd_ + 1;                                             \
+            wr_ = wr_ == STAGES - 1 ? 0 : wr_ + 1;                                             \
+        }                                                                                      \
+        cp_wait_all();                                                                         \
+    }
+
 // Xh (NHWC, contiguous: (n, h, w, g * c)) = X (conv.h's view p.x: n, g, c, h, w) through a
 // local tile of 32 channels x 32 pixels of a sample, so that both the reads (along the
 // pixels) and the writes (along the channels) of a warp are 32 neighbours; h * w and g * c
@@ -239,16 +263,6 @@ void igemm_mma_fwd(const conv_t p, __global const TIN *X, __global const TIN *Kw
     store_y(p, Y, Bias, acc, grp, bn, bm, wm, wn, g8, t4);
 }
 
-// The weight gradient: per group g, GW[g] (o x (K+1)) = GO[g] (o x pixels) @ col[g]^T (pixels
-// x (K+1)), column K all ones (the bias gradient), the depth (the batch's pixels) split:
-// split sp sums pixels [sp * QS, (sp + 1) * QS) into ws[sp][g][o][K+1] in float32 (QS a
-// multiple of BK; wgrad_reduce of conv_igemm_cpu.cl sums the splits and rounds once). Both
-// tiles are gathered through registers (two local stages: the next tile's loads in flight
-// while this one is multiplied): work item tid stages depth (pixel) tid % BK of every tile,
-// so a warp reads 32 consecutive pixels of one row (output channel, or tap) at a time; its
-// rows are tid / BK + l * (NTHR / BK), decoded into (c, kh, kw) per tile (division by
-// constants). Launch igemm_mma_wgrad: global (ceil((K+1) / BN) * NTHR, ceil(o / BM), g *
-// split), local (NTHR, 1, 1).
 // A weight gradient's float32 split sums w[o][k] (K + 1 columns, the bias column last) =
 // acc, for the work-group's tile at (bm, bn) and the warp's at (wm, wn); the tile's columns
 // are taps in (c, kh, kw) order, or with C > 0 in (kh, kw, c) order (C channels), stored in
@@ -272,6 +286,16 @@ INL void store_ws(__global float *w, float acc[MT][NT][4], int bm, int bn, int w
         }
 }
 
+// The weight gradient: per group g, GW[g] (o x (K+1)) = GO[g] (o x pixels) @ col[g]^T (pixels
+// x (K+1)), column K all ones (the bias gradient), the depth (the batch's pixels) split:
+// split sp sums pixels [sp * QS, (sp + 1) * QS) into ws[sp][g][o][K+1] in float32 (QS a
+// multiple of BK; wgrad_reduce of conv_igemm_cpu.cl sums the splits and rounds once). Both
+// tiles are gathered through registers (two local stages: the next tile's loads in flight
+// while this one is multiplied): work item tid stages depth (pixel) tid % BK of every tile,
+// so a warp reads 32 consecutive pixels of one row (output channel, or tap) at a time; its
+// rows are tid / BK + l * (NTHR / BK), decoded into (c, kh, kw) per tile (division by
+// constants). Launch igemm_mma_wgrad: global (ceil((K+1) / BN) * NTHR, ceil(o / BM), g *
+// split), local (NTHR, 1, 1).
 #define RSTEP (NTHR / BK)          // rows between a work item's staged elements
 #define WA (BM / RSTEP)            // output-gradient elements a work item stages per tile
 #define WB (BN / RSTEP)            // window elements
@@ -415,33 +439,15 @@ void igemm_mma_wgrad_nhwc(const conv_t p, __global const TIN *Xh, __global const
     float acc[MT][NT][4];
     ZERO_ACC(acc)
     const int ntiles = (int)((q1 - q0 + BK - 1) / BK);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ntiles) {
-            copy_go(smem, sbase + ES * s * STAGE_SZ, Gg, gv, plane, M, bm, q0 + s * BK, q1, tid);
-            copy_xw(smem, sbase, s * STAGE_SZ + A_SZ, Xg, p, plane, q0 + s * BK, q1, cc, kh, kw,
-                    c, kin, kone, tid);
-        }
-        cp_commit();
+#define COPY_TILE(st, t)                                                                       \
+    {                                                                                          \
+        copy_go(smem, sbase + ES * (st) * STAGE_SZ, Gg, gv, plane, M, bm, q0 + (long)(t) * BK, \
+                q1, tid);                                                                      \
+        copy_xw(smem, sbase, (st) * STAGE_SZ + A_SZ, Xg, p, plane, q0 + (long)(t) * BK, q1,    \
+                cc, kh, kw, c, kin, kone, tid);                                                \
     }
-    int rd = 0, wr = STAGES - 1;
-    for (int kt = 0; kt < ntiles; ++kt) {
-        cp_wait();                      // this work item's copies of tile kt are in
-        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's; tile kt - 1 was read
-        const int nk = kt + STAGES - 1;
-        if (nk < ntiles) {
-            const long q = q0 + (long)nk * BK;
-            copy_go(smem, sbase + ES * wr * STAGE_SZ, Gg, gv, plane, M, bm, q, q1, tid);
-            copy_xw(smem, sbase, wr * STAGE_SZ + A_SZ, Xg, p, plane, q, q1, cc, kh, kw, c, kin,
-                    kone, tid);
-        }
-        cp_commit();
-        const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
-        MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
-        rd = rd == STAGES - 1 ? 0 : rd + 1;
-        wr = wr == STAGES - 1 ? 0 : wr + 1;
-    }
-    cp_wait_all();
+    CP_PIPELINE(ntiles, COPY_TILE, acc)
+#undef COPY_TILE
     store_ws(ws + (sp * p.g + grp) * p.o * (kall + 1), acc, bm, bn, wm, wn, g8, t4, M, kall, C);
 }
 
@@ -503,34 +509,14 @@ void igemm_mma_fwd_nhwc(const conv_t p, __global const TIN *Xh, __global const T
     float acc[MT][NT][4];
     ZERO_ACC(acc)
     const int ntiles = (kall + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < ntiles) {
-            copy_w(smem, sbase + ES * s * STAGE_SZ, Ag, lda, M, kall, bm, s * BK, tid);
-            copy_x(smem, sbase + ES * (s * STAGE_SZ + A_SZ), Xh, p, base, y0, x0, s * BK + kc,
-                   kall, tid);
-        }
-        cp_commit();
+#define COPY_TILE(st, t)                                                                       \
+    {                                                                                          \
+        copy_w(smem, sbase + ES * (st) * STAGE_SZ, Ag, lda, M, kall, bm, (t) * BK, tid);       \
+        copy_x(smem, sbase + ES * ((st) * STAGE_SZ + A_SZ), Xh, p, base, y0, x0,               \
+               (t) * BK + kc, kall, tid);                                                      \
     }
-    // stages: tile kt is read from rd, tile kt + STAGES - 1 written to wr (its last readers,
-    // tile kt - 1's, are done by the barrier before the copies)
-    int rd = 0, wr = STAGES - 1;
-    for (int kt = 0; kt < ntiles; ++kt) {
-        cp_wait();                      // this work item's copies of tile kt are in
-        barrier(CLK_LOCAL_MEM_FENCE);   // everyone's; tile kt - 1 was read
-        const int nk = kt + STAGES - 1;
-        if (nk < ntiles) {
-            copy_w(smem, sbase + ES * wr * STAGE_SZ, Ag, lda, M, kall, bm, nk * BK, tid);
-            copy_x(smem, sbase + ES * (wr * STAGE_SZ + A_SZ), Xh, p, base, y0, x0,
-                   nk * BK + kc, kall, tid);
-        }
-        cp_commit();
-        const uint sa = sbase + ES * rd * STAGE_SZ, sb = sa + ES * A_SZ;
-        MMA_TILE(sa, sb, wm, wn, a_r, a_k, b_r, b_k, acc)
-        rd = rd == STAGES - 1 ? 0 : rd + 1;
-        wr = wr == STAGES - 1 ? 0 : wr + 1;
-    }
-    cp_wait_all();
+    CP_PIPELINE(ntiles, COPY_TILE, acc)
+#undef COPY_TILE
     store_y(p, Y, Bias, acc, grp, bn, bm, wm, wn, g8, t4);
 }
 #endif  // NHWC
