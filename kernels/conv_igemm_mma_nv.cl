@@ -184,6 +184,35 @@ void to_nhwc(const conv_t p, __global const TIN *X, __global TIN *Xh) {
     }
 }
 
+// to_nhwc where X's (h, w) planes are contiguous and come in 16-byte chunks (h * w, the
+// offset and the sample, group and channel strides multiples of 8 halves; C a multiple of
+// 8): a work item moves 8 channels x 8 pixels through its registers, 16-byte loads along the
+// pixels and 16-byte stores along the channels, no local memory. A warp (8 x 4 items) reads
+// 128 contiguous bytes of a channel and writes 64 of a pixel: whole 32-byte sectors.
+// Launch to_nhwc8: global (ceil(n * h * w / 64) * 8, ceil(g * c / 64) * 8, 1), local (8, 8, 1).
+#define TCOL(j) as_uint4((ushort8)(a0.s##j, a1.s##j, a2.s##j, a3.s##j, \
+                                   a4.s##j, a5.s##j, a6.s##j, a7.s##j))
+__kernel __attribute__((reqd_work_group_size(8, 8, 1)))
+void to_nhwc8(const conv_t p, __global const TIN *X, __global TIN *Xh) {
+    const long hw8 = p.h * p.w / 8, q = get_global_id(0);  // q: the batch's 8-pixel block
+    const int cb = (int)get_global_id(1), gc = (int)(p.g * p.c);
+    if (q >= p.n * hw8 || cb * 8 >= gc) return;
+    const long n = q / hw8;
+    const int ch = cb * 8, g = ch / (int)p.c;
+    const long cs = p.x.s[2];
+    __global const TIN *xs = X + p.x.off + n * p.x.s[0] + g * p.x.s[1] + (ch - g * p.c) * cs
+                             + (q - n * hw8) * 8;
+#define LD(k) as_ushort8(*(__global const uint4 *)(xs + (k) * cs))
+    const ushort8 a0 = LD(0), a1 = LD(1), a2 = LD(2), a3 = LD(3),
+                  a4 = LD(4), a5 = LD(5), a6 = LD(6), a7 = LD(7);
+#undef LD
+    __global uint4 *o = (__global uint4 *)(Xh + q * 8 * gc + ch);
+    const int os = gc / 8;  // a pixel's stride in chunks
+    o[0] = TCOL(0); o[os] = TCOL(1); o[2 * os] = TCOL(2); o[3 * os] = TCOL(3);
+    o[4 * os] = TCOL(4); o[5 * os] = TCOL(5); o[6 * os] = TCOL(6); o[7 * os] = TCOL(7);
+}
+#undef TCOL
+
 #ifndef NHWC
 // The window: this work item's LB taps of the next tile at its pixel (y0, x0: the window's
 // origin in Xv's rows and columns; xq: its sample and group in X), the digits (c, kh, kw) of

@@ -60,9 +60,10 @@ def test_kernel_matches_float64(mode, monkeypatch, tile, case):
 @pytest.mark.parametrize("case", [c for c in CASES if c[2] % 8 == 0][:3],
                          ids=lambda c: "x".join(map(str, c[:10])))
 def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
-    """Problems whose channels a group are a multiple of 8 run on to_nhwc's NHWC copy of X
-    (igemm_mma_fwd_nhwc; igemm_mma_wgrad_nhwc where the output gradient's planes come in
-    16-byte chunks) unless mma.NHWC is off; both ways within 2 float16 roundings of float64
+    """Problems whose channels a group are a multiple of 8 run on an NHWC copy of X (to_nhwc8
+    where its planes come in 16-byte chunks, else to_nhwc): igemm_mma_fwd_nhwc, and
+    igemm_mma_wgrad_nhwc where the output gradient's planes come in 16-byte chunks, unless
+    mma.NHWC is off; both ways within 2 float16 roundings of float64
     (the forward) and within the float32 bound of the depth (the weight gradient's split
     sums), on the mid tile."""
     real, names = mma._kernel, []
@@ -80,9 +81,10 @@ def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
         if case[16] * case[17] == 1:
             err = mma.check_wgrad(DEV, case, np.random.default_rng(9), mma.TILES["mid"])
             assert err <= 1.0, (nhwc, err)
-        want = (["to_nhwc", "igemm_mma_fwd_nhwc"] if nhwc else ["igemm_mma_fwd"]) + (
+        copy = "to_nhwc8" if case[3] * case[4] % 8 == 0 else "to_nhwc"  # X is contiguous
+        want = ([copy, "igemm_mma_fwd_nhwc"] if nhwc else ["igemm_mma_fwd"]) + (
             [] if case[16] * case[17] != 1 else
-            ["to_nhwc", "igemm_mma_wgrad_nhwc"] if nhwc and chunked else ["igemm_mma_wgrad"])
+            [copy, "igemm_mma_wgrad_nhwc"] if nhwc and chunked else ["igemm_mma_wgrad"])
         assert names == want, (nhwc, names)
 
 
@@ -270,6 +272,39 @@ def test_nhwc_copy_of_a_strided_view(mode):
     assert np.array_equal(a, b)
 
 
+# (shape of the tensor, the view's index, groups, the copy that runs)
+_ALL = slice(None)
+NHWC_VIEWS = {"blocks past the edges": ((3, 72, 4, 6), (_ALL,), 1, "to_nhwc8"),
+              "channel slice": ((2, 40, 4, 4), (_ALL, slice(8, 32)), 1, "to_nhwc8"),
+              "groups": ((2, 48, 2, 4), (_ALL,), 3, "to_nhwc8"),
+              "rows sliced off a chunk": ((2, 16, 5, 4), (_ALL, _ALL, slice(1, None)), 1,
+                                          "to_nhwc"),
+              "plane not in chunks": ((2, 16, 3, 5), (_ALL,), 2, "to_nhwc")}
+
+
+@pytest.mark.parametrize("view", sorted(NHWC_VIEWS))
+def test_nhwc_copies_are_exact_transposes(mode, monkeypatch, view):
+    """Both NHWC copies give exactly NumPy's (N, H, W, C) transpose of the view, bit for bit:
+    to_nhwc8 (8 x 8 blocks, 16-byte accesses) where the view's planes, offset and strides
+    come in 16-byte chunks, to_nhwc otherwise (rows sliced off so the view starts 4 halves
+    into a chunk; a 3 x 5 plane); block counts that do not divide the work-groups."""
+    shape, index, g, want = NHWC_VIEWS[view]
+    real, names = mma._kernel, []
+
+    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
+        names.append(name)
+        return real(p, dev, t, name, *args, **kw)
+    monkeypatch.setattr(mma, "_kernel", spy)
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float16)
+    x = clgrad.tensor(a)[index]
+    n, c, h, w = x.shape
+    p = mma.Problem(n, g, c // g, h, w, 8, h, w, 1, 1, 1, 1, 1, 1, 0, 0)._replace(
+        x=mma.v5(x, g))
+    xh = mma._to_nhwc(p, DEV, mma.TILES["mid"], x, True)
+    assert names == [want]
+    assert np.array_equal(xh.numpy(), a[index].transpose(0, 2, 3, 1))
+
+
 def test_self_check_covers_every_tile(monkeypatch):
     """available() runs each of its problems on every tile configuration (the one a device
     picks for a layer need not be the one it picks for a small check)."""
@@ -327,3 +362,4 @@ def test_auto_measures_it_against_im2col_per_pass(mode, monkeypatch, tmp_path):
     mag = _np_conv(np.abs(x64), np.abs(w64), None, 1, 1, 1, 1)
     err = np.abs(y.detach().numpy().astype(np.float64) - _np_conv(x64, w64, None, 1, 1, 1, 1))
     assert np.all(err <= 2.0 ** -10 * (mag + 1e-3))
+

@@ -9,9 +9,9 @@ output), the weight tiles copied by cp.async, the products summed in float32 by 
 (inline PTX), the output rounded to float16 once. Weight gradient: GW[g] (O/G x C/G*kH*kW + 1,
 the last column the bias gradient's) = GO[g] @ col[g]^T over the batch's pixels, split into
 slices summed in float32 (algorithms._reduce, one rounding). Where the channels a group are
-a multiple of 8 (``NHWC``), the passes read an NHWC copy of X (to_nhwc, one launch) by
-cp.async instead, 8 channels of one window position a 16-byte chunk, the taps in (kh, kw, c)
-order (the forward's weight copied into it). Where the float16 convolutions
+a multiple of 8 (``NHWC``), the passes read an NHWC copy of X (to_nhwc8 or to_nhwc, one
+launch) by cp.async instead, 8 channels of one window position a 16-byte chunk, the taps
+in (kh, kw, c) order (the forward's weight copied into it). Where the float16 convolutions
 ran im2col + the pipelined GEMM + col2im before (ResNeXt-29's AMP step on an H200: 17 ms of
 24.7 ms of kernels in those and their layout copies; bench/README.md, 2026-12-06b).
 
@@ -51,10 +51,10 @@ __all__ = ["KERNELS", "available", "TILES"]
 TILES = {"large": dict(WARPS_M=2, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "mid": dict(WARPS_M=1, WARPS_N=4, MT=4, NT=4, STAGES=3),
          "small": dict(WARPS_M=2, WARPS_N=2, MT=2, NT=4, STAGES=3)}
-VERSION = 2  # in the measured choices' keys (choice.py): raised where the kernel changes
+VERSION = 3  # in the measured choices' keys (choice.py): raised where the kernel changes
 EMULATE = False  # tests: build kernels/conv_igemm_mma_nv.cl without PTX (any device)
 # Every pass of problems whose channels a group are a multiple of 8 reads an NHWC copy of X
-# (to_nhwc: one launch) by cp.async, 8 channels of a window position a chunk, instead of
+# (to_nhwc8 or to_nhwc: one launch) by cp.async, 8 channels of a window position a chunk, instead of
 # gathering the window element by element (igemm_mma_fwd_nhwc; igemm_mma_wgrad_nhwc where the
 # output gradient's planes come in 16-byte chunks, _planes_in_chunks)
 NHWC = True
@@ -166,12 +166,27 @@ def _planes_in_chunks(p: Problem, gv: tuple) -> bool:
             and all(v % 8 == 0 for v in (off, sn, so) + ((sg,) if p.g > 1 else ())))
 
 
+def _planes_chunked_x(p: Problem) -> bool:
+    """Whether X's view has contiguous (h, w) planes in 16-byte chunks (to_nhwc8): h * w, the
+    offset and the sample, group and channel strides multiples of 8 halves."""
+    off, sn, sg, sc, sh, sw = p.x
+    return ((p.h * p.w) % 8 == 0 and (sw == 1 or p.w == 1) and (sh == p.w or p.h == 1)
+            and all(v % 8 == 0 for v in (off, sn, sc) + ((sg,) if p.g > 1 else ())))
+
+
 def _to_nhwc(p: Problem, dev, t: dict, x, nhwc_build: bool):
-    """to_nhwc's fresh (N, H, W, G*C) copy of x (the problem's X view), launched from the
-    build the next kernel comes from (``nhwc_build``: igemm_mma_fwd_nhwc's)."""
+    """A fresh (N, H, W, G*C) copy of x (the problem's X view) in one launch from the build
+    the next kernel comes from (``nhwc_build``: igemm_mma_fwd_nhwc's): to_nhwc8 (16-byte
+    accesses, an 8 x 8 block a work item) where _planes_chunked_x, else to_nhwc (a 32 x 32
+    local tile, 2-byte accesses through the view's strides)."""
     xh = empty((p.n, p.h, p.w, p.g * p.c), x.dtype, dev)
-    dev.launch(_kernel(p, dev, t, "to_nhwc", nhwc_build=nhwc_build),
-               (cdiv(p.h * p.w, 32) * 32, cdiv(p.g * p.c, 32) * 8, p.n), (32, 8, 1),
+    if _planes_chunked_x(p):
+        name = "to_nhwc8"
+        grid = (cdiv(p.n * p.h * p.w, 64) * 8, cdiv(p.g * p.c, 64) * 8, 1), (8, 8, 1)
+    else:
+        name = "to_nhwc"
+        grid = (cdiv(p.h * p.w, 32) * 32, cdiv(p.g * p.c, 32) * 8, p.n), (32, 8, 1)
+    dev.launch(_kernel(p, dev, t, name, nhwc_build=nhwc_build), *grid,
                p.pack(), x._storage.buffer, xh._storage.buffer)
     return xh
 
