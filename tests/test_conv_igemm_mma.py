@@ -355,7 +355,7 @@ def test_auto_measures_it_against_im2col_per_pass(mode, monkeypatch, tmp_path):
     entries = {k.split(" float16 ")[0].rsplit(" ", 1)[1]: v  # (the pass, from the key)
                for k, v in conv_gpu._TUNED.items() if k.endswith(f" v{mma.VERSION}")}
     assert set(entries) == {"forward", "grad_input", "grad_weight"}
-    for e in entries.values():
+    for e in entries.values():  # (igemm_mma's own tiles are the small ones here)
         assert set(e["ms"]) == {"igemm_mma", "im2col"} and e["algo"] in e["ms"]
     assert backends.last_conv_algorithms == {k: e["algo"] for k, e in entries.items()}
     x64, w64 = xa.astype(np.float64), wa.astype(np.float64)
@@ -363,3 +363,60 @@ def test_auto_measures_it_against_im2col_per_pass(mode, monkeypatch, tmp_path):
     err = np.abs(y.detach().numpy().astype(np.float64) - _np_conv(x64, w64, None, 1, 1, 1, 1))
     assert np.all(err <= 2.0 ** -10 * (mag + 1e-3))
 
+
+def test_auto_measures_the_small_tiles_where_its_own_differ(mode, monkeypatch, tmp_path):
+    """Where igemm_mma's own tiles (mma._tile) are not the small ones, 'auto' measures
+    igemm_mma:small too, per pass, and runs the fastest of the three."""
+    from clgrad.ops.conv import gpu as conv_gpu
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    monkeypatch.setattr(backends, "conv_algorithm", "auto")
+    monkeypatch.setattr(mma, "_tile", lambda p, dev: mma.TILES["mid"])
+    x = clgrad.ones((2, 16, 6, 6), dtype=clgrad.float16, requires_grad=True)
+    w = clgrad.ones((24, 16, 3, 3), dtype=clgrad.float16, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    y.sum().backward()
+    entries = [v for k, v in conv_gpu._TUNED.items() if k.endswith(f" v{mma.VERSION}")]
+    assert len(entries) == 3
+    for e in entries:
+        assert set(e["ms"]) == {"igemm_mma", "igemm_mma:small", "im2col"}
+    assert backends.last_conv_algorithms == {"forward": entries[0]["algo"],
+                                             "grad_input": entries[1]["algo"],
+                                             "grad_weight": entries[2]["algo"]}
+    inside = np.array([2, 3, 3, 3, 3, 2])  # a 3 x 3 window's taps inside the 6 x 6 map
+    assert np.all(y.detach().numpy() == 16 * inside[:, None] * inside[None, :])
+
+
+@pytest.mark.parametrize("tiles", sorted(mma.TILES))
+def test_pinned_tiles_run_every_pass(mode, monkeypatch, tiles):
+    """conv_algorithm 'igemm_mma:<tiles>' runs every pass (forward, input and weight
+    gradients) with those tiles, whatever mma._tile would pick, and stays right: the forward
+    and both gradients against float64 NumPy (all-ones output gradient)."""
+    assert mma.available(DEV)  # (its self-check runs every tile: before the spy)
+    real, seen = mma._kernel, set()
+
+    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
+        seen.add((name, tuple(sorted(t.items()))))
+        return real(p, dev, t, name, *args, **kw)
+    monkeypatch.setattr(mma, "_kernel", spy)
+    monkeypatch.setattr(backends, "conv_algorithm", f"igemm_mma:{tiles}")
+    rng = np.random.default_rng(5)
+    xa = rng.standard_normal((2, 16, 8, 8)).astype(np.float16)
+    wa = rng.standard_normal((72, 16, 3, 3)).astype(np.float16)
+    x = clgrad.tensor(xa, requires_grad=True)
+    w = clgrad.tensor(wa, requires_grad=True)
+    y = F.conv2d(x, w, padding=1)
+    y.backward(clgrad.ones(tuple(y.shape), dtype=clgrad.float16))
+    assert backends.last_conv_algorithms == dict.fromkeys(
+        ("forward", "grad_input", "grad_weight"), f"igemm_mma:{tiles}")
+    assert {t for _, t in seen} == {tuple(sorted(mma.TILES[tiles].items()))}, seen
+    assert {n for n, _ in seen} >= {"igemm_mma_fwd_nhwc", "igemm_mma_wgrad_nhwc"}
+    x64, w64 = xa.astype(np.float64), wa.astype(np.float64)
+    mag = _np_conv(np.abs(x64), np.abs(w64), None, 1, 1, 1, 1)
+    err = np.abs(y.detach().numpy() - _np_conv(x64, w64, None, 1, 1, 1, 1))
+    assert np.all(err <= 2.0 ** -10 * (mag + 1e-3))
+    ones = np.ones((2, 72, 8, 8))  # d(sum y)/dw[o, c, i, j] = sum of x's window at tap (i, j)
+    gw = np.stack([np.einsum("nchw,nohw->oc", win, ones)
+                   for _, _, win in _windows(x64, 3, 3, 1, 1, 1)], -1).reshape(wa.shape)
+    assert np.allclose(w.grad.numpy(), gw, rtol=2.0 ** -9, atol=2.0 ** -9 * np.abs(gw).max())

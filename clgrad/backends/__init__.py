@@ -39,7 +39,8 @@ __all__ = ["conv_algorithm", "conv_implicit_variant", "conv_workspace_limit",
 
 CONV_ALGORITHMS = ("auto", "implicit", "im2col", "direct", "depthwise", "pointwise",
                    "depthwise_gpu", "igemm_gpu", "blocked", "winograd", "winograd:2",
-                   "winograd:4", "igemm_mma")
+                   "winograd:4", "igemm_mma", "igemm_mma:large", "igemm_mma:mid",
+                   "igemm_mma:small")
 CONV_IMPLICIT_VARIANTS = ("auto", "cpu", "gpu")
 
 conv_algorithm = settings.getenv("CLGRAD_CONV_ALGO")

@@ -97,10 +97,10 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
         if want == "auto" and dev.kind == "gpu" and p.c * p.o <= FEW_PAIRS and \
                 conv_gpu.few_channels_algorithm(pass_name, p, dev) == "depthwise_gpu":
             algo = first = "depthwise_gpu"  # (its planners take what that function says)
-        elif want == "igemm_mma" or want == "auto" and mma.available(dev):
+        elif want.startswith("igemm_mma") or want == "auto" and mma.available(dev):
             algo = first = _half_tensor_cores(pass_name, p, w, want)
         plan = _plan(algo, pass_name, p, w)
-        if plan is None and algo == "igemm_mma":
+        if plan is None and algo.startswith("igemm_mma"):
             algo = "im2col"
             plan = _plan(algo, pass_name, p, w)
         if plan is None:  # (conv2d and conv_transpose2d pass a mergeable weight)
@@ -124,17 +124,23 @@ def _choose(pass_name: str, p: Problem, w: Tensor):
 
 def _half_tensor_cores(pass_name: str, p: Problem, w: Tensor, want: str) -> str:
     """A float16 pass's algorithm where igemm_mma may run (mma.py):
-    clgrad.backends' 'igemm_mma', or under 'auto' the faster of igemm_mma and im2col on this
-    problem, measured once per device, driver and problem (conv_gpu.measured, any stride;
-    from conv_gpu._TUNE_MIN_MACS multiply-adds, igemm_mma below that: one launch, no
-    workspace); CLGRAD_CONV_TUNE=off: igemm_mma."""
-    if want == "igemm_mma":
+    clgrad.backends' 'igemm_mma' (or one of its pinned tiles, 'igemm_mma:small'...), or under
+    'auto' the fastest of HALF_CANDIDATES on this problem (igemm_mma:small only where
+    igemm_mma's own tiles are not already the small ones), measured once per device, driver
+    and problem (conv_gpu.measured, any stride; from conv_gpu._TUNE_MIN_MACS multiply-adds,
+    igemm_mma below that: one launch, no workspace); CLGRAD_CONV_TUNE=off: igemm_mma."""
+    if want.startswith("igemm_mma"):
         return want
-    return conv_gpu.measured(pass_name, p, w._storage.device, dtypes.float16, _trial,
-                             HALF_CANDIDATES, None, f" v{mma.VERSION}") or "igemm_mma"
+    dev = w._storage.device
+    candidates = tuple(a for a in HALF_CANDIDATES if not mma.repeats(a, p, dev))
+    return conv_gpu.measured(pass_name, p, dev, dtypes.float16, _trial,
+                             candidates, None, f" v{mma.VERSION}") or "igemm_mma"
 
 
-HALF_CANDIDATES = ("igemm_mma", "im2col")  # _half_tensor_cores's measured candidates
+# _half_tensor_cores's measured candidates: igemm_mma's small tiles win where its own leave
+# compute units idle or nearly so (H100, batch 128: ResNet-18's 1 x 1 stride-2 shortcut
+# 64 -> 128, forward + backward 0.21 ms on large, 0.17 on small)
+HALF_CANDIDATES = ("igemm_mma", "igemm_mma:small", "im2col")
 
 
 # _choose's answers, (algorithm, plan), in the device's plans under plan.key(_CHOICE, (),

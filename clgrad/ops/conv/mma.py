@@ -23,7 +23,8 @@ and the float16 convolutions keep im2col. ``EMULATE`` (tests) builds the kernel 
 (kernels/mma_async_nv.h's MMA_EMULATE: the same tiles, swizzles, gathers and stores; the mma,
 cp.async and ldmatrix as plain loops) so that any OpenCL device checks its index math.
 
-``auto`` measures this against im2col per pass and problem (choice.py).
+``auto`` measures this against im2col per pass and problem (choice.py), and the small tiles
+(``igemm_mma:small``) where _tile's are others.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ from clgrad.runtime import pack
 from clgrad.ops.matmul import has_mma_async, smem_defines
 from clgrad.tensor import Tensor
 
-__all__ = ["KERNELS", "available", "TILES"]
+__all__ = ["KERNELS", "available", "TILES", "repeats"]
 
 # Tiles (kernels/conv_igemm_mma_nv.cl): WARPS_M x WARPS_N warps of MT 16-row by NT 8-column mma
 # tiles, STAGES weight tiles in flight. "large" (128 x 128, 256 work items) for more than 64
@@ -66,12 +67,22 @@ def _rows_cols(t: dict) -> tuple:
     return t["WARPS_M"] * t["MT"] * 16, t["WARPS_N"] * t["NT"] * 8, t["WARPS_M"] * t["WARPS_N"] * 32
 
 
+def _work_groups(p: Problem, t: dict) -> int:
+    """The forward launch's work-groups for problem p with tiles t."""
+    bm, bn, _ = _rows_cols(t)
+    return cdiv(p.o, bm) * cdiv(p.n * p.oh * p.ow, bn) * p.g
+
+
 def _tile(p: Problem, dev) -> dict:
-    if p.o > 64:
+    """The tiles ``igemm_mma`` runs p with: large for more than 64 output channels a group
+    where its work-groups give every compute unit one; else mid where its work-groups give
+    each two; else small (H100, batch 128: ResNet-18's 512-channel 4 x 4 layer forward +
+    backward 0.46 ms on large, 0.34 on small; bench/README.md, 2026-12-06e). ``auto`` also
+    measures the small tiles against these (``igemm_mma:small``)."""
+    if p.o > 64 and _work_groups(p, TILES["large"]) >= dev.compute_units:
         return TILES["large"]
-    bm, bn, _ = _rows_cols(TILES["mid"])
-    wgs = cdiv(p.o, bm) * cdiv(p.n * p.oh * p.ow, bn) * p.g
-    return TILES["mid"] if wgs >= 2 * dev.compute_units else TILES["small"]
+    return TILES["mid"] if _work_groups(p, TILES["mid"]) >= 2 * dev.compute_units else \
+        TILES["small"]
 
 
 def available(dev) -> bool:
@@ -256,7 +267,31 @@ def _fwd(p: Problem, plan: Plan, x, w, y, bias, t: dict | None = None):
                y._storage.buffer, _bias_buffer(bias, y))
 
 
-KERNELS = {"igemm_mma": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad))}
+def _pinned(name: str) -> tuple:
+    """The KERNELS entry of ``igemm_mma:<name>``: TILES[name] on every problem (igemm_mma's
+    planners)."""
+    t = TILES[name]
+
+    def fwd(p, plan, x, w, y, bias):
+        _fwd(p, plan, x, w, y, bias, t)
+
+    def wgrad(p, plan, x, g4, gw, gb):
+        ws = _wgrad_partial(p, x, g4, t)
+        _reduce(p, plan.tiles._replace(split=ws.shape[0]), ws, gw, gb)
+    return (_plan_fwd, fwd), (_plan_wgrad, wgrad)
+
+
+def repeats(algo: str, p: Problem, dev) -> bool:
+    """Whether ``algo`` (igemm_mma:<tiles>) runs p with the tiles igemm_mma runs it with
+    (_tile's): a candidate ``auto`` need not measure."""
+    return algo.startswith("igemm_mma:") and _tile(p, dev) is TILES[algo.split(":")[1]]
+
+
+# algorithm: ((planner, forward launcher), (planner, weight-gradient launcher)), as
+# algorithms.KERNELS; clgrad/ops/conv/choice.py merges it. igemm_mma: _tile's tiles per
+# problem; igemm_mma:large|mid|small: those tiles on every problem.
+KERNELS = {"igemm_mma": ((_plan_fwd, _fwd), (_plan_wgrad, _wgrad)),
+           **{f"igemm_mma:{name}": _pinned(name) for name in TILES}}
 
 
 # -- the self-check ---------------------------------------------------------------------------
