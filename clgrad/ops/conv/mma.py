@@ -133,10 +133,10 @@ def _plan_wgrad(p: Problem, dt, dev):
     return Plan(Tiles(split=_wgrad_split(p, dev, _tile(p, dev))[0]))
 
 
-def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb):
-    """The weight gradient: _wgrad_partial's split sums, summed into gw and gb
-    (algorithms._reduce: float32 sums, one rounding)."""
-    ws = _wgrad_partial(p, x, g4)
+def _wgrad(p: Problem, plan: Plan, x, g4, gw, gb, t: dict | None = None):
+    """The weight gradient: _wgrad_partial's split sums (tiles t, default _tile's), summed
+    into gw and gb (algorithms._reduce: float32 sums, one rounding)."""
+    ws = _wgrad_partial(p, x, g4, t)
     _reduce(p, plan.tiles._replace(split=ws.shape[0]), ws, gw, gb)
 
 
@@ -276,8 +276,7 @@ def _pinned(name: str) -> tuple:
         _fwd(p, plan, x, w, y, bias, t)
 
     def wgrad(p, plan, x, g4, gw, gb):
-        ws = _wgrad_partial(p, x, g4, t)
-        _reduce(p, plan.tiles._replace(split=ws.shape[0]), ws, gw, gb)
+        _wgrad(p, plan, x, g4, gw, gb, t)
     return (_plan_fwd, fwd), (_plan_wgrad, wgrad)
 
 
