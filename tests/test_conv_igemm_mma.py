@@ -240,7 +240,7 @@ def test_where_it_cannot_run_conv2d_gives_way(monkeypatch):
     """conv_algorithm 'igemm_mma' where the kernel is not available (a device without tensor
     cores, not emulated): float16 passes run im2col, float32 ones implicit, both right."""
     monkeypatch.setattr(mma, "EMULATE", False)
-    monkeypatch.setattr(mma, "_OK", {(DEV, False): False})
+    monkeypatch.setattr(mma, "_OK", {(DEV, False, mma.NHWC): False})
     monkeypatch.setattr(conv_op, "HALF_IM2COL", True)
     monkeypatch.setattr(backends, "conv_algorithm", "igemm_mma")
     rng = np.random.default_rng(2)
@@ -279,15 +279,17 @@ NHWC_VIEWS = {"blocks past the edges": ((3, 72, 4, 6), (_ALL,), 1, "to_nhwc8"),
               "groups": ((2, 48, 2, 4), (_ALL,), 3, "to_nhwc8"),
               "rows sliced off a chunk": ((2, 16, 5, 4), (_ALL, _ALL, slice(1, None)), 1,
                                           "to_nhwc"),
-              "plane not in chunks": ((2, 16, 3, 5), (_ALL,), 2, "to_nhwc")}
+              "plane not in chunks": ((2, 16, 3, 5), (_ALL,), 2, "to_nhwc"),
+              "channels not a multiple of 8": ((2, 12, 2, 4), (_ALL,), 1, "to_nhwc")}
 
 
 @pytest.mark.parametrize("view", sorted(NHWC_VIEWS))
 def test_nhwc_copies_are_exact_transposes(mode, monkeypatch, view):
     """Both NHWC copies give exactly NumPy's (N, H, W, C) transpose of the view, bit for bit:
     to_nhwc8 (8 x 8 blocks, 16-byte accesses) where the view's planes, offset and strides
-    come in 16-byte chunks, to_nhwc otherwise (rows sliced off so the view starts 4 halves
-    into a chunk; a 3 x 5 plane); block counts that do not divide the work-groups."""
+    come in 16-byte chunks and the channels a group are a multiple of 8, to_nhwc otherwise
+    (rows sliced off so the view starts 4 halves into a chunk; a 3 x 5 plane; 12 channels);
+    block counts that do not divide the work-groups."""
     shape, index, g, want = NHWC_VIEWS[view]
     real, names = mma._kernel, []
 

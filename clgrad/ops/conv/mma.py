@@ -178,10 +178,12 @@ def _planes_in_chunks(p: Problem, gv: tuple) -> bool:
 
 
 def _planes_chunked_x(p: Problem) -> bool:
-    """Whether X's view has contiguous (h, w) planes in 16-byte chunks (to_nhwc8): h * w, the
-    offset and the sample, group and channel strides multiples of 8 halves."""
+    """Whether to_nhwc8 may copy X's view: channels a group a multiple of 8 (as _nhwc), and
+    contiguous (h, w) planes in 16-byte chunks: h * w, the offset and the sample, group and
+    channel strides multiples of 8 halves."""
     off, sn, sg, sc, sh, sw = p.x
-    return ((p.h * p.w) % 8 == 0 and (sw == 1 or p.w == 1) and (sh == p.w or p.h == 1)
+    return (p.c % 8 == 0 and (p.h * p.w) % 8 == 0 and (sw == 1 or p.w == 1)
+            and (sh == p.w or p.h == 1)
             and all(v % 8 == 0 for v in (off, sn, sc) + ((sg,) if p.g > 1 else ())))
 
 
