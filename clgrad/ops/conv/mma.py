@@ -152,7 +152,7 @@ def _wgrad_partial(p: Problem, x, g4, t: dict | None = None):
     gv = v5(g4, p.g)
     ws = _workspace(p, split, dtypes.float32, dev)
     name = "igemm_mma_wgrad"
-    if _nhwc(p) and _planes_in_chunks(p, gv):
+    if _nhwc(p) and _planes_in_chunks(gv, p.oh, p.ow, p.g):
         name, x = "igemm_mma_wgrad_nhwc", _to_nhwc(p, dev, t, x, False)
     dev.launch(_kernel(p, dev, t, name, gv),
                (cdiv(p.c * p.kh * p.kw + 1, bn) * nthr, cdiv(p.o, bm), p.g * split),
@@ -167,33 +167,24 @@ def _nhwc(p: Problem) -> bool:
     return NHWC and p.c % 8 == 0 and p.h * p.w < _INT_LIMIT and p.g * p.c < _INT_LIMIT
 
 
-def _planes_in_chunks(p: Problem, gv: tuple) -> bool:
-    """Whether the output gradient's view gv (off, n, g, o, oh, ow strides) has contiguous
-    (oh, ow) planes read in 16-byte chunks by igemm_mma_wgrad_nhwc: the plane, the offset
-    and the sample, group and channel strides multiples of 8 halves."""
-    off, sn, sg, so, sh, sw = gv
-    plane = p.oh * p.ow
-    return (plane % 8 == 0 and (sw == 1 or p.ow == 1) and (sh == p.ow or p.oh == 1)
-            and all(v % 8 == 0 for v in (off, sn, so) + ((sg,) if p.g > 1 else ())))
-
-
-def _planes_chunked_x(p: Problem) -> bool:
-    """Whether to_nhwc8 may copy X's view: channels a group a multiple of 8 (as _nhwc), and
-    contiguous (h, w) planes in 16-byte chunks: h * w, the offset and the sample, group and
-    channel strides multiples of 8 halves."""
-    off, sn, sg, sc, sh, sw = p.x
-    return (p.c % 8 == 0 and (p.h * p.w) % 8 == 0 and (sw == 1 or p.w == 1)
-            and (sh == p.w or p.h == 1)
-            and all(v % 8 == 0 for v in (off, sn, sc) + ((sg,) if p.g > 1 else ())))
+def _planes_in_chunks(view: tuple, h: int, w: int, g: int) -> bool:
+    """Whether a (N, G, C, h, w) view (off, n, g, c, h, w strides) has contiguous (h, w)
+    planes read in 16-byte chunks: the plane, the offset and the sample, group and channel
+    strides multiples of 8 halves (the output gradient of igemm_mma_wgrad_nhwc; X of
+    to_nhwc8)."""
+    off, sn, sg, sc, sh, sw = view
+    return ((h * w) % 8 == 0 and (sw == 1 or w == 1) and (sh == w or h == 1)
+            and all(v % 8 == 0 for v in (off, sn, sc) + ((sg,) if g > 1 else ())))
 
 
 def _to_nhwc(p: Problem, dev, t: dict, x, nhwc_build: bool):
     """A fresh (N, H, W, G*C) copy of x (the problem's X view) in one launch from the build
     the next kernel comes from (``nhwc_build``: igemm_mma_fwd_nhwc's): to_nhwc8 (16-byte
-    accesses, an 8 x 8 block a work item) where _planes_chunked_x, else to_nhwc (a 32 x 32
-    local tile, 2-byte accesses through the view's strides)."""
+    accesses, an 8 x 8 block a work item) where the channels a group are a multiple of 8
+    (as _nhwc) and X's planes come in 16-byte chunks, else to_nhwc (a 32 x 32 local tile,
+    2-byte accesses through the view's strides)."""
     xh = empty((p.n, p.h, p.w, p.g * p.c), x.dtype, dev)
-    if _planes_chunked_x(p):
+    if p.c % 8 == 0 and _planes_in_chunks(p.x, p.h, p.w, p.g):
         name = "to_nhwc8"
         grid = (cdiv(p.n * p.h * p.w, 64) * 8, cdiv(p.g * p.c, 64) * 8, 1), (8, 8, 1)
     else:
