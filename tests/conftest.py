@@ -1,4 +1,5 @@
 """Shared test settings: hypothesis without deadlines (first calls compile kernels)."""
+import gc
 import os
 
 import pytest
@@ -27,6 +28,18 @@ if os.environ.get("CLGRAD_TEST_AS_GPU"):
         return "other" if kind == "gpu" else kind
 
     _rt_device._kind_of = _rt_discovery._kind_of = _as_gpu
+
+
+@pytest.fixture
+def no_gc():
+    """The cyclic collector off for the test (after one collection): refcounting alone must
+    free graphs, and exact memory counts must not move by an earlier test's garbage."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 @pytest.fixture

@@ -34,17 +34,6 @@ def close(t, expected, **kw):
     np.testing.assert_allclose(t.detach().numpy(), expected, rtol=1e-10, atol=1e-12, **kw)
 
 
-@pytest.fixture
-def no_gc():
-    """Refcounting alone must free graphs: cycles would survive until a gc pass."""
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 # -- attributes -------------------------------------------------------------------------------
 def test_leaf_and_non_leaf_attributes():
     x = leaf([1.0, 2.0, 3.0], requires_grad=False)

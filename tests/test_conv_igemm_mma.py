@@ -46,6 +46,17 @@ CASES = list(mma._CHECKS) + [
 ]
 
 
+def _spy_kernels(monkeypatch) -> list:
+    """The (kernel name, tiles) of every mma._kernel call from now on, in order."""
+    real, calls = mma._kernel, []
+
+    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
+        calls.append((name, tuple(sorted(t.items()))))
+        return real(p, dev, t, name, *args, **kw)
+    monkeypatch.setattr(mma, "_kernel", spy)
+    return calls
+
+
 @pytest.mark.parametrize("tile", sorted(mma.TILES))
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:10])))
 def test_kernel_matches_float64(mode, monkeypatch, tile, case):
@@ -66,16 +77,11 @@ def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
     mma.NHWC is off; both ways within 2 float16 roundings of float64
     (the forward) and within the float32 bound of the depth (the weight gradient's split
     sums), on the mid tile."""
-    real, names = mma._kernel, []
-
-    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
-        names.append(name)
-        return real(p, dev, t, name, *args, **kw)
-    monkeypatch.setattr(mma, "_kernel", spy)
+    calls = _spy_kernels(monkeypatch)
     chunked = case[6] * case[7] % 8 == 0 and case[16] * case[17] == 1
     for nhwc in (True, False):
         monkeypatch.setattr(mma, "NHWC", nhwc)
-        names.clear()
+        calls.clear()
         err = mma.check_problem(DEV, case, np.random.default_rng(9), mma.TILES["mid"])
         assert err <= 2.0, (nhwc, err)
         if case[16] * case[17] == 1:
@@ -85,7 +91,7 @@ def test_window_gather_and_nhwc_both_match(mode, monkeypatch, case):
         want = ([copy, "igemm_mma_fwd_nhwc"] if nhwc else ["igemm_mma_fwd"]) + (
             [] if case[16] * case[17] != 1 else
             [copy, "igemm_mma_wgrad_nhwc"] if nhwc and chunked else ["igemm_mma_wgrad"])
-        assert names == want, (nhwc, names)
+        assert [name for name, _ in calls] == want, (nhwc, calls)
 
 
 def _windows(x, kh, kw, s, p, d):
@@ -291,19 +297,14 @@ def test_nhwc_copies_are_exact_transposes(mode, monkeypatch, view):
     (rows sliced off so the view starts 4 halves into a chunk; a 3 x 5 plane; 12 channels);
     block counts that do not divide the work-groups."""
     shape, index, g, want = NHWC_VIEWS[view]
-    real, names = mma._kernel, []
-
-    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
-        names.append(name)
-        return real(p, dev, t, name, *args, **kw)
-    monkeypatch.setattr(mma, "_kernel", spy)
+    calls = _spy_kernels(monkeypatch)
     a = np.random.default_rng(3).standard_normal(shape).astype(np.float16)
     x = clgrad.tensor(a)[index]
     n, c, h, w = x.shape
     p = mma.Problem(n, g, c // g, h, w, 8, h, w, 1, 1, 1, 1, 1, 1, 0, 0)._replace(
         x=mma.v5(x, g))
     xh = mma._to_nhwc(p, DEV, mma.TILES["mid"], x, True)
-    assert names == [want]
+    assert [name for name, _ in calls] == [want]
     assert np.array_equal(xh.numpy(), a[index].transpose(0, 2, 3, 1))
 
 
@@ -312,15 +313,9 @@ def test_self_check_covers_every_tile(monkeypatch):
     picks for a layer need not be the one it picks for a small check)."""
     monkeypatch.setattr(mma, "EMULATE", True)
     monkeypatch.setattr(mma, "_OK", {})
-    seen = set()
-    real = mma._kernel
-
-    def spy(p, dev, t, *args, **kw):
-        seen.add(tuple(sorted(t.items())))
-        return real(p, dev, t, *args, **kw)
-    monkeypatch.setattr(mma, "_kernel", spy)
+    calls = _spy_kernels(monkeypatch)
     assert mma.available(DEV) is True
-    assert seen == {tuple(sorted(t.items())) for t in mma.TILES.values()}
+    assert {t for _, t in calls} == {tuple(sorted(t.items())) for t in mma.TILES.values()}
 
 
 def test_self_check_refuses_a_wrong_kernel(monkeypatch):
@@ -396,12 +391,7 @@ def test_pinned_tiles_run_every_pass(mode, monkeypatch, tiles):
     gradients) with those tiles, whatever mma._tile would pick, and stays right: the forward
     and both gradients against float64 NumPy (all-ones output gradient)."""
     assert mma.available(DEV)  # (its self-check runs every tile: before the spy)
-    real, seen = mma._kernel, set()
-
-    def spy(p, dev, t, name="igemm_mma_fwd", *args, **kw):
-        seen.add((name, tuple(sorted(t.items()))))
-        return real(p, dev, t, name, *args, **kw)
-    monkeypatch.setattr(mma, "_kernel", spy)
+    seen = _spy_kernels(monkeypatch)
     monkeypatch.setattr(backends, "conv_algorithm", f"igemm_mma:{tiles}")
     rng = np.random.default_rng(5)
     xa = rng.standard_normal((2, 16, 8, 8)).astype(np.float16)
@@ -422,3 +412,12 @@ def test_pinned_tiles_run_every_pass(mode, monkeypatch, tiles):
     gw = np.stack([np.einsum("nchw,nohw->oc", win, ones)
                    for _, _, win in _windows(x64, 3, 3, 1, 1, 1)], -1).reshape(wa.shape)
     assert np.allclose(w.grad.numpy(), gw, rtol=2.0 ** -9, atol=2.0 ** -9 * np.abs(gw).max())
+    # d(sum y)/dx[n, c, y, x] = sum over o and the taps (i, j) whose output pixel
+    # (y + 1 - i, x + 1 - j) lies in the 8 x 8 map of w[o, c, i, j]
+    gx = np.zeros(xa.shape)
+    for i in range(3):
+        for j in range(3):
+            rows = (np.arange(8) + 1 - i >= 0) & (np.arange(8) + 1 - i < 8)
+            cols = (np.arange(8) + 1 - j >= 0) & (np.arange(8) + 1 - j < 8)
+            gx += w64[:, :, i, j].sum(0)[None, :, None, None] * np.outer(rows, cols)
+    assert np.allclose(x.grad.numpy(), gx, rtol=2.0 ** -9, atol=2.0 ** -9 * np.abs(gx).max())

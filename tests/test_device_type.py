@@ -1,5 +1,4 @@
 """clgrad.device (PyTorch's device type), clgrad.cuda, clgrad.accelerator, backends flags."""
-import gc
 import pickle
 
 import numpy as np
@@ -103,7 +102,7 @@ def test_cuda_with_gpu():
     clgrad.cuda.synchronize()
 
 
-def test_cuda_functions_that_are_accepted():
+def test_cuda_functions_that_are_accepted(no_gc):
     clgrad.manual_seed(5)
     a = clgrad.rand(4).numpy()
     clgrad.manual_seed(5)
@@ -113,19 +112,14 @@ def test_cuda_functions_that_are_accepted():
     with pytest.raises(TypeError, match="expected an int"):
         clgrad.cuda.manual_seed(1.5)
     assert clgrad.cuda.current_device() == 0
-    # (the collector off: a collection inside would free earlier tests' cyclic garbage and
-    # move the count by their bytes, as it once did by 16 in CI)
-    gc.collect()
-    gc.disable()
-    try:
-        held = clgrad.cuda.memory_allocated()
-        x = clgrad.zeros(1000)
-        assert clgrad.cuda.memory_allocated() == held + 4000
-        del x
-        clgrad.cuda.empty_cache()
-        assert clgrad.cuda.memory_allocated() == held
-    finally:
-        gc.enable()
+    # (no_gc: a collection inside would free earlier tests' cyclic garbage and move the
+    # count by their bytes, as it once did by 16 in CI)
+    held = clgrad.cuda.memory_allocated()
+    x = clgrad.zeros(1000)
+    assert clgrad.cuda.memory_allocated() == held + 4000
+    del x
+    clgrad.cuda.empty_cache()
+    assert clgrad.cuda.memory_allocated() == held
 
 
 def test_cuda_names_without_a_meaning_here_say_why():
