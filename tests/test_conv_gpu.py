@@ -171,6 +171,36 @@ def test_measured_choice_is_cached(monkeypatch, tmp_path, capsys):
     assert conv_gpu.measured("forward", p, dev, clgrad.float32, choice._trial) is None
 
 
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_measured_times_bursts_on_gpus(monkeypatch, tmp_path, kind):
+    """On GPUs each of a candidate's three timings is BURST back-to-back runs between two
+    synchronisations (the step's queue overlaps their host time), its time the burst's
+    divided by BURST, and the key says so (" b<BURST>"); elsewhere a timing is one run."""
+    monkeypatch.setenv("CLGRAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(conv_gpu, "_TUNE_MIN_MACS", 0)
+    monkeypatch.setattr(conv_gpu, "_TUNED", {})
+    dev = clgrad.default_device()
+    monkeypatch.setattr(dev, "kind", kind)
+    runs, syncs = [], []
+    monkeypatch.setattr(dev, "synchronize", lambda: syncs.append(len(runs)))
+    clock = iter(range(0, 10 ** 6, 10))  # each perf_counter() call 10 s after the last
+    monkeypatch.setattr(conv_gpu.time, "perf_counter", lambda: float(next(clock)))
+
+    def trial(pass_name, geo, dtype, dev_):
+        def run(algo):
+            runs.append(algo)
+            return True
+        return run
+    p = Problem(2, 1, 4, 6, 6, 6, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1)
+    algo = conv_gpu.measured("forward", p, dev, clgrad.float32, trial, ("a", "b"), 0, " t")
+    burst = conv_gpu.BURST if kind == "gpu" else 1
+    assert runs == ["a", "b"] + (["a"] * burst + ["b"] * burst) * 3
+    assert syncs == [2] + [2 + burst * (i + 1) for i in range(6)]  # after each timing
+    (key, entry), = [kv for kv in conv_gpu._TUNED.items() if kv[0] != "_"]
+    assert key.endswith(" t b4" if kind == "gpu" else " t")
+    assert entry["ms"] == {"a": 10e3 / burst, "b": 10e3 / burst} and algo == "a"
+
+
 @pytest.mark.parametrize("tiles", [(128, 64, 8, 8, 4), (48, 64, 12, 4, 4), (64, 64, 16, 4, 4),
                                    (128, 128, 16, 8, 4)],
                          ids=lambda t: "x".join(map(str, t)))
