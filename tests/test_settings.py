@@ -79,7 +79,10 @@ def test_flags_sets_and_restores_even_on_error():
 
 def test_device_traits_are_properties():
     dev = clgrad.default_device()
-    assert dev.vector_width == dev.cl_device.native_vector_width_float >= 1
+    native = dev.cl_device.native_vector_width_float
+    # the program check caps a CPU device at 8 where its compiler fails at 16 (PoCL 5.0 on a
+    # Xeon with AVX-512, the H100 machine's CPU device)
+    assert dev.vector_width == min(native, dev.max_vector_width or native) >= 1
     assert dev.compute_units == dev.cl_device.max_compute_units >= 1
     assert isinstance(dev.fp64, bool) and isinstance(dev.fp16, bool)
     assert dev.local_mem_size == dev.cl_device.local_mem_size
