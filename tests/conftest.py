@@ -30,6 +30,16 @@ if os.environ.get("CLGRAD_TEST_AS_GPU"):
     _rt_device._kind_of = _rt_discovery._kind_of = _as_gpu
 
 
+# CLGRAD_TEST_FAILURES=<file>: each failure's report is appended to that file as the test ends
+# (pytest, and xdist's controller, print them only at the end: a run stopped by its time limit,
+# as bench/gpu/run_suite.sh's on the GPU machine, would name its failures without a reason).
+def pytest_runtest_logreport(report):
+    path = os.environ.get("CLGRAD_TEST_FAILURES")
+    if path and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
+
+
 @pytest.fixture
 def no_gc():
     """The cyclic collector off for the test (after one collection): refcounting alone must
