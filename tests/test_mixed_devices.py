@@ -16,6 +16,7 @@ in LEGAL (ops where tensors of two devices are allowed, each with its reason).
 """
 import functools
 import inspect
+import math
 import operator
 
 import numpy as np
@@ -883,6 +884,34 @@ def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
             call()
     assert launch_count() == launches and x.tolist() == [1.0, 2.0] and x._version == 0
     assert two.item() == 2.0 and two._version == 0
+
+
+def test_a_cpu_zero_dim_target_joins_isclose_and_the_pointwise_losses(cpu_devices, monkeypatch):
+    """PyTorch's isclose, l1, smooth L1, Huber, KL and BCE-with-logits losses are elementwise
+    ops, which take a 0-dim CPU operand beside a GPU tensor; its binary_cross_entropy kernel
+    does not (a TensorIterator without CPU scalars), and neither does clgrad's. Values against
+    hand-computed numbers; the CPU operand's gradient comes back to the CPU."""
+    a, other = cpu_devices
+    monkeypatch.setattr(other, "type", "cuda")
+    F = clgrad.nn.functional
+    g = clgrad.tensor([1.0, 2.0, 3.0], device=other)
+    two = clgrad.tensor(2.0)
+    close = clgrad.isclose(g, two)
+    assert close.device.opencl is other and close.tolist() == [False, True, False]
+    assert not clgrad.allclose(g, two) and clgrad.allclose(g * 0 + 2, two)
+    s = g.sum()  # 6
+    for y, want in ((F.l1_loss(s, two), 4.0), (F.smooth_l1_loss(s, two), 3.5),
+                    (F.huber_loss(s, two, delta=2.0), 6.0),
+                    (F.kl_div(s, two), 2.0 * (math.log(2.0) - 6.0)),
+                    (F.binary_cross_entropy_with_logits(s * 0, clgrad.tensor(1.0)),
+                     math.log(2.0))):
+        assert y.device.opencl is other and y.shape == ()
+        assert abs(y.item() - want) < 1e-5 * max(1.0, abs(want)), (y.item(), want)
+    t = clgrad.tensor(2.0, requires_grad=True)
+    F.l1_loss(s, t).backward()  # d/dt |6 - t| = -1
+    assert t.grad.device.opencl is a and t.grad.item() == -1.0
+    with pytest.raises(RuntimeError, match=MATCH):
+        F.binary_cross_entropy(clgrad.sigmoid(s), clgrad.tensor(1.0))
 
 
 def test_a_gradient_on_another_device_than_its_input_raises(cpu_devices):

@@ -263,10 +263,15 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
 
 
 def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
-    """The loss kernel over broadcast (x, t, aux) and its backward; then the reduction."""
+    """The loss kernel over broadcast (x, t, aux) and its backward; then the reduction.
+    As PyTorch's, a 0-dim CPU input or target joins a tensor of another device (copied
+    there: ``l1_loss(gpu_y.sum(), torch.tensor(2.))``), but not in binary_cross_entropy, whose
+    CUDA kernel refuses it."""
     if not isinstance(x, Tensor) or not isinstance(t, Tensor):
         raise TypeError(f"{op}: expected Tensors for input and target, got "
                         f"{type(x).__name__} and {type(t).__name__}")
+    if kname != "bce":
+        x, t = ew._cpu_scalar_along(x, t)
     same_device(op, x, t, aux)
     if not x.dtype.is_floating_point:
         raise TypeError(f"{op}: expected a floating point input, got {x.dtype}")

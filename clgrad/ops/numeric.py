@@ -88,6 +88,7 @@ def isclose(a: Tensor, b, rtol: float = 1e-5, atol: float = 1e-8,
     dt = dtypes.result_type(a, b)
     if not isinstance(b, Tensor):
         b = ew._scalar_tensor("isclose", b, dt, a._storage.device)
+    a, b = ew._cpu_scalar_along(a, b)  # a 0-dim CPU tensor joins another device's (PyTorch's)
     same_device("isclose", a, b)
     if not dt.is_floating_point:
         dt = dtypes.float64 if a._storage.device.fp64 else dtypes.float32
