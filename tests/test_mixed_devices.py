@@ -914,6 +914,39 @@ def test_a_cpu_zero_dim_target_joins_isclose_and_the_pointwise_losses(cpu_device
         F.binary_cross_entropy(clgrad.sigmoid(s), clgrad.tensor(1.0))
 
 
+def test_a_one_element_cpu_value_through_a_gpu_mask_is_a_masked_fill(cpu_devices, monkeypatch):
+    """PyTorch's index_put_ turns ``gpu_x[gpu_mask] = cpu_value`` of one element (any dims)
+    into masked_fill_ (ATen's canDispatchToMaskedFill), cast to x's dtype; with a CPU mask, an
+    integer index or two elements the CPU value meets the device check."""
+    a, other = cpu_devices
+    monkeypatch.setattr(other, "type", "cuda")
+    x = clgrad.tensor([1.0, 2.0, 3.0, 4.0], device=other)
+    m = x > 2
+    for value in (clgrad.tensor([5.0]), clgrad.tensor([[5.0]]), clgrad.tensor(5)):
+        y = x.clone()
+        y[m] = value
+        assert y.device.opencl is other and y.tolist() == [1.0, 2.0, 5.0, 5.0]
+        z = x.clone().index_put_((m,), value)
+        assert z.tolist() == [1.0, 2.0, 5.0, 5.0]
+    xi = clgrad.tensor([[1, 2], [3, 4]], device=other)
+    xi[xi > 1] = clgrad.tensor([7.9])  # truncated, as masked_fill_ casts its number
+    assert xi.tolist() == [[1, 7], [7, 7]]
+    v = clgrad.tensor([5.0], requires_grad=True)
+    w = clgrad.tensor([1.0, 2.0, 3.0, 4.0], device=other, requires_grad=True)
+    y = w * 1
+    y[y > 2] = v
+    y.sum().backward()  # two elements took v; w's gradient is zero there
+    assert v.grad.device.opencl is a and v.grad.tolist() == [2.0]
+    assert w.grad.tolist() == [1.0, 1.0, 0.0, 0.0]
+    for key, value in ((clgrad.tensor([True, False, True, False]), clgrad.tensor([5.0])),
+                       (clgrad.tensor([0, 2], device=other), clgrad.tensor([5.0])),
+                       (m, clgrad.tensor([5.0, 6.0]))):
+        y = x.clone()
+        with pytest.raises(RuntimeError, match=MATCH):
+            y[key] = value
+        assert y.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
 def test_a_gradient_on_another_device_than_its_input_raises(cpu_devices):
     """A Function whose backward returns an input's gradient of one dim or more on another
     device: PyTorch's "invalid gradient ... expected device" RuntimeError (a 0-dim one is

@@ -301,9 +301,32 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     return _index_put(x, indices, values, accumulate, "index_put_")
 
 
+def _masked_fill_value(x: Tensor, key, value):
+    """``value`` moved to x's device where PyTorch's index_put_ turns ``x[mask] = value`` into
+    masked_fill_ (ATen's canDispatchToMaskedFill): one bool or uint8 mask on x's device over
+    x's leading dims, x on a GPU (two CPU devices are not joined: PyTorch has one CPU), and
+    a value of one element on the CPU, whatever its dims
+    (``gpu_x[gpu_mask] = torch.tensor([5.])``); else ``value`` as it is (a 1-element CPU value
+    of one dim or more with any other key meets the device check), cast to x's dtype as
+    masked_fill_ casts its number. The move is recorded: a value that requires grad gets
+    its gradient."""
+    if isinstance(key, tuple) and len(key) == 1:
+        key = key[0]
+    dev = x._storage.device
+    if (isinstance(value, Tensor) and value._storage.device is not dev and dev.type != "cpu"
+            and value._storage.device.type == "cpu" and value.numel() == 1
+            and isinstance(key, Tensor) and key._storage.device is dev and key.ndim
+            and (key.dtype.is_bool or key.dtype is dtypes.uint8)
+            and tuple(key.shape) == tuple(x.shape[:key.ndim])):
+        return ew.to(ew.to_device(value.reshape(()), dev), x.dtype)  # (masked_fill_'s cast)
+    return value
+
+
 def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     from clgrad import autograd
     p = _plan(x, key, op)
+    if not accumulate:
+        values = _masked_fill_value(x, key, values)
     if not isinstance(values, Tensor):
         values = creation.tensor(values, dtype=x.dtype, device=x._storage.device)
     one_device(op, (x, values))
@@ -409,6 +432,7 @@ def setitem(x: Tensor, key, value):
     """
     if not isinstance(value, (Tensor, int, float, bool)):
         value = creation.tensor(value, dtype=x.dtype, device=x._storage.device)
+    value = _masked_fill_value(x, key, value)
     if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1 and \
             value._storage.device is x._storage.device:
         # (a value on another device keeps its dims: the device check below raises for it,
