@@ -4,7 +4,9 @@ and float32 in TF32, with clgrad's FMA float32 kernel and cuBLAS float32 as the 
     CLGRAD_DEVICE=gpu python bench/gpu/gemm_mma.py [--sizes 2048,4096,8192] [--reps 7]
 
 Square C = A @ B, contiguous operands, plus the zoo's linear-layer shapes as (M, K, N) (a
-batch of 128 through 512->10, and AlexNet's fc6/fc7 at batch 128). Each row: clgrad's and
+batch of 128 through 512->10, and AlexNet's fc6/fc7 at batch 128, fc6's input and weight
+gradients); "float32 split-K" forces matmul.gemm's split-K path on those shapes (its default
+splits only GEMMs of at most SPLIT_MAX_M rows). Each row: clgrad's and
 PyTorch CUDA's median time over --reps runs (one GEMM each, device synchronised around it;
 both after 2 warm-up runs), TFLOP/s and the ratio; the error of each against float64 NumPy
 (max |C - C64| / max |C64|, on the first size). PyTorch's TF32 switch
@@ -48,26 +50,34 @@ def main():
     print(f"clgrad on {dev.name} [{dev.platform}], tensor cores: {mm.has_mma(dev)}; "
           f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()}")
     shapes = [(n, n, n) for n in map(int, args.sizes.split(","))]
-    shapes += [(128, 512, 10), (128, 9216, 4096), (128, 4096, 4096)]
+    linear = [(128, 512, 10), (128, 9216, 4096), (128, 4096, 4096),
+              (128, 4096, 9216), (4096, 128, 9216)]  # fc6's input and weight gradients
+    shapes += linear
     rows = []
-    cases = (("float16", False), ("float32 TF32", True), ("float32", False))
+    cases = (("float16", False), ("float32 TF32", True), ("float32", False),
+             ("float32 split-K", False))
     for label, tf32 in cases:
         dt = np.float16 if label == "float16" else np.float32
         clgrad.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cuda.matmul.allow_tf32 = tf32
-        for i, (m, k, n) in enumerate(shapes):
+        for i, (m, k, n) in enumerate(linear if label.endswith("split-K") else shapes):
             rng = np.random.default_rng(0)
             a = rng.standard_normal((m, k)).astype(dt)
             b = rng.standard_normal((k, n)).astype(dt)
             ca, cb = clgrad.tensor(a, device="cuda"), clgrad.tensor(b, device="cuda")
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
-            t_cl = timed(lambda: ca @ cb, clgrad.cuda.synchronize, args.reps)
+            if label.endswith("split-K"):  # the split path forced (matmul.gemm's split=True:
+                out = clgrad.empty((m, n), device="cuda")  # its default takes it at <= 4 rows)
+                ours = lambda: mm.gemm(out, ca, cb, split=True)  # noqa: E731
+            else:
+                ours = lambda: ca @ cb  # noqa: E731
+            t_cl = timed(ours, clgrad.cuda.synchronize, args.reps)
             t_pt = timed(lambda: ta @ tb, torch.cuda.synchronize, args.reps)
             err = ""
             if i == 0 or m * n * k <= 2048 ** 3:
                 want = a.astype(np.float64) @ b.astype(np.float64)
                 scale = np.abs(want).max()
-                e_cl = np.abs((ca @ cb).cpu().numpy().astype(np.float64) - want).max() / scale
+                e_cl = np.abs(ours().cpu().numpy().astype(np.float64) - want).max() / scale
                 e_pt = np.abs((ta @ tb).cpu().numpy().astype(np.float64) - want).max() / scale
                 err = f"{e_cl:.1e} / {e_pt:.1e}"
             flop = 2 * m * n * k
