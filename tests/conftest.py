@@ -33,10 +33,14 @@ if os.environ.get("CLGRAD_TEST_AS_GPU"):
 # CLGRAD_TEST_FAILURES=<file>: each failure's report is appended to that file as the test ends
 # (pytest, and xdist's controller, print them only at the end: a run stopped by its time limit,
 # as bench/gpu/run_suite.sh's on the GPU machine, would name its failures without a reason).
+# The path is resolved at start: tests that chdir (the programs fixture) would move it.
+_FAILURES = os.path.abspath(os.environ["CLGRAD_TEST_FAILURES"]) \
+    if os.environ.get("CLGRAD_TEST_FAILURES") else None
+
+
 def pytest_runtest_logreport(report):
-    path = os.environ.get("CLGRAD_TEST_FAILURES")
-    if path and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
-        with open(path, "a", encoding="utf-8") as f:
+    if _FAILURES and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        with open(_FAILURES, "a", encoding="utf-8") as f:
             f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n\n")
 
 

@@ -886,11 +886,14 @@ def test_only_a_cpu_zero_dim_tensor_joins(cpu_devices, monkeypatch):
     assert two.item() == 2.0 and two._version == 0
 
 
+@pytest.mark.filterwarnings("ignore:.*target size")  # (PyTorch's broadcast warning, expected)
 def test_a_cpu_zero_dim_target_joins_isclose_and_the_pointwise_losses(cpu_devices, monkeypatch):
-    """PyTorch's isclose, l1, smooth L1, Huber, KL and BCE-with-logits losses are elementwise
-    ops, which take a 0-dim CPU operand beside a GPU tensor; its binary_cross_entropy kernel
-    does not (a TensorIterator without CPU scalars), and neither does clgrad's. Values against
-    hand-computed numbers; the CPU operand's gradient comes back to the CPU."""
+    """PyTorch's isclose and kl_div are elementwise ops, which take a 0-dim CPU operand beside
+    a GPU tensor of any dims; its mse, l1, smooth L1 and Huber losses broadcast input and
+    target first (torch.broadcast_tensors), so there a 0-dim CPU operand joins only another
+    0-dim tensor; binary_cross_entropy's CUDA kernel and BCE-with-logits' in-place update
+    refuse it. Values against hand-computed numbers; the CPU operand's gradient comes back
+    to the CPU."""
     a, other = cpu_devices
     monkeypatch.setattr(other, "type", "cuda")
     F = clgrad.nn.functional
@@ -901,33 +904,56 @@ def test_a_cpu_zero_dim_target_joins_isclose_and_the_pointwise_losses(cpu_device
     assert not clgrad.allclose(g, two) and clgrad.allclose(g * 0 + 2, two)
     s = g.sum()  # 6
     for y, want in ((F.l1_loss(s, two), 4.0), (F.smooth_l1_loss(s, two), 3.5),
-                    (F.huber_loss(s, two, delta=2.0), 6.0),
+                    (F.huber_loss(s, two, delta=2.0), 6.0), (F.mse_loss(two, s), 16.0),
                     (F.kl_div(s, two), 2.0 * (math.log(2.0) - 6.0)),
-                    (F.binary_cross_entropy_with_logits(s * 0, clgrad.tensor(1.0)),
-                     math.log(2.0))):
+                    (F.kl_div(g, two, reduction="sum"), 2.0 * (3 * math.log(2.0) - 6.0))):
         assert y.device.opencl is other and y.shape == ()
         assert abs(y.item() - want) < 1e-5 * max(1.0, abs(want)), (y.item(), want)
     t = clgrad.tensor(2.0, requires_grad=True)
     F.l1_loss(s, t).backward()  # d/dt |6 - t| = -1
     assert t.grad.device.opencl is a and t.grad.item() == -1.0
-    with pytest.raises(RuntimeError, match=MATCH):
-        F.binary_cross_entropy(clgrad.sigmoid(s), clgrad.tensor(1.0))
+    p = clgrad.sigmoid(s)
+    launches = launch_count()
+    for call in (lambda: F.l1_loss(g, two), lambda: F.mse_loss(g, two),
+                 lambda: F.smooth_l1_loss(two, g), lambda: F.huber_loss(g, two),
+                 lambda: F.binary_cross_entropy(p, clgrad.tensor(1.0)),
+                 lambda: F.binary_cross_entropy_with_logits(s, clgrad.tensor(1.0))):
+        with pytest.raises(RuntimeError, match=MATCH):
+            call()
+    assert launch_count() == launches
 
 
-def test_a_one_element_cpu_value_through_a_gpu_mask_is_a_masked_fill(cpu_devices, monkeypatch):
-    """PyTorch's index_put_ turns ``gpu_x[gpu_mask] = cpu_value`` of one element (any dims)
-    into masked_fill_ (ATen's canDispatchToMaskedFill), cast to x's dtype; with a CPU mask, an
-    integer index or two elements the CPU value meets the device check."""
+def test_a_one_element_cpu_value_joins_a_gpu_index_put(cpu_devices, monkeypatch):
+    """PyTorch's ``x[key] = value`` strips a value's leading size-1 dims (a CPU
+    torch.tensor([5.]) is then 0-dim and joins a GPU x), and its index_put_ makes a
+    one-element CPU value through a mask on x's device a masked_fill_ (ATen's
+    canDispatchToMaskedFill: any dims, other key entries whole slices, the number checked to
+    fit x's dtype and cast to it); otherwise a CPU value of one dim or more meets the device
+    check, and a tensor of another dtype the dtype check."""
     a, other = cpu_devices
     monkeypatch.setattr(other, "type", "cuda")
     x = clgrad.tensor([1.0, 2.0, 3.0, 4.0], device=other)
     m = x > 2
-    for value in (clgrad.tensor([5.0]), clgrad.tensor([[5.0]]), clgrad.tensor(5)):
-        y = x.clone()
-        y[m] = value
-        assert y.device.opencl is other and y.tolist() == [1.0, 2.0, 5.0, 5.0]
-        z = x.clone().index_put_((m,), value)
-        assert z.tolist() == [1.0, 2.0, 5.0, 5.0]
+    five = [1.0, 2.0, 5.0, 5.0]
+    for key in (m, clgrad.tensor([False, False, True, True]), clgrad.tensor([2, 3], device=other),
+                clgrad.tensor([2, 3])):
+        for value in (clgrad.tensor([5.0]), clgrad.tensor([[5.0]]), clgrad.tensor(5.0)):
+            y = x.clone()
+            y[key] = value
+            assert y.device.opencl is other and y.tolist() == five, (key, value)
+    y = x.clone()
+    y[0] = clgrad.tensor([[7.0]])  # a basic key: copy_ across devices
+    assert y.tolist() == [7.0, 2.0, 3.0, 4.0]
+    for value in (clgrad.tensor([5.0]), clgrad.tensor([[5]])):  # index_put_: masks only
+        assert x.clone().index_put_((m,), value).tolist() == five
+        assert clgrad.index_put(x, (m,), value).tolist() == five
+    z = clgrad.zeros(2, 3, device=other)
+    cols = clgrad.tensor([True, False, True], device=other)
+    z[:, cols] = clgrad.tensor([9.0])
+    z[..., clgrad.tensor([False, True, False], device=other)] = clgrad.tensor([[8]])
+    assert z.tolist() == [[9.0, 8.0, 9.0]] * 2
+    assert clgrad.zeros(2, 3, device=other).index_put_((None, cols), clgrad.tensor([9.0])
+                                                       ).tolist() == [[9.0, 0.0, 9.0]] * 2
     xi = clgrad.tensor([[1, 2], [3, 4]], device=other)
     xi[xi > 1] = clgrad.tensor([7.9])  # truncated, as masked_fill_ casts its number
     assert xi.tolist() == [[1, 7], [7, 7]]
@@ -938,13 +964,18 @@ def test_a_one_element_cpu_value_through_a_gpu_mask_is_a_masked_fill(cpu_devices
     y.sum().backward()  # two elements took v; w's gradient is zero there
     assert v.grad.device.opencl is a and v.grad.tolist() == [2.0]
     assert w.grad.tolist() == [1.0, 1.0, 0.0, 0.0]
-    for key, value in ((clgrad.tensor([True, False, True, False]), clgrad.tensor([5.0])),
-                       (clgrad.tensor([0, 2], device=other), clgrad.tensor([5.0])),
-                       (m, clgrad.tensor([5.0, 6.0]))):
-        y = x.clone()
-        with pytest.raises(RuntimeError, match=MATCH):
-            y[key] = value
-        assert y.tolist() == [1.0, 2.0, 3.0, 4.0]
+    i8 = clgrad.tensor([1, 2, 3], dtype=clgrad.int8, device=other)
+    for call, match in (
+            (lambda: x.clone().index_put_((clgrad.tensor([0], device=other),),
+                                          clgrad.tensor([5.0])), MATCH),
+            (lambda: x.clone().index_put_((m,), clgrad.tensor([5.0]), accumulate=True), MATCH),
+            (lambda: x.clone().__setitem__(m, clgrad.tensor([5.0, 6.0])), MATCH),
+            (lambda: i8.__setitem__(i8 > 1, clgrad.tensor([300])), "without overflow"),
+            (lambda: x.clone().__setitem__(m, clgrad.tensor(5.0, dtype=clgrad.float64,
+                                                            device=other)), "dtypes match")):
+        with pytest.raises(RuntimeError, match=match):
+            call()
+    assert i8.tolist() == [1, 2, 3] and x.tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_a_gradient_on_another_device_than_its_input_raises(cpu_devices):

@@ -469,7 +469,9 @@ _TORCH_NAME_OF = {("clgrad.linalg", "vector_norm", "x"): "x",
 # Public ops whose tensors may live on different devices: they compute nothing from them, or
 # (ctc_loss's targets and lengths, which PyTorch takes on the CPU for CUDA log_probs) read
 # all but one of them on the host.
-_ANY_DEVICES = frozenset({"result_type", "ctc_loss"})
+# (index_put and index_put_ check their own: ATen's masked-fill dispatch lets a one-element CPU
+# value join a GPU x, indexing._masked_fill_value)
+_ANY_DEVICES = frozenset({"result_type", "ctc_loss", "index_put", "index_put_"})
 # Unannotated parameters of these names take a Tensor or a number (add(a, b), where(cond, a, b)).
 _TENSOR_OR_NUMBER = frozenset({"a", "b"})
 

@@ -301,32 +301,44 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     return _index_put(x, indices, values, accumulate, "index_put_")
 
 
-def _masked_fill_value(x: Tensor, key, value):
-    """``value`` moved to x's device where PyTorch's index_put_ turns ``x[mask] = value`` into
-    masked_fill_ (ATen's canDispatchToMaskedFill): one bool or uint8 mask on x's device over
-    x's leading dims, x on a GPU (two CPU devices are not joined: PyTorch has one CPU), and
-    a value of one element on the CPU, whatever its dims
-    (``gpu_x[gpu_mask] = torch.tensor([5.])``); else ``value`` as it is (a 1-element CPU value
-    of one dim or more with any other key meets the device check), cast to x's dtype as
-    masked_fill_ casts its number. The move is recorded: a value that requires grad gets
-    its gradient."""
-    if isinstance(key, tuple) and len(key) == 1:
-        key = key[0]
+def _masked_fill_value(x: Tensor, key, value, op: str):
+    """``value`` as index_put_ writes it: where PyTorch's index_put_ is a masked_fill_ of
+    ``value.item()`` (ATen's canDispatchToMaskedFill: a value of one element on the CPU,
+    whatever its dims, and one bool or uint8 mask on x's device, the key's other entries
+    whole slices or an Ellipsis, the mask's shape x's at its dims), the value checked to fit
+    x's dtype as masked_fill_ checks its number (RuntimeError), cast to it and moved to x's
+    device (``gpu_x[gpu_mask] = torch.tensor([5.])``, ``x_float[mask] = torch.tensor(2)``);
+    else ``value`` unchanged (a CPU value of one dim or more then meets the device check, and
+    a tensor of another dtype the dtype check). The move and cast are recorded: a value that
+    requires grad gets its gradient. Two CPU devices are not joined (PyTorch has one CPU)."""
     dev = x._storage.device
-    if (isinstance(value, Tensor) and value._storage.device is not dev and dev.type != "cpu"
-            and value._storage.device.type == "cpu" and value.numel() == 1
-            and isinstance(key, Tensor) and key._storage.device is dev and key.ndim
-            and (key.dtype.is_bool or key.dtype is dtypes.uint8)
-            and tuple(key.shape) == tuple(x.shape[:key.ndim])):
-        return ew.to(ew.to_device(value.reshape(()), dev), x.dtype)  # (masked_fill_'s cast)
-    return value
+    if not (isinstance(value, Tensor) and value._storage.device.type == "cpu"
+            and (value._storage.device is dev or dev.type != "cpu") and value.numel() == 1):
+        return value
+    keys = key if isinstance(key, tuple) else (key,)
+    at = [i for i, k in enumerate(keys) if isinstance(k, Tensor)]
+    dots = [i for i, k in enumerate(keys) if k is Ellipsis]  # (no ==: a Tensor compares)
+    if len(at) != 1 or len(dots) > 1 or not all(
+            k is Ellipsis or isinstance(k, slice) and k == slice(None) for k in keys
+            if not isinstance(k, Tensor)):
+        return value
+    mask = keys[at[0]]
+    if not (mask._storage.device is dev and mask.ndim
+            and (mask.dtype.is_bool or mask.dtype is dtypes.uint8)):
+        return value
+    before = at[0] if not dots or dots[0] > at[0] else \
+        x.ndim - (len(keys) - 1 - at[0]) - mask.ndim  # (an Ellipsis before: count from the end)
+    if tuple(mask.shape) != tuple(x.shape[before:before + mask.ndim]):
+        return value
+    dtypes.check_fits(op, x.dtype, value.detach().item())  # (a host read of a CPU value)
+    return ew.to(ew.to_device(value.reshape(()), dev), x.dtype)
 
 
 def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     from clgrad import autograd
     p = _plan(x, key, op)
     if not accumulate:
-        values = _masked_fill_value(x, key, values)
+        values = _masked_fill_value(x, key, values, op)
     if not isinstance(values, Tensor):
         values = creation.tensor(values, dtype=x.dtype, device=x._storage.device)
     one_device(op, (x, values))
@@ -415,7 +427,11 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
 
 def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """An out-of-place index_put_: a copy of ``x`` with ``values`` written (or added)."""
+    if isinstance(indices, (tuple, list)):
+        indices = tuple(slice(None) if k is None else k for k in indices)
     if isinstance(values, Tensor):
+        if not accumulate:  # (index_put_'s masked fill: a one-element CPU value may join)
+            values = _masked_fill_value(x, indices, values, "index_put")
         one_device("index_put", (x, values))  # before the clone
     return index_put_(ew.clone(x), indices, values, accumulate)
 
@@ -426,17 +442,19 @@ def setitem(x: Tensor, key, value):
     Basic keys (ints, slices, None, Ellipsis) write through the view (autograd rebased as for
     copy_); ``x[bool_mask] = scalar`` is a where() on the device; other keys with index
     tensors, lists, ranges or masks go to index_put_ (duplicates: one wins, as PyTorch), which
-    raises RuntimeError for a value tensor of another dtype than x's (numbers are cast).
+    raises RuntimeError for a value tensor of another dtype than x's (numbers are cast, and
+    so is a one-element CPU value through a mask on x's device: PyTorch's masked_fill_
+    dispatch, _masked_fill_value).
     ``x[idx] += v`` reads x[idx] (a copy), adds, and writes it back. A value's leading
     size-1 dims are dropped first, as PyTorch's (``x[0] = y[None]`` with y of x[0]'s shape).
     """
     if not isinstance(value, (Tensor, int, float, bool)):
         value = creation.tensor(value, dtype=x.dtype, device=x._storage.device)
-    value = _masked_fill_value(x, key, value)
-    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1 and \
-            value._storage.device is x._storage.device:
-        # (a value on another device keeps its dims: the device check below raises for it,
-        # where a 0-dim one would join as a number)
+    if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1 and (
+            value._storage.device is x._storage.device or x._storage.device.type != "cpu"):
+        # (a GPU x's value too, as PyTorch's copy_to and slicePrefix1sSize: a CPU
+        # torch.tensor([5.]) is then 0-dim, and joins as PyTorch's index_put_ lets it; a value
+        # on another CPU device keeps its dims and meets the device check: one CPU in PyTorch)
         lead = next((i for i, s in enumerate(value.shape) if s != 1), value.ndim)
         value = value.reshape(tuple(value.shape[lead:]))
     if not views._needs_advanced(key):
@@ -450,10 +468,18 @@ def setitem(x: Tensor, key, value):
             tuple(key.shape) == tuple(x.shape[:key.ndim]) and \
             (not isinstance(value, Tensor) or value.numel() == 1):
         # x[mask] = scalar: a where() on the device, no host read of the mask
+        if isinstance(value, Tensor):  # PyTorch's index_put_: a masked_fill_ (checked cast)
+            filled = _masked_fill_value(x, key, value, "setitem")  # or the dtypes must match
+            if filled is value and value.dtype is not x.dtype:
+                raise RuntimeError(f"Index put requires the source and destination dtypes "
+                                   f"match, got {dtypes.torch_name(x.dtype)} for the "
+                                   f"destination and {dtypes.torch_name(value.dtype)} for "
+                                   f"the source.")
+            value = filled
         if key._storage.device is not x._storage.device and key._storage.device.type == "cpu":
             one_device("setitem", (x, value))  # (before the mask's copy)
             key = ew.to_device(key, x._storage.device)  # as PyTorch: CPU indices move to x's
-        one_device("setitem", (x, key, value))  # a 1-element value of one dim: no exemption
+        one_device("setitem", (x, key, value))
         v = value.reshape(()) if isinstance(value, Tensor) else \
             creation.tensor(value, dtype=x.dtype, device=x._storage.device)
         mask = key.reshape(tuple(key.shape) + (1,) * (x.ndim - key.ndim))

@@ -133,6 +133,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
         return ew.via_float32(mse_loss, input, target, reduction)
     if not (isinstance(input, Tensor) and isinstance(target, Tensor)):
         return _mse_of(ew.sub(input, target), reduction)
+    _broadcast_first("mse_loss", input, target)
     return _mse(input, target, reduction)
 
 
@@ -262,15 +263,31 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
     return _reduce(loss, reduction, "kl_div")
 
 
+# the _pointwise losses whose 0-dim CPU operand may join another device (PyTorch's are
+# elementwise ops there); binary_cross_entropy's CUDA kernel refuses it, and BCE-with-logits
+# computes (1 - target).mul_(input) in place on the target's device
+_JOIN_0DIM = frozenset({"l1", "smooth_l1", "huber", "kl_div", "kl_div_log"})
+
+
+def _broadcast_first(op, x, t) -> bool:
+    """True; PyTorch's mse, l1, smooth L1 and Huber losses broadcast input and target first
+    (torch.broadcast_tensors), after which a 0-dim CPU operand beside a tensor of one dim or
+    more has that tensor's dims and no longer joins another device: raises the device error
+    then (same_device)."""
+    if x._storage.device is not t._storage.device and (x.ndim or t.ndim):
+        same_device(op, x, t)
+    return True
+
+
 def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
     """The loss kernel over broadcast (x, t, aux) and its backward; then the reduction.
-    As PyTorch's, a 0-dim CPU input or target joins a tensor of another device (copied
-    there: ``l1_loss(gpu_y.sum(), torch.tensor(2.))``), but not in binary_cross_entropy, whose
-    CUDA kernel refuses it."""
+    As PyTorch's, a 0-dim CPU input or target of kl_div joins a tensor of another device
+    (copied there), and one of l1, smooth L1 and Huber joins another 0-dim tensor only
+    (``_broadcast_first``); binary_cross_entropy's and BCE-with-logits' never do."""
     if not isinstance(x, Tensor) or not isinstance(t, Tensor):
         raise TypeError(f"{op}: expected Tensors for input and target, got "
                         f"{type(x).__name__} and {type(t).__name__}")
-    if kname != "bce":
+    if kname in _JOIN_0DIM and (kname.startswith("kl_div") or _broadcast_first(op, x, t)):
         x, t = ew._cpu_scalar_along(x, t)
     same_device(op, x, t, aux)
     if not x.dtype.is_floating_point:
