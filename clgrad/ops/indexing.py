@@ -296,9 +296,14 @@ def index_put_(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     requires grad (grad mode on) or an overlapping x.
     Kernels: kernels/index.cl :: scatter_dim / scatter_add_dim (gather_dim in backward).
     """
+    return _index_put(x, _index_key(indices), values, accumulate, "index_put_")
+
+
+def _index_key(indices):
+    """index_put_'s indices as a key: a tuple's None entries (whole dims) as slices."""
     if isinstance(indices, (tuple, list)):
-        indices = tuple(slice(None) if k is None else k for k in indices)
-    return _index_put(x, indices, values, accumulate, "index_put_")
+        return tuple(slice(None) if k is None else k for k in indices)
+    return indices
 
 
 def _masked_fill_value(x: Tensor, key, value, op: str):
@@ -330,8 +335,17 @@ def _masked_fill_value(x: Tensor, key, value, op: str):
         x.ndim - (len(keys) - 1 - at[0]) - mask.ndim  # (an Ellipsis before: count from the end)
     if tuple(mask.shape) != tuple(x.shape[before:before + mask.ndim]):
         return value
-    dtypes.check_fits(op, x.dtype, value.detach().item())  # (a host read of a CPU value)
+    if value.dtype is not x.dtype:  # (a host read; x's own dtype fits: no read, no cast)
+        dtypes.check_fits(op, x.dtype, value.detach().item())
     return ew.to(ew.to_device(value.reshape(()), dev), x.dtype)
+
+
+def _same_dtype(x: Tensor, values: Tensor):
+    """PyTorch's RuntimeError for an index_put_ value tensor of another dtype than x's."""
+    if values.dtype is not x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{dtypes.torch_name(x.dtype)} for the destination and "
+                           f"{dtypes.torch_name(values.dtype)} for the source.")
 
 
 def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
@@ -352,10 +366,7 @@ def _index_put(x: Tensor, key, values, accumulate: bool, op: str) -> Tensor:
     except ValueError:
         raise RuntimeError(f"{op}: shape mismatch: value tensor of shape {tuple(values.shape)} "
                            f"cannot be broadcast to indexing result of shape {p.shape}") from None
-    if values.dtype is not x.dtype:  # PyTorch's rule (after the shape's): no cast of a tensor
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{dtypes.torch_name(x.dtype)} for the destination and "
-                           f"{dtypes.torch_name(values.dtype)} for the source.")
+    _same_dtype(x, values)  # PyTorch's rule (after the shape's): no cast of a tensor
     inplace._check_inplace_target(op, x)
     root = x._base if x._base is not None else x
     grad_involved = autograd.is_grad_enabled() and (values.requires_grad or root.requires_grad)
@@ -427,8 +438,7 @@ def _rebase_index_put(root: Tensor, p: _Plan, iv: Tensor, vb: Tensor, accumulate
 
 def index_put(x: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     """An out-of-place index_put_: a copy of ``x`` with ``values`` written (or added)."""
-    if isinstance(indices, (tuple, list)):
-        indices = tuple(slice(None) if k is None else k for k in indices)
+    indices = _index_key(indices)
     if isinstance(values, Tensor):
         if not accumulate:  # (index_put_'s masked fill: a one-element CPU value may join)
             values = _masked_fill_value(x, indices, values, "index_put")
@@ -470,11 +480,8 @@ def setitem(x: Tensor, key, value):
         # x[mask] = scalar: a where() on the device, no host read of the mask
         if isinstance(value, Tensor):  # PyTorch's index_put_: a masked_fill_ (checked cast)
             filled = _masked_fill_value(x, key, value, "setitem")  # or the dtypes must match
-            if filled is value and value.dtype is not x.dtype:
-                raise RuntimeError(f"Index put requires the source and destination dtypes "
-                                   f"match, got {dtypes.torch_name(x.dtype)} for the "
-                                   f"destination and {dtypes.torch_name(value.dtype)} for "
-                                   f"the source.")
+            if filled is value:
+                _same_dtype(x, value)
             value = filled
         if key._storage.device is not x._storage.device and key._storage.device.type == "cpu":
             one_device("setitem", (x, value))  # (before the mask's copy)

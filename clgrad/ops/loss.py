@@ -265,18 +265,19 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
 
 # the _pointwise losses whose 0-dim CPU operand may join another device (PyTorch's are
 # elementwise ops there); binary_cross_entropy's CUDA kernel refuses it, and BCE-with-logits
-# computes (1 - target).mul_(input) in place on the target's device
+# computes (1 - target).mul_(input) in place on the target's device. Those of
+# _BROADCAST_FIRST join another 0-dim tensor only (_broadcast_first).
 _JOIN_0DIM = frozenset({"l1", "smooth_l1", "huber", "kl_div", "kl_div_log"})
+_BROADCAST_FIRST = frozenset({"l1", "smooth_l1", "huber"})
 
 
-def _broadcast_first(op, x, t) -> bool:
-    """True; PyTorch's mse, l1, smooth L1 and Huber losses broadcast input and target first
+def _broadcast_first(op, x, t):
+    """PyTorch's mse, l1, smooth L1 and Huber losses broadcast input and target first
     (torch.broadcast_tensors), after which a 0-dim CPU operand beside a tensor of one dim or
     more has that tensor's dims and no longer joins another device: raises the device error
     then (same_device)."""
     if x._storage.device is not t._storage.device and (x.ndim or t.ndim):
         same_device(op, x, t)
-    return True
 
 
 def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
@@ -287,7 +288,9 @@ def _pointwise(op, kname, x, t, reduction, p0=0.0, aux=None):
     if not isinstance(x, Tensor) or not isinstance(t, Tensor):
         raise TypeError(f"{op}: expected Tensors for input and target, got "
                         f"{type(x).__name__} and {type(t).__name__}")
-    if kname in _JOIN_0DIM and (kname.startswith("kl_div") or _broadcast_first(op, x, t)):
+    if kname in _BROADCAST_FIRST:
+        _broadcast_first(op, x, t)
+    if kname in _JOIN_0DIM:
         x, t = ew._cpu_scalar_along(x, t)
     same_device(op, x, t, aux)
     if not x.dtype.is_floating_point:
