@@ -401,8 +401,8 @@ def build_parser(dataset: str | None = None, prog: str | None = None):
     p.add_argument("--compile", action="store_true", help="capture the training step once and "
                    "replay its kernels (clgrad.compile(mode='reduce-overhead'))")
     p.add_argument("--amp", action="store_true", help="mixed precision: the forward under "
-                   "autocast(float16) (linear layers in float16; convolutions stay float32 "
-                   "in clgrad) with a GradScaler; the device needs float16")
+                   "autocast(float16) (linear layers and convolutions in float16, float32 "
+                   "accumulation) with a GradScaler; the device needs float16")
     return p
 
 
