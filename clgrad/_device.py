@@ -286,7 +286,7 @@ def _pin_memory(self, device=None):
             _has_cpu_device() or self._storage.device is not runtime.default_device()):
         raise RuntimeError(f"pin_memory: cannot pin a tensor on {self.device}: only dense CPU "
                            f"tensors can be pinned")
-    if not any(r["type"] == "gpu" for r in runtime.devices()):
+    if not runtime.devices("gpu"):
         raise RuntimeError("pin_memory: Cannot access accelerator device when none is "
                            "available (no OpenCL GPU).")
     if self._storage.pinned:

@@ -3,7 +3,7 @@
 Run by ``clgrad.runtime`` as a separate process, so that a runtime which crashes, aborts or
 hangs while compiling cannot take the user's process with it::
 
-    python _probe.py [--kernels DIR] [--width W] P:D [P:D ...]
+    python _probe.py [--kernels DIR] [--width W] [--part I/K] [--threads T] P:D [P:D ...]
 
 It imports only pyopencl and NumPy, never the clgrad package (``clgrad.runtime.device`` imports
 ``build_options`` from here). For each device it
@@ -18,7 +18,10 @@ It imports only pyopencl and NumPy, never the clgrad package (``clgrad.runtime.d
    reported, and every ``__kernel`` the file defines outside ``#if`` blocks. PoCL 3.0 (LLVM 14)
    on AMD Zen 4 returns programs without their kernels from the binary, or aborts in LLVM while
    generating code for 16-float vectors: without this check it passed the tiny probe and then
-   failed inside ops.
+   failed inside ops. ``--part I/K`` builds programs I, I + K, I + 2K ... only: the parent
+   runs K such processes at once, as PoCL builds one program at a time a process (86 programs:
+   465 s in one process on a 2-core AMD EPYC, 240 s in two), and ``--threads T`` the builds of
+   one process in T threads (0: one per core, at most 8).
 
 Output: before each program ``{"index": "P:D", "building": "file (defines)"}`` (so the parent
 can name the program when the compiler takes the process down), then
@@ -461,18 +464,20 @@ def half_builtins_probe(cl, np, ctx, queue, device, kdir: str) -> tuple:
     return True, "compiler"
 
 
-def probe_programs(cl, device, kdir: str, width: int, emit, threads: int = 0) -> tuple:
-    """(usable, reason, count): build ``programs(...)`` on ``device`` in ``threads`` threads
-    (0: one per core, at most 8; OpenCL builds run outside the GIL, so a 16-core host checks
-    ~70 programs in seconds). ``emit(row)`` prints ``{"building": ...}`` before and
-    ``{"built": ...}`` after each build, so that the parent can name the programs in flight
-    when the compiler takes the process down. The reason is that of the first failing program
-    in table order; no new build starts after a failure."""
+def probe_programs(cl, device, kdir: str, width: int, emit, threads: int = 0,
+                   part: tuple = (0, 1)) -> tuple:
+    """(usable, reason, count): build ``programs(...)[i::k]`` (``part`` (i, k): this process's
+    share; the parent runs k processes, runtime/discovery.py _run_program_check) on ``device``
+    in ``threads`` threads (0: one per core, at most 8). ``emit(row)`` prints
+    ``{"building": ...}`` before and ``{"built": ...}`` after each build, so that the parent
+    can name the programs in flight when the compiler takes the process down. The reason is
+    that of the first failing program of the share in table order, and count its position in
+    the share; no new build starts after a failure."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
     ctx = cl.Context([device])
     _KEEP.append(ctx)
-    todo = programs(is_cpu(cl, device), width, has_fp64(device))
+    todo = programs(is_cpu(cl, device), width, has_fp64(device))[part[0]::part[1]]
     failed = threading.Event()
     emit_lock = threading.Lock()
 
@@ -518,7 +523,7 @@ def main(argv) -> int:
     import numpy as np
     import pyopencl as cl
     warnings.simplefilter("ignore", cl.CompilerWarning)  # a successful build's log: remarks
-    kdir, hdir, width, specs = None, None, None, []
+    kdir, hdir, width, specs, part, threads = None, None, None, [], (0, 1), 0
     args = iter(argv)
     for a in args:
         if a == "--kernels":
@@ -527,6 +532,10 @@ def main(argv) -> int:
             hdir = next(args)
         elif a == "--width":
             width = int(next(args))
+        elif a == "--part":  # "i/k": programs i, i + k, i + 2k ... (one of k processes)
+            part = tuple(int(x) for x in next(args).split("/"))
+        elif a == "--threads":
+            threads = int(next(args))
         else:
             specs.append(a)
     platforms = cl.get_platforms()
@@ -543,7 +552,7 @@ def main(argv) -> int:
         count = 0
         if usable and kdir:
             w = width or (device.native_vector_width_float if is_cpu(cl, device) else 1)
-            usable, reason, count = probe_programs(cl, device, kdir, w, emit)
+            usable, reason, count = probe_programs(cl, device, kdir, w, emit, threads, part)
         emit({"usable": usable, "reason": reason, "programs": count, "fp16": fp16,
               "fp16_how": fp16_how})
     return 0

@@ -174,8 +174,7 @@ class GradScaler:
                  backoff_factor=0.5, growth_interval=2000, enabled=True):
         self._device = device
         self._enabled = bool(enabled)
-        if self._enabled and device == "cuda" and not any(
-                r["type"] == "gpu" for r in runtime.devices()):
+        if self._enabled and device == "cuda" and not runtime.devices("gpu"):
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available "
                           "(no OpenCL GPU).  Disabling.", UserWarning, stacklevel=2)
             self._enabled = False

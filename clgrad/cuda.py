@@ -36,7 +36,7 @@ def is_available() -> bool:
 
 def device_count() -> int:
     """Number of OpenCL GPUs."""
-    return sum(1 for r in runtime.devices() if r["type"] == "gpu")
+    return len(runtime.devices("gpu"))
 
 
 def is_initialized() -> bool:

@@ -1010,3 +1010,22 @@ def test_a_recording_that_starts_between_hook_reads_breaks_no_launch(monkeypatch
         sys.setswitchinterval(old)
     assert not any(t.is_alive() for t in threads)
     assert errors == []
+
+
+def test_devices_of_one_kind_check_only_that_kind(monkeypatch):
+    """``torch.cuda.is_available()`` (devices('gpu')) never runs the CPU runtimes' program
+    check: on a GPU machine PoCL's took minutes, and GradScaler('cuda') asks it too."""
+    from clgrad.runtime import discovery
+    checked = []
+    real = discovery._check_programs
+    monkeypatch.setattr(discovery, "_check_programs", lambda c: checked.append(c.kind) or real(c))
+    gpus = clgrad.runtime.devices("gpu")
+    assert all(r["type"] == "gpu" for r in gpus) and set(checked) <= {"gpu"}
+    assert clgrad.cuda.device_count() == len(gpus)
+    assert clgrad.cuda.is_available() == bool(gpus) and set(checked) <= {"gpu"}
+    cpus = clgrad.runtime.devices("cpu")
+    assert all(r["type"] == "cpu" for r in cpus)
+    assert sorted(r["index"] for r in cpus + gpus) == sorted(
+        r["index"] for r in clgrad.devices() if r["type"] in ("cpu", "gpu"))
+    with pytest.raises(ValueError, match="expected kind None, 'cpu' or 'gpu', got 'tpu'"):
+        clgrad.runtime.devices("tpu")

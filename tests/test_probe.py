@@ -162,6 +162,44 @@ def test_a_compiler_abort_is_a_verdict_naming_the_program(tmp_path, monkeypatch)
     assert discovery._check_programs(c2) is False and c2.reason == c.reason
 
 
+def test_the_check_runs_in_parts_and_names_the_first_failure_in_table_order(tmp_path,
+                                                                          monkeypatch):
+    """k processes build programs i, i + k, ... each (PoCL builds one program at a time a
+    process); the verdict is the first failing program over all shares, in table order."""
+    _fake_probe(tmp_path, monkeypatch, """
+        i, k = (int(x) for x in argv[argv.index("--part") + 1].split("/"))
+        assert argv[argv.index("--threads") + 1] == "1"
+        fail = {0: 2, 2: 1}.get(i)  # share 0 fails at its 3rd program (table 6), 2 at its
+        if fail is None:            # 2nd (table 5): table order names share 2's
+            emit({"usable": True, "reason": "ok", "programs": 10 + i})
+        else:
+            emit({"usable": False, "reason": f"program {fail * k + i} lacks a kernel",
+                  "programs": fail})
+        """)
+    monkeypatch.setattr(discovery, "_check_processes", lambda: 3)
+    verdict = discovery._run_program_check(_Fake(native=8), None)
+    assert verdict == {"usable": False, "reason": "program 5 lacks a kernel", "programs": 1}
+    (tmp_path / "pkg" / "_probe.py").write_text(
+        (tmp_path / "pkg" / "_probe.py").read_text().replace("{0: 2, 2: 1}", "{}"))
+    verdict = discovery._run_program_check(_Fake(native=8), None)
+    assert verdict == {"usable": True, "reason": "ok", "programs": 33}
+
+
+def test_a_check_past_its_time_limit_is_not_cached_and_names_the_builds(tmp_path,
+                                                                      monkeypatch):
+    _fake_probe(tmp_path, monkeypatch, """
+        import time
+        emit({"building": "kernels/slow.cl (T=float)"})
+        time.sleep(60)
+        """)
+    monkeypatch.setattr(discovery, "_check_processes", lambda: 2)
+    monkeypatch.setattr(discovery, "_PROGRAMS_TIMEOUT_S", 3)
+    verdict = discovery._run_program_check(_Fake(native=8), None)
+    assert verdict["usable"] is False and verdict["definite"] is False
+    assert verdict["reason"] == ("the program check did not finish within 3 s (building "
+                                 "kernels/slow.cl (T=float))")
+
+
 def test_a_cpu_failing_at_16_lanes_is_tried_at_8_and_capped(tmp_path, monkeypatch):
     _fake_probe(tmp_path, monkeypatch, """
         if "--width" in argv and argv[argv.index("--width") + 1] == "8":

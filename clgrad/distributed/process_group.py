@@ -233,7 +233,7 @@ def _choose_device(device_id):
     if device_id is not None:
         runtime.set_default_device(device_id)
     elif not settings.getenv("CLGRAD_DEVICE"):
-        gpus = [r["index"] for r in runtime.devices() if r["type"] == "gpu"]
+        gpus = [r["index"] for r in runtime.devices("gpu")]
         runtime.set_default_device(gpus[_State.local_rank % len(gpus)] if gpus else "cpu")
 
 

@@ -396,19 +396,24 @@ def _fix_hint() -> str:
             f"selects a device (python -m clgrad devices lists them)")
 
 
-def devices() -> list[dict]:
-    """Every OpenCL device found, with the probe's verdict.
+def devices(kind: str | None = None) -> list[dict]:
+    """Every OpenCL device found (``kind`` 'cpu' or 'gpu': only those), with the probe's
+    verdict.
 
     Returns a list of dicts with keys ``index`` ('P:D'), ``platform``, ``name``, ``type``
     ('cpu' | 'gpu' | 'other'), ``driver``, ``compute_units``, ``global_mem_bytes``, ``fp64``,
     ``fp16``, ``usable`` (bool) and ``reason`` (one line: 'ok' or why not). Each device that
     passes the tiny probe is also checked with the programs clgrad ships (``_check_programs``:
-    the first time, seconds to minutes per device; cached).
+    the first time, seconds to minutes per device; cached), devices of another kind are not
+    checked: ``torch.cuda.is_available()`` (``devices('gpu')``) on a GPU machine never waits
+    for the CPU runtimes' check (PoCL's took minutes on a 16-core Xeon).
     Raises ForkedDeviceError in a forked child for a GPU device the parent had used (before
-    querying it), or when the driver refuses a query there.
+    querying it), or when the driver refuses a query there; ValueError for another ``kind``.
     """
+    if kind not in (None, "cpu", "gpu"):
+        raise ValueError(f"devices: expected kind None, 'cpu' or 'gpu', got {kind!r}")
     rows = []
-    found = _discover()
+    found = [c for c in _discover() if kind is None or c.kind == kind]
     for c in found:
         refuse_forked(c.device)  # a GPU the parent of a forked child used: before any query
     for c in found:
@@ -592,27 +597,64 @@ def _check_programs(c) -> bool:
     return c.usable
 
 
+def _check_processes() -> int:
+    """How many processes the program check runs at once: one per core, at most 8 (PoCL
+    builds one program at a time a process, whatever the threads: _probe.py says what that
+    cost)."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
 def _run_program_check(c, width) -> dict:
     """{'usable', 'reason', 'programs', 'definite'} from ``_probe.py --kernels`` run on ``c``
-    in a child process (``width``: the CPU float vector width to build at; None: native).
-    A child that dies (a compiler abort) or times out gives a reason naming the program it
-    was building; a time-out is not definite (not cached)."""
+    in child processes (``_check_processes()`` of them, each building its share ``--part
+    i/k`` of the programs in one thread; ``width``: the CPU float vector width to build at;
+    None: native). The reason is that of the first failing program in table order over the
+    shares. A child that dies (a compiler abort) or times out gives a reason naming the
+    program it was building; a time-out (_PROGRAMS_TIMEOUT_S for the whole check) is not
+    definite (not cached)."""
     from clgrad.runtime.device import kernel_dir
+    k = _check_processes()
     cmd = [sys.executable, str(_PKG / "_probe.py"), "--kernels", str(kernel_dir())]
     if width:
         cmd += ["--width", str(width)]
-    cmd.append(c.spec)
+    if k > 1:
+        cmd += ["--threads", "1"]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=_PROGRAMS_TIMEOUT_S,
-                           env=dict(os.environ), stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        last = _last_building(e.stdout)
-        return {"usable": False, "definite": False, "reason": f"the program check did not "
-                f"finish within {_PROGRAMS_TIMEOUT_S} s{last and ' (building ' + last + ')'}"}
+        procs = [subprocess.Popen(cmd + (["--part", f"{i}/{k}"] if k > 1 else []) + [c.spec],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ), stdin=subprocess.DEVNULL)
+                 for i in range(k)]
     except OSError as e:
         return {"usable": False, "definite": False, "reason": f"could not start the program "
                 f"check: {e}"}
-    for line in r.stdout.splitlines():
+    deadline = time.monotonic() + _PROGRAMS_TIMEOUT_S
+    outs, late = [], None
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            late = p
+            break
+    if late is not None:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        flight = " or ".join(dict.fromkeys(filter(None, (_last_building(p.communicate()[0])
+                                                         for p in procs[len(outs):]))))
+        return {"usable": False, "definite": False, "reason": f"the program check did not "
+                f"finish within {_PROGRAMS_TIMEOUT_S} s{flight and ' (building ' + flight + ')'}"}
+    verdicts = [_check_verdict(p.returncode, *out) for p, out in zip(procs, outs)]
+    failed = [(v["programs"] * k + i, v) for i, v in enumerate(verdicts) if not v["usable"]]
+    if failed:
+        return min(failed, key=lambda f: f[0])[1]
+    return {"usable": True, "reason": "ok", "programs": sum(v["programs"] for v in verdicts)}
+
+
+def _check_verdict(returncode, stdout, stderr) -> dict:
+    """One check process's {'usable', 'reason', 'programs'}: its verdict line, or why it
+    ended without one (the compiler's last error line and the program it was building;
+    'programs' then counts the ones it finished)."""
+    for line in stdout.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
@@ -620,12 +662,14 @@ def _run_program_check(c, width) -> dict:
         if isinstance(row, dict) and "usable" in row:
             return {"usable": bool(row["usable"]), "reason": str(row["reason"]),
                     "programs": int(row.get("programs", 0))}
-    errors = [ln.strip() for ln in r.stderr.splitlines()
+    errors = [ln.strip() for ln in stderr.splitlines()
               if "ERROR" in ln or "error" in ln or "Abort" in ln]
-    tail = (errors[-1] if errors else " ".join(r.stderr.split())[-200:]) or "no output"
-    last = _last_building(r.stdout)
-    return {"usable": False, "reason": f"the runtime's compiler ended the process (exit "
-            f"{r.returncode}: {tail[:300]}) while building {last or 'the first program'}"}
+    tail = (errors[-1] if errors else " ".join(stderr.split())[-200:]) or "no output"
+    last = _last_building(stdout)
+    done = sum(1 for line in stdout.splitlines() if '"built"' in line)
+    return {"usable": False, "programs": done, "reason": f"the runtime's compiler ended the "
+            f"process (exit {returncode}: {tail[:300]}) while building "
+            f"{last or 'the first program'}"}
 
 
 def _last_building(stdout) -> str:
