@@ -77,7 +77,7 @@ def main():
             if i == 0 or m * n * k <= 2048 ** 3:
                 want = a.astype(np.float64) @ b.astype(np.float64)
                 scale = np.abs(want).max()
-                e_cl = np.abs(ours().cpu().numpy().astype(np.float64) - want).max() / scale
+                e_cl = np.abs(ours().numpy().astype(np.float64) - want).max() / scale
                 e_pt = np.abs((ta @ tb).cpu().numpy().astype(np.float64) - want).max() / scale
                 err = f"{e_cl:.1e} / {e_pt:.1e}"
             flop = 2 * m * n * k

@@ -119,7 +119,7 @@ def main():
                     t = timed(run, dev.queue.finish, args.reps)
                     err = ""
                     if want is not None:
-                        got = c.cpu().numpy().astype(np.float64)
+                        got = c.numpy().astype(np.float64)
                         err = f", error {np.abs(got - want).max() / np.abs(want).max():.1e}"
                     print(f"  {label} B layout {b_kr}: {t * 1e3:.3f} ms, "
                           f"{flop / t / 1e12:.1f} TFLOP/s{err}", flush=True)
