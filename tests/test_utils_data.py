@@ -391,6 +391,35 @@ def test_worker_info_seeds_and_init_fn():
     assert get_worker_info() is None
 
 
+class NumpyNoise(Dataset):
+    """NumPy-based augmentation: each sample draws from NumPy's global generator."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        return np.array([np.random.rand(), -1 if info is None else info.id])
+
+
+def test_workers_seed_numpy_per_worker_and_epoch():
+    loader = DataLoader(NumpyNoise(), batch_size=2, num_workers=2)
+
+    def epoch():
+        rows = np.concatenate([b.numpy() for b in loader])
+        by_worker = {int(w): rows[rows[:, 1] == w, 0].tolist() for w in (0, 1)}
+        assert all(len(v) == 4 for v in by_worker.values())
+        return by_worker
+    clgrad.manual_seed(7)
+    first, second = epoch(), epoch()
+    assert not set(first[0]) & set(first[1])  # the workers' NumPy streams differ
+    assert first != second and not set(first[0]) & set(second[0])  # so do the epochs'
+    clgrad.manual_seed(7)
+    assert epoch() == first and epoch() == second  # and repeat under manual_seed
+    clgrad.manual_seed(8)
+    assert epoch() != first
+
+
 def test_iterable_dataset_with_workers_shards():
     loader = DataLoader(Shards(10), batch_size=3, num_workers=2)
     assert [b.tolist() for b in loader] == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]  # as PyTorch
