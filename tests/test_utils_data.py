@@ -420,6 +420,49 @@ def test_workers_seed_numpy_per_worker_and_epoch():
     assert epoch() != first
 
 
+def test_forked_worker_making_tensors_before_any_tensor_falls_back(tmp_path):
+    """A fresh interpreter whose first tensor is made in a forked worker (device discovery
+    there meets the sealed Device) loads in the main process with a warning, as when the main
+    process had made a tensor first."""
+    import subprocess
+    import sys
+
+    from subproc import checkout_env
+    script = tmp_path / "first_tensor_in_worker.py"
+    script.write_text('''
+import warnings
+import numpy as np
+import clgrad as torch
+from clgrad.utils.data import DataLoader, Dataset
+
+
+def image(i):
+    return ((np.arange(4 * 5 * 3).reshape(4, 5, 3) * 3 + i) % 256).astype(np.uint8)
+
+
+class Images(Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return torch.from_numpy(image(i)).permute(2, 0, 1).float().div(255)
+
+
+if __name__ == "__main__":
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batches = [b.numpy() for b in DataLoader(Images(), batch_size=2, num_workers=2)]
+    assert any("forked worker processes cannot" in str(w.message) for w in caught)
+    want = np.stack([image(i).transpose(2, 0, 1).astype(np.float32) / 255 for i in range(5)])
+    assert [b.shape for b in batches] == [(2, 3, 4, 5), (2, 3, 4, 5), (1, 3, 4, 5)]
+    np.testing.assert_allclose(np.concatenate(batches), want, rtol=1e-6)
+    print("OK")
+''')
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=checkout_env(), timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout + r.stderr
+
+
 def test_iterable_dataset_with_workers_shards():
     loader = DataLoader(Shards(10), batch_size=3, num_workers=2)
     assert [b.tolist() for b in loader] == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]  # as PyTorch
