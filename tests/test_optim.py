@@ -4,6 +4,7 @@ Parameters are float64 non-contiguous views (transposed, with an offset) so the 
 are checked on strided operands; gradients depend on the current parameters, so a wrong update
 in one step shows in every later one.
 """
+import collections
 import math
 
 import numpy as np
@@ -285,6 +286,48 @@ def test_param_groups_use_their_own_hyperparameters():
     np.testing.assert_allclose(a.detach().numpy(), ref_sgd(a0, 3, lr=0.1)[-1], rtol=1e-12)
     np.testing.assert_allclose(b.detach().numpy(), ref_sgd(b0, 3, lr=0.5, momentum=0.9)[-1],
                                rtol=1e-12)
+
+
+class RunningMeanSGD(optim.Optimizer):
+    """A custom optimizer written as PyTorch's docs show: state made on first sight of p."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @clgrad.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["grad_sum"] = clgrad.zeros_like(p)
+                state["step"] += 1
+                state["grad_sum"].add_(p.grad)
+                p.sub_(state["grad_sum"] * (group["lr"] / state["step"]))
+
+
+def test_state_is_a_defaultdict_for_custom_optimizers():
+    a = clgrad.tensor([1.0, 2.0], dtype=clgrad.float64, requires_grad=True)
+    opt = RunningMeanSGD([a], lr=0.5)
+    assert isinstance(opt.state, collections.defaultdict) and opt.state[a] == {}
+    for g in ([1.0, 2.0], [3.0, 0.0]):
+        a.grad = clgrad.tensor(g, dtype=clgrad.float64)
+        opt.step()
+    # step 1: a -= 0.5 * [1, 2]; step 2: a -= 0.5 * mean([1, 2], [3, 0]) = 0.5 * [2, 1]
+    np.testing.assert_allclose(a.detach().numpy(), [-0.5, 0.5], rtol=1e-12)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 2 and sd["state"][0]["grad_sum"].tolist() == [4.0, 2.0]
+    b = clgrad.tensor([-0.5, 0.5], dtype=clgrad.float64, requires_grad=True)
+    resumed = RunningMeanSGD([b], lr=0.5)
+    resumed.load_state_dict(sd)
+    assert isinstance(resumed.state, collections.defaultdict)
+    assert resumed.state[b]["step"] == 2 and resumed.state[b]["grad_sum"].tolist() == [4.0, 2.0]
+    b.grad = clgrad.tensor([2.0, 1.0], dtype=clgrad.float64)
+    resumed.step()  # mean of [1, 2], [3, 0], [2, 1] is [2, 1]
+    np.testing.assert_allclose(b.detach().numpy(), [-1.5, 0.0], rtol=1e-12)
 
 
 def test_step_skips_parameters_without_grad_and_zero_grad():
