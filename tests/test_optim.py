@@ -330,6 +330,15 @@ def test_state_is_a_defaultdict_for_custom_optimizers():
     np.testing.assert_allclose(b.detach().numpy(), [-1.5, 0.0], rtol=1e-12)
 
 
+def test_sgd_lr_defaults_to_1e_3():
+    a = clgrad.tensor([1.0, -2.0], dtype=clgrad.float64, requires_grad=True)
+    opt = optim.SGD([a])  # PyTorch >= 2.2
+    assert opt.defaults["lr"] == 1e-3 and opt.param_groups[0]["lr"] == 1e-3
+    a.grad = clgrad.tensor([10.0, 20.0], dtype=clgrad.float64)
+    opt.step()
+    np.testing.assert_allclose(a.detach().numpy(), [0.99, -2.02], rtol=1e-12)
+
+
 def test_step_skips_parameters_without_grad_and_zero_grad():
     a = clgrad.ones(3, requires_grad=True)
     b = clgrad.ones(3, requires_grad=True)
@@ -454,7 +463,8 @@ def test_load_state_dict_rejects_other_layouts():
     (lambda p: optim.SGD([p], lr=-1), "lr >= 0"),
     (lambda p: optim.SGD([p], lr=0.1, nesterov=True), "Nesterov"),
     (lambda p: optim.SGD([p], lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov"),
-    (lambda p: optim.SGD([p]), "required optimization parameter lr"),
+    (lambda p: optim.Optimizer([p], {"lr": optim.optimizer.required}),
+     "required optimization parameter lr"),  # (SGD's lr defaults to 1e-3 since PyTorch 2.2)
     (lambda p: optim.Adam([p], betas=(0.9, 1.0)), "betas"),
     (lambda p: optim.Adam([p], eps=-1), "eps"),
     (lambda p: optim.AdamW([p], weight_decay=-0.1), "weight_decay"),
