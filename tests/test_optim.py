@@ -4,6 +4,7 @@ Parameters are float64 non-contiguous views (transposed, with an offset) so the 
 are checked on strided operands; gradients depend on the current parameters, so a wrong update
 in one step shows in every later one.
 """
+import collections
 import math
 
 import numpy as np
@@ -287,6 +288,57 @@ def test_param_groups_use_their_own_hyperparameters():
                                rtol=1e-12)
 
 
+class RunningMeanSGD(optim.Optimizer):
+    """A custom optimizer written as PyTorch's docs show: state made on first sight of p."""
+
+    def __init__(self, params, lr=0.1):
+        super().__init__(params, dict(lr=lr))
+
+    @clgrad.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["grad_sum"] = clgrad.zeros_like(p)
+                state["step"] += 1
+                state["grad_sum"].add_(p.grad)
+                p.sub_(state["grad_sum"] * (group["lr"] / state["step"]))
+
+
+def test_state_is_a_defaultdict_for_custom_optimizers():
+    a = clgrad.tensor([1.0, 2.0], dtype=clgrad.float64, requires_grad=True)
+    opt = RunningMeanSGD([a], lr=0.5)
+    assert isinstance(opt.state, collections.defaultdict) and opt.state[a] == {}
+    for g in ([1.0, 2.0], [3.0, 0.0]):
+        a.grad = clgrad.tensor(g, dtype=clgrad.float64)
+        opt.step()
+    # step 1: a -= 0.5 * [1, 2]; step 2: a -= 0.5 * mean([1, 2], [3, 0]) = 0.5 * [2, 1]
+    np.testing.assert_allclose(a.detach().numpy(), [-0.5, 0.5], rtol=1e-12)
+    sd = opt.state_dict()
+    assert sd["state"][0]["step"] == 2 and sd["state"][0]["grad_sum"].tolist() == [4.0, 2.0]
+    b = clgrad.tensor([-0.5, 0.5], dtype=clgrad.float64, requires_grad=True)
+    resumed = RunningMeanSGD([b], lr=0.5)
+    resumed.load_state_dict(sd)
+    assert isinstance(resumed.state, collections.defaultdict)
+    assert resumed.state[b]["step"] == 2 and resumed.state[b]["grad_sum"].tolist() == [4.0, 2.0]
+    b.grad = clgrad.tensor([2.0, 1.0], dtype=clgrad.float64)
+    resumed.step()  # mean of [1, 2], [3, 0], [2, 1] is [2, 1]
+    np.testing.assert_allclose(b.detach().numpy(), [-1.5, 0.0], rtol=1e-12)
+
+
+def test_sgd_lr_defaults_to_1e_3():
+    a = clgrad.tensor([1.0, -2.0], dtype=clgrad.float64, requires_grad=True)
+    opt = optim.SGD([a])  # PyTorch >= 2.2
+    assert opt.defaults["lr"] == 1e-3 and opt.param_groups[0]["lr"] == 1e-3
+    a.grad = clgrad.tensor([10.0, 20.0], dtype=clgrad.float64)
+    opt.step()
+    np.testing.assert_allclose(a.detach().numpy(), [0.99, -2.02], rtol=1e-12)
+
+
 def test_step_skips_parameters_without_grad_and_zero_grad():
     a = clgrad.ones(3, requires_grad=True)
     b = clgrad.ones(3, requires_grad=True)
@@ -411,7 +463,8 @@ def test_load_state_dict_rejects_other_layouts():
     (lambda p: optim.SGD([p], lr=-1), "lr >= 0"),
     (lambda p: optim.SGD([p], lr=0.1, nesterov=True), "Nesterov"),
     (lambda p: optim.SGD([p], lr=0.1, momentum=0.9, dampening=0.1, nesterov=True), "Nesterov"),
-    (lambda p: optim.SGD([p]), "required optimization parameter lr"),
+    (lambda p: optim.Optimizer([p], {"lr": optim.optimizer.required}),
+     "required optimization parameter lr"),  # (SGD's lr defaults to 1e-3 since PyTorch 2.2)
     (lambda p: optim.Adam([p], betas=(0.9, 1.0)), "betas"),
     (lambda p: optim.Adam([p], eps=-1), "eps"),
     (lambda p: optim.AdamW([p], weight_decay=-0.1), "weight_decay"),

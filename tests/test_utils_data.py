@@ -391,6 +391,78 @@ def test_worker_info_seeds_and_init_fn():
     assert get_worker_info() is None
 
 
+class NumpyNoise(Dataset):
+    """NumPy-based augmentation: each sample draws from NumPy's global generator."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        info = get_worker_info()
+        return np.array([np.random.rand(), -1 if info is None else info.id])
+
+
+def test_workers_seed_numpy_per_worker_and_epoch():
+    loader = DataLoader(NumpyNoise(), batch_size=2, num_workers=2)
+
+    def epoch():
+        rows = np.concatenate([b.numpy() for b in loader])
+        by_worker = {int(w): rows[rows[:, 1] == w, 0].tolist() for w in (0, 1)}
+        assert all(len(v) == 4 for v in by_worker.values())
+        return by_worker
+    clgrad.manual_seed(7)
+    first, second = epoch(), epoch()
+    assert not set(first[0]) & set(first[1])  # the workers' NumPy streams differ
+    assert first != second and not set(first[0]) & set(second[0])  # so do the epochs'
+    clgrad.manual_seed(7)
+    assert epoch() == first and epoch() == second  # and repeat under manual_seed
+    clgrad.manual_seed(8)
+    assert epoch() != first
+
+
+def test_forked_worker_making_tensors_before_any_tensor_falls_back(tmp_path):
+    """A fresh interpreter whose first tensor is made in a forked worker (device discovery
+    there meets the sealed Device) loads in the main process with a warning, as when the main
+    process had made a tensor first."""
+    import subprocess
+    import sys
+
+    from subproc import checkout_env
+    script = tmp_path / "first_tensor_in_worker.py"
+    script.write_text('''
+import warnings
+import numpy as np
+import clgrad as torch
+from clgrad.utils.data import DataLoader, Dataset
+
+
+def image(i):
+    return ((np.arange(4 * 5 * 3).reshape(4, 5, 3) * 3 + i) % 256).astype(np.uint8)
+
+
+class Images(Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        return torch.from_numpy(image(i)).permute(2, 0, 1).float().div(255)
+
+
+if __name__ == "__main__":
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        batches = [b.numpy() for b in DataLoader(Images(), batch_size=2, num_workers=2)]
+    assert any("forked worker processes cannot" in str(w.message) for w in caught)
+    want = np.stack([image(i).transpose(2, 0, 1).astype(np.float32) / 255 for i in range(5)])
+    assert [b.shape for b in batches] == [(2, 3, 4, 5), (2, 3, 4, 5), (1, 3, 4, 5)]
+    np.testing.assert_allclose(np.concatenate(batches), want, rtol=1e-6)
+    print("OK")
+''')
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=checkout_env(), timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "OK", r.stdout + r.stderr
+
+
 def test_iterable_dataset_with_workers_shards():
     loader = DataLoader(Shards(10), batch_size=3, num_workers=2)
     assert [b.tolist() for b in loader] == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]  # as PyTorch

@@ -6,6 +6,8 @@ parameter that has a gradient. Nothing is read back to the host during a step.
 """
 from __future__ import annotations
 
+from collections import defaultdict
+
 import numpy as np
 
 from clgrad import capture as _capture
@@ -37,7 +39,8 @@ class Optimizer:
     """Base class. ``params``: an iterable of tensors, or of dicts (parameter groups) with a
     ``params`` entry and any hyperparameters that override ``defaults`` for that group.
 
-    Attributes: ``param_groups`` (list of dicts), ``state`` (dict parameter -> dict),
+    Attributes: ``param_groups`` (list of dicts), ``state`` (``defaultdict(dict)``: parameter
+    -> dict, as PyTorch's, so ``self.state[p]`` of a new parameter is an empty dict),
     ``defaults``.
     Raises:     ValueError for an empty parameter list, a parameter in two groups, or a missing
                 required hyperparameter; TypeError for a non-tensor, a set, or a non-leaf
@@ -45,7 +48,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict):
         self.defaults = dict(defaults)
-        self.state: dict = {}
+        self.state: defaultdict = defaultdict(dict)
         self.param_groups: list = []
         if isinstance(params, Tensor):
             raise TypeError(f"{type(self).__name__}: params argument given to the optimizer "
@@ -224,7 +227,7 @@ class Optimizer:
                 raise ValueError(f"{name}.load_state_dict: expected parameter indices (int, "
                                  f"or str of an int) as the keys of 'state', got "
                                  f"{k!r}") from None
-        self.state = {}
+        self.state = defaultdict(dict)
         for saved, own in zip(groups, self.param_groups):
             for idx, p in zip(saved["params"], own["params"]):
                 s = saved_state.get(int(idx))

@@ -9,7 +9,7 @@ from clgrad import capture as _capture
 from clgrad.ops._util import defines_of, empty, launch_1d_kept
 from clgrad.ops.plan import key as plan_key
 from clgrad.optim.optimizer import (MULTI, Optimizer, check_execution_flags, launch_multi,
-                                    multi_ok, multi_default, required)
+                                    multi_ok, multi_default)
 from clgrad.tensor import Tensor
 
 __all__ = ["SGD"]
@@ -27,8 +27,9 @@ class SGD(Optimizer):
             d = d + momentum * buf if nesterov else buf
         p = p - lr * d
 
-    Args:    params (tensors or param groups), lr, momentum=0, dampening=0, weight_decay=0,
-             nesterov=False, maximize=False (ascend: the gradient is negated first);
+    Args:    params (tensors or param groups), lr=1e-3 (PyTorch >= 2.2), momentum=0,
+             dampening=0, weight_decay=0, nesterov=False, maximize=False (ascend: the
+             gradient is negated first);
              foreach=True / fused=True (and the default, None, on GPUs): up to 8 contiguous
              parameters per launch (kernels/optim.cl :: sgd_multi, sgd_momentum_multi; the
              same bits as foreach=False's one launch per parameter)
@@ -39,12 +40,12 @@ class SGD(Optimizer):
              momentum or with dampening
     """
 
-    def __init__(self, params, lr=required, momentum: float = 0, dampening: float = 0,
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, maximize: bool = False, *,
                  foreach=None, differentiable: bool = False, fused=None):
         check_execution_flags("SGD", differentiable=differentiable)
         self._multi = multi_default(foreach, fused)
-        if lr is not required and lr < 0.0:
+        if lr < 0.0:
             raise ValueError(f"SGD: expected lr >= 0, got {lr}")
         if momentum < 0.0:
             raise ValueError(f"SGD: expected momentum >= 0, got {momentum}")

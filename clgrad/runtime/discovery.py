@@ -20,8 +20,8 @@ import pyopencl.tools
 from clgrad import _log
 from clgrad.errors import CPU_RUNTIME_HINT, DeviceError
 from clgrad import settings
-from clgrad.runtime.device import (_LOCK, Device, _fp_support, _kind_of,  # noqa: F401
-                                   _pyopencl_cache_dir, cache_dir, raise_if_forked,
+from clgrad.runtime.device import (_LOCK, Device, ForkedDeviceError, _fp_support,  # noqa: F401
+                                   _kind_of, _pyopencl_cache_dir, cache_dir, raise_if_forked,
                                    refuse_forked)
 from clgrad.runtime.meta import MetaDevice
 
@@ -723,6 +723,8 @@ def _choose(first: str) -> Device:
     if spec:
         try:
             dev = get_device(spec)
+        except ForkedDeviceError:  # not the spec's fault: callers catch this type
+            raise
         except DeviceError as e:  # say where the bad spec came from
             raise DeviceError(f"CLGRAD_DEVICE={spec!r}: {e}") from None
         _log.logger.debug("%s device: %r (CLGRAD_DEVICE=%r)",
@@ -740,6 +742,8 @@ def _choose(first: str) -> Device:
         try:
             dev = _device_for(c)
             break
+        except ForkedDeviceError:  # a forked child may use no device (DataLoader workers catch
+            raise                  # this type and load in the main process instead)
         except DeviceError:  # failed the program check: c.usable is False now, its reason set
             if c is usable[-1]:
                 why = "; ".join(f"{c.spec} {c.name!r} [{c.platform_name}]: {c.reason}"

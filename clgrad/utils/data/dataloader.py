@@ -17,8 +17,10 @@ the platform's default).
   ``if __name__ == "__main__":`` guard.
 
 Seeds: each ``iter()`` draws a base seed from ``generator`` (or clgrad's global generator);
-worker k seeds Python's ``random`` and clgrad's generator with base_seed + k (as PyTorch; NumPy's
-global generator is not seeded, as PyTorch) before ``worker_init_fn(k)``.
+worker k seeds Python's ``random`` and clgrad's generator with base_seed + k, and NumPy's global
+generator with a state mixed from (base_seed, k) (as PyTorch >= 1.9: NumPy-based augmentation
+differs between workers and epochs, and repeats under ``clgrad.manual_seed``), before
+``worker_init_fn(k)``.
 ``pin_memory`` and ``pin_memory_device`` are accepted and do nothing (there is no pinned host
 memory on this path: batches are uploaded from NumPy arrays).
 """

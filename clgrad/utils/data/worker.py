@@ -161,6 +161,13 @@ def seal_opencl(error):
     gc.freeze()  # the cyclic GC never frees (and so never releases) the parent's OpenCL objects
 
 
+def _numpy_seed(base_seed: int, worker_id: int) -> np.ndarray:
+    """The state NumPy's global generator starts from in worker ``worker_id``: 4 uint32 words
+    mixed from both (SeedSequence), so that workers and epochs (a new base seed each) differ
+    and neighbouring seeds (base_seed + k) do not give correlated streams."""
+    return np.random.SeedSequence([worker_id, base_seed]).generate_state(4)
+
+
 def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, forked):
     dataset, num_workers, worker_init_fn = loader_state["dataset"], loader_state["n"], \
         loader_state["init"]
@@ -170,6 +177,7 @@ def _worker_loop(loader_state, worker_id, index_queue, result_queue, base_seed, 
     seed = base_seed + worker_id
     random.seed(seed)
     creation.manual_seed(seed)
+    np.random.seed(_numpy_seed(base_seed, worker_id))
     _WORKER_INFO[0] = WorkerInfo(worker_id, num_workers, seed, dataset)
     fetch = Fetcher(loader_state["loader"], dataset)
     init_error = None
