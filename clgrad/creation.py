@@ -400,7 +400,12 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     dt = dtypes.to_dtype(dtype) if dtype is not None else \
         (dtypes.get_default_dtype() if is_float else dtypes.int64)
     n = int(np.ceil((end - start) / step))
-    arr = start + step * np.arange(n, dtype=np.float64 if is_float else np.int64)
+    if is_float and not (dt.is_floating_point or dt.is_bool):
+        # an integer dtype (PyTorch's): the length in double, then int(start) + i * int(step),
+        # start and step truncated toward zero (arange(0, 5, 1.5, dtype=int64) is [0, 1, 2, 3])
+        arr = int(start) + int(step) * np.arange(n, dtype=np.int64)
+    else:
+        arr = start + step * np.arange(n, dtype=np.float64 if is_float else np.int64)
     return _upload(arr, dt, _device(device), requires_grad)
 
 
@@ -474,9 +479,30 @@ def randint(low, high=None, size=(), *, generator=None, dtype=None, device=None,
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    _check_randint_range(low, high, dt)
     shape = _shape((tuple(size),), "randint")
     return _upload(rng(generator, "randint").integers(low, high, size=shape), dt,
                    _device(device), requires_grad)
+
+
+def _check_randint_range(low, high, dt):
+    """[low, high) must fit ``dt`` (PyTorch's random_ checks): bool [0, 1], an integer dtype
+    its range, a floating one the integers it holds exactly (+-2^digits). Raises
+    RuntimeError naming the bound, the dtype and its range (no silent wrap)."""
+    if dt.is_bool:
+        lo, hi = 0, 1
+    elif dt.is_floating_point:
+        digits = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}[dt.name]
+        lo, hi = -(1 << digits), 1 << digits
+    else:
+        info = np.iinfo(dt.np)
+        lo, hi = int(info.min), int(info.max)
+    if not lo <= low <= hi:
+        raise RuntimeError(f"randint: from (low={low}) is out of bounds for {dt.name}, whose "
+                           f"range is [{lo}, {hi}]")
+    if not lo <= high - 1 <= hi:
+        raise RuntimeError(f"randint: to - 1 (high - 1 = {high - 1}) is out of bounds for "
+                           f"{dt.name}, whose range is [{lo}, {hi}]")
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:

@@ -459,3 +459,14 @@ def test_dtypes_and_values_as_pytorch(torch, default):
             np.testing.assert_allclose(_values(c), np.asarray(t.tolist(), np.float64),
                                        rtol=RTOL.get(_dtype_name(t), 0), err_msg=expr)
     assert not bad, "\n".join(bad)
+
+
+def test_arange_float_bounds_with_an_integer_dtype_truncate_start_and_step():
+    # PyTorch: length ceil((end - start) / step) in double, values int(start) + i * int(step)
+    i64 = clgrad.int64
+    assert clgrad.arange(0, 5, 1.5, dtype=i64).tolist() == [0, 1, 2, 3]
+    assert clgrad.arange(-2.5, 1, dtype=i64).tolist() == [-2, -1, 0, 1]
+    assert clgrad.arange(0, 2, 0.5, dtype=i64).tolist() == [0, 0, 0, 0]
+    assert clgrad.arange(3.7, -1, -1.5, dtype=clgrad.int32).tolist() == [3, 2, 1, 0]
+    assert clgrad.arange(0, 5, 1.5, dtype=clgrad.float64).tolist() == [0.0, 1.5, 3.0, 4.5]
+    assert clgrad.arange(0, 5, 2, dtype=clgrad.int32).tolist() == [0, 2, 4]

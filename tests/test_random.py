@@ -187,3 +187,20 @@ def test_randint_high_only_with_size_by_keyword():
     assert all(0 <= v < 5 for v in t.tolist())
     assert tuple(clgrad.randint(5, (2, 2)).shape) == (2, 2)
     assert tuple(clgrad.randint(5).shape) == ()
+
+
+def test_randint_bounds_must_fit_the_dtype():
+    with pytest.raises(RuntimeError, match=r"from.*-5.*uint8.*\[0, 255\]"):
+        clgrad.randint(-5, 5, (6,), dtype=clgrad.uint8)
+    with pytest.raises(RuntimeError, match=r"to - 1.*299.*int8.*\[-128, 127\]"):
+        clgrad.randint(0, 300, (6,), dtype=clgrad.int8)
+    with pytest.raises(RuntimeError, match=r"to - 1.*bool.*\[0, 1\]"):
+        clgrad.randint(0, 3, (6,), dtype=clgrad.bool)
+    with pytest.raises(RuntimeError, match="int16"):
+        clgrad.randint_like(clgrad.zeros(3, dtype=clgrad.int16), 0, 40000)
+    b = clgrad.randint(0, 2, (200,), dtype=clgrad.bool).tolist()
+    assert set(b) == {False, True}
+    v = clgrad.randint(-128, 128, (500,), dtype=clgrad.int8).numpy()
+    assert v.min() >= -128 and v.max() <= 127 and v.min() < -100 and v.max() > 100
+    u = clgrad.randint(0, 256, (500,), dtype=clgrad.uint8).numpy()
+    assert u.max() > 200 and u.dtype == np.uint8

@@ -1,4 +1,5 @@
 """Reductions over any set of dims (with keepdim) on strided views, against NumPy in float64."""
+import math
 import os
 
 import numpy as np
@@ -822,3 +823,58 @@ def test_mean_is_the_sum_divided_by_the_count():
     expect = (x.sum(1, dtype=np.float64) / 7).astype(np.float32)
     np.testing.assert_array_equal(clgrad.tensor(x).mean(1).numpy(), expect)
     np.testing.assert_array_equal(clgrad.tensor(x.T.copy()).mean(0).numpy(), expect)
+
+
+def test_reductions_with_a_dim_of_a_0_dim_tensor():
+    # PyTorch takes dim 0 and -1 of a 0-dim tensor: a 0-dim result
+    x = clgrad.tensor(3.0)
+    for got in (x.sum(0), x.mean(-1), x.prod(0), x.amax(0), x.amin(-1),
+                clgrad.logsumexp(x, 0), x.norm(dim=0), clgrad.nansum(x, 0),
+                x.sum(0, keepdim=True), x.sum((0,)), x.gather(0, clgrad.tensor(0)),
+                x.index_select(0, clgrad.tensor([0]))):
+        assert got.shape == () and got.item() == 3.0
+    for r in (x.max(0), x.min(-1), clgrad.max(x, 0, keepdim=True)):
+        assert r.values.shape == () and r.values.item() == 3.0 and r.indices.item() == 0
+    assert x.argmax(0).item() == 0 and x.argmin(-1).shape == ()
+    assert math.isnan(x.std(0).item()) and math.isnan(x.var(0).item())
+    assert x.var(0, correction=0).item() == 0.0
+    assert x.all(0).item() is True and clgrad.tensor(0.0).any(0).item() is False
+    assert clgrad.count_nonzero(x, 0).item() == 1
+    mn, mx = clgrad.aminmax(x, dim=0)
+    assert (mn.item(), mx.item()) == (3.0, 3.0)
+    for op in ("sum", "mean", "max"):
+        y = clgrad.tensor(3.0, requires_grad=True)
+        r = getattr(y, op)(0)
+        (2 * (r.values if op == "max" else r)).backward()
+        assert y.grad.item() == 2.0
+    with pytest.raises(IndexError, match=r"\[-1, 0\], but got 1"):
+        x.sum(1)
+    with pytest.raises(IndexError, match=r"\[-1, 0\], but got 1"):
+        x.max(1)
+    with pytest.raises(IndexError, match="only 1 value"):
+        x.index_select(0, clgrad.tensor([0, 0]))
+
+
+def test_keepdim_must_be_a_bool():
+    x = clgrad.tensor([[1.0, 2.0], [3.0, 4.0]])
+    for f in (lambda: x.sum(1, clgrad.float64), lambda: x.mean(1, clgrad.float64),
+              lambda: x.sum(1, "no"), lambda: x.amax(1, clgrad.float64),
+              lambda: x.max(1, clgrad.float64), lambda: clgrad.logsumexp(x, 1, "no")):
+        with pytest.raises(TypeError, match="keepdim.*bool"):
+            f()
+    assert x.sum(1, True).tolist() == [[3.0], [7.0]]
+
+
+def test_var_std_take_a_positional_unbiased():
+    x = clgrad.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])  # mean 4, sum of squares 40
+    assert x.var(False).item() == pytest.approx(40 / 6)
+    assert x.var(True).item() == pytest.approx(8.0)
+    assert clgrad.var(x, False).item() == pytest.approx(40 / 6)
+    assert x.std(True).item() == pytest.approx(math.sqrt(8.0))
+    assert x.std(False).item() == pytest.approx(math.sqrt(40 / 6))
+    v, m = clgrad.var_mean(x, False)
+    assert (v.item(), m.item()) == (pytest.approx(40 / 6), 4.0)
+    s, m = clgrad.std_mean(x, True)
+    assert (s.item(), m.item()) == (pytest.approx(math.sqrt(8.0)), 4.0)
+    with pytest.raises(TypeError):
+        x.var(False, unbiased=True)

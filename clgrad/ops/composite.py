@@ -290,13 +290,16 @@ def norm(x: Tensor, p=2, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 
 
 def var_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None):
-    """(var, mean) over ``dim``, as var and mean (a tuple, as PyTorch)."""
+    """(var, mean) over ``dim``, as var and mean (a tuple, as PyTorch); a bool ``dim`` is
+    ``unbiased`` (``var_mean(x, False)``)."""
+    dim, unbiased = rd._bool_dim(dim, unbiased, correction, "var_mean")
     return (rd.var(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction),
             rd.mean(input, dim, keepdim=keepdim))
 
 
 def std_mean(input: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None):
-    """(std, mean) over ``dim``, as std and mean."""
+    """(std, mean) over ``dim``, as std and mean; a bool ``dim`` is ``unbiased``."""
+    dim, unbiased = rd._bool_dim(dim, unbiased, correction, "std_mean")
     return (rd.std(input, dim, unbiased=unbiased, keepdim=keepdim, correction=correction),
             rd.mean(input, dim, keepdim=keepdim))
 

@@ -414,6 +414,11 @@ def _index_select(x: Tensor, dim: int, index: Tensor, op: str, negative: bool) -
     if index.ndim > 1:
         raise IndexError(f"{op}: index is supposed to be a vector, got shape "
                          f"{tuple(index.shape)}")
+    if not x.ndim:  # dim 0 or -1 of a 0-dim x: one index (0), a 0-dim result (PyTorch's)
+        if index.numel() != 1:
+            raise IndexError(f"{op}(): Index to scalar can have only 1 value, got "
+                             f"{index.numel()} value(s)")
+        return _index_select(x.reshape(1), 0, index, op, negative).reshape(())
     index = _check_index(op, index.reshape(-1), x.shape[d], d, negative, x)
     shape = list(x.shape)
     shape[d] = index.shape[0]
@@ -434,6 +439,8 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
              checked before the launch; RuntimeError for mismatched shapes.
     """
     d = layout.wrap_dim(dim, x.ndim, "gather")
+    if not x.ndim and not index.ndim:  # dim 0 or -1 of a 0-dim x (PyTorch's): a 0-dim result
+        return gather(x.reshape(1), 0, index.reshape(1)).reshape(())
     if index.ndim != x.ndim:
         raise RuntimeError(f"gather: Index tensor must have the same number of dimensions as "
                            f"input tensor ({index.ndim} vs {x.ndim})")

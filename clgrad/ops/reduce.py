@@ -48,10 +48,23 @@ def _dims(x: Tensor, dim, op: str):
     dd = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)  # wrap_dim checks types
     if not dd:
         return tuple(range(x.ndim))
+    if not x.ndim:  # a 0-dim x takes dim 0 and -1 (PyTorch's): a reduction over no dims
+        if len(set(layout.wrap_dim(d, 1, op) for d in dd)) != len(dd):
+            raise RuntimeError(f"{op}: dim {dd} appears multiple times in the list of dims")
+        return ()
     return tuple(sorted(layout.wrap_dims(dd, x.ndim, op)))
 
 
+def _check_keepdim(keepdim, op: str = "reduction"):
+    """keepdim must be a bool (PyTorch's TypeError: ``x.sum(1, torch.float64)`` does not take
+    the dtype, keyword-only, as keepdim)."""
+    if not isinstance(keepdim, (bool, np.bool_)):
+        raise TypeError(f"{op}: argument 'keepdim' must be bool, not {type(keepdim).__name__} "
+                        f"(got {keepdim!r}; dtype is keyword-only)")
+
+
 def _out_shapes(x, dims, keepdim):
+    _check_keepdim(keepdim)
     kept = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
     final = kept if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
     return kept, final
@@ -455,6 +468,11 @@ def _minmax(x: Tensor, dim, keepdim, op_define, name):
         dims = tuple(range(x.ndim))
         vals = _launch_reduce(x, dims, False, op_define, x.dtype, x.dtype.cl)
         return _record_even(name, x, vals, dims, False, nan_hits=True)
+    if not x.ndim and not isinstance(dim, (tuple, list)):  # dim 0 or -1 of a 0-dim x
+        layout.wrap_dim(dim, 0, name)
+        _check_keepdim(keepdim, name)
+        vals, idx = _minmax(x.reshape(1), 0, False, op_define, name)
+        return MinMax(vals, idx)
     dims = _dims(x, dim, name)
     if len(dims) != 1:
         raise TypeError(f"{name}: expected dim to be an int, got {dim!r}")
@@ -609,6 +627,9 @@ def _arg(x, dim, keepdim, op_define, name):
         idx = _launch_reduce(flat, (0,), False, op_define, x.dtype, x.dtype.cl, arg=True)[1]
         return idx.reshape((1,) * x.ndim) if keepdim else idx
     d = layout.wrap_dim(dim, x.ndim, name)
+    if not x.ndim:  # dim 0 or -1 of a 0-dim x: the index 0, 0-dim (PyTorch's)
+        _check_keepdim(keepdim, name)
+        x, d, keepdim = x.reshape(1), 0, False
     return _launch_reduce(x, (d,), keepdim, op_define, x.dtype, x.dtype.cl, arg=True)[1]
 
 
@@ -639,6 +660,19 @@ def _check_arg(x, dim, name):
         _check_nonempty(name, x, (layout.wrap_dim(dim, x.ndim, name),))
 
 
+def _bool_dim(dim, unbiased, correction, op: str):
+    """(dim, unbiased) of var/std/var_mean/std_mean: a bool first argument is ``unbiased``
+    (PyTorch's ``var(bool unbiased)`` overload: ``x.var(False)`` divides by n), over all dims.
+    Raises TypeError for a bool dim with ``unbiased`` or ``correction`` also given."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None or correction is not None:
+            raise TypeError(f"{op}: a bool first argument is unbiased; unbiased or correction "
+                            f"given too (dim={dim!r}, unbiased={unbiased!r}, "
+                            f"correction={correction!r})")
+        return None, bool(dim)
+    return dim, unbiased
+
+
 def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
     """Variance: sum((x - mean)^2) / (n - correction); correction 1 by default (Bessel).
     Where n <= correction the divisor is 0 (PyTorch's max(0, n - correction)): inf, or nan
@@ -646,8 +680,10 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
     Two passes (mean first), so large offsets do not cancel. float16 and bfloat16 are computed
     in float32 and rounded once at the end (PyTorch's): var([0, 200, 400]) is 40000, not inf
-    from a float16 sum of squares.
+    from a float16 sum of squares. A bool ``dim`` is ``unbiased`` (``x.var(False)``, PyTorch's
+    overload): over all dims.
     """
+    dim, unbiased = _bool_dim(dim, unbiased, correction, "var")
     if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
         return ew.to(var(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     if correction is None:
@@ -663,7 +699,9 @@ def var(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=No
 
 
 def std(x: Tensor, dim=None, unbiased=None, keepdim: bool = False, correction=None) -> Tensor:
-    """Standard deviation: sqrt(var); float16 and bfloat16 in float32, rounded once (as var)."""
+    """Standard deviation: sqrt(var); float16 and bfloat16 in float32, rounded once (as var).
+    A bool ``dim`` is ``unbiased`` (``x.std(True)``), as var."""
+    dim, unbiased = _bool_dim(dim, unbiased, correction, "std")
     if x._storage.dtype is dtypes.float16 or x._storage.dtype is _BF16:
         return ew.to(std(ew.to(x, dtypes.float32), dim, unbiased, keepdim, correction), x.dtype)
     return ew.sqrt(var(x, dim, unbiased, keepdim, correction))
@@ -674,6 +712,7 @@ def logsumexp(x: Tensor, dim, keepdim: bool = False) -> Tensor:
     bfloat16: in float32, rounded once. An empty ``dim`` gives log(0) = -inf (PyTorch's)."""
     if x._storage.dtype is _BF16:
         return ew.via_float32(logsumexp, x, dim, keepdim)
+    _check_keepdim(keepdim, "logsumexp")
     dims = _dims(x, dim, "logsumexp")
     if not layout.numel([x.shape[d] for d in dims]):  # (amax of nothing raises)
         out = ew.log(sum(ew.exp(x), dim, keepdim=True))
