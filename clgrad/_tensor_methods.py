@@ -16,6 +16,8 @@ its registry row the METHOD face (``tests/test_registry.py`` checks every row).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from clgrad import _device, _legacy, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
 from clgrad.ops import elementwise as ew
@@ -27,6 +29,7 @@ from clgrad.ops import scatters as sx
 from clgrad.ops import views as vw
 from clgrad.ops._util import check_tensor_args as _check_tensor_args
 from clgrad.ops._util import one_device as _one_device
+from clgrad.ops._util import scalar_first
 from clgrad.runtime import Device
 from clgrad.tensor import _GRAD_ENABLED, Tensor
 
@@ -106,6 +109,8 @@ def _can_hold(dev, dt) -> bool:
 
 def _inplace_binary(fn, name):
     def method(self, other, *args, **kwargs):
+        if args and not kwargs:  # add_(-lr, grad): PyTorch's deprecated order, warned
+            other, *args = scalar_first(name, (other, *args))
         if not args and not kwargs and ip.scalar_inplace(name, self, other):
             return self  # self OP= number in one launch (see there)
         if args or kwargs:  # lerp_'s weight, addcmul_'s tensor2: inplace checks self, other
@@ -132,7 +137,36 @@ def _inplace_unary(fn, name):
 
 def _reflect(fn):
     def method(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
         return fn(other, self)
+    return method
+
+
+_BINARY_OPERATORS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq",
+                               "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "lshift",
+                               "rshift", "matmul"})
+_OPERAND_TYPES = frozenset({int, float, bool, complex})
+
+
+def _operand_ok(other) -> bool:
+    """Whether a binary operator takes ``other``: a Tensor, a number (bool, NumPy scalars
+    included) or a NumPy array. Anything else (None, a str, a list) makes the operator return
+    NotImplemented, as PyTorch's do: Python then answers ``x == None`` with False, ``x != None``
+    with True (so ``x in [None]`` works) and ``x + 'a'`` with its own TypeError."""
+    return type(other) in _OPERAND_TYPES or isinstance(other, Tensor) or \
+        ew._is_num(other) or isinstance(other, (np.ndarray, np.generic))
+
+
+def _operator(fn):
+    """``fn`` as a binary operator: NotImplemented for operands it does not take."""
+    def method(self, other):
+        if not _operand_ok(other):
+            return NotImplemented
+        return fn(self, other)
+    method.__name__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    method.__wrapped__ = fn
     return method
 
 
@@ -142,7 +176,9 @@ for _name, _fn in registry.methods().items():
 for _name, _fn, _kind in registry.inplace_variants():
     _method((_inplace_binary if _kind == registry.BINARY else _inplace_unary)(_fn, _name), _name)
 for _name, _fn, _kind in registry.operators():
-    if _kind == "op":
+    if _kind == "op" and _name[2:-2] in _BINARY_OPERATORS:
+        _method(_operator(_fn), _name)
+    elif _kind == "op":  # unary (__neg__), __getitem__, __setitem__
         _method(_fn, _name)
     elif _kind == "reflected":
         _method(_reflect(_fn), _name)

@@ -738,3 +738,54 @@ def test_round_decimals_hand_values():
         clgrad.round(clgrad.tensor([1, 2]), decimals=1)
     with pytest.raises(TypeError, match="decimals"):
         clgrad.round(x, decimals=1.5)
+
+
+# -- operators with operands they do not take: NotImplemented, as PyTorch's ---------------------
+def test_comparison_with_a_non_number_is_python_equality():
+    x = clgrad.tensor([1.0, 2.0])
+    assert (x == None) is False and (x != None) is True  # noqa: E711
+    assert (x == "a") is False and (x != "a") is True
+    assert (x in [None]) is False and (None in [x]) is False
+    assert (x in [None, x]) is True
+    assert (x == [1.0, 2.0]) is False  # PyTorch: False too (list is no Tensor/Number operand)
+    np.testing.assert_array_equal((x == 2.0).numpy(), [False, True])
+    np.testing.assert_array_equal((x != np.float32(2.0)).numpy(), [True, False])
+    np.testing.assert_array_equal((x == np.array([1.0, 0.0], np.float32)).numpy(), [True, False])
+
+
+def test_arithmetic_with_a_non_number_raises_pythons_type_error():
+    x = clgrad.tensor([1.0, 2.0])
+    for f in (lambda: x + "a", lambda: "a" + x, lambda: x * None, lambda: x @ None,
+              lambda: x < None):
+        with pytest.raises(TypeError):
+            f()
+    np.testing.assert_array_equal((x + True).numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal((np.float32(1) - x).numpy(), [0.0, -1.0])
+
+    class Other:  # an operand type of its own gets its reflected operator called
+        def __radd__(self, other):
+            return "radd"
+    assert x + Other() == "radd"
+
+
+# -- PyTorch's deprecated scalar-first overloads: accepted with a UserWarning -------------------
+@pytest.mark.parametrize("call, expect", [
+    (lambda p, g: p.clone().add_(-0.1, g), 1 - 0.1 * 3),
+    (lambda p, g: p.clone().data.add_(-0.1, g), 1 - 0.1 * 3),
+    (lambda p, g: p.add(-0.1, g), 1 - 0.1 * 3),
+    (lambda p, g: clgrad.add(p, -0.1, g), 1 - 0.1 * 3),
+    (lambda p, g: p.clone().sub_(0.5, g), 1 - 0.5 * 3),
+    (lambda p, g: p.sub(0.5, g), 1 - 0.5 * 3),
+    (lambda p, g: clgrad.sub(p, 0.5, g), 1 - 0.5 * 3),
+    (lambda p, g: p.clone().addcdiv_(0.5, g, g + 1), 1 + 0.5 * 3 / 4),
+    (lambda p, g: p.addcdiv(0.5, g, g + 1), 1 + 0.5 * 3 / 4),
+    (lambda p, g: clgrad.addcdiv(p, 0.5, g, g + 1), 1 + 0.5 * 3 / 4),
+    (lambda p, g: p.clone().addcmul_(0.5, g, g + 1), 1 + 0.5 * 3 * 4),
+    (lambda p, g: p.addcmul(0.5, g, g + 1), 1 + 0.5 * 3 * 4),
+])
+def test_deprecated_scalar_first_overloads(call, expect):
+    p, g = clgrad.ones(2), clgrad.full((2,), 3.0)
+    with pytest.warns(UserWarning, match="This overload of .* is deprecated"):
+        out = call(p, g)
+    np.testing.assert_allclose(out.numpy(), [expect] * 2, rtol=1e-6)
+    np.testing.assert_array_equal(p.numpy(), [1.0, 1.0])

@@ -121,8 +121,8 @@ CASES = [
     ("as_strided-rank", lambda x: x.as_strided((2, 2), (1,)), RuntimeError,
      r"as_strided: mismatch in length of strides and shape \(1 vs 2\)"),
     # writes the layout cannot take
-    ("write-expanded", lambda x: x[:, :1].expand(2, 3, 4).fill_(0), RuntimeError,
-     r"fill_: .*more than one element of the written-to tensor refers to a single memory "
+    ("write-expanded", lambda x: x[:, :1].expand(2, 3, 4).add_(1), RuntimeError,
+     r"add_: .*more than one element of the written-to tensor refers to a single memory "
      r"location \(shape \(2, 3, 4\), strides \(12, 0, 1\)\)"),
     ("write-overlap", lambda x: x.as_strided((3, 3), (1, 1)).add_(1), RuntimeError,
      r"add_: .*single memory location \(shape \(3, 3\), strides \(1, 1\)\)"),
@@ -134,7 +134,11 @@ CASES = [
     ("bool", lambda x: bool(x), RuntimeError, r"Boolean value of Tensor with 24 elements"),
     ("mean-int", lambda x: x.long().mean(), RuntimeError, r"mean: .*Got: .*int64"),
     ("clamp-none", lambda x: x.clamp(), ValueError, r"clamp: expected at least one of min"),
-    ("add-str", lambda x: x + "a", TypeError, r"add: expected a Tensor or a number, got str"),
+    ("add-str", lambda x: clgrad.add(x, "a"), TypeError,
+     r"add\(\): argument 'other' \(position 2\) must be Tensor, not str"),
+    # the operator returns NotImplemented (PyTorch's): Python's own TypeError
+    ("add-str-operator", lambda x: x + "a", TypeError,
+     r"unsupported operand type\(s\) for \+: 'Tensor' and 'str'"),
     ("dtype-numpy", lambda x: x.to(np.complex64), TypeError,
      r"dtype: expected a clgrad dtype, got .*complex64"),
     ("device-name", lambda x: x.to("complex64"), RuntimeError,
@@ -157,7 +161,7 @@ def test_bad_input_raises_and_leaves_inputs_intact(x, call, exc, pattern):
     lambda x, o: x.narrow(2, 3, 2), lambda x, o: x.view(5, 5), lambda x, o: x.permute(0, 0, 1),
     lambda x, o: x.expand(2, 5, 4), lambda x, o: x + o[0], lambda x, o: x @ o[1],
     lambda x, o: x.as_strided((5, 5), (5, 1)), lambda x, o: x.sum(3),
-    lambda x, o: x[:, :1].expand(2, 3, 4).fill_(0), lambda x, o: x.copy_(o[2]),
+    lambda x, o: x[:, :1].expand(2, 3, 4).add_(1), lambda x, o: x.copy_(o[2]),
     lambda x, o: x[:, :1].expand(2, 3, 4).mul_(o[0]), lambda x, o: clgrad.cat([x, o[1]]),
     lambda x, o: x.index_select(0, o[3]), lambda x, o: x.max(3),
 ])
@@ -290,3 +294,33 @@ def test_type_check_keeps_the_ops_usable():
         clgrad.nn.functional.linear(x, x, bias=(1, 2))
     assert pickle.loads(pickle.dumps(clgrad.relu)) is clgrad.relu
     assert clgrad.relu.__doc__ and clgrad.clip is clgrad.clamp
+
+
+# -- writes into an expanded tensor: a fill is allowed (PyTorch), other writes are not ---------
+@pytest.mark.parametrize("write", [
+    lambda b: b.fill_(2.0), lambda b: b.fill_(clgrad.tensor(2.0)),
+    lambda b: b.zero_().fill_(2), lambda b: b.__setitem__(slice(None), 2.0)])
+def test_fill_of_an_expanded_tensor_writes_its_base(write):
+    a = clgrad.zeros(3, 1)
+    write(a.expand(3, 4))
+    np.testing.assert_array_equal(a.numpy(), np.full((3, 1), 2.0, np.float32))
+
+
+def test_zero_and_scalar_setitem_of_an_expanded_tensor():
+    a = clgrad.ones(3, 1)
+    b = a.expand(3, 4)
+    assert b.zero_() is b
+    np.testing.assert_array_equal(a.numpy(), np.zeros((3, 1), np.float32))
+    b[0] = 5
+    np.testing.assert_array_equal(a.numpy(), [[5.0], [0.0], [0.0]])
+    np.testing.assert_array_equal(b.numpy(), [[5.0] * 4, [0.0] * 4, [0.0] * 4])
+
+
+@pytest.mark.parametrize("write", [
+    lambda b: b.add_(1), lambda b: b.mul_(2), lambda b: b.copy_(clgrad.ones(3, 4)),
+    lambda b: b.__setitem__(0, clgrad.tensor(5.0))])
+def test_other_writes_into_an_expanded_tensor_still_raise(write):
+    a = clgrad.ones(3, 1)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        write(a.expand(3, 4))
+    np.testing.assert_array_equal(a.numpy(), np.ones((3, 1), np.float32))

@@ -269,3 +269,14 @@ def test_linear_replay_follows_the_layouts_and_keeps_the_general_paths_rules():
     for _ in range(2):
         np.testing.assert_array_equal(F.linear(x, w, b1).numpy(),
                                       (clgrad.matmul(x, w.t()) + b1).numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, b: a @ b, lambda a, b: clgrad.matmul(a, b), lambda a, b: clgrad.mm(a, b),
+    lambda a, b: clgrad.bmm(a[None], b[None]), lambda a, b: clgrad.dot(a[0], b[0]),
+    lambda a, b: a.float() @ b])
+def test_matmul_of_bool_tensors_raises(call):
+    b = clgrad.ones(2, 2, dtype=clgrad.bool)
+    with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
+        call(b, b)
+    np.testing.assert_array_equal((b.float() @ b.float()).numpy(), [[2.0, 2.0], [2.0, 2.0]])

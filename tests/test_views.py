@@ -710,3 +710,17 @@ def test_contiguous_copies_replayed_per_layout_match_numpy():
     (x.t().contiguous() * clgrad.arange(3.0)).sum().backward()  # its Node still records
     np.testing.assert_array_equal(x.grad.numpy(), np.broadcast_to(np.arange(3.0)[:, None],
                                                                   (3, 4)))
+
+
+def test_flip_and_tile_take_dims_as_separate_ints():
+    x = clgrad.arange(6.0).reshape(2, 3)
+    X = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for out in (x.flip(0, 1), x.flip((0, 1)), x.flip([0, 1]), x.flip(dims=(0, 1)),
+                clgrad.flip(x, (0, 1))):
+        np.testing.assert_array_equal(out.numpy(), X[::-1, ::-1])
+    np.testing.assert_array_equal(x.flip(1).numpy(), X[:, ::-1])
+    for out in (x.tile(2, 2), x.tile((2, 2)), x.tile([2, 2]), x.tile(dims=(2, 2)),
+                clgrad.tile(x, (2, 2))):
+        np.testing.assert_array_equal(out.numpy(), np.tile(X, (2, 2)))
+    np.testing.assert_array_equal(x.tile(2).numpy(), np.tile(X, 2))
+    np.testing.assert_array_equal(x.tile(2, 1, 1).numpy(), np.tile(X, (2, 1, 1)))

@@ -560,6 +560,39 @@ _NUMPY_STYLE = frozenset((
     "quantile", "nanquantile", "std_mean", "var_mean"))
 
 
+# PyTorch 2.x's deprecated overloads taking the scalar first, still accepted with a
+# UserWarning: add(Number alpha, Tensor other), sub(...), addcmul(Number value, Tensor tensor1,
+# Tensor tensor2), addcdiv(...) (old optimizers: p.data.add_(-lr, grad))
+_SCALAR_FIRST = {"add": ("other", "alpha"), "sub": ("other", "alpha"),
+                 "addcmul": ("tensor1", "tensor2", "value"),
+                 "addcdiv": ("tensor1", "tensor2", "value")}
+
+
+def scalar_first(op: str, args: tuple) -> tuple:
+    """``args`` (the operands after input/self) of ``op`` (``add``, ``add_``, ``addcmul`` ...)
+    in the current order: a number first followed by the tensor operand(s) is PyTorch's
+    deprecated overload, moved to the end (alpha / value) with PyTorch's UserWarning; any
+    other ``args`` unchanged."""
+    names = _SCALAR_FIRST.get(op.rstrip("_"))
+    if names is None or len(args) != len(names) or isinstance(args[0], Tensor) or \
+            isinstance(args[0], bool) or not _number(args[0]) or \
+            not all(isinstance(a, Tensor) for a in args[1:]):
+        return args
+    import warnings
+    *ts, num = names
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {num}, "
+                  + ", ".join(f"Tensor {t}" for t in ts) + ")\nConsider using one of the "
+                  f"following signatures instead:\n\t{op}("
+                  + ", ".join(f"Tensor {t}" for t in ts) + f", *, Number {num} = 1)",
+                  UserWarning, stacklevel=3)
+    return (*args[1:], args[0])
+
+
+def _number(v) -> bool:
+    import numbers
+    return isinstance(v, (numbers.Number, np.generic))
+
+
 def _checked(fn, module, method=False, torch_names=None):
     import functools
     import numbers
@@ -589,9 +622,12 @@ def _checked(fn, module, method=False, torch_names=None):
         return renaming
     op = fn.__name__
     any_device = op in _ANY_DEVICES
+    scalar_first_op = op in _SCALAR_FIRST
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if scalar_first_op and not kwargs:
+            args = (*args[:1], *scalar_first(op, args[1:]))
         if kwargs and numpy_names:
             _numpy_names(op, numpy_names, kwargs)
         n = len(args) - shift

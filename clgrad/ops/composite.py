@@ -360,6 +360,14 @@ def tile(input: Tensor, dims) -> Tensor:
     return input.repeat(*dims)
 
 
+def _tile_method(self: Tensor, *dims, **kwargs) -> Tensor:
+    """Tensor.tile: ``dims`` as separate ints (``x.tile(2, 2)``) or one tuple/list, as
+    PyTorch's method takes both (torch.tile takes the sequence only)."""
+    if kwargs or not dims:
+        return tile(self, *dims, **kwargs)
+    return tile(self, dims[0] if len(dims) == 1 else dims)
+
+
 def repeat_interleave(input, repeats=None, dim=None, output_size=None) -> Tensor:
     """Each element (or slice along ``dim``) repeated ``repeats`` times in place (an int or a
     1-D tensor of one count per element); no dim: of the flattened input. A single tensor

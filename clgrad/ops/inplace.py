@@ -46,8 +46,15 @@ __all__ = ["write_into", "inplace", "output_inplace", "scalar_inplace", "copy_",
 
 
 # -- in-place machinery -----------------------------------------------------------------------
+# in-place ops allowed on a tensor whose elements share memory (an expanded one): a fill
+# writes the same value into every element, so the result does not depend on the order
+# (PyTorch's fill_/zero_ skip the overlap check; add_, mul_, copy_ ... keep it)
+_OVERLAP_OK = frozenset({"fill_", "zero_"})
+
+
 def _check_inplace_target(op, self: Tensor):
-    if layout.has_overlap(self.shape, self.stride()) and self.numel() > 1:
+    if op not in _OVERLAP_OK and layout.has_overlap(self.shape, self.stride()) and \
+            self.numel() > 1:
         raise RuntimeError(f"{op}: unsupported operation: more than one element of the written-"
                            f"to tensor refers to a single memory location (shape "
                            f"{tuple(self.shape)}, strides {self.stride()}); clone() it first")
@@ -219,7 +226,11 @@ def fill_(self: Tensor, value) -> Tensor:
         if value.numel() != 1:
             raise RuntimeError(f"fill_: expected a 0-dim value tensor, got shape "
                                f"{tuple(value.shape)}")
-        return copy_(self, value.reshape(()))
+        value = value.reshape(())  # copy_'s path, but under fill_'s name (no overlap check)
+        if value._storage.device is not self._storage.device:
+            value = to_device(value, self._storage.device)
+        return write_into(self, value if value.dtype is self.dtype else to(value, self.dtype),
+                          "fill_")
     if not _is_num(value):
         raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
     dtypes.check_fits("fill_", self.dtype, value)

@@ -669,8 +669,17 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
+    _no_bool("matmul", a, b)
     a, b = ew.autocast("matmul", a, b)
     return _matmul(a, b)
+
+
+def _no_bool(op: str, a: Tensor, b: Tensor):
+    """PyTorch's RuntimeError for bool operands: its matmul kernels (addmm, dot) have no
+    Bool version ("addmm_impl_cpu_" not implemented for 'Bool')."""
+    if a.dtype.is_bool or b.dtype.is_bool:
+        raise RuntimeError(f"{op}: \"addmm\" not implemented for 'Bool' (cast the operands "
+                           f"to a numeric dtype first)")
 
 
 def _matmul(a: Tensor, b: Tensor) -> Tensor:
@@ -751,6 +760,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 1 or b.ndim != 1 or a.shape[0] != b.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")
+    _no_bool("dot", a, b)
     return _matmul(a, b)
 
 

@@ -476,6 +476,14 @@ def flip(x: Tensor, dims) -> Tensor:
     return ew.contiguous(getitem(x, tuple(key)), force_copy=True)
 
 
+def _flip_method(self: Tensor, *dims, **kwargs) -> Tensor:
+    """Tensor.flip: ``dims`` as separate ints (``x.flip(0, 1)``) or one tuple/list, as
+    PyTorch's method takes both (torch.flip takes the sequence only)."""
+    if kwargs or not dims:
+        return flip(self, *dims, **kwargs)
+    return flip(self, dims[0] if len(dims) == 1 else dims)
+
+
 def repeat(x: Tensor, *sizes) -> Tensor:
     """Tile ``x`` ``sizes[i]`` times along each dim (a copy; PyTorch's Tensor.repeat).
 
