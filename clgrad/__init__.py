@@ -56,6 +56,7 @@ from clgrad._rng import get_rng_state, set_rng_state
 
 # -- autograd ---------------------------------------------------------------------------------
 from clgrad import autograd
+from clgrad.autograd import is_anomaly_enabled, is_anomaly_check_nan_enabled
 from clgrad.autograd import (no_grad, enable_grad, set_grad_enabled, is_grad_enabled,
                              inference_mode)
 
@@ -98,6 +99,14 @@ from clgrad.errors import missing_attribute as _missing_attribute
 
 # -- the ops: their module attributes, from the table (out= and the check: last, below) -------
 globals().update(_registry.face(_registry.TORCH))
+
+# -- memory formats: the *_like factories and clone take PyTorch's memory_format= ------------
+from clgrad._memory_format import memory_format, preserve_format, contiguous_format  # noqa
+from clgrad._memory_format import accepting as _accepting_memory_format
+for _name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
+              "randint_like", "clone"):
+    globals()[_name] = _accepting_memory_format(globals()[_name], _name)
+del _name
 
 # -- PyTorch's aliases of the dtypes ----------------------------------------------------------
 long = int64
@@ -142,12 +151,13 @@ __all__ = [
     "set_default_tensor_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
     "memory_allocated",
-    "is_tensor", "numel",
+    "is_tensor", "numel", "memory_format", "preserve_format", "contiguous_format",
     "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
     "CharTensor", "ByteTensor", "BoolTensor",
     # random state, autograd
     "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     # runtime flags
     "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
     "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",

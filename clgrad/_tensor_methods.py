@@ -20,6 +20,7 @@ import numpy as np
 
 from clgrad import _device, _legacy, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
+from clgrad._memory_format import accepting as _accepting_memory_format
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import inplace as ip
@@ -173,6 +174,7 @@ def _operator(fn):
 # -- the ops' methods, in-place variants and operators: generated from clgrad/ops/registry.py -
 for _name, _fn in registry.methods().items():
     _method(_fn, _name)
+Tensor.clone = _accepting_memory_format(Tensor.clone, "clone")  # clone(memory_format=)
 for _name, _fn, _kind in registry.inplace_variants():
     _method((_inplace_binary if _kind == registry.BINARY else _inplace_unary)(_fn, _name), _name)
 for _name, _fn, _kind in registry.operators():
@@ -215,9 +217,49 @@ def _assign_data(self, value):
     self._set_data(value)
 
 
-Tensor.data = property(lambda self: self.detach(), _assign_data,
-                       doc="The tensor's values outside the graph (an alias, like detach());"
-                           " assignable, see _assign_data.")
+def _get_data(self):
+    """``x.data``: an alias of x outside the graph, like ``detach()`` but with a version
+    counter of its own (PyTorch), shared with its views and detach()es: writes through it
+    are not seen by autograd's checks of x (nor by x._version), so ``x.data.mul_(2)`` after
+    x was saved lets backward run on the new values."""
+    t = self.detach()
+    t._vc = [0]
+    if t._base is not None:  # detach() of a view: its fresh root alias shares the counter
+        t._base._vc = t._vc
+    return t
+
+
+Tensor.data = property(_get_data, _assign_data,
+                       doc="The tensor's values outside the graph (an alias with a version "
+                           "counter of its own); assignable, see _assign_data.")
+
+
+def _fill_diagonal_(self, fill_value, wrap: bool = False):
+    """Fill the main diagonal of self (2-D, or n-D with all sizes equal: the elements
+    ``[i, i, ..., i]``) with ``fill_value``, in place (PyTorch's). ``wrap``: for a tall 2-D
+    matrix (rows > columns + 1), the diagonal starts again every ``columns + 1`` rows, as in
+    NumPy's fill_diagonal. Returns self.
+
+    Raises:  RuntimeError for fewer than 2 dimensions, or n-D (n > 2) of unequal sizes
+    """
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = self.shape[0], self.shape[1]
+    if self.dim() > 2 and any(s != height for s in self.shape):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    size = min(height, width)
+    stride = sum(self.stride())
+    offset = self.storage_offset()
+    self.as_strided((size,), (stride,), offset).fill_(fill_value)
+    if wrap and self.dim() == 2 and height > width + 1:
+        step = width + 1
+        wrap_size = (self.numel() + step - 1) // step - size
+        self.as_strided((wrap_size,), (stride,),
+                        offset + self.stride(0) * (width + 1)).fill_(fill_value)
+    return self
+
+
+Tensor.fill_diagonal_ = _fill_diagonal_
 
 
 def _new(fill):

@@ -106,12 +106,14 @@ HOST_MIRROR_BYTES = 1 << 16  # the largest upload Storage.keep_host keeps on the
 class Storage:
     """One device buffer of ``size`` elements of ``dtype`` and a version counter.
 
-    The version counts in-place writes into any view of the storage; autograd compares it
-    with the version seen when a tensor was saved.
+    The version counts in-place writes into any view of the storage (caches key on it);
+    autograd compares ``version - hidden`` with the version seen when a tensor was saved.
+    ``hidden`` counts the writes made through tensors with a version counter of their own
+    (``Tensor._vc``: ``.data`` and its views), which PyTorch does not show to the tensor.
     """
 
-    __slots__ = ("buffer", "dtype", "size", "device", "version", "nbytes", "host", "shared",
-                 "pinned", "__weakref__")
+    __slots__ = ("buffer", "dtype", "size", "device", "version", "hidden", "nbytes", "host",
+                 "shared", "pinned", "__weakref__")
 
     def __init__(self, size: int, dtype: dtypes.DType, device: Device):
         if dtype is dtypes.float64 and not device.fp64:
@@ -124,6 +126,7 @@ class Storage:
         self.dtype = dtype
         self.device = device
         self.version = 0
+        self.hidden = 0  # writes counted on a tensor's own counter (Tensor._vc), not here
         self.host = None  # (version, values): see keep_host
         self.shared = None  # the SharedHost once shared between processes: see share_
         self.pinned = False  # made by Tensor.pin_memory (clgrad/_device.py)
@@ -202,6 +205,16 @@ class Storage:
                                    data))
 
 
+def autograd_version(t) -> int:
+    """The version autograd saves and checks for ``t``: its storage's writes less those counted
+    on an own counter (``Storage.hidden``), or that own counter (``t._vc``, ``.data``'s)."""
+    vc = t._vc
+    if vc is None:
+        s = t._storage
+        return s.version - s.hidden
+    return vc[0]
+
+
 class Tensor:
     """An n-dimensional array on an OpenCL device: storage + shape + strides + storage_offset.
 
@@ -211,7 +224,7 @@ class Tensor:
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset", "_requires_grad", "_grad",
                  "_grad_fn", "_base", "_rebase", "_rebase_seen", "_retains_grad",
-                 "_post_acc_hooks", "__weakref__")
+                 "_post_acc_hooks", "_vc", "__weakref__")
 
     __array_priority__ = 1000  # ndarray OP Tensor defers to Tensor's reflected operators
 
@@ -233,6 +246,7 @@ class Tensor:
         self._rebase_seen = base._rebase if base is not None else 0
         self._retains_grad = False
         self._post_acc_hooks = None
+        self._vc = base._vc if base is not None else None  # a view shares its root's counter
 
     @classmethod
     def _empty(cls, shape, dtype, device=None) -> "Tensor":
@@ -247,7 +261,7 @@ class Tensor:
         t._shape, t._strides, t._offset = size, strides, 0
         t._requires_grad, t._grad, t._grad_fn, t._base = False, None, None, None
         t._rebase = t._rebase_seen = 0
-        t._retains_grad, t._post_acc_hooks = False, None
+        t._retains_grad, t._post_acc_hooks, t._vc = False, None, None
         return t
 
     # -- metadata -----------------------------------------------------------------------------
@@ -337,7 +351,10 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._storage.version
+        """The autograd version counter (PyTorch's ``_version``): in-place writes into this
+        tensor or any tensor sharing its counter (views, ``detach()``); ``.data`` and its
+        views count on a counter of their own (``_vc``)."""
+        return autograd_version(self)
 
     # -- autograd attributes ------------------------------------------------------------------
     @property
@@ -431,13 +448,14 @@ class Tensor:
         base = self._base
         if base is not None:
             base = Tensor(self._storage, base._shape, base._strides, base._offset)
+            base._vc = self._vc
             return Tensor(self._storage, self._shape, self._strides, self._offset, base=base)
         t = _new(Tensor)  # a root's alias: its layout is already a Size and ints (no __init__)
         t._storage, t._shape, t._strides, t._offset = (self._storage, self._shape,
                                                        self._strides, self._offset)
         t._requires_grad, t._grad, t._grad_fn, t._base = False, None, None, None
         t._rebase = t._rebase_seen = 0
-        t._retains_grad, t._post_acc_hooks = False, None
+        t._retains_grad, t._post_acc_hooks, t._vc = False, None, self._vc
         return t
 
     def detach_(self) -> "Tensor":

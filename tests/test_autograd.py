@@ -1254,3 +1254,40 @@ def test_next_functions_give_one_accumulate_grad_per_leaf():
     acc = a.next_functions[0][0]
     assert acc is b.next_functions[0][0] and acc.variable is x
     assert acc.name() == "torch::autograd::AccumulateGrad"
+
+
+def test_data_has_own_version_counter():
+    x = clgrad.tensor([1., 2.], requires_grad=True)
+    y = x * x
+    x.data.mul_(2)
+    y.sum().backward()
+    assert x.grad.tolist() == [4., 8.]
+    assert x._version == 0
+    x = clgrad.tensor([1., 2.], requires_grad=True)
+    y = x * x
+    x.data[1:].mul_(2)  # a view of .data shares .data's counter
+    y.sum().backward()
+    assert x.grad.tolist() == [2., 8.]
+
+
+def test_detach_shares_version_counter():
+    x = clgrad.tensor([1., 2.], requires_grad=True)
+    y = x * x
+    x.detach().mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_detect_anomaly_nan():
+    x = clgrad.tensor([3., 1.], requires_grad=True)
+    with clgrad.autograd.detect_anomaly():
+        assert clgrad.is_anomaly_enabled()
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan values "
+                                               "in its 0th output."):
+            clgrad.sqrt(x - 2).sum().backward()
+    assert not clgrad.is_anomaly_enabled()
+    with clgrad.autograd.set_detect_anomaly(True):
+        assert clgrad.is_anomaly_enabled()
+    assert not clgrad.is_anomaly_enabled()
+    clgrad.sqrt(x - 2).sum().backward()  # mode off: no check
+    assert np.isnan(x.grad.numpy()[1])

@@ -704,3 +704,51 @@ def test_size_slices_and_concatenations_are_sizes():
     assert type(2 * s) is clgrad.Size
     assert type(s[0]) is int and s[-1] == 4
     assert repr(s[1:]) == "clgrad.Size([3, 4])"
+
+
+def test_memory_format_objects():
+    p = clgrad.ones(2, 3)
+    z = clgrad.zeros_like(p, memory_format=clgrad.preserve_format)
+    assert z.tolist() == [[0.0] * 3] * 2
+    c = p.t().clone(memory_format=clgrad.contiguous_format)
+    assert c.is_contiguous() and c.tolist() == [[1.0, 1.0]] * 3
+    assert repr(clgrad.preserve_format) == "torch.preserve_format"
+    with pytest.raises(TypeError):
+        clgrad.ones_like(p, memory_format="channels_last")
+
+
+def test_fill_diagonal_():
+    for shape, wrap in [((7, 3), True), ((7, 3), False), ((3, 5), False), ((4, 4), True)]:
+        a = clgrad.zeros(*shape)
+        assert a.fill_diagonal_(5.0, wrap=wrap) is a
+        b = np.zeros(shape, np.float32)
+        np.fill_diagonal(b, 5.0, wrap=wrap)
+        np.testing.assert_array_equal(a.numpy(), b)
+    c = clgrad.zeros(3, 3, 3).fill_diagonal_(2.0)
+    assert c.sum().item() == 6.0 and c[2, 2, 2].item() == 2.0
+    with pytest.raises(RuntimeError):
+        clgrad.zeros(3).fill_diagonal_(1.0)
+
+
+def test_isin_values():
+    e = clgrad.tensor([1, 2, 3, 4, 2])
+    t = clgrad.tensor([2, 4, 9])
+    np.testing.assert_array_equal(clgrad.isin(e, t).numpy(), np.isin([1, 2, 3, 4, 2], [2, 4, 9]))
+    np.testing.assert_array_equal(clgrad.isin(e, t, invert=True).numpy(),
+                                  np.isin([1, 2, 3, 4, 2], [2, 4, 9], invert=True))
+
+
+def test_module_get_submodule_parameter_buffer():
+    nn = clgrad.nn
+    m = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.BatchNorm1d(2)))
+    assert m.get_submodule("") is m and m.get_submodule("1.0") is m[1][0]
+    assert m.get_parameter("0.weight") is m[0].weight
+    assert m.get_buffer("1.0.running_mean") is m[1][0].running_mean
+    with pytest.raises(AttributeError, match="Linear has no attribute `foo`"):
+        m.get_submodule("0.foo")
+    with pytest.raises(AttributeError, match="`weight` is not an nn.Module"):
+        m.get_submodule("0.weight")
+    with pytest.raises(AttributeError, match="`running_mean` is not an nn.Parameter"):
+        m.get_parameter("1.0.running_mean")
+    with pytest.raises(AttributeError, match="`weight` is not a buffer"):
+        m.get_buffer("0.weight")

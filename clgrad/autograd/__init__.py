@@ -50,12 +50,15 @@ from clgrad.autograd.graph import (
 from clgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from clgrad.autograd.gradcheck import gradcheck, gradgradcheck
 from clgrad.autograd import forward_ad, functional
+from clgrad.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,
+                                          is_anomaly_enabled, set_detect_anomaly)
 
 __all__ = ["Node", "record", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "is_grad_enabled", "gradcheck", "inference_mode", "Function", "FunctionCtx",
            "register_hook", "RemovableHandle", "once_differentiable",
            "register_post_accumulate_grad_hook", "gradgradcheck", "functional",
-           "forward_ad"]
+           "forward_ad", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
 
 
 from clgrad.autograd.variable import Variable  # noqa: E402,F401  (the pre-0.4 name)

@@ -6,7 +6,7 @@ import functools
 from clgrad.autograd import saved_hooks
 from clgrad.autograd.grad_mode import is_grad_enabled, no_grad
 from clgrad.autograd.graph import Node, _edge, output_of
-from clgrad.tensor import Tensor
+from clgrad.tensor import Tensor, autograd_version
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -257,7 +257,7 @@ def _record_function(cls, ctx, args, inputs, outs, orig_ids, diff):
         finally:
             ctx._saved, ctx._packed = saved, packed
 
-    saved_v = tuple((t, t._storage.version) for t in saved if t is not None)
+    saved_v = tuple((t, autograd_version(t)) for t in saved if t is not None)
     if len(diff) == 1:
         o = outs[diff[0]]
         node = Node(name, tuple(_edge(t) for t in inputs), lambda g: backward_fn([g]), saved_v,

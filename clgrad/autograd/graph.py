@@ -10,12 +10,12 @@ import threading
 import warnings
 import weakref
 
-from clgrad.autograd import saved_hooks
+from clgrad.autograd import anomaly_mode, saved_hooks
 from clgrad.autograd.grad_mode import _state as _GRAD_STATE
 from clgrad.autograd.saved_hooks import (  # torch.autograd.graph's names
     disable_saved_tensors_hooks, save_on_cpu, saved_tensors_hooks)
 from clgrad._device import of_runtime
-from clgrad.tensor import _CONTIG, Tensor
+from clgrad.tensor import _CONTIG, Tensor, autograd_version
 
 __all__ = ["Node", "record", "backward", "grad", "register_hook", "RemovableHandle",
            "register_post_accumulate_grad_hook", "output_of", "recomputed",
@@ -263,8 +263,9 @@ def record(name: str, out, inputs, backward_fn, saved=(), double=None):
     if not live:
         return out
     versions = []
-    for t in saved:
-        versions.append((t, t._storage.version))
+    for t in saved:  # (autograd_version, inline)
+        vc = t._vc
+        versions.append((t, t._storage.version - t._storage.hidden if vc is None else vc[0]))
     node = Node(name, tuple(edges), backward_fn, tuple(versions), tuple(meta))
     node.out_ndim = len(out._shape)
     node.double = double
@@ -288,8 +289,8 @@ def output_of(node, y):
     if type(y) is tuple:
         storage, shape, strides, offset, version = y
         t = Tensor(storage, shape, strides, offset)
-        if storage.version != version:
-            _raise_modified(node, t, storage.version, version)
+        if storage.version - storage.hidden != version:
+            _raise_modified(node, t, storage.version - storage.hidden, version)
     else:
         t = Tensor(y._storage, y._shape, y._strides, y._offset)
     t._requires_grad = True
@@ -359,8 +360,8 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
             f"the saved tensors have already been freed. Specify retain_graph=True on the first "
             f"backward() or autograd.grad() call.")
     for t, version in node.saved:  # the saved tensors unchanged since (their versions)
-        if t._storage.version != version:
-            _raise_modified(node, t, t._storage.version, version)
+        if autograd_version(t) != version:
+            _raise_modified(node, t, autograd_version(t), version)
     if node.packed is not None:  # unpack_hook runs, its results checked (saved_hooks.py)
         hooks, packed = node.packed
         saved_hooks.unpack_all(hooks, packed, [t for t, _ in node.saved])
@@ -384,6 +385,8 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
         grads = node.backward_fn(g)
     if not isinstance(grads, tuple):
         grads = (grads,)
+    if anomaly_mode.STATE[0] and anomaly_mode.STATE[1]:  # detect_anomaly: NaN gradients
+        anomaly_mode.check_nan(node, grads)
     if len(grads) != len(node.next):
         raise RuntimeError(f"{node.name} backward returned {len(grads)} gradients for "
                            f"{len(node.next)} inputs (internal error)")
@@ -453,8 +456,8 @@ def _absorb(node, g, retain_graph, node_grads):
             node.backward_fn is None or prod.backward_fn is None):
         return None
     for t, version in node.saved:  # _apply's check of node's (prod's: _apply's own)
-        if t._storage.version != version:
-            _raise_modified(node, t, t._storage.version, version)
+        if autograd_version(t) != version:
+            _raise_modified(node, t, autograd_version(t), version)
     grads = prod.fuse(g, node.fuse)
     if grads is None:
         return None
@@ -583,7 +586,8 @@ def _run(roots, root_grads, retain_graph, targets=None, create_graph=False):
                 elif t is not None and id(t) in want:
                     captured[id(t)] = g
                 fused = None
-                if type(node.fuse) is str and ABSORB and not create_graph:  # (_absorb)
+                if (type(node.fuse) is str and ABSORB and not create_graph and
+                        not anomaly_mode.STATE[0]):  # (_absorb; anomaly: each Node checked)
                     fused = _absorb(node, g, retain_graph, node_grads)
                 if fused is not None:
                     slot = node.next[0].slot

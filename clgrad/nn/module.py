@@ -377,6 +377,48 @@ class Module:
 
     register_module = add_module
 
+    # -- dotted paths -------------------------------------------------------------------------
+    def get_submodule(self, target: str = "") -> "Module":
+        """The submodule at the dotted path ``target`` ("" is self), as PyTorch's:
+        ``net.get_submodule("encoder.layers.0")``.
+        Raises:  AttributeError naming the missing part, or a part that is no Module"""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(type(mod).__name__ + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str):
+        """The Parameter at the dotted path ``target`` ("layer.weight"), as PyTorch's.
+        Raises:  AttributeError when the module path is wrong, the module has no such
+                 attribute, or it is not an nn.Parameter"""
+        module_path, _, param_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, param_name):
+            raise AttributeError(type(mod).__name__ + " has no attribute `" + param_name + "`")
+        param = getattr(mod, param_name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target`` ("bn.running_mean"), as PyTorch's.
+        Raises:  AttributeError when the module path is wrong, the module has no such
+                 attribute, or it is not a registered buffer"""
+        module_path, _, buffer_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, buffer_name):
+            raise AttributeError(type(mod).__name__ + " has no attribute `" + buffer_name + "`")
+        buffer = getattr(mod, buffer_name)
+        if buffer_name not in mod._buffers:
+            raise AttributeError("`" + buffer_name + "` is not a buffer")
+        return buffer
+
     # -- walking the tree ---------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = ""):
         """(name, module) for this module and every descendant, each module once."""

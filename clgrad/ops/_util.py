@@ -130,9 +130,16 @@ _BF16_FILL = {"T": "ushort", "BF16": 1}  # fill_raw's bfloat16 build: a pure sto
 def bump_version(*tensors: Tensor):
     """Count one in-place write into each tensor's storage (autograd compares the counter with
     what it saw when a Node saved the tensor). Every writer that changes what a tensor holds
-    calls this once per write: copy_raw and fill_raw do not."""
+    calls this once per write: copy_raw and fill_raw do not. A tensor with a counter of its
+    own (``_vc``: ``.data`` and its views) counts the write there and in ``Storage.hidden``,
+    so tensors on the storage's counter do not see it (PyTorch's ``.data``)."""
     for t in tensors:
-        t._storage.version += 1
+        s = t._storage
+        s.version += 1
+        vc = t._vc
+        if vc is not None:
+            vc[0] += 1
+            s.hidden += 1
 
 
 def view_arg(t: Tensor, strides=None) -> bytes:

@@ -166,7 +166,8 @@ def det(A: Tensor) -> Tensor:
     def backward(g):
         adjT = _up(_adjugate_T(a), g)
         return (ew.mul(adjT, g.unsqueeze(-1).unsqueeze(-1)),)
-    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+    y = (out._storage, out._shape, out._strides, out._offset,
+         out._storage.version - out._storage.hidden)  # (no call)
 
     def double(g, node):  # create_graph: g det(A) A^-T of recorded ops
         d = ew.mul(output_of(node, y), g).unsqueeze(-1).unsqueeze(-1)
@@ -340,7 +341,8 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
         ga = np.linalg.solve(Lh, phi)                       # L^-T phi
         ga = np.swapaxes(np.linalg.solve(Lh, np.swapaxes(ga, -1, -2)), -1, -2)  # ... L^-1
         return (_up(ga, g),)
-    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+    y = (out._storage, out._shape, out._strides, out._offset,
+         out._storage.version - out._storage.hidden)  # (no call)
 
     def double(g, node):  # create_graph: PyTorch's cholesky_backward of recorded ops
         L, gL = output_of(node, y), g
@@ -432,7 +434,8 @@ def eigh(A: Tensor, UPLO: str = "L"):
             f[..., idx, idx] = 0.0
             inner = inner + f
         return (_up(v @ inner @ vT, g),)
-    y = joint._storage, joint._shape, joint._strides, joint._offset, joint._storage.version
+    y = (joint._storage, joint._shape, joint._strides, joint._offset,
+         joint._storage.version - joint._storage.hidden)
 
     def double(g, node):  # create_graph: the same formula of recorded ops
         j = output_of(node, y)
@@ -560,7 +563,8 @@ def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
         ga = (-T(x) @ G @ T(x) + (np.eye(m_) - a @ x) @ T(G) @ x @ T(x)
               + T(x) @ x @ T(G) @ (np.eye(n_) - x @ a))
         return (_up(ga, g),)
-    y = out._storage, out._shape, out._strides, out._offset, out._storage.version  # (no call)
+    y = (out._storage, out._shape, out._strides, out._offset,
+         out._storage.version - out._storage.hidden)  # (no call)
 
     def double(g, node):  # create_graph: PyTorch's pinv_backward of recorded ops
         X, dev = output_of(node, y), g._storage.device

@@ -81,7 +81,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         gsrc = np.zeros(tuple(src.shape))
         gsrc[tuple(slice(0, n) for n in index.shape)] = gs.reshape(tuple(index.shape))
         return gx, creation.tensor(gsrc, dtype=g.dtype, device=dev)
-    y = res._storage, res._shape, res._strides, res._offset, res._storage.version  # (no call)
+    y = (res._storage, res._shape, res._strides, res._offset,
+         res._storage.version - res._storage.hidden)  # (no call)
     versions = (input._storage.version, src._storage.version)
 
     def double(g, node):  # create_graph: PyTorch's formulas of recorded ops
