@@ -100,13 +100,8 @@ from clgrad.errors import missing_attribute as _missing_attribute
 # -- the ops: their module attributes, from the table (out= and the check: last, below) -------
 globals().update(_registry.face(_registry.TORCH))
 
-# -- memory formats: the *_like factories and clone take PyTorch's memory_format= ------------
+# -- memory formats (the *_like factories and clone take memory_format=) ----------------------
 from clgrad._memory_format import memory_format, preserve_format, contiguous_format  # noqa
-from clgrad._memory_format import accepting as _accepting_memory_format
-for _name in ("zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like",
-              "randint_like", "clone"):
-    globals()[_name] = _accepting_memory_format(globals()[_name], _name)
-del _name
 
 # -- PyTorch's aliases of the dtypes ----------------------------------------------------------
 long = int64

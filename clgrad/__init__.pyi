@@ -27,6 +27,7 @@ from clgrad.runtime.discovery import set_default_device as set_default_device
 from clgrad._device import get_default_device as get_default_device
 from clgrad.runtime.discovery import synchronize as synchronize
 from clgrad.tensor import memory_allocated as memory_allocated
+from clgrad._memory_format import memory_format as memory_format
 from clgrad.creation import manual_seed as manual_seed
 from clgrad.creation import initial_seed as initial_seed
 from clgrad.creation import seed as seed
@@ -38,6 +39,10 @@ from clgrad.autograd.grad_mode import enable_grad as enable_grad
 from clgrad.autograd.grad_mode import set_grad_enabled as set_grad_enabled
 from clgrad.autograd.grad_mode import is_grad_enabled as is_grad_enabled
 from clgrad.autograd.grad_mode import inference_mode as inference_mode
+from clgrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
+from clgrad.autograd.anomaly_mode import (
+    is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
+)
 from clgrad.ops.composite import (
     are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
 )
@@ -497,6 +502,8 @@ int: dtype
 long: dtype
 def is_tensor(obj) -> builtins.bool: ...
 def numel(input: Tensor) -> builtins.int: ...
+preserve_format: memory_format
+contiguous_format: memory_format
 FloatTensor: _LegacyType
 DoubleTensor: _LegacyType
 HalfTensor: _LegacyType
@@ -570,10 +577,11 @@ __all__ = [
     "finfo", "iinfo", "half", "float", "double", "short", "int", "long", "get_default_dtype",
     "set_default_dtype", "promote_types", "can_cast", "result_type", "set_default_tensor_type",
     "devices", "default_device", "set_default_device", "get_default_device", "synchronize",
-    "memory_allocated", "is_tensor", "numel", "FloatTensor", "DoubleTensor", "HalfTensor",
-    "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
-    "manual_seed", "initial_seed", "seed", "random", "get_rng_state", "set_rng_state", "no_grad",
-    "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "memory_allocated", "is_tensor", "numel", "memory_format", "preserve_format",
+    "contiguous_format", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "manual_seed", "initial_seed", "seed",
+    "random", "get_rng_state", "set_rng_state", "no_grad", "enable_grad", "set_grad_enabled",
+    "is_grad_enabled", "inference_mode", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "are_deterministic_algorithms_enabled", "get_float32_matmul_precision", "get_num_threads",
     "set_float32_matmul_precision", "set_num_threads", "use_deterministic_algorithms",
     "set_printoptions", "get_printoptions", "printoptions", "save", "load", "autograd", "nn",

@@ -8,8 +8,6 @@ values laid out contiguously (PyTorch would keep a dense input's strides). clgra
 """
 from __future__ import annotations
 
-import functools
-
 
 class memory_format:
     """A memory format (PyTorch's ``torch.memory_format``); compare by identity."""
@@ -37,14 +35,3 @@ def check(fmt, op: str) -> None:
     raise TypeError(f"{op}(): argument 'memory_format' must be torch.memory_format, not "
                     f"{type(fmt).__name__}")
 
-
-def accepting(fn, op: str = None):
-    """``fn`` taking PyTorch's keyword ``memory_format`` too (checked, then dropped: clgrad's
-    results are contiguous, see the module docstring)."""
-    name = op or fn.__name__
-
-    @functools.wraps(fn)
-    def wrapper(*args, memory_format=None, **kwargs):
-        check(memory_format, name)
-        return fn(*args, **kwargs)
-    return wrapper

@@ -20,7 +20,6 @@ import numpy as np
 
 from clgrad import _device, _legacy, _tensor_str, autograd, creation, dtypes
 from clgrad._device import device as torch_device, resolve
-from clgrad._memory_format import accepting as _accepting_memory_format
 from clgrad.ops import elementwise as ew
 from clgrad.ops import index as ix
 from clgrad.ops import inplace as ip
@@ -174,7 +173,6 @@ def _operator(fn):
 # -- the ops' methods, in-place variants and operators: generated from clgrad/ops/registry.py -
 for _name, _fn in registry.methods().items():
     _method(_fn, _name)
-Tensor.clone = _accepting_memory_format(Tensor.clone, "clone")  # clone(memory_format=)
 for _name, _fn, _kind in registry.inplace_variants():
     _method((_inplace_binary if _kind == registry.BINARY else _inplace_unary)(_fn, _name), _name)
 for _name, _fn, _kind in registry.operators():

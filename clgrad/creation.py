@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from clgrad import capture as _capture, dtypes
+from clgrad import _memory_format, capture as _capture, dtypes
 from clgrad.runtime import Device, get_device
 from clgrad.ops._util import copy_raw, fill_raw
 from clgrad.tensor import Tensor
@@ -362,26 +362,36 @@ def _like(x: Tensor, dtype, device):
             device if device is not None else x._storage.device)
 
 
-def zeros_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+# The *_like factories and clone take PyTorch's memory_format (None, torch.preserve_format,
+# torch.contiguous_format): their results are always contiguous (clgrad/_memory_format.py).
+def zeros_like(x: Tensor, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
     """Zeros with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "zeros_like")
     dt, dev = _like(x, dtype, device)
     return zeros(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def ones_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones_like(x: Tensor, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
     """Ones with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "ones_like")
     dt, dev = _like(x, dtype, device)
     return ones(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def full_like(x: Tensor, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full_like(x: Tensor, fill_value, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
     """``fill_value`` with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "full_like")
     dt, dev = _like(x, dtype, device)
     return full(x.shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def empty_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty_like(x: Tensor, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
     """Uninitialised, with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "empty_like")
     dt, dev = _like(x, dtype, device)
     return empty(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -512,14 +522,18 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
                    requires_grad)
 
 
-def rand_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+def rand_like(x: Tensor, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
     """Uniform [0, 1) samples with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "rand_like")
     dt, dev = _like(x, dtype, device)
     return rand(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(x: Tensor, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randn_like(x: Tensor, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
     """Standard normal samples with the shape (and by default dtype and device) of ``x``."""
+    _memory_format.check(memory_format, "randn_like")
     dt, dev = _like(x, dtype, device)
     return randn(x.shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
@@ -572,9 +586,10 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad=False) ->
 
 
 def randint_like(x: Tensor, low=0, high=None, *, dtype=None, device=None,
-                 requires_grad=False) -> Tensor:
+                 requires_grad=False, memory_format=None) -> Tensor:
     """Integers uniform in [low, high) with the shape (and by default dtype and device) of
     ``x`` (PyTorch's torch.randint_like; ``randint_like(x, high)``)."""
+    _memory_format.check(memory_format, "randint_like")
     if high is None:
         low, high = 0, low
     dt, dev = _like(x, dtype, device)

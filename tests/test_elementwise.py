@@ -442,10 +442,9 @@ def test_div_by_shifted_self_gives_numpy_values():
     lambda: clgrad.zeros(10).unfold(0, 4, 2),
     lambda: clgrad.zeros(6).as_strided((2, 3), (1, 1), 1),
 ])
-@pytest.mark.parametrize("write", [
-    lambda t: t.fill_(1), lambda t: t.zero_(), lambda t: t.copy_(clgrad.ones(t.shape)),
-    lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.clamp_(0, 1),
-    lambda t: t.__setitem__(Ellipsis, 3.0), lambda t: t.__setitem__(slice(None), 3.0),
+@pytest.mark.parametrize("write", [  # (fill_, zero_ and a number through setitem fill: they
+    lambda t: t.copy_(clgrad.ones(t.shape)),  # take overlapping views, as PyTorch's, whose
+    lambda t: t.add_(1), lambda t: t.mul_(2), lambda t: t.clamp_(0, 1),  # fill is idempotent)
     lambda t: t.div_(clgrad.ones(t.shape)),
 ])
 def test_write_into_overlapping_view_raises(make, write):

@@ -13,7 +13,7 @@ import numbers
 
 import numpy as np
 
-from clgrad import autograd, dtypes, layout
+from clgrad import _memory_format, autograd, dtypes, layout
 from clgrad.autograd import record
 from clgrad.autograd.graph import absorbable, output_of
 from clgrad.errors import IntegerZeroDivisionError
@@ -234,8 +234,12 @@ def contiguous(x: Tensor, force_copy: bool = False) -> Tensor:
 _COPY_TAG = ("copy.cl", "contiguous")  # contiguous's recorded launches (plan.key's tag)
 
 
-def clone(x: Tensor) -> Tensor:
-    """A contiguous copy with its own storage; the gradient flows back unchanged."""
+def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    """A contiguous copy with its own storage; the gradient flows back unchanged.
+    ``memory_format``: None, torch.preserve_format or torch.contiguous_format, all giving a
+    contiguous copy (PyTorch's preserve_format keeps a permuted input's strides: README,
+    "Deliberately different"); TypeError for anything else."""
+    _memory_format.check(memory_format, "clone")
     return contiguous(x, force_copy=True)
 
 
