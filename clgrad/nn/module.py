@@ -397,27 +397,28 @@ class Module:
         """The Parameter at the dotted path ``target`` ("layer.weight"), as PyTorch's.
         Raises:  AttributeError when the module path is wrong, the module has no such
                  attribute, or it is not an nn.Parameter"""
-        module_path, _, param_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, param_name):
-            raise AttributeError(type(mod).__name__ + " has no attribute `" + param_name + "`")
-        param = getattr(mod, param_name)
-        if not isinstance(param, Parameter):
-            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
-        return param
+        mod, name, value = self._leaf_at(target)
+        if not isinstance(value, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return value
 
     def get_buffer(self, target: str):
         """The buffer at the dotted path ``target`` ("bn.running_mean"), as PyTorch's.
         Raises:  AttributeError when the module path is wrong, the module has no such
                  attribute, or it is not a registered buffer"""
-        module_path, _, buffer_name = target.rpartition(".")
+        mod, name, value = self._leaf_at(target)
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return value
+
+    def _leaf_at(self, target: str) -> tuple:
+        """(module, name, attribute) at the dotted path ``target``; AttributeError as
+        get_submodule's, or naming the missing last part."""
+        module_path, _, name = target.rpartition(".")
         mod = self.get_submodule(module_path)
-        if not hasattr(mod, buffer_name):
-            raise AttributeError(type(mod).__name__ + " has no attribute `" + buffer_name + "`")
-        buffer = getattr(mod, buffer_name)
-        if buffer_name not in mod._buffers:
-            raise AttributeError("`" + buffer_name + "` is not a buffer")
-        return buffer
+        if not hasattr(mod, name):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{name}`")
+        return mod, name, getattr(mod, name)
 
     # -- walking the tree ---------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = ""):
