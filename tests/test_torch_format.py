@@ -415,3 +415,34 @@ def test_module_versions_cross_torch_both_ways(tmp_path):
     clgrad.save(ours.state_dict(), tmp_path / "c.pt")
     theirs.load_state_dict(torch.load(tmp_path / "c.pt", weights_only=True))
     assert theirs.seen == [("", 2)] and theirs.stem.weight.tolist() == [[0.25] * 2] * 2
+
+
+def test_a_shape_is_saved_as_torch_size_and_loads_as_a_size():
+    """torch.save({'shape': x.shape}): torch.Size in the pickle (what PyTorch writes and its
+    weights_only load takes), a Size again on load."""
+    x = clgrad.zeros(2, 3)
+    buf = io.BytesIO()
+    clgrad.save({"shape": x.shape, "pair": (1, x.shape[1:])}, buf)
+    data = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    pkl = next(n for n in data.namelist() if n.endswith("data.pkl"))
+    assert b"ctorch\nSize\n" in data.read(pkl)
+    buf.seek(0)
+    back = clgrad.load(buf)
+    assert type(back["shape"]) is clgrad.Size and back["shape"] == (2, 3)
+    assert back["shape"].numel() == 6 and back["pair"] == (1, (3,))
+    assert type(back["pair"][1]) is clgrad.Size
+
+
+def test_save_takes_torch_saves_arguments():
+    obj = {"w": clgrad.arange(3.0)}
+    for protocol in (2, 4, 5):
+        buf = io.BytesIO()
+        clgrad.save(obj, buf, pickle_protocol=protocol, _disable_byteorder_record=True)
+        buf.seek(0)
+        assert clgrad.load(buf)["w"].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError, match="pickle_protocol to be an int in 2..5, got 1"):
+        clgrad.save(obj, io.BytesIO(), pickle_protocol=1)
+    with pytest.raises(TypeError, match="pickle_module is not supported"):
+        clgrad.save(obj, io.BytesIO(), pickle_module=pickle)
+    with pytest.raises(NotImplementedError, match="legacy pre-1.6 format"):
+        clgrad.save(obj, io.BytesIO(), _use_new_zipfile_serialization=False)

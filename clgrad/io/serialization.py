@@ -21,11 +21,28 @@ from clgrad.io import checkpoint, torch_format
 __all__ = ["save", "load"]
 
 
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Write ``obj`` to ``f`` (a path or a binary file object) as the module doc says.
 
-    Raises:  as clgrad.io.checkpoint.save (.safetensors) or clgrad.io.torch_format.save
+    PyTorch's other arguments: ``pickle_protocol`` (2 to 5) is accepted, and the pickle is
+    written at protocol 2, torch.save's default, which every torch.load reads;
+    ``_disable_byteorder_record`` is accepted (the byte order is recorded either way).
+    Raises:  as clgrad.io.checkpoint.save (.safetensors) or clgrad.io.torch_format.save;
+             TypeError for a ``pickle_module`` (clgrad writes with its own pickler) or a
+             ``pickle_protocol`` outside 2..5; NotImplementedError for
+             ``_use_new_zipfile_serialization=False`` (PyTorch's pre-1.6 format)
     """
+    if pickle_module is not None:
+        raise TypeError("save: pickle_module is not supported: clgrad writes checkpoints with "
+                        "its own pickler (PyTorch's format, which torch.load reads)")
+    if type(pickle_protocol) is not int or not 2 <= pickle_protocol <= 5:
+        raise TypeError(f"save: expected pickle_protocol to be an int in 2..5, got "
+                        f"{pickle_protocol!r}")
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError("save: _use_new_zipfile_serialization=False (PyTorch's "
+                                  "legacy pre-1.6 format) is not written by clgrad: it writes "
+                                  "the zip format, which PyTorch >= 1.6 reads")
     if hasattr(f, "write"):
         f.write(torch_format.to_bytes(obj))
         return

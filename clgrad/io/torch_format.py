@@ -64,7 +64,7 @@ from clgrad import runtime
 from clgrad._device import device as torch_device
 from clgrad.nn.module import Parameter
 from clgrad.ops import views
-from clgrad.tensor import Tensor
+from clgrad.tensor import Size, Tensor
 from clgrad import layout
 from clgrad.errors import DeviceError
 
@@ -167,6 +167,7 @@ _REBUILD = _Global("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = _Global("torch._utils", "_rebuild_parameter")
 _ORDERED = _Global("collections", "OrderedDict")
 _TORCH_DEVICE = _Global("torch", "device")
+_TORCH_SIZE = _Global("torch", "Size")
 
 
 class _TensorRef:
@@ -187,8 +188,8 @@ class _Writer(pickle._Pickler):
     def save(self, obj, save_persistent_id=True):
         """Pickle ``obj``: _Global as a GLOBAL opcode, tensors and Parameters as torch.save's
         _rebuild_tensor_v2 / _rebuild_parameter reductions (each tensor once: later references
-        are memo gets, as in torch.save), clgrad dtypes and devices as torch's, anything else
-        as pickle does.
+        are memo gets, as in torch.save), clgrad dtypes, devices and Sizes as torch's, anything
+        else as pickle does.
         """
         if isinstance(obj, _Global):
             self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode())
@@ -216,6 +217,9 @@ class _Writer(pickle._Pickler):
             return
         if isinstance(obj, torch_device):
             self.save_reduce(_TORCH_DEVICE, (str(obj),))
+            return
+        if isinstance(obj, Size):  # torch.Size((2, 3)), as torch.save writes a shape
+            self.save_reduce(_TORCH_SIZE, (tuple(obj),), obj=obj)
             return
         super().save(obj, save_persistent_id)
 
@@ -378,7 +382,7 @@ def _allowed():
         ("torch._tensor", "_rebuild_from_type_v2"): _Method("_rebuild_from_type_v2"),
         ("torch.nn.parameter", "Parameter"): _PARAMETER,
         ("torch", "Tensor"): _TENSOR,
-        ("torch", "Size"): tuple,
+        ("torch", "Size"): Size,
         ("torch", "device"): torch_device,
         ("_codecs", "encode"): _codecs_encode,
     }
