@@ -47,6 +47,12 @@ class Bernoulli(Distribution):
         return self.probs
 
     @property
+    def mode(self):
+        """1 where probs > 0.5, 0 where below, NaN at 0.5."""
+        one = ew.to(ew.ge(self.probs, 0.5), self.probs.dtype)
+        return ew.where(ew.eq(self.probs, 0.5), float("nan"), one)
+
+    @property
     def variance(self):
         """probs (1 - probs)."""
         return ew.mul(self.probs, ew.sub(1.0, self.probs))
@@ -67,6 +73,12 @@ class Bernoulli(Distribution):
     def entropy(self):
         """-(p log p + (1 - p) log(1 - p))."""
         return ls.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    def expand(self, batch_shape, _instance=None):
+        """probs and logits broadcast to ``batch_shape``."""
+        shape = tuple(batch_shape)
+        return self._expanded(shape, probs=self.probs.expand(shape),
+                              logits=self.logits.expand(shape))
 
     def __repr__(self):
         return f"Bernoulli(probs: {tuple(self.probs.shape)})"

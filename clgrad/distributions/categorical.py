@@ -106,6 +106,12 @@ class Categorical(Distribution):
         values = values.reshape((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values
 
+    def expand(self, batch_shape, _instance=None):
+        """probs and logits broadcast to ``batch_shape + (K,)``."""
+        shape = tuple(batch_shape) + (self._num_events,)
+        return self._expanded(shape[:-1], probs=self.probs.expand(shape),
+                              logits=self.logits.expand(shape))
+
     def __repr__(self):
         return f"Categorical(probs: {tuple(self.probs.shape)})"
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from clgrad import creation
+from clgrad.distributions import constraints
 from clgrad.ops import reduce as rd
 from clgrad.tensor import Size, Tensor
 
@@ -41,7 +42,7 @@ class Distribution:
             self._validate_args = validate_args
         if self._validate_args:
             for param, constraint in self.arg_constraints.items():
-                if param not in self._given_params():
+                if param not in self._given_params() or constraints.is_dependent(constraint):
                     continue
                 value = getattr(self, param)
                 if not bool(rd.all(constraint.check(value))):
@@ -85,6 +86,61 @@ class Distribution:
 
     def _extended_shape(self, sample_shape=()) -> Size:
         return Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def expand(self, batch_shape, _instance=None):
+        """The same distribution over a larger ``batch_shape`` (parameters broadcast, not
+        copied; no new validation). Raises NotImplementedError for a family without it, and
+        RuntimeError for a shape the parameters do not broadcast to."""
+        raise NotImplementedError(f"{type(self).__name__}.expand is not implemented")
+
+    def _expanded(self, batch_shape, **params):
+        """A copy of self with ``params`` replaced and batch_shape ``batch_shape``."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(params)
+        new._batch_shape = Size(batch_shape)
+        return new
+
+    @property
+    def mean(self):
+        """The mean, of batch_shape + event_shape."""
+        raise NotImplementedError(f"{type(self).__name__}.mean is not implemented")
+
+    @property
+    def mode(self):
+        """The most likely value, of batch_shape + event_shape."""
+        raise NotImplementedError(f"{type(self).__name__}.mode is not implemented")
+
+    @property
+    def variance(self):
+        """The variance, of batch_shape + event_shape."""
+        raise NotImplementedError(f"{type(self).__name__}.variance is not implemented")
+
+    @property
+    def stddev(self):
+        """sqrt(variance)."""
+        return self.variance.sqrt()
+
+    def log_prob(self, value):
+        """log density (or mass) at ``value``."""
+        raise NotImplementedError(f"{type(self).__name__}.log_prob is not implemented")
+
+    def cdf(self, value):
+        """P(X <= value)."""
+        raise NotImplementedError(f"{type(self).__name__}.cdf is not implemented")
+
+    def icdf(self, value):
+        """The inverse of cdf."""
+        raise NotImplementedError(f"{type(self).__name__}.icdf is not implemented")
+
+    def entropy(self):
+        """The entropy, of batch_shape."""
+        raise NotImplementedError(f"{type(self).__name__}.entropy is not implemented")
+
+    def enumerate_support(self, expand: bool = True):
+        """Every value of a discrete support."""
+        raise NotImplementedError(f"{type(self).__name__}.enumerate_support is not "
+                                  f"implemented")
 
     def sample(self, sample_shape=()):
         """Draw ``sample_shape + batch_shape + event_shape`` values (no gradient)."""

@@ -82,5 +82,16 @@ class Normal(Distribution):
         z = ew.div(ew.sub(value, self.loc), ew.mul(self.scale, math.sqrt(2)))
         return ew.mul(ew.add(cp.erf(z), 1.0), 0.5)
 
+    def icdf(self, value):
+        """loc + scale sqrt(2) erfinv(2 value - 1) (no support check, as PyTorch)."""
+        value = as_param(value, self.loc)
+        return ew.add(self.loc, ew.mul(self.scale, ew.mul(ew.sub(ew.mul(value, 2.0), 1.0)
+                                                          .erfinv(), math.sqrt(2))))
+
+    def expand(self, batch_shape, _instance=None):
+        """loc and scale broadcast to ``batch_shape``."""
+        shape = tuple(batch_shape)
+        return self._expanded(shape, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
+
     def __repr__(self):
         return f"Normal(loc: {tuple(self.loc.shape)}, scale: {tuple(self.scale.shape)})"
