@@ -14,7 +14,9 @@ storage; every view keeps ``_base`` pointing at its root.
 from __future__ import annotations
 
 import copyreg
+import itertools
 import pickle
+import weakref
 
 import numpy as np
 
@@ -341,6 +343,18 @@ class Tensor:
         """True when the storage is in shared memory (``share_memory_``)."""
         return self._storage.shared is not None
 
+    def data_ptr(self) -> int:
+        """An int standing for the address of this tensor's first element, PyTorch's
+        ``data_ptr`` identity: equal for tensors (views) that start at the same element of the
+        same storage, ``offset * itemsize`` apart within one storage, different across live
+        storages (each gets its own 2^40-byte range). NOT a host or device address: OpenCL
+        buffers have none to show; do not pass it to ctypes or NumPy."""
+        s = self._storage
+        base = _PTR_BASES.get(s)
+        if base is None:
+            base = _PTR_BASES[s] = next(_PTR_COUNTER) << 40
+        return base + self._offset * s.dtype.itemsize
+
     def data_ptr_key(self):
         """(id of storage, offset): equal for tensors that start at the same element."""
         return (id(self._storage), self._offset)
@@ -594,6 +608,8 @@ class Tensor:
 
 
 _TENSOR_SLOTS = frozenset(Tensor.__slots__)
+_PTR_BASES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # storage -> data_ptr base
+_PTR_COUNTER = itertools.count(1)
 
 
 def _rebuild_storage(dtype_name: str, device: str, size: int, data) -> Storage:

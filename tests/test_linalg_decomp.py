@@ -425,3 +425,41 @@ def test_legacy_and_triangular_against_pytorch():
     LA.solve_triangular(A, t64(b), upper=False).sum().backward()
     torch.linalg.solve_triangular(tA, T(b), upper=False).sum().backward()
     np.testing.assert_allclose(A.grad.numpy(), tA.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_multi_dot_values_shapes_and_grad():
+    A, B, C = RNG.standard_normal((2, 5)), RNG.standard_normal((5, 3)), RNG.standard_normal((3, 4))
+    v, w = RNG.standard_normal(2), RNG.standard_normal(4)
+    t = [clgrad.tensor(m, requires_grad=True) for m in (A, B, C)]
+    out = LA.multi_dot(t)
+    np.testing.assert_allclose(out.detach().numpy(), A @ B @ C, rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(t[0].grad.numpy(), np.ones((2, 4)) @ (B @ C).T, rtol=1e-12)
+    tv, tw = clgrad.tensor(v), clgrad.tensor(w)
+    r = LA.multi_dot([tv, t[0].detach(), t[1].detach(), t[2].detach(), tw])
+    assert r.shape == () and np.isclose(r.item(), v @ A @ B @ C @ w)
+    assert LA.multi_dot((tv, t[0].detach())).shape == (5,)
+    np.testing.assert_allclose(LA.multi_dot([t[1].detach(), t[2].detach(), tw]).numpy(),
+                               B @ C @ w, rtol=1e-12)
+    with pytest.raises(RuntimeError, match="at least 2"):
+        LA.multi_dot([t[0]])
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        LA.multi_dot([t[0], t[2]])
+    with pytest.raises(RuntimeError, match="must be 2D"):
+        LA.multi_dot([t[0], tv, t[1]])
+
+
+def test_inv_ex_info_and_values():
+    A = np.array([[[2.0, 1.0], [1.0, 3.0]], [[1.0, 2.0], [2.0, 4.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    inv, info = LA.inv_ex(clgrad.tensor(A))
+    assert info.dtype is clgrad.int32 and info.numpy().tolist() == [0, 2, 1]
+    np.testing.assert_allclose(inv.numpy()[0], np.linalg.inv(A[0]), rtol=1e-12)
+    assert np.isnan(inv.numpy()[1:]).all()
+    x = clgrad.tensor(A[0], requires_grad=True)
+    inv0, info0 = LA.inv_ex(x)
+    assert info0.shape == () and info0.item() == 0
+    inv0.sum().backward()
+    ai = np.linalg.inv(A[0])
+    np.testing.assert_allclose(x.grad.numpy(), -ai.T @ np.ones((2, 2)) @ ai.T, rtol=1e-12)
+    with pytest.raises(clgrad.linalg.LinAlgError, match="singular"):
+        LA.inv_ex(clgrad.tensor(A), check_errors=True)

@@ -589,3 +589,55 @@ def test_parameter_data_assignment():
         w.data = np.zeros((3, 2))
     with pytest.raises(RuntimeError, match="cannot assign the .data of a view"):
         base[0].data = clgrad.zeros(4)
+
+
+def test_sequential_insert_extend_and_module_list_add():
+    a, b, c, d = nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.Identity()
+    s = nn.Sequential(a, b)
+    assert s.insert(1, c) is s and list(s) == [a, c, b]
+    assert list(s._modules) == ["0", "1", "2"]
+    s.insert(-1, d)  # before the last, as list.insert
+    assert list(s) == [a, c, d, b]
+    s.insert(4, a)
+    assert list(s) == [a, c, d, b, a]
+    with pytest.raises(IndexError):
+        s.insert(6, b)
+    with pytest.raises(TypeError):
+        s.insert(0, "relu")
+    assert s.extend([b, c]) is s and list(s)[-2:] == [b, c] and len(s) == 7
+    x = clgrad.tensor([-1.0, 2.0])
+    np.testing.assert_allclose(nn.Sequential(nn.ReLU()).extend([nn.Tanh()])(x).numpy(),
+                               np.tanh([0.0, 2.0]), rtol=1e-6)
+    l1, l2 = nn.ModuleList([a, b]), nn.ModuleList([c])
+    both = l1 + l2
+    assert isinstance(both, nn.ModuleList) and list(both) == [a, b, c]
+    assert list(l1) == [a, b] and list(l2) == [c]  # operands unchanged
+    l1.insert(0, d)
+    assert list(l1) == [d, a, b] and list(l1._modules) == ["0", "1", "2"]
+    l1 += [c]
+    assert list(l1) == [d, a, b, c]
+
+
+def test_named_modules_memo_prefix_and_duplicates():
+    shared = nn.Linear(2, 2)
+    net = nn.Sequential(shared, nn.ReLU(), shared)
+    assert [n for n, _ in net.named_modules()] == ["", "0", "1"]
+    assert [n for n, _ in net.named_modules(remove_duplicate=False)] == ["", "0", "1", "2"]
+    assert [n for n, _ in net.named_modules(prefix="net")] == ["net", "net.0", "net.1"]
+    memo = {shared}
+    assert [n for n, _ in net.named_modules(memo)] == ["", "1"]
+    assert net in memo
+
+
+def test_module_type_casts_every_parameter_and_buffer():
+    bn = nn.BatchNorm1d(3)
+    with clgrad.no_grad():
+        bn.weight.copy_(clgrad.tensor([1.5, 2.0, 3.0]))
+    assert bn.type(clgrad.float64) is bn
+    assert bn.weight.dtype is clgrad.float64 and bn.running_var.dtype is clgrad.float64
+    assert bn.num_batches_tracked.dtype is clgrad.float64  # integer buffers too (not .to's)
+    np.testing.assert_array_equal(bn.weight.detach().numpy(), [1.5, 2.0, 3.0])
+    bn2 = nn.BatchNorm1d(3).double()
+    assert bn2.num_batches_tracked.dtype is clgrad.int64
+    lin = nn.Linear(2, 2).type("torch.DoubleTensor")
+    assert lin.weight.dtype is clgrad.float64 and isinstance(lin.weight, nn.Parameter)

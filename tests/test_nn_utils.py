@@ -102,3 +102,51 @@ def test_init_fills():
         init.orthogonal_(clgrad.empty(3))
     with pytest.raises(ValueError, match="trunc_normal_: expected a < b"):
         init.trunc_normal_(clgrad.empty(3), a=1.0, b=0.0)
+
+
+def test_get_total_norm_and_clip_grads_with_norm():
+    from clgrad.nn.utils import clip_grads_with_norm_, get_total_norm
+    g1, g2 = np.array([3.0, 0.0]), np.array([[4.0], [-12.0]])
+    ts = [clgrad.tensor(g1), clgrad.tensor(g2)]
+    np.testing.assert_allclose(get_total_norm(ts).item(), 13.0)
+    np.testing.assert_allclose(get_total_norm(ts, norm_type=1).item(), 19.0)
+    np.testing.assert_allclose(get_total_norm(ts, "inf").item(), 12.0)
+    np.testing.assert_allclose(get_total_norm(ts[0]).item(), 3.0)
+    assert get_total_norm([]).item() == 0.0
+    with pytest.raises(RuntimeError, match="non-finite"):
+        get_total_norm([clgrad.tensor([math.inf])], error_if_nonfinite=True)
+    ps = [nn.Parameter(clgrad.zeros(2, dtype=clgrad.float64)),
+          nn.Parameter(clgrad.zeros(2, 1, dtype=clgrad.float64)),
+          nn.Parameter(clgrad.zeros(1))]  # no gradient: skipped
+    ps[0].grad, ps[1].grad = clgrad.tensor(g1), clgrad.tensor(g2)
+    total = get_total_norm([p.grad for p in ps if p.grad is not None])
+    assert clip_grads_with_norm_(ps, 6.5, total) is None
+    coef = 6.5 / (13.0 + 1e-6)
+    np.testing.assert_allclose(ps[0].grad.numpy(), g1 * coef, rtol=1e-12)
+    np.testing.assert_allclose(ps[1].grad.numpy(), g2 * coef, rtol=1e-12)
+    clip_grads_with_norm_(ps, 100.0, 3.0)  # a number; coefficient clamped to 1
+    np.testing.assert_allclose(ps[0].grad.numpy(), g1 * coef, rtol=1e-12)
+    clip_grads_with_norm_(ps[0], 1.0, 2.0)
+    np.testing.assert_allclose(ps[0].grad.numpy(), g1 * coef / (2.0 + 1e-6), rtol=1e-12)
+
+
+def test_init_fills_draw_from_the_generator():
+    def fill(fn, seed, **kw):
+        w = clgrad.empty(4, 3)
+        fn(w, generator=clgrad.Generator().manual_seed(seed), **kw)
+        return w.numpy()
+    for fn, kw in ((init.uniform_, {"a": -2.0, "b": 2.0}), (init.normal_, {"std": 3.0}),
+                   (init.xavier_uniform_, {}), (init.xavier_normal_, {}),
+                   (init.kaiming_uniform_, {"a": math.sqrt(5)}), (init.kaiming_normal_, {}),
+                   (init.trunc_normal_, {}), (init.orthogonal_, {}),
+                   (init.sparse_, {"sparsity": 0.5})):
+        a = fill(fn, 5, **kw)
+        clgrad.manual_seed(0)  # the global generator plays no part
+        np.testing.assert_array_equal(a, fill(fn, 5, **kw))
+        assert not np.array_equal(a, fill(fn, 6, **kw)), fn.__name__
+    bound = 2.0
+    u = fill(init.uniform_, 1, a=-bound, b=bound)
+    want = np.random.default_rng(1).uniform(-bound, bound, (4, 3)).astype(np.float32)
+    np.testing.assert_array_equal(u, want)  # the generator's own stream
+    with pytest.raises(TypeError, match="generator"):
+        init.normal_(clgrad.empty(2), generator=np.random.default_rng(0))

@@ -762,3 +762,21 @@ def test_batch_norm_of_a_constant_channel_near_float_max(monkeypatch, nsplit, va
     np.testing.assert_allclose(y.numpy(), pre, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(rm.numpy(), wrm, rtol=1e-6)
     np.testing.assert_allclose(rv.numpy(), wrv, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (4, 3, 5), (2, 3, 2, 2), (2, 3, 2, 1, 2)])
+def test_sync_batch_norm_is_batch_norm_in_one_process(shape):
+    x = RNG.standard_normal(shape)
+    sbn = clgrad.nn.SyncBatchNorm(3, dtype=clgrad.float64)
+    y = sbn(clgrad.tensor(x)).detach().numpy()
+    axes = (0,) + tuple(range(2, len(shape)))
+    want = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-9)
+    n = x.size // 3
+    np.testing.assert_allclose(sbn.running_var.numpy(),
+                               0.9 + 0.1 * x.var(axes) * n / (n - 1), rtol=1e-9)
+    assert sbn.num_batches_tracked.item() == 1
+    with pytest.raises(ValueError, match="at least 2D"):
+        sbn(clgrad.zeros(3, dtype=clgrad.float64))
+    net = clgrad.nn.Sequential(clgrad.nn.BatchNorm2d(3))
+    assert clgrad.nn.SyncBatchNorm.convert_sync_batchnorm(net) is net

@@ -977,3 +977,53 @@ def test_adam_decoupled_weight_decay_is_adamw():
         t.grad = torch.tensor(row)
         topt.step()
     np.testing.assert_allclose(dec, t.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_step_pre_and_post_hooks():
+    p = clgrad.nn.Parameter(clgrad.tensor([1.0, 2.0], dtype=clgrad.float64))
+    p.grad = clgrad.tensor([0.5, -1.0], dtype=clgrad.float64)
+    opt = optim.SGD([p], lr=0.1)
+    calls = []
+
+    def pre(o, args, kwargs):
+        calls.append(("pre", o is opt, args, dict(kwargs)))
+
+    def post(o, args, kwargs):
+        calls.append(("post", p.detach().numpy().tolist()))
+    h1, h2 = opt.register_step_pre_hook(pre), opt.register_step_post_hook(post)
+    opt.step()
+    assert calls == [("pre", True, (), {}), ("post", [0.95, 2.1])]
+    h1.remove()
+    h2.remove()
+    opt.step()
+    assert len(calls) == 2
+    np.testing.assert_allclose(p.detach().numpy(), [0.9, 2.2])
+
+    seen = []
+
+    def swap_closure(o, args, kwargs):  # a pre-hook's (args, kwargs) replace step's
+        return (), {"closure": lambda: seen.append(1) or 7.0}
+    h = opt.register_step_pre_hook(swap_closure)
+    assert opt.step() == 7.0 and seen == [1]
+    h.remove()
+    opt.register_step_pre_hook(lambda o, a, k: "bad")
+    with pytest.raises(RuntimeError, match="must return None or a tuple"):
+        opt.step()
+    with pytest.raises(TypeError):
+        opt.register_step_post_hook(3)
+
+
+def test_step_hooks_run_once_for_a_subclass_step_calling_super():
+    class Counting(optim.SGD):
+        def step(self, closure=None):
+            self.n = getattr(self, "n", 0) + 1
+            return super().step(closure)
+    p = clgrad.nn.Parameter(clgrad.tensor([1.0]))
+    p.grad = clgrad.tensor([1.0])
+    opt = Counting([p], lr=1.0)
+    pre, post = [], []
+    opt.register_step_pre_hook(lambda o, a, k: pre.append(1))
+    opt.register_step_post_hook(lambda o, a, k: post.append(1))
+    opt.step()
+    assert (opt.n, len(pre), len(post)) == (1, 1, 1)
+    np.testing.assert_allclose(p.detach().numpy(), [0.0])

@@ -204,3 +204,30 @@ def test_randint_bounds_must_fit_the_dtype():
     assert v.min() >= -128 and v.max() <= 127 and v.min() < -100 and v.max() > 100
     u = clgrad.randint(0, 256, (500,), dtype=clgrad.uint8).numpy()
     assert u.max() > 200 and u.dtype == np.uint8
+
+
+def test_random_bounds_forms_and_generator():
+    x = clgrad.empty(2000)
+    assert sorted(set(x.random_(5).numpy().tolist())) == [0, 1, 2, 3, 4]  # random_(to)
+    assert sorted(set(x.random_(3, 6).numpy().tolist())) == [3, 4, 5]
+    assert sorted(set(x.random_(to=2).numpy().tolist())) == [0, 1]
+    v = x.random_().numpy()  # float32: [0, 2^24]
+    assert v.min() >= 0 and v.max() <= 2 ** 24 and v.max() > 2 ** 23 and np.all(v == np.round(v))
+    assert x.random_(**{"from": 2 ** 24 - 1}).numpy().min() >= 2 ** 24 - 1
+    i8 = clgrad.empty(2000, dtype=clgrad.int8).random_().numpy()
+    assert i8.min() >= 0 and i8.max() == 127  # integers: [0, max]
+    i64 = clgrad.empty(50, dtype=clgrad.int64).random_(-3, 0).numpy()
+    assert set(i64.tolist()) <= {-3, -2, -1}
+    b = clgrad.empty(200, dtype=clgrad.bool).random_().numpy()
+    assert 0 < b.sum() < 200
+    g = clgrad.Generator()
+    a1 = clgrad.empty(8).random_(0, 100, generator=g.manual_seed(4)).numpy()
+    a2 = clgrad.empty(8).random_(0, 100, generator=g.manual_seed(4)).numpy()
+    np.testing.assert_array_equal(a1, a2)
+    np.testing.assert_array_equal(a1, np.random.default_rng(4).integers(0, 99, 8, endpoint=True))
+    with pytest.raises(RuntimeError, match="less than"):
+        x.random_(5, 5)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        clgrad.empty(2, dtype=clgrad.uint8).random_(0, 300)
+    with pytest.raises(TypeError):
+        x.random_(1.5)

@@ -315,7 +315,7 @@ def _takes_a_float_tensor(row) -> bool:
 _RANDOM = {  # random draws: distribution and seed tests, no fixed values to tabulate
     "normal": "test_random.py", "bernoulli": "test_random.py", "bernoulli_": "test_random.py",
     "normal_": "test_random.py", "uniform_": "test_random.py",
-    "exponential_": "test_random.py", "dropout": "test_activation.py",
+    "exponential_": "test_random.py", "random_": "test_random.py", "dropout": "test_activation.py",
     "multinomial": "test_search.py",
     "dropout1d": "test_nn.py", "dropout2d": "test_nn.py", "dropout3d": "test_three_d.py"}
 _NO_GRADIENT = {  # bool or integer results

@@ -724,3 +724,17 @@ def test_flip_and_tile_take_dims_as_separate_ints():
         np.testing.assert_array_equal(out.numpy(), np.tile(X, (2, 2)))
     np.testing.assert_array_equal(x.tile(2).numpy(), np.tile(X, 2))
     np.testing.assert_array_equal(x.tile(2, 1, 1).numpy(), np.tile(X, (2, 1, 1)))
+
+
+def test_data_ptr_identity_of_views():
+    a = clgrad.arange(12.0)
+    base = a.data_ptr()
+    assert isinstance(base, int)
+    assert a.view(3, 4).data_ptr() == base and a[:5].data_ptr() == base
+    assert a[3:].data_ptr() == base + 3 * 4  # offset * itemsize
+    assert a.view(3, 4)[1].data_ptr() == base + 4 * 4
+    assert a.data_ptr() == base  # stable
+    b = clgrad.arange(12.0)
+    assert b.data_ptr() != base and a.clone().data_ptr() != base
+    d = clgrad.zeros(4, dtype=clgrad.float64)
+    assert d[1:].data_ptr() - d.data_ptr() == 8

@@ -13,7 +13,7 @@ from clgrad.nn.activation import (ELU, GELU, Hardsigmoid, Hardswish, Hardtanh,  
                                   SiLU, Softmax, Softplus, Tanh)
 from clgrad.nn.normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,  # noqa: F401
                                      InstanceNorm1d, InstanceNorm2d, LayerNorm,
-                                     LocalResponseNorm, RMSNorm)
+                                     LocalResponseNorm, RMSNorm, SyncBatchNorm)
 from clgrad.nn.loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss,  # noqa: F401
                             HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
 from clgrad.nn.dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401

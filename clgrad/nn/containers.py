@@ -26,6 +26,36 @@ class _Indexed(Module):
         self.add_module(str(len(self._modules)), module)
         return self
 
+    def extend(self, modules):
+        """Append every module of the iterable ``modules`` in order. Returns self.
+        Raises:  TypeError for a member that is not a Module (add_module's check)"""
+        for m in list(modules):  # (a list first: ``x.extend(x)`` ends)
+            self.append(m)
+        return self
+
+    def insert(self, index: int, module: Module):
+        """Insert ``module`` before position ``index`` (negative counts from the end; ``len``
+        appends); the children after it move one place on and every child is renamed ``0``,
+        ``1``, ... in order (as after ``del``). Returns self.
+
+        Raises:  TypeError for an index that is not an int or a module that is not a Module;
+                 IndexError unless -len <= index <= len
+        """
+        op = f"{type(self).__name__}.insert"
+        if not isinstance(module, Module):
+            raise TypeError(f"{op}: expected a Module, got {type(module).__name__}")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError(f"{op}: expected an int index, got {type(index).__name__}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"{op}: index {index} is out of range for {n} modules")
+        mods = list(self._modules.values())
+        mods.insert(index if index >= 0 else index + n, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
+        return self
+
     def __setitem__(self, idx, module: Module):
         """Replace the child at position ``idx`` (negative counts from the end), in place: it
         keeps its name and its position, as in PyTorch (``model.classifier[1] = Linear(...)``).
@@ -120,12 +150,15 @@ class ModuleList(_Indexed):
             return ModuleList(mods[idx])
         return mods[_wrap_index(idx, len(mods), "ModuleList")]
 
+    def __add__(self, other) -> "ModuleList":
+        """A new ModuleList of this list's modules then those of the iterable ``other``
+        (the modules themselves, not copies; neither operand changes).
+        Raises:  TypeError for a member of ``other`` that is not a Module"""
+        return ModuleList(list(self) + list(other))
 
-    def extend(self, modules):
-        """Append every module of ``modules``. Returns self."""
-        for m in modules:
-            self.append(m)
-        return self
+    def __iadd__(self, other) -> "ModuleList":
+        """``extend`` in place: ``self += other``."""
+        return self.extend(other)
 
 
 class Identity(Module):

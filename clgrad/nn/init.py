@@ -1,7 +1,9 @@
 """Parameter initialisation with PyTorch's names, fan computations and gains.
 
 Every function fills its tensor in place (no autograd) and returns it. Random values come from
-clgrad's generator (``clgrad.manual_seed``), drawn on the host in float64 and uploaded once.
+clgrad's generator (``clgrad.manual_seed``), or from the ``generator=`` given (a
+``clgrad.Generator``: the same seed gives the same values), drawn on the host in float64 and
+uploaded once.
 
 References: X. Glorot and Y. Bengio, "Understanding the difficulty of training deep feedforward
 neural networks", AISTATS 2010 (xavier_*); K. He et al., "Delving Deep into Rectifiers", ICCV
@@ -15,7 +17,7 @@ import math
 import numpy as np
 
 from clgrad import dtypes
-from clgrad.creation import from_numpy, seed_generator
+from clgrad.creation import from_numpy, rng
 from clgrad.ops import elementwise as ew
 from clgrad.ops._util import bump_version
 from clgrad.tensor import Tensor
@@ -56,16 +58,18 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
                      f"leaky_relu, selu, got {nonlinearity!r}")
 
 
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    """Fill with samples of U(a, b)."""
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples of U(a, b), drawn from ``generator`` (a clgrad.Generator) if given.
+    Raises TypeError for a generator that is not a clgrad.Generator."""
     _check_tensor(tensor, "uniform_")
-    return _fill(tensor, seed_generator().uniform(a, b, tuple(tensor.shape)))
+    return _fill(tensor, rng(generator, "uniform_").uniform(a, b, tuple(tensor.shape)))
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    """Fill with samples of N(mean, std^2)."""
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples of N(mean, std^2), drawn from ``generator`` if given (a
+    clgrad.Generator, else TypeError)."""
     _check_tensor(tensor, "normal_")
-    return _fill(tensor, seed_generator().normal(mean, std, tuple(tensor.shape)))
+    return _fill(tensor, rng(generator, "normal_").normal(mean, std, tuple(tensor.shape)))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -86,21 +90,21 @@ def ones_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 1)
 
 
-def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_uniform_")
     a = gain * math.sqrt(6.0 / (fan_in + fan_out))
-    return uniform_(tensor, -a, a)
+    return uniform_(tensor, -a, a, generator)
 
 
-def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor, "xavier_normal_")
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                     nonlinearity: str = "leaky_relu") -> Tensor:
+                     nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """He uniform: U(-bound, bound), bound = gain * sqrt(3 / fan), gain from ``nonlinearity``
     with slope ``a``; ``fan`` is fan_in or fan_out per ``mode``.
 
@@ -109,14 +113,14 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     """
     fan = _fan(tensor, mode, "kaiming_uniform_")
     bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
-                    nonlinearity: str = "leaky_relu") -> Tensor:
+                    nonlinearity: str = "leaky_relu", generator=None) -> Tensor:
     """He normal: N(0, std^2), std = gain / sqrt(fan) (see kaiming_uniform_)."""
     fan = _fan(tensor, mode, "kaiming_normal_")
-    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
@@ -125,17 +129,16 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     outside are redrawn (rejection sampling, the exact truncated law).
     Raises ValueError if a >= b or std <= 0."""
     _check_tensor(tensor, "trunc_normal_")
-    _no_generator("trunc_normal_", generator)
     if not a < b or std <= 0:
         raise ValueError(f"trunc_normal_: expected a < b and std > 0, got a={a}, b={b}, "
                          f"std={std}")
-    rng = seed_generator()
-    out = rng.normal(mean, std, tuple(tensor.shape))
+    gen = rng(generator, "trunc_normal_")
+    out = gen.normal(mean, std, tuple(tensor.shape))
     bad = (out < a) | (out > b)
     for _ in range(10000):
         if not bad.any():
             break
-        out[bad] = rng.normal(mean, std, int(bad.sum()))
+        out[bad] = gen.normal(mean, std, int(bad.sum()))
         bad = (out < a) | (out > b)
     else:
         raise ValueError(f"trunc_normal_: [a, b] = [{a}, {b}] holds too little mass of "
@@ -148,7 +151,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     a normal matrix (rows = size(0), cols = the rest), signs fixed by diag(R) (PyTorch's).
     Raises ValueError for fewer than 2 dims."""
     _check_tensor(tensor, "orthogonal_")
-    _no_generator("orthogonal_", generator)
     if tensor.ndim < 2:
         raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
                          f"got shape {tuple(tensor.shape)}")
@@ -156,7 +158,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    a = seed_generator().normal(0.0, 1.0, (rows, cols))
+    a = rng(generator, "orthogonal_").normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         a = a.T
     q, r = np.linalg.qr(a)
@@ -219,12 +221,6 @@ def _fan(tensor, mode, op):
     return fan
 
 
-def _no_generator(op, generator):
-    if generator is not None:
-        raise NotImplementedError(f"{op}: a generator argument is not supported; seed with "
-                                  f"clgrad.manual_seed")
-
-
 def _check_tensor(tensor, op):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op}: expected a Tensor, got {type(tensor).__name__}")
@@ -260,11 +256,11 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    rng = seed_generator()
-    values = rng.normal(0.0, std, (rows, cols))
+    gen = rng(generator, "sparse_")
+    values = gen.normal(0.0, std, (rows, cols))
     zeros = math.ceil(sparsity * rows)
     for c in range(cols):
-        values[rng.permutation(rows)[:zeros], c] = 0.0
+        values[gen.permutation(rows)[:zeros], c] = 0.0
     return _fill(tensor, values)
 
 

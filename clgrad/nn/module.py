@@ -421,16 +421,28 @@ class Module:
         return mod, name, getattr(mod, name)
 
     # -- walking the tree ---------------------------------------------------------------------
-    def named_modules(self, memo=None, prefix: str = ""):
-        """(name, module) for this module and every descendant, each module once."""
-        memo = set() if memo is None else memo
-        if id(self) in memo:
-            return
-        memo.add(id(self))
-        yield prefix, self
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """(name, module) for this module and every descendant, depth first in registration
+        order; names are dotted paths under ``prefix``.
+
+        memo:             a set of modules already seen (they and their subtrees are
+                          skipped, and the ones yielded are added; PyTorch's)
+        remove_duplicate: True (default) yields a module reached along several paths once,
+                          under its first name; False yields it along every path (memo
+                          unused)
+        """
+        if not remove_duplicate:
+            yield prefix, self
+        else:
+            memo = set() if memo is None else memo
+            if self in memo:
+                return
+            memo.add(self)
+            yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(memo, prefix + ("." if prefix else "") + name)
+                yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                           remove_duplicate)
 
     def modules(self):
         """This module and every descendant."""
@@ -768,6 +780,14 @@ class Module:
     def bfloat16(self):
         """Cast floating parameters and buffers to bfloat16. Returns self."""
         return self.to("bfloat16")
+
+    def type(self, dst_type):
+        """Cast EVERY parameter and buffer to ``dst_type`` (a dtype, or a name Tensor.type
+        takes: "torch.DoubleTensor"), in place, integer ones included (a BatchNorm's
+        ``num_batches_tracked`` too): unlike ``to(dtype)``/``double()``, which cast only the
+        floating ones (PyTorch's rule). Returns self.
+        Raises:  TypeError/ValueError for an unknown type (Tensor.type's)"""
+        return self._apply(lambda t: t.type(dst_type))
 
     # -- printing -------------------------------------------------------------------------------
     def extra_repr(self) -> str:

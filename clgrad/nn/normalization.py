@@ -19,7 +19,7 @@ from clgrad.tensor import Tensor
 
 __all__ = ["BatchNorm2d", "LocalResponseNorm", "BatchNorm1d", "LayerNorm", "GroupNorm",
            "InstanceNorm1d", "InstanceNorm2d", "RMSNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
-           "LazyInstanceNorm1d", "LazyInstanceNorm2d"]
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "SyncBatchNorm"]
 
 
 def _counts_in_launch(nbt, x) -> bool:
@@ -120,6 +120,71 @@ class BatchNorm2d(Module):
         """num_features, eps, momentum, affine and track_running_stats, as PyTorch's repr."""
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+def _group_world_size(process_group) -> int:
+    """The size of ``process_group`` (None: the default group); 1 when clgrad.distributed has
+    no initialised process group (its module not even imported: none can be)."""
+    import sys
+    pg = sys.modules.get("clgrad.distributed.process_group")
+    if pg is None or not pg.is_initialized():
+        return 1
+    return pg.get_world_size(process_group)
+
+
+class SyncBatchNorm(BatchNorm2d):
+    """PyTorch's SyncBatchNorm, without the synchronisation: batch normalisation of an input
+    (N, C, *) of any rank >= 2, per channel, as BatchNorm1d/2d/3d by the input's rank.
+
+    Shapes:  x (N, C) or (N, C, *) -> same (parameters and buffers: BatchNorm2d's)
+    Args:    BatchNorm2d's, and ``process_group`` (kept; PyTorch's: the group to sync over)
+    Differs from PyTorch: clgrad does not all-reduce batch statistics across processes. In
+             one process (no clgrad.distributed process group, or one of size 1) PyTorch does
+             not sync either, and this module computes exactly BatchNorm's result (on any
+             device: PyTorch then accepts CPU input too). In training with a process group
+             of more than one rank it raises instead of silently normalising with per-rank
+             statistics; eval (running statistics) works everywhere.
+    Raises:  ValueError for an input of fewer than 2 dims; NotImplementedError in training
+             with a process group of more than one rank
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, process_group=None,
+                 device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, x: Tensor):
+        if x.ndim < 2:
+            raise ValueError(f"SyncBatchNorm: expected at least 2D input (got {x.ndim}D "
+                             f"input)")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """BatchNorm's forward for x (N, C, *) (see the class docstring).
+        Raises:  ValueError for fewer than 2 dims; NotImplementedError in training with a
+                 process group of more than one rank"""
+        if self.training and _group_world_size(self.process_group) > 1:
+            raise NotImplementedError(
+                "SyncBatchNorm: clgrad cannot synchronise batch statistics across processes; "
+                "use nn.BatchNorm1d/2d/3d (per-process statistics) or train in one process")
+        return self._forward(x)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group=None) -> Module:
+        """Return ``module`` itself, unchanged: clgrad's DistributedDataParallel does not
+        synchronise batch statistics, so its BatchNorm layers stay (each process normalises
+        with its own batch's statistics, as with PyTorch's plain BatchNorm under DDP).
+        PyTorch instead replaces every BatchNorm layer by a SyncBatchNorm. With a process
+        group of more than one rank initialised, warns (UserWarning) that statistics are not
+        synchronised."""
+        if _group_world_size(process_group) > 1:
+            import warnings
+            warnings.warn("SyncBatchNorm.convert_sync_batchnorm: clgrad does not synchronise "
+                          "batch statistics across processes; the BatchNorm layers are kept "
+                          "and normalise with per-process statistics", UserWarning,
+                          stacklevel=2)
+        return module
 
 
 class LocalResponseNorm(Module):

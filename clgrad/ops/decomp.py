@@ -25,7 +25,7 @@ from clgrad.ops import matmul as mm
 from clgrad.ops._util import same_device
 from clgrad.tensor import Tensor
 
-__all__ = ["LinAlgError", "inv", "det", "slogdet", "logdet", "solve", "cholesky",
+__all__ = ["LinAlgError", "inv", "inv_ex", "det", "slogdet", "logdet", "solve", "cholesky",
            "qr", "eigh", "eigvalsh", "svd", "svdvals", "pinv",
            "matrix_rank", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult",
            "LstsqResult", "solve_triangular", "cholesky_solve", "cholesky_inverse",
@@ -124,6 +124,65 @@ def inv(A: Tensor) -> Tensor:
         ti = _mT(output_of(node, y))
         return (ew.neg(mm.matmul(mm.matmul(ti, g), ti)),)
     return record("linalg_inv", out, (A,), backward, saved=[aiT], double=double)
+
+
+def inv_ex(A: Tensor, check_errors: bool = False):
+    """torch.linalg.inv_ex: (inverse, info) of square matrices A (*, n, n), without raising
+    for a singular matrix unless ``check_errors``.
+
+    info:    an int32 tensor of A's batch shape (*), on A's device: 0 where the matrix is
+             invertible, else i > 0, the 1-based index of the first exactly zero pivot of
+             its partial-pivoting LU (LAPACK getrf's info). The test runs in float64 on the
+             host (inv's), so a float32 matrix that is singular only after rounding to float32
+             may get info 0 here where PyTorch's float32 LAPACK finds a zero pivot.
+    inverse: inv(A) (differentiable) where every matrix is invertible; otherwise NaN in the
+             singular matrices' slots (PyTorch leaves LAPACK's partial results there:
+             unspecified) and their gradient is 0.
+    Raises:  LinAlgError with ``check_errors`` for a singular matrix (inv's message);
+             RuntimeError for a non-square or non-floating input (inv's)
+    """
+    _check(A, "inv_ex")
+    a = _host(A)
+    flat = a.reshape(-1, *a.shape[-2:])
+    try:
+        np.linalg.inv(a)
+        bad = {}
+    except np.linalg.LinAlgError:
+        bad = {i: _zero_pivot(m) for i, m in enumerate(flat) if _singular(m)}
+    info = np.zeros(len(flat), np.int32)
+    for i, k in bad.items():
+        info[i] = k
+    info_t = _up(info.reshape(a.shape[:-2]), A, dtypes.int32)
+    if not bad:
+        return inv(A), info_t
+    if check_errors:
+        first = min(bad)
+        raise LinAlgError(f"linalg.inv_ex: {_batch_prefix(a.shape, first)}The diagonal "
+                          f"element {bad[first]} is zero, the inversion could not be completed "
+                          f"because the input matrix is singular.")
+    mask = np.zeros((len(flat), 1, 1), bool)
+    mask[list(bad)] = True
+    mask_t = _up(np.broadcast_to(mask, flat.shape).reshape(a.shape), A, dtypes.bool_)
+    eye = _up(np.broadcast_to(np.eye(a.shape[-1]), a.shape), A)
+    out = inv(ew.where(mask_t, eye, A))  # the singular slots replaced by I
+    return ew.where(mask_t, float("nan"), out), info_t
+
+
+def _zero_pivot(m: np.ndarray) -> int:
+    """The 1-based index of the first zero pivot of m's partial-pivoting LU (0 if none)."""
+    u = np.array(m, dtype=np.float64)
+    n = u.shape[0]
+    first = 0
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(u[k:, k])))
+        if u[p, k] == 0:
+            if not first:
+                first = k + 1
+            continue  # (getrf goes on past a zero pivot; only the first is reported)
+        if p != k:
+            u[[k, p]] = u[[p, k]]
+        u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
+    return first or n  # (NumPy found it singular: report the last pivot if LU did not)
 
 
 def _singular(m: np.ndarray) -> bool:

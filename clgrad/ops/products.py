@@ -199,7 +199,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     return _pnorm(ew.sub(*rows), p)
 
 
-__all__ += ["pdist"]
+__all__ += ["pdist", "multi_dot"]
 
 
 def dist(input: Tensor, other: Tensor, p=2) -> Tensor:
@@ -317,6 +317,61 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> Te
 def addbmm_(input: Tensor, batch1: Tensor, batch2: Tensor, beta=1, alpha=1) -> Tensor:
     """In-place addbmm: writes the result into ``input`` (of shape (n, p)) and returns it."""
     return input.copy_(addbmm(input, batch1, batch2, beta, alpha))
+
+
+def multi_dot(tensors) -> Tensor:
+    """torch.linalg.multi_dot: the product of the sequence ``tensors`` (at least two), in the
+    order of fewest scalar multiplications (chain_matmul's program). The first may be 1-D
+    (n,), a row vector (1, n), and the last 1-D (n,), a column vector (n, 1); those unit dims
+    are dropped from the result: shapes (a, b) @ ... @ (y, z) -> (a, z); (b,) @ ... -> (z,);
+    ... @ (y,) -> (a,); both 1-D -> a 0-dim tensor. Grad: every tensor.
+
+    Raises:  RuntimeError for fewer than 2 tensors, a first/last tensor not 1-D or 2-D, a
+             middle one not 2-D, mixed dtypes or shapes that do not chain (PyTorch's
+             messages); TypeError for a member that is not a Tensor
+    """
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"multi_dot(): argument 'tensors' must be tuple of Tensors, not "
+                        f"{_type_name(tensors)}")
+    ts = list(tensors)
+    n = len(ts)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    for i, t in enumerate(ts):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"multi_dot(): expected Tensor as element {i} in argument 0, but "
+                            f"got {_type_name(t)}")
+    if ts[0].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{ts[0].ndim}D")
+    if ts[-1].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
+                           f"{ts[-1].ndim}D")
+    for i in range(1, n - 1):
+        if ts[i].ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {ts[i].ndim}D")
+    for i, t in enumerate(ts[1:], 1):
+        if t.dtype is not ts[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
+                               f"tensor 0 is {ts[0].dtype} and tensor {i} is {t.dtype}")
+    row, col = ts[0].ndim == 1, ts[-1].ndim == 1
+    if row:
+        ts[0] = vw.unsqueeze(ts[0], 0)
+    if col:
+        ts[-1] = vw.unsqueeze(ts[-1], 1)
+    for i in range(n - 1):
+        if ts[i].shape[1] != ts[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{tuple(ts[i].shape)} and {tuple(ts[i + 1].shape)} cannot be "
+                               f"multiplied")
+    out = chain_matmul(*ts)
+    if row and col:
+        return vw.reshape(out, ())
+    if row:
+        return vw.squeeze(out, 0)
+    if col:
+        return vw.squeeze(out, 1)
+    return out
 
 
 def chain_matmul(*matrices) -> Tensor:

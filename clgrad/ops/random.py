@@ -19,7 +19,7 @@ from clgrad.ops import elementwise as ew
 from clgrad.ops import inplace as ip
 from clgrad.tensor import Tensor
 
-__all__ = ["normal_", "uniform_", "exponential_", "bernoulli_", "bernoulli", "normal",
+__all__ = ["normal_", "uniform_", "exponential_", "bernoulli_", "random_", "bernoulli", "normal",
            "multinomial"]
 
 
@@ -71,6 +71,67 @@ def exponential_(x: Tensor, lambd: float = 1.0, generator=None) -> Tensor:
     if not lambd > 0:
         raise RuntimeError(f"exponential_: expected lambd > 0.0, got {lambd}")
     return _fill(x, rng(generator, "exponential_").exponential(1.0 / lambd, tuple(x.shape)))
+
+
+_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}  # significand bits
+
+
+def random_(x: Tensor, *args, generator=None, **kw) -> Tensor:
+    """Fill ``x`` (any dtype) with integers drawn uniformly, PyTorch's three forms:
+
+    ``random_()``           [0, 2^d] for a floating dtype with d significand bits (2^24 for
+                            float32, 2^53 float64, 2^11 float16, 2^8 bfloat16), [0, max] for an
+                            integer dtype (bool: 0 or 1)
+    ``random_(to)``         [0, to - 1]
+    ``random_(from, to)``   [from, to - 1]; ``to=None``: [from, the bound of random_()]
+
+    ``from``/``to`` also work as keywords (``**{'from': 1}``, ``to=5``).
+    Raises:  RuntimeError unless from < to, or (integer dtypes) for bounds outside the dtype's
+             range; TypeError for non-int bounds or more than two of them
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"random_: expected a Tensor, got {type(x).__name__}")
+    if len(args) > 2:
+        raise TypeError(f"random_: expected at most 2 bounds (from, to), got {len(args)}")
+    lo, hi = (0, args[0]) if len(args) == 1 else (tuple(args) + (0, None)[len(args):])
+    if "from" in kw or "from_" in kw:
+        if len(args) == 1:  # random_(to, from=...)
+            raise TypeError("random_: got 'from' as a keyword with a positional 'to'")
+        lo = kw.pop("from", None) if "from" in kw else kw.pop("from_")
+    if "to" in kw:
+        if len(args) == 1 or len(args) == 2:
+            raise TypeError("random_: got 'to' both positionally and as a keyword")
+        hi = kw.pop("to")
+    if kw:
+        raise TypeError(f"random_: unexpected keyword arguments {sorted(kw)}")
+    for name, v in (("from", lo), ("to", hi)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise TypeError(f"random_: expected an int '{name}', got {type(v).__name__}")
+    lo = int(lo)
+    if x.dtype.is_floating_point:
+        top, bottom = 2 ** _DIGITS[x.dtype.name], -2 ** _DIGITS[x.dtype.name]
+    elif x.dtype is dtypes.bool_:
+        top, bottom = 1, 0
+    else:
+        info = np.iinfo(x.dtype.np)
+        top, bottom = int(info.max), int(info.min)
+    if hi is None:
+        hi_inc = top
+        if lo >= hi_inc:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or "
+                               f"equal to 'to_inc' casted to dtype, but got from={lo} > "
+                               f"to_inc={hi_inc}")
+    else:
+        hi_inc = int(hi) - 1
+        if lo > hi_inc:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={lo} >= to={int(hi)}")
+    if not x.dtype.is_floating_point and not (bottom <= lo and hi_inc <= top):
+        raise RuntimeError(f"random_: [from, to - 1] = [{lo}, {hi_inc}] is out of bounds for "
+                           f"{x.dtype.name} [{bottom}, {top}]")
+    draws = rng(generator, "random_").integers(lo, hi_inc, tuple(x.shape), dtype=np.int64,
+                                               endpoint=True)
+    return _fill(x, draws.astype(np.float64) if x.dtype.is_floating_point else draws)
 
 
 def bernoulli_(x: Tensor, p=0.5, generator=None) -> Tensor:

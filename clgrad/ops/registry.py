@@ -166,6 +166,7 @@ OPS = (
     Op("normal_", rn.normal_, METHOD),
     Op("uniform_", rn.uniform_, METHOD),
     Op("exponential_", rn.exponential_, METHOD),
+    Op("random_", rn.random_, METHOD),
     Op("multinomial", rn.multinomial, TM, out=CAST),
     # -- elementwise: arithmetic --------------------------------------------------------------
     Op("add", ew.add, TM, inplace=BINARY, operator="add", reflected=True, augmented=ALIAS,

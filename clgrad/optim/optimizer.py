@@ -6,7 +6,8 @@ parameter that has a gradient. Nothing is read back to the host during a step.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+import functools
+from collections import OrderedDict, defaultdict
 
 import numpy as np
 
@@ -145,6 +146,27 @@ class Optimizer:
                     p._storage.version += 1  # (bump_version, inline: written in place)
         return loss
 
+    def __init_subclass__(cls, **kwargs):
+        # a subclass's own step runs the step hooks too (once per call: see _hooked_step)
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if callable(step) and not getattr(step, "_runs_step_hooks", False):
+            cls.step = _hooked_step(step)
+
+    def register_step_pre_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step(*args, **kwargs)``; it may
+        return None or a tuple ``(new_args, new_kwargs)`` that step then runs with. Hooks run
+        in registration order. Returns a handle whose ``remove()`` unregisters the hook.
+        Raises:  TypeError for a hook that is not callable; RuntimeError (at step) for a hook
+                 that returns something else than None or a 2-tuple"""
+        return _add_step_hook(self, "_optimizer_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step(*args, **kwargs)`` (its
+        return value is ignored). Returns a handle whose ``remove()`` unregisters the hook.
+        Raises:  TypeError for a hook that is not callable"""
+        return _add_step_hook(self, "_optimizer_step_post_hooks", hook)
+
     _float_state: tuple = ()  # state keys kept as Python floats (PyTorch: 0-d tensors)
     _multi = False  # multi-tensor launches (foreach / fused), where a subclass has _update_multi
 
@@ -245,6 +267,50 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def _add_step_hook(opt, store: str, hook):
+    from clgrad.autograd.graph import RemovableHandle, _hook_keys
+    if not callable(hook):
+        raise TypeError(f"{type(opt).__name__}: expected a callable step hook, got "
+                        f"{type(hook).__name__}")
+    hooks = opt.__dict__.get(store)
+    if hooks is None:
+        hooks = opt.__dict__[store] = OrderedDict()
+    key = next(_hook_keys)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
+
+
+def _hooked_step(step):
+    """``step`` running the optimizer's step pre- and post-hooks around it; a step called from
+    inside another (``super().step()``) runs them once, in the outer call."""
+    @functools.wraps(step)
+    def hooked(self, *args, **kwargs):
+        d = self.__dict__
+        if d.get("_in_hooked_step") or not (d.get("_optimizer_step_pre_hooks") or
+                                            d.get("_optimizer_step_post_hooks")):
+            return step(self, *args, **kwargs)
+        for hook in list(d.get("_optimizer_step_pre_hooks", {}).values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        d["_in_hooked_step"] = True
+        try:
+            out = step(self, *args, **kwargs)
+        finally:
+            d["_in_hooked_step"] = False
+        for hook in list(d.get("_optimizer_step_post_hooks", {}).values()):
+            hook(self, args, kwargs)
+        return out
+    hooked._runs_step_hooks = True
+    return hooked
+
+
+Optimizer.step = _hooked_step(Optimizer.step)
 
 
 def check_nonnegative(name: str, **values):
