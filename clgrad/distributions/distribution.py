@@ -1,7 +1,7 @@
 """The base class of clgrad's distributions (PyTorch's torch.distributions.Distribution)."""
 from __future__ import annotations
 
-from clgrad import creation
+from clgrad import autograd, creation, layout
 from clgrad.distributions import constraints
 from clgrad.ops import reduce as rd
 from clgrad.tensor import Size, Tensor
@@ -143,8 +143,13 @@ class Distribution:
                                   f"implemented")
 
     def sample(self, sample_shape=()):
-        """Draw ``sample_shape + batch_shape + event_shape`` values (no gradient)."""
-        raise NotImplementedError(f"{type(self).__name__}.sample is not implemented")
+        """Draw ``sample_shape + batch_shape + event_shape`` values (no gradient): rsample's
+        under no_grad where the family has one (``has_rsample``), as PyTorch's default.
+        Raises NotImplementedError for a family with neither."""
+        if not self.has_rsample:
+            raise NotImplementedError(f"{type(self).__name__}.sample is not implemented")
+        with autograd.no_grad():
+            return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=()):
         """A reparameterised sample (gradients flow to the parameters). Raises
@@ -166,3 +171,39 @@ def as_param(value, like=None) -> Tensor:
     dt = like.dtype if isinstance(like, Tensor) else None
     dev = like.device if isinstance(like, Tensor) else None
     return creation.tensor(float(value), dtype=dt, device=dev)
+
+
+class LocScale(Distribution):
+    """A family of ``loc`` and ``scale`` (tensors or numbers broadcast together; batch_shape
+    their broadcast shape, event_shape ()): its constructor, ``mean`` and ``mode`` (loc),
+    ``expand`` and repr; subclasses give the rest (Normal, Laplace)."""
+
+    has_rsample = True
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+
+    def __init__(self, loc, scale, validate_args=None):
+        loc = as_param(loc, scale)
+        scale = as_param(scale, loc)
+        shape = layout.broadcast_shapes(loc.shape, scale.shape, op=type(self).__name__)
+        self.loc, self.scale = loc.expand(shape), scale.expand(shape)
+        super().__init__(shape, (), validate_args)
+
+    @property
+    def mean(self):
+        """loc."""
+        return self.loc
+
+    @property
+    def mode(self):
+        """loc."""
+        return self.loc
+
+    def expand(self, batch_shape, _instance=None):
+        """loc and scale broadcast to ``batch_shape``."""
+        shape = tuple(batch_shape)
+        return self._expanded(shape, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(loc: {tuple(self.loc.shape)}, "
+                f"scale: {tuple(self.scale.shape)})")

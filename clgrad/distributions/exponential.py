@@ -1,7 +1,7 @@
 """Exponential distribution (PyTorch's torch.distributions.Exponential)."""
 from __future__ import annotations
 
-from clgrad import autograd, creation
+from clgrad import creation
 from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution, as_param
 from clgrad.ops import elementwise as ew
@@ -53,11 +53,6 @@ class Exponential(Distribution):
         e = rn.exponential_(creation.empty(shape, dtype=self.rate.dtype,
                                            device=self.rate.device))
         return ew.div(e, self.rate)
-
-    def sample(self, sample_shape=()):
-        """rsample without gradient."""
-        with autograd.no_grad():
-            return self.rsample(sample_shape)
 
     def log_prob(self, value):
         """log rate - rate value."""

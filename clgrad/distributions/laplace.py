@@ -3,15 +3,14 @@ from __future__ import annotations
 
 import math
 
-from clgrad import autograd, creation, dtypes, layout
-from clgrad.distributions import constraints
-from clgrad.distributions.distribution import Distribution, as_param
+from clgrad import creation, dtypes
+from clgrad.distributions.distribution import LocScale, as_param
 from clgrad.ops import elementwise as ew
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(LocScale):
     """Density exp(-|x - loc| / scale) / (2 scale), loc and scale broadcast together.
 
     Shapes:  batch_shape = broadcast(loc, scale); event_shape ()
@@ -19,27 +18,6 @@ class Laplace(Distribution):
     Raises:  ValueError (validate_args, see Distribution) for a NaN loc, a scale <= 0, or a
              NaN value given to log_prob/cdf
     """
-
-    has_rsample = True
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-
-    def __init__(self, loc, scale, validate_args=None):
-        loc = as_param(loc, scale)
-        scale = as_param(scale, loc)
-        shape = layout.broadcast_shapes(loc.shape, scale.shape, op="Laplace")
-        self.loc, self.scale = loc.expand(shape), scale.expand(shape)
-        super().__init__(shape, (), validate_args)
-
-    @property
-    def mean(self):
-        """loc."""
-        return self.loc
-
-    @property
-    def mode(self):
-        """loc."""
-        return self.loc
 
     @property
     def stddev(self):
@@ -59,11 +37,6 @@ class Laplace(Distribution):
         u = creation.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         u = ew.add(ew.mul(u, 2.0 - eps), eps - 1.0)  # in [eps - 1, 1): log1p stays finite
         return ew.sub(self.loc, ew.mul(self.scale, ew.mul(u.sign(), ew.neg(u.abs()).log1p())))
-
-    def sample(self, sample_shape=()):
-        """rsample without gradient."""
-        with autograd.no_grad():
-            return self.rsample(sample_shape)
 
     def log_prob(self, value):
         """-log(2 scale) - |value - loc| / scale."""
@@ -89,11 +62,3 @@ class Laplace(Distribution):
     def entropy(self):
         """1 + log(2 scale)."""
         return ew.add(ew.mul(self.scale, 2.0).log(), 1.0)
-
-    def expand(self, batch_shape, _instance=None):
-        """loc and scale broadcast to ``batch_shape``."""
-        shape = tuple(batch_shape)
-        return self._expanded(shape, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
-
-    def __repr__(self):
-        return f"Laplace(loc: {tuple(self.loc.shape)}, scale: {tuple(self.scale.shape)})"

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 import math
 
-from clgrad import autograd, creation, layout
-from clgrad.distributions import constraints
-from clgrad.distributions.distribution import Distribution, as_param
+from clgrad import creation
+from clgrad.distributions.distribution import LocScale, as_param
 from clgrad.ops import composite as cp
 from clgrad.ops import elementwise as ew
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(LocScale):
     """N(loc, scale^2), loc and scale tensors or numbers broadcast together.
 
     Shapes:  batch_shape = broadcast(loc, scale); event_shape ()
@@ -20,27 +19,6 @@ class Normal(Distribution):
     Raises:  ValueError (validate_args, see Distribution) for a NaN loc, a scale <= 0, or a
              NaN value given to log_prob/cdf
     """
-
-    has_rsample = True
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-
-    def __init__(self, loc, scale, validate_args=None):
-        loc = as_param(loc, scale)
-        scale = as_param(scale, loc)
-        shape = layout.broadcast_shapes(loc.shape, scale.shape, op="Normal")
-        self.loc, self.scale = loc.expand(shape), scale.expand(shape)
-        super().__init__(shape, (), validate_args)
-
-    @property
-    def mean(self):
-        """loc."""
-        return self.loc
-
-    @property
-    def mode(self):
-        """loc."""
-        return self.loc
 
     @property
     def stddev(self):
@@ -57,11 +35,6 @@ class Normal(Distribution):
         shape = self._extended_shape(sample_shape)
         eps = creation.randn(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
         return ew.add(self.loc, ew.mul(self.scale, eps))
-
-    def sample(self, sample_shape=()):
-        """rsample without gradient."""
-        with autograd.no_grad():
-            return self.rsample(sample_shape)
 
     def log_prob(self, value):
         """-(value - loc)^2 / (2 scale^2) - log scale - log sqrt(2 pi)."""
@@ -87,11 +60,3 @@ class Normal(Distribution):
         value = as_param(value, self.loc)
         return ew.add(self.loc, ew.mul(self.scale, ew.mul(ew.sub(ew.mul(value, 2.0), 1.0)
                                                           .erfinv(), math.sqrt(2))))
-
-    def expand(self, batch_shape, _instance=None):
-        """loc and scale broadcast to ``batch_shape``."""
-        shape = tuple(batch_shape)
-        return self._expanded(shape, loc=self.loc.expand(shape), scale=self.scale.expand(shape))
-
-    def __repr__(self):
-        return f"Normal(loc: {tuple(self.loc.shape)}, scale: {tuple(self.scale.shape)})"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from clgrad import autograd, creation, layout
+from clgrad import creation, layout
 from clgrad.distributions import constraints
 from clgrad.distributions.distribution import Distribution, as_param
 from clgrad.ops import elementwise as ew
@@ -64,11 +64,6 @@ class Uniform(Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         u = creation.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return ew.add(self.low, ew.mul(u, ew.sub(self.high, self.low)))
-
-    def sample(self, sample_shape=()):
-        """rsample without gradient."""
-        with autograd.no_grad():
-            return self.rsample(sample_shape)
 
     def log_prob(self, value):
         """-log(high - low) on [low, high), -inf outside."""
