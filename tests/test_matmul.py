@@ -280,3 +280,22 @@ def test_matmul_of_bool_tensors_raises(call):
     with pytest.raises(RuntimeError, match="not implemented for 'Bool'"):
         call(b, b)
     np.testing.assert_array_equal((b.float() @ b.float()).numpy(), [[2.0, 2.0], [2.0, 2.0]])
+
+
+@pytest.mark.skipif(clgrad.runtime.default_device().kind != "cpu",
+                    reason="GEMM_CPU's summation (CPU devices)")
+def test_cpu_gemm_error_grows_with_the_depth_blocks_not_with_k():
+    """GEMM_CPU sums each depth block of KC products from zero, then adds it to C: error
+    ~(KC + K / KC) roundings, not K (one running sum: 1 % off for K = 2^20 below)."""
+    k = 1 << 20
+    kc = min(c["KC"] for c in mm_mod.CPU_CANDIDATES)  # the bound of the worst tile
+    bound = (kc + k // kc) * 2.0 ** -24
+    got = (clgrad.full((1, k), 0.1) @ clgrad.ones(k, 1)).item()
+    want = float(np.float32(0.1)) * k
+    assert abs(got - want) / want < bound, (got, want, bound)
+    rng = np.random.default_rng(0)
+    x = rng.random((k, 8), dtype=np.float32)  # X^T X over a long K (a covariance)
+    t = clgrad.from_numpy(x)
+    exact = x.T.astype(np.float64) @ x.astype(np.float64)
+    err = np.abs((t.T @ t).numpy() - exact).max() / np.abs(exact).max()
+    assert err < bound, (err, bound)
