@@ -137,23 +137,21 @@ def _inplace_unary(fn, name):
 
 def _reflect(fn):
     def method(self, other):
-        if not _operand_ok(other):
-            return NotImplemented
         return fn(other, self)
     return method
 
 
-_BINARY_OPERATORS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "eq",
-                               "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "lshift",
-                               "rshift", "matmul"})
+# == and != (only: the arithmetic operators' own TypeError stays, so that `a + b` keeps its
+# call budget, tests/test_op_calls.py; PyTorch turns that TypeError into NotImplemented too)
+_BINARY_OPERATORS = frozenset({"eq", "ne"})
 _OPERAND_TYPES = frozenset({int, float, bool, complex})
 
 
 def _operand_ok(other) -> bool:
-    """Whether a binary operator takes ``other``: a Tensor, a number (bool, NumPy scalars
-    included) or a NumPy array. Anything else (None, a str, a list) makes the operator return
-    NotImplemented, as PyTorch's do: Python then answers ``x == None`` with False, ``x != None``
-    with True (so ``x in [None]`` works) and ``x + 'a'`` with its own TypeError."""
+    """Whether ``==``/``!=`` take ``other``: a Tensor, a number (bool, NumPy scalars included)
+    or a NumPy array. Anything else (None, a str, a list) makes them return NotImplemented, as
+    PyTorch's do: Python then answers ``x == None`` with False and ``x != None`` with True (so
+    ``x in [None]`` works)."""
     return type(other) in _OPERAND_TYPES or isinstance(other, Tensor) or \
         ew._is_num(other) or isinstance(other, (np.ndarray, np.generic))
 

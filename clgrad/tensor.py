@@ -58,26 +58,6 @@ class Size(tuple):
         """Number of elements."""
         return layout.numel(self)
 
-    # PyTorch's torch.Size: a slice, ``size + tuple`` and ``size * n`` are Sizes again
-    # (``x.shape[1:].numel()``); ``tuple + size`` stays a tuple (tuple's own __add__), an
-    # integer index an int
-    def __getitem__(self, key):
-        if isinstance(key, slice):
-            return Size(tuple.__getitem__(self, key))
-        return tuple.__getitem__(self, key)
-
-    def __add__(self, other):
-        if not isinstance(other, tuple):
-            return NotImplemented
-        return Size(tuple.__add__(self, other))
-
-    def __mul__(self, n):
-        if not isinstance(n, int):
-            return NotImplemented
-        return Size(tuple.__mul__(self, n))
-
-    __rmul__ = __mul__
-
 
 # shape -> (Size, contiguous strides, numel) of fresh results (Tensor._empty), so an op's
 # output skips the int() conversions and stride math; keyed by the exact tuple of ints (a

@@ -694,16 +694,14 @@ def test_inplace_metadata_rules():
         torch.ones(2, 3, requires_grad=True).t_()
 
 
-def test_size_slices_and_concatenations_are_sizes():
+def test_size_slices_and_concatenations_are_tuples():
+    """Deliberately different (README): a Size's slice, ``+`` and ``*`` give tuples (PyTorch:
+    torch.Size), as a Python-level __getitem__ would put a call into every shape index of
+    clgrad's ops (tests/test_op_calls.py's budgets)."""
     s = clgrad.zeros(2, 3, 4).shape
-    assert type(s[1:]) is clgrad.Size and s[1:] == (3, 4) and s[1:].numel() == 12
-    assert type(s[::-1]) is clgrad.Size and s[::-1] == (4, 3, 2)
-    assert type(s + (5,)) is clgrad.Size and (s + (5,)).numel() == 120
-    assert type((5,) + s) is tuple and (5,) + s == (5, 2, 3, 4)  # PyTorch: a tuple too
-    assert type(s * 2) is clgrad.Size and s * 2 == (2, 3, 4, 2, 3, 4)
-    assert type(2 * s) is clgrad.Size
+    assert type(s[1:]) is tuple and s[1:] == (3, 4) and clgrad.Size(s[1:]).numel() == 12
+    assert type(s + (5,)) is tuple and s + (5,) == (2, 3, 4, 5)
     assert type(s[0]) is int and s[-1] == 4
-    assert repr(s[1:]) == "clgrad.Size([3, 4])"
 
 
 def test_memory_format_objects():

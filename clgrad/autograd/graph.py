@@ -360,7 +360,8 @@ def _apply(node, g, retain_graph, create_graph=False, fused=None):
             f"the saved tensors have already been freed. Specify retain_graph=True on the first "
             f"backward() or autograd.grad() call.")
     for t, version in node.saved:  # the saved tensors unchanged since (their versions)
-        if autograd_version(t) != version:
+        vc, st = t._vc, t._storage  # (autograd_version, inline: per saved tensor)
+        if (st.version - st.hidden if vc is None else vc[0]) != version:
             _raise_modified(node, t, autograd_version(t), version)
     if node.packed is not None:  # unpack_hook runs, its results checked (saved_hooks.py)
         hooks, packed = node.packed
@@ -456,7 +457,8 @@ def _absorb(node, g, retain_graph, node_grads):
             node.backward_fn is None or prod.backward_fn is None):
         return None
     for t, version in node.saved:  # _apply's check of node's (prod's: _apply's own)
-        if autograd_version(t) != version:
+        vc, st = t._vc, t._storage  # (autograd_version, inline: per saved tensor)
+        if (st.version - st.hidden if vc is None else vc[0]) != version:
             _raise_modified(node, t, autograd_version(t), version)
     grads = prod.fuse(g, node.fuse)
     if grads is None:

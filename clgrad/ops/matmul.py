@@ -669,7 +669,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"matmul: expected Tensors, got {type(a).__name__} and "
                         f"{type(b).__name__}")
-    _no_bool("matmul", a, b)
+    if a._storage.dtype is dtypes.bool_ or b._storage.dtype is dtypes.bool_:
+        _no_bool("matmul", a, b)
     a, b = ew.autocast("matmul", a, b)
     return _matmul(a, b)
 
@@ -760,7 +761,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 1 or b.ndim != 1 or a.shape[0] != b.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")
-    _no_bool("dot", a, b)
+    if a._storage.dtype is dtypes.bool_ or b._storage.dtype is dtypes.bool_:
+        _no_bool("dot", a, b)
     return _matmul(a, b)
 
 

@@ -64,7 +64,8 @@ def _check_keepdim(keepdim, op: str = "reduction"):
 
 
 def _out_shapes(x, dims, keepdim):
-    _check_keepdim(keepdim)
+    if keepdim is not False and keepdim is not True:  # (the common bools: no call)
+        _check_keepdim(keepdim)
     kept = tuple(1 if i in dims else s for i, s in enumerate(x.shape))
     final = kept if keepdim else tuple(s for i, s in enumerate(x.shape) if i not in dims)
     return kept, final

@@ -7,6 +7,7 @@ parameter that has a gradient. Nothing is read back to the host during a step.
 from __future__ import annotations
 
 import functools
+import types
 from collections import OrderedDict, defaultdict
 
 import numpy as np
@@ -146,13 +147,6 @@ class Optimizer:
                     p._storage.version += 1  # (bump_version, inline: written in place)
         return loss
 
-    def __init_subclass__(cls, **kwargs):
-        # a subclass's own step runs the step hooks too (once per call: see _hooked_step)
-        super().__init_subclass__(**kwargs)
-        step = cls.__dict__.get("step")
-        if callable(step) and not getattr(step, "_runs_step_hooks", False):
-            cls.step = _hooked_step(step)
-
     def register_step_pre_hook(self, hook):
         """Call ``hook(optimizer, args, kwargs)`` before each ``step(*args, **kwargs)``; it may
         return None or a tuple ``(new_args, new_kwargs)`` that step then runs with. Hooks run
@@ -279,12 +273,16 @@ def _add_step_hook(opt, store: str, hook):
         hooks = opt.__dict__[store] = OrderedDict()
     key = next(_hook_keys)
     hooks[key] = hook
+    if "step" not in opt.__dict__:  # the first hook: this optimizer's step runs the hooks
+        # (an instance attribute, so that an optimizer without hooks pays no call for them)
+        opt.__dict__["step"] = types.MethodType(_hooked_step(type(opt).step), opt)
     return RemovableHandle(hooks, key)
 
 
 def _hooked_step(step):
-    """``step`` running the optimizer's step pre- and post-hooks around it; a step called from
-    inside another (``super().step()``) runs them once, in the outer call."""
+    """``step`` (the optimizer class's) running the optimizer's step pre- and post-hooks
+    around it; bound to the optimizer by its first hook (_add_step_hook). A subclass's
+    ``super().step()`` reaches the class functions, so the hooks run once per call."""
     @functools.wraps(step)
     def hooked(self, *args, **kwargs):
         d = self.__dict__
@@ -306,11 +304,9 @@ def _hooked_step(step):
         for hook in list(d.get("_optimizer_step_post_hooks", {}).values()):
             hook(self, args, kwargs)
         return out
-    hooked._runs_step_hooks = True
     return hooked
 
 
-Optimizer.step = _hooked_step(Optimizer.step)
 
 
 def check_nonnegative(name: str, **values):
