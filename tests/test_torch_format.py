@@ -422,7 +422,7 @@ def test_a_shape_is_saved_as_torch_size_and_loads_as_a_size():
     weights_only load takes), a Size again on load."""
     x = clgrad.zeros(2, 3)
     buf = io.BytesIO()
-    clgrad.save({"shape": x.shape, "pair": (1, x.shape[1:])}, buf)
+    clgrad.save({"shape": x.shape, "pair": (1, clgrad.Size(x.shape[1:]))}, buf)
     data = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
     pkl = next(n for n in data.namelist() if n.endswith("data.pkl"))
     assert b"ctorch\nSize\n" in data.read(pkl)
