@@ -215,9 +215,15 @@ def copy_(self: Tensor, src, non_blocking=False) -> Tensor:
     to ``src`` is copied back to its device."""
     if not isinstance(src, Tensor):
         src = creation.tensor(src, dtype=self.dtype, device=self._storage.device)
-    elif src._storage.device is not self._storage.device:
+    return _write_from(self, src, "copy_")
+
+
+def _write_from(self: Tensor, src: Tensor, op: str) -> Tensor:
+    """write_into(self, src) under ``op``'s name, src first moved to self's device and cast
+    to its dtype (copy_, and fill_ of a tensor value)."""
+    if src._storage.device is not self._storage.device:
         src = to_device(src, self._storage.device)
-    return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), "copy_")
+    return write_into(self, src if src.dtype is self.dtype else to(src, self.dtype), op)
 
 
 def fill_(self: Tensor, value) -> Tensor:
@@ -226,11 +232,8 @@ def fill_(self: Tensor, value) -> Tensor:
         if value.numel() != 1:
             raise RuntimeError(f"fill_: expected a 0-dim value tensor, got shape "
                                f"{tuple(value.shape)}")
-        value = value.reshape(())  # copy_'s path, but under fill_'s name (no overlap check)
-        if value._storage.device is not self._storage.device:
-            value = to_device(value, self._storage.device)
-        return write_into(self, value if value.dtype is self.dtype else to(value, self.dtype),
-                          "fill_")
+        # copy_'s path under fill_'s name (no overlap check: _OVERLAP_OK)
+        return _write_from(self, value.reshape(()), "fill_")
     if not _is_num(value):
         raise TypeError(f"fill_: expected a number, got {type(value).__name__}")
     dtypes.check_fits("fill_", self.dtype, value)
