@@ -15,7 +15,8 @@
 #
 #     GPU_CACHE=.gl bash bench/gpu/run_gaps.sh       # writes into $OUT (default /tmp/clgrad-gaps)
 #
-# STEPS: the steps to run, in order (default "losses train s2 gemm bandwidth profiles").
+# STEPS: the steps to run, in order (default "losses train s2 gemm bandwidth profiles");
+# PROFILE_MODELS: the profiles step's models (default "densenet shufflenetv2 efficientnet_b0").
 # GAPS_S: the whole run's time limit (default 540 s): each step gets its own limit, never more
 # than what is left, and a step that would get less than 30 s is skipped (a cold H100 spends
 # minutes building kernels: every command has a limit, so that one slow step cannot take the
@@ -45,7 +46,7 @@ for s in ${STEPS:-losses train s2 gemm bandwidth profiles}; do
         s2) run s2 150 python3 -u bench/gpu/conv_passes.py --case S2 --out "$L" ;;
         bandwidth) run bandwidth 90 python3 -u bench/gpu/bandwidth.py ;;
         gemm) run gemm 120 python3 -u bench/gpu/gemm_mma.py --sizes 2048,4096,8192 ;;
-        profiles) for m in densenet shufflenetv2 efficientnet_b0; do
+        profiles) for m in ${PROFILE_MODELS:-densenet shufflenetv2 efficientnet_b0}; do
                       run "profile_$m" 150 python3 -u bench/gpu/kernel_profile.py --amp \
                           --model "$m" --batch 128 --top 30
                   done ;;
