@@ -219,6 +219,8 @@ AVG_CASES = [
     ((2, 3, 7, 5), (2, 2), (2, 2), (0, 0), True, True, None),    # clipped last windows
     ((1, 2, 6, 11), (3, 3), (3, 3), (0, 0), True, False, None),
     ((1, 2, 9, 8), (2, 4), (2, 4), (0, 0), False, True, 3),      # divisor_override
+    ((1, 2, 11, 12), (5, 5), (5, 5), (0, 0), True, False, None),  # no TKH define, clipped
+    ((1, 1, 2, 2), (2, 2), (2, 2), (0, 0), False, True, 7),      # one window, divisor 7
 ]
 
 

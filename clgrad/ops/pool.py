@@ -3,8 +3,8 @@ and max; the 1-D poolings as 2-D ones over unit-height views (zero-copy).
 
 Every input may be any strided view; outputs are new and contiguous. Backward kernels gather
 (one work item per input element), so gradients are deterministic and need no atomics.
-Kernels: kernels/pool.cl :: max_fwd/max_bwd, avg_fwd/avg_bwd(_tiled), adaptive_fwd/adaptive_bwd,
-adaptive_max_fwd/adaptive_max_bwd.
+Kernels: kernels/pool.cl :: max_fwd/max_bwd(_tiled), avg_fwd/avg_bwd(_tiled),
+adaptive_fwd/adaptive_bwd, adaptive_max_fwd/adaptive_max_bwd.
 bfloat16 pools in float32 on float32 copies, its result rounded once (ew.via_float32: exact
 for the max pools, PyTorch's float accumulation for the averages); indices stay int64.
 """
@@ -110,8 +110,8 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     out = empty(out_shape, x._storage.dtype, x._storage.device)
     n, c, h, w, oh, ow, kh, kw = v[:8]
     tiled = _tiles_input(v)  # (avg_pool2d's geometry has dilation 1)
-    _launch_rows("avg_fwd", x, (ow, oh, n * c), g, out._storage.buffer, x._storage.buffer,
-                 _view4(x), div, inc,
+    _launch_rows("avg_fwd_tiled" if tiled else "avg_fwd", x, (ow, oh, n * c), g,
+                 out._storage.buffer, x._storage.buffer, _view4(x), div, inc,
                  defines=dict(TKH=kh, TKW=kw) if kh <= 4 and kw <= 4 else None)
 
     def backward(gy):
