@@ -77,6 +77,12 @@ def main():
         xq = xp.detach().requires_grad_()
         F.max_pool2d(xq, 2).backward(gp)
     gp = clgrad.from_numpy(rng.standard_normal((128, 64, 32, 32), dtype=np.float32))
+    # DenseNet's concatenation (4 inputs along the channels) and a strided copy (NHWC view
+    # made contiguous): the kernels that index through shape divisions (common.h's off1)
+    cats = [clgrad.from_numpy(rng.standard_normal((128, 32, 32, 32), dtype=np.float32))
+            for _ in range(4)]
+    ec = 4 * sum(t.numel() for t in cats)
+    xn = x4.permute(0, 2, 3, 1)
     cases = [
         ("clone (copy kernel)", lambda: a.clone(), 2 * nb),
         ("a + b", lambda: a + b, 3 * nb),
@@ -90,6 +96,8 @@ def main():
         ("avg_pool2d 2x2 fwd (128,64,64,64)", lambda: F.avg_pool2d(xp, 2), ep + ep // 4),
         # backward: gy and the indices read, gx written
         ("max_pool2d 2x2 fwd+bwd", pool_bwd, (ep + 3 * ep // 4) + (3 * ep // 4 + ep)),
+        ("cat dim 1 of 4 x (128,32,32,32)", lambda: clgrad.cat(cats, 1), 2 * ec),
+        ("permute(0,2,3,1).contiguous() (128,128,32,32)", lambda: xn.contiguous(), 2 * e4),
     ]
     for name, fn, nbytes in cases:
         rows.append((name, device_ms(fn), nbytes))
