@@ -146,8 +146,10 @@ def test_split_k_matches_numpy(la, lb, lc, monkeypatch):
     monkeypatch.setattr(mm, "_gemm_split_k", lambda *a, **k: calls.append(a[5]) or real(*a, **k))
     rng = np.random.default_rng(4)
     dev = clgrad.default_device()
-    for m, k, n in [(1, 1152, 40), (3, 1200, 7), (1, 131 * 3, 5), (9, 1152, 5)]:
-        want = mm._splits(1, k, dev, 1, clgrad.float32) if m <= mm.SPLIT_MAX_M else 1
+    for m, k, n in [(1, 1152, 40), (3, 1200, 7), (1, 131 * 3, 5), (9, 1152, 5), (9, 4096, 5)]:
+        # GEMV-like (at most SPLIT_MAX_M rows) or deep (K >= SPLIT_DEEP_K): one tile here
+        split = m <= mm.SPLIT_MAX_M or k >= mm.SPLIT_DEEP_K
+        want = mm._splits(1, k, dev, 1, clgrad.float32) if split else 1
         a_np, a = operand(rng, (m, k), la, np.float32)
         b_np, b = operand(rng, (k, n), lb, np.float32)
         _, c = operand(rng, (m, n), lc, np.float32)

@@ -127,7 +127,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
     GEMM_TILED problems with too few tiles to fill the device are split along K
     (``_splits``): partial products of each K slice in one batched launch, then summed
     (``_gemm_split_k``). ``split``: None (the default) splits GEMV-like problems (at most
-    SPLIT_MAX_M rows: a linear layer at batch <= 4); False never; True always takes the split
+    SPLIT_MAX_M rows: a linear layer at batch <= 4) and deep ones (K >= SPLIT_DEEP_K: AlexNet's
+    fc6 and fc7 at batch 128); False never; True always takes the split
     path on GEMM_TILED devices, with one slice where splitting does not pay (callers whose
     launch count must not depend on the problem's shape: the im2col convolution decides on the
     whole layer, so its launch count does not depend on groups).
@@ -215,7 +216,8 @@ def gemm(c: Tensor, a: Tensor, b: Tensor, alpha=1.0, beta=0.0, tiles_override=No
             fill = cdiv(m, big["TSM"]) * cdiv(n, big["TSN"]) * nb
             # (the slices of a split GEMM keep the small tiles its split was planned with)
             cfg = big if fill >= dev.compute_units and split is None else cfg["small"]
-        splits = 1 if split is False or (split is None and m > SPLIT_MAX_M) else _splits(
+        splits = 1 if split is False or (split is None and m > SPLIT_MAX_M and
+                                         k < SPLIT_DEEP_K) else _splits(
             cdiv(m, cfg["TSM"]) * cdiv(n, cfg["TSN"]) * nb, k, dev, len(bshape), c.dtype,
             split is True)
         if splits > 1 or (split is True and splits == 1):
@@ -571,6 +573,13 @@ SPLIT_MIN_K = 128
 # weight gradient 5.8e-4 of the largest, limit 5e-5) although those GEMMs themselves came out
 # closer to float64 split than unsplit (2e-7 against 1e-6): not understood, so not split.
 SPLIT_MAX_M = 4
+# ... and deep ones of more rows (K >= SPLIT_DEEP_K), still only where the tiles do not fill
+# the device (_splits). H100, forced split against unsplit (bench/gpu/gemm_mma.py,
+# 2026-12-07): AlexNet's fc6 at batch 128 (128 x 9216 @ 9216 x 4096, 4 slices) 0.354 against
+# 0.640 ms, fc7 (128 x 4096 @ 4096 x 4096) 0.186 against 0.298 ms, and closer to float64
+# (1.2e-6 against 4.3e-6 of the largest); fc6's input gradient (N = 9216) fills the device
+# unsplit and stays so. The Gram GEMMs above (K = 1024) are not deep.
+SPLIT_DEEP_K = 4096
 
 
 def _splits(fill: int, k: int, dev, batch_dims: int, dtype, forced: bool = False) -> int:
