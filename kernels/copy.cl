@@ -138,11 +138,15 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
 // item):
 //   [0] the slot's first work item (the items of all slots counted in slot order), [1] the
 //   rank nd of its collapsed geometry, [2] rows, [3] inner, [4] rpw, [5] run, [6] nrun (as
-//   copy_runs' arguments), [7] unit (both last-dim strides 1), [8 .. 15] its shape,
+//   copy_runs' arguments), [7] 1: unit (both last-dim strides 1), 2 (cat_elems only): unit,
+//   the input of the output's type, and every offset and stride a multiple of 4, so that a
+//   work item copies 4 elements as one vector (of the integer type of the element's
+//   size, CAT_BITS, a define: a bit copy), [8 .. 15] its shape,
 //   [16] the output slice's offset, [17 .. 24] its strides, [25] the input's offset,
 //   [26 .. 33] its strides; meta[CAT_SLOTS * CAT_M] = nslot, the slots in use.
-// cat_elems (GPUs): a work item per element, neighbouring items neighbouring elements of one
-// input (coalesced); cat_runs (CPUs): a work item per run of about COPY_RUN elements, as
+// cat_elems (GPUs): a work item per element (per 4 for slots of kind 2: the index and slot
+// arithmetic of an element held a cat of 4 x (128,32,32,32) floats at 35 % of an H100's copy
+// bandwidth), neighbouring items neighbouring elements of one input (coalesced); cat_runs (CPUs): a work item per run of about COPY_RUN elements, as
 // copy_runs. Launch: 1-D, `total` work items (padded; each checks its bound).
 #define CAT_M 34
 
@@ -165,6 +169,12 @@ inline void cat_offsets(long e, __constant const long *m, long *oo, long *oa) {
 inline void cat_elem_##k(long e, __constant const long *m, __global D *out, \
                          __global const S##k *a) { \
     long oo, oa; \
+    if (m[7] == 2) { \
+        cat_offsets(e * 4, m, &oo, &oa); \
+        *(__global CAT(CAT_BITS, 4) *)(out + oo) = \
+            *(__global const CAT(CAT_BITS, 4) *)(a + oa); \
+        return; \
+    } \
     cat_offsets(e, m, &oo, &oa); \
     out[oo] = CONVERT_FROM(a[oa], S##k); \
 } \

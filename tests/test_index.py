@@ -706,6 +706,50 @@ def test_cat_many_inputs_mixed_dtypes_and_layouts(monkeypatch, kind):
             np.testing.assert_array_equal(out.numpy(), want.numpy(), err_msg=f"{count} {dim}")
 
 
+@pytest.mark.parametrize("dt", [F32, F64, clgrad.float16, clgrad.uint8, BOOL])
+def test_cat_elems_vectors_of_four(monkeypatch, dt):
+    """cat_elems (the device taken as a GPU) copies 4 elements a work item for inputs of the
+    output's dtype whose last dim is unit-stride and whose offsets and strides are multiples
+    of 4 (a bit copy of 4 x 1, 2, 4 or 8 bytes), and one for the rest, in the same launch: an
+    input at an odd offset, a last dim of 6, a transposed one, one of another dtype; against
+    NumPy. The launch's work items count the vectors."""
+    from clgrad.ops import index
+    dev = clgrad.default_device()
+    monkeypatch.setattr(dev, "kind", "gpu")
+    monkeypatch.setattr(dev, "plans", {})
+    plans = []
+    real = index._cat_plan
+    monkeypatch.setattr(index, "_cat_plan", lambda *a: plans.append(real(*a)) or plans[-1])
+    rng = np.random.default_rng(11)
+    big = values(rng, (2, 9, 8), dt)
+    aligned = [values(rng, (2, c, 8), dt) for c in (1, 3, 4)]
+    parts_np = aligned + [big[:, 1:, :], big[:, :1, :]]
+    tb = clgrad.tensor(big)
+    parts = [clgrad.tensor(a) for a in aligned] + [tb[:, 1:, :], tb[:, :1, :]]
+    out, k = _launches(lambda: clgrad.cat(parts, 1))
+    assert k == 1 and out.dtype is dt
+    np.testing.assert_array_equal(out.numpy(), np.concatenate(parts_np, 1))
+    # every input aligned (tb[:, 1:] starts at element 8): 2 x 17 x 8 elements in vectors of 4
+    assert plans[-1].gsize[0] == -(-(2 * 17 * 8 // 4) // index.CAT_LOCAL) * index.CAT_LOCAL
+    other = F32 if dt is F64 else F64
+    flat = values(rng, (19,), dt)
+    odd_np = [values(rng, (3, 6), dt), flat[1:].reshape(3, 6), values(rng, (6, 3), dt),
+              values(rng, (3, 6), other)]
+    odd = [clgrad.tensor(odd_np[0]), clgrad.tensor(flat)[1:].view(3, 6),
+           clgrad.tensor(np.ascontiguousarray(odd_np[2])).t(), clgrad.tensor(odd_np[3])]
+    odd_np[2] = odd_np[2].T
+    out = clgrad.cat(odd, 1)
+    want = np.concatenate([a.astype(NP[out.dtype]) for a in odd_np], 1)
+    np.testing.assert_array_equal(out.numpy(), want)
+    assert plans[-1].gsize[0] == index.CAT_LOCAL  # 4 x 18 elements, one item each
+    x_np = values(rng, (4, 16), dt)
+    x = clgrad.tensor(x_np)
+    pieces = [x[:, :4], x[:, 4:12], x[:, 12:]]  # views at offsets 0, 4 and 12 of rows of 16
+    np.testing.assert_array_equal(clgrad.cat(pieces, 1).numpy(), x_np)
+    np.testing.assert_array_equal(clgrad.cat(pieces[:1] * 3, 0).numpy(),
+                                  np.concatenate([x_np[:, :4]] * 3, 0))
+
+
 def test_cat_and_stack_launch_once_per_eight_inputs():
     """cat copies up to 8 inputs in one launch (mixed dtypes and layouts too), more in
     batches of 8; stack (cat of unsqueezed views) likewise; empty inputs take no slot."""

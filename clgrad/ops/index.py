@@ -201,6 +201,7 @@ def _cat_launch(out: Tensor, batch) -> Plan:
 
 
 CAT_LOCAL = 256  # work-group size of cat_elems (GPUs)
+_CAT_BITS = {1: "char", 2: "short", 4: "int", 8: "long"}  # cat_elems' vectors' elements
 
 
 def _cat_plan(dev, dt, batch) -> Plan:
@@ -210,7 +211,8 @@ def _cat_plan(dev, dt, batch) -> Plan:
     import pyopencl as cl
     from clgrad.ops._util import MAXD, copy_run_geometry
     meta = np.zeros(CAT_SLOTS * _CAT_M + 1, np.int64)
-    defines = {"D": dt.cl, "S": dt.cl, "CAT_SLOTS": CAT_SLOTS}  # (S: the file's copy)
+    defines = {"D": dt.cl, "S": dt.cl, "CAT_SLOTS": CAT_SLOTS,  # (S: the file's copy)
+               "CAT_BITS": _CAT_BITS[dt.itemsize]}
     if dt.is_bool:
         defines["D_IS_BOOL"] = 1
     if dt is _BF16:  # every slot bfloat16 too (cat converts the others first): a bit copy
@@ -226,9 +228,13 @@ def _cat_plan(dev, dt, batch) -> Plan:
                                f"supported, got shape {tuple(src.shape)}")
         m = meta[k * _CAT_M:(k + 1) * _CAT_M]
         rows, inner, rpw, run, nrun, items = copy_run_geometry(shape)
-        if dev.kind != "cpu":  # cat_elems: an item per element
+        unit = so[-1] == 1 and sa[-1] == 1
+        if dev.kind != "cpu":  # cat_elems: an item per element, or per 4 (kind 2)
             items = rows * inner
-        m[:8] = (total, len(shape), rows, inner, rpw, run, nrun, so[-1] == 1 and sa[-1] == 1)
+            if (unit and src.dtype is dt and inner % 4 == 0 and dst._offset % 4 == 0 and
+                    src._offset % 4 == 0 and all(s % 4 == 0 for s in so[:-1] + sa[:-1])):
+                unit, items = 2, items // 4
+        m[:8] = (total, len(shape), rows, inner, rpw, run, nrun, unit)
         m[8:8 + len(shape)] = shape
         m[16], m[17:17 + len(so)] = dst._offset, so
         m[25], m[26:26 + len(sa)] = src._offset, sa
