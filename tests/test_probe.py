@@ -162,6 +162,30 @@ def test_a_compiler_abort_is_a_verdict_naming_the_program(tmp_path, monkeypatch)
     assert discovery._check_programs(c2) is False and c2.reason == c.reason
 
 
+def test_processes_checking_at_once_wait_for_one_verdict(tmp_path, monkeypatch):
+    """Candidates checked at once (pytest-xdist workers, a distributed launch's ranks; here
+    threads, each with its own lock file handle) run the program check once: the others
+    wait on probe.json's lock and take the verdict it wrote."""
+    import threading
+    runs = tmp_path / "runs"
+    _fake_probe(tmp_path, monkeypatch, f"""
+        import time
+        with open({str(runs)!r}, "a") as f:
+            f.write("run\\n")
+        time.sleep(1.0)
+        emit({{"usable": True, "reason": "ok", "programs": 70}})
+        """)
+    monkeypatch.setattr(discovery, "_check_processes", lambda: 1)
+    fakes = [_Fake(native=8) for _ in range(3)]
+    threads = [threading.Thread(target=discovery._check_programs, args=(c,)) for c in fakes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert runs.read_text().splitlines() == ["run"]
+    assert all(c.usable and c.checked and c.reason == "ok" for c in fakes)
+
+
 def test_the_check_runs_in_parts_and_names_the_first_failure_in_table_order(tmp_path,
                                                                           monkeypatch):
     """k processes build programs i, i + k, ... each (PoCL builds one program at a time a

@@ -4,6 +4,7 @@ See the package docstring (clgrad/runtime/__init__.py) for runtimes, probing and
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -564,30 +565,13 @@ def _check_programs(c) -> bool:
         c.checked = True
         return True
     path = settings.cache_dir() / "probe.json"
-    cache = settings.read_json(path)
     key = f"{c.key()} | programs {_kernels_digest()}"
-    hit = cache.get(key)
-    if not (isinstance(hit, dict) and isinstance(hit.get("usable"), bool)):
-        _log.notice(f"checking that {c.name} [{c.platform_name}] builds clgrad's kernels "
-                    f"(first run only: about 70 OpenCL programs, seconds to minutes; verdict "
-                    f"cached in {path})")
-        start = time.perf_counter()
-        hit = _run_program_check(c, None)
-        native = c.device.native_vector_width_float
-        if not hit["usable"] and c.kind == "cpu" and native > 8:
-            again = _run_program_check(c, 8)
-            if again["usable"]:
-                hit = dict(again, reason=f"ok at float vector width 8 (at {native}: "
-                                         f"{hit['reason']})", vector_width=8)
-            else:
-                hit = dict(hit, reason=f"{hit['reason']}; at float vector width 8 too: "
-                                       f"{again['reason']}")
-        _log.logger.debug("program check %s %s [%s]: %s (%.1f s)", c.spec, c.name,
-                          c.platform_name, hit["reason"], time.perf_counter() - start)
-        if hit.pop("definite", True):
-            cache = settings.read_json(path)  # another process may have written meanwhile
-            cache[key] = hit
-            settings.write_json(path, cache, sort_keys=True)
+    hit = _cached_verdict(path, key)
+    if hit is None:
+        with _check_lock(path, c) as waited:
+            hit = _cached_verdict(path, key) if waited else None
+            if hit is None:
+                hit = _checked(c, path, key)
     c.checked = bool(hit["usable"])
     c.usable, c.vector_width = c.checked, hit.get("vector_width")
     if not c.usable:
@@ -595,6 +579,68 @@ def _check_programs(c) -> bool:
     elif hit.get("vector_width"):
         c.reason = hit["reason"]
     return c.usable
+
+
+def _cached_verdict(path, key):
+    """The verdict probe.json holds for ``key``, or None."""
+    hit = settings.read_json(path).get(key)
+    return hit if isinstance(hit, dict) and isinstance(hit.get("usable"), bool) else None
+
+
+@contextlib.contextmanager
+def _check_lock(path, c):
+    """Hold probe.json's lock file (``flock``, exclusive) while one process checks: the
+    other processes that start at once (pytest-xdist workers, the ranks of a distributed
+    launch) wait for its verdict instead of each building the programs too (15 workers each
+    checking PoCL on a 16-core host spent over 330 s without one verdict). Yields whether
+    another process held it (so the cache may hold the verdict now). No lock where fcntl
+    is missing (Windows) or the file cannot be opened: each process then checks."""
+    try:
+        import fcntl
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path.with_name(path.name + ".lock"), "a")
+    except (ImportError, OSError):
+        yield False
+        return
+    with f:
+        waited = False
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            _log.notice(f"waiting for another process's check that {c.name} "
+                        f"[{c.platform_name}] builds clgrad's kernels")
+            fcntl.flock(f, fcntl.LOCK_EX)  # (the holder's check has its own time limit)
+            waited = True
+        try:
+            yield waited
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _checked(c, path, key) -> dict:
+    """Run the program check on ``c`` (and at float vector width 8 where a wide CPU fails)
+    and cache a definite verdict under ``key``."""
+    _log.notice(f"checking that {c.name} [{c.platform_name}] builds clgrad's kernels "
+                f"(first run only: about 70 OpenCL programs, seconds to minutes; verdict "
+                f"cached in {path})")
+    start = time.perf_counter()
+    hit = _run_program_check(c, None)
+    native = c.device.native_vector_width_float
+    if not hit["usable"] and c.kind == "cpu" and native > 8:
+        again = _run_program_check(c, 8)
+        if again["usable"]:
+            hit = dict(again, reason=f"ok at float vector width 8 (at {native}: "
+                                     f"{hit['reason']})", vector_width=8)
+        else:
+            hit = dict(hit, reason=f"{hit['reason']}; at float vector width 8 too: "
+                                   f"{again['reason']}")
+    _log.logger.debug("program check %s %s [%s]: %s (%.1f s)", c.spec, c.name,
+                      c.platform_name, hit["reason"], time.perf_counter() - start)
+    if hit.pop("definite", True):
+        cache = settings.read_json(path)  # another process may have written meanwhile
+        cache[key] = hit
+        settings.write_json(path, cache, sort_keys=True)
+    return hit
 
 
 def _check_processes() -> int:
