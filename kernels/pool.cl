@@ -89,31 +89,42 @@ __kernel void max_bwd(long groups, geom_t g, __global T *gx, __global const T *g
     }
 }
 
+#ifdef TKH
+// T v[TKH * TKW]: the window's elements (row-major) from plane px at rows y0.. and columns
+// x0.., `fill` where the window is clipped (past y1 or x1), every load issued at once
+#define LOAD_WINDOW(v, fill)                                                             \
+    T v[TKH * TKW];                                                                    \
+    _Pragma("unroll") for (int dy = 0; dy < TKH; ++dy)                                 \
+    _Pragma("unroll") for (int dx = 0; dx < TKW; ++dx)                                 \
+        v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)                              \
+                               ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : (fill)
+#endif
+
+// The opening of the *_fwd_tiled kernels: this work item's output (ow, oh, plane), returning
+// past the output's end; its window rows [y0, y1) and columns [x0, x1), clipped to the input
+// (a window starts inside it); px, the input plane (n, c) of x.
+#define TILED_WINDOW(g, x, vx)                                                    \
+    long ow = get_global_id(0), oh = get_global_id(1);                          \
+    uint plane = get_global_id(2);                                              \
+    if (ow >= (g).ow || oh >= (g).oh) return;                                   \
+    uint n = plane / (uint)(g).c;                                               \
+    long c = plane - n * (uint)(g).c;                                           \
+    long y0 = oh * (g).sh, x0 = ow * (g).sw;                                    \
+    long y1 = min(y0 + (g).kh, (g).h), x1 = min(x0 + (g).kw, (g).w);            \
+    __global const T *px = (x) + (vx).off + n * (vx).s[0] + c * (vx).s[1]
+
 // max_fwd for windows that tile the input (kernel == stride, no padding, no dilation): the
 // window starts inside the input, so it has a first element, and only a last (ceil_mode)
 // window is clipped. Same tie and NaN rules as max_fwd.
 __kernel void max_fwd_tiled(geom_t g, __global T *out, __global long *idx, __global const T *x,
                             view_t vx) {
-    long ow = get_global_id(0), oh = get_global_id(1);
-    uint plane = get_global_id(2);
-    if (ow >= g.ow || oh >= g.oh) return;
-    uint n = plane / (uint)g.c;
-    long c = plane - n * (uint)g.c;
-    long y0 = oh * g.sh, x0 = ow * g.sw;
-    long y1 = min(y0 + g.kh, g.h), x1 = min(x0 + g.kw, g.w);
-    __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
+    TILED_WINDOW(g, x, vx);
     T best = px[y0 * vx.s[2] + x0 * vx.s[3]];
     long bi = y0 * g.w + x0;
 #ifdef TKH
     // TKH x TKW (the window, kernel == stride, a define: pool.py sets it for small windows):
     // every load of the window issued before the comparisons, in the same order as below
-    T v[TKH * TKW];
-#pragma unroll
-    for (int dy = 0; dy < TKH; ++dy)
-#pragma unroll
-        for (int dx = 0; dx < TKW; ++dx)
-            v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)
-                                   ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : best;
+    LOAD_WINDOW(v, best);
 #pragma unroll
     for (int dy = 0; dy < TKH; ++dy)
 #pragma unroll
@@ -180,6 +191,23 @@ inline ACC avg_window(const geom_t g, long oh, long ow, long divisor, int includ
     return (ACC)(include_pad ? pool : (h1 - h0) * (w1 - w0));
 }
 
+// The sum of the window rows [y0, y1) x columns [x0, x1) of plane px, in row-major order.
+// With TKH x TKW (windows up to 4 x 4, a define: pool.py) its elements are all loaded before
+// the sum, which runs in the same order.
+inline ACC window_sum(__global const T *px, const view_t vx, long y0, long y1, long x0,
+                      long x1) {
+    ACC acc = 0;
+#ifdef TKH
+    LOAD_WINDOW(v, (T)0);
+#pragma unroll
+    for (int k = 0; k < TKH * TKW; ++k) acc += v[k];
+#else
+    for (long y = y0; y < y1; ++y)
+        for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
+#endif
+    return acc;
+}
+
 // divisor: divisor_override, or 0 for none; include_pad: count_include_pad.
 // Launch: (OW, OH, N*C) rounded up to the work-group, as max_fwd (no 64-bit divisions per
 // item: the 1-D form's index arithmetic cost more than the window sums on CPUs).
@@ -198,24 +226,7 @@ __kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx,
         return;
     }
     __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
-    ACC acc = 0;
-#ifdef TKH
-    // at most TKH x TKW elements (windows up to 4 x 4, a define: pool.py), loaded before the
-    // sum, which runs in the loop's order (row-major) as below
-    T v[TKH * TKW];
-#pragma unroll
-    for (int dy = 0; dy < TKH; ++dy)
-#pragma unroll
-        for (int dx = 0; dx < TKW; ++dx)
-            v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)
-                                   ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : (T)0;
-#pragma unroll
-    for (int k = 0; k < TKH * TKW; ++k) acc += v[k];
-#else
-    for (long y = y0; y < y1; ++y)
-        for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
-#endif
-    out[o] = (T)(acc / div);
+    out[o] = (T)(window_sum(px, vx, y0, y1, x0, x1) / div);
 }
 
 // avg_fwd for windows that tile the input (kernel == stride, no padding: each window starts
@@ -225,31 +236,9 @@ __kernel void avg_fwd(geom_t g, __global T *out, __global const T *x, view_t vx,
 // 6.3-6.6 against 7.0-7.3 ms; on an H100 0.084 ms either way (67 % of the copy bandwidth).
 __kernel void avg_fwd_tiled(geom_t g, __global T *out, __global const T *x, view_t vx,
                             long divisor, int include_pad) {
-    long ow = get_global_id(0), oh = get_global_id(1);
-    uint plane = get_global_id(2);
-    if (ow >= g.ow || oh >= g.oh) return;
-    uint n = plane / (uint)g.c;
-    long c = plane - n * (uint)g.c;
-    long y0 = oh * g.sh, x0 = ow * g.sw;
-    long y1 = min(y0 + g.kh, g.h), x1 = min(x0 + g.kw, g.w);
-    __global const T *px = x + vx.off + n * vx.s[0] + c * vx.s[1];
-    ACC acc = 0;
-#ifdef TKH
-    T v[TKH * TKW];
-#pragma unroll
-    for (int dy = 0; dy < TKH; ++dy)
-#pragma unroll
-        for (int dx = 0; dx < TKW; ++dx)
-            v[dy * TKW + dx] = (y0 + dy < y1 && x0 + dx < x1)
-                                   ? px[(y0 + dy) * vx.s[2] + (x0 + dx) * vx.s[3]] : (T)0;
-#pragma unroll
-    for (int k = 0; k < TKH * TKW; ++k) acc += v[k];
-#else
-    for (long y = y0; y < y1; ++y)
-        for (long xx = x0; xx < x1; ++xx) acc += px[y * vx.s[2] + xx * vx.s[3]];
-#endif
+    TILED_WINDOW(g, x, vx);
     ACC div = divisor != 0 ? (ACC)divisor : (ACC)((int)(y1 - y0) * (int)(x1 - x0));
-    out[((long)plane * g.oh + oh) * g.ow + ow] = (T)(acc / div);
+    out[((long)plane * g.oh + oh) * g.ow + ow] = (T)(window_sum(px, vx, y0, y1, x0, x1) / div);
 }
 
 // Outputs whose window covers input row y: oh*s - p <= y <= oh*s - p + k - 1 (every value
