@@ -17,7 +17,7 @@ import clgrad
 
 NP = {clgrad.float32: np.float32, clgrad.float64: np.float64, clgrad.int64: np.int64,
       clgrad.int32: np.int32, clgrad.bool: np.bool_, clgrad.float16: np.float16,
-      clgrad.uint8: np.uint8}
+      clgrad.uint8: np.uint8, clgrad.int16: np.int16}
 
 
 def values(rng, shape, dtype, kind="normal"):
