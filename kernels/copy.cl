@@ -146,8 +146,8 @@ __kernel void copy_runs(long total, long rows, long inner, long rpw, long run, l
 //   [26 .. 33] its strides; meta[CAT_SLOTS * CAT_M] = nslot, the slots in use.
 // cat_elems (GPUs): a work item per element (per 4 for slots of kind 2: the index and slot
 // arithmetic of an element held a cat of 4 x (128,32,32,32) floats at 35 % of an H100's copy
-// bandwidth), neighbouring items neighbouring elements of one input (coalesced); cat_runs (CPUs): a work item per run of about COPY_RUN elements, as
-// copy_runs. Launch: 1-D, `total` work items (padded; each checks its bound).
+// bandwidth), neighbouring items neighbouring elements of one input (coalesced); cat_runs
+// (CPUs): a work item per run of about COPY_RUN elements, as copy_runs. Launch: 1-D, `total` work items (padded; each checks its bound).
 #define CAT_M 34
 
 // Offsets in the output and the input of element e of a slot (row-major over its shape).

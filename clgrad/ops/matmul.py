@@ -574,8 +574,8 @@ SPLIT_MIN_K = 128
 # closer to float64 split than unsplit (2e-7 against 1e-6): not understood, so not split.
 SPLIT_MAX_M = 4
 # ... and deep ones of more rows (K >= SPLIT_DEEP_K), still only where the tiles do not fill
-# the device (_splits). H100, forced split against unsplit (bench/gpu/gemm_mma.py,
-# 2026-12-07): AlexNet's fc6 at batch 128 (128 x 9216 @ 9216 x 4096, 4 slices) 0.354 against
+# the device (_splits). H100, forced split against unsplit (bench/gpu/gemm_mma.py; bench/README
+# 2026-12-06h): AlexNet's fc6 at batch 128 (128 x 9216 @ 9216 x 4096, 4 slices) 0.354 against
 # 0.640 ms, fc7 (128 x 4096 @ 4096 x 4096) 0.186 against 0.298 ms, and closer to float64
 # (1.2e-6 against 4.3e-6 of the largest); fc6's input gradient (N = 9216) fills the device
 # unsplit and stays so. The Gram GEMMs above (K = 1024) are not deep.

@@ -307,8 +307,6 @@ def _hooked_step(step):
     return hooked
 
 
-
-
 def check_nonnegative(name: str, **values):
     """Raise ValueError ``<name>: expected <k> >= 0, got <v>`` for the first negative value."""
     for k, v in values.items():

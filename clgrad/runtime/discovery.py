@@ -568,10 +568,8 @@ def _check_programs(c) -> bool:
     key = f"{c.key()} | programs {_kernels_digest()}"
     hit = _cached_verdict(path, key)
     if hit is None:
-        with _check_lock(path, c) as waited:
-            hit = _cached_verdict(path, key) if waited else None
-            if hit is None:
-                hit = _checked(c, path, key)
+        with _check_lock(path, c):  # another process may have checked while this one waited
+            hit = _cached_verdict(path, key) or _checked(c, path, key)
     c.checked = bool(hit["usable"])
     c.usable, c.vector_width = c.checked, hit.get("vector_width")
     if not c.usable:
@@ -592,27 +590,24 @@ def _check_lock(path, c):
     """Hold probe.json's lock file (``flock``, exclusive) while one process checks: the
     other processes that start at once (pytest-xdist workers, the ranks of a distributed
     launch) wait for its verdict instead of each building the programs too (15 workers each
-    checking PoCL on a 16-core host spent over 330 s without one verdict). Yields whether
-    another process held it (so the cache may hold the verdict now). No lock where fcntl
-    is missing (Windows) or the file cannot be opened: each process then checks."""
+    checking PoCL on a 16-core host spent over 330 s without one verdict). No lock where
+    fcntl is missing (Windows) or the file cannot be opened: each process then checks."""
     try:
         import fcntl
         path.parent.mkdir(parents=True, exist_ok=True)
         f = open(path.with_name(path.name + ".lock"), "a")
     except (ImportError, OSError):
-        yield False
+        yield
         return
     with f:
-        waited = False
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             _log.notice(f"waiting for another process's check that {c.name} "
                         f"[{c.platform_name}] builds clgrad's kernels")
             fcntl.flock(f, fcntl.LOCK_EX)  # (the holder's check has its own time limit)
-            waited = True
         try:
-            yield waited
+            yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
 
